@@ -1,0 +1,31 @@
+# Every target creates .venv from scratch when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+SEEDS  ?= 200
+
+.PHONY: test demo bench lint sim clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+
+demo: $(STAMP)
+	$(BIN)/lazily-queue demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/local_queue.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check lazily_queue transports tests benchmarks examples
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .lazily-demo .mypy_cache .ruff_cache
