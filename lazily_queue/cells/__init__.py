@@ -1,0 +1,5 @@
+"""The reactive cell shells."""
+
+from .queue import QueueCell
+
+__all__ = ["QueueCell"]

@@ -1,0 +1,19 @@
+"""Exceptions shared by every cell and backend."""
+
+from __future__ import annotations
+
+
+class LazilyQueueError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class QueueClosed(LazilyQueueError):
+    """The queue is closed: no more pushes, and (for pops) nothing left to drain."""
+
+
+class UnsupportedOperation(LazilyQueueError, TypeError):
+    """The storage backend does not offer this operation; the message names the alternative."""
+
+
+class InvalidConfiguration(LazilyQueueError, ValueError):
+    """A constructor or configuration value is out of range; the message says which."""

@@ -1,0 +1,194 @@
+"""The reactive context: dependency tracking, batching and the effect flush.
+
+All mutable graph state (the node being computed, batch depth, scheduled effects) lives
+on a :class:`Context`. Nodes bind to one context at construction; a node never touches
+another context's state. A context is single-threaded: use it from one thread (one
+event loop) only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:
+    from .nodes import Effect, _Consumer
+
+T = TypeVar("T")
+
+DEFAULT_FLUSH_BUDGET = 1000
+
+
+class ReactiveCycleError(RuntimeError):
+    """A computed read itself, or effects kept re-triggering each other past the budget."""
+
+
+class ReactiveContextError(RuntimeError):
+    """A node was used with a context it does not belong to, or from the wrong thread."""
+
+
+class Context:
+    """Owns the tracking state, the batch depth and the pending effect queue.
+
+    ``flush_budget`` bounds how many effect-flush rounds one outermost batch exit may
+    run; effects that keep re-triggering each other beyond it raise
+    :class:`ReactiveCycleError`.
+    """
+
+    __slots__ = (
+        "_batch_depth",
+        "_errors",
+        "_flushing",
+        "_observer",
+        "_pending",
+        "_write_epoch",
+        "flush_budget",
+        "name",
+    )
+
+    def __init__(self, *, name: str = "", flush_budget: int = DEFAULT_FLUSH_BUDGET) -> None:
+        if flush_budget < 1:
+            raise ValueError(f"flush_budget must be >= 1, got {flush_budget}")
+        self.name = name
+        self.flush_budget = flush_budget
+        self._observer: _Consumer | None = None
+        self._batch_depth = 0
+        self._flushing = False
+        self._pending: list[Effect] = []
+        self._write_epoch = 0
+        self._errors: list[Exception] = []
+
+    def __repr__(self) -> str:
+        return f"Context({self.name!r}, depth={self._batch_depth}, pending={len(self._pending)})"
+
+    # -- batching -------------------------------------------------------------------------
+
+    @property
+    def in_batch(self) -> bool:
+        """True inside :meth:`batch` (or while effects are being flushed)."""
+        return self._batch_depth > 0
+
+    @overload
+    def batch(self) -> _BatchScope: ...
+
+    @overload
+    def batch(self, run: Callable[[], T]) -> T: ...
+
+    def batch(self, run: Callable[[], T] | None = None) -> T | _BatchScope:
+        """Group writes: effects run once, at the outermost batch exit.
+
+        ``ctx.batch(fn)`` runs ``fn`` inside a batch and returns its result;
+        ``with ctx.batch():`` does the same for a block.
+        """
+        if run is None:
+            return _BatchScope(self)
+        self._batch_depth += 1
+        try:
+            return run()
+        finally:
+            self._exit_batch()
+
+    def _exit_batch(self) -> None:
+        self._batch_depth -= 1
+        if self._batch_depth == 0 and self._pending and not self._flushing:
+            self._flush()
+
+    def _schedule(self, effect: Effect) -> None:
+        self._pending.append(effect)
+
+    def _after_write(self) -> None:
+        """Flush now unless a batch (or a flush) is open."""
+        if self._batch_depth == 0 and self._pending and not self._flushing:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._flushing = True
+        self._batch_depth += 1
+        rounds = 0
+        try:
+            while self._pending:
+                rounds += 1
+                if rounds > self.flush_budget:
+                    names = ", ".join(sorted({e.name or "<effect>" for e in self._pending})[:5])
+                    self._pending.clear()
+                    raise ReactiveCycleError(
+                        f"effects re-triggered each other for more than {self.flush_budget} "
+                        f"flush rounds (still pending: {names}); an effect writes a source "
+                        "it depends on, directly or through another effect"
+                    )
+                batch, self._pending = self._pending, []
+                for effect in batch:
+                    try:
+                        effect._run_scheduled()
+                    except Exception as exc:  # every effect still runs; first error re-raised
+                        self._errors.append(exc)
+        finally:
+            self._batch_depth -= 1
+            self._flushing = False
+        if self._errors:
+            errors, self._errors = self._errors, []
+            if len(errors) == 1:
+                raise errors[0]
+            raise ExceptionGroup(f"{len(errors)} effects failed during one flush", errors)
+
+    # -- tracking -------------------------------------------------------------------------
+
+    @contextmanager
+    def untracked(self) -> Iterator[None]:
+        """Reads inside this block register no dependency edges."""
+        saved, self._observer = self._observer, None
+        try:
+            yield
+        finally:
+            self._observer = saved
+
+
+class _BatchScope:
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def __enter__(self) -> Context:
+        self._ctx._batch_depth += 1
+        return self._ctx
+
+    def __exit__(self, *exc: Any) -> None:
+        self._ctx._exit_batch()
+
+
+_local = threading.local()
+
+
+def default_context() -> Context:
+    """This thread's default context, created on first use."""
+    ctx: Context | None = getattr(_local, "ctx", None)
+    if ctx is None:
+        ctx = Context(name=f"default:{threading.current_thread().name}")
+        _local.ctx = ctx
+    return ctx
+
+
+def resolve_context(ctx: Context | None) -> Context:
+    """``ctx`` itself, or this thread's default context."""
+    return ctx if ctx is not None else default_context()
+
+
+@overload
+def batch(run: None = None, *, context: Context | None = None) -> _BatchScope: ...
+
+
+@overload
+def batch(run: Callable[[], T], *, context: Context | None = None) -> T: ...
+
+
+def batch(
+    run: Callable[[], T] | None = None, *, context: Context | None = None
+) -> T | _BatchScope:
+    """Batch on ``context`` (default: this thread's default context)."""
+    ctx = resolve_context(context)
+    if run is None:
+        return ctx.batch()
+    return ctx.batch(run)
