@@ -1,0 +1,222 @@
+"""A DataChannel base with a bounded receive queue and cross-thread wake-ups.
+
+Transports push incoming frames with ``_deliver`` and report the end of the link with
+``_deliver_eof`` or ``_fail``; readers drain the queue without a task switch per frame.
+Subclasses implement the send side (``_send_frame_nowait``, ``_writable``) and the
+``_pause_reading`` / ``_resume_reading`` / ``_abort`` hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+
+import anyio
+
+from ._abc import DataChannel
+from .errors import LinkBrokenError
+
+__all__ = ["BufferedChannel", "Signal"]
+
+logger = logging.getLogger("transports.channel")
+
+
+class Signal:
+    """A one-shot wake-up for one task, fireable from any thread."""
+
+    __slots__ = ("_future", "_loop", "fired")
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[None] = self._loop.create_future()
+        self.fired = False
+
+    def fire(self) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._set()
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._set)
+            except RuntimeError:  # the waiting loop is already closed
+                pass
+
+    def _set(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    async def wait(self) -> None:
+        await self._future
+
+
+def _fire_all(waiters: list[Signal]) -> None:
+    for waiter in waiters:
+        waiter.fire()
+
+
+class BufferedChannel(DataChannel):
+    """DataChannel whose incoming frames sit in a bounded in-memory queue.
+
+    Reading pauses (``_pause_reading``) once ``receive_buffer_size`` bytes are queued
+    and resumes when half of them were consumed. A single receiving task may run in a
+    different thread from the producer; several receiving tasks must share one loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_frame_size: int,
+        receive_buffer_size: int,
+        send_buffer_size: int,
+        remote_address: str = "",
+    ) -> None:
+        super().__init__(max_frame_size=max_frame_size, remote_address=remote_address)
+        self._rx: deque[bytes] = deque()
+        self._rx_added = 0  # bytes queued so far, written by the producer only
+        self._rx_taken = 0  # bytes consumed so far, written by the consumer only
+        self._rx_limit = receive_buffer_size
+        self._rx_paused = False
+        self._rx_waiters: list[Signal] = []
+        self._tx_waiters: list[Signal] = []
+        self._send_buffer_size = send_buffer_size
+        self._eof = False
+        self._broken = False
+        self._closed = False
+        self._reason: str | None = None
+
+    # -- hooks --------------------------------------------------------------------------
+
+    def _pause_reading(self) -> None:
+        """Stop taking data from the peer until ``_resume_reading``."""
+
+    def _resume_reading(self) -> None:
+        """Take data from the peer again."""
+
+    def _abort(self) -> None:
+        """Tear down the underlying connection immediately."""
+
+    def _writable(self) -> bool:
+        """Whether ``_send_frame_nowait`` would accept a frame (or raise closed/broken)."""
+        return True
+
+    # -- producer side ------------------------------------------------------------------
+
+    def _deliver(self, frame: bytes) -> None:
+        """Queue one incoming frame for the reader."""
+        self._rx.append(frame)
+        self._rx_added += len(frame)
+        if self._rx_waiters:
+            self._wake_receivers()
+        if not self._rx_paused and self._rx_added - self._rx_taken >= self._rx_limit:
+            self._rx_paused = True
+            self._pause_reading()
+
+    def _deliver_eof(self) -> None:
+        """The peer closed the link cleanly; readers get EndOfStream after the queue."""
+        if self._reason is None:
+            self._eof = True
+            self._reason = "closed by peer"
+        self._wake_all()
+
+    def _fail(self, reason: str) -> None:
+        """The link failed; log why, abort it and wake everyone."""
+        if self._reason is not None and (self._broken or self._closed):
+            return
+        self._broken = True
+        self._reason = reason
+        logger.warning("link %s to peer %s closed: %s", self.remote_address, self._peer, reason)
+        self._abort()
+        self._wake_all()
+
+    def _mark_closed(self) -> bool:
+        """Record a local close; returns False when the channel was already closed."""
+        if self._closed:
+            return False
+        self._closed = True
+        if not self._broken:
+            self._reason = "closed locally"
+        self._rx.clear()
+        self._wake_all()
+        return True
+
+    @property
+    def _peer(self) -> str:
+        return str(self.remote_peer_id) if self.established else "?"
+
+    def _wake_receivers(self) -> None:
+        waiters, self._rx_waiters = self._rx_waiters, []
+        _fire_all(waiters)
+
+    def _wake_senders(self) -> None:
+        waiters, self._tx_waiters = self._tx_waiters, []
+        _fire_all(waiters)
+
+    def _wake_all(self) -> None:
+        self._wake_receivers()
+        self._wake_senders()
+
+    # -- consumer side ------------------------------------------------------------------
+
+    @property
+    def close_reason(self) -> str | None:
+        return self._reason
+
+    @property
+    def ended(self) -> bool:
+        """True once the link is closed, broken or finished by the peer."""
+        return self._reason is not None
+
+    def receive_nowait(self) -> bytes:
+        rx = self._rx
+        if rx:
+            frame = rx.popleft()
+            self._rx_taken += len(frame)
+            if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
+                self._rx_paused = False
+                self._resume_reading()
+            return frame
+        raise self._receive_error()
+
+    def _receive_error(self) -> Exception:
+        if self._closed:
+            return anyio.ClosedResourceError()
+        if self._broken:
+            return LinkBrokenError(self._reason or "link failed")
+        if self._eof:
+            return anyio.EndOfStream()
+        return anyio.WouldBlock()
+
+    def _send_error(self) -> Exception | None:
+        """The exception a send must raise now, or None when the link can carry frames."""
+        if self._closed:
+            return anyio.ClosedResourceError()
+        if self._broken:
+            return LinkBrokenError(self._reason or "link failed")
+        if self._eof:
+            return LinkBrokenError("closed by peer")
+        return None
+
+    async def wait_receive_ready(self) -> None:
+        if self._rx or self._reason is not None:
+            return
+        waiter = Signal()
+        self._rx_waiters.append(waiter)
+        if self._rx or self._reason is not None:
+            return
+        await waiter.wait()
+
+    async def wait_send_ready(self) -> None:
+        if self._reason is not None or self._writable():
+            return
+        waiter = Signal()
+        self._tx_waiters.append(waiter)
+        if self._reason is not None or self._writable():
+            return
+        await waiter.wait()

@@ -1,0 +1,83 @@
+"""Exception types raised by the transports package."""
+
+from __future__ import annotations
+
+import anyio
+
+__all__ = [
+    "AddressError",
+    "AuthenticationError",
+    "FrameTooLargeError",
+    "HandshakeError",
+    "HandshakeTimeoutError",
+    "IncompatiblePeerError",
+    "LinkBrokenError",
+    "PeerRejectedError",
+    "TransportError",
+    "UnknownPeerError",
+]
+
+
+class TransportError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class AddressError(TransportError, ValueError):
+    """An address string is malformed or names a scheme nobody registered."""
+
+
+class FrameTooLargeError(TransportError, ValueError):
+    """A frame exceeds the negotiated (or configured) maximum frame size."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the maximum frame size of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class HandshakeError(TransportError):
+    """The capability handshake failed; ``field`` names the offending handshake field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"handshake failed on {field!r}: {message}")
+        self.field = field
+        self.message = message
+
+
+class IncompatiblePeerError(HandshakeError):
+    """Both handshakes decoded but their capabilities cannot be reconciled."""
+
+
+class PeerRejectedError(HandshakeError):
+    """The remote peer refused our handshake and told us which field it objected to."""
+
+
+class AuthenticationError(HandshakeError):
+    """The peer failed the cluster-secret challenge (or offered no authentication)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("auth", message)
+
+
+class HandshakeTimeoutError(HandshakeError, TimeoutError):
+    """The peer did not complete the handshake and authentication in time."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__("timeout", f"handshake not completed within {timeout:g} s")
+        self.timeout = timeout
+
+
+class LinkBrokenError(anyio.BrokenResourceError, TransportError):
+    """The link failed (bad frame, reset, truncation); ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UnknownPeerError(TransportError, LookupError):
+    """A peer id is not part of the mesh."""
+
+    def __init__(self, peer_id: int) -> None:
+        super().__init__(f"unknown peer id {peer_id}")
+        self.peer_id = peer_id
