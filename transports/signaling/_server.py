@@ -1,0 +1,201 @@
+"""A WebSocket signaling server: one ``RoomCore`` per URL path.
+
+Protocol decisions around the pure room:
+
+* a text message that is JSON but not a valid client frame (unknown type,
+  wrong or extra fields, a client-supplied ``from``) is answered with
+  ``error{code: "malformed_frame"}`` and the connection stays open;
+* a binary message, or text that is not JSON, is answered with the same error
+  and the connection is then closed (code 1003 / 1007): the other end does not
+  speak this protocol;
+* a message over ``max_frame_size`` closes the connection (code 1009);
+* a connection whose outbound queue overflows is closed (code 1008), so a slow
+  reader never stalls the room.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self
+
+import anyio
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from ._frames import Error, ServerFrame, SignalingFrameError, dumps, loads
+from ._room import ErrorCode, Output, Permissions, RoomCore
+
+__all__ = ["SignalingServer"]
+
+_log = logging.getLogger(__name__)
+
+_CLOSE_NORMAL = 1000
+_CLOSE_UNSUPPORTED = 1003
+_CLOSE_INVALID = 1007
+_CLOSE_POLICY = 1008
+
+
+class _Client:
+    """One accepted WebSocket with a bounded outbound queue drained by ``pump``."""
+
+    def __init__(self, ws: ServerConnection, capacity: int) -> None:
+        self.ws = ws
+        self._send, self._recv = anyio.create_memory_object_stream[str](capacity)
+        self._close_code = _CLOSE_NORMAL
+        self._close_reason = ""
+        self._shut = False
+
+    def deliver(self, frame: ServerFrame) -> None:
+        try:
+            self._send.send_nowait(dumps(frame))
+        except anyio.WouldBlock:
+            self.shut(_CLOSE_POLICY, "outbound queue overflow")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def shut(self, code: int = _CLOSE_NORMAL, reason: str = "") -> None:
+        """Stop accepting frames; ``pump`` flushes what is queued, then closes."""
+        if not self._shut:
+            self._shut = True
+            self._close_code, self._close_reason = code, reason
+            self._send.close()
+
+    async def pump(self) -> None:
+        try:
+            async with self._recv:
+                async for text in self._recv:
+                    await self.ws.send(text)
+            await self.ws.close(self._close_code, self._close_reason)
+        except ConnectionClosed:
+            pass
+
+
+class SignalingServer:
+    """Hosts signaling rooms over WebSocket; the URL path names the room.
+
+    ``permissions`` is one policy for every room or a function of the room path.
+    Use as ``async with SignalingServer(...) as server`` (binds ``host:port``;
+    port 0 picks a free one) and connect clients to ``server.url + "/room"``.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        permissions: Permissions | Callable[[str], Permissions] | None = None,
+        max_frame_size: int = 1 << 20,
+        outbound_queue: int = 1024,
+    ) -> None:
+        if max_frame_size <= 0 or outbound_queue <= 0:
+            raise ValueError("max_frame_size and outbound_queue must be positive")
+        self._host = host
+        self._port = port
+        self._permissions = permissions
+        self._max_frame_size = max_frame_size
+        self._outbound_queue = outbound_queue
+        self._rooms: dict[str, RoomCore[_Client]] = {}
+        self._members: dict[str, int] = {}
+        self._server: Server | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the signaling server is not started")
+        port: int = next(iter(self._server.sockets)).getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        """``ws://host:port`` of the bound server (append ``/room``)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"ws://{host}:{self.port}"
+
+    def room(self, path: str) -> RoomCore[_Client] | None:
+        """The live room at ``path`` (for inspection), or None."""
+        return self._rooms.get(path)
+
+    async def start(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("the signaling server is already started")
+        self._server = await serve(
+            self._handle,
+            self._host,
+            self._port,
+            max_size=self._max_frame_size,
+            compression=None,
+        )
+
+    async def aclose(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _policy(self, path: str) -> Permissions:
+        if self._permissions is None:
+            return Permissions()
+        if isinstance(self._permissions, Permissions):
+            return self._permissions
+        return self._permissions(path)
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        path = ws.request.path.partition("?")[0] if ws.request is not None else "/"
+        room = self._rooms.get(path)
+        if room is None:
+            room = self._rooms[path] = RoomCore(self._policy(path))
+        self._members[path] = self._members.get(path, 0) + 1
+        client = _Client(ws, self._outbound_queue)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.pump)
+                try:
+                    await self._read(room, client)
+                finally:
+                    client.shut()
+        finally:
+            _route(room.disconnect(client))
+            self._members[path] -= 1
+            if not self._members[path]:
+                del self._members[path]
+                del self._rooms[path]
+
+    async def _read(self, room: RoomCore[_Client], client: _Client) -> None:
+        try:
+            async for message in client.ws:
+                if isinstance(message, bytes):
+                    _refuse(client, "signaling frames are JSON text, got a binary message")
+                    client.shut(_CLOSE_UNSUPPORTED, "binary message")
+                    return
+                try:
+                    wire = loads(message)
+                except SignalingFrameError as exc:
+                    _refuse(client, str(exc))
+                    client.shut(_CLOSE_INVALID, "not JSON")
+                    return
+                _route(room.feed_wire(client, wire))
+        except ConnectionClosed as exc:
+            _log.debug("signaling connection closed: %s", exc)
+
+
+def _refuse(client: _Client, message: str) -> None:
+    client.deliver(Error(ErrorCode.MALFORMED_FRAME, message))
+
+
+def _route(outputs: list[Output[_Client]]) -> None:
+    for target, frame in outputs:
+        target.deliver(frame)
