@@ -87,6 +87,8 @@ class BufferedChannel(DataChannel):
         self._tx_waiters: list[Signal] = []
         self._send_buffer_size = send_buffer_size
         self._eof = False
+        self._eof_sent = False
+        self._send_dead: str | None = None
         self._broken = False
         self._closed = False
         self._reason: str | None = None
@@ -119,20 +121,33 @@ class BufferedChannel(DataChannel):
             self._pause_reading()
 
     def _deliver_eof(self) -> None:
-        """The peer closed the link cleanly; readers get EndOfStream after the queue."""
-        if self._reason is None:
+        """The peer finished sending; readers get EndOfStream after the queue."""
+        if not (self._broken or self._closed):
             self._eof = True
-            self._reason = "closed by peer"
-        self._wake_all()
+        self._wake_receivers()
 
     def _fail(self, reason: str) -> None:
         """The link failed; log why, abort it and wake everyone."""
-        if self._reason is not None and (self._broken or self._closed):
+        if self._broken or self._closed:
+            return
+        self._abort()
+        if self._eof:  # the peer already finished sending: only our direction is lost
+            self._send_dead = reason
+            self._wake_senders()
             return
         self._broken = True
         self._reason = reason
-        logger.warning("link %s to peer %s closed: %s", self.remote_address, self._peer, reason)
-        self._abort()
+        logger.warning(
+            "link %s to peer %s closed: %s", self.remote_address, self._peer_label, reason
+        )
+        self._wake_all()
+
+    def _connection_gone(self) -> None:
+        """The connection closed without an error; frames already queued stay readable."""
+        if self._send_dead is None:
+            self._send_dead = "connection closed"
+        if not (self._broken or self._closed or self._eof):
+            self._eof = True
         self._wake_all()
 
     def _mark_closed(self) -> bool:
@@ -147,7 +162,7 @@ class BufferedChannel(DataChannel):
         return True
 
     @property
-    def _peer(self) -> str:
+    def _peer_label(self) -> str:
         return str(self.remote_peer_id) if self.established else "?"
 
     def _wake_receivers(self) -> None:
@@ -166,12 +181,14 @@ class BufferedChannel(DataChannel):
 
     @property
     def close_reason(self) -> str | None:
+        if self._reason is None and self._eof:
+            return "closed by peer"
         return self._reason
 
     @property
     def ended(self) -> bool:
-        """True once the link is closed, broken or finished by the peer."""
-        return self._reason is not None
+        """True once the link is closed or broken (or the peer finished sending)."""
+        return self._reason is not None or self._eof
 
     def receive_nowait(self) -> bytes:
         rx = self._rx
@@ -199,24 +216,26 @@ class BufferedChannel(DataChannel):
             return anyio.ClosedResourceError()
         if self._broken:
             return LinkBrokenError(self._reason or "link failed")
-        if self._eof:
-            return LinkBrokenError("closed by peer")
+        if self._eof_sent:
+            return anyio.ClosedResourceError()
+        if self._send_dead is not None:
+            return LinkBrokenError(self._send_dead)
         return None
 
     async def wait_receive_ready(self) -> None:
-        if self._rx or self._reason is not None:
+        if self._rx or self._reason is not None or self._eof:
             return
         waiter = Signal()
         self._rx_waiters.append(waiter)
-        if self._rx or self._reason is not None:
+        if self._rx or self._reason is not None or self._eof:
             return
         await waiter.wait()
 
     async def wait_send_ready(self) -> None:
-        if self._reason is not None or self._writable():
+        if self._send_error() is not None or self._writable():
             return
         waiter = Signal()
         self._tx_waiters.append(waiter)
-        if self._reason is not None or self._writable():
+        if self._send_error() is not None or self._writable():
             return
         await waiter.wait()
