@@ -17,3 +17,7 @@ class UnsupportedOperation(LazilyQueueError, TypeError):
 
 class InvalidConfiguration(LazilyQueueError, ValueError):
     """A constructor or configuration value is out of range; the message says which."""
+
+
+class InvalidSnapshot(LazilyQueueError, ValueError):
+    """A snapshot to restore is malformed or inconsistent; the message says which part."""

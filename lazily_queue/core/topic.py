@@ -1,0 +1,299 @@
+"""Flavor-neutral TopicCell rules: the broadcast log, subscriber cursors and retention.
+
+State is ``(base_offset, elements, subscriptions)``. Cursors are absolute offsets (the
+next offset to read) and ``end_offset = base_offset + len(elements)``. Every mutating
+method returns a :class:`TopicTransition`: its result plus the subscriber ids whose
+reader must be invalidated. Invalidation is structural: a subscribe on an empty log or
+a disconnect at the tail still names the subscriber.
+
+:class:`TopicCore` imports nothing reactive, so a replicated state machine can run the
+very same rules on every replica.
+
+Ephemeral cursors and GC: only durable cursors (connected or not) hold the retention
+frontier, so GC may drop offsets an ephemeral subscriber has not read yet. ``gc``
+clamps such an ephemeral cursor up to the new ``base_offset`` and invalidates that
+subscriber's reader, so the gap is visible to it; no stored cursor is ever below
+``base_offset``. A durable cursor can never fall below base, because it bounds the
+frontier.
+
+Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect`` and ``advance``
+(they never raise), and reads of them are unavailable (``None``, distinct from ``[]``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from ..errors import InvalidSnapshot
+from .snapshot import is_int, require_count, require_list, require_map
+
+R = TypeVar("R")
+
+SubscriberId = str
+"""Subscriber ids are strings (they key the JSON snapshot map)."""
+
+NOBODY: frozenset[str] = frozenset()
+
+
+class Durability(enum.StrEnum):
+    """Whether a subscription survives disconnect (and holds the retention frontier)."""
+
+    DURABLE = "durable"
+    EPHEMERAL = "ephemeral"
+
+
+class SubscribeOutcome(enum.Enum):
+    """What ``subscribe`` did."""
+
+    Subscribed = "Subscribed"
+    Reconnected = "Reconnected"
+    AlreadyConnected = "AlreadyConnected"
+
+
+class TopicTransition(NamedTuple, Generic[R]):
+    """The result of one topic operation and the subscribers it invalidates."""
+
+    result: R
+    invalidated: frozenset[str]
+
+
+class _Subscription:
+    __slots__ = ("connected", "cursor", "durability")
+
+    def __init__(self, cursor: int, durability: Durability, connected: bool) -> None:
+        self.cursor = cursor
+        self.durability = durability
+        self.connected = connected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "durability": self.durability.value,
+            "connected": self.connected,
+            "cursor": self.cursor,
+        }
+
+
+def parse_durability(value: Durability | str) -> Durability:
+    """``Durability`` from the enum or its spelling; anything else raises ``ValueError``."""
+    try:
+        return Durability(value)
+    except ValueError:
+        raise ValueError(
+            f"durability must be 'durable' or 'ephemeral', got {value!r}"
+        ) from None
+
+
+def check_subscriber(subscriber: object) -> str:
+    """A subscriber id must be a ``str``; anything else raises ``TypeError``."""
+    if not isinstance(subscriber, str):
+        raise TypeError(f"subscriber id must be a str, got {type(subscriber).__name__}")
+    return subscriber
+
+
+class TopicCore(Generic[R]):
+    """The topic state machine: one log, many cursors, durable-driven retention."""
+
+    __slots__ = ("_base", "_connected", "_connected_set", "_elements", "_subs")
+
+    def __init__(self) -> None:
+        self._base = 0
+        self._elements: list[R] = []
+        self._subs: dict[str, _Subscription] = {}
+        self._connected: dict[str, None] = {}
+        self._connected_set: frozenset[str] | None = NOBODY
+
+    def __repr__(self) -> str:
+        return (
+            f"TopicCore(base={self._base}, len={len(self._elements)}, "
+            f"subscriptions={len(self._subs)})"
+        )
+
+    # -- connection bookkeeping -----------------------------------------------------------
+
+    def _set_connected(self, subscriber: str, connected: bool) -> None:
+        if connected:
+            self._connected[subscriber] = None
+        else:
+            self._connected.pop(subscriber, None)
+        self._connected_set = None
+
+    def connected_subscribers(self) -> frozenset[str]:
+        """The ids of every connected subscription."""
+        cached = self._connected_set
+        if cached is None:
+            cached = self._connected_set = frozenset(self._connected)
+        return cached
+
+    # -- operations -----------------------------------------------------------------------
+
+    def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+    ) -> TopicTransition[SubscribeOutcome]:
+        """New id: cursor at the tail. Offline durable id: reconnect. Connected: no-op."""
+        check_subscriber(subscriber)
+        kind = parse_durability(durability)
+        record = self._subs.get(subscriber)
+        if record is None:
+            self._subs[subscriber] = _Subscription(self.end_offset(), kind, True)
+            self._set_connected(subscriber, True)
+            return TopicTransition(SubscribeOutcome.Subscribed, frozenset((subscriber,)))
+        if record.connected:
+            return TopicTransition(SubscribeOutcome.AlreadyConnected, NOBODY)
+        record.connected = True
+        self._set_connected(subscriber, True)
+        return TopicTransition(SubscribeOutcome.Reconnected, frozenset((subscriber,)))
+
+    def reconnect(self, subscriber: str) -> TopicTransition[bool]:
+        """Bring an offline durable subscription back at its frozen cursor."""
+        check_subscriber(subscriber)
+        record = self._subs.get(subscriber)
+        if record is None or record.connected:
+            return TopicTransition(False, NOBODY)
+        record.connected = True
+        self._set_connected(subscriber, True)
+        return TopicTransition(True, frozenset((subscriber,)))
+
+    def disconnect(self, subscriber: str) -> TopicTransition[bool]:
+        """Durable: go offline with the cursor frozen. Ephemeral: remove the record."""
+        check_subscriber(subscriber)
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return TopicTransition(False, NOBODY)
+        if record.durability is Durability.EPHEMERAL:
+            del self._subs[subscriber]
+        else:
+            record.connected = False
+        self._set_connected(subscriber, False)
+        return TopicTransition(True, frozenset((subscriber,)))
+
+    def publish(self, value: R) -> TopicTransition[int]:
+        """Append one element; returns its offset and invalidates every connected reader."""
+        offset = self.end_offset()
+        self._elements.append(value)
+        return TopicTransition(offset, self.connected_subscribers())
+
+    def advance(self, subscriber: str) -> TopicTransition[R | None]:
+        """Consume the element at the cursor; ``None`` (and no change) when unavailable."""
+        check_subscriber(subscriber)
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return TopicTransition(None, NOBODY)
+        index = record.cursor - self._base
+        if index >= len(self._elements):
+            return TopicTransition(None, NOBODY)
+        record.cursor += 1
+        return TopicTransition(self._elements[index], frozenset((subscriber,)))
+
+    def gc(self) -> TopicTransition[int]:
+        """Drop offsets below the min durable cursor (or all, with no durable subscriber).
+
+        Invalidates only ephemeral subscribers whose cursor had to be clamped to the new
+        base (their unread elements were collected).
+        """
+        frontier = self.retention_frontier()
+        removed = frontier - self._base
+        if removed <= 0:
+            return TopicTransition(0, NOBODY)
+        del self._elements[:removed]
+        self._base = frontier
+        clamped = []
+        for subscriber, record in self._subs.items():
+            if record.cursor < frontier:
+                record.cursor = frontier
+                clamped.append(subscriber)
+        return TopicTransition(removed, frozenset(clamped))
+
+    # -- observables ----------------------------------------------------------------------
+
+    def retention_frontier(self) -> int:
+        """Min cursor over durable subscriptions (online or not), else ``end_offset``."""
+        durable = [r.cursor for r in self._subs.values() if r.durability is Durability.DURABLE]
+        return min(durable) if durable else self.end_offset()
+
+    def read(self, subscriber: str) -> R | None:
+        """The element at the cursor; ``None`` when unavailable or at the tail."""
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return None
+        index = record.cursor - self._base
+        return self._elements[index] if index < len(self._elements) else None
+
+    def read_stream(self, subscriber: str) -> list[R] | None:
+        """The unread suffix; ``None`` (not ``[]``) for an unknown or offline subscriber."""
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return None
+        return self._elements[record.cursor - self._base :]
+
+    def base_offset(self) -> int:
+        return self._base
+
+    def end_offset(self) -> int:
+        return self._base + len(self._elements)
+
+    def elements(self) -> list[R]:
+        """A copy of the retained log, oldest first."""
+        return list(self._elements)
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        """Every record as ``{id: {durability, connected, cursor}}``."""
+        return {sub: record.to_dict() for sub, record in self._subs.items()}
+
+    def subscription(self, subscriber: str) -> dict[str, Any] | None:
+        """One record as ``{durability, connected, cursor}``, or ``None`` when unknown."""
+        record = self._subs.get(subscriber)
+        return None if record is None else record.to_dict()
+
+    # -- snapshot -------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The full state as plain data: ``{base_offset, elements, subscriptions}``."""
+        return {
+            "base_offset": self._base,
+            "elements": list(self._elements),
+            "subscriptions": self.subscriptions(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> TopicCore[R]:
+        """Restore :meth:`snapshot` output; raises :class:`InvalidSnapshot` when inconsistent."""
+        data = require_map("topic snapshot", snapshot, {"base_offset", "elements", "subscriptions"})
+        base = require_count("topic snapshot: base_offset", data["base_offset"])
+        elements = require_list("topic snapshot: elements", data["elements"])
+        subs = data["subscriptions"]
+        if not isinstance(subs, Mapping):
+            raise InvalidSnapshot(
+                f"topic snapshot: subscriptions must be a map, got {type(subs).__name__}"
+            )
+        core: TopicCore[R] = cls()
+        core._base = base
+        core._elements = elements
+        end = core.end_offset()
+        for subscriber, raw in subs.items():
+            record = _restore_record(subscriber, raw, base, end)
+            core._subs[subscriber] = record
+            if record.connected:
+                core._connected[subscriber] = None
+        core._connected_set = None
+        return core
+
+
+def _restore_record(subscriber: object, raw: object, base: int, end: int) -> _Subscription:
+    if not isinstance(subscriber, str):
+        raise InvalidSnapshot(f"topic snapshot: subscriber id {subscriber!r} is not a str")
+    where = f"topic snapshot: subscription {subscriber!r}"
+    data = require_map(where, raw, {"durability", "connected", "cursor"})
+    try:
+        kind = parse_durability(data["durability"])
+    except ValueError as exc:
+        raise InvalidSnapshot(f"{where}: {exc}") from None
+    connected, cursor = data["connected"], data["cursor"]
+    if not isinstance(connected, bool):
+        raise InvalidSnapshot(f"{where}: connected must be a bool, got {connected!r}")
+    if not is_int(cursor) or not base <= cursor <= end:
+        raise InvalidSnapshot(f"{where}: cursor {cursor!r} is outside base..end ({base}..{end})")
+    if kind is Durability.EPHEMERAL and not connected:
+        raise InvalidSnapshot(f"{where}: an ephemeral subscription cannot be disconnected")
+    return _Subscription(cursor, kind, connected)

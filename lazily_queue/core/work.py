@@ -1,0 +1,399 @@
+"""Flavor-neutral WorkQueueCell rules: leases, retries, dead letters and reader masks.
+
+State is a pending FIFO of :class:`PendingItem`, the in-flight deliveries by
+``delivery_id`` and the dead letters, plus two independent monotone counters (item ids
+and delivery ids, both from 0; delivery ids are never reused). Time is always a
+caller-supplied ``now``: nothing here reads a clock and nothing expires on its own.
+
+Every mutating method returns a :class:`WorkTransition`: its result plus the mask of
+reader kinds to invalidate, computed from the ``(pending, in_flight, dead)`` counts
+before and after the operation (``pending_len`` / ``in_flight_len`` /
+``dead_letter_len`` iff that count moved; ``is_empty`` iff pending crossed zero). A
+no-op returns mask 0.
+
+:class:`WorkQueueCore` imports nothing reactive, so a replicated state machine can run
+the very same rules on every replica.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections import deque
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Generic, NamedTuple, TypeVar
+
+from ..errors import InvalidConfiguration, InvalidSnapshot
+from .snapshot import is_int, require_count, require_list, require_map
+
+R = TypeVar("R")
+
+PENDING_LEN: Final = 1
+IS_EMPTY: Final = 2
+IN_FLIGHT_LEN: Final = 4
+DEAD_LETTER_LEN: Final = 8
+
+
+class WorkReader(enum.IntFlag):
+    """Reader kinds of a WorkQueueCell."""
+
+    PENDING_LEN = PENDING_LEN
+    IS_EMPTY = IS_EMPTY
+    IN_FLIGHT_LEN = IN_FLIGHT_LEN
+    DEAD_LETTER_LEN = DEAD_LETTER_LEN
+
+
+class DeadLetterReason(enum.StrEnum):
+    """Why an item was dead-lettered."""
+
+    NACK = "nack"
+    EXPIRED = "expired"
+
+
+class WorkTransition(NamedTuple, Generic[R]):
+    """The result of one work-queue operation and the reader kinds it invalidates."""
+
+    result: R
+    mask: int
+
+
+def change_mask(before: tuple[int, int, int], after: tuple[int, int, int]) -> int:
+    """Readers invalidated by going from ``before`` to ``after`` (pending, in-flight, dead)."""
+    mask = 0
+    if before[0] != after[0]:
+        mask |= PENDING_LEN
+        if (before[0] == 0) != (after[0] == 0):
+            mask |= IS_EMPTY
+    if before[1] != after[1]:
+        mask |= IN_FLIGHT_LEN
+    if before[2] != after[2]:
+        mask |= DEAD_LETTER_LEN
+    return mask
+
+
+@dataclass(frozen=True, slots=True)
+class PendingItem:
+    """A pending item; ``attempts`` counts the deliveries already made."""
+
+    item_id: int
+    value: Any
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item_id": self.item_id, "value": self.value, "attempts": self.attempts}
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One lease of an item to a worker; ``attempt`` is 1-based, live while ``now <= deadline``."""
+
+    delivery_id: int
+    item_id: int
+    value: Any
+    worker: str
+    attempt: int
+    deadline: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delivery_id": self.delivery_id,
+            "item_id": self.item_id,
+            "value": self.value,
+            "worker": self.worker,
+            "attempt": self.attempt,
+            "deadline": self.deadline,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An item that failed its last allowed delivery; ``attempts`` is that delivery's attempt."""
+
+    item_id: int
+    value: Any
+    attempts: int
+    reason: DeadLetterReason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id,
+            "value": self.value,
+            "attempts": self.attempts,
+            "reason": self.reason.value,
+        }
+
+
+def check_now(now: object) -> float:
+    """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise TypeError(f"now must be an int or float, got {type(now).__name__}")
+    if not math.isfinite(now) or now < 0:
+        raise ValueError(f"now must be a finite time >= 0, got {now!r}")
+    return now
+
+
+def check_worker(worker: object) -> str:
+    if not isinstance(worker, str):
+        raise TypeError(f"worker must be a str, got {type(worker).__name__}")
+    return worker
+
+
+def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple[float, int]:
+    """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
+    vt = visibility_timeout
+    if isinstance(vt, bool) or not isinstance(vt, int | float) or not math.isfinite(vt) or vt <= 0:
+        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {vt!r}")
+    if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
+        raise InvalidConfiguration(f"max_deliveries must be an int >= 1, got {max_deliveries!r}")
+    return vt, max_deliveries  # type: ignore[return-value]
+
+
+class WorkQueueCore:
+    """The work-queue state machine: FIFO assignment with leases and a retry limit."""
+
+    __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
+                 "max_deliveries", "visibility_timeout")
+
+    def __init__(self, visibility_timeout: float, max_deliveries: int = 3) -> None:
+        self.visibility_timeout, self.max_deliveries = validate_config(
+            visibility_timeout, max_deliveries
+        )
+        self._pending: deque[PendingItem] = deque()
+        self._in_flight: dict[int, Delivery] = {}
+        self._dead: list[DeadLetter] = []
+        self._next_item_id = 0
+        self._next_delivery_id = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkQueueCore(pending={len(self._pending)}, in_flight={len(self._in_flight)}, "
+            f"dead={len(self._dead)})"
+        )
+
+    def _counts(self) -> tuple[int, int, int]:
+        return len(self._pending), len(self._in_flight), len(self._dead)
+
+    # -- operations -----------------------------------------------------------------------
+
+    def push(self, value: Any) -> WorkTransition[int]:
+        """Append a fresh item to the pending tail; returns its ``item_id``."""
+        item_id = self._next_item_id
+        self._next_item_id += 1
+        was_empty = not self._pending
+        self._pending.append(PendingItem(item_id, value, 0))
+        return WorkTransition(item_id, PENDING_LEN | IS_EMPTY if was_empty else PENDING_LEN)
+
+    def claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
+        """Lease the oldest pending item to ``worker`` until ``now + visibility_timeout``."""
+        check_worker(worker)
+        check_now(now)
+        if not self._pending:
+            return WorkTransition(None, 0)
+        item = self._pending.popleft()
+        delivery = Delivery(
+            self._next_delivery_id, item.item_id, item.value, worker,
+            item.attempts + 1, now + self.visibility_timeout,
+        )
+        self._next_delivery_id += 1
+        self._in_flight[delivery.delivery_id] = delivery
+        mask = PENDING_LEN | IN_FLIGHT_LEN
+        return WorkTransition(delivery, mask if self._pending else mask | IS_EMPTY)
+
+    def _owned(self, worker: str, delivery_id: int) -> Delivery | None:
+        check_worker(worker)
+        if not is_int(delivery_id):
+            raise TypeError(f"delivery_id must be an int, got {type(delivery_id).__name__}")
+        delivery = self._in_flight.get(delivery_id)
+        if delivery is None or delivery.worker != worker:
+            return None
+        return delivery
+
+    def ack(self, worker: str, delivery_id: int) -> WorkTransition[bool]:
+        """Settle a live delivery owned by ``worker``; ``False`` (no change) otherwise."""
+        if self._owned(worker, delivery_id) is None:
+            return WorkTransition(False, 0)
+        del self._in_flight[delivery_id]
+        return WorkTransition(True, IN_FLIGHT_LEN)
+
+    def nack(self, worker: str, delivery_id: int) -> WorkTransition[bool]:
+        """Fail a live delivery owned by ``worker``: requeue at the tail or dead-letter."""
+        delivery = self._owned(worker, delivery_id)
+        if delivery is None:
+            return WorkTransition(False, 0)
+        before = self._counts()
+        self._fail(delivery, DeadLetterReason.NACK)
+        return WorkTransition(True, change_mask(before, self._counts()))
+
+    def reap_expired(self, now: float) -> WorkTransition[int]:
+        """Fail every delivery with ``deadline < now``, in ascending ``delivery_id``."""
+        check_now(now)
+        expired = [d for d in self._in_flight.values() if d.deadline < now]
+        if not expired:
+            return WorkTransition(0, 0)
+        before = self._counts()
+        for delivery in sorted(expired, key=lambda d: d.delivery_id):
+            self._fail(delivery, DeadLetterReason.EXPIRED)
+        return WorkTransition(len(expired), change_mask(before, self._counts()))
+
+    def _fail(self, delivery: Delivery, reason: DeadLetterReason) -> None:
+        del self._in_flight[delivery.delivery_id]
+        if delivery.attempt < self.max_deliveries:
+            self._pending.append(PendingItem(delivery.item_id, delivery.value, delivery.attempt))
+        else:
+            self._dead.append(
+                DeadLetter(delivery.item_id, delivery.value, delivery.attempt, reason)
+            )
+
+    def extend_lease(self, worker: str, delivery_id: int, now: float) -> WorkTransition[bool]:
+        """Move an owned lease's deadline to ``now + visibility_timeout``; counts unchanged."""
+        check_now(now)
+        delivery = self._owned(worker, delivery_id)
+        if delivery is None:
+            return WorkTransition(False, 0)
+        self._in_flight[delivery_id] = Delivery(
+            delivery.delivery_id, delivery.item_id, delivery.value, delivery.worker,
+            delivery.attempt, now + self.visibility_timeout,
+        )
+        return WorkTransition(True, 0)
+
+    def redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]:
+        """Move dead letters (all, or those with the given item ids) to the pending tail.
+
+        Redriven items keep their id and value and start over at ``attempts == 0``.
+        """
+        wanted = None if item_ids is None else set(item_ids)
+        keep: list[DeadLetter] = []
+        moved: list[PendingItem] = []
+        for letter in self._dead:
+            if wanted is None or letter.item_id in wanted:
+                moved.append(PendingItem(letter.item_id, letter.value, 0))
+            else:
+                keep.append(letter)
+        if not moved:
+            return WorkTransition(0, 0)
+        before = self._counts()
+        self._dead = keep
+        self._pending.extend(moved)
+        return WorkTransition(len(moved), change_mask(before, self._counts()))
+
+    # -- observables ----------------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return len(self._pending)
+
+    def is_empty(self) -> bool:
+        """Pending only: in-flight deliveries do not count."""
+        return not self._pending
+
+    def in_flight_len(self) -> int:
+        return len(self._in_flight)
+
+    def dead_letter_len(self) -> int:
+        return len(self._dead)
+
+    def pending(self) -> list[PendingItem]:
+        """Pending items, oldest first."""
+        return list(self._pending)
+
+    def in_flight(self) -> list[Delivery]:
+        """Live deliveries in ascending ``delivery_id``."""
+        return list(self._in_flight.values())
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Dead letters in arrival order."""
+        return list(self._dead)
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        """Live deliveries grouped by worker, each list in ascending ``delivery_id``."""
+        grouped: dict[str, list[Delivery]] = {}
+        for delivery in self._in_flight.values():
+            grouped.setdefault(delivery.worker, []).append(delivery)
+        return grouped
+
+    def next_ids(self) -> tuple[int, int]:
+        """The next ``(item_id, delivery_id)`` the counters will hand out."""
+        return self._next_item_id, self._next_delivery_id
+
+    # -- snapshot -------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state (configuration and counters included) as plain data."""
+        return {
+            "visibility_timeout": self.visibility_timeout,
+            "max_deliveries": self.max_deliveries,
+            "next_item_id": self._next_item_id,
+            "next_delivery_id": self._next_delivery_id,
+            "pending": [item.to_dict() for item in self._pending],
+            "in_flight": [delivery.to_dict() for delivery in self._in_flight.values()],
+            "dead_letters": [letter.to_dict() for letter in self._dead],
+        }
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> WorkQueueCore:
+        """Restore :meth:`snapshot` output; raises :class:`InvalidSnapshot` when inconsistent."""
+        data = require_map("work queue snapshot", snapshot, _SNAPSHOT_KEYS)
+        try:
+            core = cls(data["visibility_timeout"], data["max_deliveries"])
+        except InvalidConfiguration as exc:
+            raise InvalidSnapshot(f"work queue snapshot: {exc}") from None
+        next_item = require_count("work queue snapshot: next_item_id", data["next_item_id"])
+        next_delivery = require_count(
+            "work queue snapshot: next_delivery_id", data["next_delivery_id"]
+        )
+        seen: set[int] = set()
+
+        def item_id(where: str, value: object) -> int:
+            item = require_count(f"{where}: item_id", value)
+            if item >= next_item or item in seen:
+                raise InvalidSnapshot(
+                    f"{where}: item_id {item} is duplicated or not below next_item_id {next_item}"
+                )
+            seen.add(item)
+            return item
+
+        for i, raw in enumerate(require_list("work queue snapshot: pending", data["pending"])):
+            where = f"work queue snapshot: pending[{i}]"
+            rec = require_map(where, raw, {"item_id", "value", "attempts"})
+            core._pending.append(PendingItem(
+                item_id(where, rec["item_id"]), rec["value"],
+                require_count(f"{where}: attempts", rec["attempts"]),
+            ))
+        last = -1
+        for i, raw in enumerate(require_list("work queue snapshot: in_flight", data["in_flight"])):
+            where = f"work queue snapshot: in_flight[{i}]"
+            rec = require_map(where, raw, _DELIVERY_KEYS)
+            did = require_count(f"{where}: delivery_id", rec["delivery_id"])
+            if not last < did < next_delivery:
+                raise InvalidSnapshot(f"{where}: delivery_id {did} is not ascending and below "
+                                      f"next_delivery_id {next_delivery}")
+            last = did
+            try:
+                worker, deadline = check_worker(rec["worker"]), check_now(rec["deadline"])
+            except (TypeError, ValueError) as exc:
+                raise InvalidSnapshot(f"{where}: {exc}") from None
+            core._in_flight[did] = Delivery(
+                did, item_id(where, rec["item_id"]), rec["value"], worker,
+                require_count(f"{where}: attempt", rec["attempt"], 1), deadline,
+            )
+        for i, raw in enumerate(
+            require_list("work queue snapshot: dead_letters", data["dead_letters"])
+        ):
+            where = f"work queue snapshot: dead_letters[{i}]"
+            rec = require_map(where, raw, {"item_id", "value", "attempts", "reason"})
+            if not isinstance(rec["reason"], str) or rec["reason"] not in _REASONS:
+                raise InvalidSnapshot(f"{where}: reason must be 'nack' or 'expired', "
+                                      f"got {rec['reason']!r}")
+            core._dead.append(DeadLetter(
+                item_id(where, rec["item_id"]), rec["value"],
+                require_count(f"{where}: attempts", rec["attempts"], 1),
+                DeadLetterReason(rec["reason"]),
+            ))
+        core._next_item_id, core._next_delivery_id = next_item, next_delivery
+        return core
+
+
+_SNAPSHOT_KEYS = {"visibility_timeout", "max_deliveries", "next_item_id", "next_delivery_id",
+                  "pending", "in_flight", "dead_letters"}
+_DELIVERY_KEYS = {"delivery_id", "item_id", "value", "worker", "attempt", "deadline"}
+_REASONS = {reason.value for reason in DeadLetterReason}
