@@ -10,14 +10,38 @@ from .base import (
     storage_capacity,
 )
 from .local import VecDequeStorage
+from .topic import (
+    ObservableTopicStorage,
+    ReplicatedTopicStorage,
+    TopicChangeListener,
+    TopicStorage,
+    TopicView,
+)
+from .work import (
+    ObservableWorkQueueStorage,
+    ReplicatedWorkQueueStorage,
+    WorkQueueChangeListener,
+    WorkQueueStorage,
+    WorkQueueView,
+)
 
 __all__ = [
     "BoundedStorage",
     "ObservableQueueStorage",
+    "ObservableTopicStorage",
+    "ObservableWorkQueueStorage",
     "PeekableStorage",
     "QueueChangeListener",
     "QueueStorage",
     "ReplicatedQueueStorage",
+    "ReplicatedTopicStorage",
+    "ReplicatedWorkQueueStorage",
+    "TopicChangeListener",
+    "TopicStorage",
+    "TopicView",
     "VecDequeStorage",
+    "WorkQueueChangeListener",
+    "WorkQueueStorage",
+    "WorkQueueView",
     "storage_capacity",
 ]
