@@ -6,7 +6,8 @@ link per peer with reconnects and reports peer events and frames.
 """
 
 from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
-from .authentication import establish, next_epoch
+from .authentication import PeerFilter, establish, next_epoch
+from .backoff import Backoff
 from .buffered import BufferedChannel, Signal
 from .config import (
     DEFAULT_FEATURES,
@@ -26,6 +27,7 @@ from .errors import (
     TransportError,
     UnknownPeerError,
 )
+from .events import EventStream, Frame, MeshEvent, PeerDown, PeerUp
 from .handshake import (
     CODEC,
     PROTOCOL_ID,
@@ -35,6 +37,8 @@ from .handshake import (
     Negotiated,
     negotiate,
 )
+from .link import Link, PeerCounters
+from .mesh import Mesh
 from .registry import (
     ChannelHandler,
     dial,
@@ -53,10 +57,13 @@ __all__ = [
     "PROTOCOL_MAJOR_VERSION",
     "AddressError",
     "AuthenticationError",
+    "Backoff",
     "BufferedChannel",
     "ChannelAcceptor",
     "ChannelHandler",
     "DataChannel",
+    "EventStream",
+    "Frame",
     "FrameTooLargeError",
     "Handshake",
     "HandshakeConfig",
@@ -64,11 +71,18 @@ __all__ = [
     "HandshakeTimeoutError",
     "Hello",
     "IncompatiblePeerError",
+    "Link",
     "LinkBrokenError",
     "LinkConfig",
     "Listener",
+    "Mesh",
+    "MeshEvent",
     "Negotiated",
+    "PeerCounters",
+    "PeerDown",
+    "PeerFilter",
     "PeerRejectedError",
+    "PeerUp",
     "Signal",
     "Transport",
     "TransportError",

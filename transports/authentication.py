@@ -17,6 +17,7 @@ import itertools
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 
 import anyio
 
@@ -31,7 +32,7 @@ from .errors import (
 )
 from .handshake import Handshake, Hello, Negotiated, decode_message, encode_message, negotiate
 
-__all__ = ["establish", "next_epoch"]
+__all__ = ["PeerFilter", "establish", "next_epoch"]
 
 logger = logging.getLogger("transports.handshake")
 
@@ -64,16 +65,29 @@ def _proof(secret: bytes, role: bytes, dialer_hello: bytes, acceptor_hello: byte
     return hmac.new(secret, message, hashlib.sha256).digest()
 
 
-async def establish(channel: DataChannel, config: LinkConfig, *, initiator: bool) -> DataChannel:
+#: Given the peer id a remote announces, returns why we refuse it (or None to go on).
+PeerFilter = Callable[[int], str | None]
+
+
+async def establish(
+    channel: DataChannel,
+    config: LinkConfig,
+    *,
+    initiator: bool,
+    accept_peer: PeerFilter | None = None,
+) -> DataChannel:
     """Run handshake and authentication on a raw ``channel`` and return it ready for use.
 
-    ``initiator`` is True on the dialing side. On any failure the channel is closed and
-    a ``HandshakeError`` subclass naming the field is raised (``AuthenticationError``,
-    ``IncompatiblePeerError``, ``PeerRejectedError``, ``HandshakeTimeoutError``).
+    ``initiator`` is True on the dialing side. ``accept_peer`` may refuse the announced
+    peer id (the refusal is sent to the peer, field ``peer_id``); the id is bound into
+    the authentication, so the returned channel's ``remote_peer_id`` is the one checked.
+    On any failure the channel is closed and a ``HandshakeError`` subclass naming the
+    field is raised (``AuthenticationError``, ``IncompatiblePeerError``,
+    ``PeerRejectedError``, ``HandshakeTimeoutError``).
     """
     try:
         async with asyncio.timeout(config.handshake_timeout):
-            await _exchange(channel, config, initiator)
+            await _exchange(channel, config, initiator, accept_peer)
     except BaseException as exc:
         error: BaseException = exc
         if isinstance(exc, TimeoutError) and not isinstance(exc, HandshakeError):
@@ -91,7 +105,9 @@ async def establish(channel: DataChannel, config: LinkConfig, *, initiator: bool
     return channel
 
 
-async def _exchange(channel: DataChannel, config: LinkConfig, initiator: bool) -> None:
+async def _exchange(
+    channel: DataChannel, config: LinkConfig, initiator: bool, accept_peer: PeerFilter | None
+) -> None:
     local = Handshake.from_config(config)
     auth = "none" if config.secret is None else "hmac-sha256"
     hello = Hello(local, secrets.token_bytes(_NONCE_SIZE), auth).encode()
@@ -104,6 +120,9 @@ async def _exchange(channel: DataChannel, config: LinkConfig, initiator: bool) -
             raise IncompatiblePeerError(
                 "peer_id", f"peer claims our own id {config.peer_id}: two nodes share one id"
             )
+        refusal = accept_peer(remote.handshake.peer_id) if accept_peer is not None else None
+        if refusal is not None:
+            raise IncompatiblePeerError("peer_id", refusal)
         if remote.auth != auth:
             raise AuthenticationError(
                 f"peer offers {remote.auth!r} authentication, we need {auth!r}"

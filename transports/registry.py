@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from ._abc import DataChannel, Listener, Transport
-from .authentication import establish
+from .authentication import PeerFilter, establish
 from .config import LinkConfig
 from .errors import AddressError, HandshakeError
 
@@ -91,12 +91,14 @@ async def dial(
     *,
     timeout: float = 10.0,
     ssl_context: ssl.SSLContext | None = None,
+    expect_peer_id: int | None = None,
 ) -> DataChannel:
     """Connect to ``address``, handshake and authenticate; return the ready channel.
 
     ``timeout`` bounds the connection attempt; ``config.handshake_timeout`` bounds the
-    handshake. Raises ``OSError``/``TimeoutError`` when the peer is unreachable and a
-    ``HandshakeError`` subclass when it is refused.
+    handshake. With ``expect_peer_id`` a different peer at that address is refused.
+    Raises ``OSError``/``TimeoutError`` when the peer is unreachable and a
+    ``HandshakeError`` subclass when the link is refused.
     """
     transport = get_transport(scheme_of(address))
     try:
@@ -104,15 +106,28 @@ async def dial(
             raw = await transport.connect(address, config, ssl_context=ssl_context)
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
-    return await establish(raw, config, initiator=True)
+    accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
+    return await establish(raw, config, initiator=True, accept_peer=accept_peer)
+
+
+def _expecting(expected: int) -> PeerFilter:
+    def check(peer_id: int) -> str | None:
+        if peer_id == expected:
+            return None
+        return f"expected peer {expected} at this address, reached peer {peer_id}"
+
+    return check
 
 
 class _Acceptor:
     """Runs handshake and handler for each raw channel a listener accepts."""
 
-    def __init__(self, config: LinkConfig, handler: ChannelHandler) -> None:
+    def __init__(
+        self, config: LinkConfig, handler: ChannelHandler, accept_peer: PeerFilter | None
+    ) -> None:
         self._config = config
         self._handler = handler
+        self._accept_peer = accept_peer
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
 
@@ -128,7 +143,9 @@ class _Acceptor:
 
     async def _serve(self, raw: DataChannel) -> None:
         try:
-            channel = await establish(raw, self._config, initiator=False)
+            channel = await establish(
+                raw, self._config, initiator=False, accept_peer=self._accept_peer
+            )
         except HandshakeError:
             return  # establish logged the reason and closed the channel
         try:
@@ -154,14 +171,16 @@ async def listen(
     handler: ChannelHandler,
     *,
     ssl_context: ssl.SSLContext | None = None,
+    accept_peer: PeerFilter | None = None,
 ) -> AsyncIterator[Listener]:
     """Accept links on ``address`` while the context is open.
 
     ``handler`` runs in its own task for every authenticated channel and the channel is
-    closed when it returns. Links that fail the handshake are logged and dropped. The
-    yielded ``Listener.address`` is the bound address (the real port for ``:0``).
+    closed when it returns. Links that fail the handshake (or whose peer id
+    ``accept_peer`` refuses) are logged and dropped. The yielded ``Listener.address``
+    is the bound address (the real port for ``:0``).
     """
-    acceptor = _Acceptor(config, handler)
+    acceptor = _Acceptor(config, handler, accept_peer)
     transport = get_transport(scheme_of(address))
     listener = await transport.listen(address, config, acceptor.accept, ssl_context=ssl_context)
     try:

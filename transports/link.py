@@ -1,0 +1,214 @@
+"""One peer's link inside a Mesh: the current connection, its epoch and counters."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from dataclasses import dataclass
+
+import anyio
+
+from ._abc import DataChannel
+from .backoff import Backoff
+from .config import LinkConfig
+from .errors import FrameTooLargeError, HandshakeError, TransportError
+from .events import EventStream, Frame, PeerDown, PeerUp
+from .registry import dial
+
+__all__ = ["Link", "PeerCounters"]
+
+logger = logging.getLogger("transports.mesh")
+
+
+@dataclass(slots=True)
+class PeerCounters:
+    """Per-peer metrics; all counts are cumulative."""
+
+    frames_sent: int = 0
+    frames_received: int = 0
+    frames_dropped: int = 0
+    connects: int = 0
+    reconnects: int = 0
+    connect_failures: int = 0
+
+
+class Link:
+    """Carries frames to and from one peer over a sequence of connections (epochs).
+
+    Only one connection is current; when it ends (or a newer one replaces it) its
+    queued frames are discarded and a ``PeerDown`` is emitted before the next
+    ``PeerUp``, so no frame of an older epoch follows a newer one.
+    """
+
+    def __init__(
+        self,
+        peer_id: int,
+        address: str,
+        *,
+        config: LinkConfig,
+        events: EventStream,
+        dials: bool,
+        backoff: Backoff,
+        connect_timeout: float,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        self.peer_id = peer_id
+        self.address = address
+        self.dials = dials
+        self.counters = PeerCounters()
+        self._config = config
+        self._events = events
+        self._backoff = backoff
+        self._connect_timeout = connect_timeout
+        self._ssl_context = ssl_context
+        self._channel: DataChannel | None = None
+        self._pump: asyncio.Task[str] | None = None
+        self._dialer: asyncio.Task[None] | None = None
+        self._closed = False
+        self.epoch = 0
+
+    @property
+    def up(self) -> bool:
+        return self._channel is not None
+
+    # -- sending ------------------------------------------------------------------------
+
+    def send_nowait(self, frame: bytes) -> bool:
+        """Queue ``frame`` on the current connection; False (and counted) when down."""
+        channel = self._channel
+        if channel is None:
+            if len(frame) > self._config.max_frame_size:
+                raise FrameTooLargeError(len(frame), self._config.max_frame_size)
+            self.counters.frames_dropped += 1
+            return False
+        try:
+            channel.send_nowait(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.counters.frames_dropped += 1
+            return False
+        self.counters.frames_sent += 1
+        return True
+
+    async def wait_send_ready(self) -> None:
+        channel = self._channel
+        if channel is not None:
+            await channel.wait_send_ready()
+
+    # -- connections --------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.dials and self._dialer is None:
+            self._dialer = asyncio.get_running_loop().create_task(
+                self._dial_forever(), name=f"transports-dial-{self.peer_id}"
+            )
+
+    async def _dial_forever(self) -> None:
+        while not self._closed:
+            try:
+                channel = await dial(
+                    self.address,
+                    self._config,
+                    timeout=self._connect_timeout,
+                    ssl_context=self._ssl_context,
+                    expect_peer_id=self.peer_id,
+                )
+            except (OSError, TimeoutError, TransportError) as exc:
+                self.counters.connect_failures += 1
+                level = logging.WARNING if isinstance(exc, HandshakeError) else logging.DEBUG
+                logger.log(
+                    level, "dialing peer %d at %s failed: %s", self.peer_id, self.address, exc
+                )
+                await anyio.sleep(self._backoff.next())
+                continue
+            self._backoff.reset()
+            await self.serve(channel)
+            await anyio.sleep(self._backoff.next())
+
+    async def serve(self, channel: DataChannel) -> None:
+        """Make ``channel`` current and carry its frames until it ends or is replaced."""
+        if self._closed:
+            await channel.aclose()
+            return
+        previous = self._channel
+        if previous is not None:
+            self._detach(previous, "replaced by a newer connection")
+        self._channel = channel
+        self.epoch = channel.epoch
+        self.counters.connects += 1
+        if self.counters.connects > 1:
+            self.counters.reconnects += 1
+        logger.info("peer %d up (epoch %d) via %s", self.peer_id, channel.epoch, self.address)
+        self._events.put_control(PeerUp(self.peer_id, channel.epoch))
+        pump = asyncio.get_running_loop().create_task(self._receive(channel))
+        self._pump = pump
+        try:
+            await asyncio.wait((pump,))
+        finally:
+            reason = _outcome(pump)
+            if self._channel is channel:
+                self._detach(channel, reason)
+            with anyio.CancelScope(shield=True):
+                await channel.aclose()
+
+    async def _receive(self, channel: DataChannel) -> str:
+        events = self._events
+        counters = self.counters
+        peer_id = self.peer_id
+        epoch = channel.epoch
+        try:
+            while True:
+                try:
+                    data = channel.receive_nowait()
+                except anyio.WouldBlock:
+                    await channel.wait_receive_ready()
+                    continue
+                counters.frames_received += 1
+                event = Frame(peer_id, epoch, data)
+                if not events.put_frame_nowait(event):
+                    await events.wait_space()
+                    if not events.put_frame_nowait(event):
+                        return "mesh closed"
+        except anyio.EndOfStream:
+            return "closed by peer"
+        except anyio.ClosedResourceError:
+            return "closed locally"
+        except anyio.BrokenResourceError:
+            return channel.close_reason or "link failed"
+
+    def _detach(self, channel: DataChannel, reason: str) -> None:
+        """Stop using ``channel``: later sends are dropped, its pump is stopped."""
+        self._channel = None
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()
+        self._pump = None
+        logger.info("peer %d down (epoch %d): %s", self.peer_id, channel.epoch, reason)
+        self._events.put_control(PeerDown(self.peer_id, channel.epoch, reason))
+
+    async def aclose(self, reason: str = "peer removed") -> None:
+        """Stop dialing and drop the current connection."""
+        self._closed = True
+        tasks = [task for task in (self._dialer, self._pump) if task is not None]
+        channel = self._channel
+        if channel is not None:
+            self._detach(channel, reason)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if channel is not None:
+            await channel.aclose()
+
+
+def _outcome(pump: asyncio.Task[str]) -> str:
+    """Why a connection's pump ended (cancelling it if it still runs)."""
+    if not pump.done():
+        pump.cancel()
+        return "link closed"
+    if pump.cancelled():
+        return "link closed"
+    error = pump.exception()
+    if error is not None:
+        logger.error("receiving from a peer failed", exc_info=error)
+        return f"internal error: {error!r}"
+    return pump.result()
