@@ -1,0 +1,239 @@
+"""The backend seam of the conformance engine: adapters, backends and their registry.
+
+See the package docstring (:mod:`lazily_queue.conformance`) for the contract an
+implementation must honour.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from ..core.queue import QueuePopError, QueuePushError
+from ..reactive import Slot
+
+FLAVORS = ("sync", "async", "threadsafe")
+"""How ops reach the cell: direct sync calls, the async twins, or sync calls from another thread."""
+
+
+class UnknownBackend(LookupError):
+    """No backend is registered under that name; the message lists the known ones."""
+
+
+class UnsupportedFixtureOp(Exception):
+    """The backend cannot perform this fixture op (for example a cluster op on ``local``)."""
+
+
+@dataclass(frozen=True)
+class QueueInitial:
+    elements: list[Any]
+    capacity: int | None
+    closed: bool
+
+
+@dataclass(frozen=True)
+class SubscriptionRecord:
+    durability: str
+    connected: bool
+    cursor: int
+
+
+@dataclass(frozen=True)
+class TopicInitial:
+    base_offset: int
+    elements: list[Any]
+    subscriptions: dict[str, SubscriptionRecord] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkQueueInitial:
+    visibility_timeout: int
+    max_deliveries: int
+
+
+class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)
+    """What every model adapter offers the engine besides its ops."""
+
+    async def settle(self) -> None:
+        """Return once the readers reflect every op that has returned (default: at once)."""
+
+    async def dispose(self) -> None:
+        """Release the model (default: nothing to release)."""
+
+
+class QueueAdapter(Adapter):
+    @abstractmethod
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        """``head`` (``EMPTY`` when empty), ``len``, ``is_empty``, ``is_full``, ``closed``."""
+
+    @abstractmethod
+    def elements(self) -> list[Any]:
+        """FIFO snapshot of the storage (non-reactive)."""
+
+    @abstractmethod
+    async def try_push(self, value: Any) -> QueuePushError | None: ...
+
+    @abstractmethod
+    async def try_pop(self) -> Any: ...  # element or QueuePopError
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
+        """``try_push`` each value inside one ``batch()``; one outcome per value."""
+
+
+class TopicAdapter(Adapter):
+    @abstractmethod
+    def reader(self, subscriber: str) -> Slot[Any]:
+        """The subscriber's reader; mintable for ids not subscribed yet."""
+
+    @abstractmethod
+    async def publish(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    async def subscribe(self, subscriber: str, durability: str) -> Any: ...
+
+    @abstractmethod
+    async def reconnect(self, subscriber: str) -> Any: ...
+
+    @abstractmethod
+    async def disconnect(self, subscriber: str) -> Any: ...
+
+    @abstractmethod
+    async def advance(self, subscriber: str) -> Any:
+        """The consumed element, or ``None`` for a no-op."""
+
+    @abstractmethod
+    async def gc(self) -> int: ...
+
+    @abstractmethod
+    def base_offset(self) -> int: ...
+
+    @abstractmethod
+    def elements(self) -> list[Any]: ...
+
+    @abstractmethod
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        """``{id: {durability, connected, cursor}}`` for every stored record."""
+
+    @abstractmethod
+    def read_stream(self, subscriber: str) -> list[Any] | None:
+        """The unread suffix, or ``None`` when unavailable (unknown or disconnected)."""
+
+
+class WorkQueueAdapter(Adapter):
+    @abstractmethod
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        """``pending_len``, ``is_empty``, ``in_flight_len``, ``dead_letter_len``."""
+
+    @abstractmethod
+    async def push(self, value: Any) -> int: ...
+
+    @abstractmethod
+    async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
+        """The delivery as a fixture object, or ``None`` when nothing is pending."""
+
+    @abstractmethod
+    async def ack(self, worker: str, delivery_id: int) -> bool: ...
+
+    @abstractmethod
+    async def nack(self, worker: str, delivery_id: int) -> bool: ...
+
+    @abstractmethod
+    async def reap_expired(self, now: int) -> int: ...
+
+    @abstractmethod
+    def pending(self) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def in_flight(self) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def dead_letters(self) -> list[dict[str, Any]]: ...
+
+
+class Backend(ABC):
+    """Creates model adapters; used as ``async with backend:`` around one replay."""
+
+    name: str = ""
+    flavors: tuple[str, ...] = FLAVORS
+
+    async def __aenter__(self) -> Backend:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Bring the backend up (nodes, connections); default: nothing to do."""
+
+    async def stop(self) -> None:
+        """Tear everything down; default: nothing to do."""
+
+    @abstractmethod
+    async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter: ...
+
+    @abstractmethod
+    async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter: ...
+
+    @abstractmethod
+    async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter: ...
+
+    async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
+        """Restart the topic losslessly and return the adapter over the restored model."""
+        raise UnsupportedFixtureOp(f"backend {self.name!r} cannot restart a topic")
+
+    async def cluster_op(self, op: Mapping[str, Any]) -> None:
+        """Perform a distributed fixture op (``kill_leader``, ``partition``, ...)."""
+        raise UnsupportedFixtureOp(
+            f"backend {self.name!r} has no cluster op {op.get('type')!r}"
+        )
+
+
+BackendFactory = Callable[[], Backend]
+
+_REGISTRY: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str, factory: BackendFactory, *, replace: bool = False) -> None:
+    """Make ``factory`` available as ``--backend name``."""
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"backend name must be a non-empty identifier, got {name!r}")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"a backend named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def known_backends() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def create_backend(name: str) -> Backend:
+    """A fresh backend instance; :class:`UnknownBackend` lists the registered names."""
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(known_backends()) or "none"
+        raise UnknownBackend(f"unknown backend {name!r}; known backends: {known}") from None
+    backend = factory()
+    if not backend.name:
+        backend.name = name
+    return backend
+
+
+def outcome_label(result: Any) -> Any:
+    """Map queue error outcomes to their fixture strings; other values pass through."""
+    if isinstance(result, (QueuePushError, QueuePopError)):
+        return result.value
+    return result

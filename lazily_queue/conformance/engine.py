@@ -1,0 +1,337 @@
+"""The replay loop: probes, per-step baselines, returns, invalidation matrix, state keys.
+
+Per fixture: build the model from ``initial`` through the backend adapter, mint one
+probe (an :class:`~lazily_queue.reactive.Effect` counting its reruns) per watched
+reader, then for every step: re-baseline every probe, perform the op, compare
+``returns``, assert ``invalidates`` in both directions and check the state keys.
+The first mismatch ends the replay and is reported in the :class:`ReplayResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..reactive import Effect, Slot
+from .backend import Adapter, Backend, UnsupportedFixtureOp, create_backend
+from .compare import ConformanceFailure, Mismatch, check, fail
+from .fixture import KIND, MODELS, TOP_LEVEL_KEYS, Fixture
+
+STEP_KEYS = frozenset({"op", "returns", "expected"})
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """The fields an op type requires and the ones it may carry."""
+
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """The outcome of replaying one fixture on one backend and flavor."""
+
+    fixture: str
+    model: str
+    backend: str
+    flavor: str
+    steps: int
+    steps_passed: int
+    failure: Mismatch | None
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+
+class ProbeSet:
+    """One rerun-counting effect per watched reader, plus an optional consistency probe."""
+
+    def __init__(
+        self,
+        readers: Mapping[str, Slot[Any]],
+        consistency: Callable[[Mapping[str, Any]], str | None] | None = None,
+    ) -> None:
+        self.readers = dict(readers)
+        self.effects: dict[str, Effect] = {}
+        self._baseline: dict[str, int] = {}
+        self.torn: list[str] = []
+        self._combined: Effect | None = None
+        try:
+            for name, reader in self.readers.items():
+                self.effects[name] = self._probe(name, reader)
+            if consistency is not None and self.readers:
+                self._combined = self._consistency_probe(consistency)
+        except ConformanceFailure:
+            self.dispose()
+            raise
+
+    @staticmethod
+    def _probe(name: str, reader: Slot[Any]) -> Effect:
+        if not callable(getattr(reader, "get", None)) or not hasattr(reader, "ctx"):
+            fail(None, f"reader {name}", f"{reader!r} is not a reactive node (E10)")
+
+        def run() -> None:
+            reader.get()
+
+        try:
+            effect = Effect(run, context=reader.ctx, name=f"probe:{name}")
+        except Exception as exc:
+            fail(None, f"reader {name}", f"reading it raised {type(exc).__name__}: {exc}")
+        if not effect._sources:
+            effect.dispose()
+            fail(
+                None,
+                f"reader {name}",
+                "reading it registered no dependency edge, so no change can ever reach an "
+                "observer (a polled or non-reactive reader; E10)",
+            )
+        return effect
+
+    def _consistency_probe(self, rule: Callable[[Mapping[str, Any]], str | None]) -> Effect:
+        readers = self.readers
+        ctx = next(iter(readers.values())).ctx
+
+        def run() -> None:
+            problem = rule({name: reader.get() for name, reader in readers.items()})
+            if problem is not None:
+                self.torn.append(problem)
+
+        return Effect(run, context=ctx, name="probe:consistency")
+
+    def baseline(self) -> None:
+        """Re-read every reader and record each probe's run count (E42)."""
+        for name, reader in self.readers.items():
+            reader.get()
+            self._baseline[name] = self.effects[name].runs
+        self.torn.clear()
+
+    def reruns(self) -> dict[str, int]:
+        return {name: e.runs - self._baseline[name] for name, e in self.effects.items()}
+
+    def assert_invalidates(
+        self, step: int, expected: Mapping[str, Any], *, coalesced: bool = False
+    ) -> None:
+        """``{}`` asserts every watched reader false; absent readers are unasserted."""
+        reruns = self.reruns()
+        if self.torn:
+            fail(step, "invalidates", f"an observer saw a torn transition: {self.torn[0]}")
+        if coalesced:
+            for name, count in reruns.items():
+                if count > 1:
+                    fail(
+                        step,
+                        f"invalidates.{name}",
+                        f"its observer reran {count} times for one batch; a batch must "
+                        "yield one coalesced invalidation",
+                    )
+        names = list(self.readers) if not expected else list(expected)
+        for name in names:
+            want = expected.get(name, False)
+            got = reruns[name] > 0
+            if want is not got:
+                hint = ""
+                if want and not got:
+                    hint = " (a missing invalidation or dependency edge)"
+                fail(
+                    step,
+                    f"invalidates.{name}",
+                    f"expected {str(want).lower()}, got {str(got).lower()}{hint}",
+                    want,
+                    got,
+                )
+
+    def dispose(self) -> None:
+        for effect in self.effects.values():
+            effect.dispose()
+        if self._combined is not None:
+            self._combined.dispose()
+        self.effects.clear()
+
+
+class ModelRunner(ABC):
+    """Model-specific part of a replay: building, ops, watched readers, state keys."""
+
+    model: ClassVar[str]
+    ops: ClassVar[Mapping[str, OpSpec]]
+    state_keys: ClassVar[frozenset[str]]
+    returns_required: ClassVar[bool] = False
+
+    def __init__(self, backend: Backend, flavor: str) -> None:
+        self.backend = backend
+        self.flavor = flavor
+        self.probes: ProbeSet | None = None
+
+    @property
+    @abstractmethod
+    def adapter(self) -> Adapter: ...
+
+    @abstractmethod
+    async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        """Validate ``initial`` (failing at setup) and create the model."""
+
+    @abstractmethod
+    def mint_probes(self) -> ProbeSet: ...
+
+    @abstractmethod
+    async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
+        """Run the op and return its JSON-shaped result."""
+
+    @abstractmethod
+    def check_state(self, step: int, expected: Mapping[str, Any]) -> None: ...
+
+    def coalesced(self, op: Mapping[str, Any]) -> bool:
+        """True when the op must yield at most one rerun per probe."""
+        return False
+
+    def validate_op(self, step: int, op: Any) -> str:
+        if not isinstance(op, dict) or not isinstance(op.get("type"), str):
+            fail(step, "op", f"op must be an object with a string 'type', got {op!r}")
+        kind: str = op["type"]
+        spec = self.ops.get(kind)
+        if spec is None:
+            return kind  # maybe a cluster op; the backend decides
+        fields = set(op) - {"type"}
+        missing = [f for f in spec.required if f not in op]
+        unknown = sorted(fields - set(spec.required) - set(spec.optional))
+        if missing:
+            fail(step, f"op.{kind}", f"missing field(s) {missing}")
+        if unknown:
+            fail(step, f"op.{kind}", f"unknown field(s) {unknown} for {self.model} op {kind!r}")
+        return kind
+
+    def validate_expected(self, step: int, expected: Any) -> None:
+        if not isinstance(expected, dict):
+            fail(step, "expected", f"expected must be an object, got {expected!r}")
+        if not isinstance(expected.get("invalidates"), dict):
+            fail(step, "expected.invalidates", "every step needs an 'invalidates' object")
+        unknown = sorted(set(expected) - self.state_keys - {"invalidates"})
+        if unknown:
+            fail(step, "expected", f"unknown expected key(s) {unknown} for {self.model}")
+        assert self.probes is not None
+        watched = sorted(self.probes.readers)
+        for name, value in expected["invalidates"].items():
+            if name not in watched:
+                fail(
+                    step,
+                    f"invalidates.{name}",
+                    f"names a reader the runner does not watch (watched: {watched})",
+                )
+            if not isinstance(value, bool):
+                fail(step, f"invalidates.{name}", f"must be true or false, got {value!r}")
+
+
+RUNNERS: dict[str, type[ModelRunner]] = {}
+
+
+def register_runner(cls: type[ModelRunner]) -> type[ModelRunner]:
+    RUNNERS[cls.model] = cls
+    return cls
+
+
+def _validate_envelope(document: Mapping[str, Any]) -> None:
+    unknown = sorted(set(document) - TOP_LEVEL_KEYS)
+    if unknown:
+        fail(None, "fixture", f"unknown top-level key(s) {unknown}")
+    if document.get("kind") != KIND:
+        fail(None, "kind", f'must be "{KIND}", got {document.get("kind")!r}')
+    if document.get("model") not in MODELS:
+        fail(None, "model", f"unknown model {document.get('model')!r}; known: {list(MODELS)}")
+    steps = document.get("steps")
+    if not isinstance(steps, list) or not steps:
+        fail(None, "steps", "must be a non-empty array")
+    if "initial" not in document:
+        fail(None, "initial", "missing")
+
+
+async def _run_step(runner: ModelRunner, index: int, step: Any) -> None:
+    if not isinstance(step, dict):
+        fail(index, "step", f"must be an object, got {step!r}")
+    if "invalidates" in step:
+        fail(index, "invalidates", "belongs inside 'expected', not at step level")
+    unknown = sorted(set(step) - STEP_KEYS)
+    if unknown:
+        fail(index, "step", f"unknown step key(s) {unknown}")
+    kind = runner.validate_op(index, step.get("op"))
+    runner.validate_expected(index, step.get("expected"))
+    if runner.returns_required and "returns" not in step:
+        fail(index, "returns", f"every {runner.model} step must carry 'returns'")
+    assert runner.probes is not None
+    runner.probes.baseline()
+    op: dict[str, Any] = step["op"]
+    try:
+        if kind in runner.ops:
+            result = await runner.perform(index, op)
+        else:
+            try:
+                await runner.backend.cluster_op(op)
+            except UnsupportedFixtureOp as exc:
+                fail(index, f"op.{kind}", f"unknown op type {kind!r} for {runner.model} ({exc})")
+            result = None
+    except ConformanceFailure:
+        raise
+    except Exception as exc:
+        fail(index, f"op.{kind}", f"raised {type(exc).__name__}: {exc}")
+    await runner.adapter.settle()
+    if "returns" in step:
+        check(index, "returns", step["returns"], result)
+    expected = step["expected"]
+    runner.probes.assert_invalidates(
+        index, expected["invalidates"], coalesced=runner.coalesced(op)
+    )
+    runner.check_state(index, expected)
+
+
+async def replay(
+    fixture: Fixture, *, backend: str | Backend = "local", flavor: str = "sync"
+) -> ReplayResult:
+    """Replay ``fixture`` and report the first mismatch (never raises for a mismatch)."""
+    started = time.perf_counter()
+    document = fixture.document
+    engine = create_backend(backend) if isinstance(backend, str) else backend
+    model = str(document.get("model"))
+    steps = fixture.steps
+    passed = 0
+    failure: Mismatch | None = None
+    try:
+        if flavor not in engine.flavors:
+            fail(None, "flavor", f"backend {engine.name!r} has no {flavor!r} flavor "
+                 f"(it has {list(engine.flavors)})")
+        _validate_envelope(document)
+        async with engine:
+            runner = RUNNERS[model](engine, flavor)
+            await runner.build(document["initial"], document)
+            try:
+                runner.probes = runner.mint_probes()
+                for index, step in enumerate(steps):
+                    await _run_step(runner, index, step)
+                    passed += 1
+            finally:
+                if runner.probes is not None:
+                    runner.probes.dispose()
+                await runner.adapter.dispose()
+    except ConformanceFailure as exc:
+        failure = exc.mismatch
+    return ReplayResult(
+        fixture=fixture.name,
+        model=model,
+        backend=engine.name,
+        flavor=flavor,
+        steps=len(steps),
+        steps_passed=passed,
+        failure=failure,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def replay_sync(
+    fixture: Fixture, *, backend: str | Backend = "local", flavor: str = "sync"
+) -> ReplayResult:
+    """:func:`replay` on a fresh event loop (for callers without one)."""
+    return asyncio.run(replay(fixture, backend=backend, flavor=flavor))

@@ -1,0 +1,236 @@
+"""The ``local`` backend: in-process cells, ops issued in one of three flavors.
+
+- ``sync``: the synchronous core methods, called on the loop thread;
+- ``async``: the awaitable twins (``offer``/``poll``/``aclose``, ``apublish``, ...);
+- ``threadsafe``: the synchronous methods called from a worker thread through a
+  :class:`~lazily_queue.threads.LoopBridge`, so they run on the owning loop.
+
+``local-generic`` is the same backend over a ``VecDequeStorage`` subclass, which
+takes the QueueCell's generic path instead of its inlined deque fast path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from ..cells.queue import QueueCell
+from ..cells.topic import TopicCell
+from ..cells.work_queue import WorkQueueCell
+from ..core.queue import QueuePushError
+from ..reactive import Context, Slot
+from ..storage.local import VecDequeStorage
+from ..threads import LoopBridge
+from .backend import (
+    Backend,
+    QueueAdapter,
+    QueueInitial,
+    TopicAdapter,
+    TopicInitial,
+    WorkQueueAdapter,
+    WorkQueueInitial,
+    register_backend,
+)
+
+T = TypeVar("T")
+
+
+class GenericDequeStorage(VecDequeStorage[T]):
+    """The reference deque seen through the generic storage seam (no fast path)."""
+
+    __slots__ = ()
+
+
+class Invoker:
+    """Issues one op in the configured flavor and returns its result."""
+
+    def __init__(self, flavor: str) -> None:
+        self.flavor = flavor
+        self._bridge = LoopBridge() if flavor == "threadsafe" else None
+
+    async def __call__(
+        self, sync: Callable[..., T], asynchronous: Callable[..., Awaitable[T]], *args: Any
+    ) -> T:
+        if self._bridge is not None:
+            return await asyncio.to_thread(self._bridge.call, sync, *args)
+        if self.flavor == "async":
+            return await asynchronous(*args)
+        return sync(*args)
+
+    async def sync_only(self, fn: Callable[..., T], *args: Any) -> T:
+        """Call ``fn`` on the loop thread (threadsafe: through the bridge)."""
+        if self._bridge is not None:
+            return await asyncio.to_thread(self._bridge.call, fn, *args)
+        return fn(*args)
+
+
+class LocalQueueAdapter(QueueAdapter):
+    def __init__(self, cell: QueueCell[Any], invoke: Invoker) -> None:
+        self.cell = cell
+        self._invoke = invoke
+
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        return self.cell.readers()
+
+    def elements(self) -> list[Any]:
+        storage = self.cell.storage
+        if not isinstance(storage, VecDequeStorage):
+            raise TypeError(f"{type(storage).__name__} has no elements() snapshot")
+        return storage.elements()
+
+    async def try_push(self, value: Any) -> QueuePushError | None:
+        cell = self.cell
+        return await self._invoke(cell.try_push, cell.offer, value)
+
+    async def try_pop(self) -> Any:
+        cell = self.cell
+        return await self._invoke(cell.try_pop, cell.poll)
+
+    async def close(self) -> None:
+        cell = self.cell
+        await self._invoke(cell.close, cell.aclose)
+
+    async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
+        cell = self.cell
+
+        def pushes() -> list[QueuePushError | None]:
+            with cell.ctx.batch():
+                return [cell.try_push(v) for v in values]
+
+        async def offers() -> list[QueuePushError | None]:
+            # Local offers never suspend, so the batch stays one synchronous block.
+            with cell.ctx.batch():
+                return [await cell.offer(v) for v in values]
+
+        return await self._invoke(pushes, offers)
+
+
+class LocalTopicAdapter(TopicAdapter):
+    def __init__(self, cell: TopicCell[Any], invoke: Invoker) -> None:
+        self.cell = cell
+        self._invoke = invoke
+
+    def reader(self, subscriber: str) -> Slot[Any]:
+        return self.cell.reader(subscriber)
+
+    async def publish(self, value: Any) -> Any:
+        return await self._invoke(self.cell.publish, self.cell.apublish, value)
+
+    async def subscribe(self, subscriber: str, durability: str) -> Any:
+        cell = self.cell
+        return await self._invoke(cell.subscribe, cell.asubscribe, subscriber, durability)
+
+    async def reconnect(self, subscriber: str) -> Any:
+        return await self._invoke(self.cell.reconnect, self.cell.areconnect, subscriber)
+
+    async def disconnect(self, subscriber: str) -> Any:
+        return await self._invoke(self.cell.disconnect, self.cell.adisconnect, subscriber)
+
+    async def advance(self, subscriber: str) -> Any:
+        return await self._invoke(self.cell.advance, self.cell.aadvance, subscriber)
+
+    async def gc(self) -> int:
+        return await self._invoke(self.cell.gc, self.cell.agc)
+
+    def base_offset(self) -> int:
+        return self.cell.base_offset()
+
+    def elements(self) -> list[Any]:
+        return self.cell.elements()
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self.cell.subscriptions()
+
+    def read_stream(self, subscriber: str) -> list[Any] | None:
+        return self.cell.read_stream(subscriber)
+
+
+class LocalWorkQueueAdapter(WorkQueueAdapter):
+    def __init__(self, cell: WorkQueueCell, invoke: Invoker) -> None:
+        self.cell = cell
+        self._invoke = invoke
+
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        return self.cell.readers()
+
+    async def push(self, value: Any) -> int:
+        return await self._invoke(self.cell.push, self.cell.apush, value)
+
+    async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
+        cell = self.cell
+        delivery = await self._invoke(cell.try_claim, cell.atry_claim, worker, now)
+        return None if delivery is None else delivery.to_dict()
+
+    async def ack(self, worker: str, delivery_id: int) -> bool:
+        return await self._invoke(self.cell.ack, self.cell.aack, worker, delivery_id)
+
+    async def nack(self, worker: str, delivery_id: int) -> bool:
+        return await self._invoke(self.cell.nack, self.cell.anack, worker, delivery_id)
+
+    async def reap_expired(self, now: int) -> int:
+        return await self._invoke(self.cell.reap_expired, self.cell.areap_expired, now)
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [item.to_dict() for item in self.cell.pending()]
+
+    def in_flight(self) -> list[dict[str, Any]]:
+        return [delivery.to_dict() for delivery in self.cell.in_flight()]
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return [letter.to_dict() for letter in self.cell.dead_letters()]
+
+
+class LocalBackend(Backend):
+    """In-process cells on a fresh reactive context per model."""
+
+    def __init__(self, *, generic_storage: bool = False) -> None:
+        self._generic = generic_storage
+
+    async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
+        storage_type = GenericDequeStorage if self._generic else VecDequeStorage
+        storage: VecDequeStorage[Any] = storage_type(initial.capacity)
+        cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
+        for value in initial.elements:
+            if cell.try_push(value) is not None:
+                raise ValueError(f"cannot seed {value!r} into the queue")
+        if initial.closed:
+            cell.close()
+        return LocalQueueAdapter(cell, Invoker(flavor))
+
+    async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
+        cell: TopicCell[Any] = TopicCell.from_snapshot(
+            _topic_snapshot(initial), context=Context(name="conformance")
+        )
+        return LocalTopicAdapter(cell, Invoker(flavor))
+
+    async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
+        if not isinstance(adapter, LocalTopicAdapter):
+            raise TypeError(f"cannot restart {type(adapter).__name__} on the local backend")
+        old = adapter.cell
+        snapshot = await adapter._invoke.sync_only(old.snapshot)
+        cell: TopicCell[Any] = TopicCell.from_snapshot(snapshot, context=old.ctx, name=old.name)
+        return LocalTopicAdapter(cell, adapter._invoke)
+
+    async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
+        cell = WorkQueueCell(
+            visibility_timeout=initial.visibility_timeout,
+            max_deliveries=initial.max_deliveries,
+            context=Context(name="conformance"),
+        )
+        return LocalWorkQueueAdapter(cell, Invoker(flavor))
+
+
+def _topic_snapshot(initial: TopicInitial) -> dict[str, Any]:
+    return {
+        "base_offset": initial.base_offset,
+        "elements": list(initial.elements),
+        "subscriptions": {
+            sid: {"durability": r.durability, "connected": r.connected, "cursor": r.cursor}
+            for sid, r in initial.subscriptions.items()
+        },
+    }
+
+
+register_backend("local", LocalBackend)
+register_backend("local-generic", lambda: LocalBackend(generic_storage=True))

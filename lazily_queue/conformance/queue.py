@@ -1,0 +1,155 @@
+"""QueueCell fixtures: ``initial``, ops, returns and state keys (spec §5.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.queue import EMPTY
+from .backend import QueueAdapter, QueueInitial, outcome_label
+from .compare import check, fail
+from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+
+READERS = ("head", "len", "is_empty", "is_full", "closed")
+INITIAL_KEYS = frozenset({"elements", "capacity", "closed"})
+BATCH_OP_KEYS = frozenset({"type", "value", "producer"})
+
+
+def _json_head(value: Any) -> Any:
+    return None if value is EMPTY else value
+
+
+@register_runner
+class QueueRunner(ModelRunner):
+    model = "QueueCell"
+    ops = {
+        "push": OpSpec(required=("value",)),
+        "try_push": OpSpec(required=("value",)),
+        "pop": OpSpec(),
+        "try_pop": OpSpec(),
+        "close": OpSpec(),
+        "batch": OpSpec(required=("ops",)),
+    }
+    state_keys = frozenset(READERS) | {"elements"}
+
+    _adapter: QueueAdapter | None = None
+    _capacity: int | None = None
+
+    @property
+    def adapter(self) -> QueueAdapter:
+        assert self._adapter is not None, "build() has not run"
+        return self._adapter
+
+    async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        if not isinstance(initial, dict):
+            fail(None, "initial", f"must be an object, got {initial!r}")
+        keys = set(initial)
+        if keys != INITIAL_KEYS:
+            fail(
+                None,
+                "initial",
+                f"key set must be {sorted(INITIAL_KEYS)}, got {sorted(keys)}",
+            )
+        elements, capacity, closed = initial["elements"], initial["capacity"], initial["closed"]
+        if not isinstance(elements, list):
+            fail(None, "initial.elements", f"must be an array, got {elements!r}")
+        if capacity is not None and (
+            isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
+        ):
+            fail(
+                None,
+                "initial.capacity",
+                f"must be null or an int >= 1 (capacity < 1 is rejected), got {capacity!r}",
+            )
+        if not isinstance(closed, bool):
+            fail(None, "initial.closed", f"must be true or false, got {closed!r}")
+        if capacity is not None and len(elements) > capacity:
+            fail(None, "initial.elements", f"{len(elements)} elements exceed capacity {capacity}")
+        self._capacity = capacity
+        self._adapter = await self.backend.queue(
+            QueueInitial(elements=list(elements), capacity=capacity, closed=closed), self.flavor
+        )
+        names = set(self._adapter.readers())
+        if names != set(READERS):
+            fail(None, "readers", f"the adapter must expose {list(READERS)}, got {sorted(names)}")
+
+    def mint_probes(self) -> ProbeSet:
+        return ProbeSet(self.adapter.readers(), consistency=self._consistent)
+
+    def _consistent(self, values: Mapping[str, Any]) -> str | None:
+        n = values["len"]
+        cap = self._capacity
+        if values["is_empty"] is not (n == 0):
+            return f"len={n} but is_empty={values['is_empty']}"
+        if values["is_full"] is not (cap is not None and n >= cap):
+            return f"len={n} with capacity {cap} but is_full={values['is_full']}"
+        if (values["head"] is EMPTY) is not (n == 0):
+            return f"len={n} but head={_json_head(values['head'])!r}"
+        return None
+
+    def coalesced(self, op: Mapping[str, Any]) -> bool:
+        return op.get("type") == "batch"
+
+    async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
+        adapter = self.adapter
+        kind = op["type"]
+        if kind == "push":
+            refused = await adapter.try_push(op["value"])
+            if refused is not None:
+                fail(
+                    step,
+                    "op.push",
+                    f"push of {op['value']!r} was refused with {outcome_label(refused)}; the "
+                    "fixture op 'push' must succeed (use 'try_push' to expect a refusal)",
+                )
+            return None
+        if kind == "try_push":
+            return outcome_label(await adapter.try_push(op["value"]))
+        if kind in ("pop", "try_pop"):
+            return outcome_label(await adapter.try_pop())
+        if kind == "close":
+            await adapter.close()
+            return None
+        if kind == "batch":
+            values = self._batch_values(step, op["ops"])
+            outcomes = await adapter.push_batch(values)
+            for index, refused in enumerate(outcomes):
+                if refused is not None:
+                    fail(
+                        step,
+                        f"op.batch.ops[{index}]",
+                        f"push of {values[index]!r} inside the batch was refused with "
+                        f"{outcome_label(refused)}; batch pushes must succeed",
+                    )
+            return None
+        raise AssertionError(f"unhandled QueueCell op {kind!r}")
+
+    @staticmethod
+    def _batch_values(step: int, ops: Any) -> list[Any]:
+        if not isinstance(ops, list) or not ops:
+            fail(step, "op.batch.ops", f"must be a non-empty array, got {ops!r}")
+        values = []
+        for index, inner in enumerate(ops):
+            where = f"op.batch.ops[{index}]"
+            if not isinstance(inner, dict) or inner.get("type") != "push":
+                fail(step, where, f"batch ops must be {{type: 'push', value}}, got {inner!r}")
+            unknown = sorted(set(inner) - BATCH_OP_KEYS)
+            if unknown:
+                fail(step, where, f"unknown field(s) {unknown}")
+            if "value" not in inner:
+                fail(step, where, "missing field 'value'")
+            values.append(inner["value"])
+        return values
+
+    def check_state(self, step: int, expected: Mapping[str, Any]) -> None:
+        readers = self.adapter.readers()
+        for key, want in expected.items():
+            if key == "invalidates":
+                continue
+            if key == "elements":
+                actual: Any = self.adapter.elements()
+            elif key == "head":
+                actual = _json_head(readers["head"].get())
+            else:
+                actual = readers[key].get()
+            check(step, key, want, actual)

@@ -1,0 +1,165 @@
+"""TopicCell fixtures: snapshot ``initial``, subscriber probes, restart (spec §5.3).
+
+One probe per subscriber id that appears anywhere in the fixture, minted before step
+0 (also for ids that are not subscribed yet). ``restart`` rebuilds the model through
+the backend and re-mints every probe, so its expectation is all false.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
+from .compare import check, fail
+from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+
+INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
+RECORD_KEYS = frozenset({"durability", "connected", "cursor"})
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def subscriber_ids(document: Mapping[str, Any]) -> list[str]:
+    """Every subscriber id named in ``initial``, an op or an expectation, in first-seen order."""
+    seen: dict[str, None] = {}
+    initial = document.get("initial")
+    if isinstance(initial, dict) and isinstance(initial.get("subscriptions"), dict):
+        seen.update(dict.fromkeys(initial["subscriptions"]))
+    for step in document.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        op = step.get("op")
+        if isinstance(op, dict) and isinstance(op.get("subscriber"), str):
+            seen[op["subscriber"]] = None
+        expected = step.get("expected")
+        if isinstance(expected, dict):
+            for key in ("subscriptions", "invalidates", "reads"):
+                block = expected.get(key)
+                if isinstance(block, dict):
+                    seen.update(dict.fromkeys(k for k in block if isinstance(k, str)))
+    return list(seen)
+
+
+@register_runner
+class TopicRunner(ModelRunner):
+    model = "TopicCell"
+    ops = {
+        "publish": OpSpec(required=("value",)),
+        "subscribe": OpSpec(required=("subscriber",), optional=("durability",)),
+        "reconnect": OpSpec(required=("subscriber",)),
+        "disconnect": OpSpec(required=("subscriber",)),
+        "advance": OpSpec(required=("subscriber",)),
+        "gc": OpSpec(),
+        "restart": OpSpec(optional=("subscriber",)),
+    }
+    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads"})
+
+    _adapter: TopicAdapter | None = None
+    _ids: list[str]
+
+    @property
+    def adapter(self) -> TopicAdapter:
+        assert self._adapter is not None, "build() has not run"
+        return self._adapter
+
+    async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        if not isinstance(initial, dict) or set(initial) != INITIAL_KEYS:
+            got = sorted(initial) if isinstance(initial, dict) else initial
+            fail(None, "initial", f"key set must be {sorted(INITIAL_KEYS)}, got {got!r}")
+        base, elements, subs = initial["base_offset"], initial["elements"], initial["subscriptions"]
+        if not _is_int(base) or base < 0:
+            fail(None, "initial.base_offset", f"must be an int >= 0, got {base!r}")
+        if not isinstance(elements, list):
+            fail(None, "initial.elements", f"must be an array, got {elements!r}")
+        if not isinstance(subs, dict):
+            fail(None, "initial.subscriptions", f"must be an object, got {subs!r}")
+        records = {}
+        for sid, raw in subs.items():
+            where = f"initial.subscriptions.{sid}"
+            if not isinstance(raw, dict) or set(raw) != RECORD_KEYS:
+                fail(None, where, f"must be an object with keys {sorted(RECORD_KEYS)}")
+            if not isinstance(raw["connected"], bool) or not _is_int(raw["cursor"]):
+                fail(None, where, f"connected must be a bool and cursor an int, got {raw!r}")
+            records[sid] = SubscriptionRecord(raw["durability"], raw["connected"], raw["cursor"])
+        self._ids = subscriber_ids(document)
+        self._adapter = await self.backend.topic(
+            TopicInitial(base_offset=base, elements=list(elements), subscriptions=records),
+            self.flavor,
+        )
+
+    def mint_probes(self) -> ProbeSet:
+        adapter = self.adapter
+        return ProbeSet({sid: adapter.reader(sid) for sid in self._ids})
+
+    async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
+        adapter = self.adapter
+        kind = op["type"]
+        if kind == "publish":
+            return _json(await adapter.publish(op["value"]))
+        if kind == "subscribe":
+            durability = op.get("durability", "durable")
+            return _json(await adapter.subscribe(op["subscriber"], durability))
+        if kind == "reconnect":
+            return _json(await adapter.reconnect(op["subscriber"]))
+        if kind == "disconnect":
+            return _json(await adapter.disconnect(op["subscriber"]))
+        if kind == "advance":
+            return _json(await adapter.advance(op["subscriber"]))
+        if kind == "gc":
+            return await adapter.gc()
+        if kind == "restart":
+            await self._restart()
+            return None
+        raise AssertionError(f"unhandled TopicCell op {kind!r}")
+
+    async def _restart(self) -> None:
+        if self.probes is not None:
+            self.probes.dispose()
+            self.probes = None
+        old = self.adapter
+        self._adapter = await self.backend.restart(old)
+        if self._adapter is not old:
+            await old.dispose()
+        self.probes = self.mint_probes()
+        self.probes.baseline()
+
+    def check_state(self, step: int, expected: Mapping[str, Any]) -> None:
+        adapter = self.adapter
+        for key, want in expected.items():
+            if key == "base_offset":
+                check(step, key, want, adapter.base_offset())
+            elif key == "elements":
+                check(step, key, want, adapter.elements())
+            elif key == "subscriptions":
+                check(step, key, want, adapter.subscriptions())
+            elif key == "reads":
+                check(step, key, want, self._reads(step))
+
+    def _reads(self, step: int) -> dict[str, Any]:
+        """``read_stream`` of exactly the connected subscribers, via their readers."""
+        adapter = self.adapter
+        reads: dict[str, Any] = {}
+        for sid, record in adapter.subscriptions().items():
+            if not record.get("connected"):
+                continue
+            value = adapter.reader(sid).get()
+            stream = adapter.read_stream(sid)
+            if value != stream:
+                fail(
+                    step,
+                    f"reads.{sid}",
+                    f"the reader holds {value!r} but read_stream gives {stream!r} "
+                    "(a stale reader: a missing invalidation)",
+                )
+            reads[sid] = value
+        return reads

@@ -1,0 +1,101 @@
+"""WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .backend import WorkQueueAdapter, WorkQueueInitial
+from .compare import check, fail
+from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+
+READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
+INITIAL_KEYS = frozenset(
+    {"visibility_timeout", "max_deliveries", "pending", "in_flight", "dead_letters"}
+)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@register_runner
+class WorkQueueRunner(ModelRunner):
+    model = "WorkQueueCell"
+    ops = {
+        "push": OpSpec(required=("value",)),
+        "claim": OpSpec(required=("worker", "now")),
+        "ack": OpSpec(required=("worker", "delivery_id")),
+        "nack": OpSpec(required=("worker", "delivery_id")),
+        "reap_expired": OpSpec(required=("now",)),
+    }
+    state_keys = frozenset({"pending", "in_flight", "dead_letters", "reads"})
+    returns_required = True
+
+    _adapter: WorkQueueAdapter | None = None
+
+    @property
+    def adapter(self) -> WorkQueueAdapter:
+        assert self._adapter is not None, "build() has not run"
+        return self._adapter
+
+    async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        if not isinstance(initial, dict) or set(initial) != INITIAL_KEYS:
+            got = sorted(initial) if isinstance(initial, dict) else initial
+            fail(None, "initial", f"key set must be {sorted(INITIAL_KEYS)}, got {got!r}")
+        for key in ("pending", "in_flight", "dead_letters"):
+            if initial[key] != []:
+                fail(
+                    None,
+                    f"initial.{key}",
+                    f"must be an empty list (work-queue fixtures start empty and the "
+                    f"runner rejects seeded state), got {initial[key]!r}",
+                )
+        timeout, limit = initial["visibility_timeout"], initial["max_deliveries"]
+        if not _is_int(timeout) or timeout <= 0:
+            fail(None, "initial.visibility_timeout", f"must be an int > 0, got {timeout!r}")
+        if not _is_int(limit) or limit < 1:
+            fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
+        self._adapter = await self.backend.work_queue(
+            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit), self.flavor
+        )
+        names = set(self._adapter.readers())
+        if names != set(READERS):
+            fail(None, "readers", f"the adapter must expose {list(READERS)}, got {sorted(names)}")
+
+    def mint_probes(self) -> ProbeSet:
+        return ProbeSet(self.adapter.readers(), consistency=self._consistent)
+
+    @staticmethod
+    def _consistent(values: Mapping[str, Any]) -> str | None:
+        if values["is_empty"] is not (values["pending_len"] == 0):
+            return f"pending_len={values['pending_len']} but is_empty={values['is_empty']}"
+        return None
+
+    async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
+        adapter = self.adapter
+        kind = op["type"]
+        if kind == "push":
+            return await adapter.push(op["value"])
+        if kind == "claim":
+            return await adapter.claim(op["worker"], op["now"])
+        if kind == "ack":
+            return await adapter.ack(op["worker"], op["delivery_id"])
+        if kind == "nack":
+            return await adapter.nack(op["worker"], op["delivery_id"])
+        if kind == "reap_expired":
+            return await adapter.reap_expired(op["now"])
+        raise AssertionError(f"unhandled WorkQueueCell op {kind!r}")
+
+    def check_state(self, step: int, expected: Mapping[str, Any]) -> None:
+        adapter = self.adapter
+        for key, want in expected.items():
+            if key == "pending":
+                check(step, key, want, adapter.pending())
+            elif key == "in_flight":
+                check(step, key, want, adapter.in_flight())
+            elif key == "dead_letters":
+                check(step, key, want, adapter.dead_letters())
+            elif key == "reads":
+                readers = adapter.readers()
+                check(step, key, want, {name: slot.get() for name, slot in readers.items()})

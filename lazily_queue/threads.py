@@ -1,0 +1,179 @@
+"""Thread-safe entry: use cells owned by an event loop from other threads.
+
+A cell and its reactive context belong to one event loop and are not locked. A
+:class:`LoopBridge` runs a call (or a coroutine) on the owning loop and blocks the
+calling thread until it finishes, so every mutation and every reader invalidation
+still happens on the loop thread, in the order the loop runs them.
+
+Rules:
+
+- Call bridge methods from threads other than the loop's. From the loop thread the
+  wait could never finish, so it raises :class:`ThreadSafetyError` instead of
+  deadlocking; code on the loop uses the cell directly.
+- A call on a loop that is not running (never started, stopped or closed) raises
+  :class:`LoopNotRunning`, and so does a wait whose loop stops before answering.
+
+``QueueCell.threadsafe()`` returns a :class:`ThreadSafeQueue` built on this bridge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .errors import LazilyQueueError
+
+if TYPE_CHECKING:
+    from .cells.queue import QueueCell
+    from .core.queue import QueuePopError, QueuePushError
+
+T = TypeVar("T")
+
+_POLL_INTERVAL = 0.05
+
+
+class ThreadSafetyError(LazilyQueueError, RuntimeError):
+    """A blocking cross-thread call was made from the loop thread itself."""
+
+
+class LoopNotRunning(LazilyQueueError, RuntimeError):
+    """The owning event loop is not running, or stopped before the call finished."""
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class LoopBridge:
+    """Runs calls on ``loop`` from other threads and waits for their results.
+
+    ``loop`` defaults to the loop running in the calling thread, so create the bridge
+    on the loop (for example next to the cell) and hand it to the threads.
+    """
+
+    __slots__ = ("_loop",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        if loop is None:
+            loop = _running_loop()
+            if loop is None:
+                raise LoopNotRunning(
+                    "LoopBridge() without a loop must be created on the owning event loop; "
+                    "pass loop= when creating it from another thread"
+                )
+        self._loop = loop
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def _check(self, what: str) -> None:
+        loop = self._loop
+        if _running_loop() is loop:
+            raise ThreadSafetyError(
+                f"{what} was called on the event loop thread that owns the cell; a blocking "
+                "wait there would deadlock. Use the cell (or its async methods) directly"
+            )
+        if loop.is_closed() or not loop.is_running():
+            state = "closed" if loop.is_closed() else "not running"
+            raise LoopNotRunning(f"{what}: the owning event loop is {state}")
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """Run ``fn(*args)`` on the loop thread and return its result (or raise its error)."""
+        self._check(getattr(fn, "__name__", "call"))
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        try:
+            self._loop.call_soon_threadsafe(run)
+        except RuntimeError as exc:  # closed between the check and the call
+            raise LoopNotRunning(f"the owning event loop refused the call: {exc}") from exc
+        return self._wait(future, timeout)
+
+    def run(self, coro: Coroutine[Any, Any, T], *, timeout: float | None = None) -> T:
+        """Run ``coro`` as a task on the loop and return its result.
+
+        On timeout the task is cancelled and :class:`TimeoutError` is raised.
+        """
+        try:
+            self._check(getattr(coro, "__name__", "coroutine"))
+        except BaseException:
+            coro.close()
+            raise
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return self._wait(future, timeout)
+
+    def _wait(self, future: concurrent.futures.Future[T], timeout: float | None) -> T:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = _POLL_INTERVAL
+            if deadline is not None:
+                remaining = min(remaining, deadline - time.monotonic())
+                if remaining <= 0:
+                    future.cancel()
+                    raise TimeoutError(f"no answer from the event loop within {timeout}s")
+            try:
+                return future.result(remaining)
+            except concurrent.futures.TimeoutError:
+                if future.done():  # the call itself raised TimeoutError
+                    raise
+                if not self._loop.is_running():
+                    future.cancel()
+                    raise LoopNotRunning(
+                        "the owning event loop stopped before the call finished"
+                    ) from None
+            except concurrent.futures.CancelledError:
+                raise LoopNotRunning("the call was cancelled on the event loop") from None
+
+
+class ThreadSafeQueue(Generic[T]):
+    """Blocking, thread-safe access to a :class:`~lazily_queue.QueueCell` on its loop.
+
+    ``push``/``pop`` wait on the loop (while full / until an element arrives) and block
+    this thread meanwhile; ``timeout`` raises :class:`TimeoutError`. Closed queues raise
+    :class:`~lazily_queue.QueueClosed` exactly like the async methods.
+    """
+
+    __slots__ = ("_bridge", "_cell")
+
+    def __init__(self, cell: QueueCell[T], bridge: LoopBridge) -> None:
+        self._cell = cell
+        self._bridge = bridge
+
+    @property
+    def bridge(self) -> LoopBridge:
+        return self._bridge
+
+    def try_push(self, value: T) -> QueuePushError | None:
+        return self._bridge.call(self._cell.try_push, value)
+
+    def try_pop(self) -> T | QueuePopError:
+        return self._bridge.call(self._cell.try_pop)
+
+    def close(self) -> None:
+        self._bridge.call(self._cell.close)
+
+    def push(self, value: T, timeout: float | None = None) -> None:
+        self._bridge.run(self._cell.push(value, timeout=timeout))
+
+    def pop(self, timeout: float | None = None) -> T:
+        return self._bridge.run(self._cell.pop(timeout=timeout))
+
+    def __len__(self) -> int:
+        return self._bridge.call(self._cell.len.get)
+
+    def is_closed(self) -> bool:
+        return self._bridge.call(self._cell.is_closed.get)
