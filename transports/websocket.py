@@ -1,0 +1,297 @@
+"""WebSocket links (``ws://host:port/path``, ``wss://...``): one binary message per frame.
+
+Built on ``websockets.asyncio`` with compression off. ``wss://`` listeners need a
+server ``ssl.SSLContext``; dialers may pass a client context (default: the system's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections import deque
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+import anyio
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+from websockets.http11 import Request, Response
+
+from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
+from .buffered import BufferedChannel, Signal
+from .config import LinkConfig
+from .errors import AddressError, LinkBrokenError
+from .registry import register_transport
+
+__all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
+
+logger = logging.getLogger("transports.websocket")
+
+_CLOSE_TIMEOUT = 1.0
+_MAX_QUEUE = 64
+
+
+def parse_websocket(address: str, *, listening: bool) -> tuple[str, str, int, str]:
+    """Scheme, host, port and path of a ``ws://`` or ``wss://`` address."""
+    parts = urlsplit(address)
+    if parts.scheme not in ("ws", "wss") or parts.query or parts.fragment:
+        raise AddressError(f"expected ws://HOST:PORT/PATH or wss://..., got {address!r}")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise AddressError(f"{address!r}: {exc}") from None
+    host = parts.hostname
+    if not host:
+        raise AddressError(f"{address!r} has no host")
+    if port is None:
+        port = 443 if parts.scheme == "wss" else 80
+    if port == 0 and not listening:
+        raise AddressError(f"{address!r}: cannot dial port 0")
+    return parts.scheme, host, port, parts.path or "/"
+
+
+def _check_tls(scheme: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> None:
+    if scheme == "ws" and ssl_context is not None:
+        raise ValueError("ssl_context given for a plain ws:// address; use wss://")
+    if scheme == "wss" and listening and ssl_context is None:
+        raise ValueError("listening on wss:// needs a server ssl_context (certificate and key)")
+
+
+class WebSocketChannel(BufferedChannel):
+    """A DataChannel over one WebSocket connection."""
+
+    def __init__(
+        self,
+        connection: ClientConnection | ServerConnection,
+        config: LinkConfig,
+        remote_address: str,
+        scheme: str,
+    ) -> None:
+        super().__init__(
+            max_frame_size=config.max_frame_size,
+            receive_buffer_size=config.receive_buffer_size,
+            send_buffer_size=config.send_buffer_size,
+            remote_address=remote_address,
+        )
+        self.scheme = scheme  # type: ignore[misc]
+        self._ws = connection
+        self._outbox: deque[bytes] = deque()
+        self._outbox_bytes = 0
+        self._writer_wakeup: Signal | None = None
+        self._resume: Signal | None = None
+        loop = asyncio.get_running_loop()
+        self._finished: asyncio.Future[None] = loop.create_future()
+        self._reader = loop.create_task(self._read())
+        self._writer = loop.create_task(self._write())
+
+    # -- receiving ----------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        try:
+            async for message in self._ws:
+                if not isinstance(message, bytes):
+                    self._fail("peer sent a text message; links carry binary frames only")
+                    return
+                if len(message) > self.max_frame_size:
+                    self._fail(
+                        f"peer sent a frame of {len(message)} bytes, above the maximum frame "
+                        f"size of {self.max_frame_size} bytes"
+                    )
+                    return
+                self._deliver(message)
+                if self._rx_paused:
+                    self._resume = Signal()
+                    if self._rx_paused:
+                        await self._resume.wait()
+            self._connection_gone()
+        except ConnectionClosedOK:
+            self._connection_gone()
+        except ConnectionClosed as exc:
+            self._fail(_describe_close(exc))
+        finally:
+            if not self._finished.done():
+                self._finished.set_result(None)
+
+    def _resume_reading(self) -> None:
+        if self._resume is not None:
+            self._resume.fire()
+            self._resume = None
+
+    # -- sending ------------------------------------------------------------------------
+
+    def _send_frame_nowait(self, frame: bytes) -> None:
+        if self._reason is not None or self._eof_sent or self._send_dead is not None:
+            raise self._send_error() or LinkBrokenError("link is down")
+        if self._outbox_bytes >= self._send_buffer_size:
+            raise anyio.WouldBlock
+        self._outbox.append(frame)
+        self._outbox_bytes += len(frame)
+        wakeup = self._writer_wakeup
+        if wakeup is not None:
+            self._writer_wakeup = None
+            wakeup.fire()
+
+    def _writable(self) -> bool:
+        return self._outbox_bytes < self._send_buffer_size
+
+    async def _write(self) -> None:
+        outbox = self._outbox
+        ws = self._ws
+        try:
+            while True:
+                while outbox:
+                    frame = outbox[0]
+                    await ws.send(frame)
+                    outbox.popleft()
+                    self._outbox_bytes -= len(frame)
+                    if self._tx_waiters:
+                        self._wake_senders()
+                if self._eof_sent or self._closed:
+                    return
+                wakeup = self._writer_wakeup = Signal()
+                if not outbox:
+                    await wakeup.wait()
+        except ConnectionClosed as exc:
+            if not self._closed:
+                self._fail(_describe_close(exc))
+
+    def _abort(self) -> None:
+        self._outbox.clear()
+        self._outbox_bytes = 0
+        transport = self._ws.transport
+        if transport is not None:
+            transport.abort()
+
+    def _poke_writer(self) -> None:
+        wakeup = self._writer_wakeup
+        if wakeup is not None:
+            self._writer_wakeup = None
+            wakeup.fire()
+
+    async def send_eof(self) -> None:
+        """WebSockets cannot half-close: flush queued frames, then close the connection."""
+        if self._eof_sent or self._closed:
+            return
+        self._eof_sent = True
+        self._wake_senders()
+        await self._finish_writing()
+        await self._ws.close()
+
+    async def _finish_writing(self) -> None:
+        self._poke_writer()
+        with anyio.move_on_after(_CLOSE_TIMEOUT):
+            await asyncio.wait((self._writer,))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        with anyio.CancelScope(shield=True):
+            if self._reason is None and not self._eof_sent:
+                self._eof_sent = True
+                await self._finish_writing()
+            self._mark_closed()
+            self._writer.cancel()
+            self._resume_reading()
+            try:
+                await self._ws.close()
+            except Exception:  # the connection is being torn down either way
+                pass
+            with anyio.move_on_after(_CLOSE_TIMEOUT):
+                await asyncio.wait((self._reader,))
+            self._reader.cancel()
+            if not self._finished.done():
+                self._finished.set_result(None)
+
+    async def wait_finished(self) -> None:
+        """Return once the connection ended (read side done or channel closed)."""
+        await asyncio.shield(self._finished)
+
+
+def _describe_close(exc: ConnectionClosed) -> str:
+    frame = exc.rcvd or exc.sent
+    if frame is None:
+        return "connection lost without a closing handshake"
+    detail = f": {frame.reason}" if frame.reason else ""
+    return f"websocket closed with code {frame.code}{detail}"
+
+
+class WebSocketListener(Listener):
+    def __init__(self, server: Server, address: str) -> None:
+        self._server = server
+        self._address = address
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    async def aclose(self) -> None:
+        self._server.close(close_connections=False)
+
+
+class WebSocketTransport(Transport):
+    """Transport for ``ws:`` and ``wss:`` addresses."""
+
+    async def connect(
+        self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
+    ) -> DataChannel:
+        scheme, _host, _port, _path = parse_websocket(address, listening=False)
+        _check_tls(scheme, ssl_context, listening=False)
+        ws = await connect(
+            address,
+            ssl=ssl_context if scheme == "wss" else None,
+            compression=None,
+            max_size=config.max_frame_size,
+            max_queue=_MAX_QUEUE,
+            write_limit=config.send_buffer_size,
+            close_timeout=_CLOSE_TIMEOUT,
+            open_timeout=None,
+        )
+        return WebSocketChannel(ws, config, address, scheme)
+
+    async def listen(
+        self,
+        address: str,
+        config: LinkConfig,
+        accept: ChannelAcceptor,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> Listener:
+        scheme, host, port, path = parse_websocket(address, listening=True)
+        _check_tls(scheme, ssl_context, listening=True)
+
+        def route(connection: ServerConnection, request: Request) -> Response | None:
+            if urlsplit(request.path).path != path:
+                return connection.respond(
+                    HTTPStatus.NOT_FOUND, f"no link endpoint at {request.path}\n"
+                )
+            return None
+
+        async def handler(connection: ServerConnection) -> None:
+            peer = connection.remote_address
+            remote = f"{scheme}://{peer[0]}:{peer[1]}" if peer else f"{address}#peer"
+            channel = WebSocketChannel(connection, config, remote, scheme)
+            accept(channel)
+            await channel.wait_finished()
+
+        server = await serve(
+            handler,
+            host,
+            port,
+            ssl=ssl_context,
+            process_request=route,
+            compression=None,
+            max_size=config.max_frame_size,
+            max_queue=_MAX_QUEUE,
+            write_limit=config.send_buffer_size,
+            close_timeout=_CLOSE_TIMEOUT,
+        )
+        sockname = next(iter(server.sockets)).getsockname()
+        bound_host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
+        return WebSocketListener(server, f"{scheme}://{bound_host}:{sockname[1]}{path}")
+
+
+_TRANSPORT = WebSocketTransport()
+register_transport("ws", _TRANSPORT)
+register_transport("wss", _TRANSPORT)
