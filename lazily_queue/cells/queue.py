@@ -39,6 +39,7 @@ from ..storage.base import (
     storage_capacity,
 )
 from ..storage.local import VecDequeStorage
+from ..threads import LoopBridge, ThreadSafeQueue
 
 T = TypeVar("T")
 
@@ -278,6 +279,14 @@ class QueueCell(Generic[T]):
         if isinstance(self._storage, PeekableStorage):
             return self._storage.peek()
         return EMPTY
+
+    def threadsafe(self, loop: asyncio.AbstractEventLoop | None = None) -> ThreadSafeQueue[T]:
+        """A blocking handle for other threads, running every call on ``loop``.
+
+        ``loop`` defaults to the running loop, so call this on the owning loop.
+        See :mod:`lazily_queue.threads`.
+        """
+        return ThreadSafeQueue(self, LoopBridge(loop))
 
     def readers(self) -> dict[str, Slot[Any]]:
         """Every reader kind by its spec name (``closed`` is the ``is_closed`` reader)."""

@@ -1,0 +1,114 @@
+"""``lazily-queue conformance PATH...``: replay queue-family fixtures and report.
+
+Prints one line per fixture (every selected flavor replayed), then a summary line.
+Exit status: 0 when every replay passed, 1 on any failure, 2 on a usage problem
+(unknown backend, missing path, nothing to replay).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any, TextIO
+
+from ..conformance import (
+    FLAVORS,
+    FixtureError,
+    ReplayResult,
+    UnknownBackend,
+    create_backend,
+    discover,
+    known_backends,
+    replay,
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "conformance",
+        help="replay lazily-spec queue-family fixtures",
+        description=(
+            "Replay QueueCell/TopicCell/WorkQueueCell fixtures (kind 'Collection'). A PATH "
+            "may be a fixture file or a directory searched recursively; other JSON files "
+            "in a directory are ignored and counted."
+        ),
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="fixture file or directory")
+    parser.add_argument(
+        "--backend",
+        default="local",
+        metavar="NAME",
+        help=f"backend to replay on (default: local; known: {', '.join(known_backends())})",
+    )
+    parser.add_argument(
+        "--flavor",
+        choices=(*FLAVORS, "all"),
+        default="all",
+        help="op flavor: sync calls, async twins, calls from another thread, or all (default)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        backend = create_backend(args.backend)
+    except UnknownBackend as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        found = discover(args.paths)
+    except FixtureError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not found.fixtures:
+        print(
+            f"error: no queue-family fixtures under {' '.join(args.paths)} "
+            f"({len(found.ignored)} other JSON files ignored)",
+            file=sys.stderr,
+        )
+        return 2
+    flavors = list(backend.flavors) if args.flavor == "all" else [args.flavor]
+    results = asyncio.run(_replay_all(found.fixtures, args.backend, flavors))
+    failed_fixtures = 0
+    for fixture in found.fixtures:
+        runs = results[fixture.name]
+        line = _fixture_line(fixture.name, runs)
+        if any(not r.passed for r in runs):
+            failed_fixtures += 1
+        print(line, file=out)
+    total = sum(len(r) for r in results.values())
+    failed = sum(1 for runs in results.values() for r in runs if not r.passed)
+    print(
+        f"{len(found.fixtures) - failed_fixtures} passed, {failed_fixtures} failed: "
+        f"{len(found.fixtures)} fixtures x {len(flavors)} flavor(s) ({', '.join(flavors)}) "
+        f"on backend {backend.name}, {total - failed}/{total} replays passed; "
+        f"{len(found.ignored)} JSON file(s) ignored (not queue-family)",
+        file=out,
+    )
+    return 1 if failed else 0
+
+
+async def _replay_all(
+    fixtures: list[Any], backend: str, flavors: list[str]
+) -> dict[str, list[ReplayResult]]:
+    results: dict[str, list[ReplayResult]] = {}
+    for fixture in fixtures:
+        results[fixture.name] = [
+            await replay(fixture, backend=backend, flavor=flavor) for flavor in flavors
+        ]
+    return results
+
+
+def _fixture_line(name: str, runs: list[ReplayResult]) -> str:
+    steps = runs[0].steps
+    failures = [r for r in runs if not r.passed]
+    if not failures:
+        flavors = " ".join(r.flavor for r in runs)
+        return f"PASS  {name}  ({steps} steps; {flavors})"
+    first = failures[0]
+    assert first.failure is not None
+    also = [r.flavor for r in failures[1:]]
+    extra = f" (also fails: {', '.join(also)})" if also else ""
+    return f"FAIL  {name}  ({steps} steps) [{first.flavor}] {first.failure.describe()}{extra}"

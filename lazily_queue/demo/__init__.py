@@ -1,0 +1,1 @@
+"""Runnable demos behind ``lazily-queue demo``."""
