@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from ..cells.queue import QueueCell
 from ..cells.work_queue import WorkQueueCell
-from ..errors import QueueClosed
 from ..reactive import Context, Effect
 
 
