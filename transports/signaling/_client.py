@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
@@ -61,11 +62,18 @@ class SignalingClient:
         capabilities: Sequence[str] | None = None,
         timeout: float = 10.0,
         max_frame_size: int = 1 << 20,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> SignalingClient:
-        """Open ``url`` (``ws://host:port/room``) and join as ``peer``."""
+        """Open ``url`` (``ws://host:port/room`` or ``wss://``) and join as ``peer``."""
         join = Join(peer, tuple(capabilities) if capabilities is not None else None)
         try:
-            ws = await connect(url, open_timeout=timeout, max_size=max_frame_size, compression=None)
+            ws = await connect(
+                url,
+                open_timeout=timeout,
+                max_size=max_frame_size,
+                compression=None,
+                ssl=ssl_context,
+            )
         except InvalidURI as exc:
             raise ValueError(f"invalid signaling URL {url!r}: {exc}") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:

@@ -1,0 +1,209 @@
+"""``WebRTCChannel``: a DataChannel over one ordered, reliable aiortc data channel.
+
+Every data-channel message costs aiortc at least one datagram and a trip through
+its SCTP stack, so frames are not sent one per message. Each frame becomes a record
+``u32 big-endian length || payload`` appended to one byte stream, and the stream is
+cut into binary messages of at most ``MESSAGE_SIZE`` bytes: small frames sent in the
+same event-loop turn share a message, large frames span several. The channel is
+ordered and reliable, so the receiver reassembles records across message boundaries.
+A text message ``"eof"`` ends our direction (``send_eof``); a record longer than the
+receive ceiling, a text message of any other content or a stream that ends inside a
+record breaks the link.
+
+aiortc offers no way to pause an incoming data channel, so the receive buffer is
+not flow-controlled: ``receive_buffer_size`` is advisory here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any
+
+import anyio
+from aiortc import RTCDataChannel, RTCPeerConnection
+
+from .buffered import BufferedChannel
+from .config import LinkConfig
+from .errors import LinkBrokenError
+
+__all__ = ["MESSAGE_SIZE", "PROTOCOL", "WebRTCChannel"]
+
+_log = logging.getLogger("transports.webrtc")
+
+PROTOCOL = "lazily-frames/1"
+"""Data-channel subprotocol name of this record framing."""
+MESSAGE_SIZE = 16 * 1024
+"""Largest data-channel message we send."""
+
+_HEADER = struct.Struct(">I")
+_EOF = "eof"
+_CLOSE_TIMEOUT = 2.0
+
+
+class WebRTCChannel(BufferedChannel):
+    """One end of a WebRTC link; owns its ``RTCPeerConnection``."""
+
+    scheme = "webrtc"
+
+    def __init__(
+        self,
+        pc: RTCPeerConnection,
+        dc: RTCDataChannel,
+        config: LinkConfig,
+        remote_address: str,
+    ) -> None:
+        super().__init__(
+            max_frame_size=config.max_frame_size,
+            receive_buffer_size=config.receive_buffer_size,
+            send_buffer_size=config.send_buffer_size,
+            remote_address=remote_address,
+        )
+        self._pc = pc
+        self._dc = dc
+        self._loop = asyncio.get_running_loop()
+        self._out: list[bytes] = []
+        self._out_size = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._partial = bytearray()
+        self._eof_sent = False
+        self._remote_closed = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        dc.bufferedAmountLowThreshold = max(config.send_buffer_size // 2, 1)
+        dc.on("message", self._on_message)
+        dc.on("close", self._on_dc_close)
+        dc.on("bufferedamountlow", self._wake_senders)
+        pc.on("connectionstatechange", self._on_state)
+
+    @property
+    def opened(self) -> bool:
+        return bool(self._dc.readyState == "open")
+
+    # -- send side ----------------------------------------------------------------------
+
+    def _writable(self) -> bool:
+        return bool(self._out_size + self._dc.bufferedAmount < self._send_buffer_size)
+
+    def _send_frame_nowait(self, frame: bytes) -> None:
+        error = self._send_error()
+        if error is not None:
+            raise error
+        if self._eof_sent:
+            raise anyio.ClosedResourceError
+        if self._remote_closed:
+            raise LinkBrokenError("closed by peer")
+        if not self._writable():
+            raise anyio.WouldBlock
+        self._out.append(_HEADER.pack(len(frame)))
+        self._out.append(frame)
+        self._out_size += _HEADER.size + len(frame)
+        if self._out_size >= MESSAGE_SIZE:
+            self._flush(whole_messages_only=True)
+        if self._out and self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self._flush)
+
+    def _flush(self, whole_messages_only: bool = False) -> None:
+        """Cut the pending records into messages and hand them to aiortc."""
+        if not whole_messages_only:
+            self._flush_handle = None
+        if not self._out:
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+        end = len(data) - len(data) % MESSAGE_SIZE if whole_messages_only else len(data)
+        self._out = [data[end:]] if end < len(data) else []
+        self._out_size = len(data) - end
+        if self._dc.readyState != "open":
+            if self._reason is None:
+                self._fail(f"data channel is {self._dc.readyState}")
+            return
+        try:
+            for start in range(0, end, MESSAGE_SIZE):
+                self._dc.send(data[start : start + MESSAGE_SIZE])
+        except Exception as exc:  # aiortc raises InvalidStateError once the channel closes
+            self._fail(f"data channel send failed: {exc!r}")
+
+    async def send_eof(self) -> None:
+        if self._eof_sent or self._reason is not None:
+            return
+        self._flush()
+        self._eof_sent = True
+        self._wake_senders()
+        if self._dc.readyState == "open":
+            self._dc.send(_EOF)
+
+    # -- receive side -------------------------------------------------------------------
+
+    def _on_message(self, message: bytes | str) -> None:
+        if self._reason is not None:
+            return
+        if isinstance(message, str):
+            if message == _EOF and not self._partial:
+                self._deliver_eof()
+            else:
+                self._fail(f"unexpected text message {message[:40]!r} on the data channel")
+            return
+        data: bytes | bytearray = message
+        if self._partial:
+            self._partial += message
+            data = self._partial
+        pos, size, limit = 0, len(data), self.max_frame_size
+        while size - pos >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(data, pos)
+            if length > limit:
+                self._fail(f"peer sent a {length}-byte frame; the limit is {limit}")
+                return
+            end = pos + _HEADER.size + length
+            if end > size:
+                break
+            self._deliver(bytes(data[pos + _HEADER.size : end]))
+            pos = end
+        if data is self._partial:
+            del self._partial[:pos]
+        elif pos < size:
+            self._partial += data[pos:]
+
+    def _on_dc_close(self) -> None:
+        if self._closed or self._broken:
+            return
+        if self._partial:
+            self._fail("data channel closed inside a frame")
+            return
+        self._remote_closed = True
+        self._deliver_eof()
+        self._wake_senders()
+
+    def _on_state(self) -> None:
+        state = self._pc.connectionState
+        if state == "failed":
+            self._fail("ICE/DTLS connection failed")
+        elif state == "closed" and not (self._closed or self._remote_closed):
+            self._fail("peer connection closed")
+
+    # -- teardown -----------------------------------------------------------------------
+
+    def _abort(self) -> None:
+        self._spawn(self._pc.close())
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def aclose(self) -> None:
+        """Flush what was sent, close the data channel, then the peer connection."""
+        graceful = not self._broken and self._dc.readyState == "open"
+        if graceful:
+            self._flush()
+        if not self._mark_closed():
+            return
+        with anyio.CancelScope(shield=True):
+            if graceful:
+                closed = asyncio.Event()
+                self._dc.on("close", closed.set)
+                self._dc.close()
+                with anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await closed.wait()
+            await self._pc.close()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
