@@ -1,0 +1,158 @@
+"""DataChannel behaviour, identical over memory, Unix socket, TCP and WebSocket links."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+from transport_helpers import channel_pair, make_config
+
+from transports import DataChannel, FrameTooLargeError, LinkBrokenError
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def test_round_trip_and_negotiated_attributes(address: str) -> None:
+    dialer = make_config(1, max_frame_size=64 * 1024)
+    acceptor = make_config(2, max_frame_size=1024 * 1024)
+    async with channel_pair(address, dialer, acceptor) as (client, server):
+        assert (client.remote_peer_id, server.remote_peer_id) == (2, 1)
+        assert client.session_id == server.session_id == "test-cluster"
+        assert client.max_frame_size == server.max_frame_size == 64 * 1024
+        assert client.authenticated and server.authenticated
+        assert client.epoch >= 1 and server.epoch >= 1
+        assert "raft-queue-v1" in client.remote_features
+        await client.send(b"ping")
+        assert await server.receive() == b"ping"
+        await server.send(b"pong")
+        assert await client.receive() == b"pong"
+
+
+async def test_many_frames_arrive_whole_and_in_order(address: str) -> None:
+    frames = [bytes([i % 256]) * (i % 700) for i in range(3000)]
+    async with channel_pair(address) as (client, server):
+
+        async def produce() -> None:
+            for frame in frames:
+                await client.send(frame)
+
+        task = asyncio.create_task(produce())
+        received = [await server.receive() for _ in frames]
+        await task
+        assert received == frames
+
+
+async def test_large_frames_in_both_directions(address: str) -> None:
+    big = bytes(range(256)) * 4096  # 1 MiB
+    async with channel_pair(address) as (client, server):
+        sending = asyncio.create_task(client.send(big))
+        assert await server.receive() == big
+        await sending
+        await server.send(big[::-1])
+        assert await client.receive() == big[::-1]
+
+
+async def test_send_above_negotiated_ceiling_raises_clearly(address: str) -> None:
+    async with channel_pair(address, make_config(1, max_frame_size=1000)) as (client, server):
+        with pytest.raises(FrameTooLargeError, match="1001 bytes exceeds the maximum frame size"):
+            await server.send(b"x" * 1001)
+        with pytest.raises(FrameTooLargeError):
+            client.send_nowait(b"x" * 1001)
+        await server.send(b"x" * 1000)
+        assert len(await client.receive()) == 1000
+
+
+async def test_send_accepts_bytes_like_and_rejects_text(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        await client.send(bytearray(b"abc"))  # type: ignore[arg-type]
+        await client.send(memoryview(b"def"))  # type: ignore[arg-type]
+        assert [await server.receive(), await server.receive()] == [b"abc", b"def"]
+        with pytest.raises(TypeError, match="frames must be bytes"):
+            await client.send("text")  # type: ignore[arg-type]
+
+
+async def test_clean_close_delivers_queued_frames_then_end_of_stream(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        for i in range(50):
+            await client.send(b"%d" % i)
+        await client.aclose()
+        received = [await server.receive() for _ in range(50)]
+        assert received == [b"%d" % i for i in range(50)]
+        with pytest.raises(anyio.EndOfStream):
+            await server.receive()
+        assert server.close_reason is not None
+
+
+async def test_local_close_makes_further_use_a_closed_resource_error(address: str) -> None:
+    async with channel_pair(address) as (client, _server):
+        await client.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await client.receive()
+        with pytest.raises(anyio.ClosedResourceError):
+            await client.send(b"late")
+        await client.aclose()  # idempotent
+
+
+async def test_sending_to_a_closed_peer_eventually_breaks(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        await server.aclose()
+        with pytest.raises(anyio.EndOfStream):
+            await client.receive()
+        with pytest.raises(anyio.BrokenResourceError):
+            with anyio.fail_after(5):
+                while True:
+                    await client.send(b"x" * 1024)
+                    await asyncio.sleep(0.001)
+
+
+async def test_backpressure_blocks_the_sender_and_loses_nothing(address: str) -> None:
+    small = make_config(1, send_buffer_size=64 * 1024, receive_buffer_size=64 * 1024)
+    other = make_config(2, send_buffer_size=64 * 1024, receive_buffer_size=64 * 1024)
+    frame = b"b" * 32 * 1024
+    async with channel_pair(address, small, other) as (client, server):
+        sent = 0
+        for _ in range(5000):
+            try:
+                client.send_nowait(frame + sent.to_bytes(4, "big"))
+            except anyio.WouldBlock:
+                break
+            sent += 1
+            await asyncio.sleep(0)
+        else:
+            pytest.fail("send_nowait never reported a full buffer")
+        blocked = asyncio.create_task(client.send(frame + sent.to_bytes(4, "big")))
+        await asyncio.sleep(0.1)
+        assert not blocked.done(), "send() returned although the peer reads nothing"
+        for index in range(sent + 1):
+            data = await server.receive()
+            assert int.from_bytes(data[-4:], "big") == index
+        await blocked
+
+
+async def test_receive_nowait_and_readiness(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        with pytest.raises(anyio.WouldBlock):
+            server.receive_nowait()
+        waiter = asyncio.create_task(server.wait_receive_ready())
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        await client.send(b"ready")
+        await asyncio.wait_for(waiter, 5)
+        assert server.receive_nowait() == b"ready"
+
+
+async def test_channel_is_an_anyio_object_stream(address: str) -> None:
+    from anyio.abc import ObjectStream
+
+    async with channel_pair(address) as (client, server):
+        assert isinstance(client, ObjectStream) and isinstance(client, DataChannel)
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.send, b"via task group")
+            assert await server.receive() == b"via task group"
+
+
+def test_link_broken_error_is_an_anyio_broken_resource_error() -> None:
+    error = LinkBrokenError("reset by peer")
+    assert isinstance(error, anyio.BrokenResourceError)
+    assert error.reason == "reset by peer"
