@@ -95,10 +95,10 @@ async def establish(
         elif isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
             reason = getattr(channel, "close_reason", None) or "connection closed"
             error = HandshakeError("handshake", f"link closed during handshake ({reason})")
-        with anyio.CancelScope(shield=True):
-            await channel.aclose()
         if isinstance(error, HandshakeError):
             logger.warning("handshake with %s refused: %s", channel.remote_address, error)
+        with anyio.CancelScope(shield=True):
+            await channel.aclose()
         if error is exc:
             raise
         raise error from None
