@@ -86,9 +86,9 @@ def check(step: int | None, key: str, expected: Any, actual: Any) -> None:
         if missing or extra:
             parts = []
             if missing:
-                parts.append(f"missing keys {missing}")
+                parts.append(f"expected keys missing from the actual value {missing}")
             if extra:
-                parts.append(f"unexpected keys {extra}")
+                parts.append(f"actual keys the fixture does not expect {extra}")
             fail(step, key, "key set differs: " + ", ".join(parts), expected, actual)
         for name, value in expected.items():
             check(step, f"{key}.{name}", value, actual[name])

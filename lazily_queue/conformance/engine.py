@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..reactive import Effect, Slot
+from ..reactive import Effect, Slot, Source
 from .backend import Adapter, Backend, UnsupportedFixtureOp, create_backend
 from .compare import ConformanceFailure, Mismatch, check, fail
 from .fixture import KIND, MODELS, TOP_LEVEL_KEYS, Fixture
@@ -48,6 +48,21 @@ class ReplayResult:
     @property
     def passed(self) -> bool:
         return self.failure is None
+
+
+def _reaches_root(consumer: Any) -> bool:
+    """True when the consumer depends, directly or through computeds, on a Slot or Source."""
+    stack = list(consumer._sources)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (Slot, Source)):
+            return True
+        stack.extend(getattr(node, "_sources", ()))
+    return False
 
 
 class ProbeSet:
@@ -84,7 +99,7 @@ class ProbeSet:
             effect = Effect(run, context=reader.ctx, name=f"probe:{name}")
         except Exception as exc:
             fail(None, f"reader {name}", f"reading it raised {type(exc).__name__}: {exc}")
-        if not effect._sources:
+        if not _reaches_root(effect):
             effect.dispose()
             fail(
                 None,
@@ -120,8 +135,6 @@ class ProbeSet:
     ) -> None:
         """``{}`` asserts every watched reader false; absent readers are unasserted."""
         reruns = self.reruns()
-        if self.torn:
-            fail(step, "invalidates", f"an observer saw a torn transition: {self.torn[0]}")
         if coalesced:
             for name, count in reruns.items():
                 if count > 1:
@@ -146,6 +159,12 @@ class ProbeSet:
                     want,
                     got,
                 )
+        if self.torn:
+            fail(
+                step,
+                "invalidates",
+                f"an observer saw a torn transition (not one atomic frontier walk): {self.torn[0]}",
+            )
 
     def dispose(self) -> None:
         for effect in self.effects.values():

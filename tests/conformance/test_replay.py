@@ -1,0 +1,79 @@
+"""Replay every queue-family fixture on every flavor through the conformance engine.
+
+Project fixtures (everything under ``fixtures/``) always run; the upstream corpus runs
+when ``LAZILY_SPEC_FIXTURES`` names it. QueueCell fixtures also run on
+``local-generic`` (the shell's generic storage path instead of the deque fast path).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.conformance import FLAVORS, Fixture, discover, replay
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _spec_dir() -> Path | None:
+    # Same resolution as the ``spec_fixtures`` fixture (which validates it at run time).
+    value = os.environ.get("LAZILY_SPEC_FIXTURES")
+    if not value:
+        return None
+    path = Path(value)
+    return path if path.is_absolute() else (ROOT / path).resolve()
+
+
+def _params(origin: str, root: Path) -> list[object]:
+    params: list[object] = []
+    for fixture in discover([root]).fixtures:
+        backends = ["local"]
+        if fixture.model == "QueueCell":
+            backends.append("local-generic")
+        for backend in backends:
+            for flavor in FLAVORS:
+                suffix = "" if backend == "local" else f"-{backend}"
+                test_id = f"{origin}/{fixture.name}[{flavor}{suffix}]"
+                params.append(pytest.param(fixture, backend, flavor, id=test_id))
+    return params
+
+
+PROJECT = _params("project", ROOT / "fixtures")
+SPEC_DIR = _spec_dir()
+SPEC = _params("spec", SPEC_DIR) if SPEC_DIR is not None and SPEC_DIR.is_dir() else []
+
+
+def test_project_corpus_is_complete() -> None:
+    fixtures = discover([ROOT / "fixtures"]).fixtures
+    queue_files = [f for f in fixtures if f.model == "QueueCell"]
+    assert len(queue_files) >= 14
+    assert {"QueueCell", "TopicCell", "WorkQueueCell"} <= {f.model for f in fixtures}
+
+
+@pytest.mark.parametrize(("fixture", "backend", "flavor"), PROJECT)
+async def test_project_fixture(fixture: Fixture, backend: str, flavor: str) -> None:
+    result = await replay(fixture, backend=backend, flavor=flavor)
+    assert result.failure is None, result.failure.describe()
+    assert result.steps_passed == result.steps == len(fixture.steps) > 0
+
+
+@pytest.mark.parametrize(("fixture", "backend", "flavor"), SPEC)
+async def test_spec_fixture(
+    fixture: Fixture, backend: str, flavor: str, spec_fixtures: Path | None
+) -> None:
+    assert spec_fixtures is not None
+    result = await replay(fixture, backend=backend, flavor=flavor)
+    assert result.failure is None, result.failure.describe()
+    assert result.steps_passed == result.steps == len(fixture.steps) > 0
+
+
+def test_spec_corpus_found(spec_fixtures: Path | None) -> None:
+    if spec_fixtures is None:
+        pytest.skip("LAZILY_SPEC_FIXTURES is not set")
+    found = discover([spec_fixtures])
+    assert found.fixtures, f"no queue-family fixtures under {spec_fixtures}"
+    assert len(SPEC) == sum(
+        len(FLAVORS) * (2 if f.model == "QueueCell" else 1) for f in found.fixtures
+    )
