@@ -68,7 +68,8 @@ def base_queue() -> dict[str, Any]:
 async def failure_of(
     document: dict[str, Any], backend: Any = "local", flavor: str = "sync"
 ) -> Mismatch:
-    result = await replay(Fixture.from_document(document, "negative"), backend=backend, flavor=flavor)
+    fixture = Fixture.from_document(document, "negative")
+    result = await replay(fixture, backend=backend, flavor=flavor)
     assert result.failure is not None, "the engine accepted a fixture it must reject"
     assert not result.passed
     return result.failure
@@ -207,10 +208,10 @@ async def test_work_queue_rejects_seeded_initial_and_missing_returns() -> None:
 
 async def test_work_queue_delivery_key_set() -> None:
     doc = load("workqueue_requeue_at_tail")
-    for index, step in enumerate(doc["steps"]):
-        if step["op"]["type"] == "claim" and step["returns"] is not None:
-            step["returns"]["lease"] = 1
-            break
+    index = next(
+        i for i, s in enumerate(doc["steps"]) if s["op"]["type"] == "claim" and s["returns"]
+    )
+    doc["steps"][index]["returns"]["lease"] = 1
     failure = await failure_of(doc)
     assert failure.step == index and failure.key == "returns"
     assert "expected keys missing from the actual value ['lease']" in failure.message
@@ -227,7 +228,7 @@ async def test_topic_reads_must_name_exactly_the_connected() -> None:
 
 
 async def test_unknown_backend_lists_known_ones() -> None:
-    with pytest.raises(UnknownBackend, match="known backends: .*local"):
+    with pytest.raises(UnknownBackend, match=r"known backends: .*local"):
         create_backend("raft9")
 
 
