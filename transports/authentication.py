@@ -30,7 +30,15 @@ from .errors import (
     IncompatiblePeerError,
     PeerRejectedError,
 )
-from .handshake import Handshake, Hello, Negotiated, decode_message, encode_message, negotiate
+from .handshake import (
+    HANDSHAKE_FRAME_LIMIT,
+    Handshake,
+    Hello,
+    Negotiated,
+    decode_message,
+    encode_message,
+    negotiate,
+)
 
 __all__ = ["PeerFilter", "establish", "next_epoch"]
 
@@ -108,6 +116,8 @@ async def establish(
 async def _exchange(
     channel: DataChannel, config: LinkConfig, initiator: bool, accept_peer: PeerFilter | None
 ) -> None:
+    # Handshake frames may exceed a tiny configured ceiling; the negotiated one applies after.
+    channel.max_frame_size = max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT)
     local = Handshake.from_config(config)
     auth = "none" if config.secret is None else "hmac-sha256"
     hello = Hello(local, secrets.token_bytes(_NONCE_SIZE), auth).encode()

@@ -23,6 +23,7 @@ from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .buffered import BufferedChannel, Signal
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
+from .handshake import HANDSHAKE_FRAME_LIMIT
 from .registry import register_transport
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
@@ -242,7 +243,7 @@ class WebSocketTransport(Transport):
             address,
             ssl=ssl_context if scheme == "wss" else None,
             compression=None,
-            max_size=config.max_frame_size,
+            max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
             max_queue=_MAX_QUEUE,
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,
@@ -282,7 +283,7 @@ class WebSocketTransport(Transport):
             ssl=ssl_context,
             process_request=route,
             compression=None,
-            max_size=config.max_frame_size,
+            max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
             max_queue=_MAX_QUEUE,
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,

@@ -1,0 +1,131 @@
+"""Bad bytes from a peer close that link with a logged reason; everything else goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from pathlib import Path
+
+import anyio
+import pytest
+from transport_helpers import address_for, channel_pair, make_config
+
+from transports import DataChannel, LinkBrokenError, listen
+from transports.sockets import SocketChannel
+from transports.websocket import WebSocketChannel
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _raw_write(channel: DataChannel, data: bytes) -> None:
+    """Bypass framing and write raw bytes under an established socket link."""
+    assert isinstance(channel, SocketChannel)
+    assert channel._transport is not None
+    channel._transport.write(data)
+
+
+@pytest.fixture(params=["unix", "tcp"])
+def socket_address(request: pytest.FixtureRequest, short_tmp: Path) -> str:
+    return address_for(request.param, short_tmp)
+
+
+async def test_absurd_length_closes_the_link_naming_the_size(
+    socket_address: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    async with channel_pair(socket_address, make_config(1, max_frame_size=4096)) as (client, server):
+        _raw_write(client, b"\x7f\xff\xff\xff")
+        with pytest.raises(LinkBrokenError, match="2147483647 bytes") as info:
+            await server.receive()
+        assert "maximum frame size of 4096" in info.value.reason
+        assert any("2147483647" in r.getMessage() for r in caplog.records)
+        with pytest.raises(anyio.BrokenResourceError):
+            with anyio.fail_after(5):
+                while True:
+                    await client.send(b"after")
+                    await asyncio.sleep(0.001)
+
+
+async def test_frame_above_negotiated_ceiling_closes_the_link(socket_address: str) -> None:
+    async with channel_pair(socket_address, make_config(1, max_frame_size=100)) as (client, server):
+        _raw_write(client, (101).to_bytes(4, "big") + b"x" * 101)
+        with pytest.raises(LinkBrokenError, match="101 bytes"):
+            await server.receive()
+
+
+async def test_truncated_frame_delivers_whole_frames_then_breaks(socket_address: str) -> None:
+    async with channel_pair(socket_address) as (client, server):
+        await client.send(b"complete")
+        await asyncio.sleep(0.01)
+        _raw_write(client, b"\x00\x00\x00\x10only-part")
+        await asyncio.sleep(0.01)
+        assert isinstance(client, SocketChannel) and client._transport is not None
+        client._transport.close()
+        assert await server.receive() == b"complete"
+        with pytest.raises(LinkBrokenError, match="truncated frame.*13 of 20 bytes"):
+            await server.receive()
+
+
+async def test_truncated_header_is_reported(socket_address: str) -> None:
+    async with channel_pair(socket_address) as (client, server):
+        _raw_write(client, b"\x00\x00")
+        await asyncio.sleep(0.01)
+        assert isinstance(client, SocketChannel) and client._transport is not None
+        client._transport.close()
+        with pytest.raises(LinkBrokenError, match="inside a frame header"):
+            await server.receive()
+
+
+async def test_raw_garbage_socket_does_not_disturb_other_links(
+    socket_address: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    received: list[bytes] = []
+
+    async def handler(channel: DataChannel) -> None:
+        received.append(await channel.receive())
+
+    async with listen(socket_address, make_config(2), handler) as listener:
+        if socket_address.startswith("unix:"):
+            family, target = socket.AF_UNIX, listener.address[len("unix://") :]
+        else:
+            host, port = listener.address[len("tcp://") :].rsplit(":", 1)
+            family, target = socket.AF_INET, (host, int(port))  # type: ignore[assignment]
+        bad = socket.socket(family, socket.SOCK_STREAM)
+        bad.setblocking(False)
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(bad, target)
+        await loop.sock_sendall(bad, b"\xff\xff\xff\xffgarbage")
+        with anyio.fail_after(5):
+            while await loop.sock_recv(bad, 65536):
+                pass  # the hello, then EOF once the link is dropped
+        bad.close()
+        assert any("4294967295" in r.getMessage() for r in caplog.records)
+
+        from transports import dial
+
+        good = await dial(listener.address, make_config(1))
+        await good.send(b"still fine")
+        with anyio.fail_after(5):
+            while not received:
+                await asyncio.sleep(0.01)
+        assert received == [b"still fine"]
+        await good.aclose()
+
+
+async def test_websocket_text_message_closes_the_link(short_tmp: Path) -> None:
+    async with channel_pair(address_for("ws", short_tmp)) as (client, server):
+        assert isinstance(client, WebSocketChannel)
+        await client._ws.send("not binary")
+        with pytest.raises(LinkBrokenError, match="text message"):
+            await server.receive()
+
+
+async def test_websocket_oversized_message_closes_the_link(short_tmp: Path) -> None:
+    address = address_for("ws", short_tmp)
+    async with channel_pair(address, make_config(1, max_frame_size=1000)) as (client, server):
+        assert isinstance(client, WebSocketChannel)
+        await client._ws.send(b"x" * 5000)
+        with pytest.raises(LinkBrokenError, match="5000 bytes|1009"):
+            await server.receive()
