@@ -230,9 +230,10 @@ class WorkQueueCell:
         """
         async with asyncio.timeout(timeout):
             while True:
-                delivery = await self.atry_claim(worker, now)
-                if delivery is not None:
-                    return delivery
+                if not self._storage.is_empty():  # no round trip while nothing is pending
+                    delivery = await self.atry_claim(worker, now)
+                    if delivery is not None:
+                        return delivery
                 await wait_until(self._has_pending, context=self.ctx)
 
     def _has_pending(self) -> bool:
