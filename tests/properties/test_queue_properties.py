@@ -167,7 +167,7 @@ def check_state(cell: QueueCell[Any], model: Model) -> None:
 async def run_sequence(
     capacity: int | None, generic: bool, flavor: str, observed: bool, sequence: list[Any]
 ) -> None:
-    storage = (GenericStorage if generic else VecDequeStorage)(capacity)
+    storage: VecDequeStorage[Any] = (GenericStorage if generic else VecDequeStorage)(capacity)
     cell: QueueCell[Any] = QueueCell(storage, context=Context(name="prop"))
     model = Model(capacity)
     driver = Driver(cell, flavor)
@@ -237,7 +237,7 @@ def test_queue_matches_model(
 @settings(max_examples=100, deadline=None)
 @given(capacity=st.integers(1, 4), generic=st.booleans(), extra=st.integers(0, 3))
 def test_closed_beats_full(capacity: int, generic: bool, extra: int) -> None:
-    storage = (GenericStorage if generic else VecDequeStorage)(capacity)
+    storage: VecDequeStorage[Any] = (GenericStorage if generic else VecDequeStorage)(capacity)
     cell: QueueCell[Any] = QueueCell(storage, context=Context())
     for i in range(capacity):
         assert cell.try_push(i) is None
