@@ -9,8 +9,8 @@ transition names, in one batch, whether or not their values differ.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Generic, TypeVar, cast
 
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
@@ -73,7 +73,11 @@ class TopicCell(Generic[T]):
     # -- readers and invalidation ---------------------------------------------------------
 
     def reader(self, subscriber: str) -> Slot[list[T] | None]:
-        """The subscriber's reader: its unread suffix, or ``None`` while unavailable."""
+        """The subscriber's reader: its unread suffix, or ``None`` while unavailable.
+
+        Readers are minted on first use (also for ids not subscribed yet) and kept for
+        the cell's lifetime, so every caller of one id shares one reader.
+        """
         slot = self._readers.get(subscriber)
         if slot is None:
             check_subscriber(subscriber)
@@ -86,9 +90,12 @@ class TopicCell(Generic[T]):
             self._readers[subscriber] = slot
         return slot
 
-    def _invalidate(self, subscribers: Iterable[str]) -> None:
+    def _invalidate(self, subscribers: frozenset[str]) -> None:
         readers = self._readers
-        hit = [readers[s] for s in subscribers if s in readers]
+        if len(readers) < len(subscribers):
+            hit = [slot for s, slot in readers.items() if s in subscribers]
+        else:
+            hit = [readers[s] for s in subscribers if s in readers]
         if len(hit) == 1:
             hit[0].invalidate()
         elif hit:
@@ -223,7 +230,7 @@ class TopicCell(Generic[T]):
             await wait_until(reader, context=self.ctx)
             if remote is None:
                 if self._storage.read_stream(subscriber):
-                    yield self.advance(subscriber)  # type: ignore[misc]
+                    yield cast(T, self.advance(subscriber))
                 continue
             unread = self._storage.read_stream(subscriber)
             if unread:

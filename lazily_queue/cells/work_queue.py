@@ -43,7 +43,9 @@ class WorkQueueCell:
 
     Core (synchronous) surface: :meth:`push`, :meth:`try_claim`, :meth:`ack`,
     :meth:`nack`, :meth:`reap_expired` and the readers. :meth:`claim` waits for work;
-    the ``a``-prefixed twins also work over replicated storage.
+    the ``a``-prefixed twins also work over replicated storage. Without a storage the
+    cell runs a local :class:`WorkQueueCore` (``visibility_timeout`` required,
+    ``max_deliveries`` 3 unless given).
     """
 
     def __init__(
