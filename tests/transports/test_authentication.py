@@ -72,7 +72,9 @@ async def test_wrong_secret_is_refused_before_any_payload(
         assert info.value.field == "auth"
         await asyncio.sleep(0.05)
         assert recorder.peers == []
-        assert any("auth" in r.getMessage() for r in caplog.records if r.name.startswith("transports"))
+        assert any(
+            "auth" in r.getMessage() for r in caplog.records if r.name.startswith("transports")
+        )
         await assert_still_serves(bound, recorder)
 
 

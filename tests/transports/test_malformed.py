@@ -34,7 +34,10 @@ async def test_absurd_length_closes_the_link_naming_the_size(
     socket_address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="transports")
-    async with channel_pair(socket_address, make_config(1, max_frame_size=4096)) as (client, server):
+    async with channel_pair(socket_address, make_config(1, max_frame_size=4096)) as (
+        client,
+        server,
+    ):
         _raw_write(client, b"\x7f\xff\xff\xff")
         with pytest.raises(LinkBrokenError, match="2147483647 bytes") as info:
             await server.receive()
