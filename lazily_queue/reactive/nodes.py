@@ -14,6 +14,7 @@ dropping it leaks nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from threading import get_ident
 from typing import Any, Generic, TypeVar
 
 from .context import Context, ReactiveContextError, ReactiveCycleError, resolve_context
@@ -25,6 +26,19 @@ CHECK = 1
 DIRTY = 2
 
 Cleanup = Callable[[], None]
+
+
+# The consumer running on each thread, whatever its context. A context only knows its
+# own observer, so a read of a node whose context is not tracking looks here to catch a
+# consumer of another context reading it. Empty while nothing runs anywhere, which
+# keeps the check on the untracked read path to one global load.
+_running: dict[int, _Consumer] = {}
+
+
+def _foreign_read(producer: _Producer) -> None:
+    consumer = _running.get(get_ident())
+    if consumer is not None and consumer.ctx is not producer.ctx:
+        consumer._record(producer)  # raises ReactiveContextError
 
 
 def _equal(a: object, b: object) -> bool:
@@ -56,6 +70,8 @@ class _Producer:
         observer = self.ctx._observer
         if observer is not None:
             observer._record(self)
+        elif _running:
+            _foreign_read(self)
 
     def _add_observer(self, consumer: _Consumer) -> None:
         self._observers[consumer] = None
@@ -108,11 +124,18 @@ class _Consumer:
         ctx = self.ctx
         saved = ctx._observer
         ctx._observer = self
+        thread = get_ident()
+        outer = _running.get(thread)
+        _running[thread] = self
         self._collect = {}  # type: ignore[misc]
         try:
             return fn()
         finally:
             ctx._observer = saved
+            if outer is None:
+                del _running[thread]
+            else:
+                _running[thread] = outer
             new, self._collect = self._collect, None  # type: ignore[misc]
             old = self._sources
             self._sources = new  # type: ignore[misc]
@@ -216,6 +239,8 @@ class Slot(_Producer, Generic[T]):
         observer = self.ctx._observer
         if observer is not None:
             observer._record(self)
+        elif _running:
+            _foreign_read(self)
         if not self._valid:
             ctx = self.ctx
             saved, ctx._observer = ctx._observer, None
