@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
 from ..core.queue import (
-    CLOSE,
     CLOSED,
     EMPTY,
     HEAD,
@@ -28,6 +27,7 @@ from ..core.queue import (
     QueuePushError,
     pop_mask,
     push_mask,
+    transition_mask,
 )
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
@@ -126,10 +126,8 @@ class QueueCell(Generic[T]):
             self._invalidate(push_mask(pre_len, self._capacity))
         elif op == POP:
             self._invalidate(pop_mask(pre_len, self._capacity))
-        elif op == CLOSE:
-            self._invalidate(CLOSED)
         else:
-            raise ValueError(f"storage reported unknown transition kind {op!r}")
+            self._invalidate(transition_mask(op, pre_len, self._capacity, False))
 
     # -- core surface ---------------------------------------------------------------------
 

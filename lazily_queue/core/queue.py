@@ -68,6 +68,11 @@ CLOSED: Final = 16
 PUSH: Final = 0
 POP: Final = 1
 CLOSE: Final = 2
+#: An element returned to the head (a replicated pop whose receiver was gone).
+UNPOP: Final = 3
+#: The whole state was replaced (a snapshot was installed): every reader changed.
+RESET: Final = 4
+ALL_READERS: Final = HEAD | LEN | IS_EMPTY | IS_FULL | CLOSED
 
 
 def push_mask(pre_len: int, capacity: int | None) -> int:
@@ -103,6 +108,10 @@ def transition_mask(op: int, pre_len: int, capacity: int | None, was_closed: boo
         return pop_mask(pre_len, capacity)
     if op == CLOSE:
         return close_mask(was_closed)
+    if op == UNPOP:
+        return push_mask(pre_len, capacity) | HEAD
+    if op == RESET:
+        return ALL_READERS
     raise ValueError(f"unknown queue transition kind {op!r}")
 
 

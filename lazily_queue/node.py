@@ -1,0 +1,270 @@
+"""Node: one member of a replicated lazily-queue cluster, embedded in the application.
+
+::
+
+    async with Node(1, data_dir="data/1", peers={2: "unix:///run/q2", 3: "unix:///run/q3"},
+                    listen="unix:///run/q1", secret=b"cluster secret") as node:
+        jobs = node.queue("jobs")
+        await jobs.push({"id": 1})
+
+Every queue, topic and work queue of a node lives in one Raft group. An operation
+returns once it is committed on a majority and applied locally; readers show this
+node's applied state. ``durability="fsync"`` (the default) makes every acknowledged
+operation durable on a majority of disks; ``"none"`` skips fsync (tests, caches).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from .cells.queue import QueueCell
+from .errors import InvalidConfiguration
+from .raft import commands as C
+from .raft.disk import OsDisk
+from .raft.driver import Driver
+from .raft.engine import EngineConfig
+from .raft.errors import NodeNotRunning
+from .raft.journal import DurableJournal, JournalError
+from .raft.network import RaftNetwork
+from .raft.replica import Replica, ReplicaConfig
+from .raft.state_machine import Event
+from .reactive import Context, resolve_context
+from .storage.raft_queue import RaftQueueStorage, raise_op_error
+
+Durability = Literal["fsync", "none"]
+
+
+class ClusterMismatch(InvalidConfiguration):
+    """The data directory belongs to another node or cluster."""
+
+
+class Node:
+    """A cluster member: engine, journal, state machine, network and the cells on top."""
+
+    def __init__(
+        self,
+        node_id: int | str,
+        *,
+        data_dir: str | os.PathLike[str] | None,
+        peers: Mapping[int | str, str] | None = None,
+        listen: str | None = None,
+        secret: bytes | str | None = None,
+        cluster: str = "lazily-queue",
+        durability: Durability = "fsync",
+        network: RaftNetwork | None = None,
+        context: Context | None = None,
+        op_timeout: float = 10.0,
+        engine: EngineConfig | None = None,
+        tick_interval: float = 0.02,
+        allow_unauthenticated: bool = False,
+        seed: int | None = None,
+    ) -> None:
+        self.node_id = str(node_id)
+        if durability not in ("fsync", "none"):
+            raise InvalidConfiguration(
+                f"durability must be 'fsync' (default) or 'none', not {durability!r}"
+            )
+        peer_map = {str(k): str(v) for k, v in (peers or {}).items()}
+        if self.node_id in peer_map:
+            listen = listen or peer_map.pop(self.node_id)
+        self.peers = peer_map
+        self.listen = listen
+        self.cluster = cluster
+        self.durability = durability
+        self.op_timeout = op_timeout
+        self.ctx = resolve_context(context)
+        self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._allow_unauthenticated = allow_unauthenticated
+        if data_dir is None:
+            if durability == "fsync":
+                raise InvalidConfiguration(
+                    "data_dir is required with durability='fsync'; pass durability='none' for "
+                    "an ephemeral node whose data lives in a temporary directory"
+                )
+            self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
+                prefix=f"lazily-node{self.node_id}-"
+            )
+            data_dir = self._tmp.name
+        else:
+            self._tmp = None
+        self.data_dir = Path(data_dir)
+        self._network = network
+        self._engine_config = engine or EngineConfig()
+        self._tick_interval = tick_interval
+        self._rng = random.Random(seed)
+        self._driver: Driver | None = None
+        self._queues: dict[str, RaftQueueStorage[Any]] = {}
+        self._queue_cells: dict[str, QueueCell[Any]] = {}
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"Node({self.node_id!r}, cluster={self.cluster!r}, {state})"
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._driver is not None and self._driver.running
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        disk = OsDisk(sync=self.durability == "fsync")
+        raft_dir = str(self.data_dir / "raft")
+        try:
+            journal = DurableJournal(disk, raft_dir)
+        except JournalError:
+            raise
+        self._check_identity(journal)
+        members = sorted({self.node_id, *self.peers})
+        replica = Replica(
+            self.node_id,
+            members,
+            journal=journal,
+            snapshot_path=f"{raft_dir}/snapshot.cbor",
+            config=ReplicaConfig(engine=self._engine_config),
+            clock=time.monotonic,
+            wall_clock=time.time,
+            rng=self._rng,
+        )
+        network = self._network if self._network is not None else self._default_network()
+        self._driver = Driver(
+            replica,
+            network,
+            tick_interval=self._tick_interval,
+            on_events=self._on_events,
+            addresses=self.peers,
+        )
+        await self._driver.start()
+
+    def _default_network(self) -> RaftNetwork:
+        from .raft.mesh import MeshNetwork
+
+        if self.listen is None:
+            raise InvalidConfiguration(
+                f"node {self.node_id}: give `listen=` (its own address, e.g. "
+                "'unix:///run/q1.sock' or 'tcp://127.0.0.1:7001') or include it in `peers`"
+            )
+        return MeshNetwork(
+            self.node_id,
+            listen=self.listen,
+            peers=self.peers,
+            cluster=self.cluster,
+            secret=self._secret,
+            allow_unauthenticated=self._allow_unauthenticated,
+        )
+
+    def _check_identity(self, journal: DurableJournal) -> None:
+        meta = journal.meta
+        owner = meta.get("node")
+        cluster = meta.get("cluster")
+        if owner is None:
+            journal.set_meta("node", self.node_id)
+            journal.set_meta("cluster", self.cluster)
+            journal.sync()
+            return
+        if owner != self.node_id or cluster != self.cluster:
+            raise ClusterMismatch(
+                f"data directory {self.data_dir} belongs to node {owner} of cluster "
+                f"{cluster!r}, but this is node {self.node_id} of cluster {self.cluster!r}; "
+                "give every node its own data directory"
+            )
+
+    async def stop(self) -> None:
+        if self._driver is not None:
+            await self._driver.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    async def __aenter__(self) -> Node:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+    @property
+    def driver(self) -> Driver:
+        if self._driver is None:
+            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
+        return self._driver
+
+    # -- cells ------------------------------------------------------------------------------
+
+    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
+        """The replicated queue ``name`` (declared on first use; same capacity everywhere)."""
+        cell = self._queue_cells.get(name)
+        if cell is not None:
+            if cell.capacity() != capacity:
+                raise InvalidConfiguration(
+                    f"queue {name!r} is already open with capacity {cell.capacity()}"
+                )
+            return cell
+        storage: RaftQueueStorage[Any] = RaftQueueStorage(
+            self.driver, name, capacity=capacity, timeout=self.op_timeout
+        )
+        cell = QueueCell(storage, context=self.ctx, name=name)
+        self._queues[name] = storage
+        self._queue_cells[name] = cell
+        return cell
+
+    def _on_events(self, events: list[Event]) -> None:
+        with self.ctx.batch():
+            for kind, name, data in events:
+                if kind == "queue":
+                    storage = self._queues.get(name)
+                    if storage is not None:
+                        storage.on_event(data)
+                elif kind == "restored":
+                    for storage in self._queues.values():
+                        storage.on_reset()
+
+    # -- cluster --------------------------------------------------------------------------
+
+    async def barrier(self, *, timeout: float | None = None) -> None:
+        """Return once this node has applied everything committed before the call.
+
+        Reads made right after are linearizable: the barrier goes through the leader.
+        """
+        raise_op_error(await self.driver.call(C.BARRIER, [], timeout=timeout or self.op_timeout))
+
+    async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
+        """Wait until this node knows a leader; return its id."""
+        deadline = time.monotonic() + timeout
+        while True:
+            leader = self.driver.replica.engine.leader_id
+            if leader is not None:
+                return leader
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"node {self.node_id} saw no leader within {timeout}s: "
+                    f"{self.driver.replica.status()}"
+                )
+            await self.driver.next_step()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.running and self.driver.replica.engine.is_leader
+
+    @property
+    def leader_id(self) -> str | None:
+        return self.driver.replica.engine.leader_id if self.running else None
+
+    def status(self) -> dict[str, Any]:
+        """Raft and queue state as seen from this node."""
+        replica = self.driver.replica
+        status = replica.status()
+        status["cluster"] = self.cluster
+        status["durability"] = self.durability
+        status["queues"] = {
+            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
+            for name, q in sorted(replica.sm.queues.items())
+        }
+        return status

@@ -1,0 +1,156 @@
+"""The Raft wire format: a frame is a CBOR array of PySyncObj messages, checked on entry.
+
+PySyncObj trusts every field of every message. Here each message is checked against
+the shape its type must have before the engine sees it; a frame that fails is refused
+as a whole with :class:`FrameError` (the caller closes that link). Entries come back
+as tuples, the form the engine compares with its journal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cbor2
+
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+
+
+class FrameError(ValueError):
+    """A frame from a peer is not a valid batch of Raft messages."""
+
+
+_INT = int
+_BOOL = bool
+
+# type -> (required fields, optional fields); a field spec is a type or a checker name.
+_SCHEMA: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "request_vote": ({"term": _INT, "last_log_index": _INT, "last_log_term": _INT}, {}),
+    "response_vote": ({"term": _INT}, {}),
+    "append_entries": (
+        {"term": _INT, "commit_index": _INT},
+        {"prevLogIdx": _INT, "prevLogTerm": _INT, "entries": "entries", "serialized": "chunk"},
+    ),
+    "next_node_idx": ({"next_node_idx": _INT, "reset": _BOOL, "success": _BOOL}, {}),
+    "apply_command": ({"command": bytes}, {"request_id": _INT}),
+    "apply_command_response": (
+        {"request_id": _INT},
+        {"error": _INT, "log_idx": _INT, "log_term": _INT},
+    ),
+    "timeout_now": ({"term": _INT}, {}),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check(name: str, spec: Any, value: Any) -> Any:
+    if spec is _INT:
+        if not _is_int(value) or value < 0:
+            raise FrameError(f"field {name!r} must be a non-negative int, got {value!r:.40}")
+        return value
+    if spec is _BOOL:
+        if not isinstance(value, bool):
+            raise FrameError(f"field {name!r} must be a bool")
+        return value
+    if spec is bytes:
+        if not isinstance(value, bytes):
+            raise FrameError(f"field {name!r} must be bytes")
+        return value
+    if spec == "entries":
+        if not isinstance(value, list):
+            raise FrameError("entries must be a list")
+        out = []
+        for e in value:
+            if (
+                not isinstance(e, list)
+                or len(e) != 3
+                or not isinstance(e[0], bytes)
+                or not _is_int(e[1])
+                or not _is_int(e[2])
+            ):
+                raise FrameError(f"malformed log entry {e!r:.60}")
+            out.append((e[0], e[1], e[2]))
+        return out
+    if spec == "chunk":
+        if value is None:
+            return None
+        if (
+            not isinstance(value, list)
+            or len(value) != 3
+            or not isinstance(value[0], bytes)
+            or not isinstance(value[1], bool)
+            or not isinstance(value[2], bool)
+        ):
+            raise FrameError("malformed snapshot chunk")
+        return (value[0], value[1], value[2])
+    raise AssertionError(spec)
+
+
+def check_message(message: Any) -> dict[str, Any]:
+    """Validate one message; return it with entries as tuples."""
+    if not isinstance(message, dict):
+        raise FrameError("a message must be a map")
+    kind = message.get("type")
+    schema = _SCHEMA.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        raise FrameError(f"unknown message type {kind!r:.40}")
+    required, optional = schema
+    out: dict[str, Any] = {"type": kind}
+    for name, spec in required.items():
+        if name not in message:
+            raise FrameError(f"{kind} lacks field {name!r}")
+        out[name] = _check(name, spec, message[name])
+    for name, value in message.items():
+        if name == "type" or name in required:
+            continue
+        spec = optional.get(name)
+        if spec is None:
+            raise FrameError(f"{kind} has unexpected field {name!r:.40}")
+        out[name] = _check(name, spec, value)
+    if kind == "append_entries" and ("prevLogIdx" in out) != ("prevLogTerm" in out):
+        raise FrameError("append_entries needs both prevLogIdx and prevLogTerm")
+    return out
+
+
+def encode_frames(messages: list[dict[str, Any]]) -> list[bytes]:
+    """Pack messages into as few frames as fit under :data:`MAX_FRAME_BYTES`."""
+    frames: list[bytes] = []
+    batch: list[bytes] = []
+    size = 0
+    for message in messages:
+        raw = cbor2.dumps(message)
+        if batch and size + len(raw) > MAX_FRAME_BYTES:
+            frames.append(_array(batch))
+            batch, size = [], 0
+        batch.append(raw)
+        size += len(raw)
+    if batch:
+        frames.append(_array(batch))
+    return frames
+
+
+def _array(items: list[bytes]) -> bytes:
+    n = len(items)
+    if n < 24:
+        head = bytes([0x80 | n])
+    elif n < 256:
+        head = bytes([0x98, n])
+    elif n < 65536:
+        head = bytes([0x99]) + n.to_bytes(2, "big")
+    else:
+        head = bytes([0x9A]) + n.to_bytes(4, "big")
+    return head + b"".join(items)
+
+
+def decode_frame(frame: bytes) -> list[dict[str, Any]]:
+    """Decode and validate a frame; raises :class:`FrameError` on anything malformed."""
+    if len(frame) > MAX_FRAME_BYTES + 1024:
+        raise FrameError(f"frame of {len(frame)} bytes exceeds {MAX_FRAME_BYTES}")
+    try:
+        messages = cbor2.loads(frame)
+    except Exception as exc:
+        raise FrameError(f"frame is not valid CBOR: {exc}") from exc
+    if not isinstance(messages, list):
+        raise FrameError("a frame must be an array of messages")
+    return [check_message(m) for m in messages]

@@ -1,0 +1,367 @@
+"""RaftEngine: PySyncObj's consensus logic with every piece of I/O handed to us.
+
+The engine owns no socket, thread or timer. The driver feeds it messages
+(:meth:`RaftEngine.deliver`), ticks it (:meth:`RaftEngine.tick`) and collects what it
+wants sent through the ``send`` callback. The journal and snapshot store are ours
+(durable, checksummed, CBOR). One replicated method applies one command batch; the
+leader stamps the batch with its wall-clock time as it accepts it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pysyncobj import SyncObj, SyncObjConf, replicated
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.node import Node as _PsNode
+from pysyncobj.transport import Transport as _PsTransport
+
+from . import patches
+from .journal import DurableJournal
+from .snapshot import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+patches.install()
+
+_REGULAR = 0
+_MEMBERSHIP = 2
+_bchr = struct.Struct("B").pack
+
+#: Largest replicated command; PySyncObj's chunking of entries >= 64 KiB is broken.
+MAX_COMMAND_BYTES = 60 * 1024
+
+FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
+STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
+
+SUCCESS = FAIL_REASON.SUCCESS
+RETRYABLE = frozenset(
+    {
+        FAIL_REASON.QUEUE_FULL,
+        FAIL_REASON.MISSING_LEADER,
+        FAIL_REASON.DISCARDED,
+        FAIL_REASON.NOT_LEADER,
+        FAIL_REASON.LEADER_CHANGED,
+        FAIL_REASON.UNKNOWN_OUTCOME,
+    }
+)
+FAIL_NAMES = {
+    getattr(FAIL_REASON, name): name.lower() for name in dir(FAIL_REASON) if name.isupper()
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Raft timing and compaction settings (seconds, entries, bytes)."""
+
+    election_timeout_min: float = 0.3
+    election_timeout_max: float = 0.6
+    heartbeat_interval: float = 0.05
+    leader_fallback_timeout: float = 1.0
+    compaction_min_entries: int = 4000
+    compaction_min_time: float = 60.0
+    snapshot_chunk_bytes: int = 48 * 1024
+    append_batch_bytes: int = 512 * 1024
+
+    def __post_init__(self) -> None:
+        if not 0 < self.heartbeat_interval * 3 < self.election_timeout_min:
+            raise ValueError("election_timeout_min must exceed 3 heartbeat intervals")
+        if self.election_timeout_max <= self.election_timeout_min:
+            raise ValueError("election_timeout_max must exceed election_timeout_min")
+        if self.leader_fallback_timeout <= self.heartbeat_interval:
+            raise ValueError("leader_fallback_timeout must exceed heartbeat_interval")
+        if self.compaction_min_entries < 2:
+            raise ValueError("compaction_min_entries must be >= 2")
+
+
+class RaftPeer(_PsNode):  # type: ignore[misc]
+    """A cluster member, identified by its node id as a string."""
+
+    def __init__(self, node_id: str, **kwargs: Any) -> None:
+        super().__init__(str(node_id), **kwargs)
+
+
+class _EngineTransport(_PsTransport):  # type: ignore[misc]
+    def __init__(
+        self,
+        send: Callable[[str, dict[str, Any]], None],
+        membership: Callable[[str, bool], None],
+    ) -> None:
+        super().__init__(None, None, None)
+        self._out = send
+        self._membership = membership
+
+    def send(self, node: Any, message: dict[str, Any]) -> bool:
+        self._out(node.id, message)
+        return True
+
+    def addNode(self, node: Any) -> None:
+        self._membership(node.id, True)
+
+    def dropNode(self, node: Any) -> None:
+        self._membership(node.id, False)
+
+
+def _unused_serializer(*_: Any) -> Any:
+    raise AssertionError("the SnapshotStore serializes; this hook is never called")
+
+
+class RaftEngine(SyncObj):  # type: ignore[misc]
+    """One Raft member. Every method must be called from the driver's thread."""
+
+    def __init__(
+        self,
+        node_id: str,
+        peers: list[str],
+        *,
+        journal: DurableJournal,
+        snapshots: SnapshotStore,
+        apply: Callable[[bytes, int], Any],
+        send: Callable[[str, dict[str, Any]], None],
+        config: EngineConfig | None = None,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+        rng: random.Random | None = None,
+        on_membership: Callable[[str, bool], None] | None = None,
+        on_state: Callable[[int, int], None] | None = None,
+    ) -> None:
+        cfg = config or EngineConfig()
+        self._node_id = str(node_id)
+        self._journal = journal
+        self._snapshots = snapshots
+        self._apply_fn = apply
+        self._clock = clock
+        self._wall = wall_clock
+        self._rng = rng or random.Random()
+        self._membership_cb = on_membership or (lambda _id, _added: None)
+        self._state_cb = on_state
+        self.apply_errors = 0
+        self.rejected_commands = 0
+        conf = SyncObjConf(
+            autoTick=False,
+            appendEntriesUseBatch=False,
+            commandsWaitLeader=False,
+            dynamicMembershipChange=True,
+            useFork=False,
+            journalFile=journal,
+            fullDumpFile=snapshots,
+            serializer=_unused_serializer,
+            deserializer=_unused_serializer,
+            raftMinTimeout=cfg.election_timeout_min,
+            raftMaxTimeout=cfg.election_timeout_max,
+            appendEntriesPeriod=cfg.heartbeat_interval,
+            leaderFallbackTimeout=cfg.leader_fallback_timeout,
+            connectionTimeout=max(cfg.election_timeout_max, 3.5),
+            logCompactionMinEntries=cfg.compaction_min_entries,
+            logCompactionMinTime=cfg.compaction_min_time,
+            logCompactionBatchSize=cfg.snapshot_chunk_bytes,
+            appendEntriesBatchSizeBytes=cfg.append_batch_bytes,
+            pollerType="select",
+            onStateChanged=self._on_state_changed,
+        )
+        transport = _EngineTransport(send, self._on_membership)
+        others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
+        snapshots.member_factory = RaftPeer
+        with patches.engine_env(clock, self._rng):
+            super().__init__(
+                RaftPeer(self._node_id),
+                others,
+                conf,
+                nodeClass=RaftPeer,
+                transport=transport,
+            )
+            self._apply_id = self._methodToID[self._getFuncName("_apply_entry")]
+            self._SyncObj__needLoadDumpFile = False
+            if snapshots.read() is not None:
+                self._SyncObj__loadDumpFile(clearJournal=False)
+
+    # -- the replicated state machine ------------------------------------------------------
+
+    @replicated  # type: ignore[untyped-decorator]
+    def _apply_entry(self, payload: bytes, stamp: int | None) -> Any:
+        try:
+            return self._apply_fn(payload, int(stamp or 0))
+        except Exception as exc:  # a failing entry must not wedge the node
+            self.apply_errors += 1
+            log.exception("applying a committed entry failed; it is skipped on every node")
+            return exc
+
+    def submit(self, payload: bytes, callback: Callable[[Any, int], None]) -> None:
+        """Propose one command; ``callback(result, fail_reason)`` runs on commit or failure."""
+        if len(payload) > MAX_COMMAND_BYTES:
+            raise ValueError(
+                f"command of {len(payload)} bytes exceeds the {MAX_COMMAND_BYTES}-byte limit"
+            )
+        pickled = patches.safe_dumps((self._apply_id, (payload, None)))
+        with patches.engine_env(self._clock, self._rng):
+            self._applyCommand(pickled, callback, _REGULAR)
+
+    def _applyCommand(
+        self, command: bytes, callback: Any, commandType: int | None = None
+    ) -> None:
+        full = command if commandType is None else _bchr(commandType) + command
+        if full[:1] == b"\x00" and self._isLeader():
+            stamped = self._stamp(full[1:])
+            if stamped is None:
+                self.rejected_commands += 1
+                log.warning("refused a malformed command proposed to this leader")
+                self._fail(callback, FAIL_REASON.REQUEST_DENIED)
+                return
+            full = b"\x00" + stamped
+        super()._applyCommand(full, callback, None)
+
+    def _stamp(self, pickled: bytes) -> bytes | None:
+        try:
+            func_id, args = patches.restricted_loads(pickled)
+            payload = args[0]
+        except Exception:
+            return None
+        if func_id != self._apply_id or not isinstance(payload, bytes) or len(args) != 2:
+            return None
+        return patches.safe_dumps((func_id, (payload, int(self._wall() * 1000))))
+
+    def _fail(self, callback: Any, reason: int) -> None:
+        if callback is None:
+            return
+        if isinstance(callback, tuple):
+            node, request_id = callback
+            self._SyncObj__transport.send(
+                node, {"type": "apply_command_response", "request_id": request_id, "error": reason}
+            )
+        else:
+            callback(None, reason)
+
+    # -- driving --------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        with patches.engine_env(self._clock, self._rng):
+            self._onTick(0.0)
+
+    def deliver(self, peer_id: str, message: dict[str, Any]) -> None:
+        """Hand one decoded message from ``peer_id`` to the consensus logic."""
+        node = RaftPeer(peer_id)
+        if node not in self._SyncObj__otherNodes:
+            return
+        with patches.engine_env(self._clock, self._rng):
+            kind = message["type"]
+            if kind == "next_node_idx":
+                patches.forward_only_next_index(
+                    self._SyncObj__raftNextIndex,
+                    node,
+                    message,
+                    lambda: self._SyncObj__onMessageReceived(node, message),
+                )
+            elif kind == "append_entries":
+                patches.append_entries_without_spurious_truncation(
+                    self._log_view,
+                    self._SyncObj__raftCurrentTerm,
+                    message,
+                    lambda m: self._SyncObj__onMessageReceived(node, m),
+                )
+            else:
+                self._SyncObj__onMessageReceived(node, message)
+
+    @property
+    def _log_view(self) -> patches.LogView:
+        view: patches.LogView | None = getattr(self, "_log_view_cache", None)
+        if view is None:
+            view = patches.LogView(
+                term_at=self._journal.term_at,
+                last_index=lambda: self._journal.last_index,
+                commit_index=lambda: int(self._SyncObj__raftCommitIndex),
+                set_commit_index=self._set_commit_index,
+                suppress_truncation=self._journal.mask_tail_after,
+            )
+            self._log_view_cache = view
+        return view
+
+    def _set_commit_index(self, index: int) -> None:
+        self._SyncObj__raftCommitIndex = index
+        self._journal.setRaftCommitIndex(index)
+
+    def peer_connected(self, peer_id: str, up: bool) -> None:
+        node = RaftPeer(peer_id)
+        with patches.engine_env(self._clock, self._rng):
+            if up:
+                self._SyncObj__transport._onNodeConnected(node)
+            else:
+                self._SyncObj__transport._onNodeDisconnected(node)
+
+    def _on_membership(self, peer_id: str, added: bool) -> None:
+        self._membership_cb(peer_id, added)
+
+    def _on_state_changed(self, old: int, new: int) -> None:
+        if self._state_cb is not None:
+            self._state_cb(old, new)
+
+    # -- membership ---------------------------------------------------------------------
+
+    def add_member(self, peer_id: str, callback: Callable[[Any, int], None]) -> None:
+        command = patches.safe_dumps(["add", str(peer_id)])
+        with patches.engine_env(self._clock, self._rng):
+            self._applyCommand(command, callback, _MEMBERSHIP)
+
+    def remove_member(self, peer_id: str, callback: Callable[[Any, int], None]) -> None:
+        if str(peer_id) == self._node_id:
+            callback(None, FAIL_REASON.REQUEST_DENIED)
+            return
+        command = patches.safe_dumps(["rem", str(peer_id)])
+        with patches.engine_env(self._clock, self._rng):
+            self._applyCommand(command, callback, _MEMBERSHIP)
+
+    def transfer_leadership(
+        self, peer_id: str | None, callback: Callable[[Any, int], None]
+    ) -> None:
+        with patches.engine_env(self._clock, self._rng):
+            self.transferLeadership(None if peer_id is None else RaftPeer(peer_id), callback)
+
+    # -- introspection ----------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> str:
+        return self._node_id
+
+    @property
+    def state(self) -> int:
+        return int(self._SyncObj__raftState)
+
+    @property
+    def is_leader(self) -> bool:
+        return bool(self._isLeader())
+
+    @property
+    def leader_id(self) -> str | None:
+        leader = self._getLeader()
+        return None if leader is None else str(leader.id)
+
+    @property
+    def term(self) -> int:
+        return int(self._SyncObj__raftCurrentTerm)
+
+    @property
+    def commit_index(self) -> int:
+        return int(self._SyncObj__raftCommitIndex)
+
+    @property
+    def last_applied(self) -> int:
+        return int(self._SyncObj__raftLastApplied)
+
+    @property
+    def members(self) -> list[str]:
+        return sorted([self._node_id] + [str(n.id) for n in self._SyncObj__otherNodes])
+
+    @property
+    def match_index(self) -> dict[str, int]:
+        return {str(n.id): int(i) for n, i in self._SyncObj__raftMatchIndex.items()}
+
+    @property
+    def connected(self) -> set[str]:
+        return {str(n.id) for n in self._SyncObj__connectedNodes}
+
+    def force_compaction(self) -> None:
+        self.forceLogCompaction()

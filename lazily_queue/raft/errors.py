@@ -1,0 +1,25 @@
+"""Errors of the replicated layer."""
+
+from __future__ import annotations
+
+from ..errors import LazilyQueueError
+
+
+class ReplicationError(LazilyQueueError):
+    """A replicated operation did not complete."""
+
+
+class NoQuorum(ReplicationError):
+    """This node cannot reach a majority of the cluster; writes are refused."""
+
+
+class CommitTimeout(ReplicationError, TimeoutError):
+    """An operation did not commit before its deadline; the message says whether it applied."""
+
+
+class ProposalRejected(ReplicationError):
+    """The leader or the state machine refused the operation; the message says why."""
+
+
+class NodeNotRunning(ReplicationError):
+    """The node is not started, or has been stopped."""

@@ -1,0 +1,156 @@
+"""MeshNetwork: the driver's network over ``transports.Mesh`` (authenticated links).
+
+Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
+capability handshake with the ``raft-queue-v1`` feature required and mutual HMAC
+authentication before any Raft frame is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Mapping
+
+import anyio
+
+from transports import FrameTooLargeError, LinkConfig, UnknownPeerError
+from transports.events import Frame, PeerDown, PeerUp
+from transports.mesh import Mesh
+
+from ..errors import InvalidConfiguration
+from .network import FrameHandler, PeerHandler
+
+log = logging.getLogger(__name__)
+
+RAFT_FEATURE = "raft-queue-v1"
+
+
+def node_number(node_id: str) -> int:
+    """The integer link id of a node id; node ids must be integers 0..2**64-1."""
+    try:
+        number = int(node_id)
+    except ValueError:
+        raise InvalidConfiguration(
+            f"node id {node_id!r} is not an integer; networked nodes use integer ids "
+            "(they are the authenticated peer ids of the links)"
+        ) from None
+    if not 0 <= number < 2**64 or str(number) != str(node_id).strip():
+        raise InvalidConfiguration(f"node id {node_id!r} must be an integer in 0..2**64-1")
+    return number
+
+
+class MeshNetwork:
+    """A :class:`~lazily_queue.raft.network.RaftNetwork` over authenticated mesh links."""
+
+    def __init__(
+        self,
+        node_id: str,
+        *,
+        listen: str,
+        peers: Mapping[str, str],
+        cluster: str,
+        secret: bytes | None,
+        allow_unauthenticated: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
+        client_ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        if secret is None and not allow_unauthenticated:
+            raise InvalidConfiguration(
+                "a cluster secret is required: pass secret=... (the same on every node; "
+                "read it from an environment variable or a file), or "
+                "allow_unauthenticated=True for a test cluster"
+            )
+        self.node_id = node_id
+        self._config = LinkConfig(
+            peer_id=node_number(node_id),
+            session_id=cluster,
+            secret=secret,
+            allow_unauthenticated=allow_unauthenticated,
+            required_features=frozenset({RAFT_FEATURE}),
+        )
+        self._mesh = Mesh(
+            self._config,
+            listen,
+            {node_number(p): a for p, a in peers.items() if p != node_id},
+            ssl_context=ssl_context,
+            client_ssl_context=client_ssl_context,
+        )
+        self._on_frame: FrameHandler | None = None
+        self._on_peer: PeerHandler | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    @property
+    def mesh(self) -> Mesh:
+        return self._mesh
+
+    @property
+    def listen_address(self) -> str | None:
+        return self._mesh.listen_address
+
+    def set_handlers(self, on_frame: FrameHandler, on_peer: PeerHandler) -> None:
+        self._on_frame, self._on_peer = on_frame, on_peer
+
+    def send(self, peer_id: str, frame: bytes) -> None:
+        try:
+            if not self._mesh.send_nowait(int(peer_id), frame):
+                self.dropped += 1
+        except anyio.WouldBlock:
+            self.dropped += 1
+        except (UnknownPeerError, FrameTooLargeError) as exc:
+            self.dropped += 1
+            log.warning("node %s: frame to %s dropped: %s", self.node_id, peer_id, exc)
+
+    def add_peer(self, peer_id: str, address: str | None) -> None:
+        number = node_number(peer_id)
+        if number in self._mesh.peers or peer_id == self.node_id:
+            return
+        if address is None:
+            log.warning("node %s: member %s has no known address yet", self.node_id, peer_id)
+            return
+        self._mesh.add_peer(number, address)
+
+    def remove_peer(self, peer_id: str) -> None:
+        number = node_number(peer_id)
+        if number in self._mesh.peers:
+            task = asyncio.ensure_future(self._mesh.remove_peer(number))
+            task.add_done_callback(lambda t: t.exception())
+
+    def close_peer(self, peer_id: str, reason: str) -> None:
+        log.warning("node %s: closing the link to %s: %s", self.node_id, peer_id, reason)
+        drop = getattr(self._mesh, "disconnect", None)
+        if drop is not None:
+            drop(int(peer_id), reason)
+
+    async def start(self) -> None:
+        await self._mesh.__aenter__()
+        self._pump = asyncio.create_task(self._run(), name=f"lazily-mesh-{self.node_id}")
+
+    async def stop(self) -> None:
+        await self._mesh.aclose()
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+            self._pump = None
+
+    async def _run(self) -> None:
+        events = self._mesh.events
+        while True:
+            try:
+                batch = await events.receive_batch()
+            except anyio.EndOfStream:
+                return
+            on_frame, on_peer = self._on_frame, self._on_peer
+            for event in batch:
+                try:
+                    if type(event) is Frame:
+                        if on_frame is not None:
+                            on_frame(str(event.peer_id), event.data)
+                    elif isinstance(event, PeerUp):
+                        if on_peer is not None:
+                            on_peer(str(event.peer_id), True)
+                    elif isinstance(event, PeerDown) and on_peer is not None:
+                        on_peer(str(event.peer_id), False)
+                except Exception:
+                    log.exception("node %s: handling a mesh event failed", self.node_id)

@@ -1,0 +1,275 @@
+"""Every change we make to PySyncObj 0.3.17, in one place.
+
+Process-wide patches (installed once by :func:`install`):
+
+- ``restricted-pickle``: PySyncObj pickles commands, membership entries and large-entry
+  chunks and unpickles what peers send. Pickles are written with protocol 4 (which
+  needs no globals for bytes) and read by a loader that refuses every global; the
+  library's fallback to the unrestricted pure-Python unpickler is removed.
+- ``no-pipe-notifier``: with ``appendEntriesUseBatch=False`` the library writes one byte
+  per submitted command into a pipe; 65,536 submits between ticks raise
+  ``BlockingIOError``. Our driver ticks on its own, so the notifier is disabled.
+- ``journal-object``: ``createJournal`` accepts a ready journal object, so the engine
+  runs on our durable, checksummed journal instead of the library's unsynced one.
+- ``snapshot-object``: the internal ``Serializer`` may be replaced by a ready object, so
+  snapshots are CBOR files we write, fsync and validate (no fork, no pickle).
+- ``engine-clock``: the library's ``monotonicTime`` and ``random`` are routed through
+  the clock and random generator of the engine being driven, so a whole cluster can
+  run on virtual time in one process.
+
+Per-engine patches (applied by :class:`~lazily_queue.raft.engine.RaftEngine` around
+message delivery; each can be switched off for tests that demonstrate the defect):
+
+- ``forward-only-next-index``: on every successful ``next_node_idx`` the leader sets the
+  follower's ``nextIndex`` back to the acknowledged index + 1 and re-sends everything in
+  flight. A successful acknowledgement may only move ``nextIndex`` forward.
+- ``no-spurious-truncation``: a follower truncates its log after ``prevLogIdx`` on any
+  AppendEntries, conflict or not, so a stale or duplicated message drops entries the
+  leader already counted. Matching entries are skipped first, truncation happens only
+  on a real term conflict, and the commit index never passes the last entry the
+  message vouched for.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle as _stdlib_pickle
+import random as _stdlib_random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pysyncobj.journal as _ps_journal
+import pysyncobj.pickle as _ps_pickle
+import pysyncobj.serializer as _ps_serializer
+import pysyncobj.syncobj as _ps_syncobj
+import pysyncobj.version as _ps_version
+
+PYSYNCOBJ_VERSION = "0.3.17"
+PICKLE_PROTOCOL = 4
+
+ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation"})
+
+_disabled: set[str] = set()
+_installed = False
+
+
+class UnsafePickleError(_stdlib_pickle.UnpicklingError):
+    """A pickle from a peer or from disk referenced a global; it was refused."""
+
+
+class _RestrictedUnpickler(_stdlib_pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise UnsafePickleError(
+            f"refused to unpickle global {module}.{name}: replicated data may only hold "
+            "plain values (bytes, str, int, float, bool, None, tuples, lists, dicts, sets)"
+        )
+
+
+def restricted_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Unpickle plain values only; any global reference raises :class:`UnsafePickleError`."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return _RestrictedUnpickler(io.BytesIO(bytes(data))).load()
+
+
+def restricted_load(file: Any) -> Any:
+    return _RestrictedUnpickler(file).load()
+
+
+def safe_dumps(obj: Any, protocol: int | None = None) -> bytes:
+    return _stdlib_pickle.dumps(obj, PICKLE_PROTOCOL)
+
+
+def safe_dump(obj: Any, file: Any, protocol: int | None = None) -> None:
+    _stdlib_pickle.dump(obj, file, PICKLE_PROTOCOL)
+
+
+# -- the engine clock -----------------------------------------------------------------------
+
+
+class _EngineEnv:
+    """The clock and random generator of the engine currently being driven."""
+
+    clock: Callable[[], float] = time.monotonic
+    rng: _stdlib_random.Random = _stdlib_random.Random()
+
+
+_env = _EngineEnv()
+
+
+def _monotonic() -> float:
+    return _env.clock()
+
+
+class _RandomProxy:
+    """Stands in for the ``random`` module inside ``pysyncobj.syncobj``."""
+
+    def random(self) -> float:
+        return _env.rng.random()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_env.rng, name)
+
+
+@contextmanager
+def engine_env(clock: Callable[[], float], rng: _stdlib_random.Random) -> Iterator[None]:
+    """Route the library's time and randomness to ``clock`` / ``rng`` inside the block."""
+    saved_clock, saved_rng = _env.clock, _env.rng
+    _env.clock, _env.rng = clock, rng
+    try:
+        yield
+    finally:
+        _env.clock, _env.rng = saved_clock, saved_rng
+
+
+# -- installation ---------------------------------------------------------------------------
+
+
+def _create_journal(journal_file: Any = None) -> Any:
+    if isinstance(journal_file, _ps_journal.Journal):
+        return journal_file
+    return _original_create_journal(journal_file)
+
+
+_original_create_journal = _ps_journal.createJournal
+_original_serializer = _ps_serializer.Serializer
+
+
+def _create_serializer(file_name: Any, *args: Any) -> Any:
+    if hasattr(file_name, "setTransmissionData"):
+        return file_name
+    return _original_serializer(file_name, *args)
+
+
+def install() -> None:
+    """Apply the process-wide patches; idempotent. Refuses another PySyncObj version."""
+    global _installed
+    if _installed:
+        return
+    if _ps_version.VERSION != PYSYNCOBJ_VERSION:
+        raise RuntimeError(
+            f"lazily-queue is pinned to pysyncobj {PYSYNCOBJ_VERSION} and patches its "
+            f"internals; found {_ps_version.VERSION}. Install pysyncobj=={PYSYNCOBJ_VERSION}."
+        )
+    _ps_pickle.loads = restricted_loads
+    _ps_pickle.load = restricted_load
+    _ps_pickle.dumps = safe_dumps
+    _ps_pickle.dump = safe_dump
+    _ps_journal.loads = restricted_loads
+    _ps_journal.dumps = safe_dumps
+    _ps_serializer.pickle = _ps_pickle
+    _ps_syncobj.PIPE_NOTIFIER_ENABLED = False
+    _ps_syncobj.createJournal = _create_journal
+    _ps_syncobj.Serializer = _create_serializer
+    _ps_syncobj.monotonicTime = _monotonic
+    _ps_syncobj.random = _RandomProxy()
+    _installed = True
+
+
+def enabled(name: str) -> bool:
+    """Whether the per-engine patch ``name`` is active."""
+    if name not in ENGINE_PATCHES:
+        raise KeyError(f"unknown engine patch {name!r}; known: {sorted(ENGINE_PATCHES)}")
+    return name not in _disabled
+
+
+@contextmanager
+def disabled(*names: str) -> Iterator[None]:
+    """Switch per-engine patches off inside the block (tests that show the defect)."""
+    for name in names:
+        enabled(name)
+    added = [n for n in names if n not in _disabled]
+    _disabled.update(added)
+    try:
+        yield
+    finally:
+        _disabled.difference_update(added)
+
+
+# -- per-engine message patches ---------------------------------------------------------------
+
+
+def forward_only_next_index(
+    next_index: dict[Any, int], node: Any, message: dict[str, Any], handle: Callable[[], None]
+) -> None:
+    """Run ``handle`` for a ``next_node_idx``; a success never moves ``nextIndex`` back."""
+    if (
+        not enabled("forward-only-next-index")
+        or not message.get("success")
+        or message.get("reset")
+    ):
+        handle()
+        return
+    before = next_index.get(node)
+    handle()
+    after = next_index.get(node)
+    if before is not None and after is not None and after < before:
+        next_index[node] = before
+
+
+class LogView:
+    """What the truncation patch needs to know about the local log."""
+
+    def __init__(
+        self,
+        term_at: Callable[[int], int | None],
+        last_index: Callable[[], int],
+        commit_index: Callable[[], int],
+        set_commit_index: Callable[[int], None],
+        suppress_truncation: Callable[[int | None], None],
+    ) -> None:
+        self.term_at = term_at
+        self.last_index = last_index
+        self.commit_index = commit_index
+        self.set_commit_index = set_commit_index
+        self.suppress_truncation = suppress_truncation
+
+
+def append_entries_without_spurious_truncation(
+    log: LogView,
+    current_term: int,
+    message: dict[str, Any],
+    handle: Callable[[dict[str, Any]], None],
+) -> None:
+    """Deliver a regular AppendEntries so that only a real conflict truncates the log."""
+    if (
+        not enabled("no-spurious-truncation")
+        or "prevLogIdx" not in message
+        or message.get("transmission") is not None
+        or message.get("term", -1) < current_term
+    ):
+        handle(message)
+        return
+    entries = list(message.get("entries") or ())
+    prev_idx: int = message["prevLogIdx"]
+    prev_term: int = message["prevLogTerm"]
+    covered = entries[-1][1] if entries else prev_idx
+    skip = 0
+    for entry in entries:
+        if log.term_at(entry[1]) != entry[2]:
+            break
+        skip += 1
+    if skip:
+        prev_idx, prev_term = entries[skip - 1][1], entries[skip - 1][2]
+        entries = entries[skip:]
+        message = dict(message, prevLogIdx=prev_idx, prevLogTerm=prev_term, entries=entries)
+    # Nothing left to append but the log goes further: the suffix is not in conflict
+    # with anything this message says, so it must survive.
+    guard = not entries and log.last_index() > prev_idx
+    commit_before = log.commit_index()
+    if guard:
+        # The journal then shows the log as ending at prev_idx to the handler's
+        # "entries from prevLogIdx" read, so it neither rolls back membership entries
+        # nor deletes anything.
+        log.suppress_truncation(prev_idx)
+    try:
+        handle(message)
+    finally:
+        if guard:
+            log.suppress_truncation(None)
+    commit_after = log.commit_index()
+    limit = max(commit_before, min(int(message.get("commit_index", 0)), covered))
+    if commit_after > limit:
+        log.set_commit_index(limit)

@@ -1,0 +1,397 @@
+"""Replica: one member's consensus state, driven synchronously (no I/O, no asyncio).
+
+The etcd-raft shape: the caller feeds messages (:meth:`Replica.receive`), proposes
+operations (:meth:`Replica.propose`) and calls :meth:`Replica.step`, which flushes the
+proposals gathered since the last step into replicated batches, ticks the engine,
+makes the journal durable (one fsync for everything the step wrote) and only then
+returns a :class:`Ready`: messages to send, state-machine events and completed
+proposals. Nothing leaves a node before it is on disk.
+
+Every proposal carries a session sequence number, so re-submitting it is always
+safe. A proposal is retried until it commits; its *waiter* has a deadline. At the
+deadline a proposal that cannot have been applied fails cleanly; one whose outcome is
+unknown is either abandoned (pushes: the outcome is reported as unknown) or kept
+alive as an orphan whose late result is handed to ``on_orphan`` (pops use that to
+return an element nobody received).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pysyncobj.config import FAIL_REASON
+
+from . import commands as C
+from .engine import FAIL_NAMES, MAX_COMMAND_BYTES, EngineConfig, RaftEngine
+from .errors import CommitTimeout, NoQuorum, ProposalRejected
+from .journal import DurableJournal
+from .snapshot import SnapshotStore
+from .state_machine import Event, StateMachine
+
+log = logging.getLogger(__name__)
+
+_UNKNOWN_OUTCOME = frozenset({FAIL_REASON.LEADER_CHANGED, FAIL_REASON.UNKNOWN_OUTCOME})
+_NEVER_APPENDED = frozenset(
+    {FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER,
+     FAIL_REASON.DISCARDED}
+)
+
+Completion = Callable[[Any, BaseException | None], None]
+
+
+@dataclass(eq=False)
+class Proposal:
+    """One operation on its way through the log."""
+
+    seq: int
+    code: int
+    args: list[Any]
+    size: int
+    deadline: float
+    on_done: Completion | None
+    on_orphan: Callable[[Any], None] | None = None
+    maybe_applied: bool = False
+    in_flight: bool = False
+    attempt_deadline: float = 0.0
+    retry_at: float = 0.0
+    attempts: int = 0
+    done: bool = False
+    last_failure: str = ""
+
+    @property
+    def orphan(self) -> bool:
+        return self.on_done is None
+
+
+@dataclass
+class Ready:
+    """What one step produced, released only after the journal is durable."""
+
+    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    completions: list[tuple[Completion, Any, BaseException | None]] = field(default_factory=list)
+    orphans: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
+    membership: list[tuple[str, bool]] = field(default_factory=list)
+    unsynced: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.messages or self.events or self.completions or self.orphans
+                    or self.membership)
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """Proposal timing: retry back-off, per-attempt patience, quorum grace period."""
+
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    retry_delay: float = 0.02
+    attempt_timeout: float = 2.0
+    no_quorum_grace: float = 1.0
+    max_batch_bytes: int = MAX_COMMAND_BYTES - 1024
+
+
+class Replica:
+    """A member's engine, journal, state machine and proposal book-keeping."""
+
+    def __init__(
+        self,
+        node_id: str,
+        peers: list[str],
+        *,
+        journal: DurableJournal,
+        snapshot_path: str,
+        state_machine: StateMachine | None = None,
+        config: ReplicaConfig | None = None,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config or ReplicaConfig()
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.sm = state_machine or StateMachine()
+        self.journal = journal
+        self.snapshots = SnapshotStore(
+            journal._disk,
+            snapshot_path,
+            capture=self.sm.capture,
+            restore=self.sm.restore,
+            validate=StateMachine.validate,
+            chunk_size=self.config.engine.snapshot_chunk_bytes,
+        )
+        existing = self.snapshots.read()
+        if existing is not None:
+            journal.drop_before(existing["prev"][1])
+        self._ready = Ready()
+        self.engine = RaftEngine(
+            node_id,
+            peers,
+            journal=journal,
+            snapshots=self.snapshots,
+            apply=self.sm.apply,
+            send=self._send,
+            config=self.config.engine,
+            clock=clock,
+            wall_clock=wall_clock,
+            rng=self.rng,
+            on_membership=self._on_membership,
+            on_state=self._on_state,
+        )
+        self.session = self.rng.getrandbits(62) + 1
+        self._next_seq = 1
+        self._unresolved: dict[int, Proposal] = {}
+        self._queued: list[Proposal] = []
+        self._quorum_lost_at: float | None = None
+        self.leader_changes = 0
+        self.proposals = 0
+        self.batches = 0
+
+    # -- input ----------------------------------------------------------------------------
+
+    def propose(
+        self,
+        code: int,
+        args: list[Any],
+        *,
+        timeout: float,
+        on_done: Completion,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> Proposal:
+        """Queue one operation for the next step's batch."""
+        seq = self._next_seq
+        self._next_seq += 1
+        size = len(C.encode_op(seq, code, args))
+        if size > self.config.max_batch_bytes:
+            raise ValueError(
+                f"operation of {size} bytes exceeds the {self.config.max_batch_bytes}-byte "
+                "replicated command limit; store large payloads elsewhere and queue a reference"
+            )
+        p = Proposal(seq, code, args, size, self.clock() + timeout, on_done, on_orphan)
+        self._unresolved[seq] = p
+        self._queued.append(p)
+        self.proposals += 1
+        return p
+
+    def cancel(self, p: Proposal) -> None:
+        """The waiter is gone: drop ``p`` if it cannot have been applied, else orphan it."""
+        if p.done:
+            return
+        if not p.in_flight and not p.maybe_applied:
+            self._finish(p)
+        else:
+            p.on_done = None
+
+    def receive(self, peer_id: str, message: dict[str, Any]) -> None:
+        self.engine.deliver(peer_id, message)
+
+    def peer_connected(self, peer_id: str, up: bool) -> None:
+        self.engine.peer_connected(peer_id, up)
+
+    # -- the step -------------------------------------------------------------------------
+
+    def step(self, *, sync: bool = True) -> Ready:
+        """Advance; with ``sync=False`` records are written but the caller must fsync
+        (``journal.fsync()``) before releasing anything the returned Ready holds, and
+        ``Ready.unsynced`` says whether there is anything to fsync."""
+        now = self.clock()
+        self._check_quorum(now)
+        self._expire(now)
+        self._flush(now)
+        self.engine.tick()
+        self._ready.events.extend(self.sm.drain_events())
+        if self.journal.needs_sync:
+            if sync:
+                self.journal.sync()
+            else:
+                self._ready.unsynced = self.journal.write()
+        ready, self._ready = self._ready, Ready()
+        return ready
+
+    def _flush(self, now: float) -> None:
+        batch: list[Proposal] = []
+        size = 0
+        for p in self._queued:
+            if p.done or p.in_flight:
+                continue
+            if p.retry_at > now:
+                continue
+            if batch and size + p.size > self.config.max_batch_bytes:
+                self._submit(batch, now)
+                batch, size = [], 0
+            batch.append(p)
+            size += p.size
+        if batch:
+            self._submit(batch, now)
+        waiting: dict[int, Proposal] = {}
+        for p in self._queued:
+            if not p.done and not p.in_flight:
+                waiting[p.seq] = p
+        self._queued = list(waiting.values())
+
+    def _floor(self) -> int:
+        return min(self._unresolved, default=self._next_seq)
+
+    def _submit(self, batch: list[Proposal], now: float) -> None:
+        ops = [[p.seq, p.code, *p.args] for p in batch]
+        payload = C.encode_command(self.session, self._floor(), ops)
+        for p in batch:
+            p.in_flight = True
+            p.attempts += 1
+            p.attempt_deadline = now + self.config.attempt_timeout
+        self.batches += 1
+        attempts = [p.attempts for p in batch]
+        self.engine.submit(payload, lambda res, err: self._on_result(batch, attempts, res, err))
+
+    def _on_result(
+        self, batch: list[Proposal], attempts: list[int], result: Any, reason: int
+    ) -> None:
+        if reason == FAIL_REASON.SUCCESS:
+            if isinstance(result, list) and len(result) == len(batch):
+                for p, r in zip(batch, result, strict=True):
+                    self._resolve(p, r)
+                return
+            failure = ProposalRejected(f"the state machine refused the batch: {result}")
+            for p in batch:
+                self._fail(p, failure)
+            return
+        name = FAIL_NAMES.get(reason, str(reason))
+        now = self.clock()
+        for p, attempt in zip(batch, attempts, strict=True):
+            if p.done or not p.in_flight or p.attempts != attempt:
+                continue
+            p.in_flight = False
+            p.last_failure = name
+            if reason in _UNKNOWN_OUTCOME:
+                p.maybe_applied = True
+            if reason == FAIL_REASON.REQUEST_DENIED:
+                self._fail(p, ProposalRejected("the leader refused the command"))
+                continue
+            p.retry_at = now + self.config.retry_delay * (1 + self.rng.random())
+            self._queued.append(p)
+
+    def _resolve(self, p: Proposal, result: Any) -> None:
+        if p.done:
+            return
+        if p.on_done is not None:
+            self._ready.completions.append((p.on_done, result, None))
+        elif p.on_orphan is not None:
+            self._ready.orphans.append((p.on_orphan, result))
+        self._finish(p)
+
+    def _fail(self, p: Proposal, error: BaseException) -> None:
+        if p.done:
+            return
+        if p.on_done is not None:
+            self._ready.completions.append((p.on_done, None, error))
+        self._finish(p)
+
+    def _finish(self, p: Proposal) -> None:
+        p.done = True
+        p.in_flight = False
+        self._unresolved.pop(p.seq, None)
+
+    def _expire(self, now: float) -> None:
+        for p in list(self._unresolved.values()):
+            if p.in_flight and now > p.attempt_deadline:
+                # No answer for this attempt (a cut-off leader, a lost message): the
+                # outcome is unknown; retry with the same sequence number.
+                p.in_flight = False
+                p.maybe_applied = True
+                p.retry_at = now
+                self._queued.append(p)
+            if p.on_done is None or now <= p.deadline:
+                continue
+            if p.maybe_applied or p.in_flight:
+                if p.on_orphan is not None:
+                    self._ready.completions.append((p.on_done, None, self._timeout(p, True)))
+                    p.on_done = None
+                    continue
+                self._fail(p, self._timeout(p, True))
+            else:
+                self._fail(p, self._timeout(p, False))
+
+    def _timeout(self, p: Proposal, unknown: bool) -> BaseException:
+        if not self._has_quorum():
+            return NoQuorum(self._quorum_text())
+        cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
+        outcome = "its outcome is unknown" if unknown else "it was not applied"
+        return CommitTimeout(
+            f"{C.OP_NAMES.get(p.code, p.code)} did not commit before its deadline; "
+            f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
+            f"{self.engine.term}."
+        )
+
+    def _check_quorum(self, now: float) -> None:
+        if self._has_quorum():
+            self._quorum_lost_at = None
+            return
+        if self._quorum_lost_at is None:
+            self._quorum_lost_at = now
+            return
+        if now - self._quorum_lost_at < self.config.no_quorum_grace:
+            return
+        error_text = self._quorum_text()
+        for p in list(self._unresolved.values()):
+            if p.on_done is None or p.in_flight or p.maybe_applied:
+                continue
+            self._fail(p, NoQuorum(error_text))
+
+    def _has_quorum(self) -> bool:
+        return bool(self.engine.is_leader or self.engine.hasQuorum)
+
+    def _quorum_text(self) -> str:
+        members = self.engine.members
+        reachable = 1 + len(self.engine.connected & set(members))
+        need = len(members) // 2 + 1
+        return (
+            f"no quorum: node {self.engine.node_id} reaches {reachable} of {len(members)} "
+            f"members ({', '.join(members)}) and {need} are needed; writes are refused "
+            "until a majority is reachable again"
+        )
+
+    # -- engine callbacks ------------------------------------------------------------------
+
+    def _send(self, peer_id: str, message: dict[str, Any]) -> None:
+        self._ready.messages.setdefault(peer_id, []).append(message)
+
+    def _on_membership(self, peer_id: str, added: bool) -> None:
+        self._ready.membership.append((peer_id, added))
+
+    def _on_state(self, old: int, new: int) -> None:
+        if new == 2 or old == 2:
+            self.leader_changes += 1
+
+    # -- introspection ----------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> str:
+        return self.engine.node_id
+
+    @property
+    def pending(self) -> int:
+        return len(self._unresolved)
+
+    def status(self) -> dict[str, Any]:
+        e = self.engine
+        return {
+            "node": e.node_id,
+            "state": {0: "follower", 1: "candidate", 2: "leader"}[e.state],
+            "leader": e.leader_id,
+            "term": e.term,
+            "commit_index": e.commit_index,
+            "last_applied": e.last_applied,
+            "log_first_index": self.journal.first_index,
+            "log_last_index": self.journal.last_index,
+            "members": e.members,
+            "connected": sorted(e.connected),
+            "match_index": e.match_index,
+            "has_quorum": self._has_quorum(),
+            "pending_proposals": len(self._unresolved),
+            "snapshots_taken": self.snapshots.taken,
+            "snapshots_installed": self.snapshots.installed,
+            "apply_errors": e.apply_errors,
+        }

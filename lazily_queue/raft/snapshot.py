@@ -1,0 +1,199 @@
+"""Snapshots in CBOR, written and installed by us instead of PySyncObj's pickle dumps.
+
+:class:`SnapshotStore` implements the interface of PySyncObj's internal ``Serializer``
+(serialize, deserialize, transmission to followers, install from a leader). It is
+synchronous (no fork). The file holds only the state machine's snapshot (unconsumed
+entries, cursors, sessions), the two log entries PySyncObj anchors the log on, and the
+member ids::
+
+    {"format": 1, "state": <state machine snapshot>, "last": [cmd, idx, term],
+     "prev": [cmd, idx, term], "members": [id, ...]}
+
+Entries come back as tuples: PySyncObj compares them with journal entries, and a list
+would not compare equal and make it wipe its journal. A snapshot received from a peer
+is fully decoded and validated before it replaces ours; an invalid one is refused, so
+the follower never reports a snapshot it could not load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import cbor2
+
+from .disk import Disk
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+NOT_SERIALIZING, SERIALIZING, SUCCESS, FAILED = 0, 1, 2, 3
+
+
+class SnapshotError(Exception):
+    """A snapshot file or transmission is malformed."""
+
+
+def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 3
+        or not isinstance(value[0], bytes)
+        or not isinstance(value[1], int)
+        or not isinstance(value[2], int)
+    ):
+        raise SnapshotError(f"snapshot field {what!r} is not a log entry: {value!r:.80}")
+    return (value[0], value[1], value[2])
+
+
+def decode_snapshot(data: bytes) -> dict[str, Any]:
+    """Decode and validate a snapshot file's bytes."""
+    try:
+        doc = cbor2.loads(data)
+    except Exception as exc:
+        raise SnapshotError(f"snapshot is not valid CBOR: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SnapshotError("snapshot has an unknown format")
+    members = doc.get("members")
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise SnapshotError("snapshot members must be a list of node ids")
+    doc["last"] = _entry(doc.get("last"), "last")
+    doc["prev"] = _entry(doc.get("prev"), "prev")
+    if doc["prev"][1] + 1 != doc["last"][1]:
+        raise SnapshotError("snapshot anchor entries are not consecutive")
+    return doc
+
+
+class SnapshotStore:
+    """PySyncObj's serializer interface over a :class:`Disk`."""
+
+    def __init__(
+        self,
+        disk: Disk,
+        path: str,
+        *,
+        capture: Callable[[], Any],
+        restore: Callable[[Any], None],
+        validate: Callable[[Any], None],
+        chunk_size: int = 48 * 1024,
+    ) -> None:
+        self._disk = disk
+        self.path = path
+        self._capture = capture
+        self._restore = restore
+        self._validate = validate
+        self._chunk = chunk_size
+        self._state = NOT_SERIALIZING
+        self._current_id: int | None = None
+        self._data: bytes | None = None
+        self._sending: dict[Any, int] = {}
+        self._incoming: bytearray | None = None
+        self.installed = 0
+        self.taken = 0
+        #: Turns a stored member id into the engine's node object.
+        self.member_factory: Callable[[str], Any] = str
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    # -- taking a snapshot --------------------------------------------------------------------
+
+    def checkSerializing(self) -> tuple[int, int | None]:
+        state = self._state
+        if state in (SUCCESS, FAILED):
+            self._state = NOT_SERIALIZING
+            return state, self._current_id
+        return NOT_SERIALIZING, None
+
+    def serialize(self, data: Any, id: int) -> None:
+        _, last, prev, members = data
+        self._current_id = id
+        try:
+            doc = {
+                "format": FORMAT,
+                "state": self._capture(),
+                "last": list(last),
+                "prev": list(prev),
+                "members": sorted(str(getattr(m, "id", m)) for m in members),
+            }
+            raw = cbor2.dumps(doc)
+            self._disk.replace(self.path, raw)
+        except Exception:
+            log.exception("taking a snapshot failed; the log is kept")
+            self._state = FAILED
+            return
+        self._data = raw
+        self._sending.clear()
+        self._state = SUCCESS
+        self.taken += 1
+
+    def read(self) -> dict[str, Any] | None:
+        """The stored snapshot, decoded, or ``None`` when there is none."""
+        raw = self._data if self._data is not None else self._disk.read(self.path)
+        if raw is None:
+            return None
+        self._data = raw
+        return decode_snapshot(raw)
+
+    def deserialize(self) -> tuple[None, tuple[bytes, int, int], tuple[bytes, int, int], list[Any]]:
+        doc = self.read()
+        if doc is None:
+            raise SnapshotError(f"{self.path}: no snapshot to load")
+        self._restore(doc["state"])
+        members = [self.member_factory(m) for m in doc["members"]]
+        return None, doc["last"], doc["prev"], members
+
+    # -- sending to a follower ------------------------------------------------------------------
+
+    def getTransmissionData(self, transmissionID: Any) -> tuple[bytes, bool, bool] | None:
+        if self._data is None and self._disk.read(self.path) is None:
+            return None
+        data = self._data if self._data is not None else self._disk.read(self.path)
+        assert data is not None
+        self._data = data
+        sent = self._sending.get(transmissionID, 0)
+        chunk = data[sent : sent + self._chunk]
+        is_first = sent == 0
+        is_last = not chunk
+        if is_last:
+            self._sending.pop(transmissionID, None)
+        else:
+            self._sending[transmissionID] = sent + len(chunk)
+        return chunk, is_first, is_last
+
+    def cancelTransmisstion(self, transmissionID: Any) -> None:
+        self._sending.pop(transmissionID, None)
+
+    # -- installing from a leader ---------------------------------------------------------------
+
+    def setTransmissionData(self, data: Any) -> bool:
+        if data is None:
+            return False
+        try:
+            chunk, is_first, is_last = data
+        except (TypeError, ValueError):
+            log.warning("dropped a malformed snapshot chunk")
+            self._incoming = None
+            return False
+        if not isinstance(chunk, bytes):
+            self._incoming = None
+            return False
+        if is_first:
+            self._incoming = bytearray()
+        elif self._incoming is None:
+            return False
+        self._incoming += chunk
+        if not is_last:
+            return False
+        raw, self._incoming = bytes(self._incoming), None
+        try:
+            doc = decode_snapshot(raw)
+            self._validate(doc["state"])
+        except Exception as exc:
+            log.error("refused a snapshot from the leader: %s", exc)
+            return False
+        self._disk.replace(self.path, raw)
+        self._data = raw
+        self.installed += 1
+        return True

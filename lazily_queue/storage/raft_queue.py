@@ -1,0 +1,181 @@
+"""RaftQueueStorage: a QueueCell backend whose FIFO is the replicated state machine's.
+
+Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state, which
+on a follower may trail the leader. Mutations are proposals: ``offer`` / ``poll`` /
+``close_async`` return once the operation is committed on a majority and applied
+here. Every committed transition on any node reaches the shell through the change
+listener, so readers on every node update as entries apply.
+
+Capacity is checked when the push is applied, in log order, against the committed
+state plus everything ordered before it: the log is the serialization point, so a
+bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
+timed out) before its result arrived returns the element to the head of the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..core.fifo import VecDequeStorage
+from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..errors import UnsupportedOperation
+from ..raft import commands as C
+from ..raft.commands import OpError
+from ..raft.errors import ProposalRejected
+from .base import QueueChangeListener
+
+if TYPE_CHECKING:
+    from ..raft.driver import Driver
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def raise_op_error(result: Any) -> Any:
+    """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
+    if isinstance(result, OpError):
+        raise ProposalRejected(str(result))
+    if isinstance(result, BaseException):
+        raise ProposalRejected(f"applying the operation failed: {result}")
+    return result
+
+
+class ReplicatedObject:
+    """Shared plumbing of the Raft-backed storages: declaration and proposals."""
+
+    kind = "object"
+
+    def __init__(self, driver: Driver, name: str, *, timeout: float) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self._driver = driver
+        self.name = name
+        self.timeout = timeout
+        self._declared: asyncio.Future[None] | None = None
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        raise NotImplementedError
+
+    async def _ensure_declared(self, timeout: float | None) -> None:
+        if self._declared is None or (self._declared.done() and self._declared.exception()):
+            self._declared = asyncio.ensure_future(self._declare(timeout))
+        await asyncio.shield(self._declared)
+
+    async def _declare(self, timeout: float | None) -> None:
+        code, args = self._declare_op()
+        raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
+
+    async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
+        await self._ensure_declared(timeout)
+        result = await self._driver.call(code, args, timeout=timeout or self.timeout, **kw)
+        return raise_op_error(result)
+
+    def _unsupported(self, sync: str, alternative: str) -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{sync} on replicated {self.kind} {self.name!r} needs a round trip to the Raft "
+            f"leader; use `{alternative}` instead"
+        )
+
+
+class RaftQueueStorage(ReplicatedObject, Generic[T]):
+    """A replicated FIFO; implements the QueueStorage, Observable and Replicated seams."""
+
+    kind = "queue"
+
+    def __init__(
+        self, driver: Driver, name: str, *, capacity: int | None = None, timeout: float = 10.0
+    ) -> None:
+        super().__init__(driver, name, timeout=timeout)
+        self._capacity = validate_capacity(capacity)
+        self._listener: QueueChangeListener | None = None
+        self.orphans_returned = 0
+
+    def __repr__(self) -> str:
+        return f"RaftQueueStorage({self.name!r}, len={self.len()}, capacity={self._capacity})"
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        return C.QUEUE_DECLARE, [self.name, self._capacity]
+
+    def _state(self) -> VecDequeStorage[Any] | None:
+        return self._driver.replica.sm.queues.get(self.name)
+
+    # -- local reads ----------------------------------------------------------------------
+
+    def len(self) -> int:
+        q = self._state()
+        return 0 if q is None else q.len()
+
+    def is_closed(self) -> bool:
+        q = self._state()
+        return False if q is None else q.is_closed()
+
+    def peek(self) -> Any:
+        q = self._state()
+        return EMPTY if q is None else q.peek()
+
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    def elements(self) -> list[Any]:
+        q = self._state()
+        return [] if q is None else q.elements()
+
+    # -- the synchronous core is not available over Raft ---------------------------------
+
+    def try_push(self, value: T) -> QueuePushError | None:
+        raise self._unsupported("try_push", "await queue.offer(value)` or `await queue.push(value)")
+
+    def try_pop(self) -> T | QueuePopError:
+        raise self._unsupported("try_pop", "await queue.poll()` or `await queue.pop()")
+
+    def close(self) -> None:
+        raise self._unsupported("close", "await queue.aclose()")
+
+    # -- change listener ----------------------------------------------------------------
+
+    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
+        self._listener = listener
+
+    def on_event(self, data: Any) -> None:
+        if self._listener is not None:
+            op, pre = data
+            self._listener(op, pre)
+
+    def on_reset(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self.len())
+
+    # -- replicated operations -------------------------------------------------------------
+
+    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH, [self.name, value], timeout)
+        return result if isinstance(result, QueuePushError) else None
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        result: T | QueuePopError = await self._call(
+            C.QUEUE_POP, [self.name], timeout, on_orphan=self._return_orphan
+        )
+        return result
+
+    async def close_async(self, *, timeout: float | None = None) -> None:
+        await self._call(C.QUEUE_CLOSE, [self.name], timeout)
+
+    def _return_orphan(self, result: Any) -> None:
+        if isinstance(result, (QueuePopError, OpError, BaseException)):
+            return
+        self.orphans_returned += 1
+        log.info("queue %r: a pop's receiver went away; returning its element to the head",
+                 self.name)
+
+        def done(res: Any, err: BaseException | None) -> None:
+            if err is not None:
+                log.error("queue %r: could not return an undelivered element: %s", self.name, err)
+
+        self._driver.replica.propose(
+            C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_done=done,
+            on_orphan=lambda _: None,
+        )
+        self._driver.wake()
