@@ -143,9 +143,18 @@ class _Consumer:
                 for source in old:
                     if source not in new:
                         _unlink(source, self)
-                for source in new:
+                late = CLEAN
+                for source, seen in new.items():
                     if source not in old:
                         _link(source, self)
+                        # A write during this run to a source we were not yet linked
+                        # to marked nobody: catch it up here.
+                        if source._version != seen:
+                            late = DIRTY
+                        elif late == CLEAN and isinstance(source, Computed) and source._state:
+                            late = CHECK
+                if late:
+                    self._mark(late)
 
     def _mark(self, state: int) -> bool:
         """Raise the state; return True when observers must be visited."""
@@ -418,8 +427,11 @@ class Computed(_Consumer, _Producer, Generic[T]):
             self._version += 1
 
     def _on_first_observer(self) -> None:
-        # Becoming linked: bring sources up to date and register with them.
-        self._refresh()
+        # Becoming linked. Nobody marked us while unlinked, so unless we were validated
+        # at the current write epoch we may be stale: validate on the next read. (A
+        # refresh here would take the linked path, see CLEAN and keep a stale value.)
+        if self._state == CLEAN and self._checked_epoch != self.ctx._write_epoch:
+            self._state = CHECK
         for source in self._sources:
             _link(source, self)
 
@@ -456,7 +468,14 @@ class Effect(_Consumer):
         self._scheduled = False
         self._disposed = False
         self.runs = 0
-        self._run()
+        # The first run is batched like a flushed rerun: writes it makes flush after it
+        # (not in the middle of it), including its own rerun if it wrote a dependency.
+        ctx = self.ctx
+        ctx._batch_depth += 1
+        try:
+            self._run()
+        finally:
+            ctx._exit_batch()
 
     def __repr__(self) -> str:
         return f"Effect({self.name or hex(id(self))}, runs={self.runs})"
