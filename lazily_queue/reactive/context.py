@@ -111,13 +111,23 @@ class Context:
             while self._pending:
                 rounds += 1
                 if rounds > self.flush_budget:
-                    names = ", ".join(sorted({e.name or "<effect>" for e in self._pending})[:5])
-                    self._pending.clear()
-                    raise ReactiveCycleError(
+                    stuck, self._pending = self._pending, []
+                    for effect in stuck:  # let them be scheduled again by a later write
+                        effect._scheduled = False
+                    names = ", ".join(sorted({e.name or "<effect>" for e in stuck})[:5])
+                    errors, self._errors = self._errors, []
+                    cycle = ReactiveCycleError(
                         f"effects re-triggered each other for more than {self.flush_budget} "
                         f"flush rounds (still pending: {names}); an effect writes a source "
                         "it depends on, directly or through another effect"
                     )
+                    if errors:
+                        raise cycle from (
+                            errors[0]
+                            if len(errors) == 1
+                            else ExceptionGroup("effects failed before the cycle", errors)
+                        )
+                    raise cycle
                 batch, self._pending = self._pending, []
                 for effect in batch:
                     try:
