@@ -507,22 +507,33 @@ class Effect(_Consumer):
             cleanup()
         self._state = CLEAN
         self.runs += 1
-        cleanup = self._run_tracked(self._fn, linked=True)
+        try:
+            cleanup = self._run_tracked(self._fn, linked=True)
+        finally:
+            if self._disposed:  # disposed by its own run: drop the edges the run made
+                self._detach()
         if cleanup is not None and not callable(cleanup):
             raise TypeError(
                 f"{self!r}: an effect function must return None or a cleanup callable, "
                 f"not {type(cleanup).__name__}"
             )
+        if self._disposed:
+            if cleanup is not None:
+                cleanup()
+            return
         self._cleanup = cleanup
+
+    def _detach(self) -> None:
+        for source in self._sources:
+            _unlink(source, self)
+        self._sources = {}
 
     def dispose(self) -> None:
         """Run the cleanup and detach from every source; idempotent."""
         if self._disposed:
             return
         self._disposed = True
-        for source in self._sources:
-            _unlink(source, self)
-        self._sources = {}
+        self._detach()
         cleanup, self._cleanup = self._cleanup, None
         if cleanup is not None:
             cleanup()
