@@ -235,7 +235,7 @@ async def test_dialer_gives_up_on_a_mute_acceptor() -> None:
     held: list[DataChannel] = []
     listener = await transport.listen(address, make_config(2), held.append)
     try:
-        with pytest.raises(HandshakeTimeoutError, match="0.2 s"):
+        with pytest.raises(HandshakeTimeoutError, match=r"0\.2 s"):
             await dial(address, make_config(1, handshake_timeout=0.2))
     finally:
         await listener.aclose()

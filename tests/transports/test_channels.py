@@ -112,11 +112,17 @@ async def test_backpressure_blocks_the_sender_and_loses_nothing(address: str) ->
     frame = b"b" * 32 * 1024
     async with channel_pair(address, small, other) as (client, server):
         sent = 0
-        for _ in range(5000):
+        full_checks = 0
+        for _ in range(20000):
             try:
                 client.send_nowait(frame + sent.to_bytes(4, "big"))
             except anyio.WouldBlock:
-                break
+                full_checks += 1
+                if full_checks == 4:
+                    break  # still full after in-flight writes had time to land
+                await asyncio.sleep(0.05)
+                continue
+            full_checks = 0
             sent += 1
             await asyncio.sleep(0)
         else:

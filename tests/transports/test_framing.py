@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,7 +52,7 @@ def test_fuzz_any_chunking_yields_the_same_frames(frames: list[bytes], cuts: lis
     points = sorted({cut % (len(stream) + 1) for cut in cuts} | {0, len(stream)})
     decoder = FrameDecoder(max_frame_size=300)
     decoded: list[bytes] = []
-    for start, stop in zip(points, points[1:], strict=False):
+    for start, stop in itertools.pairwise(points):
         decoded.extend(decoder.feed(stream[start:stop]))
     assert decoded == frames
     assert decoder.pending == 0

@@ -66,7 +66,7 @@ async def test_truncated_frame_delivers_whole_frames_then_breaks(socket_address:
         assert isinstance(client, SocketChannel) and client._transport is not None
         client._transport.close()
         assert await server.receive() == b"complete"
-        with pytest.raises(LinkBrokenError, match="truncated frame.*13 of 20 bytes"):
+        with pytest.raises(LinkBrokenError, match=r"truncated frame.*13 of 20 bytes"):
             await server.receive()
 
 
@@ -84,10 +84,10 @@ async def test_raw_garbage_socket_does_not_disturb_other_links(
     socket_address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="transports")
-    received: list[bytes] = []
+    received: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def handler(channel: DataChannel) -> None:
-        received.append(await channel.receive())
+        received.put_nowait(await channel.receive())
 
     async with listen(socket_address, make_config(2), handler) as listener:
         if socket_address.startswith("unix:"):
@@ -111,9 +111,7 @@ async def test_raw_garbage_socket_does_not_disturb_other_links(
         good = await dial(listener.address, make_config(1))
         await good.send(b"still fine")
         with anyio.fail_after(5):
-            while not received:
-                await asyncio.sleep(0.01)
-        assert received == [b"still fine"]
+            assert await received.get() == b"still fine"
         await good.aclose()
 
 
@@ -130,5 +128,5 @@ async def test_websocket_oversized_message_closes_the_link(short_tmp: Path) -> N
     async with channel_pair(address, make_config(1, max_frame_size=1000)) as (client, server):
         assert isinstance(client, WebSocketChannel)
         await client._ws.send(b"x" * 5000)
-        with pytest.raises(LinkBrokenError, match="5000 bytes|1009"):
+        with pytest.raises(LinkBrokenError, match=r"5000 bytes|1009"):
             await server.receive()
