@@ -153,6 +153,11 @@ def loop_in_thread() -> Iterator[asyncio.AbstractEventLoop]:
     if loop.is_running():
         loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
+    pending = asyncio.all_tasks(loop)  # waits abandoned when the loop stopped
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.close()
 
 
