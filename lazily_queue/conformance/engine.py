@@ -203,7 +203,13 @@ class ModelRunner(ABC):
         """Run the op and return its JSON-shaped result."""
 
     @abstractmethod
-    def check_state(self, step: int, expected: Mapping[str, Any]) -> None: ...
+    def state(self, step: int, key: str) -> Any:
+        """The actual JSON-shaped value of the state key ``key`` after the op."""
+
+    def check_state(self, step: int, expected: Mapping[str, Any]) -> None:
+        for key, want in expected.items():
+            if key != "invalidates":
+                check(step, key, want, self.state(step, key))
 
     def coalesced(self, op: Mapping[str, Any]) -> bool:
         """True when the op must yield at most one rerun per probe."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
-from .compare import check, fail
+from .compare import fail
 from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
@@ -133,17 +133,15 @@ class TopicRunner(ModelRunner):
         self.probes = self.mint_probes()
         self.probes.baseline()
 
-    def check_state(self, step: int, expected: Mapping[str, Any]) -> None:
+    def state(self, step: int, key: str) -> Any:
         adapter = self.adapter
-        for key, want in expected.items():
-            if key == "base_offset":
-                check(step, key, want, adapter.base_offset())
-            elif key == "elements":
-                check(step, key, want, adapter.elements())
-            elif key == "subscriptions":
-                check(step, key, want, adapter.subscriptions())
-            elif key == "reads":
-                check(step, key, want, self._reads(step))
+        if key == "base_offset":
+            return adapter.base_offset()
+        if key == "elements":
+            return adapter.elements()
+        if key == "subscriptions":
+            return adapter.subscriptions()
+        return self._reads(step)
 
     def _reads(self, step: int) -> dict[str, Any]:
         """``read_stream`` of exactly the connected subscribers, via their readers."""
