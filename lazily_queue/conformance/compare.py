@@ -47,6 +47,19 @@ def fail(
     raise ConformanceFailure(Mismatch(step, key, expected, actual, message))
 
 
+def is_int(value: object) -> bool:
+    """A JSON integer (``true``/``false`` excluded)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require_object(value: Any, key: str, keys: frozenset[str]) -> dict[str, Any]:
+    """``value`` if it is an object with exactly ``keys``; a setup failure otherwise."""
+    if not isinstance(value, dict) or set(value) != keys:
+        got = sorted(value) if isinstance(value, dict) else value
+        fail(None, key, f"must be an object with keys {sorted(keys)}, got {got!r}")
+    return value
+
+
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value, sort_keys=True)

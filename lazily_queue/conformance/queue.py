@@ -7,7 +7,7 @@ from typing import Any
 
 from ..core.queue import EMPTY
 from .backend import QueueAdapter, QueueInitial, outcome_label
-from .compare import fail
+from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
@@ -41,21 +41,11 @@ class QueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
-        if not isinstance(initial, dict):
-            fail(None, "initial", f"must be an object, got {initial!r}")
-        keys = set(initial)
-        if keys != INITIAL_KEYS:
-            fail(
-                None,
-                "initial",
-                f"key set must be {sorted(INITIAL_KEYS)}, got {sorted(keys)}",
-            )
+        initial = require_object(initial, "initial", INITIAL_KEYS)
         elements, capacity, closed = initial["elements"], initial["capacity"], initial["closed"]
         if not isinstance(elements, list):
             fail(None, "initial.elements", f"must be an array, got {elements!r}")
-        if capacity is not None and (
-            isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
-        ):
+        if capacity is not None and (not is_int(capacity) or capacity < 1):
             fail(
                 None,
                 "initial.capacity",

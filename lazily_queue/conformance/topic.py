@@ -12,15 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
-from .compare import fail
+from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
 RECORD_KEYS = frozenset({"durability", "connected", "cursor"})
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _json(value: Any) -> Any:
@@ -73,11 +69,9 @@ class TopicRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
-        if not isinstance(initial, dict) or set(initial) != INITIAL_KEYS:
-            got = sorted(initial) if isinstance(initial, dict) else initial
-            fail(None, "initial", f"key set must be {sorted(INITIAL_KEYS)}, got {got!r}")
+        initial = require_object(initial, "initial", INITIAL_KEYS)
         base, elements, subs = initial["base_offset"], initial["elements"], initial["subscriptions"]
-        if not _is_int(base) or base < 0:
+        if not is_int(base) or base < 0:
             fail(None, "initial.base_offset", f"must be an int >= 0, got {base!r}")
         if not isinstance(elements, list):
             fail(None, "initial.elements", f"must be an array, got {elements!r}")
@@ -86,9 +80,8 @@ class TopicRunner(ModelRunner):
         records = {}
         for sid, raw in subs.items():
             where = f"initial.subscriptions.{sid}"
-            if not isinstance(raw, dict) or set(raw) != RECORD_KEYS:
-                fail(None, where, f"must be an object with keys {sorted(RECORD_KEYS)}")
-            if not isinstance(raw["connected"], bool) or not _is_int(raw["cursor"]):
+            raw = require_object(raw, where, RECORD_KEYS)
+            if not isinstance(raw["connected"], bool) or not is_int(raw["cursor"]):
                 fail(None, where, f"connected must be a bool and cursor an int, got {raw!r}")
             records[sid] = SubscriptionRecord(raw["durability"], raw["connected"], raw["cursor"])
         self._ids = subscriber_ids(document)

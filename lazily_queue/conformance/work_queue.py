@@ -6,17 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .backend import WorkQueueAdapter, WorkQueueInitial
-from .compare import fail
+from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
 
 READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(
     {"visibility_timeout", "max_deliveries", "pending", "in_flight", "dead_letters"}
 )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @register_runner
@@ -40,9 +36,7 @@ class WorkQueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
-        if not isinstance(initial, dict) or set(initial) != INITIAL_KEYS:
-            got = sorted(initial) if isinstance(initial, dict) else initial
-            fail(None, "initial", f"key set must be {sorted(INITIAL_KEYS)}, got {got!r}")
+        initial = require_object(initial, "initial", INITIAL_KEYS)
         for key in ("pending", "in_flight", "dead_letters"):
             if initial[key] != []:
                 fail(
@@ -52,9 +46,9 @@ class WorkQueueRunner(ModelRunner):
                     f"runner rejects seeded state), got {initial[key]!r}",
                 )
         timeout, limit = initial["visibility_timeout"], initial["max_deliveries"]
-        if not _is_int(timeout) or timeout <= 0:
+        if not is_int(timeout) or timeout <= 0:
             fail(None, "initial.visibility_timeout", f"must be an int > 0, got {timeout!r}")
-        if not _is_int(limit) or limit < 1:
+        if not is_int(limit) or limit < 1:
             fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
         self._adapter = await self.backend.work_queue(
             WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit), self.flavor
