@@ -1,0 +1,103 @@
+"""wss:// links with a caller-supplied SSL context and a self-signed certificate."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import ssl
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from transport_helpers import channel_pair, make_config
+
+from transports import dial, listen
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lazily-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    directory = tmp_path_factory.mktemp("tls")
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+def server_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    return context
+
+
+@pytest.fixture
+def client_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(certificate[0]))
+    assert context.check_hostname
+    return context
+
+
+async def test_wss_round_trip_with_verified_certificate(
+    server_context: ssl.SSLContext, client_context: ssl.SSLContext
+) -> None:
+    async with channel_pair(
+        "wss://127.0.0.1:0/secure", ssl_context=server_context, client_ssl=client_context
+    ) as (client, server):
+        assert client.scheme == "wss"
+        await client.send(b"encrypted" * 1000)
+        assert await server.receive() == b"encrypted" * 1000
+        await server.send(b"reply")
+        assert await client.receive() == b"reply"
+
+
+async def test_wss_rejects_an_untrusted_certificate(server_context: ssl.SSLContext) -> None:
+    async def handler(channel: object) -> None:
+        raise AssertionError("no link should be accepted")
+
+    async with listen(
+        "wss://127.0.0.1:0/secure", make_config(2), handler, ssl_context=server_context
+    ) as listener:
+        with pytest.raises(ssl.SSLError):
+            await dial(listener.address, make_config(1), ssl_context=ssl.create_default_context())
+
+
+async def test_tls_arguments_are_checked() -> None:
+    async def handler(channel: object) -> None:
+        pass
+
+    with pytest.raises(ValueError, match="needs a server ssl_context"):
+        async with listen("wss://127.0.0.1:0/x", make_config(2), handler):
+            pass
+    with pytest.raises(ValueError, match="plain ws://"):
+        await dial("ws://127.0.0.1:9/x", make_config(1), ssl_context=ssl.create_default_context())
+    with pytest.raises(ValueError, match="do not use TLS"):
+        await dial("tcp://127.0.0.1:9", make_config(1), ssl_context=ssl.create_default_context())
