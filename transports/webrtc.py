@@ -53,7 +53,7 @@ __all__ = [
 _SCHEMES = {"webrtc": "ws", "webrtc+ws": "ws", "webrtc+wss": "wss"}
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1"}
 _JOIN_RETRY = 0.05
-_JOIN_ATTEMPTS = 40
+_JOIN_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)

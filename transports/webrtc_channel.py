@@ -138,10 +138,12 @@ class WebRTCChannel(BufferedChannel):
         if self._reason is not None:
             return
         if isinstance(message, str):
-            if message == _EOF and not self._partial:
-                self._deliver_eof()
-            else:
+            if message != _EOF:
                 self._fail(f"unexpected text message {message[:40]!r} on the data channel")
+            elif self._partial:
+                self._fail("the peer ended its stream inside a frame")
+            else:
+                self._deliver_eof()
             return
         data: bytes | bytearray = message
         if self._partial:

@@ -167,7 +167,7 @@ class SignalingSession:
         if pending.pc is not None:
             self._negotiating.pop(pending.pc, None)
         if pending.abandoned or pending.done or pending.channel is None:
-            self._spawn(self._close_pc(pending.pc))
+            self._spawn(self._discard(pending))
             return
         pending.resolve(pending.channel)
 
@@ -366,6 +366,8 @@ class SignalingSession:
         pending.finish()
         if pending.pc is not None:
             self._negotiating.pop(pending.pc, None)
+            if pending.channel is not None:
+                await pending.channel.aclose()
             await self._close_pc(pending.pc)
 
     @staticmethod
