@@ -13,13 +13,17 @@ Rules:
 - A call on a loop that is not running (never started, stopped or closed) raises
   :class:`LoopNotRunning`, and so does a wait whose loop stops before answering.
 
-``QueueCell.threadsafe()`` returns a :class:`ThreadSafeQueue` built on this bridge.
+``QueueCell.threadsafe()`` returns a typed :class:`ThreadSafeQueue`;
+``TopicCell.threadsafe()`` and ``WorkQueueCell.threadsafe()`` return a
+:class:`ThreadSafeCell`, a blocking proxy for any cell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import inspect
 import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -177,3 +181,46 @@ class ThreadSafeQueue(Generic[T]):
 
     def is_closed(self) -> bool:
         return self._bridge.call(self._cell.is_closed.get)
+
+
+class ThreadSafeCell:
+    """Blocking proxy for any cell: ``proxy.name(...)`` runs ``cell.name(...)`` on the loop.
+
+    Plain methods and readers (slots are callable) run through :meth:`LoopBridge.call`;
+    coroutine methods (``apublish``, ``claim``, ...) run as tasks through
+    :meth:`LoopBridge.run` and accept an extra ``bridge_timeout`` keyword.
+    Non-callable attributes are not proxied.
+    """
+
+    __slots__ = ("_bridge", "_cell")
+
+    def __init__(self, cell: object, bridge: LoopBridge) -> None:
+        self._cell = cell
+        self._bridge = bridge
+
+    @property
+    def bridge(self) -> LoopBridge:
+        return self._bridge
+
+    def __repr__(self) -> str:
+        return f"ThreadSafeCell({self._cell!r})"
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        target = getattr(self._cell, name)
+        bridge = self._bridge
+        if inspect.iscoroutinefunction(target):
+
+            def run(*args: Any, bridge_timeout: float | None = None, **kwargs: Any) -> Any:
+                return bridge.run(target(*args, **kwargs), timeout=bridge_timeout)
+
+            return run
+        if callable(target):
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return bridge.call(functools.partial(target, *args, **kwargs))
+
+            return call
+        raise AttributeError(
+            f"{type(self._cell).__name__}.{name} is not callable; only methods and readers "
+            "are proxied to the loop thread"
+        )

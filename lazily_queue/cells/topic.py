@@ -9,6 +9,7 @@ transition names, in one batch, whether or not their values differ.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
@@ -21,6 +22,7 @@ from ..storage.topic import (
     TopicStorage,
     TopicView,
 )
+from ..threads import LoopBridge, ThreadSafeCell
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -169,6 +171,10 @@ class TopicCell(Generic[T]):
     def snapshot(self) -> dict[str, Any]:
         """Base, retained elements and every record (the ``initial`` shape of fixtures)."""
         return self._storage.snapshot()
+
+    def threadsafe(self, loop: asyncio.AbstractEventLoop | None = None) -> ThreadSafeCell:
+        """A blocking proxy for other threads (see :mod:`lazily_queue.threads`)."""
+        return ThreadSafeCell(self, LoopBridge(loop))
 
     # -- awaitable twins ------------------------------------------------------------------
 

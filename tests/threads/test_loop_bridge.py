@@ -10,8 +10,16 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import QueueCell, QueueClosed, QueuePopError, QueuePushError
-from lazily_queue.threads import LoopBridge, LoopNotRunning, ThreadSafetyError
+from lazily_queue import (
+    QueueCell,
+    QueueClosed,
+    QueuePopError,
+    QueuePushError,
+    TopicCell,
+    WorkQueueCell,
+)
+from lazily_queue.reactive import Context
+from lazily_queue.threads import LoopBridge, LoopNotRunning, ThreadSafeCell, ThreadSafetyError
 
 PRODUCERS = 4
 ITEMS = 400
@@ -186,3 +194,54 @@ def test_wait_interrupted_by_loop_stop(loop_in_thread: asyncio.AbstractEventLoop
     threading.Timer(0.1, lambda: loop_in_thread.call_soon_threadsafe(loop_in_thread.stop)).start()
     with pytest.raises(LoopNotRunning, match="stopped before the call finished"):
         handle.pop()
+
+
+async def test_topic_proxy_from_threads() -> None:
+    topic: TopicCell[int] = TopicCell()
+    proxy = topic.threadsafe()
+    topic.subscribe("reader")
+
+    def publish(base: int) -> None:
+        for i in range(100):
+            proxy.publish(base + i)
+
+    threads = [threading.Thread(target=publish, args=(b,)) for b in (0, 1000)]
+    for t in threads:
+        t.start()
+    received: list[int] = []
+    stream = topic.stream("reader")
+    while len(received) < 200:
+        received.append(await anext(stream))
+    for t in threads:
+        t.join(5)
+    assert sorted(received) == sorted([*range(100), *range(1000, 1100)])
+    assert await asyncio.to_thread(proxy.read_stream, "reader") == []
+    assert await asyncio.to_thread(lambda: proxy.reader("reader")()) == []
+
+
+async def test_work_queue_proxy_competing_threads() -> None:
+    cell = WorkQueueCell(visibility_timeout=60, context=Context())
+    proxy = ThreadSafeCell(cell, LoopBridge())
+    for i in range(300):
+        cell.push(i)
+    done: list[list[Any]] = [[] for _ in range(3)]
+
+    def work(name: str, out: list[Any]) -> None:
+        while (delivery := proxy.try_claim(name, 0)) is not None:
+            assert proxy.ack(name, delivery.delivery_id) is True
+            out.append(delivery.value)
+
+    threads = [threading.Thread(target=work, args=(f"w{i}", d)) for i, d in enumerate(done)]
+    for t in threads:
+        t.start()
+    def join_all() -> None:
+        for t in threads:
+            t.join(30)
+
+    await asyncio.to_thread(join_all)
+    assert sorted(v for d in done for v in d) == list(range(300))
+    assert cell.in_flight_len() == 0 and cell.is_empty()
+    with pytest.raises(AttributeError, match="not callable"):
+        await asyncio.to_thread(getattr, proxy, "name")
+    with pytest.raises(ThreadSafetyError):
+        proxy.push(1)
