@@ -323,6 +323,7 @@ async def replay(
     model = str(document.get("model"))
     steps = fixture.steps
     passed = 0
+    current: int | None = None
     failure: Mismatch | None = None
     try:
         if flavor not in engine.flavors:
@@ -334,15 +335,20 @@ async def replay(
             await runner.build(document["initial"], document)
             try:
                 runner.probes = runner.mint_probes()
-                for index, step in enumerate(steps):
-                    await _run_step(runner, index, step)
+                for current, step in enumerate(steps):
+                    await _run_step(runner, current, step)
                     passed += 1
+                current = None
             finally:
                 if runner.probes is not None:
                     runner.probes.dispose()
                 await runner.adapter.dispose()
     except ConformanceFailure as exc:
         failure = exc.mismatch
+    except Exception as exc:  # a broken backend or reader: report it, do not crash the run
+        where = "setup or teardown" if current is None else "checking the step"
+        message = f"{where} raised {type(exc).__name__}: {exc}"
+        failure = Mismatch(current, "error", None, None, message)
     return ReplayResult(
         fixture=fixture.name,
         model=model,

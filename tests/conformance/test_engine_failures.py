@@ -319,3 +319,18 @@ async def test_every_project_fixture_fails_on_a_cell_that_drops_len() -> None:
             continue
         result = await replay(Fixture.from_document(doc, path.stem), backend=backend)
         assert not result.passed, f"{path.stem} did not notice a missing len invalidation"
+
+
+class RaisingReaderAdapter(LocalQueueAdapter):
+    """A reader that works at setup and then breaks: reported, not raised."""
+
+    def elements(self) -> list[Any]:
+        raise RuntimeError("storage snapshot unavailable")
+
+
+async def test_errors_in_a_backend_are_reported_as_failures() -> None:
+    doc = base_queue()
+    doc["steps"][0]["expected"]["elements"] = ["a"]
+    failure = await failure_of(doc, backend=BrokenBackend(QueueCell, RaisingReaderAdapter))
+    assert failure.step == 0 and failure.key == "error"
+    assert "RuntimeError: storage snapshot unavailable" in failure.message
