@@ -5,7 +5,9 @@ the application process, over pluggable storage: an in-process deque, or a Raft 
 replicated across peers of the same application.
 """
 
-from .cells import QueueCell, TopicCell, WorkQueueCell
+from typing import TYPE_CHECKING, Any
+
+from .cells import Job, QueueCell, TopicCell, WorkQueueCell
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
@@ -13,6 +15,7 @@ from .core.work import (
     DeadLetterReason,
     Delivery,
     PendingItem,
+    Receipt,
     WorkQueueCore,
     WorkReader,
     WorkTransition,
@@ -22,6 +25,7 @@ from .errors import (
     InvalidSnapshot,
     LazilyQueueError,
     QueueClosed,
+    SettlementRejected,
     UnsupportedOperation,
 )
 from .reactive import Context, batch
@@ -34,8 +38,34 @@ from .storage import (
     WorkQueueStorage,
 )
 
+if TYPE_CHECKING:
+    from .node import ClusterMismatch, Node
+    from .raft.errors import CommitTimeout, NodeNotRunning, NoQuorum, ProposalRejected
+
+_LAZY = {
+    "Node": "node",
+    "ClusterMismatch": "node",
+    "CommitTimeout": "raft.errors",
+    "NoQuorum": "raft.errors",
+    "NodeNotRunning": "raft.errors",
+    "ProposalRejected": "raft.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The replicated runtime (``Node`` and its errors) loads on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lazily_queue' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
 __all__ = [
     "EMPTY",
+    "ClusterMismatch",
+    "CommitTimeout",
     "Context",
     "DeadLetter",
     "DeadLetterReason",
@@ -43,16 +73,23 @@ __all__ = [
     "Durability",
     "InvalidConfiguration",
     "InvalidSnapshot",
+    "Job",
     "LazilyQueueError",
+    "NoQuorum",
+    "Node",
+    "NodeNotRunning",
     "PendingItem",
+    "ProposalRejected",
     "QueueCell",
     "QueueClosed",
     "QueuePopError",
     "QueuePushError",
     "QueueReader",
     "QueueStorage",
+    "Receipt",
     "ReplicatedTopicStorage",
     "ReplicatedWorkQueueStorage",
+    "SettlementRejected",
     "SubscribeOutcome",
     "TopicCell",
     "TopicCore",

@@ -21,3 +21,7 @@ class InvalidConfiguration(LazilyQueueError, ValueError):
 
 class InvalidSnapshot(LazilyQueueError, ValueError):
     """A snapshot to restore is malformed or inconsistent; the message says which part."""
+
+
+class SettlementRejected(LazilyQueueError):
+    """An ack/nack was refused: the delivery is no longer leased to this worker."""

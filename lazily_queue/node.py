@@ -15,6 +15,9 @@ operation durable on a majority of disks; ``"none"`` skips fsync (tests, caches)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import random
 import tempfile
@@ -24,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .cells.queue import QueueCell
+from .cells.topic import TopicCell
+from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
 from .raft import commands as C
 from .raft.disk import OsDisk
@@ -35,7 +40,10 @@ from .raft.network import RaftNetwork
 from .raft.replica import Replica, ReplicaConfig
 from .raft.state_machine import Event
 from .reactive import Context, resolve_context
+from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_queue import RaftQueueStorage, raise_op_error
+
+log = logging.getLogger(__name__)
 
 Durability = Literal["fsync", "none"]
 
@@ -64,6 +72,8 @@ class Node:
         tick_interval: float = 0.02,
         allow_unauthenticated: bool = False,
         seed: int | None = None,
+        maintenance_interval: float | None = 0.2,
+        topic_gc_interval: float = 5.0,
     ) -> None:
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
@@ -101,6 +111,13 @@ class Node:
         self._driver: Driver | None = None
         self._queues: dict[str, RaftQueueStorage[Any]] = {}
         self._queue_cells: dict[str, QueueCell[Any]] = {}
+        self._topics: dict[str, RaftTopicStorage] = {}
+        self._topic_cells: dict[str, TopicCell[Any]] = {}
+        self._works: dict[str, RaftWorkQueueStorage] = {}
+        self._work_cells: dict[str, WorkQueueCell] = {}
+        self.maintenance_interval = maintenance_interval
+        self.topic_gc_interval = topic_gc_interval
+        self._maintenance: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -142,6 +159,10 @@ class Node:
             addresses=self.peers,
         )
         await self._driver.start()
+        if self.maintenance_interval is not None:
+            self._maintenance = asyncio.create_task(
+                self._maintain(), name=f"lazily-maintenance-{self.node_id}"
+            )
 
     def _default_network(self) -> RaftNetwork:
         from .raft.mesh import MeshNetwork
@@ -177,6 +198,11 @@ class Node:
             )
 
     async def stop(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+            self._maintenance = None
         if self._driver is not None:
             await self._driver.stop()
         if self._tmp is not None:
@@ -215,16 +241,91 @@ class Node:
         self._queue_cells[name] = cell
         return cell
 
+    def topic(self, name: str) -> TopicCell[Any]:
+        """The replicated topic ``name`` (declared on first use)."""
+        cell = self._topic_cells.get(name)
+        if cell is None:
+            storage = RaftTopicStorage(self.driver, name, timeout=self.op_timeout)
+            cell = TopicCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
+            self._topics[name] = storage
+            self._topic_cells[name] = cell
+        return cell
+
+    def work_queue(
+        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+    ) -> WorkQueueCell:
+        """The replicated work queue ``name``.
+
+        ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
+        replicated queue are the leader's milliseconds since the Unix epoch. Every node
+        must open it with the same settings.
+        """
+        timeout_ms = round(visibility_timeout * 1000)
+        cell = self._work_cells.get(name)
+        if cell is not None:
+            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
+                raise InvalidConfiguration(
+                    f"work queue {name!r} is already open with other settings"
+                )
+            return cell
+        storage = RaftWorkQueueStorage(
+            self.driver,
+            name,
+            visibility_timeout=timeout_ms,
+            max_deliveries=max_deliveries,
+            timeout=self.op_timeout,
+        )
+        cell = WorkQueueCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
+        self._works[name] = storage
+        self._work_cells[name] = cell
+        return cell
+
     def _on_events(self, events: list[Event]) -> None:
         with self.ctx.batch():
             for kind, name, data in events:
+                target: Any = None
                 if kind == "queue":
-                    storage = self._queues.get(name)
-                    if storage is not None:
-                        storage.on_event(data)
+                    target = self._queues.get(name)
+                elif kind == "topic":
+                    target = self._topics.get(name)
+                elif kind == "work":
+                    target = self._works.get(name)
                 elif kind == "restored":
-                    for storage in self._queues.values():
-                        storage.on_reset()
+                    for group in (self._queues, self._topics, self._works):
+                        for storage in group.values():
+                            storage.on_reset()
+                if target is not None:
+                    target.on_event(data)
+
+    async def _maintain(self) -> None:
+        """On the leader: expire leases and collect topic retention, as proposals."""
+        assert self.maintenance_interval is not None
+        last_gc = time.monotonic()
+        while True:
+            await asyncio.sleep(self.maintenance_interval)
+            if not self.is_leader:
+                continue
+            try:
+                await self._maintain_once(time.monotonic() - last_gc >= self.topic_gc_interval)
+            except Exception as exc:
+                log.info("node %s: maintenance round skipped: %s", self.node_id, exc)
+            if time.monotonic() - last_gc >= self.topic_gc_interval:
+                last_gc = time.monotonic()
+
+    async def _maintain_once(self, gc_topics: bool) -> None:
+        sm = self.driver.replica.sm
+        now_ms = int(time.time() * 1000)
+        calls = []
+        for name, state in sm.work_queues.items():
+            deadlines = [d.deadline for d in state.core.in_flight()]
+            if deadlines and min(deadlines) < max(now_ms, sm.now):
+                calls.append(self.driver.call(C.WORK_REAP, [name, None], timeout=self.op_timeout))
+        if gc_topics:
+            for name, topic in sm.topics.items():
+                if topic.retention_frontier() > topic.base_offset():
+                    calls.append(self.driver.call(C.TOPIC_GC, [name], timeout=self.op_timeout))
+        if calls:
+            await asyncio.gather(*calls)
 
     # -- cluster --------------------------------------------------------------------------
 
@@ -263,8 +364,32 @@ class Node:
         status = replica.status()
         status["cluster"] = self.cluster
         status["durability"] = self.durability
+        sm = replica.sm
         status["queues"] = {
             name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
-            for name, q in sorted(replica.sm.queues.items())
+            for name, q in sorted(sm.queues.items())
+        }
+        status["topics"] = {
+            name: {
+                "base_offset": t.base_offset(),
+                "end_offset": t.end_offset(),
+                "retained": t.end_offset() - t.base_offset(),
+                "subscribers": {
+                    sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
+                    for sid, rec in sorted(t.subscriptions().items())
+                },
+            }
+            for name, t in sorted(sm.topics.items())
+        }
+        status["work_queues"] = {
+            name: {
+                "pending": w.core.pending_len(),
+                "in_flight": w.core.in_flight_len(),
+                "dead_letters": w.core.dead_letter_len(),
+                "workers": {
+                    worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
+                },
+            }
+            for name, w in sorted(sm.work_queues.items())
         }
         return status

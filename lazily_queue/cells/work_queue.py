@@ -13,7 +13,7 @@ expires until :meth:`WorkQueueCell.reap_expired` is called.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.work import (
@@ -31,6 +31,7 @@ from ..storage.work import (
     WorkQueueStorage,
     WorkQueueView,
 )
+from .job import Job
 
 R = TypeVar("R")
 
@@ -139,6 +140,9 @@ class WorkQueueCell:
 
     def _now(self, now: Now) -> float:
         if now is None:
+            if self._replicated and self.clock is None:
+                # Replicated storage: the leader stamps its own time.
+                return None  # type: ignore[return-value]
             if self.clock is None:
                 raise ValueError(
                     f"{self.name}: pass now= (a time or a clock callable) or construct the "
@@ -270,3 +274,16 @@ class WorkQueueCell:
         if remote is None:
             return self.redrive(item_ids)
         return self._apply(await remote.redrive_async(item_ids))
+
+    # -- workers ----------------------------------------------------------------------------
+
+    async def deliveries(self, worker: str, *, now: Now = None) -> AsyncIterator[Job]:
+        """Claim work for ``worker`` forever, yielding each lease as a :class:`Job`.
+
+        Use each job as an async context manager: it is acked when the block ends
+        normally and nacked when it raises or is cancelled. A job the worker never
+        settles stays leased and is redelivered after its lease expires.
+        """
+        while True:
+            delivery = await self.claim(worker, now=now)
+            yield Job(self, delivery)

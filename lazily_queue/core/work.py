@@ -397,3 +397,23 @@ _SNAPSHOT_KEYS = {"visibility_timeout", "max_deliveries", "next_item_id", "next_
                   "pending", "in_flight", "dead_letters"}
 _DELIVERY_KEYS = {"delivery_id", "item_id", "value", "worker", "attempt", "deadline"}
 _REASONS = {reason.value for reason in DeadLetterReason}
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """Proof of a committed settlement: which delivery, by whom, how and when.
+
+    ``duplicate`` is True when the settlement had already been made (a retry) and this
+    is the receipt recorded the first time.
+    """
+
+    queue: str
+    delivery_id: int
+    item_id: int
+    worker: str
+    outcome: str
+    settled_at: float
+    duplicate: bool = False
+
+    def to_list(self) -> list[Any]:
+        return [self.delivery_id, self.item_id, self.worker, self.outcome, self.settled_at]

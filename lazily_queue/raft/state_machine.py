@@ -14,12 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.fifo import VecDequeStorage
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError, QueuePushError
 from . import commands as C
 from .commands import CommandError, OpError
+
+if TYPE_CHECKING:
+    from ..core.topic import TopicCore
+    from .state_collections import WorkState
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class StateMachine:
     def __init__(self) -> None:
         self.now = 0
         self.queues: dict[str, VecDequeStorage[Any]] = {}
+        self.topics: dict[str, TopicCore[Any]] = {}
+        self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
         self.sessions: dict[int, Session] = {}
         self.extra: dict[str, Any] = {}
@@ -299,3 +305,7 @@ def _member_address(sm: StateMachine, args: list[Any]) -> Any:
     sm.addresses[str(node_id)] = str(address)
     sm.emit("address", str(node_id), str(address))
     return None
+
+
+# Topic and work-queue operations register themselves.
+from . import state_collections as _state_collections  # noqa: E402,F401

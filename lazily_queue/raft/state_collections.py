@@ -1,0 +1,269 @@
+"""Topics and work queues in the replicated state machine.
+
+The local cores (``TopicCore``, ``WorkQueueCore``) run unchanged on every replica; the
+log is their serialization point. Work-queue time is the leader's stamp on the batch
+(milliseconds since the Unix epoch, never decreasing), so ``claim``, ``reap`` and lease
+extension apply identically everywhere. Settlements (ack / nack) leave a receipt; a
+settlement repeated by the same worker (a retry after a failover, from a restarted
+process) returns the original receipt instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from ..core.topic import Durability, TopicCore
+from ..core.work import Delivery, Receipt, WorkQueueCore
+from . import commands as C
+from .state_machine import OpErrorRaised, StateMachine, handler, section
+
+RECEIPTS_KEPT = 65536
+
+
+class WorkState:
+    """A replicated work queue: the core plus its recent receipts."""
+
+    def __init__(self, core: WorkQueueCore) -> None:
+        self.core = core
+        self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
+
+    def remember(self, name: str, delivery: Delivery, outcome: str, now: int) -> Receipt:
+        receipt = Receipt(name, delivery.delivery_id, delivery.item_id, delivery.worker,
+                          outcome, now)
+        self.receipts[delivery.delivery_id] = receipt.to_list()
+        while len(self.receipts) > RECEIPTS_KEPT:
+            self.receipts.popitem(last=False)
+        return receipt
+
+    def earlier(self, name: str, worker: str, delivery_id: int, outcome: str) -> Receipt | None:
+        raw = self.receipts.get(delivery_id)
+        if raw is None or raw[2] != worker or raw[3] != outcome:
+            return None
+        return Receipt(name, raw[0], raw[1], raw[2], raw[3], raw[4], duplicate=True)
+
+
+def _name(args: list[Any]) -> str:
+    name = args[0]
+    if not isinstance(name, str) or not name:
+        raise OpErrorRaised("bad_name", f"name must be a non-empty string, got {name!r}")
+    return name
+
+
+# -- topics ---------------------------------------------------------------------------------
+
+
+def _topic(sm: StateMachine, args: list[Any]) -> tuple[str, TopicCore[Any]]:
+    name = _name(args)
+    topic = sm.topics.get(name)
+    if topic is None:
+        raise OpErrorRaised("unknown_topic", f"topic {name!r} has not been declared")
+    return name, topic
+
+
+def _topic_changed(sm: StateMachine, name: str, invalidated: frozenset[str]) -> None:
+    if invalidated:
+        sm.emit("topic", name, invalidated)
+
+
+@handler(C.TOPIC_DECLARE)
+def _topic_declare(sm: StateMachine, args: list[Any]) -> Any:
+    name = _name(args)
+    if name not in sm.topics:
+        sm.topics[name] = TopicCore()
+    return None
+
+
+@handler(C.TOPIC_PUBLISH)
+def _topic_publish(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.publish(args[1])
+    _topic_changed(sm, name, invalidated)
+    return result
+
+
+@handler(C.TOPIC_SUBSCRIBE)
+def _topic_subscribe(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.subscribe(args[1], Durability(args[2]))
+    _topic_changed(sm, name, invalidated)
+    return result.name
+
+
+@handler(C.TOPIC_RECONNECT)
+def _topic_reconnect(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.reconnect(args[1])
+    _topic_changed(sm, name, invalidated)
+    return result
+
+
+@handler(C.TOPIC_DISCONNECT)
+def _topic_disconnect(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.disconnect(args[1])
+    _topic_changed(sm, name, invalidated)
+    return result
+
+
+@handler(C.TOPIC_ADVANCE)
+def _topic_advance(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.advance(args[1])
+    _topic_changed(sm, name, invalidated)
+    return result
+
+
+@handler(C.TOPIC_GC)
+def _topic_gc(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    result, invalidated = topic.gc()
+    _topic_changed(sm, name, invalidated)
+    return result
+
+
+section(
+    "topics",
+    lambda sm: {name: t.snapshot() for name, t in sm.topics.items()},
+    lambda sm, doc: setattr(
+        sm, "topics", {str(n): TopicCore.from_snapshot(s) for n, s in (doc or {}).items()}
+    ),
+)
+
+
+# -- work queues ----------------------------------------------------------------------------
+
+
+def _work(sm: StateMachine, args: list[Any]) -> tuple[str, WorkState]:
+    name = _name(args)
+    state = sm.work_queues.get(name)
+    if state is None:
+        raise OpErrorRaised("unknown_work_queue", f"work queue {name!r} has not been declared")
+    return name, state
+
+
+def _time(sm: StateMachine, value: Any) -> int:
+    """The op's explicit time, or the leader's stamp when the op carries none."""
+    if value is None:
+        return sm.now
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise OpErrorRaised("bad_time", f"now must be a non-negative number, got {value!r}")
+    return int(value)
+
+
+def _work_changed(sm: StateMachine, name: str, mask: int) -> None:
+    if mask:
+        sm.emit("work", name, mask)
+
+
+@handler(C.WORK_DECLARE)
+def _work_declare(sm: StateMachine, args: list[Any]) -> Any:
+    name = _name(args)
+    visibility_timeout, max_deliveries = args[1], args[2]
+    existing = sm.work_queues.get(name)
+    if existing is not None:
+        core = existing.core
+        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries):
+            raise OpErrorRaised(
+                "config_mismatch",
+                f"work queue {name!r} exists with visibility_timeout="
+                f"{core.visibility_timeout} ms and max_deliveries={core.max_deliveries}; open "
+                "it with the same settings on every node",
+            )
+        return None
+    try:
+        sm.work_queues[name] = WorkState(WorkQueueCore(visibility_timeout, max_deliveries))
+    except (TypeError, ValueError) as exc:
+        raise OpErrorRaised("bad_config", str(exc)) from exc
+    return None
+
+
+@handler(C.WORK_PUSH)
+def _work_push(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    result, mask = state.core.push(args[1])
+    _work_changed(sm, name, mask)
+    return [result, mask]
+
+
+@handler(C.WORK_CLAIM)
+def _work_claim(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    result, mask = state.core.claim(args[1], _time(sm, args[2]))
+    _work_changed(sm, name, mask)
+    return [None if result is None else result.to_dict(), mask]
+
+
+def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
+    name, state = _work(sm, args)
+    worker, delivery_id = args[1], args[2]
+    delivery = None
+    for d in state.core.in_flight():
+        if d.delivery_id == delivery_id:
+            delivery = d
+            break
+    core = state.core
+    result, mask = core.ack(worker, delivery_id) if outcome == "acked" else core.nack(
+        worker, delivery_id
+    )
+    _work_changed(sm, name, mask)
+    if result and delivery is not None:
+        return [True, mask, state.remember(name, delivery, outcome, sm.now).to_list(), False]
+    earlier = state.earlier(name, worker, delivery_id, outcome)
+    if earlier is not None:
+        return [True, 0, earlier.to_list(), True]
+    return [False, mask, None, False]
+
+
+@handler(C.WORK_ACK)
+def _work_ack(sm: StateMachine, args: list[Any]) -> Any:
+    return _settle(sm, args, "acked")
+
+
+@handler(C.WORK_NACK)
+def _work_nack(sm: StateMachine, args: list[Any]) -> Any:
+    return _settle(sm, args, "nacked")
+
+
+@handler(C.WORK_REAP)
+def _work_reap(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    result, mask = state.core.reap_expired(_time(sm, args[1]))
+    _work_changed(sm, name, mask)
+    return [result, mask]
+
+
+@handler(C.WORK_EXTEND)
+def _work_extend(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    result, mask = state.core.extend_lease(args[1], args[2], _time(sm, args[3]))
+    _work_changed(sm, name, mask)
+    return [result, mask]
+
+
+@handler(C.WORK_REDRIVE)
+def _work_redrive(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    result, mask = state.core.redrive(args[1])
+    _work_changed(sm, name, mask)
+    return [result, mask]
+
+
+def _capture_work(sm: StateMachine) -> dict[str, Any]:
+    return {
+        name: {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
+        for name, s in sm.work_queues.items()
+    }
+
+
+def _restore_work(sm: StateMachine, doc: Any) -> None:
+    queues: dict[str, WorkState] = {}
+    for name, raw in (doc or {}).items():
+        state = WorkState(WorkQueueCore.from_snapshot(raw["core"]))
+        for receipt in raw["receipts"]:
+            state.receipts[int(receipt[0])] = list(receipt)
+        queues[str(name)] = state
+    sm.work_queues = queues
+
+
+section("work_queues", _capture_work, _restore_work)

@@ -1,0 +1,262 @@
+"""Raft-backed topic and work-queue storages (replicated cores, local views).
+
+Reads show this node's applied replica of the core; operations are proposals that
+return once committed and applied here, with the same results and reader masks as the
+local core. Work-queue time is the leader's: an operation's ``now`` of ``None`` (the
+default) is replaced by the leader's stamp, in milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.work import (
+    DeadLetter,
+    Delivery,
+    PendingItem,
+    Receipt,
+    WorkQueueCore,
+    WorkReader,
+    WorkTransition,
+)
+from ..raft import commands as C
+from .raft_queue import ReplicatedObject
+from .topic import TopicChangeListener
+from .work import WorkQueueChangeListener
+
+ALL_WORK_READERS = int(
+    WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+    | WorkReader.DEAD_LETTER_LEN
+)
+
+if TYPE_CHECKING:
+    from ..raft.driver import Driver
+
+
+class RaftTopicStorage(ReplicatedObject):
+    """A replicated TopicCore; implements TopicView, Observable and Replicated seams."""
+
+    kind = "topic"
+
+    def __init__(self, driver: Driver, name: str, *, timeout: float = 10.0) -> None:
+        super().__init__(driver, name, timeout=timeout)
+        self._listener: TopicChangeListener | None = None
+        self._empty: TopicCore[Any] = TopicCore()
+        self._ids: set[str] = set()
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        return C.TOPIC_DECLARE, [self.name]
+
+    def _core(self) -> TopicCore[Any]:
+        return self._driver.replica.sm.topics.get(self.name, self._empty)
+
+    # -- view ----------------------------------------------------------------------------
+
+    def read(self, subscriber: str) -> Any:
+        return self._core().read(subscriber)
+
+    def read_stream(self, subscriber: str) -> list[Any] | None:
+        return self._core().read_stream(subscriber)
+
+    def base_offset(self) -> int:
+        return self._core().base_offset()
+
+    def end_offset(self) -> int:
+        return self._core().end_offset()
+
+    def elements(self) -> list[Any]:
+        return self._core().elements()
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self._core().subscriptions()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._core().snapshot()
+
+    # -- events --------------------------------------------------------------------------
+
+    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
+        self._listener = listener
+
+    def on_event(self, data: Any) -> None:
+        ids = frozenset(data)
+        self._ids.update(ids)
+        if self._listener is not None:
+            self._listener(ids)
+
+    def on_reset(self) -> None:
+        self._ids.update(self._core().subscriptions())
+        if self._listener is not None:
+            self._listener(frozenset(self._ids))
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def subscribe_async(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE,
+        *, timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        name = Durability(durability).value
+        result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def reconnect_async(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        result = await self._call(C.TOPIC_RECONNECT, [self.name, subscriber], timeout)
+        return TopicTransition(bool(result), frozenset())
+
+    async def disconnect_async(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        result = await self._call(C.TOPIC_DISCONNECT, [self.name, subscriber], timeout)
+        return TopicTransition(bool(result), frozenset())
+
+    async def publish_async(
+        self, value: Any, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        result = await self._call(C.TOPIC_PUBLISH, [self.name, value], timeout)
+        return TopicTransition(int(result), frozenset())
+
+    async def advance_async(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[Any]:
+        result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
+        return TopicTransition(result, frozenset())
+
+    async def gc_async(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        result = await self._call(C.TOPIC_GC, [self.name], timeout)
+        return TopicTransition(int(result), frozenset())
+
+
+class RaftWorkQueueStorage(ReplicatedObject):
+    """A replicated WorkQueueCore; implements WorkQueueView, Observable and Replicated."""
+
+    kind = "work queue"
+
+    def __init__(
+        self,
+        driver: Driver,
+        name: str,
+        *,
+        visibility_timeout: int,
+        max_deliveries: int,
+        timeout: float = 10.0,
+    ) -> None:
+        super().__init__(driver, name, timeout=timeout)
+        self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
+        self.visibility_timeout = self._empty.visibility_timeout
+        self.max_deliveries = self._empty.max_deliveries
+        self._listener: WorkQueueChangeListener | None = None
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        return C.WORK_DECLARE, [self.name, self.visibility_timeout, self.max_deliveries]
+
+    def _core(self) -> WorkQueueCore:
+        state = self._driver.replica.sm.work_queues.get(self.name)
+        return self._empty if state is None else state.core
+
+    # -- view ----------------------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return self._core().pending_len()
+
+    def is_empty(self) -> bool:
+        return self._core().is_empty()
+
+    def in_flight_len(self) -> int:
+        return self._core().in_flight_len()
+
+    def dead_letter_len(self) -> int:
+        return self._core().dead_letter_len()
+
+    def pending(self) -> list[PendingItem]:
+        return self._core().pending()
+
+    def in_flight(self) -> list[Delivery]:
+        return self._core().in_flight()
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self._core().dead_letters()
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        return self._core().in_flight_by_worker()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._core().snapshot()
+
+    # -- events --------------------------------------------------------------------------
+
+    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
+        self._listener = listener
+
+    def on_event(self, data: Any) -> None:
+        if self._listener is not None:
+            self._listener(int(data))
+
+    def on_reset(self) -> None:
+        if self._listener is not None:
+            self._listener(ALL_WORK_READERS)
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def _masked(self, code: int, args: list[Any], timeout: float | None) -> Any:
+        result, mask = await self._call(code, [self.name, *args], timeout)
+        return WorkTransition(result, mask)
+
+    async def push_async(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(C.WORK_PUSH, [value], timeout)
+        return transition
+
+    async def claim_async(
+        self, worker: str, now: float | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[Delivery | None]:
+        raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
+        return WorkTransition(None if raw is None else Delivery(**raw), mask)
+
+    async def settle_async(
+        self, worker: str, delivery_id: int, outcome: str, *, timeout: float | None = None
+    ) -> tuple[WorkTransition[bool], Receipt | None]:
+        """Ack (``"acked"``) or nack (``"nacked"``); with the receipt when it committed."""
+        code = C.WORK_ACK if outcome == "acked" else C.WORK_NACK
+        ok, mask, receipt, duplicate = await self._call(
+            code, [self.name, worker, delivery_id], timeout
+        )
+        proof = None
+        if receipt is not None:
+            delivery_id, item_id, who, how, settled_at = receipt
+            proof = Receipt(self.name, delivery_id, item_id, who, how, settled_at, bool(duplicate))
+        return WorkTransition(bool(ok), mask), proof
+
+    async def ack_async(
+        self, worker: str, delivery_id: int, *, timeout: float | None = None
+    ) -> WorkTransition[bool]:
+        return (await self.settle_async(worker, delivery_id, "acked", timeout=timeout))[0]
+
+    async def nack_async(
+        self, worker: str, delivery_id: int, *, timeout: float | None = None
+    ) -> WorkTransition[bool]:
+        return (await self.settle_async(worker, delivery_id, "nacked", timeout=timeout))[0]
+
+    async def reap_expired_async(
+        self, now: float | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(C.WORK_REAP, [now], timeout)
+        return transition
+
+    async def extend_lease_async(
+        self, worker: str, delivery_id: int, now: float | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[bool]:
+        transition: WorkTransition[bool] = await self._masked(
+            C.WORK_EXTEND, [worker, delivery_id, now], timeout
+        )
+        return transition
+
+    async def redrive_async(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        ids = None if item_ids is None else sorted(item_ids)
+        transition: WorkTransition[int] = await self._masked(C.WORK_REDRIVE, [ids], timeout)
+        return transition
