@@ -22,7 +22,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -118,6 +118,7 @@ class Node:
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance: asyncio.Task[None] | None = None
+        self._event_observers: list[Callable[[list[Event]], None]] = []
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -280,7 +281,22 @@ class Node:
         self._work_cells[name] = cell
         return cell
 
+    def add_event_observer(self, observer: Callable[[list[Event]], None]) -> None:
+        """Call ``observer(events)`` after each wave of applied transitions (metrics).
+
+        Events are ``(kind, name, data)``: ``("queue", name, (op, pre_len))``,
+        ``("topic", name, subscriber_ids)``, ``("work", name, reader_mask)``,
+        ``("queue_declared", name, capacity)``, ``("address", node, address)`` and
+        ``("restored", "", None)`` after a snapshot install.
+        """
+        self._event_observers.append(observer)
+
     def _on_events(self, events: list[Event]) -> None:
+        for observer in self._event_observers:
+            try:
+                observer(events)
+            except Exception:
+                log.exception("node %s: an event observer failed", self.node_id)
         with self.ctx.batch():
             for kind, name, data in events:
                 target: Any = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,8 @@ class Driver:
         self._syncing = False
         self._fsync_pool: ThreadPoolExecutor | None = None
         self._stop_task: asyncio.Future[None] | None = None
+        #: Called with the duration in seconds of every fsync (metrics).
+        self.fsync_observer: Callable[[float], None] | None = None
 
     @property
     def running(self) -> bool:
@@ -219,10 +222,15 @@ class Driver:
         self._syncing = True
         target = self._written
         loop = self._loop
-        future = loop.run_in_executor(self._fsync_pool, self.replica.journal.fsync)
+        future = loop.run_in_executor(self._fsync_pool, self._timed_fsync)
         future.add_done_callback(lambda f: self._fsynced(f, target))
 
-    def _fsynced(self, future: asyncio.Future[None], target: int) -> None:
+    def _timed_fsync(self) -> float:
+        start = time.perf_counter()
+        self.replica.journal.fsync()
+        return time.perf_counter() - start
+
+    def _fsynced(self, future: asyncio.Future[float], target: int) -> None:
         self._syncing = False
         error = future.exception()
         if error is not None:
@@ -234,6 +242,11 @@ class Driver:
             self._stop_task = asyncio.ensure_future(self.stop())
             return
         self.fsyncs += 1
+        if self.fsync_observer is not None:
+            try:
+                self.fsync_observer(future.result())
+            except Exception:
+                log.exception("node %s: fsync observer failed", self.replica.node_id)
         self._synced = max(self._synced, target)
         self._release()
         self._start_fsync()
