@@ -223,7 +223,7 @@ def decode_message(frame: bytes) -> dict[Any, Any]:
     if "error" in value:
         field = value.get("error")
         message = value.get("message", "")
-        field = field[:64] if isinstance(field, str) else "?"
+        field = field[:64] if isinstance(field, str) and field else "unspecified"
         message = message[:200] if isinstance(message, str) else ""
         raise PeerRejectedError(field, f"peer refused the link: {message}")
     return value
