@@ -445,8 +445,9 @@ class Effect(_Consumer):
     """A sink that reruns when a dependency changes, after its previous cleanup.
 
     ``fn`` may return a cleanup callable, run before each rerun and on :meth:`dispose`.
-    Reruns are queued and flushed at the outermost batch exit. If the first run (in
-    the constructor) raises, the effect is disposed and the error propagates.
+    Reruns are queued and flushed at the outermost batch exit. If the constructor
+    raises (the first run, or the flush of the writes it made), the effect is disposed
+    and the error propagates.
     """
 
     __slots__ = ("_cleanup", "_collect", "_disposed", "_fn", "_scheduled", "_sources",
@@ -474,12 +475,13 @@ class Effect(_Consumer):
         ctx = self.ctx
         ctx._batch_depth += 1
         try:
-            self._run()
+            try:
+                self._run()
+            finally:
+                ctx._exit_batch()
         except BaseException:
             self.dispose()  # the caller gets no handle to dispose a half-made effect
             raise
-        finally:
-            ctx._exit_batch()
 
     def __repr__(self) -> str:
         return f"Effect({self.name or hex(id(self))}, runs={self.runs})"
