@@ -159,6 +159,9 @@ def test_peer_refusal_frame_raises_peer_rejected() -> None:
     with pytest.raises(PeerRejectedError, match="wrong cluster") as info:
         decode_message(frame)
     assert info.value.field == "session_id"
+    with pytest.raises(PeerRejectedError) as info:
+        decode_message(cbor2.dumps({"error": "", "message": 7}))
+    assert info.value.field == "unspecified"
 
 
 def test_oversized_and_non_map_messages_are_rejected() -> None:
