@@ -31,6 +31,7 @@ from ..storage.work import (
     WorkQueueStorage,
     WorkQueueView,
 )
+from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job
 
 R = TypeVar("R")
@@ -206,6 +207,10 @@ class WorkQueueCell:
             "in_flight_len": self.in_flight_len,
             "dead_letter_len": self.dead_letter_len,
         }
+
+    def threadsafe(self, loop: asyncio.AbstractEventLoop | None = None) -> ThreadSafeCell:
+        """A blocking proxy for other threads (see :mod:`lazily_queue.threads`)."""
+        return ThreadSafeCell(self, LoopBridge(loop))
 
     # -- awaitable surface ----------------------------------------------------------------
 

@@ -221,7 +221,8 @@ async def test_topic_proxy_from_threads() -> None:
 
 async def test_work_queue_proxy_competing_threads() -> None:
     cell = WorkQueueCell(visibility_timeout=60, context=Context())
-    proxy = ThreadSafeCell(cell, LoopBridge())
+    proxy = cell.threadsafe()
+    assert isinstance(proxy, ThreadSafeCell)
     for i in range(300):
         cell.push(i)
     done: list[list[Any]] = [[] for _ in range(3)]
