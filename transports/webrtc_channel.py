@@ -6,12 +6,14 @@ its SCTP stack, so frames are not sent one per message. Each frame becomes a rec
 cut into binary messages of at most ``MESSAGE_SIZE`` bytes: small frames sent in the
 same event-loop turn share a message, large frames span several. The channel is
 ordered and reliable, so the receiver reassembles records across message boundaries.
-A text message ``"eof"`` ends our direction (``send_eof``); a record longer than the
-receive ceiling, a text message of any other content or a stream that ends inside a
-record breaks the link.
 
-aiortc offers no way to pause an incoming data channel, so the receive buffer is
-not flow-controlled: ``receive_buffer_size`` is advisory here.
+aiortc cannot pause an incoming data channel, so flow control is ours, in text
+messages on the same channel: ``"window N"`` announces how many unread payload
+bytes the receiver buffers (``INITIAL_WINDOW`` until announced), ``"ack N"``
+reports the total payload bytes its reader has consumed, and the sender waits
+while ``sent - acked >= window``. ``"eof"`` ends our direction (``send_eof``).
+A record above the receive ceiling, a malformed control message or a stream that
+ends inside a record breaks the link.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .buffered import BufferedChannel
 from .config import LinkConfig
 from .errors import LinkBrokenError
 
-__all__ = ["MESSAGE_SIZE", "PROTOCOL", "WebRTCChannel"]
+__all__ = ["INITIAL_WINDOW", "MESSAGE_SIZE", "PROTOCOL", "WebRTCChannel"]
 
 _log = logging.getLogger("transports.webrtc")
 
@@ -37,8 +39,12 @@ PROTOCOL = "lazily-frames/1"
 MESSAGE_SIZE = 16 * 1024
 """Largest data-channel message we send."""
 
+INITIAL_WINDOW = 64 * 1024
+"""Unread payload bytes a sender may have outstanding before the window announcement."""
+
 _HEADER = struct.Struct(">I")
 _EOF = "eof"
+_MAX_WINDOW = 2**32 - 1
 _CLOSE_TIMEOUT = 2.0
 
 
@@ -70,11 +76,33 @@ class WebRTCChannel(BufferedChannel):
         self._eof_sent = False
         self._remote_closed = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sent = 0  # payload bytes accepted by send
+        self._peer_acked = 0  # payload bytes the peer's reader consumed
+        self._peer_window = INITIAL_WINDOW
+        self._window = config.receive_buffer_size
+        self._consumed = 0  # payload bytes our reader consumed
+        self._acked = 0  # the last total we reported
+        self._ack_step = max(self._window // 4, 1)
         dc.bufferedAmountLowThreshold = max(config.send_buffer_size // 2, 1)
         dc.on("message", self._on_message)
         dc.on("close", self._on_dc_close)
         dc.on("bufferedamountlow", self._wake_senders)
         pc.on("connectionstatechange", self._on_state)
+        if dc.readyState == "open":
+            self._announce()
+        else:
+            dc.on("open", self._announce)
+
+    def _announce(self) -> None:
+        if self._window != INITIAL_WINDOW:
+            self._control(f"window {self._window}")
+
+    def _control(self, message: str) -> None:
+        if self._dc.readyState == "open":
+            try:
+                self._dc.send(message)
+            except Exception as exc:  # the channel is closing under us
+                _log.debug("control message %r not sent: %r", message, exc)
 
     @property
     def opened(self) -> bool:
@@ -83,7 +111,10 @@ class WebRTCChannel(BufferedChannel):
     # -- send side ----------------------------------------------------------------------
 
     def _writable(self) -> bool:
-        return bool(self._out_size + self._dc.bufferedAmount < self._send_buffer_size)
+        return bool(
+            self._sent - self._peer_acked < self._peer_window
+            and self._out_size + self._dc.bufferedAmount < self._send_buffer_size
+        )
 
     def _send_frame_nowait(self, frame: bytes) -> None:
         error = self._send_error()
@@ -98,6 +129,7 @@ class WebRTCChannel(BufferedChannel):
         self._out.append(_HEADER.pack(len(frame)))
         self._out.append(frame)
         self._out_size += _HEADER.size + len(frame)
+        self._sent += len(frame)
         if self._out_size >= MESSAGE_SIZE:
             self._flush(whole_messages_only=True)
         if self._out and self._flush_handle is None:
@@ -138,12 +170,10 @@ class WebRTCChannel(BufferedChannel):
         if self._reason is not None:
             return
         if isinstance(message, str):
-            if message != _EOF:
-                self._fail(f"unexpected text message {message[:40]!r} on the data channel")
-            elif self._partial:
-                self._fail("the peer ended its stream inside a frame")
-            else:
-                self._deliver_eof()
+            self._on_control(message)
+            return
+        if self._eof:
+            self._fail("the peer sent data after its end of stream")
             return
         data: bytes | bytearray = message
         if self._partial:
@@ -164,6 +194,33 @@ class WebRTCChannel(BufferedChannel):
             del self._partial[:pos]
         elif pos < size:
             self._partial += data[pos:]
+
+    def _on_control(self, message: str) -> None:
+        verb, _, argument = message.partition(" ")
+        if verb == _EOF and not argument:
+            if self._partial:
+                self._fail("the peer ended its stream inside a frame")
+            else:
+                self._deliver_eof()
+            return
+        value = int(argument) if argument.isdigit() and len(argument) <= 20 else -1
+        if verb == "ack" and self._peer_acked <= value <= self._sent:
+            self._peer_acked = value
+        elif verb == "window" and 0 < value <= _MAX_WINDOW:
+            self._peer_window = value
+        else:
+            self._fail(f"unexpected control message {message[:40]!r} on the data channel")
+            return
+        if self._tx_waiters and self._writable():
+            self._wake_senders()
+
+    def receive_nowait(self) -> bytes:
+        frame = super().receive_nowait()
+        self._consumed += len(frame)
+        if self._consumed - self._acked >= self._ack_step:
+            self._acked = self._consumed
+            self._control(f"ack {self._consumed}")
+        return frame
 
     def _on_dc_close(self) -> None:
         if self._closed or self._broken:
