@@ -39,6 +39,8 @@ _BUILTIN_MODULES = {
     "ws": "transports.websocket",
     "wss": "transports.websocket",
     "webrtc": "transports.webrtc",
+    "webrtc+ws": "transports.webrtc",
+    "webrtc+wss": "transports.webrtc",
 }
 _transports: dict[str, Transport] = {}
 _lock = threading.Lock()
