@@ -22,7 +22,7 @@ from anyio.abc import ObjectStream
 from .config import LinkConfig
 from .errors import FrameTooLargeError
 
-__all__ = ["ChannelAcceptor", "DataChannel", "Listener", "Transport"]
+__all__ = ["ChannelAcceptor", "DataChannel", "Listener", "Transport", "refuse_tls"]
 
 #: Consecutive ``receive`` calls served without suspending before one forced yield.
 _RECEIVE_STREAK = 1024
@@ -164,3 +164,9 @@ class Transport(ABC):
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
         """Bind ``address`` and pass every incoming raw channel to ``accept``."""
+
+
+def refuse_tls(ssl_context: ssl.SSLContext | None, schemes: str) -> None:
+    """Raise ValueError when an SSL context is passed to a transport without TLS."""
+    if ssl_context is not None:
+        raise ValueError(f"{schemes} links do not use TLS; pass ssl_context only for wss://")

@@ -14,7 +14,7 @@ import threading
 
 import anyio
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
+from ._abc import ChannelAcceptor, DataChannel, Listener, Transport, refuse_tls
 from .buffered import BufferedChannel
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
@@ -153,7 +153,7 @@ class MemoryTransport(Transport):
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
-        _no_tls(ssl_context)
+        refuse_tls(ssl_context, "memory://")
         name = parse_memory_address(address)
         listener = _Registry.get(name)
         if listener is None:
@@ -175,17 +175,12 @@ class MemoryTransport(Transport):
         *,
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
-        _no_tls(ssl_context)
+        refuse_tls(ssl_context, "memory://")
         listener = MemoryListener(
             parse_memory_address(address), config, accept, asyncio.get_running_loop()
         )
         _Registry.add(listener)
         return listener
-
-
-def _no_tls(ssl_context: ssl.SSLContext | None) -> None:
-    if ssl_context is not None:
-        raise ValueError("memory:// links do not use TLS; pass ssl_context only for wss://")
 
 
 register_transport("memory", MemoryTransport())

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
+from ._abc import ChannelAcceptor, DataChannel, Listener, Transport, refuse_tls
 from .buffered import BufferedChannel
 from .config import LinkConfig
 from .errors import AddressError, FrameTooLargeError, LinkBrokenError
@@ -309,7 +309,7 @@ class SocketTransport(Transport):
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
-        _no_tls(ssl_context)
+        refuse_tls(ssl_context, "unix: and tcp:")
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
@@ -329,7 +329,7 @@ class SocketTransport(Transport):
         *,
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
-        _no_tls(ssl_context)
+        refuse_tls(ssl_context, "unix: and tcp:")
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
@@ -344,11 +344,6 @@ class SocketTransport(Transport):
         )
         bound = _format_tcp(server.sockets[0].getsockname())
         return SocketListener(server, bound, None)
-
-
-def _no_tls(ssl_context: ssl.SSLContext | None) -> None:
-    if ssl_context is not None:
-        raise ValueError("unix: and tcp: links do not use TLS; pass ssl_context only for wss://")
 
 
 _TRANSPORT = SocketTransport()
