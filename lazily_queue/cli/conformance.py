@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ..conformance import (
     FLAVORS,
+    Fixture,
     FixtureError,
     ReplayResult,
     UnknownBackend,
@@ -72,14 +73,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     flavors = list(backend.flavors) if args.flavor == "all" else [args.flavor]
     results = asyncio.run(_replay_all(found.fixtures, args.backend, flavors))
     failed_fixtures = 0
-    for fixture in found.fixtures:
-        runs = results[fixture.name]
-        line = _fixture_line(fixture.name, runs)
+    for fixture, runs in zip(found.fixtures, results, strict=True):
         if any(not r.passed for r in runs):
             failed_fixtures += 1
-        print(line, file=out)
-    total = sum(len(r) for r in results.values())
-    failed = sum(1 for runs in results.values() for r in runs if not r.passed)
+        print(_fixture_line(fixture.name, runs), file=out)
+    total = sum(len(runs) for runs in results)
+    failed = sum(1 for runs in results for r in runs if not r.passed)
     print(
         f"{len(found.fixtures) - failed_fixtures} passed, {failed_fixtures} failed: "
         f"{len(found.fixtures)} fixtures x {len(flavors)} flavor(s) ({', '.join(flavors)}) "
@@ -91,14 +90,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 async def _replay_all(
-    fixtures: list[Any], backend: str, flavors: list[str]
-) -> dict[str, list[ReplayResult]]:
-    results: dict[str, list[ReplayResult]] = {}
-    for fixture in fixtures:
-        results[fixture.name] = [
-            await replay(fixture, backend=backend, flavor=flavor) for flavor in flavors
-        ]
-    return results
+    fixtures: list[Fixture], backend: str, flavors: list[str]
+) -> list[list[ReplayResult]]:
+    """One list of results (one per flavor) per fixture, in fixture order."""
+    return [
+        [await replay(fixture, backend=backend, flavor=flavor) for flavor in flavors]
+        for fixture in fixtures
+    ]
 
 
 def _fixture_line(name: str, runs: list[ReplayResult]) -> str:

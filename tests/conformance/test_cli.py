@@ -102,3 +102,17 @@ def test_console_script_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("PASS  queuecell_close_on_empty  (5 steps;")
+
+
+def test_same_names_in_two_trees_are_all_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for tree in ("one", "two"):
+        (tmp_path / tree / "collections").mkdir(parents=True)
+        shutil.copy(
+            COLLECTIONS / "queuecell_close_on_empty.json",
+            tmp_path / tree / "collections" / "queuecell_close_on_empty.json",
+        )
+    assert main(["conformance", str(tmp_path / "one"), str(tmp_path / "two")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[2].startswith("2 passed, 0 failed")
