@@ -12,7 +12,7 @@ import anyio
 from ._abc import DataChannel
 from .backoff import Backoff
 from .config import LinkConfig
-from .errors import FrameTooLargeError, HandshakeError, TransportError
+from .errors import FrameTooLargeError, HandshakeError
 from .events import EventStream, Frame, PeerDown, PeerUp
 from .registry import dial
 
@@ -113,9 +113,14 @@ class Link:
                     ssl_context=self._ssl_context,
                     expect_peer_id=self.peer_id,
                 )
-            except (OSError, TimeoutError, TransportError) as exc:
+            except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
-                level = logging.WARNING if isinstance(exc, HandshakeError) else logging.DEBUG
+                routine = isinstance(exc, OSError | TimeoutError)
+                level = (
+                    logging.DEBUG
+                    if routine and not isinstance(exc, HandshakeError)
+                    else logging.WARNING
+                )
                 logger.log(
                     level, "dialing peer %d at %s failed: %s", self.peer_id, self.address, exc
                 )

@@ -43,6 +43,8 @@ _BUILTIN_MODULES = {
     "webrtc+wss": "transports.webrtc",
 }
 _transports: dict[str, Transport] = {}
+#: Incoming links still in their handshake beyond which new ones are dropped at once.
+_MAX_PENDING_HANDSHAKES = 1024
 _lock = threading.Lock()
 
 
@@ -131,10 +133,17 @@ class _Acceptor:
         self._handler = handler
         self._accept_peer = accept_peer
         self._tasks: set[asyncio.Task[None]] = set()
+        self._handshaking = 0
         self._closing = False
 
     def accept(self, raw: DataChannel) -> None:
-        if self._closing:
+        if self._closing or self._handshaking >= _MAX_PENDING_HANDSHAKES:
+            if not self._closing:
+                logger.warning(
+                    "dropping link from %s: %d handshakes already pending",
+                    raw.remote_address,
+                    self._handshaking,
+                )
             raw_task = asyncio.get_running_loop().create_task(raw.aclose())
             self._tasks.add(raw_task)
             raw_task.add_done_callback(self._tasks.discard)
@@ -144,12 +153,15 @@ class _Acceptor:
         task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, raw: DataChannel) -> None:
+        self._handshaking += 1
         try:
             channel = await establish(
                 raw, self._config, initiator=False, accept_peer=self._accept_peer
             )
         except HandshakeError:
             return  # establish logged the reason and closed the channel
+        finally:
+            self._handshaking -= 1
         try:
             await self._handler(channel)
         except Exception:

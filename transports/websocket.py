@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake
 from websockets.http11 import Request, Response
 
 from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
@@ -239,16 +239,19 @@ class WebSocketTransport(Transport):
     ) -> DataChannel:
         scheme, _host, _port, _path = parse_websocket(address, listening=False)
         _check_tls(scheme, ssl_context, listening=False)
-        ws = await connect(
-            address,
-            ssl=ssl_context if scheme == "wss" else None,
-            compression=None,
-            max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
-            max_queue=_MAX_QUEUE,
-            write_limit=config.send_buffer_size,
-            close_timeout=_CLOSE_TIMEOUT,
-            open_timeout=None,
-        )
+        try:
+            ws = await connect(
+                address,
+                ssl=ssl_context if scheme == "wss" else None,
+                compression=None,
+                max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
+                max_queue=_MAX_QUEUE,
+                write_limit=config.send_buffer_size,
+                close_timeout=_CLOSE_TIMEOUT,
+                open_timeout=None,
+            )
+        except InvalidHandshake as exc:
+            raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         return WebSocketChannel(ws, config, address, scheme)
 
     async def listen(

@@ -257,3 +257,20 @@ async def test_establish_on_raw_channels_directly() -> None:
         assert server.epoch >= 1 and client.established
     finally:
         await listener.aclose()
+
+
+async def test_too_many_pending_handshakes_are_shed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transports.registry
+
+    monkeypatch.setattr(transports.registry, "_MAX_PENDING_HANDSHAKES", 1)
+    async with guarded_listener(unique_memory_address(), make_config(2, handshake_timeout=5)) as (
+        bound,
+        recorder,
+    ):
+        first = await _raw(bound, make_config(1))
+        Hello.decode(await first.receive())  # its handshake is now pending
+        second = await _raw(bound, make_config(3))
+        with anyio.fail_after(1), pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+            await second.receive()
+        await first.aclose()
+        assert recorder.peers == []

@@ -267,3 +267,18 @@ async def test_event_stream_ends_when_the_mesh_closes() -> None:
     assert [event async for event in mesh.events] == []
     with pytest.raises(anyio.EndOfStream):
         await mesh.events.receive()
+
+
+async def test_dialing_keeps_retrying_after_non_socket_errors() -> None:
+    async def idle(channel: object) -> None:
+        pass
+
+    from transports import listen
+
+    async with listen("ws://127.0.0.1:0/right", make_config(2), idle) as listener:
+        wrong = listener.address.replace("/right", "/wrong")  # answers HTTP 404
+        async with Mesh(make_config(1), None, {2: wrong}, **FAST) as mesh:
+            with anyio.fail_after(5):
+                while mesh.counters(2).connect_failures < 3:  # noqa: ASYNC110 - polls a counter
+                    await asyncio.sleep(0.02)
+            assert not mesh.is_up(2)
