@@ -366,6 +366,85 @@ class Node:
                 )
             await self.driver.next_step()
 
+    async def add_member(
+        self, node_id: int | str, address: str | None = None, *, timeout: float | None = None
+    ) -> None:
+        """Add a node to the cluster (one change at a time); start it with every member
+        in its ``peers``. Its address is replicated so every member can reach it."""
+        node = str(node_id)
+        if node in self.driver.replica.engine.members:
+            raise InvalidConfiguration(f"node {node} is already a member")
+        if address is not None:
+            raise_op_error(
+                await self.driver.call(C.MEMBER_ADDRESS, [node, address],
+                                       timeout=timeout or self.op_timeout)
+            )
+        await self._membership(lambda cb: self.driver.replica.engine.add_member(node, cb),
+                               f"adding node {node}", timeout)
+
+    async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:
+        """Remove a node from the cluster; stop it afterwards."""
+        node = str(node_id)
+        if node not in self.driver.replica.engine.members:
+            raise InvalidConfiguration(f"node {node} is not a member")
+        await self._membership(lambda cb: self.driver.replica.engine.remove_member(node, cb),
+                               f"removing node {node}", timeout)
+
+    async def transfer_leadership(
+        self, to: int | str | None = None, *, timeout: float | None = None
+    ) -> str:
+        """On the leader: hand leadership to ``to`` (or the most caught-up follower)."""
+        if not self.is_leader:
+            raise InvalidConfiguration(
+                f"node {self.node_id} is not the leader ({self.leader_id} is); call this there"
+            )
+        target = None if to is None else str(to)
+        await self._membership(
+            lambda cb: self.driver.replica.engine.transfer_leadership(target, cb),
+            "transferring leadership", timeout,
+        )
+        deadline = time.monotonic() + (timeout or self.op_timeout)
+        while time.monotonic() < deadline:
+            leader = self.leader_id
+            if leader is not None and leader != self.node_id:
+                return leader
+            await self.driver.next_step()
+        raise TimeoutError("leadership did not move before the deadline")
+
+    async def _membership(
+        self, start: Callable[[Callable[[Any, int], None]], None], what: str,
+        timeout: float | None,
+    ) -> None:
+        from pysyncobj.config import FAIL_REASON
+
+        from .raft.engine import FAIL_NAMES, RETRYABLE
+
+        deadline = time.monotonic() + (timeout or self.op_timeout)
+        while True:
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[int] = loop.create_future()
+
+            def done(_: Any, reason: int, fut: asyncio.Future[int] = fut) -> None:
+                if not fut.done():
+                    fut.set_result(reason)
+
+            start(done)
+            self.driver.wake()
+            remaining = deadline - time.monotonic()
+            try:
+                reason = await asyncio.wait_for(fut, max(remaining, 0.01))
+            except TimeoutError:
+                raise TimeoutError(f"{what} did not commit before the deadline") from None
+            if reason == FAIL_REASON.SUCCESS:
+                return
+            transient = reason in RETRYABLE or reason == FAIL_REASON.REQUEST_DENIED
+            if not transient or time.monotonic() > deadline:
+                raise InvalidConfiguration(
+                    f"{what} was refused: {FAIL_NAMES.get(reason, reason)} (one membership "
+                    "change at a time, after the leader's first entry committed)"
+                )
+            await asyncio.sleep(0.05)
+
     @property
     def is_leader(self) -> bool:
         return self.running and self.driver.replica.engine.is_leader

@@ -28,6 +28,15 @@ message delivery; each can be switched off for tests that demonstrate the defect
   leader already counted. Matching entries are skipped first, truncation happens only
   on a real term conflict, and the commit index never passes the last entry the
   message vouched for.
+- ``safe-apply``: an exception while applying an entry escapes the tick before the
+  applied index moves, so the node retries the same entry forever. Application is
+  wrapped: the failure is logged and counted and the entry is skipped on every node.
+
+Configuration the engine always uses (see ``RaftEngine``): ``appendEntriesUseBatch``
+off (otherwise entries replicate once per heartbeat period), ``leaderFallbackTimeout``
+about one second (otherwise a cut-off leader accepts writes for 30 s), no fork for
+snapshots, and replicated commands kept below 64 KiB (the library's chunking of larger
+entries is broken).
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ import pysyncobj.version as _ps_version
 PYSYNCOBJ_VERSION = "0.3.17"
 PICKLE_PROTOCOL = 4
 
-ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation"})
+ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply"})
 
 _disabled: set[str] = set()
 _installed = False

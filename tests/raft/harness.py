@@ -1,0 +1,115 @@
+"""Replicas driven by hand on a virtual clock, with a queue of in-flight messages."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lazily_queue.raft import commands as C
+from lazily_queue.raft.codec import decode_frame, encode_frames
+from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.engine import EngineConfig
+from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.replica import Replica, ReplicaConfig
+
+Message = tuple[str, str, dict[str, Any]]
+
+
+class Manual:
+    """A cluster stepped explicitly: nothing happens between calls."""
+
+    def __init__(
+        self,
+        root: Path,
+        ids: tuple[str, ...] = ("1", "2", "3"),
+        *,
+        seed: int = 1,
+        config: ReplicaConfig | None = None,
+    ) -> None:
+        self.root = root
+        self.ids = ids
+        self.now = 0.0
+        self.wall = 1_700_000_000.0
+        self.disk = OsDisk(sync=False)
+        self.config = config or ReplicaConfig(
+            engine=EngineConfig(compaction_min_entries=10_000, compaction_min_time=3600)
+        )
+        self.seed = seed
+        self.replicas: dict[str, Replica] = {}
+        self.in_flight: list[Message] = []
+        self.sent: list[Message] = []
+        self.results: list[tuple[Any, BaseException | None]] = []
+        for node in ids:
+            self.start(node)
+        for a in ids:
+            for b in ids:
+                if a != b:
+                    self.replicas[a].peer_connected(b, True)
+
+    def start(self, node: str) -> Replica:
+        replica = Replica(
+            node,
+            list(self.ids),
+            journal=DurableJournal(self.disk, str(self.root / node)),
+            snapshot_path=str(self.root / node / "snapshot.cbor"),
+            config=self.config,
+            clock=lambda: self.now,
+            wall_clock=lambda: self.wall,
+            rng=random.Random(self.seed * 100 + int(node)),
+        )
+        self.replicas[node] = replica
+        return replica
+
+    def step(self, node: str) -> None:
+        ready = self.replicas[node].step()
+        for peer, messages in ready.messages.items():
+            for frame in encode_frames(messages):
+                for message in decode_frame(frame):
+                    self.in_flight.append((node, peer, message))
+                    self.sent.append((node, peer, message))
+        for callback, result, error in ready.completions:
+            callback(result, error)
+
+    def step_all(self) -> None:
+        for node in self.ids:
+            self.step(node)
+
+    def deliver(self, keep: Callable[[Message], bool] | None = None) -> int:
+        """Deliver every queued message (except those ``keep`` holds back)."""
+        queued, self.in_flight = self.in_flight, []
+        delivered = 0
+        for item in queued:
+            if keep is not None and keep(item):
+                self.in_flight.append(item)
+                continue
+            src, dst, message = item
+            self.replicas[dst].receive(src, message)
+            delivered += 1
+        return delivered
+
+    def round(self, keep: Callable[[Message], bool] | None = None) -> None:
+        self.step_all()
+        self.deliver(keep)
+
+    def elect(self, max_rounds: int = 400) -> str:
+        for _ in range(max_rounds):
+            leaders = [n for n, r in self.replicas.items() if r.engine.is_leader]
+            if leaders:
+                for _ in range(5):
+                    self.round()
+                return leaders[0]
+            self.now += 0.05
+            self.round()
+        raise AssertionError("no leader elected")
+
+    def propose(self, node: str, code: int, args: list[Any], timeout: float = 30.0) -> None:
+        self.replicas[node].propose(
+            code, args, timeout=timeout, on_done=lambda r, e: self.results.append((r, e))
+        )
+
+    def declare_queue(self, node: str, name: str = "q") -> None:
+        self.propose(node, C.QUEUE_DECLARE, [name, None])
+        for _ in range(10):
+            self.round()

@@ -1,0 +1,274 @@
+"""A replicated QueueCell on a real in-process cluster: the node API end to end."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from lazily_queue import EMPTY, QueueClosed, QueuePopError, QueuePushError, UnsupportedOperation
+from lazily_queue.node import ClusterMismatch, Node
+from lazily_queue.raft.errors import NoQuorum
+from lazily_queue.reactive import Effect
+
+from .cluster import LocalCluster
+
+
+async def test_push_on_a_follower_commits_and_every_node_updates(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        follower = (await cluster.followers())[0]
+        queues = {n: node.queue("jobs") for n, node in cluster.nodes.items()}
+        seen: dict[str, list[int]] = {n: [] for n in queues}
+        effects = [
+            Effect(lambda n=n, q=q: seen[n].append(q.len()), context=cluster.nodes[n].ctx)
+            for n, q in queues.items()
+        ]
+        await follower.queue("jobs").push("a")
+        await follower.queue("jobs").push("b")
+        await cluster.settle()
+        for n, q in queues.items():
+            assert q.len() == 2 and q.head() == "a", n
+            assert seen[n] == [0, 1, 2], n  # one rerun per applied push, on every node
+        for e in effects:
+            e.dispose()
+
+
+async def test_fifo_across_producers_nodes_and_leader_failover(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        producer = (await cluster.followers())[0]
+        q = producer.queue("jobs")
+        for i in range(50):
+            await q.push(i)
+        leader = await cluster.leader()
+        await cluster.stop(leader.node_id)
+        await cluster.wait_leader()
+        for i in range(50, 100):
+            await q.push(i)
+        out = [await q.pop() for _ in range(100)]
+        assert out == list(range(100))
+
+
+async def test_capacity_is_never_overcommitted(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        queues = [node.queue("bounded", capacity=5) for node in cluster.nodes.values()]
+        results = await asyncio.gather(*(queues[i % 3].offer(i) for i in range(30)))
+        assert results.count(None) == 5
+        assert results.count(QueuePushError.Full) == 25
+        await cluster.settle()
+        assert all(q.len() == 5 and q.is_full() for q in queues)
+        assert await queues[0].poll() is not None
+        await cluster.settle()
+        assert not queues[2].is_full()
+
+
+async def test_capacity_mismatch_is_refused(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        a, b = list(cluster.nodes.values())[:2]
+        await a.queue("q", capacity=3).push(1)
+        with pytest.raises(Exception, match="capacity 3, not 4"):
+            await b.queue("q", capacity=4).push(1)
+
+
+async def test_close_is_replicated(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        nodes = list(cluster.nodes.values())
+        q0, q1 = nodes[0].queue("q"), nodes[1].queue("q")
+        await q0.push("x")
+        await q1.aclose()
+        await cluster.settle()
+        assert q0.is_closed() and q1.is_closed()
+        with pytest.raises(QueueClosed):
+            await q0.push("y")
+        assert await q0.pop() == "x"
+        with pytest.raises(QueueClosed):
+            await q1.pop()
+        assert await q0.poll() is QueuePopError.Closed
+
+
+async def test_synchronous_mutators_name_the_awaitable_twin(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, size=1) as cluster:
+        q = cluster.nodes["1"].queue("q")
+        with pytest.raises(UnsupportedOperation, match="offer"):
+            q.try_push(1)
+        with pytest.raises(UnsupportedOperation, match="poll"):
+            q.try_pop()
+        with pytest.raises(UnsupportedOperation, match="aclose"):
+            q.close()
+        assert q.head() is EMPTY
+
+
+async def test_pop_waits_for_a_push_from_another_node(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        a, b = list(cluster.nodes.values())[:2]
+        waiter = asyncio.create_task(a.queue("q").pop(timeout=5))
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        await b.queue("q").push("late")
+        assert await waiter == "late"
+
+
+async def test_barrier_gives_a_linearizable_read(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        a, b = list(cluster.nodes.values())[:2]
+        qa, qb = a.queue("q"), b.queue("q")
+        for i in range(10):
+            await qa.push(i)
+            await b.barrier()
+            assert qb.len() == i + 1
+
+
+async def test_minority_refuses_writes_then_rejoins(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, op_timeout=3.0) as cluster:
+        leader = await cluster.leader()
+        loner = leader.node_id
+        rest = [n for n in cluster.ids if n != loner]
+        await leader.queue("q").push("before")
+        cluster.hub.partition({loner}, set(rest))
+        with pytest.raises(NoQuorum, match="no quorum"):
+            await leader.queue("q").push("lost?")
+        majority = await cluster.wait_leader(among=rest)
+        await majority.queue("q").push("during")
+        cluster.hub.heal()
+        await cluster.wait_leader()
+        await cluster.settle()
+        for node in cluster.nodes.values():
+            assert node.driver.replica.sm.queues["q"].elements() == ["before", "during"]
+
+
+async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, op_timeout=5.0) as cluster:
+        leader = await cluster.leader()
+        follower = (await cluster.followers())[0]
+        q = follower.queue("q")
+        await q.push("precious")
+        await cluster.settle()
+        # The pop reaches the leader, but the follower hears nothing back before it
+        # is cancelled; the commit happens anyway.
+        cluster.hub.cut_one_way(leader.node_id, follower.node_id)
+        pop = asyncio.create_task(q.pop())
+        await asyncio.sleep(0.2)
+        pop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pop
+        cluster.hub.heal()
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            if leader.driver.replica.sm.queues["q"].elements() == ["precious"]:
+                break
+        await cluster.settle()
+        assert q.storage.orphans_returned == 1  # type: ignore[attr-defined]
+        assert leader.queue("q").storage.elements() == ["precious"]  # type: ignore[attr-defined]
+        assert await leader.queue("q").pop() == "precious"
+
+
+async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        node = (await cluster.followers())[0]
+        q = node.queue("q")
+        await q.push("declare")
+        replica = node.driver.replica
+        from lazily_queue.raft import commands as C
+
+        done: list[object] = []
+        p = replica.propose(C.QUEUE_PUSH, ["q", "once"], timeout=5,
+                            on_done=lambda r, e: done.append((r, e)))
+        node.driver.wake()
+        while not done:
+            await asyncio.sleep(0.01)
+        # Re-submit the very same proposal, as a retry after a lost answer would.
+        p.done = False
+        p.in_flight = False
+        p.on_done = lambda r, e: done.append((r, e))
+        replica._unresolved[p.seq] = p
+        replica._queued.append(p)
+        node.driver.wake()
+        while len(done) < 2:
+            await asyncio.sleep(0.01)
+        await cluster.settle()
+        assert replica.sm.queues["q"].elements() == ["declare", "once"]
+        assert replica.sm.duplicate_ops >= 1
+
+
+async def test_whole_cluster_restart_keeps_every_acknowledged_push(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, durability="fsync")
+    await cluster.start()
+    q = (await cluster.leader()).queue("durable")
+    for i in range(40):
+        await q.push(i)
+    await cluster.close()
+    await cluster.start()
+    node = await cluster.leader()
+    await node.barrier()
+    assert [await node.queue("durable").pop() for _ in range(40)] == list(range(40))
+    await cluster.close()
+
+
+async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snapshot(
+    tmp_path: Path,
+) -> None:
+    from .cluster import FAST
+    from dataclasses import replace
+
+    engine = replace(FAST, compaction_min_entries=100, compaction_min_time=3600)
+    async with LocalCluster(tmp_path, engine=engine) as cluster:
+        lagging = (await cluster.followers())[0].node_id
+        await cluster.stop(lagging)
+        q = (await cluster.leader()).queue("steady")
+        for i in range(600):
+            await q.push(i)
+            assert await q.pop() == i
+        await q.push("kept")
+        leader = await cluster.leader()
+        status = leader.status()
+        assert status["snapshots_taken"] >= 3
+        assert status["log_last_index"] - status["log_first_index"] < 250
+        rejoined = await cluster.restart(lagging)
+        for _ in range(300):
+            await asyncio.sleep(0.02)
+            if rejoined.driver.replica.sm.queues.get("steady") is not None:
+                break
+        await rejoined.barrier()
+        assert rejoined.status()["snapshots_installed"] >= 1
+        assert rejoined.queue("steady").storage.elements() == ["kept"]  # type: ignore[attr-defined]
+
+
+async def test_membership_changes_and_leadership_transfer(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        leader = await cluster.leader()
+        await leader.queue("q").push("before")
+        cluster.ids.append("4")
+        newcomer = cluster.make("4")
+        await newcomer.start()
+        cluster.nodes["4"] = newcomer
+        await leader.add_member(4)
+        await newcomer.barrier()
+        assert newcomer.queue("q").storage.elements() == ["before"]  # type: ignore[attr-defined]
+        assert sorted(leader.status()["members"]) == ["1", "2", "3", "4"]
+        gone = next(n for n in ("1", "2", "3") if n != leader.node_id)
+        await leader.remove_member(gone)
+        await cluster.stop(gone)
+        cluster.ids.remove(gone)
+        assert gone not in leader.status()["members"]
+        new_leader = await leader.transfer_leadership()
+        assert new_leader != leader.node_id
+        await cluster.nodes[new_leader].queue("q").push("after")
+        await newcomer.barrier()
+        assert newcomer.queue("q").storage.elements() == ["before", "after"]  # type: ignore[attr-defined]
+
+
+async def test_a_data_dir_belongs_to_one_node(tmp_path: Path) -> None:
+    async with Node(1, data_dir=tmp_path / "d", network=LocalCluster(tmp_path).hub.network("1"),
+                    durability="none"):
+        pass
+    other = Node(2, data_dir=tmp_path / "d", network=LocalCluster(tmp_path).hub.network("2"),
+                 durability="none")
+    with pytest.raises(ClusterMismatch, match="belongs to node 1"):
+        await other.start()
+
+
+def test_fsync_durability_needs_a_data_dir() -> None:
+    with pytest.raises(ValueError, match="data_dir is required"):
+        Node(1, data_dir=None)
+    with pytest.raises(ValueError, match="durability must be"):
+        Node(1, data_dir=None, durability="sometimes")  # type: ignore[arg-type]
