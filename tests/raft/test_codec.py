@@ -82,7 +82,8 @@ def test_fuzz_bytes(data: bytes) -> None:
 
 
 _value = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 2**40) | st.binary(max_size=8) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-5, 2**40) | st.binary(max_size=8)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
                                                                max_size=4),
     max_leaves=12,

@@ -84,7 +84,7 @@ def test_corrupted_record_with_valid_records_after_it_is_refused(tmp_path: Path)
     offset = j._offsets[2] + HEADER.size + 1  # a byte inside record 3's command
     data[offset] ^= 0x01  # a single flipped bit
     open(j.path, "wb").write(bytes(data))
-    with pytest.raises(JournalCorruptedError, match="index 3.*checksum"):
+    with pytest.raises(JournalCorruptedError, match=r"index 3.*checksum"):
         _journal(tmp_path)
 
 

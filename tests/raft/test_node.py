@@ -171,20 +171,24 @@ async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
         from lazily_queue.raft import commands as C
 
         done: list[object] = []
-        p = replica.propose(C.QUEUE_PUSH, ["q", "once"], timeout=5,
-                            on_done=lambda r, e: done.append((r, e)))
+        answered = asyncio.Event()
+
+        def record(r: object, e: object) -> None:
+            done.append((r, e))
+            answered.set()
+
+        p = replica.propose(C.QUEUE_PUSH, ["q", "once"], timeout=5, on_done=record)
         node.driver.wake()
-        while not done:
-            await asyncio.sleep(0.01)
+        await answered.wait()
+        answered.clear()
         # Re-submit the very same proposal, as a retry after a lost answer would.
         p.done = False
         p.in_flight = False
-        p.on_done = lambda r, e: done.append((r, e))
+        p.on_done = record
         replica._unresolved[p.seq] = p
         replica._queued.append(p)
         node.driver.wake()
-        while len(done) < 2:
-            await asyncio.sleep(0.01)
+        await answered.wait()
         await cluster.settle()
         assert replica.sm.queues["q"].elements() == ["declare", "once"]
         assert replica.sm.duplicate_ops >= 1
@@ -207,8 +211,9 @@ async def test_whole_cluster_restart_keeps_every_acknowledged_push(tmp_path: Pat
 async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snapshot(
     tmp_path: Path,
 ) -> None:
-    from .cluster import FAST
     from dataclasses import replace
+
+    from .cluster import FAST
 
     engine = replace(FAST, compaction_min_entries=100, compaction_min_time=3600)
     async with LocalCluster(tmp_path, engine=engine) as cluster:

@@ -168,7 +168,7 @@ class _Gadget:
 def test_restricted_pickle_refuses_globals() -> None:
     evil = pickle.dumps(_Gadget(), 2)
     assert pickle.loads(evil) == os.getenv("HOME")  # what the stock loader would do
-    with pytest.raises(patches.UnsafePickleError, match="os.getenv|posix.getenv"):
+    with pytest.raises(patches.UnsafePickleError, match=r"os\.getenv|posix\.getenv"):
         ps_pickle.loads(evil)
     with pytest.raises(patches.UnsafePickleError):
         ps_pickle.load(io.BytesIO(evil))
