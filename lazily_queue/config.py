@@ -1,0 +1,281 @@
+"""Node configuration files (TOML), as read by ``lazily-queue node --config FILE``.
+
+::
+
+    id = 1                              # this node's integer id, unique in the cluster
+    cluster = "orders"                  # the same on every node
+    data_dir = "data/1"                 # relative paths are relative to this file
+    listen = "unix:///run/orders/1.sock"
+    http = "127.0.0.1:8101"             # status page, /status.json, /metrics (optional)
+    durability = "fsync"                # or "none"
+    secret_env = "ORDERS_SECRET"        # the cluster secret, from this environment variable
+    # secret_file = "secret"            # ... or from this file (exactly one of the two)
+    startup_timeout = 30                # seconds to find a leader, 0 waits forever
+
+    [peers]                             # the other members (may list this node too)
+    2 = "unix:///run/orders/2.sock"
+    3 = "unix:///run/orders/3.sock"
+
+    [app]                               # optional: run an application in the process
+    entry = "orders.worker:main"        # async def main(node, options) -> None
+    workers = 4                         # every other key is passed in ``options``
+
+Every mistake raises :class:`ConfigError` whose message names the file, the key and
+the fix. The secret is never read from the command line or written to logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from transports import AddressError, scheme_of
+
+from .errors import InvalidConfiguration
+
+if TYPE_CHECKING:
+    from .node import Durability, Node
+
+KNOWN_KEYS = frozenset(
+    {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
+     "startup_timeout", "peers", "app"}
+)
+_HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
+
+
+class ConfigError(InvalidConfiguration):
+    """A node configuration is unusable; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node's validated settings; see the module docstring for the file format."""
+
+    node_id: int
+    data_dir: Path
+    listen: str
+    peers: dict[int, str]
+    cluster: str = "lazily-queue"
+    durability: Durability = "fsync"
+    http: tuple[str, int] | None = None
+    secret_env: str | None = None
+    secret_file: Path | None = None
+    startup_timeout: float = 30.0
+    app_entry: str | None = None
+    app_options: dict[str, Any] = field(default_factory=dict)
+    source: str = "<config>"
+
+    @property
+    def http_url(self) -> str | None:
+        if self.http is None:
+            return None
+        host, port = self.http
+        return f"http://{host}:{port}"
+
+    def secret(self) -> bytes:
+        """The cluster secret from the environment variable or file the config names."""
+        if self.secret_env is not None:
+            value = os.environ.get(self.secret_env)
+            if not value:
+                raise ConfigError(
+                    f"{self.source}: the cluster secret is missing: environment variable "
+                    f"{self.secret_env} (named by `secret_env`) is not set or empty; export it "
+                    "with the same value on every node"
+                )
+            return value.encode()
+        assert self.secret_file is not None
+        try:
+            data = self.secret_file.read_bytes().strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"{self.source}: cannot read the cluster secret from `secret_file` "
+                f"{self.secret_file}: {exc.strerror or exc}"
+            ) from None
+        if not data:
+            raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
+        return data
+
+    def node(self, **overrides: Any) -> Node:
+        """A :class:`~lazily_queue.node.Node` built from this configuration."""
+        from .node import Node
+
+        kwargs: dict[str, Any] = {
+            "data_dir": self.data_dir,
+            "peers": self.peers,
+            "listen": self.listen,
+            "secret": self.secret(),
+            "cluster": self.cluster,
+            "durability": self.durability,
+        }
+        kwargs.update(overrides)
+        return Node(self.node_id, **kwargs)
+
+
+def load_config(path: str | os.PathLike[str]) -> NodeConfig:
+    """Read and validate a TOML node configuration."""
+    file = Path(path)
+    try:
+        with file.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {file} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {file}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+    return parse_config(doc, base=file.resolve().parent, source=str(file))
+
+
+def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -> NodeConfig:
+    """Validate a parsed configuration; relative paths are resolved against ``base``."""
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"{source}: {message}")
+
+    unknown = sorted(set(doc) - KNOWN_KEYS)
+    if unknown:
+        known = ", ".join(sorted(KNOWN_KEYS))
+        raise fail(f"unknown key(s) {', '.join(unknown)}; the known keys are {known}")
+    for key in ("id", "data_dir"):
+        if key not in doc:
+            raise fail(f"`{key}` is required")
+    node_id = _node_id(doc["id"], fail, "`id`")
+    cluster = _string(doc.get("cluster", "lazily-queue"), fail, "cluster")
+    data_dir = base / _string(doc["data_dir"], fail, "data_dir")
+    durability = doc.get("durability", "fsync")
+    if durability not in ("fsync", "none"):
+        raise fail(f"`durability` must be \"fsync\" or \"none\", not {durability!r}")
+    peers = _peers(doc.get("peers", {}), fail)
+    listen = doc.get("listen")
+    own = peers.pop(node_id, None)
+    if listen is None:
+        if own is None:
+            raise fail(
+                "`listen` is required (this node's Raft address, e.g. "
+                "\"unix:///run/q/1.sock\" or \"tcp://127.0.0.1:7001\")"
+            )
+        listen = own
+    listen = _string(listen, fail, "listen")
+    if own is not None and own != listen:
+        raise fail(
+            f"two nodes with id {node_id}: `listen` is {listen!r} but [peers] gives node "
+            f"{node_id} the address {own!r}; every node needs its own id"
+        )
+    _check_address(listen, fail, "`listen`", listening=True)
+    for peer, address in peers.items():
+        if address == listen:
+            raise fail(f"peer {peer} has this node's own listen address {listen!r}")
+        _check_address(address, fail, f"peer {peer}", listening=False)
+    owners: dict[str, int] = {}
+    for peer, address in peers.items():
+        if address in owners:
+            raise fail(f"peers {owners[address]} and {peer} share the address {address!r}")
+        owners[address] = peer
+    secret_env, secret_file = doc.get("secret_env"), doc.get("secret_file")
+    if (secret_env is None) == (secret_file is None):
+        raise fail(
+            "give exactly one of `secret_env` (the name of an environment variable holding the "
+            "cluster secret) or `secret_file` (a file containing it); secrets are never "
+            "accepted on the command line"
+        )
+    if secret_env is not None:
+        secret_env = _string(secret_env, fail, "secret_env")
+    secret_path = None if secret_file is None else base / _string(secret_file, fail, "secret_file")
+    timeout = doc.get("startup_timeout", 30.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+        raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
+    entry, options = _app(doc.get("app"), fail)
+    return NodeConfig(
+        node_id=node_id,
+        data_dir=data_dir,
+        listen=listen,
+        peers=peers,
+        cluster=cluster,
+        durability=durability,
+        http=_http(doc.get("http"), fail),
+        secret_env=secret_env,
+        secret_file=secret_path,
+        startup_timeout=float(timeout),
+        app_entry=entry,
+        app_options=options,
+        source=source,
+    )
+
+
+def _string(value: Any, fail: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise fail(f"`{key}` must be a non-empty string, not {value!r}")
+    return value
+
+
+def _node_id(value: Any, fail: Any, what: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise fail(f"{what} must be an integer node id in 0..2**64-1, not {value!r}")
+    return value
+
+
+def _peers(raw: Any, fail: Any) -> dict[int, str]:
+    if not isinstance(raw, dict):
+        raise fail("[peers] must be a table of `id = \"address\"` lines")
+    peers: dict[int, str] = {}
+    for key, address in raw.items():
+        peer = _node_id(key, fail, f"[peers] key {key!r}")
+        if peer in peers:
+            raise fail(f"[peers] lists node {peer} twice; every node needs its own id")
+        peers[peer] = _string(address, fail, f"peers.{key}")
+    return peers
+
+
+def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> None:
+    try:
+        scheme = scheme_of(address)
+        if scheme == "unix":
+            from transports.sockets import parse_unix
+
+            path = Path(parse_unix(address))
+            if not path.parent.is_dir():
+                raise fail(
+                    f"{what} address {address!r}: directory {path.parent} does not exist; "
+                    "create it or choose another socket path"
+                )
+        elif scheme == "tcp":
+            from transports.sockets import parse_tcp
+
+            host, port = parse_tcp(address, listening=listening)
+            try:
+                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise fail(f"{what} address {address!r}: host {host!r} cannot be resolved "
+                           f"({exc.strerror or exc})") from None
+        elif scheme not in ("ws", "wss", "webrtc", "webrtc+ws", "webrtc+wss", "memory"):
+            raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
+                       "(use unix:, tcp:, ws:, wss: or webrtc+ws:)")
+    except AddressError as exc:
+        raise fail(f"{what} address: {exc}") from None
+
+
+def _http(raw: Any, fail: Any) -> tuple[str, int] | None:
+    if raw is None:
+        return None
+    match = _HTTP.match(raw) if isinstance(raw, str) else None
+    if match is None or not 0 <= int(match["port"]) < 65536:
+        raise fail(f"`http` must be \"HOST:PORT\" (e.g. \"127.0.0.1:8101\"), not {raw!r}")
+    return match["host"].strip("[]"), int(match["port"])
+
+
+def _app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
+    if raw is None:
+        return None, {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("entry"), str):
+        raise fail("[app] needs `entry = \"package.module:function\"`")
+    entry = raw["entry"]
+    if entry.count(":") != 1 or not all(entry.split(":")):
+        raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
+    return entry, {k: v for k, v in raw.items() if k != "entry"}
