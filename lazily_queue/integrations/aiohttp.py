@@ -1,0 +1,94 @@
+"""aiohttp integration: the node starts and stops with the application.
+
+::
+
+    from aiohttp import web
+    from lazily_queue.integrations.aiohttp import NODE, setup
+
+    app = web.Application()
+    setup(app, Node(1, data_dir="data/1", peers=..., secret=...))
+
+    async def submit(request: web.Request) -> web.Response:
+        jobs = request.app[NODE].work_queue("jobs")
+        return web.json_response({"id": await jobs.apush(await request.json())})
+
+:func:`setup` stores the node under the :data:`NODE` app key, appends an
+``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds
+``GET /metrics`` (Prometheus). ``status_prefix`` also serves the read-only status
+page at ``{prefix}/`` and its data at ``{prefix}/status.json``.
+"""
+
+from __future__ import annotations
+
+try:
+    from aiohttp import web
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
+    ) from exc
+
+from ..monitor import PAGE_CONTENT_TYPE, Monitor
+from ..node import Node
+
+NODE = web.AppKey("lazily_queue.node", Node)
+MONITOR = web.AppKey("lazily_queue.monitor", Monitor)
+
+
+def setup(
+    app: web.Application,
+    node: Node,
+    *,
+    metrics_path: str | None = "/metrics",
+    status_prefix: str | None = None,
+) -> None:
+    """Run ``node`` with ``app`` and add its monitoring routes (see the module docstring)."""
+    app[NODE] = node
+    app[MONITOR] = Monitor(node)
+    app.on_startup.append(_start)
+    app.on_cleanup.append(_stop)
+    add_monitor_routes(app, metrics_path=metrics_path, status_prefix=status_prefix)
+
+
+def add_monitor_routes(
+    app: web.Application,
+    *,
+    metrics_path: str | None = "/metrics",
+    status_prefix: str | None = None,
+) -> None:
+    """``GET metrics_path``, and ``{status_prefix}/`` + ``/status.json`` when given."""
+    if metrics_path is not None:
+        app.router.add_get(metrics_path, metrics_view)
+    if status_prefix is not None:
+        prefix = status_prefix.rstrip("/")
+        app.router.add_get(prefix + "/", page_view)
+        app.router.add_get(prefix + "/status.json", status_view)
+
+
+def node_of(request: web.Request) -> Node:
+    """The node of the request's application."""
+    return request.app[NODE]
+
+
+async def _start(app: web.Application) -> None:
+    await app[NODE].start()
+    app[MONITOR].start()
+
+
+async def _stop(app: web.Application) -> None:
+    await app[MONITOR].stop()
+    await app[NODE].stop()
+
+
+async def metrics_view(request: web.Request) -> web.Response:
+    monitor = request.app[MONITOR]
+    return web.Response(
+        body=monitor.metrics(), headers={"Content-Type": monitor.metrics_content_type}
+    )
+
+
+async def status_view(request: web.Request) -> web.Response:
+    return web.json_response(request.app[MONITOR].status())
+
+
+async def page_view(request: web.Request) -> web.Response:
+    return web.Response(body=Monitor.page(), headers={"Content-Type": PAGE_CONTENT_TYPE})
