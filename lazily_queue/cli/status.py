@@ -1,0 +1,71 @@
+"""``lazily-queue status``: a running node's view of the cluster, from its HTTP monitor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        help="show a running node's cluster status",
+        description=(
+            "Read GET /status.json from a running node (`lazily-queue node` with `http` "
+            "set) and show the leader, term, commit and applied index, members with their "
+            "match index and lag, and the depth, in-flight, dead letters and consumer lag "
+            "of every queue, work queue and topic."
+        ),
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the node's HTTP address, e.g. http://127.0.0.1:8101")
+    where.add_argument("--config", metavar="FILE", help="the node's TOML file (uses `http`)")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON document")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    url = args.url
+    if args.config is not None:
+        from ..config import load_config
+        from ..errors import InvalidConfiguration
+
+        try:
+            url = load_config(args.config).http_url
+        except InvalidConfiguration as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if url is None:
+            print(f"error: {args.config} has no `http` address; add `http = \"127.0.0.1:8101\"`"
+                  " and restart the node, or pass --url", file=sys.stderr)
+            return 2
+    if "://" not in url:
+        url = "http://" + url
+    try:
+        status = fetch_status(url, timeout=args.timeout)
+    except OSError as exc:
+        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}; is the node running "
+              "with `http` set to this address?", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    from rich.console import Console
+
+    from .status_view import render
+
+    Console().print(*render(status))
+    return 0
+
+
+def fetch_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:
+    """``GET {url}/status.json`` as a dict."""
+    target = url.rstrip("/") + "/status.json"
+    with urllib.request.urlopen(target, timeout=timeout) as response:
+        document: dict[str, Any] = json.load(response)
+    return document

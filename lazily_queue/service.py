@@ -1,0 +1,253 @@
+"""NodeService: one configured node as a process (``lazily-queue node --config FILE``).
+
+:meth:`NodeService.run` locks the data directory, starts the node and its HTTP
+monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
+line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
+entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
+locked or foreign data directory, an address in use, a peer refusing this node or
+failing authentication, no leader in time) raises :class:`ConfigError` with the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from typing import IO, TYPE_CHECKING, Any
+
+from transports import HandshakeError, HandshakeTimeoutError
+
+from .config import ConfigError, NodeConfig
+from .monitor import Monitor
+
+if TYPE_CHECKING:
+    from .node import Node
+
+log = logging.getLogger(__name__)
+
+AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+class NodeService:
+    """Runs ``config``'s node in this process; see the module docstring."""
+
+    def __init__(self, config: NodeConfig, *, out: IO[str] | None = None) -> None:
+        self.config = config
+        self.out = out or sys.stdout
+        self.node: Node | None = None
+        self.monitor: Monitor | None = None
+        self._stop = asyncio.Event()
+        self._lock_fd: int | None = None
+        self._http: Any = None
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        """Serve until stopped; 0 on a clean stop, 1 when the app failed."""
+        config = self.config
+        secret = config.secret()
+        entry = load_entry(config) if config.app_entry else None
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        watch = _LinkTrouble()
+        logging.getLogger("transports").addHandler(watch)
+        try:
+            self.node = node = config.node(secret=secret)
+            await self._start_node(node)
+            self.monitor = Monitor(node)
+            self.monitor.start()
+            url = await self._start_http()
+            self._say(f"ready node={config.node_id} cluster={config.cluster} "
+                      f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
+            self._install_signals()
+            await self._await_leader(node, watch)
+        except BaseException:
+            await self._shutdown()
+            raise
+        finally:
+            logging.getLogger("transports").removeHandler(watch)
+        code = 0
+        app: asyncio.Task[None] | None = None if entry is None else asyncio.create_task(
+            entry(node, dict(config.app_options)), name="lazily-app")
+        stop = asyncio.create_task(self._stop.wait())
+        try:
+            waiting: set[asyncio.Future[Any]] = {stop} if app is None else {stop, app}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if app is not None and app.done() and not app.cancelled():
+                error = app.exception()
+                if error is not None:
+                    log.error("the app %s failed", config.app_entry, exc_info=error)
+                    code = 1
+                else:
+                    await stop  # the app finished; keep serving as a replica
+        finally:
+            stop.cancel()
+            if app is not None and not app.done():
+                app.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await app
+            await self._shutdown()
+        return code
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _lock(self) -> None:
+        import fcntl
+
+        path = self.config.data_dir / "lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ConfigError(
+                f"{self.config.source}: data directory {self.config.data_dir} is in use by "
+                f"another running node (pid {owner}); two nodes cannot share an id or a data "
+                "directory: give this node its own `id` and `data_dir`"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    async def _start_node(self, node: Node) -> None:
+        try:
+            await node.start()
+        except OSError as exc:
+            with contextlib.suppress(Exception):
+                await node.stop()
+            raise ConfigError(
+                f"{self.config.source}: cannot listen on `listen` = {self.config.listen!r}: "
+                f"{exc.strerror or exc}; if another node with id {self.config.node_id} is "
+                "running, stop it or give this node its own id and address"
+            ) from None
+
+    async def _start_http(self) -> str | None:
+        if self.config.http is None:
+            return None
+        try:
+            from aiohttp import web
+
+            from .integrations.aiohttp import MONITOR, NODE, add_monitor_routes
+        except ImportError:
+            raise ConfigError(
+                f"{self.config.source}: `http` needs aiohttp: pip install "
+                "'lazily-queue[aiohttp]' (or remove `http`)"
+            ) from None
+        assert self.node is not None and self.monitor is not None
+        app = web.Application()
+        app[NODE] = self.node
+        app[MONITOR] = self.monitor
+        add_monitor_routes(app, status_prefix="")
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        host, port = self.config.http
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ConfigError(
+                f"{self.config.source}: cannot serve HTTP on `http` = {host}:{port}: "
+                f"{exc.strerror or exc}; choose a free port"
+            ) from None
+        self._http = runner
+        bound = runner.addresses[0]
+        return f"http://{host}:{bound[1]}" if ":" not in host else f"http://[{host}]:{bound[1]}"
+
+    async def _await_leader(self, node: Node, watch: _LinkTrouble) -> None:
+        timeout = self.config.startup_timeout
+        deadline = None if timeout == 0 else time.monotonic() + timeout
+        while node.leader_id is None:
+            if watch.fatal is not None:
+                raise ConfigError(f"{self.config.source}: {watch.fatal}")
+            if deadline is not None and time.monotonic() > deadline:
+                raise ConfigError(
+                    f"{self.config.source}: no leader within startup_timeout={timeout:g}s. "
+                    + self._peer_report(node, watch)
+                )
+            if self._stop.is_set():
+                return
+            await asyncio.sleep(0.05)
+        self._say(f"leader node={node.leader_id} term={node.driver.replica.engine.term}")
+
+    def _peer_report(self, node: Node, watch: _LinkTrouble) -> str:
+        connected = node.driver.replica.engine.connected
+        parts = []
+        for peer, address in sorted(self.config.peers.items()):
+            if str(peer) in connected:
+                parts.append(f"peer {peer} ({address}): linked")
+                continue
+            problem = watch.last.get(peer, "no link")
+            parts.append(f"peer {peer} ({address}): {problem}")
+        return ("A majority must be running and reachable; check that the other nodes are "
+                "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
+
+    async def _shutdown(self) -> None:
+        if self.monitor is not None:
+            await self.monitor.stop()
+        if self._http is not None:
+            await self._http.cleanup()
+            self._http = None
+        if self.node is not None:
+            await self.node.stop()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+
+def load_entry(config: NodeConfig) -> AppEntry:
+    """Import ``[app] entry`` ("package.module:function")."""
+    assert config.app_entry is not None
+    module_name, _, attr = config.app_entry.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: cannot import "
+                          f"{module_name!r} ({exc})") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: {module_name} "
+                          f"has no function {attr!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+class _LinkTrouble(logging.Handler):
+    """Collects handshake failures logged by ``transports`` while the node starts."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.fatal: str | None = None
+        self.last: dict[int, str] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        error = next((a for a in args if isinstance(a, BaseException)), None)
+        peer = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), None)
+        if peer is not None and error is not None:
+            self.last[peer] = str(error)
+        if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
+            return
+        if error.field == "handshake":  # the link dropped mid-handshake: transient
+            return
+        where = f"the link to peer {peer}" if peer is not None else "an incoming link"
+        self.fatal = (
+            f"{where} failed: {error}. Every node needs the same `cluster` and secret, a "
+            "unique `id`, and every other node in its [peers]"
+        )
