@@ -160,6 +160,11 @@ class Node:
             addresses=self.peers,
         )
         await self._driver.start()
+        with self.ctx.batch():
+            for group in (self._queues, self._topics, self._works):
+                for storage in group.values():
+                    storage.rebind(self._driver)
+                    storage.on_reset()
         if self.maintenance_interval is not None:
             self._maintenance = asyncio.create_task(
                 self._maintain(), name=f"lazily-maintenance-{self.node_id}"
@@ -261,7 +266,13 @@ class Node:
         replicated queue are the leader's milliseconds since the Unix epoch. Every node
         must open it with the same settings.
         """
-        timeout_ms = round(visibility_timeout * 1000)
+        return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries)
+
+    def open_work_queue(
+        self, name: str, visibility_timeout_ms: int, max_deliveries: int
+    ) -> WorkQueueCell:
+        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
+        timeout_ms = visibility_timeout_ms
         cell = self._work_cells.get(name)
         if cell is not None:
             if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):

@@ -14,7 +14,8 @@ Backends
 A backend is registered under a name with :func:`register_backend(name, factory)
 <register_backend>`; ``factory()`` returns a fresh :class:`Backend` per replay, and the
 engine uses it as ``async with backend:`` (``start()``/``stop()``). Shipped: ``local``
-(default) and ``local-generic`` (the QueueCell generic storage path). A backend
+(default), ``local-generic`` (the QueueCell generic storage path), and ``raft1`` /
+``raft3`` (real one- and three-node clusters in process; see :mod:`.raft`). A backend
 implements::
 
     class Backend:
@@ -79,6 +80,7 @@ reader must be a reactive node on the loop that runs the replay.
 
 from . import local as _local  # noqa: F401  (registers the local backends)
 from . import queue as _queue  # noqa: F401  (registers the model runners)
+from . import raft as _raft  # noqa: F401  (registers raft1 and raft3)
 from . import topic as _topic  # noqa: F401
 from . import work_queue as _work_queue  # noqa: F401
 from .backend import (

@@ -21,7 +21,9 @@ from .backend import Adapter, Backend, UnsupportedFixtureOp, create_backend
 from .compare import ConformanceFailure, Mismatch, check, fail
 from .fixture import KIND, MODELS, TOP_LEVEL_KEYS, Fixture
 
-STEP_KEYS = frozenset({"op", "returns", "expected"})
+STEP_KEYS = frozenset({"op", "returns", "raises", "expected"})
+"""``raises`` (an extension for distributed fixtures) names the error the op must raise,
+e.g. ``"NoQuorum"``; the state keys are then checked as usual."""
 
 
 @dataclass(frozen=True)
@@ -285,11 +287,14 @@ async def _run_step(runner: ModelRunner, index: int, step: Any) -> None:
         fail(index, "step", f"unknown step key(s) {unknown}")
     kind = runner.validate_op(index, step.get("op"))
     runner.validate_expected(index, step.get("expected"))
-    if runner.returns_required and "returns" not in step:
+    if runner.returns_required and "returns" not in step and "raises" not in step:
         fail(index, "returns", f"every {runner.model} step must carry 'returns'")
     assert runner.probes is not None
     runner.probes.baseline()
     op: dict[str, Any] = step["op"]
+    raises = step.get("raises")
+    if raises is not None and (not isinstance(raises, str) or "returns" in step):
+        fail(index, "raises", "must be an error name, and excludes 'returns'")
     try:
         if kind in runner.ops:
             result = await runner.perform(index, op)
@@ -302,7 +307,13 @@ async def _run_step(runner: ModelRunner, index: int, step: Any) -> None:
     except ConformanceFailure:
         raise
     except Exception as exc:
-        fail(index, f"op.{kind}", f"raised {type(exc).__name__}: {exc}")
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if raises is None or raises not in names:
+            fail(index, f"op.{kind}", f"raised {type(exc).__name__}: {exc}")
+        result = None
+    else:
+        if raises is not None:
+            fail(index, "raises", f"expected the op to raise {raises}; it returned {result!r}")
     await runner.adapter.settle()
     if "returns" in step:
         check(index, "returns", step["returns"], result)

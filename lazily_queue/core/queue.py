@@ -111,7 +111,7 @@ def transition_mask(op: int, pre_len: int, capacity: int | None, was_closed: boo
     if op == UNPOP:
         return push_mask(pre_len, capacity) | HEAD
     if op == RESET:
-        return ALL_READERS
+        return ALL_READERS if capacity is not None else ALL_READERS & ~IS_FULL
     raise ValueError(f"unknown queue transition kind {op!r}")
 
 

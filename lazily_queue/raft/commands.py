@@ -32,6 +32,7 @@ TOPIC_RECONNECT = 23
 TOPIC_DISCONNECT = 24
 TOPIC_ADVANCE = 25
 TOPIC_GC = 26
+TOPIC_RESTORE = 27  # [name, snapshot]: replace the topic's state (administration, seeding)
 WORK_DECLARE = 30
 WORK_PUSH = 31
 WORK_CLAIM = 32

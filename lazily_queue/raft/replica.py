@@ -336,9 +336,20 @@ class Replica:
             return
         error_text = self._quorum_text()
         for p in list(self._unresolved.values()):
-            if p.on_done is None or p.in_flight or p.maybe_applied:
+            if p.on_done is None:
                 continue
-            self._fail(p, NoQuorum(error_text))
+            if not (p.in_flight or p.maybe_applied):
+                self._fail(p, NoQuorum(error_text))
+                continue
+            # It may have reached the old leader before the cut: say so, and keep a
+            # pop alive so an element it took still finds its way back.
+            error = NoQuorum(f"{error_text}; this operation may have committed before the "
+                             "partition, its outcome is unknown")
+            if p.on_orphan is not None:
+                self._ready.completions.append((p.on_done, None, error))
+                p.on_done = None
+            else:
+                self._fail(p, error)
 
     def _has_quorum(self) -> bool:
         return bool(self.engine.is_leader or self.engine.hasQuorum)

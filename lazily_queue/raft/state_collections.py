@@ -5,7 +5,8 @@ log is their serialization point. Work-queue time is the leader's stamp on the b
 (milliseconds since the Unix epoch, never decreasing), so ``claim``, ``reap`` and lease
 extension apply identically everywhere. Settlements (ack / nack) leave a receipt; a
 settlement repeated by the same worker (a retry after a failover, from a restarted
-process) returns the original receipt instead of failing.
+process) is refused exactly as the core refuses it, but carries the original receipt,
+which the worker API accepts as proof that its settlement committed.
 """
 
 from __future__ import annotations
@@ -122,6 +123,22 @@ def _topic_gc(sm: StateMachine, args: list[Any]) -> Any:
     return result
 
 
+@handler(C.TOPIC_RESTORE)
+def _topic_restore(sm: StateMachine, args: list[Any]) -> Any:
+    name = _name(args)
+    try:
+        restored: TopicCore[Any] = TopicCore.from_snapshot(args[1])
+    except (TypeError, ValueError) as exc:
+        raise OpErrorRaised("bad_snapshot", str(exc)) from exc
+    old = sm.topics.get(name)
+    sm.topics[name] = restored
+    ids = set(restored.subscriptions())
+    if old is not None:
+        ids.update(old.subscriptions())
+    _topic_changed(sm, name, frozenset(ids))
+    return None
+
+
 section(
     "topics",
     lambda sm: {name: t.snapshot() for name, t in sm.topics.items()},
@@ -209,10 +226,10 @@ def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
     _work_changed(sm, name, mask)
     if result and delivery is not None:
         return [True, mask, state.remember(name, delivery, outcome, sm.now).to_list(), False]
+    # The core's answer stays exactly the spec's (a repeated settlement is refused);
+    # the earlier receipt rides along for workers retrying the same settlement.
     earlier = state.earlier(name, worker, delivery_id, outcome)
-    if earlier is not None:
-        return [True, 0, earlier.to_list(), True]
-    return [False, mask, None, False]
+    return [False, mask, None if earlier is None else earlier.to_list(), earlier is not None]
 
 
 @handler(C.WORK_ACK)

@@ -125,6 +125,12 @@ class RaftTopicStorage(ReplicatedObject):
         result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
         return TopicTransition(result, frozenset())
 
+    async def restore_async(
+        self, snapshot: dict[str, Any], *, timeout: float | None = None
+    ) -> None:
+        """Replace the topic's whole state with ``snapshot`` (administration, seeding)."""
+        await self._call(C.TOPIC_RESTORE, [self.name, snapshot], timeout)
+
     async def gc_async(self, *, timeout: float | None = None) -> TopicTransition[int]:
         result = await self._call(C.TOPIC_GC, [self.name], timeout)
         return TopicTransition(int(result), frozenset())

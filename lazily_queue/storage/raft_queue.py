@@ -59,6 +59,11 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
+    def rebind(self, driver: Driver) -> None:
+        """Follow the node to a restarted driver (the cell and its readers stay)."""
+        self._driver = driver
+        self._declared = None
+
     async def _ensure_declared(self, timeout: float | None) -> None:
         if self._declared is None or (self._declared.done() and self._declared.exception()):
             self._declared = asyncio.ensure_future(self._declare(timeout))

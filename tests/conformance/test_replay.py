@@ -3,6 +3,9 @@
 Project fixtures (everything under ``fixtures/``) always run; the upstream corpus runs
 when ``LAZILY_SPEC_FIXTURES`` names it. QueueCell fixtures also run on
 ``local-generic`` (the shell's generic storage path instead of the deque fast path).
+Every fixture also replays unchanged on ``raft1`` and ``raft3`` (real clusters, async
+flavor). The distributed corpus (``fixtures/distributed/``, with cluster ops such as
+``kill_leader``) replays on ``raft3`` only: a single process has no leader to kill.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import pytest
 from lazily_queue.conformance import FLAVORS, Fixture, discover, replay
 
 ROOT = Path(__file__).resolve().parents[2]
+DISTRIBUTED = ROOT / "fixtures" / "distributed"
+RAFT = ("raft1", "raft3")
 
 
 def _spec_dir() -> Path | None:
@@ -29,6 +34,8 @@ def _spec_dir() -> Path | None:
 def _params(origin: str, root: Path) -> list[object]:
     params: list[object] = []
     for fixture in discover([root]).fixtures:
+        if fixture.path is not None and DISTRIBUTED in fixture.path.parents:
+            continue
         backends = ["local"]
         if fixture.model == "QueueCell":
             backends.append("local-generic")
@@ -37,10 +44,20 @@ def _params(origin: str, root: Path) -> list[object]:
                 suffix = "" if backend == "local" else f"-{backend}"
                 test_id = f"{origin}/{fixture.name}[{flavor}{suffix}]"
                 params.append(pytest.param(fixture, backend, flavor, id=test_id))
+        for backend in RAFT:
+            test_id = f"{origin}/{fixture.name}[async-{backend}]"
+            params.append(pytest.param(fixture, backend, "async", id=test_id))
     return params
 
 
-PROJECT = _params("project", ROOT / "fixtures")
+def _distributed() -> list[object]:
+    return [
+        pytest.param(f, "raft3", "async", id=f"distributed/{f.name}[async-raft3]")
+        for f in discover([DISTRIBUTED]).fixtures
+    ]
+
+
+PROJECT = _params("project", ROOT / "fixtures") + _distributed()
 SPEC_DIR = _spec_dir()
 SPEC = _params("spec", SPEC_DIR) if SPEC_DIR is not None and SPEC_DIR.is_dir() else []
 
@@ -75,5 +92,12 @@ def test_spec_corpus_found(spec_fixtures: Path | None) -> None:
     found = discover([spec_fixtures])
     assert found.fixtures, f"no queue-family fixtures under {spec_fixtures}"
     assert len(SPEC) == sum(
-        len(FLAVORS) * (2 if f.model == "QueueCell" else 1) for f in found.fixtures
+        len(FLAVORS) * (2 if f.model == "QueueCell" else 1) + len(RAFT) for f in found.fixtures
     )
+
+
+def test_distributed_corpus_covers_failover_restart_partition() -> None:
+    fixtures = discover([DISTRIBUTED]).fixtures
+    ops = {step["op"]["type"] for f in fixtures for step in f.steps}
+    assert {"kill_leader", "restart", "restart_cluster", "partition", "heal"} <= ops
+    assert {f.model for f in fixtures} == {"QueueCell", "TopicCell", "WorkQueueCell"}

@@ -1,0 +1,292 @@
+"""The ``raft1`` and ``raft3`` backends: fixtures replayed on real in-process clusters.
+
+Each replay starts a fresh cluster (one node, or three linked by a ``LocalHub``) and
+opens the model under a fresh name. Ops are issued on the *observer* node (a follower
+in ``raft3``, so every op is forwarded to the leader and committed by a majority) and
+return once applied there; the probes watch the observer's readers, which change only
+when committed entries apply. Only the ``async`` flavor exists: over Raft the
+synchronous core methods refuse with ``UnsupportedOperation``.
+
+Topic ``restart`` stops every node and starts them again from their journals (the
+observer's cells survive the restart and are re-bound). Distributed fixtures may use
+cluster ops:
+
+- ``kill_leader``: stop the leader (if the observer leads, it first hands leadership
+  away) and wait for a new one among the others;
+- ``kill_follower``: stop a follower other than the observer;
+- ``restart``: start every stopped node again; ``restart_cluster``: stop and start all;
+- ``partition`` with ``isolate`` = ``"leader"``, ``"observer"`` or a node id, or
+  ``groups`` (lists of ids);
+  ``heal``: restore every link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from ..cells.queue import QueueCell
+from ..cells.topic import TopicCell
+from ..cells.work_queue import WorkQueueCell
+from ..core.queue import QueuePushError
+from ..node import Node
+from ..raft.engine import EngineConfig
+from ..raft.network import LocalHub
+from ..reactive import Context, Slot
+from ..storage.raft_collections import RaftTopicStorage
+from .backend import (
+    Backend,
+    QueueAdapter,
+    QueueInitial,
+    TopicAdapter,
+    TopicInitial,
+    UnsupportedFixtureOp,
+    WorkQueueAdapter,
+    WorkQueueInitial,
+    register_backend,
+)
+from .local import _topic_snapshot
+
+FAST = EngineConfig(
+    election_timeout_min=0.1, election_timeout_max=0.2, heartbeat_interval=0.02,
+    leader_fallback_timeout=0.5,
+)
+_names = itertools.count(1)
+
+
+class RaftQueueAdapter(QueueAdapter):
+    def __init__(self, cell: QueueCell[Any]) -> None:
+        self.cell = cell
+
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        return self.cell.readers()
+
+    def elements(self) -> list[Any]:
+        return self.cell.storage.elements()  # type: ignore[attr-defined, no-any-return]
+
+    async def try_push(self, value: Any) -> QueuePushError | None:
+        return await self.cell.offer(value)
+
+    async def try_pop(self) -> Any:
+        return await self.cell.poll()
+
+    async def close(self) -> None:
+        await self.cell.aclose()
+
+    async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
+        # Proposed in one loop iteration: one replicated batch, one apply wave.
+        return list(await asyncio.gather(*(self.cell.offer(v) for v in values)))
+
+
+class RaftTopicAdapter(TopicAdapter):
+    def __init__(self, cell: TopicCell[Any]) -> None:
+        self.cell = cell
+
+    def reader(self, subscriber: str) -> Slot[Any]:
+        return self.cell.reader(subscriber)
+
+    async def publish(self, value: Any) -> Any:
+        return await self.cell.apublish(value)
+
+    async def subscribe(self, subscriber: str, durability: str) -> Any:
+        return await self.cell.asubscribe(subscriber, durability)
+
+    async def reconnect(self, subscriber: str) -> Any:
+        return await self.cell.areconnect(subscriber)
+
+    async def disconnect(self, subscriber: str) -> Any:
+        return await self.cell.adisconnect(subscriber)
+
+    async def advance(self, subscriber: str) -> Any:
+        return await self.cell.aadvance(subscriber)
+
+    async def gc(self) -> int:
+        return await self.cell.agc()
+
+    def base_offset(self) -> int:
+        return self.cell.base_offset()
+
+    def elements(self) -> list[Any]:
+        return self.cell.elements()
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self.cell.subscriptions()
+
+    def read_stream(self, subscriber: str) -> list[Any] | None:
+        return self.cell.read_stream(subscriber)
+
+
+class RaftWorkQueueAdapter(WorkQueueAdapter):
+    def __init__(self, cell: WorkQueueCell) -> None:
+        self.cell = cell
+
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        return self.cell.readers()
+
+    async def push(self, value: Any) -> int:
+        return await self.cell.apush(value)
+
+    async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
+        delivery = await self.cell.atry_claim(worker, now)
+        return None if delivery is None else delivery.to_dict()
+
+    async def ack(self, worker: str, delivery_id: int) -> bool:
+        return await self.cell.aack(worker, delivery_id)
+
+    async def nack(self, worker: str, delivery_id: int) -> bool:
+        return await self.cell.anack(worker, delivery_id)
+
+    async def reap_expired(self, now: int) -> int:
+        return await self.cell.areap_expired(now)
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [item.to_dict() for item in self.cell.pending()]
+
+    def in_flight(self) -> list[dict[str, Any]]:
+        return [delivery.to_dict() for delivery in self.cell.in_flight()]
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return [letter.to_dict() for letter in self.cell.dead_letters()]
+
+
+class RaftBackend(Backend):
+    """A fresh cluster of ``size`` real nodes per replay."""
+
+    flavors = ("async",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.ids = [str(i) for i in range(1, size + 1)]
+        self.hub = LocalHub()
+        self.nodes: dict[str, Node] = {}
+        self.stopped: set[str] = set()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._observer = "1"
+
+    async def start(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="lazily-conformance-")
+        for node_id in self.ids:
+            self.nodes[node_id] = Node(
+                node_id,
+                data_dir=f"{self._tmp.name}/{node_id}",
+                peers={n: f"local:{n}" for n in self.ids},
+                network=self.hub.network(node_id),
+                durability="none",
+                engine=FAST,
+                maintenance_interval=None,
+                context=Context(name=f"conformance-node{node_id}"),
+                tick_interval=0.01,
+            )
+        await asyncio.gather(*(n.start() for n in self.nodes.values()))
+        leader = await self._wait_leader()
+        self._observer = next((n for n in self.ids if n != leader), leader)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(n.stop() for n in self.nodes.values()),
+                             return_exceptions=True)
+        self.nodes.clear()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    @property
+    def observer(self) -> Node:
+        return self.nodes[self._observer]
+
+    async def _wait_leader(self, among: set[str] | None = None, timeout: float = 10.0) -> str:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            for key, node in self.nodes.items():
+                if (among is None or key in among) and key not in self.stopped and node.is_leader:
+                    return key
+            await asyncio.sleep(0.005)
+        raise TimeoutError(f"no leader within {timeout}s among {sorted(among or self.nodes)}")
+
+    # -- models -----------------------------------------------------------------------------
+
+    async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
+        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity)
+        for value in initial.elements:
+            if await cell.offer(value) is not None:
+                raise ValueError(f"cannot seed {value!r} into the queue")
+        if initial.closed:
+            await cell.aclose()
+        return RaftQueueAdapter(cell)
+
+    async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
+        cell = self.observer.topic(f"t{next(_names)}")
+        storage = cell.storage
+        assert isinstance(storage, RaftTopicStorage)
+        await storage.restore_async(_topic_snapshot(initial))
+        return RaftTopicAdapter(cell)
+
+    async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
+        await self.cluster_op({"type": "restart_cluster"})
+        return adapter
+
+    async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
+        cell = self.observer.open_work_queue(
+            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries
+        )
+        await cell.storage._ensure_declared(None)  # type: ignore[union-attr]
+        return RaftWorkQueueAdapter(cell)
+
+    # -- cluster ops ----------------------------------------------------------------------------
+
+    async def cluster_op(self, op: Mapping[str, Any]) -> None:
+        kind = op.get("type")
+        running = {k for k in self.nodes if k not in self.stopped}
+        if kind == "kill_leader":
+            leader = await self._wait_leader()
+            if leader == self._observer:
+                await self.nodes[leader].transfer_leadership()
+                leader = await self._wait_leader(among=running - {leader})
+            await self._stop(leader)
+            await self._wait_leader(among=running - {leader})
+        elif kind == "kill_follower":
+            leader = await self._wait_leader()
+            victim = sorted(running - {leader, self._observer})[0]
+            await self._stop(victim)
+        elif kind == "restart":
+            for key in sorted(self.stopped):
+                await self.nodes[key].start()
+            self.stopped.clear()
+            await self._wait_leader()
+        elif kind == "restart_cluster":
+            for key in running:
+                await self._stop(key)
+            for key in self.nodes:
+                await self.nodes[key].start()
+            self.stopped.clear()
+            await self._wait_leader()
+            await self.observer.barrier()
+        elif kind == "partition":
+            if "groups" in op:
+                self.hub.partition(*[{str(k) for k in g} for g in op["groups"]])
+            else:
+                target = op.get("isolate", "leader")
+                if target == "leader":
+                    key = await self._wait_leader()
+                elif target == "observer":
+                    key = self._observer
+                else:
+                    key = str(target)
+                self.hub.partition({key}, set(self.ids) - {key})
+        elif kind == "heal":
+            self.hub.heal()
+            await self._wait_leader()
+            await self.observer.barrier()
+        else:
+            raise UnsupportedFixtureOp(f"unknown cluster op {kind!r}")
+
+    async def _stop(self, key: str) -> None:
+        await self.nodes[key].stop()
+        self.stopped.add(key)
+
+
+register_backend("raft1", lambda: RaftBackend(1))
+register_backend("raft3", lambda: RaftBackend(3))
