@@ -8,7 +8,7 @@ writes, so the nodes must belong to the running event loop's thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
 from .context import Context, resolve_context
@@ -75,8 +75,12 @@ async def wait_until(
         eff.dispose()
 
 
-async def values(node: Readable[T]) -> AsyncIterator[T]:
-    """Yield the current value, then the latest value after each change (conflating)."""
+async def values(node: Readable[T]) -> AsyncGenerator[T, None]:
+    """Yield the current value, then the latest value after each change (conflating).
+
+    The effect is disposed when the iterating task is cancelled or the generator is
+    closed (``aclose()``, e.g. via ``contextlib.aclosing`` when breaking out early).
+    """
     wake = asyncio.Event()
     latest: list[Any] = []
 
