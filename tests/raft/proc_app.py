@@ -21,8 +21,9 @@ async def producer(node: Node, options: dict[str, Any]) -> None:
     queue = node.queue("chaos")
     stop_file = Path(options["stop_file"])
     n = 0
-    with ledger.open("a", buffering=1) as out:
-        while not stop_file.exists():
+    # Small line-buffered writes: the ledger must reach the OS before the next push.
+    with ledger.open("a", buffering=1) as out:  # noqa: ASYNC230
+        while not stop_file.exists():  # noqa: ASYNC240
             item = f"{node.node_id}:{options['incarnation']}:{n}"
             n += 1
             try:

@@ -44,7 +44,8 @@ async def test_cluster_over_unix_sockets_and_a_wrong_secret_cannot_join(tmp_path
 
 def test_a_networked_node_needs_a_secret_and_integer_ids(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfiguration, match="secret is required"):
-        Node(1, data_dir=tmp_path, listen="unix:///tmp/x.sock", durability="none")._default_network()
+        Node(1, data_dir=tmp_path, listen="unix:///tmp/x.sock",
+             durability="none")._default_network()
     with pytest.raises(InvalidConfiguration, match="not an integer"):
         Node("alpha", data_dir=tmp_path, listen="unix:///tmp/x.sock", secret=b"s",
              durability="none")._default_network()
