@@ -1,0 +1,332 @@
+"""The properties, checked against the committed history and what the clients saw.
+
+The history (every op in log order, with the result of its first application) is
+replayed through small independent models of the queue, work queue and topic; every
+recorded result must be the model's. On top of that:
+
+- every operation a client saw succeed is in the log, with the result the client got;
+  one reported as certainly not applied is not in the log;
+- a retried operation (same session and sequence number) is applied once;
+- queue: FIFO in commit order, every acknowledged push popped once or still queued;
+- work queue: at most one live delivery per item; once drained every item is acked
+  or dead-lettered;
+- topics: a durable subscriber's reads are the committed publications in order from
+  its subscription on, without gaps or duplicates; an ephemeral one's are in order;
+- the final state of every replica equals the models' (and so each other's).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ..core.queue import QueuePopError
+from ..raft import commands as C
+from ..raft.commands import OpError
+from .history import AppliedOp, History, Violation
+from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Client
+
+
+@dataclass
+class _Work:
+    visibility: int = 0
+    max_deliveries: int = 1
+    next_item: int = 0
+    next_delivery: int = 0
+    pending: deque[tuple[int, str, int]] = field(default_factory=deque)
+    live: dict[int, tuple[int, str, int, str, int]] = field(default_factory=dict)
+    dead: list[int] = field(default_factory=list)
+    acked: set[int] = field(default_factory=set)
+    settled: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Sub:
+    durable: bool
+    cursor: int
+    connected: bool = True
+
+
+class Checker:
+    """Replays a :class:`History` through the models and checks the client records."""
+
+    def __init__(self, history: History, clients: list[Client]) -> None:
+        self.history = history
+        self.clients = clients
+        self.queue: deque[Any] | None = None
+        self.pushed: list[Any] = []
+        self.popped: list[Any] = []
+        self.work: _Work | None = None
+        self.topic = False
+        self.published: list[Any] = []
+        self.base = 0
+        self.subs: dict[str, _Sub] = {}
+        self.reads: dict[str, list[int]] = {}
+        self.now = 0
+        self.ops = 0
+
+    def fail(self, text: str) -> NoReturn:
+        raise Violation(text)
+
+    # -- replay ---------------------------------------------------------------------------
+
+    def replay(self) -> None:
+        seen: dict[tuple[int, int], AppliedOp] = {}
+        for op in self.history.in_order():
+            self.now = max(self.now, op.stamp)
+            first = seen.get((op.session, op.seq))
+            if first is not None:
+                if op.index == first.index:
+                    self.fail(f"op {op.session:x}/{op.seq} appears twice in batch {op.index}")
+                if not (op.result == first.result or (
+                        isinstance(op.result, OpError) and op.result.code == "duplicate")):
+                    self.fail(f"retried op {op.session:x}/{op.seq} (index {op.index}) returned "
+                              f"{op.result!r}, first {first.result!r} at {first.index}")
+                continue
+            seen[(op.session, op.seq)] = op
+            self.ops += 1
+            self._apply(op)
+
+    def _expect(self, op: AppliedOp, expected: Any) -> None:
+        if op.result != expected:
+            self.fail(f"index {op.index}: {C.OP_NAMES.get(op.code)} {op.args!r:.80} returned "
+                      f"{op.result!r:.120}, the model says {expected!r:.120}")
+
+    def _apply(self, op: AppliedOp) -> None:
+        code, args = op.code, op.args
+        if code == C.QUEUE_DECLARE:
+            if self.queue is None:
+                self.queue = deque()
+        elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP):
+            self._queue_op(op)
+        elif code == C.WORK_DECLARE:
+            if self.work is None:
+                self.work = _Work(args[1], args[2])
+        elif C.WORK_PUSH <= code <= C.WORK_REDRIVE:
+            self._work_op(op)
+        elif code == C.TOPIC_DECLARE:
+            self.topic = True
+        elif C.TOPIC_DECLARE < code <= C.TOPIC_GC:
+            if not self.topic:
+                if not isinstance(op.result, OpError):
+                    self.fail(f"index {op.index}: topic op before the declaration succeeded")
+                return
+            self._topic_op(op)
+
+    def _queue_op(self, op: AppliedOp) -> None:
+        q = self.queue
+        if q is None:
+            self._expect(op, OpError("unknown_queue", f"queue {QUEUE!r} has not been declared"))
+            return
+        if op.code == C.QUEUE_PUSH:
+            q.append(op.args[1])
+            self.pushed.append(op.args[1])
+            self._expect(op, None)
+        elif op.code == C.QUEUE_UNPOP:
+            q.appendleft(op.args[1])
+            self.pushed.append(op.args[1])
+            self._expect(op, None)
+        elif q:
+            value = q.popleft()
+            self.popped.append(value)
+            self._expect(op, value)
+        elif not isinstance(op.result, QueuePopError):
+            self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
+
+    def _work_op(self, op: AppliedOp) -> None:
+        w = self.work
+        if w is None:
+            if not isinstance(op.result, OpError):
+                self.fail(f"index {op.index}: work op before the declaration succeeded")
+            return
+        code, args, result = op.code, op.args, op.result
+        if code == C.WORK_PUSH:
+            w.pending.append((w.next_item, args[1], 0))
+            mask = result[1] if isinstance(result, list) and len(result) == 2 else None
+            self._expect(op, [w.next_item, mask])
+            w.next_item += 1
+        elif code == C.WORK_CLAIM:
+            if not w.pending:
+                self._expect(op, [None, 0])
+                return
+            item, value, attempts = w.pending.popleft()
+            for other in w.live.values():
+                if other[0] == item:
+                    self.fail(f"index {op.index}: item {item} claimed while delivery "
+                              f"{other} is live")
+            got = result[0] if isinstance(result, list) else None
+            if not isinstance(got, dict) or (got["item_id"], got["value"], got["attempt"],
+                                             got["delivery_id"], got["worker"]) != (
+                    item, value, attempts + 1, w.next_delivery, args[1]):
+                self.fail(f"index {op.index}: claim returned {got!r}, the model says item "
+                          f"{item} attempt {attempts + 1} delivery {w.next_delivery}")
+            if got["deadline"] != self.now + w.visibility:
+                self.fail(f"index {op.index}: lease deadline {got['deadline']} is not "
+                          f"leader time {self.now} + {w.visibility}")
+            w.live[w.next_delivery] = (item, value, attempts + 1, args[1], got["deadline"])
+            w.next_delivery += 1
+        elif code in (C.WORK_ACK, C.WORK_NACK):
+            outcome = "acked" if code == C.WORK_ACK else "nacked"
+            worker, did = args[1], args[2]
+            live = w.live.get(did)
+            if live is not None and live[3] == worker:
+                del w.live[did]
+                w.settled[did] = (worker, outcome)
+                if code == C.WORK_ACK:
+                    w.acked.add(live[0])
+                else:
+                    self._fail_delivery(w, live)
+                ok = isinstance(result, list) and result[0] is True and result[3] is False
+            else:
+                # A repeated settlement is refused (or, in older formats, confirmed) and
+                # carries the first receipt.
+                earlier = w.settled.get(did) == (worker, outcome)
+                ok = isinstance(result, list) and result[3] is earlier and (
+                    result[0] is False or result[0] is earlier)
+            if not ok:
+                self.fail(f"index {op.index}: {outcome[:-2]} of delivery {did} by {worker} "
+                          f"returned {result!r}")
+        elif code == C.WORK_REAP:
+            now = self.now if args[1] is None else int(args[1])
+            expired = sorted(d for d, live in w.live.items() if live[4] < now)
+            for did in expired:
+                self._fail_delivery(w, w.live.pop(did))
+            if not isinstance(result, list) or result[0] != len(expired):
+                self.fail(f"index {op.index}: reap at {now} returned {result!r}, the model "
+                          f"expires {expired}")
+
+    @staticmethod
+    def _fail_delivery(w: _Work, live: tuple[int, str, int, str, int]) -> None:
+        item, value, attempt = live[0], live[1], live[2]
+        if attempt < w.max_deliveries:
+            w.pending.append((item, value, attempt))
+        else:
+            w.dead.append(item)
+
+    def _topic_op(self, op: AppliedOp) -> None:
+        code, args = op.code, op.args
+        end = len(self.published)
+        if code == C.TOPIC_PUBLISH:
+            self._expect(op, end)
+            self.published.append(args[1])
+            return
+        if code == C.TOPIC_GC:
+            durable = [s.cursor for s in self.subs.values() if s.durable]
+            frontier = min(durable) if durable else end
+            removed = max(0, frontier - self.base)
+            self._expect(op, removed)
+            for record in self.subs.values():
+                record.cursor = max(record.cursor, frontier)
+            self.base = max(self.base, frontier)
+            return
+        sid = args[1]
+        sub = self.subs.get(sid)
+        if code == C.TOPIC_SUBSCRIBE:
+            if sub is None:
+                self.subs[sid] = _Sub(args[2] == "durable", end)
+                self._expect(op, "Subscribed")
+            elif sub.connected:
+                self._expect(op, "AlreadyConnected")
+            else:
+                sub.connected = True
+                self._expect(op, "Reconnected")
+        elif code == C.TOPIC_DISCONNECT:
+            if sub is None or not sub.connected:
+                self._expect(op, False)
+            else:
+                self._expect(op, True)
+                if sub.durable:
+                    sub.connected = False
+                else:
+                    del self.subs[sid]
+        elif code == C.TOPIC_ADVANCE:
+            if sub is None or not sub.connected or sub.cursor >= end:
+                self._expect(op, None)
+                return
+            if sub.cursor < self.base:
+                self.fail(f"index {op.index}: {sid} reads offset {sub.cursor} below the "
+                          f"retained base {self.base}")
+            self._expect(op, self.published[sub.cursor])
+            self.reads.setdefault(sid, []).append(sub.cursor)
+            sub.cursor += 1
+
+    # -- client records ---------------------------------------------------------------------
+
+    def check_clients(self) -> None:
+        results = self.history.results
+        acked: list[Any] = []
+        for client in self.clients:
+            for obs in client.ops:
+                applied = results.get((obs.session, obs.seq))
+                if obs.outcome == OK:
+                    if applied is None:
+                        self.fail(f"{client.cid}: acknowledged {C.OP_NAMES.get(obs.code)} "
+                                  f"{obs.args!r:.60} (session {obs.session:x} seq {obs.seq}) "
+                                  "is not in the committed log")
+                    if applied.result != obs.result:
+                        self.fail(f"{client.cid}: got {obs.result!r:.80} for "
+                                  f"{C.OP_NAMES.get(obs.code)} at index {applied.index}, the "
+                                  f"log says {applied.result!r:.80}")
+                    if obs.code == C.QUEUE_PUSH and obs.result is None:
+                        acked.append(obs.args[1])
+                elif obs.outcome == FAILED and applied is not None:
+                    self.fail(f"{client.cid}: {C.OP_NAMES.get(obs.code)} reported as not "
+                              f"applied was applied at index {applied.index}")
+                if obs.has_orphan_result and applied is not None and (
+                        applied.result != obs.orphan_result):
+                    self.fail(f"{client.cid}: late result {obs.orphan_result!r:.60} differs "
+                              f"from the log's {applied.result!r:.60}")
+        pushed = set(self.pushed)
+        for value in acked:
+            if value not in pushed:
+                self.fail(f"acknowledged push {value!r} is not in the log")
+        self._check_reads()
+
+    def _check_reads(self) -> None:
+        for sid, offsets in self.reads.items():
+            durable = sid.startswith("d")
+            for a, b in itertools.pairwise(offsets):
+                if b <= a or (durable and b != a + 1):
+                    self.fail(f"subscriber {sid} read offset {b} after {a}: "
+                              f"{'a gap or duplicate' if durable else 'out of order'}")
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def check_final(self, state: dict[str, Any]) -> None:
+        """Compare a replica's captured state with the models; check the queue and work end."""
+        queue = state.get("queues", {}).get(QUEUE)
+        if self.queue is not None:
+            elements = [] if queue is None else queue[2]
+            if elements != list(self.queue):
+                self.fail(f"queue holds {elements!r:.100}, the model {list(self.queue)!r:.100}")
+            counts: dict[Any, int] = {}
+            for v in self.pushed:
+                counts[v] = counts.get(v, 0) + 1
+            for v in self.popped:
+                counts[v] = counts.get(v, 0) - 1
+            for v in elements:
+                counts[v] = counts.get(v, 0) - 1
+            wrong = {v: c for v, c in counts.items() if c != 0}
+            if wrong:
+                self.fail(f"pushed values not popped once nor queued: {wrong!r:.200}")
+        work = state.get("work_queues", {}).get(WORK)
+        if self.work is not None and work is not None:
+            core = work["core"]
+            pending = [p["item_id"] for p in core["pending"]]
+            live = [d["delivery_id"] for d in core["in_flight"]]
+            dead = [d["item_id"] for d in core["dead_letters"]]
+            if pending != [p[0] for p in self.work.pending] or live != sorted(self.work.live) \
+                    or dead != self.work.dead:
+                self.fail("work queue state differs from the model")
+        topic = state.get("topics", {}).get(TOPIC)
+        if topic is not None and (topic["base_offset"] != self.base
+                                  or topic["elements"] != self.published[self.base:]):
+            self.fail("topic retained log differs from the model")
+
+    def check_drained(self) -> None:
+        w = self.work
+        if w is not None and (w.pending or w.live):
+            self.fail(f"work items neither acked nor dead-lettered after the drain: pending "
+                      f"{[p[0] for p in w.pending]}, live {sorted(w.live)}")

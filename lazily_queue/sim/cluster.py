@@ -1,0 +1,336 @@
+"""The simulated cluster: members, network, clients and faults on one virtual clock.
+
+A discrete-event loop: at each instant it delivers the frames that are due, runs the
+timers that are due (member ticks, fsync completions, client actions, faults) and
+then steps every member that got input, until nothing more happens at that instant.
+Everything random comes from one generator seeded by the run's seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ..raft import commands as C
+from ..raft.codec import FrameError, decode_frame
+from ..raft.replica import Proposal, Ready
+from .clock import VirtualClock
+from .history import History, Violation
+from .network import SimNetwork
+from .node import SimNode
+from .scenario import Scenario
+from .workload import Client, Observed
+
+log = logging.getLogger(__name__)
+
+TICK = 0.02
+MAINTENANCE = 0.2
+TRACE_KEPT = 400
+
+
+class Cluster:
+    """N members of the real code, their network, their clients, one clock."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.rng = random.Random(scenario.seed)
+        self.clock = VirtualClock()
+        self.history = History()
+        self.node_ids = [str(i + 1) for i in range(scenario.nodes)]
+        self.trace_tail: deque[str] = deque(maxlen=TRACE_KEPT)
+        self.trace_lines = 0
+        self._trace_hash = 0
+        self.network = SimNetwork(self.node_ids, random.Random(self.rng.getrandbits(64)))
+        self.network.faults = scenario.link_faults()
+        self.network.on_peer = self._on_peer
+        self.nodes = {
+            n: SimNode(
+                n,
+                self.node_ids,
+                clock=self.clock,
+                rng=random.Random(self.rng.getrandbits(64)),
+                history=self.history,
+                config=scenario.replica_config(),
+                fsync_latency=scenario.fsync_latency,
+                trace=self.trace,
+            )
+            for n in self.node_ids
+        }
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timer_seq = 0
+        self._dirty: set[str] = set()
+        self._outstanding: dict[str, dict[int, tuple[Client, Observed, Proposal]]] = {
+            n: {} for n in self.node_ids
+        }
+        self.clients: list[Client] = []
+        self.leaders: dict[int, str] = {}
+        self.bad_frames = 0
+        self.steps = 0
+        self._paused: dict[str, list[tuple[str, bytes]]] = {}
+
+    # -- tracing ----------------------------------------------------------------------------
+
+    def trace(self, line: str) -> None:
+        text = f"{self.clock.now:9.4f} {line}"
+        self.trace_tail.append(text)
+        self.trace_lines += 1
+        self._trace_hash = hash((self._trace_hash, text))
+
+    @property
+    def trace_digest(self) -> str:
+        return f"{self._trace_hash & 0xFFFFFFFFFFFFFFFF:016x}/{self.trace_lines}"
+
+    # -- timers ----------------------------------------------------------------------------
+
+    def at(self, when: float, fn: Callable[[], None]) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (max(when, self.clock.now), self._timer_seq, fn))
+
+    def every(self, start: float, period: Callable[[], float], fn: Callable[[], None],
+              until: float | None = None) -> None:
+        def run() -> None:
+            if until is not None and self.clock.now > until:
+                return
+            fn()
+            self.at(self.clock.now + period(), run)
+
+        self.at(start, run)
+
+    def run_until(self, end: float, stop: Callable[[], bool] | None = None) -> bool:
+        """Advance to ``end`` (or until ``stop()`` holds); True when stopped early."""
+        while True:
+            nxt = self._next_time()
+            if nxt is None or nxt > end:
+                self.clock.advance_to(max(self.clock.now, end))
+                return False
+            self.clock.advance_to(nxt)
+            self.network.deliver_due(nxt, self._deliver)
+            while self._timers and self._timers[0][0] <= nxt:
+                _, _, fn = heapq.heappop(self._timers)
+                fn()
+            for n, node in self.nodes.items():
+                if node.fsync_due is not None and node.fsync_due <= nxt and n not in self._paused:
+                    node.finish_fsync(self._dispatch)
+            self._step_dirty()
+            if stop is not None and stop():
+                return True
+
+    def _next_time(self) -> float | None:
+        times = [t for t in (self.network.next_time(),) if t is not None]
+        if self._timers:
+            times.append(self._timers[0][0])
+        times.extend(node.fsync_due for n, node in self.nodes.items()
+                     if node.fsync_due is not None and n not in self._paused)
+        return min(times) if times else None
+
+    def _step_dirty(self) -> None:
+        rounds = 0
+        while self._dirty:
+            rounds += 1
+            if rounds > 1000:
+                raise Violation("members keep waking each other at one instant")
+            for n in sorted(self._dirty):
+                self._dirty.discard(n)
+                if n in self._paused:
+                    continue
+                self.nodes[n].step(self._dispatch)
+                self.steps += 1
+
+    def wake(self, node: str) -> None:
+        self._dirty.add(node)
+
+    # -- pauses (SIGSTOP / SIGCONT) ----------------------------------------------------------
+
+    def is_paused(self, n: str) -> bool:
+        return n in self._paused
+
+    def pause(self, n: str) -> None:
+        """Stop the member's process: its state stays, its input waits in the socket."""
+        self._paused.setdefault(n, [])
+
+    def resume(self, n: str) -> None:
+        inbox = self._paused.pop(n, None)
+        if inbox is None:
+            return
+        self.trace(f"{n}: resume ({len(inbox)} frames waiting)")
+        for src, frame in inbox:
+            self._deliver(src, n, frame)
+        node = self.nodes[n]
+        if node.fsync_due is not None and node.fsync_due <= self.clock.now:
+            node.finish_fsync(self._dispatch)
+        self.wake(n)
+
+    # -- members ---------------------------------------------------------------------------
+
+    def start_node(self, n: str) -> None:
+        node = self.nodes[n]
+        node.start()
+        self.network.set_running(n, True)
+        replica = node.replica
+        assert replica is not None
+        self.trace(f"{n}: start #{node.incarnation} session {replica.session:x} "
+                   f"log {replica.journal.first_index}..{replica.journal.last_index}")
+        self._tick(n, node.incarnation)
+
+    def _tick(self, n: str, incarnation: int) -> None:
+        node = self.nodes[n]
+        if not node.running or node.incarnation != incarnation:
+            return
+        self.wake(n)
+        self._check_leader(n)
+        self.at(self.clock.now + TICK * self.rng.uniform(0.9, 1.1),
+                lambda: self._tick(n, incarnation))
+
+    def crash_node(self, n: str) -> None:
+        node = self.nodes[n]
+        if not node.running:
+            return
+        node.crash()
+        self._paused.pop(n, None)
+        self.network.set_running(n, False)
+        self._dirty.discard(n)
+        lost = self._outstanding[n]
+        self._outstanding[n] = {}
+        for client, obs, _ in lost.values():
+            obs.outcome = "unknown"
+            obs.result = "crashed"
+            client.busy = False
+            client.lost(obs)
+
+    def session_of(self, n: str) -> int:
+        replica = self.nodes[n].replica
+        return 0 if replica is None else replica.session
+
+    def leader(self) -> str | None:
+        leaders = [n for n, node in self.nodes.items()
+                   if node.replica is not None and node.replica.engine.is_leader]
+        if not leaders:
+            return None
+        return max(leaders, key=lambda n: self._term(n))
+
+    def _term(self, n: str) -> int:
+        replica = self.nodes[n].replica
+        return -1 if replica is None else replica.engine.term
+
+    def _check_leader(self, n: str) -> None:
+        replica = self.nodes[n].replica
+        if replica is None or not replica.engine.is_leader:
+            return
+        term = replica.engine.term
+        other = self.leaders.get(term)
+        if other is None:
+            self.leaders[term] = n
+            self.trace(f"{n}: leader of term {term}")
+        elif other != n:
+            self.history.fail(f"election safety: {other} and {n} both lead term {term}")
+
+    # -- messages --------------------------------------------------------------------------
+
+    def _dispatch(self, node: SimNode, ready: Ready) -> None:
+        for callback, result, error in ready.completions:
+            self._outstanding[node.node_id].pop(id(callback), None)
+            callback(result, error)
+        for orphan, value in ready.orphans:
+            orphan(value)
+        for peer, messages in ready.messages.items():
+            self.network.send(node.node_id, peer, messages, self.clock.now)
+
+    def _deliver(self, src: str, dst: str, frame: bytes) -> None:
+        node = self.nodes[dst]
+        if not node.running:
+            return
+        inbox = self._paused.get(dst)
+        if inbox is not None:
+            inbox.append((src, frame))
+            return
+        try:
+            messages = decode_frame(frame)
+        except FrameError:
+            self.bad_frames += 1
+            return
+        node.receive(src, messages)
+        self.wake(dst)
+
+    def _on_peer(self, n: str, peer: str, up: bool) -> None:
+        replica = self.nodes[n].replica
+        if replica is not None:
+            replica.peer_connected(peer, up)
+            self.wake(n)
+
+    # -- proposals -------------------------------------------------------------------------
+
+    def propose(
+        self,
+        client: Client,
+        n: str,
+        code: int,
+        args: list[Any],
+        *,
+        timeout: float,
+        on_done: Callable[[Any, BaseException | None], None],
+        on_orphan: Callable[[Any], None] | None,
+    ) -> Proposal | None:
+        replica = self.nodes[n].replica
+        if replica is None:
+            return None
+        p = replica.propose(code, args, timeout=timeout, on_done=on_done, on_orphan=on_orphan)
+        self.wake(n)
+        return p
+
+    def track(self, n: str, client: Client, obs: Observed, p: Proposal) -> None:
+        if p.on_done is not None:
+            self._outstanding[n][id(p.on_done)] = (client, obs, p)
+
+    def propose_detached(self, n: str, code: int, args: list[Any], timeout: float = 3600.0
+                         ) -> None:
+        """Propose with nobody waiting (an orphan's element going back, maintenance)."""
+        replica = self.nodes[n].replica
+        if replica is None:
+            return
+        replica.propose(code, args, timeout=timeout, on_done=lambda _r, _e: None,
+                        on_orphan=lambda _r: None)
+        self.wake(n)
+
+    def resubmit_later(self, n: str, obs: Observed) -> None:
+        """Submit the proposal of ``obs`` again, same sequence number, while it is in flight."""
+        node = self.nodes[n]
+        incarnation = node.incarnation
+
+        def again() -> None:
+            replica = node.replica
+            if replica is None or node.incarnation != incarnation:
+                return
+            for p in list(replica._unresolved.values()):
+                if p.seq == obs.seq and p.in_flight and not p.done:
+                    p.in_flight = False
+                    p.retry_at = 0.0
+                    replica._queued.append(p)
+                    self.trace(f"{n}: resubmit seq {p.seq}")
+                    self.wake(n)
+
+        self.at(self.clock.now + self.rng.uniform(0.001, 0.05), again)
+
+    # -- leader maintenance ----------------------------------------------------------------
+
+    def maintain(self, gc: bool) -> None:
+        """On the leader: expire leases and collect topic retention (as Node does)."""
+        n = self.leader()
+        if n is None or n in self._paused:
+            return
+        node = self.nodes[n]
+        replica = node.replica
+        assert replica is not None
+        sm = replica.sm
+        now_ms = int(node.wall() * 1000)
+        for name, state in sm.work_queues.items():
+            deadlines = [d.deadline for d in state.core.in_flight()]
+            if deadlines and min(deadlines) < max(now_ms, sm.now):
+                self.propose_detached(n, C.WORK_REAP, [name, None], 1.0)
+        if gc:
+            for name, topic in sm.topics.items():
+                if topic.retention_frontier() > topic.base_offset():
+                    self.propose_detached(n, C.TOPIC_GC, [name], 1.0)

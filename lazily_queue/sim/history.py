@@ -1,0 +1,101 @@
+"""The committed history, recorded from every replica as it applies entries.
+
+:class:`RecordingStateMachine` is the real state machine with one addition: every
+batch it applies is reported to the shared :class:`History` with its log index. The
+history keeps the first application of each index and checks every later one (on
+another node, or on the same node after a restart) against it, so two replicas that
+apply different commands at one index are caught at that moment. It also keeps, per
+operation, the result of its first application, keyed by ``(session, seq)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ..raft import commands as C
+from ..raft.state_machine import StateMachine
+
+
+class Violation(AssertionError):
+    """A checked property does not hold."""
+
+
+@dataclass
+class AppliedOp:
+    index: int
+    session: int
+    seq: int
+    code: int
+    args: list[Any]
+    result: Any
+    stamp: int
+
+
+@dataclass
+class History:
+    """Everything applied anywhere: per log index the batch digest, per op its result."""
+
+    digests: dict[int, str] = field(default_factory=dict)
+    ops: dict[int, list[AppliedOp]] = field(default_factory=dict)
+    results: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
+    applied: int = 0
+    on_violation: Callable[[str], None] | None = None
+
+    def record(self, node: str, index: int, payload: bytes, stamp: int,
+               results: Any) -> None:
+        self.applied += 1
+        digest = hashlib.blake2b(payload, digest_size=12).hexdigest()
+        known = self.digests.get(index)
+        if known is not None:
+            if known != digest:
+                self.fail(
+                    f"state machine safety: node {node} applied a different command at index "
+                    f"{index} than was applied before ({digest} != {known})"
+                )
+            return
+        self.digests[index] = digest
+        try:
+            session, _, ops = C.decode_command(payload)
+        except C.CommandError:
+            return
+        if not isinstance(results, list) or len(results) != len(ops):
+            return
+        entry: list[AppliedOp] = []
+        for op, result in zip(ops, results, strict=True):
+            applied = AppliedOp(index, session, op[0], op[1], op[2:], result, stamp)
+            entry.append(applied)
+            self.results.setdefault((session, op[0]), applied)
+        self.ops[index] = entry
+
+    def fail(self, message: str) -> NoReturn:
+        if self.on_violation is not None:
+            self.on_violation(message)
+        raise Violation(message)
+
+    def in_order(self) -> list[AppliedOp]:
+        """Every first application of every op, in log order (duplicates included)."""
+        out: list[AppliedOp] = []
+        for index in sorted(self.ops):
+            out.extend(self.ops[index])
+        return out
+
+
+class RecordingStateMachine(StateMachine):
+    """The replicated state machine, reporting each applied batch to a :class:`History`."""
+
+    def __init__(self, node: str, history: History) -> None:
+        super().__init__()
+        self.node = node
+        self.history = history
+        self.index_source: Callable[[], int] = lambda: 0
+
+    def apply(self, payload: bytes, stamp: int) -> Any:
+        before = self.now
+        result = super().apply(payload, stamp)
+        if self.now < before:
+            self.history.fail(f"node {self.node}: replicated time went back from {before}")
+        self.history.record(self.node, self.index_source(), payload, stamp, result)
+        return result

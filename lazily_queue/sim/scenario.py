@@ -1,0 +1,144 @@
+"""A run's parameters and fault schedule, all derived from its seed (or read from a fixture).
+
+The schedule is plain data, so a failing run can be saved as a fixture and replayed:
+``{"seed": s, "faults": [...], ...}``. Fault kinds (``at`` is virtual seconds):
+
+- ``crash`` ``node`` (an id or ``"leader"``), restarted after ``down`` seconds;
+- ``pause`` ``node`` for ``down`` seconds (SIGSTOP: state kept, input held);
+- ``partition`` into ``groups`` (``"leader"`` alone against the rest when ``isolate``),
+  healed after ``down`` seconds; ``one_way`` ``src`` → ``dst`` likewise;
+- ``corrupt`` ``node``: crash it, flip a bit in (``flip``) or cut (``cut``) one durable
+  journal record chosen by ``pick`` (0..1 along the file), restart after ``down``;
+- ``clock`` ``node``: jump its wall clock by ``seconds``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..raft.engine import EngineConfig
+from ..raft.replica import ReplicaConfig
+from .network import LinkFaults
+
+
+@dataclass
+class Scenario:
+    """Everything that defines one simulated run."""
+
+    seed: int
+    nodes: int = 3
+    load_until: float = 5.0
+    drain_limit: float = 40.0
+    drop: float = 0.0
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    stale: float = 0.0
+    latency: tuple[float, float] = (0.001, 0.004)
+    fsync_latency: tuple[float, float] = (0.0005, 0.004)
+    compaction_entries: int = 200
+    compaction_time: float = 5.0
+    snapshot_chunk: int = 4096
+    visibility_ms: int = 800
+    max_deliveries: int = 3
+    clients: dict[str, int] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+
+    def link_faults(self) -> LinkFaults:
+        return LinkFaults(self.drop, self.duplicate, self.reorder, self.stale,
+                          tuple(self.latency))  # type: ignore[arg-type]
+
+    def replica_config(self) -> ReplicaConfig:
+        return ReplicaConfig(
+            engine=EngineConfig(
+                compaction_min_entries=self.compaction_entries,
+                compaction_min_time=self.compaction_time,
+                snapshot_chunk_bytes=self.snapshot_chunk,
+            )
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["latency"] = list(self.latency)
+        doc["fsync_latency"] = list(self.fsync_latency)
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Scenario:
+        doc = dict(doc)
+        doc["latency"] = tuple(doc.get("latency", (0.001, 0.004)))
+        doc["fsync_latency"] = tuple(doc.get("fsync_latency", (0.0005, 0.004)))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in doc.items() if k in known})
+
+
+DEFAULT_CLIENTS = {
+    "producer": 2, "consumer": 2, "work-producer": 1, "worker": 3,
+    "publisher": 1, "durable": 2, "ephemeral": 1,
+}
+
+
+def generate(seed: int) -> Scenario:
+    """The scenario of ``seed``: cluster size, link faults, timings and fault schedule."""
+    rng = random.Random(seed * 7919 + 17)
+    s = Scenario(seed)
+    s.nodes = 5 if rng.random() < 0.25 else 3
+    s.load_until = rng.uniform(2.0, 4.0)
+    s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])
+    s.duplicate = rng.choice([0.0, 0.0, 0.02, 0.1])
+    s.reorder = rng.choice([0.0, 0.0, 0.05])
+    s.stale = rng.choice([0.0, 0.0, 0.2])
+    lo = rng.choice([0.0005, 0.002])
+    s.latency = (lo, lo * rng.choice([2, 5, 20]))
+    s.fsync_latency = (0.0002, rng.choice([0.001, 0.005, 0.02]))
+    s.compaction_entries = rng.choice([20, 60, 200, 4000])
+    s.compaction_time = rng.choice([1.0, 3.0, 60.0])
+    s.snapshot_chunk = rng.choice([512, 4096, 48 * 1024])
+    s.visibility_ms = rng.choice([300, 800, 2000])
+    s.max_deliveries = rng.choice([1, 2, 3, 5])
+    s.clients = dict(DEFAULT_CLIENTS)
+    s.faults = _schedule(rng, s)
+    return s
+
+
+def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
+    ids = [str(i + 1) for i in range(s.nodes)]
+    faults: list[dict[str, Any]] = []
+    t = rng.uniform(0.3, 1.0)
+    intensity = rng.choice([0.3, 0.6, 1.2])
+    corrupt_free_at = 0.0
+    while t < s.load_until:
+        node = rng.choice([*ids, "leader", "leader"])
+        down = rng.uniform(0.1, 2.0)
+        kind = rng.choices(
+            ["crash", "pause", "partition", "one_way", "corrupt", "clock"],
+            weights=[4, 2, 4, 2, 2, 2],
+        )[0]
+        fault: dict[str, Any] = {"at": round(t, 4), "fault": kind}
+        if kind in ("crash", "pause"):
+            fault.update(node=node, down=round(down, 4))
+        elif kind == "partition":
+            if rng.random() < 0.4:
+                fault.update(isolate="leader", down=round(down, 4))
+            else:
+                shuffled = ids[:]
+                rng.shuffle(shuffled)
+                cut = rng.randrange(1, len(ids))
+                fault.update(groups=[sorted(shuffled[:cut]), sorted(shuffled[cut:])],
+                             down=round(down, 4))
+        elif kind == "one_way":
+            src, dst = rng.sample([*ids, "leader"], 2)
+            fault.update(src=src, dst=dst, down=round(down, 4))
+        elif kind == "corrupt":
+            if t < corrupt_free_at:
+                t += rng.expovariate(intensity)
+                continue
+            corrupt_free_at = t + down + 1.5
+            fault.update(node=node, how=rng.choice(["flip", "flip", "cut"]),
+                         pick=round(rng.random(), 4), down=round(down, 4))
+        else:
+            fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))
+        faults.append(fault)
+        t += rng.expovariate(intensity)
+    return faults

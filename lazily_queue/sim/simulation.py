@@ -1,0 +1,336 @@
+"""One seeded run: build the cluster, run the workload under the fault schedule, heal,
+drain, converge and check. :func:`run` returns a :class:`Outcome`; it never raises
+for a property violation (that is the outcome), only for bugs in the simulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..raft import commands as C
+from ..raft.journal import decode_records
+from .checker import Checker
+from .cluster import MAINTENANCE, Cluster
+from .history import Violation
+from .scenario import Scenario
+from .workload import (
+    QUEUE,
+    TOPIC,
+    WORK,
+    Client,
+    Consumer,
+    Producer,
+    Publisher,
+    Subscriber,
+    Worker,
+    WorkProducer,
+)
+
+HASH_SEED_HELP = (
+    "the simulator must run with PYTHONHASHSEED=0: PySyncObj iterates sets of node "
+    "objects, whose order follows string hashing, so the same seed would not give the "
+    "same run. Run `PYTHONHASHSEED=0 python -m lazily_queue.sim ...` (or `make sim`)."
+)
+
+
+def require_hash_seed() -> None:
+    """Refuse to run unless string hashing is fixed (``PYTHONHASHSEED=0``)."""
+    if os.environ.get("PYTHONHASHSEED") != "0" or sys.flags.hash_randomization:
+        raise RuntimeError(HASH_SEED_HELP)
+
+
+@dataclass
+class Outcome:
+    """How a run ended."""
+
+    seed: int
+    ok: bool
+    error: str = ""
+    trace_digest: str = ""
+    trace_tail: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Simulation:
+    """A cluster, its clients and its fault schedule for one scenario."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        require_hash_seed()
+        self.s = scenario
+        self.cluster = Cluster(scenario)
+        self.rng = random.Random(self.cluster.rng.getrandbits(64))
+        self.clients: list[Client] = []
+        self._corrupted: dict[str, int] = {}
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _make_clients(self) -> None:
+        c = self.cluster
+        kinds: dict[str, Any] = {
+            "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
+            "worker": Worker, "publisher": Publisher,
+        }
+        for kind, count in sorted(self.s.clients.items()):
+            for i in range(count):
+                rng = random.Random(self.rng.getrandbits(64))
+                if kind in ("durable", "ephemeral"):
+                    client: Client = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
+                else:
+                    client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
+                self.clients.append(client)
+                c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
+
+    def _declare(self) -> None:
+        ops: list[tuple[int, list[Any]]] = [
+            (C.QUEUE_DECLARE, [QUEUE, None]),
+            (C.WORK_DECLARE, [WORK, self.s.visibility_ms, self.s.max_deliveries]),
+            (C.TOPIC_DECLARE, [TOPIC]),
+        ]
+        for n in self.cluster.node_ids:
+            for code, args in ops:
+                self.cluster.propose_detached(n, code, args)
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def _resolve(self, node: str) -> str | None:
+        if node == "leader":
+            return self.cluster.leader()
+        return node
+
+    def _apply(self, fault: dict[str, Any]) -> None:
+        c = self.cluster
+        kind = fault["fault"]
+        down = float(fault.get("down", 0.0))
+        if kind in ("crash", "corrupt"):
+            n = self._resolve(fault["node"])
+            if n is None or not c.nodes[n].running:
+                return
+            c.trace(f"fault {kind} {n} for {down}s")
+            c.crash_node(n)
+            if kind == "corrupt":
+                self._corrupt(n, fault["how"], float(fault["pick"]))
+            c.at(c.clock.now + down, functools.partial(self._restart, n))
+        elif kind == "pause":
+            n = self._resolve(fault["node"])
+            if n is None or not c.nodes[n].running or c.is_paused(n):
+                return
+            c.trace(f"fault pause {n} for {down}s")
+            c.pause(n)
+            c.at(c.clock.now + down, functools.partial(c.resume, n))
+        elif kind == "partition":
+            if "isolate" in fault:
+                leader = c.leader()
+                if leader is None:
+                    return
+                groups = [[leader], [n for n in c.node_ids if n != leader]]
+            else:
+                groups = fault["groups"]
+            c.trace(f"fault partition {groups} for {down}s")
+            c.network.partition(*groups)
+            c.at(c.clock.now + down, self._heal)
+        elif kind == "one_way":
+            src, dst = self._resolve(fault["src"]), self._resolve(fault["dst"])
+            if src is None or dst is None or src == dst:
+                return
+            c.trace(f"fault one-way {src}>{dst} for {down}s")
+            c.network.cut_one_way(src, dst)
+            c.at(c.clock.now + down, self._heal)
+        elif kind == "clock":
+            n = self._resolve(fault["node"])
+            if n is None:
+                return
+            c.trace(f"fault clock {n} {fault['seconds']:+}s")
+            c.nodes[n].wall.jump(float(fault["seconds"]))
+
+    def _heal(self) -> None:
+        self.cluster.trace("heal network")
+        self.cluster.network.heal()
+
+    def _restart(self, n: str) -> None:
+        if not self.cluster.nodes[n].running:
+            self.cluster.start_node(n)
+
+    def _corrupt(self, n: str, how: str, pick: float) -> None:
+        node = self.cluster.nodes[n]
+        path = f"{node.dir}/journal.log"
+        data = node.disk.read(path) or b""
+        entries, offsets, valid = decode_records(data)
+        if len(entries) < 2:
+            return
+        i = min(int(pick * len(entries)), len(entries) - 1)
+        start = offsets[i]
+        end = offsets[i + 1] if i + 1 < len(offsets) else valid
+        if how == "flip":
+            offset = self.rng.randrange(start, end)
+            node.disk.flip_bit(path, offset, self.rng.randrange(8))
+            self._corrupted[n] = entries[i][1]
+            self.cluster.trace(f"{n}: flipped a bit of record {entries[i][1]} "
+                               f"({i + 1} of {len(entries)})")
+        else:
+            cut = self.rng.randrange(start + 1, end)
+            node.disk.cut(path, cut)
+            self.cluster.trace(f"{n}: journal cut inside record {entries[i][1]} "
+                               f"({i + 1} of {len(entries)})")
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        c = self.cluster
+        for n in c.node_ids:
+            c.start_node(n)
+        self._declare()
+        self._make_clients()
+        c.every(MAINTENANCE, lambda: MAINTENANCE, lambda: c.maintain(False))
+        c.every(1.0, lambda: 1.0, lambda: c.maintain(True))
+        for fault in self.s.faults:
+            c.at(float(fault["at"]), functools.partial(self._apply, fault))
+        c.run_until(self.s.load_until)
+        self._stop_faults()
+        for client in self.clients:
+            client.draining = True
+        drained = c.run_until(self.s.load_until + self.s.drain_limit, self._drained)
+        if not drained:
+            raise Violation(f"no progress: the workload did not drain within "
+                            f"{self.s.drain_limit}s after the faults stopped ({self._status()})")
+        self._converge()
+
+    def _stop_faults(self) -> None:
+        c = self.cluster
+        c.trace("faults stop: heal, resume and restart everything")
+        c.network.faults = type(c.network.faults)(latency=c.network.faults.latency)
+        c.network.heal()
+        for n in c.node_ids:
+            if c.is_paused(n):
+                c.resume(n)
+            if not c.nodes[n].running:
+                c.start_node(n)
+
+    def _drained(self) -> bool:
+        c = self.cluster
+        leader = c.leader()
+        if leader is None:
+            return False
+        replica = c.nodes[leader].replica
+        assert replica is not None
+        sm = replica.sm
+        if not all(cl.settled for cl in self.clients):
+            return False
+        q = sm.queues.get(QUEUE)
+        w = sm.work_queues.get(WORK)
+        t = sm.topics.get(TOPIC)
+        if q is None or w is None or t is None or q.len():
+            return False
+        if w.core.pending_len() or w.core.in_flight_len():
+            return False
+        for cl in self.clients:
+            if isinstance(cl, Subscriber) and cl.durable:
+                sub = t.subscription(cl.cid)
+                if sub is None or sub["cursor"] < t.end_offset():
+                    return False
+        return replica.pending == 0
+
+    def _drain_status(self) -> str:
+        leader = self.cluster.leader()
+        replica = None if leader is None else self.cluster.nodes[leader].replica
+        if replica is None:
+            return "no leader"
+        sm = replica.sm
+        q, w, t = sm.queues.get(QUEUE), sm.work_queues.get(WORK), sm.topics.get(TOPIC)
+        busy = [cl.cid for cl in self.clients if not cl.settled]
+        return (f"busy {busy}, queue {q and q.len()}, work {w and w.core!r}, "
+                f"topic {t and t.subscriptions()}, end {t and t.end_offset()}")
+
+    def _converge(self) -> None:
+        c = self.cluster
+        for client in self.clients:
+            client.stopped = True
+        leader = c.leader()
+        assert leader is not None
+        c.propose_detached(leader, C.BARRIER, [])
+        target = 0
+
+        def converged() -> bool:
+            nonlocal target
+            replica = c.nodes[leader].replica
+            if replica is None:
+                return False
+            target = replica.engine.commit_index
+            return all(
+                node.replica is not None and node.replica.engine.last_applied >= target
+                and node.replica.pending == 0
+                for node in c.nodes.values()
+            )
+
+        if not c.run_until(c.clock.now + 20.0, converged):
+            raise Violation(f"replicas did not converge after the drain ({self._status()})")
+        states = {}
+        for n, node in c.nodes.items():
+            assert node.replica is not None
+            states[n] = node.replica.sm.capture()
+        first = states[c.node_ids[0]]
+        for n, state in states.items():
+            if state != first:
+                diff = sorted(k for k in state if state.get(k) != first.get(k))
+                raise Violation(f"replica {n} differs from replica {c.node_ids[0]} after "
+                                f"convergence in {diff}")
+        self.final_state = first
+
+    def _status(self) -> str:
+        parts = [self._drain_status()]
+        for n, node in self.cluster.nodes.items():
+            r = node.replica
+            if r is None:
+                parts.append(f"{n}:down")
+                continue
+            e = r.engine
+            parts.append(f"{n}:{'FCL'[e.state]}"
+                         f" t{e.term} c{e.commit_index} a{e.last_applied} "
+                         f"l{r.journal.last_index} p{r.pending}")
+        return ", ".join(parts)
+
+    def check(self) -> Checker:
+        checker = Checker(self.cluster.history, self.clients)
+        checker.replay()
+        checker.check_clients()
+        checker.check_final(self.final_state)
+        checker.check_drained()
+        return checker
+
+
+def _period(rng: random.Random) -> Callable[[], float]:
+    return lambda: rng.uniform(0.005, 0.06)
+
+
+def run(scenario: Scenario) -> Outcome:
+    """Run one scenario to its end and check it."""
+    logging.getLogger("lazily_queue").setLevel(logging.CRITICAL + 1)
+    logging.getLogger("pysyncobj").setLevel(logging.CRITICAL + 1)
+    started = time.perf_counter()
+    sim = Simulation(scenario)
+    outcome = Outcome(scenario.seed, ok=True)
+    try:
+        sim.run()
+        checker = sim.check()
+        outcome.stats["ops"] = checker.ops
+    except Violation as exc:
+        outcome.ok = False
+        outcome.error = str(exc)
+    c = sim.cluster
+    outcome.trace_digest = c.trace_digest
+    outcome.trace_tail = list(c.trace_tail)
+    outcome.stats.update(
+        applied=c.history.applied, steps=c.steps, frames=c.network.sent,
+        dropped=c.network.dropped, wipes=sum(n.wipes for n in c.nodes.values()),
+        virtual=round(c.clock.now, 3), leaders=len(c.leaders),
+    )
+    outcome.seconds = time.perf_counter() - started
+    return outcome

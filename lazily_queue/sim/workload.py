@@ -1,0 +1,278 @@
+"""Clients of the simulated cluster: producers, consumers, workers and subscribers.
+
+Each client talks to one member at a time (another one when its member is down) and
+has at most one operation outstanding. Every operation it issued is kept as an
+:class:`Observed` record with what the client saw: a result, a clean failure (the
+operation was certainly not applied) or an unknown outcome (timed out, or its member
+crashed). The checker compares these records with the committed history.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..raft import commands as C
+from ..raft.errors import CommitTimeout, NoQuorum
+from ..raft.replica import Proposal
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+QUEUE, WORK, TOPIC = "q", "w", "t"
+OK, FAILED, UNKNOWN = "ok", "failed", "unknown"
+
+
+@dataclass
+class Observed:
+    """One operation as its client saw it."""
+
+    client: str
+    node: str
+    session: int
+    seq: int
+    code: int
+    args: list[Any]
+    issued: float
+    outcome: str = ""
+    result: Any = None
+    polling: bool = False
+    orphan_result: Any = None
+    has_orphan_result: bool = False
+
+
+class Client:
+    """A client with at most one operation in flight."""
+
+    kind = "client"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        self.cid = cid
+        self.cluster = cluster
+        self.rng = rng
+        self.node = rng.choice(cluster.node_ids)
+        self.busy = False
+        self.stopped = False
+        self.draining = False
+        self.ops: list[Observed] = []
+        self.current: Observed | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Idle, or only waiting for a read-like poll (pop, claim, advance)."""
+        return not self.busy or (self.current is not None and self.current.polling)
+
+    def act(self) -> None:
+        """Issue the next operation when idle (called at random times)."""
+        if self.busy or self.stopped or self.cluster.is_paused(self.node):
+            return
+        if not self.cluster.nodes[self.node].running:
+            running = [n for n in self.cluster.node_ids if self.cluster.nodes[n].running]
+            if not running:
+                return
+            self.node = self.rng.choice(running)
+        self.next_op()
+
+    def next_op(self) -> None:
+        raise NotImplementedError
+
+    def call(
+        self,
+        code: int,
+        args: list[Any],
+        then: Callable[[Observed], None],
+        *,
+        timeout: float = 3.0,
+        orphan: Callable[[Observed, Any], None] | None = None,
+        polling: bool = False,
+    ) -> Observed | None:
+        """Propose on the current member; ``then(observed)`` runs once the outcome is known."""
+        obs: Observed | None = None
+        proposal: Proposal | None = None
+
+        def done(result: Any, error: BaseException | None) -> None:
+            assert obs is not None and proposal is not None
+            if error is None:
+                obs.outcome, obs.result = OK, result
+            else:
+                obs.outcome = FAILED if _clean(proposal, error) else UNKNOWN
+                obs.result = f"{type(error).__name__}"
+            self.busy = False
+            then(obs)
+
+        def late(result: Any) -> None:
+            assert obs is not None
+            obs.orphan_result, obs.has_orphan_result = result, True
+            if orphan is not None:
+                orphan(obs, result)
+
+        proposal = self.cluster.propose(self, self.node, code, args, timeout=timeout,
+                                        on_done=done, on_orphan=late if orphan else None)
+        if proposal is None:
+            return None
+        session = self.cluster.session_of(self.node)
+        obs = Observed(self.cid, self.node, session, proposal.seq, code, list(args),
+                       self.cluster.clock.now, polling=polling)
+        self.current = obs
+        self.cluster.track(self.node, self, obs, proposal)
+        self.ops.append(obs)
+        self.busy = True
+        return obs
+
+    def lost(self, obs: Observed) -> None:
+        """The member running ``obs`` crashed before answering."""
+
+
+def _clean(p: Proposal, error: BaseException) -> bool:
+    if isinstance(error, CommitTimeout):
+        return "it was not applied" in str(error)
+    if isinstance(error, NoQuorum):
+        return not p.maybe_applied and p.attempts == 0
+    return False
+
+
+class Producer(Client):
+    """Pushes unique values to the queue; after an unknown outcome it may push again."""
+
+    kind = "producer"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.n = 0
+        self.retry: Any = None
+
+    def next_op(self) -> None:
+        if self.draining:
+            self.stopped = True
+            return
+        value = self.retry
+        if value is None:
+            self.n += 1
+            value = f"{self.cid}:{self.n}"
+        self.retry = None
+        obs = self.call(C.QUEUE_PUSH, [QUEUE, value], self._done)
+        if obs is not None and self.rng.random() < 0.1:
+            self.cluster.resubmit_later(self.node, obs)
+
+    def _done(self, obs: Observed) -> None:
+        if obs.outcome == UNKNOWN and self.rng.random() < 0.5:
+            self.retry = obs.args[1]
+
+
+class Consumer(Client):
+    """Pops one element at a time; a pop whose waiter gave up returns its element."""
+
+    kind = "consumer"
+
+    def next_op(self) -> None:
+        self.call(C.QUEUE_POP, [QUEUE], lambda _obs: None, timeout=self.rng.uniform(0.5, 3.0),
+                  orphan=self._orphan, polling=True)
+
+    def _orphan(self, obs: Observed, result: Any) -> None:
+        if isinstance(result, str):
+            self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP, [QUEUE, result])
+
+
+class WorkProducer(Client):
+    """Pushes unique items to the work queue."""
+
+    kind = "work-producer"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.n = 0
+
+    def next_op(self) -> None:
+        if self.draining:
+            self.stopped = True
+            return
+        self.n += 1
+        self.call(C.WORK_PUSH, [WORK, f"{self.cid}:{self.n}"], lambda _obs: None)
+
+
+class Worker(Client):
+    """Claims items, then acks, nacks or abandons them (a worker crash)."""
+
+    kind = "worker"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.holding: dict[str, Any] | None = None
+        self.settle: tuple[int, int] | None = None
+
+    def next_op(self) -> None:
+        if self.settle is not None:
+            code, delivery_id = self.settle
+            self.call(code, [WORK, self.cid, delivery_id], self._settled)
+            return
+        self.call(C.WORK_CLAIM, [WORK, self.cid, None], self._claimed, polling=True)
+
+    def _claimed(self, obs: Observed) -> None:
+        if obs.outcome != OK or not isinstance(obs.result, list) or obs.result[0] is None:
+            return
+        delivery = obs.result[0]
+        roll = self.rng.random()
+        if roll < 0.1 and not self.draining:
+            return  # abandoned: the lease expires and the reaper requeues it
+        code = C.WORK_NACK if roll < 0.25 and not self.draining else C.WORK_ACK
+        self.settle = (code, int(delivery["delivery_id"]))
+
+    def _settled(self, obs: Observed) -> None:
+        if obs.outcome == OK or self.rng.random() < 0.3:
+            self.settle = None
+
+
+class Publisher(Client):
+    """Publishes unique values to the topic."""
+
+    kind = "publisher"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.n = 0
+
+    def next_op(self) -> None:
+        if self.draining:
+            self.stopped = True
+            return
+        self.n += 1
+        self.call(C.TOPIC_PUBLISH, [TOPIC, f"{self.cid}:{self.n}"], lambda _obs: None)
+
+
+class Subscriber(Client):
+    """Subscribes (durable or ephemeral), then advances; sometimes goes offline."""
+
+    kind = "subscriber"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random, durable: bool) -> None:
+        super().__init__(cid, cluster, rng)
+        self.durable = durable
+        self.kind = "durable" if durable else "ephemeral"
+        self.connected = False
+        self.idle = False
+
+    def next_op(self) -> None:
+        if not self.connected:
+            mode = "durable" if self.durable else "ephemeral"
+            self.call(C.TOPIC_SUBSCRIBE, [TOPIC, self.cid, mode], self._subscribed, polling=True)
+            return
+        if not self.draining and self.rng.random() < 0.03:
+            self.call(C.TOPIC_DISCONNECT, [TOPIC, self.cid], self._disconnected)
+            return
+        self.call(C.TOPIC_ADVANCE, [TOPIC, self.cid], self._advanced, timeout=5.0,
+                  orphan=lambda _o, _r: None, polling=True)
+
+    def _subscribed(self, obs: Observed) -> None:
+        if obs.outcome == OK:
+            self.connected = True
+
+    def _disconnected(self, obs: Observed) -> None:
+        self.connected = False
+
+    def _advanced(self, obs: Observed) -> None:
+        # Nothing to read, or an unknown outcome: subscribe again (a no-op when connected).
+        self.idle = obs.outcome == OK and obs.result is None
+        if obs.outcome != OK or obs.result is None:
+            self.connected = False
