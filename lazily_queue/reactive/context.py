@@ -129,11 +129,21 @@ class Context:
                         )
                     raise cycle
                 batch, self._pending = self._pending, []
-                for effect in batch:
-                    try:
-                        effect._run_scheduled()
-                    except Exception as exc:  # every effect still runs; first error re-raised
-                        self._errors.append(exc)
+                try:
+                    for effect in batch:
+                        try:
+                            effect._run_scheduled()
+                        except Exception as exc:  # every effect still runs; first re-raised
+                            self._errors.append(exc)
+                except BaseException:
+                    # KeyboardInterrupt & co. abort the flush: the effects this round did
+                    # not reach stay scheduled for the next one instead of being lost
+                    # with their _scheduled flag set (which would silence them forever).
+                    pending = self._pending
+                    self._pending = [e for e in batch if e._scheduled and e not in pending]
+                    self._pending += pending
+                    self._errors.clear()
+                    raise
         finally:
             self._batch_depth -= 1
             self._flushing = False
