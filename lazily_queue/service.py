@@ -37,17 +37,26 @@ AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
 class NodeService:
     """Runs ``config``'s node in this process; see the module docstring."""
 
-    def __init__(self, config: NodeConfig, *, out: IO[str] | None = None) -> None:
+    def __init__(self, config: NodeConfig, *, out: IO[str] | None = None,
+                 handle_signals: bool = True) -> None:
         self.config = config
         self.out = out or sys.stdout
+        self.handle_signals = handle_signals
         self.node: Node | None = None
         self.monitor: Monitor | None = None
         self._stop = asyncio.Event()
         self._lock_fd: int | None = None
         self._http: Any = None
+        self._url: str | None = None
 
     def request_stop(self) -> None:
+        """Stop serving (what SIGTERM does)."""
         self._stop.set()
+
+    @property
+    def http_url(self) -> str | None:
+        """The bound HTTP address, once serving."""
+        return self._url
 
     async def run(self) -> int:
         """Serve until stopped; 0 on a clean stop, 1 when the app failed."""
@@ -63,10 +72,11 @@ class NodeService:
             await self._start_node(node)
             self.monitor = Monitor(node)
             self.monitor.start()
-            url = await self._start_http()
+            url = self._url = await self._start_http()
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
                       f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
-            self._install_signals()
+            if self.handle_signals:
+                self._install_signals()
             await self._await_leader(node, watch)
         except BaseException:
             await self._shutdown()

@@ -1,0 +1,140 @@
+"""FastAPI integration: a lifespan that runs the node, dependencies that hand out cells.
+
+::
+
+    from typing import Annotated
+    from fastapi import Depends, FastAPI
+    from lazily_queue.integrations.fastapi import add_monitor_routes, lifespan, work_queue
+
+    node = Node(1, data_dir="data/1", peers=..., secret=...)
+    app = FastAPI(lifespan=lifespan(node))
+    add_monitor_routes(app)                          # GET /metrics
+
+    Jobs = Annotated[WorkQueueCell, Depends(work_queue("jobs", visibility_timeout=30))]
+
+    @app.post("/jobs")
+    async def submit(job: dict, jobs: Jobs) -> dict:
+        return {"id": await jobs.apush(job)}
+
+:func:`lifespan` starts the node before the application serves and stops it after;
+``then`` is another lifespan (your own: worker tasks, connections) entered while the
+node runs. The node is ``app.state.lazily_node``; :func:`get_node` is its dependency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "lazily_queue.integrations.fastapi needs FastAPI: pip install 'lazily-queue[fastapi]'"
+    ) from exc
+
+from ..cells.queue import QueueCell
+from ..cells.topic import TopicCell
+from ..cells.work_queue import WorkQueueCell
+from ..monitor import Monitor
+from ..node import Node
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
+
+
+def lifespan(node: Node, then: Lifespan | None = None) -> Lifespan:
+    """A FastAPI lifespan running ``node`` (and then ``then``) for the app's lifetime."""
+
+    @asynccontextmanager
+    async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        app.state.lazily_node = node
+        monitor = app.state.lazily_monitor = Monitor(node)
+        async with node:
+            monitor.start()
+            try:
+                if then is None:
+                    yield {}
+                else:
+                    async with then(app) as state:
+                        yield dict(state or {})
+            finally:
+                await monitor.stop()
+
+    return run
+
+
+def get_node(request: Request) -> Node:
+    """Dependency: the node of the app's :func:`lifespan`."""
+    node = getattr(request.app.state, "lazily_node", None)
+    if node is None:
+        raise RuntimeError(
+            "no lazily-queue node on this app: create it with "
+            "FastAPI(lifespan=lazily_queue.integrations.fastapi.lifespan(node))"
+        )
+    if not node.running:
+        raise RuntimeError(f"{node!r} is not running; the app's lifespan has not started it")
+    assert isinstance(node, Node)
+    return node
+
+
+def queue(name: str, *, capacity: int | None = None) -> Callable[[Request], QueueCell[Any]]:
+    """Dependency factory: the replicated queue ``name``."""
+
+    def dependency(request: Request) -> QueueCell[Any]:
+        return get_node(request).queue(name, capacity=capacity)
+
+    return dependency
+
+
+def topic(name: str) -> Callable[[Request], TopicCell[Any]]:
+    """Dependency factory: the replicated topic ``name``."""
+
+    def dependency(request: Request) -> TopicCell[Any]:
+        return get_node(request).topic(name)
+
+    return dependency
+
+
+def work_queue(
+    name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+) -> Callable[[Request], WorkQueueCell]:
+    """Dependency factory: the replicated work queue ``name``."""
+
+    def dependency(request: Request) -> WorkQueueCell:
+        return get_node(request).work_queue(
+            name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries
+        )
+
+    return dependency
+
+
+def add_monitor_routes(
+    app: FastAPI, *, metrics_path: str | None = "/metrics", status_prefix: str | None = None
+) -> None:
+    """``GET metrics_path`` (Prometheus), and the status page at ``{status_prefix}/``
+    with its data at ``{status_prefix}/status.json`` when ``status_prefix`` is given."""
+
+    def monitor(request: Request) -> Monitor:
+        get_node(request)
+        found: Monitor = request.app.state.lazily_monitor
+        return found
+
+    if metrics_path is not None:
+
+        @app.get(metrics_path, include_in_schema=False)
+        async def metrics(request: Request) -> Response:
+            m = monitor(request)
+            return Response(m.metrics(), media_type=m.metrics_content_type)
+
+    if status_prefix is not None:
+        prefix = status_prefix.rstrip("/")
+
+        @app.get(prefix + "/status.json", include_in_schema=False)
+        async def status(request: Request) -> JSONResponse:
+            return JSONResponse(monitor(request).status())
+
+        @app.get(prefix + "/", include_in_schema=False)
+        async def page() -> HTMLResponse:
+            return HTMLResponse(Monitor.page())

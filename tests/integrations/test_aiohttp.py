@@ -1,0 +1,94 @@
+"""aiohttp integration against a real three-node in-process cluster (aiohttp test client)."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from lazily_queue.integrations.aiohttp import NODE, node_of, setup
+from lazily_queue.node import Node
+
+from .local_cluster import make_nodes, settle, wait_leader
+
+
+async def push(request: web.Request) -> web.Response:
+    orders = request.app[NODE].queue("orders")
+    await orders.push(await request.json())
+    return web.json_response({"len": orders.len()})
+
+
+async def pop(request: web.Request) -> web.Response:
+    return web.json_response(await node_of(request).queue("orders").pop(timeout=5))
+
+
+async def submit(request: web.Request) -> web.Response:
+    jobs = node_of(request).work_queue("jobs", visibility_timeout=5)
+    return web.json_response({"id": await jobs.apush(await request.json())})
+
+
+async def work(request: web.Request) -> web.Response:
+    jobs = node_of(request).work_queue("jobs", visibility_timeout=5)
+    async for job in jobs.deliveries(request.match_info["worker"]):
+        async with job:
+            value = job.value
+        return web.json_response({"value": value})
+    raise AssertionError("unreachable")
+
+
+def build(node: Node) -> web.Application:
+    app = web.Application()
+    setup(app, node, status_prefix="/cluster")
+    app.router.add_post("/orders", push)
+    app.router.add_post("/orders/pop", pop)
+    app.router.add_post("/jobs", submit)
+    app.router.add_post("/jobs/work/{worker}", work)
+    return app
+
+
+async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path)
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(TestClient(TestServer(build(node))))
+            for node in nodes
+        ]
+        assert all(node.running for node in nodes)  # started by the on_startup hook
+        leader = await wait_leader(nodes)
+        a, b, c = clients
+        for i in range(3):
+            response = await a.post("/orders", json={"order": i})
+            assert response.status == 200
+        assert await (await b.post("/orders/pop")).json() == {"order": 0}
+        assert await (await c.post("/jobs", json={"task": "thumbnail"})).json() == {"id": 0}
+        assert await (await a.post("/jobs/work/a1")).json() == {"value": {"task": "thumbnail"}}
+        await settle(nodes)
+
+        status = await (await b.get("/cluster/status.json")).json()
+        assert status["node"] == "2" and status["leader"] == leader.node_id
+        assert status["queues"]["orders"]["len"] == 2
+        assert status["work_queues"]["jobs"] == {
+            "pending": 0, "in_flight": 0, "dead_letters": 0, "workers": {}}
+        page = await b.get("/cluster/")
+        assert page.headers["Content-Type"].startswith("text/html")
+        assert "status.json" in await page.text()
+        metrics = await (await c.get("/metrics")).text()
+        assert 'lazily_queue_operations_total{family="queue",name="orders",op="pop"} 1.0' in (
+            metrics)
+        assert 'lazily_queue_operations_total{family="work",name="jobs",op="claim"} 1.0' in (
+            metrics)
+        assert "lazily_queue_fsync_seconds_bucket" in metrics
+    assert not any(node.running for node in nodes)  # stopped by the on_cleanup hook
+
+
+async def test_setup_without_status_prefix_serves_only_metrics(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path)
+    app = web.Application()
+    setup(app, nodes[0])
+    async with TestClient(TestServer(app)) as http:
+        assert app[NODE] is nodes[0]
+        assert (await http.get("/metrics")).status == 200
+        assert (await http.get("/status.json")).status == 404
+    assert not nodes[0].running

@@ -1,0 +1,149 @@
+"""FastAPI integration against a real three-node in-process cluster (httpx ASGI transport)."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import pytest
+from fastapi import Depends, FastAPI
+
+from lazily_queue import QueueCell, TopicCell, WorkQueueCell
+from lazily_queue.integrations.fastapi import (
+    add_monitor_routes,
+    get_node,
+    lifespan,
+    queue,
+    topic,
+    work_queue,
+)
+from lazily_queue.node import Node
+
+from .local_cluster import make_nodes, settle, wait_leader
+
+Orders = Annotated[QueueCell[Any], Depends(queue("orders"))]
+News = Annotated[TopicCell[Any], Depends(topic("news"))]
+Jobs = Annotated[WorkQueueCell, Depends(work_queue("jobs", visibility_timeout=5))]
+
+
+def build(node: Node) -> FastAPI:
+    app = FastAPI(lifespan=lifespan(node))
+    add_monitor_routes(app, status_prefix="/cluster")
+
+    @app.post("/orders")
+    async def push(body: dict[str, Any], orders: Orders) -> dict[str, int]:
+        await orders.push(body)
+        return {"len": orders.len()}
+
+    @app.post("/orders/pop")
+    async def pop(orders: Orders) -> Any:
+        return await orders.pop(timeout=5)
+
+    @app.post("/news")
+    async def publish(body: dict[str, Any], news: News) -> dict[str, int]:
+        return {"offset": await news.apublish(body)}
+
+    @app.post("/news/{reader}")
+    async def subscribe(reader: str, news: News) -> dict[str, str]:
+        return {"outcome": (await news.asubscribe(reader)).name}
+
+    @app.get("/news/{reader}")
+    async def unread(reader: str, news: News) -> Any:
+        return news.read_stream(reader)
+
+    @app.post("/jobs")
+    async def submit(body: dict[str, Any], jobs: Jobs) -> dict[str, int]:
+        return {"id": await jobs.apush(body)}
+
+    @app.post("/jobs/work/{worker}")
+    async def work_one(worker: str, jobs: Jobs) -> dict[str, Any]:
+        async for job in jobs.deliveries(worker):
+            async with job:
+                value = job.value
+            assert job.receipt is not None
+            return {"value": value, "outcome": job.receipt.outcome}
+        raise AssertionError("unreachable")
+
+    @app.get("/who")
+    async def who(node: Annotated[Node, Depends(get_node)]) -> dict[str, Any]:
+        return {"node": node.node_id, "leader": node.leader_id}
+
+    return app
+
+
+def client(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path)
+    apps = [build(node) for node in nodes]
+    async with AsyncExitStack() as stack:
+        for app in apps:  # what an ASGI server does at startup
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        assert all(node.running for node in nodes)
+        leader = await wait_leader(nodes)
+        a, b, c = [await stack.enter_async_context(client(app)) for app in apps]
+        assert (await a.get("/who")).json() == {"node": "1", "leader": leader.node_id}
+
+        for i in range(3):
+            assert (await a.post("/orders", json={"order": i})).status_code == 200
+        assert (await b.post("/orders/pop")).json() == {"order": 0}
+        assert (await c.post("/orders/pop")).json() == {"order": 1}
+
+        assert (await a.post("/news/r1")).json() == {"outcome": "Subscribed"}
+        assert (await b.post("/news", json={"n": 1})).json() == {"offset": 0}
+        await settle(nodes)
+        assert (await c.get("/news/r1")).json() == [{"n": 1}]
+
+        job_id = (await b.post("/jobs", json={"task": "resize"})).json()["id"]
+        done = (await c.post("/jobs/work/c1")).json()
+        assert done == {"value": {"task": "resize"}, "outcome": "acked"}
+        await settle(nodes)
+        assert nodes[0].work_queue("jobs", visibility_timeout=5).pending_len() == 0
+        assert job_id == 0
+
+        status = (await a.get("/cluster/status.json")).json()
+        assert status["leader"] == leader.node_id
+        assert status["queues"]["orders"]["len"] == 1
+        assert [m["id"] for m in status["members"]] == ["1", "2", "3"]
+        page = await a.get("/cluster/")
+        assert page.headers["content-type"].startswith("text/html")
+        assert 'id="members"' in page.text
+        metrics = (await c.get("/metrics")).text
+        assert 'lazily_queue_operations_total{family="queue",name="orders",op="push"} 3.0' in (
+            metrics)
+        assert 'lazily_queue_operations_total{family="work",name="jobs",op="ack"} 1.0' in metrics
+        assert 'lazily_queue_queue_depth{name="orders"} 1.0' in metrics
+    assert not any(node.running for node in nodes)  # the lifespans stopped them
+
+
+async def test_user_lifespan_runs_while_the_node_runs(tmp_path: Path) -> None:
+    node = make_nodes(tmp_path)[0]
+    seen: list[bool] = []
+
+    @asynccontextmanager
+    async def mine(app: FastAPI) -> Any:
+        seen.append(node.running)
+        yield {"extra": 1}
+        seen.append(node.running)
+
+    app = FastAPI(lifespan=lifespan(node, then=mine))
+    async with app.router.lifespan_context(app) as state:
+        assert state == {"extra": 1}
+    assert seen == [True, True]
+    assert not node.running
+
+
+async def test_dependency_without_lifespan_says_what_to_fix(tmp_path: Path) -> None:
+    app = FastAPI()
+
+    @app.get("/orders")
+    async def orders(q: Orders) -> int:
+        return q.len()
+
+    async with client(app) as http:
+        with pytest.raises(RuntimeError, match=r"FastAPI\(lifespan=.*lifespan\(node\)\)"):
+            await http.get("/orders")

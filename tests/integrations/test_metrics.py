@@ -1,0 +1,122 @@
+"""Prometheus metrics of real in-process nodes: counters agree on every replica."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from lazily_queue.metrics import NodeMetrics
+
+from .local_cluster import make_nodes, settle, wait_leader
+
+
+def value(metrics: NodeMetrics, metric: str, **labels: str) -> float | None:
+    return metrics.registry.get_sample_value(metric, labels)
+
+
+async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path)
+    metrics = [NodeMetrics(node) for node in nodes]  # before start: per-node registries
+    for node in nodes:
+        await node.start()
+    try:
+        leader = await wait_leader(nodes)
+        follower = next(n for n in nodes if n is not leader)
+        q = follower.queue("orders")
+        for i in range(3):
+            await q.push(i)
+        assert await q.pop() == 0
+        jobs = follower.work_queue("jobs", visibility_timeout=0.3, max_deliveries=5)
+        for i in range(4):
+            await jobs.apush(i)
+        acked = await jobs.claim("w1")
+        assert await jobs.aack("w1", acked.delivery_id)
+        nacked = await jobs.claim("w1")
+        assert await jobs.anack("w1", nacked.delivery_id)
+        await jobs.claim("w2")  # never settled: the leader's maintenance reaps it
+        topic = leader.topic("news")
+        await topic.asubscribe("reader")
+        await topic.apublish("a")
+        await topic.apublish("b")
+        async with asyncio.timeout(5):
+            while jobs.in_flight_len() != 0:
+                await asyncio.sleep(0.05)
+        await settle(nodes)
+        for m in metrics:
+            ops = "lazily_queue_operations_total"
+            assert value(m, ops, family="queue", name="orders", op="push") == 3
+            assert value(m, ops, family="queue", name="orders", op="pop") == 1
+            assert value(m, ops, family="work", name="jobs", op="push") == 4
+            assert value(m, ops, family="work", name="jobs", op="claim") == 3
+            assert value(m, ops, family="work", name="jobs", op="ack") == 1
+            assert value(m, ops, family="work", name="jobs", op="nack") == 1
+            assert value(m, ops, family="work", name="jobs", op="expire") == 1
+            assert value(m, ops, family="topic", name="news", op="publish") == 2
+            assert value(m, "lazily_queue_queue_depth", name="orders") == 2
+            assert value(m, "lazily_queue_work_pending", name="jobs") == 3
+            assert value(m, "lazily_queue_work_in_flight", name="jobs") == 0
+            assert value(m, "lazily_queue_work_dead_letters", name="jobs") == 0
+            assert value(m, "lazily_queue_topic_consumer_lag", name="news",
+                         subscriber="reader") == 2
+            term = value(m, "lazily_queue_raft_term")
+            assert term is not None and term >= 1
+            assert value(m, "lazily_queue_raft_commit_index") == value(
+                m, "lazily_queue_raft_last_applied")
+        lead = metrics[nodes.index(leader)]
+        assert value(lead, "lazily_queue_raft_is_leader") == 1
+        assert (value(lead, "lazily_queue_raft_leader_changes_total") or 0) >= 1
+        for member in ("1", "2", "3"):
+            assert value(lead, "lazily_queue_member_connected", member=member) == 1
+            assert value(lead, "lazily_queue_member_lag_entries", member=member) == 0
+        families = {f.name for f in text_string_to_metric_families(lead.render().decode())}
+        assert {"lazily_queue_operations", "lazily_queue_fsync_seconds",
+                "lazily_queue_queue_depth"} <= families
+    finally:
+        for node in nodes:
+            await node.stop()
+
+
+async def test_fsync_latency_histogram_with_fsync_durability(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path, durability="fsync")
+    for node in nodes:
+        await node.start()
+    metrics = NodeMetrics(nodes[0])  # after start: attaches at once
+    try:
+        await wait_leader(nodes)
+        for i in range(5):
+            await nodes[0].queue("q").push(i)
+        count = value(metrics, "lazily_queue_fsync_seconds_count")
+        assert count is not None and count >= 5
+        total = value(metrics, "lazily_queue_fsync_seconds_sum")
+        assert total is not None and total > 0
+    finally:
+        for node in nodes:
+            await node.stop()
+
+
+def test_a_stopped_node_exports_only_counters(tmp_path: Path) -> None:
+    node = make_nodes(tmp_path)[0]
+    text = NodeMetrics(node).render().decode()
+    assert "lazily_queue_raft_term" not in text
+    assert "# TYPE lazily_queue_operations_total counter" in text
+
+
+async def test_metrics_of_a_node_holding_state_count_later_operations(tmp_path: Path) -> None:
+    nodes = make_nodes(tmp_path)
+    for node in nodes:
+        await node.start()
+    try:
+        await wait_leader(nodes)
+        jobs = nodes[0].work_queue("jobs")
+        await jobs.apush("x")
+        await settle(nodes)
+        late = NodeMetrics(nodes[1])  # created on a node that already holds state
+        await jobs.apush("y")
+        await settle(nodes)
+        assert value(late, "lazily_queue_operations_total", family="work", name="jobs",
+                     op="push") == 1
+    finally:
+        for node in nodes:
+            await node.stop()
