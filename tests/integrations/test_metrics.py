@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue.metrics import NodeMetrics
+from lazily_queue.reactive import wait_until
 
 from .local_cluster import make_nodes, settle, wait_leader
 
@@ -40,9 +40,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
         await topic.asubscribe("reader")
         await topic.apublish("a")
         await topic.apublish("b")
-        async with asyncio.timeout(5):
-            while jobs.in_flight_len() != 0:
-                await asyncio.sleep(0.05)
+        await wait_until(lambda: jobs.in_flight_len() == 0, context=jobs.ctx, timeout=5)
         await settle(nodes)
         for m in metrics:
             ops = "lazily_queue_operations_total"
