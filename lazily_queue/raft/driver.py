@@ -3,9 +3,14 @@
 One loop iteration is one step at most: frames received and operations proposed
 during an iteration are handled together, so every proposal made in one iteration
 becomes one replicated batch (group commit). Steps write their records at once but
-fsync on a worker thread; what a step produced (messages, acknowledgements, reader
-events) is released in step order, only after an fsync that started after its
+fsync on a worker thread; the messages a step produced (votes, acknowledgements,
+entries) are released in step order, only after an fsync that started after its
 writes has finished. One fsync covers every step written while the previous one ran.
+Results of applied entries and reader events need no local fsync when the cluster
+has other members (an entry applies only once it is durable on a majority, and a
+leader counts its own copy only after its entries left, i.e. after its fsync), so
+they are released at once; a single-node cluster commits on its own disk alone and
+holds them until the fsync as well.
 A timer keeps the engine ticking for heartbeats and elections. Exceptions around
 delivery and stepping are logged, never fatal; a malformed frame closes that link.
 """
@@ -211,6 +216,8 @@ class Driver:
         if not self._held and self._written == self._synced:
             self._dispatch(ready)
             return
+        if len(self.replica.engine.members) > 1:
+            self._dispatch_results(ready)
         self._held.append((self._written, ready))
         self._start_fsync()
 
@@ -262,21 +269,7 @@ class Driver:
                 self.network.add_peer(peer, self._address(peer))
             else:
                 self.network.remove_peer(peer)
-        if ready.events and self._on_events is not None:
-            try:
-                self._on_events(ready.events)
-            except Exception:
-                log.exception("node %s: an event observer failed", self.replica.node_id)
-        for callback, result, error in ready.completions:
-            try:
-                callback(result, error)
-            except Exception:
-                log.exception("node %s: a completion callback failed", self.replica.node_id)
-        for orphan, value in ready.orphans:
-            try:
-                orphan(value)
-            except Exception:
-                log.exception("node %s: an orphan handler failed", self.replica.node_id)
+        self._dispatch_results(ready)
         for peer, messages in ready.messages.items():
             for frame in encode_frames(messages):
                 self.network.send(peer, frame)
@@ -285,6 +278,27 @@ class Driver:
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
+
+    def _dispatch_results(self, ready: Ready) -> None:
+        """Reader events, completions and orphans (each handed over once)."""
+        events, ready.events = ready.events, []
+        completions, ready.completions = ready.completions, []
+        orphans, ready.orphans = ready.orphans, []
+        if events and self._on_events is not None:
+            try:
+                self._on_events(events)
+            except Exception:
+                log.exception("node %s: an event observer failed", self.replica.node_id)
+        for callback, result, error in completions:
+            try:
+                callback(result, error)
+            except Exception:
+                log.exception("node %s: a completion callback failed", self.replica.node_id)
+        for orphan, value in orphans:
+            try:
+                orphan(value)
+            except Exception:
+                log.exception("node %s: an orphan handler failed", self.replica.node_id)
 
     async def next_step(self) -> None:
         """Wait until the next step has been dispatched."""

@@ -107,6 +107,11 @@ class _EngineTransport(_PsTransport):  # type: ignore[misc]
         self._membership(node.id, False)
 
 
+class _NoPoller:
+    def poll(self, timeout: float) -> None:
+        return None
+
+
 def _unused_serializer(*_: Any) -> Any:
     raise AssertionError("the SnapshotStore serializes; this hook is never called")
 
@@ -176,6 +181,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 transport=transport,
             )
             self._apply_id = self._methodToID[self._getFuncName("_apply_entry")]
+            # We own every socket: the library's per-tick poll of its own fds is idle work.
+            self._poller = _NoPoller()
             self._SyncObj__needLoadDumpFile = False
             if snapshots.read() is not None:
                 self._SyncObj__loadDumpFile(clearJournal=False)
