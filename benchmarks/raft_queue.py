@@ -186,7 +186,7 @@ async def processes_push(root: Path, scheme: str, count: int) -> dict[str, Any]:
         await cluster.start()
         try:
             deadline = time.monotonic() + 300
-            while not result.exists() and time.monotonic() < deadline:
+            while not result.exists() and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             await asyncio.sleep(0.1)
             out[f"inflight_{inflight}"] = json.loads(result.read_text())
@@ -198,7 +198,7 @@ async def processes_push(root: Path, scheme: str, count: int) -> dict[str, Any]:
 async def failover(root: Path, rounds: int) -> dict[str, Any]:
     import aiohttp
 
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - set-up
     stop = root / "stop"
     app = {n: {"entry": "benchmarks.raft_load:commits", "log": str(root / f"commits{n}.log"),
                "stop_file": str(stop)} for n in (1, 2, 3)}
@@ -269,7 +269,10 @@ def stock(count: int) -> dict[str, Any]:
             done = threading.Semaphore(0)
             slots = threading.Semaphore(inflight)
 
-            def finished(res: Any, err: Any, start: float) -> None:
+            def finished(
+                res: Any, err: Any, start: float, lat: list[float] = lat,
+                slots: threading.Semaphore = slots, done: threading.Semaphore = done,
+            ) -> None:
                 lat.append(time.perf_counter() - start)
                 slots.release()
                 done.release()
