@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import errno
 import ipaddress
+import logging
 import ssl
 import weakref
 from dataclasses import dataclass
@@ -50,9 +51,13 @@ __all__ = [
     "parse_webrtc_address",
 ]
 
+_log = logging.getLogger("transports.webrtc")
+
 _SCHEMES = {"webrtc": "ws", "webrtc+ws": "ws", "webrtc+wss": "wss"}
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1"}
 _JOIN_RETRY = 0.05
+_REJOIN_MIN = 0.1
+_REJOIN_MAX = 2.0
 _JOIN_ATTEMPTS = 20
 
 
@@ -117,27 +122,67 @@ def _loopback_hosts(host: str) -> tuple[str, ...] | None:
 
 
 class WebRTCListener(Listener):
-    """Accepts links from any peer of the room until closed."""
+    """Accepts links from any peer of the room until closed.
 
-    def __init__(self, transport: WebRTCTransport, session: SignalingSession, scheme: str):
+    When the signaling connection is lost the listener keeps rejoining the room
+    (backoff up to ``_REJOIN_MAX`` seconds); links already open are unaffected.
+    """
+
+    def __init__(
+        self,
+        transport: WebRTCTransport,
+        session: SignalingSession,
+        parsed: WebRTCAddress,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        assert session.listener is not None
         self._transport = transport
         self._session = session
-        self._scheme = scheme
+        self._parsed = parsed
+        self._ssl_context = ssl_context
         self._closed = False
+        self._rejoin = asyncio.get_running_loop().create_task(self._keep_joined())
 
     @property
     def address(self) -> str:
         url = self._session.url.split("://", 1)[1]
-        return f"{self._scheme}://{url}?peer={self._session.peer}"
+        return f"{self._parsed.scheme}://{url}?peer={self._session.peer}"
 
     @property
     def peers(self) -> frozenset[int]:
         """Peer ids currently in the signaling room (besides this one)."""
         return frozenset(self._session.roster)
 
+    async def _keep_joined(self) -> None:
+        listener = self._session.listener
+        assert listener is not None
+        delay = _REJOIN_MIN
+        while not self._closed:
+            await self._session.closed.wait()
+            _log.warning("signaling for %s lost; rejoining", self.address)
+            while not self._closed:
+                try:
+                    session = await self._transport._acquire(
+                        self._parsed, listener[0], self._ssl_context
+                    )
+                except Exception as exc:
+                    _log.info("rejoining %s failed: %s", self.address, exc)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _REJOIN_MAX)
+                    continue
+                if session.listener is not None:
+                    await self._transport._release(session)
+                    _log.error("another listener took over %s", self.address)
+                    return
+                session.listener = listener
+                self._session, delay = session, _REJOIN_MIN
+                break
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            self._rejoin.cancel()
+            await asyncio.gather(self._rejoin, return_exceptions=True)
             self._session.listener = None
             await self._transport._release(self._session)
 
@@ -258,7 +303,7 @@ class WebRTCTransport(Transport):
             await self._release(session)
             raise OSError(errno.EADDRINUSE, f"peer {config.peer_id} already listens on {address}")
         session.listener = (config, accept)
-        return WebRTCListener(self, session, parsed.scheme)
+        return WebRTCListener(self, session, parsed, ssl_context)
 
 
 _transport = WebRTCTransport()

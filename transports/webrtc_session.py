@@ -117,6 +117,8 @@ class SignalingSession:
         self._negotiating: dict[RTCPeerConnection, _Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.closed = asyncio.Event()
+        """Set once the membership ended (left, or the signaling connection was lost)."""
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     def link_address(self, peer: int) -> str:
@@ -183,9 +185,13 @@ class SignalingSession:
             _log.warning("%s: %s", self.url, reason)
         finally:
             self._fail_peer(None, ConnectionError(reason))
-            if not self._closed:
-                self._closed = True
-                self._on_closed(self)
+            self._mark_closed()
+
+    def _mark_closed(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.closed.set()
+            self._on_closed(self)
 
     async def _dispatch(self, frame: ServerFrame) -> None:
         match frame:
@@ -385,9 +391,7 @@ class SignalingSession:
 
     async def aclose(self) -> None:
         """Leave the room and abandon negotiations in flight (open links stay up)."""
-        if not self._closed:
-            self._closed = True
-            self._on_closed(self)
+        self._mark_closed()
         await self.client.aclose()
         self._reader.cancel()
         await asyncio.gather(self._reader, return_exceptions=True)

@@ -427,3 +427,21 @@ async def test_two_processes_exchange_frames_both_ways(room: str) -> None:
                 child.kill()
                 await child.wait()
     assert len(received) == 1000
+
+
+async def test_listener_rejoins_after_the_signaling_server_restarts() -> None:
+    first = SignalingServer()
+    await first.start()
+    port = first.port
+    room = f"webrtc://127.0.0.1:{port}/room"
+    async with listen(room, config(2), _idle) as listener:
+        await first.aclose()
+        async with SignalingServer(port=port) as second:
+            for _ in range(200):  # the listener retries with backoff
+                live = second.room("/room")
+                if live is not None and 2 in live.peers:
+                    break
+                await anyio.sleep(0.05)
+            channel = await dial(listener.address, config(1), timeout=10)
+            assert channel.remote_peer_id == 2
+            await channel.aclose()
