@@ -445,3 +445,31 @@ async def test_listener_rejoins_after_the_signaling_server_restarts() -> None:
             channel = await dial(listener.address, config(1), timeout=10)
             assert channel.remote_peer_id == 2
             await channel.aclose()
+
+
+async def test_a_mesh_of_three_nodes_over_webrtc(room: str) -> None:
+    from transports import Frame, Mesh, PeerUp
+
+    ids = (1, 2, 3)
+    meshes = [
+        Mesh(config(i), room, {j: f"{room}?peer={j}" for j in ids if j != i}, backoff_max=0.2)
+        for i in ids
+    ]
+    async with meshes[0], meshes[1], meshes[2]:
+        for mesh in meshes:
+            ups: set[int] = set()
+            with anyio.fail_after(20):
+                while len(ups) < 2:
+                    event = await mesh.events.receive()
+                    if isinstance(event, PeerUp):
+                        ups.add(event.peer_id)
+        for i, mesh in zip(ids, meshes, strict=True):
+            assert all(mesh.broadcast_nowait(f"from {i}".encode()).values())
+        for i, mesh in zip(ids, meshes, strict=True):
+            frames: set[bytes] = set()
+            with anyio.fail_after(10):
+                while len(frames) < 2:
+                    event = await mesh.events.receive()
+                    if isinstance(event, Frame):
+                        frames.add(event.data)
+            assert frames == {f"from {j}".encode() for j in ids if j != i}
