@@ -299,3 +299,36 @@ def test_welcome_round_trips_and_server_decoder_refuses_client_frames(
     assert decode_server_frame(loads(dumps(welcome))) == welcome
     with pytest.raises(SignalingFrameError):
         decode_server_frame(encode_frame(Join(peer)))
+
+
+async def test_command_line_server() -> None:
+    import asyncio
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "transports.signaling",
+        "--port",
+        "0",
+        "--allow",
+        "1:2",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        with anyio.fail_after(20):
+            line = (await process.stdout.readline()).decode()
+        assert line.startswith("signaling on ws://127.0.0.1:") and "(allowlist)" in line
+        url = line.split()[2]
+        one = await SignalingClient.connect(url + "/r", 1)
+        three = await SignalingClient.connect(url + "/r", 3)
+        await three.send(Offer(1, "x"))
+        refusal = await three.receive()
+        assert isinstance(refusal, Error) and refusal.code == "permission_denied"
+        await one.aclose()
+        await three.aclose()
+    finally:
+        process.terminate()
+        await process.wait()
