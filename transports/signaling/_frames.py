@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any, Literal, TypeAlias
 
@@ -69,18 +69,38 @@ def _check_json(value: object, field: str) -> None:
         raise SignalingFrameError(f"{field!r} must be a JSON value: {exc}") from None
 
 
+_PEER_FIELDS = frozenset({"peer", "to", "from_"})
+_TEXT_FIELDS = frozenset({"sdp", "candidate", "message"})
+
+
+class _Frame:
+    """Validates the common fields of every frame dataclass by name."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):  # type: ignore[arg-type]
+            name, value = spec.name, getattr(self, spec.name)
+            if name in _PEER_FIELDS:
+                _check_peer(value, _wire_key(name))
+            elif name in _TEXT_FIELDS:
+                _check_str(value, name)
+            elif name == "payload":
+                _check_json(value, name)
+
+
 # --------------------------------------------------------------------------- client -> server
 
 
 @dataclass(frozen=True, slots=True)
-class Join:
+class Join(_Frame):
     """Register this connection as ``peer`` in the room."""
 
     peer: int
     capabilities: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        _check_peer(self.peer, "peer")
+        _Frame.__post_init__(self)
         if self.capabilities is not None:
             if isinstance(self.capabilities, str | bytes) or not isinstance(
                 self.capabilities, Sequence
@@ -92,55 +112,39 @@ class Join:
 
 
 @dataclass(frozen=True, slots=True)
-class Offer:
+class Offer(_Frame):
     """An SDP offer for peer ``to``."""
 
     to: int
     sdp: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.to, "to")
-        _check_str(self.sdp, "sdp")
-
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(_Frame):
     """An SDP answer for peer ``to``."""
 
     to: int
     sdp: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.to, "to")
-        _check_str(self.sdp, "sdp")
-
 
 @dataclass(frozen=True, slots=True)
-class Ice:
+class Ice(_Frame):
     """One trickled ICE candidate (SDP ``candidate:`` line) for peer ``to``."""
 
     to: int
     candidate: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.to, "to")
-        _check_str(self.candidate, "candidate")
-
 
 @dataclass(frozen=True, slots=True)
-class Relay:
+class Relay(_Frame):
     """An opaque JSON payload for peer ``to``."""
 
     to: int
     payload: Any
 
-    def __post_init__(self) -> None:
-        _check_peer(self.to, "to")
-        _check_json(self.payload, "payload")
-
 
 @dataclass(frozen=True, slots=True)
-class Leave:
+class Leave(_Frame):
     """Leave the room; the connection stays open and may join again."""
 
 
@@ -148,14 +152,14 @@ class Leave:
 
 
 @dataclass(frozen=True, slots=True)
-class Welcome:
+class Welcome(_Frame):
     """Join accepted: ``peers`` is the rest of the room, ascending, without ``peer``."""
 
     peer: int
     peers: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        _check_peer(self.peer, "peer")
+        _Frame.__post_init__(self)
         if isinstance(self.peers, str | bytes) or not isinstance(self.peers, Sequence):
             raise SignalingFrameError("'peers' must be a list of peer ids")
         peers = tuple(_check_peer(p, "peers[]") for p in self.peers)
@@ -167,84 +171,62 @@ class Welcome:
 
 
 @dataclass(frozen=True, slots=True)
-class PeerJoined:
+class PeerJoined(_Frame):
     """``peer`` joined the room."""
 
     peer: int
 
-    def __post_init__(self) -> None:
-        _check_peer(self.peer, "peer")
-
 
 @dataclass(frozen=True, slots=True)
-class PeerLeft:
+class PeerLeft(_Frame):
     """``peer`` left the room (or its connection closed)."""
 
     peer: int
 
-    def __post_init__(self) -> None:
-        _check_peer(self.peer, "peer")
-
 
 @dataclass(frozen=True, slots=True)
-class ForwardedOffer:
+class ForwardedOffer(_Frame):
     """An offer from ``from_``, as stamped by the server."""
 
     from_: int
     sdp: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.from_, "from")
-        _check_str(self.sdp, "sdp")
-
 
 @dataclass(frozen=True, slots=True)
-class ForwardedAnswer:
+class ForwardedAnswer(_Frame):
     """An answer from ``from_``, as stamped by the server."""
 
     from_: int
     sdp: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.from_, "from")
-        _check_str(self.sdp, "sdp")
-
 
 @dataclass(frozen=True, slots=True)
-class ForwardedIce:
+class ForwardedIce(_Frame):
     """An ICE candidate from ``from_``, as stamped by the server."""
 
     from_: int
     candidate: str
 
-    def __post_init__(self) -> None:
-        _check_peer(self.from_, "from")
-        _check_str(self.candidate, "candidate")
-
 
 @dataclass(frozen=True, slots=True)
-class ForwardedRelay:
+class ForwardedRelay(_Frame):
     """A relayed payload from ``from_``, as stamped by the server."""
 
     from_: int
     payload: Any
 
-    def __post_init__(self) -> None:
-        _check_peer(self.from_, "from")
-        _check_json(self.payload, "payload")
-
 
 @dataclass(frozen=True, slots=True)
-class Error:
+class Error(_Frame):
     """The server refused a frame; ``code`` is machine-readable, ``message`` for humans."""
 
     code: str
     message: str
 
     def __post_init__(self) -> None:
+        _Frame.__post_init__(self)
         if not _check_str(self.code, "code"):
             raise SignalingFrameError("'code' must not be empty")
-        _check_str(self.message, "message")
 
 
 ClientFrame: TypeAlias = Join | Offer | Answer | Ice | Relay | Leave
@@ -288,6 +270,10 @@ _TAGS: dict[type[Any], tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 def _attr(key: str) -> str:
     return "from_" if key == "from" else key
+
+
+def _wire_key(attr: str) -> str:
+    return "from" if attr == "from_" else attr
 
 
 def _decode(obj: object, table: Mapping[str, _Spec], direction: Direction) -> Any:
