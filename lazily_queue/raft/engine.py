@@ -21,7 +21,7 @@ from pysyncobj.config import FAIL_REASON
 from pysyncobj.node import Node as _PsNode
 from pysyncobj.transport import Transport as _PsTransport
 
-from . import patches
+from . import patches, rejoin
 from .journal import DurableJournal
 from .snapshot import SnapshotStore
 
@@ -258,6 +258,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             return
         with patches.engine_env(self._clock, self._rng):
             kind = message["type"]
+            if kind in ("request_vote", "response_vote") and self.rejoining:
+                return
             if kind == "next_node_idx":
                 patches.forward_only_next_index(
                     self._SyncObj__raftNextIndex,
@@ -274,6 +276,19 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 )
             else:
                 self._SyncObj__onMessageReceived(node, message)
+
+    @property
+    def rejoining(self) -> bool:
+        """Whether this member was wiped and its log is still below its floor (no votes)."""
+        floor = rejoin.floor_of(self._journal.meta)
+        if floor is None:
+            return False
+        last = self._journal[-1]
+        if (last[2], last[1]) < floor:
+            return True
+        self._journal.set_meta(rejoin.FLOOR_KEY, None)
+        log.info("node %s caught up to its floor %s; it votes again", self._node_id, floor)
+        return False
 
     @property
     def _log_view(self) -> patches.LogView:

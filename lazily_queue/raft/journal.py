@@ -69,8 +69,9 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
                 raise JournalCorruptedError(
                     f"{path}: record at byte {pos} (index {index}) fails its checksum and "
                     "valid records follow it; the journal is corrupted. Nothing was applied. "
-                    "Restore this node from its peers: stop it, move its data directory "
-                    "away and let it rejoin empty (it catches up by snapshot)."
+                    "Restore this node from its peers with lazily_queue.raft.rejoin."
+                    "wipe_for_rejoin (it keeps the term and vote and withholds the node's "
+                    "vote until it has caught up); never just delete the data directory."
                 )
             break
         if entries and index != entries[-1][1] + 1:

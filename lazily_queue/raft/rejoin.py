@@ -1,0 +1,84 @@
+"""Rejoining empty after a corrupted journal, without voting on a log the member lost.
+
+A member whose journal fails its checks must not apply it. It is wiped and rejoins
+empty, catching up from the leader. Wiping is only safe with two precautions, because
+the member may have acknowledged entries that a leader then counted as committed:
+
+- its term and vote (the metadata file) are kept, so it cannot vote twice in a term;
+- it records a *floor*: the newest ``(term, index)`` found among the records that still
+  pass their checksum, anywhere in the file. Until its log is at least that up to date
+  it grants no vote and collects none (see :meth:`RaftEngine.deliver`): otherwise its
+  empty log could elect a member that lacks entries committed with its help.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import cbor2
+
+from .disk import Disk
+from .journal import HEADER, _crc
+
+log = logging.getLogger(__name__)
+
+FLOOR_KEY = "rejoin_floor"
+
+
+def scan_newest(data: bytes) -> tuple[int, int]:
+    """The largest ``(term, index)`` of any record in ``data`` whose checksum passes."""
+    best = (0, 0)
+    pos, size = 0, len(data)
+    while pos + HEADER.size <= size:
+        length, crc, index, term = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + length
+        if end <= size and _crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
+            best = max(best, (term, index))
+            pos = end
+        else:
+            pos += 1
+    return best
+
+
+def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
+                    name: str = "journal") -> tuple[int, int]:
+    """Remove the journal and snapshot of a member, keep its term and vote, set its floor.
+
+    Returns the floor. The member then starts empty and catches up from the leader.
+    """
+    log_path, meta_path = f"{directory}/{name}.log", f"{directory}/{name}.meta"
+    floor = scan_newest(disk.read(log_path) or b"")
+    raw_meta = disk.read(meta_path)
+    meta: dict[str, Any] = {"version": 1, "term": 0, "voted_for": None, "commit": 1}
+    if raw_meta is not None:
+        try:
+            meta = dict(cbor2.loads(raw_meta))
+        except Exception:
+            log.error("%s: unreadable metadata; the member rejoins without its vote", meta_path)
+    previous = meta.get(FLOOR_KEY)
+    if isinstance(previous, list) and len(previous) == 2:
+        floor = max(floor, (int(previous[0]), int(previous[1])))
+    snapshot = disk.read(snapshot_path)
+    if snapshot is not None:
+        try:
+            last = cbor2.loads(snapshot)["last"]
+            floor = max(floor, (int(last[2]), int(last[1])))
+        except Exception:
+            log.warning("%s: unreadable snapshot is dropped as well", snapshot_path)
+    meta[FLOOR_KEY] = list(floor)
+    meta["commit"] = 1
+    disk.remove(log_path)
+    disk.remove(snapshot_path)
+    disk.replace(meta_path, cbor2.dumps(meta))
+    log.error("%s: journal wiped; the member rejoins empty and will not vote until its log "
+              "reaches term %d index %d", directory, floor[0], floor[1])
+    return floor
+
+
+def floor_of(meta: dict[str, Any]) -> tuple[int, int] | None:
+    """The member's floor from its journal metadata, or ``None`` when it has none."""
+    value = meta.get(FLOOR_KEY)
+    if isinstance(value, list) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    return None
