@@ -8,6 +8,7 @@ Everything random comes from one generator seeded by the run's seed.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import logging
 import random
@@ -43,7 +44,7 @@ class Cluster:
         self.node_ids = [str(i + 1) for i in range(scenario.nodes)]
         self.trace_tail: deque[str] = deque(maxlen=TRACE_KEPT)
         self.trace_lines = 0
-        self._trace_hash = 0
+        self._trace_hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.node_ids, random.Random(self.rng.getrandbits(64)))
         self.network.faults = scenario.link_faults()
         self.network.on_peer = self._on_peer
@@ -78,11 +79,15 @@ class Cluster:
         text = f"{self.clock.now:9.4f} {line}"
         self.trace_tail.append(text)
         self.trace_lines += 1
-        self._trace_hash = hash((self._trace_hash, text))
+        self._trace_hash.update(text.encode())
 
-    @property
-    def trace_digest(self) -> str:
-        return f"{self._trace_hash & 0xFFFFFFFFFFFFFFFF:016x}/{self.trace_lines}"
+    def digest(self) -> str:
+        """A digest of the trace, the committed history and the traffic (same seed, same run)."""
+        h = self._trace_hash.copy()
+        for index in sorted(self.history.digests):
+            h.update(f"{index}={self.history.digests[index]};".encode())
+        h.update(f"{self.steps}/{self.network.sent}/{self.network.delivered}".encode())
+        return h.hexdigest()
 
     # -- timers ----------------------------------------------------------------------------
 
@@ -116,6 +121,7 @@ class Cluster:
                 if node.fsync_due is not None and node.fsync_due <= nxt and n not in self._paused:
                     node.finish_fsync(self._dispatch)
             self._step_dirty()
+            self.history.check()
             if stop is not None and stop():
                 return True
 

@@ -42,7 +42,7 @@ class History:
     ops: dict[int, list[AppliedOp]] = field(default_factory=dict)
     results: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
     applied: int = 0
-    on_violation: Callable[[str], None] | None = None
+    violation: str | None = None
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
                results: Any) -> None:
@@ -71,9 +71,15 @@ class History:
         self.ops[index] = entry
 
     def fail(self, message: str) -> NoReturn:
-        if self.on_violation is not None:
-            self.on_violation(message)
+        # Kept as well as raised: the engine swallows exceptions from apply.
+        if self.violation is None:
+            self.violation = message
         raise Violation(message)
+
+    def check(self) -> None:
+        """Raise the first violation seen while applying, if any."""
+        if self.violation is not None:
+            raise Violation(self.violation)
 
     def in_order(self) -> list[AppliedOp]:
         """Every first application of every op, in log order (duplicates included)."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from ..raft.rejoin import wipe_for_rejoin
 from ..raft.replica import Ready, Replica, ReplicaConfig
 from ..raft.snapshot import SnapshotError
 from .clock import VirtualClock, WallClock
@@ -58,6 +59,7 @@ class SimNode:
         self.incarnation = 0
         self.wipes = 0
         self.corruptions_detected = 0
+        self._snapshots_before = (0, 0)
         self._held: deque[tuple[int, Ready]] = deque()
         self._written = 0
         self._synced = 0
@@ -103,13 +105,20 @@ class SimNode:
 
     def _wipe(self) -> None:
         self.wipes += 1
-        meta = self.disk.read(f"{self.dir}/journal.meta")
-        self.disk.wipe(f"/sim/{self.node_id}/")
-        if meta is not None:
-            self.disk.replace(f"{self.dir}/journal.meta", meta)
+        floor = wipe_for_rejoin(self.disk, self.dir, f"{self.dir}/snapshot.cbor")
+        self.trace(f"{self.node_id}: rejoins empty below floor {floor}")
+
+    def snapshot_counts(self) -> tuple[int, int]:
+        """Snapshots (taken, installed) over every incarnation."""
+        taken, installed = self._snapshots_before
+        if self.replica is not None:
+            taken += self.replica.snapshots.taken
+            installed += self.replica.snapshots.installed
+        return taken, installed
 
     def crash(self) -> None:
         """Stop at once: unsynced bytes and everything held are lost."""
+        self._snapshots_before = self.snapshot_counts()
         self.replica = None
         self._held.clear()
         self.fsync_due = None

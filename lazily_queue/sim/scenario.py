@@ -74,7 +74,7 @@ class Scenario:
 
 
 DEFAULT_CLIENTS = {
-    "producer": 2, "consumer": 2, "work-producer": 1, "worker": 3,
+    "producer": 2, "consumer": 1, "work-producer": 1, "worker": 2,
     "publisher": 1, "durable": 2, "ephemeral": 1,
 }
 
@@ -84,7 +84,7 @@ def generate(seed: int) -> Scenario:
     rng = random.Random(seed * 7919 + 17)
     s = Scenario(seed)
     s.nodes = 5 if rng.random() < 0.25 else 3
-    s.load_until = rng.uniform(2.0, 4.0)
+    s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])
     s.duplicate = rng.choice([0.0, 0.0, 0.02, 0.1])
     s.reorder = rng.choice([0.0, 0.0, 0.05])

@@ -70,6 +70,7 @@ class Simulation:
         self.rng = random.Random(self.cluster.rng.getrandbits(64))
         self.clients: list[Client] = []
         self._corrupted: dict[str, int] = {}
+        self._next_drain_check = 0.0
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -216,6 +217,9 @@ class Simulation:
 
     def _drained(self) -> bool:
         c = self.cluster
+        if c.clock.now < self._next_drain_check:
+            return False
+        self._next_drain_check = c.clock.now + 0.02
         leader = c.leader()
         if leader is None:
             return False
@@ -307,7 +311,7 @@ class Simulation:
 
 
 def _period(rng: random.Random) -> Callable[[], float]:
-    return lambda: rng.uniform(0.005, 0.06)
+    return lambda: rng.uniform(0.01, 0.1)
 
 
 def run(scenario: Scenario) -> Outcome:
@@ -325,12 +329,13 @@ def run(scenario: Scenario) -> Outcome:
         outcome.ok = False
         outcome.error = str(exc)
     c = sim.cluster
-    outcome.trace_digest = c.trace_digest
+    outcome.trace_digest = c.digest()
     outcome.trace_tail = list(c.trace_tail)
     outcome.stats.update(
         applied=c.history.applied, steps=c.steps, frames=c.network.sent,
         dropped=c.network.dropped, wipes=sum(n.wipes for n in c.nodes.values()),
         virtual=round(c.clock.now, 3), leaders=len(c.leaders),
+        snapshots=sum(n.snapshot_counts()[1] for n in c.nodes.values()),
     )
     outcome.seconds = time.perf_counter() - started
     return outcome

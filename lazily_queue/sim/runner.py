@@ -1,0 +1,113 @@
+"""Running many seeds (in worker processes), fixtures, and the report of a failing seed."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .scenario import Scenario, generate
+from .simulation import Outcome, require_hash_seed, run
+
+TRACE_SHOWN = 40
+
+
+def reproduce_command(seed: int, fixture: str | None = None) -> str:
+    target = f"--fixture {fixture}" if fixture else f"--seed {seed}"
+    return f"PYTHONHASHSEED=0 python -m lazily_queue.sim {target}"
+
+
+def _run_seed(seed: int) -> Outcome:
+    return run(generate(seed))
+
+
+def run_seeds(seeds: Iterable[int], jobs: int = 1) -> Iterator[Outcome]:
+    """Run each seed's scenario, ``jobs`` at a time in forked processes (same hash seed)."""
+    require_hash_seed()
+    seeds = list(seeds)
+    if jobs <= 1 or len(seeds) <= 1:
+        for seed in seeds:
+            yield _run_seed(seed)
+        return
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(jobs, maxtasksperchild=50) as pool:
+        yield from pool.imap_unordered(_run_seed, seeds, chunksize=1)
+
+
+def load_fixture(path: str | Path) -> tuple[Scenario, dict[str, Any]]:
+    """A saved run: its scenario and its ``expect`` section."""
+    doc = json.loads(Path(path).read_text())
+    return Scenario.from_json(doc["scenario"]), doc.get("expect", {"ok": True})
+
+
+def save_fixture(path: str | Path, outcome: Outcome, scenario: Scenario, note: str) -> None:
+    doc = {
+        "description": note,
+        "found": outcome.error,
+        "scenario": scenario.to_json(),
+        "expect": {"ok": True},
+    }
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def report(outcome: Outcome, out: TextIO, fixture: str | None = None) -> None:
+    """The failing seed: its error, a one-line reproduction and its last steps."""
+    print(f"FAIL seed {outcome.seed}: {outcome.error}", file=out)
+    print(f"  reproduce: {reproduce_command(outcome.seed, fixture)}", file=out)
+    print(f"  last {min(TRACE_SHOWN, len(outcome.trace_tail))} trace lines:", file=out)
+    for line in outcome.trace_tail[-TRACE_SHOWN:]:
+        print(f"    {line}", file=out)
+
+
+@dataclass
+class Summary:
+    """Totals over many runs."""
+
+    runs: int = 0
+    failed: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+    totals: dict[str, float] = field(default_factory=dict)
+
+    def add(self, outcome: Outcome) -> None:
+        self.runs += 1
+        if not outcome.ok:
+            self.failed.append(outcome)
+        for key, value in outcome.stats.items():
+            self.totals[key] = self.totals.get(key, 0) + value
+
+    def text(self) -> str:
+        rate = self.runs / self.seconds if self.seconds else 0.0
+        t = self.totals
+        return (
+            f"{self.runs} seeds, {len(self.failed)} failed, {self.seconds:.1f}s "
+            f"({rate:.1f} seeds/s); {int(t.get('virtual', 0))} virtual s, "
+            f"{int(t.get('ops', 0))} checked ops, {int(t.get('applied', 0))} applications, "
+            f"{int(t.get('frames', 0))} frames ({int(t.get('dropped', 0))} lost), "
+            f"{int(t.get('leaders', 0))} terms with a leader, {int(t.get('wipes', 0))} wiped "
+            f"members, {int(t.get('snapshots', 0))} snapshots installed"
+        )
+
+
+def main_seeds(seeds: list[int], jobs: int, out: TextIO = sys.stdout,
+               progress: bool = False) -> Summary:
+    summary = Summary()
+    started = time.perf_counter()
+    for outcome in run_seeds(seeds, jobs):
+        summary.add(outcome)
+        if not outcome.ok:
+            report(outcome, out)
+        if progress and summary.runs % 100 == 0:
+            print(f"  ... {summary.runs}/{len(seeds)} seeds, {len(summary.failed)} failed",
+                  file=out, flush=True)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
