@@ -4,8 +4,9 @@
 monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
 line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
 entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
-locked or foreign data directory, an address in use, a peer refusing this node or
-failing authentication, no leader in time) raises :class:`ConfigError` with the fix.
+locked or foreign data directory, an address in use, peers refusing this node or
+failing authentication while no peer is linked, no leader in time) raises
+:class:`ConfigError` with the fix.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from .node import Node
 
 log = logging.getLogger(__name__)
+
+#: Seconds a refused handshake must stand, with no peer linked, before the start fails.
+FATAL_GRACE = 1.0
 
 AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
 
@@ -176,7 +180,10 @@ class NodeService:
         timeout = self.config.startup_timeout
         deadline = None if timeout == 0 else time.monotonic() + timeout
         while node.leader_id is None:
-            if watch.fatal is not None:
+            # A refused handshake stops the start only while no peer at all is linked: a
+            # node that can reach some members is not failed for another one's mistake.
+            if (watch.fatal is not None and time.monotonic() - watch.fatal_at > FATAL_GRACE
+                    and not node.driver.replica.engine.connected):
                 raise ConfigError(f"{self.config.source}: {watch.fatal}")
             if deadline is not None and time.monotonic() > deadline:
                 raise ConfigError(
@@ -244,6 +251,7 @@ class _LinkTrouble(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.fatal: str | None = None
+        self.fatal_at = 0.0
         self.last: dict[int, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -257,6 +265,8 @@ class _LinkTrouble(logging.Handler):
         if error.field == "handshake":  # the link dropped mid-handshake: transient
             return
         where = f"the link to peer {peer}" if peer is not None else "an incoming link"
+        if self.fatal is None:
+            self.fatal_at = time.monotonic()
         self.fatal = (
             f"{where} failed: {error}. Every node needs the same `cluster` and secret, a "
             "unique `id`, and every other node in its [peers]"

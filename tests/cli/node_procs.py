@@ -1,0 +1,125 @@
+"""Real ``lazily-queue node --config FILE`` processes for tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CLI = [sys.executable, "-m", "lazily_queue"]
+SECRET_ENV = "LAZILY_TEST_SECRET"
+
+
+def write_config(path: Path, node_id: int, peers: dict[int, str], *, cluster: str = "test",
+                 data_dir: str | None = None, extra: str = "", app: str = "",
+                 http: str = "127.0.0.1:0") -> Path:
+    lines = [f"id = {node_id}", f'cluster = "{cluster}"',
+             f'data_dir = "{data_dir or f"data{node_id}"}"', f'http = "{http}"',
+             'durability = "none"', f'secret_env = "{SECRET_ENV}"', extra, "[peers]"]
+    lines += [f'{p} = "{a}"' for p, a in peers.items()]
+    if app:
+        lines += ["[app]", app]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def unix_peers(root: Path, ids: tuple[int, ...] = (1, 2, 3)) -> dict[int, str]:
+    return {i: f"unix:{root}/n{i}.sock" for i in ids}
+
+
+class NodeProc:
+    """One node process; its stdout lines are collected by a thread."""
+
+    def __init__(self, config: Path, *, secret: str | None = "s3cret",
+                 env: dict[str, str] | None = None) -> None:
+        environ = dict(os.environ, **(env or {}))
+        environ["PYTHONPATH"] = os.pathsep.join(
+            [str(HERE), *filter(None, [environ.get("PYTHONPATH")])])
+        environ.pop(SECRET_ENV, None)
+        if secret is not None:
+            environ[SECRET_ENV] = secret
+        self.proc = subprocess.Popen(
+            [*CLI, "node", "--config", str(config)], cwd=config.parent, env=environ,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.errors: list[str] = []
+        self._pumps = [threading.Thread(target=self._pump, daemon=True),
+                       threading.Thread(target=self._pump_errors, daemon=True)]
+        for pump in self._pumps:
+            pump.start()
+        self.url: str | None = None
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+
+    def _pump_errors(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.errors.append(line)
+
+    def wait_line(self, prefix: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.seen:
+                if line.startswith(prefix):
+                    return line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (self.proc.poll() is not None and self.lines.empty()):
+                raise AssertionError(
+                    f"no {prefix!r} line; stdout {self.seen}; stderr: {self.stderr()}")
+            try:
+                self.seen.append(self.lines.get(timeout=min(remaining, 0.2)))
+            except queue.Empty:
+                pass
+
+    def wait_ready(self) -> str:
+        line = self.wait_line("ready ")
+        fields = dict(p.split("=", 1) for p in line.split()[1:])
+        self.url = fields["http"]
+        return self.url
+
+    def status(self) -> dict[str, Any]:
+        assert self.url is not None
+        with urllib.request.urlopen(self.url + "/status.json", timeout=5) as response:
+            document: dict[str, Any] = json.load(response)
+        return document
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        return self.proc.wait(timeout)
+
+    def stderr(self) -> str:
+        """What the process wrote to stderr (all of it once it has exited)."""
+        if self.proc.poll() is not None:
+            self._pumps[1].join(5)
+        return "".join(self.errors)
+
+    def terminate(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

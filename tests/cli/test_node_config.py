@@ -1,0 +1,109 @@
+"""Node configuration files: every mistake fails fast with the key and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.cli import main
+from lazily_queue.config import ConfigError, load_config, parse_config
+
+BASE = {"id": 1, "data_dir": "data", "listen": "tcp://127.0.0.1:7001", "secret_env": "S",
+        "peers": {"2": "tcp://127.0.0.1:7002", "3": "tcp://127.0.0.1:7003"}}
+
+
+def parse(tmp_path: Path, **changes: object) -> object:
+    doc = {**BASE, **changes}
+    for key, value in list(doc.items()):
+        if value is None:
+            del doc[key]
+    return parse_config(doc, base=tmp_path, source="node.toml")
+
+
+def test_a_full_file_round_trips(tmp_path: Path) -> None:
+    (tmp_path / "node.toml").write_text(
+        'id = 2\ncluster = "orders"\ndata_dir = "d/2"\nlisten = "unix:n2.sock"\n'
+        'http = "127.0.0.1:8102"\ndurability = "none"\nsecret_file = "secret"\n'
+        'startup_timeout = 5\n[peers]\n1 = "unix:n1.sock"\n2 = "unix:n2.sock"\n'
+        '[app]\nentry = "pkg.mod:main"\nworkers = 3\n')
+    (tmp_path / "secret").write_text("  xyz\n")
+    config = load_config(tmp_path / "node.toml")
+    assert config.node_id == 2 and config.cluster == "orders"
+    assert config.data_dir == tmp_path / "d" / "2"
+    assert config.peers == {1: "unix:n1.sock"}  # its own entry is the listen address
+    assert config.http == ("127.0.0.1", 8102) and config.http_url == "http://127.0.0.1:8102"
+    assert config.secret() == b"xyz"
+    assert config.startup_timeout == 5.0
+    assert config.app_entry == "pkg.mod:main" and config.app_options == {"workers": 3}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"id": None}, r"`id` is required"),
+        ({"id": "one"}, r"`id` must be an integer node id"),
+        ({"id": -1}, r"`id` must be an integer node id"),
+        ({"colour": "red"}, r"unknown key\(s\) colour"),
+        ({"durability": "sometimes"}, r"`durability` must be \"fsync\" or \"none\""),
+        ({"listen": None}, r"`listen` is required"),
+        ({"peers": {"2": "tcp://127.0.0.1:7002", "02": "tcp://127.0.0.1:7004"}},
+         r"lists node 2 twice"),
+        ({"peers": {"x": "tcp://127.0.0.1:7002"}}, r"\[peers\] key 'x' must be an integer"),
+        ({"peers": {"1": "tcp://127.0.0.1:9999"}}, r"two nodes with id 1"),
+        ({"peers": {"2": "tcp://127.0.0.1:7001"}}, r"peer 2 has this node's own listen"),
+        ({"peers": {"2": "tcp://127.0.0.1:7002", "3": "tcp://127.0.0.1:7002"}},
+         r"peers 2 and 3 share the address"),
+        ({"peers": {"2": "carrier-pigeon://loft"}}, r"unsupported scheme 'carrier-pigeon'"),
+        ({"peers": {"2": "tcp://127.0.0.1"}}, r"expected tcp://HOST:PORT"),
+        ({"peers": {"2": "unix:///no/such/dir/n2.sock"}}, r"directory /no/such/dir does not"),
+        ({"peers": {"2": "tcp://no-such-host.invalid:7002"}}, r"cannot be resolved"),
+        ({"listen": "unix:///no/such/dir/n1.sock"}, r"`listen` address .* does not exist"),
+        ({"secret_env": None}, r"exactly one of `secret_env`"),
+        ({"secret_file": "s"}, r"exactly one of `secret_env`"),
+        ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
+        ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
+        ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
+    ],
+)
+def test_mistakes_name_the_key_and_the_fix(
+    tmp_path: Path, changes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        parse(tmp_path, **changes)
+    assert str(info.value).startswith("node.toml: ")
+
+
+def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("S", raising=False)
+    config = parse_config(BASE, base=tmp_path, source="node.toml")
+    with pytest.raises(ConfigError, match=r"environment variable S .* is not set"):
+        config.secret()
+
+
+def test_missing_secret_file(tmp_path: Path) -> None:
+    doc = {k: v for k, v in BASE.items() if k != "secret_env"} | {"secret_file": "nope"}
+    config = parse_config(doc, base=tmp_path, source="node.toml")
+    with pytest.raises(ConfigError, match=r"cannot read the cluster secret from `secret_file`"):
+        config.secret()
+
+
+def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"does not exist"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "bad.toml").write_text("id = = 1\n")
+    with pytest.raises(ConfigError, match=r"is not valid TOML"):
+        load_config(tmp_path / "bad.toml")
+
+
+def test_cli_exits_2_with_the_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LAZILY_NOT_SET", raising=False)
+    config = tmp_path / "node.toml"
+    config.write_text('id = 1\ndata_dir = "d"\nlisten = "unix:n1.sock"\n'
+                      'secret_env = "LAZILY_NOT_SET"\n')
+    assert main(["node", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "LAZILY_NOT_SET" in err and "export it" in err
+    assert not (tmp_path / "d").exists()  # nothing was created before the check
