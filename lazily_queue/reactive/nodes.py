@@ -115,7 +115,12 @@ class _Consumer:
 
     def _sources_changed(self) -> bool:
         for source, seen in self._sources.items():
-            source._refresh()
+            try:
+                source._refresh()
+            except Exception:
+                # A source that now fails has changed: rerun, so the error meets the
+                # read in our own body (which may handle it) instead of the scheduler.
+                return True
             if source._version != seen:
                 return True
         return False
@@ -379,7 +384,14 @@ class Computed(_Consumer, _Producer, Generic[T]):
         return bool(self._observers)
 
     def get(self) -> T:
-        self._refresh()
+        try:
+            self._refresh()
+        except BaseException:
+            # A failed read is still a dependency: the change that fixes it must rerun
+            # the reader. (Not when we are the node being computed: a cycle.)
+            if not self._computing:
+                self._track()
+            raise
         self._track()
         return self._value  # type: ignore[return-value]
 
@@ -411,13 +423,21 @@ class Computed(_Consumer, _Producer, Generic[T]):
             return
         if self._state == CHECK:
             self._state = DIRTY if self._sources_changed() else CLEAN
-        if self._state == DIRTY:
+        if self._state == DIRTY or not self._has_value:
             self._recompute(linked=True)
 
     def _recompute(self, linked: bool) -> None:
         self._computing = True
         try:
             value = self._run_tracked(self._fn, linked)
+        except BaseException:
+            # Hold no value, so the next read recomputes (the error is not cached and
+            # the previous value is not served as current), and stay CLEAN, so the next
+            # write to a source still propagates through us to our observers.
+            self._value = None
+            self._has_value = False
+            self._state = CLEAN
+            raise
         finally:
             self._computing = False
         self._state = CLEAN
