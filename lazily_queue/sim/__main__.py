@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from .defects import UNDO, without
 from .runner import default_jobs, load_fixture, main_seeds, report, save_fixture
 from .scenario import generate
 from .simulation import run
@@ -25,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--twice", action="store_true",
                    help="run each seed twice and require identical traces")
     p.add_argument("--save", help="with --seed: save the scenario as a fixture here")
+    p.add_argument("--without", action="append", default=[], metavar="FIX",
+                   help=f"undo a fix for this run ({', '.join(sorted(UNDO))})")
     return p
 
 
@@ -39,7 +42,10 @@ def main(argv: list[str] | None = None) -> int:
             scenario, expect = load_fixture(args.fixture)
         else:
             scenario, expect = generate(args.seed), {"ok": True}
-        outcome = run(scenario)
+        with without(*args.without):
+            outcome = run(scenario)
+        if args.without:
+            expect = {"ok": False}
         if args.twice:
             again = run(scenario)
             if again.trace_digest != outcome.trace_digest:

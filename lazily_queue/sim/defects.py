@@ -1,0 +1,43 @@
+"""Fixes the simulator found, switchable off to show that a fixture still catches the bug.
+
+``--without NAME`` (or :func:`without`) undoes one fix for the run, so a regression
+fixture can be checked to fail without it and pass with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..raft.engine import RaftEngine
+
+
+def _no_rejoin_floor() -> Callable[[], None]:
+    original = RaftEngine.rejoining
+    RaftEngine.rejoining = property(lambda self: False)  # type: ignore[assignment,method-assign]
+
+    def restore() -> None:
+        RaftEngine.rejoining = original  # type: ignore[method-assign]
+
+    return restore
+
+
+UNDO: dict[str, Callable[[], Callable[[], None]]] = {
+    "rejoin-floor": _no_rejoin_floor,
+}
+
+
+@contextmanager
+def without(*names: str) -> Iterator[None]:
+    """Run the block with the named fixes undone."""
+    restores: list[Callable[[], Any]] = []
+    try:
+        for name in names:
+            if name not in UNDO:
+                raise KeyError(f"unknown fix {name!r}; known: {sorted(UNDO)}")
+            restores.append(UNDO[name]())
+        yield
+    finally:
+        for restore in reversed(restores):
+            restore()
