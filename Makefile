@@ -20,6 +20,9 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/lazily-queue demo
 
+sim: $(STAMP)
+	PYTHONHASHSEED=0 $(BIN)/python -m lazily_queue.sim --seeds $(SEEDS)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/local_queue.py
 
