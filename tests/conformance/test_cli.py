@@ -17,7 +17,7 @@ COLLECTIONS = ROOT / "fixtures" / "collections"
 
 
 def test_conformance_passes_on_the_project_corpus(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["conformance", str(ROOT / "fixtures")]) == 0
+    assert main(["conformance", str(COLLECTIONS), str(ROOT / "fixtures" / "codec")]) == 0
     out = capsys.readouterr().out.splitlines()
     fixtures = sorted(COLLECTIONS.glob("*.json"))
     assert len(out) == len(fixtures) + 1
@@ -25,8 +25,16 @@ def test_conformance_passes_on_the_project_corpus(capsys: pytest.CaptureFixture[
     assert "(5 steps; sync async threadsafe)" in "\n".join(out)
     summary = out[-1]
     assert summary.startswith(f"{len(fixtures)} passed, 0 failed")
-    ignored = len(list((ROOT / "fixtures").rglob("*.json"))) - len(fixtures)
+    ignored = len(list((ROOT / "fixtures" / "codec").rglob("*.json")))
     assert f"{ignored} JSON file(s) ignored" in summary
+
+
+def test_distributed_fixtures_need_a_cluster_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    distributed = ROOT / "fixtures" / "distributed"
+    assert main(["conformance", str(distributed)]) == 1
+    assert "kill_leader" in capsys.readouterr().out
+    assert main(["conformance", str(distributed), "--backend", "raft3"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("8 passed, 0 failed")
 
 
 def test_conformance_reports_the_first_mismatch(
