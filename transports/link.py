@@ -181,6 +181,12 @@ class Link:
         except anyio.BrokenResourceError:
             return channel.close_reason or "link failed"
 
+    def drop(self, reason: str) -> None:
+        """Drop the current connection (it is closed; the link connects again)."""
+        channel = self._channel
+        if channel is not None:
+            self._detach(channel, reason)
+
     def _detach(self, channel: DataChannel, reason: str) -> None:
         """Stop using ``channel``: later sends are dropped, its pump is stopped."""
         self._channel = None

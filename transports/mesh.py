@@ -139,6 +139,14 @@ class Mesh:
             raise UnknownPeerError(peer_id)
         await link.aclose("peer removed")
 
+    def disconnect(self, peer_id: int, reason: str) -> None:
+        """Drop the current connection to ``peer_id`` (say, after it sent a bad frame).
+
+        A ``PeerDown`` carrying ``reason`` follows; the link then reconnects as usual, with
+        a new epoch, and nothing queued on the old connection is delivered.
+        """
+        self._link(peer_id).drop(reason)
+
     def is_up(self, peer_id: int) -> bool:
         return self._link(peer_id).up
 

@@ -119,9 +119,10 @@ class MeshNetwork:
 
     def close_peer(self, peer_id: str, reason: str) -> None:
         log.warning("node %s: closing the link to %s: %s", self.node_id, peer_id, reason)
-        drop = getattr(self._mesh, "disconnect", None)
-        if drop is not None:
-            drop(int(peer_id), reason)
+        try:
+            self._mesh.disconnect(int(peer_id), reason)
+        except UnknownPeerError:
+            pass
 
     async def start(self) -> None:
         await self._mesh.__aenter__()

@@ -277,3 +277,28 @@ def test_fsync_durability_needs_a_data_dir() -> None:
         Node(1, data_dir=None)
     with pytest.raises(ValueError, match="durability must be"):
         Node(1, data_dir=None, durability="sometimes")  # type: ignore[arg-type]
+
+
+async def test_a_malformed_frame_closes_that_link_not_the_node(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import cbor2
+
+    async with LocalCluster(tmp_path) as cluster:
+        node = (await cluster.followers())[0]
+        other = next(n for n in cluster.ids if n != node.node_id)
+        closed: list[tuple[str, str]] = []
+        network = node.driver.network
+        original = network.close_peer
+        network.close_peer = lambda peer, why: (closed.append((peer, why)),  # type: ignore[method-assign]
+                                                original(peer, why))
+        for garbage in (b"\xff\x00", cbor2.dumps([{"type": "append_entries", "term": -1}]),
+                        cbor2.dumps([{"type": "request_vote", "term": 1, "last_log_index": 1,
+                                      "last_log_term": 1, "extra": "field"}])):
+            node.driver._on_frame(other, garbage)
+        assert node.driver.bad_frames == 3
+        assert [peer for peer, _ in closed] == [other] * 3
+        assert "malformed Raft frame" in closed[0][1]
+        q = node.queue("still-works")
+        await q.push("ok")
+        assert await q.pop() == "ok"

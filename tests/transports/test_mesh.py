@@ -282,3 +282,24 @@ async def test_dialing_keeps_retrying_after_non_socket_errors() -> None:
                 while mesh.counters(2).connect_failures < 3:  # noqa: ASYNC110 - polls a counter
                     await asyncio.sleep(0.02)
             assert not mesh.is_up(2)
+
+
+async def test_disconnect_drops_the_connection_and_the_link_comes_back(short_tmp: Path) -> None:
+    addresses = {1: f"unix://{short_tmp}/a.sock", 2: f"unix://{short_tmp}/b.sock"}
+    async with node(1, addresses) as a, node(2, addresses) as b:
+        events = await until(a, PeerUp)
+        await until(b, PeerUp)
+        first = a.epoch(2)
+        a.disconnect(2, "sent a malformed frame")
+        down = await until(a, PeerDown)
+        assert down[-1] == PeerDown(2, first, "sent a malformed frame")
+        events += down
+        events += await until(a, PeerUp)
+        assert a.epoch(2) > first
+        await until(b, PeerUp)
+        assert b.send_nowait(1, b"again")
+        events += await until(a, Frame)
+        assert events[-1] == Frame(2, a.epoch(2), b"again")
+        with pytest.raises(UnknownPeerError):
+            a.disconnect(9, "nobody")
+    assert_epoch_order(events)
