@@ -10,8 +10,9 @@ write and one fsync cover everything the tick produced. Term and vote live in a 
 CBOR metadata file replaced atomically (file and directory fsynced) by the same sync.
 
 On open a torn tail (an incomplete or unreadable last record) is cut off with a
-warning; a record that fails its checksum while valid records follow it, or indexes
-that are not consecutive, raise :class:`JournalCorruptedError` and nothing is applied.
+warning; a record that fails its checksum while a valid record follows it anywhere in
+the file, or indexes that are not consecutive, raise :class:`JournalCorruptedError`
+and nothing is applied.
 """
 
 from __future__ import annotations
@@ -61,19 +62,23 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
             break
         length, crc, index, term = HEADER.unpack_from(data, pos)
         end = pos + HEADER.size + length
-        if end > size:
-            break
-        command = bytes(data[pos + HEADER.size : end])
-        if _crc(index, term, command) != crc:
-            if _valid_record_follows(data, end):
+        if end > size or _crc(index, term, bytes(data[pos + HEADER.size : end])) != crc:
+            # A torn write only leaves garbage at the very end; a valid record anywhere
+            # after this one (a flipped length field misplaces "the end") is corruption.
+            last = entries[-1] if entries else None
+            found = _valid_record_after(data, pos + 1, last[1] if last else 0,
+                                        last[2] if last else 0)
+            if found is not None:
                 raise JournalCorruptedError(
-                    f"{path}: record at byte {pos} (index {index}) fails its checksum and "
-                    "valid records follow it; the journal is corrupted. Nothing was applied. "
-                    "Restore this node from its peers with lazily_queue.raft.rejoin."
-                    "wipe_for_rejoin (it keeps the term and vote and withholds the node's "
-                    "vote until it has caught up); never just delete the data directory."
+                    f"{path}: record at byte {pos} (index {index}) fails its checksum and a "
+                    f"valid record (index {found}) follows it; the journal is corrupted. "
+                    "Nothing was applied. Restore this node from its peers with "
+                    "lazily_queue.raft.rejoin.wipe_for_rejoin (it keeps the term and vote "
+                    "and withholds the node's vote until it has caught up); never just "
+                    "delete the data directory."
                 )
             break
+        command = bytes(data[pos + HEADER.size : end])
         if entries and index != entries[-1][1] + 1:
             raise JournalCorruptedError(
                 f"{path}: record at byte {pos} has index {index} after index "
@@ -85,14 +90,22 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
     return entries, offsets, pos
 
 
-def _valid_record_follows(data: bytes, pos: int) -> bool:
-    if len(data) - pos < HEADER.size:
-        return False
-    length, crc, index, term = HEADER.unpack_from(data, pos)
-    end = pos + HEADER.size + length
-    if end > len(data) or (length == 0 and crc == 0 and index == 0):
-        return False
-    return bool(_crc(index, term, bytes(data[pos + HEADER.size : end])) == crc)
+def _valid_record_after(data: bytes, start: int, last_index: int, last_term: int) -> int | None:
+    """The index of a record passing its checksum that starts at or after ``start``.
+
+    Only headers that could follow ``last_index`` / ``last_term`` are checksummed, so
+    scanning a torn tail stays cheap.
+    """
+    size = len(data)
+    for pos in range(start, size - HEADER.size + 1):
+        length, crc, index, term = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + length
+        if (end > size or index <= last_index or term < last_term
+                or index - last_index > (size - start) // HEADER.size + 1):
+            continue
+        if _crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
+            return int(index)
+    return None
 
 
 class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
