@@ -146,6 +146,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._membership_cb = on_membership or (lambda _id, _added: None)
         self._state_cb = on_state
         self.apply_errors = 0
+        self._votes_counted: set[tuple[int, str]] = set()
         self.rejected_commands = 0
         conf = SyncObjConf(
             autoTick=False,
@@ -264,6 +265,14 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 patches.forward_only_next_index(
                     self._SyncObj__raftNextIndex,
                     node,
+                    message,
+                    lambda: self._SyncObj__onMessageReceived(node, message),
+                )
+            elif kind == "response_vote":
+                patches.count_each_vote_once(
+                    self._votes_counted,
+                    self._SyncObj__raftCurrentTerm,
+                    peer_id,
                     message,
                     lambda: self._SyncObj__onMessageReceived(node, message),
                 )

@@ -28,6 +28,10 @@ message delivery; each can be switched off for tests that demonstrate the defect
   leader already counted. Matching entries are skipped first, truncation happens only
   on a real term conflict, and the commit index never passes the last entry the
   message vouched for.
+- ``count-each-vote-once``: a candidate adds one to its tally for every
+  ``response_vote`` of its term, so a duplicated message counts a voter twice and, in
+  a five-member cluster, elects a second leader in a term that already has one.
+  Each voter is counted once per term.
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -58,7 +62,8 @@ import pysyncobj.version as _ps_version
 PYSYNCOBJ_VERSION = "0.3.17"
 PICKLE_PROTOCOL = 4
 
-ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply"})
+ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
+                            "count-each-vote-once"})
 
 _disabled: set[str] = set()
 _installed = False
@@ -216,6 +221,22 @@ def forward_only_next_index(
     after = next_index.get(node)
     if before is not None and after is not None and after < before:
         next_index[node] = before
+
+
+def count_each_vote_once(
+    counted: set[tuple[int, str]], term: int, voter: str, message: dict[str, Any],
+    handle: Callable[[], None],
+) -> None:
+    """Run ``handle`` for a ``response_vote`` unless ``voter`` already counted in ``term``."""
+    if not enabled("count-each-vote-once") or message.get("term") != term:
+        handle()
+        return
+    if (term, voter) in counted:
+        return
+    if any(t != term for t, _ in counted):
+        counted.clear()
+    counted.add((term, voter))
+    handle()
 
 
 class LogView:
