@@ -145,6 +145,7 @@ class Cluster:
                     continue
                 self.nodes[n].step(self._dispatch)
                 self.steps += 1
+                self._check_leader(n)
 
     def wake(self, node: str) -> None:
         self._dirty.add(node)
@@ -187,7 +188,6 @@ class Cluster:
         if not node.running or node.incarnation != incarnation:
             return
         self.wake(n)
-        self._check_leader(n)
         self.at(self.clock.now + TICK * self.rng.uniform(0.9, 1.1),
                 lambda: self._tick(n, incarnation))
 

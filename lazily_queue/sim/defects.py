@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..raft import journal
 from ..raft.engine import RaftEngine
 
 
@@ -23,8 +24,19 @@ def _no_rejoin_floor() -> Callable[[], None]:
     return restore
 
 
+def _no_resync_after_bad_record() -> Callable[[], None]:
+    original = journal._valid_record_after
+    journal._valid_record_after = lambda *_args: None
+
+    def restore() -> None:
+        journal._valid_record_after = original
+
+    return restore
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "rejoin-floor": _no_rejoin_floor,
+    "journal-resync": _no_resync_after_bad_record,
 }
 
 

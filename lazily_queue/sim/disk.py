@@ -4,8 +4,8 @@ Each file keeps its durable bytes (what survives a crash) and its current bytes 
 reads see). ``sync`` makes the current bytes durable; ``replace`` and ``remove`` are
 atomic and durable. :meth:`SimDisk.crash` resets every file to its durable bytes,
 except that an append not yet synced may survive in part (a torn record), decided
-by the simulator's random generator. Faults can flip a bit in, or cut, the durable
-bytes of a file.
+by the simulator's random generator. Faults can flip a bit of the durable bytes of
+a file or remove a range of them.
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ class SimDisk:
         if offset < len(f.current):
             f.current[offset] ^= 1 << bit
 
-    def cut(self, path: str, size: int) -> None:
-        """Truncate the durable bytes of ``path`` to ``size`` (a lost sector range)."""
+    def punch(self, path: str, start: int, end: int) -> None:
+        """Remove bytes ``start:end`` of the durable file (a record lost its end)."""
         f = self._files[path]
-        f.durable = f.durable[:size]
-        del f.current[size:]
+        f.durable = f.durable[:start] + f.durable[end:]
+        f.current = bytearray(f.durable)
 
     def durable_size(self, path: str) -> int:
         f = self._files.get(path)

@@ -7,9 +7,13 @@ The schedule is plain data, so a failing run can be saved as a fixture and repla
 - ``pause`` ``node`` for ``down`` seconds (SIGSTOP: state kept, input held);
 - ``partition`` into ``groups`` (``"leader"`` alone against the rest when ``isolate``),
   healed after ``down`` seconds; ``one_way`` ``src`` → ``dst`` likewise;
-- ``corrupt`` ``node``: crash it, flip a bit in (``flip``) or cut (``cut``) one durable
-  journal record chosen by ``pick`` (0..1 along the file), restart after ``down``;
-- ``clock`` ``node``: jump its wall clock by ``seconds``.
+- ``corrupt`` ``node``: crash it, flip a bit in (``flip``) or remove the end of
+  (``hole``) one durable journal record chosen by ``pick`` (0..1 along the file; never
+  the last record), restart after ``down``;
+- ``clock`` ``node``: jump its wall clock by ``seconds``;
+- ``power``: every member crashes at once (all unsynced writes lost), restarted after
+  ``down``; a ``crash`` or ``partition`` with ``then_crash`` also crashes member
+  ``then_crash`` that many seconds after its heal or restart (inside an fsync window).
 """
 
 from __future__ import annotations
@@ -112,12 +116,14 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
         node = rng.choice([*ids, "leader", "leader"])
         down = rng.uniform(0.1, 2.0)
         kind = rng.choices(
-            ["crash", "pause", "partition", "one_way", "corrupt", "clock"],
-            weights=[4, 2, 4, 2, 2, 2],
+            ["crash", "pause", "partition", "one_way", "corrupt", "clock", "power"],
+            weights=[4, 2, 4, 2, 2, 2, 1],
         )[0]
         fault: dict[str, Any] = {"at": round(t, 4), "fault": kind}
         if kind in ("crash", "pause"):
             fault.update(node=node, down=round(down, 4))
+        elif kind == "power":
+            fault.update(down=round(down, 4))
         elif kind == "partition":
             if rng.random() < 0.4:
                 fault.update(isolate="leader", down=round(down, 4))
@@ -135,10 +141,12 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
                 t += rng.expovariate(intensity)
                 continue
             corrupt_free_at = t + down + 1.5
-            fault.update(node=node, how=rng.choice(["flip", "flip", "cut"]),
+            fault.update(node=node, how=rng.choice(["flip", "flip", "hole"]),
                          pick=round(rng.random(), 4), down=round(down, 4))
         else:
             fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))
+        if kind in ("crash", "partition") and rng.random() < 0.3:
+            fault.update(then_crash=rng.choice(ids), after=round(rng.uniform(0.0, 0.03), 4))
         faults.append(fault)
         t += rng.expovariate(intensity)
     return faults

@@ -71,6 +71,7 @@ class Simulation:
         self.clients: list[Client] = []
         self._corrupted: dict[str, int] = {}
         self._next_drain_check = 0.0
+        self._stopped = False
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -119,7 +120,12 @@ class Simulation:
             c.crash_node(n)
             if kind == "corrupt":
                 self._corrupt(n, fault["how"], float(fault["pick"]))
-            c.at(c.clock.now + down, functools.partial(self._restart, n))
+            c.at(c.clock.now + down, functools.partial(self._restart, n, fault))
+        elif kind == "power":
+            c.trace(f"fault power loss for {down}s")
+            for n in c.node_ids:
+                c.crash_node(n)
+                c.at(c.clock.now + down, functools.partial(self._restart, n, {}))
         elif kind == "pause":
             n = self._resolve(fault["node"])
             if n is None or not c.nodes[n].running or c.is_paused(n):
@@ -137,7 +143,7 @@ class Simulation:
                 groups = fault["groups"]
             c.trace(f"fault partition {groups} for {down}s")
             c.network.partition(*groups)
-            c.at(c.clock.now + down, self._heal)
+            c.at(c.clock.now + down, functools.partial(self._heal, fault))
         elif kind == "one_way":
             src, dst = self._resolve(fault["src"]), self._resolve(fault["dst"])
             if src is None or dst is None or src == dst:
@@ -152,35 +158,63 @@ class Simulation:
             c.trace(f"fault clock {n} {fault['seconds']:+}s")
             c.nodes[n].wall.jump(float(fault["seconds"]))
 
-    def _heal(self) -> None:
+    def _heal(self, fault: dict[str, Any] | None = None) -> None:
         self.cluster.trace("heal network")
         self.cluster.network.heal()
+        self._then_crash(fault or {})
 
-    def _restart(self, n: str) -> None:
-        if not self.cluster.nodes[n].running:
-            self.cluster.start_node(n)
+    def _restart(self, n: str, fault: dict[str, Any]) -> None:
+        node = self.cluster.nodes[n]
+        if node.running:
+            return
+        detected = node.corruptions_detected
+        self.cluster.start_node(n)
+        index = self._corrupted.pop(n, None)
+        if index is not None and node.corruptions_detected == detected:
+            raise Violation(f"{n}: the damaged journal record {index} was not detected")
+        self._then_crash(fault)
+
+    def _then_crash(self, fault: dict[str, Any]) -> None:
+        """Crash ``then_crash`` shortly after a heal or restart (while it catches up)."""
+        n = fault.get("then_crash")
+        if n is None or self._stopped:
+            return
+        c = self.cluster
+        down = float(fault.get("down", 0.5))
+
+        def crash() -> None:
+            if c.nodes[n].running and not self._stopped:
+                c.trace(f"fault crash {n} while catching up, for {down}s")
+                c.crash_node(n)
+                c.at(c.clock.now + down, functools.partial(self._restart, n, {}))
+
+        c.at(c.clock.now + float(fault["after"]), crash)
 
     def _corrupt(self, n: str, how: str, pick: float) -> None:
+        """Flip a bit of, or cut a hole in, a durable record that has records after it.
+
+        The last record is left alone: damage there is indistinguishable from a torn
+        write and is cut off as one (see the report's limits).
+        """
         node = self.cluster.nodes[n]
         path = f"{node.dir}/journal.log"
         data = node.disk.read(path) or b""
-        entries, offsets, valid = decode_records(data)
-        if len(entries) < 2:
+        entries, offsets, _ = decode_records(data)
+        if len(entries) < 3:
             return
-        i = min(int(pick * len(entries)), len(entries) - 1)
-        start = offsets[i]
-        end = offsets[i + 1] if i + 1 < len(offsets) else valid
+        i = min(int(pick * (len(entries) - 1)), len(entries) - 2)
+        start, end = offsets[i], offsets[i + 1]
+        index = entries[i][1]
         if how == "flip":
-            offset = self.rng.randrange(start, end)
-            node.disk.flip_bit(path, offset, self.rng.randrange(8))
-            self._corrupted[n] = entries[i][1]
-            self.cluster.trace(f"{n}: flipped a bit of record {entries[i][1]} "
-                               f"({i + 1} of {len(entries)})")
+            node.disk.flip_bit(path, self.rng.randrange(start, end), self.rng.randrange(8))
+            self.cluster.trace(f"{n}: flipped a bit of record {index} ({i + 1} of "
+                               f"{len(entries)})")
         else:
             cut = self.rng.randrange(start + 1, end)
-            node.disk.cut(path, cut)
-            self.cluster.trace(f"{n}: journal cut inside record {entries[i][1]} "
+            node.disk.punch(path, cut, end)
+            self.cluster.trace(f"{n}: record {index} lost its last {end - cut} bytes "
                                f"({i + 1} of {len(entries)})")
+        self._corrupted[n] = index
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -206,14 +240,14 @@ class Simulation:
 
     def _stop_faults(self) -> None:
         c = self.cluster
+        self._stopped = True
         c.trace("faults stop: heal, resume and restart everything")
         c.network.faults = type(c.network.faults)(latency=c.network.faults.latency)
         c.network.heal()
         for n in c.node_ids:
             if c.is_paused(n):
                 c.resume(n)
-            if not c.nodes[n].running:
-                c.start_node(n)
+            self._restart(n, {})
 
     def _drained(self) -> bool:
         c = self.cluster

@@ -1,0 +1,71 @@
+"""Unit-level regressions for the defects the simulator found (each shown with and without
+its fix where the fix can be switched off)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lazily_queue.raft import patches
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, decode_records
+from lazily_queue.raft.replica import Replica
+from lazily_queue.sim.clock import VirtualClock, WallClock
+from lazily_queue.sim.disk import SimDisk
+
+
+def _candidate(members: int) -> tuple[Replica, VirtualClock]:
+    clock = VirtualClock()
+    ids = [str(i) for i in range(1, members + 1)]
+    replica = Replica("1", ids, journal=DurableJournal(SimDisk(), "/n"),
+                      snapshot_path="/n/snapshot.cbor", clock=clock,
+                      wall_clock=WallClock(clock), rng=random.Random(3))
+    for peer in ids[1:]:
+        replica.peer_connected(peer, True)
+    clock.advance_to(5.0)
+    replica.step()
+    assert replica.engine.state == 1
+    return replica, clock
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_duplicated_vote_counts_once(fixed: bool) -> None:
+    replica, _ = _candidate(5)
+    vote = {"type": "response_vote", "term": replica.engine.term}
+    if fixed:
+        replica.receive("2", vote)
+        replica.receive("2", vote)
+        assert not replica.engine.is_leader
+        replica.receive("3", vote)
+        assert replica.engine.is_leader
+        return
+    with patches.disabled("count-each-vote-once"):
+        replica.receive("2", vote)
+        replica.receive("2", vote)
+    assert replica.engine.is_leader  # one real vote of five: the defect
+
+
+def _journal_bytes() -> tuple[SimDisk, list[int]]:
+    disk = SimDisk()
+    journal = DurableJournal(disk, "/n")
+    for i in range(1, 7):
+        journal.add(b"\x00" + bytes([i]) * 20, i, 1)
+    journal.sync()
+    _, offsets, _ = decode_records(disk.read("/n/journal.log") or b"")
+    return disk, offsets
+
+
+@pytest.mark.parametrize("byte", range(0, 45, 3))
+def test_any_flipped_bit_of_a_middle_record_is_detected(byte: int) -> None:
+    for bit in range(8):
+        disk, offsets = _journal_bytes()
+        disk.flip_bit("/n/journal.log", offsets[2] + byte, bit)
+        with pytest.raises(JournalCorruptedError):
+            DurableJournal(disk, "/n")
+
+
+def test_a_record_that_lost_its_end_is_detected() -> None:
+    disk, offsets = _journal_bytes()
+    disk.punch("/n/journal.log", offsets[2] + 30, offsets[3])
+    with pytest.raises(JournalCorruptedError):
+        DurableJournal(disk, "/n")
