@@ -1,0 +1,121 @@
+"""The examples in examples/, run as users run them (or their apps on a real cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+from aiohttp.test_utils import TestClient, TestServer
+
+from .local_cluster import make_nodes, settle, wait_leader
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_embedded_example_is_short_and_durable(tmp_path: Path) -> None:
+    source = EXAMPLES / "embedded.py"
+    assert len(source.read_text().splitlines()) < 15
+    for _ in range(2):  # the second run reopens the same data directory
+        out = subprocess.run([sys.executable, str(source)], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "popped {'order': 1, 'item': 'tea'} - still queued: 0"
+    assert (tmp_path / "embedded-data" / "raft").is_dir()
+
+
+async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
+    job_api = load("job_api")
+    nodes = make_nodes(tmp_path)
+    apps = [job_api.create_app(node, workers=2) for node in nodes]
+    async with AsyncExitStack() as stack:
+        # like three servers starting at once: each lifespan waits for a leader
+        lifespans = [app.router.lifespan_context(app) for app in apps]
+        await asyncio.gather(*(lifespan.__aenter__() for lifespan in lifespans))
+        for lifespan in lifespans:
+            stack.push_async_exit(lifespan)
+        await wait_leader(nodes)
+        clients = [
+            await stack.enter_async_context(httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://test"))
+            for app in apps
+        ]
+        assert (await clients[0].get("/jobs/999")).status_code == 404
+        ids = []
+        for n in range(12):
+            response = await clients[n % 3].post("/jobs", json={"n": n})
+            assert response.status_code == 202
+            ids.append(response.json()["job"])
+        assert len(set(ids)) == 12
+        assert (await clients[0].post("/jobs", json={"n": -1})).status_code == 422
+
+        async def all_results(client: httpx.AsyncClient) -> dict[int, int]:
+            found: dict[int, int] = {}
+            async with asyncio.timeout(15):
+                while len(found) < len(ids):
+                    for job_id in ids:
+                        response = await client.get(f"/jobs/{job_id}")
+                        if response.status_code == 200:
+                            found[job_id] = response.json()["result"]
+                    await asyncio.sleep(0.05)
+            return found
+
+        for client in clients:  # every node answers for every job
+            assert await all_results(client) == {job_id: n * n for n, job_id in enumerate(ids)}
+        await settle(nodes)
+        stats = (await clients[1].get("/stats")).json()
+        assert stats["pending"] == 0 and stats["in_flight"] == 0 and stats["dead_letters"] == 0
+        workers = {(await clients[0].get(f"/jobs/{j}")).json()["worker"] for j in ids}
+        assert len(workers) > 1, "competing workers shared the jobs"
+        status = (await clients[2].get("/cluster/status.json")).json()
+        assert status["topics"]["results"]["subscribers"].keys() == {"api-1", "api-2", "api-3"}
+
+
+async def test_sse_fanout_on_three_nodes(tmp_path: Path) -> None:
+    sse = load("sse_fanout")
+    nodes = make_nodes(tmp_path)
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(TestClient(TestServer(sse.create_app(n))))
+                   for n in nodes]
+        await wait_leader(nodes)
+        streams = [await clients[0].get("/events"), await clients[2].get("/events")]
+        for stream in streams:
+            assert stream.headers["Content-Type"] == "text/event-stream"
+            assert await stream.content.readline() == b": subscribed\n"
+            assert await stream.content.readline() == b"\n"
+        for text in ("hello", "world"):
+            response = await clients[1].post("/publish", json={"text": text})
+            assert response.status == 201
+        for stream in streams:
+            received = []
+            async with asyncio.timeout(10):
+                while len(received) < 2:
+                    line = await stream.content.readline()
+                    if line.startswith(b"data: "):
+                        received.append(json.loads(line[6:]))
+            assert received == [{"text": "hello"}, {"text": "world"}]
+        await settle(nodes)
+        chat = nodes[1].topic("chat")
+        assert len(chat.subscriptions()) == 2
+        streams[0].close()  # the client leaves: its ephemeral subscription goes
+        async with asyncio.timeout(10):
+            while True:
+                await settle(nodes)
+                if len(chat.subscriptions()) == 1:
+                    break
+                await asyncio.sleep(0.05)
+        streams[1].close()
