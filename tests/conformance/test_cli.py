@@ -85,7 +85,8 @@ def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_demo_verifies_delivery(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["demo", "--items", "120", "--workers", "3", "--capacity", "4", "--no-progress"])
+    code = main(["demo", "--local", "--items", "120", "--workers", "3", "--capacity", "4",
+                 "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "OK: nothing lost, nothing duplicated" in out
