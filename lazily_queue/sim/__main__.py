@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             report(outcome, sys.stdout, args.fixture)
             return 1
         print("\n".join(outcome.trace_tail))
-        print(f"seed {scenario.seed}: {'ok' if outcome.ok else 'FAIL (expected)'} "
-              f"in {outcome.seconds:.2f}s, trace {outcome.trace_digest}, {outcome.stats}")
+        verdict = "ok" if outcome.ok else f"FAIL (expected): {outcome.error}"
+        print(f"seed {scenario.seed}: {verdict} in {outcome.seconds:.2f}s, trace "
+              f"{outcome.trace_digest}, {outcome.stats}")
         return 0
     jobs = args.jobs or default_jobs()
     seeds = list(range(args.start, args.start + args.seeds))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..raft import journal
+from ..raft import journal, patches
 from ..raft.engine import RaftEngine
 
 
@@ -34,7 +34,21 @@ def _no_resync_after_bad_record() -> Callable[[], None]:
     return restore
 
 
+def _patch_off(name: str) -> Callable[[], Callable[[], None]]:
+    def undo() -> Callable[[], None]:
+        context = patches.disabled(name)
+        context.__enter__()
+
+        def restore() -> None:
+            context.__exit__(None, None, None)
+
+        return restore
+
+    return undo
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
+    "count-each-vote-once": _patch_off("count-each-vote-once"),
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,
 }

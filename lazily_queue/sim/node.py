@@ -2,8 +2,9 @@
 
 The member is driven the way the asyncio driver drives it: each step writes its
 records at once, then an fsync runs for a while (virtual time) and only when it has
-finished is what the step produced released (messages, completions). A crash in
-between loses the unsynced bytes (perhaps leaving a torn record) and everything held.
+finished are the messages the step produced released; results of applied entries go
+out at once (they are durable on a majority already). A crash in between loses the
+unsynced bytes (perhaps leaving a torn record) and every message held.
 A journal that fails its checks on restart is never applied: the member's data
 directory is wiped, keeping only the term and vote, and it rejoins empty.
 """
@@ -143,6 +144,12 @@ class SimNode:
         if not self._held and self._written == self._synced:
             dispatch(self, ready)
             return
+        if len(self.members) > 1:
+            # As the driver does: results and events need no local fsync when others
+            # hold the entries; the messages wait for it.
+            results = Ready(completions=ready.completions, orphans=ready.orphans)
+            ready.completions, ready.orphans = [], []
+            dispatch(self, results)
         self._held.append((self._written, ready))
         self._start_fsync()
 

@@ -27,6 +27,7 @@ from .workload import (
     WORK,
     Client,
     Consumer,
+    Declarer,
     Producer,
     Publisher,
     Subscriber,
@@ -77,6 +78,10 @@ class Simulation:
 
     def _make_clients(self) -> None:
         c = self.cluster
+        declarer = Declarer("de1", c, random.Random(self.rng.getrandbits(64)),
+                            self.s.visibility_ms, self.s.max_deliveries)
+        self.clients.append(declarer)
+        c.every(0.01, lambda: 0.05, declarer.act)
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher,
@@ -90,16 +95,6 @@ class Simulation:
                     client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
-
-    def _declare(self) -> None:
-        ops: list[tuple[int, list[Any]]] = [
-            (C.QUEUE_DECLARE, [QUEUE, None]),
-            (C.WORK_DECLARE, [WORK, self.s.visibility_ms, self.s.max_deliveries]),
-            (C.TOPIC_DECLARE, [TOPIC]),
-        ]
-        for n in self.cluster.node_ids:
-            for code, args in ops:
-                self.cluster.propose_detached(n, code, args)
 
     # -- faults ---------------------------------------------------------------------------
 
@@ -222,7 +217,6 @@ class Simulation:
         c = self.cluster
         for n in c.node_ids:
             c.start_node(n)
-        self._declare()
         self._make_clients()
         c.every(MAINTENANCE, lambda: MAINTENANCE, lambda: c.maintain(False))
         c.every(1.0, lambda: 1.0, lambda: c.maintain(True))

@@ -133,6 +133,34 @@ def _clean(p: Proposal, error: BaseException) -> bool:
     return False
 
 
+class Declarer(Client):
+    """Declares the queue, the work queue and the topic, retrying until each succeeded."""
+
+    kind = "declarer"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random,
+                 visibility_ms: int, max_deliveries: int) -> None:
+        super().__init__(cid, cluster, rng)
+        self.todo: list[tuple[int, list[Any]]] = [
+            (C.QUEUE_DECLARE, [QUEUE, None]),
+            (C.WORK_DECLARE, [WORK, visibility_ms, max_deliveries]),
+            (C.TOPIC_DECLARE, [TOPIC]),
+        ]
+
+    @property
+    def settled(self) -> bool:
+        return not self.todo
+
+    def next_op(self) -> None:
+        if self.todo:
+            code, args = self.todo[0]
+            self.call(code, args, self._done)
+
+    def _done(self, obs: Observed) -> None:
+        if obs.outcome == OK and obs.result is None and self.todo:
+            self.todo.pop(0)
+
+
 class Producer(Client):
     """Pushes unique values to the queue; after an unknown outcome it may push again."""
 
