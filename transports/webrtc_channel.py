@@ -203,7 +203,8 @@ class WebRTCChannel(BufferedChannel):
             else:
                 self._deliver_eof()
             return
-        value = int(argument) if argument.isdigit() and len(argument) <= 20 else -1
+        digits = argument.isascii() and argument.isdigit() and len(argument) <= 20
+        value = int(argument) if digits else -1
         if verb == "ack" and self._peer_acked <= value <= self._sent:
             self._peer_acked = value
         elif verb == "window" and 0 < value <= _MAX_WINDOW:
@@ -242,7 +243,13 @@ class WebRTCChannel(BufferedChannel):
     # -- teardown -----------------------------------------------------------------------
 
     def _abort(self) -> None:
-        self._spawn(self._pc.close())
+        self._spawn(self._close_pc())
+
+    async def _close_pc(self) -> None:
+        try:
+            await self._pc.close()
+        except Exception as exc:  # aiortc may refuse mid-teardown; the link is gone either way
+            _log.debug("closing the peer connection failed: %r", exc)
 
     def _spawn(self, coro: Any) -> None:
         task = self._loop.create_task(coro)
@@ -263,6 +270,6 @@ class WebRTCChannel(BufferedChannel):
                 self._dc.close()
                 with anyio.move_on_after(_CLOSE_TIMEOUT):
                     await closed.wait()
-            await self._pc.close()
+            await self._close_pc()
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
