@@ -433,10 +433,12 @@ class Computed(_Consumer, _Producer, Generic[T]):
         except BaseException:
             # Hold no value, so the next read recomputes (the error is not cached and
             # the previous value is not served as current), and stay CLEAN, so the next
-            # write to a source still propagates through us to our observers.
+            # write to a source still propagates through us to our observers. We were
+            # validated at this epoch: becoming linked now must not mark us CHECK.
             self._value = None
             self._has_value = False
             self._state = CLEAN
+            self._checked_epoch = self.ctx._write_epoch
             raise
         finally:
             self._computing = False
