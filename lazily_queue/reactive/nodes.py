@@ -456,11 +456,16 @@ class Computed(_Consumer, _Producer, Generic[T]):
             self._state = CHECK
         for source in self._sources:
             _link(source, self)
+            # Marks stop at non-clean nodes, so a linked node whose source is not clean
+            # must not be clean itself (the caller checks the same for our observer).
+            if not self._state and isinstance(source, Computed) and source._state:
+                self._state = CHECK
 
     def _on_last_observer(self) -> None:
         for source in self._sources:
             _unlink(source, self)
-        self._checked_epoch = -1
+        # Linked and clean means no write reached us since we were validated.
+        self._checked_epoch = self.ctx._write_epoch if self._state == CLEAN else -1
 
 
 class Effect(_Consumer):
