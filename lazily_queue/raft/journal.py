@@ -66,7 +66,7 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
             # A torn write only leaves garbage at the very end; a valid record anywhere
             # after this one (a flipped length field misplaces "the end") is corruption.
             last = entries[-1] if entries else None
-            found = _valid_record_after(data, pos + 1, last[1] if last else 0,
+            found = _valid_record_after(data, pos + 1, last[1] if last else None,
                                         last[2] if last else 0)
             if found is not None:
                 raise JournalCorruptedError(
@@ -90,18 +90,22 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
     return entries, offsets, pos
 
 
-def _valid_record_after(data: bytes, start: int, last_index: int, last_term: int) -> int | None:
+def _valid_record_after(
+    data: bytes, start: int, last_index: int | None, last_term: int
+) -> int | None:
     """The index of a record passing its checksum that starts at or after ``start``.
 
     Only headers that could follow ``last_index`` / ``last_term`` are checksummed, so
-    scanning a torn tail stays cheap.
+    scanning a torn tail stays cheap (``None``: the first record of the file is bad).
     """
     size = len(data)
+    most = (size - start) // HEADER.size + 1
     for pos in range(start, size - HEADER.size + 1):
         length, crc, index, term = HEADER.unpack_from(data, pos)
         end = pos + HEADER.size + length
-        if (end > size or index <= last_index or term < last_term
-                or index - last_index > (size - start) // HEADER.size + 1):
+        if end > size or index < 1 or term < last_term:
+            continue
+        if last_index is not None and not 0 < index - last_index <= most:
             continue
         if _crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
             return int(index)
