@@ -69,3 +69,16 @@ def test_a_record_that_lost_its_end_is_detected() -> None:
     disk.punch("/n/journal.log", offsets[2] + 30, offsets[3])
     with pytest.raises(JournalCorruptedError):
         DurableJournal(disk, "/n")
+
+
+def test_damage_to_the_first_record_after_compaction_is_detected() -> None:
+    disk = SimDisk()
+    journal = DurableJournal(disk, "/n")
+    for i in range(1, 30):
+        journal.add(b"\x00" + bytes([i]) * 20, i, 1)
+    journal.sync()
+    journal.deleteEntriesTo(20)  # compaction: the file now starts at index 21
+    _, offsets, _ = decode_records(disk.read("/n/journal.log") or b"")
+    disk.punch("/n/journal.log", 30, offsets[1])
+    with pytest.raises(JournalCorruptedError):
+        DurableJournal(disk, "/n")
