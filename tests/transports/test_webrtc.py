@@ -237,8 +237,15 @@ async def test_close_flushes_sent_frames_before_the_peer_sees_the_end(room: str)
 
 @pytest.mark.parametrize(
     "poison",
-    [struct.pack(">I", 1 << 20) + b"x", "not eof", struct.pack(">I", 10) + b"trunc"],
-    ids=["oversized-record", "text-message", "truncated-record"],
+    [
+        struct.pack(">I", 1 << 20) + b"x",
+        "not eof",
+        struct.pack(">I", 10) + b"trunc",
+        "ack 999999999",
+        "window 0",
+        "ack \u00b2",
+    ],
+    ids=["oversized-record", "text", "truncated", "ack-beyond-sent", "zero-window", "ack-unicode"],
 )
 async def test_a_bad_message_from_the_peer_breaks_only_that_link(
     room: str, poison: bytes | str
