@@ -25,11 +25,6 @@ from lazily_queue.reactive import (
 )
 
 
-@pytest.fixture
-def ctx() -> Context:
-    return Context(name="aio")
-
-
 def later(fn: object, *args: object) -> None:
     asyncio.get_running_loop().call_soon(fn, *args)  # type: ignore[arg-type]
 

@@ -19,11 +19,6 @@ from lazily_queue.reactive import (
 )
 
 
-@pytest.fixture
-def ctx() -> Context:
-    return Context(name="batching")
-
-
 def test_batch_function_runs_effects_once_and_returns_the_result(ctx: Context) -> None:
     a = Source(1, context=ctx)
     b = Source(2, context=ctx)

@@ -9,11 +9,6 @@ import pytest
 from lazily_queue.reactive import Computed, Context, Effect, Source, effect
 
 
-@pytest.fixture
-def ctx() -> Context:
-    return Context(name="effects")
-
-
 def test_effect_runs_immediately_and_on_change(ctx: Context) -> None:
     s = Source(1, context=ctx)
     seen: list[int] = []

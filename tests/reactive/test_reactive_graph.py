@@ -17,11 +17,6 @@ import pytest
 from lazily_queue.reactive import Computed, Context, Effect, ReactiveCycleError, Source, computed
 
 
-@pytest.fixture
-def ctx() -> Context:
-    return Context(name="graph")
-
-
 def reading(*nodes: Any) -> Callable[[], None]:
     """An effect body that only reads ``nodes``."""
 

@@ -9,15 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from lazily_queue import QueueCell
 from lazily_queue.reactive import Computed, Context, Effect, Slot, SlotGroup, Source
-
-
-@pytest.fixture
-def ctx() -> Context:
-    return Context(name="slots")
 
 
 class Store:
