@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from ..core.queue import QueuePopError
 from ..raft import commands as C
 from ..raft.commands import OpError
 from .history import AppliedOp, History, Violation
-from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Client
+from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+
+
+class ClientRecord(Protocol):
+    """A client's id and the operations it issued."""
+
+    cid: str
+    ops: list[Observed]
 
 
 @dataclass
@@ -52,7 +60,7 @@ class _Sub:
 class Checker:
     """Replays a :class:`History` through the models and checks the client records."""
 
-    def __init__(self, history: History, clients: list[Client]) -> None:
+    def __init__(self, history: History, clients: Sequence[ClientRecord]) -> None:
         self.history = history
         self.clients = clients
         self.queue: deque[Any] | None = None

@@ -207,6 +207,18 @@ class Cluster:
             client.busy = False
             client.lost(obs)
 
+    def member_ids(self) -> list[str]:
+        return self.node_ids
+
+    def running(self, n: str) -> bool:
+        return self.nodes[n].running
+
+    def now(self) -> float:
+        return self.clock.now
+
+    def observed(self, obs: Observed) -> None:
+        """Clients' outcomes stay in their records; nothing else to do here."""
+
     def session_of(self, n: str) -> int:
         replica = self.nodes[n].replica
         return 0 if replica is None else replica.session

@@ -12,14 +12,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..raft import commands as C
 from ..raft.errors import CommitTimeout, NoQuorum
 from ..raft.replica import Proposal
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
 
 QUEUE, WORK, TOPIC = "q", "w", "t"
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"
@@ -43,16 +40,44 @@ class Observed:
     has_orphan_result: bool = False
 
 
+class Host(Protocol):
+    """Where clients run: the simulated cluster, or one real node process."""
+
+    def member_ids(self) -> list[str]: ...
+
+    def running(self, n: str) -> bool: ...
+
+    def is_paused(self, n: str) -> bool: ...
+
+    def now(self) -> float: ...
+
+    def session_of(self, n: str) -> int: ...
+
+    def propose(self, client: Client, n: str, code: int, args: list[Any], *, timeout: float,
+                on_done: Callable[[Any, BaseException | None], None],
+                on_orphan: Callable[[Any], None] | None) -> Proposal | None: ...
+
+    def track(self, n: str, client: Client, obs: Observed, p: Proposal) -> None: ...
+
+    def observed(self, obs: Observed) -> None:
+        """``obs`` got its outcome (or a late result)."""
+
+    def propose_detached(self, n: str, code: int, args: list[Any],
+                         timeout: float = 3600.0) -> None: ...
+
+    def resubmit_later(self, n: str, obs: Observed) -> None: ...
+
+
 class Client:
     """A client with at most one operation in flight."""
 
     kind = "client"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         self.cid = cid
         self.cluster = cluster
         self.rng = rng
-        self.node = rng.choice(cluster.node_ids)
+        self.node = rng.choice(cluster.member_ids())
         self.busy = False
         self.stopped = False
         self.draining = False
@@ -68,8 +93,8 @@ class Client:
         """Issue the next operation when idle (called at random times)."""
         if self.busy or self.stopped or self.cluster.is_paused(self.node):
             return
-        if not self.cluster.nodes[self.node].running:
-            running = [n for n in self.cluster.node_ids if self.cluster.nodes[n].running]
+        if not self.cluster.running(self.node):
+            running = [n for n in self.cluster.member_ids() if self.cluster.running(n)]
             if not running:
                 return
             self.node = self.rng.choice(running)
@@ -100,11 +125,13 @@ class Client:
                 obs.outcome = FAILED if _clean(proposal, error) else UNKNOWN
                 obs.result = f"{type(error).__name__}"
             self.busy = False
+            self.cluster.observed(obs)
             then(obs)
 
         def late(result: Any) -> None:
             assert obs is not None
             obs.orphan_result, obs.has_orphan_result = result, True
+            self.cluster.observed(obs)
             if orphan is not None:
                 orphan(obs, result)
 
@@ -114,7 +141,7 @@ class Client:
             return None
         session = self.cluster.session_of(self.node)
         obs = Observed(self.cid, self.node, session, proposal.seq, code, list(args),
-                       self.cluster.clock.now, polling=polling)
+                       self.cluster.now(), polling=polling)
         self.current = obs
         self.cluster.track(self.node, self, obs, proposal)
         self.ops.append(obs)
@@ -138,7 +165,7 @@ class Declarer(Client):
 
     kind = "declarer"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random,
+    def __init__(self, cid: str, cluster: Host, rng: random.Random,
                  visibility_ms: int, max_deliveries: int) -> None:
         super().__init__(cid, cluster, rng)
         self.todo: list[tuple[int, list[Any]]] = [
@@ -166,7 +193,7 @@ class Producer(Client):
 
     kind = "producer"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.n = 0
         self.retry: Any = None
@@ -208,7 +235,7 @@ class WorkProducer(Client):
 
     kind = "work-producer"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.n = 0
 
@@ -225,7 +252,7 @@ class Worker(Client):
 
     kind = "worker"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.holding: dict[str, Any] | None = None
         self.settle: tuple[int, int] | None = None
@@ -257,7 +284,7 @@ class Publisher(Client):
 
     kind = "publisher"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.n = 0
 
@@ -274,7 +301,7 @@ class Subscriber(Client):
 
     kind = "subscriber"
 
-    def __init__(self, cid: str, cluster: Cluster, rng: random.Random, durable: bool) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random, durable: bool) -> None:
         super().__init__(cid, cluster, rng)
         self.durable = durable
         self.kind = "durable" if durable else "ephemeral"
