@@ -20,6 +20,7 @@ import cbor2
 
 from .disk import Disk
 from .journal import HEADER, _crc
+from .snapshot import decode_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
     snapshot = disk.read(snapshot_path)
     if snapshot is not None:
         try:
-            last = cbor2.loads(snapshot)["last"]
+            last = decode_snapshot(snapshot)["last"]
             floor = max(floor, (int(last[2]), int(last[1])))
         except Exception:
             log.warning("%s: unreadable snapshot is dropped as well", snapshot_path)

@@ -2,9 +2,10 @@
 
 :class:`SnapshotStore` implements the interface of PySyncObj's internal ``Serializer``
 (serialize, deserialize, transmission to followers, install from a leader). It is
-synchronous (no fork). The file holds only the state machine's snapshot (unconsumed
-entries, cursors, sessions), the two log entries PySyncObj anchors the log on, and the
-member ids::
+synchronous (no fork). The file is a magic, the CRC-32 of the body and the body
+(a file without the magic is read as a bare body, unchecked). The body holds only the
+state machine's snapshot (unconsumed entries, cursors, sessions), the two log entries
+PySyncObj anchors the log on, and the member ids::
 
     {"format": 1, "state": <state machine snapshot>, "last": [cmd, idx, term],
      "prev": [cmd, idx, term], "members": [id, ...]}
@@ -18,6 +19,8 @@ the follower never reports a snapshot it could not load.
 from __future__ import annotations
 
 import logging
+import struct
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +31,8 @@ from .disk import Disk
 log = logging.getLogger(__name__)
 
 FORMAT = 1
+MAGIC = b"LQS\x01"
+_CRC = struct.Struct("<I")
 NOT_SERIALIZING, SERIALIZING, SUCCESS, FAILED = 0, 1, 2, 3
 
 
@@ -47,8 +52,20 @@ def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
     return (value[0], value[1], value[2])
 
 
+def encode_snapshot(doc: dict[str, Any]) -> bytes:
+    """The file form: a magic, the CRC-32 of the CBOR body, the body."""
+    body = cbor2.dumps(doc)
+    return MAGIC + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF) + body
+
+
 def decode_snapshot(data: bytes) -> dict[str, Any]:
-    """Decode and validate a snapshot file's bytes."""
+    """Decode and validate a snapshot file's bytes (checksummed, or the older plain CBOR)."""
+    if data[: len(MAGIC)] == MAGIC:
+        head = len(MAGIC) + _CRC.size
+        (crc,) = _CRC.unpack_from(data, len(MAGIC))
+        data = data[head:]
+        if zlib.crc32(data) & 0xFFFFFFFF != crc:
+            raise SnapshotError("snapshot fails its checksum: it is corrupted")
     try:
         doc = cbor2.loads(data)
     except Exception as exc:
@@ -117,7 +134,7 @@ class SnapshotStore:
                 "prev": list(prev),
                 "members": sorted(str(getattr(m, "id", m)) for m in members),
             }
-            raw = cbor2.dumps(doc)
+            raw = encode_snapshot(doc)
             self._disk.replace(self.path, raw)
         except Exception:
             log.exception("taking a snapshot failed; the log is kept")
