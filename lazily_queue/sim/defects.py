@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..raft import journal, patches
+from ..raft import journal, patches, snapshot
 from ..raft.engine import RaftEngine
 
 
@@ -47,7 +47,23 @@ def _patch_off(name: str) -> Callable[[], Callable[[], None]]:
     return undo
 
 
+def _no_snapshot_checksum() -> Callable[[], None]:
+    original = snapshot.decode_snapshot
+    head = len(snapshot.MAGIC) + 4
+
+    def unchecked(data: bytes) -> dict[str, Any]:
+        return original(data[head:] if data[:4] == snapshot.MAGIC else data)
+
+    snapshot.decode_snapshot = unchecked
+
+    def restore() -> None:
+        snapshot.decode_snapshot = original
+
+    return restore
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
+    "snapshot-checksum": _no_snapshot_checksum,
     "count-each-vote-once": _patch_off("count-each-vote-once"),
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,

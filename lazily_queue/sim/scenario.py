@@ -9,7 +9,7 @@ The schedule is plain data, so a failing run can be saved as a fixture and repla
   healed after ``down`` seconds; ``one_way`` ``src`` → ``dst`` likewise;
 - ``corrupt`` ``node``: crash it, flip a bit in (``flip``) or remove the end of
   (``hole``) one durable journal record chosen by ``pick`` (0..1 along the file; never
-  the last record), restart after ``down``;
+  the last record), or flip a bit of its snapshot (``snapshot``), restart after ``down``;
 - ``clock`` ``node``: jump its wall clock by ``seconds``;
 - ``power``: every member crashes at once (all unsynced writes lost), restarted after
   ``down``; a ``crash`` or ``partition`` with ``then_crash`` also crashes member
@@ -141,7 +141,7 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
                 t += rng.expovariate(intensity)
                 continue
             corrupt_free_at = t + down + 1.5
-            fault.update(node=node, how=rng.choice(["flip", "flip", "hole"]),
+            fault.update(node=node, how=rng.choice(["flip", "flip", "hole", "snapshot"]),
                          pick=round(rng.random(), 4), down=round(down, 4))
         else:
             fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))

@@ -166,7 +166,8 @@ class Simulation:
         self.cluster.start_node(n)
         index = self._corrupted.pop(n, None)
         if index is not None and node.corruptions_detected == detected:
-            raise Violation(f"{n}: the damaged journal record {index} was not detected")
+            what = "snapshot" if index < 0 else f"journal record {index}"
+            raise Violation(f"{n}: the damaged {what} was not detected")
         self._then_crash(fault)
 
     def _then_crash(self, fault: dict[str, Any]) -> None:
@@ -192,6 +193,9 @@ class Simulation:
         write and is cut off as one (see the report's limits).
         """
         node = self.cluster.nodes[n]
+        if how == "snapshot":
+            self._corrupt_snapshot(n, pick)
+            return
         path = f"{node.dir}/journal.log"
         data = node.disk.read(path) or b""
         entries, offsets, _ = decode_records(data)
@@ -210,6 +214,17 @@ class Simulation:
             self.cluster.trace(f"{n}: record {index} lost its last {end - cut} bytes "
                                f"({i + 1} of {len(entries)})")
         self._corrupted[n] = index
+
+    def _corrupt_snapshot(self, n: str, pick: float) -> None:
+        node = self.cluster.nodes[n]
+        path = f"{node.dir}/snapshot.cbor"
+        size = node.disk.durable_size(path)
+        if not size:
+            return
+        offset = min(int(pick * size), size - 1)
+        node.disk.flip_bit(path, offset, self.rng.randrange(8))
+        self._corrupted[n] = -1
+        self.cluster.trace(f"{n}: flipped a bit of the snapshot at byte {offset} of {size}")
 
     # -- the run ----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import pytest
 from lazily_queue.raft import patches
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, decode_records
 from lazily_queue.raft.replica import Replica
+from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from lazily_queue.sim.clock import VirtualClock, WallClock
 from lazily_queue.sim.disk import SimDisk
 
@@ -82,3 +83,16 @@ def test_damage_to_the_first_record_after_compaction_is_detected() -> None:
     disk.punch("/n/journal.log", 30, offsets[1])
     with pytest.raises(JournalCorruptedError):
         DurableJournal(disk, "/n")
+
+
+def test_every_flipped_bit_of_a_snapshot_file_is_refused() -> None:
+    doc = {"format": 1, "state": {"queues": {"q": [None, False, ["a", "b"]]}},
+           "last": [b"\x00", 5, 1], "prev": [b"\x00", 4, 1], "members": ["1", "2", "3"]}
+    raw = encode_snapshot(doc)
+    assert decode_snapshot(raw)["members"] == ["1", "2", "3"]
+    for offset in range(len(raw)):
+        for bit in range(8):
+            damaged = bytearray(raw)
+            damaged[offset] ^= 1 << bit
+            with pytest.raises(SnapshotError):
+                decode_snapshot(bytes(damaged))
