@@ -238,9 +238,8 @@ class ClusterDemo:
             return
         if mine["last_applied"] >= s.catch_up_target and mine["leader"] is not None:
             s.caught_up = time.time() - s.restart_time
-            self.display.event(f"node {s.killed.node_id} caught up: applied index "
-                               f"{mine['last_applied']} >= {s.catch_up_target}, the commit "
-                               "index at its restart")
+            self.display.event(f"node {s.killed.node_id} caught up (applied index "
+                               f"{mine['last_applied']} >= {s.catch_up_target})")
 
     def _leader_status(self) -> dict[str, Any] | None:
         return next((n.status for n in self.nodes

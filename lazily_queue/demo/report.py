@@ -59,43 +59,41 @@ class Summary:
     def ok(self) -> bool:
         t = self.tally
         return (self.error is None and t.lost == 0 and t.duplicates == 0
-                and t.unknown_items == 0 and t.pushed + t.unconfirmed == self.expected)
+                and t.unknown_items == 0 and t.pushed + t.unconfirmed == self.expected
+                and self.in_sync)
 
     def rows(self) -> list[tuple[str, str, str]]:
         t = self.tally
+        expired = max(0, t.redeliveries - t.failed)
         rows = [
-            ("pushed", f"{t.pushed}", "pushes acknowledged by the cluster"),
-            ("unconfirmed", f"{t.unconfirmed} ({t.unconfirmed_arrived} arrived)",
-             "pushes whose producer was killed before the acknowledgement"),
+            ("pushed", f"{t.pushed}", "acknowledged by the cluster"),
+            ("unconfirmed", f"{t.unconfirmed}",
+             f"producer killed before the acknowledgement ({t.unconfirmed_arrived} arrived)"),
             ("processed", f"{t.processed}", "jobs whose effect was applied"),
-            ("lost", f"{t.lost}", "acknowledged pushes never processed (must be 0)"),
-            ("duplicates", f"{t.duplicates}", "effects applied twice for one job (must be 0)"),
+            ("lost", f"{t.lost}", "acknowledged, never processed (must be 0)"),
+            ("duplicates", f"{t.duplicates}", "effect applied twice for a job (must be 0)"),
             ("redeliveries", f"{t.redeliveries}",
-             f"deliveries after the first (at least once): {t.failed} after injected failures "
-             f"(nacked), {max(0, t.redeliveries - t.failed)} after leases expired (the killed "
-             f"node's jobs); {t.skipped} found the effect already applied and skipped it"),
+             f"at least once: {t.failed} after injected failures, {expired} after expired "
+             f"leases; {t.skipped} skipped, effect already applied"),
         ]
         if self.failover is not None:
             f = self.failover
             rows.append(("failover", f"{f.first_commit * 1000:.0f} ms",
-                         f"SIGKILL of leader {f.old_leader} (term {f.old_term}) to the first "
-                         f"commit of node {f.new_leader} in term {f.new_term} (elected after "
-                         f"{f.elected * 1000:.0f} ms)"))
+                         f"kill of leader {f.old_leader} to node {f.new_leader}'s first commit "
+                         f"in term {f.new_term} (elected at {f.elected * 1000:.0f} ms)"))
         if self.writes_resumed is not None:
             rows.append(("writes resumed", f"{self.writes_resumed * 1000:.0f} ms",
-                         "from the kill to the acknowledgement of the first push made "
-                         "after it"))
+                         "kill to the first push made after it acknowledged"))
         if self.catch_up is not None:
             rows.append(("rejoined", f"{self.catch_up:.2f} s",
-                         "from the restarted node's ready line until it had applied what "
-                         "was committed while it was down"))
+                         "from the restarted node's start to applying all it missed"))
         rows.append(("replicas", "in sync" if self.in_sync else "DIFFER",
-                     "applied index and queue counts of all three nodes"))
-        rows.append(("time", f"{self.elapsed:.1f} s", f"data and logs in {self.directory}"))
+                     "same applied index and queue counts on all nodes"))
+        rows.append(("time", f"{self.elapsed:.1f} s", f"data and logs: {self.directory}"))
         return rows
 
     def print(self, console: Console) -> None:
-        table = Table(title="lazily-queue cluster demo: verified summary")
+        table = Table(title="lazily-queue cluster demo: verified summary", show_header=False)
         table.add_column("")
         table.add_column("", justify="right")
         table.add_column("")
@@ -138,6 +136,7 @@ class Display:
         if self.enabled:
             self.live.update(self._render())
             self.live.__exit__(exc_type, exc, tb)
+            self.console.print()
 
     def event(self, text: str) -> None:
         line = f"+{time.monotonic() - self.started:5.1f}s  {text}"
