@@ -128,6 +128,12 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._pending_start = 0
         self._dirty = False
         self._meta_dirty = False
+        # The last index whose record is on disk as it is in memory, once handed to the
+        # OS (written) and once made durable; a truncation or rewrite starts a new
+        # generation, so an fsync that began before it proves nothing.
+        self._written_index = 0
+        self._durable_index = 0
+        self._generation = 0
         self._mask_from: int | None = None
         self.torn_bytes = 0
         self._meta: dict[str, Any] = self._load_meta()
@@ -165,6 +171,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             self._disk.truncate(self.path, valid)
             self._disk.sync(self.path)
         self._entries, self._offsets, self._file_size = entries, offsets, valid
+        self._written_index = self._durable_index = self.last_index
 
     def drop_before(self, index: int) -> None:
         """Forget entries below ``index`` (they are covered by the snapshot)."""
@@ -202,6 +209,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         if entryFrom >= len(self._entries):
             return
         cut = self._offsets[entryFrom]
+        self._forget_after(self._entries[entryFrom][1] - 1)
         del self._entries[entryFrom:]
         del self._offsets[entryFrom:]
         if cut >= self._pending_start and self._pending:
@@ -216,9 +224,16 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         del self._entries[:entryTo]
         self._rewrite()
 
+    def _forget_after(self, index: int) -> None:
+        self._generation += 1
+        self._written_index = min(self._written_index, index)
+        self._durable_index = min(self._durable_index, index)
+
     def _rewrite(self) -> None:
         data = b"".join(encode_record(*e) for e in self._entries)
         self._disk.replace(self.path, data)
+        self._generation += 1
+        self._written_index = self._durable_index = self.last_index
         self._pending.clear()
         self._offsets = []
         pos = 0
@@ -301,6 +316,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         """Write buffered records and metadata, then make both durable."""
         if self.write():
             self._disk.sync(self.path)
+            self._durable_index = self._written_index
 
     def write(self) -> bool:
         """Hand buffered records to the OS and replace the metadata durably.
@@ -313,12 +329,21 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
                 self._disk.append(self.path, bytes(self._pending))
                 self._file_size = self._pending_start + len(self._pending)
                 self._pending.clear()
+                self._written_index = self.last_index
             self._dirty = False
         if self._meta_dirty:
-            self._disk.replace(self.meta_path, cbor2.dumps(self._meta))
+            # The commit index saved may only cover records already durable: after a
+            # crash, entries it covers are applied without asking anyone, so an entry
+            # still only in memory (or a truncation not yet durable) must not be.
+            meta = dict(self._meta)
+            meta["commit"] = max(1, min(int(meta.get("commit", 1)), self._durable_index))
+            self._disk.replace(self.meta_path, cbor2.dumps(meta))
             self._meta_dirty = False
         return wrote
 
     def fsync(self) -> None:
         """Make records handed to the OS durable; safe to call from a worker thread."""
+        generation, target = self._generation, self._written_index
         self._disk.sync_detached(self.path)
+        if generation == self._generation:
+            self._durable_index = max(self._durable_index, target)
