@@ -8,6 +8,7 @@ import random
 import pytest
 
 from lazily_queue.raft import patches
+from lazily_queue.raft.commands import BARRIER, encode_command
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, decode_records
 from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
@@ -96,3 +97,35 @@ def test_every_flipped_bit_of_a_snapshot_file_is_refused() -> None:
             damaged[offset] ^= 1 << bit
             with pytest.raises(SnapshotError):
                 decode_snapshot(bytes(damaged))
+
+
+def _command(n: int) -> bytes:
+    payload = encode_command(7, 1, [[n, BARRIER]])
+    return b"\x00" + patches.safe_dumps((0, (payload, 1000)))
+
+
+def test_a_crash_before_the_fsync_does_not_apply_entries_the_leader_replaced() -> None:
+    disk, clock = SimDisk(), VirtualClock()
+
+    def replica() -> Replica:
+        return Replica("2", ["1", "2", "3"], journal=DurableJournal(disk, "/n"),
+                       snapshot_path="/n/s", clock=clock, wall_clock=WallClock(clock),
+                       rng=random.Random(1))
+
+    follower = replica()
+    follower.peer_connected("1", True)
+    follower.receive("1", {"type": "append_entries", "term": 1, "commit_index": 2,
+                           "prevLogIdx": 1, "prevLogTerm": 0,
+                           "entries": [(_command(i), i, 1) for i in (2, 3, 4)]})
+    follower.step()
+    # A new leader of term 3 replaces entries 3 and 4 and says 4 is committed; the
+    # records are written but the node dies before they are durable.
+    follower.receive("3", {"type": "append_entries", "term": 3, "commit_index": 4,
+                           "prevLogIdx": 2, "prevLogTerm": 1,
+                           "entries": [(_command(10 + i), i, 3) for i in (3, 4)]})
+    follower.step(sync=False)
+    disk.crash(random.Random(0))
+    restarted = replica()
+    restarted.step()
+    assert [e[2] for e in restarted.journal[:]] == [0, 1, 1, 1]  # the old entries are back
+    assert restarted.engine.last_applied == 2  # ... but not applied as committed
