@@ -72,6 +72,7 @@ class Cluster:
         self.bad_frames = 0
         self.steps = 0
         self._paused: dict[str, list[tuple[str, bytes]]] = {}
+        self._armed: dict[str, Callable[[], None]] = {}
 
     # -- tracing ----------------------------------------------------------------------------
 
@@ -146,6 +147,8 @@ class Cluster:
                 self.nodes[n].step(self._dispatch)
                 self.steps += 1
                 self._check_leader(n)
+                if n in self._armed and self.nodes[n].fsync_due is not None:
+                    self._armed.pop(n)()
 
     def wake(self, node: str) -> None:
         self._dirty.add(node)
@@ -196,6 +199,7 @@ class Cluster:
         if not node.running:
             return
         node.crash()
+        self._armed.pop(n, None)
         self._paused.pop(n, None)
         self.network.set_running(n, False)
         self._dirty.discard(n)
@@ -218,6 +222,10 @@ class Cluster:
 
     def observed(self, obs: Observed) -> None:
         """Clients' outcomes stay in their records; nothing else to do here."""
+
+    def crash_in_next_fsync(self, n: str, then: Callable[[], None]) -> None:
+        """Call ``then`` (a crash) right after ``n`` next writes records, before their fsync."""
+        self._armed[n] = then
 
     def session_of(self, n: str) -> int:
         replica = self.nodes[n].replica

@@ -62,7 +62,23 @@ def _no_snapshot_checksum() -> Callable[[], None]:
     return restore
 
 
+def _commit_index_ahead_of_fsync() -> Callable[[], None]:
+    original = journal.DurableJournal.write
+
+    def write(self: journal.DurableJournal) -> bool:
+        self._durable_index = 1 << 62
+        return bool(original(self))
+
+    journal.DurableJournal.write = write  # type: ignore[method-assign]
+
+    def restore() -> None:
+        journal.DurableJournal.write = original  # type: ignore[method-assign]
+
+    return restore
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
+    "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
     "count-each-vote-once": _patch_off("count-each-vote-once"),
     "rejoin-floor": _no_rejoin_floor,

@@ -12,8 +12,10 @@ The schedule is plain data, so a failing run can be saved as a fixture and repla
   the last record), or flip a bit of its snapshot (``snapshot``), restart after ``down``;
 - ``clock`` ``node``: jump its wall clock by ``seconds``;
 - ``power``: every member crashes at once (all unsynced writes lost), restarted after
-  ``down``; a ``crash`` or ``partition`` with ``then_crash`` also crashes member
-  ``then_crash`` that many seconds after its heal or restart (inside an fsync window).
+  ``down``; a ``crash`` or ``partition`` with ``then_crash`` also crashes that member
+  (``"isolated"``: the leader the partition isolated) ``after`` seconds after the heal
+  or restart, or with ``in_fsync`` right after it next writes records, before their
+  fsync completes.
 """
 
 from __future__ import annotations
@@ -145,8 +147,11 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
                          pick=round(rng.random(), 4), down=round(down, 4))
         else:
             fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))
-        if kind in ("crash", "partition") and rng.random() < 0.3:
-            fault.update(then_crash=rng.choice(ids), after=round(rng.uniform(0.0, 0.03), 4))
+        if kind in ("crash", "partition") and rng.random() < 0.4:
+            victim = "isolated" if "isolate" in fault and rng.random() < 0.6 else rng.choice(ids)
+            fault.update(then_crash=victim, after=round(rng.uniform(0.0, 0.03), 4))
+            if rng.random() < 0.5:
+                fault.update(in_fsync=True)
         faults.append(fault)
         t += rng.expovariate(intensity)
     return faults

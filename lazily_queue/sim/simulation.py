@@ -73,6 +73,7 @@ class Simulation:
         self._corrupted: dict[str, int] = {}
         self._next_drain_check = 0.0
         self._stopped = False
+        self._isolated: str | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class Simulation:
                 if leader is None:
                     return
                 groups = [[leader], [n for n in c.node_ids if n != leader]]
+                self._isolated = leader
             else:
                 groups = fault["groups"]
             c.trace(f"fault partition {groups} for {down}s")
@@ -178,13 +180,22 @@ class Simulation:
         c = self.cluster
         down = float(fault.get("down", 0.5))
 
-        def crash() -> None:
-            if c.nodes[n].running and not self._stopped:
-                c.trace(f"fault crash {n} while catching up, for {down}s")
-                c.crash_node(n)
-                c.at(c.clock.now + down, functools.partial(self._restart, n, {}))
+        if n == "isolated":
+            n = self._isolated
+            if n is None:
+                return
+        target: str = n
 
-        c.at(c.clock.now + float(fault["after"]), crash)
+        def crash() -> None:
+            if c.nodes[target].running and not self._stopped:
+                c.trace(f"fault crash {target} while catching up, for {down}s")
+                c.crash_node(target)
+                c.at(c.clock.now + down, functools.partial(self._restart, target, {}))
+
+        if fault.get("in_fsync"):
+            c.crash_in_next_fsync(target, crash)
+        else:
+            c.at(c.clock.now + float(fault["after"]), crash)
 
     def _corrupt(self, n: str, how: str, pick: float) -> None:
         """Flip a bit of, or cut a hole in, a durable record that has records after it.
