@@ -74,6 +74,7 @@ class Checker:
         self.reads: dict[str, list[int]] = {}
         self.now = 0
         self.ops = 0
+        self.deduplicated = 0
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -92,6 +93,7 @@ class Checker:
                         isinstance(op.result, OpError) and op.result.code == "duplicate")):
                     self.fail(f"retried op {op.session:x}/{op.seq} (index {op.index}) returned "
                               f"{op.result!r}, first {first.result!r} at {first.index}")
+                self.deduplicated += 1
                 continue
             seen[(op.session, op.seq)] = op
             self.ops += 1

@@ -87,7 +87,8 @@ class Summary:
         return (
             f"{self.runs} seeds, {len(self.failed)} failed, {self.seconds:.1f}s "
             f"({rate:.1f} seeds/s); {int(t.get('virtual', 0))} virtual s, "
-            f"{int(t.get('ops', 0))} checked ops, {int(t.get('applied', 0))} applications, "
+            f"{int(t.get('ops', 0))} checked ops ({int(t.get('deduplicated', 0))} retries "
+            f"applied once), {int(t.get('applied', 0))} applications, "
             f"{int(t.get('frames', 0))} frames ({int(t.get('dropped', 0))} lost), "
             f"{int(t.get('leaders', 0))} terms with a leader, {int(t.get('wipes', 0))} wiped "
             f"members, {int(t.get('snapshots', 0))} snapshots installed"

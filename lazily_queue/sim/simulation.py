@@ -379,6 +379,7 @@ def run(scenario: Scenario) -> Outcome:
         sim.run()
         checker = sim.check()
         outcome.stats["ops"] = checker.ops
+        outcome.stats["deduplicated"] = checker.deduplicated
     except Violation as exc:
         outcome.ok = False
         outcome.error = str(exc)
