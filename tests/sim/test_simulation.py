@@ -55,17 +55,18 @@ def test_fixture_passes_and_catches_its_bug(fixture: Path) -> None:
         assert "FAIL (expected)" in out, out
 
 
-def test_a_failing_run_prints_how_to_reproduce_it(tmp_path: Path) -> None:
-    fixture = FIXTURES[0]
-    seed = json.loads(fixture.read_text())["scenario"]["seed"]
+def test_a_failing_run_prints_how_to_reproduce_it() -> None:
+    fixture = next(f for f in FIXTURES if json.loads(f.read_text()).get("defect"))
+    doc = json.loads(fixture.read_text())
     env = dict(os.environ, PYTHONHASHSEED="0")
     code = ("import sys\nfrom lazily_queue.sim.__main__ import main\n"
             "from lazily_queue.sim.defects import without\n"
-            f"with without('rejoin-floor'):\n    sys.exit(main(['--fixture', {str(fixture)!r}]))\n")
+            f"with without({doc['defect']!r}):\n"
+            f"    sys.exit(main(['--fixture', {str(fixture)!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout
-    assert f"FAIL seed {seed}: state machine safety" in proc.stdout
+    assert f"FAIL seed {doc['scenario']['seed']}: " in proc.stdout
     assert f"reproduce: PYTHONHASHSEED=0 python -m lazily_queue.sim --fixture {fixture}" \
         in proc.stdout
     assert "trace lines:" in proc.stdout
