@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lazily_queue.demo.ledger import Ledger
 
 
+@pytest.mark.slow  # about 7 s alone, over 10 s on a loaded machine
 def test_demo_kills_the_leader_and_loses_nothing(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     out = subprocess.run(
