@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Properties, not speed: a loaded CI machine must not fail a test through a deadline or
+# the time-based health check.
+settings.register_profile(
+    "lazily", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("lazily")
 
 
 def _loop_factory() -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
