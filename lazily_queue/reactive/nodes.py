@@ -144,22 +144,25 @@ class _Consumer:
             new, self._collect = self._collect, None  # type: ignore[misc]
             old = self._sources
             self._sources = new  # type: ignore[misc]
-            if linked:
-                for source in old:
-                    if source not in new:
-                        _unlink(source, self)
-                late = CLEAN
-                for source, seen in new.items():
-                    if source not in old:
-                        _link(source, self)
-                        # A write during this run to a source we were not yet linked
-                        # to marked nobody: catch it up here.
-                        if source._version != seen:
-                            late = DIRTY
-                        elif late == CLEAN and isinstance(source, Computed) and source._state:
-                            late = CHECK
-                if late:
-                    self._mark(late)
+            if linked and new.keys() != old.keys():  # usually the same edges as last run
+                self._relink(old, new)
+
+    def _relink(self, old: dict[_Producer, int], new: dict[_Producer, int]) -> None:
+        for source in old:
+            if source not in new:
+                _unlink(source, self)
+        late = CLEAN
+        for source, seen in new.items():
+            if source not in old:
+                _link(source, self)
+                # A write during this run to a source we were not yet linked to marked
+                # nobody: catch it up here.
+                if source._version != seen:
+                    late = DIRTY
+                elif late == CLEAN and isinstance(source, Computed) and source._state:
+                    late = CHECK
+        if late:
+            self._mark(late)
 
     def _mark(self, state: int) -> bool:
         """Raise the state; return True when observers must be visited."""
