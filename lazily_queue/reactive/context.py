@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 if TYPE_CHECKING:
     from .nodes import Effect, _Consumer
@@ -27,6 +27,9 @@ class ReactiveCycleError(RuntimeError):
 
 class ReactiveContextError(RuntimeError):
     """A node was used with a context it does not belong to, or from the wrong thread."""
+
+
+_created_lock = threading.Lock()
 
 
 class Context:
@@ -48,9 +51,18 @@ class Context:
         "name",
     )
 
+    # True once a second Context has been created in this process. Until then no read
+    # can cross contexts, so consumers skip registering for that check (a per-run cost).
+    _several: ClassVar[bool] = False
+    _created: ClassVar[int] = 0
+
     def __init__(self, *, name: str = "", flush_budget: int = DEFAULT_FLUSH_BUDGET) -> None:
         if flush_budget < 1:
             raise ValueError(f"flush_budget must be >= 1, got {flush_budget}")
+        with _created_lock:
+            Context._created += 1
+            if Context._created > 1:
+                Context._several = True
         self.name = name
         self.flush_budget = flush_budget
         self._observer: _Consumer | None = None

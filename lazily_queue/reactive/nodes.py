@@ -31,7 +31,8 @@ Cleanup = Callable[[], None]
 # The consumer running on each thread, whatever its context. A context only knows its
 # own observer, so a read of a node whose context is not tracking looks here to catch a
 # consumer of another context reading it. Empty while nothing runs anywhere, which
-# keeps the check on the untracked read path to one global load.
+# keeps the check on the untracked read path to one global load. Consumers register
+# only once the process has several contexts (Context._several).
 _running: dict[int, _Consumer] = {}
 
 
@@ -129,18 +130,21 @@ class _Consumer:
         ctx = self.ctx
         saved = ctx._observer
         ctx._observer = self
-        thread = get_ident()
-        outer = _running.get(thread)
-        _running[thread] = self
+        registered = ctx._several
+        if registered:
+            thread = get_ident()
+            outer = _running.get(thread)
+            _running[thread] = self
         self._collect = {}  # type: ignore[misc]
         try:
             return fn()
         finally:
             ctx._observer = saved
-            if outer is None:
-                del _running[thread]
-            else:
-                _running[thread] = outer
+            if registered:
+                if outer is None:
+                    del _running[thread]
+                else:
+                    _running[thread] = outer
             new, self._collect = self._collect, None  # type: ignore[misc]
             old = self._sources
             self._sources = new  # type: ignore[misc]

@@ -4,6 +4,9 @@ one thread; a consumer never depends on another context's node.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -218,3 +221,31 @@ def test_contexts_do_not_share_write_epochs_or_pending() -> None:
 
     ca._fn = counted
     assert ca.get() == 1 and calls == [], "writes elsewhere do not invalidate this context"
+
+
+def test_single_context_process_skips_registration_until_a_second_context() -> None:
+    # In a fresh process: with one Context no read can cross contexts, so runs do not
+    # register for the check; once a second Context exists the check is live.
+    script = textwrap.dedent(
+        """
+        from lazily_queue.reactive import Computed, Context, ReactiveContextError, Source
+        from lazily_queue.reactive import nodes
+
+        a = Context(name="only")
+        s = Source(1, context=a)
+        inside = []
+        c = Computed(lambda: inside.append(dict(nodes._running)) or s.get(), context=a)
+        assert c.get() == 1 and inside == [{}], inside
+        b = Context(name="second")
+        foreign = Source(2, context=b)
+        d = Computed(lambda: foreign.get(), context=a)
+        try:
+            d.get()
+        except ReactiveContextError:
+            print("raised")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "raised"
