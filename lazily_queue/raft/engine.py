@@ -147,6 +147,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._state_cb = on_state
         self.apply_errors = 0
         self._votes_counted: set[tuple[int, str]] = set()
+        self._reset_floors: dict[Any, int] = {}
         self.rejected_commands = 0
         conf = SyncObjConf(
             autoTick=False,
@@ -262,11 +263,17 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             if kind in ("request_vote", "response_vote") and self.rejoining:
                 return
             if kind == "next_node_idx":
-                patches.forward_only_next_index(
+                patches.lowest_reset_next_index(
                     self._SyncObj__raftNextIndex,
+                    self._reset_floors,
                     node,
                     message,
-                    lambda: self._SyncObj__onMessageReceived(node, message),
+                    lambda: patches.forward_only_next_index(
+                        self._SyncObj__raftNextIndex,
+                        node,
+                        message,
+                        lambda: self._SyncObj__onMessageReceived(node, message),
+                    ),
                 )
             elif kind == "response_vote":
                 patches.count_each_vote_once(
@@ -329,6 +336,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._membership_cb(peer_id, added)
 
     def _on_state_changed(self, old: int, new: int) -> None:
+        if new == LEADER:
+            self._reset_floors.clear()
         if self._state_cb is not None:
             self._state_cb(old, new)
 

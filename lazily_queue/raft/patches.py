@@ -28,6 +28,13 @@ message delivery; each can be switched off for tests that demonstrate the defect
   leader already counted. Matching entries are skipped first, truncation happens only
   on a real term conflict, and the commit index never passes the last entry the
   message vouched for.
+- ``lowest-reset-next-index``: a follower answers every AppendEntries it cannot take
+  with a reset to its own guess of ``nextIndex``; while the leader walks back over a
+  divergent suffix one entry per round trip, the answers to the messages carrying new
+  entries (``nextIndex`` = the follower's last index + 1) keep sending it back up, so
+  under steady load the follower never catches up. The follower's log only grows
+  through an AppendEntries it accepted, so between two successes the lowest reset is
+  the one that holds; a higher one is stale.
 - ``count-each-vote-once``: a candidate adds one to its tally for every
   ``response_vote`` of its term, so a duplicated message counts a voter twice and, in
   a five-member cluster, elects a second leader in a term that already has one.
@@ -63,7 +70,7 @@ PYSYNCOBJ_VERSION = "0.3.17"
 PICKLE_PROTOCOL = 4
 
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
-                            "count-each-vote-once"})
+                            "count-each-vote-once", "lowest-reset-next-index"})
 
 _disabled: set[str] = set()
 _installed = False
@@ -221,6 +228,29 @@ def forward_only_next_index(
     after = next_index.get(node)
     if before is not None and after is not None and after < before:
         next_index[node] = before
+
+
+def lowest_reset_next_index(
+    next_index: dict[Any, int], floors: dict[Any, int], node: Any, message: dict[str, Any],
+    handle: Callable[[], None],
+) -> None:
+    """Run ``handle`` for a ``next_node_idx``; a reset never raises ``nextIndex`` above the
+    lowest reset since the last success (``floors``, cleared when leadership starts)."""
+    handle()
+    if not enabled("lowest-reset-next-index"):
+        return
+    if message.get("success"):
+        floors.pop(node, None)
+        return
+    if not message.get("reset"):
+        return
+    floor = floors.get(node)
+    value = int(message["next_node_idx"])
+    if floor is not None and value > floor:
+        if node in next_index:
+            next_index[node] = floor
+        return
+    floors[node] = value
 
 
 def count_each_vote_once(
