@@ -129,3 +129,26 @@ def test_a_crash_before_the_fsync_does_not_apply_entries_the_leader_replaced() -
     restarted.step()
     assert [e[2] for e in restarted.journal[:]] == [0, 1, 1, 1]  # the old entries are back
     assert restarted.engine.last_applied == 2  # ... but not applied as committed
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_stale_reset_does_not_undo_the_walk_back(fixed: bool) -> None:
+    leader, _ = _candidate(3)
+    leader.receive("2", {"type": "response_vote", "term": leader.engine.term})
+    assert leader.engine.is_leader
+    next_index = leader.engine._SyncObj__raftNextIndex
+    peer = next(n for n in next_index if n.id == "3")
+
+    def reset(value: int) -> None:
+        leader.receive("3", {"type": "next_node_idx", "next_node_idx": value, "reset": True,
+                             "success": False})
+
+    if fixed:
+        reset(5)
+        reset(9)  # the answer to an older message: the follower's last index + 1
+        assert next_index[peer] == 5
+        return
+    with patches.disabled("lowest-reset-next-index"):
+        reset(5)
+        reset(9)
+    assert next_index[peer] == 9  # the defect: the walk back starts over
