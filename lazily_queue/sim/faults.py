@@ -1,0 +1,165 @@
+"""Applying a scenario's fault schedule to the simulated cluster (see :mod:`.scenario`)."""
+
+from __future__ import annotations
+
+import functools
+import random
+from typing import Any
+
+from ..raft.journal import decode_records
+from .cluster import Cluster
+from .history import Violation
+
+
+class Faults:
+    """Applies faults when they are due; knows which member was damaged or isolated."""
+
+    def __init__(self, cluster: Cluster, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self._corrupted: dict[str, int] = {}
+        self.stopped = False
+        self._isolated: str | None = None
+
+    def schedule(self, faults: list[dict[str, Any]]) -> None:
+        for fault in faults:
+            self.cluster.at(float(fault["at"]), functools.partial(self._apply, fault))
+
+    def _resolve(self, node: str) -> str | None:
+        if node == "leader":
+            return self.cluster.leader()
+        return node
+
+    def _apply(self, fault: dict[str, Any]) -> None:
+        c = self.cluster
+        kind = fault["fault"]
+        down = float(fault.get("down", 0.0))
+        if kind in ("crash", "corrupt"):
+            n = self._resolve(fault["node"])
+            if n is None or not c.nodes[n].running:
+                return
+            c.trace(f"fault {kind} {n} for {down}s")
+            c.crash_node(n)
+            if kind == "corrupt":
+                self._corrupt(n, fault["how"], float(fault["pick"]))
+            c.at(c.clock.now + down, functools.partial(self.restart, n, fault))
+        elif kind == "power":
+            c.trace(f"fault power loss for {down}s")
+            for n in c.node_ids:
+                c.crash_node(n)
+                c.at(c.clock.now + down, functools.partial(self.restart, n, {}))
+        elif kind == "pause":
+            n = self._resolve(fault["node"])
+            if n is None or not c.nodes[n].running or c.is_paused(n):
+                return
+            c.trace(f"fault pause {n} for {down}s")
+            c.pause(n)
+            c.at(c.clock.now + down, functools.partial(c.resume, n))
+        elif kind == "partition":
+            if "isolate" in fault:
+                leader = c.leader()
+                if leader is None:
+                    return
+                groups = [[leader], [n for n in c.node_ids if n != leader]]
+                self._isolated = leader
+            else:
+                groups = fault["groups"]
+            c.trace(f"fault partition {groups} for {down}s")
+            c.network.partition(*groups)
+            c.at(c.clock.now + down, functools.partial(self._heal, fault))
+        elif kind == "one_way":
+            src, dst = self._resolve(fault["src"]), self._resolve(fault["dst"])
+            if src is None or dst is None or src == dst:
+                return
+            c.trace(f"fault one-way {src}>{dst} for {down}s")
+            c.network.cut_one_way(src, dst)
+            c.at(c.clock.now + down, self._heal)
+        elif kind == "clock":
+            n = self._resolve(fault["node"])
+            if n is None:
+                return
+            c.trace(f"fault clock {n} {fault['seconds']:+}s")
+            c.nodes[n].wall.jump(float(fault["seconds"]))
+
+    def _heal(self, fault: dict[str, Any] | None = None) -> None:
+        self.cluster.trace("heal network")
+        self.cluster.network.heal()
+        self._then_crash(fault or {})
+
+    def restart(self, n: str, fault: dict[str, Any]) -> None:
+        node = self.cluster.nodes[n]
+        if node.running:
+            return
+        detected = node.corruptions_detected
+        self.cluster.start_node(n)
+        index = self._corrupted.pop(n, None)
+        if index is not None and node.corruptions_detected == detected:
+            what = "snapshot" if index < 0 else f"journal record {index}"
+            raise Violation(f"{n}: the damaged {what} was not detected")
+        self._then_crash(fault)
+
+    def _then_crash(self, fault: dict[str, Any]) -> None:
+        """Crash ``then_crash`` shortly after a heal or restart (while it catches up)."""
+        n = fault.get("then_crash")
+        if n is None or self.stopped:
+            return
+        c = self.cluster
+        down = float(fault.get("down", 0.5))
+
+        if n == "isolated":
+            n = self._isolated
+            if n is None:
+                return
+        target: str = n
+
+        def crash() -> None:
+            if c.nodes[target].running and not self.stopped:
+                c.trace(f"fault crash {target} while catching up, for {down}s")
+                c.crash_node(target)
+                c.at(c.clock.now + down, functools.partial(self.restart, target, {}))
+
+        if fault.get("in_fsync"):
+            c.crash_in_next_fsync(target, crash)
+        else:
+            c.at(c.clock.now + float(fault["after"]), crash)
+
+    def _corrupt(self, n: str, how: str, pick: float) -> None:
+        """Flip a bit of, or cut a hole in, a durable record that has records after it.
+
+        The last record is left alone: damage there is indistinguishable from a torn
+        write and is cut off as one (see the report's limits).
+        """
+        node = self.cluster.nodes[n]
+        if how == "snapshot":
+            self._corrupt_snapshot(n, pick)
+            return
+        path = f"{node.dir}/journal.log"
+        data = node.disk.read(path) or b""
+        entries, offsets, _ = decode_records(data)
+        if len(entries) < 3:
+            return
+        i = min(int(pick * (len(entries) - 1)), len(entries) - 2)
+        start, end = offsets[i], offsets[i + 1]
+        index = entries[i][1]
+        if how == "flip":
+            node.disk.flip_bit(path, self.rng.randrange(start, end), self.rng.randrange(8))
+            self.cluster.trace(f"{n}: flipped a bit of record {index} ({i + 1} of "
+                               f"{len(entries)})")
+        else:
+            cut = self.rng.randrange(start + 1, end)
+            node.disk.punch(path, cut, end)
+            self.cluster.trace(f"{n}: record {index} lost its last {end - cut} bytes "
+                               f"({i + 1} of {len(entries)})")
+        self._corrupted[n] = index
+
+    def _corrupt_snapshot(self, n: str, pick: float) -> None:
+        node = self.cluster.nodes[n]
+        path = f"{node.dir}/snapshot.cbor"
+        size = node.disk.durable_size(path)
+        if not size:
+            return
+        offset = min(int(pick * size), size - 1)
+        node.disk.flip_bit(path, offset, self.rng.randrange(8))
+        self._corrupted[n] = -1
+        self.cluster.trace(f"{n}: flipped a bit of the snapshot at byte {offset} of {size}")
+
