@@ -7,6 +7,7 @@ import socket
 import subprocess
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from .node_procs import CLI, NodeProc, unix_peers, wait_for, write_config
 
@@ -61,8 +62,11 @@ def test_three_nodes_status_metrics_and_clean_stop(tmp_path: Path) -> None:
         assert doc["commit_index"] >= doc["last_applied"] > 0
 
         leader_proc = procs[int(leader) - 1]
-        lead = leader_proc.status()
-        assert all(m["lag"] == 0 and m["connected"] for m in lead["members"])
+        def caught_up() -> dict[str, Any] | None:
+            doc = leader_proc.status()
+            return doc if all(m["lag"] == 0 and m["connected"] for m in doc["members"]) else None
+
+        lead = wait_for(caught_up, what="every member caught up")
         assert lead["leadership"]["term"] == lead["term"]
         with urllib.request.urlopen(urls[0] + "/metrics", timeout=5) as response:
             metrics = response.read().decode()

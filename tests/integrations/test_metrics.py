@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue.metrics import NodeMetrics
 from lazily_queue.reactive import wait_until
+from lazily_queue.status import node_status
 
 from .local_cluster import make_nodes, settle, wait_leader
 
@@ -62,6 +64,9 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
             assert term is not None and term >= 1
             assert value(m, "lazily_queue_raft_commit_index") == value(
                 m, "lazily_queue_raft_last_applied")
+        async with asyncio.timeout(5):  # the leader learns the followers' last acks
+            while not all(m["lag"] == 0 for m in node_status(leader)["members"]):
+                await leader.driver.next_step()
         lead = metrics[nodes.index(leader)]
         assert value(lead, "lazily_queue_raft_is_leader") == 1
         assert (value(lead, "lazily_queue_raft_leader_changes_total") or 0) >= 1
