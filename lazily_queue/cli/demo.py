@@ -55,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("error: --fail-rate must be in [0, 0.5)")
     if args.local:
         return _local(args)
-    from ..demo.cluster import ClusterDemoConfig, main
+    try:
+        from ..demo.cluster import ClusterDemoConfig, main
+    except ImportError as exc:
+        raise SystemExit(f"error: the cluster demo needs aiohttp ({exc}): pip install "
+                         "'lazily-queue[aiohttp]', or run `lazily-queue demo --local`") from None
 
     if args.rate <= 0 or args.visibility_timeout <= 0 or args.timeout <= 0:
         raise SystemExit("error: --rate, --visibility-timeout and --timeout must be > 0")
