@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..core.queue import QueuePopError
 from ..raft import commands as C
 from ..raft.codec import FrameError, decode_frame
 from ..raft.replica import Proposal, Ready
@@ -31,6 +32,12 @@ log = logging.getLogger(__name__)
 TICK = 0.02
 MAINTENANCE = 0.2
 TRACE_KEPT = 400
+
+
+def _empty(result: Any) -> bool:
+    """A poll that found nothing (an empty pop or claim, nothing to read)."""
+    return (result is None or result == [None, 0] or result == "AlreadyConnected"
+            or isinstance(result, QueuePopError))
 
 
 class Cluster:
@@ -221,7 +228,12 @@ class Cluster:
         return self.clock.now
 
     def observed(self, obs: Observed) -> None:
-        """Clients' outcomes stay in their records; nothing else to do here."""
+        """Trace each client outcome (the records themselves stay with the clients)."""
+        result = obs.orphan_result if obs.has_orphan_result else obs.result
+        if obs.polling and obs.outcome == "ok" and _empty(result):
+            return
+        self.trace(f"{obs.node}: {obs.client} {C.OP_NAMES.get(obs.code)} seq {obs.seq} "
+                   f"{'late' if obs.has_orphan_result else obs.outcome} {result!r:.60}")
 
     def crash_in_next_fsync(self, n: str, then: Callable[[], None]) -> None:
         """Call ``then`` (a crash) right after ``n`` next writes records, before their fsync."""

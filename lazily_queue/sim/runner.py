@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from .scenario import Scenario, generate
 from .simulation import Outcome, require_hash_seed, run
 
-TRACE_SHOWN = 40
+TRACE_SHOWN = 60
 
 
 def reproduce_command(seed: int, fixture: str | None = None) -> str:
