@@ -91,6 +91,8 @@ class Simulation:
                     client: Client = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
                 else:
                     client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
+                    if isinstance(client, Producer):
+                        client.large = self.s.large_values
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
 

@@ -197,6 +197,8 @@ class Producer(Client):
         super().__init__(cid, cluster, rng)
         self.n = 0
         self.retry: Any = None
+        #: The share of pushes carrying a large value (several KiB: batches split).
+        self.large = 0.0
 
     def next_op(self) -> None:
         if self.draining:
@@ -206,6 +208,8 @@ class Producer(Client):
         if value is None:
             self.n += 1
             value = f"{self.cid}:{self.n}"
+            if self.large and self.rng.random() < self.large:
+                value += ":" + "x" * self.rng.randrange(1024, 30 * 1024)
         self.retry = None
         obs = self.call(C.QUEUE_PUSH, [QUEUE, value], self._done)
         if obs is not None and self.rng.random() < 0.1:
