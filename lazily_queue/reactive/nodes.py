@@ -367,7 +367,12 @@ class SlotGroup:
 
 
 class Computed(_Consumer, _Producer, Generic[T]):
-    """A lazy, memoized derivation whose dependencies are rebuilt on every recompute."""
+    """A lazy, memoized derivation whose dependencies are rebuilt on every recompute.
+
+    A recompute that raises leaves no value: the error is not cached, every read
+    recomputes (and raises) again, and a failed read is still a dependency of the
+    reader, so the write that fixes it reruns that reader.
+    """
 
     __slots__ = ("_checked_epoch", "_collect", "_computing", "_fn", "_has_value",
                  "_sources", "_state", "_value")
