@@ -149,9 +149,11 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
                          pick=round(rng.random(), 4), down=round(down, 4))
         else:
             fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))
-        if kind in ("crash", "partition") and rng.random() < 0.4:
-            victim = "isolated" if "isolate" in fault and rng.random() < 0.6 else rng.choice(ids)
-            fault.update(then_crash=victim, after=round(rng.uniform(0.0, 0.03), 4))
+        if "isolate" in fault and rng.random() < 0.5:
+            # The isolated leader takes the new leader's entries over its own on heal.
+            fault.update(then_crash="isolated", after=0.0, in_fsync=True)
+        elif kind in ("crash", "partition") and rng.random() < 0.4:
+            fault.update(then_crash=rng.choice(ids), after=round(rng.uniform(0.0, 0.03), 4))
             if rng.random() < 0.5:
                 fault.update(in_fsync=True)
         faults.append(fault)
