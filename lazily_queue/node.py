@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import random
+import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -109,6 +110,7 @@ class Node:
         self._tick_interval = tick_interval
         self._rng = random.Random(seed)
         self._driver: Driver | None = None
+        self._journal: DurableJournal | None = None
         self._queues: dict[str, RaftQueueStorage[Any]] = {}
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topics: dict[str, RaftTopicStorage] = {}
@@ -140,6 +142,7 @@ class Node:
         except JournalError:
             raise
         self._check_identity(journal)
+        self._journal = journal
         members = sorted({self.node_id, *self.peers})
         replica = Replica(
             self.node_id,
@@ -178,6 +181,8 @@ class Node:
                 f"node {self.node_id}: give `listen=` (its own address, e.g. "
                 "'unix:///run/q1.sock' or 'tcp://127.0.0.1:7001') or include it in `peers`"
             )
+        journal = self._journal
+        meta = journal.meta if journal is not None else {}
         return MeshNetwork(
             self.node_id,
             listen=self.listen,
@@ -185,23 +190,30 @@ class Node:
             cluster=self.cluster,
             secret=self._secret,
             allow_unauthenticated=self._allow_unauthenticated,
+            incarnation=str(meta.get("incarnation", "")),
+            pins=meta.get("peer_incarnations") or {},
+            on_pin=None if journal is None else (
+                lambda pins: journal.set_meta("peer_incarnations", pins)),
         )
 
     def _check_identity(self, journal: DurableJournal) -> None:
+        """The data directory must be this node's; give it an identity on first use."""
         meta = journal.meta
         owner = meta.get("node")
         cluster = meta.get("cluster")
-        if owner is None:
-            journal.set_meta("node", self.node_id)
-            journal.set_meta("cluster", self.cluster)
-            journal.sync()
-            return
-        if owner != self.node_id or cluster != self.cluster:
+        if owner is not None and (owner != self.node_id or cluster != self.cluster):
             raise ClusterMismatch(
                 f"data directory {self.data_dir} belongs to node {owner} of cluster "
                 f"{cluster!r}, but this is node {self.node_id} of cluster {self.cluster!r}; "
                 "give every node its own data directory"
             )
+        if owner is None:
+            journal.set_meta("node", self.node_id)
+            journal.set_meta("cluster", self.cluster)
+        if "incarnation" not in meta:
+            journal.set_meta("incarnation", secrets.token_hex(8))
+        if journal.needs_sync:
+            journal.sync()
 
     async def stop(self) -> None:
         if self._maintenance is not None:

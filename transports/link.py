@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -31,6 +32,11 @@ class PeerCounters:
     connects: int = 0
     reconnects: int = 0
     connect_failures: int = 0
+    refused: int = 0
+
+
+#: Checks an authenticated channel before it carries frames; a string is the refusal.
+ChannelVetter = Callable[[DataChannel], "str | None"]
 
 
 class Link:
@@ -52,8 +58,10 @@ class Link:
         backoff: Backoff,
         connect_timeout: float,
         ssl_context: ssl.SSLContext | None,
+        vet: ChannelVetter | None = None,
     ) -> None:
         self.peer_id = peer_id
+        self._vet = vet
         self.address = address
         self.dials = dials
         self.counters = PeerCounters()
@@ -134,6 +142,14 @@ class Link:
         """Make ``channel`` current and carry its frames until it ends or is replaced."""
         if self._closed:
             await channel.aclose()
+            return
+        refusal = self._vet(channel) if self._vet is not None else None
+        if refusal is not None:
+            self.counters.refused += 1
+            logger.warning("peer %d (epoch %d) refused after authentication: %s",
+                           self.peer_id, channel.epoch, refusal)
+            with anyio.CancelScope(shield=True):
+                await channel.aclose()
             return
         previous = self._channel
         if previous is not None:

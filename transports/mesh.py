@@ -15,7 +15,7 @@ from .backoff import Backoff
 from .config import LinkConfig
 from .errors import UnknownPeerError
 from .events import EventStream
-from .link import Link, PeerCounters
+from .link import ChannelVetter, Link, PeerCounters
 from .registry import listen, scheme_of
 
 __all__ = ["Mesh"]
@@ -33,7 +33,9 @@ class Mesh:
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
     (counting the frame as dropped) while the peer is down; frames are never carried
-    over to a later connection.
+    over to a later connection. ``vet_channel`` sees every authenticated connection,
+    dialed or accepted, before it carries a frame; returning a reason closes it (the
+    link keeps trying), for checks that need the peer's handshake, such as its features.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class Mesh:
         backoff_initial: float = 0.05,
         backoff_max: float = 2.0,
         event_capacity: int = 65536,
+        vet_channel: ChannelVetter | None = None,
     ) -> None:
         if listen_address is not None:
             scheme_of(listen_address)
@@ -59,6 +62,7 @@ class Mesh:
         self._connect_timeout = connect_timeout
         self._backoff = (backoff_initial, backoff_max)
         self._links: dict[int, Link] = {}
+        self._vet = vet_channel
         self._listener: Listener | None = None
         self._stack: AsyncExitStack | None = None
         self._running = False
@@ -219,6 +223,7 @@ class Mesh:
             backoff=Backoff(*self._backoff),
             connect_timeout=self._connect_timeout,
             ssl_context=self._client_ssl_context,
+            vet=self._vet,
         )
         self._links[peer_id] = link
         return link

@@ -3,6 +3,13 @@
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1`` feature required and mutual HMAC
 authentication before any Raft frame is accepted.
+
+Each data directory has a random *incarnation*, announced as the handshake feature
+``incarnation:<hex>``. A node pins the incarnation it first sees for each member and
+refuses a different one later: a second process started with an existing node's id
+(its own data directory and address) would otherwise replace that member on the
+links, with an empty log and a vote of its own. A member removed from the cluster is
+unpinned, so a rebuilt node can be added back.
 """
 
 from __future__ import annotations
@@ -10,11 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import anyio
 
-from transports import FrameTooLargeError, LinkConfig, UnknownPeerError
+from transports import (
+    DEFAULT_FEATURES,
+    DataChannel,
+    FrameTooLargeError,
+    LinkConfig,
+    UnknownPeerError,
+)
 from transports.events import Frame, PeerDown, PeerUp
 from transports.mesh import Mesh
 
@@ -24,6 +37,7 @@ from .network import FrameHandler, PeerHandler
 log = logging.getLogger(__name__)
 
 RAFT_FEATURE = "raft-queue-v1"
+INCARNATION = "incarnation:"
 
 
 def node_number(node_id: str) -> int:
@@ -54,6 +68,9 @@ class MeshNetwork:
         allow_unauthenticated: bool = False,
         ssl_context: ssl.SSLContext | None = None,
         client_ssl_context: ssl.SSLContext | None = None,
+        incarnation: str = "",
+        pins: Mapping[str, str] | None = None,
+        on_pin: Callable[[dict[str, str]], None] | None = None,
     ) -> None:
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
@@ -62,11 +79,18 @@ class MeshNetwork:
                 "allow_unauthenticated=True for a test cluster"
             )
         self.node_id = node_id
+        self.incarnation = incarnation
+        self._pins = dict(pins or {})
+        self._on_pin = on_pin
+        features = DEFAULT_FEATURES | {RAFT_FEATURE}
+        if incarnation:
+            features |= {INCARNATION + incarnation}
         self._config = LinkConfig(
             peer_id=node_number(node_id),
             session_id=cluster,
             secret=secret,
             allow_unauthenticated=allow_unauthenticated,
+            features=frozenset(features),
             required_features=frozenset({RAFT_FEATURE}),
         )
         self._mesh = Mesh(
@@ -75,6 +99,7 @@ class MeshNetwork:
             {node_number(p): a for p, a in peers.items() if p != node_id},
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
+            vet_channel=self._vet if incarnation else None,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None
@@ -111,7 +136,31 @@ class MeshNetwork:
             return
         self._mesh.add_peer(number, address)
 
+    def _vet(self, channel: DataChannel) -> str | None:
+        peer = str(channel.remote_peer_id)
+        announced = sorted(f[len(INCARNATION):] for f in channel.remote_features
+                           if f.startswith(INCARNATION))
+        if len(announced) != 1:
+            return (f"node {peer} announced no incarnation; every member must run a version "
+                    "that does")
+        pinned = self._pins.get(peer)
+        if pinned is None:
+            self._pins[peer] = announced[0]
+            if self._on_pin is not None:
+                self._on_pin(dict(self._pins))
+            return None
+        if pinned == announced[0]:
+            return None
+        return (
+            f"node {peer} presented data directory incarnation {announced[0]}, but this "
+            f"cluster knows node {peer} as incarnation {pinned}: two processes share id "
+            f"{peer}, or node {peer}'s data directory was replaced. Stop the impostor; a "
+            f"rebuilt node must be removed from the cluster and added back"
+        )
+
     def remove_peer(self, peer_id: str) -> None:
+        if self._pins.pop(peer_id, None) is not None and self._on_pin is not None:
+            self._on_pin(dict(self._pins))
         number = node_number(peer_id)
         if number in self._mesh.peers:
             task = asyncio.ensure_future(self._mesh.remove_peer(number))

@@ -51,3 +51,58 @@ def test_a_networked_node_needs_a_secret_and_integer_ids(tmp_path: Path) -> None
              durability="none")._default_network()
     with pytest.raises(InvalidConfiguration, match="give `listen=`"):
         Node(1, data_dir=tmp_path, secret=b"s", durability="none")._default_network()
+
+
+async def test_a_second_process_with_an_existing_id_is_refused(tmp_path: Path) -> None:
+    peers = _peers(tmp_path, [1, 2, 3])
+    nodes = [Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s", durability="none")
+             for i in (1, 2, 3)]
+    for node in nodes:
+        await node.start()
+    impostor: Node | None = None
+    try:
+        await nodes[0].wait_for_leader(timeout=10)
+        await nodes[1].queue("q").push("before")
+        # Same id as node 1, its own data directory and address, the real peers.
+        impostor = Node(1, data_dir=tmp_path / "impostor", listen=f"unix://{tmp_path}/x.sock",
+                        peers={2: peers[2], 3: peers[3]}, secret=b"s", durability="none")
+        await impostor.start()
+        await asyncio.sleep(1.0)
+        assert impostor.status()["connected"] == []
+        assert impostor.driver.replica.sm.queues == {}
+        refused = [node.driver.network.mesh.counters(1).refused  # type: ignore[attr-defined]
+                   for node in nodes[1:]]
+        assert sum(refused) >= 1
+        await nodes[2].queue("q").push("after")
+        await nodes[0].barrier()
+        assert nodes[0].queue("q").storage.elements() == ["before", "after"]  # type: ignore[attr-defined]
+    finally:
+        if impostor is not None:
+            await impostor.stop()
+        for node in nodes:
+            await node.stop()
+
+
+async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
+    peers = _peers(tmp_path, [1, 2, 3])
+    node = Node(3, data_dir=tmp_path / "3", peers=peers, secret=b"s", durability="fsync")
+    others = [Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s", durability="fsync")
+              for i in (1, 2)]
+    for n in (node, *others):
+        await n.start()
+    await node.wait_for_leader(timeout=10)
+    await node.barrier()
+    pins = dict(node.driver.replica.journal.meta["peer_incarnations"])
+    assert set(pins) == {"1", "2"}
+    incarnation = node.driver.replica.journal.meta["incarnation"]
+    for n in (node, *others):
+        await n.stop()
+    again = Node(3, data_dir=tmp_path / "3", peers=peers, secret=b"s", durability="fsync")
+    await again.start()
+    try:
+        assert again.driver.replica.journal.meta["incarnation"] == incarnation
+        assert again.driver.replica.journal.meta["peer_incarnations"] == pins
+        again.driver.network.remove_peer("2")
+        assert "2" not in again.driver.network._pins  # type: ignore[attr-defined]
+    finally:
+        await again.stop()
