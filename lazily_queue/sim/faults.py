@@ -80,6 +80,14 @@ class Faults:
                 return
             c.trace(f"fault clock {n} {fault['seconds']:+}s")
             c.nodes[n].wall.jump(float(fault["seconds"]))
+        elif kind == "transfer":
+            n = c.leader()
+            replica = None if n is None else c.nodes[n].replica
+            if replica is None or c.is_paused(str(n)):
+                return
+            c.trace(f"fault leadership transfer from {n}")
+            replica.engine.transfer_leadership(None, lambda _r, _e: None)
+            c.wake(str(n))
 
     def _heal(self, fault: dict[str, Any] | None = None) -> None:
         self.cluster.trace("heal network")
