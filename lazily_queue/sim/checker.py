@@ -198,6 +198,12 @@ class Checker:
             if not ok:
                 self.fail(f"index {op.index}: {outcome[:-2]} of delivery {did} by {worker} "
                           f"returned {result!r}")
+        elif code == C.WORK_EXTEND:
+            live = w.live.get(args[2])
+            extended = live is not None and live[3] == args[1]
+            if extended and live is not None:
+                w.live[args[2]] = (*live[:4], self.now + w.visibility)
+            self._expect(op, [extended, 0])
         elif code == C.WORK_REAP:
             now = self.now if args[1] is None else int(args[1])
             expired = sorted(d for d, live in w.live.items() if live[4] < now)

@@ -50,6 +50,7 @@ class Scenario:
     visibility_ms: int = 800
     max_deliveries: int = 3
     large_values: float = 0.0
+    extend_leases: float = 0.0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -106,6 +107,7 @@ def generate(seed: int) -> Scenario:
     s.visibility_ms = rng.choice([300, 800, 2000])
     s.max_deliveries = rng.choice([1, 2, 3, 5])
     s.large_values = rng.choice([0.0, 0.0, 0.02, 0.1])
+    s.extend_leases = rng.choice([0.0, 0.3])
     s.clients = dict(DEFAULT_CLIENTS)
     s.faults = _schedule(rng, s)
     return s

@@ -93,6 +93,8 @@ class Simulation:
                     client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
+                    if isinstance(client, Worker):
+                        client.extend = self.s.extend_leases
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
 

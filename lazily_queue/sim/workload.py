@@ -252,16 +252,23 @@ class WorkProducer(Client):
 
 
 class Worker(Client):
-    """Claims items, then acks, nacks or abandons them (a worker crash)."""
+    """Claims items, then acks, nacks or abandons them (a worker crash); may first
+    extend the lease."""
 
     kind = "worker"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
-        self.holding: dict[str, Any] | None = None
         self.settle: tuple[int, int] | None = None
+        self.extend_to: int | None = None
+        #: The share of deliveries whose lease is extended once before settling.
+        self.extend = 0.0
 
     def next_op(self) -> None:
+        if self.extend_to is not None:
+            delivery_id, self.extend_to = self.extend_to, None
+            self.call(C.WORK_EXTEND, [WORK, self.cid, delivery_id, None], lambda _obs: None)
+            return
         if self.settle is not None:
             code, delivery_id = self.settle
             self.call(code, [WORK, self.cid, delivery_id], self._settled)
@@ -277,6 +284,8 @@ class Worker(Client):
             return  # abandoned: the lease expires and the reaper requeues it
         code = C.WORK_NACK if roll < 0.25 and not self.draining else C.WORK_ACK
         self.settle = (code, int(delivery["delivery_id"]))
+        if self.extend and self.rng.random() < self.extend:
+            self.extend_to = int(delivery["delivery_id"])
 
     def _settled(self, obs: Observed) -> None:
         if obs.outcome == OK or self.rng.random() < 0.3:
