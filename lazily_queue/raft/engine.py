@@ -261,7 +261,10 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         with patches.engine_env(self._clock, self._rng):
             kind = message["type"]
             if kind in ("request_vote", "response_vote") and self.rejoining:
-                return
+                floor = rejoin.floor_of(self._journal.meta)
+                last = (message.get("last_log_term", -1), message.get("last_log_index", -1))
+                if kind == "response_vote" or floor is None or last < floor:
+                    return
             if kind == "next_node_idx":
                 patches.lowest_reset_next_index(
                     self._SyncObj__raftNextIndex,
@@ -295,7 +298,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     @property
     def rejoining(self) -> bool:
-        """Whether this member was wiped and its log is still below its floor (no votes)."""
+        """Whether this member was wiped and its log is still below its floor: it collects
+        no votes and grants one only to a candidate whose log reaches the floor."""
         floor = rejoin.floor_of(self._journal.meta)
         if floor is None:
             return False

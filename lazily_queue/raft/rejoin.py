@@ -7,8 +7,9 @@ the member may have acknowledged entries that a leader then counted as committed
 - its term and vote (the metadata file) are kept, so it cannot vote twice in a term;
 - it records a *floor*: the newest ``(term, index)`` found among the records that still
   pass their checksum, anywhere in the file. Until its log is at least that up to date
-  it grants no vote and collects none (see :meth:`RaftEngine.deliver`): otherwise its
-  empty log could elect a member that lacks entries committed with its help.
+  it collects no votes and grants one only to a candidate whose log reaches the floor
+  (see :meth:`RaftEngine.deliver`), as it would have with its log: otherwise its empty
+  log could elect a member that lacks entries committed with its help.
 """
 
 from __future__ import annotations
