@@ -9,6 +9,7 @@ from typing import Any
 from ..raft.journal import decode_records
 from .cluster import Cluster
 from .history import Violation
+from .membership import Reconfiguration
 
 
 class Faults:
@@ -20,6 +21,7 @@ class Faults:
         self._corrupted: dict[str, int] = {}
         self.stopped = False
         self._isolated: str | None = None
+        self.membership = Reconfiguration(cluster)
 
     def schedule(self, faults: list[dict[str, Any]]) -> None:
         for fault in faults:
@@ -34,6 +36,10 @@ class Faults:
         c = self.cluster
         kind = fault["fault"]
         down = float(fault.get("down", 0.0))
+        if kind == "corrupt" and self.membership.state != "idle":
+            # Losing a member's data while another is out exceeds what the cluster
+            # tolerates: it may stay unavailable (safely) until an operator acts.
+            return
         if kind in ("crash", "corrupt"):
             n = self._resolve(fault["node"])
             if n is None or not c.nodes[n].running:
@@ -80,6 +86,12 @@ class Faults:
                 return
             c.trace(f"fault clock {n} {fault['seconds']:+}s")
             c.nodes[n].wall.jump(float(fault["seconds"]))
+        elif kind == "reconfigure":
+            leader = c.leader()
+            choices = [n for n in c.node_ids if n != leader and c.nodes[n].running]
+            if choices:
+                member = choices[int(float(fault["pick"]) * len(choices)) % len(choices)]
+                self.membership.start(member, down)
         elif kind == "transfer":
             n = c.leader()
             replica = None if n is None else c.nodes[n].replica
@@ -96,7 +108,7 @@ class Faults:
 
     def restart(self, n: str, fault: dict[str, Any]) -> None:
         node = self.cluster.nodes[n]
-        if node.running:
+        if node.running or n == self.membership.held_out:
             return
         detected = node.corruptions_detected
         self.cluster.start_node(n)

@@ -12,6 +12,8 @@ The schedule is plain data, so a failing run can be saved as a fixture and repla
   the last record), or flip a bit of its snapshot (``snapshot``), restart after ``down``;
 - ``clock`` ``node``: jump its wall clock by ``seconds``;
 - ``transfer``: the leader hands leadership to its most caught-up follower;
+- ``reconfigure``: a follower chosen by ``pick`` is removed from the cluster, loses
+  its data and is added back empty after ``down`` seconds;
 - ``power``: every member crashes at once (all unsynced writes lost), restarted after
   ``down``; a ``crash`` or ``partition`` with ``then_crash`` also crashes that member
   (``"isolated"``: the leader the partition isolated) ``after`` seconds after the heal
@@ -123,8 +125,9 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
         node = rng.choice([*ids, "leader", "leader"])
         down = rng.uniform(0.1, 2.0)
         kind = rng.choices(
-            ["crash", "pause", "partition", "one_way", "corrupt", "clock", "power", "transfer"],
-            weights=[4, 2, 4, 2, 2, 2, 1, 1],
+            ["crash", "pause", "partition", "one_way", "corrupt", "clock", "power", "transfer",
+             "reconfigure"],
+            weights=[4, 2, 4, 2, 2, 2, 1, 1, 1],
         )[0]
         fault: dict[str, Any] = {"at": round(t, 4), "fault": kind}
         if kind in ("crash", "pause"):
@@ -150,6 +153,8 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
             corrupt_free_at = t + down + 1.5
             fault.update(node=node, how=rng.choice(["flip", "flip", "hole", "snapshot"]),
                          pick=round(rng.random(), 4), down=round(down, 4))
+        elif kind == "reconfigure":
+            fault.update(pick=round(rng.random(), 4), down=round(down, 4))
         elif kind == "clock":
             fault.update(node=node, seconds=round(rng.choice([-3.0, -0.5, 0.5, 5.0, 30.0]), 3))
         if "isolate" in fault and rng.random() < 0.5:

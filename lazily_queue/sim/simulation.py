@@ -137,7 +137,7 @@ class Simulation:
             return False
         self._next_drain_check = c.clock.now + 0.02
         leader = c.leader()
-        if leader is None:
+        if leader is None or self.faults.membership.state != "idle":
             return False
         replica = c.nodes[leader].replica
         assert replica is not None

@@ -111,3 +111,21 @@ def test_a_member_below_its_floor_grants_no_vote_until_it_caught_up() -> None:
     replica.peer_connected("3", True)
     sent = replica.step().messages.get("3", [])
     assert {"type": "response_vote", "term": 6} in sent
+
+
+def test_a_member_below_its_floor_votes_for_a_candidate_that_reaches_it() -> None:
+    disk, clock = SimDisk(), VirtualClock()
+    _journal(disk, 4, term=2)
+    _, offsets, _ = decode_records(disk.read(f"{DIR}/journal.log") or b"")
+    disk.flip_bit(f"{DIR}/journal.log", offsets[1] + 25, 0)
+    wipe_for_rejoin(disk, DIR, f"{DIR}/snapshot.cbor")
+    replica = _replica(disk, clock)
+    replica.peer_connected("2", True)
+    replica.peer_connected("3", True)
+    replica.receive("2", {"type": "request_vote", "term": 5, "last_log_index": 3,
+                          "last_log_term": 2})
+    assert "2" not in replica.step().messages
+    replica.receive("3", {"type": "request_vote", "term": 5, "last_log_index": 4,
+                          "last_log_term": 2})
+    assert {"type": "response_vote", "term": 5} in replica.step().messages.get("3", [])
+    assert replica.engine.rejoining
