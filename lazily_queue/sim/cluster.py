@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import logging
 import random
 from collections import deque
 from collections.abc import Callable
@@ -26,8 +25,6 @@ from .network import SimNetwork
 from .node import SimNode
 from .scenario import Scenario
 from .workload import Client, Observed
-
-log = logging.getLogger(__name__)
 
 TICK = 0.02
 MAINTENANCE = 0.2
@@ -74,7 +71,6 @@ class Cluster:
         self._outstanding: dict[str, dict[int, tuple[Client, Observed, Proposal]]] = {
             n: {} for n in self.node_ids
         }
-        self.clients: list[Client] = []
         self.leaders: dict[int, str] = {}
         self.bad_frames = 0
         self.steps = 0

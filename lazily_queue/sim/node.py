@@ -11,7 +11,6 @@ directory is wiped, keeping only the term and vote, and it rejoins empty.
 
 from __future__ import annotations
 
-import logging
 import random
 from collections import deque
 from collections.abc import Callable
@@ -24,8 +23,6 @@ from ..raft.snapshot import SnapshotError
 from .clock import VirtualClock, WallClock
 from .disk import SimDisk
 from .history import History, RecordingStateMachine
-
-log = logging.getLogger(__name__)
 
 Dispatch = Callable[["SimNode", Ready], None]
 

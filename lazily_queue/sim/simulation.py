@@ -98,8 +98,6 @@ class Simulation:
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
 
-    # -- faults ---------------------------------------------------------------------------
-
     # -- the run ----------------------------------------------------------------------------
 
     def run(self) -> None:
