@@ -6,7 +6,10 @@ import functools
 import random
 from typing import Any
 
+import cbor2
+
 from ..raft.journal import decode_records
+from ..raft.rejoin import floor_of
 from .cluster import Cluster
 from .history import Violation
 from .membership import Reconfiguration
@@ -23,6 +26,18 @@ class Faults:
         self._isolated: str | None = None
         self.membership = Reconfiguration(cluster)
 
+    def _amnesiac(self) -> bool:
+        """Whether a member was wiped and has not caught up to its floor yet."""
+        for node in self.cluster.nodes.values():
+            if node.replica is not None:
+                if node.replica.engine.rejoining:
+                    return True
+                continue
+            raw = node.disk.read(f"{node.dir}/journal.meta")
+            if raw is not None and floor_of(cbor2.loads(raw)) is not None:
+                return True
+        return False
+
     def schedule(self, faults: list[dict[str, Any]]) -> None:
         for fault in faults:
             self.cluster.at(float(fault["at"]), functools.partial(self._apply, fault))
@@ -36,9 +51,10 @@ class Faults:
         c = self.cluster
         kind = fault["fault"]
         down = float(fault.get("down", 0.0))
-        if kind == "corrupt" and self.membership.state != "idle":
-            # Losing a member's data while another is out exceeds what the cluster
-            # tolerates: it may stay unavailable (safely) until an operator acts.
+        if kind == "corrupt" and (self.membership.state != "idle" or self._amnesiac()):
+            # Losing a member's data while another is out, or has not caught up since it
+            # lost its own, exceeds what the cluster tolerates: it may stay unavailable
+            # (safely) until an operator acts.
             return
         if kind in ("crash", "corrupt"):
             n = self._resolve(fault["node"])

@@ -19,6 +19,7 @@ from .cluster import Cluster
 
 IDLE, REMOVING, OUT, ADDING = "idle", "removing", "out", "adding"
 PERIOD = 0.05
+ANSWER_WAIT = 1.0
 
 
 class Reconfiguration:
@@ -29,6 +30,7 @@ class Reconfiguration:
         self.state = IDLE
         self.member: str | None = None
         self._asked = False
+        self._asked_at = 0.0
         self._add_at = 0.0
         self.changes = 0
         self._run = 0
@@ -51,9 +53,17 @@ class Reconfiguration:
     def _leader(self) -> tuple[str, Any] | None:
         c = self.cluster
         n = c.leader()
-        if n is None or n == self.member or c.is_paused(n):
+        if n is None or c.is_paused(n):
             return None
         replica = c.nodes[n].replica
+        if replica is not None and n == self.member:
+            # A leader cannot remove itself: remove another follower instead.
+            others = [m for m in replica.engine.members if m != n]
+            if self.state != REMOVING or not others:
+                return None
+            self.member = others[0]
+            self._asked = False
+            c.trace(f"member {n} leads; removing {self.member} instead")
         return None if replica is None else (n, replica)
 
     def _settled(self, replica: Any) -> bool:
@@ -61,16 +71,18 @@ class Reconfiguration:
 
     def _tick(self, run: int) -> None:
         c = self.cluster
-        member = self.member
-        if run != self._run or member is None:
+        if run != self._run or self.member is None:
             return
+        if self._asked and c.clock.now > self._asked_at + ANSWER_WAIT:
+            self._asked = False  # the request or its answer was lost with a leader
         found = self._leader()
+        member = self.member
         if self.state == REMOVING and found is not None:
             n, replica = found
             if member not in replica.engine.members and self._settled(replica):
                 self._removed(member)
             elif member in replica.engine.members and not self._asked:
-                self._asked = True
+                self._asked, self._asked_at = True, c.clock.now
                 replica.engine.remove_member(member, self._answer(self._removed))
                 c.wake(n)
         elif self.state == OUT and c.clock.now >= self._add_at:
@@ -80,7 +92,7 @@ class Reconfiguration:
             if member in replica.engine.members and self._settled(replica):
                 self._added(member)
             elif member not in replica.engine.members and not self._asked:
-                self._asked = True
+                self._asked, self._asked_at = True, c.clock.now
                 replica.engine.add_member(member, self._answer(self._added))
                 c.wake(n)
         if self.state != IDLE:
