@@ -28,14 +28,11 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from ..cells.queue import QueueCell
-from ..cells.topic import TopicCell
-from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePushError
 from ..node import Node
 from ..raft.engine import EngineConfig
 from ..raft.network import LocalHub
-from ..reactive import Context, Slot
+from ..reactive import Context
 from ..storage.raft_collections import RaftTopicStorage
 from .backend import (
     Backend,
@@ -48,7 +45,13 @@ from .backend import (
     WorkQueueInitial,
     register_backend,
 )
-from .local import _topic_snapshot
+from .local import (
+    Invoker,
+    LocalQueueAdapter,
+    LocalTopicAdapter,
+    LocalWorkQueueAdapter,
+    _topic_snapshot,
+)
 
 FAST = EngineConfig(
     election_timeout_min=0.1, election_timeout_max=0.2, heartbeat_interval=0.02,
@@ -57,99 +60,15 @@ FAST = EngineConfig(
 _names = itertools.count(1)
 
 
-class RaftQueueAdapter(QueueAdapter):
-    def __init__(self, cell: QueueCell[Any]) -> None:
-        self.cell = cell
-
-    def readers(self) -> Mapping[str, Slot[Any]]:
-        return self.cell.readers()
+class RaftQueueAdapter(LocalQueueAdapter):
+    """The local adapter's async flavor, with the replicated storage's snapshot and a
+    batch proposed in one loop iteration (one replicated batch, one apply wave)."""
 
     def elements(self) -> list[Any]:
         return self.cell.storage.elements()  # type: ignore[attr-defined, no-any-return]
 
-    async def try_push(self, value: Any) -> QueuePushError | None:
-        return await self.cell.offer(value)
-
-    async def try_pop(self) -> Any:
-        return await self.cell.poll()
-
-    async def close(self) -> None:
-        await self.cell.aclose()
-
     async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
-        # Proposed in one loop iteration: one replicated batch, one apply wave.
         return list(await asyncio.gather(*(self.cell.offer(v) for v in values)))
-
-
-class RaftTopicAdapter(TopicAdapter):
-    def __init__(self, cell: TopicCell[Any]) -> None:
-        self.cell = cell
-
-    def reader(self, subscriber: str) -> Slot[Any]:
-        return self.cell.reader(subscriber)
-
-    async def publish(self, value: Any) -> Any:
-        return await self.cell.apublish(value)
-
-    async def subscribe(self, subscriber: str, durability: str) -> Any:
-        return await self.cell.asubscribe(subscriber, durability)
-
-    async def reconnect(self, subscriber: str) -> Any:
-        return await self.cell.areconnect(subscriber)
-
-    async def disconnect(self, subscriber: str) -> Any:
-        return await self.cell.adisconnect(subscriber)
-
-    async def advance(self, subscriber: str) -> Any:
-        return await self.cell.aadvance(subscriber)
-
-    async def gc(self) -> int:
-        return await self.cell.agc()
-
-    def base_offset(self) -> int:
-        return self.cell.base_offset()
-
-    def elements(self) -> list[Any]:
-        return self.cell.elements()
-
-    def subscriptions(self) -> dict[str, dict[str, Any]]:
-        return self.cell.subscriptions()
-
-    def read_stream(self, subscriber: str) -> list[Any] | None:
-        return self.cell.read_stream(subscriber)
-
-
-class RaftWorkQueueAdapter(WorkQueueAdapter):
-    def __init__(self, cell: WorkQueueCell) -> None:
-        self.cell = cell
-
-    def readers(self) -> Mapping[str, Slot[Any]]:
-        return self.cell.readers()
-
-    async def push(self, value: Any) -> int:
-        return await self.cell.apush(value)
-
-    async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
-        delivery = await self.cell.atry_claim(worker, now)
-        return None if delivery is None else delivery.to_dict()
-
-    async def ack(self, worker: str, delivery_id: int) -> bool:
-        return await self.cell.aack(worker, delivery_id)
-
-    async def nack(self, worker: str, delivery_id: int) -> bool:
-        return await self.cell.anack(worker, delivery_id)
-
-    async def reap_expired(self, now: int) -> int:
-        return await self.cell.areap_expired(now)
-
-    def pending(self) -> list[dict[str, Any]]:
-        return [item.to_dict() for item in self.cell.pending()]
-
-    def in_flight(self) -> list[dict[str, Any]]:
-        return [delivery.to_dict() for delivery in self.cell.in_flight()]
-
-    def dead_letters(self) -> list[dict[str, Any]]:
-        return [letter.to_dict() for letter in self.cell.dead_letters()]
 
 
 class RaftBackend(Backend):
@@ -215,14 +134,14 @@ class RaftBackend(Backend):
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
             await cell.aclose()
-        return RaftQueueAdapter(cell)
+        return RaftQueueAdapter(cell, Invoker("async"))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
         cell = self.observer.topic(f"t{next(_names)}")
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore_async(_topic_snapshot(initial))
-        return RaftTopicAdapter(cell)
+        return LocalTopicAdapter(cell, Invoker("async"))
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
         await self.cluster_op({"type": "restart_cluster"})
@@ -233,7 +152,7 @@ class RaftBackend(Backend):
             f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries
         )
         await cell.storage._ensure_declared(None)  # type: ignore[union-attr]
-        return RaftWorkQueueAdapter(cell)
+        return LocalWorkQueueAdapter(cell, Invoker("async"))
 
     # -- cluster ops ----------------------------------------------------------------------------
 

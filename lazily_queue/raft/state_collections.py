@@ -12,12 +12,13 @@ which the worker API accepts as proof that its settlement committed.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
-from ..core.topic import Durability, TopicCore
-from ..core.work import Delivery, Receipt, WorkQueueCore
+from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
 from . import commands as C
-from .state_machine import OpErrorRaised, StateMachine, handler, section
+from .state_machine import Handler, OpErrorRaised, StateMachine, handler, section
 
 RECEIPTS_KEPT = 65536
 
@@ -75,52 +76,24 @@ def _topic_declare(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
-@handler(C.TOPIC_PUBLISH)
-def _topic_publish(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.publish(args[1])
-    _topic_changed(sm, name, invalidated)
-    return result
+def _topic_op(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> Handler:
+    """A handler running ``op(topic, args)`` on the named topic and emitting its readers."""
+
+    def apply(sm: StateMachine, args: list[Any]) -> Any:
+        name, topic = _topic(sm, args)
+        result, invalidated = op(topic, args)
+        _topic_changed(sm, name, invalidated)
+        return result.name if isinstance(result, SubscribeOutcome) else result
+
+    return apply
 
 
-@handler(C.TOPIC_SUBSCRIBE)
-def _topic_subscribe(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.subscribe(args[1], Durability(args[2]))
-    _topic_changed(sm, name, invalidated)
-    return result.name
-
-
-@handler(C.TOPIC_RECONNECT)
-def _topic_reconnect(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.reconnect(args[1])
-    _topic_changed(sm, name, invalidated)
-    return result
-
-
-@handler(C.TOPIC_DISCONNECT)
-def _topic_disconnect(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.disconnect(args[1])
-    _topic_changed(sm, name, invalidated)
-    return result
-
-
-@handler(C.TOPIC_ADVANCE)
-def _topic_advance(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.advance(args[1])
-    _topic_changed(sm, name, invalidated)
-    return result
-
-
-@handler(C.TOPIC_GC)
-def _topic_gc(sm: StateMachine, args: list[Any]) -> Any:
-    name, topic = _topic(sm, args)
-    result, invalidated = topic.gc()
-    _topic_changed(sm, name, invalidated)
-    return result
+handler(C.TOPIC_PUBLISH)(_topic_op(lambda t, a: t.publish(a[1])))
+handler(C.TOPIC_SUBSCRIBE)(_topic_op(lambda t, a: t.subscribe(a[1], Durability(a[2]))))
+handler(C.TOPIC_RECONNECT)(_topic_op(lambda t, a: t.reconnect(a[1])))
+handler(C.TOPIC_DISCONNECT)(_topic_op(lambda t, a: t.disconnect(a[1])))
+handler(C.TOPIC_ADVANCE)(_topic_op(lambda t, a: t.advance(a[1])))
+handler(C.TOPIC_GC)(_topic_op(lambda t, a: t.gc()))
 
 
 @handler(C.TOPIC_RESTORE)
@@ -195,20 +168,29 @@ def _work_declare(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
-@handler(C.WORK_PUSH)
-def _work_push(sm: StateMachine, args: list[Any]) -> Any:
-    name, state = _work(sm, args)
-    result, mask = state.core.push(args[1])
-    _work_changed(sm, name, mask)
-    return [result, mask]
+def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransition[Any]]
+             ) -> Handler:
+    """A handler running ``op(core, sm, args)`` on the named work queue; returns
+    ``[result, mask]`` and emits the mask."""
+
+    def apply(sm: StateMachine, args: list[Any]) -> Any:
+        name, state = _work(sm, args)
+        result, mask = op(state.core, sm, args)
+        _work_changed(sm, name, mask)
+        if isinstance(result, Delivery):
+            result = result.to_dict()
+        return [result, mask]
+
+    return apply
 
 
-@handler(C.WORK_CLAIM)
-def _work_claim(sm: StateMachine, args: list[Any]) -> Any:
-    name, state = _work(sm, args)
-    result, mask = state.core.claim(args[1], _time(sm, args[2]))
-    _work_changed(sm, name, mask)
-    return [None if result is None else result.to_dict(), mask]
+handler(C.WORK_PUSH)(_work_op(lambda core, sm, a: core.push(a[1])))
+handler(C.WORK_CLAIM)(_work_op(lambda core, sm, a: core.claim(a[1], _time(sm, a[2]))))
+handler(C.WORK_REAP)(_work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))))
+handler(C.WORK_EXTEND)(
+    _work_op(lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3])))
+)
+handler(C.WORK_REDRIVE)(_work_op(lambda core, sm, a: core.redrive(a[1])))
 
 
 def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
@@ -240,30 +222,6 @@ def _work_ack(sm: StateMachine, args: list[Any]) -> Any:
 @handler(C.WORK_NACK)
 def _work_nack(sm: StateMachine, args: list[Any]) -> Any:
     return _settle(sm, args, "nacked")
-
-
-@handler(C.WORK_REAP)
-def _work_reap(sm: StateMachine, args: list[Any]) -> Any:
-    name, state = _work(sm, args)
-    result, mask = state.core.reap_expired(_time(sm, args[1]))
-    _work_changed(sm, name, mask)
-    return [result, mask]
-
-
-@handler(C.WORK_EXTEND)
-def _work_extend(sm: StateMachine, args: list[Any]) -> Any:
-    name, state = _work(sm, args)
-    result, mask = state.core.extend_lease(args[1], args[2], _time(sm, args[3]))
-    _work_changed(sm, name, mask)
-    return [result, mask]
-
-
-@handler(C.WORK_REDRIVE)
-def _work_redrive(sm: StateMachine, args: list[Any]) -> Any:
-    name, state = _work(sm, args)
-    result, mask = state.core.redrive(args[1])
-    _work_changed(sm, name, mask)
-    return [result, mask]
 
 
 def _capture_work(sm: StateMachine) -> dict[str, Any]:
