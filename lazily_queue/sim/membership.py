@@ -31,6 +31,7 @@ class Reconfiguration:
         self.member: str | None = None
         self._asked = False
         self._asked_at = 0.0
+        self._ever_asked = False
         self._add_at = 0.0
         self.changes = 0
         self._run = 0
@@ -44,6 +45,7 @@ class Reconfiguration:
         if self.state != IDLE or len(self.cluster.node_ids) < 3:
             return False
         self.state, self.member, self._asked = REMOVING, member, False
+        self._ever_asked = False
         self._down = down
         self.cluster.trace(f"fault remove member {member}, add it back after {down}s")
         self._run += 1
@@ -57,13 +59,16 @@ class Reconfiguration:
             return None
         replica = c.nodes[n].replica
         if replica is not None and n == self.member:
-            # A leader cannot remove itself: remove another follower instead.
+            # A leader cannot remove itself. Before anything was proposed, remove another
+            # follower instead; after, only one change may be in flight: move leadership.
             others = [m for m in replica.engine.members if m != n]
-            if self.state != REMOVING or not others:
+            if self.state == REMOVING and not self._ever_asked and others:
+                self.member = others[0]
+                c.trace(f"member {n} leads; removing {self.member} instead")
+            else:
+                replica.engine.transfer_leadership(None, lambda _r, _e: None)
+                c.wake(n)
                 return None
-            self.member = others[0]
-            self._asked = False
-            c.trace(f"member {n} leads; removing {self.member} instead")
         return None if replica is None else (n, replica)
 
     def _settled(self, replica: Any) -> bool:
@@ -82,7 +87,7 @@ class Reconfiguration:
             if member not in replica.engine.members and self._settled(replica):
                 self._removed(member)
             elif member in replica.engine.members and not self._asked:
-                self._asked, self._asked_at = True, c.clock.now
+                self._asked, self._asked_at, self._ever_asked = True, c.clock.now, True
                 replica.engine.remove_member(member, self._answer(self._removed))
                 c.wake(n)
         elif self.state == OUT and c.clock.now >= self._add_at:
