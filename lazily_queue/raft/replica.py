@@ -26,7 +26,7 @@ from typing import Any
 from pysyncobj.config import FAIL_REASON
 
 from . import commands as C
-from .engine import FAIL_NAMES, MAX_COMMAND_BYTES, EngineConfig, RaftEngine
+from .engine import FAIL_NAMES, LEADER, MAX_COMMAND_BYTES, STATE_NAMES, EngineConfig, RaftEngine
 from .errors import CommitTimeout, NoQuorum, ProposalRejected
 from .journal import DurableJournal
 from .snapshot import SnapshotStore
@@ -373,7 +373,7 @@ class Replica:
         self._ready.membership.append((peer_id, added))
 
     def _on_state(self, old: int, new: int) -> None:
-        if new == 2 or old == 2:
+        if LEADER in (old, new):
             self.leader_changes += 1
 
     # -- introspection ----------------------------------------------------------------------
@@ -390,7 +390,7 @@ class Replica:
         e = self.engine
         return {
             "node": e.node_id,
-            "state": {0: "follower", 1: "candidate", 2: "leader"}[e.state],
+            "state": STATE_NAMES[e.state],
             "leader": e.leader_id,
             "term": e.term,
             "commit_index": e.commit_index,

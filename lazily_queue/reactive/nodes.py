@@ -595,5 +595,3 @@ def effect(
     """Shorthand for :class:`Effect`; the effect runs once immediately."""
     return Effect(fn, context=context, name=name)
 
-
-Reader = Source[Any] | Slot[Any] | Computed[Any]
