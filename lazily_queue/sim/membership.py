@@ -66,8 +66,11 @@ class Reconfiguration:
                 self.member = others[0]
                 c.trace(f"member {n} leads; removing {self.member} instead")
             else:
-                replica.engine.transfer_leadership(None, lambda _r, _e: None)
-                c.wake(n)
+                # A transfer needs a follower with every entry, rare under load: stop the
+                # leader for a second instead, so that another member takes over.
+                c.trace(f"member {n} leads with a change in flight; stopped for a second")
+                c.pause(n)
+                c.at(c.clock.now + 1.0, functools.partial(c.resume, n))
                 return None
         return None if replica is None else (n, replica)
 
