@@ -457,7 +457,10 @@ class Node:
             try:
                 reason = await asyncio.wait_for(fut, max(remaining, 0.01))
             except TimeoutError:
-                raise TimeoutError(f"{what} did not commit before the deadline") from None
+                raise TimeoutError(
+                    f"{what} did not commit before the deadline; it may still commit (the "
+                    "leader refuses any other membership change until it has)"
+                ) from None
             if reason == FAIL_REASON.SUCCESS:
                 return
             transient = reason in RETRYABLE or reason == FAIL_REASON.REQUEST_DENIED

@@ -185,6 +185,12 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             self._apply_id = self._methodToID[self._getFuncName("_apply_entry")]
             # We own every socket: the library's per-tick poll of its own fds is idle work.
             self._poller = _NoPoller()
+            accept_change: Callable[[Any], bool] = self._SyncObj__changeCluster  # type: ignore[has-type]
+            self._SyncObj__changeCluster = patches.one_membership_change_at_a_time(
+                accept_change,
+                lambda: self._journal.last_index + 1,  # where the accepted change goes
+                lambda index: setattr(self, "_SyncObj__changeClusterIDx", index),
+            )
             self._SyncObj__needLoadDumpFile = False
             if snapshots.read() is not None:
                 self._SyncObj__loadDumpFile(clearJournal=False)

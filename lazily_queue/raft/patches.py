@@ -39,6 +39,12 @@ message delivery; each can be switched off for tests that demonstrate the defect
   ``response_vote`` of its term, so a duplicated message counts a voter twice and, in
   a five-member cluster, elects a second leader in a term that already has one.
   Each voter is counted once per term.
+- ``one-membership-change-at-a-time``: the library means to refuse a configuration
+  change while an earlier one is uncommitted, but never records the earlier one's
+  index, so a leader cut off from the rest accepts one removal after another until it
+  is a cluster of one that commits on its own, beside the majority's new leader. The
+  index of each accepted change is recorded, so the library's own check refuses the
+  next change until that one has applied.
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -70,6 +76,7 @@ PYSYNCOBJ_VERSION = "0.3.17"
 PICKLE_PROTOCOL = 4
 
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
+                            "one-membership-change-at-a-time",
                             "count-each-vote-once", "lowest-reset-next-index"})
 
 _disabled: set[str] = set()
@@ -267,6 +274,21 @@ def count_each_vote_once(
         counted.clear()
     counted.add((term, voter))
     handle()
+
+
+def one_membership_change_at_a_time(
+    change: Callable[[Any], bool], next_index: Callable[[], int],
+    record: Callable[[int], None],
+) -> Callable[[Any], bool]:
+    """Wrap the library's change-acceptance check so an accepted change is remembered."""
+
+    def accept(request: Any) -> bool:
+        accepted = change(request)
+        if accepted and enabled("one-membership-change-at-a-time"):
+            record(next_index())
+        return accepted
+
+    return accept
 
 
 class LogView:

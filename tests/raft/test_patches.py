@@ -252,3 +252,31 @@ def test_snapshot_entries_come_back_as_tuples(tmp_path: Path) -> None:
     assert type(last) is tuple and type(prev) is tuple
     assert replica.journal[0] == prev and replica.journal[1] == last
     assert StateMachine is type(replica.sm)
+
+
+def _cut_off_leader_shrinks_to_one(root: Path) -> tuple[list[str], bool]:
+    cluster = Manual(root)
+    leader = cluster.elect()
+    followers = [n for n in cluster.ids if n != leader]
+    cluster.declare_queue(leader)
+    engine = cluster.replicas[leader].engine
+    answers: list[int] = []
+    for follower in followers:  # the leader is cut off: nothing it sends arrives
+        engine.remove_member(follower, lambda _, reason: answers.append(reason))
+        cluster.step(leader)
+        cluster.in_flight.clear()
+    cluster.propose(leader, C.QUEUE_PUSH, ["q", "alone"])
+    for _ in range(5):
+        cluster.step(leader)
+        cluster.in_flight.clear()
+    alone = cluster.replicas[leader].sm.queues["q"].elements() == ["alone"]
+    return engine.members, alone
+
+
+def test_one_membership_change_at_a_time(tmp_path: Path) -> None:
+    members, committed_alone = _cut_off_leader_shrinks_to_one(tmp_path / "patched")
+    assert len(members) == 2 and not committed_alone  # the second removal was refused
+    with patches.disabled("one-membership-change-at-a-time"):
+        members, committed_alone = _cut_off_leader_shrinks_to_one(tmp_path / "stock")
+    # Stock: a leader nobody hears removed both followers and now commits on its own.
+    assert len(members) == 1 and committed_alone
