@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = ("node", "status", "demo", "bench", "conformance")
+SUBCOMMANDS = ("node", "status", "rejoin", "demo", "bench", "conformance")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,10 +72,10 @@ def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], lis
                 raise JournalCorruptedError(
                     f"{path}: record at byte {pos} (index {index}) fails its checksum and a "
                     f"valid record (index {found}) follows it; the journal is corrupted. "
-                    "Nothing was applied. Restore this node from its peers with "
-                    "lazily_queue.raft.rejoin.wipe_for_rejoin (it keeps the term and vote "
-                    "and withholds the node's vote until it has caught up); never just "
-                    "delete the data directory."
+                    "Nothing was applied. Restore this node from its peers: stop it and run "
+                    "`lazily-queue rejoin --config FILE` (or lazily_queue.raft.rejoin."
+                    "wipe_for_rejoin), which keeps the term and vote and withholds the "
+                    "node's vote until it has caught up; never just delete the data directory."
                 )
             break
         command = bytes(data[pos + HEADER.size : end])
