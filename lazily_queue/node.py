@@ -36,7 +36,7 @@ from .raft.disk import OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
 from .raft.errors import NodeNotRunning
-from .raft.journal import DurableJournal, JournalError
+from .raft.journal import DurableJournal
 from .raft.network import RaftNetwork
 from .raft.replica import Replica, ReplicaConfig
 from .raft.state_machine import Event
@@ -137,10 +137,7 @@ class Node:
             return
         disk = OsDisk(sync=self.durability == "fsync")
         raft_dir = str(self.data_dir / "raft")
-        try:
-            journal = DurableJournal(disk, raft_dir)
-        except JournalError:
-            raise
+        journal = DurableJournal(disk, raft_dir)
         self._check_identity(journal)
         self._journal = journal
         members = sorted({self.node_id, *self.peers})

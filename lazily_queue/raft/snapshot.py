@@ -145,13 +145,16 @@ class SnapshotStore:
         self._state = SUCCESS
         self.taken += 1
 
+    def _raw(self) -> bytes | None:
+        """The stored snapshot's bytes (read from disk once, then kept)."""
+        if self._data is None:
+            self._data = self._disk.read(self.path)
+        return self._data
+
     def read(self) -> dict[str, Any] | None:
         """The stored snapshot, decoded, or ``None`` when there is none."""
-        raw = self._data if self._data is not None else self._disk.read(self.path)
-        if raw is None:
-            return None
-        self._data = raw
-        return decode_snapshot(raw)
+        raw = self._raw()
+        return None if raw is None else decode_snapshot(raw)
 
     def deserialize(self) -> tuple[None, tuple[bytes, int, int], tuple[bytes, int, int], list[Any]]:
         doc = self.read()
@@ -164,11 +167,9 @@ class SnapshotStore:
     # -- sending to a follower ------------------------------------------------------------------
 
     def getTransmissionData(self, transmissionID: Any) -> tuple[bytes, bool, bool] | None:
-        if self._data is None and self._disk.read(self.path) is None:
+        data = self._raw()
+        if data is None:
             return None
-        data = self._data if self._data is not None else self._disk.read(self.path)
-        assert data is not None
-        self._data = data
         sent = self._sending.get(transmissionID, 0)
         chunk = data[sent : sent + self._chunk]
         is_first = sent == 0

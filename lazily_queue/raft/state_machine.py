@@ -81,7 +81,6 @@ class StateMachine:
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
         self.sessions: dict[int, Session] = {}
-        self.extra: dict[str, Any] = {}
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -189,7 +188,6 @@ class StateMachine:
         self.queues = queues
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
         self.sessions = sessions
-        self.extra = {}
         for sec in _SECTIONS:
             sec.restore(self, doc.get(sec.name))
         self.events.append(("restored", "", None))

@@ -234,10 +234,11 @@ class Consumer(Client):
             self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP, [QUEUE, result])
 
 
-class WorkProducer(Client):
-    """Pushes unique items to the work queue."""
+class UniqueSender(Client):
+    """Sends ``code`` with a new unique value for ``target`` until draining."""
 
-    kind = "work-producer"
+    code = 0
+    target = ""
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
@@ -248,7 +249,15 @@ class WorkProducer(Client):
             self.stopped = True
             return
         self.n += 1
-        self.call(C.WORK_PUSH, [WORK, f"{self.cid}:{self.n}"], lambda _obs: None)
+        self.call(self.code, [self.target, f"{self.cid}:{self.n}"], lambda _obs: None)
+
+
+class WorkProducer(UniqueSender):
+    """Pushes unique items to the work queue."""
+
+    kind = "work-producer"
+    code = C.WORK_PUSH
+    target = WORK
 
 
 class Worker(Client):
@@ -292,21 +301,12 @@ class Worker(Client):
             self.settle = None
 
 
-class Publisher(Client):
+class Publisher(UniqueSender):
     """Publishes unique values to the topic."""
 
     kind = "publisher"
-
-    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
-        super().__init__(cid, cluster, rng)
-        self.n = 0
-
-    def next_op(self) -> None:
-        if self.draining:
-            self.stopped = True
-            return
-        self.n += 1
-        self.call(C.TOPIC_PUBLISH, [TOPIC, f"{self.cid}:{self.n}"], lambda _obs: None)
+    code = C.TOPIC_PUBLISH
+    target = TOPIC
 
 
 class Subscriber(Client):

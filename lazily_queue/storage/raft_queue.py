@@ -38,8 +38,6 @@ def raise_op_error(result: Any) -> Any:
     """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
     if isinstance(result, OpError):
         raise ProposalRejected(str(result))
-    if isinstance(result, BaseException):
-        raise ProposalRejected(f"applying the operation failed: {result}")
     return result
 
 
