@@ -292,6 +292,13 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                     message,
                     lambda: self._SyncObj__onMessageReceived(node, message),
                 )
+            elif kind == "append_entries" and "prevLogIdx" not in message:
+                patches.snapshot_messages_commit_nothing(
+                    self._log_view,
+                    message,
+                    lambda: self._snapshots.installed,
+                    lambda m: self._SyncObj__onMessageReceived(node, m),
+                )
             elif kind == "append_entries":
                 patches.append_entries_without_spurious_truncation(
                     self._log_view,

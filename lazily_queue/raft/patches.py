@@ -45,6 +45,12 @@ message delivery; each can be switched off for tests that demonstrate the defect
   is a cluster of one that commits on its own, beside the majority's new leader. The
   index of each accepted change is recorded, so the library's own check refuses the
   next change until that one has applied.
+- ``snapshot-messages-commit-nothing``: a follower handling an AppendEntries that
+  carries a snapshot chunk (no ``prevLogIdx``) sets its commit index to the leader's,
+  capped by its own last index, without any check that its log matches the leader's:
+  a member back from a long absence with an uncommitted suffix the cluster has since
+  replaced commits and applies that suffix. Such a message now moves the commit index
+  only when it installed the snapshot.
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -77,7 +83,8 @@ PICKLE_PROTOCOL = 4
 
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
                             "one-membership-change-at-a-time",
-                            "count-each-vote-once", "lowest-reset-next-index"})
+                            "count-each-vote-once", "lowest-reset-next-index",
+                            "snapshot-messages-commit-nothing"})
 
 _disabled: set[str] = set()
 _installed = False
@@ -355,3 +362,18 @@ def append_entries_without_spurious_truncation(
     limit = max(commit_before, min(int(message.get("commit_index", 0)), covered))
     if commit_after > limit:
         log.set_commit_index(limit)
+
+
+def snapshot_messages_commit_nothing(
+    log: LogView, message: dict[str, Any], installed: Callable[[], int],
+    handle: Callable[[dict[str, Any]], None],
+) -> None:
+    """Deliver an AppendEntries without ``prevLogIdx`` (a snapshot chunk): unless it
+    installed the snapshot, the commit index stays where it was."""
+    if not enabled("snapshot-messages-commit-nothing") or "prevLogIdx" in message:
+        handle(message)
+        return
+    commit_before, installed_before = log.commit_index(), installed()
+    handle(message)
+    if installed() == installed_before and log.commit_index() > commit_before:
+        log.set_commit_index(commit_before)
