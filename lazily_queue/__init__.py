@@ -40,7 +40,13 @@ from .storage import (
 
 if TYPE_CHECKING:
     from .node import ClusterMismatch, Node
-    from .raft.errors import CommitTimeout, NodeNotRunning, NoQuorum, ProposalRejected
+    from .raft.errors import (
+        CommitTimeout,
+        NodeNotRunning,
+        NoQuorum,
+        ProposalRejected,
+        StorageUnavailable,
+    )
 
 _LAZY = {
     "Node": "node",
@@ -49,6 +55,7 @@ _LAZY = {
     "NoQuorum": "raft.errors",
     "NodeNotRunning": "raft.errors",
     "ProposalRejected": "raft.errors",
+    "StorageUnavailable": "raft.errors",
 }
 
 
@@ -90,6 +97,7 @@ __all__ = [
     "ReplicatedTopicStorage",
     "ReplicatedWorkQueueStorage",
     "SettlementRejected",
+    "StorageUnavailable",
     "SubscribeOutcome",
     "TopicCell",
     "TopicCore",

@@ -40,14 +40,18 @@ _SCHEMA: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+#: Terms, indexes and ids fit the journal's unsigned 64-bit fields with room to spare.
+MAX_INT = 2**63 - 1
+
+
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_INT
 
 
 def _check(name: str, spec: Any, value: Any) -> Any:
     if spec is _INT:
         if not _is_int(value) or value < 0:
-            raise FrameError(f"field {name!r} must be a non-negative int, got {value!r:.40}")
+            raise FrameError(f"field {name!r} must be an int in 0..2**63-1")
         return value
     if spec is _BOOL:
         if not isinstance(value, bool):

@@ -2,17 +2,19 @@
 
 One loop iteration is one step at most: frames received and operations proposed
 during an iteration are handled together, so every proposal made in one iteration
-becomes one replicated batch (group commit). Steps write their records at once but
-fsync on a worker thread; the messages a step produced (votes, acknowledgements,
-entries) are released in step order, only after an fsync that started after its
-writes has finished. One fsync covers every step written while the previous one ran.
-Results of applied entries and reader events need no local fsync when the cluster
-has other members (an entry applies only once it is durable on a majority, and a
-leader counts its own copy only after its entries left, i.e. after its fsync), so
-they are released at once; a single-node cluster commits on its own disk alone and
-holds them until the fsync as well.
-A timer keeps the engine ticking for heartbeats and elections. Exceptions around
-delivery and stepping are logged, never fatal; a malformed frame closes that link.
+becomes one replicated batch (group commit). After each step the journal is written
+at once and fsynced on a worker thread; what the step produced is released by the
+:class:`~.pipeline.CommitPipeline` (votes, acknowledgements and entries only after an
+fsync covering their writes). One fsync covers every step written while the previous
+one ran. A timer keeps the engine ticking for heartbeats and elections. Exceptions
+around delivery and stepping are logged, never fatal; a malformed frame closes that link.
+
+When the disk refuses a write or an fsync (full, failing), the node stops stepping: it
+sends and acknowledges nothing, drops incoming frames, fails waiting and new writes
+with :class:`~.errors.StorageUnavailable` and keeps its applied state readable. Every
+``disk_retry`` seconds it writes its unsynced records again and fsyncs them; the first
+success releases what it held and the node carries on by itself. Both transitions are
+logged once.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .codec import FrameError, decode_frame, encode_frames
-from .errors import NodeNotRunning
+from .errors import NodeNotRunning, StorageUnavailable
 from .network import RaftNetwork
+from .pipeline import CommitPipeline
 from .replica import Proposal, Ready, Replica
 from .state_machine import Event
 
@@ -47,10 +49,12 @@ class Driver:
         tick_interval: float = 0.02,
         on_events: EventSink | None = None,
         addresses: dict[str, str] | None = None,
+        disk_retry: float = 1.0,
     ) -> None:
         self.replica = replica
         self.network = network
         self.tick_interval = tick_interval
+        self.disk_retry = disk_retry
         self._on_events = on_events
         self._addresses = dict(addresses or {})
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -62,19 +66,33 @@ class Driver:
         self.bad_frames = 0
         self.step_errors = 0
         self.fsyncs = 0
+        #: Frames dropped because the journal could not be written.
+        self.stalled_frames = 0
         self._state_waiters: list[asyncio.Future[None]] = []
-        self._held: deque[tuple[int, Ready]] = deque()
-        self._written = 0
-        self._synced = 0
-        self._syncing = False
+        self.pipeline = CommitPipeline()
+        self._stalled_since: float | None = None
+        self._retry_at = 0.0
+        self._recovering = False
         self._fsync_pool: ThreadPoolExecutor | None = None
-        self._stop_task: asyncio.Future[None] | None = None
         #: Called with the duration in seconds of every fsync (metrics).
         self.fsync_observer: Callable[[float], None] | None = None
+        #: Called with the reason when the journal stops accepting writes, ``None`` when
+        #: it accepts them again.
+        self.disk_observer: Callable[[str | None], None] | None = None
 
     @property
     def running(self) -> bool:
         return self._running
+
+    @property
+    def disk_error(self) -> str | None:
+        """Why the journal cannot be written, while it cannot."""
+        return self.pipeline.stall
+
+    @property
+    def disk_error_since(self) -> float | None:
+        """``time.time()`` when the journal stopped accepting writes."""
+        return self._stalled_since
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -96,9 +114,14 @@ class Driver:
         try:
             self._step()
         finally:
-            self.replica.journal.sync()
-            self._synced = self._written
-            self._release()
+            try:
+                self.replica.journal.sync()
+            except OSError as exc:
+                log.error("node %s: the journal could not be written at stop (%s); what "
+                          "it held is not released", self.replica.node_id, exc)
+            else:
+                for ready in self.pipeline.recovered():
+                    self._dispatch(ready)
             await self.network.stop()
             if self._fsync_pool is not None:
                 self._fsync_pool.shutdown(wait=True)
@@ -123,6 +146,8 @@ class Driver:
         """Propose one op; the future resolves with its result once applied here."""
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`")
+        if self.pipeline.stall is not None:
+            raise StorageUnavailable(self._stall_text("the operation was not applied"))
         fut: asyncio.Future[Any] = self._loop.create_future()
 
         def done(result: Any, error: BaseException | None) -> None:
@@ -162,6 +187,9 @@ class Driver:
             self._loop.call_soon(self._scheduled_step)
 
     def _on_frame(self, peer: str, frame: bytes) -> None:
+        if self.pipeline.stall is not None:
+            self.stalled_frames += 1
+            return
         try:
             messages = decode_frame(frame)
         except FrameError as exc:
@@ -191,7 +219,10 @@ class Driver:
 
     def _on_timer(self) -> None:
         self._arm_timer()
-        self._step()
+        if self.pipeline.stall is None:
+            self._step()
+        elif self._loop is not None and self._loop.time() >= self._retry_at:
+            self._retry_disk()
 
     def _scheduled_step(self) -> None:
         self._scheduled = False
@@ -200,6 +231,8 @@ class Driver:
     def _step(self) -> None:
         if self._stepping:
             self.wake()
+            return
+        if self.pipeline.stall is not None:
             return
         self._stepping = True
         try:
@@ -211,57 +244,130 @@ class Driver:
             return
         finally:
             self._stepping = False
-        if ready.unsynced:
-            self._written += 1
-        if not self._held and self._written == self._synced:
-            self._dispatch(ready)
+        journal = self.replica.journal
+        error: OSError | None = None
+        wrote = False
+        if journal.needs_sync:
+            try:
+                wrote = journal.write()
+            except OSError as exc:
+                error, wrote = exc, True
+        alone = len(self.replica.engine.members) == 1
+        for out in self.pipeline.admit(ready, wrote=wrote, alone=alone):
+            self._dispatch(out)
+        if error is not None:
+            self._stall(error)
             return
-        if len(self.replica.engine.members) > 1:
-            self._dispatch_results(ready)
-        self._held.append((self._written, ready))
         self._start_fsync()
 
-    def _start_fsync(self) -> None:
-        if self._syncing or self._written == self._synced or self._loop is None:
-            return
+    def _pool(self) -> ThreadPoolExecutor:
         if self._fsync_pool is None:
             self._fsync_pool = ThreadPoolExecutor(1, thread_name_prefix="lazily-fsync")
-        self._syncing = True
-        target = self._written
-        loop = self._loop
-        future = loop.run_in_executor(self._fsync_pool, self._timed_fsync)
-        future.add_done_callback(lambda f: self._fsynced(f, target))
+        return self._fsync_pool
+
+    def _start_fsync(self) -> None:
+        if self._loop is None or self.pipeline.start_fsync() is None:
+            return
+        future = self._loop.run_in_executor(self._pool(), self._timed_fsync)
+        future.add_done_callback(self._fsynced)
 
     def _timed_fsync(self) -> float:
         start = time.perf_counter()
         self.replica.journal.fsync()
         return time.perf_counter() - start
 
-    def _fsynced(self, future: asyncio.Future[float], target: int) -> None:
-        self._syncing = False
+    def _fsynced(self, future: asyncio.Future[float]) -> None:
         error = future.exception()
         if error is not None:
-            # Nothing unsynced may be acknowledged; without a durable journal the node
-            # cannot go on safely.
-            log.critical("node %s: fsync failed (%s); stopping the node", self.replica.node_id,
-                         error)
-            self._held.clear()
-            self._stop_task = asyncio.ensure_future(self.stop())
+            self._stall(error)
             return
+        self._observe_fsync(future.result())
+        for ready in self.pipeline.fsync_done():
+            self._dispatch(ready)
+        self._start_fsync()
+
+    def _observe_fsync(self, seconds: float) -> None:
         self.fsyncs += 1
         if self.fsync_observer is not None:
             try:
-                self.fsync_observer(future.result())
+                self.fsync_observer(seconds)
             except Exception:
                 log.exception("node %s: fsync observer failed", self.replica.node_id)
-        self._synced = max(self._synced, target)
-        self._release()
-        self._start_fsync()
 
-    def _release(self) -> None:
-        while self._held and self._held[0][0] <= self._synced:
-            _, ready = self._held.popleft()
+    # -- a journal that cannot be written ----------------------------------------------------
+
+    def _stall_text(self, outcome: str) -> str:
+        return (f"node {self.replica.node_id} {self.pipeline.stall}; it acknowledges no "
+                f"writes until the disk accepts them again ({outcome}; it retries by itself "
+                "and reads go on)")
+
+    def _stall(self, error: BaseException) -> None:
+        """A write or fsync failed: nothing unsynced may be trusted or released."""
+        journal = self.replica.journal
+        journal.discard_unsynced()
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else error
+        first = self.pipeline.failed(f"cannot write its journal {journal.path}: {detail}")
+        if self._loop is not None:
+            self._retry_at = self._loop.time() + self.disk_retry
+        if not first:
+            return
+        self._stalled_since = time.time()
+        log.error("node %s %s; it acknowledges no writes until the disk accepts them again "
+                  "and retries every %g s; reads go on", self.replica.node_id,
+                  self.pipeline.stall, self.disk_retry)
+
+        def failure(unknown: bool) -> BaseException:
+            outcome = ("its outcome is unknown: it may commit once the disk recovers"
+                       if unknown else "the operation was not applied")
+            return StorageUnavailable(self._stall_text(outcome))
+
+        completions = self.replica.fail_waiters(failure)
+        completions += [(callback, None, failure(True))
+                        for callback, _, _ in self.pipeline.take_held_results()]
+        self._dispatch_results(Ready(completions=completions))
+        waiters, self._state_waiters = self._state_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_exception(failure(False))
+        self._notify_disk(self.pipeline.stall)
+
+    def _retry_disk(self) -> None:
+        if self._recovering or self._loop is None:
+            return
+        self._retry_at = self._loop.time() + self.disk_retry
+        journal = self.replica.journal
+        try:
+            journal.write()
+        except OSError:
+            journal.discard_unsynced()
+            return
+        self._recovering = True
+        future = self._loop.run_in_executor(self._pool(), self._timed_fsync)
+        future.add_done_callback(self._recovery_fsynced)
+
+    def _recovery_fsynced(self, future: asyncio.Future[float]) -> None:
+        self._recovering = False
+        if future.exception() is not None:
+            self.replica.journal.discard_unsynced()
+            return
+        self._observe_fsync(future.result())
+        since = self._stalled_since
+        self._stalled_since = None
+        log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "
+                    "writes again", self.replica.node_id, time.time() - (since or time.time()))
+        for ready in self.pipeline.recovered():
             self._dispatch(ready)
+        self._notify_disk(None)
+        self.wake()
+
+    def _notify_disk(self, reason: str | None) -> None:
+        if self.disk_observer is not None:
+            try:
+                self.disk_observer(reason)
+            except Exception:
+                log.exception("node %s: disk observer failed", self.replica.node_id)
+
+    # -- releasing --------------------------------------------------------------------------
 
     def _dispatch(self, ready: Ready) -> None:
         for peer, added in ready.membership:
@@ -281,20 +387,18 @@ class Driver:
 
     def _dispatch_results(self, ready: Ready) -> None:
         """Reader events, completions and orphans (each handed over once)."""
-        events, ready.events = ready.events, []
-        completions, ready.completions = ready.completions, []
-        orphans, ready.orphans = ready.orphans, []
-        if events and self._on_events is not None:
+        taken = ready.take_results()
+        if taken.events and self._on_events is not None:
             try:
-                self._on_events(events)
+                self._on_events(taken.events)
             except Exception:
                 log.exception("node %s: an event observer failed", self.replica.node_id)
-        for callback, result, error in completions:
+        for callback, result, error in taken.completions:
             try:
                 callback(result, error)
             except Exception:
                 log.exception("node %s: a completion callback failed", self.replica.node_id)
-        for orphan, value in orphans:
+        for orphan, value in taken.orphans:
             try:
                 orphan(value)
             except Exception:
@@ -304,6 +408,8 @@ class Driver:
         """Wait until the next step has been dispatched."""
         if self._loop is None or not self._running:
             raise NodeNotRunning("the node is not running")
+        if self.pipeline.stall is not None:
+            raise StorageUnavailable(self._stall_text("nothing was applied"))
         fut: asyncio.Future[None] = self._loop.create_future()
         self._state_waiters.append(fut)
         await fut

@@ -23,3 +23,8 @@ class ProposalRejected(ReplicationError):
 
 class NodeNotRunning(ReplicationError):
     """The node is not started, or has been stopped."""
+
+
+class StorageUnavailable(ReplicationError):
+    """This node cannot write its journal (a full or failing disk); it acknowledges no
+    writes until it can again, and resumes by itself. Reads go on."""

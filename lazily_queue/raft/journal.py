@@ -1,115 +1,50 @@
 """The durable Raft journal: checksummed records, group-commit fsync, atomic metadata.
 
-Record layout (little endian)::
+Records (see :mod:`.records`) are kept in memory and reach the disk only in
+:meth:`DurableJournal.write`, which the caller runs once per step before anything
+the step produced may leave: truncations, rewrites and appends are recorded by the
+engine's calls and carried out there, so a disk error never interrupts the engine
+half-way. :meth:`DurableJournal.fsync` (on a worker thread) makes written records
+durable. Term, vote and identity live in two checksummed metadata copies
+(:mod:`.meta`) replaced by the same write.
 
-    u32 command length | u32 crc32(index, term, command) | u64 index | u64 term | command
+Disk errors never tear the journal: an append that fails part-way is cut back to the
+last whole record before anything else is written; after a failed write or fsync,
+:meth:`DurableJournal.discard_unsynced` schedules every record not known durable to
+be written again (the kernel may have dropped them), so a later successful fsync
+covers fresh writes, never the failed one.
 
-Appends are buffered in memory and written by :meth:`DurableJournal.sync`, which the
-driver calls once per tick before any message or acknowledgement leaves the node: one
-write and one fsync cover everything the tick produced. Term and vote live in a small
-CBOR metadata file replaced atomically (file and directory fsynced) by the same sync.
-
-On open a torn tail (an incomplete or unreadable last record) is cut off with a
-warning; a record that fails its checksum while a valid record follows it anywhere in
-the file, or indexes that are not consecutive, raise :class:`JournalCorruptedError`
-and nothing is applied.
+On open, a torn tail is cut off with a warning. A damaged record with a valid record
+after it raises :class:`JournalCorruptedError` and nothing is applied. A damaged
+*last* record (complete but failing its checksum: not what an interrupted append
+leaves) is cut off too, but the member then withholds its vote until its log has
+caught up past it (the rejoin floor), since that record may have been acknowledged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import struct
-import zlib
 from typing import Any
 
-import cbor2
 import pysyncobj.journal as _ps_journal
 
 from .disk import Disk
+from .meta import MetaStore
+from .records import (
+    HEADER,
+    Entry,
+    JournalCorruptedError,
+    JournalError,
+    Tail,
+    encode_record,
+    read_records,
+)
+from .rejoin import FLOOR_KEY, floor_of
+
+__all__ = ["DurableJournal", "JournalCorruptedError", "JournalError"]
 
 log = logging.getLogger(__name__)
-
-HEADER = struct.Struct("<IIQQ")
-META_VERSION = 1
-
-Entry = tuple[bytes, int, int]
-
-
-class JournalError(Exception):
-    """The journal or its metadata cannot be used."""
-
-
-class JournalCorruptedError(JournalError):
-    """A record in the middle of the journal failed its checksum or ordering check."""
-
-
-def _crc(index: int, term: int, command: bytes) -> int:
-    return zlib.crc32(command, zlib.crc32(struct.pack("<QQ", index, term))) & 0xFFFFFFFF
-
-
-def encode_record(command: bytes, index: int, term: int) -> bytes:
-    return HEADER.pack(len(command), _crc(index, term, command), index, term) + command
-
-
-def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], list[int], int]:
-    """Parse records; return entries, their offsets and the length of the valid prefix."""
-    entries: list[Entry] = []
-    offsets: list[int] = []
-    pos = 0
-    size = len(data)
-    while pos < size:
-        if size - pos < HEADER.size:
-            break
-        length, crc, index, term = HEADER.unpack_from(data, pos)
-        end = pos + HEADER.size + length
-        if end > size or _crc(index, term, bytes(data[pos + HEADER.size : end])) != crc:
-            # A torn write only leaves garbage at the very end; a valid record anywhere
-            # after this one (a flipped length field misplaces "the end") is corruption.
-            last = entries[-1] if entries else None
-            found = _valid_record_after(data, pos + 1, last[1] if last else None,
-                                        last[2] if last else 0)
-            if found is not None:
-                raise JournalCorruptedError(
-                    f"{path}: record at byte {pos} (index {index}) fails its checksum and a "
-                    f"valid record (index {found}) follows it; the journal is corrupted. "
-                    "Nothing was applied. Restore this node from its peers: stop it and run "
-                    "`lazily-queue rejoin --config FILE` (or lazily_queue.raft.rejoin."
-                    "wipe_for_rejoin), which keeps the term and vote and withholds the "
-                    "node's vote until it has caught up; never just delete the data directory."
-                )
-            break
-        command = bytes(data[pos + HEADER.size : end])
-        if entries and index != entries[-1][1] + 1:
-            raise JournalCorruptedError(
-                f"{path}: record at byte {pos} has index {index} after index "
-                f"{entries[-1][1]}; indexes must be consecutive. Nothing was applied."
-            )
-        entries.append((command, index, term))
-        offsets.append(pos)
-        pos = end
-    return entries, offsets, pos
-
-
-def _valid_record_after(
-    data: bytes, start: int, last_index: int | None, last_term: int
-) -> int | None:
-    """The index of a record passing its checksum that starts at or after ``start``.
-
-    Only headers that could follow ``last_index`` / ``last_term`` are checksummed, so
-    scanning a torn tail stays cheap (``None``: the first record of the file is bad).
-    """
-    size = len(data)
-    most = (size - start) // HEADER.size + 1
-    for pos in range(start, size - HEADER.size + 1):
-        length, crc, index, term = HEADER.unpack_from(data, pos)
-        end = pos + HEADER.size + length
-        if end > size or index < 1 or term < last_term:
-            continue
-        if last_index is not None and not 0 < index - last_index <= most:
-            continue
-        if _crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
-            return int(index)
-    return None
 
 
 class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
@@ -121,12 +56,17 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self.path = f"{directory}/{name}.log"
         self.meta_path = f"{directory}/{name}.meta"
         disk.makedirs(directory)
+        self._meta_store = MetaStore(disk, self.meta_path)
         self._entries: list[Entry] = []
         self._offsets: list[int] = []
-        self._file_size = 0
+        # The file holds the records as they are in memory up to ``_base``; ``_pending``
+        # goes after it. ``_truncate``: cut the file to ``_base`` first. ``_rewrite``:
+        # replace the whole file with the records in memory instead.
+        self._base = 0
+        self._end = 0
         self._pending = bytearray()
-        self._pending_start = 0
-        self._dirty = False
+        self._truncate = False
+        self._rewrite = False
         self._meta_dirty = False
         # The last index whose record is on disk as it is in memory, once handed to the
         # OS (written) and once made durable; a truncation or rewrite starts a new
@@ -135,43 +75,50 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._durable_index = 0
         self._generation = 0
         self._mask_from: int | None = None
-        self.torn_bytes = 0
-        self._meta: dict[str, Any] = self._load_meta()
+        self.tail = Tail()
+        self._meta: dict[str, Any] = self._meta_store.load()
+        self._meta_dirty = bool(self._meta_store.repaired)
         self._load()
 
     # -- loading ----------------------------------------------------------------------------
 
-    def _load_meta(self) -> dict[str, Any]:
-        raw = self._disk.read(self.meta_path)
-        if raw is None:
-            return {"version": META_VERSION, "term": 0, "voted_for": None, "commit": 1}
-        try:
-            meta = cbor2.loads(raw)
-        except Exception as exc:
-            raise JournalError(
-                f"{self.meta_path}: unreadable metadata ({exc}); it is replaced atomically, so "
-                "this is not a torn write. Restore the node's data directory from a backup or "
-                "remove it and let the node rejoin empty."
-            ) from exc
-        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
-            raise JournalError(f"{self.meta_path}: unknown metadata format {meta!r}")
-        return meta
-
     def _load(self) -> None:
         data = self._disk.read(self.path) or b""
-        entries, offsets, valid = decode_records(data, self.path)
-        if valid < len(data):
-            self.torn_bytes = len(data) - valid
-            log.warning(
-                "%s: cut a torn tail of %d bytes after index %s (an unsynced write)",
-                self.path,
-                self.torn_bytes,
-                entries[-1][1] if entries else "none",
-            )
-            self._disk.truncate(self.path, valid)
+        found = read_records(data, self.path)
+        entries = found.entries
+        tail = self.tail = found.tail
+        if tail.size:
+            last = entries[-1][1] if entries else 0
+            if tail.damaged:
+                floor = (int(self._meta.get("term", 0)), last + tail.records)
+                previous = floor_of(self._meta)
+                if previous is not None:
+                    floor = max(floor, previous)
+                self._meta[FLOOR_KEY] = list(floor)
+                # The floor must be durable before the damaged record goes.
+                self._meta_store.store(self._meta)
+                log.error(
+                    "%s: the last record (after index %d) is damaged, not torn; it is cut "
+                    "off and the node withholds its vote until its log reaches term %d "
+                    "index %d", self.path, last, floor[0], floor[1])
+            else:
+                log.warning("%s: cut a torn tail of %d bytes after index %s (an unsynced "
+                            "write)", self.path, tail.size, last or "none")
+            self._disk.truncate(self.path, found.valid)
             self._disk.sync(self.path)
-        self._entries, self._offsets, self._file_size = entries, offsets, valid
+        self._entries, self._offsets = entries, found.offsets
+        self._base = self._end = found.valid
         self._written_index = self._durable_index = self.last_index
+
+    @property
+    def meta_damaged(self) -> bool:
+        """A metadata copy failed its checks on opening (the next write repairs it)."""
+        return self._meta_store.damaged
+
+    @property
+    def torn_bytes(self) -> int:
+        """Bytes cut off the end of the file when it was opened."""
+        return self.tail.size
 
     def drop_before(self, index: int) -> None:
         """Forget entries below ``index`` (they are covered by the snapshot)."""
@@ -191,17 +138,17 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         command = bytes(command)
         if self._entries and idx != self._entries[-1][1] + 1:
             raise JournalError(f"append of index {idx} after {self._entries[-1][1]}")
-        if not self._pending:
-            self._pending_start = self._file_size
-        offset = self._pending_start + len(self._pending)
-        self._pending += encode_record(command, idx, term)
+        record = encode_record(command, idx, term)
+        if not self._rewrite:
+            self._pending += record
         self._entries.append((command, idx, term))
-        self._offsets.append(offset)
-        self._dirty = True
+        self._offsets.append(self._end)
+        self._end += len(record)
 
     def clear(self) -> None:
         self._entries, self._offsets = [], []
-        self._rewrite()
+        self._forget_after(0)
+        self._schedule_rewrite()
 
     def deleteEntriesFrom(self, entryFrom: int) -> None:
         if self._mask_from is not None:
@@ -212,35 +159,36 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._forget_after(self._entries[entryFrom][1] - 1)
         del self._entries[entryFrom:]
         del self._offsets[entryFrom:]
-        if cut >= self._pending_start and self._pending:
-            del self._pending[cut - self._pending_start :]
+        self._end = cut
+        if self._rewrite:
+            return
+        if cut >= self._base:
+            del self._pending[cut - self._base :]
         else:
             self._pending.clear()
-            self._disk.truncate(self.path, cut)
-            self._file_size = cut
-        self._dirty = True
+            self._base = cut
+            self._truncate = True
 
     def deleteEntriesTo(self, entryTo: int) -> None:
         del self._entries[:entryTo]
-        self._rewrite()
+        self._schedule_rewrite()
 
     def _forget_after(self, index: int) -> None:
         self._generation += 1
         self._written_index = min(self._written_index, index)
         self._durable_index = min(self._durable_index, index)
 
-    def _rewrite(self) -> None:
-        data = b"".join(encode_record(*e) for e in self._entries)
-        self._disk.replace(self.path, data)
+    def _schedule_rewrite(self) -> None:
         self._generation += 1
-        self._written_index = self._durable_index = self.last_index
+        self._rewrite = True
+        self._truncate = False
         self._pending.clear()
         self._offsets = []
         pos = 0
         for command, _, _ in self._entries:
             self._offsets.append(pos)
             pos += HEADER.size + len(command)
-        self._file_size = pos
+        self._base = self._end = pos
 
     def __getitem__(self, item: Any) -> Any:
         if (
@@ -296,19 +244,24 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         return self._entries[-1][1] if self._entries else 0
 
     @property
+    def durable_index(self) -> int:
+        """The last index known to be on disk durably as it is in memory."""
+        return self._durable_index
+
+    @property
     def first_index(self) -> int:
         return self._entries[0][1] if self._entries else 0
 
     @property
     def needs_sync(self) -> bool:
-        return self._dirty or self._meta_dirty
+        return bool(self._pending or self._truncate or self._rewrite or self._meta_dirty)
 
     @property
     def meta(self) -> dict[str, Any]:
         return self._meta
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Store an extra metadata field (written by the next :meth:`sync`)."""
+        """Store an extra metadata field (written by the next :meth:`write`)."""
         self._meta[key] = value
         self._meta_dirty = True
 
@@ -319,27 +272,52 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             self._durable_index = self._written_index
 
     def write(self) -> bool:
-        """Hand buffered records to the OS and replace the metadata durably.
+        """Carry out recorded truncations, rewrites and appends and replace the metadata.
 
-        Returns True when records were written that still need :meth:`fsync`.
+        Returns True when records were appended or cut that still need :meth:`fsync`. Raises
+        ``OSError`` when the disk refuses; whatever was not done stays recorded for the
+        next call, and a partial append is cut off first.
         """
-        wrote = bool(self._dirty)
-        if self._dirty:
+        wrote = False
+        if self._rewrite:
+            data = b"".join(encode_record(*e) for e in self._entries)
+            self._disk.replace(self.path, data)
+            self._rewrite = False
+            self._base = self._end = len(data)
+            self._generation += 1
+            self._written_index = self._durable_index = self.last_index
+        else:
+            if self._truncate:
+                self._disk.truncate(self.path, self._base)
+                self._truncate = False
+                wrote = True
             if self._pending:
-                self._disk.append(self.path, bytes(self._pending))
-                self._file_size = self._pending_start + len(self._pending)
+                try:
+                    self._disk.append(self.path, bytes(self._pending))
+                except OSError:
+                    self._cut_partial_append()
+                    raise
+                self._base += len(self._pending)
                 self._pending.clear()
                 self._written_index = self.last_index
-            self._dirty = False
+                wrote = True
         if self._meta_dirty:
             # The commit index saved may only cover records already durable: after a
             # crash, entries it covers are applied without asking anyone, so an entry
             # still only in memory (or a truncation not yet durable) must not be.
             meta = dict(self._meta)
             meta["commit"] = max(1, min(int(meta.get("commit", 1)), self._durable_index))
-            self._disk.replace(self.meta_path, cbor2.dumps(meta))
+            self._meta_store.store(meta)
             self._meta_dirty = False
         return wrote
+
+    def _cut_partial_append(self) -> None:
+        """An append failed part-way: the file must end at the last whole record again
+        before anything else is written (now, or first thing at the next write)."""
+        self._truncate = True
+        with contextlib.suppress(OSError):
+            self._disk.truncate(self.path, self._base)
+            self._truncate = False
 
     def fsync(self) -> None:
         """Make records handed to the OS durable; safe to call from a worker thread."""
@@ -347,3 +325,22 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._disk.sync_detached(self.path)
         if generation == self._generation:
             self._durable_index = max(self._durable_index, target)
+
+    def discard_unsynced(self) -> None:
+        """After a failed write or fsync: treat every record not known durable as lost
+        from the file and write it again from memory at the next :meth:`write`."""
+        self._generation += 1
+        self._written_index = self._durable_index
+        if self._rewrite:
+            return
+        first = self._position(self._durable_index + 1)
+        if first is None:
+            if self._entries and self._durable_index < self._entries[0][1]:
+                first = 0
+            else:
+                self._base, self._truncate = self._end, True
+                self._pending.clear()
+                return
+        self._base = self._offsets[first]
+        self._pending = bytearray(b"".join(encode_record(*e) for e in self._entries[first:]))
+        self._truncate = True

@@ -17,30 +17,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import cbor2
-
 from .disk import Disk
-from .journal import HEADER, _crc
+from .meta import MetaStore, default_meta
+from .records import scan_newest
 from .snapshot import decode_snapshot
 
 log = logging.getLogger(__name__)
 
 FLOOR_KEY = "rejoin_floor"
-
-
-def scan_newest(data: bytes) -> tuple[int, int]:
-    """The largest ``(term, index)`` of any record in ``data`` whose checksum passes."""
-    best = (0, 0)
-    pos, size = 0, len(data)
-    while pos + HEADER.size <= size:
-        length, crc, index, term = HEADER.unpack_from(data, pos)
-        end = pos + HEADER.size + length
-        if end <= size and _crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
-            best = max(best, (term, index))
-            pos = end
-        else:
-            pos += 1
-    return best
 
 
 def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
@@ -51,13 +35,12 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
     """
     log_path, meta_path = f"{directory}/{name}.log", f"{directory}/{name}.meta"
     floor = scan_newest(disk.read(log_path) or b"")
-    raw_meta = disk.read(meta_path)
-    meta: dict[str, Any] = {"version": 1, "term": 0, "voted_for": None, "commit": 1}
-    if raw_meta is not None:
-        try:
-            meta = dict(cbor2.loads(raw_meta))
-        except Exception:
-            log.error("%s: unreadable metadata; the member rejoins without its vote", meta_path)
+    store = MetaStore(disk, meta_path)
+    meta: dict[str, Any] = default_meta()
+    try:
+        meta = store.load()
+    except Exception:
+        log.error("%s: unreadable metadata; the member rejoins without its vote", meta_path)
     previous = meta.get(FLOOR_KEY)
     if isinstance(previous, list) and len(previous) == 2:
         floor = max(floor, (int(previous[0]), int(previous[1])))
@@ -72,7 +55,7 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
     meta["commit"] = 1
     disk.remove(log_path)
     disk.remove(snapshot_path)
-    disk.replace(meta_path, cbor2.dumps(meta))
+    store.store(meta)
     log.error("%s: journal wiped; the member rejoins empty and will not vote until its log "
               "reaches term %d index %d", directory, floor[0], floor[1])
     return floor

@@ -76,11 +76,16 @@ class Ready:
     completions: list[tuple[Completion, Any, BaseException | None]] = field(default_factory=list)
     orphans: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
     membership: list[tuple[str, bool]] = field(default_factory=list)
-    unsynced: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.events or self.completions or self.orphans
                     or self.membership)
+
+    def take_results(self) -> Ready:
+        """Move the reader events, completions and orphans into a new Ready."""
+        taken = Ready(events=self.events, completions=self.completions, orphans=self.orphans)
+        self.events, self.completions, self.orphans = [], [], []
+        return taken
 
 
 @dataclass(frozen=True)
@@ -194,22 +199,45 @@ class Replica:
     # -- the step -------------------------------------------------------------------------
 
     def step(self, *, sync: bool = True) -> Ready:
-        """Advance; with ``sync=False`` records are written but the caller must fsync
-        (``journal.fsync()``) before releasing anything the returned Ready holds, and
-        ``Ready.unsynced`` says whether there is anything to fsync."""
+        """Advance. With ``sync=False`` nothing is written: the caller must write the
+        journal (``journal.write()``) and fsync it before releasing what the returned
+        Ready holds (see :class:`~.pipeline.CommitPipeline`)."""
         now = self.clock()
         self._check_quorum(now)
         self._expire(now)
         self._flush(now)
         self.engine.tick()
         self._ready.events.extend(self.sm.drain_events())
-        if self.journal.needs_sync:
-            if sync:
-                self.journal.sync()
-            else:
-                self._ready.unsynced = self.journal.write()
+        if sync and self.journal.needs_sync:
+            self.journal.sync()
         ready, self._ready = self._ready, Ready()
         return ready
+
+    def fail_waiters(
+        self, error: Callable[[bool], BaseException]
+    ) -> list[tuple[Completion, Any, BaseException | None]]:
+        """Fail every waiting caller now and return their completions (to be called at
+        once: they carry errors only). ``error(unknown)`` builds each exception, with
+        ``unknown`` True when the operation may still commit (a pop stays an orphan)."""
+        start = len(self._ready.completions)
+        self._fail_waiting(error)
+        failed = self._ready.completions[start:]
+        del self._ready.completions[start:]
+        return failed
+
+    def _fail_waiting(self, error: Callable[[bool], BaseException]) -> None:
+        for p in list(self._unresolved.values()):
+            if p.on_done is None:
+                continue
+            if not (p.in_flight or p.maybe_applied):
+                self._fail(p, error(False))
+            elif p.on_orphan is not None:
+                # It may have reached the leader: keep a pop alive so an element it took
+                # still finds its way back.
+                self._ready.completions.append((p.on_done, None, error(True)))
+                p.on_done = None
+            else:
+                self._fail(p, error(True))
 
     def _flush(self, now: float) -> None:
         batch: list[Proposal] = []
@@ -334,22 +362,10 @@ class Replica:
             return
         if now - self._quorum_lost_at < self.config.no_quorum_grace:
             return
-        error_text = self._quorum_text()
-        for p in list(self._unresolved.values()):
-            if p.on_done is None:
-                continue
-            if not (p.in_flight or p.maybe_applied):
-                self._fail(p, NoQuorum(error_text))
-                continue
-            # It may have reached the old leader before the cut: say so, and keep a
-            # pop alive so an element it took still finds its way back.
-            error = NoQuorum(f"{error_text}; this operation may have committed before the "
-                             "partition, its outcome is unknown")
-            if p.on_orphan is not None:
-                self._ready.completions.append((p.on_done, None, error))
-                p.on_done = None
-            else:
-                self._fail(p, error)
+        text = self._quorum_text()
+        self._fail_waiting(lambda unknown: NoQuorum(
+            f"{text}; this operation may have committed before the partition, its outcome "
+            "is unknown" if unknown else text))
 
     def _has_quorum(self) -> bool:
         return bool(self.engine.is_leader or self.engine.hasQuorum)

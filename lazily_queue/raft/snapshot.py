@@ -108,6 +108,8 @@ class SnapshotStore:
         self._incoming: bytearray | None = None
         self.installed = 0
         self.taken = 0
+        #: The last snapshot from a leader could not be written to disk.
+        self.write_failed = False
         #: Turns a stored member id into the engine's node object.
         self.member_factory: Callable[[str], Any] = str
 
@@ -211,7 +213,18 @@ class SnapshotStore:
         except Exception as exc:
             log.error("refused a snapshot from the leader: %s", exc)
             return False
-        self._disk.replace(self.path, raw)
+        try:
+            self._disk.replace(self.path, raw)
+        except OSError as exc:
+            # The leader sends it again; until the disk takes it the follower stays behind.
+            if not self.write_failed:
+                log.error("could not store the snapshot from the leader at %s: %s; it is "
+                          "refused until the disk accepts it", self.path, exc)
+            self.write_failed = True
+            return False
+        if self.write_failed:
+            log.warning("stored the snapshot from the leader at %s again", self.path)
+            self.write_failed = False
         self._data = raw
         self.installed += 1
         return True

@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jobs = args.jobs or default_jobs()
     seeds = list(range(args.start, args.start + args.seeds))
-    summary = main_seeds(seeds, jobs, progress=len(seeds) >= 500)
+    with without(*args.without):
+        summary = main_seeds(seeds, jobs, progress=len(seeds) >= 500)
     print(summary.text())
     return 1 if summary.failed else 0
 

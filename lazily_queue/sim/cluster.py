@@ -283,8 +283,11 @@ class Cluster:
             return
         try:
             messages = decode_frame(frame)
-        except FrameError:
+        except FrameError as exc:
+            # As the driver does: a malformed frame closes that link (it reconnects).
             self.bad_frames += 1
+            self.trace(f"{dst}: malformed frame from {src} ({str(exc)[:60]}); link closed")
+            self.network.drop_link(src, dst)
             return
         node.receive(src, messages)
         self.wake(dst)
@@ -309,7 +312,7 @@ class Cluster:
         on_orphan: Callable[[Any], None] | None,
     ) -> Proposal | None:
         replica = self.nodes[n].replica
-        if replica is None:
+        if replica is None or self.nodes[n].stalled:
             return None
         p = replica.propose(code, args, timeout=timeout, on_done=on_done, on_orphan=on_orphan)
         self.wake(n)
@@ -323,7 +326,7 @@ class Cluster:
                          ) -> None:
         """Propose with nobody waiting (an orphan's element going back, maintenance)."""
         replica = self.nodes[n].replica
-        if replica is None:
+        if replica is None or self.nodes[n].stalled:
             return
         replica.propose(code, args, timeout=timeout, on_done=lambda _r, _e: None,
                         on_orphan=lambda _r: None)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..raft import journal, patches, snapshot
+from ..raft import journal, patches, records, snapshot
 from ..raft.engine import RaftEngine
 
 
@@ -25,11 +25,11 @@ def _no_rejoin_floor() -> Callable[[], None]:
 
 
 def _no_resync_after_bad_record() -> Callable[[], None]:
-    original = journal._valid_record_after
-    journal._valid_record_after = lambda *_args: None
+    original = records._valid_record_after
+    records._valid_record_after = lambda *_args: None
 
     def restore() -> None:
-        journal._valid_record_after = original
+        records._valid_record_after = original
 
     return restore
 
@@ -77,6 +77,32 @@ def _commit_index_ahead_of_fsync() -> Callable[[], None]:
     return restore
 
 
+def _swap(owner: Any, name: str, replacement: Any) -> Callable[[], None]:
+    original = getattr(owner, name)
+    setattr(owner, name, replacement)
+
+    def restore() -> None:
+        setattr(owner, name, original)
+
+    return restore
+
+
+def _trust_failed_fsync() -> Callable[[], None]:
+    """After a failed fsync, keep going as if the written records were safe."""
+    return _swap(journal.DurableJournal, "discard_unsynced", lambda self: None)
+
+
+def _damaged_tail_is_torn() -> Callable[[], None]:
+    """Cut a damaged last record like a torn one, with no floor."""
+    original = records._classify
+
+    def classify(data: bytes, pos: int, entries: list[Any]) -> records.Tail:
+        tail = original(data, pos, entries)
+        return records.Tail(tail.size, False, tail.records)
+
+    return _swap(records, "_classify", classify)
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
@@ -84,6 +110,9 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "lowest-reset-next-index": _patch_off("lowest-reset-next-index"),
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,
+    "snapshot-messages-commit-nothing": _patch_off("snapshot-messages-commit-nothing"),
+    "rewrite-after-failed-fsync": _trust_failed_fsync,
+    "damaged-tail-floor": _damaged_tail_is_torn,
 }
 
 

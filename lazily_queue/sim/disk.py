@@ -5,11 +5,15 @@ reads see). ``sync`` makes the current bytes durable; ``replace`` and ``remove``
 atomic and durable. :meth:`SimDisk.crash` resets every file to its durable bytes,
 except that an append not yet synced may survive in part (a torn record), decided
 by the simulator's random generator. Faults can flip a bit of the durable bytes of
-a file or remove a range of them.
+a file or remove a range of them, fill the disk (appends write part of their data and
+raise ``ENOSPC``, replacements and fsyncs fail) or fail fsyncs with ``EIO``; a failed
+fsync may drop the unsynced bytes it was meant to save, as Linux may.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import random
 from dataclasses import dataclass, field
 
@@ -26,6 +30,10 @@ class SimDisk:
     def __init__(self) -> None:
         self._files: dict[str, _File] = {}
         self.fsyncs = 0
+        self.full = False
+        self.fsync_errors = 0
+        self.failed_writes = 0
+        self._rng = random.Random(0)
 
     # -- the Disk protocol ---------------------------------------------------------------
 
@@ -34,7 +42,12 @@ class SimDisk:
         return None if f is None else bytes(f.current)
 
     def append(self, path: str, data: bytes) -> None:
-        self._files.setdefault(path, _File()).current += data
+        f = self._files.setdefault(path, _File())
+        if self.full:
+            self.failed_writes += 1
+            f.current += data[: self._rng.randrange(len(data) + 1)]
+            raise _error(errno.ENOSPC)
+        f.current += data
 
     def truncate(self, path: str, size: int) -> None:
         f = self._files.setdefault(path, _File())
@@ -42,14 +55,27 @@ class SimDisk:
 
     def sync(self, path: str) -> None:
         f = self._files.get(path)
-        if f is not None:
-            f.durable = bytes(f.current)
-            self.fsyncs += 1
+        if f is None:
+            return
+        if self.full or self.fsync_errors:
+            self.failed_writes += 1
+            code = errno.ENOSPC if self.full else errno.EIO
+            self.fsync_errors = max(0, self.fsync_errors - 1)
+            if self._rng.random() < 0.5:
+                # The kernel dropped the dirty pages: what reads see now is garbage.
+                for i in range(len(f.durable), len(f.current)):
+                    f.current[i] = 0
+            raise _error(code)
+        f.durable = bytes(f.current)
+        self.fsyncs += 1
 
     def sync_detached(self, path: str) -> None:
         self.sync(path)
 
     def replace(self, path: str, data: bytes) -> None:
+        if self.full:
+            self.failed_writes += 1
+            raise _error(errno.ENOSPC)
         self._files[path] = _File(bytes(data), bytearray(data))
 
     def remove(self, path: str) -> None:
@@ -59,6 +85,19 @@ class SimDisk:
         return None
 
     # -- faults --------------------------------------------------------------------------
+
+    def fill(self, rng: random.Random) -> None:
+        """The disk is full until :meth:`free`: writes fail part-way with ``ENOSPC``."""
+        self.full = True
+        self._rng = rng
+
+    def free(self) -> None:
+        self.full = False
+
+    def fail_fsyncs(self, count: int, rng: random.Random) -> None:
+        """The next ``count`` fsyncs fail with ``EIO``."""
+        self.fsync_errors = count
+        self._rng = rng
 
     def crash(self, rng: random.Random) -> int:
         """Lose what was not synced; an unsynced append may survive torn. Returns bytes kept."""
@@ -92,6 +131,10 @@ class SimDisk:
         f.durable = f.durable[:start] + f.durable[end:]
         f.current = bytearray(f.durable)
 
+    def durable_bytes(self, path: str) -> bytes:
+        f = self._files.get(path)
+        return b"" if f is None else f.durable
+
     def durable_size(self, path: str) -> int:
         f = self._files.get(path)
         return 0 if f is None else len(f.durable)
@@ -104,3 +147,7 @@ class SimDisk:
     def digest(self) -> list[tuple[str, int, int]]:
         """Per file: path, durable size, current size (for traces)."""
         return [(p, len(f.durable), len(f.current)) for p, f in sorted(self._files.items())]
+
+
+def _error(code: int) -> OSError:
+    return OSError(code, os.strerror(code))

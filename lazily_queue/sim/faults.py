@@ -6,12 +6,12 @@ import functools
 import random
 from typing import Any
 
-import cbor2
-
-from ..raft.journal import decode_records
+from ..raft.meta import MetaStore
+from ..raft.records import decode_records
 from ..raft.rejoin import floor_of
 from .cluster import Cluster
 from .history import Violation
+from .hostile import hostile_frame
 from .membership import Reconfiguration
 
 
@@ -33,8 +33,11 @@ class Faults:
                 if node.replica.engine.rejoining:
                     return True
                 continue
-            raw = node.disk.read(f"{node.dir}/journal.meta")
-            if raw is not None and floor_of(cbor2.loads(raw)) is not None:
+            try:
+                meta = MetaStore(node.disk, f"{node.dir}/journal.meta").load()
+            except Exception:
+                return True
+            if floor_of(meta) is not None:
                 return True
         return False
 
@@ -64,6 +67,7 @@ class Faults:
             c.crash_node(n)
             if kind == "corrupt":
                 self._corrupt(n, fault["how"], float(fault["pick"]))
+                c.nodes[n].damaged_on_purpose = n in self._corrupted
             c.at(c.clock.now + down, functools.partial(self.restart, n, fault))
         elif kind == "power":
             c.trace(f"fault power loss for {down}s")
@@ -108,6 +112,26 @@ class Faults:
             if choices:
                 member = choices[int(float(fault["pick"]) * len(choices)) % len(choices)]
                 self.membership.start(member, down)
+        elif kind == "disk_full":
+            n = self._resolve(fault["node"])
+            if n is None or c.nodes[n].disk.full:
+                return
+            c.trace(f"fault disk full on {n} for {down}s")
+            c.nodes[n].disk.fill(self.rng)
+            c.at(c.clock.now + down, functools.partial(self._free_disk, n))
+        elif kind == "fsync_error":
+            n = self._resolve(fault["node"])
+            if n is None:
+                return
+            c.trace(f"fault {fault['count']} fsync errors (EIO) on {n}")
+            c.nodes[n].disk.fail_fsyncs(int(fault["count"]), self.rng)
+        elif kind == "hostile":
+            src, dst = self._resolve(fault["src"]), self._resolve(fault["dst"])
+            if src is None or dst is None or src == dst:
+                return
+            name, frame = hostile_frame(self.rng)
+            c.trace(f"fault hostile frame {src}>{dst}: {name} ({len(frame)} bytes)")
+            c.network.send_raw(src, dst, frame, c.clock.now)
         elif kind == "transfer":
             n = c.leader()
             replica = None if n is None else c.nodes[n].replica
@@ -122,15 +146,26 @@ class Faults:
         self.cluster.network.heal()
         self._then_crash(fault or {})
 
+    def _free_disk(self, n: str) -> None:
+        self.cluster.trace(f"disk of {n} has room again")
+        self.cluster.nodes[n].disk.free()
+
     def restart(self, n: str, fault: dict[str, Any]) -> None:
         node = self.cluster.nodes[n]
         if node.running or n == self.membership.held_out:
             return
         detected = node.corruptions_detected
-        self.cluster.start_node(n)
+        try:
+            self.cluster.start_node(n)
+        except OSError as exc:
+            # As a node process exits when its disk refuses the start; restarted later.
+            self.cluster.trace(f"{n}: cannot start ({exc.strerror}); retried in 0.3s")
+            self.cluster.at(self.cluster.clock.now + 0.3,
+                            functools.partial(self.restart, n, fault))
+            return
         index = self._corrupted.pop(n, None)
         if index is not None and node.corruptions_detected == detected:
-            what = "snapshot" if index < 0 else f"journal record {index}"
+            what = {-1: "snapshot", -2: "metadata copy"}.get(index, f"journal record {index}")
             raise Violation(f"{n}: the damaged {what} was not detected")
         self._then_crash(fault)
 
@@ -162,17 +197,27 @@ class Faults:
     def _corrupt(self, n: str, how: str, pick: float) -> None:
         """Flip a bit of, or cut a hole in, a durable record that has records after it.
 
-        The last record is left alone: damage there is indistinguishable from a torn
-        write and is cut off as one (see the report's limits).
+        ``last`` damages the last record (it is cut off and the member withholds its
+        vote until it has caught up past it); ``meta`` one of the two metadata copies.
         """
         node = self.cluster.nodes[n]
         if how == "snapshot":
             self._corrupt_snapshot(n, pick)
             return
+        if how == "meta":
+            self._corrupt_meta(n, pick)
+            return
         path = f"{node.dir}/journal.log"
         data = node.disk.read(path) or b""
         entries, offsets, _ = decode_records(data)
         if len(entries) < 3:
+            return
+        if how == "last":
+            i = len(entries) - 1
+            start, end = offsets[i], len(data)
+            node.disk.flip_bit(path, self.rng.randrange(start, end), self.rng.randrange(8))
+            self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}")
+            self._corrupted[n] = entries[i][1]
             return
         i = min(int(pick * (len(entries) - 1)), len(entries) - 2)
         start, end = offsets[i], offsets[i + 1]
@@ -187,6 +232,17 @@ class Faults:
             self.cluster.trace(f"{n}: record {index} lost its last {end - cut} bytes "
                                f"({i + 1} of {len(entries)})")
         self._corrupted[n] = index
+
+    def _corrupt_meta(self, n: str, pick: float) -> None:
+        node = self.cluster.nodes[n]
+        path = MetaStore(node.disk, f"{node.dir}/journal.meta").paths[int(pick * 2) % 2]
+        size = node.disk.durable_size(path)
+        if not size:
+            return
+        offset = self.rng.randrange(size)
+        node.disk.flip_bit(path, offset, self.rng.randrange(8))
+        self._corrupted[n] = -2
+        self.cluster.trace(f"{n}: flipped a bit of {path.rsplit('/', 1)[-1]} at byte {offset}")
 
     def _corrupt_snapshot(self, n: str, pick: float) -> None:
         node = self.cluster.nodes[n]

@@ -126,6 +126,7 @@ class Reconfiguration:
         c.trace(f"member {member} removed; it stops and loses its data")
         c.crash_node(member)
         node = c.nodes[member]
+        node.disk.free()  # the operator rebuilding the member gives it a working disk
         wipe_for_rejoin(node.disk, node.dir, f"{node.dir}/snapshot.cbor")
         self.state, self._add_at = OUT, c.clock.now + self._down
 

@@ -156,6 +156,29 @@ class SimNetwork:
                     _Frame(at, self._seq, src, dst, self._epoch.get(key, 0), frame, stale_ok),
                 )
 
+    def send_raw(self, src: str, dst: str, frame: bytes, now: float) -> None:
+        """Queue one frame as it is (a peer sending bytes of its own making)."""
+        if not self.up(src, dst) or not self._passes(src, dst):
+            return
+        key = frozenset((src, dst))
+        self._seq += 1
+        at = math.ceil((now + self.rng.uniform(*self.faults.latency)) * 1000.0) / 1000.0
+        heapq.heappush(
+            self._flight, _Frame(at, self._seq, src, dst, self._epoch.get(key, 0), frame, False)
+        )
+
+    def drop_link(self, a: str, b: str) -> None:
+        """The receiver closed the connection (a bad frame): frames in flight are lost and
+        the link reconnects at once, both ends seeing it go down and up."""
+        key = frozenset((a, b))
+        if not self._up.get(key, False):
+            return
+        self._epoch[key] = self._epoch.get(key, 0) + 1
+        for up in (False, True):
+            for x, y in ((a, b), (b, a)):
+                if x in self.running:
+                    self.on_peer(x, y, up)
+
     def next_time(self) -> float | None:
         return self._flight[0].at if self._flight else None
 

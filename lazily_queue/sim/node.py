@@ -1,10 +1,12 @@
 """One simulated member: the real Replica on a simulated disk, clock and network.
 
-The member is driven the way the asyncio driver drives it: each step writes its
-records at once, then an fsync runs for a while (virtual time) and only when it has
-finished are the messages the step produced released; results of applied entries go
-out at once (they are durable on a majority already). A crash in between loses the
-unsynced bytes (perhaps leaving a torn record) and every message held.
+The member is driven the way the asyncio driver drives it, with the same
+:class:`~lazily_queue.raft.pipeline.CommitPipeline`: each step writes its records at
+once, then an fsync runs for a while (virtual time) and the pipeline decides what the
+step's output may release and when. A crash in between loses the unsynced bytes
+(perhaps leaving a torn record) and every message held. A write or fsync the disk
+refuses stalls the member exactly as the driver stalls a node (nothing released,
+frames dropped, waiters failed) until a retry writes and fsyncs everything again.
 A journal that fails its checks on restart is never applied: the member's data
 directory is wiped, keeping only the term and vote, and it rejoins empty.
 """
@@ -12,11 +14,13 @@ directory is wiped, keeping only the term and vote, and it rejoins empty.
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..raft.errors import StorageUnavailable
 from ..raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from ..raft.pipeline import CommitPipeline
+from ..raft.records import read_records
 from ..raft.rejoin import wipe_for_rejoin
 from ..raft.replica import Ready, Replica, ReplicaConfig
 from ..raft.snapshot import SnapshotError
@@ -57,12 +61,14 @@ class SimNode:
         self.incarnation = 0
         self.wipes = 0
         self.corruptions_detected = 0
+        #: A fault damaged this member's files; its next start must find the damage.
+        self.damaged_on_purpose = False
         self._snapshots_before = (0, 0)
-        self._held: deque[tuple[int, Ready]] = deque()
-        self._written = 0
-        self._synced = 0
+        self.pipeline = CommitPipeline()
         self.fsync_due: float | None = None
-        self._fsync_target = 0
+        self._recovering = False
+        self._retry_at = 0.0
+        self.stalls = 0
 
     @property
     def running(self) -> bool:
@@ -73,16 +79,28 @@ class SimNode:
     def start(self) -> None:
         """Open the journal and snapshot and build the replica; wipe what fails its checks."""
         self.incarnation += 1
-        self._held.clear()
-        self._written = self._synced = 0
+        self.pipeline = CommitPipeline()
         self.fsync_due = None
+        self._recovering = False
+        expected, self.damaged_on_purpose = self.damaged_on_purpose, False
         try:
             self.replica = self._build()
         except (JournalCorruptedError, SnapshotError, JournalError, ValueError) as exc:
-            self.corruptions_detected += 1
-            self.trace(f"{self.node_id}: data refused on restart ({type(exc).__name__}); wiped")
+            self._damage_found(expected, f"data refused on restart ({type(exc).__name__})")
             self._wipe()
             self.replica = self._build()
+            return
+        journal = self.replica.journal
+        if journal.tail.damaged or journal.meta_damaged:
+            self._damage_found(expected, f"damage found on restart (last record: "
+                               f"{journal.tail.damaged}, metadata copy: {journal.meta_damaged})")
+
+    def _damage_found(self, expected: bool, what: str) -> None:
+        self.corruptions_detected += 1
+        self.trace(f"{self.node_id}: {what}")
+        if not expected:
+            # Crashes and disk errors may cut a torn tail, never damage what was durable.
+            self.history.fail(f"{self.node_id}: {what}, but no damage was injected")
 
     def _build(self) -> Replica:
         journal = DurableJournal(self.disk, self.dir)
@@ -117,16 +135,39 @@ class SimNode:
     def crash(self) -> None:
         """Stop at once: unsynced bytes and everything held are lost."""
         self._snapshots_before = self.snapshot_counts()
+        if self.replica is not None:
+            self._check_durable(self.replica.journal)
         self.replica = None
-        self._held.clear()
+        self.pipeline = CommitPipeline()
         self.fsync_due = None
         kept = self.disk.crash(self.rng)
         self.trace(f"{self.node_id}: crash (torn bytes kept: {kept})")
 
+    def _check_durable(self, journal: DurableJournal) -> None:
+        """Every record the journal counts as durable is on the disk's durable bytes."""
+        data = self.disk.durable_bytes(journal.path)
+        try:
+            found = read_records(data, journal.path)
+        except JournalCorruptedError as exc:
+            self.history.fail(f"{self.node_id}: a write damaged the durable journal: {exc}")
+        on_disk = {index: (command, term) for command, index, term in found.entries}
+        durable = journal.durable_index
+        for command, index, term in journal[:]:
+            if index > durable:
+                break
+            if on_disk.get(index) != (command, term):
+                self.history.fail(
+                    f"{self.node_id}: entry {index} was counted durable (durable index "
+                    f"{durable}) but the disk does not hold it")
+
     # -- driving --------------------------------------------------------------------------
 
+    @property
+    def stalled(self) -> bool:
+        return self.pipeline.stall is not None
+
     def receive(self, peer: str, messages: list[dict[str, Any]]) -> None:
-        if self.replica is None:
+        if self.replica is None or self.stalled:
             return
         for message in messages:
             self.replica.receive(peer, message)
@@ -135,38 +176,89 @@ class SimNode:
         replica = self.replica
         if replica is None:
             return
-        ready = replica.step(sync=False)
-        if ready.unsynced:
-            self._written += 1
-        if not self._held and self._written == self._synced:
-            dispatch(self, ready)
+        if self.stalled:
+            self._retry()
             return
-        if len(self.members) > 1:
-            # As the driver does: results and events need no local fsync when others
-            # hold the entries; the messages wait for it.
-            results = Ready(completions=ready.completions, orphans=ready.orphans)
-            ready.completions, ready.orphans = [], []
-            dispatch(self, results)
-        self._held.append((self._written, ready))
+        ready = replica.step(sync=False)
+        journal = replica.journal
+        error: OSError | None = None
+        wrote = False
+        if journal.needs_sync:
+            try:
+                wrote = journal.write()
+            except OSError as exc:
+                error, wrote = exc, True
+        alone = len(replica.engine.members) == 1
+        for out in self.pipeline.admit(ready, wrote=wrote, alone=alone):
+            dispatch(self, out)
+        if error is not None:
+            self._stall(error, dispatch)
+            return
         self._start_fsync()
 
     def _start_fsync(self) -> None:
-        if self.fsync_due is not None or self._written == self._synced:
+        if self.fsync_due is not None or self.pipeline.start_fsync() is None:
             return
-        self._fsync_target = self._written
         self.fsync_due = self.clock.now + self.rng.uniform(*self.fsync_latency)
 
     def finish_fsync(self, dispatch: Dispatch) -> None:
-        """The fsync started at ``_start_fsync`` has completed: release what it covers."""
+        """The fsync started earlier has completed: release what it covers."""
         if self.replica is None or self.fsync_due is None:
             return
         self.fsync_due = None
-        self.replica.journal.fsync()
-        self._synced = max(self._synced, self._fsync_target)
-        while self._held and self._held[0][0] <= self._synced:
-            _, ready = self._held.popleft()
+        journal = self.replica.journal
+        recovering, self._recovering = self._recovering, False
+        try:
+            journal.fsync()
+        except OSError as exc:
+            if recovering:
+                journal.discard_unsynced()
+            else:
+                self._stall(exc, dispatch)
+            return
+        if recovering:
+            self.trace(f"{self.node_id}: journal writable again; held output released")
+            released = self.pipeline.recovered()
+        else:
+            released = self.pipeline.fsync_done()
+        for ready in released:
             dispatch(self, ready)
         self._start_fsync()
+
+    def _stall(self, error: OSError, dispatch: Dispatch) -> None:
+        """As the driver: nothing unsynced is trusted or released; waiters fail."""
+        assert self.replica is not None
+        self.replica.journal.discard_unsynced()
+        self.fsync_due = None
+        self._recovering = False
+        self._retry_at = self.clock.now + 0.2
+        if not self.pipeline.failed(f"cannot write its journal: {error.strerror or error}"):
+            return
+        self.stalls += 1
+        self.trace(f"{self.node_id}: disk error ({error.strerror or error}); stalled")
+
+        def failure(unknown: bool) -> BaseException:
+            outcome = "its outcome is unknown" if unknown else "the operation was not applied"
+            return StorageUnavailable(f"node {self.node_id} cannot write its journal; {outcome}")
+
+        completions = self.replica.fail_waiters(failure)
+        completions += [(callback, None, failure(True))
+                        for callback, _, _ in self.pipeline.take_held_results()]
+        dispatch(self, Ready(completions=completions))
+
+    def _retry(self) -> None:
+        """While stalled: write every unsynced record again, then fsync (virtual time)."""
+        if self.replica is None or self._recovering or self.clock.now < self._retry_at:
+            return
+        self._retry_at = self.clock.now + 0.2
+        journal = self.replica.journal
+        try:
+            journal.write()
+        except OSError:
+            journal.discard_unsynced()
+            return
+        self._recovering = True
+        self.fsync_due = self.clock.now + self.rng.uniform(*self.fsync_latency)
 
     def flush_all(self, dispatch: Dispatch) -> None:
         """Finish any fsync at once (used when the run ends)."""

@@ -91,7 +91,10 @@ class Summary:
             f"applied once), {int(t.get('applied', 0))} applications, "
             f"{int(t.get('frames', 0))} frames ({int(t.get('dropped', 0))} lost), "
             f"{int(t.get('leaders', 0))} terms with a leader, {int(t.get('wipes', 0))} wiped "
-            f"members, {int(t.get('snapshots', 0))} snapshots installed"
+            f"members, {int(t.get('snapshots', 0))} snapshots installed, "
+            f"{int(t.get('damage', 0))} damaged journals or metadata detected, "
+            f"{int(t.get('stalls', 0))} disk stalls ({int(t.get('failed_writes', 0))} failed "
+            f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused"
         )
 
 

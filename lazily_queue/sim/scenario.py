@@ -8,8 +8,13 @@ The schedule is plain data, so a failing run can be saved as a fixture and repla
 - ``partition`` into ``groups`` (``"leader"`` alone against the rest when ``isolate``),
   healed after ``down`` seconds; ``one_way`` ``src`` → ``dst`` likewise;
 - ``corrupt`` ``node``: crash it, flip a bit in (``flip``) or remove the end of
-  (``hole``) one durable journal record chosen by ``pick`` (0..1 along the file; never
-  the last record), or flip a bit of its snapshot (``snapshot``), restart after ``down``;
+  (``hole``) one durable journal record chosen by ``pick`` (0..1 along the file, not
+  the last), flip a bit of the last record (``last``), of its snapshot (``snapshot``)
+  or of one of its two metadata copies (``meta``), restart after ``down``;
+- ``disk_full`` ``node`` for ``down`` seconds (appends write part of their data and
+  fail with ENOSPC, replacements and fsyncs fail); ``fsync_error`` ``node``: its next
+  ``count`` fsyncs fail with EIO (and may drop the unsynced bytes);
+- ``hostile`` ``src`` → ``dst``: one malformed or malicious frame (see ``hostile.py``);
 - ``clock`` ``node``: jump its wall clock by ``seconds``;
 - ``transfer``: the leader hands leadership to its most caught-up follower;
 - ``reconfigure``: a follower chosen by ``pick`` is removed from the cluster, loses
@@ -126,12 +131,17 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
         down = rng.uniform(0.1, 2.0)
         kind = rng.choices(
             ["crash", "pause", "partition", "one_way", "corrupt", "clock", "power", "transfer",
-             "reconfigure"],
-            weights=[4, 2, 4, 2, 2, 2, 1, 1, 1],
+             "reconfigure", "disk_full", "fsync_error", "hostile"],
+            weights=[4, 2, 4, 2, 2, 2, 1, 1, 1, 2, 1, 1],
         )[0]
         fault: dict[str, Any] = {"at": round(t, 4), "fault": kind}
-        if kind in ("crash", "pause"):
+        if kind in ("crash", "pause", "disk_full"):
             fault.update(node=node, down=round(down, 4))
+        elif kind == "fsync_error":
+            fault.update(node=node, count=rng.randrange(1, 4))
+        elif kind == "hostile":
+            src, dst = rng.sample([*ids, "leader"], 2)
+            fault.update(src=src, dst=dst)
         elif kind == "power":
             fault.update(down=round(down, 4))
         elif kind == "partition":
@@ -151,7 +161,8 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
                 t += rng.expovariate(intensity)
                 continue
             corrupt_free_at = t + down + 1.5
-            fault.update(node=node, how=rng.choice(["flip", "flip", "hole", "snapshot"]),
+            fault.update(node=node, how=rng.choice(["flip", "flip", "hole", "snapshot", "last",
+                                                    "meta"]),
                          pick=round(rng.random(), 4), down=round(down, 4))
         elif kind == "reconfigure":
             fault.update(pick=round(rng.random(), 4), down=round(down, 4))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..raft import commands as C
-from ..raft.errors import CommitTimeout, NoQuorum
+from ..raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
 from ..raft.replica import Proposal
 
 QUEUE, WORK, TOPIC = "q", "w", "t"
@@ -157,6 +157,8 @@ def _clean(p: Proposal, error: BaseException) -> bool:
         return "it was not applied" in str(error)
     if isinstance(error, NoQuorum):
         return not p.maybe_applied and p.attempts == 0
+    if isinstance(error, StorageUnavailable):
+        return "was not applied" in str(error)
     return False
 
 

@@ -6,13 +6,13 @@ import fcntl
 import os
 from pathlib import Path
 
-import cbor2
 import pytest
 
 from lazily_queue.cli import main
 from lazily_queue.node import Node
-from lazily_queue.raft.journal import HEADER
+from lazily_queue.raft.meta import decode_meta
 from lazily_queue.raft.network import LocalHub
+from lazily_queue.raft.records import HEADER
 
 from .node_procs import unix_peers, write_config
 
@@ -43,13 +43,13 @@ async def test_rejoin_wipes_a_damaged_journal_and_keeps_term_and_vote(
                           data_dir=str(tmp_path / "data1"))
     assert main(["rejoin", "--config", str(config)]) == 2
     assert "passes its checks" in capsys.readouterr().err
-    term = cbor2.loads((raft / "journal.meta").read_bytes())["term"]
+    term = decode_meta((raft / "journal.meta").read_bytes())[0]["term"]
     _damage_middle_record(raft / "journal.log")
     assert main(["rejoin", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "damaged journal" in out and "will not vote until its log reaches" in out
     assert not (raft / "journal.log").exists()
-    meta = cbor2.loads((raft / "journal.meta").read_bytes())
+    meta = decode_meta((raft / "journal.meta").read_bytes())[0]
     assert meta["term"] == term and meta["node"] == "1" and meta["rejoin_floor"][1] >= 5
 
 

@@ -44,9 +44,11 @@ def test_large_batches_split_into_frames() -> None:
     [
         ({"type": "request_vote", "term": 1, "last_log_index": 1}, "lacks field"),
         ({"type": "request_vote", "term": -1, "last_log_index": 1, "last_log_term": 1},
-         "non-negative"),
+         "int in 0..2"),
         ({"type": "request_vote", "term": True, "last_log_index": 1, "last_log_term": 1},
-         "non-negative int"),
+         "int in 0..2"),
+        ({"type": "request_vote", "term": 2**63, "last_log_index": 1, "last_log_term": 1},
+         "int in 0..2"),
         ({"type": "response_vote", "term": 1, "extra": 1}, "unexpected field"),
         ({"type": "launch_missiles"}, "unknown message type"),
         ({"type": "append_entries", "term": 1, "commit_index": 1, "prevLogIdx": 1},

@@ -10,14 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazily_queue.raft.disk import OsDisk
-from lazily_queue.raft.journal import (
-    HEADER,
-    DurableJournal,
-    JournalCorruptedError,
-    JournalError,
-    decode_records,
-    encode_record,
-)
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from lazily_queue.raft.records import HEADER, decode_records, encode_record
 
 
 def _journal(path: Path, *, sync: bool = False) -> DurableJournal:
@@ -156,8 +150,30 @@ def test_metadata_is_replaced_atomically(tmp_path: Path) -> None:
     j.sync()
     assert not os.path.exists(j.meta_path + ".tmp")
     open(j.meta_path, "wb").write(b"\xff\x00garbage")
-    with pytest.raises(JournalError, match="unreadable metadata"):
+    again = _journal(tmp_path)  # the second copy holds the same term and vote
+    assert (again.getCurrentTerm(), again.getVotedForNodeId()) == (5, "1")
+    assert again.meta_damaged and again.needs_sync
+    again.sync()
+    assert not _journal(tmp_path).meta_damaged  # both copies rewritten
+    for path in (j.meta_path, j.meta_path + ".b"):
+        open(path, "wb").write(b"\xff\x00garbage")
+    with pytest.raises(JournalError, match="both copies"):
         _journal(tmp_path)
+
+
+def test_a_flipped_bit_anywhere_in_a_metadata_copy_is_found(tmp_path: Path) -> None:
+    j = _journal(tmp_path, sync=True)
+    j.setCurrentTerm(7, "2")
+    j.sync()
+    raw = open(j.meta_path, "rb").read()
+    for offset in range(len(raw)):
+        for bit in range(8):
+            damaged = bytearray(raw)
+            damaged[offset] ^= 1 << bit
+            open(j.meta_path, "wb").write(bytes(damaged))
+            again = _journal(tmp_path)
+            assert again.meta_damaged, (offset, bit)
+            assert (again.getCurrentTerm(), again.getVotedForNodeId()) == (7, "2")
 
 
 def test_fsync_modes(tmp_path: Path) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 
-import cbor2
 import pytest
 
-from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, decode_records
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError
+from lazily_queue.raft.meta import decode_meta
+from lazily_queue.raft.records import decode_records
 from lazily_queue.raft.rejoin import FLOOR_KEY, floor_of, scan_newest, wipe_for_rejoin
 from lazily_queue.raft.replica import Replica
 from lazily_queue.sim.clock import VirtualClock, WallClock
@@ -75,7 +76,7 @@ def test_rejoin_keeps_term_and_vote_and_sets_the_floor_past_the_corruption() -> 
     assert wipe_for_rejoin(disk, DIR, f"{DIR}/snapshot.cbor") == (3, 6)
     assert disk.read(f"{DIR}/journal.log") is None
     assert disk.read(f"{DIR}/snapshot.cbor") is None
-    meta = cbor2.loads(disk.read(f"{DIR}/journal.meta"))
+    meta = decode_meta(disk.read(f"{DIR}/journal.meta") or b"")[0]
     assert (meta["term"], meta["voted_for"], meta[FLOOR_KEY]) == (3, "2", [3, 6])
     journal = DurableJournal(disk, DIR)
     assert journal.last_index == 0 and floor_of(journal.meta) == (3, 6)

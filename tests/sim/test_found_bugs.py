@@ -9,7 +9,8 @@ import pytest
 
 from lazily_queue.raft import patches
 from lazily_queue.raft.commands import BARRIER, encode_command
-from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, decode_records
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError
+from lazily_queue.raft.records import decode_records
 from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from lazily_queue.sim.clock import VirtualClock, WallClock
@@ -124,6 +125,7 @@ def test_a_crash_before_the_fsync_does_not_apply_entries_the_leader_replaced() -
                            "prevLogIdx": 2, "prevLogTerm": 1,
                            "entries": [(_command(10 + i), i, 3) for i in (3, 4)]})
     follower.step(sync=False)
+    follower.journal.write()
     disk.crash(random.Random(0))
     restarted = replica()
     restarted.step()

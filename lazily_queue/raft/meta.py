@@ -1,0 +1,118 @@
+"""The journal's metadata (term, vote, identity, floor): two checksummed copies.
+
+Each copy is ``magic | u64 sequence | u32 crc32(sequence, body) | CBOR body`` and is replaced
+atomically (file and directory fsynced). Both are replaced, one after the other,
+before anything that depends on the new values leaves the member, so when one copy
+is damaged the other holds either the same values or older ones that nothing was
+ever sent on. Reading takes the valid copy with the higher sequence number; a file
+without the magic is the single plain-CBOR copy older versions wrote.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from typing import Any
+
+import cbor2
+
+from .disk import Disk
+from .records import JournalError
+
+log = logging.getLogger(__name__)
+
+META_VERSION = 1
+MAGIC = b"LQM\x01"
+_HEAD = struct.Struct("<QI")
+SECOND_SUFFIX = ".b"
+
+
+def default_meta() -> dict[str, Any]:
+    return {"version": META_VERSION, "term": 0, "voted_for": None, "commit": 1}
+
+
+def _crc(sequence: int, body: bytes) -> int:
+    return zlib.crc32(body, zlib.crc32(struct.pack("<Q", sequence))) & 0xFFFFFFFF
+
+
+def encode_meta(meta: dict[str, Any], sequence: int) -> bytes:
+    body = cbor2.dumps(meta)
+    return MAGIC + _HEAD.pack(sequence, _crc(sequence, body)) + body
+
+
+def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
+    """The metadata and its sequence number; raises ``ValueError`` when damaged."""
+    sequence = 0
+    if raw[: len(MAGIC)] == MAGIC:
+        if len(raw) < len(MAGIC) + _HEAD.size:
+            raise ValueError("truncated header")
+        sequence, crc = _HEAD.unpack_from(raw, len(MAGIC))
+        raw = raw[len(MAGIC) + _HEAD.size :]
+        if _crc(sequence, raw) != crc:
+            raise ValueError("checksum mismatch")
+    try:
+        meta = cbor2.loads(raw)
+    except Exception as exc:
+        raise ValueError(f"not valid CBOR ({type(exc).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
+        raise ValueError("unknown metadata format")
+    return meta, sequence
+
+
+class MetaStore:
+    """Reads and replaces the two copies of one journal's metadata."""
+
+    def __init__(self, disk: Disk, path: str) -> None:
+        self._disk = disk
+        self.path = path
+        self.paths = (path, path + SECOND_SUFFIX)
+        self.sequence = 0
+        #: What was wrong with a copy on reading (damaged or missing); the next
+        #: :meth:`store` repairs it.
+        self.repaired: list[str] = []
+        #: A copy failed its checks on reading.
+        self.damaged = False
+
+    def load(self) -> dict[str, Any]:
+        """The newest valid copy (defaults when there is none at all)."""
+        found: list[tuple[int, dict[str, Any]]] = []
+        problems: list[str] = []
+        present = 0
+        for path in self.paths:
+            raw = self._disk.read(path)
+            if raw is None:
+                continue
+            present += 1
+            try:
+                meta, sequence = decode_meta(raw)
+            except ValueError as exc:
+                problems.append(f"{path}: {exc}")
+                continue
+            found.append((sequence, meta))
+        if not found:
+            if present:
+                raise JournalError(
+                    f"{self.path}: both copies of the node's metadata (term and vote) are "
+                    f"damaged ({'; '.join(problems)}); the node cannot know whom it voted "
+                    "for. Stop it and run `lazily-queue rejoin --config FILE`."
+                )
+            return default_meta()
+        found.sort(key=lambda item: item[0])
+        self.sequence, meta = found[-1]
+        if problems:
+            self.repaired = problems
+            self.damaged = True
+            log.warning("%s: a metadata copy is damaged (%s); using the other one (sequence "
+                        "%d)", self.path, "; ".join(problems), self.sequence)
+        elif present == 1 and self.sequence > 0:
+            self.repaired = [f"{self.paths[1]}: missing"]
+        return dict(meta)
+
+    def store(self, meta: dict[str, Any]) -> None:
+        """Replace both copies (raises ``OSError``; a copy is never half written)."""
+        self.sequence += 1
+        raw = encode_meta(meta, self.sequence)
+        for path in self.paths:
+            self._disk.replace(path, raw)
+        self.repaired = []

@@ -1,0 +1,110 @@
+"""CommitPipeline: what a member may release after a step, and when.
+
+One pure class, free of clocks and I/O, used by the asyncio driver and by the
+simulator's member alike. A step's output (:class:`~.replica.Ready`) holds votes,
+acknowledgements and entries that the step's journal writes vouch for: it may leave
+the member only after an fsync that *started after* those writes has completed.
+Outputs leave in step order. Results of applied entries and reader events need no
+local fsync when the cluster has other members (an entry applies only once a
+majority holds it durably), so they leave at once; a member alone holds them too.
+
+A failed write or fsync *stalls* the pipeline: the journal's unsynced records can no
+longer be trusted (after a failed fsync the kernel may have dropped them), so nothing
+held may leave until the caller has written every unsynced record again and an fsync
+of that write has succeeded (:meth:`CommitPipeline.recovered`). A failed fsync is
+never retried as if its data were safe.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from .replica import Ready
+
+Completion = Callable[[Any, BaseException | None], None]
+
+
+class CommitPipeline:
+    """The fsync/hold/release rules of one member (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._held: deque[tuple[int, Ready]] = deque()
+        self._written = 0
+        self._synced = 0
+        self._syncing: int | None = None
+        #: Why the journal cannot be written, while it cannot (``None`` when healthy).
+        self.stall: str | None = None
+
+    @property
+    def held(self) -> int:
+        """Step outputs waiting for an fsync."""
+        return len(self._held)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing held, nothing unsynced, no fsync under way."""
+        return not self._held and self._written == self._synced and self._syncing is None
+
+    def admit(self, ready: Ready, *, wrote: bool, alone: bool) -> list[Ready]:
+        """Take one step's output; return what may leave now.
+
+        ``wrote``: the step handed records or metadata to the OS (or tried to and
+        failed), so its output needs an fsync. ``alone``: the member is the whole cluster.
+        """
+        if wrote:
+            self._written += 1
+        if not self._held and self._written == self._synced and self.stall is None:
+            return [ready]
+        released = [] if alone else [ready.take_results()]
+        self._held.append((self._written, ready))
+        return released
+
+    def start_fsync(self) -> int | None:
+        """Whether an fsync should start now; returns the step it covers, or ``None``."""
+        if self._syncing is not None or self.stall is not None or self._written == self._synced:
+            return None
+        self._syncing = self._written
+        return self._syncing
+
+    @property
+    def syncing(self) -> bool:
+        return self._syncing is not None
+
+    def fsync_done(self) -> list[Ready]:
+        """The fsync from :meth:`start_fsync` succeeded; return what it releases."""
+        target, self._syncing = self._syncing, None
+        if target is None or self.stall is not None:
+            return []
+        self._synced = max(self._synced, target)
+        return self._release()
+
+    def failed(self, reason: str) -> bool:
+        """A write or fsync failed: stall. Returns True when the pipeline was healthy."""
+        self._syncing = None
+        healthy = self.stall is None
+        self.stall = reason
+        return healthy
+
+    def take_held_results(self) -> list[tuple[Completion, Any, BaseException | None]]:
+        """Remove the completions held for a fsync (a member alone holds them), e.g.
+        to fail their callers while the journal cannot be written."""
+        taken: list[tuple[Completion, Any, BaseException | None]] = []
+        for _, ready in self._held:
+            taken.extend(ready.completions)
+            ready.completions = []
+        return taken
+
+    def recovered(self) -> list[Ready]:
+        """Every unsynced record was written again and fsynced: release everything."""
+        self.stall = None
+        self._syncing = None
+        self._synced = self._written
+        return self._release()
+
+    def _release(self) -> list[Ready]:
+        out: list[Ready] = []
+        while self._held and self._held[0][0] <= self._synced:
+            out.append(self._held.popleft()[1])
+        return out

@@ -1,0 +1,164 @@
+"""The journal's record format and what reading it back can find.
+
+Record layout (little endian)::
+
+    u32 command length | u32 crc32(index, term, command) | u64 index | u64 term | command
+
+Reading stops at the first record that does not check out. What follows it decides
+what happened: a valid record anywhere after it means the file was damaged in the
+middle (:class:`JournalCorruptedError`); otherwise the end is cut off, and
+:class:`Tail` says whether that end can only be a torn write (a strict prefix of the
+record being appended, or zeros) or may be a damaged record that was already durable.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+HEADER = struct.Struct("<IIQQ")
+
+Entry = tuple[bytes, int, int]
+
+
+class JournalError(Exception):
+    """The journal or its metadata cannot be used."""
+
+
+class JournalCorruptedError(JournalError):
+    """A record in the middle of the journal failed its checksum or ordering check."""
+
+
+def record_crc(index: int, term: int, command: bytes) -> int:
+    return zlib.crc32(command, zlib.crc32(struct.pack("<QQ", index, term))) & 0xFFFFFFFF
+
+
+def encode_record(command: bytes, index: int, term: int) -> bytes:
+    return HEADER.pack(len(command), record_crc(index, term, command), index, term) + command
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What was cut off the end of a journal on reading it."""
+
+    size: int = 0
+    #: The cut bytes may hold records that were durable (not only a torn append).
+    damaged: bool = False
+    #: At most this many records can have been lost with the cut bytes.
+    records: int = 0
+
+
+@dataclass(frozen=True)
+class Records:
+    entries: list[Entry]
+    offsets: list[int]
+    #: Length of the valid prefix of the file.
+    valid: int
+    tail: Tail
+
+
+def decode_records(data: bytes, path: str = "journal") -> tuple[list[Entry], list[int], int]:
+    """Parse records; return entries, their offsets and the length of the valid prefix."""
+    found = read_records(data, path)
+    return found.entries, found.offsets, found.valid
+
+
+def read_records(data: bytes, path: str = "journal") -> Records:
+    """Parse records and classify what follows the last valid one (see the module doc)."""
+    entries: list[Entry] = []
+    offsets: list[int] = []
+    pos = 0
+    size = len(data)
+    while size - pos >= HEADER.size:
+        length, crc, index, term = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + length
+        if end > size or record_crc(index, term, bytes(data[pos + HEADER.size : end])) != crc:
+            last = entries[-1] if entries else None
+            found = _valid_record_after(data, pos + 1, last[1] if last else None,
+                                        last[2] if last else 0)
+            if found is not None:
+                raise JournalCorruptedError(
+                    f"{path}: record at byte {pos} (index {index}) fails its checksum and a "
+                    f"valid record (index {found}) follows it; the journal is corrupted. "
+                    "Nothing was applied. Restore this node from its peers: stop it and run "
+                    "`lazily-queue rejoin --config FILE` (or lazily_queue.raft.rejoin."
+                    "wipe_for_rejoin), which keeps the term and vote and withholds the "
+                    "node's vote until it has caught up; never just delete the data directory."
+                )
+            break
+        command = bytes(data[pos + HEADER.size : end])
+        if entries and index != entries[-1][1] + 1:
+            raise JournalCorruptedError(
+                f"{path}: record at byte {pos} has index {index} after index "
+                f"{entries[-1][1]}; indexes must be consecutive. Nothing was applied."
+            )
+        entries.append((command, index, term))
+        offsets.append(pos)
+        pos = end
+    return Records(entries, offsets, pos, _classify(data, pos, entries))
+
+
+def _classify(data: bytes, pos: int, entries: list[Entry]) -> Tail:
+    """Whether the bytes after ``pos`` can only be a torn append."""
+    size = len(data)
+    cut = size - pos
+    if cut == 0:
+        return Tail()
+    records = max(1, cut // HEADER.size)
+    rest = bytes(data[pos:])
+    if not rest.strip(b"\x00"):
+        return Tail(cut, False, records)  # never-written blocks after a crash
+    if cut < HEADER.size:
+        return Tail(cut, False, records)
+    length, crc, index, term = HEADER.unpack_from(data, pos)
+    end = pos + HEADER.size + length
+    last = entries[-1] if entries else None
+    plausible = last is None or (index == last[1] + 1 and term >= last[2])
+    if end > size and plausible:
+        # The header announces more than the file holds. A torn append leaves exactly
+        # that; a damaged length field does too, unless the bytes present are the
+        # whole record (its checksum does not cover the length).
+        if record_crc(index, term, bytes(data[pos + HEADER.size :])) == crc:
+            return Tail(cut, True, records)
+        return Tail(cut, False, records)
+    # A complete record that fails its checksum, or a header that cannot follow the
+    # last valid record: not what an interrupted append leaves behind.
+    return Tail(cut, True, records)
+
+
+def _valid_record_after(
+    data: bytes, start: int, last_index: int | None, last_term: int
+) -> int | None:
+    """The index of a record passing its checksum that starts at or after ``start``.
+
+    Only headers that could follow ``last_index`` / ``last_term`` are checksummed, so
+    scanning a torn tail stays cheap (``None``: the first record of the file is bad).
+    """
+    size = len(data)
+    most = (size - start) // HEADER.size + 1
+    for pos in range(start, size - HEADER.size + 1):
+        length, crc, index, term = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + length
+        if end > size or index < 1 or term < last_term:
+            continue
+        if last_index is not None and not 0 < index - last_index <= most:
+            continue
+        if record_crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
+            return int(index)
+    return None
+
+
+def scan_newest(data: bytes) -> tuple[int, int]:
+    """The largest ``(term, index)`` of any record in ``data`` whose checksum passes."""
+    best = (0, 0)
+    pos, size = 0, len(data)
+    while pos + HEADER.size <= size:
+        length, crc, index, term = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + length
+        if end <= size and record_crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:
+            best = max(best, (term, index))
+            pos = end
+        else:
+            pos += 1
+    return best
