@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,14 +46,24 @@ def test_same_seed_same_trace() -> None:
         assert f"seed {seed}: ok" in out
 
 
+def _defects(doc: dict[str, Any]) -> list[str]:
+    """The fixes a fixture undoes: one name, or a list (the bug's fix, then fixes that
+    would keep the scenario from reaching it)."""
+    defect = doc.get("defect") or []
+    return [defect] if isinstance(defect, str) else [str(name) for name in defect]
+
+
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
 def test_fixture_passes_and_catches_its_bug(fixture: Path) -> None:
     _ok(_sim("--fixture", str(fixture)))
-    defect = json.loads(fixture.read_text()).get("defect")
-    if defect:
+    doc = json.loads(fixture.read_text())
+    defects = _defects(doc)
+    if defects:
         # Without the fix the same scenario must fail: the fixture exercises the bug.
-        out = _ok(_sim("--fixture", str(fixture), "--without", defect))
+        out = _ok(_sim("--fixture", str(fixture),
+                       *(arg for name in defects for arg in ("--without", name))))
         assert "FAIL (expected)" in out, out
+        assert f"FAIL (expected): {doc.get('fails_with', '')}" in out, out
 
 
 def test_a_failing_run_prints_how_to_reproduce_it() -> None:
@@ -61,7 +72,7 @@ def test_a_failing_run_prints_how_to_reproduce_it() -> None:
     env = dict(os.environ, PYTHONHASHSEED="0")
     code = ("import sys\nfrom lazily_queue.sim.__main__ import main\n"
             "from lazily_queue.sim.defects import without\n"
-            f"with without({doc['defect']!r}):\n"
+            f"with without(*{_defects(doc)!r}):\n"
             f"    sys.exit(main(['--fixture', {str(fixture)!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
