@@ -37,6 +37,8 @@ _SCHEMA: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"error": _INT, "log_idx": _INT, "log_term": _INT},
     ),
     "timeout_now": ({"term": _INT}, {}),
+    "pre_vote": ({"term": _INT, "last_log_index": _INT, "last_log_term": _INT}, {}),
+    "pre_vote_response": ({"term": _INT, "granted": _BOOL}, {}),
 }
 
 

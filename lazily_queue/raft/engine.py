@@ -23,6 +23,7 @@ from pysyncobj.transport import Transport as _PsTransport
 
 from . import patches, rejoin
 from .journal import DurableJournal
+from .prevote import PreVote
 from .snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ _bchr = struct.Struct("B").pack
 MAX_COMMAND_BYTES = 60 * 1024
 
 FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
+_VOTE_ANSWERS = frozenset({"response_vote", "pre_vote_response"})
+_VOTES = _VOTE_ANSWERS | {"request_vote", "pre_vote"}
 STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
 
 SUCCESS = FAIL_REASON.SUCCESS
@@ -148,6 +151,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self.apply_errors = 0
         self._votes_counted: set[tuple[int, str]] = set()
         self._reset_floors: dict[Any, int] = {}
+        self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
         conf = SyncObjConf(
             autoTick=False,
@@ -257,6 +261,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def tick(self) -> None:
         with patches.engine_env(self._clock, self._rng):
+            self.pre_vote.before_tick()
             self._onTick(0.0)
 
     def deliver(self, peer_id: str, message: dict[str, Any]) -> None:
@@ -266,12 +271,16 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             return
         with patches.engine_env(self._clock, self._rng):
             kind = message["type"]
-            if kind in ("request_vote", "response_vote") and self.rejoining:
+            if kind in _VOTES and self.rejoining:
                 floor = rejoin.floor_of(self._journal.meta)
                 last = (message.get("last_log_term", -1), message.get("last_log_index", -1))
-                if kind == "response_vote" or floor is None or last < floor:
+                if kind in _VOTE_ANSWERS or floor is None or last < floor:
                     return
-            if kind == "next_node_idx":
+            if kind == "pre_vote":
+                self.pre_vote.on_request(node, message)
+            elif kind == "pre_vote_response":
+                self.pre_vote.on_response(peer_id, message)
+            elif kind == "next_node_idx":
                 patches.lowest_reset_next_index(
                     self._SyncObj__raftNextIndex,
                     self._reset_floors,
@@ -293,6 +302,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                     lambda: self._SyncObj__onMessageReceived(node, message),
                 )
             elif kind == "append_entries" and "prevLogIdx" not in message:
+                self.pre_vote.on_append_entries(node, message)
                 patches.snapshot_messages_commit_nothing(
                     self._log_view,
                     message,
@@ -300,6 +310,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                     lambda m: self._SyncObj__onMessageReceived(node, m),
                 )
             elif kind == "append_entries":
+                self.pre_vote.on_append_entries(node, message)
                 patches.append_entries_without_spurious_truncation(
                     self._log_view,
                     self._SyncObj__raftCurrentTerm,

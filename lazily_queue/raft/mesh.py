@@ -1,8 +1,10 @@
 """MeshNetwork: the driver's network over ``transports.Mesh`` (authenticated links).
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
-capability handshake with the ``raft-queue-v1`` feature required and mutual HMAC
-authentication before any Raft frame is accepted.
+capability handshake with the ``raft-queue-v1`` and ``raft-prevote-v1`` features
+required and mutual HMAC authentication before any Raft frame is accepted. A member of
+a version without pre-vote (which would drop ``pre_vote`` frames as unknown) is refused
+at the handshake: "peer lacks required features ['raft-prevote-v1']".
 
 Each data directory has a random *incarnation*, announced as the handshake feature
 ``incarnation:<hex>``. A node pins the incarnation it first sees for each member and
@@ -37,6 +39,8 @@ from .network import FrameHandler, PeerHandler
 log = logging.getLogger(__name__)
 
 RAFT_FEATURE = "raft-queue-v1"
+PREVOTE_FEATURE = "raft-prevote-v1"
+REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE})
 INCARNATION = "incarnation:"
 
 
@@ -82,7 +86,7 @@ class MeshNetwork:
         self.incarnation = incarnation
         self._pins = dict(pins or {})
         self._on_pin = on_pin
-        features = DEFAULT_FEATURES | {RAFT_FEATURE}
+        features = DEFAULT_FEATURES | REQUIRED_FEATURES
         if incarnation:
             features |= {INCARNATION + incarnation}
         self._config = LinkConfig(
@@ -91,7 +95,7 @@ class MeshNetwork:
             secret=secret,
             allow_unauthenticated=allow_unauthenticated,
             features=frozenset(features),
-            required_features=frozenset({RAFT_FEATURE}),
+            required_features=REQUIRED_FEATURES,
         )
         self._mesh = Mesh(
             self._config,

@@ -51,6 +51,13 @@ message delivery; each can be switched off for tests that demonstrate the defect
   a member back from a long absence with an uncommitted suffix the cluster has since
   replaced commits and applies that suffix. Such a message now moves the commit index
   only when it installed the snapshot.
+- ``pre-vote``: a member whose election deadline passes raises its term and asks for
+  votes even when it cannot win (cut off from the majority, or with a stale log), so
+  it keeps raising its term and, when it reconnects, deposes a healthy leader. It first
+  runs a pre-vote round (Raft thesis §9.6, see :mod:`~lazily_queue.raft.prevote`): it
+  raises its term only after a majority said it could win, and a member that heard
+  from a live leader within the minimum election timeout says no. Leadership transfer
+  skips the round.
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -82,7 +89,7 @@ PYSYNCOBJ_VERSION = "0.3.17"
 PICKLE_PROTOCOL = 4
 
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
-                            "one-membership-change-at-a-time",
+                            "one-membership-change-at-a-time", "pre-vote",
                             "count-each-vote-once", "lowest-reset-next-index",
                             "snapshot-messages-commit-nothing"})
 

@@ -24,6 +24,7 @@ from .history import History, Violation
 from .network import SimNetwork
 from .node import SimNode
 from .scenario import Scenario
+from .stability import LeaderStability
 from .workload import Client, Observed
 
 TICK = 0.02
@@ -76,6 +77,10 @@ class Cluster:
         self.steps = 0
         self._paused: dict[str, list[tuple[str, bytes]]] = {}
         self._armed: dict[str, Callable[[], None]] = {}
+        self.stability = LeaderStability(self)
+        self.network.on_change = self.stability.sample
+        for node in self.nodes.values():
+            node.on_stall = self.stability.sample
 
     # -- tracing ----------------------------------------------------------------------------
 
@@ -150,6 +155,7 @@ class Cluster:
                 self.nodes[n].step(self._dispatch)
                 self.steps += 1
                 self._check_leader(n)
+                self.stability.stepped(n)
                 if n in self._armed and self.nodes[n].fsync_due is not None:
                     self._armed.pop(n)()
 
@@ -164,11 +170,13 @@ class Cluster:
     def pause(self, n: str) -> None:
         """Stop the member's process: its state stays, its input waits in the socket."""
         self._paused.setdefault(n, [])
+        self.stability.sample()
 
     def resume(self, n: str) -> None:
         inbox = self._paused.pop(n, None)
         if inbox is None:
             return
+        self.stability.sample()
         self.trace(f"{n}: resume ({len(inbox)} frames waiting)")
         for src, frame in inbox:
             self._deliver(src, n, frame)

@@ -107,6 +107,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
     "count-each-vote-once": _patch_off("count-each-vote-once"),
+    "pre-vote": _patch_off("pre-vote"),
     "lowest-reset-next-index": _patch_off("lowest-reset-next-index"),
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,

@@ -209,12 +209,12 @@ class Faults:
             return
         path = f"{node.dir}/journal.log"
         data = node.disk.read(path) or b""
-        entries, offsets, _ = decode_records(data)
+        entries, offsets, valid = decode_records(data)
         if len(entries) < 3:
             return
         if how == "last":
             i = len(entries) - 1
-            start, end = offsets[i], len(data)
+            start, end = offsets[i], valid
             node.disk.flip_bit(path, self.rng.randrange(start, end), self.rng.randrange(8))
             self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}")
             self._corrupted[n] = entries[i][1]

@@ -65,6 +65,7 @@ class SimNetwork:
         self.dropped = 0
         self.delivered = 0
         self.on_peer: PeerChange = lambda _node, _peer, _up: None
+        self.on_change: Callable[[], None] = lambda: None
 
     # -- topology ------------------------------------------------------------------------
 
@@ -78,6 +79,10 @@ class SimNetwork:
 
     def up(self, a: str, b: str) -> bool:
         return self._up.get(frozenset((a, b)), False)
+
+    def two_way(self, a: str, b: str) -> bool:
+        """Whether frames between running ``a`` and ``b`` pass in both directions."""
+        return self.up(a, b) and self._passes(a, b) and self._passes(b, a)
 
     def partition(self, *groups: list[str]) -> None:
         """Cut every link between nodes of different groups."""
@@ -118,6 +123,7 @@ class SimNetwork:
                 for x, y in ((a, b), (b, a)):
                     if x in self.running:
                         self.on_peer(x, y, up)
+        self.on_change()
 
     def peers_up(self, node: str) -> list[str]:
         return [p for p in self.nodes if p != node and self.up(node, p)]

@@ -69,6 +69,8 @@ class SimNode:
         self._recovering = False
         self._retry_at = 0.0
         self.stalls = 0
+        #: Called when the member stalls on its disk and when it recovers.
+        self.on_stall: Callable[[], None] = lambda: None
 
     @property
     def running(self) -> bool:
@@ -219,6 +221,7 @@ class SimNode:
         if recovering:
             self.trace(f"{self.node_id}: journal writable again; held output released")
             released = self.pipeline.recovered()
+            self.on_stall()
         else:
             released = self.pipeline.fsync_done()
         for ready in released:
@@ -236,6 +239,7 @@ class SimNode:
             return
         self.stalls += 1
         self.trace(f"{self.node_id}: disk error ({error.strerror or error}); stalled")
+        self.on_stall()
 
         def failure(unknown: bool) -> BaseException:
             outcome = "its outcome is unknown" if unknown else "the operation was not applied"

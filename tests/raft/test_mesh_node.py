@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
 
 from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.node import Node
+from lazily_queue.raft import mesh
 
 
 def _peers(tmp: Path, ids: list[int]) -> dict[int, str]:
@@ -106,3 +108,28 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
         assert "2" not in again.driver.network._pins  # type: ignore[attr-defined]
     finally:
         await again.stop()
+
+
+async def test_a_member_without_pre_vote_is_refused_at_the_handshake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    peers = _peers(tmp_path, [1, 2])
+    node = Node(1, data_dir=tmp_path / "1", peers=peers, secret=b"s", durability="none")
+    older = Node(2, data_dir=tmp_path / "2", peers=peers, secret=b"s", durability="none")
+    await node.start()
+    with monkeypatch.context() as m:  # a member of a version that announces no pre-vote
+        m.setattr(mesh, "REQUIRED_FEATURES", frozenset({mesh.RAFT_FEATURE}))
+        await older.start()
+    try:
+        refusal = "peer lacks required features ['raft-prevote-v1']"
+        for _ in range(500):
+            if refusal in caplog.text:
+                break
+            await asyncio.sleep(0.01)
+        assert refusal in caplog.text
+        assert node.status()["connected"] == [] and older.status()["connected"] == []
+        assert "raft-prevote-v1" not in older.driver.network.mesh.config.features  # type: ignore[attr-defined]
+    finally:
+        await older.stop()
+        await node.stop()

@@ -26,6 +26,10 @@ def _candidate(members: int) -> tuple[Replica, VirtualClock]:
     for peer in ids[1:]:
         replica.peer_connected(peer, True)
     clock.advance_to(5.0)
+    replica.step()  # the election deadline passed: a pre-vote round at the next term
+    for peer in ids[1 : members // 2 + 1]:
+        replica.receive(peer, {"type": "pre_vote_response", "term": replica.engine.term + 1,
+                               "granted": True})
     replica.step()
     assert replica.engine.state == 1
     return replica, clock
