@@ -510,4 +510,7 @@ class Node:
             }
             for name, w in sorted(sm.work_queues.items())
         }
+        mesh = getattr(self.driver.network, "mesh", None)
+        if mesh is not None:
+            status["listener"] = mesh.listener_stats()
         return status

@@ -6,7 +6,9 @@ line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]`
 entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
 locked or foreign data directory, an address in use, peers refusing this node or
 failing authentication while no peer is linked, no leader in time) raises
-:class:`ConfigError` with the fix.
+:class:`ConfigError` with the fix. A peer that should dial this node is probed after
+half a second without a link, so its refusal (unknown member, wrong secret or
+cluster) is known whatever the ids.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ class NodeService:
             if str(peer) in connected:
                 parts.append(f"peer {peer} ({address}): linked")
                 continue
-            problem = watch.last.get(peer, "no link")
+            problem = _mesh_trouble(node, peer) or watch.last.get(peer, "no link")
             parts.append(f"peer {peer} ({address}): {problem}")
         return ("A majority must be running and reachable; check that the other nodes are "
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
@@ -229,6 +231,18 @@ class NodeService:
         print(line, file=self.out, flush=True)
 
 
+def _mesh_trouble(node: Node, peer: int) -> str | None:
+    """What the node's mesh knows about why ``peer`` is not linked (say, a probe's answer)."""
+    mesh = getattr(node.driver.network, "mesh", None)
+    if mesh is None:
+        return None
+    try:
+        trouble = mesh.trouble(peer)
+    except LookupError:
+        return None
+    return trouble if isinstance(trouble, str) else None
+
+
 def load_entry(config: NodeConfig) -> AppEntry:
     """Import ``[app] entry`` ("package.module:function")."""
     assert config.app_entry is not None
@@ -246,7 +260,11 @@ def load_entry(config: NodeConfig) -> AppEntry:
 
 
 class _LinkTrouble(logging.Handler):
-    """Collects handshake failures logged by ``transports`` while the node starts."""
+    """Collects the refusals of links this node dials or probes while it starts.
+
+    Only links to configured peers count: a stranger's connection that we refuse says
+    nothing about this node's configuration and must not stop its start.
+    """
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -258,16 +276,29 @@ class _LinkTrouble(logging.Handler):
         args = record.args if isinstance(record.args, tuple) else ()
         error = next((a for a in args if isinstance(a, BaseException)), None)
         peer = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), None)
-        if peer is not None and error is not None:
-            self.last[peer] = str(error)
+        if peer is None or error is None:
+            return
+        self.last[peer] = str(error)
         if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
             return
         if error.field == "handshake":  # the link dropped mid-handshake: transient
             return
-        where = f"the link to peer {peer}" if peer is not None else "an incoming link"
         if self.fatal is None:
             self.fatal_at = time.monotonic()
-        self.fatal = (
-            f"{where} failed: {error}. Every node needs the same `cluster` and secret, a "
-            "unique `id`, and every other node in its [peers]"
-        )
+        self.fatal = f"the link to peer {peer} failed: {error}. {_fix_for(error)}"
+
+
+def _fix_for(error: HandshakeError) -> str:
+    """What to change for a refused link, by the field the refusal names."""
+    if error.field == "auth":
+        return ("The cluster secrets differ (wrong secret?): every node needs the same "
+                "`cluster` and secret; check this node's `secret_env` / `secret_file`")
+    if error.field == "session_id":
+        return "The cluster names differ: every node needs the same `cluster` and secret"
+    if "not a member" in error.message:
+        return ("That member does not know this node's id: list this node in every "
+                "member's [peers] (and add it to the cluster), or correct this node's `id`")
+    if "share one id" in error.message:
+        return "Every node needs a unique `id`"
+    return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
+            "other node in its [peers]")

@@ -6,12 +6,15 @@ link per peer with reconnects and reports peer events and frames.
 """
 
 from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
-from .authentication import PeerFilter, establish, next_epoch
+from .admission import AdmissionGate
+from .authentication import PeerFilter, ProbeAnswer, establish, next_epoch
 from .backoff import Backoff
 from .buffered import BufferedChannel, Signal
 from .config import (
     DEFAULT_FEATURES,
     DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_PENDING_HANDSHAKES,
+    DEFAULT_MAX_PENDING_PER_SOURCE,
     HandshakeConfig,
     LinkConfig,
 )
@@ -24,14 +27,18 @@ from .errors import (
     IncompatiblePeerError,
     LinkBrokenError,
     PeerRejectedError,
+    ProbeAnswered,
     TransportError,
     UnknownPeerError,
 )
 from .events import EventStream, Frame, MeshEvent, PeerDown, PeerUp
 from .handshake import (
     CODEC,
+    HANDSHAKE_FRAME_LIMIT,
+    PROBE_FEATURE,
     PROTOCOL_ID,
     PROTOCOL_MAJOR_VERSION,
+    READY_FEATURE,
     Handshake,
     Hello,
     Negotiated,
@@ -44,6 +51,7 @@ from .registry import (
     dial,
     get_transport,
     listen,
+    probe,
     register_transport,
     registered_schemes,
     scheme_of,
@@ -53,9 +61,15 @@ __all__ = [
     "CODEC",
     "DEFAULT_FEATURES",
     "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_PENDING_HANDSHAKES",
+    "DEFAULT_MAX_PENDING_PER_SOURCE",
+    "HANDSHAKE_FRAME_LIMIT",
+    "PROBE_FEATURE",
     "PROTOCOL_ID",
     "PROTOCOL_MAJOR_VERSION",
+    "READY_FEATURE",
     "AddressError",
+    "AdmissionGate",
     "AuthenticationError",
     "Backoff",
     "BufferedChannel",
@@ -83,6 +97,8 @@ __all__ = [
     "PeerFilter",
     "PeerRejectedError",
     "PeerUp",
+    "ProbeAnswer",
+    "ProbeAnswered",
     "Signal",
     "Transport",
     "TransportError",
@@ -93,6 +109,7 @@ __all__ = [
     "listen",
     "negotiate",
     "next_epoch",
+    "probe",
     "register_transport",
     "registered_schemes",
     "scheme_of",

@@ -19,8 +19,10 @@ from typing import ClassVar
 import anyio
 from anyio.abc import ObjectStream
 
+from .admission import AdmissionGate
 from .config import LinkConfig
 from .errors import FrameTooLargeError
+from .handshake import HANDSHAKE_FRAME_LIMIT
 
 __all__ = ["ChannelAcceptor", "DataChannel", "Listener", "Transport", "refuse_tls"]
 
@@ -41,13 +43,27 @@ class DataChannel(ObjectStream[bytes]):
     ``max_frame_size``. ``receive`` raises ``anyio.EndOfStream`` after a clean close by
     the peer, ``LinkBrokenError`` (an ``anyio.BrokenResourceError``) when the link
     failed, and ``anyio.ClosedResourceError`` after our own ``aclose``.
+
+    A raw channel starts with the handshake limits: ``max_frame_size`` is
+    ``HANDSHAKE_FRAME_LIMIT`` (checked from the length prefix, before a payload is
+    buffered) and about one such frame is queued before reading pauses; ``establish``
+    calls ``open_limits`` once the peer is authenticated. ``source`` names where an
+    accepted connection comes from (an IP address, or the listener for Unix sockets),
+    for the listener's per-source caps.
     """
 
     #: Address scheme of the transport that produced the channel.
     scheme: ClassVar[str] = ""
 
-    def __init__(self, *, max_frame_size: int, remote_address: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        max_frame_size: int = HANDSHAKE_FRAME_LIMIT,
+        remote_address: str = "",
+        source: str = "",
+    ) -> None:
         self.remote_address = remote_address
+        self.source = source or remote_address
         self.max_frame_size = max_frame_size
         self.local_peer_id = 0
         self.remote_peer_id = 0
@@ -81,6 +97,10 @@ class DataChannel(ObjectStream[bytes]):
     @abstractmethod
     def close_reason(self) -> str | None:
         """Why the link ended (``None`` while it is open)."""
+
+    def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
+        """Raise the handshake-time limits to the link's own (the peer is authenticated)."""
+        self.max_frame_size = max_frame_size
 
     # -- ObjectStream -------------------------------------------------------------------
 
@@ -133,7 +153,13 @@ ChannelAcceptor = Callable[[DataChannel], None]
 
 
 class Listener(ABC):
-    """A bound, accepting endpoint of one transport."""
+    """A bound, accepting endpoint of one transport.
+
+    ``admission`` (set by ``transports.listen``) counts the connections still in their
+    handshake and those refused over the caps (``pending``, ``refused``).
+    """
+
+    admission: AdmissionGate | None = None
 
     @property
     @abstractmethod

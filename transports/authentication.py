@@ -4,13 +4,15 @@ Both sides send a CBOR hello (capabilities, a fresh 32-byte nonce, the auth mode
 negotiate. With a cluster secret each side then sends
 ``HMAC-SHA256(secret, label || role || SHA256(dialer hello) || SHA256(acceptor hello))``
 and checks the peer's proof for the opposite role, so a reflected proof (wrong role) or
-a replayed one (the other side's nonce differs) fails. No payload frame is delivered
-before both proofs verified.
+a replayed one (the other side's nonce differs) fails. Each side then raises its
+limits and sends ``{"ready": true}``; no payload frame is sent before the peer's ready
+arrived, nor delivered before both proofs verified.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import itertools
@@ -29,9 +31,11 @@ from .errors import (
     HandshakeTimeoutError,
     IncompatiblePeerError,
     PeerRejectedError,
+    ProbeAnswered,
 )
 from .handshake import (
-    HANDSHAKE_FRAME_LIMIT,
+    PROBE_FEATURE,
+    READY_FEATURE,
     Handshake,
     Hello,
     Negotiated,
@@ -40,7 +44,7 @@ from .handshake import (
     negotiate,
 )
 
-__all__ = ["PeerFilter", "establish", "next_epoch"]
+__all__ = ["FailureReport", "PeerFilter", "ProbeAnswer", "establish", "next_epoch", "probe_channel"]
 
 logger = logging.getLogger("transports.handshake")
 
@@ -75,6 +79,10 @@ def _proof(secret: bytes, role: bytes, dialer_hello: bytes, acceptor_hello: byte
 
 #: Given the peer id a remote announces, returns why we refuse it (or None to go on).
 PeerFilter = Callable[[int], str | None]
+#: Given an authenticated prober's peer id, returns a note sent with "probe passed".
+ProbeAnswer = Callable[[int], str]
+#: Told about a failed handshake before the channel is closed.
+FailureReport = Callable[[DataChannel, HandshakeError], None]
 
 
 async def establish(
@@ -83,19 +91,59 @@ async def establish(
     *,
     initiator: bool,
     accept_peer: PeerFilter | None = None,
+    admit: PeerFilter | None = None,
+    answer_probe: ProbeAnswer | None = None,
+    on_failure: FailureReport | None = None,
 ) -> DataChannel:
     """Run handshake and authentication on a raw ``channel`` and return it ready for use.
 
     ``initiator`` is True on the dialing side. ``accept_peer`` may refuse the announced
-    peer id (the refusal is sent to the peer, field ``peer_id``); the id is bound into
-    the authentication, so the returned channel's ``remote_peer_id`` is the one checked.
-    On any failure the channel is closed and a ``HandshakeError`` subclass naming the
-    field is raised (``AuthenticationError``, ``IncompatiblePeerError``,
-    ``PeerRejectedError``, ``HandshakeTimeoutError``).
+    peer id before authentication and ``admit`` the authenticated one after it (both
+    refusals are sent to the peer, field ``peer_id``); the id is bound into the
+    authentication, so the returned channel's ``remote_peer_id`` is the one checked.
+    Until both sides sent ``ready`` the channel keeps the handshake limits
+    (``HANDSHAKE_FRAME_LIMIT``, one frame queued); each side raises them to the
+    negotiated ones before sending its ``ready``, so no payload frame can outrun them.
+    An accepting side that receives a probe hello (``PROBE_FEATURE``) answers it
+    after authentication with ``answer_probe``'s note, closes the channel and raises
+    ``ProbeAnswered``. On any failure the channel is closed and a ``HandshakeError``
+    subclass naming the field is raised (``AuthenticationError``,
+    ``IncompatiblePeerError``, ``PeerRejectedError``, ``HandshakeTimeoutError``), after
+    it was logged, or passed to ``on_failure`` instead when given.
     """
+    run = _Exchange(channel, config, initiator, accept_peer, admit, answer_probe, probing=False)
+    await _guarded(channel, config, run, on_failure or _log_failure)
+    return channel
+
+
+async def probe_channel(
+    channel: DataChannel, config: LinkConfig, *, accept_peer: PeerFilter | None = None
+) -> str:
+    """Ask the acceptor on a raw dialed ``channel`` whether it would accept this node.
+
+    Runs the hello and authentication like ``establish`` with ``PROBE_FEATURE``
+    announced; returns the acceptor's note when every check passed, or raises the
+    ``HandshakeError`` naming the field it refused (wrong cluster, unknown member,
+    wrong secret). The channel is closed either way and never carries a frame.
+    """
+    run = _Exchange(channel, config, True, accept_peer, None, None, probing=True)
+    try:
+        return await _guarded(channel, config, run, None)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await channel.aclose()
+
+
+def _log_failure(channel: DataChannel, error: HandshakeError) -> None:
+    logger.warning("handshake with %s refused: %s", channel.remote_address, error)
+
+
+async def _guarded(
+    channel: DataChannel, config: LinkConfig, run: _Exchange, report: FailureReport | None
+) -> str:
     try:
         async with asyncio.timeout(config.handshake_timeout):
-            await _exchange(channel, config, initiator, accept_peer)
+            return await run.run()
     except BaseException as exc:
         error: BaseException = exc
         if isinstance(exc, TimeoutError) and not isinstance(exc, HandshakeError):
@@ -103,48 +151,100 @@ async def establish(
         elif isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
             reason = getattr(channel, "close_reason", None) or "connection closed"
             error = HandshakeError("handshake", f"link closed during handshake ({reason})")
-        if isinstance(error, HandshakeError):
-            logger.warning("handshake with %s refused: %s", channel.remote_address, error)
+        if report is not None and isinstance(error, HandshakeError):
+            report(channel, error)
         with anyio.CancelScope(shield=True):
             await channel.aclose()
         if error is exc:
             raise
         raise error from None
-    return channel
 
 
-async def _exchange(
-    channel: DataChannel, config: LinkConfig, initiator: bool, accept_peer: PeerFilter | None
-) -> None:
-    # Handshake frames may exceed a tiny configured ceiling; the negotiated one applies after.
-    channel.max_frame_size = max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT)
-    local = Handshake.from_config(config)
-    auth = "none" if config.secret is None else "hmac-sha256"
-    hello = Hello(local, secrets.token_bytes(_NONCE_SIZE), auth).encode()
-    await channel.send(hello)
-    remote_frame = await channel.receive()
-    try:
-        remote = Hello.decode(remote_frame)
-        negotiated = negotiate(local, remote.handshake, required_features=config.required_features)
-        if remote.handshake.peer_id == config.peer_id:
-            raise IncompatiblePeerError(
-                "peer_id", f"peer claims our own id {config.peer_id}: two nodes share one id"
+class _Exchange:
+    """One side of the handshake on one channel."""
+
+    def __init__(
+        self,
+        channel: DataChannel,
+        config: LinkConfig,
+        initiator: bool,
+        accept_peer: PeerFilter | None,
+        admit: PeerFilter | None,
+        answer_probe: ProbeAnswer | None,
+        *,
+        probing: bool,
+    ) -> None:
+        self.channel = channel
+        self.config = config
+        self.initiator = initiator
+        self.accept_peer = accept_peer
+        self.admit = admit
+        self.answer_probe = answer_probe
+        self.probing = probing
+
+    async def run(self) -> str:
+        """The handshake; returns the acceptor's note for a probe, else ""."""
+        channel, config = self.channel, self.config
+        local = Handshake.from_config(config)
+        if self.probing:
+            local = dataclasses.replace(local, features=local.features | {PROBE_FEATURE})
+        auth = "none" if config.secret is None else "hmac-sha256"
+        hello = Hello(local, secrets.token_bytes(_NONCE_SIZE), auth).encode()
+        await channel.send(hello)
+        remote_frame = await channel.receive()
+        try:
+            remote = Hello.decode(remote_frame)
+            negotiated = negotiate(
+                local,
+                remote.handshake,
+                required_features=config.required_features | {READY_FEATURE},
             )
-        refusal = accept_peer(remote.handshake.peer_id) if accept_peer is not None else None
+            peer_id = remote.handshake.peer_id
+            if peer_id == config.peer_id:
+                raise IncompatiblePeerError(
+                    "peer_id", f"peer claims our own id {config.peer_id}: two nodes share one id"
+                )
+            refusal = self.accept_peer(peer_id) if self.accept_peer is not None else None
+            if refusal is not None:
+                raise IncompatiblePeerError("peer_id", refusal)
+            if remote.auth != auth:
+                raise AuthenticationError(
+                    f"peer offers {remote.auth!r} authentication, we need {auth!r}"
+                )
+        except PeerRejectedError:
+            raise
+        except HandshakeError as exc:
+            await _refuse(channel, exc.field, exc.message)
+            raise
+        if config.secret is not None:
+            await _authenticate(channel, config.secret, self.initiator, hello, remote_frame)
+        # From here on the peer is authenticated (or both sides opted out of it).
+        if self.probing:
+            return await _probe_reply(channel)
+        if not self.initiator and PROBE_FEATURE in remote.handshake.features:
+            note = self.answer_probe(peer_id) if self.answer_probe is not None else ""
+            await channel.send(encode_message({"probe": "passed", "message": note[:200]}))
+            raise ProbeAnswered(peer_id, note)
+        refusal = self.admit(peer_id) if self.admit is not None else None
         if refusal is not None:
+            await _refuse(channel, "peer_id", refusal)
             raise IncompatiblePeerError("peer_id", refusal)
-        if remote.auth != auth:
-            raise AuthenticationError(
-                f"peer offers {remote.auth!r} authentication, we need {auth!r}"
-            )
-    except PeerRejectedError:
-        raise
-    except HandshakeError as exc:
-        await _refuse(channel, exc.field, exc.message)
-        raise
-    if config.secret is not None:
-        await _authenticate(channel, config.secret, initiator, hello, remote_frame)
-    _bind(channel, config, remote.handshake, negotiated, authenticated=config.secret is not None)
+        channel.open_limits(negotiated.max_frame_size, config.receive_buffer_size)
+        await channel.send(encode_message({"ready": True}))
+        reply = decode_message(await channel.receive())
+        if reply.get("ready") is not True:
+            await _refuse(channel, "ready", "expected the ready message")
+            raise HandshakeError("ready", "peer sent another message instead of ready")
+        _bind(channel, config, remote.handshake, negotiated, authenticated=auth != "none")
+        return ""
+
+
+async def _probe_reply(channel: DataChannel) -> str:
+    reply = decode_message(await channel.receive())
+    if reply.get("probe") != "passed":
+        raise HandshakeError("probe", "the peer does not answer probes")
+    note = reply.get("message", "")
+    return note[:200] if isinstance(note, str) else ""
 
 
 async def _authenticate(
@@ -183,7 +283,6 @@ def _bind(
     channel.local_peer_id = config.peer_id
     channel.remote_peer_id = remote.peer_id
     channel.session_id = config.session_id
-    channel.max_frame_size = negotiated.max_frame_size
     channel.fragmentation_supported = negotiated.fragmentation_supported
     channel.remote_features = remote.features
     channel.authenticated = authenticated

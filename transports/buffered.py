@@ -16,6 +16,7 @@ import anyio
 
 from ._abc import DataChannel
 from .errors import LinkBrokenError
+from .handshake import HANDSHAKE_FRAME_LIMIT
 
 __all__ = ["BufferedChannel", "Signal"]
 
@@ -65,23 +66,24 @@ class BufferedChannel(DataChannel):
     """DataChannel whose incoming frames sit in a bounded in-memory queue.
 
     Reading pauses (``_pause_reading``) once ``receive_buffer_size`` bytes are queued
-    and resumes when half of them were consumed. A single receiving task may run in a
+    (at most ``HANDSHAKE_FRAME_LIMIT`` until ``open_limits``) and resumes when half of
+    them were consumed. A single receiving task may run in a
     different thread from the producer; several receiving tasks must share one loop.
     """
 
     def __init__(
         self,
         *,
-        max_frame_size: int,
         receive_buffer_size: int,
         send_buffer_size: int,
         remote_address: str = "",
+        source: str = "",
     ) -> None:
-        super().__init__(max_frame_size=max_frame_size, remote_address=remote_address)
+        super().__init__(remote_address=remote_address, source=source)
         self._rx: deque[bytes] = deque()
         self._rx_added = 0  # bytes queued so far, written by the producer only
         self._rx_taken = 0  # bytes consumed so far, written by the consumer only
-        self._rx_limit = receive_buffer_size
+        self._rx_limit = min(receive_buffer_size, HANDSHAKE_FRAME_LIMIT)
         self._rx_paused = False
         self._rx_waiters: list[Signal] = []
         self._tx_waiters: list[Signal] = []
@@ -92,6 +94,13 @@ class BufferedChannel(DataChannel):
         self._broken = False
         self._closed = False
         self._reason: str | None = None
+
+    def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
+        super().open_limits(max_frame_size, receive_buffer_size)
+        self._rx_limit = receive_buffer_size
+        if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
+            self._rx_paused = False
+            self._resume_reading()
 
     # -- hooks --------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 __all__ = [
     "DEFAULT_FEATURES",
     "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_PENDING_HANDSHAKES",
+    "DEFAULT_MAX_PENDING_PER_SOURCE",
     "MAX_FRAME_SIZE_LIMIT",
     "HandshakeConfig",
     "LinkConfig",
@@ -17,6 +19,9 @@ DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 #: Largest ceiling a 4-byte length prefix can express.
 MAX_FRAME_SIZE_LIMIT = 2**32 - 1
 DEFAULT_FEATURES: frozenset[str] = frozenset({"raft-queue-v1"})
+#: Connections a listener holds in their handshake, in all and from one source.
+DEFAULT_MAX_PENDING_HANDSHAKES = 128
+DEFAULT_MAX_PENDING_PER_SOURCE = 8
 _U64 = 2**64
 
 
@@ -42,6 +47,12 @@ class LinkConfig:
     and the peer's. ``send_buffer_size`` and ``receive_buffer_size`` bound the bytes
     queued per link in each direction before ``send`` waits (or ``send_nowait`` raises
     ``anyio.WouldBlock``) and before reading from the peer pauses.
+
+    Until a peer is authenticated its connection is held to the handshake limits (64 KiB
+    frames, one frame queued) and counts as *pending*. A listener keeps at most
+    ``max_pending_handshakes`` pending connections in all and ``max_pending_per_source``
+    from one source (an IP address; a Unix-socket listener is one source); connections
+    over either cap are closed at once and counted.
     """
 
     peer_id: int
@@ -55,6 +66,8 @@ class LinkConfig:
     handshake_timeout: float = 5.0
     send_buffer_size: int = 1024 * 1024
     receive_buffer_size: int = 1024 * 1024
+    max_pending_handshakes: int = DEFAULT_MAX_PENDING_HANDSHAKES
+    max_pending_per_source: int = DEFAULT_MAX_PENDING_PER_SOURCE
 
     def __post_init__(self) -> None:
         if isinstance(self.peer_id, bool) or not isinstance(self.peer_id, int):
@@ -83,7 +96,12 @@ class LinkConfig:
         object.__setattr__(self, "required_features", required)
         if not self.handshake_timeout > 0:
             raise ValueError(f"handshake_timeout must be positive, got {self.handshake_timeout}")
-        for name in ("send_buffer_size", "receive_buffer_size"):
+        for name in (
+            "send_buffer_size",
+            "receive_buffer_size",
+            "max_pending_handshakes",
+            "max_pending_per_source",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")

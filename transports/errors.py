@@ -13,6 +13,7 @@ __all__ = [
     "IncompatiblePeerError",
     "LinkBrokenError",
     "PeerRejectedError",
+    "ProbeAnswered",
     "TransportError",
     "UnknownPeerError",
 ]
@@ -65,6 +66,15 @@ class HandshakeTimeoutError(HandshakeError, TimeoutError):
     def __init__(self, timeout: float) -> None:
         super().__init__("timeout", f"handshake not completed within {timeout:g} s")
         self.timeout = timeout
+
+
+class ProbeAnswered(TransportError):
+    """The accepting side answered a peer's probe; the connection carried no frames."""
+
+    def __init__(self, peer_id: int, note: str) -> None:
+        super().__init__(f"answered a probe from peer {peer_id}")
+        self.peer_id = peer_id
+        self.note = note
 
 
 class LinkBrokenError(anyio.BrokenResourceError, TransportError):

@@ -14,8 +14,10 @@ from .errors import HandshakeError, IncompatiblePeerError, PeerRejectedError
 __all__ = [
     "CODEC",
     "HANDSHAKE_FRAME_LIMIT",
+    "PROBE_FEATURE",
     "PROTOCOL_ID",
     "PROTOCOL_MAJOR_VERSION",
+    "READY_FEATURE",
     "Handshake",
     "Hello",
     "Negotiated",
@@ -27,8 +29,15 @@ __all__ = [
 PROTOCOL_ID = "lazily-ipc"
 PROTOCOL_MAJOR_VERSION = 1
 CODEC = "cbor"
-#: Largest handshake or authentication frame we decode.
+#: Largest handshake or authentication frame we decode; the frame ceiling before a
+#: link is established.
 HANDSHAKE_FRAME_LIMIT = 64 * 1024
+#: Each side ends the handshake with a ``ready`` message sent once it raised its own
+#: limits; every peer must announce it (an older peer is refused naming it).
+READY_FEATURE = "link-ready-v1"
+#: Announced by a hello that only asks whether the peer would accept us: the acceptor
+#: checks everything, answers ``{"probe": "passed"}`` and closes (no frames carried).
+PROBE_FEATURE = "link-probe-v1"
 _U64 = 2**64
 _MAX_FEATURES = 256
 _AUTH_MODES = frozenset({"hmac-sha256", "none"})
@@ -68,7 +77,7 @@ class Handshake:
             session_id=config.session_id,
             max_frame_size=config.max_frame_size,
             fragmentation_supported=config.fragmentation_supported,
-            features=config.features,
+            features=config.features | {READY_FEATURE},
         )
 
     @classmethod

@@ -13,9 +13,9 @@ import anyio
 from ._abc import DataChannel
 from .backoff import Backoff
 from .config import LinkConfig
-from .errors import FrameTooLargeError, HandshakeError
+from .errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
 from .events import EventStream, Frame, PeerDown, PeerUp
-from .registry import dial
+from .registry import dial, probe
 
 __all__ = ["Link", "PeerCounters"]
 
@@ -38,6 +38,9 @@ class PeerCounters:
 #: Checks an authenticated channel before it carries frames; a string is the refusal.
 ChannelVetter = Callable[[DataChannel], "str | None"]
 
+#: Longest wait between two probes of a peer that should dial us but does not.
+PROBE_MAX_INTERVAL = 10.0
+
 
 class Link:
     """Carries frames to and from one peer over a sequence of connections (epochs).
@@ -45,6 +48,11 @@ class Link:
     Only one connection is current; when it ends (or a newer one replaces it) its
     queued frames are discarded and a ``PeerDown`` is emitted before the next
     ``PeerUp``, so no frame of an older epoch follows a newer one.
+
+    A link that waits to be dialed probes the peer (``transports.probe``) once it has
+    been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
+    while it stays down, so that a peer refusing this node says why. ``trouble`` is
+    the last dial failure or probe outcome while the link is down (None once up).
     """
 
     def __init__(
@@ -59,6 +67,7 @@ class Link:
         connect_timeout: float,
         ssl_context: ssl.SSLContext | None,
         vet: ChannelVetter | None = None,
+        probe_after: float | None = 0.5,
     ) -> None:
         self.peer_id = peer_id
         self._vet = vet
@@ -73,8 +82,10 @@ class Link:
         self._channel: DataChannel | None = None
         self._pump: asyncio.Task[str] | None = None
         self._dialer: asyncio.Task[None] | None = None
+        self._probe_after = probe_after
         self._closed = False
         self.epoch = 0
+        self.trouble: str | None = None
 
     @property
     def up(self) -> bool:
@@ -106,10 +117,15 @@ class Link:
     # -- connections --------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.dials and self._dialer is None:
-            self._dialer = asyncio.get_running_loop().create_task(
-                self._dial_forever(), name=f"transports-dial-{self.peer_id}"
-            )
+        if self._dialer is not None:
+            return
+        if self.dials:
+            work, name = self._dial_forever(), f"transports-dial-{self.peer_id}"
+        elif self._probe_after is not None:
+            work, name = self._probe_forever(self._probe_after), f"transports-probe-{self.peer_id}"
+        else:
+            return
+        self._dialer = asyncio.get_running_loop().create_task(work, name=name)
 
     async def _dial_forever(self) -> None:
         while not self._closed:
@@ -123,6 +139,7 @@ class Link:
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
+                self.trouble = str(exc)
                 routine = isinstance(exc, OSError | TimeoutError)
                 level = (
                     logging.DEBUG
@@ -137,6 +154,48 @@ class Link:
             self._backoff.reset()
             await self.serve(channel)
             await anyio.sleep(self._backoff.next())
+
+    async def _probe_forever(self, delay: float) -> None:
+        backoff = Backoff(delay, max(delay, PROBE_MAX_INTERVAL), jitter=0.2)
+        while not self._closed:
+            await anyio.sleep(backoff.next())
+            if self._channel is None:
+                await self._probe_once()
+            else:
+                backoff.reset()
+
+    async def _probe_once(self) -> None:
+        level = logging.WARNING
+        try:
+            note = await probe(
+                self.address,
+                self._config,
+                timeout=self._connect_timeout,
+                ssl_context=self._ssl_context,
+                expect_peer_id=self.peer_id,
+            )
+        except HandshakeError as exc:
+            outcome = str(exc)
+            if isinstance(exc, HandshakeTimeoutError) or exc.field == "handshake":
+                level = logging.DEBUG  # transient: the peer is busy or restarting
+            detail: object = exc
+        except (OSError, TimeoutError) as exc:
+            outcome, level, detail = f"unreachable: {exc}", logging.DEBUG, exc
+        except Exception as exc:  # a probe is advisory: report anything and go on
+            outcome, detail = f"probe failed: {exc!r}", exc
+        else:
+            outcome = (
+                f"peer {self.peer_id} accepted our credentials but has not dialed us"
+                f"{f' ({note})' if note else ''}: check that its [peers] lists this "
+                "node's address"
+            )
+            level, detail = logging.INFO, outcome
+        if self._channel is not None or self._closed:
+            return
+        if outcome == self.trouble:
+            level = logging.DEBUG  # logged once per change
+        self.trouble = outcome
+        logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
 
     async def serve(self, channel: DataChannel) -> None:
         """Make ``channel`` current and carry its frames until it ends or is replaced."""
@@ -155,6 +214,7 @@ class Link:
         if previous is not None:
             self._detach(previous, "replaced by a newer connection")
         self._channel = channel
+        self.trouble = None
         self.epoch = channel.epoch
         self.counters.connects += 1
         if self.counters.connects > 1:
@@ -213,7 +273,7 @@ class Link:
         self._events.put_control(PeerDown(self.peer_id, channel.epoch, reason))
 
     async def aclose(self, reason: str = "peer removed") -> None:
-        """Stop dialing and drop the current connection."""
+        """Stop dialing or probing and drop the current connection."""
         self._closed = True
         tasks = [task for task in (self._dialer, self._pump) if task is not None]
         channel = self._channel

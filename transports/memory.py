@@ -36,14 +36,18 @@ def parse_memory_address(address: str) -> str:
 
 
 class MemoryChannel(BufferedChannel):
-    """One end of an in-process pair."""
+    """One end of an in-process pair.
+
+    A sender waits while the receiver holds its receive limit (or our send buffer
+    size, whichever is smaller) of unread bytes; a frame above the receiver's current
+    ceiling breaks the link, as the length prefix would on a socket.
+    """
 
     scheme = "memory"
 
     def __init__(self, config: LinkConfig, remote_address: str) -> None:
         super().__init__(
-            max_frame_size=config.max_frame_size,
-            receive_buffer_size=config.send_buffer_size,
+            receive_buffer_size=config.receive_buffer_size,
             send_buffer_size=config.send_buffer_size,
             remote_address=remote_address,
         )
@@ -55,7 +59,13 @@ class MemoryChannel(BufferedChannel):
             raise self._send_error() or LinkBrokenError("not connected")
         if peer._closed or peer._broken:
             raise LinkBrokenError("closed by peer")
-        if peer._rx_added - peer._rx_taken >= self._send_buffer_size:
+        if len(frame) > peer.max_frame_size:
+            peer._fail(
+                f"peer sent a frame of {len(frame)} bytes, above the maximum frame size of "
+                f"{peer.max_frame_size} bytes"
+            )
+            raise LinkBrokenError("the peer refused a frame above its maximum frame size")
+        if peer._rx_added - peer._rx_taken >= min(self._send_buffer_size, peer._rx_limit):
             peer._rx_paused = True
             raise anyio.WouldBlock
         peer._rx.append(frame)
@@ -67,7 +77,7 @@ class MemoryChannel(BufferedChannel):
         peer = self._peer
         if peer is None or peer._closed or peer._broken:
             return True  # the next send raises
-        if peer._rx_added - peer._rx_taken >= self._send_buffer_size:
+        if peer._rx_added - peer._rx_taken >= min(self._send_buffer_size, peer._rx_limit):
             peer._rx_paused = True
             return False
         return True

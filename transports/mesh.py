@@ -11,6 +11,7 @@ from types import TracebackType
 import anyio
 
 from ._abc import DataChannel, Listener
+from .admission import AdmissionGate, LogLimiter
 from .backoff import Backoff
 from .config import LinkConfig
 from .errors import UnknownPeerError
@@ -27,8 +28,11 @@ class Mesh:
     """Keeps a link to every peer in ``peers`` (peer id -> address).
 
     Of two peers the one with the lower id dials and the higher one accepts; an
-    accepted link from an id that is unknown, our own, or lower-numbered-must-accept is
-    refused during the handshake with a logged reason. Links reconnect with capped,
+    accepted link from an id that is unknown or our own is refused during the handshake
+    (before authentication) with a logged reason, and one from a peer that should have
+    accepted is refused after authentication. A peer that should dial us but has not
+    within ``probe_after`` seconds is probed (see ``Link``); probes from peers are
+    answered with how we try to reach them. Links reconnect with capped,
     jittered exponential backoff. ``events`` yields ``PeerUp``, ``Frame`` and
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
@@ -51,6 +55,7 @@ class Mesh:
         backoff_max: float = 2.0,
         event_capacity: int = 65536,
         vet_channel: ChannelVetter | None = None,
+        probe_after: float | None = 0.5,
     ) -> None:
         if listen_address is not None:
             scheme_of(listen_address)
@@ -63,6 +68,8 @@ class Mesh:
         self._backoff = (backoff_initial, backoff_max)
         self._links: dict[int, Link] = {}
         self._vet = vet_channel
+        self._probe_after = probe_after
+        self._refusals = LogLimiter(burst=10)
         self._listener: Listener | None = None
         self._stack: AsyncExitStack | None = None
         self._running = False
@@ -85,6 +92,8 @@ class Mesh:
                         self._serve_accepted,
                         ssl_context=self._ssl_context,
                         accept_peer=self._refusal,
+                        admit=self._admit,
+                        answer_probe=self._answer_probe,
                     )
                 )
         except BaseException:
@@ -125,6 +134,23 @@ class Mesh:
     # -- peers ----------------------------------------------------------------------------
 
     @property
+    def admission(self) -> AdmissionGate | None:
+        """The listener's count of pending and refused unauthenticated connections."""
+        return self._listener.admission if self._listener is not None else None
+
+    def listener_stats(self) -> dict[str, int]:
+        """Connections in their handshake now and refused over the caps so far.
+
+        A WebSocket listener adds those still in their HTTP upgrade.
+        """
+        gates = [self.admission, getattr(self._listener, "upgrades", None)]
+        found = [gate for gate in gates if isinstance(gate, AdmissionGate)]
+        return {
+            "pending_handshakes": sum(gate.pending for gate in found),
+            "refused_connections": sum(gate.refused for gate in found),
+        }
+
+    @property
     def peers(self) -> dict[int, str]:
         return {peer_id: link.address for peer_id, link in self._links.items()}
 
@@ -157,6 +183,10 @@ class Mesh:
     def epoch(self, peer_id: int) -> int:
         """Epoch of the current (or last) connection to ``peer_id``; 0 before any."""
         return self._link(peer_id).epoch
+
+    def trouble(self, peer_id: int) -> str | None:
+        """Why ``peer_id`` is not linked, as far as this side knows (None while up)."""
+        return self._link(peer_id).trouble
 
     def counters(self, peer_id: int) -> PeerCounters:
         return self._link(peer_id).counters
@@ -224,26 +254,53 @@ class Mesh:
             connect_timeout=self._connect_timeout,
             ssl_context=self._client_ssl_context,
             vet=self._vet,
+            probe_after=self._probe_after,
         )
         self._links[peer_id] = link
         return link
 
     def _refusal(self, peer_id: int) -> str | None:
-        """Why an incoming link announcing ``peer_id`` is refused, or None to accept it."""
-        link = self._links.get(peer_id)
+        """Why an incoming link announcing ``peer_id`` is refused before authentication."""
         if not self._running:
             reason = "this node is shutting down"
-        elif link is None:
+        elif peer_id not in self._links:
             reason = f"peer {peer_id} is not a member of this mesh"
-        elif link.dials:
-            reason = (
-                f"peer {peer_id} must accept links from the lower id {self.config.peer_id}, "
-                "not dial"
-            )
         else:
             return None
-        logger.warning("refusing incoming link: %s", reason)
+        self._log_refusal(reason)
         return reason
+
+    def _log_refusal(self, reason: str) -> None:
+        if self._refusals.allow():
+            unlogged = self._refusals.take_suppressed()
+            more = f" ({unlogged} more refusals were not logged)" if unlogged else ""
+            logger.warning("refusing incoming link: %s%s", reason, more)
+
+    def _admit(self, peer_id: int) -> str | None:
+        """Why the authenticated ``peer_id`` may not be the dialing side, or None."""
+        link = self._links.get(peer_id)
+        if link is None:
+            return f"peer {peer_id} is not a member of this mesh"
+        if not link.dials:
+            return None
+        reason = (
+            f"peer {peer_id} must accept links from the lower id {self.config.peer_id}, not dial"
+        )
+        self._log_refusal(reason)
+        return reason
+
+    def _answer_probe(self, peer_id: int) -> str:
+        """What we tell a member that probed us: how we try to reach it."""
+        link = self._links.get(peer_id)
+        me = self.config.peer_id
+        if link is None:
+            return ""
+        if link.up:
+            return f"node {me} has a link to node {peer_id} up"
+        if not link.dials:
+            return f"node {me} waits for node {peer_id} to dial"
+        note = f"node {me} dials node {peer_id} at {link.address}"
+        return f"{note}, last failure: {link.trouble}" if link.trouble else note
 
     async def _serve_accepted(self, channel: DataChannel) -> None:
         link = self._links.get(channel.remote_peer_id)

@@ -94,13 +94,12 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
     ) -> None:
         BufferedChannel.__init__(
             self,
-            max_frame_size=config.max_frame_size,
             receive_buffer_size=config.receive_buffer_size,
             send_buffer_size=config.send_buffer_size,
             remote_address=remote_address,
         )
         self.scheme = scheme  # type: ignore[misc]
-        self._decoder = FrameDecoder(config.max_frame_size)
+        self._decoder = FrameDecoder(self.max_frame_size)
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._on_connected = on_connected
@@ -122,6 +121,9 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            peer = transport.get_extra_info("peername")
+            if peer:
+                self.source = str(peer[0])  # a Unix-socket listener is one source
         if self._on_connected is not None:
             self._on_connected(self)
             self._on_connected = None

@@ -12,8 +12,10 @@ messages on the same channel: ``"window N"`` announces how many unread payload
 bytes the receiver buffers (``INITIAL_WINDOW`` until announced), ``"ack N"``
 reports the total payload bytes its reader has consumed, and the sender waits
 while ``sent - acked >= window``. ``"eof"`` ends our direction (``send_eof``).
-A record above the receive ceiling, a malformed control message or a stream that
-ends inside a record breaks the link.
+A record above the receive ceiling, more unread bytes than the window allows, a
+malformed control message or a stream that ends inside a record breaks the link.
+Until the peer is authenticated the window and the ceiling are the handshake's
+(``INITIAL_WINDOW``, 64 KiB frames).
 """
 
 from __future__ import annotations
@@ -48,6 +50,16 @@ _MAX_WINDOW = 2**32 - 1
 _CLOSE_TIMEOUT = 2.0
 
 
+def _remote_ip(pc: RTCPeerConnection) -> str | None:
+    """The remote address of the connection's selected ICE pair, when aiortc exposes it."""
+    try:
+        ice: Any = pc.sctp.transport.transport  # type: ignore[union-attr]
+        pairs = ice._connection._nominated
+        return str(pairs[min(pairs)].remote_addr[0])
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
 class WebRTCChannel(BufferedChannel):
     """One end of a WebRTC link; owns its ``RTCPeerConnection``."""
 
@@ -61,10 +73,10 @@ class WebRTCChannel(BufferedChannel):
         remote_address: str,
     ) -> None:
         super().__init__(
-            max_frame_size=config.max_frame_size,
             receive_buffer_size=config.receive_buffer_size,
             send_buffer_size=config.send_buffer_size,
             remote_address=remote_address,
+            source=_remote_ip(pc) or remote_address,
         )
         self._pc = pc
         self._dc = dc
@@ -79,7 +91,7 @@ class WebRTCChannel(BufferedChannel):
         self._sent = 0  # payload bytes accepted by send
         self._peer_acked = 0  # payload bytes the peer's reader consumed
         self._peer_window = INITIAL_WINDOW
-        self._window = config.receive_buffer_size
+        self._window = min(config.receive_buffer_size, INITIAL_WINDOW)
         self._consumed = 0  # payload bytes our reader consumed
         self._acked = 0  # the last total we reported
         self._ack_step = max(self._window // 4, 1)
@@ -96,6 +108,13 @@ class WebRTCChannel(BufferedChannel):
     def _announce(self) -> None:
         if self._window != INITIAL_WINDOW:
             self._control(f"window {self._window}")
+
+    def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
+        super().open_limits(max_frame_size, receive_buffer_size)
+        if receive_buffer_size != self._window:
+            self._window = receive_buffer_size
+            self._ack_step = max(self._window // 4, 1)
+            self._announce()
 
     def _control(self, message: str) -> None:
         if self._dc.readyState == "open":
@@ -180,10 +199,16 @@ class WebRTCChannel(BufferedChannel):
             self._partial += message
             data = self._partial
         pos, size, limit = 0, len(data), self.max_frame_size
+        # A sender stops while a window's worth is unacknowledged, so one frame at most
+        # can go beyond it.
+        allowed = max(self._window, INITIAL_WINDOW) + limit
         while size - pos >= _HEADER.size:
             (length,) = _HEADER.unpack_from(data, pos)
             if length > limit:
                 self._fail(f"peer sent a {length}-byte frame; the limit is {limit}")
+                return
+            if self._rx_added - self._rx_taken + length > allowed:
+                self._fail("the peer sent more than its flow-control window allows")
                 return
             end = pos + _HEADER.size + length
             if end > size:

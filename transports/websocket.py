@@ -2,6 +2,10 @@
 
 Built on ``websockets.asyncio`` with compression off. ``wss://`` listeners need a
 server ``ssl.SSLContext``; dialers may pass a client context (default: the system's).
+Until the peer is authenticated a connection accepts messages of at most
+``HANDSHAKE_FRAME_LIMIT`` bytes (websockets checks each frame header) and queues two
+frames; a listener holds connections still in their HTTP upgrade to the same caps as
+pending handshakes and to ``handshake_timeout``.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import logging
 import ssl
 from collections import deque
 from http import HTTPStatus
+from typing import cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -20,6 +25,7 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidH
 from websockets.http11 import Request, Response
 
 from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
+from .admission import AdmissionGate
 from .buffered import BufferedChannel, Signal
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
@@ -32,6 +38,8 @@ logger = logging.getLogger("transports.websocket")
 
 _CLOSE_TIMEOUT = 1.0
 _MAX_QUEUE = 64
+#: Incoming WebSocket frames queued before reading pauses, until the peer is authenticated.
+_HANDSHAKE_QUEUE = 2
 
 
 def parse_websocket(address: str, *, listening: bool) -> tuple[str, str, int, str]:
@@ -69,12 +77,13 @@ class WebSocketChannel(BufferedChannel):
         config: LinkConfig,
         remote_address: str,
         scheme: str,
+        source: str = "",
     ) -> None:
         super().__init__(
-            max_frame_size=config.max_frame_size,
             receive_buffer_size=config.receive_buffer_size,
             send_buffer_size=config.send_buffer_size,
             remote_address=remote_address,
+            source=source,
         )
         self.scheme = scheme  # type: ignore[misc]
         self._ws = connection
@@ -114,6 +123,12 @@ class WebSocketChannel(BufferedChannel):
         finally:
             if not self._finished.done():
                 self._finished.set_result(None)
+
+    def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
+        super().open_limits(max_frame_size, receive_buffer_size)
+        self._ws.protocol.max_message_size = max_frame_size
+        self._ws.recv_messages.high = _MAX_QUEUE
+        self._ws.recv_messages.low = _MAX_QUEUE // 4
 
     def _resume_reading(self) -> None:
         if self._resume is not None:
@@ -218,7 +233,40 @@ def _describe_close(exc: ConnectionClosed) -> str:
     return f"websocket closed with code {frame.code}{detail}"
 
 
+class _GatedConnection(ServerConnection):
+    """A server connection holding a pending slot of ``gate`` until its HTTP upgrade ends."""
+
+    gate: AdmissionGate
+    _source = ""
+    _held = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        self._source = str(peer[0]) if peer else "?"
+        self._held = self.gate.admit(self._source)
+        if not self._held:
+            cast(asyncio.Transport, transport).abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.release_slot()
+        super().connection_lost(exc)
+
+    def release_slot(self) -> None:
+        if self._held:
+            self._held = False
+            self.gate.release(self._source)
+
+
+def _gated_connection(gate: AdmissionGate) -> type[_GatedConnection]:
+    return type("GatedConnection", (_GatedConnection,), {"gate": gate})
+
+
 class WebSocketListener(Listener):
+    """A WebSocket server; ``upgrades`` caps connections still in their HTTP upgrade."""
+
+    upgrades: AdmissionGate | None = None
+
     def __init__(self, server: Server, address: str) -> None:
         self._server = server
         self._address = address
@@ -244,8 +292,8 @@ class WebSocketTransport(Transport):
                 address,
                 ssl=ssl_context if scheme == "wss" else None,
                 compression=None,
-                max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
-                max_queue=_MAX_QUEUE,
+                max_size=HANDSHAKE_FRAME_LIMIT,
+                max_queue=_HANDSHAKE_QUEUE,
                 write_limit=config.send_buffer_size,
                 close_timeout=_CLOSE_TIMEOUT,
                 open_timeout=None,
@@ -272,10 +320,19 @@ class WebSocketTransport(Transport):
                 )
             return None
 
+        upgrades = AdmissionGate(
+            config.max_pending_handshakes,
+            config.max_pending_per_source,
+            label=f"{address} (HTTP upgrade)",
+        )
+
         async def handler(connection: ServerConnection) -> None:
             peer = connection.remote_address
             remote = f"{scheme}://{peer[0]}:{peer[1]}" if peer else f"{address}#peer"
-            channel = WebSocketChannel(connection, config, remote, scheme)
+            source = str(peer[0]) if peer else remote
+            if isinstance(connection, _GatedConnection):
+                connection.release_slot()
+            channel = WebSocketChannel(connection, config, remote, scheme, source)
             accept(channel)
             await channel.wait_finished()
 
@@ -286,14 +343,18 @@ class WebSocketTransport(Transport):
             ssl=ssl_context,
             process_request=route,
             compression=None,
-            max_size=max(config.max_frame_size, HANDSHAKE_FRAME_LIMIT),
-            max_queue=_MAX_QUEUE,
+            max_size=HANDSHAKE_FRAME_LIMIT,
+            max_queue=_HANDSHAKE_QUEUE,
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,
+            open_timeout=config.handshake_timeout,
+            create_connection=_gated_connection(upgrades),
         )
         sockname = next(iter(server.sockets)).getsockname()
         bound_host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
-        return WebSocketListener(server, f"{scheme}://{bound_host}:{sockname[1]}{path}")
+        listener = WebSocketListener(server, f"{scheme}://{bound_host}:{sockname[1]}{path}")
+        listener.upgrades = upgrades
+        return listener
 
 
 _TRANSPORT = WebSocketTransport()

@@ -196,3 +196,49 @@ def test_missing_secret_exits_2(tmp_path: Path) -> None:
     proc = NodeProc(write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path)), secret=None)
     assert proc.wait_exit() == 2
     assert "LAZILY_TEST_SECRET" in proc.stderr()
+
+
+def test_refused_nodes_with_ids_above_every_member_fail_fast(tmp_path: Path) -> None:
+    # Members 1 and 2 know node 3 at a stale address, so they never reach it; nodes
+    # with the highest ids are never dialed and must find out by probing the members.
+    members = unix_peers(tmp_path, (1, 2))
+    listed = {**members, 3: f"unix:{tmp_path}/stale3.sock"}
+    cluster = [NodeProc(write_config(tmp_path / f"n{i}.toml", i, listed)) for i in (1, 2)]
+    try:
+        for proc in cluster:
+            proc.wait_line("leader ")
+
+        def stranger(name: str, node_id: int, *, secret: str = "s3cret", cluster: str = "test",
+                     extra: str = "") -> NodeProc:
+            peers = {**members, node_id: f"unix:{tmp_path}/{name}.sock"}
+            config = write_config(tmp_path / f"{name}.toml", node_id, peers, cluster=cluster,
+                                  data_dir=f"data-{name}", extra=extra)
+            return NodeProc(config, secret=secret)
+
+        wrong_secret = stranger("wrong-secret", 3, secret="wrong")
+        assert wrong_secret.wait_exit(timeout=30) == 2
+        line = wrong_secret.stderr().strip().splitlines()[-1]
+        assert line.startswith("error: ") and "wrong secret" in line and "secret_env" in line
+
+        unknown = stranger("unknown", 9)
+        assert unknown.wait_exit(timeout=30) == 2
+        line = unknown.stderr().strip().splitlines()[-1]
+        assert "peer 9 is not a member" in line and "member's [peers]" in line
+
+        other_cluster = stranger("other-cluster", 8, cluster="other")
+        assert other_cluster.wait_exit(timeout=30) == 2
+        line = other_cluster.stderr().strip().splitlines()[-1]
+        assert "session_id" in line and "cluster names differ" in line
+
+        # Right credentials, but the members dial a stale address: not fatal, and the
+        # startup report names what the members do.
+        stale = stranger("stale", 3, extra="startup_timeout = 2")
+        assert stale.wait_exit(timeout=30) == 2
+        line = stale.stderr().strip().splitlines()[-1]
+        assert "no leader within startup_timeout=2s" in line
+        assert "accepted our credentials but has not dialed us" in line
+        assert f"dials node 3 at unix:{tmp_path}/stale3.sock" in line
+        assert all(proc.proc.poll() is None for proc in cluster)  # they keep serving
+    finally:
+        codes = [proc.terminate() for proc in cluster]
+    assert codes == [0, 0]

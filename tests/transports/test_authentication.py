@@ -259,14 +259,9 @@ async def test_establish_on_raw_channels_directly() -> None:
         await listener.aclose()
 
 
-async def test_too_many_pending_handshakes_are_shed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import transports.registry
-
-    monkeypatch.setattr(transports.registry, "_MAX_PENDING_HANDSHAKES", 1)
-    async with guarded_listener(unique_memory_address(), make_config(2, handshake_timeout=5)) as (
-        bound,
-        recorder,
-    ):
+async def test_too_many_pending_handshakes_are_shed() -> None:
+    config = make_config(2, handshake_timeout=5, max_pending_handshakes=1)
+    async with guarded_listener(unique_memory_address(), config) as (bound, recorder):
         first = await _raw(bound, make_config(1))
         Hello.decode(await first.receive())  # its handshake is now pending
         second = await _raw(bound, make_config(3))

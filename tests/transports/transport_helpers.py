@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -65,3 +65,10 @@ async def channel_pair(
         finally:
             release.set()
             await client.aclose()
+
+
+async def eventually(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    """Wait until ``predicate()`` is true (polled: it reads state nothing signals)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - polls plain state
+            await asyncio.sleep(0.01)

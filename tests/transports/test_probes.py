@@ -1,0 +1,125 @@
+"""Probes: a peer that should be dialed asks why it is not, and learns the real cause."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from transport_helpers import address_for, eventually, make_config
+
+from transports import (
+    AuthenticationError,
+    HandshakeError,
+    Mesh,
+    PeerRejectedError,
+    PeerUp,
+    dial,
+    probe,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.1, "connect_timeout": 2.0}
+
+
+@asynccontextmanager
+async def member(address: str, peers: dict[int, str], **kwargs: object) -> AsyncIterator[Mesh]:
+    """Mesh node 1 listening on ``address`` and knowing ``peers``."""
+    async with Mesh(make_config(1), address, peers, **{**FAST, **kwargs}) as mesh:  # type: ignore[arg-type]
+        yield mesh
+
+
+async def wait_trouble(mesh: Mesh, peer_id: int, text: str) -> str:
+    await eventually(lambda: text in (mesh.trouble(peer_id) or ""))
+    return mesh.trouble(peer_id) or ""
+
+
+@pytest.mark.parametrize("kind", ["memory", "unix", "tcp", "ws"])
+async def test_a_probe_reveals_the_cause_in_order(kind: str, short_tmp: Path) -> None:
+    nowhere = f"unix://{short_tmp}/nowhere.sock"
+    async with member(address_for(kind, short_tmp), {2: nowhere}) as mesh:
+        bound = mesh.listen_address
+        assert bound is not None
+
+        async def refusal(**config: object) -> HandshakeError:
+            with pytest.raises(HandshakeError) as info:
+                await probe(bound, make_config(**config), expect_peer_id=1)  # type: ignore[arg-type]
+            return info.value
+
+        # A stranger from another cluster, even with an unknown id and a wrong secret.
+        error = await refusal(peer_id=9, session_id="other", secret=b"wrong")
+        assert error.field == "session_id"
+        # An unknown id, even with a wrong secret.
+        error = await refusal(peer_id=9, secret=b"wrong")
+        assert error.field == "peer_id" and "peer 9 is not a member" in error.message
+        # A member with the wrong secret: the HMAC runs before any direction check.
+        error = await refusal(peer_id=2, secret=b"wrong")
+        assert isinstance(error, AuthenticationError | PeerRejectedError)
+        assert error.field == "auth"
+        # Everything checks out: the member says how it tries to reach us.
+        note = await probe(bound, make_config(2), expect_peer_id=1)
+        assert note.startswith(f"node 1 dials node 2 at {nowhere}")
+        assert not mesh.is_up(2)
+        assert not any(isinstance(event, PeerUp) for event in _drain(mesh))
+
+
+def _drain(mesh: Mesh) -> list[object]:
+    events: list[object] = []
+    while True:
+        try:
+            events.append(mesh.events.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return events
+
+
+async def test_a_wrong_secret_dialing_the_wrong_way_hears_about_the_secret(
+    short_tmp: Path,
+) -> None:
+    async with member(address_for("unix", short_tmp), {2: f"unix://{short_tmp}/n2.sock"}) as mesh:
+        bound = mesh.listen_address
+        assert bound is not None
+        with pytest.raises(HandshakeError) as info:
+            await dial(bound, make_config(2, secret=b"wrong"))
+        assert info.value.field == "auth"
+        with pytest.raises(PeerRejectedError, match="must accept links from the lower id 1"):
+            await dial(bound, make_config(2))
+
+
+async def test_the_higher_id_learns_it_is_unknown(
+    short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="transports")
+    a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
+    async with member(a1, {}), Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two:
+        trouble = await wait_trouble(two, 1, "not a member")
+        assert "peer 2 is not a member" in trouble
+        probes = [r for r in caplog.records if r.getMessage().startswith("probing peer 1")]
+        assert probes and probes[0].levelno == logging.WARNING
+
+
+async def test_the_higher_id_learns_where_it_is_dialed(short_tmp: Path) -> None:
+    a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
+    stale = f"unix://{short_tmp}/stale.sock"
+    async with (
+        member(a1, {2: stale}),
+        Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two,
+    ):
+        trouble = await wait_trouble(two, 1, "has not dialed us")
+        assert f"node 1 dials node 2 at {stale}" in trouble
+        assert "check that its [peers] lists this node's address" in trouble
+
+
+async def test_probing_stops_once_linked(short_tmp: Path) -> None:
+    a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
+    async with Mesh(make_config(2), a2, {1: a1}, probe_after=0.05, **FAST) as two:  # type: ignore[arg-type]
+        await wait_trouble(two, 1, "unreachable")
+        async with member(a1, {2: a2}):
+            await eventually(lambda: two.is_up(1))
+            assert two.trouble(1) is None
+            await asyncio.sleep(0.3)  # several probe intervals: the link stays the only one
+            assert two.is_up(1) and two.counters(1).connects == 1

@@ -1,0 +1,275 @@
+"""Unauthenticated connections: handshake-sized limits, the ready step and admission caps."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from transport_helpers import (
+    address_for,
+    channel_pair,
+    eventually,
+    make_config,
+    unique_memory_address,
+)
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed
+
+from transports import (
+    HANDSHAKE_FRAME_LIMIT,
+    READY_FEATURE,
+    DataChannel,
+    Handshake,
+    Hello,
+    LinkBrokenError,
+    LinkConfig,
+    Listener,
+    PeerRejectedError,
+    dial,
+    get_transport,
+    listen,
+)
+from transports.buffered import BufferedChannel
+from transports.handshake import decode_message
+
+pytestmark = pytest.mark.timeout(30)
+
+BIG = 16 * 1024 * 1024
+#: The acceptor waits this long for a handshake: only a limit can close a link sooner.
+PATIENT = {"handshake_timeout": 30.0}
+
+
+@asynccontextmanager
+async def serving(address: str, config: LinkConfig | None = None) -> AsyncIterator[Listener]:
+    """A listener whose handler records nothing and holds each link open."""
+
+    async def handler(channel: DataChannel) -> None:
+        await channel.receive()
+
+    async with listen(address, config or make_config(2, **PATIENT), handler) as listener:
+        yield listener
+
+
+def host_port(address: str) -> tuple[str, int]:
+    host, port = address.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    return host, int(port)
+
+
+async def raw_socket(address: str, source: str | None = None) -> socket.socket:
+    """A plain connected socket to a unix:, tcp: or ws: listener, optionally from ``source``."""
+    loop = asyncio.get_running_loop()
+    if address.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        target: object = address[len("unix://") :]
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if source is not None:
+            sock.bind((source, 0))
+        target = host_port(address)
+    sock.setblocking(False)
+    await loop.sock_connect(sock, target)
+    return sock
+
+
+async def closed_by_peer(sock: socket.socket, timeout: float = 5.0) -> bytes:
+    """Read until the peer closes ``sock``; returns what it sent."""
+    loop = asyncio.get_running_loop()
+    received = b""
+    with anyio.fail_after(timeout):
+        while True:
+            try:
+                chunk = await loop.sock_recv(sock, 65536)
+            except ConnectionResetError:
+                return received
+            if not chunk:
+                return received
+            received += chunk
+
+
+async def still_open(sock: socket.socket, wait: float = 0.3) -> bool:
+    """True when the peer has not closed ``sock`` within ``wait`` seconds."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(wait):
+            while True:
+                chunk = await loop.sock_recv(sock, 65536)
+                if not chunk:
+                    return False
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+# -- limits before authentication ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+async def test_a_stranger_announcing_a_big_frame_is_dropped_from_its_header(
+    kind: str, short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    async with serving(address_for(kind, short_tmp)) as listener:
+        sock = await raw_socket(listener.address)
+        await asyncio.get_running_loop().sock_sendall(sock, BIG.to_bytes(4, "big") + b"\0" * 100)
+        await closed_by_peer(sock)  # at once, not after the 30 s handshake timeout
+        sock.close()
+    assert any(f"maximum frame size of {HANDSHAKE_FRAME_LIMIT} bytes" in r.getMessage()
+               for r in caplog.records)
+
+
+async def test_a_websocket_stranger_cannot_send_a_big_message(short_tmp: Path) -> None:
+    async with serving(address_for("ws", short_tmp)) as listener:
+        async with ws_connect(listener.address, max_size=None, compression=None) as ws:
+            await ws.recv()  # the listener's hello
+            await ws.send(b"\0" * (HANDSHAKE_FRAME_LIMIT + 1))
+            with anyio.fail_after(5), pytest.raises(ConnectionClosed) as info:
+                await ws.recv()
+        assert info.value.rcvd is not None and info.value.rcvd.code == 1009  # message too big
+
+
+async def test_a_memory_stranger_cannot_send_a_big_frame() -> None:
+    async with serving(unique_memory_address()) as listener:
+        raw = await get_transport("memory").connect(listener.address, make_config(1))
+        Hello.decode(await raw.receive())
+        raw.max_frame_size = BIG  # bypass our own ceiling, as an attacker would
+        with pytest.raises(LinkBrokenError, match="maximum frame size"):
+            await raw.send(b"\0" * (HANDSHAKE_FRAME_LIMIT + 1))
+        await raw.aclose()
+
+
+async def test_reading_pauses_after_about_one_handshake_frame(short_tmp: Path) -> None:
+    transport = get_transport("unix")
+    accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
+    address = address_for("unix", short_tmp)
+    listener = await transport.listen(address, make_config(2), accepted.put_nowait)
+    try:
+        client = await transport.connect(address, make_config(1))
+        server = await accepted.get()
+        assert isinstance(server, BufferedChannel)
+        frame = b"\0" * 60_000
+        sent = 0
+        with anyio.move_on_after(1):  # until the socket buffers are full too
+            while sent < 40:
+                await client.send(frame)
+                sent += 1
+        await eventually(lambda: server._rx_paused)
+        queued = server._rx_added - server._rx_taken
+        assert queued < HANDSHAKE_FRAME_LIMIT + 300_000  # one frame plus one socket read
+        assert sent < 40  # the sender was held up
+        server.open_limits(HANDSHAKE_FRAME_LIMIT, 1024 * 1024)  # as after authentication
+        with anyio.fail_after(5):
+            for _ in range(sent):
+                assert await server.receive() == frame
+        await client.aclose()
+        await server.aclose()
+    finally:
+        await listener.aclose()
+
+
+# -- the ready step ------------------------------------------------------------------------
+
+
+async def test_a_big_frame_sent_right_after_establish_arrives(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        assert client.max_frame_size == server.max_frame_size == BIG
+        big = b"x" * (4 * 1024 * 1024)
+        sending = asyncio.create_task(client.send(big))
+        with anyio.fail_after(10):
+            assert await server.receive() == big
+            await sending
+            await server.send(big)
+            assert await client.receive() == big
+
+
+async def test_a_peer_without_the_ready_step_is_refused_naming_it() -> None:
+    async with serving(unique_memory_address()) as listener:
+        raw = await get_transport("memory").connect(listener.address, make_config(1))
+        old = Handshake(peer_id=1, session_id="test-cluster", max_frame_size=BIG,
+                        features=frozenset({"raft-queue-v1"}))
+        await raw.send(Hello(old, b"n" * 32, "hmac-sha256").encode())
+        Hello.decode(await raw.receive())
+        with pytest.raises(PeerRejectedError, match=READY_FEATURE) as info:
+            decode_message(await raw.receive())
+        assert info.value.field == "features"
+        await raw.aclose()
+
+
+# -- admission caps ------------------------------------------------------------------------
+
+
+async def test_per_source_cap_on_a_unix_listener(
+    short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    config = make_config(2, max_pending_per_source=2, **PATIENT)
+    async with serving(address_for("unix", short_tmp), config) as listener:
+        held = [await raw_socket(listener.address) for _ in range(2)]
+        for sock in held:
+            assert await still_open(sock)
+        over = [await raw_socket(listener.address) for _ in range(5)]
+        for sock in over:
+            await closed_by_peer(sock)  # at once, not after the handshake timeout
+            sock.close()
+        admission = listener.admission
+        assert admission is not None
+        assert (admission.pending, admission.refused) == (2, 5)
+        cap_lines = [r for r in caplog.records if "closing a connection" in r.getMessage()]
+        assert len(cap_lines) == 1  # rate-limited
+        for sock in held:
+            sock.close()
+        await eventually(lambda: not admission.pending)
+
+        channel = await dial(listener.address, make_config(1))  # a member still gets in
+        await channel.aclose()
+
+
+async def test_total_cap_counts_every_source(short_tmp: Path) -> None:
+    config = make_config(2, max_pending_handshakes=2, **PATIENT)
+    async with serving("tcp://127.0.0.1:0", config) as listener:
+        first = await raw_socket(listener.address, "127.0.0.1")
+        second = await raw_socket(listener.address, "127.0.0.2")
+        assert await still_open(first) and await still_open(second)
+        third = await raw_socket(listener.address, "127.0.0.3")
+        await closed_by_peer(third)
+        admission = listener.admission
+        assert admission is not None and admission.refused == 1
+        assert admission.pending_from("127.0.0.2") == 1
+        for sock in (first, second, third):
+            sock.close()
+
+
+async def test_websocket_upgrades_are_capped_per_source(short_tmp: Path) -> None:
+    config = make_config(2, max_pending_per_source=2, **PATIENT)
+    async with serving(address_for("ws", short_tmp), config) as listener:
+        held = [await raw_socket(listener.address) for _ in range(2)]  # no HTTP request yet
+        for sock in held:
+            assert await still_open(sock)
+        over = await raw_socket(listener.address)
+        await closed_by_peer(over)
+        upgrades = getattr(listener, "upgrades", None)
+        assert upgrades is not None and upgrades.refused == 1
+        for sock in (*held, over):
+            sock.close()
+
+
+async def test_refused_handshakes_are_logged_without_flooding(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    async with serving(unique_memory_address()) as listener:
+        for _ in range(30):
+            raw = await get_transport("memory").connect(listener.address, make_config(1))
+            await raw.send(b"\xff" * 8)
+            with anyio.fail_after(5), pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                while True:  # the hello, the refusal, then the end
+                    await raw.receive()
+            await raw.aclose()
+    refused = [r for r in caplog.records if r.getMessage().startswith("handshake with")]
+    assert 1 <= len(refused) <= 10

@@ -1,0 +1,111 @@
+"""Caps on a listener's unauthenticated connections, and log lines that cannot flood.
+
+A connection is *pending* from the moment a listener accepts it until its peer is
+authenticated (or it closes). ``AdmissionGate`` holds at most ``max_pending`` pending
+connections in all and ``max_per_source`` from one source; a connection over either
+cap is refused at once and counted in ``refused``. Refusals are logged at most once
+per ``LOG_INTERVAL`` seconds, with the number left unlogged since the last line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter"]
+
+logger = logging.getLogger("transports.listener")
+
+#: Seconds between two log lines about refused connections.
+LOG_INTERVAL = 10.0
+
+
+class LogLimiter:
+    """Lets ``burst`` lines through per ``interval`` seconds and counts the rest."""
+
+    def __init__(
+        self,
+        burst: int = 1,
+        interval: float = LOG_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst = burst
+        self.interval = interval
+        self._clock = clock
+        self._window_start = -float("inf")
+        self._in_window = 0
+        #: Lines withheld since the last one let through.
+        self.suppressed = 0
+
+    def allow(self) -> bool:
+        """True when a line may be logged now (then report and reset ``suppressed``)."""
+        now = self._clock()
+        if now - self._window_start >= self.interval:
+            self._window_start = now
+            self._in_window = 0
+        if self._in_window < self.burst:
+            self._in_window += 1
+            return True
+        self.suppressed += 1
+        return False
+
+    def take_suppressed(self) -> int:
+        count, self.suppressed = self.suppressed, 0
+        return count
+
+
+class AdmissionGate:
+    """Counts one listener's pending (unauthenticated) connections per source."""
+
+    def __init__(self, max_pending: int, max_per_source: int, *, label: str = "listener") -> None:
+        if max_pending < 1 or max_per_source < 1:
+            raise ValueError("admission caps must be positive")
+        self.max_pending = max_pending
+        self.max_per_source = max_per_source
+        self.label = label
+        #: Connections now pending.
+        self.pending = 0
+        #: Connections refused over a cap since the listener started.
+        self.refused = 0
+        self._by_source: dict[str, int] = {}
+        self._log = LogLimiter()
+
+    def pending_from(self, source: str) -> int:
+        return self._by_source.get(source, 0)
+
+    def admit(self, source: str) -> bool:
+        """Take a pending slot for ``source``; False (counted, logged) over a cap."""
+        held = self._by_source.get(source, 0)
+        if self.pending >= self.max_pending:
+            why = f"{self.pending} unauthenticated connections pending (cap {self.max_pending})"
+        elif held >= self.max_per_source:
+            why = (
+                f"{held} unauthenticated connections pending from {source} "
+                f"(cap {self.max_per_source} per source)"
+            )
+        else:
+            self._by_source[source] = held + 1
+            self.pending += 1
+            return True
+        self.refused += 1
+        if self._log.allow():
+            logger.warning(
+                "%s: closing a connection from %s at once: %s; %d refused so far",
+                self.label,
+                source,
+                why,
+                self.refused,
+            )
+        return False
+
+    def release(self, source: str) -> None:
+        """Give back the slot ``admit`` took for ``source``."""
+        held = self._by_source.get(source, 0)
+        if held <= 0:
+            return
+        if held == 1:
+            del self._by_source[source]
+        else:
+            self._by_source[source] = held - 1
+        self.pending -= 1
