@@ -296,8 +296,10 @@ def _fix_for(error: HandshakeError) -> str:
     if error.field == "session_id":
         return "The cluster names differ: every node needs the same `cluster` and secret"
     if "not a member" in error.message:
-        return ("That member does not know this node's id: list this node in every "
-                "member's [peers] (and add it to the cluster), or correct this node's `id`")
+        return ("That member does not know this node's id. A node joining a running "
+                "cluster is added first (`await node.add_member(ID, ADDRESS)` on a member), "
+                "then started; otherwise list this node in every member's [peers], or "
+                "correct this node's `id`")
     if "share one id" in error.message:
         return "Every node needs a unique `id`"
     return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
