@@ -23,5 +23,10 @@ class InvalidSnapshot(LazilyQueueError, ValueError):
     """A snapshot to restore is malformed or inconsistent; the message says which part."""
 
 
+class DamagedData(LazilyQueueError):
+    """A node's journal, metadata or snapshot failed its checks and was not used; the
+    message says what is damaged and how to recover the node."""
+
+
 class SettlementRejected(LazilyQueueError):
     """An ack/nack was refused: the delivery is no longer leased to this worker."""

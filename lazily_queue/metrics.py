@@ -174,6 +174,10 @@ class _StateCollector(Collector):
                                 value=int(status["state"] == "leader"))
         yield GaugeMetricFamily(f"{ns}_raft_has_quorum", "1 while a majority is reachable",
                                 value=int(status["has_quorum"]))
+        yield GaugeMetricFamily(
+            f"{ns}_journal_writable",
+            "0 while the disk refuses journal writes (the node acknowledges nothing)",
+            value=int(status["disk"]["writable"]))
         yield CounterMetricFamily(
             f"{ns}_raft_leader_changes", "Times this node became or stopped being leader",
             value=node.driver.replica.leader_changes,

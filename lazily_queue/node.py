@@ -32,13 +32,14 @@ from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
 from .raft import commands as C
-from .raft.disk import OsDisk
+from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
-from .raft.errors import NodeNotRunning
+from .raft.errors import NodeNotRunning, StorageUnavailable
 from .raft.journal import DurableJournal
 from .raft.network import RaftNetwork
 from .raft.replica import Replica, ReplicaConfig
+from .raft.snapshot import SnapshotError
 from .raft.state_machine import Event
 from .reactive import Context, resolve_context
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -75,7 +76,12 @@ class Node:
         seed: int | None = None,
         maintenance_interval: float | None = 0.2,
         topic_gc_interval: float = 5.0,
+        disk: Disk | None = None,
+        disk_retry: float = 1.0,
     ) -> None:
+        """``disk`` replaces the file operations of the journal and snapshots (tests
+        inject failing disks); ``disk_retry`` is how often a node whose disk refuses
+        writes tries again."""
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
@@ -109,6 +115,8 @@ class Node:
         self._engine_config = engine or EngineConfig()
         self._tick_interval = tick_interval
         self._rng = random.Random(seed)
+        self._disk = disk
+        self._disk_retry = disk_retry
         self._driver: Driver | None = None
         self._journal: DurableJournal | None = None
         self._queues: dict[str, RaftQueueStorage[Any]] = {}
@@ -135,22 +143,21 @@ class Node:
     async def start(self) -> None:
         if self.running:
             return
-        disk = OsDisk(sync=self.durability == "fsync")
         raft_dir = str(self.data_dir / "raft")
-        journal = DurableJournal(disk, raft_dir)
-        self._check_identity(journal)
-        self._journal = journal
-        members = sorted({self.node_id, *self.peers})
-        replica = Replica(
-            self.node_id,
-            members,
-            journal=journal,
-            snapshot_path=f"{raft_dir}/snapshot.cbor",
-            config=ReplicaConfig(engine=self._engine_config),
-            clock=time.monotonic,
-            wall_clock=time.time,
-            rng=self._rng,
-        )
+        try:
+            replica = self._open(raft_dir)
+        except SnapshotError as exc:
+            raise SnapshotError(
+                f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
+                f"{self.node_id} and run `lazily-queue rejoin --config FILE` (or lazily_queue."
+                "raft.rejoin.wipe_for_rejoin) to rebuild it from its peers"
+            ) from None
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"node {self.node_id} cannot use its data directory {raft_dir}: "
+                f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; free "
+                "space or fix the disk, then start it again"
+            ) from None
         network = self._network if self._network is not None else self._default_network()
         self._driver = Driver(
             replica,
@@ -158,6 +165,7 @@ class Node:
             tick_interval=self._tick_interval,
             on_events=self._on_events,
             addresses=self.peers,
+            disk_retry=self._disk_retry,
         )
         await self._driver.start()
         with self.ctx.batch():
@@ -169,6 +177,23 @@ class Node:
             self._maintenance = asyncio.create_task(
                 self._maintain(), name=f"lazily-maintenance-{self.node_id}"
             )
+
+    def _open(self, raft_dir: str) -> Replica:
+        """The journal, snapshot and replica of this node's data directory."""
+        disk = self._disk or OsDisk(sync=self.durability == "fsync")
+        journal = DurableJournal(disk, raft_dir)
+        self._check_identity(journal)
+        self._journal = journal
+        return Replica(
+            self.node_id,
+            sorted({self.node_id, *self.peers}),
+            journal=journal,
+            snapshot_path=f"{raft_dir}/snapshot.cbor",
+            config=ReplicaConfig(engine=self._engine_config),
+            clock=time.monotonic,
+            wall_clock=time.time,
+            rng=self._rng,
+        )
 
     def _default_network(self) -> RaftNetwork:
         from .raft.mesh import MeshNetwork
@@ -482,6 +507,12 @@ class Node:
         status = replica.status()
         status["cluster"] = self.cluster
         status["durability"] = self.durability
+        driver = self.driver
+        status["disk"] = {
+            "writable": driver.disk_error is None,
+            "error": driver.disk_error,
+            "since": driver.disk_error_since,
+        }
         sm = replica.sm
         status["queues"] = {
             name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}

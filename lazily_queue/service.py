@@ -28,6 +28,7 @@ from transports import HandshakeError, HandshakeTimeoutError
 
 from .config import ConfigError, NodeConfig
 from .monitor import Monitor
+from .raft.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from .node import Node
@@ -69,8 +70,15 @@ class NodeService:
         config = self.config
         secret = config.secret()
         entry = load_entry(config) if config.app_entry else None
-        config.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock()
+        try:
+            config.data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock()
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"{config.source}: cannot use data directory {config.data_dir}: "
+                f"{exc.strerror or exc}; free space or fix the disk (or its permissions), "
+                "then start the node again"
+            ) from None
         watch = _LinkTrouble()
         logging.getLogger("transports").addHandler(watch)
         try:
@@ -129,8 +137,12 @@ class NodeService:
                 f"another running node (pid {owner}); two nodes cannot share an id or a data "
                 "directory: give this node its own `id` and `data_dir`"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:
+            os.close(fd)
+            raise
         self._lock_fd = fd
 
     async def _start_node(self, node: Node) -> None:

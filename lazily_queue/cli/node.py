@@ -10,6 +10,9 @@ from typing import Any
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
+#: Exit statuses besides 0 (clean stop) and 1 (the [app] failed).
+EXIT_CONFIG, EXIT_DAMAGED, EXIT_STORAGE = 2, 3, 4
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -20,7 +23,10 @@ def register(subparsers: Any) -> None:
             "and the optional [app] entry. The cluster secret comes from the environment "
             "variable (secret_env) or file (secret_file) the configuration names, never "
             "from the command line. Stops cleanly on SIGTERM or SIGINT. Exit status: 0 "
-            "after a clean stop, 1 when the app failed, 2 for a configuration problem."
+            "after a clean stop, 1 when the app failed, 2 for a configuration problem "
+            "(including a wrong secret or an id the cluster does not know), 3 when the "
+            "node's data is damaged (recover it with `lazily-queue rejoin`), 4 when its "
+            "data directory cannot be used (a full or failing disk)."
         ),
     )
     parser.add_argument("--config", required=True, metavar="FILE", help="the node's TOML file")
@@ -31,7 +37,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..errors import InvalidConfiguration
+    from ..errors import DamagedData, InvalidConfiguration
+    from ..raft.errors import StorageUnavailable
     from ..service import NodeService
 
     logging.basicConfig(
@@ -44,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(NodeService(config).run())
     except InvalidConfiguration as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
+    except DamagedData as exc:
+        print(f"error: damaged data: {exc}", file=sys.stderr)
+        return EXIT_DAMAGED
+    except StorageUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
     except KeyboardInterrupt:
         return 0

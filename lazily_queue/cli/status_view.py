@@ -22,15 +22,22 @@ def _table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
     return table
 
 
+def _disk(status: dict[str, Any]) -> str:
+    disk = status.get("disk") or {}
+    if disk.get("writable", True):
+        return "writable"
+    return f"NOT WRITABLE: {disk.get('error')}"
+
+
 def render(status: dict[str, Any]) -> list[Table]:
     """The cluster table, the members table and one table per non-empty queue family."""
     s = status
     tables = [
         _table(f"node {s['node']} of cluster {s['cluster']!r}",
                ("state", "leader", "term", "commit index", "applied index", "quorum",
-                "durability"),
+                "durability", "journal"),
                [(s["state"], s["leader"], s["term"], s["commit_index"], s["last_applied"],
-                 "yes" if s["has_quorum"] else "NO", s["durability"])]),
+                 "yes" if s["has_quorum"] else "NO", s["durability"], _disk(s))]),
         _table("members (match index and lag are known on the leader)",
                ("id", "role", "link", "match index", "lag"),
                [(m["id"] + (" (this node)" if m["self"] else ""), m["role"],

@@ -325,10 +325,7 @@ class Driver:
         completions += [(callback, None, failure(True))
                         for callback, _, _ in self.pipeline.take_held_results()]
         self._dispatch_results(Ready(completions=completions))
-        waiters, self._state_waiters = self._state_waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_exception(failure(False))
+        self._wake_state_waiters()
         self._notify_disk(self.pipeline.stall)
 
     def _retry_disk(self) -> None:
@@ -379,11 +376,13 @@ class Driver:
         for peer, messages in ready.messages.items():
             for frame in encode_frames(messages):
                 self.network.send(peer, frame)
-        if self._state_waiters:
-            waiters, self._state_waiters = self._state_waiters, []
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
+        self._wake_state_waiters()
+
+    def _wake_state_waiters(self) -> None:
+        waiters, self._state_waiters = self._state_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
 
     def _dispatch_results(self, ready: Ready) -> None:
         """Reader events, completions and orphans (each handed over once)."""
@@ -405,11 +404,13 @@ class Driver:
                 log.exception("node %s: an orphan handler failed", self.replica.node_id)
 
     async def next_step(self) -> None:
-        """Wait until the next step has been dispatched."""
+        """Wait until the next step has been dispatched (while the journal cannot be
+        written, no step runs: wait one tick instead)."""
         if self._loop is None or not self._running:
             raise NodeNotRunning("the node is not running")
         if self.pipeline.stall is not None:
-            raise StorageUnavailable(self._stall_text("nothing was applied"))
+            await asyncio.sleep(self.tick_interval)
+            return
         fut: asyncio.Future[None] = self._loop.create_future()
         self._state_waiters.append(fut)
         await fut

@@ -17,12 +17,14 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from ..errors import DamagedData
+
 HEADER = struct.Struct("<IIQQ")
 
 Entry = tuple[bytes, int, int]
 
 
-class JournalError(Exception):
+class JournalError(DamagedData):
     """The journal or its metadata cannot be used."""
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import cbor2
 
+from ..errors import DamagedData
 from .disk import Disk
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ _CRC = struct.Struct("<I")
 NOT_SERIALIZING, SERIALIZING, SUCCESS, FAILED = 0, 1, 2, 3
 
 
-class SnapshotError(Exception):
+class SnapshotError(DamagedData):
     """A snapshot file or transmission is malformed."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from lazily_queue.node import Node
@@ -18,3 +19,22 @@ async def run(node: Node, options: dict[str, Any]) -> None:
     jobs = node.work_queue("jobs")
     for i in range(int(options.get("jobs", 0))):
         await jobs.apush(i)
+
+
+async def pump(node: Node, options: dict[str, Any]) -> None:
+    """Push 0, 1, 2, ... into queue ``q`` until stopped, printing each outcome."""
+    from lazily_queue.raft.errors import StorageUnavailable
+
+    await node.wait_for_leader()
+    q = node.queue("q")
+    i = 0
+    while True:
+        try:
+            await q.push(i)
+        except StorageUnavailable as exc:
+            print(f"refused {i} {'unknown' if 'unknown' in str(exc) else 'not-applied'}",
+                  flush=True)
+            await asyncio.sleep(0.05)
+        else:
+            print(f"acked {i}", flush=True)
+        i += 1

@@ -1,0 +1,121 @@
+"""Node processes and their disks: clear exits for damaged data and a full disk at start,
+and a disk that fills while the node runs (it stalls, then resumes by itself)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.node import Node
+from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.records import HEADER
+
+from .node_procs import NodeProc, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs the test can fill (mounting needs root, as CI runs)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()}); CI runs as root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(directory: Path) -> Path:
+    """Write a file until the file system is full; returns it."""
+    filler = directory / f"filler-{uuid.uuid4().hex}"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def _one_line(proc: NodeProc) -> str:
+    err = proc.stderr()
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_a_damaged_journal_exits_3_with_one_line(tmp_path: Path) -> None:
+    raft = tmp_path / "data1" / "raft"
+    journal = DurableJournal(OsDisk(), str(raft))
+    for index in range(1, 6):
+        journal.add(b"\x05", index, 1)
+    journal.sync()
+    data = bytearray((raft / "journal.log").read_bytes())
+    data[HEADER.size + 2] ^= 0x40  # the first record; valid records follow it
+    (raft / "journal.log").write_bytes(bytes(data))
+    config = write_config(tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"})
+    proc = NodeProc(config)
+    assert proc.wait_exit() == 3
+    line = _one_line(proc)
+    assert "damaged data" in line and "lazily-queue rejoin" in line
+
+
+def test_a_full_disk_at_start_exits_4_with_one_line(tmp_path: Path, small_fs: Path) -> None:
+    _fill(small_fs)
+    config = write_config(tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"},
+                          data_dir=str(small_fs / "data1"))
+    proc = NodeProc(config)
+    assert proc.wait_exit() == 4
+    line = _one_line(proc)
+    assert "No space left on device" in line and "free space" in line
+
+
+async def test_a_disk_that_fills_stalls_the_node_and_it_resumes(
+    tmp_path: Path, small_fs: Path
+) -> None:
+    data = small_fs / "data1"
+    config = write_config(
+        tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"}, data_dir=str(data),
+        extra='durability = "fsync"', app='entry = "node_app:pump"')
+    config.write_text(config.read_text().replace('durability = "none"\n', ""))
+    proc = NodeProc(config)
+    try:
+        proc.wait_ready()
+        proc.wait_line("acked 20")
+        filler = _fill(small_fs)
+        proc.wait_line("refused")
+        assert wait_for(lambda: not proc.status()["disk"]["writable"], what="a stalled disk")
+        os.remove(filler)
+        wait_for(lambda: proc.status()["disk"]["writable"], what="a writable disk")
+        refused = max(int(line.split()[1]) for line in proc.seen if line.startswith("refused"))
+        proc.wait_line(f"acked {refused + 20}")
+    finally:
+        assert proc.terminate() == 0, proc.stderr()
+    err = proc.stderr()
+    assert err.count("cannot write its journal") == 1, err  # once per change of state
+    assert err.count("accepts writes again") == 1, err
+    acked = [int(line.split()[1]) for line in proc.seen if line.startswith("acked")]
+    unknown = {int(line.split()[1]) for line in proc.seen if line.endswith("unknown")}
+    # Opened again, with no rejoin: every acknowledged push is there, in order.
+    node = Node(1, data_dir=data, listen=f"unix:{tmp_path}/again.sock", secret="s3cret",
+                cluster="test")
+    async with node:
+        await node.wait_for_leader()
+        await node.barrier()
+        elements = [v for v in node.queue("q").storage.elements()]  # type: ignore[attr-defined]
+    kept = [v for v in elements if v not in unknown]
+    assert kept[: len(acked)] == acked
+    assert kept[len(acked):] in ([], [acked[-1] + 1])  # a push the stop cut short may apply

@@ -1,0 +1,64 @@
+"""A real disk whose writes and fsyncs a test can make fail or block."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+from lazily_queue.raft.disk import OsDisk
+
+
+class FaultyDisk(OsDisk):
+    """``OsDisk`` plus switches: ``full`` (appends write half their data, then raise
+    ENOSPC; replacements and fsyncs raise ENOSPC), ``fsync_errors`` (the next N fsyncs
+    raise EIO) and ``hold_fsyncs`` (fsyncs wait until :meth:`release`)."""
+
+    def __init__(self, *, sync: bool = True) -> None:
+        super().__init__(sync=sync)
+        self.full = False
+        self.fsync_errors = 0
+        self.failures = 0
+        self._gate = threading.Event()
+        self._gate.set()
+        self.waiting = threading.Event()
+
+    def _refuse(self, code: int) -> OSError:
+        self.failures += 1
+        return OSError(code, os.strerror(code))
+
+    def append(self, path: str, data: bytes) -> None:
+        if self.full:
+            super().append(path, data[: len(data) // 2])
+            raise self._refuse(errno.ENOSPC)
+        super().append(path, data)
+
+    def replace(self, path: str, data: bytes) -> None:
+        if self.full:
+            raise self._refuse(errno.ENOSPC)
+        super().replace(path, data)
+
+    def _check_fsync(self) -> None:
+        if self.full:
+            raise self._refuse(errno.ENOSPC)
+        if self.fsync_errors:
+            self.fsync_errors -= 1
+            raise self._refuse(errno.EIO)
+
+    def sync(self, path: str) -> None:
+        self._check_fsync()
+        super().sync(path)
+
+    def sync_detached(self, path: str) -> None:
+        self.waiting.set()
+        self._gate.wait()
+        self.waiting.clear()
+        self._check_fsync()
+        super().sync_detached(path)
+
+    def hold_fsyncs(self) -> None:
+        """Worker-thread fsyncs wait from now on until :meth:`release`."""
+        self._gate.clear()
+
+    def release(self) -> None:
+        self._gate.set()

@@ -1,0 +1,211 @@
+"""A full or failing disk never tears the journal; a node stalls and resumes by itself."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.node import Node
+from lazily_queue.raft.errors import StorageUnavailable
+from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.network import LocalHub
+from lazily_queue.raft.records import HEADER, decode_records
+from lazily_queue.raft.rejoin import floor_of
+
+from .cluster import FAST
+from .faulty_disk import FaultyDisk
+
+
+def _fill(j: DurableJournal, first: int, count: int, term: int = 1) -> None:
+    for index in range(first, first + count):
+        j.add(f"command {index}".encode(), index, term)
+
+
+def _file(j: DurableJournal) -> bytes:
+    with open(j.path, "rb") as f:
+        return f.read()
+
+
+def test_a_failed_append_is_cut_back_to_the_last_whole_record(tmp_path: Path) -> None:
+    disk = FaultyDisk()
+    j = DurableJournal(disk, str(tmp_path))
+    _fill(j, 1, 3)
+    j.sync()
+    disk.full = True
+    _fill(j, 4, 2)
+    with pytest.raises(OSError, match="No space"):
+        j.write()
+    entries, _, valid = decode_records(_file(j))
+    assert [e[1] for e in entries] == [1, 2, 3] and valid == len(_file(j))
+    disk.full = False
+    j.sync()  # what failed is written again, after the last whole record
+    again = DurableJournal(FaultyDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2, 3, 4, 5] and again.torn_bytes == 0
+
+
+def test_a_failed_fsync_is_never_trusted(tmp_path: Path) -> None:
+    disk = FaultyDisk()
+    j = DurableJournal(disk, str(tmp_path))
+    _fill(j, 1, 2)
+    j.sync()
+    _fill(j, 3, 2)
+    assert j.write()
+    disk.fsync_errors = 1
+    with pytest.raises(OSError, match="Input/output"):
+        j.fsync()
+    assert j.durable_index == 2
+    j.discard_unsynced()
+    with open(j.path, "r+b") as f:  # the kernel may have dropped the unsynced pages
+        f.seek(len(_file(j)) - 5)
+        f.write(b"\0" * 5)
+    assert j.needs_sync and j.write()
+    j.fsync()
+    assert j.durable_index == 4
+    entries, _, valid = decode_records(_file(j))
+    assert [e[1] for e in entries] == [1, 2, 3, 4] and valid == len(_file(j))
+
+
+def test_a_damaged_last_record_is_cut_and_withholds_the_vote(tmp_path: Path) -> None:
+    j = DurableJournal(FaultyDisk(), str(tmp_path))
+    j.setCurrentTerm(4, "2")
+    _fill(j, 1, 3, term=4)
+    j.sync()
+    data = bytearray(_file(j))
+    data[-2] ^= 0x10  # inside the last record's command: complete, but its checksum fails
+    Path(j.path).write_bytes(bytes(data))
+    again = DurableJournal(FaultyDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2] and again.tail.damaged
+    assert floor_of(again.meta) == (4, 3)
+    assert floor_of(DurableJournal(FaultyDisk(), str(tmp_path)).meta) == (4, 3)  # durable
+
+
+def test_a_torn_last_record_is_cut_without_a_floor(tmp_path: Path) -> None:
+    j = DurableJournal(FaultyDisk(), str(tmp_path))
+    _fill(j, 1, 3)
+    j.sync()
+    data = _file(j)
+    Path(j.path).write_bytes(data[: len(data) - 3])  # the last append reached the disk in part
+    again = DurableJournal(FaultyDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2] and not again.tail.damaged
+    assert floor_of(again.meta) is None
+    zeros = data[: len(data) - HEADER.size - 9] + b"\0" * (HEADER.size + 9)
+    Path(j.path).write_bytes(zeros)  # never-written blocks read as zeros
+    assert not DurableJournal(FaultyDisk(), str(tmp_path)).tail.damaged
+
+
+async def _until(predicate: object, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():  # type: ignore[operator]
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+async def test_a_single_node_on_a_full_disk_stalls_keeps_reads_and_resumes(
+    tmp_path: Path,
+) -> None:
+    disk = FaultyDisk()
+    kwargs = {"data_dir": tmp_path, "listen": f"unix:{tmp_path}/n.sock", "secret": "s",
+              "engine": FAST, "disk_retry": 0.05}
+    async with Node(1, disk=disk, **kwargs) as node:  # type: ignore[arg-type]
+        await node.wait_for_leader()
+        q = node.queue("q")
+        await q.push(1)
+        disk.full = True
+        with pytest.raises(StorageUnavailable, match="No space left on device"):
+            await q.push(2)
+        assert node.status()["disk"]["writable"] is False
+        with pytest.raises(StorageUnavailable, match="was not applied"):
+            await q.push(3)
+        assert q.len() >= 1  # reads go on
+        disk.full = False
+        await _until(lambda: node.status()["disk"]["writable"])
+        await q.push(4)
+        elements = q.storage.elements()  # type: ignore[attr-defined]
+    assert elements in ([1, 4], [1, 2, 4])  # push 2's outcome was reported unknown
+    async with Node(1, **kwargs) as again:  # type: ignore[arg-type]
+        await again.wait_for_leader()
+        await again.barrier()
+        assert again.queue("q").storage.elements() == elements  # type: ignore[attr-defined]
+
+
+async def test_a_member_whose_disk_fills_hands_over_and_catches_up(tmp_path: Path) -> None:
+    hub = LocalHub()
+    ids = ["1", "2", "3"]
+    disks = {n: FaultyDisk() for n in ids}
+    nodes = {
+        n: Node(n, data_dir=tmp_path / n, peers={m: f"local:{m}" for m in ids},
+                network=hub.network(n), engine=FAST, disk=disks[n], disk_retry=0.05)
+        for n in ids
+    }
+    for node in nodes.values():
+        await node.start()
+    try:
+        await _until(lambda: any(n.is_leader for n in nodes.values()))
+        first = next(n for n in nodes.values() if n.is_leader)
+        await first.queue("q").push("a")
+        disks[first.node_id].fsync_errors = 10_000  # every fsync of the leader fails
+        with pytest.raises(StorageUnavailable, match="outcome is unknown"):
+            await first.queue("q").push("never sent")
+        others = [n for n in nodes.values() if n is not first]
+        await _until(lambda: any(n.is_leader for n in others))
+        second = next(n for n in others if n.is_leader)
+        await second.queue("q").push("b")
+        assert first.status()["disk"]["writable"] is False
+        disks[first.node_id].fsync_errors = 0
+        await _until(lambda: first.status()["disk"]["writable"])
+        await first.barrier()
+        for node in nodes.values():
+            await node.barrier()
+            assert node.queue("q").storage.elements() == ["a", "b"]  # type: ignore[attr-defined]
+    finally:
+        for node in nodes.values():
+            await node.stop()
+
+
+async def _steps(node: Node, count: int) -> None:
+    """Wait until the node's driver has taken ``count`` more steps."""
+    target = node.driver.steps + count
+    await _until(lambda: node.driver.steps >= target)
+
+
+@pytest.mark.parametrize("members", [1, 3])
+async def test_nothing_leaves_before_its_fsync(tmp_path: Path, members: int) -> None:
+    hub = LocalHub()
+    ids = [str(i) for i in range(1, members + 1)]
+    disks = {n: FaultyDisk() for n in ids}
+    nodes = [Node(n, data_dir=tmp_path / n, peers={m: f"local:{m}" for m in ids},
+                  network=hub.network(n), engine=FAST, disk=disks[n]) for n in ids]
+    for node in nodes:
+        await node.start()
+    try:
+        await _until(lambda: any(n.is_leader for n in nodes))
+        leader = next(n for n in nodes if n.is_leader)
+        followers = [n for n in nodes if n is not leader]
+        q = leader.queue("q")
+        await q.push("declared")
+        for node in nodes:
+            await node.barrier()
+        disks[leader.node_id].hold_fsyncs()
+        before = leader.driver.replica.journal.last_index
+        term = leader.driver.replica.engine.term
+        push = asyncio.ensure_future(q.push("held"))
+        await _until(disks[leader.node_id].waiting.is_set)
+        await _until(lambda: leader.driver.replica.journal.last_index > before)
+        await _steps(leader, 10)
+        # Neither the acknowledgement nor the entry left the leader before its fsync.
+        assert not push.done()
+        for f in followers:  # (a follower may have been elected meanwhile, in a new term)
+            journal = f.driver.replica.journal
+            assert all(journal.term_at(i) != term
+                       for i in range(before + 1, journal.last_index + 1))
+        disks[leader.node_id].release()
+        await asyncio.wait_for(push, 5)
+    finally:
+        for d in disks.values():
+            d.release()
+        for node in nodes:
+            await node.stop()
