@@ -87,6 +87,16 @@ def _swap(owner: Any, name: str, replacement: Any) -> Callable[[], None]:
     return restore
 
 
+def _release_before_fsync() -> Callable[[], None]:
+    """The commit pipeline lets every step's output leave at once, fsynced or not."""
+    from ..raft.pipeline import CommitPipeline
+
+    def admit(self: CommitPipeline, ready: Any, *, wrote: bool, alone: bool) -> list[Any]:
+        return [ready]
+
+    return _swap(CommitPipeline, "admit", admit)
+
+
 def _trust_failed_fsync() -> Callable[[], None]:
     """After a failed fsync, keep going as if the written records were safe."""
     return _swap(journal.DurableJournal, "discard_unsynced", lambda self: None)
@@ -113,6 +123,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "journal-resync": _no_resync_after_bad_record,
     "snapshot-messages-commit-nothing": _patch_off("snapshot-messages-commit-nothing"),
     "rewrite-after-failed-fsync": _trust_failed_fsync,
+    "hold-until-fsync": _release_before_fsync,
     "damaged-tail-floor": _damaged_tail_is_torn,
 }
 
