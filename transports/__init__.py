@@ -30,6 +30,7 @@ from .errors import (
     ProbeAnswered,
     TransportError,
     UnknownPeerError,
+    UntrustedDataError,
 )
 from .events import EventStream, Frame, MeshEvent, PeerDown, PeerUp
 from .handshake import (
@@ -103,6 +104,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "UnknownPeerError",
+    "UntrustedDataError",
     "dial",
     "establish",
     "get_transport",

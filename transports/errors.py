@@ -16,6 +16,7 @@ __all__ = [
     "ProbeAnswered",
     "TransportError",
     "UnknownPeerError",
+    "UntrustedDataError",
 ]
 
 
@@ -91,3 +92,11 @@ class UnknownPeerError(TransportError, LookupError):
     def __init__(self, peer_id: int) -> None:
         super().__init__(f"unknown peer id {peer_id}")
         self.peer_id = peer_id
+
+
+class UntrustedDataError(TransportError, ValueError):
+    """Bytes from a peer, client or file were refused; ``reason`` names what (bounded text)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

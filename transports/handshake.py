@@ -9,7 +9,8 @@ from typing import Any
 import cbor2
 
 from .config import LinkConfig
-from .errors import HandshakeError, IncompatiblePeerError, PeerRejectedError
+from .errors import HandshakeError, IncompatiblePeerError, PeerRejectedError, UntrustedDataError
+from .safe_cbor import PROTOCOL
 
 __all__ = [
     "CODEC",
@@ -214,19 +215,20 @@ def encode_message(mapping: Mapping[str, Any]) -> bytes:
 
 
 def decode_message(frame: bytes) -> dict[Any, Any]:
-    """CBOR-decode one handshake-phase message into a map.
+    """CBOR-decode one handshake-phase message into a map (protocol profile: no tags,
+    string keys, shallow nesting; see :mod:`transports.safe_cbor`).
 
-    Raises ``HandshakeError`` for oversized or malformed frames and
-    ``PeerRejectedError`` when the frame is the peer's refusal notice.
+    Raises ``HandshakeError`` (field ``handshake``) for oversized, malformed or refused
+    frames and ``PeerRejectedError`` when the frame is the peer's refusal notice.
     """
     if len(frame) > HANDSHAKE_FRAME_LIMIT:
         raise HandshakeError(
             "handshake", f"frame of {len(frame)} bytes exceeds {HANDSHAKE_FRAME_LIMIT}"
         )
     try:
-        value = cbor2.loads(frame)
-    except Exception as exc:  # cbor2 raises many types on garbage
-        raise HandshakeError("handshake", f"malformed CBOR: {type(exc).__name__}") from None
+        value = PROTOCOL.loads(frame, max_bytes=HANDSHAKE_FRAME_LIMIT)
+    except UntrustedDataError as exc:
+        raise HandshakeError("handshake", f"malformed CBOR: {exc.reason}") from None
     if not isinstance(value, dict):
         raise HandshakeError("handshake", f"expected a CBOR map, got {type(value).__name__}")
     if "error" in value:

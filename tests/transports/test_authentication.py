@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import cbor2
 import pytest
 from transport_helpers import channel_pair, make_config, unique_memory_address
 
@@ -269,3 +270,37 @@ async def test_too_many_pending_handshakes_are_shed() -> None:
             await second.receive()
         await first.aclose()
         assert recorder.peers == []
+
+
+def _bomb_hello(depth: int) -> bytes:
+    """A real hello plus one entry whose key is a shared-reference DAG of lists.
+
+    A plain CBOR decoder makes the key a tuple whose hash costs 2**depth steps (depth 29
+    is ~200 bytes and stalled the event loop for seconds; 64 never ends).
+    """
+    node: list[object] = ["x"]
+    for _ in range(depth):
+        node = [node, node]
+    fields = decode_message(_hello(1))
+    body = b"".join(cbor2.dumps(key) + cbor2.dumps(value) for key, value in fields.items())
+    head = bytes([0xA0 | (len(fields) + 1)])
+    return head + cbor2.dumps(node, value_sharing=True) + b"\x01" + body
+
+
+@pytest.mark.parametrize("depth", [6, 64])
+async def test_bomb_hello_is_refused_before_authentication_and_the_listener_goes_on(
+    depth: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="transports")
+    async with guarded_listener(unique_memory_address()) as (bound, recorder):
+        attacker = await _raw(bound, make_config(1))
+        await attacker.send(_bomb_hello(depth))
+        Hello.decode(await attacker.receive())
+        with pytest.raises(PeerRejectedError) as info:
+            decode_message(await attacker.receive())
+        assert info.value.field == "handshake"
+        assert "tag 28" in info.value.message or "depth" in info.value.message
+        with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+            await attacker.receive()
+        assert recorder.peers == []
+        await assert_still_serves(bound, recorder)

@@ -224,3 +224,29 @@ def test_fuzz_structured_hello_maps(overrides: dict[str, Any]) -> None:
         return
     assert 0 <= hello.handshake.peer_id < 2**64
     assert hello.handshake.max_frame_size >= 0
+
+
+def _shared_dag_key(depth: int) -> bytes:
+    node: list[Any] = ["x"]
+    for _ in range(depth):
+        node = [node, node]
+    return b"\xa1" + cbor2.dumps(node, value_sharing=True) + b"\x01"
+
+
+@pytest.mark.parametrize(
+    ("frame", "cause"),
+    [
+        (_shared_dag_key(5), "tag 28"),
+        (_shared_dag_key(64), "depth"),
+        (b"\x81" * 10_000 + b"\x00", "depth"),
+        (cbor2.dumps({"peer_id": 1, "x": cbor2.CBORTag(30, [1, 3])}), "tag 30"),
+        (cbor2.dumps({1: "a"}), "map key"),
+        (b"\xbf\x61a\x01\xff", "indefinite"),
+    ],
+    ids=["shared-dag", "deep-shared-dag", "deep", "fraction-tag", "int-key", "indefinite"],
+)
+def test_hostile_messages_are_refused_naming_the_cause(frame: bytes, cause: str) -> None:
+    with pytest.raises(HandshakeError) as info:
+        decode_message(frame)
+    assert info.value.field == "handshake"
+    assert cause in info.value.message

@@ -1,0 +1,247 @@
+"""Bounded decoding of CBOR that comes from outside: peers, clients, files.
+
+Plain ``cbor2.loads`` lets a few hundred bytes cost exponential time (shared references
+building a DAG that is then hashed as a map key), and turns dozens of tags into
+arbitrary Python objects. A :class:`CBORProfile` decodes with cbor2's C decoder but
+refuses, with :class:`~transports.errors.UntrustedDataError`:
+
+- input longer than the caller's ``max_bytes`` (checked before decoding);
+- nesting (containers and tags) deeper than the profile's depth;
+- indefinite lengths and duplicate map keys;
+- map keys and set elements that are not text or byte strings (no container is ever
+  hashed, no integer keys can be made to collide);
+- shared references (tags 28/29), string references (25/256) and every tag not on the
+  profile's allow-list, whether cbor2 knows it (:data:`BUILTIN_TAGS`) or not.
+
+:data:`PROTOCOL` allows no tag (handshakes, Raft frames, metadata). :data:`VALUES` is
+for data that carries user values and allows datetimes (0, 1), bignums of at most 4096
+bits (2, 3), decimal fractions of at most 256 digits and exponents within +-6144 (4),
+UUIDs (37), dates (100, 1004) and sets of strings (258).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+import cbor2
+
+from .errors import UntrustedDataError
+
+__all__ = [
+    "BUILTIN_TAGS",
+    "MAX_BIGNUM_BYTES",
+    "MAX_DECIMAL_DIGITS",
+    "MAX_DECIMAL_EXPONENT",
+    "PROTOCOL",
+    "VALUES",
+    "CBORProfile",
+    "UntrustedDataError",
+    "collection_paused",
+    "describe",
+]
+
+#: Every tag cbor2 decodes by itself, and what it would build. Each is either refused or
+#: allowed by a profile; a test fails when a cbor2 upgrade adds one that is not listed.
+BUILTIN_TAGS: Mapping[int, str] = {
+    0: "datetime string",
+    1: "epoch datetime",
+    2: "bignum",
+    3: "negative bignum",
+    4: "decimal fraction",
+    5: "bigfloat",
+    25: "string reference",
+    28: "shared value",
+    29: "shared reference",
+    30: "rational number (fractions.Fraction)",
+    35: "regular expression (re.Pattern)",
+    36: "MIME message",
+    37: "UUID",
+    52: "IPv4 address or network (ipaddress)",
+    54: "IPv6 address or network (ipaddress)",
+    100: "epoch date",
+    256: "string reference namespace",
+    258: "set",
+    260: "network address (ipaddress)",
+    261: "network prefix (ipaddress)",
+    1004: "date string",
+    43000: "complex number",
+    55799: "self-described CBOR marker",
+}
+
+#: Largest magnitude of a bignum (tags 2/3): 4096 bits.
+MAX_BIGNUM_BYTES = 512
+#: Largest absolute exponent of a decimal fraction (tag 4), as in IEEE 754 decimal128.
+MAX_DECIMAL_EXPONENT = 6144
+#: Most digits of a decimal fraction's mantissa (converting more costs quadratic time).
+MAX_DECIMAL_DIGITS = 256
+_DECIMAL_BOUND = 10**MAX_DECIMAL_DIGITS
+_REASON_LIMIT = 200
+#: Inputs above this size are decoded with the cyclic garbage collector paused.
+GC_PAUSE_BYTES = 64 * 1024
+
+
+class _Refusal(Exception):
+    """Raised inside cbor2's callbacks; cbor2 wraps it, :meth:`CBORProfile.loads` unwraps it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _tag_name(tag: int) -> str:
+    what = BUILTIN_TAGS.get(tag)
+    return f"tag {tag} ({what})" if what else f"unknown tag {tag}"
+
+
+def _refuse_tag(tag: int, value: Any, immutable: bool) -> Any:
+    raise _Refusal(f"{_tag_name(tag)} is not allowed here")
+
+
+def _refuse_unknown(tag: cbor2.CBORTag, immutable: bool) -> Any:
+    raise _Refusal(f"{_tag_name(tag.tag)} is not allowed here")
+
+
+def _bignum(negative: bool, value: Any, immutable: bool) -> int:
+    if not isinstance(value, bytes):
+        raise _Refusal(f"a bignum must hold a byte string, not {type(value).__name__}")
+    if len(value) > MAX_BIGNUM_BYTES:
+        raise _Refusal(
+            f"bignum of {len(value)} bytes exceeds the {MAX_BIGNUM_BYTES}-byte limit"
+        )
+    magnitude = int.from_bytes(value, "big")
+    return -1 - magnitude if negative else magnitude
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _decimal(value: Any, immutable: bool) -> Decimal:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise _Refusal("a decimal fraction must be an array [exponent, mantissa]")
+    exponent, mantissa = value
+    if not _is_int(exponent) or not _is_int(mantissa):
+        raise _Refusal("a decimal fraction's exponent and mantissa must be integers")
+    if abs(exponent) > MAX_DECIMAL_EXPONENT:
+        raise _Refusal(
+            f"decimal exponent {describe(exponent)} is outside +-{MAX_DECIMAL_EXPONENT}"
+        )
+    if not -_DECIMAL_BOUND < mantissa < _DECIMAL_BOUND:
+        raise _Refusal(f"decimal mantissa has more than {MAX_DECIMAL_DIGITS} digits")
+    return Decimal(f"{mantissa}E{exponent}")
+
+
+_ALLOWED_DECODERS: Mapping[int, Callable[[Any, bool], Any]] = {
+    2: functools.partial(_bignum, False),
+    3: functools.partial(_bignum, True),
+    4: _decimal,
+}
+
+
+class CBORProfile:
+    """One decoding policy: which tags are allowed and how deep values may nest."""
+
+    def __init__(self, name: str, *, max_depth: int, tags: frozenset[int]) -> None:
+        unknown = tags - BUILTIN_TAGS.keys()
+        if unknown:
+            raise ValueError(f"tags {sorted(unknown)} are not decoded by cbor2")
+        self.name = name
+        self.max_depth = max_depth
+        self.tags = tags
+        decoders: dict[int, Callable[[Any, bool], Any]] = {}
+        for tag in BUILTIN_TAGS:
+            if tag not in tags:
+                decoders[tag] = functools.partial(_refuse_tag, tag)
+            elif tag in _ALLOWED_DECODERS:
+                decoders[tag] = _ALLOWED_DECODERS[tag]
+        self._decoders: Mapping[int, Callable[[Any, bool], Any]] = decoders
+
+    def __repr__(self) -> str:
+        return f"CBORProfile({self.name!r}, max_depth={self.max_depth}, tags={sorted(self.tags)})"
+
+    def loads(
+        self, data: bytes | bytearray | memoryview, *, max_bytes: int, max_depth: int | None = None
+    ) -> Any:
+        """Decode one CBOR item or raise :class:`UntrustedDataError` naming what was refused.
+
+        ``max_depth`` may lower (never raise) the profile's depth for this call. Bytes
+        after the first item are ignored, as cbor2 does. Inputs over
+        :data:`GC_PAUSE_BYTES` are decoded with the garbage collector paused: what they
+        decode to holds no cycle, and scanning millions of fresh containers would more
+        than double the cost.
+        """
+        size = len(data)
+        if size > max_bytes:
+            raise UntrustedDataError(f"{size} bytes exceed the {max_bytes}-byte limit")
+        depth = self.max_depth if max_depth is None else min(max_depth, self.max_depth)
+        try:
+            with collection_paused(size):
+                return cbor2.loads(
+                    data,
+                    tag_hook=_refuse_unknown,
+                    semantic_decoders=self._decoders,
+                    max_depth=depth,
+                    allow_indefinite=False,
+                    allow_duplicate_keys=False,
+                    strict_hashable_types=True,
+                )
+        except Exception as exc:  # cbor2 raises CBORDecodeError (and EOF) on bad input
+            raise UntrustedDataError(_reason(exc)) from None
+
+
+@contextmanager
+def collection_paused(size: int) -> Iterator[None]:
+    """Pause the cyclic garbage collector while decoding ``size`` bytes, when that is over
+    :data:`GC_PAUSE_BYTES` and the collector is on (it is switched back on after)."""
+    pause = size > GC_PAUSE_BYTES and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _reason(exc: BaseException) -> str:
+    """A bounded one-line account of why cbor2 (or one of our callbacks) failed."""
+    seen: BaseException | None = exc
+    for _ in range(64):
+        if seen is None:
+            break
+        if isinstance(seen, _Refusal):
+            return seen.reason
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)[:_REASON_LIMIT]
+    cause = exc.__cause__
+    if cause is not None:
+        text = f"{text}: {type(cause).__name__}: {str(cause)[:_REASON_LIMIT]}"
+    return text
+
+
+PROTOCOL = CBORProfile("protocol", max_depth=16, tags=frozenset())
+VALUES = CBORProfile(
+    "values", max_depth=64, tags=frozenset({0, 1, 2, 3, 4, 37, 100, 258, 1004})
+)
+
+
+def describe(value: object, *, limit: int = 32) -> str:
+    """A bounded description of ``value`` for error messages: type and size, or a short repr."""
+    if value is None or isinstance(value, bool | float):
+        return repr(value)
+    if isinstance(value, int):
+        bits = value.bit_length()
+        return repr(value) if bits <= 64 else f"int of {bits} bits"
+    if isinstance(value, str | bytes | bytearray):
+        size = len(value)
+        more = "..." if size > limit else ""
+        unit = "chars" if isinstance(value, str) else "bytes"
+        return f"{type(value).__name__} of {size} {unit} {value[:limit]!r}{more}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return f"{type(value).__name__} of {len(value)} items"
+    return type(value).__name__
