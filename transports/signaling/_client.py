@@ -85,7 +85,10 @@ class SignalingClient:
             if isinstance(reply, Error):
                 raise SignalingError(reply.code, reply.message)
             if not isinstance(reply, Welcome) or reply.peer != peer:
-                raise SignalingFrameError(f"expected a welcome for peer {peer}, got {reply!r:.120}")
+                got = f"a welcome for peer {reply.peer}" if isinstance(reply, Welcome) else (
+                    f"a {type(reply).__name__} frame"
+                )
+                raise SignalingFrameError(f"expected a welcome for peer {peer}, got {got}")
         except BaseException:
             await ws.close()
             raise

@@ -14,7 +14,13 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any, Literal, TypeAlias
 
+from ..safe_cbor import collection_paused, describe
+from ._json import MAX_DEPTH, MAX_FRAME_BYTES, MAX_INT_DIGITS, JSONLimitError, check, parse_int
+
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_FRAME_BYTES",
+    "MAX_INT_DIGITS",
     "MAX_PEER_ID",
     "Answer",
     "ClientFrame",
@@ -50,9 +56,20 @@ class SignalingFrameError(ValueError):
     """A signaling frame is not valid JSON or does not match the frame grammar."""
 
 
+def _brief(value: object) -> str:
+    """``repr`` of small values, a bounded description of anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return repr(value) if value.bit_length() <= 256 else describe(value)
+    if isinstance(value, str) and len(value) <= 80:
+        return repr(value)
+    return describe(value)
+
+
 def _check_peer(value: object, field: str) -> int:
     if type(value) is not int or not 0 <= value <= MAX_PEER_ID:
-        raise SignalingFrameError(f"{field!r} must be an integer in [0, 2**53-1], got {value!r}")
+        raise SignalingFrameError(
+            f"{field!r} must be an integer in [0, 2**53-1], got {_brief(value)}"
+        )
     return value
 
 
@@ -278,10 +295,10 @@ def _wire_key(attr: str) -> str:
 
 def _decode(obj: object, table: Mapping[str, _Spec], direction: Direction) -> Any:
     if not isinstance(obj, Mapping):
-        raise SignalingFrameError(f"a signaling frame must be a JSON object, got {obj!r:.80}")
+        raise SignalingFrameError(f"a signaling frame must be a JSON object, got {_brief(obj)}")
     tag = obj.get("type")
     if not isinstance(tag, str) or tag not in table:
-        raise SignalingFrameError(f"unknown {direction} frame type {tag!r:.80}")
+        raise SignalingFrameError(f"unknown {direction} frame type {_brief(tag)}")
     cls, required, optional = table[tag]
     keys = set(obj) - {"type"}
     if direction == "client" and "from" in keys:
@@ -290,7 +307,9 @@ def _decode(obj: object, table: Mapping[str, _Spec], direction: Direction) -> An
         )
     extra = keys - set(required) - set(optional)
     if extra:
-        raise SignalingFrameError(f"{tag!r} frame has unexpected field(s) {sorted(extra)}")
+        named = ", ".join(_brief(key) for key in sorted(extra)[:5])
+        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        raise SignalingFrameError(f"{tag!r} frame has unexpected field(s) {named}{more}")
     missing = [key for key in required if key not in keys]
     if missing:
         raise SignalingFrameError(f"{tag!r} frame is missing field(s) {missing}")
@@ -337,7 +356,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise SignalingFrameError(f"duplicate key {key!r} in signaling frame")
+            raise SignalingFrameError(f"duplicate key {_brief(key)} in signaling frame")
         out[key] = value
     return out
 
@@ -346,16 +365,31 @@ def _no_constant(name: str) -> float:
     raise SignalingFrameError(f"{name} is not valid JSON")
 
 
-def loads(text: str | bytes) -> object:
-    """Parse strict JSON (no duplicate keys, no NaN/Infinity) or raise SignalingFrameError."""
+def loads(text: str | bytes, *, max_bytes: int = MAX_FRAME_BYTES) -> object:
+    """Parse strict JSON (no duplicate keys, no NaN/Infinity) or raise SignalingFrameError.
+
+    Also refused: more than ``max_bytes`` of UTF-8, arrays and objects nested deeper than
+    :data:`MAX_DEPTH` levels, integers of more than :data:`MAX_INT_DIGITS` digits.
+    """
     try:
-        value: object = json.loads(
-            text, object_pairs_hook=_unique_keys, parse_constant=_no_constant
-        )
+        if isinstance(text, bytes | bytearray):
+            if len(text) > max_bytes:
+                raise JSONLimitError(
+                    f"frame of {len(text)} bytes exceeds the {max_bytes}-byte limit"
+                )
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        check(text, max_bytes=max_bytes)
+        with collection_paused(len(text)):
+            value: object = json.loads(
+                text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                parse_int=parse_int,
+            )
     except SignalingFrameError:
         raise
+    except JSONLimitError as exc:
+        raise SignalingFrameError(f"signaling frame refused: {exc}") from None
     except (ValueError, RecursionError) as exc:
-        raise SignalingFrameError(f"signaling frame is not valid JSON: {exc}") from None
+        raise SignalingFrameError(f"signaling frame is not valid JSON: {str(exc)[:200]}") from None
     return value
 
 
