@@ -27,6 +27,7 @@ from .errors import (
     QueueClosed,
     SettlementRejected,
     UnsupportedOperation,
+    UnsupportedValue,
 )
 from .reactive import Context, batch
 from .storage import (
@@ -104,6 +105,7 @@ __all__ = [
     "TopicStorage",
     "TopicTransition",
     "UnsupportedOperation",
+    "UnsupportedValue",
     "VecDequeStorage",
     "WorkQueueCell",
     "WorkQueueCore",

@@ -15,6 +15,11 @@ class UnsupportedOperation(LazilyQueueError, TypeError):
     """The storage backend does not offer this operation; the message names the alternative."""
 
 
+class UnsupportedValue(LazilyQueueError, TypeError):
+    """A value cannot be replicated (its type, a map key or its nesting); the message says
+    which and what is allowed."""
+
+
 class InvalidConfiguration(LazilyQueueError, ValueError):
     """A constructor or configuration value is out of range; the message says which."""
 

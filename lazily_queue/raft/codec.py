@@ -3,7 +3,8 @@
 PySyncObj trusts every field of every message. Here each message is checked against
 the shape its type must have before the engine sees it; a frame that fails is refused
 as a whole with :class:`FrameError` (the caller closes that link). Entries come back
-as tuples, the form the engine compares with its journal.
+as tuples, the form the engine compares with its journal. Frames are decoded with the
+protocol profile of :mod:`transports.safe_cbor` (no tags, string keys, shallow nesting).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import cbor2
+
+from transports.safe_cbor import PROTOCOL, UntrustedDataError, describe
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 
@@ -75,7 +78,7 @@ def _check(name: str, spec: Any, value: Any) -> Any:
                 or not _is_int(e[1])
                 or not _is_int(e[2])
             ):
-                raise FrameError(f"malformed log entry {e!r:.60}")
+                raise FrameError(f"malformed log entry: {_describe_entry(e)}")
             out.append((e[0], e[1], e[2]))
         return out
     if spec == "chunk":
@@ -93,6 +96,14 @@ def _check(name: str, spec: Any, value: Any) -> Any:
     raise AssertionError(spec)
 
 
+def _describe_entry(entry: Any) -> str:
+    if isinstance(entry, list):
+        return "[" + ", ".join(describe(item) for item in entry[:3]) + (
+            ", ...]" if len(entry) > 3 else "]"
+        )
+    return describe(entry)
+
+
 def check_message(message: Any) -> dict[str, Any]:
     """Validate one message; return it with entries as tuples."""
     if not isinstance(message, dict):
@@ -100,7 +111,7 @@ def check_message(message: Any) -> dict[str, Any]:
     kind = message.get("type")
     schema = _SCHEMA.get(kind) if isinstance(kind, str) else None
     if schema is None:
-        raise FrameError(f"unknown message type {kind!r:.40}")
+        raise FrameError(f"unknown message type {describe(kind)}")
     required, optional = schema
     out: dict[str, Any] = {"type": kind}
     for name, spec in required.items():
@@ -112,7 +123,7 @@ def check_message(message: Any) -> dict[str, Any]:
             continue
         spec = optional.get(name)
         if spec is None:
-            raise FrameError(f"{kind} has unexpected field {name!r:.40}")
+            raise FrameError(f"{kind} has unexpected field {describe(name)}")
         out[name] = _check(name, spec, value)
     if kind == "append_entries" and ("prevLogIdx" in out) != ("prevLogTerm" in out):
         raise FrameError("append_entries needs both prevLogIdx and prevLogTerm")
@@ -154,9 +165,9 @@ def decode_frame(frame: bytes) -> list[dict[str, Any]]:
     if len(frame) > MAX_FRAME_BYTES + 1024:
         raise FrameError(f"frame of {len(frame)} bytes exceeds {MAX_FRAME_BYTES}")
     try:
-        messages = cbor2.loads(frame)
-    except Exception as exc:
-        raise FrameError(f"frame is not valid CBOR: {exc}") from exc
+        messages = PROTOCOL.loads(frame, max_bytes=MAX_FRAME_BYTES + 1024)
+    except UntrustedDataError as exc:
+        raise FrameError(f"frame is not valid CBOR: {exc.reason}") from None
     if not isinstance(messages, list):
         raise FrameError("a frame must be an array of messages")
     return [check_message(m) for m in messages]

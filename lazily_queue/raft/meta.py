@@ -17,6 +17,8 @@ from typing import Any
 
 import cbor2
 
+from transports.safe_cbor import PROTOCOL, UntrustedDataError
+
 from .disk import Disk
 from .records import JournalError
 
@@ -26,6 +28,8 @@ META_VERSION = 1
 MAGIC = b"LQM\x01"
 _HEAD = struct.Struct("<QI")
 SECOND_SUFFIX = ".b"
+#: Largest metadata copy read (it holds a few small fields).
+META_MAX_BYTES = 64 * 1024
 
 
 def default_meta() -> dict[str, Any]:
@@ -42,8 +46,13 @@ def encode_meta(meta: dict[str, Any], sequence: int) -> bytes:
 
 
 def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
-    """The metadata and its sequence number; raises ``ValueError`` when damaged."""
+    """The metadata and its sequence number; raises ``ValueError`` when damaged.
+
+    The body is decoded with the protocol profile of :mod:`transports.safe_cbor`.
+    """
     sequence = 0
+    if len(raw) > META_MAX_BYTES:
+        raise ValueError(f"{len(raw)} bytes exceed the {META_MAX_BYTES}-byte limit")
     if raw[: len(MAGIC)] == MAGIC:
         if len(raw) < len(MAGIC) + _HEAD.size:
             raise ValueError("truncated header")
@@ -52,9 +61,9 @@ def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
         if _crc(sequence, raw) != crc:
             raise ValueError("checksum mismatch")
     try:
-        meta = cbor2.loads(raw)
-    except Exception as exc:
-        raise ValueError(f"not valid CBOR ({type(exc).__name__})") from None
+        meta = PROTOCOL.loads(raw, max_bytes=META_MAX_BYTES)
+    except UntrustedDataError as exc:
+        raise ValueError(f"not valid CBOR ({exc.reason})") from None
     if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
         raise ValueError("unknown metadata format")
     return meta, sequence

@@ -39,8 +39,9 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
     meta: dict[str, Any] = default_meta()
     try:
         meta = store.load()
-    except Exception:
-        log.error("%s: unreadable metadata; the member rejoins without its vote", meta_path)
+    except Exception as exc:
+        log.error("%s: unreadable metadata (%s); the member rejoins without its vote",
+                  meta_path, exc)
     previous = meta.get(FLOOR_KEY)
     if isinstance(previous, list) and len(previous) == 2:
         floor = max(floor, (int(previous[0]), int(previous[1])))

@@ -166,15 +166,14 @@ class Replica:
         on_done: Completion,
         on_orphan: Callable[[Any], None] | None = None,
     ) -> Proposal:
-        """Queue one operation for the next step's batch."""
+        """Queue one operation for the next step's batch.
+
+        Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value replicas would
+        refuse to decode and ``ValueError`` for an op over the batch size limit.
+        """
         seq = self._next_seq
+        size = len(C.encode_checked_op(seq, code, args, max_bytes=self.config.max_batch_bytes))
         self._next_seq += 1
-        size = len(C.encode_op(seq, code, args))
-        if size > self.config.max_batch_bytes:
-            raise ValueError(
-                f"operation of {size} bytes exceeds the {self.config.max_batch_bytes}-byte "
-                "replicated command limit; store large payloads elsewhere and queue a reference"
-            )
         p = Proposal(seq, code, args, size, self.clock() + timeout, on_done, on_orphan)
         self._unresolved[seq] = p
         self._queued.append(p)

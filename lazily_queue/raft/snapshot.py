@@ -13,7 +13,9 @@ PySyncObj anchors the log on, and the member ids::
 Entries come back as tuples: PySyncObj compares them with journal entries, and a list
 would not compare equal and make it wipe its journal. A snapshot received from a peer
 is fully decoded and validated before it replaces ours; an invalid one is refused, so
-the follower never reports a snapshot it could not load.
+the follower never reports a snapshot it could not load. Bodies are decoded with the
+values profile of :mod:`transports.safe_cbor`; a snapshot over ``max_bytes`` (default
+:data:`MAX_SNAPSHOT_BYTES`) is neither written, read nor assembled from a transmission.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any
 
 import cbor2
 
+from transports.safe_cbor import VALUES, UntrustedDataError, describe
+
 from ..errors import DamagedData
 from .disk import Disk
 
@@ -35,6 +39,8 @@ FORMAT = 1
 MAGIC = b"LQS\x01"
 _CRC = struct.Struct("<I")
 NOT_SERIALIZING, SERIALIZING, SUCCESS, FAILED = 0, 1, 2, 3
+#: Default largest snapshot (file or transmission); every member must use the same limit.
+MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 
 
 class SnapshotError(DamagedData):
@@ -49,7 +55,7 @@ def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
         or not isinstance(value[1], int)
         or not isinstance(value[2], int)
     ):
-        raise SnapshotError(f"snapshot field {what!r} is not a log entry: {value!r:.80}")
+        raise SnapshotError(f"snapshot field {what!r} is not a log entry: {describe(value)}")
     return (value[0], value[1], value[2])
 
 
@@ -60,7 +66,11 @@ def encode_snapshot(doc: dict[str, Any]) -> bytes:
 
 
 def decode_snapshot(data: bytes) -> dict[str, Any]:
-    """Decode and validate a snapshot file's bytes (checksummed, or the older plain CBOR)."""
+    """Decode and validate a snapshot file's bytes (checksummed, or the older plain CBOR).
+
+    The caller bounds the size (:attr:`SnapshotStore.max_bytes`); tags, map keys and
+    nesting are bounded here.
+    """
     if data[: len(MAGIC)] == MAGIC:
         head = len(MAGIC) + _CRC.size
         (crc,) = _CRC.unpack_from(data, len(MAGIC))
@@ -68,9 +78,9 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
         if zlib.crc32(data) & 0xFFFFFFFF != crc:
             raise SnapshotError("snapshot fails its checksum: it is corrupted")
     try:
-        doc = cbor2.loads(data)
-    except Exception as exc:
-        raise SnapshotError(f"snapshot is not valid CBOR: {exc}") from exc
+        doc = VALUES.loads(data, max_bytes=len(data))
+    except UntrustedDataError as exc:
+        raise SnapshotError(f"snapshot is not valid CBOR: {exc.reason}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SnapshotError("snapshot has an unknown format")
     members = doc.get("members")
@@ -81,6 +91,13 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
     if doc["prev"][1] + 1 != doc["last"][1]:
         raise SnapshotError("snapshot anchor entries are not consecutive")
     return doc
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (
+        f"snapshot of {size} bytes or more exceeds the {limit}-byte snapshot limit; raise the "
+        "limit (the same on every member) or keep less state"
+    )
 
 
 class SnapshotStore:
@@ -95,6 +112,7 @@ class SnapshotStore:
         restore: Callable[[Any], None],
         validate: Callable[[Any], None],
         chunk_size: int = 48 * 1024,
+        max_bytes: int = MAX_SNAPSHOT_BYTES,
     ) -> None:
         self._disk = disk
         self.path = path
@@ -102,6 +120,8 @@ class SnapshotStore:
         self._restore = restore
         self._validate = validate
         self._chunk = chunk_size
+        #: Largest snapshot written, read or accepted from a leader.
+        self.max_bytes = max_bytes
         self._state = NOT_SERIALIZING
         self._current_id: int | None = None
         self._data: bytes | None = None
@@ -138,6 +158,11 @@ class SnapshotStore:
                 "members": sorted(str(getattr(m, "id", m)) for m in members),
             }
             raw = encode_snapshot(doc)
+            if len(raw) > self.max_bytes:
+                log.error("taking a snapshot failed; the log is kept: %s",
+                          _too_large(len(raw), self.max_bytes))
+                self._state = FAILED
+                return
             self._disk.replace(self.path, raw)
         except Exception:
             log.exception("taking a snapshot failed; the log is kept")
@@ -157,7 +182,11 @@ class SnapshotStore:
     def read(self) -> dict[str, Any] | None:
         """The stored snapshot, decoded, or ``None`` when there is none."""
         raw = self._raw()
-        return None if raw is None else decode_snapshot(raw)
+        if raw is None:
+            return None
+        if len(raw) > self.max_bytes:
+            raise SnapshotError(f"{self.path}: {_too_large(len(raw), self.max_bytes)}")
+        return decode_snapshot(raw)
 
     def deserialize(self) -> tuple[None, tuple[bytes, int, int], tuple[bytes, int, int], list[Any]]:
         doc = self.read()
@@ -203,6 +232,11 @@ class SnapshotStore:
         if is_first:
             self._incoming = bytearray()
         elif self._incoming is None:
+            return False
+        if len(self._incoming) + len(chunk) > self.max_bytes:
+            log.error("refused a snapshot from the leader: %s",
+                      _too_large(len(self._incoming) + len(chunk), self.max_bytes))
+            self._incoming = None
             return False
         self._incoming += chunk
         if not is_last:
