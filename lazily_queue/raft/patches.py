@@ -4,8 +4,10 @@ Process-wide patches (installed once by :func:`install`):
 
 - ``restricted-pickle``: PySyncObj pickles commands, membership entries and large-entry
   chunks and unpickles what peers send. Pickles are written with protocol 4 (which
-  needs no globals for bytes) and read by a loader that refuses every global; the
-  library's fallback to the unrestricted pure-Python unpickler is removed.
+  needs no globals for bytes) and read by a loader that first scans the opcodes and
+  refuses anything but plain values without shared references, then refuses every
+  global (see :mod:`.safe_pickle`); the library's fallback to the unrestricted
+  pure-Python unpickler is removed.
 - ``no-pipe-notifier``: with ``appendEntriesUseBatch=False`` the library writes one byte
   per submitted command into a pipe; 65,536 submits between ticks raise
   ``BlockingIOError``. Our driver ticks on its own, so the notifier is disabled.
@@ -71,8 +73,6 @@ entries is broken).
 
 from __future__ import annotations
 
-import io
-import pickle as _stdlib_pickle
 import random as _stdlib_random
 import time
 from collections.abc import Callable, Iterator
@@ -85,8 +85,37 @@ import pysyncobj.serializer as _ps_serializer
 import pysyncobj.syncobj as _ps_syncobj
 import pysyncobj.version as _ps_version
 
+from .safe_pickle import (
+    PICKLE_PROTOCOL,
+    UnsafePickleError,
+    restricted_load,
+    restricted_loads,
+    safe_dump,
+    safe_dumps,
+)
+
+__all__ = [
+    "ENGINE_PATCHES",
+    "PICKLE_PROTOCOL",
+    "PYSYNCOBJ_VERSION",
+    "LogView",
+    "UnsafePickleError",
+    "append_entries_without_spurious_truncation",
+    "count_each_vote_once",
+    "disabled",
+    "enabled",
+    "engine_env",
+    "forward_only_next_index",
+    "install",
+    "lowest_reset_next_index",
+    "one_membership_change_at_a_time",
+    "restricted_load",
+    "restricted_loads",
+    "safe_dump",
+    "safe_dumps",
+]
+
 PYSYNCOBJ_VERSION = "0.3.17"
-PICKLE_PROTOCOL = 4
 
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
                             "one-membership-change-at-a-time", "pre-vote",
@@ -95,37 +124,6 @@ ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation",
 
 _disabled: set[str] = set()
 _installed = False
-
-
-class UnsafePickleError(_stdlib_pickle.UnpicklingError):
-    """A pickle from a peer or from disk referenced a global; it was refused."""
-
-
-class _RestrictedUnpickler(_stdlib_pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise UnsafePickleError(
-            f"refused to unpickle global {module}.{name}: replicated data may only hold "
-            "plain values (bytes, str, int, float, bool, None, tuples, lists, dicts, sets)"
-        )
-
-
-def restricted_loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Unpickle plain values only; any global reference raises :class:`UnsafePickleError`."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return _RestrictedUnpickler(io.BytesIO(bytes(data))).load()
-
-
-def restricted_load(file: Any) -> Any:
-    return _RestrictedUnpickler(file).load()
-
-
-def safe_dumps(obj: Any, protocol: int | None = None) -> bytes:
-    return _stdlib_pickle.dumps(obj, PICKLE_PROTOCOL)
-
-
-def safe_dump(obj: Any, file: Any, protocol: int | None = None) -> None:
-    _stdlib_pickle.dump(obj, file, PICKLE_PROTOCOL)
 
 
 # -- the engine clock -----------------------------------------------------------------------

@@ -177,7 +177,7 @@ def test_restricted_pickle_refuses_globals() -> None:
 
 
 def test_pickles_written_need_no_globals() -> None:
-    value = (3, (b"payload", None), [1, 2], {"k": "v"})
+    value = (3, (b"payload", None), ["add", "4"], 1.5, True)
     assert b"_codecs" in pickle.dumps(b"x", 2)  # protocol 2 pickles bytes through a global
     data = ps_pickle.dumps(value)
     assert b"_codecs" not in data
