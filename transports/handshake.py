@@ -10,7 +10,7 @@ import cbor2
 
 from .config import LinkConfig
 from .errors import HandshakeError, IncompatiblePeerError, PeerRejectedError, UntrustedDataError
-from .safe_cbor import PROTOCOL
+from .safe_cbor import PROTOCOL, brief
 
 __all__ = [
     "CODEC",
@@ -151,14 +151,14 @@ def negotiate(
         return IncompatiblePeerError(field, message)
 
     if local.protocol_id != remote.protocol_id:
-        raise fail("protocol_id", f"{remote.protocol_id!r} is not {local.protocol_id!r}")
+        raise fail("protocol_id", f"{brief(remote.protocol_id)} is not {local.protocol_id!r}")
     if local.protocol_major_version != remote.protocol_major_version:
         raise fail(
             "protocol_major_version",
             f"peer speaks {remote.protocol_major_version}, we speak {local.protocol_major_version}",
         )
     if local.codec != remote.codec:
-        raise fail("codec", f"peer uses {remote.codec!r}, we use {local.codec!r}")
+        raise fail("codec", f"peer uses {brief(remote.codec)}, we use {local.codec!r}")
     if not (local.ordered_reliable and remote.ordered_reliable):
         raise fail("ordered_reliable", "both sides must provide an ordered, reliable channel")
     if local.max_frame_size <= 0 or remote.max_frame_size <= 0:
@@ -171,7 +171,8 @@ def negotiate(
         raise fail("session_id", "session id must not be empty")
     if local.session_id != remote.session_id:
         raise fail(
-            "session_id", f"peer is in session {remote.session_id!r}, not {local.session_id!r}"
+            "session_id",
+            f"peer is in session {brief(remote.session_id)}, not {local.session_id!r}",
         )
     missing = required_features - remote.features
     if missing:

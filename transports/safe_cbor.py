@@ -41,6 +41,7 @@ __all__ = [
     "VALUES",
     "CBORProfile",
     "UntrustedDataError",
+    "brief",
     "collection_paused",
     "describe",
 ]
@@ -179,19 +180,24 @@ class CBORProfile:
         if size > max_bytes:
             raise UntrustedDataError(f"{size} bytes exceed the {max_bytes}-byte limit")
         depth = self.max_depth if max_depth is None else min(max_depth, self.max_depth)
+        pause = size > GC_PAUSE_BYTES and gc.isenabled()
+        if pause:
+            gc.disable()
         try:
-            with collection_paused(size):
-                return cbor2.loads(
-                    data,
-                    tag_hook=_refuse_unknown,
-                    semantic_decoders=self._decoders,
-                    max_depth=depth,
-                    allow_indefinite=False,
-                    allow_duplicate_keys=False,
-                    strict_hashable_types=True,
-                )
+            return cbor2.loads(
+                data,
+                tag_hook=_refuse_unknown,
+                semantic_decoders=self._decoders,
+                max_depth=depth,
+                allow_indefinite=False,
+                allow_duplicate_keys=False,
+                strict_hashable_types=True,
+            )
         except Exception as exc:  # cbor2 raises CBORDecodeError (and EOF) on bad input
             raise UntrustedDataError(_reason(exc)) from None
+        finally:
+            if pause:
+                gc.enable()
 
 
 @contextmanager
@@ -245,3 +251,13 @@ def describe(value: object, *, limit: int = 32) -> str:
     if isinstance(value, list | tuple | dict | set | frozenset):
         return f"{type(value).__name__} of {len(value)} items"
     return type(value).__name__
+
+
+def brief(value: object, *, limit: int = 80) -> str:
+    """``repr`` of a short string or a small int (as messages always showed them), else
+    :func:`describe`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 256:
+        return repr(value)
+    if isinstance(value, str | bytes) and len(value) <= limit:
+        return repr(value)
+    return describe(value)

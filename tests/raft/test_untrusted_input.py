@@ -131,6 +131,48 @@ def test_commands_refuse_values_outside_the_values_profile() -> None:
     assert decode_command(encode_command(1, 0, ops)) == (1, 0, ops)
 
 
+_ops = st.lists(
+    st.tuples(st.integers(0, 2**32), st.sampled_from([C.QUEUE_PUSH, C.WORK_PUSH]),
+              st.text(max_size=4), st.binary(max_size=8) | st.integers() | st.text(max_size=8)),
+    max_size=4,
+)
+
+
+@settings(max_examples=300)
+@given(_ops, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=6))
+def test_mutated_commands_only_raise_command_errors(
+    ops: list[tuple[Any, ...]], edits: list[tuple[int, int]]
+) -> None:
+    data = bytearray(encode_command(1, 0, [list(op) for op in ops]))
+    for where, byte in edits:
+        data[where % len(data)] = byte
+    try:
+        decode_command(bytes(data))
+    except CommandError:
+        pass
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=300), st.booleans())
+def test_arbitrary_snapshot_bytes_only_raise_snapshot_errors(data: bytes, framed: bool) -> None:
+    try:
+        decode_snapshot(_file(data) if framed else data)
+    except SnapshotError:
+        pass
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=6))
+def test_mutated_snapshots_only_raise_snapshot_errors(edits: list[tuple[int, int]]) -> None:
+    body = bytearray(cbor2.dumps(_snapshot_doc({"queues": {"q": [None, False, [1, "a"]]}})))
+    for where, byte in edits:
+        body[where % len(body)] = byte
+    try:
+        decode_snapshot(_file(bytes(body)))
+    except SnapshotError:
+        pass
+
+
 def test_command_errors_describe_peer_data_briefly() -> None:
     with pytest.raises(CommandError) as info:
         decode_command(cbor2.dumps([1, 1, 0, ["x" * 1_000_000]]))

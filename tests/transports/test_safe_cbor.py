@@ -22,6 +22,7 @@ from transports.safe_cbor import (
     PROTOCOL,
     VALUES,
     CBORProfile,
+    brief,
     describe,
 )
 
@@ -275,6 +276,8 @@ def test_describe_is_bounded() -> None:
     assert describe({"a": 1}) == "dict of 1 items"
     assert describe(-5) == "-5" and describe(None) == "None" and describe(1.5) == "1.5"
     assert describe(object()) == "object"
+    assert brief("short") == "'short'" and brief(7) == "7"
+    assert brief("x" * 81).startswith("str of 81 chars") and brief(2**300) == "int of 301 bits"
 
 
 # -- properties --------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any, Literal, TypeAlias
 
-from ..safe_cbor import collection_paused, describe
+from ..safe_cbor import brief as _brief
+from ..safe_cbor import collection_paused
 from ._json import MAX_DEPTH, MAX_FRAME_BYTES, MAX_INT_DIGITS, JSONLimitError, check, parse_int
 
 __all__ = [
@@ -54,15 +55,6 @@ Direction: TypeAlias = Literal["client", "server"]
 
 class SignalingFrameError(ValueError):
     """A signaling frame is not valid JSON or does not match the frame grammar."""
-
-
-def _brief(value: object) -> str:
-    """``repr`` of small values, a bounded description of anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return repr(value) if value.bit_length() <= 256 else describe(value)
-    if isinstance(value, str) and len(value) <= 80:
-        return repr(value)
-    return describe(value)
 
 
 def _check_peer(value: object, field: str) -> int:
