@@ -73,6 +73,8 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
     """
     if data[: len(MAGIC)] == MAGIC:
         head = len(MAGIC) + _CRC.size
+        if len(data) < head:
+            raise SnapshotError(f"snapshot of {len(data)} bytes is truncated inside its header")
         (crc,) = _CRC.unpack_from(data, len(MAGIC))
         data = data[head:]
         if zlib.crc32(data) & 0xFFFFFFFF != crc:

@@ -199,6 +199,12 @@ def test_hostile_snapshots_are_refused_naming_the_cause(item: bytes, cause: str)
         assert cause in str(info.value)
 
 
+def test_a_snapshot_truncated_inside_its_header_is_refused() -> None:
+    for size in range(len(MAGIC), len(MAGIC) + 4):
+        with pytest.raises(SnapshotError, match="truncated inside its header"):
+            decode_snapshot(_file(b"")[:size])
+
+
 def test_snapshot_entry_errors_describe_data_briefly() -> None:
     doc = _snapshot_doc()
     doc["last"] = ["x" * 1_000_000]
