@@ -125,7 +125,7 @@ def hostile_json(size: int) -> dict[str, str]:
         "deep brackets": "[" * half + "]" * half,
         "flat empty arrays": "[" + "[]," * (size // 3 - 1) + "[]]",
         "depth-32 chains": "[" + ",".join(["[" * 31 + "]" * 31] * (size // 63)) + "]",
-        "escaped strings": json.dumps(['\\"[' * 8] * (size // 36)),
+        "escaped strings": json.dumps(['\\"[' * 8] * (size // 44 - 1)),
         "many strings": json.dumps(["["] * (size // 6)),
         "long integers": "[" + ",".join(["9" * 64] * (size // 65)) + "]",
         "oversized integer": "[" + "9" * (size - 2) + "]",
