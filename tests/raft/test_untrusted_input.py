@@ -267,7 +267,7 @@ def test_hostile_journal_metadata_is_refused_naming_the_cause(
     tmp_path: Path, item: bytes, cause: str
 ) -> None:
     (tmp_path / "journal.meta").write_bytes(item)
-    with pytest.raises(JournalError, match="metadata .* damaged") as info:
+    with pytest.raises(JournalError, match=r"metadata .* damaged") as info:
         DurableJournal(OsDisk(sync=False), str(tmp_path))
     assert cause in str(info.value)
 
