@@ -21,9 +21,7 @@ import argparse
 import decimal
 import functools
 import json
-import os
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -31,22 +29,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import cbor2
+from lazily_transports.config import LinkConfig
+from lazily_transports.handshake import HANDSHAKE_FRAME_LIMIT, Handshake, Hello, decode_message
+from lazily_transports.safe_cbor import PROTOCOL, VALUES, CBORProfile
+from lazily_transports.signaling import loads as signaling_loads
+from lazily_transports.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES
 
-# This folder holds a benchmark named like the transports package: keep it off the path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _HERE]
-
-from lazily_queue.raft import commands as C  # noqa: E402
-from lazily_queue.raft import patches  # noqa: E402
-from lazily_queue.raft.codec import MAX_FRAME_BYTES, decode_frame, encode_frames  # noqa: E402
-from lazily_queue.raft.engine import MAX_COMMAND_BYTES  # noqa: E402
-from lazily_queue.raft.safe_pickle import MAX_PICKLE_BYTES, restricted_loads  # noqa: E402
-from lazily_queue.raft.snapshot import decode_snapshot, encode_snapshot  # noqa: E402
-from transports.config import LinkConfig  # noqa: E402
-from transports.handshake import HANDSHAKE_FRAME_LIMIT, Handshake, Hello, decode_message  # noqa: E402
-from transports.safe_cbor import PROTOCOL, VALUES, CBORProfile  # noqa: E402
-from transports.signaling import loads as signaling_loads  # noqa: E402
-from transports.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES  # noqa: E402
+from lazily_queue.raft import commands as C
+from lazily_queue.raft import patches
+from lazily_queue.raft.codec import MAX_FRAME_BYTES, decode_frame, encode_frames
+from lazily_queue.raft.engine import MAX_COMMAND_BYTES
+from lazily_queue.raft.safe_pickle import MAX_PICKLE_BYTES, restricted_loads
+from lazily_queue.raft.snapshot import decode_snapshot, encode_snapshot
 
 SNAPSHOT_BYTES = 4 * 1024 * 1024
 

@@ -3,7 +3,7 @@
     python benchmarks/transports.py [--json] [--uvloop] [--quick]
 
 Measures memory, Unix socket (in-process and across two processes), TCP, WebSocket
-and, when ``transports.webrtc`` is importable, WebRTC; then the Mesh over memory and
+and, when ``lazily_transports.webrtc`` is importable, WebRTC; then the Mesh over memory and
 Unix sockets. With ``--json`` the last line printed is one JSON object with every
 figure.
 """
@@ -31,7 +31,7 @@ SCRIPT = os.path.abspath(__file__)
 _HERE = os.path.dirname(SCRIPT)
 sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _HERE]
 
-from transports import DataChannel, Frame, LinkConfig, Mesh, PeerUp, dial, listen  # noqa: E402
+from lazily_transports import DataChannel, Frame, LinkConfig, Mesh, PeerUp, dial, listen  # noqa: E402
 
 FRAME = b"x" * 100
 SECRET = b"benchmark-cluster-secret-0123456"
@@ -217,12 +217,12 @@ async def measure_mesh(addresses: dict[int, str], count: int, rounds: int) -> di
 @asynccontextmanager
 async def webrtc_room() -> AsyncIterator[str | None]:
     """A signaling room for WebRTC links, or None when the transport is unavailable."""
-    if importlib.util.find_spec("transports.webrtc") is None:
+    if importlib.util.find_spec("lazily_transports.webrtc") is None:
         yield None
         return
     try:
-        importlib.import_module("transports.webrtc")
-        signaling = importlib.import_module("transports.signaling")
+        importlib.import_module("lazily_transports.webrtc")
+        signaling = importlib.import_module("lazily_transports.signaling")
     except ImportError:
         yield None
         return
@@ -265,8 +265,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             report(name, results[name])
         async with webrtc_room() as room:
             if room is None:
-                skipped["webrtc"] = "transports.webrtc is not importable"
-                print("webrtc      skipped: transports.webrtc is not importable")
+                skipped["webrtc"] = "lazily_lazily_transports.webrtc is not importable"
+                print("webrtc      skipped: lazily_transports.webrtc is not importable")
             else:
                 results["webrtc"] = await measure_pair(room, n(30_000), n(500))
                 report("webrtc", results["webrtc"])
@@ -276,7 +276,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "frame_bytes": len(FRAME),
         "loop": "uvloop" if args.uvloop else "asyncio",
         "python": sys.version.split()[0],
-        "transports": results,
+        "lazily_transports": results,
         "skipped": skipped,
     }
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from transports import AddressError, scheme_of
+from lazily_transports import AddressError, scheme_of
 
 from .errors import InvalidConfiguration
 
@@ -237,7 +237,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
     try:
         scheme = scheme_of(address)
         if scheme == "unix":
-            from transports.sockets import parse_unix
+            from lazily_transports.sockets import parse_unix
 
             path = Path(parse_unix(address))
             if not path.parent.is_dir():
@@ -246,7 +246,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                     "create it or choose another socket path"
                 )
         elif scheme == "tcp":
-            from transports.sockets import parse_tcp
+            from lazily_transports.sockets import parse_tcp
 
             host, port = parse_tcp(address, listening=listening)
             try:

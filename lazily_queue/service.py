@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from transports import HandshakeError, HandshakeTimeoutError
+from lazily_transports import HandshakeError, HandshakeTimeoutError
 
 from .config import ConfigError, NodeConfig
 from .monitor import Monitor
@@ -80,7 +80,7 @@ class NodeService:
                 "then start the node again"
             ) from None
         watch = _LinkTrouble()
-        logging.getLogger("transports").addHandler(watch)
+        logging.getLogger("lazily_transports").addHandler(watch)
         try:
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
@@ -96,7 +96,7 @@ class NodeService:
             await self._shutdown()
             raise
         finally:
-            logging.getLogger("transports").removeHandler(watch)
+            logging.getLogger("lazily_transports").removeHandler(watch)
         code = 0
         app: asyncio.Task[None] | None = None if entry is None else asyncio.create_task(
             entry(node, dict(config.app_options)), name="lazily-app")

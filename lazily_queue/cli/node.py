@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         level=args.log_level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("transports").setLevel(min(logging.WARNING, logging.root.level))
+    logging.getLogger("lazily_transports").setLevel(min(logging.WARNING, logging.root.level))
     try:
         config = load_config(args.config)
         return asyncio.run(NodeService(config).run())

@@ -4,7 +4,7 @@ PySyncObj trusts every field of every message. Here each message is checked agai
 the shape its type must have before the engine sees it; a frame that fails is refused
 as a whole with :class:`FrameError` (the caller closes that link). Entries come back
 as tuples, the form the engine compares with its journal. Frames are decoded with the
-protocol profile of :mod:`transports.safe_cbor` (no tags, string keys, shallow nesting).
+protocol profile of :mod:`lazily_transports.safe_cbor` (no tags, string keys, shallow nesting).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import cbor2
-
-from transports.safe_cbor import PROTOCOL, UntrustedDataError, describe
+from lazily_transports.safe_cbor import PROTOCOL, UntrustedDataError, describe
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 

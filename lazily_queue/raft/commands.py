@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import cbor2
-
-from transports.safe_cbor import VALUES, UntrustedDataError, describe
+from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
 from ..errors import UnsupportedValue
 
@@ -87,7 +86,7 @@ def encode_checked_op(seq: int, code: int, args: list[Any], *, max_bytes: int) -
     """Encode one op that every replica will decode, or refuse it at the call.
 
     Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value the values profile
-    of :mod:`transports.safe_cbor` refuses (an ``int`` map key, a ``Fraction``, nesting
+    of :mod:`lazily_transports.safe_cbor` refuses (an ``int`` map key, a ``Fraction``, nesting
     deeper than the limit...) and ``ValueError`` for an op over ``max_bytes``.
     """
     name = OP_NAMES.get(code, code)

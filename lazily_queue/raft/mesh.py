@@ -1,4 +1,4 @@
-"""MeshNetwork: the driver's network over ``transports.Mesh`` (authenticated links).
+"""MeshNetwork: the driver's network over ``lazily_transports.Mesh`` (authenticated links).
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1`` and ``raft-prevote-v1`` features
@@ -22,16 +22,15 @@ import ssl
 from collections.abc import Callable, Mapping
 
 import anyio
-
-from transports import (
+from lazily_transports import (
     DEFAULT_FEATURES,
     DataChannel,
     FrameTooLargeError,
     LinkConfig,
     UnknownPeerError,
 )
-from transports.events import Frame, PeerDown, PeerUp
-from transports.mesh import Mesh
+from lazily_transports.events import Frame, PeerDown, PeerUp
+from lazily_transports.mesh import Mesh
 
 from ..errors import InvalidConfiguration
 from .network import FrameHandler, PeerHandler

@@ -16,8 +16,7 @@ import zlib
 from typing import Any
 
 import cbor2
-
-from transports.safe_cbor import PROTOCOL, UntrustedDataError
+from lazily_transports.safe_cbor import PROTOCOL, UntrustedDataError
 
 from .disk import Disk
 from .records import JournalError
@@ -48,7 +47,7 @@ def encode_meta(meta: dict[str, Any], sequence: int) -> bytes:
 def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
     """The metadata and its sequence number; raises ``ValueError`` when damaged.
 
-    The body is decoded with the protocol profile of :mod:`transports.safe_cbor`.
+    The body is decoded with the protocol profile of :mod:`lazily_transports.safe_cbor`.
     """
     sequence = 0
     if len(raw) > META_MAX_BYTES:

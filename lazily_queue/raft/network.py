@@ -4,7 +4,7 @@ A :class:`RaftNetwork` moves whole frames between members and reports peers goin
 and down, through two callbacks the driver installs. ``send`` never blocks: a frame
 to a peer that is down, or whose buffer is full, is dropped and counted (Raft
 retransmits). :class:`LocalHub` connects members living in one event loop, with
-partitions for tests; the mesh adapter over ``transports`` lives in ``mesh.py``.
+partitions for tests; the mesh adapter over ``lazily_transports`` lives in ``mesh.py``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Entries come back as tuples: PySyncObj compares them with journal entries, and a
 would not compare equal and make it wipe its journal. A snapshot received from a peer
 is fully decoded and validated before it replaces ours; an invalid one is refused, so
 the follower never reports a snapshot it could not load. Bodies are decoded with the
-values profile of :mod:`transports.safe_cbor`; a snapshot over ``max_bytes`` (default
+values profile of :mod:`lazily_transports.safe_cbor`; a snapshot over ``max_bytes`` (default
 :data:`MAX_SNAPSHOT_BYTES`) is neither written, read nor assembled from a transmission.
 """
 
@@ -27,8 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cbor2
-
-from transports.safe_cbor import VALUES, UntrustedDataError, describe
+from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
 from ..errors import DamagedData
 from .disk import Disk

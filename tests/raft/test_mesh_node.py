@@ -119,7 +119,7 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
 async def test_a_member_without_pre_vote_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     peers = _peers(tmp_path, [1, 2])
     node = Node(1, data_dir=tmp_path / "1", peers=peers, secret=b"s", durability="none")
     older = Node(2, data_dir=tmp_path / "2", peers=peers, secret=b"s", durability="none")

@@ -1,7 +1,7 @@
 """Everything a peer or a file hands the replicated layer is decoded with bounded cost.
 
 Raft frames, committed commands, snapshots (from disk and from a leader) and journal
-metadata go through the profiles of ``transports.safe_cbor``; a value no replica would
+metadata go through the profiles of ``lazily_transports.safe_cbor``; a value no replica would
 decode is refused at the proposing call with ``UnsupportedValue``.
 """
 

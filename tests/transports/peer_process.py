@@ -18,8 +18,16 @@ import os
 import sys
 
 import anyio
-
-from transports import DataChannel, Frame, HandshakeError, LinkConfig, Mesh, PeerUp, dial, listen
+from lazily_transports import (
+    DataChannel,
+    Frame,
+    HandshakeError,
+    LinkConfig,
+    Mesh,
+    PeerUp,
+    dial,
+    listen,
+)
 
 
 def _config(peer_id: int) -> LinkConfig:

@@ -10,9 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 import cbor2
 import pytest
-from transport_helpers import channel_pair, make_config, unique_memory_address
-
-from transports import (
+from lazily_transports import (
     AuthenticationError,
     DataChannel,
     HandshakeError,
@@ -25,7 +23,8 @@ from transports import (
     get_transport,
     listen,
 )
-from transports.handshake import Handshake, Hello, decode_message, encode_message
+from lazily_transports.handshake import Handshake, Hello, decode_message, encode_message
+from transport_helpers import channel_pair, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -66,7 +65,7 @@ async def assert_still_serves(address: str, recorder: Recorder) -> None:
 async def test_wrong_secret_is_refused_before_any_payload(
     address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with guarded_listener(address) as (bound, recorder):
         with pytest.raises(AuthenticationError, match="cluster-secret") as info:
             await dial(bound, make_config(1, secret=b"not-the-cluster-secret"))
@@ -74,7 +73,9 @@ async def test_wrong_secret_is_refused_before_any_payload(
         await asyncio.sleep(0.05)
         assert recorder.peers == []
         assert any(
-            "auth" in r.getMessage() for r in caplog.records if r.name.startswith("transports")
+            "auth" in r.getMessage()
+            for r in caplog.records
+            if r.name.startswith("lazily_transports")
         )
         await assert_still_serves(bound, recorder)
 
@@ -200,7 +201,7 @@ async def test_reflected_proof_is_refused(address: str) -> None:
 async def test_garbage_handshake_closes_only_that_link(
     garbage: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with guarded_listener(unique_memory_address()) as (bound, recorder):
         attacker = await _raw(bound, make_config(1))
         await attacker.send(garbage)
@@ -209,7 +210,7 @@ async def test_garbage_handshake_closes_only_that_link(
             decode_message(await attacker.receive())
         with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
             await attacker.receive()
-        assert any(r.name == "transports.handshake" for r in caplog.records)
+        assert any(r.name == "lazily_transports.handshake" for r in caplog.records)
         assert recorder.peers == []
         await assert_still_serves(bound, recorder)
 
@@ -217,7 +218,7 @@ async def test_garbage_handshake_closes_only_that_link(
 async def test_silent_peer_is_dropped_after_the_handshake_timeout(
     address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     config = make_config(2, handshake_timeout=0.3)
     async with guarded_listener(address, config) as (bound, recorder):
         attacker = await _raw(bound, make_config(1))
@@ -291,7 +292,7 @@ def _bomb_hello(depth: int) -> bytes:
 async def test_bomb_hello_is_refused_before_authentication_and_the_listener_goes_on(
     depth: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with guarded_listener(unique_memory_address()) as (bound, recorder):
         attacker = await _raw(bound, make_config(1))
         await attacker.send(_bomb_hello(depth))

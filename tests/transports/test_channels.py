@@ -6,9 +6,8 @@ import asyncio
 
 import anyio
 import pytest
+from lazily_transports import DataChannel, FrameTooLargeError, LinkBrokenError
 from transport_helpers import channel_pair, make_config
-
-from transports import DataChannel, FrameTooLargeError, LinkBrokenError
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from transports import DEFAULT_FEATURES, Backoff, LinkConfig
+from lazily_transports import DEFAULT_FEATURES, Backoff, LinkConfig
 
 
 def test_defaults() -> None:

@@ -7,9 +7,8 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from transports import FrameTooLargeError
-from transports.framing import FrameDecoder, encode_frame
+from lazily_transports import FrameTooLargeError
+from lazily_transports.framing import FrameDecoder, encode_frame
 
 
 def test_encode_frame_uses_big_endian_length_prefix() -> None:

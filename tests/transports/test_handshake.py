@@ -10,13 +10,12 @@ import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from transports import (
+from lazily_transports import (
     HandshakeError,
     IncompatiblePeerError,
     PeerRejectedError,
 )
-from transports.handshake import (
+from lazily_transports.handshake import (
     HANDSHAKE_FRAME_LIMIT,
     Handshake,
     Hello,

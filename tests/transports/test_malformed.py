@@ -9,11 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from lazily_transports import DataChannel, LinkBrokenError, listen
+from lazily_transports.sockets import SocketChannel
+from lazily_transports.websocket import WebSocketChannel
 from transport_helpers import address_for, channel_pair, make_config
-
-from transports import DataChannel, LinkBrokenError, listen
-from transports.sockets import SocketChannel
-from transports.websocket import WebSocketChannel
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -33,7 +32,7 @@ def socket_address(request: pytest.FixtureRequest, short_tmp: Path) -> str:
 async def test_absurd_length_closes_the_link_naming_the_size(
     socket_address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with channel_pair(socket_address, make_config(1, max_frame_size=4096)) as (
         client,
         server,
@@ -83,7 +82,7 @@ async def test_truncated_header_is_reported(socket_address: str) -> None:
 async def test_raw_garbage_socket_does_not_disturb_other_links(
     socket_address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     received: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def handler(channel: DataChannel) -> None:
@@ -106,7 +105,7 @@ async def test_raw_garbage_socket_does_not_disturb_other_links(
         bad.close()
         assert any("4294967295" in r.getMessage() for r in caplog.records)
 
-        from transports import dial
+        from lazily_transports import dial
 
         good = await dial(listener.address, make_config(1))
         await good.send(b"still fine")

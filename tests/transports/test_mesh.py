@@ -8,9 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transport_helpers import address_for, make_config, unique_memory_address
-
-from transports import (
+from lazily_transports import (
     Frame,
     FrameTooLargeError,
     HandshakeError,
@@ -22,6 +20,7 @@ from transports import (
     UnknownPeerError,
     dial,
 )
+from transport_helpers import address_for, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -124,7 +123,7 @@ async def test_only_the_lower_id_dials() -> None:
 async def test_links_from_strangers_and_wrong_direction_are_refused(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     address = unique_memory_address()
     async with Mesh(make_config(5), address, {3: unique_memory_address(), 8: "memory://x"}) as m:
         with pytest.raises(PeerRejectedError, match="not a member") as info:
@@ -140,7 +139,7 @@ async def test_links_from_strangers_and_wrong_direction_are_refused(
 
 
 async def test_duplicate_node_id_is_detected_and_refused(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     first, second = unique_memory_address(), unique_memory_address()
     # Both nodes are configured as id 1; each believes the other is node 2.
     async with Mesh(make_config(1), first, {2: second}, **FAST) as a:
@@ -273,7 +272,7 @@ async def test_dialing_keeps_retrying_after_non_socket_errors() -> None:
     async def idle(channel: object) -> None:
         pass
 
-    from transports import listen
+    from lazily_transports import listen
 
     async with listen("ws://127.0.0.1:0/right", make_config(2), idle) as listener:
         wrong = listener.address.replace("/right", "/wrong")  # answers HTTP 404

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transport_helpers import address_for, eventually, make_config
-
-from transports import (
+from lazily_transports import (
     AuthenticationError,
     HandshakeError,
     Mesh,
@@ -21,6 +19,7 @@ from transports import (
     dial,
     probe,
 )
+from transport_helpers import address_for, eventually, make_config
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -93,7 +92,7 @@ async def test_a_wrong_secret_dialing_the_wrong_way_hears_about_the_secret(
 async def test_the_higher_id_learns_it_is_unknown(
     short_tmp: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="transports")
+    caplog.set_level(logging.INFO, logger="lazily_transports")
     a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
     async with member(a1, {}), Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two:
         trouble = await wait_trouble(two, 1, "not a member")

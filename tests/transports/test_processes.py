@@ -11,9 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from lazily_transports import DataChannel, Frame, Mesh, PeerDown, PeerUp, dial, listen
 from transport_helpers import SECRET, address_for, make_config
-
-from transports import DataChannel, Frame, Mesh, PeerDown, PeerUp, dial, listen
 
 pytestmark = pytest.mark.timeout(60)
 

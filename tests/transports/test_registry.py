@@ -7,9 +7,7 @@ import ssl
 from pathlib import Path
 
 import pytest
-from transport_helpers import make_config, unique_memory_address
-
-from transports import (
+from lazily_transports import (
     AddressError,
     ChannelAcceptor,
     DataChannel,
@@ -23,8 +21,9 @@ from transports import (
     registered_schemes,
     scheme_of,
 )
-from transports.sockets import parse_tcp, parse_unix
-from transports.websocket import parse_websocket
+from lazily_transports.sockets import parse_tcp, parse_unix
+from lazily_transports.websocket import parse_websocket
+from transport_helpers import make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -12,9 +12,8 @@ import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from transports import UntrustedDataError
-from transports.safe_cbor import (
+from lazily_transports import UntrustedDataError
+from lazily_transports.safe_cbor import (
     BUILTIN_TAGS,
     MAX_BIGNUM_BYTES,
     MAX_DECIMAL_DIGITS,
@@ -346,7 +345,7 @@ def test_a_uuid_and_datetime_decode_to_their_types() -> None:
 def test_large_decodes_leave_the_garbage_collector_as_they_found_it() -> None:
     import gc
 
-    from transports.safe_cbor import GC_PAUSE_BYTES
+    from lazily_transports.safe_cbor import GC_PAUSE_BYTES
 
     big = cbor2.dumps([[]] * GC_PAUSE_BYTES)
     assert gc.isenabled()

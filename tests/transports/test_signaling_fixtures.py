@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from transports.signaling import (
+from lazily_transports.signaling import (
     Error,
     Permissions,
     RoomCore,

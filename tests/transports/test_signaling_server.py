@@ -10,11 +10,7 @@ import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
-
-from transports.signaling import (
+from lazily_transports.signaling import (
     MAX_PEER_ID,
     Answer,
     Error,
@@ -41,6 +37,9 @@ from transports.signaling import (
     encode_frame,
     loads,
 )
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 
 @pytest.fixture
@@ -309,7 +308,7 @@ async def test_command_line_server() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "transports.signaling",
+        "lazily_transports.signaling",
         "--port",
         "0",
         "--allow",

@@ -11,17 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transport_helpers import (
-    address_for,
-    channel_pair,
-    eventually,
-    make_config,
-    unique_memory_address,
-)
-from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed
-
-from transports import (
+from lazily_transports import (
     HANDSHAKE_FRAME_LIMIT,
     READY_FEATURE,
     DataChannel,
@@ -35,8 +25,17 @@ from transports import (
     get_transport,
     listen,
 )
-from transports.buffered import BufferedChannel
-from transports.handshake import decode_message
+from lazily_transports.buffered import BufferedChannel
+from lazily_transports.handshake import decode_message
+from transport_helpers import (
+    address_for,
+    channel_pair,
+    eventually,
+    make_config,
+    unique_memory_address,
+)
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -114,7 +113,7 @@ async def still_open(sock: socket.socket, wait: float = 0.3) -> bool:
 async def test_a_stranger_announcing_a_big_frame_is_dropped_from_its_header(
     kind: str, short_tmp: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with serving(address_for(kind, short_tmp)) as listener:
         sock = await raw_socket(listener.address)
         await asyncio.get_running_loop().sock_sendall(sock, BIG.to_bytes(4, "big") + b"\0" * 100)
@@ -207,7 +206,7 @@ async def test_a_peer_without_the_ready_step_is_refused_naming_it() -> None:
 async def test_per_source_cap_on_a_unix_listener(
     short_tmp: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     config = make_config(2, max_pending_per_source=2, **PATIENT)
     async with serving(address_for("unix", short_tmp), config) as listener:
         held = [await raw_socket(listener.address) for _ in range(2)]
@@ -262,7 +261,7 @@ async def test_websocket_upgrades_are_capped_per_source(short_tmp: Path) -> None
 async def test_refused_handshakes_are_logged_without_flooding(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="transports")
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with serving(unique_memory_address()) as listener:
         for _ in range(30):
             raw = await get_transport("memory").connect(listener.address, make_config(1))

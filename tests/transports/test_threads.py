@@ -11,9 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+from lazily_transports import DataChannel, dial, listen
 from transport_helpers import make_config, unique_memory_address
-
-from transports import DataChannel, dial, listen
 
 pytestmark = pytest.mark.timeout(30)
 

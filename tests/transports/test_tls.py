@@ -12,9 +12,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from lazily_transports import dial, listen
 from transport_helpers import channel_pair, make_config
-
-from transports import dial, listen
 
 pytestmark = pytest.mark.timeout(30)
 

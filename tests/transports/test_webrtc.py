@@ -12,8 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-
-from transports import (
+from lazily_transports import (
     AddressError,
     DataChannel,
     HandshakeError,
@@ -22,7 +21,7 @@ from transports import (
     dial,
     listen,
 )
-from transports.signaling import (
+from lazily_transports.signaling import (
     ForwardedRelay,
     PeerJoined,
     PeerLeft,
@@ -30,13 +29,13 @@ from transports.signaling import (
     SignalingClient,
     SignalingServer,
 )
-from transports.webrtc import (
+from lazily_transports.webrtc import (
     MESSAGE_SIZE,
     IceSettings,
     WebRTCChannel,
     parse_webrtc_address,
 )
-from transports.webrtc_ice import install_gatherer, new_peer_connection
+from lazily_transports.webrtc_ice import install_gatherer, new_peer_connection
 
 SECRET = b"webrtc-test-cluster-secret"
 
@@ -360,7 +359,7 @@ async def test_refusal_and_departure_fail_the_dial(server: SignalingServer, room
 
 _CHILD = """
 import asyncio, os, sys
-from transports import LinkConfig, dial, listen
+from lazily_transports import LinkConfig, dial, listen
 
 async def main(room: str) -> None:
     config = LinkConfig(peer_id=7, session_id="webrtc-test", secret=sys.argv[2].encode())
@@ -455,7 +454,7 @@ async def test_listener_rejoins_after_the_signaling_server_restarts() -> None:
 
 
 async def test_a_mesh_of_three_nodes_over_webrtc(room: str) -> None:
-    from transports import Frame, Mesh, PeerUp
+    from lazily_transports import Frame, Mesh, PeerUp
 
     ids = (1, 2, 3)
     meshes = [

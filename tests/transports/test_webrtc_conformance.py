@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from lazily_transports.signaling import SignalingServer
 from test_authentication import (
     test_reflected_proof_is_refused,
     test_replayed_handshake_and_proof_are_refused,
@@ -31,8 +32,6 @@ from test_channels import (
     test_send_accepts_bytes_like_and_rejects_text,
     test_sending_to_a_closed_peer_eventually_breaks,
 )
-
-from transports.signaling import SignalingServer
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from transports import DataChannel, LinkConfig, dial, listen
+from lazily_transports import DataChannel, LinkConfig, dial, listen
 
 SECRET = b"transports-test-cluster-secret!!"
 _names = itertools.count()

@@ -19,7 +19,7 @@ from .registry import dial, probe
 
 __all__ = ["Link", "PeerCounters"]
 
-logger = logging.getLogger("transports.mesh")
+logger = logging.getLogger("lazily_transports.mesh")
 
 
 @dataclass(slots=True)
@@ -49,7 +49,7 @@ class Link:
     queued frames are discarded and a ``PeerDown`` is emitted before the next
     ``PeerUp``, so no frame of an older epoch follows a newer one.
 
-    A link that waits to be dialed probes the peer (``transports.probe``) once it has
+    A link that waits to be dialed probes the peer (``lazily_transports.probe``) once it has
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
     while it stays down, so that a peer refusing this node says why. ``trouble`` is
     the last dial failure or probe outcome while the link is down (None once up).

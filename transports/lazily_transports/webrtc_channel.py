@@ -34,7 +34,7 @@ from .errors import LinkBrokenError
 
 __all__ = ["INITIAL_WINDOW", "MESSAGE_SIZE", "PROTOCOL", "WebRTCChannel"]
 
-_log = logging.getLogger("transports.webrtc")
+_log = logging.getLogger("lazily_transports.webrtc")
 
 PROTOCOL = "lazily-frames/1"
 """Data-channel subprotocol name of this record framing."""

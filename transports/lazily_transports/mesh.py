@@ -21,7 +21,7 @@ from .registry import listen, scheme_of
 
 __all__ = ["Mesh"]
 
-logger = logging.getLogger("transports.mesh")
+logger = logging.getLogger("lazily_transports.mesh")
 
 
 class Mesh:

@@ -34,7 +34,7 @@ from .registry import register_transport
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
 
-logger = logging.getLogger("transports.websocket")
+logger = logging.getLogger("lazily_transports.websocket")
 
 _CLOSE_TIMEOUT = 1.0
 _MAX_QUEUE = 64

@@ -1,11 +1,11 @@
 """Abstract bases: the DataChannel every link yields, and the Transport/Listener pair.
 
 A transport turns an address into *raw* channels: ``DataChannel`` objects whose
-handshake has not run yet. ``transports.dial`` / ``transports.listen`` run
-``transports.establish`` (capability handshake plus mutual authentication) on them
+handshake has not run yet. ``lazily_transports.dial`` / ``lazily_transports.listen`` run
+``lazily_transports.establish`` (capability handshake plus mutual authentication) on them
 before any caller sees a frame. New transports subclass ``Transport`` (usually with
-``transports.BufferedChannel`` as the channel base) and call
-``transports.register_transport(scheme, transport)``.
+``lazily_transports.BufferedChannel`` as the channel base) and call
+``lazily_transports.register_transport(scheme, transport)``.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ ChannelAcceptor = Callable[[DataChannel], None]
 class Listener(ABC):
     """A bound, accepting endpoint of one transport.
 
-    ``admission`` (set by ``transports.listen``) counts the connections still in their
+    ``admission`` (set by ``lazily_transports.listen``) counts the connections still in their
     handshake and those refused over the caps (``pending``, ``refused``).
     """
 

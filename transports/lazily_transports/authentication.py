@@ -46,7 +46,7 @@ from .handshake import (
 
 __all__ = ["FailureReport", "PeerFilter", "ProbeAnswer", "establish", "next_epoch", "probe_channel"]
 
-logger = logging.getLogger("transports.handshake")
+logger = logging.getLogger("lazily_transports.handshake")
 
 _LABEL = b"lazily-ipc/auth/v1\x00"
 _NONCE_SIZE = 32

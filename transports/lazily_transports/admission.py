@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 __all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter"]
 
-logger = logging.getLogger("transports.listener")
+logger = logging.getLogger("lazily_transports.listener")
 
 #: Seconds between two log lines about refused connections.
 LOG_INTERVAL = 10.0

@@ -28,21 +28,21 @@ __all__ = [
     "scheme_of",
 ]
 
-logger = logging.getLogger("transports.listener")
+logger = logging.getLogger("lazily_transports.listener")
 
 #: Receives each authenticated channel; the channel is closed when it returns.
 ChannelHandler = Callable[[DataChannel], Awaitable[None]]
 
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
 _BUILTIN_MODULES = {
-    "memory": "transports.memory",
-    "unix": "transports.sockets",
-    "tcp": "transports.sockets",
-    "ws": "transports.websocket",
-    "wss": "transports.websocket",
-    "webrtc": "transports.webrtc",
-    "webrtc+ws": "transports.webrtc",
-    "webrtc+wss": "transports.webrtc",
+    "memory": "lazily_transports.memory",
+    "unix": "lazily_transports.sockets",
+    "tcp": "lazily_transports.sockets",
+    "ws": "lazily_transports.websocket",
+    "wss": "lazily_transports.websocket",
+    "webrtc": "lazily_transports.webrtc",
+    "webrtc+ws": "lazily_transports.webrtc",
+    "webrtc+wss": "lazily_transports.webrtc",
 }
 _transports: dict[str, Transport] = {}
 _lock = threading.Lock()
@@ -219,7 +219,7 @@ class _Acceptor:
         unlogged = self._refusals.take_suppressed()
         if unlogged:
             logger.warning("%d more refused handshakes were not logged", unlogged)
-        logging.getLogger("transports.handshake").warning(
+        logging.getLogger("lazily_transports.handshake").warning(
             "handshake with %s refused: %s", raw.remote_address, error
         )
 

@@ -47,7 +47,7 @@ from .webrtc_ice import IceSettings, install_gatherer, new_peer_connection
 
 __all__ = ["SignalingSession"]
 
-_log = logging.getLogger("transports.webrtc")
+_log = logging.getLogger("lazily_transports.webrtc")
 
 _RELAY_TAG = "lazily-webrtc"
 _LABEL = re.compile(r"lazily:(\d{1,16}):([A-Za-z0-9_-]{1,64})")

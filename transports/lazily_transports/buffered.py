@@ -20,7 +20,7 @@ from .handshake import HANDSHAKE_FRAME_LIMIT
 
 __all__ = ["BufferedChannel", "Signal"]
 
-logger = logging.getLogger("transports.channel")
+logger = logging.getLogger("lazily_transports.channel")
 
 
 class Signal:

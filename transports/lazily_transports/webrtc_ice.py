@@ -22,7 +22,7 @@ from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection
 
 __all__ = ["IceSettings", "install_gatherer", "new_peer_connection"]
 
-_log = logging.getLogger("transports.webrtc")
+_log = logging.getLogger("lazily_transports.webrtc")
 
 _installed: weakref.WeakSet[Any] = weakref.WeakSet()
 _AIOICE_INTERNALS = (

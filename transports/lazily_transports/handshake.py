@@ -217,7 +217,7 @@ def encode_message(mapping: Mapping[str, Any]) -> bytes:
 
 def decode_message(frame: bytes) -> dict[Any, Any]:
     """CBOR-decode one handshake-phase message into a map (protocol profile: no tags,
-    string keys, shallow nesting; see :mod:`transports.safe_cbor`).
+    string keys, shallow nesting; see :mod:`lazily_transports.safe_cbor`).
 
     Raises ``HandshakeError`` (field ``handshake``) for oversized, malformed or refused
     frames and ``PeerRejectedError`` when the frame is the peer's refusal notice.

@@ -29,7 +29,7 @@ from .registry import register_transport
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
 
-logger = logging.getLogger("transports.sockets")
+logger = logging.getLogger("lazily_transports.sockets")
 
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024

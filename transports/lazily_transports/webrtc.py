@@ -51,7 +51,7 @@ __all__ = [
     "parse_webrtc_address",
 ]
 
-_log = logging.getLogger("transports.webrtc")
+_log = logging.getLogger("lazily_transports.webrtc")
 
 _SCHEMES = {"webrtc": "ws", "webrtc+ws": "ws", "webrtc+wss": "wss"}
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1"}
