@@ -35,12 +35,12 @@ from lazily_transports.safe_cbor import PROTOCOL, VALUES, CBORProfile
 from lazily_transports.signaling import loads as signaling_loads
 from lazily_transports.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES
 
-from lazily_queue.raft import commands as C
-from lazily_queue.raft import patches
+from lazily_queue.raft import batch, patches
 from lazily_queue.raft.codec import MAX_FRAME_BYTES, decode_frame, encode_frames
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES
 from lazily_queue.raft.safe_pickle import MAX_PICKLE_BYTES, restricted_loads
 from lazily_queue.raft.snapshot import decode_snapshot, encode_snapshot
+from lazily_queue.replicated.ops import QUEUE_PUSH
 
 SNAPSHOT_BYTES = 4 * 1024 * 1024
 
@@ -143,15 +143,15 @@ def hostile_pickles() -> dict[str, bytes]:
 def normal_inputs() -> dict[str, dict[str, Any]]:
     link = LinkConfig(peer_id=1, session_id="s", secret=b"s" * 32)
     hello = Hello(Handshake.from_config(link), b"n" * 32, "hmac-sha256").encode()
-    entries = [(C.encode_command(5, 1, [[i, C.QUEUE_PUSH, "jobs", b"p" * 200]]), 100 + i, 3)
+    entries = [(batch.encode_command(5, 1, [[i, QUEUE_PUSH, "jobs", b"p" * 200]]), 100 + i, 3)
                for i in range(10)]
     append = {"type": "append_entries", "term": 3, "commit_index": 99, "prevLogIdx": 99,
               "prevLogTerm": 3, "entries": entries}
     heartbeat = {"type": "append_entries", "term": 3, "commit_index": 99, "prevLogIdx": 99,
                  "prevLogTerm": 3}
     vote = {"type": "response_vote", "term": 3}
-    one = C.encode_command(5, 1, [[1, C.QUEUE_PUSH, "jobs", {"id": 7, "body": "x" * 100}]])
-    fifty = C.encode_command(5, 1, [[i, C.QUEUE_PUSH, "jobs", b"p" * 100] for i in range(50)])
+    one = batch.encode_command(5, 1, [[1, QUEUE_PUSH, "jobs", {"id": 7, "body": "x" * 100}]])
+    fifty = batch.encode_command(5, 1, [[i, QUEUE_PUSH, "jobs", b"p" * 100] for i in range(50)])
     state = {"format": 1, "now": 1, "queues": {"jobs": [None, False, [b"p" * 100] * 1000]},
              "addresses": {}, "sessions": {}}
     snap = encode_snapshot({"format": 1, "state": state, "last": [b"", 5, 1],
@@ -184,7 +184,7 @@ def main() -> None:
     decoders: dict[str, tuple[Callable[[Any], Any], dict[str, Any]]] = {
         "handshake": (decode_message, hostile_cbor(HANDSHAKE_FRAME_LIMIT, values=False)),
         "raft frame": (decode_frame, hostile_cbor(MAX_FRAME_BYTES, values=False)),
-        "command": (C.decode_command, hostile_cbor(C.MAX_BATCH_BYTES, values=True)),
+        "command": (batch.decode_command, hostile_cbor(batch.MAX_BATCH_BYTES, values=True)),
         "snapshot": (decode_snapshot, hostile_cbor(SNAPSHOT_BYTES, values=True)),
         "pickle": (restricted_loads, hostile_pickles()),
         "signaling": (signaling_loads, hostile_json(SIGNALING_BYTES)),
@@ -241,9 +241,10 @@ def main() -> None:
         "push of 45-deep value": ["jobs", _nest(44)],
     }
     for label, op_args in ops.items():
-        plain = cpu_per_call(lambda a: C.encode_op(1, C.QUEUE_PUSH, a), op_args, budget) * 1e6
+        plain = cpu_per_call(lambda a: batch.encode_op(1, QUEUE_PUSH, a), op_args, budget) * 1e6
         checked = cpu_per_call(
-            lambda a: C.encode_checked_op(1, C.QUEUE_PUSH, a, max_bytes=MAX_COMMAND_BYTES),
+            lambda a: batch.encode_checked_op(1, QUEUE_PUSH, a, max_bytes=MAX_COMMAND_BYTES,
+                                              name="queue_push"),
             op_args, budget) * 1e6
         producer[label] = {"encode_us": round(plain, 2), "checked_us": round(checked, 2)}
         print(f"  {label:<28} encode {plain:>8.2f} us   checked {checked:>8.2f} us")

@@ -17,7 +17,7 @@ fsync latency is a histogram fed by the driver's fsync observer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -26,11 +26,12 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from .core.queue import CLOSE, POP, PUSH, UNPOP
+from .replicated.events import Event, QueueChanged, Restored, TopicChanged, WorkQueueChanged
+from .replicated.work_queues import WorkState
 from .status import node_status
 
 if TYPE_CHECKING:
     from .node import Node
-    from .raft.state_machine import Event
 
 _QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop"}
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -70,8 +71,8 @@ class NodeMetrics:
         if not self.node.running:
             return
         driver = self.node.driver
-        if driver.fsync_observer is not self.fsync_seconds.observe:
-            driver.fsync_observer = self.fsync_seconds.observe
+        if driver.fsync.observer is not self.fsync_seconds.observe:
+            driver.fsync.observer = self.fsync_seconds.observe
             self._baseline()
 
     def render(self) -> bytes:
@@ -82,32 +83,33 @@ class NodeMetrics:
     # -- counting -------------------------------------------------------------------------
 
     def _baseline(self) -> None:
-        sm = self.node.driver.replica.sm
-        self._work = {name: _work_marks(state) for name, state in sm.work_queues.items()}
-        self._topic_end = {name: topic.end_offset() for name, topic in sm.topics.items()}
+        view = self.node.view
+        self._work = {name: _work_marks(state) for name, state in view.work_queues.items()}
+        self._topic_end = {name: topic.end_offset() for name, topic in view.topics.items()}
 
-    def _on_events(self, events: list[Event]) -> None:
+    def _on_events(self, events: Sequence[Event]) -> None:
         works: set[str] = set()
         topics: set[str] = set()
-        for kind, name, data in events:
-            if kind == "queue":
-                self.operations.labels("queue", name, _QUEUE_OPS.get(data[0], "other")).inc()
-            elif kind == "work":
-                works.add(name)
-            elif kind == "topic":
-                topics.add(name)
-            elif kind == "restored" and self.node.running:
+        for event in events:
+            if isinstance(event, QueueChanged):
+                self.operations.labels("queue", event.name,
+                                       _QUEUE_OPS.get(event.op, "other")).inc()
+            elif isinstance(event, WorkQueueChanged):
+                works.add(event.name)
+            elif isinstance(event, TopicChanged):
+                topics.add(event.name)
+            elif isinstance(event, Restored) and self.node.running:
                 self._baseline()
                 return
         if not (works or topics) or not self.node.running:
             return
-        sm = self.node.driver.replica.sm
+        view = self.node.view
         for name in works:
-            state = sm.work_queues.get(name)
+            state = view.work_queue(name)
             if state is not None:
                 self._count_work(name, state)
         for name in topics:
-            topic = sm.topics.get(name)
+            topic = view.topic(name)
             if topic is not None:
                 end = topic.end_offset()
                 published = end - self._topic_end.get(name, 0)
@@ -115,7 +117,7 @@ class NodeMetrics:
                 if published > 0:
                     self.operations.labels("topic", name, "publish").inc(published)
 
-    def _count_work(self, name: str, state: Any) -> None:
+    def _count_work(self, name: str, state: WorkState) -> None:
         items, deliveries, in_flight, mark = self._work.get(name, (0, 0, 0, None))
         now_items, now_deliveries = state.core.next_ids()
         settled = {"acked": 0, "nacked": 0}
@@ -139,7 +141,7 @@ class NodeMetrics:
         self._work[name] = (now_items, now_deliveries, now_in_flight, newest)
 
 
-def _work_marks(state: Any) -> tuple[int, int, int, int | None]:
+def _work_marks(state: WorkState) -> tuple[int, int, int, int | None]:
     items, deliveries = state.core.next_ids()
     last = next(reversed(state.receipts), None)
     return items, deliveries, state.core.in_flight_len(), last

@@ -11,27 +11,30 @@ Every queue, topic and work queue of a node lives in one Raft group. An operatio
 returns once it is committed on a majority and applied locally; readers show this
 node's applied state. ``durability="fsync"`` (the default) makes every acknowledged
 operation durable on a majority of disks; ``"none"`` skips fsync (tests, caches).
+
+The node composes: consensus (:mod:`.raft`) replicating the queue state machine
+(:mod:`.replicated`), event routing to the cells' storages (:mod:`.routing`), leader
+maintenance (:mod:`.maintenance`), membership changes (:mod:`.membership`) and status
+(:mod:`.status`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import os
 import random
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
-from .raft import commands as C
+from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
@@ -40,12 +43,14 @@ from .raft.journal import DurableJournal
 from .raft.network import RaftNetwork
 from .raft.replica import Replica, ReplicaConfig
 from .raft.snapshot import SnapshotError
-from .raft.state_machine import Event
 from .reactive import Context, resolve_context
+from .replicated import ops
+from .replicated.state_machine import StateMachine
+from .replicated.view import ReadView
+from .routing import EventObserver, EventRouter
+from .status import local_status
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_queue import RaftQueueStorage, raise_op_error
-
-log = logging.getLogger(__name__)
 
 Durability = Literal["fsync", "none"]
 
@@ -55,7 +60,7 @@ class ClusterMismatch(InvalidConfiguration):
 
 
 class Node:
-    """A cluster member: engine, journal, state machine, network and the cells on top."""
+    """A cluster member: consensus, the replicated state, its network and the cells."""
 
     def __init__(
         self,
@@ -118,17 +123,15 @@ class Node:
         self._disk = disk
         self._disk_retry = disk_retry
         self._driver: Driver | None = None
+        self._view: ReadView | None = None
         self._journal: DurableJournal | None = None
-        self._queues: dict[str, RaftQueueStorage[Any]] = {}
+        self._router = EventRouter(self.ctx, self.node_id)
         self._queue_cells: dict[str, QueueCell[Any]] = {}
-        self._topics: dict[str, RaftTopicStorage] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
-        self._works: dict[str, RaftWorkQueueStorage] = {}
         self._work_cells: dict[str, WorkQueueCell] = {}
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
-        self._maintenance: asyncio.Task[None] | None = None
-        self._event_observers: list[Callable[[list[Event]], None]] = []
+        self._maintenance = Maintenance(self)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -144,8 +147,9 @@ class Node:
         if self.running:
             return
         raft_dir = str(self.data_dir / "raft")
+        state_machine = StateMachine()
         try:
-            replica = self._open(raft_dir)
+            replica = self._open(raft_dir, state_machine)
         except SnapshotError as exc:
             raise SnapshotError(
                 f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
@@ -159,26 +163,23 @@ class Node:
                 "space or fix the disk, then start it again"
             ) from None
         network = self._network if self._network is not None else self._default_network()
+        view = ReadView(state_machine)
+        self._view = view
         self._driver = Driver(
             replica,
             network,
             tick_interval=self._tick_interval,
-            on_events=self._on_events,
-            addresses=self.peers,
+            on_events=self._router.route,
+            address_of=lambda peer: self.peers.get(peer) or view.address(peer),
             disk_retry=self._disk_retry,
         )
         await self._driver.start()
-        with self.ctx.batch():
-            for group in (self._queues, self._topics, self._works):
-                for storage in group.values():
-                    storage.rebind(self._driver)
-                    storage.on_reset()
-        if self.maintenance_interval is not None:
-            self._maintenance = asyncio.create_task(
-                self._maintain(), name=f"lazily-maintenance-{self.node_id}"
-            )
+        for storage in self._router.storages():
+            storage.rebind(self._driver, view)
+        self._router.reset()
+        self._maintenance.start()
 
-    def _open(self, raft_dir: str) -> Replica:
+    def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
         disk = self._disk or OsDisk(sync=self.durability == "fsync")
         journal = DurableJournal(disk, raft_dir)
@@ -189,6 +190,7 @@ class Node:
             sorted({self.node_id, *self.peers}),
             journal=journal,
             snapshot_path=f"{raft_dir}/snapshot.cbor",
+            fsm=state_machine,
             config=ReplicaConfig(engine=self._engine_config),
             clock=time.monotonic,
             wall_clock=time.time,
@@ -238,11 +240,7 @@ class Node:
             journal.sync()
 
     async def stop(self) -> None:
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
-            self._maintenance = None
+        await self._maintenance.stop()
         if self._driver is not None:
             await self._driver.stop()
         if self._tmp is not None:
@@ -262,6 +260,13 @@ class Node:
             raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
         return self._driver
 
+    @property
+    def view(self) -> ReadView:
+        """This node's applied replicated state (read-only)."""
+        if self._view is None:
+            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
+        return self._view
+
     # -- cells ------------------------------------------------------------------------------
 
     def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
@@ -274,10 +279,10 @@ class Node:
                 )
             return cell
         storage: RaftQueueStorage[Any] = RaftQueueStorage(
-            self.driver, name, capacity=capacity, timeout=self.op_timeout
+            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
         )
         cell = QueueCell(storage, context=self.ctx, name=name)
-        self._queues[name] = storage
+        self._router.queues[name] = storage
         self._queue_cells[name] = cell
         return cell
 
@@ -285,9 +290,9 @@ class Node:
         """The replicated topic ``name`` (declared on first use)."""
         cell = self._topic_cells.get(name)
         if cell is None:
-            storage = RaftTopicStorage(self.driver, name, timeout=self.op_timeout)
+            storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
             cell = TopicCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
-            self._topics[name] = storage
+            self._router.topics[name] = storage
             self._topic_cells[name] = cell
         return cell
 
@@ -316,77 +321,22 @@ class Node:
             return cell
         storage = RaftWorkQueueStorage(
             self.driver,
+            self.view,
             name,
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
         )
         cell = WorkQueueCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
-        self._works[name] = storage
+        self._router.work_queues[name] = storage
         self._work_cells[name] = cell
         return cell
 
-    def add_event_observer(self, observer: Callable[[list[Event]], None]) -> None:
-        """Call ``observer(events)`` after each wave of applied transitions (metrics).
-
-        Events are ``(kind, name, data)``: ``("queue", name, (op, pre_len))``,
-        ``("topic", name, subscriber_ids)``, ``("work", name, reader_mask)``,
-        ``("queue_declared", name, capacity)``, ``("address", node, address)`` and
-        ``("restored", "", None)`` after a snapshot install.
-        """
-        self._event_observers.append(observer)
-
-    def _on_events(self, events: list[Event]) -> None:
-        for observer in self._event_observers:
-            try:
-                observer(events)
-            except Exception:
-                log.exception("node %s: an event observer failed", self.node_id)
-        with self.ctx.batch():
-            for kind, name, data in events:
-                target: Any = None
-                if kind == "queue":
-                    target = self._queues.get(name)
-                elif kind == "topic":
-                    target = self._topics.get(name)
-                elif kind == "work":
-                    target = self._works.get(name)
-                elif kind == "restored":
-                    for group in (self._queues, self._topics, self._works):
-                        for storage in group.values():
-                            storage.on_reset()
-                if target is not None:
-                    target.on_event(data)
-
-    async def _maintain(self) -> None:
-        """On the leader: expire leases and collect topic retention, as proposals."""
-        assert self.maintenance_interval is not None
-        last_gc = time.monotonic()
-        while True:
-            await asyncio.sleep(self.maintenance_interval)
-            if not self.is_leader:
-                continue
-            try:
-                await self._maintain_once(time.monotonic() - last_gc >= self.topic_gc_interval)
-            except Exception as exc:
-                log.info("node %s: maintenance round skipped: %s", self.node_id, exc)
-            if time.monotonic() - last_gc >= self.topic_gc_interval:
-                last_gc = time.monotonic()
-
-    async def _maintain_once(self, gc_topics: bool) -> None:
-        sm = self.driver.replica.sm
-        now_ms = int(time.time() * 1000)
-        calls = []
-        for name, state in sm.work_queues.items():
-            deadlines = [d.deadline for d in state.core.in_flight()]
-            if deadlines and min(deadlines) < max(now_ms, sm.now):
-                calls.append(self.driver.call(C.WORK_REAP, [name, None], timeout=self.op_timeout))
-        if gc_topics:
-            for name, topic in sm.topics.items():
-                if topic.retention_frontier() > topic.base_offset():
-                    calls.append(self.driver.call(C.TOPIC_GC, [name], timeout=self.op_timeout))
-        if calls:
-            await asyncio.gather(*calls)
+    def add_event_observer(self, observer: EventObserver) -> None:
+        """Call ``observer(events)`` after each wave of applied transitions (metrics),
+        before the cells see them. Events are the typed values of
+        :mod:`lazily_queue.replicated.events`."""
+        self._router.add_observer(observer)
 
     # -- cluster --------------------------------------------------------------------------
 
@@ -395,7 +345,9 @@ class Node:
 
         Reads made right after are linearizable: the barrier goes through the leader.
         """
-        raise_op_error(await self.driver.call(C.BARRIER, [], timeout=timeout or self.op_timeout))
+        raise_op_error(
+            await self.driver.call(ops.BARRIER, [], timeout=timeout or self.op_timeout)
+        )
 
     async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
         """Wait until this node knows a leader; return its id."""
@@ -416,82 +368,18 @@ class Node:
     ) -> None:
         """Add a node to the cluster (one change at a time); start it with every member
         in its ``peers``. Its address is replicated so every member can reach it."""
-        node = str(node_id)
-        if node in self.driver.replica.engine.members:
-            raise InvalidConfiguration(f"node {node} is already a member")
-        if address is not None:
-            raise_op_error(
-                await self.driver.call(C.MEMBER_ADDRESS, [node, address],
-                                       timeout=timeout or self.op_timeout)
-            )
-        await self._membership(lambda cb: self.driver.replica.engine.add_member(node, cb),
-                               f"adding node {node}", timeout)
+        await membership.add_member(self, str(node_id), address, timeout or self.op_timeout)
 
     async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:
         """Remove a node from the cluster; stop it afterwards."""
-        node = str(node_id)
-        if node not in self.driver.replica.engine.members:
-            raise InvalidConfiguration(f"node {node} is not a member")
-        await self._membership(lambda cb: self.driver.replica.engine.remove_member(node, cb),
-                               f"removing node {node}", timeout)
+        await membership.remove_member(self, str(node_id), timeout or self.op_timeout)
 
     async def transfer_leadership(
         self, to: int | str | None = None, *, timeout: float | None = None
     ) -> str:
         """On the leader: hand leadership to ``to`` (or the most caught-up follower)."""
-        if not self.is_leader:
-            raise InvalidConfiguration(
-                f"node {self.node_id} is not the leader ({self.leader_id} is); call this there"
-            )
         target = None if to is None else str(to)
-        await self._membership(
-            lambda cb: self.driver.replica.engine.transfer_leadership(target, cb),
-            "transferring leadership", timeout,
-        )
-        deadline = time.monotonic() + (timeout or self.op_timeout)
-        while time.monotonic() < deadline:
-            leader = self.leader_id
-            if leader is not None and leader != self.node_id:
-                return leader
-            await self.driver.next_step()
-        raise TimeoutError("leadership did not move before the deadline")
-
-    async def _membership(
-        self, start: Callable[[Callable[[Any, int], None]], None], what: str,
-        timeout: float | None,
-    ) -> None:
-        from pysyncobj.config import FAIL_REASON
-
-        from .raft.engine import FAIL_NAMES, RETRYABLE
-
-        deadline = time.monotonic() + (timeout or self.op_timeout)
-        while True:
-            loop = asyncio.get_running_loop()
-            fut: asyncio.Future[int] = loop.create_future()
-
-            def done(_: Any, reason: int, fut: asyncio.Future[int] = fut) -> None:
-                if not fut.done():
-                    fut.set_result(reason)
-
-            start(done)
-            self.driver.wake()
-            remaining = deadline - time.monotonic()
-            try:
-                reason = await asyncio.wait_for(fut, max(remaining, 0.01))
-            except TimeoutError:
-                raise TimeoutError(
-                    f"{what} did not commit before the deadline; it may still commit (the "
-                    "leader refuses any other membership change until it has)"
-                ) from None
-            if reason == FAIL_REASON.SUCCESS:
-                return
-            transient = reason in RETRYABLE or reason == FAIL_REASON.REQUEST_DENIED
-            if not transient or time.monotonic() > deadline:
-                raise InvalidConfiguration(
-                    f"{what} was refused: {FAIL_NAMES.get(reason, reason)} (one membership "
-                    "change at a time, after the leader's first entry committed)"
-                )
-            await asyncio.sleep(0.05)
+        return await membership.transfer_leadership(self, target, timeout or self.op_timeout)
 
     @property
     def is_leader(self) -> bool:
@@ -503,45 +391,4 @@ class Node:
 
     def status(self) -> dict[str, Any]:
         """Raft and queue state as seen from this node."""
-        replica = self.driver.replica
-        status = replica.status()
-        status["cluster"] = self.cluster
-        status["durability"] = self.durability
-        driver = self.driver
-        status["disk"] = {
-            "writable": driver.disk_error is None,
-            "error": driver.disk_error,
-            "since": driver.disk_error_since,
-        }
-        sm = replica.sm
-        status["queues"] = {
-            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
-            for name, q in sorted(sm.queues.items())
-        }
-        status["topics"] = {
-            name: {
-                "base_offset": t.base_offset(),
-                "end_offset": t.end_offset(),
-                "retained": t.end_offset() - t.base_offset(),
-                "subscribers": {
-                    sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
-                    for sid, rec in sorted(t.subscriptions().items())
-                },
-            }
-            for name, t in sorted(sm.topics.items())
-        }
-        status["work_queues"] = {
-            name: {
-                "pending": w.core.pending_len(),
-                "in_flight": w.core.in_flight_len(),
-                "dead_letters": w.core.dead_letter_len(),
-                "workers": {
-                    worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
-                },
-            }
-            for name, w in sorted(sm.work_queues.items())
-        }
-        mesh = getattr(self.driver.network, "mesh", None)
-        if mesh is not None:
-            status["listener"] = mesh.listener_stats()
-        return status
+        return local_status(self)

@@ -1,6 +1,8 @@
 """A node's status as plain JSON-ready data, and its leadership history.
 
-:func:`node_status` extends :meth:`Node.status` with a ``members`` list (role,
+:func:`local_status` is :meth:`Node.status`: the replica's Raft state, the disk, and
+the queues, topics and work queues as applied here. :func:`node_status` extends it
+with a ``members`` list (role,
 connection, match index and replication lag, which only the leader knows), the
 summed depths of every queue family and, when a :class:`LeadershipClock` runs, when
 this node last became leader and when it first committed an entry of that term.
@@ -16,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .raft.errors import NodeNotRunning
+from .replicated.view import ReadView
 
 if TYPE_CHECKING:
     from .node import Node
@@ -72,6 +75,57 @@ class LeadershipClock:
             except NodeNotRunning:
                 return
             self.observe()
+
+
+def local_status(node: Node) -> dict[str, Any]:
+    """Raft and queue state as seen from ``node`` (a running node)."""
+    driver = node.driver
+    status = driver.replica.status()
+    status["cluster"] = node.cluster
+    status["durability"] = node.durability
+    status["disk"] = {
+        "writable": driver.disk_error is None,
+        "error": driver.disk_error,
+        "since": driver.disk_error_since,
+    }
+    status.update(state_status(node.view))
+    mesh = getattr(driver.network, "mesh", None)
+    if mesh is not None:
+        status["listener"] = mesh.listener_stats()
+    return status
+
+
+def state_status(view: ReadView) -> dict[str, Any]:
+    """The ``queues``, ``topics`` and ``work_queues`` sections of a status."""
+    return {
+        "queues": {
+            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
+            for name, q in sorted(view.queues.items())
+        },
+        "topics": {
+            name: {
+                "base_offset": t.base_offset(),
+                "end_offset": t.end_offset(),
+                "retained": t.end_offset() - t.base_offset(),
+                "subscribers": {
+                    sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
+                    for sid, rec in sorted(t.subscriptions().items())
+                },
+            }
+            for name, t in sorted(view.topics.items())
+        },
+        "work_queues": {
+            name: {
+                "pending": w.core.pending_len(),
+                "in_flight": w.core.in_flight_len(),
+                "dead_letters": w.core.dead_letter_len(),
+                "workers": {
+                    worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
+                },
+            }
+            for name, w in sorted(view.work_queues.items())
+        },
+    }
 
 
 def node_status(node: Node, clock: LeadershipClock | None = None) -> dict[str, Any]:

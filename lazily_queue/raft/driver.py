@@ -23,23 +23,25 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .codec import FrameError, decode_frame, encode_frames
 from .errors import NodeNotRunning, StorageUnavailable
+from .fsync import FsyncThread
 from .network import RaftNetwork
 from .pipeline import CommitPipeline
-from .replica import Proposal, Ready, Replica
-from .state_machine import Event
+from .ready import Ready
+from .replica import Proposal, Replica
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[list[Event]], None]
+#: Receives the state machine's events of each released step, in order.
+EventSink = Callable[[list[object]], None]
 
 
 class Driver:
-    """Steps a replica whenever input arrives and every ``tick_interval`` seconds."""
+    """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
+    peer's address is ``address_of(peer)``."""
 
     def __init__(
         self,
@@ -48,7 +50,7 @@ class Driver:
         *,
         tick_interval: float = 0.02,
         on_events: EventSink | None = None,
-        addresses: dict[str, str] | None = None,
+        address_of: Callable[[str], str | None] = lambda _peer: None,
         disk_retry: float = 1.0,
     ) -> None:
         self.replica = replica
@@ -56,7 +58,7 @@ class Driver:
         self.tick_interval = tick_interval
         self.disk_retry = disk_retry
         self._on_events = on_events
-        self._addresses = dict(addresses or {})
+        self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
         self._timer: asyncio.TimerHandle | None = None
@@ -65,7 +67,6 @@ class Driver:
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
-        self.fsyncs = 0
         #: Frames dropped because the journal could not be written.
         self.stalled_frames = 0
         self._state_waiters: list[asyncio.Future[None]] = []
@@ -73,9 +74,7 @@ class Driver:
         self._stalled_since: float | None = None
         self._retry_at = 0.0
         self._recovering = False
-        self._fsync_pool: ThreadPoolExecutor | None = None
-        #: Called with the duration in seconds of every fsync (metrics).
-        self.fsync_observer: Callable[[float], None] | None = None
+        self.fsync = FsyncThread(replica.journal.fsync, replica.node_id)
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None
@@ -123,15 +122,10 @@ class Driver:
                 for ready in self.pipeline.recovered():
                     self._dispatch(ready)
             await self.network.stop()
-            if self._fsync_pool is not None:
-                self._fsync_pool.shutdown(wait=True)
-                self._fsync_pool = None
+            self.fsync.shutdown()
         for fut in self._state_waiters:
             if not fut.done():
                 fut.set_exception(NodeNotRunning("node stopped"))
-
-    def _address(self, peer: str) -> str | None:
-        return self._addresses.get(peer) or self.replica.sm.addresses.get(peer)
 
     # -- input ----------------------------------------------------------------------------
 
@@ -260,39 +254,18 @@ class Driver:
             return
         self._start_fsync()
 
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._fsync_pool is None:
-            self._fsync_pool = ThreadPoolExecutor(1, thread_name_prefix="lazily-fsync")
-        return self._fsync_pool
-
     def _start_fsync(self) -> None:
         if self._loop is None or self.pipeline.start_fsync() is None:
             return
-        future = self._loop.run_in_executor(self._pool(), self._timed_fsync)
-        future.add_done_callback(self._fsynced)
+        self.fsync.start(self._loop, self._fsynced)
 
-    def _timed_fsync(self) -> float:
-        start = time.perf_counter()
-        self.replica.journal.fsync()
-        return time.perf_counter() - start
-
-    def _fsynced(self, future: asyncio.Future[float]) -> None:
-        error = future.exception()
+    def _fsynced(self, error: BaseException | None) -> None:
         if error is not None:
             self._stall(error)
             return
-        self._observe_fsync(future.result())
         for ready in self.pipeline.fsync_done():
             self._dispatch(ready)
         self._start_fsync()
-
-    def _observe_fsync(self, seconds: float) -> None:
-        self.fsyncs += 1
-        if self.fsync_observer is not None:
-            try:
-                self.fsync_observer(seconds)
-            except Exception:
-                log.exception("node %s: fsync observer failed", self.replica.node_id)
 
     # -- a journal that cannot be written ----------------------------------------------------
 
@@ -339,15 +312,13 @@ class Driver:
             journal.discard_unsynced()
             return
         self._recovering = True
-        future = self._loop.run_in_executor(self._pool(), self._timed_fsync)
-        future.add_done_callback(self._recovery_fsynced)
+        self.fsync.start(self._loop, self._recovery_fsynced)
 
-    def _recovery_fsynced(self, future: asyncio.Future[float]) -> None:
+    def _recovery_fsynced(self, error: BaseException | None) -> None:
         self._recovering = False
-        if future.exception() is not None:
+        if error is not None:
             self.replica.journal.discard_unsynced()
             return
-        self._observe_fsync(future.result())
         since = self._stalled_since
         self._stalled_since = None
         log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "

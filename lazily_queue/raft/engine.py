@@ -18,11 +18,11 @@ from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
-from pysyncobj.node import Node as _PsNode
-from pysyncobj.transport import Transport as _PsTransport
 
 from . import patches, rejoin
+from .adapters import EngineTransport, NoPoller, RaftPeer, unused_serializer
 from .journal import DurableJournal
+from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
 
@@ -41,21 +41,6 @@ FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
 _VOTE_ANSWERS = frozenset({"response_vote", "pre_vote_response"})
 _VOTES = _VOTE_ANSWERS | {"request_vote", "pre_vote"}
 STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
-
-SUCCESS = FAIL_REASON.SUCCESS
-RETRYABLE = frozenset(
-    {
-        FAIL_REASON.QUEUE_FULL,
-        FAIL_REASON.MISSING_LEADER,
-        FAIL_REASON.DISCARDED,
-        FAIL_REASON.NOT_LEADER,
-        FAIL_REASON.LEADER_CHANGED,
-        FAIL_REASON.UNKNOWN_OUTCOME,
-    }
-)
-FAIL_NAMES = {
-    getattr(FAIL_REASON, name): name.lower() for name in dir(FAIL_REASON) if name.isupper()
-}
 
 
 @dataclass(frozen=True)
@@ -80,43 +65,6 @@ class EngineConfig:
             raise ValueError("leader_fallback_timeout must exceed heartbeat_interval")
         if self.compaction_min_entries < 2:
             raise ValueError("compaction_min_entries must be >= 2")
-
-
-class RaftPeer(_PsNode):  # type: ignore[misc]
-    """A cluster member, identified by its node id as a string."""
-
-    def __init__(self, node_id: str, **kwargs: Any) -> None:
-        super().__init__(str(node_id), **kwargs)
-
-
-class _EngineTransport(_PsTransport):  # type: ignore[misc]
-    def __init__(
-        self,
-        send: Callable[[str, dict[str, Any]], None],
-        membership: Callable[[str, bool], None],
-    ) -> None:
-        super().__init__(None, None, None)
-        self._out = send
-        self._membership = membership
-
-    def send(self, node: Any, message: dict[str, Any]) -> bool:
-        self._out(node.id, message)
-        return True
-
-    def addNode(self, node: Any) -> None:
-        self._membership(node.id, True)
-
-    def dropNode(self, node: Any) -> None:
-        self._membership(node.id, False)
-
-
-class _NoPoller:
-    def poll(self, timeout: float) -> None:
-        return None
-
-
-def _unused_serializer(*_: Any) -> Any:
-    raise AssertionError("the SnapshotStore serializes; this hook is never called")
 
 
 class RaftEngine(SyncObj):  # type: ignore[misc]
@@ -161,8 +109,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             useFork=False,
             journalFile=journal,
             fullDumpFile=snapshots,
-            serializer=_unused_serializer,
-            deserializer=_unused_serializer,
+            serializer=unused_serializer,
+            deserializer=unused_serializer,
             raftMinTimeout=cfg.election_timeout_min,
             raftMaxTimeout=cfg.election_timeout_max,
             appendEntriesPeriod=cfg.heartbeat_interval,
@@ -175,7 +123,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             pollerType="select",
             onStateChanged=self._on_state_changed,
         )
-        transport = _EngineTransport(send, self._on_membership)
+        transport = EngineTransport(send, self._on_membership)
         others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
         snapshots.member_factory = RaftPeer
         with patches.engine_env(clock, self._rng):
@@ -187,8 +135,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 transport=transport,
             )
             self._apply_id = self._methodToID[self._getFuncName("_apply_entry")]
-            # We own every socket: the library's per-tick poll of its own fds is idle work.
-            self._poller = _NoPoller()
+            self._poller = NoPoller()
             accept_change: Callable[[Any], bool] = self._SyncObj__changeCluster  # type: ignore[has-type]
             self._SyncObj__changeCluster = patches.one_membership_change_at_a_time(
                 accept_change,
@@ -212,15 +159,15 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             log.exception("applying a committed entry failed; it is skipped on every node")
             return exc
 
-    def submit(self, payload: bytes, callback: Callable[[Any, int], None]) -> None:
-        """Propose one command; ``callback(result, fail_reason)`` runs on commit or failure."""
+    def submit(self, payload: bytes, callback: Answer) -> None:
+        """Propose one command; ``callback(result, outcome)`` runs on commit or failure."""
         if len(payload) > MAX_COMMAND_BYTES:
             raise ValueError(
                 f"command of {len(payload)} bytes exceeds the {MAX_COMMAND_BYTES}-byte limit"
             )
         pickled = patches.safe_dumps((self._apply_id, (payload, None)))
         with patches.engine_env(self._clock, self._rng):
-            self._applyCommand(pickled, callback, _REGULAR)
+            self._applyCommand(pickled, _translated(callback), _REGULAR)
 
     def _applyCommand(
         self, command: bytes, callback: Any, commandType: int | None = None
@@ -371,24 +318,23 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     # -- membership ---------------------------------------------------------------------
 
-    def add_member(self, peer_id: str, callback: Callable[[Any, int], None]) -> None:
+    def add_member(self, peer_id: str, callback: Answer) -> None:
         command = patches.safe_dumps(["add", str(peer_id)])
         with patches.engine_env(self._clock, self._rng):
-            self._applyCommand(command, callback, _MEMBERSHIP)
+            self._applyCommand(command, _translated(callback), _MEMBERSHIP)
 
-    def remove_member(self, peer_id: str, callback: Callable[[Any, int], None]) -> None:
+    def remove_member(self, peer_id: str, callback: Answer) -> None:
         if str(peer_id) == self._node_id:
-            callback(None, FAIL_REASON.REQUEST_DENIED)
+            callback(None, Outcome.REQUEST_DENIED)
             return
         command = patches.safe_dumps(["rem", str(peer_id)])
         with patches.engine_env(self._clock, self._rng):
-            self._applyCommand(command, callback, _MEMBERSHIP)
+            self._applyCommand(command, _translated(callback), _MEMBERSHIP)
 
-    def transfer_leadership(
-        self, peer_id: str | None, callback: Callable[[Any, int], None]
-    ) -> None:
+    def transfer_leadership(self, peer_id: str | None, callback: Answer) -> None:
         with patches.engine_env(self._clock, self._rng):
-            self.transferLeadership(None if peer_id is None else RaftPeer(peer_id), callback)
+            self.transferLeadership(None if peer_id is None else RaftPeer(peer_id),
+                                    _translated(callback))
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -435,3 +381,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def force_compaction(self) -> None:
         self.forceLogCompaction()
+
+
+def _translated(callback: Answer) -> Callable[[Any, int], None]:
+    """PySyncObj's ``callback(result, fail_reason)`` as ``callback(result, outcome)``."""
+    return lambda result, reason: callback(result, from_pysyncobj(reason))

@@ -1,7 +1,7 @@
 """CommitPipeline: what a member may release after a step, and when.
 
 One pure class, free of clocks and I/O, used by the asyncio driver and by the
-simulator's member alike. A step's output (:class:`~.replica.Ready`) holds votes,
+simulator's member alike. A step's output (:class:`~.ready.Ready`) holds votes,
 acknowledgements and entries that the step's journal writes vouch for: it may leave
 the member only after an fsync that *started after* those writes has completed.
 Outputs leave in step order. Results of applied entries and reader events need no
@@ -18,12 +18,9 @@ never retried as if its data were safe.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
-from .replica import Ready
-
-Completion = Callable[[Any, BaseException | None], None]
+from .ready import Completion, Ready
 
 
 class CommitPipeline:

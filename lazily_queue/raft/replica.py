@@ -23,25 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pysyncobj.config import FAIL_REASON
-
-from . import commands as C
-from .engine import FAIL_NAMES, LEADER, MAX_COMMAND_BYTES, STATE_NAMES, EngineConfig, RaftEngine
+from .batch import encode_checked_op, encode_command
+from .engine import LEADER, MAX_COMMAND_BYTES, STATE_NAMES, EngineConfig, RaftEngine
 from .errors import CommitTimeout, NoQuorum, ProposalRejected
+from .fsm import FSM
 from .journal import DurableJournal
+from .outcome import MAYBE_APPLIED, Outcome
+from .ready import Completion, Ready
 from .snapshot import SnapshotStore
-from .state_machine import Event, StateMachine
 
 log = logging.getLogger(__name__)
-
-_UNKNOWN_OUTCOME = frozenset({FAIL_REASON.LEADER_CHANGED, FAIL_REASON.UNKNOWN_OUTCOME})
-_NEVER_APPENDED = frozenset(
-    {FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER,
-     FAIL_REASON.DISCARDED}
-)
-
-Completion = Callable[[Any, BaseException | None], None]
-
 
 @dataclass(eq=False)
 class Proposal:
@@ -67,27 +58,6 @@ class Proposal:
         return self.on_done is None
 
 
-@dataclass
-class Ready:
-    """What one step produced, released only after the journal is durable."""
-
-    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    completions: list[tuple[Completion, Any, BaseException | None]] = field(default_factory=list)
-    orphans: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
-    membership: list[tuple[str, bool]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.messages or self.events or self.completions or self.orphans
-                    or self.membership)
-
-    def take_results(self) -> Ready:
-        """Move the reader events, completions and orphans into a new Ready."""
-        taken = Ready(events=self.events, completions=self.completions, orphans=self.orphans)
-        self.events, self.completions, self.orphans = [], [], []
-        return taken
-
-
 @dataclass(frozen=True)
 class ReplicaConfig:
     """Proposal timing: retry back-off, per-attempt patience, quorum grace period."""
@@ -100,7 +70,7 @@ class ReplicaConfig:
 
 
 class Replica:
-    """A member's engine, journal, state machine and proposal book-keeping."""
+    """A member's engine, journal, state machine (``fsm``) and proposal book-keeping."""
 
     def __init__(
         self,
@@ -109,7 +79,7 @@ class Replica:
         *,
         journal: DurableJournal,
         snapshot_path: str,
-        state_machine: StateMachine | None = None,
+        fsm: FSM,
         config: ReplicaConfig | None = None,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
@@ -118,14 +88,14 @@ class Replica:
         self.config = config or ReplicaConfig()
         self.clock = clock
         self.rng = rng or random.Random()
-        self.sm = state_machine or StateMachine()
+        self.fsm = fsm
         self.journal = journal
         self.snapshots = SnapshotStore(
             journal._disk,
             snapshot_path,
-            capture=self.sm.capture,
-            restore=self.sm.restore,
-            validate=StateMachine.validate,
+            capture=fsm.capture,
+            restore=fsm.restore,
+            validate=fsm.validate,
             chunk_size=self.config.engine.snapshot_chunk_bytes,
         )
         existing = self.snapshots.read()
@@ -137,7 +107,7 @@ class Replica:
             peers,
             journal=journal,
             snapshots=self.snapshots,
-            apply=self.sm.apply,
+            apply=fsm.apply,
             send=self._send,
             config=self.config.engine,
             clock=clock,
@@ -172,7 +142,8 @@ class Replica:
         refuse to decode and ``ValueError`` for an op over the batch size limit.
         """
         seq = self._next_seq
-        size = len(C.encode_checked_op(seq, code, args, max_bytes=self.config.max_batch_bytes))
+        size = len(encode_checked_op(seq, code, args, max_bytes=self.config.max_batch_bytes,
+                                     name=self.fsm.op_name(code)))
         self._next_seq += 1
         p = Proposal(seq, code, args, size, self.clock() + timeout, on_done, on_orphan)
         self._unresolved[seq] = p
@@ -206,7 +177,7 @@ class Replica:
         self._expire(now)
         self._flush(now)
         self.engine.tick()
-        self._ready.events.extend(self.sm.drain_events())
+        self._ready.events.extend(self.fsm.drain_events())
         if sync and self.journal.needs_sync:
             self.journal.sync()
         ready, self._ready = self._ready, Ready()
@@ -264,7 +235,7 @@ class Replica:
 
     def _submit(self, batch: list[Proposal], now: float) -> None:
         ops = [[p.seq, p.code, *p.args] for p in batch]
-        payload = C.encode_command(self.session, self._floor(), ops)
+        payload = encode_command(self.session, self._floor(), ops)
         for p in batch:
             p.in_flight = True
             p.attempts += 1
@@ -274,9 +245,9 @@ class Replica:
         self.engine.submit(payload, lambda res, err: self._on_result(batch, attempts, res, err))
 
     def _on_result(
-        self, batch: list[Proposal], attempts: list[int], result: Any, reason: int
+        self, batch: list[Proposal], attempts: list[int], result: Any, outcome: Outcome
     ) -> None:
-        if reason == FAIL_REASON.SUCCESS:
+        if outcome is Outcome.SUCCESS:
             if isinstance(result, list) and len(result) == len(batch):
                 for p, r in zip(batch, result, strict=True):
                     self._resolve(p, r)
@@ -285,16 +256,15 @@ class Replica:
             for p in batch:
                 self._fail(p, failure)
             return
-        name = FAIL_NAMES.get(reason, str(reason))
         now = self.clock()
         for p, attempt in zip(batch, attempts, strict=True):
             if p.done or not p.in_flight or p.attempts != attempt:
                 continue
             p.in_flight = False
-            p.last_failure = name
-            if reason in _UNKNOWN_OUTCOME:
+            p.last_failure = outcome.value
+            if outcome in MAYBE_APPLIED:
                 p.maybe_applied = True
-            if reason == FAIL_REASON.REQUEST_DENIED:
+            if outcome is Outcome.REQUEST_DENIED:
                 self._fail(p, ProposalRejected("the leader refused the command"))
                 continue
             p.retry_at = now + self.config.retry_delay * (1 + self.rng.random())
@@ -347,7 +317,7 @@ class Replica:
         cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
         outcome = "its outcome is unknown" if unknown else "it was not applied"
         return CommitTimeout(
-            f"{C.OP_NAMES.get(p.code, p.code)} did not commit before its deadline; "
+            f"{self.fsm.op_name(p.code)} did not commit before its deadline; "
             f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
             f"{self.engine.term}."
         )

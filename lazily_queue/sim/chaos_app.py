@@ -124,8 +124,7 @@ def _clients(host: ProcessHost, tag: str, rng: random.Random, options: dict[str,
 
 
 def _drained(node: Node, clients: list[Client]) -> bool:
-    sm = node.driver.replica.sm
-    q, w = sm.queues.get(QUEUE), sm.work_queues.get(WORK)
+    q, w = node.view.queue(QUEUE), node.view.work_queue(WORK)
     if q is None or w is None or q.len() or w.core.pending_len() or w.core.in_flight_len():
         return False
     return all(c.settled for c in clients)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from ..core.queue import QueuePopError
-from ..raft import commands as C
-from ..raft.commands import OpError
+from ..replicated import ops as C
+from ..replicated.ops import OpError
 from .history import AppliedOp, History, Violation
 from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 
@@ -101,7 +101,7 @@ class Checker:
 
     def _expect(self, op: AppliedOp, expected: Any) -> None:
         if op.result != expected:
-            self.fail(f"index {op.index}: {C.OP_NAMES.get(op.code)} {op.args!r:.80} returned "
+            self.fail(f"index {op.index}: {C.op_name(op.code)} {op.args!r:.80} returned "
                       f"{op.result!r:.120}, the model says {expected!r:.120}")
 
     def _apply(self, op: AppliedOp) -> None:
@@ -278,17 +278,17 @@ class Checker:
                 applied = results.get((obs.session, obs.seq))
                 if obs.outcome == OK:
                     if applied is None:
-                        self.fail(f"{client.cid}: acknowledged {C.OP_NAMES.get(obs.code)} "
+                        self.fail(f"{client.cid}: acknowledged {C.op_name(obs.code)} "
                                   f"{obs.args!r:.60} (session {obs.session:x} seq {obs.seq}) "
                                   "is not in the committed log")
                     if applied.result != obs.result:
                         self.fail(f"{client.cid}: got {obs.result!r:.80} for "
-                                  f"{C.OP_NAMES.get(obs.code)} at index {applied.index}, the "
+                                  f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None:
                         acked.append(obs.args[1])
                 elif obs.outcome == FAILED and applied is not None:
-                    self.fail(f"{client.cid}: {C.OP_NAMES.get(obs.code)} reported as not "
+                    self.fail(f"{client.cid}: {C.op_name(obs.code)} reported as not "
                               f"applied was applied at index {applied.index}")
                 if obs.has_orphan_result and applied is not None and (
                         applied.result != obs.orphan_result):

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.queue import QueuePopError
-from ..raft import commands as C
+from ..maintenance import due_operations
 from ..raft.codec import FrameError, decode_frame
-from ..raft.replica import Proposal, Ready
+from ..raft.ready import Ready
+from ..raft.replica import Proposal
+from ..replicated.ops import op_name
 from .clock import VirtualClock
 from .history import History, Violation
 from .network import SimNetwork
@@ -236,7 +238,7 @@ class Cluster:
         result = obs.orphan_result if obs.has_orphan_result else obs.result
         if obs.polling and obs.outcome == "ok" and _empty(result):
             return
-        self.trace(f"{obs.node}: {obs.client} {C.OP_NAMES.get(obs.code)} seq {obs.seq} "
+        self.trace(f"{obs.node}: {obs.client} {op_name(obs.code)} seq {obs.seq} "
                    f"{'late' if obs.has_orphan_result else obs.outcome} {result!r:.60}")
 
     def crash_in_next_fsync(self, n: str, then: Callable[[], None]) -> None:
@@ -367,15 +369,6 @@ class Cluster:
         if n is None or n in self._paused:
             return
         node = self.nodes[n]
-        replica = node.replica
-        assert replica is not None
-        sm = replica.sm
-        now_ms = int(node.wall() * 1000)
-        for name, state in sm.work_queues.items():
-            deadlines = [d.deadline for d in state.core.in_flight()]
-            if deadlines and min(deadlines) < max(now_ms, sm.now):
-                self.propose_detached(n, C.WORK_REAP, [name, None], 1.0)
-        if gc:
-            for name, topic in sm.topics.items():
-                if topic.retention_frontier() > topic.base_offset():
-                    self.propose_detached(n, C.TOPIC_GC, [name], 1.0)
+        assert node.view is not None
+        for code, args in due_operations(node.view, int(node.wall() * 1000), gc_topics=gc):
+            self.propose_detached(n, code, args, 1.0)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..raft import commands as C
-from ..raft.state_machine import StateMachine
+from ..raft.batch import CommandError, decode_command
+from ..replicated.state_machine import StateMachine
 
 
 class Violation(AssertionError):
@@ -58,8 +58,8 @@ class History:
             return
         self.digests[index] = digest
         try:
-            session, _, ops = C.decode_command(payload)
-        except C.CommandError:
+            session, _, ops = decode_command(payload)
+        except CommandError:
             return
         if not isinstance(results, list) or len(results) != len(ops):
             return

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 import cbor2
 
 from ..core.queue import QueuePopError, QueuePushError
-from ..raft.commands import OpError
+from ..replicated.ops import OpError
 from .history import History
 from .workload import Observed
 

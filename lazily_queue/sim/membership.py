@@ -12,8 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pysyncobj.config import FAIL_REASON
-
+from ..raft.outcome import Outcome
 from ..raft.rejoin import wipe_for_rejoin
 from .cluster import Cluster
 
@@ -109,10 +108,10 @@ class Reconfiguration:
     def _answer(self, then: Any) -> Any:
         member, state = self.member, self.state
 
-        def answer(_result: Any, reason: int) -> None:
+        def answer(_result: Any, outcome: Outcome) -> None:
             if self.member != member or self.state != state:
                 return
-            if reason == FAIL_REASON.SUCCESS:
+            if outcome is Outcome.SUCCESS:
                 then(member)
             else:
                 self._asked = False

@@ -20,10 +20,12 @@ from typing import Any
 from ..raft.errors import StorageUnavailable
 from ..raft.journal import DurableJournal, JournalCorruptedError, JournalError
 from ..raft.pipeline import CommitPipeline
+from ..raft.ready import Ready
 from ..raft.records import read_records
 from ..raft.rejoin import wipe_for_rejoin
-from ..raft.replica import Ready, Replica, ReplicaConfig
+from ..raft.replica import Replica, ReplicaConfig
 from ..raft.snapshot import SnapshotError
+from ..replicated.view import ReadView
 from .clock import VirtualClock, WallClock
 from .disk import SimDisk
 from .history import History, RecordingStateMachine
@@ -58,6 +60,8 @@ class SimNode:
         self.disk = SimDisk()
         self.dir = f"/sim/{node_id}/raft"
         self.replica: Replica | None = None
+        #: The applied state of the current incarnation (``None`` before the first start).
+        self.view: ReadView | None = None
         self.incarnation = 0
         self.wipes = 0
         self.corruptions_detected = 0
@@ -112,13 +116,14 @@ class SimNode:
             self.members,
             journal=journal,
             snapshot_path=f"{self.dir}/snapshot.cbor",
-            state_machine=sm,
+            fsm=sm,
             config=self.config,
             clock=self.clock,
             wall_clock=self.wall,
             rng=random.Random(self.rng.getrandbits(64)),
         )
         sm.index_source = lambda: replica.engine.last_applied + 1
+        self.view = ReadView(sm)
         return replica
 
     def _wipe(self) -> None:
@@ -140,6 +145,7 @@ class SimNode:
         if self.replica is not None:
             self._check_durable(self.replica.journal)
         self.replica = None
+        self.view = None
         self.pipeline = CommitPipeline()
         self.fsync_due = None
         kept = self.disk.crash(self.rng)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..raft import commands as C
+from ..replicated import ops as C
 from .checker import Checker
 from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
@@ -137,14 +137,13 @@ class Simulation:
         leader = c.leader()
         if leader is None or self.faults.membership.state != "idle":
             return False
-        replica = c.nodes[leader].replica
-        assert replica is not None
-        sm = replica.sm
+        replica, view = c.nodes[leader].replica, c.nodes[leader].view
+        assert replica is not None and view is not None
         if not all(cl.settled for cl in self.clients):
             return False
-        q = sm.queues.get(QUEUE)
-        w = sm.work_queues.get(WORK)
-        t = sm.topics.get(TOPIC)
+        q = view.queue(QUEUE)
+        w = view.work_queue(WORK)
+        t = view.topic(TOPIC)
         if q is None or w is None or t is None or q.len():
             return False
         if w.core.pending_len() or w.core.in_flight_len():
@@ -158,11 +157,11 @@ class Simulation:
 
     def _drain_status(self) -> str:
         leader = self.cluster.leader()
-        replica = None if leader is None else self.cluster.nodes[leader].replica
-        if replica is None:
+        node = None if leader is None else self.cluster.nodes[leader]
+        if node is None or node.replica is None or node.view is None:
             return "no leader"
-        sm = replica.sm
-        q, w, t = sm.queues.get(QUEUE), sm.work_queues.get(WORK), sm.topics.get(TOPIC)
+        view = node.view
+        q, w, t = view.queue(QUEUE), view.work_queue(WORK), view.topic(TOPIC)
         busy = [cl.cid for cl in self.clients if not cl.settled]
         return (f"busy {busy}, queue {q and q.len()}, work {w and w.core!r}, "
                 f"topic {t and t.subscriptions()}, end {t and t.end_offset()}")
@@ -192,8 +191,8 @@ class Simulation:
             raise Violation(f"replicas did not converge after the drain ({self._status()})")
         states = {}
         for n, node in c.nodes.items():
-            assert node.replica is not None
-            states[n] = node.replica.sm.capture()
+            assert node.replica is not None and node.view is not None
+            states[n] = node.view.capture()
         first = states[c.node_ids[0]]
         for n, state in states.items():
             if state != first:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..raft import commands as C
 from ..raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
 from ..raft.replica import Proposal
+from ..replicated import ops as C
 
 QUEUE, WORK, TOPIC = "q", "w", "t"
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"

@@ -21,7 +21,8 @@ from ..core.work import (
     WorkReader,
     WorkTransition,
 )
-from ..raft import commands as C
+from ..replicated import ops as C
+from ..replicated.events import TopicChanged, WorkQueueChanged
 from .raft_queue import ReplicatedObject
 from .topic import TopicChangeListener
 from .work import WorkQueueChangeListener
@@ -33,6 +34,7 @@ ALL_WORK_READERS = int(
 
 if TYPE_CHECKING:
     from ..raft.driver import Driver
+    from ..replicated.view import ReadView
 
 
 class RaftTopicStorage(ReplicatedObject):
@@ -40,8 +42,10 @@ class RaftTopicStorage(ReplicatedObject):
 
     kind = "topic"
 
-    def __init__(self, driver: Driver, name: str, *, timeout: float = 10.0) -> None:
-        super().__init__(driver, name, timeout=timeout)
+    def __init__(
+        self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
+    ) -> None:
+        super().__init__(driver, view, name, timeout=timeout)
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
@@ -50,7 +54,8 @@ class RaftTopicStorage(ReplicatedObject):
         return C.TOPIC_DECLARE, [self.name]
 
     def _core(self) -> TopicCore[Any]:
-        return self._driver.replica.sm.topics.get(self.name, self._empty)
+        topic = self._view.topic(self.name)
+        return self._empty if topic is None else topic
 
     # -- view ----------------------------------------------------------------------------
 
@@ -80,8 +85,8 @@ class RaftTopicStorage(ReplicatedObject):
     def set_change_listener(self, listener: TopicChangeListener | None) -> None:
         self._listener = listener
 
-    def on_event(self, data: Any) -> None:
-        ids = frozenset(data)
+    def on_event(self, event: TopicChanged) -> None:
+        ids = event.subscribers
         self._ids.update(ids)
         if self._listener is not None:
             self._listener(ids)
@@ -144,13 +149,14 @@ class RaftWorkQueueStorage(ReplicatedObject):
     def __init__(
         self,
         driver: Driver,
+        view: ReadView,
         name: str,
         *,
         visibility_timeout: int,
         max_deliveries: int,
         timeout: float = 10.0,
     ) -> None:
-        super().__init__(driver, name, timeout=timeout)
+        super().__init__(driver, view, name, timeout=timeout)
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
@@ -160,7 +166,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
         return C.WORK_DECLARE, [self.name, self.visibility_timeout, self.max_deliveries]
 
     def _core(self) -> WorkQueueCore:
-        state = self._driver.replica.sm.work_queues.get(self.name)
+        state = self._view.work_queue(self.name)
         return self._empty if state is None else state.core
 
     # -- view ----------------------------------------------------------------------------
@@ -197,9 +203,9 @@ class RaftWorkQueueStorage(ReplicatedObject):
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener
 
-    def on_event(self, data: Any) -> None:
+    def on_event(self, event: WorkQueueChanged) -> None:
         if self._listener is not None:
-            self._listener(int(data))
+            self._listener(event.mask)
 
     def on_reset(self) -> None:
         if self._listener is not None:

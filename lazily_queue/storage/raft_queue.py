@@ -1,6 +1,7 @@
 """RaftQueueStorage: a QueueCell backend whose FIFO is the replicated state machine's.
 
-Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state, which
+Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state (through
+its :class:`~lazily_queue.replicated.view.ReadView`), which
 on a follower may trail the leader. Mutations are proposals: ``offer`` / ``poll`` /
 ``close_async`` return once the operation is committed on a majority and applied
 here. Every committed transition on any node reaches the shell through the change
@@ -21,13 +22,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..core.fifo import VecDequeStorage
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..errors import UnsupportedOperation
-from ..raft import commands as C
-from ..raft.commands import OpError
 from ..raft.errors import ProposalRejected
+from ..replicated import ops as C
+from ..replicated.events import QueueChanged
+from ..replicated.ops import OpError
 from .base import QueueChangeListener
 
 if TYPE_CHECKING:
     from ..raft.driver import Driver
+    from ..replicated.view import ReadView
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +45,16 @@ def raise_op_error(result: Any) -> Any:
 
 
 class ReplicatedObject:
-    """Shared plumbing of the Raft-backed storages: declaration and proposals."""
+    """Shared plumbing of the Raft-backed storages: declaration, proposals through the
+    driver and reads through the view."""
 
     kind = "object"
 
-    def __init__(self, driver: Driver, name: str, *, timeout: float) -> None:
+    def __init__(self, driver: Driver, view: ReadView, name: str, *, timeout: float) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self._driver = driver
+        self._view = view
         self.name = name
         self.timeout = timeout
         self._declared: asyncio.Future[None] | None = None
@@ -57,9 +62,10 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
-    def rebind(self, driver: Driver) -> None:
-        """Follow the node to a restarted driver (the cell and its readers stay)."""
+    def rebind(self, driver: Driver, view: ReadView) -> None:
+        """Follow the node to a restarted driver and state (the cell and readers stay)."""
         self._driver = driver
+        self._view = view
         self._declared = None
 
     async def _ensure_declared(self, timeout: float | None) -> None:
@@ -89,9 +95,10 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     kind = "queue"
 
     def __init__(
-        self, driver: Driver, name: str, *, capacity: int | None = None, timeout: float = 10.0
+        self, driver: Driver, view: ReadView, name: str, *, capacity: int | None = None,
+        timeout: float = 10.0,
     ) -> None:
-        super().__init__(driver, name, timeout=timeout)
+        super().__init__(driver, view, name, timeout=timeout)
         self._capacity = validate_capacity(capacity)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
@@ -103,7 +110,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         return C.QUEUE_DECLARE, [self.name, self._capacity]
 
     def _state(self) -> VecDequeStorage[Any] | None:
-        return self._driver.replica.sm.queues.get(self.name)
+        return self._view.queue(self.name)
 
     # -- local reads ----------------------------------------------------------------------
 
@@ -142,10 +149,9 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener
 
-    def on_event(self, data: Any) -> None:
+    def on_event(self, event: QueueChanged) -> None:
         if self._listener is not None:
-            op, pre = data
-            self._listener(op, pre)
+            self._listener(event.op, event.pre_len)
 
     def on_reset(self) -> None:
         if self._listener is not None:

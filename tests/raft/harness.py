@@ -7,12 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lazily_queue.raft import commands as C
 from lazily_queue.raft.codec import decode_frame, encode_frames
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import EngineConfig
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.replica import Replica, ReplicaConfig
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.state_machine import StateMachine
+from lazily_queue.replicated.view import ReadView
 
 Message = tuple[str, str, dict[str, Any]]
 
@@ -38,6 +40,7 @@ class Manual:
         )
         self.seed = seed
         self.replicas: dict[str, Replica] = {}
+        self.views: dict[str, ReadView] = {}
         self.in_flight: list[Message] = []
         self.sent: list[Message] = []
         self.results: list[tuple[Any, BaseException | None]] = []
@@ -49,17 +52,20 @@ class Manual:
                     self.replicas[a].peer_connected(b, True)
 
     def start(self, node: str) -> Replica:
+        state_machine = StateMachine()
         replica = Replica(
             node,
             list(self.ids),
             journal=DurableJournal(self.disk, str(self.root / node)),
             snapshot_path=str(self.root / node / "snapshot.cbor"),
+            fsm=state_machine,
             config=self.config,
             clock=lambda: self.now,
             wall_clock=lambda: self.wall,
             rng=random.Random(self.seed * 100 + int(node)),
         )
         self.replicas[node] = replica
+        self.views[node] = ReadView(state_machine)
         return replica
 
     def step(self, node: str) -> None:

@@ -41,7 +41,7 @@ async def test_cluster_over_unix_sockets_and_a_wrong_secret_cannot_join(tmp_path
                     await asyncio.sleep(0.05)
         assert intruder.status()["connected"] == []
         assert intruder.leader_id is None
-        assert intruder.driver.replica.sm.queues == {}
+        assert intruder.view.queues == {}
         for node in nodes:
             assert "4" not in node.status()["connected"]
     finally:
@@ -77,7 +77,7 @@ async def test_a_second_process_with_an_existing_id_is_refused(tmp_path: Path) -
         await impostor.start()
         await asyncio.sleep(1.0)
         assert impostor.status()["connected"] == []
-        assert impostor.driver.replica.sm.queues == {}
+        assert impostor.view.queues == {}
         refused = [node.driver.network.mesh.counters(1).refused  # type: ignore[attr-defined]
                    for node in nodes[1:]]
         assert sum(refused) >= 1

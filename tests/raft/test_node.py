@@ -133,7 +133,7 @@ async def test_minority_refuses_writes_then_rejoins(tmp_path: Path) -> None:
         await cluster.wait_leader()
         await cluster.settle()
         for node in cluster.nodes.values():
-            assert node.driver.replica.sm.queues["q"].elements() == ["before", "during"]
+            assert node.view.queues["q"].elements() == ["before", "during"]
 
 
 async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
         cluster.hub.heal()
         for _ in range(200):
             await asyncio.sleep(0.02)
-            if leader.driver.replica.sm.queues["q"].elements() == ["precious"]:
+            if leader.view.queues["q"].elements() == ["precious"]:
                 break
         await cluster.settle()
         assert q.storage.orphans_returned == 1  # type: ignore[attr-defined]
@@ -168,7 +168,7 @@ async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
         q = node.queue("q")
         await q.push("declare")
         replica = node.driver.replica
-        from lazily_queue.raft import commands as C
+        from lazily_queue.replicated import ops as C
 
         done: list[object] = []
         answered = asyncio.Event()
@@ -190,8 +190,8 @@ async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
         node.driver.wake()
         await answered.wait()
         await cluster.settle()
-        assert replica.sm.queues["q"].elements() == ["declare", "once"]
-        assert replica.sm.duplicate_ops >= 1
+        assert node.view.queues["q"].elements() == ["declare", "once"]
+        assert node.view.duplicate_ops >= 1
 
 
 async def test_whole_cluster_restart_keeps_every_acknowledged_push(tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snaps
         rejoined = await cluster.restart(lagging)
         for _ in range(300):
             await asyncio.sleep(0.02)
-            if rejoined.driver.replica.sm.queues.get("steady") is not None:
+            if rejoined.view.queues.get("steady") is not None:
                 break
         await rejoined.barrier()
         assert rejoined.status()["snapshots_installed"] >= 1

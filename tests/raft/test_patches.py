@@ -11,11 +11,12 @@ import pysyncobj.pickle as ps_pickle
 import pysyncobj.syncobj as ps_syncobj
 import pytest
 
-from lazily_queue.raft import commands as C
 from lazily_queue.raft import patches
+from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES, EngineConfig
 from lazily_queue.raft.replica import ReplicaConfig
-from lazily_queue.raft.state_machine import StateMachine
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.state_machine import StateMachine
 
 from .harness import Manual
 
@@ -51,7 +52,7 @@ def _pipelined_pushes(tmp_path: Path, pushes: int = 60, lag: int = 10) -> tuple[
         cluster.deliver()
     for _ in range(20):
         cluster.round()
-    applied = cluster.replicas[follower].sm.queues["q"].len()
+    applied = cluster.views[follower].queues["q"].len()
     return _entries_sent(cluster, leader, follower) - start, applied
 
 
@@ -128,7 +129,7 @@ def _apply_failure(tmp_path: Path) -> tuple[int, int]:
     leader = cluster.elect()
     replica = cluster.replicas[leader]
     cluster.declare_queue(leader)
-    original = replica.sm.apply
+    original = replica.fsm.apply
 
     def flaky(payload: bytes, stamp: int) -> object:
         if b"boom" in payload:
@@ -149,7 +150,8 @@ def _apply_failure(tmp_path: Path) -> tuple[int, int]:
             cluster.round()
         except RuntimeError:
             pass
-    return replica.engine.commit_index - replica.engine.last_applied, replica.sm.queues["q"].len()
+    behind = replica.engine.commit_index - replica.engine.last_applied
+    return behind, cluster.views[leader].queues["q"].len()
 
 
 def test_safe_apply(tmp_path: Path) -> None:
@@ -189,7 +191,7 @@ def test_pipe_notifier_overflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         cluster = Manual(root, ("1",))
         engine = cluster.replicas["1"].engine
         for _ in range(70_000):
-            engine.submit(C.encode_command(1, 0, []), lambda r, e: None)
+            engine.submit(encode_command(1, 0, []), lambda r, e: None)
 
     submit_many(tmp_path / "patched")
     monkeypatch.setattr(ps_syncobj, "PIPE_NOTIFIER_ENABLED", True)
@@ -221,7 +223,7 @@ def test_commits_without_waiting_for_a_heartbeat(tmp_path: Path) -> None:
     for _ in range(6):
         cluster.round()
     assert cluster.now == frozen
-    assert all(r.sm.queues["q"].elements() == ["x"] for r in cluster.replicas.values())
+    assert all(v.queues["q"].elements() == ["x"] for v in cluster.views.values())
 
 
 def test_commands_stay_below_the_chunking_threshold(tmp_path: Path) -> None:
@@ -251,7 +253,7 @@ def test_snapshot_entries_come_back_as_tuples(tmp_path: Path) -> None:
     _, last, prev, _ = replica.snapshots.deserialize()
     assert type(last) is tuple and type(prev) is tuple
     assert replica.journal[0] == prev and replica.journal[1] == last
-    assert StateMachine is type(replica.sm)
+    assert StateMachine is type(replica.fsm)
 
 
 def _cut_off_leader_shrinks_to_one(root: Path) -> tuple[list[str], bool]:
@@ -269,7 +271,7 @@ def _cut_off_leader_shrinks_to_one(root: Path) -> tuple[list[str], bool]:
     for _ in range(5):
         cluster.step(leader)
         cluster.in_flight.clear()
-    alone = cluster.replicas[leader].sm.queues["q"].elements() == ["alone"]
+    alone = cluster.views[leader].queues["q"].elements() == ["alone"]
     return engine.members, alone
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lazily_queue.raft import commands as C
 from lazily_queue.raft import patches
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import CANDIDATE, LEADER
 from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.outcome import Outcome
 from lazily_queue.raft.rejoin import wipe_for_rejoin
+from lazily_queue.replicated import ops as C
 
 from .harness import Manual, Message
 
@@ -73,7 +74,7 @@ def _isolated_follower(root: Path) -> dict[str, object]:
         "final_term": max(r.engine.term for r in cluster.replicas.values()),
         "deposed": cluster.replicas[leader].leader_changes != changes,
         "same_leader": leaders == [leader],
-        "caught_up": cluster.replicas[follower].sm.queues["q"].len(),
+        "caught_up": cluster.views[follower].queues["q"].len(),
     }
 
 
@@ -116,7 +117,7 @@ def test_a_new_leader_after_the_leader_dies_and_after_a_full_restart(tmp_path: P
     restarted = cluster.elect()
     cluster.propose(restarted, C.QUEUE_PUSH, ["q", "after"])
     _advance(cluster, 0.2)
-    assert all(r.sm.queues["q"].len() == 6 for r in cluster.replicas.values())
+    assert all(v.queues["q"].len() == 6 for v in cluster.views.values())
 
 
 def test_a_one_member_cluster_elects_itself(tmp_path: Path) -> None:
@@ -126,7 +127,7 @@ def test_a_one_member_cluster_elects_itself(tmp_path: Path) -> None:
     cluster.declare_queue("1")
     cluster.propose("1", C.QUEUE_PUSH, ["q", 1])
     _advance(cluster, 0.1)
-    assert cluster.replicas["1"].sm.queues["q"].len() == 1
+    assert cluster.views["1"].queues["q"].len() == 1
     assert not _sent(cluster, "1", "pre_vote")
 
 
@@ -136,9 +137,9 @@ def test_leadership_transfer_skips_pre_vote(tmp_path: Path) -> None:
     cluster.declare_queue(leader)
     term = cluster.replicas[leader].engine.term
     target = next(n for n in cluster.ids if n != leader)
-    results: list[int] = []
+    results: list[Outcome] = []
     cluster.replicas[leader].engine.transfer_leadership(target, lambda _r, e: results.append(e))
-    assert results == [0]
+    assert results == [Outcome.SUCCESS]
     mark = len(cluster.sent)
     _advance(cluster, 0.1)
     assert cluster.replicas[target].engine.is_leader
@@ -169,7 +170,7 @@ def test_a_member_with_a_stale_log_cannot_win_pre_vote(tmp_path: Path) -> None:
     _advance(cluster, 2.0, down=frozenset({leader}))
     assert cluster.replicas[fresh].engine.is_leader
     assert cluster.replicas[fresh].engine.term == term + 1
-    assert cluster.replicas[stale].sm.queues["q"].len() == 10
+    assert cluster.views[stale].queues["q"].len() == 10
 
 
 def test_a_follower_of_a_live_leader_refuses_and_a_grant_changes_nothing(
@@ -233,7 +234,7 @@ def test_a_member_with_a_higher_term_is_not_left_out(tmp_path: Path) -> None:
     terms = {r.engine.term for r in cluster.replicas.values()}
     assert len(terms) == 1 and terms.pop() > high
     assert sum(r.engine.state == LEADER for r in cluster.replicas.values()) == 1
-    assert cluster.replicas[behind].sm.queues["q"].len() == 5
+    assert cluster.views[behind].queues["q"].len() == 5
 
 
 def test_a_rejoining_member_keeps_its_restrictions(tmp_path: Path) -> None:

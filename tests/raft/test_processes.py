@@ -126,7 +126,7 @@ async def test_sigkill_of_the_leader_loses_and_duplicates_nothing(tmp_path: Path
         await nodes[0].wait_for_leader(timeout=20)
         for node in nodes:
             await node.barrier()
-        contents = [n.driver.replica.sm.queues["chaos"].elements() for n in nodes]
+        contents = [n.view.queues["chaos"].elements() for n in nodes]
     finally:
         for node in nodes:
             await node.stop()

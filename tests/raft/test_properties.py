@@ -112,7 +112,7 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
             values[delivery.item_id] = delivery.value
             assert await wq.aack("drain", delivery.delivery_id)
         await cluster.settle()
-        state = observer.driver.replica.sm.work_queues["w"]
+        state = observer.view.work_queues["w"]
         acked = [r[1] for r in state.receipts.values() if r[3] == "acked"]
         dead = [letter.item_id for letter in wq.dead_letters()]
         settled = Counter(acked + dead)
@@ -138,7 +138,7 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
 
 async def _check_no_double_delivery(cluster: LocalCluster) -> None:
     for node in cluster.nodes.values():
-        state = node.driver.replica.sm.work_queues.get("w")
+        state = node.view.work_queues.get("w")
         if state is None:
             continue
         items = [d.item_id for d in state.core.in_flight()]

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazily_queue.raft import commands as C
 from lazily_queue.raft import patches
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES
 from lazily_queue.raft.safe_pickle import (
@@ -24,6 +23,7 @@ from lazily_queue.raft.safe_pickle import (
     restricted_load,
     restricted_loads,
 )
+from lazily_queue.replicated import ops as C
 
 from .harness import Manual
 

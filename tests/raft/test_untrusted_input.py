@@ -20,9 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazily_queue import UnsupportedValue
-from lazily_queue.raft import commands as C
+from lazily_queue.raft.batch import CommandError, decode_command, encode_command
 from lazily_queue.raft.codec import FrameError, decode_frame
-from lazily_queue.raft.commands import CommandError, decode_command, encode_command
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES
 from lazily_queue.raft.journal import DurableJournal, JournalError
@@ -34,6 +33,7 @@ from lazily_queue.raft.snapshot import (
     decode_snapshot,
     encode_snapshot,
 )
+from lazily_queue.replicated import ops as C
 
 from .cluster import LocalCluster
 from .harness import Manual
@@ -339,9 +339,9 @@ def test_unsupported_values_are_refused_at_the_call(
     m.propose(leader, C.QUEUE_PUSH, ["q", "fine"])
     for _ in range(10):
         m.round()
-    for r in m.replicas.values():
-        assert r.sm.queues["q"].elements() == ["fine"]
-        assert r.sm.applied_ops == 2  # the declaration and the one valid push
+    for view in m.views.values():
+        assert view.queues["q"].elements() == ["fine"]
+        assert view.applied_ops == 2  # the declaration and the one valid push
 
 
 def test_oversized_operations_still_raise_value_error(tmp_path: Path) -> None:
@@ -368,9 +368,9 @@ def test_the_deepest_accepted_value_survives_a_snapshot(tmp_path: Path) -> None:
     m.propose(leader, C.QUEUE_POP, ["q"])  # its result, stored per session, nests deeper
     for _ in range(20):
         m.round()
-    replica = m.replicas[leader]
-    assert replica.sm.queues["q"].len() == depth - 2
-    doc = _snapshot_doc(replica.sm.capture())
+    view = m.views[leader]
+    assert view.queues["q"].len() == depth - 2
+    doc = _snapshot_doc(view.capture())
     restored = decode_snapshot(encode_snapshot(doc))
     assert restored["state"] == cbor2.loads(cbor2.dumps(doc["state"]))
 
@@ -386,7 +386,7 @@ async def test_a_node_refuses_an_unsupported_push_and_keeps_serving(tmp_path: Pa
 
 
 def test_hostile_commits_are_skipped_as_malformed(caplog: pytest.LogCaptureFixture) -> None:
-    from lazily_queue.raft.state_machine import StateMachine
+    from lazily_queue.replicated.state_machine import StateMachine
 
     caplog.set_level(logging.ERROR)
     sm = StateMachine()

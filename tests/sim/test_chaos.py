@@ -148,7 +148,7 @@ async def _final_state(tmp: Path) -> tuple[dict[str, object], Path]:
             if len(applied) == 1 and applied == commits:
                 break
             await asyncio.sleep(0.05)
-        states = [n.driver.replica.sm.capture() for n in nodes]
+        states = [n.view.capture() for n in nodes]
     finally:
         for node in nodes:
             await node.stop()

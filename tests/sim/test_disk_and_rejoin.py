@@ -11,6 +11,7 @@ from lazily_queue.raft.meta import decode_meta
 from lazily_queue.raft.records import decode_records
 from lazily_queue.raft.rejoin import FLOOR_KEY, floor_of, scan_newest, wipe_for_rejoin
 from lazily_queue.raft.replica import Replica
+from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.sim.clock import VirtualClock, WallClock
 from lazily_queue.sim.disk import SimDisk
 
@@ -84,7 +85,7 @@ def test_rejoin_keeps_term_and_vote_and_sets_the_floor_past_the_corruption() -> 
 
 def _replica(disk: SimDisk, clock: VirtualClock) -> Replica:
     return Replica("1", ["1", "2", "3"], journal=DurableJournal(disk, DIR),
-                   snapshot_path=f"{DIR}/snapshot.cbor", clock=clock,
+                   snapshot_path=f"{DIR}/snapshot.cbor", fsm=StateMachine(), clock=clock,
                    wall_clock=WallClock(clock), rng=random.Random(1))
 
 

@@ -8,11 +8,13 @@ import random
 import pytest
 
 from lazily_queue.raft import patches
-from lazily_queue.raft.commands import BARRIER, encode_command
+from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError
 from lazily_queue.raft.records import decode_records
 from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
+from lazily_queue.replicated.ops import BARRIER
+from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.sim.clock import VirtualClock, WallClock
 from lazily_queue.sim.disk import SimDisk
 
@@ -21,7 +23,7 @@ def _candidate(members: int) -> tuple[Replica, VirtualClock]:
     clock = VirtualClock()
     ids = [str(i) for i in range(1, members + 1)]
     replica = Replica("1", ids, journal=DurableJournal(SimDisk(), "/n"),
-                      snapshot_path="/n/snapshot.cbor", clock=clock,
+                      snapshot_path="/n/snapshot.cbor", fsm=StateMachine(), clock=clock,
                       wall_clock=WallClock(clock), rng=random.Random(3))
     for peer in ids[1:]:
         replica.peer_connected(peer, True)
@@ -114,7 +116,8 @@ def test_a_crash_before_the_fsync_does_not_apply_entries_the_leader_replaced() -
 
     def replica() -> Replica:
         return Replica("2", ["1", "2", "3"], journal=DurableJournal(disk, "/n"),
-                       snapshot_path="/n/s", clock=clock, wall_clock=WallClock(clock),
+                       snapshot_path="/n/s", fsm=StateMachine(), clock=clock,
+                       wall_clock=WallClock(clock),
                        rng=random.Random(1))
 
     follower = replica()

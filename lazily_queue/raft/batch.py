@@ -1,15 +1,15 @@
 """The replicated command format: one CBOR batch of operations per Raft entry.
 
-A batch is ``[1, session, floor, ops]``. ``session`` identifies the proposing node
-incarnation; ``floor`` says every result of that session below this sequence number
+A batch is ``[BATCH_FORMAT, session, floor, ops]``. ``session`` identifies the proposing
+node incarnation; ``floor`` says every result of that session below this sequence number
 has been received, so the state machine may forget them. Each op is
-``[seq, code, *args]``; ``seq`` makes a retried op idempotent.
+``[seq, code, *args]``; ``seq`` makes a retried op idempotent. What an op code means is
+the state machine's business (:mod:`lazily_queue.replicated.ops`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
 import cbor2
@@ -17,7 +17,8 @@ from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
 from ..errors import UnsupportedValue
 
-FORMAT = 1
+#: The batch's format tag (its first element), not an op code.
+BATCH_FORMAT = 1
 #: Largest batch a replica decodes (the engine refuses to propose more than 60 KiB).
 MAX_BATCH_BYTES = 64 * 1024
 #: Deepest nesting of a decoded batch (the batch, its op list and an op take 3 levels).
@@ -26,55 +27,13 @@ BATCH_MAX_DEPTH = 48
 _OP_MAX_DEPTH = BATCH_MAX_DEPTH - 2
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
-# Queue operations.
-QUEUE_DECLARE = 1  # [name, capacity | None]
-QUEUE_PUSH = 2  # [name, value]
-QUEUE_POP = 3  # [name]
-QUEUE_CLOSE = 4  # [name]
-QUEUE_UNPOP = 5  # [name, value]: return an undelivered element to the head
-# Cluster operations.
-BARRIER = 9  # []
-MEMBER_ADDRESS = 10  # [node_id, address]
-# Topic operations: 20..29; work queue operations: 30..39.
-TOPIC_DECLARE = 20
-TOPIC_PUBLISH = 21
-TOPIC_SUBSCRIBE = 22
-TOPIC_RECONNECT = 23
-TOPIC_DISCONNECT = 24
-TOPIC_ADVANCE = 25
-TOPIC_GC = 26
-TOPIC_RESTORE = 27  # [name, snapshot]: replace the topic's state (administration, seeding)
-WORK_DECLARE = 30
-WORK_PUSH = 31
-WORK_CLAIM = 32
-WORK_ACK = 33
-WORK_NACK = 34
-WORK_REAP = 35
-WORK_EXTEND = 36
-WORK_REDRIVE = 37
-
-OP_NAMES = {v: k.lower() for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
-OP_NAMES.pop(FORMAT, None)
-
-
 class CommandError(ValueError):
     """A command batch is malformed; it is applied as a no-op with this error."""
 
 
-@dataclass(frozen=True)
-class OpError:
-    """An operation the state machine refused; ``code`` is stable, ``message`` explains."""
-
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-
 def encode_command(session: int, floor: int, ops: list[list[Any]]) -> bytes:
     """Encode one batch; values must be CBOR-serialisable."""
-    return cbor2.dumps([FORMAT, session, floor, ops])
+    return cbor2.dumps([BATCH_FORMAT, session, floor, ops])
 
 
 def encode_op(seq: int, code: int, args: list[Any]) -> bytes:
@@ -82,14 +41,16 @@ def encode_op(seq: int, code: int, args: list[Any]) -> bytes:
     return cbor2.dumps([seq, code, *args])
 
 
-def encode_checked_op(seq: int, code: int, args: list[Any], *, max_bytes: int) -> bytes:
-    """Encode one op that every replica will decode, or refuse it at the call.
+def encode_checked_op(
+    seq: int, code: int, args: list[Any], *, max_bytes: int, name: str
+) -> bytes:
+    """Encode one op that every replica will decode, or refuse it at the call (``name``
+    names the op in the errors).
 
     Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value the values profile
     of :mod:`lazily_transports.safe_cbor` refuses (an ``int`` map key, a ``Fraction``, nesting
     deeper than the limit...) and ``ValueError`` for an op over ``max_bytes``.
     """
-    name = OP_NAMES.get(code, code)
     _check_nesting(args, max_bytes, name)
     try:
         encoded = encode_op(seq, code, args)
@@ -107,7 +68,7 @@ def encode_checked_op(seq: int, code: int, args: list[Any], *, max_bytes: int) -
     return encoded
 
 
-def _unsupported(name: object, reason: str) -> UnsupportedValue:
+def _unsupported(name: str, reason: str) -> UnsupportedValue:
     return UnsupportedValue(
         f"{name}: the value cannot be replicated: {reason}. Replicated values are None, bool, "
         "int, float, str, bytes, lists and tuples, dicts with str or bytes keys, sets of str "
@@ -115,7 +76,7 @@ def _unsupported(name: object, reason: str) -> UnsupportedValue:
     )
 
 
-def _check_nesting(args: list[Any], max_bytes: int, name: object) -> None:
+def _check_nesting(args: list[Any], max_bytes: int, name: str) -> None:
     """Refuse values nested deeper than replicas decode before cbor2 encodes them (its
     encoder recurses without a limit). Every item encodes to at least one byte, so the
     walk stops after ``max_bytes`` items."""
@@ -156,7 +117,7 @@ def decode_command(payload: bytes) -> tuple[int, int, list[list[Any]]]:
         doc = VALUES.loads(payload, max_bytes=MAX_BATCH_BYTES, max_depth=BATCH_MAX_DEPTH)
     except UntrustedDataError as exc:
         raise CommandError(f"command is not valid CBOR: {exc.reason}") from None
-    if not isinstance(doc, list) or len(doc) != 4 or doc[0] != FORMAT:
+    if not isinstance(doc, list) or len(doc) != 4 or doc[0] != BATCH_FORMAT:
         raise CommandError("command is not a batch of format 1")
     _, session, floor, ops = doc
     if not isinstance(session, int) or not isinstance(floor, int) or not isinstance(ops, list):

@@ -1,0 +1,83 @@
+"""Leader maintenance: lease expiry for work queues and topic retention GC, as proposals.
+
+Both are ordinary operations, so they apply identically on every member. Only the
+leader proposes them; a member that stops leading mid-round just sees its proposals
+fail or commit through the new leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from .replicated import ops
+from .replicated.view import ReadView
+
+if TYPE_CHECKING:
+    from .node import Node
+
+log = logging.getLogger(__name__)
+
+
+def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool) -> list[tuple[int, list[Any]]]:
+    """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
+    ms): a reap of each work queue with an expired lease and, with ``gc_topics``, a GC
+    of each topic holding elements every subscriber has read."""
+    due: list[tuple[int, list[Any]]] = []
+    for name, state in view.work_queues.items():
+        deadlines = [d.deadline for d in state.core.in_flight()]
+        if deadlines and min(deadlines) < max(now_ms, view.now):
+            due.append((ops.WORK_REAP, [name, None]))
+    if gc_topics:
+        for name, topic in view.topics.items():
+            if topic.retention_frontier() > topic.base_offset():
+                due.append((ops.TOPIC_GC, [name]))
+    return due
+
+
+class Maintenance:
+    """Proposes :func:`due_operations` every ``node.maintenance_interval`` seconds while
+    ``node`` leads (topic GC every ``node.topic_gc_interval`` seconds)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None and self.node.maintenance_interval is not None:
+            self._task = asyncio.create_task(
+                self._run(self.node.maintenance_interval),
+                name=f"lazily-maintenance-{self.node.node_id}",
+            )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self, interval: float) -> None:
+        node = self.node
+        last_gc = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)
+            if not node.is_leader:
+                continue
+            try:
+                await self.once(time.monotonic() - last_gc >= node.topic_gc_interval)
+            except Exception as exc:
+                log.info("node %s: maintenance round skipped: %s", node.node_id, exc)
+            if time.monotonic() - last_gc >= node.topic_gc_interval:
+                last_gc = time.monotonic()
+
+    async def once(self, gc_topics: bool) -> None:
+        """Propose every due operation and wait for them to commit."""
+        node = self.node
+        due = due_operations(node.view, int(time.time() * 1000), gc_topics=gc_topics)
+        if due:
+            await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
+                                   for code, args in due))

@@ -1,0 +1,99 @@
+"""Membership changes of a running node: add or remove a member, transfer leadership.
+
+One change at a time, through the leader. The engine answers each request with an
+:class:`~lazily_queue.raft.outcome.Outcome`; transient refusals (no leader yet, a
+leader change, a change still in flight) are retried until the deadline, the others
+raise :class:`~lazily_queue.errors.InvalidConfiguration` naming the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .errors import InvalidConfiguration
+from .raft.outcome import RETRYABLE, Answer, Outcome
+from .replicated import ops
+from .storage.raft_queue import raise_op_error
+
+if TYPE_CHECKING:
+    from .node import Node
+
+#: Pause between attempts after a transient refusal (seconds).
+RETRY_PAUSE = 0.05
+
+
+async def add_member(node: Node, member: str, address: str | None, timeout: float) -> None:
+    """Replicate ``address`` (when given), then add ``member`` to the cluster."""
+    engine = node.driver.replica.engine
+    if member in engine.members:
+        raise InvalidConfiguration(f"node {member} is already a member")
+    if address is not None:
+        raise_op_error(
+            await node.driver.call(ops.MEMBER_ADDRESS, [member, address], timeout=timeout)
+        )
+    await _change(node, lambda answer: node.driver.replica.engine.add_member(member, answer),
+                  f"adding node {member}", timeout)
+
+
+async def remove_member(node: Node, member: str, timeout: float) -> None:
+    if member not in node.driver.replica.engine.members:
+        raise InvalidConfiguration(f"node {member} is not a member")
+    await _change(node, lambda answer: node.driver.replica.engine.remove_member(member, answer),
+                  f"removing node {member}", timeout)
+
+
+async def transfer_leadership(node: Node, target: str | None, timeout: float) -> str:
+    """On the leader: hand leadership to ``target`` (or the most caught-up follower) and
+    return the new leader's id once this node sees it."""
+    if not node.is_leader:
+        raise InvalidConfiguration(
+            f"node {node.node_id} is not the leader ({node.leader_id} is); call this there"
+        )
+    await _change(
+        node,
+        lambda answer: node.driver.replica.engine.transfer_leadership(target, answer),
+        "transferring leadership", timeout,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        leader = node.leader_id
+        if leader is not None and leader != node.node_id:
+            return leader
+        await node.driver.next_step()
+    raise TimeoutError("leadership did not move before the deadline")
+
+
+async def _change(
+    node: Node, start: Callable[[Answer], None], what: str, timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Outcome] = loop.create_future()
+
+        def done(_: object, outcome: Outcome, fut: asyncio.Future[Outcome] = fut) -> None:
+            if not fut.done():
+                fut.set_result(outcome)
+
+        start(done)
+        node.driver.wake()
+        remaining = deadline - time.monotonic()
+        try:
+            outcome = await asyncio.wait_for(fut, max(remaining, 0.01))
+        except TimeoutError:
+            raise TimeoutError(
+                f"{what} did not commit before the deadline; it may still commit (the "
+                "leader refuses any other membership change until it has)"
+            ) from None
+        if outcome is Outcome.SUCCESS:
+            return
+        transient = outcome in RETRYABLE or outcome is Outcome.REQUEST_DENIED
+        if not transient or time.monotonic() > deadline:
+            raise InvalidConfiguration(
+                f"{what} was refused: {outcome.value} (one membership "
+                "change at a time, after the leader's first entry committed)"
+            )
+        await asyncio.sleep(RETRY_PAUSE)

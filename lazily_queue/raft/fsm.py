@@ -1,0 +1,35 @@
+"""FSM: what consensus needs of the state it replicates.
+
+The replica applies every committed command to it, in log order, snapshots and restores
+it, and releases the events it reports with the step that applied them. Consensus knows
+nothing else about it; the node chooses the implementation
+(:class:`lazily_queue.replicated.state_machine.StateMachine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class FSM(Protocol):
+    """A deterministic state machine fed with committed commands."""
+
+    def apply(self, payload: bytes, stamp: int) -> Any:
+        """Apply one committed command stamped with the leader's time (ms); never raise.
+        The result goes to the proposer's waiter."""
+
+    def capture(self) -> Any:
+        """The whole state as plain values (the snapshot's ``state``)."""
+
+    def restore(self, doc: Any) -> None:
+        """Replace the whole state with a captured one."""
+
+    def validate(self, doc: Any) -> None:
+        """Raise unless ``doc`` restores cleanly; change nothing."""
+
+    def drain_events(self) -> Sequence[object]:
+        """The events reported since the last call, oldest first."""
+
+    def op_name(self, code: int) -> str:
+        """The name of op ``code`` (in errors and timeouts)."""

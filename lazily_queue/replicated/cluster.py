@@ -1,0 +1,27 @@
+"""Cluster operations: a barrier through the log and the replicated member addresses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import ops
+from .events import MemberAddressed
+from .family import Family
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+
+def barrier(sm: StateMachine, args: list[Any]) -> Any:
+    """Applies nothing; its result is the leader's time stamp."""
+    return sm.now
+
+
+def member_address(sm: StateMachine, args: list[Any]) -> Any:
+    node_id, address = args
+    sm.addresses[str(node_id)] = str(address)
+    sm.emit(MemberAddressed(str(node_id), str(address)))
+    return None
+
+
+FAMILY = Family("cluster", {ops.BARRIER: barrier, ops.MEMBER_ADDRESS: member_address})

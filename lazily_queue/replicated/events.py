@@ -1,0 +1,63 @@
+"""What the state machine reports after applying: one typed event per transition.
+
+The replica releases them with the step that applied them; the node routes them to the
+storage of the named queue, topic or work queue, whose change listener updates its
+cell's readers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class QueueChanged:
+    """Queue ``name`` changed by ``op`` (``core.queue.PUSH``/``POP``/``UNPOP``/``CLOSE``)
+    when it held ``pre_len`` elements."""
+
+    name: str
+    op: int
+    pre_len: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDeclared:
+    """Queue ``name`` was declared with ``capacity``."""
+
+    name: str
+    capacity: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChanged:
+    """Topic ``name`` changed what ``subscribers`` read."""
+
+    name: str
+    subscribers: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkQueueChanged:
+    """Work queue ``name`` changed the readers in ``mask`` (``core.work.WorkReader``)."""
+
+    name: str
+    mask: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAddressed:
+    """Member ``node`` is reachable at ``address``."""
+
+    node: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """The whole state was replaced by a snapshot: every reader may have changed."""
+
+
+Event = QueueChanged | QueueDeclared | TopicChanged | WorkQueueChanged | MemberAddressed | Restored
+#: Every event type (to pick events out of what a replica releases).
+EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, WorkQueueChanged, MemberAddressed,
+               Restored)

@@ -1,0 +1,42 @@
+"""A family of operations: the handlers of its op codes and its part of the snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .ops import OpRefused
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+#: Applies one op's arguments to the state; returns the op's result or raises
+#: :class:`~.ops.OpRefused`.
+Handler = Callable[["StateMachine", list[Any]], Any]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A named part of the snapshot: ``capture`` returns it, ``restore`` puts it back
+    (given ``None`` when a snapshot lacks it)."""
+
+    name: str
+    capture: Callable[[StateMachine], Any]
+    restore: Callable[[StateMachine, Any], None]
+
+
+@dataclass(frozen=True)
+class Family:
+    """The op codes one kind of replicated object answers, and its snapshot sections."""
+
+    name: str
+    handlers: Mapping[int, Handler]
+    sections: tuple[Section, ...] = field(default_factory=tuple)
+
+
+def checked_name(value: Any, what: str = "name") -> str:
+    """``value`` as an object name, or refuse the op."""
+    if not isinstance(value, str) or not value:
+        raise OpRefused("bad_name", f"{what} must be a non-empty string, got {value!r}")
+    return value

@@ -1,0 +1,89 @@
+"""The op codes of the replicated queue state machine, their names and refusals.
+
+An op travels as ``[seq, code, *args]`` inside a command batch
+(:mod:`lazily_queue.raft.batch`). Codes are part of the replicated log's format: never
+reuse or renumber one. Every code is listed in :data:`OP_NAMES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Queue operations: 1..8.
+QUEUE_DECLARE = 1  # [name, capacity | None]
+QUEUE_PUSH = 2  # [name, value]
+QUEUE_POP = 3  # [name]
+QUEUE_CLOSE = 4  # [name]
+QUEUE_UNPOP = 5  # [name, value]: return an undelivered element to the head
+# Cluster operations: 9..19.
+BARRIER = 9  # []
+MEMBER_ADDRESS = 10  # [node_id, address]
+# Topic operations: 20..29.
+TOPIC_DECLARE = 20  # [name]
+TOPIC_PUBLISH = 21  # [name, value]
+TOPIC_SUBSCRIBE = 22  # [name, subscriber, durability]
+TOPIC_RECONNECT = 23  # [name, subscriber]
+TOPIC_DISCONNECT = 24  # [name, subscriber]
+TOPIC_ADVANCE = 25  # [name, subscriber]
+TOPIC_GC = 26  # [name]
+TOPIC_RESTORE = 27  # [name, snapshot]: replace the topic's state (administration, seeding)
+# Work queue operations: 30..39.
+WORK_DECLARE = 30  # [name, visibility_timeout_ms, max_deliveries]
+WORK_PUSH = 31  # [name, value]
+WORK_CLAIM = 32  # [name, worker, now | None]
+WORK_ACK = 33  # [name, worker, delivery_id]
+WORK_NACK = 34  # [name, worker, delivery_id]
+WORK_REAP = 35  # [name, now | None]
+WORK_EXTEND = 36  # [name, worker, delivery_id, now | None]
+WORK_REDRIVE = 37  # [name, item_ids | None]
+
+#: The name of every op code (in errors, timeouts and logs).
+OP_NAMES: dict[int, str] = {
+    QUEUE_DECLARE: "queue_declare",
+    QUEUE_PUSH: "queue_push",
+    QUEUE_POP: "queue_pop",
+    QUEUE_CLOSE: "queue_close",
+    QUEUE_UNPOP: "queue_unpop",
+    BARRIER: "barrier",
+    MEMBER_ADDRESS: "member_address",
+    TOPIC_DECLARE: "topic_declare",
+    TOPIC_PUBLISH: "topic_publish",
+    TOPIC_SUBSCRIBE: "topic_subscribe",
+    TOPIC_RECONNECT: "topic_reconnect",
+    TOPIC_DISCONNECT: "topic_disconnect",
+    TOPIC_ADVANCE: "topic_advance",
+    TOPIC_GC: "topic_gc",
+    TOPIC_RESTORE: "topic_restore",
+    WORK_DECLARE: "work_declare",
+    WORK_PUSH: "work_push",
+    WORK_CLAIM: "work_claim",
+    WORK_ACK: "work_ack",
+    WORK_NACK: "work_nack",
+    WORK_REAP: "work_reap",
+    WORK_EXTEND: "work_extend",
+    WORK_REDRIVE: "work_redrive",
+}
+
+
+def op_name(code: int) -> str:
+    """The name of ``code``, or the code itself when this version does not know it."""
+    return OP_NAMES.get(code, str(code))
+
+
+@dataclass(frozen=True)
+class OpError:
+    """An operation the state machine refused; ``code`` is stable, ``message`` explains."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class OpRefused(Exception):
+    """Raised inside a handler to refuse its op with an :class:`OpError`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.error = OpError(code, message)

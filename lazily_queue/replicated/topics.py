@@ -1,0 +1,86 @@
+"""Topic operations: the local ``TopicCore`` applied on every replica, in log order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from . import ops
+from .events import TopicChanged
+from .family import Family, Handler, Section, checked_name
+from .ops import OpRefused
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+
+def _topic(sm: StateMachine, args: list[Any]) -> tuple[str, TopicCore[Any]]:
+    name = checked_name(args[0])
+    topic = sm.topics.get(name)
+    if topic is None:
+        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+    return name, topic
+
+
+def _changed(sm: StateMachine, name: str, invalidated: frozenset[str]) -> None:
+    if invalidated:
+        sm.emit(TopicChanged(name, invalidated))
+
+
+def declare(sm: StateMachine, args: list[Any]) -> Any:
+    name = checked_name(args[0])
+    if name not in sm.topics:
+        sm.topics[name] = TopicCore()
+    return None
+
+
+def _topic_op(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> Handler:
+    """A handler running ``op(topic, args)`` on the named topic and emitting its readers."""
+
+    def apply(sm: StateMachine, args: list[Any]) -> Any:
+        name, topic = _topic(sm, args)
+        result, invalidated = op(topic, args)
+        _changed(sm, name, invalidated)
+        return result.name if isinstance(result, SubscribeOutcome) else result
+
+    return apply
+
+
+def restore(sm: StateMachine, args: list[Any]) -> Any:
+    name = checked_name(args[0])
+    try:
+        restored: TopicCore[Any] = TopicCore.from_snapshot(args[1])
+    except (TypeError, ValueError) as exc:
+        raise OpRefused("bad_snapshot", str(exc)) from exc
+    old = sm.topics.get(name)
+    sm.topics[name] = restored
+    ids = set(restored.subscriptions())
+    if old is not None:
+        ids.update(old.subscriptions())
+    _changed(sm, name, frozenset(ids))
+    return None
+
+
+def _capture(sm: StateMachine) -> dict[str, Any]:
+    return {name: t.snapshot() for name, t in sm.topics.items()}
+
+
+def _restore(sm: StateMachine, doc: Any) -> None:
+    sm.topics = {str(n): TopicCore.from_snapshot(s) for n, s in (doc or {}).items()}
+
+
+FAMILY = Family(
+    "topics",
+    {
+        ops.TOPIC_DECLARE: declare,
+        ops.TOPIC_PUBLISH: _topic_op(lambda t, a: t.publish(a[1])),
+        ops.TOPIC_SUBSCRIBE: _topic_op(lambda t, a: t.subscribe(a[1], Durability(a[2]))),
+        ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
+        ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),
+        ops.TOPIC_ADVANCE: _topic_op(lambda t, a: t.advance(a[1])),
+        ops.TOPIC_GC: _topic_op(lambda t, a: t.gc()),
+        ops.TOPIC_RESTORE: restore,
+    },
+    (Section("topics", _capture, _restore),),
+)

@@ -1,0 +1,69 @@
+"""ReadView: what readers may see of a replica's applied state, and nothing to change it.
+
+Storages, the node's maintenance, status and metrics, and the simulator read through
+it. It shows the state as applied on this replica (a follower may trail the leader)
+and follows a snapshot install. The objects it returns are the live cores: read them,
+never mutate them (every change goes through the log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.fifo import VecDequeStorage
+from ..core.topic import TopicCore
+from .state_machine import StateMachine
+from .work_queues import WorkState
+
+
+class ReadView:
+    """Read-only access to one :class:`StateMachine`."""
+
+    __slots__ = ("_sm",)
+
+    def __init__(self, state_machine: StateMachine) -> None:
+        self._sm = state_machine
+
+    def queue(self, name: str) -> VecDequeStorage[Any] | None:
+        return self._sm.queues.get(name)
+
+    def topic(self, name: str) -> TopicCore[Any] | None:
+        return self._sm.topics.get(name)
+
+    def work_queue(self, name: str) -> WorkState | None:
+        return self._sm.work_queues.get(name)
+
+    @property
+    def queues(self) -> Mapping[str, VecDequeStorage[Any]]:
+        return self._sm.queues
+
+    @property
+    def topics(self) -> Mapping[str, TopicCore[Any]]:
+        return self._sm.topics
+
+    @property
+    def work_queues(self) -> Mapping[str, WorkState]:
+        return self._sm.work_queues
+
+    def address(self, node_id: str) -> str | None:
+        """The replicated address of member ``node_id`` (set by ``add_member``)."""
+        return self._sm.addresses.get(node_id)
+
+    @property
+    def now(self) -> int:
+        """The leader's time stamp on the last applied batch (ms since the Unix epoch)."""
+        return self._sm.now
+
+    @property
+    def applied_ops(self) -> int:
+        return self._sm.applied_ops
+
+    @property
+    def duplicate_ops(self) -> int:
+        """Ops applied again by a retry and answered from their session instead."""
+        return self._sm.duplicate_ops
+
+    def capture(self) -> dict[str, Any]:
+        """The whole state in its snapshot form (a copy; compares replicas)."""
+        return self._sm.capture()

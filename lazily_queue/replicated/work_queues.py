@@ -1,0 +1,170 @@
+"""Work-queue operations: the local ``WorkQueueCore`` applied on every replica.
+
+Work-queue time is the leader's stamp on the batch (milliseconds since the Unix epoch,
+never decreasing), so ``claim``, ``reap`` and lease extension apply identically
+everywhere. Settlements (ack / nack) leave a receipt; a settlement repeated by the same
+worker (a retry after a failover, from a restarted process) is refused exactly as the
+core refuses it, but carries the original receipt, which the worker API accepts as
+proof that its settlement committed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
+from . import ops
+from .events import WorkQueueChanged
+from .family import Family, Handler, Section, checked_name
+from .ops import OpRefused
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+RECEIPTS_KEPT = 65536
+
+
+class WorkState:
+    """A replicated work queue: the core plus its recent receipts."""
+
+    def __init__(self, core: WorkQueueCore) -> None:
+        self.core = core
+        self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
+
+    def remember(self, name: str, delivery: Delivery, outcome: str, now: int) -> Receipt:
+        receipt = Receipt(name, delivery.delivery_id, delivery.item_id, delivery.worker,
+                          outcome, now)
+        self.receipts[delivery.delivery_id] = receipt.to_list()
+        while len(self.receipts) > RECEIPTS_KEPT:
+            self.receipts.popitem(last=False)
+        return receipt
+
+    def earlier(self, name: str, worker: str, delivery_id: int, outcome: str) -> Receipt | None:
+        raw = self.receipts.get(delivery_id)
+        if raw is None or raw[2] != worker or raw[3] != outcome:
+            return None
+        return Receipt(name, raw[0], raw[1], raw[2], raw[3], raw[4], duplicate=True)
+
+
+def _work(sm: StateMachine, args: list[Any]) -> tuple[str, WorkState]:
+    name = checked_name(args[0])
+    state = sm.work_queues.get(name)
+    if state is None:
+        raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
+    return name, state
+
+
+def _time(sm: StateMachine, value: Any) -> int:
+    """The op's explicit time, or the leader's stamp when the op carries none."""
+    if value is None:
+        return sm.now
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise OpRefused("bad_time", f"now must be a non-negative number, got {value!r}")
+    return int(value)
+
+
+def _changed(sm: StateMachine, name: str, mask: int) -> None:
+    if mask:
+        sm.emit(WorkQueueChanged(name, mask))
+
+
+def declare(sm: StateMachine, args: list[Any]) -> Any:
+    name = checked_name(args[0])
+    visibility_timeout, max_deliveries = args[1], args[2]
+    existing = sm.work_queues.get(name)
+    if existing is not None:
+        core = existing.core
+        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries):
+            raise OpRefused(
+                "config_mismatch",
+                f"work queue {name!r} exists with visibility_timeout="
+                f"{core.visibility_timeout} ms and max_deliveries={core.max_deliveries}; open "
+                "it with the same settings on every node",
+            )
+        return None
+    try:
+        sm.work_queues[name] = WorkState(WorkQueueCore(visibility_timeout, max_deliveries))
+    except (TypeError, ValueError) as exc:
+        raise OpRefused("bad_config", str(exc)) from exc
+    return None
+
+
+def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransition[Any]]
+             ) -> Handler:
+    """A handler running ``op(core, sm, args)`` on the named work queue; returns
+    ``[result, mask]`` and emits the mask."""
+
+    def apply(sm: StateMachine, args: list[Any]) -> Any:
+        name, state = _work(sm, args)
+        result, mask = op(state.core, sm, args)
+        _changed(sm, name, mask)
+        if isinstance(result, Delivery):
+            result = result.to_dict()
+        return [result, mask]
+
+    return apply
+
+
+def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
+    name, state = _work(sm, args)
+    worker, delivery_id = args[1], args[2]
+    delivery = None
+    for d in state.core.in_flight():
+        if d.delivery_id == delivery_id:
+            delivery = d
+            break
+    core = state.core
+    result, mask = core.ack(worker, delivery_id) if outcome == "acked" else core.nack(
+        worker, delivery_id
+    )
+    _changed(sm, name, mask)
+    if result and delivery is not None:
+        return [True, mask, state.remember(name, delivery, outcome, sm.now).to_list(), False]
+    # The core's answer stays exactly the spec's (a repeated settlement is refused);
+    # the earlier receipt rides along for workers retrying the same settlement.
+    earlier = state.earlier(name, worker, delivery_id, outcome)
+    return [False, mask, None if earlier is None else earlier.to_list(), earlier is not None]
+
+
+def ack(sm: StateMachine, args: list[Any]) -> Any:
+    return _settle(sm, args, "acked")
+
+
+def nack(sm: StateMachine, args: list[Any]) -> Any:
+    return _settle(sm, args, "nacked")
+
+
+def _capture(sm: StateMachine) -> dict[str, Any]:
+    return {
+        name: {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
+        for name, s in sm.work_queues.items()
+    }
+
+
+def _restore(sm: StateMachine, doc: Any) -> None:
+    queues: dict[str, WorkState] = {}
+    for name, raw in (doc or {}).items():
+        state = WorkState(WorkQueueCore.from_snapshot(raw["core"]))
+        for receipt in raw["receipts"]:
+            state.receipts[int(receipt[0])] = list(receipt)
+        queues[str(name)] = state
+    sm.work_queues = queues
+
+
+FAMILY = Family(
+    "work_queues",
+    {
+        ops.WORK_DECLARE: declare,
+        ops.WORK_PUSH: _work_op(lambda core, sm, a: core.push(a[1])),
+        ops.WORK_CLAIM: _work_op(lambda core, sm, a: core.claim(a[1], _time(sm, a[2]))),
+        ops.WORK_ACK: ack,
+        ops.WORK_NACK: nack,
+        ops.WORK_REAP: _work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))),
+        ops.WORK_EXTEND: _work_op(
+            lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
+        ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
+    },
+    (Section("work_queues", _capture, _restore),),
+)
