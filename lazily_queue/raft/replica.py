@@ -34,6 +34,7 @@ from .snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(eq=False)
 class Proposal:
     """One operation on its way through the log."""

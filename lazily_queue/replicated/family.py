@@ -35,8 +35,8 @@ class Family:
     sections: tuple[Section, ...] = field(default_factory=tuple)
 
 
-def checked_name(value: Any, what: str = "name") -> str:
+def checked_name(value: Any) -> str:
     """``value`` as an object name, or refuse the op."""
     if not isinstance(value, str) or not value:
-        raise OpRefused("bad_name", f"{what} must be a non-empty string, got {value!r}")
+        raise OpRefused("bad_name", f"name must be a non-empty string, got {value!r}")
     return value
