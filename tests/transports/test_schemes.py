@@ -207,7 +207,8 @@ async def test_a_mesh_dials_and_listens_through_its_table() -> None:
             while not isinstance(event := await two.events.receive(), Frame):
                 pass
         assert event.data == b"through the double"
-    assert double.calls and set(double.calls) == {addresses[2]}
+    assert addresses[2] in double.calls  # node 1 dialed node 2 through the double
+    assert set(double.calls) <= set(addresses.values())
     with pytest.raises(AddressError, match="no transport for scheme 'tcp'"):
         Mesh(make_config(1), None, {2: "tcp://127.0.0.1:7002"}, schemes=table)
 
