@@ -1,12 +1,15 @@
 """Suite-wide configuration: the event loop under test and fixture locations.
 
-``LAZILY_TEST_LOOP=uvloop`` runs every async test on uvloop instead of the standard
-asyncio loop; ``make test`` runs the suite on both.
+``LAZILY_TEST_LOOP=uvloop`` runs every test that runs on an event loop (a coroutine
+test, or one using an async fixture) on uvloop instead of the standard asyncio loop, and
+deselects the others; ``make test`` runs the suite on asyncio, then those tests again on
+uvloop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +42,28 @@ def _loop_factory() -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
 def pytest_asyncio_loop_factories(config: Any, item: Any) -> Mapping[str, Callable[[], Any]]:
     name, factory = _loop_factory()
     return {name: factory}
+
+
+def _runs_on_a_loop(item: pytest.Item) -> bool:
+    if inspect.iscoroutinefunction(getattr(item, "obj", None)):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        for fixture in defs:
+            if inspect.iscoroutinefunction(fixture.func) or inspect.isasyncgenfunction(
+                    fixture.func):
+                return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("LAZILY_TEST_LOOP") != "uvloop":
+        return
+    kept = [item for item in items if _runs_on_a_loop(item)]
+    dropped = [item for item in items if not _runs_on_a_loop(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

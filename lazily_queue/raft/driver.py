@@ -244,16 +244,9 @@ class Driver:
             return
         finally:
             self._stepping = False
-        journal = self.replica.journal
-        error: OSError | None = None
-        wrote = False
-        if journal.needs_sync:
-            try:
-                wrote = journal.write()
-            except OSError as exc:
-                error, wrote = exc, True
-        alone = len(self.replica.engine.members) == 1
-        for out in self.pipeline.admit(ready, wrote=wrote, alone=alone):
+        released, error = self.pipeline.stepped(
+            ready, self.replica.journal.write, alone=len(self.replica.engine.members) == 1)
+        for out in released:
             self._dispatch(out)
         if error is not None:
             self._stall(error)

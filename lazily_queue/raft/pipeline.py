@@ -47,6 +47,18 @@ class CommitPipeline:
         """Nothing held, nothing unsynced, no fsync under way."""
         return not self._held and self._written == self._synced and self._syncing is None
 
+    def stepped(
+        self, ready: Ready, write: Callable[[], bool], *, alone: bool
+    ) -> tuple[list[Ready], OSError | None]:
+        """After a step: run ``write`` (it hands the step's records to the OS and says
+        whether any need an fsync) and admit the step's output. Returns what may leave
+        now, and the write's error (then call :meth:`failed`)."""
+        try:
+            wrote, error = write(), None
+        except OSError as exc:
+            wrote, error = True, exc
+        return self.admit(ready, wrote=wrote, alone=alone), error
+
     def admit(self, ready: Ready, *, wrote: bool, alone: bool) -> list[Ready]:
         """Take one step's output; return what may leave now.
 

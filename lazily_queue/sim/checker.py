@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
-from ..core.queue import QueuePopError
+from ..core.queue import QueuePopError, QueuePushError
 from ..raft import commands as C
 from ..raft.commands import OpError
 from .history import AppliedOp, History, Violation
@@ -64,6 +64,7 @@ class Checker:
         self.history = history
         self.clients = clients
         self.queue: deque[Any] | None = None
+        self.capacity: int | None = None
         self.pushed: list[Any] = []
         self.popped: list[Any] = []
         self.work: _Work | None = None
@@ -109,6 +110,7 @@ class Checker:
         if code == C.QUEUE_DECLARE:
             if self.queue is None:
                 self.queue = deque()
+                self.capacity = args[1]
         elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP):
             self._queue_op(op)
         elif code == C.WORK_DECLARE:
@@ -131,6 +133,9 @@ class Checker:
             self._expect(op, OpError("unknown_queue", f"queue {QUEUE!r} has not been declared"))
             return
         if op.code == C.QUEUE_PUSH:
+            if self.capacity is not None and len(q) >= self.capacity:
+                self._expect(op, QueuePushError.Full)
+                return
             q.append(op.args[1])
             self.pushed.append(op.args[1])
             self._expect(op, None)

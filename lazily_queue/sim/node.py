@@ -181,17 +181,10 @@ class SimNode:
         if self.stalled:
             self._retry()
             return
-        ready = replica.step(sync=False)
-        journal = replica.journal
-        error: OSError | None = None
-        wrote = False
-        if journal.needs_sync:
-            try:
-                wrote = journal.write()
-            except OSError as exc:
-                error, wrote = exc, True
-        alone = len(replica.engine.members) == 1
-        for out in self.pipeline.admit(ready, wrote=wrote, alone=alone):
+        released, error = self.pipeline.stepped(
+            replica.step(sync=False), replica.journal.write,
+            alone=len(replica.engine.members) == 1)
+        for out in released:
             dispatch(self, out)
         if error is not None:
             self._stall(error, dispatch)

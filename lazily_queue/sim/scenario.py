@@ -58,6 +58,8 @@ class Scenario:
     max_deliveries: int = 3
     large_values: float = 0.0
     extend_leases: float = 0.0
+    #: The queue's capacity (``None``: unbounded); producers retry a refused push.
+    queue_capacity: int | None = None
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -117,6 +119,7 @@ def generate(seed: int) -> Scenario:
     s.extend_leases = rng.choice([0.0, 0.3])
     s.clients = dict(DEFAULT_CLIENTS)
     s.faults = _schedule(rng, s)
+    s.queue_capacity = rng.choice([None, None, 2, 8, 50])
     return s
 
 

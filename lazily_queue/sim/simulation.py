@@ -77,7 +77,8 @@ class Simulation:
     def _make_clients(self) -> None:
         c = self.cluster
         declarer = Declarer("de1", c, random.Random(self.rng.getrandbits(64)),
-                            self.s.visibility_ms, self.s.max_deliveries)
+                            self.s.visibility_ms, self.s.max_deliveries,
+                            queue_capacity=self.s.queue_capacity)
         self.clients.append(declarer)
         c.every(0.01, lambda: 0.05, declarer.act)
         kinds: dict[str, Any] = {

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.queue import QueuePushError
 from ..raft import commands as C
 from ..raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
 from ..raft.replica import Proposal
@@ -168,10 +169,11 @@ class Declarer(Client):
     kind = "declarer"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random,
-                 visibility_ms: int, max_deliveries: int) -> None:
+                 visibility_ms: int, max_deliveries: int,
+                 queue_capacity: int | None = None) -> None:
         super().__init__(cid, cluster, rng)
         self.todo: list[tuple[int, list[Any]]] = [
-            (C.QUEUE_DECLARE, [QUEUE, None]),
+            (C.QUEUE_DECLARE, [QUEUE, queue_capacity]),
             (C.WORK_DECLARE, [WORK, visibility_ms, max_deliveries]),
             (C.TOPIC_DECLARE, [TOPIC]),
         ]
@@ -220,6 +222,8 @@ class Producer(Client):
     def _done(self, obs: Observed) -> None:
         if obs.outcome == UNKNOWN and self.rng.random() < 0.5:
             self.retry = obs.args[1]
+        elif obs.outcome == OK and obs.result == QueuePushError.Full:
+            self.retry = obs.args[1]  # the bounded queue refused it: try again later
 
 
 class Consumer(Client):

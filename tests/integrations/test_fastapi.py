@@ -85,8 +85,10 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
             await stack.enter_async_context(app.router.lifespan_context(app))
         assert all(node.running for node in nodes)
         leader = await wait_leader(nodes)
+        await settle(nodes)  # every node has heard from the leader
         a, b, c = [await stack.enter_async_context(client(app)) for app in apps]
-        assert (await a.get("/who")).json() == {"node": "1", "leader": leader.node_id}
+        assert (await a.get("/who")).json() == {"node": "1", "leader": nodes[0].leader_id}
+        assert nodes[0].leader_id == leader.node_id
 
         for i in range(3):
             assert (await a.post("/orders", json={"order": i})).status_code == 200

@@ -102,7 +102,8 @@ async def test_pop_waits_for_a_push_from_another_node(tmp_path: Path) -> None:
     async with LocalCluster(tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
         waiter = asyncio.create_task(a.queue("q").pop(timeout=5))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0)  # the pop proposes its first attempt
+        await a.barrier()  # ... which has applied (an empty queue) by now: it waits
         assert not waiter.done()
         await b.queue("q").push("late")
         assert await waiter == "late"
