@@ -2,10 +2,11 @@
 
     python benchmarks/transports.py [--json] [--uvloop] [--quick]
 
-Measures memory, Unix socket (in-process and across two processes), TCP, WebSocket
-and, with the ``webrtc`` extra installed, WebRTC; then the Mesh over memory and
-Unix sockets. With ``--json`` the last line printed is one JSON object with every
-figure.
+Measures memory (and ``memory-raw``: the same links used through their raw channels,
+so the difference is what the ``LinkStream`` wrapper costs), Unix socket (in-process
+and across two processes), TCP, WebSocket and, with the ``webrtc`` extra installed,
+WebRTC; then the Mesh over memory and Unix sockets. With ``--json`` the last line
+printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _
 
 from lazily_transports import (  # noqa: E402
     Frame,
+    FrameStream,
     LinkConfig,
     LinkStream,
     Mesh,
@@ -69,7 +71,7 @@ async def channel_pair(address: str) -> AsyncIterator[tuple[LinkStream, LinkStre
             await client.aclose()
 
 
-async def send_all(channel: LinkStream, count: int, tail: bytes | None = None) -> None:
+async def send_all(channel: FrameStream, count: int, tail: bytes | None = None) -> None:
     for _ in range(count):
         try:
             channel.send_nowait(FRAME)
@@ -79,7 +81,7 @@ async def send_all(channel: LinkStream, count: int, tail: bytes | None = None) -
         await channel.send(tail)
 
 
-async def drain(channel: LinkStream, count: int) -> None:
+async def drain(channel: FrameStream, count: int) -> None:
     received = 0
     while received < count:
         try:
@@ -89,7 +91,7 @@ async def drain(channel: LinkStream, count: int) -> None:
             await channel.wait_receive_ready()
 
 
-async def one_way(client: LinkStream, server: LinkStream, count: int) -> float:
+async def one_way(client: FrameStream, server: FrameStream, count: int) -> float:
     start = time.perf_counter()
     sender = asyncio.create_task(send_all(client, count))
     await drain(server, count)
@@ -97,12 +99,12 @@ async def one_way(client: LinkStream, server: LinkStream, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-async def echo(channel: LinkStream, rounds: int) -> None:
+async def echo(channel: FrameStream, rounds: int) -> None:
     for _ in range(rounds):
         await channel.send(await channel.receive())
 
 
-async def ping_pong(client: LinkStream, rounds: int) -> list[float]:
+async def ping_pong(client: FrameStream, rounds: int) -> list[float]:
     samples = []
     for index in range(rounds):
         start = time.perf_counter()
@@ -121,8 +123,13 @@ def summary(rate: float, samples: list[float]) -> dict[str, float]:
     }
 
 
-async def measure_pair(address: str, count: int, rounds: int) -> dict[str, float]:
-    async with channel_pair(address) as (client, server):
+async def measure_pair(
+    address: str, count: int, rounds: int, *, raw: bool = False
+) -> dict[str, float]:
+    """One-way rate and ping-pong; with ``raw`` through the links' raw channels."""
+    async with channel_pair(address) as (link_client, link_server):
+        client: FrameStream = link_client.channel if raw else link_client
+        server: FrameStream = link_server.channel if raw else link_server
         rate = await one_way(client, server, count)
         echoing = asyncio.create_task(echo(server, rounds))
         samples = await ping_pong(client, rounds)
@@ -248,6 +255,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     plan: list[tuple[str, Callable[[], Awaitable[dict[str, float]]]]] = [
         ("memory", lambda: measure_pair("memory://bench", n(300_000), n(5000))),
+        ("memory-raw", lambda: measure_pair("memory://raw", n(300_000), n(5000), raw=True)),
         ("unix", lambda: measure_pair(f"unix://{tmp}/in.sock", n(300_000), n(5000))),
         (
             "unix-2proc",

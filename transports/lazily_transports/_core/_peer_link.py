@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import anyio
 
-from ..abc import LinkAttribute
+from ..abc import DataChannel, LinkAttribute
 from ..config import LinkConfig
 from ..errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
 from ..events import EventStream, Frame, PeerCounters, PeerDown, PeerUp
@@ -34,7 +34,8 @@ class PeerLink:
 
     Only one connection is current; when it ends (or a newer one replaces it) its
     queued frames are discarded and a ``PeerDown`` is emitted before the next
-    ``PeerUp``, so no frame of an older epoch follows a newer one.
+    ``PeerUp``, so no frame of an older epoch follows a newer one. Frames go through
+    the current stream's raw channel: the wrapper costs nothing per frame here.
 
     A link that waits to be dialed probes the peer (``lazily_transports.probe``) once it has
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
@@ -69,6 +70,7 @@ class PeerLink:
         self._connect_timeout = connect_timeout
         self._ssl_context = ssl_context
         self._channel: LinkStream | None = None
+        self._raw: DataChannel | None = None  # the current stream's channel
         self._pump: asyncio.Task[str] | None = None
         self._dialer: asyncio.Task[None] | None = None
         self._probe_after = probe_after
@@ -84,7 +86,7 @@ class PeerLink:
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue ``frame`` on the current connection; False (and counted) when down."""
-        channel = self._channel
+        channel = self._raw
         if channel is None:
             if len(frame) > self._config.max_frame_size:
                 raise FrameTooLargeError(len(frame), self._config.max_frame_size)
@@ -99,7 +101,7 @@ class PeerLink:
         return True
 
     async def wait_send_ready(self) -> None:
-        channel = self._channel
+        channel = self._raw
         if channel is not None:
             await channel.wait_send_ready()
 
@@ -205,7 +207,7 @@ class PeerLink:
         previous = self._channel
         if previous is not None:
             self._detach(previous, "replaced by a newer connection")
-        self._channel = channel
+        self._channel, self._raw = channel, channel.channel
         self.trouble = None
         self.epoch = epoch
         self.counters.connects += 1
@@ -224,11 +226,12 @@ class PeerLink:
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
 
-    async def _receive(self, channel: LinkStream) -> str:
+    async def _receive(self, stream: LinkStream) -> str:
+        channel = stream.channel
         events = self._events
         counters = self.counters
         peer_id = self.peer_id
-        epoch = channel.extra(LinkAttribute.epoch)
+        epoch = stream.extra(LinkAttribute.epoch)
         try:
             while True:
                 try:
@@ -257,7 +260,7 @@ class PeerLink:
 
     def _detach(self, channel: LinkStream, reason: str) -> None:
         """Stop using ``channel``: later sends are dropped, its pump is stopped."""
-        self._channel = None
+        self._channel = self._raw = None
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()
         self._pump = None
