@@ -29,11 +29,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import cbor2
+from lazily_transports._core._handshake import (
+    HANDSHAKE_FRAME_LIMIT,
+    Handshake,
+    Hello,
+    decode_message,
+)
 from lazily_transports.config import LinkConfig
-from lazily_transports.handshake import HANDSHAKE_FRAME_LIMIT, Handshake, Hello, decode_message
 from lazily_transports.safe_cbor import PROTOCOL, VALUES, CBORProfile
-from lazily_transports.signaling import loads as signaling_loads
-from lazily_transports.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES
+from lazily_transports.webrtc.signaling import loads as signaling_loads
+from lazily_transports.webrtc.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES
 
 from lazily_queue.raft import batch, patches
 from lazily_queue.raft.codec import MAX_FRAME_BYTES, decode_frame, encode_frames

@@ -2,17 +2,17 @@
 
     python benchmarks/transports.py [--json] [--uvloop] [--quick]
 
-Measures memory, Unix socket (in-process and across two processes), TCP, WebSocket
-and, when ``lazily_transports.webrtc`` is importable, WebRTC; then the Mesh over memory and
-Unix sockets. With ``--json`` the last line printed is one JSON object with every
-figure.
+Measures memory (and ``memory-raw``: the same links used through their raw channels,
+so the difference is what the ``LinkStream`` wrapper costs), Unix socket (in-process
+and across two processes), TCP, WebSocket and, with the ``webrtc`` extra installed,
+WebRTC; then the Mesh over memory and Unix sockets. With ``--json`` the last line
+printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -31,7 +31,17 @@ SCRIPT = os.path.abspath(__file__)
 _HERE = os.path.dirname(SCRIPT)
 sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _HERE]
 
-from lazily_transports import DataChannel, Frame, LinkConfig, Mesh, PeerUp, dial, listen  # noqa: E402
+from lazily_transports import (  # noqa: E402
+    Frame,
+    FrameStream,
+    LinkConfig,
+    LinkStream,
+    Mesh,
+    MissingDependencyError,
+    PeerUp,
+    dial,
+    listen,
+)
 
 FRAME = b"x" * 100
 SECRET = b"benchmark-cluster-secret-0123456"
@@ -43,11 +53,11 @@ def config(peer_id: int) -> LinkConfig:
 
 
 @asynccontextmanager
-async def channel_pair(address: str) -> AsyncIterator[tuple[DataChannel, DataChannel]]:
-    accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
+async def channel_pair(address: str) -> AsyncIterator[tuple[LinkStream, LinkStream]]:
+    accepted: asyncio.Queue[LinkStream] = asyncio.Queue()
     release = asyncio.Event()
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         accepted.put_nowait(channel)
         await release.wait()
 
@@ -61,7 +71,7 @@ async def channel_pair(address: str) -> AsyncIterator[tuple[DataChannel, DataCha
             await client.aclose()
 
 
-async def send_all(channel: DataChannel, count: int, tail: bytes | None = None) -> None:
+async def send_all(channel: FrameStream, count: int, tail: bytes | None = None) -> None:
     for _ in range(count):
         try:
             channel.send_nowait(FRAME)
@@ -71,7 +81,7 @@ async def send_all(channel: DataChannel, count: int, tail: bytes | None = None) 
         await channel.send(tail)
 
 
-async def drain(channel: DataChannel, count: int) -> None:
+async def drain(channel: FrameStream, count: int) -> None:
     received = 0
     while received < count:
         try:
@@ -81,7 +91,7 @@ async def drain(channel: DataChannel, count: int) -> None:
             await channel.wait_receive_ready()
 
 
-async def one_way(client: DataChannel, server: DataChannel, count: int) -> float:
+async def one_way(client: FrameStream, server: FrameStream, count: int) -> float:
     start = time.perf_counter()
     sender = asyncio.create_task(send_all(client, count))
     await drain(server, count)
@@ -89,12 +99,12 @@ async def one_way(client: DataChannel, server: DataChannel, count: int) -> float
     return count / (time.perf_counter() - start)
 
 
-async def echo(channel: DataChannel, rounds: int) -> None:
+async def echo(channel: FrameStream, rounds: int) -> None:
     for _ in range(rounds):
         await channel.send(await channel.receive())
 
 
-async def ping_pong(client: DataChannel, rounds: int) -> list[float]:
+async def ping_pong(client: FrameStream, rounds: int) -> list[float]:
     samples = []
     for index in range(rounds):
         start = time.perf_counter()
@@ -113,8 +123,13 @@ def summary(rate: float, samples: list[float]) -> dict[str, float]:
     }
 
 
-async def measure_pair(address: str, count: int, rounds: int) -> dict[str, float]:
-    async with channel_pair(address) as (client, server):
+async def measure_pair(
+    address: str, count: int, rounds: int, *, raw: bool = False
+) -> dict[str, float]:
+    """One-way rate and ping-pong; with ``raw`` through the links' raw channels."""
+    async with channel_pair(address) as (link_client, link_server):
+        client: FrameStream = link_client.channel if raw else link_client
+        server: FrameStream = link_server.channel if raw else link_server
         rate = await one_way(client, server, count)
         echoing = asyncio.create_task(echo(server, rounds))
         samples = await ping_pong(client, rounds)
@@ -124,10 +139,10 @@ async def measure_pair(address: str, count: int, rounds: int) -> dict[str, float
 
 async def measure_child(address: str, count: int, rounds: int, uvloop: bool) -> dict[str, float]:
     """Unix socket to a peer in a separate Python process."""
-    accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
+    accepted: asyncio.Queue[LinkStream] = asyncio.Queue()
     release = asyncio.Event()
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         accepted.put_nowait(channel)
         await release.wait()
 
@@ -216,17 +231,16 @@ async def measure_mesh(addresses: dict[int, str], count: int, rounds: int) -> di
 
 @asynccontextmanager
 async def webrtc_room() -> AsyncIterator[str | None]:
-    """A signaling room for WebRTC links, or None when the transport is unavailable."""
-    if importlib.util.find_spec("lazily_transports.webrtc") is None:
-        yield None
-        return
+    """A signaling room for WebRTC links, or None without the ``webrtc`` extra."""
+    from lazily_transports import webrtc
+    from lazily_transports.webrtc.signaling import SignalingServer
+
     try:
-        importlib.import_module("lazily_transports.webrtc")
-        signaling = importlib.import_module("lazily_transports.signaling")
-    except ImportError:
+        webrtc.require_aiortc()
+    except MissingDependencyError:
         yield None
         return
-    async with signaling.SignalingServer() as server:
+    async with SignalingServer() as server:
         yield f"webrtc://127.0.0.1:{server.port}/bench"
 
 
@@ -241,6 +255,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     plan: list[tuple[str, Callable[[], Awaitable[dict[str, float]]]]] = [
         ("memory", lambda: measure_pair("memory://bench", n(300_000), n(5000))),
+        ("memory-raw", lambda: measure_pair("memory://raw", n(300_000), n(5000), raw=True)),
         ("unix", lambda: measure_pair(f"unix://{tmp}/in.sock", n(300_000), n(5000))),
         (
             "unix-2proc",
@@ -265,8 +280,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             report(name, results[name])
         async with webrtc_room() as room:
             if room is None:
-                skipped["webrtc"] = "lazily_lazily_transports.webrtc is not importable"
-                print("webrtc      skipped: lazily_transports.webrtc is not importable")
+                skipped["webrtc"] = "the webrtc extra (aiortc) is not installed"
+                print("webrtc      skipped: the webrtc extra (aiortc) is not installed")
             else:
                 results["webrtc"] = await measure_pair(room, n(30_000), n(500))
                 report("webrtc", results["webrtc"])

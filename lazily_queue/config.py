@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import AddressError, scheme_of
+from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
 
 from .errors import InvalidConfiguration
 
@@ -254,9 +254,12 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
             except OSError as exc:
                 raise fail(f"{what} address {address!r}: host {host!r} cannot be resolved "
                            f"({exc.strerror or exc})") from None
-        elif scheme not in ("ws", "wss", "webrtc", "webrtc+ws", "webrtc+wss", "memory"):
+        elif scheme not in DEFAULT_SCHEMES:
             raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
                        "(use unix:, tcp:, ws:, wss: or webrtc+ws:)")
+        DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
+    except MissingDependencyError as exc:
+        raise fail(f"{what} address {address!r}: {exc}") from None
     except AddressError as exc:
         raise fail(f"{what} address: {exc}") from None
 

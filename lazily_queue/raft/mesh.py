@@ -24,13 +24,16 @@ from collections.abc import Callable, Mapping
 import anyio
 from lazily_transports import (
     DEFAULT_FEATURES,
-    DataChannel,
+    Frame,
     FrameTooLargeError,
+    LinkAttribute,
     LinkConfig,
+    LinkStream,
+    Mesh,
+    PeerDown,
+    PeerUp,
     UnknownPeerError,
 )
-from lazily_transports.events import Frame, PeerDown, PeerUp
-from lazily_transports.mesh import Mesh
 
 from ..errors import InvalidConfiguration
 from .network import FrameHandler, PeerHandler
@@ -139,9 +142,9 @@ class MeshNetwork:
             return
         self._mesh.add_peer(number, address)
 
-    def _vet(self, channel: DataChannel) -> str | None:
-        peer = str(channel.remote_peer_id)
-        announced = sorted(f[len(INCARNATION):] for f in channel.remote_features
+    def _vet(self, stream: LinkStream) -> str | None:
+        peer = str(stream.extra(LinkAttribute.peer_id))
+        announced = sorted(f[len(INCARNATION):] for f in stream.extra(LinkAttribute.remote_features)
                            if f.startswith(INCARNATION))
         if len(announced) != 1:
             return (f"node {peer} announced no incarnation; every member must run a version "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,20 @@ def test_cli_exits_2_with_the_message(
     err = capsys.readouterr().err
     assert "error:" in err and "LAZILY_NOT_SET" in err and "export it" in err
     assert not (tmp_path / "d").exists()  # nothing was created before the check
+
+
+def test_a_webrtc_address_needs_the_webrtc_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lazily_transports import SchemeTable
+
+    import lazily_queue.config
+
+    peers = {"2": "webrtc+ws://127.0.0.1:8765/room?peer=2"}
+    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    assert parse(tmp_path, peers=peers)  # the extra is installed here
+    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    monkeypatch.setitem(sys.modules, "aiortc", None)  # as without it
+    fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
+    with pytest.raises(ConfigError, match=fix):
+        parse(tmp_path, peers=peers)

@@ -19,10 +19,11 @@ import sys
 
 import anyio
 from lazily_transports import (
-    DataChannel,
     Frame,
     HandshakeError,
+    LinkAttribute,
     LinkConfig,
+    LinkStream,
     Mesh,
     PeerUp,
     dial,
@@ -49,7 +50,7 @@ async def _stdin_closed() -> None:
     await loop.run_in_executor(None, sys.stdin.read)
 
 
-async def _echo(channel: DataChannel) -> None:
+async def _echo(channel: LinkStream) -> None:
     try:
         while True:
             await channel.send(await channel.receive())
@@ -69,7 +70,7 @@ async def echo_dial(address: str, peer_id: int) -> None:
     except HandshakeError as exc:
         _say(f"REFUSED {exc.field}")
         return
-    _say(f"UP {channel.remote_peer_id}")
+    _say(f"UP {channel.extra(LinkAttribute.peer_id)}")
     await _echo(channel)
 
 

@@ -11,19 +11,21 @@ import anyio
 import cbor2
 import pytest
 from lazily_transports import (
+    DEFAULT_SCHEMES,
     AuthenticationError,
     DataChannel,
     HandshakeError,
     HandshakeTimeoutError,
     IncompatiblePeerError,
+    LinkAttribute,
     LinkConfig,
+    LinkStream,
     PeerRejectedError,
     dial,
     establish,
-    get_transport,
     listen,
 )
-from lazily_transports.handshake import Handshake, Hello, decode_message, encode_message
+from lazily_transports._core._handshake import Handshake, Hello, decode_message, encode_message
 from transport_helpers import channel_pair, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
@@ -36,8 +38,8 @@ class Recorder:
         self.peers: list[int] = []
         self.release = asyncio.Event()
 
-    async def __call__(self, channel: DataChannel) -> None:
-        self.peers.append(channel.remote_peer_id)
+    async def __call__(self, channel: LinkStream) -> None:
+        self.peers.append(channel.extra(LinkAttribute.peer_id))
         await channel.send(b"welcome")
         await self.release.wait()
 
@@ -85,7 +87,8 @@ async def test_unauthenticated_links_need_both_sides_to_opt_in(address: str) -> 
     async with channel_pair(
         address, open_config, make_config(2, secret=None, allow_unauthenticated=True)
     ) as (client, server):
-        assert not client.authenticated and not server.authenticated
+        assert client.extra(LinkAttribute.authenticated) is False
+        assert server.extra(LinkAttribute.authenticated) is False
         await client.send(b"in the clear")
         assert await server.receive() == b"in the clear"
     async with guarded_listener(address) as (bound, recorder):
@@ -133,7 +136,7 @@ async def test_dial_can_insist_on_the_peer_id() -> None:
 
 async def _raw(address: str, config: LinkConfig) -> DataChannel:
     """A raw (unauthenticated) channel to ``address``: the attacker's view."""
-    transport = get_transport(address.split(":", 1)[0])
+    transport = DEFAULT_SCHEMES.transport(address.split(":", 1)[0])
     return await transport.connect(address, config)
 
 
@@ -151,7 +154,7 @@ async def test_replayed_handshake_and_proof_are_refused(address: str) -> None:
         await channel.send(_hello(2))
         captured.append(await channel.receive())
 
-    transport = get_transport("memory")
+    transport = DEFAULT_SCHEMES.transport("memory")
     fake_address = unique_memory_address()
     fake_listener = await transport.listen(
         fake_address,
@@ -232,7 +235,7 @@ async def test_silent_peer_is_dropped_after_the_handshake_timeout(
 
 
 async def test_dialer_gives_up_on_a_mute_acceptor() -> None:
-    transport = get_transport("memory")
+    transport = DEFAULT_SCHEMES.transport("memory")
     address = unique_memory_address()
     held: list[DataChannel] = []
     listener = await transport.listen(address, make_config(2), held.append)
@@ -244,7 +247,7 @@ async def test_dialer_gives_up_on_a_mute_acceptor() -> None:
 
 
 async def test_establish_on_raw_channels_directly() -> None:
-    transport = get_transport("memory")
+    transport = DEFAULT_SCHEMES.transport("memory")
     address = unique_memory_address()
     accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
     listener = await transport.listen(address, make_config(2), accepted.put_nowait)
@@ -255,8 +258,9 @@ async def test_establish_on_raw_channels_directly() -> None:
             establish(raw_client, make_config(1), initiator=True),
             establish(raw_server, make_config(2), initiator=False),
         )
-        assert (client.remote_peer_id, server.remote_peer_id) == (2, 1)
-        assert server.epoch >= 1 and client.established
+        assert isinstance(client, LinkStream) and client.channel is raw_client
+        assert (client.extra(LinkAttribute.peer_id), server.extra(LinkAttribute.peer_id)) == (2, 1)
+        assert server.extra(LinkAttribute.epoch) >= 1
     finally:
         await listener.aclose()
 

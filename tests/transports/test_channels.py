@@ -1,4 +1,4 @@
-"""DataChannel behaviour, identical over memory, Unix socket, TCP and WebSocket links."""
+"""LinkStream behaviour, identical over memory, Unix socket, TCP and WebSocket links."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import asyncio
 
 import anyio
 import pytest
-from lazily_transports import DataChannel, FrameTooLargeError, LinkBrokenError
+from lazily_transports import (
+    DataChannel,
+    FrameStream,
+    FrameTooLargeError,
+    LinkAttribute,
+    LinkBrokenError,
+    LinkStream,
+)
 from transport_helpers import channel_pair, make_config
 
 pytestmark = pytest.mark.timeout(30)
@@ -16,12 +23,16 @@ async def test_round_trip_and_negotiated_attributes(address: str) -> None:
     dialer = make_config(1, max_frame_size=64 * 1024)
     acceptor = make_config(2, max_frame_size=1024 * 1024)
     async with channel_pair(address, dialer, acceptor) as (client, server):
-        assert (client.remote_peer_id, server.remote_peer_id) == (2, 1)
-        assert client.session_id == server.session_id == "test-cluster"
-        assert client.max_frame_size == server.max_frame_size == 64 * 1024
-        assert client.authenticated and server.authenticated
-        assert client.epoch >= 1 and server.epoch >= 1
-        assert "raft-queue-v1" in client.remote_features
+        for stream, me, peer in ((client, 1, 2), (server, 2, 1)):
+            assert stream.extra(LinkAttribute.peer_id) == peer
+            assert stream.extra(LinkAttribute.local_peer_id) == me
+            assert stream.extra(LinkAttribute.session_id) == "test-cluster"
+            assert stream.extra(LinkAttribute.max_frame_size) == 64 * 1024
+            assert stream.extra(LinkAttribute.authenticated) is True
+            assert stream.extra(LinkAttribute.fragmentation_supported) is False
+            assert stream.extra(LinkAttribute.epoch) >= 1
+            assert "raft-queue-v1" in stream.extra(LinkAttribute.remote_features)
+            assert stream.extra(LinkAttribute.remote_address)
         await client.send(b"ping")
         assert await server.receive() == b"ping"
         await server.send(b"pong")
@@ -151,7 +162,8 @@ async def test_channel_is_an_anyio_object_stream(address: str) -> None:
     from anyio.abc import ObjectStream
 
     async with channel_pair(address) as (client, server):
-        assert isinstance(client, ObjectStream) and isinstance(client, DataChannel)
+        assert isinstance(client, ObjectStream) and isinstance(client, FrameStream)
+        assert isinstance(client, LinkStream)
         async with anyio.create_task_group() as group:
             group.start_soon(client.send, b"via task group")
             assert await server.receive() == b"via task group"
@@ -161,3 +173,26 @@ def test_link_broken_error_is_an_anyio_broken_resource_error() -> None:
     error = LinkBrokenError("reset by peer")
     assert isinstance(error, anyio.BrokenResourceError)
     assert error.reason == "reset by peer"
+
+
+async def test_the_raw_channel_holds_only_what_its_transport_needs(address: str) -> None:
+    async with channel_pair(address) as (client, _server):
+        raw = client.channel
+        assert isinstance(raw, DataChannel) and not isinstance(raw, LinkStream)
+        for name in ("remote_peer_id", "session_id", "epoch", "authenticated", "established"):
+            assert not hasattr(raw, name), name
+        with pytest.raises(anyio.TypedAttributeLookupError):
+            raw.extra(LinkAttribute.peer_id)
+        assert raw.extra(LinkAttribute.remote_address) == client.extra(
+            LinkAttribute.remote_address
+        )
+        # The stream's frame operations are the channel's own: nothing runs in between.
+        assert client.send_nowait == raw.send_nowait
+        assert client.receive_nowait == raw.receive_nowait
+        assert client.receive == raw.receive
+
+
+async def test_closing_the_stream_closes_its_channel(address: str) -> None:
+    async with channel_pair(address) as (client, _server):
+        await client.aclose()
+        assert client.channel.close_reason == client.close_reason == "closed locally"

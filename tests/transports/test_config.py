@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lazily_transports import DEFAULT_FEATURES, Backoff, LinkConfig
+from lazily_transports import DEFAULT_FEATURES, LinkConfig
+from lazily_transports._core._backoff import Backoff
 
 
 def test_defaults() -> None:

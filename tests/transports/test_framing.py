@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lazily_transports import FrameTooLargeError
-from lazily_transports.framing import FrameDecoder, encode_frame
+from lazily_transports._core._framing import FrameDecoder, encode_frame
 
 
 def test_encode_frame_uses_big_endian_length_prefix() -> None:

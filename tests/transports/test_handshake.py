@@ -15,7 +15,7 @@ from lazily_transports import (
     IncompatiblePeerError,
     PeerRejectedError,
 )
-from lazily_transports.handshake import (
+from lazily_transports._core._handshake import (
     HANDSHAKE_FRAME_LIMIT,
     Handshake,
     Hello,

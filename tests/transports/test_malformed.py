@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lazily_transports import DataChannel, LinkBrokenError, listen
+from lazily_transports import LinkBrokenError, LinkStream, listen
 from lazily_transports.sockets import SocketChannel
 from lazily_transports.websocket import WebSocketChannel
 from transport_helpers import address_for, channel_pair, make_config
@@ -17,8 +17,9 @@ from transport_helpers import address_for, channel_pair, make_config
 pytestmark = pytest.mark.timeout(30)
 
 
-def _raw_write(channel: DataChannel, data: bytes) -> None:
+def _raw_write(stream: LinkStream, data: bytes) -> None:
     """Bypass framing and write raw bytes under an established socket link."""
+    channel = stream.channel
     assert isinstance(channel, SocketChannel)
     assert channel._transport is not None
     channel._transport.write(data)
@@ -62,8 +63,9 @@ async def test_truncated_frame_delivers_whole_frames_then_breaks(socket_address:
         await asyncio.sleep(0.01)
         _raw_write(client, b"\x00\x00\x00\x10only-part")
         await asyncio.sleep(0.01)
-        assert isinstance(client, SocketChannel) and client._transport is not None
-        client._transport.close()
+        raw = client.channel
+        assert isinstance(raw, SocketChannel) and raw._transport is not None
+        raw._transport.close()
         assert await server.receive() == b"complete"
         with pytest.raises(LinkBrokenError, match=r"truncated frame.*13 of 20 bytes"):
             await server.receive()
@@ -73,8 +75,9 @@ async def test_truncated_header_is_reported(socket_address: str) -> None:
     async with channel_pair(socket_address) as (client, server):
         _raw_write(client, b"\x00\x00")
         await asyncio.sleep(0.01)
-        assert isinstance(client, SocketChannel) and client._transport is not None
-        client._transport.close()
+        raw = client.channel
+        assert isinstance(raw, SocketChannel) and raw._transport is not None
+        raw._transport.close()
         with pytest.raises(LinkBrokenError, match="inside a frame header"):
             await server.receive()
 
@@ -85,7 +88,7 @@ async def test_raw_garbage_socket_does_not_disturb_other_links(
     caplog.set_level(logging.WARNING, logger="lazily_transports")
     received: asyncio.Queue[bytes] = asyncio.Queue()
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         received.put_nowait(await channel.receive())
 
     async with listen(socket_address, make_config(2), handler) as listener:
@@ -116,8 +119,9 @@ async def test_raw_garbage_socket_does_not_disturb_other_links(
 
 async def test_websocket_text_message_closes_the_link(short_tmp: Path) -> None:
     async with channel_pair(address_for("ws", short_tmp)) as (client, server):
-        assert isinstance(client, WebSocketChannel)
-        await client._ws.send("not binary")
+        raw = client.channel
+        assert isinstance(raw, WebSocketChannel)
+        await raw._ws.send("not binary")
         with pytest.raises(LinkBrokenError, match="text message"):
             await server.receive()
 
@@ -125,7 +129,8 @@ async def test_websocket_text_message_closes_the_link(short_tmp: Path) -> None:
 async def test_websocket_oversized_message_closes_the_link(short_tmp: Path) -> None:
     address = address_for("ws", short_tmp)
     async with channel_pair(address, make_config(1, max_frame_size=1000)) as (client, server):
-        assert isinstance(client, WebSocketChannel)
-        await client._ws.send(b"x" * 5000)
+        raw = client.channel
+        assert isinstance(raw, WebSocketChannel)
+        await raw._ws.send(b"x" * 5000)
         with pytest.raises(LinkBrokenError, match=r"5000 bytes|1009"):
             await server.receive()

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lazily_transports import DataChannel, Frame, Mesh, PeerDown, PeerUp, dial, listen
+from lazily_transports import (
+    Frame,
+    LinkAttribute,
+    LinkStream,
+    Mesh,
+    PeerDown,
+    PeerUp,
+    dial,
+    listen,
+)
 from transport_helpers import SECRET, address_for, make_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -62,10 +71,10 @@ def socket_address(request: pytest.FixtureRequest, short_tmp: Path) -> str:
 
 
 async def test_child_dials_us_and_echoes_frames(socket_address: str) -> None:
-    channels: asyncio.Queue[DataChannel] = asyncio.Queue()
+    channels: asyncio.Queue[LinkStream] = asyncio.Queue()
     done = asyncio.Event()
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         channels.put_nowait(channel)
         await done.wait()
 
@@ -73,7 +82,7 @@ async def test_child_dials_us_and_echoes_frames(socket_address: str) -> None:
         async with child("echo-dial", listener.address, "2") as peer:
             assert await peer.line() == "UP 1"
             channel = await asyncio.wait_for(channels.get(), 10)
-            assert channel.remote_peer_id == 2
+            assert channel.extra(LinkAttribute.peer_id) == 2
             frames = [os.urandom(i % 2000) for i in range(1000)]
 
             async def produce() -> None:
@@ -96,15 +105,15 @@ async def test_we_dial_a_child_listening_on_an_ephemeral_port(short_tmp: Path) -
         channel = await dial(address, make_config(1), timeout=5)
         await channel.send(b"across processes")
         assert await channel.receive() == b"across processes"
-        assert channel.remote_peer_id == 2
+        assert channel.extra(LinkAttribute.peer_id) == 2
         await channel.aclose()
 
 
 async def test_child_with_the_wrong_secret_is_refused(socket_address: str) -> None:
     reached: list[int] = []
 
-    async def handler(channel: DataChannel) -> None:
-        reached.append(channel.remote_peer_id)
+    async def handler(channel: LinkStream) -> None:
+        reached.append(channel.extra(LinkAttribute.peer_id))
 
     async with listen(socket_address, make_config(1), handler) as listener:
         async with child("echo-dial", listener.address, "2", secret=b"wrong" * 8) as peer:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lazily_transports.signaling import (
+from lazily_transports.webrtc.signaling import (
     Error,
     Permissions,
     RoomCore,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lazily_transports.signaling import SignalingFrameError, loads
-from lazily_transports.signaling._frames import MAX_DEPTH, MAX_FRAME_BYTES, MAX_INT_DIGITS
+from lazily_transports.webrtc.signaling import SignalingFrameError, loads
+from lazily_transports.webrtc.signaling._frames import MAX_DEPTH, MAX_FRAME_BYTES, MAX_INT_DIGITS
 
 
 def _nest(depth: int, inner: str = "1") -> str:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lazily_transports.signaling import (
+from lazily_transports.webrtc.signaling import (
     MAX_PEER_ID,
     Answer,
     Error,
@@ -308,7 +308,7 @@ async def test_command_line_server() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "lazily_transports.signaling",
+        "lazily_transports.webrtc.signaling",
         "--port",
         "0",
         "--allow",

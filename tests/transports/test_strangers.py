@@ -12,21 +12,23 @@ from pathlib import Path
 import anyio
 import pytest
 from lazily_transports import (
+    DEFAULT_SCHEMES,
     HANDSHAKE_FRAME_LIMIT,
     READY_FEATURE,
     DataChannel,
     Handshake,
     Hello,
+    LinkAttribute,
     LinkBrokenError,
     LinkConfig,
+    LinkStream,
     Listener,
     PeerRejectedError,
     dial,
-    get_transport,
     listen,
 )
-from lazily_transports.buffered import BufferedChannel
-from lazily_transports.handshake import decode_message
+from lazily_transports._core._buffered import BufferedChannel
+from lazily_transports._core._handshake import decode_message
 from transport_helpers import (
     address_for,
     channel_pair,
@@ -48,7 +50,7 @@ PATIENT = {"handshake_timeout": 30.0}
 async def serving(address: str, config: LinkConfig | None = None) -> AsyncIterator[Listener]:
     """A listener whose handler records nothing and holds each link open."""
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         await channel.receive()
 
     async with listen(address, config or make_config(2, **PATIENT), handler) as listener:
@@ -135,7 +137,7 @@ async def test_a_websocket_stranger_cannot_send_a_big_message(short_tmp: Path) -
 
 async def test_a_memory_stranger_cannot_send_a_big_frame() -> None:
     async with serving(unique_memory_address()) as listener:
-        raw = await get_transport("memory").connect(listener.address, make_config(1))
+        raw = await DEFAULT_SCHEMES.transport("memory").connect(listener.address, make_config(1))
         Hello.decode(await raw.receive())
         raw.max_frame_size = BIG  # bypass our own ceiling, as an attacker would
         with pytest.raises(LinkBrokenError, match="maximum frame size"):
@@ -144,7 +146,7 @@ async def test_a_memory_stranger_cannot_send_a_big_frame() -> None:
 
 
 async def test_reading_pauses_after_about_one_handshake_frame(short_tmp: Path) -> None:
-    transport = get_transport("unix")
+    transport = DEFAULT_SCHEMES.transport("unix")
     accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
     address = address_for("unix", short_tmp)
     listener = await transport.listen(address, make_config(2), accepted.put_nowait)
@@ -177,7 +179,8 @@ async def test_reading_pauses_after_about_one_handshake_frame(short_tmp: Path) -
 
 async def test_a_big_frame_sent_right_after_establish_arrives(address: str) -> None:
     async with channel_pair(address) as (client, server):
-        assert client.max_frame_size == server.max_frame_size == BIG
+        assert client.extra(LinkAttribute.max_frame_size) == BIG
+        assert server.extra(LinkAttribute.max_frame_size) == BIG
         big = b"x" * (4 * 1024 * 1024)
         sending = asyncio.create_task(client.send(big))
         with anyio.fail_after(10):
@@ -189,7 +192,7 @@ async def test_a_big_frame_sent_right_after_establish_arrives(address: str) -> N
 
 async def test_a_peer_without_the_ready_step_is_refused_naming_it() -> None:
     async with serving(unique_memory_address()) as listener:
-        raw = await get_transport("memory").connect(listener.address, make_config(1))
+        raw = await DEFAULT_SCHEMES.transport("memory").connect(listener.address, make_config(1))
         old = Handshake(peer_id=1, session_id="test-cluster", max_frame_size=BIG,
                         features=frozenset({"raft-queue-v1"}))
         await raw.send(Hello(old, b"n" * 32, "hmac-sha256").encode())
@@ -264,7 +267,8 @@ async def test_refused_handshakes_are_logged_without_flooding(
     caplog.set_level(logging.WARNING, logger="lazily_transports")
     async with serving(unique_memory_address()) as listener:
         for _ in range(30):
-            raw = await get_transport("memory").connect(listener.address, make_config(1))
+            memory = DEFAULT_SCHEMES.transport("memory")
+            raw = await memory.connect(listener.address, make_config(1))
             await raw.send(b"\xff" * 8)
             with anyio.fail_after(5), pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
                 while True:  # the hello, the refusal, then the end

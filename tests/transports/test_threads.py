@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from lazily_transports import DataChannel, dial, listen
+from lazily_transports import LinkAttribute, LinkStream, dial, listen
 from transport_helpers import make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
@@ -58,7 +58,7 @@ def loop_thread(
             raise holder["error"]
 
 
-async def _echo(channel: DataChannel) -> None:
+async def _echo(channel: LinkStream) -> None:
     try:
         while True:
             await channel.send(await channel.receive())
@@ -82,7 +82,7 @@ async def test_echo_across_threads_keeps_order_under_backpressure() -> None:
     with loop_thread(peer) as ready:
         await _wait_ready(ready)
         channel = await dial(address, make_config(1, **small))
-        assert channel.remote_peer_id == 2
+        assert channel.extra(LinkAttribute.peer_id) == 2
         frames = [i.to_bytes(4, "big") * (i % 64) for i in range(20000)]
 
         async def produce() -> None:
@@ -103,7 +103,7 @@ async def test_close_is_seen_across_threads() -> None:
     finished = threading.Event()
 
     async def peer(stop: asyncio.Event, ready: threading.Event) -> None:
-        async def handler(channel: DataChannel) -> None:
+        async def handler(channel: LinkStream) -> None:
             try:
                 await channel.receive()
             except anyio.EndOfStream:

@@ -71,7 +71,7 @@ async def test_wss_round_trip_with_verified_certificate(
     async with channel_pair(
         "wss://127.0.0.1:0/secure", ssl_context=server_context, client_ssl=client_context
     ) as (client, server):
-        assert client.scheme == "wss"
+        assert client.channel.scheme == "wss"
         await client.send(b"encrypted" * 1000)
         assert await server.receive() == b"encrypted" * 1000
         await server.send(b"reply")

@@ -14,20 +14,13 @@ import anyio
 import pytest
 from lazily_transports import (
     AddressError,
-    DataChannel,
     HandshakeError,
+    LinkAttribute,
     LinkBrokenError,
     LinkConfig,
+    LinkStream,
     dial,
     listen,
-)
-from lazily_transports.signaling import (
-    ForwardedRelay,
-    PeerJoined,
-    PeerLeft,
-    Relay,
-    SignalingClient,
-    SignalingServer,
 )
 from lazily_transports.webrtc import (
     MESSAGE_SIZE,
@@ -35,7 +28,15 @@ from lazily_transports.webrtc import (
     WebRTCChannel,
     parse_webrtc_address,
 )
-from lazily_transports.webrtc_ice import install_gatherer, new_peer_connection
+from lazily_transports.webrtc.ice import install_gatherer, new_peer_connection
+from lazily_transports.webrtc.signaling import (
+    ForwardedRelay,
+    PeerJoined,
+    PeerLeft,
+    Relay,
+    SignalingClient,
+    SignalingServer,
+)
 
 SECRET = b"webrtc-test-cluster-secret"
 
@@ -65,11 +66,11 @@ def room(server: SignalingServer) -> str:
 @asynccontextmanager
 async def pair(
     room: str, dialer: LinkConfig, acceptor: LinkConfig
-) -> AsyncIterator[tuple[DataChannel, DataChannel]]:
-    accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
+) -> AsyncIterator[tuple[LinkStream, LinkStream]]:
+    accepted: asyncio.Queue[LinkStream] = asyncio.Queue()
     release = asyncio.Event()
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         await accepted.put(channel)
         await release.wait()
 
@@ -84,7 +85,7 @@ async def pair(
             await client.aclose()
 
 
-async def _receive(channel: DataChannel) -> bytes:
+async def _receive(channel: LinkStream) -> bytes:
     with anyio.fail_after(10):
         return await channel.receive()
 
@@ -164,9 +165,12 @@ async def test_dial_and_listen_in_both_id_orders(
     room: str, dialer_id: int, acceptor_id: int
 ) -> None:
     async with pair(room, config(dialer_id), config(acceptor_id)) as (client, server):
-        assert isinstance(client, WebRTCChannel) and isinstance(server, WebRTCChannel)
-        assert (client.remote_peer_id, server.remote_peer_id) == (acceptor_id, dialer_id)
-        assert client.authenticated and server.authenticated
+        assert isinstance(client.channel, WebRTCChannel)
+        assert isinstance(server.channel, WebRTCChannel)
+        assert client.extra(LinkAttribute.peer_id) == acceptor_id
+        assert server.extra(LinkAttribute.peer_id) == dialer_id
+        assert client.extra(LinkAttribute.authenticated)
+        assert server.extra(LinkAttribute.authenticated)
         await client.send(b"ping")
         assert await _receive(server) == b"ping"
         await server.send(b"pong")
@@ -191,15 +195,16 @@ async def test_frames_stay_whole_and_ordered_across_message_boundaries(room: str
 
 async def test_small_frames_are_coalesced_into_bounded_messages(room: str) -> None:
     async with pair(room, config(1), config(2)) as (client, server):
-        assert isinstance(client, WebRTCChannel)
+        raw = client.channel
+        assert isinstance(raw, WebRTCChannel)
         sent: list[int] = []
-        dc_send = client._dc.send
+        dc_send = raw._dc.send
 
         def spy(data: bytes | str) -> None:
             sent.append(len(data))
             dc_send(data)
 
-        client._dc.send = spy  # type: ignore[method-assign]
+        raw._dc.send = spy  # type: ignore[method-assign]
         for i in range(1000):
             client.send_nowait(i.to_bytes(2, "big") * 50)
         for i in range(1000):
@@ -251,12 +256,13 @@ async def test_a_bad_message_from_the_peer_breaks_only_that_link(
 ) -> None:
     acceptor = config(2, max_frame_size=64 * 1024)
     async with pair(room, config(1, max_frame_size=64 * 1024), acceptor) as (client, server):
-        assert isinstance(client, WebRTCChannel)
+        raw = client.channel
+        assert isinstance(raw, WebRTCChannel)
         await client.send(b"fine")
         assert await _receive(server) == b"fine"
-        client._dc.send(poison)
+        raw._dc.send(poison)
         if isinstance(poison, bytes) and len(poison) < 20:
-            client._dc.send("eof")  # the stream ends inside the record
+            raw._dc.send("eof")  # the stream ends inside the record
         with pytest.raises(LinkBrokenError):
             await _receive(server)
         with pytest.raises((anyio.EndOfStream, LinkBrokenError)):
@@ -267,9 +273,9 @@ async def test_a_bad_message_from_the_peer_breaks_only_that_link(
 
 
 async def test_wrong_secret_is_refused(room: str) -> None:
-    handled: list[DataChannel] = []
+    handled: list[LinkStream] = []
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         handled.append(channel)
 
     async with listen(room, config(1), handler) as listener:
@@ -279,7 +285,7 @@ async def test_wrong_secret_is_refused(room: str) -> None:
             await dial(listener.address, config(0, session_id="other"), timeout=10)
         ok = await dial(listener.address, config(2), timeout=10)
         await ok.aclose()
-    assert [c.remote_peer_id for c in handled] == [2]
+    assert [c.extra(LinkAttribute.peer_id) for c in handled] == [2]
 
 
 # -- dialing failures ------------------------------------------------------------------
@@ -297,7 +303,7 @@ async def test_dialing_errors(room: str) -> None:
         await dial(room + "?peer=3", config(2**60), timeout=5)
 
 
-async def _idle(channel: DataChannel) -> None:
+async def _idle(channel: LinkStream) -> None:
     await anyio.sleep_forever()
 
 
@@ -396,7 +402,7 @@ async def test_two_processes_exchange_frames_both_ways(room: str) -> None:
 
     received: list[bytes] = []
 
-    async def collect(channel: DataChannel) -> None:
+    async def collect(channel: LinkStream) -> None:
         async for frame in channel:
             received.append(frame)
         ok = received == [i.to_bytes(4, "big") * 30 for i in range(1000)]
@@ -416,7 +422,7 @@ async def test_two_processes_exchange_frames_both_ways(room: str) -> None:
             with anyio.fail_after(20):
                 assert await child.stdout.readline() == b"LISTENING\n"
             channel = await dial(room + "?peer=7", config(1), timeout=10)
-            assert channel.remote_peer_id == 7
+            assert channel.extra(LinkAttribute.peer_id) == 7
             frames = [bytes([i % 256]) * (i % 300) + b"!" for i in range(500)]
             for frame in frames:
                 await channel.send(frame)
@@ -449,7 +455,7 @@ async def test_listener_rejoins_after_the_signaling_server_restarts() -> None:
                     break
                 await anyio.sleep(0.05)
             channel = await dial(listener.address, config(1), timeout=10)
-            assert channel.remote_peer_id == 2
+            assert channel.extra(LinkAttribute.peer_id) == 2
             await channel.aclose()
 
 

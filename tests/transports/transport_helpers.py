@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from lazily_transports import DataChannel, LinkConfig, dial, listen
+from lazily_transports import LinkConfig, LinkStream, dial, listen
 
 SECRET = b"transports-test-cluster-secret!!"
 _names = itertools.count()
@@ -45,15 +45,15 @@ async def channel_pair(
     dialer: LinkConfig | None = None,
     acceptor: LinkConfig | None = None,
     **listen_kwargs: Any,
-) -> AsyncIterator[tuple[DataChannel, DataChannel]]:
+) -> AsyncIterator[tuple[LinkStream, LinkStream]]:
     """Listen on ``address``, dial it, and yield (dialer side, acceptor side)."""
     dialer = dialer or make_config(1)
     acceptor = acceptor or make_config(2)
-    accepted: asyncio.Queue[DataChannel] = asyncio.Queue()
+    accepted: asyncio.Queue[LinkStream] = asyncio.Queue()
     release = asyncio.Event()
     client_ssl = listen_kwargs.pop("client_ssl", None)
 
-    async def handler(channel: DataChannel) -> None:
+    async def handler(channel: LinkStream) -> None:
         await accepted.put(channel)
         await release.wait()
 

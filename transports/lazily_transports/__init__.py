@@ -1,39 +1,17 @@
-"""DataChannel transports: ordered, reliable, authenticated byte-frame links per peer.
+"""Ordered, reliable, authenticated byte-frame links between peers.
 
 ``dial`` / ``listen`` open links by address (``memory://name``, ``unix:///path``,
-``tcp://127.0.0.1:7001``, ``ws://host:port/path``, ``wss://...``); ``Mesh`` keeps one
-link per peer with reconnects and reports peer events and frames.
+``tcp://127.0.0.1:7001``, ``ws://host:port/path``, ``wss://...``, and with the
+``webrtc`` extra ``webrtc+ws://host:port/room?peer=N``) and hand out ``LinkStream``
+objects: anyio object streams of whole frames whose handshake outcome is read as
+typed attributes (``stream.extra(LinkAttribute.peer_id)``). A ``SchemeTable`` maps
+address schemes to transports (``DEFAULT_SCHEMES`` unless one is passed). ``Mesh``
+keeps one link per peer with reconnects and reports peer events and frames.
+Contracts for new transports are in ``lazily_transports.abc``.
 """
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
-from .admission import AdmissionGate
-from .authentication import PeerFilter, ProbeAnswer, establish, next_epoch
-from .backoff import Backoff
-from .buffered import BufferedChannel, Signal
-from .config import (
-    DEFAULT_FEATURES,
-    DEFAULT_MAX_FRAME_SIZE,
-    DEFAULT_MAX_PENDING_HANDSHAKES,
-    DEFAULT_MAX_PENDING_PER_SOURCE,
-    HandshakeConfig,
-    LinkConfig,
-)
-from .errors import (
-    AddressError,
-    AuthenticationError,
-    FrameTooLargeError,
-    HandshakeError,
-    HandshakeTimeoutError,
-    IncompatiblePeerError,
-    LinkBrokenError,
-    PeerRejectedError,
-    ProbeAnswered,
-    TransportError,
-    UnknownPeerError,
-    UntrustedDataError,
-)
-from .events import EventStream, Frame, MeshEvent, PeerDown, PeerUp
-from .handshake import (
+from ._core._authentication import PeerFilter, ProbeAnswer
+from ._core._handshake import (
     CODEC,
     HANDSHAKE_FRAME_LIMIT,
     PROBE_FEATURE,
@@ -45,18 +23,42 @@ from .handshake import (
     Negotiated,
     negotiate,
 )
-from .link import Link, PeerCounters
+from .abc import ChannelAcceptor, DataChannel, FrameStream, LinkAttribute, Listener, Transport
+from .config import (
+    DEFAULT_FEATURES,
+    DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_PENDING_HANDSHAKES,
+    DEFAULT_MAX_PENDING_PER_SOURCE,
+    LinkConfig,
+)
+from .errors import (
+    AddressError,
+    AuthenticationError,
+    FrameTooLargeError,
+    HandshakeError,
+    HandshakeTimeoutError,
+    IncompatiblePeerError,
+    LinkBrokenError,
+    MissingDependencyError,
+    PeerRejectedError,
+    ProbeAnswered,
+    TransportError,
+    UnknownPeerError,
+    UntrustedDataError,
+)
+from .events import EventStream, Frame, MeshEvent, PeerCounters, PeerDown, PeerUp
 from .mesh import Mesh
-from .registry import (
+from .schemes import (
+    DEFAULT_SCHEMES,
     ChannelHandler,
+    SchemeTable,
+    TransportFactory,
     dial,
-    get_transport,
     listen,
     probe,
-    register_transport,
-    registered_schemes,
     scheme_of,
 )
+from .streams import LinkStream, establish
 
 __all__ = [
     "CODEC",
@@ -64,34 +66,34 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_PENDING_HANDSHAKES",
     "DEFAULT_MAX_PENDING_PER_SOURCE",
+    "DEFAULT_SCHEMES",
     "HANDSHAKE_FRAME_LIMIT",
     "PROBE_FEATURE",
     "PROTOCOL_ID",
     "PROTOCOL_MAJOR_VERSION",
     "READY_FEATURE",
     "AddressError",
-    "AdmissionGate",
     "AuthenticationError",
-    "Backoff",
-    "BufferedChannel",
     "ChannelAcceptor",
     "ChannelHandler",
     "DataChannel",
     "EventStream",
     "Frame",
+    "FrameStream",
     "FrameTooLargeError",
     "Handshake",
-    "HandshakeConfig",
     "HandshakeError",
     "HandshakeTimeoutError",
     "Hello",
     "IncompatiblePeerError",
-    "Link",
+    "LinkAttribute",
     "LinkBrokenError",
     "LinkConfig",
+    "LinkStream",
     "Listener",
     "Mesh",
     "MeshEvent",
+    "MissingDependencyError",
     "Negotiated",
     "PeerCounters",
     "PeerDown",
@@ -100,19 +102,16 @@ __all__ = [
     "PeerUp",
     "ProbeAnswer",
     "ProbeAnswered",
-    "Signal",
+    "SchemeTable",
     "Transport",
     "TransportError",
+    "TransportFactory",
     "UnknownPeerError",
     "UntrustedDataError",
     "dial",
     "establish",
-    "get_transport",
     "listen",
     "negotiate",
-    "next_epoch",
     "probe",
-    "register_transport",
-    "registered_schemes",
     "scheme_of",
 ]

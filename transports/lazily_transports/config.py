@@ -11,7 +11,6 @@ __all__ = [
     "DEFAULT_MAX_PENDING_HANDSHAKES",
     "DEFAULT_MAX_PENDING_PER_SOURCE",
     "MAX_FRAME_SIZE_LIMIT",
-    "HandshakeConfig",
     "LinkConfig",
 ]
 
@@ -105,7 +104,3 @@ class LinkConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-#: The same configuration under the name the handshake layer uses.
-HandshakeConfig = LinkConfig

@@ -12,6 +12,7 @@ __all__ = [
     "HandshakeTimeoutError",
     "IncompatiblePeerError",
     "LinkBrokenError",
+    "MissingDependencyError",
     "PeerRejectedError",
     "ProbeAnswered",
     "TransportError",
@@ -25,7 +26,20 @@ class TransportError(Exception):
 
 
 class AddressError(TransportError, ValueError):
-    """An address string is malformed or names a scheme nobody registered."""
+    """An address string is malformed or names a scheme the scheme table lacks."""
+
+
+class MissingDependencyError(TransportError, ImportError):
+    """A transport needs an optional extra that is not installed; the message names it."""
+
+    def __init__(self, what: str, extra: str, package: str) -> None:
+        super().__init__(
+            f"{what} need the {package!r} package, which is not installed: "
+            f"pip install 'lazily-queue[{extra}]'",
+            name=package,
+        )
+        self.extra = extra
+        self.package = package
 
 
 class FrameTooLargeError(TransportError, ValueError):

@@ -1,4 +1,4 @@
-"""Mesh events (peer up/down, frames) and the queue that delivers them in order."""
+"""Mesh events (peer up/down, frames), the queue that delivers them in order, and counters."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from .buffered import Signal
+from ._core._buffered import Signal
 
-__all__ = ["EventStream", "Frame", "MeshEvent", "PeerDown", "PeerUp"]
+__all__ = ["EventStream", "Frame", "MeshEvent", "PeerCounters", "PeerDown", "PeerUp"]
 
 
 @dataclass(slots=True)
@@ -39,6 +39,19 @@ class Frame:
 
 
 MeshEvent = PeerUp | PeerDown | Frame
+
+
+@dataclass(slots=True)
+class PeerCounters:
+    """Per-peer metrics of a Mesh; all counts are cumulative."""
+
+    frames_sent: int = 0
+    frames_received: int = 0
+    frames_dropped: int = 0
+    connects: int = 0
+    reconnects: int = 0
+    connect_failures: int = 0
+    refused: int = 0
 
 
 class EventStream:

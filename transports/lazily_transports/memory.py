@@ -14,11 +14,11 @@ import threading
 
 import anyio
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport, refuse_tls
-from .buffered import BufferedChannel
+from ._core._buffered import BufferedChannel
+from ._core._tls import refuse_tls
+from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
-from .registry import register_transport
 
 __all__ = ["MemoryChannel", "MemoryListener", "MemoryTransport"]
 
@@ -192,5 +192,3 @@ class MemoryTransport(Transport):
         _Registry.add(listener)
         return listener
 
-
-register_transport("memory", MemoryTransport())

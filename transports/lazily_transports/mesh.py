@@ -10,14 +10,15 @@ from types import TracebackType
 
 import anyio
 
-from ._abc import DataChannel, Listener
-from .admission import AdmissionGate, LogLimiter
-from .backoff import Backoff
+from ._core._admission import AdmissionGate, LogLimiter
+from ._core._backoff import Backoff
+from ._core._peer_link import ChannelVetter, PeerLink
+from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
-from .events import EventStream
-from .link import ChannelVetter, Link, PeerCounters
-from .registry import listen, scheme_of
+from .events import EventStream, PeerCounters
+from .schemes import DEFAULT_SCHEMES, SchemeTable, listen
+from .streams import LinkStream
 
 __all__ = ["Mesh"]
 
@@ -31,15 +32,19 @@ class Mesh:
     accepted link from an id that is unknown or our own is refused during the handshake
     (before authentication) with a logged reason, and one from a peer that should have
     accepted is refused after authentication. A peer that should dial us but has not
-    within ``probe_after`` seconds is probed (see ``Link``); probes from peers are
-    answered with how we try to reach them. Links reconnect with capped,
+    within ``probe_after`` seconds is probed (``lazily_transports.probe``), then with
+    backoff while it stays unlinked, so that a peer refusing this node says why; probes
+    from peers are answered with how we try to reach them. Links reconnect with capped,
     jittered exponential backoff. ``events`` yields ``PeerUp``, ``Frame`` and
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
     (counting the frame as dropped) while the peer is down; frames are never carried
-    over to a later connection. ``vet_channel`` sees every authenticated connection,
+    over to a later connection. ``vet_channel`` sees every authenticated ``LinkStream``,
     dialed or accepted, before it carries a frame; returning a reason closes it (the
-    link keeps trying), for checks that need the peer's handshake, such as its features.
+    link keeps trying), for checks that need the peer's handshake, such as its
+    ``LinkAttribute.remote_features``. ``schemes`` maps address schemes to transports
+    (default ``DEFAULT_SCHEMES``); every address is resolved when given, so an unknown
+    scheme or a transport whose extra is not installed fails at once.
     """
 
     def __init__(
@@ -56,9 +61,11 @@ class Mesh:
         event_capacity: int = 65536,
         vet_channel: ChannelVetter | None = None,
         probe_after: float | None = 0.5,
+        schemes: SchemeTable | None = None,
     ) -> None:
+        self._schemes = DEFAULT_SCHEMES if schemes is None else schemes
         if listen_address is not None:
-            scheme_of(listen_address)
+            self._schemes.transport_for(listen_address)
         self.config = config
         self.events = EventStream(event_capacity)
         self._listen_address = listen_address
@@ -66,7 +73,7 @@ class Mesh:
         self._client_ssl_context = client_ssl_context
         self._connect_timeout = connect_timeout
         self._backoff = (backoff_initial, backoff_max)
-        self._links: dict[int, Link] = {}
+        self._links: dict[int, PeerLink] = {}
         self._vet = vet_channel
         self._probe_after = probe_after
         self._refusals = LogLimiter(burst=10)
@@ -94,6 +101,7 @@ class Mesh:
                         accept_peer=self._refusal,
                         admit=self._admit,
                         answer_probe=self._answer_probe,
+                        schemes=self._schemes,
                     )
                 )
         except BaseException:
@@ -232,19 +240,19 @@ class Mesh:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _link(self, peer_id: int) -> Link:
+    def _link(self, peer_id: int) -> PeerLink:
         link = self._links.get(peer_id)
         if link is None:
             raise UnknownPeerError(peer_id)
         return link
 
-    def _make_link(self, peer_id: int, address: str) -> Link:
+    def _make_link(self, peer_id: int, address: str) -> PeerLink:
         if isinstance(peer_id, bool) or not isinstance(peer_id, int):
             raise TypeError(f"peer ids must be ints, got {peer_id!r}")
         if peer_id == self.config.peer_id:
             raise ValueError(f"peer {peer_id} is this node's own id; list only the other nodes")
-        scheme_of(address)
-        link = Link(
+        self._schemes.transport_for(address)
+        link = PeerLink(
             peer_id,
             address,
             config=self.config,
@@ -253,6 +261,7 @@ class Mesh:
             backoff=Backoff(*self._backoff),
             connect_timeout=self._connect_timeout,
             ssl_context=self._client_ssl_context,
+            schemes=self._schemes,
             vet=self._vet,
             probe_after=self._probe_after,
         )
@@ -302,8 +311,8 @@ class Mesh:
         note = f"node {me} dials node {peer_id} at {link.address}"
         return f"{note}, last failure: {link.trouble}" if link.trouble else note
 
-    async def _serve_accepted(self, channel: DataChannel) -> None:
-        link = self._links.get(channel.remote_peer_id)
+    async def _serve_accepted(self, channel: LinkStream) -> None:
+        link = self._links.get(channel.extra(LinkAttribute.peer_id))
         if link is None or link.dials or not self._running:
             return
         await link.serve(channel)

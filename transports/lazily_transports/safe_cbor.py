@@ -3,7 +3,7 @@
 Plain ``cbor2.loads`` lets a few hundred bytes cost exponential time (shared references
 building a DAG that is then hashed as a map key), and turns dozens of tags into
 arbitrary Python objects. A :class:`CBORProfile` decodes with cbor2's C decoder but
-refuses, with :class:`~transports.errors.UntrustedDataError`:
+refuses, with :class:`~lazily_transports.errors.UntrustedDataError`:
 
 - input longer than the caller's ``max_bytes`` (checked before decoding);
 - nesting (containers and tags) deeper than the profile's depth;

@@ -20,12 +20,12 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport, refuse_tls
-from .buffered import BufferedChannel
+from ._core._buffered import BufferedChannel
+from ._core._framing import FrameDecoder, frame_header
+from ._core._tls import refuse_tls
+from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, FrameTooLargeError, LinkBrokenError
-from .framing import FrameDecoder, frame_header
-from .registry import register_transport
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
 
@@ -347,7 +347,3 @@ class SocketTransport(Transport):
         bound = _format_tcp(server.sockets[0].getsockname())
         return SocketListener(server, bound, None)
 
-
-_TRANSPORT = SocketTransport()
-register_transport("unix", _TRANSPORT)
-register_transport("tcp", _TRANSPORT)

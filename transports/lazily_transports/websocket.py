@@ -24,13 +24,12 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake
 from websockets.http11 import Request, Response
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
-from .admission import AdmissionGate
-from .buffered import BufferedChannel, Signal
+from ._core._admission import AdmissionGate
+from ._core._buffered import BufferedChannel, Signal
+from ._core._handshake import HANDSHAKE_FRAME_LIMIT
+from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
-from .handshake import HANDSHAKE_FRAME_LIMIT
-from .registry import register_transport
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
 
@@ -356,7 +355,3 @@ class WebSocketTransport(Transport):
         listener.upgrades = upgrades
         return listener
 
-
-_TRANSPORT = WebSocketTransport()
-register_transport("ws", _TRANSPORT)
-register_transport("wss", _TRANSPORT)

@@ -14,9 +14,9 @@ from collections import deque
 
 import anyio
 
-from ._abc import DataChannel
-from .errors import LinkBrokenError
-from .handshake import HANDSHAKE_FRAME_LIMIT
+from ..abc import DataChannel
+from ..errors import LinkBrokenError
+from ._handshake import HANDSHAKE_FRAME_LIMIT
 
 __all__ = ["BufferedChannel", "Signal"]
 
@@ -146,9 +146,7 @@ class BufferedChannel(DataChannel):
             return
         self._broken = True
         self._reason = reason
-        logger.warning(
-            "link %s to peer %s closed: %s", self.remote_address, self._peer_label, reason
-        )
+        logger.warning("link %s closed: %s", self.remote_address, reason)
         self._wake_all()
 
     def _connection_gone(self) -> None:
@@ -169,10 +167,6 @@ class BufferedChannel(DataChannel):
         self._rx.clear()
         self._wake_all()
         return True
-
-    @property
-    def _peer_label(self) -> str:
-        return str(self.remote_peer_id) if self.established else "?"
 
     def _wake_receivers(self) -> None:
         waiters, self._rx_waiters = self._rx_waiters, []

@@ -28,9 +28,9 @@ from typing import Any
 import anyio
 from aiortc import RTCDataChannel, RTCPeerConnection
 
-from .buffered import BufferedChannel
-from .config import LinkConfig
-from .errors import LinkBrokenError
+from .._core._buffered import BufferedChannel
+from ..config import LinkConfig
+from ..errors import LinkBrokenError
 
 __all__ = ["INITIAL_WINDOW", "MESSAGE_SIZE", "PROTOCOL", "WebRTCChannel"]
 

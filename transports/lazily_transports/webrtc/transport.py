@@ -30,15 +30,14 @@ import weakref
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from ._abc import ChannelAcceptor, DataChannel, Listener, Transport
-from .config import LinkConfig
-from .errors import AddressError
-from .registry import register_transport
+from ..abc import ChannelAcceptor, DataChannel, Listener, Transport
+from ..config import LinkConfig
+from ..errors import AddressError
+from .channel import MESSAGE_SIZE, PROTOCOL, WebRTCChannel
+from .ice import IceSettings
+from .session import SignalingSession
 from .signaling import MAX_PEER_ID, SignalingClient, SignalingError
 from .signaling._room import ErrorCode
-from .webrtc_channel import MESSAGE_SIZE, PROTOCOL, WebRTCChannel
-from .webrtc_ice import IceSettings
-from .webrtc_session import SignalingSession
 
 __all__ = [
     "MESSAGE_SIZE",
@@ -305,7 +304,3 @@ class WebRTCTransport(Transport):
         session.listener = (config, accept)
         return WebRTCListener(self, session, parsed, ssl_context)
 
-
-_transport = WebRTCTransport()
-for _scheme in _SCHEMES:
-    register_transport(_scheme, _transport)

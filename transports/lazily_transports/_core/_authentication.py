@@ -1,4 +1,4 @@
-"""Handshake and mutual authentication on a raw channel: ``establish``.
+"""Handshake and mutual authentication on a raw channel (the procedure behind ``establish``).
 
 Both sides send a CBOR hello (capabilities, a fresh 32-byte nonce, the auth mode) and
 negotiate. With a cluster secret each side then sends
@@ -20,12 +20,13 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import anyio
 
-from ._abc import DataChannel
-from .config import LinkConfig
-from .errors import (
+from ..abc import DataChannel
+from ..config import LinkConfig
+from ..errors import (
     AuthenticationError,
     HandshakeError,
     HandshakeTimeoutError,
@@ -33,7 +34,7 @@ from .errors import (
     PeerRejectedError,
     ProbeAnswered,
 )
-from .handshake import (
+from ._handshake import (
     PROBE_FEATURE,
     READY_FEATURE,
     Handshake,
@@ -44,7 +45,15 @@ from .handshake import (
     negotiate,
 )
 
-__all__ = ["FailureReport", "PeerFilter", "ProbeAnswer", "establish", "next_epoch", "probe_channel"]
+__all__ = [
+    "Agreement",
+    "FailureReport",
+    "PeerFilter",
+    "ProbeAnswer",
+    "exchange",
+    "next_epoch",
+    "probe_channel",
+]
 
 logger = logging.getLogger("lazily_transports.handshake")
 
@@ -85,7 +94,17 @@ ProbeAnswer = Callable[[int], str]
 FailureReport = Callable[[DataChannel, HandshakeError], None]
 
 
-async def establish(
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """What a completed handshake settled: the remote hello and the negotiated limits."""
+
+    remote: Handshake
+    negotiated: Negotiated
+    authenticated: bool
+    epoch: int
+
+
+async def exchange(
     channel: DataChannel,
     config: LinkConfig,
     *,
@@ -94,26 +113,12 @@ async def establish(
     admit: PeerFilter | None = None,
     answer_probe: ProbeAnswer | None = None,
     on_failure: FailureReport | None = None,
-) -> DataChannel:
-    """Run handshake and authentication on a raw ``channel`` and return it ready for use.
-
-    ``initiator`` is True on the dialing side. ``accept_peer`` may refuse the announced
-    peer id before authentication and ``admit`` the authenticated one after it (both
-    refusals are sent to the peer, field ``peer_id``); the id is bound into the
-    authentication, so the returned channel's ``remote_peer_id`` is the one checked.
-    Until both sides sent ``ready`` the channel keeps the handshake limits
-    (``HANDSHAKE_FRAME_LIMIT``, one frame queued); each side raises them to the
-    negotiated ones before sending its ``ready``, so no payload frame can outrun them.
-    An accepting side that receives a probe hello (``PROBE_FEATURE``) answers it
-    after authentication with ``answer_probe``'s note, closes the channel and raises
-    ``ProbeAnswered``. On any failure the channel is closed and a ``HandshakeError``
-    subclass naming the field is raised (``AuthenticationError``,
-    ``IncompatiblePeerError``, ``PeerRejectedError``, ``HandshakeTimeoutError``), after
-    it was logged, or passed to ``on_failure`` instead when given.
-    """
+) -> Agreement:
+    """Run handshake and authentication on ``channel``; see ``lazily_transports.establish``."""
     run = _Exchange(channel, config, initiator, accept_peer, admit, answer_probe, probing=False)
     await _guarded(channel, config, run, on_failure or _log_failure)
-    return channel
+    assert run.agreement is not None
+    return run.agreement
 
 
 async def probe_channel(
@@ -181,6 +186,7 @@ class _Exchange:
         self.admit = admit
         self.answer_probe = answer_probe
         self.probing = probing
+        self.agreement: Agreement | None = None
 
     async def run(self) -> str:
         """The handshake; returns the acceptor's note for a probe, else ""."""
@@ -235,7 +241,8 @@ class _Exchange:
         if reply.get("ready") is not True:
             await _refuse(channel, "ready", "expected the ready message")
             raise HandshakeError("ready", "peer sent another message instead of ready")
-        _bind(channel, config, remote.handshake, negotiated, authenticated=auth != "none")
+        epoch = next_epoch(config.session_id, config.peer_id, peer_id)
+        self.agreement = Agreement(remote.handshake, negotiated, auth != "none", epoch)
         return ""
 
 
@@ -271,20 +278,3 @@ async def _refuse(channel: DataChannel, field: str, message: str) -> None:
         return
     await asyncio.sleep(0)
 
-
-def _bind(
-    channel: DataChannel,
-    config: LinkConfig,
-    remote: Handshake,
-    negotiated: Negotiated,
-    *,
-    authenticated: bool,
-) -> None:
-    channel.local_peer_id = config.peer_id
-    channel.remote_peer_id = remote.peer_id
-    channel.session_id = config.session_id
-    channel.fragmentation_supported = negotiated.fragmentation_supported
-    channel.remote_features = remote.features
-    channel.authenticated = authenticated
-    channel.epoch = next_epoch(config.session_id, config.peer_id, remote.peer_id)
-    channel.established = True

@@ -1,4 +1,7 @@
-"""Run a signaling server: ``python -m transports.signaling [--host H] [--port P] [--allow A:B]``.
+"""Run a signaling server: ``python -m lazily_transports.webrtc.signaling [options]``.
+
+Options: ``--host H`` (default 127.0.0.1), ``--port P`` (default 8765, 0 for any free
+port) and ``--allow A:B``.
 
 Every URL path is a room. ``--allow 1:2`` (repeatable) switches every room to
 allowlist mode and lets peers 1 and 2 signal each other.
@@ -22,7 +25,9 @@ def _pair(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transports.signaling", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m lazily_transports.webrtc.signaling", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port to bind (0: any free port)")
     parser.add_argument("--allow", type=_pair, action="append", default=[], metavar="A:B")

@@ -6,48 +6,36 @@ import asyncio
 import logging
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 
-from ._abc import DataChannel
-from .backoff import Backoff
-from .config import LinkConfig
-from .errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
-from .events import EventStream, Frame, PeerDown, PeerUp
-from .registry import dial, probe
+from ..abc import DataChannel, LinkAttribute
+from ..config import LinkConfig
+from ..errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
+from ..events import EventStream, Frame, PeerCounters, PeerDown, PeerUp
+from ..schemes import SchemeTable, dial, probe
+from ..streams import LinkStream
+from ._backoff import Backoff
 
-__all__ = ["Link", "PeerCounters"]
+__all__ = ["ChannelVetter", "PeerLink"]
 
 logger = logging.getLogger("lazily_transports.mesh")
 
 
-@dataclass(slots=True)
-class PeerCounters:
-    """Per-peer metrics; all counts are cumulative."""
-
-    frames_sent: int = 0
-    frames_received: int = 0
-    frames_dropped: int = 0
-    connects: int = 0
-    reconnects: int = 0
-    connect_failures: int = 0
-    refused: int = 0
-
-
-#: Checks an authenticated channel before it carries frames; a string is the refusal.
-ChannelVetter = Callable[[DataChannel], "str | None"]
+#: Checks an authenticated link before it carries frames; a string is the refusal.
+ChannelVetter = Callable[[LinkStream], "str | None"]
 
 #: Longest wait between two probes of a peer that should dial us but does not.
 PROBE_MAX_INTERVAL = 10.0
 
 
-class Link:
+class PeerLink:
     """Carries frames to and from one peer over a sequence of connections (epochs).
 
     Only one connection is current; when it ends (or a newer one replaces it) its
     queued frames are discarded and a ``PeerDown`` is emitted before the next
-    ``PeerUp``, so no frame of an older epoch follows a newer one.
+    ``PeerUp``, so no frame of an older epoch follows a newer one. Frames go through
+    the current stream's raw channel: the wrapper costs nothing per frame here.
 
     A link that waits to be dialed probes the peer (``lazily_transports.probe``) once it has
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
@@ -66,10 +54,12 @@ class Link:
         backoff: Backoff,
         connect_timeout: float,
         ssl_context: ssl.SSLContext | None,
+        schemes: SchemeTable,
         vet: ChannelVetter | None = None,
         probe_after: float | None = 0.5,
     ) -> None:
         self.peer_id = peer_id
+        self._schemes = schemes
         self._vet = vet
         self.address = address
         self.dials = dials
@@ -79,7 +69,8 @@ class Link:
         self._backoff = backoff
         self._connect_timeout = connect_timeout
         self._ssl_context = ssl_context
-        self._channel: DataChannel | None = None
+        self._channel: LinkStream | None = None
+        self._raw: DataChannel | None = None  # the current stream's channel
         self._pump: asyncio.Task[str] | None = None
         self._dialer: asyncio.Task[None] | None = None
         self._probe_after = probe_after
@@ -95,7 +86,7 @@ class Link:
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue ``frame`` on the current connection; False (and counted) when down."""
-        channel = self._channel
+        channel = self._raw
         if channel is None:
             if len(frame) > self._config.max_frame_size:
                 raise FrameTooLargeError(len(frame), self._config.max_frame_size)
@@ -110,7 +101,7 @@ class Link:
         return True
 
     async def wait_send_ready(self) -> None:
-        channel = self._channel
+        channel = self._raw
         if channel is not None:
             await channel.wait_send_ready()
 
@@ -136,6 +127,7 @@ class Link:
                     timeout=self._connect_timeout,
                     ssl_context=self._ssl_context,
                     expect_peer_id=self.peer_id,
+                    schemes=self._schemes,
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
@@ -173,6 +165,7 @@ class Link:
                 timeout=self._connect_timeout,
                 ssl_context=self._ssl_context,
                 expect_peer_id=self.peer_id,
+                schemes=self._schemes,
             )
         except HandshakeError as exc:
             outcome = str(exc)
@@ -197,30 +190,31 @@ class Link:
         self.trouble = outcome
         logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
 
-    async def serve(self, channel: DataChannel) -> None:
+    async def serve(self, channel: LinkStream) -> None:
         """Make ``channel`` current and carry its frames until it ends or is replaced."""
         if self._closed:
             await channel.aclose()
             return
+        epoch = channel.extra(LinkAttribute.epoch)
         refusal = self._vet(channel) if self._vet is not None else None
         if refusal is not None:
             self.counters.refused += 1
             logger.warning("peer %d (epoch %d) refused after authentication: %s",
-                           self.peer_id, channel.epoch, refusal)
+                           self.peer_id, epoch, refusal)
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
             return
         previous = self._channel
         if previous is not None:
             self._detach(previous, "replaced by a newer connection")
-        self._channel = channel
+        self._channel, self._raw = channel, channel.channel
         self.trouble = None
-        self.epoch = channel.epoch
+        self.epoch = epoch
         self.counters.connects += 1
         if self.counters.connects > 1:
             self.counters.reconnects += 1
-        logger.info("peer %d up (epoch %d) via %s", self.peer_id, channel.epoch, self.address)
-        self._events.put_control(PeerUp(self.peer_id, channel.epoch))
+        logger.info("peer %d up (epoch %d) via %s", self.peer_id, epoch, self.address)
+        self._events.put_control(PeerUp(self.peer_id, epoch))
         pump = asyncio.get_running_loop().create_task(self._receive(channel))
         self._pump = pump
         try:
@@ -232,11 +226,12 @@ class Link:
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
 
-    async def _receive(self, channel: DataChannel) -> str:
+    async def _receive(self, stream: LinkStream) -> str:
+        channel = stream.channel
         events = self._events
         counters = self.counters
         peer_id = self.peer_id
-        epoch = channel.epoch
+        epoch = stream.extra(LinkAttribute.epoch)
         try:
             while True:
                 try:
@@ -263,14 +258,15 @@ class Link:
         if channel is not None:
             self._detach(channel, reason)
 
-    def _detach(self, channel: DataChannel, reason: str) -> None:
+    def _detach(self, channel: LinkStream, reason: str) -> None:
         """Stop using ``channel``: later sends are dropped, its pump is stopped."""
-        self._channel = None
+        self._channel = self._raw = None
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()
         self._pump = None
-        logger.info("peer %d down (epoch %d): %s", self.peer_id, channel.epoch, reason)
-        self._events.put_control(PeerDown(self.peer_id, channel.epoch, reason))
+        epoch = channel.extra(LinkAttribute.epoch)
+        logger.info("peer %d down (epoch %d): %s", self.peer_id, epoch, reason)
+        self._events.put_control(PeerDown(self.peer_id, epoch, reason))
 
     async def aclose(self, reason: str = "peer removed") -> None:
         """Stop dialing or probing and drop the current connection."""

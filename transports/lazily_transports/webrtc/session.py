@@ -26,8 +26,10 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.sdp import candidate_from_sdp
 
-from .config import LinkConfig
-from .errors import AddressError
+from ..config import LinkConfig
+from ..errors import AddressError
+from .channel import PROTOCOL, WebRTCChannel
+from .ice import IceSettings, install_gatherer, new_peer_connection
 from .signaling import (
     Answer,
     Error,
@@ -42,8 +44,6 @@ from .signaling import (
     ServerFrame,
     SignalingClient,
 )
-from .webrtc_channel import PROTOCOL, WebRTCChannel
-from .webrtc_ice import IceSettings, install_gatherer, new_peer_connection
 
 __all__ = ["SignalingSession"]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import cbor2
 
-from .config import LinkConfig
-from .errors import HandshakeError, IncompatiblePeerError, PeerRejectedError, UntrustedDataError
-from .safe_cbor import PROTOCOL, brief
+from ..config import LinkConfig
+from ..errors import HandshakeError, IncompatiblePeerError, PeerRejectedError, UntrustedDataError
+from ..safe_cbor import PROTOCOL, brief
 
 __all__ = [
     "CODEC",

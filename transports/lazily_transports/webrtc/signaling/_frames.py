@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any, Literal, TypeAlias
 
-from ..safe_cbor import brief as _brief
-from ..safe_cbor import collection_paused
+from ...safe_cbor import brief as _brief
+from ...safe_cbor import collection_paused
 from ._json import MAX_DEPTH, MAX_FRAME_BYTES, MAX_INT_DIGITS, JSONLimitError, check, parse_int
 
 __all__ = [

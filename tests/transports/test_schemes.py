@@ -1,24 +1,31 @@
-"""Address dispatch by scheme, address parsing, and listener binding rules."""
+"""Scheme tables (injectable, lazy), address parsing, and listener binding rules."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from lazily_transports import (
+    DEFAULT_SCHEMES,
     AddressError,
     ChannelAcceptor,
     DataChannel,
+    Frame,
+    LinkAttribute,
     LinkConfig,
+    LinkStream,
     Listener,
+    Mesh,
+    PeerUp,
+    SchemeTable,
     Transport,
     dial,
-    get_transport,
     listen,
-    register_transport,
-    registered_schemes,
     scheme_of,
 )
 from lazily_transports.sockets import parse_tcp, parse_unix
@@ -28,7 +35,7 @@ from transport_helpers import make_config, unique_memory_address
 pytestmark = pytest.mark.timeout(30)
 
 
-async def _idle(channel: DataChannel) -> None:
+async def _idle(channel: LinkStream) -> None:
     await asyncio.sleep(0)
 
 
@@ -53,7 +60,7 @@ def test_addresses_without_a_scheme_are_refused(address: str) -> None:
 
 
 async def test_unknown_scheme_names_the_known_ones() -> None:
-    with pytest.raises(AddressError, match=r"no transport registered for scheme 'carrier'.*tcp"):
+    with pytest.raises(AddressError, match=r"no transport for scheme 'carrier'.*tcp"):
         await dial("carrier://pigeon", make_config(1))
 
 
@@ -145,40 +152,96 @@ async def test_websocket_listener_serves_only_its_path() -> None:
             await dial(wrong, make_config(1))
 
 
-async def test_registered_transport_is_used_for_its_scheme() -> None:
-    memory = get_transport("memory")
-    calls: list[str] = []
+class Aliased(Transport):
+    """A test double: ``alias:NAME`` addresses over the memory transport, recorded."""
 
-    class Aliased(Transport):
-        async def connect(
-            self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
-        ) -> DataChannel:
-            calls.append(address)
-            return await memory.connect(address.replace("alias:", "memory://"), config)
+    def __init__(self) -> None:
+        self.memory = SchemeTable.builtin().transport("memory")
+        self.calls: list[str] = []
 
-        async def listen(
-            self,
-            address: str,
-            config: LinkConfig,
-            accept: ChannelAcceptor,
-            *,
-            ssl_context: ssl.SSLContext | None = None,
-        ) -> Listener:
-            return await memory.listen(address.replace("alias:", "memory://"), config, accept)
+    async def connect(
+        self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
+    ) -> DataChannel:
+        self.calls.append(address)
+        return await self.memory.connect(address.replace("alias:", "memory://"), config)
 
-    transport = Aliased()
-    register_transport("alias", transport)
-    assert "alias" in registered_schemes()
-    register_transport("alias", transport)  # the same object again is fine
-    with pytest.raises(ValueError, match="already registered"):
-        register_transport("alias", Aliased())
+    async def listen(
+        self,
+        address: str,
+        config: LinkConfig,
+        accept: ChannelAcceptor,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> Listener:
+        return await self.memory.listen(address.replace("alias:", "memory://"), config, accept)
+
+
+async def test_an_injected_table_routes_its_scheme_to_a_test_double() -> None:
+    double = Aliased()
+    table = SchemeTable.builtin().with_transport("alias", double)
+    assert "alias" in table.schemes and "tcp" in table
+    assert "alias" not in DEFAULT_SCHEMES  # nothing global changed
     name = unique_memory_address().removeprefix("memory://")
-    async with listen(f"alias:{name}", make_config(2), _idle):
-        channel = await dial(f"alias:{name}", make_config(1))
-        assert channel.remote_peer_id == 2
-        await channel.aclose()
-    assert calls == [f"alias:{name}"]
-    with pytest.raises(TypeError):
-        register_transport("broken", object())  # type: ignore[arg-type]
-    with pytest.raises(AddressError):
-        register_transport("Bad Scheme", transport)
+    async with listen(f"alias:{name}", make_config(2), _idle, schemes=table):
+        stream = await dial(f"alias:{name}", make_config(1), schemes=table)
+        assert stream.extra(LinkAttribute.peer_id) == 2
+        await stream.aclose()
+        with pytest.raises(AddressError, match="no transport for scheme 'alias'"):
+            await dial(f"alias:{name}", make_config(1))
+    assert double.calls == [f"alias:{name}"]
+
+
+async def test_a_mesh_dials_and_listens_through_its_table() -> None:
+    double = Aliased()
+    table = SchemeTable({"alias": double})
+    names = {i: unique_memory_address().removeprefix("memory://") for i in (1, 2)}
+    addresses = {i: f"alias:{name}" for i, name in names.items()}
+    one = Mesh(make_config(1), addresses[1], {2: addresses[2]}, schemes=table)
+    two = Mesh(make_config(2), addresses[2], {1: addresses[1]}, schemes=table)
+    async with one, two:
+        with anyio.fail_after(10):
+            while not isinstance(await one.events.receive(), PeerUp):
+                pass
+        assert one.send_nowait(2, b"through the double")
+        with anyio.fail_after(10):
+            while not isinstance(event := await two.events.receive(), Frame):
+                pass
+        assert event.data == b"through the double"
+    assert addresses[2] in double.calls  # node 1 dialed node 2 through the double
+    assert set(double.calls) <= set(addresses.values())
+    with pytest.raises(AddressError, match="no transport for scheme 'tcp'"):
+        Mesh(make_config(1), None, {2: "tcp://127.0.0.1:7002"}, schemes=table)
+
+
+def test_tables_refuse_bad_entries() -> None:
+    with pytest.raises(TypeError, match="expected a Transport or a factory"):
+        SchemeTable({"broken": object()})  # type: ignore[dict-item]
+    with pytest.raises(AddressError, match="invalid scheme"):
+        SchemeTable({"Bad Scheme": Aliased()})
+    table = SchemeTable({"odd": lambda: object()})  # type: ignore[dict-item,return-value]
+    with pytest.raises(TypeError, match="factory returned object"):
+        table.transport("odd")
+
+
+def test_a_factory_is_called_once_for_all_its_schemes_and_copies() -> None:
+    made: list[Aliased] = []
+
+    def factory() -> Transport:
+        made.append(Aliased())
+        return made[-1]
+
+    table = SchemeTable({"a": factory, "b": factory})
+    assert made == []  # nothing made before first use
+    copy = table.with_transport("c", Aliased())
+    assert table.transport("a") is table.transport("b") is copy.transport("b") is made[0]
+    assert len(made) == 1
+
+
+def test_importing_the_package_loads_no_transport() -> None:
+    code = (
+        "import sys, lazily_transports\n"
+        "loaded = [m for m in ('websockets', 'aiortc', 'lazily_transports.websocket',"
+        " 'lazily_transports.sockets', 'lazily_transports.memory') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,11 +1,11 @@
-"""Abstract bases: the DataChannel every link yields, and the Transport/Listener pair.
+"""Contracts: frame streams, the raw channels transports produce, transports and listeners.
 
 A transport turns an address into *raw* channels: ``DataChannel`` objects whose
-handshake has not run yet. ``lazily_transports.dial`` / ``lazily_transports.listen`` run
-``lazily_transports.establish`` (capability handshake plus mutual authentication) on them
-before any caller sees a frame. New transports subclass ``Transport`` (usually with
-``lazily_transports.BufferedChannel`` as the channel base) and call
-``lazily_transports.register_transport(scheme, transport)``.
+handshake has not run yet. ``lazily_transports.dial`` / ``lazily_transports.listen``
+run ``lazily_transports.establish`` (capability handshake plus mutual authentication)
+on them and hand out ``LinkStream`` wrappers, whose ``LinkAttribute`` typed attributes
+describe the peer. A new transport subclasses ``Transport`` and ``DataChannel`` and is
+made reachable by a ``lazily_transports.SchemeTable`` entry.
 """
 
 from __future__ import annotations
@@ -13,43 +13,96 @@ from __future__ import annotations
 import asyncio
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import anyio
+from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ObjectStream
 
-from .admission import AdmissionGate
+from ._core._admission import AdmissionGate
+from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .config import LinkConfig
 from .errors import FrameTooLargeError
-from .handshake import HANDSHAKE_FRAME_LIMIT
 
-__all__ = ["ChannelAcceptor", "DataChannel", "Listener", "Transport", "refuse_tls"]
+__all__ = [
+    "ChannelAcceptor",
+    "DataChannel",
+    "FrameStream",
+    "LinkAttribute",
+    "Listener",
+    "Transport",
+]
 
 #: Consecutive ``receive`` calls served without suspending before one forced yield.
 _RECEIVE_STREAK = 1024
 
 
-class DataChannel(ObjectStream[bytes]):
-    """An ordered, reliable stream of whole byte frames to one authenticated peer.
+class LinkAttribute(TypedAttributeSet):
+    """What the handshake established about a link: ``stream.extra(LinkAttribute.peer_id)``."""
 
-    Attributes describe the link once ``establish`` has returned it: the remote
-    ``remote_peer_id``, the shared ``session_id``, the negotiated ``max_frame_size``
-    (used in both directions), ``fragmentation_supported``, ``remote_features`` and the
-    connection ``epoch`` (monotonic per remote peer within this process).
+    #: This node's peer id.
+    local_peer_id: int = typed_attribute()
+    #: The remote peer id, bound into the authentication (the one ``accept_peer`` checked).
+    peer_id: int = typed_attribute()
+    #: The session (cluster name) both sides announced.
+    session_id: str = typed_attribute()
+    #: Connection epoch: strictly increasing per remote peer within this process.
+    epoch: int = typed_attribute()
+    #: The features the remote peer announced in its hello.
+    remote_features: frozenset[str] = typed_attribute()
+    #: The negotiated frame ceiling (the smaller one of both sides), in both directions.
+    max_frame_size: int = typed_attribute()
+    #: Whether both sides announced fragmentation support.
+    fragmentation_supported: bool = typed_attribute()
+    #: True when both sides proved the cluster secret (False only when both opted out).
+    authenticated: bool = typed_attribute()
+    #: Where the remote end is, as the transport names it.
+    remote_address: str = typed_attribute()
+
+
+class FrameStream(ObjectStream[bytes]):
+    """An ordered, reliable stream of whole byte frames.
 
     ``send`` waits while the bounded send buffer is full; ``send_nowait`` raises
     ``anyio.WouldBlock`` instead. Both raise ``FrameTooLargeError`` for a frame above
-    ``max_frame_size``. ``receive`` raises ``anyio.EndOfStream`` after a clean close by
+    the frame ceiling. ``receive`` raises ``anyio.EndOfStream`` after a clean close by
     the peer, ``LinkBrokenError`` (an ``anyio.BrokenResourceError``) when the link
     failed, and ``anyio.ClosedResourceError`` after our own ``aclose``.
+    """
 
-    A raw channel starts with the handshake limits: ``max_frame_size`` is
+    @abstractmethod
+    def send_nowait(self, item: bytes) -> None:
+        """Queue ``item`` without waiting; ``anyio.WouldBlock`` when the buffer is full."""
+
+    @abstractmethod
+    def receive_nowait(self) -> bytes:
+        """Return the next buffered frame, or raise ``WouldBlock`` / end / closed / broken."""
+
+    @abstractmethod
+    async def wait_send_ready(self) -> None:
+        """Return once ``send_nowait`` may succeed, or the stream closed or broke."""
+
+    @abstractmethod
+    async def wait_receive_ready(self) -> None:
+        """Return once ``receive_nowait`` will not raise ``WouldBlock``."""
+
+    @property
+    @abstractmethod
+    def close_reason(self) -> str | None:
+        """Why the link ended (``None`` while it is open)."""
+
+
+class DataChannel(FrameStream):
+    """A raw channel: one connection of a transport, before or after its handshake.
+
+    It holds what the transport needs: ``remote_address``, ``source`` (where an
+    accepted connection comes from: an IP address, or the listener for Unix sockets,
+    for the listener's per-source caps) and the current ``max_frame_size``. A raw
+    channel starts with the handshake limits: ``max_frame_size`` is
     ``HANDSHAKE_FRAME_LIMIT`` (checked from the length prefix, before a payload is
     buffered) and about one such frame is queued before reading pauses; ``establish``
-    calls ``open_limits`` once the peer is authenticated. ``source`` names where an
-    accepted connection comes from (an IP address, or the listener for Unix sockets),
-    for the listener's per-source caps.
+    calls ``open_limits`` once the peer is authenticated.
     """
 
     #: Address scheme of the transport that produced the channel.
@@ -65,14 +118,6 @@ class DataChannel(ObjectStream[bytes]):
         self.remote_address = remote_address
         self.source = source or remote_address
         self.max_frame_size = max_frame_size
-        self.local_peer_id = 0
-        self.remote_peer_id = 0
-        self.session_id = ""
-        self.fragmentation_supported = False
-        self.remote_features: frozenset[str] = frozenset()
-        self.epoch = 0
-        self.authenticated = False
-        self.established = False
         self._streak = 0
 
     # -- primitives each transport provides -------------------------------------------
@@ -81,31 +126,17 @@ class DataChannel(ObjectStream[bytes]):
     def _send_frame_nowait(self, frame: bytes) -> None:
         """Queue one size-checked frame, or raise ``WouldBlock`` / a closed or broken error."""
 
-    @abstractmethod
-    async def wait_send_ready(self) -> None:
-        """Return once ``send_nowait`` may succeed, or the channel closed or broke."""
-
-    @abstractmethod
-    def receive_nowait(self) -> bytes:
-        """Return the next buffered frame, or raise ``WouldBlock`` / end / closed / broken."""
-
-    @abstractmethod
-    async def wait_receive_ready(self) -> None:
-        """Return once ``receive_nowait`` will not raise ``WouldBlock``."""
-
-    @property
-    @abstractmethod
-    def close_reason(self) -> str | None:
-        """Why the link ended (``None`` while it is open)."""
-
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         """Raise the handshake-time limits to the link's own (the peer is authenticated)."""
         self.max_frame_size = max_frame_size
 
-    # -- ObjectStream -------------------------------------------------------------------
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {LinkAttribute.remote_address: lambda: self.remote_address}
+
+    # -- FrameStream ----------------------------------------------------------------------
 
     def send_nowait(self, item: bytes) -> None:
-        """Queue ``item`` without waiting; ``anyio.WouldBlock`` when the buffer is full."""
         if type(item) is not bytes:
             item = _as_bytes(item)
         if len(item) > self.max_frame_size:
@@ -135,11 +166,7 @@ class DataChannel(ObjectStream[bytes]):
             return frame
 
     def __repr__(self) -> str:
-        peer = self.remote_peer_id if self.established else "?"
-        return (
-            f"<{type(self).__name__} peer={peer} epoch={self.epoch} "
-            f"address={self.remote_address!r}>"
-        )
+        return f"<{type(self).__name__} address={self.remote_address!r}>"
 
 
 def _as_bytes(item: object) -> bytes:
@@ -155,8 +182,8 @@ ChannelAcceptor = Callable[[DataChannel], None]
 class Listener(ABC):
     """A bound, accepting endpoint of one transport.
 
-    ``admission`` (set by ``lazily_transports.listen``) counts the connections still in their
-    handshake and those refused over the caps (``pending``, ``refused``).
+    ``admission`` (set by ``lazily_transports.listen``) counts the connections still in
+    their handshake and those refused over the caps (``pending``, ``refused``).
     """
 
     admission: AdmissionGate | None = None
@@ -190,9 +217,3 @@ class Transport(ABC):
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
         """Bind ``address`` and pass every incoming raw channel to ``accept``."""
-
-
-def refuse_tls(ssl_context: ssl.SSLContext | None, schemes: str) -> None:
-    """Raise ValueError when an SSL context is passed to a transport without TLS."""
-    if ssl_context is not None:
-        raise ValueError(f"{schemes} links do not use TLS; pass ssl_context only for wss://")

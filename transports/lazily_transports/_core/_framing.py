@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import FrameTooLargeError
+from ..errors import FrameTooLargeError
 
 __all__ = ["HEADER_SIZE", "FrameDecoder", "encode_frame", "frame_header"]
 

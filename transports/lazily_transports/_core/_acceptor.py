@@ -1,0 +1,103 @@
+"""Runs the handshake, then the handler, for each raw channel a listener accepts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from ..abc import DataChannel, LinkAttribute
+from ..config import LinkConfig
+from ..errors import HandshakeError, ProbeAnswered
+from ..streams import LinkStream, establish
+from ._admission import AdmissionGate, LogLimiter
+from ._authentication import PeerFilter, ProbeAnswer
+
+__all__ = ["Acceptor"]
+
+logger = logging.getLogger("lazily_transports.listener")
+
+#: Refused incoming handshakes logged per interval; the rest are counted in the next line.
+_REFUSALS_LOGGED = 10
+
+
+class Acceptor:
+    """Runs handshake and handler for each raw channel a listener accepts.
+
+    Connections over the admission caps are closed at once; refused handshakes are
+    logged at most ``_REFUSALS_LOGGED`` times per interval.
+    """
+
+    def __init__(
+        self,
+        config: LinkConfig,
+        handler: Callable[[LinkStream], Awaitable[None]],
+        accept_peer: PeerFilter | None,
+        admit: PeerFilter | None,
+        answer_probe: ProbeAnswer | None,
+        label: str,
+    ) -> None:
+        self._config = config
+        self._handler = handler
+        self._accept_peer = accept_peer
+        self._admit = admit
+        self._answer_probe = answer_probe
+        self.gate = AdmissionGate(
+            config.max_pending_handshakes, config.max_pending_per_source, label=label
+        )
+        self._refusals = LogLimiter(burst=_REFUSALS_LOGGED)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+
+    def accept(self, raw: DataChannel) -> None:
+        loop = asyncio.get_running_loop()
+        if self._closing or not self.gate.admit(raw.source):
+            task = loop.create_task(raw.aclose())
+        else:
+            task = loop.create_task(self._serve(raw))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, raw: DataChannel) -> None:
+        source = raw.source
+        try:
+            stream = await establish(
+                raw,
+                self._config,
+                initiator=False,
+                accept_peer=self._accept_peer,
+                admit=self._admit,
+                answer_probe=self._answer_probe,
+                on_failure=self._log_refusal,
+            )
+        except HandshakeError:
+            return  # establish reported it and closed the channel
+        except ProbeAnswered as answered:
+            logger.debug("answered a probe from peer %d", answered.peer_id)
+            return
+        finally:
+            self.gate.release(source)
+        try:
+            await self._handler(stream)
+        except Exception:
+            logger.exception("handler for peer %s failed", stream.extra(LinkAttribute.peer_id))
+        finally:
+            await stream.aclose()
+
+    def _log_refusal(self, raw: DataChannel, error: HandshakeError) -> None:
+        if not self._refusals.allow():
+            return
+        unlogged = self._refusals.take_suppressed()
+        if unlogged:
+            logger.warning("%d more refused handshakes were not logged", unlogged)
+        logging.getLogger("lazily_transports.handshake").warning(
+            "handshake with %s refused: %s", raw.remote_address, error
+        )
+
+    async def aclose(self) -> None:
+        self._closing = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,279 @@
+"""Address schemes mapped to transports (``SchemeTable``), and ``dial`` / ``listen`` / ``probe``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+from ._core._acceptor import Acceptor
+from ._core._authentication import PeerFilter, ProbeAnswer, probe_channel
+from .abc import Listener, Transport
+from .config import LinkConfig
+from .errors import AddressError, MissingDependencyError
+from .streams import LinkStream, establish
+
+__all__ = [
+    "DEFAULT_SCHEMES",
+    "ChannelHandler",
+    "SchemeTable",
+    "TransportFactory",
+    "dial",
+    "listen",
+    "probe",
+    "scheme_of",
+]
+
+#: Receives each authenticated link; the link is closed when it returns.
+ChannelHandler = Callable[[LinkStream], Awaitable[None]]
+#: Makes a transport on first use of one of its schemes.
+TransportFactory = Callable[[], Transport]
+
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
+
+
+def scheme_of(address: str) -> str:
+    """The scheme of an address string, e.g. ``"tcp"`` for ``tcp://127.0.0.1:7001``."""
+    if not isinstance(address, str):
+        raise TypeError(f"address must be a string, not {type(address).__name__}")
+    match = _SCHEME.match(address)
+    if match is None:
+        raise AddressError(f"address {address!r} has no scheme (e.g. tcp://127.0.0.1:7001)")
+    return match.group(1)
+
+
+class _Entry:
+    """One transport, made on first use and shared by every scheme and table naming it."""
+
+    __slots__ = ("_factory", "_lock", "_transport")
+
+    def __init__(self, source: Transport | TransportFactory) -> None:
+        self._transport = source if isinstance(source, Transport) else None
+        self._factory = None if isinstance(source, Transport) else source
+        self._lock = threading.Lock()
+
+    def get(self) -> Transport:
+        transport = self._transport
+        if transport is not None:
+            return transport
+        with self._lock:
+            if self._transport is None:
+                assert self._factory is not None
+                made = self._factory()
+                if not isinstance(made, Transport):
+                    raise TypeError(f"transport factory returned {type(made).__name__}")
+                self._transport = made
+            return self._transport
+
+
+class SchemeTable:
+    """Which transport opens addresses of which scheme.
+
+    ``entries`` maps schemes to transports, or to factories called once, on the first
+    use of any scheme they serve (a factory listed under several schemes makes one
+    transport for all of them). ``SchemeTable.builtin()`` maps ``memory``, ``unix``,
+    ``tcp``, ``ws``, ``wss`` and ``webrtc``, ``webrtc+ws``, ``webrtc+wss``, importing
+    each module on first use; ``DEFAULT_SCHEMES`` is the one ``dial``, ``listen``,
+    ``probe`` and ``Mesh`` use unless given another. A table is not changed once made:
+    ``with_transport`` returns a copy that shares the transports already listed, so
+    a test double is injected by passing such a copy (or a table of its own).
+    """
+
+    def __init__(self, entries: Mapping[str, Transport | TransportFactory] | None = None) -> None:
+        self._entries: dict[str, _Entry] = {}
+        made: dict[int, _Entry] = {}
+        for scheme, source in (entries or {}).items():
+            _check_scheme(scheme)
+            if not isinstance(source, Transport) and not callable(source):
+                raise TypeError(
+                    f"scheme {scheme!r}: expected a Transport or a factory, "
+                    f"got {type(source).__name__}"
+                )
+            entry = made.get(id(source))
+            if entry is None:
+                entry = made[id(source)] = _Entry(source)
+            self._entries[scheme] = entry
+
+    @classmethod
+    def builtin(cls) -> SchemeTable:
+        """A new table of the built-in transports (none is imported before its first use)."""
+        return cls(
+            {
+                "memory": _memory,
+                "unix": _sockets,
+                "tcp": _sockets,
+                "ws": _websocket,
+                "wss": _websocket,
+                "webrtc": _webrtc,
+                "webrtc+ws": _webrtc,
+                "webrtc+wss": _webrtc,
+            }
+        )
+
+    def with_transport(
+        self, scheme: str, transport: Transport | TransportFactory
+    ) -> SchemeTable:
+        """A copy of this table with ``scheme`` mapped to ``transport`` (added or replaced)."""
+        table = SchemeTable({scheme: transport})
+        table._entries = {**self._entries, **table._entries}
+        return table
+
+    @property
+    def schemes(self) -> frozenset[str]:
+        return frozenset(self._entries)
+
+    def __contains__(self, scheme: object) -> bool:
+        return scheme in self._entries
+
+    def transport(self, scheme: str) -> Transport:
+        """The transport for ``scheme``, made now if this is its first use.
+
+        Raises ``AddressError`` for a scheme the table lacks and
+        ``MissingDependencyError`` when the transport needs an extra not installed.
+        """
+        entry = self._entries.get(scheme)
+        if entry is None:
+            known = ", ".join(sorted(self._entries))
+            raise AddressError(f"no transport for scheme {scheme!r} (known: {known})")
+        try:
+            return entry.get()
+        except MissingDependencyError as exc:
+            raise MissingDependencyError(f"{scheme}:// addresses", exc.extra, exc.package) from exc
+
+    def transport_for(self, address: str) -> Transport:
+        """The transport for ``address``'s scheme."""
+        return self.transport(scheme_of(address))
+
+    def __repr__(self) -> str:
+        return f"SchemeTable({sorted(self._entries)})"
+
+
+def _check_scheme(scheme: str) -> None:
+    if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme + ":"):
+        raise AddressError(f"invalid scheme {scheme!r}")
+
+
+def _memory() -> Transport:
+    from .memory import MemoryTransport
+
+    return MemoryTransport()
+
+
+def _sockets() -> Transport:
+    from .sockets import SocketTransport
+
+    return SocketTransport()
+
+
+def _websocket() -> Transport:
+    from .websocket import WebSocketTransport
+
+    return WebSocketTransport()
+
+
+def _webrtc() -> Transport:
+    from . import webrtc
+
+    return webrtc.WebRTCTransport()  # MissingDependencyError without the webrtc extra
+
+
+DEFAULT_SCHEMES = SchemeTable.builtin()
+
+
+async def dial(
+    address: str,
+    config: LinkConfig,
+    *,
+    timeout: float = 10.0,
+    ssl_context: ssl.SSLContext | None = None,
+    expect_peer_id: int | None = None,
+    schemes: SchemeTable | None = None,
+) -> LinkStream:
+    """Connect to ``address``, handshake and authenticate; return the link.
+
+    ``timeout`` bounds the connection attempt; ``config.handshake_timeout`` bounds the
+    handshake. With ``expect_peer_id`` a different peer at that address is refused.
+    ``schemes`` picks the transport (default ``DEFAULT_SCHEMES``).
+    Raises ``OSError``/``TimeoutError`` when the peer is unreachable and a
+    ``HandshakeError`` subclass when the link is refused.
+    """
+    transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
+    try:
+        async with asyncio.timeout(timeout):
+            raw = await transport.connect(address, config, ssl_context=ssl_context)
+    except TimeoutError:
+        raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
+    accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
+    return await establish(raw, config, initiator=True, accept_peer=accept_peer)
+
+
+async def probe(
+    address: str,
+    config: LinkConfig,
+    *,
+    timeout: float = 10.0,
+    ssl_context: ssl.SSLContext | None = None,
+    expect_peer_id: int | None = None,
+    schemes: SchemeTable | None = None,
+) -> str:
+    """Ask the node at ``address`` whether it would accept a link from us, carrying none.
+
+    The peer runs its usual checks (cluster name, membership, secret) and refuses
+    with the first that fails, raised here as a ``HandshakeError`` naming the field;
+    when all pass it returns the peer's note (say, the address it dials us at) and
+    closes. Raises ``OSError``/``TimeoutError`` when the peer is unreachable.
+    """
+    transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
+    try:
+        async with asyncio.timeout(timeout):
+            raw = await transport.connect(address, config, ssl_context=ssl_context)
+    except TimeoutError:
+        raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
+    accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
+    return await probe_channel(raw, config, accept_peer=accept_peer)
+
+
+def _expecting(expected: int) -> PeerFilter:
+    def check(peer_id: int) -> str | None:
+        if peer_id == expected:
+            return None
+        return f"expected peer {expected} at this address, reached peer {peer_id}"
+
+    return check
+
+
+@asynccontextmanager
+async def listen(
+    address: str,
+    config: LinkConfig,
+    handler: ChannelHandler,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    accept_peer: PeerFilter | None = None,
+    admit: PeerFilter | None = None,
+    answer_probe: ProbeAnswer | None = None,
+    schemes: SchemeTable | None = None,
+) -> AsyncIterator[Listener]:
+    """Accept links on ``address`` while the context is open.
+
+    ``handler`` runs in its own task for every authenticated link (a ``LinkStream``),
+    which is closed when it returns. Links that fail the handshake (or whose peer id
+    ``accept_peer`` refuses before authentication, or ``admit`` after it) are logged
+    and dropped; probes are answered with ``answer_probe``'s note. At most
+    ``config.max_pending_handshakes`` connections (``config.max_pending_per_source``
+    per source) may be in their handshake; more are closed at once and counted in
+    ``Listener.admission``. The yielded ``Listener.address`` is the bound address (the
+    real port for ``:0``). ``schemes`` picks the transport (default ``DEFAULT_SCHEMES``).
+    """
+    acceptor = Acceptor(config, handler, accept_peer, admit, answer_probe, label=address)
+    transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
+    listener = await transport.listen(address, config, acceptor.accept, ssl_context=ssl_context)
+    listener.admission = acceptor.gate
+    try:
+        yield listener
+    finally:
+        await listener.aclose()
+        await acceptor.aclose()
