@@ -109,10 +109,21 @@ class NodeProc:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(15)
+            code = self.proc.wait(15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            return self.proc.wait()
+            code = self.proc.wait()
+        self.drain()
+        return code
+
+    def drain(self) -> list[str]:
+        """Once the process has exited: every stdout line it wrote, in ``seen`` too."""
+        self._pumps[0].join(5)
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return self.seen
 
 
 def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
