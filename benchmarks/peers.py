@@ -1,0 +1,200 @@
+"""lazily-queue against the real alternatives: the same workloads, one run, one table.
+
+    python benchmarks/peers.py [--quick] [--count N] [--samples S] [--only SYSTEMS] [--json]
+    lazily-queue bench peers ...
+
+Workloads (100-byte messages, N per phase): produce with 256 pushes in flight; end to end
+with one consumer while 256 push; a work queue with 256 pushing and 8 workers claiming
+and acking; fan-out to 4 durable subscribers; push->acknowledgement latency with one push
+in flight (3 members, then one member); one member's serial claim+ack and pop rates.
+
+Systems: lazily-queue (3 ``lazily-queue node`` processes over Unix sockets, fsync before
+every acknowledgement; one node process for the one-member rows), NATS JetStream R3
+(3 ``nats-server -js``, file storage), Redis Streams (``redis-server``, AOF
+``appendfsync always``) and persist-queue ``SQLiteAckQueue`` (SQLite WAL,
+``synchronous=FULL``; one-member rows). Servers run on free loopback ports in temporary
+directories and are always stopped. A peer that is not installed is skipped with a line
+saying how to install it. With ``--json`` the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.peers_common import ROWS, fdatasync_p50_ms, reap  # noqa: E402
+
+PIP = "pip install 'lazily-queue[bench]'"
+
+
+def _missing(binary: str | None, module: str, package: str) -> str | None:
+    if binary is not None and shutil.which(binary) is None:
+        return f"{binary} not found: apt install {binary}"
+    if importlib.util.find_spec(module) is None:
+        return f"Python client {package} missing: {PIP}"
+    return None
+
+
+def _driver(name: str) -> Callable[[Path, int, int], Awaitable[dict[str, Any]]]:
+    if name == "lazily":
+        from benchmarks import peers_lazily
+        return peers_lazily.run
+    if name == "nats":
+        from benchmarks import peers_nats
+        return peers_nats.run
+    if name == "redis":
+        from benchmarks import peers_redis
+        return peers_redis.run
+    from benchmarks import peers_persist
+    return peers_persist.run
+
+
+#: (key, column title, why it cannot run or None)
+SYSTEMS: dict[str, tuple[str, Callable[[], str | None]]] = {
+    "lazily": ("lazily-queue", lambda: None),
+    "nats": ("NATS JetStream R3", lambda: _missing("nats-server", "nats", "nats-py")),
+    "redis": ("Redis Streams 1 node", lambda: _missing("redis-server", "redis", "redis")),
+    "persist": ("persist-queue", lambda: _missing(None, "persistqueue", "persist-queue")),
+}
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and value < 100:
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value < 10 else f"{value:.1f}"
+    return f"{round(value):,}"
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """lazily-queue's figure divided by each peer's, per row both have."""
+    ours = results.get("lazily", {})
+    out: dict[str, dict[str, float]] = {}
+    for name, figures in results.items():
+        if name == "lazily":
+            continue
+        out[name] = {row.key: round(ours[row.key] / figures[row.key], 3) for row in ROWS
+                     if isinstance(ours.get(row.key), int | float)
+                     and isinstance(figures.get(row.key), int | float) and figures[row.key]}
+    return out
+
+
+def table(results: dict[str, dict[str, Any]], ratio: dict[str, dict[str, float]]) -> str:
+    ran = [name for name in SYSTEMS if name in results and "error" not in results[name]]
+    peers = [name for name in ran if name != "lazily" and "lazily" in ran]
+    head = ["figure", "better", *(SYSTEMS[n][0] for n in ran),
+            *(f"lazily/{SYSTEMS[n][0].split()[0]}" for n in peers)]
+    lines = [head]
+    for row in ROWS:
+        if not any(row.key in results[n] for n in ran):
+            continue
+        unit = "ms" if row.unit == "ms" else "/s"
+        lines.append([f"{row.label} ({unit})", "higher" if row.higher_is_better else "lower",
+                      *(_cell(results[n].get(row.key)) for n in ran),
+                      *(f"{ratio[n][row.key]:.2f}x" if row.key in ratio.get(n, {}) else "—"
+                        for n in peers)])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + " |"
+            for line in lines]
+    text.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(text)
+
+
+async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, Any]:
+    results: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    notes: list[str] = []
+    print(f"{args.count:,} messages of 100 B per phase, {args.samples:,} samples for the "
+          "1-in-flight and serial rows", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="lazily-peers-"))
+    try:
+        disk = {"before": fdatasync_p50_ms(root)}
+        print(f"fdatasync p50 of this disk: {disk['before']} ms", flush=True)
+        for name in chosen:
+            title, check = SYSTEMS[name]
+            why = check()
+            if why is not None:
+                skipped[name] = why
+                print(f"{title}: skipped ({why})", flush=True)
+                continue
+            started = time.monotonic()
+            try:
+                figures = await _driver(name)(root / name, args.count, args.samples)
+            except Exception as exc:
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                print(f"{title}: failed: {results[name]['error']}", flush=True)
+                continue
+            notes.extend(figures.pop("notes", []))
+            results[name] = figures
+            shown = ", ".join(f"{k}={v}" for k, v in figures.items())
+            print(f"{title} ({time.monotonic() - started:.0f}s): {shown}", flush=True)
+        disk["after"] = fdatasync_p50_ms(root)
+    finally:
+        reap()
+        shutil.rmtree(root, ignore_errors=True)
+    ok = {n: f for n, f in results.items() if "error" not in f}
+    ratio = ratios(ok)
+    print()
+    print(table(ok, ratio))
+    print()
+    print("ratio = lazily-queue / peer; 'better' says which way is better for each row")
+    print(f"- fdatasync p50 of this disk: {disk['before']} ms before the run, "
+          f"{disk.get('after')} ms after (fsync-bound rows move with it)")
+    for note in notes:
+        print(f"- {note}")
+    return {"count": args.count, "samples": args.samples, "fdatasync_p50_ms": disk,
+            "systems": results, "skipped": skipped, "ratios": ratio, "notes": notes,
+            "rows": {row.key: {"label": row.label, "unit": row.unit,
+                               "higher_is_better": row.higher_is_better} for row in ROWS}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 messages, 200 samples")
+    parser.add_argument("--count", type=int, help="messages per phase (default 20,000)")
+    parser.add_argument("--samples", type=int,
+                        help="1-in-flight and serial operations (default 1,000)")
+    parser.add_argument("--only", help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    args.count = args.count or (2000 if args.quick else 20000)
+    args.samples = args.samples or (200 if args.quick else 1000)
+    if args.count < 1 or args.samples < 1:
+        parser.error("--count and --samples must be at least 1")
+    chosen = [s.strip() for s in args.only.split(",")] if args.only else list(SYSTEMS)
+    unknown = [s for s in chosen if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    task = loop.create_task(main_async(args, chosen))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        results = loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        print("interrupted; every server was stopped", file=sys.stderr)
+        return 130
+    finally:
+        reap()
+        loop.close()
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""What every driver of ``benchmarks/peers.py`` shares: the figures, payload, load shapes,
+timing helpers and server processes that are always torn down.
+
+A driver returns a dict of figures keyed by the names in :data:`ROWS` (a missing key
+means the system has no such figure) plus free-form notes under ``"notes"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Every message is this many bytes.
+PAYLOAD = b"x" * 100
+#: Producers keep this many pushes in flight.
+INFLIGHT = 256
+#: Batch size of the peers' consumers (JetStream fetch, Redis XREADGROUP COUNT).
+BATCH = 100
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool
+
+
+ROWS: tuple[Row, ...] = (
+    Row("produce_per_s", "produce, 256 in flight", "/s", True),
+    Row("end_to_end_per_s", "end to end, 1 consumer, 256 pushing", "/s", True),
+    Row("work_queue_per_s", "work queue, 256 pushing, 8 workers claim+ack", "/s", True),
+    Row("fanout_per_s", "topic fan-out, 4 durable subscribers (deliveries)", "/s", True),
+    Row("p50_ms_3", "push->ack p50, 1 in flight, 3 members", "ms", False),
+    Row("p99_ms_3", "push->ack p99, 1 in flight, 3 members", "ms", False),
+    Row("p50_ms_1", "push->ack p50, 1 in flight, one member", "ms", False),
+    Row("p99_ms_1", "push->ack p99, 1 in flight, one member", "ms", False),
+    Row("serial_claim_ack_per_s_1", "one member, serial claim+ack", "/s", True),
+    Row("serial_pop_per_s_1", "one member, serial pop", "/s", True),
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    """(p50, p99) in milliseconds of ``samples`` in seconds."""
+    ordered = sorted(samples)
+    if not ordered:
+        return 0.0, 0.0
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
+
+    return at(0.50), at(0.99)
+
+
+async def spread(count: int, op: Callable[[], Awaitable[Any]],
+                 inflight: int = INFLIGHT) -> None:
+    """Run ``op`` ``count`` times with ``inflight`` calls outstanding at any moment."""
+    todo: Iterator[int] = iter(range(count))
+
+    async def lane() -> None:
+        for _ in todo:
+            await op()
+
+    await asyncio.gather(*(lane() for _ in range(min(inflight, count))))
+
+
+async def serial_latency(count: int, op: Callable[[], Awaitable[Any]]) -> dict[str, float]:
+    """``op`` one at a time: p50/p99 in ms and the rate."""
+    await op()  # warm-up
+    samples: list[float] = []
+    started = time.perf_counter()
+    for _ in range(count):
+        t0 = time.perf_counter()
+        await op()
+        samples.append(time.perf_counter() - t0)
+    elapsed = time.perf_counter() - started
+    p50, p99 = percentiles(samples)
+    return {"p50_ms": p50, "p99_ms": p99, "per_s": round(count / elapsed)}
+
+
+def fdatasync_p50_ms(directory: Path, count: int = 100) -> float:
+    """The disk's p50 fdatasync of a 100-byte append in ``directory`` (context for the
+    fsync-bound rows; other load on the machine moves it a lot)."""
+    path = directory / "fdatasync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    samples: list[float] = []
+    try:
+        for _ in range(count):
+            os.write(fd, PAYLOAD)
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            samples.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return percentiles(samples)[0]
+
+
+def rate(count: int, elapsed: float) -> int:
+    return round(count / elapsed) if elapsed > 0 else 0
+
+
+# -- server processes ---------------------------------------------------------------------------
+
+#: Process groups started by this run; :func:`reap` kills whatever is still alive.
+GROUPS: set[int] = set()
+
+
+def track(pid: int) -> None:
+    """Remember a process group leader (a child started with ``start_new_session``)."""
+    GROUPS.add(pid)
+
+
+def reap() -> None:
+    """SIGKILL every tracked process group that is still alive (last-resort cleanup)."""
+    for pgid in list(GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        GROUPS.discard(pgid)
+
+
+class Server:
+    """A server binary in its own process group, logging to a file in the run directory."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv = argv
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        track(self.proc.pid)
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(text[-lines:]) or "(empty log)"
+
+    async def wait_port(self, port: int, timeout: float = 20.0) -> None:
+        """Wait until ``port`` accepts connections; fail with the log if the server exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.argv[0]} exited ({self.proc.returncode}): "
+                                   f"{self.log_tail()}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return
+        raise RuntimeError(f"{self.argv[0]} did not listen on {port} within {timeout}s: "
+                           f"{self.log_tail()}")
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the process group, SIGKILL it after ``timeout``."""
+        proc = self.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        GROUPS.discard(proc.pid)
+
+
+@contextlib.asynccontextmanager
+async def servers(*items: Server) -> AsyncIterator[None]:
+    """Start ``items``; stop every one of them however the block ends."""
+    try:
+        for server in items:
+            server.start()
+        yield
+    finally:
+        for server in items:
+            await server.stop()

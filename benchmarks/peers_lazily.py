@@ -1,0 +1,83 @@
+"""lazily-queue for ``benchmarks/peers.py``: ``lazily-queue node`` processes over Unix
+sockets with ``durability = "fsync"``, the workload an ``[app]`` inside the leader
+(:mod:`benchmarks.peers_app`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.peers_common import track
+from lazily_queue.demo.processes import NodeProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET_ENV = "LAZILY_PEERS_SECRET"
+CLUSTER_PHASES = ["produce", "end_to_end", "work_queue", "fanout", "latency_3"]
+MEMBER_PHASES = ["latency_1", "serial_pop", "serial_claim_ack"]
+
+
+def _config(root: Path, node: int, members: list[int], app: dict[str, Any]) -> Path:
+    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in members)
+    lines = [f"id = {node}", 'cluster = "peers-bench"', f'data_dir = "{root}/d{node}"',
+             f'listen = "unix://{root}/n{node}.sock"', 'durability = "fsync"',
+             f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60", "", "[peers]", peers, "",
+             "[app]", *(f"{key} = {json.dumps(value)}" for key, value in app.items())]
+    path = root / f"node{node}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+async def run_members(root: Path, size: int, phases: list[str], count: int, samples: int,
+                      timeout: float) -> dict[str, Any]:
+    """Start ``size`` node processes, run ``phases`` in the leader, stop them all."""
+    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
+    result = root / "result.json"
+    app = {"entry": "benchmarks.peers_app:run", "phases": phases, "count": count,
+           "samples": samples, "result": str(result), "claim": str(root / "claim")}
+    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16)})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    members = list(range(1, size + 1))
+    procs = [NodeProcess(i, _config(root, i, members, app), cwd=ROOT, env=env,
+                         log_path=root / f"node{i}.log") for i in members]
+    try:
+        for proc in procs:
+            await proc.start()
+            if proc.pid is not None:
+                track(proc.pid)
+        for proc in procs:
+            await proc.wait_ready(60)
+        deadline = time.monotonic() + timeout
+        while not result.exists():
+            dead = [p for p in procs if not p.alive]
+            if dead:
+                raise RuntimeError(f"node {dead[0].node_id} exited: {dead[0].log_tail(5)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no result within {timeout:.0f}s (phases {phases})")
+            await asyncio.sleep(0.1)
+        figures: dict[str, Any] = json.loads(result.read_text())
+    finally:
+        for proc in procs:
+            await proc.stop()
+    if "error" in figures:
+        raise RuntimeError(f"the benchmark app failed: {figures['error']}")
+    return figures
+
+
+async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
+    timeout = 600.0 + count * 0.05
+    cluster = await run_members(root / "three", 3, CLUSTER_PHASES, count, samples, timeout)
+    single = await run_members(root / "one", 1, MEMBER_PHASES, count, samples, timeout)
+    figures = {**{k: v for k, v in cluster.items() if k not in ("node", "leader_at_end")},
+               **{k: v for k, v in single.items() if k not in ("node", "leader_at_end")}}
+    notes = ["lazily-queue: 3 `lazily-queue node` processes over Unix sockets, "
+             "durability=fsync (acknowledged = fsynced on a majority), workload in an [app] "
+             "of the leader; one-member rows: a single node process"]
+    if not cluster.get("leader_at_end", True):
+        notes.append("lazily-queue: leadership moved during the 3-member run")
+    return {**figures, "notes": notes}

@@ -1,0 +1,70 @@
+"""``benchmarks/peers.py`` runs end to end, prints every row and ends with one JSON line;
+a peer that is not installed is skipped with an install hint, never a traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "peers.py"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.peers_common import ROWS  # noqa: E402
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> tuple[list[str], dict]:
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=280, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    return lines, json.loads(lines[-1])
+
+
+@pytest.mark.slow
+def test_lazily_queue_fills_every_row_and_ratios_match() -> None:
+    with_persist = importlib.util.find_spec("persistqueue") is not None
+    lines, figures = _run([str(SCRIPT), "--only", "lazily,persist", "--count", "300",
+                           "--samples", "20", "--json"])
+    assert figures["count"] == 300 and figures["samples"] == 20
+    ours = figures["systems"]["lazily"]
+    for row in ROWS:
+        assert ours[row.key] > 0, row.key
+        assert any(line.startswith(f"| {row.label} ") for line in lines), row.label
+    if with_persist:
+        peer = figures["systems"]["persist"]
+        ratio = figures["ratios"]["persist"]
+        shared = [row.key for row in ROWS if row.key in peer]
+        assert shared and set(ratio) == set(shared)
+        for key in shared:
+            assert ratio[key] == pytest.approx(ours[key] / peer[key], rel=1e-2, abs=1e-3)
+    else:
+        assert "pip install 'lazily-queue[bench]'" in figures["skipped"]["persist"]
+        assert figures["ratios"] == {}
+
+
+def test_missing_servers_are_skipped_with_an_install_hint(tmp_path: Path) -> None:
+    env = dict(os.environ, PATH=str(tmp_path))  # neither nats-server nor redis-server
+    lines, figures = _run(["-m", "lazily_queue", "bench", "peers", "--only", "nats,redis",
+                           "--count", "10", "--samples", "1", "--json"], env=env)
+    assert figures["systems"] == {}
+    assert figures["skipped"] == {
+        "nats": "nats-server not found: apt install nats-server",
+        "redis": "redis-server not found: apt install redis-server",
+    }
+    assert "NATS JetStream R3: skipped (nats-server not found: apt install nats-server)" in lines
+
+
+def test_an_unknown_system_is_refused_in_one_line() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--only", "kafka"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode != 0
+    assert "unknown system(s) kafka; choose from lazily, nats, redis, persist" in done.stderr
+    assert "Traceback" not in done.stderr
