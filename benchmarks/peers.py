@@ -87,7 +87,7 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
         if name == "lazily":
             continue
         out[name] = {row.key: round(ours[row.key] / figures[row.key], 3) for row in ROWS
-                     if isinstance(ours.get(row.key), int | float)
+                     if row.compared and isinstance(ours.get(row.key), int | float)
                      and isinstance(figures.get(row.key), int | float) and figures[row.key]}
     return out
 
@@ -102,7 +102,8 @@ def table(results: dict[str, dict[str, Any]], ratio: dict[str, dict[str, float]]
         if not any(row.key in results[n] for n in ran):
             continue
         unit = "ms" if row.unit == "ms" else "/s"
-        lines.append([f"{row.label} ({unit})", "higher" if row.higher_is_better else "lower",
+        better = "-" if not row.compared else "higher" if row.higher_is_better else "lower"
+        lines.append([f"{row.label} ({unit})", better,
                       *(_cell(results[n].get(row.key)) for n in ran),
                       *(f"{ratio[n][row.key]:.2f}x" if row.key in ratio.get(n, {}) else "—"
                         for n in peers)])
@@ -121,8 +122,6 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
           "1-in-flight and serial rows", flush=True)
     root = Path(tempfile.mkdtemp(prefix="lazily-peers-"))
     try:
-        disk = {"before": fdatasync_p50_ms(root)}
-        print(f"fdatasync p50 of this disk: {disk['before']} ms", flush=True)
         for name in chosen:
             title, check = SYSTEMS[name]
             why = check()
@@ -131,8 +130,10 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
                 print(f"{title}: skipped ({why})", flush=True)
                 continue
             started = time.monotonic()
+            disk_now = fdatasync_p50_ms(root)
             try:
                 figures = await _driver(name)(root / name, args.count, args.samples)
+                figures["fdatasync_p50_ms"] = disk_now
             except Exception as exc:
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
                 print(f"{title}: failed: {results[name]['error']}", flush=True)
@@ -141,7 +142,7 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
             results[name] = figures
             shown = ", ".join(f"{k}={v}" for k, v in figures.items())
             print(f"{title} ({time.monotonic() - started:.0f}s): {shown}", flush=True)
-        disk["after"] = fdatasync_p50_ms(root)
+        disk_at_end = fdatasync_p50_ms(root)
     finally:
         reap()
         shutil.rmtree(root, ignore_errors=True)
@@ -151,11 +152,11 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
     print(table(ok, ratio))
     print()
     print("ratio = lazily-queue / peer; 'better' says which way is better for each row")
-    print(f"- fdatasync p50 of this disk: {disk['before']} ms before the run, "
-          f"{disk.get('after')} ms after (fsync-bound rows move with it)")
+    print(f"- the fsync-bound rows move with the disk: its fdatasync p50 is in the context "
+          f"row for each system and was {disk_at_end} ms at the end of the run")
     for note in notes:
         print(f"- {note}")
-    return {"count": args.count, "samples": args.samples, "fdatasync_p50_ms": disk,
+    return {"count": args.count, "samples": args.samples, "fdatasync_p50_ms_at_end": disk_at_end,
             "systems": results, "skipped": skipped, "ratios": ratio, "notes": notes,
             "rows": {row.key: {"label": row.label, "unit": row.unit,
                                "higher_is_better": row.higher_is_better} for row in ROWS}}

@@ -33,6 +33,8 @@ class Row:
     label: str
     unit: str
     higher_is_better: bool
+    #: False for context rows (no ratio): the conditions a system ran under.
+    compared: bool = True
 
 
 ROWS: tuple[Row, ...] = (
@@ -46,6 +48,8 @@ ROWS: tuple[Row, ...] = (
     Row("p99_ms_1", "push->ack p99, 1 in flight, one member", "ms", False),
     Row("serial_claim_ack_per_s_1", "one member, serial claim+ack", "/s", True),
     Row("serial_pop_per_s_1", "one member, serial pop", "/s", True),
+    Row("fdatasync_p50_ms", "context: disk fdatasync p50 as the system's run began", "ms",
+        False, compared=False),
 )
 
 
