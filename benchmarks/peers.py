@@ -135,7 +135,8 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
                 figures = await _driver(name)(root / name, args.count, args.samples)
                 figures["fdatasync_p50_ms"] = disk_now
             except Exception as exc:
-                results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                cause = " | ".join(str(exc).split("\n"))
+                results[name] = {"error": f"{type(exc).__name__}: {cause}"}
                 print(f"{title}: failed: {results[name]['error']}", flush=True)
                 continue
             notes.extend(figures.pop("notes", []))
@@ -152,6 +153,9 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
     print(table(ok, ratio))
     print()
     print("ratio = lazily-queue / peer; 'better' says which way is better for each row")
+    print("- one host, 100-byte messages; the peers' clients (nats-py, redis-py asyncio; "
+          "persist-queue in a thread) run in this process, lazily-queue's workload inside "
+          "its leader's process")
     print(f"- the fsync-bound rows move with the disk: its fdatasync p50 is in the context "
           f"row for each system and was {disk_at_end} ms at the end of the run")
     for note in notes:

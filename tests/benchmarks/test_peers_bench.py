@@ -62,6 +62,20 @@ def test_missing_servers_are_skipped_with_an_install_hint(tmp_path: Path) -> Non
     assert "NATS JetStream R3: skipped (nats-server not found: apt install nats-server)" in lines
 
 
+def test_a_peer_that_fails_to_start_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("nats")
+    fake = tmp_path / "nats-server"
+    fake.write_text("#!/bin/sh\necho 'cannot open the store'\nexit 1\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    lines, figures = _run([str(SCRIPT), "--only", "nats", "--count", "10", "--samples", "1",
+                           "--json"], env=env)
+    error = figures["systems"]["nats"]["error"]
+    assert error.startswith("RuntimeError: nats-server exited (1)")
+    assert "cannot open the store" in error
+    assert f"NATS JetStream R3: failed: {error}" in lines
+
+
 def test_an_unknown_system_is_refused_in_one_line() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--only", "kafka"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
