@@ -66,7 +66,7 @@ def _driver(name: str) -> Callable[[Path, int, int], Awaitable[dict[str, Any]]]:
 SYSTEMS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "lazily": ("lazily-queue", lambda: None),
     "nats": ("NATS JetStream R3", lambda: _missing("nats-server", "nats", "nats-py")),
-    "redis": ("Redis Streams 1 node", lambda: _missing("redis-server", "redis", "redis")),
+    "redis": ("Redis Streams (1 node)", lambda: _missing("redis-server", "redis", "redis")),
     "persist": ("persist-queue", lambda: _missing(None, "persistqueue", "persist-queue")),
 }
 
@@ -77,6 +77,10 @@ def _cell(value: Any) -> str:
     if isinstance(value, float) and value < 100:
         return f"{value:.3f}".rstrip("0").rstrip(".") if value < 10 else f"{value:.1f}"
     return f"{round(value):,}"
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.3f}x"
 
 
 def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -101,11 +105,10 @@ def table(results: dict[str, dict[str, Any]], ratio: dict[str, dict[str, float]]
     for row in ROWS:
         if not any(row.key in results[n] for n in ran):
             continue
-        unit = "ms" if row.unit == "ms" else "/s"
         better = "-" if not row.compared else "higher" if row.higher_is_better else "lower"
-        lines.append([f"{row.label} ({unit})", better,
+        lines.append([f"{row.label} ({row.unit})", better,
                       *(_cell(results[n].get(row.key)) for n in ran),
-                      *(f"{ratio[n][row.key]:.2f}x" if row.key in ratio.get(n, {}) else "—"
+                      *(_times(ratio[n][row.key]) if row.key in ratio.get(n, {}) else "—"
                         for n in peers)])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     text = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + " |"

@@ -1,8 +1,8 @@
 """The lazily-queue side of ``benchmarks/peers.py``: an ``[app]`` entry run inside nodes.
 
-Every node of the cluster runs :func:`run`; the one that is leader (confirmed by a
-barrier) and first creates the ``claim`` file runs the phases, the others return and keep
-serving as replicas. The figures are written to ``result`` as one JSON object (or
+Every node of the cluster runs :func:`run`; the first that is leader after a barrier
+creates the ``claim`` file and runs the phases, the others then return and keep serving
+as replicas. The figures are written to ``result`` as one JSON object (or
 ``{"error": ...}``), through a rename so a reader never sees half a file. Only the public
 cell API is used.
 """
@@ -10,6 +10,7 @@ cell API is used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peers_common import PAYLOAD, percentiles, rate, serial_latency, spread
+from lazily_queue import LazilyQueueError
 from lazily_queue.node import Node
 
 Phase = dict[str, Any]
@@ -165,10 +167,15 @@ def _claim(path: Path) -> bool:
 
 async def run(node: Node, options: dict[str, Any]) -> None:
     """Run ``options["phases"]`` on the leader; write the figures to ``options["result"]``."""
-    result = Path(options["result"])
-    await node.barrier()
-    if not node.is_leader or not _claim(Path(options["claim"])):
-        return
+    result, claim = Path(options["result"]), Path(options["claim"])
+    while True:  # until some node (the leader, as seen after a barrier) has claimed the run
+        if claim.exists():  # noqa: ASYNC240
+            return
+        with contextlib.suppress(LazilyQueueError, TimeoutError):  # no leader just now
+            await node.barrier()
+            if node.is_leader and _claim(claim):
+                break
+        await asyncio.sleep(0.1)
     figures: dict[str, Any] = {"node": node.node_id}
     try:
         for name in options["phases"]:
