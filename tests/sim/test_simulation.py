@@ -56,6 +56,10 @@ def test_fixture_passes_and_catches_its_bug(fixture: Path) -> None:
     _ok(_sim("--fixture", str(fixture)))
     doc = json.loads(fixture.read_text())
     defects = _defects(doc)
+    if "undone_shows" in doc:  # the defect is shown by a test instead: it must exist
+        path, name = doc["undone_shows"].split("::")
+        assert f"def {name}(" in (ROOT / path).read_text(), doc["undone_shows"]
+        assert not defects, "a fixture names either its defect or the test that shows it"
     if defects:
         # Without the fix the same scenario must fail: the fixture exercises the bug.
         out = _ok(_sim("--fixture", str(fixture),
