@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from lazily_queue import testing
 from lazily_queue.node import Node
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.journal import DurableJournal
-from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.records import HEADER, decode_records
 from lazily_queue.raft.rejoin import floor_of
 
-from .cluster import FAST
 from .faulty_disk import FaultyDisk
 
 
@@ -109,7 +108,7 @@ async def test_a_single_node_on_a_full_disk_stalls_keeps_reads_and_resumes(
 ) -> None:
     disk = FaultyDisk()
     kwargs = {"data_dir": tmp_path, "listen": f"unix:{tmp_path}/n.sock", "secret": "s",
-              "engine": FAST, "disk_retry": 0.05}
+              "engine": testing.FAST_ENGINE, "disk_retry": 0.05}
     async with Node(1, disk=disk, **kwargs) as node:  # type: ignore[arg-type]
         await node.wait_for_leader()
         q = node.queue("q")
@@ -133,14 +132,10 @@ async def test_a_single_node_on_a_full_disk_stalls_keeps_reads_and_resumes(
 
 
 async def test_a_member_whose_disk_fills_hands_over_and_catches_up(tmp_path: Path) -> None:
-    hub = LocalHub()
-    ids = ["1", "2", "3"]
-    disks = {n: FaultyDisk() for n in ids}
-    nodes = {
-        n: Node(n, data_dir=tmp_path / n, peers={m: f"local:{m}" for m in ids},
-                network=hub.network(n), engine=FAST, disk=disks[n], disk_retry=0.05)
-        for n in ids
-    }
+    disks = {n: FaultyDisk() for n in ("1", "2", "3")}
+    cluster = testing.cluster(3, data_dir=tmp_path, durability="fsync", disk_retry=0.05,
+                              node_options=lambda n: {"disk": disks[n]})
+    nodes = cluster.nodes
     for node in nodes.values():
         await node.start()
     try:
@@ -162,8 +157,7 @@ async def test_a_member_whose_disk_fills_hands_over_and_catches_up(tmp_path: Pat
             await node.barrier()
             assert node.queue("q").storage.elements() == ["a", "b"]  # type: ignore[attr-defined]
     finally:
-        for node in nodes.values():
-            await node.stop()
+        await cluster.close()
 
 
 async def _steps(node: Node, count: int) -> None:
@@ -174,11 +168,10 @@ async def _steps(node: Node, count: int) -> None:
 
 @pytest.mark.parametrize("members", [1, 3])
 async def test_nothing_leaves_before_its_fsync(tmp_path: Path, members: int) -> None:
-    hub = LocalHub()
-    ids = [str(i) for i in range(1, members + 1)]
-    disks = {n: FaultyDisk() for n in ids}
-    nodes = [Node(n, data_dir=tmp_path / n, peers={m: f"local:{m}" for m in ids},
-                  network=hub.network(n), engine=FAST, disk=disks[n]) for n in ids]
+    disks = {str(n): FaultyDisk() for n in range(1, members + 1)}
+    cluster = testing.cluster(members, data_dir=tmp_path, durability="fsync",
+                              node_options=lambda n: {"disk": disks[n]})
+    nodes = list(cluster.nodes.values())
     for node in nodes:
         await node.start()
     try:
@@ -207,5 +200,4 @@ async def test_nothing_leaves_before_its_fsync(tmp_path: Path, members: int) -> 
     finally:
         for d in disks.values():
             d.release()
-        for node in nodes:
-            await node.stop()
+        await cluster.close()
