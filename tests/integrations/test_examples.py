@@ -38,6 +38,13 @@ def test_embedded_example_is_short_and_durable(tmp_path: Path) -> None:
     assert (tmp_path / "embedded-data" / "raft").is_dir()
 
 
+def test_testing_cluster_example_passes_as_a_script(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLES / "testing_cluster.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2 passed"
+
+
 async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
     job_api = load("job_api")
     cluster = testing.cluster(data_dir=tmp_path)
