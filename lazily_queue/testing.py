@@ -202,9 +202,15 @@ class Cluster:
             raise InvalidConfiguration(f"node {key} is already a member")
         self._members.append(key)
         node = self._nodes[key] = self._make(key)
-        await node.start()
-        leader = await self.wait_for_leader()
-        await leader.add_member(key, timeout=timeout)
+        try:
+            await node.start()
+            leader = await self.wait_for_leader()
+            await leader.add_member(key, timeout=timeout)
+        except BaseException:
+            await node.stop()
+            self._members.remove(key)
+            del self._nodes[key]
+            raise
         return node
 
     async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:

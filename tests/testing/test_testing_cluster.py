@@ -8,7 +8,9 @@ import pytest
 
 from lazily_queue import testing
 from lazily_queue.errors import InvalidConfiguration
+from lazily_queue.node import ClusterMismatch, Node
 from lazily_queue.raft.errors import NodeNotRunning, NoQuorum
+from lazily_queue.raft.network import LocalHub
 
 
 async def test_one_call_gives_a_running_cluster_with_test_settings() -> None:
@@ -152,3 +154,14 @@ async def test_a_leader_that_never_comes_is_reported() -> None:
             await c.wait_for_leader(timeout=0.5)
     finally:
         await c.close()
+
+
+async def test_a_member_that_cannot_start_is_not_added(tmp_path: Path) -> None:
+    async with Node(9, data_dir=tmp_path / "4", network=LocalHub().network("9"),
+                    durability="none"):
+        pass  # directory 4 now belongs to node 9
+    async with testing.cluster(3, data_dir=tmp_path) as c:
+        with pytest.raises(ClusterMismatch, match="belongs to node 9"):
+            await c.add_member(4)
+        assert c.ids == ["1", "2", "3"] and "4" not in c.nodes
+        assert (await c.leader()).status()["members"] == ["1", "2", "3"]
