@@ -15,8 +15,8 @@ from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from lazily_queue.replicated.ops import BARRIER
 from lazily_queue.replicated.state_machine import StateMachine
-from lazily_queue.sim.clock import VirtualClock, WallClock
-from lazily_queue.sim.disk import SimDisk
+from simulator.clock import VirtualClock, WallClock
+from simulator.disk import SimDisk
 
 
 def _candidate(members: int) -> tuple[Replica, VirtualClock]:

@@ -17,15 +17,16 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..raft.errors import StorageUnavailable
-from ..raft.journal import DurableJournal, JournalCorruptedError, JournalError
-from ..raft.pipeline import CommitPipeline
-from ..raft.ready import Ready
-from ..raft.records import read_records
-from ..raft.rejoin import wipe_for_rejoin
-from ..raft.replica import Replica, ReplicaConfig
-from ..raft.snapshot import SnapshotError
-from ..replicated.view import ReadView
+from lazily_queue.raft.errors import StorageUnavailable
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from lazily_queue.raft.pipeline import CommitPipeline
+from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.records import read_records
+from lazily_queue.raft.rejoin import wipe_for_rejoin
+from lazily_queue.raft.replica import Replica, ReplicaConfig
+from lazily_queue.raft.snapshot import SnapshotError
+from lazily_queue.replicated.view import ReadView
+
 from .clock import VirtualClock, WallClock
 from .disk import SimDisk
 from .history import History, RecordingStateMachine

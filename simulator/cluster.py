@@ -15,12 +15,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..core.queue import QueuePopError
-from ..maintenance import due_operations
-from ..raft.codec import FrameError, decode_frame
-from ..raft.ready import Ready
-from ..raft.replica import Proposal, Replica
-from ..replicated.ops import op_name
+from lazily_queue.core.queue import QueuePopError
+from lazily_queue.maintenance import due_operations
+from lazily_queue.raft.codec import FrameError, decode_frame
+from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.replica import Proposal, Replica
+from lazily_queue.replicated.ops import op_name
+
 from .clock import VirtualClock
 from .history import History, Violation
 from .network import SimNetwork
