@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 SEEDS  ?= 200
 
-.PHONY: test demo bench lint sim clean
+.PHONY: test demo bench lint sim mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ demo: $(STAMP)
 
 sim: $(STAMP)
 	PYTHONHASHSEED=0 $(BIN)/python -m simulator --seeds $(SEEDS)
+
+mutate: $(STAMP)
+	$(BIN)/python tests/mutate.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/local_queue.py

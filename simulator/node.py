@@ -91,14 +91,16 @@ class SimNode:
         self.pipeline = CommitPipeline()
         self.fsync_due = None
         self._recovering = False
-        expected, self.damaged_on_purpose = self.damaged_on_purpose, False
+        expected = self.damaged_on_purpose  # kept until a start gets as far as reading
         try:
             self.replica = self._build()
         except (JournalCorruptedError, SnapshotError, JournalError, ValueError) as exc:
+            self.damaged_on_purpose = False
             self._damage_found(expected, f"data refused on restart ({type(exc).__name__})")
             self._wipe()
             self.replica = self._build()
             return
+        self.damaged_on_purpose = False
         journal = self.replica.journal
         if journal.tail.damaged or journal.meta_damaged:
             self._damage_found(expected, f"damage found on restart (last record: "

@@ -1,0 +1,187 @@
+"""Plant the defects that would break a guarantee, one at a time, and show the suite
+catches each (``make mutate``).
+
+Each mutation replaces one exact piece of source (it must occur exactly once), runs the
+tests that guard it, expects them to fail, and puts the file back. The tree's tracked
+files must be clean before it starts, so a planted defect can never be left behind
+unnoticed. Exit status 0 when every mutation was caught, 1 when one survived.
+
+    python tests/mutate.py [--list] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_DISK = "tests/raft/test_disk_errors.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    guards: str
+
+
+MUTATIONS = [
+    Mutation(
+        "release-before-fsync", "lazily_queue/raft/pipeline.py",
+        "        if not self._held and self._written == self._synced and self.stall is None:\n"
+        "            return [ready]",
+        "        if True:\n            return [ready]",
+        ("tests/raft/test_disk_errors.py",),
+        "votes and acknowledgements leave only after the fsync covering their writes"),
+    Mutation(
+        "leader-counts-unsynced-copy", "lazily_queue/raft/engine.py",
+        '        if not patches.enabled("durable-leader-commit"):\n            return',
+        "        if True:\n            return",
+        (f"{_DISK}::test_nothing_is_acknowledged_before_a_majority_fsynced",),
+        "acknowledged = fsynced on a majority, the leader's own copy counted once durable"),
+    Mutation(
+        "fsync-error-ignored", "lazily_queue/raft/driver.py",
+        "    def _fsynced(self, error: BaseException | None) -> None:\n"
+        "        if error is not None:",
+        "    def _fsynced(self, error: BaseException | None) -> None:\n        if False:",
+        (f"{_DISK}::test_a_member_whose_disk_fills_hands_over_and_catches_up",),
+        "a failed fsync stops acknowledgements (never treated as success)"),
+    Mutation(
+        "failed-fsync-trusted", "lazily_queue/raft/journal.py",
+        "        self._generation += 1\n        self._written_index = self._durable_index\n"
+        "        if self._rewrite:\n            return\n",
+        "        return\n",
+        (f"{_DISK}::test_a_failed_fsync_is_never_trusted",),
+        "records written before a failed fsync are written again, not trusted"),
+    Mutation(
+        "torn-append-kept", "lazily_queue/raft/journal.py",
+        "        self._truncate = True\n        with contextlib.suppress(OSError):\n"
+        "            self._disk.truncate(self.path, self._base)\n"
+        "            self._truncate = False",
+        "        return",
+        (f"{_DISK}::test_a_failed_append_is_cut_back_to_the_last_whole_record",),
+        "an append that failed part-way never stays in the journal"),
+    Mutation(
+        "journal-checksum", "lazily_queue/raft/records.py",
+        "record_crc(index, term, bytes(data[pos + HEADER.size : end])) != crc:",
+        "False:",
+        ("tests/raft/test_journal.py",),
+        "a damaged journal record is refused, never applied"),
+    Mutation(
+        "capacity", "lazily_queue/core/fifo.py",
+        "len(self._items) >= self._capacity", "len(self._items) > self._capacity",
+        ("tests/conformance/test_replay.py",),
+        "a bounded queue refuses a push at capacity"),
+    Mutation(
+        "lease-expiry", "lazily_queue/core/work.py",
+        "if d.deadline < now]", "if d.deadline <= now]",
+        ("tests/core/test_work_core.py", "tests/conformance/test_replay.py"),
+        "a lease is live up to and including its deadline"),
+    Mutation(
+        "dead-letters", "lazily_queue/core/work.py",
+        "        if delivery.attempt < self.max_deliveries:",
+        "        if delivery.attempt <= self.max_deliveries:",
+        ("tests/core/test_work_core.py", "tests/conformance/test_replay.py"),
+        "an item is dead-lettered after max_deliveries attempts"),
+    Mutation(
+        "retry-deduplication", "lazily_queue/replicated/state_machine.py",
+        "            if seq in session.done or seq < session.floor:",
+        "            if False:",
+        ("tests/raft/test_node.py",),
+        "a retried operation applies once"),
+    Mutation(
+        "gc-floor", "lazily_queue/core/topic.py",
+        "        return min(durable) if durable else self.end_offset()",
+        "        return max(durable) if durable else self.end_offset()",
+        ("tests/core/test_topic_core.py", "tests/conformance/test_replay.py"),
+        "retention never collects what a durable subscriber has not read"),
+    Mutation(
+        "hmac", "transports/lazily_transports/_core/_authentication.py",
+        "not hmac.compare_digest(proof, expected)", "False",
+        ("tests/transports/test_authentication.py", "tests/raft/test_mesh_node.py"),
+        "a peer without the cluster secret is refused"),
+    Mutation(
+        "unpickler-globals", "lazily_queue/raft/safe_pickle.py",
+        '        raise _refuse(f"global {module}.{name}")',
+        "        return super().find_class(module, name)",
+        ("tests/raft/test_safe_pickle.py",),
+        "entries from peers unpickle plain values only"),
+    Mutation(
+        "count-each-vote-once", "lazily_queue/raft/patches.py",
+        '    if not enabled("count-each-vote-once") or message.get("term") != term:',
+        "    if True:",
+        ("tests/sim/test_found_bugs.py",),
+        "a duplicated vote is counted once (election safety)"),
+    Mutation(
+        "shared-references", "transports/lazily_transports/safe_cbor.py",
+        "            if tag not in tags:\n"
+        "                decoders[tag] = functools.partial(_refuse_tag, tag)",
+        "            if tag not in tags and tag not in (28, 29):\n"
+        "                decoders[tag] = functools.partial(_refuse_tag, tag)",
+        ("tests/transports/test_safe_cbor.py",),
+        "CBOR shared references from peers are refused (no hash bomb)"),
+]
+
+
+def _run_tests(tests: tuple[str, ...]) -> tuple[bool, float]:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        cwd=ROOT, env=env, capture_output=True, text=True)
+    return done.returncode != 0, time.perf_counter() - start
+
+
+def _apply(m: Mutation) -> str:
+    path = ROOT / m.path
+    original = path.read_text()
+    count = original.count(m.old)
+    if count != 1:
+        raise SystemExit(f"{m.name}: the text to mutate occurs {count} times in {m.path}; "
+                         "update tests/mutate.py to the current source")
+    path.write_text(original.replace(m.old, m.new))
+    return original
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="only these mutations")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:28} {m.path}: {m.guards}")
+        return 0
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if dirty:
+        print("error: commit or stash your changes first; mutate.py edits tracked files",
+              file=sys.stderr)
+        return 2
+    survived = []
+    for m in chosen:
+        original = _apply(m)
+        try:
+            caught, seconds = _run_tests(m.tests)
+        finally:
+            (ROOT / m.path).write_text(original)
+        verdict = "caught" if caught else "SURVIVED"
+        print(f"{m.name:28} {verdict:9} {seconds:6.1f}s  {' '.join(m.tests)}", flush=True)
+        if not caught:
+            survived.append(m.name)
+    print(f"{len(chosen) - len(survived)} of {len(chosen)} planted defects caught"
+          + (f"; survived: {', '.join(survived)}" if survived else ""))
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
