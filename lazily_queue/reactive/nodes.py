@@ -347,8 +347,11 @@ class SlotGroup:
     def invalidate(self, mask: int) -> None:
         """Clear every slot whose bit is in ``mask``, as one atomic transition."""
         if not self._hot:
-            self._stale |= mask
-            self.ctx._write_epoch += 1
+            # Bits already stale need no new epoch: no reader of theirs has validated
+            # since they went stale (a read syncs the whole stale set).
+            if mask & ~self._stale:
+                self._stale |= mask
+                self.ctx._write_epoch += 1
             return
         if self._stale:
             self._sync()
