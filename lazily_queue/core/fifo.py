@@ -113,12 +113,11 @@ class Fifo(Generic[T]):
 
     def _unbounded_ops(self, report: Report) -> FifoOps[T]:
         items = self._items
-        fifo = self
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
 
         def try_push(value: T) -> QueuePushError | None:
-            if fifo._closed:
+            if self._closed:
                 return _PUSH_CLOSED
             if items:
                 items.append(value)
@@ -130,7 +129,7 @@ class Fifo(Generic[T]):
 
         def try_pop() -> T | QueuePopError:
             if not items:
-                return _POP_CLOSED if fifo._closed else _EMPTY
+                return _POP_CLOSED if self._closed else _EMPTY
             value = items.popleft()
             report(more if items else first)
             return value
@@ -139,12 +138,11 @@ class Fifo(Generic[T]):
 
     def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
         items = self._items
-        fifo = self
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
 
         def try_push(value: T) -> QueuePushError | None:
-            if fifo._closed:
+            if self._closed:
                 return _PUSH_CLOSED
             n = len(items)
             if n >= cap:
@@ -156,7 +154,7 @@ class Fifo(Generic[T]):
 
         def try_pop() -> T | QueuePopError:
             if not items:
-                return _POP_CLOSED if fifo._closed else _EMPTY
+                return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)
             value = items.popleft()
             mask = first if n == 1 else more
