@@ -312,7 +312,8 @@ def _fix_for(error: HandshakeError) -> str:
                 "cluster is added first (`await node.add_member(ID, ADDRESS)` on a member), "
                 "then started; otherwise list this node in every member's [peers], or "
                 "correct this node's `id`")
-    if "share one id" in error.message:
-        return "Every node needs a unique `id`"
+    if "share one id" in error.message or "share id" in error.message:
+        return ("Every node needs a unique `id` and its own data directory; a node rebuilt "
+                "with a new data directory is removed from the cluster and added back")
     return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
             "other node in its [peers]")

@@ -26,9 +26,7 @@ from lazily_transports import (
     DEFAULT_FEATURES,
     Frame,
     FrameTooLargeError,
-    LinkAttribute,
     LinkConfig,
-    LinkStream,
     Mesh,
     PeerDown,
     PeerUp,
@@ -105,7 +103,7 @@ class MeshNetwork:
             {node_number(p): a for p, a in peers.items() if p != node_id},
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
-            vet_channel=self._vet if incarnation else None,
+            vet_peer=self._vet if incarnation else None,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None
@@ -142,10 +140,9 @@ class MeshNetwork:
             return
         self._mesh.add_peer(number, address)
 
-    def _vet(self, stream: LinkStream) -> str | None:
-        peer = str(stream.extra(LinkAttribute.peer_id))
-        announced = sorted(f[len(INCARNATION):] for f in stream.extra(LinkAttribute.remote_features)
-                           if f.startswith(INCARNATION))
+    def _vet(self, peer_id: int, features: frozenset[str]) -> str | None:
+        peer = str(peer_id)
+        announced = sorted(f[len(INCARNATION):] for f in features if f.startswith(INCARNATION))
         if len(announced) != 1:
             return (f"node {peer} announced no incarnation; every member must run a version "
                     "that does")

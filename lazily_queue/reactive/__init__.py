@@ -9,7 +9,9 @@ from .context import (
     default_context,
     resolve_context,
 )
-from .nodes import Computed, Effect, Slot, SlotGroup, Source, computed, effect
+from .effects import Effect, effect
+from .nodes import Computed, Source, computed
+from .slots import Slot, SlotGroup
 
 __all__ = [
     "Computed",

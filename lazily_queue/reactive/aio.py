@@ -12,7 +12,9 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
 from .context import Context, resolve_context
-from .nodes import Computed, Effect, Slot, Source
+from .effects import Effect
+from .nodes import Computed, Source
+from .slots import Slot
 
 T = TypeVar("T")
 

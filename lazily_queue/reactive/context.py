@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 if TYPE_CHECKING:
-    from .nodes import Effect, _Consumer
+    from .effects import Effect
+    from .nodes import Consumer
 
 T = TypeVar("T")
 
@@ -65,7 +66,7 @@ class Context:
                 Context._several = True
         self.name = name
         self.flush_budget = flush_budget
-        self._observer: _Consumer | None = None
+        self._observer: Consumer | None = None
         self._batch_depth = 0
         self._flushing = False
         self._pending: list[Effect] = []

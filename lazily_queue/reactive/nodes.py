@@ -1,4 +1,5 @@
-"""Graph nodes: Source, Computed, Slot and Effect.
+"""Graph nodes: the producer and consumer bases, Source and Computed (Slot and Effect
+live in :mod:`.slots` and :mod:`.effects`).
 
 Invalidation is push-mark / pull-recompute. A write marks direct dependents DIRTY and
 the rest of the cone CHECK, and schedules the effects it reaches; a computed recomputes
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from threading import get_ident
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from .context import Context, ReactiveContextError, ReactiveCycleError, resolve_context
 
@@ -33,16 +34,16 @@ Cleanup = Callable[[], None]
 # consumer of another context reading it. Empty while nothing runs anywhere, which
 # keeps the check on the untracked read path to one global load. Consumers register
 # only once the process has several contexts (Context._several).
-_running: dict[int, _Consumer] = {}
+running: dict[int, Consumer] = {}
 
 
-def _foreign_read(producer: _Producer) -> None:
-    consumer = _running.get(get_ident())
+def foreign_read(producer: Producer) -> None:
+    consumer = running.get(get_ident())
     if consumer is not None and consumer.ctx is not producer.ctx:
         consumer._record(producer)  # raises ReactiveContextError
 
 
-def _equal(a: object, b: object) -> bool:
+def equal(a: object, b: object) -> bool:
     if a is b:
         return True
     try:
@@ -51,7 +52,7 @@ def _equal(a: object, b: object) -> bool:
         return False
 
 
-class _Producer:
+class Producer:
     """A node others can depend on: it has observers and a version."""
 
     __slots__ = ("_observers", "_version", "ctx", "name")
@@ -59,7 +60,7 @@ class _Producer:
     def __init__(self, ctx: Context | None, name: str) -> None:
         self.ctx = resolve_context(ctx)
         self.name = name
-        self._observers: dict[_Consumer, None] = {}
+        self._observers: dict[Consumer, None] = {}
         self._version = 0
 
     @property
@@ -71,13 +72,13 @@ class _Producer:
         observer = self.ctx._observer
         if observer is not None:
             observer._record(self)
-        elif _running:
-            _foreign_read(self)
+        elif running:
+            foreign_read(self)
 
-    def _add_observer(self, consumer: _Consumer) -> None:
+    def _add_observer(self, consumer: Consumer) -> None:
         self._observers[consumer] = None
 
-    def _remove_observer(self, consumer: _Consumer) -> None:
+    def _remove_observer(self, consumer: Consumer) -> None:
         self._observers.pop(consumer, None)
 
     def _refresh(self) -> None:
@@ -89,21 +90,21 @@ class _Producer:
         ctx = self.ctx
         ctx._write_epoch += 1
         if self._observers:
-            _propagate(self)
+            propagate(self)
             ctx._after_write()
 
 
-class _Consumer:
+class Consumer:
     """A node that reads others: it records sources while it runs."""
 
     __slots__ = ()
 
     ctx: Context
-    _sources: dict[_Producer, int]
-    _collect: dict[_Producer, int] | None
+    _sources: dict[Producer, int]
+    _collect: dict[Producer, int] | None
     _state: int
 
-    def _record(self, producer: _Producer) -> None:
+    def _record(self, producer: Producer) -> None:
         if producer.ctx is not self.ctx:
             raise ReactiveContextError(
                 f"{producer!r} belongs to context {producer.ctx.name!r} but was read while "
@@ -133,8 +134,8 @@ class _Consumer:
         registered = ctx._several
         if registered:
             thread = get_ident()
-            outer = _running.get(thread)
-            _running[thread] = self
+            outer = running.get(thread)
+            running[thread] = self
         self._collect = {}  # type: ignore[misc]
         try:
             return fn()
@@ -142,23 +143,23 @@ class _Consumer:
             ctx._observer = saved
             if registered:
                 if outer is None:
-                    del _running[thread]
+                    del running[thread]
                 else:
-                    _running[thread] = outer
+                    running[thread] = outer
             new, self._collect = self._collect, None  # type: ignore[misc]
             old = self._sources
             self._sources = new  # type: ignore[misc]
             if linked and new.keys() != old.keys():  # usually the same edges as last run
                 self._relink(old, new)
 
-    def _relink(self, old: dict[_Producer, int], new: dict[_Producer, int]) -> None:
+    def _relink(self, old: dict[Producer, int], new: dict[Producer, int]) -> None:
         for source in old:
             if source not in new:
-                _unlink(source, self)
+                unlink(source, self)
         late = CLEAN
         for source, seen in new.items():
             if source not in old:
-                _link(source, self)
+                link(source, self)
                 # A write during this run to a source we were not yet linked to marked
                 # nobody: catch it up here.
                 if source._version != seen:
@@ -173,28 +174,28 @@ class _Consumer:
         raise NotImplementedError
 
 
-def _link(source: _Producer, consumer: _Consumer) -> None:
+def link(source: Producer, consumer: Consumer) -> None:
     first = not source._observers
     source._add_observer(consumer)
     if first and isinstance(source, Computed):
         source._on_first_observer()
 
 
-def _unlink(source: _Producer, consumer: _Consumer) -> None:
+def unlink(source: Producer, consumer: Consumer) -> None:
     source._remove_observer(consumer)
     if not source._observers and isinstance(source, Computed):
         source._on_last_observer()
 
 
-def _propagate(root: _Producer) -> None:
-    stack: list[tuple[_Consumer, int]] = [(c, DIRTY) for c in root._observers]
+def propagate(root: Producer) -> None:
+    stack: list[tuple[Consumer, int]] = [(c, DIRTY) for c in root._observers]
     while stack:
         node, state = stack.pop()
         if node._mark(state) and isinstance(node, Computed):
             stack.extend((c, CHECK) for c in node._observers)
 
 
-class Source(_Producer, Generic[T]):
+class Source(Producer, Generic[T]):
     """A value written from outside; ``set`` is guarded by ``==``."""
 
     __slots__ = ("_value",)
@@ -217,159 +218,13 @@ class Source(_Producer, Generic[T]):
         return self._value
 
     def set(self, value: T) -> None:
-        if _equal(self._value, value):
+        if equal(self._value, value):
             return
         self._value = value
         self._changed()
 
 
-class Slot(_Producer, Generic[T]):
-    """A memoized reader with no graph dependencies; invalidated explicitly.
-
-    The body reads external state untracked. :meth:`invalidate` is structural: it always
-    reruns dependents, whether or not the recomputed value differs. With no observers
-    it only marks the slot stale (O(1)); the value is derived on the next read. Slots
-    made by a :class:`SlotGroup` share one stale mask while none of them is observed.
-    """
-
-    __slots__ = ("_bit", "_fn", "_group", "_valid", "_value")
-
-    def __init__(
-        self,
-        fn: Callable[[], T],
-        *,
-        context: Context | None = None,
-        name: str = "",
-        _group: SlotGroup | None = None,
-        _bit: int = 0,
-    ) -> None:
-        super().__init__(context, name)
-        self._fn = fn
-        self._valid = False
-        self._value: T | None = None
-        self._group = _group
-        self._bit = _bit
-
-    def __repr__(self) -> str:
-        return f"Slot({self.name or hex(id(self))})"
-
-    def get(self) -> T:
-        group = self._group
-        if group is not None and group._stale & self._bit:
-            group._sync()
-        observer = self.ctx._observer
-        if observer is not None:
-            observer._record(self)
-        elif _running:
-            _foreign_read(self)
-        if not self._valid:
-            ctx = self.ctx
-            saved, ctx._observer = ctx._observer, None
-            try:
-                self._value = self._fn()
-            finally:
-                ctx._observer = saved
-            self._valid = True
-        return self._value  # type: ignore[return-value]
-
-    __call__ = get
-
-    @property
-    def version(self) -> int:
-        self._refresh()
-        return self._version
-
-    @property
-    def is_stale(self) -> bool:
-        """True when the next read recomputes."""
-        self._refresh()
-        return not self._valid
-
-    def _refresh(self) -> None:
-        group = self._group
-        if group is not None and group._stale & self._bit:
-            group._sync()
-
-    def _add_observer(self, consumer: _Consumer) -> None:
-        if not self._observers and self._group is not None:
-            self._group._sync()
-            self._group._hot += 1
-        self._observers[consumer] = None
-
-    def _remove_observer(self, consumer: _Consumer) -> None:
-        if self._observers.pop(consumer, 0) is None and not self._observers:
-            if self._group is not None:
-                self._group._hot -= 1
-
-    def invalidate(self) -> None:
-        self._valid = False
-        self._changed()
-
-
-class SlotGroup:
-    """The reader kinds of one cell: slots addressed by bit, invalidated by mask.
-
-    While no slot of the group is observed, :meth:`invalidate` only ORs the mask into
-    a shared stale set and bumps the context's write epoch; the slots' versions catch
-    up on their next read. With an observer it clears each named slot in one batch.
-    """
-
-    __slots__ = ("_hot", "_slots", "_stale", "ctx")
-
-    def __init__(self, context: Context | None = None) -> None:
-        self.ctx = resolve_context(context)
-        self._slots: list[Slot[Any]] = []
-        self._stale = 0
-        self._hot = 0
-
-    def slot(self, fn: Callable[[], T], name: str = "") -> Slot[T]:
-        """A new slot of this group; its bit is ``1 << index``."""
-        bit = 1 << len(self._slots)
-        s: Slot[T] = Slot(fn, context=self.ctx, name=name, _group=self, _bit=bit)
-        self._slots.append(s)
-        return s
-
-    @property
-    def observed(self) -> bool:
-        return self._hot > 0
-
-    def _sync(self) -> None:
-        stale, self._stale = self._stale, 0
-        index = 0
-        while stale:
-            if stale & 1:
-                s = self._slots[index]
-                s._valid = False
-                s._version += 1
-            stale >>= 1
-            index += 1
-
-    def invalidate(self, mask: int) -> None:
-        """Clear every slot whose bit is in ``mask``, as one atomic transition."""
-        if not self._hot:
-            # Bits already stale need no new epoch: no reader of theirs has validated
-            # since they went stale (a read syncs the whole stale set).
-            if mask & ~self._stale:
-                self._stale |= mask
-                self.ctx._write_epoch += 1
-            return
-        if self._stale:
-            self._sync()
-        ctx = self.ctx
-        ctx._batch_depth += 1
-        try:
-            slots = self._slots
-            index = 0
-            while mask:
-                if mask & 1:
-                    slots[index].invalidate()
-                mask >>= 1
-                index += 1
-        finally:
-            ctx._exit_batch()
-
-
-class Computed(_Consumer, _Producer, Generic[T]):
+class Computed(Consumer, Producer, Generic[T]):
     """A lazy, memoized derivation whose dependencies are rebuilt on every recompute.
 
     A recompute that raises leaves no value: the error is not cached, every read
@@ -381,13 +236,13 @@ class Computed(_Consumer, _Producer, Generic[T]):
                  "_sources", "_state", "_value")
 
     def __init__(self, fn: Callable[[], T], *, context: Context | None = None, name: str = ""):
-        _Producer.__init__(self, context, name)
+        Producer.__init__(self, context, name)
         self._fn = fn
         self._value: T | None = None
         self._has_value = False
         self._state = DIRTY
-        self._sources: dict[_Producer, int] = {}
-        self._collect: dict[_Producer, int] | None = None
+        self._sources: dict[Producer, int] = {}
+        self._collect: dict[Producer, int] | None = None
         self._computing = False
         self._checked_epoch = -1
 
@@ -458,7 +313,7 @@ class Computed(_Consumer, _Producer, Generic[T]):
         finally:
             self._computing = False
         self._state = CLEAN
-        if not self._has_value or not _equal(self._value, value):
+        if not self._has_value or not equal(self._value, value):
             self._value = value
             self._has_value = True
             self._version += 1
@@ -470,7 +325,7 @@ class Computed(_Consumer, _Producer, Generic[T]):
         if self._state == CLEAN and self._checked_epoch != self.ctx._write_epoch:
             self._state = CHECK
         for source in self._sources:
-            _link(source, self)
+            link(source, self)
             # Marks stop at non-clean nodes, so a linked node whose source is not clean
             # must not be clean itself (the caller checks the same for our observer).
             if not self._state and isinstance(source, Computed) and source._state:
@@ -478,123 +333,11 @@ class Computed(_Consumer, _Producer, Generic[T]):
 
     def _on_last_observer(self) -> None:
         for source in self._sources:
-            _unlink(source, self)
+            unlink(source, self)
         # Linked and clean means no write reached us since we were validated.
         self._checked_epoch = self.ctx._write_epoch if self._state == CLEAN else -1
-
-
-class Effect(_Consumer):
-    """A sink that reruns when a dependency changes, after its previous cleanup.
-
-    ``fn`` may return a cleanup callable, run before each rerun and on :meth:`dispose`.
-    Reruns are queued and flushed at the outermost batch exit. If the constructor
-    raises (the first run, or the flush of the writes it made), the effect is disposed
-    and the error propagates.
-    """
-
-    __slots__ = ("_cleanup", "_collect", "_disposed", "_fn", "_scheduled", "_sources",
-                 "_state", "ctx", "name", "runs")
-
-    def __init__(
-        self,
-        fn: Callable[[], Cleanup | None],
-        *,
-        context: Context | None = None,
-        name: str = "",
-    ) -> None:
-        self.ctx = resolve_context(context)
-        self.name = name
-        self._fn = fn
-        self._sources: dict[_Producer, int] = {}
-        self._collect: dict[_Producer, int] | None = None
-        self._cleanup: Cleanup | None = None
-        self._state = DIRTY
-        self._scheduled = False
-        self._disposed = False
-        self.runs = 0
-        # The first run is batched like a flushed rerun: writes it makes flush after it
-        # (not in the middle of it), including its own rerun if it wrote a dependency.
-        ctx = self.ctx
-        ctx._batch_depth += 1
-        try:
-            try:
-                self._run()
-            finally:
-                ctx._exit_batch()
-        except BaseException:
-            self.dispose()  # the caller gets no handle to dispose a half-made effect
-            raise
-
-    def __repr__(self) -> str:
-        return f"Effect({self.name or hex(id(self))}, runs={self.runs})"
-
-    @property
-    def disposed(self) -> bool:
-        return self._disposed
-
-    def _mark(self, state: int) -> bool:
-        if self._state < state:
-            self._state = state
-        if not self._scheduled and not self._disposed:
-            self._scheduled = True
-            self.ctx._schedule(self)
-        return False
-
-    def _run_scheduled(self) -> None:
-        self._scheduled = False
-        if self._disposed:
-            return
-        if self._state == CHECK:
-            self._state = DIRTY if self._sources_changed() else CLEAN
-        if self._state == DIRTY:
-            self._run()
-
-    def _run(self) -> None:
-        cleanup, self._cleanup = self._cleanup, None
-        if cleanup is not None:
-            cleanup()
-        self._state = CLEAN
-        self.runs += 1
-        try:
-            cleanup = self._run_tracked(self._fn, linked=True)
-        finally:
-            if self._disposed:  # disposed by its own run: drop the edges the run made
-                self._detach()
-        if cleanup is not None and not callable(cleanup):
-            raise TypeError(
-                f"{self!r}: an effect function must return None or a cleanup callable, "
-                f"not {type(cleanup).__name__}"
-            )
-        if self._disposed:
-            if cleanup is not None:
-                cleanup()
-            return
-        self._cleanup = cleanup
-
-    def _detach(self) -> None:
-        for source in self._sources:
-            _unlink(source, self)
-        self._sources = {}
-
-    def dispose(self) -> None:
-        """Run the cleanup and detach from every source; idempotent."""
-        if self._disposed:
-            return
-        self._disposed = True
-        self._detach()
-        cleanup, self._cleanup = self._cleanup, None
-        if cleanup is not None:
-            cleanup()
 
 
 def computed(fn: Callable[[], T], *, context: Context | None = None, name: str = "") -> Computed[T]:
     """Shorthand for :class:`Computed`."""
     return Computed(fn, context=context, name=name)
-
-
-def effect(
-    fn: Callable[[], Cleanup | None], *, context: Context | None = None, name: str = ""
-) -> Effect:
-    """Shorthand for :class:`Effect`; the effect runs once immediately."""
-    return Effect(fn, context=context, name=name)
-

@@ -83,7 +83,11 @@ async def test_a_second_process_with_an_existing_id_is_refused(tmp_path: Path) -
         async with asyncio.timeout(10):
             while min(refused()) < 2:  # noqa: ASYNC110 - polls counters
                 await asyncio.sleep(0.02)
-        # Refused after authentication each time: no Raft frame reached it or came from it.
+        # Refused inside the handshake each time, after authentication: it never had a
+        # link, and it was told why.
+        assert impostor.status()["connected"] == []
+        assert "two processes share id 1" in (
+            impostor.driver.network.mesh.trouble(2) or "")  # type: ignore[attr-defined]
         assert impostor.leader_id is None and impostor.driver.replica.engine.term == 0
         assert impostor.view.queues == {}
         await nodes[2].queue("q").push("after")

@@ -234,7 +234,7 @@ def test_single_context_process_skips_registration_until_a_second_context() -> N
         a = Context(name="only")
         s = Source(1, context=a)
         inside = []
-        c = Computed(lambda: inside.append(dict(nodes._running)) or s.get(), context=a)
+        c = Computed(lambda: inside.append(dict(nodes.running)) or s.get(), context=a)
         assert c.get() == 1 and inside == [{}], inside
         b = Context(name="second")
         foreign = Source(2, context=b)

@@ -138,7 +138,8 @@ async def test_backpressure_blocks_the_sender_and_loses_nothing(address: str) ->
         else:
             pytest.fail("send_nowait never reported a full buffer")
         blocked = asyncio.create_task(client.send(frame + sent.to_bytes(4, "big")))
-        await asyncio.sleep(0.1)
+        for _ in range(100):  # the peer reads nothing: no turn of the loop frees room
+            await asyncio.sleep(0)
         assert not blocked.done(), "send() returned although the peer reads nothing"
         for index in range(sent + 1):
             data = await server.receive()
@@ -151,7 +152,8 @@ async def test_receive_nowait_and_readiness(address: str) -> None:
         with pytest.raises(anyio.WouldBlock):
             server.receive_nowait()
         waiter = asyncio.create_task(server.wait_receive_ready())
-        await asyncio.sleep(0.01)
+        for _ in range(20):  # nothing was sent: no turn of the loop makes it ready
+            await asyncio.sleep(0)
         assert not waiter.done()
         await client.send(b"ready")
         await asyncio.wait_for(waiter, 5)

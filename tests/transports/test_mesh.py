@@ -114,7 +114,9 @@ async def test_only_the_lower_id_dials() -> None:
     # Node 2 does not listen: node 1 keeps failing to dial, node 2 never tries.
     async with Mesh(make_config(1), low, {2: high}, **FAST) as a:
         async with Mesh(make_config(2), None, {1: low}, **FAST) as b:
-            await asyncio.sleep(0.2)
+            with anyio.fail_after(5):
+                while a.counters(2).connect_failures < 3:  # noqa: ASYNC110 - polls a counter
+                    await asyncio.sleep(0.01)
             assert not a.is_up(2) and not b.is_up(1)
             assert a.counters(2).connect_failures > 0
             assert b.counters(1).connect_failures == 0
@@ -144,10 +146,12 @@ async def test_duplicate_node_id_is_detected_and_refused(caplog: pytest.LogCaptu
     # Both nodes are configured as id 1; each believes the other is node 2.
     async with Mesh(make_config(1), first, {2: second}, **FAST) as a:
         async with Mesh(make_config(1), second, {2: first}, **FAST) as b:
-            await asyncio.sleep(0.3)
+            with anyio.fail_after(5):  # both sides tried, and each refusal was logged
+                while sum("two nodes share one id" in r.getMessage()  # noqa: ASYNC110
+                          for r in caplog.records) < 2:
+                    await asyncio.sleep(0.01)
             assert not a.is_up(2) and not b.is_up(2)
             assert len(a.events) == 0
-    assert any("two nodes share one id" in r.getMessage() for r in caplog.records)
 
 
 async def test_sending_while_down_drops_and_counts() -> None:
@@ -180,7 +184,8 @@ async def test_full_buffer_raises_would_block_and_send_waits() -> None:
                 sent += 1
                 await asyncio.sleep(0)
         blocked = asyncio.create_task(a.send(2, sent.to_bytes(4, "big") * 256))
-        await asyncio.sleep(0.05)
+        for _ in range(100):  # nothing reads on b's side: no turn of the loop frees room
+            await asyncio.sleep(0)
         assert not blocked.done()
         frames = []
         while len(frames) < sent + 1:

@@ -10,7 +10,7 @@ keeps one link per peer with reconnects and reports peer events and frames.
 Contracts for new transports are in ``lazily_transports.abc``.
 """
 
-from ._core._authentication import PeerFilter, ProbeAnswer
+from ._core._authentication import PeerFilter, PeerVetter, ProbeAnswer
 from ._core._handshake import (
     CODEC,
     HANDSHAKE_FRAME_LIMIT,
@@ -100,6 +100,7 @@ __all__ = [
     "PeerFilter",
     "PeerRejectedError",
     "PeerUp",
+    "PeerVetter",
     "ProbeAnswer",
     "ProbeAnswered",
     "SchemeTable",

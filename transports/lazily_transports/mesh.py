@@ -11,8 +11,9 @@ from types import TracebackType
 import anyio
 
 from ._core._admission import AdmissionGate, LogLimiter
+from ._core._authentication import PeerVetter
 from ._core._backoff import Backoff
-from ._core._peer_link import ChannelVetter, PeerLink
+from ._core._peer_link import PeerLink
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
@@ -39,12 +40,12 @@ class Mesh:
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
     (counting the frame as dropped) while the peer is down; frames are never carried
-    over to a later connection. ``vet_channel`` sees every authenticated ``LinkStream``,
-    dialed or accepted, before it carries a frame; returning a reason closes it (the
-    link keeps trying), for checks that need the peer's handshake, such as its
-    ``LinkAttribute.remote_features``. ``schemes`` maps address schemes to transports
-    (default ``DEFAULT_SCHEMES``); every address is resolved when given, so an unknown
-    scheme or a transport whose extra is not installed fails at once.
+    over to a later connection. ``vet_peer(peer_id, features)`` checks every authenticated
+    peer before its link carries a frame, for checks that need the features it announced:
+    an accepted link it refuses is refused inside the handshake (the dialer is told why),
+    a dialed one is closed; either way the link keeps trying. ``schemes`` maps address
+    schemes to transports (default ``DEFAULT_SCHEMES``); every address is resolved when
+    given, so an unknown scheme or a transport whose extra is not installed fails at once.
     """
 
     def __init__(
@@ -59,7 +60,7 @@ class Mesh:
         backoff_initial: float = 0.05,
         backoff_max: float = 2.0,
         event_capacity: int = 65536,
-        vet_channel: ChannelVetter | None = None,
+        vet_peer: PeerVetter | None = None,
         probe_after: float | None = 0.5,
         schemes: SchemeTable | None = None,
     ) -> None:
@@ -74,7 +75,7 @@ class Mesh:
         self._connect_timeout = connect_timeout
         self._backoff = (backoff_initial, backoff_max)
         self._links: dict[int, PeerLink] = {}
-        self._vet = vet_channel
+        self._vet = vet_peer
         self._probe_after = probe_after
         self._refusals = LogLimiter(burst=10)
         self._listener: Listener | None = None
@@ -285,13 +286,17 @@ class Mesh:
             more = f" ({unlogged} more refusals were not logged)" if unlogged else ""
             logger.warning("refusing incoming link: %s%s", reason, more)
 
-    def _admit(self, peer_id: int) -> str | None:
-        """Why the authenticated ``peer_id`` may not be the dialing side, or None."""
+    def _admit(self, peer_id: int, features: frozenset[str]) -> str | None:
+        """Why the authenticated ``peer_id`` may not dial us, or None."""
         link = self._links.get(peer_id)
         if link is None:
             return f"peer {peer_id} is not a member of this mesh"
         if not link.dials:
-            return None
+            refusal = None if self._vet is None else self._vet(peer_id, features)
+            if refusal is not None:
+                link.counters.refused += 1
+                self._log_refusal(refusal)
+            return refusal
         reason = (
             f"peer {peer_id} must accept links from the lower id {self.config.peer_id}, not dial"
         )

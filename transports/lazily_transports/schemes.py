@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from ._core._acceptor import Acceptor
-from ._core._authentication import PeerFilter, ProbeAnswer, probe_channel
+from ._core._authentication import PeerFilter, PeerVetter, ProbeAnswer, probe_channel
 from .abc import Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, MissingDependencyError
@@ -253,7 +253,7 @@ async def listen(
     *,
     ssl_context: ssl.SSLContext | None = None,
     accept_peer: PeerFilter | None = None,
-    admit: PeerFilter | None = None,
+    admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     schemes: SchemeTable | None = None,
 ) -> AsyncIterator[Listener]:

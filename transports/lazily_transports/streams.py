@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._core._authentication import FailureReport, PeerFilter, ProbeAnswer, exchange
+from ._core._authentication import FailureReport, PeerFilter, PeerVetter, ProbeAnswer, exchange
 from .abc import DataChannel, FrameStream, LinkAttribute
 from .config import LinkConfig
 
@@ -79,7 +79,7 @@ async def establish(
     *,
     initiator: bool,
     accept_peer: PeerFilter | None = None,
-    admit: PeerFilter | None = None,
+    admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     on_failure: FailureReport | None = None,
 ) -> LinkStream:

@@ -11,7 +11,7 @@ from ..config import LinkConfig
 from ..errors import HandshakeError, ProbeAnswered
 from ..streams import LinkStream, establish
 from ._admission import AdmissionGate, LogLimiter
-from ._authentication import PeerFilter, ProbeAnswer
+from ._authentication import PeerFilter, PeerVetter, ProbeAnswer
 
 __all__ = ["Acceptor"]
 
@@ -33,7 +33,7 @@ class Acceptor:
         config: LinkConfig,
         handler: Callable[[LinkStream], Awaitable[None]],
         accept_peer: PeerFilter | None,
-        admit: PeerFilter | None,
+        admit: PeerVetter | None,
         answer_probe: ProbeAnswer | None,
         label: str,
     ) -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "Agreement",
     "FailureReport",
     "PeerFilter",
+    "PeerVetter",
     "ProbeAnswer",
     "exchange",
     "next_epoch",
@@ -88,6 +89,8 @@ def _proof(secret: bytes, role: bytes, dialer_hello: bytes, acceptor_hello: byte
 
 #: Given the peer id a remote announces, returns why we refuse it (or None to go on).
 PeerFilter = Callable[[int], str | None]
+#: Given an authenticated peer's id and announced features, returns why we refuse it.
+PeerVetter = Callable[[int, frozenset[str]], str | None]
 #: Given an authenticated prober's peer id, returns a note sent with "probe passed".
 ProbeAnswer = Callable[[int], str]
 #: Told about a failed handshake before the channel is closed.
@@ -110,7 +113,7 @@ async def exchange(
     *,
     initiator: bool,
     accept_peer: PeerFilter | None = None,
-    admit: PeerFilter | None = None,
+    admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     on_failure: FailureReport | None = None,
 ) -> Agreement:
@@ -174,7 +177,7 @@ class _Exchange:
         config: LinkConfig,
         initiator: bool,
         accept_peer: PeerFilter | None,
-        admit: PeerFilter | None,
+        admit: PeerVetter | None,
         answer_probe: ProbeAnswer | None,
         *,
         probing: bool,
@@ -231,7 +234,8 @@ class _Exchange:
             note = self.answer_probe(peer_id) if self.answer_probe is not None else ""
             await channel.send(encode_message({"probe": "passed", "message": note[:200]}))
             raise ProbeAnswered(peer_id, note)
-        refusal = self.admit(peer_id) if self.admit is not None else None
+        refusal = (self.admit(peer_id, remote.handshake.features)
+                   if self.admit is not None else None)
         if refusal is not None:
             await _refuse(channel, "peer_id", refusal)
             raise IncompatiblePeerError("peer_id", refusal)

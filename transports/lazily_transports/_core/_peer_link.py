@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Callable
 
 import anyio
 
@@ -15,15 +14,14 @@ from ..errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
 from ..events import EventStream, Frame, PeerCounters, PeerDown, PeerUp
 from ..schemes import SchemeTable, dial, probe
 from ..streams import LinkStream
+from ._authentication import PeerVetter
 from ._backoff import Backoff
 
-__all__ = ["ChannelVetter", "PeerLink"]
+__all__ = ["PeerLink"]
 
 logger = logging.getLogger("lazily_transports.mesh")
 
 
-#: Checks an authenticated link before it carries frames; a string is the refusal.
-ChannelVetter = Callable[[LinkStream], "str | None"]
 
 #: Longest wait between two probes of a peer that should dial us but does not.
 PROBE_MAX_INTERVAL = 10.0
@@ -55,7 +53,7 @@ class PeerLink:
         connect_timeout: float,
         ssl_context: ssl.SSLContext | None,
         schemes: SchemeTable,
-        vet: ChannelVetter | None = None,
+        vet: PeerVetter | None = None,
         probe_after: float | None = 0.5,
     ) -> None:
         self.peer_id = peer_id
@@ -196,7 +194,8 @@ class PeerLink:
             await channel.aclose()
             return
         epoch = channel.extra(LinkAttribute.epoch)
-        refusal = self._vet(channel) if self._vet is not None else None
+        refusal = None if self._vet is None else self._vet(
+            channel.extra(LinkAttribute.peer_id), channel.extra(LinkAttribute.remote_features))
         if refusal is not None:
             self.counters.refused += 1
             logger.warning("peer %d (epoch %d) refused after authentication: %s",
