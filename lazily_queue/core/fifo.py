@@ -140,6 +140,9 @@ class Fifo(Generic[T]):
         items = self._items
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
+        last = cap - 1
+        to_full = (first if last == 0 else LEN) | IS_FULL
+        from_full = (first if cap == 1 else more) | IS_FULL
 
         def try_push(value: T) -> QueuePushError | None:
             if self._closed:
@@ -148,8 +151,12 @@ class Fifo(Generic[T]):
             if n >= cap:
                 return _FULL
             items.append(value)
-            mask = first if n == 0 else LEN
-            report(mask | IS_FULL if n + 1 == cap else mask)
+            if n == last:
+                report(to_full)
+            elif n:
+                report(LEN)
+            else:
+                report(first)
             return None
 
         def try_pop() -> T | QueuePopError:
@@ -157,8 +164,12 @@ class Fifo(Generic[T]):
                 return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)
             value = items.popleft()
-            mask = first if n == 1 else more
-            report(mask | IS_FULL if n == cap else mask)
+            if n == cap:
+                report(from_full)
+            elif items:
+                report(more)
+            else:
+                report(first)
             return value
 
         return FifoOps(try_push, try_pop)
