@@ -21,13 +21,13 @@ demo: $(STAMP)
 	$(BIN)/lazily-queue demo
 
 sim: $(STAMP)
-	PYTHONHASHSEED=0 $(BIN)/python -m lazily_queue.sim --seeds $(SEEDS)
+	PYTHONHASHSEED=0 $(BIN)/python -m simulator --seeds $(SEEDS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/local_queue.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check lazily_queue transports tests benchmarks examples
+	$(BIN)/ruff check lazily_queue transports simulator tests benchmarks examples
 	$(BIN)/mypy
 
 clean:

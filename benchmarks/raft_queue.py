@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.raft_load import percentiles, push_load  # noqa: E402
+from lazily_queue import testing  # noqa: E402
 from lazily_queue.demo.processes import NodeProcess  # noqa: E402
-from lazily_queue.node import Node  # noqa: E402
-from lazily_queue.raft.network import LocalHub  # noqa: E402
+from lazily_queue.raft.engine import EngineConfig  # noqa: E402
 
 SECRET_ENV = "LAZILY_BENCH_SECRET"
 
@@ -53,30 +53,21 @@ def free_port() -> int:
 # -- one process ------------------------------------------------------------------------------
 
 
-async def local_cluster(root: Path) -> list[Node]:
-    hub = LocalHub()
-    nodes = [Node(i, data_dir=root / str(i), peers={j: "-" for j in (1, 2, 3)},
-                  network=hub.network(str(i)), durability="fsync") for i in (1, 2, 3)]
-    for node in nodes:
-        await node.start()
-    await nodes[0].wait_for_leader()
-    return nodes
+def local_cluster(root: Path) -> testing.Cluster:
+    """Three nodes in this process with the default Raft timing, fsync on."""
+    return testing.cluster(3, data_dir=root, durability="fsync", engine=EngineConfig())
 
 
 async def in_process(root: Path, count: int) -> dict[str, Any]:
-    nodes = await local_cluster(root)
-    try:
-        follower = next(n for n in nodes if not n.is_leader)
+    async with local_cluster(root) as cluster:
+        follower = (await cluster.followers())[0]
         return {f"inflight_{k}": await push_load(follower, count if k > 1 else count // 8, k,
                                                  name=f"b{k}") for k in (1, 256)}
-    finally:
-        for node in nodes:
-            await node.stop()
 
 
 async def work_and_topic(root: Path, jobs: int) -> dict[str, Any]:
-    nodes = await local_cluster(root)
-    try:
+    async with local_cluster(root) as cluster:
+        nodes = list(cluster.nodes.values())
         queues = [n.work_queue("jobs", visibility_timeout=30) for n in nodes]
         await asyncio.gather(*(queues[i % 3].push(i) for i in range(jobs)))
         await nodes[0].barrier()
@@ -120,9 +111,6 @@ async def work_and_topic(root: Path, jobs: int) -> dict[str, Any]:
         return {"claim_ack_per_s_8_workers": round(claim_ack),
                 "topic_publish_per_s": round(publish_rate),
                 "topic_deliveries_per_s_4_subscribers": round(fanout), "jobs": jobs}
-    finally:
-        for node in nodes:
-            await node.stop()
 
 
 # -- three processes --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The ``raft1`` and ``raft3`` backends: fixtures replayed on real in-process clusters.
 
-Each replay starts a fresh cluster (one node, or three linked by a ``LocalHub``) and
-opens the model under a fresh name. Ops are issued on the *observer* node (a follower
+Each replay starts a fresh :class:`~lazily_queue.testing.Cluster` (one node, or three
+linked in memory; a reactive context of its own per node) and opens the model under a
+fresh name. Ops are issued on the *observer* node (a follower
 in ``raft3``, so every op is forwarded to the leader and committed by a majority) and
 return once applied there; the probes watch the observer's readers, which change only
 when committed entries apply. Only the ``async`` flavor exists: the Raft storages do
@@ -25,17 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.queue import QueuePushError
 from ..node import Node
-from ..raft.engine import EngineConfig
-from ..raft.network import LocalHub
 from ..reactive import Context
 from ..storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from ..storage.raft_queue import RaftQueueStorage
+from ..testing import Cluster, NodeOptions
 from .backend import (
     Backend,
     QueueAdapter,
@@ -55,10 +54,6 @@ from .local import (
     _topic_snapshot,
 )
 
-FAST = EngineConfig(
-    election_timeout_min=0.1, election_timeout_max=0.2, heartbeat_interval=0.02,
-    leader_fallback_timeout=0.5,
-)
 _names = itertools.count(1)
 
 
@@ -75,59 +70,48 @@ class RaftQueueAdapter(LocalQueueAdapter):
         return list(await asyncio.gather(*(self.cell.offer(v) for v in values)))
 
 
+def _own_context(node_id: str) -> NodeOptions:
+    return {"context": Context(name=f"conformance-node{node_id}")}
+
+
 class RaftBackend(Backend):
-    """A fresh cluster of ``size`` real nodes per replay."""
+    """A fresh :class:`~lazily_queue.testing.Cluster` of ``size`` real nodes per replay."""
 
     flavors = ("async",)
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.ids = [str(i) for i in range(1, size + 1)]
-        self.hub = LocalHub()
-        self.nodes: dict[str, Node] = {}
-        self.stopped: set[str] = set()
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.cluster: Cluster | None = None
         self._observer = "1"
 
     async def start(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="lazily-conformance-")
-        for node_id in self.ids:
-            self.nodes[node_id] = Node(
-                node_id,
-                data_dir=f"{self._tmp.name}/{node_id}",
-                peers={n: f"local:{n}" for n in self.ids},
-                network=self.hub.network(node_id),
-                durability="none",
-                engine=FAST,
-                maintenance_interval=None,
-                context=Context(name=f"conformance-node{node_id}"),
-                tick_interval=0.01,
-            )
-        await asyncio.gather(*(n.start() for n in self.nodes.values()))
+        self.cluster = Cluster(self.size, maintenance_interval=None, tick_interval=0.01,
+                               node_options=_own_context)
+        try:
+            await self.cluster.start()
+        except BaseException:
+            await self.stop()
+            raise
         leader = await self._wait_leader()
-        self._observer = next((n for n in self.ids if n != leader), leader)
+        self._observer = next((n for n in self.cluster.ids if n != leader), leader)
 
     async def stop(self) -> None:
-        await asyncio.gather(*(n.stop() for n in self.nodes.values()),
-                             return_exceptions=True)
-        self.nodes.clear()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        if self.cluster is not None:
+            await self.cluster.close()
+            self.cluster = None
+
+    @property
+    def _cluster(self) -> Cluster:
+        if self.cluster is None:
+            raise RuntimeError("the raft backend is not started")
+        return self.cluster
 
     @property
     def observer(self) -> Node:
-        return self.nodes[self._observer]
+        return self._cluster.node(self._observer)
 
-    async def _wait_leader(self, among: set[str] | None = None, timeout: float = 10.0) -> str:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            for key, node in self.nodes.items():
-                if (among is None or key in among) and key not in self.stopped and node.is_leader:
-                    return key
-            await asyncio.sleep(0.005)
-        raise TimeoutError(f"no leader within {timeout}s among {sorted(among or self.nodes)}")
+    async def _wait_leader(self, among: set[str] | None = None) -> str:
+        return (await self._cluster.wait_for_leader(among=among)).node_id
 
     # -- models -----------------------------------------------------------------------------
 
@@ -164,34 +148,33 @@ class RaftBackend(Backend):
 
     async def cluster_op(self, op: Mapping[str, Any]) -> None:
         kind = op.get("type")
-        running = {k for k in self.nodes if k not in self.stopped}
+        cluster = self._cluster
+        running = {node.node_id for node in cluster.running}
         if kind == "kill_leader":
             leader = await self._wait_leader()
             if leader == self._observer:
-                await self.nodes[leader].transfer_leadership()
+                await cluster.node(leader).transfer_leadership()
                 leader = await self._wait_leader(among=running - {leader})
-            await self._stop(leader)
+            await cluster.kill(leader)
             await self._wait_leader(among=running - {leader})
         elif kind == "kill_follower":
             leader = await self._wait_leader()
             victim = sorted(running - {leader, self._observer})[0]
-            await self._stop(victim)
+            await cluster.kill(victim)
         elif kind == "restart":
-            for key in sorted(self.stopped):
-                await self.nodes[key].start()
-            self.stopped.clear()
+            for key in sorted(set(cluster.ids) - running):
+                await cluster.restart(key)
             await self._wait_leader()
         elif kind == "restart_cluster":
             for key in running:
-                await self._stop(key)
-            for key in self.nodes:
-                await self.nodes[key].start()
-            self.stopped.clear()
+                await cluster.kill(key)
+            for key in cluster.ids:
+                await cluster.restart(key)
             await self._wait_leader()
             await self.observer.barrier()
         elif kind == "partition":
             if "groups" in op:
-                self.hub.partition(*[{str(k) for k in g} for g in op["groups"]])
+                cluster.partition(*op["groups"])
             else:
                 target = op.get("isolate", "leader")
                 if target == "leader":
@@ -200,17 +183,13 @@ class RaftBackend(Backend):
                     key = self._observer
                 else:
                     key = str(target)
-                self.hub.partition({key}, set(self.ids) - {key})
+                cluster.partition([key], set(cluster.ids) - {key})
         elif kind == "heal":
-            self.hub.heal()
+            cluster.heal()
             await self._wait_leader()
             await self.observer.barrier()
         else:
             raise UnsupportedFixtureOp(f"unknown cluster op {kind!r}")
-
-    async def _stop(self, key: str) -> None:
-        await self.nodes[key].stop()
-        self.stopped.add(key)
 
 
 register_backend("raft1", lambda: RaftBackend(1))

@@ -1,5 +1,6 @@
 """The PySyncObj hooks the engine fills in: its node class, a transport that hands every
-message to the driver, a poller with nothing to poll and serializer hooks never used."""
+message to the driver, a poller with nothing to poll, serializer hooks never used, and
+the wrapping of how committed entries are applied."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 from pysyncobj.node import Node as _PsNode
 from pysyncobj.transport import Transport as _PsTransport
+
+from . import entries
 
 
 class RaftPeer(_PsNode):  # type: ignore[misc]
@@ -49,3 +52,27 @@ class NoPoller:
 
 def unused_serializer(*_: Any) -> Any:
     raise AssertionError("the SnapshotStore serializes; this hook is never called")
+
+
+def wrap_application(
+    engine: Any, before_applying: Callable[[], None], apply_batch: Callable[[bytes, int], Any]
+) -> None:
+    """Run ``before_applying`` on a leader before each round of applying committed entries
+    (the durable-commit clamp), and apply our command entries (:mod:`.entries`) with
+    ``apply_batch(batch, stamp)``; PySyncObj's own entries keep their own path."""
+    apply_entries = engine._SyncObj__applyLogEntries
+    apply_command = engine._SyncObj__doApplyCommand
+
+    def applying_entries() -> Any:
+        if engine._isLeader():
+            before_applying()
+        return apply_entries()
+
+    def applying_command(command: bytes) -> Any:
+        if entries.is_command(command):
+            stamp, batch = entries.decode(command)
+            return apply_batch(batch, stamp)
+        return apply_command(command)
+
+    engine._SyncObj__applyLogEntries = applying_entries
+    engine._SyncObj__doApplyCommand = applying_command

@@ -239,7 +239,7 @@ class Driver:
         finally:
             self._stepping = False
         released, error = self.pipeline.stepped(
-            ready, self.replica.journal.write, alone=len(self.replica.engine.members) == 1)
+            ready, self.replica.journal.write)
         for out in released:
             self._dispatch(out)
         if error is not None:
@@ -258,6 +258,8 @@ class Driver:
             return
         for ready in self.pipeline.fsync_done():
             self._dispatch(ready)
+        if self.replica.engine.is_leader:
+            self.wake()  # its own copy now counts: the commit index may move
         self._start_fsync()
 
     # -- a journal that cannot be written ----------------------------------------------------
@@ -287,10 +289,7 @@ class Driver:
                        if unknown else "the operation was not applied")
             return StorageUnavailable(self._stall_text(outcome))
 
-        completions = self.replica.fail_waiters(failure)
-        completions += [(callback, None, failure(True))
-                        for callback, _, _ in self.pipeline.take_held_results()]
-        self._dispatch_results(Ready(completions=completions))
+        self._dispatch_results(Ready(completions=self.replica.fail_waiters(failure)))
         self._wake_state_waiters()
         self._notify_disk(self.pipeline.stall)
 

@@ -19,8 +19,9 @@ from typing import Any
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
 
-from . import patches, rejoin
-from .adapters import EngineTransport, NoPoller, RaftPeer, unused_serializer
+from . import entries, patches, rejoin
+from .adapters import EngineTransport, NoPoller, RaftPeer, unused_serializer, wrap_application
+from .durable_commit import durable_majority_index
 from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
@@ -30,8 +31,9 @@ log = logging.getLogger(__name__)
 
 patches.install()
 
-_REGULAR = 0
 _MEMBERSHIP = 2
+#: PySyncObj's own entry types (no-op, membership, version) pass through untouched.
+_ENGINE_TYPES = frozenset({b"\x01", b"\x02", b"\x03"})
 _bchr = struct.Struct("B").pack
 
 #: Largest replicated command; PySyncObj's chunking of entries >= 64 KiB is broken.
@@ -134,7 +136,6 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 nodeClass=RaftPeer,
                 transport=transport,
             )
-            self._apply_id = self._methodToID[self._getFuncName("_apply_entry")]
             self._poller = NoPoller()
             accept_change: Callable[[Any], bool] = self._SyncObj__changeCluster  # type: ignore[has-type]
             self._SyncObj__changeCluster = patches.one_membership_change_at_a_time(
@@ -143,6 +144,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 lambda index: setattr(self, "_SyncObj__changeClusterIDx", index),
             )
             self._SyncObj__needLoadDumpFile = False
+            self._committed = 0
+            wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.read() is not None:
                 self._SyncObj__loadDumpFile(clearJournal=False)
 
@@ -150,10 +153,14 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     @replicated  # type: ignore[untyped-decorator]
     def _apply_entry(self, payload: bytes, stamp: int | None) -> Any:
+        """Entries written before commands had their own entry type (see :mod:`.entries`)."""
+        return self._apply_batch(payload, int(stamp or 0))
+
+    def _apply_batch(self, batch: bytes, stamp: int) -> Any:
         if not patches.enabled("safe-apply"):
-            return self._apply_fn(payload, int(stamp or 0))
+            return self._apply_fn(batch, stamp)
         try:
-            return self._apply_fn(payload, int(stamp or 0))
+            return self._apply_fn(batch, stamp)
         except Exception as exc:  # a failing entry must not wedge the node
             self.apply_errors += 1
             log.exception("applying a committed entry failed; it is skipped on every node")
@@ -165,33 +172,38 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             raise ValueError(
                 f"command of {len(payload)} bytes exceeds the {MAX_COMMAND_BYTES}-byte limit"
             )
-        pickled = patches.safe_dumps((self._apply_id, (payload, None)))
         with patches.engine_env(self._clock, self._rng):
-            self._applyCommand(pickled, _translated(callback), _REGULAR)
+            self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
         self, command: bytes, callback: Any, commandType: int | None = None
     ) -> None:
         full = command if commandType is None else _bchr(commandType) + command
-        if full[:1] == b"\x00" and self._isLeader():
-            stamped = self._stamp(full[1:])
-            if stamped is None:
+        if self._isLeader() and full[:1] not in _ENGINE_TYPES:
+            # A proposal (ours, or forwarded by a follower): only commands are accepted,
+            # stamped with this leader's clock as they are appended.
+            if not entries.is_command(full):
                 self.rejected_commands += 1
                 log.warning("refused a malformed command proposed to this leader")
                 self._fail(callback, FAIL_REASON.REQUEST_DENIED)
                 return
-            full = b"\x00" + stamped
+            full = entries.stamped(full, int(self._wall() * 1000))
         super()._applyCommand(full, callback, None)
 
-    def _stamp(self, pickled: bytes) -> bytes | None:
-        try:
-            func_id, args = patches.restricted_loads(pickled)
-            payload = args[0]
-        except Exception:
-            return None
-        if func_id != self._apply_id or not isinstance(payload, bytes) or len(args) != 2:
-            return None
-        return patches.safe_dumps((func_id, (payload, int(self._wall() * 1000))))
+    def _clamp_commit(self) -> None:
+        """See :mod:`.durable_commit`: count the leader's copy only once it is durable."""
+        if not patches.enabled("durable-leader-commit"):
+            return
+        matches = self._SyncObj__raftMatchIndex
+        proposed = int(self._SyncObj__raftCommitIndex)  # type: ignore[has-type]
+        commit = durable_majority_index(
+            self._journal.durable_index,
+            [int(matches.get(node, 0)) for node in self._SyncObj__otherNodes],
+            self._journal.term_at, int(self._SyncObj__raftCurrentTerm), self._committed, proposed)
+        if commit != proposed:
+            self._SyncObj__raftCommitIndex = commit
+            self._SyncObj__leaderCommitIndex = commit
+            self._journal.setRaftCommitIndex(commit)
 
     def _fail(self, callback: Any, reason: int) -> None:
         if callback is None:
@@ -208,6 +220,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def tick(self) -> None:
         with patches.engine_env(self._clock, self._rng):
+            self._committed = self.commit_index  # the clamp's floor
             self.pre_vote.before_tick()
             self._onTick(0.0)
 

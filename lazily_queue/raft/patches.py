@@ -60,6 +60,10 @@ message delivery; each can be switched off for tests that demonstrate the defect
   raises its term only after a majority said it could win, and a member that heard
   from a live leader within the minimum election timeout says no. Leadership transfer
   skips the round.
+- ``durable-leader-commit``: a leader counts itself towards every majority, which is
+  only right while it sends entries after its own fsync. Ours sends them in parallel
+  with its write (:mod:`~lazily_queue.raft.durable_commit`), so its commit index is
+  clamped to what a majority holds durably, its own durable index included.
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -120,7 +124,7 @@ PYSYNCOBJ_VERSION = "0.3.17"
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
                             "one-membership-change-at-a-time", "pre-vote",
                             "count-each-vote-once", "lowest-reset-next-index",
-                            "snapshot-messages-commit-nothing"})
+                            "snapshot-messages-commit-nothing", "durable-leader-commit"})
 
 _disabled: set[str] = set()
 _installed = False

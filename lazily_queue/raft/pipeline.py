@@ -2,11 +2,13 @@
 
 One pure class, free of clocks and I/O, used by the asyncio driver and by the
 simulator's member alike. A step's output (:class:`~.ready.Ready`) holds votes,
-acknowledgements and entries that the step's journal writes vouch for: it may leave
-the member only after an fsync that *started after* those writes has completed.
-Outputs leave in step order. Results of applied entries and reader events need no
-local fsync when the cluster has other members (an entry applies only once a
-majority holds it durably), so they leave at once; a member alone holds them too.
+acknowledgements and entries that the step's journal writes vouch for: votes and
+acknowledgements may leave the member only after an fsync that *started after* those
+writes has completed, in step order. A leader's AppendEntries leave at once: it writes
+its log in parallel with replication and counts its own copy towards a majority only
+once that copy is durable (:mod:`.durable_commit`). Results of applied entries and
+reader events leave at once too: an entry applies only once a majority, this member
+included when it is the leader, holds it durably.
 
 A failed write or fsync *stalls* the pipeline: the journal's unsynced records can no
 longer be trusted (after a failed fsync the kernel may have dropped them), so nothing
@@ -19,9 +21,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
-from .ready import Completion, Ready
+from .ready import Ready
+
+#: Messages that leave before the fsync of the step that produced them: a leader's
+#: AppendEntries (see the module docstring), and its answer telling a follower where the
+#: command it forwarded sits in the log (no durability claim; it must not trail the
+#: entries, or the follower applies its command before it knows to wait for it).
+EARLY = frozenset({"append_entries", "apply_command_response"})
 
 
 class CommitPipeline:
@@ -46,7 +53,7 @@ class CommitPipeline:
         return not self._held and self._written == self._synced and self._syncing is None
 
     def stepped(
-        self, ready: Ready, write: Callable[[], bool], *, alone: bool
+        self, ready: Ready, write: Callable[[], bool]
     ) -> tuple[list[Ready], OSError | None]:
         """After a step: run ``write`` (it hands the step's records to the OS and says
         whether any need an fsync) and admit the step's output. Returns what may leave
@@ -55,21 +62,20 @@ class CommitPipeline:
             wrote, error = write(), None
         except OSError as exc:
             wrote, error = True, exc
-        return self.admit(ready, wrote=wrote, alone=alone), error
+        return self.admit(ready, wrote=wrote), error
 
-    def admit(self, ready: Ready, *, wrote: bool, alone: bool) -> list[Ready]:
-        """Take one step's output; return what may leave now.
-
-        ``wrote``: the step handed records or metadata to the OS (or tried to and
-        failed), so its output needs an fsync. ``alone``: the member is the whole cluster.
-        """
+    def admit(self, ready: Ready, *, wrote: bool) -> list[Ready]:
+        """Take one step's output; return what may leave now. ``wrote``: the step handed
+        records to the OS (or tried to and failed), so its output needs an fsync."""
         if wrote:
             self._written += 1
         if not self._held and self._written == self._synced and self.stall is None:
             return [ready]
-        released = [] if alone else [ready.take_results()]
+        now = ready.take_results()
+        if self.stall is None:
+            now.messages = ready.take_messages(EARLY).messages
         self._held.append((self._written, ready))
-        return released
+        return [now]
 
     def start_fsync(self) -> int | None:
         """Whether an fsync should start now; returns the step it covers, or ``None``."""
@@ -96,15 +102,6 @@ class CommitPipeline:
         healthy = self.stall is None
         self.stall = reason
         return healthy
-
-    def take_held_results(self) -> list[tuple[Completion, Any, BaseException | None]]:
-        """Remove the completions held for a fsync (a member alone holds them), e.g.
-        to fail their callers while the journal cannot be written."""
-        taken: list[tuple[Completion, Any, BaseException | None]] = []
-        for _, ready in self._held:
-            taken.extend(ready.completions)
-            ready.completions = []
-        return taken
 
     def recovered(self) -> list[Ready]:
         """Every unsynced record was written again and fsynced: release everything."""

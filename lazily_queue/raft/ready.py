@@ -30,6 +30,20 @@ class Ready:
         return bool(self.messages or self.events or self.completions or self.orphans
                     or self.membership)
 
+    def take_messages(self, kinds: frozenset[str]) -> Ready:
+        """Move the messages of the given types into a new Ready (order kept per peer)."""
+        taken: dict[str, list[dict[str, Any]]] = {}
+        for peer, messages in list(self.messages.items()):
+            if not any(m["type"] in kinds for m in messages):
+                continue
+            taken[peer] = [m for m in messages if m["type"] in kinds]
+            rest = [m for m in messages if m["type"] not in kinds]
+            if rest:
+                self.messages[peer] = rest
+            else:
+                del self.messages[peer]
+        return Ready(messages=taken)
+
     def take_results(self) -> Ready:
         """Move the reader events, completions and orphans into a new Ready."""
         taken = Ready(events=self.events, completions=self.completions, orphans=self.orphans)

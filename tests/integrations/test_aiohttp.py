@@ -8,10 +8,9 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from lazily_queue import testing
 from lazily_queue.integrations.aiohttp import NODE, node_of, setup
 from lazily_queue.node import Node
-
-from .local_cluster import make_nodes, settle, wait_leader
 
 
 async def push(request: web.Request) -> web.Response:
@@ -49,14 +48,15 @@ def build(node: Node) -> web.Application:
 
 
 async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     async with AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(TestClient(TestServer(build(node))))
             for node in nodes
         ]
         assert all(node.running for node in nodes)  # started by the on_startup hook
-        leader = await wait_leader(nodes)
+        leader = await cluster.wait_for_leader()
         a, b, c = clients
         for i in range(3):
             response = await a.post("/orders", json={"order": i})
@@ -64,7 +64,7 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
         assert await (await b.post("/orders/pop")).json() == {"order": 0}
         assert await (await c.post("/jobs", json={"task": "thumbnail"})).json() == {"id": 0}
         assert await (await a.post("/jobs/work/a1")).json() == {"value": {"task": "thumbnail"}}
-        await settle(nodes)
+        await cluster.settle()
 
         status = await (await b.get("/cluster/status.json")).json()
         assert status["node"] == "2" and status["leader"] == leader.node_id
@@ -84,7 +84,8 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
 
 
 async def test_setup_without_status_prefix_serves_only_metrics(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     app = web.Application()
     setup(app, nodes[0])
     async with TestClient(TestServer(app)) as http:

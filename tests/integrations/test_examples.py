@@ -14,7 +14,7 @@ from types import ModuleType
 import httpx
 from aiohttp.test_utils import TestClient, TestServer
 
-from .local_cluster import make_nodes, settle, wait_leader
+from lazily_queue import testing
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -38,9 +38,17 @@ def test_embedded_example_is_short_and_durable(tmp_path: Path) -> None:
     assert (tmp_path / "embedded-data" / "raft").is_dir()
 
 
+def test_testing_cluster_example_passes_as_a_script(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLES / "testing_cluster.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2 passed"
+
+
 async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
     job_api = load("job_api")
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     apps = [job_api.create_app(node, workers=2) for node in nodes]
     async with AsyncExitStack() as stack:
         # like three servers starting at once: each lifespan waits for a leader
@@ -48,7 +56,7 @@ async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
         await asyncio.gather(*(lifespan.__aenter__() for lifespan in lifespans))
         for lifespan in lifespans:
             stack.push_async_exit(lifespan)
-        await wait_leader(nodes)
+        await cluster.wait_for_leader()
         clients = [
             await stack.enter_async_context(httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://test"))
@@ -76,7 +84,7 @@ async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
 
         for client in clients:  # every node answers for every job
             assert await all_results(client) == {job_id: n * n for n, job_id in enumerate(ids)}
-        await settle(nodes)
+        await cluster.settle()
         stats = (await clients[1].get("/stats")).json()
         assert stats["pending"] == 0 and stats["in_flight"] == 0 and stats["dead_letters"] == 0
         workers = {(await clients[0].get(f"/jobs/{j}")).json()["worker"] for j in ids}
@@ -87,11 +95,12 @@ async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
 
 async def test_sse_fanout_on_three_nodes(tmp_path: Path) -> None:
     sse = load("sse_fanout")
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     async with AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(TestClient(TestServer(sse.create_app(n))))
                    for n in nodes]
-        await wait_leader(nodes)
+        await cluster.wait_for_leader()
         streams = [await clients[0].get("/events"), await clients[2].get("/events")]
         for stream in streams:
             assert stream.headers["Content-Type"] == "text/event-stream"
@@ -108,13 +117,13 @@ async def test_sse_fanout_on_three_nodes(tmp_path: Path) -> None:
                     if line.startswith(b"data: "):
                         received.append(json.loads(line[6:]))
             assert received == [{"text": "hello"}, {"text": "world"}]
-        await settle(nodes)
+        await cluster.settle()
         chat = nodes[1].topic("chat")
         assert len(chat.subscriptions()) == 2
         streams[0].close()  # the client leaves: its ephemeral subscription goes
         async with asyncio.timeout(10):
             while True:
-                await settle(nodes)
+                await cluster.settle()
                 if len(chat.subscriptions()) == 1:
                     break
                 await asyncio.sleep(0.05)

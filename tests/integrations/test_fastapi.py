@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi import Depends, FastAPI
 
-from lazily_queue import QueueCell, TopicCell, WorkQueueCell
+from lazily_queue import QueueCell, TopicCell, WorkQueueCell, testing
 from lazily_queue.integrations.fastapi import (
     add_monitor_routes,
     get_node,
@@ -20,8 +20,6 @@ from lazily_queue.integrations.fastapi import (
     work_queue,
 )
 from lazily_queue.node import Node
-
-from .local_cluster import make_nodes, settle, wait_leader
 
 Orders = Annotated[QueueCell[Any], Depends(queue("orders"))]
 News = Annotated[TopicCell[Any], Depends(topic("news"))]
@@ -78,14 +76,15 @@ def client(app: FastAPI) -> httpx.AsyncClient:
 
 
 async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     apps = [build(node) for node in nodes]
     async with AsyncExitStack() as stack:
         for app in apps:  # what an ASGI server does at startup
             await stack.enter_async_context(app.router.lifespan_context(app))
         assert all(node.running for node in nodes)
-        leader = await wait_leader(nodes)
-        await settle(nodes)  # every node has heard from the leader
+        leader = await cluster.wait_for_leader()
+        await cluster.settle()  # every node has heard from the leader
         a, b, c = [await stack.enter_async_context(client(app)) for app in apps]
         assert (await a.get("/who")).json() == {"node": "1", "leader": nodes[0].leader_id}
         assert nodes[0].leader_id == leader.node_id
@@ -97,13 +96,13 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
 
         assert (await a.post("/news/r1")).json() == {"outcome": "Subscribed"}
         assert (await b.post("/news", json={"n": 1})).json() == {"offset": 0}
-        await settle(nodes)
+        await cluster.settle()
         assert (await c.get("/news/r1")).json() == [{"n": 1}]
 
         job_id = (await b.post("/jobs", json={"task": "resize"})).json()["id"]
         done = (await c.post("/jobs/work/c1")).json()
         assert done == {"value": {"task": "resize"}, "outcome": "acked"}
-        await settle(nodes)
+        await cluster.settle()
         assert nodes[0].work_queue("jobs", visibility_timeout=5).pending_len() == 0
         assert job_id == 0
 
@@ -123,7 +122,7 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
 
 
 async def test_user_lifespan_runs_while_the_node_runs(tmp_path: Path) -> None:
-    node = make_nodes(tmp_path)[0]
+    node = testing.cluster(data_dir=tmp_path).node(1)
     seen: list[bool] = []
 
     @asynccontextmanager

@@ -7,11 +7,10 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from lazily_queue import testing
 from lazily_queue.metrics import NodeMetrics
 from lazily_queue.reactive import wait_until
 from lazily_queue.status import node_status
-
-from .local_cluster import make_nodes, settle, wait_leader
 
 
 def value(metrics: NodeMetrics, metric: str, **labels: str) -> float | None:
@@ -19,12 +18,13 @@ def value(metrics: NodeMetrics, metric: str, **labels: str) -> float | None:
 
 
 async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     metrics = [NodeMetrics(node) for node in nodes]  # before start: per-node registries
     for node in nodes:
         await node.start()
     try:
-        leader = await wait_leader(nodes)
+        leader = await cluster.wait_for_leader()
         follower = next(n for n in nodes if n is not leader)
         q = follower.queue("orders")
         for i in range(3):
@@ -43,7 +43,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
         await topic.publish("a")
         await topic.publish("b")
         await wait_until(lambda: jobs.in_flight_len() == 0, context=jobs.ctx, timeout=5)
-        await settle(nodes)
+        await cluster.settle()
         for m in metrics:
             ops = "lazily_queue_operations_total"
             assert value(m, ops, family="queue", name="orders", op="push") == 3
@@ -82,12 +82,13 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
 
 
 async def test_fsync_latency_histogram_with_fsync_durability(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path, durability="fsync")
+    cluster = testing.cluster(data_dir=tmp_path, durability="fsync")
+    nodes = list(cluster.nodes.values())
     for node in nodes:
         await node.start()
     metrics = NodeMetrics(nodes[0])  # after start: attaches at once
     try:
-        await wait_leader(nodes)
+        await cluster.wait_for_leader()
         for i in range(5):
             await nodes[0].queue("q").push(i)
         count = value(metrics, "lazily_queue_fsync_seconds_count")
@@ -100,24 +101,25 @@ async def test_fsync_latency_histogram_with_fsync_durability(tmp_path: Path) -> 
 
 
 def test_a_stopped_node_exports_only_counters(tmp_path: Path) -> None:
-    node = make_nodes(tmp_path)[0]
+    node = testing.cluster(data_dir=tmp_path).node(1)
     text = NodeMetrics(node).render().decode()
     assert "lazily_queue_raft_term" not in text
     assert "# TYPE lazily_queue_operations_total counter" in text
 
 
 async def test_metrics_of_a_node_holding_state_count_later_operations(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     for node in nodes:
         await node.start()
     try:
-        await wait_leader(nodes)
+        await cluster.wait_for_leader()
         jobs = nodes[0].work_queue("jobs")
         await jobs.push("x")
-        await settle(nodes)
+        await cluster.settle()
         late = NodeMetrics(nodes[1])  # created on a node that already holds state
         await jobs.push("y")
-        await settle(nodes)
+        await cluster.settle()
         assert value(late, "lazily_queue_operations_total", family="work", name="jobs",
                      op="push") == 1
     finally:

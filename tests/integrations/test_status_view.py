@@ -8,18 +8,18 @@ from pathlib import Path
 
 from rich.console import Console
 
+from lazily_queue import testing
 from lazily_queue.cli.status_view import render
 from lazily_queue.status import node_status
 
-from .local_cluster import make_nodes, settle, wait_leader
-
 
 async def test_status_document_and_tables(tmp_path: Path) -> None:
-    nodes = make_nodes(tmp_path)
+    cluster = testing.cluster(data_dir=tmp_path)
+    nodes = list(cluster.nodes.values())
     for node in nodes:
         await node.start()
     try:
-        leader = await wait_leader(nodes)
+        leader = await cluster.wait_for_leader()
         follower = next(n for n in nodes if n is not leader)
         await follower.queue("orders", capacity=10).push(1)
         jobs = follower.work_queue("jobs")
@@ -30,7 +30,7 @@ async def test_status_document_and_tables(tmp_path: Path) -> None:
         await news.subscribe("reader")
         for i in range(3):
             await news.publish(i)
-        await settle(nodes)
+        await cluster.settle()
 
         async with asyncio.timeout(5):  # the leader learns the followers' last acks
             while True:

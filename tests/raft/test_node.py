@@ -7,16 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue import EMPTY, QueueClosed, QueuePopError, QueuePushError, UnsupportedOperation
+from lazily_queue import (
+    EMPTY,
+    QueueClosed,
+    QueuePopError,
+    QueuePushError,
+    UnsupportedOperation,
+    testing,
+)
 from lazily_queue.node import ClusterMismatch, Node
 from lazily_queue.raft.errors import NoQuorum
+from lazily_queue.raft.network import LocalHub
 from lazily_queue.reactive import Effect
-
-from .cluster import LocalCluster
 
 
 async def test_push_on_a_follower_commits_and_every_node_updates(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         follower = (await cluster.followers())[0]
         queues = {n: node.queue("jobs") for n, node in cluster.nodes.items()}
         seen: dict[str, list[int]] = {n: [] for n in queues}
@@ -35,14 +41,14 @@ async def test_push_on_a_follower_commits_and_every_node_updates(tmp_path: Path)
 
 
 async def test_fifo_across_producers_nodes_and_leader_failover(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         producer = (await cluster.followers())[0]
         q = producer.queue("jobs")
         for i in range(50):
             await q.push(i)
         leader = await cluster.leader()
-        await cluster.stop(leader.node_id)
-        await cluster.wait_leader()
+        await cluster.kill(leader.node_id)
+        await cluster.wait_for_leader()
         for i in range(50, 100):
             await q.push(i)
         out = [await q.pop() for _ in range(100)]
@@ -50,7 +56,7 @@ async def test_fifo_across_producers_nodes_and_leader_failover(tmp_path: Path) -
 
 
 async def test_capacity_is_never_overcommitted(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         queues = [node.queue("bounded", capacity=5) for node in cluster.nodes.values()]
         results = await asyncio.gather(*(queues[i % 3].offer(i) for i in range(30)))
         assert results.count(None) == 5
@@ -63,7 +69,7 @@ async def test_capacity_is_never_overcommitted(tmp_path: Path) -> None:
 
 
 async def test_capacity_mismatch_is_refused(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
         await a.queue("q", capacity=3).push(1)
         with pytest.raises(Exception, match="capacity 3, not 4"):
@@ -71,7 +77,7 @@ async def test_capacity_mismatch_is_refused(tmp_path: Path) -> None:
 
 
 async def test_close_is_replicated(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         nodes = list(cluster.nodes.values())
         q0, q1 = nodes[0].queue("q"), nodes[1].queue("q")
         await q0.push("x")
@@ -87,8 +93,8 @@ async def test_close_is_replicated(tmp_path: Path) -> None:
 
 
 async def test_synchronous_core_names_the_awaitable(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path, size=1) as cluster:
-        node = cluster.nodes["1"]
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
         q, t, w = node.queue("q"), node.topic("t"), node.work_queue("w")
         for cell in (q, t, w):
             assert not cell.capabilities.sync and cell.capabilities.observable
@@ -111,7 +117,7 @@ async def test_synchronous_core_names_the_awaitable(tmp_path: Path) -> None:
 
 
 async def test_pop_waits_for_a_push_from_another_node(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
         waiter = asyncio.create_task(a.queue("q").pop(timeout=5))
         await asyncio.sleep(0)  # the pop proposes its first attempt
@@ -122,7 +128,7 @@ async def test_pop_waits_for_a_push_from_another_node(tmp_path: Path) -> None:
 
 
 async def test_barrier_gives_a_linearizable_read(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
         qa, qb = a.queue("q"), b.queue("q")
         for i in range(10):
@@ -132,25 +138,25 @@ async def test_barrier_gives_a_linearizable_read(tmp_path: Path) -> None:
 
 
 async def test_minority_refuses_writes_then_rejoins(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path, op_timeout=3.0) as cluster:
+    async with testing.cluster(data_dir=tmp_path, op_timeout=3.0) as cluster:
         leader = await cluster.leader()
         loner = leader.node_id
         rest = [n for n in cluster.ids if n != loner]
         await leader.queue("q").push("before")
-        cluster.hub.partition({loner}, set(rest))
+        cluster.partition({loner}, set(rest))
         with pytest.raises(NoQuorum, match="no quorum"):
             await leader.queue("q").push("lost?")
-        majority = await cluster.wait_leader(among=rest)
+        majority = await cluster.wait_for_leader(among=rest)
         await majority.queue("q").push("during")
-        cluster.hub.heal()
-        await cluster.wait_leader()
+        cluster.heal()
+        await cluster.wait_for_leader()
         await cluster.settle()
         for node in cluster.nodes.values():
             assert node.view.queues["q"].elements() == ["before", "during"]
 
 
 async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path, op_timeout=5.0) as cluster:
+    async with testing.cluster(data_dir=tmp_path, op_timeout=5.0) as cluster:
         leader = await cluster.leader()
         follower = (await cluster.followers())[0]
         q = follower.queue("q")
@@ -158,13 +164,13 @@ async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
         await cluster.settle()
         # The pop reaches the leader, but the follower hears nothing back before it
         # is cancelled; the commit happens anyway.
-        cluster.hub.cut_one_way(leader.node_id, follower.node_id)
+        cluster.cut_one_way(leader.node_id, follower.node_id)
         pop = asyncio.create_task(q.pop())
         await asyncio.sleep(0.2)
         pop.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pop
-        cluster.hub.heal()
+        cluster.heal()
         for _ in range(200):
             await asyncio.sleep(0.02)
             if leader.view.queues["q"].elements() == ["precious"]:
@@ -176,7 +182,7 @@ async def test_cancelled_pop_never_loses_the_element(tmp_path: Path) -> None:
 
 
 async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         node = (await cluster.followers())[0]
         q = node.queue("q")
         await q.push("declare")
@@ -208,7 +214,7 @@ async def test_retried_proposals_apply_once(tmp_path: Path) -> None:
 
 
 async def test_whole_cluster_restart_keeps_every_acknowledged_push(tmp_path: Path) -> None:
-    cluster = LocalCluster(tmp_path, durability="fsync")
+    cluster = testing.cluster(data_dir=tmp_path, durability="fsync")
     await cluster.start()
     q = (await cluster.leader()).queue("durable")
     for i in range(40):
@@ -226,12 +232,10 @@ async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snaps
 ) -> None:
     from dataclasses import replace
 
-    from .cluster import FAST
-
-    engine = replace(FAST, compaction_min_entries=100, compaction_min_time=3600)
-    async with LocalCluster(tmp_path, engine=engine) as cluster:
+    engine = replace(testing.FAST_ENGINE, compaction_min_entries=100, compaction_min_time=3600)
+    async with testing.cluster(data_dir=tmp_path, engine=engine) as cluster:
         lagging = (await cluster.followers())[0].node_id
-        await cluster.stop(lagging)
+        await cluster.kill(lagging)
         q = (await cluster.leader()).queue("steady")
         for i in range(600):
             await q.push(i)
@@ -241,7 +245,7 @@ async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snaps
         status = leader.status()
         assert status["snapshots_taken"] >= 3
         assert status["log_last_index"] - status["log_first_index"] < 250
-        rejoined = await cluster.restart(lagging)
+        rejoined = await cluster.restart(lagging, fresh=True)
         for _ in range(300):
             await asyncio.sleep(0.02)
             if rejoined.view.queues.get("steady") is not None:
@@ -252,35 +256,28 @@ async def test_compaction_bounds_the_log_and_a_lagging_follower_installs_a_snaps
 
 
 async def test_membership_changes_and_leadership_transfer(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         leader = await cluster.leader()
         await leader.queue("q").push("before")
-        cluster.ids.append("4")
-        newcomer = cluster.make("4")
-        await newcomer.start()
-        cluster.nodes["4"] = newcomer
-        await leader.add_member(4)
+        newcomer = await cluster.add_member(4)  # started, then added by the leader
         await newcomer.barrier()
         assert newcomer.queue("q").storage.elements() == ["before"]  # type: ignore[attr-defined]
         assert sorted(leader.status()["members"]) == ["1", "2", "3", "4"]
         gone = next(n for n in ("1", "2", "3") if n != leader.node_id)
-        await leader.remove_member(gone)
-        await cluster.stop(gone)
-        cluster.ids.remove(gone)
+        await cluster.remove_member(gone)
         assert gone not in leader.status()["members"]
         new_leader = await leader.transfer_leadership()
         assert new_leader != leader.node_id
-        await cluster.nodes[new_leader].queue("q").push("after")
+        await cluster.node(new_leader).queue("q").push("after")
         await newcomer.barrier()
         assert newcomer.queue("q").storage.elements() == ["before", "after"]  # type: ignore[attr-defined]
 
 
 async def test_a_data_dir_belongs_to_one_node(tmp_path: Path) -> None:
-    async with Node(1, data_dir=tmp_path / "d", network=LocalCluster(tmp_path).hub.network("1"),
-                    durability="none"):
+    hub = LocalHub()
+    async with Node(1, data_dir=tmp_path / "d", network=hub.network("1"), durability="none"):
         pass
-    other = Node(2, data_dir=tmp_path / "d", network=LocalCluster(tmp_path).hub.network("2"),
-                 durability="none")
+    other = Node(2, data_dir=tmp_path / "d", network=hub.network("2"), durability="none")
     with pytest.raises(ClusterMismatch, match="belongs to node 1"):
         await other.start()
 
@@ -297,7 +294,7 @@ async def test_a_malformed_frame_closes_that_link_not_the_node(
 ) -> None:
     import cbor2
 
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         node = (await cluster.followers())[0]
         other = next(n for n in cluster.ids if n != node.node_id)
         closed: list[tuple[str, str]] = []

@@ -16,10 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lazily_queue import LazilyQueueError
+from lazily_queue import LazilyQueueError, testing
 from lazily_queue.core.work import Delivery
-
-from .cluster import LocalCluster
 
 Op = tuple[str, int]
 
@@ -35,7 +33,7 @@ ops = st.lists(
 
 
 async def _scenario(root: Path, schedule: list[Op]) -> None:
-    cluster = LocalCluster(root, op_timeout=3.0, maintenance_interval=None)
+    cluster = testing.cluster(data_dir=root, op_timeout=3.0, maintenance_interval=None)
     await cluster.start()
     try:
         pushed: set[int] = set()
@@ -50,8 +48,8 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
         await (await cluster.leader()).topic("t").subscribe("d", "durable")
 
         def live(i: int) -> Any:
-            running = [n for n in cluster.ids if n in cluster.nodes]
-            return cluster.nodes[running[i % len(running)]]
+            running = cluster.running
+            return running[i % len(running)]
 
         for kind, i in schedule:
             node = live(i)
@@ -87,20 +85,20 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
                             raise
                         if value is not None:
                             read.append(value)
-                elif kind == "kill_leader" and len(cluster.nodes) == 3:
+                elif kind == "kill_leader" and len(cluster.running) == 3:
                     leader = await cluster.leader()
                     stopped.append(leader.node_id)
-                    await cluster.stop(leader.node_id)
-                    await cluster.wait_leader()
+                    await cluster.kill(leader.node_id)
+                    await cluster.wait_for_leader()
                 elif kind == "restart" and stopped:
-                    await cluster.restart(stopped.pop())
-                    await cluster.wait_leader()
+                    await cluster.restart(stopped.pop(), fresh=True)
+                    await cluster.wait_for_leader()
             except (LazilyQueueError, TimeoutError):
                 pass  # an outcome-unknown op during an election; checked below
             await _check_no_double_delivery(cluster)
 
         for node_id in stopped:
-            await cluster.restart(node_id)
+            await cluster.restart(node_id, fresh=True)
         observer = await cluster.leader()
         await cluster.settle()
         wq = observer.work_queue("w", visibility_timeout=60, max_deliveries=2)
@@ -136,8 +134,8 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
         await cluster.close()
 
 
-async def _check_no_double_delivery(cluster: LocalCluster) -> None:
-    for node in cluster.nodes.values():
+async def _check_no_double_delivery(cluster: testing.Cluster) -> None:
+    for node in cluster.running:
         state = node.view.work_queues.get("w")
         if state is None:
             continue

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazily_queue import UnsupportedValue
+from lazily_queue import UnsupportedValue, testing
 from lazily_queue.raft.batch import CommandError, decode_command, encode_command
 from lazily_queue.raft.codec import FrameError, decode_frame
 from lazily_queue.raft.disk import OsDisk
@@ -35,7 +35,6 @@ from lazily_queue.raft.snapshot import (
 )
 from lazily_queue.replicated import ops as C
 
-from .cluster import LocalCluster
 from .harness import Manual
 
 
@@ -376,7 +375,7 @@ def test_the_deepest_accepted_value_survives_a_snapshot(tmp_path: Path) -> None:
 
 
 async def test_a_node_refuses_an_unsupported_push_and_keeps_serving(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         node = (await cluster.followers())[0]
         q = node.queue("jobs")
         with pytest.raises(UnsupportedValue, match="not int"):

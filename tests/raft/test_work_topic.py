@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue import Job, SettlementRejected
+from lazily_queue import Job, SettlementRejected, testing
 from lazily_queue.reactive import Effect
-
-from .cluster import LocalCluster
 
 
 async def test_claims_are_exclusive_and_receipts_prove_settlement(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b, c = (n.work_queue("jobs", visibility_timeout=30) for n in cluster.nodes.values())
         await a.push("x")
         await a.push("y")
@@ -39,7 +37,7 @@ async def test_claims_are_exclusive_and_receipts_prove_settlement(tmp_path: Path
 
 
 async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         node = (await cluster.followers())[0]
         wq = node.work_queue("jobs", visibility_timeout=30, max_deliveries=2)
         for value in ("ok", "fails", "cancelled"):
@@ -80,7 +78,7 @@ async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: P
 async def test_leader_reaps_expired_leases_and_dead_letters_can_be_redriven(
     tmp_path: Path,
 ) -> None:
-    async with LocalCluster(tmp_path, maintenance_interval=0.05) as cluster:
+    async with testing.cluster(data_dir=tmp_path, maintenance_interval=0.05) as cluster:
         node = (await cluster.followers())[0]
         wq = node.work_queue("short", visibility_timeout=0.2, max_deliveries=1)
         await wq.push("slow")
@@ -104,7 +102,7 @@ async def test_leader_reaps_expired_leases_and_dead_letters_can_be_redriven(
 
 
 async def test_lease_extension_keeps_a_long_job(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path, maintenance_interval=0.05) as cluster:
+    async with testing.cluster(data_dir=tmp_path, maintenance_interval=0.05) as cluster:
         node = await cluster.leader()
         wq = node.work_queue("long", visibility_timeout=0.3)
         await wq.push("big")
@@ -117,7 +115,7 @@ async def test_lease_extension_keeps_a_long_job(tmp_path: Path) -> None:
 
 
 async def test_work_queue_settings_must_match(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path) as cluster:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
         await a.work_queue("w", visibility_timeout=5).push(1)
         with pytest.raises(Exception, match="same settings"):
@@ -125,7 +123,9 @@ async def test_work_queue_settings_must_match(tmp_path: Path) -> None:
 
 
 async def test_topic_durable_cursors_any_node_and_retention(tmp_path: Path) -> None:
-    async with LocalCluster(tmp_path, maintenance_interval=0.05, topic_gc_interval=0.05) as c:
+    async with testing.cluster(
+        data_dir=tmp_path, maintenance_interval=0.05, topic_gc_interval=0.05
+    ) as c:
         nodes = list(c.nodes.values())
         topics = [n.topic("news") for n in nodes]
         await topics[0].subscribe("durable-a", "durable")

@@ -22,11 +22,11 @@ import pytest
 from lazily_queue.demo.processes import NodeProcess
 from lazily_queue.node import Node
 from lazily_queue.raft.network import LocalHub
-from lazily_queue.sim import ledger as L
-from lazily_queue.sim.chaos_app import _record_applies
-from lazily_queue.sim.checker import Checker
-from lazily_queue.sim.history import History
-from lazily_queue.sim.proxy import FaultProxy
+from simulator import ledger as L
+from simulator.chaos_app import _record_applies
+from simulator.checker import Checker
+from simulator.history import History
+from simulator.proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_ENV = "LAZILY_CHAOS_SECRET"
@@ -51,7 +51,7 @@ startup_timeout = 0
 {peers}
 
 [app]
-entry = "lazily_queue.sim.chaos_app:main"
+entry = "simulator.chaos_app:main"
 ledger = "{tmp}/ledger{node}"
 stop_file = "{tmp}/stop"
 incarnation = {incarnation}

@@ -12,8 +12,8 @@ from lazily_queue.raft.records import decode_records
 from lazily_queue.raft.rejoin import FLOOR_KEY, floor_of, scan_newest, wipe_for_rejoin
 from lazily_queue.raft.replica import Replica
 from lazily_queue.replicated.state_machine import StateMachine
-from lazily_queue.sim.clock import VirtualClock, WallClock
-from lazily_queue.sim.disk import SimDisk
+from simulator.clock import VirtualClock, WallClock
+from simulator.disk import SimDisk
 
 DIR = "/n/raft"
 

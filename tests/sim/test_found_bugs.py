@@ -15,8 +15,8 @@ from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from lazily_queue.replicated.ops import BARRIER
 from lazily_queue.replicated.state_machine import StateMachine
-from lazily_queue.sim.clock import VirtualClock, WallClock
-from lazily_queue.sim.disk import SimDisk
+from simulator.clock import VirtualClock, WallClock
+from simulator.disk import SimDisk
 
 
 def _candidate(members: int) -> tuple[Replica, VirtualClock]:
@@ -161,3 +161,28 @@ def test_a_stale_reset_does_not_undo_the_walk_back(fixed: bool) -> None:
         reset(5)
         reset(9)
     assert next_index[peer] == 9  # the defect: the walk back starts over
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_snapshot_chunk_does_not_commit_a_stale_suffix(fixed: bool) -> None:
+    clock = VirtualClock()
+    follower = Replica("2", ["1", "2", "3"], journal=DurableJournal(SimDisk(), "/n"),
+                       snapshot_path="/n/s", fsm=StateMachine(), clock=clock,
+                       wall_clock=WallClock(clock), rng=random.Random(1))
+    follower.peer_connected("1", True)
+    # Entries 2..4 of term 1 that the cluster later replaced (never committed here).
+    follower.receive("1", {"type": "append_entries", "term": 1, "commit_index": 1,
+                           "prevLogIdx": 1, "prevLogTerm": 0,
+                           "entries": [(_command(i), i, 1) for i in (2, 3, 4)]})
+    follower.step()
+    assert follower.engine.commit_index == 1
+    # A new leader, far ahead, starts sending its snapshot: the chunk message carries no
+    # prevLogIdx, so it vouches for nothing in this follower's log.
+    chunk = {"type": "append_entries", "term": 3, "commit_index": 90, "serialized": None}
+    if fixed:
+        follower.receive("3", chunk)
+        assert follower.engine.commit_index == 1
+        return
+    with patches.disabled("snapshot-messages-commit-nothing"):
+        follower.receive("3", chunk)
+    assert follower.engine.commit_index == 4  # the defect: the stale suffix counts as committed

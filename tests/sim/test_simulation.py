@@ -23,7 +23,7 @@ SEEDS = int(os.environ.get("LAZILY_SIM_SEEDS", "300"))
 def _sim(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONHASHSEED="0")
     return subprocess.run(
-        [sys.executable, "-m", "lazily_queue.sim", *args],
+        [sys.executable, "-m", "simulator", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
     )
 
@@ -56,6 +56,10 @@ def test_fixture_passes_and_catches_its_bug(fixture: Path) -> None:
     _ok(_sim("--fixture", str(fixture)))
     doc = json.loads(fixture.read_text())
     defects = _defects(doc)
+    if "undone_shows" in doc:  # the defect is shown by a test instead: it must exist
+        path, name = doc["undone_shows"].split("::")
+        assert f"def {name}(" in (ROOT / path).read_text(), doc["undone_shows"]
+        assert not defects, "a fixture names either its defect or the test that shows it"
     if defects:
         # Without the fix the same scenario must fail: the fixture exercises the bug.
         out = _ok(_sim("--fixture", str(fixture),
@@ -68,23 +72,23 @@ def test_a_failing_run_prints_how_to_reproduce_it() -> None:
     fixture = next(f for f in FIXTURES if json.loads(f.read_text()).get("defect"))
     doc = json.loads(fixture.read_text())
     env = dict(os.environ, PYTHONHASHSEED="0")
-    code = ("import sys\nfrom lazily_queue.sim.__main__ import main\n"
-            "from lazily_queue.sim.defects import without\n"
+    code = ("import sys\nfrom simulator.__main__ import main\n"
+            "from simulator.defects import without\n"
             f"with without(*{_defects(doc)!r}):\n"
             f"    sys.exit(main(['--fixture', {str(fixture)!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout
     assert f"FAIL seed {doc['scenario']['seed']}: " in proc.stdout
-    assert f"reproduce: PYTHONHASHSEED=0 python -m lazily_queue.sim --fixture {fixture}" \
+    assert f"reproduce: PYTHONHASHSEED=0 python -m simulator --fixture {fixture}" \
         in proc.stdout
     assert "trace lines:" in proc.stdout
 
 
 def test_refuses_to_run_with_random_hashing() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
-    code = ("from lazily_queue.sim.simulation import Simulation\n"
-            "from lazily_queue.sim.scenario import generate\n"
+    code = ("from simulator.simulation import Simulation\n"
+            "from simulator.scenario import generate\n"
             "Simulation(generate(1))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..replicated import ops as C
+from lazily_queue.replicated import ops as C
+
 from .checker import Checker
 from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
@@ -37,7 +38,7 @@ from .workload import (
 HASH_SEED_HELP = (
     "the simulator must run with PYTHONHASHSEED=0: PySyncObj iterates sets of node "
     "objects, whose order follows string hashing, so the same seed would not give the "
-    "same run. Run `PYTHONHASHSEED=0 python -m lazily_queue.sim ...` (or `make sim`)."
+    "same run. Run `PYTHONHASHSEED=0 python -m simulator ...` (or `make sim`)."
 )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..raft.batch import CommandError, decode_command
-from ..replicated.state_machine import StateMachine
+from lazily_queue.raft.batch import CommandError, decode_command
+from lazily_queue.replicated.state_machine import StateMachine
 
 
 class Violation(AssertionError):

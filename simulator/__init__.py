@@ -2,5 +2,5 @@
 
 N members of the real code (replica, engine, state machine, journal, snapshots) run in
 one process on a virtual clock, a simulated disk and a simulated network, all driven
-by one seed. See ``python -m lazily_queue.sim --help``.
+by one seed. See ``python -m simulator --help``.
 """

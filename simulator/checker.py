@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
-from ..core.queue import QueuePopError, QueuePushError
-from ..replicated import ops as C
-from ..replicated.ops import OpError
+from lazily_queue.core.queue import QueuePopError, QueuePushError
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.ops import OpError
+
 from .history import AppliedOp, History, Violation
 from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 

@@ -17,15 +17,16 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..raft.errors import StorageUnavailable
-from ..raft.journal import DurableJournal, JournalCorruptedError, JournalError
-from ..raft.pipeline import CommitPipeline
-from ..raft.ready import Ready
-from ..raft.records import read_records
-from ..raft.rejoin import wipe_for_rejoin
-from ..raft.replica import Replica, ReplicaConfig
-from ..raft.snapshot import SnapshotError
-from ..replicated.view import ReadView
+from lazily_queue.raft.errors import StorageUnavailable
+from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from lazily_queue.raft.pipeline import CommitPipeline
+from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.records import read_records
+from lazily_queue.raft.rejoin import wipe_for_rejoin
+from lazily_queue.raft.replica import Replica, ReplicaConfig
+from lazily_queue.raft.snapshot import SnapshotError
+from lazily_queue.replicated.view import ReadView
+
 from .clock import VirtualClock, WallClock
 from .disk import SimDisk
 from .history import History, RecordingStateMachine
@@ -73,6 +74,8 @@ class SimNode:
         self._recovering = False
         self._retry_at = 0.0
         self.stalls = 0
+        #: While down: the durable records its disk kept (index -> term).
+        self.held: dict[int, int] = {}
         #: Called when the member stalls on its disk and when it recovers.
         self.on_stall: Callable[[], None] = lambda: None
 
@@ -143,7 +146,7 @@ class SimNode:
         """Stop at once: unsynced bytes and everything held are lost."""
         self._snapshots_before = self.snapshot_counts()
         if self.replica is not None:
-            self._check_durable(self.replica.journal)
+            self.held = self._check_durable(self.replica.journal)
         self.replica = None
         self.view = None
         self.pipeline = CommitPipeline()
@@ -151,8 +154,21 @@ class SimNode:
         kept = self.disk.crash(self.rng)
         self.trace(f"{self.node_id}: crash (torn bytes kept: {kept})")
 
-    def _check_durable(self, journal: DurableJournal) -> None:
-        """Every record the journal counts as durable is on the disk's durable bytes."""
+    def holds(self, index: int, term: int) -> bool:
+        """Whether this member holds entry ``index`` of ``term`` durably (on its disk when
+        it is down; in its journal, or below it in its snapshot, when it runs)."""
+        if self.replica is not None:
+            journal = self.replica.journal
+            if journal.first_index > index:
+                return True
+            return journal.durable_index >= index and journal.term_at(index) == term
+        if not self.held:
+            return False
+        return min(self.held) > index or self.held.get(index) == term
+
+    def _check_durable(self, journal: DurableJournal) -> dict[int, int]:
+        """Every record the journal counts as durable is on the disk's durable bytes;
+        returns what the disk holds (index -> term)."""
         data = self.disk.durable_bytes(journal.path)
         try:
             found = read_records(data, journal.path)
@@ -167,6 +183,7 @@ class SimNode:
                 self.history.fail(
                     f"{self.node_id}: entry {index} was counted durable (durable index "
                     f"{durable}) but the disk does not hold it")
+        return {index: term for index, (_, term) in on_disk.items()}
 
     # -- driving --------------------------------------------------------------------------
 
@@ -188,8 +205,7 @@ class SimNode:
             self._retry()
             return
         released, error = self.pipeline.stepped(
-            replica.step(sync=False), replica.journal.write,
-            alone=len(replica.engine.members) == 1)
+            replica.step(sync=False), replica.journal.write)
         for out in released:
             dispatch(self, out)
         if error is not None:
@@ -244,10 +260,7 @@ class SimNode:
             outcome = "its outcome is unknown" if unknown else "the operation was not applied"
             return StorageUnavailable(f"node {self.node_id} cannot write its journal; {outcome}")
 
-        completions = self.replica.fail_waiters(failure)
-        completions += [(callback, None, failure(True))
-                        for callback, _, _ in self.pipeline.take_held_results()]
-        dispatch(self, Ready(completions=completions))
+        dispatch(self, Ready(completions=self.replica.fail_waiters(failure)))
 
     def _retry(self) -> None:
         """While stalled: write every unsynced record again, then fsync (virtual time)."""

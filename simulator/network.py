@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..raft.codec import encode_frames
+from lazily_queue.raft.codec import encode_frames
 
 Deliver = Callable[[str, str, bytes], None]
 PeerChange = Callable[[str, str, bool], None]

@@ -32,8 +32,9 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..raft.engine import EngineConfig
-from ..raft.replica import ReplicaConfig
+from lazily_queue.raft.engine import EngineConfig
+from lazily_queue.raft.replica import ReplicaConfig
+
 from .network import LinkFaults
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..core.queue import QueuePushError
-from ..raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
-from ..raft.replica import Proposal
-from ..replicated import ops as C
+from lazily_queue.core.queue import QueuePushError
+from lazily_queue.raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
+from lazily_queue.raft.replica import Proposal
+from lazily_queue.replicated import ops as C
 
 QUEUE, WORK, TOPIC = "q", "w", "t"
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"

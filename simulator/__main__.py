@@ -1,4 +1,4 @@
-"""``python -m lazily_queue.sim``: run seeds or replay a fixture; exit 1 on any failure.
+"""``python -m simulator``: run seeds or replay a fixture; exit 1 on any failure.
 
 Re-executes itself with ``PYTHONHASHSEED=0`` when it is not set (the simulation is only
 deterministic with fixed string hashing).
@@ -17,7 +17,7 @@ from .simulation import run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m lazily_queue.sim", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m simulator", description=__doc__)
     p.add_argument("--seeds", type=int, default=200, help="how many seeds to run")
     p.add_argument("--start", type=int, default=0, help="the first seed")
     p.add_argument("--seed", type=int, help="run this one seed (and print its trace)")
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("PYTHONHASHSEED") != "0":
         env = dict(os.environ, PYTHONHASHSEED="0")
         argv = sys.argv[1:] if argv is None else argv
-        os.execve(sys.executable, [sys.executable, "-m", "lazily_queue.sim", *argv], env)
+        os.execve(sys.executable, [sys.executable, "-m", "simulator", *argv], env)
     if args.seed is not None or args.fixture:
         if args.fixture:
             scenario, expect = load_fixture(args.fixture)

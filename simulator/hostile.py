@@ -13,7 +13,7 @@ from typing import Any
 
 import cbor2
 
-from ..raft.codec import encode_frames
+from lazily_queue.raft.codec import encode_frames
 
 
 def _shared_dag(depth: int) -> bytes:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..raft.outcome import Outcome
-from ..raft.rejoin import wipe_for_rejoin
+from lazily_queue.raft.outcome import Outcome
+from lazily_queue.raft.rejoin import wipe_for_rejoin
+
 from .cluster import Cluster
 
 IDLE, REMOVING, OUT, ADDING = "idle", "removing", "out", "adding"

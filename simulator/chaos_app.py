@@ -1,8 +1,8 @@
 """The workload of the multi-process chaos test, run inside a real node process.
 
-``[app] entry = "lazily_queue.sim.chaos_app:main"`` in a node's configuration runs the
+``[app] entry = "simulator.chaos_app:main"`` in a node's configuration runs the
 simulator's clients against this node's replica and writes a ledger (see
-:mod:`lazily_queue.sim.ledger`): every batch the node applies and every operation its
+:mod:`simulator.ledger`): every batch the node applies and every operation its
 clients issue, with its outcome. Options: ``ledger`` (path), ``stop_file`` (when it
 exists the clients drain and the app writes ``<ledger>.drained``), ``incarnation``,
 ``visibility_ms``, ``max_deliveries`` and ``seed``.
@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..node import Node
-from ..raft.replica import Proposal
+from lazily_queue.node import Node
+from lazily_queue.raft.replica import Proposal
+
 from .ledger import LedgerWriter, encode_result
 from .workload import (
     QUEUE,
@@ -35,7 +36,7 @@ from .workload import (
 
 
 class ProcessHost:
-    """The :class:`~lazily_queue.sim.workload.Host` of clients living in a node process."""
+    """The :class:`~simulator.workload.Host` of clients living in a node process."""
 
     def __init__(self, node: Node, ledger: LedgerWriter) -> None:
         self.node = node

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..raft.engine import CANDIDATE
+from lazily_queue.raft.engine import CANDIDATE
 
 if TYPE_CHECKING:
     from .cluster import Cluster

@@ -20,7 +20,7 @@ TRACE_SHOWN = 60
 
 def reproduce_command(seed: int, fixture: str | None = None) -> str:
     target = f"--fixture {fixture}" if fixture else f"--seed {seed}"
-    return f"PYTHONHASHSEED=0 python -m lazily_queue.sim {target}"
+    return f"PYTHONHASHSEED=0 python -m simulator {target}"
 
 
 def _run_seed(seed: int) -> Outcome:

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..raft import journal, patches, records, snapshot
-from ..raft.engine import RaftEngine
+from lazily_queue.raft import journal, patches, records, snapshot
+from lazily_queue.raft.engine import RaftEngine
 
 
 def _no_rejoin_floor() -> Callable[[], None]:
@@ -89,9 +89,9 @@ def _swap(owner: Any, name: str, replacement: Any) -> Callable[[], None]:
 
 def _release_before_fsync() -> Callable[[], None]:
     """The commit pipeline lets every step's output leave at once, fsynced or not."""
-    from ..raft.pipeline import CommitPipeline
+    from lazily_queue.raft.pipeline import CommitPipeline
 
-    def admit(self: CommitPipeline, ready: Any, *, wrote: bool, alone: bool) -> list[Any]:
+    def admit(self: CommitPipeline, ready: Any, *, wrote: bool) -> list[Any]:
         return [ready]
 
     return _swap(CommitPipeline, "admit", admit)
@@ -124,6 +124,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "snapshot-messages-commit-nothing": _patch_off("snapshot-messages-commit-nothing"),
     "rewrite-after-failed-fsync": _trust_failed_fsync,
     "hold-until-fsync": _release_before_fsync,
+    "durable-leader-commit": _patch_off("durable-leader-commit"),
     "damaged-tail-floor": _damaged_tail_is_torn,
 }
 

@@ -6,9 +6,10 @@ import functools
 import random
 from typing import Any
 
-from ..raft.meta import MetaStore
-from ..raft.records import decode_records
-from ..raft.rejoin import floor_of
+from lazily_queue.raft.meta import MetaStore
+from lazily_queue.raft.records import decode_records
+from lazily_queue.raft.rejoin import floor_of
+
 from .cluster import Cluster
 from .history import Violation
 from .hostile import hostile_frame

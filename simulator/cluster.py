@@ -15,12 +15,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..core.queue import QueuePopError
-from ..maintenance import due_operations
-from ..raft.codec import FrameError, decode_frame
-from ..raft.ready import Ready
-from ..raft.replica import Proposal
-from ..replicated.ops import op_name
+from lazily_queue.core.queue import QueuePopError
+from lazily_queue.maintenance import due_operations
+from lazily_queue.raft.codec import FrameError, decode_frame
+from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.replica import Proposal, Replica
+from lazily_queue.replicated.ops import op_name
+
 from .clock import VirtualClock
 from .history import History, Violation
 from .network import SimNetwork
@@ -75,6 +76,7 @@ class Cluster:
             n: {} for n in self.node_ids
         }
         self.leaders: dict[int, str] = {}
+        self._commits: dict[tuple[str, int], int] = {}
         self.bad_frames = 0
         self.steps = 0
         self._paused: dict[str, list[tuple[str, bytes]]] = {}
@@ -131,6 +133,8 @@ class Cluster:
             for n, node in self.nodes.items():
                 if node.fsync_due is not None and node.fsync_due <= nxt and n not in self._paused:
                     node.finish_fsync(self._dispatch)
+                    if node.replica is not None and node.replica.engine.is_leader:
+                        self.wake(n)  # as the driver: its own copy now counts
             self._step_dirty()
             self.history.check()
             if stop is not None and stop():
@@ -271,6 +275,25 @@ class Cluster:
             self.trace(f"{n}: leader of term {term}")
         elif other != n:
             self.history.fail(f"election safety: {other} and {n} both lead term {term}")
+        self._check_commit(n, replica)
+
+    def _check_commit(self, n: str, replica: Replica) -> None:
+        """Acknowledged = fsynced on a majority: whenever a leader's commit index moves,
+        a majority of the members' journals hold that entry durably right now."""
+        commit = replica.engine.commit_index
+        key = (n, replica.engine.term)
+        seen = self._commits.setdefault(key, commit)  # learnt as a follower: not its own
+        if commit <= seen:
+            return
+        self._commits[key] = commit
+        term = replica.journal.term_at(commit)
+        if term is None:
+            return  # below this leader's own snapshot: committed long ago
+        holders = [m for m, node in self.nodes.items() if node.holds(commit, term)]
+        if len(holders) * 2 <= len(replica.engine.members):
+            self.history.fail(
+                f"{n} committed index {commit} (term {term}) while only {holders} of "
+                f"{replica.engine.members} held it durably")
 
     # -- messages --------------------------------------------------------------------------
 

@@ -20,8 +20,9 @@ from typing import Any, BinaryIO
 
 import cbor2
 
-from ..core.queue import QueuePopError, QueuePushError
-from ..replicated.ops import OpError
+from lazily_queue.core.queue import QueuePopError, QueuePushError
+from lazily_queue.replicated.ops import OpError
+
 from .history import History
 from .workload import Observed
 
