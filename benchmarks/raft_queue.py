@@ -69,7 +69,7 @@ async def work_and_topic(root: Path, jobs: int) -> dict[str, Any]:
     async with local_cluster(root) as cluster:
         nodes = list(cluster.nodes.values())
         queues = [n.work_queue("jobs", visibility_timeout=30) for n in nodes]
-        await asyncio.gather(*(queues[i % 3].apush(i) for i in range(jobs)))
+        await asyncio.gather(*(queues[i % 3].push(i) for i in range(jobs)))
         await nodes[0].barrier()
         done = 0
         finished = asyncio.Event()
@@ -92,7 +92,7 @@ async def work_and_topic(root: Path, jobs: int) -> dict[str, Any]:
 
         topics = [n.topic("news") for n in nodes]
         for s in range(4):
-            await topics[s % 3].asubscribe(f"sub{s}", "durable")
+            await topics[s % 3].subscribe(f"sub{s}", "durable")
         received = [0, 0, 0, 0]
 
         async def subscriber(s: int) -> None:
@@ -104,7 +104,7 @@ async def work_and_topic(root: Path, jobs: int) -> dict[str, Any]:
         started = time.perf_counter()
         readers = [asyncio.create_task(subscriber(s)) for s in range(4)]
         publish_started = time.perf_counter()
-        await asyncio.gather(*(topics[i % 3].apublish(i) for i in range(jobs)))
+        await asyncio.gather(*(topics[i % 3].publish(i) for i in range(jobs)))
         publish_rate = jobs / (time.perf_counter() - publish_started)
         await asyncio.wait_for(asyncio.gather(*readers), 180)
         fanout = 4 * jobs / (time.perf_counter() - started)

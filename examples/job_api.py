@@ -50,8 +50,8 @@ def create_app(node: Node, *, workers: int = 4) -> FastAPI:
         async for job in jobs.deliveries(name):
             async with job:  # acked when the block ends, nacked on an exception
                 value = square(job.value["n"])
-                await topic.apublish({"job": job.delivery.item_id, "result": value,
-                                      "worker": name})
+                await topic.publish({"job": job.delivery.item_id, "result": value,
+                                     "worker": name})
 
     async def follow_results(subscriber: str) -> None:
         async for result in node.topic("results").stream(subscriber):
@@ -62,7 +62,7 @@ def create_app(node: Node, *, workers: int = 4) -> FastAPI:
         # Subscribe before serving, so that no result published later is missed.
         await node.wait_for_leader()
         subscriber = f"api-{node.node_id}"
-        await node.topic("results").asubscribe(subscriber)
+        await node.topic("results").subscribe(subscriber)
         jobs = node.work_queue("jobs", visibility_timeout=10, max_deliveries=5)
         tasks = [asyncio.create_task(work(jobs, f"{node.node_id}-w{k}")) for k in range(workers)]
         tasks.append(asyncio.create_task(follow_results(subscriber)))
@@ -76,7 +76,7 @@ def create_app(node: Node, *, workers: int = 4) -> FastAPI:
 
     @app.post("/jobs", status_code=202)
     async def submit(job: JobIn, jobs: Annotated[WorkQueueCell, Depends(JOBS)]) -> dict[str, int]:
-        return {"job": await jobs.apush(job.model_dump())}
+        return {"job": await jobs.push(job.model_dump())}
 
     @app.get("/jobs/{job_id}")
     async def result(job_id: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ _connections = itertools.count(1)
 
 async def publish(request: web.Request) -> web.Response:
     body = await request.json()
-    offset = await request.app[NODE].topic("chat").apublish({"text": str(body["text"])})
+    offset = await request.app[NODE].topic("chat").publish({"text": str(body["text"])})
     return web.json_response({"offset": offset}, status=201)
 
 
@@ -34,7 +34,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     node = request.app[NODE]
     chat = node.topic("chat")
     subscriber = f"sse-{node.node_id}-{next(_connections)}"
-    await chat.asubscribe(subscriber, "ephemeral")
+    await chat.subscribe(subscriber, "ephemeral")
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
     await response.prepare(request)
@@ -44,7 +44,7 @@ async def events(request: web.Request) -> web.StreamResponse:
             await response.write(f"data: {json.dumps(message)}\n\n".encode())
     finally:
         with contextlib.suppress(Exception):
-            await chat.adisconnect(subscriber)
+            await chat.disconnect(subscriber)
     return response
 
 

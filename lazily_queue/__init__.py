@@ -31,9 +31,10 @@ from .errors import (
 )
 from .reactive import Context, batch
 from .storage import (
+    LocalTopicStorage,
+    LocalWorkQueueStorage,
     QueueStorage,
-    ReplicatedTopicStorage,
-    ReplicatedWorkQueueStorage,
+    StorageCapabilities,
     TopicStorage,
     VecDequeStorage,
     WorkQueueStorage,
@@ -83,6 +84,8 @@ __all__ = [
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",
+    "LocalTopicStorage",
+    "LocalWorkQueueStorage",
     "NoQuorum",
     "Node",
     "NodeNotRunning",
@@ -95,9 +98,8 @@ __all__ = [
     "QueueReader",
     "QueueStorage",
     "Receipt",
-    "ReplicatedTopicStorage",
-    "ReplicatedWorkQueueStorage",
     "SettlementRejected",
+    "StorageCapabilities",
     "StorageUnavailable",
     "SubscribeOutcome",
     "TopicCell",

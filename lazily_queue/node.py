@@ -291,7 +291,7 @@ class Node:
         cell = self._topic_cells.get(name)
         if cell is None:
             storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
-            cell = TopicCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
+            cell = TopicCell(storage, context=self.ctx, name=name)
             self._router.topics[name] = storage
             self._topic_cells[name] = cell
         return cell
@@ -327,7 +327,7 @@ class Node:
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
         )
-        cell = WorkQueueCell(storage, context=self.ctx, name=name)  # type: ignore[arg-type]
+        cell = WorkQueueCell(storage, context=self.ctx, name=name)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
         return cell

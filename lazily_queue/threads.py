@@ -146,9 +146,12 @@ class LoopBridge:
 class ThreadSafeQueue(Generic[T]):
     """Blocking, thread-safe access to a :class:`~lazily_queue.QueueCell` on its loop.
 
-    ``push``/``pop`` wait on the loop (while full / until an element arrives) and block
-    this thread meanwhile; ``timeout`` raises :class:`TimeoutError`. Closed queues raise
-    :class:`~lazily_queue.QueueClosed` exactly like the async methods.
+    The names follow the cell's: ``push``/``pop`` wait on the loop (while full / until
+    an element arrives) and block this thread meanwhile; ``offer``/``poll``/``close``
+    do not wait; all five work on every backend. ``try_push``/``try_pop``/``try_close``
+    are the synchronous core, on backends that declare it. ``timeout`` raises
+    :class:`TimeoutError`; closed queues raise :class:`~lazily_queue.QueueClosed`
+    exactly like the async methods.
     """
 
     __slots__ = ("_bridge", "_cell")
@@ -167,8 +170,17 @@ class ThreadSafeQueue(Generic[T]):
     def try_pop(self) -> T | QueuePopError:
         return self._bridge.call(self._cell.try_pop)
 
-    def close(self) -> None:
-        self._bridge.call(self._cell.close)
+    def try_close(self) -> None:
+        self._bridge.call(self._cell.try_close)
+
+    def offer(self, value: T, timeout: float | None = None) -> QueuePushError | None:
+        return self._bridge.run(self._cell.offer(value, timeout=timeout))
+
+    def poll(self, timeout: float | None = None) -> T | QueuePopError:
+        return self._bridge.run(self._cell.poll(timeout=timeout))
+
+    def close(self, timeout: float | None = None) -> None:
+        self._bridge.run(self._cell.close(timeout=timeout))
 
     def push(self, value: T, timeout: float | None = None) -> None:
         self._bridge.run(self._cell.push(value, timeout=timeout))
@@ -187,7 +199,7 @@ class ThreadSafeCell:
     """Blocking proxy for any cell: ``proxy.name(...)`` runs ``cell.name(...)`` on the loop.
 
     Plain methods and readers (slots are callable) run through :meth:`LoopBridge.call`;
-    coroutine methods (``apublish``, ``claim``, ...) run as tasks through
+    coroutine methods (``publish``, ``claim``, ...) run as tasks through
     :meth:`LoopBridge.run` and accept an extra ``bridge_timeout`` keyword.
     Non-callable attributes are not proxied.
     """

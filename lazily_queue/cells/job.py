@@ -4,7 +4,9 @@
 cancelled (the item goes back to pending at once, or to the dead letters after its
 last attempt). Settling returns a :class:`~lazily_queue.core.work.Receipt`; over
 replicated storage the receipt is the state machine's record of the committed
-settlement, also when a retry finds the settlement already made.
+settlement, also when a retry finds the settlement already made. A refused settlement
+or extension raises :class:`~lazily_queue.errors.SettlementRejected`, as the cell's
+``ack`` / ``nack`` / ``extend`` do.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ class Job:
         """Give the item back: requeued, or dead-lettered after the last attempt."""
         return await self._settle("nacked")
 
-    async def extend(self, now: Any = None) -> bool:
-        """Renew the lease for another visibility timeout (long jobs)."""
-        ok = await self.cell.aextend_lease(self.delivery.worker, self.delivery.delivery_id, now)
-        return ok
+    async def extend(self, now: Any = None) -> None:
+        """Renew the lease for another visibility timeout (long jobs); raises
+        :class:`SettlementRejected` when the lease is gone."""
+        await self.cell.extend(self.delivery.worker, self.delivery.delivery_id, now)
 
     async def _settle(self, outcome: str) -> Receipt:
         if self.receipt is not None:
@@ -62,31 +64,9 @@ class Job:
                 )
             return self.receipt
         d = self.delivery
-        settle = getattr(self.cell.storage, "settle_async", None)
-        if settle is not None:
-            receipt: Receipt | None
-            _, receipt = await settle(d.worker, d.delivery_id, outcome)
-            if receipt is None:
-                raise self._rejected(outcome)
-            self.receipt = receipt
-            return receipt
-        ok = await (self.cell.aack if outcome == "acked" else self.cell.anack)(
-            d.worker, d.delivery_id
-        )
-        if not ok:
-            raise self._rejected(outcome)
-        settled_at = self.cell.clock() if self.cell.clock is not None else 0.0
-        self.receipt = Receipt(self.cell.name, d.delivery_id, d.item_id, d.worker, outcome,
-                               settled_at)
+        settle = self.cell.ack if outcome == "acked" else self.cell.nack
+        self.receipt = await settle(d.worker, d.delivery_id)
         return self.receipt
-
-    def _rejected(self, outcome: str) -> SettlementRejected:
-        d = self.delivery
-        verb = "ack" if outcome == "acked" else "nack"
-        return SettlementRejected(
-            f"{verb} of delivery {d.delivery_id} (item {d.item_id}) by {d.worker!r} was refused: "
-            "the lease is gone (it expired and the item was redelivered, or it was settled)"
-        )
 
     async def __aenter__(self) -> Job:
         return self

@@ -17,10 +17,6 @@ from typing import Any, Generic, TypeVar
 from ..core.queue import (
     CLOSED,
     EMPTY,
-    HEAD,
-    IS_EMPTY,
-    IS_FULL,
-    LEN,
     POP,
     PUSH,
     QueuePopError,
@@ -31,14 +27,17 @@ from ..core.queue import (
 )
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
-from ..storage.base import (
-    ObservableQueueStorage,
-    PeekableStorage,
-    QueueStorage,
-    ReplicatedQueueStorage,
-    storage_capacity,
-)
+from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
+from ..storage.queue import (
+    QueueStorage,
+    SyncQueueStorage,
+    as_observable,
+    as_peekable,
+    as_reporting,
+    as_sync,
+    queue_capabilities,
+)
 from ..threads import LoopBridge, ThreadSafeQueue
 
 T = TypeVar("T")
@@ -50,10 +49,20 @@ _POP_CLOSED = QueuePopError.Closed
 class QueueCell(Generic[T]):
     """A FIFO queue made of cells, bound to one reactive context (one event loop).
 
-    Core (synchronous) surface: :meth:`try_push`, :meth:`try_pop`, :meth:`close` and the
-    reactive readers. Awaitable extension: :meth:`push` waits while full,
-    :meth:`pop` waits for an element, ``async for`` drains until closed.
+    On every backend: ``await push(v)`` (waits while full), ``await pop()`` (waits for
+    an element), their non-waiting twins ``await offer(v)`` and ``await poll()``,
+    ``await close()``, ``async for``, and the reactive readers. On a backend that
+    declares the ``sync`` capability (the local deque), the synchronous core too:
+    :attr:`try_push`, :attr:`try_pop`, :meth:`try_close`; elsewhere they raise
+    :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
+
+    ``try_push(value)`` returns ``None`` on success, else ``Closed`` (checked first) or
+    ``Full``; ``try_pop()`` returns the oldest element, or ``Empty`` (open) /
+    ``Closed`` (closed and drained).
     """
+
+    try_push: Callable[[T], QueuePushError | None]
+    try_pop: Callable[[], T | QueuePopError]
 
     def __init__(
         self,
@@ -69,8 +78,9 @@ class QueueCell(Generic[T]):
             raise ValueError("pass capacity to the storage backend, not to QueueCell")
         self.name = name
         self.ctx = resolve_context(context)
+        self._caps = queue_capabilities(storage)
         self._storage = storage
-        self._capacity = storage_capacity(storage)
+        self._capacity = storage.capacity()
         cap = self._capacity
         group = SlotGroup(self.ctx)
         self._readers = group
@@ -83,20 +93,27 @@ class QueueCell(Generic[T]):
             f"{name}.is_full",
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
-        self._replicated = isinstance(storage, ReplicatedQueueStorage)
-        self._observed = isinstance(storage, ObservableQueueStorage)
-        if isinstance(storage, ObservableQueueStorage):
-            storage.set_change_listener(self._on_transition)
-        if isinstance(storage, VecDequeStorage) and type(storage) is VecDequeStorage:
-            self._bind_deque_fast_path(storage)
+        self._sync: SyncQueueStorage[T] | None = as_sync(storage)
+        observable = as_observable(storage)
+        self._observed = observable is not None
+        if observable is not None:
+            observable.set_change_listener(self._on_transition)
+        reporting = as_reporting(storage)
+        if reporting is not None and not self._observed:
+            # The deque's fast path: the invalidation rule inlined, one call per op.
+            self.try_push, self.try_pop = reporting.reporting_ops(group.invalidate)
+        elif self._sync is not None:
+            self.try_push, self.try_pop = self._sync_ops(self._sync)
+        else:
+            self.try_push, self.try_pop = self._refusing_ops()
 
     def __repr__(self) -> str:
         return f"QueueCell({self.name!r}, len={self._storage.len()}, storage={self._storage!r})"
 
-    @staticmethod
-    def _read_head(storage: QueueStorage[T]) -> Callable[[], Any]:
-        if isinstance(storage, PeekableStorage):
-            return storage.peek
+    def _read_head(self, storage: QueueStorage[T]) -> Callable[[], Any]:
+        peekable = as_peekable(storage)
+        if peekable is not None:
+            return peekable.peek
 
         def unavailable() -> Any:
             raise UnsupportedOperation(
@@ -108,6 +125,11 @@ class QueueCell(Generic[T]):
     @property
     def storage(self) -> QueueStorage[T]:
         return self._storage
+
+    @property
+    def capabilities(self) -> StorageCapabilities:
+        """What the backend declares beyond the awaitable operations (``sync``, ...)."""
+        return self._caps
 
     def capacity(self) -> int | None:
         """``None`` for unbounded, else the fixed bound."""
@@ -129,104 +151,82 @@ class QueueCell(Generic[T]):
         else:
             self._invalidate(transition_mask(op, pre_len, self._capacity, False))
 
-    # -- core surface ---------------------------------------------------------------------
+    # -- synchronous core (capability ``sync``) -------------------------------------------
 
-    def try_push(self, value: T) -> QueuePushError | None:
-        """Append ``value``; ``None`` on success, else ``Closed`` (checked first) or ``Full``."""
-        storage = self._storage
-        pre = storage.len()
-        err = storage.try_push(value)
-        if err is None and not self._observed:
-            self._invalidate(push_mask(pre, self._capacity))
-        return err
+    def _sync_ops(
+        self, storage: SyncQueueStorage[T]
+    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
+        """``try_push`` / ``try_pop`` through the generic synchronous seam."""
+        cap = self._capacity
+        invalidate = self._invalidate
 
-    def try_pop(self) -> T | QueuePopError:
-        """The oldest element, or ``Empty`` (open) / ``Closed`` (closed and drained)."""
-        storage = self._storage
-        pre = storage.len()
-        result = storage.try_pop()
-        if not self._observed and not isinstance(result, QueuePopError):
-            self._invalidate(pop_mask(pre, self._capacity))
-        return result
+        def try_push(value: T) -> QueuePushError | None:
+            pre = storage.len()
+            err = storage.try_push(value)
+            if err is None and not self._observed:
+                invalidate(push_mask(pre, cap))
+            return err
 
-    def close(self) -> None:
+        def try_pop() -> T | QueuePopError:
+            pre = storage.len()
+            result = storage.try_pop()
+            if not self._observed and not isinstance(result, QueuePopError):
+                invalidate(pop_mask(pre, cap))
+            return result
+
+        return try_push, try_pop
+
+    def _refusing_ops(
+        self,
+    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
+        def try_push(value: T) -> QueuePushError | None:
+            raise self._no_sync("try_push", "offer(value)` (or `push(value)`, which waits")
+
+        def try_pop() -> T | QueuePopError:
+            raise self._no_sync("try_pop", "poll()` (or `pop()`, which waits")
+
+        return try_push, try_pop
+
+    def try_close(self) -> None:
         """Close for pushes; idempotent and terminal. Elements still drain."""
-        storage = self._storage
+        storage = self._sync
+        if storage is None:
+            raise self._no_sync("try_close", "close()")
         was_closed = storage.is_closed()
-        storage.close()
+        storage.try_close()
         if not was_closed and not self._observed:
             self._invalidate(CLOSED)
 
-    def _bind_deque_fast_path(self, storage: VecDequeStorage[T]) -> None:
-        """Same contract as the generic methods, inlined for the reference deque."""
-        items = storage._items
-        cap = self._capacity
-        group = self._readers
-        ctx = self.ctx
-        full = QueuePushError.Full
-        empty = QueuePopError.Empty
+    def _no_sync(self, method: str, awaitable: str) -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{self.name}: {method} needs a synchronous backend and "
+            f"{type(self._storage).__name__} is not one; use `await {self.name}.{awaitable}` "
+            "instead"
+        )
 
-        def try_push(value: T) -> QueuePushError | None:
-            if storage._closed:
-                return _PUSH_CLOSED
-            n = len(items)
-            if cap is not None and n >= cap:
-                return full
-            items.append(value)
-            if n == 0:
-                mask = HEAD | LEN | IS_EMPTY
-            else:
-                mask = LEN
-            if cap is not None and n + 1 == cap:
-                mask |= IS_FULL
-            if group._hot:
-                group.invalidate(mask)
-            else:
-                group._stale |= mask
-                ctx._write_epoch += 1
-            return None
-
-        def try_pop() -> T | QueuePopError:
-            if not items:
-                return _POP_CLOSED if storage._closed else empty
-            n = len(items)
-            value = items.popleft()
-            if n == 1:
-                mask = HEAD | LEN | IS_EMPTY
-            else:
-                mask = HEAD | LEN
-            if cap is not None and n == cap:
-                mask |= IS_FULL
-            if group._hot:
-                group.invalidate(mask)
-            else:
-                group._stale |= mask
-                ctx._write_epoch += 1
-            return value
-
-        self.try_push = try_push  # type: ignore[method-assign]
-        self.try_pop = try_pop  # type: ignore[method-assign]
-
-    # -- awaitable extension --------------------------------------------------------------
+    # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
-        """``try_push`` that also works on replicated storage (returns once committed)."""
-        if self._replicated:
-            return await self._storage.offer(value, timeout=timeout)  # type: ignore[attr-defined, no-any-return]
-        return self.try_push(value)
+        """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
+
+        Over a replicated backend it returns once committed (``timeout`` bounds that).
+        """
+        if self._sync is not None:
+            return self.try_push(value)
+        return await self._storage.offer(value, timeout=timeout)
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
-        """``try_pop`` that also works on replicated storage (returns once committed)."""
-        if self._replicated:
-            return await self._storage.poll(timeout=timeout)  # type: ignore[attr-defined, no-any-return]
-        return self.try_pop()
+        """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``."""
+        if self._sync is not None:
+            return self.try_pop()
+        return await self._storage.poll(timeout=timeout)
 
-    async def aclose(self, *, timeout: float | None = None) -> None:
-        """``close`` that also works on replicated storage."""
-        if self._replicated:
-            await self._storage.close_async(timeout=timeout)  # type: ignore[attr-defined]
+    async def close(self, *, timeout: float | None = None) -> None:
+        """Close for pushes; idempotent and terminal. Elements still drain."""
+        if self._sync is not None:
+            self.try_close()
         else:
-            self.close()
+            await self._storage.close(timeout=timeout)
 
     async def push(self, value: T, *, timeout: float | None = None) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed."""
@@ -274,9 +274,8 @@ class QueueCell(Generic[T]):
 
     def peek(self) -> Any:
         """The head without tracking: the oldest element or ``EMPTY``."""
-        if isinstance(self._storage, PeekableStorage):
-            return self._storage.peek()
-        return EMPTY
+        peekable = as_peekable(self._storage)
+        return EMPTY if peekable is None else peekable.peek()
 
     def threadsafe(self, loop: asyncio.AbstractEventLoop | None = None) -> ThreadSafeQueue[T]:
         """A blocking handle for other threads, running every call on ``loop``.

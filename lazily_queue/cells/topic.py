@@ -16,11 +16,14 @@ from typing import Any, Generic, TypeVar, cast
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
+from ..storage.capabilities import StorageCapabilities
+from ..storage.local import LocalTopicStorage
 from ..storage.topic import (
-    ObservableTopicStorage,
-    ReplicatedTopicStorage,
+    SyncTopicStorage,
     TopicStorage,
-    TopicView,
+    as_observable_topic,
+    as_sync_topic,
+    topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
 
@@ -31,31 +34,34 @@ R = TypeVar("R")
 class TopicCell(Generic[T]):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
-    Core (synchronous) surface: :meth:`subscribe`, :meth:`reconnect`, :meth:`disconnect`,
-    :meth:`publish`, :meth:`read`, :meth:`read_stream`, :meth:`advance` and the readers.
-    The ``a``-prefixed twins also work over replicated storage; :meth:`stream` waits for
-    and consumes elements.
+    On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
+    ``await advance(id)`` (waits for an element and consumes it), its non-waiting twin
+    ``await poll(id)`` (the element, or ``None``), :meth:`stream`, the reads and the
+    readers. On a backend that declares ``sync`` (the local core), the synchronous
+    ``try_subscribe``, ``try_reconnect``, ``try_disconnect``, ``try_publish``,
+    ``try_advance`` and ``try_gc`` too; elsewhere they raise
+    :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
     """
 
     def __init__(
         self,
-        storage: TopicStorage[T] | ReplicatedTopicStorage[T] | None = None,
+        storage: TopicStorage[T] | None = None,
         *,
         context: Context | None = None,
         name: str = "topic",
     ) -> None:
         if storage is None:
-            storage = TopicCore()
-        if not isinstance(storage, TopicView):
-            raise TypeError(f"{type(storage).__name__} is not a topic storage")
+            storage = LocalTopicStorage()
+        self._caps = topic_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)
         self._storage = storage
         self._readers: dict[str, Slot[list[T] | None]] = {}
-        self._replicated = isinstance(storage, ReplicatedTopicStorage)
-        self._observed = isinstance(storage, ObservableTopicStorage)
-        if isinstance(storage, ObservableTopicStorage):
-            storage.set_change_listener(self._invalidate)
+        self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
+        observable = as_observable_topic(storage)
+        self._observed = observable is not None
+        if observable is not None:
+            observable.set_change_listener(self._invalidate)
 
     @classmethod
     def from_snapshot(
@@ -63,14 +69,19 @@ class TopicCell(Generic[T]):
     ) -> TopicCell[T]:
         """A local topic restored from :meth:`snapshot` output (validated)."""
         core: TopicCore[T] = TopicCore.from_snapshot(snapshot)
-        return cls(core, context=context, name=name)
+        return cls(LocalTopicStorage(core), context=context, name=name)
 
     def __repr__(self) -> str:
         return f"TopicCell({self.name!r}, storage={self._storage!r})"
 
     @property
-    def storage(self) -> TopicStorage[T] | ReplicatedTopicStorage[T]:
+    def storage(self) -> TopicStorage[T]:
         return self._storage
+
+    @property
+    def capabilities(self) -> StorageCapabilities:
+        """What the backend declares beyond the awaitable operations (``sync``, ...)."""
+        return self._caps
 
     # -- readers and invalidation ---------------------------------------------------------
 
@@ -110,41 +121,50 @@ class TopicCell(Generic[T]):
             self._invalidate(transition.invalidated)
         return transition.result
 
-    def _sync(self, twin: str) -> TopicStorage[T]:
-        if self._replicated:
+    def _require_sync(self, method: str, awaitable: str) -> SyncTopicStorage[T]:
+        if self._sync is None:
             raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} is replicated; "
-                f"use 'await {twin}(...)' instead"
+                f"{self.name}: {method} needs a synchronous backend and "
+                f"{type(self._storage).__name__} is not one; use "
+                f"`await {self.name}.{awaitable}` instead"
             )
-        return self._storage  # type: ignore[return-value]
+        return self._sync
 
-    # -- core surface ---------------------------------------------------------------------
+    # -- synchronous core (capability ``sync``) -------------------------------------------
 
-    def subscribe(
+    def try_subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE
     ) -> SubscribeOutcome:
         """Subscribe at the tail; an offline durable id reconnects at its cursor."""
-        return self._apply(self._sync("asubscribe").subscribe(subscriber, durability))
+        storage = self._require_sync("try_subscribe", "subscribe(subscriber)")
+        return self._apply(storage.try_subscribe(subscriber, durability))
 
-    def reconnect(self, subscriber: str) -> bool:
+    def try_reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
-        return self._apply(self._sync("areconnect").reconnect(subscriber))
+        storage = self._require_sync("try_reconnect", "reconnect(subscriber)")
+        return self._apply(storage.try_reconnect(subscriber))
 
-    def disconnect(self, subscriber: str) -> bool:
+    def try_disconnect(self, subscriber: str) -> bool:
         """Durable: go offline keeping the cursor. Ephemeral: forget the subscription."""
-        return self._apply(self._sync("adisconnect").disconnect(subscriber))
+        storage = self._require_sync("try_disconnect", "disconnect(subscriber)")
+        return self._apply(storage.try_disconnect(subscriber))
 
-    def publish(self, value: T) -> int:
+    def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
-        return self._apply(self._sync("apublish").publish(value))
+        storage = self._require_sync("try_publish", "publish(value)")
+        return self._apply(storage.try_publish(value))
 
-    def advance(self, subscriber: str) -> T | None:
+    def try_advance(self, subscriber: str) -> T | None:
         """Consume and return the element at the cursor; ``None`` when there is none."""
-        return self._apply(self._sync("aadvance").advance(subscriber))
+        storage = self._require_sync("try_advance", "poll(subscriber)")
+        return self._apply(storage.try_advance(subscriber))
 
-    def gc(self) -> int:
+    def try_gc(self) -> int:
         """Drop what no durable cursor still needs; returns the number removed."""
-        return self._apply(self._sync("agc").gc())
+        storage = self._require_sync("try_gc", "gc()")
+        return self._apply(storage.try_gc())
+
+    # -- reads ------------------------------------------------------------------------------
 
     def read(self, subscriber: str) -> T | None:
         """The element at the cursor, untracked; ``None`` when unavailable or at the tail."""
@@ -176,69 +196,86 @@ class TopicCell(Generic[T]):
         """A blocking proxy for other threads (see :mod:`lazily_queue.threads`)."""
         return ThreadSafeCell(self, LoopBridge(loop))
 
-    # -- awaitable twins ------------------------------------------------------------------
+    # -- awaitable surface (every backend) ------------------------------------------------
 
-    def _remote(self) -> ReplicatedTopicStorage[T] | None:
-        return self._storage if self._replicated else None  # type: ignore[return-value]
-
-    async def asubscribe(
+    async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE
     ) -> SubscribeOutcome:
-        """:meth:`subscribe`, also on replicated storage (returns once committed)."""
-        remote = self._remote()
-        if remote is None:
-            return self.subscribe(subscriber, durability)
-        return self._apply(await remote.subscribe_async(subscriber, durability))
+        """Subscribe at the tail; an offline durable id reconnects at its cursor.
 
-    async def areconnect(self, subscriber: str) -> bool:
-        remote = self._remote()
-        if remote is None:
-            return self.reconnect(subscriber)
-        return self._apply(await remote.reconnect_async(subscriber))
+        Over a replicated backend this and the other operations return once committed.
+        """
+        if self._sync is not None:
+            return self.try_subscribe(subscriber, durability)
+        return self._apply(await self._storage.subscribe(subscriber, durability))
 
-    async def adisconnect(self, subscriber: str) -> bool:
-        remote = self._remote()
-        if remote is None:
-            return self.disconnect(subscriber)
-        return self._apply(await remote.disconnect_async(subscriber))
+    async def reconnect(self, subscriber: str) -> bool:
+        """Bring an offline durable subscriber back; ``False`` when nothing changed."""
+        if self._sync is not None:
+            return self.try_reconnect(subscriber)
+        return self._apply(await self._storage.reconnect(subscriber))
 
-    async def apublish(self, value: T) -> int:
-        remote = self._remote()
-        if remote is None:
-            return self.publish(value)
-        return self._apply(await remote.publish_async(value))
+    async def disconnect(self, subscriber: str) -> bool:
+        """Durable: go offline keeping the cursor. Ephemeral: forget the subscription."""
+        if self._sync is not None:
+            return self.try_disconnect(subscriber)
+        return self._apply(await self._storage.disconnect(subscriber))
 
-    async def aadvance(self, subscriber: str) -> T | None:
-        remote = self._remote()
-        if remote is None:
-            return self.advance(subscriber)
-        return self._apply(await remote.advance_async(subscriber))
+    async def publish(self, value: T) -> int:
+        """Append ``value`` for every subscriber; returns its offset."""
+        if self._sync is not None:
+            return self.try_publish(value)
+        return self._apply(await self._storage.publish(value))
 
-    async def agc(self) -> int:
-        remote = self._remote()
-        if remote is None:
-            return self.gc()
-        return self._apply(await remote.gc_async())
+    async def poll(self, subscriber: str) -> T | None:
+        """Consume the element at the cursor without waiting; ``None`` when there is none."""
+        if self._sync is not None:
+            return self.try_advance(subscriber)
+        return self._apply(await self._storage.poll(subscriber))
+
+    async def advance(self, subscriber: str, *, timeout: float | None = None) -> T:
+        """Wait until the subscriber has an unread element, then consume and return it.
+
+        Waits through the subscriber's reader while it is unknown, offline or caught up
+        (it never subscribes); ``timeout`` raises ``TimeoutError``. Locally,
+        cancellation never consumes an element. Use one consumer per subscriber id (as
+        with :meth:`stream`): over a backend without ``sync``, another consumer of the
+        same id can take the element between the wait and the commit, and this then
+        returns ``None``.
+        """
+        reader = self.reader(subscriber)
+        async with asyncio.timeout(timeout):
+            while True:
+                await wait_until(reader, context=self.ctx)
+                if self._sync is None:
+                    return cast(T, await self.poll(subscriber))
+                if self._storage.read_stream(subscriber):
+                    return cast(T, self.try_advance(subscriber))
+
+    async def gc(self) -> int:
+        """Drop what no durable cursor still needs; returns the number removed."""
+        if self._sync is not None:
+            return self.try_gc()
+        return self._apply(await self._storage.gc())
 
     async def stream(self, subscriber: str) -> AsyncIterator[T]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.
 
         Waits (while unavailable or caught up) through the subscriber's reader; it never
         subscribes. Cancellation never skips an element. Locally the cursor advances in
-        the same step that yields the element. Over replicated storage the element at
-        the cursor is yielded first and the cursor advances when the next element is
-        requested, so an interrupted consumer sees it again (at least once); use one
-        stream per subscriber id.
+        the same step that yields the element. Over a backend without ``sync`` the
+        element at the cursor is yielded first and the cursor advances when the next
+        element is requested, so an interrupted consumer sees it again (at least once);
+        use one stream per subscriber id.
         """
         reader = self.reader(subscriber)
-        remote = self._remote()
         while True:
             await wait_until(reader, context=self.ctx)
-            if remote is None:
+            if self._sync is not None:
                 if self._storage.read_stream(subscriber):
-                    yield cast(T, self.advance(subscriber))
+                    yield cast(T, self.try_advance(subscriber))
                 continue
             unread = self._storage.read_stream(subscriber)
             if unread:
                 yield unread[0]
-                await self.aadvance(subscriber)
+                await self.poll(subscriber)

@@ -6,8 +6,12 @@ kinds whose count moved, in one batch. ``is_empty`` reflects pending items only.
 
 Time is always supplied by the caller. The synchronous operations take an explicit
 ``now``; the awaitable ones accept a number or a clock callable, or fall back to the
-``clock`` given at construction. The cell never reads a clock of its own and no lease
-expires until :meth:`WorkQueueCell.reap_expired` is called.
+``clock`` given at construction (or, on a backend that declares ``own_clock``, to the
+backend's time). The cell never reads a clock of its own and no lease expires until
+:meth:`WorkQueueCell.reap_expired` is called.
+
+A refused settlement (ack, nack or lease extension of a delivery no longer leased to
+that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every path.
 """
 
 from __future__ import annotations
@@ -16,20 +20,18 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from ..core.work import (
-    DeadLetter,
-    Delivery,
-    PendingItem,
-    WorkQueueCore,
-    WorkTransition,
-)
-from ..errors import UnsupportedOperation
+from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
+from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
+from ..storage.capabilities import StorageCapabilities
+from ..storage.local import LocalWorkQueueStorage
 from ..storage.work import (
-    ObservableWorkQueueStorage,
-    ReplicatedWorkQueueStorage,
+    Settlement,
+    SyncWorkQueueStorage,
     WorkQueueStorage,
-    WorkQueueView,
+    as_observable_work_queue,
+    as_sync_work_queue,
+    work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job
@@ -43,16 +45,19 @@ Now = float | Clock | None
 class WorkQueueCell:
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
-    Core (synchronous) surface: :meth:`push`, :meth:`try_claim`, :meth:`ack`,
-    :meth:`nack`, :meth:`reap_expired` and the readers. :meth:`claim` waits for work;
-    the ``a``-prefixed twins also work over replicated storage. Without a storage the
-    cell runs a local :class:`WorkQueueCore` (``visibility_timeout`` required,
-    ``max_deliveries`` 3 unless given).
+    On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
+    twin ``await poll``, ``await ack / nack / extend / reap_expired / redrive``,
+    :meth:`deliveries`, the views and the readers. On a backend that declares ``sync``
+    (the local core), the synchronous ``try_push``, ``try_claim``, ``try_ack``,
+    ``try_nack``, ``try_extend``, ``try_reap_expired`` and ``try_redrive`` too;
+    elsewhere they raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
+    awaitable to use. Without a storage the cell runs a local :class:`WorkQueueCore`
+    (``visibility_timeout`` required, ``max_deliveries`` 3 unless given).
     """
 
     def __init__(
         self,
-        storage: WorkQueueStorage | ReplicatedWorkQueueStorage | None = None,
+        storage: WorkQueueStorage | None = None,
         *,
         visibility_timeout: float | None = None,
         max_deliveries: int | None = None,
@@ -60,18 +65,17 @@ class WorkQueueCell:
         context: Context | None = None,
         name: str = "work_queue",
     ) -> None:
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
         if storage is None:
             if visibility_timeout is None:
                 raise TypeError("WorkQueueCell needs visibility_timeout (or a storage backend)")
-            storage = WorkQueueCore(
-                visibility_timeout, 3 if max_deliveries is None else max_deliveries
-            )
+            retries = 3 if max_deliveries is None else max_deliveries
+            core = WorkQueueCore(visibility_timeout, retries)
+            storage = LocalWorkQueueStorage(core, name=name, clock=clock)
         elif visibility_timeout is not None or max_deliveries is not None:
             raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
-        if not isinstance(storage, WorkQueueView):
-            raise TypeError(f"{type(storage).__name__} is not a work queue storage")
-        if clock is not None and not callable(clock):
-            raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
+        self._caps = work_queue_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)
         self.clock = clock
@@ -85,10 +89,11 @@ class WorkQueueCell:
         self.dead_letter_len: Slot[int] = group.slot(
             storage.dead_letter_len, f"{name}.dead_letter_len"
         )
-        self._replicated = isinstance(storage, ReplicatedWorkQueueStorage)
-        self._observed = isinstance(storage, ObservableWorkQueueStorage)
-        if isinstance(storage, ObservableWorkQueueStorage):
-            storage.set_change_listener(self._invalidate)
+        self._sync: SyncWorkQueueStorage | None = as_sync_work_queue(storage)
+        observable = as_observable_work_queue(storage)
+        self._observed = observable is not None
+        if observable is not None:
+            observable.set_change_listener(self._invalidate)
 
     @classmethod
     def from_snapshot(
@@ -100,14 +105,21 @@ class WorkQueueCell:
         name: str = "work_queue",
     ) -> WorkQueueCell:
         """A local work queue restored from :meth:`snapshot` output (validated)."""
-        return cls(WorkQueueCore.from_snapshot(snapshot), clock=clock, context=context, name=name)
+        storage = LocalWorkQueueStorage(WorkQueueCore.from_snapshot(snapshot), name=name,
+                                        clock=clock)
+        return cls(storage, clock=clock, context=context, name=name)
 
     def __repr__(self) -> str:
         return f"WorkQueueCell({self.name!r}, storage={self._storage!r})"
 
     @property
-    def storage(self) -> WorkQueueStorage | ReplicatedWorkQueueStorage:
+    def storage(self) -> WorkQueueStorage:
         return self._storage
+
+    @property
+    def capabilities(self) -> StorageCapabilities:
+        """What the backend declares beyond the awaitable operations (``sync``, ...)."""
+        return self._caps
 
     @property
     def visibility_timeout(self) -> float:
@@ -128,59 +140,81 @@ class WorkQueueCell:
             self._group.invalidate(transition.mask)
         return transition.result
 
-    def _sync(self, twin: str) -> WorkQueueStorage:
-        if self._replicated:
+    def _require_sync(self, method: str, awaitable: str) -> SyncWorkQueueStorage:
+        if self._sync is None:
             raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} is replicated; "
-                f"use 'await {twin}(...)' instead"
+                f"{self.name}: {method} needs a synchronous backend and "
+                f"{type(self._storage).__name__} is not one; use "
+                f"`await {self.name}.{awaitable}` instead"
             )
-        return self._storage  # type: ignore[return-value]
+        return self._sync
 
-    def _remote(self) -> ReplicatedWorkQueueStorage | None:
-        return self._storage if self._replicated else None  # type: ignore[return-value]
-
-    def _now(self, now: Now) -> float:
+    def _now(self, now: Now) -> float | None:
+        """The time of an awaitable operation; ``None`` lets the backend stamp its own."""
         if now is None:
-            if self._replicated and self.clock is None:
-                # Replicated storage: the leader stamps its own time.
-                return None  # type: ignore[return-value]
-            if self.clock is None:
-                raise ValueError(
-                    f"{self.name}: pass now= (a time or a clock callable) or construct the "
-                    "cell with clock=; it never reads a clock of its own"
-                )
-            return self.clock()
+            if self.clock is not None:
+                return self.clock()
+            if self._caps.own_clock:
+                return None
+            raise ValueError(
+                f"{self.name}: pass now= (a time or a clock callable) or construct the "
+                "cell with clock=; it never reads a clock of its own"
+            )
         return now() if callable(now) else now
 
-    # -- core surface ---------------------------------------------------------------------
+    def _settled(
+        self, transition: WorkTransition[Receipt | None], worker: str, delivery_id: int,
+        outcome: Settlement,
+    ) -> Receipt:
+        receipt = self._apply(transition)
+        if receipt is None:
+            verb = "ack" if outcome == "acked" else "nack"
+            raise _rejected(self.name, verb, worker, delivery_id)
+        return receipt
 
-    def push(self, value: Any) -> int:
+    # -- synchronous core (capability ``sync``) -------------------------------------------
+
+    def try_push(self, value: Any) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``."""
-        return self._apply(self._sync("apush").push(value))
+        return self._apply(self._require_sync("try_push", "push(value)").try_push(value))
 
     def try_claim(self, worker: str, now: float) -> Delivery | None:
         """Lease the oldest pending item until ``now + visibility_timeout``, or ``None``."""
-        return self._apply(self._sync("atry_claim").claim(worker, now))
+        storage = self._require_sync("try_claim", "poll(worker)")
+        return self._apply(storage.try_claim(worker, now))
 
-    def ack(self, worker: str, delivery_id: int) -> bool:
-        """Settle a live delivery owned by ``worker``; ``False`` otherwise (no change)."""
-        return self._apply(self._sync("aack").ack(worker, delivery_id))
+    def try_ack(self, worker: str, delivery_id: int) -> Receipt:
+        """Settle a live delivery owned by ``worker`` as done; raises
+        :class:`SettlementRejected` otherwise (no change)."""
+        storage = self._require_sync("try_ack", "ack(worker, delivery_id)")
+        transition = storage.try_settle(worker, delivery_id, "acked")
+        return self._settled(transition, worker, delivery_id, "acked")
 
-    def nack(self, worker: str, delivery_id: int) -> bool:
-        """Fail an owned delivery: requeue at the tail, or dead-letter at the retry limit."""
-        return self._apply(self._sync("anack").nack(worker, delivery_id))
+    def try_nack(self, worker: str, delivery_id: int) -> Receipt:
+        """Fail an owned delivery: requeue at the tail, or dead-letter at the retry limit;
+        raises :class:`SettlementRejected` when it is not leased to ``worker``."""
+        storage = self._require_sync("try_nack", "nack(worker, delivery_id)")
+        transition = storage.try_settle(worker, delivery_id, "nacked")
+        return self._settled(transition, worker, delivery_id, "nacked")
 
-    def reap_expired(self, now: float) -> int:
+    def try_extend(self, worker: str, delivery_id: int, now: float) -> None:
+        """Move an owned lease's deadline to ``now + visibility_timeout``; raises
+        :class:`SettlementRejected` when it is not leased to ``worker``."""
+        storage = self._require_sync("try_extend", "extend(worker, delivery_id)")
+        if not self._apply(storage.try_extend(worker, delivery_id, now)):
+            raise _rejected(self.name, "extend", worker, delivery_id)
+
+    def try_reap_expired(self, now: float) -> int:
         """Fail every lease with ``deadline < now``; returns how many expired."""
-        return self._apply(self._sync("areap_expired").reap_expired(now))
+        storage = self._require_sync("try_reap_expired", "reap_expired(now)")
+        return self._apply(storage.try_reap_expired(now))
 
-    def extend_lease(self, worker: str, delivery_id: int, now: float) -> bool:
-        """Move an owned lease's deadline to ``now + visibility_timeout``."""
-        return self._apply(self._sync("aextend_lease").extend_lease(worker, delivery_id, now))
-
-    def redrive(self, item_ids: Collection[int] | None = None) -> int:
+    def try_redrive(self, item_ids: Collection[int] | None = None) -> int:
         """Move dead letters back to the pending tail with ``attempts`` reset to 0."""
-        return self._apply(self._sync("aredrive").redrive(item_ids))
+        storage = self._require_sync("try_redrive", "redrive(item_ids)")
+        return self._apply(storage.try_redrive(item_ids))
+
+    # -- views ------------------------------------------------------------------------------
 
     def pending(self) -> list[PendingItem]:
         return self._storage.pending()
@@ -212,21 +246,26 @@ class WorkQueueCell:
         """A blocking proxy for other threads (see :mod:`lazily_queue.threads`)."""
         return ThreadSafeCell(self, LoopBridge(loop))
 
-    # -- awaitable surface ----------------------------------------------------------------
+    # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def apush(self, value: Any) -> int:
-        """:meth:`push`, also on replicated storage (returns once committed)."""
-        remote = self._remote()
-        if remote is None:
-            return self.push(value)
-        return self._apply(await remote.push_async(value))
+    async def push(self, value: Any) -> int:
+        """Append ``value`` to the pending tail; returns its ``item_id``.
 
-    async def atry_claim(self, worker: str, now: Now = None) -> Delivery | None:
-        """:meth:`try_claim` without waiting; ``now`` may be a clock callable."""
-        remote = self._remote()
-        if remote is None:
-            return self.try_claim(worker, self._now(now))
-        return self._apply(await remote.claim_async(worker, self._now(now)))
+        Over a replicated backend this and the other operations return once committed.
+        """
+        if self._sync is not None:
+            return self.try_push(value)
+        return self._apply(await self._storage.push(value))
+
+    async def poll(self, worker: str, now: Now = None) -> Delivery | None:
+        """Claim without waiting: the lease of the oldest pending item, or ``None``.
+
+        ``now`` is a time, a clock callable or ``None`` (the cell's ``clock``).
+        """
+        at = self._now(now)
+        if self._sync is not None and at is not None:
+            return self.try_claim(worker, at)
+        return self._apply(await self._storage.poll(worker, at))
 
     async def claim(
         self, worker: str, *, now: Now = None, timeout: float | None = None
@@ -236,13 +275,13 @@ class WorkQueueCell:
         ``now`` is a time, a clock callable (called at each claim attempt) or ``None``
         for the cell's ``clock``. Raises ``TimeoutError`` after ``timeout`` seconds.
         Locally, cancellation is safe: a lease is made only in the step that returns it.
-        Over replicated storage a claim cancelled while committing may leave a lease no
-        caller holds; it comes back through :meth:`reap_expired` (at least once).
+        Over a replicated backend a claim cancelled while committing may leave a lease
+        no caller holds; it comes back through :meth:`reap_expired` (at least once).
         """
         async with asyncio.timeout(timeout):
             while True:
                 if not self._storage.is_empty():  # no round trip while nothing is pending
-                    delivery = await self.atry_claim(worker, now)
+                    delivery = await self.poll(worker, now)
                     if delivery is not None:
                         return delivery
                 await wait_until(self._has_pending, context=self.ctx)
@@ -250,35 +289,49 @@ class WorkQueueCell:
     def _has_pending(self) -> bool:
         return not self.is_empty()
 
-    async def aack(self, worker: str, delivery_id: int) -> bool:
-        remote = self._remote()
-        if remote is None:
-            return self.ack(worker, delivery_id)
-        return self._apply(await remote.ack_async(worker, delivery_id))
+    async def ack(self, worker: str, delivery_id: int) -> Receipt:
+        """Settle a live delivery owned by ``worker`` as done: the settlement's receipt.
 
-    async def anack(self, worker: str, delivery_id: int) -> bool:
-        remote = self._remote()
-        if remote is None:
-            return self.nack(worker, delivery_id)
-        return self._apply(await remote.nack_async(worker, delivery_id))
+        Raises :class:`SettlementRejected` when the delivery is not leased to ``worker``
+        (expired and redelivered, settled, or another worker's). A backend that
+        remembers settlements (Raft) returns the first receipt, marked ``duplicate``,
+        when the same worker repeats one.
+        """
+        if self._sync is not None:
+            return self.try_ack(worker, delivery_id)
+        transition = await self._storage.settle(worker, delivery_id, "acked")
+        return self._settled(transition, worker, delivery_id, "acked")
 
-    async def areap_expired(self, now: Now = None) -> int:
-        remote = self._remote()
-        if remote is None:
-            return self.reap_expired(self._now(now))
-        return self._apply(await remote.reap_expired_async(self._now(now)))
+    async def nack(self, worker: str, delivery_id: int) -> Receipt:
+        """Give an owned delivery back: requeued at the tail, or dead-lettered after its
+        last attempt. Refusals and repeats as for :meth:`ack`."""
+        if self._sync is not None:
+            return self.try_nack(worker, delivery_id)
+        transition = await self._storage.settle(worker, delivery_id, "nacked")
+        return self._settled(transition, worker, delivery_id, "nacked")
 
-    async def aextend_lease(self, worker: str, delivery_id: int, now: Now = None) -> bool:
-        remote = self._remote()
-        if remote is None:
-            return self.extend_lease(worker, delivery_id, self._now(now))
-        return self._apply(await remote.extend_lease_async(worker, delivery_id, self._now(now)))
+    async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
+        """Renew an owned lease until ``now + visibility_timeout``; raises
+        :class:`SettlementRejected` when it is not leased to ``worker``."""
+        at = self._now(now)
+        if self._sync is not None and at is not None:
+            return self.try_extend(worker, delivery_id, at)
+        if not self._apply(await self._storage.extend(worker, delivery_id, at)):
+            raise _rejected(self.name, "extend", worker, delivery_id)
+        return None
 
-    async def aredrive(self, item_ids: Collection[int] | None = None) -> int:
-        remote = self._remote()
-        if remote is None:
-            return self.redrive(item_ids)
-        return self._apply(await remote.redrive_async(item_ids))
+    async def reap_expired(self, now: Now = None) -> int:
+        """Fail every lease with ``deadline < now``; returns how many expired."""
+        at = self._now(now)
+        if self._sync is not None and at is not None:
+            return self.try_reap_expired(at)
+        return self._apply(await self._storage.reap_expired(at))
+
+    async def redrive(self, item_ids: Collection[int] | None = None) -> int:
+        """Move dead letters (all, or those items) back to the pending tail."""
+        if self._sync is not None:
+            return self.try_redrive(item_ids)
+        return self._apply(await self._storage.redrive(item_ids))
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -292,3 +345,11 @@ class WorkQueueCell:
         while True:
             delivery = await self.claim(worker, now=now)
             yield Job(self, delivery)
+
+
+def _rejected(queue: str, verb: str, worker: str, delivery_id: int) -> SettlementRejected:
+    return SettlementRejected(
+        f"{queue}: {verb} of delivery {delivery_id} by {worker!r} was refused: the lease is "
+        "gone (it expired and the item was redelivered, it was settled, or it belongs to "
+        "another worker)"
+    )

@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
         "--flavor",
         choices=(*FLAVORS, "all"),
         default="all",
-        help="op flavor: sync calls, async twins, calls from another thread, or all (default)",
+        help="op flavor: the synchronous core, the awaitables, the core from another "
+        "thread, or all (default)",
     )
     parser.set_defaults(handler=run)
 

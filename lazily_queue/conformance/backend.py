@@ -16,7 +16,8 @@ from ..core.queue import QueuePopError, QueuePushError
 from ..reactive import Slot
 
 FLAVORS = ("sync", "async", "threadsafe")
-"""How ops reach the cell: direct sync calls, the async twins, or sync calls from another thread."""
+"""How ops reach the cell: the synchronous core (``try_*``), the non-waiting awaitables, or
+the synchronous core called from another thread."""
 
 
 class UnknownBackend(LookupError):

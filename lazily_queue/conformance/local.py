@@ -1,12 +1,19 @@
 """The ``local`` backend: in-process cells, ops issued in one of three flavors.
 
-- ``sync``: the synchronous core methods, called on the loop thread;
-- ``async``: the awaitable twins (``offer``/``poll``/``aclose``, ``apublish``, ...);
-- ``threadsafe``: the synchronous methods called from a worker thread through a
-  :class:`~lazily_queue.threads.LoopBridge`, so they run on the owning loop.
+- ``sync``: the synchronous core (``try_push``, ``try_publish``, ``try_claim``, ...),
+  called on the loop thread;
+- ``async``: the awaitables that do not wait (``offer`` / ``poll`` / ``close``,
+  ``publish``, ``poll`` for a topic's advance and a work queue's claim, ...);
+- ``threadsafe``: the synchronous core called from a worker thread through a
+  :class:`~lazily_queue.threads.LoopBridge`, so it runs on the owning loop.
 
-``local-generic`` is the same backend over a ``VecDequeStorage`` subclass, which
-takes the QueueCell's generic path instead of its inlined deque fast path.
+A refused ack or nack raises :class:`~lazily_queue.errors.SettlementRejected`; the
+adapters answer the fixtures' ``false`` for it, and for a repeated settlement a backend
+answered with its first receipt (``duplicate``).
+
+``local-generic`` is the same backend over a ``VecDequeStorage`` subclass that does
+not declare the ``reporting_ops`` capability, so the QueueCell takes its generic path
+instead of the deque's fast path.
 """
 
 from __future__ import annotations
@@ -19,7 +26,10 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePushError
+from ..core.work import Receipt
+from ..errors import SettlementRejected
 from ..reactive import Context, Slot
+from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
 from ..threads import LoopBridge
 from .backend import (
@@ -40,6 +50,8 @@ class GenericDequeStorage(VecDequeStorage[T]):
     """The reference deque seen through the generic storage seam (no fast path)."""
 
     __slots__ = ()
+
+    capabilities = StorageCapabilities(sync=True, peek=True)
 
 
 class Invoker:
@@ -89,7 +101,7 @@ class LocalQueueAdapter(QueueAdapter):
 
     async def close(self) -> None:
         cell = self.cell
-        await self._invoke(cell.close, cell.aclose)
+        await self._invoke(cell.try_close, cell.close)
 
     async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
         cell = self.cell
@@ -115,23 +127,23 @@ class LocalTopicAdapter(TopicAdapter):
         return self.cell.reader(subscriber)
 
     async def publish(self, value: Any) -> Any:
-        return await self._invoke(self.cell.publish, self.cell.apublish, value)
+        return await self._invoke(self.cell.try_publish, self.cell.publish, value)
 
     async def subscribe(self, subscriber: str, durability: str) -> Any:
         cell = self.cell
-        return await self._invoke(cell.subscribe, cell.asubscribe, subscriber, durability)
+        return await self._invoke(cell.try_subscribe, cell.subscribe, subscriber, durability)
 
     async def reconnect(self, subscriber: str) -> Any:
-        return await self._invoke(self.cell.reconnect, self.cell.areconnect, subscriber)
+        return await self._invoke(self.cell.try_reconnect, self.cell.reconnect, subscriber)
 
     async def disconnect(self, subscriber: str) -> Any:
-        return await self._invoke(self.cell.disconnect, self.cell.adisconnect, subscriber)
+        return await self._invoke(self.cell.try_disconnect, self.cell.disconnect, subscriber)
 
     async def advance(self, subscriber: str) -> Any:
-        return await self._invoke(self.cell.advance, self.cell.aadvance, subscriber)
+        return await self._invoke(self.cell.try_advance, self.cell.poll, subscriber)
 
     async def gc(self) -> int:
-        return await self._invoke(self.cell.gc, self.cell.agc)
+        return await self._invoke(self.cell.try_gc, self.cell.gc)
 
     def base_offset(self) -> int:
         return self.cell.base_offset()
@@ -155,21 +167,38 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
         return self.cell.readers()
 
     async def push(self, value: Any) -> int:
-        return await self._invoke(self.cell.push, self.cell.apush, value)
+        return await self._invoke(self.cell.try_push, self.cell.push, value)
 
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
         cell = self.cell
-        delivery = await self._invoke(cell.try_claim, cell.atry_claim, worker, now)
+        delivery = await self._invoke(cell.try_claim, cell.poll, worker, now)
         return None if delivery is None else delivery.to_dict()
 
     async def ack(self, worker: str, delivery_id: int) -> bool:
-        return await self._invoke(self.cell.ack, self.cell.aack, worker, delivery_id)
+        cell = self.cell
+        return await self._settled(cell.try_ack, cell.ack, worker, delivery_id)
 
     async def nack(self, worker: str, delivery_id: int) -> bool:
-        return await self._invoke(self.cell.nack, self.cell.anack, worker, delivery_id)
+        cell = self.cell
+        return await self._settled(cell.try_nack, cell.nack, worker, delivery_id)
+
+    async def _settled(
+        self,
+        sync: Callable[[str, int], Receipt],
+        asynchronous: Callable[[str, int], Awaitable[Receipt]],
+        worker: str,
+        delivery_id: int,
+    ) -> bool:
+        """The spec's answer: ``True`` for a settlement made now; ``False`` for a refused
+        one or a repeat (a backend's first receipt, marked ``duplicate``)."""
+        try:
+            receipt = await self._invoke(sync, asynchronous, worker, delivery_id)
+        except SettlementRejected:
+            return False
+        return not receipt.duplicate
 
     async def reap_expired(self, now: int) -> int:
-        return await self._invoke(self.cell.reap_expired, self.cell.areap_expired, now)
+        return await self._invoke(self.cell.try_reap_expired, self.cell.reap_expired, now)
 
     def pending(self) -> list[dict[str, Any]]:
         return [item.to_dict() for item in self.cell.pending()]
@@ -195,7 +224,7 @@ class LocalBackend(Backend):
             if cell.try_push(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
-            cell.close()
+            cell.try_close()
         return LocalQueueAdapter(cell, Invoker(flavor))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:

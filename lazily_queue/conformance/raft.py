@@ -5,8 +5,9 @@ linked in memory; a reactive context of its own per node) and opens the model un
 fresh name. Ops are issued on the *observer* node (a follower
 in ``raft3``, so every op is forwarded to the leader and committed by a majority) and
 return once applied there; the probes watch the observer's readers, which change only
-when committed entries apply. Only the ``async`` flavor exists: over Raft the
-synchronous core methods refuse with ``UnsupportedOperation``.
+when committed entries apply. Only the ``async`` flavor exists: the Raft storages do
+not declare the ``sync`` capability, so the cells' ``try_*`` methods refuse with
+``UnsupportedOperation``.
 
 Topic ``restart`` stops every node and starts them again from their journals (the
 observer's cells survive the restart and are re-bound). Distributed fixtures may use
@@ -31,7 +32,8 @@ from typing import Any
 from ..core.queue import QueuePushError
 from ..node import Node
 from ..reactive import Context
-from ..storage.raft_collections import RaftTopicStorage
+from ..storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
+from ..storage.raft_queue import RaftQueueStorage
 from ..testing import Cluster, NodeOptions
 from .backend import (
     Backend,
@@ -60,7 +62,9 @@ class RaftQueueAdapter(LocalQueueAdapter):
     batch proposed in one loop iteration (one replicated batch, one apply wave)."""
 
     def elements(self) -> list[Any]:
-        return self.cell.storage.elements()  # type: ignore[attr-defined, no-any-return]
+        storage = self.cell.storage
+        assert isinstance(storage, RaftQueueStorage)
+        return storage.elements()
 
     async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
         return list(await asyncio.gather(*(self.cell.offer(v) for v in values)))
@@ -117,14 +121,14 @@ class RaftBackend(Backend):
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
-            await cell.aclose()
+            await cell.close()
         return RaftQueueAdapter(cell, Invoker("async"))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
         cell = self.observer.topic(f"t{next(_names)}")
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
-        await storage.restore_async(_topic_snapshot(initial))
+        await storage.restore(_topic_snapshot(initial))
         return LocalTopicAdapter(cell, Invoker("async"))
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
@@ -135,7 +139,9 @@ class RaftBackend(Backend):
         cell = self.observer.open_work_queue(
             f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries
         )
-        await cell.storage._ensure_declared(None)  # type: ignore[union-attr]
+        storage = cell.storage
+        assert isinstance(storage, RaftWorkQueueStorage)
+        await storage.declare()
         return LocalWorkQueueAdapter(cell, Invoker("async"))
 
     # -- cluster ops ----------------------------------------------------------------------------

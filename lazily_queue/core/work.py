@@ -21,11 +21,38 @@ import enum
 import math
 from collections import deque
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ..errors import InvalidConfiguration, InvalidSnapshot
 from .snapshot import is_int, require_count, require_list, require_map
+from .work_items import (
+    DeadLetter,
+    DeadLetterReason,
+    Delivery,
+    PendingItem,
+    Receipt,
+    check_now,
+    check_worker,
+)
+
+__all__ = [
+    "DEAD_LETTER_LEN",
+    "IN_FLIGHT_LEN",
+    "IS_EMPTY",
+    "PENDING_LEN",
+    "DeadLetter",
+    "DeadLetterReason",
+    "Delivery",
+    "PendingItem",
+    "Receipt",
+    "WorkQueueCore",
+    "WorkReader",
+    "WorkTransition",
+    "change_mask",
+    "check_now",
+    "check_worker",
+    "validate_config",
+]
 
 R = TypeVar("R")
 
@@ -42,13 +69,6 @@ class WorkReader(enum.IntFlag):
     IS_EMPTY = IS_EMPTY
     IN_FLIGHT_LEN = IN_FLIGHT_LEN
     DEAD_LETTER_LEN = DEAD_LETTER_LEN
-
-
-class DeadLetterReason(enum.StrEnum):
-    """Why an item was dead-lettered."""
-
-    NACK = "nack"
-    EXPIRED = "expired"
 
 
 class WorkTransition(NamedTuple, Generic[R]):
@@ -70,73 +90,6 @@ def change_mask(before: tuple[int, int, int], after: tuple[int, int, int]) -> in
     if before[2] != after[2]:
         mask |= DEAD_LETTER_LEN
     return mask
-
-
-@dataclass(frozen=True, slots=True)
-class PendingItem:
-    """A pending item; ``attempts`` counts the deliveries already made."""
-
-    item_id: int
-    value: Any
-    attempts: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"item_id": self.item_id, "value": self.value, "attempts": self.attempts}
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One lease of an item to a worker; ``attempt`` is 1-based, live while ``now <= deadline``."""
-
-    delivery_id: int
-    item_id: int
-    value: Any
-    worker: str
-    attempt: int
-    deadline: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "delivery_id": self.delivery_id,
-            "item_id": self.item_id,
-            "value": self.value,
-            "worker": self.worker,
-            "attempt": self.attempt,
-            "deadline": self.deadline,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """An item that failed its last allowed delivery; ``attempts`` is that delivery's attempt."""
-
-    item_id: int
-    value: Any
-    attempts: int
-    reason: DeadLetterReason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "item_id": self.item_id,
-            "value": self.value,
-            "attempts": self.attempts,
-            "reason": self.reason.value,
-        }
-
-
-def check_now(now: object) -> float:
-    """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
-    if isinstance(now, bool) or not isinstance(now, int | float):
-        raise TypeError(f"now must be an int or float, got {type(now).__name__}")
-    if not math.isfinite(now) or now < 0:
-        raise ValueError(f"now must be a finite time >= 0, got {now!r}")
-    return now
-
-
-def check_worker(worker: object) -> str:
-    if not isinstance(worker, str):
-        raise TypeError(f"worker must be a str, got {type(worker).__name__}")
-    return worker
 
 
 def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple[float, int]:
@@ -311,6 +264,10 @@ class WorkQueueCore:
             grouped.setdefault(delivery.worker, []).append(delivery)
         return grouped
 
+    def delivery(self, delivery_id: int) -> Delivery | None:
+        """The live delivery with that id, or ``None``."""
+        return self._in_flight.get(delivery_id)
+
     def next_ids(self) -> tuple[int, int]:
         """The next ``(item_id, delivery_id)`` the counters will hand out."""
         return self._next_item_id, self._next_delivery_id
@@ -397,23 +354,3 @@ _SNAPSHOT_KEYS = {"visibility_timeout", "max_deliveries", "next_item_id", "next_
                   "pending", "in_flight", "dead_letters"}
 _DELIVERY_KEYS = {"delivery_id", "item_id", "value", "worker", "attempt", "deadline"}
 _REASONS = {reason.value for reason in DeadLetterReason}
-
-
-@dataclass(frozen=True)
-class Receipt:
-    """Proof of a committed settlement: which delivery, by whom, how and when.
-
-    ``duplicate`` is True when the settlement had already been made (a retry) and this
-    is the receipt recorded the first time.
-    """
-
-    queue: str
-    delivery_id: int
-    item_id: int
-    worker: str
-    outcome: str
-    settled_at: float
-    duplicate: bool = False
-
-    def to_list(self) -> list[Any]:
-        return [self.delivery_id, self.item_id, self.worker, self.outcome, self.settled_at]

@@ -14,6 +14,7 @@ The live display is fed by effects on the cells' readers (``len``, ``in_flight_l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import Counter
@@ -26,6 +27,7 @@ from rich.table import Table
 
 from ..cells.queue import QueueCell
 from ..cells.work_queue import WorkQueueCell
+from ..errors import SettlementRejected
 from ..reactive import Context, Effect
 
 
@@ -111,7 +113,7 @@ async def queue_stage(config: DemoConfig, progress: Progress) -> StageReport:
         *(producer(p) for p in range(config.producers)),
         asyncio.to_thread(thread_producer, config.producers, handle),
     )
-    queue.close()
+    await queue.close()
     await asyncio.gather(*workers)
     depth.dispose()
     expected = {(p, s) for p in range(config.producers + 1) for s in range(config.items)}
@@ -145,7 +147,7 @@ async def work_stage(config: DemoConfig, progress: Progress) -> StageReport:
 
     async def producer(pid: int) -> None:
         for seq in range(config.items):
-            await cell.apush((pid, seq))
+            await cell.push((pid, seq))
             if seq % 100 == 0:
                 await asyncio.sleep(0)
 
@@ -158,15 +160,18 @@ async def work_stage(config: DemoConfig, progress: Progress) -> StageReport:
             roll = rng.random()
             if roll < config.fail_rate:
                 stats["nacked"] += 1
-                await cell.anack(name, delivery.delivery_id)
+                with contextlib.suppress(SettlementRejected):  # the lease already expired
+                    await cell.nack(name, delivery.delivery_id)
             elif roll < 2 * config.fail_rate:
                 stats["abandoned"] += 1  # never settled: the lease expires
             else:
-                if await cell.aack(name, delivery.delivery_id):
+                try:
+                    await cell.ack(name, delivery.delivery_id)
+                except SettlementRejected:
+                    stats["late acks"] += 1
+                else:
                     acked[delivery.value] += 1
                     progress.advance(acked_task)
-                else:
-                    stats["late acks"] += 1
             if delivery.attempt > 1:
                 stats["redeliveries"] += 1
             await asyncio.sleep(0)
@@ -176,7 +181,7 @@ async def work_stage(config: DemoConfig, progress: Progress) -> StageReport:
     async def reaper() -> None:
         while not done.is_set():
             await asyncio.sleep(0.01)
-            stats["reaped"] += await cell.areap_expired()
+            stats["reaped"] += await cell.reap_expired()
 
     tasks = [asyncio.create_task(worker(f"w{n}")) for n in range(config.workers)]
     tasks.append(asyncio.create_task(reaper()))

@@ -70,7 +70,7 @@ class Workload:
             await self.db(self.ledger.push_attempt, producer, seq)
             amount = seq % 97 + 1
             try:
-                await self.jobs.apush({"item": item_id(producer, seq), "amount": amount})
+                await self.jobs.push({"item": item_id(producer, seq), "amount": amount})
             except ReplicationError as exc:
                 # The outcome is unknown (e.g. a timeout during a failover): keep it so.
                 log.warning("push %s: %s", item_id(producer, seq), exc)

@@ -10,7 +10,7 @@
 
     async def submit(request: web.Request) -> web.Response:
         jobs = request.app[NODE].work_queue("jobs")
-        return web.json_response({"id": await jobs.apush(await request.json())})
+        return web.json_response({"id": await jobs.push(await request.json())})
 
 :func:`setup` stores the node under the :data:`NODE` app key, appends an
 ``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds

@@ -14,7 +14,7 @@
 
     @app.post("/jobs")
     async def submit(job: dict, jobs: Jobs) -> dict:
-        return {"id": await jobs.apush(job)}
+        return {"id": await jobs.push(job)}
 
 :func:`lifespan` starts the node before the application serves and stops it after;
 ``then`` is another lifespan (your own: worker tasks, connections) entered while the

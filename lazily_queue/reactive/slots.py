@@ -99,8 +99,9 @@ class SlotGroup:
     """The reader kinds of one cell: slots addressed by bit, invalidated by mask.
 
     While no slot of the group is observed, :meth:`invalidate` only ORs the mask into
-    a shared stale set and bumps the context's write epoch; the slots' versions catch
-    up on their next read. With an observer it clears each named slot in one batch.
+    a shared stale set and, when a bit newly goes stale, bumps the context's write
+    epoch; the slots' versions catch up on their next read. With an observer it clears
+    each named slot in one batch.
     """
 
     __slots__ = ("_hot", "_slots", "_stale", "ctx")
@@ -136,8 +137,11 @@ class SlotGroup:
     def invalidate(self, mask: int) -> None:
         """Clear every slot whose bit is in ``mask``, as one atomic transition."""
         if not self._hot:
-            self._stale |= mask
-            self.ctx._write_epoch += 1
+            # Bits already stale need no new epoch: no reader of theirs has validated
+            # since they went stale (a read syncs the whole stale set).
+            if mask & ~self._stale:
+                self._stale |= mask
+                self.ctx._write_epoch += 1
             return
         if self._stale:
             self._sync()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.fifo import VecDequeStorage
+from ..core.fifo import Fifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from . import ops
 from .events import QueueChanged, QueueDeclared
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 
-def _queue(sm: StateMachine, name: Any) -> VecDequeStorage[Any]:
+def _queue(sm: StateMachine, name: Any) -> Fifo[Any]:
     q = sm.queues.get(name) if isinstance(name, str) else None
     if q is None:
         raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
@@ -36,7 +36,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
             )
         return None
     try:
-        sm.queues[name] = VecDequeStorage(capacity)
+        sm.queues[name] = Fifo(capacity)
     except ValueError as exc:
         raise OpRefused("bad_capacity", str(exc)) from exc
     sm.emit(QueueDeclared(name, capacity))
@@ -64,7 +64,7 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
-    q._items.appendleft(args[1])
+    q.push_front(args[1])
     sm.emit(QueueChanged(args[0], UNPOP, pre))
     return None
 
@@ -72,7 +72,7 @@ def unpop(sm: StateMachine, args: list[Any]) -> Any:
 def close(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     if not q.is_closed():
-        q.close()
+        q.try_close()
         sm.emit(QueueChanged(args[0], CLOSE, q.len()))
     return None
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.fifo import VecDequeStorage
+from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
@@ -64,7 +64,7 @@ class StateMachine:
 
     def __init__(self) -> None:
         self.now = 0
-        self.queues: dict[str, VecDequeStorage[Any]] = {}
+        self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
@@ -163,11 +163,11 @@ class StateMachine:
     def restore(self, doc: Any) -> None:
         if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
             raise ValueError("unknown state machine snapshot format")
-        restored_queues: dict[str, VecDequeStorage[Any]] = {}
+        restored_queues: dict[str, Fifo[Any]] = {}
         for name, (capacity, closed, elements) in doc["queues"].items():
-            q: VecDequeStorage[Any] = VecDequeStorage(capacity, elements)
+            q: Fifo[Any] = Fifo(capacity, elements)
             if closed:
-                q.close()
+                q.try_close()
             restored_queues[str(name)] = q
         sessions: dict[int, Session] = {}
         for sid, (floor, seen, done) in doc["sessions"].items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.fifo import VecDequeStorage
+from ..core.fifo import Fifo
 from ..core.topic import TopicCore
 from .state_machine import StateMachine
 from .work_queues import WorkState
@@ -25,7 +25,7 @@ class ReadView:
     def __init__(self, state_machine: StateMachine) -> None:
         self._sm = state_machine
 
-    def queue(self, name: str) -> VecDequeStorage[Any] | None:
+    def queue(self, name: str) -> Fifo[Any] | None:
         return self._sm.queues.get(name)
 
     def topic(self, name: str) -> TopicCore[Any] | None:
@@ -35,7 +35,7 @@ class ReadView:
         return self._sm.work_queues.get(name)
 
     @property
-    def queues(self) -> Mapping[str, VecDequeStorage[Any]]:
+    def queues(self) -> Mapping[str, Fifo[Any]]:
         return self._sm.queues
 
     @property

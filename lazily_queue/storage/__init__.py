@@ -1,47 +1,46 @@
-"""Storage backends behind the cell shells."""
+"""Storage backends behind the cell shells: one protocol per cell family, capabilities
+declared (see :mod:`lazily_queue.storage.capabilities`)."""
 
-from .base import (
-    BoundedStorage,
+from .capabilities import StorageCapabilities
+from .local import LocalTopicStorage, LocalWorkQueueStorage, VecDequeStorage
+from .queue import (
     ObservableQueueStorage,
-    PeekableStorage,
+    PeekableQueueStorage,
     QueueChangeListener,
     QueueStorage,
-    ReplicatedQueueStorage,
-    storage_capacity,
+    SyncQueueStorage,
 )
-from .local import VecDequeStorage
 from .topic import (
     ObservableTopicStorage,
-    ReplicatedTopicStorage,
+    SyncTopicStorage,
     TopicChangeListener,
     TopicStorage,
-    TopicView,
 )
 from .work import (
     ObservableWorkQueueStorage,
-    ReplicatedWorkQueueStorage,
+    Settlement,
+    SyncWorkQueueStorage,
     WorkQueueChangeListener,
     WorkQueueStorage,
-    WorkQueueView,
 )
 
 __all__ = [
-    "BoundedStorage",
+    "LocalTopicStorage",
+    "LocalWorkQueueStorage",
     "ObservableQueueStorage",
     "ObservableTopicStorage",
     "ObservableWorkQueueStorage",
-    "PeekableStorage",
+    "PeekableQueueStorage",
     "QueueChangeListener",
     "QueueStorage",
-    "ReplicatedQueueStorage",
-    "ReplicatedTopicStorage",
-    "ReplicatedWorkQueueStorage",
+    "Settlement",
+    "StorageCapabilities",
+    "SyncQueueStorage",
+    "SyncTopicStorage",
+    "SyncWorkQueueStorage",
     "TopicChangeListener",
     "TopicStorage",
-    "TopicView",
     "VecDequeStorage",
     "WorkQueueChangeListener",
     "WorkQueueStorage",
-    "WorkQueueView",
-    "storage_capacity",
 ]

@@ -1,5 +1,267 @@
-"""In-process backends: the reference deque (the same FIFO the Raft state machine uses)."""
+"""In-process backends: the reference deque, and the topic and work-queue cores.
 
-from ..core.fifo import VecDequeStorage
+Each is synchronous (capability ``sync``); its awaitable operations complete at once
+with the same results. The cells invalidate from the transitions they return, so
+change them through their cell.
+"""
 
-__all__ = ["VecDequeStorage"]
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any, Generic, TypeVar
+
+from ..core.fifo import Fifo
+from ..core.queue import QueuePopError, QueuePushError
+from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.work import (
+    DeadLetter,
+    Delivery,
+    PendingItem,
+    Receipt,
+    WorkQueueCore,
+    WorkTransition,
+)
+from .capabilities import StorageCapabilities
+from .work import Settlement
+
+T = TypeVar("T")
+
+Clock = Callable[[], float]
+
+
+def _time(now: float | None) -> float:
+    if now is None:
+        raise TypeError("a local work queue has no clock of its own: pass now (a time)")
+    return now
+
+
+class VecDequeStorage(Fifo[T]):
+    """The default QueueCell backend: a deque, unbounded or bounded with reject.
+
+    Declares ``sync``, ``peek`` and ``reporting_ops`` (the cell's fast path). A subclass
+    that changes ``try_push`` or ``try_pop`` must declare capabilities without
+    ``reporting_ops``, or the cell's fast path bypasses its methods.
+    """
+
+    __slots__ = ()
+
+    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True)
+
+    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        return self.try_push(value)
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        return self.try_pop()
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        self.try_close()
+
+
+class LocalTopicStorage(Generic[T]):
+    """A :class:`TopicCore` behind the topic seam (capability ``sync``)."""
+
+    __slots__ = ("core",)
+
+    capabilities = StorageCapabilities(sync=True)
+
+    def __init__(self, core: TopicCore[T] | None = None) -> None:
+        self.core: TopicCore[T] = TopicCore() if core is None else core
+
+    def __repr__(self) -> str:
+        return f"LocalTopicStorage({self.core!r})"
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def read(self, subscriber: str) -> T | None:
+        return self.core.read(subscriber)
+
+    def read_stream(self, subscriber: str) -> list[T] | None:
+        return self.core.read_stream(subscriber)
+
+    def base_offset(self) -> int:
+        return self.core.base_offset()
+
+    def end_offset(self) -> int:
+        return self.core.end_offset()
+
+    def elements(self) -> list[T]:
+        return self.core.elements()
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self.core.subscriptions()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.core.snapshot()
+
+    # -- synchronous operations ----------------------------------------------------------
+
+    def try_subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.core.subscribe(subscriber, durability)
+
+    def try_reconnect(self, subscriber: str) -> TopicTransition[bool]:
+        return self.core.reconnect(subscriber)
+
+    def try_disconnect(self, subscriber: str) -> TopicTransition[bool]:
+        return self.core.disconnect(subscriber)
+
+    def try_publish(self, value: T) -> TopicTransition[int]:
+        return self.core.publish(value)
+
+    def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
+        return self.core.advance(subscriber)
+
+    def try_gc(self) -> TopicTransition[int]:
+        return self.core.gc()
+
+    # -- awaitable operations ------------------------------------------------------------
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.try_subscribe(subscriber, durability)
+
+    async def reconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return self.try_reconnect(subscriber)
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return self.try_disconnect(subscriber)
+
+    async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        return self.try_publish(value)
+
+    async def poll(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[T | None]:
+        return self.try_advance(subscriber)
+
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        return self.try_gc()
+
+
+class LocalWorkQueueStorage:
+    """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
+
+    Its receipts name the queue ``name`` and are stamped with ``clock()`` (0.0 without
+    a clock); settlements are not remembered, so a repeated one is refused.
+    """
+
+    __slots__ = ("clock", "core", "name")
+
+    capabilities = StorageCapabilities(sync=True)
+
+    def __init__(
+        self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None
+    ) -> None:
+        self.core = core
+        self.name = name
+        self.clock = clock
+
+    def __repr__(self) -> str:
+        return f"LocalWorkQueueStorage({self.name!r}, {self.core!r})"
+
+    @property
+    def visibility_timeout(self) -> float:
+        return self.core.visibility_timeout
+
+    @property
+    def max_deliveries(self) -> int:
+        return self.core.max_deliveries
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return self.core.pending_len()
+
+    def is_empty(self) -> bool:
+        return self.core.is_empty()
+
+    def in_flight_len(self) -> int:
+        return self.core.in_flight_len()
+
+    def dead_letter_len(self) -> int:
+        return self.core.dead_letter_len()
+
+    def pending(self) -> list[PendingItem]:
+        return self.core.pending()
+
+    def in_flight(self) -> list[Delivery]:
+        return self.core.in_flight()
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self.core.dead_letters()
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        return self.core.in_flight_by_worker()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.core.snapshot()
+
+    # -- synchronous operations ----------------------------------------------------------
+
+    def try_push(self, value: Any) -> WorkTransition[int]:
+        return self.core.push(value)
+
+    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
+        return self.core.claim(worker, now)
+
+    def try_settle(
+        self, worker: str, delivery_id: int, outcome: Settlement
+    ) -> WorkTransition[Receipt | None]:
+        core = self.core
+        settle = core.ack if outcome == "acked" else core.nack
+        delivery = core.delivery(delivery_id) if isinstance(delivery_id, int) else None
+        ok, mask = settle(worker, delivery_id)
+        if not ok or delivery is None:
+            return WorkTransition(None, mask)
+        settled_at = self.clock() if self.clock is not None else 0.0
+        receipt = Receipt(self.name, delivery.delivery_id, delivery.item_id, delivery.worker,
+                          outcome, settled_at)
+        return WorkTransition(receipt, mask)
+
+    def try_extend(self, worker: str, delivery_id: int, now: float) -> WorkTransition[bool]:
+        return self.core.extend_lease(worker, delivery_id, now)
+
+    def try_reap_expired(self, now: float) -> WorkTransition[int]:
+        return self.core.reap_expired(now)
+
+    def try_redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]:
+        return self.core.redrive(item_ids)
+
+    # -- awaitable operations ------------------------------------------------------------
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        return self.try_push(value)
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[Delivery | None]:
+        return self.try_claim(worker, _time(now))
+
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        return self.try_settle(worker, delivery_id, outcome)
+
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[bool]:
+        return self.try_extend(worker, delivery_id, _time(now))
+
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return self.try_reap_expired(_time(now))
+
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return self.try_redrive(item_ids)

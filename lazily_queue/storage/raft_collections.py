@@ -23,9 +23,10 @@ from ..core.work import (
 )
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged, WorkQueueChanged
+from .capabilities import StorageCapabilities
 from .raft_queue import ReplicatedObject
 from .topic import TopicChangeListener
-from .work import WorkQueueChangeListener
+from .work import Settlement, WorkQueueChangeListener
 
 ALL_WORK_READERS = int(
     WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
@@ -38,9 +39,10 @@ if TYPE_CHECKING:
 
 
 class RaftTopicStorage(ReplicatedObject):
-    """A replicated TopicCore; implements TopicView, Observable and Replicated seams."""
+    """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
+    capabilities = StorageCapabilities(observable=True)
 
     def __init__(
         self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
@@ -98,7 +100,7 @@ class RaftTopicStorage(ReplicatedObject):
 
     # -- operations --------------------------------------------------------------------------
 
-    async def subscribe_async(
+    async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE,
         *, timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
@@ -106,45 +108,47 @@ class RaftTopicStorage(ReplicatedObject):
         result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
         return TopicTransition(SubscribeOutcome[result], frozenset())
 
-    async def reconnect_async(
+    async def reconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
         result = await self._call(C.TOPIC_RECONNECT, [self.name, subscriber], timeout)
         return TopicTransition(bool(result), frozenset())
 
-    async def disconnect_async(
+    async def disconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
         result = await self._call(C.TOPIC_DISCONNECT, [self.name, subscriber], timeout)
         return TopicTransition(bool(result), frozenset())
 
-    async def publish_async(
+    async def publish(
         self, value: Any, *, timeout: float | None = None
     ) -> TopicTransition[int]:
         result = await self._call(C.TOPIC_PUBLISH, [self.name, value], timeout)
         return TopicTransition(int(result), frozenset())
 
-    async def advance_async(
+    async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[Any]:
         result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
         return TopicTransition(result, frozenset())
 
-    async def restore_async(
+    async def restore(
         self, snapshot: dict[str, Any], *, timeout: float | None = None
     ) -> None:
         """Replace the topic's whole state with ``snapshot`` (administration, seeding)."""
         await self._call(C.TOPIC_RESTORE, [self.name, snapshot], timeout)
 
-    async def gc_async(self, *, timeout: float | None = None) -> TopicTransition[int]:
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
         result = await self._call(C.TOPIC_GC, [self.name], timeout)
         return TopicTransition(int(result), frozenset())
 
 
 class RaftWorkQueueStorage(ReplicatedObject):
-    """A replicated WorkQueueCore; implements WorkQueueView, Observable and Replicated."""
+    """A replicated WorkQueueCore: the WorkQueueStorage seam, observable, stamped with
+    the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
+    capabilities = StorageCapabilities(observable=True, own_clock=True)
 
     def __init__(
         self,
@@ -217,48 +221,41 @@ class RaftWorkQueueStorage(ReplicatedObject):
         result, mask = await self._call(code, [self.name, *args], timeout)
         return WorkTransition(result, mask)
 
-    async def push_async(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         transition: WorkTransition[int] = await self._masked(C.WORK_PUSH, [value], timeout)
         return transition
 
-    async def claim_async(
-        self, worker: str, now: float | None = None, *, timeout: float | None = None
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
         raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
         return WorkTransition(None if raw is None else Delivery(**raw), mask)
 
-    async def settle_async(
-        self, worker: str, delivery_id: int, outcome: str, *, timeout: float | None = None
-    ) -> tuple[WorkTransition[bool], Receipt | None]:
-        """Ack (``"acked"``) or nack (``"nacked"``); with the receipt when it committed."""
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        """Ack (``"acked"``) or nack (``"nacked"``): the committed settlement's receipt,
+        also the one recorded the first time when this worker repeats a settlement
+        (``duplicate``), or ``None`` when it was refused."""
         code = C.WORK_ACK if outcome == "acked" else C.WORK_NACK
-        ok, mask, receipt, duplicate = await self._call(
+        _, mask, receipt, duplicate = await self._call(
             code, [self.name, worker, delivery_id], timeout
         )
         proof = None
         if receipt is not None:
             delivery_id, item_id, who, how, settled_at = receipt
             proof = Receipt(self.name, delivery_id, item_id, who, how, settled_at, bool(duplicate))
-        return WorkTransition(bool(ok), mask), proof
+        return WorkTransition(proof, mask)
 
-    async def ack_async(
-        self, worker: str, delivery_id: int, *, timeout: float | None = None
-    ) -> WorkTransition[bool]:
-        return (await self.settle_async(worker, delivery_id, "acked", timeout=timeout))[0]
-
-    async def nack_async(
-        self, worker: str, delivery_id: int, *, timeout: float | None = None
-    ) -> WorkTransition[bool]:
-        return (await self.settle_async(worker, delivery_id, "nacked", timeout=timeout))[0]
-
-    async def reap_expired_async(
-        self, now: float | None = None, *, timeout: float | None = None
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         transition: WorkTransition[int] = await self._masked(C.WORK_REAP, [now], timeout)
         return transition
 
-    async def extend_lease_async(
-        self, worker: str, delivery_id: int, now: float | None = None, *,
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
         timeout: float | None = None,
     ) -> WorkTransition[bool]:
         transition: WorkTransition[bool] = await self._masked(
@@ -266,7 +263,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
         )
         return transition
 
-    async def redrive_async(
+    async def redrive(
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         ids = None if item_ids is None else sorted(item_ids)

@@ -1,11 +1,12 @@
 """RaftQueueStorage: a QueueCell backend whose FIFO is the replicated state machine's.
 
 Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state (through
-its :class:`~lazily_queue.replicated.view.ReadView`), which
-on a follower may trail the leader. Mutations are proposals: ``offer`` / ``poll`` /
-``close_async`` return once the operation is committed on a majority and applied
-here. Every committed transition on any node reaches the shell through the change
-listener, so readers on every node update as entries apply.
+its :class:`~lazily_queue.replicated.view.ReadView`), which on a follower may trail the
+leader. Mutations are proposals: ``offer`` / ``poll`` / ``close`` return once the
+operation is committed on a majority and applied here. Capabilities: ``observable`` and
+``peek``; there is no synchronous surface. Every committed transition on any node
+reaches the shell through the change listener, so readers on every node update as
+entries apply.
 
 Capacity is checked when the push is applied, in log order, against the committed
 state plus everything ordered before it: the log is the serialization point, so a
@@ -19,14 +20,14 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..core.fifo import VecDequeStorage
+from ..core.fifo import Fifo
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
-from ..errors import UnsupportedOperation
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
 from ..replicated.ops import OpError
-from .base import QueueChangeListener
+from .capabilities import StorageCapabilities
+from .queue import QueueChangeListener
 
 if TYPE_CHECKING:
     from ..raft.driver import Driver
@@ -68,6 +69,10 @@ class ReplicatedObject:
         self._view = view
         self._declared = None
 
+    async def declare(self, *, timeout: float | None = None) -> None:
+        """Declare the object on the cluster now (the first operation does it otherwise)."""
+        await self._ensure_declared(timeout)
+
     async def _ensure_declared(self, timeout: float | None) -> None:
         if self._declared is None or (self._declared.done() and self._declared.exception()):
             self._declared = asyncio.ensure_future(self._declare(timeout))
@@ -82,17 +87,12 @@ class ReplicatedObject:
         result = await self._driver.call(code, args, timeout=timeout or self.timeout, **kw)
         return raise_op_error(result)
 
-    def _unsupported(self, sync: str, alternative: str) -> UnsupportedOperation:
-        return UnsupportedOperation(
-            f"{sync} on replicated {self.kind} {self.name!r} needs a round trip to the Raft "
-            f"leader; use `{alternative}` instead"
-        )
-
 
 class RaftQueueStorage(ReplicatedObject, Generic[T]):
-    """A replicated FIFO; implements the QueueStorage, Observable and Replicated seams."""
+    """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
+    capabilities = StorageCapabilities(observable=True, peek=True)
 
     def __init__(
         self, driver: Driver, view: ReadView, name: str, *, capacity: int | None = None,
@@ -109,7 +109,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def _declare_op(self) -> tuple[int, list[Any]]:
         return C.QUEUE_DECLARE, [self.name, self._capacity]
 
-    def _state(self) -> VecDequeStorage[Any] | None:
+    def _state(self) -> Fifo[Any] | None:
         return self._view.queue(self.name)
 
     # -- local reads ----------------------------------------------------------------------
@@ -132,17 +132,6 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def elements(self) -> list[Any]:
         q = self._state()
         return [] if q is None else q.elements()
-
-    # -- the synchronous core is not available over Raft ---------------------------------
-
-    def try_push(self, value: T) -> QueuePushError | None:
-        raise self._unsupported("try_push", "await queue.offer(value)` or `await queue.push(value)")
-
-    def try_pop(self) -> T | QueuePopError:
-        raise self._unsupported("try_pop", "await queue.poll()` or `await queue.pop()")
-
-    def close(self) -> None:
-        raise self._unsupported("close", "await queue.aclose()")
 
     # -- change listener ----------------------------------------------------------------
 
@@ -169,7 +158,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         )
         return result
 
-    async def close_async(self, *, timeout: float | None = None) -> None:
+    async def close(self, *, timeout: float | None = None) -> None:
         await self._call(C.QUEUE_CLOSE, [self.name], timeout)
 
     def _return_orphan(self, result: Any) -> None:

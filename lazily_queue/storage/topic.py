@@ -1,21 +1,25 @@
-"""The storage seam of a TopicCell: the topic core's operations and reads.
+"""The storage seam of a TopicCell: what every topic backend implements.
 
-The local backend is :class:`~lazily_queue.core.topic.TopicCore` itself. Every
-operation returns a :class:`~lazily_queue.core.topic.TopicTransition` (result plus the
-subscriber ids to invalidate). A backend whose state also changes outside the shell's
-own calls (a replica applying committed entries) implements
-:class:`ObservableTopicStorage`: it reports the invalidated ids of every transition to
-the listener, and the shell then invalidates from those reports only. A backend whose
-operations need a round trip implements :class:`ReplicatedTopicStorage`; the shell's
-``a``-prefixed methods go through it.
+:class:`TopicStorage` is required of every backend (local, Raft, a remote client, a
+broker adapter): the awaitable operations, each returning a
+:class:`~lazily_queue.core.topic.TopicTransition` (result plus the subscriber ids to
+invalidate), and the synchronous reads the readers derive from. ``poll`` consumes the
+element at a subscriber's cursor without waiting (the cell does the waiting).
+
+Declared capabilities (:class:`StorageCapabilities`): ``sync`` for
+:class:`SyncTopicStorage` (the spec's synchronous operations, ``try_*``), and
+``observable`` for :class:`ObservableTopicStorage` (every transition's ids reported to
+the listener, including ones the cell did not make; the cell then invalidates from the
+reports only). The local backend is :class:`~lazily_queue.storage.local.LocalTopicStorage`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast
 
 from ..core.topic import Durability, SubscribeOutcome, TopicTransition
+from .capabilities import StorageCapabilities, declared
 
 T = TypeVar("T")
 
@@ -23,9 +27,11 @@ TopicChangeListener = Callable[[frozenset[str]], None]
 """``listener(invalidated_ids)``, called once per applied transition."""
 
 
-@runtime_checkable
-class TopicView(Protocol[T]):
-    """The read surface every topic backend offers (possibly a replica's local view)."""
+class TopicStorage(Protocol[T]):
+    """A broadcast log with per-subscriber cursors."""
+
+    @property
+    def capabilities(self) -> StorageCapabilities: ...
 
     def read(self, subscriber: str) -> T | None: ...
 
@@ -45,56 +51,75 @@ class TopicView(Protocol[T]):
 
     def snapshot(self) -> dict[str, Any]: ...
 
-
-@runtime_checkable
-class TopicStorage(TopicView[T], Protocol[T]):
-    """A backend whose operations complete synchronously."""
-
-    def subscribe(
-        self, subscriber: str, durability: Durability | str = ...
-    ) -> TopicTransition[SubscribeOutcome]: ...
-
-    def reconnect(self, subscriber: str) -> TopicTransition[bool]: ...
-
-    def disconnect(self, subscriber: str) -> TopicTransition[bool]: ...
-
-    def publish(self, value: T) -> TopicTransition[int]: ...
-
-    def advance(self, subscriber: str) -> TopicTransition[T | None]: ...
-
-    def gc(self) -> TopicTransition[int]: ...
-
-
-@runtime_checkable
-class ObservableTopicStorage(Protocol):
-    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
-        """Report every transition's invalidated ids, including ones the shell did not make."""
-        ...
-
-
-@runtime_checkable
-class ReplicatedTopicStorage(TopicView[T], Protocol[T]):
-    """Operations that return once committed, with the same transitions as the sync ones."""
-
-    async def subscribe_async(
-        self, subscriber: str, durability: Durability | str = ..., *,
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]: ...
 
-    async def reconnect_async(
+    async def reconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]: ...
 
-    async def disconnect_async(
+    async def disconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]: ...
 
-    async def publish_async(
-        self, value: T, *, timeout: float | None = None
-    ) -> TopicTransition[int]: ...
+    async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        ...
 
-    async def advance_async(
+    async def poll(
         self, subscriber: str, *, timeout: float | None = None
-    ) -> TopicTransition[T | None]: ...
+    ) -> TopicTransition[T | None]:
+        """Advance: consume the element at the cursor, or ``None`` (nothing changes)."""
+        ...
 
-    async def gc_async(self, *, timeout: float | None = None) -> TopicTransition[int]: ...
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]: ...
+
+
+class SyncTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``sync``: the operations complete synchronously."""
+
+    def try_subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+    ) -> TopicTransition[SubscribeOutcome]: ...
+
+    def try_reconnect(self, subscriber: str) -> TopicTransition[bool]: ...
+
+    def try_disconnect(self, subscriber: str) -> TopicTransition[bool]: ...
+
+    def try_publish(self, value: T) -> TopicTransition[int]: ...
+
+    def try_advance(self, subscriber: str) -> TopicTransition[T | None]: ...
+
+    def try_gc(self) -> TopicTransition[int]: ...
+
+
+class ObservableTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``observable``."""
+
+    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
+        """Report every transition's invalidated ids, including ones the cell did not make."""
+        ...
+
+
+REQUIRED = ("read", "read_stream", "base_offset", "end_offset", "elements", "subscriptions",
+            "snapshot", "subscribe", "reconnect", "disconnect", "publish", "poll", "gc")
+CAPABILITY_METHODS = {
+    "sync": ("try_subscribe", "try_reconnect", "try_disconnect", "try_publish",
+             "try_advance", "try_gc"),
+    "observable": ("set_change_listener",),
+}
+
+
+def topic_capabilities(storage: TopicStorage[T]) -> StorageCapabilities:
+    """The storage's declared capabilities, checked against its methods (``TypeError``)."""
+    return declared(storage, "topic", REQUIRED, CAPABILITY_METHODS)
+
+
+def as_sync_topic(storage: TopicStorage[T]) -> SyncTopicStorage[T] | None:
+    return cast(SyncTopicStorage[T], storage) if storage.capabilities.sync else None
+
+
+def as_observable_topic(storage: TopicStorage[T]) -> ObservableTopicStorage[T] | None:
+    caps = storage.capabilities
+    return cast(ObservableTopicStorage[T], storage) if caps.observable else None

@@ -1,31 +1,47 @@
-"""The storage seam of a WorkQueueCell: the work-queue core's operations and reads.
+"""The storage seam of a WorkQueueCell: what every work-queue backend implements.
 
-The local backend is :class:`~lazily_queue.core.work.WorkQueueCore` itself. Every
-operation returns a :class:`~lazily_queue.core.work.WorkTransition` (result plus the
-reader mask to invalidate). A backend whose state also changes outside the shell's own
-calls implements :class:`ObservableWorkQueueStorage`: it reports the mask of every
-transition to the listener, and the shell then invalidates from those reports only. A
-backend whose operations need a round trip implements
-:class:`ReplicatedWorkQueueStorage`; the shell's awaitable methods go through it.
+:class:`WorkQueueStorage` is required of every backend (local, Raft, a remote client, a
+broker adapter): the awaitable operations, each returning a
+:class:`~lazily_queue.core.work.WorkTransition` (result plus the reader mask to
+invalidate), and the synchronous reads the readers derive from. ``poll`` claims
+without waiting (the cell does the waiting); ``settle`` acks or nacks and returns the
+:class:`~lazily_queue.core.work.Receipt` of the settlement, or ``None`` when it was
+refused.
+
+Declared capabilities (:class:`StorageCapabilities`): ``sync`` for
+:class:`SyncWorkQueueStorage` (``try_*``), ``observable`` for
+:class:`ObservableWorkQueueStorage` (every transition's mask reported to the listener,
+including ones the cell did not make), and ``own_clock`` when a ``now`` of ``None``
+is stamped by the backend (a Raft leader). The local backend is
+:class:`~lazily_queue.storage.local.LocalWorkQueueStorage`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast
 
-from ..core.work import DeadLetter, Delivery, PendingItem, WorkTransition
+from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
+from .capabilities import StorageCapabilities, declared
 
 WorkQueueChangeListener = Callable[[int], None]
 """``listener(mask)``, called once per applied transition with a non-zero mask."""
 
+Settlement = Literal["acked", "nacked"]
+"""How a delivery is settled: done (``acked``) or given back (``nacked``)."""
 
-@runtime_checkable
-class WorkQueueView(Protocol):
-    """The read surface every work-queue backend offers (possibly a replica's view)."""
 
-    visibility_timeout: float
-    max_deliveries: int
+class WorkQueueStorage(Protocol):
+    """A work queue with leases, retries and dead letters."""
+
+    @property
+    def capabilities(self) -> StorageCapabilities: ...
+
+    @property
+    def visibility_timeout(self) -> float: ...
+
+    @property
+    def max_deliveries(self) -> int: ...
 
     def pending_len(self) -> int: ...
 
@@ -45,61 +61,79 @@ class WorkQueueView(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        ...
 
-@runtime_checkable
-class WorkQueueStorage(WorkQueueView, Protocol):
-    """A backend whose operations complete synchronously."""
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[Delivery | None]:
+        """Claim the oldest pending item without waiting, or ``None``."""
+        ...
 
-    def push(self, value: Any) -> WorkTransition[int]: ...
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]: ...
 
-    def claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]: ...
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[bool]: ...
 
-    def ack(self, worker: str, delivery_id: int) -> WorkTransition[bool]: ...
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]: ...
 
-    def nack(self, worker: str, delivery_id: int) -> WorkTransition[bool]: ...
-
-    def reap_expired(self, now: float) -> WorkTransition[int]: ...
-
-    def extend_lease(self, worker: str, delivery_id: int, now: float) -> WorkTransition[bool]: ...
-
-    def redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]: ...
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]: ...
 
 
-@runtime_checkable
-class ObservableWorkQueueStorage(Protocol):
+class SyncWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``sync``: the operations complete synchronously."""
+
+    def try_push(self, value: Any) -> WorkTransition[int]: ...
+
+    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]: ...
+
+    def try_settle(
+        self, worker: str, delivery_id: int, outcome: Settlement
+    ) -> WorkTransition[Receipt | None]: ...
+
+    def try_extend(self, worker: str, delivery_id: int, now: float) -> WorkTransition[bool]: ...
+
+    def try_reap_expired(self, now: float) -> WorkTransition[int]: ...
+
+    def try_redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]: ...
+
+
+class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``observable``."""
+
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
-        """Report every transition's mask, including ones the shell did not make."""
+        """Report every transition's mask, including ones the cell did not make."""
         ...
 
 
-@runtime_checkable
-class ReplicatedWorkQueueStorage(WorkQueueView, Protocol):
-    """Operations that return once committed, with the same transitions as the sync ones."""
+REQUIRED = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len", "pending",
+            "in_flight", "dead_letters", "in_flight_by_worker", "snapshot", "push", "poll",
+            "settle", "extend", "reap_expired", "redrive")
+CAPABILITY_METHODS = {
+    "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
+             "try_redrive"),
+    "observable": ("set_change_listener",),
+}
 
-    async def push_async(
-        self, value: Any, *, timeout: float | None = None
-    ) -> WorkTransition[int]: ...
 
-    async def claim_async(
-        self, worker: str, now: float, *, timeout: float | None = None
-    ) -> WorkTransition[Delivery | None]: ...
+def work_queue_capabilities(storage: WorkQueueStorage) -> StorageCapabilities:
+    """The storage's declared capabilities, checked against its methods (``TypeError``)."""
+    return declared(storage, "work queue", REQUIRED, CAPABILITY_METHODS)
 
-    async def ack_async(
-        self, worker: str, delivery_id: int, *, timeout: float | None = None
-    ) -> WorkTransition[bool]: ...
 
-    async def nack_async(
-        self, worker: str, delivery_id: int, *, timeout: float | None = None
-    ) -> WorkTransition[bool]: ...
+def as_sync_work_queue(storage: WorkQueueStorage) -> SyncWorkQueueStorage | None:
+    return cast(SyncWorkQueueStorage, storage) if storage.capabilities.sync else None
 
-    async def reap_expired_async(
-        self, now: float, *, timeout: float | None = None
-    ) -> WorkTransition[int]: ...
 
-    async def extend_lease_async(
-        self, worker: str, delivery_id: int, now: float, *, timeout: float | None = None
-    ) -> WorkTransition[bool]: ...
-
-    async def redrive_async(
-        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
-    ) -> WorkTransition[int]: ...
+def as_observable_work_queue(storage: WorkQueueStorage) -> ObservableWorkQueueStorage | None:
+    caps = storage.capabilities
+    return cast(ObservableWorkQueueStorage, storage) if caps.observable else None

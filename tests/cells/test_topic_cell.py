@@ -1,8 +1,10 @@
-"""TopicCell shell: per-subscriber readers, exact atomic invalidation, async twins, stream."""
+"""TopicCell shell: per-subscriber readers, exact atomic invalidation, the awaitable
+surface, stream, and the storage seam's declared capabilities."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -13,12 +15,11 @@ from topic_work_models import TopicModel
 from lazily_queue import (
     SubscribeOutcome,
     TopicCell,
-    TopicCore,
     TopicTransition,
     UnsupportedOperation,
 )
 from lazily_queue.reactive import Context, Effect
-from lazily_queue.storage import ReplicatedTopicStorage, TopicStorage
+from lazily_queue.storage import LocalTopicStorage, StorageCapabilities
 
 
 class Counter:
@@ -39,13 +40,26 @@ def ctx() -> Context:
     return Context(name="topic-test")
 
 
-def test_local_storage_is_the_core(ctx: Context) -> None:
+def test_local_storage_is_the_core_and_declares_sync(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
-    assert isinstance(topic.storage, TopicCore)
-    assert isinstance(topic.storage, TopicStorage)
-    assert not isinstance(topic.storage, ReplicatedTopicStorage)
-    with pytest.raises(TypeError, match="not a topic storage"):
+    assert isinstance(topic.storage, LocalTopicStorage)
+    assert topic.capabilities == StorageCapabilities(sync=True)
+    with pytest.raises(TypeError, match="not a topic storage: it has no `capabilities`"):
         TopicCell(object(), context=ctx)  # type: ignore[arg-type]
+
+
+def test_a_declared_capability_needs_its_methods(ctx: Context) -> None:
+    class Boasting(ReplicatedTopic):
+        capabilities = StorageCapabilities(sync=True, observable=True)
+
+    with pytest.raises(TypeError, match="declares the 'sync' capability but has no try_"):
+        TopicCell(Boasting(), context=ctx)
+
+    class Partial(ReplicatedTopic):
+        gc = None  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match=r"Partial is not a topic storage: it has no gc\(\)"):
+        TopicCell(Partial(), context=ctx)
 
 
 def test_reader_is_cached_and_unavailable_is_distinct_from_empty(ctx: Context) -> None:
@@ -54,9 +68,9 @@ def test_reader_is_cached_and_unavailable_is_distinct_from_empty(ctx: Context) -
     assert topic.reader("s") is reader
     probe = Counter(ctx, reader)
     assert probe.seen == [(None,)]
-    assert topic.subscribe("s") is SubscribeOutcome.Subscribed
+    assert topic.try_subscribe("s") is SubscribeOutcome.Subscribed
     assert probe.seen == [(None,), ([],)]
-    assert topic.disconnect("s") is True
+    assert topic.try_disconnect("s") is True
     assert probe.seen == [(None,), ([],), (None,)]
     with pytest.raises(TypeError, match="subscriber id must be a str"):
         topic.reader(3)  # type: ignore[arg-type]
@@ -65,26 +79,26 @@ def test_reader_is_cached_and_unavailable_is_distinct_from_empty(ctx: Context) -
 def test_publish_is_one_atomic_wave_over_connected_readers(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
     for sub in ("a", "b"):
-        topic.subscribe(sub)
-    topic.subscribe("off")
-    topic.disconnect("off")
+        topic.try_subscribe(sub)
+    topic.try_subscribe("off")
+    topic.try_disconnect("off")
     both = Counter(ctx, topic.reader("a"), topic.reader("b"))
     off = Counter(ctx, topic.reader("off"))
-    topic.publish("x")
+    topic.try_publish("x")
     assert both.runs == 2 and both.seen[-1] == (["x"], ["x"])  # one rerun, never torn
     assert off.runs == 1
 
 
 def test_advance_changes_only_the_advanced(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
-    topic.subscribe("a")
-    topic.subscribe("b")
-    topic.publish("x")
+    topic.try_subscribe("a")
+    topic.try_subscribe("b")
+    topic.try_publish("x")
     a, b = Counter(ctx, topic.reader("a")), Counter(ctx, topic.reader("b"))
-    assert topic.advance("a") == "x"
+    assert topic.try_advance("a") == "x"
     assert (a.runs, b.runs) == (2, 1)
-    assert topic.advance("a") is None
-    assert topic.advance("ghost") is None
+    assert topic.try_advance("a") is None
+    assert topic.try_advance("ghost") is None
     assert (a.runs, b.runs) == (2, 1)
 
 
@@ -96,20 +110,20 @@ def test_gc_invalidates_only_clamped_ephemeral_readers(ctx: Context) -> None:
                           "f": {"durability": "ephemeral", "connected": True, "cursor": 3}},
     }, context=ctx)
     d, e, f = (Counter(ctx, topic.reader(s)) for s in "def")
-    assert topic.gc() == 2
+    assert topic.try_gc() == 2
     assert (d.runs, e.runs, f.runs) == (1, 2, 1)
     assert e.seen[-1] == (["c"],)
-    assert topic.gc() == 0
+    assert topic.try_gc() == 0
     assert (d.runs, e.runs, f.runs) == (1, 2, 1)
 
 
 def test_batch_coalesces_a_burst_of_publishes(ctx: Context) -> None:
     topic: TopicCell[int] = TopicCell(context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     probe = Counter(ctx, topic.reader("s"))
     with ctx.batch():
         for i in range(5):
-            topic.publish(i)
+            topic.try_publish(i)
         assert topic.read_stream("s") == [0, 1, 2, 3, 4]  # applied synchronously
         assert probe.runs == 1
     assert probe.runs == 2 and probe.seen[-1] == ([0, 1, 2, 3, 4],)
@@ -119,20 +133,20 @@ def test_unobserved_readers_are_demand_driven(ctx: Context) -> None:
     topic: TopicCell[int] = TopicCell(context=ctx)
     reader = topic.reader("s")
     assert reader.get() is None
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     for i in range(3):
-        topic.publish(i)
+        topic.try_publish(i)
     assert reader.is_stale
     assert reader.get() == [0, 1, 2]
-    topic.advance("s")
+    topic.try_advance("s")
     assert reader.get() == [1, 2]
 
 
 def test_views_and_snapshot(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx, name="t")
-    topic.subscribe("s", "ephemeral")
-    assert topic.publish("a") == 0
-    assert topic.publish("b") == 1
+    topic.try_subscribe("s", "ephemeral")
+    assert topic.try_publish("a") == 0
+    assert topic.try_publish("b") == 1
     assert topic.read("s") == "a"
     assert (topic.base_offset(), topic.end_offset(), topic.elements()) == (0, 2, ["a", "b"])
     assert topic.subscriptions() == {"s": {"durability": "ephemeral", "connected": True,
@@ -142,22 +156,51 @@ def test_views_and_snapshot(ctx: Context) -> None:
     assert "t" in repr(topic)
 
 
-# -- async twins and stream -----------------------------------------------------------
+# -- the awaitable surface and stream ---------------------------------------------------
 
 
-async def test_async_twins_on_local_storage(ctx: Context) -> None:
+async def test_awaitables_on_local_storage(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
-    assert await topic.asubscribe("s") is SubscribeOutcome.Subscribed
-    assert await topic.apublish("a") == 0
-    assert await topic.aadvance("s") == "a"
-    assert await topic.adisconnect("s") is True
-    assert await topic.areconnect("s") is True
-    assert await topic.agc() == 1
+    assert await topic.subscribe("s") is SubscribeOutcome.Subscribed
+    assert await topic.publish("a") == 0
+    assert await topic.poll("s") == "a"
+    assert await topic.poll("s") is None  # poll does not wait
+    assert await topic.disconnect("s") is True
+    assert await topic.reconnect("s") is True
+    assert await topic.gc() == 1
+
+
+async def test_advance_waits_for_an_element_and_consumes_it(ctx: Context) -> None:
+    topic: TopicCell[str | None] = TopicCell(context=ctx)
+    waiter = asyncio.create_task(topic.advance("s"))
+    await asyncio.sleep(0)
+    await topic.subscribe("s")
+    await asyncio.sleep(0)
+    assert not waiter.done()  # subscribed, but nothing to read yet
+    await topic.publish(None)  # a None element is an element
+    assert await asyncio.wait_for(waiter, 2) is None
+    assert topic.read_stream("s") == []
+    await topic.publish("b")
+    assert await topic.advance("s") == "b"
+    with pytest.raises(TimeoutError):
+        await topic.advance("s", timeout=0.02)
+
+
+async def test_cancelled_advance_consumes_nothing(ctx: Context) -> None:
+    topic: TopicCell[str] = TopicCell(context=ctx)
+    topic.try_subscribe("s")
+    waiter = asyncio.create_task(topic.advance("s"))
+    await asyncio.sleep(0)
+    waiter.cancel()
+    topic.try_publish("a")  # lands in the same tick as the cancellation
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert topic.read_stream("s") == ["a"]
 
 
 async def test_stream_waits_yields_and_advances(ctx: Context) -> None:
     topic: TopicCell[int] = TopicCell(context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     got: list[int] = []
 
     async def consume() -> None:
@@ -169,7 +212,7 @@ async def test_stream_waits_yields_and_advances(ctx: Context) -> None:
     task = asyncio.create_task(consume())
     await asyncio.sleep(0)
     for i in range(4):
-        topic.publish(i)
+        topic.try_publish(i)
         await asyncio.sleep(0)
     await asyncio.wait_for(task, 2)
     assert got == [0, 1, 2]
@@ -181,23 +224,23 @@ async def test_stream_waits_for_subscribe_and_reconnect(ctx: Context) -> None:
     stream = topic.stream("late")
     pending = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0)
-    topic.publish("missed")
-    topic.subscribe("late")
+    topic.try_publish("missed")
+    topic.try_subscribe("late")
     await asyncio.sleep(0)
     assert not pending.done()
-    topic.publish("seen")
+    topic.try_publish("seen")
     assert await asyncio.wait_for(pending, 2) == "seen"
     await stream.aclose()
 
 
 async def test_cancelled_stream_never_skips_an_element(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     stream = topic.stream("s")
     waiting = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0)
     waiting.cancel()
-    topic.publish("a")  # published in the same tick as the cancellation
+    topic.try_publish("a")  # published in the same tick as the cancellation
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert topic.read_stream("s") == ["a"]
@@ -210,7 +253,7 @@ async def test_cancelled_stream_never_skips_an_element(ctx: Context) -> None:
 
 async def test_stream_with_timeout(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.05):
             async for _ in topic.stream("s"):
@@ -220,7 +263,7 @@ async def test_stream_with_timeout(ctx: Context) -> None:
 
 async def test_competing_streams_on_one_subscriber_never_duplicate(ctx: Context) -> None:
     topic: TopicCell[int] = TopicCell(context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     got: list[int] = []
 
     async def consume() -> None:
@@ -230,7 +273,7 @@ async def test_competing_streams_on_one_subscriber_never_duplicate(ctx: Context)
     tasks = [asyncio.create_task(consume()) for _ in range(3)]
     await asyncio.sleep(0)
     for i in range(20):
-        topic.publish(i)
+        topic.try_publish(i)
         if i % 3 == 0:
             await asyncio.sleep(0)
     for _ in range(10):
@@ -244,8 +287,10 @@ async def test_competing_streams_on_one_subscriber_never_duplicate(ctx: Context)
 # -- replicated and observable storage ------------------------------------------------
 
 
-class ObservedTopic(TopicCore[Any]):
+class ObservedTopic(LocalTopicStorage[Any]):
     """A local core that reports every transition, as a replica applying entries would."""
+
+    capabilities = StorageCapabilities(sync=True, observable=True)
 
     def __init__(self) -> None:
         super().__init__()
@@ -259,27 +304,30 @@ class ObservedTopic(TopicCore[Any]):
             self.listener(step.invalidated)
         return step
 
-    def publish(self, value: Any) -> TopicTransition[int]:
-        return self._report(super().publish(value))
+    def try_publish(self, value: Any) -> TopicTransition[int]:
+        return self._report(super().try_publish(value))
 
-    def subscribe(self, subscriber: str, durability: Any = "durable") -> Any:
-        return self._report(super().subscribe(subscriber, durability))
+    def try_subscribe(self, subscriber: str, durability: Any = "durable") -> Any:
+        return self._report(super().try_subscribe(subscriber, durability))
 
-    def advance(self, subscriber: str) -> Any:
-        return self._report(super().advance(subscriber))
+    def try_advance(self, subscriber: str) -> Any:
+        return self._report(super().try_advance(subscriber))
 
-    def disconnect(self, subscriber: str) -> Any:
-        return self._report(super().disconnect(subscriber))
+    def try_disconnect(self, subscriber: str) -> Any:
+        return self._report(super().try_disconnect(subscriber))
 
-    def reconnect(self, subscriber: str) -> Any:
-        return self._report(super().reconnect(subscriber))
+    def try_reconnect(self, subscriber: str) -> Any:
+        return self._report(super().try_reconnect(subscriber))
 
-    def gc(self) -> Any:
-        return self._report(super().gc())
+    def try_gc(self) -> Any:
+        return self._report(super().try_gc())
 
 
 class ReplicatedTopic:
-    """A fake replicated backend: async ops 'commit' after a loop turn, then report."""
+    """A fake replicated backend (observable, no ``sync``): async ops 'commit' after a
+    loop turn, then report."""
+
+    capabilities = StorageCapabilities(observable=True)
 
     def __init__(self) -> None:
         self.replica = ObservedTopic()
@@ -293,24 +341,24 @@ class ReplicatedTopic:
         self.commits += 1
         return getattr(self.replica, op)(*args)
 
-    async def subscribe_async(self, subscriber: str, durability: Any = "durable", *,
-                              timeout: float | None = None) -> Any:
-        return await self._commit("subscribe", subscriber, durability)
+    async def subscribe(self, subscriber: str, durability: Any = "durable", *,
+                        timeout: float | None = None) -> Any:
+        return await self._commit("try_subscribe", subscriber, durability)
 
-    async def reconnect_async(self, subscriber: str, *, timeout: float | None = None) -> Any:
-        return await self._commit("reconnect", subscriber)
+    async def reconnect(self, subscriber: str, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_reconnect", subscriber)
 
-    async def disconnect_async(self, subscriber: str, *, timeout: float | None = None) -> Any:
-        return await self._commit("disconnect", subscriber)
+    async def disconnect(self, subscriber: str, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_disconnect", subscriber)
 
-    async def publish_async(self, value: Any, *, timeout: float | None = None) -> Any:
-        return await self._commit("publish", value)
+    async def publish(self, value: Any, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_publish", value)
 
-    async def advance_async(self, subscriber: str, *, timeout: float | None = None) -> Any:
-        return await self._commit("advance", subscriber)
+    async def poll(self, subscriber: str, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_advance", subscriber)
 
-    async def gc_async(self, *, timeout: float | None = None) -> Any:
-        return await self._commit("gc")
+    async def gc(self, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_gc")
 
     # Reads go to the local replica.
     read = property(lambda self: self.replica.read)
@@ -325,42 +373,51 @@ class ReplicatedTopic:
 def test_observable_storage_invalidates_from_reports_only(ctx: Context) -> None:
     storage = ObservedTopic()
     topic: TopicCell[str] = TopicCell(storage, context=ctx)
-    topic.subscribe("s")
+    topic.try_subscribe("s")
     probe = Counter(ctx, topic.reader("s"))
-    topic.publish("a")
+    topic.try_publish("a")
     assert probe.runs == 2  # reported once, not also invalidated by the shell
-    storage.publish("b")  # a transition the shell did not make
+    storage.try_publish("b")  # a transition the shell did not make
     assert probe.runs == 3 and probe.seen[-1] == (["a", "b"],)
 
 
-async def test_replicated_storage_requires_async_twins(ctx: Context) -> None:
+async def test_a_backend_without_sync_refuses_try_and_serves_the_awaitables(
+    ctx: Context,
+) -> None:
     storage = ReplicatedTopic()
-    assert isinstance(storage, ReplicatedTopicStorage)
-    topic: TopicCell[str] = TopicCell(storage, context=ctx)  # type: ignore[arg-type]
-    for call, twin in ((lambda: topic.publish("a"), "apublish"),
-                       (lambda: topic.subscribe("s"), "asubscribe"),
-                       (lambda: topic.advance("s"), "aadvance"),
-                       (lambda: topic.gc(), "agc")):
-        with pytest.raises(UnsupportedOperation, match=f"await {twin}"):
+    topic: TopicCell[str] = TopicCell(storage, context=ctx)
+    assert topic.capabilities == StorageCapabilities(observable=True)
+    for call, awaitable in ((lambda: topic.try_publish("a"), "publish(value)"),
+                            (lambda: topic.try_subscribe("s"), "subscribe(subscriber)"),
+                            (lambda: topic.try_reconnect("s"), "reconnect(subscriber)"),
+                            (lambda: topic.try_disconnect("s"), "disconnect(subscriber)"),
+                            (lambda: topic.try_advance("s"), "poll(subscriber)"),
+                            (lambda: topic.try_gc(), "gc()")):
+        with pytest.raises(UnsupportedOperation, match=re.escape(f"await topic.{awaitable}")):
             call()
     probe = Counter(ctx, topic.reader("s"))
-    assert await topic.asubscribe("s") is SubscribeOutcome.Subscribed
-    assert await topic.apublish("a") == 0
+    assert await topic.subscribe("s") is SubscribeOutcome.Subscribed
+    assert await topic.publish("a") == 0
     assert probe.runs == 3
     assert topic.read_stream("s") == ["a"]  # reads work on the local replica
-    assert await topic.aadvance("s") == "a"
-    assert await topic.adisconnect("s") is True
-    assert await topic.areconnect("s") is True
-    assert await topic.agc() == 1
+    assert await topic.poll("s") == "a"
+    assert await topic.disconnect("s") is True
+    assert await topic.reconnect("s") is True
+    assert await topic.gc() == 1
     assert probe.runs == 6 and storage.commits == 6
+    waiter = asyncio.create_task(topic.advance("s"))
+    await asyncio.sleep(0)
+    await topic.publish("b")
+    assert await asyncio.wait_for(waiter, 2) == "b"
+    assert storage.commits == 8
 
 
 async def test_replicated_stream_is_at_least_once(ctx: Context) -> None:
     storage = ReplicatedTopic()
-    topic: TopicCell[str] = TopicCell(storage, context=ctx)  # type: ignore[arg-type]
-    await topic.asubscribe("s")
+    topic: TopicCell[str] = TopicCell(storage, context=ctx)
+    await topic.subscribe("s")
     for v in "abc":
-        await topic.apublish(v)
+        await topic.publish(v)
     stream = topic.stream("s")
     assert await anext(stream) == "a"
     assert await anext(stream) == "b"  # "a" advanced when the next one was requested
@@ -402,7 +459,7 @@ def test_readers_rerun_exactly_when_the_model_invalidates(
     probes = {s: Counter(ctx, topic.reader(s)) for s in IDS}
     for op in ops:
         runs = {s: p.runs for s, p in probes.items()}
-        getattr(topic, op[0])(*op[1:])
+        getattr(topic, f"try_{op[0]}")(*op[1:])
         _, invalidated = getattr(model, op[0])(*op[1:])
         rerun = {s for s, p in probes.items() if p.runs != runs[s]}
         assert rerun == invalidated, op

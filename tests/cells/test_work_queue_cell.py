@@ -1,8 +1,11 @@
-"""WorkQueueCell shell: reader kinds, exact atomic invalidation, waiting claims, replication."""
+"""WorkQueueCell shell: reader kinds, exact atomic invalidation, waiting claims, settlement
+refusals, and the storage seam's declared capabilities."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 from typing import Any
 
 import pytest
@@ -13,13 +16,15 @@ from topic_work_models import WorkModel
 from lazily_queue import (
     Delivery,
     InvalidConfiguration,
+    Receipt,
+    SettlementRejected,
     UnsupportedOperation,
     WorkQueueCell,
     WorkQueueCore,
     WorkTransition,
 )
 from lazily_queue.reactive import Context, Effect
-from lazily_queue.storage import ReplicatedWorkQueueStorage, WorkQueueStorage
+from lazily_queue.storage import LocalWorkQueueStorage, StorageCapabilities
 
 KINDS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 
@@ -61,16 +66,19 @@ def ctx() -> Context:
 
 def test_construction_and_configuration(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=10, context=ctx)
-    assert isinstance(cell.storage, WorkQueueCore) and isinstance(cell.storage, WorkQueueStorage)
+    assert isinstance(cell.storage, LocalWorkQueueStorage)
+    assert cell.capabilities == StorageCapabilities(sync=True)
     assert (cell.visibility_timeout, cell.max_deliveries) == (10, 3)
     with pytest.raises(TypeError, match="needs visibility_timeout"):
         WorkQueueCell(context=ctx)
     with pytest.raises(InvalidConfiguration, match="max_deliveries must be an int >= 1, got 0"):
         WorkQueueCell(visibility_timeout=1, max_deliveries=0, context=ctx)
     with pytest.raises(ValueError, match="to the storage backend"):
-        WorkQueueCell(WorkQueueCore(5), visibility_timeout=5, context=ctx)
-    with pytest.raises(TypeError, match="not a work queue storage"):
+        WorkQueueCell(LocalWorkQueueStorage(WorkQueueCore(5)), visibility_timeout=5, context=ctx)
+    with pytest.raises(TypeError, match="not a work queue storage: it has no `capabilities`"):
         WorkQueueCell(object(), context=ctx)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="WorkQueueCore is not a work queue storage"):
+        WorkQueueCell(WorkQueueCore(5), context=ctx)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="clock must be a callable"):
         WorkQueueCell(visibility_timeout=1, clock=5, context=ctx)  # type: ignore[arg-type]
 
@@ -79,23 +87,24 @@ def test_each_op_is_one_atomic_wave_of_exact_readers(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=10, max_deliveries=1, context=ctx)
     probes = Probes(cell)
     cases: list[tuple[Any, set[str]]] = [
-        (lambda: cell.push("a"), {"pending_len", "is_empty"}),
-        (lambda: cell.push("b"), {"pending_len"}),
+        (lambda: cell.try_push("a"), {"pending_len", "is_empty"}),
+        (lambda: cell.try_push("b"), {"pending_len"}),
         (lambda: cell.try_claim("w", 0), {"pending_len", "in_flight_len"}),
         (lambda: cell.try_claim("w", 0), {"pending_len", "is_empty", "in_flight_len"}),
         (lambda: cell.try_claim("w", 0), set()),
-        (lambda: cell.ack("x", 0), set()),
-        (lambda: cell.ack("w", 0), {"in_flight_len"}),
-        (lambda: cell.nack("w", 1), {"in_flight_len", "dead_letter_len"}),
-        (lambda: cell.redrive(), {"pending_len", "is_empty", "dead_letter_len"}),
+        (lambda: cell.try_ack("x", 0), set()),
+        (lambda: cell.try_ack("w", 0), {"in_flight_len"}),
+        (lambda: cell.try_nack("w", 1), {"in_flight_len", "dead_letter_len"}),
+        (lambda: cell.try_redrive(), {"pending_len", "is_empty", "dead_letter_len"}),
         (lambda: cell.try_claim("w", 0), {"pending_len", "is_empty", "in_flight_len"}),
-        (lambda: cell.extend_lease("w", 2, 5), set()),
-        (lambda: cell.reap_expired(15), set()),
-        (lambda: cell.reap_expired(16), {"in_flight_len", "dead_letter_len"}),
+        (lambda: cell.try_extend("w", 2, 5), set()),
+        (lambda: cell.try_reap_expired(15), set()),
+        (lambda: cell.try_reap_expired(16), {"in_flight_len", "dead_letter_len"}),
     ]
     for n, (op, expected) in enumerate(cases):
         probes.mark()
-        op()
+        with contextlib.suppress(SettlementRejected):
+            op()
         assert probes.changed() == expected, n
         assert probes.waves == (1 if expected else 0), n
         pending, empty, flying, dead = probes.views[-1]
@@ -107,8 +116,8 @@ def test_each_op_is_one_atomic_wave_of_exact_readers(ctx: Context) -> None:
 
 def test_views_and_snapshot(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=10, context=ctx, name="jobs")
-    cell.push("a")
-    cell.push("b")
+    cell.try_push("a")
+    cell.try_push("b")
     d = cell.try_claim("w", 3)
     assert d == Delivery(0, 0, "a", "w", 1, 13)
     assert [p.value for p in cell.pending()] == ["b"]
@@ -126,7 +135,7 @@ async def test_claim_waits_for_work(ctx: Context) -> None:
     task = asyncio.create_task(cell.claim("w", now=7))
     await asyncio.sleep(0)
     assert not task.done()
-    cell.push("job")
+    cell.try_push("job")
     delivery = await asyncio.wait_for(task, 2)
     assert (delivery.value, delivery.deadline, delivery.worker) == ("job", 17, "w")
     assert cell.in_flight_len.get() == 1
@@ -137,18 +146,18 @@ async def test_claim_with_clock_callable_reads_it_at_claim_time(ctx: Context) ->
     cell = WorkQueueCell(visibility_timeout=5, context=ctx)
     task = asyncio.create_task(cell.claim("w", now=lambda: next(ticks)))
     await asyncio.sleep(0)
-    cell.push("x")
+    cell.try_push("x")
     assert (await asyncio.wait_for(task, 2)).deadline == 105  # read when the claim is made
     clocked = WorkQueueCell(visibility_timeout=5, clock=lambda: 42, context=ctx)
-    clocked.push("y")
+    clocked.try_push("y")
     assert (await clocked.claim("w")).deadline == 47
-    clocked.push("z")
+    clocked.try_push("z")
     assert (await clocked.claim("w", now=1)).deadline == 6
 
 
 async def test_claim_without_a_time_is_refused(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=5, context=ctx)
-    cell.push("x")
+    cell.try_push("x")
     with pytest.raises(ValueError, match="never reads a clock of its own"):
         await cell.claim("w")
     with pytest.raises(ValueError, match="now must be a finite time >= 0"):
@@ -163,7 +172,7 @@ async def test_claim_timeout_and_cancellation_leave_nothing_leased(ctx: Context)
     task = asyncio.create_task(cell.claim("w", now=0))
     await asyncio.sleep(0)
     task.cancel()
-    cell.push("x")  # lands in the same tick as the cancellation
+    cell.try_push("x")  # lands in the same tick as the cancellation
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (cell.pending_len.get(), cell.in_flight_len.get()) == (1, 0)
@@ -174,33 +183,62 @@ async def test_competing_claimers_each_get_a_distinct_item(ctx: Context) -> None
     tasks = [asyncio.create_task(cell.claim(f"w{i}", now=0)) for i in range(3)]
     await asyncio.sleep(0)
     for v in "abc":
-        cell.push(v)
+        cell.try_push(v)
     deliveries = await asyncio.wait_for(asyncio.gather(*tasks), 2)
     assert sorted(d.value for d in deliveries) == ["a", "b", "c"]
     assert sorted(d.delivery_id for d in deliveries) == [0, 1, 2]
 
 
-async def test_async_twins_on_local_storage(ctx: Context) -> None:
-    cell = WorkQueueCell(visibility_timeout=5, max_deliveries=1, context=ctx)
-    assert await cell.apush("a") == 0
-    d = await cell.atry_claim("w", 0)
-    assert d is not None and await cell.aextend_lease("w", d.delivery_id, 10) is True
-    assert await cell.areap_expired(15) == 0
-    assert await cell.anack("w", d.delivery_id) is True
-    assert await cell.aredrive() == 1
+async def test_awaitables_on_local_storage(ctx: Context) -> None:
+    cell = WorkQueueCell(visibility_timeout=5, max_deliveries=1, context=ctx, name="jobs",
+                         clock=lambda: 7)
+    assert await cell.push("a") == 0
+    d = await cell.poll("w", 0)
+    assert d is not None and await cell.extend("w", d.delivery_id, 10) is None
+    assert await cell.reap_expired(15) == 0
+    nacked = await cell.nack("w", d.delivery_id)
+    assert nacked == Receipt("jobs", d.delivery_id, 0, "w", "nacked", 7)
+    assert await cell.redrive() == 1
     d = await cell.claim("w", now=0)
-    assert await cell.aack("w", d.delivery_id) is True
-    assert await cell.atry_claim("w", 0) is None
+    assert await cell.ack("w", d.delivery_id) == Receipt("jobs", d.delivery_id, 0, "w",
+                                                         "acked", 7)
+    assert await cell.poll("w", 0) is None  # poll does not wait
 
 
-# -- replicated and observable storage ------------------------------------------------
+async def test_a_refused_settlement_raises_on_every_path(ctx: Context) -> None:
+    cell = WorkQueueCell(visibility_timeout=5, context=ctx, name="jobs")
+    cell.try_push("a")
+    d = cell.try_claim("w", 0)
+    assert d is not None
+    probes = Probes(cell)
+    refused = [
+        lambda: cell.try_ack("other", d.delivery_id),
+        lambda: cell.try_nack("w", 99),
+        lambda: cell.try_extend("other", d.delivery_id, 1),
+    ]
+    for call in refused:
+        with pytest.raises(SettlementRejected, match=r"jobs: .* by .* was refused"):
+            call()
+    for awaitable in (cell.ack("other", d.delivery_id), cell.nack("w", 99),
+                      cell.extend("other", d.delivery_id, 1)):
+        with pytest.raises(SettlementRejected, match="the lease is gone"):
+            await awaitable
+    assert probes.changed() == set() and probes.waves == 0  # refusals change nothing
+    cell.try_ack("w", d.delivery_id)
+    with pytest.raises(SettlementRejected, match="ack of delivery 0 by 'w' was refused"):
+        await cell.ack("w", d.delivery_id)  # a local backend keeps no receipts
 
 
-class ObservedWork(WorkQueueCore):
+# -- backends without sync, and observable ones ---------------------------------------
+
+
+class ObservedWork(LocalWorkQueueStorage):
     """A local core that reports every mask, as a replica applying entries would."""
 
+    capabilities = StorageCapabilities(sync=True, observable=True)
+
     def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+        super().__init__(WorkQueueCore(*args))
         self.listener: Any = None
 
     def set_change_listener(self, listener: Any) -> None:
@@ -212,87 +250,99 @@ class ObservedWork(WorkQueueCore):
         return step
 
 
-for _op in ("push", "claim", "ack", "nack", "reap_expired", "extend_lease", "redrive"):
+for _op in ("try_push", "try_claim", "try_settle", "try_reap_expired", "try_extend",
+            "try_redrive"):
     def _reporting(self: ObservedWork, *args: Any, _op: str = _op) -> Any:
-        return self._report(getattr(WorkQueueCore, _op)(self, *args))
+        return self._report(getattr(LocalWorkQueueStorage, _op)(self, *args))
     setattr(ObservedWork, _op, _reporting)
 
 
-class ReplicatedWork(ObservedWork):
-    """A fake replicated backend: sync views of the replica, async ops commit a tick later."""
+class ReplicatedWork:
+    """A fake replicated backend (observable and stamping its own time, no ``sync``):
+    views of the replica, operations that commit a loop turn later."""
+
+    capabilities = StorageCapabilities(observable=True, own_clock=True)
 
     def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+        self.replica = ObservedWork(*args)
         self.commits = 0
+        self.now = 0
+
+    def __getattr__(self, name: str) -> Any:  # the views and the listener
+        return getattr(self.replica, name)
 
     async def _commit(self, op: str, *args: Any) -> Any:
         await asyncio.sleep(0)
         self.commits += 1
-        return getattr(self, op)(*args)
+        return getattr(self.replica, op)(*args)
 
-    async def push_async(self, value: Any, *, timeout: float | None = None) -> Any:
-        return await self._commit("push", value)
+    async def push(self, value: Any, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_push", value)
 
-    async def claim_async(self, worker: str, now: float, *, timeout: float | None = None) -> Any:
-        return await self._commit("claim", worker, now)
+    async def poll(self, worker: str, now: Any, *, timeout: float | None = None) -> Any:
+        return await self._commit("try_claim", worker, self.now if now is None else now)
 
-    async def ack_async(self, worker: str, delivery_id: int, *, timeout: Any = None) -> Any:
-        return await self._commit("ack", worker, delivery_id)
+    async def settle(self, worker: str, delivery_id: int, outcome: Any, *,
+                     timeout: Any = None) -> Any:
+        return await self._commit("try_settle", worker, delivery_id, outcome)
 
-    async def nack_async(self, worker: str, delivery_id: int, *, timeout: Any = None) -> Any:
-        return await self._commit("nack", worker, delivery_id)
+    async def reap_expired(self, now: Any, *, timeout: Any = None) -> Any:
+        return await self._commit("try_reap_expired", self.now if now is None else now)
 
-    async def reap_expired_async(self, now: float, *, timeout: Any = None) -> Any:
-        return await self._commit("reap_expired", now)
+    async def extend(self, worker: str, delivery_id: int, now: Any, *,
+                     timeout: Any = None) -> Any:
+        return await self._commit("try_extend", worker, delivery_id,
+                                  self.now if now is None else now)
 
-    async def extend_lease_async(self, worker: str, delivery_id: int, now: float, *,
-                                 timeout: Any = None) -> Any:
-        return await self._commit("extend_lease", worker, delivery_id, now)
-
-    async def redrive_async(self, item_ids: Any = None, *, timeout: Any = None) -> Any:
-        return await self._commit("redrive", item_ids)
+    async def redrive(self, item_ids: Any = None, *, timeout: Any = None) -> Any:
+        return await self._commit("try_redrive", item_ids)
 
 
 def test_observable_storage_invalidates_from_reports_only(ctx: Context) -> None:
     storage = ObservedWork(10, 3)
     cell = WorkQueueCell(storage, context=ctx)
     probes = Probes(cell)
-    cell.push("a")
+    cell.try_push("a")
     assert probes.waves == 1 and probes.changed() == {"pending_len", "is_empty"}
     probes.mark()
-    storage.claim("remote", 0)  # a transition the shell did not make
+    storage.try_claim("remote", 0)  # a transition the shell did not make
     assert probes.changed() == {"pending_len", "is_empty", "in_flight_len"}
     assert probes.views[-1] == (0, True, 1, 0)
 
 
-async def test_replicated_storage_requires_async_twins(ctx: Context) -> None:
+async def test_a_backend_without_sync_refuses_try_and_serves_the_awaitables(
+    ctx: Context,
+) -> None:
     storage = ReplicatedWork(10, 2)
-    assert isinstance(storage, ReplicatedWorkQueueStorage)
     cell = WorkQueueCell(storage, context=ctx)
-    for call, twin in ((lambda: cell.push("a"), "apush"),
-                       (lambda: cell.try_claim("w", 0), "atry_claim"),
-                       (lambda: cell.ack("w", 0), "aack"),
-                       (lambda: cell.nack("w", 0), "anack"),
-                       (lambda: cell.reap_expired(0), "areap_expired"),
-                       (lambda: cell.extend_lease("w", 0, 0), "aextend_lease"),
-                       (lambda: cell.redrive(), "aredrive")):
-        with pytest.raises(UnsupportedOperation, match=f"await {twin}"):
+    for call, awaitable in ((lambda: cell.try_push("a"), "push(value)"),
+                            (lambda: cell.try_claim("w", 0), "poll(worker)"),
+                            (lambda: cell.try_ack("w", 0), "ack(worker, delivery_id)"),
+                            (lambda: cell.try_nack("w", 0), "nack(worker, delivery_id)"),
+                            (lambda: cell.try_reap_expired(0), "reap_expired(now)"),
+                            (lambda: cell.try_extend("w", 0, 0), "extend(worker, delivery_id)"),
+                            (lambda: cell.try_redrive(), "redrive(item_ids)")):
+        with pytest.raises(UnsupportedOperation, match=re.escape(f"await work_queue.{awaitable}")):
             call()
     probes = Probes(cell)
     waiter = asyncio.create_task(cell.claim("w", now=1))
     await asyncio.sleep(0)
-    assert await cell.apush("job") == 0
+    assert await cell.push("job") == 0
     d = await asyncio.wait_for(waiter, 2)
     assert (d.value, d.deadline) == ("job", 11)
-    assert await cell.aextend_lease("w", d.delivery_id, 5) is True
-    assert await cell.areap_expired(16) == 1
+    assert await cell.extend("w", d.delivery_id, 5) is None
+    assert await cell.reap_expired(16) == 1
     d = await cell.claim("w", now=20)
-    assert await cell.anack("w", d.delivery_id) is True
-    assert await cell.aredrive([0]) == 1
-    d = await cell.claim("w", now=30)
-    assert await cell.aack("w", d.delivery_id) is True
+    assert (await cell.nack("w", d.delivery_id)).outcome == "nacked"
+    assert await cell.redrive([0]) == 1
+    storage.now = 30
+    d = await cell.claim("w")  # no clock: the backend stamps its own time
+    assert d.deadline == 40
+    assert (await cell.ack("w", d.delivery_id)).outcome == "acked"
+    with pytest.raises(SettlementRejected):
+        await cell.ack("w", d.delivery_id)
     assert probes.views[-1] == (0, True, 0, 0)
-    assert storage.commits == 9
+    assert storage.commits == 10
 
 
 # -- the shell's invalidations follow the model ----------------------------------------
@@ -313,13 +363,47 @@ def test_readers_rerun_exactly_when_the_counts_move(
     mx: int, ops: list[tuple[Any, ...]], observed: bool
 ) -> None:
     ctx = Context()
-    cell = WorkQueueCell(ObservedWork(10, mx) if observed else WorkQueueCore(10, mx), context=ctx)
+    storage = ObservedWork(10, mx) if observed else LocalWorkQueueStorage(WorkQueueCore(10, mx))
+    cell = WorkQueueCell(storage, context=ctx)
     model = WorkModel(10, mx)
     probes = Probes(cell)
     for op in ops:
         probes.mark()
-        getattr(cell, op[0])(*op[1:])
+        with contextlib.suppress(SettlementRejected):
+            getattr(cell, op[0] if op[0] == "try_claim" else f"try_{op[0]}")(*op[1:])
         _, mask = getattr(model, "claim" if op[0] == "try_claim" else op[0])(*op[1:])
         assert probes.changed() == {k for k, bit in BITS.items() if mask & bit}, op
         assert probes.waves == (1 if mask else 0)
         assert probes.views[-1] == tuple(model.reads()[k] for k in KINDS)
+
+
+# -- jobs follow the cell's settlement rule --------------------------------------------
+
+
+async def test_job_settles_once_and_refusals_raise_like_the_cell(ctx: Context) -> None:
+    cell = WorkQueueCell(visibility_timeout=5, max_deliveries=2, context=ctx, name="jobs")
+    cell.try_push("a")
+    cell.try_push("b")
+    jobs = cell.deliveries("w", now=0)
+    job = await anext(jobs)
+    async with job:
+        await job.extend(now=3)
+    assert job.receipt == Receipt("jobs", 0, 0, "w", "acked", 0.0)
+    assert await job.ack() is job.receipt  # settled once; the same receipt again
+    with pytest.raises(SettlementRejected, match="already acked"):
+        await job.nack()
+    late = await anext(jobs)
+    assert cell.try_reap_expired(6) == 1  # its lease expired and the item went back
+    with pytest.raises(SettlementRejected, match="the lease is gone"):
+        await late.extend(now=6)
+    with pytest.raises(SettlementRejected, match="ack of delivery 1 by 'w' was refused"):
+        await late.ack()
+    assert not late.settled
+    with pytest.raises(ValueError, match="boom"):  # the refused release is not raised
+        async with late:
+            raise ValueError("boom")
+    with pytest.raises(SettlementRejected):  # the ack on leaving normally is
+        async with late:
+            pass
+    assert late.receipt is None
+    await jobs.aclose()

@@ -18,7 +18,7 @@ async def run(node: Node, options: dict[str, Any]) -> None:
         await orders.push({"order": i})
     jobs = node.work_queue("jobs")
     for i in range(int(options.get("jobs", 0))):
-        await jobs.apush(i)
+        await jobs.push(i)
 
 
 async def pump(node: Node, options: dict[str, Any]) -> None:

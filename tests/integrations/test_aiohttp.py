@@ -25,7 +25,7 @@ async def pop(request: web.Request) -> web.Response:
 
 async def submit(request: web.Request) -> web.Response:
     jobs = node_of(request).work_queue("jobs", visibility_timeout=5)
-    return web.json_response({"id": await jobs.apush(await request.json())})
+    return web.json_response({"id": await jobs.push(await request.json())})
 
 
 async def work(request: web.Request) -> web.Response:

@@ -41,11 +41,11 @@ def build(node: Node) -> FastAPI:
 
     @app.post("/news")
     async def publish(body: dict[str, Any], news: News) -> dict[str, int]:
-        return {"offset": await news.apublish(body)}
+        return {"offset": await news.publish(body)}
 
     @app.post("/news/{reader}")
     async def subscribe(reader: str, news: News) -> dict[str, str]:
-        return {"outcome": (await news.asubscribe(reader)).name}
+        return {"outcome": (await news.subscribe(reader)).name}
 
     @app.get("/news/{reader}")
     async def unread(reader: str, news: News) -> Any:
@@ -53,7 +53,7 @@ def build(node: Node) -> FastAPI:
 
     @app.post("/jobs")
     async def submit(body: dict[str, Any], jobs: Jobs) -> dict[str, int]:
-        return {"id": await jobs.apush(body)}
+        return {"id": await jobs.push(body)}
 
     @app.post("/jobs/work/{worker}")
     async def work_one(worker: str, jobs: Jobs) -> dict[str, Any]:

@@ -32,16 +32,16 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
         assert await q.pop() == 0
         jobs = follower.work_queue("jobs", visibility_timeout=0.3, max_deliveries=5)
         for i in range(4):
-            await jobs.apush(i)
+            await jobs.push(i)
         acked = await jobs.claim("w1")
-        assert await jobs.aack("w1", acked.delivery_id)
+        assert (await jobs.ack("w1", acked.delivery_id)).outcome == "acked"
         nacked = await jobs.claim("w1")
-        assert await jobs.anack("w1", nacked.delivery_id)
+        assert (await jobs.nack("w1", nacked.delivery_id)).outcome == "nacked"
         await jobs.claim("w2")  # never settled: the leader's maintenance reaps it
         topic = leader.topic("news")
-        await topic.asubscribe("reader")
-        await topic.apublish("a")
-        await topic.apublish("b")
+        await topic.subscribe("reader")
+        await topic.publish("a")
+        await topic.publish("b")
         await wait_until(lambda: jobs.in_flight_len() == 0, context=jobs.ctx, timeout=5)
         await cluster.settle()
         for m in metrics:
@@ -115,10 +115,10 @@ async def test_metrics_of_a_node_holding_state_count_later_operations(tmp_path: 
     try:
         await cluster.wait_for_leader()
         jobs = nodes[0].work_queue("jobs")
-        await jobs.apush("x")
+        await jobs.push("x")
         await cluster.settle()
         late = NodeMetrics(nodes[1])  # created on a node that already holds state
-        await jobs.apush("y")
+        await jobs.push("y")
         await cluster.settle()
         assert value(late, "lazily_queue_operations_total", family="work", name="jobs",
                      op="push") == 1

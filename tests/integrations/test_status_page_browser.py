@@ -164,7 +164,7 @@ async def test_status_page_shows_live_cluster_state(
         assert follower.node is not None and follower.http_url is not None
         jobs = follower.node.work_queue("jobs")
         for i in range(7):
-            await jobs.apush(i)
+            await jobs.push(i)
         await follower.node.queue("orders").push("first")
 
         async with browser(follower.http_url + "/?interval=200", tmp_path / "profile") as page:
@@ -185,7 +185,7 @@ async def test_status_page_shows_live_cluster_state(
                 "document.getElementById('refreshes').textContent"))
 
             for i in range(3):  # the page follows without a reload
-                await jobs.apush(i)
+                await jobs.push(i)
             delivery = await jobs.claim("page-test-worker")
             assert await page.wait_for(f"JSON.stringify({row}) === JSON.stringify("
                                        "[['jobs','9','1','0','page-test-worker: 1']])")

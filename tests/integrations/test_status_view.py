@@ -23,13 +23,13 @@ async def test_status_document_and_tables(tmp_path: Path) -> None:
         follower = next(n for n in nodes if n is not leader)
         await follower.queue("orders", capacity=10).push(1)
         jobs = follower.work_queue("jobs")
-        await jobs.apush("a")
-        await jobs.apush("b")
+        await jobs.push("a")
+        await jobs.push("b")
         await jobs.claim("w1")
         news = follower.topic("news")
-        await news.asubscribe("reader")
+        await news.subscribe("reader")
         for i in range(3):
-            await news.apublish(i)
+            await news.publish(i)
         await cluster.settle()
 
         async with asyncio.timeout(5):  # the leader learns the followers' last acks

@@ -1,8 +1,9 @@
 """QueueCell against a tiny model of spec §2.3/§2.4, on random op sequences.
 
-Every example draws a bound (unbounded or 1..4), the storage path (the inlined
-``VecDequeStorage`` fast path, or a subclass that goes through the generic path), the
-flavor (sync calls or the async twins) and whether the readers are observed. Each op's
+Every example draws a bound (unbounded or 1..4), the storage path (the deque's
+``reporting_ops`` fast path, or a subclass that does not declare it and so goes through
+the generic path), the flavor (the synchronous core or the awaitables) and whether the
+readers are observed. Each op's
 outcome, the state and — when observed — the exact invalidation set (rerun-counting
 effects, one per reader kind) must match the model; at the end the queue is drained
 and the popped sequence must equal the accepted pushes (nothing lost or duplicated).
@@ -19,16 +20,25 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazily_queue import EMPTY, QueueCell, QueuePopError, QueuePushError, VecDequeStorage
+from lazily_queue import (
+    EMPTY,
+    QueueCell,
+    QueuePopError,
+    QueuePushError,
+    StorageCapabilities,
+    VecDequeStorage,
+)
 from lazily_queue.reactive import Context, Effect
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
 
 
 class GenericStorage(VecDequeStorage[Any]):
-    """Same deque, but not exactly ``VecDequeStorage``: the shell takes its generic path."""
+    """Same deque without the ``reporting_ops`` capability: the shell's generic path."""
 
     __slots__ = ()
+
+    capabilities = StorageCapabilities(sync=True, peek=True)
 
 
 @dataclass
@@ -121,7 +131,7 @@ class Probes:
 
 
 class Driver:
-    """Issues ops in one flavor; the async flavor awaits the twins."""
+    """Issues ops in one flavor; the async flavor awaits the non-waiting awaitables."""
 
     def __init__(self, cell: QueueCell[Any], flavor: str) -> None:
         self.cell = cell
@@ -139,9 +149,9 @@ class Driver:
 
     async def close(self) -> None:
         if self.flavor == "async":
-            await self.cell.aclose()
+            await self.cell.close()
         else:
-            self.cell.close()
+            self.cell.try_close()
 
     async def batch(self, items: list[Any]) -> list[Any]:
         with self.cell.ctx.batch():
@@ -242,7 +252,7 @@ def test_closed_beats_full(capacity: int, generic: bool, extra: int) -> None:
     for i in range(capacity):
         assert cell.try_push(i) is None
     assert cell.try_push("x") is QueuePushError.Full
-    cell.close()
+    cell.try_close()
     for _ in range(extra + 1):
         assert cell.try_push("x") is QueuePushError.Closed
     assert [cell.try_pop() for _ in range(capacity)] == list(range(capacity))
@@ -266,7 +276,7 @@ def test_fast_and_generic_paths_agree(sequence: list[Any]) -> None:
             elif kind in ("pop", "try_pop"):
                 out.append(label(cell.try_pop()))
             elif kind == "close":
-                cell.close()
+                cell.try_close()
             else:
                 with cell.ctx.batch():
                     out.append([label(cell.try_push(v)) for v in arg])

@@ -81,7 +81,7 @@ async def test_close_is_replicated(tmp_path: Path) -> None:
         nodes = list(cluster.nodes.values())
         q0, q1 = nodes[0].queue("q"), nodes[1].queue("q")
         await q0.push("x")
-        await q1.aclose()
+        await q1.close()
         await cluster.settle()
         assert q0.is_closed() and q1.is_closed()
         with pytest.raises(QueueClosed):
@@ -92,16 +92,28 @@ async def test_close_is_replicated(tmp_path: Path) -> None:
         assert await q0.poll() is QueuePopError.Closed
 
 
-async def test_synchronous_mutators_name_the_awaitable_twin(tmp_path: Path) -> None:
+async def test_synchronous_core_names_the_awaitable(tmp_path: Path) -> None:
     async with testing.cluster(1, data_dir=tmp_path) as cluster:
-        q = cluster.node(1).queue("q")
-        with pytest.raises(UnsupportedOperation, match="offer"):
+        node = cluster.node(1)
+        q, t, w = node.queue("q"), node.topic("t"), node.work_queue("w")
+        for cell in (q, t, w):
+            assert not cell.capabilities.sync and cell.capabilities.observable
+        assert w.capabilities.own_clock and q.capabilities.peek
+        with pytest.raises(UnsupportedOperation, match=r"await q\.offer\(value\)"):
             q.try_push(1)
-        with pytest.raises(UnsupportedOperation, match="poll"):
+        with pytest.raises(UnsupportedOperation, match=r"await q\.poll\(\)"):
             q.try_pop()
-        with pytest.raises(UnsupportedOperation, match="aclose"):
-            q.close()
+        with pytest.raises(UnsupportedOperation, match=r"await q\.close\(\)"):
+            q.try_close()
+        with pytest.raises(UnsupportedOperation, match=r"await t\.publish\(value\)"):
+            t.try_publish(1)
+        with pytest.raises(UnsupportedOperation, match=r"await w\.ack\(worker, delivery_id\)"):
+            w.try_ack("x", 0)
         assert q.head() is EMPTY
+        await q.offer(1)
+        await t.publish(1)
+        await w.push(1)
+        assert (q.len(), t.end_offset(), w.pending_len()) == (1, 1, 1)
 
 
 async def test_pop_waits_for_a_push_from_another_node(tmp_path: Path) -> None:

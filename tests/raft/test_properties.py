@@ -45,7 +45,7 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
         values: dict[int, int] = {}  # item id -> value, from every delivery seen
         stopped: list[str] = []
         counter = 0
-        await (await cluster.leader()).topic("t").asubscribe("d", "durable")
+        await (await cluster.leader()).topic("t").subscribe("d", "durable")
 
         def live(i: int) -> Any:
             running = cluster.running
@@ -58,28 +58,28 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
                 if kind == "push":
                     counter += 1
                     try:
-                        await wq.apush(counter)
+                        await wq.push(counter)
                         pushed.add(counter)
                     except (LazilyQueueError, TimeoutError):
                         maybe.add(counter)
                 elif kind == "claim":
-                    delivery = await wq.atry_claim(f"w{i}")
+                    delivery = await wq.poll(f"w{i}")
                     if delivery is not None:
                         values[delivery.item_id] = delivery.value
                         held.append((node.node_id, delivery))
                 elif kind in ("ack", "nack") and held:
                     _, delivery = held.pop(i % len(held))
-                    settle = wq.aack if kind == "ack" else wq.anack
+                    settle = wq.ack if kind == "ack" else wq.nack
                     await settle(delivery.worker, delivery.delivery_id)
                 elif kind == "publish":
                     counter += 1
-                    await node.topic("t").apublish(counter)
+                    await node.topic("t").publish(counter)
                     published.append(counter)
                 elif kind == "read":
                     topic = node.topic("t")
                     if topic.read_stream("d"):
                         try:
-                            value = await topic.aadvance("d")
+                            value = await topic.poll("d")
                         except (LazilyQueueError, TimeoutError):
                             lost_reads += 1
                             raise
@@ -105,10 +105,10 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
         # Drain: everything still leased is released, then every item is settled.
         for delivery in list(wq.in_flight()):
             values[delivery.item_id] = delivery.value
-            assert await wq.anack(delivery.worker, delivery.delivery_id)
-        while (delivery := await wq.atry_claim("drain")) is not None:
+            await wq.nack(delivery.worker, delivery.delivery_id)
+        while (delivery := await wq.poll("drain")) is not None:
             values[delivery.item_id] = delivery.value
-            assert await wq.aack("drain", delivery.delivery_id)
+            await wq.ack("drain", delivery.delivery_id)
         await cluster.settle()
         state = observer.view.work_queues["w"]
         acked = [r[1] for r in state.receipts.values() if r[3] == "acked"]
@@ -123,7 +123,7 @@ async def _scenario(root: Path, schedule: list[Op]) -> None:
         topic = observer.topic("t")
         committed = topic.elements()
         assert [v for v in committed if v in published] == published  # commit order
-        while (value := await topic.aadvance("d")) is not None:
+        while (value := await topic.poll("d")) is not None:
             read.append(value)
         # In order, no duplicates; a gap only where an advance's outcome was unknown.
         assert len(read) == len(set(read))

@@ -15,21 +15,23 @@ from lazily_queue.reactive import Effect
 async def test_claims_are_exclusive_and_receipts_prove_settlement(tmp_path: Path) -> None:
     async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b, c = (n.work_queue("jobs", visibility_timeout=30) for n in cluster.nodes.values())
-        await a.apush("x")
-        await a.apush("y")
+        await a.push("x")
+        await a.push("y")
         first, second = await asyncio.gather(b.claim("bob"), c.claim("carol"))
         assert {first.value, second.value} == {"x", "y"}
         assert first.item_id != second.item_id
-        assert await a.atry_claim("alice") is None
+        assert await a.poll("alice") is None
         job = Job(b, first)
         receipt = await job.ack()
         assert (receipt.outcome, receipt.worker, receipt.duplicate) == ("acked", "bob", False)
         assert receipt.settled_at > 1_600_000_000_000  # the leader's wall clock, in ms
         # A retry of the same settlement (say, from a restarted worker) gets the original
-        # receipt, while the spec-level ack stays refused.
-        retry = await b.storage.settle_async("bob", first.delivery_id, "acked")  # type: ignore[union-attr]
-        assert retry[0].result is False and retry[1] is not None and retry[1].duplicate
-        assert retry[1].settled_at == receipt.settled_at
+        # receipt, marked duplicate; the core refused it, so nothing changed.
+        retry = await c.ack("bob", first.delivery_id)
+        assert retry.duplicate and retry.settled_at == receipt.settled_at
+        assert (await b.storage.settle("bob", first.delivery_id, "acked")).mask == 0
+        with pytest.raises(SettlementRejected, match="lease is gone"):
+            await a.nack("bob", first.delivery_id)  # another outcome is no retry
         with pytest.raises(SettlementRejected, match="lease is gone"):
             await Job(c, first).nack()
 
@@ -39,7 +41,7 @@ async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: P
         node = (await cluster.followers())[0]
         wq = node.work_queue("jobs", visibility_timeout=30, max_deliveries=2)
         for value in ("ok", "fails", "cancelled"):
-            await wq.apush(value)
+            await wq.push(value)
         outcomes: dict[str, str] = {}
         started = asyncio.Event()
 
@@ -79,7 +81,7 @@ async def test_leader_reaps_expired_leases_and_dead_letters_can_be_redriven(
     async with testing.cluster(data_dir=tmp_path, maintenance_interval=0.05) as cluster:
         node = (await cluster.followers())[0]
         wq = node.work_queue("short", visibility_timeout=0.2, max_deliveries=1)
-        await wq.apush("slow")
+        await wq.push("slow")
         delivery = await wq.claim("sleepy")
         assert wq.in_flight_by_worker() == {"sleepy": [delivery]}
         seen: list[int] = []
@@ -92,8 +94,9 @@ async def test_leader_reaps_expired_leases_and_dead_letters_can_be_redriven(
         assert seen[-1] == 1  # the reader updated reactively when the reap applied
         letter = wq.dead_letters()[0]
         assert (letter.value, letter.reason, letter.attempts) == ("slow", "expired", 1)
-        assert await wq.aack("sleepy", delivery.delivery_id) is False
-        assert await wq.aredrive() == 1
+        with pytest.raises(SettlementRejected, match="lease is gone"):
+            await wq.ack("sleepy", delivery.delivery_id)
+        assert await wq.redrive() == 1
         await node.barrier()
         assert [p.value for p in wq.pending()] == ["slow"] and wq.dead_letter_len() == 0
 
@@ -102,11 +105,11 @@ async def test_lease_extension_keeps_a_long_job(tmp_path: Path) -> None:
     async with testing.cluster(data_dir=tmp_path, maintenance_interval=0.05) as cluster:
         node = await cluster.leader()
         wq = node.work_queue("long", visibility_timeout=0.3)
-        await wq.apush("big")
+        await wq.push("big")
         job = Job(wq, await wq.claim("w"))
         for _ in range(6):
             await asyncio.sleep(0.1)
-            assert await job.extend()
+            await job.extend()
         assert wq.in_flight_len() == 1 and wq.dead_letter_len() == 0 and wq.pending_len() == 0
         assert (await job.ack()).outcome == "acked"
 
@@ -114,9 +117,9 @@ async def test_lease_extension_keeps_a_long_job(tmp_path: Path) -> None:
 async def test_work_queue_settings_must_match(tmp_path: Path) -> None:
     async with testing.cluster(data_dir=tmp_path) as cluster:
         a, b = list(cluster.nodes.values())[:2]
-        await a.work_queue("w", visibility_timeout=5).apush(1)
+        await a.work_queue("w", visibility_timeout=5).push(1)
         with pytest.raises(Exception, match="same settings"):
-            await b.work_queue("w", visibility_timeout=6).apush(1)
+            await b.work_queue("w", visibility_timeout=6).push(1)
 
 
 async def test_topic_durable_cursors_any_node_and_retention(tmp_path: Path) -> None:
@@ -125,11 +128,11 @@ async def test_topic_durable_cursors_any_node_and_retention(tmp_path: Path) -> N
     ) as c:
         nodes = list(c.nodes.values())
         topics = [n.topic("news") for n in nodes]
-        await topics[0].asubscribe("durable-a", "durable")
-        await topics[1].asubscribe("durable-b", "durable")
-        await topics[2].asubscribe("eph", "ephemeral")
+        await topics[0].subscribe("durable-a", "durable")
+        await topics[1].subscribe("durable-b", "durable")
+        await topics[2].subscribe("eph", "ephemeral")
         for i in range(5):
-            await topics[i % 3].apublish(i)
+            await topics[i % 3].publish(i)
         got: dict[str, list[int]] = {"durable-a": [], "durable-b": [], "eph": []}
 
         async def read(topic_index: int, sub: str, n: int) -> None:
@@ -143,8 +146,8 @@ async def test_topic_durable_cursors_any_node_and_retention(tmp_path: Path) -> N
         # durable-a reads through a different node than the one it subscribed on.
         await asyncio.gather(read(2, "durable-a", 5), read(1, "durable-b", 2), read(0, "eph", 5))
         assert got == {"durable-a": [0, 1, 2, 3, 4], "durable-b": [0, 1], "eph": [0, 1, 2, 3, 4]}
-        await topics[1].adisconnect("durable-b")
-        await topics[2].adisconnect("eph")
+        await topics[1].disconnect("durable-b")
+        await topics[2].disconnect("eph")
         for _ in range(100):
             await asyncio.sleep(0.05)
             if topics[0].base_offset() > 0:
@@ -154,7 +157,7 @@ async def test_topic_durable_cursors_any_node_and_retention(tmp_path: Path) -> N
         # element when the next one is asked for, so the last read stays unconsumed).
         frontier = nodes[0].status()["topics"]["news"]["subscribers"]["durable-b"]["cursor"]
         assert topics[0].base_offset() == frontier <= 2
-        await topics[1].areconnect("durable-b")
+        await topics[1].reconnect("durable-b")
         rest: list[int] = []
         async for value in topics[1].stream("durable-b"):
             rest.append(value)

@@ -118,6 +118,7 @@ def test_unobserved_group_invalidate_only_marks_the_mask(ctx: Context) -> None:
     assert ctx._write_epoch == epoch + 1
     group.invalidate(0b0010)
     assert group._stale == 0b1010
+    assert ctx._write_epoch == epoch + 1, "bits already stale need no new epoch"
     # Versions catch up on the next read (of any slot named in the mask).
     assert slots[1].get() == 10
     assert group._stale == 0
@@ -147,6 +148,24 @@ def test_unlinked_computed_reading_a_slot_sees_a_cold_invalidation(ctx: Context)
     assert c.get() == 107, "version catch-up reaches the unlinked computed"
     group.invalidate(0b10)  # another slot: c is validated without recomputing
     assert c.get() == 107
+
+
+def test_unlinked_computeds_see_every_write_of_a_bit_already_stale(ctx: Context) -> None:
+    group, slots, store = make_group(ctx, 2)
+    c = Computed(lambda: slots[0].get() + 100, context=ctx)
+    d = Computed(lambda: slots[1].get(), context=ctx)
+    assert (c.get(), d.get()) == (100, 1)
+    for n in range(1, 6):
+        store.values["k0"] = n
+        group.invalidate(0b01)
+        assert d.get() == store.values["k1"]  # validated at the new epoch, k0 stale
+        store.values["k0"] = 10 * n
+        group.invalidate(0b01)  # already stale: the epoch stays
+        if n % 2:
+            assert c.get() == 10 * n + 100
+        store.values["k1"] = n
+        group.invalidate(0b10)
+        assert (c.get(), d.get()) == (10 * n + 100, n)
 
 
 def test_observing_one_slot_then_invalidating_others(ctx: Context) -> None:

@@ -43,7 +43,7 @@ async def test_thread_producers_loop_consumer() -> None:
 
     async def close_when_done() -> None:
         await asyncio.to_thread(join_all)
-        queue.close()
+        queue.try_close()
 
     closer = asyncio.create_task(close_when_done())
     received = [item async for item in queue]
@@ -72,7 +72,7 @@ async def test_loop_producer_thread_consumers() -> None:
     total = 3 * ITEMS
     for i in range(total):
         await queue.push(i)
-    queue.close()
+    await queue.close()
     def join_all() -> None:
         for t in threads:
             t.join(30)
@@ -97,9 +97,14 @@ async def test_nonblocking_calls_and_reads() -> None:
             handle.try_pop(),
             handle.try_pop(),
             handle.is_closed(),
+            handle.offer("b"),
+            handle.offer("c"),
+            handle.poll(),
+            handle.poll(),
         ]
         handle.close()
-        seen += [handle.is_closed(), handle.try_push("c"), handle.try_pop()]
+        seen += [handle.is_closed(), handle.try_push("c"), handle.try_pop(), handle.offer("d")]
+        handle.try_close()  # idempotent
         return seen
 
     assert await asyncio.to_thread(work) == [
@@ -109,9 +114,14 @@ async def test_nonblocking_calls_and_reads() -> None:
         "a",
         QueuePopError.Empty,
         False,
+        None,
+        QueuePushError.Full,
+        "b",
+        QueuePopError.Empty,
         True,
         QueuePushError.Closed,
         QueuePopError.Closed,
+        QueuePushError.Closed,
     ]
     assert queue.is_closed() is True
 
@@ -199,11 +209,14 @@ def test_wait_interrupted_by_loop_stop(loop_in_thread: asyncio.AbstractEventLoop
 async def test_topic_proxy_from_threads() -> None:
     topic: TopicCell[int] = TopicCell()
     proxy = topic.threadsafe()
-    topic.subscribe("reader")
+    topic.try_subscribe("reader")
 
     def publish(base: int) -> None:
-        for i in range(100):
-            proxy.publish(base + i)
+        for i in range(100):  # the awaitable, and the synchronous core
+            if i % 2:
+                proxy.publish(base + i)
+            else:
+                proxy.try_publish(base + i)
 
     threads = [threading.Thread(target=publish, args=(b,)) for b in (0, 1000)]
     for t in threads:
@@ -224,12 +237,12 @@ async def test_work_queue_proxy_competing_threads() -> None:
     proxy = cell.threadsafe()
     assert isinstance(proxy, ThreadSafeCell)
     for i in range(300):
-        cell.push(i)
+        cell.try_push(i)
     done: list[list[Any]] = [[] for _ in range(3)]
 
     def work(name: str, out: list[Any]) -> None:
         while (delivery := proxy.try_claim(name, 0)) is not None:
-            assert proxy.ack(name, delivery.delivery_id) is True
+            assert proxy.ack(name, delivery.delivery_id).outcome == "acked"
             out.append(delivery.value)
 
     threads = [threading.Thread(target=work, args=(f"w{i}", d)) for i, d in enumerate(done)]

@@ -1,0 +1,106 @@
+"""The records of a work queue: pending items, deliveries, dead letters and receipts.
+
+Plain frozen values (``to_dict`` gives the fixture shape), plus the checks of a
+worker id and a caller-supplied time.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+class DeadLetterReason(enum.StrEnum):
+    """Why an item was dead-lettered."""
+
+    NACK = "nack"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingItem:
+    """A pending item; ``attempts`` counts the deliveries already made."""
+
+    item_id: int
+    value: Any
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item_id": self.item_id, "value": self.value, "attempts": self.attempts}
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One lease of an item to a worker; ``attempt`` is 1-based, live while ``now <= deadline``."""
+
+    delivery_id: int
+    item_id: int
+    value: Any
+    worker: str
+    attempt: int
+    deadline: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delivery_id": self.delivery_id,
+            "item_id": self.item_id,
+            "value": self.value,
+            "worker": self.worker,
+            "attempt": self.attempt,
+            "deadline": self.deadline,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An item that failed its last allowed delivery; ``attempts`` is that delivery's attempt."""
+
+    item_id: int
+    value: Any
+    attempts: int
+    reason: DeadLetterReason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id,
+            "value": self.value,
+            "attempts": self.attempts,
+            "reason": self.reason.value,
+        }
+
+
+def check_now(now: object) -> float:
+    """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise TypeError(f"now must be an int or float, got {type(now).__name__}")
+    if not math.isfinite(now) or now < 0:
+        raise ValueError(f"now must be a finite time >= 0, got {now!r}")
+    return now
+
+
+def check_worker(worker: object) -> str:
+    if not isinstance(worker, str):
+        raise TypeError(f"worker must be a str, got {type(worker).__name__}")
+    return worker
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """Proof of a committed settlement: which delivery, by whom, how and when.
+
+    ``duplicate`` is True when the settlement had already been made (a retry) and this
+    is the receipt recorded the first time.
+    """
+
+    queue: str
+    delivery_id: int
+    item_id: int
+    worker: str
+    outcome: str
+    settled_at: float
+    duplicate: bool = False
+
+    def to_list(self) -> list[Any]:
+        return [self.delivery_id, self.item_id, self.worker, self.outcome, self.settled_at]

@@ -1,0 +1,70 @@
+"""What a storage backend offers beyond its family's required methods, declared.
+
+Every backend implements its family's protocol (:class:`~lazily_queue.storage.QueueStorage`,
+:class:`~lazily_queue.storage.TopicStorage`, :class:`~lazily_queue.storage.WorkQueueStorage`):
+awaitable operations plus the synchronous reads the reactive readers need. Anything more
+is a capability the backend declares in its ``capabilities`` attribute; a cell reads the
+declaration (it never probes the backend's type), and :func:`declared` checks that every
+declared capability has its methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class StorageCapabilities:
+    """The optional parts of a backend; every flag is off unless declared.
+
+    - ``sync``: the ``try_*`` operations complete synchronously on the owning loop's
+      thread (local backends). Without it the cell's ``try_*`` methods refuse with
+      :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
+    - ``observable``: the backend reports every transition, including ones this cell
+      did not make, through ``set_change_listener``; the cell then invalidates from
+      those reports only.
+    - ``peek``: ``peek()`` (queues): the cell has a ``head`` reader.
+    - ``reporting_ops``: ``reporting_ops(report)`` (queues): synchronous push/pop that
+      report their invalidation mask, the cell's fast path.
+    - ``own_clock``: operations given ``now=None`` are stamped with the backend's own
+      time (a Raft leader's), so a cell without a clock need not supply one.
+    """
+
+    sync: bool = False
+    observable: bool = False
+    peek: bool = False
+    reporting_ops: bool = False
+    own_clock: bool = False
+
+
+def declared(
+    storage: object,
+    family: str,
+    required: tuple[str, ...],
+    methods: Mapping[str, tuple[str, ...]],
+) -> StorageCapabilities:
+    """``storage.capabilities``, checked: the ``required`` methods are there, and each
+    declared flag has its ``methods``.
+
+    Raises ``TypeError`` naming the storage and what is missing.
+    """
+    caps = getattr(storage, "capabilities", None)
+    name = type(storage).__name__
+    if not isinstance(caps, StorageCapabilities):
+        raise TypeError(
+            f"{name} is not a {family} storage: it has no `capabilities` "
+            "(a StorageCapabilities)"
+        )
+    for method in required:
+        if not callable(getattr(storage, method, None)):
+            raise TypeError(f"{name} is not a {family} storage: it has no {method}()")
+    for flag in fields(caps):
+        if not getattr(caps, flag.name):
+            continue
+        for method in methods.get(flag.name, ()):
+            if not callable(getattr(storage, method, None)):
+                raise TypeError(
+                    f"{name} declares the {flag.name!r} capability but has no {method}()"
+                )
+    return caps
