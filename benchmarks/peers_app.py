@@ -65,7 +65,7 @@ async def work_queue(node: Node, count: int, samples: int) -> Phase:
     workers = [asyncio.create_task(worker(w)) for w in range(8)]
     try:
         started = time.perf_counter()
-        await spread(count, lambda: jobs.apush(PAYLOAD))
+        await spread(count, lambda: jobs.push(PAYLOAD))
         await finished.wait()
         return {"work_queue_per_s": rate(count, time.perf_counter() - started)}
     finally:
@@ -78,7 +78,7 @@ async def fanout(node: Node, count: int, samples: int) -> Phase:
     topic = node.topic("fan-out")
     names = [f"subscriber-{s}" for s in range(4)]
     for name in names:
-        await topic.asubscribe(name, "durable")
+        await topic.subscribe(name, "durable")
 
     async def subscriber(name: str) -> None:
         got = 0
@@ -90,7 +90,7 @@ async def fanout(node: Node, count: int, samples: int) -> Phase:
     readers = [asyncio.create_task(subscriber(name)) for name in names]
     try:
         started = time.perf_counter()
-        await spread(count, lambda: topic.apublish(PAYLOAD))
+        await spread(count, lambda: topic.publish(PAYLOAD))
         await asyncio.gather(*readers)
         return {"fanout_per_s": rate(4 * count, time.perf_counter() - started)}
     finally:
@@ -133,7 +133,7 @@ async def serial_pop(node: Node, count: int, samples: int) -> Phase:
 
 async def serial_claim_ack(node: Node, count: int, samples: int) -> Phase:
     jobs = node.work_queue("serial-jobs")
-    await spread(samples, lambda: jobs.apush(PAYLOAD))
+    await spread(samples, lambda: jobs.push(PAYLOAD))
     got = 0
     started = time.perf_counter()
     async for job in jobs.deliveries("worker"):
