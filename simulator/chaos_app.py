@@ -121,6 +121,10 @@ def _clients(host: ProcessHost, tag: str, rng: random.Random, options: dict[str,
         sub(f"d{tag}", True),
         sub(f"e{tag}", False),
     ]
+    batching = float(options.get("batching", 0.3))
+    for client in made:
+        if isinstance(client, Consumer | Worker | Subscriber):
+            client.batching = batching
     return made
 
 

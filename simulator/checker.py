@@ -112,16 +112,17 @@ class Checker:
             if self.queue is None:
                 self.queue = deque()
                 self.capacity = args[1]
-        elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP):
+        elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP, C.QUEUE_POP_MANY,
+                      C.QUEUE_UNPOP_MANY):
             self._queue_op(op)
         elif code == C.WORK_DECLARE:
             if self.work is None:
                 self.work = _Work(args[1], args[2])
-        elif C.WORK_PUSH <= code <= C.WORK_REDRIVE:
+        elif C.WORK_PUSH <= code <= C.WORK_RELEASE:
             self._work_op(op)
         elif code == C.TOPIC_DECLARE:
             self.topic = True
-        elif C.TOPIC_DECLARE < code <= C.TOPIC_GC:
+        elif C.TOPIC_DECLARE < code <= C.TOPIC_ADVANCE_TO and code != C.TOPIC_RESTORE:
             if not self.topic:
                 if not isinstance(op.result, OpError):
                     self.fail(f"index {op.index}: topic op before the declaration succeeded")
@@ -144,6 +145,18 @@ class Checker:
             q.appendleft(op.args[1])
             self.pushed.append(op.args[1])
             self._expect(op, None)
+        elif op.code == C.QUEUE_UNPOP_MANY:
+            q.extendleft(reversed(op.args[1]))
+            self.pushed.extend(op.args[1])
+            self._expect(op, None)
+        elif op.code == C.QUEUE_POP_MANY:
+            if not q:
+                if not isinstance(op.result, QueuePopError):
+                    self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
+                return
+            taken = [q.popleft() for _ in range(min(op.args[1], len(q)))]
+            self.popped.extend(taken)
+            self._expect(op, taken)
         elif q:
             value = q.popleft()
             self.popped.append(value)
@@ -167,22 +180,23 @@ class Checker:
             if not w.pending:
                 self._expect(op, [None, 0])
                 return
-            item, value, attempts = w.pending.popleft()
-            for other in w.live.values():
-                if other[0] == item:
-                    self.fail(f"index {op.index}: item {item} claimed while delivery "
-                              f"{other} is live")
             got = result[0] if isinstance(result, list) else None
-            if not isinstance(got, dict) or (got["item_id"], got["value"], got["attempt"],
-                                             got["delivery_id"], got["worker"]) != (
-                    item, value, attempts + 1, w.next_delivery, args[1]):
-                self.fail(f"index {op.index}: claim returned {got!r}, the model says item "
-                          f"{item} attempt {attempts + 1} delivery {w.next_delivery}")
-            if got["deadline"] != self.now + w.visibility:
-                self.fail(f"index {op.index}: lease deadline {got['deadline']} is not "
-                          f"leader time {self.now} + {w.visibility}")
-            w.live[w.next_delivery] = (item, value, attempts + 1, args[1], got["deadline"])
-            w.next_delivery += 1
+            self._lease(op, w, args[1], got)
+        elif code == C.WORK_CLAIM_MANY:
+            got = result[0] if isinstance(result, list) else None
+            if not isinstance(got, list) or len(got) != min(args[2], len(w.pending)):
+                self.fail(f"index {op.index}: claim of {args[2]} returned {got!r:.120} with "
+                          f"{len(w.pending)} pending")
+            for delivery in got:
+                self._lease(op, w, args[1], delivery)
+        elif code == C.WORK_RELEASE:
+            worker = args[1]
+            back = [w.live.pop(did) for did in dict.fromkeys(args[2])
+                    if did in w.live and w.live[did][3] == worker]
+            w.pending.extendleft((live[0], live[1], live[2] - 1) for live in reversed(back))
+            if not isinstance(result, list) or result[0] != len(back):
+                self.fail(f"index {op.index}: release of {args[2]} by {worker} returned "
+                          f"{result!r}, the model releases {len(back)}")
         elif code in (C.WORK_ACK, C.WORK_NACK):
             outcome = "acked" if code == C.WORK_ACK else "nacked"
             worker, did = args[1], args[2]
@@ -218,6 +232,23 @@ class Checker:
             if not isinstance(result, list) or result[0] != len(expired):
                 self.fail(f"index {op.index}: reap at {now} returned {result!r}, the model "
                           f"expires {expired}")
+
+    def _lease(self, op: AppliedOp, w: _Work, worker: str, got: Any) -> None:
+        item, value, attempts = w.pending.popleft()
+        for other in w.live.values():
+            if other[0] == item:
+                self.fail(f"index {op.index}: item {item} claimed while delivery "
+                          f"{other} is live")
+        if not isinstance(got, dict) or (got["item_id"], got["value"], got["attempt"],
+                                         got["delivery_id"], got["worker"]) != (
+                item, value, attempts + 1, w.next_delivery, worker):
+            self.fail(f"index {op.index}: claim returned {got!r}, the model says item "
+                      f"{item} attempt {attempts + 1} delivery {w.next_delivery}")
+        if got["deadline"] != self.now + w.visibility:
+            self.fail(f"index {op.index}: lease deadline {got['deadline']} is not "
+                      f"leader time {self.now} + {w.visibility}")
+        w.live[w.next_delivery] = (item, value, attempts + 1, worker, got["deadline"])
+        w.next_delivery += 1
 
     @staticmethod
     def _fail_delivery(w: _Work, live: tuple[int, str, int, str, int]) -> None:
@@ -273,6 +304,17 @@ class Checker:
             self._expect(op, self.published[sub.cursor])
             self.reads.setdefault(sid, []).append(sub.cursor)
             sub.cursor += 1
+        elif code == C.TOPIC_ADVANCE_TO:
+            if sub is None or not sub.connected:
+                self._expect(op, None)
+                return
+            target = max(sub.cursor, min(args[2], end))
+            if target > sub.cursor and sub.cursor < self.base:
+                self.fail(f"index {op.index}: {sid} reads offset {sub.cursor} below the "
+                          f"retained base {self.base}")
+            self.reads.setdefault(sid, []).extend(range(sub.cursor, target))
+            sub.cursor = target
+            self._expect(op, target)
 
     # -- client records ---------------------------------------------------------------------
 

@@ -113,6 +113,19 @@ def _damaged_tail_is_torn() -> Callable[[], None]:
     return _swap(records, "_classify", classify)
 
 
+def _strict_queue_restore() -> Callable[[], None]:
+    """Restore a queue through the constructor, which refuses more than its capacity."""
+    from lazily_queue.core.fifo import Fifo
+
+    def restored(cls: type[Fifo[Any]], capacity: Any, elements: Any, closed: bool) -> Any:
+        fifo = cls(capacity, elements)
+        if closed:
+            fifo.try_close()
+        return fifo
+
+    return _swap(Fifo, "restored", classmethod(restored))
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
@@ -126,6 +139,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "hold-until-fsync": _release_before_fsync,
     "durable-leader-commit": _patch_off("durable-leader-commit"),
     "damaged-tail-floor": _damaged_tail_is_torn,
+    "restore-returned-elements": _strict_queue_restore,
 }
 
 

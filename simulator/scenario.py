@@ -61,6 +61,8 @@ class Scenario:
     extend_leases: float = 0.0
     #: The queue's capacity (``None``: unbounded); producers retry a refused push.
     queue_capacity: int | None = None
+    #: The share of pops, claims and topic reads made in batches (prefetching consumers).
+    batching: float = 0.0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -121,6 +123,7 @@ def generate(seed: int) -> Scenario:
     s.clients = dict(DEFAULT_CLIENTS)
     s.faults = _schedule(rng, s)
     s.queue_capacity = rng.choice([None, None, 2, 8, 50])
+    s.batching = rng.choice([0.0, 0.3, 0.8])
     return s
 
 

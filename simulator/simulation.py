@@ -90,13 +90,17 @@ class Simulation:
             for i in range(count):
                 rng = random.Random(self.rng.getrandbits(64))
                 if kind in ("durable", "ephemeral"):
-                    client: Client = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
+                    subscriber = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
+                    subscriber.batching = self.s.batching
+                    client: Client = subscriber
                 else:
                     client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
                     if isinstance(client, Worker):
                         client.extend = self.s.extend_leases
+                    if isinstance(client, Worker | Consumer):
+                        client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
 

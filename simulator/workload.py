@@ -227,17 +227,44 @@ class Producer(Client):
 
 
 class Consumer(Client):
-    """Pops one element at a time; a pop whose waiter gave up returns its element."""
+    """Pops one element at a time, or (a share ``batching`` of its pops) up to eight at
+    once like a prefetching iterator that may stop early and put the rest back; a pop
+    whose waiter gave up returns what it took."""
 
     kind = "consumer"
 
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.batching = 0.0
+        self.give_back: list[Any] = []
+
     def next_op(self) -> None:
-        self.call(C.QUEUE_POP, [QUEUE], lambda _obs: None, timeout=self.rng.uniform(0.5, 3.0),
+        if self.give_back:
+            values, self.give_back = self.give_back, []
+            self.call(C.QUEUE_UNPOP_MANY, [QUEUE, values], self._gave_back)
+            return
+        timeout = self.rng.uniform(0.5, 3.0)
+        if self.batching and self.rng.random() < self.batching:
+            self.call(C.QUEUE_POP_MANY, [QUEUE, self.rng.randrange(2, 9)], self._popped,
+                      timeout=timeout, orphan=self._orphan, polling=True)
+            return
+        self.call(C.QUEUE_POP, [QUEUE], lambda _obs: None, timeout=timeout,
                   orphan=self._orphan, polling=True)
+
+    def _popped(self, obs: Observed) -> None:
+        if obs.outcome == OK and isinstance(obs.result, list) and len(obs.result) > 1:
+            if self.rng.random() < 0.3:  # stopped early: the rest goes back to the head
+                self.give_back = obs.result[self.rng.randrange(1, len(obs.result)):]
+
+    def _gave_back(self, obs: Observed) -> None:
+        if obs.outcome == FAILED:
+            self.give_back = obs.args[1]
 
     def _orphan(self, obs: Observed, result: Any) -> None:
         if isinstance(result, str):
             self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP, [QUEUE, result])
+        elif isinstance(result, list) and result:
+            self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP_MANY, [QUEUE, result])
 
 
 class UniqueSender(Client):
@@ -267,8 +294,10 @@ class WorkProducer(UniqueSender):
 
 
 class Worker(Client):
-    """Claims items, then acks, nacks or abandons them (a worker crash); may first
-    extend the lease."""
+    """Claims items (one, or a share ``batching`` of its claims up to eight at once like
+    a prefetching ``deliveries()``), then acks, nacks or abandons each (a worker crash,
+    possibly part way through a batch); may first extend the lease. A batch may end
+    early and release the deliveries it did not start."""
 
     kind = "worker"
 
@@ -278,6 +307,9 @@ class Worker(Client):
         self.extend_to: int | None = None
         #: The share of deliveries whose lease is extended once before settling.
         self.extend = 0.0
+        self.batching = 0.0
+        self.prefetched: list[dict[str, Any]] = []
+        self.release: list[int] = []
 
     def next_op(self) -> None:
         if self.extend_to is not None:
@@ -288,12 +320,41 @@ class Worker(Client):
             code, delivery_id = self.settle
             self.call(code, [WORK, self.cid, delivery_id], self._settled)
             return
+        if self.release:
+            self.call(C.WORK_RELEASE, [WORK, self.cid, self.release], self._released)
+            return
+        if self.prefetched:
+            self._start(self.prefetched.pop(0))
+            self.next_op()
+            return
+        if self.batching and self.rng.random() < self.batching:
+            self.call(C.WORK_CLAIM_MANY, [WORK, self.cid, self.rng.randrange(2, 9), None],
+                      self._claimed_many, polling=True)
+            return
         self.call(C.WORK_CLAIM, [WORK, self.cid, None], self._claimed, polling=True)
+
+    def _claimed_many(self, obs: Observed) -> None:
+        if obs.outcome != OK or not isinstance(obs.result, list) or not obs.result[0]:
+            return
+        self.prefetched = list(obs.result[0])
+        roll = self.rng.random()
+        if roll < 0.1 and not self.draining:
+            self.prefetched = []  # the worker died holding the batch: the leases expire
+        elif roll < 0.3:  # the iteration ends after a few: the rest are released
+            cut = self.rng.randrange(0, len(self.prefetched))
+            self.release = [int(d["delivery_id"]) for d in self.prefetched[cut:]]
+            del self.prefetched[cut:]
+
+    def _released(self, obs: Observed) -> None:
+        if obs.outcome == OK or self.rng.random() < 0.3:
+            self.release = []
 
     def _claimed(self, obs: Observed) -> None:
         if obs.outcome != OK or not isinstance(obs.result, list) or obs.result[0] is None:
             return
-        delivery = obs.result[0]
+        self._start(obs.result[0])
+
+    def _start(self, delivery: dict[str, Any]) -> None:
         roll = self.rng.random()
         if roll < 0.1 and not self.draining:
             return  # abandoned: the lease expires and the reaper requeues it
@@ -316,7 +377,9 @@ class Publisher(UniqueSender):
 
 
 class Subscriber(Client):
-    """Subscribes (durable or ephemeral), then advances; sometimes goes offline."""
+    """Subscribes (durable or ephemeral), then advances one element at a time or (a
+    share ``batching`` of its reads) moves its cursor past a batch read locally, as a
+    batching ``stream()`` does; sometimes goes offline."""
 
     kind = "subscriber"
 
@@ -326,6 +389,8 @@ class Subscriber(Client):
         self.kind = "durable" if durable else "ephemeral"
         self.connected = False
         self.idle = False
+        self.batching = 0.0
+        self.cursor: int | None = None
 
     def next_op(self) -> None:
         if not self.connected:
@@ -335,8 +400,21 @@ class Subscriber(Client):
         if not self.draining and self.rng.random() < 0.03:
             self.call(C.TOPIC_DISCONNECT, [TOPIC, self.cid], self._disconnected)
             return
+        if self.batching and self.rng.random() < self.batching:
+            # Offset 0 only reads the cursor; past it, a batch read locally is consumed.
+            to = 0 if self.cursor is None else self.cursor + self.rng.randrange(1, 9)
+            self.call(C.TOPIC_ADVANCE_TO, [TOPIC, self.cid, to], self._moved, timeout=5.0)
+            return
+        self.cursor = None
         self.call(C.TOPIC_ADVANCE, [TOPIC, self.cid], self._advanced, timeout=5.0,
                   orphan=lambda _o, _r: None, polling=True)
+
+    def _moved(self, obs: Observed) -> None:
+        self.cursor = obs.result if obs.outcome == OK and isinstance(obs.result, int) else None
+        # Caught up: the move stopped short of the offset asked for.
+        self.idle = obs.outcome == OK and isinstance(obs.result, int) and obs.result < obs.args[2]
+        if obs.outcome != OK or obs.result is None:
+            self.connected = False
 
     def _subscribed(self, obs: Observed) -> None:
         if obs.outcome == OK:

@@ -129,6 +129,25 @@ MUTATIONS = [
         "                decoders[tag] = functools.partial(_refuse_tag, tag)",
         ("tests/transports/test_safe_cbor.py",),
         "CBOR shared references from peers are refused (no hash bomb)"),
+    Mutation(
+        "released-lease-counted", "lazily_queue/core/work.py",
+        "PendingItem(delivery.item_id, delivery.value, delivery.attempt - 1)",
+        "PendingItem(delivery.item_id, delivery.value, delivery.attempt)",
+        ("tests/core/test_batches.py", "tests/raft/test_consumer_batches.py"),
+        "prefetched jobs given back unstarted do not use up an attempt"),
+    Mutation(
+        "prefetch-not-given-back", "lazily_queue/cells/queue.py",
+        "            if buffer:\n"
+        "                await asyncio.shield(self._give_back(list(buffer)))",
+        "            pass",
+        ("tests/raft/test_consumer_batches.py",),
+        "a queue iteration that stops early puts its prefetched elements back, in order"),
+    Mutation(
+        "topic-batch-skips", "lazily_queue/core/topic.py",
+        "        target = min(offset, self.end_offset())",
+        "        target = min(offset + 1, self.end_offset())",
+        ("tests/core/test_batches.py", "tests/raft/test_consumer_batches.py"),
+        "a batched cursor move consumes exactly the batch read (no gap)"),
 ]
 
 

@@ -11,7 +11,9 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ..core.queue import (
@@ -41,6 +43,10 @@ from ..storage.queue import (
 from ..threads import LoopBridge, ThreadSafeQueue
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+#: Elements one pop takes for ``async for`` over a replicated backend.
+DEFAULT_PREFETCH = 32
 
 _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
@@ -253,6 +259,51 @@ class QueueCell(Generic[T]):
                     raise QueueClosed(f"{self.name}: queue is closed and drained")
                 await wait_until(self._has_element, context=self.ctx)
 
+    async def poll_many(
+        self, n: int, *, timeout: float | None = None
+    ) -> list[T] | QueuePopError:
+        """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
+        list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n!r}")
+        if self._sync is None:
+            return await self._storage.poll_many(n, timeout=timeout)
+        taken: list[T] = []
+        while len(taken) < n:
+            result = self.try_pop()
+            if isinstance(result, QueuePopError):
+                return taken or result
+            taken.append(result)
+        return taken
+
+    async def pop_many(self, n: int, *, timeout: float | None = None) -> list[T]:
+        """Wait for at least one element, then pop up to ``n`` at once (in order); raises
+        :class:`QueueClosed` once the queue is closed and drained. At most once, as
+        :meth:`pop`: a process that crashes after the pop committed loses the elements."""
+        async with asyncio.timeout(timeout):
+            while True:
+                result = await self.poll_many(n)
+                if not isinstance(result, QueuePopError):
+                    return result
+                if result is _POP_CLOSED:
+                    raise QueueClosed(f"{self.name}: queue is closed and drained")
+                await wait_until(self._has_element, context=self.ctx)
+
+    async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
+        """Push every value in order, waiting for room as :meth:`push` does. Over a
+        replicated backend an unbounded queue takes them all in one commit; a bounded
+        one pushes them one after another. Raises :class:`QueueClosed` once closed (the
+        values before it were pushed)."""
+        pending = list(values)
+        if self._sync is not None or self.capacity() is not None:
+            for value in pending:
+                await self.push(value, timeout=timeout)
+            return
+        async with asyncio.timeout(timeout):
+            results = await asyncio.gather(*(self._storage.offer(v) for v in pending))
+        if any(result is not None for result in results):
+            raise QueueClosed(f"{self.name}: queue is closed; push refused")
+
     def _has_room(self) -> bool:
         return not self.is_full() or self.is_closed()
 
@@ -260,15 +311,41 @@ class QueueCell(Generic[T]):
         return not self.is_empty() or self.is_closed()
 
     def __aiter__(self) -> AsyncIterator[T]:
-        return self._drain()
+        return self.items()
 
-    async def _drain(self) -> AsyncIterator[T]:
-        while True:
-            try:
-                value = await self.pop()
-            except QueueClosed:
-                return
-            yield value
+    async def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
+        """Yield elements until the queue is closed and drained (``async for x in q``).
+
+        Over a replicated backend each pop takes up to ``prefetch`` elements in one
+        commit (default :data:`DEFAULT_PREFETCH`) and hands them out one by one; when
+        the iteration ends early (``break``, cancellation), those not handed out go back
+        to the head, in order. A process that crashes loses them: pops are at most once,
+        and the window is the prefetch. A synchronous backend pops one at a time.
+        """
+        size = DEFAULT_PREFETCH if prefetch is None else prefetch
+        if size < 1:
+            raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
+        if self._sync is not None:
+            size = 1
+        buffer: deque[T] = deque()
+        try:
+            while True:
+                if not buffer:
+                    try:
+                        buffer.extend(await self.pop_many(size))
+                    except QueueClosed:
+                        return
+                yield buffer.popleft()
+        finally:
+            if buffer:
+                await asyncio.shield(self._give_back(list(buffer)))
+
+    async def _give_back(self, values: list[T]) -> None:
+        try:
+            await self._storage.unpoll(values)
+        except Exception:
+            log.error("%s: %d prefetched element(s) could not be put back and are lost "
+                      "(pops are at most once)", self.name, len(values), exc_info=True)
 
     # -- extended -------------------------------------------------------------------------
 

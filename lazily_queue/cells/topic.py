@@ -27,6 +27,9 @@ from ..storage.topic import (
 )
 from ..threads import LoopBridge, ThreadSafeCell
 
+#: Elements ``stream`` reads per cursor commit over a replicated backend.
+DEFAULT_BATCH = 64
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -258,24 +261,32 @@ class TopicCell(Generic[T]):
             return self.try_gc()
         return self._apply(await self._storage.gc())
 
-    async def stream(self, subscriber: str) -> AsyncIterator[T]:
+    async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.
 
         Waits (while unavailable or caught up) through the subscriber's reader; it never
         subscribes. Cancellation never skips an element. Locally the cursor advances in
         the same step that yields the element. Over a backend without ``sync`` the
-        element at the cursor is yielded first and the cursor advances when the next
-        element is requested, so an interrupted consumer sees it again (at least once);
-        use one stream per subscriber id.
+        elements are read from this node's applied state, up to ``batch`` at a time
+        (default :data:`DEFAULT_BATCH`), and the cursor moves past them in one commit
+        once the element after the last of them is requested: an interrupted consumer
+        sees the uncommitted ones again (at least once; the window is the batch). Use
+        one stream per subscriber id.
         """
         reader = self.reader(subscriber)
+        size = DEFAULT_BATCH if batch is None else batch
+        if size < 1:
+            raise ValueError(f"batch must be >= 1, got {batch!r}")
         while True:
             await wait_until(reader, context=self.ctx)
             if self._sync is not None:
                 if self._storage.read_stream(subscriber):
                     yield cast(T, self.try_advance(subscriber))
                 continue
-            unread = self._storage.read_stream(subscriber)
-            if unread:
-                yield unread[0]
-                await self.poll(subscriber)
+            cursor = self._storage.cursor(subscriber)
+            unread = self._storage.read_stream(subscriber, size)
+            if not unread or cursor is None:
+                continue
+            for value in unread:
+                yield value
+            self._apply(await self._storage.advance_to(subscriber, cursor + len(unread)))

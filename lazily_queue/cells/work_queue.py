@@ -34,7 +34,7 @@ from ..storage.work import (
     work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
-from .job import Job
+from .job import Job, deliver
 
 R = TypeVar("R")
 
@@ -286,6 +286,36 @@ class WorkQueueCell:
                         return delivery
                 await wait_until(self._has_pending, context=self.ctx)
 
+    async def poll_many(self, worker: str, n: int, now: Now = None) -> list[Delivery]:
+        """Lease up to ``n`` of the oldest pending items without waiting (in order; an
+        empty list when nothing is pending). Over a replicated backend, one commit."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n!r}")
+        at = self._now(now)
+        if self._sync is None or at is None:
+            return self._apply(await self._storage.poll_many(worker, n, at))
+        leased: list[Delivery] = []
+        while len(leased) < n:
+            delivery = self.try_claim(worker, at)
+            if delivery is None:
+                break
+            leased.append(delivery)
+        return leased
+
+    async def claim_many(
+        self, worker: str, n: int, *, now: Now = None, timeout: float | None = None
+    ) -> list[Delivery]:
+        """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
+        Each lease runs from the claim: items not started within the visibility timeout
+        are redelivered."""
+        async with asyncio.timeout(timeout):
+            while True:
+                if not self._storage.is_empty():
+                    leased = await self.poll_many(worker, n, now)
+                    if leased:
+                        return leased
+                await wait_until(self._has_pending, context=self.ctx)
+
     def _has_pending(self) -> bool:
         return not self.is_empty()
 
@@ -309,6 +339,12 @@ class WorkQueueCell:
             return self.try_nack(worker, delivery_id)
         transition = await self._storage.settle(worker, delivery_id, "nacked")
         return self._settled(transition, worker, delivery_id, "nacked")
+
+    async def release(self, worker: str, delivery_ids: list[int]) -> int:
+        """Give back leases ``worker`` never started: the items return to the head of
+        pending, in the given order, and the lease does not count as an attempt. Ids not
+        leased to ``worker`` are skipped; returns how many were released."""
+        return self._apply(await self._storage.release(worker, list(delivery_ids)))
 
     async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
         """Renew an owned lease until ``now + visibility_timeout``; raises
@@ -335,16 +371,27 @@ class WorkQueueCell:
 
     # -- workers ----------------------------------------------------------------------------
 
-    async def deliveries(self, worker: str, *, now: Now = None) -> AsyncIterator[Job]:
+    def deliveries(
+        self, worker: str, *, prefetch: int | None = None, now: Now = None
+    ) -> AsyncIterator[Job]:
         """Claim work for ``worker`` forever, yielding each lease as a :class:`Job`.
 
         Use each job as an async context manager: it is acked when the block ends
         normally and nacked when it raises or is cancelled. A job the worker never
         settles stays leased and is redelivered after its lease expires.
+
+        Over a replicated backend one claim leases up to ``prefetch`` items (default
+        :data:`~lazily_queue.cells.job.DEFAULT_PREFETCH`) and a block's ack commits while
+        the next job runs (``job.receipt`` is set when it has); before the next claim
+        every settlement of the batch has committed, and a refused one raises
+        :class:`SettlementRejected` from the iterator. When the iteration ends, the
+        prefetched items not handed out are released (back to the head, the lease not
+        counted as an attempt); if the process dies first, they are redelivered when
+        their leases expire. ``prefetch=1`` claims one item at a time and commits each
+        ack before the block's exit returns.
         """
-        while True:
-            delivery = await self.claim(worker, now=now)
-            yield Job(self, delivery)
+        size = 1 if self._sync is not None else prefetch
+        return deliver(self, worker, size, now)
 
 
 def _rejected(queue: str, verb: str, worker: str, delivery_id: int) -> SettlementRejected:

@@ -54,6 +54,15 @@ class Fifo(Generic[T]):
                 f"{len(self._items)} initial elements exceed capacity {self._capacity}"
             )
 
+    @classmethod
+    def restored(cls, capacity: int | None, elements: Iterable[T], closed: bool) -> Fifo[T]:
+        """The queue a snapshot describes. It may hold more than ``capacity``: elements
+        returned to the head (:meth:`push_front`) are never refused."""
+        fifo: Fifo[T] = cls(capacity)
+        fifo._items.extend(elements)
+        fifo._closed = bool(closed)
+        return fifo
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(len={len(self._items)}, capacity={self._capacity})"
 
@@ -72,6 +81,13 @@ class Fifo(Generic[T]):
             return self._items.popleft()
         return _POP_CLOSED if self._closed else _EMPTY
 
+    def pop_many(self, n: int) -> list[T] | QueuePopError:
+        """Up to ``n`` oldest elements (a non-empty list), or ``Empty`` / ``Closed``."""
+        items = self._items
+        if not items:
+            return _POP_CLOSED if self._closed else _EMPTY
+        return [items.popleft() for _ in range(min(n, len(items)))]
+
     def try_close(self) -> None:
         """Close for pushes; idempotent and terminal."""
         self._closed = True
@@ -79,7 +95,9 @@ class Fifo(Generic[T]):
     def push_front(self, value: T) -> None:
         """Return ``value`` to the head (an element whose receiver went away).
 
-        Capacity and the closed flag are not checked: the element was in the queue.
+        Capacity and the closed flag are not checked: the element was in the queue. A
+        bounded queue can so hold more than its capacity for a while; pushes are refused
+        until it is below again.
         """
         self._items.appendleft(value)
 

@@ -186,6 +186,27 @@ class TopicCore(Generic[R]):
         record.cursor += 1
         return TopicTransition(self._elements[index], frozenset((subscriber,)))
 
+    def advance_to(self, subscriber: str, offset: int) -> TopicTransition[int | None]:
+        """Move a connected subscriber's cursor forward to ``offset`` (clamped to the
+        end): everything before it is consumed. Returns the cursor, or ``None`` when the
+        subscriber is unknown or offline; a cursor already at or past ``offset`` stays."""
+        check_subscriber(subscriber)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return TopicTransition(None, NOBODY)
+        target = min(offset, self.end_offset())
+        if target <= record.cursor:
+            return TopicTransition(record.cursor, NOBODY)
+        record.cursor = target
+        return TopicTransition(target, frozenset((subscriber,)))
+
+    def cursor(self, subscriber: str) -> int | None:
+        """The subscriber's cursor, or ``None`` when it is unknown."""
+        record = self._subs.get(subscriber)
+        return None if record is None else record.cursor
+
     def gc(self) -> TopicTransition[int]:
         """Drop offsets below the min durable cursor (or all, with no durable subscriber).
 
@@ -220,12 +241,14 @@ class TopicCore(Generic[R]):
         index = record.cursor - self._base
         return self._elements[index] if index < len(self._elements) else None
 
-    def read_stream(self, subscriber: str) -> list[R] | None:
-        """The unread suffix; ``None`` (not ``[]``) for an unknown or offline subscriber."""
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[R] | None:
+        """The unread suffix (its first ``limit`` elements); ``None`` (not ``[]``) for an
+        unknown or offline subscriber."""
         record = self._subs.get(subscriber)
         if record is None or not record.connected:
             return None
-        return self._elements[record.cursor - self._base :]
+        start = record.cursor - self._base
+        return self._elements[start:] if limit is None else self._elements[start:start + limit]
 
     def base_offset(self) -> int:
         return self._base

@@ -153,6 +153,38 @@ class WorkQueueCore:
         mask = PENDING_LEN | IN_FLIGHT_LEN
         return WorkTransition(delivery, mask if self._pending else mask | IS_EMPTY)
 
+    def claim_many(self, worker: str, now: float, n: int) -> WorkTransition[list[Delivery]]:
+        """Lease up to ``n`` of the oldest pending items to ``worker``, in order (an
+        empty list when nothing is pending)."""
+        if not is_int(n) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        leased: list[Delivery] = []
+        mask = 0
+        while len(leased) < n:
+            delivery, changed = self.claim(worker, now)
+            if delivery is None:
+                break
+            leased.append(delivery)
+            mask |= changed
+        return WorkTransition(leased, mask)
+
+    def release(self, worker: str, delivery_ids: list[int]) -> WorkTransition[int]:
+        """Give back live deliveries owned by ``worker`` that it never started: each item
+        returns to the pending head, in the given order, and the lease does not count as
+        an attempt. Returns how many were released (others are skipped)."""
+        if not isinstance(delivery_ids, list):
+            raise TypeError(f"delivery_ids must be a list, got {type(delivery_ids).__name__}")
+        owned = [d for i in dict.fromkeys(delivery_ids) if (d := self._owned(worker, i))]
+        if not owned:
+            return WorkTransition(0, 0)
+        before = self._counts()
+        for delivery in reversed(owned):
+            del self._in_flight[delivery.delivery_id]
+            self._pending.appendleft(
+                PendingItem(delivery.item_id, delivery.value, delivery.attempt - 1)
+            )
+        return WorkTransition(len(owned), change_mask(before, self._counts()))
+
     def _owned(self, worker: str, delivery_id: int) -> Delivery | None:
         check_worker(worker)
         if not is_int(delivery_id):

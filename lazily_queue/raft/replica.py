@@ -30,7 +30,7 @@ from .fsm import FSM
 from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
 from .ready import Completion, Ready
-from .snapshot import SnapshotStore
+from .snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,10 @@ class Replica:
         )
         existing = self.snapshots.read()
         if existing is not None:
+            try:
+                fsm.validate(existing["state"])
+            except Exception as exc:  # the engine would log it and never apply again
+                raise SnapshotError(f"the stored state does not restore: {exc}") from None
             journal.drop_before(existing["prev"][1])
         self._ready = Ready()
         self.engine = RaftEngine(

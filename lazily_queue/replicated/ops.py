@@ -15,6 +15,8 @@ QUEUE_PUSH = 2  # [name, value]
 QUEUE_POP = 3  # [name]
 QUEUE_CLOSE = 4  # [name]
 QUEUE_UNPOP = 5  # [name, value]: return an undelivered element to the head
+QUEUE_POP_MANY = 6  # [name, n]: pop up to n elements at once
+QUEUE_UNPOP_MANY = 7  # [name, values]: return undelivered elements to the head, in order
 # Cluster operations: 9..19.
 BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
@@ -27,6 +29,7 @@ TOPIC_DISCONNECT = 24  # [name, subscriber]
 TOPIC_ADVANCE = 25  # [name, subscriber]
 TOPIC_GC = 26  # [name]
 TOPIC_RESTORE = 27  # [name, snapshot]: replace the topic's state (administration, seeding)
+TOPIC_ADVANCE_TO = 28  # [name, subscriber, offset]: move the cursor to offset (read locally)
 # Work queue operations: 30..39.
 WORK_DECLARE = 30  # [name, visibility_timeout_ms, max_deliveries]
 WORK_PUSH = 31  # [name, value]
@@ -36,6 +39,8 @@ WORK_NACK = 34  # [name, worker, delivery_id]
 WORK_REAP = 35  # [name, now | None]
 WORK_EXTEND = 36  # [name, worker, delivery_id, now | None]
 WORK_REDRIVE = 37  # [name, item_ids | None]
+WORK_CLAIM_MANY = 38  # [name, worker, n, now | None]: lease up to n items at once
+WORK_RELEASE = 39  # [name, worker, delivery_ids]: give unstarted leases back to the head
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -44,6 +49,8 @@ OP_NAMES: dict[int, str] = {
     QUEUE_POP: "queue_pop",
     QUEUE_CLOSE: "queue_close",
     QUEUE_UNPOP: "queue_unpop",
+    QUEUE_POP_MANY: "queue_pop_many",
+    QUEUE_UNPOP_MANY: "queue_unpop_many",
     BARRIER: "barrier",
     MEMBER_ADDRESS: "member_address",
     TOPIC_DECLARE: "topic_declare",
@@ -54,6 +61,7 @@ OP_NAMES: dict[int, str] = {
     TOPIC_ADVANCE: "topic_advance",
     TOPIC_GC: "topic_gc",
     TOPIC_RESTORE: "topic_restore",
+    TOPIC_ADVANCE_TO: "topic_advance_to",
     WORK_DECLARE: "work_declare",
     WORK_PUSH: "work_push",
     WORK_CLAIM: "work_claim",
@@ -62,6 +70,8 @@ OP_NAMES: dict[int, str] = {
     WORK_REAP: "work_reap",
     WORK_EXTEND: "work_extend",
     WORK_REDRIVE: "work_redrive",
+    WORK_CLAIM_MANY: "work_claim_many",
+    WORK_RELEASE: "work_release",
 }
 
 

@@ -61,11 +61,40 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     return result
 
 
+def pop_many(sm: StateMachine, args: list[Any]) -> Any:
+    """Up to ``n`` elements in order; an empty queue answers as ``pop`` does."""
+    q = _queue(sm, args[0])
+    n = args[1]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+    popped: list[Any] = []
+    while len(popped) < n:
+        pre = q.len()
+        result = q.try_pop()
+        if isinstance(result, QueuePopError):
+            return popped or result
+        sm.emit(QueueChanged(args[0], POP, pre))
+        popped.append(result)
+    return popped
+
+
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
     q.push_front(args[1])
     sm.emit(QueueChanged(args[0], UNPOP, pre))
+    return None
+
+
+def unpop_many(sm: StateMachine, args: list[Any]) -> Any:
+    q = _queue(sm, args[0])
+    values = args[1]
+    if not isinstance(values, list):
+        raise OpRefused("bad_values", f"values must be a list, got {type(values).__name__}")
+    for value in reversed(values):
+        pre = q.len()
+        q.push_front(value)
+        sm.emit(QueueChanged(args[0], UNPOP, pre))
     return None
 
 
@@ -83,4 +112,6 @@ FAMILY = Family("queues", {
     ops.QUEUE_POP: pop,
     ops.QUEUE_CLOSE: close,
     ops.QUEUE_UNPOP: unpop,
+    ops.QUEUE_POP_MANY: pop_many,
+    ops.QUEUE_UNPOP_MANY: unpop_many,
 })

@@ -165,10 +165,7 @@ class StateMachine:
             raise ValueError("unknown state machine snapshot format")
         restored_queues: dict[str, Fifo[Any]] = {}
         for name, (capacity, closed, elements) in doc["queues"].items():
-            q: Fifo[Any] = Fifo(capacity, elements)
-            if closed:
-                q.try_close()
-            restored_queues[str(name)] = q
+            restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
         sessions: dict[int, Session] = {}
         for sid, (floor, seen, done) in doc["sessions"].items():
             sessions[int(sid)] = Session(

@@ -81,6 +81,7 @@ FAMILY = Family(
         ops.TOPIC_ADVANCE: _topic_op(lambda t, a: t.advance(a[1])),
         ops.TOPIC_GC: _topic_op(lambda t, a: t.gc()),
         ops.TOPIC_RESTORE: restore,
+        ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),
     },
     (Section("topics", _capture, _restore),),
 )

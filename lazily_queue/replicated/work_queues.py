@@ -102,6 +102,8 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
         _changed(sm, name, mask)
         if isinstance(result, Delivery):
             result = result.to_dict()
+        elif isinstance(result, list):
+            result = [d.to_dict() for d in result]
         return [result, mask]
 
     return apply
@@ -110,12 +112,8 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
 def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
     name, state = _work(sm, args)
     worker, delivery_id = args[1], args[2]
-    delivery = None
-    for d in state.core.in_flight():
-        if d.delivery_id == delivery_id:
-            delivery = d
-            break
     core = state.core
+    delivery = core.delivery(delivery_id)
     result, mask = core.ack(worker, delivery_id) if outcome == "acked" else core.nack(
         worker, delivery_id
     )
@@ -165,6 +163,9 @@ FAMILY = Family(
         ops.WORK_EXTEND: _work_op(
             lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
         ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
+        ops.WORK_CLAIM_MANY: _work_op(
+            lambda core, sm, a: core.claim_many(a[1], _time(sm, a[3]), a[2])),
+        ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
     },
     (Section("work_queues", _capture, _restore),),
 )

@@ -56,6 +56,13 @@ class VecDequeStorage(Fifo[T]):
     async def close(self, *, timeout: float | None = None) -> None:
         self.try_close()
 
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        return self.pop_many(n)
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        for value in reversed(values):
+            self.push_front(value)
+
 
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capability ``sync``)."""
@@ -75,8 +82,8 @@ class LocalTopicStorage(Generic[T]):
     def read(self, subscriber: str) -> T | None:
         return self.core.read(subscriber)
 
-    def read_stream(self, subscriber: str) -> list[T] | None:
-        return self.core.read_stream(subscriber)
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[T] | None:
+        return self.core.read_stream(subscriber, limit)
 
     def base_offset(self) -> int:
         return self.core.base_offset()
@@ -143,6 +150,14 @@ class LocalTopicStorage(Generic[T]):
 
     async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
         return self.try_gc()
+
+    def cursor(self, subscriber: str) -> int | None:
+        return self.core.cursor(subscriber)
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        return self.core.advance_to(subscriber, offset)
 
 
 class LocalWorkQueueStorage:
@@ -243,6 +258,16 @@ class LocalWorkQueueStorage:
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
         return self.try_claim(worker, _time(now))
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        return self.core.claim_many(worker, _time(now), n)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return self.core.release(worker, delivery_ids)
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,

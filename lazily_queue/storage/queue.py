@@ -64,6 +64,15 @@ class QueueStorage(Protocol[T]):
         """Close for pushes; idempotent and terminal. Elements still drain."""
         ...
 
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        """Remove up to ``n`` of the oldest elements at once, in order, without waiting:
+        a non-empty list, or ``Empty`` / ``Closed`` as :meth:`poll`."""
+        ...
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        """Put elements a consumer took but never handed out back at the head, in order."""
+        ...
+
 
 class SyncQueueStorage(QueueStorage[T], Protocol[T]):
     """Capability ``sync``: the operations complete synchronously."""
@@ -97,7 +106,7 @@ class ReportingQueueStorage(SyncQueueStorage[T], Protocol[T]):
     def reporting_ops(self, report: Report) -> FifoOps[T]: ...
 
 
-REQUIRED = ("len", "is_closed", "capacity", "offer", "poll", "close")
+REQUIRED = ("len", "is_closed", "capacity", "offer", "poll", "close", "poll_many", "unpoll")
 CAPABILITY_METHODS = {
     "sync": ("try_push", "try_pop", "try_close"),
     "observable": ("set_change_listener",),

@@ -64,8 +64,8 @@ class RaftTopicStorage(ReplicatedObject):
     def read(self, subscriber: str) -> Any:
         return self._core().read(subscriber)
 
-    def read_stream(self, subscriber: str) -> list[Any] | None:
-        return self._core().read_stream(subscriber)
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
+        return self._core().read_stream(subscriber, limit)
 
     def base_offset(self) -> int:
         return self._core().base_offset()
@@ -130,6 +130,15 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[Any]:
         result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
+        return TopicTransition(result, frozenset())
+
+    def cursor(self, subscriber: str) -> int | None:
+        return self._core().cursor(subscriber)
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_ADVANCE_TO, [self.name, subscriber, offset], timeout)
         return TopicTransition(result, frozenset())
 
     async def restore(
@@ -230,6 +239,20 @@ class RaftWorkQueueStorage(ReplicatedObject):
     ) -> WorkTransition[Delivery | None]:
         raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
         return WorkTransition(None if raw is None else Delivery(**raw), mask)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, now], timeout)
+        return WorkTransition([Delivery(**d) for d in raw], mask)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        count, mask = await self._call(
+            C.WORK_RELEASE, [self.name, worker, list(delivery_ids)], timeout
+        )
+        return WorkTransition(count, mask)
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,

@@ -161,6 +161,20 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     async def close(self, *, timeout: float | None = None) -> None:
         await self._call(C.QUEUE_CLOSE, [self.name], timeout)
 
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        result: list[T] | QueuePopError = await self._call(
+            C.QUEUE_POP_MANY, [self.name, n], timeout, on_orphan=self._return_orphans
+        )
+        return result
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        await self._call(C.QUEUE_UNPOP_MANY, [self.name, list(values)], timeout)
+
+    def _return_orphans(self, result: Any) -> None:
+        if isinstance(result, list):
+            for value in reversed(result):
+                self._return_orphan(value)
+
     def _return_orphan(self, result: Any) -> None:
         if isinstance(result, (QueuePopError, OpError, BaseException)):
             return

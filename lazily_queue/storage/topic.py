@@ -35,7 +35,7 @@ class TopicStorage(Protocol[T]):
 
     def read(self, subscriber: str) -> T | None: ...
 
-    def read_stream(self, subscriber: str) -> list[T] | None:
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[T] | None:
         """The unread suffix, or ``None`` for an unknown or offline subscriber."""
         ...
 
@@ -73,6 +73,17 @@ class TopicStorage(Protocol[T]):
         """Advance: consume the element at the cursor, or ``None`` (nothing changes)."""
         ...
 
+    def cursor(self, subscriber: str) -> int | None:
+        """The subscriber's cursor in this backend's (local) state, or ``None``."""
+        ...
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        """Consume everything before ``offset`` at once (a batch read from
+        :meth:`read_stream`): the new cursor, or ``None`` for an unknown or offline id."""
+        ...
+
     async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]: ...
 
 
@@ -102,8 +113,9 @@ class ObservableTopicStorage(TopicStorage[T], Protocol[T]):
         ...
 
 
-REQUIRED = ("read", "read_stream", "base_offset", "end_offset", "elements", "subscriptions",
-            "snapshot", "subscribe", "reconnect", "disconnect", "publish", "poll", "gc")
+REQUIRED = ("read", "read_stream", "cursor", "base_offset", "end_offset", "elements",
+            "subscriptions", "snapshot", "subscribe", "reconnect", "disconnect", "publish",
+            "poll", "advance_to", "gc")
 CAPABILITY_METHODS = {
     "sync": ("try_subscribe", "try_reconnect", "try_disconnect", "try_publish",
              "try_advance", "try_gc"),

@@ -70,10 +70,23 @@ class WorkQueueStorage(Protocol):
         """Claim the oldest pending item without waiting, or ``None``."""
         ...
 
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        """Lease up to ``n`` of the oldest pending items to ``worker`` at once, without
+        waiting (an empty list when nothing is pending)."""
+        ...
+
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,
         timeout: float | None = None,
     ) -> WorkTransition[Receipt | None]: ...
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        """Give unstarted leases back to the pending head, attempts not counted."""
+        ...
 
     async def extend(
         self, worker: str, delivery_id: int, now: float | None, *,
@@ -115,9 +128,9 @@ class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
         ...
 
 
-REQUIRED = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len", "pending",
+REQUIRED = ("poll_many", "pending_len", "is_empty", "in_flight_len", "dead_letter_len", "pending",
             "in_flight", "dead_letters", "in_flight_by_worker", "snapshot", "push", "poll",
-            "settle", "extend", "reap_expired", "redrive")
+            "settle", "release", "extend", "reap_expired", "redrive")
 CAPABILITY_METHODS = {
     "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
              "try_redrive"),

@@ -93,6 +93,12 @@ def test_an_async_queue_backend_must_report_its_transitions() -> None:
         async def close(self, *, timeout: float | None = None) -> None:
             return None
 
+        async def poll_many(self, n: int, *, timeout: float | None = None) -> Any:
+            return QueuePopError.Empty
+
+        async def unpoll(self, values: list[Any], *, timeout: float | None = None) -> None:
+            return None
+
     with pytest.raises(TypeError, match="neither 'sync' nor 'observable'"):
         QueueCell(Silent(), context=Context())
 

@@ -360,7 +360,14 @@ class ReplicatedTopic:
     async def gc(self, *, timeout: float | None = None) -> Any:
         return await self._commit("try_gc")
 
+    async def advance_to(self, subscriber: str, offset: int, *,
+                         timeout: float | None = None) -> Any:
+        await asyncio.sleep(0)
+        self.commits += 1
+        return self.replica._report(self.replica.core.advance_to(subscriber, offset))
+
     # Reads go to the local replica.
+    cursor = property(lambda self: self.replica.cursor)
     read = property(lambda self: self.replica.read)
     read_stream = property(lambda self: self.replica.read_stream)
     base_offset = property(lambda self: self.replica.base_offset)
@@ -416,16 +423,36 @@ async def test_replicated_stream_is_at_least_once(ctx: Context) -> None:
     storage = ReplicatedTopic()
     topic: TopicCell[str] = TopicCell(storage, context=ctx)
     await topic.subscribe("s")
+    for v in "abcd":
+        await topic.publish(v)
+    published = storage.commits
+    stream = topic.stream("s", batch=3)
+    assert [await anext(stream) for _ in range(3)] == ["a", "b", "c"]
+    assert storage.commits == published  # a batch is read locally, not committed per element
+    assert await anext(stream) == "d"  # asking past the batch commits its cursor move
+    assert storage.commits == published + 1
+    await stream.aclose()  # interrupted while holding "d": it is delivered again
+    assert topic.read_stream("s") == ["d"]
+    async with asyncio.timeout(2):
+        again = [v async for v in _take(topic.stream("s"), 1)]
+    assert again == ["d"]
+
+
+async def test_replicated_stream_with_batch_one_redelivers_only_the_held_element(
+    ctx: Context,
+) -> None:
+    storage = ReplicatedTopic()
+    topic: TopicCell[str] = TopicCell(storage, context=ctx)
+    await topic.subscribe("s")
     for v in "abc":
         await topic.publish(v)
-    stream = topic.stream("s")
+    stream = topic.stream("s", batch=1)
     assert await anext(stream) == "a"
     assert await anext(stream) == "b"  # "a" advanced when the next one was requested
-    await stream.aclose()  # interrupted while holding "b": it is delivered again
+    await stream.aclose()
     assert topic.read_stream("s") == ["b", "c"]
-    async with asyncio.timeout(2):
-        again = [v async for v in _take(topic.stream("s"), 2)]
-    assert again == ["b", "c"]
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+        await anext(topic.stream("s", batch=0))
 
 
 async def _take(stream: Any, n: int) -> Any:

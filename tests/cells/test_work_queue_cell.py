@@ -282,9 +282,22 @@ class ReplicatedWork:
     async def poll(self, worker: str, now: Any, *, timeout: float | None = None) -> Any:
         return await self._commit("try_claim", worker, self.now if now is None else now)
 
+    async def poll_many(self, worker: str, n: int, now: Any, *,
+                        timeout: float | None = None) -> Any:
+        await asyncio.sleep(0)
+        self.commits += 1
+        at = self.now if now is None else now
+        return self.replica._report(self.replica.core.claim_many(worker, at, n))
+
     async def settle(self, worker: str, delivery_id: int, outcome: Any, *,
                      timeout: Any = None) -> Any:
         return await self._commit("try_settle", worker, delivery_id, outcome)
+
+    async def release(self, worker: str, delivery_ids: list[int], *,
+                      timeout: Any = None) -> Any:
+        await asyncio.sleep(0)
+        self.commits += 1
+        return self.replica._report(self.replica.core.release(worker, delivery_ids))
 
     async def reap_expired(self, now: Any, *, timeout: Any = None) -> Any:
         return await self._commit("try_reap_expired", self.now if now is None else now)
@@ -407,3 +420,86 @@ async def test_job_settles_once_and_refusals_raise_like_the_cell(ctx: Context) -
             pass
     assert late.receipt is None
     await jobs.aclose()
+
+
+# -- batches: claim_many, release and prefetching deliveries ----------------------------
+
+
+async def test_claim_many_waits_then_leases_up_to_n_in_one_commit(ctx: Context) -> None:
+    storage = ReplicatedWork(10, 3)
+    cell = WorkQueueCell(storage, context=ctx)
+    waiter = asyncio.create_task(cell.claim_many("w", 3))
+    await asyncio.sleep(0)
+    await cell.push("a")
+    assert [d.value for d in await asyncio.wait_for(waiter, 2)] == ["a"]
+    for v in "bc":
+        await cell.push(v)
+    commits = storage.commits
+    assert [(d.value, d.worker) for d in await cell.poll_many("w", 5)] == [("b", "w"), ("c", "w")]
+    assert storage.commits == commits + 1
+    assert await cell.poll_many("w", 5) == []
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        await cell.poll_many("w", 0)
+    local = WorkQueueCell(visibility_timeout=5, context=ctx)
+    for v in "xyz":
+        local.try_push(v)
+    assert [d.value for d in await local.claim_many("w", 2, now=0)] == ["x", "y"]
+    assert await local.release("w", [d.delivery_id for d in local.in_flight()]) == 2
+    assert [(p.value, p.attempts) for p in local.pending()] == [("x", 0), ("y", 0), ("z", 0)]
+
+
+async def test_prefetching_deliveries_ack_in_the_background_and_release_the_rest(
+    ctx: Context,
+) -> None:
+    storage = ReplicatedWork(10, 3)
+    cell = WorkQueueCell(storage, context=ctx)
+    for v in "abcdef":
+        await cell.push(v)
+    jobs = cell.deliveries("w", prefetch=4)
+    started = []
+    for _ in range(2):
+        job = await anext(jobs)
+        async with job:
+            started.append(job)
+    assert cell.in_flight_len() >= 3  # the batch of four is leased as one claim
+    await jobs.aclose()
+    assert [j.receipt.outcome for j in started if j.receipt] == ["acked", "acked"]
+    assert cell.in_flight_len() == 0
+    # The two prefetched jobs never handed out went back to the head, uncounted.
+    assert [(p.value, p.attempts) for p in cell.pending()] == [
+        ("c", 0), ("d", 0), ("e", 0), ("f", 0)]
+
+
+async def test_a_refused_background_ack_is_raised_by_the_iterator(ctx: Context) -> None:
+    storage = ReplicatedWork(10, 3)
+    cell = WorkQueueCell(storage, context=ctx)
+    for v in "ab":
+        await cell.push(v)
+    jobs = cell.deliveries("w", prefetch=2)
+    for _ in range(2):
+        job = await anext(jobs)
+        await storage.settle("w", job.delivery.delivery_id, "nacked")  # someone else settles
+        async with job:
+            pass
+    with pytest.raises(SettlementRejected, match="ack of delivery"):
+        await anext(jobs)
+
+
+async def test_prefetched_jobs_whose_lease_ran_out_are_released_not_handed_out(
+    ctx: Context,
+) -> None:
+    storage = ReplicatedWork(0.05, 1)
+    cell = WorkQueueCell(storage, context=ctx)
+    for v in "abc":
+        await cell.push(v)
+    jobs = cell.deliveries("w", prefetch=3)
+    first = await anext(jobs)
+    async with first:
+        await asyncio.sleep(0.06)  # longer than the visibility timeout
+    storage.now = 1  # so the claim below is not confused with an expired lease
+    later = await asyncio.wait_for(anext(jobs), 2)
+    # "b" and "c" were released at once (first attempts again) and claimed afresh.
+    assert (later.value, later.delivery.attempt) == ("b", 1)
+    await jobs.aclose()
+    with pytest.raises(ValueError, match="prefetch must be >= 1"):
+        await anext(cell.deliveries("w", prefetch=0))

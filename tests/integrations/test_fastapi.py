@@ -57,7 +57,7 @@ def build(node: Node) -> FastAPI:
 
     @app.post("/jobs/work/{worker}")
     async def work_one(worker: str, jobs: Jobs) -> dict[str, Any]:
-        async for job in jobs.deliveries(worker):
+        async for job in jobs.deliveries(worker, prefetch=1):
             async with job:
                 value = job.value
             assert job.receipt is not None

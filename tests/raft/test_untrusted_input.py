@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazily_queue import UnsupportedValue, testing
+from lazily_queue.core.fifo import Fifo
 from lazily_queue.raft.batch import CommandError, decode_command, encode_command
 from lazily_queue.raft.codec import FrameError, decode_frame
 from lazily_queue.raft.disk import OsDisk
@@ -392,3 +393,35 @@ def test_hostile_commits_are_skipped_as_malformed(caplog: pytest.LogCaptureFixtu
     result = sm.apply(b"\x84\x01\x01\x00\x81" + as_map_key(shared_dag(5)), 1)
     assert getattr(result, "code", None) == "malformed_command"
     assert "tag 28" in caplog.text
+
+
+def test_a_bounded_queue_over_capacity_from_returned_elements_restores() -> None:
+    """Elements given back to the head may take a bounded queue past its capacity; its
+    snapshot must restore as it is."""
+    from lazily_queue.replicated.state_machine import StateMachine
+
+    sm = StateMachine()
+    sm.restore(sm.capture())
+    sm.queues["q"] = Fifo(2)
+    sm.queues["q"].try_push("a")
+    sm.queues["q"].try_push("b")
+    for v in ("y", "x"):
+        sm.queues["q"].push_front(v)
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    q = restored.queues["q"]
+    assert (q.len(), q.capacity(), q.try_pop()) == (4, 2, "x")
+
+
+async def test_a_node_whose_stored_snapshot_does_not_restore_refuses_to_start(
+    tmp_path: Path,
+) -> None:
+    async with testing.cluster(data_dir=tmp_path, size=1) as cluster:
+        node = cluster.node(1)
+        await node.queue("q").push(1)
+    path = tmp_path / "1" / "raft" / "snapshot.cbor"
+    path.write_bytes(encode_snapshot(_snapshot_doc({"format": 99})))
+    cluster = testing.Cluster(data_dir=tmp_path, size=1)
+    with pytest.raises(SnapshotError, match=r"does not restore.*lazily-queue rejoin"):
+        await cluster.start()
+    await cluster.close()

@@ -54,6 +54,7 @@ async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: P
                     await asyncio.sleep(30)
 
         jobs = wq.deliveries("w1")
+        handled: list[Job] = []
         for _ in range(3):
             job = await jobs.__anext__()
             if job.value == "cancelled":
@@ -66,9 +67,11 @@ async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: P
                 expect = pytest.raises(ValueError) if job.value == "fails" else None
                 with expect or contextlib.nullcontext():
                     await handle(job)
+            handled.append(job)
+        await jobs.aclose()  # the acks made in the background have committed
+        for job in handled:
             assert job.receipt is not None
             outcomes[job.value] = job.receipt.outcome
-        await jobs.aclose()
         assert outcomes == {"ok": "acked", "fails": "nacked", "cancelled": "nacked"}
         await node.barrier()
         assert sorted(p.value for p in wq.pending()) == ["cancelled", "fails"]
