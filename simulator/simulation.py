@@ -147,6 +147,12 @@ class Simulation:
         assert replica is not None and view is not None
         if not all(cl.settled for cl in self.clients):
             return False
+        # Entries of earlier terms (a push whose outcome its client never learned) are
+        # known committed, and so visible below, once an entry of this term has committed.
+        engine = replica.engine
+        if replica.journal.term_at(engine.commit_index) != engine.term or (
+                engine.last_applied < engine.commit_index):
+            return False
         q = view.queue(QUEUE)
         w = view.work_queue(WORK)
         t = view.topic(TOPIC)
