@@ -126,6 +126,13 @@ def _strict_queue_restore() -> Callable[[], None]:
     return _swap(Fifo, "restored", classmethod(restored))
 
 
+def _stored_snapshot_unchecked() -> Callable[[], None]:
+    """Load a stored snapshot without first checking that its state restores."""
+    from lazily_queue.raft import replica
+
+    return _swap(replica, "check_stored_state", lambda fsm, state: None)
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
@@ -140,6 +147,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-leader-commit": _patch_off("durable-leader-commit"),
     "damaged-tail-floor": _damaged_tail_is_torn,
     "restore-returned-elements": _strict_queue_restore,
+    "check-stored-snapshot": _stored_snapshot_unchecked,
 }
 
 

@@ -59,8 +59,10 @@ class Fifo(Generic[T]):
         """The queue a snapshot describes. It may hold more than ``capacity``: elements
         returned to the head (:meth:`push_front`) are never refused."""
         fifo: Fifo[T] = cls(capacity)
-        fifo._items.extend(elements)
-        fifo._closed = bool(closed)
+        for value in reversed(list(elements)):
+            fifo.push_front(value)
+        if closed:
+            fifo.try_close()
         return fifo
 
     def __repr__(self) -> str:

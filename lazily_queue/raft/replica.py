@@ -59,6 +59,15 @@ class Proposal:
         return self.on_done is None
 
 
+def check_stored_state(fsm: Any, state: Any) -> None:
+    """Refuse a stored snapshot whose state does not restore: the engine would log the
+    failure and never apply again."""
+    try:
+        fsm.validate(state)
+    except Exception as exc:
+        raise SnapshotError(f"the stored state does not restore: {exc}") from None
+
+
 @dataclass(frozen=True)
 class ReplicaConfig:
     """Proposal timing: retry back-off, per-attempt patience, quorum grace period."""
@@ -101,10 +110,7 @@ class Replica:
         )
         existing = self.snapshots.read()
         if existing is not None:
-            try:
-                fsm.validate(existing["state"])
-            except Exception as exc:  # the engine would log it and never apply again
-                raise SnapshotError(f"the stored state does not restore: {exc}") from None
+            check_stored_state(fsm, existing["state"])
             journal.drop_before(existing["prev"][1])
         self._ready = Ready()
         self.engine = RaftEngine(
