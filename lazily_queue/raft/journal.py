@@ -74,6 +74,8 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._written_index = 0
         self._durable_index = 0
         self._generation = 0
+        #: Bytes handed to the OS by :meth:`write` so far (records and rewrites).
+        self.written_bytes = 0
         self._mask_from: int | None = None
         self.tail = Tail()
         self._meta: dict[str, Any] = self._meta_store.load()
@@ -282,6 +284,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         if self._rewrite:
             data = b"".join(encode_record(*e) for e in self._entries)
             self._disk.replace(self.path, data)
+            self.written_bytes += len(data)
             self._rewrite = False
             self._base = self._end = len(data)
             self._generation += 1
@@ -298,6 +301,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
                     self._cut_partial_append()
                     raise
                 self._base += len(self._pending)
+                self.written_bytes += len(self._pending)
                 self._pending.clear()
                 self._written_index = self.last_index
                 wrote = True
