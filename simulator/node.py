@@ -270,7 +270,7 @@ class SimNode:
         if self.replica is None:  # crashed before the fsync completed
             return False
         try:
-            self.replica.journal.fsync()
+            self.replica.journal.fsync(detached=False)
         except OSError as exc:
             self._stall(exc, dispatch)
             return False

@@ -25,6 +25,7 @@ logged once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -80,7 +81,9 @@ class Driver:
         self._stalled_since: float | None = None
         self._retry_at = 0.0
         self._recovering = False
-        self.fsync = Fsyncer(replica.journal.fsync, replica.node_id)
+        journal = replica.journal
+        self.fsync = Fsyncer(journal.fsync, replica.node_id,
+                             fsync_here=functools.partial(journal.fsync, detached=False))
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None

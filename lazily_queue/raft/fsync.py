@@ -67,9 +67,17 @@ class Fsyncer:
     """Runs ``fsync`` (see the module docstring); one fsync at a time."""
 
     def __init__(
-        self, fsync: Callable[[], None], node_id: str, policy: InlinePolicy | None = None
+        self,
+        fsync: Callable[[], None],
+        node_id: str,
+        policy: InlinePolicy | None = None,
+        *,
+        fsync_here: Callable[[], None] | None = None,
     ) -> None:
+        """``fsync`` runs on the worker thread, ``fsync_here`` (default ``fsync``) on the
+        caller's."""
         self._fsync = fsync
+        self._fsync_here = fsync_here or fsync
         self._node_id = node_id
         self.policy = policy or InlinePolicy()
         self._jobs: queue.SimpleQueue[_Job | None] | None = None
@@ -84,7 +92,7 @@ class Fsyncer:
         """Run one fsync now, on this thread; returns its error (``None``: it succeeded)."""
         start = time.perf_counter()
         try:
-            self._fsync()
+            self._fsync_here()
         except Exception as exc:
             self.policy.took(time.perf_counter() - start)
             return exc

@@ -323,10 +323,15 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             self._disk.truncate(self.path, self._base)
             self._truncate = False
 
-    def fsync(self) -> None:
-        """Make records handed to the OS durable; safe to call from a worker thread."""
+    def fsync(self, *, detached: bool = True) -> None:
+        """Make records handed to the OS durable; safe to call from a worker thread.
+        ``detached=False``: the caller is the thread that writes the journal, which may
+        use the descriptor it appends through."""
         generation, target = self._generation, self._written_index
-        self._disk.sync_detached(self.path)
+        if detached:
+            self._disk.sync_detached(self.path)
+        else:
+            self._disk.sync(self.path)
         if generation == self._generation:
             self._durable_index = max(self._durable_index, target)
 

@@ -243,8 +243,8 @@ async def _started(
 
 
 def _hold_fsyncs(node: Node, disk: FaultyDisk) -> None:
-    """Hold the node's fsyncs from now on, on its worker thread (an fsync on the loop's
-    thread, while fsyncs are quick, would hold the whole loop)."""
+    """Hold the node's fsyncs from now on: they run on its worker thread, where the disk
+    holds them (it never holds one on the loop's thread: that would hold the whole loop)."""
     node.driver.fsync.policy.inline_below = 0.0
     disk.hold_fsyncs()
 

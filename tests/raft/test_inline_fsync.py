@@ -118,6 +118,11 @@ class SlowDisk(FaultyDisk):
 
     delay = 0.0
 
+    def sync(self, path: str) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+        super().sync(path)
+
     def sync_detached(self, path: str) -> None:
         if self.delay:
             time.sleep(self.delay)
