@@ -11,6 +11,9 @@
     secret_env = "ORDERS_SECRET"        # the cluster secret, from this environment variable
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
+    admin_token_env = "ORDERS_ADMIN"    # the admin API's token (16+ characters), from this
+    # admin_token_file = "admin-token"  # variable or file; without either the API is off
+    http_advertise = "http://q1.internal:8101"  # the page address other members link to
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
@@ -43,7 +46,8 @@ if TYPE_CHECKING:
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "peers", "app"}
+     "startup_timeout", "peers", "app", "admin_token_env", "admin_token_file",
+     "http_advertise"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -69,6 +73,9 @@ class NodeConfig:
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
+    admin_token_env: str | None = None
+    admin_token_file: Path | None = None
+    http_advertise: str | None = None
 
     @property
     def http_url(self) -> str | None:
@@ -99,6 +106,34 @@ class NodeConfig:
         if not data:
             raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
         return data
+
+    def admin_token(self) -> str | None:
+        """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`)."""
+        from .admin_auth import MIN_TOKEN
+
+        if self.admin_token_env is not None:
+            value = os.environ.get(self.admin_token_env, "")
+            where = f"environment variable {self.admin_token_env} (named by `admin_token_env`)"
+        elif self.admin_token_file is not None:
+            try:
+                value = self.admin_token_file.read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{self.source}: cannot read the admin token from `admin_token_file` "
+                    f"{self.admin_token_file}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
+            where = f"`admin_token_file` {self.admin_token_file}"
+        else:
+            return None
+        if len(value) < MIN_TOKEN:
+            raise ConfigError(
+                f"{self.source}: the admin token from {where} is missing or shorter than "
+                f"{MIN_TOKEN} characters; use a long random value (not the cluster secret)")
+        if value.encode() == self.secret():
+            raise ConfigError(
+                f"{self.source}: the admin token must differ from the cluster secret (the "
+                "secret must never reach a browser)")
+        return value
 
     def node(self, **overrides: Any) -> Node:
         """A :class:`~lazily_queue.node.Node` built from this configuration."""
@@ -190,6 +225,13 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
     entry, options = _app(doc.get("app"), fail)
+    token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
+    if token_env is not None and token_file is not None:
+        raise fail("give at most one of `admin_token_env` and `admin_token_file`")
+    advertise = doc.get("http_advertise")
+    if advertise is not None and (not isinstance(advertise, str) or not advertise.startswith(
+            ("http://", "https://"))):
+        raise fail(f"`http_advertise` must be an http:// or https:// URL, not {advertise!r}")
     return NodeConfig(
         node_id=node_id,
         data_dir=data_dir,
@@ -204,6 +246,11 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         app_entry=entry,
         app_options=options,
         source=source,
+        admin_token_env=None if token_env is None else _string(token_env, fail,
+                                                               "admin_token_env"),
+        admin_token_file=None if token_file is None else base / _string(
+            token_file, fail, "admin_token_file"),
+        http_advertise=None if advertise is None else advertise.rstrip("/"),
     )
 
 

@@ -17,7 +17,7 @@ fsync latency is a histogram fed by the driver's fsync observer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -56,6 +56,8 @@ class NodeMetrics:
             namespace=namespace, buckets=FSYNC_BUCKETS, registry=self.registry,
         )
         self.registry.register(_StateCollector(self))
+        #: Also called with every fsync duration (the monitor's recent window).
+        self.fsync_listeners: list[Callable[[float], None]] = []
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
         self._topic_end: dict[str, int] = {}
         node.add_event_observer(self._on_events)
@@ -71,9 +73,14 @@ class NodeMetrics:
         if not self.node.running:
             return
         driver = self.node.driver
-        if driver.fsync.observer is not self.fsync_seconds.observe:
-            driver.fsync.observer = self.fsync_seconds.observe
+        if driver.fsync.observer != self._on_fsync:
+            driver.fsync.observer = self._on_fsync
             self._baseline()
+
+    def _on_fsync(self, seconds: float) -> None:
+        self.fsync_seconds.observe(seconds)
+        for listener in self.fsync_listeners:
+            listener(seconds)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""

@@ -19,6 +19,7 @@ import importlib
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -55,6 +56,7 @@ class NodeService:
         self._lock_fd: int | None = None
         self._http: Any = None
         self._url: str | None = None
+        self._announce: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -69,6 +71,7 @@ class NodeService:
         """Serve until stopped; 0 on a clean stop, 1 when the app failed."""
         config = self.config
         secret = config.secret()
+        admin_token = config.admin_token()
         entry = load_entry(config) if config.app_entry else None
         try:
             config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -86,12 +89,17 @@ class NodeService:
             await self._start_node(node)
             self.monitor = Monitor(node)
             self.monitor.start()
-            url = self._url = await self._start_http()
+            url = self._url = await self._start_http(admin_token)
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
                       f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
             if self.handle_signals:
                 self._install_signals()
             await self._await_leader(node, watch)
+            if url is not None:
+                page = config.http_advertise or _advertised(url)
+                self.monitor.vitals_source.http_url = page
+                self._announce = asyncio.create_task(announce_page(node, page),
+                                                     name="lazily-announce-page")
         except BaseException:
             await self._shutdown()
             raise
@@ -157,7 +165,7 @@ class NodeService:
                 "running, stop it or give this node its own id and address"
             ) from None
 
-    async def _start_http(self) -> str | None:
+    async def _start_http(self, admin_token: str | None) -> str | None:
         if self.config.http is None:
             return None
         try:
@@ -174,6 +182,10 @@ class NodeService:
         app[NODE] = self.node
         app[MONITOR] = self.monitor
         add_monitor_routes(app, status_prefix="")
+        if admin_token is not None:
+            from .integrations.aiohttp_admin import add_admin_routes
+
+            add_admin_routes(app, admin_token)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         host, port = self.config.http
@@ -222,6 +234,11 @@ class NodeService:
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
 
     async def _shutdown(self) -> None:
+        if self._announce is not None:
+            self._announce.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._announce
+            self._announce = None
         if self.monitor is not None:
             await self.monitor.stop()
         if self._http is not None:
@@ -241,6 +258,32 @@ class NodeService:
 
     def _say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
+
+
+def _advertised(url: str) -> str:
+    """The bound URL as other machines reach it (a wildcard host becomes the host name)."""
+    host_port = url.split("://", 1)[1]
+    host, _, port = host_port.rpartition(":")
+    if host in ("0.0.0.0", "[::]", "::", ""):
+        return f"http://{socket.gethostname()}:{port}"
+    return url
+
+
+async def announce_page(node: Node, url: str, *, retry: float = 1.0) -> None:
+    """Replicate where this node serves its status page (until it is committed)."""
+    from .replicated import ops
+
+    while node.running and node.view.member_pages.get(node.node_id) != url:
+        try:
+            result = await node.driver.call(ops.MEMBER_PAGE, [node.node_id, url],
+                                            timeout=node.op_timeout)
+            if isinstance(result, ops.OpError):
+                log.warning("node %s: its page address was refused: %s", node.node_id, result)
+                return
+        except Exception as exc:
+            log.info("node %s: announcing its page %s failed (%s); retrying", node.node_id,
+                     url, exc)
+            await asyncio.sleep(retry)
 
 
 def _mesh_trouble(node: Node, peer: int) -> str | None:

@@ -69,6 +69,10 @@ class ReplicatedObject:
         self._view = view
         self._declared = None
 
+    def forget_declaration(self) -> None:
+        """The object was deleted: the next operation declares it again."""
+        self._declared = None
+
     async def declare(self, *, timeout: float | None = None) -> None:
         """Declare the object on the cluster now (the first operation does it otherwise)."""
         await self._ensure_declared(timeout)
