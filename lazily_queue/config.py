@@ -107,8 +107,10 @@ class NodeConfig:
             raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
         return data
 
-    def admin_token(self) -> str | None:
-        """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`)."""
+    def admin_token(self, *, check_secret: bool = True) -> str | None:
+        """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
+        ``check_secret`` refuses a token equal to the cluster secret (the node checks,
+        a command-line client need not know the secret)."""
         from .admin_auth import MIN_TOKEN
 
         if self.admin_token_env is not None:
@@ -129,7 +131,7 @@ class NodeConfig:
             raise ConfigError(
                 f"{self.source}: the admin token from {where} is missing or shorter than "
                 f"{MIN_TOKEN} characters; use a long random value (not the cluster secret)")
-        if value.encode() == self.secret():
+        if check_secret and value.encode() == self.secret():
             raise ConfigError(
                 f"{self.source}: the admin token must differ from the cluster secret (the "
                 "secret must never reach a browser)")

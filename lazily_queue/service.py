@@ -182,10 +182,9 @@ class NodeService:
         app[NODE] = self.node
         app[MONITOR] = self.monitor
         add_monitor_routes(app, status_prefix="")
-        if admin_token is not None:
-            from .integrations.aiohttp_admin import add_admin_routes
+        from .integrations.aiohttp_admin import add_admin_routes
 
-            add_admin_routes(app, admin_token)
+        add_admin_routes(app, admin_token)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         host, port = self.config.http

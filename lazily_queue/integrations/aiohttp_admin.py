@@ -42,8 +42,9 @@ MAX_BODY = 64 * 1024
 Handler = Callable[[web.Request], Awaitable[Any]]
 
 
-def add_admin_routes(app: web.Application, token: str, *, prefix: str = "") -> None:
-    """Serve the admin API (module docstring) with ``token`` as the admin credential."""
+def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "") -> None:
+    """Serve the admin API (module docstring) with ``token`` as the admin credential
+    (``None``: every route answers ``admin_disabled``, saying how to turn it on)."""
     app[AUTH] = AdminAuth(token)
     base = prefix.rstrip("/") + "/admin"
     app.router.add_post(base + "/login", _login)

@@ -93,3 +93,21 @@ async def load(node: Node, options: dict[str, Any]) -> None:
                 await asyncio.sleep(0.2)
 
     await asyncio.gather(forever(produce), forever(work), forever(read))
+
+
+async def seed(node: Node, options: dict[str, Any]) -> None:
+    """Queue ``orders`` with ``push`` elements, topic ``news`` with one, and work queue
+    ``jobs`` (``max_deliveries = 1``) with ``jobs`` items of which the first ``dead`` are
+    nacked into dead letters; then print ``seeded``."""
+    await node.wait_for_leader()
+    orders = node.queue("orders")
+    for i in range(int(options.get("push", 0))):
+        await orders.push(i)
+    await node.topic("news").publish("hello")
+    jobs = node.work_queue("jobs", visibility_timeout=30, max_deliveries=1)
+    for i in range(int(options.get("jobs", 0))):
+        await jobs.push(i)
+    for _ in range(int(options.get("dead", 0))):
+        delivery = await jobs.claim("seeder")
+        await jobs.nack("seeder", delivery.delivery_id)
+    print("seeded", flush=True)

@@ -65,6 +65,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
         ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
+        ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
+        ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
+        ({"http_advertise": "q1:8101"}, r"`http_advertise` must be an http:// or https://"),
     ],
 )
 def test_mistakes_name_the_key_and_the_fix(
@@ -73,6 +76,24 @@ def test_mistakes_name_the_key_and_the_fix(
     with pytest.raises(ConfigError, match=message) as info:
         parse(tmp_path, **changes)
     assert str(info.value).startswith("node.toml: ")
+
+
+def test_the_admin_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("S", "the-cluster-secret-value")
+    assert parse(tmp_path).admin_token() is None  # the admin API is off
+    config = parse(tmp_path, admin_token_env="A")
+    monkeypatch.setenv("A", "short")
+    with pytest.raises(ConfigError, match=r"from environment variable A .* shorter than 16"):
+        config.admin_token()
+    monkeypatch.setenv("A", "the-cluster-secret-value")
+    with pytest.raises(ConfigError, match=r"must differ from the cluster secret"):
+        config.admin_token()
+    assert config.admin_token(check_secret=False) == "the-cluster-secret-value"
+    (tmp_path / "admin").write_text("an-admin-token-of-some-length\n")
+    assert parse(tmp_path, admin_token_file="admin").admin_token() == (
+        "an-admin-token-of-some-length")
+    with pytest.raises(ConfigError, match=r"cannot read the admin token"):
+        parse(tmp_path, admin_token_file="missing").admin_token()
 
 
 def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
