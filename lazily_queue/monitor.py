@@ -15,6 +15,8 @@ after the node has started and stop it before the node stops. It serves:
   period: a finite number of milliseconds, clamped to
   [:data:`MIN_INTERVAL_MS`, :data:`MAX_INTERVAL_MS`]; anything else (``NaN``,
   ``1e400``, a negative number, text) is answered with 400 and says so.
+
+It also logs one line per state change of the node (:mod:`.state_log`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .history import History
 from .metrics import NodeMetrics
 from .peer_pages import PeerPages
+from .state_log import StateLog
 from .status import LeadershipClock, node_status
 from .vitals import Vitals
 
@@ -95,6 +98,7 @@ class Monitor:
         self.node_metrics.fsync_listeners.append(self.vitals_source.fsync.observe)
         self.history_source = History(node, interval=history_interval, window=history_window)
         self.peer_pages = PeerPages(node, interval=peer_interval)
+        self.state_log = StateLog(node)
 
     @property
     def metrics_content_type(self) -> str:
@@ -106,8 +110,10 @@ class Monitor:
         self.clock.start()
         self.history_source.start()
         self.peer_pages.start()
+        self.state_log.start()
 
     async def stop(self) -> None:
+        await self.state_log.stop()
         await self.peer_pages.stop()
         await self.history_source.stop()
         await self.clock.stop()

@@ -304,7 +304,9 @@ class Driver:
         self._stalled_since = time.time()
         log.error("node %s %s; it acknowledges no writes until the disk accepts them again "
                   "and retries every %g s; reads go on", self.replica.node_id,
-                  self.pipeline.stall, self.disk_retry)
+                  self.pipeline.stall, self.disk_retry,
+                  extra={"event": "disk_full", "node": self.replica.node_id,
+                         "reason": self.pipeline.stall})
 
         def failure(unknown: bool) -> BaseException:
             outcome = ("its outcome is unknown: it may commit once the disk recovers"
@@ -335,8 +337,11 @@ class Driver:
             return
         since = self._stalled_since
         self._stalled_since = None
+        lasted = time.time() - (since or time.time())
         log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "
-                    "writes again", self.replica.node_id, time.time() - (since or time.time()))
+                    "writes again", self.replica.node_id, lasted,
+                    extra={"event": "disk_recovered", "node": self.replica.node_id,
+                           "seconds": round(lasted, 3)})
         for ready in self.pipeline.recovered():
             self._dispatch(ready)
         self._notify_disk(None)
