@@ -19,6 +19,11 @@
     2 = "unix:///run/orders/2.sock"
     3 = "unix:///run/orders/3.sock"
 
+    [tls]                               # optional: tls:// and wss:// addresses
+    certificate = "certs/n1.pem"        # (see lazily_queue.config_transport)
+    key = "certs/n1.key"
+    ca = "certs/ca.pem"
+
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
@@ -37,8 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
+from lazily_transports import (
+    DEFAULT_SCHEMES,
+    AddressError,
+    MissingDependencyError,
+    TLSFiles,
+    scheme_of,
+)
 
+from .config_transport import WebRTCConfig, check_tls_addresses, parse_tls, parse_webrtc
 from .errors import InvalidConfiguration
 
 if TYPE_CHECKING:
@@ -47,7 +59,7 @@ if TYPE_CHECKING:
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "peers", "app", "admin_token_env", "admin_token_file",
-     "http_advertise"}
+     "http_advertise", "tls", "webrtc"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -76,6 +88,8 @@ class NodeConfig:
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
+    tls: TLSFiles | None = None
+    webrtc: WebRTCConfig | None = None
 
     @property
     def http_url(self) -> str | None:
@@ -148,6 +162,7 @@ class NodeConfig:
             "secret": self.secret(),
             "cluster": self.cluster,
             "durability": self.durability,
+            "tls": self.tls,
         }
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
@@ -227,6 +242,10 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
     entry, options = _app(doc.get("app"), fail)
+    tls = parse_tls(doc.get("tls"), base, fail)
+    check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
+                        fail)
+    webrtc = parse_webrtc(doc.get("webrtc"), base, fail)
     token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
     if token_env is not None and token_file is not None:
         raise fail("give at most one of `admin_token_env` and `admin_token_file`")
@@ -253,6 +272,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         admin_token_file=None if token_file is None else base / _string(
             token_file, fail, "admin_token_file"),
         http_advertise=None if advertise is None else advertise.rstrip("/"),
+        tls=tls,
+        webrtc=webrtc,
     )
 
 
@@ -294,7 +315,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                     f"{what} address {address!r}: directory {path.parent} does not exist; "
                     "create it or choose another socket path"
                 )
-        elif scheme == "tcp":
+        elif scheme in ("tcp", "tls"):
             from lazily_transports.sockets import parse_tcp
 
             host, port = parse_tcp(address, listening=listening)
@@ -305,7 +326,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                            f"({exc.strerror or exc})") from None
         elif scheme not in DEFAULT_SCHEMES:
             raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
-                       "(use unix:, tcp:, ws:, wss: or webrtc+ws:)")
+                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
         raise fail(f"{what} address {address!r}: {exc}") from None

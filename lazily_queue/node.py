@@ -29,11 +29,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from lazily_transports import TLSFiles
+
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
+from .links import check_schemes, tls_contexts
 from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -83,10 +86,12 @@ class Node:
         topic_gc_interval: float = 5.0,
         disk: Disk | None = None,
         disk_retry: float = 1.0,
+        tls: TLSFiles | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
-        writes tries again."""
+        writes tries again. ``tls`` (certificate, key and the members' CA) is required
+        by ``tls://`` and ``wss://`` addresses (see :mod:`lazily_transports.tls`)."""
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
@@ -97,6 +102,9 @@ class Node:
             listen = listen or peer_map.pop(self.node_id)
         self.peers = peer_map
         self.listen = listen
+        if network is None:
+            check_schemes(self.node_id, listen, peer_map, tls)
+        self._tls = tls
         self.cluster = cluster
         self.durability = durability
         self.op_timeout = op_timeout
@@ -207,6 +215,7 @@ class Node:
             )
         journal = self._journal
         meta = journal.meta if journal is not None else {}
+        server_tls, client_tls = tls_contexts(self._tls, self.listen)
         return MeshNetwork(
             self.node_id,
             listen=self.listen,
@@ -214,6 +223,8 @@ class Node:
             cluster=self.cluster,
             secret=self._secret,
             allow_unauthenticated=self._allow_unauthenticated,
+            ssl_context=server_tls,
+            client_ssl_context=client_tls,
             incarnation=str(meta.get("incarnation", "")),
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (

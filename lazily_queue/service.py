@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from lazily_transports import HandshakeError, HandshakeTimeoutError
+from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 
 from .config import ConfigError, NodeConfig
 from .monitor import Monitor
@@ -333,6 +333,13 @@ class _LinkTrouble(logging.Handler):
         if peer is None or error is None:
             return
         self.last[peer] = str(error)
+        tls = describe_tls_error(error)
+        if tls is not None:
+            if self.fatal is None:
+                self.fatal_at = time.monotonic()
+            self.fatal = (f"the TLS link to peer {peer} failed: {tls}. Check this node's [tls] "
+                          "files and the peer's")
+            return
         if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
             return
         if error.field == "handshake":  # the link dropped mid-handshake: transient

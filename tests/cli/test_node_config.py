@@ -68,6 +68,17 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
         ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
         ({"http_advertise": "q1:8101"}, r"`http_advertise` must be an http:// or https://"),
+        ({"listen": "tls://127.0.0.1:7001"}, r"`listen` address .* uses TLS: add a \[tls\]"),
+        ({"tls": {"certificate": "c.pem"}}, r"\[tls\] `key` is required"),
+        ({"tls": {"certificate": "c", "key": "k", "colour": 1}}, r"\[tls\]: unknown key"),
+        ({"tls": {"certificate": "c", "key": "k", "check_hostname": "yes"}},
+         r"`check_hostname` must be true or false"),
+        ({"tls": {"certificate": "c.pem", "key": "k.pem"}},
+         r"\[tls\]: TLS certificate file .*c.pem does not exist"),
+        ({"webrtc": {"ice_servers": [{"urls": ["turn:turn.example:3478"]}]}},
+         r"a TURN server needs `username` and `credential_env`"),
+        ({"webrtc": {"ice_servers": [{"urls": ["http://x"]}]}}, r"`urls` must list stun:"),
+        ({"webrtc": {"signaling_token": "inline"}}, r"\[webrtc\]: unknown key"),
     ],
 )
 def test_mistakes_name_the_key_and_the_fix(
@@ -146,3 +157,22 @@ def test_a_webrtc_address_needs_the_webrtc_extra(
     fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
     with pytest.raises(ConfigError, match=fix):
         parse(tmp_path, peers=peers)
+
+
+def test_a_tls_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.certs import TestCA
+
+    ca = TestCA(tmp_path / "certs")
+    ca.issue("n1")
+    monkeypatch.setenv("S", "secret")
+    config = parse(tmp_path, listen="tls://127.0.0.1:7001",
+                   peers={"2": "tls://127.0.0.1:7002", "3": "wss://127.0.0.1:7003/r"},
+                   tls={"certificate": "certs/n1.pem", "key": "certs/n1.key",
+                        "ca": "certs/ca.pem", "check_hostname": False})
+    assert config.tls is not None and config.tls.ca == tmp_path / "certs" / "ca.pem"
+    assert config.tls.check_hostname is False
+    node = config.node(durability="none")
+    assert node.listen == "tls://127.0.0.1:7001"
+    with pytest.raises(ConfigError, match=r"peer 2 address 'tcp://127.0.0.1:7002' does not use"):
+        parse(tmp_path, listen="tls://127.0.0.1:7001",
+              tls={"certificate": "certs/n1.pem", "key": "certs/n1.key"})

@@ -1,0 +1,58 @@
+"""How a node's links are set up: TLS contexts and the transports of its address schemes.
+
+:func:`check_schemes` refuses, at construction, addresses a node could not use with
+its settings (``tls://`` or ``wss://`` without TLS files, a plain address beside TLS
+ones). :func:`tls_contexts` makes the listener's and dialer's contexts (for
+``webrtc+wss://`` the TLS is the signaling connection's, so both are client
+contexts). :func:`scheme_table` gives the WebRTC transport the node's ICE servers and
+signaling token (``None``: the default transports).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+
+from lazily_transports import (
+    TLS_SCHEMES,
+    AddressError,
+    TLSConfigError,
+    TLSFiles,
+    scheme_of,
+)
+
+from .errors import InvalidConfiguration
+
+
+def check_schemes(node_id: str, listen: str | None, peers: Mapping[str, str],
+                  tls: TLSFiles | None) -> None:
+    """Raise :class:`InvalidConfiguration` for addresses these TLS settings cannot serve."""
+    addresses = {f"listen address of node {node_id}": listen} if listen else {}
+    addresses.update({f"address of peer {p}": a for p, a in peers.items()})
+    for what, address in addresses.items():
+        try:
+            scheme = scheme_of(address)
+        except AddressError as exc:
+            raise InvalidConfiguration(f"{what}: {exc}") from None
+        if tls is None and scheme in ("tls", "wss"):
+            raise InvalidConfiguration(
+                f"{what} {address!r} uses TLS: pass tls=TLSFiles(certificate=..., key=..., "
+                "ca=...) (TOML: a [tls] table)")
+        if tls is not None and scheme not in TLS_SCHEMES:
+            raise InvalidConfiguration(
+                f"{what} {address!r} does not use TLS but TLS files are given: use tls://, "
+                "wss:// or webrtc+wss:// for every member")
+
+
+def tls_contexts(tls: TLSFiles | None, listen: str | None
+                 ) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+    """The listener's and the dialers' SSL contexts (``None, None`` without TLS)."""
+    if tls is None:
+        return None, None
+    try:
+        client = tls.client_context()
+        if listen is not None and scheme_of(listen) == "webrtc+wss":
+            return client, client  # the listener's TLS is its signaling connection
+        return tls.server_context(), client
+    except TLSConfigError as exc:
+        raise InvalidConfiguration(str(exc)) from None
