@@ -50,7 +50,13 @@ from lazily_transports import (
     scheme_of,
 )
 
-from .config_transport import WebRTCConfig, check_tls_addresses, parse_tls, parse_webrtc
+from .config_transport import (
+    WebRTCConfig,
+    check_tls_addresses,
+    parse_tls,
+    parse_webrtc,
+    webrtc_options,
+)
 from .errors import InvalidConfiguration
 
 if TYPE_CHECKING:
@@ -164,6 +170,8 @@ class NodeConfig:
             "durability": self.durability,
             "tls": self.tls,
         }
+        if self.webrtc is not None:
+            kwargs.update(webrtc_options(self.webrtc, self.source))
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
 

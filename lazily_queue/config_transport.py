@@ -177,3 +177,26 @@ def read_secret(env: str | None, file: Path | None, what: str, fail: Fail) -> st
             raise fail(f"{what}: {file} is empty")
         return value
     return None
+
+
+def webrtc_options(webrtc: WebRTCConfig, source: str) -> dict[str, Any]:
+    """``ice_servers`` and ``signaling_token`` for :class:`~lazily_queue.node.Node`, with
+    the credentials read now (a missing one raises ``ConfigError`` naming the key)."""
+    from .config import ConfigError
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"{source}: {message}")
+
+    servers = []
+    for i, server in enumerate(webrtc.ice_servers):
+        entry: dict[str, Any] = {"urls": list(server.urls)}
+        if server.username is not None:
+            entry["username"] = server.username
+        credential = read_secret(server.credential_env, server.credential_file,
+                                 f"[webrtc] ice_servers[{i}] credential", fail)
+        if credential is not None:
+            entry["credential"] = credential
+        servers.append(entry)
+    token = read_secret(webrtc.signaling_token_env, webrtc.signaling_token_file,
+                        "[webrtc] signaling token", fail)
+    return {"ice_servers": servers, "signaling_token": token}

@@ -11,11 +11,14 @@ signaling token (``None``: the default transports).
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lazily_transports import (
+    DEFAULT_SCHEMES,
     TLS_SCHEMES,
     AddressError,
+    SchemeTable,
     TLSConfigError,
     TLSFiles,
     scheme_of,
@@ -56,3 +59,25 @@ def tls_contexts(tls: TLSFiles | None, listen: str | None
         return tls.server_context(), client
     except TLSConfigError as exc:
         raise InvalidConfiguration(str(exc)) from None
+
+
+def scheme_table(ice_servers: Sequence[Mapping[str, Any]] | None,
+                 signaling_token: str | None) -> SchemeTable | None:
+    """The default transports, but WebRTC links use ``ice_servers`` (STUN/TURN as
+    mappings: ``urls``, ``username``, ``credential``) and send ``signaling_token`` to the
+    signaling server; ``None`` when neither is given."""
+    if not ice_servers and signaling_token is None:
+        return None
+    try:
+        from lazily_transports.webrtc import IceSettings, WebRTCTransport
+        from lazily_transports.webrtc.ice import ice_servers_from
+
+        servers = ice_servers_from(list(ice_servers or ()))
+        transport = WebRTCTransport(IceSettings(ice_servers=servers),
+                                    signaling_token=signaling_token)
+    except (ImportError, ValueError) as exc:
+        raise InvalidConfiguration(f"WebRTC settings: {exc}") from None
+    table = DEFAULT_SCHEMES
+    for scheme in ("webrtc", "webrtc+ws", "webrtc+wss"):
+        table = table.with_transport(scheme, transport)
+    return table

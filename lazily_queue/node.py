@@ -25,7 +25,7 @@ import random
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
-from .links import check_schemes, tls_contexts
+from .links import check_schemes, scheme_table, tls_contexts
 from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -87,11 +87,16 @@ class Node:
         disk: Disk | None = None,
         disk_retry: float = 1.0,
         tls: TLSFiles | None = None,
+        ice_servers: Sequence[Mapping[str, Any]] | None = None,
+        signaling_token: str | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
         writes tries again. ``tls`` (certificate, key and the members' CA) is required
-        by ``tls://`` and ``wss://`` addresses (see :mod:`lazily_transports.tls`)."""
+        by ``tls://`` and ``wss://`` addresses (see :mod:`lazily_transports.tls`).
+        ``ice_servers`` (STUN/TURN: ``{"urls": [...], "username": ..., "credential":
+        ...}``) and ``signaling_token`` (for a signaling server started with a token)
+        apply to ``webrtc+ws://`` and ``webrtc+wss://`` addresses."""
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
@@ -105,6 +110,8 @@ class Node:
         if network is None:
             check_schemes(self.node_id, listen, peer_map, tls)
         self._tls = tls
+        self._schemes = None if network is not None else scheme_table(ice_servers,
+                                                                      signaling_token)
         self.cluster = cluster
         self.durability = durability
         self.op_timeout = op_timeout
@@ -225,6 +232,7 @@ class Node:
             allow_unauthenticated=self._allow_unauthenticated,
             ssl_context=server_tls,
             client_ssl_context=client_tls,
+            schemes=self._schemes,
             incarnation=str(meta.get("incarnation", "")),
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (

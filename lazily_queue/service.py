@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib
 import logging
 import os
@@ -159,6 +160,12 @@ class NodeService:
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()
+            if exc.errno == errno.EACCES:
+                raise ConfigError(
+                    f"{self.config.source}: cannot listen on `listen` = "
+                    f"{self.config.listen!r}: {exc.strerror or exc}; check [webrtc] "
+                    "`signaling_token_env` (the token the signaling server was started with)"
+                ) from None
             raise ConfigError(
                 f"{self.config.source}: cannot listen on `listen` = {self.config.listen!r}: "
                 f"{exc.strerror or exc}; if another node with id {self.config.node_id} is "

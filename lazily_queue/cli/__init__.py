@@ -12,8 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = ("node", "status", "queue", "dlq", "members", "rejoin", "demo", "bench",
-               "conformance")
+SUBCOMMANDS = ("node", "status", "queue", "dlq", "members", "signaling", "rejoin", "demo",
+               "bench", "conformance")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,7 @@ from lazily_transports import (
     Mesh,
     PeerDown,
     PeerUp,
+    SchemeTable,
     UnknownPeerError,
 )
 
@@ -75,6 +76,7 @@ class MeshNetwork:
         incarnation: str = "",
         pins: Mapping[str, str] | None = None,
         on_pin: Callable[[dict[str, str]], None] | None = None,
+        schemes: SchemeTable | None = None,
     ) -> None:
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
@@ -104,6 +106,7 @@ class MeshNetwork:
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
             vet_peer=self._vet if incarnation else None,
+            schemes=schemes,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None

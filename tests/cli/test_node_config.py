@@ -176,3 +176,29 @@ def test_a_tls_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match=r"peer 2 address 'tcp://127.0.0.1:7002' does not use"):
         parse(tmp_path, listen="tls://127.0.0.1:7001",
               tls={"certificate": "certs/n1.pem", "key": "certs/n1.key"})
+
+
+def test_a_webrtc_table_reaches_the_node(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("aiortc")
+    monkeypatch.setenv("S", "secret")
+    monkeypatch.setenv("SIG", "signaling-token")
+    monkeypatch.setenv("TURN_PW", "turn-password")
+    address = "webrtc+ws://127.0.0.1:8765/room?peer="
+    config = parse(tmp_path, listen=address + "1",
+                   peers={"2": address + "2", "3": address + "3"},
+                   webrtc={"signaling_token_env": "SIG", "ice_servers": [
+                       {"urls": "stun:stun.example.org:3478"},
+                       {"urls": ["turn:turn.example.org:3478"], "username": "edge",
+                        "credential_env": "TURN_PW"}]})
+    node = config.node(durability="none")
+    transport = node._schemes.transport("webrtc+ws")  # type: ignore[union-attr]
+    assert transport._signaling_token == "signaling-token"  # type: ignore[attr-defined]
+    servers = transport.ice.ice_servers  # type: ignore[attr-defined]
+    assert [(s.urls, s.username, s.credential) for s in servers] == [
+        (["stun:stun.example.org:3478"], None, None),
+        (["turn:turn.example.org:3478"], "edge", "turn-password")]
+    monkeypatch.delenv("TURN_PW")
+    with pytest.raises(ConfigError, match=r"ice_servers\[1\] credential: environment "
+                                          r"variable TURN_PW is not set"):
+        config.node(durability="none")
