@@ -81,3 +81,19 @@ def scheme_table(ice_servers: Sequence[Mapping[str, Any]] | None,
     for scheme in ("webrtc", "webrtc+ws", "webrtc+wss"):
         table = table.with_transport(scheme, transport)
     return table
+
+
+class LinkSettings:
+    """A node's checked link settings; :meth:`mesh_options` are the mesh's arguments."""
+
+    def __init__(self, node_id: str, listen: str | None, peers: Mapping[str, str],
+                 tls: TLSFiles | None, ice_servers: Sequence[Mapping[str, Any]] | None,
+                 signaling_token: str | None) -> None:
+        check_schemes(node_id, listen, peers, tls)
+        self.listen = listen
+        self.tls = tls
+        self.schemes = scheme_table(ice_servers, signaling_token)
+
+    def mesh_options(self) -> dict[str, Any]:
+        server, client = tls_contexts(self.tls, self.listen)
+        return {"ssl_context": server, "client_ssl_context": client, "schemes": self.schemes}

@@ -36,7 +36,7 @@ from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
-from .links import check_schemes, scheme_table, tls_contexts
+from .links import LinkSettings
 from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -92,11 +92,9 @@ class Node:
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
-        writes tries again. ``tls`` (certificate, key and the members' CA) is required
-        by ``tls://`` and ``wss://`` addresses (see :mod:`lazily_transports.tls`).
-        ``ice_servers`` (STUN/TURN: ``{"urls": [...], "username": ..., "credential":
-        ...}``) and ``signaling_token`` (for a signaling server started with a token)
-        apply to ``webrtc+ws://`` and ``webrtc+wss://`` addresses."""
+        writes tries again. ``tls`` (:mod:`lazily_transports.tls`) serves ``tls://`` and
+        ``wss://``; ``ice_servers`` (``{"urls", "username", "credential"}``) and
+        ``signaling_token`` serve ``webrtc+ws(s)://`` addresses (:mod:`.links`)."""
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
@@ -107,11 +105,8 @@ class Node:
             listen = listen or peer_map.pop(self.node_id)
         self.peers = peer_map
         self.listen = listen
-        if network is None:
-            check_schemes(self.node_id, listen, peer_map, tls)
-        self._tls = tls
-        self._schemes = None if network is not None else scheme_table(ice_servers,
-                                                                      signaling_token)
+        self._links = None if network is not None else LinkSettings(
+            self.node_id, listen, peer_map, tls, ice_servers, signaling_token)
         self.cluster = cluster
         self.durability = durability
         self.op_timeout = op_timeout
@@ -222,7 +217,6 @@ class Node:
             )
         journal = self._journal
         meta = journal.meta if journal is not None else {}
-        server_tls, client_tls = tls_contexts(self._tls, self.listen)
         return MeshNetwork(
             self.node_id,
             listen=self.listen,
@@ -230,9 +224,7 @@ class Node:
             cluster=self.cluster,
             secret=self._secret,
             allow_unauthenticated=self._allow_unauthenticated,
-            ssl_context=server_tls,
-            client_ssl_context=client_tls,
-            schemes=self._schemes,
+            **(self._links.mesh_options() if self._links is not None else {}),
             incarnation=str(meta.get("incarnation", "")),
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (

@@ -192,7 +192,7 @@ def test_a_webrtc_table_reaches_the_node(tmp_path: Path,
                        {"urls": ["turn:turn.example.org:3478"], "username": "edge",
                         "credential_env": "TURN_PW"}]})
     node = config.node(durability="none")
-    transport = node._schemes.transport("webrtc+ws")  # type: ignore[union-attr]
+    transport = node._links.schemes.transport("webrtc+ws")  # type: ignore[union-attr]
     assert transport._signaling_token == "signaling-token"  # type: ignore[attr-defined]
     servers = transport.ice.ice_servers  # type: ignore[attr-defined]
     assert [(s.urls, s.username, s.credential) for s in servers] == [
