@@ -93,8 +93,8 @@ def member_page(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
-def _capture(sm: StateMachine) -> dict[str, str]:
-    return dict(sm.member_pages)
+def _capture(sm: StateMachine) -> dict[str, str] | None:
+    return dict(sm.member_pages) or None  # no section until a member announces a page
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:

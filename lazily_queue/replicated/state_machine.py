@@ -154,7 +154,9 @@ class StateMachine:
             },
         }
         for sec in _SECTIONS:
-            doc[sec.name] = sec.capture(self)
+            part = sec.capture(self)
+            if part is not None:  # an empty optional section is left out
+                doc[sec.name] = part
         return doc
 
     def validate(self, doc: Any) -> None:

@@ -73,6 +73,7 @@ def test_work_purge_drops_pending_or_dead_letters_and_keeps_leases() -> None:
 
 def test_member_pages_are_replicated_validated_and_snapshotted() -> None:
     sm = StateMachine()
+    assert "member_pages" not in sm.capture()  # snapshots are unchanged until one is set
     _apply(sm, [ops.MEMBER_PAGE, "1", "http://10.0.0.1:8101"],
            [ops.MEMBER_PAGE, 2, "https://q2.example/"])
     bad = _apply(sm, [ops.MEMBER_PAGE, "3", "javascript:alert(1)"],
