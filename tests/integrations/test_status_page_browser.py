@@ -177,8 +177,10 @@ async def test_page_monitors_load_turns_red_on_a_kill_and_redrives(tmp_path: Pat
             rate = await _js(page, "Number(document.querySelector('.card[data-key=\"" + key +
                              "\"] [data-metric=\"rate\"] .value').textContent.split(' / ')[0])")
             assert rate > 0, "the in-rate under load"
-            assert await page.wait_for("document.getElementById('health').className === 'ok'",
-                                       timeout=30)
+            # Healthy: green, or amber if a busy machine made the cluster elect again.
+            assert await page.wait_for(
+                "['ok', 'warning'].includes(document.getElementById('health').className)",
+                timeout=30)
             assert "3/3 members up" in await _js(
                 page, "document.getElementById('health-summary').textContent")
             await screenshot(page, shots / "under-load.png")
