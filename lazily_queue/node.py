@@ -240,9 +240,15 @@ class Node:
             journal.sync()
 
     async def stop(self) -> None:
+        """Stop the member. Every call waiting on it (an operation in flight, a pop, a
+        claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
+        does every later call until it starts again; readers keep the applied state."""
         await self._maintenance.stop()
         if self._driver is not None:
+            was_running = self._driver.running
             await self._driver.stop()
+            if was_running:
+                self._router.reset()  # wakes the cells' waiters, which then fail
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

@@ -29,7 +29,7 @@ from ..core.queue import (
 )
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import VecDequeStorage
 from ..storage.queue import (
     QueueStorage,
@@ -86,6 +86,7 @@ class QueueCell(Generic[T]):
         self.ctx = resolve_context(context)
         self._caps = queue_capabilities(storage)
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         self._capacity = storage.capacity()
         cap = self._capacity
         group = SlotGroup(self.ctx)
@@ -305,9 +306,11 @@ class QueueCell(Generic[T]):
             raise QueueClosed(f"{self.name}: queue is closed; push refused")
 
     def _has_room(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_full() or self.is_closed()
 
     def _has_element(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_empty() or self.is_closed()
 
     def __aiter__(self) -> AsyncIterator[T]:

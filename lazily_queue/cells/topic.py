@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar, cast
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
 from ..storage.topic import (
     SyncTopicStorage,
@@ -59,6 +59,7 @@ class TopicCell(Generic[T]):
         self.name = name
         self.ctx = resolve_context(context)
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
         observable = as_observable_topic(storage)
@@ -249,11 +250,18 @@ class TopicCell(Generic[T]):
         reader = self.reader(subscriber)
         async with asyncio.timeout(timeout):
             while True:
-                await wait_until(reader, context=self.ctx)
+                await self._wait_unread(reader)
                 if self._sync is None:
                     return cast(T, await self.poll(subscriber))
                 if self._storage.read_stream(subscriber):
                     return cast(T, self.try_advance(subscriber))
+
+    async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
+        def unread() -> list[T] | None:
+            self._raise_if_stopped()
+            return reader()
+
+        await wait_until(unread, context=self.ctx)
 
     async def gc(self) -> int:
         """Drop what no durable cursor still needs; returns the number removed."""
@@ -278,7 +286,7 @@ class TopicCell(Generic[T]):
         if size < 1:
             raise ValueError(f"batch must be >= 1, got {batch!r}")
         while True:
-            await wait_until(reader, context=self.ctx)
+            await self._wait_unread(reader)
             if self._sync is not None:
                 if self._storage.read_stream(subscriber):
                     yield cast(T, self.try_advance(subscriber))

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalWorkQueueStorage
 from ..storage.work import (
     Settlement,
@@ -80,6 +80,7 @@ class WorkQueueCell:
         self.ctx = resolve_context(context)
         self.clock = clock
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         group = SlotGroup(self.ctx)
         self._group = group
         # Creation order fixes the bits: PENDING_LEN, IS_EMPTY, IN_FLIGHT_LEN, DEAD_LETTER_LEN.
@@ -317,6 +318,7 @@ class WorkQueueCell:
                 await wait_until(self._has_pending, context=self.ctx)
 
     def _has_pending(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_empty()
 
     async def ack(self, worker: str, delivery_id: int) -> Receipt:

@@ -42,7 +42,7 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True)
 
     def __init__(
         self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
@@ -157,7 +157,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
     the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
 
     def __init__(
         self,

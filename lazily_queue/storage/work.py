@@ -135,6 +135,7 @@ CAPABILITY_METHODS = {
     "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
              "try_redrive"),
     "observable": ("set_change_listener",),
+    "lifecycle": ("raise_if_stopped", "set_change_listener"),
 }
 
 
