@@ -5,6 +5,8 @@ the application process, over pluggable storage: an in-process deque, or a Raft 
 replicated across peers of the same application.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 from .cells import Job, QueueCell, TopicCell, WorkQueueCell
@@ -39,6 +41,11 @@ from .storage import (
     VecDequeStorage,
     WorkQueueStorage,
 )
+
+try:
+    __version__: str = _version("lazily-queue")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from .node import ClusterMismatch, Node
@@ -114,5 +121,6 @@ __all__ = [
     "WorkQueueStorage",
     "WorkReader",
     "WorkTransition",
+    "__version__",
     "batch",
 ]

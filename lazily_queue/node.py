@@ -32,7 +32,7 @@ from typing import Any, Literal
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
-from .cells.work_queue import WorkQueueCell
+from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
 from .errors import InvalidConfiguration
 from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
@@ -303,7 +303,11 @@ class Node:
         return cell
 
     def work_queue(
-        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+        self,
+        name: str,
+        *,
+        visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
+        max_deliveries: int = DEFAULT_MAX_DELIVERIES,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 

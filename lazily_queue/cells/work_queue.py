@@ -41,6 +41,12 @@ R = TypeVar("R")
 Clock = Callable[[], float]
 Now = float | Clock | None
 
+#: The lease length of a work queue unless given, in its time unit (seconds with a
+#: seconds clock such as ``time.monotonic``; ``Node.work_queue`` takes seconds too).
+DEFAULT_VISIBILITY_TIMEOUT = 30.0
+#: How many deliveries an item gets before it is dead-lettered, unless given.
+DEFAULT_MAX_DELIVERIES = 3
+
 
 class WorkQueueCell:
     """A work queue with leases, retries and dead letters, bound to one reactive context.
@@ -52,7 +58,8 @@ class WorkQueueCell:
     ``try_nack``, ``try_extend``, ``try_reap_expired`` and ``try_redrive`` too;
     elsewhere they raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
     awaitable to use. Without a storage the cell runs a local :class:`WorkQueueCore`
-    (``visibility_timeout`` required, ``max_deliveries`` 3 unless given).
+    (``visibility_timeout`` 30 and ``max_deliveries`` 3 unless given, as
+    ``Node.work_queue``).
     """
 
     def __init__(
@@ -68,10 +75,9 @@ class WorkQueueCell:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
         if storage is None:
-            if visibility_timeout is None:
-                raise TypeError("WorkQueueCell needs visibility_timeout (or a storage backend)")
-            retries = 3 if max_deliveries is None else max_deliveries
-            core = WorkQueueCore(visibility_timeout, retries)
+            lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
+            retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
+            core = WorkQueueCore(lease, retries)
             storage = LocalWorkQueueStorage(core, name=name, clock=clock)
         elif visibility_timeout is not None or max_deliveries is not None:
             raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
