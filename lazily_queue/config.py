@@ -20,6 +20,9 @@
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
 
+The ``[app]`` module is imported from the configuration file's directory first (or the
+directory ``lazily-queue node --app-dir DIR`` names), then from the installed packages.
+
 Every mistake raises :class:`ConfigError` whose message names the file, the key and
 the fix. The secret is never read from the command line or written to logs.
 """
@@ -68,6 +71,9 @@ class NodeConfig:
     startup_timeout: float = 30.0
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
+    #: Where ``[app] entry``'s module is looked for first (``--app-dir``; by default the
+    #: configuration file's directory), before the installed packages.
+    app_dir: Path | None = None
     source: str = "<config>"
 
     @property
@@ -203,6 +209,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         startup_timeout=float(timeout),
         app_entry=entry,
         app_options=options,
+        app_dir=base,
         source=source,
     )
 
