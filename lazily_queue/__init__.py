@@ -26,12 +26,14 @@ from .errors import (
     InvalidConfiguration,
     InvalidSnapshot,
     LazilyQueueError,
+    MessageTooLarge,
     QueueClosed,
     SettlementRejected,
     UnsupportedOperation,
     UnsupportedValue,
 )
 from .reactive import Context, batch
+from .serializers import Serializer, serializer
 from .storage import (
     LocalTopicStorage,
     LocalWorkQueueStorage,
@@ -93,6 +95,7 @@ __all__ = [
     "LazilyQueueError",
     "LocalTopicStorage",
     "LocalWorkQueueStorage",
+    "MessageTooLarge",
     "NoQuorum",
     "Node",
     "NodeNotRunning",
@@ -105,6 +108,7 @@ __all__ = [
     "QueueReader",
     "QueueStorage",
     "Receipt",
+    "Serializer",
     "SettlementRejected",
     "StorageCapabilities",
     "StorageUnavailable",
@@ -123,4 +127,5 @@ __all__ = [
     "WorkTransition",
     "__version__",
     "batch",
+    "serializer",
 ]

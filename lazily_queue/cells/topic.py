@@ -16,8 +16,10 @@ from typing import Any, Generic, TypeVar, cast
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
+from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
+from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
@@ -44,6 +46,8 @@ class TopicCell(Generic[T]):
     ``try_subscribe``, ``try_reconnect``, ``try_disconnect``, ``try_publish``,
     ``try_advance`` and ``try_gc`` too; elsewhere they raise
     :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
+    ``serializer`` (see :mod:`lazily_queue.serializers`) encodes what is published and
+    decodes what is read.
     """
 
     def __init__(
@@ -52,9 +56,13 @@ class TopicCell(Generic[T]):
         *,
         context: Context | None = None,
         name: str = "topic",
+        serializer: Serializer[T] | None = None,
     ) -> None:
         if storage is None:
             storage = LocalTopicStorage()
+        if serializer is not None:
+            storage = SerializingTopicStorage(storage, Codec(serializer, name))
+        self.serializer = serializer
         self._caps = topic_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)

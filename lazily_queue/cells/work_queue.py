@@ -23,8 +23,10 @@ from typing import Any, TypeVar
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
+from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalWorkQueueStorage
+from ..storage.serializing import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,
     SyncWorkQueueStorage,
@@ -59,7 +61,8 @@ class WorkQueueCell:
     elsewhere they raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
     awaitable to use. Without a storage the cell runs a local :class:`WorkQueueCore`
     (``visibility_timeout`` 30 and ``max_deliveries`` 3 unless given, as
-    ``Node.work_queue``).
+    ``Node.work_queue``). ``serializer`` (see :mod:`lazily_queue.serializers`) encodes
+    what is pushed and decodes the values of deliveries and views.
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class WorkQueueCell:
         clock: Clock | None = None,
         context: Context | None = None,
         name: str = "work_queue",
+        serializer: Serializer[Any] | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
@@ -81,6 +85,9 @@ class WorkQueueCell:
             storage = LocalWorkQueueStorage(core, name=name, clock=clock)
         elif visibility_timeout is not None or max_deliveries is not None:
             raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
+        if serializer is not None:
+            storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
+        self.serializer = serializer
         self._caps = work_queue_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)

@@ -199,7 +199,7 @@ class Driver:
             self.stalled_frames += 1
             return
         try:
-            messages = decode_frame(frame)
+            messages = decode_frame(frame, self.replica.max_frame_bytes)
         except FrameError as exc:
             self.bad_frames += 1
             self.network.close_peer(peer, f"malformed Raft frame: {exc}")
