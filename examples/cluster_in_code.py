@@ -17,13 +17,13 @@ PEERS = {1: "tcp://127.0.0.1:7201", 2: "tcp://127.0.0.1:7202", 3: "tcp://127.0.0
 
 
 async def main(my_id: int) -> None:
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     secret = os.environ["APP_CLUSTER_SECRET"]          # the same on every node
     async with Node(my_id, data_dir=f"data/{my_id}", peers=PEERS, secret=secret) as node:
         leader = await node.wait_for_leader(timeout=30)
         print(f"node {my_id} is up; the leader is node {leader}", flush=True)
-        stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         await stop.wait()                              # serve until stopped
 
 
