@@ -137,7 +137,13 @@ class WorkQueueCell:
 
     @property
     def visibility_timeout(self) -> float:
+        """The lease length, in the units of the cell's clock."""
         return self._storage.visibility_timeout
+
+    @property
+    def lease_seconds(self) -> float:
+        """The lease length in seconds of wall time, whatever the cell's clock counts."""
+        return self._storage.lease_seconds
 
     @property
     def max_deliveries(self) -> int:

@@ -173,6 +173,8 @@ class RaftWorkQueueStorage(ReplicatedObject):
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
+        #: The leader stamps milliseconds.
+        self.lease_seconds = self.visibility_timeout / 1000
         self._listener: WorkQueueChangeListener | None = None
 
     def _declare_op(self) -> tuple[int, list[Any]]:

@@ -201,6 +201,10 @@ class SerializingWorkQueueStorage(_Wrapper):
         return self.inner.visibility_timeout
 
     @property
+    def lease_seconds(self) -> float:
+        return self.inner.lease_seconds
+
+    @property
     def max_deliveries(self) -> int:
         return self.inner.max_deliveries
 
