@@ -12,7 +12,6 @@ import shutil
 import sys
 import time
 from collections import deque
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,11 +23,10 @@ _FSYNC_KEPT = 4096
 
 
 def version() -> str:
-    """The installed lazily-queue version (``"unknown"`` from a bare checkout)."""
-    try:
-        return metadata.version("lazily-queue")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """The installed lazily-queue version (``lazily_queue.__version__``)."""
+    from . import __version__
+
+    return __version__
 
 
 class FsyncWindow:

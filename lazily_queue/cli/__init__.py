@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
+
 SUBCOMMANDS = ("node", "status", "queue", "dlq", "members", "signaling", "rejoin", "demo",
                "bench", "conformance")
 
@@ -21,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lazily-queue",
         description="Embeddable, asyncio-native, Raft-replicated queues: tools and demos.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"{__name__}.{name}")

@@ -14,7 +14,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "dlq", help="browse or redrive a work queue's dead letters (admin API)",
         description="Browse a work queue's dead letters or move them back to its pending "
-                    "items, through a node's admin API (needs the admin token).")
+                    "items, through a node's admin API (needs the admin token). Every action "
+                    "takes --url URL or --config FILE, --token-env NAME or --token-file FILE, "
+                    "--timeout and --json; list takes --offset and --limit, redrive --item ID "
+                    "(repeatable).")
     commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = commands.add_parser("list", help="the dead letters, oldest first")
     listing.add_argument("name", help="the work queue")

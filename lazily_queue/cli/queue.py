@@ -15,7 +15,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "queue", help="list, purge or delete queues (admin API)",
         description="List, purge or delete the queues, work queues and topics of a cluster "
-                    "through a node's admin API (needs the admin token).")
+                    "through a node's admin API (needs the admin token). Every action takes "
+                    "--url URL or --config FILE, --token-env NAME or --token-file FILE, "
+                    "--timeout and --json; purge and delete take --kind, purge "
+                    "--dead-letters.")
     commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = commands.add_parser("list", help="every queue, work queue and topic")
     add_target_arguments(listing)

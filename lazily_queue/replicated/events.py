@@ -37,6 +37,15 @@ class TopicChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicPublished:
+    """An element was published to topic ``name`` at ``offset`` (with or without
+    subscribers)."""
+
+    name: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class WorkQueueChanged:
     """Work queue ``name`` changed the readers in ``mask`` (``core.work.WorkReader``)."""
 
@@ -66,8 +75,8 @@ class Restored:
     """The whole state was replaced by a snapshot: every reader may have changed."""
 
 
-Event = (QueueChanged | QueueDeclared | TopicChanged | WorkQueueChanged | MemberAddressed
-         | Deleted | Restored)
+Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
+         | MemberAddressed | Deleted | Restored)
 #: Every event type (to pick events out of what a replica releases).
-EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, WorkQueueChanged, MemberAddressed,
-               Deleted, Restored)
+EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
+               MemberAddressed, Deleted, Restored)
