@@ -87,6 +87,10 @@ class Driver:
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None
+        #: Called as ``observer(code, seconds, result, error)`` when a :meth:`call` ends
+        #: (commit latency and error metrics).
+        self.call_observer: Callable[[int, float, Any, BaseException | None], None] | None = (
+            None)
 
     @property
     def running(self) -> bool:
@@ -132,9 +136,23 @@ class Driver:
                     self._dispatch(ready)
             await self.network.stop()
             self.fsync.shutdown()
+        self._fail_on_stop()
+
+    def _fail_on_stop(self) -> None:
+        """Every operation still waiting fails with :class:`NodeNotRunning`: no step
+        will ever answer it."""
+        node = self.replica.node_id
+
+        def stopped(unknown: bool) -> BaseException:
+            outcome = ("its outcome is unknown: it may have committed" if unknown
+                       else "the operation was not applied")
+            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
+
+        self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
         for fut in self._state_waiters:
             if not fut.done():
-                fut.set_exception(NodeNotRunning("node stopped"))
+                fut.set_exception(NodeNotRunning(f"node {node} stopped"))
+        self._state_waiters.clear()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -176,12 +194,30 @@ class Driver:
         on_orphan: Callable[[Any], None] | None = None,
     ) -> Any:
         """Propose and await; a cancelled caller leaves nothing half-done (see Replica.cancel)."""
-        proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+        started = time.perf_counter()
         try:
-            return await fut
+            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+        except Exception as exc:
+            self._observe_call(code, started, None, exc)
+            raise
+        try:
+            result = await fut
         except asyncio.CancelledError:
             self.replica.cancel(proposal)
             raise
+        except Exception as exc:
+            self._observe_call(code, started, None, exc)
+            raise
+        self._observe_call(code, started, result, None)
+        return result
+
+    def _observe_call(self, code: int, started: float, result: Any,
+                      error: BaseException | None) -> None:
+        if self.call_observer is not None:
+            try:
+                self.call_observer(code, time.perf_counter() - started, result, error)
+            except Exception:
+                log.exception("node %s: the call observer failed", self.replica.node_id)
 
     def wake(self) -> None:
         """Run one step soon (once per loop iteration, however often it is called)."""
@@ -195,7 +231,7 @@ class Driver:
             self.stalled_frames += 1
             return
         try:
-            messages = decode_frame(frame)
+            messages = decode_frame(frame, self.replica.max_frame_bytes)
         except FrameError as exc:
             self.bad_frames += 1
             self.network.close_peer(peer, f"malformed Raft frame: {exc}")
@@ -341,7 +377,9 @@ class Driver:
         self._stalled_since = time.time()
         log.error("node %s %s; it acknowledges no writes until the disk accepts them again "
                   "and retries every %g s; reads go on", self.replica.node_id,
-                  self.pipeline.stall, self.disk_retry)
+                  self.pipeline.stall, self.disk_retry,
+                  extra={"event": "disk_full", "node": self.replica.node_id,
+                         "reason": self.pipeline.stall})
 
         def failure(unknown: bool) -> BaseException:
             outcome = ("its outcome is unknown: it may commit once the disk recovers"
@@ -372,8 +410,11 @@ class Driver:
             return
         since = self._stalled_since
         self._stalled_since = None
+        lasted = time.time() - (since or time.time())
         log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "
-                    "writes again", self.replica.node_id, time.time() - (since or time.time()))
+                    "writes again", self.replica.node_id, lasted,
+                    extra={"event": "disk_recovered", "node": self.replica.node_id,
+                           "seconds": round(lasted, 3)})
         for ready in self.pipeline.recovered():
             self._dispatch(ready)
         self._notify_disk(None)

@@ -22,10 +22,10 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import cluster, queues, topics, work_queues
+from . import admin, cluster, queues, topics, work_queues
 from .events import Event, Restored
 from .family import Family, Handler, Section
-from .ops import OpError, OpRefused, op_name
+from .ops import MESSAGE_OPS, OpError, OpRefused, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ SNAPSHOT_FORMAT = 1
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -68,6 +68,7 @@ class StateMachine:
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
+        self.member_pages: dict[str, str] = {}
         self.sessions: dict[int, Session] = {}
         self.events: list[Event] = []
         self.applied_batches = 0
@@ -137,6 +138,9 @@ class StateMachine:
     def op_name(self, code: int) -> str:
         return op_name(code)
 
+    def carries_message(self, code: int) -> bool:
+        return code in MESSAGE_OPS
+
     # -- snapshots ------------------------------------------------------------------------
 
     def capture(self) -> dict[str, Any]:
@@ -153,7 +157,9 @@ class StateMachine:
             },
         }
         for sec in _SECTIONS:
-            doc[sec.name] = sec.capture(self)
+            part = sec.capture(self)
+            if part is not None:  # an empty optional section is left out
+                doc[sec.name] = part
         return doc
 
     def validate(self, doc: Any) -> None:
