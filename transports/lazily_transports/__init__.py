@@ -10,7 +10,7 @@ keeps one link per peer with reconnects and reports peer events and frames.
 Contracts for new transports are in ``lazily_transports.abc``.
 """
 
-from ._core._authentication import PeerFilter, PeerVetter, ProbeAnswer
+from ._core._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 from ._core._handshake import (
     CODEC,
     HANDSHAKE_FRAME_LIMIT,
@@ -76,6 +76,7 @@ __all__ = [
     "AuthenticationError",
     "ChannelAcceptor",
     "ChannelHandler",
+    "CredentialLookup",
     "DataChannel",
     "EventStream",
     "Frame",
