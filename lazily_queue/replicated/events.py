@@ -8,6 +8,7 @@ cell's readers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,23 @@ class MemberAddressed:
 
 
 @dataclass(frozen=True, slots=True)
+class OpApplied:
+    """``op`` (``[code, *args]``) was applied at leader time ``now``; ``index`` counts the
+    ops applied on this replica. Reported only by a state machine whose ``tap`` is on
+    (a member serving clients, whose mirrors replay it)."""
+
+    index: int
+    now: int
+    op: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Restored:
     """The whole state was replaced by a snapshot: every reader may have changed."""
 
 
-Event = QueueChanged | QueueDeclared | TopicChanged | WorkQueueChanged | MemberAddressed | Restored
+Event = (QueueChanged | QueueDeclared | TopicChanged | WorkQueueChanged | MemberAddressed
+         | OpApplied | Restored)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, WorkQueueChanged, MemberAddressed,
-               Restored)
+               OpApplied, Restored)

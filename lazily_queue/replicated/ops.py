@@ -20,6 +20,7 @@ QUEUE_UNPOP_MANY = 7  # [name, values]: return undelivered elements to the head,
 # Cluster operations: 9..19.
 BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
+CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -53,6 +54,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_UNPOP_MANY: "queue_unpop_many",
     BARRIER: "barrier",
     MEMBER_ADDRESS: "member_address",
+    CLIENT_OP: "client_op",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",
@@ -73,6 +75,18 @@ OP_NAMES: dict[int, str] = {
     WORK_CLAIM_MANY: "work_claim_many",
     WORK_RELEASE: "work_release",
 }
+
+
+def family_of(code: int) -> str | None:
+    """The kind of object an op code acts on (``"queue"``, ``"topic"``, ``"work_queue"``),
+    named by the op's first argument; ``None`` for cluster ops."""
+    if 1 <= code <= 8:
+        return "queue"
+    if 20 <= code <= 29:
+        return "topic"
+    if 30 <= code <= 39:
+        return "work_queue"
+    return None
 
 
 def op_name(code: int) -> str:
