@@ -41,6 +41,18 @@ from .storage import (
 )
 
 if TYPE_CHECKING:
+    from .client import (
+        AccessDenied,
+        ClientAccess,
+        ClientClosed,
+        ClientGrant,
+        ClusterClient,
+        Credentials,
+        PermissionDenied,
+        RequestRefused,
+        Unreachable,
+        connect,
+    )
     from .node import ClusterMismatch, Node
     from .raft.errors import (
         CommitTimeout,
@@ -51,6 +63,16 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "AccessDenied": "client",
+    "ClientAccess": "client",
+    "ClientClosed": "client",
+    "ClientGrant": "client",
+    "ClusterClient": "client",
+    "Credentials": "client",
+    "PermissionDenied": "client",
+    "RequestRefused": "client",
+    "Unreachable": "client",
+    "connect": "client",
     "Node": "node",
     "ClusterMismatch": "node",
     "CommitTimeout": "raft.errors",
@@ -73,9 +95,15 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "EMPTY",
+    "AccessDenied",
+    "ClientAccess",
+    "ClientClosed",
+    "ClientGrant",
+    "ClusterClient",
     "ClusterMismatch",
     "CommitTimeout",
     "Context",
+    "Credentials",
     "DeadLetter",
     "DeadLetterReason",
     "Delivery",
@@ -90,6 +118,7 @@ __all__ = [
     "Node",
     "NodeNotRunning",
     "PendingItem",
+    "PermissionDenied",
     "ProposalRejected",
     "QueueCell",
     "QueueClosed",
@@ -98,6 +127,7 @@ __all__ = [
     "QueueReader",
     "QueueStorage",
     "Receipt",
+    "RequestRefused",
     "SettlementRejected",
     "StorageCapabilities",
     "StorageUnavailable",
@@ -106,6 +136,7 @@ __all__ = [
     "TopicCore",
     "TopicStorage",
     "TopicTransition",
+    "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",
     "VecDequeStorage",
@@ -115,4 +146,5 @@ __all__ = [
     "WorkReader",
     "WorkTransition",
     "batch",
+    "connect",
 ]

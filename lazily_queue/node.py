@@ -25,9 +25,9 @@ import random
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import membership
 from .cells.queue import QueueCell
@@ -45,12 +45,17 @@ from .raft.replica import Replica, ReplicaConfig
 from .raft.snapshot import SnapshotError
 from .reactive import Context, resolve_context
 from .replicated import ops
+from .replicated.events import Event
 from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .status import local_status
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_queue import RaftQueueStorage, raise_op_error
+
+if TYPE_CHECKING:
+    from .client.access import ClientAccess
+    from .client.server import ClientServer
 
 Durability = Literal["fsync", "none"]
 
@@ -83,10 +88,12 @@ class Node:
         topic_gc_interval: float = 5.0,
         disk: Disk | None = None,
         disk_retry: float = 1.0,
+        clients: ClientAccess | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
-        writes tries again."""
+        writes tries again. ``clients`` serves processes that are not members
+        (:func:`lazily_queue.connect`): on the listen address, or the access's own."""
         self.node_id = str(node_id)
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
@@ -132,6 +139,10 @@ class Node:
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance = Maintenance(self)
+        self._client_access = clients
+        self.clients: ClientServer | None = None
+        if clients is not None:
+            self._router.add_observer(self._to_clients)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -148,6 +159,8 @@ class Node:
             return
         raft_dir = str(self.data_dir / "raft")
         state_machine = StateMachine()
+        state_machine.tap = self._client_access is not None
+        self.clients = self._client_server()
         try:
             replica = self._open(raft_dir, state_machine)
         except SnapshotError as exc:
@@ -178,6 +191,25 @@ class Node:
             storage.rebind(self._driver, view)
         self._router.reset()
         self._maintenance.start()
+        if self.clients is not None:
+            await self.clients.start()
+
+    def _client_server(self) -> ClientServer | None:
+        access = self._client_access
+        if access is None:
+            return None
+        from .client.server import ClientServer
+
+        if access.listen is None and (self._network is not None or self.listen is None):
+            raise InvalidConfiguration(
+                f"node {self.node_id}: clients are served on the listen address only over "
+                "the default network; give the ClientAccess an address of its own (listen=)"
+            )
+        return ClientServer(self, access)
+
+    def _to_clients(self, events: Sequence[Event]) -> None:
+        if self.clients is not None:
+            self.clients.on_events(events)
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
@@ -218,6 +250,9 @@ class Node:
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (
                 lambda pins: journal.set_meta("peer_incarnations", pins)),
+            clients=None if self.clients is None or self._client_access is None
+            or self._client_access.listen is not None
+            else (self._client_access.token, self.clients.serve),
         )
 
     def _check_identity(self, journal: DurableJournal) -> None:
@@ -240,6 +275,8 @@ class Node:
             journal.sync()
 
     async def stop(self) -> None:
+        if self.clients is not None:
+            await self.clients.stop()
         await self._maintenance.stop()
         if self._driver is not None:
             await self._driver.stop()

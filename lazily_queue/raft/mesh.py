@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 import anyio
 from lazily_transports import (
     DEFAULT_FEATURES,
+    ChannelHandler,
+    CredentialLookup,
     Frame,
     FrameTooLargeError,
     LinkConfig,
@@ -75,7 +77,10 @@ class MeshNetwork:
         incarnation: str = "",
         pins: Mapping[str, str] | None = None,
         on_pin: Callable[[dict[str, str]], None] | None = None,
+        clients: tuple[CredentialLookup, ChannelHandler] | None = None,
     ) -> None:
+        """``clients`` (a token lookup and a handler) also accepts client links on the
+        listen address, handed to the handler, never to Raft."""
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
                 "a cluster secret is required: pass secret=... (the same on every node; "
@@ -104,6 +109,7 @@ class MeshNetwork:
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
             vet_peer=self._vet if incarnation else None,
+            clients=clients,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None

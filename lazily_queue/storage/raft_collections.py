@@ -34,8 +34,8 @@ ALL_WORK_READERS = int(
 )
 
 if TYPE_CHECKING:
-    from ..raft.driver import Driver
     from ..replicated.view import ReadView
+    from .raft_queue import Proposer
 
 
 class RaftTopicStorage(ReplicatedObject):
@@ -45,7 +45,7 @@ class RaftTopicStorage(ReplicatedObject):
     capabilities = StorageCapabilities(observable=True)
 
     def __init__(
-        self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
+        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
         self._listener: TopicChangeListener | None = None
@@ -161,7 +161,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
 
     def __init__(
         self,
-        driver: Driver,
+        driver: Proposer,
         view: ReadView,
         name: str,
         *,

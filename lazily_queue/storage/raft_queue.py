@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core.fifo import Fifo
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
@@ -30,12 +31,31 @@ from .capabilities import StorageCapabilities
 from .queue import QueueChangeListener
 
 if TYPE_CHECKING:
-    from ..raft.driver import Driver
     from ..replicated.view import ReadView
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Proposer(Protocol):
+    """Where a replicated storage's operations go: a member's driver, or a client's
+    connection to a member. Results are the state machine's."""
+
+    def propose(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, asyncio.Future[Any]]:
+        """Propose one op without waiting; the future resolves with its result."""
+        ...
+
+    async def call(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Propose and await; ``on_orphan`` gets the result of an op whose caller went
+        away (cancelled, timed out) while it may still apply."""
+        ...
 
 
 def raise_op_error(result: Any) -> Any:
@@ -51,7 +71,7 @@ class ReplicatedObject:
 
     kind = "object"
 
-    def __init__(self, driver: Driver, view: ReadView, name: str, *, timeout: float) -> None:
+    def __init__(self, driver: Proposer, view: ReadView, name: str, *, timeout: float) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self._driver = driver
@@ -63,7 +83,7 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
-    def rebind(self, driver: Driver, view: ReadView) -> None:
+    def rebind(self, driver: Proposer, view: ReadView) -> None:
         """Follow the node to a restarted driver and state (the cell and readers stay)."""
         self._driver = driver
         self._view = view
@@ -95,7 +115,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     capabilities = StorageCapabilities(observable=True, peek=True)
 
     def __init__(
-        self, driver: Driver, view: ReadView, name: str, *, capacity: int | None = None,
+        self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
         timeout: float = 10.0,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
@@ -182,12 +202,16 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         log.info("queue %r: a pop's receiver went away; returning its element to the head",
                  self.name)
 
-        def done(res: Any, err: BaseException | None) -> None:
+        def done(fut: asyncio.Future[Any]) -> None:
+            err = None if fut.cancelled() else fut.exception()
             if err is not None:
                 log.error("queue %r: could not return an undelivered element: %s", self.name, err)
 
-        self._driver.replica.propose(
-            C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_done=done,
-            on_orphan=lambda _: None,
-        )
-        self._driver.wake()
+        try:
+            _, fut = self._driver.propose(
+                C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_orphan=lambda _: None
+            )
+        except Exception as exc:
+            log.error("queue %r: could not return an undelivered element: %s", self.name, exc)
+            return
+        fut.add_done_callback(done)

@@ -1,0 +1,322 @@
+"""ClientServer: a member serving clients (processes that are not voting members).
+
+A client links to the member's listen address (or the ``listen`` of its
+:class:`~.access.ClientAccess`) with its own credential; the link never reaches Raft.
+Each request is read with the bounded decoder (:mod:`.protocol`), checked against the
+client's permissions and, for an op, proposed through the member's driver wrapped in
+``CLIENT_OP`` under the client's session, so it is forwarded to the leader as the
+member's own proposals are and applies at most once however often it is retried. The
+answer is sent once the op applied here. Mirrors: a client watching an object gets its
+state as applied here, then every op applied to it (the state machine's tap), in apply
+order and before the answers of the same step, so what a client reads after an answer
+includes that answer's op.
+
+Back-pressure: a client has at most ``max_in_flight`` requests being served and all
+clients together ``max_total_in_flight``; beyond that the member stops reading their
+links (waiting clients are served in arrival order), so a flood of clients adds at
+most that many proposals to a step and cannot starve replication or heartbeats. A
+client that does not read its answers (more than :data:`MAX_OUTBOX_BYTES` queued) is
+disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from lazily_transports import LinkAttribute, LinkConfig, LinkStream, listen
+
+from ..replicated import objects, ops
+from ..replicated.events import Event, OpApplied, Restored
+from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
+from . import protocol as P
+from .access import READ, ClientAccess, ClientGrant
+from .outbox import Outbox
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from ..node import Node
+
+log = logging.getLogger(__name__)
+
+#: Answers and notifications queued for one client before it is disconnected.
+MAX_OUTBOX_BYTES = 64 * 1024 * 1024
+_MAX_TIMEOUT_MS = 3_600_000
+_REFUSALS_CACHED = 1024
+
+
+class _Conn:
+    """One client link: its session, permissions, watches and outgoing frames."""
+
+    def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int) -> None:
+        self.grant = grant
+        self.session: int | None = None
+        self.slots = asyncio.Semaphore(max_in_flight)
+        self.watches: set[tuple[str, str]] = set()
+        self.replay: list[list[Any]] = []
+        self.refusals: dict[tuple[int, Any], str | None] = {}
+        self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
+
+    @property
+    def closed(self) -> bool:
+        return self.outbox.closed
+
+    def _overflow(self, queued: int) -> None:
+        log.warning("client %r does not read its answers (%d bytes queued); disconnected",
+                    self.grant.name, queued)
+
+    def send(self, frame: list[Any]) -> None:
+        for data in P.parts(P.encode(frame)):
+            self.outbox.send(data)
+
+    def refusal(self, code: int, name: Any) -> str | None:
+        key = (code, name)
+        if key not in self.refusals:
+            if len(self.refusals) > _REFUSALS_CACHED:
+                self.refusals.clear()
+            self.refusals[key] = self.grant.refusal(code, name)
+        return self.refusals[key]
+
+    def close(self) -> None:
+        self.outbox.close()
+
+
+class ClientServer:
+    """Serves the clients of one member (module docstring)."""
+
+    def __init__(self, node: Node, access: ClientAccess) -> None:
+        self.node = node
+        self.access = access
+        self._conns: set[_Conn] = set()
+        self._watchers: dict[tuple[str, str], set[_Conn]] = {}
+        self._slots = asyncio.Semaphore(access.max_total_in_flight)
+        self._listener: AbstractAsyncContextManager[Any] | None = None
+        self.address: str | None = None
+        self.requests = 0
+        self.refused = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on the access's own address, if it has one (else the node's mesh
+        listener hands client links to :meth:`serve`)."""
+        if self.access.listen is None:
+            self.address = self.node.listen
+            return
+        from ..raft.mesh import node_number
+
+        config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
+                            secret=b"clients only: no peer links here")
+        context = listen(self.access.listen, config, self.serve, credentials=self.access.token,
+                         accept_peer=lambda _peer: "this address serves clients only")
+        listener = await context.__aenter__()
+        self._listener = context
+        self.address = listener.address
+
+    async def stop(self) -> None:
+        for conn in list(self._conns):
+            conn.close()
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            await listener.__aexit__(None, None, None)
+
+    def stats(self) -> dict[str, int]:
+        return {"connections": len(self._conns), "requests": self.requests,
+                "refused": self.refused}
+
+    # -- a client link -----------------------------------------------------------------------
+
+    async def serve(self, stream: LinkStream) -> None:
+        """Serve one authenticated client link until it closes."""
+        name = stream.extra(LinkAttribute.credential, None)
+        grant = None if name is None else self.access.grants.get(name)
+        if grant is None:
+            return
+        conn = _Conn(stream, grant, self.access.max_in_flight)
+        self._conns.add(conn)
+        try:
+            while not conn.closed:
+                frame = await stream.receive()
+                await conn.slots.acquire()
+                await self._slots.acquire()
+                self.requests += 1
+                if not self._handle(conn, frame):
+                    self._release(conn)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            conn.close()
+            self._conns.discard(conn)
+            for key in conn.watches:
+                watchers = self._watchers.get(key)
+                if watchers is not None:
+                    watchers.discard(conn)
+                    if not watchers:
+                        del self._watchers[key]
+            await conn.outbox.wait_closed()
+
+    def _release(self, conn: _Conn) -> None:
+        conn.slots.release()
+        self._slots.release()
+
+    def _refuse(self, conn: _Conn, rid: int, code: str, message: str) -> None:
+        self.refused += 1
+        conn.send([rid, P.ERROR, [code, message]])
+
+    def _handle(self, conn: _Conn, data: bytes) -> bool:
+        """Serve one frame; True when an answer will release its slots later."""
+        try:
+            frame = P.decode(data, max_bytes=P.MAX_REQUEST_BYTES)
+        except P.RequestRefused as exc:
+            self._refuse(conn, 0, "refused", f"{exc}; the request was not applied")
+            return False
+        rid, kind = frame[0], frame[1]
+        if rid == 0 or kind not in P.REQUESTS:
+            self._refuse(conn, rid, "refused", f"unknown request kind {kind} (or id 0)")
+            return False
+        try:
+            if kind == P.OP:
+                return self._op(conn, rid, frame)
+            if kind == P.HELLO:
+                self._hello(conn, rid, frame)
+            elif kind == P.WATCH:
+                self._watch(conn, rid, frame)
+            elif kind == P.UNWATCH:
+                self._unwatch(conn, rid, frame)
+            elif kind == P.BARRIER:
+                return self._barrier(conn, rid, frame)
+            else:
+                conn.send([rid, P.OK, None])
+        except P.ClientError as exc:
+            self._refuse(conn, rid, P.code_of(exc), str(exc))
+        return False
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _hello(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        if len(frame) != 4 or frame[2] != P.VERSION:
+            raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
+        session = frame[3]
+        if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
+            raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
+                                   "2**63)")
+        conn.session = session
+        node = self.node
+        conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
+                               "leader": node.leader_id}])
+
+    def _timeout(self, value: Any) -> float:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not 0 < value <= _MAX_TIMEOUT_MS):
+            raise P.RequestRefused(f"timeout_ms must be in (0, {_MAX_TIMEOUT_MS}]")
+        return float(value) / 1000.0
+
+    def _op(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+        if conn.session is None:
+            raise P.RequestRefused("send HELLO before any op")
+        if len(frame) != 7:
+            raise P.RequestRefused("an op is [id, OP, seq, floor, code, args, timeout_ms]")
+        _, _, seq, floor, code, args, timeout_ms = frame
+        if (type(seq) is not int or type(floor) is not int or type(code) is not int
+                or not isinstance(args, list) or seq < 1 or floor < 0 or seq >= 2**63):
+            raise P.RequestRefused("seq, floor and code are ints (seq >= 1) and args a list")
+        timeout = self._timeout(timeout_ms)
+        kind = ops.family_of(code)
+        name = args[0] if kind is not None and args else None
+        refusal = conn.refusal(code, name if isinstance(name, str) else None)
+        if refusal is not None:
+            raise P.PermissionDenied(refusal)
+        try:
+            _, fut = self.node.driver.propose(
+                ops.CLIENT_OP, [conn.session, seq, floor, code, *args], timeout=timeout)
+        except Exception as exc:  # not running, no disk, a value replicas would refuse
+            self._refuse(conn, rid, P.code_of(exc), str(exc))
+            return False
+        fut.add_done_callback(lambda f: self._answer(conn, rid, f))
+        return True
+
+    def _barrier(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+        if len(frame) != 3:
+            raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
+        try:
+            _, fut = self.node.driver.propose(ops.BARRIER, [], timeout=self._timeout(frame[2]))
+        except Exception as exc:
+            self._refuse(conn, rid, P.code_of(exc), str(exc))
+            return False
+        fut.add_done_callback(lambda f: self._answer(conn, rid, f))
+        return True
+
+    def _answer(self, conn: _Conn, rid: int, fut: asyncio.Future[Any]) -> None:
+        self._release(conn)
+        if fut.cancelled():
+            self._refuse(conn, rid, "not_running", "the member stopped serving the request")
+            return
+        error = fut.exception()
+        if error is not None:
+            conn.send([rid, P.ERROR, [P.code_of(error), str(error)]])
+        else:
+            conn.send([rid, P.OK, encode_result(fut.result())])
+
+    def _key(self, frame: list[Any]) -> tuple[str, str]:
+        if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):
+            raise P.RequestRefused(f"a watch is [id, kind, one of {objects.KINDS}, name]")
+        return frame[2], frame[3]
+
+    def _watch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        key = self._key(frame)
+        refusal = conn.refusal(READ, key[1])
+        if refusal is not None:
+            raise P.PermissionDenied(refusal)
+        view = self.node.view
+        conn.watches.add(key)
+        self._watchers.setdefault(key, set()).add(conn)
+        conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
+
+    def _unwatch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        key = self._key(frame)
+        conn.watches.discard(key)
+        watchers = self._watchers.get(key)
+        if watchers is not None:
+            watchers.discard(conn)
+            if not watchers:
+                del self._watchers[key]
+        conn.send([rid, P.OK, None])
+
+    # -- mirrors ------------------------------------------------------------------------------
+
+    def on_events(self, events: Sequence[Event]) -> None:
+        """Forward the ops applied here to the clients watching their objects."""
+        if not self._watchers:
+            return
+        touched: list[_Conn] = []
+        for event in events:
+            if type(event) is OpApplied:
+                op = event.op
+                kind = ops.family_of(op[0])
+                if kind is None or len(op) < 2 or not isinstance(op[1], str):
+                    continue
+                for conn in self._watchers.get((kind, op[1]), ()):
+                    if not conn.replay:
+                        touched.append(conn)
+                    conn.replay.append([kind, op[1], event.index, event.now, op])
+            elif type(event) is Restored:
+                self._flush(touched)
+                touched = []
+                self._reset_all()
+        self._flush(touched)
+
+    def _flush(self, touched: list[_Conn]) -> None:
+        for conn in touched:
+            replay, conn.replay = conn.replay, []
+            conn.send([0, P.REPLAY, replay])
+
+    def _reset_all(self) -> None:
+        view = self.node.view
+        for (kind, name), conns in self._watchers.items():
+            doc = objects.capture(view, kind, name)
+            for conn in conns:
+                conn.send([0, P.RESET, [kind, name, view.tapped, doc]])

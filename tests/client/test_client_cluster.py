@@ -1,0 +1,178 @@
+"""Clients of an in-process cluster: the same cells over a link to one member, mirrors
+updated as the member applies, failover without duplicates, leases across a switch."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from lazily_queue import (
+    ClientAccess,
+    ClientGrant,
+    ClusterClient,
+    Credentials,
+    QueueCell,
+    WorkQueueCell,
+    connect,
+    testing,
+)
+from lazily_queue.client import server as server_module
+from lazily_queue.reactive import Context, Effect
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = b"token-of-the-web-tier"
+_clusters = itertools.count()
+
+
+@asynccontextmanager
+async def cluster_with_clients(size: int = 3, **grant: Any) -> AsyncIterator[
+        tuple[testing.Cluster, list[str]]]:
+    prefix = f"memory://clients-{next(_clusters)}"
+    permissions = grant or {"produce": ["*"], "consume": ["*"]}
+
+    def options(node_id: str) -> testing.NodeOptions:
+        access = ClientAccess([ClientGrant("web", TOKEN, **permissions)],
+                              listen=f"{prefix}-{node_id}")
+        return {"clients": access}
+
+    async with testing.cluster(size, node_options=options) as c:
+        yield c, [f"{prefix}-{i}" for i in range(1, size + 1)]
+
+
+def client_of(addresses: list[str], **options: Any) -> ClusterClient:
+    options.setdefault("ping_interval", 0.2)
+    options.setdefault("ping_timeout", 1.0)
+    return connect(addresses, Credentials("web", TOKEN), **options)
+
+
+async def test_a_client_has_the_cells_of_a_member_with_reactive_readers() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q: QueueCell[Any] = client.queue("orders")
+        assert len(q) == 0  # the first read starts mirroring the queue
+        await client.barrier()
+        seen: list[int] = []
+        effect = Effect(lambda: seen.append(q.len()), context=q.ctx)
+        member_q = c.node(2).queue("orders")  # another member pushes
+        await member_q.push("a")
+        await member_q.push("b")
+        await client.barrier()
+        assert seen[-1] == 2 and q.peek() == "a"
+        assert await q.pop() == "a"  # read-your-writes: the mirror has the pop already
+        assert q.len() == 1 and seen[-1] == 1
+        effect.dispose()
+        assert [await q.pop_many(5)] == [["b"]]
+
+
+async def test_work_queue_and_topic_consumers_batch_through_a_client() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=5)
+        await c.node(1).work_queue("jobs", visibility_timeout=5).push("first")
+        for i in range(9):
+            await jobs.push(i)
+        done: list[Any] = []
+        deliveries = jobs.deliveries("w1", prefetch=4)
+        async for job in deliveries:
+            async with job:
+                done.append(job.value)
+            if len(done) == 10:
+                break
+        await deliveries.aclose()  # settles the background acks
+        await client.barrier()
+        assert done == ["first", *range(9)]
+        assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+        topic = client.topic("news")
+        await topic.subscribe("reader")
+        for i in range(5):
+            await c.node(3).topic("news").publish(i)
+        read: list[int] = []
+        async for value in topic.stream("reader", batch=2):
+            read.append(value)
+            if len(read) == 5:
+                break
+        assert read == list(range(5))
+
+
+async def test_the_member_it_is_linked_to_dies_and_nothing_is_lost_or_doubled() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        jobs = client.work_queue("jobs", visibility_timeout=20)
+        await jobs.push("leased")
+        lease = await jobs.claim("w1")
+
+        async def produce() -> None:
+            for i in range(200):
+                await q.push(i)
+
+        producer = asyncio.create_task(produce())
+        await asyncio.sleep(0.1)
+        first = client.member
+        assert first is not None
+        await c.kill(first)
+        await producer
+        assert client.member not in (None, first)
+        # the lease survived the switch: the ack through another member is accepted
+        receipt = await jobs.ack("w1", lease.delivery_id)
+        assert not receipt.duplicate
+        assert await q.pop_many(1000) == list(range(200))
+
+
+async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        await q.push("declared")
+        original = server_module.ClientServer._answer
+        dropped: list[int] = []
+
+        def lose_first_answer(self: Any, conn: Any, rid: int, fut: Any) -> None:
+            if not dropped:  # the op applied, but its member's link dies before answering
+                dropped.append(rid)
+                self._release(conn)
+                conn.close()
+                return
+            original(self, conn, rid, fut)
+
+        monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+        await q.push("once")
+        assert dropped
+        assert await q.pop_many(10) == ["declared", "once"]
+        view = c.node(1).view
+        assert view.duplicate_ops >= 1
+
+
+async def test_a_cancelled_pop_puts_its_element_back() -> None:
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        await q.push("kept")
+        popping = asyncio.create_task(q.pop())
+        await asyncio.sleep(0)  # sent, not answered yet
+        popping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await popping
+        for _ in range(50):
+            await client.barrier()
+            if len(q) == 1:
+                break
+        assert await q.pop() == "kept"
+
+
+async def test_more_operations_than_the_window_all_complete() -> None:
+    async with cluster_with_clients() as (_c, addresses), \
+            client_of(addresses, max_in_flight=4) as client:
+        q = client.queue("q")
+        await asyncio.gather(*(q.push(i) for i in range(100)))
+        assert sorted(await q.pop_many(200)) == list(range(100))
+
+
+async def test_clients_of_two_contexts_and_the_context_given() -> None:
+    ctx = Context()
+    async with cluster_with_clients() as (_c, addresses), \
+            client_of(addresses, context=ctx) as client:
+        assert client.queue("q").ctx is ctx
