@@ -20,6 +20,19 @@
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
 
+    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address
+
+    [[client]]                          # a process that may connect as a client
+    name = "web"
+    token_env = "ORDERS_WEB_TOKEN"      # its token, from this variable ...
+    # token_file = "web.token"          # ... or this file: exactly one of the two
+    produce = ["jobs", "orders.*"]      # name patterns it may push to / publish on
+    consume = ["jobs"]                  # ... pop, claim, ack, subscribe
+    admin = []                          # ... everything, reaping and redriving too
+
+Members serve clients (``lazily_queue.connect``) once a ``[[client]]`` is listed: on
+``listen``, or on ``clients`` when given.
+
 Every mistake raises :class:`ConfigError` whose message names the file, the key and
 the fix. The secret is never read from the command line or written to logs.
 """
@@ -39,17 +52,31 @@ from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyEr
 from .errors import InvalidConfiguration
 
 if TYPE_CHECKING:
+    from .client.access import ClientAccess
     from .node import Durability, Node
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "peers", "app"}
+     "startup_timeout", "peers", "app", "clients", "client"}
 )
+CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "produce", "consume", "admin"})
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
 
 class ConfigError(InvalidConfiguration):
     """A node configuration is unusable; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """One ``[[client]]`` table: a name, where its token is, its permissions."""
+
+    name: str
+    token_env: str | None = None
+    token_file: Path | None = None
+    produce: tuple[str, ...] = ()
+    consume: tuple[str, ...] = ()
+    admin: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,8 @@ class NodeConfig:
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
+    clients_listen: str | None = None
+    clients: tuple[ClientConfig, ...] = ()
 
     @property
     def http_url(self) -> str | None:
@@ -100,6 +129,29 @@ class NodeConfig:
             raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
         return data
 
+    def client_access(self) -> ClientAccess | None:
+        """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
+        if not self.clients:
+            return None
+        from .client.access import (
+            ClientAccess,
+            ClientGrant,
+            token_from_env,
+            token_from_file,
+        )
+
+        grants = []
+        for client in self.clients:
+            what = f"{self.source}: [[client]] {client.name!r}"
+            try:
+                token = (token_from_env(client.token_env, what) if client.token_env
+                         else token_from_file(client.token_file or "", what))
+            except InvalidConfiguration as exc:
+                raise ConfigError(str(exc)) from None
+            grants.append(ClientGrant(client.name, token, produce=client.produce,
+                                      consume=client.consume, admin=client.admin))
+        return ClientAccess(grants, listen=self.clients_listen)
+
     def node(self, **overrides: Any) -> Node:
         """A :class:`~lazily_queue.node.Node` built from this configuration."""
         from .node import Node
@@ -112,6 +164,8 @@ class NodeConfig:
             "cluster": self.cluster,
             "durability": self.durability,
         }
+        if "clients" not in overrides:
+            kwargs["clients"] = self.client_access()
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
 
@@ -190,6 +244,15 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
     entry, options = _app(doc.get("app"), fail)
+    clients = _clients(doc.get("client", []), base, fail)
+    clients_listen = doc.get("clients")
+    if clients_listen is not None:
+        clients_listen = _string(clients_listen, fail, "clients")
+        if clients_listen == listen or clients_listen in peers.values():
+            raise fail(f"`clients` {clients_listen!r} must differ from the Raft addresses")
+        _check_address(clients_listen, fail, "`clients`", listening=True)
+        if not clients:
+            raise fail("`clients` gives an address for clients but no [[client]] is listed")
     return NodeConfig(
         node_id=node_id,
         data_dir=data_dir,
@@ -204,6 +267,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         app_entry=entry,
         app_options=options,
         source=source,
+        clients_listen=clients_listen,
+        clients=clients,
     )
 
 
@@ -282,3 +347,41 @@ def _app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
     if entry.count(":") != 1 or not all(entry.split(":")):
         raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
     return entry, {k: v for k, v in raw.items() if k != "entry"}
+
+
+def _clients(raw: Any, base: Path, fail: Any) -> tuple[ClientConfig, ...]:
+    if not isinstance(raw, list):
+        raise fail("clients are [[client]] tables (name, token_env or token_file, produce, "
+                   "consume, admin)")
+    found: dict[str, ClientConfig] = {}
+    for table in raw:
+        if not isinstance(table, dict):
+            raise fail("every [[client]] is a table")
+        unknown = sorted(set(table) - CLIENT_KEYS)
+        if unknown:
+            raise fail(f"[[client]] has unknown key(s) {', '.join(unknown)}; the known keys "
+                       f"are {', '.join(sorted(CLIENT_KEYS))}")
+        name = _string(table.get("name"), fail, "client.name")
+        if name in found:
+            raise fail(f"[[client]] {name!r} is listed twice")
+        where = f"[[client]] {name!r}"
+        token_env, token_file = table.get("token_env"), table.get("token_file")
+        if (token_env is None) == (token_file is None):
+            raise fail(f"{where}: give exactly one of `token_env` (an environment variable "
+                       "holding its token) or `token_file`; tokens are never written in the "
+                       "configuration")
+        lists: dict[str, tuple[str, ...]] = {}
+        for key in ("produce", "consume", "admin"):
+            value = table.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise fail(f"{where}: `{key}` is a list of name patterns like [\"jobs\", "
+                           "\"orders.*\"]")
+            lists[key] = tuple(value)
+        found[name] = ClientConfig(
+            name,
+            token_env=None if token_env is None else _string(token_env, fail, "token_env"),
+            token_file=None if token_file is None else base / _string(
+                token_file, fail, "token_file"),
+            **lists,
+        )
+    return tuple(found.values())

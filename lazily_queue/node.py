@@ -33,6 +33,7 @@ from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
+from .datadir import DirectoryLock
 from .errors import InvalidConfiguration
 from .maintenance import Maintenance
 from .raft.disk import Disk, OsDisk
@@ -123,6 +124,7 @@ class Node:
         else:
             self._tmp = None
         self.data_dir = Path(data_dir)
+        self._dir_lock = DirectoryLock(self.data_dir)
         self._network = network
         self._engine_config = engine or EngineConfig()
         self._tick_interval = tick_interval
@@ -155,6 +157,9 @@ class Node:
         return self._driver is not None and self._driver.running
 
     async def start(self) -> None:
+        """Lock the data directory, open the journal, start consensus and the network;
+        raises :class:`~lazily_queue.datadir.DataDirectoryLocked` while another node
+        runs on the same directory."""
         if self.running:
             return
         raft_dir = str(self.data_dir / "raft")
@@ -162,20 +167,26 @@ class Node:
         state_machine.tap = self._client_access is not None
         self.clients = self._client_server()
         try:
+            self._dir_lock.acquire()
             replica = self._open(raft_dir, state_machine)
+            network = self._network if self._network is not None else self._default_network()
         except SnapshotError as exc:
+            self._dir_lock.release()
             raise SnapshotError(
                 f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
                 f"{self.node_id} and run `lazily-queue rejoin --config FILE` (or lazily_queue."
                 "raft.rejoin.wipe_for_rejoin) to rebuild it from its peers"
             ) from None
         except OSError as exc:
+            self._dir_lock.release()
             raise StorageUnavailable(
                 f"node {self.node_id} cannot use its data directory {raft_dir}: "
                 f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; free "
                 "space or fix the disk, then start it again"
             ) from None
-        network = self._network if self._network is not None else self._default_network()
+        except BaseException:
+            self._dir_lock.release()
+            raise
         view = ReadView(state_machine)
         self._view = view
         self._driver = Driver(
@@ -280,6 +291,7 @@ class Node:
         await self._maintenance.stop()
         if self._driver is not None:
             await self._driver.stop()
+        self._dir_lock.release()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

@@ -176,3 +176,29 @@ async def test_clients_of_two_contexts_and_the_context_given() -> None:
     async with cluster_with_clients() as (_c, addresses), \
             client_of(addresses, context=ctx) as client:
         assert client.queue("q").ctx is ctx
+
+
+async def test_a_member_without_quorum_sends_its_client_to_the_majority() -> None:
+    async with cluster_with_clients() as (c, addresses), \
+            client_of(addresses, op_timeout=10) as client:
+        q = client.queue("q")
+        await q.push("before")
+        lonely = client.member
+        assert lonely is not None
+        c.isolate(lonely)
+        await q.push("during")  # refused with NoQuorum there, committed through another
+        assert client.member != lonely
+        c.heal()
+        await c.settle()
+        assert await q.pop_many(10) == ["before", "during"]
+
+
+async def test_a_large_mirror_arrives_in_parts() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member_jobs = c.node(1).work_queue("big")
+        await asyncio.gather(*(member_jobs.push("x" * 2000) for _ in range(400)))
+        jobs = client.work_queue("big")
+        assert jobs.pending_len() == 0  # mirroring starts with this read
+        await client.barrier()
+        assert jobs.pending_len() == 400  # about 800 KB: more than one frame
+        assert jobs.pending()[0].value == "x" * 2000
