@@ -20,7 +20,7 @@
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
 
-    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address
+    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
 
     [[client]]                          # a process that may connect as a client
     name = "web"
@@ -96,7 +96,7 @@ class NodeConfig:
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
-    clients_listen: str | None = None
+    clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
 
     @property
@@ -245,12 +245,15 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
     entry, options = _app(doc.get("app"), fail)
     clients = _clients(doc.get("client", []), base, fail)
-    clients_listen = doc.get("clients")
-    if clients_listen is not None:
-        clients_listen = _string(clients_listen, fail, "clients")
-        if clients_listen == listen or clients_listen in peers.values():
-            raise fail(f"`clients` {clients_listen!r} must differ from the Raft addresses")
-        _check_address(clients_listen, fail, "`clients`", listening=True)
+    raw_clients = doc.get("clients")
+    clients_listen = None
+    if raw_clients is not None:
+        items = raw_clients if isinstance(raw_clients, list) else [raw_clients]
+        clients_listen = tuple(_string(a, fail, "clients") for a in items)
+        for address in clients_listen:
+            if address == listen or address in peers.values():
+                raise fail(f"`clients` {address!r} must differ from the Raft addresses")
+            _check_address(address, fail, "`clients`", listening=True)
         if not clients:
             raise fail("`clients` gives an address for clients but no [[client]] is listed")
     return NodeConfig(

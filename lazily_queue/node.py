@@ -164,8 +164,9 @@ class Node:
             return
         raft_dir = str(self.data_dir / "raft")
         state_machine = StateMachine()
-        state_machine.tap = self._client_access is not None
         self.clients = self._client_server()
+        if self.clients is not None:
+            state_machine.tap = self.clients.watched
         try:
             self._dir_lock.acquire()
             replica = self._open(raft_dir, state_machine)

@@ -86,7 +86,8 @@ class NodeService:
             self.monitor = Monitor(node)
             self.monitor.start()
             url = self._url = await self._start_http()
-            clients = "" if node.clients is None else f" clients={node.clients.address}"
+            clients = ("" if node.clients is None
+                       else f" clients={','.join(node.clients.addresses)}")
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
                       f"raft={config.listen} http={url or '-'}{clients} pid={os.getpid()}")
             if self.handle_signals:

@@ -175,14 +175,15 @@ class ClientGrant:
 
 
 class ClientAccess:
-    """The clients a member serves: grants by name, in-flight bounds, an optional
-    address of their own (``listen``; default: the member's listen address)."""
+    """The clients a member serves: grants by name, in-flight bounds, and where:
+    ``listen`` (one address or several) of their own, or by default the member's own
+    listen address."""
 
     def __init__(
         self,
         grants: Iterable[ClientGrant],
         *,
-        listen: str | None = None,
+        listen: str | Sequence[str] | None = None,
         max_in_flight: int = 128,
         max_total_in_flight: int = 1024,
     ) -> None:
@@ -197,7 +198,12 @@ class ClientAccess:
                             ("max_total_in_flight", max_total_in_flight)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidConfiguration(f"{what} must be a positive int, got {value!r}")
-        self.listen = listen
+        self.listen: tuple[str, ...] | None = (
+            None if listen is None else (listen,) if isinstance(listen, str) else tuple(listen))
+        if self.listen is not None and (not self.listen or not all(
+                isinstance(a, str) and a for a in self.listen)):
+            raise InvalidConfiguration(f"listen must be an address or a list of them, not "
+                                       f"{listen!r}")
         self.max_in_flight = max_in_flight
         self.max_total_in_flight = max_total_in_flight
 

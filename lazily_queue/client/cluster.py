@@ -36,13 +36,13 @@ import ssl
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import cbor2
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..errors import InvalidConfiguration
-from ..raft.batch import encode_checked_op
+from ..errors import InvalidConfiguration, UnsupportedValue
 from ..raft.engine import MAX_COMMAND_BYTES
 from ..raft.errors import CommitTimeout
 from ..reactive import Context, resolve_context
@@ -51,6 +51,7 @@ from ..replicated.state_machine import CLIENT_SESSION_BASE, decode_result
 from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
 from . import protocol as P
 from .access import Credentials
+from .budget import Budget
 from .link import Answer, Link
 from .mirror import Key, Mirror
 
@@ -58,7 +59,25 @@ log = logging.getLogger(__name__)
 
 #: How long the result of a cancelled pop is still awaited (to return its elements).
 ORPHAN_HORIZON = 600.0
+#: How often outstanding operations are checked against their deadlines (seconds).
+SWEEP_INTERVAL = 0.05
 _MAX_OP_BYTES = MAX_COMMAND_BYTES - 1024
+
+
+def encode_args(code: int, args: list[Any]) -> bytes:
+    """The op's arguments in CBOR, checked against the replicated command limit."""
+    try:
+        encoded = cbor2.dumps(args)
+    except (cbor2.CBOREncodeError, TypeError, ValueError) as exc:
+        raise UnsupportedValue(
+            f"{ops.op_name(code)}: the value cannot be replicated: {str(exc)[:200]}"
+        ) from None
+    if len(encoded) > _MAX_OP_BYTES:
+        raise ValueError(
+            f"operation of {len(encoded)} bytes exceeds the {_MAX_OP_BYTES}-byte replicated "
+            "command limit; store large payloads elsewhere and queue a reference"
+        )
+    return encoded
 
 
 class _Op:
@@ -67,7 +86,7 @@ class _Op:
     __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future",
                  "on_orphan", "orphaned", "rid", "seq")
 
-    def __init__(self, seq: int, code: int, args: list[Any], deadline: float,
+    def __init__(self, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
         self.seq, self.code, self.args, self.deadline = seq, code, args, deadline
         self.future, self.on_orphan = future, on_orphan
@@ -92,6 +111,7 @@ class ClusterClient:
         max_in_flight: int = 128,
         ping_interval: float = 1.0,
         ping_timeout: float = 5.0,
+        prefer_leader: bool = True,
         ssl_context: ssl.SSLContext | None = None,
         schemes: SchemeTable | None = None,
     ) -> None:
@@ -113,7 +133,8 @@ class ClusterClient:
         self.session = CLIENT_SESSION_BASE + 1 + secrets.randbelow(2**62 - 2)
         self._next_seq = 1
         self._ops: dict[int, _Op] = {}
-        self._window = asyncio.Semaphore(max_in_flight)
+        self._window = Budget(max_in_flight)
+        self._sweeper: asyncio.TimerHandle | None = None
         self._link: Link | None = None
         self._linked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -121,6 +142,10 @@ class ClusterClient:
         self._fatal: Exception | None = None
         self.failures: dict[str, str] = {}
         self.links = 0
+        self.prefer_leader = prefer_leader
+        #: The member id found at each address (learned when linking).
+        self.members: dict[str, str] = {}
+        self._next: str | None = None
         self._mirror = Mirror(self.ctx, self._request_watch)
         self._cells: dict[Key, Any] = {}
 
@@ -162,6 +187,9 @@ class ClusterClient:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for op in list(self._ops.values()):
             outcome = "its outcome is unknown" if op.attempts else "it was not applied"
             self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
@@ -181,8 +209,10 @@ class ClusterClient:
     async def _run(self) -> None:
         index, delay, denied = 0, 0.05, 0
         while not self._closing:
-            address = self.addresses[index % len(self.addresses)]
-            index += 1
+            address, self._next = self._next, None
+            if address is None:
+                address = self.addresses[index % len(self.addresses)]
+                index += 1
             try:
                 stream = await dial(address, self._config, timeout=self.connect_timeout,
                                     ssl_context=self._ssl, schemes=self._schemes)
@@ -229,10 +259,28 @@ class ClusterClient:
 
     def _hello(self, link: Link, answer: Answer) -> None:
         if answer is not None and answer[0] == P.OK and isinstance(answer[1], dict):
-            member = answer[1].get("node")
+            member, leader = answer[1].get("node"), answer[1].get("leader")
             link.member = str(member) if member is not None else None
+            link.leader = str(leader) if leader is not None else None
+            if link.member is not None:
+                self.members[link.address] = link.member
+            if self.prefer_leader:
+                self._seek_leader(link)
         elif answer is not None:
             link.close(f"the member refused the session: {answer[1]}")
+
+    def _seek_leader(self, link: Link) -> None:
+        """Linked to a follower: move to the leader's address when it is known, or to an
+        address not tried yet, which may be the leader's (what was sent is sent again
+        there, and applies once)."""
+        if link.leader is None or link.leader == link.member:
+            return
+        known = [a for a, m in self.members.items() if m == link.leader]
+        untried = [a for a in self.addresses if a not in self.members]
+        if not known and not untried:
+            return
+        self._next = known[0] if known else untried[0]
+        self._drop(link, f"moving to leader {link.leader}")
 
     def _notice(self, kind: int, payload: Any) -> None:
         if kind == P.REPLAY:
@@ -255,18 +303,20 @@ class ClusterClient:
     ) -> tuple[Any, asyncio.Future[Any]]:
         """Send one op; the future resolves with its result once the member applied it.
 
-        Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` / ``ValueError``
-        for a value or size the cluster would refuse (nothing sent).
+        Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` for a value CBOR
+        cannot carry and ``ValueError`` for an op over the replicated command limit
+        (nothing sent); the member refuses values its replicas would not decode.
         """
         if self._closing or self._task is None:
             raise P.ClientClosed("the client is not started; use `async with client:`")
+        encoded = encode_args(code, args)
         seq = self._next_seq
-        encode_checked_op(seq, code, args, max_bytes=_MAX_OP_BYTES, name=ops.op_name(code))
         self._next_seq += 1
         loop = asyncio.get_running_loop()
-        op = _Op(seq, code, args, loop.time() + timeout, loop.create_future(), on_orphan)
+        op = _Op(seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
         self._ops[seq] = op
-        loop.call_at(op.deadline, self._expire, op)
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
         if self._link is not None:
             self._send(self._link, op)
         return op, op.future
@@ -277,7 +327,9 @@ class ClusterClient:
     ) -> Any:
         """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
         is abandoned, or with ``on_orphan`` awaited on its behalf."""
-        async with self._window:
+        window = self._window
+        await window.take()
+        try:
             op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
             try:
                 return await fut
@@ -285,6 +337,8 @@ class ClusterClient:
                 if not op.done and (op.attempts == 0 or op.on_orphan is None):
                     self._finish(op, None)
                 raise
+        finally:
+            window.give()
 
     def _floor(self) -> int:
         return next(iter(self._ops), self._next_seq)
@@ -293,7 +347,7 @@ class ClusterClient:
         remaining = op.deadline - asyncio.get_running_loop().time()
         timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
         op.attempts += 1
-        op.rid = link.request([P.OP, op.seq, self._floor(), op.code, op.args, timeout_ms],
+        op.rid = link.send_op(op.seq, self._floor(), op.code, op.args, timeout_ms,
                               lambda answer: self._answered(link, op, answer))
 
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
@@ -337,18 +391,23 @@ class ClusterClient:
         if self._link is not None and op.rid:
             self._link.forget(op.rid)
 
-    def _expire(self, op: _Op) -> None:
-        if op.done:
-            return
+    def _sweep(self) -> None:
+        """Expire the ops past their deadline; runs while any op is outstanding."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for op in [op for op in self._ops.values() if op.deadline <= now]:
+            self._expire(op, now)
+        self._sweeper = (loop.call_later(SWEEP_INTERVAL, self._sweep) if self._ops
+                         else None)
+
+    def _expire(self, op: _Op, now: float) -> None:
         error = self._timeout_error(op, op.attempts > 0)
         if op.on_orphan is not None and op.attempts > 0 and not op.orphaned:
             # It may have applied: its result is still awaited a while, to undo it.
             if not op.future.done():
                 op.future.set_exception(error)
             op.orphaned = True
-            loop = asyncio.get_running_loop()
-            op.deadline = loop.time() + ORPHAN_HORIZON
-            loop.call_at(op.deadline, self._expire, op)
+            op.deadline = now + ORPHAN_HORIZON
             return
         self._finish(op, error)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import cbor2
 from lazily_transports import LinkStream
 
 from . import protocol as P
@@ -30,6 +31,8 @@ Answer = tuple[int, Any] | None
 OUTBOX_LIMIT = 32 * 1024 * 1024
 #: Largest frame a client reads from a member (members cut larger ones in parts).
 MAX_FRAME_BYTES = 1024 * 1024
+#: Requests are sent as soon as this many bytes of them wait for the loop iteration.
+BATCH_BYTES = 256 * 1024
 
 _rids = itertools.count(1)
 
@@ -42,6 +45,8 @@ class Link:
         self.stream = stream
         self.address = address
         self.member: str | None = None
+        #: The leader the member knew of when the link was made.
+        self.leader: str | None = None
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}
@@ -50,6 +55,8 @@ class Link:
         self.heard = 0.0
         self.failure: str | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._batch: list[bytes] = []
+        self._batch_bytes = 0
 
     @property
     def open(self) -> bool:
@@ -59,7 +66,31 @@ class Link:
         """Send ``[id, *frame]``; ``on_answer`` gets the answer (or ``None``)."""
         rid = next(_rids)
         self._waiting[rid] = on_answer
-        self.outbox.send(P.encode([rid, *frame]))
+        self._queue(P.encode([rid, *frame]))
+        return rid
+
+    def _queue(self, data: bytes) -> None:
+        """Requests made in one loop iteration leave together, in order."""
+        if not self._batch:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._batch.append(data)
+        self._batch_bytes += len(data)
+        if self._batch_bytes > BATCH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._batch:
+            frames, self._batch, self._batch_bytes = self._batch, [], 0
+            self.outbox.send(P.batch(frames))
+
+    def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
+                on_answer: Callable[[Answer], None]) -> int:
+        """Send ``[id, OP, seq, floor, code, args, timeout_ms]`` with ``args`` already
+        encoded (an op keeps its encoded arguments across retries)."""
+        rid = next(_rids)
+        self._waiting[rid] = on_answer
+        head = cbor2.dumps([rid, P.OP, seq, floor, code])
+        self._queue(b"\x87" + head[1:] + args + cbor2.dumps(timeout_ms))
         return rid
 
     def forget(self, rid: int) -> None:
@@ -126,7 +157,13 @@ class Link:
         rid, kind = frame[0], frame[1]
         payload = frame[2] if len(frame) > 2 else None
         if rid == 0:
-            self._on_notice(kind, payload)
+            if kind == P.BATCH and isinstance(payload, list):
+                for item in payload:
+                    if not isinstance(item, list) or len(item) < 2:
+                        raise P.RequestRefused("a batch holds frames [id, kind, ...]")
+                    self._dispatch(item)
+            else:
+                self._on_notice(kind, payload)
             return
         callback = self._waiting.pop(rid, None)
         if callback is not None:

@@ -26,6 +26,9 @@ Notifications (member to client, id 0): ``[0, REPLAY, [[kind, name, index, now, 
 installed a snapshot; ``[0, PART, piece, last]`` carries a piece of a frame too large
 for one (the pieces up to the one with ``last`` true, concatenated, are that frame);
 ``[0, ERROR, [code, message]]`` refuses a frame that had no readable id.
+
+Either side may send ``[0, BATCH, [frame, ...]]``: the frames, handled in order (the
+requests, answers and notifications of one loop iteration travel together).
 """
 
 from __future__ import annotations
@@ -61,9 +64,11 @@ ERROR = 1
 REPLAY = 2
 RESET = 3
 PART = 4
+BATCH = 5
 
-#: Largest request a member reads: one op of the replicated command limit, framed.
-MAX_REQUEST_BYTES = 64 * 1024 + 512
+#: Largest frame of requests a member reads (a batch of them; each op is also held to
+#: the replicated command limit).
+MAX_REQUEST_BYTES = 1024 * 1024
 #: Frames a member sends are cut into PART pieces of at most this size.
 PART_BYTES = 256 * 1024
 #: Largest frame a client reassembles from parts (a mirrored object's snapshot).
@@ -145,6 +150,24 @@ def decode(data: bytes, *, max_bytes: int) -> list[Any]:
             or type(frame[1]) is not int or frame[0] < 0):
         raise RequestRefused("a frame is a CBOR array [id, kind, ...] with integer id and kind")
     return frame
+
+
+def array_head(n: int) -> bytes:
+    """The CBOR head of an array of ``n`` items."""
+    if n < 24:
+        return bytes((0x80 + n,))
+    if n < 256:
+        return bytes((0x98, n))
+    if n < 65536:
+        return bytes((0x99,)) + n.to_bytes(2, "big")
+    return bytes((0x9a,)) + n.to_bytes(4, "big")
+
+
+def batch(frames: list[bytes]) -> bytes:
+    """Encoded frames as one ``[0, BATCH, [...]]`` frame (or the one frame itself)."""
+    if len(frames) == 1:
+        return frames[0]
+    return b"\x83\x00" + bytes((BATCH,)) + array_head(len(frames)) + b"".join(frames)
 
 
 def parts(data: bytes) -> list[bytes]:

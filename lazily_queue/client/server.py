@@ -34,6 +34,7 @@ from ..replicated.events import Event, OpApplied, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
 from .access import READ, ClientAccess, ClientGrant
+from .budget import Budget
 from .outbox import Outbox
 
 if TYPE_CHECKING:
@@ -55,11 +56,12 @@ class _Conn:
     def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int) -> None:
         self.grant = grant
         self.session: int | None = None
-        self.slots = asyncio.Semaphore(max_in_flight)
+        self.slots = Budget(max_in_flight)
         self.watches: set[tuple[str, str]] = set()
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
+        self._pending: list[list[Any]] = []
 
     @property
     def closed(self) -> bool:
@@ -70,6 +72,16 @@ class _Conn:
                     self.grant.name, queued)
 
     def send(self, frame: list[Any]) -> None:
+        """Queue ``frame``; the frames of one loop iteration leave as one batch."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(frame)
+
+    def _flush(self) -> None:
+        frames, self._pending = self._pending, []
+        if not frames or self.closed:
+            return
+        frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
         for data in P.parts(P.encode(frame)):
             self.outbox.send(data)
 
@@ -93,36 +105,44 @@ class ClientServer:
         self.access = access
         self._conns: set[_Conn] = set()
         self._watchers: dict[tuple[str, str], set[_Conn]] = {}
-        self._slots = asyncio.Semaphore(access.max_total_in_flight)
-        self._listener: AbstractAsyncContextManager[Any] | None = None
-        self.address: str | None = None
+        #: The objects some client watches (the state machine's tap).
+        self.watched = self._watchers.keys()
+        self._slots = Budget(access.max_total_in_flight)
+        self._listeners: list[AbstractAsyncContextManager[Any]] = []
+        #: Where clients reach this member.
+        self.addresses: list[str] = []
         self.requests = 0
         self.refused = 0
 
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen on the access's own address, if it has one (else the node's mesh
+        """Listen on the access's own addresses, if it has them (else the node's mesh
         listener hands client links to :meth:`serve`)."""
         if self.access.listen is None:
-            self.address = self.node.listen
+            self.addresses = [] if self.node.listen is None else [self.node.listen]
             return
         from ..raft.mesh import node_number
 
         config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
                             secret=b"clients only: no peer links here")
-        context = listen(self.access.listen, config, self.serve, credentials=self.access.token,
-                         accept_peer=lambda _peer: "this address serves clients only")
-        listener = await context.__aenter__()
-        self._listener = context
-        self.address = listener.address
+        try:
+            for address in self.access.listen:
+                context = listen(address, config, self.serve, credentials=self.access.token,
+                                 accept_peer=lambda _peer: "this address serves clients only")
+                listener = await context.__aenter__()
+                self._listeners.append(context)
+                self.addresses.append(listener.address)
+        except BaseException:
+            await self.stop()
+            raise
 
     async def stop(self) -> None:
         for conn in list(self._conns):
             conn.close()
-        if self._listener is not None:
-            listener, self._listener = self._listener, None
-            await listener.__aexit__(None, None, None)
+        listeners, self._listeners = self._listeners, []
+        for context in listeners:
+            await context.__aexit__(None, None, None)
 
     def stats(self) -> dict[str, int]:
         return {"connections": len(self._conns), "requests": self.requests,
@@ -140,12 +160,12 @@ class ClientServer:
         self._conns.add(conn)
         try:
             while not conn.closed:
-                frame = await stream.receive()
-                await conn.slots.acquire()
-                await self._slots.acquire()
-                self.requests += 1
-                if not self._handle(conn, frame):
-                    self._release(conn)
+                for request in self._requests(conn, await stream.receive()):
+                    await conn.slots.take()
+                    await self._slots.take()
+                    self.requests += 1
+                    if not self._handle(conn, request):
+                        self._release(conn)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
@@ -160,20 +180,33 @@ class ClientServer:
             await conn.outbox.wait_closed()
 
     def _release(self, conn: _Conn) -> None:
-        conn.slots.release()
-        self._slots.release()
+        conn.slots.give()
+        self._slots.give()
 
     def _refuse(self, conn: _Conn, rid: int, code: str, message: str) -> None:
         self.refused += 1
         conn.send([rid, P.ERROR, [code, message]])
 
-    def _handle(self, conn: _Conn, data: bytes) -> bool:
-        """Serve one frame; True when an answer will release its slots later."""
+    def _requests(self, conn: _Conn, data: bytes) -> list[list[Any]]:
+        """The requests of one frame (one, or a batch); refuses an unreadable frame."""
         try:
             frame = P.decode(data, max_bytes=P.MAX_REQUEST_BYTES)
         except P.RequestRefused as exc:
-            self._refuse(conn, 0, "refused", f"{exc}; the request was not applied")
-            return False
+            self._refuse(conn, 0, "refused", f"{exc}; nothing in it was applied")
+            return []
+        if frame[0] != 0 or frame[1] != P.BATCH:
+            return [frame]
+        items = frame[2] if len(frame) == 3 and isinstance(frame[2], list) else None
+        if items is None or not all(isinstance(item, list) and len(item) >= 2
+                                    and type(item[0]) is int and type(item[1]) is int
+                                    for item in items):
+            self._refuse(conn, 0, "refused", "a batch is [0, BATCH, [[id, kind, ...], ...]]; "
+                         "nothing in it was applied")
+            return []
+        return items
+
+    def _handle(self, conn: _Conn, frame: list[Any]) -> bool:
+        """Serve one request; True when an answer will release its slots later."""
         rid, kind = frame[0], frame[1]
         if rid == 0 or kind not in P.REQUESTS:
             self._refuse(conn, rid, "refused", f"unknown request kind {kind} (or id 0)")
@@ -230,36 +263,36 @@ class ClientServer:
         refusal = conn.refusal(code, name if isinstance(name, str) else None)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
+        return self._propose(conn, rid, ops.CLIENT_OP,
+                             [conn.session, seq, floor, code, *args], timeout)
+
+    def _propose(self, conn: _Conn, rid: int, code: int, args: list[Any],
+                 timeout: float) -> bool:
+        """Propose through the member's replica; the answer goes out once it applied."""
+        driver = self.node.driver
         try:
-            _, fut = self.node.driver.propose(
-                ops.CLIENT_OP, [conn.session, seq, floor, code, *args], timeout=timeout)
+            if not driver.running or driver.disk_error is not None:
+                driver.propose(code, args, timeout=timeout)  # raises why it cannot
+            driver.replica.propose(code, args, timeout=timeout,
+                                   on_done=lambda result, error: self._answer(
+                                       conn, rid, result, error))
         except Exception as exc:  # not running, no disk, a value replicas would refuse
             self._refuse(conn, rid, P.code_of(exc), str(exc))
             return False
-        fut.add_done_callback(lambda f: self._answer(conn, rid, f))
+        driver.wake()
         return True
 
     def _barrier(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
         if len(frame) != 3:
             raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
-        try:
-            _, fut = self.node.driver.propose(ops.BARRIER, [], timeout=self._timeout(frame[2]))
-        except Exception as exc:
-            self._refuse(conn, rid, P.code_of(exc), str(exc))
-            return False
-        fut.add_done_callback(lambda f: self._answer(conn, rid, f))
-        return True
+        return self._propose(conn, rid, ops.BARRIER, [], self._timeout(frame[2]))
 
-    def _answer(self, conn: _Conn, rid: int, fut: asyncio.Future[Any]) -> None:
+    def _answer(self, conn: _Conn, rid: int, result: Any, error: BaseException | None) -> None:
         self._release(conn)
-        if fut.cancelled():
-            self._refuse(conn, rid, "not_running", "the member stopped serving the request")
-            return
-        error = fut.exception()
         if error is not None:
             conn.send([rid, P.ERROR, [P.code_of(error), str(error)]])
         else:
-            conn.send([rid, P.OK, encode_result(fut.result())])
+            conn.send([rid, P.OK, encode_result(result)])
 
     def _key(self, frame: list[Any]) -> tuple[str, str]:
         if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):

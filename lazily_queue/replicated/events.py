@@ -56,8 +56,8 @@ class MemberAddressed:
 @dataclass(frozen=True, slots=True)
 class OpApplied:
     """``op`` (``[code, *args]``) was applied at leader time ``now``; ``index`` counts the
-    ops applied on this replica. Reported only by a state machine whose ``tap`` is on
-    (a member serving clients, whose mirrors replay it)."""
+    ops reported so. Reported only for the objects in the state machine's ``tap`` (a
+    member serving clients, whose mirrors replay it)."""
 
     index: int
     now: int

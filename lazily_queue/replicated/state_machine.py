@@ -14,9 +14,10 @@ the results of at most :data:`CLIENT_WINDOW` sequence numbers above its floor; a
 :data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes first), and every
 session expires after an hour unseen. Sessions are part of the snapshot.
 
-With ``tap`` on, every applied op is also reported as an
-:class:`~.events.OpApplied` event (a member serving clients forwards them to the
-clients' mirrors, which :meth:`StateMachine.replay` them).
+Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
+reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
+them to the mirrors of the clients watching the object, which
+:meth:`StateMachine.replay` them. The tap changes no state.
 
 The op families it answers are listed in :data:`FAMILIES`.
 """
@@ -24,7 +25,7 @@ The op families it answers are listed in :data:`FAMILIES`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from ..raft.batch import CommandError, decode_command
 from . import cluster, queues, topics, work_queues
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
-from .ops import CLIENT_OP, OpError, OpRefused, op_name
+from .ops import CLIENT_OP, OpError, OpRefused, family_of, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -89,8 +90,8 @@ class StateMachine:
         self.applied_batches = 0
         self.applied_ops = 0
         self.duplicate_ops = 0
-        #: Report every applied op as an OpApplied event (a member serving clients).
-        self.tap = False
+        #: Report the ops applied to these objects as OpApplied events.
+        self.tap: Collection[tuple[str, str]] = ()
         self.tapped = 0
 
     # -- applying -------------------------------------------------------------------------
@@ -145,7 +146,9 @@ class StateMachine:
             log.exception("op %s failed while applying", op_name(code))
             return OpError("apply_failed", f"{type(exc).__name__}: {exc}")
         finally:
-            if self.tap and not wrapper:
+            tap = self.tap
+            if (tap and not wrapper and args and type(args[0]) is str
+                    and (family_of(code), args[0]) in tap):
                 self.tapped += 1
                 self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
 

@@ -94,6 +94,10 @@ class ReplicatedObject:
         await self._ensure_declared(timeout)
 
     async def _ensure_declared(self, timeout: float | None) -> None:
+        declared = self._declared
+        if (declared is not None and declared.done() and not declared.cancelled()
+                and declared.exception() is None):
+            return
         if self._declared is None or (self._declared.done() and self._declared.exception()):
             self._declared = asyncio.ensure_future(self._declare(timeout))
         await asyncio.shield(self._declared)

@@ -25,9 +25,9 @@ def test_clients_and_their_tokens_from_env_and_file(
     (tmp_path / "ops.token").write_text("  ops-token-from-a-file\n")
     monkeypatch.setenv("WEB_TOKEN", "web-token-from-the-env")
     config = load_config(tmp_path / "node.toml")
-    assert config.clients_listen == "unix:c1.sock"
+    assert config.clients_listen == ("unix:c1.sock",)
     access = config.client_access()
-    assert access is not None and access.listen == "unix:c1.sock"
+    assert access is not None and access.listen == ("unix:c1.sock",)
     assert access.token("web") == b"web-token-from-the-env"
     assert access.token("ops") == b"ops-token-from-a-file"
     assert access.token("nobody") is None
@@ -53,6 +53,7 @@ def test_without_clients_a_node_serves_none(tmp_path: Path) -> None:
         ({"clients": "unix:c.sock"}, r"no \[\[client\]\] is listed"),
         ({"clients": "tcp://127.0.0.1:7001", "client": [WEB]}, r"must differ"),
         ({"clients": "unix:///no/such/dir/c.sock", "client": [WEB]}, r"does not exist"),
+        ({"clients": ["tcp://127.0.0.1:0", 7], "client": [WEB]}, r"non-empty string"),
     ],
 )
 def test_client_mistakes_name_the_key_and_the_fix(

@@ -114,7 +114,9 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
         assert (await ask(cbor2.dumps({"not": "a list"})))[2][0] == "refused"
         big = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", "x" * 70_000], 1000])
         too_large = await ask(big)
-        assert too_large[:2] == [0, P.ERROR] and "exceed" in too_large[2][1]
+        assert too_large[:2] == [2, P.ERROR] and "exceeds" in too_large[2][1]
+        bad_batch = await ask(cbor2.dumps([0, P.BATCH, [[1, P.PING], "x"]]))
+        assert bad_batch[:2] == [0, P.ERROR] and "batch" in bad_batch[2][1]
         bad_op = await ask(cbor2.dumps([3, P.OP, "one", 1, ops.QUEUE_PUSH, [], 1000]))
         assert bad_op[:2] == [3, P.ERROR] and bad_op[2][0] == "refused"
         raft = await ask(cbor2.dumps([4, P.OP, 1, 1, ops.MEMBER_ADDRESS, ["9", "x"], 1000]))

@@ -131,13 +131,13 @@ async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
         original = server_module.ClientServer._answer
         dropped: list[int] = []
 
-        def lose_first_answer(self: Any, conn: Any, rid: int, fut: Any) -> None:
+        def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
             if not dropped:  # the op applied, but its member's link dies before answering
                 dropped.append(rid)
                 self._release(conn)
                 conn.close()
                 return
-            original(self, conn, rid, fut)
+            original(self, conn, rid, result, error)
 
         monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
         await q.push("once")
@@ -202,3 +202,17 @@ async def test_a_large_mirror_arrives_in_parts() -> None:
         await client.barrier()
         assert jobs.pending_len() == 400  # about 800 KB: more than one frame
         assert jobs.pending()[0].value == "x" * 2000
+
+
+async def test_a_client_moves_to_the_leader_unless_told_not_to() -> None:
+    async with cluster_with_clients() as (c, addresses):
+        leader = (await c.leader()).node_id
+        follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
+        async with client_of(follower_first) as client:
+            await client.queue("q").push(1)
+            await client.barrier()
+            assert client.member == leader
+            assert client.members[addresses[int(leader) - 1]] == leader
+        async with client_of(follower_first, prefer_leader=False) as client:
+            await client.queue("q").push(2)
+            assert client.member != leader

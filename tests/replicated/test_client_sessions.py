@@ -87,7 +87,7 @@ def test_client_sessions_are_bounded_and_survive_a_snapshot(
 def test_the_tap_reports_applied_ops_and_a_mirror_replays_them() -> None:
     member = StateMachine()
     _apply(member, 5, [ops.WORK_DECLARE, "w", 30_000, 3], [ops.WORK_PUSH, "w", "before"])
-    member.tap = True
+    member.tap = {("work_queue", "w")}
     mirror = StateMachine()
     objects.install(mirror, "work_queue", "w", objects.capture(member, "work_queue", "w"))
     member.drain_events()
@@ -102,6 +102,9 @@ def test_the_tap_reports_applied_ops_and_a_mirror_replays_them() -> None:
     assert objects.capture(mirror, "work_queue", "w") == objects.capture(
         member, "work_queue", "w")
     assert mirror.work_queues["w"].core.pending_len() == 1
+    _apply(member, 7, [ops.WORK_DECLARE, "other", 30_000, 3], [ops.WORK_PUSH, "other", 1],
+           [ops.QUEUE_DECLARE, "w", None], [ops.QUEUE_PUSH, "w", 1])
+    assert not [e for e in member.drain_events() if isinstance(e, OpApplied)]
 
 
 @pytest.mark.parametrize("kind", objects.KINDS)
