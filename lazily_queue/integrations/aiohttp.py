@@ -16,6 +16,10 @@
 ``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds
 ``GET /metrics`` (Prometheus). ``status_prefix`` also serves the read-only status
 page at ``{prefix}/`` and its data at ``{prefix}/status.json``.
+
+An application that is not a cluster member links a client instead:
+``setup_client(app, lazily_queue.connect(addresses, credentials))`` stores it under
+:data:`CLIENT` and links it with the application's startup, closing it at cleanup.
 """
 
 from __future__ import annotations
@@ -27,11 +31,27 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
     ) from exc
 
+from ..client.cluster import ClusterClient
 from ..monitor import PAGE_CONTENT_TYPE, Monitor
 from ..node import Node
 
 NODE = web.AppKey("lazily_queue.node", Node)
 MONITOR = web.AppKey("lazily_queue.monitor", Monitor)
+CLIENT = web.AppKey("lazily_queue.client", ClusterClient)
+
+
+def setup_client(app: web.Application, client: ClusterClient) -> None:
+    """Link ``client`` with ``app``'s startup and close it at its cleanup."""
+    app[CLIENT] = client
+
+    async def start(app: web.Application) -> None:
+        await app[CLIENT].start()
+
+    async def stop(app: web.Application) -> None:
+        await app[CLIENT].close()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
 
 
 def setup(
