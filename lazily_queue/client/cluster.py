@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import deque
 import secrets
 import ssl
 from collections.abc import Callable, Sequence
@@ -47,7 +48,7 @@ from ..raft.engine import MAX_COMMAND_BYTES
 from ..raft.errors import CommitTimeout
 from ..reactive import Context, resolve_context
 from ..replicated import ops
-from ..replicated.state_machine import CLIENT_SESSION_BASE, decode_result
+from ..replicated.state_machine import CLIENT_SESSION_BASE, CLIENT_WINDOW, decode_result
 from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
 from . import protocol as P
 from .access import Credentials
@@ -134,6 +135,7 @@ class ClusterClient:
         self._next_seq = 1
         self._ops: dict[int, _Op] = {}
         self._window = Budget(max_in_flight)
+        self._held: deque[_Op] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
         self._link: Link | None = None
         self._linked = asyncio.Event()
@@ -245,6 +247,7 @@ class ClusterClient:
         link.request([P.HELLO, P.VERSION, self.session], lambda a: self._hello(link, a))
         for key in self._mirror.relinked():
             self._request_watch(key)
+        self._held.clear()
         for op in list(self._ops.values()):
             self._send(link, op)
         self._linked.set()
@@ -344,11 +347,27 @@ class ClusterClient:
         return next(iter(self._ops), self._next_seq)
 
     def _send(self, link: Link, op: _Op) -> None:
+        floor = self._floor()
+        if op.seq >= floor + CLIENT_WINDOW:
+            # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
+            self._held.append(op)
+            return
         remaining = op.deadline - asyncio.get_running_loop().time()
         timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
         op.attempts += 1
-        op.rid = link.send_op(op.seq, self._floor(), op.code, op.args, timeout_ms,
+        op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms,
                               lambda answer: self._answered(link, op, answer))
+
+    def _send_held(self) -> None:
+        """Send the ops held back by the session window that fit in it now."""
+        link, held = self._link, self._held
+        if link is None:
+            return
+        limit = self._floor() + CLIENT_WINDOW
+        while held and (held[0].done or held[0].seq < limit):
+            op = held.popleft()
+            if not op.done:
+                self._send(link, op)
 
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done or answer is None:
@@ -375,6 +394,8 @@ class ClusterClient:
     def _resolve(self, op: _Op, result: Any) -> None:
         op.done = True
         self._ops.pop(op.seq, None)
+        if self._held:
+            self._send_held()
         if not op.future.done():
             op.future.set_result(result)
         elif op.on_orphan is not None:
@@ -386,6 +407,8 @@ class ClusterClient:
     def _finish(self, op: _Op, error: Exception | None) -> None:
         op.done = True
         self._ops.pop(op.seq, None)
+        if self._held:
+            self._send_held()
         if error is not None and not op.future.done():
             op.future.set_exception(error)
         if self._link is not None and op.rid:

@@ -13,8 +13,9 @@ includes that answer's op.
 
 Back-pressure: a client has at most ``max_in_flight`` requests being served and all
 clients together ``max_total_in_flight``; beyond that the member stops reading their
-links (waiting clients are served in arrival order), so a flood of clients adds at
-most that many proposals to a step and cannot starve replication or heartbeats. A
+links (waiting clients are served in arrival order), and a frame's requests are served
+:data:`YIELD_EVERY` at a time between the loop's other work, so a flood of clients adds
+at most that many proposals to a step and cannot starve replication or heartbeats. A
 client that does not read its answers (more than :data:`MAX_OUTBOX_BYTES` queued) is
 disconnected.
 """
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 #: Answers and notifications queued for one client before it is disconnected.
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 _MAX_TIMEOUT_MS = 3_600_000
+#: Requests of one frame served before the loop runs its other work (Raft ticks first).
+YIELD_EVERY = 32
 _REFUSALS_CACHED = 1024
 
 
@@ -144,9 +147,11 @@ class ClientServer:
         for context in listeners:
             await context.__aexit__(None, None, None)
 
-    def stats(self) -> dict[str, int]:
-        return {"connections": len(self._conns), "requests": self.requests,
-                "refused": self.refused}
+    def stats(self) -> dict[str, Any]:
+        """Connected clients, requests served and refused, requests in flight now."""
+        return {"addresses": list(self.addresses), "connections": len(self._conns),
+                "requests": self.requests, "refused": self.refused,
+                "in_flight": self._slots.used, "watched": len(self._watchers)}
 
     # -- a client link -----------------------------------------------------------------------
 
@@ -160,7 +165,9 @@ class ClientServer:
         self._conns.add(conn)
         try:
             while not conn.closed:
-                for request in self._requests(conn, await stream.receive()):
+                for k, request in enumerate(self._requests(conn, await stream.receive())):
+                    if k and not k % YIELD_EVERY:
+                        await asyncio.sleep(0)  # heartbeats and other links go first
                     await conn.slots.take()
                     await self._slots.take()
                     self.requests += 1
