@@ -31,9 +31,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections import deque
 import secrets
 import ssl
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
