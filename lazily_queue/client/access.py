@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
@@ -186,7 +187,10 @@ class ClientAccess:
         listen: str | Sequence[str] | None = None,
         max_in_flight: int = 128,
         max_total_in_flight: int = 1024,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
+        self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}
         for grant in grants:
             if not isinstance(grant, ClientGrant):

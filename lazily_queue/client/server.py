@@ -131,8 +131,10 @@ class ClientServer:
                             secret=b"clients only: no peer links here")
         try:
             for address in self.access.listen:
+                tls = self.access.ssl_context if address.startswith("wss:") else None
                 context = listen(address, config, self.serve, credentials=self.access.token,
-                                 accept_peer=lambda _peer: "this address serves clients only")
+                                 accept_peer=lambda _peer: "this address serves clients only",
+                                 ssl_context=tls)
                 listener = await context.__aenter__()
                 self._listeners.append(context)
                 self.addresses.append(listener.address)
