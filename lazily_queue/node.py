@@ -25,14 +25,16 @@ import random
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
+from .client.access import ClientAccess
+from .client.server import ClientServer
 from .datadir import DirectoryLock
 from .errors import InvalidConfiguration
 from .maintenance import Maintenance
@@ -46,17 +48,12 @@ from .raft.replica import Replica, ReplicaConfig
 from .raft.snapshot import SnapshotError
 from .reactive import Context, resolve_context
 from .replicated import ops
-from .replicated.events import Event
 from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .status import local_status
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_queue import RaftQueueStorage, raise_op_error
-
-if TYPE_CHECKING:
-    from .client.access import ClientAccess
-    from .client.server import ClientServer
 
 Durability = Literal["fsync", "none"]
 
@@ -141,10 +138,8 @@ class Node:
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance = Maintenance(self)
-        self._client_access = clients
-        self.clients: ClientServer | None = None
-        if clients is not None:
-            self._router.add_observer(self._to_clients)
+        self.clients = None if clients is None else ClientServer(
+            self, clients, on_listen=network is None)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -164,7 +159,6 @@ class Node:
             return
         raft_dir = str(self.data_dir / "raft")
         state_machine = StateMachine()
-        self.clients = self._client_server()
         if self.clients is not None:
             state_machine.tap = self.clients.watched
         try:
@@ -206,23 +200,6 @@ class Node:
         if self.clients is not None:
             await self.clients.start()
 
-    def _client_server(self) -> ClientServer | None:
-        access = self._client_access
-        if access is None:
-            return None
-        from .client.server import ClientServer
-
-        if access.listen is None and (self._network is not None or self.listen is None):
-            raise InvalidConfiguration(
-                f"node {self.node_id}: clients are served on the listen address only over "
-                "the default network; give the ClientAccess an address of its own (listen=)"
-            )
-        return ClientServer(self, access)
-
-    def _to_clients(self, events: Sequence[Event]) -> None:
-        if self.clients is not None:
-            self.clients.on_events(events)
-
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
         disk = self._disk or OsDisk(sync=self.durability == "fsync")
@@ -262,9 +239,7 @@ class Node:
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (
                 lambda pins: journal.set_meta("peer_incarnations", pins)),
-            clients=None if self.clients is None or self._client_access is None
-            or self._client_access.listen is not None
-            else (self._client_access.token, self.clients.serve),
+            clients=None if self.clients is None else self.clients.on_listen_address(),
         )
 
     def _check_identity(self, journal: DurableJournal) -> None:

@@ -31,71 +31,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import secrets
 import ssl
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import cbor2
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..errors import InvalidConfiguration, UnsupportedValue
-from ..raft.engine import MAX_COMMAND_BYTES
+from ..errors import InvalidConfiguration
 from ..raft.errors import CommitTimeout
 from ..reactive import Context, resolve_context
-from ..replicated import ops
-from ..replicated.state_machine import CLIENT_SESSION_BASE, CLIENT_WINDOW, decode_result
 from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
 from . import protocol as P
 from .access import Credentials
-from .budget import Budget
 from .link import Answer, Link
 from .mirror import Key, Mirror
+from .session import Session
 
 log = logging.getLogger(__name__)
-
-#: How long the result of a cancelled pop is still awaited (to return its elements).
-ORPHAN_HORIZON = 600.0
-#: How often outstanding operations are checked against their deadlines (seconds).
-SWEEP_INTERVAL = 0.05
-_MAX_OP_BYTES = MAX_COMMAND_BYTES - 1024
-
-
-def encode_args(code: int, args: list[Any]) -> bytes:
-    """The op's arguments in CBOR, checked against the replicated command limit."""
-    try:
-        encoded = cbor2.dumps(args)
-    except (cbor2.CBOREncodeError, TypeError, ValueError) as exc:
-        raise UnsupportedValue(
-            f"{ops.op_name(code)}: the value cannot be replicated: {str(exc)[:200]}"
-        ) from None
-    if len(encoded) > _MAX_OP_BYTES:
-        raise ValueError(
-            f"operation of {len(encoded)} bytes exceeds the {_MAX_OP_BYTES}-byte replicated "
-            "command limit; store large payloads elsewhere and queue a reference"
-        )
-    return encoded
-
-
-class _Op:
-    """One operation until its answer arrives."""
-
-    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future",
-                 "on_orphan", "orphaned", "rid", "seq")
-
-    def __init__(self, seq: int, code: int, args: bytes, deadline: float,
-                 future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
-        self.seq, self.code, self.args, self.deadline = seq, code, args, deadline
-        self.future, self.on_orphan = future, on_orphan
-        self.rid = 0
-        self.attempts = 0
-        self.done = False
-        self.orphaned = False
-        self.error: Exception | None = None
 
 
 class ClusterClient:
@@ -131,13 +86,9 @@ class ClusterClient:
         self._config = LinkConfig(peer_id=0, session_id="lazily-client",
                                   secret=credentials.token, credential=credentials.name,
                                   max_frame_size=1024 * 1024)
-        self.session = CLIENT_SESSION_BASE + 1 + secrets.randbelow(2**62 - 2)
-        self._next_seq = 1
-        self._ops: dict[int, _Op] = {}
-        self._window = Budget(max_in_flight)
-        self._held: deque[_Op] = deque()
-        self._sweeper: asyncio.TimerHandle | None = None
         self._link: Link | None = None
+        self.session = Session(max_in_flight=max_in_flight, link=lambda: self._link,
+                               drop=self._drop, unreachable=self._unreachable)
         self._linked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -168,6 +119,7 @@ class ClusterClient:
         if self._task is not None:
             return
         self._closing = False
+        self.session.open = True
         self._task = asyncio.create_task(self._run(), name="lazily-client")
         linked = asyncio.ensure_future(self._linked.wait())
         try:
@@ -189,13 +141,7 @@ class ClusterClient:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-        for op in list(self._ops.values()):
-            outcome = "its outcome is unknown" if op.attempts else "it was not applied"
-            self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
-                                            f"{outcome}"))
+        self.session.close()
 
     async def __aenter__(self) -> ClusterClient:
         await self.start()
@@ -207,6 +153,9 @@ class ClusterClient:
     def _failure_text(self, what: str) -> str:
         found = "; ".join(f"{a}: {self.failures.get(a, 'not tried')}" for a in self.addresses)
         return f"{what} ({found})"
+
+    def _unreachable(self, what: str) -> Exception:
+        return P.Unreachable(self._failure_text(what))
 
     async def _run(self) -> None:
         index, delay, denied = 0, 0.05, 0
@@ -244,12 +193,10 @@ class ClusterClient:
         self.links += 1
         runner = asyncio.ensure_future(
             link.run(ping_interval=self.ping_interval, ping_timeout=self.ping_timeout))
-        link.request([P.HELLO, P.VERSION, self.session], lambda a: self._hello(link, a))
+        link.request([P.HELLO, P.VERSION, self.session.id], lambda a: self._hello(link, a))
         for key in self._mirror.relinked():
             self._request_watch(key)
-        self._held.clear()
-        for op in list(self._ops.values()):
-            self._send(link, op)
+        self.session.relinked(link)
         self._linked.set()
         try:
             await runner
@@ -257,8 +204,7 @@ class ClusterClient:
             self._linked.clear()
             self._link = None
             self.failures[link.address] = f"link lost: {link.failure}"
-            for op in self._ops.values():
-                op.rid = 0
+            self.session.unlinked()
 
     def _hello(self, link: Link, answer: Answer) -> None:
         if answer is not None and answer[0] == P.OK and isinstance(answer[1], dict):
@@ -297,154 +243,6 @@ class ClusterClient:
     def _drop(self, link: Link, reason: str) -> None:
         log.info("leaving member %s (%s): %s", link.member, link.address, reason)
         link.close(reason)
-
-    # -- operations (the Proposer of the remote storages) ------------------------------------
-
-    def propose(
-        self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
-    ) -> tuple[Any, asyncio.Future[Any]]:
-        """Send one op; the future resolves with its result once the member applied it.
-
-        Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` for a value CBOR
-        cannot carry and ``ValueError`` for an op over the replicated command limit
-        (nothing sent); the member refuses values its replicas would not decode.
-        """
-        if self._closing or self._task is None:
-            raise P.ClientClosed("the client is not started; use `async with client:`")
-        encoded = encode_args(code, args)
-        seq = self._next_seq
-        self._next_seq += 1
-        loop = asyncio.get_running_loop()
-        op = _Op(seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
-        self._ops[seq] = op
-        if self._sweeper is None:
-            self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
-        if self._link is not None:
-            self._send(self._link, op)
-        return op, op.future
-
-    async def call(
-        self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
-        is abandoned, or with ``on_orphan`` awaited on its behalf."""
-        window = self._window
-        await window.take()
-        try:
-            op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
-            try:
-                return await fut
-            except asyncio.CancelledError:
-                if not op.done and (op.attempts == 0 or op.on_orphan is None):
-                    self._finish(op, None)
-                raise
-        finally:
-            window.give()
-
-    def _floor(self) -> int:
-        return next(iter(self._ops), self._next_seq)
-
-    def _send(self, link: Link, op: _Op) -> None:
-        floor = self._floor()
-        if op.seq >= floor + CLIENT_WINDOW:
-            # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
-            self._held.append(op)
-            return
-        remaining = op.deadline - asyncio.get_running_loop().time()
-        timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
-        op.attempts += 1
-        op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms,
-                              lambda answer: self._answered(link, op, answer))
-
-    def _send_held(self) -> None:
-        """Send the ops held back by the session window that fit in it now."""
-        link, held = self._link, self._held
-        if link is None:
-            return
-        limit = self._floor() + CLIENT_WINDOW
-        while held and (held[0].done or held[0].seq < limit):
-            op = held.popleft()
-            if not op.done:
-                self._send(link, op)
-
-    def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
-        if op.done or answer is None:
-            return  # the link ended: the op is sent again on the next one
-        status, payload = answer
-        if status == P.OK:
-            try:
-                result = decode_result(payload)
-            except Exception:
-                self._drop(link, "the member sent an unreadable result")
-                return
-            self._resolve(op, result)
-            return
-        code, message = payload if isinstance(payload, list) and len(payload) == 2 else (
-            "refused", payload)
-        error = P.error_of(code, message)
-        if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
-            op.error = error
-            op.rid = 0
-            self._drop(link, f"{code}: {message}")
-            return
-        self._finish(op, error)
-
-    def _resolve(self, op: _Op, result: Any) -> None:
-        op.done = True
-        self._ops.pop(op.seq, None)
-        if self._held:
-            self._send_held()
-        if not op.future.done():
-            op.future.set_result(result)
-        elif op.on_orphan is not None:
-            try:
-                op.on_orphan(result)
-            except Exception:
-                log.exception("handling the late result of %s failed", ops.op_name(op.code))
-
-    def _finish(self, op: _Op, error: Exception | None) -> None:
-        op.done = True
-        self._ops.pop(op.seq, None)
-        if self._held:
-            self._send_held()
-        if error is not None and not op.future.done():
-            op.future.set_exception(error)
-        if self._link is not None and op.rid:
-            self._link.forget(op.rid)
-
-    def _sweep(self) -> None:
-        """Expire the ops past their deadline; runs while any op is outstanding."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        for op in [op for op in self._ops.values() if op.deadline <= now]:
-            self._expire(op, now)
-        self._sweeper = (loop.call_later(SWEEP_INTERVAL, self._sweep) if self._ops
-                         else None)
-
-    def _expire(self, op: _Op, now: float) -> None:
-        error = self._timeout_error(op, op.attempts > 0)
-        if op.on_orphan is not None and op.attempts > 0 and not op.orphaned:
-            # It may have applied: its result is still awaited a while, to undo it.
-            if not op.future.done():
-                op.future.set_exception(error)
-            op.orphaned = True
-            op.deadline = now + ORPHAN_HORIZON
-            return
-        self._finish(op, error)
-
-    def _timeout_error(self, op: _Op, unknown: bool) -> Exception:
-        outcome = ("its outcome is unknown (it may have applied)" if unknown
-                   else "it was not applied")
-        name = ops.op_name(op.code)
-        if op.error is not None:
-            return type(op.error)(f"{name}: {op.error}; no member could commit it before "
-                                  f"its timeout, {outcome}")
-        if self._link is None:
-            return P.Unreachable(self._failure_text(
-                f"{name}: no member reachable before its timeout, {outcome}"))
-        return CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
 
     # -- mirrors ------------------------------------------------------------------------------
 
@@ -497,7 +295,8 @@ class ClusterClient:
         cell = self._cells.get(("queue", name))
         if cell is None:
             storage: RemoteQueueStorage[Any] = RemoteQueueStorage(
-                self, self._mirror.view, name, capacity=capacity, timeout=self.op_timeout)
+                self.session, self._mirror.view, name, capacity=capacity,
+                timeout=self.op_timeout)
             cell = QueueCell(storage, context=self.ctx, name=name)
             self._mirror.router.queues[name] = storage
             self._cells[("queue", name)] = cell
@@ -510,7 +309,8 @@ class ClusterClient:
         """The topic ``name`` (declared on first use)."""
         cell = self._cells.get(("topic", name))
         if cell is None:
-            storage = RemoteTopicStorage(self, self._mirror.view, name, timeout=self.op_timeout)
+            storage = RemoteTopicStorage(self.session, self._mirror.view, name,
+                                         timeout=self.op_timeout)
             cell = TopicCell(storage, context=self.ctx, name=name)
             self._mirror.router.topics[name] = storage
             self._cells[("topic", name)] = cell
@@ -523,7 +323,7 @@ class ClusterClient:
         cell = self._cells.get(("work_queue", name))
         if cell is None:
             storage = RemoteWorkQueueStorage(
-                self, self._mirror.view, name, visibility_timeout=timeout_ms,
+                self.session, self._mirror.view, name, visibility_timeout=timeout_ms,
                 max_deliveries=max_deliveries, timeout=self.op_timeout)
             cell = WorkQueueCell(storage, context=self.ctx, name=name)
             self._mirror.router.work_queues[name] = storage

@@ -28,8 +28,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from lazily_transports import LinkAttribute, LinkConfig, LinkStream, listen
+from lazily_transports import (
+    ChannelHandler,
+    CredentialLookup,
+    LinkAttribute,
+    LinkConfig,
+    LinkStream,
+    listen,
+)
 
+from ..errors import InvalidConfiguration
 from ..replicated import objects, ops
 from ..replicated.events import Event, OpApplied, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
@@ -103,9 +111,17 @@ class _Conn:
 class ClientServer:
     """Serves the clients of one member (module docstring)."""
 
-    def __init__(self, node: Node, access: ClientAccess) -> None:
+    def __init__(self, node: Node, access: ClientAccess, *, on_listen: bool = True) -> None:
+        """Serve ``node``'s clients; ``on_listen`` says whether its listen address can
+        (its default network), needed when the access has no address of its own."""
+        if access.listen is None and not (on_listen and node.listen):
+            raise InvalidConfiguration(
+                f"node {node.node_id}: clients are served on the listen address only over "
+                "the default network; give the ClientAccess an address of its own (listen=)"
+            )
         self.node = node
         self.access = access
+        node.add_event_observer(self.on_events)
         self._conns: set[_Conn] = set()
         self._watchers: dict[tuple[str, str], set[_Conn]] = {}
         #: The objects some client watches (the state machine's tap).
@@ -118,6 +134,11 @@ class ClientServer:
         self.refused = 0
 
     # -- lifecycle ----------------------------------------------------------------------
+
+    def on_listen_address(self) -> tuple[CredentialLookup, ChannelHandler] | None:
+        """What the node's mesh needs to hand client links here (``None`` when clients
+        have addresses of their own)."""
+        return (self.access.token, self.serve) if self.access.listen is None else None
 
     async def start(self) -> None:
         """Listen on the access's own addresses, if it has them (else the node's mesh

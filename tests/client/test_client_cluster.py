@@ -221,10 +221,10 @@ async def test_a_client_moves_to_the_leader_unless_told_not_to() -> None:
 async def test_more_outstanding_than_the_session_window_waits_for_the_floor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lazily_queue.client import cluster as cluster_module
+    from lazily_queue.client import session as session_module
     from lazily_queue.replicated import state_machine
 
-    monkeypatch.setattr(cluster_module, "CLIENT_WINDOW", 8)  # the members' window, known
+    monkeypatch.setattr(session_module, "CLIENT_WINDOW", 8)  # the members' window, known
     monkeypatch.setattr(state_machine, "CLIENT_WINDOW", 8)  # to the client
     async with cluster_with_clients() as (_c, addresses), \
             client_of(addresses, max_in_flight=100) as client:
