@@ -143,8 +143,10 @@ class ClientServer:
     async def start(self) -> None:
         """Listen on the access's own addresses, if it has them (else the node's mesh
         listener hands client links to :meth:`serve`)."""
+        self.addresses = []
         if self.access.listen is None:
-            self.addresses = [] if self.node.listen is None else [self.node.listen]
+            bound = getattr(self.node.driver.network, "listen_address", None) or self.node.listen
+            self.addresses = [] if bound is None else [bound]
             return
         from ..raft.mesh import node_number
 

@@ -231,3 +231,16 @@ async def test_more_outstanding_than_the_session_window_waits_for_the_floor(
         q = client.queue("q")
         await asyncio.gather(*(q.push(i) for i in range(100)))  # none refused
         assert sorted(await q.pop_many(200)) == list(range(100))
+
+
+async def test_a_restarted_member_serves_its_clients_again() -> None:
+    async with cluster_with_clients() as (c, addresses):
+        node = c.node(1)
+        assert node.clients is not None
+        before = list(node.clients.addresses)
+        await c.kill(1)
+        await c.restart(1)
+        assert node.clients.addresses == before
+        async with client_of([addresses[0]], prefer_leader=False) as client:
+            await client.queue("q").push("after the restart")
+            assert client.member == "1"
