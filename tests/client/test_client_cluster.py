@@ -244,3 +244,20 @@ async def test_a_restarted_member_serves_its_clients_again() -> None:
         async with client_of([addresses[0]], prefer_leader=False) as client:
             await client.queue("q").push("after the restart")
             assert client.member == "1"
+
+
+async def test_a_members_status_counts_its_clients() -> None:
+    from rich.console import Console
+
+    from lazily_queue.cli.status_view import render
+    from lazily_queue.status import node_status
+
+    async with cluster_with_clients() as (c, addresses), \
+            client_of([addresses[0]], prefer_leader=False) as client:
+        await client.queue("q").push(1)
+        doc = node_status(c.node(1))
+        assert doc["clients"]["connections"] == 1 and doc["clients"]["requests"] >= 2
+        assert doc["clients"]["addresses"] == [addresses[0]] and doc["clients"]["refused"] == 0
+        console = Console(record=True, width=140)
+        console.print(*render(doc))
+        assert addresses[0] in console.export_text()
