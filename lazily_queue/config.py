@@ -11,6 +11,9 @@
     secret_env = "ORDERS_SECRET"        # the cluster secret, from this environment variable
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
+    max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
+
+    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
@@ -19,8 +22,6 @@
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
-
-    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
 
     [[client]]                          # a process that may connect as a client
     name = "web"
@@ -32,6 +33,9 @@
 
 Members serve clients (``lazily_queue.connect``) once a ``[[client]]`` is listed: on
 ``listen``, or on ``clients`` when given.
+
+The ``[app]`` module is imported from the configuration file's directory first (or the
+directory ``lazily-queue node --app-dir DIR`` names), then from the installed packages.
 
 Every mistake raises :class:`ConfigError` whose message names the file, the key and
 the fix. The secret is never read from the command line or written to logs.
@@ -49,7 +53,9 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
 
+from .client.settings import ClientConfig, parse_clients
 from .errors import InvalidConfiguration
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
     from .client.access import ClientAccess
@@ -57,26 +63,13 @@ if TYPE_CHECKING:
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "peers", "app", "clients", "client"}
+     "startup_timeout", "max_message_bytes", "peers", "app", "clients", "client"}
 )
-CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "produce", "consume", "admin"})
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
 
 class ConfigError(InvalidConfiguration):
     """A node configuration is unusable; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class ClientConfig:
-    """One ``[[client]]`` table: a name, where its token is, its permissions."""
-
-    name: str
-    token_env: str | None = None
-    token_file: Path | None = None
-    produce: tuple[str, ...] = ()
-    consume: tuple[str, ...] = ()
-    admin: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,8 +86,12 @@ class NodeConfig:
     secret_env: str | None = None
     secret_file: Path | None = None
     startup_timeout: float = 30.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
+    #: Where ``[app] entry``'s module is looked for first (``--app-dir``; by default the
+    #: configuration file's directory), before the installed packages.
+    app_dir: Path | None = None
     source: str = "<config>"
     clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
@@ -163,6 +160,7 @@ class NodeConfig:
             "secret": self.secret(),
             "cluster": self.cluster,
             "durability": self.durability,
+            "max_message_bytes": self.max_message_bytes,
         }
         if "clients" not in overrides:
             kwargs["clients"] = self.client_access()
@@ -243,8 +241,13 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     timeout = doc.get("startup_timeout", 30.0)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
+    max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(max_message, bool) or not isinstance(max_message, int) or \
+            not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
+        raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
+                   f" (bytes; the same on every node), not {max_message!r}")
     entry, options = _app(doc.get("app"), fail)
-    clients = _clients(doc.get("client", []), base, fail)
+    clients = parse_clients(doc.get("client", []), base, fail)
     raw_clients = doc.get("clients")
     clients_listen = None
     if raw_clients is not None:
@@ -267,8 +270,10 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         secret_env=secret_env,
         secret_file=secret_path,
         startup_timeout=float(timeout),
+        max_message_bytes=max_message,
         app_entry=entry,
         app_options=options,
+        app_dir=base,
         source=source,
         clients_listen=clients_listen,
         clients=clients,
@@ -351,40 +356,3 @@ def _app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
         raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
     return entry, {k: v for k, v in raw.items() if k != "entry"}
 
-
-def _clients(raw: Any, base: Path, fail: Any) -> tuple[ClientConfig, ...]:
-    if not isinstance(raw, list):
-        raise fail("clients are [[client]] tables (name, token_env or token_file, produce, "
-                   "consume, admin)")
-    found: dict[str, ClientConfig] = {}
-    for table in raw:
-        if not isinstance(table, dict):
-            raise fail("every [[client]] is a table")
-        unknown = sorted(set(table) - CLIENT_KEYS)
-        if unknown:
-            raise fail(f"[[client]] has unknown key(s) {', '.join(unknown)}; the known keys "
-                       f"are {', '.join(sorted(CLIENT_KEYS))}")
-        name = _string(table.get("name"), fail, "client.name")
-        if name in found:
-            raise fail(f"[[client]] {name!r} is listed twice")
-        where = f"[[client]] {name!r}"
-        token_env, token_file = table.get("token_env"), table.get("token_file")
-        if (token_env is None) == (token_file is None):
-            raise fail(f"{where}: give exactly one of `token_env` (an environment variable "
-                       "holding its token) or `token_file`; tokens are never written in the "
-                       "configuration")
-        lists: dict[str, tuple[str, ...]] = {}
-        for key in ("produce", "consume", "admin"):
-            value = table.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise fail(f"{where}: `{key}` is a list of name patterns like [\"jobs\", "
-                           "\"orders.*\"]")
-            lists[key] = tuple(value)
-        found[name] = ClientConfig(
-            name,
-            token_env=None if token_env is None else _string(token_env, fail, "token_env"),
-            token_file=None if token_file is None else base / _string(
-                token_file, fail, "token_file"),
-            **lists,
-        )
-    return tuple(found.values())

@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE
+
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
@@ -38,6 +40,8 @@ from .client.server import ClientServer
 from .datadir import DirectoryLock
 from .errors import InvalidConfiguration
 from .maintenance import Maintenance
+from .node_cells import NodeCells
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
@@ -52,8 +56,7 @@ from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .status import local_status
-from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
-from .storage.raft_queue import RaftQueueStorage, raise_op_error
+from .storage.raft_queue import raise_op_error
 
 Durability = Literal["fsync", "none"]
 
@@ -62,7 +65,7 @@ class ClusterMismatch(InvalidConfiguration):
     """The data directory belongs to another node or cluster."""
 
 
-class Node:
+class Node(NodeCells):
     """A cluster member: consensus, the replicated state, its network and the cells."""
 
     def __init__(
@@ -86,13 +89,23 @@ class Node:
         topic_gc_interval: float = 5.0,
         disk: Disk | None = None,
         disk_retry: float = 1.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         clients: ClientAccess | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
-        writes tries again. ``clients`` serves processes that are not members
-        (:func:`lazily_queue.connect`): on the listen address, or the access's own."""
+        writes tries again. ``max_message_bytes`` bounds the message of a push or
+        publish (1 MiB by default, at most 4 MiB; the same on every node): a larger one
+        raises :class:`~lazily_queue.errors.MessageTooLarge`. ``clients`` serves
+        processes that are not members (:func:`lazily_queue.connect`): on the listen
+        address, or the access's own."""
         self.node_id = str(node_id)
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
+                or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
+            raise InvalidConfiguration(
+                f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
+                f"(bytes), not {max_message_bytes!r}")
+        self.max_message_bytes = max_message_bytes
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
                 f"durability must be 'fsync' (default) or 'none', not {durability!r}"
@@ -212,7 +225,8 @@ class Node:
             journal=journal,
             snapshot_path=f"{raft_dir}/snapshot.cbor",
             fsm=state_machine,
-            config=ReplicaConfig(engine=self._engine_config),
+            config=ReplicaConfig(engine=self._engine_config,
+                                 max_message_bytes=self.max_message_bytes),
             clock=time.monotonic,
             wall_clock=time.time,
             rng=self._rng,
@@ -240,6 +254,8 @@ class Node:
             on_pin=None if journal is None else (
                 lambda pins: journal.set_meta("peer_incarnations", pins)),
             clients=None if self.clients is None else self.clients.on_listen_address(),
+            client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
+                                   else self.clients.max_request_bytes),
         )
 
     def _check_identity(self, journal: DurableJournal) -> None:
@@ -262,11 +278,17 @@ class Node:
             journal.sync()
 
     async def stop(self) -> None:
+        """Stop the member. Every call waiting on it (an operation in flight, a pop, a
+        claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
+        does every later call until it starts again; readers keep the applied state."""
         if self.clients is not None:
             await self.clients.stop()
         await self._maintenance.stop()
         if self._driver is not None:
+            was_running = self._driver.running
             await self._driver.stop()
+            if was_running:
+                self._router.reset()  # wakes the cells' waiters, which then fail
         self._dir_lock.release()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -291,71 +313,6 @@ class Node:
         if self._view is None:
             raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
         return self._view
-
-    # -- cells ------------------------------------------------------------------------------
-
-    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
-        """The replicated queue ``name`` (declared on first use; same capacity everywhere)."""
-        cell = self._queue_cells.get(name)
-        if cell is not None:
-            if cell.capacity() != capacity:
-                raise InvalidConfiguration(
-                    f"queue {name!r} is already open with capacity {cell.capacity()}"
-                )
-            return cell
-        storage: RaftQueueStorage[Any] = RaftQueueStorage(
-            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
-        )
-        cell = QueueCell(storage, context=self.ctx, name=name)
-        self._router.queues[name] = storage
-        self._queue_cells[name] = cell
-        return cell
-
-    def topic(self, name: str) -> TopicCell[Any]:
-        """The replicated topic ``name`` (declared on first use)."""
-        cell = self._topic_cells.get(name)
-        if cell is None:
-            storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
-            cell = TopicCell(storage, context=self.ctx, name=name)
-            self._router.topics[name] = storage
-            self._topic_cells[name] = cell
-        return cell
-
-    def work_queue(
-        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
-    ) -> WorkQueueCell:
-        """The replicated work queue ``name``.
-
-        ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
-        replicated queue are the leader's milliseconds since the Unix epoch. Every node
-        must open it with the same settings.
-        """
-        return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries)
-
-    def open_work_queue(
-        self, name: str, visibility_timeout_ms: int, max_deliveries: int
-    ) -> WorkQueueCell:
-        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
-        timeout_ms = visibility_timeout_ms
-        cell = self._work_cells.get(name)
-        if cell is not None:
-            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
-                raise InvalidConfiguration(
-                    f"work queue {name!r} is already open with other settings"
-                )
-            return cell
-        storage = RaftWorkQueueStorage(
-            self.driver,
-            self.view,
-            name,
-            visibility_timeout=timeout_ms,
-            max_deliveries=max_deliveries,
-            timeout=self.op_timeout,
-        )
-        cell = WorkQueueCell(storage, context=self.ctx, name=name)
-        self._router.work_queues[name] = storage
-        self._work_cells[name] = cell
-        return cell
 
     def add_event_observer(self, observer: EventObserver) -> None:
         """Call ``observer(events)`` after each wave of applied transitions (metrics),

@@ -62,6 +62,7 @@ class NodeOptions(TypedDict, total=False):
     disk: Disk
     disk_retry: float
     clients: ClientAccess
+    max_message_bytes: int
 
 
 class Cluster:

@@ -48,7 +48,7 @@ from . import protocol as P
 from .access import Credentials
 from .link import Answer, Link
 from .mirror import Key, Mirror
-from .session import Session
+from .session import MAX_OP_BYTES, Session
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class ClusterClient:
         self._ssl, self._schemes = ssl_context, schemes
         self._config = LinkConfig(peer_id=0, session_id="lazily-client",
                                   secret=credentials.token, credential=credentials.name,
-                                  max_frame_size=1024 * 1024)
+                                  max_frame_size=MAX_OP_BYTES + P.REQUEST_OVERHEAD)
         self._link: Link | None = None
         self.session = Session(max_in_flight=max_in_flight, link=lambda: self._link,
                                drop=self._drop, unreachable=self._unreachable)
@@ -142,6 +142,7 @@ class ClusterClient:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.session.close()
+        self._mirror.router.reset()  # waiting pops, claims and streams wake and fail
 
     async def __aenter__(self) -> ClusterClient:
         await self.start()

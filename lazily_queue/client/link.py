@@ -71,12 +71,12 @@ class Link:
 
     def _queue(self, data: bytes) -> None:
         """Requests made in one loop iteration leave together, in order."""
+        if self._batch and self._batch_bytes + len(data) > BATCH_BYTES:
+            self._flush()  # a member reads a batch up to about 1 MiB, a lone op up to its limit
         if not self._batch:
             asyncio.get_running_loop().call_soon(self._flush)
         self._batch.append(data)
         self._batch_bytes += len(data)
-        if self._batch_bytes > BATCH_BYTES:
-            self._flush()
 
     def _flush(self) -> None:
         if self._batch:

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import cbor2
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError
 
-from ..errors import LazilyQueueError, UnsupportedValue
+from ..errors import LazilyQueueError, MessageTooLarge, UnsupportedValue
+from ..raft import values
 from ..raft.errors import (
     CommitTimeout,
     NodeNotRunning,
@@ -66,9 +66,8 @@ RESET = 3
 PART = 4
 BATCH = 5
 
-#: Largest frame of requests a member reads (a batch of them; each op is also held to
-#: the replicated command limit).
-MAX_REQUEST_BYTES = 1024 * 1024
+#: Room in a request frame beyond its op's command (the request's own fields).
+REQUEST_OVERHEAD = 4096
 #: Frames a member sends are cut into PART pieces of at most this size.
 PART_BYTES = 256 * 1024
 #: Largest frame a client reassembles from parts (a mirrored object's snapshot).
@@ -130,14 +129,28 @@ def code_of(exc: BaseException) -> str:
     return "refused"
 
 
-def error_of(code: Any, message: Any) -> Exception:
-    """The client-side exception of a wire error."""
+def error_payload(exc: BaseException) -> list[Any]:
+    """An exception as the payload of an ``ERROR`` answer: ``[code, message]``, plus
+    ``size`` and ``limit`` for :class:`MessageTooLarge`."""
+    if isinstance(exc, MessageTooLarge):
+        return ["too_large", str(exc), exc.size, exc.limit]
+    return [code_of(exc), str(exc)]
+
+
+def error_of(code: Any, message: Any, *details: Any) -> Exception:
+    """The client-side exception of a wire error (``details`` as :func:`error_payload`)."""
+    text = str(message)[:2000]
+    if code == "too_large":
+        size, limit = (*details, None, 0)[:2]
+        return MessageTooLarge(text, size=size if isinstance(size, int) else None,
+                               limit=limit if isinstance(limit, int) else 0)
     kind = ERRORS.get(code, RequestRefused) if isinstance(code, str) else RequestRefused
-    return kind(str(message)[:2000])
+    return kind(text)
 
 
 def encode(frame: list[Any]) -> bytes:
-    return cbor2.dumps(frame)
+    """A frame in CBOR; tuples in it stay tuples (the value model's tag)."""
+    return values.dumps(frame)
 
 
 def decode(data: bytes, *, max_bytes: int) -> list[Any]:

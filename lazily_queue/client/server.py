@@ -38,6 +38,7 @@ from lazily_transports import (
 )
 
 from ..errors import InvalidConfiguration
+from ..raft.batch import command_limit
 from ..replicated import objects, ops
 from ..replicated.events import Event, OpApplied, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
@@ -121,6 +122,10 @@ class ClientServer:
             )
         self.node = node
         self.access = access
+        #: Largest frame of requests read (a batch of them, or one op of the largest
+        #: command this member accepts); client links are capped at it.
+        self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
+                                     + P.REQUEST_OVERHEAD)
         node.add_event_observer(self.on_events)
         self._conns: set[_Conn] = set()
         self._watchers: dict[tuple[str, str], set[_Conn]] = {}
@@ -151,7 +156,8 @@ class ClientServer:
         from ..raft.mesh import node_number
 
         config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
-                            secret=b"clients only: no peer links here")
+                            secret=b"clients only: no peer links here",
+                            client_max_frame_size=self.max_request_bytes)
         try:
             for address in self.access.listen:
                 tls = self.access.ssl_context if address.startswith("wss:") else None
@@ -219,10 +225,14 @@ class ClientServer:
         self.refused += 1
         conn.send([rid, P.ERROR, [code, message]])
 
+    def _fail(self, conn: _Conn, rid: int, error: BaseException) -> None:
+        self.refused += 1
+        conn.send([rid, P.ERROR, P.error_payload(error)])
+
     def _requests(self, conn: _Conn, data: bytes) -> list[list[Any]]:
         """The requests of one frame (one, or a batch); refuses an unreadable frame."""
         try:
-            frame = P.decode(data, max_bytes=P.MAX_REQUEST_BYTES)
+            frame = P.decode(data, max_bytes=self.max_request_bytes)
         except P.RequestRefused as exc:
             self._refuse(conn, 0, "refused", f"{exc}; nothing in it was applied")
             return []
@@ -257,7 +267,7 @@ class ClientServer:
             else:
                 conn.send([rid, P.OK, None])
         except P.ClientError as exc:
-            self._refuse(conn, rid, P.code_of(exc), str(exc))
+            self._fail(conn, rid, exc)
         return False
 
     # -- requests ------------------------------------------------------------------------------
@@ -309,7 +319,7 @@ class ClientServer:
                                    on_done=lambda result, error: self._answer(
                                        conn, rid, result, error))
         except Exception as exc:  # not running, no disk, a value replicas would refuse
-            self._refuse(conn, rid, P.code_of(exc), str(exc))
+            self._fail(conn, rid, exc)
             return False
         driver.wake()
         return True
@@ -322,7 +332,7 @@ class ClientServer:
     def _answer(self, conn: _Conn, rid: int, result: Any, error: BaseException | None) -> None:
         self._release(conn)
         if error is not None:
-            conn.send([rid, P.ERROR, [P.code_of(error), str(error)]])
+            conn.send([rid, P.ERROR, P.error_payload(error)])
         else:
             conn.send([rid, P.OK, encode_result(result)])
 

@@ -23,8 +23,9 @@ from typing import Any
 
 import cbor2
 
-from ..errors import UnsupportedValue
-from ..raft.engine import MAX_COMMAND_BYTES
+from ..errors import MessageTooLarge
+from ..raft import values
+from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
 from ..raft.errors import CommitTimeout
 from ..replicated import ops
 from ..replicated.state_machine import CLIENT_SESSION_BASE, CLIENT_WINDOW, decode_result
@@ -38,22 +39,24 @@ log = logging.getLogger(__name__)
 ORPHAN_HORIZON = 600.0
 #: How often outstanding operations are checked against their deadlines (seconds).
 SWEEP_INTERVAL = 0.05
-_MAX_OP_BYTES = MAX_COMMAND_BYTES - 1024
+#: Largest encoded op arguments a client sends (a cluster's own limit may be lower).
+MAX_OP_BYTES = command_limit(MAX_MESSAGE_BYTES_LIMIT)
 
 
 def encode_args(code: int, args: list[Any]) -> bytes:
-    """The op's arguments in CBOR, checked against the replicated command limit."""
+    """The op's arguments in CBOR, checked against the value model and the largest
+    command a cluster accepts (the member checks its own, smaller, message limit)."""
+    name = ops.op_name(code)
+    tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
     try:
-        encoded = cbor2.dumps(args)
-    except (cbor2.CBOREncodeError, TypeError, ValueError) as exc:
-        raise UnsupportedValue(
-            f"{ops.op_name(code)}: the value cannot be replicated: {str(exc)[:200]}"
-        ) from None
-    if len(encoded) > _MAX_OP_BYTES:
-        raise ValueError(
-            f"operation of {len(encoded)} bytes exceeds the {_MAX_OP_BYTES}-byte replicated "
-            "command limit; store large payloads elsewhere and queue a reference"
-        )
+        encoded = values.dumps(args, tuples=tuples)
+    except cbor2.CBOREncodeError as exc:
+        raise values.unsupported(name, str(exc)[:200]) from None
+    if len(encoded) > MAX_OP_BYTES:
+        raise MessageTooLarge(
+            f"{name}: the operation of {len(encoded)} bytes exceeds the {MAX_OP_BYTES}-byte "
+            "limit of every cluster; store large payloads elsewhere and queue a reference",
+            size=len(encoded), limit=MAX_OP_BYTES)
     return encoded
 
 
@@ -97,6 +100,11 @@ class Session:
         self._window = Budget(max_in_flight)
         self._held: deque[_Op] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
+
+    @property
+    def running(self) -> bool:
+        """False before the client starts and once it closed."""
+        return self.open
 
     def relinked(self, link: Link) -> None:
         """A new link: every unanswered operation is sent on it, in order."""
@@ -201,9 +209,9 @@ class Session:
                 return
             self._resolve(op, result)
             return
-        code, message = payload if isinstance(payload, list) and len(payload) == 2 else (
-            "refused", payload)
-        error = P.error_of(code, message)
+        code, message, *details = payload if isinstance(payload, list) and len(
+            payload) >= 2 else ("refused", payload)
+        error = P.error_of(code, message, *details)
         if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
             op.error = error
             op.rid = 0

@@ -36,7 +36,7 @@ from ..raft.batch import CommandError, decode_command
 from . import cluster, queues, topics, work_queues
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
-from .ops import CLIENT_OP, OpError, OpRefused, family_of, op_name
+from .ops import CLIENT_OP, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -207,6 +207,11 @@ class StateMachine:
 
     def op_name(self, code: int) -> str:
         return op_name(code)
+
+    def carries_message(self, code: int) -> bool:
+        """A message op, or a client's op (its last argument is its inner op's last:
+        the message of a push or publish, small for the others)."""
+        return code in MESSAGE_OPS or code == CLIENT_OP
 
     # -- snapshots ------------------------------------------------------------------------
 

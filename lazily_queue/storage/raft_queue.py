@@ -3,8 +3,9 @@
 Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state (through
 its :class:`~lazily_queue.replicated.view.ReadView`), which on a follower may trail the
 leader. Mutations are proposals: ``offer`` / ``poll`` / ``close`` return once the
-operation is committed on a majority and applied here. Capabilities: ``observable`` and
-``peek``; there is no synchronous surface. Every committed transition on any node
+operation is committed on a majority and applied here. Capabilities: ``observable``,
+``peek`` and ``lifecycle`` (once the node stops, waiting and new calls fail with
+``NodeNotRunning``); there is no synchronous surface. Every committed transition on any node
 reaches the shell through the change listener, so readers on every node update as
 entries apply.
 
@@ -19,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.fifo import Fifo
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
-from ..raft.errors import ProposalRejected
+from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
 from ..replicated.ops import OpError
@@ -31,6 +32,7 @@ from .capabilities import StorageCapabilities
 from .queue import QueueChangeListener
 
 if TYPE_CHECKING:
+    from ..raft.driver import Driver
     from ..replicated.view import ReadView
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,11 @@ T = TypeVar("T")
 class Proposer(Protocol):
     """Where a replicated storage's operations go: a member's driver, or a client's
     connection to a member. Results are the state machine's."""
+
+    @property
+    def running(self) -> bool:
+        """False once stopped (a node) or closed (a client)."""
+        ...
 
     def propose(
         self, code: int, args: list[Any], *, timeout: float,
@@ -89,11 +96,25 @@ class ReplicatedObject:
         self._view = view
         self._declared = None
 
+    def raise_if_stopped(self) -> None:
+        """Raise :class:`NodeNotRunning` while the node is stopped (capability
+        ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""
+        if not self._driver.running:
+            raise self._stopped()
+
+    def _stopped(self) -> Exception:
+        node = cast("Driver", self._driver).replica.node_id
+        return NodeNotRunning(
+            f"{self.kind} {self.name!r}: node {node} is stopped; start it again "
+            "(`async with node:`) to use it"
+        )
+
     async def declare(self, *, timeout: float | None = None) -> None:
         """Declare the object on the cluster now (the first operation does it otherwise)."""
         await self._ensure_declared(timeout)
 
     async def _ensure_declared(self, timeout: float | None) -> None:
+        self.raise_if_stopped()
         declared = self._declared
         if (declared is not None and declared.done() and not declared.cancelled()
                 and declared.exception() is None):
@@ -116,7 +137,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,

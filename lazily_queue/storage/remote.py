@@ -8,19 +8,28 @@ member applies at most once; reads come from the client's mirror of the object (
 ops the member reports as it applies them. Reading an object for the first time starts
 mirroring it; until its state arrives it reads as empty, and its readers update then.
 
-Capabilities are those of the Raft storages: ``observable`` (plus ``peek`` for
-queues and ``own_clock`` for work queues, stamped with the leader's time); there is
-no synchronous surface.
+Capabilities are those of the Raft storages: ``observable`` and ``lifecycle`` (plus
+``peek`` for queues and ``own_clock`` for work queues, stamped with the leader's time);
+there is no synchronous surface. Once the client is closed, every call and every
+waiting one fails with :class:`~lazily_queue.client.ClientClosed`.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
+from ..errors import LazilyQueueError
 from .raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .raft_queue import RaftQueueStorage
 
 T = TypeVar("T")
+
+
+def _closed(kind: str, name: str) -> LazilyQueueError:
+    from ..client.protocol import ClientClosed
+
+    return ClientClosed(f"{kind} {name!r}: the client is closed; use it inside "
+                        "`async with client:`")
 
 
 class RemoteQueueStorage(RaftQueueStorage[T]):
@@ -29,6 +38,9 @@ class RemoteQueueStorage(RaftQueueStorage[T]):
     def __repr__(self) -> str:
         return f"RemoteQueueStorage({self.name!r}, len={self.len()}, capacity={self.capacity()})"
 
+    def _stopped(self) -> Exception:
+        return _closed(self.kind, self.name)
+
 
 class RemoteTopicStorage(RaftTopicStorage):
     """A topic reached through a client connection (module docstring)."""
@@ -36,12 +48,18 @@ class RemoteTopicStorage(RaftTopicStorage):
     def __repr__(self) -> str:
         return f"RemoteTopicStorage({self.name!r})"
 
+    def _stopped(self) -> Exception:
+        return _closed(self.kind, self.name)
+
 
 class RemoteWorkQueueStorage(RaftWorkQueueStorage):
     """A work queue reached through a client connection (module docstring)."""
 
     def __repr__(self) -> str:
         return f"RemoteWorkQueueStorage({self.name!r})"
+
+    def _stopped(self) -> Exception:
+        return _closed(self.kind, self.name)
 
 
 __all__ = ["RemoteQueueStorage", "RemoteTopicStorage", "RemoteWorkQueueStorage"]

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import cbor2
 import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
@@ -26,7 +27,7 @@ from lazily_queue import (
     connect,
 )
 from lazily_queue.client import protocol as P
-from lazily_queue.errors import InvalidConfiguration
+from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
@@ -112,9 +113,10 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
 
         assert (await ask(b"\xff\x00garbage"))[:2] == [0, P.ERROR]
         assert (await ask(cbor2.dumps({"not": "a list"})))[2][0] == "refused"
-        big = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", "x" * 70_000], 1000])
-        too_large = await ask(big)
-        assert too_large[:2] == [2, P.ERROR] and "exceeds" in too_large[2][1]
+        big = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", "x" * 1_100_000], 1000])
+        too_large = await ask(big)  # over the cluster's 1 MiB message limit
+        assert too_large[:2] == [2, P.ERROR] and too_large[2][0] == "too_large"
+        assert too_large[2][3] == member.max_message_bytes
         bad_batch = await ask(cbor2.dumps([0, P.BATCH, [[1, P.PING], "x"]]))
         assert bad_batch[:2] == [0, P.ERROR] and "batch" in bad_batch[2][1]
         bad_op = await ask(cbor2.dumps([3, P.OP, "one", 1, ops.QUEUE_PUSH, [], 1000]))
@@ -129,8 +131,16 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
         assert ok == [7, P.OK, None]  # the member still serves this client
     finally:
         await stream.aclose()
+    huge = await raw_client(member)  # a frame over the member's cap for client links
+    with pytest.raises(anyio.BrokenResourceError):
+        await huge.send(cbor2.dumps([1, P.PING, "x" * 3_000_000]))
+        await huge.receive()
+    async with connect(member.listen or "", ("web", WEB)) as web:  # others are served
+        with pytest.raises(MessageTooLarge, match="exceeds the 1048576-byte limit"):
+            await web.queue("jobs").push(b"x" * 1_100_000)
     await member.barrier()
-    assert member.view.queues == {} and member.view.work_queues == {}
+    assert [q.len() for q in member.view.queues.values()] == [0]  # declared, nothing pushed
+    assert member.view.work_queues == {}
 
 
 async def test_an_op_before_hello_and_a_bad_session_are_refused(member: Node) -> None:

@@ -261,3 +261,21 @@ async def test_a_members_status_counts_its_clients() -> None:
         console = Console(record=True, width=140)
         console.print(*render(doc))
         assert addresses[0] in console.export_text()
+
+
+async def test_closing_the_client_fails_its_waiters_and_tuples_stay_tuples() -> None:
+    from lazily_queue import ClientClosed
+
+    async with cluster_with_clients() as (_c, addresses):
+        client = client_of(addresses)
+        async with client:
+            q = client.queue("q")
+            await q.push(("a", (1, 2), [3]))
+            assert await q.pop() == ("a", (1, 2), [3])  # the value model's tuples
+            waiting = asyncio.create_task(q.pop())
+            await client.barrier()
+            assert not waiting.done()
+        with pytest.raises(ClientClosed):
+            await waiting
+        with pytest.raises(ClientClosed, match="client is closed"):
+            await q.push(1)

@@ -25,6 +25,7 @@ from ._core._handshake import (
 )
 from .abc import ChannelAcceptor, DataChannel, FrameStream, LinkAttribute, Listener, Transport
 from .config import (
+    DEFAULT_CLIENT_MAX_FRAME_SIZE,
     DEFAULT_FEATURES,
     DEFAULT_MAX_FRAME_SIZE,
     DEFAULT_MAX_PENDING_HANDSHAKES,
@@ -62,6 +63,7 @@ from .streams import LinkStream, establish
 
 __all__ = [
     "CODEC",
+    "DEFAULT_CLIENT_MAX_FRAME_SIZE",
     "DEFAULT_FEATURES",
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_PENDING_HANDSHAKES",
