@@ -41,8 +41,10 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..errors import InvalidConfiguration
+from ..node_cells import NodeCells
 from ..raft.errors import CommitTimeout
 from ..reactive import Context, resolve_context
+from ..replicated.view import ReadView
 from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
 from . import protocol as P
 from .access import Credentials
@@ -53,8 +55,13 @@ from .session import MAX_OP_BYTES, Session
 log = logging.getLogger(__name__)
 
 
-class ClusterClient:
-    """A client of a cluster's members (module docstring)."""
+class ClusterClient(NodeCells):
+    """A client of a cluster's members (module docstring); its cell factories are a
+    node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
+
+    queue_storage = RemoteQueueStorage
+    topic_storage = RemoteTopicStorage
+    work_queue_storage = RemoteWorkQueueStorage
 
     def __init__(
         self,
@@ -100,13 +107,26 @@ class ClusterClient:
         self.members: dict[str, str] = {}
         self._next: str | None = None
         self._mirror = Mirror(self.ctx, self._request_watch)
-        self._cells: dict[Key, Any] = {}
+        self._router = self._mirror.router
+        self._queue_cells: dict[str, QueueCell[Any]] = {}
+        self._topic_cells: dict[str, TopicCell[Any]] = {}
+        self._work_cells: dict[str, WorkQueueCell] = {}
 
     def __repr__(self) -> str:
         state = f"linked to member {self.member}" if self._link else "not linked"
         return f"ClusterClient({self.credentials.name!r}, {state})"
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def driver(self) -> Session:
+        """The session the cells' operations go through."""
+        return self.session
+
+    @property
+    def view(self) -> ReadView:
+        """The mirror of the objects this client reads."""
+        return self._mirror.view
 
     @property
     def member(self) -> str | None:
@@ -288,47 +308,3 @@ class ClusterClient:
                 self._drop(link, f"{code}: {message}")
                 continue
             raise P.error_of(code, message)
-
-    # -- cells ----------------------------------------------------------------------------------
-
-    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
-        """The queue ``name`` (declared on first use; the same capacity everywhere)."""
-        cell = self._cells.get(("queue", name))
-        if cell is None:
-            storage: RemoteQueueStorage[Any] = RemoteQueueStorage(
-                self.session, self._mirror.view, name, capacity=capacity,
-                timeout=self.op_timeout)
-            cell = QueueCell(storage, context=self.ctx, name=name)
-            self._mirror.router.queues[name] = storage
-            self._cells[("queue", name)] = cell
-        elif cell.capacity() != capacity:
-            raise InvalidConfiguration(f"queue {name!r} is already open with capacity "
-                                       f"{cell.capacity()}")
-        return cell  # type: ignore[no-any-return]
-
-    def topic(self, name: str) -> TopicCell[Any]:
-        """The topic ``name`` (declared on first use)."""
-        cell = self._cells.get(("topic", name))
-        if cell is None:
-            storage = RemoteTopicStorage(self.session, self._mirror.view, name,
-                                         timeout=self.op_timeout)
-            cell = TopicCell(storage, context=self.ctx, name=name)
-            self._mirror.router.topics[name] = storage
-            self._cells[("topic", name)] = cell
-        return cell  # type: ignore[no-any-return]
-
-    def work_queue(self, name: str, *, visibility_timeout: float = 30.0,
-                   max_deliveries: int = 3) -> WorkQueueCell:
-        """The work queue ``name`` (the same settings as every other user of it)."""
-        timeout_ms = round(visibility_timeout * 1000)
-        cell = self._cells.get(("work_queue", name))
-        if cell is None:
-            storage = RemoteWorkQueueStorage(
-                self.session, self._mirror.view, name, visibility_timeout=timeout_ms,
-                max_deliveries=max_deliveries, timeout=self.op_timeout)
-            cell = WorkQueueCell(storage, context=self.ctx, name=name)
-            self._mirror.router.work_queues[name] = storage
-            self._cells[("work_queue", name)] = cell
-        elif (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
-            raise InvalidConfiguration(f"work queue {name!r} is already open with other settings")
-        return cell  # type: ignore[no-any-return]

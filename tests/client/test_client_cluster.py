@@ -279,3 +279,22 @@ async def test_closing_the_client_fails_its_waiters_and_tuples_stay_tuples() -> 
             await waiting
         with pytest.raises(ClientClosed, match="client is closed"):
             await q.push(1)
+
+
+async def test_a_client_opens_cells_with_a_serializer_as_a_member_does() -> None:
+    from lazily_queue import serializer
+
+    class Point:
+        def __init__(self, x: int, y: int) -> None:
+            self.x, self.y = x, y
+
+    points = serializer(lambda p: [p.x, p.y], lambda v: Point(*v))
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("points", serializer=points)
+        assert client.queue("points", serializer=points) is q
+        await q.push(Point(1, 2))
+        got = await q.pop()
+        assert isinstance(got, Point) and (got.x, got.y) == (1, 2)
+        await q.push(Point(3, 4))
+        await client.barrier()
+        assert await c.node(1).queue("points").pop() == [3, 4]  # stored plain
