@@ -10,9 +10,12 @@ own token (:class:`Credentials`), never the cluster secret, and may do what its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lazily_transports import AddressError, scheme_of
+
+from ..errors import InvalidConfiguration
 from .access import ClientAccess, ClientGrant, Credentials
 from .cluster import ClusterClient
 from .protocol import (
@@ -24,20 +27,36 @@ from .protocol import (
     Unreachable,
 )
 
-#: Address schemes of cluster members (the others are brokers').
-CLUSTER_SCHEMES = ("unix", "tcp", "ws", "wss", "memory")
+#: Address schemes of cluster members.
+CLUSTER_SCHEMES = frozenset({"unix", "tcp", "ws", "wss", "memory"})
 
 
 def connect(
     addresses: str | Sequence[str],
-    credentials: Credentials | tuple[str, bytes | str],
+    credentials: Credentials | tuple[str, bytes | str] | Mapping[str, str],
     **options: Any,
 ) -> ClusterClient:
     """A client of the members at ``addresses`` (tried in order), authenticated by
-    ``credentials``; use it as ``async with connect(...) as client:``. ``options`` go
-    to :class:`ClusterClient` (``op_timeout``, ``connect_timeout``, ``max_in_flight``,
-    ``ping_interval``, ``ping_timeout``, ``ssl_context``, ``context``)."""
-    return ClusterClient(addresses, credentials, **options)
+    ``credentials`` (:class:`Credentials`, ``(name, token)`` or ``{"name": ...,
+    "token": ...}``): ``async with connect(...) as client:``, or ``client = await
+    connect(...)`` (close it with ``await client.close()``). ``options`` go to
+    :class:`ClusterClient` (``op_timeout``, ``connect_timeout``, ``max_in_flight``,
+    ``ping_interval``, ``ping_timeout``, ``prefer_leader``, ``ssl_context``,
+    ``context``). Raises ``AddressError`` for an address of another scheme."""
+    listed = [addresses] if isinstance(addresses, str) else list(addresses)
+    for address in listed:
+        if scheme_of(address) not in CLUSTER_SCHEMES:
+            raise AddressError(
+                f"cannot connect to {address!r}: cluster members are reached at unix:, "
+                "tcp://, ws:// or wss:// addresses")
+    if isinstance(credentials, Mapping):
+        try:
+            credentials = (credentials["name"], credentials["token"])
+        except KeyError:
+            raise InvalidConfiguration(
+                "cluster credentials are {'name': ..., 'token': ...}, (name, token) or "
+                "Credentials(name, token)") from None
+    return ClusterClient(listed, credentials, **options)
 
 
 __all__ = [

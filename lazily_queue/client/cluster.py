@@ -32,7 +32,7 @@ import asyncio
 import logging
 import math
 import ssl
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
@@ -167,6 +167,10 @@ class ClusterClient(NodeCells):
     async def __aenter__(self) -> ClusterClient:
         await self.start()
         return self
+
+    def __await__(self) -> Generator[Any, None, ClusterClient]:
+        """``client = await connect(...)``: the client, linked."""
+        return self.__aenter__().__await__()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()

@@ -22,6 +22,7 @@ from lazily_queue import (
     testing,
 )
 from lazily_queue.client import server as server_module
+from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.reactive import Context, Effect
 
 pytestmark = pytest.mark.timeout(60)
@@ -298,3 +299,19 @@ async def test_a_client_opens_cells_with_a_serializer_as_a_member_does() -> None
         await q.push(Point(3, 4))
         await client.barrier()
         assert await c.node(1).queue("points").pop() == [3, 4]  # stored plain
+
+
+async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
+    from lazily_transports import AddressError
+
+    async with cluster_with_clients() as (_c, addresses):
+        client = await connect(addresses, {"name": "web", "token": TOKEN.decode()})
+        try:
+            await client.queue("q").push(1)
+            assert client.member is not None
+        finally:
+            await client.close()
+    with pytest.raises(AddressError, match="unix:, tcp://, ws:// or wss://"):
+        connect("nats://127.0.0.1:4222", ("web", TOKEN))
+    with pytest.raises(InvalidConfiguration, match="'name'"):
+        connect("unix:x.sock", {"token": "only-a-token"})
