@@ -132,7 +132,7 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
     finally:
         await stream.aclose()
     huge = await raw_client(member)  # a frame over the member's cap for client links
-    with pytest.raises(anyio.BrokenResourceError):
+    with pytest.raises((anyio.BrokenResourceError, anyio.EndOfStream)):  # closed by the member
         await huge.send(cbor2.dumps([1, P.PING, "x" * 3_000_000]))
         await huge.receive()
     async with connect(member.listen or "", ("web", WEB)) as web:  # others are served
