@@ -9,7 +9,7 @@ import cbor2
 
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.state_machine import StateMachine
+from lazily_queue.replicated.state_machine import SESSION_TTL_MS, StateMachine
 from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
 
 
@@ -107,3 +107,35 @@ def test_a_session_keeps_no_results_below_its_floor() -> None:
     _work_through(proposer, 2_000)
     session = sm.sessions[proposer.session]
     assert len(session.done) <= 50  # only the last batch, at or above the floor
+
+
+def test_idle_sessions_expire_alike_on_a_replica_restored_from_a_snapshot() -> None:
+    sm, busy = _declared(session=1)
+    idle = Proposer(sm, session=2)
+    idle.apply([ops.WORK_PUSH, "w", "once"])
+    for _ in range(1000):
+        busy.apply([ops.WORK_PUSH, "w", "x"])
+    copy = _restored(sm)
+    assert copy.capture() == sm.capture()
+    later = busy.stamp + SESSION_TTL_MS + 1
+    answers = []
+    for replica in (sm, copy):
+        # The same batches on both: the busy session outlives the idle one's TTL ...
+        still = Proposer(replica, session=1, seq=busy.seq)
+        for i in range(30):
+            still.apply([ops.WORK_PUSH, "w", "y"], stamp=later + i)
+        # ... and the idle session's first push arrives again (a late duplicate).
+        again = Proposer(replica, session=2)
+        answers.append(again.apply([ops.WORK_PUSH, "w", "once"], stamp=later + 50))
+    assert answers[0] == answers[1]
+    assert sm.capture() == copy.capture()
+    assert list(sm.sessions) == list(copy.sessions)
+
+
+def test_sessions_not_seen_for_their_ttl_are_forgotten() -> None:
+    sm, busy = _declared(session=1)
+    for sid in range(2, 12):
+        Proposer(sm, session=sid).apply([ops.WORK_PUSH, "w", sid], stamp=2_000)
+    assert len(sm.sessions) == 11
+    busy.apply([ops.WORK_PUSH, "w", "later"], stamp=2_000 + SESSION_TTL_MS + 1)
+    assert list(sm.sessions) == [1]
