@@ -163,6 +163,8 @@ class Backend(ABC):
 
     name: str = ""
     flavors: tuple[str, ...] = FLAVORS
+    #: The distributed fixture ops :meth:`cluster_op` performs (none on one process).
+    cluster_ops: frozenset[str] = frozenset()
 
     async def __aenter__(self) -> Backend:
         await self.start()

@@ -262,6 +262,18 @@ def register_runner(cls: type[ModelRunner]) -> type[ModelRunner]:
     return cls
 
 
+def cluster_ops_of(fixture: Fixture) -> frozenset[str]:
+    """The op types of ``fixture`` its model does not know: cluster ops (``kill_leader``,
+    ``partition``, ...) that only a backend with those :attr:`Backend.cluster_ops` runs."""
+    runner = RUNNERS.get(str(fixture.document.get("model")))
+    if runner is None:
+        return frozenset()
+    kinds = {step["op"]["type"] for step in fixture.steps
+             if isinstance(step, dict) and isinstance(step.get("op"), dict)
+             and isinstance(step["op"].get("type"), str)}
+    return frozenset(kinds - set(runner.ops))
+
+
 def _validate_envelope(document: Mapping[str, Any]) -> None:
     unknown = sorted(set(document) - TOP_LEVEL_KEYS)
     if unknown:
