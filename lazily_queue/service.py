@@ -3,7 +3,8 @@
 :meth:`NodeService.run` locks the data directory, starts the node and its HTTP
 monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
 line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
-entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
+entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
+allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
 locked or foreign data directory, an address in use, peers refusing this node or
 failing authentication while no peer is linked, no leader in time) raises
 :class:`ConfigError` with the fix. A peer that should dial this node is probed after
@@ -28,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 
+from .allocator import release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
@@ -58,6 +60,7 @@ class NodeService:
         self._http: Any = None
         self._url: str | None = None
         self._announce: asyncio.Task[None] | None = None
+        self._trim: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -90,6 +93,8 @@ class NodeService:
             await self._start_node(node)
             self.monitor = Monitor(node)
             self.monitor.start()
+            self._trim = asyncio.create_task(release_after_snapshots(node),
+                                             name="lazily-allocator-trim")
             url = self._url = await self._start_http(admin_token)
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
                       f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
@@ -240,11 +245,12 @@ class NodeService:
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
 
     async def _shutdown(self) -> None:
-        if self._announce is not None:
-            self._announce.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._announce
-            self._announce = None
+        for task in (self._announce, self._trim):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._announce = self._trim = None
         if self.monitor is not None:
             await self.monitor.stop()
         if self._http is not None:
