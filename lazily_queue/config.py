@@ -12,12 +12,20 @@
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
     max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
+    admin_token_env = "ORDERS_ADMIN"    # the admin API's token (16+ characters), from this
+    # admin_token_file = "admin-token"  # variable or file; without either the API is off
+    http_advertise = "http://q1.internal:8101"  # the page address other members link to
 
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
     3 = "unix:///run/orders/3.sock"
+
+    [tls]                               # optional: tls:// and wss:// addresses
+    certificate = "certs/n1.pem"        # (see lazily_queue.config_transport)
+    key = "certs/n1.key"
+    ca = "certs/ca.pem"
 
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
@@ -51,9 +59,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
+from lazily_transports import (
+    DEFAULT_SCHEMES,
+    AddressError,
+    MissingDependencyError,
+    TLSFiles,
+    scheme_of,
+)
 
-from .client.settings import ClientConfig, parse_clients
+from .client.settings import ClientConfig, client_access, parse_clients, parse_clients_listen
+from .config_transport import (
+    WebRTCConfig,
+    check_tls_addresses,
+    parse_tls,
+    parse_webrtc,
+    webrtc_options,
+)
 from .errors import InvalidConfiguration
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
@@ -63,7 +84,8 @@ if TYPE_CHECKING:
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "max_message_bytes", "peers", "app", "clients", "client"}
+     "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
+     "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "client"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -95,6 +117,11 @@ class NodeConfig:
     source: str = "<config>"
     clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
+    admin_token_env: str | None = None
+    admin_token_file: Path | None = None
+    http_advertise: str | None = None
+    tls: TLSFiles | None = None
+    webrtc: WebRTCConfig | None = None
 
     @property
     def http_url(self) -> str | None:
@@ -128,26 +155,37 @@ class NodeConfig:
 
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
-        if not self.clients:
-            return None
-        from .client.access import (
-            ClientAccess,
-            ClientGrant,
-            token_from_env,
-            token_from_file,
-        )
+        return client_access(self.clients, self.clients_listen, self.tls, self.source)
 
-        grants = []
-        for client in self.clients:
-            what = f"{self.source}: [[client]] {client.name!r}"
+    def admin_token(self, *, check_secret: bool = True) -> str | None:
+        """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
+        ``check_secret`` refuses a token equal to the cluster secret (the node checks,
+        a command-line client need not know the secret)."""
+        from .admin_auth import MIN_TOKEN
+
+        if self.admin_token_env is not None:
+            value = os.environ.get(self.admin_token_env, "")
+            where = f"environment variable {self.admin_token_env} (named by `admin_token_env`)"
+        elif self.admin_token_file is not None:
             try:
-                token = (token_from_env(client.token_env, what) if client.token_env
-                         else token_from_file(client.token_file or "", what))
-            except InvalidConfiguration as exc:
-                raise ConfigError(str(exc)) from None
-            grants.append(ClientGrant(client.name, token, produce=client.produce,
-                                      consume=client.consume, admin=client.admin))
-        return ClientAccess(grants, listen=self.clients_listen)
+                value = self.admin_token_file.read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{self.source}: cannot read the admin token from `admin_token_file` "
+                    f"{self.admin_token_file}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
+            where = f"`admin_token_file` {self.admin_token_file}"
+        else:
+            return None
+        if len(value) < MIN_TOKEN:
+            raise ConfigError(
+                f"{self.source}: the admin token from {where} is missing or shorter than "
+                f"{MIN_TOKEN} characters; use a long random value (not the cluster secret)")
+        if check_secret and value.encode() == self.secret():
+            raise ConfigError(
+                f"{self.source}: the admin token must differ from the cluster secret (the "
+                "secret must never reach a browser)")
+        return value
 
     def node(self, **overrides: Any) -> Node:
         """A :class:`~lazily_queue.node.Node` built from this configuration."""
@@ -161,9 +199,12 @@ class NodeConfig:
             "cluster": self.cluster,
             "durability": self.durability,
             "max_message_bytes": self.max_message_bytes,
+            "tls": self.tls,
         }
         if "clients" not in overrides:
             kwargs["clients"] = self.client_access()
+        if self.webrtc is not None:
+            kwargs.update(webrtc_options(self.webrtc, self.source))
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
 
@@ -248,17 +289,20 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
                    f" (bytes; the same on every node), not {max_message!r}")
     entry, options = _app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
-    raw_clients = doc.get("clients")
-    clients_listen = None
-    if raw_clients is not None:
-        items = raw_clients if isinstance(raw_clients, list) else [raw_clients]
-        clients_listen = tuple(_string(a, fail, "clients") for a in items)
-        for address in clients_listen:
-            if address == listen or address in peers.values():
-                raise fail(f"`clients` {address!r} must differ from the Raft addresses")
-            _check_address(address, fail, "`clients`", listening=True)
-        if not clients:
-            raise fail("`clients` gives an address for clients but no [[client]] is listed")
+    clients_listen = parse_clients_listen(
+        doc.get("clients"), bool(clients), {listen, *peers.values()}, fail,
+        lambda address: _check_address(address, fail, "`clients`", listening=True))
+    tls = parse_tls(doc.get("tls"), base, fail)
+    check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
+                        fail)
+    webrtc = parse_webrtc(doc.get("webrtc"), base, fail)
+    token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
+    if token_env is not None and token_file is not None:
+        raise fail("give at most one of `admin_token_env` and `admin_token_file`")
+    advertise = doc.get("http_advertise")
+    if advertise is not None and (not isinstance(advertise, str) or not advertise.startswith(
+            ("http://", "https://"))):
+        raise fail(f"`http_advertise` must be an http:// or https:// URL, not {advertise!r}")
     return NodeConfig(
         node_id=node_id,
         data_dir=data_dir,
@@ -277,6 +321,13 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         source=source,
         clients_listen=clients_listen,
         clients=clients,
+        admin_token_env=None if token_env is None else _string(token_env, fail,
+                                                               "admin_token_env"),
+        admin_token_file=None if token_file is None else base / _string(
+            token_file, fail, "admin_token_file"),
+        http_advertise=None if advertise is None else advertise.rstrip("/"),
+        tls=tls,
+        webrtc=webrtc,
     )
 
 
@@ -318,7 +369,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                     f"{what} address {address!r}: directory {path.parent} does not exist; "
                     "create it or choose another socket path"
                 )
-        elif scheme == "tcp":
+        elif scheme in ("tcp", "tls"):
             from lazily_transports.sockets import parse_tcp
 
             host, port = parse_tcp(address, listening=listening)
@@ -329,7 +380,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                            f"({exc.strerror or exc})") from None
         elif scheme not in DEFAULT_SCHEMES:
             raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
-                       "(use unix:, tcp:, ws:, wss: or webrtc+ws:)")
+                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
         raise fail(f"{what} address {address!r}: {exc}") from None

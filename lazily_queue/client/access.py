@@ -8,7 +8,7 @@ A member serving clients holds one :class:`ClientGrant` per client name: its tok
 - ``consume``: pop (and return) from queues; claim, ack, nack, extend and release work
   items; subscribe, reconnect, disconnect and advance topic subscribers;
 - ``admin``: everything above plus reaping leases, redriving dead letters, topic GC
-  and restore.
+  and restore, purging and deleting objects.
 
 Declaring an object and mirroring it (reading) need any of the three. The push and pop
 capabilities the spec's ``PeerPermissions`` separates map to ``produce`` and
@@ -35,7 +35,9 @@ CONSUME = frozenset({
     ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
     ops.TOPIC_ADVANCE_TO,
 })
-ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE})
+ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
+                   ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
+                   ops.WORK_DELETE})
 DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})

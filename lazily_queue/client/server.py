@@ -35,6 +35,7 @@ from lazily_transports import (
     LinkConfig,
     LinkStream,
     listen,
+    scheme_of,
 )
 
 from ..errors import InvalidConfiguration
@@ -160,7 +161,8 @@ class ClientServer:
                             client_max_frame_size=self.max_request_bytes)
         try:
             for address in self.access.listen:
-                tls = self.access.ssl_context if address.startswith("wss:") else None
+                tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")
+                       else None)
                 context = listen(address, config, self.serve, credentials=self.access.token,
                                  accept_peer=lambda _peer: "this address serves clients only",
                                  ssl_context=tls)

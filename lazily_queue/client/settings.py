@@ -15,10 +15,17 @@ Tokens are never written in the configuration; they are read when the node is bu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from lazily_transports import TLSConfigError, TLSFiles, scheme_of
+
+from ..errors import InvalidConfiguration
+
+if TYPE_CHECKING:
+    from .access import ClientAccess
 
 CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "produce", "consume", "admin"})
 
@@ -79,3 +86,47 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             **lists,
         )
     return tuple(found.values())
+
+
+def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fail: Fail,
+                         check: Callable[[str], None]) -> tuple[str, ...] | None:
+    """The top-level ``clients`` key: one address or a list, none of them a Raft one."""
+    if raw is None:
+        return None
+    items = raw if isinstance(raw, list) else [raw]
+    addresses = tuple(_string(a, fail, "clients") for a in items)
+    for address in addresses:
+        if address in raft:
+            raise fail(f"`clients` {address!r} must differ from the Raft addresses")
+        check(address)
+    if not has_clients:
+        raise fail("`clients` gives an address for clients but no [[client]] is listed")
+    return addresses
+
+
+def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | None,
+                  tls: TLSFiles | None, source: str) -> ClientAccess | None:
+    """The grants of ``clients`` with their tokens read now (``None`` without any); a
+    ``tls://`` or ``wss://`` address is served with the node's TLS files."""
+    if not clients:
+        return None
+    from ..config import ConfigError
+    from .access import ClientAccess, ClientGrant, token_from_env, token_from_file
+
+    grants = []
+    for client in clients:
+        what = f"{source}: [[client]] {client.name!r}"
+        try:
+            token = (token_from_env(client.token_env, what) if client.token_env
+                     else token_from_file(client.token_file or "", what))
+        except InvalidConfiguration as exc:
+            raise ConfigError(str(exc)) from None
+        grants.append(ClientGrant(client.name, token, produce=client.produce,
+                                  consume=client.consume, admin=client.admin))
+    ssl_context = None
+    if tls is not None and any(scheme_of(a) in ("tls", "wss") for a in listen or ()):
+        try:
+            ssl_context = tls.server_context()
+        except TLSConfigError as exc:
+            raise ConfigError(f"{source}: [tls]: {exc}") from None
+    return ClientAccess(grants, listen=listen, ssl_context=ssl_context)

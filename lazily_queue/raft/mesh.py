@@ -35,6 +35,7 @@ from lazily_transports import (
     Mesh,
     PeerDown,
     PeerUp,
+    SchemeTable,
     UnknownPeerError,
 )
 
@@ -85,6 +86,7 @@ class MeshNetwork:
         on_pin: Callable[[dict[str, str]], None] | None = None,
         clients: tuple[CredentialLookup, ChannelHandler] | None = None,
         client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE,
+        schemes: SchemeTable | None = None,
     ) -> None:
         """``clients`` (a token lookup and a handler) also accepts client links on the
         listen address, handed to the handler, never to Raft, with frames of at most
@@ -119,6 +121,7 @@ class MeshNetwork:
             client_ssl_context=client_ssl_context,
             vet_peer=self._vet if incarnation else None,
             clients=clients,
+            schemes=schemes,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None

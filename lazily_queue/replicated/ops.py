@@ -42,6 +42,13 @@ WORK_EXTEND = 36  # [name, worker, delivery_id, now | None]
 WORK_REDRIVE = 37  # [name, item_ids | None]
 WORK_CLAIM_MANY = 38  # [name, worker, n, now | None]: lease up to n items at once
 WORK_RELEASE = 39  # [name, worker, delivery_ids]: give unstarted leases back to the head
+# Administration: 40..49.
+QUEUE_PURGE = 40  # [name]: drop every element (the queue stays declared)
+QUEUE_DELETE = 41  # [name]: forget the queue
+TOPIC_DELETE = 42  # [name]: forget the topic, its elements and subscriptions
+WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead letter)
+WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
+MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -74,23 +81,35 @@ OP_NAMES: dict[int, str] = {
     WORK_REDRIVE: "work_redrive",
     WORK_CLAIM_MANY: "work_claim_many",
     WORK_RELEASE: "work_release",
+    QUEUE_PURGE: "queue_purge",
+    QUEUE_DELETE: "queue_delete",
+    TOPIC_DELETE: "topic_delete",
+    WORK_PURGE: "work_purge",
+    WORK_DELETE: "work_delete",
+    MEMBER_PAGE: "member_page",
 }
 
 
 def family_of(code: int) -> str | None:
     """The kind of object an op code acts on (``"queue"``, ``"topic"``, ``"work_queue"``),
     named by the op's first argument; ``None`` for cluster ops."""
-    if 1 <= code <= 8:
-        return "queue"
-    if 20 <= code <= 29:
-        return "topic"
-    if 30 <= code <= 39:
-        return "work_queue"
-    return None
+    return _FAMILIES.get(code)
 
 
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH})
+
+
+_FAMILIES: dict[int, str] = {
+    **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
+                     QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE), "queue"),
+    **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
+                     TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
+                     TOPIC_ADVANCE_TO, TOPIC_DELETE), "topic"),
+    **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
+                     WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
+                     WORK_DELETE), "work_queue"),
+}
 
 
 def op_name(code: int) -> str:

@@ -6,13 +6,16 @@ and its own state. It never raises. Each successful transition is recorded as a 
 event (:mod:`.events`), released by :meth:`StateMachine.drain_events`.
 
 Sessions make proposals idempotent: a retried op (same session and sequence number)
-returns the result recorded the first time instead of applying again. A member's
-session is the batch's; a client's op travels wrapped in ``CLIENT_OP`` under the
-client's own session (ids above :data:`CLIENT_SESSION_BASE`), so the client can retry
-it through another member and it still applies at most once. A client session keeps
-the results of at most :data:`CLIENT_WINDOW` sequence numbers above its floor; at most
-:data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes first), and every
-session expires after an hour unseen. Sessions are part of the snapshot.
+returns the result recorded the first time instead of applying again. A session not
+seen for :data:`SESSION_TTL_MS` of leader time is forgotten at the first batch after
+that, on every replica alike (sessions are kept in the order they were last seen, and
+that order survives snapshots).
+A member's session is the batch's; a client's op travels wrapped in ``CLIENT_OP``
+under the client's own session (ids above :data:`CLIENT_SESSION_BASE`), so the client
+can retry it through another member and it still applies at most once. A client
+session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
+floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes
+first). Sessions are part of the snapshot.
 
 Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
 reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
@@ -25,6 +28,7 @@ The op families it answers are listed in :data:`FAMILIES`.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +37,7 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import cluster, queues, topics, work_queues
+from . import admin, cluster, queues, topics, work_queues
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
 from .ops import CLIENT_OP, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
@@ -52,7 +56,7 @@ MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -85,7 +89,9 @@ class StateMachine:
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
-        self.sessions: dict[int, Session] = {}
+        self.member_pages: dict[str, str] = {}
+        #: Oldest-seen first.
+        self.sessions: OrderedDict[int, Session] = OrderedDict()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -109,7 +115,10 @@ class StateMachine:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.sessions[session_id] = Session()
+        else:
+            self.sessions.move_to_end(session_id)
         session.seen = self.now
+        self._expire_sessions()
         results: list[Any] = []
         for op in ops:
             seq = op[0]
@@ -124,8 +133,6 @@ class StateMachine:
             session.floor = floor
             for seq in [s for s in session.done if s < floor]:
                 del session.done[seq]
-        if self.applied_batches % 1024 == 0:
-            self._expire_sessions()
         return results
 
     def _apply_op(self, op: list[Any]) -> Any:
@@ -164,6 +171,8 @@ class StateMachine:
         session = self.sessions.get(sid)
         if session is None:
             session = self._open_client_session(sid)
+        else:
+            self.sessions.move_to_end(sid)
         session.seen = self.now
         if seq in session.done or seq < session.floor:
             self.duplicate_ops += 1
@@ -180,9 +189,11 @@ class StateMachine:
         return result
 
     def _open_client_session(self, sid: int) -> Session:
-        clients = [(s.seen, k) for k, s in self.sessions.items() if k > CLIENT_SESSION_BASE]
+        """A new client session, the least recently seen one dropped at the bound
+        (sessions are kept oldest-seen first)."""
+        clients = [k for k in self.sessions if k > CLIENT_SESSION_BASE]
         if len(clients) >= MAX_CLIENT_SESSIONS:
-            del self.sessions[min(clients)[1]]
+            del self.sessions[clients[0]]
         session = self.sessions[sid] = Session()
         return session
 
@@ -195,7 +206,10 @@ class StateMachine:
 
     def _expire_sessions(self) -> None:
         horizon = self.now - SESSION_TTL_MS
-        for sid in [sid for sid, s in self.sessions.items() if s.seen < horizon]:
+        while self.sessions:
+            sid, oldest = next(iter(self.sessions.items()))
+            if oldest.seen >= horizon:
+                return
             del self.sessions[sid]
 
     def emit(self, event: Event) -> None:
@@ -229,7 +243,9 @@ class StateMachine:
             },
         }
         for sec in _SECTIONS:
-            doc[sec.name] = sec.capture(self)
+            part = sec.capture(self)
+            if part is not None:  # an empty optional section is left out
+                doc[sec.name] = part
         return doc
 
     def validate(self, doc: Any) -> None:
@@ -242,11 +258,13 @@ class StateMachine:
         restored_queues: dict[str, Fifo[Any]] = {}
         for name, (capacity, closed, elements) in doc["queues"].items():
             restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
-        sessions: dict[int, Session] = {}
+        found: list[tuple[int, Session]] = []
         for sid, (floor, seen, done) in doc["sessions"].items():
-            sessions[int(sid)] = Session(
+            found.append((int(sid), Session(
                 int(floor), {int(seq): decode_result(r) for seq, r in done}, int(seen)
-            )
+            )))
+        # Stable: a snapshot taken here lists them in this order already.
+        sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
         self.now = int(doc["now"])
         self.queues = restored_queues
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}

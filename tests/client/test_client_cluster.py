@@ -315,3 +315,24 @@ async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
         connect("nats://127.0.0.1:4222", ("web", TOKEN))
     with pytest.raises(InvalidConfiguration, match="'name'"):
         connect("unix:x.sock", {"token": "only-a-token"})
+
+
+async def test_a_purge_and_a_delete_on_a_member_reach_the_clients_mirror() -> None:
+    from lazily_queue.replicated import ops
+
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        for i in range(3):
+            await q.push(i)
+        await client.barrier()
+        len(q)  # mirroring starts with this read
+        await client.barrier()
+        assert len(q) == 3
+        member = c.node(2)
+        await member.driver.call(ops.QUEUE_PURGE, ["q"], timeout=5)
+        await client.barrier()
+        assert len(q) == 0
+        await q.push("again")
+        await member.driver.call(ops.QUEUE_DELETE, ["q"], timeout=5)
+        await client.barrier()
+        assert len(q) == 0 and client.view.queue("q") is None
