@@ -29,6 +29,9 @@ class StorageCapabilities:
       report their invalidation mask, the cell's fast path.
     - ``own_clock``: operations given ``now=None`` are stamped with the backend's own
       time (a Raft leader's), so a cell without a clock need not supply one.
+    - ``logical_time`` (work queues): a ``now`` the caller gives is honoured: a lease
+      runs until ``now + visibility_timeout`` and ``reap_expired(now)`` expires by it.
+      Without it (a broker's leases run on the broker's clock) the time is ignored.
     """
 
     sync: bool = False
@@ -36,6 +39,7 @@ class StorageCapabilities:
     peek: bool = False
     reporting_ops: bool = False
     own_clock: bool = False
+    logical_time: bool = False
 
 
 def declared(

@@ -1,0 +1,415 @@
+"""The Lua scripts of the Redis backend: every operation that must be atomic.
+
+Each mutating script publishes on the object's change channel (``ARGV`` names it), so
+every process with a mirror of the object refreshes it. Error replies that start with
+``INCOMPATIBLE`` mean an existing key has settings this object cannot use.
+"""
+
+from __future__ import annotations
+
+_TYPE_CHECK = """
+local function require_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('INCOMPATIBLE ' .. key .. ' is a ' .. t .. ', not a ' .. want)
+  end
+  return nil
+end
+local function setting(key, field, want)
+  local have = redis.call('HGET', key, field)
+  if have and have ~= want then
+    return redis.error_reply('INCOMPATIBLE ' .. key .. ' has ' .. field .. ' ' .. have ..
+      ', this object wants ' .. want)
+  end
+  if not have then redis.call('HSET', key, field, want) end
+  return nil
+end
+"""
+
+# -- FIFO queue: KEYS list, closed flag, head version, settings ---------------------------
+
+QUEUE_DECLARE = _TYPE_CHECK + """
+local bad = require_type(KEYS[1], 'list') or require_type(KEYS[4], 'hash')
+if bad then return bad end
+bad = setting(KEYS[4], 'capacity', ARGV[1])
+if bad then return bad end
+return 1
+"""
+
+QUEUE_PUSH = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+local n = redis.call('LLEN', KEYS[1])
+local cap = tonumber(ARGV[2])
+if cap >= 0 and n >= cap then return -2 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+if n == 0 then redis.call('INCR', KEYS[3]) end
+redis.call('PUBLISH', ARGV[3], 'push')
+return n
+"""
+
+QUEUE_POP = """
+local values = redis.call('LPOP', KEYS[1], ARGV[1])
+if not values then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+  return 0
+end
+redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[2], 'pop')
+return values
+"""
+
+QUEUE_UNPOP = """
+for i = #ARGV, 2, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
+redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[1], 'unpop')
+return #ARGV - 1
+"""
+
+QUEUE_CLOSE = """
+if redis.call('SETNX', KEYS[1], 1) == 1 then redis.call('PUBLISH', ARGV[1], 'close') end
+return 1
+"""
+
+QUEUE_READ = """
+local n = redis.call('LLEN', KEYS[1])
+local head = redis.call('GET', KEYS[3]) or '0'
+return {n, redis.call('EXISTS', KEYS[2]), head,
+        redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)}
+"""
+
+# -- work queue: KEYS stream, dead letters, settings; ARGV[1] the group --------------------
+
+_PSEUDO = """
+local function pseudo(consumer) return string.sub(consumer, 1, 3) == 'lq.' end
+local function value_of(fields)
+  for i = 1, #fields, 2 do if fields[i] == 'v' then return fields[i + 1] end end
+  return ''
+end
+local function dead_letter(stream, dead, group, id, attempts, reason)
+  local entry = redis.call('XRANGE', stream, id, id)
+  local v = ''
+  if entry[1] then v = value_of(entry[1][2]) end
+  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)
+  redis.call('XACK', stream, group, id)
+  redis.call('XDEL', stream, id)
+end
+"""
+
+WORK_DECLARE = _TYPE_CHECK + """
+local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'stream')
+  or require_type(KEYS[3], 'hash')
+if bad then return bad end
+bad = setting(KEYS[3], 'visibility_timeout_ms', ARGV[2])
+  or setting(KEYS[3], 'max_deliveries', ARGV[3])
+if bad then return bad end
+local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+if type(made) == 'table' and made.err and not string.find(made.err, 'BUSYGROUP') then
+  return made
+end
+return 1
+"""
+
+WORK_PUSH = """
+local id = redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
+redis.call('PUBLISH', ARGV[2], 'push')
+return id
+"""
+
+# ARGV: group, worker, n, visibility ms, max deliveries, channel
+WORK_CLAIM = _PSEUDO + """
+local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local max = tonumber(ARGV[5])
+local out = {redis.call('TIME')}
+local taken = 0
+local claimed = redis.call('XAUTOCLAIM', KEYS[1], group, worker, ARGV[4], '0-0', 'COUNT', n)
+for _, entry in ipairs(claimed[2]) do
+  local id = entry[1]
+  local count = redis.call('XPENDING', KEYS[1], group, id, id, 1)[1][4]
+  if count > max then
+    dead_letter(KEYS[1], KEYS[2], group, id, count - 1, 'expired')
+  else
+    table.insert(out, {id, count, value_of(entry[2])})
+    taken = taken + 1
+  end
+end
+if taken < n then
+  local fresh = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', n - taken,
+                           'STREAMS', KEYS[1], '>')
+  if fresh then
+    for _, entry in ipairs(fresh[1][2]) do
+      table.insert(out, {entry[1], 1, value_of(entry[2])})
+    end
+  end
+end
+if #out > 1 or #claimed[2] > 0 then redis.call('PUBLISH', ARGV[6], 'claim') end
+return out
+"""
+
+# ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count) pairs
+WORK_SETTLE = _PSEUDO + """
+local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
+local max = tonumber(ARGV[5])
+local done = 0
+for i = 7, #ARGV, 2 do
+  local id, count = ARGV[i], tonumber(ARGV[i + 1])
+  local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
+  if p[1] and p[1][2] == worker and p[1][4] == count then
+    done = done + 1
+    if mode == 'ack' then
+      redis.call('XACK', KEYS[1], group, id)
+      redis.call('XDEL', KEYS[1], id)
+    elseif mode == 'nack' then
+      if count >= max then
+        dead_letter(KEYS[1], KEYS[2], group, id, count, 'nack')
+      else
+        redis.call('XCLAIM', KEYS[1], group, 'lq.nacked', 0, id, 'IDLE', ARGV[4], 'JUSTID')
+      end
+    elseif mode == 'extend' then
+      redis.call('XCLAIM', KEYS[1], group, worker, 0, id, 'JUSTID')
+    elseif mode == 'release' then
+      redis.call('XCLAIM', KEYS[1], group, 'lq.released', 0, id, 'IDLE', ARGV[4],
+                 'RETRYCOUNT', count - 1, 'JUSTID')
+    end
+  end
+end
+if done > 0 and mode ~= 'extend' then redis.call('PUBLISH', ARGV[6], mode) end
+return done
+"""
+
+# ARGV: group, visibility ms, max deliveries, channel
+WORK_REAP = _PSEUDO + """
+local group, max = ARGV[1], tonumber(ARGV[3])
+local expired = 0
+local stale = redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[2], '-', '+', 1000)
+for _, p in ipairs(stale) do
+  if not pseudo(p[2]) then
+    expired = expired + 1
+    if p[4] >= max then
+      dead_letter(KEYS[1], KEYS[2], group, p[1], p[4], 'expired')
+    else
+      redis.call('XCLAIM', KEYS[1], group, 'lq.expired', 0, p[1], 'IDLE', ARGV[2], 'JUSTID')
+    end
+  end
+end
+if expired > 0 then redis.call('PUBLISH', ARGV[4], 'reap') end
+return expired
+"""
+
+# ARGV: channel, then the original entry ids to redrive (none: every dead letter)
+WORK_REDRIVE = _PSEUDO + """
+local wanted = nil
+if #ARGV > 1 then
+  wanted = {}
+  for i = 2, #ARGV do wanted[ARGV[i]] = true end
+end
+local moved = 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+  local fields = {}
+  for i = 1, #entry[2], 2 do fields[entry[2][i]] = entry[2][i + 1] end
+  if wanted == nil or wanted[fields['i']] then
+    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
+    redis.call('XDEL', KEYS[2], entry[1])
+    moved = moved + 1
+  end
+end
+if moved > 0 then redis.call('PUBLISH', ARGV[1], 'redrive') end
+return moved
+"""
+
+# ARGV: group, view limit, visibility ms. A lease idle longer than the visibility
+# timeout counts as pending: the next claim takes it (at most 10000 are counted so).
+WORK_READ = _PSEUDO + """
+local group, limit = ARGV[1], tonumber(ARGV[2])
+local summary = redis.call('XPENDING', KEYS[1], group)
+local held = 0
+for _, row in ipairs(summary[4] or {}) do
+  if pseudo(row[1]) then held = held + tonumber(row[2]) end
+end
+local expired = {}
+if summary[1] > held then
+  for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[3], '-', '+', 10000)) do
+    if not pseudo(p[2]) then expired[p[1]] = true; held = held + 1 end
+  end
+end
+local in_flight = summary[1] - held
+local last = '0-0'
+for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local fields = {}
+  for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+  if fields['name'] == group then last = fields['last-delivered-id'] end
+end
+local pending, flying = {}, {}
+for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, '-', '+', limit * 4)) do
+  local entry = redis.call('XRANGE', KEYS[1], p[1], p[1])[1]
+  local v = entry and value_of(entry[2]) or ''
+  if pseudo(p[2]) or expired[p[1]] then
+    if #pending < limit then table.insert(pending, {p[1], p[4], v}) end
+  elseif #flying < limit then
+    table.insert(flying, {p[1], p[4], v, p[2], p[3]})
+  end
+end
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', limit)) do
+  if #pending < limit then table.insert(pending, {entry[1], 0, value_of(entry[2])}) end
+end
+local dead = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', limit)
+return {redis.call('TIME'), redis.call('XLEN', KEYS[1]) - in_flight, in_flight,
+        redis.call('XLEN', KEYS[2]), pending, flying, dead}
+"""
+
+# -- topic: KEYS stream, subscriptions hash, meta hash (base, end) --------------------------
+
+_SUBS = """
+local function record(subs, id)
+  local raw = redis.call('HGET', subs, id)
+  if not raw then return nil end
+  local d, c, cursor = string.match(raw, '^(%a+)|(%d)|(%d+)$')
+  return {d, c == '1', tonumber(cursor)}
+end
+local function store(subs, id, rec)
+  redis.call('HSET', subs, id, rec[1] .. '|' .. (rec[2] and '1' or '0') .. '|' .. rec[3])
+end
+local function meta(key, field) return tonumber(redis.call('HGET', key, field) or '0') end
+"""
+
+TOPIC_DECLARE = _TYPE_CHECK + """
+local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'hash')
+  or require_type(KEYS[3], 'hash')
+if bad then return bad end
+redis.call('HSETNX', KEYS[3], 'base', 0)
+redis.call('HSETNX', KEYS[3], 'end', 0)
+return 1
+"""
+
+TOPIC_PUBLISH = """
+redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
+local offset = redis.call('HINCRBY', KEYS[3], 'end', 1) - 1
+redis.call('PUBLISH', ARGV[2], 'publish')
+return offset
+"""
+
+# ARGV: subscriber, durability, channel
+TOPIC_SUBSCRIBE = _SUBS + """
+local id = ARGV[1]
+local rec = record(KEYS[2], id)
+if rec then
+  if rec[2] then return 'AlreadyConnected' end
+  rec[2] = true
+  store(KEYS[2], id, rec)
+  redis.call('PUBLISH', ARGV[3], 'subscribe')
+  return 'Reconnected'
+end
+local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], 's:' .. id, '$', 'MKSTREAM')
+if type(made) == 'table' and made.err then
+  redis.call('XGROUP', 'SETID', KEYS[1], 's:' .. id, '$')
+end
+store(KEYS[2], id, {ARGV[2], true, meta(KEYS[3], 'end')})
+redis.call('PUBLISH', ARGV[3], 'subscribe')
+return 'Subscribed'
+"""
+
+# ARGV: subscriber, 'connect' | 'disconnect', channel
+TOPIC_CONNECTION = _SUBS + """
+local id = ARGV[1]
+local rec = record(KEYS[2], id)
+local want = ARGV[2] == 'connect'
+if not rec or rec[2] == want then return 0 end
+if not want and rec[1] == 'ephemeral' then
+  redis.call('HDEL', KEYS[2], id)
+  redis.pcall('XGROUP', 'DESTROY', KEYS[1], 's:' .. id)
+else
+  rec[2] = want
+  store(KEYS[2], id, rec)
+end
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return 1
+"""
+
+# ARGV: subscriber, target offset (-1: one element), channel -> {cursor, last value} | -1
+TOPIC_ADVANCE = _SUBS + """
+local id = ARGV[1]
+local rec = record(KEYS[2], id)
+if not rec or not rec[2] then return -1 end
+local last = meta(KEYS[3], 'end')
+local target = tonumber(ARGV[2])
+if target < 0 then target = rec[3] + 1 end
+if target > last then target = last end
+if target <= rec[3] then return {rec[3], false} end
+local read = redis.call('XREADGROUP', 'GROUP', 's:' .. id, 'lq', 'COUNT', target - rec[3],
+                        'NOACK', 'STREAMS', KEYS[1], '>')
+local value = false
+if read then
+  local entries = read[1][2]
+  local fields = entries[#entries][2]
+  for i = 1, #fields, 2 do if fields[i] == 'v' then value = fields[i + 1] end end
+end
+rec[3] = target
+store(KEYS[2], id, rec)
+redis.call('PUBLISH', ARGV[3], 'advance')
+return {target, value}
+"""
+
+TOPIC_GC = _SUBS + """
+local base, last = meta(KEYS[3], 'base'), meta(KEYS[3], 'end')
+local frontier = nil
+local subs = redis.call('HGETALL', KEYS[2])
+for i = 1, #subs, 2 do
+  local rec = record(KEYS[2], subs[i])
+  if rec[1] == 'durable' and (frontier == nil or rec[3] < frontier) then frontier = rec[3] end
+end
+if frontier == nil then frontier = last end
+local removed = frontier - base
+if removed <= 0 then return 0 end
+local doomed = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', removed)
+local edge = doomed[#doomed][1]
+local keep = redis.call('XRANGE', KEYS[1], '(' .. edge, '+', 'COUNT', 1)
+if keep[1] then
+  redis.call('XTRIM', KEYS[1], 'MINID', keep[1][1])
+else
+  redis.call('XTRIM', KEYS[1], 'MAXLEN', 0)
+end
+for i = 1, #subs, 2 do
+  local rec = record(KEYS[2], subs[i])
+  if rec[3] < frontier then
+    rec[3] = frontier
+    store(KEYS[2], subs[i], rec)
+    redis.call('XGROUP', 'SETID', KEYS[1], 's:' .. subs[i], edge)
+  end
+end
+redis.call('HSET', KEYS[3], 'base', frontier)
+redis.call('PUBLISH', ARGV[1], 'gc')
+return removed
+"""
+
+# ARGV: last id known to the mirror ('-' for none) -> {base, end, subs, new entries}
+TOPIC_READ = """
+local after = ARGV[1]
+local start = after == '-' and '-' or '(' .. after
+return {redis.call('HGET', KEYS[3], 'base') or '0', redis.call('HGET', KEYS[3], 'end') or '0',
+        redis.call('HGETALL', KEYS[2]), redis.call('XRANGE', KEYS[1], start, '+')}
+"""
+
+# ARGV: base, channel, number of values, the values, then (id, durability, connected,
+# cursor) quads. Replaces the whole topic (seeding, administration).
+TOPIC_RESTORE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    redis.call('XGROUP', 'DESTROY', KEYS[1], g[2])
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+local base, count = tonumber(ARGV[1]), tonumber(ARGV[3])
+local ids = {}
+for i = 4, 3 + count do table.insert(ids, redis.call('XADD', KEYS[1], '*', 'v', ARGV[i])) end
+redis.call('XGROUP', 'CREATE', KEYS[1], 'lq.seed', '$', 'MKSTREAM')
+redis.call('XGROUP', 'DESTROY', KEYS[1], 'lq.seed')
+redis.call('HSET', KEYS[3], 'base', base, 'end', base + count)
+for i = 4 + count, #ARGV, 4 do
+  local id, cursor = ARGV[i], tonumber(ARGV[i + 3])
+  redis.call('HSET', KEYS[2], id, ARGV[i + 1] .. '|' .. ARGV[i + 2] .. '|' .. cursor)
+  local at = cursor - base
+  local position = at > 0 and ids[at] or '0-0'
+  redis.call('XGROUP', 'CREATE', KEYS[1], 's:' .. id, position)
+end
+redis.call('PUBLISH', ARGV[2], 'restore')
+return count
+"""
