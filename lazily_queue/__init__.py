@@ -41,6 +41,7 @@ from .storage import (
 )
 
 if TYPE_CHECKING:
+    from .client import Client, connect
     from .node import ClusterMismatch, Node
     from .raft.errors import (
         CommitTimeout,
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "Client": "client",
+    "connect": "client",
     "Node": "node",
     "ClusterMismatch": "node",
     "CommitTimeout": "raft.errors",
@@ -62,7 +65,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """The replicated runtime (``Node`` and its errors) loads on first use."""
+    """The replicated runtime (``Node`` and its errors) and ``connect`` load on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lazily_queue' has no attribute {name!r}")
@@ -73,6 +76,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "EMPTY",
+    "Client",
     "ClusterMismatch",
     "CommitTimeout",
     "Context",
@@ -115,4 +119,5 @@ __all__ = [
     "WorkReader",
     "WorkTransition",
     "batch",
+    "connect",
 ]

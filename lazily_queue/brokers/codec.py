@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import cbor2
-
 from lazily_transports.errors import UntrustedDataError
 from lazily_transports.safe_cbor import VALUES
 

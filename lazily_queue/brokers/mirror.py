@@ -99,9 +99,12 @@ class Refresher:
         assert self._wake is not None
         wake = self._wake
         backoff = 0.05
-        while True:
+        while not self._stopped:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), self.poll_interval)
+                async with asyncio.timeout(self.poll_interval):
+                    await wake.wait()
+            if self._stopped:
+                return
             wake.clear()
             generation = self._requested
             error: BaseException | None = None

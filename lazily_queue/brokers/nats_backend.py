@@ -19,7 +19,6 @@ Durability is the server's: JetStream acknowledges a publish before it is fsynce
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -227,8 +226,9 @@ class NatsJetStreamStorage:
                 if status:
                     if status in ("404", "408", "409"):
                         break
+                    description = (msg.headers or {}).get("Description", "")
                     raise BrokerError(f"nats at {self.address}: pull from {stream}: "
-                                      f"{status} {msg.headers.get('Description', '')}")
+                                      f"{status} {description}")
                 got.append(msg)
             return got
         finally:
@@ -251,6 +251,7 @@ class NatsJetStreamStorage:
                                             direct=True)
             except jserr.NotFoundError:
                 break
-            found.append((raw.seq, raw))
-            seq = raw.seq + 1
+            at = int(raw.seq or seq)
+            found.append((at, raw))
+            seq = at + 1
         return found

@@ -44,6 +44,12 @@ T = TypeVar("T")
 NOBODY: frozenset[str] = frozenset()
 
 
+def bounds(state: Any) -> tuple[int, int]:
+    """``(base, end)`` offsets of a stream state (an empty stream starts at its end)."""
+    end = int(state.last_seq or 0)
+    return (int(state.first_seq) - 1 if state.messages else end), end
+
+
 def cursor_of(info: ConsumerInfo) -> int:
     """The next offset the consumer's subscriber reads (its ack floor)."""
     if info.ack_floor is not None and info.ack_floor.consumer_seq:
@@ -112,7 +118,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
         async with b.errors(f"reading topic {self.stream}"):
             state = (await b.js.stream_info(self.stream)).state
             consumers = await self._consumers()
-            base, end = state.first_seq - 1, state.last_seq
+            base, end = bounds(state)
             if base < self._base or base > self._end:
                 elements: list[Any] = []
                 start = base
@@ -210,7 +216,8 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
 
     async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
         cursor = rec[2]
-        if (info.delivered.stream_seq or 0) > cursor:
+        delivered = info.delivered.stream_seq if info.delivered is not None else None
+        if (delivered or 0) > cursor:
             await self._recreate(subscriber, (rec[0], True, cursor), cursor)
         else:
             await self._put_consumer(subscriber, rec[0], True, info.config.opt_start_seq or 1)
@@ -299,7 +306,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
         async with b.errors(f"collecting {self.stream}"):
             state = (await b.js.stream_info(self.stream)).state
             consumers = await self._consumers()
-            base, end = state.first_seq - 1, state.last_seq
+            base, end = bounds(state)
             durable = [rec[2] for rec, _ in consumers.values() if rec[0] == "durable"]
             frontier = min(durable) if durable else end
             if frontier <= base:
@@ -318,8 +325,10 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
         b = self._backend
         base = int(snapshot.get("base_offset", 0))
         async with b.errors(f"restoring {self.stream}"):
-            await b.js.delete_stream(self.stream)
-            await self._create_stream()
+            info = await b.js.stream_info(self.stream)
+            if info.state.last_seq or info.state.consumer_count:
+                await b.js.delete_stream(self.stream)
+                await self._create_stream()
             if base:
                 await b.js.purge_stream(self.stream, seq=base + 1)
             for value in snapshot.get("elements", []):

@@ -41,9 +41,16 @@ import nats.js.errors as jserr
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
 
-from ..core.work import DeadLetter, DeadLetterReason, Delivery, PendingItem, Receipt
+from ..core.work import (
+    DeadLetter,
+    DeadLetterReason,
+    Delivery,
+    PendingItem,
+    Receipt,
+    change_mask,
+    validate_config,
+)
 from ..core.work import WorkTransition as WT
-from ..core.work import change_mask, validate_config
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode

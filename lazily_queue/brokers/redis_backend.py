@@ -74,7 +74,8 @@ class RedisStreamsStorage:
 
     @classmethod
     async def connect(
-        cls, url: str, *, password: str | None = None, **options: Any
+        cls, url: str, *, password: str | None = None, username: str | None = None,
+        **options: Any,
     ) -> RedisStreamsStorage:
         """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS) and
         check the server answers; raises :class:`BrokerUnavailable` or
@@ -82,6 +83,8 @@ class RedisStreamsStorage:
         kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
         if password is not None:
             kwargs["password"] = password
+        if username is not None:
+            kwargs["username"] = username
         client = aioredis.Redis.from_url(url, **kwargs)
         self = cls(client, address=redacted(url), owns_client=True, **options)
         try:

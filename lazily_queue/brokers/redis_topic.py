@@ -192,9 +192,10 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
             "TOPIC_ADVANCE", self._keys, [subscriber, target, self._channel])
         if not isinstance(result, list):
             return None
-        if len(result) > 1:
+        if len(result) > 1 and result[1] is not None:
             self._changed()
-        return list(result)
+            return list(result)
+        return [result[0]]
 
     async def poll(
         self, subscriber: str, *, timeout: float | None = None

@@ -29,9 +29,16 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..core.work import DeadLetter, DeadLetterReason, Delivery, PendingItem, Receipt
+from ..core.work import (
+    DeadLetter,
+    DeadLetterReason,
+    Delivery,
+    PendingItem,
+    Receipt,
+    change_mask,
+    validate_config,
+)
 from ..core.work import WorkTransition as WT
-from ..core.work import change_mask, validate_config
 from ..errors import InvalidConfiguration
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener

@@ -61,11 +61,13 @@ class BrokerServer:
     def command(self) -> list[str]:
         raise NotImplementedError
 
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        with (self.directory / "server.log").open("ab") as log:
+            return subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=self.directory)
+
     async def start(self) -> None:
-        log = (self.directory / "server.log").open("ab")
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                        cwd=self.directory)
-        log.close()
+        self.process = self._spawn()
         deadline = time.monotonic() + 30
         while True:
             if self.process.poll() is not None:

@@ -163,6 +163,9 @@ class Backend(ABC):
 
     name: str = ""
     flavors: tuple[str, ...] = FLAVORS
+    #: Capabilities this backend lacks, each with the reason: a fixture that needs one
+    #: is reported as skipped with that reason (see :data:`CAPABILITIES`).
+    lacks: Mapping[str, str] = {}
 
     async def __aenter__(self) -> Backend:
         await self.start()
@@ -201,6 +204,14 @@ class Backend(ABC):
             f"backend {self.name!r} has no cluster op {op.get('type')!r}"
         )
 
+
+CAPABILITIES = {
+    "logical_time": "work-queue fixtures: leases and reaps at the times the steps give",
+    "cluster_ops": "distributed fixtures: ops on the cluster (kill_leader, partition, ...)",
+    "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
+                    "invalidation",
+}
+"""What a fixture may need beyond its model's ops; a backend lists what it lacks."""
 
 BackendFactory = Callable[[], Backend]
 
