@@ -128,7 +128,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
             if end > start:
                 raws = await b.messages(self.stream, start + 1, end - start)
                 elements += [decode(raw.data or b"") for _, raw in raws]
-        subs = {sid: rec for sid, (rec, _) in consumers.items()}
+        subs = self._no_rewind({sid: rec for sid, (rec, _) in consumers.items()})
         old = reader_keys(self._base, self._end, self._subs)
         new = reader_keys(base, end, subs)
         self._base, self._end, self._elements, self._subs = base, end, elements, subs
@@ -173,6 +173,26 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
 
     def set_change_listener(self, listener: TopicChangeListener | None) -> None:
         self._listener = listener
+
+    def _moved(self, subscriber: str, cursor: int) -> None:
+        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
+        must not read the consumed elements again before the next refresh)."""
+        rec = self._subs.get(subscriber)
+        if rec is not None and cursor > rec[2]:
+            self._subs[subscriber] = (rec[0], rec[1], cursor)
+            if self._listener is not None:
+                self._listener(frozenset((subscriber,)))
+        self._changed()
+
+    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
+        """``subs`` read from the broker, with no cursor behind the one this process
+        already showed (a refresh that started before an advance returns its old
+        cursor; cursors only move forward)."""
+        for sid, rec in subs.items():
+            mine = self._subs.get(sid)
+            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
+                subs[sid] = mine
+        return subs
 
     # -- operations ----------------------------------------------------------------------
 
@@ -274,7 +294,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
             if msgs:
                 await b.ack(msgs[-1])
         if msgs:
-            self._changed()
+            self._moved(subscriber, int(msgs[-1].metadata.sequence.stream))
         return [decode(m.data) for m in msgs]
 
     async def poll(
@@ -340,4 +360,5 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
                                          int(rec["cursor"]) + 1)
         self._base = self._end = 0
         self._elements = []
+        self._subs = {}
         await self.sync()

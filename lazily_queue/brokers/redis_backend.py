@@ -71,6 +71,8 @@ class RedisStreamsStorage:
         self._reader: asyncio.Task[None] | None = None
         self._objects: list[Any] = []
         self._closed = False
+        self._batch: list[tuple[str, list[str], list[Any], asyncio.Future[Any]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
     async def connect(
@@ -147,12 +149,49 @@ class RedisStreamsStorage:
     # -- scripts and errors ----------------------------------------------------------------
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run the script ``name`` of :mod:`.redis_scripts` (EVALSHA, loaded on demand)."""
+        """Run the script ``name`` of :mod:`.redis_scripts` (EVALSHA, loaded on demand).
+
+        Calls are sent in the order they were made: the calls made while a round trip
+        is in flight go together in the next pipeline (one connection), so concurrent
+        pushes keep their order and share round trips.
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._batch.append((name, keys, args, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        return await future
+
+    def _script(self, name: str) -> Any:
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self.client.register_script(getattr(S, name))
-        async with self.errors(name.lower().replace("_", " ")):
-            return await script(keys=keys, args=args)
+        return script
+
+    async def _flush(self) -> None:
+        while self._batch:
+            batch, self._batch = self._batch, []
+            try:
+                async with self.errors("sending a pipeline"):
+                    pipe = self.client.pipeline(transaction=False)
+                    for name, keys, args, _ in batch:
+                        await self._script(name)(keys=keys, args=args, client=pipe)
+                    results = await pipe.execute(raise_on_error=False)
+            except Exception as exc:
+                for *_, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (name, *_, future), result in zip(batch, results, strict=True):
+                if future.done():
+                    continue
+                if isinstance(result, Exception):
+                    try:
+                        async with self.errors(name.lower().replace("_", " ")):
+                            raise result
+                    except Exception as exc:
+                        future.set_exception(exc)
+                else:
+                    future.set_result(result)
 
     @contextlib.asynccontextmanager
     async def errors(self, doing: str) -> AsyncIterator[None]:

@@ -90,6 +90,7 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
         for i in range(0, len(flat), 2):
             durability, connected, cursor = _text(flat[i + 1]).split("|")
             subs[_text(flat[i])] = (durability, connected == "1", int(cursor))
+        subs = self._no_rewind(subs)
         old = reader_keys(self._base, self._end, self._subs)
         new = reader_keys(base, end, subs)
         self._base, self._end, self._elements, self._subs = base, end, elements, subs
@@ -145,6 +146,26 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
     def set_change_listener(self, listener: TopicChangeListener | None) -> None:
         self._listener = listener
 
+    def _moved(self, subscriber: str, cursor: int) -> None:
+        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
+        must not read the consumed elements again before the next refresh)."""
+        rec = self._subs.get(subscriber)
+        if rec is not None and cursor > rec[2]:
+            self._subs[subscriber] = (rec[0], rec[1], cursor)
+            if self._listener is not None:
+                self._listener(frozenset((subscriber,)))
+        self._changed()
+
+    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
+        """``subs`` read from the broker, with no cursor behind the one this process
+        already showed (a refresh that started before an advance returns its old
+        cursor; cursors only move forward)."""
+        for sid, rec in subs.items():
+            mine = self._subs.get(sid)
+            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
+                subs[sid] = mine
+        return subs
+
     # -- operations ----------------------------------------------------------------------
 
     async def subscribe(
@@ -193,7 +214,7 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
         if not isinstance(result, list):
             return None
         if len(result) > 1 and result[1] is not None:
-            self._changed()
+            self._moved(subscriber, int(result[0]))
             return list(result)
         return [result[0]]
 
@@ -234,4 +255,5 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
         await self._backend.run("TOPIC_RESTORE", self._keys,
                                 [base, self._channel, len(elements), *elements, *quads])
         self._last_id = "-"
+        self._subs = {}
         await self.sync()
