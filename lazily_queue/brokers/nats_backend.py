@@ -104,9 +104,11 @@ class NatsJetStreamStorage:
                 refused.append(text)
             log.debug("nats %s: %s", redacted(url), text)
 
+        # The first connection is tried once (nats-py would retry it forever); once up,
+        # the connection reconnects for as long as it takes.
         kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
-                                  "allow_reconnect": True, "max_reconnect_attempts": -1,
-                                  "reconnect_time_wait": 0.25, "error_cb": error_cb}
+                                  "allow_reconnect": False, "reconnect_time_wait": 0.25,
+                                  "error_cb": error_cb}
         if user is not None:
             kwargs["user"], kwargs["password"] = user, password
         elif password is not None:
@@ -122,6 +124,8 @@ class NatsJetStreamStorage:
                     f"nats at {address} refused the credentials; put them in the URL "
                     "(nats://user:password@host:port) or pass credentials=") from None
             raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+        nc.options["allow_reconnect"] = True
+        nc.options["max_reconnect_attempts"] = -1
         self = cls(nc, address=address, owns_connection=True, **options)
         try:
             async with self.errors("checking JetStream"):
@@ -166,9 +170,12 @@ class NatsJetStreamStorage:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         if self._owns:
+            # A broker that went away makes nats-py's drain and close raise; the
+            # connection is gone either way.
             with contextlib.suppress(Exception):
                 await self.nc.drain()
-            await self.nc.close()
+            with contextlib.suppress(Exception):
+                await self.nc.close()
 
     # -- errors --------------------------------------------------------------------------
 

@@ -144,7 +144,8 @@ class RedisStreamsStorage:
             with contextlib.suppress(Exception):
                 await self._pubsub.aclose()
         if self._owns_client:
-            await self.client.aclose()
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
 
     # -- scripts and errors ----------------------------------------------------------------
 
