@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -65,7 +66,7 @@ class RedisStreamsStorage:
         self.poll_interval = poll_interval
         self.view_limit = view_limit
         self._owns_client = owns_client
-        self._scripts: dict[str, Any] = {}
+        self._scripts: dict[str, str] = {}
         self._channels: dict[str, list[Listener]] = {}
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -162,21 +163,38 @@ class RedisStreamsStorage:
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
         return await future
 
-    def _script(self, name: str) -> Any:
-        script = self._scripts.get(name)
-        if script is None:
-            script = self._scripts[name] = self.client.register_script(getattr(S, name))
-        return script
+    def _sha(self, name: str) -> str:
+        sha = self._scripts.get(name)
+        if sha is None:
+            sha = self._scripts[name] = hashlib.sha1(getattr(S, name).encode()).hexdigest()
+        return str(sha)
+
+    async def _pipeline(self, batch: list[Any]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for name, keys, args, _ in batch:
+            pipe.execute_command("EVALSHA", self._sha(name), len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def _execute(self, batch: list[Any]) -> list[Any]:
+        """One pipeline of EVALSHA calls; scripts the server does not have (first use,
+        or a restart emptied its cache) are loaded and their calls sent again, in order
+        (right after such a reload, calls of different scripts may interleave)."""
+        results = await self._pipeline(batch)
+        missing = [i for i, r in enumerate(results) if isinstance(r, rexc.NoScriptError)]
+        if missing:
+            for name in {batch[i][0] for i in missing}:
+                await self.client.script_load(getattr(S, name))
+            again = await self._pipeline([batch[i] for i in missing])
+            for i, result in zip(missing, again, strict=True):
+                results[i] = result
+        return results
 
     async def _flush(self) -> None:
         while self._batch:
             batch, self._batch = self._batch, []
             try:
                 async with self.errors("sending a pipeline"):
-                    pipe = self.client.pipeline(transaction=False)
-                    for name, keys, args, _ in batch:
-                        await self._script(name)(keys=keys, args=args, client=pipe)
-                    results = await pipe.execute(raise_on_error=False)
+                    results = await self._execute(batch)
             except Exception as exc:
                 for *_, future in batch:
                     if not future.done():
