@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import SettlementRejected, WorkQueueCell, connect
+from lazily_queue import SettlementRejected, connect
 from lazily_queue.brokers import BrokerUnavailable
 from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer, find_binary
 from lazily_queue.reactive import wait_until
@@ -37,6 +37,12 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
             acked: set[int] = set()
             retries = {"push": 0, "claim": 0}
             stop = asyncio.Event()
+            progress = asyncio.Event()
+
+            async def until(condition: Any) -> None:
+                while not condition():
+                    progress.clear()
+                    await progress.wait()
 
             async def produce() -> None:
                 for n in range(COUNT):
@@ -48,6 +54,7 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
                             retries["push"] += 1
                             await asyncio.sleep(0.05)
                     pushed.add(n)
+                    progress.set()
 
             async def work(worker: str) -> None:
                 while not stop.is_set():
@@ -64,16 +71,17 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
                     except (BrokerUnavailable, SettlementRejected):
                         continue  # the lease expires and the item comes again
                     acked.add(delivery.value)
+                    progress.set()
 
             workers = [asyncio.create_task(work(f"w{i}")) for i in range(3)]
             producer = asyncio.create_task(produce())
             try:
-                while len(pushed) < COUNT // 3:
-                    await asyncio.sleep(0.01)
+                await until(lambda: len(pushed) >= COUNT // 3)
                 assert len(pushed) < COUNT  # the restart lands mid-run
                 await server.restart(kill=True)
                 await asyncio.wait_for(producer, 120)
-                await asyncio.wait_for(_all_acked(jobs, pushed, acked), 120)
+                await asyncio.wait_for(until(lambda: pushed <= acked), 120)
+                await wait_until(lambda: jobs.pending_len() == 0, context=jobs.ctx, timeout=60)
             finally:
                 stop.set()
                 producer.cancel()
@@ -81,8 +89,3 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
             assert pushed == set(range(COUNT))
             assert pushed <= acked, f"lost: {sorted(pushed - acked)[:20]}"
 
-
-async def _all_acked(jobs: WorkQueueCell, pushed: set[int], acked: set[Any]) -> None:
-    while not pushed <= acked:
-        await asyncio.sleep(0.05)
-    await wait_until(lambda: jobs.pending_len() == 0, context=jobs.ctx)
