@@ -15,6 +15,9 @@ A :class:`Refresher` runs the refreshes, one at a time and coalesced:
 - every ``poll_interval`` seconds otherwise (bounded polling: changes made by programs
   that send no notification, or notifications lost while disconnected).
 
+Refreshes are at least :data:`MIN_INTERVAL` apart, so under load one refresh covers
+many operations.
+
 ``await storage.sync()`` returns once a refresh that started after the call has
 finished, so the readers then reflect every operation that had returned before it.
 """
@@ -32,7 +35,9 @@ log = logging.getLogger(__name__)
 #: Default seconds between refreshes when nothing was notified.
 DEFAULT_POLL_INTERVAL = 1.0
 #: Default number of items a mirror lists in its views (counts are always exact).
-DEFAULT_VIEW_LIMIT = 64
+DEFAULT_VIEW_LIMIT = 10
+#: Least seconds between two refreshes (they coalesce the changes made meanwhile).
+MIN_INTERVAL = 0.01
 
 
 class Refresher:
@@ -121,6 +126,7 @@ class Refresher:
             self._settle(generation, error)
             if error is None:
                 backoff = 0.05
+                await asyncio.sleep(MIN_INTERVAL)
             else:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.poll_interval)
@@ -150,6 +156,8 @@ class Declared:
 
     async def ensure(self) -> None:
         future = self._future
+        if future is not None and future.done() and future.exception() is None:
+            return
         if future is None or (future.done() and future.exception() is not None):
             future = self._future = asyncio.ensure_future(self._declare())
         await asyncio.shield(future)

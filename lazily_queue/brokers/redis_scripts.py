@@ -239,7 +239,7 @@ for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
   if fields['name'] == group then last = fields['last-delivered-id'] end
 end
 local pending, flying = {}, {}
-for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, '-', '+', limit * 4)) do
+for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, '-', '+', limit * 2)) do
   local entry = redis.call('XRANGE', KEYS[1], p[1], p[1])[1]
   local v = entry and value_of(entry[2]) or ''
   if pseudo(p[2]) or expired[p[1]] then
