@@ -67,7 +67,7 @@ def ctx() -> Context:
 def test_construction_and_configuration(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=10, context=ctx)
     assert isinstance(cell.storage, LocalWorkQueueStorage)
-    assert cell.capabilities == StorageCapabilities(sync=True)
+    assert cell.capabilities == StorageCapabilities(sync=True, logical_time=True)
     assert (cell.visibility_timeout, cell.max_deliveries) == (10, 3)
     with pytest.raises(TypeError, match="needs visibility_timeout"):
         WorkQueueCell(context=ctx)
