@@ -30,7 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/local_queue.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check lazily_queue transports simulator tests benchmarks examples
+	$(BIN)/ruff check lazily_queue transports simulator tests benchmarks examples build_support
 	$(BIN)/mypy
 
 clean:

@@ -5,6 +5,8 @@ the application process, over pluggable storage: an in-process deque, or a Raft 
 replicated across peers of the same application.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 from .cells import Job, QueueCell, TopicCell, WorkQueueCell
@@ -24,12 +26,14 @@ from .errors import (
     InvalidConfiguration,
     InvalidSnapshot,
     LazilyQueueError,
+    MessageTooLarge,
     QueueClosed,
     SettlementRejected,
     UnsupportedOperation,
     UnsupportedValue,
 )
 from .reactive import Context, batch
+from .serializers import Serializer, serializer
 from .storage import (
     LocalTopicStorage,
     LocalWorkQueueStorage,
@@ -39,6 +43,11 @@ from .storage import (
     VecDequeStorage,
     WorkQueueStorage,
 )
+
+try:
+    __version__: str = _version("lazily-queue")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from .client import Client, connect
@@ -90,6 +99,7 @@ __all__ = [
     "LazilyQueueError",
     "LocalTopicStorage",
     "LocalWorkQueueStorage",
+    "MessageTooLarge",
     "NoQuorum",
     "Node",
     "NodeNotRunning",
@@ -102,6 +112,7 @@ __all__ = [
     "QueueReader",
     "QueueStorage",
     "Receipt",
+    "Serializer",
     "SettlementRejected",
     "StorageCapabilities",
     "StorageUnavailable",
@@ -118,6 +129,8 @@ __all__ = [
     "WorkQueueStorage",
     "WorkReader",
     "WorkTransition",
+    "__version__",
     "batch",
     "connect",
+    "serializer",
 ]

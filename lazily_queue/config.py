@@ -11,6 +11,7 @@
     secret_env = "ORDERS_SECRET"        # the cluster secret, from this environment variable
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
+    max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
@@ -19,6 +20,9 @@
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
+
+The ``[app]`` module is imported from the configuration file's directory first (or the
+directory ``lazily-queue node --app-dir DIR`` names), then from the installed packages.
 
 Every mistake raises :class:`ConfigError` whose message names the file, the key and
 the fix. The secret is never read from the command line or written to logs.
@@ -37,13 +41,14 @@ from typing import TYPE_CHECKING, Any
 from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
 
 from .errors import InvalidConfiguration
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
     from .node import Durability, Node
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "peers", "app"}
+     "startup_timeout", "max_message_bytes", "peers", "app"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -66,8 +71,12 @@ class NodeConfig:
     secret_env: str | None = None
     secret_file: Path | None = None
     startup_timeout: float = 30.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
+    #: Where ``[app] entry``'s module is looked for first (``--app-dir``; by default the
+    #: configuration file's directory), before the installed packages.
+    app_dir: Path | None = None
     source: str = "<config>"
 
     @property
@@ -111,6 +120,7 @@ class NodeConfig:
             "secret": self.secret(),
             "cluster": self.cluster,
             "durability": self.durability,
+            "max_message_bytes": self.max_message_bytes,
         }
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
@@ -189,6 +199,11 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     timeout = doc.get("startup_timeout", 30.0)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
+    max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(max_message, bool) or not isinstance(max_message, int) or \
+            not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
+        raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
+                   f" (bytes; the same on every node), not {max_message!r}")
     entry, options = _app(doc.get("app"), fail)
     return NodeConfig(
         node_id=node_id,
@@ -201,8 +216,10 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         secret_env=secret_env,
         secret_file=secret_path,
         startup_timeout=float(timeout),
+        max_message_bytes=max_message,
         app_entry=entry,
         app_options=options,
+        app_dir=base,
         source=source,
     )
 

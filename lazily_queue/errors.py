@@ -35,3 +35,13 @@ class DamagedData(LazilyQueueError):
 
 class SettlementRejected(LazilyQueueError):
     """An ack/nack was refused: the delivery is no longer leased to this worker."""
+
+
+class MessageTooLarge(LazilyQueueError, ValueError):
+    """A message is over the cluster's size limit; ``size`` and ``limit`` are in bytes (a
+    ``bytes`` or ``str`` message counts its bytes, any other value its encoding)."""
+
+    def __init__(self, message: str, *, size: int | None, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit

@@ -10,9 +10,10 @@ operations this replica *applies*, so every node of a cluster reports the cluste
 rates. They are derived from the node's event observer: queue events carry their op;
 work-queue pushes and claims come from the queue's id counters, acks and nacks from
 its settlement receipts, and expired leases are the claims that ended without one;
-topic publishes come from the end offset. Depths, in-flight, dead letters, consumer
-lag, Raft term and indexes and member lag are read from the node at scrape time;
-fsync latency is a histogram fed by the driver's fsync observer.
+every topic publish is an event of its own (with or without subscribers). Depths,
+in-flight, dead letters, consumer lag, Raft term and indexes and member lag are read
+from the node at scrape time; fsync latency is a histogram fed by the driver's fsync
+observer.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from .core.queue import CLOSE, POP, PUSH, UNPOP
-from .replicated.events import Event, QueueChanged, Restored, TopicChanged, WorkQueueChanged
+from .replicated.events import Event, QueueChanged, Restored, TopicPublished, WorkQueueChanged
 from .replicated.work_queues import WorkState
 from .status import node_status
 
@@ -57,7 +58,6 @@ class NodeMetrics:
         )
         self.registry.register(_StateCollector(self))
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
-        self._topic_end: dict[str, int] = {}
         node.add_event_observer(self._on_events)
         if node.running:
             self.attach()
@@ -85,37 +85,27 @@ class NodeMetrics:
     def _baseline(self) -> None:
         view = self.node.view
         self._work = {name: _work_marks(state) for name, state in view.work_queues.items()}
-        self._topic_end = {name: topic.end_offset() for name, topic in view.topics.items()}
 
     def _on_events(self, events: Sequence[Event]) -> None:
         works: set[str] = set()
-        topics: set[str] = set()
         for event in events:
             if isinstance(event, QueueChanged):
                 self.operations.labels("queue", event.name,
                                        _QUEUE_OPS.get(event.op, "other")).inc()
             elif isinstance(event, WorkQueueChanged):
                 works.add(event.name)
-            elif isinstance(event, TopicChanged):
-                topics.add(event.name)
+            elif isinstance(event, TopicPublished):
+                self.operations.labels("topic", event.name, "publish").inc()
             elif isinstance(event, Restored) and self.node.running:
                 self._baseline()
                 return
-        if not (works or topics) or not self.node.running:
+        if not works or not self.node.running:
             return
         view = self.node.view
         for name in works:
             state = view.work_queue(name)
             if state is not None:
                 self._count_work(name, state)
-        for name in topics:
-            topic = view.topic(name)
-            if topic is not None:
-                end = topic.end_offset()
-                published = end - self._topic_end.get(name, 0)
-                self._topic_end[name] = end
-                if published > 0:
-                    self.operations.labels("topic", name, "publish").inc(published)
 
     def _count_work(self, name: str, state: WorkState) -> None:
         items, deliveries, in_flight, mark = self._work.get(name, (0, 0, 0, None))

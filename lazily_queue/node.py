@@ -35,6 +35,8 @@ from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
 from .maintenance import Maintenance
+from .node_cells import NodeCells
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
@@ -49,8 +51,7 @@ from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .status import local_status
-from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
-from .storage.raft_queue import RaftQueueStorage, raise_op_error
+from .storage.raft_queue import raise_op_error
 
 Durability = Literal["fsync", "none"]
 
@@ -59,7 +60,7 @@ class ClusterMismatch(InvalidConfiguration):
     """The data directory belongs to another node or cluster."""
 
 
-class Node:
+class Node(NodeCells):
     """A cluster member: consensus, the replicated state, its network and the cells."""
 
     def __init__(
@@ -83,11 +84,20 @@ class Node:
         topic_gc_interval: float = 5.0,
         disk: Disk | None = None,
         disk_retry: float = 1.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
-        writes tries again."""
+        writes tries again. ``max_message_bytes`` bounds the message of a push or
+        publish (1 MiB by default, at most 4 MiB; the same on every node): a larger one
+        raises :class:`~lazily_queue.errors.MessageTooLarge`."""
         self.node_id = str(node_id)
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
+                or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
+            raise InvalidConfiguration(
+                f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
+                f"(bytes), not {max_message_bytes!r}")
+        self.max_message_bytes = max_message_bytes
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
                 f"durability must be 'fsync' (default) or 'none', not {durability!r}"
@@ -191,7 +201,8 @@ class Node:
             journal=journal,
             snapshot_path=f"{raft_dir}/snapshot.cbor",
             fsm=state_machine,
-            config=ReplicaConfig(engine=self._engine_config),
+            config=ReplicaConfig(engine=self._engine_config,
+                                 max_message_bytes=self.max_message_bytes),
             clock=time.monotonic,
             wall_clock=time.time,
             rng=self._rng,
@@ -240,9 +251,15 @@ class Node:
             journal.sync()
 
     async def stop(self) -> None:
+        """Stop the member. Every call waiting on it (an operation in flight, a pop, a
+        claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
+        does every later call until it starts again; readers keep the applied state."""
         await self._maintenance.stop()
         if self._driver is not None:
+            was_running = self._driver.running
             await self._driver.stop()
+            if was_running:
+                self._router.reset()  # wakes the cells' waiters, which then fail
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -266,71 +283,6 @@ class Node:
         if self._view is None:
             raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
         return self._view
-
-    # -- cells ------------------------------------------------------------------------------
-
-    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
-        """The replicated queue ``name`` (declared on first use; same capacity everywhere)."""
-        cell = self._queue_cells.get(name)
-        if cell is not None:
-            if cell.capacity() != capacity:
-                raise InvalidConfiguration(
-                    f"queue {name!r} is already open with capacity {cell.capacity()}"
-                )
-            return cell
-        storage: RaftQueueStorage[Any] = RaftQueueStorage(
-            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
-        )
-        cell = QueueCell(storage, context=self.ctx, name=name)
-        self._router.queues[name] = storage
-        self._queue_cells[name] = cell
-        return cell
-
-    def topic(self, name: str) -> TopicCell[Any]:
-        """The replicated topic ``name`` (declared on first use)."""
-        cell = self._topic_cells.get(name)
-        if cell is None:
-            storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
-            cell = TopicCell(storage, context=self.ctx, name=name)
-            self._router.topics[name] = storage
-            self._topic_cells[name] = cell
-        return cell
-
-    def work_queue(
-        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
-    ) -> WorkQueueCell:
-        """The replicated work queue ``name``.
-
-        ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
-        replicated queue are the leader's milliseconds since the Unix epoch. Every node
-        must open it with the same settings.
-        """
-        return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries)
-
-    def open_work_queue(
-        self, name: str, visibility_timeout_ms: int, max_deliveries: int
-    ) -> WorkQueueCell:
-        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
-        timeout_ms = visibility_timeout_ms
-        cell = self._work_cells.get(name)
-        if cell is not None:
-            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
-                raise InvalidConfiguration(
-                    f"work queue {name!r} is already open with other settings"
-                )
-            return cell
-        storage = RaftWorkQueueStorage(
-            self.driver,
-            self.view,
-            name,
-            visibility_timeout=timeout_ms,
-            max_deliveries=max_deliveries,
-            timeout=self.op_timeout,
-        )
-        cell = WorkQueueCell(storage, context=self.ctx, name=name)
-        self._router.work_queues[name] = storage
-        self._work_cells[name] = cell
-        return cell
 
     def add_event_observer(self, observer: EventObserver) -> None:
         """Call ``observer(events)`` after each wave of applied transitions (metrics),

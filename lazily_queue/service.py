@@ -256,14 +256,21 @@ def _mesh_trouble(node: Node, peer: int) -> str | None:
 
 
 def load_entry(config: NodeConfig) -> AppEntry:
-    """Import ``[app] entry`` ("package.module:function")."""
+    """Import ``[app] entry`` ("package.module:function"), looking in ``config.app_dir``
+    first (as ``python -m`` looks in the current directory)."""
     assert config.app_entry is not None
     module_name, _, attr = config.app_entry.partition(":")
+    app_dir = None if config.app_dir is None else str(config.app_dir)
+    if app_dir is not None and app_dir not in sys.path:
+        sys.path.insert(0, app_dir)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        where = "the installed packages" if app_dir is None else \
+            f"{app_dir} (--app-dir, default the configuration file's directory) and the " \
+            "installed packages"
         raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: cannot import "
-                          f"{module_name!r} ({exc})") from None
+                          f"{module_name!r} ({exc}); looked in {where}") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: {module_name} "

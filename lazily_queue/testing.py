@@ -60,6 +60,7 @@ class NodeOptions(TypedDict, total=False):
     topic_gc_interval: float
     disk: Disk
     disk_retry: float
+    max_message_bytes: int
 
 
 class Cluster:

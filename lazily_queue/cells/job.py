@@ -130,7 +130,7 @@ async def deliver(
         while True:
             await _committed(settling)
             leased = await cell.claim_many(worker, size, now=now)
-            stale_at = loop.time() + cell.visibility_timeout * 0.9
+            stale_at = loop.time() + cell.lease_seconds * 0.9
             unstarted.extend(leased)
             while unstarted:
                 if len(unstarted) < len(leased) and loop.time() >= stale_at:

@@ -29,7 +29,8 @@ from ..core.queue import (
 )
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..serializers import Codec, Serializer
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import VecDequeStorage
 from ..storage.queue import (
     QueueStorage,
@@ -40,6 +41,7 @@ from ..storage.queue import (
     as_sync,
     queue_capabilities,
 )
+from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 
 T = TypeVar("T")
@@ -64,7 +66,8 @@ class QueueCell(Generic[T]):
 
     ``try_push(value)`` returns ``None`` on success, else ``Closed`` (checked first) or
     ``Full``; ``try_pop()`` returns the oldest element, or ``Empty`` (open) /
-    ``Closed`` (closed and drained).
+    ``Closed`` (closed and drained). ``serializer`` (see :mod:`lazily_queue.serializers`)
+    encodes what is pushed and decodes what comes out.
     """
 
     try_push: Callable[[T], QueuePushError | None]
@@ -77,15 +80,20 @@ class QueueCell(Generic[T]):
         capacity: int | None = None,
         context: Context | None = None,
         name: str = "queue",
+        serializer: Serializer[T] | None = None,
     ) -> None:
         if storage is None:
             storage = VecDequeStorage(capacity)
         elif capacity is not None:
             raise ValueError("pass capacity to the storage backend, not to QueueCell")
+        if serializer is not None:
+            storage = SerializingQueueStorage(storage, Codec(serializer, name))
+        self.serializer = serializer
         self.name = name
         self.ctx = resolve_context(context)
         self._caps = queue_capabilities(storage)
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         self._capacity = storage.capacity()
         cap = self._capacity
         group = SlotGroup(self.ctx)
@@ -305,9 +313,11 @@ class QueueCell(Generic[T]):
             raise QueueClosed(f"{self.name}: queue is closed; push refused")
 
     def _has_room(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_full() or self.is_closed()
 
     def _has_element(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_empty() or self.is_closed()
 
     def __aiter__(self) -> AsyncIterator[T]:

@@ -16,8 +16,10 @@ from typing import Any, Generic, TypeVar, cast
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..serializers import Codec, Serializer
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
+from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
@@ -44,6 +46,8 @@ class TopicCell(Generic[T]):
     ``try_subscribe``, ``try_reconnect``, ``try_disconnect``, ``try_publish``,
     ``try_advance`` and ``try_gc`` too; elsewhere they raise
     :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
+    ``serializer`` (see :mod:`lazily_queue.serializers`) encodes what is published and
+    decodes what is read.
     """
 
     def __init__(
@@ -52,13 +56,18 @@ class TopicCell(Generic[T]):
         *,
         context: Context | None = None,
         name: str = "topic",
+        serializer: Serializer[T] | None = None,
     ) -> None:
         if storage is None:
             storage = LocalTopicStorage()
+        if serializer is not None:
+            storage = SerializingTopicStorage(storage, Codec(serializer, name))
+        self.serializer = serializer
         self._caps = topic_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
         observable = as_observable_topic(storage)
@@ -249,11 +258,18 @@ class TopicCell(Generic[T]):
         reader = self.reader(subscriber)
         async with asyncio.timeout(timeout):
             while True:
-                await wait_until(reader, context=self.ctx)
+                await self._wait_unread(reader)
                 if self._sync is None:
                     return cast(T, await self.poll(subscriber))
                 if self._storage.read_stream(subscriber):
                     return cast(T, self.try_advance(subscriber))
+
+    async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
+        def unread() -> list[T] | None:
+            self._raise_if_stopped()
+            return reader()
+
+        await wait_until(unread, context=self.ctx)
 
     async def gc(self) -> int:
         """Drop what no durable cursor still needs; returns the number removed."""
@@ -278,7 +294,7 @@ class TopicCell(Generic[T]):
         if size < 1:
             raise ValueError(f"batch must be >= 1, got {batch!r}")
         while True:
-            await wait_until(reader, context=self.ctx)
+            await self._wait_unread(reader)
             if self._sync is not None:
                 if self._storage.read_stream(subscriber):
                     yield cast(T, self.try_advance(subscriber))

@@ -23,8 +23,10 @@ from typing import Any, TypeVar
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
-from ..storage.capabilities import StorageCapabilities
+from ..serializers import Codec, Serializer
+from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalWorkQueueStorage
+from ..storage.serializing import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,
     SyncWorkQueueStorage,
@@ -41,6 +43,12 @@ R = TypeVar("R")
 Clock = Callable[[], float]
 Now = float | Clock | None
 
+#: The lease length of a work queue unless given, in its time unit (seconds with a
+#: seconds clock such as ``time.monotonic``; ``Node.work_queue`` takes seconds too).
+DEFAULT_VISIBILITY_TIMEOUT = 30.0
+#: How many deliveries an item gets before it is dead-lettered, unless given.
+DEFAULT_MAX_DELIVERIES = 3
+
 
 class WorkQueueCell:
     """A work queue with leases, retries and dead letters, bound to one reactive context.
@@ -52,7 +60,9 @@ class WorkQueueCell:
     ``try_nack``, ``try_extend``, ``try_reap_expired`` and ``try_redrive`` too;
     elsewhere they raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
     awaitable to use. Without a storage the cell runs a local :class:`WorkQueueCore`
-    (``visibility_timeout`` required, ``max_deliveries`` 3 unless given).
+    (``visibility_timeout`` 30 and ``max_deliveries`` 3 unless given, as
+    ``Node.work_queue``). ``serializer`` (see :mod:`lazily_queue.serializers`) encodes
+    what is pushed and decodes the values of deliveries and views.
     """
 
     def __init__(
@@ -64,22 +74,26 @@ class WorkQueueCell:
         clock: Clock | None = None,
         context: Context | None = None,
         name: str = "work_queue",
+        serializer: Serializer[Any] | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
         if storage is None:
-            if visibility_timeout is None:
-                raise TypeError("WorkQueueCell needs visibility_timeout (or a storage backend)")
-            retries = 3 if max_deliveries is None else max_deliveries
-            core = WorkQueueCore(visibility_timeout, retries)
+            lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
+            retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
+            core = WorkQueueCore(lease, retries)
             storage = LocalWorkQueueStorage(core, name=name, clock=clock)
         elif visibility_timeout is not None or max_deliveries is not None:
             raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
+        if serializer is not None:
+            storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
+        self.serializer = serializer
         self._caps = work_queue_capabilities(storage)
         self.name = name
         self.ctx = resolve_context(context)
         self.clock = clock
         self._storage = storage
+        self._raise_if_stopped = stop_check(storage)
         group = SlotGroup(self.ctx)
         self._group = group
         # Creation order fixes the bits: PENDING_LEN, IS_EMPTY, IN_FLIGHT_LEN, DEAD_LETTER_LEN.
@@ -123,7 +137,13 @@ class WorkQueueCell:
 
     @property
     def visibility_timeout(self) -> float:
+        """The lease length, in the units of the cell's clock."""
         return self._storage.visibility_timeout
+
+    @property
+    def lease_seconds(self) -> float:
+        """The lease length in seconds of wall time, whatever the cell's clock counts."""
+        return self._storage.lease_seconds
 
     @property
     def max_deliveries(self) -> int:
@@ -317,6 +337,7 @@ class WorkQueueCell:
                 await wait_until(self._has_pending, context=self.ctx)
 
     def _has_pending(self) -> bool:
+        self._raise_if_stopped()
         return not self.is_empty()
 
     async def ack(self, worker: str, delivery_id: int) -> Receipt:

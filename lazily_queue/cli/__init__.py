@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
+
 SUBCOMMANDS = ("node", "status", "rejoin", "demo", "bench", "conformance")
 
 
@@ -20,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lazily-queue",
         description="Embeddable, asyncio-native, Raft-replicated queues: tools and demos.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"{__name__}.{name}")

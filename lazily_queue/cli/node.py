@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -30,6 +32,10 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--config", required=True, metavar="FILE", help="the node's TOML file")
+    parser.add_argument(
+        "--app-dir", metavar="DIR", default=None,
+        help="look for the [app] entry's module in DIR first (default: the configuration "
+        "file's directory), then in the installed packages")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
                         help="log level on stderr (default warning)")
     parser.set_defaults(handler=run)
@@ -48,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("lazily_transports").setLevel(min(logging.WARNING, logging.root.level))
     try:
         config = load_config(args.config)
+        if getattr(args, "app_dir", None) is not None:
+            app_dir = Path(args.app_dir).resolve()
+            if not app_dir.is_dir():
+                raise InvalidConfiguration(f"--app-dir {args.app_dir}: no such directory")
+            config = dataclasses.replace(config, app_dir=app_dir)
         return asyncio.run(NodeService(config).run())
     except InvalidConfiguration as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ never silently. A backend implements::
         async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter
         async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter
         async def restart(self, adapter: TopicAdapter) -> TopicAdapter   # fixture op "restart"
+        cluster_ops: frozenset[str]       # the cluster ops it performs (default: none)
         async def cluster_op(self, op: Mapping[str, Any]) -> None
             # any op type the model does not know (kill_leader, partition, heal, ...);
             # raise UnsupportedFixtureOp for ones it does not know either -> failure
@@ -106,7 +107,7 @@ from .backend import (
     register_backend,
 )
 from .compare import ConformanceFailure, Mismatch
-from .engine import ReplayResult, replay, replay_sync
+from .engine import ReplayResult, cluster_ops_of, replay, replay_sync
 from .fixture import Discovery, Fixture, FixtureError, discover, is_queue_family, load_fixture
 
 __all__ = [
@@ -129,6 +130,7 @@ __all__ = [
     "UnsupportedFixtureOp",
     "WorkQueueAdapter",
     "WorkQueueInitial",
+    "cluster_ops_of",
     "create_backend",
     "discover",
     "is_queue_family",

@@ -163,6 +163,8 @@ class Backend(ABC):
 
     name: str = ""
     flavors: tuple[str, ...] = FLAVORS
+    #: The distributed fixture ops :meth:`cluster_op` performs (none on one process).
+    cluster_ops: frozenset[str] = frozenset()
     #: Capabilities this backend lacks, each with the reason: a fixture that needs one
     #: is reported as skipped with that reason (see :data:`CAPABILITIES`).
     lacks: Mapping[str, str] = {}
@@ -207,11 +209,11 @@ class Backend(ABC):
 
 CAPABILITIES = {
     "logical_time": "work-queue fixtures: leases and reaps at the times the steps give",
-    "cluster_ops": "distributed fixtures: ops on the cluster (kill_leader, partition, ...)",
     "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
                     "invalidation",
 }
-"""What a fixture may need beyond its model's ops; a backend lists what it lacks."""
+"""What a fixture may need beyond its model's ops (cluster ops aside: see
+:attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""
 
 BackendFactory = Callable[[], Backend]
 

@@ -265,18 +265,28 @@ def register_runner(cls: type[ModelRunner]) -> type[ModelRunner]:
     return cls
 
 
+def cluster_ops_of(fixture: Fixture) -> frozenset[str]:
+    """The op types of ``fixture`` its model does not know: cluster ops (``kill_leader``,
+    ``partition``, ...) that only a backend with those :attr:`Backend.cluster_ops` runs."""
+    runner = RUNNERS.get(str(fixture.document.get("model")))
+    if runner is None:
+        return frozenset()
+    kinds = {step["op"]["type"] for step in fixture.steps
+             if isinstance(step, dict) and isinstance(step.get("op"), dict)
+             and isinstance(step["op"].get("type"), str)}
+    return frozenset(kinds - set(runner.ops))
+
+
 def requirements(document: Mapping[str, Any]) -> set[str]:
-    """The capabilities (keys of :data:`~.backend.CAPABILITIES`) a fixture needs."""
+    """The capabilities (keys of :data:`~.backend.CAPABILITIES`) a fixture needs besides
+    its cluster ops (:func:`cluster_ops_of`)."""
     needed: set[str] = set()
     model = document.get("model")
     if model == "WorkQueueCell":
         needed.add("logical_time")
-    runner = RUNNERS.get(str(model))
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None
         kind = op.get("type") if isinstance(op, dict) else None
-        if runner is not None and isinstance(kind, str) and kind not in runner.ops:
-            needed.add("cluster_ops")
         if model == "QueueCell" and kind == "batch":
             needed.add("atomic_batch")
     return needed

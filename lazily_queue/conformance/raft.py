@@ -78,6 +78,8 @@ class RaftBackend(Backend):
     """A fresh :class:`~lazily_queue.testing.Cluster` of ``size`` real nodes per replay."""
 
     flavors = ("async",)
+    cluster_ops = frozenset(
+        {"kill_leader", "kill_follower", "restart", "restart_cluster", "partition", "heal"})
 
     def __init__(self, size: int) -> None:
         self.size = size

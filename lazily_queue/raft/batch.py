@@ -9,112 +9,122 @@ the state machine's business (:mod:`lazily_queue.replicated.ops`).
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
 import cbor2
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
-from ..errors import UnsupportedValue
+from ..errors import MessageTooLarge
+from . import values
 
 #: The batch's format tag (its first element), not an op code.
 BATCH_FORMAT = 1
-#: Largest batch a replica decodes (the engine refuses to propose more than 60 KiB).
-MAX_BATCH_BYTES = 64 * 1024
+#: Largest message (the value a push or publish carries) a cluster accepts by default.
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+#: Largest ``max_message_bytes`` a node accepts: an append carrying the largest entry stays
+#: well below the links' 16 MiB frames.
+MAX_MESSAGE_BYTES_LIMIT = 4 * 1024 * 1024
+#: Room in a command beyond its largest message: the op's other fields (a queue's name,
+#: ids) and the batch header.
+COMMAND_OVERHEAD = 64 * 1024
+#: Largest command with the default message limit (the decoders' benchmark sizes).
+MAX_BATCH_BYTES = DEFAULT_MAX_MESSAGE_BYTES + COMMAND_OVERHEAD
+#: Operations proposed together share one entry up to about this size.
+BATCH_TARGET_BYTES = 60 * 1024
 #: Deepest nesting of a decoded batch (the batch, its op list and an op take 3 levels).
 #: Snapshots allow ``VALUES.max_depth``, which leaves room for their own sections.
 BATCH_MAX_DEPTH = 48
 _OP_MAX_DEPTH = BATCH_MAX_DEPTH - 2
-_CONTAINERS = (list, tuple, dict, set, frozenset)
+
 
 class CommandError(ValueError):
     """A command batch is malformed; it is applied as a no-op with this error."""
 
 
+def command_limit(max_message_bytes: int) -> int:
+    """The largest command (one batch) of a cluster whose messages are at most
+    ``max_message_bytes``."""
+    return max_message_bytes + COMMAND_OVERHEAD
+
+
 def encode_command(session: int, floor: int, ops: list[list[Any]]) -> bytes:
-    """Encode one batch; values must be CBOR-serialisable."""
-    return cbor2.dumps([BATCH_FORMAT, session, floor, ops])
+    """Encode one batch; values must be of the value model (:mod:`.values`)."""
+    return values.dumps([BATCH_FORMAT, session, floor, ops])
+
+
+def encode_batch(session: int, floor: int, encoded_ops: list[bytes]) -> bytes:
+    """:func:`encode_command` from ops already encoded by :func:`encode_checked_op`."""
+    head = cbor2.dumps([BATCH_FORMAT, session, floor])[1:]
+    return b"\x84" + head + _array_head(len(encoded_ops)) + b"".join(encoded_ops)
+
+
+def _array_head(n: int) -> bytes:
+    if n < 24:
+        return bytes([0x80 | n])
+    if n < 256:
+        return bytes([0x98, n])
+    if n < 65536:
+        return b"\x99" + n.to_bytes(2, "big")
+    return b"\x9a" + n.to_bytes(4, "big")
 
 
 def encode_op(seq: int, code: int, args: list[Any]) -> bytes:
-    """The encoded size contribution of one op (used to cap batch sizes)."""
-    return cbor2.dumps([seq, code, *args])
+    """One op as it sits in a batch."""
+    return values.dumps([seq, code, *args])
 
 
 def encode_checked_op(
-    seq: int, code: int, args: list[Any], *, max_bytes: int, name: str
+    seq: int, code: int, args: list[Any], *, max_bytes: int, name: str,
+    message_limit: int | None = None,
 ) -> bytes:
     """Encode one op that every replica will decode, or refuse it at the call (``name``
-    names the op in the errors).
+    names the op in the errors). With ``message_limit`` the op's last argument is a
+    user's message, refused over that many bytes.
 
-    Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value the values profile
-    of :mod:`lazily_transports.safe_cbor` refuses (an ``int`` map key, a ``Fraction``, nesting
-    deeper than the limit...) and ``ValueError`` for an op over ``max_bytes``.
+    Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value outside the value
+    model (:mod:`.values`: its type, a map key, nesting deeper than the limit...) and
+    :class:`~lazily_queue.errors.MessageTooLarge` for a message over ``message_limit``
+    or an op over ``max_bytes``.
     """
-    _check_nesting(args, max_bytes, name)
+    tuples = values.scan(args, max_items=max_bytes, name=name)
+    op = [seq, code, *args]
     try:
-        encoded = encode_op(seq, code, args)
+        encoded = values.dumps(op, tuples=tuples)
     except cbor2.CBOREncodeError as exc:
-        raise _unsupported(name, str(exc)[:200]) from None
+        raise values.unsupported(name, str(exc)[:200]) from None
+    if message_limit is not None and args:
+        size = message_size(encoded, op, args[-1])
+        if size > message_limit:
+            raise MessageTooLarge(
+                f"{name}: a message of {size} bytes exceeds the {message_limit}-byte limit "
+                "of this cluster (max_message_bytes); store large payloads elsewhere and "
+                "queue a reference, or raise the limit on every node", size=size,
+                limit=message_limit)
     if len(encoded) > max_bytes:
-        raise ValueError(
-            f"operation of {len(encoded)} bytes exceeds the {max_bytes}-byte replicated command "
-            "limit; store large payloads elsewhere and queue a reference"
-        )
+        raise MessageTooLarge(
+            f"{name}: the operation of {len(encoded)} bytes (its names and values) exceeds "
+            f"the {max_bytes}-byte replicated command limit", size=None, limit=max_bytes)
     try:
-        VALUES.loads(encoded, max_bytes=MAX_BATCH_BYTES, max_depth=_OP_MAX_DEPTH)
+        VALUES.loads(encoded, max_bytes=len(encoded), max_depth=_OP_MAX_DEPTH)
     except UntrustedDataError as exc:
-        raise _unsupported(name, exc.reason) from None
+        raise values.unsupported(name, exc.reason) from None
     return encoded
 
 
-def _unsupported(name: str, reason: str) -> UnsupportedValue:
-    return UnsupportedValue(
-        f"{name}: the value cannot be replicated: {reason}. Replicated values are None, bool, "
-        "int, float, str, bytes, lists and tuples, dicts with str or bytes keys, sets of str "
-        f"or bytes, datetime, date, Decimal and UUID, nested at most {_OP_MAX_DEPTH - 1} levels"
-    )
-
-
-def _check_nesting(args: list[Any], max_bytes: int, name: str) -> None:
-    """Refuse values nested deeper than replicas decode before cbor2 encodes them (its
-    encoder recurses without a limit). Every item encodes to at least one byte, so the
-    walk stops after ``max_bytes`` items."""
-    budget = max_bytes
-    level: list[Any] = [args]
-    depth = 1
-    while level:
-        if depth > _OP_MAX_DEPTH:
-            raise _unsupported(name, f"nesting deeper than {_OP_MAX_DEPTH} levels")
-        below: list[Any] = []
-        for container in level:
-            budget -= 2 * len(container) if isinstance(container, dict) else len(container)
-            if budget < 0:
-                raise ValueError(
-                    f"operation holds more than {max_bytes} items, so it exceeds the "
-                    f"{max_bytes}-byte replicated command limit; store large payloads "
-                    "elsewhere and queue a reference"
-                )
-            if isinstance(container, dict):
-                below += _containers(container.keys())
-                below += _containers(container.values())
-            else:
-                below += _containers(container)
-        level = below
-        depth += 1
-
-
-def _containers(items: Collection[Any]) -> list[Any]:
-    """The items of ``items`` that cbor2 encodes as arrays or maps (types first: cheaper)."""
-    if not any(issubclass(kind, _CONTAINERS) for kind in set(map(type, items))):
-        return []
-    return [item for item in items if isinstance(item, _CONTAINERS)]
+def message_size(encoded_op: bytes, op: list[Any], message: Any) -> int:
+    """The size of ``message``, the last element of ``op`` encoded as ``encoded_op``: a
+    ``bytes`` or ``str`` message counts its bytes, any other value its encoding."""
+    if type(message) is bytes:
+        return len(message)
+    if type(message) is str:
+        return len(message.encode())
+    return len(encoded_op) - len(cbor2.dumps(op[:-1]))
 
 
 def decode_command(payload: bytes) -> tuple[int, int, list[list[Any]]]:
     """Decode one committed batch (values profile); raises :class:`CommandError`."""
     try:
-        doc = VALUES.loads(payload, max_bytes=MAX_BATCH_BYTES, max_depth=BATCH_MAX_DEPTH)
+        doc = VALUES.loads(payload, max_bytes=len(payload), max_depth=BATCH_MAX_DEPTH)
     except UntrustedDataError as exc:
         raise CommandError(f"command is not valid CBOR: {exc.reason}") from None
     if not isinstance(doc, list) or len(doc) != 4 or doc[0] != BATCH_FORMAT:

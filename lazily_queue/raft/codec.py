@@ -14,7 +14,16 @@ from typing import Any
 import cbor2
 from lazily_transports.safe_cbor import PROTOCOL, UntrustedDataError, describe
 
+#: Frames are packed below this size, and accepted up to it at least.
 MAX_FRAME_BYTES = 4 * 1024 * 1024
+#: Room for the message fields and encoding around the entries of one frame.
+_FRAME_SLACK = 64 * 1024
+
+
+def frame_limit(max_command_bytes: int, append_batch_bytes: int) -> int:
+    """The largest frame a member accepts: at least :data:`MAX_FRAME_BYTES`, and room for
+    one append of ``append_batch_bytes`` of entries plus the largest command."""
+    return max(MAX_FRAME_BYTES, append_batch_bytes + max_command_bytes + _FRAME_SLACK)
 
 
 class FrameError(ValueError):
@@ -159,12 +168,13 @@ def _array(items: list[bytes]) -> bytes:
     return head + b"".join(items)
 
 
-def decode_frame(frame: bytes) -> list[dict[str, Any]]:
-    """Decode and validate a frame; raises :class:`FrameError` on anything malformed."""
-    if len(frame) > MAX_FRAME_BYTES + 1024:
-        raise FrameError(f"frame of {len(frame)} bytes exceeds {MAX_FRAME_BYTES}")
+def decode_frame(frame: bytes, max_bytes: int = MAX_FRAME_BYTES) -> list[dict[str, Any]]:
+    """Decode and validate a frame of at most ``max_bytes`` (see :func:`frame_limit`);
+    raises :class:`FrameError` on anything malformed or larger."""
+    if len(frame) > max_bytes + 1024:
+        raise FrameError(f"frame of {len(frame)} bytes exceeds {max_bytes}")
     try:
-        messages = PROTOCOL.loads(frame, max_bytes=MAX_FRAME_BYTES + 1024)
+        messages = PROTOCOL.loads(frame, max_bytes=max_bytes + 1024)
     except UntrustedDataError as exc:
         raise FrameError(f"frame is not valid CBOR: {exc.reason}") from None
     if not isinstance(messages, list):

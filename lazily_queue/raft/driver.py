@@ -123,9 +123,23 @@ class Driver:
                     self._dispatch(ready)
             await self.network.stop()
             self.fsync.shutdown()
+        self._fail_on_stop()
+
+    def _fail_on_stop(self) -> None:
+        """Every operation still waiting fails with :class:`NodeNotRunning`: no step
+        will ever answer it."""
+        node = self.replica.node_id
+
+        def stopped(unknown: bool) -> BaseException:
+            outcome = ("its outcome is unknown: it may have committed" if unknown
+                       else "the operation was not applied")
+            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
+
+        self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
         for fut in self._state_waiters:
             if not fut.done():
-                fut.set_exception(NodeNotRunning("node stopped"))
+                fut.set_exception(NodeNotRunning(f"node {node} stopped"))
+        self._state_waiters.clear()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -185,7 +199,7 @@ class Driver:
             self.stalled_frames += 1
             return
         try:
-            messages = decode_frame(frame)
+            messages = decode_frame(frame, self.replica.max_frame_bytes)
         except FrameError as exc:
             self.bad_frames += 1
             self.network.close_peer(peer, f"malformed Raft frame: {exc}")

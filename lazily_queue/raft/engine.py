@@ -21,6 +21,7 @@ from pysyncobj.config import FAIL_REASON
 
 from . import entries, patches, rejoin
 from .adapters import EngineTransport, NoPoller, RaftPeer, unused_serializer, wrap_application
+from .batch import DEFAULT_MAX_MESSAGE_BYTES, command_limit
 from .durable_commit import durable_majority_index
 from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
@@ -36,8 +37,13 @@ _MEMBERSHIP = 2
 _ENGINE_TYPES = frozenset({b"\x01", b"\x02", b"\x03"})
 _bchr = struct.Struct("B").pack
 
-#: Largest replicated command; PySyncObj's chunking of entries >= 64 KiB is broken.
-MAX_COMMAND_BYTES = 60 * 1024
+#: Largest command with the default message limit. An entry at least as large as the
+#: append batch would take PySyncObj's broken chunked path ("transmission": pickled,
+#: cut at the wrong length), so the append batch always exceeds the largest entry.
+MAX_COMMAND_BYTES = command_limit(DEFAULT_MAX_MESSAGE_BYTES)
+#: Largest command of PySyncObj's own regular entries, which journals written before
+#: command entries hold (those are unpickled, see :mod:`.safe_pickle`).
+LEGACY_COMMAND_BYTES = 60 * 1024
 
 FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
 _VOTE_ANSWERS = frozenset({"response_vote", "pre_vote_response"})
@@ -82,6 +88,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         apply: Callable[[bytes, int], Any],
         send: Callable[[str, dict[str, Any]], None],
         config: EngineConfig | None = None,
+        max_command_bytes: int = MAX_COMMAND_BYTES,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
         rng: random.Random | None = None,
@@ -93,6 +100,10 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._journal = journal
         self._snapshots = snapshots
         self._apply_fn = apply
+        self.max_command_bytes = max_command_bytes
+        #: Entries sent per append; always above the largest entry (see MAX_COMMAND_BYTES).
+        self.append_batch_bytes = max(cfg.append_batch_bytes,
+                                      max_command_bytes + entries.HEAD_SIZE + 1)
         self._clock = clock
         self._wall = wall_clock
         self._rng = rng or random.Random()
@@ -121,7 +132,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             logCompactionMinEntries=cfg.compaction_min_entries,
             logCompactionMinTime=cfg.compaction_min_time,
             logCompactionBatchSize=cfg.snapshot_chunk_bytes,
-            appendEntriesBatchSizeBytes=cfg.append_batch_bytes,
+            appendEntriesBatchSizeBytes=self.append_batch_bytes,
             pollerType="select",
             onStateChanged=self._on_state_changed,
         )
@@ -168,9 +179,10 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def submit(self, payload: bytes, callback: Answer) -> None:
         """Propose one command; ``callback(result, outcome)`` runs on commit or failure."""
-        if len(payload) > MAX_COMMAND_BYTES:
+        if len(payload) > self.max_command_bytes:
             raise ValueError(
-                f"command of {len(payload)} bytes exceeds the {MAX_COMMAND_BYTES}-byte limit"
+                f"command of {len(payload)} bytes exceeds the {self.max_command_bytes}-byte "
+                "limit"
             )
         with patches.engine_env(self._clock, self._rng):
             self._applyCommand(entries.encode(payload), _translated(callback), None)

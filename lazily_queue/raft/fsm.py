@@ -33,3 +33,7 @@ class FSM(Protocol):
 
     def op_name(self, code: int) -> str:
         """The name of op ``code`` (in errors and timeouts)."""
+
+    def carries_message(self, code: int) -> bool:
+        """Whether op ``code``'s last argument is a user's message, bounded by the
+        replica's ``max_message_bytes``."""

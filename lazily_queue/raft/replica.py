@@ -23,8 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batch import encode_checked_op, encode_command
-from .engine import LEADER, MAX_COMMAND_BYTES, STATE_NAMES, EngineConfig, RaftEngine
+from .batch import (
+    BATCH_TARGET_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    MAX_MESSAGE_BYTES_LIMIT,
+    command_limit,
+    encode_batch,
+    encode_checked_op,
+)
+from .codec import frame_limit
+from .engine import LEADER, STATE_NAMES, EngineConfig, RaftEngine
 from .errors import CommitTimeout, NoQuorum, ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
@@ -42,7 +50,7 @@ class Proposal:
     seq: int
     code: int
     args: list[Any]
-    size: int
+    encoded: bytes
     deadline: float
     on_done: Completion | None
     on_orphan: Callable[[Any], None] | None = None
@@ -58,6 +66,10 @@ class Proposal:
     def orphan(self) -> bool:
         return self.on_done is None
 
+    @property
+    def size(self) -> int:
+        return len(self.encoded)
+
 
 def check_stored_state(fsm: Any, state: Any) -> None:
     """Refuse a stored snapshot whose state does not restore: the engine would log the
@@ -70,13 +82,29 @@ def check_stored_state(fsm: Any, state: Any) -> None:
 
 @dataclass(frozen=True)
 class ReplicaConfig:
-    """Proposal timing: retry back-off, per-attempt patience, quorum grace period."""
+    """Proposal timing (retry back-off, per-attempt patience, quorum grace period) and
+    sizes: ``max_message_bytes`` bounds the message of a push or publish (every member
+    must use the same), ``max_batch_bytes`` how many small operations share one entry
+    (a larger operation gets an entry of its own)."""
 
     engine: EngineConfig = field(default_factory=EngineConfig)
     retry_delay: float = 0.02
     attempt_timeout: float = 2.0
     no_quorum_grace: float = 1.0
-    max_batch_bytes: int = MAX_COMMAND_BYTES - 1024
+    max_batch_bytes: int = BATCH_TARGET_BYTES - 1024
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    def __post_init__(self) -> None:
+        size = self.max_message_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or \
+                not 1024 <= size <= MAX_MESSAGE_BYTES_LIMIT:
+            raise ValueError(f"max_message_bytes must be an int from 1024 to "
+                             f"{MAX_MESSAGE_BYTES_LIMIT}, not {size!r}")
+
+    @property
+    def max_command_bytes(self) -> int:
+        """The largest command (one entry's batch)."""
+        return command_limit(self.max_message_bytes)
 
 
 class Replica:
@@ -121,6 +149,7 @@ class Replica:
             apply=fsm.apply,
             send=self._send,
             config=self.config.engine,
+            max_command_bytes=self.config.max_command_bytes,
             clock=clock,
             wall_clock=wall_clock,
             rng=self.rng,
@@ -150,13 +179,18 @@ class Replica:
         """Queue one operation for the next step's batch.
 
         Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value replicas would
-        refuse to decode and ``ValueError`` for an op over the batch size limit.
+        refuse to decode and :class:`~lazily_queue.errors.MessageTooLarge` for a message
+        (of an op the state machine says carries one) over ``max_message_bytes``, or an op
+        over the command limit.
         """
         seq = self._next_seq
-        size = len(encode_checked_op(seq, code, args, max_bytes=self.config.max_batch_bytes,
-                                     name=self.fsm.op_name(code)))
+        config = self.config
+        encoded = encode_checked_op(
+            seq, code, args, max_bytes=config.max_command_bytes - 1024,
+            name=self.fsm.op_name(code),
+            message_limit=config.max_message_bytes if self.fsm.carries_message(code) else None)
         self._next_seq += 1
-        p = Proposal(seq, code, args, size, self.clock() + timeout, on_done, on_orphan)
+        p = Proposal(seq, code, args, encoded, self.clock() + timeout, on_done, on_orphan)
         self._unresolved[seq] = p
         self._queued.append(p)
         self.proposals += 1
@@ -245,8 +279,7 @@ class Replica:
         return min(self._unresolved, default=self._next_seq)
 
     def _submit(self, batch: list[Proposal], now: float) -> None:
-        ops = [[p.seq, p.code, *p.args] for p in batch]
-        payload = encode_command(self.session, self._floor(), ops)
+        payload = encode_batch(self.session, self._floor(), [p.encoded for p in batch])
         for p in batch:
             p.in_flight = True
             p.attempts += 1
@@ -381,6 +414,11 @@ class Replica:
     @property
     def pending(self) -> int:
         return len(self._unresolved)
+
+    @property
+    def max_frame_bytes(self) -> int:
+        """The largest Raft frame this member accepts from a peer."""
+        return frame_limit(self.config.max_command_bytes, self.engine.append_batch_bytes)
 
     def status(self) -> dict[str, Any]:
         e = self.engine

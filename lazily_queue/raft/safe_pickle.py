@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 PICKLE_PROTOCOL = 4
-#: A regular entry carries at most the engine's 60 KiB command plus ~40 bytes of framing.
+#: A regular entry (journals written before command entries) carries at most a 60 KiB
+#: command plus ~40 bytes of framing; command entries are never unpickled.
 MAX_PICKLE_BYTES = 64 * 1024
 #: Real entries hold about a dozen opcodes.
 MAX_PICKLE_OPCODES = 64

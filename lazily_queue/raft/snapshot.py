@@ -26,10 +26,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-import cbor2
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
 from ..errors import DamagedData
+from . import values
 from .disk import Disk
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,10 @@ def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
 
 
 def encode_snapshot(doc: dict[str, Any]) -> bytes:
-    """The file form: a magic, the CRC-32 of the CBOR body, the body."""
-    body = cbor2.dumps(doc)
+    """The file form: a magic, the CRC-32 of the CBOR body, the body (tuples in the
+    state stay tuples, see :mod:`.values`; the anchor entries are read back as tuples)."""
+    anchors = {k: list(v) for k, v in doc.items() if k in ("last", "prev") and type(v) is tuple}
+    body = values.dumps({**doc, **anchors})
     return MAGIC + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF) + body
 
 

@@ -37,6 +37,15 @@ class TopicChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicPublished:
+    """An element was published to topic ``name`` at ``offset`` (with or without
+    subscribers)."""
+
+    name: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class WorkQueueChanged:
     """Work queue ``name`` changed the readers in ``mask`` (``core.work.WorkReader``)."""
 
@@ -57,7 +66,8 @@ class Restored:
     """The whole state was replaced by a snapshot: every reader may have changed."""
 
 
-Event = QueueChanged | QueueDeclared | TopicChanged | WorkQueueChanged | MemberAddressed | Restored
+Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
+         | MemberAddressed | Restored)
 #: Every event type (to pick events out of what a replica releases).
-EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, WorkQueueChanged, MemberAddressed,
-               Restored)
+EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
+               MemberAddressed, Restored)

@@ -75,6 +75,10 @@ OP_NAMES: dict[int, str] = {
 }
 
 
+#: Ops whose last argument is a user's message (bounded by the cluster's message size).
+MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH})
+
+
 def op_name(code: int) -> str:
     """The name of ``code``, or the code itself when this version does not know it."""
     return OP_NAMES.get(code, str(code))

@@ -25,7 +25,7 @@ from ..raft.batch import CommandError, decode_command
 from . import cluster, queues, topics, work_queues
 from .events import Event, Restored
 from .family import Family, Handler, Section
-from .ops import OpError, OpRefused, op_name
+from .ops import MESSAGE_OPS, OpError, OpRefused, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,9 @@ class StateMachine:
 
     def op_name(self, code: int) -> str:
         return op_name(code)
+
+    def carries_message(self, code: int) -> bool:
+        return code in MESSAGE_OPS
 
     # -- snapshots ------------------------------------------------------------------------
 

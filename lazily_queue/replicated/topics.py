@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from . import ops
-from .events import TopicChanged
+from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name
 from .ops import OpRefused
 
@@ -47,6 +47,14 @@ def _topic_op(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -
     return apply
 
 
+def publish(sm: StateMachine, args: list[Any]) -> Any:
+    name, topic = _topic(sm, args)
+    offset, invalidated = topic.publish(args[1])
+    sm.emit(TopicPublished(name, offset))
+    _changed(sm, name, invalidated)
+    return offset
+
+
 def restore(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     try:
@@ -74,7 +82,7 @@ FAMILY = Family(
     "topics",
     {
         ops.TOPIC_DECLARE: declare,
-        ops.TOPIC_PUBLISH: _topic_op(lambda t, a: t.publish(a[1])),
+        ops.TOPIC_PUBLISH: publish,
         ops.TOPIC_SUBSCRIBE: _topic_op(lambda t, a: t.subscribe(a[1], Durability(a[2]))),
         ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
         ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),

@@ -10,7 +10,7 @@ declared capability has its methods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
 
@@ -29,6 +29,10 @@ class StorageCapabilities:
       report their invalidation mask, the cell's fast path.
     - ``own_clock``: operations given ``now=None`` are stamped with the backend's own
       time (a Raft leader's), so a cell without a clock need not supply one.
+    - ``lifecycle``: the backend can stop (a node that stops): ``raise_if_stopped()``
+      raises once it has, and it reports a change to its listener when it stops, so every
+      call waiting in the cell (a pop, a claim, a stream, a push waiting for room) wakes
+      and fails with that error instead of waiting forever.
     - ``logical_time`` (work queues): a ``now`` the caller gives is honoured: a lease
       runs until ``now + visibility_timeout`` and ``reap_expired(now)`` expires by it.
       Without it (a broker's leases run on the broker's clock) the time is ignored.
@@ -39,6 +43,7 @@ class StorageCapabilities:
     peek: bool = False
     reporting_ops: bool = False
     own_clock: bool = False
+    lifecycle: bool = False
     logical_time: bool = False
 
 
@@ -72,3 +77,17 @@ def declared(
                     f"{name} declares the {flag.name!r} capability but has no {method}()"
                 )
     return caps
+
+
+def _running() -> None:
+    return None
+
+
+def stop_check(storage: object) -> Callable[[], None]:
+    """What a cell calls before and while it waits: the storage's ``raise_if_stopped``
+    when it declares ``lifecycle``, else a check that never raises."""
+    caps = getattr(storage, "capabilities", None)
+    if isinstance(caps, StorageCapabilities) and caps.lifecycle:
+        check: Callable[[], None] = getattr(storage, "raise_if_stopped")  # noqa: B009
+        return check
+    return _running

@@ -186,6 +186,10 @@ class LocalWorkQueueStorage:
         return self.core.visibility_timeout
 
     @property
+    def lease_seconds(self) -> float:
+        return self.core.visibility_timeout  # a local cell's clock counts seconds
+
+    @property
     def max_deliveries(self) -> int:
         return self.core.max_deliveries
 

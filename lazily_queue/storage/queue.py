@@ -15,7 +15,8 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
   change listener, including ones the cell did not make;
 - ``peek``: :class:`PeekableQueueStorage`, the ``head`` reader;
 - ``reporting_ops``: the deque's fast path (see
-  :meth:`~lazily_queue.core.fifo.Fifo.reporting_ops`).
+  :meth:`~lazily_queue.core.fifo.Fifo.reporting_ops`);
+- ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -112,6 +113,7 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "peek": ("peek",),
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
+    "lifecycle": ("raise_if_stopped", "set_change_listener"),
 }
 
 

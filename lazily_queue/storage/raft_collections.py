@@ -42,7 +42,7 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True)
 
     def __init__(
         self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
@@ -157,7 +157,8 @@ class RaftWorkQueueStorage(ReplicatedObject):
     the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True, logical_time=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       logical_time=True)
 
     def __init__(
         self,
@@ -173,6 +174,8 @@ class RaftWorkQueueStorage(ReplicatedObject):
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
+        #: The leader stamps milliseconds.
+        self.lease_seconds = self.visibility_timeout / 1000
         self._listener: WorkQueueChangeListener | None = None
 
     def _declare_op(self) -> tuple[int, list[Any]]:

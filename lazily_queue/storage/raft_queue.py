@@ -3,8 +3,9 @@
 Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state (through
 its :class:`~lazily_queue.replicated.view.ReadView`), which on a follower may trail the
 leader. Mutations are proposals: ``offer`` / ``poll`` / ``close`` return once the
-operation is committed on a majority and applied here. Capabilities: ``observable`` and
-``peek``; there is no synchronous surface. Every committed transition on any node
+operation is committed on a majority and applied here. Capabilities: ``observable``,
+``peek`` and ``lifecycle`` (once the node stops, waiting and new calls fail with
+``NodeNotRunning``); there is no synchronous surface. Every committed transition on any node
 reaches the shell through the change listener, so readers on every node update as
 entries apply.
 
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.fifo import Fifo
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
-from ..raft.errors import ProposalRejected
+from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
 from ..replicated.ops import OpError
@@ -69,11 +70,21 @@ class ReplicatedObject:
         self._view = view
         self._declared = None
 
+    def raise_if_stopped(self) -> None:
+        """Raise :class:`NodeNotRunning` while the node is stopped (capability
+        ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""
+        if not self._driver.running:
+            raise NodeNotRunning(
+                f"{self.kind} {self.name!r}: node {self._driver.replica.node_id} is stopped; "
+                "start it again (`async with node:`) to use it"
+            )
+
     async def declare(self, *, timeout: float | None = None) -> None:
         """Declare the object on the cluster now (the first operation does it otherwise)."""
         await self._ensure_declared(timeout)
 
     async def _ensure_declared(self, timeout: float | None) -> None:
+        self.raise_if_stopped()
         if self._declared is None or (self._declared.done() and self._declared.exception()):
             self._declared = asyncio.ensure_future(self._declare(timeout))
         await asyncio.shield(self._declared)
@@ -92,7 +103,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
 
     def __init__(
         self, driver: Driver, view: ReadView, name: str, *, capacity: int | None = None,

@@ -120,6 +120,7 @@ CAPABILITY_METHODS = {
     "sync": ("try_subscribe", "try_reconnect", "try_disconnect", "try_publish",
              "try_advance", "try_gc"),
     "observable": ("set_change_listener",),
+    "lifecycle": ("raise_if_stopped", "set_change_listener"),
 }
 
 

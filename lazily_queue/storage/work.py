@@ -41,6 +41,12 @@ class WorkQueueStorage(Protocol):
     def visibility_timeout(self) -> float: ...
 
     @property
+    def lease_seconds(self) -> float:
+        """``visibility_timeout`` in seconds of wall time (a consumer judges on its own
+        clock whether a prefetched lease is about to run out)."""
+        ...
+
+    @property
     def max_deliveries(self) -> int: ...
 
     def pending_len(self) -> int: ...
@@ -135,6 +141,7 @@ CAPABILITY_METHODS = {
     "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
              "try_redrive"),
     "observable": ("set_change_listener",),
+    "lifecycle": ("raise_if_stopped", "set_change_listener"),
 }
 
 

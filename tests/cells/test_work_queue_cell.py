@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import re
 from typing import Any
 
@@ -23,6 +24,7 @@ from lazily_queue import (
     WorkQueueCore,
     WorkTransition,
 )
+from lazily_queue.node import Node
 from lazily_queue.reactive import Context, Effect
 from lazily_queue.storage import LocalWorkQueueStorage, StorageCapabilities
 
@@ -69,8 +71,11 @@ def test_construction_and_configuration(ctx: Context) -> None:
     assert isinstance(cell.storage, LocalWorkQueueStorage)
     assert cell.capabilities == StorageCapabilities(sync=True, logical_time=True)
     assert (cell.visibility_timeout, cell.max_deliveries) == (10, 3)
-    with pytest.raises(TypeError, match="needs visibility_timeout"):
-        WorkQueueCell(context=ctx)
+    default = WorkQueueCell(context=ctx)  # the defaults of Node.work_queue
+    assert (default.visibility_timeout, default.max_deliveries) == (30.0, 3)
+    node_defaults = inspect.signature(Node.work_queue).parameters
+    assert node_defaults["visibility_timeout"].default == 30.0
+    assert node_defaults["max_deliveries"].default == 3
     with pytest.raises(InvalidConfiguration, match="max_deliveries must be an int >= 1, got 0"):
         WorkQueueCell(visibility_timeout=1, max_deliveries=0, context=ctx)
     with pytest.raises(ValueError, match="to the storage backend"):

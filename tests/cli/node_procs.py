@@ -40,7 +40,8 @@ class NodeProc:
     """One node process; its stdout lines are collected by a thread."""
 
     def __init__(self, config: Path, *, secret: str | None = "s3cret",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                 cwd: Path | None = None) -> None:
         environ = dict(os.environ, **(env or {}))
         environ["PYTHONPATH"] = os.pathsep.join(
             [str(HERE), *filter(None, [environ.get("PYTHONPATH")])])
@@ -48,7 +49,8 @@ class NodeProc:
         if secret is not None:
             environ[SECRET_ENV] = secret
         self.proc = subprocess.Popen(
-            [*CLI, "node", "--config", str(config)], cwd=config.parent, env=environ,
+            [*CLI, "node", "--config", str(config), *args], cwd=cwd or config.parent,
+            env=environ,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []

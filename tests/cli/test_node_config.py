@@ -26,7 +26,8 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
     (tmp_path / "node.toml").write_text(
         'id = 2\ncluster = "orders"\ndata_dir = "d/2"\nlisten = "unix:n2.sock"\n'
         'http = "127.0.0.1:8102"\ndurability = "none"\nsecret_file = "secret"\n'
-        'startup_timeout = 5\n[peers]\n1 = "unix:n1.sock"\n2 = "unix:n2.sock"\n'
+        'startup_timeout = 5\nmax_message_bytes = 2097152\n'
+        '[peers]\n1 = "unix:n1.sock"\n2 = "unix:n2.sock"\n'
         '[app]\nentry = "pkg.mod:main"\nworkers = 3\n')
     (tmp_path / "secret").write_text("  xyz\n")
     config = load_config(tmp_path / "node.toml")
@@ -36,6 +37,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
     assert config.http == ("127.0.0.1", 8102) and config.http_url == "http://127.0.0.1:8102"
     assert config.secret() == b"xyz"
     assert config.startup_timeout == 5.0
+    assert config.max_message_bytes == 2 * 1024 * 1024
+    assert config.node(secret=b"x").max_message_bytes == 2 * 1024 * 1024
+    assert config.app_dir == tmp_path.resolve()
     assert config.app_entry == "pkg.mod:main" and config.app_options == {"workers": 3}
 
 
@@ -64,6 +68,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"secret_file": "s"}, r"exactly one of `secret_env`"),
         ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
         ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
+        ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
+                                     r"4194304 \(bytes; the same on every node\), not 1.5"),
+        ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
     ],
 )

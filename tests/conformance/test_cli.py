@@ -29,12 +29,49 @@ def test_conformance_passes_on_the_project_corpus(capsys: pytest.CaptureFixture[
     assert f"{ignored} JSON file(s) ignored" in summary
 
 
-def test_distributed_fixtures_need_a_cluster_backend(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_whole_corpus_passes_with_cluster_fixtures_on_a_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["conformance", str(ROOT / "fixtures")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(line.startswith("PASS  ") for line in out[:-1])
+    failover = next(line for line in out if "queuecell_fifo_across_leader_failover" in line)
+    assert failover.endswith("(11 steps; async on raft3, for kill_leader, restart)")
+    local = next(line for line in out if "topiccell_durable_cursor_across_restarts" in line)
+    assert local.endswith("(10 steps; sync async threadsafe)")  # a topic restart is local
+    assert " 0 failed: " in out[-1] and "(7 with cluster ops on raft3)" in out[-1]
+
+
+def test_cluster_fixtures_without_a_cluster_are_skipped_with_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     distributed = ROOT / "fixtures" / "distributed"
-    assert main(["conformance", str(distributed)]) == 1
-    assert "kill_leader" in capsys.readouterr().out
+    assert main(["conformance", str(distributed), "--cluster-backend", "none"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    skip = next(line for line in out if "queuecell_fifo_across_leader_failover" in line)
+    assert skip == (
+        "SKIP  queuecell_fifo_across_leader_failover  needs cluster ops (kill_leader, "
+        "restart) and no cluster backend (--cluster-backend none); run: lazily-queue "
+        f"conformance {distributed}/queuecell_fifo_across_leader_failover.json --backend raft3"
+    )
+    assert out[-1].startswith("1 passed, 0 failed, 7 skipped: 8 fixtures")
     assert main(["conformance", str(distributed), "--backend", "raft3"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("8 passed, 0 failed")
+
+
+def test_a_failing_cluster_fixture_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = ROOT / "fixtures" / "distributed" / "queuecell_fifo_across_leader_failover.json"
+    doc = json.loads(source.read_text())
+    doc["steps"][-1]["expected"]["len"] = 99
+    (tmp_path / "broken_failover.json").write_text(json.dumps(doc))
+    assert main(["conformance", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("FAIL  broken_failover  (11 steps on raft3, for kill_leader, "
+                             "restart) [async] step 10: len: expected 99")
+    assert main(["conformance", str(tmp_path), "--cluster-backend", "nope"]) == 2
+    assert "unknown backend 'nope'" in capsys.readouterr().err
 
 
 def test_conformance_reports_the_first_mismatch(

@@ -38,6 +38,13 @@ def test_embedded_example_is_short_and_durable(tmp_path: Path) -> None:
     assert (tmp_path / "embedded-data" / "raft").is_dir()
 
 
+def test_pydantic_example_queues_models_through_a_serializer(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLES / "pydantic_models.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "resizing cat.png to 640px"
+
+
 def test_testing_cluster_example_passes_as_a_script(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(EXAMPLES / "testing_cluster.py")], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)

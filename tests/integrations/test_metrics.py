@@ -125,3 +125,25 @@ async def test_metrics_of_a_node_holding_state_count_later_operations(tmp_path: 
     finally:
         for node in nodes:
             await node.stop()
+
+
+async def test_every_topic_publish_is_counted_with_or_without_subscribers() -> None:
+    async with testing.cluster(3) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        news = nodes[0].topic("news")
+
+        async def published() -> list[float | None]:
+            await cluster.settle()
+            for m in metrics:
+                m.render()  # a scrape
+            return [value(m, "lazily_queue_operations_total", family="topic", name="news",
+                          op="publish") for m in metrics]
+
+        for i in range(5):  # nobody subscribed yet
+            await news.publish(i)
+        assert await published() == [5, 5, 5]
+        await news.subscribe("reader")
+        for i in range(3):
+            await news.publish(i)
+        assert await published() == [8, 8, 8]

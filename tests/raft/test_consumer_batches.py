@@ -107,6 +107,28 @@ async def test_a_dead_workers_prefetched_jobs_are_redelivered_after_their_lease(
         await jobs.aclose()
 
 
+async def test_prefetched_jobs_about_to_expire_are_released_not_handed_out(
+    tmp_path: Path,
+) -> None:
+    """The leader's leases count milliseconds; the consumer judges them in seconds."""
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        leader = await cluster.leader()
+        wq = leader.work_queue("jobs", visibility_timeout=0.5, max_deliveries=5)
+        assert wq.lease_seconds == 0.5
+        for v in "abc":
+            await wq.push(v)
+        jobs = wq.deliveries("w1", prefetch=3)
+        first = await anext(jobs)
+        prefetched = {d.value: d.delivery_id for d in wq.in_flight()}
+        async with first:
+            await asyncio.sleep(0.5)  # past nine tenths of b's and c's lease
+        second = await anext(jobs)
+        # b was given back and claimed again: a new lease, still its first attempt.
+        assert second.value == "b" and second.delivery.attempt == 1
+        assert second.delivery.delivery_id != prefetched["b"]
+        await jobs.aclose()
+
+
 async def test_stream_commits_the_cursor_per_batch_and_a_crash_redelivers_the_window(
     tmp_path: Path,
 ) -> None:

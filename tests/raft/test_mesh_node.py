@@ -125,8 +125,10 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
         await again.stop()
 
 
-async def test_a_member_without_pre_vote_is_refused_at_the_handshake(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("missing", [mesh.PREVOTE_FEATURE, mesh.VALUES_FEATURE])
+async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    missing: str,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lazily_transports")
     peers = _peers(tmp_path, [1, 2])
@@ -134,17 +136,17 @@ async def test_a_member_without_pre_vote_is_refused_at_the_handshake(
     older = Node(2, data_dir=tmp_path / "2", peers=peers, secret=b"s", durability="none")
     await node.start()
     with monkeypatch.context() as m:  # a member of a version that announces no pre-vote
-        m.setattr(mesh, "REQUIRED_FEATURES", frozenset({mesh.RAFT_FEATURE}))
+        m.setattr(mesh, "REQUIRED_FEATURES", mesh.REQUIRED_FEATURES - {missing})
         await older.start()
     try:
-        refusal = "peer lacks required features ['raft-prevote-v1']"
+        refusal = f"peer lacks required features ['{missing}']"
         for _ in range(500):
             if refusal in caplog.text:
                 break
             await asyncio.sleep(0.01)
         assert refusal in caplog.text
         assert node.status()["connected"] == [] and older.status()["connected"] == []
-        assert "raft-prevote-v1" not in older.driver.network.mesh.config.features  # type: ignore[attr-defined]
+        assert missing not in older.driver.network.mesh.config.features  # type: ignore[attr-defined]
     finally:
         await older.stop()
         await node.stop()

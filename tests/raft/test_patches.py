@@ -11,7 +11,8 @@ import pysyncobj.pickle as ps_pickle
 import pysyncobj.syncobj as ps_syncobj
 import pytest
 
-from lazily_queue.raft import patches
+from lazily_queue.errors import MessageTooLarge
+from lazily_queue.raft import entries, patches
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES, EngineConfig
 from lazily_queue.raft.replica import ReplicaConfig
@@ -227,10 +228,19 @@ def test_commits_without_waiting_for_a_heartbeat(tmp_path: Path) -> None:
 
 
 def test_commands_stay_below_the_chunking_threshold(tmp_path: Path) -> None:
+    """PySyncObj sends an entry at least as large as its append batch down a broken
+    chunked path; the batch always exceeds the largest command."""
     cluster = Manual(tmp_path, ("1",))
     replica = cluster.replicas["1"]
-    with pytest.raises(ValueError, match="replicated command limit"):
-        replica.propose(C.QUEUE_PUSH, ["q", b"x" * MAX_COMMAND_BYTES], timeout=1,
+    engine = replica.engine
+    assert engine.max_command_bytes == MAX_COMMAND_BYTES
+    assert engine.append_batch_bytes > MAX_COMMAND_BYTES + entries.HEAD_SIZE
+    assert engine._SyncObj__conf.appendEntriesBatchSizeBytes == engine.append_batch_bytes
+    with pytest.raises(MessageTooLarge, match="1048577 bytes exceeds the 1048576-byte"):
+        replica.propose(C.QUEUE_PUSH, ["q", b"x" * (1024 * 1024 + 1)], timeout=1,
+                        on_done=lambda r, e: None)
+    with pytest.raises(MessageTooLarge, match="replicated command limit"):
+        replica.propose(C.QUEUE_DECLARE, ["q" * MAX_COMMAND_BYTES, None], timeout=1,
                         on_done=lambda r, e: None)
     with pytest.raises(ValueError, match="exceeds"):
         replica.engine.submit(b"x" * (MAX_COMMAND_BYTES + 1), lambda r, e: None)

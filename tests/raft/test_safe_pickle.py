@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazily_queue.raft import entries, patches
-from lazily_queue.raft.engine import MAX_COMMAND_BYTES
+from lazily_queue.raft.engine import LEGACY_COMMAND_BYTES
 from lazily_queue.raft.safe_pickle import (
     MAX_PICKLE_BYTES,
     MAX_PICKLE_DEPTH,
@@ -129,7 +129,7 @@ def test_malformed_pickles_are_refused(data: bytes, refused: str) -> None:
 
 
 def test_every_entry_shape_pysyncobj_writes_loads() -> None:
-    largest = (7, (b"x" * MAX_COMMAND_BYTES, 1_712_345_678_901))
+    largest = (7, (b"x" * LEGACY_COMMAND_BYTES, 1_712_345_678_901))
     assert len(patches.safe_dumps(largest)) <= MAX_PICKLE_BYTES
     for value in (
         largest,

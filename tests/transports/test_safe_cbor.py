@@ -19,6 +19,7 @@ from lazily_transports.safe_cbor import (
     MAX_DECIMAL_DIGITS,
     MAX_DECIMAL_EXPONENT,
     PROTOCOL,
+    TUPLE_TAG,
     VALUES,
     CBORProfile,
     brief,
@@ -108,11 +109,21 @@ def test_each_builtin_tag_outside_the_allow_list_is_refused_by_name(
 
 def test_value_tags_are_a_small_explicit_set() -> None:
     assert PROTOCOL.tags == frozenset()
-    assert VALUES.tags == frozenset({0, 1, 2, 3, 4, 37, 100, 258, 1004})
+    assert VALUES.tags == frozenset({0, 1, 2, 3, 4, 37, 100, 258, 1004, TUPLE_TAG})
+
+
+def test_tuples_come_back_as_tuples_in_values_only() -> None:
+    data = cbor2.dumps([cbor2.CBORTag(TUPLE_TAG, [1, cbor2.CBORTag(TUPLE_TAG, [])]), [2]])
+    assert _decode(VALUES, data) == [(1, ()), [2]]
+    assert type(_decode(VALUES, data)[0]) is tuple
+    with pytest.raises(UntrustedDataError, match=r"tag 1280376833 \(tuple\) is not allowed"):
+        _decode(PROTOCOL, data)
+    with pytest.raises(UntrustedDataError, match="a tuple must hold an array, not str"):
+        _decode(VALUES, cbor2.dumps(cbor2.CBORTag(TUPLE_TAG, "ab")))
 
 
 @settings(max_examples=200)
-@given(st.integers(0, 2**64 - 1).filter(lambda t: t not in BUILTIN_TAGS))
+@given(st.integers(0, 2**64 - 1).filter(lambda t: t not in BUILTIN_TAGS and t != TUPLE_TAG))
 def test_unknown_tags_are_refused(tag: int) -> None:
     for profile in PROFILES:
         with pytest.raises(UntrustedDataError, match=f"unknown tag {tag}"):

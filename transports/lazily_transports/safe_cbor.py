@@ -16,7 +16,8 @@ refuses, with :class:`~lazily_transports.errors.UntrustedDataError`:
 :data:`PROTOCOL` allows no tag (handshakes, Raft frames, metadata). :data:`VALUES` is
 for data that carries user values and allows datetimes (0, 1), bignums of at most 4096
 bits (2, 3), decimal fractions of at most 256 digits and exponents within +-6144 (4),
-UUIDs (37), dates (100, 1004) and sets of strings (258).
+UUIDs (37), dates (100, 1004), sets of strings (258) and tuples (:data:`TUPLE_TAG`, an
+array that decodes to a ``tuple``, so a tuple and a list stay apart).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_DECIMAL_DIGITS",
     "MAX_DECIMAL_EXPONENT",
     "PROTOCOL",
+    "TUPLE_TAG",
     "VALUES",
     "CBORProfile",
     "UntrustedDataError",
@@ -74,6 +76,12 @@ BUILTIN_TAGS: Mapping[int, str] = {
     55799: "self-described CBOR marker",
 }
 
+#: The tag of a tuple: an array that decodes to a ``tuple`` (cbor2 writes tuples and lists
+#: alike as arrays). A number of the first-come-first-served range, "LQ" then 1.
+TUPLE_TAG = 0x4C510001
+#: Tags of this package that profiles may allow besides :data:`BUILTIN_TAGS`.
+EXTENSION_TAGS: Mapping[int, str] = {TUPLE_TAG: "tuple"}
+
 #: Largest magnitude of a bignum (tags 2/3): 4096 bits.
 MAX_BIGNUM_BYTES = 512
 #: Largest absolute exponent of a decimal fraction (tag 4), as in IEEE 754 decimal128.
@@ -95,7 +103,7 @@ class _Refusal(Exception):
 
 
 def _tag_name(tag: int) -> str:
-    what = BUILTIN_TAGS.get(tag)
+    what = BUILTIN_TAGS.get(tag) or EXTENSION_TAGS.get(tag)
     return f"tag {tag} ({what})" if what else f"unknown tag {tag}"
 
 
@@ -137,10 +145,17 @@ def _decimal(value: Any, immutable: bool) -> Decimal:
     return Decimal(f"{mantissa}E{exponent}")
 
 
+def _tuple(value: Any, immutable: bool) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise _Refusal(f"a tuple must hold an array, not {type(value).__name__}")
+    return tuple(value)
+
+
 _ALLOWED_DECODERS: Mapping[int, Callable[[Any, bool], Any]] = {
     2: functools.partial(_bignum, False),
     3: functools.partial(_bignum, True),
     4: _decimal,
+    TUPLE_TAG: _tuple,
 }
 
 
@@ -148,9 +163,9 @@ class CBORProfile:
     """One decoding policy: which tags are allowed and how deep values may nest."""
 
     def __init__(self, name: str, *, max_depth: int, tags: frozenset[int]) -> None:
-        unknown = tags - BUILTIN_TAGS.keys()
+        unknown = tags - BUILTIN_TAGS.keys() - EXTENSION_TAGS.keys()
         if unknown:
-            raise ValueError(f"tags {sorted(unknown)} are not decoded by cbor2")
+            raise ValueError(f"tags {sorted(unknown)} are not decoded by cbor2 or this module")
         self.name = name
         self.max_depth = max_depth
         self.tags = tags
@@ -160,6 +175,8 @@ class CBORProfile:
                 decoders[tag] = functools.partial(_refuse_tag, tag)
             elif tag in _ALLOWED_DECODERS:
                 decoders[tag] = _ALLOWED_DECODERS[tag]
+        for tag in EXTENSION_TAGS.keys() & tags:
+            decoders[tag] = _ALLOWED_DECODERS[tag]
         self._decoders: Mapping[int, Callable[[Any, bool], Any]] = decoders
 
     def __repr__(self) -> str:
@@ -232,7 +249,7 @@ def _reason(exc: BaseException) -> str:
 
 PROTOCOL = CBORProfile("protocol", max_depth=16, tags=frozenset())
 VALUES = CBORProfile(
-    "values", max_depth=64, tags=frozenset({0, 1, 2, 3, 4, 37, 100, 258, 1004})
+    "values", max_depth=64, tags=frozenset({0, 1, 2, 3, 4, 37, 100, 258, 1004, TUPLE_TAG})
 )
 
 

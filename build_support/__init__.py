@@ -1,0 +1,1 @@
+"""Build-time helpers (not part of the installed package)."""

@@ -1,0 +1,31 @@
+"""The three-node cluster of the README's walkthrough, built in code instead of TOML.
+
+Run three processes with the same secret, then stop them with Ctrl-C (or SIGTERM)::
+
+    export APP_CLUSTER_SECRET=$(openssl rand -hex 32)
+    python examples/cluster_in_code.py 1 & python examples/cluster_in_code.py 2 &
+    python examples/cluster_in_code.py 3
+"""
+import asyncio
+import os
+import signal
+import sys
+
+from lazily_queue import Node
+
+PEERS = {1: "tcp://127.0.0.1:7201", 2: "tcp://127.0.0.1:7202", 3: "tcp://127.0.0.1:7203"}
+
+
+async def main(my_id: int) -> None:
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    secret = os.environ["APP_CLUSTER_SECRET"]          # the same on every node
+    async with Node(my_id, data_dir=f"data/{my_id}", peers=PEERS, secret=secret) as node:
+        leader = await node.wait_for_leader(timeout=30)
+        print(f"node {my_id} is up; the leader is node {leader}", flush=True)
+        await stop.wait()                              # serve until stopped
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1])))

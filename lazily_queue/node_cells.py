@@ -1,0 +1,125 @@
+"""The cells of a node: its replicated queues, topics and work queues, opened by name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .cells.queue import QueueCell
+from .cells.topic import TopicCell
+from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
+from .errors import InvalidConfiguration
+from .serializers import Serializer
+from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
+from .storage.raft_queue import RaftQueueStorage
+
+if TYPE_CHECKING:
+    from .raft.driver import Driver
+    from .reactive import Context
+    from .replicated.view import ReadView
+    from .routing import EventRouter
+
+
+class NodeCells:
+    """:class:`~lazily_queue.node.Node`'s cell factories. A name opens one cell per node;
+    opening it again returns that cell, and must give the same settings."""
+
+    ctx: Context
+    op_timeout: float
+    _router: EventRouter
+    _queue_cells: dict[str, QueueCell[Any]]
+    _topic_cells: dict[str, TopicCell[Any]]
+    _work_cells: dict[str, WorkQueueCell]
+
+    @property
+    def driver(self) -> Driver:
+        raise NotImplementedError
+
+    @property
+    def view(self) -> ReadView:
+        raise NotImplementedError
+
+    def queue(
+        self, name: str, *, capacity: int | None = None,
+        serializer: Serializer[Any] | None = None,
+    ) -> QueueCell[Any]:
+        """The replicated queue ``name`` (declared on first use; same capacity everywhere).
+        ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values."""
+        cell = self._queue_cells.get(name)
+        if cell is not None:
+            if cell.capacity() != capacity:
+                raise InvalidConfiguration(
+                    f"queue {name!r} is already open with capacity {cell.capacity()}"
+                )
+            _same_serializer("queue", name, cell.serializer, serializer)
+            return cell
+        storage: RaftQueueStorage[Any] = RaftQueueStorage(
+            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
+        )
+        cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
+        self._router.queues[name] = storage
+        self._queue_cells[name] = cell
+        return cell
+
+    def topic(self, name: str, *, serializer: Serializer[Any] | None = None) -> TopicCell[Any]:
+        """The replicated topic ``name`` (declared on first use)."""
+        cell = self._topic_cells.get(name)
+        if cell is not None:
+            _same_serializer("topic", name, cell.serializer, serializer)
+            return cell
+        storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
+        cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
+        self._router.topics[name] = storage
+        self._topic_cells[name] = cell
+        return cell
+
+    def work_queue(
+        self,
+        name: str,
+        *,
+        visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
+        max_deliveries: int = DEFAULT_MAX_DELIVERIES,
+        serializer: Serializer[Any] | None = None,
+    ) -> WorkQueueCell:
+        """The replicated work queue ``name``.
+
+        ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
+        replicated queue are the leader's milliseconds since the Unix epoch. Every node
+        must open it with the same settings.
+        """
+        return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
+                                    serializer=serializer)
+
+    def open_work_queue(
+        self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
+        serializer: Serializer[Any] | None = None,
+    ) -> WorkQueueCell:
+        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
+        timeout_ms = visibility_timeout_ms
+        cell = self._work_cells.get(name)
+        if cell is not None:
+            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
+                raise InvalidConfiguration(
+                    f"work queue {name!r} is already open with other settings"
+                )
+            _same_serializer("work queue", name, cell.serializer, serializer)
+            return cell
+        storage = RaftWorkQueueStorage(
+            self.driver,
+            self.view,
+            name,
+            visibility_timeout=timeout_ms,
+            max_deliveries=max_deliveries,
+            timeout=self.op_timeout,
+        )
+        cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
+        self._router.work_queues[name] = storage
+        self._work_cells[name] = cell
+        return cell
+
+
+def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:
+    if asked is not opened:
+        raise InvalidConfiguration(
+            f"{kind} {name!r} is already open with serializer {opened!r}, not {asked!r}; "
+            "open it once and share the cell"
+        )

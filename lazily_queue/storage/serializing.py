@@ -1,0 +1,288 @@
+"""Storage wrappers that apply a cell's serializer (see :mod:`lazily_queue.serializers`).
+
+Each wraps any backend of its family: values going in are encoded, values coming out
+(results, reads, views) decoded; everything else passes through, with the backend's
+capabilities minus ``reporting_ops`` (the deque's fast path hands out stored values).
+``snapshot()`` shows the stored (encoded) form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+from typing import Any, Generic, TypeVar
+
+from ..core.queue import EMPTY, QueuePopError, QueuePushError
+from ..core.topic import Durability, SubscribeOutcome, TopicTransition
+from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
+from ..serializers import Codec
+from .capabilities import StorageCapabilities
+from .queue import QueueStorage
+from .topic import TopicStorage
+from .work import Settlement, WorkQueueStorage
+
+T = TypeVar("T")
+D = TypeVar("D", Delivery, PendingItem, DeadLetter)
+
+
+class _Wrapper:
+    """Pass-through of everything the wrapper does not translate."""
+
+    def __init__(self, inner: Any, codec: Codec[Any]) -> None:
+        self.inner = inner
+        self.codec = codec
+        caps = inner.capabilities
+        self.capabilities = StorageCapabilities(
+            sync=caps.sync, observable=caps.observable, peek=caps.peek,
+            own_clock=caps.own_clock, lifecycle=caps.lifecycle)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r}, {self.codec.inner!r})"
+
+
+class SerializingQueueStorage(_Wrapper, Generic[T]):
+    """A queue backend storing ``serializer.encode(value)``."""
+
+    def __init__(self, inner: QueueStorage[Any], codec: Codec[T]) -> None:
+        super().__init__(inner, codec)
+        self.inner: QueueStorage[Any] = inner
+        self.codec: Codec[T] = codec
+
+    def len(self) -> int:
+        return self.inner.len()
+
+    def is_closed(self) -> bool:
+        return self.inner.is_closed()
+
+    def capacity(self) -> int | None:
+        return self.inner.capacity()
+
+    def _out(self, result: Any) -> Any:
+        return result if isinstance(result, QueuePopError) else self.codec.decode(result)
+
+    def _out_many(self, result: Any) -> Any:
+        return result if isinstance(result, QueuePopError) else self.codec.decode_all(result)
+
+    def peek(self) -> Any:
+        head = self.inner.peek()  # type: ignore[attr-defined]
+        return head if head is EMPTY else self.codec.decode(head)
+
+    def elements(self) -> list[T]:
+        return self.codec.decode_all(self.inner.elements())  # type: ignore[attr-defined]
+
+    def try_push(self, value: T) -> QueuePushError | None:
+        result: QueuePushError | None = self.inner.try_push(  # type: ignore[attr-defined]
+            self.codec.encode(value))
+        return result
+
+    def try_pop(self) -> T | QueuePopError:
+        result: T | QueuePopError = self._out(self.inner.try_pop())  # type: ignore[attr-defined]
+        return result
+
+    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        return await self.inner.offer(self.codec.encode(value), timeout=timeout)
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        result: T | QueuePopError = self._out(await self.inner.poll(timeout=timeout))
+        return result
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        await self.inner.close(timeout=timeout)
+
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        result: list[T] | QueuePopError = self._out_many(
+            await self.inner.poll_many(n, timeout=timeout))
+        return result
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        await self.inner.unpoll([self.codec.encode(v) for v in values], timeout=timeout)
+
+
+class SerializingTopicStorage(_Wrapper, Generic[T]):
+    """A topic backend storing ``serializer.encode(value)``."""
+
+    def __init__(self, inner: TopicStorage[Any], codec: Codec[T]) -> None:
+        super().__init__(inner, codec)
+        self.inner: TopicStorage[Any] = inner
+        self.codec: Codec[T] = codec
+
+    def _maybe(self, value: Any) -> T | None:
+        return None if value is None else self.codec.decode(value)
+
+    def _transition(self, transition: TopicTransition[Any]) -> TopicTransition[T | None]:
+        return TopicTransition(self._maybe(transition.result), transition.invalidated)
+
+    def read(self, subscriber: str) -> T | None:
+        return self._maybe(self.inner.read(subscriber))
+
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[T] | None:
+        stream = self.inner.read_stream(subscriber, limit)
+        return None if stream is None else self.codec.decode_all(stream)
+
+    def base_offset(self) -> int:
+        return self.inner.base_offset()
+
+    def end_offset(self) -> int:
+        return self.inner.end_offset()
+
+    def elements(self) -> list[T]:
+        return self.codec.decode_all(self.inner.elements())
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self.inner.subscriptions()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.inner.snapshot()
+
+    def cursor(self, subscriber: str) -> int | None:
+        return self.inner.cursor(subscriber)
+
+    def try_publish(self, value: T) -> TopicTransition[int]:
+        result: TopicTransition[int] = self.inner.try_publish(  # type: ignore[attr-defined]
+            self.codec.encode(value))
+        return result
+
+    def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
+        return self._transition(self.inner.try_advance(subscriber))  # type: ignore[attr-defined]
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        return await self.inner.subscribe(subscriber, durability, timeout=timeout)
+
+    async def reconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self.inner.reconnect(subscriber, timeout=timeout)
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self.inner.disconnect(subscriber, timeout=timeout)
+
+    async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        return await self.inner.publish(self.codec.encode(value), timeout=timeout)
+
+    async def poll(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[T | None]:
+        return self._transition(await self.inner.poll(subscriber, timeout=timeout))
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        return await self.inner.advance_to(subscriber, offset, timeout=timeout)
+
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        return await self.inner.gc(timeout=timeout)
+
+
+class SerializingWorkQueueStorage(_Wrapper):
+    """A work-queue backend storing ``serializer.encode(value)``."""
+
+    def __init__(self, inner: WorkQueueStorage, codec: Codec[Any]) -> None:
+        super().__init__(inner, codec)
+        self.inner: WorkQueueStorage = inner
+
+    def _item(self, item: D) -> D:
+        return replace(item, value=self.codec.decode(item.value))
+
+    def _maybe(self, delivery: Delivery | None) -> Delivery | None:
+        return None if delivery is None else self._item(delivery)
+
+    @property
+    def visibility_timeout(self) -> float:
+        return self.inner.visibility_timeout
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.inner.lease_seconds
+
+    @property
+    def max_deliveries(self) -> int:
+        return self.inner.max_deliveries
+
+    def pending_len(self) -> int:
+        return self.inner.pending_len()
+
+    def is_empty(self) -> bool:
+        return self.inner.is_empty()
+
+    def in_flight_len(self) -> int:
+        return self.inner.in_flight_len()
+
+    def dead_letter_len(self) -> int:
+        return self.inner.dead_letter_len()
+
+    def pending(self) -> list[PendingItem]:
+        return [self._item(p) for p in self.inner.pending()]
+
+    def in_flight(self) -> list[Delivery]:
+        return [self._item(d) for d in self.inner.in_flight()]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return [self._item(d) for d in self.inner.dead_letters()]
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        return {w: [self._item(d) for d in ds]
+                for w, ds in self.inner.in_flight_by_worker().items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.inner.snapshot()
+
+    def try_push(self, value: Any) -> WorkTransition[int]:
+        result: WorkTransition[int] = self.inner.try_push(  # type: ignore[attr-defined]
+            self.codec.encode(value))
+        return result
+
+    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
+        result, mask = self.inner.try_claim(worker, now)  # type: ignore[attr-defined]
+        return WorkTransition(self._maybe(result), mask)
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        return await self.inner.push(self.codec.encode(value), timeout=timeout)
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[Delivery | None]:
+        result, mask = await self.inner.poll(worker, now, timeout=timeout)
+        return WorkTransition(self._maybe(result), mask)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        result, mask = await self.inner.poll_many(worker, n, now, timeout=timeout)
+        return WorkTransition([self._item(d) for d in result], mask)
+
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        return await self.inner.settle(worker, delivery_id, outcome, timeout=timeout)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return await self.inner.release(worker, delivery_ids, timeout=timeout)
+
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[bool]:
+        return await self.inner.extend(worker, delivery_id, now, timeout=timeout)
+
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return await self.inner.reap_expired(now, timeout=timeout)
+
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return await self.inner.redrive(item_ids, timeout=timeout)

@@ -1,0 +1,66 @@
+"""``[app]`` modules resolve from the configuration file's directory, or ``--app-dir``,
+in real ``lazily-queue node`` processes started from another directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .node_procs import NodeProc, unix_peers, wait_for, write_config
+
+APP = '''
+from lazily_queue import Node
+
+
+async def main(node: Node, options: dict) -> None:
+    await node.wait_for_leader()
+    await node.queue("greetings").push(options["greeting"])
+'''
+
+
+def _layout(tmp_path: Path) -> tuple[Path, Path]:
+    """A config directory and another working directory (neither on sys.path)."""
+    conf, elsewhere = tmp_path / "conf", tmp_path / "elsewhere"
+    conf.mkdir()
+    elsewhere.mkdir()
+    return conf, elsewhere
+
+
+def _greetings(proc: NodeProc) -> int:
+    proc.wait_ready()
+    return wait_for(lambda: proc.status()["queues"].get("greetings", {}).get("len"),
+                    what="the app's push")  # type: ignore[no-any-return]
+
+
+def test_the_app_module_beside_the_configuration_file_is_found(tmp_path: Path) -> None:
+    conf, elsewhere = _layout(tmp_path)
+    (conf / "myapp.py").write_text(APP)
+    config = write_config(conf / "n1.toml", 1, unix_peers(tmp_path, (1,)),
+                          app='entry = "myapp:main"\ngreeting = "hello"')
+    proc = NodeProc(config, cwd=elsewhere)
+    try:
+        assert _greetings(proc) == 1
+    finally:
+        assert proc.terminate() == 0, proc.stderr()
+
+
+def test_app_dir_names_another_directory(tmp_path: Path) -> None:
+    conf, elsewhere = _layout(tmp_path)
+    apps = tmp_path / "apps"
+    (apps / "shop").mkdir(parents=True)
+    (apps / "shop" / "__init__.py").write_text("")
+    (apps / "shop" / "worker.py").write_text(APP)
+    config = write_config(conf / "n1.toml", 1, unix_peers(tmp_path, (1,)),
+                          app='entry = "shop.worker:main"\ngreeting = "hi"')
+    missing = NodeProc(config, cwd=elsewhere)
+    assert missing.wait_exit() == 2
+    assert (f"cannot import 'shop.worker' (No module named 'shop'); looked in {conf} "
+            "(--app-dir, default the configuration file's directory) and the installed "
+            "packages") in missing.stderr()
+    proc = NodeProc(config, cwd=elsewhere, args=("--app-dir", "../apps"))
+    try:
+        assert _greetings(proc) == 1
+    finally:
+        assert proc.terminate() == 0, proc.stderr()
+    wrong = NodeProc(config, cwd=elsewhere, args=("--app-dir", "nowhere"))
+    assert wrong.wait_exit() == 2
+    assert "--app-dir nowhere: no such directory" in wrong.stderr()
