@@ -78,6 +78,8 @@ class NatsWorkQueueStorage(MirroredObject):
     ) -> None:
         vt, limit = validate_config(visibility_timeout, max_deliveries)
         self.visibility_timeout = float(vt)
+        #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
+        self.lease_seconds = self.visibility_timeout
         self.max_deliveries = limit
         self.nack_delay = nack_delay
         self._backend = backend

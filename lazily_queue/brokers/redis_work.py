@@ -97,6 +97,8 @@ class RedisWorkQueueStorage(MirroredObject):
             raise InvalidConfiguration(
                 f"max_deliveries must be <= {MAX_DELIVERIES_LIMIT} on Redis, got {limit}")
         self.visibility_timeout = float(vt)
+        #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
+        self.lease_seconds = self.visibility_timeout
         self.max_deliveries = limit
         self._vt_ms = max(1, math.ceil(vt * 1000))
         self._backend = backend
