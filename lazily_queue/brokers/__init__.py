@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BrokerAuthenticationFailed,
+    BrokerClosed,
     BrokerError,
     BrokerUnavailable,
     IncompatibleBrokerObject,
@@ -37,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BrokerAuthenticationFailed",
+    "BrokerClosed",
     "BrokerError",
     "BrokerUnavailable",
     "IncompatibleBrokerObject",

@@ -24,5 +24,10 @@ class IncompatibleBrokerObject(BrokerError):
     timeout); nothing was changed. The message names the object and the difference."""
 
 
+class BrokerClosed(BrokerError):
+    """The client (its connection) was closed; calls waiting on its cells fail with this.
+    Open a new one with ``connect()``."""
+
+
 class UnsupportedAddress(LazilyQueueError, ValueError):
     """``connect()`` was given an address whose scheme it does not serve yet."""

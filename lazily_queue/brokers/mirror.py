@@ -213,6 +213,7 @@ class MirroredObject:
         self.name = name
         self._declared = Declared(self._declare)
         self._refresher = Refresher(self._refresh, poll_interval=poll_interval, name=label)
+        self._stopped = False
         self._refresher.start()
 
     async def _declare(self) -> None:
@@ -221,12 +222,26 @@ class MirroredObject:
     async def _read(self) -> None:
         raise NotImplementedError
 
+    def _report_all(self) -> None:
+        """Tell the cell every reader may have changed (wakes whatever waits on them)."""
+        raise NotImplementedError
+
+    def raise_if_stopped(self) -> None:
+        """Raise :class:`~lazily_queue.brokers.errors.BrokerClosed` once the client was
+        closed (capability ``lifecycle``: closing wakes every waiting call)."""
+        if self._stopped:
+            from .errors import BrokerClosed
+
+            raise BrokerClosed(f"{self.kind} {self.name!r}: the client was closed; open a new "
+                               "one with lazily_queue.connect()")
+
     async def _refresh(self) -> None:
         await self._declared.ensure()
         await self._read()
 
     async def _ready(self) -> None:
         """Before an operation: the object is declared (raises what declaring raised)."""
+        self.raise_if_stopped()
         self._refresher.start()
         await self._declared.ensure()
 
@@ -247,5 +262,10 @@ class MirroredObject:
         await self._refresher.sync()
 
     async def aclose(self) -> None:
-        """Stop refreshing (the broker's objects stay)."""
+        """Stop refreshing (the broker's objects stay) and wake every waiting call, which
+        then fails with ``BrokerClosed``."""
+        if self._stopped:
+            return
+        self._stopped = True
         await self._refresher.stop()
+        self._report_all()

@@ -29,7 +29,7 @@ import nats.errors
 import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
-from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -50,7 +50,7 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
     peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
 
     def __init__(
         self, backend: NatsJetStreamStorage, name: str, *, capacity: int | None = None,
@@ -150,6 +150,10 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
     def elements(self) -> list[Any]:
         """The first ``view_limit`` elements as of the last refresh."""
         return [value for _, value in self._items]
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self._len)
 
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener

@@ -61,7 +61,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True)
 
     def __init__(self, backend: NatsJetStreamStorage, name: str) -> None:
         self._backend = backend
@@ -170,6 +170,10 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
     def snapshot(self) -> dict[str, Any]:
         return {"base_offset": self._base, "elements": self.elements(),
                 "subscriptions": self.subscriptions()}
+
+    def _report_all(self) -> None:
+        if self._listener is not None and self._subs:
+            self._listener(frozenset(self._subs))
 
     def set_change_listener(self, listener: TopicChangeListener | None) -> None:
         self._listener = listener

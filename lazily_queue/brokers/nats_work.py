@@ -47,6 +47,7 @@ from ..core.work import (
     Delivery,
     PendingItem,
     Receipt,
+    WorkReader,
     change_mask,
     validate_config,
 )
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
+EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+                   | WorkReader.DEAD_LETTER_LEN)
 
 
 class NatsWorkQueueStorage(MirroredObject):
@@ -70,7 +73,7 @@ class NatsWorkQueueStorage(MirroredObject):
     clock."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
 
     def __init__(
         self, backend: NatsJetStreamStorage, name: str, *, visibility_timeout: float,
@@ -208,6 +211,10 @@ class NatsWorkQueueStorage(MirroredObject):
                 "pending": [item.to_dict() for item in self._pending],
                 "in_flight": [d.to_dict() for d in self.in_flight()],
                 "dead_letters": [letter.to_dict() for letter in self._dead]}
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(EVERY_READER)
 
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -30,7 +30,7 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
     """A FIFO on a Redis list: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
 
     def __init__(
         self, backend: RedisStreamsStorage, name: str, *, capacity: int | None = None
@@ -85,6 +85,10 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
     def elements(self) -> list[Any]:
         """The first ``view_limit`` elements as of the last refresh."""
         return list(self._items)
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self._len)
 
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener

@@ -120,28 +120,39 @@ WORK_CLAIM = _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max = tonumber(ARGV[5])
 local out = {redis.call('TIME')}
-local taken = 0
-local claimed = redis.call('XAUTOCLAIM', KEYS[1], group, worker, ARGV[4], '0-0', 'COUNT', n)
-for _, entry in ipairs(claimed[2]) do
-  local id = entry[1]
-  local count = redis.call('XPENDING', KEYS[1], group, id, id, 1)[1][4]
-  if count > max then
-    dead_letter(KEYS[1], KEYS[2], group, id, count - 1, 'expired')
-  else
-    table.insert(out, {id, count, value_of(entry[2])})
-    taken = taken + 1
+local taken, changed = 0, false
+-- Expired leases first: XAUTOCLAIM examines at most COUNT * 10 pending entries a call,
+-- so the first pass looks at the oldest few; the rest of the list is scanned only when
+-- no new entry is there to take.
+local function reclaim(cursor, count)
+  local claimed = redis.call('XAUTOCLAIM', KEYS[1], group, worker, ARGV[4], cursor,
+                             'COUNT', count)
+  for _, entry in ipairs(claimed[2]) do
+    local id = entry[1]
+    local times = redis.call('XPENDING', KEYS[1], group, id, id, 1)[1][4]
+    changed = true
+    if times > max then
+      dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
+    else
+      table.insert(out, {id, times, value_of(entry[2])})
+      taken = taken + 1
+    end
   end
+  return claimed[1]
 end
+local cursor = reclaim('0-0', math.min(n, 10))
 if taken < n then
   local fresh = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', n - taken,
                            'STREAMS', KEYS[1], '>')
   if fresh then
     for _, entry in ipairs(fresh[1][2]) do
       table.insert(out, {entry[1], 1, value_of(entry[2])})
+      taken = taken + 1
     end
   end
 end
-if #out > 1 or #claimed[2] > 0 then redis.call('PUBLISH', ARGV[6], 'claim') end
+while taken < n and cursor ~= '0-0' do cursor = reclaim(cursor, n - taken) end
+if taken > 0 or changed then redis.call('PUBLISH', ARGV[6], 'claim') end
 return out
 """
 

@@ -35,6 +35,7 @@ from ..core.work import (
     Delivery,
     PendingItem,
     Receipt,
+    WorkReader,
     change_mask,
     validate_config,
 )
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP = "lq"
+EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+                   | WorkReader.DEAD_LETTER_LEN)
 _SEQ_BITS = 20
 _COUNT_BITS = 10
 #: The most deliveries an item may have (its delivery count is part of the delivery id).
@@ -86,7 +89,7 @@ class RedisWorkQueueStorage(MirroredObject):
     server's clock."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
 
     def __init__(
         self, backend: RedisStreamsStorage, name: str, *, visibility_timeout: float,
@@ -203,6 +206,10 @@ class RedisWorkQueueStorage(MirroredObject):
             "in_flight": [d.to_dict() for d in self._in_flight],
             "dead_letters": [letter.to_dict() for letter in self._dead],
         }
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(EVERY_READER)
 
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener

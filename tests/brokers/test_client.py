@@ -36,3 +36,24 @@ async def test_await_connect_and_close(broker_url: str) -> None:
         await client.close()
     with pytest.raises(RuntimeError, match="closed"):
         client.queue("after")
+
+
+async def test_closing_the_client_wakes_waiting_calls(broker_url: str) -> None:
+    """A pop or claim waiting on a closed client fails with BrokerClosed (no hang)."""
+    import asyncio
+
+    from lazily_queue.brokers import BrokerClosed
+
+    client = await connect(broker_url)
+    q = client.queue(fresh("waiting"))
+    jobs = client.work_queue(fresh("waiting-jobs"))
+    await q.storage.sync()  # type: ignore[attr-defined]
+    await jobs.storage.sync()  # type: ignore[attr-defined]
+    popping = asyncio.ensure_future(q.pop())
+    claiming = asyncio.ensure_future(jobs.claim("w"))
+    await asyncio.sleep(0.05)
+    assert not popping.done() and not claiming.done()
+    await client.close()
+    for waiting in (popping, claiming):
+        with pytest.raises(BrokerClosed):
+            await asyncio.wait_for(waiting, 10)
