@@ -5,8 +5,9 @@
 stream with one consumer group) and :meth:`~RedisStreamsStorage.topic` (a stream with a
 consumer group per subscriber). Keys are ``{prefix}:{<kind>:<name>}:<part>``, so one
 object's keys share a cluster hash slot. Every mutation is a Lua script (atomic) that
-also publishes on the object's change channel; mirrors refresh on those messages, on
-keyspace events when the server emits them, and every ``poll_interval`` seconds.
+also publishes on the object's change channel (at most one message per object every
+5 ms); mirrors refresh on those messages (and once more after that window), on keyspace
+events when the server emits them, and every ``poll_interval`` seconds.
 
 Durability is the server's: run it with ``appendonly yes`` and ``appendfsync always``
 for a reply to mean the change is on disk.
@@ -37,6 +38,9 @@ from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
 log = logging.getLogger(__name__)
 
 Listener = Callable[[], None]
+#: A listener refreshes again this long after a change message: the scripts send at most
+#: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
+QUIET_SECONDS = 0.007
 
 
 def redacted(url: str) -> str:
@@ -268,8 +272,11 @@ class RedisStreamsStorage:
                     channel = message.get("channel")
                     if isinstance(channel, bytes):
                         channel = channel.decode()
+                    loop = asyncio.get_running_loop()
                     for listener in self._channels.get(channel, ()):
                         listener()
+                        # the scripts announce at most one change per QUIET window
+                        loop.call_later(QUIET_SECONDS, listener)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

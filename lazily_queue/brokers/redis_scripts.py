@@ -7,6 +7,16 @@ every process with a mirror of the object refreshes it. Error replies that start
 
 from __future__ import annotations
 
+_NOTIFY = """
+-- At most one change message per object every QUIET_MS: a listener refreshes when the
+-- message arrives and again QUIET_MS later, so the changes it did not announce are seen.
+local function notify(channel)
+  if redis.call('SET', channel .. ':quiet', 1, 'PX', QUIET_MS, 'NX') then
+    redis.call('PUBLISH', channel, 1)
+  end
+end
+""".replace("QUIET_MS", "5")
+
 _TYPE_CHECK = """
 local function require_type(key, want)
   local t = redis.call('TYPE', key)['ok']
@@ -36,37 +46,37 @@ if bad then return bad end
 return 1
 """
 
-QUEUE_PUSH = """
+QUEUE_PUSH = _NOTIFY + """
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
 local n = redis.call('LLEN', KEYS[1])
 local cap = tonumber(ARGV[2])
 if cap >= 0 and n >= cap then return -2 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 if n == 0 then redis.call('INCR', KEYS[3]) end
-redis.call('PUBLISH', ARGV[3], 'push')
+notify(ARGV[3])
 return n
 """
 
-QUEUE_POP = """
+QUEUE_POP = _NOTIFY + """
 local values = redis.call('LPOP', KEYS[1], ARGV[1])
 if not values then
   if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
   return 0
 end
 redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[2], 'pop')
+notify(ARGV[2])
 return values
 """
 
-QUEUE_UNPOP = """
+QUEUE_UNPOP = _NOTIFY + """
 for i = #ARGV, 2, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
 redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[1], 'unpop')
+notify(ARGV[1])
 return #ARGV - 1
 """
 
-QUEUE_CLOSE = """
-if redis.call('SETNX', KEYS[1], 1) == 1 then redis.call('PUBLISH', ARGV[1], 'close') end
+QUEUE_CLOSE = _NOTIFY + """
+if redis.call('SETNX', KEYS[1], 1) == 1 then notify(ARGV[1]) end
 return 1
 """
 
@@ -109,14 +119,14 @@ end
 return 1
 """
 
-WORK_PUSH = """
+WORK_PUSH = _NOTIFY + """
 local id = redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
-redis.call('PUBLISH', ARGV[2], 'push')
+notify(ARGV[2])
 return id
 """
 
 # ARGV: group, worker, n, visibility ms, max deliveries, channel
-WORK_CLAIM = _PSEUDO + """
+WORK_CLAIM = _NOTIFY + _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max = tonumber(ARGV[5])
 local out = {redis.call('TIME')}
@@ -152,19 +162,22 @@ if taken < n then
   end
 end
 while taken < n and cursor ~= '0-0' do cursor = reclaim(cursor, n - taken) end
-if taken > 0 or changed then redis.call('PUBLISH', ARGV[6], 'claim') end
+if taken > 0 or changed then notify(ARGV[6]) end
 return out
 """
 
-# ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count) pairs
-WORK_SETTLE = _PSEUDO + """
+# ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count)
+# pairs -> 1 or 0 per pair (settled, or refused: not that worker's live delivery)
+WORK_SETTLE = _NOTIFY + _PSEUDO + """
 local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
 local max = tonumber(ARGV[5])
-local done = 0
+local done, each = 0, {}
 for i = 7, #ARGV, 2 do
   local id, count = ARGV[i], tonumber(ARGV[i + 1])
   local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
-  if p[1] and p[1][2] == worker and p[1][4] == count then
+  local ok = p[1] and p[1][2] == worker and p[1][4] == count
+  table.insert(each, ok and 1 or 0)
+  if ok then
     done = done + 1
     if mode == 'ack' then
       redis.call('XACK', KEYS[1], group, id)
@@ -183,12 +196,12 @@ for i = 7, #ARGV, 2 do
     end
   end
 end
-if done > 0 and mode ~= 'extend' then redis.call('PUBLISH', ARGV[6], mode) end
-return done
+if done > 0 and mode ~= 'extend' then notify(ARGV[6]) end
+return each
 """
 
 # ARGV: group, visibility ms, max deliveries, channel
-WORK_REAP = _PSEUDO + """
+WORK_REAP = _NOTIFY + _PSEUDO + """
 local group, max = ARGV[1], tonumber(ARGV[3])
 local expired = 0
 local stale = redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[2], '-', '+', 1000)
@@ -202,12 +215,12 @@ for _, p in ipairs(stale) do
     end
   end
 end
-if expired > 0 then redis.call('PUBLISH', ARGV[4], 'reap') end
+if expired > 0 then notify(ARGV[4]) end
 return expired
 """
 
 # ARGV: channel, then the original entry ids to redrive (none: every dead letter)
-WORK_REDRIVE = _PSEUDO + """
+WORK_REDRIVE = _NOTIFY + _PSEUDO + """
 local wanted = nil
 if #ARGV > 1 then
   wanted = {}
@@ -223,7 +236,7 @@ for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
     moved = moved + 1
   end
 end
-if moved > 0 then redis.call('PUBLISH', ARGV[1], 'redrive') end
+if moved > 0 then notify(ARGV[1]) end
 return moved
 """
 
@@ -291,22 +304,22 @@ redis.call('HSETNX', KEYS[3], 'end', 0)
 return 1
 """
 
-TOPIC_PUBLISH = """
+TOPIC_PUBLISH = _NOTIFY + """
 redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
 local offset = redis.call('HINCRBY', KEYS[3], 'end', 1) - 1
-redis.call('PUBLISH', ARGV[2], 'publish')
+notify(ARGV[2])
 return offset
 """
 
 # ARGV: subscriber, durability, channel
-TOPIC_SUBSCRIBE = _SUBS + """
+TOPIC_SUBSCRIBE = _NOTIFY + _SUBS + """
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if rec then
   if rec[2] then return 'AlreadyConnected' end
   rec[2] = true
   store(KEYS[2], id, rec)
-  redis.call('PUBLISH', ARGV[3], 'subscribe')
+  notify(ARGV[3])
   return 'Reconnected'
 end
 local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], 's:' .. id, '$', 'MKSTREAM')
@@ -314,12 +327,12 @@ if type(made) == 'table' and made.err then
   redis.call('XGROUP', 'SETID', KEYS[1], 's:' .. id, '$')
 end
 store(KEYS[2], id, {ARGV[2], true, meta(KEYS[3], 'end')})
-redis.call('PUBLISH', ARGV[3], 'subscribe')
+notify(ARGV[3])
 return 'Subscribed'
 """
 
 # ARGV: subscriber, 'connect' | 'disconnect', channel
-TOPIC_CONNECTION = _SUBS + """
+TOPIC_CONNECTION = _NOTIFY + _SUBS + """
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 local want = ARGV[2] == 'connect'
@@ -331,12 +344,12 @@ else
   rec[2] = want
   store(KEYS[2], id, rec)
 end
-redis.call('PUBLISH', ARGV[3], ARGV[2])
+notify(ARGV[3])
 return 1
 """
 
 # ARGV: subscriber, target offset (-1: one element), channel -> {cursor, last value} | -1
-TOPIC_ADVANCE = _SUBS + """
+TOPIC_ADVANCE = _NOTIFY + _SUBS + """
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if not rec or not rec[2] then return -1 end
@@ -355,11 +368,11 @@ if read then
 end
 rec[3] = target
 store(KEYS[2], id, rec)
-redis.call('PUBLISH', ARGV[3], 'advance')
+notify(ARGV[3])
 return {target, value}
 """
 
-TOPIC_GC = _SUBS + """
+TOPIC_GC = _NOTIFY + _SUBS + """
 local base, last = meta(KEYS[3], 'base'), meta(KEYS[3], 'end')
 local frontier = nil
 local subs = redis.call('HGETALL', KEYS[2])
@@ -387,7 +400,7 @@ for i = 1, #subs, 2 do
   end
 end
 redis.call('HSET', KEYS[3], 'base', frontier)
-redis.call('PUBLISH', ARGV[1], 'gc')
+notify(ARGV[1])
 return removed
 """
 
@@ -401,7 +414,7 @@ return {redis.call('HGET', KEYS[3], 'base') or '0', redis.call('HGET', KEYS[3], 
 
 # ARGV: base, channel, number of values, the values, then (id, durability, connected,
 # cursor) quads. Replaces the whole topic (seeding, administration).
-TOPIC_RESTORE = """
+TOPIC_RESTORE = _NOTIFY + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
     redis.call('XGROUP', 'DESTROY', KEYS[1], g[2])
@@ -421,6 +434,6 @@ for i = 4 + count, #ARGV, 4 do
   local position = at > 0 and ids[at] or '0-0'
   redis.call('XGROUP', 'CREATE', KEYS[1], 's:' .. id, position)
 end
-redis.call('PUBLISH', ARGV[2], 'restore')
+notify(ARGV[2])
 return count
 """

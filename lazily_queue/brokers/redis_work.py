@@ -56,6 +56,8 @@ EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_
                    | WorkReader.DEAD_LETTER_LEN)
 _SEQ_BITS = 20
 _COUNT_BITS = 10
+Waiting = tuple[tuple[str, int], "asyncio.Future[bool]"]
+"""A settlement waiting to be sent: ``((entry id, delivery count), its outcome)``."""
 #: The most deliveries an item may have (its delivery count is part of the delivery id).
 MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
 
@@ -114,6 +116,8 @@ class RedisWorkQueueStorage(MirroredObject):
         self._dead: list[DeadLetter] = []
         self._ignored_now = False
         self._expiry: asyncio.TimerHandle | None = None
+        self._settling: dict[tuple[str, str], list[Waiting]] = {}
+        self._senders: dict[tuple[str, str], asyncio.Task[None]] = {}
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis work queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -253,21 +257,50 @@ class RedisWorkQueueStorage(MirroredObject):
         return WT(leased, 0)
 
     async def _settle(self, worker: str, mode: str, deliveries: list[int]) -> int:
+        """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
+
+        Concurrent settlements of one worker and mode go to the server together (one
+        script call for all the acks a ``deliveries()`` batch makes)."""
         _check_worker(worker)
-        pairs: list[Any] = []
-        for delivery in deliveries:
-            split = split_delivery(delivery)
-            if split is not None:
-                pairs.extend(split)
-        if not pairs:
+        splits = [split for d in deliveries if (split := split_delivery(d)) is not None]
+        if not splits:
             return 0
         await self._ready()
-        done = await self._backend.run(
-            "WORK_SETTLE", self._keys[:2],
-            [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
+        loop = asyncio.get_running_loop()
+        futures = []
+        pending = self._settling.setdefault((worker, mode), [])
+        for split in splits:
+            future: asyncio.Future[bool] = loop.create_future()
+            pending.append((split, future))
+            futures.append(future)
+        if (worker, mode) not in self._senders:
+            self._senders[(worker, mode)] = loop.create_task(self._send(worker, mode))
+        done = sum(await asyncio.gather(*futures))
         if done and mode != "extend":
             self._changed()
         return int(done)
+
+    async def _send(self, worker: str, mode: str) -> None:
+        key = (worker, mode)
+        try:
+            while self._settling.get(key):
+                batch = self._settling.pop(key)
+                pairs = [part for split, _ in batch for part in split]
+                try:
+                    each = await self._backend.run(
+                        "WORK_SETTLE", self._keys[:2],
+                        [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel,
+                         *pairs])
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), ok in zip(batch, each, strict=True):
+                    if not future.done():
+                        future.set_result(bool(ok))
+        finally:
+            del self._senders[key]
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,
