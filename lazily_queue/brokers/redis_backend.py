@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
 
-from . import redis_scripts as S
+from . import redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -38,6 +38,10 @@ from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
 log = logging.getLogger(__name__)
 
 Listener = Callable[[], None]
+SCRIPTS: dict[str, str] = {
+    name: text for module in (redis_scripts, redis_topic_scripts)
+    for name, text in vars(module).items() if name.isupper() and not name.startswith("_")
+}
 #: A listener refreshes again this long after a change message: the scripts send at most
 #: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
 QUIET_SECONDS = 0.007
@@ -155,7 +159,8 @@ class RedisStreamsStorage:
     # -- scripts and errors ----------------------------------------------------------------
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run the script ``name`` of :mod:`.redis_scripts` (EVALSHA, loaded on demand).
+        """Run the script ``name`` of :mod:`.redis_scripts` or :mod:`.redis_topic_scripts`
+        (EVALSHA, loaded on demand).
 
         Calls are sent in the order they were made: the calls made while a round trip
         is in flight go together in the next pipeline (one connection), so concurrent
@@ -170,7 +175,7 @@ class RedisStreamsStorage:
     def _sha(self, name: str) -> str:
         sha = self._scripts.get(name)
         if sha is None:
-            sha = self._scripts[name] = hashlib.sha1(getattr(S, name).encode()).hexdigest()
+            sha = self._scripts[name] = hashlib.sha1(SCRIPTS[name].encode()).hexdigest()
         return str(sha)
 
     async def _pipeline(self, batch: list[Any]) -> list[Any]:
@@ -187,7 +192,7 @@ class RedisStreamsStorage:
         missing = [i for i, r in enumerate(results) if isinstance(r, rexc.NoScriptError)]
         if missing:
             for name in {batch[i][0] for i in missing}:
-                await self.client.script_load(getattr(S, name))
+                await self.client.script_load(SCRIPTS[name])
             again = await self._pipeline([batch[i] for i in missing])
             for i, result in zip(missing, again, strict=True):
                 results[i] = result
