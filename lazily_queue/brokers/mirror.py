@@ -16,7 +16,9 @@ A :class:`Refresher` runs the refreshes, one at a time and coalesced:
   that send no notification, or notifications lost while disconnected).
 
 Refreshes are at least :data:`MIN_INTERVAL` apart, so under load one refresh covers
-many operations.
+many operations. The views (``pending()``, ``elements()``, ...) are read by a refresh at
+most every ``poll_interval`` seconds, and by the one :meth:`MirroredObject.sync` waits
+for; the counts the readers use, by every refresh.
 
 ``await storage.sync()`` returns once a refresh that started after the call has
 finished, so the readers then reflect every operation that had returned before it.
@@ -214,6 +216,8 @@ class MirroredObject:
         self._declared = Declared(self._declare)
         self._refresher = Refresher(self._refresh, poll_interval=poll_interval, name=label)
         self._stopped = False
+        self._views_at = -poll_interval
+        self._views_wanted = True
         self._refresher.start()
 
     async def _declare(self) -> None:
@@ -221,6 +225,17 @@ class MirroredObject:
 
     async def _read(self) -> None:
         raise NotImplementedError
+
+    def _views_due(self) -> bool:
+        """Whether this refresh also reads the views (``pending()``, ``elements()``, ...):
+        on :meth:`sync`, and otherwise at most every ``poll_interval`` (the counts the
+        readers use are read on every refresh)."""
+        now = asyncio.get_running_loop().time()
+        if self._views_wanted or now - self._views_at >= self._refresher.poll_interval:
+            self._views_wanted = False
+            self._views_at = now
+            return True
+        return False
 
     def _report_all(self) -> None:
         """Tell the cell every reader may have changed (wakes whatever waits on them)."""
@@ -259,6 +274,7 @@ class MirroredObject:
         """Return once the mirror reflects every operation that returned before the call
         (one refresh); raises what that refresh raised."""
         await self._ready()
+        self._views_wanted = True
         await self._refresher.sync()
 
     async def aclose(self) -> None:

@@ -116,11 +116,11 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
             known = {seq: value for seq, value in self._items}
             if first is None:
                 items: list[tuple[int, Any]] = []
-            elif self._items and self._items[0][0] == first and len(self._items) >= min(
-                    state.messages, max(1, b.view_limit)) and state.num_deleted in (0, None):
+            elif self._items and self._items[0][0] == first and not self._views_wanted:
                 items = self._items
             else:
-                raws = await b.messages(self.stream, first, max(1, b.view_limit))
+                limit = max(1, b.view_limit) if self._views_due() else 1
+                raws = await b.messages(self.stream, first, limit)
                 items = [(seq, known[seq] if seq in known else decode(raw.data or b""))
                          for seq, raw in raws]
         old = (self._len, self._head_id, self._closed)
@@ -148,7 +148,8 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         return self._items[0][1] if self._len and self._items else EMPTY
 
     def elements(self) -> list[Any]:
-        """The first ``view_limit`` elements as of the last refresh."""
+        """The first ``view_limit`` elements as of the last refresh that read the views
+        (between those, a new head may be listed alone)."""
         return [value for _, value in self._items]
 
     def _report_all(self) -> None:

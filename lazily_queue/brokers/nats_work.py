@@ -145,10 +145,13 @@ class NatsWorkQueueStorage(MirroredObject):
         async with b.errors(f"reading work queue {self.stream}"):
             consumer = await b.js.consumer_info(self.stream, CONSUMER)
             dead = await b.js.stream_info(self.dead_stream)
-            undelivered = await b.messages(self.stream, consumer.delivered.stream_seq + 1, limit)
-            letters = await b.messages(self.dead_stream, dead.state.first_seq, limit)
-        self._pending = [PendingItem(seq, decode(raw.data or b""), 0) for seq, raw in undelivered]
-        self._dead = [self._letter(seq, raw) for seq, raw in letters]
+            if self._views_due():
+                delivered = consumer.delivered.stream_seq if consumer.delivered else 0
+                undelivered = await b.messages(self.stream, (delivered or 0) + 1, limit)
+                letters = await b.messages(self.dead_stream, dead.state.first_seq, limit)
+                self._pending = [PendingItem(seq, decode(raw.data or b""), 0)
+                                 for seq, raw in undelivered]
+                self._dead = [self._letter(seq, raw) for seq, raw in letters]
         now = time.time()
         for did in [d for d, (_, lease) in self._leases.items() if lease.deadline < now]:
             del self._leases[did]

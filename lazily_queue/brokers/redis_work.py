@@ -130,18 +130,21 @@ class RedisWorkQueueStorage(MirroredObject):
                                 [GROUP, self._vt_ms, self.max_deliveries])
 
     async def _read(self) -> None:
+        views = self._views_due()
+        limit = max(1, self._backend.view_limit) if views else 1
         clock, pending, in_flight, dead, waiting, flying, letters = await self._backend.run(
-            "WORK_READ", self._keys[:2],
-            [GROUP, max(1, self._backend.view_limit), self._vt_ms])
+            "WORK_READ", self._keys[:2], [GROUP, limit, self._vt_ms])
         now = int(clock[0]) + int(clock[1]) / 1e6
-        self._pending = [PendingItem(item_id(e), decode(v or b""), int(c))
-                         for e, c, v in waiting]
-        self._in_flight = sorted(
-            (Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
-                      _text(worker), int(c), now - int(idle) / 1000 + self.visibility_timeout)
-             for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
-        self._dead = [self._letter(fields) for _, fields in letters]
-        self._wake_at_expiry(now)
+        if views:
+            self._pending = [PendingItem(item_id(e), decode(v or b""), int(c))
+                             for e, c, v in waiting]
+            self._in_flight = sorted(
+                (Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
+                          _text(worker), int(c),
+                          now - int(idle) / 1000 + self.visibility_timeout)
+                 for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
+            self._dead = [self._letter(fields) for _, fields in letters]
+            self._wake_at_expiry(now)
         old, self._counts = self._counts, (int(pending), int(in_flight), int(dead))
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:

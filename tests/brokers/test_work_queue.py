@@ -53,6 +53,7 @@ async def test_nack_retries_then_dead_letters(provider: Any) -> None:
     assert second.delivery_id != first.delivery_id
     await jobs.nack("w", second.delivery_id)
     await wait_until(lambda: jobs.dead_letter_len() == 1, context=jobs.ctx, timeout=10)
+    await jobs.storage.sync()  # type: ignore[attr-defined]  (the views follow on sync)
     letter = jobs.dead_letters()[0]
     assert letter.value == "flaky" and letter.attempts == 2 and letter.reason == "nack"
     assert await jobs.redrive() == 1
