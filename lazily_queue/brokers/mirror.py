@@ -39,7 +39,7 @@ DEFAULT_POLL_INTERVAL = 1.0
 #: Default number of items a mirror lists in its views (counts are always exact).
 DEFAULT_VIEW_LIMIT = 10
 #: Least seconds between two refreshes (they coalesce the changes made meanwhile).
-MIN_INTERVAL = 0.01
+MIN_INTERVAL = 0.005
 
 
 class Refresher:

@@ -29,7 +29,7 @@ import nats.errors
 import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
-from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -156,6 +156,18 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         if self._listener is not None:
             self._listener(RESET, self._len)
 
+    def _pushed(self, value: Any, seq: int) -> None:
+        """An element this process pushed counts at once (a pop waiting in this process
+        wakes without waiting for the refresh, which then confirms the length)."""
+        length = self._len
+        self._len += 1
+        if length == 0:
+            self._items = [(seq, value)]
+            self._head_id = seq
+        if self._listener is not None:
+            self._listener(PUSH, length)
+        self._changed()
+
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener
 
@@ -166,7 +178,7 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         await self._ready()
         b = self._backend
         try:
-            await b.publish(self.subject, data)
+            ack = await b.publish(self.subject, data)
         except jserr.APIError as exc:
             if exc.err_code != MAX_MESSAGES_EXCEEDED:
                 async with b.errors(f"pushing to {self.stream}"):
@@ -182,7 +194,7 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         except Exception:
             async with b.errors(f"pushing to {self.stream}"):
                 raise
-        self._changed()
+        self._pushed(value, int(ack.seq))
         return None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:

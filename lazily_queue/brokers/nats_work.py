@@ -219,6 +219,15 @@ class NatsWorkQueueStorage(MirroredObject):
         if self._listener is not None:
             self._listener(EVERY_READER)
 
+    def _pushed(self) -> None:
+        """An item this process pushed counts as pending at once (a claim waiting in this
+        process wakes without waiting for the refresh, which then confirms the count)."""
+        old = self._counts
+        self._counts = (old[0] + 1, old[1], old[2])
+        if self._listener is not None:
+            self._listener(change_mask(old, self._counts))
+        self._changed()
+
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener
 
@@ -229,7 +238,7 @@ class NatsWorkQueueStorage(MirroredObject):
         await self._ready()
         async with self._backend.errors(f"pushing to {self.stream}"):
             ack = await self._backend.publish(self.subject, data)
-        self._changed()
+        self._pushed()
         return WT(int(ack.seq), 0)
 
     async def poll(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -90,6 +90,18 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
         if self._listener is not None:
             self._listener(RESET, self._len)
 
+    def _pushed(self, value: Any, result: list[Any]) -> None:
+        """An element this process pushed counts at once (a pop waiting in this process
+        wakes without waiting for the refresh, which then confirms the length)."""
+        length = self._len
+        self._len += 1
+        if length == 0:
+            self._items = [value]
+            self._head_id = bytes(result[1])
+        if self._listener is not None:
+            self._listener(PUSH, length)
+        self._changed()
+
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener
 
@@ -107,7 +119,7 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
         if result == -2:
             await self.sync()
             return QueuePushError.Full
-        self._changed()
+        self._pushed(value, result)
         return None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:

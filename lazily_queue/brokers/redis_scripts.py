@@ -52,9 +52,10 @@ local n = redis.call('LLEN', KEYS[1])
 local cap = tonumber(ARGV[2])
 if cap >= 0 and n >= cap then return -2 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
-if n == 0 then redis.call('INCR', KEYS[3]) end
+local head
+if n == 0 then head = redis.call('INCR', KEYS[3]) else head = redis.call('GET', KEYS[3]) end
 notify(ARGV[3])
-return n
+return {n, tostring(head or '0')}
 """
 
 QUEUE_POP = _NOTIFY + """

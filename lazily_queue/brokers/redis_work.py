@@ -218,6 +218,15 @@ class RedisWorkQueueStorage(MirroredObject):
         if self._listener is not None:
             self._listener(EVERY_READER)
 
+    def _pushed(self) -> None:
+        """An item this process pushed counts as pending at once (a claim waiting in this
+        process wakes without waiting for the refresh, which then confirms the count)."""
+        old = self._counts
+        self._counts = (old[0] + 1, old[1], old[2])
+        if self._listener is not None:
+            self._listener(change_mask(old, self._counts))
+        self._changed()
+
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener
 
@@ -233,7 +242,7 @@ class RedisWorkQueueStorage(MirroredObject):
         data = encode(value)
         await self._ready()
         entry = await self._backend.run("WORK_PUSH", self._keys[:1], [data, self._channel])
-        self._changed()
+        self._pushed()
         return WT(item_id(entry), 0)
 
     async def poll(
