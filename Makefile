@@ -18,7 +18,7 @@ test: $(STAMP)
 	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 demo: $(STAMP)
-	$(BIN)/lazily-queue demo
+	$(BIN)/lazily-queue demo $(if $(TRANSPORT),--transport $(TRANSPORT))
 
 sim: $(STAMP)
 	PYTHONHASHSEED=0 $(BIN)/python -m simulator --seeds $(SEEDS)

@@ -12,10 +12,18 @@
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
     max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
+    admin_token_env = "ORDERS_ADMIN"    # the admin API's token (16+ characters), from this
+    # admin_token_file = "admin-token"  # variable or file; without either the API is off
+    http_advertise = "http://q1.internal:8101"  # the page address other members link to
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
     3 = "unix:///run/orders/3.sock"
+
+    [tls]                               # optional: tls:// and wss:// addresses
+    certificate = "certs/n1.pem"        # (see lazily_queue.config_transport)
+    key = "certs/n1.key"
+    ca = "certs/ca.pem"
 
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
@@ -38,8 +46,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
+from lazily_transports import (
+    DEFAULT_SCHEMES,
+    AddressError,
+    MissingDependencyError,
+    TLSFiles,
+    scheme_of,
+)
 
+from .config_transport import (
+    WebRTCConfig,
+    check_tls_addresses,
+    parse_tls,
+    parse_webrtc,
+    webrtc_options,
+)
 from .errors import InvalidConfiguration
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
@@ -48,7 +69,8 @@ if TYPE_CHECKING:
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
-     "startup_timeout", "max_message_bytes", "peers", "app"}
+     "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
+     "admin_token_file", "http_advertise", "tls", "webrtc"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -78,6 +100,11 @@ class NodeConfig:
     #: configuration file's directory), before the installed packages.
     app_dir: Path | None = None
     source: str = "<config>"
+    admin_token_env: str | None = None
+    admin_token_file: Path | None = None
+    http_advertise: str | None = None
+    tls: TLSFiles | None = None
+    webrtc: WebRTCConfig | None = None
 
     @property
     def http_url(self) -> str | None:
@@ -109,6 +136,36 @@ class NodeConfig:
             raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
         return data
 
+    def admin_token(self, *, check_secret: bool = True) -> str | None:
+        """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
+        ``check_secret`` refuses a token equal to the cluster secret (the node checks,
+        a command-line client need not know the secret)."""
+        from .admin_auth import MIN_TOKEN
+
+        if self.admin_token_env is not None:
+            value = os.environ.get(self.admin_token_env, "")
+            where = f"environment variable {self.admin_token_env} (named by `admin_token_env`)"
+        elif self.admin_token_file is not None:
+            try:
+                value = self.admin_token_file.read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{self.source}: cannot read the admin token from `admin_token_file` "
+                    f"{self.admin_token_file}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
+            where = f"`admin_token_file` {self.admin_token_file}"
+        else:
+            return None
+        if len(value) < MIN_TOKEN:
+            raise ConfigError(
+                f"{self.source}: the admin token from {where} is missing or shorter than "
+                f"{MIN_TOKEN} characters; use a long random value (not the cluster secret)")
+        if check_secret and value.encode() == self.secret():
+            raise ConfigError(
+                f"{self.source}: the admin token must differ from the cluster secret (the "
+                "secret must never reach a browser)")
+        return value
+
     def node(self, **overrides: Any) -> Node:
         """A :class:`~lazily_queue.node.Node` built from this configuration."""
         from .node import Node
@@ -121,7 +178,10 @@ class NodeConfig:
             "cluster": self.cluster,
             "durability": self.durability,
             "max_message_bytes": self.max_message_bytes,
+            "tls": self.tls,
         }
+        if self.webrtc is not None:
+            kwargs.update(webrtc_options(self.webrtc, self.source))
         kwargs.update(overrides)
         return Node(self.node_id, **kwargs)
 
@@ -205,6 +265,17 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
                    f" (bytes; the same on every node), not {max_message!r}")
     entry, options = _app(doc.get("app"), fail)
+    tls = parse_tls(doc.get("tls"), base, fail)
+    check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
+                        fail)
+    webrtc = parse_webrtc(doc.get("webrtc"), base, fail)
+    token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
+    if token_env is not None and token_file is not None:
+        raise fail("give at most one of `admin_token_env` and `admin_token_file`")
+    advertise = doc.get("http_advertise")
+    if advertise is not None and (not isinstance(advertise, str) or not advertise.startswith(
+            ("http://", "https://"))):
+        raise fail(f"`http_advertise` must be an http:// or https:// URL, not {advertise!r}")
     return NodeConfig(
         node_id=node_id,
         data_dir=data_dir,
@@ -221,6 +292,13 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         app_options=options,
         app_dir=base,
         source=source,
+        admin_token_env=None if token_env is None else _string(token_env, fail,
+                                                               "admin_token_env"),
+        admin_token_file=None if token_file is None else base / _string(
+            token_file, fail, "admin_token_file"),
+        http_advertise=None if advertise is None else advertise.rstrip("/"),
+        tls=tls,
+        webrtc=webrtc,
     )
 
 
@@ -262,7 +340,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                     f"{what} address {address!r}: directory {path.parent} does not exist; "
                     "create it or choose another socket path"
                 )
-        elif scheme == "tcp":
+        elif scheme in ("tcp", "tls"):
             from lazily_transports.sockets import parse_tcp
 
             host, port = parse_tcp(address, listening=listening)
@@ -273,7 +351,7 @@ def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> No
                            f"({exc.strerror or exc})") from None
         elif scheme not in DEFAULT_SCHEMES:
             raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
-                       "(use unix:, tcp:, ws:, wss: or webrtc+ws:)")
+                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
         raise fail(f"{what} address {address!r}: {exc}") from None

@@ -12,30 +12,58 @@ work-queue pushes and claims come from the queue's id counters, acks and nacks f
 its settlement receipts, and expired leases are the claims that ended without one;
 every topic publish is an event of its own (with or without subscribers). Depths,
 in-flight, dead letters, consumer lag, Raft term and indexes and member lag are read
-from the node at scrape time; fsync latency is a histogram fed by the driver's fsync
-observer.
+from the node at scrape time (:mod:`.metrics_gauges`); fsync latency is a histogram
+fed by the driver's fsync observer.
+
+What an SRE alerts on: ``lazily_queue_commit_seconds{op}`` (the time from proposing an
+operation on this node to its result, per kind: push, pop, claim, ack, nack, publish,
+other), ``lazily_queue_errors_total{kind}`` (no_quorum, commit_timeout,
+storage_unavailable, rejected, settlement_rejected: operations made on this node that
+failed), refused connections and handshakes, leader changes, quorum, disk free and
+the process figures (``process_*``: resident memory, CPU seconds, open file
+descriptors, start time). Every series of these exists from the first scrape (at 0).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+)
 from prometheus_client.exposition import generate_latest
-from prometheus_client.registry import Collector
 
 from .core.queue import CLOSE, POP, PUSH, UNPOP
+from .metrics_gauges import StateCollector
+from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
+from .replicated import ops
 from .replicated.events import Event, QueueChanged, Restored, TopicPublished, WorkQueueChanged
+from .replicated.ops import OpError
 from .replicated.work_queues import WorkState
-from .status import node_status
 
 if TYPE_CHECKING:
     from .node import Node
 
 _QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop"}
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: The op kind each commit is timed under.
+OP_KINDS = {
+    ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
+    ops.QUEUE_POP_MANY: "pop", ops.WORK_CLAIM: "claim", ops.WORK_CLAIM_MANY: "claim",
+    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.TOPIC_PUBLISH: "publish",
+}
+COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
+ERROR_KINDS = ("no_quorum", "commit_timeout", "storage_unavailable", "rejected",
+               "settlement_rejected", "other")
+_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
+    (NoQuorum, "no_quorum"), (CommitTimeout, "commit_timeout"),
+    (StorageUnavailable, "storage_unavailable"), (ProposalRejected, "rejected"))
 
 
 class NodeMetrics:
@@ -56,7 +84,22 @@ class NodeMetrics:
             "fsync_seconds", "Duration of each journal fsync",
             namespace=namespace, buckets=FSYNC_BUCKETS, registry=self.registry,
         )
-        self.registry.register(_StateCollector(self))
+        self.commit_seconds = Histogram(
+            "commit_seconds", "Time from proposing an operation on this node to its result",
+            ["op"], namespace=namespace, buckets=COMMIT_BUCKETS, registry=self.registry,
+        )
+        self.errors = Counter(
+            "errors", "Operations made on this node that failed, by kind", ["kind"],
+            namespace=namespace, registry=self.registry,
+        )
+        for kind in COMMIT_KINDS:
+            self.commit_seconds.labels(kind)
+        for kind in ERROR_KINDS:
+            self.errors.labels(kind)
+        self.registry.register(StateCollector(self))
+        ProcessCollector(registry=self.registry)
+        #: Also called with every fsync duration (the monitor's recent window).
+        self.fsync_listeners: list[Callable[[float], None]] = []
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
         node.add_event_observer(self._on_events)
         if node.running:
@@ -71,9 +114,28 @@ class NodeMetrics:
         if not self.node.running:
             return
         driver = self.node.driver
-        if driver.fsync.observer is not self.fsync_seconds.observe:
-            driver.fsync.observer = self.fsync_seconds.observe
+        if driver.fsync.observer != self._on_fsync:
+            driver.fsync.observer = self._on_fsync
+            driver.call_observer = self._on_call
             self._baseline()
+
+    def _on_call(self, code: int, seconds: float, result: Any,
+                 error: BaseException | None) -> None:
+        if error is not None:
+            kind = next((k for t, k in _ERRORS if isinstance(error, t)), "other")
+            self.errors.labels(kind).inc()
+            return
+        self.commit_seconds.labels(OP_KINDS.get(code, "other")).observe(seconds)
+        if isinstance(result, OpError):
+            self.errors.labels("rejected").inc()
+        elif (code in (ops.WORK_ACK, ops.WORK_NACK) and isinstance(result, list)
+              and len(result) == 4 and not result[0] and not result[3]):
+            self.errors.labels("settlement_rejected").inc()
+
+    def _on_fsync(self, seconds: float) -> None:
+        self.fsync_seconds.observe(seconds)
+        for listener in self.fsync_listeners:
+            listener(seconds)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
@@ -135,81 +197,3 @@ def _work_marks(state: WorkState) -> tuple[int, int, int, int | None]:
     items, deliveries = state.core.next_ids()
     last = next(reversed(state.receipts), None)
     return items, deliveries, state.core.in_flight_len(), last
-
-
-class _StateCollector(Collector):
-    """Gauges read from the node at scrape time."""
-
-    def __init__(self, metrics: NodeMetrics) -> None:
-        self.metrics = metrics
-
-    def collect(self) -> Iterator[Metric]:
-        node = self.metrics.node
-        if not node.running:
-            return
-        ns = self.metrics.namespace
-        status = node_status(node)
-        info = GaugeMetricFamily(f"{ns}_node_info", "This node (value 1)",
-                                 labels=["node", "cluster", "state", "leader"])
-        info.add_metric([status["node"], status["cluster"], status["state"],
-                         status["leader"] or ""], 1)
-        yield info
-        for key, help_text in (
-            ("term", "Current Raft term"),
-            ("commit_index", "Highest log index known committed"),
-            ("last_applied", "Highest log index applied to the state machine"),
-            ("log_last_index", "Last index in the local log"),
-            ("pending_proposals", "Proposals from this node awaiting commit"),
-        ):
-            yield GaugeMetricFamily(f"{ns}_raft_{key}", help_text, value=status[key])
-        yield GaugeMetricFamily(f"{ns}_raft_is_leader", "1 on the leader",
-                                value=int(status["state"] == "leader"))
-        yield GaugeMetricFamily(f"{ns}_raft_has_quorum", "1 while a majority is reachable",
-                                value=int(status["has_quorum"]))
-        yield GaugeMetricFamily(
-            f"{ns}_journal_writable",
-            "0 while the disk refuses journal writes (the node acknowledges nothing)",
-            value=int(status["disk"]["writable"]))
-        yield CounterMetricFamily(
-            f"{ns}_raft_leader_changes", "Times this node became or stopped being leader",
-            value=node.driver.replica.leader_changes,
-        )
-        lag = GaugeMetricFamily(f"{ns}_member_lag_entries",
-                                "Log entries a member trails the leader by (leader only)",
-                                labels=["member"])
-        up = GaugeMetricFamily(f"{ns}_member_connected", "1 while linked", labels=["member"])
-        for member in status["members"]:
-            up.add_metric([member["id"]], int(member["connected"]))
-            if member["lag"] is not None:
-                lag.add_metric([member["id"]], member["lag"])
-        yield lag
-        yield up
-        yield from _depths(ns, status)
-
-
-def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
-    depth = GaugeMetricFamily(f"{ns}_queue_depth", "Elements in a queue", labels=["name"])
-    for name, q in status["queues"].items():
-        depth.add_metric([name], q["len"])
-    yield depth
-    families = {
-        "pending": GaugeMetricFamily(f"{ns}_work_pending", "Pending items (consumer lag)",
-                                     labels=["name"]),
-        "in_flight": GaugeMetricFamily(f"{ns}_work_in_flight", "Leased items", labels=["name"]),
-        "dead_letters": GaugeMetricFamily(f"{ns}_work_dead_letters", "Dead-lettered items",
-                                          labels=["name"]),
-    }
-    for name, w in status["work_queues"].items():
-        for key, family in families.items():
-            family.add_metric([name], w[key])
-    yield from families.values()
-    retained = GaugeMetricFamily(f"{ns}_topic_retained", "Retained topic elements",
-                                 labels=["name"])
-    lag = GaugeMetricFamily(f"{ns}_topic_consumer_lag", "Unread elements of a subscriber",
-                            labels=["name", "subscriber"])
-    for name, t in status["topics"].items():
-        retained.add_metric([name], t["retained"])
-        for sid, sub in t["subscribers"].items():
-            lag.add_metric([name, sid], sub["lag"])
-    yield retained
-    yield lag

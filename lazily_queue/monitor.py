@@ -1,49 +1,133 @@
-"""Monitor: what a node shows over HTTP (status data, metrics and the status page).
+"""Monitor: what a node shows over HTTP (status, history, vitals, metrics and the page).
 
 The web integrations and ``lazily-queue node`` share one monitor per node: start it
-after the node has started and stop it before the node stops. It serves three
-documents: :meth:`Monitor.status` (``/status.json``), :meth:`Monitor.metrics`
-(``/metrics``, Prometheus text) and :meth:`Monitor.page` (a read-only HTML page
-that polls ``status.json`` next to it).
+after the node has started and stop it before the node stops. It serves:
+
+* :meth:`Monitor.status` (``/status.json``): the node's view of the cluster, with a
+  health summary and every member's vitals;
+* :meth:`Monitor.history` (``/history.json?since=T``): the recent series of every
+  queue, work queue and topic and of the cluster (:mod:`.history`);
+* :meth:`Monitor.vitals` (``/vitals.json``): this node's version, uptime, fsync
+  latency, free disk and process figures, which the other members read;
+* :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
+* :meth:`Monitor.page` (``/``): the status page, plain HTML and JavaScript with SVG
+  charts (no build step, no CDN: it works offline). ``/?interval=MS`` sets its refresh
+  period: a finite number of milliseconds, clamped to
+  [:data:`MIN_INTERVAL_MS`, :data:`MAX_INTERVAL_MS`]; anything else (``NaN``,
+  ``1e400``, a negative number, text) is answered with 400 and says so.
+
+It also logs one line per state change of the node (:mod:`.state_log`).
 """
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from .history import History
 from .metrics import NodeMetrics
+from .peer_pages import PeerPages
+from .state_log import StateLog
 from .status import LeadershipClock, node_status
+from .vitals import Vitals
 
 if TYPE_CHECKING:
     from .node import Node
 
 PAGE_CONTENT_TYPE = "text/html; charset=utf-8"
+#: Security headers of the status page: no framing, no other origin, no CDN.
+PAGE_HEADERS = {
+    "Content-Type": PAGE_CONTENT_TYPE,
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+        "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
+        "form-action 'self'; base-uri 'none'"),
+}
+MIN_INTERVAL_MS = 250
+MAX_INTERVAL_MS = 60_000
+DEFAULT_INTERVAL_MS = 1000
+
+
+class BadRequest(ValueError):
+    """A query parameter is malformed; the message says which and what is accepted."""
+
+
+def page_interval(raw: str | None) -> int:
+    """The page's refresh period in ms from ``?interval=`` (see the module docstring)."""
+    if raw is None or raw == "":
+        return DEFAULT_INTERVAL_MS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise BadRequest(
+            f"interval must be a finite number of milliseconds > 0 (it is clamped to "
+            f"{MIN_INTERVAL_MS}..{MAX_INTERVAL_MS}), not {raw[:40]!r}")
+    return int(min(MAX_INTERVAL_MS, max(MIN_INTERVAL_MS, value)))
+
+
+def since_param(raw: str | None) -> float:
+    """``?since=`` of ``/history.json``: a finite time stamp (seconds), default 0."""
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise BadRequest(f"since must be a finite time stamp in seconds, not {raw[:40]!r}")
+    return value
 
 
 class Monitor:
-    """Status, metrics and the status page of one node."""
+    """Status, history, vitals, metrics and the status page of one node."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, *, history_interval: float = 1.0,
+                 history_window: float = 300.0, peer_interval: float = 2.0) -> None:
         self.node = node
         self.node_metrics = NodeMetrics(node)
         self.clock = LeadershipClock(node)
+        self.vitals_source = Vitals(node)
+        self.node_metrics.fsync_listeners.append(self.vitals_source.fsync.observe)
+        self.history_source = History(node, interval=history_interval, window=history_window)
+        self.peer_pages = PeerPages(node, interval=peer_interval)
+        self.state_log = StateLog(node)
 
     @property
     def metrics_content_type(self) -> str:
         return self.node_metrics.content_type
 
     def start(self) -> None:
-        """Begin timing fsyncs and leadership (the node must be running)."""
+        """Begin timing fsyncs and leadership and sampling (the node must be running)."""
         self.node_metrics.attach()
         self.clock.start()
+        self.history_source.start()
+        self.peer_pages.start()
+        self.state_log.start()
 
     async def stop(self) -> None:
+        await self.state_log.stop()
+        await self.peer_pages.stop()
+        await self.history_source.stop()
         await self.clock.stop()
 
     def status(self) -> dict[str, Any]:
-        return node_status(self.node, self.clock)
+        return node_status(self.node, self.clock, vitals=self.vitals(),
+                           peers=self.peer_pages.answers,
+                           term_changes=list(self.history_source.term_changes))
+
+    def history(self, since: float = 0.0) -> dict[str, Any]:
+        return self.history_source.document(since)
+
+    def vitals(self) -> dict[str, Any]:
+        return self.vitals_source.document()
 
     def metrics(self) -> bytes:
         return self.node_metrics.render()

@@ -25,15 +25,18 @@ import random
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
+
+from lazily_transports import TLSFiles
 
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .errors import InvalidConfiguration
+from .links import LinkSettings
 from .maintenance import Maintenance
 from .node_cells import NodeCells
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
@@ -85,12 +88,18 @@ class Node(NodeCells):
         disk: Disk | None = None,
         disk_retry: float = 1.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        tls: TLSFiles | None = None,
+        ice_servers: Sequence[Mapping[str, Any]] | None = None,
+        signaling_token: str | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
         writes tries again. ``max_message_bytes`` bounds the message of a push or
         publish (1 MiB by default, at most 4 MiB; the same on every node): a larger one
-        raises :class:`~lazily_queue.errors.MessageTooLarge`."""
+        raises :class:`~lazily_queue.errors.MessageTooLarge`. ``tls``
+        (:mod:`lazily_transports.tls`) serves ``tls://`` and ``wss://``; ``ice_servers``
+        (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
+        ``webrtc+ws(s)://`` addresses (:mod:`.links`)."""
         self.node_id = str(node_id)
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
                 or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
@@ -107,6 +116,8 @@ class Node(NodeCells):
             listen = listen or peer_map.pop(self.node_id)
         self.peers = peer_map
         self.listen = listen
+        self._links = None if network is not None else LinkSettings(
+            self.node_id, listen, peer_map, tls, ice_servers, signaling_token)
         self.cluster = cluster
         self.durability = durability
         self.op_timeout = op_timeout
@@ -225,6 +236,7 @@ class Node(NodeCells):
             cluster=self.cluster,
             secret=self._secret,
             allow_unauthenticated=self._allow_unauthenticated,
+            **(self._links.mesh_options() if self._links is not None else {}),
             incarnation=str(meta.get("incarnation", "")),
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (

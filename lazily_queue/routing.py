@@ -15,6 +15,7 @@ from typing import Any
 from .reactive import Context
 from .replicated.events import (
     EVENT_TYPES,
+    Deleted,
     Event,
     QueueChanged,
     Restored,
@@ -56,6 +57,13 @@ class EventRouter:
             for storage in self.storages():
                 storage.on_reset()
 
+    def _deleted(self, event: Deleted) -> None:
+        families: dict[str, dict[str, Any]] = {
+            "queue": self.queues, "topic": self.topics, "work_queue": self.work_queues}
+        storage = families.get(event.family, {}).get(event.name)
+        if storage is not None:
+            storage.forget_declaration()
+
     def route(self, released: Sequence[object]) -> None:
         """Hand one wave of released events to the observers, then to the storages."""
         events = [e for e in released if isinstance(e, EVENT_TYPES)]
@@ -79,6 +87,8 @@ class EventRouter:
                         work = self.work_queues.get(event.name)
                         if work is not None:
                             work.on_event(event)
+                    case Deleted():
+                        self._deleted(event)
                     case Restored():
                         for storage in self.storages():
                             storage.on_reset()

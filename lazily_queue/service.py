@@ -3,7 +3,8 @@
 :meth:`NodeService.run` locks the data directory, starts the node and its HTTP
 monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
 line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
-entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
+entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
+allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
 locked or foreign data directory, an address in use, peers refusing this node or
 failing authentication while no peer is linked, no leader in time) raises
 :class:`ConfigError` with the fix. A peer that should dial this node is probed after
@@ -15,17 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from lazily_transports import HandshakeError, HandshakeTimeoutError
+from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 
+from .allocator import release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
@@ -55,6 +59,8 @@ class NodeService:
         self._lock_fd: int | None = None
         self._http: Any = None
         self._url: str | None = None
+        self._announce: asyncio.Task[None] | None = None
+        self._trim: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -69,6 +75,7 @@ class NodeService:
         """Serve until stopped; 0 on a clean stop, 1 when the app failed."""
         config = self.config
         secret = config.secret()
+        admin_token = config.admin_token()
         entry = load_entry(config) if config.app_entry else None
         try:
             config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -86,12 +93,19 @@ class NodeService:
             await self._start_node(node)
             self.monitor = Monitor(node)
             self.monitor.start()
-            url = self._url = await self._start_http()
+            self._trim = asyncio.create_task(release_after_snapshots(node),
+                                             name="lazily-allocator-trim")
+            url = self._url = await self._start_http(admin_token)
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
                       f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
             if self.handle_signals:
                 self._install_signals()
             await self._await_leader(node, watch)
+            if url is not None:
+                page = config.http_advertise or _advertised(url)
+                self.monitor.vitals_source.http_url = page
+                self._announce = asyncio.create_task(announce_page(node, page),
+                                                     name="lazily-announce-page")
         except BaseException:
             await self._shutdown()
             raise
@@ -151,13 +165,19 @@ class NodeService:
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()
+            if exc.errno == errno.EACCES:
+                raise ConfigError(
+                    f"{self.config.source}: cannot listen on `listen` = "
+                    f"{self.config.listen!r}: {exc.strerror or exc}; check [webrtc] "
+                    "`signaling_token_env` (the token the signaling server was started with)"
+                ) from None
             raise ConfigError(
                 f"{self.config.source}: cannot listen on `listen` = {self.config.listen!r}: "
                 f"{exc.strerror or exc}; if another node with id {self.config.node_id} is "
                 "running, stop it or give this node its own id and address"
             ) from None
 
-    async def _start_http(self) -> str | None:
+    async def _start_http(self, admin_token: str | None) -> str | None:
         if self.config.http is None:
             return None
         try:
@@ -174,6 +194,9 @@ class NodeService:
         app[NODE] = self.node
         app[MONITOR] = self.monitor
         add_monitor_routes(app, status_prefix="")
+        from .integrations.aiohttp_admin import add_admin_routes
+
+        add_admin_routes(app, admin_token)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         host, port = self.config.http
@@ -222,6 +245,12 @@ class NodeService:
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
 
     async def _shutdown(self) -> None:
+        for task in (self._announce, self._trim):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._announce = self._trim = None
         if self.monitor is not None:
             await self.monitor.stop()
         if self._http is not None:
@@ -241,6 +270,32 @@ class NodeService:
 
     def _say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
+
+
+def _advertised(url: str) -> str:
+    """The bound URL as other machines reach it (a wildcard host becomes the host name)."""
+    host_port = url.split("://", 1)[1]
+    host, _, port = host_port.rpartition(":")
+    if host in ("0.0.0.0", "[::]", "::", ""):
+        return f"http://{socket.gethostname()}:{port}"
+    return url
+
+
+async def announce_page(node: Node, url: str, *, retry: float = 1.0) -> None:
+    """Replicate where this node serves its status page (until it is committed)."""
+    from .replicated import ops
+
+    while node.running and node.view.member_pages.get(node.node_id) != url:
+        try:
+            result = await node.driver.call(ops.MEMBER_PAGE, [node.node_id, url],
+                                            timeout=node.op_timeout)
+            if isinstance(result, ops.OpError):
+                log.warning("node %s: its page address was refused: %s", node.node_id, result)
+                return
+        except Exception as exc:
+            log.info("node %s: announcing its page %s failed (%s); retrying", node.node_id,
+                     url, exc)
+            await asyncio.sleep(retry)
 
 
 def _mesh_trouble(node: Node, peer: int) -> str | None:
@@ -298,6 +353,13 @@ class _LinkTrouble(logging.Handler):
         if peer is None or error is None:
             return
         self.last[peer] = str(error)
+        tls = describe_tls_error(error)
+        if tls is not None:
+            if self.fatal is None:
+                self.fatal_at = time.monotonic()
+            self.fatal = (f"the TLS link to peer {peer} failed: {tls}. Check this node's [tls] "
+                          "files and the peer's")
+            return
         if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
             return
         if error.field == "handshake":  # the link dropped mid-handshake: transient

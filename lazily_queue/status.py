@@ -128,31 +128,19 @@ def state_status(view: ReadView) -> dict[str, Any]:
     }
 
 
-def node_status(node: Node, clock: LeadershipClock | None = None) -> dict[str, Any]:
-    """This node's view of the cluster and its queues (see the module docstring)."""
+def node_status(node: Node, clock: LeadershipClock | None = None, *,
+                vitals: dict[str, Any] | None = None,
+                peers: dict[str, dict[str, Any]] | None = None,
+                term_changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """This node's view of the cluster and its queues (see the module docstring).
+
+    ``vitals`` (this node's, :class:`~lazily_queue.vitals.Vitals`) and ``peers`` (the
+    other members' as read by :class:`~lazily_queue.peer_pages.PeerPages`) add each
+    member's page, version, uptime, fsync latency and free disk; ``term_changes`` (from
+    the history) feeds the health summary.
+    """
     status = node.status()
-    leader = status["leader"]
-    is_leader = status["state"] == "leader"
-    connected = set(status["connected"])
-    match = status["match_index"] if is_leader else {}
-    members = []
-    for member in status["members"]:
-        entry: dict[str, Any] = {
-            "id": member,
-            "role": "leader" if member == leader else "follower",
-            "self": member == status["node"],
-            "connected": member == status["node"] or member in connected,
-            "match_index": None,
-            "lag": None,
-        }
-        if member == status["node"]:
-            entry["match_index"] = status["log_last_index"]
-            entry["lag"] = max(0, status["commit_index"] - status["last_applied"])
-        elif member in match:
-            entry["match_index"] = match[member]
-            entry["lag"] = max(0, status["log_last_index"] - match[member])
-        members.append(entry)
-    status["members"] = members
+    status["members"] = _members(node, status, vitals, peers or {})
     status["totals"] = {
         "queued": sum(q["len"] for q in status["queues"].values()),
         "pending": sum(w["pending"] for w in status["work_queues"].values()),
@@ -165,8 +153,97 @@ def node_status(node: Node, clock: LeadershipClock | None = None) -> dict[str, A
     }
     status["leadership"] = clock.latest() if clock is not None else None
     status["time"] = time.time()
+    status["health"] = health(status, term_changes or [])
+    if vitals is not None:
+        status["vitals"] = vitals
     plain: dict[str, Any] = _plain(status)
     return plain
+
+
+#: A member this many entries behind the leader makes the cluster ``warning``.
+LAG_WARNING = 1000
+#: Term changes within this many seconds count as recent.
+RECENT_TERMS = 300.0
+
+
+def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
+             peers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per member: role (``leader``, ``follower`` or ``unreachable``: a
+    member this node has no link to is never shown as a follower), reachability,
+    match index and lag (known on the leader), and its page and vitals when known."""
+    leader = status["leader"]
+    me = status["node"]
+    connected = set(status["connected"])
+    match = status["match_index"] if status["state"] == "leader" else {}
+    pages = node.view.member_pages
+    members = []
+    for member in status["members"]:
+        reachable = member == me or member in connected
+        entry: dict[str, Any] = {
+            "id": member,
+            "role": ("unreachable" if not reachable else
+                     "leader" if member == leader else "follower"),
+            "self": member == me,
+            "connected": reachable,
+            "reachable": reachable,
+            "match_index": None,
+            "lag": None,
+            "page": pages.get(member),
+            "vitals": None,
+            "vitals_error": None,
+            "vitals_at": None,
+        }
+        if member == me:
+            entry["match_index"] = status["log_last_index"]
+            entry["lag"] = max(0, status["commit_index"] - status["last_applied"])
+            entry["vitals"] = vitals
+            entry["vitals_at"] = None if vitals is None else time.time()
+        else:
+            if member in match:
+                entry["match_index"] = match[member]
+                entry["lag"] = max(0, status["log_last_index"] - match[member])
+            seen = peers.get(member)
+            if seen is not None:
+                entry["vitals"] = seen.get("vitals")
+                entry["vitals_error"] = seen.get("error")
+                entry["vitals_at"] = seen.get("at")
+        members.append(entry)
+    return members
+
+
+def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
+    (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
+    last :data:`RECENT_TERMS` seconds) or ``"critical"`` (a member unreachable, no
+    quorum, no leader, or this node's journal not writable), with the reasons."""
+    members = status["members"]
+    up = sum(1 for m in members if m["reachable"])
+    recent = [c for c in term_changes if c["time"] >= time.time() - RECENT_TERMS]
+    critical, warning = [], []
+    down = [m["id"] for m in members if not m["reachable"]]
+    if down:
+        critical.append(f"member(s) {', '.join(down)} unreachable")
+    if not status["has_quorum"]:
+        critical.append("no quorum: writes are refused")
+    if status["leader"] is None:
+        critical.append("no leader")
+    if not status["disk"]["writable"]:
+        critical.append(f"journal not writable: {status['disk']['error']}")
+    lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]
+    if lagging:
+        warning.append(f"member(s) {', '.join(lagging)} lagging")
+    if recent:
+        warning.append(f"{len(recent)} term change(s) in the last {RECENT_TERMS / 60:g} min")
+    return {
+        "level": "critical" if critical else "warning" if warning else "ok",
+        "reasons": critical + warning,
+        "members_up": up,
+        "members_total": len(members),
+        "quorum": bool(status["has_quorum"]),
+        "leader": status["leader"],
+        "term": status["term"],
+        "recent_term_changes": recent,
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from .. import __version__
 
-SUBCOMMANDS = ("node", "status", "rejoin", "demo", "bench", "conformance")
+SUBCOMMANDS = ("node", "status", "queue", "dlq", "members", "signaling", "rejoin", "demo",
+               "bench", "conformance")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,8 @@ def register(subparsers: Any) -> None:
         "demo",
         help="run the 3-node failover demo (or --local: the single-process demo)",
         description=(
-            "Start three `lazily-queue node` processes over Unix sockets, run a producer "
+            "Start three `lazily-queue node` processes (over Unix sockets, TCP or WebRTC: "
+            "--transport), run a producer "
             "and competing workers in each on a replicated work queue, SIGKILL the leader "
             "mid-run, restart it, and verify from the ledger that no acknowledged job was "
             "lost and no job's effect was applied twice. Exits 1 otherwise. With --local: "
@@ -40,6 +41,9 @@ def register(subparsers: Any) -> None:
                          help="lease length in seconds")
     cluster.add_argument("--timeout", type=float, default=55.0, help="give up after (s)")
     cluster.add_argument("--durability", choices=("fsync", "none"), default="fsync")
+    cluster.add_argument("--transport", choices=("unix", "tcp", "webrtc"), default="unix",
+                         help="how the nodes link: unix sockets (default), tcp on loopback, "
+                              "or webrtc through a signaling process")
     local = parser.add_argument_group("local demo")
     local.add_argument("--producers", type=int, default=3, help="async producers (default 3)")
     local.add_argument("--capacity", type=int, default=64, help="QueueCell bound (default 64)")
@@ -75,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         durability=args.durability,
         progress=not args.no_progress,
+        transport=args.transport,
     )
     return main(config)
 

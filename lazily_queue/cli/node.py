@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,22 +35,23 @@ def register(subparsers: Any) -> None:
         "--app-dir", metavar="DIR", default=None,
         help="look for the [app] entry's module in DIR first (default: the configuration "
         "file's directory), then in the installed packages")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
-                        help="log level on stderr (default warning)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info",
+                        help="log level on stderr (default info: one line per state change "
+                             "such as a leader elected or a member lost; error hides the "
+                             "transport's warnings)")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text",
+                        help="text lines, or one JSON object per line for log shippers")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import DamagedData, InvalidConfiguration
+    from ..logs import configure
     from ..raft.errors import StorageUnavailable
     from ..service import NodeService
 
-    logging.basicConfig(
-        level=args.log_level.upper(), stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("lazily_transports").setLevel(min(logging.WARNING, logging.root.level))
+    configure(args.log_level, args.log_format)
     try:
         config = load_config(args.config)
         if getattr(args, "app_dir", None) is not None:

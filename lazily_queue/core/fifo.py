@@ -103,6 +103,13 @@ class Fifo(Generic[T]):
         """
         self._items.appendleft(value)
 
+    def clear(self) -> int:
+        """Remove every element (an administrator's purge); returns how many there were.
+        The closed flag is kept."""
+        removed = len(self._items)
+        self._items.clear()
+        return removed
+
     def len(self) -> int:
         return len(self._items)
 

@@ -262,6 +262,18 @@ class WorkQueueCore:
         self._pending.extend(moved)
         return WorkTransition(len(moved), change_mask(before, self._counts()))
 
+    def purge(self, *, dead_letters: bool = False) -> WorkTransition[int]:
+        """Drop every pending item (or, with ``dead_letters``, every dead letter); leases
+        in flight are kept. Returns how many were dropped."""
+        before = self._counts()
+        if dead_letters:
+            removed = len(self._dead)
+            self._dead = []
+        else:
+            removed = len(self._pending)
+            self._pending.clear()
+        return WorkTransition(removed, change_mask(before, self._counts()))
+
     # -- observables ----------------------------------------------------------------------
 
     def pending_len(self) -> int:
@@ -276,6 +288,10 @@ class WorkQueueCore:
 
     def dead_letter_len(self) -> int:
         return len(self._dead)
+
+    def head(self) -> PendingItem | None:
+        """The pending item the next claim leases, or ``None``."""
+        return self._pending[0] if self._pending else None
 
     def pending(self) -> list[PendingItem]:
         """Pending items, oldest first."""

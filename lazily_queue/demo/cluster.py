@@ -1,7 +1,8 @@
 """The cluster demo: three node processes, producers and workers, a leader SIGKILLed.
 
-Each node is a real ``lazily-queue node --config FILE`` process (Unix sockets, fsync)
-running :mod:`lazily_queue.demo.workload` as its app: one producer and competing
+Each node is a real ``lazily-queue node --config FILE`` process (Unix sockets, TCP,
+or WebRTC through a ``lazily-queue signaling`` process with a token; fsync) running
+:mod:`lazily_queue.demo.workload` as its app: one producer and competing
 workers on the replicated work queue ``demo.jobs``. The cluster secret is generated
 per run and handed to the nodes in an environment variable. Once a share of the jobs
 is acknowledged the demo SIGKILLs the leader, measures the failover (the kill to the
@@ -25,10 +26,12 @@ import aiohttp
 from rich.console import Console
 
 from .ledger import Ledger, Tally
-from .processes import NodeProcess
+from .processes import NodeProcess, Signaling, free_ports
 from .report import Display, Failover, Summary
 
 SECRET_ENV = "LAZILY_DEMO_SECRET"
+SIGNALING_ENV = "LAZILY_DEMO_SIGNALING"
+TRANSPORTS = ("unix", "tcp", "webrtc")
 MARKER = ".lazily-demo-dir"
 NODES = (1, 2, 3)
 
@@ -50,6 +53,8 @@ class ClusterDemoConfig:
     seed: int = 7
     durability: str = "fsync"
     progress: bool = True
+    transport: str = "unix"
+    """How the nodes link: ``unix`` sockets, ``tcp`` on loopback or ``webrtc``."""
 
 
 @dataclass
@@ -73,13 +78,14 @@ class ClusterDemo:
         self.console = console or Console()
         self.dir = config.directory.resolve()
         self.nodes: list[NodeProcess] = []
+        self.signaling: Signaling | None = None
         self.state = _Run()
         self.display = Display(config.items * len(NODES), self.console, config.progress)
 
     # -- setup ----------------------------------------------------------------------------
 
-    def prepare(self) -> Path:
-        """Empty the demo directory and write the ledger and one config per node."""
+    def empty_dir(self) -> None:
+        """Empty (or create) the demo directory."""
         if self.dir.exists():
             if not (self.dir / MARKER).exists() and any(self.dir.iterdir()):
                 raise SystemExit(f"error: {self.dir} exists and is not a demo directory; "
@@ -87,16 +93,21 @@ class ClusterDemo:
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True)
         (self.dir / MARKER).write_text("created by `lazily-queue demo`; deleted by the next run\n")
+
+    def prepare(self, addresses: dict[int, str]) -> Path:
+        """Write the ledger and one config per node (nodes at ``addresses``)."""
         ledger_path = self.dir / "ledger.sqlite"
         Ledger(ledger_path, create=True).close()
         c = self.config
-        peers = "\n".join(f'{n} = "unix:node{n}.sock"' for n in NODES)
+        peers = "\n".join(f'{n} = "{addresses[n]}"' for n in NODES)
+        webrtc = (f'[webrtc]\nsignaling_token_env = "{SIGNALING_ENV}"\n\n'
+                  if c.transport == "webrtc" else "")
         for n in NODES:
             (self.dir / f"node{n}.toml").write_text(
                 f'id = {n}\ncluster = "demo"\ndata_dir = "data/{n}"\n'
-                f'listen = "unix:node{n}.sock"\nhttp = "127.0.0.1:0"\n'
+                f'listen = "{addresses[n]}"\nhttp = "127.0.0.1:0"\n'
                 f'durability = "{c.durability}"\nsecret_env = "{SECRET_ENV}"\n'
-                f"startup_timeout = 20\n\n[peers]\n{peers}\n\n[app]\n"
+                f"startup_timeout = 20\n\n{webrtc}[peers]\n{peers}\n\n[app]\n"
                 f'entry = "lazily_queue.demo.workload:run"\nledger = "{ledger_path}"\n'
                 f"producer = {n}\nitems = {c.items}\nrate = {c.rate}\nworkers = {c.workers}\n"
                 f"work_ms = {c.work_ms}\nfail_rate = {c.fail_rate}\nseed = {c.seed}\n"
@@ -106,10 +117,32 @@ class ClusterDemo:
 
     # -- the run ----------------------------------------------------------------------------
 
+    async def _addresses(self, env: dict[str, str]) -> dict[int, str]:
+        transport = self.config.transport
+        if transport == "unix":
+            return {n: f"unix:node{n}.sock" for n in NODES}
+        if transport == "tcp":
+            return {n: f"tcp://127.0.0.1:{port}" for n, port in zip(NODES, free_ports(3),
+                                                                     strict=True)}
+        if transport != "webrtc":
+            raise SystemExit(f"error: unknown transport {transport!r}; use "
+                             f"{', '.join(TRANSPORTS)}")
+        self.signaling = Signaling(self.dir / "signaling.log", env)
+        url = await self.signaling.start()
+        base = url.replace("ws://", "webrtc+ws://")
+        return {n: f"{base}/demo?peer={n}" for n in NODES}
+
     async def run(self) -> Summary:
-        ledger_path = self.prepare()
         env = dict(os.environ)
         env[SECRET_ENV] = secrets.token_urlsafe(32)
+        env[SIGNALING_ENV] = secrets.token_urlsafe(24)
+        self.empty_dir()
+        try:
+            ledger_path = self.prepare(await self._addresses(env))
+        except BaseException:
+            if self.signaling is not None:
+                await self.signaling.stop()
+            raise
         self.nodes = [
             NodeProcess(n, self.dir / f"node{n}.toml", cwd=self.dir, env=env,
                         log_path=self.dir / f"node{n}.log")
@@ -127,6 +160,8 @@ class ClusterDemo:
                     statuses = await self._final_statuses(session)
         finally:
             codes = await asyncio.gather(*(node.stop() for node in self.nodes))
+            if self.signaling is not None:
+                await self.signaling.stop()
         tally = ledger.tally(since=self.state.kill_time)
         ledger.close()
         resumed = None

@@ -121,3 +121,55 @@ class NodeProcess:
         except OSError:
             return "(no log)"
         return "\n".join(text[-lines:]) or "(empty log)"
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` TCP ports free on the loopback interface now."""
+    import socket
+
+    held = [socket.socket() for _ in range(count)]
+    try:
+        for sock in held:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+class Signaling:
+    """A ``lazily-queue signaling`` child process with a token (for WebRTC links)."""
+
+    def __init__(self, log_path: Path, env: dict[str, str]) -> None:
+        self.log_path = log_path
+        self.env = env
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self, timeout: float = 15.0) -> str:
+        """Start it on a free port; returns its ``ws://`` URL."""
+        from .cluster import SIGNALING_ENV
+
+        with self.log_path.open("ab") as log:
+            self.proc = await asyncio.create_subprocess_exec(
+                *node_command(), "signaling", "--listen", "127.0.0.1:0", "--token-env",
+                SIGNALING_ENV, env=self.env, stdout=asyncio.subprocess.PIPE, stderr=log,
+                start_new_session=True)
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        except TimeoutError:
+            line = b""
+        text = line.decode(errors="replace").strip()
+        if not text.startswith("signaling on "):
+            raise RuntimeError(f"the signaling server did not start: {text or 'no output'}; "
+                               f"see {self.log_path}")
+        return text.split()[2]
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()

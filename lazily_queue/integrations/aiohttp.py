@@ -14,8 +14,10 @@
 
 :func:`setup` stores the node under the :data:`NODE` app key, appends an
 ``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds
-``GET /metrics`` (Prometheus). ``status_prefix`` also serves the read-only status
-page at ``{prefix}/`` and its data at ``{prefix}/status.json``.
+``GET /metrics`` (Prometheus). ``status_prefix`` also serves the status page at
+``{prefix}/`` and its data at ``{prefix}/status.json``, ``/history.json`` and
+``/vitals.json`` (see :mod:`lazily_queue.monitor`); ``admin_token`` adds the admin API
+under ``{prefix}/admin/`` (see :mod:`lazily_queue.integrations.aiohttp_admin`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
     ) from exc
 
-from ..monitor import PAGE_CONTENT_TYPE, Monitor
+from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
 
 NODE = web.AppKey("lazily_queue.node", Node)
@@ -40,6 +42,7 @@ def setup(
     *,
     metrics_path: str | None = "/metrics",
     status_prefix: str | None = None,
+    admin_token: str | None = None,
 ) -> None:
     """Run ``node`` with ``app`` and add its monitoring routes (see the module docstring)."""
     app[NODE] = node
@@ -47,6 +50,10 @@ def setup(
     app.on_startup.append(_start)
     app.on_cleanup.append(_stop)
     add_monitor_routes(app, metrics_path=metrics_path, status_prefix=status_prefix)
+    if admin_token is not None:
+        from .aiohttp_admin import add_admin_routes
+
+        add_admin_routes(app, admin_token, prefix=status_prefix or "")
 
 
 def add_monitor_routes(
@@ -62,6 +69,8 @@ def add_monitor_routes(
         prefix = status_prefix.rstrip("/")
         app.router.add_get(prefix + "/", page_view)
         app.router.add_get(prefix + "/status.json", status_view)
+        app.router.add_get(prefix + "/history.json", history_view)
+        app.router.add_get(prefix + "/vitals.json", vitals_view)
 
 
 def node_of(request: web.Request) -> Node:
@@ -90,5 +99,26 @@ async def status_view(request: web.Request) -> web.Response:
     return web.json_response(request.app[MONITOR].status())
 
 
+def bad_request(message: str) -> web.Response:
+    return web.json_response({"error": {"code": "bad_request", "message": message}},
+                             status=400)
+
+
+async def history_view(request: web.Request) -> web.Response:
+    try:
+        since = since_param(request.query.get("since"))
+    except BadRequest as exc:
+        return bad_request(str(exc))
+    return web.json_response(request.app[MONITOR].history(since))
+
+
+async def vitals_view(request: web.Request) -> web.Response:
+    return web.json_response(request.app[MONITOR].vitals())
+
+
 async def page_view(request: web.Request) -> web.Response:
-    return web.Response(body=Monitor.page(), headers={"Content-Type": PAGE_CONTENT_TYPE})
+    try:
+        page_interval(request.query.get("interval"))
+    except BadRequest as exc:
+        return web.Response(status=400, text=f"400 bad request: {exc}\n")
+    return web.Response(body=Monitor.page(), headers=PAGE_HEADERS)

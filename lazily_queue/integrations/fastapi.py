@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..monitor import Monitor
+from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
@@ -114,7 +114,9 @@ def add_monitor_routes(
     app: FastAPI, *, metrics_path: str | None = "/metrics", status_prefix: str | None = None
 ) -> None:
     """``GET metrics_path`` (Prometheus), and the status page at ``{status_prefix}/``
-    with its data at ``{status_prefix}/status.json`` when ``status_prefix`` is given."""
+    with its data at ``{status_prefix}/status.json``, ``/history.json`` and
+    ``/vitals.json`` when ``status_prefix`` is given (the admin API is served by the
+    aiohttp integration and ``lazily-queue node`` only)."""
 
     def monitor(request: Request) -> Monitor:
         get_node(request)
@@ -135,6 +137,25 @@ def add_monitor_routes(
         async def status(request: Request) -> JSONResponse:
             return JSONResponse(monitor(request).status())
 
+        @app.get(prefix + "/history.json", include_in_schema=False)
+        async def history(request: Request) -> JSONResponse:
+            try:
+                since = since_param(request.query_params.get("since"))
+            except BadRequest as exc:
+                return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
+                                    status_code=400)
+            return JSONResponse(monitor(request).history(since))
+
+        @app.get(prefix + "/vitals.json", include_in_schema=False)
+        async def vitals(request: Request) -> JSONResponse:
+            return JSONResponse(monitor(request).vitals())
+
         @app.get(prefix + "/", include_in_schema=False)
-        async def page() -> HTMLResponse:
-            return HTMLResponse(Monitor.page())
+        async def page(request: Request) -> Response:
+            try:
+                page_interval(request.query_params.get("interval"))
+            except BadRequest as exc:
+                return Response(f"400 bad request: {exc}\n", status_code=400,
+                                media_type="text/plain")
+            return HTMLResponse(Monitor.page(), headers={
+                k: v for k, v in PAGE_HEADERS.items() if k != "Content-Type"})

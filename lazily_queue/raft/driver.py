@@ -78,6 +78,10 @@ class Driver:
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None
+        #: Called as ``observer(code, seconds, result, error)`` when a :meth:`call` ends
+        #: (commit latency and error metrics).
+        self.call_observer: Callable[[int, float, Any, BaseException | None], None] | None = (
+            None)
 
     @property
     def running(self) -> bool:
@@ -181,12 +185,30 @@ class Driver:
         on_orphan: Callable[[Any], None] | None = None,
     ) -> Any:
         """Propose and await; a cancelled caller leaves nothing half-done (see Replica.cancel)."""
-        proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+        started = time.perf_counter()
         try:
-            return await fut
+            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+        except Exception as exc:
+            self._observe_call(code, started, None, exc)
+            raise
+        try:
+            result = await fut
         except asyncio.CancelledError:
             self.replica.cancel(proposal)
             raise
+        except Exception as exc:
+            self._observe_call(code, started, None, exc)
+            raise
+        self._observe_call(code, started, result, None)
+        return result
+
+    def _observe_call(self, code: int, started: float, result: Any,
+                      error: BaseException | None) -> None:
+        if self.call_observer is not None:
+            try:
+                self.call_observer(code, time.perf_counter() - started, result, error)
+            except Exception:
+                log.exception("node %s: the call observer failed", self.replica.node_id)
 
     def wake(self) -> None:
         """Run one step soon (once per loop iteration, however often it is called)."""
@@ -296,7 +318,9 @@ class Driver:
         self._stalled_since = time.time()
         log.error("node %s %s; it acknowledges no writes until the disk accepts them again "
                   "and retries every %g s; reads go on", self.replica.node_id,
-                  self.pipeline.stall, self.disk_retry)
+                  self.pipeline.stall, self.disk_retry,
+                  extra={"event": "disk_full", "node": self.replica.node_id,
+                         "reason": self.pipeline.stall})
 
         def failure(unknown: bool) -> BaseException:
             outcome = ("its outcome is unknown: it may commit once the disk recovers"
@@ -327,8 +351,11 @@ class Driver:
             return
         since = self._stalled_since
         self._stalled_since = None
+        lasted = time.time() - (since or time.time())
         log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "
-                    "writes again", self.replica.node_id, time.time() - (since or time.time()))
+                    "writes again", self.replica.node_id, lasted,
+                    extra={"event": "disk_recovered", "node": self.replica.node_id,
+                           "seconds": round(lasted, 3)})
         for ready in self.pipeline.recovered():
             self._dispatch(ready)
         self._notify_disk(None)

@@ -32,6 +32,7 @@ from lazily_transports import (
     Mesh,
     PeerDown,
     PeerUp,
+    SchemeTable,
     UnknownPeerError,
 )
 
@@ -80,6 +81,7 @@ class MeshNetwork:
         incarnation: str = "",
         pins: Mapping[str, str] | None = None,
         on_pin: Callable[[dict[str, str]], None] | None = None,
+        schemes: SchemeTable | None = None,
     ) -> None:
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
@@ -109,6 +111,7 @@ class MeshNetwork:
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
             vet_peer=self._vet if incarnation else None,
+            schemes=schemes,
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None

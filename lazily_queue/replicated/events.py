@@ -62,12 +62,21 @@ class MemberAddressed:
 
 
 @dataclass(frozen=True, slots=True)
+class Deleted:
+    """The ``family`` (``"queue"``, ``"topic"`` or ``"work_queue"``) object ``name`` was
+    deleted; using the name again declares it anew."""
+
+    family: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Restored:
     """The whole state was replaced by a snapshot: every reader may have changed."""
 
 
 Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
-         | MemberAddressed | Restored)
+         | MemberAddressed | Deleted | Restored)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
-               MemberAddressed, Restored)
+               MemberAddressed, Deleted, Restored)

@@ -18,8 +18,8 @@ Handler = Callable[["StateMachine", list[Any]], Any]
 
 @dataclass(frozen=True)
 class Section:
-    """A named part of the snapshot: ``capture`` returns it, ``restore`` puts it back
-    (given ``None`` when a snapshot lacks it)."""
+    """A named part of the snapshot: ``capture`` returns it (``None``: left out of the
+    snapshot), ``restore`` puts it back (given ``None`` when a snapshot lacks it)."""
 
     name: str
     capture: Callable[[StateMachine], Any]

@@ -41,6 +41,13 @@ WORK_EXTEND = 36  # [name, worker, delivery_id, now | None]
 WORK_REDRIVE = 37  # [name, item_ids | None]
 WORK_CLAIM_MANY = 38  # [name, worker, n, now | None]: lease up to n items at once
 WORK_RELEASE = 39  # [name, worker, delivery_ids]: give unstarted leases back to the head
+# Administration: 40..49.
+QUEUE_PURGE = 40  # [name]: drop every element (the queue stays declared)
+QUEUE_DELETE = 41  # [name]: forget the queue
+TOPIC_DELETE = 42  # [name]: forget the topic, its elements and subscriptions
+WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead letter)
+WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
+MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -72,6 +79,12 @@ OP_NAMES: dict[int, str] = {
     WORK_REDRIVE: "work_redrive",
     WORK_CLAIM_MANY: "work_claim_many",
     WORK_RELEASE: "work_release",
+    QUEUE_PURGE: "queue_purge",
+    QUEUE_DELETE: "queue_delete",
+    TOPIC_DELETE: "topic_delete",
+    WORK_PURGE: "work_purge",
+    WORK_DELETE: "work_delete",
+    MEMBER_PAGE: "member_page",
 }
 
 

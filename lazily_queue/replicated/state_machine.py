@@ -6,7 +6,10 @@ and its own state. It never raises. Each successful transition is recorded as a 
 event (:mod:`.events`), released by :meth:`StateMachine.drain_events`.
 
 Sessions make proposals idempotent: a retried op (same session and sequence number)
-returns the result recorded the first time instead of applying again.
+returns the result recorded the first time instead of applying again. A session not
+seen for :data:`SESSION_TTL_MS` of leader time is forgotten at the first batch after
+that, on every replica alike (sessions are kept in the order they were last seen, and
+that order survives snapshots).
 
 The op families it answers are listed in :data:`FAMILIES`.
 """
@@ -14,6 +17,7 @@ The op families it answers are listed in :data:`FAMILIES`.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +26,7 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import cluster, queues, topics, work_queues
+from . import admin, cluster, queues, topics, work_queues
 from .events import Event, Restored
 from .family import Family, Handler, Section
 from .ops import MESSAGE_OPS, OpError, OpRefused, op_name
@@ -35,7 +39,7 @@ SNAPSHOT_FORMAT = 1
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -68,7 +72,9 @@ class StateMachine:
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
-        self.sessions: dict[int, Session] = {}
+        self.member_pages: dict[str, str] = {}
+        #: Oldest-seen first.
+        self.sessions: OrderedDict[int, Session] = OrderedDict()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -89,7 +95,10 @@ class StateMachine:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.sessions[session_id] = Session()
+        else:
+            self.sessions.move_to_end(session_id)
         session.seen = self.now
+        self._expire_sessions()
         results: list[Any] = []
         for op in ops:
             seq = op[0]
@@ -104,8 +113,6 @@ class StateMachine:
             session.floor = floor
             for seq in [s for s in session.done if s < floor]:
                 del session.done[seq]
-        if self.applied_batches % 1024 == 0:
-            self._expire_sessions()
         return results
 
     def _apply_op(self, op: list[Any]) -> Any:
@@ -124,7 +131,10 @@ class StateMachine:
 
     def _expire_sessions(self) -> None:
         horizon = self.now - SESSION_TTL_MS
-        for sid in [sid for sid, s in self.sessions.items() if s.seen < horizon]:
+        while self.sessions:
+            sid, oldest = next(iter(self.sessions.items()))
+            if oldest.seen >= horizon:
+                return
             del self.sessions[sid]
 
     def emit(self, event: Event) -> None:
@@ -156,7 +166,9 @@ class StateMachine:
             },
         }
         for sec in _SECTIONS:
-            doc[sec.name] = sec.capture(self)
+            part = sec.capture(self)
+            if part is not None:  # an empty optional section is left out
+                doc[sec.name] = part
         return doc
 
     def validate(self, doc: Any) -> None:
@@ -169,11 +181,13 @@ class StateMachine:
         restored_queues: dict[str, Fifo[Any]] = {}
         for name, (capacity, closed, elements) in doc["queues"].items():
             restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
-        sessions: dict[int, Session] = {}
+        found: list[tuple[int, Session]] = []
         for sid, (floor, seen, done) in doc["sessions"].items():
-            sessions[int(sid)] = Session(
+            found.append((int(sid), Session(
                 int(floor), {int(seq): _decode_result(r) for seq, r in done}, int(seen)
-            )
+            )))
+        # Stable: a snapshot taken here lists them in this order already.
+        sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
         self.now = int(doc["now"])
         self.queues = restored_queues
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}

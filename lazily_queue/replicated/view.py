@@ -51,6 +51,11 @@ class ReadView:
         return self._sm.addresses.get(node_id)
 
     @property
+    def member_pages(self) -> Mapping[str, str]:
+        """Where each member serves its status page (members announce it themselves)."""
+        return self._sm.member_pages
+
+    @property
     def now(self) -> int:
         """The leader's time stamp on the last applied batch (ms since the Unix epoch)."""
         return self._sm.now

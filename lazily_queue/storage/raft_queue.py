@@ -70,6 +70,10 @@ class ReplicatedObject:
         self._view = view
         self._declared = None
 
+    def forget_declaration(self) -> None:
+        """The object was deleted: the next operation declares it again."""
+        self._declared = None
+
     def raise_if_stopped(self) -> None:
         """Raise :class:`NodeNotRunning` while the node is stopped (capability
         ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""

@@ -38,3 +38,79 @@ async def pump(node: Node, options: dict[str, Any]) -> None:
         else:
             print(f"acked {i}", flush=True)
         i += 1
+
+
+async def load(node: Node, options: dict[str, Any]) -> None:
+    """Steady load until stopped: ``rate`` pushes/s into queue ``orders`` (half popped
+    back), work queue ``jobs`` (claimed and acked by a worker) and topic ``news``
+    (read by subscriber ``reader``). The jobs with a value below ``fail`` are nacked
+    on their first delivery only (with ``max_deliveries = 1`` they are dead-lettered);
+    each one acked later (after a redrive) is printed as ``acked-after-redrive V``.
+    A failed operation (say, while a member is down) is retried."""
+    await node.wait_for_leader()
+    rate = float(options.get("rate", 20))
+    fail = int(options.get("fail", 0))
+    orders = node.queue("orders")
+    jobs = node.work_queue("jobs", visibility_timeout=5, max_deliveries=1)
+    news = node.topic("news")
+    failed: set[int] = set()
+    sent = [0]
+
+    async def produce() -> None:
+        while True:
+            i = sent[0]
+            await orders.push(i)
+            await jobs.push(i)
+            await news.publish(i)
+            if i % 2:
+                await orders.pop()
+            sent[0] = i + 1
+            await asyncio.sleep(1 / rate)
+
+    async def work() -> None:
+        while True:
+            delivery = await jobs.claim("worker-1")
+            value = delivery.value
+            if value < fail and value not in failed:
+                failed.add(value)
+                await jobs.nack("worker-1", delivery.delivery_id)
+                continue
+            await jobs.ack("worker-1", delivery.delivery_id)
+            if value in failed:
+                print(f"acked-after-redrive {value}", flush=True)
+
+    async def read() -> None:
+        await news.subscribe("reader")
+        while True:
+            await news.advance("reader")
+
+    async def forever(step: Any) -> None:
+        while True:
+            try:
+                await step()
+            except Exception as exc:
+                print(f"retrying after {type(exc).__name__}: {exc}", flush=True)
+                await asyncio.sleep(0.2)
+
+    await asyncio.gather(forever(produce), forever(work), forever(read))
+
+
+async def seed(node: Node, options: dict[str, Any]) -> None:
+    """Queue ``orders`` with ``push`` elements, topic ``news`` with one (unread by its
+    subscriber ``reader``), and work queue ``jobs`` (``max_deliveries = 1``) with ``jobs``
+    items of which the first ``dead`` are nacked into dead letters; then print
+    ``seeded``."""
+    await node.wait_for_leader()
+    orders = node.queue("orders")
+    for i in range(int(options.get("push", 0))):
+        await orders.push(i)
+    news = node.topic("news")
+    await news.subscribe("reader")  # keeps the element retained (no topic GC)
+    await news.publish("hello")
+    jobs = node.work_queue("jobs", visibility_timeout=30, max_deliveries=1)
+    for i in range(int(options.get("jobs", 0))):
+        await jobs.push(i)
+    for _ in range(int(options.get("dead", 0))):
+        delivery = await jobs.claim("seeder")
+        await jobs.nack("seeder", delivery.delivery_id)
+    print("seeded", flush=True)

@@ -72,6 +72,20 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
+        ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
+        ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
+        ({"http_advertise": "q1:8101"}, r"`http_advertise` must be an http:// or https://"),
+        ({"listen": "tls://127.0.0.1:7001"}, r"`listen` address .* uses TLS: add a \[tls\]"),
+        ({"tls": {"certificate": "c.pem"}}, r"\[tls\] `key` is required"),
+        ({"tls": {"certificate": "c", "key": "k", "colour": 1}}, r"\[tls\]: unknown key"),
+        ({"tls": {"certificate": "c", "key": "k", "check_hostname": "yes"}},
+         r"`check_hostname` must be true or false"),
+        ({"tls": {"certificate": "c.pem", "key": "k.pem"}},
+         r"\[tls\]: TLS certificate file .*c.pem does not exist"),
+        ({"webrtc": {"ice_servers": [{"urls": ["turn:turn.example:3478"]}]}},
+         r"a TURN server needs `username` and `credential_env`"),
+        ({"webrtc": {"ice_servers": [{"urls": ["http://x"]}]}}, r"`urls` must list stun:"),
+        ({"webrtc": {"signaling_token": "inline"}}, r"\[webrtc\]: unknown key"),
     ],
 )
 def test_mistakes_name_the_key_and_the_fix(
@@ -80,6 +94,24 @@ def test_mistakes_name_the_key_and_the_fix(
     with pytest.raises(ConfigError, match=message) as info:
         parse(tmp_path, **changes)
     assert str(info.value).startswith("node.toml: ")
+
+
+def test_the_admin_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("S", "the-cluster-secret-value")
+    assert parse(tmp_path).admin_token() is None  # the admin API is off
+    config = parse(tmp_path, admin_token_env="A")
+    monkeypatch.setenv("A", "short")
+    with pytest.raises(ConfigError, match=r"from environment variable A .* shorter than 16"):
+        config.admin_token()
+    monkeypatch.setenv("A", "the-cluster-secret-value")
+    with pytest.raises(ConfigError, match=r"must differ from the cluster secret"):
+        config.admin_token()
+    assert config.admin_token(check_secret=False) == "the-cluster-secret-value"
+    (tmp_path / "admin").write_text("an-admin-token-of-some-length\n")
+    assert parse(tmp_path, admin_token_file="admin").admin_token() == (
+        "an-admin-token-of-some-length")
+    with pytest.raises(ConfigError, match=r"cannot read the admin token"):
+        parse(tmp_path, admin_token_file="missing").admin_token()
 
 
 def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,3 +164,48 @@ def test_a_webrtc_address_needs_the_webrtc_extra(
     fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
     with pytest.raises(ConfigError, match=fix):
         parse(tmp_path, peers=peers)
+
+
+def test_a_tls_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.certs import TestCA
+
+    ca = TestCA(tmp_path / "certs")
+    ca.issue("n1")
+    monkeypatch.setenv("S", "secret")
+    config = parse(tmp_path, listen="tls://127.0.0.1:7001",
+                   peers={"2": "tls://127.0.0.1:7002", "3": "wss://127.0.0.1:7003/r"},
+                   tls={"certificate": "certs/n1.pem", "key": "certs/n1.key",
+                        "ca": "certs/ca.pem", "check_hostname": False})
+    assert config.tls is not None and config.tls.ca == tmp_path / "certs" / "ca.pem"
+    assert config.tls.check_hostname is False
+    node = config.node(durability="none")
+    assert node.listen == "tls://127.0.0.1:7001"
+    with pytest.raises(ConfigError, match=r"peer 2 address 'tcp://127.0.0.1:7002' does not use"):
+        parse(tmp_path, listen="tls://127.0.0.1:7001",
+              tls={"certificate": "certs/n1.pem", "key": "certs/n1.key"})
+
+
+def test_a_webrtc_table_reaches_the_node(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("aiortc")
+    monkeypatch.setenv("S", "secret")
+    monkeypatch.setenv("SIG", "signaling-token")
+    monkeypatch.setenv("TURN_PW", "turn-password")
+    address = "webrtc+ws://127.0.0.1:8765/room?peer="
+    config = parse(tmp_path, listen=address + "1",
+                   peers={"2": address + "2", "3": address + "3"},
+                   webrtc={"signaling_token_env": "SIG", "ice_servers": [
+                       {"urls": "stun:stun.example.org:3478"},
+                       {"urls": ["turn:turn.example.org:3478"], "username": "edge",
+                        "credential_env": "TURN_PW"}]})
+    node = config.node(durability="none")
+    transport = node._links.schemes.transport("webrtc+ws")  # type: ignore[union-attr]
+    assert transport._signaling_token == "signaling-token"  # type: ignore[attr-defined]
+    servers = transport.ice.ice_servers  # type: ignore[attr-defined]
+    assert [(s.urls, s.username, s.credential) for s in servers] == [
+        (["stun:stun.example.org:3478"], None, None),
+        (["turn:turn.example.org:3478"], "edge", "turn-password")]
+    monkeypatch.delenv("TURN_PW")
+    with pytest.raises(ConfigError, match=r"ice_servers\[1\] credential: environment "
+                                          r"variable TURN_PW is not set"):
+        config.node(durability="none")

@@ -113,6 +113,11 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
         page = await a.get("/cluster/")
         assert page.headers["content-type"].startswith("text/html")
         assert 'id="members"' in page.text
+        assert page.headers["x-frame-options"] == "DENY"
+        assert (await a.get("/cluster/?interval=1e400")).status_code == 400
+        history = (await a.get("/cluster/history.json")).json()
+        assert history["columns"][0] == "t" and "cluster" in history
+        assert (await a.get("/cluster/vitals.json")).json()["node"] == nodes[0].node_id
         metrics = (await c.get("/metrics")).text
         assert 'lazily_queue_operations_total{family="queue",name="orders",op="push"} 3.0' in (
             metrics)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue import testing
+from lazily_queue.errors import SettlementRejected
 from lazily_queue.metrics import NodeMetrics
+from lazily_queue.raft.errors import CommitTimeout, NoQuorum
 from lazily_queue.reactive import wait_until
 from lazily_queue.status import node_status
 
@@ -122,6 +125,64 @@ async def test_metrics_of_a_node_holding_state_count_later_operations(tmp_path: 
         await cluster.settle()
         assert value(late, "lazily_queue_operations_total", family="work", name="jobs",
                      op="push") == 1
+    finally:
+        for node in nodes:
+            await node.stop()
+
+
+async def test_what_an_sre_alerts_on(tmp_path: Path) -> None:
+    cluster = testing.cluster(data_dir=tmp_path, maintenance_interval=None)
+    nodes = list(cluster.nodes.values())
+    for node in nodes:
+        await node.start()
+    try:
+        leader = await cluster.wait_for_leader()
+        follower = next(n for n in nodes if n is not leader)
+        m = NodeMetrics(follower)
+        q = follower.queue("orders")
+        await q.push(1)
+        await q.push(2)
+        assert await q.pop() == 1
+        jobs = follower.work_queue("jobs", visibility_timeout=30)
+        await jobs.push("a")
+        delivery = await jobs.claim("w")
+        await jobs.ack("w", delivery.delivery_id)
+        with pytest.raises(SettlementRejected):
+            await jobs.ack("other-worker", delivery.delivery_id)
+        await follower.topic("news").publish("x")
+        for op, count in (("push", 3), ("pop", 1), ("claim", 1), ("ack", 2), ("publish", 1)):
+            assert value(m, "lazily_queue_commit_seconds_count", op=op) == count, op
+        assert value(m, "lazily_queue_commit_seconds_count", op="nack") == 0
+        assert value(m, "lazily_queue_errors_total", kind="settlement_rejected") == 1
+        assert value(m, "lazily_queue_errors_total", kind="no_quorum") == 0
+
+        text = m.render().decode()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        info = families["lazily_queue_node_info"].samples[0]
+        assert info.labels == {"node": follower.node_id, "cluster": follower.cluster}
+        build = families["lazily_queue_build_info"].samples[0]
+        assert set(build.labels) == {"version", "python"} and build.value == 1
+        states = {s.labels["state"]: s.value for s in families["lazily_queue_raft_state"].samples}
+        assert states == {"leader": 0, "follower": 1, "candidate": 0}
+        assert value(m, "lazily_queue_raft_leader_id") == int(leader.node_id)
+        free = value(m, "lazily_queue_disk_free_bytes")
+        assert free is not None and 0 < free <= (value(m, "lazily_queue_disk_total_bytes") or 0)
+        assert value(m, "lazily_queue_refused_handshakes_total") is not None
+        assert (value(m, "process_resident_memory_bytes") or 0) > 0
+        assert (value(m, "process_open_fds") or 0) > 0
+
+        # Without a majority, an operation fails with NoQuorum or CommitTimeout: counted.
+        for other in nodes:
+            if other is not follower:
+                await other.stop()
+        with pytest.raises((NoQuorum, CommitTimeout)):
+            await follower.barrier(timeout=1.0)
+        failed = sum(value(m, "lazily_queue_errors_total", kind=k) or 0
+                     for k in ("no_quorum", "commit_timeout"))
+        assert failed == 1
+        states = {s.labels["state"]: s.value for s in text_string_to_metric_families(
+            m.render().decode()) if s.name == "lazily_queue_raft_state" for s in s.samples}
+        assert sum(states.values()) == 1  # the same three series, one of them 1
     finally:
         for node in nodes:
             await node.stop()

@@ -12,8 +12,17 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from lazily_transports import dial, listen
+from lazily_transports import (
+    HandshakeError,
+    TLSConfigError,
+    TLSFiles,
+    describe_tls_error,
+    dial,
+    listen,
+)
 from transport_helpers import channel_pair, make_config
+
+from tests.certs import Issued, TestCA
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -100,3 +109,86 @@ async def test_tls_arguments_are_checked() -> None:
         await dial("ws://127.0.0.1:9/x", make_config(1), ssl_context=ssl.create_default_context())
     with pytest.raises(ValueError, match="do not use TLS"):
         await dial("tcp://127.0.0.1:9", make_config(1), ssl_context=ssl.create_default_context())
+
+
+# -- tls:// (TCP with TLS) and TLSFiles ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def authority(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
+    return TestCA(tmp_path_factory.mktemp("ca"))
+
+
+def _files(issued: Issued, **options: bool) -> TLSFiles:
+    return TLSFiles(issued.certificate, issued.key, issued.ca, **options)
+
+
+@pytest.mark.parametrize("scheme", ["tls://127.0.0.1:0", "wss://127.0.0.1:0/secure"])
+async def test_mutually_verified_links_with_files(authority: TestCA, scheme: str) -> None:
+    server, client = _files(authority.issue("n2")), _files(authority.issue("n1"))
+    async with channel_pair(scheme, ssl_context=server.server_context(),
+                            client_ssl=client.client_context()) as (a, b):
+        assert a.channel.scheme == scheme.split(":")[0]
+        await a.send(b"over tls" * 500)
+        assert await b.receive() == b"over tls" * 500
+
+
+async def test_a_certificate_of_another_ca_is_refused_with_a_clear_error(
+    authority: TestCA, tmp_path: Path
+) -> None:
+    stranger = TestCA(tmp_path / "other", name="another CA")
+    server = _files(authority.issue("n2"))
+
+    async def handler(channel: object) -> None:
+        raise AssertionError("no link should be accepted")
+
+    async with listen("tls://127.0.0.1:0", make_config(2), handler,
+                      ssl_context=server.server_context()) as listener:
+        # The dialer trusts another CA: it refuses the listener's certificate.
+        wrong_ca = TLSFiles(*_paths(stranger.issue("n1")))
+        with pytest.raises(ssl.SSLCertVerificationError) as refused:
+            await dial(listener.address, make_config(1), ssl_context=wrong_ca.client_context())
+        text = describe_tls_error(refused.value) or ""
+        assert text.startswith("the peer's TLS certificate is not signed by the trusted CA (")
+        assert text.endswith("); give every node a certificate signed by the CA in the "
+                             "others' `ca`")
+        # The dialer's own certificate is of another CA: the listener refuses it.
+        foreign = stranger.issue("n3")
+        mixed = TLSFiles(foreign.certificate, foreign.key, authority.path)
+        with pytest.raises((ssl.SSLError, ConnectionError, HandshakeError)) as refused_too:
+            channel = await dial(listener.address, make_config(3),
+                                 ssl_context=mixed.client_context())
+            await channel.receive()
+        if isinstance(refused_too.value, ssl.SSLError):
+            assert "peer refused this node's TLS certificate" in (
+                describe_tls_error(refused_too.value) or "")
+        # No client certificate at all: refused too.
+        bare = ssl.create_default_context(cafile=str(authority.path))
+        with pytest.raises((ssl.SSLError, ConnectionError, HandshakeError)):
+            channel = await dial(listener.address, make_config(4), ssl_context=bare)
+            await channel.receive()
+
+
+def _paths(issued: Issued) -> tuple[Path, Path, Path]:
+    return issued.certificate, issued.key, issued.ca
+
+
+async def test_tls_needs_its_contexts_and_files_are_checked(
+    authority: TestCA, tmp_path: Path
+) -> None:
+    async def handler(channel: object) -> None:
+        pass
+
+    with pytest.raises(ValueError, match="tls:// links need a server ssl_context"):
+        async with listen("tls://127.0.0.1:0", make_config(2), handler):
+            pass
+    with pytest.raises(ValueError, match="tls:// links need a client ssl_context"):
+        await dial("tls://127.0.0.1:9", make_config(1))
+    issued = authority.issue("n5")
+    with pytest.raises(TLSConfigError, match=r"TLS key file .*missing.key does not exist"):
+        TLSFiles(issued.certificate, tmp_path / "missing.key", issued.ca).server_context()
+    other = authority.issue("n6")
+    with pytest.raises(TLSConfigError, match="cannot be used together"):
+        TLSFiles(issued.certificate, other.key, issued.ca).client_context()
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    with pytest.raises(TLSConfigError, match="holds no usable PEM certificate"):
+        TLSFiles(issued.certificate, issued.key, tmp_path / "junk.pem").client_context()

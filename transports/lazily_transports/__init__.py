@@ -1,7 +1,8 @@
 """Ordered, reliable, authenticated byte-frame links between peers.
 
 ``dial`` / ``listen`` open links by address (``memory://name``, ``unix:///path``,
-``tcp://127.0.0.1:7001``, ``ws://host:port/path``, ``wss://...``, and with the
+``tcp://127.0.0.1:7001``, ``tls://...`` (TCP with TLS: :class:`TLSFiles`),
+``ws://host:port/path``, ``wss://...``, and with the
 ``webrtc`` extra ``webrtc+ws://host:port/room?peer=N``) and hand out ``LinkStream``
 objects: anyio object streams of whole frames whose handshake outcome is read as
 typed attributes (``stream.extra(LinkAttribute.peer_id)``). A ``SchemeTable`` maps
@@ -59,6 +60,7 @@ from .schemes import (
     scheme_of,
 )
 from .streams import LinkStream, establish
+from .tls import TLS_SCHEMES, TLSConfigError, TLSFiles, describe_tls_error
 
 __all__ = [
     "CODEC",
@@ -72,6 +74,7 @@ __all__ = [
     "PROTOCOL_ID",
     "PROTOCOL_MAJOR_VERSION",
     "READY_FEATURE",
+    "TLS_SCHEMES",
     "AddressError",
     "AuthenticationError",
     "ChannelAcceptor",
@@ -104,11 +107,14 @@ __all__ = [
     "ProbeAnswer",
     "ProbeAnswered",
     "SchemeTable",
+    "TLSConfigError",
+    "TLSFiles",
     "Transport",
     "TransportError",
     "TransportFactory",
     "UnknownPeerError",
     "UntrustedDataError",
+    "describe_tls_error",
     "dial",
     "establish",
     "listen",

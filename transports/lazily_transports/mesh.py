@@ -148,7 +148,8 @@ class Mesh:
         return self._listener.admission if self._listener is not None else None
 
     def listener_stats(self) -> dict[str, int]:
-        """Connections in their handshake now and refused over the caps so far.
+        """Connections in their handshake now, refused over the caps so far, and
+        handshakes refused so far.
 
         A WebSocket listener adds those still in their HTTP upgrade.
         """
@@ -157,6 +158,7 @@ class Mesh:
         return {
             "pending_handshakes": sum(gate.pending for gate in found),
             "refused_connections": sum(gate.refused for gate in found),
+            "refused_handshakes": sum(gate.refused_handshakes for gate in found),
         }
 
     @property

@@ -105,6 +105,7 @@ class SchemeTable:
                 "memory": _memory,
                 "unix": _sockets,
                 "tcp": _sockets,
+                "tls": _sockets,
                 "ws": _websocket,
                 "wss": _websocket,
                 "webrtc": _webrtc,

@@ -1,4 +1,5 @@
-"""Unix-domain (``unix:///path``, ``unix:relpath``) and loopback TCP (``tcp://host:port``) links.
+"""Unix-domain (``unix:///path``, ``unix:relpath``), TCP (``tcp://host:port``) and TCP with
+TLS (``tls://host:port``, given SSL contexts: see :mod:`lazily_transports.tls`) links.
 
 Frames are length-prefixed (see ``framing``). Queued frames are coalesced into one
 ``write`` per event-loop iteration and incoming chunks are split into frames in one
@@ -59,27 +60,41 @@ def parse_unix(address: str) -> str:
 
 
 def parse_tcp(address: str, *, listening: bool) -> tuple[str, int]:
-    """Host and port of ``tcp://host:port`` (port 0 only when listening)."""
+    """Host and port of ``tcp://host:port`` or ``tls://host:port`` (port 0 only when
+    listening)."""
     parts = urlsplit(address)
-    if parts.scheme != "tcp" or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise AddressError(f"expected tcp://HOST:PORT, got {address!r}")
+    scheme = parts.scheme if parts.scheme in ("tcp", "tls") else "tcp"
+    if parts.scheme != scheme or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
     try:
         port = parts.port
     except ValueError as exc:
         raise AddressError(f"{address!r}: {exc}") from None
     host = parts.hostname
     if not host or port is None:
-        raise AddressError(f"expected tcp://HOST:PORT, got {address!r}")
+        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
     if port == 0 and not listening:
         raise AddressError(f"{address!r}: cannot dial port 0")
     return host, port
 
 
-def _format_tcp(sockname: Any) -> str:
+def _format_tcp(sockname: Any, scheme: str = "tcp") -> str:
     host, port = sockname[0], sockname[1]
     if ":" in host:
-        return f"tcp://[{host}]:{port}"
-    return f"tcp://{host}:{port}"
+        return f"{scheme}://[{host}]:{port}"
+    return f"{scheme}://{host}:{port}"
+
+
+def _check_tls(address: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> bool:
+    """Whether ``address`` is ``tls:``; its context is required, others refuse one."""
+    if not address.startswith("tls:"):
+        refuse_tls(ssl_context, "unix: and tcp:")
+        return False
+    if ssl_context is None:
+        side = "a server" if listening else "a client"
+        raise ValueError(f"{address}: tls:// links need {side} ssl_context (certificate, key "
+                         "and CA: see lazily_transports.tls.TLSFiles)")
+    return True
 
 
 class SocketChannel(BufferedChannel, asyncio.Protocol):
@@ -154,7 +169,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             self._fail(self._truncation())
             return False
         self._deliver_eof()
-        return True
+        return self.scheme != "tls"  # TLS cannot half-close: the transport closes
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._decoder.pending and not self._closed:
@@ -306,12 +321,12 @@ def _reclaim_unix_path(path: str) -> None:
 
 
 class SocketTransport(Transport):
-    """Transport for ``unix:`` and ``tcp:`` addresses."""
+    """Transport for ``unix:``, ``tcp:`` and ``tls:`` addresses."""
 
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
-        refuse_tls(ssl_context, "unix: and tcp:")
+        tls = _check_tls(address, ssl_context, listening=False)
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
@@ -319,8 +334,12 @@ class SocketTransport(Transport):
             await loop.create_unix_connection(lambda: channel, path)
         else:
             host, port = parse_tcp(address, listening=False)
-            channel = SocketChannel(config, address, "tcp")
-            await loop.create_connection(lambda: channel, host, port)
+            channel = SocketChannel(config, address, "tls" if tls else "tcp")
+            await loop.create_connection(lambda: channel, host, port,
+                                         ssl=ssl_context if tls else None,
+                                         server_hostname=host if tls else None,
+                                         ssl_handshake_timeout=(
+                                             config.handshake_timeout if tls else None))
         return channel
 
     async def listen(
@@ -331,7 +350,7 @@ class SocketTransport(Transport):
         *,
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
-        refuse_tls(ssl_context, "unix: and tcp:")
+        tls = _check_tls(address, ssl_context, listening=True)
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
@@ -341,9 +360,12 @@ class SocketTransport(Transport):
             )
             return SocketListener(server, address, path)
         host, port = parse_tcp(address, listening=True)
+        scheme = "tls" if tls else "tcp"
         server = await loop.create_server(
-            lambda: SocketChannel(config, f"{address}#peer", "tcp", accept), host, port
+            lambda: SocketChannel(config, f"{address}#peer", scheme, accept), host, port,
+            ssl=ssl_context if tls else None,
+            ssl_handshake_timeout=config.handshake_timeout if tls else None,
         )
-        bound = _format_tcp(server.sockets[0].getsockname())
+        bound = _format_tcp(server.sockets[0].getsockname(), scheme)
         return SocketListener(server, bound, None)
 

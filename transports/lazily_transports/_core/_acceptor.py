@@ -85,6 +85,7 @@ class Acceptor:
             await stream.aclose()
 
     def _log_refusal(self, raw: DataChannel, error: HandshakeError) -> None:
+        self.gate.refused_handshakes += 1
         if not self._refusals.allow():
             return
         unlogged = self._refusals.take_suppressed()

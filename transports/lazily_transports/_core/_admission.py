@@ -68,6 +68,8 @@ class AdmissionGate:
         self.pending = 0
         #: Connections refused over a cap since the listener started.
         self.refused = 0
+        #: Handshakes refused (wrong secret or cluster, unknown peer, ...) so far.
+        self.refused_handshakes = 0
         self._by_source: dict[str, int] = {}
         self._log = LogLimiter()
 

@@ -130,7 +130,9 @@ class PeerLink:
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
                 self.trouble = str(exc)
-                routine = isinstance(exc, OSError | TimeoutError)
+                # A refused TLS handshake is a configuration problem, not routine.
+                routine = isinstance(exc, OSError | TimeoutError) and not isinstance(
+                    exc, ssl.SSLError)
                 level = (
                     logging.DEBUG
                     if routine and not isinstance(exc, HandshakeError)
@@ -170,6 +172,8 @@ class PeerLink:
             if isinstance(exc, HandshakeTimeoutError) or exc.field == "handshake":
                 level = logging.DEBUG  # transient: the peer is busy or restarting
             detail: object = exc
+        except ssl.SSLError as exc:
+            outcome, detail = f"TLS failed: {exc}", exc
         except (OSError, TimeoutError) as exc:
             outcome, level, detail = f"unreachable: {exc}", logging.DEBUG, exc
         except Exception as exc:  # a probe is advisory: report anything and go on

@@ -14,13 +14,13 @@ import ipaddress
 import logging
 import socket
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection
 
-__all__ = ["IceSettings", "install_gatherer", "new_peer_connection"]
+__all__ = ["IceSettings", "ice_servers_from", "install_gatherer", "new_peer_connection"]
 
 _log = logging.getLogger("lazily_transports.webrtc")
 
@@ -73,6 +73,30 @@ class IceSettings:
         object.__setattr__(self, "ice_servers", tuple(self.ice_servers))
         if self.receive_buffer < 0 or self.send_buffer < 0:
             raise ValueError("socket buffer sizes must be >= 0 (0 keeps aioice's size)")
+
+
+_ICE_SCHEMES = ("stun:", "stuns:", "turn:", "turns:")
+
+
+def ice_servers_from(entries: Sequence[Mapping[str, Any]]) -> tuple[RTCIceServer, ...]:
+    """``RTCIceServer`` objects from plain mappings: ``urls`` (a URL or a list of
+    ``stun:``/``turn:`` URLs) and, for TURN, ``username`` and ``credential``."""
+    servers = []
+    for i, entry in enumerate(entries):
+        unknown = set(entry) - {"urls", "username", "credential"}
+        if unknown:
+            raise ValueError(f"ICE server {i}: unknown key(s) {', '.join(sorted(unknown))}")
+        urls = entry.get("urls")
+        urls = [urls] if isinstance(urls, str) else urls
+        if not isinstance(urls, Sequence) or not urls or not all(
+                isinstance(u, str) and u.startswith(_ICE_SCHEMES) for u in urls):
+            raise ValueError(f"ICE server {i}: urls must be stun:/stuns:/turn:/turns: URLs, "
+                             f"not {entry.get('urls')!r}")
+        username, credential = entry.get("username"), entry.get("credential")
+        if any(u.startswith("turn") for u in urls) and not (username and credential):
+            raise ValueError(f"ICE server {i}: a TURN server needs a username and credential")
+        servers.append(RTCIceServer(urls=list(urls), username=username, credential=credential))
+    return tuple(servers)
 
 
 def new_peer_connection(settings: IceSettings) -> RTCPeerConnection:

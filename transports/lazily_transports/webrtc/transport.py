@@ -187,7 +187,11 @@ class WebRTCListener(Listener):
 
 
 class WebRTCTransport(Transport):
-    """Opens WebRTC links; sessions are per event loop, room and local peer id."""
+    """Opens WebRTC links; sessions are per event loop, room and local peer id.
+
+    ``ice`` holds the STUN/TURN servers and host candidates; ``signaling_token`` is
+    sent to a signaling server that requires one.
+    """
 
     def __init__(
         self,
@@ -195,10 +199,12 @@ class WebRTCTransport(Transport):
         *,
         negotiation_timeout: float = 20.0,
         signaling_timeout: float = 10.0,
+        signaling_token: str | None = None,
     ) -> None:
         if negotiation_timeout <= 0 or signaling_timeout <= 0:
             raise ValueError("timeouts must be positive")
         self.ice = ice if ice is not None else IceSettings()
+        self._signaling_token = signaling_token
         self._negotiation_timeout = negotiation_timeout
         self._signaling_timeout = signaling_timeout
         self._sessions: weakref.WeakKeyDictionary[
@@ -242,6 +248,7 @@ class WebRTCTransport(Transport):
                     config.peer_id,
                     timeout=self._signaling_timeout,
                     ssl_context=ssl_context if parsed.scheme == "webrtc+wss" else None,
+                    token=self._signaling_token,
                 )
                 break
             except SignalingError as exc:

@@ -9,7 +9,7 @@ from typing import Self
 
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from ._frames import (
     ClientFrame,
@@ -63,9 +63,13 @@ class SignalingClient:
         timeout: float = 10.0,
         max_frame_size: int = 1 << 20,
         ssl_context: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> SignalingClient:
-        """Open ``url`` (``ws://host:port/room`` or ``wss://``) and join as ``peer``."""
+        """Open ``url`` (``ws://host:port/room`` or ``wss://``) and join as ``peer``;
+        ``token`` is sent as ``Authorization: Bearer`` to a server that requires one
+        (a refusal raises ``SignalingError`` with code ``unauthorized``)."""
         join = Join(peer, tuple(capabilities) if capabilities is not None else None)
+        headers = None if token is None else {"Authorization": f"Bearer {token}"}
         try:
             ws = await connect(
                 url,
@@ -73,9 +77,16 @@ class SignalingClient:
                 max_size=max_frame_size,
                 compression=None,
                 ssl=ssl_context,
+                additional_headers=headers,
             )
         except InvalidURI as exc:
             raise ValueError(f"invalid signaling URL {url!r}: {exc}") from None
+        except InvalidStatus as exc:
+            if exc.response.status_code in (401, 403):
+                reason = "no token was sent" if token is None else "the token was refused"
+                raise SignalingError("unauthorized", f"signaling server {url!r} requires a "
+                                     f"token and {reason}") from None
+            raise ConnectionError(f"cannot reach signaling server {url!r}: {exc}") from exc
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             raise ConnectionError(f"cannot reach signaling server {url!r}: {exc}") from exc
         try:

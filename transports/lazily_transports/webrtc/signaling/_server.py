@@ -10,19 +10,26 @@ Protocol decisions around the pure room:
   speak this protocol;
 * a message over ``max_frame_size`` closes the connection (code 1009);
 * a connection whose outbound queue overflows is closed (code 1008), so a slow
-  reader never stalls the room.
+  reader never stalls the room;
+* with a ``token``, the WebSocket upgrade must carry ``Authorization: Bearer TOKEN``
+  (401 otherwise): only holders of the token can join rooms. It does not replace the
+  peers' own authentication, which runs over the links the server helps set up.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
+import ssl
 from collections.abc import Callable
+from http import HTTPStatus
 from types import TracebackType
 from typing import Self
 
 import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from ._frames import Error, ServerFrame, SignalingFrameError, dumps, loads
 from ._room import ErrorCode, Output, Permissions, RoomCore
@@ -88,9 +95,16 @@ class SignalingServer:
         permissions: Permissions | Callable[[str], Permissions] | None = None,
         max_frame_size: int = 1 << 20,
         outbound_queue: int = 1024,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if max_frame_size <= 0 or outbound_queue <= 0:
             raise ValueError("max_frame_size and outbound_queue must be positive")
+        if token is not None and not token:
+            raise ValueError("token must be a non-empty string (or None: no token required)")
+        self._token = token
+        self._ssl_context = ssl_context
+        self.refused = 0
         self._host = host
         self._port = port
         self._permissions = permissions
@@ -111,7 +125,8 @@ class SignalingServer:
     def url(self) -> str:
         """``ws://host:port`` of the bound server (append ``/room``)."""
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"ws://{host}:{self.port}"
+        scheme = "wss" if self._ssl_context is not None else "ws"
+        return f"{scheme}://{host}:{self.port}"
 
     def room(self, path: str) -> RoomCore[_Client] | None:
         """The live room at ``path`` (for inspection), or None."""
@@ -126,7 +141,20 @@ class SignalingServer:
             self._port,
             max_size=self._max_frame_size,
             compression=None,
+            process_request=self._authorize if self._token is not None else None,
+            ssl=self._ssl_context,
         )
+
+    def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
+        assert self._token is not None
+        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(),
+                                                              self._token.encode()):
+            return None
+        self.refused += 1
+        _log.warning("refused a signaling connection from %s: missing or wrong token",
+                     connection.remote_address)
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "a signaling token is required\n")
 
     async def aclose(self) -> None:
         server, self._server = self._server, None

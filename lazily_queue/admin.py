@@ -1,0 +1,234 @@
+"""Administration of a running node: the actions behind the admin API and CLI.
+
+Every action goes through the replicated log (purge, delete, redrive, membership) or
+reads this node's applied state after a barrier (listings), so it means the same on
+every member. A refusal raises :class:`AdminError` carrying a stable ``code``, an
+HTTP ``status`` and a one-line message; the admin API returns it as
+``{"error": {"code": ..., "message": ...}}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidConfiguration, LazilyQueueError
+from .raft.errors import (
+    CommitTimeout,
+    NodeNotRunning,
+    NoQuorum,
+    ProposalRejected,
+    StorageUnavailable,
+)
+from .replicated import ops
+from .storage.raft_queue import raise_op_error
+
+if TYPE_CHECKING:
+    from .node import Node
+
+#: Object kinds as the API and CLI name them.
+KINDS = ("queue", "work_queue", "topic")
+#: Most dead letters one listing returns.
+MAX_LISTING = 1000
+
+
+class AdminError(LazilyQueueError):
+    """An admin action was refused; ``code`` is stable, ``status`` the HTTP status."""
+
+    def __init__(self, code: str, message: str, status: int = 400,
+                 **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.extra = extra
+
+    def document(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+def _refused(exc: BaseException) -> AdminError:
+    """The admin error of a failed replicated operation."""
+    if isinstance(exc, AdminError):
+        return exc
+    if isinstance(exc, NoQuorum):
+        return AdminError("no_quorum", str(exc), 503)
+    if isinstance(exc, CommitTimeout):
+        return AdminError("timeout", str(exc), 504)
+    if isinstance(exc, StorageUnavailable):
+        return AdminError("storage_unavailable", str(exc), 503)
+    if isinstance(exc, NodeNotRunning):
+        return AdminError("not_running", str(exc), 503)
+    if isinstance(exc, ProposalRejected):
+        text = str(exc)
+        code = text.split(":", 1)[0]
+        if code.startswith("unknown_"):
+            return AdminError("not_found", text.split(": ", 1)[-1], 404)
+        return AdminError("refused", text, 409)
+    if isinstance(exc, InvalidConfiguration):
+        return AdminError("refused", str(exc), 409)
+    if isinstance(exc, TimeoutError):
+        return AdminError("timeout", str(exc) or "the action timed out", 504)
+    raise exc
+
+
+async def _call(node: Node, code: int, args: list[Any]) -> Any:
+    try:
+        return raise_op_error(await node.driver.call(code, args, timeout=node.op_timeout))
+    except LazilyQueueError as exc:
+        raise _refused(exc) from None
+    except TimeoutError as exc:
+        raise _refused(exc) from None
+
+
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise AdminError("bad_request", f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    return kind
+
+
+def check_name(name: Any, what: str = "name") -> str:
+    if not isinstance(name, str) or not name or len(name) > 1024:
+        raise AdminError("bad_request", f"{what} must be a non-empty string, not {name!r}")
+    return name
+
+
+async def barrier(node: Node) -> None:
+    try:
+        await node.barrier()
+    except LazilyQueueError as exc:
+        raise _refused(exc) from None
+    except TimeoutError as exc:
+        raise _refused(exc) from None
+
+
+async def list_objects(node: Node) -> list[dict[str, Any]]:
+    """Every queue, work queue and topic with its figures (after a barrier)."""
+    await barrier(node)
+    view = node.view
+    found: list[dict[str, Any]] = []
+    for name, q in sorted(view.queues.items()):
+        found.append({"kind": "queue", "name": name, "depth": q.len(),
+                      "capacity": q.capacity(), "closed": q.is_closed()})
+    for name, w in sorted(view.work_queues.items()):
+        core = w.core
+        found.append({"kind": "work_queue", "name": name, "depth": core.pending_len(),
+                      "in_flight": core.in_flight_len(),
+                      "dead_letters": core.dead_letter_len()})
+    for name, t in sorted(view.topics.items()):
+        found.append({"kind": "topic", "name": name,
+                      "depth": t.end_offset() - t.base_offset(),
+                      "subscribers": len(t.subscriptions())})
+    return found
+
+
+async def purge(node: Node, kind: str, name: str, *, dead_letters: bool = False) -> int:
+    """Drop the elements of a queue or the pending items (or dead letters) of a work
+    queue; returns how many were dropped."""
+    check_kind(kind)
+    check_name(name)
+    if kind == "queue":
+        if dead_letters:
+            raise AdminError("bad_request", "queues have no dead letters; purge a work queue")
+        return int(await _call(node, ops.QUEUE_PURGE, [name]))
+    if kind == "work_queue":
+        return int(await _call(node, ops.WORK_PURGE, [name, bool(dead_letters)]))
+    raise AdminError("bad_request", "a topic is not purged: its elements go once every "
+                                    "subscriber has read them; delete it instead")
+
+
+async def delete(node: Node, kind: str, name: str) -> int:
+    """Forget a queue, work queue or topic; returns how many elements it held."""
+    code = {"queue": ops.QUEUE_DELETE, "work_queue": ops.WORK_DELETE,
+            "topic": ops.TOPIC_DELETE}[check_kind(kind)]
+    return int(await _call(node, code, [check_name(name)]))
+
+
+async def dead_letters(node: Node, name: str, *, offset: int = 0,
+                       limit: int = 100) -> dict[str, Any]:
+    """A page of the work queue's dead letters (after a barrier), oldest first."""
+    check_name(name)
+    if not 0 <= offset or not 1 <= limit <= MAX_LISTING:
+        raise AdminError("bad_request",
+                         f"offset must be >= 0 and limit in 1..{MAX_LISTING}")
+    await barrier(node)
+    state = node.view.work_queue(name)
+    if state is None:
+        raise AdminError("not_found", f"work queue {name!r} has not been declared", 404)
+    letters = state.core.dead_letters()
+    return {"name": name, "total": len(letters), "offset": offset,
+            "dead_letters": [_letter(d.to_dict()) for d in letters[offset:offset + limit]]}
+
+
+def _letter(doc: dict[str, Any]) -> dict[str, Any]:
+    """A dead letter as JSON: values CBOR can hold but JSON cannot are shown as text."""
+    value = doc["value"]
+    if isinstance(value, bytes) or (isinstance(value, float) and not math.isfinite(value)):
+        doc["value"] = repr(value)
+    doc["reason"] = str(doc["reason"])
+    return doc
+
+
+async def redrive(node: Node, name: str, item_ids: list[int] | None = None) -> int:
+    """Move dead letters (all, or those with ``item_ids``) back to the pending tail."""
+    check_name(name)
+    if item_ids is not None and (not isinstance(item_ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in item_ids)):
+        raise AdminError("bad_request", "item_ids must be a list of item ids (integers >= 0)")
+    result = await _call(node, ops.WORK_REDRIVE, [name, item_ids])
+    return int(result[0])
+
+
+def members(node: Node) -> list[dict[str, Any]]:
+    """The members as this node sees them (role, reachability, lag)."""
+    from .status import node_status
+
+    return list(node_status(node)["members"])
+
+
+def _leader_hint(node: Node) -> dict[str, Any]:
+    leader = node.leader_id
+    return {"leader": leader,
+            "leader_page": None if leader is None else node.view.member_pages.get(leader)}
+
+
+async def add_member(node: Node, member: Any, address: Any) -> None:
+    member_id = check_name(str(member) if isinstance(member, int) else member, "id")
+    if not member_id.isdigit():
+        raise AdminError("bad_request", f"a member id is an integer, not {member_id!r}")
+    check_name(address, "address")
+    await _membership(node, node.add_member(member_id, address))
+
+
+async def remove_member(node: Node, member: Any) -> None:
+    member_id = check_name(str(member) if isinstance(member, int) else member, "id")
+    if member_id not in node.driver.replica.engine.members:
+        raise AdminError("not_found", f"node {member_id} is not a member", 404)
+    await _membership(node, node.remove_member(member_id))
+
+
+async def transfer_leadership(node: Node, to: Any = None) -> str:
+    """Hand leadership to ``to`` (or the most caught-up follower); returns the new leader."""
+    target = None if to is None else check_name(str(to) if isinstance(to, int) else to, "to")
+    if target is not None and target not in node.driver.replica.engine.members:
+        raise AdminError("not_found", f"node {target} is not a member", 404)
+    if target is not None and target == node.leader_id:
+        raise AdminError("refused", f"node {target} already leads", 409)
+    if not node.is_leader:
+        raise AdminError("not_leader", f"node {node.node_id} is not the leader; ask the "
+                         "leader", 409, **_leader_hint(node))
+    try:
+        return await node.transfer_leadership(target)
+    except (LazilyQueueError, TimeoutError) as exc:
+        raise _refused(exc) from None
+
+
+async def _membership(node: Node, change: Any) -> None:
+    if not node.is_leader:
+        change.close()
+        raise AdminError("not_leader", f"node {node.node_id} is not the leader; membership "
+                         "changes are made on the leader", 409, **_leader_hint(node))
+    try:
+        await change
+    except (LazilyQueueError, TimeoutError) as exc:
+        raise _refused(exc) from None

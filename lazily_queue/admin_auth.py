@@ -1,0 +1,129 @@
+"""Who may use the admin API: the admin token, browser sessions, and cross-site checks.
+
+The admin token is the operator's credential (never the cluster secret: the secret
+authenticates members to each other and must not reach a browser). A command-line
+client sends it as ``Authorization: Bearer TOKEN``. A browser logs in once with it
+(``POST /admin/login``) and receives a session cookie (``HttpOnly``,
+``SameSite=Strict``) and a CSRF token its page sends back in ``X-CSRF-Token`` with
+every change.
+
+Every admin request is also refused when it comes from another site: an ``Origin``
+header that is not the node's own origin, or ``Sec-Fetch-Site`` other than
+``same-origin`` / ``none``. A cross-site form or script therefore cannot act with an
+operator's cookie, and no CORS header is ever sent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .admin import AdminError
+
+#: Cookie holding a browser's admin session.
+COOKIE = "lazily_admin"
+#: Header carrying the session's CSRF token.
+CSRF_HEADER = "X-CSRF-Token"
+#: Shortest admin token accepted (characters).
+MIN_TOKEN = 16
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    csrf: str
+    expires: float
+
+
+class AdminAuth:
+    """Checks admin requests against ``token`` (``None``: the admin API is off)."""
+
+    def __init__(self, token: str | None, *, session_ttl: float = 8 * 3600,
+                 max_sessions: int = 64) -> None:
+        if token is not None and len(token) < MIN_TOKEN:
+            raise ValueError(f"the admin token must be at least {MIN_TOKEN} characters")
+        self._token = token
+        self.session_ttl = session_ttl
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+
+    @property
+    def enabled(self) -> bool:
+        return self._token is not None
+
+    def _require_enabled(self) -> str:
+        if self._token is None:
+            raise AdminError(
+                "admin_disabled", "the admin API is off on this node: set `admin_token_env` "
+                "or `admin_token_file` in its configuration and restart it", 403)
+        return self._token
+
+    def check_origin(self, headers: Mapping[str, str], own_origin: str) -> None:
+        """Refuse a request another site made (see the module docstring)."""
+        site = headers.get("Sec-Fetch-Site")
+        if site is not None and site not in ("same-origin", "none"):
+            raise AdminError("cross_origin", f"refused a {site} request: admin actions are "
+                             "only taken from this node's own page", 403)
+        origin = headers.get("Origin")
+        if origin is not None and origin.rstrip("/") != own_origin:
+            raise AdminError("cross_origin", f"refused a request from origin {origin}: admin "
+                             f"actions are only taken from {own_origin}", 403)
+
+    def login(self, presented: object) -> Session:
+        """A new session for the right token; ``unauthorized`` otherwise."""
+        token = self._require_enabled()
+        if not isinstance(presented, str) or not hmac.compare_digest(
+                presented.encode(), token.encode()):
+            raise AdminError("unauthorized", "wrong admin token", 401)
+        now = time.time()
+        for sid in [s.id for s in self._sessions.values() if s.expires <= now]:
+            del self._sessions[sid]
+        while len(self._sessions) >= self.max_sessions:
+            self._sessions.popitem(last=False)
+        session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32),
+                          now + self.session_ttl)
+        self._sessions[session.id] = session
+        return session
+
+    def logout(self, session_id: str | None) -> None:
+        if session_id is not None:
+            self._sessions.pop(session_id, None)
+
+    def session(self, session_id: str | None) -> Session | None:
+        """The live session with that id, or ``None``."""
+        if session_id is None:
+            return None
+        found = self._sessions.get(session_id)
+        if found is None or found.expires <= time.time():
+            self._sessions.pop(session_id, None)
+            return None
+        return found
+
+    def authorize(self, method: str, headers: Mapping[str, str], session_id: str | None,
+                  own_origin: str) -> str:
+        """Raise :class:`AdminError` unless the request may act; returns ``"token"`` or
+        ``"session"`` (how it authenticated)."""
+        token = self._require_enabled()
+        self.check_origin(headers, own_origin)
+        authorization = headers.get("Authorization")
+        if authorization is not None:
+            scheme, _, presented = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                    presented.strip().encode(), token.encode()):
+                raise AdminError("unauthorized", "wrong admin token", 401)
+            return "token"
+        session = self.session(session_id)
+        if session is None:
+            raise AdminError("unauthorized", "log in with the admin token (or send "
+                             "`Authorization: Bearer TOKEN`)", 401)
+        if method.upper() not in SAFE_METHODS:
+            presented = headers.get(CSRF_HEADER, "")
+            if not hmac.compare_digest(presented.encode(), session.csrf.encode()):
+                raise AdminError("csrf", f"missing or wrong {CSRF_HEADER} header: reload the "
+                                 "page", 403)
+        return "session"

@@ -1,0 +1,173 @@
+"""The admin API from the command line: where the node is, the token, requests, errors.
+
+``lazily-queue queue|dlq|members`` talk to a running node's HTTP admin API (see
+:mod:`lazily_queue.integrations.aiohttp_admin`) with the admin token, read from an
+environment variable (``--token-env``, default ``LAZILY_ADMIN_TOKEN``), a file
+(``--token-file``) or the node's configuration (``--config``); never from the command
+line. Every failure is one line on stderr and exit status 1 (2 for a usage problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
+
+
+class CliError(Exception):
+    """A one-line failure; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--url`` / ``--config``, the token's source, ``--timeout`` and ``--json``."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the node's HTTP address, e.g. http://127.0.0.1:8101")
+    where.add_argument("--config", metavar="FILE",
+                       help="the node's TOML file (its `http` address and admin token)")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token-env", metavar="NAME",
+                       help=f"environment variable holding the admin token (default "
+                            f"{DEFAULT_TOKEN_ENV}, or the one --config names)")
+    token.add_argument("--token-file", metavar="FILE", type=Path,
+                       help="file holding the admin token")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    parser.add_argument("--json", action="store_true", help="print the JSON answer")
+
+
+class AdminClient:
+    """Requests to one node's admin API with the admin token."""
+
+    def __init__(self, url: str, token: str, timeout: float) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> AdminClient:
+        url, token = args.url, None
+        if args.config is not None:
+            from ..config import load_config
+            from ..errors import InvalidConfiguration
+
+            try:
+                config = load_config(args.config)
+                url = config.http_url
+                if args.token_env is None and args.token_file is None:
+                    token = config.admin_token(check_secret=False)
+            except InvalidConfiguration as exc:
+                raise CliError(str(exc), 2) from None
+            if url is None:
+                raise CliError(f"{args.config} has no `http` address; pass --url", 2)
+        if token is None:
+            token = _token(args.token_env, args.token_file)
+        if "://" not in url:
+            url = "http://" + url
+        return cls(url, token, args.timeout)
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self.request("POST", path, body or {})
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                *, follow_leader: bool = True) -> Any:
+        """The JSON answer; an error answer raises :class:`CliError` with its code and
+        message. ``not_leader`` is retried once at the leader's page when it is known."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + "/admin/api" + path, data=data, method=method,
+            headers={"Authorization": f"Bearer {self.token}",
+                     "Content-Type": "application/json", "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as exc:
+            error = _error_of(exc)
+            if error.get("code") == "not_leader" and follow_leader and error.get("leader_page"):
+                leader = AdminClient(str(error["leader_page"]), self.token, self.timeout)
+                print(f"(asking the leader, node {error.get('leader')} at {leader.url})",
+                      file=sys.stderr)
+                return leader.request(method, path, body, follow_leader=False)
+            raise CliError(_describe(error, exc.code)) from None
+        except urllib.error.URLError as exc:
+            raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "
+                           "with `http` set to this address?") from None
+        except (OSError, ValueError) as exc:
+            raise CliError(f"{self.url}: {exc}") from None
+
+
+def _token(env: str | None, file: Path | None) -> str:
+    if file is not None:
+        try:
+            token = file.read_text().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"cannot read the admin token from {file}: "
+                           f"{getattr(exc, 'strerror', None) or exc}", 2) from None
+        if not token:
+            raise CliError(f"the admin token file {file} is empty", 2)
+        return token
+    name = env or DEFAULT_TOKEN_ENV
+    token = os.environ.get(name, "")
+    if not token:
+        raise CliError(f"no admin token: set environment variable {name} (or pass "
+                       "--token-env NAME, --token-file FILE or --config FILE)", 2)
+    return token
+
+
+def _error_of(exc: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        doc = json.loads(exc.read() or b"{}")
+    except ValueError:
+        doc = {}
+    error = doc.get("error") if isinstance(doc, dict) else None
+    return error if isinstance(error, dict) else {"code": f"http_{exc.code}",
+                                                  "message": exc.reason}
+
+
+def _describe(error: dict[str, Any], status: int) -> str:
+    code, message = error.get("code", f"http_{status}"), error.get("message", "")
+    if status == 404 and code == f"http_{status}":
+        return "this node serves no admin API (is it a `lazily-queue node` of this version?)"
+    hint = ""
+    if code == "unauthorized":
+        hint = " (check the admin token: it is the node's admin_token_env/admin_token_file)"
+    return f"{code}: {message}{hint}"
+
+
+def run(handler: Any, args: argparse.Namespace) -> int:
+    """Run ``handler(client, args)``; a :class:`CliError` becomes one line and its code."""
+    try:
+        client = AdminClient.from_args(args)
+        handler(client, args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    return 0
+
+
+def emit(args: argparse.Namespace, doc: Any, text: str | None = None) -> None:
+    """Print ``doc`` as JSON with ``--json``, else ``text``."""
+    if args.json or text is None:
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print(text)
+
+
+def table(columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    """Plain aligned columns (``-`` for a missing value)."""
+    cells = [list(columns)] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in cells)

@@ -1,0 +1,208 @@
+"""The admin API over aiohttp (used by ``lazily-queue node`` and :func:`.aiohttp.setup`).
+
+Routes under ``{prefix}/admin/`` (JSON in, JSON out)::
+
+    POST /admin/login                      {"token": ...}  -> {"csrf": ...} + session cookie
+    POST /admin/logout
+    GET  /admin/session                    -> {"authenticated": bool, "csrf": ...}
+    GET  /admin/api/queues                 -> {"queues": [{kind, name, depth, ...}]}
+    POST /admin/api/queues/{kind}/{name}/purge    {"dead_letters": false}
+    POST /admin/api/queues/{kind}/{name}/delete
+    GET  /admin/api/dlq/{name}?offset=&limit=
+    POST /admin/api/dlq/{name}/redrive     {"item_ids": [...] | null}
+    GET  /admin/api/members
+    POST /admin/api/members                {"id": ..., "address": ...}
+    POST /admin/api/members/{id}/remove
+    POST /admin/api/leadership             {"to": id | null}
+
+Authentication and the cross-site checks are :class:`~lazily_queue.admin_auth.AdminAuth`.
+Every refusal is ``{"error": {"code", "message", ...}}`` with its HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from .. import admin
+from ..admin import AdminError
+from ..admin_auth import COOKIE, AdminAuth
+from .aiohttp import NODE
+
+log = logging.getLogger(__name__)
+
+AUTH = web.AppKey("lazily_queue.admin_auth", AdminAuth)
+#: Largest admin request body (bytes).
+MAX_BODY = 64 * 1024
+
+Handler = Callable[[web.Request], Awaitable[Any]]
+
+
+def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "") -> None:
+    """Serve the admin API (module docstring) with ``token`` as the admin credential
+    (``None``: every route answers ``admin_disabled``, saying how to turn it on)."""
+    app[AUTH] = AdminAuth(token)
+    base = prefix.rstrip("/") + "/admin"
+    app.router.add_post(base + "/login", _login)
+    app.router.add_post(base + "/logout", _logout)
+    app.router.add_get(base + "/session", _session)
+    api = base + "/api"
+    routes: list[tuple[str, str, Handler]] = [
+        ("GET", "/queues", _queues),
+        ("POST", "/queues/{kind}/{name}/purge", _purge),
+        ("POST", "/queues/{kind}/{name}/delete", _delete),
+        ("GET", "/dlq/{name}", _dlq),
+        ("POST", "/dlq/{name}/redrive", _redrive),
+        ("GET", "/members", _members),
+        ("POST", "/members", _add_member),
+        ("POST", "/members/{id}/remove", _remove_member),
+        ("POST", "/leadership", _transfer),
+    ]
+    for method, path, handler in routes:
+        app.router.add_route(method, api + path, _guarded(handler))
+
+
+def _origin(request: web.Request) -> str:
+    return f"{request.scheme}://{request.host}"
+
+
+def _error(exc: AdminError) -> web.Response:
+    return web.json_response(exc.document(), status=exc.status)
+
+
+def _guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def run(request: web.Request) -> web.Response:
+        try:
+            request.app[AUTH].authorize(request.method, request.headers,
+                                        request.cookies.get(COOKIE), _origin(request))
+            result = await handler(request)
+        except AdminError as exc:
+            return _error(exc)
+        return web.json_response(result)
+
+    return run
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
+    raw = await request.content.read(MAX_BODY + 1)
+    if len(raw) > MAX_BODY:
+        raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
+    if not raw.strip():
+        return {}
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise AdminError("bad_request", "the body is not JSON") from None
+    if not isinstance(doc, dict):
+        raise AdminError("bad_request", "the body must be a JSON object")
+    return doc
+
+
+async def _login(request: web.Request) -> web.Response:
+    auth = request.app[AUTH]
+    try:
+        auth.check_origin(request.headers, _origin(request))
+        session = auth.login((await _body(request)).get("token"))
+    except AdminError as exc:
+        return _error(exc)
+    response = web.json_response({"csrf": session.csrf, "expires": session.expires})
+    response.set_cookie(COOKIE, session.id, httponly=True, samesite="Strict",
+                        secure=request.secure, path="/", max_age=int(auth.session_ttl))
+    return response
+
+
+async def _logout(request: web.Request) -> web.Response:
+    auth = request.app[AUTH]
+    try:
+        auth.authorize("POST", request.headers, request.cookies.get(COOKIE), _origin(request))
+    except AdminError as exc:
+        return _error(exc)
+    auth.logout(request.cookies.get(COOKIE))
+    response = web.json_response({"ok": True})
+    response.del_cookie(COOKIE, path="/")
+    return response
+
+
+async def _session(request: web.Request) -> web.Response:
+    auth = request.app[AUTH]
+    try:
+        auth.check_origin(request.headers, _origin(request))
+    except AdminError as exc:
+        return _error(exc)
+    session = auth.session(request.cookies.get(COOKIE))
+    return web.json_response({"enabled": auth.enabled, "authenticated": session is not None,
+                              "csrf": None if session is None else session.csrf})
+
+
+async def _queues(request: web.Request) -> dict[str, Any]:
+    return {"queues": await admin.list_objects(request.app[NODE])}
+
+
+async def _purge(request: web.Request) -> dict[str, Any]:
+    body = await _body(request)
+    kind, name = request.match_info["kind"], request.match_info["name"]
+    removed = await admin.purge(request.app[NODE], kind, name,
+                                dead_letters=bool(body.get("dead_letters", False)))
+    log.warning("admin: purged %s %r (%d removed)", kind, name, removed)
+    return {"removed": removed}
+
+
+async def _delete(request: web.Request) -> dict[str, Any]:
+    kind, name = request.match_info["kind"], request.match_info["name"]
+    held = await admin.delete(request.app[NODE], kind, name)
+    log.warning("admin: deleted %s %r (it held %d)", kind, name, held)
+    return {"deleted": True, "held": held}
+
+
+def _int_param(request: web.Request, key: str, default: int) -> int:
+    raw = request.query.get(key)
+    if raw is None:
+        return default
+    if not raw.isdigit():
+        raise AdminError("bad_request", f"{key} must be an integer >= 0, not {raw[:20]!r}")
+    return int(raw)
+
+
+async def _dlq(request: web.Request) -> dict[str, Any]:
+    return await admin.dead_letters(
+        request.app[NODE], request.match_info["name"],
+        offset=_int_param(request, "offset", 0), limit=_int_param(request, "limit", 100))
+
+
+async def _redrive(request: web.Request) -> dict[str, Any]:
+    body = await _body(request)
+    name = request.match_info["name"]
+    moved = await admin.redrive(request.app[NODE], name, body.get("item_ids"))
+    log.warning("admin: redrove %d dead letter(s) of %r", moved, name)
+    return {"redriven": moved}
+
+
+async def _members(request: web.Request) -> dict[str, Any]:
+    return {"members": admin.members(request.app[NODE])}
+
+
+async def _add_member(request: web.Request) -> dict[str, Any]:
+    body = await _body(request)
+    await admin.add_member(request.app[NODE], body.get("id"), body.get("address"))
+    log.warning("admin: added member %s at %s", body.get("id"), body.get("address"))
+    return {"added": str(body.get("id"))}
+
+
+async def _remove_member(request: web.Request) -> dict[str, Any]:
+    member = request.match_info["id"]
+    await admin.remove_member(request.app[NODE], member)
+    log.warning("admin: removed member %s", member)
+    return {"removed": member}
+
+
+async def _transfer(request: web.Request) -> dict[str, Any]:
+    body = await _body(request)
+    leader = await admin.transfer_leadership(request.app[NODE], body.get("to"))
+    log.warning("admin: leadership moved to %s", leader)
+    return {"leader": leader}

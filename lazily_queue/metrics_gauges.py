@@ -1,0 +1,135 @@
+"""The gauges of :class:`~lazily_queue.metrics.NodeMetrics`, read from the node at scrape
+time: identity and build (constant labels only), Raft state, members, disk, listener
+refusals and the depths of every queue, work queue and topic.
+
+No label value changes while a node runs (only the set of members, queues and
+subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}`` with
+one series per possible state (1 for the current one), the leader is the number
+``lazily_queue_raft_leader_id`` (-1 while there is none).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .status import node_status
+from .vitals import disk_usage, version
+
+if TYPE_CHECKING:
+    from .metrics import NodeMetrics
+
+RAFT_STATES = ("leader", "follower", "candidate")
+
+
+class StateCollector(Collector):
+    """Gauges read from the node at scrape time (see the module docstring)."""
+
+    def __init__(self, metrics: NodeMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        node = self.metrics.node
+        ns = self.metrics.namespace
+        info = GaugeMetricFamily(f"{ns}_node_info", "This node (value 1)",
+                                 labels=["node", "cluster"])
+        info.add_metric([node.node_id, node.cluster], 1)
+        yield info
+        build = GaugeMetricFamily(f"{ns}_build_info", "The running build (value 1)",
+                                  labels=["version", "python"])
+        build.add_metric([version(), sys.version.split()[0]], 1)
+        yield build
+        if not node.running:
+            return
+        status = node_status(node)
+        yield from _raft(ns, status, node.driver.replica.leader_changes)
+        lag = GaugeMetricFamily(f"{ns}_member_lag_entries",
+                                "Log entries a member trails the leader by (leader only)",
+                                labels=["member"])
+        up = GaugeMetricFamily(f"{ns}_member_connected", "1 while linked", labels=["member"])
+        for member in status["members"]:
+            up.add_metric([member["id"]], int(member["connected"]))
+            if member["lag"] is not None:
+                lag.add_metric([member["id"]], member["lag"])
+        yield lag
+        yield up
+        disk = disk_usage(node.data_dir)
+        for key, help_text in (("free_bytes", "Free bytes on the data directory's disk"),
+                               ("total_bytes", "Size of the data directory's disk")):
+            if disk[key] is not None:
+                yield GaugeMetricFamily(f"{ns}_disk_{key}", help_text, value=disk[key])
+        listener = status.get("listener") or {}
+        yield CounterMetricFamily(
+            f"{ns}_refused_connections",
+            "Connections closed at once over the listener's handshake caps",
+            value=listener.get("refused_connections", 0))
+        yield CounterMetricFamily(
+            f"{ns}_refused_handshakes",
+            "Incoming links refused in their handshake (wrong secret or cluster, unknown "
+            "member, ...)", value=listener.get("refused_handshakes", 0))
+        yield from _depths(ns, status)
+
+
+def _raft(ns: str, status: dict[str, Any], leader_changes: int) -> Iterator[Metric]:
+    state = GaugeMetricFamily(f"{ns}_raft_state", "1 for this node's current Raft role",
+                              labels=["state"])
+    for name in RAFT_STATES:
+        state.add_metric([name], int(status["state"] == name))
+    yield state
+    leader = status["leader"]
+    yield GaugeMetricFamily(
+        f"{ns}_raft_leader_id", "The id of the leader this node follows (-1: none known)",
+        value=int(leader) if leader is not None and str(leader).isdigit() else -1)
+    for key, help_text in (
+        ("term", "Current Raft term"),
+        ("commit_index", "Highest log index known committed"),
+        ("last_applied", "Highest log index applied to the state machine"),
+        ("log_last_index", "Last index in the local log"),
+        ("pending_proposals", "Proposals from this node awaiting commit"),
+    ):
+        yield GaugeMetricFamily(f"{ns}_raft_{key}", help_text, value=status[key])
+    yield GaugeMetricFamily(f"{ns}_raft_is_leader", "1 on the leader",
+                            value=int(status["state"] == "leader"))
+    yield GaugeMetricFamily(f"{ns}_raft_has_quorum", "1 while a majority is reachable",
+                            value=int(status["has_quorum"]))
+    yield GaugeMetricFamily(
+        f"{ns}_journal_writable",
+        "0 while the disk refuses journal writes (the node acknowledges nothing)",
+        value=int(status["disk"]["writable"]))
+    yield CounterMetricFamily(
+        f"{ns}_raft_leader_changes", "Times this node became or stopped being leader",
+        value=leader_changes)
+    yield CounterMetricFamily(f"{ns}_snapshots_taken", "Snapshots this node wrote",
+                              value=status["snapshots_taken"])
+
+
+def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
+    depth = GaugeMetricFamily(f"{ns}_queue_depth", "Elements in a queue", labels=["name"])
+    for name, q in status["queues"].items():
+        depth.add_metric([name], q["len"])
+    yield depth
+    families = {
+        "pending": GaugeMetricFamily(f"{ns}_work_pending", "Pending items (consumer lag)",
+                                     labels=["name"]),
+        "in_flight": GaugeMetricFamily(f"{ns}_work_in_flight", "Leased items", labels=["name"]),
+        "dead_letters": GaugeMetricFamily(f"{ns}_work_dead_letters", "Dead-lettered items",
+                                          labels=["name"]),
+    }
+    for name, w in status["work_queues"].items():
+        for key, family in families.items():
+            family.add_metric([name], w[key])
+    yield from families.values()
+    retained = GaugeMetricFamily(f"{ns}_topic_retained", "Retained topic elements",
+                                 labels=["name"])
+    lag = GaugeMetricFamily(f"{ns}_topic_consumer_lag", "Unread elements of a subscriber",
+                            labels=["name", "subscriber"])
+    for name, t in status["topics"].items():
+        retained.add_metric([name], t["retained"])
+        for sid, sub in t["subscribers"].items():
+            lag.add_metric([name, sid], sub["lag"])
+    yield retained
+    yield lag

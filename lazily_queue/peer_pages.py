@@ -1,0 +1,121 @@
+"""PeerPages: the other members' vitals, read from their status pages.
+
+Each member announces where it serves its status page (a replicated address, see
+:mod:`.replicated.admin`); every ``interval`` seconds :class:`PeerPages` reads
+``/vitals.json`` from each other member with a known page, so one page shows every
+member's version, uptime, fsync latency and free disk. A member that does not answer
+keeps its last answer, marked with the error and its age.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import ssl
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from .node import Node
+
+log = logging.getLogger(__name__)
+
+#: Largest vitals answer read from a member (bytes).
+MAX_ANSWER = 256 * 1024
+
+
+async def fetch_json(url: str, *, timeout: float,
+                     ssl_context: ssl.SSLContext | None = None) -> Any:
+    """``GET url`` (http or https) and decode its JSON body; raises ``OSError`` /
+    ``TimeoutError`` / ``ValueError`` naming what went wrong."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    context = None
+    if parts.scheme == "https":
+        context = ssl_context or ssl.create_default_context()
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
+        try:
+            host = parts.netloc.rpartition("@")[2]
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json"
+                         "\r\nConnection: close\r\n\r\n".encode())
+            await writer.drain()
+            raw = await reader.read(MAX_ANSWER + 1)
+            while len(raw) <= MAX_ANSWER:
+                more = await reader.read(MAX_ANSWER + 1 - len(raw))
+                if not more:
+                    break
+                raw += more
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+    if len(raw) > MAX_ANSWER:
+        raise ValueError(f"{url} answered more than {MAX_ANSWER} bytes")
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    fields = status_line.split()
+    if len(fields) < 2 or fields[1] != "200":
+        raise ValueError(f"{url} answered {status_line!r}")
+    return json.loads(body)
+
+
+class PeerPages:
+    """Reads the other members' vitals (see the module docstring)."""
+
+    def __init__(self, node: Node, *, interval: float = 2.0, timeout: float = 1.5) -> None:
+        self.node = node
+        self.interval = interval
+        self.timeout = timeout
+        self.answers: dict[str, dict[str, Any]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="lazily-peer-pages")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            if self.node.running:
+                await self.poll()
+            await asyncio.sleep(self.interval)
+
+    def pages(self) -> dict[str, str]:
+        """Every member's announced status page address (this node's included)."""
+        if not self.node.running:
+            return {}
+        members = set(self.node.driver.replica.engine.members)
+        return {m: url for m, url in self.node.view.member_pages.items() if m in members}
+
+    async def poll(self) -> None:
+        """Read every other member's vitals once (concurrently)."""
+        others = {m: url for m, url in self.pages().items() if m != self.node.node_id}
+        for gone in [m for m in self.answers if m not in others]:
+            del self.answers[gone]
+        await asyncio.gather(*(self._read(m, url) for m, url in others.items()))
+
+    async def _read(self, member: str, url: str) -> None:
+        entry = self.answers.setdefault(member, {"url": url, "vitals": None, "at": None})
+        entry["url"] = url
+        try:
+            vitals = await fetch_json(url.rstrip("/") + "/vitals.json", timeout=self.timeout)
+        except (OSError, TimeoutError, ValueError, ssl.SSLError) as exc:
+            entry["error"] = str(exc) or type(exc).__name__
+            return
+        if isinstance(vitals, dict) and str(vitals.get("node")) == member:
+            entry.update(vitals=vitals, at=time.time(), error=None)
+        else:
+            entry["error"] = f"{url} is not the page of node {member}"

@@ -1,0 +1,105 @@
+"""Vitals: what only this node knows about itself (version, uptime, fsync, disk, process).
+
+Members read each other's vitals from ``/vitals.json`` (see :mod:`.peer_pages`) so
+that every status page shows every member's fsync latency and free disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .node import Node
+
+#: Seconds of fsync durations the recent figures cover.
+FSYNC_WINDOW = 60.0
+_FSYNC_KEPT = 4096
+
+
+def version() -> str:
+    """The installed lazily-queue version (``lazily_queue.__version__``)."""
+    from . import __version__
+
+    return __version__
+
+
+class FsyncWindow:
+    """The durations of the recent fsyncs (bounded), for percentiles."""
+
+    def __init__(self, window: float = FSYNC_WINDOW) -> None:
+        self.window = window
+        self._recent: deque[tuple[float, float]] = deque(maxlen=_FSYNC_KEPT)
+
+    def observe(self, seconds: float) -> None:
+        self._recent.append((time.monotonic(), seconds))
+
+    def summary(self) -> dict[str, Any]:
+        """``count`` and ``p50_ms`` / ``p99_ms`` / ``max_ms`` over the window (``None``
+        without fsyncs: ``durability = "none"`` or an idle node)."""
+        horizon = time.monotonic() - self.window
+        durations = sorted(d for t, d in self._recent if t >= horizon)
+        if not durations:
+            return {"count": 0, "p50_ms": None, "p99_ms": None, "max_ms": None,
+                    "window_s": self.window}
+
+        def pick(q: float) -> float:
+            return round(durations[min(len(durations) - 1, int(q * len(durations)))] * 1000, 3)
+
+        return {"count": len(durations), "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+                "max_ms": round(durations[-1] * 1000, 3), "window_s": self.window}
+
+
+def disk_usage(path: os.PathLike[str] | str) -> dict[str, int | None]:
+    """Free and total bytes of the file system holding ``path``."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return {"free_bytes": None, "total_bytes": None}
+    return {"free_bytes": usage.free, "total_bytes": usage.total}
+
+
+def process_figures() -> dict[str, Any]:
+    """Resident memory, CPU seconds and open file descriptors of this process."""
+    figures: dict[str, Any] = {"pid": os.getpid(), "rss_bytes": None, "open_fds": None}
+    try:
+        with open(f"/proc/{os.getpid()}/statm") as fh:
+            figures["rss_bytes"] = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    with contextlib.suppress(OSError):
+        figures["open_fds"] = len(os.listdir(f"/proc/{os.getpid()}/fd"))
+    times = os.times()
+    figures["cpu_seconds"] = round(times.user + times.system, 3)
+    return figures
+
+
+class Vitals:
+    """This node's own figures; ``fsync`` is fed by the monitor's fsync observer."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.started = time.time()
+        self.fsync = FsyncWindow()
+        self.http_url: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        node = self.node
+        return {
+            "node": node.node_id,
+            "cluster": node.cluster,
+            "version": version(),
+            "python": sys.version.split()[0],
+            "started": self.started,
+            "uptime_s": round(time.time() - self.started, 3),
+            "durability": node.durability,
+            "fsync": self.fsync.summary(),
+            "disk": disk_usage(node.data_dir),
+            "process": process_figures(),
+            "http_url": self.http_url,
+        }

@@ -1,0 +1,74 @@
+"""The signaling server's own token, WebRTC links through a server that requires it, and
+ICE servers given as plain settings."""
+
+from __future__ import annotations
+
+import errno
+
+import anyio
+import pytest
+from lazily_transports import LinkAttribute, SchemeTable, dial, listen
+from lazily_transports.webrtc import IceSettings, WebRTCTransport
+from lazily_transports.webrtc.ice import ice_servers_from, new_peer_connection
+from lazily_transports.webrtc.signaling import SignalingClient, SignalingError, SignalingServer
+from transport_helpers import make_config
+
+TOKEN = "signaling-token-for-tests"
+
+
+async def test_the_server_refuses_joins_without_the_token() -> None:
+    async with SignalingServer(token=TOKEN) as server:
+        room = server.url + "/room"
+        with pytest.raises(SignalingError) as missing:
+            await SignalingClient.connect(room, 1)
+        assert missing.value.code == "unauthorized"
+        assert "no token was sent" in missing.value.message
+        with pytest.raises(SignalingError, match="the token was refused"):
+            await SignalingClient.connect(room, 1, token="wrong")
+        async with await SignalingClient.connect(room, 1, token=TOKEN) as client:
+            assert client.peer == 1
+        assert server.refused == 2
+
+
+def _table(token: str | None) -> SchemeTable:
+    transport = WebRTCTransport(IceSettings(host_addresses=("127.0.0.1",)),
+                                signaling_token=token)
+    return SchemeTable({"webrtc+ws": transport})
+
+
+async def test_links_through_a_server_with_a_token() -> None:
+    async with SignalingServer(token=TOKEN) as server:
+        address = server.url.replace("ws://", "webrtc+ws://") + "/cluster"
+        accepted: list[int] = []
+
+        async def handler(stream: object) -> None:
+            accepted.append(stream.extra(LinkAttribute.peer_id))  # type: ignore[attr-defined]
+            await anyio.sleep(0.2)
+
+        async with listen(address, make_config(2), handler, schemes=_table(TOKEN)):
+            link = await dial(address + "?peer=2", make_config(1), schemes=_table(TOKEN))
+            await link.aclose()
+            with pytest.raises(OSError) as refused:
+                await dial(address + "?peer=2", make_config(3), schemes=_table("wrong"))
+            assert refused.value.errno == errno.EACCES
+            assert "unauthorized" in str(refused.value)
+        assert accepted == [1]
+
+
+def test_ice_servers_from_plain_settings() -> None:
+    servers = ice_servers_from([
+        {"urls": "stun:stun.example.org:3478"},
+        {"urls": ["turn:turn.example.org:3478?transport=udp"], "username": "edge",
+         "credential": "pw"},
+    ])
+    assert [s.urls for s in servers] == [["stun:stun.example.org:3478"],
+                                         ["turn:turn.example.org:3478?transport=udp"]]
+    assert (servers[1].username, servers[1].credential) == ("edge", "pw")
+    pc = new_peer_connection(IceSettings(ice_servers=servers))
+    configuration = pc._RTCPeerConnection__configuration  # type: ignore[attr-defined]
+    assert configuration.iceServers == list(servers)
+    for bad, message in (([{"urls": "http://x"}], "urls must be"),
+                         ([{"urls": "turn:x:3478"}], "needs a username and credential"),
+                         ([{"urls": "stun:x", "password": "p"}], "unknown key")):
+        with pytest.raises(ValueError, match=message):
+            ice_servers_from(bad)

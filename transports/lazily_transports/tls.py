@@ -1,0 +1,121 @@
+"""TLS settings of a node: its certificate and key, and the CA its peers are signed by.
+
+::
+
+    tls = TLSFiles(certificate="certs/n1.pem", key="certs/n1.key", ca="certs/ca.pem")
+    Mesh(config, "tls://10.0.0.1:7001", peers, ssl_context=tls.server_context(),
+         client_ssl_context=tls.client_context())
+
+``tls://host:port`` is TCP with TLS; ``wss://`` and ``webrtc+wss://`` (its signaling)
+take the same contexts. With a ``ca``, both ends are verified: a dialer checks the
+listener's certificate against the CA (and, with ``check_hostname``, that it names
+the host it dialed), and a listener requires a client certificate signed by the CA
+(``require_client_certificate``). Without ``ca`` the system's trust store verifies
+listeners and no client certificate is asked for. TLS adds confidentiality and
+server identity on top of the cluster secret's mutual authentication, which still
+runs inside every link.
+
+A missing or unreadable file, or a key that does not match its certificate, raises
+:class:`TLSConfigError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TransportError
+
+__all__ = ["TLS_SCHEMES", "TLSConfigError", "TLSFiles", "describe_tls_error"]
+
+#: Schemes whose links (or whose signaling) run over TLS.
+TLS_SCHEMES = frozenset({"tls", "wss", "webrtc+wss"})
+
+
+class TLSConfigError(TransportError, ValueError):
+    """A TLS file is missing, unreadable or inconsistent; the message names it."""
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """Paths of this node's certificate chain, its private key and the peers' CA."""
+
+    certificate: str | os.PathLike[str]
+    key: str | os.PathLike[str]
+    ca: str | os.PathLike[str] | None = None
+    check_hostname: bool = True
+    require_client_certificate: bool = True
+
+    def _check_files(self) -> None:
+        named = [("certificate", self.certificate), ("key", self.key)]
+        if self.ca is not None:
+            named.append(("ca", self.ca))
+        for what, path in named:
+            file = Path(path)
+            if not file.is_file() or not os.access(file, os.R_OK):
+                raise TLSConfigError(f"TLS {what} file {file} does not exist or cannot be read")
+
+    def _load_chain(self, context: ssl.SSLContext) -> None:
+        try:
+            context.load_cert_chain(str(self.certificate), str(self.key))
+        except ssl.SSLError as exc:
+            raise TLSConfigError(
+                f"TLS certificate {self.certificate} and key {self.key} cannot be used "
+                f"together ({exc.reason or exc}); the key must be the certificate's, in PEM"
+            ) from None
+
+    def _load_ca(self, context: ssl.SSLContext) -> None:
+        if self.ca is None:
+            context.load_default_certs()  # the system's trust store verifies listeners
+            return
+        try:
+            context.load_verify_locations(cafile=str(self.ca))
+        except ssl.SSLError as exc:
+            raise TLSConfigError(f"TLS ca file {self.ca} holds no usable PEM certificate "
+                                 f"({exc.reason or exc})") from None
+
+    def server_context(self) -> ssl.SSLContext:
+        """The context a listener serves with (its certificate; the CA for clients)."""
+        self._check_files()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._load_chain(context)
+        if self.ca is not None and self.require_client_certificate:
+            self._load_ca(context)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """The context a dialer connects with (the CA for listeners; its certificate)."""
+        self._check_files()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.check_hostname = self.check_hostname
+        context.verify_mode = ssl.CERT_REQUIRED
+        self._load_ca(context)
+        self._load_chain(context)
+        return context
+
+
+def describe_tls_error(error: BaseException) -> str | None:
+    """What a TLS failure of a link means for its configuration, or ``None`` when
+    ``error`` is not a TLS failure."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        detail = error.verify_message or str(error)
+        if error.verify_code in (18, 19, 20, 21):  # self-signed / unknown issuer
+            return (f"the peer's TLS certificate is not signed by the trusted CA ({detail}); "
+                    "give every node a certificate signed by the CA in the others' `ca`")
+        if "hostname" in detail.lower() or "IP address mismatch" in detail:
+            return (f"the peer's TLS certificate does not name the address dialed ({detail}); "
+                    "add the host name or IP to its subjectAltName")
+        return f"the peer's TLS certificate was refused ({detail})"
+    if isinstance(error, ssl.SSLError):
+        reason = (error.reason or str(error)).lower()
+        if "unknown ca" in reason or "bad certificate" in reason or "certificate required" in (
+                reason):
+            return (f"the peer refused this node's TLS certificate ({error.reason}); it must "
+                    "be signed by the CA the peer trusts (its `ca`)")
+        return f"TLS failed ({error.reason or error})"
+    return None
