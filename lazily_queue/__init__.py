@@ -52,6 +52,7 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 if TYPE_CHECKING:
     from .client import (
         AccessDenied,
+        Client,
         ClientAccess,
         ClientClosed,
         ClientGrant,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AccessDenied": "client",
+    "Client": "client",
     "ClientAccess": "client",
     "ClientClosed": "client",
     "ClientGrant": "client",
@@ -93,7 +95,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """The replicated runtime (``Node`` and its errors) loads on first use."""
+    """The replicated runtime (``Node`` and its errors) and ``connect`` load on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lazily_queue' has no attribute {name!r}")
@@ -105,6 +107,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "EMPTY",
     "AccessDenied",
+    "Client",
     "ClientAccess",
     "ClientClosed",
     "ClientGrant",

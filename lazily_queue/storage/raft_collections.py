@@ -157,7 +157,8 @@ class RaftWorkQueueStorage(ReplicatedObject):
     the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       logical_time=True)
 
     def __init__(
         self,
