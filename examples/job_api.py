@@ -1,24 +1,31 @@
-"""A job API with a worker pool (FastAPI), replicated across the nodes of the app.
+"""A job API with a worker pool (FastAPI) on replicated queues.
 
 ``POST /jobs {"n": 12}`` queues a job on the replicated work queue ``jobs``; every
-node runs a pool of workers taking jobs with ``deliveries()``. A worker publishes its
-result on the replicated topic ``results``; each node follows the topic (a durable
-subscription per node) into a local dict, so ``GET /jobs/{id}`` answers on any node.
-Delivery is at least once: a result published twice just overwrites the same entry.
+process of the API runs a pool of workers taking jobs with ``deliveries()``. A worker
+publishes its result on the replicated topic ``results``; each process follows the
+topic (a durable subscription of its own) into a local dict, so ``GET /jobs/{id}``
+answers in any process. Delivery is at least once: a result published twice just
+overwrites the same entry.
 
-Run one ephemeral node::
+As a member of the cluster (one ephemeral node, or one node of a configuration)::
 
     python examples/job_api.py              # http://127.0.0.1:8000/docs
-
-or one member of a cluster from a node configuration (see ``lazily-queue node``)::
-
     python examples/job_api.py --config node1.toml --port 8001
+
+As clients of a running cluster (its members list a ``[[client]]`` named ``web``), with
+as many web workers as you like; each is a client of its own, none is a member::
+
+    export JOB_API_MEMBERS=unix:///run/orders/1.sock,unix:///run/orders/2.sock
+    export JOB_API_TOKEN=...                 # the token of client "web"
+    uvicorn --workers 4 --factory job_api:client_app --app-dir examples --port 8000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -26,8 +33,8 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from lazily_queue import Node, WorkQueueCell
-from lazily_queue.integrations.fastapi import add_monitor_routes, get_node, lifespan, work_queue
+from lazily_queue import ClusterClient, Credentials, Node, WorkQueueCell, connect
+from lazily_queue.integrations.fastapi import add_monitor_routes, lifespan, work_queue
 
 JOBS = work_queue("jobs", visibility_timeout=10, max_deliveries=5)
 
@@ -41,42 +48,48 @@ def square(n: int) -> int:
     return n * n
 
 
-def create_app(node: Node, *, workers: int = 4) -> FastAPI:
-    """The API of ``node`` with ``workers`` worker tasks."""
+def create_app(source: Node | ClusterClient, *, workers: int = 4) -> FastAPI:
+    """The API over ``source`` (a member, or a client of one) with ``workers`` tasks."""
     results: dict[int, dict[str, Any]] = {}
+    if isinstance(source, Node):
+        me = source.node_id
+    else:
+        me = f"{socket.gethostname()}-{os.getpid()}"
 
     async def work(jobs: WorkQueueCell, name: str) -> None:
-        topic = node.topic("results")
+        topic = source.topic("results")
         async for job in jobs.deliveries(name):
             async with job:  # acked when the block ends, nacked on an exception
                 value = square(job.value["n"])
-                await topic.publish({"job": job.delivery.item_id, "result": value,
-                                     "worker": name})
+                await topic.publish({"job": job.delivery.item_id, "n": job.value["n"],
+                                     "result": value, "worker": name})
 
     async def follow_results(subscriber: str) -> None:
-        async for result in node.topic("results").stream(subscriber):
+        async for result in source.topic("results").stream(subscriber):
             results[result["job"]] = result
 
     @asynccontextmanager
     async def pool(app: FastAPI) -> AsyncIterator[None]:
         # Subscribe before serving, so that no result published later is missed.
-        await node.wait_for_leader()
-        subscriber = f"api-{node.node_id}"
-        await node.topic("results").subscribe(subscriber)
-        jobs = node.work_queue("jobs", visibility_timeout=10, max_deliveries=5)
-        tasks = [asyncio.create_task(work(jobs, f"{node.node_id}-w{k}")) for k in range(workers)]
+        if isinstance(source, Node):
+            await source.wait_for_leader()
+        subscriber = f"api-{me}"
+        await source.topic("results").subscribe(subscriber)
+        jobs = source.work_queue("jobs", visibility_timeout=10, max_deliveries=5)
+        tasks = [asyncio.create_task(work(jobs, f"{me}-w{k}")) for k in range(workers)]
         tasks.append(asyncio.create_task(follow_results(subscriber)))
         yield
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    app = FastAPI(title="job API", lifespan=lifespan(node, then=pool))
-    add_monitor_routes(app, status_prefix="/cluster")
+    app = FastAPI(title="job API", lifespan=lifespan(source, then=pool))
+    if isinstance(source, Node):
+        add_monitor_routes(app, status_prefix="/cluster")
 
     @app.post("/jobs", status_code=202)
-    async def submit(job: JobIn, jobs: Annotated[WorkQueueCell, Depends(JOBS)]) -> dict[str, int]:
-        return {"job": await jobs.push(job.model_dump())}
+    async def submit(job: JobIn, jobs: Annotated[WorkQueueCell, Depends(JOBS)]) -> dict[str, Any]:
+        return {"job": await jobs.push(job.model_dump()), "by": me}
 
     @app.get("/jobs/{job_id}")
     async def result(job_id: int) -> dict[str, Any]:
@@ -85,13 +98,24 @@ def create_app(node: Node, *, workers: int = 4) -> FastAPI:
         return results[job_id]
 
     @app.get("/stats")
-    async def stats(node: Annotated[Node, Depends(get_node)],
-                    jobs: Annotated[WorkQueueCell, Depends(JOBS)]) -> dict[str, Any]:
-        return {"node": node.node_id, "leader": node.leader_id,
-                "pending": jobs.pending_len(), "in_flight": jobs.in_flight_len(),
+    async def stats(jobs: Annotated[WorkQueueCell, Depends(JOBS)]) -> dict[str, Any]:
+        where = ({"node": source.node_id, "leader": source.leader_id}
+                 if isinstance(source, Node) else {"client": me, "member": source.member})
+        return {**where, "pending": jobs.pending_len(), "in_flight": jobs.in_flight_len(),
                 "dead_letters": jobs.dead_letter_len(), "results_here": len(results)}
 
     return app
+
+
+def client_app() -> FastAPI:
+    """The API as a client (``uvicorn --factory job_api:client_app``): members from
+    ``JOB_API_MEMBERS`` (comma-separated addresses), the token of client ``web`` (or
+    ``JOB_API_CLIENT``) from ``JOB_API_TOKEN``."""
+    members = [a for a in os.environ.get("JOB_API_MEMBERS", "").split(",") if a]
+    if not members:
+        raise SystemExit("set JOB_API_MEMBERS to the members' addresses, comma-separated")
+    name = os.environ.get("JOB_API_CLIENT", "web")
+    return create_app(connect(members, Credentials.from_env(name, "JOB_API_TOKEN")))
 
 
 def main() -> None:

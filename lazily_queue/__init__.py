@@ -50,6 +50,19 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
     __version__ = "0+unknown"
 
 if TYPE_CHECKING:
+    from .client import (
+        AccessDenied,
+        Client,
+        ClientAccess,
+        ClientClosed,
+        ClientGrant,
+        ClusterClient,
+        Credentials,
+        PermissionDenied,
+        RequestRefused,
+        Unreachable,
+        connect,
+    )
     from .node import ClusterMismatch, Node
     from .raft.errors import (
         CommitTimeout,
@@ -60,6 +73,17 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "AccessDenied": "client",
+    "Client": "client",
+    "ClientAccess": "client",
+    "ClientClosed": "client",
+    "ClientGrant": "client",
+    "ClusterClient": "client",
+    "Credentials": "client",
+    "PermissionDenied": "client",
+    "RequestRefused": "client",
+    "Unreachable": "client",
+    "connect": "client",
     "Node": "node",
     "ClusterMismatch": "node",
     "CommitTimeout": "raft.errors",
@@ -71,7 +95,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """The replicated runtime (``Node`` and its errors) loads on first use."""
+    """The replicated runtime (``Node`` and its errors) and ``connect`` load on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lazily_queue' has no attribute {name!r}")
@@ -82,9 +106,16 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "EMPTY",
+    "AccessDenied",
+    "Client",
+    "ClientAccess",
+    "ClientClosed",
+    "ClientGrant",
+    "ClusterClient",
     "ClusterMismatch",
     "CommitTimeout",
     "Context",
+    "Credentials",
     "DeadLetter",
     "DeadLetterReason",
     "Delivery",
@@ -100,6 +131,7 @@ __all__ = [
     "Node",
     "NodeNotRunning",
     "PendingItem",
+    "PermissionDenied",
     "ProposalRejected",
     "QueueCell",
     "QueueClosed",
@@ -108,6 +140,7 @@ __all__ = [
     "QueueReader",
     "QueueStorage",
     "Receipt",
+    "RequestRefused",
     "Serializer",
     "SettlementRejected",
     "StorageCapabilities",
@@ -117,6 +150,7 @@ __all__ = [
     "TopicCore",
     "TopicStorage",
     "TopicTransition",
+    "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",
     "VecDequeStorage",
@@ -127,5 +161,6 @@ __all__ = [
     "WorkTransition",
     "__version__",
     "batch",
+    "connect",
     "serializer",
 ]

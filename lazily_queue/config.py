@@ -16,6 +16,8 @@
     # admin_token_file = "admin-token"  # variable or file; without either the API is off
     http_advertise = "http://q1.internal:8101"  # the page address other members link to
 
+    clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
+
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
     3 = "unix:///run/orders/3.sock"
@@ -28,6 +30,17 @@
     [app]                               # optional: run an application in the process
     entry = "orders.worker:main"        # async def main(node, options) -> None
     workers = 4                         # every other key is passed in ``options``
+
+    [[client]]                          # a process that may connect as a client
+    name = "web"
+    token_env = "ORDERS_WEB_TOKEN"      # its token, from this variable ...
+    # token_file = "web.token"          # ... or this file: exactly one of the two
+    produce = ["jobs", "orders.*"]      # name patterns it may push to / publish on
+    consume = ["jobs"]                  # ... pop, claim, ack, subscribe
+    admin = []                          # ... everything, reaping and redriving too
+
+Members serve clients (``lazily_queue.connect``) once a ``[[client]]`` is listed: on
+``listen``, or on ``clients`` when given.
 
 The ``[app]`` module is imported from the configuration file's directory first (or the
 directory ``lazily-queue node --app-dir DIR`` names), then from the installed packages.
@@ -54,6 +67,7 @@ from lazily_transports import (
     scheme_of,
 )
 
+from .client.settings import ClientConfig, client_access, parse_clients, parse_clients_listen
 from .config_transport import (
     WebRTCConfig,
     check_tls_addresses,
@@ -65,12 +79,13 @@ from .errors import InvalidConfiguration
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
+    from .client.access import ClientAccess
     from .node import Durability, Node
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
-     "admin_token_file", "http_advertise", "tls", "webrtc"}
+     "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "client"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -100,6 +115,8 @@ class NodeConfig:
     #: configuration file's directory), before the installed packages.
     app_dir: Path | None = None
     source: str = "<config>"
+    clients_listen: tuple[str, ...] | None = None
+    clients: tuple[ClientConfig, ...] = ()
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
@@ -135,6 +152,10 @@ class NodeConfig:
         if not data:
             raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
         return data
+
+    def client_access(self) -> ClientAccess | None:
+        """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
+        return client_access(self.clients, self.clients_listen, self.tls, self.source)
 
     def admin_token(self, *, check_secret: bool = True) -> str | None:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
@@ -180,6 +201,8 @@ class NodeConfig:
             "max_message_bytes": self.max_message_bytes,
             "tls": self.tls,
         }
+        if "clients" not in overrides:
+            kwargs["clients"] = self.client_access()
         if self.webrtc is not None:
             kwargs.update(webrtc_options(self.webrtc, self.source))
         kwargs.update(overrides)
@@ -265,6 +288,10 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
                    f" (bytes; the same on every node), not {max_message!r}")
     entry, options = _app(doc.get("app"), fail)
+    clients = parse_clients(doc.get("client", []), base, fail)
+    clients_listen = parse_clients_listen(
+        doc.get("clients"), bool(clients), {listen, *peers.values()}, fail,
+        lambda address: _check_address(address, fail, "`clients`", listening=True))
     tls = parse_tls(doc.get("tls"), base, fail)
     check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
                         fail)
@@ -292,6 +319,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         app_options=options,
         app_dir=base,
         source=source,
+        clients_listen=clients_listen,
+        clients=clients,
         admin_token_env=None if token_env is None else _string(token_env, fail,
                                                                "admin_token_env"),
         admin_token_file=None if token_file is None else base / _string(
@@ -377,3 +406,4 @@ def _app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
     if entry.count(":") != 1 or not all(entry.split(":")):
         raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
     return entry, {k: v for k, v in raw.items() if k != "entry"}
+

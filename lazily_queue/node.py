@@ -29,12 +29,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from lazily_transports import TLSFiles
+from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE, TLSFiles
 
 from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
+from .client.access import ClientAccess
+from .client.server import ClientServer
+from .datadir import DirectoryLock
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -91,6 +94,7 @@ class Node(NodeCells):
         tls: TLSFiles | None = None,
         ice_servers: Sequence[Mapping[str, Any]] | None = None,
         signaling_token: str | None = None,
+        clients: ClientAccess | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
@@ -99,7 +103,9 @@ class Node(NodeCells):
         raises :class:`~lazily_queue.errors.MessageTooLarge`. ``tls``
         (:mod:`lazily_transports.tls`) serves ``tls://`` and ``wss://``; ``ice_servers``
         (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
-        ``webrtc+ws(s)://`` addresses (:mod:`.links`)."""
+        ``webrtc+ws(s)://`` addresses (:mod:`.links`). ``clients`` serves processes that
+        are not members (:func:`lazily_queue.connect`): on the listen address, or the
+        access's own."""
         self.node_id = str(node_id)
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
                 or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
@@ -137,6 +143,7 @@ class Node(NodeCells):
         else:
             self._tmp = None
         self.data_dir = Path(data_dir)
+        self._dir_lock = DirectoryLock(self.data_dir)
         self._network = network
         self._engine_config = engine or EngineConfig()
         self._tick_interval = tick_interval
@@ -153,6 +160,8 @@ class Node(NodeCells):
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance = Maintenance(self)
+        self.clients = None if clients is None else ClientServer(
+            self, clients, on_listen=network is None)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -165,25 +174,36 @@ class Node(NodeCells):
         return self._driver is not None and self._driver.running
 
     async def start(self) -> None:
+        """Lock the data directory, open the journal, start consensus and the network;
+        raises :class:`~lazily_queue.datadir.DataDirectoryLocked` while another node
+        runs on the same directory."""
         if self.running:
             return
         raft_dir = str(self.data_dir / "raft")
         state_machine = StateMachine()
+        if self.clients is not None:
+            state_machine.tap = self.clients.watched
         try:
+            self._dir_lock.acquire()
             replica = self._open(raft_dir, state_machine)
+            network = self._network if self._network is not None else self._default_network()
         except SnapshotError as exc:
+            self._dir_lock.release()
             raise SnapshotError(
                 f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
                 f"{self.node_id} and run `lazily-queue rejoin --config FILE` (or lazily_queue."
                 "raft.rejoin.wipe_for_rejoin) to rebuild it from its peers"
             ) from None
         except OSError as exc:
+            self._dir_lock.release()
             raise StorageUnavailable(
                 f"node {self.node_id} cannot use its data directory {raft_dir}: "
                 f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; free "
                 "space or fix the disk, then start it again"
             ) from None
-        network = self._network if self._network is not None else self._default_network()
+        except BaseException:
+            self._dir_lock.release()
+            raise
         view = ReadView(state_machine)
         self._view = view
         self._driver = Driver(
@@ -199,6 +219,8 @@ class Node(NodeCells):
             storage.rebind(self._driver, view)
         self._router.reset()
         self._maintenance.start()
+        if self.clients is not None:
+            await self.clients.start()
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
@@ -241,6 +263,9 @@ class Node(NodeCells):
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (
                 lambda pins: journal.set_meta("peer_incarnations", pins)),
+            clients=None if self.clients is None else self.clients.on_listen_address(),
+            client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
+                                   else self.clients.max_request_bytes),
         )
 
     def _check_identity(self, journal: DurableJournal) -> None:
@@ -266,12 +291,15 @@ class Node(NodeCells):
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a
         claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
         does every later call until it starts again; readers keep the applied state."""
+        if self.clients is not None:
+            await self.clients.stop()
         await self._maintenance.stop()
         if self._driver is not None:
             was_running = self._driver.running
             await self._driver.stop()
             if was_running:
                 self._router.reset()  # wakes the cells' waiters, which then fail
+        self._dir_lock.release()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

@@ -10,19 +10,22 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
-from .storage.raft_queue import RaftQueueStorage
+from .storage.raft_queue import Proposer, RaftQueueStorage
 
 if TYPE_CHECKING:
-    from .raft.driver import Driver
     from .reactive import Context
     from .replicated.view import ReadView
     from .routing import EventRouter
 
 
 class NodeCells:
-    """:class:`~lazily_queue.node.Node`'s cell factories. A name opens one cell per node;
-    opening it again returns that cell, and must give the same settings."""
+    """:class:`~lazily_queue.node.Node`'s cell factories (a client's too, over its remote
+    storages). A name opens one cell per node; opening it again returns that cell, and
+    must give the same settings."""
 
+    queue_storage: type[RaftQueueStorage[Any]] = RaftQueueStorage
+    topic_storage: type[RaftTopicStorage] = RaftTopicStorage
+    work_queue_storage: type[RaftWorkQueueStorage] = RaftWorkQueueStorage
     ctx: Context
     op_timeout: float
     _router: EventRouter
@@ -31,7 +34,8 @@ class NodeCells:
     _work_cells: dict[str, WorkQueueCell]
 
     @property
-    def driver(self) -> Driver:
+    def driver(self) -> Proposer:
+        """Where the storages' operations go: a node's driver, a client's session."""
         raise NotImplementedError
 
     @property
@@ -52,7 +56,7 @@ class NodeCells:
                 )
             _same_serializer("queue", name, cell.serializer, serializer)
             return cell
-        storage: RaftQueueStorage[Any] = RaftQueueStorage(
+        storage: RaftQueueStorage[Any] = self.queue_storage(
             self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
         )
         cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
@@ -66,7 +70,7 @@ class NodeCells:
         if cell is not None:
             _same_serializer("topic", name, cell.serializer, serializer)
             return cell
-        storage = RaftTopicStorage(self.driver, self.view, name, timeout=self.op_timeout)
+        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout)
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage
         self._topic_cells[name] = cell
@@ -103,7 +107,7 @@ class NodeCells:
                 )
             _same_serializer("work queue", name, cell.serializer, serializer)
             return cell
-        storage = RaftWorkQueueStorage(
+        storage = self.work_queue_storage(
             self.driver,
             self.view,
             name,

@@ -1,9 +1,10 @@
 """NodeService: one configured node as a process (``lazily-queue node --config FILE``).
 
-:meth:`NodeService.run` locks the data directory, starts the node and its HTTP
+:meth:`NodeService.run` starts the node (which locks its data directory) and its HTTP
 monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
 line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
-entry and serves until SIGTERM or SIGINT. Misconfiguration found on the way (a
+entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
+allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
 locked or foreign data directory, an address in use, peers refusing this node or
 failing authentication while no peer is linked, no leader in time) raises
 :class:`ConfigError` with the fix. A peer that should dial this node is probed after
@@ -28,7 +29,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 
+from .allocator import release_after_snapshots
 from .config import ConfigError, NodeConfig
+from .datadir import DataDirectoryLocked
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
 
@@ -54,10 +57,10 @@ class NodeService:
         self.node: Node | None = None
         self.monitor: Monitor | None = None
         self._stop = asyncio.Event()
-        self._lock_fd: int | None = None
         self._http: Any = None
         self._url: str | None = None
         self._announce: asyncio.Task[None] | None = None
+        self._trim: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -76,7 +79,6 @@ class NodeService:
         entry = load_entry(config) if config.app_entry else None
         try:
             config.data_dir.mkdir(parents=True, exist_ok=True)
-            self._lock()
         except OSError as exc:
             raise StorageUnavailable(
                 f"{config.source}: cannot use data directory {config.data_dir}: "
@@ -90,9 +92,13 @@ class NodeService:
             await self._start_node(node)
             self.monitor = Monitor(node)
             self.monitor.start()
+            self._trim = asyncio.create_task(release_after_snapshots(node),
+                                             name="lazily-allocator-trim")
             url = self._url = await self._start_http(admin_token)
+            clients = ("" if node.clients is None
+                       else f" clients={','.join(node.clients.addresses)}")
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
-                      f"raft={config.listen} http={url or '-'} pid={os.getpid()}")
+                      f"raft={config.listen} http={url or '-'}{clients} pid={os.getpid()}")
             if self.handle_signals:
                 self._install_signals()
             await self._await_leader(node, watch)
@@ -131,32 +137,11 @@ class NodeService:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _lock(self) -> None:
-        import fcntl
-
-        path = self.config.data_dir / "lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise ConfigError(
-                f"{self.config.source}: data directory {self.config.data_dir} is in use by "
-                f"another running node (pid {owner}); two nodes cannot share an id or a data "
-                "directory: give this node its own `id` and `data_dir`"
-            ) from None
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-        except OSError:
-            os.close(fd)
-            raise
-        self._lock_fd = fd
-
     async def _start_node(self, node: Node) -> None:
         try:
             await node.start()
+        except DataDirectoryLocked as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()
@@ -240,11 +225,12 @@ class NodeService:
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
 
     async def _shutdown(self) -> None:
-        if self._announce is not None:
-            self._announce.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._announce
-            self._announce = None
+        for task in (self._announce, self._trim):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._announce = self._trim = None
         if self.monitor is not None:
             await self.monitor.stop()
         if self._http is not None:
@@ -252,9 +238,6 @@ class NodeService:
             self._http = None
         if self.node is not None:
             await self.node.stop()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

@@ -92,6 +92,8 @@ def local_status(node: Node) -> dict[str, Any]:
     mesh = getattr(driver.network, "mesh", None)
     if mesh is not None:
         status["listener"] = mesh.listener_stats()
+    if node.clients is not None:
+        status["clients"] = node.clients.stats()
     return status
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypedDict, Unpack
 
+from .client.access import ClientAccess
 from .errors import InvalidConfiguration
 from .node import Durability, Node
 from .raft.disk import Disk
@@ -60,6 +61,7 @@ class NodeOptions(TypedDict, total=False):
     topic_gc_interval: float
     disk: Disk
     disk_retry: float
+    clients: ClientAccess
     max_message_bytes: int
 
 

@@ -26,6 +26,7 @@ from typing import Any, NoReturn, Protocol
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
 
 from .history import AppliedOp, History, Violation
 from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Observed
@@ -48,6 +49,7 @@ class _Work:
     live: dict[int, tuple[int, str, int, str, int]] = field(default_factory=dict)
     dead: list[int] = field(default_factory=list)
     acked: set[int] = field(default_factory=set)
+    #: The last RECEIPTS_KEPT settlements, oldest first (the receipts a repeat can get).
     settled: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
@@ -204,6 +206,8 @@ class Checker:
             if live is not None and live[3] == worker:
                 del w.live[did]
                 w.settled[did] = (worker, outcome)
+                if len(w.settled) > RECEIPTS_KEPT:
+                    del w.settled[next(iter(w.settled))]
                 if code == C.WORK_ACK:
                     w.acked.add(live[0])
                 else:

@@ -149,6 +149,23 @@ MUTATIONS = [
         "        target = min(offset + 1, self.end_offset())",
         ("tests/core/test_batches.py", "tests/raft/test_consumer_batches.py"),
         "a batched cursor move consumes exactly the batch read (no gap)"),
+    Mutation(
+        "client-retry-applied-twice", "lazily_queue/replicated/state_machine.py",
+        "        if seq in session.done or seq < session.floor:\n"
+        "            self.duplicate_ops += 1\n"
+        "            return session.done.get(seq, OpError(\"duplicate\", \"already applied\"))\n"
+        "        if floor > session.floor:",
+        "        if floor > session.floor:",
+        ("tests/replicated/test_client_sessions.py",
+         "tests/client/test_client_cluster.py::"
+         "test_an_answer_lost_with_its_member_is_retried_and_applied_once"),
+        "a client's op retried through another member applies at most once"),
+    Mutation(
+        "client-is-a-peer", "transports/lazily_transports/mesh.py",
+        "        if channel.extra(LinkAttribute.credential, None) is not None:",
+        "        if False:",
+        ("tests/transports/test_client_links.py",),
+        "a client's link never reaches Raft (never handed to a peer link)"),
 ]
 
 

@@ -4,7 +4,10 @@ Prints one line per fixture (every selected flavor replayed), then a summary lin
 A fixture with cluster ops (``kill_leader``, ``partition``, ...) that ``--backend``
 cannot perform replays on ``--cluster-backend`` (default ``raft3``: a three-node
 cluster in this process), and its line says so; with ``--cluster-backend none`` it is
-listed as skipped, with the command that runs it. Exit status: 0 when no replay
+listed as skipped, with the command that runs it. A fixture that needs a capability the
+backend lacks (:attr:`~lazily_queue.conformance.Backend.lacks`: a broker's leases on its
+own clock, say) is listed as skipped with the reason. ``--url`` names the broker of the
+``nats`` and ``redis`` backends. Exit status: 0 when no replay
 failed (skips are not failures), 1 on any failure, 2 on a usage problem (unknown
 backend, missing path, nothing to replay).
 """
@@ -31,6 +34,7 @@ from ..conformance import (
     known_backends,
     replay,
 )
+from ..conformance.engine import skip_reason
 
 DEFAULT_CLUSTER_BACKEND = "raft3"
 
@@ -51,6 +55,13 @@ def register(subparsers: Any) -> None:
         default="local",
         metavar="NAME",
         help=f"backend to replay on (default: local; known: {', '.join(known_backends())})",
+    )
+    parser.add_argument(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="the broker a broker backend replays on (nats://HOST:PORT for --backend nats, "
+        "redis://HOST:PORT/DB for --backend redis); fixtures are replayed on fresh names",
     )
     parser.add_argument(
         "--cluster-backend",
@@ -84,10 +95,11 @@ class Plan:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cluster_name = getattr(args, "cluster_backend", DEFAULT_CLUSTER_BACKEND)
+    url = getattr(args, "url", None)
     try:
-        backend = create_backend(args.backend)
+        backend = _backend(args.backend, url)
         cluster = None if cluster_name == "none" else create_backend(cluster_name)
-    except UnknownBackend as exc:
+    except (UnknownBackend, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -104,7 +116,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     flavors = list(backend.flavors) if args.flavor == "all" else [args.flavor]
     plans = [_plan(f, backend, flavors, cluster, args.flavor) for f in found.fixtures]
-    results = asyncio.run(_replay_all(plans))
+    results = asyncio.run(_replay_all(plans, backend.name, url))
     failed_fixtures = skipped = elsewhere = 0
     for plan, runs in zip(plans, results, strict=True):
         if plan.skipped is not None:
@@ -133,8 +145,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 1 if failed else 0
 
 
+def _backend(name: str, url: str | None) -> Backend:
+    """A fresh backend; a broker backend is given ``url`` (which it requires)."""
+    backend = create_backend(name)
+    if hasattr(backend, "url"):
+        if not url:
+            raise ValueError(f"backend {name!r} needs --url (the broker to replay on)")
+        configurable: Any = backend
+        configurable.url = url
+    elif url:
+        raise ValueError(f"backend {name!r} takes no --url")
+    return backend
+
+
 def _plan(fixture: Fixture, backend: Backend, flavors: list[str], cluster: Backend | None,
           flavor: str) -> Plan:
+    plan = _route(fixture, backend, flavors, cluster, flavor)
+    where = backend if plan.backend == backend.name else cluster
+    reason = None if where is None else skip_reason(where, fixture.document)
+    if plan.skipped is None and reason is not None:
+        return Plan(fixture, plan.backend, [], plan.cluster_ops, reason)
+    return plan
+
+
+def _route(fixture: Fixture, backend: Backend, flavors: list[str], cluster: Backend | None,
+           flavor: str) -> Plan:
     needed = cluster_ops_of(fixture)
     if needed <= backend.cluster_ops:
         return Plan(fixture, backend.name, flavors)
@@ -155,10 +190,14 @@ def _plan(fixture: Fixture, backend: Backend, flavors: list[str], cluster: Backe
     return Plan(fixture, cluster.name, chosen, needed)
 
 
-async def _replay_all(plans: list[Plan]) -> list[list[ReplayResult]]:
-    """One list of results (one per flavor) per fixture, in fixture order."""
+async def _replay_all(
+    plans: list[Plan], main: str, url: str | None
+) -> list[list[ReplayResult]]:
+    """One list of results (one per flavor) per fixture, in fixture order; each replay
+    on a fresh backend (a broker backend given ``url``)."""
     return [
-        [await replay(plan.fixture, backend=plan.backend, flavor=flavor)
+        [await replay(plan.fixture, flavor=flavor,
+                      backend=_backend(main, url) if plan.backend == main else plan.backend)
          for flavor in plan.flavors]
         for plan in plans
     ]

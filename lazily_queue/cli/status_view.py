@@ -45,6 +45,13 @@ def render(status: dict[str, Any]) -> list[Table]:
                 for m in s["members"]],
                right=frozenset({"match index", "lag"})),
     ]
+    clients = s.get("clients")
+    if clients:
+        tables.append(_table(
+            "clients", ("addresses", "connected", "requests", "refused", "in flight"),
+            [(", ".join(clients["addresses"]), clients["connections"], clients["requests"],
+              clients["refused"], clients["in_flight"])],
+            right=frozenset({"connected", "requests", "refused", "in flight"})))
     if s["work_queues"]:
         tables.append(_table(
             "work queues", ("name", "pending (lag)", "in flight", "dead letters", "workers"),

@@ -165,6 +165,9 @@ class Backend(ABC):
     flavors: tuple[str, ...] = FLAVORS
     #: The distributed fixture ops :meth:`cluster_op` performs (none on one process).
     cluster_ops: frozenset[str] = frozenset()
+    #: Capabilities this backend lacks, each with the reason: a fixture that needs one
+    #: is reported as skipped with that reason (see :data:`CAPABILITIES`).
+    lacks: Mapping[str, str] = {}
 
     async def __aenter__(self) -> Backend:
         await self.start()
@@ -203,6 +206,14 @@ class Backend(ABC):
             f"backend {self.name!r} has no cluster op {op.get('type')!r}"
         )
 
+
+CAPABILITIES = {
+    "logical_time": "work-queue fixtures: leases and reaps at the times the steps give",
+    "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
+                    "invalidation",
+}
+"""What a fixture may need beyond its model's ops (cluster ops aside: see
+:attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""
 
 BackendFactory = Callable[[], Backend]
 

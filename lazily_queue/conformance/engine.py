@@ -46,9 +46,12 @@ class ReplayResult:
     steps_passed: int
     failure: Mismatch | None
     seconds: float
+    #: Why the fixture was not replayed (a capability the backend lacks), or ``None``.
+    skipped: str | None = None
 
     @property
     def passed(self) -> bool:
+        """No mismatch (a skipped replay is not a failure; see :attr:`skipped`)."""
         return self.failure is None
 
 
@@ -274,6 +277,29 @@ def cluster_ops_of(fixture: Fixture) -> frozenset[str]:
     return frozenset(kinds - set(runner.ops))
 
 
+def requirements(document: Mapping[str, Any]) -> set[str]:
+    """The capabilities (keys of :data:`~.backend.CAPABILITIES`) a fixture needs besides
+    its cluster ops (:func:`cluster_ops_of`)."""
+    needed: set[str] = set()
+    model = document.get("model")
+    if model == "WorkQueueCell":
+        needed.add("logical_time")
+    for step in document.get("steps") or []:
+        op = step.get("op") if isinstance(step, dict) else None
+        kind = op.get("type") if isinstance(op, dict) else None
+        if model == "QueueCell" and kind == "batch":
+            needed.add("atomic_batch")
+    return needed
+
+
+def skip_reason(backend: Backend, document: Mapping[str, Any]) -> str | None:
+    """Why ``backend`` cannot replay the fixture, or ``None`` when it can."""
+    missing = sorted(requirements(document) & set(backend.lacks))
+    if not missing:
+        return None
+    return "; ".join(f"lacks {name}: {backend.lacks[name]}" for name in missing)
+
+
 def _validate_envelope(document: Mapping[str, Any]) -> None:
     unknown = sorted(set(document) - TOP_LEVEL_KEYS)
     if unknown:
@@ -348,6 +374,11 @@ async def replay(
     passed = 0
     current: int | None = None
     failure: Mismatch | None = None
+    reason = skip_reason(engine, document)
+    if reason is not None:
+        return ReplayResult(fixture=fixture.name, model=model, backend=engine.name,
+                            flavor=flavor, steps=len(steps), steps_passed=0, failure=None,
+                            seconds=0.0, skipped=reason)
     try:
         if flavor not in engine.flavors:
             fail(None, "flavor", f"backend {engine.name!r} has no {flavor!r} flavor "

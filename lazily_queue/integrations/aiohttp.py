@@ -18,6 +18,10 @@
 ``{prefix}/`` and its data at ``{prefix}/status.json``, ``/history.json`` and
 ``/vitals.json`` (see :mod:`lazily_queue.monitor`); ``admin_token`` adds the admin API
 under ``{prefix}/admin/`` (see :mod:`lazily_queue.integrations.aiohttp_admin`).
+
+An application that is not a cluster member links a client instead:
+``setup_client(app, lazily_queue.connect(addresses, credentials))`` stores it under
+:data:`CLIENT` and links it with the application's startup, closing it at cleanup.
 """
 
 from __future__ import annotations
@@ -29,11 +33,27 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
     ) from exc
 
+from ..client.cluster import ClusterClient
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
 
 NODE = web.AppKey("lazily_queue.node", Node)
 MONITOR = web.AppKey("lazily_queue.monitor", Monitor)
+CLIENT = web.AppKey("lazily_queue.client", ClusterClient)
+
+
+def setup_client(app: web.Application, client: ClusterClient) -> None:
+    """Link ``client`` with ``app``'s startup and close it at its cleanup."""
+    app[CLIENT] = client
+
+    async def start(app: web.Application) -> None:
+        await app[CLIENT].start()
+
+    async def stop(app: web.Application) -> None:
+        await app[CLIENT].close()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
 
 
 def setup(

@@ -19,6 +19,11 @@
 :func:`lifespan` starts the node before the application serves and stops it after;
 ``then`` is another lifespan (your own: worker tasks, connections) entered while the
 node runs. The node is ``app.state.lazily_node``; :func:`get_node` is its dependency.
+
+An application that is not a cluster member passes a client instead
+(``lifespan(lazily_queue.connect(addresses, credentials))``): the same dependencies
+hand out its cells; :func:`get_client` is its dependency. Run it with as many web
+workers as you like (``uvicorn --workers 4``): each process is a client of its own.
 """
 
 from __future__ import annotations
@@ -38,17 +43,28 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
+from ..client.cluster import ClusterClient
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
 
 
-def lifespan(node: Node, then: Lifespan | None = None) -> Lifespan:
-    """A FastAPI lifespan running ``node`` (and then ``then``) for the app's lifetime."""
+def lifespan(node: Node | ClusterClient, then: Lifespan | None = None) -> Lifespan:
+    """A FastAPI lifespan running ``node`` (or linking a client) and then ``then`` for
+    the app's lifetime."""
 
     @asynccontextmanager
     async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        if isinstance(node, ClusterClient):
+            app.state.lazily_client = node
+            async with node:
+                if then is None:
+                    yield {}
+                else:
+                    async with then(app) as state:
+                        yield dict(state or {})
+            return
         app.state.lazily_node = node
         monitor = app.state.lazily_monitor = Monitor(node)
         async with node:
@@ -79,11 +95,27 @@ def get_node(request: Request) -> Node:
     return node
 
 
+def get_client(request: Request) -> ClusterClient:
+    """Dependency: the client of the app's :func:`lifespan`."""
+    client = getattr(request.app.state, "lazily_client", None)
+    if not isinstance(client, ClusterClient):
+        raise RuntimeError(
+            "no lazily-queue client on this app: create it with FastAPI(lifespan="
+            "lazily_queue.integrations.fastapi.lifespan(lazily_queue.connect(...)))"
+        )
+    return client
+
+
+def _cells(request: Request) -> Node | ClusterClient:
+    client = getattr(request.app.state, "lazily_client", None)
+    return client if isinstance(client, ClusterClient) else get_node(request)
+
+
 def queue(name: str, *, capacity: int | None = None) -> Callable[[Request], QueueCell[Any]]:
     """Dependency factory: the replicated queue ``name``."""
 
     def dependency(request: Request) -> QueueCell[Any]:
-        return get_node(request).queue(name, capacity=capacity)
+        return _cells(request).queue(name, capacity=capacity)
 
     return dependency
 
@@ -92,7 +124,7 @@ def topic(name: str) -> Callable[[Request], TopicCell[Any]]:
     """Dependency factory: the replicated topic ``name``."""
 
     def dependency(request: Request) -> TopicCell[Any]:
-        return get_node(request).topic(name)
+        return _cells(request).topic(name)
 
     return dependency
 
@@ -103,7 +135,7 @@ def work_queue(
     """Dependency factory: the replicated work queue ``name``."""
 
     def dependency(request: Request) -> WorkQueueCell:
-        return get_node(request).work_queue(
+        return _cells(request).work_queue(
             name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries
         )
 

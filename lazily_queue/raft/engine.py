@@ -68,6 +68,8 @@ class EngineConfig:
     leader_fallback_timeout: float = 1.0
     compaction_min_entries: int = 4000
     compaction_min_time: float = 60.0
+    #: Compact once the log holds this many bytes, or more than the last snapshot.
+    compaction_log_bytes: int = 4 * 1024 * 1024
     snapshot_chunk_bytes: int = 48 * 1024
     append_batch_bytes: int = 512 * 1024
 
@@ -80,6 +82,8 @@ class EngineConfig:
             raise ValueError("leader_fallback_timeout must exceed heartbeat_interval")
         if self.compaction_min_entries < 2:
             raise ValueError("compaction_min_entries must be >= 2")
+        if self.compaction_log_bytes < 1:
+            raise ValueError("compaction_log_bytes must be >= 1")
 
 
 class RaftEngine(SyncObj):  # type: ignore[misc]
@@ -106,6 +110,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._node_id = str(node_id)
         self._journal = journal
         self._snapshots = snapshots
+        self._compaction_bytes = cfg.compaction_log_bytes
         self._apply_fn = apply
         self.max_command_bytes = max_command_bytes
         #: Entries sent per append; always above the largest entry (see MAX_COMMAND_BYTES).
@@ -244,6 +249,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         with patches.engine_env(self._clock, self._rng):
             self._committed = self.commit_index  # the clamp's floor
             self.pre_vote.before_tick()
+            if self._journal.size_bytes >= max(self._compaction_bytes, self._snapshots.size):
+                self.forceLogCompaction()  # however few entries: the bytes are what cost
             self._onTick(0.0)
 
     def append_proposed(self) -> None:

@@ -251,6 +251,11 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         return self._durable_index
 
     @property
+    def size_bytes(self) -> int:
+        """The bytes of the records held (the file's size once written)."""
+        return self._end
+
+    @property
     def first_index(self) -> int:
         return self._entries[0][1] if self._entries else 0
 

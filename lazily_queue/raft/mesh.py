@@ -25,7 +25,10 @@ from collections.abc import Callable, Mapping
 
 import anyio
 from lazily_transports import (
+    DEFAULT_CLIENT_MAX_FRAME_SIZE,
     DEFAULT_FEATURES,
+    ChannelHandler,
+    CredentialLookup,
     Frame,
     FrameTooLargeError,
     LinkConfig,
@@ -81,8 +84,13 @@ class MeshNetwork:
         incarnation: str = "",
         pins: Mapping[str, str] | None = None,
         on_pin: Callable[[dict[str, str]], None] | None = None,
+        clients: tuple[CredentialLookup, ChannelHandler] | None = None,
+        client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE,
         schemes: SchemeTable | None = None,
     ) -> None:
+        """``clients`` (a token lookup and a handler) also accepts client links on the
+        listen address, handed to the handler, never to Raft, with frames of at most
+        ``client_max_frame_size``."""
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
                 "a cluster secret is required: pass secret=... (the same on every node; "
@@ -103,6 +111,7 @@ class MeshNetwork:
             allow_unauthenticated=allow_unauthenticated,
             features=frozenset(features),
             required_features=REQUIRED_FEATURES,
+            client_max_frame_size=client_max_frame_size,
         )
         self._mesh = Mesh(
             self._config,
@@ -111,6 +120,7 @@ class MeshNetwork:
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
             vet_peer=self._vet if incarnation else None,
+            clients=clients,
             schemes=schemes,
         )
         self._on_frame: FrameHandler | None = None

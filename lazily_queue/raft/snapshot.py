@@ -176,6 +176,11 @@ class SnapshotStore:
         self._state = SUCCESS
         self.taken += 1
 
+    @property
+    def size(self) -> int:
+        """The bytes of the snapshot taken or installed last (0 before there is one)."""
+        return len(self._data or b"")
+
     def _raw(self) -> bytes | None:
         """The stored snapshot's bytes (read from disk once, then kept)."""
         if self._data is None:

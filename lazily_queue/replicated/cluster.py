@@ -1,4 +1,5 @@
-"""Cluster operations: a barrier through the log and the replicated member addresses."""
+"""Cluster operations: a barrier through the log, the replicated member addresses and the
+wrapper of a client's op."""
 
 from __future__ import annotations
 
@@ -24,4 +25,10 @@ def member_address(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
-FAMILY = Family("cluster", {ops.BARRIER: barrier, ops.MEMBER_ADDRESS: member_address})
+def client_op(sm: StateMachine, args: list[Any]) -> Any:
+    """A client's op under its own session (see ``StateMachine.apply_client``)."""
+    return sm.apply_client(args)
+
+
+FAMILY = Family("cluster", {ops.BARRIER: barrier, ops.MEMBER_ADDRESS: member_address,
+                            ops.CLIENT_OP: client_op})

@@ -8,6 +8,7 @@ cell's readers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,17 @@ class MemberAddressed:
 
 
 @dataclass(frozen=True, slots=True)
+class OpApplied:
+    """``op`` (``[code, *args]``) was applied at leader time ``now``; ``index`` counts the
+    ops reported so. Reported only for the objects in the state machine's ``tap`` (a
+    member serving clients, whose mirrors replay it)."""
+
+    index: int
+    now: int
+    op: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Deleted:
     """The ``family`` (``"queue"``, ``"topic"`` or ``"work_queue"``) object ``name`` was
     deleted; using the name again declares it anew."""
@@ -76,7 +88,7 @@ class Restored:
 
 
 Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
-         | MemberAddressed | Deleted | Restored)
+         | MemberAddressed | OpApplied | Deleted | Restored)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
-               MemberAddressed, Deleted, Restored)
+               MemberAddressed, OpApplied, Deleted, Restored)

@@ -20,6 +20,7 @@ QUEUE_UNPOP_MANY = 7  # [name, values]: return undelivered elements to the head,
 # Cluster operations: 9..19.
 BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
+CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -60,6 +61,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_UNPOP_MANY: "queue_unpop_many",
     BARRIER: "barrier",
     MEMBER_ADDRESS: "member_address",
+    CLIENT_OP: "client_op",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",
@@ -88,8 +90,26 @@ OP_NAMES: dict[int, str] = {
 }
 
 
+def family_of(code: int) -> str | None:
+    """The kind of object an op code acts on (``"queue"``, ``"topic"``, ``"work_queue"``),
+    named by the op's first argument; ``None`` for cluster ops."""
+    return _FAMILIES.get(code)
+
+
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH})
+
+
+_FAMILIES: dict[int, str] = {
+    **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
+                     QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE), "queue"),
+    **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
+                     TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
+                     TOPIC_ADVANCE_TO, TOPIC_DELETE), "topic"),
+    **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
+                     WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
+                     WORK_DELETE), "work_queue"),
+}
 
 
 def op_name(code: int) -> str:

@@ -6,7 +6,21 @@ and its own state. It never raises. Each successful transition is recorded as a 
 event (:mod:`.events`), released by :meth:`StateMachine.drain_events`.
 
 Sessions make proposals idempotent: a retried op (same session and sequence number)
-returns the result recorded the first time instead of applying again.
+returns the result recorded the first time instead of applying again. A session not
+seen for :data:`SESSION_TTL_MS` of leader time is forgotten at the first batch after
+that, on every replica alike (sessions are kept in the order they were last seen, and
+that order survives snapshots).
+A member's session is the batch's; a client's op travels wrapped in ``CLIENT_OP``
+under the client's own session (ids above :data:`CLIENT_SESSION_BASE`), so the client
+can retry it through another member and it still applies at most once. A client
+session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
+floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes
+first). Sessions are part of the snapshot.
+
+Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
+reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
+them to the mirrors of the clients watching the object, which
+:meth:`StateMachine.replay` them. The tap changes no state.
 
 The op families it answers are listed in :data:`FAMILIES`.
 """
@@ -14,7 +28,8 @@ The op families it answers are listed in :data:`FAMILIES`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +38,21 @@ from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
 from . import admin, cluster, queues, topics, work_queues
-from .events import Event, Restored
+from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
-from .ops import MESSAGE_OPS, OpError, OpRefused, op_name
+from .ops import CLIENT_OP, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
 
 SESSION_TTL_MS = 3_600_000
 SNAPSHOT_FORMAT = 1
+#: Client session ids are above this (a member's are at most this).
+CLIENT_SESSION_BASE = 2**62
+#: Results a client session keeps above its floor; an op further ahead is refused.
+CLIENT_WINDOW = 1024
+#: Client sessions kept; opening one more drops the least recently seen.
+MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
@@ -69,11 +90,15 @@ class StateMachine:
         self.work_queues: dict[str, WorkState] = {}
         self.addresses: dict[str, str] = {}
         self.member_pages: dict[str, str] = {}
-        self.sessions: dict[int, Session] = {}
+        #: Oldest-seen first.
+        self.sessions: OrderedDict[int, Session] = OrderedDict()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
         self.duplicate_ops = 0
+        #: Report the ops applied to these objects as OpApplied events.
+        self.tap: Collection[tuple[str, str]] = ()
+        self.tapped = 0
 
     # -- applying -------------------------------------------------------------------------
 
@@ -90,7 +115,10 @@ class StateMachine:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.sessions[session_id] = Session()
+        else:
+            self.sessions.move_to_end(session_id)
         session.seen = self.now
+        self._expire_sessions()
         results: list[Any] = []
         for op in ops:
             seq = op[0]
@@ -105,27 +133,83 @@ class StateMachine:
             session.floor = floor
             for seq in [s for s in session.done if s < floor]:
                 del session.done[seq]
-        if self.applied_batches % 1024 == 0:
-            self._expire_sessions()
         return results
 
     def _apply_op(self, op: list[Any]) -> Any:
-        code = op[1]
+        return self._apply_plain(op[1], op[2:])
+
+    def _apply_plain(self, code: Any, args: list[Any]) -> Any:
         fn = _HANDLERS.get(code)
         if fn is None:
             return OpError("unknown_op", f"op code {code} is not known to this node's version")
-        self.applied_ops += 1
+        wrapper = code == CLIENT_OP
+        if not wrapper:
+            self.applied_ops += 1
         try:
-            return fn(self, op[2:])
+            return fn(self, args)
         except OpRefused as exc:
             return exc.error
         except Exception as exc:  # deterministic on every replica; never wedges apply
             log.exception("op %s failed while applying", op_name(code))
             return OpError("apply_failed", f"{type(exc).__name__}: {exc}")
+        finally:
+            tap = self.tap
+            if (tap and not wrapper and args and type(args[0]) is str
+                    and (family_of(code), args[0]) in tap):
+                self.tapped += 1
+                self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
+
+    def apply_client(self, args: list[Any]) -> Any:
+        """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
+        op once per client session (module docstring)."""
+        head = args[:4]
+        if len(head) < 4 or not all(type(v) is int for v in head) or (
+                head[0] <= CLIENT_SESSION_BASE or head[1] < 1 or head[3] == CLIENT_OP):
+            return OpError("malformed_client_op", "a client op is [session, seq, floor, "
+                           "code, *args] with a client session id and seq >= 1")
+        sid, seq, floor, code = head
+        session = self.sessions.get(sid)
+        if session is None:
+            session = self._open_client_session(sid)
+        else:
+            self.sessions.move_to_end(sid)
+        session.seen = self.now
+        if seq in session.done or seq < session.floor:
+            self.duplicate_ops += 1
+            return session.done.get(seq, OpError("duplicate", "already applied"))
+        if floor > session.floor:
+            session.floor = floor
+            for old in [s for s in session.done if s < floor]:
+                del session.done[old]
+        if seq >= session.floor + CLIENT_WINDOW:
+            return OpError("session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of "
+                           f"its session's floor {session.floor}; it was not applied")
+        result = self._apply_plain(code, args[4:])
+        session.done[seq] = result
+        return result
+
+    def _open_client_session(self, sid: int) -> Session:
+        """A new client session, the least recently seen one dropped at the bound
+        (sessions are kept oldest-seen first)."""
+        clients = [k for k in self.sessions if k > CLIENT_SESSION_BASE]
+        if len(clients) >= MAX_CLIENT_SESSIONS:
+            del self.sessions[clients[0]]
+        session = self.sessions[sid] = Session()
+        return session
+
+    def replay(self, now: int, op: list[Any]) -> Any:
+        """Apply ``op`` (``[code, *args]``), which another replica applied at leader time
+        ``now`` (a client's mirror of a member's objects); returns its result."""
+        if now > self.now:
+            self.now = now
+        return self._apply_plain(op[0], op[1:])
 
     def _expire_sessions(self) -> None:
         horizon = self.now - SESSION_TTL_MS
-        for sid in [sid for sid, s in self.sessions.items() if s.seen < horizon]:
+        while self.sessions:
+            sid, oldest = next(iter(self.sessions.items()))
+            if oldest.seen >= horizon:
+                return
             del self.sessions[sid]
 
     def emit(self, event: Event) -> None:
@@ -139,7 +223,9 @@ class StateMachine:
         return op_name(code)
 
     def carries_message(self, code: int) -> bool:
-        return code in MESSAGE_OPS
+        """A message op, or a client's op (its last argument is its inner op's last:
+        the message of a push or publish, small for the others)."""
+        return code in MESSAGE_OPS or code == CLIENT_OP
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -152,7 +238,7 @@ class StateMachine:
             },
             "addresses": dict(self.addresses),
             "sessions": {
-                str(sid): [s.floor, s.seen, [[seq, _encode_result(r)] for seq, r in s.done.items()]]
+                str(sid): [s.floor, s.seen, [[seq, encode_result(r)] for seq, r in s.done.items()]]
                 for sid, s in self.sessions.items()
             },
         }
@@ -172,11 +258,13 @@ class StateMachine:
         restored_queues: dict[str, Fifo[Any]] = {}
         for name, (capacity, closed, elements) in doc["queues"].items():
             restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
-        sessions: dict[int, Session] = {}
+        found: list[tuple[int, Session]] = []
         for sid, (floor, seen, done) in doc["sessions"].items():
-            sessions[int(sid)] = Session(
-                int(floor), {int(seq): _decode_result(r) for seq, r in done}, int(seen)
-            )
+            found.append((int(sid), Session(
+                int(floor), {int(seq): decode_result(r) for seq, r in done}, int(seen)
+            )))
+        # Stable: a snapshot taken here lists them in this order already.
+        sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
         self.now = int(doc["now"])
         self.queues = restored_queues
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
@@ -186,7 +274,8 @@ class StateMachine:
         self.events.append(Restored())
 
 
-def _encode_result(result: Any) -> list[Any]:
+def encode_result(result: Any) -> list[Any]:
+    """An op's result as plain data (sessions in snapshots, answers to clients)."""
     if isinstance(result, QueuePushError):
         return [1, result.value]
     if isinstance(result, QueuePopError):
@@ -196,7 +285,8 @@ def _encode_result(result: Any) -> list[Any]:
     return [0, result]
 
 
-def _decode_result(doc: list[Any]) -> Any:
+def decode_result(doc: list[Any]) -> Any:
+    """The inverse of :func:`encode_result`."""
     tag = doc[0]
     if tag == 1:
         return QueuePushError(doc[1])

@@ -65,6 +65,11 @@ class ReadView:
         return self._sm.applied_ops
 
     @property
+    def tapped(self) -> int:
+        """How many applied ops the state machine's tap reported (clients' mirrors)."""
+        return self._sm.tapped
+
+    @property
     def duplicate_ops(self) -> int:
         """Ops applied again by a retry and answered from their session instead."""
         return self._sm.duplicate_ops

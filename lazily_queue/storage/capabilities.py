@@ -33,6 +33,9 @@ class StorageCapabilities:
       raises once it has, and it reports a change to its listener when it stops, so every
       call waiting in the cell (a pop, a claim, a stream, a push waiting for room) wakes
       and fails with that error instead of waiting forever.
+    - ``logical_time`` (work queues): a ``now`` the caller gives is honoured: a lease
+      runs until ``now + visibility_timeout`` and ``reap_expired(now)`` expires by it.
+      Without it (a broker's leases run on the broker's clock) the time is ignored.
     """
 
     sync: bool = False
@@ -41,6 +44,7 @@ class StorageCapabilities:
     reporting_ops: bool = False
     own_clock: bool = False
     lifecycle: bool = False
+    logical_time: bool = False
 
 
 def declared(

@@ -169,7 +169,7 @@ class LocalWorkQueueStorage:
 
     __slots__ = ("clock", "core", "name")
 
-    capabilities = StorageCapabilities(sync=True)
+    capabilities = StorageCapabilities(sync=True, logical_time=True)
 
     def __init__(
         self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None

@@ -34,8 +34,8 @@ ALL_WORK_READERS = int(
 )
 
 if TYPE_CHECKING:
-    from ..raft.driver import Driver
     from ..replicated.view import ReadView
+    from .raft_queue import Proposer
 
 
 class RaftTopicStorage(ReplicatedObject):
@@ -45,7 +45,7 @@ class RaftTopicStorage(ReplicatedObject):
     capabilities = StorageCapabilities(observable=True, lifecycle=True)
 
     def __init__(
-        self, driver: Driver, view: ReadView, name: str, *, timeout: float = 10.0
+        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
         self._listener: TopicChangeListener | None = None
@@ -157,11 +157,12 @@ class RaftWorkQueueStorage(ReplicatedObject):
     the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       logical_time=True)
 
     def __init__(
         self,
-        driver: Driver,
+        driver: Proposer,
         view: ReadView,
         name: str,
         *,

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.fifo import Fifo
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
@@ -39,6 +40,31 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class Proposer(Protocol):
+    """Where a replicated storage's operations go: a member's driver, or a client's
+    connection to a member. Results are the state machine's."""
+
+    @property
+    def running(self) -> bool:
+        """False once stopped (a node) or closed (a client)."""
+        ...
+
+    def propose(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, asyncio.Future[Any]]:
+        """Propose one op without waiting; the future resolves with its result."""
+        ...
+
+    async def call(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Propose and await; ``on_orphan`` gets the result of an op whose caller went
+        away (cancelled, timed out) while it may still apply."""
+        ...
+
+
 def raise_op_error(result: Any) -> Any:
     """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
     if isinstance(result, OpError):
@@ -52,7 +78,7 @@ class ReplicatedObject:
 
     kind = "object"
 
-    def __init__(self, driver: Driver, view: ReadView, name: str, *, timeout: float) -> None:
+    def __init__(self, driver: Proposer, view: ReadView, name: str, *, timeout: float) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self._driver = driver
@@ -64,7 +90,7 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
-    def rebind(self, driver: Driver, view: ReadView) -> None:
+    def rebind(self, driver: Proposer, view: ReadView) -> None:
         """Follow the node to a restarted driver and state (the cell and readers stay)."""
         self._driver = driver
         self._view = view
@@ -78,10 +104,14 @@ class ReplicatedObject:
         """Raise :class:`NodeNotRunning` while the node is stopped (capability
         ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""
         if not self._driver.running:
-            raise NodeNotRunning(
-                f"{self.kind} {self.name!r}: node {self._driver.replica.node_id} is stopped; "
-                "start it again (`async with node:`) to use it"
-            )
+            raise self._stopped()
+
+    def _stopped(self) -> Exception:
+        node = cast("Driver", self._driver).replica.node_id
+        return NodeNotRunning(
+            f"{self.kind} {self.name!r}: node {node} is stopped; start it again "
+            "(`async with node:`) to use it"
+        )
 
     async def declare(self, *, timeout: float | None = None) -> None:
         """Declare the object on the cluster now (the first operation does it otherwise)."""
@@ -89,6 +119,10 @@ class ReplicatedObject:
 
     async def _ensure_declared(self, timeout: float | None) -> None:
         self.raise_if_stopped()
+        declared = self._declared
+        if (declared is not None and declared.done() and not declared.cancelled()
+                and declared.exception() is None):
+            return
         if self._declared is None or (self._declared.done() and self._declared.exception()):
             self._declared = asyncio.ensure_future(self._declare(timeout))
         await asyncio.shield(self._declared)
@@ -110,7 +144,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
 
     def __init__(
-        self, driver: Driver, view: ReadView, name: str, *, capacity: int | None = None,
+        self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
         timeout: float = 10.0,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
@@ -197,12 +231,16 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         log.info("queue %r: a pop's receiver went away; returning its element to the head",
                  self.name)
 
-        def done(res: Any, err: BaseException | None) -> None:
+        def done(fut: asyncio.Future[Any]) -> None:
+            err = None if fut.cancelled() else fut.exception()
             if err is not None:
                 log.error("queue %r: could not return an undelivered element: %s", self.name, err)
 
-        self._driver.replica.propose(
-            C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_done=done,
-            on_orphan=lambda _: None,
-        )
-        self._driver.wake()
+        try:
+            _, fut = self._driver.propose(
+                C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_orphan=lambda _: None
+            )
+        except Exception as exc:
+            log.error("queue %r: could not return an undelivered element: %s", self.name, exc)
+            return
+        fut.add_done_callback(done)

@@ -34,7 +34,7 @@ class _Wrapper:
         caps = inner.capabilities
         self.capabilities = StorageCapabilities(
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
-            own_clock=caps.own_clock, lifecycle=caps.lifecycle)
+            own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet

@@ -26,13 +26,21 @@ from lazily_queue.storage import topic as topic_seam
 from lazily_queue.storage import work as work_seam
 from lazily_queue.storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from lazily_queue.storage.raft_queue import RaftQueueStorage
+from lazily_queue.storage.remote import (
+    RemoteQueueStorage,
+    RemoteTopicStorage,
+    RemoteWorkQueueStorage,
+)
 
 PACKAGE = Path(lazily_queue.__path__[0])
 
 FAMILIES: list[tuple[Any, Any, list[type]]] = [
-    (queue_seam, queue_seam.QueueStorage, [VecDequeStorage, RaftQueueStorage]),
-    (topic_seam, topic_seam.TopicStorage, [LocalTopicStorage, RaftTopicStorage]),
-    (work_seam, work_seam.WorkQueueStorage, [LocalWorkQueueStorage, RaftWorkQueueStorage]),
+    (queue_seam, queue_seam.QueueStorage,
+     [VecDequeStorage, RaftQueueStorage, RemoteQueueStorage]),
+    (topic_seam, topic_seam.TopicStorage,
+     [LocalTopicStorage, RaftTopicStorage, RemoteTopicStorage]),
+    (work_seam, work_seam.WorkQueueStorage,
+     [LocalWorkQueueStorage, RaftWorkQueueStorage, RemoteWorkQueueStorage]),
 ]
 
 
@@ -66,7 +74,8 @@ def test_every_backend_implements_every_required_method(
 
 
 def test_raft_storages_declare_no_synchronous_surface() -> None:
-    for backend in (RaftQueueStorage, RaftTopicStorage, RaftWorkQueueStorage):
+    for backend in (RaftQueueStorage, RaftTopicStorage, RaftWorkQueueStorage,
+                    RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage):
         assert not backend.capabilities.sync and backend.capabilities.observable
         assert not hasattr(backend, "try_push") and not hasattr(backend, "try_publish")
 

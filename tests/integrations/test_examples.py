@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from contextlib import AsyncExitStack
@@ -50,6 +51,20 @@ def test_testing_cluster_example_passes_as_a_script(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2 passed"
+
+
+def test_clients_example_runs_as_a_script(tmp_path: Path) -> None:
+    env = dict(os.environ, APP_CLUSTER_SECRET="example-cluster-secret",
+               APP_WEB_TOKEN="example-web-token")
+    out = subprocess.run([sys.executable, str(EXAMPLES / "clients.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "done {'resize': 'cat.png'} through member 1", "pending 0 in flight 0"]
+    env.pop("APP_WEB_TOKEN")
+    out = subprocess.run([sys.executable, str(EXAMPLES / "clients.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 1 and "export APP_CLUSTER_SECRET and APP_WEB_TOKEN" in out.stderr
 
 
 async def test_job_api_on_three_nodes(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from lazily_queue import Job, SettlementRejected, testing
 from lazily_queue.reactive import Effect
+from lazily_queue.replicated import work_queues
 
 
 async def test_claims_are_exclusive_and_receipts_prove_settlement(tmp_path: Path) -> None:
@@ -34,6 +35,28 @@ async def test_claims_are_exclusive_and_receipts_prove_settlement(tmp_path: Path
             await a.nack("bob", first.delivery_id)  # another outcome is no retry
         with pytest.raises(SettlementRejected, match="lease is gone"):
             await Job(c, first).nack()
+
+
+async def test_a_repeated_settlement_is_proven_while_its_receipt_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(work_queues, "RECEIPTS_KEPT", 4)  # every member runs in this process
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        a, b = (n.work_queue("jobs", visibility_timeout=30)
+                for n in list(cluster.nodes.values())[:2])
+        for i in range(6):
+            await a.push(i)
+        deliveries = await a.claim_many("w", 6)
+        for d in deliveries:
+            await a.ack("w", d.delivery_id)
+        # A restarted worker, through another member, repeats its last four acks and
+        # the two before them: only the kept receipts prove the earlier settlements.
+        for d in deliveries[2:]:
+            retry = await b.ack("w", d.delivery_id)
+            assert retry.duplicate and retry.item_id == d.item_id
+        for d in deliveries[:2]:
+            with pytest.raises(SettlementRejected, match="lease is gone"):
+                await b.ack("w", d.delivery_id)
 
 
 async def test_job_context_manager_acks_nacks_and_releases_on_cancel(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ keeps one link per peer with reconnects and reports peer events and frames.
 Contracts for new transports are in ``lazily_transports.abc``.
 """
 
-from ._core._authentication import PeerFilter, PeerVetter, ProbeAnswer
+from ._core._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 from ._core._handshake import (
     CODEC,
     HANDSHAKE_FRAME_LIMIT,
@@ -26,6 +26,7 @@ from ._core._handshake import (
 )
 from .abc import ChannelAcceptor, DataChannel, FrameStream, LinkAttribute, Listener, Transport
 from .config import (
+    DEFAULT_CLIENT_MAX_FRAME_SIZE,
     DEFAULT_FEATURES,
     DEFAULT_MAX_FRAME_SIZE,
     DEFAULT_MAX_PENDING_HANDSHAKES,
@@ -64,6 +65,7 @@ from .tls import TLS_SCHEMES, TLSConfigError, TLSFiles, describe_tls_error
 
 __all__ = [
     "CODEC",
+    "DEFAULT_CLIENT_MAX_FRAME_SIZE",
     "DEFAULT_FEATURES",
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_PENDING_HANDSHAKES",
@@ -79,6 +81,7 @@ __all__ = [
     "AuthenticationError",
     "ChannelAcceptor",
     "ChannelHandler",
+    "CredentialLookup",
     "DataChannel",
     "EventStream",
     "Frame",

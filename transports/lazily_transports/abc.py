@@ -59,6 +59,8 @@ class LinkAttribute(TypedAttributeSet):
     authenticated: bool = typed_attribute()
     #: Where the remote end is, as the transport names it.
     remote_address: str = typed_attribute()
+    #: The credential a client authenticated with; ``None`` on a link between peers.
+    credential: str | None = typed_attribute()
 
 
 class FrameStream(ObjectStream[bytes]):

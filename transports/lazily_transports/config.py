@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_CLIENT_MAX_FRAME_SIZE",
     "DEFAULT_FEATURES",
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_PENDING_HANDSHAKES",
@@ -21,6 +22,8 @@ DEFAULT_FEATURES: frozenset[str] = frozenset({"raft-queue-v1"})
 #: Connections a listener holds in their handshake, in all and from one source.
 DEFAULT_MAX_PENDING_HANDSHAKES = 128
 DEFAULT_MAX_PENDING_PER_SOURCE = 8
+#: Frame ceiling of a link accepted from a client (a dialer with a credential).
+DEFAULT_CLIENT_MAX_FRAME_SIZE = 1024 * 1024
 _U64 = 2**64
 
 
@@ -52,6 +55,12 @@ class LinkConfig:
     ``max_pending_handshakes`` pending connections in all and ``max_pending_per_source``
     from one source (an IP address; a Unix-socket listener is one source); connections
     over either cap are closed at once and counted.
+
+    A *client* dials with ``credential``, the name of its credential, and ``secret``
+    set to that credential's token: the acceptor looks the token up by name (never using
+    its cluster secret for it) and hands the link to its client handler, never to its
+    peers. ``client_max_frame_size`` caps the frames of links this node accepts from
+    clients, whatever they announce.
     """
 
     peer_id: int
@@ -67,6 +76,8 @@ class LinkConfig:
     receive_buffer_size: int = 1024 * 1024
     max_pending_handshakes: int = DEFAULT_MAX_PENDING_HANDSHAKES
     max_pending_per_source: int = DEFAULT_MAX_PENDING_PER_SOURCE
+    credential: str | None = None
+    client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE
 
     def __post_init__(self) -> None:
         if isinstance(self.peer_id, bool) or not isinstance(self.peer_id, int):
@@ -83,6 +94,11 @@ class LinkConfig:
                 )
         elif not isinstance(self.secret, bytes) or not self.secret:
             raise ValueError("secret must be non-empty bytes (the shared cluster secret)")
+        if self.credential is not None:
+            if not isinstance(self.credential, str) or not 0 < len(self.credential) <= 128:
+                raise ValueError("credential must be a name of 1 to 128 characters")
+            if self.secret is None:
+                raise ValueError("a client credential needs its token as `secret`")
         if isinstance(self.max_frame_size, bool) or not isinstance(self.max_frame_size, int):
             raise TypeError("max_frame_size must be an int")
         if not 1 <= self.max_frame_size <= MAX_FRAME_SIZE_LIMIT:
@@ -100,6 +116,7 @@ class LinkConfig:
             "receive_buffer_size",
             "max_pending_handshakes",
             "max_pending_per_source",
+            "client_max_frame_size",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -11,14 +11,14 @@ from types import TracebackType
 import anyio
 
 from ._core._admission import AdmissionGate, LogLimiter
-from ._core._authentication import PeerVetter
+from ._core._authentication import CredentialLookup, PeerVetter
 from ._core._backoff import Backoff
 from ._core._peer_link import PeerLink
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
 from .events import EventStream, PeerCounters
-from .schemes import DEFAULT_SCHEMES, SchemeTable, listen
+from .schemes import DEFAULT_SCHEMES, ChannelHandler, SchemeTable, listen
 from .streams import LinkStream
 
 __all__ = ["Mesh"]
@@ -46,6 +46,10 @@ class Mesh:
     a dialed one is closed; either way the link keeps trying. ``schemes`` maps address
     schemes to transports (default ``DEFAULT_SCHEMES``); every address is resolved when
     given, so an unknown scheme or a transport whose extra is not installed fails at once.
+
+    With ``clients`` (a credential lookup and a handler) the listener also accepts
+    client links, authenticated by their own tokens (see ``establish``): each is handed
+    to the handler, never to a peer's link, so a client never carries peer traffic.
     """
 
     def __init__(
@@ -63,7 +67,9 @@ class Mesh:
         vet_peer: PeerVetter | None = None,
         probe_after: float | None = 0.5,
         schemes: SchemeTable | None = None,
+        clients: tuple[CredentialLookup, ChannelHandler] | None = None,
     ) -> None:
+        self._clients = clients
         self._schemes = DEFAULT_SCHEMES if schemes is None else schemes
         if listen_address is not None:
             self._schemes.transport_for(listen_address)
@@ -103,6 +109,7 @@ class Mesh:
                         admit=self._admit,
                         answer_probe=self._answer_probe,
                         schemes=self._schemes,
+                        credentials=None if self._clients is None else self._clients[0],
                     )
                 )
         except BaseException:
@@ -325,6 +332,10 @@ class Mesh:
         return f"{note}, last failure: {link.trouble}" if link.trouble else note
 
     async def _serve_accepted(self, channel: LinkStream) -> None:
+        if channel.extra(LinkAttribute.credential, None) is not None:
+            if self._clients is not None and self._running:
+                await self._clients[1](channel)
+            return
         link = self._links.get(channel.extra(LinkAttribute.peer_id))
         if link is None or link.dials or not self._running:
             return

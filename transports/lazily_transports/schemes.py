@@ -10,7 +10,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from ._core._acceptor import Acceptor
-from ._core._authentication import PeerFilter, PeerVetter, ProbeAnswer, probe_channel
+from ._core._authentication import (
+    CredentialLookup,
+    PeerFilter,
+    PeerVetter,
+    ProbeAnswer,
+    probe_channel,
+)
 from .abc import Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, MissingDependencyError
@@ -257,6 +263,7 @@ async def listen(
     admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     schemes: SchemeTable | None = None,
+    credentials: CredentialLookup | None = None,
 ) -> AsyncIterator[Listener]:
     """Accept links on ``address`` while the context is open.
 
@@ -268,8 +275,11 @@ async def listen(
     per source) may be in their handshake; more are closed at once and counted in
     ``Listener.admission``. The yielded ``Listener.address`` is the bound address (the
     real port for ``:0``). ``schemes`` picks the transport (default ``DEFAULT_SCHEMES``).
+    ``credentials`` admits client links too (see ``establish``); the handler tells
+    them apart by ``LinkAttribute.credential``.
     """
-    acceptor = Acceptor(config, handler, accept_peer, admit, answer_probe, label=address)
+    acceptor = Acceptor(config, handler, accept_peer, admit, answer_probe, label=address,
+                        credentials=credentials)
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     listener = await transport.listen(address, config, acceptor.accept, ssl_context=ssl_context)
     listener.admission = acceptor.gate

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._core._authentication import FailureReport, PeerFilter, PeerVetter, ProbeAnswer, exchange
+from ._core._authentication import (
+    CredentialLookup,
+    FailureReport,
+    PeerFilter,
+    PeerVetter,
+    ProbeAnswer,
+    exchange,
+)
 from .abc import DataChannel, FrameStream, LinkAttribute
 from .config import LinkConfig
 
@@ -82,6 +89,7 @@ async def establish(
     admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     on_failure: FailureReport | None = None,
+    credentials: CredentialLookup | None = None,
 ) -> LinkStream:
     """Run handshake and authentication on a raw ``channel``; return the authenticated link.
 
@@ -98,6 +106,12 @@ async def establish(
     subclass naming the field is raised (``AuthenticationError``,
     ``IncompatiblePeerError``, ``PeerRejectedError``, ``HandshakeTimeoutError``), after
     it was logged, or passed to ``on_failure`` instead when given.
+
+    ``credentials`` lets the accepting side take *client* links: a dialer that names a
+    credential (``LinkConfig.credential``) proves that credential's token, which
+    ``credentials(name)`` returns (``None`` refuses the name, field ``credential``);
+    without it client hellos are refused. ``LinkAttribute.credential`` names the
+    client on both ends of such a link and is ``None`` between peers.
     """
     agreed = await exchange(
         channel,
@@ -107,6 +121,7 @@ async def establish(
         admit=admit,
         answer_probe=answer_probe,
         on_failure=on_failure,
+        credentials=credentials,
     )
     remote, negotiated = agreed.remote, agreed.negotiated
     values: dict[Any, Any] = {
@@ -118,6 +133,7 @@ async def establish(
         LinkAttribute.max_frame_size: negotiated.max_frame_size,
         LinkAttribute.fragmentation_supported: negotiated.fragmentation_supported,
         LinkAttribute.authenticated: agreed.authenticated,
+        LinkAttribute.credential: agreed.credential,
     }
     return LinkStream(channel, {key: _constant(value) for key, value in values.items()})
 

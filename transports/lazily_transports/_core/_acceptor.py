@@ -11,7 +11,7 @@ from ..config import LinkConfig
 from ..errors import HandshakeError, ProbeAnswered
 from ..streams import LinkStream, establish
 from ._admission import AdmissionGate, LogLimiter
-from ._authentication import PeerFilter, PeerVetter, ProbeAnswer
+from ._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 
 __all__ = ["Acceptor"]
 
@@ -36,7 +36,9 @@ class Acceptor:
         admit: PeerVetter | None,
         answer_probe: ProbeAnswer | None,
         label: str,
+        credentials: CredentialLookup | None = None,
     ) -> None:
+        self._credentials = credentials
         self._config = config
         self._handler = handler
         self._accept_peer = accept_peer
@@ -69,6 +71,7 @@ class Acceptor:
                 admit=self._admit,
                 answer_probe=self._answer_probe,
                 on_failure=self._log_refusal,
+                credentials=self._credentials,
             )
         except HandshakeError:
             return  # establish reported it and closed the channel

@@ -47,6 +47,7 @@ from ._handshake import (
 
 __all__ = [
     "Agreement",
+    "CredentialLookup",
     "FailureReport",
     "PeerFilter",
     "PeerVetter",
@@ -59,6 +60,7 @@ __all__ = [
 logger = logging.getLogger("lazily_transports.handshake")
 
 _LABEL = b"lazily-ipc/auth/v1\x00"
+_CLIENT_LABEL = b"lazily-ipc/client-auth/v1\x00"
 _NONCE_SIZE = 32
 _epochs: dict[tuple[str, int, int], itertools.count[int]] = {}
 _epochs_lock = threading.Lock()
@@ -74,10 +76,12 @@ def next_epoch(session_id: str, local_peer_id: int, remote_peer_id: int) -> int:
         return next(counter)
 
 
-def _proof(secret: bytes, role: bytes, dialer_hello: bytes, acceptor_hello: bytes) -> bytes:
+def _proof(
+    secret: bytes, role: bytes, dialer_hello: bytes, acceptor_hello: bytes, label: bytes = _LABEL
+) -> bytes:
     message = b"".join(
         (
-            _LABEL,
+            label,
             role,
             b"\x00",
             hashlib.sha256(dialer_hello).digest(),
@@ -95,6 +99,8 @@ PeerVetter = Callable[[int, frozenset[str]], str | None]
 ProbeAnswer = Callable[[int], str]
 #: Told about a failed handshake before the channel is closed.
 FailureReport = Callable[[DataChannel, HandshakeError], None]
+#: Given the credential name a client announces, returns its token (None: unknown).
+CredentialLookup = Callable[[str], bytes | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +111,7 @@ class Agreement:
     negotiated: Negotiated
     authenticated: bool
     epoch: int
+    credential: str | None = None
 
 
 async def exchange(
@@ -116,9 +123,11 @@ async def exchange(
     admit: PeerVetter | None = None,
     answer_probe: ProbeAnswer | None = None,
     on_failure: FailureReport | None = None,
+    credentials: CredentialLookup | None = None,
 ) -> Agreement:
     """Run handshake and authentication on ``channel``; see ``lazily_transports.establish``."""
-    run = _Exchange(channel, config, initiator, accept_peer, admit, answer_probe, probing=False)
+    run = _Exchange(channel, config, initiator, accept_peer, admit, answer_probe, probing=False,
+                    credentials=credentials)
     await _guarded(channel, config, run, on_failure or _log_failure)
     assert run.agreement is not None
     return run.agreement
@@ -181,7 +190,9 @@ class _Exchange:
         answer_probe: ProbeAnswer | None,
         *,
         probing: bool,
+        credentials: CredentialLookup | None = None,
     ) -> None:
+        self.credentials = credentials
         self.channel = channel
         self.config = config
         self.initiator = initiator
@@ -203,42 +214,45 @@ class _Exchange:
         remote_frame = await channel.receive()
         try:
             remote = Hello.decode(remote_frame)
+            client = remote.handshake.credential if not self.initiator else config.credential
+            if self.initiator and remote.handshake.credential is not None:
+                raise IncompatiblePeerError("credential", "the acceptor announced a credential")
+            required = frozenset() if client is not None else config.required_features
             negotiated = negotiate(
                 local,
                 remote.handshake,
-                required_features=config.required_features | {READY_FEATURE},
+                required_features=required | {READY_FEATURE},
+                check_session=client is None,
             )
             peer_id = remote.handshake.peer_id
-            if peer_id == config.peer_id:
-                raise IncompatiblePeerError(
-                    "peer_id", f"peer claims our own id {config.peer_id}: two nodes share one id"
-                )
-            refusal = self.accept_peer(peer_id) if self.accept_peer is not None else None
-            if refusal is not None:
-                raise IncompatiblePeerError("peer_id", refusal)
-            if remote.auth != auth:
-                raise AuthenticationError(
-                    f"peer offers {remote.auth!r} authentication, we need {auth!r}"
-                )
+            if client is None:
+                secret = self._peer_checks(peer_id, remote.auth, auth)
+            else:
+                secret = self._client_secret(client, remote.auth)
         except PeerRejectedError:
             raise
         except HandshakeError as exc:
             await _refuse(channel, exc.field, exc.message)
             raise
-        if config.secret is not None:
-            await _authenticate(channel, config.secret, self.initiator, hello, remote_frame)
+        if secret is not None:
+            label = _LABEL if client is None else _CLIENT_LABEL
+            await _authenticate(channel, secret, self.initiator, hello, remote_frame, label)
         # From here on the peer is authenticated (or both sides opted out of it).
         if self.probing:
             return await _probe_reply(channel)
         if not self.initiator and PROBE_FEATURE in remote.handshake.features:
-            note = self.answer_probe(peer_id) if self.answer_probe is not None else ""
+            answer = self.answer_probe if client is None else None
+            note = answer(peer_id) if answer is not None else ""
             await channel.send(encode_message({"probe": "passed", "message": note[:200]}))
             raise ProbeAnswered(peer_id, note)
         refusal = (self.admit(peer_id, remote.handshake.features)
-                   if self.admit is not None else None)
+                   if self.admit is not None and client is None else None)
         if refusal is not None:
             await _refuse(channel, "peer_id", refusal)
             raise IncompatiblePeerError("peer_id", refusal)
+        if client is not None and not self.initiator:
+            limit = min(negotiated.max_frame_size, config.client_max_frame_size)
+            negotiated = dataclasses.replace(negotiated, max_frame_size=limit)
         channel.open_limits(negotiated.max_frame_size, config.receive_buffer_size)
         await channel.send(encode_message({"ready": True}))
         reply = decode_message(await channel.receive())
@@ -246,8 +260,40 @@ class _Exchange:
             await _refuse(channel, "ready", "expected the ready message")
             raise HandshakeError("ready", "peer sent another message instead of ready")
         epoch = next_epoch(config.session_id, config.peer_id, peer_id)
-        self.agreement = Agreement(remote.handshake, negotiated, auth != "none", epoch)
+        self.agreement = Agreement(remote.handshake, negotiated, secret is not None, epoch,
+                                   client)
         return ""
+
+    def _peer_checks(self, peer_id: int, remote_auth: str, auth: str) -> bytes | None:
+        """A link between peers: the announced id is checked, the cluster secret proven."""
+        if peer_id == self.config.peer_id:
+            raise IncompatiblePeerError(
+                "peer_id", f"peer claims our own id {self.config.peer_id}: two nodes share one id"
+            )
+        refusal = self.accept_peer(peer_id) if self.accept_peer is not None else None
+        if refusal is not None:
+            raise IncompatiblePeerError("peer_id", refusal)
+        if remote_auth != auth:
+            raise AuthenticationError(
+                f"peer offers {remote_auth!r} authentication, we need {auth!r}"
+            )
+        return self.config.secret
+
+    def _client_secret(self, client: str, remote_auth: str) -> bytes:
+        """A client link: the token of the credential the client named is proven."""
+        if self.initiator:
+            assert self.config.secret is not None  # LinkConfig requires the token
+            return self.config.secret
+        if self.credentials is None:
+            raise IncompatiblePeerError("credential", "this address does not accept clients")
+        token = self.credentials(client)
+        if token is None:
+            raise IncompatiblePeerError(
+                "credential", f"unknown client credential {client[:64]!r}"
+            )
+        if remote_auth != "hmac-sha256":
+            raise AuthenticationError("a client must authenticate with its token")
+        return token
 
 
 async def _probe_reply(channel: DataChannel) -> str:
@@ -259,18 +305,21 @@ async def _probe_reply(channel: DataChannel) -> str:
 
 
 async def _authenticate(
-    channel: DataChannel, secret: bytes, initiator: bool, hello: bytes, remote_frame: bytes
+    channel: DataChannel, secret: bytes, initiator: bool, hello: bytes, remote_frame: bytes,
+    label: bytes,
 ) -> None:
     dialer_hello, acceptor_hello = (hello, remote_frame) if initiator else (remote_frame, hello)
     ours, theirs = (b"dialer", b"acceptor") if initiator else (b"acceptor", b"dialer")
     await channel.send(
-        encode_message({"proof": _proof(secret, ours, dialer_hello, acceptor_hello)})
+        encode_message({"proof": _proof(secret, ours, dialer_hello, acceptor_hello, label)})
     )
     reply = decode_message(await channel.receive())
     proof = reply.get("proof")
-    expected = _proof(secret, theirs, dialer_hello, acceptor_hello)
+    expected = _proof(secret, theirs, dialer_hello, acceptor_hello, label)
     if not isinstance(proof, bytes) or not hmac.compare_digest(proof, expected):
         await _refuse(channel, "auth", "authentication failed")
+        if label == _CLIENT_LABEL:
+            raise AuthenticationError("the client token does not match (wrong token?)")
         raise AuthenticationError("peer failed the cluster-secret challenge (wrong secret?)")
 
 

@@ -41,6 +41,8 @@ READY_FEATURE = "link-ready-v1"
 PROBE_FEATURE = "link-probe-v1"
 _U64 = 2**64
 _MAX_FEATURES = 256
+#: Longest credential name a hello may carry.
+MAX_CREDENTIAL_NAME = 128
 _AUTH_MODES = frozenset({"hmac-sha256", "none"})
 
 
@@ -70,6 +72,9 @@ class Handshake:
     fragmentation_supported: bool = False
     ordered_reliable: bool = True
     features: frozenset[str] = frozenset()
+    #: Set by a client: the name of the credential it authenticates with (its token
+    #: replaces the cluster secret in the proof). Peers leave it out.
+    credential: str | None = None
 
     @classmethod
     def from_config(cls, config: LinkConfig) -> Handshake:
@@ -79,6 +84,7 @@ class Handshake:
             max_frame_size=config.max_frame_size,
             fragmentation_supported=config.fragmentation_supported,
             features=config.features | {READY_FEATURE},
+            credential=config.credential,
         )
 
     @classmethod
@@ -104,6 +110,11 @@ class Handshake:
             raise HandshakeError("features", f"more than {_MAX_FEATURES} features")
         if not all(isinstance(item, str) for item in raw_features):
             raise HandshakeError("features", "every feature must be a string")
+        credential = _expect(mapping, "credential", str, None)
+        if credential is not None and not 0 < len(credential) <= MAX_CREDENTIAL_NAME:
+            raise HandshakeError(
+                "credential", f"must be 1 to {MAX_CREDENTIAL_NAME} characters long"
+            )
         return cls(
             peer_id=peer_id,
             session_id=session_id,
@@ -114,10 +125,11 @@ class Handshake:
             fragmentation_supported=_expect(mapping, "fragmentation_supported", bool, False),
             ordered_reliable=_expect(mapping, "ordered_reliable", bool, True),
             features=frozenset(raw_features),
+            credential=credential,
         )
 
     def to_mapping(self) -> dict[str, Any]:
-        return {
+        mapping: dict[str, Any] = {
             "protocol_id": self.protocol_id,
             "protocol_major_version": self.protocol_major_version,
             "codec": self.codec,
@@ -128,6 +140,9 @@ class Handshake:
             "session_id": self.session_id,
             "features": sorted(self.features),
         }
+        if self.credential is not None:
+            mapping["credential"] = self.credential
+        return mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +154,14 @@ class Negotiated:
 
 
 def negotiate(
-    local: Handshake, remote: Handshake, *, required_features: frozenset[str] = frozenset()
+    local: Handshake, remote: Handshake, *, required_features: frozenset[str] = frozenset(),
+    check_session: bool = True,
 ) -> Negotiated:
     """Reconcile two handshakes, or raise ``IncompatiblePeerError`` naming the field.
 
     Checks run in order: protocol_id, protocol_major_version, codec, ordered_reliable,
-    max_frame_size, session_id, features.
+    max_frame_size, session_id (unless ``check_session`` is False: a client need not
+    know the cluster's name), features.
     """
 
     def fail(field: str, message: str) -> IncompatiblePeerError:
@@ -169,7 +186,7 @@ def negotiate(
         )
     if not local.session_id or not remote.session_id:
         raise fail("session_id", "session id must not be empty")
-    if local.session_id != remote.session_id:
+    if check_session and local.session_id != remote.session_id:
         raise fail(
             "session_id",
             f"peer is in session {brief(remote.session_id)}, not {local.session_id!r}",

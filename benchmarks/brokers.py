@@ -1,0 +1,331 @@
+"""The broker adapters' overhead: the peers workloads through ``lazily_queue.connect`` and
+through the raw client, in the same run, on the same server.
+
+    python benchmarks/brokers.py [--count N] [--only nats,redis] [--json]
+
+Servers: one ``nats-server -js`` (file storage; this JetStream acknowledges before
+fsync) and one ``redis-server`` (``appendonly yes``, ``appendfsync always``), on free
+loopback ports in temporary directories, always stopped. Workloads (100-byte payloads,
+N per phase, as ``benchmarks/peers.py``): produce with 256 pushes in flight; end to end,
+one consumer while 256 push; a work queue, 256 pushing and 8 workers claiming and
+acking. Raw clients: NATS ``js.publish`` and pull consumers fetching 100 and acking
+each message (``msg.ack()``); Redis ``XADD`` pipelined 256 at a time and ``XREADGROUP
+COUNT 100`` + one ``XACK`` per batch. Adapters: ``QueueCell.push`` / ``items(prefetch=100)``
+and ``WorkQueueCell.push`` / ``deliveries(prefetch=100)``. The ratio is the adapter's
+cost relative to the raw client's (raw rate / adapter rate; the target is <= 1.2); for
+NATS produce also against raw publishes that carry a ``Nats-Msg-Id`` as the adapter's
+do (the server's deduplication is most of that difference). The machine's other load
+moves these figures a lot: compare the rows of one run. With ``--json`` the last line
+is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.peers_common import BATCH, INFLIGHT, PAYLOAD, rate, spread  # noqa: E402
+from lazily_queue import connect  # noqa: E402
+from lazily_queue.brokers.servers import NatsServer, RedisServer  # noqa: E402
+
+WORKERS = 8
+Workload = Callable[[str, int], Awaitable[float]]
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+# -- through the adapters ---------------------------------------------------------------
+
+
+async def adapter_produce(url: str, count: int) -> float:
+    async with connect(url) as client:
+        q = client.queue(_name("produce"))
+        await q.storage.declare()  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        await spread(count, lambda: q.push(PAYLOAD))
+        return rate(count, time.perf_counter() - started)
+
+
+async def adapter_end_to_end(url: str, count: int) -> float:
+    async with connect(url) as client:
+        q = client.queue(_name("e2e"))
+        await q.storage.declare()  # type: ignore[attr-defined]
+
+        async def consume() -> None:
+            got = 0
+            async for _ in q.items(prefetch=BATCH):
+                got += 1
+                if got == count:
+                    return
+
+        started = time.perf_counter()
+        consumer = asyncio.create_task(consume())
+        await spread(count, lambda: q.push(PAYLOAD))
+        await consumer
+        return rate(count, time.perf_counter() - started)
+
+
+async def adapter_work_queue(url: str, count: int) -> float:
+    async with connect(url) as client:
+        jobs = client.work_queue(_name("jobs"), visibility_timeout=60)
+        await jobs.storage.declare()  # type: ignore[attr-defined]
+        done = [0]
+        finished = asyncio.Event()
+
+        async def work(worker: str) -> None:
+            async for job in jobs.deliveries(worker, prefetch=BATCH):
+                async with job:
+                    done[0] += 1
+                if done[0] >= count:
+                    finished.set()
+
+        started = time.perf_counter()
+        workers = [asyncio.create_task(work(f"w{w}")) for w in range(WORKERS)]
+        await spread(count, lambda: jobs.push(PAYLOAD))
+        await finished.wait()
+        elapsed = time.perf_counter() - started
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        return rate(count, elapsed)
+
+
+# -- raw NATS -------------------------------------------------------------------------
+
+
+async def _nats_stream(url: str, retention: str) -> tuple[Any, Any, str]:
+    import nats
+    from nats.js.api import RetentionPolicy, StorageType
+
+    nc = await nats.connect(url)
+    js = nc.jetstream(timeout=30)
+    name = _name("RAW")
+    await js.add_stream(name=name, subjects=[name], storage=StorageType.FILE,
+                        retention=RetentionPolicy(retention))
+    return nc, js, name
+
+
+async def _nats_consume(sub: Any, done: Callable[[], bool], delivered: Callable[[], None]) -> None:
+    import nats.errors
+
+    while not done():
+        try:
+            msgs = await sub.fetch(BATCH, timeout=1.0)
+        except (nats.errors.TimeoutError, TimeoutError):
+            continue
+        for msg in msgs:
+            await msg.ack()
+            delivered()
+
+
+async def nats_produce(url: str, count: int) -> float:
+    nc, js, name = await _nats_stream(url, "workqueue")
+    try:
+        started = time.perf_counter()
+        await spread(count, lambda: js.publish(name, PAYLOAD))
+        return rate(count, time.perf_counter() - started)
+    finally:
+        await nc.close()
+
+
+async def nats_produce_with_ids(url: str, count: int) -> float:
+    """Raw publishes carrying a ``Nats-Msg-Id`` each, as the adapter's do."""
+    nc, js, name = await _nats_stream(url, "workqueue")
+    try:
+        started = time.perf_counter()
+        await spread(count, lambda: js.publish(
+            name, PAYLOAD, headers={"Nats-Msg-Id": uuid.uuid4().hex}))
+        return rate(count, time.perf_counter() - started)
+    finally:
+        await nc.close()
+
+
+async def nats_end_to_end(url: str, count: int) -> float:
+    nc, js, name = await _nats_stream(url, "workqueue")
+    try:
+        sub = await js.pull_subscribe(name, durable="consumer", stream=name)
+        got = [0]
+
+        def delivered() -> None:
+            got[0] += 1
+
+        started = time.perf_counter()
+        consumer = asyncio.create_task(_nats_consume(sub, lambda: got[0] >= count, delivered))
+        await spread(count, lambda: js.publish(name, PAYLOAD))
+        await consumer
+        return rate(count, time.perf_counter() - started)
+    finally:
+        await nc.close()
+
+
+async def nats_work_queue(url: str, count: int) -> float:
+    nc, js, name = await _nats_stream(url, "workqueue")
+    try:
+        subs = [await js.pull_subscribe(name, durable="workers", stream=name)
+                for _ in range(WORKERS)]
+        acked = [0]
+        finished = asyncio.Event()
+
+        def delivered() -> None:
+            acked[0] += 1
+            if acked[0] >= count:
+                finished.set()
+
+        started = time.perf_counter()
+        workers = [asyncio.create_task(_nats_consume(s, finished.is_set, delivered))
+                   for s in subs]
+        await spread(count, lambda: js.publish(name, PAYLOAD))
+        await finished.wait()
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*workers, return_exceptions=True)
+        return rate(count, elapsed)
+    finally:
+        await nc.close()
+
+
+# -- raw Redis ------------------------------------------------------------------------
+
+
+async def _xadd_pipelined(client: Any, stream: str, count: int) -> None:
+    for start in range(0, count, INFLIGHT):
+        pipe = client.pipeline(transaction=False)
+        for _ in range(min(INFLIGHT, count - start)):
+            pipe.xadd(stream, {b"d": PAYLOAD})
+        await pipe.execute()
+
+
+async def _redis_consume(client: Any, stream: str, consumer: str, done: Callable[[], bool],
+                         delivered: Callable[[int], None]) -> None:
+    while not done():
+        reply: Any = await client.xreadgroup("g", consumer, {stream: ">"}, count=BATCH,
+                                             block=1000)
+        ids = [entry for _, entries in reply or [] for entry, _ in entries]
+        if ids:
+            await client.xack(stream, "g", *ids)
+            delivered(len(ids))
+
+
+async def redis_produce(url: str, count: int) -> float:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, max_connections=64)
+    try:
+        started = time.perf_counter()
+        await _xadd_pipelined(client, _name("produce"), count)
+        return rate(count, time.perf_counter() - started)
+    finally:
+        await client.aclose()
+
+
+async def _redis_group(url: str) -> tuple[Any, str]:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, max_connections=64)
+    stream = _name("stream")
+    await client.xgroup_create(stream, "g", id="$", mkstream=True)
+    return client, stream
+
+
+async def redis_end_to_end(url: str, count: int) -> float:
+    client, stream = await _redis_group(url)
+    try:
+        got = [0]
+
+        def delivered(n: int) -> None:
+            got[0] += n
+
+        started = time.perf_counter()
+        consumer = asyncio.create_task(
+            _redis_consume(client, stream, "c", lambda: got[0] >= count, delivered))
+        await _xadd_pipelined(client, stream, count)
+        await consumer
+        return rate(count, time.perf_counter() - started)
+    finally:
+        await client.aclose()
+
+
+async def redis_work_queue(url: str, count: int) -> float:
+    client, stream = await _redis_group(url)
+    try:
+        acked = [0]
+        finished = asyncio.Event()
+
+        def delivered(n: int) -> None:
+            acked[0] += n
+            if acked[0] >= count:
+                finished.set()
+
+        started = time.perf_counter()
+        workers = [asyncio.create_task(_redis_consume(client, stream, f"w{w}",
+                                                      finished.is_set, delivered))
+                   for w in range(WORKERS)]
+        await _xadd_pipelined(client, stream, count)
+        await finished.wait()
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*workers, return_exceptions=True)
+        return rate(count, elapsed)
+    finally:
+        await client.aclose()
+
+
+RAW: dict[str, dict[str, Workload]] = {
+    "nats": {"produce": nats_produce, "end_to_end": nats_end_to_end,
+             "work_queue": nats_work_queue},
+    "redis": {"produce": redis_produce, "end_to_end": redis_end_to_end,
+              "work_queue": redis_work_queue},
+}
+ADAPTER: dict[str, Workload] = {"produce": adapter_produce, "end_to_end": adapter_end_to_end,
+                                "work_queue": adapter_work_queue}
+
+
+async def measure(kind: str, count: int) -> dict[str, Any]:
+    server = RedisServer() if kind == "redis" else NatsServer()
+    figures: dict[str, Any] = {}
+    async with server:
+        for workload, raw in RAW[kind].items():
+            raw_rate = await raw(server.url, count)
+            adapter_rate = await ADAPTER[workload](server.url, count)
+            figures[workload] = {"raw_per_s": raw_rate, "adapter_per_s": adapter_rate,
+                                 "cost_ratio": round(raw_rate / adapter_rate, 2)}
+            if kind == "nats" and workload == "produce":
+                with_ids = await nats_produce_with_ids(server.url, count)
+                figures[workload]["raw_with_msg_ids_per_s"] = with_ids
+                figures[workload]["cost_ratio_vs_raw_with_msg_ids"] = round(
+                    with_ids / adapter_rate, 2)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=5000)
+    parser.add_argument("--only", default="nats,redis")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"count": args.count}
+    for kind in args.only.split(","):
+        results[kind] = asyncio.run(measure(kind, args.count))
+        print(f"{kind}: {args.count} messages per phase")
+        for workload, f in results[kind].items():
+            print(f"  {workload:<11} raw {f['raw_per_s']:>8,}/s  adapter "
+                  f"{f['adapter_per_s']:>8,}/s  cost x{f['cost_ratio']}")
+            if "raw_with_msg_ids_per_s" in f:
+                print(f"  {'':<11} raw with Nats-Msg-Id {f['raw_with_msg_ids_per_s']:,}/s: "
+                      f"adapter cost x{f['cost_ratio_vs_raw_with_msg_ids']}")
+    if args.json:
+        print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

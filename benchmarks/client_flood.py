@@ -1,0 +1,202 @@
+"""A flood of clients against a three-member cluster: does it keep its leader, and what
+does it do to commit latency?
+
+    python benchmarks/client_flood.py [--flooders N] [--seconds S] [--json]
+    lazily-queue bench client_flood ...
+
+Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
+"fsync"``) serve clients on Unix sockets. A probe client pushes one item at a time
+and records each push's commit latency, first alone (baseline), then while N flooder
+processes (4 clients each, every client with 512 pushes outstanding) and one greedy
+client (10,000 pushes at once on one link) push as fast as they can. Members bound
+what they serve (128 requests in flight per client, 1,024 in all; the rest waits
+unread on the links), so the flood can neither grow a member's memory nor crowd
+heartbeats out of its event loop. The run reports the leader and term before, during
+(sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases, the
+flood's committed pushes/s and the most requests a member held in flight. With
+``--json`` the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.peers_common import PAYLOAD, percentiles, reap, track  # noqa: E402
+
+SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
+
+FLOODER = r'''
+import asyncio, sys, time
+from lazily_queue import connect
+async def client(addresses, token, until, inflight, counts):
+    async with connect(addresses, ("flood", token), max_in_flight=inflight,
+                       op_timeout=120) as c:
+        q = c.queue("flood")
+        async def lane():
+            while time.monotonic() < until:
+                await q.push(b"x" * 100)
+                counts[0] += 1
+        await asyncio.gather(*(lane() for _ in range(inflight)))
+async def main():
+    addresses, token = sys.argv[1].split(","), sys.argv[2].encode()
+    seconds, clients, inflight = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    counts = [0]
+    until = time.monotonic() + seconds
+    await asyncio.gather(*(client(addresses, token, until, inflight, counts)
+                           for _ in range(clients)))
+    print(counts[0], flush=True)
+asyncio.run(main())
+'''
+
+
+def _config(root: Path, node: int) -> Path:
+    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in (1, 2, 3))
+    text = "\n".join([
+        f"id = {node}", 'cluster = "flood-bench"', f'data_dir = "{root}/d{node}"',
+        f'listen = "unix://{root}/n{node}.sock"', 'http = "127.0.0.1:0"',
+        'durability = "fsync"', f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60",
+        f'clients = "unix://{root}/c{node}.sock"', "", "[peers]", peers, "",
+        "[[client]]", 'name = "flood"', f'token_env = "{TOKEN_ENV}"', 'produce = ["*"]',
+        'consume = ["*"]', ""])
+    path = root / f"node{node}.toml"
+    path.write_text(text)
+    return path
+
+
+async def _probe(client: Any, seconds: float) -> list[float]:
+    q = client.queue("probe")
+    samples: list[float] = []
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        started = time.perf_counter()
+        await q.push(PAYLOAD)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def _watch(procs: list[Any], session: aiohttp.ClientSession, stop: asyncio.Event,
+                 seen: list[tuple[Any, Any]], in_flight: list[int]) -> None:
+    while not stop.is_set():
+        for proc in procs:
+            await proc.poll(session)
+            status = proc.status
+            if status is None:
+                continue
+            if status.get("state") == "leader":
+                seen.append((status["node"], status["term"]))
+            in_flight.append(int(status.get("clients", {}).get("in_flight", 0)))
+        await asyncio.sleep(0.25)
+
+
+async def run(flooders: int, seconds: float) -> dict[str, Any]:
+    from lazily_queue import connect
+    from lazily_queue.demo.processes import NodeProcess
+
+    root = Path(tempfile.mkdtemp(prefix="lazily-flood-"))
+    token = secrets.token_hex(16)
+    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    procs = [NodeProcess(i, _config(root, i), cwd=ROOT, env=env,
+                         log_path=root / f"node{i}.log") for i in (1, 2, 3)]
+    addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
+    out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds}
+    try:
+        for proc in procs:
+            await proc.start()
+            if proc.pid is not None:
+                track(proc.pid)
+        for proc in procs:
+            await proc.wait_ready(60)
+        async with aiohttp.ClientSession() as session, \
+                connect(addresses, ("flood", token), op_timeout=60) as probe:
+            await probe.barrier(timeout=60)
+            baseline = await _probe(probe, min(seconds, 5.0))
+            seen: list[tuple[Any, Any]] = []
+            in_flight: list[int] = []
+            stop = asyncio.Event()
+            watcher = asyncio.create_task(_watch(procs, session, stop, seen, in_flight))
+            await asyncio.sleep(0.5)
+            before = seen[-1] if seen else None
+            floods = [await asyncio.create_subprocess_exec(
+                sys.executable, "-c", FLOODER, ",".join(addresses), token, str(seconds),
+                "4", "512", env=env, stdout=asyncio.subprocess.PIPE) for _ in range(flooders)]
+            greedy = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", FLOODER, ",".join(addresses), token, str(seconds),
+                "1", "10000", env=env, stdout=asyncio.subprocess.PIPE)
+            await asyncio.sleep(1.0)  # the flood is on
+            during = await _probe(probe, max(1.0, seconds - 2.0))
+            pushed = 0
+            for proc in [*floods, greedy]:
+                stdout, _ = await proc.communicate()
+                pushed += int(stdout.decode().strip() or 0)
+            stop.set()
+            await watcher
+            await asyncio.sleep(0.5)
+            for proc in procs:
+                await proc.poll(session)
+            after = next(((s["node"], s["term"]) for p in procs if (s := p.status)
+                          and s.get("state") == "leader"), None)
+    finally:
+        for proc in procs:
+            await proc.stop()
+        reap()
+        shutil.rmtree(root, ignore_errors=True)
+    leaders = sorted({f"{node}@{term}" for node, term in seen})
+    base50, base99 = percentiles(baseline)
+    flood50, flood99 = percentiles(during)
+    out.update({
+        "leader_before": before, "leader_after": after, "leaders_seen": leaders,
+        "leader_kept": before is not None and before == after and len(leaders) == 1,
+        "baseline_p50_ms": base50, "baseline_p99_ms": base99, "baseline_samples": len(baseline),
+        "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
+        "flood_pushes_per_s": round(pushed / seconds),
+        "max_member_in_flight": max(in_flight, default=0),
+    })
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--flooders", type=int, default=4, help="flooding processes")
+    parser.add_argument("--seconds", type=float, default=10.0, help="flood duration")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    if args.flooders < 1 or args.seconds < 3:
+        parser.error("--flooders >= 1 and --seconds >= 3")
+    try:
+        out = asyncio.run(run(args.flooders, args.seconds))
+    finally:
+        reap()
+    print(f"{args.flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
+          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most 128 "
+          "requests per client and 1,024 in all")
+    print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
+          f"the flood: {', '.join(out['leaders_seen'])} -> "
+          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
+    print(f"probe commit latency, 1 in flight: alone p50 {out['baseline_p50_ms']} ms, p99 "
+          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms, p99 "
+          f"{out['flood_p99_ms']} ms ({out['flood_samples']} samples)")
+    print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
+          f"{out['max_member_in_flight']} requests in flight on a member")
+    if args.json:
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Clients over a socket: lazily-queue through a client against NATS JetStream R3 with its
+own client, in one run.
+
+    python benchmarks/clients.py [--count N] [--json]
+    lazily-queue bench clients ...
+
+lazily-queue: three ``lazily-queue node`` processes (Raft over Unix sockets,
+``durability = "fsync"``) serving clients on a Unix socket and on TCP; this process is
+a client (``lazily_queue.connect``, given the three addresses; it links to the leader)
+over each transport in turn. NATS
+JetStream R3: three clustered ``nats-server -js`` (file storage, ``sync_interval:
+always`` when the server has it), nats-py in this process. Both are the fair
+comparison: a client over a socket, every acknowledged message on a majority.
+
+Workloads, 100-byte messages, N per phase: produce with 256 pushes in flight; end to
+end with one consumer (batches of 100) while 256 push. With ``--json`` the last line is
+one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.peers_common import (  # noqa: E402
+    BATCH,
+    PAYLOAD,
+    fdatasync_p50_ms,
+    free_port,
+    rate,
+    reap,
+    spread,
+    track,
+)
+
+SECRET_ENV, TOKEN_ENV = "LAZILY_CLIENTS_BENCH_SECRET", "LAZILY_CLIENTS_BENCH_TOKEN"
+ROWS = {"produce_per_s": "produce, 256 in flight (/s)",
+        "end_to_end_per_s": "end to end, 1 consumer, 256 pushing (/s)"}
+
+
+def _config(root: Path, node: int, tcp_port: int) -> Path:
+    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in (1, 2, 3))
+    text = "\n".join([
+        f"id = {node}", 'cluster = "clients-bench"', f'data_dir = "{root}/d{node}"',
+        f'listen = "unix://{root}/n{node}.sock"', 'durability = "fsync"',
+        f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60",
+        f'clients = ["unix://{root}/c{node}.sock", "tcp://127.0.0.1:{tcp_port}"]', "",
+        "[peers]", peers, "",
+        "[[client]]", 'name = "bench"', f'token_env = "{TOKEN_ENV}"', 'produce = ["*"]',
+        'consume = ["*"]', ""])
+    path = root / f"node{node}.toml"
+    path.write_text(text)
+    return path
+
+
+async def _phases(client: Any, tag: str, count: int) -> dict[str, Any]:
+    await client.barrier(timeout=60)
+    produce = client.queue(f"produce-{tag}")
+    await produce.push(PAYLOAD)  # declared, and the link warm
+    started = time.perf_counter()
+    await spread(count, lambda: produce.push(PAYLOAD))
+    figures = {"produce_per_s": rate(count, time.perf_counter() - started)}
+    e2e = client.queue(f"e2e-{tag}")
+    await e2e.push(b"warm-up")
+    assert await e2e.pop() == b"warm-up"
+
+    async def consume() -> None:
+        got = 0
+        async for _ in e2e.items(prefetch=BATCH):
+            got += 1
+            if got == count:
+                return
+
+    consumer = asyncio.create_task(consume())
+    started = time.perf_counter()
+    await spread(count, lambda: e2e.push(PAYLOAD))
+    await consumer
+    figures["end_to_end_per_s"] = rate(count, time.perf_counter() - started)
+    return figures
+
+
+async def run_lazily(root: Path, count: int) -> dict[str, dict[str, Any]]:
+    from lazily_queue import Credentials, connect
+    from lazily_queue.demo.processes import NodeProcess
+
+    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
+    token = secrets.token_hex(16)
+    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    ports = {i: free_port() for i in (1, 2, 3)}
+    procs = [NodeProcess(i, _config(root, i, ports[i]), cwd=ROOT, env=env,
+                         log_path=root / f"node{i}.log") for i in (1, 2, 3)]
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for proc in procs:
+            await proc.start()
+            if proc.pid is not None:
+                track(proc.pid)
+        for proc in procs:
+            await proc.wait_ready(60)
+        for tag, addresses in (("unix", [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]),
+                               ("tcp", [f"tcp://127.0.0.1:{ports[i]}" for i in (1, 2, 3)])):
+            async with connect(addresses, Credentials("bench", token.encode()),
+                               connect_timeout=30, op_timeout=60) as client:
+                figures = await _phases(client, tag, count)
+                figures["member"] = client.member
+            results[tag] = figures
+            print(f"lazily-queue client over {tag}: {figures}", flush=True)
+    finally:
+        for proc in procs:
+            await proc.stop()
+    return results
+
+
+async def run_nats(root: Path, count: int) -> dict[str, Any]:
+    import nats
+    from nats.js.api import RetentionPolicy
+
+    from benchmarks import peers_nats
+    from benchmarks.peers_common import Server, servers
+
+    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
+    sync = peers_nats.supports_sync_always(root)
+    ports = [free_port() for _ in range(3)]
+    routes = [free_port() for _ in range(3)]
+    nodes = [Server(["nats-server", "-c", str(peers_nats._config(root, i, ports, routes, sync))],
+                    root / f"n{i}.log") for i in range(3)]
+    figures: dict[str, Any] = {"sync_always": sync}
+    async with servers(*nodes):
+        for node, port in zip(nodes, ports, strict=True):
+            await node.wait_port(port)
+        nc = await nats.connect(servers=[f"nats://127.0.0.1:{p}" for p in ports],
+                                connect_timeout=5, allow_reconnect=False)
+        try:
+            await peers_nats._stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
+            js = nc.jetstream(timeout=30)
+            figures.update(await peers_nats.produce(js, count))
+            figures.update(await peers_nats.end_to_end(js, count))
+        finally:
+            await nc.close()
+    print(f"NATS JetStream R3: {figures}", flush=True)
+    return figures
+
+
+async def main_async(count: int) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="lazily-clients-"))
+    out: dict[str, Any] = {"count": count}
+    try:
+        out["fdatasync_ms"] = fdatasync_p50_ms(root)
+        out["lazily"] = await run_lazily(root / "lazily", count)
+        if shutil.which("nats-server") is None:
+            out["nats"] = {"error": "nats-server not found: apt install nats-server"}
+        else:
+            try:
+                out["nats"] = await run_nats(root / "nats", count)
+            except ImportError:
+                out["nats"] = {"error": "nats-py missing: pip install 'lazily-queue[bench]'"}
+    finally:
+        reap()
+        shutil.rmtree(root, ignore_errors=True)
+    nats_figures = out["nats"]
+    ratios: dict[str, dict[str, float]] = {}
+    print(f"\n{count:,} messages of 100 B per phase; disk fdatasync p50 "
+          f"{out['fdatasync_ms']} ms")
+    head = f"| {'figure':42} | {'client, unix':>12} | {'client, tcp':>11} | {'NATS R3':>8} |"
+    print(head + " unix/NATS | tcp/NATS |")
+    print("|" + "-" * (len(head) - 2) + "|-----------|----------|")
+    for key, label in ROWS.items():
+        theirs = nats_figures.get(key)
+        cells = [out["lazily"][t][key] for t in ("unix", "tcp")]
+        for tag, ours in zip(("unix", "tcp"), cells, strict=True):
+            if theirs:
+                ratios.setdefault(tag, {})[key] = round(ours / theirs, 3)
+        shown = [f"{ratios[t][key]:.2f}x" if t in ratios else "—" for t in ("unix", "tcp")]
+        print(f"| {label:42} | {cells[0]:>12,} | {cells[1]:>11,} | "
+              f"{theirs or 0:>8,} | {shown[0]:>9} | {shown[1]:>8} |")
+    if "error" in nats_figures:
+        print(f"NATS JetStream R3 skipped: {nats_figures['error']}")
+    elif not nats_figures.get("sync_always"):
+        print("note: this nats-server acknowledges before fsync (no `sync_interval: always`)")
+    print("both: a client over a socket in this process, 3 members/servers on this host, "
+          "acknowledged = on a majority; lazily-queue fsyncs before acknowledging")
+    out["ratios"] = ratios
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=20000, help="messages per phase")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    if args.count < 1:
+        parser.error("--count must be at least 1")
+    try:
+        result = asyncio.run(main_async(args.count))
+    finally:
+        reap()
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

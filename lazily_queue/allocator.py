@@ -1,0 +1,70 @@
+"""Giving the C allocator's free memory back to the system after a snapshot.
+
+Under sustained load a node's log, link buffers and batches fill and empty again: the
+memory they held is freed, but glibc keeps most freed heap pages mapped, so the
+process's resident size stays at its highest mark. After a snapshot the log has just
+been dropped, which is the moment to hand those pages back.
+:func:`release_free_memory` calls glibc's ``malloc_trim(0)`` (a no-op returning False
+on other C libraries); :func:`release_after_snapshots` does so once after each
+snapshot a node takes or installs. ``lazily-queue node`` runs it; a program embedding
+a node may run it too (it trims the whole process, a millisecond or so per call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .node import Node
+
+#: Seconds between looks at the node's snapshot counters.
+CHECK_INTERVAL = 1.0
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim  # type: ignore[no-any-return]
+
+
+def release_free_memory() -> bool:
+    """Return the allocator's free pages to the system; False where that is not
+    possible (no glibc)."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+def _snapshots(node: Node) -> int:
+    snapshots = node.driver.replica.snapshots
+    return snapshots.taken + snapshots.installed
+
+
+async def release_after_snapshots(node: Node, *, interval: float | None = None) -> None:
+    """While ``node`` runs: :func:`release_free_memory` once after each new snapshot
+    (looking every ``interval`` seconds, :data:`CHECK_INTERVAL` by default; several
+    snapshots in one interval count once)."""
+    seen = _snapshots(node)
+    while node.running:
+        await asyncio.sleep(CHECK_INTERVAL if interval is None else interval)
+        if not node.running:
+            return
+        now = _snapshots(node)
+        if now != seen:
+            seen = now
+            release_free_memory()

@@ -1,0 +1,33 @@
+"""Typed errors of the broker backends: each names the cause and the fix."""
+
+from __future__ import annotations
+
+from ..errors import LazilyQueueError
+
+
+class BrokerError(LazilyQueueError):
+    """Base class of the errors a broker backend raises on purpose."""
+
+
+class BrokerUnavailable(BrokerError, ConnectionError):
+    """The broker cannot be reached (refused, timed out, or the connection was lost and
+    an operation could not complete); the message names the address."""
+
+
+class BrokerAuthenticationFailed(BrokerError, PermissionError):
+    """The broker refused the credentials (wrong or missing password, token or user)."""
+
+
+class IncompatibleBrokerObject(BrokerError):
+    """A stream, consumer, group or key of that name already exists with settings this
+    object cannot use (created by someone else, or with another capacity / visibility
+    timeout); nothing was changed. The message names the object and the difference."""
+
+
+class BrokerClosed(BrokerError):
+    """The client (its connection) was closed; calls waiting on its cells fail with this.
+    Open a new one with ``connect()``."""
+
+
+class UnsupportedAddress(LazilyQueueError, ValueError):
+    """``connect()`` was given an address whose scheme it does not serve yet."""

@@ -1,0 +1,287 @@
+"""The local mirror of a broker object: how the synchronous readers stay current.
+
+A broker storage answers the reactive readers (``len``, ``pending_len``, a subscriber's
+unread suffix, ...) from a mirror of the broker's state held in the process. The mirror
+is replaced by a *refresh* (one or a few round trips reading the broker's state), and
+the storage reports to its cell exactly what changed between the two mirrors.
+
+A :class:`Refresher` runs the refreshes, one at a time and coalesced:
+
+- after every operation this process makes (the operation returns first; the refresh
+  follows without delaying it);
+- when the broker notifies a change made elsewhere (NATS: the stream's subject and
+  JetStream advisories; Redis: the library's change channel and, when the server has
+  ``notify-keyspace-events`` enabled, keyspace events);
+- every ``poll_interval`` seconds otherwise (bounded polling: changes made by programs
+  that send no notification, or notifications lost while disconnected).
+
+Refreshes are at least :data:`MIN_INTERVAL` apart, so under load one refresh covers
+many operations. The views (``pending()``, ``elements()``, ...) are read by a refresh at
+most every ``poll_interval`` seconds, and by the one :meth:`MirroredObject.sync` waits
+for; the counts the readers use, by every refresh.
+
+``await storage.sync()`` returns once a refresh that started after the call has
+finished, so the readers then reflect every operation that had returned before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Default seconds between refreshes when nothing was notified.
+DEFAULT_POLL_INTERVAL = 1.0
+#: Default number of items a mirror lists in its views (counts are always exact).
+DEFAULT_VIEW_LIMIT = 10
+#: Least seconds between two refreshes (they coalesce the changes made meanwhile).
+MIN_INTERVAL = 0.005
+
+
+class Refresher:
+    """Runs ``refresh()`` on demand, coalesced, and every ``poll_interval`` seconds."""
+
+    def __init__(
+        self, refresh: Callable[[], Awaitable[None]], *, poll_interval: float, name: str
+    ) -> None:
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval must be > 0, got {poll_interval!r}")
+        self._refresh = refresh
+        self.poll_interval = poll_interval
+        self.name = name
+        self._requested = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
+        self.failures = 0
+
+    def start(self) -> None:
+        """Start refreshing on the running loop (idempotent; a no-op without one)."""
+        if self._task is not None or self._stopped:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._wake = asyncio.Event()
+        self._wake.set()
+        self._task = loop.create_task(self._run(), name=f"refresh {self.name}")
+
+    def poke(self) -> None:
+        """Ask for a refresh soon (coalesced with any other request)."""
+        self._requested += 1
+        if self._wake is None:
+            self.start()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def sync(self) -> None:
+        """Return once a refresh that started after this call has finished; raises the
+        error of that refresh when it failed."""
+        if self._stopped:
+            raise RuntimeError(f"{self.name}: the storage is closed")
+        self.poke()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((self._requested, future))
+        await future
+
+    async def stop(self) -> None:
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for _, future in self._waiters:
+            if not future.done():
+                future.set_exception(RuntimeError(f"{self.name}: the storage was closed"))
+        self._waiters.clear()
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        wake = self._wake
+        backoff = 0.05
+        while not self._stopped:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_interval):
+                    await wake.wait()
+            if self._stopped:
+                return
+            wake.clear()
+            generation = self._requested
+            error: BaseException | None = None
+            try:
+                await self._refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc
+                self.failures += 1
+                if self.failures == 1 or self.failures % 100 == 0:
+                    log.warning("%s: refresh failed (%d so far): %s", self.name,
+                                self.failures, exc)
+            self._settle(generation, error)
+            if error is None:
+                backoff = 0.05
+                await asyncio.sleep(MIN_INTERVAL)
+            else:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.poll_interval)
+
+    def _settle(self, generation: int, error: BaseException | None) -> None:
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for target, future in self._waiters:
+            if future.done():
+                continue
+            if target <= generation:
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
+            else:
+                keep.append((target, future))
+        self._waiters = keep
+
+
+class Declared:
+    """A broker object's declaration (streams, groups, settings), made once on first use
+    and retried after a failure."""
+
+    def __init__(self, declare: Callable[[], Awaitable[Any]]) -> None:
+        self._declare = declare
+        self._future: asyncio.Future[Any] | None = None
+
+    async def ensure(self) -> None:
+        future = self._future
+        if future is not None and future.done() and future.exception() is None:
+            return
+        if future is None or (future.done() and future.exception() is not None):
+            future = self._future = asyncio.ensure_future(self._declare())
+        await asyncio.shield(future)
+
+    def forget(self) -> None:
+        """Declare again on next use (the broker may have lost it: restarted, purged)."""
+        self._future = None
+
+
+def queue_transitions(
+    old: tuple[int, object, bool], new: tuple[int, object, bool], capacity: int | None
+) -> list[tuple[int, int]]:
+    """The ``(op, pre_len)`` reports that take a queue cell's readers from the mirror
+    ``old`` to ``new`` (each ``(len, head identity, closed)``): a head whose identity
+    changed was popped (or, when the queue grew, put back), the length moved by pushes
+    or pops, and ``closed`` turned on. Equal values under a new head identity still
+    change the head, as the invalidation table requires."""
+    from ..core.queue import CLOSE, POP, PUSH, UNPOP
+
+    events: list[tuple[int, int]] = []
+    length, head, closed = old
+    new_length, new_head, new_closed = new
+    if new_head != head and length > 0:
+        if new_length > length:
+            events.append((UNPOP, length))
+            length += 1
+        else:
+            events.append((POP, length))
+            length -= 1
+    if new_length < length:
+        events.append((POP, length))
+        if new_length == 0 and length > 1:
+            events.append((POP, 1))
+    elif new_length > length:
+        events.append((PUSH, length))
+        if capacity is not None and new_length == capacity and length != capacity - 1:
+            events.append((PUSH, capacity - 1))
+    if new_closed and not closed:
+        events.append((CLOSE, new_length))
+    return events
+
+
+class MirroredObject:
+    """Shared plumbing of a broker storage: declaration on first use, the refresher, and
+    :meth:`sync`. A subclass implements ``_declare()`` and ``_read()`` (fetch the
+    broker's state, install it as the mirror and report what changed)."""
+
+    kind = "object"
+
+    def __init__(self, name: str, *, poll_interval: float, label: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.name = name
+        self._declared = Declared(self._declare)
+        self._refresher = Refresher(self._refresh, poll_interval=poll_interval, name=label)
+        self._stopped = False
+        self._views_at = -poll_interval
+        self._views_wanted = True
+        self._refresher.start()
+
+    async def _declare(self) -> None:
+        raise NotImplementedError
+
+    async def _read(self) -> None:
+        raise NotImplementedError
+
+    def _views_due(self) -> bool:
+        """Whether this refresh also reads the views (``pending()``, ``elements()``, ...):
+        on :meth:`sync`, and otherwise at most every ``poll_interval`` (the counts the
+        readers use are read on every refresh)."""
+        now = asyncio.get_running_loop().time()
+        if self._views_wanted or now - self._views_at >= self._refresher.poll_interval:
+            self._views_wanted = False
+            self._views_at = now
+            return True
+        return False
+
+    def _report_all(self) -> None:
+        """Tell the cell every reader may have changed (wakes whatever waits on them)."""
+        raise NotImplementedError
+
+    def raise_if_stopped(self) -> None:
+        """Raise :class:`~lazily_queue.brokers.errors.BrokerClosed` once the client was
+        closed (capability ``lifecycle``: closing wakes every waiting call)."""
+        if self._stopped:
+            from .errors import BrokerClosed
+
+            raise BrokerClosed(f"{self.kind} {self.name!r}: the client was closed; open a new "
+                               "one with lazily_queue.connect()")
+
+    async def _refresh(self) -> None:
+        await self._declared.ensure()
+        await self._read()
+
+    async def _ready(self) -> None:
+        """Before an operation: the object is declared (raises what declaring raised)."""
+        self.raise_if_stopped()
+        self._refresher.start()
+        await self._declared.ensure()
+
+    def _changed(self) -> None:
+        """After an operation or a notification: refresh the mirror soon."""
+        self._refresher.poke()
+
+    async def declare(self) -> None:
+        """Create or check the broker objects now (the first operation does it otherwise);
+        raises :class:`~lazily_queue.brokers.errors.IncompatibleBrokerObject` when
+        they exist with other settings."""
+        await self._ready()
+
+    async def sync(self) -> None:
+        """Return once the mirror reflects every operation that returned before the call
+        (one refresh); raises what that refresh raised."""
+        await self._ready()
+        self._views_wanted = True
+        await self._refresher.sync()
+
+    async def aclose(self) -> None:
+        """Stop refreshing (the broker's objects stay) and wake every waiting call, which
+        then fails with ``BrokerClosed``."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self._refresher.stop()
+        self._report_all()

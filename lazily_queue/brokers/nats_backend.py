@@ -1,0 +1,264 @@
+"""NatsJetStreamStorage: the cells' storages on NATS JetStream (nats-py).
+
+``NatsJetStreamStorage`` owns a connection and hands out one storage per object:
+:meth:`~NatsJetStreamStorage.queue` (a work-queue-retention stream with one pull
+consumer), :meth:`~NatsJetStreamStorage.work_queue` (the same, with leases, ``nak`` and
+``max_deliver``, plus a dead-letter stream) and :meth:`~NatsJetStreamStorage.topic` (a
+limits stream with a durable consumer per subscriber). Object names become stream
+names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
+``[A-Za-z0-9_-]`` are hex-encoded).
+
+Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
+(within the stream's duplicate window). Mirrors refresh on the subjects' messages,
+JetStream advisories and ack metrics, and every ``poll_interval`` seconds.
+
+Durability is the server's: JetStream acknowledges a publish before it is fsynced
+(``sync_interval`` defaults to 2 minutes); set ``jetstream { sync_interval: always }``
+(nats-server >= 2.10) for an acknowledgement to mean the message is on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import nats
+import nats.errors
+import nats.js.errors as jserr
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from .errors import (
+    BrokerAuthenticationFailed,
+    BrokerError,
+    BrokerUnavailable,
+    IncompatibleBrokerObject,
+)
+from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+
+log = logging.getLogger(__name__)
+
+_SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: JetStream error codes this backend tells apart.
+STREAM_NAME_IN_USE = 10058
+MAX_MESSAGES_EXCEEDED = 10077
+
+
+def token(name: str) -> str:
+    """``name`` as a stream-name and subject token (hex-encoded when it must be)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    return name if _SAFE.match(name) else "x" + name.encode().hex()
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or '?'}{port}"
+
+
+class NatsJetStreamStorage:
+    """Storages for queues, work queues and topics on one NATS JetStream account."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        address: str = "nats",
+        timeout: float = 10.0,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        view_limit: int = DEFAULT_VIEW_LIMIT,
+        owns_connection: bool = False,
+    ) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=timeout)
+        self.address = address
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.view_limit = view_limit
+        self._owns = owns_connection
+        self._objects: list[Any] = []
+        self._subs: list[Any] = []
+        self._closed = False
+
+    @classmethod
+    async def connect(
+        cls, url: str, *, user: str | None = None, password: str | None = None,
+        token: str | None = None, **options: Any,
+    ) -> NatsJetStreamStorage:
+        """Connect to ``nats://[user:password@]host:port`` (``tls://`` for TLS) and check
+        that JetStream answers; raises :class:`BrokerUnavailable` or
+        :class:`BrokerAuthenticationFailed`."""
+        refused: list[str] = []
+
+        async def error_cb(exc: Exception) -> None:
+            text = str(exc)
+            if "uthorization" in text or "uthentication" in text:
+                refused.append(text)
+            log.debug("nats %s: %s", redacted(url), text)
+
+        # The first connection is tried once (nats-py would retry it forever); once up,
+        # the connection reconnects for as long as it takes.
+        kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
+                                  "allow_reconnect": False, "reconnect_time_wait": 0.25,
+                                  "error_cb": error_cb}
+        if user is not None:
+            kwargs["user"], kwargs["password"] = user, password
+        elif password is not None:
+            kwargs["password"] = password
+        if token is not None:
+            kwargs["token"] = token
+        address = redacted(url)
+        try:
+            nc = await nats.connect(**kwargs)
+        except Exception as exc:
+            if refused or "uthorization" in str(exc):
+                raise BrokerAuthenticationFailed(
+                    f"nats at {address} refused the credentials; put them in the URL "
+                    "(nats://user:password@host:port) or pass credentials=") from None
+            raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+        nc.options["allow_reconnect"] = True
+        nc.options["max_reconnect_attempts"] = -1
+        self = cls(nc, address=address, owns_connection=True, **options)
+        try:
+            async with self.errors("checking JetStream"):
+                await self.js.account_info()
+        except BaseException:
+            await nc.close()
+            raise
+        return self
+
+    def __repr__(self) -> str:
+        return f"NatsJetStreamStorage({self.address!r})"
+
+    # -- objects -------------------------------------------------------------------------
+
+    def queue(self, name: str, *, capacity: int | None = None) -> Any:
+        from .nats_queue import NatsQueueStorage
+
+        return self._track(NatsQueueStorage(self, name, capacity=capacity))
+
+    def work_queue(self, name: str, *, visibility_timeout: float, max_deliveries: int) -> Any:
+        from .nats_work import NatsWorkQueueStorage
+
+        return self._track(NatsWorkQueueStorage(
+            self, name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries))
+
+    def topic(self, name: str) -> Any:
+        from .nats_topic import NatsTopicStorage
+
+        return self._track(NatsTopicStorage(self, name))
+
+    def _track(self, storage: Any) -> Any:
+        self._objects.append(storage)
+        return storage
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for storage in self._objects:
+            await storage.aclose()
+        for sub in self._subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        if self._owns:
+            # A broker that went away makes nats-py's drain and close raise; the
+            # connection is gone either way.
+            with contextlib.suppress(Exception):
+                await self.nc.drain()
+            with contextlib.suppress(Exception):
+                await self.nc.close()
+
+    # -- errors --------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def errors(self, doing: str) -> AsyncIterator[None]:
+        """Map nats-py's exceptions to the typed broker errors."""
+        try:
+            yield
+        except jserr.APIError as exc:
+            if exc.err_code == STREAM_NAME_IN_USE:
+                raise IncompatibleBrokerObject(
+                    f"nats at {self.address}: {doing}: a stream of that name exists with "
+                    "another configuration; use another name or delete it") from None
+            raise BrokerError(f"nats at {self.address} refused {doing}: {exc}") from None
+        except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError,
+                nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
+                nats.errors.OutboundBufferLimitError, jserr.NoStreamResponseError,
+                OSError) as exc:
+            raise BrokerUnavailable(
+                f"nats at {self.address} did not answer while {doing}: {exc!r}") from None
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def subscribe(self, subject: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` for every message on ``subject`` (notifications)."""
+
+        async def handler(_: Msg) -> None:
+            callback()
+
+        self._subs.append(await self.nc.subscribe(subject, cb=handler))
+
+    async def publish(self, subject: str, data: bytes,
+                      headers: dict[str, str] | None = None) -> Any:
+        """A JetStream publish with a ``Nats-Msg-Id``: retried once after a lost reply
+        with the same id, so it is stored once."""
+        headers = dict(headers or {})
+        headers.setdefault("Nats-Msg-Id", uuid.uuid4().hex)
+        try:
+            return await self.js.publish(subject, data, headers=headers)
+        except nats.errors.TimeoutError:
+            return await self.js.publish(subject, data, headers=headers)
+
+    async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
+        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull)."""
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox, max_msgs=n + 1)
+        try:
+            request = json.dumps({"batch": n, "no_wait": True}).encode()
+            await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
+                                  reply=inbox)
+            got: list[Msg] = []
+            while len(got) < n:
+                msg = await sub.next_msg(timeout=self.timeout)
+                status = msg.headers.get("Status") if msg.headers else None
+                if status:
+                    if status in ("404", "408", "409"):
+                        break
+                    description = (msg.headers or {}).get("Description", "")
+                    raise BrokerError(f"nats at {self.address}: pull from {stream}: "
+                                      f"{status} {description}")
+                got.append(msg)
+            return got
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
+        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer."""
+        await self.nc.request(msg.reply, kind, timeout=self.timeout)
+
+    async def messages(self, stream: str, start: int, limit: int,
+                       cache: dict[int, Any] | None = None) -> list[tuple[int, Any]]:
+        """Up to ``limit`` stored messages from sequence ``start`` on, as
+        ``(seq, raw message)`` (direct gets, each finding the next stored sequence)."""
+        found: list[tuple[int, Any]] = []
+        seq = max(1, start)
+        while len(found) < limit:
+            try:
+                raw = await self.js.get_msg(stream, seq=seq, next=True, subject=">",
+                                            direct=True)
+            except jserr.NotFoundError:
+                break
+            at = int(raw.seq or seq)
+            found.append((at, raw))
+            seq = at + 1
+        return found

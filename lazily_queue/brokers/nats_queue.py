@@ -1,0 +1,241 @@
+"""NatsQueueStorage: a QueueCell backend on a JetStream work-queue stream.
+
+The FIFO is a stream with work-queue retention and one durable pull consumer ``lq``. A
+push is a publish (``Nats-Msg-Id`` deduplicated); a bounded queue's stream has
+``max_msgs`` with ``discard: new``, so the server refuses a push past the capacity
+(``Full``) atomically. A pop pulls what the consumer has ready (``no_wait``) and
+acknowledges each message with a confirmed ack (``AckSync``): the consumer hands each
+message to one puller, and the confirmed ack removes it.
+
+How far JetStream allows exactly-once pops: a process that dies between the pull and
+the ack loses nothing (the message is redelivered after the consumer's ``ack_wait``,
+possibly after younger ones); an ack whose confirmation is lost is unknown, and that
+element is not handed out (if the ack did land it is lost: at most once). ``close``
+moves the stream to the subject ``lq.q.<name>.closed``: a later publish finds no
+stream (``Closed``) while the messages still drain. ``unpoll`` publishes the elements
+again, at the tail: JetStream cannot put a message back at the head.
+
+Capabilities: ``observable`` and ``peek``. ``len`` counts the stream's messages (an
+element being pulled counts until its ack).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import nats.errors
+import nats.js.errors as jserr
+from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
+
+from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..storage.capabilities import StorageCapabilities
+from ..storage.queue import QueueChangeListener
+from .codec import decode, encode
+from .errors import IncompatibleBrokerObject
+from .mirror import MirroredObject, queue_transitions
+from .nats_backend import MAX_MESSAGES_EXCEEDED, token
+
+if TYPE_CHECKING:
+    from .nats_backend import NatsJetStreamStorage
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+CONSUMER = "lq"
+
+
+class NatsQueueStorage(MirroredObject, Generic[T]):
+    """A FIFO on a JetStream work-queue stream: the QueueStorage seam, observable and
+    peekable."""
+
+    kind = "queue"
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
+
+    def __init__(
+        self, backend: NatsJetStreamStorage, name: str, *, capacity: int | None = None,
+        ack_wait: float = 30.0,
+    ) -> None:
+        self._backend = backend
+        self._capacity = validate_capacity(capacity)
+        self._ack_wait = ack_wait
+        tok = token(name)
+        self.stream = f"LQ_Q_{tok}"
+        self.subject = f"lq.q.{tok}"
+        self._listener: QueueChangeListener | None = None
+        self._len = 0
+        self._head_id: object = None
+        self._closed = False
+        self._items: list[tuple[int, Any]] = []
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"nats queue {name!r}")
+
+    def __repr__(self) -> str:
+        return f"NatsQueueStorage({self.name!r}, len={self._len}, capacity={self._capacity})"
+
+    async def _declare(self) -> None:
+        b = self._backend
+        cap = -1 if self._capacity is None else self._capacity
+        async with b.errors(f"declaring stream {self.stream}"):
+            try:
+                info = await b.js.stream_info(self.stream)
+            except jserr.NotFoundError:
+                info = await b.js.add_stream(
+                    name=self.stream, subjects=[self.subject], storage=StorageType.FILE,
+                    retention=RetentionPolicy.WORK_QUEUE, max_msgs=cap,
+                    discard=DiscardPolicy.NEW, allow_direct=True)
+            config = info.config
+            problems = []
+            if config.retention != RetentionPolicy.WORK_QUEUE:
+                problems.append(f"retention {config.retention}, not workqueue")
+            if (config.max_msgs or -1) != cap:
+                problems.append(f"max_msgs {config.max_msgs}, this queue wants {cap}")
+            if config.subjects not in ([self.subject], [f"{self.subject}.closed"]):
+                problems.append(f"subjects {config.subjects}")
+            if problems:
+                raise IncompatibleBrokerObject(
+                    f"nats at {b.address}: stream {self.stream} exists with "
+                    f"{'; '.join(problems)}; use another name or delete the stream")
+            consumer = await b.js.add_consumer(self.stream, ConsumerConfig(
+                durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=self._ack_wait, sample_freq="100%"))
+            if consumer.config.ack_policy != AckPolicy.EXPLICIT:
+                raise IncompatibleBrokerObject(
+                    f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
+                    "use explicit acks")
+            await b.subscribe(self.subject, self._changed)
+            await b.subscribe(f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*", self._changed)
+            await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
+
+    async def _read(self) -> None:
+        b = self._backend
+        async with b.errors(f"reading stream {self.stream}"):
+            info = await b.js.stream_info(self.stream)
+            state = info.state
+            first = state.first_seq if state.messages else None
+            known = {seq: value for seq, value in self._items}
+            if first is None:
+                items: list[tuple[int, Any]] = []
+            elif self._items and self._items[0][0] == first and not self._views_wanted:
+                items = self._items
+            else:
+                limit = max(1, b.view_limit) if self._views_due() else 1
+                raws = await b.messages(self.stream, first, limit)
+                items = [(seq, known[seq] if seq in known else decode(raw.data or b""))
+                         for seq, raw in raws]
+        old = (self._len, self._head_id, self._closed)
+        closed = info.config.subjects != [self.subject]
+        new = (state.messages, first, closed)
+        self._len, self._head_id, self._closed = new
+        self._items = items
+        listener = self._listener
+        if listener is not None:
+            for op, pre in queue_transitions(old, new, self._capacity):
+                listener(op, pre)
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def len(self) -> int:
+        return self._len
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    def peek(self) -> Any:
+        return self._items[0][1] if self._len and self._items else EMPTY
+
+    def elements(self) -> list[Any]:
+        """The first ``view_limit`` elements as of the last refresh that read the views
+        (between those, a new head may be listed alone)."""
+        return [value for _, value in self._items]
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self._len)
+
+    def _pushed(self, value: Any, seq: int) -> None:
+        """An element this process pushed counts at once (a pop waiting in this process
+        wakes without waiting for the refresh, which then confirms the length)."""
+        length = self._len
+        self._len += 1
+        if length == 0:
+            self._items = [(seq, value)]
+            self._head_id = seq
+        if self._listener is not None:
+            self._listener(PUSH, length)
+        self._changed()
+
+    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
+        self._listener = listener
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        data = encode(value)
+        await self._ready()
+        b = self._backend
+        try:
+            ack = await b.publish(self.subject, data)
+        except jserr.APIError as exc:
+            if exc.err_code != MAX_MESSAGES_EXCEEDED:
+                async with b.errors(f"pushing to {self.stream}"):
+                    raise
+            await self.sync()
+            return QueuePushError.Full
+        except (jserr.NoStreamResponseError, nats.errors.NoRespondersError):
+            await self.sync()
+            if self._closed:
+                return QueuePushError.Closed
+            async with b.errors(f"pushing to {self.stream}"):
+                raise
+        except Exception:
+            async with b.errors(f"pushing to {self.stream}"):
+                raise
+        self._pushed(value, int(ack.seq))
+        return None
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        result = await self.poll_many(1, timeout=timeout)
+        return result if isinstance(result, QueuePopError) else result[0]
+
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        await self._ready()
+        b = self._backend
+        async with b.errors(f"popping from {self.stream}"):
+            msgs = await b.pull(self.stream, CONSUMER, n)
+            acks = await asyncio.gather(*(b.ack(m) for m in msgs), return_exceptions=True)
+        taken: list[T] = []
+        for msg, ack in zip(msgs, acks, strict=True):
+            if isinstance(ack, BaseException):
+                log.warning("%r: the ack of message %s was not confirmed (%s); it is not "
+                            "handed out", self, msg.metadata.sequence.stream, ack)
+                continue
+            taken.append(decode(msg.data))
+        if taken:
+            self._changed()
+            return taken
+        await self.sync()
+        return QueuePopError.Closed if self._closed and self._len == 0 else QueuePopError.Empty
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        """Publish ``values`` again, at the tail (JetStream has no way back to the head)."""
+        await self._ready()
+        for value in values:
+            async with self._backend.errors(f"returning an element to {self.stream}"):
+                await self._backend.publish(self.subject, encode(value))
+        self._changed()
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        await self._ready()
+        b = self._backend
+        async with b.errors(f"closing {self.stream}"):
+            info = await b.js.stream_info(self.stream)
+            if info.config.subjects == [self.subject]:
+                info.config.subjects = [f"{self.subject}.closed"]
+                await b.js.update_stream(info.config)
+        await self.sync()

@@ -1,0 +1,368 @@
+"""NatsTopicStorage: a TopicCell backend on a JetStream limits stream, a durable consumer
+per subscriber.
+
+Offset ``k`` is the stream's sequence ``k + 1``; ``base`` is the first stored one. Each
+subscriber is a durable pull consumer ``s_<id>`` (ack policy *all*) started at the
+tail when it subscribes (replay from a sequence); its cursor is its ack floor, and its
+description holds ``{"id", "durability", "connected"}``. Advancing pulls the next
+messages and acknowledges the last; ``gc`` purges below the lowest durable cursor and
+recreates a lagging ephemeral subscriber's consumer at the new base (the clamp). A
+durable subscriber that reconnects after a crash left messages delivered but not
+acknowledged is recreated at its cursor, so it reads them again in order.
+
+The mirror holds the retained log and every subscription (like a Raft member's
+replica); it refreshes incrementally. Capability: ``observable``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import nats.js.errors as jserr
+from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StorageType
+
+from ..core.topic import (
+    Durability,
+    SubscribeOutcome,
+    TopicTransition,
+    check_subscriber,
+    parse_durability,
+)
+from ..storage.capabilities import StorageCapabilities
+from ..storage.topic import TopicChangeListener
+from .codec import decode, encode
+from .errors import IncompatibleBrokerObject
+from .mirror import MirroredObject
+from .nats_backend import token
+from .redis_topic import Record, reader_keys
+
+if TYPE_CHECKING:
+    from .nats_backend import NatsJetStreamStorage
+
+T = TypeVar("T")
+NOBODY: frozenset[str] = frozenset()
+
+
+def bounds(state: Any) -> tuple[int, int]:
+    """``(base, end)`` offsets of a stream state (an empty stream starts at its end)."""
+    end = int(state.last_seq or 0)
+    return (int(state.first_seq) - 1 if state.messages else end), end
+
+
+def cursor_of(info: ConsumerInfo) -> int:
+    """The next offset the consumer's subscriber reads (its ack floor)."""
+    if info.ack_floor is not None and info.ack_floor.consumer_seq:
+        return int(info.ack_floor.stream_seq or 0)
+    return int(info.config.opt_start_seq or 1) - 1
+
+
+class NatsTopicStorage(MirroredObject, Generic[T]):
+    """A broadcast log on JetStream: the TopicStorage seam, observable."""
+
+    kind = "topic"
+    capabilities = StorageCapabilities(observable=True, lifecycle=True)
+
+    def __init__(self, backend: NatsJetStreamStorage, name: str) -> None:
+        self._backend = backend
+        tok = token(name)
+        self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
+        self._listener: TopicChangeListener | None = None
+        self._base = 0
+        self._end = 0
+        self._elements: list[Any] = []
+        self._subs: dict[str, Record] = {}
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"nats topic {name!r}")
+
+    def __repr__(self) -> str:
+        return f"NatsTopicStorage({self.name!r}, base={self._base}, end={self._end})"
+
+    async def _create_stream(self) -> Any:
+        return await self._backend.js.add_stream(
+            name=self.stream, subjects=[self.subject], storage=StorageType.FILE,
+            allow_direct=True)
+
+    async def _declare(self) -> None:
+        b = self._backend
+        async with b.errors(f"declaring topic {self.stream}"):
+            try:
+                info = await b.js.stream_info(self.stream)
+            except jserr.NotFoundError:
+                info = await self._create_stream()
+            if info.config.subjects != [self.subject] or str(info.config.retention) not in (
+                    "RetentionPolicy.LIMITS", "limits"):
+                raise IncompatibleBrokerObject(
+                    f"nats at {b.address}: stream {self.stream} exists with subjects "
+                    f"{info.config.subjects} and retention {info.config.retention}; a topic "
+                    f"needs limits retention on [{self.subject}]")
+            for subject in (self.subject, f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*",
+                            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*",
+                            f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}"):
+                await b.subscribe(subject, self._changed)
+
+    async def _consumers(self) -> dict[str, tuple[Record, ConsumerInfo]]:
+        found: dict[str, tuple[Record, ConsumerInfo]] = {}
+        for info in await self._backend.js.consumers_info(self.stream):
+            try:
+                meta = json.loads(info.config.description or "")
+                sid, durability = str(meta["id"]), str(meta["durability"])
+                connected = bool(meta["connected"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a consumer this library did not make
+            found[sid] = ((durability, connected, cursor_of(info)), info)
+        return found
+
+    async def _read(self) -> None:
+        b = self._backend
+        async with b.errors(f"reading topic {self.stream}"):
+            state = (await b.js.stream_info(self.stream)).state
+            consumers = await self._consumers()
+            base, end = bounds(state)
+            if base < self._base or base > self._end:
+                elements: list[Any] = []
+                start = base
+            else:
+                elements = self._elements[base - self._base:]
+                start = self._end
+            if end > start:
+                raws = await b.messages(self.stream, start + 1, end - start)
+                elements += [decode(raw.data or b"") for _, raw in raws]
+        subs = self._no_rewind({sid: rec for sid, (rec, _) in consumers.items()})
+        old = reader_keys(self._base, self._end, self._subs)
+        new = reader_keys(base, end, subs)
+        self._base, self._end, self._elements, self._subs = base, end, elements, subs
+        changed = frozenset(s for s in old.keys() | new.keys() if old.get(s) != new.get(s))
+        if changed and self._listener is not None:
+            self._listener(changed)
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def read(self, subscriber: str) -> Any:
+        unread = self.read_stream(subscriber, 1)
+        return unread[0] if unread else None
+
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
+        rec = self._subs.get(subscriber)
+        if rec is None or not rec[1]:
+            return None
+        start = max(0, rec[2] - self._base)
+        stop = len(self._elements) if limit is None else start + limit
+        return self._elements[start:stop]
+
+    def cursor(self, subscriber: str) -> int | None:
+        rec = self._subs.get(subscriber)
+        return None if rec is None else rec[2]
+
+    def base_offset(self) -> int:
+        return self._base
+
+    def end_offset(self) -> int:
+        return self._end
+
+    def elements(self) -> list[Any]:
+        return list(self._elements)
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return {sid: {"durability": d, "connected": c, "cursor": cur}
+                for sid, (d, c, cur) in self._subs.items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"base_offset": self._base, "elements": self.elements(),
+                "subscriptions": self.subscriptions()}
+
+    def _report_all(self) -> None:
+        if self._listener is not None and self._subs:
+            self._listener(frozenset(self._subs))
+
+    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
+        self._listener = listener
+
+    def _moved(self, subscriber: str, cursor: int) -> None:
+        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
+        must not read the consumed elements again before the next refresh)."""
+        rec = self._subs.get(subscriber)
+        if rec is not None and cursor > rec[2]:
+            self._subs[subscriber] = (rec[0], rec[1], cursor)
+            if self._listener is not None:
+                self._listener(frozenset((subscriber,)))
+        self._changed()
+
+    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
+        """``subs`` read from the broker, with no cursor behind the one this process
+        already showed (a refresh that started before an advance returns its old
+        cursor; cursors only move forward)."""
+        for sid, rec in subs.items():
+            mine = self._subs.get(sid)
+            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
+                subs[sid] = mine
+        return subs
+
+    # -- operations ----------------------------------------------------------------------
+
+    def _consumer_name(self, subscriber: str) -> str:
+        return f"s_{token(subscriber)}"
+
+    async def _put_consumer(self, subscriber: str, durability: str, connected: bool,
+                            start: int) -> None:
+        description = json.dumps({"id": subscriber, "durability": durability,
+                                  "connected": connected})
+        await self._backend.js.add_consumer(self.stream, ConsumerConfig(
+            durable_name=self._consumer_name(subscriber), description=description,
+            ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=max(1, start), sample_freq="100%"))
+
+    async def _recreate(self, subscriber: str, rec: Record, cursor: int) -> None:
+        await self._backend.js.delete_consumer(self.stream, self._consumer_name(subscriber))
+        await self._put_consumer(subscriber, rec[0], rec[1], cursor + 1)
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        check_subscriber(subscriber)
+        kind = parse_durability(durability)
+        await self._ready()
+        b = self._backend
+        async with b.errors(f"subscribing {subscriber!r} to {self.stream}"):
+            found = (await self._consumers()).get(subscriber)
+            if found is None:
+                state = (await b.js.stream_info(self.stream)).state
+                await self._put_consumer(subscriber, kind.value, True, state.last_seq + 1)
+                outcome = SubscribeOutcome.Subscribed
+            elif found[0][1]:
+                outcome = SubscribeOutcome.AlreadyConnected
+            else:
+                await self._connect(subscriber, found[0], found[1])
+                outcome = SubscribeOutcome.Reconnected
+        await self.sync()
+        return TopicTransition(outcome, NOBODY)
+
+    async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
+        cursor = rec[2]
+        delivered = info.delivered.stream_seq if info.delivered is not None else None
+        if (delivered or 0) > cursor:
+            await self._recreate(subscriber, (rec[0], True, cursor), cursor)
+        else:
+            await self._put_consumer(subscriber, rec[0], True, info.config.opt_start_seq or 1)
+
+    async def _connection(self, subscriber: str, connect: bool) -> TopicTransition[bool]:
+        check_subscriber(subscriber)
+        await self._ready()
+        b = self._backend
+        async with b.errors(f"changing subscriber {subscriber!r} of {self.stream}"):
+            found = (await self._consumers()).get(subscriber)
+            if found is None or found[0][1] == connect:
+                return TopicTransition(False, NOBODY)
+            rec, info = found
+            if connect:
+                await self._connect(subscriber, rec, info)
+            elif rec[0] == Durability.EPHEMERAL.value:
+                await b.js.delete_consumer(self.stream, self._consumer_name(subscriber))
+            else:
+                await self._put_consumer(subscriber, rec[0], False, info.config.opt_start_seq or 1)
+        await self.sync()
+        return TopicTransition(True, NOBODY)
+
+    async def reconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self._connection(subscriber, True)
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self._connection(subscriber, False)
+
+    async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        data = encode(value)
+        await self._ready()
+        async with self._backend.errors(f"publishing to {self.stream}"):
+            ack = await self._backend.publish(self.subject, data)
+        self._changed()
+        return TopicTransition(int(ack.seq) - 1, NOBODY)
+
+    async def _advance(self, subscriber: str, count: int) -> list[Any] | None:
+        """Consume up to ``count`` elements: their values, or ``None`` when offline."""
+        check_subscriber(subscriber)
+        await self._ready()
+        rec = self._subs.get(subscriber)
+        if rec is None or not rec[1]:
+            await self.sync()
+            rec = self._subs.get(subscriber)
+            if rec is None or not rec[1]:
+                return None
+        b = self._backend
+        async with b.errors(f"advancing {subscriber!r} on {self.stream}"):
+            msgs = await b.pull(self.stream, self._consumer_name(subscriber), count)
+            if msgs:
+                await b.ack(msgs[-1])
+        if msgs:
+            self._moved(subscriber, int(msgs[-1].metadata.sequence.stream))
+        return [decode(m.data) for m in msgs]
+
+    async def poll(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[T | None]:
+        values = await self._advance(subscriber, 1)
+        return TopicTransition(values[0] if values else None, NOBODY)
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+        await self._ready()
+        cursor = self.cursor(subscriber)
+        if cursor is None:
+            return TopicTransition(None, NOBODY)
+        target = min(offset, self._end)
+        if target > cursor:
+            values = await self._advance(subscriber, target - cursor)
+            if values is None:
+                return TopicTransition(None, NOBODY)
+            await self.sync()
+        return TopicTransition(self.cursor(subscriber), NOBODY)
+
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        await self._ready()
+        b = self._backend
+        async with b.errors(f"collecting {self.stream}"):
+            state = (await b.js.stream_info(self.stream)).state
+            consumers = await self._consumers()
+            base, end = bounds(state)
+            durable = [rec[2] for rec, _ in consumers.values() if rec[0] == "durable"]
+            frontier = min(durable) if durable else end
+            if frontier <= base:
+                return TopicTransition(0, NOBODY)
+            await b.js.purge_stream(self.stream, seq=frontier + 1)
+            for sid, (rec, _) in consumers.items():
+                if rec[2] < frontier:
+                    await self._recreate(sid, rec, frontier)
+        await self.sync()
+        return TopicTransition(frontier - base, NOBODY)
+
+    async def restore(self, snapshot: dict[str, Any], *, timeout: float | None = None) -> None:
+        """Replace the whole topic with ``snapshot`` (``TopicCore.snapshot()`` shape):
+        administration and seeding."""
+        await self._ready()
+        b = self._backend
+        base = int(snapshot.get("base_offset", 0))
+        async with b.errors(f"restoring {self.stream}"):
+            info = await b.js.stream_info(self.stream)
+            if info.state.last_seq or info.state.consumer_count:
+                await b.js.delete_stream(self.stream)
+                await self._create_stream()
+            if base:
+                await b.js.purge_stream(self.stream, seq=base + 1)
+            for value in snapshot.get("elements", []):
+                await b.publish(self.subject, encode(value))
+            for sid, rec in snapshot.get("subscriptions", {}).items():
+                check_subscriber(sid)
+                durability = parse_durability(rec["durability"]).value
+                await self._put_consumer(sid, durability, bool(rec["connected"]),
+                                         int(rec["cursor"]) + 1)
+        self._base = self._end = 0
+        self._elements = []
+        self._subs = {}
+        await self.sync()

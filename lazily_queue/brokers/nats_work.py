@@ -1,0 +1,379 @@
+"""NatsWorkQueueStorage: a WorkQueueCell backend on a JetStream work-queue stream.
+
+Items are messages of a work-queue-retention stream with one durable pull consumer
+``lq`` shared by every worker: ``ack_wait`` is the visibility timeout and
+``max_deliver`` is ``max_deliveries + 1``. A claim pulls what is ready (``no_wait``);
+ack is a confirmed ``+ACK``; nack is ``-NAK`` (with ``nack_delay``), or, on the last
+attempt, a publish to the dead-letter stream ``LQ_DL_<name>`` followed by ``+TERM``;
+extend is ``+WPI`` (in progress: the server restarts the lease); release is ``-NAK``.
+A message the server delivers beyond ``max_deliveries`` (its last lease expired) is
+dead-lettered by the claim that receives it. Dead letters are published with a
+``Nats-Msg-Id`` derived from the item, so a retried move is stored once.
+
+What differs from the in-process work queue (capabilities: ``observable``,
+``own_clock``; not ``logical_time``):
+
+- leases run on the server's clock (``ack_wait``); a given ``now`` is ignored, and a
+  delivery's ``deadline`` is this process's estimate (its wall clock at the claim plus
+  the visibility timeout);
+- only the process that claimed a delivery can settle it; it refuses a settlement
+  once its estimate of the deadline passed (JetStream itself accepts a late ack even
+  after redelivering the message);
+- nacked, expired and released messages are delivered again before new ones, and a
+  release counts as a delivery (JetStream counts every one);
+- JetStream does not say which unacknowledged messages are due for redelivery (nacked,
+  or leased by a worker that stopped), nor list another client's leases. So
+  ``pending_len`` is the consumer's undelivered count plus its unacknowledged messages
+  not leased to this process (those may be redelivered), ``in_flight_len`` this
+  process's live leases, and :meth:`in_flight` lists those. A claim that finds nothing
+  hides the maybe-redeliverable part for ``poll_interval`` seconds, so a waiting claim
+  tries again at that pace (bounded polling) while other processes hold leases.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+import nats.js.errors as jserr
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
+
+from ..core.work import (
+    DeadLetter,
+    DeadLetterReason,
+    Delivery,
+    PendingItem,
+    Receipt,
+    WorkReader,
+    change_mask,
+    validate_config,
+)
+from ..core.work import WorkTransition as WT
+from ..storage.capabilities import StorageCapabilities
+from ..storage.work import Settlement, WorkQueueChangeListener
+from .codec import decode, encode
+from .errors import IncompatibleBrokerObject
+from .mirror import MirroredObject
+from .nats_backend import token
+
+if TYPE_CHECKING:
+    from .nats_backend import NatsJetStreamStorage
+
+log = logging.getLogger(__name__)
+CONSUMER = "lq"
+EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+                   | WorkReader.DEAD_LETTER_LEN)
+
+
+class NatsWorkQueueStorage(MirroredObject):
+    """A work queue on JetStream: the WorkQueueStorage seam, observable, on the server's
+    clock."""
+
+    kind = "work queue"
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+
+    def __init__(
+        self, backend: NatsJetStreamStorage, name: str, *, visibility_timeout: float,
+        max_deliveries: int, nack_delay: float = 0.0,
+    ) -> None:
+        vt, limit = validate_config(visibility_timeout, max_deliveries)
+        self.visibility_timeout = float(vt)
+        #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
+        self.lease_seconds = self.visibility_timeout
+        self.max_deliveries = limit
+        self.nack_delay = nack_delay
+        self._backend = backend
+        tok = token(name)
+        self.stream, self.subject = f"LQ_W_{tok}", f"lq.w.{tok}"
+        self.dead_stream, self.dead_subject = f"LQ_DL_{tok}", f"lq.dl.{tok}"
+        self._listener: WorkQueueChangeListener | None = None
+        self._leases: dict[int, tuple[Msg, Delivery]] = {}
+        self._counts = (0, 0, 0)
+        self._pending: list[PendingItem] = []
+        self._dead: list[DeadLetter] = []
+        self._unacked = 0
+        self._hidden_until = 0.0
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"nats work queue {name!r}")
+
+    def __repr__(self) -> str:
+        return f"NatsWorkQueueStorage({self.name!r}, counts={self._counts})"
+
+    async def _stream(self, name: str, subject: str, retention: RetentionPolicy) -> None:
+        b = self._backend
+        try:
+            info = await b.js.stream_info(name)
+        except jserr.NotFoundError:
+            info = await b.js.add_stream(name=name, subjects=[subject], retention=retention,
+                                         storage=StorageType.FILE, allow_direct=True)
+        if info.config.retention != retention or info.config.subjects != [subject]:
+            raise IncompatibleBrokerObject(
+                f"nats at {b.address}: stream {name} exists with retention "
+                f"{info.config.retention} and subjects {info.config.subjects}; this work "
+                f"queue needs {retention} on [{subject}]")
+
+    async def _declare(self) -> None:
+        b = self._backend
+        async with b.errors(f"declaring work queue {self.stream}"):
+            await self._stream(self.stream, self.subject, RetentionPolicy.WORK_QUEUE)
+            await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS)
+            want = ConsumerConfig(
+                durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1,
+                sample_freq="100%")
+            try:
+                have = (await b.js.consumer_info(self.stream, CONSUMER)).config
+            except jserr.NotFoundError:
+                have = (await b.js.add_consumer(self.stream, want)).config
+            if (have.ack_policy, have.ack_wait, have.max_deliver) != (
+                    AckPolicy.EXPLICIT, self.visibility_timeout, self.max_deliveries + 1):
+                raise IncompatibleBrokerObject(
+                    f"nats at {b.address}: consumer {CONSUMER} of {self.stream} has "
+                    f"ack_wait {have.ack_wait}s and max_deliver {have.max_deliver}; this work "
+                    f"queue needs {self.visibility_timeout}s and {self.max_deliveries + 1}")
+            for subject in (self.subject, self.dead_subject,
+                            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*",
+                            f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
+                await b.subscribe(subject, self._changed)
+
+    async def _read(self) -> None:
+        b = self._backend
+        limit = max(1, b.view_limit)
+        async with b.errors(f"reading work queue {self.stream}"):
+            consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            dead = await b.js.stream_info(self.dead_stream)
+            if self._views_due():
+                delivered = consumer.delivered.stream_seq if consumer.delivered else 0
+                undelivered = await b.messages(self.stream, (delivered or 0) + 1, limit)
+                letters = await b.messages(self.dead_stream, dead.state.first_seq, limit)
+                self._pending = [PendingItem(seq, decode(raw.data or b""), 0)
+                                 for seq, raw in undelivered]
+                self._dead = [self._letter(seq, raw) for seq, raw in letters]
+        now = time.time()
+        for did in [d for d, (_, lease) in self._leases.items() if lease.deadline < now]:
+            del self._leases[did]
+        self._unacked = consumer.num_ack_pending or 0
+        self._install(consumer.num_pending or 0, dead.state.messages)
+
+    def _install(self, undelivered: int, dead: int) -> None:
+        mine = len(self._leases)
+        elsewhere = max(0, self._unacked - mine)
+        if time.monotonic() < self._hidden_until:
+            elsewhere = 0
+        old = self._counts
+        self._counts = (undelivered + elsewhere, mine, dead)
+        mask = change_mask(old, self._counts)
+        if mask and self._listener is not None:
+            self._listener(mask)
+
+    @staticmethod
+    def _letter(seq: int, raw: Any) -> DeadLetter:
+        headers = raw.headers or {}
+        reason = headers.get("Lq-Reason", "nack")
+        return DeadLetter(int(headers.get("Lq-Item", seq)), decode(raw.data or b""),
+                          int(headers.get("Lq-Attempts", 1)),
+                          DeadLetterReason(reason if reason in ("nack", "expired") else "nack"))
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return self._counts[0]
+
+    def is_empty(self) -> bool:
+        return self._counts[0] == 0
+
+    def in_flight_len(self) -> int:
+        return self._counts[1]
+
+    def dead_letter_len(self) -> int:
+        return self._counts[2]
+
+    def pending(self) -> list[PendingItem]:
+        """Up to ``view_limit`` messages the consumer has not delivered yet."""
+        return list(self._pending)
+
+    def in_flight(self) -> list[Delivery]:
+        """This process's live leases, by ``delivery_id``."""
+        return [lease for _, lease in sorted(self._leases.values(), key=lambda p: p[1].delivery_id)]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return list(self._dead)
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        grouped: dict[str, list[Delivery]] = {}
+        for delivery in self.in_flight():
+            grouped.setdefault(delivery.worker, []).append(delivery)
+        return grouped
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"visibility_timeout": self.visibility_timeout,
+                "max_deliveries": self.max_deliveries,
+                "pending": [item.to_dict() for item in self._pending],
+                "in_flight": [d.to_dict() for d in self.in_flight()],
+                "dead_letters": [letter.to_dict() for letter in self._dead]}
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(EVERY_READER)
+
+    def _pushed(self) -> None:
+        """An item this process pushed counts as pending at once (a claim waiting in this
+        process wakes without waiting for the refresh, which then confirms the count)."""
+        old = self._counts
+        self._counts = (old[0] + 1, old[1], old[2])
+        if self._listener is not None:
+            self._listener(change_mask(old, self._counts))
+        self._changed()
+
+    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
+        self._listener = listener
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
+        data = encode(value)
+        await self._ready()
+        async with self._backend.errors(f"pushing to {self.stream}"):
+            ack = await self._backend.publish(self.subject, data)
+        self._pushed()
+        return WT(int(ack.seq), 0)
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WT[Delivery | None]:
+        leased = await self.poll_many(worker, 1, now, timeout=timeout)
+        return WT(leased.result[0] if leased.result else None, 0)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WT[list[Delivery]]:
+        if not isinstance(worker, str) or not worker:
+            raise ValueError(f"worker must be a non-empty str, got {worker!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        await self._ready()
+        b = self._backend
+        leased: list[Delivery] = []
+        async with b.errors(f"claiming from {self.stream}"):
+            msgs = await b.pull(self.stream, CONSUMER, n)
+            deadline = time.time() + self.visibility_timeout
+            for msg in msgs:
+                meta = msg.metadata
+                if meta.num_delivered > self.max_deliveries:
+                    await self._dead_letter(msg, meta.num_delivered - 1, "expired")
+                    continue
+                delivery = Delivery(meta.sequence.consumer, meta.sequence.stream,
+                                    decode(msg.data), worker, meta.num_delivered, deadline)
+                self._leases[delivery.delivery_id] = (msg, delivery)
+                leased.append(delivery)
+        if not msgs:
+            self._hidden_until = time.monotonic() + b.poll_interval
+            self._install(0, self._counts[2])
+        self._changed()
+        return WT(leased, 0)
+
+    async def _dead_letter(self, msg: Msg, attempts: int, reason: str) -> None:
+        item = msg.metadata.sequence.stream
+        headers = {"Lq-Item": str(item), "Lq-Attempts": str(attempts), "Lq-Reason": reason,
+                   "Nats-Msg-Id": f"{self.stream}-{item}"}
+        await self._backend.publish(self.dead_subject, msg.data, headers)
+        await self._backend.ack(msg, b"+TERM")
+
+    def _owned(self, worker: str, delivery_id: int) -> tuple[Msg, Delivery] | None:
+        lease = self._leases.get(delivery_id) if isinstance(delivery_id, int) else None
+        if lease is None or lease[1].worker != worker:
+            return None
+        if lease[1].deadline < time.time():
+            del self._leases[delivery_id]
+            return None
+        return lease
+
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WT[Receipt | None]:
+        lease = self._owned(worker, delivery_id)
+        if lease is None:
+            return WT(None, 0)
+        msg, delivery = lease
+        b = self._backend
+        async with b.errors(f"settling a delivery of {self.stream}"):
+            if outcome == "acked":
+                await b.ack(msg)
+            elif delivery.attempt >= self.max_deliveries:
+                await self._dead_letter(msg, delivery.attempt, "nack")
+            else:
+                await msg.nak(delay=self.nack_delay or None)
+        self._leases.pop(delivery_id, None)
+        self._changed()
+        receipt = Receipt(self.name, delivery_id, delivery.item_id, worker, outcome, time.time())
+        return WT(receipt, 0)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WT[int]:
+        released = 0
+        for delivery_id in delivery_ids:
+            lease = self._owned(worker, delivery_id)
+            if lease is not None:
+                async with self._backend.errors(f"releasing a delivery of {self.stream}"):
+                    await lease[0].nak()
+                self._leases.pop(delivery_id, None)
+                released += 1
+        if released:
+            self._changed()
+        return WT(released, 0)
+
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WT[bool]:
+        lease = self._owned(worker, delivery_id)
+        if lease is None:
+            return WT(False, 0)
+        msg, delivery = lease
+        async with self._backend.errors(f"extending a lease of {self.stream}"):
+            await msg.in_progress()
+            await self._backend.nc.flush(timeout=int(self._backend.timeout))
+        renewed = Delivery(delivery.delivery_id, delivery.item_id, delivery.value, worker,
+                           delivery.attempt, time.time() + self.visibility_timeout)
+        self._leases[delivery_id] = (msg, renewed)
+        return WT(True, 0)
+
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WT[int]:
+        """Forget this process's leases whose deadline passed; the server redelivers
+        (or, after the last attempt, the next claim dead-letters) them on its own."""
+        moment = time.time()
+        expired = [d for d, (_, lease) in self._leases.items() if lease.deadline < moment]
+        for delivery_id in expired:
+            del self._leases[delivery_id]
+        return WT(len(expired), 0)
+
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WT[int]:
+        """Publish dead letters (all, or those items) to the work queue again (as new
+        items) and delete them from the dead-letter stream."""
+        await self._ready()
+        wanted = None if item_ids is None else set(item_ids)
+        b = self._backend
+        moved = 0
+        async with b.errors(f"redriving {self.dead_stream}"):
+            info = await b.js.stream_info(self.dead_stream)
+            for seq, raw in await b.messages(self.dead_stream, info.state.first_seq,
+                                             info.state.messages):
+                item = int((raw.headers or {}).get("Lq-Item", seq))
+                if wanted is not None and item not in wanted:
+                    continue
+                await b.publish(self.subject, raw.data or encode(None),
+                                {"Nats-Msg-Id": f"redrive-{self.dead_stream}-{seq}"})
+                await b.js.delete_msg(self.dead_stream, seq)
+                moved += 1
+        if moved:
+            self._changed()
+        return WT(moved, 0)

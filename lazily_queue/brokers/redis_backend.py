@@ -1,0 +1,295 @@
+"""RedisStreamsStorage: the cells' storages on one Redis server (redis-py asyncio).
+
+``RedisStreamsStorage`` owns a connection pool and hands out one storage per object:
+:meth:`~RedisStreamsStorage.queue` (a list), :meth:`~RedisStreamsStorage.work_queue` (a
+stream with one consumer group) and :meth:`~RedisStreamsStorage.topic` (a stream with a
+consumer group per subscriber). Keys are ``{prefix}:{<kind>:<name>}:<part>``, so one
+object's keys share a cluster hash slot. Every mutation is a Lua script (atomic) that
+also publishes on the object's change channel (at most one message per object every
+5 ms); mirrors refresh on those messages (and once more after that window), on keyspace
+events when the server emits them, and every ``poll_interval`` seconds.
+
+Durability is the server's: run it with ``appendonly yes`` and ``appendfsync always``
+for a reply to mean the change is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions as rexc
+
+from . import redis_scripts, redis_topic_scripts
+from .errors import (
+    BrokerAuthenticationFailed,
+    BrokerError,
+    BrokerUnavailable,
+    IncompatibleBrokerObject,
+)
+from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[], None]
+SCRIPTS: dict[str, str] = {
+    name: text for module in (redis_scripts, redis_topic_scripts)
+    for name, text in vars(module).items() if name.isupper() and not name.startswith("_")
+}
+#: A listener refreshes again this long after a change message: the scripts send at most
+#: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
+QUIET_SECONDS = 0.007
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class RedisStreamsStorage:
+    """Storages for queues, work queues and topics on one Redis database."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        address: str = "redis",
+        prefix: str = "lq",
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        view_limit: int = DEFAULT_VIEW_LIMIT,
+        owns_client: bool = False,
+    ) -> None:
+        self.client = client
+        self.address = address
+        self.prefix = prefix
+        self.poll_interval = poll_interval
+        self.view_limit = view_limit
+        self._owns_client = owns_client
+        self._scripts: dict[str, str] = {}
+        self._channels: dict[str, list[Listener]] = {}
+        self._pubsub: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._objects: list[Any] = []
+        self._closed = False
+        self._batch: list[tuple[str, list[str], list[Any], asyncio.Future[Any]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(
+        cls, url: str, *, password: str | None = None, username: str | None = None,
+        **options: Any,
+    ) -> RedisStreamsStorage:
+        """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS) and
+        check the server answers; raises :class:`BrokerUnavailable` or
+        :class:`BrokerAuthenticationFailed`."""
+        kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
+        if password is not None:
+            kwargs["password"] = password
+        if username is not None:
+            kwargs["username"] = username
+        client = aioredis.Redis.from_url(url, **kwargs)
+        self = cls(client, address=redacted(url), owns_client=True, **options)
+        try:
+            async with self.errors("connecting"):
+                await client.ping()
+        except BaseException:
+            await client.aclose()
+            raise
+        return self
+
+    def __repr__(self) -> str:
+        return f"RedisStreamsStorage({self.address!r})"
+
+    # -- objects -------------------------------------------------------------------------
+
+    def key(self, kind: str, name: str, part: str) -> str:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        return f"{self.prefix}:{{{kind}:{name}}}:{part}"
+
+    def queue(self, name: str, *, capacity: int | None = None) -> Any:
+        from .redis_queue import RedisQueueStorage
+
+        return self._track(RedisQueueStorage(self, name, capacity=capacity))
+
+    def work_queue(self, name: str, *, visibility_timeout: float, max_deliveries: int) -> Any:
+        from .redis_work import RedisWorkQueueStorage
+
+        return self._track(RedisWorkQueueStorage(
+            self, name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries))
+
+    def topic(self, name: str) -> Any:
+        from .redis_topic import RedisTopicStorage
+
+        return self._track(RedisTopicStorage(self, name))
+
+    def _track(self, storage: Any) -> Any:
+        self._objects.append(storage)
+        return storage
+
+    async def close(self) -> None:
+        """Stop every storage's refreshes and the notification reader; close the pool
+        when this object opened it."""
+        if self._closed:
+            return
+        self._closed = True
+        for storage in self._objects:
+            await storage.aclose()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
+        if self._owns_client:
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
+
+    # -- scripts and errors ----------------------------------------------------------------
+
+    async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the script ``name`` of :mod:`.redis_scripts` or :mod:`.redis_topic_scripts`
+        (EVALSHA, loaded on demand).
+
+        Calls are sent in the order they were made: the calls made while a round trip
+        is in flight go together in the next pipeline (one connection), so concurrent
+        pushes keep their order and share round trips.
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._batch.append((name, keys, args, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        return await future
+
+    def _sha(self, name: str) -> str:
+        sha = self._scripts.get(name)
+        if sha is None:
+            sha = self._scripts[name] = hashlib.sha1(SCRIPTS[name].encode()).hexdigest()
+        return str(sha)
+
+    async def _pipeline(self, batch: list[Any]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for name, keys, args, _ in batch:
+            pipe.execute_command("EVALSHA", self._sha(name), len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def _execute(self, batch: list[Any]) -> list[Any]:
+        """One pipeline of EVALSHA calls; scripts the server does not have (first use,
+        or a restart emptied its cache) are loaded and their calls sent again, in order
+        (right after such a reload, calls of different scripts may interleave)."""
+        results = await self._pipeline(batch)
+        missing = [i for i, r in enumerate(results) if isinstance(r, rexc.NoScriptError)]
+        if missing:
+            for name in {batch[i][0] for i in missing}:
+                await self.client.script_load(SCRIPTS[name])
+            again = await self._pipeline([batch[i] for i in missing])
+            for i, result in zip(missing, again, strict=True):
+                results[i] = result
+        return results
+
+    async def _flush(self) -> None:
+        while self._batch:
+            batch, self._batch = self._batch, []
+            try:
+                async with self.errors("sending a pipeline"):
+                    results = await self._execute(batch)
+            except Exception as exc:
+                for *_, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (name, *_, future), result in zip(batch, results, strict=True):
+                if future.done():
+                    continue
+                if isinstance(result, Exception):
+                    try:
+                        async with self.errors(name.lower().replace("_", " ")):
+                            raise result
+                    except Exception as exc:
+                        future.set_exception(exc)
+                else:
+                    future.set_result(result)
+
+    @contextlib.asynccontextmanager
+    async def errors(self, doing: str) -> AsyncIterator[None]:
+        """Map redis-py's exceptions to the typed broker errors."""
+        try:
+            yield
+        except rexc.AuthenticationError as exc:
+            raise BrokerAuthenticationFailed(
+                f"redis at {self.address} refused the credentials ({exc}); put the password "
+                "in the URL (redis://:PASSWORD@host:port/db) or pass credentials="
+            ) from None
+        except rexc.ResponseError as exc:
+            text = str(exc)
+            if "NOAUTH" in text or "WRONGPASS" in text:
+                raise BrokerAuthenticationFailed(
+                    f"redis at {self.address} needs a password: {text}") from None
+            if "INCOMPATIBLE" in text or "WRONGTYPE" in text:
+                detail = text.split("INCOMPATIBLE", 1)[-1].strip()
+                raise IncompatibleBrokerObject(
+                    f"redis at {self.address}: {detail}; use another name or delete the "
+                    "existing keys") from None
+            raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+            raise BrokerUnavailable(
+                f"redis at {self.address} is unreachable while {doing}: {exc}") from None
+
+    # -- notifications -----------------------------------------------------------------------
+
+    def listen(self, channel: str, key: str, listener: Listener) -> None:
+        """Call ``listener`` on every message of ``channel`` and on keyspace events of
+        ``key`` (when the server emits them)."""
+        self._channels.setdefault(channel, []).append(listener)
+        db = self.client.connection_pool.connection_kwargs.get("db", 0)
+        self._channels.setdefault(f"__keyspace@{db}__:{key}", []).append(listener)
+        if self._reader is None and not self._closed:
+            self._reader = asyncio.get_running_loop().create_task(self._read_notifications())
+        elif self._pubsub is not None:
+            asyncio.get_running_loop().create_task(self._subscribe_quietly())
+
+    async def _subscribe_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._pubsub.subscribe(*self._channels)
+
+    async def _read_notifications(self) -> None:
+        backoff = 0.05
+        while not self._closed:
+            try:
+                self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                await self._pubsub.subscribe(*self._channels)
+                backoff = 0.05
+                while True:
+                    message = await self._pubsub.get_message(timeout=self.poll_interval)
+                    if message is None:
+                        continue
+                    channel = message.get("channel")
+                    if isinstance(channel, bytes):
+                        channel = channel.decode()
+                    loop = asyncio.get_running_loop()
+                    for listener in self._channels.get(channel, ()):
+                        listener()
+                        # the scripts announce at most one change per QUIET window
+                        loop.call_later(QUIET_SECONDS, listener)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("redis notifications from %s interrupted: %s", self.address, exc)
+                with contextlib.suppress(Exception):
+                    await self._pubsub.aclose()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.poll_interval)
+                for listeners in list(self._channels.values()):
+                    for listener in listeners:
+                        listener()

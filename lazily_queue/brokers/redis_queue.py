@@ -1,0 +1,152 @@
+"""RedisQueueStorage: a QueueCell backend on a Redis list.
+
+The FIFO is a list (``RPUSH`` / ``LPOP``): a stream cannot take an element back at its
+head, which ``unpoll`` needs. Push (closed and capacity checks), pop (of one or many)
+and close are Lua scripts, so a pop hands each element to exactly one caller and a
+bounded queue is never overfilled. A pop is final once the script ran: a process that
+dies before using the element loses it (at most once, as on every backend).
+
+Capabilities: ``observable`` and ``peek``. The readers read the mirror (see
+:mod:`.mirror`): ``len``, ``is_closed`` and the head are exact as of the last refresh.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..storage.capabilities import StorageCapabilities
+from ..storage.queue import QueueChangeListener
+from .codec import decode, encode
+from .mirror import MirroredObject, queue_transitions
+
+if TYPE_CHECKING:
+    from .redis_backend import RedisStreamsStorage
+
+T = TypeVar("T")
+
+
+class RedisQueueStorage(MirroredObject, Generic[T]):
+    """A FIFO on a Redis list: the QueueStorage seam, observable and peekable."""
+
+    kind = "queue"
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
+
+    def __init__(
+        self, backend: RedisStreamsStorage, name: str, *, capacity: int | None = None
+    ) -> None:
+        self._backend = backend
+        self._capacity = validate_capacity(capacity)
+        self._keys = [backend.key("q", name, part) for part in ("list", "closed", "head", "cfg")]
+        self._channel = backend.key("q", name, "changes")
+        self._listener: QueueChangeListener | None = None
+        self._len = 0
+        self._head_id: object = None
+        self._closed = False
+        self._items: list[Any] = []
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"redis queue {name!r}")
+        backend.listen(self._channel, self._keys[0], self._changed)
+
+    def __repr__(self) -> str:
+        return f"RedisQueueStorage({self.name!r}, len={self._len}, capacity={self._capacity})"
+
+    async def _declare(self) -> None:
+        cap = "none" if self._capacity is None else str(self._capacity)
+        await self._backend.run("QUEUE_DECLARE", self._keys, [cap])
+
+    async def _read(self) -> None:
+        limit = max(1, self._backend.view_limit)
+        length, closed, head, items = await self._backend.run(
+            "QUEUE_READ", self._keys[:3], [limit])
+        old = (self._len, self._head_id, self._closed)
+        new = (int(length), bytes(head), bool(closed))
+        self._len, self._head_id, self._closed = new
+        self._items = [decode(raw) for raw in items]
+        listener = self._listener
+        if listener is not None:
+            for op, pre in queue_transitions(old, new, self._capacity):
+                listener(op, pre)
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def len(self) -> int:
+        return self._len
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    def peek(self) -> Any:
+        return self._items[0] if self._len and self._items else EMPTY
+
+    def elements(self) -> list[Any]:
+        """The first ``view_limit`` elements as of the last refresh."""
+        return list(self._items)
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self._len)
+
+    def _pushed(self, value: Any, result: list[Any]) -> None:
+        """An element this process pushed counts at once (a pop waiting in this process
+        wakes without waiting for the refresh, which then confirms the length)."""
+        length = self._len
+        self._len += 1
+        if length == 0:
+            self._items = [value]
+            self._head_id = bytes(result[1])
+        if self._listener is not None:
+            self._listener(PUSH, length)
+        self._changed()
+
+    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
+        self._listener = listener
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        data = encode(value)
+        await self._ready()
+        cap = -1 if self._capacity is None else self._capacity
+        result = await self._backend.run(
+            "QUEUE_PUSH", self._keys[:3], [data, cap, self._channel])
+        if result == -1:
+            await self.sync()
+            return QueuePushError.Closed
+        if result == -2:
+            await self.sync()
+            return QueuePushError.Full
+        self._pushed(value, result)
+        return None
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        result = await self.poll_many(1, timeout=timeout)
+        return result if isinstance(result, QueuePopError) else result[0]
+
+    async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        await self._ready()
+        result = await self._backend.run("QUEUE_POP", self._keys[:3], [n, self._channel])
+        if isinstance(result, list):
+            self._changed()
+            return [decode(raw) for raw in result]
+        await self.sync()
+        return QueuePopError.Closed if result == -1 else QueuePopError.Empty
+
+    async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        if not values:
+            return
+        data = [encode(v) for v in values]
+        await self._ready()
+        await self._backend.run(
+            "QUEUE_UNPOP", [self._keys[0], self._keys[2]], [self._channel, *data])
+        self._changed()
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        await self._ready()
+        await self._backend.run("QUEUE_CLOSE", [self._keys[1]], [self._channel])
+        await self.sync()

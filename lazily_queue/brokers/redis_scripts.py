@@ -1,0 +1,282 @@
+"""The Lua scripts of the Redis backend: every operation that must be atomic.
+
+Each mutating script publishes on the object's change channel (``ARGV`` names it), so
+every process with a mirror of the object refreshes it. Error replies that start with
+``INCOMPATIBLE`` mean an existing key has settings this object cannot use.
+"""
+
+from __future__ import annotations
+
+_NOTIFY = """
+-- At most one change message per object every QUIET_MS: a listener refreshes when the
+-- message arrives and again QUIET_MS later, so the changes it did not announce are seen.
+local function notify(channel)
+  if redis.call('SET', channel .. ':quiet', 1, 'PX', QUIET_MS, 'NX') then
+    redis.call('PUBLISH', channel, 1)
+  end
+end
+""".replace("QUIET_MS", "5")
+
+_TYPE_CHECK = """
+local function require_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('INCOMPATIBLE ' .. key .. ' is a ' .. t .. ', not a ' .. want)
+  end
+  return nil
+end
+local function setting(key, field, want)
+  local have = redis.call('HGET', key, field)
+  if have and have ~= want then
+    return redis.error_reply('INCOMPATIBLE ' .. key .. ' has ' .. field .. ' ' .. have ..
+      ', this object wants ' .. want)
+  end
+  if not have then redis.call('HSET', key, field, want) end
+  return nil
+end
+"""
+
+# -- FIFO queue: KEYS list, closed flag, head version, settings ---------------------------
+
+QUEUE_DECLARE = _TYPE_CHECK + """
+local bad = require_type(KEYS[1], 'list') or require_type(KEYS[4], 'hash')
+if bad then return bad end
+bad = setting(KEYS[4], 'capacity', ARGV[1])
+if bad then return bad end
+return 1
+"""
+
+QUEUE_PUSH = _NOTIFY + """
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+local n = redis.call('LLEN', KEYS[1])
+local cap = tonumber(ARGV[2])
+if cap >= 0 and n >= cap then return -2 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+local head
+if n == 0 then head = redis.call('INCR', KEYS[3]) else head = redis.call('GET', KEYS[3]) end
+notify(ARGV[3])
+return {n, tostring(head or '0')}
+"""
+
+QUEUE_POP = _NOTIFY + """
+local values = redis.call('LPOP', KEYS[1], ARGV[1])
+if not values then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+  return 0
+end
+redis.call('INCR', KEYS[3])
+notify(ARGV[2])
+return values
+"""
+
+QUEUE_UNPOP = _NOTIFY + """
+for i = #ARGV, 2, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
+redis.call('INCR', KEYS[2])
+notify(ARGV[1])
+return #ARGV - 1
+"""
+
+QUEUE_CLOSE = _NOTIFY + """
+if redis.call('SETNX', KEYS[1], 1) == 1 then notify(ARGV[1]) end
+return 1
+"""
+
+QUEUE_READ = """
+local n = redis.call('LLEN', KEYS[1])
+local head = redis.call('GET', KEYS[3]) or '0'
+return {n, redis.call('EXISTS', KEYS[2]), head,
+        redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)}
+"""
+
+# -- work queue: KEYS stream, dead letters, settings; ARGV[1] the group --------------------
+
+_PSEUDO = """
+local function pseudo(consumer) return string.sub(consumer, 1, 3) == 'lq.' end
+local function value_of(fields)
+  for i = 1, #fields, 2 do if fields[i] == 'v' then return fields[i + 1] end end
+  return ''
+end
+local function dead_letter(stream, dead, group, id, attempts, reason)
+  local entry = redis.call('XRANGE', stream, id, id)
+  local v = ''
+  if entry[1] then v = value_of(entry[1][2]) end
+  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)
+  redis.call('XACK', stream, group, id)
+  redis.call('XDEL', stream, id)
+end
+"""
+
+WORK_DECLARE = _TYPE_CHECK + """
+local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'stream')
+  or require_type(KEYS[3], 'hash')
+if bad then return bad end
+bad = setting(KEYS[3], 'visibility_timeout_ms', ARGV[2])
+  or setting(KEYS[3], 'max_deliveries', ARGV[3])
+if bad then return bad end
+local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+if type(made) == 'table' and made.err and not string.find(made.err, 'BUSYGROUP') then
+  return made
+end
+return 1
+"""
+
+WORK_PUSH = _NOTIFY + """
+local id = redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
+notify(ARGV[2])
+return id
+"""
+
+# ARGV: group, worker, n, visibility ms, max deliveries, channel
+WORK_CLAIM = _NOTIFY + _PSEUDO + """
+local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local max = tonumber(ARGV[5])
+local out = {redis.call('TIME')}
+local taken, changed = 0, false
+-- Expired leases first: XAUTOCLAIM examines at most COUNT * 10 pending entries a call,
+-- so the first pass looks at the oldest few; the rest of the list is scanned only when
+-- no new entry is there to take.
+local function reclaim(cursor, count)
+  local claimed = redis.call('XAUTOCLAIM', KEYS[1], group, worker, ARGV[4], cursor,
+                             'COUNT', count)
+  for _, entry in ipairs(claimed[2]) do
+    local id = entry[1]
+    local times = redis.call('XPENDING', KEYS[1], group, id, id, 1)[1][4]
+    changed = true
+    if times > max then
+      dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
+    else
+      table.insert(out, {id, times, value_of(entry[2])})
+      taken = taken + 1
+    end
+  end
+  return claimed[1]
+end
+local cursor = reclaim('0-0', math.min(n, 10))
+if taken < n then
+  local fresh = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', n - taken,
+                           'STREAMS', KEYS[1], '>')
+  if fresh then
+    for _, entry in ipairs(fresh[1][2]) do
+      table.insert(out, {entry[1], 1, value_of(entry[2])})
+      taken = taken + 1
+    end
+  end
+end
+while taken < n and cursor ~= '0-0' do cursor = reclaim(cursor, n - taken) end
+if taken > 0 or changed then notify(ARGV[6]) end
+return out
+"""
+
+# ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count)
+# pairs -> 1 or 0 per pair (settled, or refused: not that worker's live delivery)
+WORK_SETTLE = _NOTIFY + _PSEUDO + """
+local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
+local max = tonumber(ARGV[5])
+local done, each = 0, {}
+for i = 7, #ARGV, 2 do
+  local id, count = ARGV[i], tonumber(ARGV[i + 1])
+  local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
+  local ok = p[1] and p[1][2] == worker and p[1][4] == count
+  table.insert(each, ok and 1 or 0)
+  if ok then
+    done = done + 1
+    if mode == 'ack' then
+      redis.call('XACK', KEYS[1], group, id)
+      redis.call('XDEL', KEYS[1], id)
+    elseif mode == 'nack' then
+      if count >= max then
+        dead_letter(KEYS[1], KEYS[2], group, id, count, 'nack')
+      else
+        redis.call('XCLAIM', KEYS[1], group, 'lq.nacked', 0, id, 'IDLE', ARGV[4], 'JUSTID')
+      end
+    elseif mode == 'extend' then
+      redis.call('XCLAIM', KEYS[1], group, worker, 0, id, 'JUSTID')
+    elseif mode == 'release' then
+      redis.call('XCLAIM', KEYS[1], group, 'lq.released', 0, id, 'IDLE', ARGV[4],
+                 'RETRYCOUNT', count - 1, 'JUSTID')
+    end
+  end
+end
+if done > 0 and mode ~= 'extend' then notify(ARGV[6]) end
+return each
+"""
+
+# ARGV: group, visibility ms, max deliveries, channel
+WORK_REAP = _NOTIFY + _PSEUDO + """
+local group, max = ARGV[1], tonumber(ARGV[3])
+local expired = 0
+local stale = redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[2], '-', '+', 1000)
+for _, p in ipairs(stale) do
+  if not pseudo(p[2]) then
+    expired = expired + 1
+    if p[4] >= max then
+      dead_letter(KEYS[1], KEYS[2], group, p[1], p[4], 'expired')
+    else
+      redis.call('XCLAIM', KEYS[1], group, 'lq.expired', 0, p[1], 'IDLE', ARGV[2], 'JUSTID')
+    end
+  end
+end
+if expired > 0 then notify(ARGV[4]) end
+return expired
+"""
+
+# ARGV: channel, then the original entry ids to redrive (none: every dead letter)
+WORK_REDRIVE = _NOTIFY + _PSEUDO + """
+local wanted = nil
+if #ARGV > 1 then
+  wanted = {}
+  for i = 2, #ARGV do wanted[ARGV[i]] = true end
+end
+local moved = 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+  local fields = {}
+  for i = 1, #entry[2], 2 do fields[entry[2][i]] = entry[2][i + 1] end
+  if wanted == nil or wanted[fields['i']] then
+    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
+    redis.call('XDEL', KEYS[2], entry[1])
+    moved = moved + 1
+  end
+end
+if moved > 0 then notify(ARGV[1]) end
+return moved
+"""
+
+# ARGV: group, view limit, visibility ms. A lease idle longer than the visibility
+# timeout counts as pending: the next claim takes it (at most 10000 are counted so).
+WORK_READ = _PSEUDO + """
+local group, limit = ARGV[1], tonumber(ARGV[2])
+local summary = redis.call('XPENDING', KEYS[1], group)
+local held = 0
+for _, row in ipairs(summary[4] or {}) do
+  if pseudo(row[1]) then held = held + tonumber(row[2]) end
+end
+local expired = {}
+if summary[1] > held then
+  for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[3], '-', '+', 10000)) do
+    if not pseudo(p[2]) then expired[p[1]] = true; held = held + 1 end
+  end
+end
+local in_flight = summary[1] - held
+local last = '0-0'
+for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local fields = {}
+  for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+  if fields['name'] == group then last = fields['last-delivered-id'] end
+end
+local pending, flying = {}, {}
+for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, '-', '+', limit * 2)) do
+  local entry = redis.call('XRANGE', KEYS[1], p[1], p[1])[1]
+  local v = entry and value_of(entry[2]) or ''
+  if pseudo(p[2]) or expired[p[1]] then
+    if #pending < limit then table.insert(pending, {p[1], p[4], v}) end
+  elseif #flying < limit then
+    table.insert(flying, {p[1], p[4], v, p[2], p[3]})
+  end
+end
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', limit)) do
+  if #pending < limit then table.insert(pending, {entry[1], 0, value_of(entry[2])}) end
+end
+local dead = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', limit)
+return {redis.call('TIME'), redis.call('XLEN', KEYS[1]) - in_flight, in_flight,
+        redis.call('XLEN', KEYS[2]), pending, flying, dead}
+"""

@@ -1,0 +1,263 @@
+"""RedisTopicStorage: a TopicCell backend on a Redis stream, a consumer group per subscriber.
+
+The log is a stream; offsets count entries from the topic's first publish (``base`` and
+``end`` are kept beside it). Each subscriber has a consumer group ``s:<id>`` whose
+position is its cursor (reading with ``XREADGROUP ... NOACK`` advances it) and a record
+``durability|connected|cursor`` in the subscriptions hash; subscribe, disconnect,
+advance and gc are Lua scripts. ``gc`` trims the stream (``XTRIM MINID``) below the
+lowest durable cursor and clamps lagging ephemeral cursors, as the in-process topic does.
+
+The mirror holds the retained log and every record (like a Raft member's replica), so
+the readers (each subscriber's unread suffix) need no round trip; it refreshes
+incrementally (only entries after the last one it holds). Capability: ``observable``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..core.topic import (
+    Durability,
+    SubscribeOutcome,
+    TopicTransition,
+    check_subscriber,
+    parse_durability,
+)
+from ..storage.capabilities import StorageCapabilities
+from ..storage.topic import TopicChangeListener
+from .codec import decode, encode
+from .mirror import MirroredObject
+
+if TYPE_CHECKING:
+    from .redis_backend import RedisStreamsStorage
+
+T = TypeVar("T")
+NOBODY: frozenset[str] = frozenset()
+
+Record = tuple[str, bool, int]
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def reader_keys(base: int, end: int, subs: dict[str, Record]) -> dict[str, Any]:
+    """What each subscriber's reader depends on; a change in it invalidates the reader."""
+    return {sid: (rec[0], rec[1], rec[2], end if rec[1] else None)
+            for sid, rec in subs.items()}
+
+
+class RedisTopicStorage(MirroredObject, Generic[T]):
+    """A broadcast log on a Redis stream: the TopicStorage seam, observable."""
+
+    kind = "topic"
+    capabilities = StorageCapabilities(observable=True, lifecycle=True)
+
+    def __init__(self, backend: RedisStreamsStorage, name: str) -> None:
+        self._backend = backend
+        self._keys = [backend.key("t", name, part) for part in ("stream", "subs", "meta")]
+        self._channel = backend.key("t", name, "changes")
+        self._listener: TopicChangeListener | None = None
+        self._base = 0
+        self._end = 0
+        self._elements: list[Any] = []
+        self._last_id = "-"
+        self._subs: dict[str, Record] = {}
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"redis topic {name!r}")
+        backend.listen(self._channel, self._keys[0], self._changed)
+
+    def __repr__(self) -> str:
+        return f"RedisTopicStorage({self.name!r}, base={self._base}, end={self._end})"
+
+    async def _declare(self) -> None:
+        await self._backend.run("TOPIC_DECLARE", self._keys, [])
+
+    async def _read(self) -> None:
+        base, end, flat, entries = await self._backend.run(
+            "TOPIC_READ", self._keys, [self._last_id])
+        base, end = int(base), int(end)
+        keep = self._last_id != "-" and base >= self._base
+        elements = self._elements[base - self._base:] if keep else []
+        elements += [self._value(fields) for _, fields in entries]
+        if len(elements) != end - base and self._last_id != "-":
+            self._last_id = "-"  # out of step (keys replaced): read everything again
+            await self._read()
+            return
+        if entries:
+            self._last_id = _text(entries[-1][0])
+        subs: dict[str, Record] = {}
+        for i in range(0, len(flat), 2):
+            durability, connected, cursor = _text(flat[i + 1]).split("|")
+            subs[_text(flat[i])] = (durability, connected == "1", int(cursor))
+        subs = self._no_rewind(subs)
+        old = reader_keys(self._base, self._end, self._subs)
+        new = reader_keys(base, end, subs)
+        self._base, self._end, self._elements, self._subs = base, end, elements, subs
+        changed = frozenset(s for s in old.keys() | new.keys() if old.get(s) != new.get(s))
+        if changed and self._listener is not None:
+            self._listener(changed)
+
+    @staticmethod
+    def _value(fields: Any) -> Any:
+        for i in range(0, len(fields), 2):
+            if _text(fields[i]) == "v":
+                return decode(fields[i + 1])
+        return decode(b"")
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def read(self, subscriber: str) -> Any:
+        rec = self._subs.get(subscriber)
+        if rec is None or not rec[1]:
+            return None
+        index = rec[2] - self._base
+        return self._elements[index] if 0 <= index < len(self._elements) else None
+
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
+        rec = self._subs.get(subscriber)
+        if rec is None or not rec[1]:
+            return None
+        start = max(0, rec[2] - self._base)
+        stop = len(self._elements) if limit is None else start + limit
+        return self._elements[start:stop]
+
+    def cursor(self, subscriber: str) -> int | None:
+        rec = self._subs.get(subscriber)
+        return None if rec is None else rec[2]
+
+    def base_offset(self) -> int:
+        return self._base
+
+    def end_offset(self) -> int:
+        return self._end
+
+    def elements(self) -> list[Any]:
+        return list(self._elements)
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return {sid: {"durability": d, "connected": c, "cursor": cur}
+                for sid, (d, c, cur) in self._subs.items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"base_offset": self._base, "elements": self.elements(),
+                "subscriptions": self.subscriptions()}
+
+    def _report_all(self) -> None:
+        if self._listener is not None and self._subs:
+            self._listener(frozenset(self._subs))
+
+    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
+        self._listener = listener
+
+    def _moved(self, subscriber: str, cursor: int) -> None:
+        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
+        must not read the consumed elements again before the next refresh)."""
+        rec = self._subs.get(subscriber)
+        if rec is not None and cursor > rec[2]:
+            self._subs[subscriber] = (rec[0], rec[1], cursor)
+            if self._listener is not None:
+                self._listener(frozenset((subscriber,)))
+        self._changed()
+
+    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
+        """``subs`` read from the broker, with no cursor behind the one this process
+        already showed (a refresh that started before an advance returns its old
+        cursor; cursors only move forward)."""
+        for sid, rec in subs.items():
+            mine = self._subs.get(sid)
+            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
+                subs[sid] = mine
+        return subs
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        check_subscriber(subscriber)
+        kind = parse_durability(durability)
+        await self._ready()
+        outcome = await self._backend.run(
+            "TOPIC_SUBSCRIBE", self._keys, [subscriber, kind.value, self._channel])
+        await self.sync()
+        return TopicTransition(SubscribeOutcome[_text(outcome)], NOBODY)
+
+    async def _connection(self, subscriber: str, want: str) -> TopicTransition[bool]:
+        check_subscriber(subscriber)
+        await self._ready()
+        done = await self._backend.run(
+            "TOPIC_CONNECTION", self._keys, [subscriber, want, self._channel])
+        if done:
+            await self.sync()
+        return TopicTransition(bool(done), NOBODY)
+
+    async def reconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self._connection(subscriber, "connect")
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return await self._connection(subscriber, "disconnect")
+
+    async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        data = encode(value)
+        await self._ready()
+        offset = await self._backend.run("TOPIC_PUBLISH", self._keys, [data, self._channel])
+        self._changed()
+        return TopicTransition(int(offset), NOBODY)
+
+    async def _advance(self, subscriber: str, target: int) -> list[Any] | None:
+        check_subscriber(subscriber)
+        await self._ready()
+        result = await self._backend.run(
+            "TOPIC_ADVANCE", self._keys, [subscriber, target, self._channel])
+        if not isinstance(result, list):
+            return None
+        if len(result) > 1 and result[1] is not None:
+            self._moved(subscriber, int(result[0]))
+            return list(result)
+        return [result[0]]
+
+    async def poll(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[T | None]:
+        result = await self._advance(subscriber, -1)
+        if result is None or len(result) < 2:
+            return TopicTransition(None, NOBODY)
+        value: T = decode(result[1])
+        return TopicTransition(value, NOBODY)
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+        result = await self._advance(subscriber, offset)
+        return TopicTransition(None if result is None else int(result[0]), NOBODY)
+
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        await self._ready()
+        removed = await self._backend.run("TOPIC_GC", self._keys, [self._channel])
+        await self.sync()
+        return TopicTransition(int(removed), NOBODY)
+
+    async def restore(self, snapshot: dict[str, Any], *, timeout: float | None = None) -> None:
+        """Replace the whole topic with ``snapshot`` (``TopicCore.snapshot()`` shape):
+        administration and seeding."""
+        elements = [encode(v) for v in snapshot.get("elements", [])]
+        quads: list[Any] = []
+        for sid, rec in snapshot.get("subscriptions", {}).items():
+            check_subscriber(sid)
+            durability = parse_durability(rec["durability"]).value
+            quads += [sid, durability, "1" if rec["connected"] else "0", int(rec["cursor"])]
+        await self._ready()
+        base = int(snapshot.get("base_offset", 0))
+        await self._backend.run("TOPIC_RESTORE", self._keys,
+                                [base, self._channel, len(elements), *elements, *quads])
+        self._last_id = "-"
+        self._subs = {}
+        await self.sync()

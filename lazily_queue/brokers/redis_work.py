@@ -1,0 +1,368 @@
+"""RedisWorkQueueStorage: a WorkQueueCell backend on a Redis stream and consumer group.
+
+Items are stream entries; a claim is ``XREADGROUP`` in the group ``lq`` under the
+worker's name, preceded by ``XAUTOCLAIM`` of the leases idle longer than the
+visibility timeout (the broker's clock: lease expiry needs no reaper). ``XPENDING``
+gives each entry's delivery count: an entry claimed again after its last allowed
+delivery, or nacked on its last one, moves to the dead-letter stream (``XADD`` there,
+``XACK`` + ``XDEL`` here). Every step is a Lua script, so an ack, nack, extension or
+release only takes effect while the worker still holds that very delivery.
+
+What differs from the in-process work queue (capabilities: ``observable``,
+``own_clock``; not ``logical_time``):
+
+- leases run on the Redis server's clock; a ``now`` the caller gives is ignored;
+- a nacked, expired or released item is delivered again before never-delivered ones
+  (not at the tail);
+- ``item_id`` is derived from the stream entry id, and ``delivery_id`` from the item and
+  its delivery count; a redriven dead letter is a new entry (a new ``item_id``);
+- an ack refused here cannot be told apart from one that was never made: the receipt's
+  ``duplicate`` is always ``False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from ..core.work import (
+    DeadLetter,
+    DeadLetterReason,
+    Delivery,
+    PendingItem,
+    Receipt,
+    WorkReader,
+    change_mask,
+    validate_config,
+)
+from ..core.work import WorkTransition as WT
+from ..errors import InvalidConfiguration
+from ..storage.capabilities import StorageCapabilities
+from ..storage.work import Settlement, WorkQueueChangeListener
+from .codec import decode, encode
+from .mirror import MirroredObject
+
+if TYPE_CHECKING:
+    from .redis_backend import RedisStreamsStorage
+
+log = logging.getLogger(__name__)
+
+GROUP = "lq"
+EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+                   | WorkReader.DEAD_LETTER_LEN)
+_SEQ_BITS = 20
+_COUNT_BITS = 10
+Waiting = tuple[tuple[str, int], "asyncio.Future[bool]"]
+"""A settlement waiting to be sent: ``((entry id, delivery count), its outcome)``."""
+#: The most deliveries an item may have (its delivery count is part of the delivery id).
+MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def item_id(entry: Any) -> int:
+    """The item id of the stream entry id ``ms-seq``."""
+    ms, seq = _text(entry).split("-")
+    return (int(ms) << _SEQ_BITS) | int(seq)
+
+
+def entry_id(item: int) -> str:
+    return f"{item >> _SEQ_BITS}-{item & ((1 << _SEQ_BITS) - 1)}"
+
+
+def delivery_id(item: int, count: int) -> int:
+    return (item << _COUNT_BITS) | count
+
+
+def split_delivery(delivery: int) -> tuple[str, int] | None:
+    if isinstance(delivery, bool) or not isinstance(delivery, int) or delivery < 0:
+        return None
+    return entry_id(delivery >> _COUNT_BITS), delivery & ((1 << _COUNT_BITS) - 1)
+
+
+class RedisWorkQueueStorage(MirroredObject):
+    """A work queue on a Redis stream: the WorkQueueStorage seam, observable, on the
+    server's clock."""
+
+    kind = "work queue"
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+
+    def __init__(
+        self, backend: RedisStreamsStorage, name: str, *, visibility_timeout: float,
+        max_deliveries: int,
+    ) -> None:
+        vt, limit = validate_config(visibility_timeout, max_deliveries)
+        if limit > MAX_DELIVERIES_LIMIT:
+            raise InvalidConfiguration(
+                f"max_deliveries must be <= {MAX_DELIVERIES_LIMIT} on Redis, got {limit}")
+        self.visibility_timeout = float(vt)
+        #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
+        self.lease_seconds = self.visibility_timeout
+        self.max_deliveries = limit
+        self._vt_ms = max(1, math.ceil(vt * 1000))
+        self._backend = backend
+        self._keys = [backend.key("w", name, part) for part in ("stream", "dead", "cfg")]
+        self._channel = backend.key("w", name, "changes")
+        self._listener: WorkQueueChangeListener | None = None
+        self._counts = (0, 0, 0)
+        self._pending: list[PendingItem] = []
+        self._in_flight: list[Delivery] = []
+        self._dead: list[DeadLetter] = []
+        self._ignored_now = False
+        self._expiry: asyncio.TimerHandle | None = None
+        self._settling: dict[tuple[str, str], list[Waiting]] = {}
+        self._senders: dict[tuple[str, str], asyncio.Task[None]] = {}
+        super().__init__(name, poll_interval=backend.poll_interval,
+                         label=f"redis work queue {name!r}")
+        backend.listen(self._channel, self._keys[0], self._changed)
+
+    def __repr__(self) -> str:
+        return f"RedisWorkQueueStorage({self.name!r}, counts={self._counts})"
+
+    async def _declare(self) -> None:
+        await self._backend.run("WORK_DECLARE", self._keys,
+                                [GROUP, self._vt_ms, self.max_deliveries])
+
+    async def _read(self) -> None:
+        views = self._views_due()
+        limit = max(1, self._backend.view_limit) if views else 1
+        clock, pending, in_flight, dead, waiting, flying, letters = await self._backend.run(
+            "WORK_READ", self._keys[:2], [GROUP, limit, self._vt_ms])
+        now = int(clock[0]) + int(clock[1]) / 1e6
+        if views:
+            self._pending = [PendingItem(item_id(e), decode(v or b""), int(c))
+                             for e, c, v in waiting]
+            self._in_flight = sorted(
+                (Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
+                          _text(worker), int(c),
+                          now - int(idle) / 1000 + self.visibility_timeout)
+                 for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
+            self._dead = [self._letter(fields) for _, fields in letters]
+            self._wake_at_expiry(now)
+        old, self._counts = self._counts, (int(pending), int(in_flight), int(dead))
+        mask = change_mask(old, self._counts)
+        if mask and self._listener is not None:
+            self._listener(mask)
+
+    def _wake_at_expiry(self, now: float) -> None:
+        """Refresh again when the first lease in view expires (it then counts as pending,
+        and a claim waiting for work must see it)."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        if self._in_flight:
+            due = min(d.deadline for d in self._in_flight) - now + 0.001
+            loop = asyncio.get_running_loop()
+            self._expiry = loop.call_later(max(0.0, due), self._changed)
+
+    async def aclose(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        await super().aclose()
+
+    @staticmethod
+    def _letter(fields: Any) -> DeadLetter:
+        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields), 2)}
+        reason = _text(data.get("r", b"nack"))
+        return DeadLetter(item_id(data.get("i", b"0-0")), decode(data.get("v", b"")),
+                          int(data.get("a", 1)), DeadLetterReason(reason))
+
+    # -- reads (the mirror) --------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return self._counts[0]
+
+    def is_empty(self) -> bool:
+        return self._counts[0] == 0
+
+    def in_flight_len(self) -> int:
+        return self._counts[1]
+
+    def dead_letter_len(self) -> int:
+        return self._counts[2]
+
+    def pending(self) -> list[PendingItem]:
+        """The first ``view_limit`` pending items (redeliveries first)."""
+        return list(self._pending)
+
+    def in_flight(self) -> list[Delivery]:
+        """Up to ``view_limit`` live leases of every worker, by ``delivery_id``."""
+        return list(self._in_flight)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return list(self._dead)
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        grouped: dict[str, list[Delivery]] = {}
+        for delivery in self._in_flight:
+            grouped.setdefault(delivery.worker, []).append(delivery)
+        return grouped
+
+    def snapshot(self) -> dict[str, Any]:
+        """The mirror as plain data (views bounded by ``view_limit``)."""
+        return {
+            "visibility_timeout": self.visibility_timeout,
+            "max_deliveries": self.max_deliveries,
+            "pending": [item.to_dict() for item in self._pending],
+            "in_flight": [d.to_dict() for d in self._in_flight],
+            "dead_letters": [letter.to_dict() for letter in self._dead],
+        }
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(EVERY_READER)
+
+    def _pushed(self) -> None:
+        """An item this process pushed counts as pending at once (a claim waiting in this
+        process wakes without waiting for the refresh, which then confirms the count)."""
+        old = self._counts
+        self._counts = (old[0] + 1, old[1], old[2])
+        if self._listener is not None:
+            self._listener(change_mask(old, self._counts))
+        self._changed()
+
+    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
+        self._listener = listener
+
+    # -- operations ----------------------------------------------------------------------
+
+    def _note_now(self, now: float | None) -> None:
+        if now is not None and not self._ignored_now:
+            self._ignored_now = True
+            log.info("%r: leases run on the Redis server's clock; the given time is ignored",
+                     self)
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
+        data = encode(value)
+        await self._ready()
+        entry = await self._backend.run("WORK_PUSH", self._keys[:1], [data, self._channel])
+        self._pushed()
+        return WT(item_id(entry), 0)
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WT[Delivery | None]:
+        leased = await self.poll_many(worker, 1, now, timeout=timeout)
+        return WT(leased.result[0] if leased.result else None, 0)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WT[list[Delivery]]:
+        _check_worker(worker)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        self._note_now(now)
+        await self._ready()
+        clock, *entries = await self._backend.run(
+            "WORK_CLAIM", self._keys[:2],
+            [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
+        deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
+        leased = [Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
+                           worker, int(c), deadline) for e, c, v in entries]
+        self._changed()
+        return WT(leased, 0)
+
+    async def _settle(self, worker: str, mode: str, deliveries: list[int]) -> int:
+        """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
+
+        Concurrent settlements of one worker and mode go to the server together (one
+        script call for all the acks a ``deliveries()`` batch makes)."""
+        _check_worker(worker)
+        splits = [split for d in deliveries if (split := split_delivery(d)) is not None]
+        if not splits:
+            return 0
+        await self._ready()
+        loop = asyncio.get_running_loop()
+        futures = []
+        pending = self._settling.setdefault((worker, mode), [])
+        for split in splits:
+            future: asyncio.Future[bool] = loop.create_future()
+            pending.append((split, future))
+            futures.append(future)
+        if (worker, mode) not in self._senders:
+            self._senders[(worker, mode)] = loop.create_task(self._send(worker, mode))
+        done = sum(await asyncio.gather(*futures))
+        if done and mode != "extend":
+            self._changed()
+        return int(done)
+
+    async def _send(self, worker: str, mode: str) -> None:
+        key = (worker, mode)
+        try:
+            while self._settling.get(key):
+                batch = self._settling.pop(key)
+                pairs = [part for split, _ in batch for part in split]
+                try:
+                    each = await self._backend.run(
+                        "WORK_SETTLE", self._keys[:2],
+                        [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel,
+                         *pairs])
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), ok in zip(batch, each, strict=True):
+                    if not future.done():
+                        future.set_result(bool(ok))
+        finally:
+            del self._senders[key]
+
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WT[Receipt | None]:
+        mode = "ack" if outcome == "acked" else "nack"
+        if not await self._settle(worker, mode, [delivery_id]):
+            return WT(None, 0)
+        item = delivery_id >> _COUNT_BITS
+        return WT(Receipt(self.name, delivery_id, item, worker, outcome, time.time()), 0)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WT[int]:
+        return WT(await self._settle(worker, "release", list(delivery_ids)), 0)
+
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WT[bool]:
+        self._note_now(now)
+        return WT(bool(await self._settle(worker, "extend", [delivery_id])), 0)
+
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WT[int]:
+        """Requeue (or dead-letter, after the last attempt) every lease idle longer than
+        the visibility timeout by the server's clock; claims do this too."""
+        self._note_now(now)
+        await self._ready()
+        expired = await self._backend.run(
+            "WORK_REAP", self._keys[:2],
+            [GROUP, self._vt_ms, self.max_deliveries, self._channel])
+        if expired:
+            self._changed()
+        return WT(int(expired), 0)
+
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WT[int]:
+        ids = [] if item_ids is None else [entry_id(i) for i in item_ids]
+        if item_ids is not None and not ids:
+            return WT(0, 0)
+        await self._ready()
+        moved = await self._backend.run("WORK_REDRIVE", self._keys[:2], [self._channel, *ids])
+        if moved:
+            self._changed()
+        return WT(int(moved), 0)
+
+
+def _check_worker(worker: object) -> None:
+    if not isinstance(worker, str) or not worker or worker.startswith("lq."):
+        raise ValueError(f"worker must be a non-empty str not starting with 'lq.', got {worker!r}")

@@ -1,0 +1,101 @@
+"""Clients: processes that use a cluster's queues without being voting members.
+
+``connect(addresses, credentials)`` gives a :class:`ClusterClient` (an async context
+manager) linked to one member at a time, with the same cells a member has; given a
+``nats://`` or ``redis://`` address it gives a :class:`Client` over that broker
+(:mod:`.brokers`) with the same cells. Members
+serve clients when given a :class:`ClientAccess` (``Node(clients=...)`` or the
+``[[client]]`` tables of a node's configuration); each client authenticates with its
+own token (:class:`Credentials`), never the cluster secret, and may do what its
+:class:`ClientGrant` allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lazily_transports import AddressError, scheme_of
+
+from ..errors import InvalidConfiguration
+from .access import ClientAccess, ClientGrant, Credentials
+from .brokers import BROKER_SCHEMES, BrokerCredentials, Client, Connecting
+from .brokers import connect as connect_broker
+from .cluster import ClusterClient
+from .protocol import (
+    AccessDenied,
+    ClientClosed,
+    ClientError,
+    PermissionDenied,
+    RequestRefused,
+    Unreachable,
+)
+
+#: Address schemes of cluster members.
+CLUSTER_SCHEMES = frozenset({"unix", "tcp", "ws", "wss", "memory"})
+
+
+def _scheme(address: str) -> str | None:
+    try:
+        return scheme_of(address).lower()
+    except AddressError:
+        return None
+
+
+def connect(
+    addresses: str | Sequence[str],
+    credentials: Credentials | tuple[str, bytes | str] | Mapping[str, str] | str | None = None,
+    **options: Any,
+) -> ClusterClient | Connecting:
+    """A client of a broker (one ``nats://``, ``nats+tls://``, ``redis://`` or
+    ``rediss://`` address: see :func:`.brokers.connect`), or of the members at
+    ``addresses`` (tried in order), authenticated by
+    ``credentials`` (:class:`Credentials`, ``(name, token)`` or ``{"name": ...,
+    "token": ...}``): ``async with connect(...) as client:``, or ``client = await
+    connect(...)`` (close it with ``await client.close()``). ``options`` go to
+    :class:`ClusterClient` (``op_timeout``, ``connect_timeout``, ``max_in_flight``,
+    ``ping_interval``, ``ping_timeout``, ``prefer_leader``, ``ssl_context``,
+    ``context``). Raises ``AddressError`` for an address of another scheme."""
+    if isinstance(addresses, str) and _scheme(addresses) not in CLUSTER_SCHEMES:
+        if credentials is not None and not isinstance(credentials, str | Mapping):
+            raise InvalidConfiguration(
+                "a broker's credentials are a secret (str) or a mapping, not "
+                f"{type(credentials).__name__}")
+        broker_credentials: BrokerCredentials = credentials
+        return connect_broker(addresses, broker_credentials, **options)
+    listed = [addresses] if isinstance(addresses, str) else list(addresses)
+    for address in listed:
+        if scheme_of(address) not in CLUSTER_SCHEMES:
+            raise AddressError(
+                f"cannot connect to {address!r}: cluster members are reached at unix:, "
+                "tcp://, ws:// or wss:// addresses")
+    if credentials is None or isinstance(credentials, str):
+        raise InvalidConfiguration(
+            "a cluster client needs its credentials: Credentials(name, token), (name, "
+            "token) or {'name': ..., 'token': ...} (a token the members list in [[client]])")
+    if isinstance(credentials, Mapping):
+        try:
+            credentials = (credentials["name"], credentials["token"])
+        except KeyError:
+            raise InvalidConfiguration(
+                "cluster credentials are {'name': ..., 'token': ...}, (name, token) or "
+                "Credentials(name, token)") from None
+    return ClusterClient(listed, credentials, **options)
+
+
+__all__ = [
+    "BROKER_SCHEMES",
+    "CLUSTER_SCHEMES",
+    "AccessDenied",
+    "Client",
+    "ClientAccess",
+    "ClientClosed",
+    "ClientError",
+    "ClientGrant",
+    "ClusterClient",
+    "Credentials",
+    "PermissionDenied",
+    "RequestRefused",
+    "Unreachable",
+    "connect",
+]

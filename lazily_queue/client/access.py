@@ -1,0 +1,222 @@
+"""Who may connect as a client, with what token, and what each client may do.
+
+A member serving clients holds one :class:`ClientGrant` per client name: its token
+(never the cluster secret) and its permissions, as glob patterns of object names
+(``"jobs"``, ``"orders.*"``, ``"*"``) per kind of operation:
+
+- ``produce``: push to queues and work queues, close queues, publish on topics;
+- ``consume``: pop (and return) from queues; claim, ack, nack, extend and release work
+  items; subscribe, reconnect, disconnect and advance topic subscribers;
+- ``admin``: everything above plus reaping leases, redriving dead letters, topic GC
+  and restore, purging and deleting objects.
+
+Declaring an object and mirroring it (reading) need any of the three. The push and pop
+capabilities the spec's ``PeerPermissions`` separates map to ``produce`` and
+``consume``. A client sends :class:`Credentials`: its name and token.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import translate
+from pathlib import Path
+
+from ..errors import InvalidConfiguration
+from ..replicated import ops
+
+PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH})
+CONSUME = frozenset({
+    ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY, ops.WORK_CLAIM,
+    ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
+    ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
+    ops.TOPIC_ADVANCE_TO,
+})
+ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
+                   ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
+                   ops.WORK_DELETE})
+DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE})
+#: Cluster ops a client may propose (with no name).
+CLUSTER = frozenset({ops.BARRIER})
+PERMISSIONS = ("produce", "consume", "admin")
+#: The ``refusal`` code of reading (mirroring) an object.
+READ = -1
+_NAME = re.compile(r"^[A-Za-z0-9_.@:+-]{1,128}$")
+
+
+def _token_bytes(token: bytes | str, what: str) -> bytes:
+    data = token.encode() if isinstance(token, str) else token
+    if not isinstance(data, bytes) or len(data.strip()) < 8:
+        raise InvalidConfiguration(f"{what}: a token must have at least 8 bytes")
+    return data.strip()
+
+
+def token_from_env(variable: str, what: str) -> bytes:
+    value = os.environ.get(variable)
+    if not value:
+        raise InvalidConfiguration(
+            f"{what}: environment variable {variable} is not set or empty; export the "
+            "client's token there"
+        )
+    return _token_bytes(value, what)
+
+
+def token_from_file(path: str | os.PathLike[str], what: str) -> bytes:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidConfiguration(
+            f"{what}: cannot read the token file {path}: {exc.strerror or exc}"
+        ) from None
+    return _token_bytes(data, what)
+
+
+@dataclass(frozen=True, repr=False)
+class Credentials:
+    """What a client presents: its ``name`` and ``token`` (never the cluster secret)."""
+
+    name: str
+    token: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise InvalidConfiguration(
+                f"client name {self.name!r} must be 1 to 128 letters, digits or _.@:+-"
+            )
+        object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
+
+    def __repr__(self) -> str:
+        return f"Credentials({self.name!r}, token=...)"
+
+    @classmethod
+    def from_env(cls, name: str, variable: str) -> Credentials:
+        """The token from environment variable ``variable``."""
+        return cls(name, token_from_env(variable, f"client {name!r}"))
+
+    @classmethod
+    def from_file(cls, name: str, path: str | os.PathLike[str]) -> Credentials:
+        """The token from the file at ``path`` (surrounding whitespace ignored)."""
+        return cls(name, token_from_file(path, f"client {name!r}"))
+
+
+def _patterns(value: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise InvalidConfiguration(f"{what} must be a list of name patterns, not a string")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise InvalidConfiguration(f"{what}: every pattern is a non-empty string")
+    return items
+
+
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns))
+
+
+@dataclass(frozen=True, repr=False)
+class ClientGrant:
+    """One client: its name, token and permissions (module docstring)."""
+
+    name: str
+    token: bytes
+    produce: Sequence[str] = ()
+    consume: Sequence[str] = ()
+    admin: Sequence[str] = ()
+    _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        Credentials(self.name, self.token)  # the same rules for name and token
+        object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
+        matchers: dict[str, re.Pattern[str] | None] = {}
+        for permission in PERMISSIONS:
+            patterns = _patterns(getattr(self, permission), f"client {self.name!r} {permission}")
+            object.__setattr__(self, permission, patterns)
+            matchers[permission] = _matcher(patterns)
+        object.__setattr__(self, "_matchers", matchers)
+
+    def __repr__(self) -> str:
+        return (f"ClientGrant({self.name!r}, produce={list(self.produce)}, "
+                f"consume={list(self.consume)}, admin={list(self.admin)})")
+
+    def _has(self, permission: str, name: str) -> bool:
+        matcher = self._matchers[permission]
+        return matcher is not None and matcher.fullmatch(name) is not None
+
+    def refusal(self, code: int, name: str | None) -> str | None:
+        """Why this client may not run op ``code`` on object ``name``; ``None`` if it may.
+
+        ``code`` :data:`READ` asks about reading (mirroring) the object."""
+        if code in CLUSTER:
+            return None
+        if not isinstance(name, str):
+            return "this operation is not open to clients"
+        if self._has("admin", name):
+            return None
+        needed: tuple[str, ...]
+        if code in PRODUCE:
+            needed = ("produce",)
+        elif code in CONSUME:
+            needed = ("consume",)
+        elif code in DECLARE or code == READ:
+            needed = ("produce", "consume")
+        elif code in ADMIN:
+            needed = ()
+        else:
+            return "this operation is not open to clients"
+        if any(self._has(p, name) for p in needed):
+            return None
+        wanted = ", ".join(needed) + (" or admin" if needed else "admin")
+        verb = ("read" if code == READ else "open" if code in DECLARE
+                else ops.op_name(code))
+        return (f"client {self.name!r} may not {verb} {name!r}: its token lacks the "
+                f"{wanted} permission for that name")
+
+
+class ClientAccess:
+    """The clients a member serves: grants by name, in-flight bounds, and where:
+    ``listen`` (one address or several) of their own, or by default the member's own
+    listen address."""
+
+    def __init__(
+        self,
+        grants: Iterable[ClientGrant],
+        *,
+        listen: str | Sequence[str] | None = None,
+        max_in_flight: int = 128,
+        max_total_in_flight: int = 1024,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
+        self.ssl_context = ssl_context
+        self.grants: dict[str, ClientGrant] = {}
+        for grant in grants:
+            if not isinstance(grant, ClientGrant):
+                raise InvalidConfiguration(f"expected ClientGrant objects, got {grant!r}")
+            if grant.name in self.grants:
+                raise InvalidConfiguration(f"client {grant.name!r} is listed twice")
+            self.grants[grant.name] = grant
+        for what, value in (("max_in_flight", max_in_flight),
+                            ("max_total_in_flight", max_total_in_flight)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidConfiguration(f"{what} must be a positive int, got {value!r}")
+        self.listen: tuple[str, ...] | None = (
+            None if listen is None else (listen,) if isinstance(listen, str) else tuple(listen))
+        if self.listen is not None and (not self.listen or not all(
+                isinstance(a, str) and a for a in self.listen)):
+            raise InvalidConfiguration(f"listen must be an address or a list of them, not "
+                                       f"{listen!r}")
+        self.max_in_flight = max_in_flight
+        self.max_total_in_flight = max_total_in_flight
+
+    def token(self, name: str) -> bytes | None:
+        """The token of client ``name`` (``None`` for an unknown client)."""
+        grant = self.grants.get(name)
+        return None if grant is None else grant.token
+
+    def __repr__(self) -> str:
+        return f"ClientAccess({sorted(self.grants)}, listen={self.listen!r})"

@@ -1,0 +1,214 @@
+"""``lazily_queue.connect(broker_address, credentials)``: the cells of a process that is
+not a cluster member, over an external broker.
+
+    async with lazily_queue.connect("nats://127.0.0.1:4222") as client:
+        jobs = client.work_queue("jobs", visibility_timeout=30)
+        await jobs.push({"id": 1})
+        async for job in jobs.deliveries("worker-1"):
+            async with job:
+                ...
+
+A :class:`Client` hands out the same cell classes a :class:`~lazily_queue.Node` does
+(:class:`QueueCell`, :class:`WorkQueueCell`, :class:`TopicCell`), with the same
+awaitable API and reactive readers, over the storages of a *provider*: any object with
+``queue(name, capacity=)``, ``work_queue(name, visibility_timeout=, max_deliveries=)``,
+``topic(name)`` and ``close()``. ``connect`` picks the provider from the address scheme:
+
+- ``nats://`` (``nats+tls://`` for TLS): :class:`~lazily_queue.brokers.NatsJetStreamStorage`;
+- ``redis://`` (``rediss://`` for TLS): :class:`~lazily_queue.brokers.RedisStreamsStorage`.
+
+Addresses of cluster members (``unix:``, ``tcp://``, ``ws://``, ``wss://``) go to
+:class:`~lazily_queue.client.ClusterClient` instead (:func:`lazily_queue.connect`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from types import TracebackType
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from ..cells import QueueCell, TopicCell, WorkQueueCell
+from ..errors import InvalidConfiguration
+from ..reactive import Context, resolve_context
+from ..storage.queue import QueueStorage
+from ..storage.topic import TopicStorage
+from ..storage.work import WorkQueueStorage
+
+BrokerCredentials = str | Mapping[str, str] | None
+"""A secret (``str``: a NATS token, a Redis password), or ``{"user": ..., "password":
+...}`` / ``{"token": ...}`` (NATS); ``None`` to use what the address carries."""
+
+BROKER_SCHEMES = {"nats": "nats", "nats+tls": "nats", "redis": "redis", "rediss": "redis"}
+
+
+class StorageProvider(Protocol):
+    """What a :class:`Client` needs from a backend: one storage per named object."""
+
+    def queue(self, name: str, *, capacity: int | None = None) -> QueueStorage[Any]: ...
+
+    def work_queue(
+        self, name: str, *, visibility_timeout: float, max_deliveries: int
+    ) -> WorkQueueStorage: ...
+
+    def topic(self, name: str) -> TopicStorage[Any]: ...
+
+    async def close(self) -> None: ...
+
+
+class Client:
+    """Cells over a :class:`StorageProvider`, one per name, on one reactive context."""
+
+    def __init__(self, provider: StorageProvider, *, context: Context | None = None,
+                 address: str = "") -> None:
+        self.provider = provider
+        self.address = address
+        self.ctx = resolve_context(context)
+        self._queues: dict[str, QueueCell[Any]] = {}
+        self._work: dict[str, WorkQueueCell] = {}
+        self._topics: dict[str, TopicCell[Any]] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Client({self.address or self.provider!r})"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
+        """The queue ``name`` (created on first use with ``capacity``)."""
+        self._check_open()
+        cell = self._queues.get(name)
+        if cell is None:
+            storage = self.provider.queue(name, capacity=capacity)
+            cell = self._queues[name] = QueueCell(storage, context=self.ctx, name=name)
+        elif cell.capacity() != capacity:
+            raise InvalidConfiguration(
+                f"queue {name!r} is already open with capacity {cell.capacity()}")
+        return cell
+
+    def work_queue(
+        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+    ) -> WorkQueueCell:
+        """The work queue ``name``: leases of ``visibility_timeout`` seconds, dead letters
+        after ``max_deliveries`` attempts."""
+        self._check_open()
+        cell = self._work.get(name)
+        if cell is None:
+            storage = self.provider.work_queue(
+                name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries)
+            cell = self._work[name] = WorkQueueCell(storage, context=self.ctx, name=name)
+        elif (cell.visibility_timeout, cell.max_deliveries) != (
+                visibility_timeout, max_deliveries):
+            raise InvalidConfiguration(
+                f"work queue {name!r} is already open with visibility_timeout "
+                f"{cell.visibility_timeout} and max_deliveries {cell.max_deliveries}")
+        return cell
+
+    def topic(self, name: str) -> TopicCell[Any]:
+        """The topic ``name``."""
+        self._check_open()
+        cell = self._topics.get(name)
+        if cell is None:
+            cell = self._topics[name] = TopicCell(
+                self.provider.topic(name), context=self.ctx, name=name)
+        return cell
+
+    async def close(self) -> None:
+        """Stop the cells' refreshes and close the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            await self.provider.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class Connecting:
+    """What :func:`connect` returns: ``await`` it for a :class:`Client`, or use it as
+    ``async with connect(...) as client`` (closed on exit)."""
+
+    def __init__(
+        self, address: str, credentials: BrokerCredentials, options: dict[str, Any]
+    ) -> None:
+        self.address = address
+        self.credentials = credentials
+        self.options = options
+        self._client: Client | None = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await self._open()
+        return self._client
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def _open(self) -> Client:
+        context = self.options.pop("context", None)
+        provider = await open_provider(self.address, self.credentials, **self.options)
+        return Client(provider, context=context, address=self.address)
+
+
+def connect(address: str, credentials: BrokerCredentials = None, **options: Any) -> Connecting:
+    """A :class:`Client` for ``address`` (see the module docstring for the schemes).
+
+    ``options`` go to the provider (``poll_interval``, ``view_limit``, ...) and may
+    include ``context`` for the cells. Raises
+    :class:`~lazily_queue.brokers.errors.UnsupportedAddress` for other schemes,
+    :class:`~lazily_queue.brokers.errors.BrokerUnavailable` when the broker cannot be
+    reached and :class:`~lazily_queue.brokers.errors.BrokerAuthenticationFailed` when it
+    refuses the credentials.
+    """
+    scheme_of(address)
+    return Connecting(address, credentials, dict(options))
+
+
+def scheme_of(address: str) -> str:
+    """``"nats"`` or ``"redis"`` for a broker address; raises ``UnsupportedAddress``."""
+    from ..brokers.errors import UnsupportedAddress
+
+    if not isinstance(address, str):
+        raise UnsupportedAddress(f"an address must be a string, got {type(address).__name__}")
+    scheme = urlsplit(address).scheme.lower()
+    kind = BROKER_SCHEMES.get(scheme)
+    if kind is None:
+        raise UnsupportedAddress(
+            f"cannot connect to {address!r}: connect() serves brokers at nats://, "
+            "nats+tls://, redis:// and rediss:// and cluster members at unix:, tcp://, ws:// "
+            "or wss://")
+    return kind
+
+
+async def open_provider(address: str, credentials: BrokerCredentials = None,
+                        **options: Any) -> StorageProvider:
+    """The broker storage provider for ``address``, connected."""
+    kind = scheme_of(address)
+    secret: dict[str, str] = {}
+    if isinstance(credentials, str):
+        secret["token" if kind == "nats" else "password"] = credentials
+    elif credentials is not None:
+        secret.update(credentials)
+    if kind == "nats":
+        from ..brokers.nats_backend import NatsJetStreamStorage
+
+        url = "tls" + address[len("nats+tls"):] if address.startswith("nats+tls") else address
+        return await NatsJetStreamStorage.connect(url, **secret, **options)
+    from ..brokers.redis_backend import RedisStreamsStorage
+
+    if "user" in secret:
+        options["username"] = secret.pop("user")
+    return await RedisStreamsStorage.connect(address, **secret, **options)

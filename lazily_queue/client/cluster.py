@@ -1,0 +1,314 @@
+"""ClusterClient: a process that is not a cluster member, using the queues through one.
+
+::
+
+    async with lazily_queue.connect(["unix:///run/q/1.sock", "unix:///run/q/2.sock"],
+                                    Credentials.from_env("web", "Q_WEB_TOKEN")) as client:
+        jobs = client.work_queue("jobs")
+        await jobs.push({"resize": "cat.png"})
+
+The client links to one member at a time (the first reachable address, in order) and
+gives out the same cells a member does (:class:`~lazily_queue.QueueCell`,
+:class:`~lazily_queue.TopicCell`, :class:`~lazily_queue.WorkQueueCell`) over remote
+storages (:mod:`lazily_queue.storage.remote`). Every operation carries the client's
+session id and a sequence number; the member proposes it (forwarded to the leader as
+its own proposals are) and answers once it applied. When the member dies, stops
+answering (``ping_timeout``) or answers that it cannot commit (no quorum, stopping, a
+failing disk), the client links to the next address and sends the unanswered
+operations again under the same numbers: the replicated state machine applies each at
+most once. Leases of work items are replicated state, so they survive the switch
+within their visibility timeout. An operation that finds no member able to commit it
+before its ``timeout`` fails with the last member's error (or :class:`Unreachable`),
+saying whether it may have applied.
+
+Reads (readers, ``len``, views) come from the client's mirror of each object it read
+(:mod:`.mirror`), current to what its member applied; :meth:`barrier` makes them
+linearizable. At most ``max_in_flight`` operations are outstanding; more wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import ssl
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
+
+from ..cells.queue import QueueCell
+from ..cells.topic import TopicCell
+from ..cells.work_queue import WorkQueueCell
+from ..errors import InvalidConfiguration
+from ..node_cells import NodeCells
+from ..raft.errors import CommitTimeout
+from ..reactive import Context, resolve_context
+from ..replicated.view import ReadView
+from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
+from . import protocol as P
+from .access import Credentials
+from .link import Answer, Link
+from .mirror import Key, Mirror
+from .session import MAX_OP_BYTES, Session
+
+log = logging.getLogger(__name__)
+
+
+class ClusterClient(NodeCells):
+    """A client of a cluster's members (module docstring); its cell factories are a
+    node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
+
+    queue_storage = RemoteQueueStorage
+    topic_storage = RemoteTopicStorage
+    work_queue_storage = RemoteWorkQueueStorage
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str],
+        credentials: Credentials | tuple[str, bytes | str],
+        *,
+        context: Context | None = None,
+        op_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        max_in_flight: int = 128,
+        ping_interval: float = 1.0,
+        ping_timeout: float = 5.0,
+        prefer_leader: bool = True,
+        ssl_context: ssl.SSLContext | None = None,
+        schemes: SchemeTable | None = None,
+    ) -> None:
+        self.addresses = [addresses] if isinstance(addresses, str) else list(addresses)
+        if not self.addresses or not all(isinstance(a, str) for a in self.addresses):
+            raise InvalidConfiguration("give the address of at least one member")
+        if not isinstance(credentials, Credentials):
+            name, token = credentials
+            credentials = Credentials(name, token.encode() if isinstance(token, str) else token)
+        self.credentials = credentials
+        self.ctx = resolve_context(context)
+        self.op_timeout = op_timeout
+        self.connect_timeout = connect_timeout
+        self.ping_interval, self.ping_timeout = ping_interval, ping_timeout
+        self._ssl, self._schemes = ssl_context, schemes
+        self._config = LinkConfig(peer_id=0, session_id="lazily-client",
+                                  secret=credentials.token, credential=credentials.name,
+                                  max_frame_size=MAX_OP_BYTES + P.REQUEST_OVERHEAD)
+        self._link: Link | None = None
+        self.session = Session(max_in_flight=max_in_flight, link=lambda: self._link,
+                               drop=self._drop, unreachable=self._unreachable)
+        self._linked = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._fatal: Exception | None = None
+        self.failures: dict[str, str] = {}
+        self.links = 0
+        self.prefer_leader = prefer_leader
+        #: The member id found at each address (learned when linking).
+        self.members: dict[str, str] = {}
+        self._next: str | None = None
+        self._mirror = Mirror(self.ctx, self._request_watch)
+        self._router = self._mirror.router
+        self._queue_cells: dict[str, QueueCell[Any]] = {}
+        self._topic_cells: dict[str, TopicCell[Any]] = {}
+        self._work_cells: dict[str, WorkQueueCell] = {}
+
+    def __repr__(self) -> str:
+        state = f"linked to member {self.member}" if self._link else "not linked"
+        return f"ClusterClient({self.credentials.name!r}, {state})"
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def driver(self) -> Session:
+        """The session the cells' operations go through."""
+        return self.session
+
+    @property
+    def view(self) -> ReadView:
+        """The mirror of the objects this client reads."""
+        return self._mirror.view
+
+    @property
+    def member(self) -> str | None:
+        """The id of the member this client is linked to now."""
+        return None if self._link is None else self._link.member
+
+    async def start(self) -> None:
+        """Link to a member; raises :class:`Unreachable` (or :class:`AccessDenied`) when
+        none accepts this client within ``connect_timeout``."""
+        if self._task is not None:
+            return
+        self._closing = False
+        self.session.open = True
+        self._task = asyncio.create_task(self._run(), name="lazily-client")
+        linked = asyncio.ensure_future(self._linked.wait())
+        try:
+            await asyncio.wait({linked, self._task}, timeout=self.connect_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            linked.cancel()
+        if not self._linked.is_set():
+            error = self._fatal or P.Unreachable(self._failure_text("no member accepted"))
+            await self.close()
+            raise error
+
+    async def close(self) -> None:
+        """Unlink; operations still waiting fail with :class:`ClientClosed`."""
+        self._closing = True
+        task, self._task = self._task, None
+        if self._link is not None:
+            self._link.close("the client closed")
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.session.close()
+        self._mirror.router.reset()  # waiting pops, claims and streams wake and fail
+
+    async def __aenter__(self) -> ClusterClient:
+        await self.start()
+        return self
+
+    def __await__(self) -> Generator[Any, None, ClusterClient]:
+        """``client = await connect(...)``: the client, linked."""
+        return self.__aenter__().__await__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _failure_text(self, what: str) -> str:
+        found = "; ".join(f"{a}: {self.failures.get(a, 'not tried')}" for a in self.addresses)
+        return f"{what} ({found})"
+
+    def _unreachable(self, what: str) -> Exception:
+        return P.Unreachable(self._failure_text(what))
+
+    async def _run(self) -> None:
+        index, delay, denied = 0, 0.05, 0
+        while not self._closing:
+            address, self._next = self._next, None
+            if address is None:
+                address = self.addresses[index % len(self.addresses)]
+                index += 1
+            try:
+                stream = await dial(address, self._config, timeout=self.connect_timeout,
+                                    ssl_context=self._ssl, schemes=self._schemes)
+            except HandshakeError as exc:
+                self.failures[address] = f"refused: {exc}"
+                denied += exc.field in ("credential", "auth")
+            except (OSError, TimeoutError) as exc:
+                self.failures[address] = f"unreachable: {exc}"
+            else:
+                delay, denied = 0.05, 0
+                try:
+                    await self._serve(Link(stream, address, on_notice=self._notice))
+                except Exception:
+                    log.exception("the link to %s failed", address)
+                continue
+            if index % len(self.addresses) == 0:
+                if denied == len(self.addresses) and self.links == 0:
+                    self._fatal = P.AccessDenied(self._failure_text(
+                        f"every member refused client {self.credentials.name!r}"))
+                    return
+                denied = 0
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def _serve(self, link: Link) -> None:
+        self._link = link
+        self.links += 1
+        runner = asyncio.ensure_future(
+            link.run(ping_interval=self.ping_interval, ping_timeout=self.ping_timeout))
+        link.request([P.HELLO, P.VERSION, self.session.id], lambda a: self._hello(link, a))
+        for key in self._mirror.relinked():
+            self._request_watch(key)
+        self.session.relinked(link)
+        self._linked.set()
+        try:
+            await runner
+        finally:
+            self._linked.clear()
+            self._link = None
+            self.failures[link.address] = f"link lost: {link.failure}"
+            self.session.unlinked()
+
+    def _hello(self, link: Link, answer: Answer) -> None:
+        if answer is not None and answer[0] == P.OK and isinstance(answer[1], dict):
+            member, leader = answer[1].get("node"), answer[1].get("leader")
+            link.member = str(member) if member is not None else None
+            link.leader = str(leader) if leader is not None else None
+            if link.member is not None:
+                self.members[link.address] = link.member
+            if self.prefer_leader:
+                self._seek_leader(link)
+        elif answer is not None:
+            link.close(f"the member refused the session: {answer[1]}")
+
+    def _seek_leader(self, link: Link) -> None:
+        """Linked to a follower: move to the leader's address when it is known, or to an
+        address not tried yet, which may be the leader's (what was sent is sent again
+        there, and applies once)."""
+        if link.leader is None or link.leader == link.member:
+            return
+        known = [a for a, m in self.members.items() if m == link.leader]
+        untried = [a for a in self.addresses if a not in self.members]
+        if not known and not untried:
+            return
+        self._next = known[0] if known else untried[0]
+        self._drop(link, f"moving to leader {link.leader}")
+
+    def _notice(self, kind: int, payload: Any) -> None:
+        if kind == P.REPLAY:
+            self._mirror.replay(payload)
+        elif kind == P.RESET:
+            kind_, name, index, doc = payload
+            self._mirror.install((kind_, name), index, doc)
+        elif kind == P.ERROR:
+            log.warning("the member refused a frame of this client: %s", payload)
+
+    def _drop(self, link: Link, reason: str) -> None:
+        log.info("leaving member %s (%s): %s", link.member, link.address, reason)
+        link.close(reason)
+
+    # -- mirrors ------------------------------------------------------------------------------
+
+    def _request_watch(self, key: Key) -> None:
+        link = self._link
+        if link is None:
+            return  # asked for again once linked
+        link.request([P.WATCH, *key], lambda answer: self._watched(key, answer))
+
+    def _watched(self, key: Key, answer: Answer) -> None:
+        if answer is None:
+            return
+        status, payload = answer
+        if status == P.OK and isinstance(payload, list) and len(payload) == 2:
+            self._mirror.install(key, payload[0], payload[1])
+        else:
+            self._mirror.refuse(key, str(payload))
+
+    async def barrier(self, *, timeout: float | None = None) -> None:
+        """Return once the member has applied (and sent this client) everything committed
+        before the call: reads right after it are linearizable."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (timeout or self.op_timeout)
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise CommitTimeout("barrier did not complete before its timeout")
+            try:
+                await asyncio.wait_for(self._linked.wait(), remaining)
+            except TimeoutError:
+                raise P.Unreachable(self._failure_text("barrier: no member reachable")) from None
+            link = self._link
+            if link is None:
+                continue
+            answer = await link.ask([P.BARRIER, max(1, math.ceil(remaining * 1000))])
+            if answer is None:
+                continue
+            if answer[0] == P.OK:
+                return
+            code, message = answer[1]
+            if code in P.RETRYABLE:
+                self._drop(link, f"{code}: {message}")
+                continue
+            raise P.error_of(code, message)

@@ -1,0 +1,182 @@
+"""Link: one client connection to one member, its requests in flight and its frames.
+
+The link sends ``HELLO`` first, then whatever the client asks; each request is given an
+id and a callback that receives the member's answer (``OK`` or ``ERROR`` and its
+payload). Frames with id 0 (mirror updates, pieces of large frames) go to
+``on_notice``. A link that fails (closed, unreadable, no frame heard within the ping
+timeout) ends its :meth:`run`; the callbacks of its unanswered requests are called with
+``None`` (the request's outcome is unknown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import cbor2
+from lazily_transports import LinkStream
+
+from . import protocol as P
+from .outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+#: An answer: ``(status, payload)``, or ``None`` when the link ended first.
+Answer = tuple[int, Any] | None
+#: Frames from the member a client buffers before it is considered stuck.
+OUTBOX_LIMIT = 32 * 1024 * 1024
+#: Largest frame a client reads from a member (members cut larger ones in parts).
+MAX_FRAME_BYTES = 1024 * 1024
+#: Requests are sent as soon as this many bytes of them wait for the loop iteration.
+BATCH_BYTES = 256 * 1024
+
+_rids = itertools.count(1)
+
+
+class Link:
+    """One client link to a member (module docstring)."""
+
+    def __init__(self, stream: LinkStream, address: str, *,
+                 on_notice: Callable[[int, Any], None]) -> None:
+        self.stream = stream
+        self.address = address
+        self.member: str | None = None
+        #: The leader the member knew of when the link was made.
+        self.leader: str | None = None
+        self._on_notice = on_notice
+        self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
+        self._waiting: dict[int, Callable[[Answer], None]] = {}
+        self._parts: list[bytes] = []
+        self._parts_size = 0
+        self.heard = 0.0
+        self.failure: str | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._batch: list[bytes] = []
+        self._batch_bytes = 0
+
+    @property
+    def open(self) -> bool:
+        return not self.outbox.closed
+
+    def request(self, frame: list[Any], on_answer: Callable[[Answer], None]) -> int:
+        """Send ``[id, *frame]``; ``on_answer`` gets the answer (or ``None``)."""
+        rid = next(_rids)
+        self._waiting[rid] = on_answer
+        self._queue(P.encode([rid, *frame]))
+        return rid
+
+    def _queue(self, data: bytes) -> None:
+        """Requests made in one loop iteration leave together, in order."""
+        if self._batch and self._batch_bytes + len(data) > BATCH_BYTES:
+            self._flush()  # a member reads a batch up to about 1 MiB, a lone op up to its limit
+        if not self._batch:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._batch.append(data)
+        self._batch_bytes += len(data)
+
+    def _flush(self) -> None:
+        if self._batch:
+            frames, self._batch, self._batch_bytes = self._batch, [], 0
+            self.outbox.send(P.batch(frames))
+
+    def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
+                on_answer: Callable[[Answer], None]) -> int:
+        """Send ``[id, OP, seq, floor, code, args, timeout_ms]`` with ``args`` already
+        encoded (an op keeps its encoded arguments across retries)."""
+        rid = next(_rids)
+        self._waiting[rid] = on_answer
+        head = cbor2.dumps([rid, P.OP, seq, floor, code])
+        self._queue(b"\x87" + head[1:] + args + cbor2.dumps(timeout_ms))
+        return rid
+
+    def forget(self, rid: int) -> None:
+        self._waiting.pop(rid, None)
+
+    def ask(self, frame: list[Any]) -> asyncio.Future[Answer]:
+        """:meth:`request`, answered through a future."""
+        fut: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+
+        def answered(answer: Answer) -> None:
+            if not fut.done():
+                fut.set_result(answer)
+
+        self.request(frame, answered)
+        return fut
+
+    def close(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = reason
+        self.outbox.close()
+        if self._reader is not None:
+            self._reader.cancel()
+
+    async def run(self, *, ping_interval: float, ping_timeout: float) -> None:
+        """Read frames until the link fails; ping the member when it is quiet."""
+        loop = asyncio.get_running_loop()
+        self.heard = loop.time()
+        self._reader = asyncio.ensure_future(self._read())
+        try:
+            while not self._reader.done():
+                await asyncio.wait({self._reader}, timeout=ping_interval)
+                quiet = loop.time() - self.heard
+                if quiet > ping_timeout:
+                    self.close(f"no frame from the member for {quiet:.1f} s")
+                elif quiet >= ping_interval and self.open:
+                    self.request([P.PING], lambda _answer: None)
+        finally:
+            self.close(self.failure or "link closed")
+            waiting, self._waiting = self._waiting, {}
+            for callback in waiting.values():
+                callback(None)
+
+    async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                data = await self.stream.receive()
+                self.heard = loop.time()
+                self._frame(data)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.failure = self.failure or "the member closed the link"
+        except Exception as exc:  # a frame the client cannot use: this member is unusable
+            log.warning("dropping the link to %s: %s", self.address, exc, exc_info=True)
+            self.failure = self.failure or f"unusable frame from the member: {exc}"
+
+    def _frame(self, data: bytes) -> None:
+        frame = P.decode(data, max_bytes=MAX_FRAME_BYTES)
+        if frame[0] == 0 and frame[1] == P.PART:
+            self._part(frame)
+        else:
+            self._dispatch(frame)
+
+    def _dispatch(self, frame: list[Any]) -> None:
+        rid, kind = frame[0], frame[1]
+        payload = frame[2] if len(frame) > 2 else None
+        if rid == 0:
+            if kind == P.BATCH and isinstance(payload, list):
+                for item in payload:
+                    if not isinstance(item, list) or len(item) < 2:
+                        raise P.RequestRefused("a batch holds frames [id, kind, ...]")
+                    self._dispatch(item)
+            else:
+                self._on_notice(kind, payload)
+            return
+        callback = self._waiting.pop(rid, None)
+        if callback is not None:
+            callback((kind, payload))
+
+    def _part(self, frame: list[Any]) -> None:
+        if len(frame) != 4 or not isinstance(frame[2], bytes):
+            raise P.RequestRefused("a part is [0, PART, bytes, last]")
+        self._parts.append(frame[2])
+        self._parts_size += len(frame[2])
+        if self._parts_size > P.MAX_ASSEMBLED_BYTES:
+            raise P.RequestRefused(f"a frame in parts exceeds {P.MAX_ASSEMBLED_BYTES} bytes")
+        if frame[3] is True:
+            data = b"".join(self._parts)
+            self._parts, self._parts_size = [], 0
+            self._dispatch(P.decode(data, max_bytes=P.MAX_ASSEMBLED_BYTES))

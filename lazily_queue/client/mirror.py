@@ -1,0 +1,116 @@
+"""Mirror: a client's copy of the objects it reads, kept as the member applies them.
+
+The mirror is a :class:`~lazily_queue.replicated.state_machine.StateMachine` holding
+only the watched objects. Reading an object through :class:`MirrorView` starts
+watching it (until its state arrives it reads as undeclared); the member answers with
+the object as it applied it and the count of ops it had applied, then reports every
+later op on it, which the mirror replays with the member's leader time. The events of
+the replay reach the storages through an :class:`~lazily_queue.routing.EventRouter`,
+so the cells' readers update as entries apply on the member. After a reconnect every
+watched object is fetched again from the new member.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..core.fifo import Fifo
+from ..core.topic import TopicCore
+from ..reactive import Context
+from ..replicated import objects
+from ..replicated.state_machine import StateMachine
+from ..replicated.view import ReadView
+from ..replicated.work_queues import WorkState
+from ..routing import EventRouter
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+
+class MirrorView(ReadView):
+    """The mirror's read view; reading an object asks for it to be watched."""
+
+    __slots__ = ("_watch",)
+
+    def __init__(self, sm: StateMachine, watch: Callable[[str, str], None]) -> None:
+        super().__init__(sm)
+        self._watch = watch
+
+    def queue(self, name: str) -> Fifo[Any] | None:
+        self._watch("queue", name)
+        return super().queue(name)
+
+    def topic(self, name: str) -> TopicCore[Any] | None:
+        self._watch("topic", name)
+        return super().topic(name)
+
+    def work_queue(self, name: str) -> WorkState | None:
+        self._watch("work_queue", name)
+        return super().work_queue(name)
+
+
+class Mirror:
+    """The watched objects, their replay positions and the routing to the storages."""
+
+    def __init__(self, ctx: Context, request: Callable[[Key], None]) -> None:
+        self.sm = StateMachine()
+        self.view = MirrorView(self.sm, self.watch)
+        self.router = EventRouter(ctx, "client")
+        self._request = request
+        #: The member's applied-op count each watched object is current to (None:
+        #: asked for, not yet received from the member now linked).
+        self.positions: dict[Key, int | None] = {}
+        self.refused: dict[Key, str] = {}
+
+    def watch(self, kind: str, name: str) -> None:
+        key = (kind, name)
+        if key not in self.positions and key not in self.refused:
+            self.positions[key] = None
+            self._request(key)
+
+    def relinked(self) -> list[Key]:
+        """A new member: every watched object must be fetched again; returns them."""
+        for key in self.positions:
+            self.positions[key] = None
+        return list(self.positions)
+
+    def install(self, key: Key, index: int, doc: Any) -> None:
+        """The member's state of ``key`` as of its ``index``-th applied op."""
+        kind, name = key
+        objects.install(self.sm, kind, name, doc)
+        self.positions[key] = index
+        storage = self._storage(key)
+        if storage is not None:
+            with self.router.ctx.batch():
+                storage.on_reset()
+
+    def refuse(self, key: Key, reason: str) -> None:
+        if key not in self.refused:
+            log.warning("cannot mirror %s %r: %s; its readers stay empty", *key, reason)
+        self.refused[key] = reason
+        self.positions.pop(key, None)
+
+    def replay(self, items: list[Any]) -> None:
+        """Apply ``[[kind, name, index, now, op], ...]`` the member reported, in order."""
+        positions = self.positions
+        for kind, name, index, now, op in items:
+            key = (kind, name)
+            seen = positions.get(key)
+            if seen is None or index <= seen:
+                continue
+            positions[key] = index
+            self.sm.replay(now, op)
+        events = self.sm.drain_events()
+        if events:
+            self.router.route(events)
+
+    def _storage(self, key: Key) -> Any:
+        kind, name = key
+        if kind == "queue":
+            return self.router.queues.get(name)
+        if kind == "topic":
+            return self.router.topics.get(name)
+        return self.router.work_queues.get(name)

@@ -1,0 +1,191 @@
+"""The client protocol: CBOR frames between a client and the member it is linked to.
+
+Every frame is one CBOR array, decoded with the bounded decoder of
+:mod:`lazily_transports.safe_cbor` (values profile). A request is
+``[id, kind, *fields]`` with ``id >= 1``; the member answers each with
+``[id, OK, payload]`` or ``[id, ERROR, [code, message]]``. Frames with id ``0`` are
+the member's own: notifications and refusals of frames it could not read.
+
+Requests (client to member):
+
+- ``[id, HELLO, version, session]``: first on every link; ``session`` is the client's
+  session id (above ``CLIENT_SESSION_BASE``). Answer ``{"node", "cluster", "leader"}``.
+- ``[id, OP, seq, floor, code, args, timeout_ms]``: propose one state-machine op
+  under the session: ``seq`` numbers it (a retry, through any member, reuses it),
+  ``floor`` says every answer below it was received. Answer: the op's result
+  (:func:`~lazily_queue.replicated.state_machine.encode_result` form).
+- ``[id, WATCH, kind, name]``: mirror an object. Answer ``[index, doc]``: the object
+  as applied now (``None`` if undeclared) and the member's count of applied ops; from
+  then on ``REPLAY`` frames carry every op applied to it with a higher index.
+- ``[id, UNWATCH, kind, name]``, ``[id, BARRIER, timeout_ms]`` (answered once the
+  member applied everything committed before it, and sent what it applied),
+  ``[id, PING]``.
+
+Notifications (member to client, id 0): ``[0, REPLAY, [[kind, name, index, now, op],
+...]]`` in apply order; ``[0, RESET, [kind, name, index, doc]]`` after the member
+installed a snapshot; ``[0, PART, piece, last]`` carries a piece of a frame too large
+for one (the pieces up to the one with ``last`` true, concatenated, are that frame);
+``[0, ERROR, [code, message]]`` refuses a frame that had no readable id.
+
+Either side may send ``[0, BATCH, [frame, ...]]``: the frames, handled in order (the
+requests, answers and notifications of one loop iteration travel together).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lazily_transports.safe_cbor import VALUES, UntrustedDataError
+
+from ..errors import LazilyQueueError, MessageTooLarge, UnsupportedValue
+from ..raft import values
+from ..raft.errors import (
+    CommitTimeout,
+    NodeNotRunning,
+    NoQuorum,
+    ProposalRejected,
+    StorageUnavailable,
+)
+
+VERSION = 1
+
+# Request kinds.
+HELLO = 1
+OP = 2
+WATCH = 3
+UNWATCH = 4
+BARRIER = 5
+PING = 6
+REQUESTS = frozenset({HELLO, OP, WATCH, UNWATCH, BARRIER, PING})
+
+# Answer statuses and notification kinds (frames with id 0).
+OK = 0
+ERROR = 1
+REPLAY = 2
+RESET = 3
+PART = 4
+BATCH = 5
+
+#: Room in a request frame beyond its op's command (the request's own fields).
+REQUEST_OVERHEAD = 4096
+#: Frames a member sends are cut into PART pieces of at most this size.
+PART_BYTES = 256 * 1024
+#: Largest frame a client reassembles from parts (a mirrored object's snapshot).
+MAX_ASSEMBLED_BYTES = 512 * 1024 * 1024
+#: Nesting a request may have: values at the depth the replicated log allows.
+MAX_DEPTH = 64
+
+
+class ClientError(LazilyQueueError):
+    """A problem between a client and the cluster; subclasses say which."""
+
+
+class AccessDenied(ClientError):
+    """The member refused the client's credential: unknown client or wrong token."""
+
+
+class PermissionDenied(ClientError):
+    """The client's token lacks the permission (produce, consume or admin) an operation
+    on this name needs; nothing was applied."""
+
+
+class RequestRefused(ClientError, ValueError):
+    """The member could not read a request (malformed, oversized or out of order);
+    nothing was applied."""
+
+
+class Unreachable(ClientError, ConnectionError):
+    """No member could be reached; the message gives each address's failure."""
+
+
+class ClientClosed(ClientError):
+    """The client is closed; operations still waiting were not applied, or their
+    outcome is unknown (the message says which)."""
+
+
+#: Error codes on the wire and the exception each becomes on the client.
+ERRORS: dict[str, type[Exception]] = {
+    "no_quorum": NoQuorum,
+    "commit_timeout": CommitTimeout,
+    "not_running": NodeNotRunning,
+    "storage_unavailable": StorageUnavailable,
+    "rejected": ProposalRejected,
+    "unsupported_value": UnsupportedValue,
+    "permission": PermissionDenied,
+    "refused": RequestRefused,
+}
+#: Errors after which the client tries another member (the op may be retried).
+RETRYABLE = frozenset({"no_quorum", "not_running", "storage_unavailable"})
+
+
+def code_of(exc: BaseException) -> str:
+    """The wire code of an exception raised serving a request."""
+    for code, kind in ERRORS.items():
+        if type(exc) is kind:
+            return code
+    for code, kind in ERRORS.items():
+        if isinstance(exc, kind):
+            return code
+    return "refused"
+
+
+def error_payload(exc: BaseException) -> list[Any]:
+    """An exception as the payload of an ``ERROR`` answer: ``[code, message]``, plus
+    ``size`` and ``limit`` for :class:`MessageTooLarge`."""
+    if isinstance(exc, MessageTooLarge):
+        return ["too_large", str(exc), exc.size, exc.limit]
+    return [code_of(exc), str(exc)]
+
+
+def error_of(code: Any, message: Any, *details: Any) -> Exception:
+    """The client-side exception of a wire error (``details`` as :func:`error_payload`)."""
+    text = str(message)[:2000]
+    if code == "too_large":
+        size, limit = (*details, None, 0)[:2]
+        return MessageTooLarge(text, size=size if isinstance(size, int) else None,
+                               limit=limit if isinstance(limit, int) else 0)
+    kind = ERRORS.get(code, RequestRefused) if isinstance(code, str) else RequestRefused
+    return kind(text)
+
+
+def encode(frame: list[Any]) -> bytes:
+    """A frame in CBOR; tuples in it stay tuples (the value model's tag)."""
+    return values.dumps(frame)
+
+
+def decode(data: bytes, *, max_bytes: int) -> list[Any]:
+    """One frame: a list whose first two items are ints. Raises :class:`RequestRefused`."""
+    try:
+        frame = VALUES.loads(data, max_bytes=max_bytes, max_depth=MAX_DEPTH)
+    except UntrustedDataError as exc:
+        raise RequestRefused(f"unreadable frame: {exc.reason}") from None
+    if (not isinstance(frame, list) or len(frame) < 2 or type(frame[0]) is not int
+            or type(frame[1]) is not int or frame[0] < 0):
+        raise RequestRefused("a frame is a CBOR array [id, kind, ...] with integer id and kind")
+    return frame
+
+
+def array_head(n: int) -> bytes:
+    """The CBOR head of an array of ``n`` items."""
+    if n < 24:
+        return bytes((0x80 + n,))
+    if n < 256:
+        return bytes((0x98, n))
+    if n < 65536:
+        return bytes((0x99,)) + n.to_bytes(2, "big")
+    return bytes((0x9a,)) + n.to_bytes(4, "big")
+
+
+def batch(frames: list[bytes]) -> bytes:
+    """Encoded frames as one ``[0, BATCH, [...]]`` frame (or the one frame itself)."""
+    if len(frames) == 1:
+        return frames[0]
+    return b"\x83\x00" + bytes((BATCH,)) + array_head(len(frames)) + b"".join(frames)
+
+
+def parts(data: bytes) -> list[bytes]:
+    """``data`` as the frames to send: itself, or PART frames carrying it in pieces."""
+    if len(data) <= PART_BYTES:
+        return [data]
+    ends = range(PART_BYTES, len(data) + PART_BYTES, PART_BYTES)
+    return [encode([0, PART, data[end - PART_BYTES:end], end >= len(data)]) for end in ends]

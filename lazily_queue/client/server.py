@@ -1,0 +1,399 @@
+"""ClientServer: a member serving clients (processes that are not voting members).
+
+A client links to the member's listen address (or the ``listen`` of its
+:class:`~.access.ClientAccess`) with its own credential; the link never reaches Raft.
+Each request is read with the bounded decoder (:mod:`.protocol`), checked against the
+client's permissions and, for an op, proposed through the member's driver wrapped in
+``CLIENT_OP`` under the client's session, so it is forwarded to the leader as the
+member's own proposals are and applies at most once however often it is retried. The
+answer is sent once the op applied here. Mirrors: a client watching an object gets its
+state as applied here, then every op applied to it (the state machine's tap), in apply
+order and before the answers of the same step, so what a client reads after an answer
+includes that answer's op.
+
+Back-pressure: a client has at most ``max_in_flight`` requests being served and all
+clients together ``max_total_in_flight``; beyond that the member stops reading their
+links (waiting clients are served in arrival order), and a frame's requests are served
+:data:`YIELD_EVERY` at a time between the loop's other work, so a flood of clients adds
+at most that many proposals to a step and cannot starve replication or heartbeats. A
+client that does not read its answers (more than :data:`MAX_OUTBOX_BYTES` queued) is
+disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from lazily_transports import (
+    ChannelHandler,
+    CredentialLookup,
+    LinkAttribute,
+    LinkConfig,
+    LinkStream,
+    listen,
+    scheme_of,
+)
+
+from ..errors import InvalidConfiguration
+from ..raft.batch import command_limit
+from ..replicated import objects, ops
+from ..replicated.events import Event, OpApplied, Restored
+from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
+from . import protocol as P
+from .access import READ, ClientAccess, ClientGrant
+from .budget import Budget
+from .outbox import Outbox
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from ..node import Node
+
+log = logging.getLogger(__name__)
+
+#: Answers and notifications queued for one client before it is disconnected.
+MAX_OUTBOX_BYTES = 64 * 1024 * 1024
+_MAX_TIMEOUT_MS = 3_600_000
+#: Requests of one frame served before the loop runs its other work (Raft ticks first).
+YIELD_EVERY = 32
+_REFUSALS_CACHED = 1024
+
+
+class _Conn:
+    """One client link: its session, permissions, watches and outgoing frames."""
+
+    def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int) -> None:
+        self.grant = grant
+        self.session: int | None = None
+        self.slots = Budget(max_in_flight)
+        self.watches: set[tuple[str, str]] = set()
+        self.replay: list[list[Any]] = []
+        self.refusals: dict[tuple[int, Any], str | None] = {}
+        self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
+        self._pending: list[list[Any]] = []
+
+    @property
+    def closed(self) -> bool:
+        return self.outbox.closed
+
+    def _overflow(self, queued: int) -> None:
+        log.warning("client %r does not read its answers (%d bytes queued); disconnected",
+                    self.grant.name, queued)
+
+    def send(self, frame: list[Any]) -> None:
+        """Queue ``frame``; the frames of one loop iteration leave as one batch."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(frame)
+
+    def _flush(self) -> None:
+        frames, self._pending = self._pending, []
+        if not frames or self.closed:
+            return
+        frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
+        for data in P.parts(P.encode(frame)):
+            self.outbox.send(data)
+
+    def refusal(self, code: int, name: Any) -> str | None:
+        key = (code, name)
+        if key not in self.refusals:
+            if len(self.refusals) > _REFUSALS_CACHED:
+                self.refusals.clear()
+            self.refusals[key] = self.grant.refusal(code, name)
+        return self.refusals[key]
+
+    def close(self) -> None:
+        self.outbox.close()
+
+
+class ClientServer:
+    """Serves the clients of one member (module docstring)."""
+
+    def __init__(self, node: Node, access: ClientAccess, *, on_listen: bool = True) -> None:
+        """Serve ``node``'s clients; ``on_listen`` says whether its listen address can
+        (its default network), needed when the access has no address of its own."""
+        if access.listen is None and not (on_listen and node.listen):
+            raise InvalidConfiguration(
+                f"node {node.node_id}: clients are served on the listen address only over "
+                "the default network; give the ClientAccess an address of its own (listen=)"
+            )
+        self.node = node
+        self.access = access
+        #: Largest frame of requests read (a batch of them, or one op of the largest
+        #: command this member accepts); client links are capped at it.
+        self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
+                                     + P.REQUEST_OVERHEAD)
+        node.add_event_observer(self.on_events)
+        self._conns: set[_Conn] = set()
+        self._watchers: dict[tuple[str, str], set[_Conn]] = {}
+        #: The objects some client watches (the state machine's tap).
+        self.watched = self._watchers.keys()
+        self._slots = Budget(access.max_total_in_flight)
+        self._listeners: list[AbstractAsyncContextManager[Any]] = []
+        #: Where clients reach this member.
+        self.addresses: list[str] = []
+        self.requests = 0
+        self.refused = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def on_listen_address(self) -> tuple[CredentialLookup, ChannelHandler] | None:
+        """What the node's mesh needs to hand client links here (``None`` when clients
+        have addresses of their own)."""
+        return (self.access.token, self.serve) if self.access.listen is None else None
+
+    async def start(self) -> None:
+        """Listen on the access's own addresses, if it has them (else the node's mesh
+        listener hands client links to :meth:`serve`)."""
+        self.addresses = []
+        if self.access.listen is None:
+            bound = getattr(self.node.driver.network, "listen_address", None) or self.node.listen
+            self.addresses = [] if bound is None else [bound]
+            return
+        from ..raft.mesh import node_number
+
+        config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
+                            secret=b"clients only: no peer links here",
+                            client_max_frame_size=self.max_request_bytes)
+        try:
+            for address in self.access.listen:
+                tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")
+                       else None)
+                context = listen(address, config, self.serve, credentials=self.access.token,
+                                 accept_peer=lambda _peer: "this address serves clients only",
+                                 ssl_context=tls)
+                listener = await context.__aenter__()
+                self._listeners.append(context)
+                self.addresses.append(listener.address)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        for conn in list(self._conns):
+            conn.close()
+        listeners, self._listeners = self._listeners, []
+        for context in listeners:
+            await context.__aexit__(None, None, None)
+
+    def stats(self) -> dict[str, Any]:
+        """Connected clients, requests served and refused, requests in flight now."""
+        return {"addresses": list(self.addresses), "connections": len(self._conns),
+                "requests": self.requests, "refused": self.refused,
+                "in_flight": self._slots.used, "watched": len(self._watchers)}
+
+    # -- a client link -----------------------------------------------------------------------
+
+    async def serve(self, stream: LinkStream) -> None:
+        """Serve one authenticated client link until it closes."""
+        name = stream.extra(LinkAttribute.credential, None)
+        grant = None if name is None else self.access.grants.get(name)
+        if grant is None:
+            return
+        conn = _Conn(stream, grant, self.access.max_in_flight)
+        self._conns.add(conn)
+        try:
+            while not conn.closed:
+                for k, request in enumerate(self._requests(conn, await stream.receive())):
+                    if k and not k % YIELD_EVERY:
+                        await asyncio.sleep(0)  # heartbeats and other links go first
+                    await conn.slots.take()
+                    await self._slots.take()
+                    self.requests += 1
+                    if not self._handle(conn, request):
+                        self._release(conn)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            conn.close()
+            self._conns.discard(conn)
+            for key in conn.watches:
+                watchers = self._watchers.get(key)
+                if watchers is not None:
+                    watchers.discard(conn)
+                    if not watchers:
+                        del self._watchers[key]
+            await conn.outbox.wait_closed()
+
+    def _release(self, conn: _Conn) -> None:
+        conn.slots.give()
+        self._slots.give()
+
+    def _refuse(self, conn: _Conn, rid: int, code: str, message: str) -> None:
+        self.refused += 1
+        conn.send([rid, P.ERROR, [code, message]])
+
+    def _fail(self, conn: _Conn, rid: int, error: BaseException) -> None:
+        self.refused += 1
+        conn.send([rid, P.ERROR, P.error_payload(error)])
+
+    def _requests(self, conn: _Conn, data: bytes) -> list[list[Any]]:
+        """The requests of one frame (one, or a batch); refuses an unreadable frame."""
+        try:
+            frame = P.decode(data, max_bytes=self.max_request_bytes)
+        except P.RequestRefused as exc:
+            self._refuse(conn, 0, "refused", f"{exc}; nothing in it was applied")
+            return []
+        if frame[0] != 0 or frame[1] != P.BATCH:
+            return [frame]
+        items = frame[2] if len(frame) == 3 and isinstance(frame[2], list) else None
+        if items is None or not all(isinstance(item, list) and len(item) >= 2
+                                    and type(item[0]) is int and type(item[1]) is int
+                                    for item in items):
+            self._refuse(conn, 0, "refused", "a batch is [0, BATCH, [[id, kind, ...], ...]]; "
+                         "nothing in it was applied")
+            return []
+        return items
+
+    def _handle(self, conn: _Conn, frame: list[Any]) -> bool:
+        """Serve one request; True when an answer will release its slots later."""
+        rid, kind = frame[0], frame[1]
+        if rid == 0 or kind not in P.REQUESTS:
+            self._refuse(conn, rid, "refused", f"unknown request kind {kind} (or id 0)")
+            return False
+        try:
+            if kind == P.OP:
+                return self._op(conn, rid, frame)
+            if kind == P.HELLO:
+                self._hello(conn, rid, frame)
+            elif kind == P.WATCH:
+                self._watch(conn, rid, frame)
+            elif kind == P.UNWATCH:
+                self._unwatch(conn, rid, frame)
+            elif kind == P.BARRIER:
+                return self._barrier(conn, rid, frame)
+            else:
+                conn.send([rid, P.OK, None])
+        except P.ClientError as exc:
+            self._fail(conn, rid, exc)
+        return False
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _hello(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        if len(frame) != 4 or frame[2] != P.VERSION:
+            raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
+        session = frame[3]
+        if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
+            raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
+                                   "2**63)")
+        conn.session = session
+        node = self.node
+        conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
+                               "leader": node.leader_id}])
+
+    def _timeout(self, value: Any) -> float:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not 0 < value <= _MAX_TIMEOUT_MS):
+            raise P.RequestRefused(f"timeout_ms must be in (0, {_MAX_TIMEOUT_MS}]")
+        return float(value) / 1000.0
+
+    def _op(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+        if conn.session is None:
+            raise P.RequestRefused("send HELLO before any op")
+        if len(frame) != 7:
+            raise P.RequestRefused("an op is [id, OP, seq, floor, code, args, timeout_ms]")
+        _, _, seq, floor, code, args, timeout_ms = frame
+        if (type(seq) is not int or type(floor) is not int or type(code) is not int
+                or not isinstance(args, list) or seq < 1 or floor < 0 or seq >= 2**63):
+            raise P.RequestRefused("seq, floor and code are ints (seq >= 1) and args a list")
+        timeout = self._timeout(timeout_ms)
+        kind = ops.family_of(code)
+        name = args[0] if kind is not None and args else None
+        refusal = conn.refusal(code, name if isinstance(name, str) else None)
+        if refusal is not None:
+            raise P.PermissionDenied(refusal)
+        return self._propose(conn, rid, ops.CLIENT_OP,
+                             [conn.session, seq, floor, code, *args], timeout)
+
+    def _propose(self, conn: _Conn, rid: int, code: int, args: list[Any],
+                 timeout: float) -> bool:
+        """Propose through the member's replica; the answer goes out once it applied."""
+        driver = self.node.driver
+        try:
+            if not driver.running or driver.disk_error is not None:
+                driver.propose(code, args, timeout=timeout)  # raises why it cannot
+            driver.replica.propose(code, args, timeout=timeout,
+                                   on_done=lambda result, error: self._answer(
+                                       conn, rid, result, error))
+        except Exception as exc:  # not running, no disk, a value replicas would refuse
+            self._fail(conn, rid, exc)
+            return False
+        driver.wake()
+        return True
+
+    def _barrier(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+        if len(frame) != 3:
+            raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
+        return self._propose(conn, rid, ops.BARRIER, [], self._timeout(frame[2]))
+
+    def _answer(self, conn: _Conn, rid: int, result: Any, error: BaseException | None) -> None:
+        self._release(conn)
+        if error is not None:
+            conn.send([rid, P.ERROR, P.error_payload(error)])
+        else:
+            conn.send([rid, P.OK, encode_result(result)])
+
+    def _key(self, frame: list[Any]) -> tuple[str, str]:
+        if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):
+            raise P.RequestRefused(f"a watch is [id, kind, one of {objects.KINDS}, name]")
+        return frame[2], frame[3]
+
+    def _watch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        key = self._key(frame)
+        refusal = conn.refusal(READ, key[1])
+        if refusal is not None:
+            raise P.PermissionDenied(refusal)
+        view = self.node.view
+        conn.watches.add(key)
+        self._watchers.setdefault(key, set()).add(conn)
+        conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
+
+    def _unwatch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+        key = self._key(frame)
+        conn.watches.discard(key)
+        watchers = self._watchers.get(key)
+        if watchers is not None:
+            watchers.discard(conn)
+            if not watchers:
+                del self._watchers[key]
+        conn.send([rid, P.OK, None])
+
+    # -- mirrors ------------------------------------------------------------------------------
+
+    def on_events(self, events: Sequence[Event]) -> None:
+        """Forward the ops applied here to the clients watching their objects."""
+        if not self._watchers:
+            return
+        touched: list[_Conn] = []
+        for event in events:
+            if type(event) is OpApplied:
+                op = event.op
+                kind = ops.family_of(op[0])
+                if kind is None or len(op) < 2 or not isinstance(op[1], str):
+                    continue
+                for conn in self._watchers.get((kind, op[1]), ()):
+                    if not conn.replay:
+                        touched.append(conn)
+                    conn.replay.append([kind, op[1], event.index, event.now, op])
+            elif type(event) is Restored:
+                self._flush(touched)
+                touched = []
+                self._reset_all()
+        self._flush(touched)
+
+    def _flush(self, touched: list[_Conn]) -> None:
+        for conn in touched:
+            replay, conn.replay = conn.replay, []
+            conn.send([0, P.REPLAY, replay])
+
+    def _reset_all(self) -> None:
+        view = self.node.view
+        for (kind, name), conns in self._watchers.items():
+            doc = objects.capture(view, kind, name)
+            for conn in conns:
+                conn.send([0, P.RESET, [kind, name, view.tapped, doc]])

@@ -1,0 +1,276 @@
+"""Session: a client's operations until answered, under its session id.
+
+Every operation gets the next sequence number of the session; the member it is sent
+to proposes it wrapped in ``CLIENT_OP``, so the replicated state machine applies it
+once however often it is sent. The session sends each operation on the current link
+(again on every new link until answered), keeps at most ``CLIENT_WINDOW`` sequence
+numbers above its floor (the oldest unanswered one) outstanding, and fails an
+operation at its deadline with the last member's error, saying whether it may have
+applied. An operation whose caller went away while it may apply, and which has an
+``on_orphan`` handler (a pop), is still awaited for :data:`ORPHAN_HORIZON` seconds so
+its result can be undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import secrets
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import cbor2
+
+from ..errors import MessageTooLarge
+from ..raft import values
+from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
+from ..raft.errors import CommitTimeout
+from ..replicated import ops
+from ..replicated.state_machine import CLIENT_SESSION_BASE, CLIENT_WINDOW, decode_result
+from . import protocol as P
+from .budget import Budget
+from .link import Answer, Link
+
+log = logging.getLogger(__name__)
+
+#: How long the result of a cancelled pop is still awaited (to return its elements).
+ORPHAN_HORIZON = 600.0
+#: How often outstanding operations are checked against their deadlines (seconds).
+SWEEP_INTERVAL = 0.05
+#: Largest encoded op arguments a client sends (a cluster's own limit may be lower).
+MAX_OP_BYTES = command_limit(MAX_MESSAGE_BYTES_LIMIT)
+
+
+def encode_args(code: int, args: list[Any]) -> bytes:
+    """The op's arguments in CBOR, checked against the value model and the largest
+    command a cluster accepts (the member checks its own, smaller, message limit)."""
+    name = ops.op_name(code)
+    tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
+    try:
+        encoded = values.dumps(args, tuples=tuples)
+    except cbor2.CBOREncodeError as exc:
+        raise values.unsupported(name, str(exc)[:200]) from None
+    if len(encoded) > MAX_OP_BYTES:
+        raise MessageTooLarge(
+            f"{name}: the operation of {len(encoded)} bytes exceeds the {MAX_OP_BYTES}-byte "
+            "limit of every cluster; store large payloads elsewhere and queue a reference",
+            size=len(encoded), limit=MAX_OP_BYTES)
+    return encoded
+
+
+class _Op:
+    """One operation until its answer arrives."""
+
+    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future",
+                 "on_orphan", "orphaned", "rid", "seq")
+
+    def __init__(self, seq: int, code: int, args: bytes, deadline: float,
+                 future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
+        self.seq, self.code, self.args, self.deadline = seq, code, args, deadline
+        self.future, self.on_orphan = future, on_orphan
+        self.rid = 0
+        self.attempts = 0
+        self.done = False
+        self.orphaned = False
+        self.error: Exception | None = None
+
+
+class Session:
+    """A client's outstanding operations (module docstring); the
+    :class:`~lazily_queue.storage.raft_queue.Proposer` of its remote storages.
+
+    ``link()`` is the current link (``None`` while unlinked), ``drop(link, reason)``
+    leaves a member that cannot commit, ``unreachable(what)`` builds the error of an
+    operation that found no member.
+    """
+
+    def __init__(
+        self, *, max_in_flight: int, link: Callable[[], Link | None],
+        drop: Callable[[Link, str], None], unreachable: Callable[[str], Exception],
+    ) -> None:
+        self.id = CLIENT_SESSION_BASE + 1 + secrets.randbelow(2**62 - 2)
+        self.open = False
+        self._link = link
+        self._drop = drop
+        self._unreachable = unreachable
+        self._next_seq = 1
+        self._ops: dict[int, _Op] = {}
+        self._window = Budget(max_in_flight)
+        self._held: deque[_Op] = deque()
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    @property
+    def running(self) -> bool:
+        """False before the client starts and once it closed."""
+        return self.open
+
+    def relinked(self, link: Link) -> None:
+        """A new link: every unanswered operation is sent on it, in order."""
+        self._held.clear()
+        for op in list(self._ops.values()):
+            self._send(link, op)
+
+    def unlinked(self) -> None:
+        for op in self._ops.values():
+            op.rid = 0
+
+    def close(self) -> None:
+        """Fail every outstanding operation with :class:`ClientClosed`."""
+        self.open = False
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        for op in list(self._ops.values()):
+            outcome = "its outcome is unknown" if op.attempts else "it was not applied"
+            self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
+                                            f"{outcome}"))
+
+    def propose(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, asyncio.Future[Any]]:
+        """Send one op; the future resolves with its result once the member applied it.
+
+        Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` for a value CBOR
+        cannot carry and ``ValueError`` for an op over the replicated command limit
+        (nothing sent); the member refuses values its replicas would not decode.
+        """
+        if not self.open:
+            raise P.ClientClosed("the client is not started; use `async with client:`")
+        encoded = encode_args(code, args)
+        seq = self._next_seq
+        self._next_seq += 1
+        loop = asyncio.get_running_loop()
+        op = _Op(seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
+        self._ops[seq] = op
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
+        link = self._link()
+        if link is not None:
+            self._send(link, op)
+        return op, op.future
+
+    async def call(
+        self, code: int, args: list[Any], *, timeout: float,
+        on_orphan: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
+        is abandoned, or with ``on_orphan`` awaited on its behalf."""
+        window = self._window
+        await window.take()
+        try:
+            op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+            try:
+                return await fut
+            except asyncio.CancelledError:
+                if not op.done and (op.attempts == 0 or op.on_orphan is None):
+                    self._finish(op, None)
+                raise
+        finally:
+            window.give()
+
+    def _floor(self) -> int:
+        return next(iter(self._ops), self._next_seq)
+
+    def _send(self, link: Link, op: _Op) -> None:
+        floor = self._floor()
+        if op.seq >= floor + CLIENT_WINDOW:
+            # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
+            self._held.append(op)
+            return
+        remaining = op.deadline - asyncio.get_running_loop().time()
+        timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
+        op.attempts += 1
+        op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms,
+                              lambda answer: self._answered(link, op, answer))
+
+    def _send_held(self) -> None:
+        """Send the ops held back by the session window that fit in it now."""
+        link, held = self._link(), self._held
+        if link is None:
+            return
+        limit = self._floor() + CLIENT_WINDOW
+        while held and (held[0].done or held[0].seq < limit):
+            op = held.popleft()
+            if not op.done:
+                self._send(link, op)
+
+    def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
+        if op.done or answer is None:
+            return  # the link ended: the op is sent again on the next one
+        status, payload = answer
+        if status == P.OK:
+            try:
+                result = decode_result(payload)
+            except Exception:
+                self._drop(link, "the member sent an unreadable result")
+                return
+            self._resolve(op, result)
+            return
+        code, message, *details = payload if isinstance(payload, list) and len(
+            payload) >= 2 else ("refused", payload)
+        error = P.error_of(code, message, *details)
+        if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
+            op.error = error
+            op.rid = 0
+            self._drop(link, f"{code}: {message}")
+            return
+        self._finish(op, error)
+
+    def _resolve(self, op: _Op, result: Any) -> None:
+        op.done = True
+        self._ops.pop(op.seq, None)
+        if self._held:
+            self._send_held()
+        if not op.future.done():
+            op.future.set_result(result)
+        elif op.on_orphan is not None:
+            try:
+                op.on_orphan(result)
+            except Exception:
+                log.exception("handling the late result of %s failed", ops.op_name(op.code))
+
+    def _finish(self, op: _Op, error: Exception | None) -> None:
+        op.done = True
+        self._ops.pop(op.seq, None)
+        if self._held:
+            self._send_held()
+        if error is not None and not op.future.done():
+            op.future.set_exception(error)
+        link = self._link()
+        if link is not None and op.rid:
+            link.forget(op.rid)
+
+    def _sweep(self) -> None:
+        """Expire the ops past their deadline; runs while any op is outstanding."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for op in [op for op in self._ops.values() if op.deadline <= now]:
+            self._expire(op, now)
+        self._sweeper = (loop.call_later(SWEEP_INTERVAL, self._sweep) if self._ops
+                         else None)
+
+    def _expire(self, op: _Op, now: float) -> None:
+        error = self._timeout_error(op, op.attempts > 0)
+        if op.on_orphan is not None and op.attempts > 0 and not op.orphaned:
+            # It may have applied: its result is still awaited a while, to undo it.
+            if not op.future.done():
+                op.future.set_exception(error)
+            op.orphaned = True
+            op.deadline = now + ORPHAN_HORIZON
+            return
+        self._finish(op, error)
+
+    def _timeout_error(self, op: _Op, unknown: bool) -> Exception:
+        outcome = ("its outcome is unknown (it may have applied)" if unknown
+                   else "it was not applied")
+        name = ops.op_name(op.code)
+        if op.error is not None:
+            return type(op.error)(f"{name}: {op.error}; no member could commit it before "
+                                  f"its timeout, {outcome}")
+        if self._link() is None:
+            return self._unreachable(f"{name}: no member reachable before its timeout, "
+                                     f"{outcome}")
+        return CommitTimeout(f"{name} did not commit before its timeout; {outcome}")

@@ -1,0 +1,65 @@
+"""The lock of a node's data directory: one running node per directory.
+
+A running :class:`~lazily_queue.node.Node` (embedded, or inside ``lazily-queue node``)
+holds an exclusive ``flock`` on ``<data_dir>/lock``, which also records its process
+id; the kernel releases it when the process exits, however it exits. A second node on
+the same directory, in this process or another, is refused before it touches the
+journal: two processes sharing a log would corrupt it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from .errors import InvalidConfiguration
+
+
+class DataDirectoryLocked(InvalidConfiguration):
+    """Another running node holds this data directory."""
+
+
+class DirectoryLock:
+    """The lock of one data directory (module docstring)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(data_dir) / "lock"
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self, *, owner: str = "node") -> None:
+        """Take the lock; raises :class:`DataDirectoryLocked` naming the holder's pid,
+        ``OSError`` when the directory cannot be used."""
+        if self._fd is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise DataDirectoryLocked(
+                f"data directory {self.path.parent} is in use by another running node "
+                f"(pid {holder}); two nodes cannot share an id or a data directory: give "
+                f"this {owner} its own id and data directory"
+            ) from None
+        except OSError:
+            os.close(fd)
+            raise
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

@@ -1,0 +1,81 @@
+"""One named object of the replicated state, captured and installed on its own.
+
+A member captures a queue, topic or work queue for a client that watches it; the
+client installs it in its mirror (a :class:`~.state_machine.StateMachine` holding only
+the objects it watches) and then replays the ops the member applies to it. The forms
+are those of the object's snapshot section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..core.fifo import Fifo
+from ..core.topic import TopicCore
+from ..core.work import WorkQueueCore
+from .work_queues import WorkState
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+#: The kinds of named objects.
+KINDS = ("queue", "topic", "work_queue")
+
+
+class Objects(Protocol):
+    """Where named objects are read from (a state machine or its read view)."""
+
+    @property
+    def queues(self) -> Mapping[str, Fifo[Any]]: ...
+
+    @property
+    def topics(self) -> Mapping[str, TopicCore[Any]]: ...
+
+    @property
+    def work_queues(self) -> Mapping[str, WorkState]: ...
+
+
+def capture(sm: Objects, kind: str, name: str) -> Any:
+    """The object's state as plain data, or ``None`` when it is not declared."""
+    if kind == "queue":
+        q = sm.queues.get(name)
+        return None if q is None else [q.capacity(), q.is_closed(), q.elements()]
+    if kind == "topic":
+        t = sm.topics.get(name)
+        return None if t is None else t.snapshot()
+    if kind == "work_queue":
+        w = sm.work_queues.get(name)
+        if w is None:
+            return None
+        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values())}
+    raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
+
+
+def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
+    """Replace the object with ``doc`` (:func:`capture`'s form; ``None`` removes it).
+
+    Raises ``ValueError`` / ``TypeError`` / ``KeyError`` for a malformed ``doc``, with
+    the state unchanged. No event is recorded: the caller resets the object's readers.
+    """
+    if kind == "queue":
+        if doc is None:
+            sm.queues.pop(name, None)
+        else:
+            capacity, closed, elements = doc
+            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed))
+    elif kind == "topic":
+        if doc is None:
+            sm.topics.pop(name, None)
+        else:
+            sm.topics[name] = TopicCore.from_snapshot(doc)
+    elif kind == "work_queue":
+        if doc is None:
+            sm.work_queues.pop(name, None)
+        else:
+            state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
+            for receipt in doc["receipts"]:
+                state.receipts[int(receipt[0])] = list(receipt)
+            sm.work_queues[name] = state
+    else:
+        raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")

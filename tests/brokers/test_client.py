@@ -1,0 +1,59 @@
+"""``lazily_queue.connect``: the same cells, over a broker, with one changed line."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazily_queue import Client, QueueCell, TopicCell, WorkQueueCell, connect
+from lazily_queue.errors import InvalidConfiguration
+
+from .conftest import fresh
+
+
+async def test_connect_hands_out_the_cells_of_the_embedded_api(broker_url: str) -> None:
+    async with connect(broker_url) as client:
+        assert isinstance(client, Client)
+        q = client.queue(fresh("q"))
+        assert isinstance(q, QueueCell) and client.queue(q.name) is q
+        assert isinstance(client.work_queue(fresh("w")), WorkQueueCell)
+        assert isinstance(client.topic(fresh("t")), TopicCell)
+        with pytest.raises(InvalidConfiguration):
+            client.queue(q.name, capacity=3)
+        await q.push({"hello": "broker"})
+        assert await q.pop(timeout=10) == {"hello": "broker"}
+
+
+async def test_await_connect_and_close(broker_url: str) -> None:
+    client = await connect(broker_url)
+    try:
+        jobs = client.work_queue(fresh("jobs"), visibility_timeout=30)
+        await jobs.push(1)
+        async for job in jobs.deliveries("w", prefetch=1):
+            async with job:
+                assert job.value == 1
+            break
+    finally:
+        await client.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        client.queue("after")
+
+
+async def test_closing_the_client_wakes_waiting_calls(broker_url: str) -> None:
+    """A pop or claim waiting on a closed client fails with BrokerClosed (no hang)."""
+    import asyncio
+
+    from lazily_queue.brokers import BrokerClosed
+
+    client = await connect(broker_url)
+    q = client.queue(fresh("waiting"))
+    jobs = client.work_queue(fresh("waiting-jobs"))
+    await q.storage.sync()  # type: ignore[attr-defined]
+    await jobs.storage.sync()  # type: ignore[attr-defined]
+    popping = asyncio.ensure_future(q.pop())
+    claiming = asyncio.ensure_future(jobs.claim("w"))
+    await asyncio.sleep(0.05)
+    assert not popping.done() and not claiming.done()
+    await client.close()
+    for waiting in (popping, claiming):
+        with pytest.raises(BrokerClosed):
+            await asyncio.wait_for(waiting, 10)

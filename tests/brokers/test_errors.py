@@ -1,0 +1,150 @@
+"""Bad input against real brokers: each a clear typed error, nothing changed or lost."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lazily_queue import InvalidConfiguration, QueueCell, WorkQueueCell, connect
+from lazily_queue.brokers import (
+    BrokerAuthenticationFailed,
+    BrokerUnavailable,
+    IncompatibleBrokerObject,
+    UnsupportedAddress,
+)
+from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer, free_port
+from lazily_queue.client.brokers import open_provider
+
+from .conftest import _server, fresh
+
+
+@pytest.fixture(scope="module")
+def locked_redis() -> Iterator[BrokerServer]:
+    yield from _server(RedisServer, password="s3cret")
+
+
+@pytest.fixture(scope="module")
+def locked_nats() -> Iterator[BrokerServer]:
+    yield from _server(NatsServer, password="s3cret")
+
+
+@pytest.mark.parametrize("scheme", ["nats", "redis"])
+async def test_an_unreachable_broker_is_a_typed_error(scheme: str) -> None:
+    with pytest.raises(BrokerUnavailable, match=r"127\.0\.0\.1"):
+        await connect(f"{scheme}://127.0.0.1:{free_port()}")
+
+
+async def test_a_wrong_redis_password_is_refused(locked_redis: BrokerServer) -> None:
+    wrong = locked_redis.url.replace("s3cret", "wrong")
+    with pytest.raises(BrokerAuthenticationFailed):
+        await connect(wrong)
+    bare = locked_redis.url.replace(":s3cret@", "")
+    with pytest.raises(BrokerAuthenticationFailed):
+        await connect(bare)
+    async with connect(bare, "s3cret") as client:
+        await client.queue(fresh("auth")).push(1)
+
+
+async def test_a_wrong_nats_password_is_refused(locked_nats: BrokerServer) -> None:
+    wrong = locked_nats.url.replace("s3cret", "wrong")
+    with pytest.raises(BrokerAuthenticationFailed):
+        await connect(wrong)
+    bare = locked_nats.url.replace("lq:s3cret@", "")
+    async with connect(bare, {"user": "lq", "password": "s3cret"}) as client:
+        await client.queue(fresh("auth")).push(1)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:4222", "amqp://h", "http://h:1"])
+def test_other_addresses_are_refused_naming_what_is_served(address: str) -> None:
+    with pytest.raises(UnsupportedAddress, match=r"nats://.*unix:"):
+        connect(address)
+
+
+@pytest.mark.parametrize("address", ["unix:/tmp/node.sock", "tcp://127.0.0.1:7000",
+                                     "ws://h:1/x"])
+def test_a_cluster_address_needs_a_clients_credentials(address: str) -> None:
+    with pytest.raises(InvalidConfiguration, match="needs its credentials"):
+        connect(address)
+
+
+async def test_redis_keys_of_another_type_are_left_alone(redis_server: BrokerServer) -> None:
+    import redis.asyncio as aioredis
+
+    name = fresh("taken")
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await raw.set(f"lq:{{q:{name}}}:list", b"someone else's")
+        provider = await open_provider(redis_server.url)
+        try:
+            q: QueueCell[Any] = QueueCell(provider.queue(name))
+            with pytest.raises(IncompatibleBrokerObject, match="not a list"):
+                await q.push(1)
+        finally:
+            await provider.close()
+        assert await raw.get(f"lq:{{q:{name}}}:list") == b"someone else's"
+    finally:
+        await raw.aclose()
+
+
+async def test_a_queue_reopened_with_another_capacity_is_refused(broker_url: str) -> None:
+    name = fresh("cap")
+    async with connect(broker_url) as client:
+        await client.queue(name, capacity=2).push("kept")
+    async with connect(broker_url) as client:
+        with pytest.raises(IncompatibleBrokerObject):
+            await client.queue(name, capacity=5).push("refused")
+    async with connect(broker_url) as client:
+        assert await client.queue(name, capacity=2).pop(timeout=10) == "kept"
+
+
+async def test_a_work_queue_reopened_with_another_timeout_is_refused(broker_url: str) -> None:
+    name = fresh("vt")
+    async with connect(broker_url) as client:
+        await client.work_queue(name, visibility_timeout=30).push("kept")
+    async with connect(broker_url) as client:
+        with pytest.raises(IncompatibleBrokerObject):
+            await client.work_queue(name, visibility_timeout=5).push("refused")
+    async with connect(broker_url) as client:
+        jobs: WorkQueueCell = client.work_queue(name, visibility_timeout=30)
+        delivery = await jobs.claim("w", timeout=10)
+        assert delivery.value == "kept"
+
+
+async def test_a_nats_stream_made_by_someone_else_is_left_alone(
+    nats_server: BrokerServer,
+) -> None:
+    import nats
+    from nats.js.api import RetentionPolicy
+
+    name = fresh("foreign")
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name=f"LQ_Q_{name}", subjects=[f"lq.q.{name}"],
+                            retention=RetentionPolicy.LIMITS)
+        await js.publish(f"lq.q.{name}", b"theirs")
+        async with connect(nats_server.url) as client:
+            with pytest.raises(IncompatibleBrokerObject, match="retention"):
+                await client.queue(name).push(1)
+        info = await js.stream_info(f"LQ_Q_{name}")
+        assert info.state.messages == 1 and info.config.retention == RetentionPolicy.LIMITS
+    finally:
+        await nc.close()
+
+
+async def test_an_operation_while_the_broker_is_down_fails_typed(broker_url: str) -> None:
+    """The first operation on a broker that went away raises BrokerUnavailable promptly
+    (a connection refused, not a hang)."""
+    kind = broker_url.split(":")[0]
+    server: BrokerServer = (RedisServer if kind == "redis" else NatsServer)()
+    async with server:
+        async with connect(server.url, timeout=2.0) if kind == "nats" else connect(
+                server.url) as client:
+            q: QueueCell[Any] = client.queue(fresh("down"))
+            await q.push(1)
+            await server.stop()
+            with pytest.raises(BrokerUnavailable):
+                await asyncio.wait_for(q.push(2), 60)

@@ -1,0 +1,75 @@
+"""``[[client]]`` tables and the `clients` address of a node configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.config import ConfigError, load_config, parse_config
+
+BASE = {"id": 1, "data_dir": "data", "listen": "tcp://127.0.0.1:7001", "secret_env": "S",
+        "peers": {"2": "tcp://127.0.0.1:7002"}}
+WEB = {"name": "web", "token_env": "WEB_TOKEN", "produce": ["jobs"], "consume": ["jobs"]}
+
+
+def test_clients_and_their_tokens_from_env_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "node.toml").write_text(
+        'id = 1\ndata_dir = "d"\nlisten = "unix:n1.sock"\nsecret_env = "S"\n'
+        'clients = "unix:c1.sock"\n'
+        '[[client]]\nname = "web"\ntoken_env = "WEB_TOKEN"\nproduce = ["jobs", "orders.*"]\n'
+        'consume = ["jobs"]\n'
+        '[[client]]\nname = "ops"\ntoken_file = "ops.token"\nadmin = ["*"]\n')
+    (tmp_path / "ops.token").write_text("  ops-token-from-a-file\n")
+    monkeypatch.setenv("WEB_TOKEN", "web-token-from-the-env")
+    config = load_config(tmp_path / "node.toml")
+    assert config.clients_listen == ("unix:c1.sock",)
+    access = config.client_access()
+    assert access is not None and access.listen == ("unix:c1.sock",)
+    assert access.token("web") == b"web-token-from-the-env"
+    assert access.token("ops") == b"ops-token-from-a-file"
+    assert access.token("nobody") is None
+    web = access.grants["web"]
+    assert web.refusal(2, "orders.eu") is None  # queue_push
+    assert web.refusal(3, "orders.eu") is not None  # queue_pop
+    assert access.grants["ops"].refusal(35, "anything") is None  # work_reap
+
+
+def test_without_clients_a_node_serves_none(tmp_path: Path) -> None:
+    config = parse_config(dict(BASE), base=tmp_path, source="node.toml")
+    assert config.clients == () and config.client_access() is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"client": [{**WEB, "token_file": "t"}]}, r"exactly one of `token_env`"),
+        ({"client": [{"name": "web", "token": "inline"}]}, r"unknown key\(s\) token"),
+        ({"client": [WEB, WEB]}, r"'web' is listed twice"),
+        ({"client": [{**WEB, "produce": "jobs"}]}, r"`produce` is a list of name patterns"),
+        ({"client": {"name": "web"}}, r"\[\[client\]\] tables"),
+        ({"clients": "unix:c.sock"}, r"no \[\[client\]\] is listed"),
+        ({"clients": "tcp://127.0.0.1:7001", "client": [WEB]}, r"must differ"),
+        ({"clients": "unix:///no/such/dir/c.sock", "client": [WEB]}, r"does not exist"),
+        ({"clients": ["tcp://127.0.0.1:0", 7], "client": [WEB]}, r"non-empty string"),
+    ],
+)
+def test_client_mistakes_name_the_key_and_the_fix(
+    tmp_path: Path, changes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({**BASE, **changes}, base=tmp_path, source="node.toml")
+
+
+def test_a_missing_token_is_reported_when_the_node_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WEB_TOKEN", raising=False)
+    config = parse_config({**BASE, "client": [WEB]}, base=tmp_path, source="node.toml")
+    with pytest.raises(ConfigError, match="WEB_TOKEN is not set"):
+        config.client_access()
+    monkeypatch.setenv("WEB_TOKEN", "short")
+    with pytest.raises(ConfigError, match="at least 8 bytes"):
+        config.client_access()

@@ -1,0 +1,70 @@
+"""``lazily-queue node`` hands the C allocator's free pages back after each snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import platform
+from pathlib import Path
+
+import pytest
+
+from lazily_queue import allocator
+from lazily_queue.config import parse_config
+from lazily_queue.service import NodeService
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS line")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_freed_heap_pages_go_back_to_the_system() -> None:
+    # Freed 20 kB blocks between kept 1 kB ones: free heap pages glibc keeps mapped.
+    kept: list[bytes] = []
+    freed: list[bytes] = []
+    for i in range(2000):
+        freed.append(bytes(20_000 + i))
+        kept.append(bytes(1_000 + i))
+    del freed
+    before = _rss_kb()
+    assert allocator.release_free_memory()
+    assert _rss_kb() < before - 16_000
+    assert len(kept) == 2000
+
+
+async def test_a_node_service_releases_memory_once_after_each_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(allocator, "release_free_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(allocator, "CHECK_INTERVAL", 0.02)
+    monkeypatch.setenv("LAZILY_TRIM_SECRET", "trim-secret")
+    config = parse_config({"id": 1, "data_dir": "d1", "durability": "none",
+                           "secret_env": "LAZILY_TRIM_SECRET",
+                           "peers": {"1": f"unix:{tmp_path}/n1.sock"}}, base=tmp_path)
+    service = NodeService(config, out=io.StringIO(), handle_signals=False)
+    task = asyncio.create_task(service.run())
+    try:
+        async with asyncio.timeout(20):
+            while not (service.node is not None  # noqa: ASYNC110 - polls plain state
+                       and service.node.running and service.node.is_leader):
+                await asyncio.sleep(0.02)
+            node = service.node
+            queue = node.queue("q")
+            replica = node.driver.replica
+            for expected in (1, 2):
+                await queue.push(expected)
+                replica.engine.force_compaction()
+                while replica.snapshots.taken < expected:
+                    await queue.push("more")  # each step gives the engine a tick
+                while len(calls) < expected:  # noqa: ASYNC110 - polls a counter
+                    await asyncio.sleep(0.02)
+                assert len(calls) == expected
+    finally:
+        service.request_stop()
+        assert await task == 0

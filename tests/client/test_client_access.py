@@ -1,0 +1,169 @@
+"""Clients on a member's listen address: credentials, permissions and bad requests.
+
+A client proves its own token (never the cluster secret); a wrong token, an unknown
+client, a permission its token lacks, a malformed or oversized request each get a
+typed error, apply nothing, and leave the member serving."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import cbor2
+import pytest
+from lazily_transports import LinkConfig, LinkStream, dial
+
+from lazily_queue import (
+    AccessDenied,
+    ClientAccess,
+    ClientGrant,
+    Credentials,
+    Node,
+    PermissionDenied,
+    connect,
+)
+from lazily_queue.client import protocol as P
+from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
+
+pytestmark = pytest.mark.timeout(60)
+
+WEB, READER = b"token-of-the-web-tier", b"token-of-the-reader"
+SECRET = b"the-cluster-secret"
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="lqc-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def member(short_tmp: Path) -> AsyncIterator[Node]:
+    access = ClientAccess([
+        ClientGrant("web", WEB, produce=["jobs", "orders.*"], consume=["jobs"]),
+        ClientGrant("reader", READER, consume=["news"]),
+    ])
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n1.sock",
+                secret=SECRET, clients=access)
+    async with node:
+        await node.wait_for_leader()
+        yield node
+
+
+async def raw_client(node: Node, name: str = "web", token: bytes = WEB) -> LinkStream:
+    assert node.listen is not None
+    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=token,
+                                                credential=name))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, CLIENT_SESSION_BASE + 5]))
+    assert cbor2.loads(await stream.receive())[1] == P.OK
+    return stream
+
+
+async def test_produce_and_consume_permissions_per_name_pattern(member: Node) -> None:
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", WEB)) as web:
+        await web.work_queue("jobs").push("a")
+        await web.queue("orders.eu").push("b")
+        with pytest.raises(PermissionDenied, match="may not open 'payroll': its token lacks"):
+            await web.queue("payroll").push("c")
+        await web.work_queue("jobs").push("declared: pushes need produce")
+        with pytest.raises(PermissionDenied, match=r"may not queue_pop 'orders\.eu'"):
+            await web.queue("orders.eu").pop()
+        with pytest.raises(PermissionDenied, match="work_reap"):
+            await web.work_queue("jobs").reap_expired()
+    async with connect(member.listen, ("reader", READER)) as reader:
+        with pytest.raises(PermissionDenied):
+            await reader.topic("news").publish("x")
+        await reader.topic("news").subscribe("me")
+    await member.barrier()
+    assert member.view.queue("payroll") is None  # nothing applied for the refused push
+    assert member.view.queue("orders.eu").elements() == ["b"]  # type: ignore[union-attr]
+
+
+async def test_unknown_client_and_wrong_token_are_refused_at_connect(member: Node) -> None:
+    assert member.listen is not None
+    with pytest.raises(AccessDenied, match="unknown client credential 'intruder'"):
+        await connect(member.listen, ("intruder", WEB), connect_timeout=2).start()
+    with pytest.raises(AccessDenied, match="wrong token"):
+        await connect(member.listen, ("web", READER), connect_timeout=2).start()
+    with pytest.raises(AccessDenied):  # the cluster secret is not a client token
+        await connect(member.listen, ("web", SECRET), connect_timeout=2).start()
+    assert member.is_leader and member.status()["connected"] == []
+
+
+async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
+    member: Node,
+) -> None:
+    stream = await raw_client(member)
+    try:
+        answers: list[Any] = []
+
+        async def ask(data: bytes) -> Any:
+            await stream.send(data)
+            answer = cbor2.loads(await stream.receive())
+            answers.append(answer)
+            return answer
+
+        assert (await ask(b"\xff\x00garbage"))[:2] == [0, P.ERROR]
+        assert (await ask(cbor2.dumps({"not": "a list"})))[2][0] == "refused"
+        big = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", "x" * 1_100_000], 1000])
+        too_large = await ask(big)  # over the cluster's 1 MiB message limit
+        assert too_large[:2] == [2, P.ERROR] and too_large[2][0] == "too_large"
+        assert too_large[2][3] == member.max_message_bytes
+        bad_batch = await ask(cbor2.dumps([0, P.BATCH, [[1, P.PING], "x"]]))
+        assert bad_batch[:2] == [0, P.ERROR] and "batch" in bad_batch[2][1]
+        bad_op = await ask(cbor2.dumps([3, P.OP, "one", 1, ops.QUEUE_PUSH, [], 1000]))
+        assert bad_op[:2] == [3, P.ERROR] and bad_op[2][0] == "refused"
+        raft = await ask(cbor2.dumps([4, P.OP, 1, 1, ops.MEMBER_ADDRESS, ["9", "x"], 1000]))
+        assert raft[2][0] == "permission"
+        nested = await ask(cbor2.dumps([5, P.OP, 1, 1, ops.CLIENT_OP, [1, 2], 1000]))
+        assert nested[2][0] == "permission"
+        unknown_kind = await ask(cbor2.dumps([6, 99]))
+        assert unknown_kind[:2] == [6, P.ERROR]
+        ok = await ask(cbor2.dumps([7, P.PING]))
+        assert ok == [7, P.OK, None]  # the member still serves this client
+    finally:
+        await stream.aclose()
+    huge = await raw_client(member)  # a frame over the member's cap for client links
+    with pytest.raises((anyio.BrokenResourceError, anyio.EndOfStream)):  # closed by the member
+        await huge.send(cbor2.dumps([1, P.PING, "x" * 3_000_000]))
+        await huge.receive()
+    async with connect(member.listen or "", ("web", WEB)) as web:  # others are served
+        with pytest.raises(MessageTooLarge, match="exceeds the 1048576-byte limit"):
+            await web.queue("jobs").push(b"x" * 1_100_000)
+    await member.barrier()
+    assert [q.len() for q in member.view.queues.values()] == [0]  # declared, nothing pushed
+    assert member.view.work_queues == {}
+
+
+async def test_an_op_before_hello_and_a_bad_session_are_refused(member: Node) -> None:
+    assert member.listen is not None
+    stream = await dial(member.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
+                                                  credential="web"))
+    try:
+        await stream.send(cbor2.dumps([1, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", 1], 1000]))
+        assert "HELLO" in cbor2.loads(await stream.receive())[2][1]
+        await stream.send(cbor2.dumps([2, P.HELLO, P.VERSION, 12]))  # a member's session
+        assert cbor2.loads(await stream.receive())[2][0] == "refused"
+    finally:
+        await stream.aclose()
+
+
+def test_grants_and_credentials_refuse_bad_configuration() -> None:
+    with pytest.raises(InvalidConfiguration, match="at least 8 bytes"):
+        Credentials("web", b"short")
+    with pytest.raises(InvalidConfiguration, match="client name"):
+        Credentials("has space", WEB)
+    with pytest.raises(InvalidConfiguration, match="list of name patterns"):
+        ClientGrant("web", WEB, produce="jobs")
+    with pytest.raises(InvalidConfiguration, match="listed twice"):
+        ClientAccess([ClientGrant("web", WEB), ClientGrant("web", READER)])
+    assert "token" not in repr(ClientGrant("web", WEB)) or "..." in repr(Credentials("w", WEB))
+    assert WEB.decode() not in repr(Credentials("web", WEB))

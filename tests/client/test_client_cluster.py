@@ -1,0 +1,340 @@
+"""Clients of an in-process cluster: the same cells over a link to one member, mirrors
+updated as the member applies, failover without duplicates, leases across a switch."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from lazily_queue import (
+    ClientAccess,
+    ClientGrant,
+    ClusterClient,
+    Credentials,
+    QueueCell,
+    WorkQueueCell,
+    connect,
+    testing,
+)
+from lazily_queue.client import server as server_module
+from lazily_queue.errors import InvalidConfiguration
+from lazily_queue.reactive import Context, Effect
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = b"token-of-the-web-tier"
+_clusters = itertools.count()
+
+
+@asynccontextmanager
+async def cluster_with_clients(size: int = 3, **grant: Any) -> AsyncIterator[
+        tuple[testing.Cluster, list[str]]]:
+    prefix = f"memory://clients-{next(_clusters)}"
+    permissions = grant or {"produce": ["*"], "consume": ["*"]}
+
+    def options(node_id: str) -> testing.NodeOptions:
+        access = ClientAccess([ClientGrant("web", TOKEN, **permissions)],
+                              listen=f"{prefix}-{node_id}")
+        return {"clients": access}
+
+    async with testing.cluster(size, node_options=options) as c:
+        yield c, [f"{prefix}-{i}" for i in range(1, size + 1)]
+
+
+def client_of(addresses: list[str], **options: Any) -> ClusterClient:
+    options.setdefault("ping_interval", 0.2)
+    options.setdefault("ping_timeout", 1.0)
+    return connect(addresses, Credentials("web", TOKEN), **options)
+
+
+async def test_a_client_has_the_cells_of_a_member_with_reactive_readers() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q: QueueCell[Any] = client.queue("orders")
+        assert len(q) == 0  # the first read starts mirroring the queue
+        await client.barrier()
+        seen: list[int] = []
+        effect = Effect(lambda: seen.append(q.len()), context=q.ctx)
+        member_q = c.node(2).queue("orders")  # another member pushes
+        await member_q.push("a")
+        await member_q.push("b")
+        await client.barrier()
+        assert seen[-1] == 2 and q.peek() == "a"
+        assert await q.pop() == "a"  # read-your-writes: the mirror has the pop already
+        assert q.len() == 1 and seen[-1] == 1
+        effect.dispose()
+        assert [await q.pop_many(5)] == [["b"]]
+
+
+async def test_work_queue_and_topic_consumers_batch_through_a_client() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=5)
+        await c.node(1).work_queue("jobs", visibility_timeout=5).push("first")
+        for i in range(9):
+            await jobs.push(i)
+        done: list[Any] = []
+        deliveries = jobs.deliveries("w1", prefetch=4)
+        async for job in deliveries:
+            async with job:
+                done.append(job.value)
+            if len(done) == 10:
+                break
+        await deliveries.aclose()  # settles the background acks
+        await client.barrier()
+        assert done == ["first", *range(9)]
+        assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+        topic = client.topic("news")
+        await topic.subscribe("reader")
+        for i in range(5):
+            await c.node(3).topic("news").publish(i)
+        read: list[int] = []
+        async for value in topic.stream("reader", batch=2):
+            read.append(value)
+            if len(read) == 5:
+                break
+        assert read == list(range(5))
+
+
+async def test_the_member_it_is_linked_to_dies_and_nothing_is_lost_or_doubled() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        jobs = client.work_queue("jobs", visibility_timeout=20)
+        await jobs.push("leased")
+        lease = await jobs.claim("w1")
+
+        async def produce() -> None:
+            for i in range(200):
+                await q.push(i)
+
+        producer = asyncio.create_task(produce())
+        await asyncio.sleep(0.1)
+        first = client.member
+        assert first is not None
+        await c.kill(first)
+        await producer
+        assert client.member not in (None, first)
+        # the lease survived the switch: the ack through another member is accepted
+        receipt = await jobs.ack("w1", lease.delivery_id)
+        assert not receipt.duplicate
+        assert await q.pop_many(1000) == list(range(200))
+
+
+async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        await q.push("declared")
+        original = server_module.ClientServer._answer
+        dropped: list[int] = []
+
+        def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
+            if not dropped:  # the op applied, but its member's link dies before answering
+                dropped.append(rid)
+                self._release(conn)
+                conn.close()
+                return
+            original(self, conn, rid, result, error)
+
+        monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+        await q.push("once")
+        assert dropped
+        assert await q.pop_many(10) == ["declared", "once"]
+        view = c.node(1).view
+        assert view.duplicate_ops >= 1
+
+
+async def test_a_cancelled_pop_puts_its_element_back() -> None:
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        await q.push("kept")
+        popping = asyncio.create_task(q.pop())
+        await asyncio.sleep(0)  # sent, not answered yet
+        popping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await popping
+        for _ in range(50):
+            await client.barrier()
+            if len(q) == 1:
+                break
+        assert await q.pop() == "kept"
+
+
+async def test_more_operations_than_the_window_all_complete() -> None:
+    async with cluster_with_clients() as (_c, addresses), \
+            client_of(addresses, max_in_flight=4) as client:
+        q = client.queue("q")
+        await asyncio.gather(*(q.push(i) for i in range(100)))
+        assert sorted(await q.pop_many(200)) == list(range(100))
+
+
+async def test_clients_of_two_contexts_and_the_context_given() -> None:
+    ctx = Context()
+    async with cluster_with_clients() as (_c, addresses), \
+            client_of(addresses, context=ctx) as client:
+        assert client.queue("q").ctx is ctx
+
+
+async def test_a_member_without_quorum_sends_its_client_to_the_majority() -> None:
+    async with cluster_with_clients() as (c, addresses), \
+            client_of(addresses, op_timeout=10) as client:
+        q = client.queue("q")
+        await q.push("before")
+        lonely = client.member
+        assert lonely is not None
+        c.isolate(lonely)
+        await q.push("during")  # refused with NoQuorum there, committed through another
+        assert client.member != lonely
+        c.heal()
+        await c.settle()
+        assert await q.pop_many(10) == ["before", "during"]
+
+
+async def test_a_large_mirror_arrives_in_parts() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member_jobs = c.node(1).work_queue("big")
+        await asyncio.gather(*(member_jobs.push("x" * 2000) for _ in range(400)))
+        jobs = client.work_queue("big")
+        assert jobs.pending_len() == 0  # mirroring starts with this read
+        await client.barrier()
+        assert jobs.pending_len() == 400  # about 800 KB: more than one frame
+        assert jobs.pending()[0].value == "x" * 2000
+
+
+async def test_a_client_moves_to_the_leader_unless_told_not_to() -> None:
+    async with cluster_with_clients() as (c, addresses):
+        leader = (await c.leader()).node_id
+        follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
+        async with client_of(follower_first) as client:
+            await client.queue("q").push(1)
+            await client.barrier()
+            assert client.member == leader
+            assert client.members[addresses[int(leader) - 1]] == leader
+        async with client_of(follower_first, prefer_leader=False) as client:
+            await client.queue("q").push(2)
+            assert client.member != leader
+
+
+async def test_more_outstanding_than_the_session_window_waits_for_the_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazily_queue.client import session as session_module
+    from lazily_queue.replicated import state_machine
+
+    monkeypatch.setattr(session_module, "CLIENT_WINDOW", 8)  # the members' window, known
+    monkeypatch.setattr(state_machine, "CLIENT_WINDOW", 8)  # to the client
+    async with cluster_with_clients() as (_c, addresses), \
+            client_of(addresses, max_in_flight=100) as client:
+        q = client.queue("q")
+        await asyncio.gather(*(q.push(i) for i in range(100)))  # none refused
+        assert sorted(await q.pop_many(200)) == list(range(100))
+
+
+async def test_a_restarted_member_serves_its_clients_again() -> None:
+    async with cluster_with_clients() as (c, addresses):
+        node = c.node(1)
+        assert node.clients is not None
+        before = list(node.clients.addresses)
+        await c.kill(1)
+        await c.restart(1)
+        assert node.clients.addresses == before
+        async with client_of([addresses[0]], prefer_leader=False) as client:
+            await client.queue("q").push("after the restart")
+            assert client.member == "1"
+
+
+async def test_a_members_status_counts_its_clients() -> None:
+    from rich.console import Console
+
+    from lazily_queue.cli.status_view import render
+    from lazily_queue.status import node_status
+
+    async with cluster_with_clients() as (c, addresses), \
+            client_of([addresses[0]], prefer_leader=False) as client:
+        await client.queue("q").push(1)
+        doc = node_status(c.node(1))
+        assert doc["clients"]["connections"] == 1 and doc["clients"]["requests"] >= 2
+        assert doc["clients"]["addresses"] == [addresses[0]] and doc["clients"]["refused"] == 0
+        console = Console(record=True, width=140)
+        console.print(*render(doc))
+        assert addresses[0] in console.export_text()
+
+
+async def test_closing_the_client_fails_its_waiters_and_tuples_stay_tuples() -> None:
+    from lazily_queue import ClientClosed
+
+    async with cluster_with_clients() as (_c, addresses):
+        client = client_of(addresses)
+        async with client:
+            q = client.queue("q")
+            await q.push(("a", (1, 2), [3]))
+            assert await q.pop() == ("a", (1, 2), [3])  # the value model's tuples
+            waiting = asyncio.create_task(q.pop())
+            await client.barrier()
+            assert not waiting.done()
+        with pytest.raises(ClientClosed):
+            await waiting
+        with pytest.raises(ClientClosed, match="client is closed"):
+            await q.push(1)
+
+
+async def test_a_client_opens_cells_with_a_serializer_as_a_member_does() -> None:
+    from lazily_queue import serializer
+
+    class Point:
+        def __init__(self, x: int, y: int) -> None:
+            self.x, self.y = x, y
+
+    points = serializer(lambda p: [p.x, p.y], lambda v: Point(*v))
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("points", serializer=points)
+        assert client.queue("points", serializer=points) is q
+        await q.push(Point(1, 2))
+        got = await q.pop()
+        assert isinstance(got, Point) and (got.x, got.y) == (1, 2)
+        await q.push(Point(3, 4))
+        await client.barrier()
+        assert await c.node(1).queue("points").pop() == [3, 4]  # stored plain
+
+
+async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
+    from lazily_transports import AddressError
+
+    async with cluster_with_clients() as (_c, addresses):
+        client = await connect(addresses, {"name": "web", "token": TOKEN.decode()})
+        try:
+            await client.queue("q").push(1)
+            assert client.member is not None
+        finally:
+            await client.close()
+    with pytest.raises(InvalidConfiguration, match="broker's credentials"):
+        connect("nats://127.0.0.1:4222", ("web", TOKEN))
+    with pytest.raises(AddressError, match="unix:, tcp://, ws:// or wss://"):
+        connect(["unix:a.sock", "nats://127.0.0.1:4222"], ("web", TOKEN))
+    with pytest.raises(InvalidConfiguration, match="'name'"):
+        connect("unix:x.sock", {"token": "only-a-token"})
+
+
+async def test_a_purge_and_a_delete_on_a_member_reach_the_clients_mirror() -> None:
+    from lazily_queue.replicated import ops
+
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        for i in range(3):
+            await q.push(i)
+        await client.barrier()
+        len(q)  # mirroring starts with this read
+        await client.barrier()
+        assert len(q) == 3
+        member = c.node(2)
+        await member.driver.call(ops.QUEUE_PURGE, ["q"], timeout=5)
+        await client.barrier()
+        assert len(q) == 0
+        await q.push("again")
+        await member.driver.call(ops.QUEUE_DELETE, ["q"], timeout=5)
+        await client.barrier()
+        assert len(q) == 0 and client.view.queue("q") is None

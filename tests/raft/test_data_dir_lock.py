@@ -1,0 +1,66 @@
+"""An embedded Node locks its data directory as `lazily-queue node` does."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.datadir import DataDirectoryLocked
+from lazily_queue.node import Node
+from lazily_queue.raft.network import LocalHub
+
+
+def _node(data_dir: Path, hub: LocalHub) -> Node:
+    return Node(1, data_dir=data_dir, durability="none", network=hub.network("1"))
+
+
+async def test_a_second_node_on_a_directory_in_use_is_refused(tmp_path: Path) -> None:
+    hub = LocalHub()
+    first = _node(tmp_path / "d", hub)
+    await first.start()
+    try:
+        second = _node(tmp_path / "d", hub)
+        with pytest.raises(DataDirectoryLocked, match=r"in use by another running node \(pid"):
+            await second.start()
+        assert not second.running and first.running
+    finally:
+        await first.stop()
+    again = _node(tmp_path / "d", hub)  # stopped: the directory is free again
+    await again.start()
+    await again.stop()
+
+
+def test_another_process_holding_the_directory_refuses_an_embedded_node(
+    tmp_path: Path,
+) -> None:
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from lazily_queue.node import Node
+        from lazily_queue.raft.network import LocalHub
+
+        async def main():
+            node = Node(1, data_dir={str(tmp_path / "d")!r}, durability="none",
+                        network=LocalHub().network("1"))
+            await node.start()
+            print("started", flush=True)
+            sys.stdin.readline()
+            await node.stop()
+
+        asyncio.run(main())
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "started"
+        with pytest.raises(DataDirectoryLocked, match=f"pid {holder.pid}"):
+            asyncio.run(_node(tmp_path / "d", LocalHub()).start())
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(30)

@@ -1,0 +1,126 @@
+"""Client ops under their own sessions, the op tap and per-object capture for mirrors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.replicated import objects, ops
+from lazily_queue.replicated import state_machine as sm_module
+from lazily_queue.replicated.events import OpApplied
+from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
+
+CLIENT = CLIENT_SESSION_BASE + 77
+
+
+def _apply(sm: StateMachine, member_session: int, *op_list: list[Any],
+           stamp: int = 1_000) -> list[Any]:
+    ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
+    result = sm.apply(encode_command(member_session, 0, ops_with_seq), stamp)
+    assert isinstance(result, list)
+    return result
+
+
+def client_op(seq: int, floor: int, code: int, *args: Any, session: int = CLIENT) -> list[Any]:
+    return [ops.CLIENT_OP, session, seq, floor, code, *args]
+
+
+def test_a_client_op_retried_through_another_member_applies_once() -> None:
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    first = _apply(sm, 6, client_op(1, 1, ops.QUEUE_PUSH, "q", "a"),
+                   client_op(2, 1, ops.QUEUE_POP, "q"))
+    assert first == [None, "a"]
+    # the same ops, proposed by another member (another member session)
+    again = _apply(sm, 7, client_op(1, 1, ops.QUEUE_PUSH, "q", "a"),
+                   client_op(2, 1, ops.QUEUE_POP, "q"))
+    assert again == [None, "a"]  # the recorded results, nothing applied again
+    queue = sm.queues["q"]
+    assert queue.len() == 0 and sm.duplicate_ops == 2
+    # once the client's floor passed them, they are forgotten and refused as duplicates
+    _apply(sm, 8, client_op(3, 3, ops.QUEUE_PUSH, "q", "b"))
+    assert sorted(sm.sessions[CLIENT].done) == [3]
+    assert _apply(sm, 9, client_op(1, 3, ops.QUEUE_PUSH, "q", "a")) == [
+        OpError("duplicate", "already applied")]
+    assert queue.elements() == ["b"]
+
+
+def test_the_window_bounds_a_session_and_malformed_client_ops_are_refused() -> None:
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    far = sm_module.CLIENT_WINDOW + 1
+    [result] = _apply(sm, 6, client_op(far, 1, ops.QUEUE_PUSH, "q", "x"))
+    assert isinstance(result, OpError) and result.code == "session_window"
+    assert sm.queues["q"].len() == 0
+    for k, bad in enumerate([[ops.CLIENT_OP, 5, 1, 1, ops.QUEUE_PUSH, "q", 1],  # member's id
+                [ops.CLIENT_OP, CLIENT, 0, 1, ops.QUEUE_PUSH, "q", 1],  # seq 0
+                [ops.CLIENT_OP, CLIENT, 1, 1, ops.CLIENT_OP, CLIENT, 2, 1],  # nested
+                [ops.CLIENT_OP, CLIENT, True, 1, ops.QUEUE_PUSH, "q", 1],
+                [ops.CLIENT_OP, CLIENT]]):
+        [result] = _apply(sm, 100 + k, bad)
+        assert isinstance(result, OpError) and result.code == "malformed_client_op", bad
+    assert sm.queues["q"].len() == 0
+
+
+def test_client_sessions_are_bounded_and_survive_a_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sm_module, "MAX_CLIENT_SESSIONS", 2)
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    for k, stamp in ((1, 10), (2, 20), (3, 30)):
+        sm.apply(encode_command(6, 0, [[k, *client_op(
+            1, 1, ops.QUEUE_PUSH, "q", k, session=CLIENT + k)]]), stamp)
+    clients = sorted(s for s in sm.sessions if s > CLIENT_SESSION_BASE)
+    assert clients == [CLIENT + 2, CLIENT + 3]  # the least recently seen went first
+    assert 5 in sm.sessions and 6 in sm.sessions  # member sessions are not counted
+    copy = StateMachine()
+    copy.restore(sm.capture())
+    assert copy.apply(encode_command(7, 0, [[1, *client_op(
+        1, 1, ops.QUEUE_PUSH, "q", 3, session=CLIENT + 3)]]), 40) == [None]
+    assert copy.queues["q"].elements() == [1, 2, 3]  # deduplicated after the restore
+
+
+def test_the_tap_reports_applied_ops_and_a_mirror_replays_them() -> None:
+    member = StateMachine()
+    _apply(member, 5, [ops.WORK_DECLARE, "w", 30_000, 3], [ops.WORK_PUSH, "w", "before"])
+    member.tap = {("work_queue", "w")}
+    mirror = StateMachine()
+    objects.install(mirror, "work_queue", "w", objects.capture(member, "work_queue", "w"))
+    member.drain_events()
+    _apply(member, 6, client_op(1, 1, ops.WORK_PUSH, "w", "job"),
+           [ops.WORK_CLAIM, "w", "worker", None], [ops.WORK_ACK, "w", "worker", 1],
+           stamp=5_000)
+    tapped = [e for e in member.drain_events() if isinstance(e, OpApplied)]
+    assert [e.index for e in tapped] == [1, 2, 3]
+    assert tapped[0].op == [ops.WORK_PUSH, "w", "job"] and tapped[1].now == 5_000
+    for event in tapped:
+        mirror.replay(event.now, event.op)
+    assert objects.capture(mirror, "work_queue", "w") == objects.capture(
+        member, "work_queue", "w")
+    assert mirror.work_queues["w"].core.pending_len() == 1
+    _apply(member, 7, [ops.WORK_DECLARE, "other", 30_000, 3], [ops.WORK_PUSH, "other", 1],
+           [ops.QUEUE_DECLARE, "w", None], [ops.QUEUE_PUSH, "w", 1])
+    assert not [e for e in member.drain_events() if isinstance(e, OpApplied)]
+
+
+@pytest.mark.parametrize("kind", objects.KINDS)
+def test_an_object_captured_installs_identically_and_none_removes_it(kind: str) -> None:
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "o", 3], [ops.QUEUE_PUSH, "o", 1], [ops.QUEUE_CLOSE, "o"],
+           [ops.TOPIC_DECLARE, "o"], [ops.TOPIC_SUBSCRIBE, "o", "s", "durable"],
+           [ops.TOPIC_PUBLISH, "o", "x"], [ops.WORK_DECLARE, "o", 1_000, 2],
+           [ops.WORK_PUSH, "o", "j"], [ops.WORK_CLAIM, "o", "w", None])
+    doc = objects.capture(sm, kind, "o")
+    assert doc is not None
+    mirror = StateMachine()
+    objects.install(mirror, kind, "o", doc)
+    assert objects.capture(mirror, kind, "o") == doc
+    objects.install(mirror, kind, "o", None)
+    assert objects.capture(mirror, kind, "o") is None
+    assert objects.capture(sm, kind, "missing") is None
+    with pytest.raises(ValueError, match="unknown kind"):
+        objects.capture(sm, "bucket", "o")
