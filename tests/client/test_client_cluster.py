@@ -106,15 +106,21 @@ async def test_the_member_it_is_linked_to_dies_and_nothing_is_lost_or_doubled() 
         await jobs.push("leased")
         lease = await jobs.claim("w1")
 
+        halfway, killed = asyncio.Event(), asyncio.Event()
+
         async def produce() -> None:
             for i in range(200):
+                if i == 100:  # half through the first member, half after it died
+                    halfway.set()
+                    await killed.wait()
                 await q.push(i)
 
         producer = asyncio.create_task(produce())
-        await asyncio.sleep(0.1)
+        await halfway.wait()
         first = client.member
         assert first is not None
         await c.kill(first)
+        killed.set()
         await producer
         assert client.member not in (None, first)
         # the lease survived the switch: the ack through another member is accepted
