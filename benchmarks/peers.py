@@ -1,6 +1,7 @@
 """lazily-queue against the real alternatives: the same workloads, one run, one table.
 
-    python benchmarks/peers.py [--quick] [--count N] [--samples S] [--only SYSTEMS] [--json]
+    python benchmarks/peers.py [--quick] [--count N] [--samples S] [--only SYSTEMS]
+                               [--latency] [--json]
     lazily-queue bench peers ...
 
 Workloads (100-byte messages, N per phase): produce with 256 pushes in flight; end to end
@@ -48,7 +49,7 @@ def _missing(binary: str | None, module: str, package: str) -> str | None:
     return None
 
 
-def _driver(name: str) -> Callable[[Path, int, int], Awaitable[dict[str, Any]]]:
+def _driver(name: str) -> Callable[[Path, int, int, bool], Awaitable[dict[str, Any]]]:
     if name == "lazily":
         from benchmarks import peers_lazily
         return peers_lazily.run
@@ -135,7 +136,8 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
             started = time.monotonic()
             disk_before = fdatasync_p50_ms(root)
             try:
-                figures = await _driver(name)(root / name, args.count, args.samples)
+                figures = await _driver(name)(root / name, args.count, args.samples,
+                                              args.latency)
                 figures["fdatasync_before_ms"] = disk_before
                 figures["fdatasync_after_ms"] = fdatasync_p50_ms(root)
             except Exception as exc:
@@ -176,6 +178,8 @@ def main() -> int:
     parser.add_argument("--samples", type=int,
                         help="1-in-flight and serial operations (default 1,000)")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    parser.add_argument("--latency", action="store_true",
+                        help="only the 1-in-flight latency rows (and the disk context)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     args.count = args.count or (2000 if args.quick else 20000)

@@ -69,10 +69,13 @@ async def run_members(root: Path, size: int, phases: list[str], count: int, samp
     return figures
 
 
-async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
+async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:
+    """Every phase, or with ``latency`` the 1-in-flight latency phases only."""
     timeout = 600.0 + count * 0.05
-    cluster = await run_members(root / "three", 3, CLUSTER_PHASES, count, samples, timeout)
-    single = await run_members(root / "one", 1, MEMBER_PHASES, count, samples, timeout)
+    cluster_phases = ["latency_3"] if latency else CLUSTER_PHASES
+    member_phases = ["latency_1"] if latency else MEMBER_PHASES
+    cluster = await run_members(root / "three", 3, cluster_phases, count, samples, timeout)
+    single = await run_members(root / "one", 1, member_phases, count, samples, timeout)
     figures = {**{k: v for k, v in cluster.items() if k not in ("node", "leader_at_end")},
                **{k: v for k, v in single.items() if k not in ("node", "leader_at_end")}}
     notes = ["lazily-queue: 3 `lazily-queue node` processes over Unix sockets, "

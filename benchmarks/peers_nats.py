@@ -158,13 +158,14 @@ async def fanout(js: JetStreamContext, count: int) -> dict[str, Any]:
     return {"fanout_per_s": rate(4 * count, time.perf_counter() - started)}
 
 
-async def latency(js: JetStreamContext, samples: int) -> dict[str, Any]:
+async def one_in_flight(js: JetStreamContext, samples: int) -> dict[str, Any]:
     subject = await _stream(js, "LATENCY", RetentionPolicy.LIMITS)
     figures = await serial_latency(samples, lambda: js.publish(subject, PAYLOAD))
     return {"p50_ms_3": figures["p50_ms"], "p99_ms_3": figures["p99_ms"]}
 
 
-async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
+async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:
+    """Every workload, or with ``latency`` the 1-in-flight latency only."""
     root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
     sync = supports_sync_always(root)
     ports = [free_port() for _ in range(3)]
@@ -180,11 +181,12 @@ async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
         try:
             await _stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
             js = nc.jetstream(timeout=30)
-            figures.update(await produce(js, count))
-            figures.update(await end_to_end(js, count))
-            figures.update(await work_queue(js, count))
-            figures.update(await fanout(js, count))
-            figures.update(await latency(js, samples))
+            if not latency:
+                figures.update(await produce(js, count))
+                figures.update(await end_to_end(js, count))
+                figures.update(await work_queue(js, count))
+                figures.update(await fanout(js, count))
+            figures.update(await one_in_flight(js, samples))
         finally:
             await nc.close()
     durability = ("`sync_interval: always`: fsync before every acknowledgement" if sync else

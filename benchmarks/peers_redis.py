@@ -143,7 +143,8 @@ def server_version() -> str:
     return f"redis-server {version}"
 
 
-async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
+async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:
+    """Every workload, or with ``latency`` the 1-in-flight latency (and serial) only."""
     root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
     port = free_port()
     server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
@@ -158,10 +159,11 @@ async def run(root: Path, count: int, samples: int) -> dict[str, Any]:
             fsync = await client.config_get("appendfsync")
             if fsync.get("appendfsync") not in ("always", b"always"):
                 raise RuntimeError(f"redis-server runs with appendfsync {fsync}, not always")
-            figures.update(await produce(client, count))
-            figures.update(await end_to_end(client, count))
-            figures.update(await work_queue(client, count))
-            figures.update(await fanout(client, count))
+            if not latency:
+                figures.update(await produce(client, count))
+                figures.update(await end_to_end(client, count))
+                figures.update(await work_queue(client, count))
+                figures.update(await fanout(client, count))
             figures.update(await one_member(client, samples))
         finally:
             await client.aclose()

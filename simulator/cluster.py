@@ -8,6 +8,7 @@ Everything random comes from one generator seeded by the run's seed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import random
@@ -33,6 +34,10 @@ from .workload import Client, Observed
 TICK = 0.02
 MAINTENANCE = 0.2
 TRACE_KEPT = 400
+
+
+def _nothing() -> None:
+    return None
 
 
 def _empty(result: Any) -> bool:
@@ -66,9 +71,12 @@ class Cluster:
                 config=scenario.replica_config(),
                 fsync_latency=scenario.fsync_latency,
                 trace=self.trace,
+                inline_fsync_below=scenario.inline_fsync_below,
             )
             for n in self.node_ids
         }
+        for n, node in self.nodes.items():
+            node.before_inline_fsync = functools.partial(self._crash_if_armed, n)
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._timer_seq = 0
         self._dirty: set[str] = set()
@@ -158,12 +166,14 @@ class Cluster:
                 self._dirty.discard(n)
                 if n in self._paused:
                     continue
-                self.nodes[n].step(self._dispatch)
+                again = self.nodes[n].step(self._dispatch)
                 self.steps += 1
                 self._check_leader(n)
                 self.stability.stepped(n)
                 if n in self._armed and self.nodes[n].fsync_due is not None:
                     self._armed.pop(n)()
+                if again:
+                    self.wake(n)  # as the driver: its own copy now counts
 
     def wake(self, node: str) -> None:
         self._dirty.add(node)
@@ -244,6 +254,10 @@ class Cluster:
             return
         self.trace(f"{obs.node}: {obs.client} {op_name(obs.code)} seq {obs.seq} "
                    f"{'late' if obs.has_orphan_result else obs.outcome} {result!r:.60}")
+
+    def _crash_if_armed(self, n: str) -> None:
+        """``n`` is about to fsync inline: the crash armed for its next fsync happens now."""
+        self._armed.pop(n, _nothing)()
 
     def crash_in_next_fsync(self, n: str, then: Callable[[], None]) -> None:
         """Call ``then`` (a crash) right after ``n`` next writes records, before their fsync."""

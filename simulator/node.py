@@ -1,10 +1,15 @@
 """One simulated member: the real Replica on a simulated disk, clock and network.
 
 The member is driven the way the asyncio driver drives it, with the same
-:class:`~lazily_queue.raft.pipeline.CommitPipeline`: each step writes its records at
-once, then an fsync runs for a while (virtual time) and the pipeline decides what the
-step's output may release and when. A crash in between loses the unsynced bytes
-(perhaps leaving a torn record) and every message held. A write or fsync the disk
+:class:`~lazily_queue.raft.pipeline.CommitPipeline`: each half of a step (prepare, tick)
+writes its records at once, and an fsync either runs for a while (virtual time, the
+driver's worker thread) while the member goes on, or runs *inline* as the driver runs it
+while fsyncs are quick: between the two halves and after the tick, in no virtual time,
+nothing else happening on the member meanwhile. Which one is the driver's rule
+(:class:`~lazily_queue.raft.fsync.InlinePolicy`) applied to simulated fsync durations,
+with the scenario's threshold. The pipeline decides what a step's output may release
+and when. A crash before an fsync completes loses the unsynced bytes (perhaps leaving a
+torn record) and every message held. A write or fsync the disk
 refuses stalls the member exactly as the driver stalls a node (nothing released,
 frames dropped, waiters failed) until a retry writes and fsyncs everything again.
 A journal that fails its checks on restart is never applied: the member's data
@@ -18,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lazily_queue.raft.errors import StorageUnavailable
+from lazily_queue.raft.fsync import InlinePolicy
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
 from lazily_queue.raft.pipeline import CommitPipeline
 from lazily_queue.raft.ready import Ready
@@ -48,6 +54,7 @@ class SimNode:
         config: ReplicaConfig,
         fsync_latency: tuple[float, float],
         trace: Callable[[str], None],
+        inline_fsync_below: float = 0.0,
     ) -> None:
         self.node_id = node_id
         self.members = members
@@ -57,6 +64,13 @@ class SimNode:
         self.history = history
         self.config = config
         self.fsync_latency = fsync_latency
+        #: Where the next fsync runs (see the module docstring).
+        self.fsyncs = InlinePolicy(inline_fsync_below)
+        #: Fsyncs run inline and on the (simulated) worker thread, over every incarnation.
+        self.inline_fsyncs = 0
+        self.worker_fsyncs = 0
+        #: Called right before an inline fsync (a crash armed for the next fsync).
+        self.before_inline_fsync: Callable[[], None] = lambda: None
         self.trace = trace
         self.disk = SimDisk()
         self.dir = f"/sim/{node_id}/raft"
@@ -71,6 +85,7 @@ class SimNode:
         self._snapshots_before = (0, 0)
         self.pipeline = CommitPipeline()
         self.fsync_due: float | None = None
+        self._fsync_took = 0.0
         self._recovering = False
         self._retry_at = 0.0
         self.stalls = 0
@@ -88,6 +103,7 @@ class SimNode:
     def start(self) -> None:
         """Open the journal and snapshot and build the replica; wipe what fails its checks."""
         self.incarnation += 1
+        self.fsyncs = InlinePolicy(self.fsyncs.inline_below)  # as a new driver's
         self.pipeline = CommitPipeline()
         self.fsync_due = None
         self._recovering = False
@@ -199,32 +215,75 @@ class SimNode:
         for message in messages:
             self.replica.receive(peer, message)
 
-    def step(self, dispatch: Dispatch) -> None:
+    def step(self, dispatch: Dispatch) -> bool:
+        """One step, as the driver takes it; True when the member must step again at
+        once (a leader whose inline fsync after the tick may move its commit index)."""
         replica = self.replica
         if replica is None:
-            return
+            return False
         if self.stalled:
             self._retry()
-            return
-        released, error = self.pipeline.stepped(
-            replica.step(sync=False), replica.journal.write)
+            return False
+        if not self._half(replica.prepare, dispatch):
+            return False
+        if self._inline():
+            self._start_fsync(dispatch)
+            if self.replica is None or self.stalled:
+                return False
+        return (self._half(replica.tick, dispatch) and self._start_fsync(dispatch)
+                and self.replica is not None and replica.engine.is_leader)
+
+    def _half(self, half: Callable[[], Ready], dispatch: Dispatch) -> bool:
+        assert self.replica is not None
+        released, error = self.pipeline.stepped(half(), self.replica.journal.write)
         for out in released:
             dispatch(self, out)
         if error is not None:
             self._stall(error, dispatch)
-            return
-        self._start_fsync()
+            return False
+        return True
 
-    def _start_fsync(self) -> None:
+    def _journal(self) -> DurableJournal:
+        assert self.replica is not None
+        return self.replica.journal
+
+    def _inline(self) -> bool:
+        """Whether the next fsync runs inline (the driver's rule)."""
+        return self.fsyncs.inline(self._journal().written_bytes)
+
+    def _start_fsync(self, dispatch: Dispatch) -> bool:
+        """Start the fsync the pipeline wants, if any, where the driver would run it. True
+        when it ran inline and succeeded (what it covers has been released)."""
         if self.fsync_due is not None or self.pipeline.start_fsync() is None:
-            return
-        self.fsync_due = self.clock.now + self.rng.uniform(*self.fsync_latency)
+            return False
+        took = self.rng.uniform(*self.fsync_latency)
+        inline = self._inline()
+        self.fsyncs.started(self._journal().written_bytes)
+        if not inline:
+            self.fsync_due = self.clock.now + took
+            self._fsync_took = took
+            self.worker_fsyncs += 1
+            return False
+        self.fsyncs.took(took)
+        self.inline_fsyncs += 1
+        self.before_inline_fsync()
+        if self.replica is None:  # crashed before the fsync completed
+            return False
+        try:
+            self.replica.journal.fsync(detached=False)
+        except OSError as exc:
+            self._stall(exc, dispatch)
+            return False
+        for ready in self.pipeline.fsync_done():
+            dispatch(self, ready)
+        return True
 
     def finish_fsync(self, dispatch: Dispatch) -> None:
         """The fsync started earlier has completed: release what it covers."""
         if self.replica is None or self.fsync_due is None:
             return
         self.fsync_due = None
+        self.fsyncs.took(self._fsync_took)
         journal = self.replica.journal
         recovering, self._recovering = self._recovering, False
         try:
@@ -243,7 +302,8 @@ class SimNode:
             released = self.pipeline.fsync_done()
         for ready in released:
             dispatch(self, ready)
-        self._start_fsync()
+        if not self.replica.engine.is_leader:  # a leader steps next (see Cluster.run_until)
+            self._start_fsync(dispatch)
 
     def _stall(self, error: OSError, dispatch: Dispatch) -> None:
         """As the driver: nothing unsynced is trusted or released; waiters fail."""
@@ -276,7 +336,8 @@ class SimNode:
             journal.discard_unsynced()
             return
         self._recovering = True
-        self.fsync_due = self.clock.now + self.rng.uniform(*self.fsync_latency)
+        self._fsync_took = self.rng.uniform(*self.fsync_latency)
+        self.fsync_due = self.clock.now + self._fsync_took
 
     def flush_all(self, dispatch: Dispatch) -> None:
         """Finish any fsync at once (used when the run ends)."""

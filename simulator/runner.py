@@ -94,7 +94,9 @@ class Summary:
             f"members, {int(t.get('snapshots', 0))} snapshots installed, "
             f"{int(t.get('damage', 0))} damaged journals or metadata detected, "
             f"{int(t.get('stalls', 0))} disk stalls ({int(t.get('failed_writes', 0))} failed "
-            f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused"
+            f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused, "
+            f"fsyncs {int(t.get('inline_fsyncs', 0))} inline and "
+            f"{int(t.get('worker_fsyncs', 0))} on the worker thread"
         )
 
 

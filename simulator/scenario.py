@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lazily_queue.raft.engine import EngineConfig
+from lazily_queue.raft.fsync import INLINE_BELOW
 from lazily_queue.raft.replica import ReplicaConfig
 
 from .network import LinkFaults
@@ -63,6 +64,9 @@ class Scenario:
     queue_capacity: int | None = None
     #: The share of pops, claims and topic reads made in batches (prefetching consumers).
     batching: float = 0.0
+    #: Members fsync inline while their last fsync took less than this (seconds; 0:
+    #: always on the worker thread; see ``simulator/node.py``).
+    inline_fsync_below: float = 0.0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -124,6 +128,7 @@ def generate(seed: int) -> Scenario:
     s.faults = _schedule(rng, s)
     s.queue_capacity = rng.choice([None, None, 2, 8, 50])
     s.batching = rng.choice([0.0, 0.3, 0.8])
+    s.inline_fsync_below = rng.choice([0.0, INLINE_BELOW, 1.0])  # never, as the driver, always
     return s
 
 

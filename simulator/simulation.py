@@ -266,6 +266,8 @@ def run(scenario: Scenario) -> Outcome:
         failed_writes=sum(n.disk.failed_writes for n in c.nodes.values()),
         bad_frames=c.bad_frames,
         damage=sum(n.corruptions_detected for n in c.nodes.values()),
+        inline_fsyncs=sum(n.inline_fsyncs for n in c.nodes.values()),
+        worker_fsyncs=sum(n.worker_fsyncs for n in c.nodes.values()),
     )
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -49,9 +49,10 @@ MUTATIONS = [
         "acknowledged = fsynced on a majority, the leader's own copy counted once durable"),
     Mutation(
         "fsync-error-ignored", "lazily_queue/raft/driver.py",
-        "    def _fsynced(self, error: BaseException | None) -> None:\n"
-        "        if error is not None:",
-        "    def _fsynced(self, error: BaseException | None) -> None:\n        if False:",
+        "        if error is not None:\n            self._stall(error)\n            return False\n"
+        "        for ready in self.pipeline.fsync_done():",
+        "        if False:\n            self._stall(error)\n            return False\n"
+        "        for ready in self.pipeline.fsync_done():",
         (f"{_DISK}::test_a_member_whose_disk_fills_hands_over_and_catches_up",),
         "a failed fsync stops acknowledgements (never treated as success)"),
     Mutation(

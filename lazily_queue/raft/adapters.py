@@ -4,6 +4,9 @@ the wrapping of how committed entries are applied."""
 
 from __future__ import annotations
 
+import contextlib
+import queue
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +51,32 @@ class NoPoller:
 
     def poll(self, timeout: float) -> None:
         return None
+
+
+class CommandQueue:
+    """The engine's queue of proposed commands: the library's, without a lock (the
+    engine runs on one thread) and with a length, so an empty queue costs nothing;
+    ``limit`` 0 is unbounded, as in the library."""
+
+    def __init__(self, limit: int, replaced: Any) -> None:
+        self._items: deque[Any] = deque()
+        self._limit = limit
+        with contextlib.suppress(queue.Empty):  # whatever the library queued meanwhile
+            while True:
+                self._items.append(replaced.get_nowait())
+
+    def put_nowait(self, item: Any) -> None:
+        if 0 < self._limit <= len(self._items):
+            raise queue.Full
+        self._items.append(item)
+
+    def get_nowait(self) -> Any:
+        if not self._items:
+            raise queue.Empty
+        return self._items.popleft()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def unused_serializer(*_: Any) -> Any:

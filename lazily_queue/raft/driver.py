@@ -1,13 +1,18 @@
 """The asyncio driver: runs a :class:`Replica` on the event loop over a network.
 
-One loop iteration is one step at most: frames received and operations proposed
-during an iteration are handled together, so every proposal made in one iteration
-becomes one replicated batch (group commit). After each step the journal is written
-at once and fsynced on a worker thread; what the step produced is released by the
-:class:`~.pipeline.CommitPipeline` (votes, acknowledgements and entries only after an
-fsync covering their writes). One fsync covers every step written while the previous
-one ran. A timer keeps the engine ticking for heartbeats and elections. Exceptions
-around delivery and stepping are logged, never fatal; a malformed frame closes that link.
+A step runs right after each run of frames the network hands over and once per loop
+iteration in which operations were proposed, so every proposal made in one iteration
+becomes one replicated batch (group commit). A step has two halves,
+:meth:`~.replica.Replica.prepare` (proposals become log entries) and
+:meth:`~.replica.Replica.tick` (commits, applies, timers); after each half the journal is
+written at once. What a step produced is released by the
+:class:`~.pipeline.CommitPipeline` (votes and acknowledgements only after an fsync
+covering their writes). While fsyncs are quick (:mod:`.fsync`) they run on the loop's
+thread, the first between the two halves, so a leader's tick counts its own copy of what
+it just appended (a cluster of one commits in the step that appended); while they are
+slow they run on a worker thread, one covering every step written while the previous one
+ran. A timer keeps the engine ticking for heartbeats and elections. Exceptions around
+delivery and stepping are logged, never fatal; a malformed frame closes that link.
 
 When the disk refuses a write or an fsync (full, failing), the node stops stepping: it
 sends and acknowledges nothing, drops incoming frames, fails waiting and new writes
@@ -20,6 +25,7 @@ logged once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -27,7 +33,7 @@ from typing import Any
 
 from .codec import FrameError, decode_frame, encode_frames
 from .errors import NodeNotRunning, StorageUnavailable
-from .fsync import FsyncThread
+from .fsync import Fsyncer
 from .network import RaftNetwork
 from .pipeline import CommitPipeline
 from .ready import Ready
@@ -61,6 +67,7 @@ class Driver:
         self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
+        self._input = False  # something arrived since the last step began
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
         self._stepping = False
@@ -74,7 +81,9 @@ class Driver:
         self._stalled_since: float | None = None
         self._retry_at = 0.0
         self._recovering = False
-        self.fsync = FsyncThread(replica.journal.fsync, replica.node_id)
+        journal = replica.journal
+        self.fsync = Fsyncer(journal.fsync, replica.node_id,
+                             fsync_here=functools.partial(journal.fsync, detached=False))
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None
@@ -99,7 +108,7 @@ class Driver:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.network.set_handlers(self._on_frame, self._on_peer)
+        self.network.set_handlers(self._on_frame, self._on_peer, self._on_frames)
         for peer in self.replica.engine.members:
             if peer != self.replica.node_id:
                 self.network.add_peer(peer, self._address(peer))
@@ -212,6 +221,7 @@ class Driver:
 
     def wake(self) -> None:
         """Run one step soon (once per loop iteration, however often it is called)."""
+        self._input = True
         if not self._scheduled and self._loop is not None and self._running:
             self._scheduled = True
             self._loop.call_soon(self._scheduled_step)
@@ -237,6 +247,11 @@ class Driver:
                 break
         self.wake()
 
+    def _on_frames(self) -> None:
+        """A run of frames was handed over: step now rather than in the next iteration."""
+        if self._input and self._running:
+            self._step()
+
     def _on_peer(self, peer: str, up: bool) -> None:
         self.replica.peer_connected(peer, up)
         self.wake()
@@ -256,7 +271,8 @@ class Driver:
 
     def _scheduled_step(self) -> None:
         self._scheduled = False
-        self._step()
+        if self._input:  # else a step already ran since the wake-up
+            self._step()
 
     def _step(self) -> None:
         if self._stepping:
@@ -265,38 +281,81 @@ class Driver:
         if self.pipeline.stall is not None:
             return
         self._stepping = True
+        self._input = False
         try:
-            ready = self.replica.step(sync=False)
-            self.steps += 1
+            self._advance()
+        finally:
+            self._stepping = False
+        self.network.flush()
+
+    def _advance(self) -> None:
+        """One step: :meth:`Replica.prepare`, then :meth:`Replica.tick`, each written at
+        once. An fsync that runs here (:meth:`_inline`) runs between the two halves too:
+        the tick then counts this member's copy of what it just appended."""
+        if not self._half(self.replica.prepare):
+            return
+        self.steps += 1
+        if self._inline():
+            self._start_fsync()
+            if self.pipeline.stall is not None:
+                return
+        if self._half(self.replica.tick) and self._start_fsync() and self.replica.engine.is_leader:
+            self.wake()  # the tick wrote and that is durable now: the commit index may move
+
+    def _half(self, half: Callable[[], Ready]) -> bool:
+        """Run one half of a step, write what it recorded and dispatch what may leave;
+        False when it failed or the journal refused the write."""
+        try:
+            ready = half()
         except Exception:
             self.step_errors += 1
             log.exception("node %s: step failed", self.replica.node_id)
-            return
-        finally:
-            self._stepping = False
-        released, error = self.pipeline.stepped(
-            ready, self.replica.journal.write)
+            return False
+        released, error = self.pipeline.stepped(ready, self.replica.journal.write)
         for out in released:
             self._dispatch(out)
         if error is not None:
             self._stall(error)
-            return
-        self._start_fsync()
+            return False
+        return True
 
-    def _start_fsync(self) -> None:
+    def _start_fsync(self) -> bool:
+        """Start the fsync the pipeline wants, if any, once what may leave before it is
+        sent: here while fsyncs are quick and small, else on the worker thread. True when
+        it ran here and succeeded (what it covers has been released)."""
         if self._loop is None or self.pipeline.start_fsync() is None:
-            return
-        self.fsync.start(self._loop, self._fsynced)
+            return False
+        self.network.flush()
+        inline = self._inline()
+        self.fsync.policy.started(self.replica.journal.written_bytes)
+        if not inline:
+            self.fsync.start(self._loop, self._fsynced)
+            return False
+        return self._synced(self.fsync.run())
 
-    def _fsynced(self, error: BaseException | None) -> None:
+    def _inline(self) -> bool:
+        """Whether the next fsync runs here (see :class:`~.fsync.InlinePolicy`)."""
+        return self.fsync.policy.inline(self.replica.journal.written_bytes)
+
+    def _synced(self, error: BaseException | None) -> bool:
+        """The fsync from :meth:`_start_fsync` ended (here or on the worker thread):
+        release what it covers, or stall when it failed."""
         if error is not None:
             self._stall(error)
-            return
+            return False
         for ready in self.pipeline.fsync_done():
             self._dispatch(ready)
+        self.network.flush()  # acknowledgements leave before the rest of the step
+        return True
+
+    def _fsynced(self, error: BaseException | None) -> None:
+        """A worker-thread fsync ended."""
+        if not self._synced(error) or not self._running:
+            return
         if self.replica.engine.is_leader:
-            self.wake()  # its own copy now counts: the commit index may move
-        self._start_fsync()
+            self._step()  # its own copy now counts: the commit index may move
+            return
+        self._start_fsync()  # what was written during that fsync
 
     # -- a journal that cannot be written ----------------------------------------------------
 

@@ -20,7 +20,14 @@ from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
 
 from . import entries, patches, rejoin
-from .adapters import EngineTransport, NoPoller, RaftPeer, unused_serializer, wrap_application
+from .adapters import (
+    CommandQueue,
+    EngineTransport,
+    NoPoller,
+    RaftPeer,
+    unused_serializer,
+    wrap_application,
+)
 from .batch import DEFAULT_MAX_MESSAGE_BYTES, command_limit
 from .durable_commit import durable_majority_index
 from .journal import DurableJournal
@@ -153,6 +160,9 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 transport=transport,
             )
             self._poller = NoPoller()
+            library_queue: Any = self._SyncObj__commandsQueue  # type: ignore[has-type]
+            self._commands = CommandQueue(conf.commandsQueueSize, library_queue)
+            self._SyncObj__commandsQueue = self._commands
             accept_change: Callable[[Any], bool] = self._SyncObj__changeCluster  # type: ignore[has-type]
             self._SyncObj__changeCluster = patches.one_membership_change_at_a_time(
                 accept_change,
@@ -242,6 +252,17 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             if self._journal.size_bytes >= max(self._compaction_bytes, self._snapshots.size):
                 self.forceLogCompaction()  # however few entries: the bytes are what cost
             self._onTick(0.0)
+
+    def append_proposed(self) -> None:
+        """Append the commands proposed since the last tick now, as a tick does last (a
+        follower forwards them to its leader)."""
+        if self._commands:
+            with patches.engine_env(self._clock, self._rng):
+                self._checkCommandsToApply()
+
+    def _checkCommandsToApply(self) -> None:
+        if self._commands:  # the library's loop reads the clock and raises per call
+            super()._checkCommandsToApply()
 
     def deliver(self, peer_id: str, message: dict[str, Any]) -> None:
         """Hand one decoded message from ``peer_id`` to the consensus logic."""

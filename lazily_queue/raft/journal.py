@@ -74,6 +74,8 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._written_index = 0
         self._durable_index = 0
         self._generation = 0
+        #: Bytes handed to the OS by :meth:`write` so far (records and rewrites).
+        self.written_bytes = 0
         self._mask_from: int | None = None
         self.tail = Tail()
         self._meta: dict[str, Any] = self._meta_store.load()
@@ -287,6 +289,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         if self._rewrite:
             data = b"".join(encode_record(*e) for e in self._entries)
             self._disk.replace(self.path, data)
+            self.written_bytes += len(data)
             self._rewrite = False
             self._base = self._end = len(data)
             self._generation += 1
@@ -303,6 +306,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
                     self._cut_partial_append()
                     raise
                 self._base += len(self._pending)
+                self.written_bytes += len(self._pending)
                 self._pending.clear()
                 self._written_index = self.last_index
                 wrote = True
@@ -324,10 +328,15 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             self._disk.truncate(self.path, self._base)
             self._truncate = False
 
-    def fsync(self) -> None:
-        """Make records handed to the OS durable; safe to call from a worker thread."""
+    def fsync(self, *, detached: bool = True) -> None:
+        """Make records handed to the OS durable; safe to call from a worker thread.
+        ``detached=False``: the caller is the thread that writes the journal, which may
+        use the descriptor it appends through."""
         generation, target = self._generation, self._written_index
-        self._disk.sync_detached(self.path)
+        if detached:
+            self._disk.sync_detached(self.path)
+        else:
+            self._disk.sync(self.path)
         if generation == self._generation:
             self._durable_index = max(self._durable_index, target)
 

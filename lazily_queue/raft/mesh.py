@@ -40,7 +40,7 @@ from lazily_transports import (
 )
 
 from ..errors import InvalidConfiguration
-from .network import FrameHandler, PeerHandler
+from .network import BatchHandler, FrameHandler, PeerHandler
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,7 @@ class MeshNetwork:
         )
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None
+        self._on_batch: BatchHandler | None = None
         self._pump: asyncio.Task[None] | None = None
         self.dropped = 0
 
@@ -136,8 +137,10 @@ class MeshNetwork:
     def listen_address(self) -> str | None:
         return self._mesh.listen_address
 
-    def set_handlers(self, on_frame: FrameHandler, on_peer: PeerHandler) -> None:
-        self._on_frame, self._on_peer = on_frame, on_peer
+    def set_handlers(
+        self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
+    ) -> None:
+        self._on_frame, self._on_peer, self._on_batch = on_frame, on_peer, on_batch
 
     def send(self, peer_id: str, frame: bytes) -> None:
         try:
@@ -148,6 +151,9 @@ class MeshNetwork:
         except (UnknownPeerError, FrameTooLargeError) as exc:
             self.dropped += 1
             log.warning("node %s: frame to %s dropped: %s", self.node_id, peer_id, exc)
+
+    def flush(self) -> None:
+        self._mesh.flush()
 
     def add_peer(self, peer_id: str, address: str | None) -> None:
         number = node_number(peer_id)
@@ -213,11 +219,13 @@ class MeshNetwork:
             except anyio.EndOfStream:
                 return
             on_frame, on_peer = self._on_frame, self._on_peer
+            frames = False
             for event in batch:
                 try:
                     if type(event) is Frame:
                         if on_frame is not None:
                             on_frame(str(event.peer_id), event.data)
+                            frames = True
                     elif isinstance(event, PeerUp):
                         if on_peer is not None:
                             on_peer(str(event.peer_id), True)
@@ -225,3 +233,8 @@ class MeshNetwork:
                         on_peer(str(event.peer_id), False)
                 except Exception:
                     log.exception("node %s: handling a mesh event failed", self.node_id)
+            if frames and self._on_batch is not None:
+                try:
+                    self._on_batch()
+                except Exception:
+                    log.exception("node %s: handling mesh frames failed", self.node_id)

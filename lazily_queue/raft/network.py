@@ -18,13 +18,24 @@ log = logging.getLogger(__name__)
 
 FrameHandler = Callable[[str, bytes], None]
 PeerHandler = Callable[[str, bool], None]
+#: Called after a run of frames was handed to the frame handler.
+BatchHandler = Callable[[], None]
 
 
 class RaftNetwork(Protocol):
-    def set_handlers(self, on_frame: FrameHandler, on_peer: PeerHandler) -> None: ...
+    def set_handlers(
+        self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
+    ) -> None:
+        """Install the callbacks; a network that hands frames over in runs calls
+        ``on_batch`` after each run (the driver then steps at once)."""
+        ...
 
     def send(self, peer_id: str, frame: bytes) -> None:
         """Queue one frame; drop (and count) it when the peer is unreachable."""
+        ...
+
+    def flush(self) -> None:
+        """Hand queued frames to the links now (before the caller blocks on a disk)."""
         ...
 
     def add_peer(self, peer_id: str, address: str | None) -> None: ...
@@ -115,7 +126,9 @@ class LocalNetwork:
         self.sent = 0
         self.dropped = 0
 
-    def set_handlers(self, on_frame: FrameHandler, on_peer: PeerHandler) -> None:
+    def set_handlers(
+        self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
+    ) -> None:
         self._on_frame, self._on_peer = on_frame, on_peer
 
     def send(self, peer_id: str, frame: bytes) -> None:
@@ -124,6 +137,9 @@ class LocalNetwork:
             self.sent += 1
         else:
             self.dropped += 1
+
+    def flush(self) -> None:
+        """Frames are handed over as they are sent."""
 
     def add_peer(self, peer_id: str, address: str | None) -> None:
         if peer_id != self.node_id:

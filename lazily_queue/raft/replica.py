@@ -5,7 +5,8 @@ operations (:meth:`Replica.propose`) and calls :meth:`Replica.step`, which flush
 proposals gathered since the last step into replicated batches, ticks the engine,
 makes the journal durable (one fsync for everything the step wrote) and only then
 returns a :class:`Ready`: messages to send, state-machine events and completed
-proposals. Nothing leaves a node before it is on disk.
+proposals. Nothing leaves a node before it is on disk. A driver that writes and fsyncs
+itself calls the two halves of a step, :meth:`Replica.prepare` and :meth:`Replica.tick`.
 
 Every proposal carries a session sequence number, so re-submitting it is always
 safe. A proposal is retried until it commits; its *waiter* has a deadline. At the
@@ -214,17 +215,39 @@ class Replica:
     # -- the step -------------------------------------------------------------------------
 
     def step(self, *, sync: bool = True) -> Ready:
-        """Advance. With ``sync=False`` nothing is written: the caller must write the
-        journal (``journal.write()``) and fsync it before releasing what the returned
-        Ready holds (see :class:`~.pipeline.CommitPipeline`)."""
-        now = self.clock()
-        self._check_quorum(now)
-        self._expire(now)
-        self._flush(now)
+        """Advance: :meth:`prepare`, then :meth:`tick`, as one Ready. With ``sync=False``
+        nothing is written: the caller must write the journal (``journal.write()``) and
+        fsync it before releasing what the returned Ready holds (see
+        :class:`~.pipeline.CommitPipeline`)."""
+        self._prepare()
+        return self.tick(sync=sync)
+
+    def prepare(self) -> Ready:
+        """The first half of a step: waiters past their deadline fail, the proposals
+        gathered since the last step become batches, and a leader appends them to its
+        log (a follower forwards them). Written and fsynced before :meth:`tick`, a
+        leader's appends count at once: that tick may commit them. The Ready obeys the
+        same rules as :meth:`step`'s."""
+        self._prepare()
+        return self._take_ready()
+
+    def tick(self, *, sync: bool = False) -> Ready:
+        """The second half of a step: the engine ticks (commits, applies, heartbeats,
+        elections). ``sync`` as in :meth:`step`."""
         self.engine.tick()
         self._ready.events.extend(self.fsm.drain_events())
         if sync and self.journal.needs_sync:
             self.journal.sync()
+        return self._take_ready()
+
+    def _prepare(self) -> None:
+        now = self.clock()
+        self._check_quorum(now)
+        self._expire(now)
+        self._flush(now)
+        self.engine.append_proposed()
+
+    def _take_ready(self) -> Ready:
         ready, self._ready = self._ready, Ready()
         return ready
 

@@ -50,6 +50,16 @@ def test_lazily_queue_fills_every_row_and_ratios_match() -> None:
         assert figures["ratios"] == {}
 
 
+@pytest.mark.slow
+def test_latency_runs_only_the_one_in_flight_rows() -> None:
+    lines, figures = _run([str(SCRIPT), "--only", "lazily", "--latency", "--samples", "20",
+                           "--json"])
+    ours = figures["systems"]["lazily"]
+    assert {"p50_ms_3", "p99_ms_3", "p50_ms_1", "p99_ms_1"} <= set(ours)
+    assert not {"produce_per_s", "end_to_end_per_s", "serial_pop_per_s_1"} & set(ours)
+    assert any(line.startswith("| push->ack p50, 1 in flight, 3 members ") for line in lines)
+
+
 def test_missing_servers_are_skipped_with_an_install_hint(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path))  # neither nats-server nor redis-server
     lines, figures = _run(["-m", "lazily_queue", "bench", "peers", "--only", "nats,redis",

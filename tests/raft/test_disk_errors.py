@@ -184,7 +184,7 @@ async def test_nothing_is_acknowledged_before_a_majority_fsynced(
         await q.push("declared")
         held = [leader, *followers[:1]]
         for node in held:
-            disks[node.node_id].hold_fsyncs()
+            _hold_fsyncs(node, disks[node.node_id])
         before = leader.driver.replica.journal.last_index
         push = asyncio.ensure_future(q.push("held"))
         for node in held:
@@ -214,7 +214,7 @@ async def test_no_acknowledgement_from_a_follower_before_its_fsync(tmp_path: Pat
         q = leader.queue("q")
         await q.push("declared")
         for f in followers:
-            disks[f.node_id].hold_fsyncs()
+            _hold_fsyncs(f, disks[f.node_id])
         before = leader.driver.replica.journal.last_index
         push = asyncio.ensure_future(q.push("held"))
         for f in followers:
@@ -240,6 +240,13 @@ async def _started(
         await node.start()
     await _until(lambda: any(n.is_leader for n in cluster.nodes.values()))
     return cluster, disks
+
+
+def _hold_fsyncs(node: Node, disk: FaultyDisk) -> None:
+    """Hold the node's fsyncs from now on: they run on its worker thread, where the disk
+    holds them (it never holds one on the loop's thread: that would hold the whole loop)."""
+    node.driver.fsync.policy.inline_below = 0.0
+    disk.hold_fsyncs()
 
 
 async def _stop(cluster: testing.Cluster, disks: dict[str, FaultyDisk]) -> None:

@@ -69,8 +69,11 @@ async def _consume(queue: Any) -> None:
 
 
 async def _prepare(node: Node, tag: str) -> None:
-    """Objects the waiters use, declared; the bounded queue full; subscribers known."""
+    """Objects the waiters use, declared; the bounded queue full; subscribers known; the
+    topic the racing publishes go to (not the waiters': the node's last step may commit
+    them, a member alone at once)."""
     await node.queue(f"full-{tag}", capacity=1).push("occupant")
+    await node.topic(f"racing-{tag}").publish("declared")
     topic = node.topic(f"news-{tag}")
     await asyncio.gather(
         *(topic.subscribe(f"{kind}{i}") for kind in "sa" for i in range(EACH)),
@@ -91,7 +94,7 @@ async def _round(node: Node, tag: str, *, settle_first: bool) -> None:
     # (their declaration) and ordinary operations.
     racing = [asyncio.ensure_future(node.queue(f"fresh-{tag}-{i}").push(i))
               for i in range(EACH)]
-    racing += [asyncio.ensure_future(node.topic(f"news-{tag}").publish(i))
+    racing += [asyncio.ensure_future(node.topic(f"racing-{tag}").publish(i))
                for i in range(EACH // 2)]
     await asyncio.sleep(0)
     await node.stop()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import select
+from typing import Any
 
 import anyio
 import pytest
@@ -14,7 +16,7 @@ from lazily_transports import (
     LinkBrokenError,
     LinkStream,
 )
-from transport_helpers import channel_pair, make_config
+from transport_helpers import address_for, channel_pair, make_config
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -198,3 +200,16 @@ async def test_closing_the_stream_closes_its_channel(address: str) -> None:
     async with channel_pair(address) as (client, _server):
         await client.aclose()
         assert client.channel.close_reason == client.close_reason == "closed locally"
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+async def test_flush_hands_queued_frames_to_the_socket_at_once(kind: str, short_tmp: Any) -> None:
+    """``send_nowait`` frames are written together later in the loop iteration; ``flush``
+    writes them now (before the caller blocks on a disk, say)."""
+    async with channel_pair(address_for(kind, short_tmp)) as (client, server):
+        sock = server.channel._transport.get_extra_info("socket")  # type: ignore[attr-defined]
+        client.send_nowait(b"queued")
+        assert not select.select([sock], [], [], 0)[0]  # nothing written yet
+        client.channel.flush()
+        assert select.select([sock], [], [], 1)[0]  # written, without a loop iteration
+        assert await server.receive() == b"queued"

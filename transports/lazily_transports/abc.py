@@ -153,6 +153,10 @@ class DataChannel(FrameStream):
             except anyio.WouldBlock:
                 await self.wait_send_ready()
 
+    def flush(self) -> None:
+        """Hand frames queued by ``send_nowait`` to the connection now rather than later
+        in this loop iteration (a transport that does not queue has nothing to do)."""
+
     async def receive(self) -> bytes:
         while True:
             try:

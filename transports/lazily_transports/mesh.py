@@ -226,6 +226,12 @@ class Mesh:
             raise UnknownPeerError(peer_id)
         return link.send_nowait(frame)
 
+    def flush(self) -> None:
+        """Hand every frame queued by ``send_nowait`` to its connection now (frames are
+        otherwise written together later in the loop iteration)."""
+        for link in self._links.values():
+            link.flush()
+
     async def send(self, peer_id: int, frame: bytes) -> bool:
         """Like ``send_nowait`` but waits for buffer space instead of raising WouldBlock."""
         link = self._links.get(peer_id)

@@ -2,8 +2,9 @@
 TLS (``tls://host:port``, given SSL contexts: see :mod:`lazily_transports.tls`) links.
 
 Frames are length-prefixed (see ``framing``). Queued frames are coalesced into one
-``write`` per event-loop iteration and incoming chunks are split into frames in one
-pass, so the cost per frame is a few list operations, not a system call.
+``write`` per event-loop iteration (or written at once by ``flush``) and incoming chunks
+are split into frames in one pass, so the cost per frame is a few list operations, not a
+system call.
 """
 
 from __future__ import annotations
@@ -231,6 +232,9 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
+
+    def flush(self) -> None:
+        self._flush()
 
     def _flush(self) -> None:
         self._flush_scheduled = False

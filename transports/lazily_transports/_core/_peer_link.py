@@ -98,6 +98,12 @@ class PeerLink:
         self.counters.frames_sent += 1
         return True
 
+    def flush(self) -> None:
+        """Hand frames queued on the current connection to it now."""
+        channel = self._raw
+        if channel is not None:
+            channel.flush()
+
     async def wait_send_ready(self) -> None:
         channel = self._raw
         if channel is not None:
