@@ -26,7 +26,6 @@ series is reported with the series' age and ``"age_floor": true``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import time
@@ -35,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .background import Background
 from .core.queue import PUSH
 from .replicated.events import Event, QueueChanged
 
@@ -93,7 +93,7 @@ class _Series:
         return max(0.0, now - arrivals[1][0])
 
 
-class History:
+class History(Background):
     """Samples ``node`` every ``interval`` seconds (see the module docstring)."""
 
     def __init__(self, node: Node, *, interval: float = 1.0, window: float = 300.0,
@@ -113,19 +113,11 @@ class History:
         self.untracked = 0
         self._pushes: dict[str, int] = {}
         self._last_term: tuple[int, str | None] | None = None
-        self._task: asyncio.Task[None] | None = None
         node.add_event_observer(self._on_events)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="lazily-history")
+        self._start_task(self._run, "lazily-history")
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         while True:

@@ -8,11 +8,11 @@ fail or commit through the new leader.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from .background import Background
 from .replicated import ops
 from .replicated.view import ReadView
 
@@ -38,27 +38,19 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool) -> list[tupl
     return due
 
 
-class Maintenance:
+class Maintenance(Background):
     """Proposes :func:`due_operations` every ``node.maintenance_interval`` seconds while
     ``node`` leads (topic GC every ``node.topic_gc_interval`` seconds)."""
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None and self.node.maintenance_interval is not None:
-            self._task = asyncio.create_task(
-                self._run(self.node.maintenance_interval),
-                name=f"lazily-maintenance-{self.node.node_id}",
-            )
+        interval = self.node.maintenance_interval
+        if interval is not None:
+            self._start_task(lambda: self._run(interval),
+                             f"lazily-maintenance-{self.node.node_id}")
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self, interval: float) -> None:
         node = self.node

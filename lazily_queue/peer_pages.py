@@ -18,6 +18,8 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .background import Background
+
 if TYPE_CHECKING:
     from .node import Node
 
@@ -66,7 +68,7 @@ async def fetch_json(url: str, *, timeout: float,
     return json.loads(body)
 
 
-class PeerPages:
+class PeerPages(Background):
     """Reads the other members' vitals (see the module docstring)."""
 
     def __init__(self, node: Node, *, interval: float = 2.0, timeout: float = 1.5) -> None:
@@ -74,18 +76,10 @@ class PeerPages:
         self.interval = interval
         self.timeout = timeout
         self.answers: dict[str, dict[str, Any]] = {}
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="lazily-peer-pages")
+        self._start_task(self._run, "lazily-peer-pages")
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         while True:

@@ -19,11 +19,10 @@ that comes and goes within one step is not reported.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .background import Background
 from .raft.errors import NodeNotRunning
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("lazily_queue.state")
 
 
-class StateLog:
+class StateLog(Background):
     """Watches ``node`` and logs its state changes (see the module docstring)."""
 
     def __init__(self, node: Node, logger: logging.Logger = log) -> None:
@@ -40,18 +39,10 @@ class StateLog:
         self.log = logger
         self._last: dict[str, Any] | None = None
         self._ever_linked: set[str] = set()
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._watch(), name="lazily-state-log")
+        self._start_task(self._watch, "lazily-state-log")
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _watch(self) -> None:
         while self.node.running:

@@ -11,12 +11,11 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import enum
 import time
 from typing import TYPE_CHECKING, Any
 
+from .background import Background
 from .raft.errors import NodeNotRunning
 from .replicated.view import ReadView
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from .node import Node
 
 
-class LeadershipClock:
+class LeadershipClock(Background):
     """Watches a node step by step and records, per term it led, two wall-clock times.
 
     ``became_leader`` is when it first saw itself leader; ``first_commit`` is when its
@@ -35,18 +34,10 @@ class LeadershipClock:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.terms: dict[int, dict[str, float | None]] = {}
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._watch(), name="lazily-leadership-clock")
+        self._start_task(self._watch, "lazily-leadership-clock")
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     def observe(self) -> None:
         """Record the current state (called after every step)."""

@@ -30,12 +30,10 @@ from ..core.topic import (
     parse_durability,
 )
 from ..storage.capabilities import StorageCapabilities
-from ..storage.topic import TopicChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirror import MirroredObject
 from .nats_backend import token
-from .redis_topic import Record, reader_keys
+from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -57,7 +55,7 @@ def cursor_of(info: ConsumerInfo) -> int:
     return int(info.config.opt_start_seq or 1) - 1
 
 
-class NatsTopicStorage(MirroredObject, Generic[T]):
+class NatsTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 
     kind = "topic"
@@ -67,11 +65,6 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
         self._backend = backend
         tok = token(name)
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
-        self._listener: TopicChangeListener | None = None
-        self._base = 0
-        self._end = 0
-        self._elements: list[Any] = []
-        self._subs: dict[str, Record] = {}
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats topic {name!r}")
 
@@ -128,75 +121,7 @@ class NatsTopicStorage(MirroredObject, Generic[T]):
             if end > start:
                 raws = await b.messages(self.stream, start + 1, end - start)
                 elements += [decode(raw.data or b"") for _, raw in raws]
-        subs = self._no_rewind({sid: rec for sid, (rec, _) in consumers.items()})
-        old = reader_keys(self._base, self._end, self._subs)
-        new = reader_keys(base, end, subs)
-        self._base, self._end, self._elements, self._subs = base, end, elements, subs
-        changed = frozenset(s for s in old.keys() | new.keys() if old.get(s) != new.get(s))
-        if changed and self._listener is not None:
-            self._listener(changed)
-
-    # -- reads (the mirror) --------------------------------------------------------------
-
-    def read(self, subscriber: str) -> Any:
-        unread = self.read_stream(subscriber, 1)
-        return unread[0] if unread else None
-
-    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
-        rec = self._subs.get(subscriber)
-        if rec is None or not rec[1]:
-            return None
-        start = max(0, rec[2] - self._base)
-        stop = len(self._elements) if limit is None else start + limit
-        return self._elements[start:stop]
-
-    def cursor(self, subscriber: str) -> int | None:
-        rec = self._subs.get(subscriber)
-        return None if rec is None else rec[2]
-
-    def base_offset(self) -> int:
-        return self._base
-
-    def end_offset(self) -> int:
-        return self._end
-
-    def elements(self) -> list[Any]:
-        return list(self._elements)
-
-    def subscriptions(self) -> dict[str, dict[str, Any]]:
-        return {sid: {"durability": d, "connected": c, "cursor": cur}
-                for sid, (d, c, cur) in self._subs.items()}
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"base_offset": self._base, "elements": self.elements(),
-                "subscriptions": self.subscriptions()}
-
-    def _report_all(self) -> None:
-        if self._listener is not None and self._subs:
-            self._listener(frozenset(self._subs))
-
-    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
-        self._listener = listener
-
-    def _moved(self, subscriber: str, cursor: int) -> None:
-        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
-        must not read the consumed elements again before the next refresh)."""
-        rec = self._subs.get(subscriber)
-        if rec is not None and cursor > rec[2]:
-            self._subs[subscriber] = (rec[0], rec[1], cursor)
-            if self._listener is not None:
-                self._listener(frozenset((subscriber,)))
-        self._changed()
-
-    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
-        """``subs`` read from the broker, with no cursor behind the one this process
-        already showed (a refresh that started before an advance returns its old
-        cursor; cursors only move forward)."""
-        for sid, rec in subs.items():
-            mine = self._subs.get(sid)
-            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
-                subs[sid] = mine
-        return subs
+        self._install(base, end, elements, {sid: rec for sid, (rec, _) in consumers.items()})
 
     # -- operations ----------------------------------------------------------------------
 

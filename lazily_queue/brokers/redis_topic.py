@@ -24,9 +24,8 @@ from ..core.topic import (
     parse_durability,
 )
 from ..storage.capabilities import StorageCapabilities
-from ..storage.topic import TopicChangeListener
 from .codec import decode, encode
-from .mirror import MirroredObject
+from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -34,20 +33,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 NOBODY: frozenset[str] = frozenset()
 
-Record = tuple[str, bool, int]
-
-
 def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def reader_keys(base: int, end: int, subs: dict[str, Record]) -> dict[str, Any]:
-    """What each subscriber's reader depends on; a change in it invalidates the reader."""
-    return {sid: (rec[0], rec[1], rec[2], end if rec[1] else None)
-            for sid, rec in subs.items()}
-
-
-class RedisTopicStorage(MirroredObject, Generic[T]):
+class RedisTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on a Redis stream: the TopicStorage seam, observable."""
 
     kind = "topic"
@@ -57,12 +47,7 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
         self._backend = backend
         self._keys = [backend.key("t", name, part) for part in ("stream", "subs", "meta")]
         self._channel = backend.key("t", name, "changes")
-        self._listener: TopicChangeListener | None = None
-        self._base = 0
-        self._end = 0
-        self._elements: list[Any] = []
         self._last_id = "-"
-        self._subs: dict[str, Record] = {}
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis topic {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -90,13 +75,7 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
         for i in range(0, len(flat), 2):
             durability, connected, cursor = _text(flat[i + 1]).split("|")
             subs[_text(flat[i])] = (durability, connected == "1", int(cursor))
-        subs = self._no_rewind(subs)
-        old = reader_keys(self._base, self._end, self._subs)
-        new = reader_keys(base, end, subs)
-        self._base, self._end, self._elements, self._subs = base, end, elements, subs
-        changed = frozenset(s for s in old.keys() | new.keys() if old.get(s) != new.get(s))
-        if changed and self._listener is not None:
-            self._listener(changed)
+        self._install(base, end, elements, subs)
 
     @staticmethod
     def _value(fields: Any) -> Any:
@@ -113,62 +92,6 @@ class RedisTopicStorage(MirroredObject, Generic[T]):
             return None
         index = rec[2] - self._base
         return self._elements[index] if 0 <= index < len(self._elements) else None
-
-    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
-        rec = self._subs.get(subscriber)
-        if rec is None or not rec[1]:
-            return None
-        start = max(0, rec[2] - self._base)
-        stop = len(self._elements) if limit is None else start + limit
-        return self._elements[start:stop]
-
-    def cursor(self, subscriber: str) -> int | None:
-        rec = self._subs.get(subscriber)
-        return None if rec is None else rec[2]
-
-    def base_offset(self) -> int:
-        return self._base
-
-    def end_offset(self) -> int:
-        return self._end
-
-    def elements(self) -> list[Any]:
-        return list(self._elements)
-
-    def subscriptions(self) -> dict[str, dict[str, Any]]:
-        return {sid: {"durability": d, "connected": c, "cursor": cur}
-                for sid, (d, c, cur) in self._subs.items()}
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"base_offset": self._base, "elements": self.elements(),
-                "subscriptions": self.subscriptions()}
-
-    def _report_all(self) -> None:
-        if self._listener is not None and self._subs:
-            self._listener(frozenset(self._subs))
-
-    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
-        self._listener = listener
-
-    def _moved(self, subscriber: str, cursor: int) -> None:
-        """This process advanced ``subscriber`` to ``cursor``: show it now (a stream
-        must not read the consumed elements again before the next refresh)."""
-        rec = self._subs.get(subscriber)
-        if rec is not None and cursor > rec[2]:
-            self._subs[subscriber] = (rec[0], rec[1], cursor)
-            if self._listener is not None:
-                self._listener(frozenset((subscriber,)))
-        self._changed()
-
-    def _no_rewind(self, subs: dict[str, Record]) -> dict[str, Record]:
-        """``subs`` read from the broker, with no cursor behind the one this process
-        already showed (a refresh that started before an advance returns its old
-        cursor; cursors only move forward)."""
-        for sid, rec in subs.items():
-            mine = self._subs.get(sid)
-            if mine is not None and mine[:2] == rec[:2] and mine[2] > rec[2]:
-                subs[sid] = mine
-        return subs
 
     # -- operations ----------------------------------------------------------------------
 

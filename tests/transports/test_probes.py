@@ -19,7 +19,7 @@ from lazily_transports import (
     dial,
     probe,
 )
-from transport_helpers import address_for, eventually, make_config
+from transport_helpers import address_for, eventually, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -122,3 +122,18 @@ async def test_probing_stops_once_linked(short_tmp: Path) -> None:
             assert two.trouble(1) is None
             await asyncio.sleep(0.3)  # several probe intervals: the link stays the only one
             assert two.is_up(1) and two.counters(1).connects == 1
+
+
+async def test_a_probe_over_a_link_that_looks_up_makes_the_dialer_dial_again(
+    short_tmp: Path,
+) -> None:
+    """The dialed member restarted (or the link is half-open): its probe tells us, and
+    we drop the stale link and dial again instead of waiting to notice it is dead."""
+    low, high = unique_memory_address(), unique_memory_address()
+    async with Mesh(make_config(2), high, {1: low}, **FAST) as two, \
+            member(low, {2: high}) as one:  # node 1 dials node 2
+        await eventually(lambda: one.is_up(2) and two.is_up(1))
+        first = one.epoch(2)
+        note = await probe(low, make_config(2), expect_peer_id=1)
+        assert note == "node 1 had a stale link to node 2 and dials it again"
+        await eventually(lambda: one.is_up(2) and one.epoch(2) > first)

@@ -324,6 +324,11 @@ class Mesh:
         me = self.config.peer_id
         if link is None:
             return ""
+        if link.up and link.dials:
+            # It would not probe with our link up at its end: it restarted, or the link
+            # is half-open (a WebRTC channel notices a dead peer only after seconds).
+            link.drop(f"peer {peer_id} probed us: it has no link from us")
+            return f"node {me} had a stale link to node {peer_id} and dials it again"
         if link.up:
             return f"node {me} has a link to node {peer_id} up"
         if not link.dials:
