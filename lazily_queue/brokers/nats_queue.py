@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats.errors
 import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
-from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirror import MirroredObject, queue_transitions
+from .mirror import queue_transitions
+from .mirrors import QueueMirror
 from .nats_backend import MAX_MESSAGES_EXCEEDED, token
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 CONSUMER = "lq"
 
 
-class NatsQueueStorage(MirroredObject, Generic[T]):
+class NatsQueueStorage(QueueMirror[T]):
     """A FIFO on a JetStream work-queue stream: the QueueStorage seam, observable and
     peekable."""
 
@@ -135,15 +136,6 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def len(self) -> int:
-        return self._len
-
-    def is_closed(self) -> bool:
-        return self._closed
-
-    def capacity(self) -> int | None:
-        return self._capacity
-
     def peek(self) -> Any:
         return self._items[0][1] if self._len and self._items else EMPTY
 
@@ -151,10 +143,6 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         """The first ``view_limit`` elements as of the last refresh that read the views
         (between those, a new head may be listed alone)."""
         return [value for _, value in self._items]
-
-    def _report_all(self) -> None:
-        if self._listener is not None:
-            self._listener(RESET, self._len)
 
     def _pushed(self, value: Any, seq: int) -> None:
         """An element this process pushed counts at once (a pop waiting in this process
@@ -167,9 +155,6 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
         if self._listener is not None:
             self._listener(PUSH, length)
         self._changed()
-
-    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
-        self._listener = listener
 
     # -- operations ----------------------------------------------------------------------
 
@@ -196,10 +181,6 @@ class NatsQueueStorage(MirroredObject, Generic[T]):
                 raise
         self._pushed(value, int(ack.seq))
         return None
-
-    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
-        result = await self.poll_many(1, timeout=timeout)
-        return result if isinstance(result, QueuePopError) else result[0]
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

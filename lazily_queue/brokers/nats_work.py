@@ -47,7 +47,6 @@ from ..core.work import (
     Delivery,
     PendingItem,
     Receipt,
-    WorkReader,
     change_mask,
     validate_config,
 )
@@ -56,7 +55,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirror import MirroredObject
+from .mirrors import WorkMirror
 from .nats_backend import token
 
 if TYPE_CHECKING:
@@ -64,11 +63,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
-EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
-                   | WorkReader.DEAD_LETTER_LEN)
 
 
-class NatsWorkQueueStorage(MirroredObject):
+class NatsWorkQueueStorage(WorkMirror):
     """A work queue on JetStream: the WorkQueueStorage seam, observable, on the server's
     clock."""
 
@@ -179,18 +176,6 @@ class NatsWorkQueueStorage(MirroredObject):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def pending_len(self) -> int:
-        return self._counts[0]
-
-    def is_empty(self) -> bool:
-        return self._counts[0] == 0
-
-    def in_flight_len(self) -> int:
-        return self._counts[1]
-
-    def dead_letter_len(self) -> int:
-        return self._counts[2]
-
     def pending(self) -> list[PendingItem]:
         """Up to ``view_limit`` messages the consumer has not delivered yet."""
         return list(self._pending)
@@ -198,9 +183,6 @@ class NatsWorkQueueStorage(MirroredObject):
     def in_flight(self) -> list[Delivery]:
         """This process's live leases, by ``delivery_id``."""
         return [lease for _, lease in sorted(self._leases.values(), key=lambda p: p[1].delivery_id)]
-
-    def dead_letters(self) -> list[DeadLetter]:
-        return list(self._dead)
 
     def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
         grouped: dict[str, list[Delivery]] = {}
@@ -215,22 +197,6 @@ class NatsWorkQueueStorage(MirroredObject):
                 "in_flight": [d.to_dict() for d in self.in_flight()],
                 "dead_letters": [letter.to_dict() for letter in self._dead]}
 
-    def _report_all(self) -> None:
-        if self._listener is not None:
-            self._listener(EVERY_READER)
-
-    def _pushed(self) -> None:
-        """An item this process pushed counts as pending at once (a claim waiting in this
-        process wakes without waiting for the refresh, which then confirms the count)."""
-        old = self._counts
-        self._counts = (old[0] + 1, old[1], old[2])
-        if self._listener is not None:
-            self._listener(change_mask(old, self._counts))
-        self._changed()
-
-    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
-        self._listener = listener
-
     # -- operations ----------------------------------------------------------------------
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
@@ -240,12 +206,6 @@ class NatsWorkQueueStorage(MirroredObject):
             ack = await self._backend.publish(self.subject, data)
         self._pushed()
         return WT(int(ack.seq), 0)
-
-    async def poll(
-        self, worker: str, now: float | None, *, timeout: float | None = None
-    ) -> WT[Delivery | None]:
-        leased = await self.poll_many(worker, 1, now, timeout=timeout)
-        return WT(leased.result[0] if leased.result else None, 0)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None

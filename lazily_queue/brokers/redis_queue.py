@@ -12,13 +12,14 @@ Capabilities: ``observable`` and ``peek``. The readers read the mirror (see
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.queue import EMPTY, PUSH, RESET, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
-from .mirror import MirroredObject, queue_transitions
+from .mirror import queue_transitions
+from .mirrors import QueueMirror
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class RedisQueueStorage(MirroredObject, Generic[T]):
+class RedisQueueStorage(QueueMirror[T]):
     """A FIFO on a Redis list: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
@@ -70,25 +71,12 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def len(self) -> int:
-        return self._len
-
-    def is_closed(self) -> bool:
-        return self._closed
-
-    def capacity(self) -> int | None:
-        return self._capacity
-
     def peek(self) -> Any:
         return self._items[0] if self._len and self._items else EMPTY
 
     def elements(self) -> list[Any]:
         """The first ``view_limit`` elements as of the last refresh."""
         return list(self._items)
-
-    def _report_all(self) -> None:
-        if self._listener is not None:
-            self._listener(RESET, self._len)
 
     def _pushed(self, value: Any, result: list[Any]) -> None:
         """An element this process pushed counts at once (a pop waiting in this process
@@ -101,9 +89,6 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
         if self._listener is not None:
             self._listener(PUSH, length)
         self._changed()
-
-    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
-        self._listener = listener
 
     # -- operations ----------------------------------------------------------------------
 
@@ -121,10 +106,6 @@ class RedisQueueStorage(MirroredObject, Generic[T]):
             return QueuePushError.Full
         self._pushed(value, result)
         return None
-
-    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
-        result = await self.poll_many(1, timeout=timeout)
-        return result if isinstance(result, QueuePopError) else result[0]
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

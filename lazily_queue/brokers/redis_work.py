@@ -35,7 +35,6 @@ from ..core.work import (
     Delivery,
     PendingItem,
     Receipt,
-    WorkReader,
     change_mask,
     validate_config,
 )
@@ -44,7 +43,7 @@ from ..errors import InvalidConfiguration
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
-from .mirror import MirroredObject
+from .mirrors import WorkMirror
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -52,8 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP = "lq"
-EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
-                   | WorkReader.DEAD_LETTER_LEN)
 _SEQ_BITS = 20
 _COUNT_BITS = 10
 Waiting = tuple[tuple[str, int], "asyncio.Future[bool]"]
@@ -86,7 +83,7 @@ def split_delivery(delivery: int) -> tuple[str, int] | None:
     return entry_id(delivery >> _COUNT_BITS), delivery & ((1 << _COUNT_BITS) - 1)
 
 
-class RedisWorkQueueStorage(MirroredObject):
+class RedisWorkQueueStorage(WorkMirror):
     """A work queue on a Redis stream: the WorkQueueStorage seam, observable, on the
     server's clock."""
 
@@ -175,18 +172,6 @@ class RedisWorkQueueStorage(MirroredObject):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def pending_len(self) -> int:
-        return self._counts[0]
-
-    def is_empty(self) -> bool:
-        return self._counts[0] == 0
-
-    def in_flight_len(self) -> int:
-        return self._counts[1]
-
-    def dead_letter_len(self) -> int:
-        return self._counts[2]
-
     def pending(self) -> list[PendingItem]:
         """The first ``view_limit`` pending items (redeliveries first)."""
         return list(self._pending)
@@ -194,9 +179,6 @@ class RedisWorkQueueStorage(MirroredObject):
     def in_flight(self) -> list[Delivery]:
         """Up to ``view_limit`` live leases of every worker, by ``delivery_id``."""
         return list(self._in_flight)
-
-    def dead_letters(self) -> list[DeadLetter]:
-        return list(self._dead)
 
     def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
         grouped: dict[str, list[Delivery]] = {}
@@ -214,22 +196,6 @@ class RedisWorkQueueStorage(MirroredObject):
             "dead_letters": [letter.to_dict() for letter in self._dead],
         }
 
-    def _report_all(self) -> None:
-        if self._listener is not None:
-            self._listener(EVERY_READER)
-
-    def _pushed(self) -> None:
-        """An item this process pushed counts as pending at once (a claim waiting in this
-        process wakes without waiting for the refresh, which then confirms the count)."""
-        old = self._counts
-        self._counts = (old[0] + 1, old[1], old[2])
-        if self._listener is not None:
-            self._listener(change_mask(old, self._counts))
-        self._changed()
-
-    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
-        self._listener = listener
-
     # -- operations ----------------------------------------------------------------------
 
     def _note_now(self, now: float | None) -> None:
@@ -244,12 +210,6 @@ class RedisWorkQueueStorage(MirroredObject):
         entry = await self._backend.run("WORK_PUSH", self._keys[:1], [data, self._channel])
         self._pushed()
         return WT(item_id(entry), 0)
-
-    async def poll(
-        self, worker: str, now: float | None, *, timeout: float | None = None
-    ) -> WT[Delivery | None]:
-        leased = await self.poll_many(worker, 1, now, timeout=timeout)
-        return WT(leased.result[0] if leased.result else None, 0)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None

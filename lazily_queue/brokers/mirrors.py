@@ -1,0 +1,104 @@
+"""The read side broker queues and work queues share: counts mirrored from the broker,
+read synchronously by the cells' readers, reported to the cell's listener."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ..core.queue import RESET, QueuePopError
+from ..core.work import DeadLetter, Delivery, WorkReader, change_mask
+from ..core.work import WorkTransition as WT
+from ..storage.queue import QueueChangeListener
+from ..storage.work import WorkQueueChangeListener
+from .mirror import MirroredObject
+
+T = TypeVar("T")
+
+EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+                   | WorkReader.DEAD_LETTER_LEN)
+
+
+class QueueMirror(MirroredObject, Generic[T]):
+    """A broker queue's mirrored length, closed flag and capacity."""
+
+    _listener: QueueChangeListener | None
+    _len: int
+    _closed: bool
+    _capacity: int | None
+
+    def len(self) -> int:
+        return self._len
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(RESET, self._len)
+
+    def set_change_listener(self, listener: QueueChangeListener | None) -> None:
+        self._listener = listener
+
+    if TYPE_CHECKING:  # each broker queue implements it
+
+        async def poll_many(
+            self, n: int, *, timeout: float | None = None
+        ) -> list[T] | QueuePopError: ...
+
+    async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        result = await self.poll_many(1, timeout=timeout)
+        return result if isinstance(result, QueuePopError) else result[0]
+
+
+class WorkMirror(MirroredObject):
+    """A broker work queue's mirrored counts (pending, in flight, dead) and dead letters."""
+
+    _listener: WorkQueueChangeListener | None
+    _counts: tuple[int, int, int]
+    _dead: list[DeadLetter]
+
+    def pending_len(self) -> int:
+        return self._counts[0]
+
+    def is_empty(self) -> bool:
+        return self._counts[0] == 0
+
+    def in_flight_len(self) -> int:
+        return self._counts[1]
+
+    def dead_letter_len(self) -> int:
+        return self._counts[2]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return list(self._dead)
+
+    def _report_all(self) -> None:
+        if self._listener is not None:
+            self._listener(EVERY_READER)
+
+    def _pushed(self) -> None:
+        """An item this process pushed counts as pending at once (a claim waiting in this
+        process wakes without waiting for the refresh, which then confirms the count)."""
+        old = self._counts
+        self._counts = (old[0] + 1, old[1], old[2])
+        if self._listener is not None:
+            self._listener(change_mask(old, self._counts))
+        self._changed()
+
+    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
+        self._listener = listener
+
+    if TYPE_CHECKING:  # each broker work queue implements it
+
+        async def poll_many(
+            self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+        ) -> WT[list[Delivery]]: ...
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WT[Delivery | None]:
+        leased = await self.poll_many(worker, 1, now, timeout=timeout)
+        return WT(leased.result[0] if leased.result else None, 0)
