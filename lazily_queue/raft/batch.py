@@ -86,11 +86,12 @@ def encode_checked_op(
     :class:`~lazily_queue.errors.MessageTooLarge` for a message over ``message_limit``
     or an op over ``max_bytes``.
     """
-    tuples = values.scan(args, max_items=max_bytes, name=name)
+    simple = values.plain(args)
+    tuples = False if simple else values.scan(args, max_items=max_bytes, name=name)
     op = [seq, code, *args]
     try:
         encoded = values.dumps(op, tuples=tuples)
-    except cbor2.CBOREncodeError as exc:
+    except (cbor2.CBOREncodeError, UnicodeEncodeError) as exc:
         raise values.unsupported(name, str(exc)[:200]) from None
     if message_limit is not None and args:
         size = message_size(encoded, op, args[-1])
@@ -104,6 +105,8 @@ def encode_checked_op(
         raise MessageTooLarge(
             f"{name}: the operation of {len(encoded)} bytes (its names and values) exceeds "
             f"the {max_bytes}-byte replicated command limit", size=None, limit=max_bytes)
+    if simple:
+        return encoded  # plain scalars decode as they are
     try:
         VALUES.loads(encoded, max_bytes=len(encoded), max_depth=_OP_MAX_DEPTH)
     except UntrustedDataError as exc:

@@ -93,6 +93,22 @@ def scan(args: list[Any], *, max_items: int, name: str) -> bool:
     return tuples
 
 
+#: Types an op argument may have for :func:`plain` (ints are checked for size too).
+_PLAIN = frozenset({str, bytes, type(None), bool, float, int})
+_INT64 = 1 << 64
+
+
+def plain(args: list[Any]) -> bool:
+    """Whether every value in ``args`` is a scalar that CBOR writes without a tag (``str``,
+    ``bytes``, ``None``, ``bool``, ``float``, an ``int`` of at most 64 bits): such args
+    are in the model and decode on every replica as they are, with no scan needed."""
+    for value in args:
+        kind = type(value)
+        if kind not in _PLAIN or (kind is int and not -_INT64 <= value < _INT64):
+            return False
+    return True
+
+
 def _offender(kinds: set[type], items: Collection[Any]) -> str:
     kind = min(kinds, key=lambda k: k.__qualname__)
     bases = [b.__name__ for b in kind.__mro__[1:] if b in MODEL_TYPES]

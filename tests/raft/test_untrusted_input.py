@@ -319,9 +319,10 @@ def _nested(depth: int) -> Any:
         (2**5000, "bignum"),
         (_nested(100), "nesting deeper than"),
         (_nested(10_000), "nesting deeper than"),
+        ("a\ud800b", "surrogates not allowed"),
     ],
     ids=["int-key", "tuple-key", "int-set", "fraction", "complex", "object", "naive-datetime",
-         "huge-int", "nested-100", "nested-10000"],
+         "huge-int", "nested-100", "nested-10000", "lone-surrogate"],
 )
 def test_unsupported_values_are_refused_at_the_call(
     tmp_path: Path, value: Any, cause: str
@@ -342,6 +343,23 @@ def test_unsupported_values_are_refused_at_the_call(
     for view in m.views.values():
         assert view.queues["q"].elements() == ["fine"]
         assert view.applied_ops == 2  # the declaration and the one valid push
+
+
+def test_plain_scalars_at_the_edges_replicate_as_they_are(tmp_path: Path) -> None:
+    """Scalars skip the scan (ints up to 64 bits); the next int up takes the tagged path;
+    every replica gets equal values of the same types."""
+    values = [2**64 - 1, -(2**64), 2**64, -(2**64) - 1, 1.5, True, None, b"b", "s", ""]
+    m = Manual(tmp_path)
+    leader = m.elect()
+    m.declare_queue(leader)
+    for value in values:
+        m.propose(leader, C.QUEUE_PUSH, ["q", value])
+    for _ in range(10):
+        m.round()
+    for view in m.views.values():
+        got = view.queues["q"].elements()
+        assert got == values
+        assert [type(v) for v in got] == [type(v) for v in values]
 
 
 def test_oversized_operations_still_raise_value_error(tmp_path: Path) -> None:
