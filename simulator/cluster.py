@@ -157,6 +157,13 @@ class Cluster:
         return min(times) if times else None
 
     def _step_dirty(self) -> None:
+        self._step_all_dirty()
+        for n in sorted(self.nodes):  # nothing else is about to run on them
+            if n not in self._paused:
+                self.nodes[n].publish_commit(self._dispatch)
+        self._step_all_dirty()
+
+    def _step_all_dirty(self) -> None:
         rounds = 0
         while self._dirty:
             rounds += 1

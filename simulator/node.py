@@ -233,6 +233,12 @@ class SimNode:
         return (self._half(replica.tick, dispatch) and self._start_fsync(dispatch)
                 and self.replica is not None and replica.engine.is_leader)
 
+    def publish_commit(self, dispatch: Dispatch) -> None:
+        """A leader tells its followers a commit index they have not heard of, as the
+        driver does once no step is about to run."""
+        if self.replica is not None and not self.stalled and self.replica.commit_unsent:
+            self._half(self.replica.publish_commit, dispatch)
+
     def _half(self, half: Callable[[], Ready], dispatch: Dispatch) -> bool:
         assert self.replica is not None
         released, error = self.pipeline.stepped(half(), self.replica.journal.write)

@@ -21,6 +21,15 @@ class RaftPeer(_PsNode):  # type: ignore[misc]
 
     def __init__(self, node_id: str, **kwargs: Any) -> None:
         super().__init__(str(node_id), **kwargs)
+        self._hash = hash(self._id)
+
+    # The library hashes and compares members many times a step (its dicts and sets are
+    # keyed by them): the same identity as the library's, without its property lookups.
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _PsNode) and self._id == other.id)
 
 
 class EngineTransport(_PsTransport):  # type: ignore[misc]

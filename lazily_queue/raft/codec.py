@@ -62,12 +62,12 @@ def _is_int(value: Any) -> bool:
 
 
 def _check(name: str, spec: Any, value: Any) -> Any:
-    if spec is _INT:
-        if not _is_int(value) or value < 0:
+    if spec is _INT:  # decoded CBOR ints are exact ints (bools are their own type)
+        if type(value) is not int or not 0 <= value <= MAX_INT:
             raise FrameError(f"field {name!r} must be an int in 0..2**63-1")
         return value
     if spec is _BOOL:
-        if not isinstance(value, bool):
+        if type(value) is not bool:
             raise FrameError(f"field {name!r} must be a bool")
         return value
     if spec is bytes:

@@ -11,7 +11,10 @@ covering their writes). While fsyncs are quick (:mod:`.fsync`) they run on the l
 thread, the first between the two halves, so a leader's tick counts its own copy of what
 it just appended (a cluster of one commits in the step that appended); while they are
 slow they run on a worker thread, one covering every step written while the previous one
-ran. A timer keeps the engine ticking for heartbeats and elections. Exceptions around
+ran. A leader's new commit index reaches the followers with its next append or, when no
+step is about to run, right after the loop's other ready callbacks (the caller whose
+operation committed runs first). A timer keeps the engine ticking for heartbeats and
+elections. Exceptions around
 delivery and stepping are logged, never fatal; a malformed frame closes that link.
 
 When the disk refuses a write or an fsync (full, failing), the node stops stepping: it
@@ -71,6 +74,7 @@ class Driver:
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
         self._stepping = False
+        self._publishing = False  # a commit publication is scheduled
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
@@ -286,6 +290,21 @@ class Driver:
             self._advance()
         finally:
             self._stepping = False
+        self.network.flush()
+        if not self._publishing and self._loop is not None and self.replica.commit_unsent:
+            self._publishing = True
+            self._loop.call_soon(self._publish_commit)
+
+    def _publish_commit(self) -> None:
+        """A leader's new commit index reaches the followers now unless a step is about to
+        run (it appends what was proposed meanwhile, commit index included, or schedules
+        this again)."""
+        self._publishing = False
+        if (self._scheduled and self._input) or self._stepping or not self._running:
+            return
+        if self.pipeline.stall is not None:
+            return
+        self._half(self.replica.publish_commit)
         self.network.flush()
 
     def _advance(self) -> None:

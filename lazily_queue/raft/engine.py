@@ -5,6 +5,11 @@ The engine owns no socket, thread or timer. The driver feeds it messages
 wants sent through the ``send`` callback. The journal and snapshot store are ours
 (durable, checksummed, CBOR). One replicated method applies one command batch; the
 leader stamps the batch with its wall-clock time as it accepts it.
+
+A leader sends AppendEntries once after appending the commands of a step (however many),
+on its heartbeat, and when asked to publish a commit index it has not sent yet
+(:meth:`RaftEngine.send_commit`): the driver asks once nothing else is about to run, so
+under load the commit index rides on the next append instead of costing a round trip.
 """
 
 from __future__ import annotations
@@ -126,9 +131,11 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         self._reset_floors: dict[Any, int] = {}
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
+        self._commit_sent = 0  # the commit index of the last AppendEntries sent
+        self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
             autoTick=False,
-            appendEntriesUseBatch=False,
+            appendEntriesUseBatch=True,  # appends are sent as described in the docstring
             commandsWaitLeader=False,
             dynamicMembershipChange=True,
             useFork=False,
@@ -151,7 +158,8 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         transport = EngineTransport(send, self._on_membership)
         others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
         snapshots.member_factory = RaftPeer
-        with patches.engine_env(clock, self._rng):
+        self._env = patches.engine_env(clock, self._rng)
+        with self._env:
             super().__init__(
                 RaftPeer(self._node_id),
                 others,
@@ -171,6 +179,13 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             )
             self._SyncObj__needLoadDumpFile = False
             self._committed = 0
+            send_appends: Callable[[], None] = self._SyncObj__sendAppendEntries  # type: ignore[has-type]
+
+            def sending_appends() -> None:
+                self._commit_sent = int(self._SyncObj__raftCommitIndex)
+                send_appends()
+
+            self._SyncObj__sendAppendEntries = sending_appends
             wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.read() is not None:
                 self._SyncObj__loadDumpFile(clearJournal=False)
@@ -199,7 +214,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
                 f"command of {len(payload)} bytes exceeds the {self.max_command_bytes}-byte "
                 "limit"
             )
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
@@ -246,7 +261,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             self._committed = self.commit_index  # the clamp's floor
             self.pre_vote.before_tick()
             if self._journal.size_bytes >= max(self._compaction_bytes, self._snapshots.size):
@@ -257,19 +272,35 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         """Append the commands proposed since the last tick now, as a tick does last (a
         follower forwards them to its leader)."""
         if self._commands:
-            with patches.engine_env(self._clock, self._rng):
+            with self._env:
                 self._checkCommandsToApply()
 
     def _checkCommandsToApply(self) -> None:
         if self._commands:  # the library's loop reads the clock and raises per call
+            last = self._journal.last_index
             super()._checkCommandsToApply()
+            if self._journal.last_index != last and self._isLeader():
+                self._SyncObj__sendAppendEntries()  # one append for all of them
+
+    @property
+    def commit_unsent(self) -> bool:
+        """A leader whose commit index passed the one its last AppendEntries carried."""
+        return (int(self._SyncObj__raftCommitIndex) > self._commit_sent
+                and bool(self._SyncObj__otherNodes) and bool(self._isLeader()))
+
+    def send_commit(self) -> None:
+        """Tell the followers the commit index now (an AppendEntries, with whatever entries
+        they lack), when :attr:`commit_unsent`."""
+        if self.commit_unsent:
+            with self._env:
+                self._SyncObj__sendAppendEntries()
 
     def deliver(self, peer_id: str, message: dict[str, Any]) -> None:
         """Hand one decoded message from ``peer_id`` to the consensus logic."""
-        node = RaftPeer(peer_id)
-        if node not in self._SyncObj__otherNodes:
+        node = self._member(peer_id)
+        if node is None:
             return
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             kind = message["type"]
             if kind in _VOTES and self.rejoining:
                 floor = rejoin.floor_of(self._journal.meta)
@@ -320,6 +351,16 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             else:
                 self._SyncObj__onMessageReceived(node, message)
 
+    def _member(self, peer_id: str) -> RaftPeer | None:
+        """The library's own object for member ``peer_id`` (its dict lookups then match
+        by identity), or ``None`` when it is not a member."""
+        others = self._SyncObj__otherNodes
+        node = self._members.get(peer_id)
+        if node is None or node not in others:
+            self._members = {str(n.id): n for n in others}
+            node = self._members.get(peer_id)
+        return node
+
     @property
     def rejoining(self) -> bool:
         """Whether this member was wiped and its log is still below its floor: it collects
@@ -354,7 +395,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def peer_connected(self, peer_id: str, up: bool) -> None:
         node = RaftPeer(peer_id)
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             if up:
                 self._SyncObj__transport._onNodeConnected(node)
             else:
@@ -373,7 +414,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
 
     def add_member(self, peer_id: str, callback: Answer) -> None:
         command = patches.safe_dumps(["add", str(peer_id)])
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             self._applyCommand(command, _translated(callback), _MEMBERSHIP)
 
     def remove_member(self, peer_id: str, callback: Answer) -> None:
@@ -381,11 +422,11 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             callback(None, Outcome.REQUEST_DENIED)
             return
         command = patches.safe_dumps(["rem", str(peer_id)])
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             self._applyCommand(command, _translated(callback), _MEMBERSHIP)
 
     def transfer_leadership(self, peer_id: str | None, callback: Answer) -> None:
-        with patches.engine_env(self._clock, self._rng):
+        with self._env:
             self.transferLeadership(None if peer_id is None else RaftPeer(peer_id),
                                     _translated(callback))
 

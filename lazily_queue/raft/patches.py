@@ -10,7 +10,8 @@ Process-wide patches (installed once by :func:`install`):
   pure-Python unpickler is removed.
 - ``no-pipe-notifier``: with ``appendEntriesUseBatch=False`` the library writes one byte
   per submitted command into a pipe; 65,536 submits between ticks raise
-  ``BlockingIOError``. Our driver ticks on its own, so the notifier is disabled.
+  ``BlockingIOError``. Our driver ticks on its own, so the notifier is disabled (and the
+  engine's configuration, below, never creates one).
 - ``journal-object``: ``createJournal`` accepts a ready journal object, so the engine
   runs on our durable, checksummed journal instead of the library's unsynced one.
 - ``snapshot-object``: the internal ``Serializer`` may be replaced by a ready object, so
@@ -69,7 +70,10 @@ message delivery; each can be switched off for tests that demonstrate the defect
   wrapped: the failure is logged and counted and the entry is skipped on every node.
 
 Configuration the engine always uses (see ``RaftEngine``): ``appendEntriesUseBatch``
-off (otherwise entries replicate once per heartbeat period), ``leaderFallbackTimeout``
+on, with the engine sending an AppendEntries itself after each round of appends and
+when the driver publishes a new commit index (the library would send them only once per
+heartbeat period; with the option off it sends one per command and another after every
+commit), ``leaderFallbackTimeout``
 about one second (otherwise a cut-off leader accepts writes for 30 s), no fork for
 snapshots, and replicated commands kept below 64 KiB (the library's chunking of larger
 entries is broken).
@@ -157,15 +161,27 @@ class _RandomProxy:
         return getattr(_env.rng, name)
 
 
-@contextmanager
-def engine_env(clock: Callable[[], float], rng: _stdlib_random.Random) -> Iterator[None]:
-    """Route the library's time and randomness to ``clock`` / ``rng`` inside the block."""
-    saved_clock, saved_rng = _env.clock, _env.rng
-    _env.clock, _env.rng = clock, rng
-    try:
-        yield
-    finally:
-        _env.clock, _env.rng = saved_clock, saved_rng
+class _Routed:
+    """The block of :func:`engine_env` (a plain class: it runs several times a step)."""
+
+    __slots__ = ("_clock", "_rng", "_saved")
+
+    def __init__(self, clock: Callable[[], float], rng: _stdlib_random.Random) -> None:
+        self._clock, self._rng = clock, rng
+        self._saved: list[tuple[Callable[[], float], _stdlib_random.Random]] = []
+
+    def __enter__(self) -> None:
+        self._saved.append((_env.clock, _env.rng))
+        _env.clock, _env.rng = self._clock, self._rng
+
+    def __exit__(self, *_: object) -> None:
+        _env.clock, _env.rng = self._saved.pop()
+
+
+def engine_env(clock: Callable[[], float], rng: _stdlib_random.Random) -> _Routed:
+    """Route the library's time and randomness to ``clock`` / ``rng`` inside the block
+    (``with engine_env(clock, rng):``; blocks may nest)."""
+    return _Routed(clock, rng)
 
 
 # -- installation ---------------------------------------------------------------------------

@@ -240,6 +240,17 @@ class Replica:
             self.journal.sync()
         return self._take_ready()
 
+    @property
+    def commit_unsent(self) -> bool:
+        """This leader committed past the index its followers were last told."""
+        return bool(self.engine.commit_unsent)
+
+    def publish_commit(self) -> Ready:
+        """Tell the followers the commit index now (a driver calls this once no step is
+        about to run: a step that appends carries it anyway). Same rules as :meth:`step`."""
+        self.engine.send_commit()
+        return self._take_ready()
+
     def _prepare(self) -> None:
         now = self.clock()
         self._check_quorum(now)

@@ -11,6 +11,7 @@ from lazily_queue.raft.codec import decode_frame, encode_frames
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import EngineConfig
 from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.ready import Ready
 from lazily_queue.raft.replica import Replica, ReplicaConfig
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import StateMachine
@@ -69,7 +70,12 @@ class Manual:
         return replica
 
     def step(self, node: str) -> None:
-        ready = self.replicas[node].step()
+        replica = self.replicas[node]
+        self._release(node, replica.step())
+        if replica.commit_unsent:  # as a driver does once no other step is due
+            self._release(node, replica.publish_commit())
+
+    def _release(self, node: str, ready: Ready) -> None:
         for peer, messages in ready.messages.items():
             for frame in encode_frames(messages):
                 for message in decode_frame(frame):

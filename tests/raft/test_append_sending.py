@@ -1,0 +1,91 @@
+"""When a leader sends AppendEntries: once per step for all it appended, and a new commit
+index either with the next append or when the driver publishes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lazily_queue.raft.codec import decode_frame, encode_frames
+from lazily_queue.raft.ready import Ready
+from lazily_queue.replicated import ops as C
+
+from .harness import Manual
+
+
+def _appends(ready: Ready, peer: str) -> list[dict[str, Any]]:
+    return [m for m in ready.messages.get(peer, []) if m["type"] == "append_entries"]
+
+
+def _send(cluster: Manual, src: str, ready: Ready) -> None:
+    for peer, messages in ready.messages.items():
+        for frame in encode_frames(messages):
+            for message in decode_frame(frame):
+                cluster.in_flight.append((src, peer, message))
+
+
+def test_one_append_per_follower_carries_every_command_a_step_appended(
+    tmp_path: Path,
+) -> None:
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    cluster.declare_queue(leader)
+    followers = [n for n in cluster.ids if n != leader]
+    for i, node in enumerate(followers):  # forwarded to the leader as commands of their own
+        cluster.propose(node, C.QUEUE_PUSH, ["q", f"from {node}"])
+        cluster.step(node)
+    cluster.deliver()
+    cluster.propose(leader, C.QUEUE_PUSH, ["q", "from the leader"])
+    before = cluster.replicas[leader].journal.last_index
+    ready = cluster.replicas[leader].step()
+    assert cluster.replicas[leader].journal.last_index == before + 3
+    for peer in followers:
+        appends = _appends(ready, peer)
+        assert len(appends) == 1
+        assert [e[1] for e in appends[0]["entries"]] == [before + 1, before + 2, before + 3]
+
+
+def test_a_new_commit_index_rides_on_the_next_append_or_is_published(
+    tmp_path: Path,
+) -> None:
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    cluster.declare_queue(leader)
+    replica = cluster.replicas[leader]
+    followers = [n for n in cluster.ids if n != leader]
+
+    def acknowledged(ready: Ready) -> Ready:
+        """Deliver the leader's appends, the followers' acknowledgements, step the leader."""
+        _send(cluster, leader, ready)
+        cluster.deliver()
+        for node in followers:
+            cluster.step(node)
+        cluster.deliver()
+        return replica.step()
+
+    cluster.propose(leader, C.QUEUE_PUSH, ["q", "a"])
+    committing = acknowledged(replica.step())
+    assert replica.engine.commit_index == replica.journal.last_index
+    assert all(_appends(committing, peer) == [] for peer in followers)
+    assert replica.commit_unsent
+    # The next proposal's append carries the commit index: nothing left to publish.
+    cluster.propose(leader, C.QUEUE_PUSH, ["q", "b"])
+    ready = replica.step()
+    assert not replica.commit_unsent
+    for peer in followers:
+        (append,) = _appends(ready, peer)
+        assert append["commit_index"] == replica.engine.commit_index
+    # With nothing proposed, publishing sends the commit index on its own.
+    acknowledged(ready)
+    assert replica.commit_unsent
+    published = replica.publish_commit()
+    assert not replica.commit_unsent
+    for peer in followers:
+        (append,) = _appends(published, peer)
+        assert append["commit_index"] == replica.engine.commit_index
+    assert _appends(replica.publish_commit(), followers[0]) == []  # nothing new to say
+    _send(cluster, leader, published)
+    cluster.deliver()
+    for node in followers:
+        cluster.step(node)
+        assert cluster.replicas[node].engine.last_applied == replica.engine.commit_index
