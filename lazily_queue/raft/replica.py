@@ -44,7 +44,7 @@ from .snapshot import SnapshotError, SnapshotStore
 log = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Proposal:
     """One operation on its way through the log."""
 
@@ -157,6 +157,9 @@ class Replica:
             on_membership=self._on_membership,
             on_state=self._on_state,
         )
+        #: Per op code: its name and the message limit its last argument obeys (or None).
+        self._op_kinds: dict[int, tuple[str, int | None]] = {}
+        self._max_op_bytes = self.config.max_command_bytes - 1024
         self.session = self.rng.getrandbits(62) + 1
         self._next_seq = 1
         self._unresolved: dict[int, Proposal] = {}
@@ -185,11 +188,14 @@ class Replica:
         over the command limit.
         """
         seq = self._next_seq
-        config = self.config
+        kind = self._op_kinds.get(code)
+        if kind is None:
+            config = self.config
+            kind = self._op_kinds[code] = (
+                self.fsm.op_name(code),
+                config.max_message_bytes if self.fsm.carries_message(code) else None)
         encoded = encode_checked_op(
-            seq, code, args, max_bytes=config.max_command_bytes - 1024,
-            name=self.fsm.op_name(code),
-            message_limit=config.max_message_bytes if self.fsm.carries_message(code) else None)
+            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
         self._next_seq += 1
         p = Proposal(seq, code, args, encoded, self.clock() + timeout, on_done, on_orphan)
         self._unresolved[seq] = p
