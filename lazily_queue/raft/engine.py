@@ -182,7 +182,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
             send_appends: Callable[[], None] = self._SyncObj__sendAppendEntries  # type: ignore[has-type]
 
             def sending_appends() -> None:
-                self._commit_sent = int(self._SyncObj__raftCommitIndex)
+                self._commit_sent = self.commit_index
                 send_appends()
 
             self._SyncObj__sendAppendEntries = sending_appends

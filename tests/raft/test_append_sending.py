@@ -31,7 +31,7 @@ def test_one_append_per_follower_carries_every_command_a_step_appended(
     leader = cluster.elect()
     cluster.declare_queue(leader)
     followers = [n for n in cluster.ids if n != leader]
-    for i, node in enumerate(followers):  # forwarded to the leader as commands of their own
+    for node in followers:  # forwarded to the leader as commands of their own
         cluster.propose(node, C.QUEUE_PUSH, ["q", f"from {node}"])
         cluster.step(node)
     cluster.deliver()
