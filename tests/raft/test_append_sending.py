@@ -3,9 +3,13 @@ index either with the next append or when the driver publishes it."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lazily_queue import testing
 from lazily_queue.raft.codec import decode_frame, encode_frames
 from lazily_queue.raft.ready import Ready
 from lazily_queue.replicated import ops as C
@@ -89,3 +93,38 @@ def test_a_new_commit_index_rides_on_the_next_append_or_is_published(
     for node in followers:
         cluster.step(node)
         assert cluster.replicas[node].engine.last_applied == replica.engine.commit_index
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for ``predicate`` (a hang detector, not a timing bound)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.005)
+
+
+async def test_followers_learn_a_commit_without_a_heartbeat_or_another_push(
+    tmp_path: Path,
+) -> None:
+    """With every timer and heartbeat silenced, a push's commit still reaches the
+    followers (the driver publishes it), so they apply it and a follower's own push,
+    which completes only once applied there, completes too."""
+    async with testing.cluster(3, data_dir=tmp_path, maintenance_interval=None) as c:
+        leader = await c.leader()
+        await leader.queue("q").push("a")
+        await c.settle()
+        loop = asyncio.get_running_loop()
+        for node in c.running:
+            driver = node.driver
+            driver.tick_interval = 3600.0
+            await _until(lambda d=driver: d._timer is not None  # type: ignore[misc]
+                         and d._timer.when() > loop.time() + 60)
+        leader.driver.replica.engine._SyncObj__conf.appendEntriesPeriod = 3600.0
+        followers = [n for n in c.running if n is not leader]
+        await leader.queue("q").push("b")
+        await _until(lambda: all(f.view.queue("q").elements() == ["a", "b"]  # type: ignore[union-attr]
+                                 for f in followers))
+        await asyncio.wait_for(followers[0].queue("q").push("c"), 10)
+        await _until(lambda: all(n.view.queue("q").elements() == ["a", "b", "c"]  # type: ignore[union-attr]
+                                 for n in c.running))
