@@ -237,3 +237,20 @@ def test_a_newer_snapshot_is_still_installed() -> None:
     assert follower.snapshots.installed == 1
     assert follower.journal.last_index == 9
     assert follower.snapshots.refused_stale == 0
+
+
+def test_the_simulator_fails_a_run_when_a_committed_entry_loses_its_majority() -> None:
+    from simulator.cluster import Cluster
+    from simulator.history import Violation
+    from simulator.scenario import Scenario
+
+    cluster = Cluster(Scenario(seed=1))
+    for n in cluster.node_ids:
+        cluster.start_node(n)
+    cluster.run_until(3.0)
+    assert cluster._kept is not None  # a leader was elected and committed its first entry
+    index, term, members = cluster._kept
+    cluster._check_kept()
+    cluster._kept = (index + 1000, term, members)  # an entry no member holds
+    with pytest.raises(Violation, match="held durably only by"):
+        cluster._check_kept()
