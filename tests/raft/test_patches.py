@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import random
 from pathlib import Path
 
 import pysyncobj.pickle as ps_pickle
@@ -293,3 +294,20 @@ def test_one_membership_change_at_a_time(tmp_path: Path) -> None:
         members, committed_alone = _cut_off_leader_shrinks_to_one(tmp_path / "stock")
     # Stock: a leader nobody hears removed both followers and now commits on its own.
     assert len(members) == 1 and committed_alone
+
+
+def test_the_engine_clock_is_routed_inside_nested_blocks_and_restored_after_errors() -> None:
+    library = ps_syncobj
+    outer = patches.engine_env(lambda: 1.0, random.Random(1))
+    inner = patches.engine_env(lambda: 2.0, random.Random(2))
+    before = library.monotonicTime()
+    with outer:
+        assert library.monotonicTime() == 1.0
+        with pytest.raises(RuntimeError), inner:
+            assert library.monotonicTime() == 2.0
+            raise RuntimeError("inside")
+        assert library.monotonicTime() == 1.0
+        with outer:  # the same block again, nested in itself
+            assert library.monotonicTime() == 1.0
+        assert library.monotonicTime() == 1.0
+    assert library.monotonicTime() != 1.0 and library.monotonicTime() >= before
