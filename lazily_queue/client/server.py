@@ -144,7 +144,7 @@ class ClientServer:
     def on_listen_address(self) -> tuple[CredentialLookup, ChannelHandler] | None:
         """What the node's mesh needs to hand client links here (``None`` when clients
         have addresses of their own)."""
-        return (self.access.token, self.serve) if self.access.listen is None else None
+        return (self.access.credential, self.serve) if self.access.listen is None else None
 
     async def start(self) -> None:
         """Listen on the access's own addresses, if it has them (else the node's mesh
@@ -163,7 +163,7 @@ class ClientServer:
             for address in self.access.listen:
                 tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")
                        else None)
-                context = listen(address, config, self.serve, credentials=self.access.token,
+                context = listen(address, config, self.serve, credentials=self.access.credential,
                                  accept_peer=lambda _peer: "this address serves clients only",
                                  ssl_context=tls)
                 listener = await context.__aenter__()
