@@ -161,6 +161,12 @@ MUTATIONS = [
          "test_an_answer_lost_with_its_member_is_retried_and_applied_once"),
         "a client's op retried through another member applies at most once"),
     Mutation(
+        "client-certificate-unchecked", "transports/lazily_transports/_core/_authentication.py",
+        "        refusal = found(self.channel.peer_certificate())",
+        "        refusal = None",
+        ("tests/client/test_client_certificates.py",),
+        "a client's TLS certificate must be the one its grant names (subject, fingerprint)"),
+    Mutation(
         "client-is-a-peer", "transports/lazily_transports/mesh.py",
         "        if channel.extra(LinkAttribute.credential, None) is not None:",
         "        if False:",

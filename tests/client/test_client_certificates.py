@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,29 +68,27 @@ def _node(pki: PKI, grants: list[ClientGrant], *, required: bool = True,
                 secret=b"cluster-secret", clients=access)
 
 
-@pytest.fixture
-async def member(pki: PKI) -> AsyncIterator[Node]:
-    grants = [ClientGrant("web", certificate_subject="CN=web", produce=["jobs"],
-                          consume=["jobs"]),
-              ClientGrant("ops", certificate_subject="CN=ops", admin=["*"])]
-    async with _node(pki, grants) as node:
-        await node.wait_for_leader()
-        yield node
-
-
 def _address(node: Node) -> str:
     assert node.clients is not None
     return node.clients.addresses[0]
 
 
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
 async def test_a_client_proves_its_name_by_its_certificate_and_keeps_its_permissions(
-        pki: PKI, member: Node) -> None:
-    async with connect(_address(member), pki.client("web")) as client:
-        await client.queue("jobs").push("resize")
-        with pytest.raises(PermissionDenied, match="produce"):
-            await client.queue("billing").push("nope")
-        assert await client.queue("jobs").pop() == "resize"
-    assert member.view.queue("billing") is None  # nothing of the refused push applied
+        pki: PKI, scheme: str) -> None:
+    grants = [ClientGrant("web", certificate_subject="CN=web", produce=["jobs"],
+                          consume=["jobs"])]
+    listen = "tls://127.0.0.1:0" if scheme == "tls" else "wss://127.0.0.1:0/clients"
+    access = ClientAccess(grants, listen=[listen], ssl_context=pki.server())
+    async with Node(1, data_dir=None, durability="none", secret=b"cluster-secret",
+                    listen=f"unix://{pki.directory}/n.sock", clients=access) as member:
+        await member.wait_for_leader()
+        async with connect(_address(member), pki.client("web")) as client:
+            await client.queue("jobs").push("resize")
+            with pytest.raises(PermissionDenied, match="its certificate lacks the produce"):
+                await client.queue("billing").push("nope")
+            assert await client.queue("jobs").pop() == "resize"
+        assert member.view.queue("billing") is None  # nothing of the refused push applied
 
 
 @pytest.mark.parametrize("case", ["expired", "other CA", "another client's", "unknown name",
