@@ -158,7 +158,8 @@ MUTATIONS = [
         "        if floor > session.floor:",
         ("tests/replicated/test_client_sessions.py",
          "tests/client/test_client_cluster.py::"
-         "test_an_answer_lost_with_its_member_is_retried_and_applied_once"),
+         "test_an_answer_lost_with_its_member_is_retried_and_applied_once",
+         "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's op retried through another member applies at most once"),
     Mutation(
         "client-certificate-unchecked", "transports/lazily_transports/_core/_authentication.py",
