@@ -64,9 +64,9 @@ class History:
                 )
             return
         self.digests[index] = digest
-        for key in ran:
+        for k, key in enumerate(ran):
             first = self.client_runs.setdefault(key, index)
-            if first != index:
+            if first != index or key in ran[:k]:
                 self.fail(f"client op {key[0]:x}/{key[1]} was applied twice: at index "
                           f"{first} and again at {index} (a retry not deduplicated)")
         try:
