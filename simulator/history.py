@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
-from lazily_queue.replicated.ops import CLIENT_OP
+from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS
 from lazily_queue.replicated.state_machine import StateMachine
 
 
@@ -77,12 +77,10 @@ class History:
             return
         entry: list[AppliedOp] = []
         for op, result in zip(ops, results, strict=True):
-            applied = AppliedOp(index, session, op[0], op[1], op[2:], result, stamp)
-            if op[1] == CLIENT_OP and len(op) >= 6 and all(type(v) is int for v in op[2:6]):
-                self.client_ops += 1
-                applied = AppliedOp(index, op[2], op[3], op[5], op[6:], result, stamp)
-            entry.append(applied)
-            self.results.setdefault((applied.session, applied.seq), applied)
+            for applied in _unwrapped(index, session, op, result, stamp):
+                self.client_ops += applied.session != session
+                entry.append(applied)
+                self.results.setdefault((applied.session, applied.seq), applied)
         self.ops[index] = entry
 
     def fail(self, message: str) -> NoReturn:
@@ -102,6 +100,21 @@ class History:
         for index in sorted(self.ops):
             out.extend(self.ops[index])
         return out
+
+
+def _unwrapped(index: int, session: int, op: list[Any], result: Any, stamp: int
+               ) -> list[AppliedOp]:
+    """``op`` as the ops it applied: a client's (``CLIENT_OP``) under the client's session
+    and number, each of a ``CLIENT_OPS`` group likewise, any other under the batch's."""
+    code, args = op[1], op[2:]
+    if code == CLIENT_OP and len(args) >= 4 and all(type(v) is int for v in args[:4]):
+        return [AppliedOp(index, args[0], args[1], args[3], args[4:], result, stamp)]
+    if (code == CLIENT_OPS and len(args) >= 3 and type(args[0]) is int
+            and isinstance(result, list) and len(result) == len(args) - 2
+            and all(type(o) is list and len(o) >= 2 for o in args[2:])):
+        return [AppliedOp(index, args[0], o[0], o[1], o[2:], r, stamp)
+                for o, r in zip(args[2:], result, strict=True)]
+    return [AppliedOp(index, session, op[0], code, args, result, stamp)]
 
 
 class RecordingStateMachine(StateMachine):

@@ -8,6 +8,8 @@ sends them. When its member crashes, is partitioned away (the attempt times out)
 cannot commit, it links to another member and sends the same push again under the same
 number, until one answer arrives; sometimes it also sends it through a second member
 while the first attempt is still in flight (a client that gave up on a slow member).
+Each attempt goes alone (``CLIENT_OP``) or as a member groups a client's ops
+(``CLIENT_OPS``).
 The replicated state machine must apply each number once: the checker finds a push
 applied twice (:mod:`.history` records each client op that really ran), and one that
 was acknowledged but is not in the log.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any
 
 from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
@@ -44,6 +47,7 @@ class SessionProducer(Client):
         #: A value the bounded queue refused: pushed again under a new number.
         self.again: str | None = None
         self.attempts = 0
+        self.grouped = False
         self.retries = 0
         self.moves = 0
 
@@ -64,9 +68,9 @@ class SessionProducer(Client):
             self.seq += 1
             self.pending = (self.seq, value)
         seq, value = self.pending
-        args = [self.session, seq, seq, C.QUEUE_PUSH, QUEUE, value]
-        obs = self.call(C.CLIENT_OP, args, self._done,
-                        timeout=self.rng.uniform(0.3, 2.0))
+        args = self._wrapped(seq, value)
+        self.grouped = args[0] == C.CLIENT_OPS
+        obs = self.call(args[0], args[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
         if obs is None:
             return
         self.attempts += 1
@@ -77,15 +81,26 @@ class SessionProducer(Client):
         if roll < DOUBLE_SEND:
             others = [n for n in self._running() if n != self.node]
             if others:
-                self.cluster.propose_detached(self.rng.choice(others), C.CLIENT_OP, args,
+                again = self._wrapped(seq, value)
+                self.cluster.propose_detached(self.rng.choice(others), again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
         elif roll < DOUBLE_SEND + 0.05:
             self.cluster.resubmit_later(self.node, member_seq)
+
+    def _wrapped(self, seq: int, value: str) -> list[Any]:
+        """``[code, *args]`` of the push: alone (``CLIENT_OP``) or, as a member groups a
+        client's ops, in a ``CLIENT_OPS`` group of one."""
+        if self.rng.random() < 0.5:
+            return [C.CLIENT_OP, self.session, seq, seq, C.QUEUE_PUSH, QUEUE, value]
+        return [C.CLIENT_OPS, self.session, seq, [seq, C.QUEUE_PUSH, QUEUE, value]]
 
     def _running(self) -> list[str]:
         return [n for n in self.cluster.member_ids() if self.cluster.running(n)]
 
     def _done(self, obs: Observed) -> None:
+        if obs.outcome == OK and self.grouped:
+            assert isinstance(obs.result, list) and len(obs.result) == 1, obs.result
+            obs.result = obs.result[0]  # the group's results: this push's alone
         if obs.outcome == OK:
             self.pending = None
             if obs.result == QueuePushError.Full:

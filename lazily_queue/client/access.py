@@ -243,7 +243,7 @@ class ClientAccess:
         grants: Iterable[ClientGrant],
         *,
         listen: str | Sequence[str] | None = None,
-        max_in_flight: int = 128,
+        max_in_flight: int = 512,
         max_total_in_flight: int = 1024,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:

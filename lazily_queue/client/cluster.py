@@ -72,7 +72,7 @@ class ClusterClient(NodeCells):
         context: Context | None = None,
         op_timeout: float = 10.0,
         connect_timeout: float = 5.0,
-        max_in_flight: int = 128,
+        max_in_flight: int = 256,
         ping_interval: float = 1.0,
         ping_timeout: float = 5.0,
         prefer_leader: bool = True,
