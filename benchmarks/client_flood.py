@@ -182,9 +182,12 @@ def main() -> int:
         out = asyncio.run(run(args.flooders, args.seconds))
     finally:
         reap()
+    from lazily_queue import ClientAccess
+
     print(f"{args.flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
-          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most 128 "
-          "requests per client and 1,024 in all")
+          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most "
+          f"{ClientAccess([]).max_in_flight} requests per client and "
+          f"{ClientAccess([]).max_total_in_flight:,} in all")
     print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
           f"the flood: {', '.join(out['leaders_seen'])} -> "
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")
