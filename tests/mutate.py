@@ -176,6 +176,13 @@ MUTATIONS = [
          "test_more_outstanding_than_the_session_window_waits_for_the_floor",),
         "a group of a client's ops is checked against the session window as its last op"),
     Mutation(
+        "client-ops-held-while-waiting", "lazily_queue/client/server.py",
+        "                        self._flush_ops(conn)  # ops waiting here must not hold their"
+        " slots\n",
+        "",
+        ("tests/client/test_client_batching.py",),
+        "ops a member read are proposed before it waits for a client's slots"),
+    Mutation(
         "client-certificate-unchecked", "transports/lazily_transports/_core/_authentication.py",
         "        refusal = found(self.channel.peer_certificate())",
         "        refusal = None",

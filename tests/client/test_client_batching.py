@@ -74,3 +74,22 @@ def test_groups_keep_order_and_send_what_they_cannot_size_alone() -> None:
     assert [[o.rid for o in g] for g in groups] == [[1], [2], [3, 4], [5], [6]]
     assert batching.client_ops(9, groups[2]) == [
         9, 2, [3, ops.QUEUE_POP, "q"], [4, ops.QUEUE_PUSH, "q", "é" * 600]]
+
+
+async def test_ops_waiting_for_a_members_slots_do_not_hold_back_those_read() -> None:
+    """A member serving 4 requests of this client at once: the ops it read are proposed
+    before it waits for a slot, so 64 pushes outstanding all complete."""
+    from lazily_queue import ClientAccess, ClientGrant, testing
+    from tests.client.test_client_cluster import TOKEN
+
+    def options(node_id: str) -> testing.NodeOptions:
+        grant = ClientGrant("web", TOKEN, produce=["*"], consume=["*"])
+        return {"clients": ClientAccess([grant], listen=f"memory://slots-{node_id}",
+                                        max_in_flight=4)}
+
+    async with testing.cluster(3, node_options=options), client_of(
+            [f"memory://slots-{i}" for i in (1, 2, 3)], max_in_flight=64) as client:
+        q = client.queue("slots")
+        await asyncio.wait_for(asyncio.gather(*(q.push(i) for i in range(64))), 30)
+        await client.barrier()
+        assert await q.pop_many(100) == list(range(64))
