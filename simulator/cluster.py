@@ -322,15 +322,16 @@ class Cluster:
         if self._kept is None:
             return
         index, term, members = self._kept
+        for node in self.nodes.values():
+            if (node.replica is not None
+                    and tuple(sorted(node.replica.engine.members)) != members):
+                return  # a change not yet seen by every running member
         excused = 0
         holders = []
         for m in members:
             node = self.nodes.get(m)
             if node is None:
                 continue
-            replica = node.replica
-            if replica is not None and tuple(sorted(replica.engine.members)) != members:
-                return
             if node.lost_data and node.replica is not None and node.holds(index, term):
                 node.lost_data = False  # caught up since (while down, its disk is unread)
             if node.lost_data:
