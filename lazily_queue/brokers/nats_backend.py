@@ -20,7 +20,6 @@ Durability is the server's: JetStream acknowledges a publish before it is fsynce
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import uuid
@@ -42,6 +41,7 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+from .nats_requests import PubAck, Replies
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,7 @@ class NatsJetStreamStorage:
         self.poll_interval = poll_interval
         self.view_limit = view_limit
         self._owns = owns_connection
+        self.replies = Replies(nc, timeout, address)
         self._objects: list[Any] = []
         self._subs: list[Any] = []
         self._closed = False
@@ -169,6 +170,7 @@ class NatsJetStreamStorage:
         for sub in self._subs:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+        await self.replies.close()
         if self._owns:
             # A broker that went away makes nats-py's drain and close raise; the
             # connection is gone either way.
@@ -208,43 +210,24 @@ class NatsJetStreamStorage:
         self._subs.append(await self.nc.subscribe(subject, cb=handler))
 
     async def publish(self, subject: str, data: bytes,
-                      headers: dict[str, str] | None = None) -> Any:
+                      headers: dict[str, str] | None = None) -> PubAck:
         """A JetStream publish with a ``Nats-Msg-Id``: retried once after a lost reply
         with the same id, so it is stored once."""
         headers = dict(headers or {})
         headers.setdefault("Nats-Msg-Id", uuid.uuid4().hex)
         try:
-            return await self.js.publish(subject, data, headers=headers)
+            return await self.replies.publish(subject, data, headers)
         except nats.errors.TimeoutError:
-            return await self.js.publish(subject, data, headers=headers)
+            return await self.replies.publish(subject, data, headers)
 
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull)."""
-        inbox = self.nc.new_inbox()
-        sub = await self.nc.subscribe(inbox, max_msgs=n + 1)
-        try:
-            request = json.dumps({"batch": n, "no_wait": True}).encode()
-            await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
-                                  reply=inbox)
-            got: list[Msg] = []
-            while len(got) < n:
-                msg = await sub.next_msg(timeout=self.timeout)
-                status = msg.headers.get("Status") if msg.headers else None
-                if status:
-                    if status in ("404", "408", "409"):
-                        break
-                    description = (msg.headers or {}).get("Description", "")
-                    raise BrokerError(f"nats at {self.address}: pull from {stream}: "
-                                      f"{status} {description}")
-                got.append(msg)
-            return got
-        finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+        return await self.replies.pull(stream, consumer, n)
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
-        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer."""
-        await self.nc.request(msg.reply, kind, timeout=self.timeout)
+        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer
+        (the acks made meanwhile share one round trip)."""
+        await self.replies.ack(msg, kind)
 
     async def messages(self, stream: str, start: int, limit: int,
                        cache: dict[int, Any] | None = None) -> list[tuple[int, Any]]:

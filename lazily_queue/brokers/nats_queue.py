@@ -21,7 +21,6 @@ element being pulled counts until its ack).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -189,7 +188,7 @@ class NatsQueueStorage(QueueMirror[T]):
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):
             msgs = await b.pull(self.stream, CONSUMER, n)
-            acks = await asyncio.gather(*(b.ack(m) for m in msgs), return_exceptions=True)
+            acks = await b.replies.ack_many(msgs)
         taken: list[T] = []
         for msg, ack in zip(msgs, acks, strict=True):
             if isinstance(ack, BaseException):

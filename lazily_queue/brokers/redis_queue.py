@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
+from .batching import Coalescer
 from .codec import decode, encode
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
@@ -45,6 +46,7 @@ class RedisQueueStorage(QueueMirror[T]):
         self._head_id: object = None
         self._closed = False
         self._items: list[Any] = []
+        self._pushes: Coalescer[bytes, Any] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -95,9 +97,7 @@ class RedisQueueStorage(QueueMirror[T]):
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         data = encode(value)
         await self._ready()
-        cap = -1 if self._capacity is None else self._capacity
-        result = await self._backend.run(
-            "QUEUE_PUSH", self._keys[:3], [data, cap, self._channel])
+        result = await self._pushes.call(data)
         if result == -1:
             await self.sync()
             return QueuePushError.Closed
@@ -106,6 +106,12 @@ class RedisQueueStorage(QueueMirror[T]):
             return QueuePushError.Full
         self._pushed(value, result)
         return None
+
+    async def _push_batch(self, values: list[bytes]) -> list[Any]:
+        """The pushes made meanwhile, in order, in one script call."""
+        cap = -1 if self._capacity is None else self._capacity
+        return list(await self._backend.run(
+            "QUEUE_PUSH", self._keys[:3], [cap, self._channel, *values]))
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

@@ -46,16 +46,29 @@ if bad then return bad end
 return 1
 """
 
+# ARGV: capacity (-1: none), channel, then the values -> per value {length before, head
+# version} or -1 (closed) / -2 (full)
 QUEUE_PUSH = _NOTIFY + """
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+local out = {}
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  for i = 3, #ARGV do out[#out + 1] = -1 end
+  return out
+end
 local n = redis.call('LLEN', KEYS[1])
-local cap = tonumber(ARGV[2])
-if cap >= 0 and n >= cap then return -2 end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-local head
-if n == 0 then head = redis.call('INCR', KEYS[3]) else head = redis.call('GET', KEYS[3]) end
-notify(ARGV[3])
-return {n, tostring(head or '0')}
+local cap = tonumber(ARGV[1])
+local head = redis.call('GET', KEYS[3]) or '0'
+for i = 3, #ARGV do
+  if cap >= 0 and n >= cap then
+    out[#out + 1] = -2
+  else
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    if n == 0 then head = tostring(redis.call('INCR', KEYS[3])) end
+    out[#out + 1] = {n, head}
+    n = n + 1
+  end
+end
+if n > 0 then notify(ARGV[2]) end
+return out
 """
 
 QUEUE_POP = _NOTIFY + """
@@ -120,10 +133,12 @@ end
 return 1
 """
 
+# ARGV: channel, then the values -> their entry ids
 WORK_PUSH = _NOTIFY + """
-local id = redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
-notify(ARGV[2])
-return id
+local ids = {}
+for i = 2, #ARGV do ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'v', ARGV[i]) end
+notify(ARGV[1])
+return ids
 """
 
 # ARGV: group, worker, n, visibility ms, max deliveries, channel

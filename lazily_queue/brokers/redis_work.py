@@ -42,6 +42,7 @@ from ..core.work import WorkTransition as WT
 from ..errors import InvalidConfiguration
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
+from .batching import Coalescer
 from .codec import decode, encode
 from .mirrors import WorkMirror
 
@@ -115,6 +116,7 @@ class RedisWorkQueueStorage(WorkMirror):
         self._expiry: asyncio.TimerHandle | None = None
         self._settling: dict[tuple[str, str], list[Waiting]] = {}
         self._senders: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._pushes: Coalescer[bytes, Any] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis work queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -207,9 +209,14 @@ class RedisWorkQueueStorage(WorkMirror):
     async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
         data = encode(value)
         await self._ready()
-        entry = await self._backend.run("WORK_PUSH", self._keys[:1], [data, self._channel])
+        entry = await self._pushes.call(data)
         self._pushed()
         return WT(item_id(entry), 0)
+
+    async def _push_batch(self, values: list[bytes]) -> list[Any]:
+        """The pushes made meanwhile, in order, in one script call."""
+        return list(await self._backend.run("WORK_PUSH", self._keys[:1],
+                                            [self._channel, *values]))
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
