@@ -212,9 +212,13 @@ async def _xadd_pipelined(client: Any, stream: str, count: int) -> None:
 async def _redis_consume(client: Any, stream: str, consumer: str, done: Callable[[], bool],
                          delivered: Callable[[int], None]) -> None:
     while not done():
-        reply: Any = await client.xreadgroup("g", consumer, {stream: ">"}, count=BATCH,
-                                             block=1000)
-        ids = [entry for _, entries in reply or [] for entry, _ in entries]
+        # leases that expired (a worker died) first, as the adapter's claims do
+        pipe = client.pipeline(transaction=False)
+        pipe.xautoclaim(stream, "g", consumer, 60_000, "0-0", count=BATCH)
+        pipe.xreadgroup("g", consumer, {stream: ">"}, count=BATCH, block=1000)
+        reclaimed, reply = await pipe.execute()
+        ids = [entry for entry, _ in reclaimed[1]]
+        ids += [entry for _, entries in reply or [] for entry, _ in entries]
         if ids:
             # acked entries are deleted, as the adapter's work queue does
             pipe = client.pipeline(transaction=False)

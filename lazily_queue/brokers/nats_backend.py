@@ -10,7 +10,9 @@ names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
 
 Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
 (within the stream's duplicate window). Mirrors refresh on the subjects' messages,
-JetStream advisories and ack metrics, and every ``poll_interval`` seconds.
+JetStream advisories, the announcements this library's processes make of their pops,
+claims and settlements (``lq.n.<kind>.<name>``; other programs' are seen by polling),
+and every ``poll_interval`` seconds.
 
 Durability is the server's: JetStream acknowledges a publish before it is fsynced
 (``sync_interval`` defaults to 2 minutes); set ``jetstream { sync_interval: always }``
@@ -19,6 +21,7 @@ Durability is the server's: JetStream acknowledges a publish before it is fsynce
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -49,6 +52,8 @@ _SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: JetStream error codes this backend tells apart.
 STREAM_NAME_IN_USE = 10058
 MAX_MESSAGES_EXCEEDED = 10077
+#: Least seconds between two announcements of changes to one object.
+ANNOUNCE_INTERVAL = 0.005
 
 
 def token(name: str) -> str:
@@ -88,6 +93,8 @@ class NatsJetStreamStorage:
         self._objects: list[Any] = []
         self._subs: list[Any] = []
         self._closed = False
+        self._announcing: dict[str, bool] = {}
+        self._sending: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def connect(
@@ -208,6 +215,29 @@ class NatsJetStreamStorage:
             callback()
 
         self._subs.append(await self.nc.subscribe(subject, cb=handler))
+
+    def announce(self, subject: str) -> None:
+        """Tell the other processes' mirrors that this one changed an object: a core
+        message on ``subject`` now, then at most one more when
+        :data:`ANNOUNCE_INTERVAL` has passed if more changes were announced meanwhile
+        (fire and forget: a lost one is covered by their bounded polling)."""
+        if subject in self._announcing:
+            self._announcing[subject] = True
+            return
+        self._announcing[subject] = False
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._send_announcement(subject))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        loop.call_later(ANNOUNCE_INTERVAL, self._announce_again, subject)
+
+    def _announce_again(self, subject: str) -> None:
+        if self._announcing.pop(subject, False) and not self._closed:
+            self.announce(subject)
+
+    async def _send_announcement(self, subject: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.nc.publish(subject, b"")
 
     async def publish(self, subject: str, data: bytes,
                       headers: dict[str, str] | None = None) -> PubAck:
