@@ -141,7 +141,8 @@ notify(ARGV[1])
 return ids
 """
 
-# ARGV: group, worker, n, visibility ms, max deliveries, channel
+# ARGV: group, worker, n, visibility ms, max deliveries, channel -> {server TIME, then
+# entry id, delivery count, value of each entry leased}
 WORK_CLAIM = _NOTIFY + _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max = tonumber(ARGV[5])
@@ -160,7 +161,7 @@ local function reclaim(cursor, count)
     if times > max then
       dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
     else
-      table.insert(out, {id, times, value_of(entry[2])})
+      table.insert(out, id); table.insert(out, times); table.insert(out, value_of(entry[2]))
       taken = taken + 1
     end
   end
@@ -172,7 +173,7 @@ if taken < n then
                            'STREAMS', KEYS[1], '>')
   if fresh then
     for _, entry in ipairs(fresh[1][2]) do
-      table.insert(out, {entry[1], 1, value_of(entry[2])})
+      table.insert(out, entry[1]); table.insert(out, 1); table.insert(out, value_of(entry[2]))
       taken = taken + 1
     end
   end
@@ -183,7 +184,8 @@ return out
 """
 
 # ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count)
-# pairs -> 1 or 0 per pair (settled, or refused: not that worker's live delivery)
+# pairs -> a string with '1' or '0' per pair (settled, or refused: not that worker's
+# live delivery)
 WORK_SETTLE = _NOTIFY + _PSEUDO + """
 local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
 local max = tonumber(ARGV[5])
@@ -192,7 +194,7 @@ for i = 7, #ARGV, 2 do
   local id, count = ARGV[i], tonumber(ARGV[i + 1])
   local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
   local ok = p[1] and p[1][2] == worker and p[1][4] == count
-  table.insert(each, ok and 1 or 0)
+  table.insert(each, ok and '1' or '0')
   if ok then
     done = done + 1
     if mode == 'ack' then
@@ -213,7 +215,7 @@ for i = 7, #ARGV, 2 do
   end
 end
 if done > 0 and mode ~= 'extend' then notify(ARGV[6]) end
-return each
+return table.concat(each)
 """
 
 # ARGV: group, visibility ms, max deliveries, channel

@@ -223,12 +223,12 @@ class RedisWorkQueueStorage(WorkMirror):
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         self._note_now(now)
         await self._ready()
-        clock, *entries = await self._backend.run(
+        clock, *flat = await self._backend.run(
             "WORK_CLAIM", self._keys[:2],
             [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
         leased = []
-        for entry, count, value in entries:
+        for entry, count, value in zip(flat[0::3], flat[1::3], flat[2::3], strict=True):
             item = item_id(entry)
             leased.append(Delivery(delivery_id(item, int(count)), item, decode(value or b""),
                                    worker, int(count), deadline))
@@ -262,7 +262,8 @@ class RedisWorkQueueStorage(WorkMirror):
         each = await self._backend.run(
             "WORK_SETTLE", self._keys[:2],
             [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
-        return [bool(ok) for ok in each]
+        flags = each.encode() if isinstance(each, str) else bytes(each)
+        return [flag == ord("1") for flag in flags]
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,
