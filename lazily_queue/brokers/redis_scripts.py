@@ -46,10 +46,10 @@ if bad then return bad end
 return 1
 """
 
-# ARGV: capacity (-1: none), channel, then the values -> per value {length before, head
-# version} or -1 (closed) / -2 (full)
+# ARGV: capacity (-1: none), channel, then the values -> {head version, then per value
+# the length before it (pushed), -1 (closed) or -2 (full)}
 QUEUE_PUSH = _NOTIFY + """
-local out = {}
+local out = {'0'}
 if redis.call('EXISTS', KEYS[2]) == 1 then
   for i = 3, #ARGV do out[#out + 1] = -1 end
   return out
@@ -63,10 +63,11 @@ for i = 3, #ARGV do
   else
     redis.call('RPUSH', KEYS[1], ARGV[i])
     if n == 0 then head = tostring(redis.call('INCR', KEYS[3])) end
-    out[#out + 1] = {n, head}
+    out[#out + 1] = n
     n = n + 1
   end
 end
+out[1] = head
 if n > 0 then notify(ARGV[2]) end
 return out
 """
