@@ -266,14 +266,20 @@ class NatsWorkQueueStorage(WorkMirror):
             return WT(None, 0)
         msg, delivery = lease
         b = self._backend
-        async with b.errors(f"settling a delivery of {self.stream}"):
-            if outcome == "acked":
-                await b.ack(msg)
-            elif delivery.attempt >= self.max_deliveries:
-                await self._dead_letter(msg, delivery.attempt, "nack")
-            else:
-                await msg.nak(delay=self.nack_delay or None)
-        self._leases.pop(delivery_id, None)
+        # Taken now, so a settlement of it made meanwhile is refused; put back when the
+        # outcome is unknown (the caller may settle it again).
+        del self._leases[delivery_id]
+        try:
+            async with b.errors(f"settling a delivery of {self.stream}"):
+                if outcome == "acked":
+                    await b.ack(msg)
+                elif delivery.attempt >= self.max_deliveries:
+                    await self._dead_letter(msg, delivery.attempt, "nack")
+                else:
+                    await msg.nak(delay=self.nack_delay or None)
+        except BaseException:
+            self._leases.setdefault(delivery_id, lease)
+            raise
         self._mutated()
         receipt = Receipt(self.name, delivery_id, delivery.item_id, worker, outcome, time.time())
         return WT(receipt, 0)
@@ -285,9 +291,14 @@ class NatsWorkQueueStorage(WorkMirror):
         for delivery_id in delivery_ids:
             lease = self._owned(worker, delivery_id)
             if lease is not None:
-                async with self._backend.errors(f"releasing a delivery of {self.stream}"):
-                    await lease[0].nak()
-                self._leases.pop(delivery_id, None)
+                del self._leases[delivery_id]
+                try:
+                    async with self._backend.errors(
+                            f"releasing a delivery of {self.stream}"):
+                        await lease[0].nak()
+                except BaseException:
+                    self._leases.setdefault(delivery_id, lease)
+                    raise
                 released += 1
         if released:
             self._mutated()
@@ -304,6 +315,8 @@ class NatsWorkQueueStorage(WorkMirror):
         async with self._backend.errors(f"extending a lease of {self.stream}"):
             await msg.in_progress()
             await self._backend.nc.flush(timeout=int(self._backend.timeout))
+        if delivery_id not in self._leases:  # settled meanwhile: nothing left to extend
+            return WT(False, 0)
         renewed = Delivery(delivery.delivery_id, delivery.item_id, delivery.value, worker,
                            delivery.attempt, time.time() + self.visibility_timeout)
         self._leases[delivery_id] = (msg, renewed)

@@ -190,17 +190,17 @@ return out
 WORK_SETTLE = _NOTIFY + _PSEUDO + """
 local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
 local max = tonumber(ARGV[5])
-local done, each = 0, {}
+local done, each, settled, acked = 0, {}, {}, {}
 for i = 7, #ARGV, 2 do
   local id, count = ARGV[i], tonumber(ARGV[i + 1])
   local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
-  local ok = p[1] and p[1][2] == worker and p[1][4] == count
+  local ok = not settled[id] and p[1] and p[1][2] == worker and p[1][4] == count
   table.insert(each, ok and '1' or '0')
   if ok then
     done = done + 1
+    settled[id] = true
     if mode == 'ack' then
-      redis.call('XACK', KEYS[1], group, id)
-      redis.call('XDEL', KEYS[1], id)
+      acked[#acked + 1] = id
     elseif mode == 'nack' then
       if count >= max then
         dead_letter(KEYS[1], KEYS[2], group, id, count, 'nack')
@@ -214,6 +214,12 @@ for i = 7, #ARGV, 2 do
                  'RETRYCOUNT', count - 1, 'JUSTID')
     end
   end
+end
+-- the acked entries leave the group and the stream together (a few calls per batch)
+for i = 1, #acked, 500 do
+  local part = {unpack(acked, i, math.min(i + 499, #acked))}
+  redis.call('XACK', KEYS[1], group, unpack(part))
+  redis.call('XDEL', KEYS[1], unpack(part))
 end
 if done > 0 and mode ~= 'extend' then notify(ARGV[6]) end
 return table.concat(each)
