@@ -1,22 +1,36 @@
 """The broker adapters' overhead: the peers workloads through ``lazily_queue.connect`` and
 through the raw client, in the same run, on the same server.
 
-    python benchmarks/brokers.py [--count N] [--only nats,redis] [--json]
+    python benchmarks/brokers.py [--count N] [--repeat R] [--only nats,redis] [--json]
 
 Servers: one ``nats-server -js`` (file storage; this JetStream acknowledges before
 fsync) and one ``redis-server`` (``appendonly yes``, ``appendfsync always``), on free
 loopback ports in temporary directories, always stopped. Workloads (100-byte payloads,
 N per phase, as ``benchmarks/peers.py``): produce with 256 pushes in flight; end to end,
 one consumer while 256 push; a work queue, 256 pushing and 8 workers claiming and
-acking. Raw clients: NATS ``js.publish`` and pull consumers fetching 100 and acking
-each message (``msg.ack()``); Redis ``XADD`` pipelined 256 at a time and ``XREADGROUP
-COUNT 100`` + one ``XACK`` per batch. Adapters: ``QueueCell.push`` / ``items(prefetch=100)``
-and ``WorkQueueCell.push`` / ``deliveries(prefetch=100)``. The ratio is the adapter's
-cost relative to the raw client's (raw rate / adapter rate; the target is <= 1.2); for
-NATS produce also against raw publishes that carry a ``Nats-Msg-Id`` as the adapter's
-do (the server's deduplication is most of that difference). The machine's other load
-moves these figures a lot: compare the rows of one run. With ``--json`` the last line
-is one JSON object.
+acking. Adapters: ``QueueCell.push`` / ``items(prefetch=100)`` and
+``WorkQueueCell.push`` / ``deliveries(prefetch=100)``.
+
+The raw clients do the work the adapters do, with the same guarantees:
+
+- NATS: ``js.publish``; pull consumers fetching 100 and acknowledging each message with
+  a confirmed ack (``ack_sync``, concurrently), as the adapters' pops and acks are
+  confirmed (``msg.ack()`` is not). Produce is also run with a ``Nats-Msg-Id`` per
+  publish, as the adapter's carry.
+- Redis: the queue workloads on a list, as the adapter's queue (``RPUSH`` pipelined 256
+  at a time; ``BLMPOP`` of up to 100); the work queue on a stream and group
+  (``XADD`` pipelined; each worker ``XAUTOCLAIM`` of expired leases and ``XREADGROUP
+  COUNT 100`` in one pipeline, then ``XACK`` + ``XDEL`` of the batch in one pipeline,
+  as the adapter reclaims expired leases and deletes acked entries). What the raw
+  client still does not do: check that the acking worker holds the live lease (the
+  adapter's settlement script does, per delivery).
+
+Each workload runs ``--repeat`` times, raw and adapter alternating; the figures are
+medians: the rate, and the CPU per message of this process (client) and of the server
+process (from /proc). ``cost`` is raw rate / adapter rate (the target is <= 1.2);
+``paired`` lists each run's ratio and their median. Other load on the machine moves
+the rates a lot (the CPU figures much less). With ``--json`` the last line is one JSON
+object.
 """
 
 from __future__ import annotations
