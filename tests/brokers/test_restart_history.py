@@ -14,6 +14,14 @@ history only when the broker shows it was: a push when its value was seen later 
 or still queued); a pop when the element at the head at that point was never seen
 again (the pop took it and its reply was lost). Neither inference can hide a lost
 acknowledged push: those are checked as the client saw them.
+
+The broker is Redis (``appendfsync always``). NATS is not checked this way: a pull
+interrupted by the restart leaves its message delivered and unacknowledged, and
+JetStream redelivers it after the consumer's ``ack_wait``, behind younger elements,
+which this (strictly FIFO) checker reports; and nats-server 2.9 killed with SIGKILL may
+come back with elements whose pops it had confirmed (see the README's migration
+guide). ``test_restart.py`` kills both brokers and checks at-least-once delivery of a
+work queue.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import pytest
 
 from lazily_queue import connect
 from lazily_queue.brokers import BrokerUnavailable
-from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer, find_binary
+from lazily_queue.brokers.servers import BrokerServer, RedisServer, find_binary
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.replicated import ops as C
 from simulator.checker import Checker
@@ -52,12 +60,12 @@ class Recorder:
                                  [QUEUE, *args], time.monotonic(), outcome, result))
 
 
-async def _drive(q: Any, server: BrokerServer, record: Recorder, kill: bool) -> None:
+async def _drive(q: Any, server: BrokerServer, record: Recorder) -> None:
     """Pushes and pops one at a time; the broker restarts a third of the way in."""
     value = 0
     for n in range(PUSHES):
         if n == PUSHES // 3:
-            restart = asyncio.create_task(server.restart(kill=kill))
+            restart = asyncio.create_task(server.restart(kill=True))
         while True:  # a push that raised is retried under a new value
             value += 1
             try:
@@ -118,16 +126,13 @@ def committed(record: Recorder, final: list[Any]) -> History:
     return history
 
 
-@pytest.mark.parametrize(("kind", "kill"), [("redis", True), ("nats", False)])
-async def test_a_queue_history_through_a_restart_passes_the_checker(
-        kind: str, kill: bool) -> None:
-    cls: type[BrokerServer] = RedisServer if kind == "redis" else NatsServer
-    if find_binary(cls.binary) is None:
-        pytest.skip(f"{cls.binary} is not installed")
-    record = Recorder(kind)
-    async with cls() as server, connect(server.url, poll_interval=0.2) as client:
+async def test_a_redis_queue_history_through_a_kill_passes_the_checker() -> None:
+    if find_binary(RedisServer.binary) is None:
+        pytest.skip(f"{RedisServer.binary} is not installed")
+    record = Recorder("redis")
+    async with RedisServer() as server, connect(server.url, poll_interval=0.2) as client:
         q = client.queue("history")
-        await asyncio.wait_for(_drive(q, server, record, kill), 180)
+        await asyncio.wait_for(_drive(q, server, record), 180)
         await q.storage.sync()
         final = list(q.storage.elements())
         assert len(q) == len(final) == 0
