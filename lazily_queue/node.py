@@ -49,7 +49,8 @@ from .raft.engine import EngineConfig
 from .raft.errors import NodeNotRunning, StorageUnavailable
 from .raft.journal import DurableJournal
 from .raft.network import RaftNetwork
-from .raft.replica import Replica, ReplicaConfig
+from .raft.proposals import ReplicaConfig
+from .raft.replica import Replica
 from .raft.snapshot import SnapshotError
 from .reactive import Context, resolve_context
 from .replicated import ops

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lazily_queue.node import Node
-from lazily_queue.raft.replica import Proposal
+from lazily_queue.raft.proposals import Proposal
 
 from .ledger import LedgerWriter, encode_result
 from .workload import (

@@ -19,8 +19,9 @@ from typing import Any
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.maintenance import due_operations
 from lazily_queue.raft.codec import FrameError, decode_frame
+from lazily_queue.raft.proposals import Proposal
 from lazily_queue.raft.ready import Ready
-from lazily_queue.raft.replica import Proposal, Replica
+from lazily_queue.raft.replica import Replica
 from lazily_queue.replicated.ops import op_name
 
 from .clock import VirtualClock

@@ -26,10 +26,11 @@ from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.fsync import InlinePolicy
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
 from lazily_queue.raft.pipeline import CommitPipeline
+from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.raft.ready import Ready
 from lazily_queue.raft.records import read_records
 from lazily_queue.raft.rejoin import wipe_for_rejoin
-from lazily_queue.raft.replica import Replica, ReplicaConfig
+from lazily_queue.raft.replica import Replica
 from lazily_queue.raft.snapshot import SnapshotError
 from lazily_queue.replicated.view import ReadView
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from lazily_queue.raft.engine import EngineConfig
 from lazily_queue.raft.fsync import INLINE_BELOW
-from lazily_queue.raft.replica import ReplicaConfig
+from lazily_queue.raft.proposals import ReplicaConfig
 
 from .network import LinkFaults
 

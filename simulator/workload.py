@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from lazily_queue.core.queue import QueuePushError
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum, StorageUnavailable
-from lazily_queue.raft.replica import Proposal
+from lazily_queue.raft.proposals import Proposal
 from lazily_queue.replicated import ops as C
 
 QUEUE, WORK, TOPIC = "q", "w", "t"

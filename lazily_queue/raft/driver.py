@@ -14,15 +14,8 @@ slow they run on a worker thread, one covering every step written while the prev
 ran. A leader's new commit index reaches the followers with its next append or, when no
 step is about to run, right after the loop's other ready callbacks (the caller whose
 operation committed runs first). A timer keeps the engine ticking for heartbeats and
-elections. Exceptions around
-delivery and stepping are logged, never fatal; a malformed frame closes that link.
-
-When the disk refuses a write or an fsync (full, failing), the node stops stepping: it
-sends and acknowledges nothing, drops incoming frames, fails waiting and new writes
-with :class:`~.errors.StorageUnavailable` and keeps its applied state readable. Every
-``disk_retry`` seconds it writes its unsynced records again and fsyncs them; the first
-success releases what it held and the node carries on by itself. Both transitions are
-logged once.
+elections. Exceptions around delivery and stepping are logged, never fatal; a malformed
+frame closes that link. While the disk refuses writes, see :class:`~.disk_stall.DiskStall`.
 """
 
 from __future__ import annotations
@@ -35,12 +28,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .codec import FrameError, decode_frame, encode_frames
+from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
 from .fsync import Fsyncer
 from .network import RaftNetwork
 from .pipeline import CommitPipeline
+from .proposals import Proposal
 from .ready import Ready
-from .replica import Proposal, Replica
+from .replica import Replica
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +43,7 @@ log = logging.getLogger(__name__)
 EventSink = Callable[[list[object]], None]
 
 
-class Driver:
+class Driver(DiskStall):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -375,76 +370,6 @@ class Driver:
             self._step()  # its own copy now counts: the commit index may move
             return
         self._start_fsync()  # what was written during that fsync
-
-    # -- a journal that cannot be written ----------------------------------------------------
-
-    def _stall_text(self, outcome: str) -> str:
-        return (f"node {self.replica.node_id} {self.pipeline.stall}; it acknowledges no "
-                f"writes until the disk accepts them again ({outcome}; it retries by itself "
-                "and reads go on)")
-
-    def _stall(self, error: BaseException) -> None:
-        """A write or fsync failed: nothing unsynced may be trusted or released."""
-        journal = self.replica.journal
-        journal.discard_unsynced()
-        detail = error.strerror if isinstance(error, OSError) and error.strerror else error
-        first = self.pipeline.failed(f"cannot write its journal {journal.path}: {detail}")
-        if self._loop is not None:
-            self._retry_at = self._loop.time() + self.disk_retry
-        if not first:
-            return
-        self._stalled_since = time.time()
-        log.error("node %s %s; it acknowledges no writes until the disk accepts them again "
-                  "and retries every %g s; reads go on", self.replica.node_id,
-                  self.pipeline.stall, self.disk_retry,
-                  extra={"event": "disk_full", "node": self.replica.node_id,
-                         "reason": self.pipeline.stall})
-
-        def failure(unknown: bool) -> BaseException:
-            outcome = ("its outcome is unknown: it may commit once the disk recovers"
-                       if unknown else "the operation was not applied")
-            return StorageUnavailable(self._stall_text(outcome))
-
-        self._dispatch_results(Ready(completions=self.replica.fail_waiters(failure)))
-        self._wake_state_waiters()
-        self._notify_disk(self.pipeline.stall)
-
-    def _retry_disk(self) -> None:
-        if self._recovering or self._loop is None:
-            return
-        self._retry_at = self._loop.time() + self.disk_retry
-        journal = self.replica.journal
-        try:
-            journal.write()
-        except OSError:
-            journal.discard_unsynced()
-            return
-        self._recovering = True
-        self.fsync.start(self._loop, self._recovery_fsynced)
-
-    def _recovery_fsynced(self, error: BaseException | None) -> None:
-        self._recovering = False
-        if error is not None:
-            self.replica.journal.discard_unsynced()
-            return
-        since = self._stalled_since
-        self._stalled_since = None
-        lasted = time.time() - (since or time.time())
-        log.warning("node %s: its journal accepts writes again after %.1f s; it acknowledges "
-                    "writes again", self.replica.node_id, lasted,
-                    extra={"event": "disk_recovered", "node": self.replica.node_id,
-                           "seconds": round(lasted, 3)})
-        for ready in self.pipeline.recovered():
-            self._dispatch(ready)
-        self._notify_disk(None)
-        self.wake()
-
-    def _notify_disk(self, reason: str | None) -> None:
-        if self.disk_observer is not None:
-            try:
-                self.disk_observer(reason)
-            except Exception:
-                log.exception("node %s: disk observer failed", self.replica.node_id)
 
     # -- releasing --------------------------------------------------------------------------
 

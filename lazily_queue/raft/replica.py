@@ -21,55 +21,20 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .batch import (
-    BATCH_TARGET_BYTES,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    MAX_MESSAGE_BYTES_LIMIT,
-    command_limit,
-    encode_batch,
-    encode_checked_op,
-)
+from .batch import encode_batch, encode_checked_op
 from .codec import frame_limit
-from .engine import LEADER, STATE_NAMES, EngineConfig, RaftEngine
+from .engine import LEADER, STATE_NAMES, RaftEngine
 from .errors import CommitTimeout, NoQuorum, ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
+from .proposals import Proposal, ReplicaConfig
 from .ready import Completion, Ready
 from .snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class Proposal:
-    """One operation on its way through the log."""
-
-    seq: int
-    code: int
-    args: list[Any]
-    encoded: bytes
-    deadline: float
-    on_done: Completion | None
-    on_orphan: Callable[[Any], None] | None = None
-    maybe_applied: bool = False
-    in_flight: bool = False
-    attempt_deadline: float = 0.0
-    retry_at: float = 0.0
-    attempts: int = 0
-    done: bool = False
-    last_failure: str = ""
-
-    @property
-    def orphan(self) -> bool:
-        return self.on_done is None
-
-    @property
-    def size(self) -> int:
-        return len(self.encoded)
 
 
 def check_stored_state(fsm: Any, state: Any) -> None:
@@ -79,33 +44,6 @@ def check_stored_state(fsm: Any, state: Any) -> None:
         fsm.validate(state)
     except Exception as exc:
         raise SnapshotError(f"the stored state does not restore: {exc}") from None
-
-
-@dataclass(frozen=True)
-class ReplicaConfig:
-    """Proposal timing (retry back-off, per-attempt patience, quorum grace period) and
-    sizes: ``max_message_bytes`` bounds the message of a push or publish (every member
-    must use the same), ``max_batch_bytes`` how many small operations share one entry
-    (a larger operation gets an entry of its own)."""
-
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    retry_delay: float = 0.02
-    attempt_timeout: float = 2.0
-    no_quorum_grace: float = 1.0
-    max_batch_bytes: int = BATCH_TARGET_BYTES - 1024
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-
-    def __post_init__(self) -> None:
-        size = self.max_message_bytes
-        if isinstance(size, bool) or not isinstance(size, int) or \
-                not 1024 <= size <= MAX_MESSAGE_BYTES_LIMIT:
-            raise ValueError(f"max_message_bytes must be an int from 1024 to "
-                             f"{MAX_MESSAGE_BYTES_LIMIT}, not {size!r}")
-
-    @property
-    def max_command_bytes(self) -> int:
-        """The largest command (one entry's batch)."""
-        return command_limit(self.max_message_bytes)
 
 
 class Replica:

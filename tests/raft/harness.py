@@ -11,8 +11,9 @@ from lazily_queue.raft.codec import decode_frame, encode_frames
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import EngineConfig
 from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.raft.ready import Ready
-from lazily_queue.raft.replica import Replica, ReplicaConfig
+from lazily_queue.raft.replica import Replica
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.replicated.view import ReadView

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lazily_queue.raft.engine import EngineConfig
-from lazily_queue.raft.replica import ReplicaConfig
+from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.replicated import ops as C
 
 from .harness import Manual

@@ -16,7 +16,7 @@ from lazily_queue.errors import MessageTooLarge
 from lazily_queue.raft import entries, patches
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES, EngineConfig
-from lazily_queue.raft.replica import ReplicaConfig
+from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import StateMachine
 
