@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 #: Items one claim of :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries`
 #: leases over a replicated backend.
-DEFAULT_PREFETCH = 16
+DEFAULT_PREFETCH = 64
 
 log = logging.getLogger(__name__)
 
