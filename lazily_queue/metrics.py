@@ -56,7 +56,8 @@ COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 OP_KINDS = {
     ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
     ops.QUEUE_POP_MANY: "pop", ops.WORK_CLAIM: "claim", ops.WORK_CLAIM_MANY: "claim",
-    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.TOPIC_PUBLISH: "publish",
+    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
+    ops.TOPIC_PUBLISH: "publish",
 }
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
 ERROR_KINDS = ("no_quorum", "commit_timeout", "storage_unavailable", "rejected",
