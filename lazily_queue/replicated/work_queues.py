@@ -40,12 +40,13 @@ class WorkState:
         self.core = core
         self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
 
-    def remember(self, name: str, delivery: Delivery, outcome: str, now: int) -> Receipt:
-        receipt = Receipt(name, delivery.delivery_id, delivery.item_id, delivery.worker,
-                          outcome, now)
-        self.receipts[delivery.delivery_id] = receipt.to_list()
-        while len(self.receipts) > RECEIPTS_KEPT:
-            self.receipts.popitem(last=False)
+    def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
+        """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
+        receipt = [delivery.delivery_id, delivery.item_id, delivery.worker, outcome, now]
+        receipts = self.receipts
+        receipts[delivery.delivery_id] = receipt
+        while len(receipts) > RECEIPTS_KEPT:
+            receipts.popitem(last=False)
         return receipt
 
     def earlier(self, name: str, worker: str, delivery_id: int, outcome: str) -> Receipt | None:
@@ -125,7 +126,7 @@ def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, deli
         worker, delivery_id
     )
     if result and delivery is not None:
-        return True, mask, state.remember(name, delivery, outcome, sm.now).to_list(), False
+        return True, mask, list(state.remember(delivery, outcome, sm.now)), False
     # The core's answer stays exactly the spec's (a repeated settlement is refused);
     # the earlier receipt rides along for workers retrying the same settlement.
     earlier = state.earlier(name, worker, delivery_id, outcome)
