@@ -154,7 +154,10 @@ class Acks:
         try:
             receipts = await self.cell.ack_many(self.worker, [j.delivery.delivery_id
                                                              for j in jobs])
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            batch.cancel()
+            raise
+        except Exception as exc:
             if not batch.done():
                 batch.set_exception(exc)
                 batch.exception()  # retrieved here; the iterator raises it
