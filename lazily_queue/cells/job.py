@@ -28,9 +28,12 @@ from ..errors import SettlementRejected
 if TYPE_CHECKING:
     from .work_queue import Now, WorkQueueCell
 
-#: Items one claim of :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries`
-#: leases over a replicated backend.
+#: The most items one claim of
+#: :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries` leases over a
+#: replicated backend.
 DEFAULT_PREFETCH = 64
+#: What the first claim of an iteration leases (at most the prefetch).
+FIRST_PREFETCH = 16
 
 log = logging.getLogger(__name__)
 
@@ -199,13 +202,16 @@ async def deliver(
         raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
     loop = asyncio.get_running_loop()
     acks = Acks(cell, worker) if size > 1 else None
+    take = min(size, FIRST_PREFETCH)
     unstarted: deque[Delivery] = deque()
     try:
         while True:
             if acks is not None:
                 acks.flush()
-            leased = await cell.claim_many(worker, size, now=now)
-            stale_at = loop.time() + cell.lease_seconds * 0.9
+            started = loop.time()
+            leased = await cell.claim_many(worker, take, now=now)
+            claimed = loop.time()
+            stale_at = claimed + cell.lease_seconds * 0.9
             unstarted.extend(leased)
             if acks is not None:
                 await acks.committed()
@@ -215,6 +221,11 @@ async def deliver(
                     unstarted.clear()
                     break
                 yield Job(cell, unstarted.popleft(), acks)
+            # Lease more while this worker keeps up with the commits, less when it lags.
+            if loop.time() - claimed < claimed - started:
+                take = min(size, take * 2) if len(leased) == take else take
+            else:
+                take = max(1, take // 2)
     finally:
         await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
 

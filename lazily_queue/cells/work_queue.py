@@ -419,7 +419,10 @@ class WorkQueueCell:
         settles stays leased and is redelivered after its lease expires.
 
         Over a replicated backend one claim leases up to ``prefetch`` items (default
-        :data:`~lazily_queue.cells.job.DEFAULT_PREFETCH`) and the acks of the blocks that
+        :data:`~lazily_queue.cells.job.DEFAULT_PREFETCH`; the first claim at most
+        :data:`~lazily_queue.cells.job.FIRST_PREFETCH`, the next twice as many while the
+        worker handed the last batch out faster than its claim took to commit, half as
+        many when it was slower) and the acks of the blocks that
         ended in one event-loop iteration are proposed together at its end (one
         operation) and commit while the next jobs run (``job.receipt`` is set when they
         have). The acks not yet proposed go with the next claim; before that claim's jobs

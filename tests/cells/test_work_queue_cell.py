@@ -563,6 +563,43 @@ async def test_a_refused_ack_in_a_batch_raises_from_the_iterator(ctx: Context) -
     assert cell.in_flight_len() == 0  # the claim that went with the acks was released
 
 
+class SlowClaims(BatchSettlingWork):
+    """Claims commit ``delay`` seconds after they are proposed."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(1000, 3)
+        self.delay = delay
+
+    async def poll_many(self, worker: str, n: int, now: Any, *,
+                        timeout: float | None = None) -> Any:
+        await asyncio.sleep(self.delay)
+        return await super().poll_many(worker, n, now)
+
+
+async def test_deliveries_lease_more_while_the_worker_keeps_up_and_less_when_it_lags(
+    ctx: Context,
+) -> None:
+    fast = SlowClaims(0.1)
+    cell = WorkQueueCell(fast, context=ctx)
+    for v in range(200):
+        await cell.push(v)
+    async with contextlib.aclosing(cell.deliveries("w", prefetch=40)) as jobs:
+        for _ in range(16 + 32 + 40 + 1):
+            async with await anext(jobs):
+                pass
+    assert [n for op, n in fast.proposed if op == "claim"] == [16, 32, 40, 40]
+    slow = SlowClaims(0.001)
+    cell = WorkQueueCell(slow, context=ctx)
+    for v in range(100):
+        await cell.push(v)
+    async with contextlib.aclosing(cell.deliveries("w", prefetch=8)) as jobs:
+        for _ in range(8 + 4 + 2 + 1):
+            async with await anext(jobs):
+                await asyncio.sleep(0.02)  # each job takes far longer than a claim commits
+    assert [n for op, n in slow.proposed if op == "claim"] == [8, 4, 2, 1]
+    assert cell.in_flight_len() == 0 and cell.pending_len() == 100 - 15
+
+
 async def test_prefetched_jobs_whose_lease_ran_out_are_released_not_handed_out(
     ctx: Context,
 ) -> None:
