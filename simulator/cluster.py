@@ -85,6 +85,8 @@ class Cluster:
         }
         self.leaders: dict[int, str] = {}
         self._commits: dict[tuple[str, int], int] = {}
+        #: The highest entry a leader committed: (index, term, members at the time).
+        self._kept: tuple[int, int, tuple[str, ...]] | None = None
         self.bad_frames = 0
         self.steps = 0
         self._paused: dict[str, list[tuple[str, bytes]]] = {}
@@ -169,6 +171,7 @@ class Cluster:
                 again = self.nodes[n].step(self._dispatch)
                 self.steps += 1
                 self._check_leader(n)
+                self._check_kept()
                 self.stability.stepped(n)
                 if n in self._armed and self.nodes[n].fsync_due is not None:
                     self._armed.pop(n)()
@@ -308,6 +311,33 @@ class Cluster:
             self.history.fail(
                 f"{n} committed index {commit} (term {term}) while only {holders} of "
                 f"{replica.engine.members} held it durably")
+        if self._kept is None or commit > self._kept[0]:
+            self._kept = (commit, term, tuple(sorted(replica.engine.members)))
+
+    def _check_kept(self) -> None:
+        """Committed stays committed: the highest entry a leader committed stays durable
+        on a majority of the members it was committed by (a member whose disk was lost
+        on purpose, and any member while the membership changes, are excused)."""
+        if self._kept is None:
+            return
+        index, term, members = self._kept
+        excused = 0
+        holders = []
+        for m in members:
+            node = self.nodes.get(m)
+            if node is None:
+                continue
+            replica = node.replica
+            if replica is not None and tuple(sorted(replica.engine.members)) != members:
+                return
+            if node.wipes or node.damaged_on_purpose:
+                excused += 1
+            elif node.holds(index, term):
+                holders.append(m)
+        if (len(holders) + excused) * 2 <= len(members):
+            self.history.fail(
+                f"committed index {index} (term {term}) is now held durably only by "
+                f"{holders} of {list(members)}")
 
     # -- messages --------------------------------------------------------------------------
 

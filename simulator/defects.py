@@ -144,6 +144,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,
     "snapshot-messages-commit-nothing": _patch_off("snapshot-messages-commit-nothing"),
+    "no-stale-snapshot-install": _patch_off("no-stale-snapshot-install"),
     "rewrite-after-failed-fsync": _trust_failed_fsync,
     "hold-until-fsync": _release_before_fsync,
     "durable-leader-commit": _patch_off("durable-leader-commit"),

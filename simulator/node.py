@@ -82,7 +82,7 @@ class SimNode:
         self.corruptions_detected = 0
         #: A fault damaged this member's files; its next start must find the damage.
         self.damaged_on_purpose = False
-        self._snapshots_before = (0, 0)
+        self._snapshots_before = (0, 0, 0)
         self.pipeline = CommitPipeline()
         self.fsync_due: float | None = None
         self._fsync_took = 0.0
@@ -152,13 +152,14 @@ class SimNode:
         floor = wipe_for_rejoin(self.disk, self.dir, f"{self.dir}/snapshot.cbor")
         self.trace(f"{self.node_id}: rejoins empty below floor {floor}")
 
-    def snapshot_counts(self) -> tuple[int, int]:
-        """Snapshots (taken, installed) over every incarnation."""
-        taken, installed = self._snapshots_before
+    def snapshot_counts(self) -> tuple[int, int, int]:
+        """Snapshots (taken, installed, refused as stale) over every incarnation."""
+        taken, installed, stale = self._snapshots_before
         if self.replica is not None:
             taken += self.replica.snapshots.taken
             installed += self.replica.snapshots.installed
-        return taken, installed
+            stale += self.replica.snapshots.refused_stale
+        return taken, installed, stale
 
     def crash(self) -> None:
         """Stop at once: unsynced bytes and everything held are lost."""

@@ -262,6 +262,7 @@ def run(scenario: Scenario) -> Outcome:
         dropped=c.network.dropped, wipes=sum(n.wipes for n in c.nodes.values()),
         virtual=round(c.clock.now, 3), leaders=len(c.leaders),
         snapshots=sum(n.snapshot_counts()[1] for n in c.nodes.values()),
+        stale_snapshots=sum(n.snapshot_counts()[2] for n in c.nodes.values()),
         stalls=sum(n.stalls for n in c.nodes.values()),
         failed_writes=sum(n.disk.failed_writes for n in c.nodes.values()),
         bad_frames=c.bad_frames,

@@ -151,6 +151,7 @@ class RaftEngine(SyncObj):  # type: ignore[misc]
         transport = EngineTransport(send, self._on_membership)
         others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
         snapshots.member_factory = RaftPeer
+        snapshots.is_stale = lambda last: patches.snapshot_is_stale(self._log_view, last)
         with patches.engine_env(clock, self._rng):
             super().__init__(
                 RaftPeer(self._node_id),

@@ -53,6 +53,13 @@ message delivery; each can be switched off for tests that demonstrate the defect
   a member back from a long absence with an uncommitted suffix the cluster has since
   replaced commits and applies that suffix. Such a message now moves the commit index
   only when it installed the snapshot.
+- ``no-stale-snapshot-install``: a follower installs every complete snapshot it
+  receives, replacing its stored snapshot and clearing its whole log, even when the
+  snapshot is older than what it holds (a duplicated or delayed transmission): the
+  entries after the snapshot, which it already acknowledged and the leader counted
+  towards a majority, are gone, and its state goes back in time. A snapshot whose last
+  entry is committed here or already in this log (same index and term) is refused;
+  the log and the state stay, and the leader's next AppendEntries continues after it.
 - ``pre-vote``: a member whose election deadline passes raises its term and asks for
   votes even when it cannot win (cut off from the majority, or with a stale log), so
   it keeps raising its term and, when it reconnects, deposes a healthy leader. It first
@@ -117,6 +124,7 @@ __all__ = [
     "restricted_loads",
     "safe_dump",
     "safe_dumps",
+    "snapshot_is_stale",
 ]
 
 PYSYNCOBJ_VERSION = "0.3.17"
@@ -124,7 +132,8 @@ PYSYNCOBJ_VERSION = "0.3.17"
 ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation", "safe-apply",
                             "one-membership-change-at-a-time", "pre-vote",
                             "count-each-vote-once", "lowest-reset-next-index",
-                            "snapshot-messages-commit-nothing", "durable-leader-commit"})
+                            "snapshot-messages-commit-nothing", "durable-leader-commit",
+                            "no-stale-snapshot-install"})
 
 _disabled: set[str] = set()
 _installed = False
@@ -371,6 +380,15 @@ def append_entries_without_spurious_truncation(
     limit = max(commit_before, min(int(message.get("commit_index", 0)), covered))
     if commit_after > limit:
         log.set_commit_index(limit)
+
+
+def snapshot_is_stale(log: LogView, last: tuple[bytes, int, int]) -> bool:
+    """Whether a received snapshot ending at ``last`` adds nothing to this member: its last
+    entry is committed here or already in the log with the same term."""
+    if not enabled("no-stale-snapshot-install"):
+        return False
+    _, index, term = last
+    return index <= log.commit_index() or log.term_at(index) == term
 
 
 def snapshot_messages_commit_nothing(

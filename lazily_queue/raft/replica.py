@@ -461,5 +461,6 @@ class Replica:
             "pending_proposals": len(self._unresolved),
             "snapshots_taken": self.snapshots.taken,
             "snapshots_installed": self.snapshots.installed,
+            "snapshots_refused_stale": self.snapshots.refused_stale,
             "apply_errors": e.apply_errors,
         }

@@ -136,6 +136,10 @@ class SnapshotStore:
         self.write_failed = False
         #: Turns a stored member id into the engine's node object.
         self.member_factory: Callable[[str], Any] = str
+        #: Whether a received snapshot ending at this entry is older than what the member
+        #: holds (such a snapshot is refused, and counted in :attr:`refused_stale`).
+        self.is_stale: Callable[[tuple[bytes, int, int]], bool] = lambda last: False
+        self.refused_stale = 0
 
     def __fspath__(self) -> str:
         return self.path
@@ -252,6 +256,11 @@ class SnapshotStore:
         raw, self._incoming = bytes(self._incoming), None
         try:
             doc = decode_snapshot(raw)
+            if self.is_stale(doc["last"]):
+                log.info("ignored a snapshot from the leader ending at entry %d: this member "
+                         "already holds it", doc["last"][1])
+                self.refused_stale += 1
+                return False
             self._validate(doc["state"])
         except Exception as exc:
             log.error("refused a snapshot from the leader: %s", exc)

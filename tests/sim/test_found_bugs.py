@@ -186,3 +186,71 @@ def test_a_snapshot_chunk_does_not_commit_a_stale_suffix(fixed: bool) -> None:
     with patches.disabled("snapshot-messages-commit-nothing"):
         follower.receive("3", chunk)
     assert follower.engine.commit_index == 4  # the defect: the stale suffix counts as committed
+
+
+def _follower_with_entries(last: int, commit: int) -> Replica:
+    clock = VirtualClock()
+    follower = Replica("2", ["1", "2", "3"], journal=DurableJournal(SimDisk(), "/n"),
+                       snapshot_path="/n/s", fsm=StateMachine(), clock=clock,
+                       wall_clock=WallClock(clock), rng=random.Random(1))
+    follower.peer_connected("1", True)
+    follower.receive("1", {"type": "append_entries", "term": 1, "commit_index": commit,
+                           "prevLogIdx": 1, "prevLogTerm": 0,
+                           "entries": [(_command(i), i, 1) for i in range(2, last + 1)]})
+    follower.step()
+    return follower
+
+
+def _snapshot_chunks(index: int, term: int) -> list[dict[str, object]]:
+    raw = encode_snapshot({"format": 1, "state": StateMachine().capture(),
+                           "last": (_command(index), index, term),
+                           "prev": (_command(index - 1), index - 1, term),
+                           "members": ["1", "2", "3"]})
+    return [{"type": "append_entries", "term": 1, "commit_index": index, "serialized": data}
+            for data in ((raw, True, False), (b"", False, True))]
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+@pytest.mark.parametrize("commit", [3, 6])
+def test_a_stale_snapshot_keeps_the_entries_after_it(fixed: bool, commit: int) -> None:
+    # The follower holds entries 2..6 of term 1 and acknowledged them; a delayed copy of
+    # a snapshot ending at entry 4 arrives (committed here or not: the entry is in the log).
+    follower = _follower_with_entries(6, commit)
+    assert follower.journal.last_index == 6
+    with patches.disabled(*(() if fixed else ("no-stale-snapshot-install",))):
+        for chunk in _snapshot_chunks(4, 1):
+            follower.receive("1", chunk)
+        follower.step()
+    if fixed:
+        assert follower.journal.last_index == 6
+        assert follower.snapshots.installed == 0
+        assert follower.snapshots.refused_stale == 1
+        return
+    assert follower.journal.last_index == 4  # the defect: acknowledged entries 5 and 6 gone
+
+
+def test_a_newer_snapshot_is_still_installed() -> None:
+    follower = _follower_with_entries(3, 3)
+    for chunk in _snapshot_chunks(9, 1):
+        follower.receive("1", chunk)
+    follower.step()
+    assert follower.snapshots.installed == 1
+    assert follower.journal.last_index == 9
+    assert follower.snapshots.refused_stale == 0
+
+
+def test_the_simulator_fails_a_run_when_a_committed_entry_loses_its_majority() -> None:
+    from simulator.cluster import Cluster
+    from simulator.history import Violation
+    from simulator.scenario import Scenario
+
+    cluster = Cluster(Scenario(seed=1))
+    for n in cluster.node_ids:
+        cluster.start_node(n)
+    cluster.run_until(3.0)
+    assert cluster._kept is not None  # a leader was elected and committed its first entry
+    index, term, members = cluster._kept
+    cluster._check_kept()
+    cluster._kept = (index + 1000, term, members)  # an entry no member holds
+    with pytest.raises(Violation, match="held durably only by"):
+        cluster._check_kept()
