@@ -295,8 +295,8 @@ class WorkProducer(UniqueSender):
 
 class Worker(Client):
     """Claims items (one, or a share ``batching`` of its claims up to eight at once like
-    a prefetching ``deliveries()``, which then acks about half of its items together in
-    one operation), then acks, nacks or abandons each (a worker crash,
+    a prefetching ``deliveries()``, which then acks a share ``settle_batches`` of its
+    items together in one operation), then acks, nacks or abandons each (a worker crash,
     possibly part way through a batch); may first extend the lease. A batch may end
     early and release the deliveries it did not start."""
 
@@ -311,7 +311,8 @@ class Worker(Client):
         self.batching = 0.0
         self.prefetched: list[dict[str, Any]] = []
         self.release: list[int] = []
-        #: Acks gathered from a batch, settled together (as ``deliveries()`` does).
+        #: The share of acks gathered and settled together (as ``deliveries()`` does).
+        self.settle_batches = 0.0
         self.acks: list[int] = []
 
     def next_op(self) -> None:
@@ -366,7 +367,7 @@ class Worker(Client):
         if roll < 0.1 and not self.draining:
             return  # abandoned: the lease expires and the reaper requeues it
         code = C.WORK_NACK if roll < 0.25 and not self.draining else C.WORK_ACK
-        if code == C.WORK_ACK and self.batching and self.rng.random() < 0.5:
+        if code == C.WORK_ACK and self.settle_batches and self.rng.random() < self.settle_batches:
             self.acks.append(int(delivery["delivery_id"]))
         else:
             self.settle = (code, int(delivery["delivery_id"]))
