@@ -9,7 +9,7 @@ Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
 and records each push's commit latency, first alone (baseline), then while N flooder
 processes (4 clients each, every client with 512 pushes outstanding) and one greedy
 client (10,000 pushes at once on one link) push as fast as they can. Members bound
-what they serve (128 requests in flight per client, 1,024 in all; the rest waits
+what they serve (512 requests in flight per client, 1,024 in all; the rest waits
 unread on the links), so the flood can neither grow a member's memory nor crowd
 heartbeats out of its event loop. The run reports the leader and term before, during
 (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases, the
@@ -182,9 +182,12 @@ def main() -> int:
         out = asyncio.run(run(args.flooders, args.seconds))
     finally:
         reap()
+    from lazily_queue import ClientAccess
+
     print(f"{args.flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
-          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most 128 "
-          "requests per client and 1,024 in all")
+          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most "
+          f"{ClientAccess([]).max_in_flight} requests per client and "
+          f"{ClientAccess([]).max_total_in_flight:,} in all")
     print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
           f"the flood: {', '.join(out['leaders_seen'])} -> "
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")

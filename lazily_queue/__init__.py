@@ -52,6 +52,7 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 if TYPE_CHECKING:
     from .client import (
         AccessDenied,
+        CertificateCredentials,
         Client,
         ClientAccess,
         ClientClosed,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AccessDenied": "client",
+    "CertificateCredentials": "client",
     "Client": "client",
     "ClientAccess": "client",
     "ClientClosed": "client",
@@ -107,6 +109,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "EMPTY",
     "AccessDenied",
+    "CertificateCredentials",
     "Client",
     "ClientAccess",
     "ClientClosed",

@@ -17,6 +17,7 @@
     http_advertise = "http://q1.internal:8101"  # the page address other members link to
 
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
+    # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
 
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
@@ -67,7 +68,13 @@ from lazily_transports import (
     scheme_of,
 )
 
-from .client.settings import ClientConfig, client_access, parse_clients, parse_clients_listen
+from .client.settings import (
+    ClientConfig,
+    client_access,
+    parse_clients,
+    parse_clients_ca,
+    parse_clients_listen,
+)
 from .config_transport import (
     WebRTCConfig,
     check_tls_addresses,
@@ -85,7 +92,8 @@ if TYPE_CHECKING:
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
-     "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "client"}
+     "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
+     "client"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -117,6 +125,7 @@ class NodeConfig:
     source: str = "<config>"
     clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
+    clients_ca: Path | None = None
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
@@ -155,7 +164,8 @@ class NodeConfig:
 
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
-        return client_access(self.clients, self.clients_listen, self.tls, self.source)
+        return client_access(self.clients, self.clients_listen, self.tls, self.source,
+                             self.clients_ca)
 
     def admin_token(self, *, check_secret: bool = True) -> str | None:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
@@ -295,6 +305,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     tls = parse_tls(doc.get("tls"), base, fail)
     check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
                         fail)
+    clients_ca = parse_clients_ca(doc.get("clients_ca"), base, clients, clients_listen, listen,
+                                  tls, fail)
     webrtc = parse_webrtc(doc.get("webrtc"), base, fail)
     token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
     if token_env is not None and token_file is not None:
@@ -321,6 +333,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         source=source,
         clients_listen=clients_listen,
         clients=clients,
+        clients_ca=clients_ca,
         admin_token_env=None if token_env is None else _string(token_env, fail,
                                                                "admin_token_env"),
         admin_token_file=None if token_file is None else base / _string(

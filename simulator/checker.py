@@ -26,6 +26,7 @@ from typing import Any, NoReturn, Protocol
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
 
 from .history import AppliedOp, History, Violation
@@ -91,7 +92,9 @@ class Checker:
             self.now = max(self.now, op.stamp)
             first = seen.get((op.session, op.seq))
             if first is not None:
-                if op.index == first.index:
+                if op.index == first.index and op.session <= CLIENT_SESSION_BASE:
+                    # A member numbers its ops once; a client's op may be proposed twice
+                    # by one member (sent again through it) and land in one batch.
                     self.fail(f"op {op.session:x}/{op.seq} appears twice in batch {op.index}")
                 if not (op.result == first.result or (
                         isinstance(op.result, OpError) and op.result.code == "duplicate")):

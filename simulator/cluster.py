@@ -316,21 +316,25 @@ class Cluster:
 
     def _check_kept(self) -> None:
         """Committed stays committed: the highest entry a leader committed stays durable
-        on a majority of the members it was committed by (a member whose disk was lost
-        on purpose, and any member while the membership changes, are excused)."""
+        on a majority of the members it was committed by (a member a fault took durable
+        data from is excused until it holds it again; the check pauses while the
+        membership changes)."""
         if self._kept is None:
             return
         index, term, members = self._kept
+        for node in self.nodes.values():
+            if (node.replica is not None
+                    and tuple(sorted(node.replica.engine.members)) != members):
+                return  # a change not yet seen by every running member
         excused = 0
         holders = []
         for m in members:
             node = self.nodes.get(m)
             if node is None:
                 continue
-            replica = node.replica
-            if replica is not None and tuple(sorted(replica.engine.members)) != members:
-                return
-            if node.wipes or node.damaged_on_purpose:
+            if node.lost_data and node.replica is not None and node.holds(index, term):
+                node.lost_data = False  # caught up since (while down, its disk is unread)
+            if node.lost_data:
                 excused += 1
             elif node.holds(index, term):
                 holders.append(m)

@@ -69,6 +69,7 @@ class Faults:
             if kind == "corrupt":
                 self._corrupt(n, fault["how"], float(fault["pick"]))
                 c.nodes[n].damaged_on_purpose = n in self._corrupted
+                c.nodes[n].lost_data |= n in self._corrupted
             c.at(c.clock.now + down, functools.partial(self.restart, n, fault))
         elif kind == "power":
             c.trace(f"fault power loss for {down}s")

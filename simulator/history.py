@@ -5,7 +5,10 @@ batch it applies is reported to the shared :class:`History` with its log index. 
 history keeps the first application of each index and checks every later one (on
 another node, or on the same node after a restart) against it, so two replicas that
 apply different commands at one index are caught at that moment. It also keeps, per
-operation, the result of its first application, keyed by ``(session, seq)``.
+operation, the result of its first application, keyed by ``(session, seq)``: a
+client's op (``CLIENT_OP``) under the client's session and number, not the batch's.
+Each client op whose inner op really ran is noted with its index; one that ran at two
+indexes was applied twice (a retry the state machine failed to recognise).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
+from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS
 from lazily_queue.replicated.state_machine import StateMachine
 
 
@@ -43,9 +47,12 @@ class History:
     results: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
     applied: int = 0
     violation: str | None = None
+    #: Per client op ``(session, seq)`` whose inner op ran: the index it ran at.
+    client_runs: dict[tuple[int, int], int] = field(default_factory=dict)
+    client_ops: int = 0
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
-               results: Any) -> None:
+               results: Any, ran: tuple[tuple[int, int], ...] = ()) -> None:
         self.applied += 1
         digest = hashlib.blake2b(payload, digest_size=12).hexdigest()
         known = self.digests.get(index)
@@ -57,6 +64,11 @@ class History:
                 )
             return
         self.digests[index] = digest
+        for k, key in enumerate(ran):
+            first = self.client_runs.setdefault(key, index)
+            if first != index or key in ran[:k]:
+                self.fail(f"client op {key[0]:x}/{key[1]} was applied twice: at index "
+                          f"{first} and again at {index} (a retry not deduplicated)")
         try:
             session, _, ops = decode_command(payload)
         except CommandError:
@@ -65,9 +77,10 @@ class History:
             return
         entry: list[AppliedOp] = []
         for op, result in zip(ops, results, strict=True):
-            applied = AppliedOp(index, session, op[0], op[1], op[2:], result, stamp)
-            entry.append(applied)
-            self.results.setdefault((session, op[0]), applied)
+            for applied in _unwrapped(index, session, op, result, stamp):
+                self.client_ops += applied.session != session
+                entry.append(applied)
+                self.results.setdefault((applied.session, applied.seq), applied)
         self.ops[index] = entry
 
     def fail(self, message: str) -> NoReturn:
@@ -89,6 +102,21 @@ class History:
         return out
 
 
+def _unwrapped(index: int, session: int, op: list[Any], result: Any, stamp: int
+               ) -> list[AppliedOp]:
+    """``op`` as the ops it applied: a client's (``CLIENT_OP``) under the client's session
+    and number, each of a ``CLIENT_OPS`` group likewise, any other under the batch's."""
+    code, args = op[1], op[2:]
+    if code == CLIENT_OP and len(args) >= 4 and all(type(v) is int for v in args[:4]):
+        return [AppliedOp(index, args[0], args[1], args[3], args[4:], result, stamp)]
+    if (code == CLIENT_OPS and len(args) >= 3 and type(args[0]) is int
+            and isinstance(result, list) and len(result) == len(args) - 2
+            and all(type(o) is list and len(o) >= 2 for o in args[2:])):
+        return [AppliedOp(index, args[0], o[0], o[1], o[2:], r, stamp)
+                for o, r in zip(args[2:], result, strict=True)]
+    return [AppliedOp(index, session, op[0], code, args, result, stamp)]
+
+
 class RecordingStateMachine(StateMachine):
     """The replicated state machine, reporting each applied batch to a :class:`History`."""
 
@@ -97,11 +125,27 @@ class RecordingStateMachine(StateMachine):
         self.node = node
         self.history = history
         self.index_source: Callable[[], int] = lambda: 0
+        self._ran: list[tuple[int, int]] = []
+        self._inner_ran = False
 
     def apply(self, payload: bytes, stamp: int) -> Any:
         before = self.now
+        self._ran = []
         result = super().apply(payload, stamp)
         if self.now < before:
             self.history.fail(f"node {self.node}: replicated time went back from {before}")
-        self.history.record(self.node, self.index_source(), payload, stamp, result)
+        self.history.record(self.node, self.index_source(), payload, stamp, result,
+                            tuple(self._ran))
         return result
+
+    def apply_client(self, args: list[Any]) -> Any:
+        self._inner_ran = False
+        result = super().apply_client(args)
+        if self._inner_ran:
+            self._ran.append((args[0], args[1]))
+        return result
+
+    def _apply_plain(self, code: Any, args: list[Any]) -> Any:
+        if code != CLIENT_OP:
+            self._inner_ran = True
+        return super()._apply_plain(code, args)

@@ -82,6 +82,9 @@ class SimNode:
         self.corruptions_detected = 0
         #: A fault damaged this member's files; its next start must find the damage.
         self.damaged_on_purpose = False
+        #: A fault took durable data from this member (wiped, or a record damaged) and it
+        #: has not held the highest committed entry since.
+        self.lost_data = False
         self._snapshots_before = (0, 0, 0)
         self.pipeline = CommitPipeline()
         self.fsync_due: float | None = None
@@ -149,6 +152,7 @@ class SimNode:
 
     def _wipe(self) -> None:
         self.wipes += 1
+        self.lost_data = True
         floor = wipe_for_rejoin(self.disk, self.dir, f"{self.dir}/snapshot.cbor")
         self.trace(f"{self.node_id}: rejoins empty below floor {floor}")
 

@@ -21,6 +21,7 @@ from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
 from .scenario import Scenario
+from .session_client import SessionProducer
 from .workload import (
     QUEUE,
     TOPIC,
@@ -84,7 +85,7 @@ class Simulation:
         c.every(0.01, lambda: 0.05, declarer.act)
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
-            "worker": Worker, "publisher": Publisher,
+            "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -94,7 +95,8 @@ class Simulation:
                     subscriber.batching = self.s.batching
                     client: Client = subscriber
                 else:
-                    client = kinds[kind](f"{kind[:2]}{i + 1}", c, rng)
+                    prefix = "sp" if kind == "session-producer" else kind[:2]
+                    client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
                     if isinstance(client, Worker):
@@ -252,6 +254,9 @@ def run(scenario: Scenario) -> Outcome:
         checker = sim.check()
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
+        sessions = [cl for cl in sim.clients if isinstance(cl, SessionProducer)]
+        outcome.stats["client_ops"] = sim.cluster.history.client_ops
+        outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
     except Violation as exc:
         outcome.ok = False
         outcome.error = str(exc)

@@ -46,8 +46,11 @@ class TestCA:
         self.path = directory / "ca.pem"
         self.path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
 
-    def issue(self, name: str, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> Issued:
-        """A certificate for ``name`` valid for ``hosts`` (as server and client)."""
+    def issue(self, name: str, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"), *,
+              expired: bool = False,
+              subject: x509.Name | None = None) -> Issued:
+        """A certificate for ``name`` valid for ``hosts`` (as server and client); one
+        that expired an hour ago with ``expired``; ``subject`` instead of ``CN=name``."""
         key = ec.generate_private_key(ec.SECP256R1())
         sans: list[x509.GeneralName] = []
         for host in hosts:
@@ -58,11 +61,12 @@ class TestCA:
         now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .subject_name(subject or x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
             .issuer_name(self.name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
+            .not_valid_before(now - datetime.timedelta(days=2 if expired else 0, minutes=5))
+            .not_valid_after(now + (datetime.timedelta(hours=-1) if expired
+                                    else datetime.timedelta(days=1)))
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                   ExtendedKeyUsageOID.CLIENT_AUTH]),

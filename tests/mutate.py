@@ -158,8 +158,36 @@ MUTATIONS = [
         "        if floor > session.floor:",
         ("tests/replicated/test_client_sessions.py",
          "tests/client/test_client_cluster.py::"
-         "test_an_answer_lost_with_its_member_is_retried_and_applied_once"),
+         "test_an_answer_lost_with_its_member_is_retried_and_applied_once",
+         "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's op retried through another member applies at most once"),
+    Mutation(
+        "client-ops-without-session", "lazily_queue/replicated/state_machine.py",
+        "        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]",
+        "        return [self._apply_plain(op[1], op[2:]) for op in args[2:]]",
+        ("tests/replicated/test_client_sessions.py",
+         "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
+        "a client's ops proposed together are each deduplicated under the client's session"),
+    Mutation(
+        "client-ops-lowest-floor", "lazily_queue/client/batching.py",
+        "    return [session, max(op.floor for op in members),",
+        "    return [session, min(op.floor for op in members),",
+        ("tests/client/test_client_cluster.py::"
+         "test_more_outstanding_than_the_session_window_waits_for_the_floor",),
+        "a group of a client's ops is checked against the session window as its last op"),
+    Mutation(
+        "client-ops-held-while-waiting", "lazily_queue/client/server.py",
+        "                        self._flush_ops(conn)  # ops waiting here must not hold their"
+        " slots\n",
+        "",
+        ("tests/client/test_client_batching.py",),
+        "ops a member read are proposed before it waits for a client's slots"),
+    Mutation(
+        "client-certificate-unchecked", "transports/lazily_transports/_core/_authentication.py",
+        "        refusal = found(self.channel.peer_certificate())",
+        "        refusal = None",
+        ("tests/client/test_client_certificates.py",),
+        "a client's TLS certificate must be the one its grant names (subject, fingerprint)"),
     Mutation(
         "client-is-a-peer", "transports/lazily_transports/mesh.py",
         "        if channel.extra(LinkAttribute.credential, None) is not None:",

@@ -6,7 +6,8 @@ manager) linked to one member at a time, with the same cells a member has; given
 (:mod:`.brokers`) with the same cells. Members
 serve clients when given a :class:`ClientAccess` (``Node(clients=...)`` or the
 ``[[client]]`` tables of a node's configuration); each client authenticates with its
-own token (:class:`Credentials`), never the cluster secret, and may do what its
+own token (:class:`Credentials`) or TLS client certificate
+(:class:`CertificateCredentials`), never the cluster secret, and may do what its
 :class:`ClientGrant` allows.
 """
 
@@ -21,6 +22,7 @@ from ..errors import InvalidConfiguration
 from .access import ClientAccess, ClientGrant, Credentials
 from .brokers import BROKER_SCHEMES, BrokerCredentials, Client, Connecting
 from .brokers import connect as connect_broker
+from .certificates import CertificateCredentials
 from .cluster import ClusterClient
 from .protocol import (
     AccessDenied,
@@ -32,7 +34,7 @@ from .protocol import (
 )
 
 #: Address schemes of cluster members.
-CLUSTER_SCHEMES = frozenset({"unix", "tcp", "ws", "wss", "memory"})
+CLUSTER_SCHEMES = frozenset({"unix", "tcp", "tls", "ws", "wss", "memory"})
 
 
 def _scheme(address: str) -> str | None:
@@ -44,18 +46,21 @@ def _scheme(address: str) -> str | None:
 
 def connect(
     addresses: str | Sequence[str],
-    credentials: Credentials | tuple[str, bytes | str] | Mapping[str, str] | str | None = None,
+    credentials: (Credentials | CertificateCredentials | tuple[str, bytes | str]
+                  | Mapping[str, str] | str | None) = None,
     **options: Any,
 ) -> ClusterClient | Connecting:
     """A client of a broker (one ``nats://``, ``nats+tls://``, ``redis://`` or
     ``rediss://`` address: see :func:`.brokers.connect`), or of the members at
-    ``addresses`` (tried in order), authenticated by
-    ``credentials`` (:class:`Credentials`, ``(name, token)`` or ``{"name": ...,
-    "token": ...}``): ``async with connect(...) as client:``, or ``client = await
-    connect(...)`` (close it with ``await client.close()``). ``options`` go to
-    :class:`ClusterClient` (``op_timeout``, ``connect_timeout``, ``max_in_flight``,
-    ``ping_interval``, ``ping_timeout``, ``prefer_leader``, ``ssl_context``,
-    ``context``). Raises ``AddressError`` for an address of another scheme."""
+    ``addresses`` (tried in order), authenticated by ``credentials``: a token
+    (:class:`Credentials`, ``(name, token)`` or ``{"name": ..., "token": ...}``) or a
+    TLS client certificate (:class:`CertificateCredentials` or ``{"name": ...,
+    "certificate": ..., "key": ..., "ca": ...}``, over ``tls://`` or ``wss://``):
+    ``async with connect(...) as client:``, or ``client = await connect(...)`` (close it
+    with ``await client.close()``). ``options`` go to :class:`ClusterClient`
+    (``op_timeout``, ``connect_timeout``, ``max_in_flight``, ``ping_interval``,
+    ``ping_timeout``, ``prefer_leader``, ``ssl_context``, ``context``). Raises
+    ``AddressError`` for an address of another scheme."""
     if isinstance(addresses, str) and _scheme(addresses) not in CLUSTER_SCHEMES:
         if credentials is not None and not isinstance(credentials, str | Mapping):
             raise InvalidConfiguration(
@@ -68,25 +73,42 @@ def connect(
         if scheme_of(address) not in CLUSTER_SCHEMES:
             raise AddressError(
                 f"cannot connect to {address!r}: cluster members are reached at unix:, "
-                "tcp://, ws:// or wss:// addresses")
+                "tcp://, tls://, ws:// or wss:// addresses")
     if credentials is None or isinstance(credentials, str):
         raise InvalidConfiguration(
             "a cluster client needs its credentials: Credentials(name, token), (name, "
-            "token) or {'name': ..., 'token': ...} (a token the members list in [[client]])")
+            "token), {'name': ..., 'token': ...} (a token the members list in [[client]]) "
+            "or CertificateCredentials(name, certificate, key, ca)")
     if isinstance(credentials, Mapping):
-        try:
-            credentials = (credentials["name"], credentials["token"])
-        except KeyError:
-            raise InvalidConfiguration(
-                "cluster credentials are {'name': ..., 'token': ...}, (name, token) or "
-                "Credentials(name, token)") from None
+        credentials = _from_mapping(credentials)
+    if isinstance(credentials, CertificateCredentials):
+        for address in listed:
+            if scheme_of(address) not in ("tls", "wss"):
+                raise InvalidConfiguration(
+                    f"client {credentials.name!r} proves its name with a TLS certificate: "
+                    f"reach the members at tls:// or wss:// addresses, not {address!r}")
     return ClusterClient(listed, credentials, **options)
+
+
+def _from_mapping(credentials: Mapping[str, str]) -> Credentials | CertificateCredentials | (
+        tuple[str, str]):
+    keys = set(credentials)
+    if keys == {"name", "token"}:
+        return (credentials["name"], credentials["token"])
+    if {"name", "certificate", "key"} <= keys <= {"name", "certificate", "key", "ca"}:
+        return CertificateCredentials(credentials["name"], credentials["certificate"],
+                                      credentials["key"], credentials.get("ca"))
+    raise InvalidConfiguration(
+        "cluster credentials are {'name': ..., 'token': ...}, {'name': ..., 'certificate': "
+        "..., 'key': ..., 'ca': ...}, (name, token), Credentials(name, token) or "
+        "CertificateCredentials(name, certificate, key, ca)")
 
 
 __all__ = [
     "BROKER_SCHEMES",
     "CLUSTER_SCHEMES",
     "AccessDenied",
+    "CertificateCredentials",
     "Client",
     "ClientAccess",
     "ClientClosed",

@@ -12,7 +12,10 @@ A member serving clients holds one :class:`ClientGrant` per client name: its tok
 
 Declaring an object and mirroring it (reading) need any of the three. The push and pop
 capabilities the spec's ``PeerPermissions`` separates map to ``produce`` and
-``consume``. A client sends :class:`Credentials`: its name and token.
+``consume``. A client sends :class:`Credentials` (its name and token) or, over
+``tls://`` and ``wss://``, :class:`CertificateCredentials` (its name, and a TLS client
+certificate the member verifies against its client CA and matches against the
+grant's ``certificate_subject`` and/or ``certificate_fingerprints``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 from pathlib import Path
 
+from lazily_transports.tls import CertificateCheck, PeerCertificate
+
 from ..errors import InvalidConfiguration
 from ..replicated import ops
+from .certificates import attribute, normalize_fingerprint, parse_subject
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH})
 CONSUME = frozenset({
@@ -121,18 +127,46 @@ def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
 
 @dataclass(frozen=True, repr=False)
 class ClientGrant:
-    """One client: its name, token and permissions (module docstring)."""
+    """One client: its name, how it proves it and its permissions (module docstring).
+
+    It proves its name either by its ``token``, or by a TLS client certificate: then
+    ``certificate_subject`` (an RFC 4514 subject, ``"CN=web,O=Orders"``, matched
+    attribute by attribute in any order) and/or ``certificate_fingerprints`` (SHA-256
+    fingerprints of the certificates it may use, several while one replaces another)
+    say which certificates are its; both must match when both are given. The
+    certificate must also be valid (not expired) and signed by the CA the member
+    verifies clients against."""
 
     name: str
-    token: bytes
+    token: bytes | None = None
     produce: Sequence[str] = ()
     consume: Sequence[str] = ()
     admin: Sequence[str] = ()
+    certificate_subject: str | None = None
+    certificate_fingerprints: Sequence[str] = ()
     _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
+    _subject: tuple[tuple[str, str], ...] | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        Credentials(self.name, self.token)  # the same rules for name and token
-        object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
+        what = f"client {self.name!r}"
+        if isinstance(self.certificate_fingerprints, str):
+            object.__setattr__(self, "certificate_fingerprints",
+                               (self.certificate_fingerprints,))
+        by_certificate = (self.certificate_subject is not None
+                          or bool(self.certificate_fingerprints))
+        if by_certificate == (self.token is not None):
+            raise InvalidConfiguration(
+                f"{what}: give either its token or the certificate it proves its name with "
+                "(certificate_subject and/or certificate_fingerprints), not both")
+        if self.token is not None:
+            Credentials(self.name, self.token)  # the same rules for name and token
+            object.__setattr__(self, "token", _token_bytes(self.token, what))
+        else:
+            Credentials(self.name, b"-" * 8)  # the same rule for the name
+        object.__setattr__(self, "_subject", None if self.certificate_subject is None
+                           else parse_subject(self.certificate_subject, what))
+        object.__setattr__(self, "certificate_fingerprints", tuple(
+            normalize_fingerprint(f, what) for f in self.certificate_fingerprints))
         matchers: dict[str, re.Pattern[str] | None] = {}
         for permission in PERMISSIONS:
             patterns = _patterns(getattr(self, permission), f"client {self.name!r} {permission}")
@@ -141,8 +175,29 @@ class ClientGrant:
         object.__setattr__(self, "_matchers", matchers)
 
     def __repr__(self) -> str:
-        return (f"ClientGrant({self.name!r}, produce={list(self.produce)}, "
+        how = "token=..." if self.token is not None else (
+            f"certificate_subject={self.certificate_subject!r}, "
+            f"certificate_fingerprints={list(self.certificate_fingerprints)}")
+        return (f"ClientGrant({self.name!r}, {how}, produce={list(self.produce)}, "
                 f"consume={list(self.consume)}, admin={list(self.admin)})")
+
+    def check_certificate(self, certificate: PeerCertificate | None) -> str | None:
+        """Why ``certificate`` (verified by the TLS layer) does not prove this client's
+        name; ``None`` when it does."""
+        if certificate is None:
+            return (f"client {self.name!r} proves its name with a TLS client certificate "
+                    "and presented none: dial a tls:// or wss:// address with its "
+                    "certificate and key (CertificateCredentials)")
+        if self._subject is not None and tuple(sorted(
+                (attribute(n), v) for n, v in certificate.subject)) != self._subject:
+            return (f"the TLS certificate presented (subject {certificate.subject_text!r}) "
+                    f"is not client {self.name!r}'s (certificate_subject "
+                    f"{self.certificate_subject!r})")
+        fingerprint = certificate.fingerprint.replace(":", "").lower()
+        if self.certificate_fingerprints and fingerprint not in self.certificate_fingerprints:
+            return (f"the TLS certificate presented (SHA-256 {certificate.fingerprint}) is "
+                    f"not one of client {self.name!r}'s certificate_fingerprints")
+        return None
 
     def _has(self, permission: str, name: str) -> bool:
         matcher = self._matchers[permission]
@@ -174,7 +229,8 @@ class ClientGrant:
         wanted = ", ".join(needed) + (" or admin" if needed else "admin")
         verb = ("read" if code == READ else "open" if code in DECLARE
                 else ops.op_name(code))
-        return (f"client {self.name!r} may not {verb} {name!r}: its token lacks the "
+        held = "token" if self.token is not None else "certificate"
+        return (f"client {self.name!r} may not {verb} {name!r}: its {held} lacks the "
                 f"{wanted} permission for that name")
 
 
@@ -188,7 +244,7 @@ class ClientAccess:
         grants: Iterable[ClientGrant],
         *,
         listen: str | Sequence[str] | None = None,
-        max_in_flight: int = 128,
+        max_in_flight: int = 512,
         max_total_in_flight: int = 1024,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
@@ -215,9 +271,18 @@ class ClientAccess:
         self.max_total_in_flight = max_total_in_flight
 
     def token(self, name: str) -> bytes | None:
-        """The token of client ``name`` (``None`` for an unknown client)."""
+        """The token of client ``name`` (``None`` for an unknown client or one that
+        proves its name by a certificate)."""
         grant = self.grants.get(name)
         return None if grant is None else grant.token
+
+    def credential(self, name: str) -> bytes | CertificateCheck | None:
+        """How client ``name`` proves its name: its token, or the check of its TLS
+        certificate (``None`` for an unknown client)."""
+        grant = self.grants.get(name)
+        if grant is None:
+            return None
+        return grant.token if grant.token is not None else grant.check_certificate
 
     def __repr__(self) -> str:
         return f"ClientAccess({sorted(self.grants)}, listen={self.listen!r})"

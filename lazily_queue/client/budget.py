@@ -25,6 +25,11 @@ class Budget:
     def used(self) -> int:
         return self.size - self.free
 
+    @property
+    def ready(self) -> bool:
+        """Whether :meth:`take` would return without waiting."""
+        return self.free > 0 and not self._waiters
+
     async def take(self) -> None:
         """Take a slot, waiting (in arrival order) until one is free."""
         if self.free > 0 and not self._waiters:

@@ -48,6 +48,7 @@ from ..replicated.view import ReadView
 from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
 from . import protocol as P
 from .access import Credentials
+from .certificates import CertificateCredentials
 from .link import Answer, Link
 from .mirror import Key, Mirror
 from .session import MAX_OP_BYTES, Session
@@ -66,12 +67,12 @@ class ClusterClient(NodeCells):
     def __init__(
         self,
         addresses: str | Sequence[str],
-        credentials: Credentials | tuple[str, bytes | str],
+        credentials: Credentials | CertificateCredentials | tuple[str, bytes | str],
         *,
         context: Context | None = None,
         op_timeout: float = 10.0,
         connect_timeout: float = 5.0,
-        max_in_flight: int = 128,
+        max_in_flight: int = 256,
         ping_interval: float = 1.0,
         ping_timeout: float = 5.0,
         prefer_leader: bool = True,
@@ -81,17 +82,20 @@ class ClusterClient(NodeCells):
         self.addresses = [addresses] if isinstance(addresses, str) else list(addresses)
         if not self.addresses or not all(isinstance(a, str) for a in self.addresses):
             raise InvalidConfiguration("give the address of at least one member")
-        if not isinstance(credentials, Credentials):
-            name, token = credentials
-            credentials = Credentials(name, token.encode() if isinstance(token, str) else token)
-        self.credentials = credentials
+        if not isinstance(credentials, Credentials | CertificateCredentials):
+            name, given = credentials
+            credentials = Credentials(name, given.encode() if isinstance(given, str) else given)
+        self.credentials: Credentials | CertificateCredentials = credentials
+        token = credentials.token if isinstance(credentials, Credentials) else None
+        if ssl_context is None and isinstance(credentials, CertificateCredentials):
+            ssl_context = credentials.ssl_context()
         self.ctx = resolve_context(context)
         self.op_timeout = op_timeout
         self.connect_timeout = connect_timeout
         self.ping_interval, self.ping_timeout = ping_interval, ping_timeout
         self._ssl, self._schemes = ssl_context, schemes
         self._config = LinkConfig(peer_id=0, session_id="lazily-client",
-                                  secret=credentials.token, credential=credentials.name,
+                                  secret=token, credential=credentials.name,
                                   max_frame_size=MAX_OP_BYTES + P.REQUEST_OVERHEAD)
         self._link: Link | None = None
         self.session = Session(max_in_flight=max_in_flight, link=lambda: self._link,
@@ -195,6 +199,10 @@ class ClusterClient(NodeCells):
             except HandshakeError as exc:
                 self.failures[address] = f"refused: {exc}"
                 denied += exc.field in ("credential", "auth")
+                if exc.field == "handshake" and isinstance(
+                        self.credentials, CertificateCredentials):
+                    self.failures[address] = self.credentials.refusal(exc.message)
+                    denied += 1
             except (OSError, TimeoutError) as exc:
                 self.failures[address] = f"unreachable: {exc}"
             else:

@@ -3,20 +3,21 @@
 A client links to the member's listen address (or the ``listen`` of its
 :class:`~.access.ClientAccess`) with its own credential; the link never reaches Raft.
 Each request is read with the bounded decoder (:mod:`.protocol`), checked against the
-client's permissions and, for an op, proposed through the member's driver wrapped in
-``CLIENT_OP`` under the client's session, so it is forwarded to the leader as the
-member's own proposals are and applies at most once however often it is retried. The
-answer is sent once the op applied here. Mirrors: a client watching an object gets its
-state as applied here, then every op applied to it (the state machine's tap), in apply
-order and before the answers of the same step, so what a client reads after an answer
-includes that answer's op.
+client's permissions and, for an op, proposed through the member's driver under the
+client's session (the ops of one frame together as ``CLIENT_OPS``, see
+:mod:`.batching`; an op alone as ``CLIENT_OP``), so it is forwarded to the leader as
+the member's own proposals are and applies at most once however often it is retried.
+Each op is answered once it applied here. Mirrors: a client watching an object gets
+its state as applied here, then every op applied to it (the state machine's tap), in
+apply order and before the answers of the same step, so what a client reads after an
+answer includes that answer's op.
 
 Back-pressure: a client has at most ``max_in_flight`` requests being served and all
 clients together ``max_total_in_flight``; beyond that the member stops reading their
 links (waiting clients are served in arrival order), and a frame's requests are served
 :data:`YIELD_EVERY` at a time between the loop's other work, so a flood of clients adds
-at most that many proposals to a step and cannot starve replication or heartbeats. A
-client that does not read its answers (more than :data:`MAX_OUTBOX_BYTES` queued) is
+at most that many ops to a step and cannot starve replication or heartbeats. A client
+that does not read its answers (:data:`~.connection.MAX_OUTBOX_BYTES` queued) is
 disconnected.
 """
 
@@ -44,9 +45,10 @@ from ..replicated import objects, ops
 from ..replicated.events import Event, OpApplied, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
-from .access import READ, ClientAccess, ClientGrant
+from .access import READ, ClientAccess
+from .batching import PendingOp, answer_each, client_ops, group
 from .budget import Budget
-from .outbox import Outbox
+from .connection import ClientConnection
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -55,59 +57,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Answers and notifications queued for one client before it is disconnected.
-MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 _MAX_TIMEOUT_MS = 3_600_000
 #: Requests of one frame served before the loop runs its other work (Raft ticks first).
 YIELD_EVERY = 32
-_REFUSALS_CACHED = 1024
-
-
-class _Conn:
-    """One client link: its session, permissions, watches and outgoing frames."""
-
-    def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int) -> None:
-        self.grant = grant
-        self.session: int | None = None
-        self.slots = Budget(max_in_flight)
-        self.watches: set[tuple[str, str]] = set()
-        self.replay: list[list[Any]] = []
-        self.refusals: dict[tuple[int, Any], str | None] = {}
-        self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
-        self._pending: list[list[Any]] = []
-
-    @property
-    def closed(self) -> bool:
-        return self.outbox.closed
-
-    def _overflow(self, queued: int) -> None:
-        log.warning("client %r does not read its answers (%d bytes queued); disconnected",
-                    self.grant.name, queued)
-
-    def send(self, frame: list[Any]) -> None:
-        """Queue ``frame``; the frames of one loop iteration leave as one batch."""
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self._pending.append(frame)
-
-    def _flush(self) -> None:
-        frames, self._pending = self._pending, []
-        if not frames or self.closed:
-            return
-        frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
-        for data in P.parts(P.encode(frame)):
-            self.outbox.send(data)
-
-    def refusal(self, code: int, name: Any) -> str | None:
-        key = (code, name)
-        if key not in self.refusals:
-            if len(self.refusals) > _REFUSALS_CACHED:
-                self.refusals.clear()
-            self.refusals[key] = self.grant.refusal(code, name)
-        return self.refusals[key]
-
-    def close(self) -> None:
-        self.outbox.close()
 
 
 class ClientServer:
@@ -128,8 +80,8 @@ class ClientServer:
         self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
                                      + P.REQUEST_OVERHEAD)
         node.add_event_observer(self.on_events)
-        self._conns: set[_Conn] = set()
-        self._watchers: dict[tuple[str, str], set[_Conn]] = {}
+        self._conns: set[ClientConnection] = set()
+        self._watchers: dict[tuple[str, str], set[ClientConnection]] = {}
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.keys()
         self._slots = Budget(access.max_total_in_flight)
@@ -144,7 +96,7 @@ class ClientServer:
     def on_listen_address(self) -> tuple[CredentialLookup, ChannelHandler] | None:
         """What the node's mesh needs to hand client links here (``None`` when clients
         have addresses of their own)."""
-        return (self.access.token, self.serve) if self.access.listen is None else None
+        return (self.access.credential, self.serve) if self.access.listen is None else None
 
     async def start(self) -> None:
         """Listen on the access's own addresses, if it has them (else the node's mesh
@@ -163,7 +115,7 @@ class ClientServer:
             for address in self.access.listen:
                 tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")
                        else None)
-                context = listen(address, config, self.serve, credentials=self.access.token,
+                context = listen(address, config, self.serve, credentials=self.access.credential,
                                  accept_peer=lambda _peer: "this address serves clients only",
                                  ssl_context=tls)
                 listener = await context.__aenter__()
@@ -194,18 +146,22 @@ class ClientServer:
         grant = None if name is None else self.access.grants.get(name)
         if grant is None:
             return
-        conn = _Conn(stream, grant, self.access.max_in_flight)
+        conn = ClientConnection(stream, grant, self.access.max_in_flight)
         self._conns.add(conn)
         try:
             while not conn.closed:
                 for k, request in enumerate(self._requests(conn, await stream.receive())):
                     if k and not k % YIELD_EVERY:
+                        self._flush_ops(conn)
                         await asyncio.sleep(0)  # heartbeats and other links go first
+                    if not (conn.slots.ready and self._slots.ready):
+                        self._flush_ops(conn)  # ops waiting here must not hold their slots
                     await conn.slots.take()
                     await self._slots.take()
                     self.requests += 1
                     if not self._handle(conn, request):
                         self._release(conn)
+                self._flush_ops(conn)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
@@ -219,19 +175,19 @@ class ClientServer:
                         del self._watchers[key]
             await conn.outbox.wait_closed()
 
-    def _release(self, conn: _Conn) -> None:
+    def _release(self, conn: ClientConnection) -> None:
         conn.slots.give()
         self._slots.give()
 
-    def _refuse(self, conn: _Conn, rid: int, code: str, message: str) -> None:
+    def _refuse(self, conn: ClientConnection, rid: int, code: str, message: str) -> None:
         self.refused += 1
         conn.send([rid, P.ERROR, [code, message]])
 
-    def _fail(self, conn: _Conn, rid: int, error: BaseException) -> None:
+    def _fail(self, conn: ClientConnection, rid: int, error: BaseException) -> None:
         self.refused += 1
         conn.send([rid, P.ERROR, P.error_payload(error)])
 
-    def _requests(self, conn: _Conn, data: bytes) -> list[list[Any]]:
+    def _requests(self, conn: ClientConnection, data: bytes) -> list[list[Any]]:
         """The requests of one frame (one, or a batch); refuses an unreadable frame."""
         try:
             frame = P.decode(data, max_bytes=self.max_request_bytes)
@@ -249,7 +205,7 @@ class ClientServer:
             return []
         return items
 
-    def _handle(self, conn: _Conn, frame: list[Any]) -> bool:
+    def _handle(self, conn: ClientConnection, frame: list[Any]) -> bool:
         """Serve one request; True when an answer will release its slots later."""
         rid, kind = frame[0], frame[1]
         if rid == 0 or kind not in P.REQUESTS:
@@ -258,6 +214,7 @@ class ClientServer:
         try:
             if kind == P.OP:
                 return self._op(conn, rid, frame)
+            self._flush_ops(conn)  # in order: the ops read before this request go first
             if kind == P.HELLO:
                 self._hello(conn, rid, frame)
             elif kind == P.WATCH:
@@ -274,7 +231,7 @@ class ClientServer:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def _hello(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+    def _hello(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         if len(frame) != 4 or frame[2] != P.VERSION:
             raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
         session = frame[3]
@@ -292,7 +249,7 @@ class ClientServer:
             raise P.RequestRefused(f"timeout_ms must be in (0, {_MAX_TIMEOUT_MS}]")
         return float(value) / 1000.0
 
-    def _op(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+    def _op(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if conn.session is None:
             raise P.RequestRefused("send HELLO before any op")
         if len(frame) != 7:
@@ -307,10 +264,44 @@ class ClientServer:
         refusal = conn.refusal(code, name if isinstance(name, str) else None)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
-        return self._propose(conn, rid, ops.CLIENT_OP,
-                             [conn.session, seq, floor, code, *args], timeout)
+        conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))
+        return True
 
-    def _propose(self, conn: _Conn, rid: int, code: int, args: list[Any],
+    def _flush_ops(self, conn: ClientConnection) -> None:
+        """Propose the ops read so far (:mod:`.batching`); each one refused here is
+        answered and its slots given back."""
+        pending, conn.ops = conn.ops, []
+        if not pending or conn.session is None:
+            return
+        config = self.node.driver.replica.config
+        for members in group(pending, message_limit=config.max_message_bytes,
+                             command_bytes=config.max_command_bytes):
+            if len(members) > 1 and self._propose_ops(conn, conn.session, members):
+                continue
+            for op in members:
+                if not self._propose(conn, op.rid, ops.CLIENT_OP,
+                                     [conn.session, op.seq, op.floor, op.code, *op.args],
+                                     op.timeout):
+                    self._release(conn)
+
+    def _propose_ops(self, conn: ClientConnection, session: int, members: list[PendingOp]) -> bool:
+        """Propose ``members`` as one ``CLIENT_OPS``; False when the replica refuses them
+        together (each is then proposed alone, and refused alone)."""
+        driver = self.node.driver
+        if not driver.running or driver.disk_error is not None:
+            return False
+        try:
+            driver.replica.propose(
+                ops.CLIENT_OPS, client_ops(session, members),
+                timeout=max(op.timeout for op in members),
+                on_done=answer_each(members, lambda rid, result, error: self._answer(
+                    conn, rid, result, error)))
+        except Exception:  # a value or size the replica refuses: proposed one by one
+            return False
+        driver.wake()
+        return True
+
+    def _propose(self, conn: ClientConnection, rid: int, code: int, args: list[Any],
                  timeout: float) -> bool:
         """Propose through the member's replica; the answer goes out once it applied."""
         driver = self.node.driver
@@ -326,12 +317,13 @@ class ClientServer:
         driver.wake()
         return True
 
-    def _barrier(self, conn: _Conn, rid: int, frame: list[Any]) -> bool:
+    def _barrier(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if len(frame) != 3:
             raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
         return self._propose(conn, rid, ops.BARRIER, [], self._timeout(frame[2]))
 
-    def _answer(self, conn: _Conn, rid: int, result: Any, error: BaseException | None) -> None:
+    def _answer(self, conn: ClientConnection, rid: int, result: Any,
+                error: BaseException | None) -> None:
         self._release(conn)
         if error is not None:
             conn.send([rid, P.ERROR, P.error_payload(error)])
@@ -343,7 +335,7 @@ class ClientServer:
             raise P.RequestRefused(f"a watch is [id, kind, one of {objects.KINDS}, name]")
         return frame[2], frame[3]
 
-    def _watch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+    def _watch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         key = self._key(frame)
         refusal = conn.refusal(READ, key[1])
         if refusal is not None:
@@ -353,7 +345,7 @@ class ClientServer:
         self._watchers.setdefault(key, set()).add(conn)
         conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
 
-    def _unwatch(self, conn: _Conn, rid: int, frame: list[Any]) -> None:
+    def _unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         key = self._key(frame)
         conn.watches.discard(key)
         watchers = self._watchers.get(key)
@@ -369,7 +361,7 @@ class ClientServer:
         """Forward the ops applied here to the clients watching their objects."""
         if not self._watchers:
             return
-        touched: list[_Conn] = []
+        touched: list[ClientConnection] = []
         for event in events:
             if type(event) is OpApplied:
                 op = event.op
@@ -386,7 +378,7 @@ class ClientServer:
                 self._reset_all()
         self._flush(touched)
 
-    def _flush(self, touched: list[_Conn]) -> None:
+    def _flush(self, touched: list[ClientConnection]) -> None:
         for conn in touched:
             replay, conn.replay = conn.replay, []
             conn.send([0, P.REPLAY, replay])

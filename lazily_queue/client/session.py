@@ -43,16 +43,24 @@ SWEEP_INTERVAL = 0.05
 MAX_OP_BYTES = command_limit(MAX_MESSAGE_BYTES_LIMIT)
 
 
+#: Argument types that need no scan: a flat list of them is in the value model as is.
+_FLAT = frozenset({str, bytes, int, float, bool, type(None)})
+
+
 def encode_args(code: int, args: list[Any]) -> bytes:
     """The op's arguments in CBOR, checked against the value model and the largest
     command a cluster accepts (the member checks its own, smaller, message limit)."""
-    name = ops.op_name(code)
-    tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
-    try:
-        encoded = values.dumps(args, tuples=tuples)
-    except cbor2.CBOREncodeError as exc:
-        raise values.unsupported(name, str(exc)[:200]) from None
+    if all(type(arg) in _FLAT for arg in args):
+        encoded = cbor2.dumps(args)  # flat and of the model: nothing to scan or tag
+    else:
+        name = ops.op_name(code)
+        tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
+        try:
+            encoded = values.dumps(args, tuples=tuples)
+        except cbor2.CBOREncodeError as exc:
+            raise values.unsupported(name, str(exc)[:200]) from None
     if len(encoded) > MAX_OP_BYTES:
+        name = ops.op_name(code)
         raise MessageTooLarge(
             f"{name}: the operation of {len(encoded)} bytes exceeds the {MAX_OP_BYTES}-byte "
             "limit of every cluster; store large payloads elsewhere and queue a reference",

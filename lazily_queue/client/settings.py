@@ -10,31 +10,46 @@
     consume = ["jobs"]
     admin = []
 
+A client may prove its name by a TLS client certificate instead of a token, over the
+``tls://`` or ``wss://`` addresses of ``clients``::
+
+    clients = ["tls://0.0.0.0:7443"]
+    clients_ca = "certs/clients-ca.pem" # the CA client certificates are verified against
+                                        # (default: [tls] `ca`)
+    [[client]]
+    name = "billing"
+    certificate_subject = "CN=billing,O=Orders"      # its certificate's subject ...
+    # certificate_fingerprints = ["AB:CD:...:EF"]    # ... and/or the SHA-256 of each
+    produce = ["invoices"]                           # certificate it may use
+
 Tokens are never written in the configuration; they are read when the node is built.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import TLSConfigError, TLSFiles, scheme_of
+from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
 from ..errors import InvalidConfiguration
 
 if TYPE_CHECKING:
     from .access import ClientAccess
 
-CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "produce", "consume", "admin"})
+CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "certificate_subject",
+                         "certificate_fingerprints", "produce", "consume", "admin"})
 
 Fail = Callable[[str], Exception]
 
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """One ``[[client]]`` table: a name, where its token is, its permissions."""
+    """One ``[[client]]`` table: a name, where its token is (or which certificates are
+    its), its permissions."""
 
     name: str
     token_env: str | None = None
@@ -42,6 +57,13 @@ class ClientConfig:
     produce: tuple[str, ...] = ()
     consume: tuple[str, ...] = ()
     admin: tuple[str, ...] = ()
+    certificate_subject: str | None = None
+    certificate_fingerprints: tuple[str, ...] = ()
+
+    @property
+    def by_certificate(self) -> bool:
+        """Whether it proves its name by a TLS client certificate."""
+        return self.certificate_subject is not None or bool(self.certificate_fingerprints)
 
 
 def _string(value: Any, fail: Fail, key: str) -> str:
@@ -67,9 +89,23 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             raise fail(f"[[client]] {name!r} is listed twice")
         where = f"[[client]] {name!r}"
         token_env, token_file = table.get("token_env"), table.get("token_file")
-        if (token_env is None) == (token_file is None):
+        subject = table.get("certificate_subject")
+        fingerprints = table.get("certificate_fingerprints", [])
+        if isinstance(fingerprints, str):
+            fingerprints = [fingerprints]
+        if subject is not None:
+            _string(subject, fail, "certificate_subject")
+        if not isinstance(fingerprints, list) or not all(
+                isinstance(f, str) and f for f in fingerprints):
+            raise fail(f"{where}: `certificate_fingerprints` is a list of SHA-256 "
+                       "fingerprints like [\"AB:CD:...:EF\"]")
+        ways = (token_env is not None) + (token_file is not None) + bool(
+            subject is not None or fingerprints)
+        if ways != 1:
             raise fail(f"{where}: give exactly one of `token_env` (an environment variable "
-                       "holding its token) or `token_file`; tokens are never written in the "
+                       "holding its token), `token_file`, or the TLS client certificate it "
+                       "proves its name with (`certificate_subject` and/or "
+                       "`certificate_fingerprints`); tokens are never written in the "
                        "configuration")
         lists: dict[str, tuple[str, ...]] = {}
         for key in ("produce", "consume", "admin"):
@@ -83,9 +119,55 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             token_env=None if token_env is None else _string(token_env, fail, "token_env"),
             token_file=None if token_file is None else base / _string(
                 token_file, fail, "token_file"),
+            certificate_subject=subject,
+            certificate_fingerprints=tuple(fingerprints),
             **lists,
         )
+        try:  # the subject and fingerprints are checked now, not when the node starts
+            _grant(found[name], None if found[name].by_certificate else b"-" * 8)
+        except InvalidConfiguration as exc:
+            raise fail(f"{where}: {exc}") from None
     return tuple(found.values())
+
+
+def _grant(client: ClientConfig, token: bytes | None) -> Any:
+    from .access import ClientGrant
+
+    return ClientGrant(client.name, token, produce=client.produce, consume=client.consume,
+                       admin=client.admin, certificate_subject=client.certificate_subject,
+                       certificate_fingerprints=client.certificate_fingerprints)
+
+
+def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],
+                     clients_listen: tuple[str, ...] | None, listen: str,
+                     tls: TLSFiles | None, fail: Fail) -> Path | None:
+    """The top-level ``clients_ca`` key, and the rules of clients proving their name by
+    a certificate: they need TLS addresses and a CA to verify them against."""
+    ca = None if raw is None else base / _string(raw, fail, "clients_ca")
+    served = clients_listen if clients_listen is not None else (listen,)
+    if ca is not None:
+        if tls is None:
+            raise fail("`clients_ca` needs a [tls] table (the members' certificate and key)")
+        if clients_listen is None or not any(scheme_of(a) in TLS_SCHEMES for a in served):
+            raise fail("`clients_ca` needs a tls:// or wss:// address of the clients' own "
+                       "in `clients` (the Raft address verifies its dialers against [tls] "
+                       "`ca`)")
+        try:
+            ssl.create_default_context(cafile=str(ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise fail(f"`clients_ca` {ca}: not a readable PEM CA certificate "
+                       f"({getattr(exc, 'strerror', None) or exc})") from None
+    for client in clients:
+        if not client.by_certificate:
+            continue
+        where = f"[[client]] {client.name!r} proves its name by a TLS certificate"
+        if tls is None or not any(scheme_of(a) in ("tls", "wss") for a in served):
+            raise fail(f"{where}: serve clients on a tls:// or wss:// address (`clients`, "
+                       "with a [tls] table)")
+        if ca is None and (tls.ca is None or not tls.require_client_certificate):
+            raise fail(f"{where}: give `clients_ca` (the CA client certificates are signed "
+                       "by), or [tls] `ca` with require_client_certificate = true")
+    return ca
 
 
 def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fail: Fail,
@@ -105,28 +187,47 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
 
 
 def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | None,
-                  tls: TLSFiles | None, source: str) -> ClientAccess | None:
+                  tls: TLSFiles | None, source: str,
+                  clients_ca: Path | None = None) -> ClientAccess | None:
     """The grants of ``clients`` with their tokens read now (``None`` without any); a
-    ``tls://`` or ``wss://`` address is served with the node's TLS files."""
+    ``tls://`` or ``wss://`` address is served with the node's TLS files, verifying
+    client certificates against ``clients_ca`` (else [tls] ``ca``)."""
     if not clients:
         return None
     from ..config import ConfigError
-    from .access import ClientAccess, ClientGrant, token_from_env, token_from_file
+    from .access import ClientAccess, token_from_env, token_from_file
 
     grants = []
     for client in clients:
         what = f"{source}: [[client]] {client.name!r}"
         try:
-            token = (token_from_env(client.token_env, what) if client.token_env
+            token = (None if client.by_certificate
+                     else token_from_env(client.token_env, what) if client.token_env
                      else token_from_file(client.token_file or "", what))
+            grants.append(_grant(client, token))
         except InvalidConfiguration as exc:
             raise ConfigError(str(exc)) from None
-        grants.append(ClientGrant(client.name, token, produce=client.produce,
-                                  consume=client.consume, admin=client.admin))
     ssl_context = None
     if tls is not None and any(scheme_of(a) in ("tls", "wss") for a in listen or ()):
         try:
             ssl_context = tls.server_context()
         except TLSConfigError as exc:
             raise ConfigError(f"{source}: [tls]: {exc}") from None
+        if clients_ca is not None or any(c.by_certificate for c in clients):
+            ssl_context = _clients_context(tls, clients, clients_ca)
     return ClientAccess(grants, listen=listen, ssl_context=ssl_context)
+
+
+def _clients_context(tls: TLSFiles, clients: tuple[ClientConfig, ...],
+                     clients_ca: Path | None) -> ssl.SSLContext:
+    """The server context of the clients' own TLS addresses: the node's certificate,
+    client certificates verified against ``clients_ca`` (else [tls] ``ca``), required
+    unless some clients use tokens and [tls] require_client_certificate is false."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(str(tls.certificate), str(tls.key))
+    context.load_verify_locations(cafile=str(clients_ca or tls.ca))
+    tokens = any(not c.by_certificate for c in clients)
+    context.verify_mode = (ssl.CERT_OPTIONAL if tokens and not tls.require_client_certificate
+                           else ssl.CERT_REQUIRED)
+    return context

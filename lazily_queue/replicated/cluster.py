@@ -30,5 +30,10 @@ def client_op(sm: StateMachine, args: list[Any]) -> Any:
     return sm.apply_client(args)
 
 
+def client_ops(sm: StateMachine, args: list[Any]) -> Any:
+    """A client's ops proposed together (see ``StateMachine.apply_client_ops``)."""
+    return sm.apply_client_ops(args)
+
+
 FAMILY = Family("cluster", {ops.BARRIER: barrier, ops.MEMBER_ADDRESS: member_address,
-                            ops.CLIENT_OP: client_op})
+                            ops.CLIENT_OP: client_op, ops.CLIENT_OPS: client_ops})

@@ -21,6 +21,7 @@ QUEUE_UNPOP_MANY = 7  # [name, values]: return undelivered elements to the head,
 BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
 CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
+CLIENT_OPS = 12  # [session, floor, [seq, code, *args], ...]: a client's ops proposed together
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -64,6 +65,7 @@ OP_NAMES: dict[int, str] = {
     BARRIER: "barrier",
     MEMBER_ADDRESS: "member_address",
     CLIENT_OP: "client_op",
+    CLIENT_OPS: "client_ops",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

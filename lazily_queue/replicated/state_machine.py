@@ -12,7 +12,9 @@ that, on every replica alike (sessions are kept in the order they were last seen
 that order survives snapshots).
 A member's session is the batch's; a client's op travels wrapped in ``CLIENT_OP``
 under the client's own session (ids above :data:`CLIENT_SESSION_BASE`), so the client
-can retry it through another member and it still applies at most once. A client
+can retry it through another member and it still applies at most once (the member may
+propose several of one client's ops as one ``CLIENT_OPS``, each applied as its own
+``CLIENT_OP`` would be). A client
 session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
 floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes
 first). Sessions are part of the snapshot.
@@ -40,7 +42,7 @@ from ..raft.batch import CommandError, decode_command
 from . import admin, cluster, queues, topics, work_queues
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
-from .ops import CLIENT_OP, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
+from .ops import CLIENT_OP, CLIENT_OPS, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ SESSION_TTL_MS = 3_600_000
 SNAPSHOT_FORMAT = 1
 #: Client session ids are above this (a member's are at most this).
 CLIENT_SESSION_BASE = 2**62
+_WRAPPERS = (CLIENT_OP, CLIENT_OPS)
 #: Results a client session keeps above its floor; an op further ahead is refused.
 CLIENT_WINDOW = 1024
 #: Client sessions kept; opening one more drops the least recently seen.
@@ -142,7 +145,7 @@ class StateMachine:
         fn = _HANDLERS.get(code)
         if fn is None:
             return OpError("unknown_op", f"op code {code} is not known to this node's version")
-        wrapper = code == CLIENT_OP
+        wrapper = code == CLIENT_OP or code == CLIENT_OPS
         if not wrapper:
             self.applied_ops += 1
         try:
@@ -164,7 +167,7 @@ class StateMachine:
         op once per client session (module docstring)."""
         head = args[:4]
         if len(head) < 4 or not all(type(v) is int for v in head) or (
-                head[0] <= CLIENT_SESSION_BASE or head[1] < 1 or head[3] == CLIENT_OP):
+                head[0] <= CLIENT_SESSION_BASE or head[1] < 1 or head[3] in _WRAPPERS):
             return OpError("malformed_client_op", "a client op is [session, seq, floor, "
                            "code, *args] with a client session id and seq >= 1")
         sid, seq, floor, code = head
@@ -187,6 +190,16 @@ class StateMachine:
         result = self._apply_plain(code, args[4:])
         session.done[seq] = result
         return result
+
+    def apply_client_ops(self, args: list[Any]) -> Any:
+        """The ``CLIENT_OPS`` handler: ``[session, floor, [seq, code, *args], ...]``
+        applies each op as ``CLIENT_OP`` would, in order; one result per op."""
+        if (len(args) < 3 or type(args[0]) is not int or type(args[1]) is not int
+                or not all(type(op) is list and len(op) >= 2 for op in args[2:])):
+            return OpError("malformed_client_ops", "client ops are [session, floor, [seq, "
+                           "code, *args], ...]")
+        sid, floor = args[0], args[1]
+        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]
 
     def _open_client_session(self, sid: int) -> Session:
         """A new client session, the least recently seen one dropped at the bound

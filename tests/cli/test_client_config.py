@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,65 @@ def test_a_missing_token_is_reported_when_the_node_is_built(
     monkeypatch.setenv("WEB_TOKEN", "short")
     with pytest.raises(ConfigError, match="at least 8 bytes"):
         config.client_access()
+
+
+def _tls(tmp_path: Path) -> dict[str, object]:
+    from tests.certs import TestCA
+
+    members = TestCA(tmp_path / "members", "members CA")
+    issued = members.issue("n1")
+    TestCA(tmp_path / "clients", "clients CA")
+    return {"certificate": str(issued.certificate), "key": str(issued.key),
+            "ca": str(members.path)}
+
+
+BILLING = {"name": "billing", "certificate_subject": "CN=billing,O=Orders",
+           "produce": ["invoices"]}
+TLS_BASE = {**BASE, "listen": "tls://127.0.0.1:7001", "peers": {"2": "tls://127.0.0.1:7002"}}
+
+
+def test_certificate_clients_and_their_ca(tmp_path: Path) -> None:
+    tls = _tls(tmp_path)
+    config = parse_config(
+        {**TLS_BASE, "tls": tls, "clients": "tls://127.0.0.1:0", "clients_ca": "clients/ca.pem",
+         "client": [BILLING, {"name": "pinned", "certificate_fingerprints": "AB:" * 31 + "AB",
+                              "consume": ["*"]}]},
+        base=tmp_path, source="node.toml")
+    assert config.clients_ca == tmp_path / "clients" / "ca.pem"
+    access = config.client_access()
+    assert access is not None and access.ssl_context is not None
+    assert access.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert [c["subject"] for c in access.ssl_context.get_ca_certs()] == [
+        ((("commonName", "clients CA"),),)]  # clients_ca, not the members' CA
+    assert callable(access.credential("billing")) and access.token("billing") is None
+    assert access.grants["pinned"].certificate_fingerprints == ("ab" * 32,)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"client": [{**BILLING, "token_env": "T"}]}, r"exactly one of `token_env`"),
+        ({"client": [{**BILLING, "certificate_subject": "billing"}]}, r"attribute=value"),
+        ({"client": [{**BILLING, "certificate_fingerprints": ["AB"]}]}, r"not a SHA-256"),
+        ({"client": [BILLING], "clients": "tcp://127.0.0.1:0"}, r"serve clients on a tls://"),
+        ({"client": [BILLING], "tls": None}, r"serve clients on a tls://"),
+        ({"client": [WEB], "clients_ca": "clients/ca.pem", "clients": None},
+         r"address of the clients' own"),
+        ({"client": [BILLING], "clients_ca": "nope.pem"}, r"not a readable PEM"),
+        ({"client": [BILLING], "tls": "no-ca"}, r"give `clients_ca`"),
+    ],
+)
+def test_certificate_client_mistakes_name_the_key_and_the_fix(
+    tmp_path: Path, changes: dict[str, object], message: str
+) -> None:
+    tls = _tls(tmp_path)
+    doc: dict[str, object] = {**TLS_BASE, "tls": tls, "clients": "tls://127.0.0.1:0", **changes}
+    if doc["tls"] == "no-ca":
+        doc["tls"] = {k: v for k, v in tls.items() if k != "ca"}
+    for key in ("tls", "clients"):
+        if doc[key] is None:
+            del doc[key]
+    if "tls" not in doc:
+        doc.update(listen=BASE["listen"], peers=BASE["peers"])
+    with pytest.raises(ConfigError, match=message):
+        parse_config(doc, base=tmp_path, source="node.toml")

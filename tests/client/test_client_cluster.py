@@ -319,7 +319,7 @@ async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
             await client.close()
     with pytest.raises(InvalidConfiguration, match="broker's credentials"):
         connect("nats://127.0.0.1:4222", ("web", TOKEN))
-    with pytest.raises(AddressError, match="unix:, tcp://, ws:// or wss://"):
+    with pytest.raises(AddressError, match="unix:, tcp://, tls://, ws:// or wss://"):
         connect(["unix:a.sock", "nats://127.0.0.1:4222"], ("web", TOKEN))
     with pytest.raises(InvalidConfiguration, match="'name'"):
         connect("unix:x.sock", {"token": "only-a-token"})

@@ -48,6 +48,30 @@ def test_a_client_op_retried_through_another_member_applies_once() -> None:
     assert queue.elements() == ["b"]
 
 
+def test_client_ops_proposed_together_apply_each_once_as_alone() -> None:
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    [first] = _apply(sm, 6, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_PUSH, "q", "a"],
+                             [2, ops.QUEUE_PUSH, "q", "b"], [3, ops.QUEUE_POP, "q"]])
+    assert first == [None, None, "a"]
+    # seq 2 retried alone through another member, then 2 and 4 together: 2 is not
+    # applied again, 4 is
+    assert _apply(sm, 7, client_op(2, 1, ops.QUEUE_PUSH, "q", "b")) == [None]
+    [again] = _apply(sm, 8, [ops.CLIENT_OPS, CLIENT, 2, [2, ops.QUEUE_PUSH, "q", "b"],
+                             [4, ops.QUEUE_PUSH, "q", "c"]])
+    assert again == [None, None]
+    assert sm.queues["q"].elements() == ["b", "c"] and sm.duplicate_ops == 2
+    for k, bad in enumerate([[ops.CLIENT_OPS, CLIENT, 1],  # no op
+                             [ops.CLIENT_OPS, CLIENT, 1, [5]],  # no code
+                             [ops.CLIENT_OPS, CLIENT, True, [5, ops.QUEUE_PUSH, "q", 1]]]):
+        [result] = _apply(sm, 100 + k, bad)
+        assert isinstance(result, OpError) and result.code == "malformed_client_ops", bad
+    [nested] = _apply(sm, 200, [ops.CLIENT_OPS, CLIENT, 1,
+                                [6, ops.CLIENT_OPS, CLIENT, 1, [7, ops.QUEUE_PUSH, "q", 1]]])
+    assert isinstance(nested[0], OpError) and nested[0].code == "malformed_client_op"
+    assert sm.queues["q"].elements() == ["b", "c"]
+
+
 def test_the_window_bounds_a_session_and_malformed_client_ops_are_refused() -> None:
     sm = StateMachine()
     _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,15 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
 def test_many_seeds_pass() -> None:
     out = _ok(_sim("--seeds", str(SEEDS), "--start", "0", "--jobs", "2", timeout=900))
     assert f"{SEEDS} seeds, 0 failed" in out, out
+
+
+def test_client_retries_through_other_members_apply_once() -> None:
+    """Cluster clients send pushes again through other members under the same session
+    and number; each applies once and none acknowledged is lost."""
+    out = _ok(_sim("--seeds", "12", "--start", "0", "--jobs", "2", timeout=900))
+    assert "12 seeds, 0 failed" in out, out
+    logged = re.search(r"(\d+) client ops logged \((\d+) sent again", out)
+    assert logged is not None and int(logged.group(1)) > 0 and int(logged.group(2)) > 0, out
 
 
 def test_same_seed_same_trace() -> None:

@@ -24,6 +24,7 @@ from ._core._admission import AdmissionGate
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .config import LinkConfig
 from .errors import FrameTooLargeError
+from .tls import PeerCertificate
 
 __all__ = [
     "ChannelAcceptor",
@@ -131,6 +132,11 @@ class DataChannel(FrameStream):
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         """Raise the handshake-time limits to the link's own (the peer is authenticated)."""
         self.max_frame_size = max_frame_size
+
+    def peer_certificate(self) -> PeerCertificate | None:
+        """The certificate the remote end presented over TLS, verified against the local
+        context's CA (``None`` without TLS or without a client certificate)."""
+        return None
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:

@@ -59,7 +59,9 @@ class LinkConfig:
     A *client* dials with ``credential``, the name of its credential, and ``secret``
     set to that credential's token: the acceptor looks the token up by name (never using
     its cluster secret for it) and hands the link to its client handler, never to its
-    peers. ``client_max_frame_size`` caps the frames of links this node accepts from
+    peers. A client with ``secret=None`` proves its credential by the TLS client
+    certificate of its link instead (``tls://`` or ``wss://``), which the acceptor
+    checks. ``client_max_frame_size`` caps the frames of links this node accepts from
     clients, whatever they announce.
     """
 
@@ -87,7 +89,7 @@ class LinkConfig:
         if not isinstance(self.session_id, str) or not self.session_id:
             raise ValueError("session_id must be a non-empty string naming the cluster")
         if self.secret is None:
-            if not self.allow_unauthenticated:
+            if not self.allow_unauthenticated and self.credential is None:
                 raise ValueError(
                     "secret=None disables peer authentication; pass allow_unauthenticated=True "
                     "to accept unauthenticated links explicitly"
@@ -97,8 +99,6 @@ class LinkConfig:
         if self.credential is not None:
             if not isinstance(self.credential, str) or not 0 < len(self.credential) <= 128:
                 raise ValueError("credential must be a name of 1 to 128 characters")
-            if self.secret is None:
-                raise ValueError("a client credential needs its token as `secret`")
         if isinstance(self.max_frame_size, bool) or not isinstance(self.max_frame_size, int):
             raise TypeError("max_frame_size must be an int")
         if not 1 <= self.max_frame_size <= MAX_FRAME_SIZE_LIMIT:

@@ -28,6 +28,7 @@ from ._core._tls import refuse_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, FrameTooLargeError, LinkBrokenError
+from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
 
@@ -196,6 +197,12 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         if expected is None:
             return f"truncated frame: connection ended inside a frame header ({got} of 4 bytes)"
         return f"truncated frame: connection ended after {got} of {expected} bytes"
+
+    def peer_certificate(self) -> PeerCertificate | None:
+        transport = self._transport
+        if self.scheme != "tls" or transport is None:
+            return None
+        return peer_certificate_of(transport.get_extra_info("ssl_object"))
 
     # -- BufferedChannel hooks ---------------------------------------------------------------
 

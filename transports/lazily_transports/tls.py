@@ -21,14 +21,25 @@ A missing or unreadable file, or a key that does not match its certificate, rais
 
 from __future__ import annotations
 
+import hashlib
 import os
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import TransportError
 
-__all__ = ["TLS_SCHEMES", "TLSConfigError", "TLSFiles", "describe_tls_error"]
+__all__ = [
+    "TLS_SCHEMES",
+    "CertificateCheck",
+    "PeerCertificate",
+    "TLSConfigError",
+    "TLSFiles",
+    "describe_tls_error",
+    "peer_certificate_of",
+]
 
 #: Schemes whose links (or whose signaling) run over TLS.
 TLS_SCHEMES = frozenset({"tls", "wss", "webrtc+wss"})
@@ -119,3 +130,64 @@ def describe_tls_error(error: BaseException) -> str | None:
                     "be signed by the CA the peer trusts (its `ca`)")
         return f"TLS failed ({error.reason or error})"
     return None
+
+
+#: Short names of the subject attributes, as RFC 4514 writes them.
+_SHORT_NAMES = {
+    "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+    "countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
+    "domainComponent": "DC", "userId": "UID", "streetAddress": "STREET",
+}
+
+
+@dataclass(frozen=True)
+class PeerCertificate:
+    """The certificate the remote end of a TLS link presented, verified by the local
+    context's CA (expiry and chain included) before the link was made."""
+
+    #: The certificate, DER encoded.
+    der: bytes
+    #: Its subject as ``(attribute, value)`` pairs, most significant first (``CN`` last
+    #: in the usual ``C, O, OU, CN`` order), attributes by their RFC 4514 short names.
+    subject: tuple[tuple[str, str], ...]
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the DER certificate, upper-case hex bytes joined by colons (as
+        ``openssl x509 -noout -fingerprint -sha256`` prints it)."""
+        digest = hashlib.sha256(self.der).hexdigest().upper()
+        return ":".join(digest[i:i + 2] for i in range(0, len(digest), 2))
+
+    @property
+    def subject_text(self) -> str:
+        """The subject in RFC 4514 form (least significant first: ``CN=web,O=Orders``)."""
+        return ",".join(f"{name}={_escape(value)}" for name, value in reversed(self.subject))
+
+
+def _escape(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if out[:1] in ("#", " "):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+#: Given the verified certificate a client presented (``None`` without one), returns
+#: why it is refused, or ``None`` to accept it.
+CertificateCheck = Callable[[PeerCertificate | None], str | None]
+
+
+def peer_certificate_of(ssl_object: Any) -> PeerCertificate | None:
+    """The verified peer certificate of an ``ssl.SSLObject`` (``None`` without one)."""
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    decoded = ssl_object.getpeercert()
+    if not der or not decoded:  # no certificate, or one that was not verified
+        return None
+    subject = tuple(
+        (_SHORT_NAMES.get(name, name), str(value))
+        for rdn in decoded.get("subject", ()) for name, value in rdn
+    )
+    return PeerCertificate(bytes(der), subject)

@@ -30,6 +30,7 @@ from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
+from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
 
@@ -94,6 +95,12 @@ class WebSocketChannel(BufferedChannel):
         self._finished: asyncio.Future[None] = loop.create_future()
         self._reader = loop.create_task(self._read())
         self._writer = loop.create_task(self._write())
+
+    def peer_certificate(self) -> PeerCertificate | None:
+        transport = self._ws.transport
+        if self.scheme != "wss" or transport is None:
+            return None
+        return peer_certificate_of(transport.get_extra_info("ssl_object"))
 
     # -- receiving ----------------------------------------------------------------------
 

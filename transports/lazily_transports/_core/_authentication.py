@@ -34,7 +34,9 @@ from ..errors import (
     PeerRejectedError,
     ProbeAnswered,
 )
+from ..tls import CertificateCheck
 from ._handshake import (
+    CERTIFICATE_AUTH,
     PROBE_FEATURE,
     READY_FEATURE,
     Handshake,
@@ -99,8 +101,9 @@ PeerVetter = Callable[[int, frozenset[str]], str | None]
 ProbeAnswer = Callable[[int], str]
 #: Told about a failed handshake before the channel is closed.
 FailureReport = Callable[[DataChannel, HandshakeError], None]
-#: Given the credential name a client announces, returns its token (None: unknown).
-CredentialLookup = Callable[[str], bytes | None]
+#: Given the credential name a client announces, returns its token, or the check of
+#: the TLS certificate it must have presented instead (None: unknown).
+CredentialLookup = Callable[[str], bytes | CertificateCheck | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,9 +212,17 @@ class _Exchange:
         if self.probing:
             local = dataclasses.replace(local, features=local.features | {PROBE_FEATURE})
         auth = "none" if config.secret is None else "hmac-sha256"
+        if config.credential is not None and config.secret is None:
+            auth = CERTIFICATE_AUTH
         hello = Hello(local, secrets.token_bytes(_NONCE_SIZE), auth).encode()
-        await channel.send(hello)
-        remote_frame = await channel.receive()
+        if auth == CERTIFICATE_AUTH:
+            # The acceptor speaks first; under TLS 1.3 its refusal of our certificate
+            # (an alert) arrives here before anything of ours could make it reset.
+            remote_frame = await channel.receive()
+            await channel.send(hello)
+        else:
+            await channel.send(hello)
+            remote_frame = await channel.receive()
         try:
             remote = Hello.decode(remote_frame)
             client = remote.handshake.credential if not self.initiator else config.credential
@@ -234,6 +245,7 @@ class _Exchange:
         except HandshakeError as exc:
             await _refuse(channel, exc.field, exc.message)
             raise
+        certified = client is not None and secret is None
         if secret is not None:
             label = _LABEL if client is None else _CLIENT_LABEL
             await _authenticate(channel, secret, self.initiator, hello, remote_frame, label)
@@ -260,8 +272,8 @@ class _Exchange:
             await _refuse(channel, "ready", "expected the ready message")
             raise HandshakeError("ready", "peer sent another message instead of ready")
         epoch = next_epoch(config.session_id, config.peer_id, peer_id)
-        self.agreement = Agreement(remote.handshake, negotiated, secret is not None, epoch,
-                                   client)
+        self.agreement = Agreement(remote.handshake, negotiated,
+                                   secret is not None or certified, epoch, client)
         return ""
 
     def _peer_checks(self, peer_id: int, remote_auth: str, auth: str) -> bytes | None:
@@ -279,21 +291,32 @@ class _Exchange:
             )
         return self.config.secret
 
-    def _client_secret(self, client: str, remote_auth: str) -> bytes:
-        """A client link: the token of the credential the client named is proven."""
+    def _client_secret(self, client: str, remote_auth: str) -> bytes | None:
+        """A client link: the token of the credential the client named is proven, or
+        (``None``) the TLS certificate under the link was checked."""
         if self.initiator:
-            assert self.config.secret is not None  # LinkConfig requires the token
-            return self.config.secret
+            return self.config.secret  # None: our TLS certificate is the proof
         if self.credentials is None:
             raise IncompatiblePeerError("credential", "this address does not accept clients")
-        token = self.credentials(client)
-        if token is None:
+        found = self.credentials(client)
+        if found is None:
             raise IncompatiblePeerError(
                 "credential", f"unknown client credential {client[:64]!r}"
             )
-        if remote_auth != "hmac-sha256":
-            raise AuthenticationError("a client must authenticate with its token")
-        return token
+        if isinstance(found, bytes):
+            if remote_auth != "hmac-sha256":
+                raise AuthenticationError(
+                    f"client {client[:64]!r} authenticates with its token, not "
+                    f"{remote_auth!r}")
+            return found
+        if remote_auth != CERTIFICATE_AUTH:
+            raise AuthenticationError(
+                f"client {client[:64]!r} authenticates with a TLS client certificate, not "
+                "a token")
+        refusal = found(self.channel.peer_certificate())
+        if refusal is not None:
+            raise AuthenticationError(refusal)
+        return None
 
 
 async def _probe_reply(channel: DataChannel) -> str:

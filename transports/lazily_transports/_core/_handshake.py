@@ -13,6 +13,7 @@ from ..errors import HandshakeError, IncompatiblePeerError, PeerRejectedError, U
 from ..safe_cbor import PROTOCOL, brief
 
 __all__ = [
+    "CERTIFICATE_AUTH",
     "CODEC",
     "HANDSHAKE_FRAME_LIMIT",
     "PROBE_FEATURE",
@@ -43,7 +44,10 @@ _U64 = 2**64
 _MAX_FEATURES = 256
 #: Longest credential name a hello may carry.
 MAX_CREDENTIAL_NAME = 128
-_AUTH_MODES = frozenset({"hmac-sha256", "none"})
+#: The authentication mode of a client proving its identity by its TLS certificate
+#: (verified by the TLS layer underneath) instead of a token.
+CERTIFICATE_AUTH = "tls-certificate"
+_AUTH_MODES = frozenset({"hmac-sha256", "none", CERTIFICATE_AUTH})
 
 
 def _expect(mapping: Mapping[Any, Any], name: str, kind: type, default: Any = ...) -> Any:
