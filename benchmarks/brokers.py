@@ -1,22 +1,36 @@
 """The broker adapters' overhead: the peers workloads through ``lazily_queue.connect`` and
 through the raw client, in the same run, on the same server.
 
-    python benchmarks/brokers.py [--count N] [--only nats,redis] [--json]
+    python benchmarks/brokers.py [--count N] [--repeat R] [--only nats,redis] [--json]
 
 Servers: one ``nats-server -js`` (file storage; this JetStream acknowledges before
 fsync) and one ``redis-server`` (``appendonly yes``, ``appendfsync always``), on free
 loopback ports in temporary directories, always stopped. Workloads (100-byte payloads,
 N per phase, as ``benchmarks/peers.py``): produce with 256 pushes in flight; end to end,
 one consumer while 256 push; a work queue, 256 pushing and 8 workers claiming and
-acking. Raw clients: NATS ``js.publish`` and pull consumers fetching 100 and acking
-each message (``msg.ack()``); Redis ``XADD`` pipelined 256 at a time and ``XREADGROUP
-COUNT 100`` + one ``XACK`` per batch. Adapters: ``QueueCell.push`` / ``items(prefetch=100)``
-and ``WorkQueueCell.push`` / ``deliveries(prefetch=100)``. The ratio is the adapter's
-cost relative to the raw client's (raw rate / adapter rate; the target is <= 1.2); for
-NATS produce also against raw publishes that carry a ``Nats-Msg-Id`` as the adapter's
-do (the server's deduplication is most of that difference). The machine's other load
-moves these figures a lot: compare the rows of one run. With ``--json`` the last line
-is one JSON object.
+acking. Adapters: ``QueueCell.push`` / ``items(prefetch=100)`` and
+``WorkQueueCell.push`` / ``deliveries(prefetch=100)``.
+
+The raw clients do the work the adapters do, with the same guarantees:
+
+- NATS: ``js.publish``; pull consumers fetching 100 and acknowledging each message with
+  a confirmed ack (``ack_sync``, concurrently), as the adapters' pops and acks are
+  confirmed (``msg.ack()`` is not). Produce is also run with a ``Nats-Msg-Id`` per
+  publish, as the adapter's carry.
+- Redis: the queue workloads on a list, as the adapter's queue (``RPUSH`` pipelined 256
+  at a time; ``BLMPOP`` of up to 100); the work queue on a stream and group
+  (``XADD`` pipelined; each worker ``XAUTOCLAIM`` of expired leases and ``XREADGROUP
+  COUNT 100`` in one pipeline, then ``XACK`` + ``XDEL`` of the batch in one pipeline,
+  as the adapter reclaims expired leases and deletes acked entries). What the raw
+  client still does not do: check that the acking worker holds the live lease (the
+  adapter's settlement script does, per delivery).
+
+Each workload runs ``--repeat`` times, raw and adapter alternating; the figures are
+medians: the rate, and the CPU per message of this process (client) and of the server
+process (from /proc). ``cost`` is raw rate / adapter rate (the target is <= 1.2);
+``paired`` lists each run's ratio and their median. Other load on the machine moves
+the rates a lot (the CPU figures much less). With ``--json`` the last line is one JSON
+object.
 """
 
 from __future__ import annotations
@@ -24,6 +38,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import sys
 import time
 import uuid
@@ -125,8 +141,9 @@ async def _nats_consume(sub: Any, done: Callable[[], bool], delivered: Callable[
             msgs = await sub.fetch(BATCH, timeout=1.0)
         except (nats.errors.TimeoutError, TimeoutError):
             continue
-        for msg in msgs:
-            await msg.ack()
+        # confirmed acks, as the adapter's pops and acks (msg.ack() is not confirmed)
+        await asyncio.gather(*(msg.ack_sync() for msg in msgs))
+        for _ in msgs:
             delivered()
 
 
@@ -209,12 +226,28 @@ async def _xadd_pipelined(client: Any, stream: str, count: int) -> None:
 async def _redis_consume(client: Any, stream: str, consumer: str, done: Callable[[], bool],
                          delivered: Callable[[int], None]) -> None:
     while not done():
-        reply: Any = await client.xreadgroup("g", consumer, {stream: ">"}, count=BATCH,
-                                             block=1000)
-        ids = [entry for _, entries in reply or [] for entry, _ in entries]
+        # leases that expired (a worker died) first, as the adapter's claims do
+        pipe = client.pipeline(transaction=False)
+        pipe.xautoclaim(stream, "g", consumer, 60_000, "0-0", count=BATCH)
+        pipe.xreadgroup("g", consumer, {stream: ">"}, count=BATCH, block=1000)
+        reclaimed, reply = await pipe.execute()
+        ids = [entry for entry, _ in reclaimed[1]]
+        ids += [entry for _, entries in reply or [] for entry, _ in entries]
         if ids:
-            await client.xack(stream, "g", *ids)
+            # acked entries are deleted, as the adapter's work queue does
+            pipe = client.pipeline(transaction=False)
+            pipe.xack(stream, "g", *ids)
+            pipe.xdel(stream, *ids)
+            await pipe.execute()
             delivered(len(ids))
+
+
+async def _rpush_pipelined(client: Any, key: str, count: int) -> None:
+    for start in range(0, count, INFLIGHT):
+        pipe = client.pipeline(transaction=False)
+        for _ in range(min(INFLIGHT, count - start)):
+            pipe.rpush(key, PAYLOAD)
+        await pipe.execute()
 
 
 async def redis_produce(url: str, count: int) -> float:
@@ -223,7 +256,7 @@ async def redis_produce(url: str, count: int) -> float:
     client = aioredis.Redis.from_url(url, max_connections=64)
     try:
         started = time.perf_counter()
-        await _xadd_pipelined(client, _name("produce"), count)
+        await _rpush_pipelined(client, _name("produce"), count)
         return rate(count, time.perf_counter() - started)
     finally:
         await client.aclose()
@@ -239,17 +272,20 @@ async def _redis_group(url: str) -> tuple[Any, str]:
 
 
 async def redis_end_to_end(url: str, count: int) -> float:
-    client, stream = await _redis_group(url)
-    try:
-        got = [0]
+    import redis.asyncio as aioredis
 
-        def delivered(n: int) -> None:
-            got[0] += n
+    client = aioredis.Redis.from_url(url, max_connections=64)
+    key = _name("list")
+    try:
+        async def consume() -> None:
+            got = 0
+            while got < count:
+                reply: Any = await client.blmpop(1, 1, key, direction="LEFT", count=BATCH)
+                got += len(reply[1]) if reply else 0
 
         started = time.perf_counter()
-        consumer = asyncio.create_task(
-            _redis_consume(client, stream, "c", lambda: got[0] >= count, delivered))
-        await _xadd_pipelined(client, stream, count)
+        consumer = asyncio.create_task(consume())
+        await _rpush_pipelined(client, key, count)
         await consumer
         return rate(count, time.perf_counter() - started)
     finally:
@@ -290,36 +326,68 @@ ADAPTER: dict[str, Workload] = {"produce": adapter_produce, "end_to_end": adapte
                                 "work_queue": adapter_work_queue}
 
 
-async def measure(kind: str, count: int) -> dict[str, Any]:
+def _server_cpu(server: Any) -> float:
+    """CPU seconds the server process used so far (Linux /proc)."""
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _timed(run: Workload, server: Any, count: int) -> tuple[float, float, float]:
+    """(rate, client CPU us per message, server CPU us per message)."""
+    cpu, server_cpu = time.process_time(), _server_cpu(server)
+    per_s = await run(server.url, count)
+    return (per_s, (time.process_time() - cpu) / count * 1e6,
+            (_server_cpu(server) - server_cpu) / count * 1e6)
+
+
+async def measure(kind: str, count: int, repeat: int) -> dict[str, Any]:
+    """Each workload ``repeat`` times, raw and adapter alternating; medians."""
     server = RedisServer() if kind == "redis" else NatsServer()
     figures: dict[str, Any] = {}
     async with server:
         for workload, raw in RAW[kind].items():
-            raw_rate = await raw(server.url, count)
-            adapter_rate = await ADAPTER[workload](server.url, count)
-            figures[workload] = {"raw_per_s": raw_rate, "adapter_per_s": adapter_rate,
-                                 "cost_ratio": round(raw_rate / adapter_rate, 2)}
+            runs: dict[str, list[tuple[float, float, float]]] = {"raw": [], "adapter": []}
+            for _ in range(repeat):
+                runs["raw"].append(await _timed(raw, server, count))
+                runs["adapter"].append(await _timed(ADAPTER[workload], server, count))
+            row: dict[str, Any] = {}
+            for side, samples in runs.items():
+                row[f"{side}_per_s"] = int(statistics.median(r[0] for r in samples))
+                row[f"{side}_runs_per_s"] = [int(r[0]) for r in samples]
+                row[f"{side}_client_cpu_us"] = round(statistics.median(r[1] for r in samples), 1)
+                row[f"{side}_server_cpu_us"] = round(statistics.median(r[2] for r in samples), 1)
+            row["cost_ratio"] = round(row["raw_per_s"] / row["adapter_per_s"], 2)
+            row["paired_ratios"] = [round(r[0] / a[0], 2)
+                                    for r, a in zip(runs["raw"], runs["adapter"], strict=True)]
+            row["median_paired_ratio"] = statistics.median(row["paired_ratios"])
             if kind == "nats" and workload == "produce":
-                with_ids = await nats_produce_with_ids(server.url, count)
-                figures[workload]["raw_with_msg_ids_per_s"] = with_ids
-                figures[workload]["cost_ratio_vs_raw_with_msg_ids"] = round(
-                    with_ids / adapter_rate, 2)
+                with_ids = [await nats_produce_with_ids(server.url, count)
+                            for _ in range(repeat)]
+                row["raw_with_msg_ids_per_s"] = int(statistics.median(with_ids))
+                row["cost_ratio_vs_raw_with_msg_ids"] = round(
+                    row["raw_with_msg_ids_per_s"] / row["adapter_per_s"], 2)
+            figures[workload] = row
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="nats,redis")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results: dict[str, Any] = {"count": args.count}
+    results: dict[str, Any] = {"count": args.count, "repeat": args.repeat}
     for kind in args.only.split(","):
-        results[kind] = asyncio.run(measure(kind, args.count))
-        print(f"{kind}: {args.count} messages per phase")
+        results[kind] = asyncio.run(measure(kind, args.count, args.repeat))
+        print(f"{kind}: {args.count} messages per phase, medians of {args.repeat} runs "
+              "(CPU in microseconds per message: client / server)")
         for workload, f in results[kind].items():
-            print(f"  {workload:<11} raw {f['raw_per_s']:>8,}/s  adapter "
-                  f"{f['adapter_per_s']:>8,}/s  cost x{f['cost_ratio']}")
+            print(f"  {workload:<11} raw {f['raw_per_s']:>7,}/s "
+                  f"({f['raw_client_cpu_us']:>5} / {f['raw_server_cpu_us']:>5})  adapter "
+                  f"{f['adapter_per_s']:>7,}/s ({f['adapter_client_cpu_us']:>5} / "
+                  f"{f['adapter_server_cpu_us']:>5})  cost x{f['cost_ratio']} "
+                  f"(paired: median x{f['median_paired_ratio']}, {f['paired_ratios']})")
             if "raw_with_msg_ids_per_s" in f:
                 print(f"  {'':<11} raw with Nats-Msg-Id {f['raw_with_msg_ids_per_s']:,}/s: "
                       f"adapter cost x{f['cost_ratio_vs_raw_with_msg_ids']}")

@@ -322,9 +322,9 @@ class Cluster:
         if self._kept is None:
             return
         index, term, members = self._kept
-        for node in self.nodes.values():
-            if (node.replica is not None
-                    and tuple(sorted(node.replica.engine.members)) != members):
+        for running in self.nodes.values():
+            if (running.replica is not None
+                    and tuple(sorted(running.replica.engine.members)) != members):
                 return  # a change not yet seen by every running member
         excused = 0
         holders = []

@@ -10,7 +10,9 @@ names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
 
 Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
 (within the stream's duplicate window). Mirrors refresh on the subjects' messages,
-JetStream advisories and ack metrics, and every ``poll_interval`` seconds.
+JetStream advisories, the announcements this library's processes make of their pops,
+claims and settlements (``lq.n.<kind>.<name>``; other programs' are seen by polling),
+and every ``poll_interval`` seconds.
 
 Durability is the server's: JetStream acknowledges a publish before it is fsynced
 (``sync_interval`` defaults to 2 minutes); set ``jetstream { sync_interval: always }``
@@ -19,8 +21,8 @@ Durability is the server's: JetStream acknowledges a publish before it is fsynce
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 import re
 import uuid
@@ -42,6 +44,7 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+from .nats_requests import PubAck, Replies
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,8 @@ _SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: JetStream error codes this backend tells apart.
 STREAM_NAME_IN_USE = 10058
 MAX_MESSAGES_EXCEEDED = 10077
+#: Least seconds between two announcements of changes to one object.
+ANNOUNCE_INTERVAL = 0.005
 
 
 def token(name: str) -> str:
@@ -84,9 +89,12 @@ class NatsJetStreamStorage:
         self.poll_interval = poll_interval
         self.view_limit = view_limit
         self._owns = owns_connection
+        self.replies = Replies(nc, timeout, address)
         self._objects: list[Any] = []
         self._subs: list[Any] = []
         self._closed = False
+        self._announcing: dict[str, bool] = {}
+        self._sending: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def connect(
@@ -169,6 +177,7 @@ class NatsJetStreamStorage:
         for sub in self._subs:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+        await self.replies.close()
         if self._owns:
             # A broker that went away makes nats-py's drain and close raise; the
             # connection is gone either way.
@@ -207,44 +216,48 @@ class NatsJetStreamStorage:
 
         self._subs.append(await self.nc.subscribe(subject, cb=handler))
 
+    def announce(self, subject: str) -> None:
+        """Tell the other processes' mirrors that this one changed an object: a core
+        message on ``subject`` now, then at most one more when
+        :data:`ANNOUNCE_INTERVAL` has passed if more changes were announced meanwhile
+        (fire and forget: a lost one is covered by their bounded polling)."""
+        if subject in self._announcing:
+            self._announcing[subject] = True
+            return
+        self._announcing[subject] = False
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._send_announcement(subject))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        loop.call_later(ANNOUNCE_INTERVAL, self._announce_again, subject)
+
+    def _announce_again(self, subject: str) -> None:
+        if self._announcing.pop(subject, False) and not self._closed:
+            self.announce(subject)
+
+    async def _send_announcement(self, subject: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.nc.publish(subject, b"")
+
     async def publish(self, subject: str, data: bytes,
-                      headers: dict[str, str] | None = None) -> Any:
+                      headers: dict[str, str] | None = None) -> PubAck:
         """A JetStream publish with a ``Nats-Msg-Id``: retried once after a lost reply
         with the same id, so it is stored once."""
         headers = dict(headers or {})
         headers.setdefault("Nats-Msg-Id", uuid.uuid4().hex)
         try:
-            return await self.js.publish(subject, data, headers=headers)
+            return await self.replies.publish(subject, data, headers)
         except nats.errors.TimeoutError:
-            return await self.js.publish(subject, data, headers=headers)
+            return await self.replies.publish(subject, data, headers)
 
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull)."""
-        inbox = self.nc.new_inbox()
-        sub = await self.nc.subscribe(inbox, max_msgs=n + 1)
-        try:
-            request = json.dumps({"batch": n, "no_wait": True}).encode()
-            await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
-                                  reply=inbox)
-            got: list[Msg] = []
-            while len(got) < n:
-                msg = await sub.next_msg(timeout=self.timeout)
-                status = msg.headers.get("Status") if msg.headers else None
-                if status:
-                    if status in ("404", "408", "409"):
-                        break
-                    description = (msg.headers or {}).get("Description", "")
-                    raise BrokerError(f"nats at {self.address}: pull from {stream}: "
-                                      f"{status} {description}")
-                got.append(msg)
-            return got
-        finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+        return await self.replies.pull(stream, consumer, n)
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
-        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer."""
-        await self.nc.request(msg.reply, kind, timeout=self.timeout)
+        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer
+        (the acks made meanwhile share one round trip)."""
+        await self.replies.ack(msg, kind)
 
     async def messages(self, stream: str, start: int, limit: int,
                        cache: dict[int, Any] | None = None) -> list[tuple[int, Any]]:

@@ -15,13 +15,16 @@ moves the stream to the subject ``lq.q.<name>.closed``: a later publish finds no
 stream (``Closed``) while the messages still drain. ``unpoll`` publishes the elements
 again, at the tail: JetStream cannot put a message back at the head.
 
+Readers follow pushes made elsewhere by the stream's subject, and pops made by other
+processes of this library by their announcements on ``lq.n.q.<name>`` (at most one
+per process every few milliseconds); pops by other programs, by bounded polling.
+
 Capabilities: ``observable`` and ``peek``. ``len`` counts the stream's messages (an
 element being pulled counts until its ack).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,6 +66,8 @@ class NatsQueueStorage(QueueMirror[T]):
         tok = token(name)
         self.stream = f"LQ_Q_{tok}"
         self.subject = f"lq.q.{tok}"
+        #: Where this library's processes announce the pops they made.
+        self.notices = f"lq.n.q.{tok}"
         self._listener: QueueChangeListener | None = None
         self._len = 0
         self._head_id: object = None
@@ -97,15 +102,18 @@ class NatsQueueStorage(QueueMirror[T]):
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: stream {self.stream} exists with "
                     f"{'; '.join(problems)}; use another name or delete the stream")
-            consumer = await b.js.add_consumer(self.stream, ConsumerConfig(
-                durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=self._ack_wait, sample_freq="100%"))
+            try:
+                consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            except jserr.NotFoundError:
+                consumer = await b.js.add_consumer(self.stream, ConsumerConfig(
+                    durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
+                    ack_wait=self._ack_wait))
             if consumer.config.ack_policy != AckPolicy.EXPLICIT:
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
                     "use explicit acks")
             await b.subscribe(self.subject, self._changed)
-            await b.subscribe(f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*", self._changed)
+            await b.subscribe(self.notices, self._changed)
             await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
 
     async def _read(self) -> None:
@@ -189,7 +197,7 @@ class NatsQueueStorage(QueueMirror[T]):
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):
             msgs = await b.pull(self.stream, CONSUMER, n)
-            acks = await asyncio.gather(*(b.ack(m) for m in msgs), return_exceptions=True)
+            acks = await b.replies.ack_many(msgs)
         taken: list[T] = []
         for msg, ack in zip(msgs, acks, strict=True):
             if isinstance(ack, BaseException):
@@ -198,6 +206,7 @@ class NatsQueueStorage(QueueMirror[T]):
                 continue
             taken.append(decode(msg.data))
         if taken:
+            self._backend.announce(self.notices)
             self._changed()
             return taken
         await self.sync()

@@ -86,6 +86,8 @@ class NatsWorkQueueStorage(WorkMirror):
         tok = token(name)
         self.stream, self.subject = f"LQ_W_{tok}", f"lq.w.{tok}"
         self.dead_stream, self.dead_subject = f"LQ_DL_{tok}", f"lq.dl.{tok}"
+        #: Where this library's processes announce their claims and settlements.
+        self.notices = f"lq.n.w.{tok}"
         self._listener: WorkQueueChangeListener | None = None
         self._leases: dict[int, tuple[Msg, Delivery]] = {}
         self._counts = (0, 0, 0)
@@ -119,8 +121,7 @@ class NatsWorkQueueStorage(WorkMirror):
             await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS)
             want = ConsumerConfig(
                 durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1,
-                sample_freq="100%")
+                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1)
             try:
                 have = (await b.js.consumer_info(self.stream, CONSUMER)).config
             except jserr.NotFoundError:
@@ -131,8 +132,7 @@ class NatsWorkQueueStorage(WorkMirror):
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} has "
                     f"ack_wait {have.ack_wait}s and max_deliver {have.max_deliver}; this work "
                     f"queue needs {self.visibility_timeout}s and {self.max_deliveries + 1}")
-            for subject in (self.subject, self.dead_subject,
-                            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*",
+            for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
 
@@ -232,7 +232,7 @@ class NatsWorkQueueStorage(WorkMirror):
         if not msgs:
             self._hidden_until = time.monotonic() + b.poll_interval
             self._install(0, self._counts[2])
-        self._changed()
+        self._mutated()
         return WT(leased, 0)
 
     async def _dead_letter(self, msg: Msg, attempts: int, reason: str) -> None:
@@ -241,6 +241,12 @@ class NatsWorkQueueStorage(WorkMirror):
                    "Nats-Msg-Id": f"{self.stream}-{item}"}
         await self._backend.publish(self.dead_subject, msg.data, headers)
         await self._backend.ack(msg, b"+TERM")
+
+    def _mutated(self) -> None:
+        """After a claim or settlement: announce it to the other processes' mirrors and
+        refresh this one."""
+        self._backend.announce(self.notices)
+        self._changed()
 
     def _owned(self, worker: str, delivery_id: int) -> tuple[Msg, Delivery] | None:
         lease = self._leases.get(delivery_id) if isinstance(delivery_id, int) else None
@@ -260,15 +266,21 @@ class NatsWorkQueueStorage(WorkMirror):
             return WT(None, 0)
         msg, delivery = lease
         b = self._backend
-        async with b.errors(f"settling a delivery of {self.stream}"):
-            if outcome == "acked":
-                await b.ack(msg)
-            elif delivery.attempt >= self.max_deliveries:
-                await self._dead_letter(msg, delivery.attempt, "nack")
-            else:
-                await msg.nak(delay=self.nack_delay or None)
-        self._leases.pop(delivery_id, None)
-        self._changed()
+        # Taken now, so a settlement of it made meanwhile is refused; put back when the
+        # outcome is unknown (the caller may settle it again).
+        del self._leases[delivery_id]
+        try:
+            async with b.errors(f"settling a delivery of {self.stream}"):
+                if outcome == "acked":
+                    await b.ack(msg)
+                elif delivery.attempt >= self.max_deliveries:
+                    await self._dead_letter(msg, delivery.attempt, "nack")
+                else:
+                    await msg.nak(delay=self.nack_delay or None)
+        except BaseException:
+            self._leases.setdefault(delivery_id, lease)
+            raise
+        self._mutated()
         receipt = Receipt(self.name, delivery_id, delivery.item_id, worker, outcome, time.time())
         return WT(receipt, 0)
 
@@ -279,12 +291,17 @@ class NatsWorkQueueStorage(WorkMirror):
         for delivery_id in delivery_ids:
             lease = self._owned(worker, delivery_id)
             if lease is not None:
-                async with self._backend.errors(f"releasing a delivery of {self.stream}"):
-                    await lease[0].nak()
-                self._leases.pop(delivery_id, None)
+                del self._leases[delivery_id]
+                try:
+                    async with self._backend.errors(
+                            f"releasing a delivery of {self.stream}"):
+                        await lease[0].nak()
+                except BaseException:
+                    self._leases.setdefault(delivery_id, lease)
+                    raise
                 released += 1
         if released:
-            self._changed()
+            self._mutated()
         return WT(released, 0)
 
     async def extend(
@@ -298,6 +315,8 @@ class NatsWorkQueueStorage(WorkMirror):
         async with self._backend.errors(f"extending a lease of {self.stream}"):
             await msg.in_progress()
             await self._backend.nc.flush(timeout=int(self._backend.timeout))
+        if delivery_id not in self._leases:  # settled meanwhile: nothing left to extend
+            return WT(False, 0)
         renewed = Delivery(delivery.delivery_id, delivery.item_id, delivery.value, worker,
                            delivery.attempt, time.time() + self.visibility_timeout)
         self._leases[delivery_id] = (msg, renewed)
@@ -335,5 +354,5 @@ class NatsWorkQueueStorage(WorkMirror):
                 await b.js.delete_msg(self.dead_stream, seq)
                 moved += 1
         if moved:
-            self._changed()
+            self._mutated()
         return WT(moved, 0)

@@ -42,6 +42,8 @@ SCRIPTS: dict[str, str] = {
     name: text for module in (redis_scripts, redis_topic_scripts)
     for name, text in vars(module).items() if name.isupper() and not name.startswith("_")
 }
+#: Pipelines (connections) a storage keeps in flight at once.
+PIPELINES = 4
 #: A listener refreshes again this long after a change message: the scripts send at most
 #: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
 QUIET_SECONDS = 0.007
@@ -81,7 +83,8 @@ class RedisStreamsStorage:
         self._objects: list[Any] = []
         self._closed = False
         self._batch: list[tuple[str, list[str], list[Any], asyncio.Future[Any]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._flushers: set[asyncio.Task[None]] = set()
+        self._sending = 0
 
     @classmethod
     async def connect(
@@ -162,14 +165,18 @@ class RedisStreamsStorage:
         """Run the script ``name`` of :mod:`.redis_scripts` or :mod:`.redis_topic_scripts`
         (EVALSHA, loaded on demand).
 
-        Calls are sent in the order they were made: the calls made while a round trip
-        is in flight go together in the next pipeline (one connection), so concurrent
-        pushes keep their order and share round trips.
+        The calls made while round trips are in flight go together in the next pipeline;
+        up to :data:`PIPELINES` pipelines (connections) are in flight at once, so calls
+        made concurrently may run in any order (an object's pushes keep theirs: each
+        object sends them in one script call at a time, see :mod:`.batching`).
         """
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         self._batch.append((name, keys, args, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        if len(self._flushers) == self._sending and self._sending < PIPELINES:
+            task = loop.create_task(self._flush())
+            self._flushers.add(task)
+            task.add_done_callback(self._flushers.discard)
         return await future
 
     def _sha(self, name: str) -> str:
@@ -199,27 +206,39 @@ class RedisStreamsStorage:
         return results
 
     async def _flush(self) -> None:
-        while self._batch:
-            batch, self._batch = self._batch, []
-            try:
-                async with self.errors("sending a pipeline"):
-                    results = await self._execute(batch)
-            except Exception as exc:
-                for *_, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
+        try:
+            while self._batch:
+                batch, self._batch = self._batch, []
+                self._sending += 1
+                try:
+                    await self._send(batch)
+                finally:
+                    self._sending -= 1
+        finally:
+            # Leaves the set in the same step as it finds nothing more to send, so a
+            # call made after this step starts a new flusher.
+            self._flushers.discard(asyncio.current_task())
+
+    async def _send(self, batch: list[Any]) -> None:
+        try:
+            async with self.errors("sending a pipeline"):
+                results = await self._execute(batch)
+        except Exception as exc:
+            for *_, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (name, *_, future), result in zip(batch, results, strict=True):
+            if future.done():
                 continue
-            for (name, *_, future), result in zip(batch, results, strict=True):
-                if future.done():
-                    continue
-                if isinstance(result, Exception):
-                    try:
-                        async with self.errors(name.lower().replace("_", " ")):
-                            raise result
-                    except Exception as exc:
-                        future.set_exception(exc)
-                else:
-                    future.set_result(result)
+            if isinstance(result, Exception):
+                try:
+                    async with self.errors(name.lower().replace("_", " ")):
+                        raise result
+                except Exception as exc:
+                    future.set_exception(exc)
+            else:
+                future.set_result(result)
 
     @contextlib.asynccontextmanager
     async def errors(self, doing: str) -> AsyncIterator[None]:

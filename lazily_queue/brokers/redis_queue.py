@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
+from .batching import Coalescer
 from .codec import decode, encode
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
@@ -45,6 +46,7 @@ class RedisQueueStorage(QueueMirror[T]):
         self._head_id: object = None
         self._closed = False
         self._items: list[Any] = []
+        self._pushes: Coalescer[bytes, tuple[int, bytes]] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -78,14 +80,14 @@ class RedisQueueStorage(QueueMirror[T]):
         """The first ``view_limit`` elements as of the last refresh."""
         return list(self._items)
 
-    def _pushed(self, value: Any, result: list[Any]) -> None:
+    def _pushed(self, value: Any, head: bytes) -> None:
         """An element this process pushed counts at once (a pop waiting in this process
         wakes without waiting for the refresh, which then confirms the length)."""
         length = self._len
         self._len += 1
         if length == 0:
             self._items = [value]
-            self._head_id = bytes(result[1])
+            self._head_id = head
         if self._listener is not None:
             self._listener(PUSH, length)
         self._changed()
@@ -95,17 +97,23 @@ class RedisQueueStorage(QueueMirror[T]):
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         data = encode(value)
         await self._ready()
-        cap = -1 if self._capacity is None else self._capacity
-        result = await self._backend.run(
-            "QUEUE_PUSH", self._keys[:3], [data, cap, self._channel])
+        result, head = await self._pushes.call(data)
         if result == -1:
             await self.sync()
             return QueuePushError.Closed
         if result == -2:
             await self.sync()
             return QueuePushError.Full
-        self._pushed(value, result)
+        self._pushed(value, head)
         return None
+
+    async def _push_batch(self, values: list[bytes]) -> list[tuple[int, bytes]]:
+        """The pushes made meanwhile, in order, in one script call: per value the length
+        before it (or -1 closed, -2 full) and the head version after the batch."""
+        cap = -1 if self._capacity is None else self._capacity
+        head, *each = await self._backend.run(
+            "QUEUE_PUSH", self._keys[:3], [cap, self._channel, *values])
+        return [(int(result), bytes(head)) for result in each]
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

@@ -46,16 +46,30 @@ if bad then return bad end
 return 1
 """
 
+# ARGV: capacity (-1: none), channel, then the values -> {head version, then per value
+# the length before it (pushed), -1 (closed) or -2 (full)}
 QUEUE_PUSH = _NOTIFY + """
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+local out = {'0'}
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  for i = 3, #ARGV do out[#out + 1] = -1 end
+  return out
+end
 local n = redis.call('LLEN', KEYS[1])
-local cap = tonumber(ARGV[2])
-if cap >= 0 and n >= cap then return -2 end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-local head
-if n == 0 then head = redis.call('INCR', KEYS[3]) else head = redis.call('GET', KEYS[3]) end
-notify(ARGV[3])
-return {n, tostring(head or '0')}
+local cap = tonumber(ARGV[1])
+local head = redis.call('GET', KEYS[3]) or '0'
+for i = 3, #ARGV do
+  if cap >= 0 and n >= cap then
+    out[#out + 1] = -2
+  else
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    if n == 0 then head = tostring(redis.call('INCR', KEYS[3])) end
+    out[#out + 1] = n
+    n = n + 1
+  end
+end
+out[1] = head
+if n > 0 then notify(ARGV[2]) end
+return out
 """
 
 QUEUE_POP = _NOTIFY + """
@@ -120,13 +134,16 @@ end
 return 1
 """
 
+# ARGV: channel, then the values -> their entry ids
 WORK_PUSH = _NOTIFY + """
-local id = redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
-notify(ARGV[2])
-return id
+local ids = {}
+for i = 2, #ARGV do ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'v', ARGV[i]) end
+notify(ARGV[1])
+return ids
 """
 
-# ARGV: group, worker, n, visibility ms, max deliveries, channel
+# ARGV: group, worker, n, visibility ms, max deliveries, channel -> {server TIME, then
+# entry id, delivery count, value of each entry leased}
 WORK_CLAIM = _NOTIFY + _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max = tonumber(ARGV[5])
@@ -145,7 +162,7 @@ local function reclaim(cursor, count)
     if times > max then
       dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
     else
-      table.insert(out, {id, times, value_of(entry[2])})
+      table.insert(out, id); table.insert(out, times); table.insert(out, value_of(entry[2]))
       taken = taken + 1
     end
   end
@@ -157,7 +174,7 @@ if taken < n then
                            'STREAMS', KEYS[1], '>')
   if fresh then
     for _, entry in ipairs(fresh[1][2]) do
-      table.insert(out, {entry[1], 1, value_of(entry[2])})
+      table.insert(out, entry[1]); table.insert(out, 1); table.insert(out, value_of(entry[2]))
       taken = taken + 1
     end
   end
@@ -168,21 +185,22 @@ return out
 """
 
 # ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count)
-# pairs -> 1 or 0 per pair (settled, or refused: not that worker's live delivery)
+# pairs -> a string with '1' or '0' per pair (settled, or refused: not that worker's
+# live delivery)
 WORK_SETTLE = _NOTIFY + _PSEUDO + """
 local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
 local max = tonumber(ARGV[5])
-local done, each = 0, {}
+local done, each, settled, acked = 0, {}, {}, {}
 for i = 7, #ARGV, 2 do
   local id, count = ARGV[i], tonumber(ARGV[i + 1])
   local p = redis.call('XPENDING', KEYS[1], group, id, id, 1)
-  local ok = p[1] and p[1][2] == worker and p[1][4] == count
-  table.insert(each, ok and 1 or 0)
+  local ok = not settled[id] and p[1] and p[1][2] == worker and p[1][4] == count
+  table.insert(each, ok and '1' or '0')
   if ok then
     done = done + 1
+    settled[id] = true
     if mode == 'ack' then
-      redis.call('XACK', KEYS[1], group, id)
-      redis.call('XDEL', KEYS[1], id)
+      acked[#acked + 1] = id
     elseif mode == 'nack' then
       if count >= max then
         dead_letter(KEYS[1], KEYS[2], group, id, count, 'nack')
@@ -197,8 +215,14 @@ for i = 7, #ARGV, 2 do
     end
   end
 end
+-- the acked entries leave the group and the stream together (a few calls per batch)
+for i = 1, #acked, 500 do
+  local part = {unpack(acked, i, math.min(i + 499, #acked))}
+  redis.call('XACK', KEYS[1], group, unpack(part))
+  redis.call('XDEL', KEYS[1], unpack(part))
+end
 if done > 0 and mode ~= 'extend' then notify(ARGV[6]) end
-return each
+return table.concat(each)
 """
 
 # ARGV: group, visibility ms, max deliveries, channel

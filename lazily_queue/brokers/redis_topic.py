@@ -24,6 +24,7 @@ from ..core.topic import (
     parse_durability,
 )
 from ..storage.capabilities import StorageCapabilities
+from .batching import Coalescer
 from .codec import decode, encode
 from .topic_mirror import Record, TopicMirror
 
@@ -48,6 +49,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         self._keys = [backend.key("t", name, part) for part in ("stream", "subs", "meta")]
         self._channel = backend.key("t", name, "changes")
         self._last_id = "-"
+        self._publishes: Coalescer[bytes, Any] = Coalescer(self._publish_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis topic {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -129,9 +131,14 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
         data = encode(value)
         await self._ready()
-        offset = await self._backend.run("TOPIC_PUBLISH", self._keys, [data, self._channel])
+        offset = await self._publishes.call(data)
         self._changed()
         return TopicTransition(int(offset), NOBODY)
+
+    async def _publish_batch(self, values: list[bytes]) -> list[Any]:
+        """The publishes made meanwhile, in order, in one script call."""
+        return list(await self._backend.run("TOPIC_PUBLISH", self._keys,
+                                            [self._channel, *values]))
 
     async def _advance(self, subscriber: str, target: int) -> list[Any] | None:
         check_subscriber(subscriber)

@@ -28,11 +28,15 @@ redis.call('HSETNX', KEYS[3], 'end', 0)
 return 1
 """
 
+# ARGV: channel, then the values -> their offsets
 TOPIC_PUBLISH = _NOTIFY + """
-redis.call('XADD', KEYS[1], '*', 'v', ARGV[1])
-local offset = redis.call('HINCRBY', KEYS[3], 'end', 1) - 1
-notify(ARGV[2])
-return offset
+local offsets = {}
+for i = 2, #ARGV do
+  redis.call('XADD', KEYS[1], '*', 'v', ARGV[i])
+  offsets[#offsets + 1] = redis.call('HINCRBY', KEYS[3], 'end', 1) - 1
+end
+notify(ARGV[1])
+return offsets
 """
 
 # ARGV: subscriber, durability, channel

@@ -42,6 +42,7 @@ from ..core.work import WorkTransition as WT
 from ..errors import InvalidConfiguration
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
+from .batching import Coalescer
 from .codec import decode, encode
 from .mirrors import WorkMirror
 
@@ -53,8 +54,6 @@ log = logging.getLogger(__name__)
 GROUP = "lq"
 _SEQ_BITS = 20
 _COUNT_BITS = 10
-Waiting = tuple[tuple[str, int], "asyncio.Future[bool]"]
-"""A settlement waiting to be sent: ``((entry id, delivery count), its outcome)``."""
 #: The most deliveries an item may have (its delivery count is part of the delivery id).
 MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
 
@@ -113,8 +112,8 @@ class RedisWorkQueueStorage(WorkMirror):
         self._dead: list[DeadLetter] = []
         self._ignored_now = False
         self._expiry: asyncio.TimerHandle | None = None
-        self._settling: dict[tuple[str, str], list[Waiting]] = {}
-        self._senders: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._settlers: dict[tuple[str, str], Coalescer[tuple[str, int], bool]] = {}
+        self._pushes: Coalescer[bytes, Any] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis work queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -207,9 +206,14 @@ class RedisWorkQueueStorage(WorkMirror):
     async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
         data = encode(value)
         await self._ready()
-        entry = await self._backend.run("WORK_PUSH", self._keys[:1], [data, self._channel])
+        entry = await self._pushes.call(data)
         self._pushed()
         return WT(item_id(entry), 0)
+
+    async def _push_batch(self, values: list[bytes]) -> list[Any]:
+        """The pushes made meanwhile, in order, in one script call."""
+        return list(await self._backend.run("WORK_PUSH", self._keys[:1],
+                                            [self._channel, *values]))
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
@@ -219,12 +223,15 @@ class RedisWorkQueueStorage(WorkMirror):
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         self._note_now(now)
         await self._ready()
-        clock, *entries = await self._backend.run(
+        clock, *flat = await self._backend.run(
             "WORK_CLAIM", self._keys[:2],
             [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
-        leased = [Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
-                           worker, int(c), deadline) for e, c, v in entries]
+        leased = []
+        for entry, count, value in zip(flat[0::3], flat[1::3], flat[2::3], strict=True):
+            item = item_id(entry)
+            leased.append(Delivery(delivery_id(item, int(count)), item, decode(value or b""),
+                                   worker, int(count), deadline))
         self._changed()
         return WT(leased, 0)
 
@@ -238,41 +245,25 @@ class RedisWorkQueueStorage(WorkMirror):
         if not splits:
             return 0
         await self._ready()
-        loop = asyncio.get_running_loop()
-        futures = []
-        pending = self._settling.setdefault((worker, mode), [])
-        for split in splits:
-            future: asyncio.Future[bool] = loop.create_future()
-            pending.append((split, future))
-            futures.append(future)
-        if (worker, mode) not in self._senders:
-            self._senders[(worker, mode)] = loop.create_task(self._send(worker, mode))
-        done = sum(await asyncio.gather(*futures))
+        settler = self._settlers.get((worker, mode))
+        if settler is None:
+            settler = self._settlers[(worker, mode)] = Coalescer(
+                lambda batch: self._send(worker, mode, batch))
+        if len(splits) == 1:
+            done = int(await settler.call(splits[0]))
+        else:
+            done = sum(await asyncio.gather(*(settler.call(split) for split in splits)))
         if done and mode != "extend":
             self._changed()
-        return int(done)
+        return done
 
-    async def _send(self, worker: str, mode: str) -> None:
-        key = (worker, mode)
-        try:
-            while self._settling.get(key):
-                batch = self._settling.pop(key)
-                pairs = [part for split, _ in batch for part in split]
-                try:
-                    each = await self._backend.run(
-                        "WORK_SETTLE", self._keys[:2],
-                        [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel,
-                         *pairs])
-                except Exception as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                for (_, future), ok in zip(batch, each, strict=True):
-                    if not future.done():
-                        future.set_result(bool(ok))
-        finally:
-            del self._senders[key]
+    async def _send(self, worker: str, mode: str, batch: list[tuple[str, int]]) -> list[bool]:
+        pairs = [part for split in batch for part in split]
+        each = await self._backend.run(
+            "WORK_SETTLE", self._keys[:2],
+            [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
+        flags = each.encode() if isinstance(each, str) else bytes(each)
+        return [flag == ord("1") for flag in flags]
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,

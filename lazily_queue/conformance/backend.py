@@ -208,7 +208,12 @@ class Backend(ABC):
 
 
 CAPABILITIES = {
-    "logical_time": "work-queue fixtures: leases and reaps at the times the steps give",
+    "logical_time": "work-queue fixtures with a reap_expired op: leases expire at the times "
+                    "the steps give",
+    "tail_requeue": "work-queue fixtures where a nacked item waits behind items pushed "
+                    "before its nack (it is requeued at the tail)",
+    "redelivery_view": "work-queue fixtures whose pending view lists a nacked item "
+                       "waiting for its next delivery",
     "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
                     "invalidation",
 }

@@ -8,11 +8,22 @@ model under a fresh name, issues the ``async`` flavor (the broker storages decla
 closes the connection and opens the topic again through a new one.
 
 What the brokers lack is declared (:attr:`Backend.lacks`), and the fixtures needing it
-are listed as skipped with the reason: ``logical_time`` (their leases run on the
-broker's clock, so a work-queue fixture's deadlines and reaps at given times cannot be
-reproduced) and ``atomic_batch`` (the pushes of one ``batch()`` are separate broker
-operations). A broker backend performs no cluster ops: fixtures with them replay on
-the CLI's ``--cluster-backend``.
+are listed as skipped with the reason (see
+:func:`~lazily_queue.conformance.work_queue.work_queue_needs` for how a work-queue
+fixture's needs are read): ``logical_time`` (leases run on the broker's clock: a fixture
+whose steps come after a live lease's deadline cannot be reproduced), ``tail_requeue``
+(a nacked item is delivered again before the pending ones), ``redelivery_view`` (NATS:
+JetStream does not say which unacknowledged messages wait for redelivery) and
+``atomic_batch`` (the pushes of one ``batch()`` are separate broker operations). A
+broker backend performs no cluster ops: fixtures with them replay on the CLI's
+``--cluster-backend``.
+
+A work-queue fixture that needs none of those runs with one fixture time unit as a
+minute of the broker's clock (no lease expires during a replay, as none does in the
+fixture). Ids are compared up to renaming: the adapter numbers the broker's item and
+delivery ids from 0 in the order they first appear (a redelivery keeps its item's
+number and gets a new delivery number), and a deadline is the fixture's time of the
+claim plus the lease length the broker was given (one visibility timeout).
 """
 
 from __future__ import annotations
@@ -23,8 +34,11 @@ from typing import Any
 
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
+from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePushError
-from ..reactive import Context
+from ..core.work import Delivery
+from ..errors import SettlementRejected
+from ..reactive import Context, Slot
 from .backend import (
     Backend,
     QueueAdapter,
@@ -42,11 +56,20 @@ from .local import Invoker, LocalQueueAdapter, LocalTopicAdapter, _topic_snapsho
 VIEW_LIMIT = 1000
 
 LACKS = {
-    "logical_time": "leases run on the broker's clock; deadlines and reaps at the "
-                    "fixture's times cannot be reproduced",
+    "logical_time": "leases run on the broker's clock, so a step after a live lease's "
+                    "deadline (a reap that expires it, a later claim) cannot be reproduced",
+    "tail_requeue": "a nacked item is delivered again before the pending items, not "
+                    "requeued at the tail",
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
 }
+NATS_LACKS = {
+    **LACKS,
+    "redelivery_view": "JetStream does not say which unacknowledged messages wait for "
+                       "redelivery, so pending() lists only never-delivered ones",
+}
+#: Seconds of the broker's clock per fixture time unit.
+TIME_UNIT = 60.0
 
 
 class BrokerQueueAdapter(LocalQueueAdapter):
@@ -70,14 +93,85 @@ class BrokerTopicAdapter(LocalTopicAdapter):
         await storage.sync()
 
 
+class BrokerWorkQueueAdapter(WorkQueueAdapter):
+    """The async flavor over a broker work queue, ids renamed (see the module
+    docstring); ``settle`` waits for a mirror refresh."""
+
+    def __init__(self, cell: WorkQueueCell, visibility_timeout: int) -> None:
+        self.cell = cell
+        self.visibility_timeout = visibility_timeout
+        self._items: dict[int, int] = {}
+        self._deliveries: dict[int, int] = {}
+        self._broker_delivery: dict[int, int] = {}
+        self._deadlines: dict[int, int] = {}
+
+    def readers(self) -> Mapping[str, Slot[Any]]:
+        return self.cell.readers()
+
+    async def settle(self) -> None:
+        storage: Any = self.cell.storage
+        await storage.sync()
+
+    def _item(self, broker_id: int) -> int:
+        return self._items.setdefault(broker_id, len(self._items))
+
+    async def push(self, value: Any) -> int:
+        return self._item(await self.cell.push(value))
+
+    async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
+        delivery = await self.cell.poll(worker)
+        if delivery is None:
+            return None
+        number = self._deliveries.setdefault(delivery.delivery_id, len(self._deliveries))
+        self._broker_delivery[number] = delivery.delivery_id
+        self._deadlines[number] = now + self.visibility_timeout
+        return self._delivery(delivery)
+
+    def _delivery(self, delivery: Delivery) -> dict[str, Any]:
+        number = self._deliveries[delivery.delivery_id]
+        return {**delivery.to_dict(), "delivery_id": number,
+                "item_id": self._item(delivery.item_id), "deadline": self._deadlines[number]}
+
+    async def ack(self, worker: str, delivery_id: int) -> bool:
+        return await self._settled(self.cell.ack, worker, delivery_id)
+
+    async def nack(self, worker: str, delivery_id: int) -> bool:
+        return await self._settled(self.cell.nack, worker, delivery_id)
+
+    async def _settled(self, settle: Any, worker: str, delivery_id: int) -> bool:
+        broker_id = self._broker_delivery.get(delivery_id)
+        if broker_id is None:  # a delivery id no claim returned: refused, as it must be
+            broker_id = -1 - delivery_id if isinstance(delivery_id, int) else -1
+        try:
+            receipt = await settle(worker, broker_id)
+        except SettlementRejected:
+            return False
+        return not receipt.duplicate
+
+    async def reap_expired(self, now: int) -> int:
+        raise UnsupportedFixtureOp("reap_expired at a fixture time needs logical_time")
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [{**item.to_dict(), "item_id": self._item(item.item_id)}
+                for item in self.cell.pending()]
+
+    def in_flight(self) -> list[dict[str, Any]]:
+        return sorted((self._delivery(d) for d in self.cell.in_flight()),
+                      key=lambda d: d["delivery_id"])
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return [{**letter.to_dict(), "item_id": self._item(letter.item_id)}
+                for letter in self.cell.dead_letters()]
+
+
 class BrokerBackend(Backend):
     """Models on the broker at :attr:`url` (set by the CLI's ``--url``)."""
 
     flavors = ("async",)
-    lacks = LACKS
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        self.lacks = NATS_LACKS if kind == "nats" else LACKS
         self.url: str | None = None
         self.provider: Any = None
         self._run = uuid.uuid4().hex[:8]
@@ -134,7 +228,12 @@ class BrokerBackend(Backend):
         return BrokerTopicAdapter(cell, adapter._invoke)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
-        raise UnsupportedFixtureOp(f"backend {self.kind!r}: {LACKS['logical_time']}")
+        storage = self.provider.work_queue(
+            self._name("w"), visibility_timeout=initial.visibility_timeout * TIME_UNIT,
+            max_deliveries=initial.max_deliveries)
+        cell = WorkQueueCell(storage, context=Context(name="conformance"))
+        await storage.sync()
+        return BrokerWorkQueueAdapter(cell, initial.visibility_timeout)
 
     async def cluster_op(self, op: Mapping[str, Any]) -> None:
         raise UnsupportedFixtureOp(

@@ -283,7 +283,9 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
     needed: set[str] = set()
     model = document.get("model")
     if model == "WorkQueueCell":
-        needed.add("logical_time")
+        from .work_queue import work_queue_needs
+
+        needed |= work_queue_needs(document)
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None
         kind = op.get("type") if isinstance(op, dict) else None

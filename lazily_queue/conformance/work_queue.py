@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .backend import WorkQueueAdapter, WorkQueueInitial
@@ -90,3 +90,43 @@ class WorkQueueRunner(ModelRunner):
         if key == "dead_letters":
             return adapter.dead_letters()
         return {name: slot.get() for name, slot in adapter.readers().items()}
+
+
+def work_queue_needs(document: Mapping[str, Any]) -> set[str]:
+    """The capabilities (keys of :data:`~.backend.CAPABILITIES`) a work-queue fixture
+    needs, read from its steps: ``logical_time`` when an op comes at a time past the
+    deadline of a lease still live (the fixture relies on its time passing: a reap that
+    expires it, a claim or settlement after it); ``tail_requeue`` when an expected
+    pending list has a redelivery behind a never-delivered item or behind a redelivery
+    of a younger item; ``redelivery_view`` when it lists a redelivery at all."""
+    needed: set[str] = set()
+    live: dict[Any, Any] = {}
+    for step in _objects(document.get("steps")):
+        op = step.get("op")
+        op = op if isinstance(op, dict) else {}
+        now = op.get("now")
+        if isinstance(now, int) and any(
+                isinstance(deadline, int) and now > deadline for deadline in live.values()):
+            needed.add("logical_time")
+        returns = step.get("returns")
+        if op.get("type") == "claim" and isinstance(returns, dict):
+            live[returns.get("delivery_id")] = returns.get("deadline")
+        elif op.get("type") in ("ack", "nack") and returns is True:
+            live.pop(op.get("delivery_id"), None)
+        expected = step.get("expected")
+        pending = expected.get("pending") if isinstance(expected, dict) else None
+        attempts = [(item.get("attempts"), item.get("item_id"))
+                    for item in _objects(pending)]
+        again = [item for count, item in attempts
+                 if isinstance(count, int) and count > 0 and isinstance(item, int)]
+        if again:
+            needed.add("redelivery_view")
+        first_fresh = next((i for i, (count, _) in enumerate(attempts) if count == 0),
+                           len(attempts))
+        if len(again) > first_fresh or again != sorted(again):
+            needed.add("tail_requeue")
+    return needed
+
+
+def _objects(value: Any) -> Iterable[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

@@ -68,6 +68,36 @@ async def test_a_waiting_pop_wakes_on_another_clients_push(broker_url: str) -> N
         await second.close()
 
 
+async def test_readers_follow_another_clients_pops_and_claims(broker_url: str) -> None:
+    """Pops and claims by another connection reach this one's readers (announced:
+    polling alone would take 30 s here)."""
+    from lazily_queue import WorkQueueCell
+
+    first = await open_provider(broker_url, poll_interval=30.0)
+    second = await open_provider(broker_url, poll_interval=30.0)
+    try:
+        name = fresh("follow")
+        watcher: QueueCell[Any] = QueueCell(first.queue(name))
+        popper: QueueCell[Any] = QueueCell(second.queue(name))
+        await popper.push_many(["a", "b"])
+        await wait_until(lambda: watcher.len() == 2, context=watcher.ctx, timeout=20)
+        assert await popper.pop() == "a"
+        await wait_until(lambda: watcher.len() == 1, context=watcher.ctx, timeout=20)
+        jobs = WorkQueueCell(first.work_queue(name, visibility_timeout=60, max_deliveries=3))
+        worker = WorkQueueCell(second.work_queue(name, visibility_timeout=60,
+                                                 max_deliveries=3))
+        await jobs.push("job")
+        await wait_until(lambda: jobs.pending_len() == 1, context=jobs.ctx, timeout=20)
+        delivery = await worker.claim("w", timeout=20)
+        await wait_until(lambda: jobs.pending_len() == 0, context=jobs.ctx, timeout=20)
+        await worker.ack("w", delivery.delivery_id)
+        await jobs.storage.sync()  # type: ignore[attr-defined]
+        assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_items_gives_back_prefetched_elements(provider: Any) -> None:
     q: QueueCell[Any] = QueueCell(provider.queue(fresh("items")))
     await q.push_many(range(5))

@@ -2,9 +2,11 @@
 
 A producer pushes numbered items (a push that raised is retried, so an item may be
 stored twice) while three workers claim and ack; the broker is killed (SIGKILL) and
-started again in the middle. The ledger check (an explicit one, not the simulator's
-checker): every push that returned is acked by a worker at the end, and the run
-finished (claims and acks resumed after the restart). A killed process keeps what it
+started again in the middle. The ledger check: every push that returned is acked by a
+worker at the end (or its ack's outcome is unknown: the broker may have applied it and
+died before the reply arrived), and the run finished (claims and acks resumed after the
+restart, the broker's work queue drained). ``test_restart_history.py`` checks a queue's
+history through a restart with the simulator's checker. A killed process keeps what it
 wrote in the page cache, so this does not show the loss a power cut can cause to a
 JetStream that acknowledges before fsync (see the README).
 """
@@ -35,6 +37,8 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
             jobs = client.work_queue("restart", visibility_timeout=1.0, max_deliveries=1000)
             pushed: set[int] = set()
             acked: set[int] = set()
+            #: Acks that raised BrokerUnavailable: applied or not, the reply was lost.
+            maybe_acked: set[int] = set()
             retries = {"push": 0, "claim": 0}
             stop = asyncio.Event()
             progress = asyncio.Event()
@@ -68,8 +72,14 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
                         continue
                     try:
                         await jobs.ack(worker, delivery.delivery_id)
-                    except (BrokerUnavailable, SettlementRejected):
-                        continue  # the lease expires and the item comes again
+                    except BrokerUnavailable:
+                        # Applied before the broker died, or not (then the lease
+                        # expires and the item comes again).
+                        maybe_acked.add(delivery.value)
+                        progress.set()
+                        continue
+                    except SettlementRejected:
+                        continue  # the lease expired first: the item comes again
                     acked.add(delivery.value)
                     progress.set()
 
@@ -80,12 +90,14 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
                 assert len(pushed) < COUNT  # the restart lands mid-run
                 await server.restart(kill=True)
                 await asyncio.wait_for(producer, 120)
-                await asyncio.wait_for(until(lambda: pushed <= acked), 120)
-                await wait_until(lambda: jobs.pending_len() == 0, context=jobs.ctx, timeout=60)
+                await asyncio.wait_for(until(lambda: pushed <= acked | maybe_acked), 120)
+                await wait_until(lambda: jobs.pending_len() == 0 and jobs.in_flight_len() == 0,
+                                 context=jobs.ctx, timeout=60)
             finally:
                 stop.set()
                 producer.cancel()
                 await asyncio.gather(producer, *workers, return_exceptions=True)
             assert pushed == set(range(COUNT))
-            assert pushed <= acked, f"lost: {sorted(pushed - acked)[:20]}"
+            assert pushed <= acked | maybe_acked, f"lost: {sorted(pushed - acked)[:20]}"
+            assert len(maybe_acked) <= 3 * 2, maybe_acked  # a few acks in flight at the kill
 

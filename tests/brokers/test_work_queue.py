@@ -31,6 +31,24 @@ async def test_claim_ack_and_a_second_ack_is_refused(provider: Any) -> None:
     assert (jobs.pending_len(), jobs.in_flight_len(), jobs.dead_letter_len()) == (0, 0, 0)
 
 
+async def test_concurrent_settlements_of_one_delivery_settle_it_once(provider: Any) -> None:
+    """Settlements made together share a round trip; only the first of one delivery
+    counts (an ack and a nack of the same lease included)."""
+    jobs = cell(provider)
+    for value in range(3):
+        await jobs.push(value)
+    leased = await jobs.claim_many("w", 3, timeout=10)
+    twice = leased[0].delivery_id
+    outcomes = await asyncio.gather(
+        jobs.ack("w", twice), jobs.ack("w", twice), jobs.nack("w", twice),
+        *(jobs.ack("w", d.delivery_id) for d in leased[1:]), return_exceptions=True)
+    accepted = [o for o in outcomes[:3] if not isinstance(o, SettlementRejected)]
+    assert len(accepted) == 1, outcomes
+    assert not any(isinstance(o, BaseException) for o in outcomes[3:]), outcomes
+    await jobs.storage.sync()  # type: ignore[attr-defined]
+    assert (jobs.in_flight_len(), jobs.dead_letter_len()) == (0, 0)
+
+
 async def test_another_workers_settlement_is_refused(provider: Any) -> None:
     jobs = cell(provider)
     await jobs.push("x")

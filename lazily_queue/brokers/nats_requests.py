@@ -1,0 +1,249 @@
+"""Requests to JetStream that share one reply subscription.
+
+:class:`Replies` holds one wildcard inbox subscription for the connection; a request
+publishes with the reply subject ``<inbox>.<token>`` and its answer is routed to it by
+token. Publishes and acknowledgements made meanwhile go out together and share one
+timeout (no subscription, timer or task per message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import nats.errors
+import nats.js.errors as jserr
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from .batching import Coalescer
+from .errors import BrokerError
+
+Publish = tuple[str, bytes, dict[str, str]]
+#: A pull's end: no messages (404), the request expired (408), or was superseded (409).
+PULL_END = frozenset({"404", "408", "409"})
+
+
+@dataclass(frozen=True, slots=True)
+class PubAck:
+    """JetStream's answer to a stored publish."""
+
+    stream: str
+    seq: int
+    duplicate: bool
+
+
+def _status(msg: Msg) -> str | None:
+    headers = msg.headers
+    return headers.get("Status") if headers else None
+
+
+class Replies:
+    """One connection's request/reply routing (see the module docstring)."""
+
+    def __init__(self, nc: NATS, timeout: float, address: str) -> None:
+        self.nc = nc
+        self.timeout = timeout
+        self.address = address
+        self._prefix: str | None = None
+        self._sub: Any = None
+        self._lock = asyncio.Lock()
+        self._tokens = itertools.count()
+        self._waiting: dict[str, Callable[[Msg], None]] = {}
+        self._free: list[_Inbox] = []
+        self._closed = False
+        self._publishes: Coalescer[Publish, PubAck | BaseException] = Coalescer(
+            self._publish_batch)
+        self._acks: Coalescer[tuple[Msg, bytes], BaseException | None] = Coalescer(
+            self._ack_batch)
+
+    async def _inbox(self) -> str:
+        if self._prefix is None:
+            async with self._lock:
+                if self._prefix is None:
+                    prefix = self.nc.new_inbox()
+                    self._sub = await self.nc.subscribe(f"{prefix}.*", cb=self._route)
+                    self._prefix = prefix
+        return self._prefix
+
+    async def _route(self, msg: Msg) -> None:
+        waiter = self._waiting.get(msg.subject.rpartition(".")[2])
+        if waiter is not None:
+            waiter(msg)
+
+    async def close(self) -> None:
+        self._closed = True
+        free, self._free = self._free, []
+        for inbox in free:
+            await inbox.drop()
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            try:
+                await sub.unsubscribe()
+            except Exception:  # the connection is gone: so is the subscription
+                pass
+
+    @staticmethod
+    def _answer(future: asyncio.Future[Msg]) -> Callable[[Msg], None]:
+        def got(msg: Msg) -> None:
+            if not future.done():
+                future.set_result(msg)
+        return got
+
+    async def _round_trip(self, requests: list[tuple[str, bytes, dict[str, str] | None]]
+                          ) -> list[Msg | BaseException]:
+        """Publish each request with its own reply token; wait (one timeout) for every
+        answer. A request not answered in time gets ``nats.errors.TimeoutError``."""
+        prefix = await self._inbox()
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Msg]] = [loop.create_future() for _ in requests]
+        tokens = [str(next(self._tokens)) for _ in requests]
+        results: list[Msg | BaseException] = []
+        try:
+            for i, (subject, data, headers) in enumerate(requests):
+                self._waiting[tokens[i]] = self._answer(futures[i])
+                try:
+                    await self.nc.publish(subject, data, reply=f"{prefix}.{tokens[i]}",
+                                          headers=headers)
+                except Exception as exc:
+                    for rest in futures[i:]:
+                        rest.set_exception(exc)
+                    break
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                await asyncio.wait(pending, timeout=self.timeout)
+            for future in futures:
+                if not future.done():
+                    results.append(nats.errors.TimeoutError())
+                elif future.exception() is not None:
+                    results.append(future.exception())  # type: ignore[arg-type]
+                else:
+                    results.append(future.result())
+        finally:
+            for token in tokens:
+                self._waiting.pop(token, None)
+        return results
+
+    # -- publishes -------------------------------------------------------------------------
+
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> PubAck:
+        """A JetStream publish; raises as ``js.publish`` does (``APIError``,
+        ``NoStreamResponseError``, ``nats.errors.TimeoutError``)."""
+        result = await self._publishes.call((subject, data, headers))
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def _publish_batch(self, batch: list[Publish]) -> list[PubAck | BaseException]:
+        answers = await self._round_trip([(s, d, h) for s, d, h in batch])
+        return [self._pub_ack(answer) for answer in answers]
+
+    @staticmethod
+    def _pub_ack(answer: Msg | BaseException) -> PubAck | BaseException:
+        if isinstance(answer, BaseException):
+            return answer
+        if _status(answer) == "503":
+            return jserr.NoStreamResponseError()
+        try:
+            resp = json.loads(answer.data)
+            if "error" in resp:
+                jserr.APIError.from_error(resp["error"])
+            return PubAck(str(resp["stream"]), int(resp["seq"]), bool(resp.get("duplicate")))
+        except jserr.APIError as exc:
+            return exc
+        except (ValueError, KeyError, TypeError) as exc:
+            return jserr.APIError(description=f"unreadable publish answer: {exc}")
+
+    # -- acknowledgements ------------------------------------------------------------------
+
+    async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
+        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer."""
+        result = await self._acks.call((msg, kind))
+        if result is not None:
+            raise result
+
+    async def ack_many(self, msgs: list[Msg], kind: bytes = b"+ACK") -> list[BaseException | None]:
+        """Acknowledge every message in one round trip: per message ``None`` (confirmed)
+        or the error."""
+        return await self._ack_batch([(msg, kind) for msg in msgs]) if msgs else []
+
+    async def _ack_batch(self, batch: list[tuple[Msg, bytes]]) -> list[BaseException | None]:
+        answers = await self._round_trip([(msg.reply, kind, None) for msg, kind in batch])
+        return [a if isinstance(a, BaseException) else None for a in answers]
+
+    # -- pulls -----------------------------------------------------------------------------
+
+    async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
+        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull).
+
+        Pulled messages carry their own subject, not the reply's, so each pull has an
+        inbox of its own: one from a pool, returned to it once the pull ended cleanly
+        (``n`` messages or an end status), dropped after a timeout."""
+        inbox = self._free.pop() if self._free else await self._new_inbox()
+        got: list[Msg] = []
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def deliver(msg: Msg) -> None:
+            if done.done():
+                return
+            status = _status(msg)
+            if status in PULL_END:
+                done.set_result(None)
+            elif status:
+                description = (msg.headers or {}).get("Description", "")
+                done.set_exception(BrokerError(
+                    f"nats at {self.address}: pull from {stream}: {status} {description}"))
+            else:
+                got.append(msg)
+                if len(got) >= n:
+                    done.set_result(None)
+
+        inbox.handler = deliver
+        clean = False
+        try:
+            request = json.dumps({"batch": n, "no_wait": True}).encode()
+            await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
+                                  reply=inbox.subject)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await done
+            except TimeoutError:
+                raise nats.errors.TimeoutError() from None
+            clean = True
+            return got
+        finally:
+            inbox.handler = None
+            if clean and not self._closed:
+                self._free.append(inbox)
+            else:
+                await inbox.drop()
+
+    async def _new_inbox(self) -> _Inbox:
+        inbox = _Inbox(self.nc.new_inbox())
+        inbox.sub = await self.nc.subscribe(inbox.subject, cb=inbox.route)
+        return inbox
+
+
+class _Inbox:
+    """A pull's reply subscription; messages go to the pull that holds it."""
+
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self.sub: Any = None
+        self.handler: Callable[[Msg], None] | None = None
+
+    async def route(self, msg: Msg) -> None:
+        if self.handler is not None:
+            self.handler(msg)
+
+    async def drop(self) -> None:
+        sub, self.sub = self.sub, None
+        if sub is not None:
+            try:
+                await sub.unsubscribe()
+            except Exception:  # the connection is gone: so is the subscription
+                pass

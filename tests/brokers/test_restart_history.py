@@ -1,0 +1,167 @@
+"""A queue's history through a broker restart, verified by the simulator's checker.
+
+One client issues pushes (unique values) and single pops, one operation at a time,
+while the broker is killed (SIGKILL) and started again; then it drains the queue. Each
+operation is recorded as the client saw it (``simulator.workload.Observed``: ok with
+its result, or unknown when it raised ``BrokerUnavailable``). With one operation in
+flight the broker applied them in the order they were issued, so that order is the
+committed history (``simulator.history.History``), and ``simulator.checker.Checker``
+replays it through its queue model: FIFO, every pop's result the model's, every
+acknowledged push popped exactly once or still queued, the final state the model's.
+
+An operation whose outcome is unknown may or may not have been applied. It enters the
+history only when the broker shows it was: a push when its value was seen later (popped
+or still queued); a pop when the element at the head at that point was never seen
+again (the pop took it and its reply was lost). Neither inference can hide a lost
+acknowledged push: those are checked as the client saw them.
+
+The broker is Redis (``appendfsync always``). NATS is not checked this way: a pull
+interrupted by the restart leaves its message delivered and unacknowledged, and
+JetStream redelivers it after the consumer's ``ack_wait``, behind younger elements,
+which this (strictly FIFO) checker reports; and nats-server 2.9 killed with SIGKILL may
+come back with elements whose pops it had confirmed (see the README's migration
+guide). ``test_restart.py`` kills both brokers and checks at-least-once delivery of a
+work queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from lazily_queue import connect
+from lazily_queue.brokers import BrokerUnavailable
+from lazily_queue.brokers.servers import BrokerServer, RedisServer, find_binary
+from lazily_queue.core.queue import QueuePopError
+from lazily_queue.replicated import ops as C
+from simulator.checker import Checker
+from simulator.history import AppliedOp, History
+from simulator.workload import OK, QUEUE, UNKNOWN, Observed
+
+PUSHES = 240
+SESSION = 1
+
+
+@dataclass
+class Recorder:
+    """The client's record (``cid``, ``ops``) as :class:`~simulator.checker.Checker`
+    reads it."""
+
+    cid: str
+    ops: list[Observed] = field(default_factory=list)
+
+    def add(self, code: int, args: list[Any], outcome: str, result: Any = None) -> None:
+        self.ops.append(Observed(self.cid, "broker", SESSION, len(self.ops) + 1, code,
+                                 [QUEUE, *args], time.monotonic(), outcome, result))
+
+
+async def _drive(q: Any, server: BrokerServer, record: Recorder) -> None:
+    """Pushes and pops one at a time; the broker restarts a third of the way in."""
+    value = 0
+    for n in range(PUSHES):
+        if n == PUSHES // 3:
+            restart = asyncio.create_task(server.restart(kill=True))
+        while True:  # a push that raised is retried under a new value
+            value += 1
+            try:
+                error = await q.offer(value)
+            except BrokerUnavailable:
+                record.add(C.QUEUE_PUSH, [value], UNKNOWN)
+                await asyncio.sleep(0.05)
+                continue
+            assert error is None
+            record.add(C.QUEUE_PUSH, [value], OK, None)
+            break
+        if n % 3 == 2:
+            await _pop(q, record)
+    await restart
+    while await _pop(q, record):
+        pass
+
+
+async def _pop(q: Any, record: Recorder) -> bool:
+    """One pop of one element; False once the queue is empty."""
+    while True:
+        try:
+            result = await q.poll_many(1)
+        except BrokerUnavailable:
+            record.add(C.QUEUE_POP_MANY, [1], UNKNOWN)
+            await asyncio.sleep(0.05)
+            continue
+        record.add(C.QUEUE_POP_MANY, [1], OK, result)
+        return not isinstance(result, QueuePopError)
+
+
+def committed(record: Recorder, final: list[Any]) -> History:
+    """The history: every op in issue order, an unknown one only when it was applied."""
+    seen = {v for o in record.ops if o.outcome == OK and isinstance(o.result, list)
+            for v in o.result} | set(final)
+    history = History()
+    queue: deque[Any] = deque()
+    declared = AppliedOp(0, SESSION, 0, C.QUEUE_DECLARE, [QUEUE, None], None, 0)
+    history.ops[0] = [declared]
+    for obs in record.ops:
+        result = obs.result
+        if obs.code == C.QUEUE_PUSH:
+            if obs.outcome == UNKNOWN and obs.args[1] not in seen:
+                continue
+            queue.append(obs.args[1])
+            result = None
+        elif obs.outcome == UNKNOWN:
+            if not queue or queue[0] in seen:
+                continue
+            result = [queue.popleft()]
+        elif isinstance(result, list):
+            for value in result:
+                if value in queue:
+                    queue.remove(value)
+        applied = AppliedOp(obs.seq, SESSION, obs.seq, obs.code, obs.args, result, obs.seq)
+        history.ops[obs.seq] = [applied]
+        history.results[(SESSION, obs.seq)] = applied
+    return history
+
+
+async def test_a_redis_queue_history_through_a_kill_passes_the_checker() -> None:
+    if find_binary(RedisServer.binary) is None:
+        pytest.skip(f"{RedisServer.binary} is not installed")
+    record = Recorder("redis")
+    async with RedisServer() as server, connect(server.url, poll_interval=0.2) as client:
+        q = client.queue("history")
+        await asyncio.wait_for(_drive(q, server, record), 180)
+        await q.storage.sync()
+        final = list(q.storage.elements())
+        assert len(q) == len(final) == 0
+    history = committed(record, final)
+    checker = Checker(history, [record])
+    checker.replay()
+    checker.check_clients()
+    checker.check_final({"queues": {QUEUE: [None, None, final]}})
+    unknown = sum(1 for o in record.ops if o.outcome == UNKNOWN)
+    assert checker.ops > 1.3 * PUSHES, (checker.ops, unknown)
+
+
+def test_the_check_catches_a_lost_push_and_a_reordered_pop() -> None:
+    from simulator.history import Violation
+
+    def check(ops: list[tuple[int, list[Any], str, Any]], final: list[Any]) -> None:
+        record = Recorder("hand")
+        for code, args, outcome, result in ops:
+            record.add(code, args, outcome, result)
+        checker = Checker(committed(record, final), [record])
+        checker.replay()
+        checker.check_clients()
+        checker.check_final({"queues": {QUEUE: [None, None, final]}})
+
+    push, pop = C.QUEUE_PUSH, C.QUEUE_POP_MANY
+    # the unknown push landed (2 is popped later); the unknown pop took 1 (never seen again)
+    check([(push, [1], OK, None), (push, [2], UNKNOWN, None), (pop, [1], UNKNOWN, None),
+           (pop, [1], OK, [2])], [])
+    with pytest.raises(Violation, match="queue holds"):
+        check([(push, [1], OK, None), (push, [2], OK, None), (pop, [1], OK, [1])], [])
+    with pytest.raises(Violation, match="model says"):
+        check([(push, [1], OK, None), (push, [2], OK, None), (pop, [1], OK, [2])], [1])
