@@ -56,7 +56,8 @@ COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 OP_KINDS = {
     ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
     ops.QUEUE_POP_MANY: "pop", ops.WORK_CLAIM: "claim", ops.WORK_CLAIM_MANY: "claim",
-    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.TOPIC_PUBLISH: "publish",
+    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
+    ops.TOPIC_PUBLISH: "publish",
 }
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
 ERROR_KINDS = ("no_quorum", "commit_timeout", "storage_unavailable", "rejected",
@@ -92,10 +93,10 @@ class NodeMetrics:
             "errors", "Operations made on this node that failed, by kind", ["kind"],
             namespace=namespace, registry=self.registry,
         )
-        for kind in COMMIT_KINDS:
-            self.commit_seconds.labels(kind)
-        for kind in ERROR_KINDS:
-            self.errors.labels(kind)
+        #: The labelled children, looked up once (a lookup costs more than the count).
+        self._commit_by_kind = {kind: self.commit_seconds.labels(kind) for kind in COMMIT_KINDS}
+        self._errors_by_kind = {kind: self.errors.labels(kind) for kind in ERROR_KINDS}
+        self._commit_by_code = {code: self._commit_by_kind[kind] for code, kind in OP_KINDS.items()}
         self.registry.register(StateCollector(self))
         ProcessCollector(registry=self.registry)
         #: Also called with every fsync duration (the monitor's recent window).
@@ -123,14 +124,18 @@ class NodeMetrics:
                  error: BaseException | None) -> None:
         if error is not None:
             kind = next((k for t, k in _ERRORS if isinstance(error, t)), "other")
-            self.errors.labels(kind).inc()
+            self._errors_by_kind[kind].inc()
             return
-        self.commit_seconds.labels(OP_KINDS.get(code, "other")).observe(seconds)
+        self._commit_by_code.get(code, self._commit_by_kind["other"]).observe(seconds)
         if isinstance(result, OpError):
-            self.errors.labels("rejected").inc()
+            self._errors_by_kind["rejected"].inc()
         elif (code in (ops.WORK_ACK, ops.WORK_NACK) and isinstance(result, list)
               and len(result) == 4 and not result[0] and not result[3]):
-            self.errors.labels("settlement_rejected").inc()
+            self._errors_by_kind["settlement_rejected"].inc()
+        elif code == ops.WORK_SETTLE_MANY and isinstance(result, list) and result:
+            refused = sum(1 for row in result[0] if not row[0] and not row[2])
+            if refused:
+                self._errors_by_kind["settlement_rejected"].inc(refused)
 
     def _on_fsync(self, seconds: float) -> None:
         self.fsync_seconds.observe(seconds)
@@ -150,17 +155,25 @@ class NodeMetrics:
 
     def _on_events(self, events: Sequence[Event]) -> None:
         works: set[str] = set()
+        counts: dict[tuple[str, str, str], int] = {}
+        restored = False
         for event in events:
             if isinstance(event, QueueChanged):
-                self.operations.labels("queue", event.name,
-                                       _QUEUE_OPS.get(event.op, "other")).inc()
+                key = ("queue", event.name, _QUEUE_OPS.get(event.op, "other"))
+                counts[key] = counts.get(key, 0) + 1
             elif isinstance(event, WorkQueueChanged):
                 works.add(event.name)
             elif isinstance(event, TopicPublished):
-                self.operations.labels("topic", event.name, "publish").inc()
+                key = ("topic", event.name, "publish")
+                counts[key] = counts.get(key, 0) + 1
             elif isinstance(event, Restored) and self.node.running:
-                self._baseline()
-                return
+                restored = True
+                break
+        for labels, count in counts.items():
+            self.operations.labels(*labels).inc(count)
+        if restored:
+            self._baseline()
+            return
         if not works or not self.node.running:
             return
         view = self.node.view

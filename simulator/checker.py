@@ -123,7 +123,7 @@ class Checker:
         elif code == C.WORK_DECLARE:
             if self.work is None:
                 self.work = _Work(args[1], args[2])
-        elif C.WORK_PUSH <= code <= C.WORK_RELEASE:
+        elif C.WORK_PUSH <= code <= C.WORK_RELEASE or code == C.WORK_SETTLE_MANY:
             self._work_op(op)
         elif code == C.TOPIC_DECLARE:
             self.topic = True
@@ -205,26 +205,22 @@ class Checker:
         elif code in (C.WORK_ACK, C.WORK_NACK):
             outcome = "acked" if code == C.WORK_ACK else "nacked"
             worker, did = args[1], args[2]
-            live = w.live.get(did)
-            if live is not None and live[3] == worker:
-                del w.live[did]
-                w.settled[did] = (worker, outcome)
-                if len(w.settled) > RECEIPTS_KEPT:
-                    del w.settled[next(iter(w.settled))]
-                if code == C.WORK_ACK:
-                    w.acked.add(live[0])
-                else:
-                    self._fail_delivery(w, live)
-                ok = isinstance(result, list) and result[0] is True and result[3] is False
-            else:
-                # A repeated settlement is refused (or, in older formats, confirmed) and
-                # carries the first receipt.
-                earlier = w.settled.get(did) == (worker, outcome)
-                ok = isinstance(result, list) and result[3] is earlier and (
-                    result[0] is False or result[0] is earlier)
-            if not ok:
+            answer = (result[0], result[3]) if isinstance(result, list) and len(
+                result) == 4 else None
+            if not self._settle(w, worker, did, outcome, answer):
                 self.fail(f"index {op.index}: {outcome[:-2]} of delivery {did} by {worker} "
                           f"returned {result!r}")
+        elif code == C.WORK_SETTLE_MANY:
+            worker, outcome, ids = args[1], args[2], args[3]
+            rows = result[0] if isinstance(result, list) and len(result) == 2 else None
+            if not isinstance(rows, list) or len(rows) != len(ids):
+                self.fail(f"index {op.index}: settling {ids} by {worker} returned {result!r}")
+                return
+            for did, row in zip(ids, rows, strict=True):
+                answer = (row[0], row[2]) if isinstance(row, list) and len(row) == 3 else None
+                if not self._settle(w, worker, did, outcome, answer):
+                    self.fail(f"index {op.index}: {outcome[:-2]} of delivery {did} by "
+                              f"{worker} (one of {len(ids)}) returned {row!r}")
         elif code == C.WORK_EXTEND:
             live = w.live.get(args[2])
             extended = live is not None and live[3] == args[1]
@@ -239,6 +235,27 @@ class Checker:
             if not isinstance(result, list) or result[0] != len(expired):
                 self.fail(f"index {op.index}: reap at {now} returned {result!r}, the model "
                           f"expires {expired}")
+
+    def _settle(self, w: _Work, worker: str, did: int, outcome: str,
+                answer: tuple[Any, Any] | None) -> bool:
+        """Apply one settlement to the model; whether ``answer`` (settled, duplicate)
+        is the one the model expects."""
+        live = w.live.get(did)
+        if live is not None and live[3] == worker:
+            del w.live[did]
+            w.settled[did] = (worker, outcome)
+            if len(w.settled) > RECEIPTS_KEPT:
+                del w.settled[next(iter(w.settled))]
+            if outcome == "acked":
+                w.acked.add(live[0])
+            else:
+                self._fail_delivery(w, live)
+            return answer is not None and answer[0] is True and answer[1] is False
+        # A repeated settlement is refused (or, in older formats, confirmed) and carries
+        # the first receipt.
+        earlier = w.settled.get(did) == (worker, outcome)
+        return answer is not None and answer[1] is earlier and (
+            answer[0] is False or answer[0] is earlier)
 
     def _lease(self, op: AppliedOp, w: _Work, worker: str, got: Any) -> None:
         item, value, attempts = w.pending.popleft()

@@ -337,14 +337,14 @@ class Cluster:
         excused = 0
         holders = []
         for m in members:
-            node = self.nodes.get(m)
-            if node is None:
+            member = self.nodes.get(m)
+            if member is None:
                 continue
-            if node.lost_data and node.replica is not None and node.holds(index, term):
-                node.lost_data = False  # caught up since (while down, its disk is unread)
-            if node.lost_data:
+            if member.lost_data and member.replica is not None and member.holds(index, term):
+                member.lost_data = False  # caught up since (while down, its disk is unread)
+            if member.lost_data:
                 excused += 1
-            elif node.holds(index, term):
+            elif member.holds(index, term):
                 holders.append(m)
         if (len(holders) + excused) * 2 <= len(members):
             self.history.fail(

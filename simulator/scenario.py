@@ -64,6 +64,8 @@ class Scenario:
     queue_capacity: int | None = None
     #: The share of pops, claims and topic reads made in batches (prefetching consumers).
     batching: float = 0.0
+    #: The share of a worker's acks of a batch settled together in one operation.
+    settle_batches: float = 0.0
     #: Members fsync inline while their last fsync took less than this (seconds; 0:
     #: always on the worker thread; see ``simulator/node.py``).
     inline_fsync_below: float = 0.0
@@ -129,6 +131,8 @@ def generate(seed: int) -> Scenario:
     s.queue_capacity = rng.choice([None, None, 2, 8, 50])
     s.batching = rng.choice([0.0, 0.3, 0.8])
     s.inline_fsync_below = rng.choice([0.0, INLINE_BELOW, 1.0])  # never, as the driver, always
+    # Drawn last, so a seed's earlier choices (and the saved fixtures) stay as they were.
+    s.settle_batches = rng.choice([0.0, 0.5]) if s.batching else 0.0
     return s
 
 

@@ -101,6 +101,7 @@ class Simulation:
                         client.large = self.s.large_values
                     if isinstance(client, Worker):
                         client.extend = self.s.extend_leases
+                        client.settle_batches = self.s.settle_batches
                     if isinstance(client, Worker | Consumer):
                         client.batching = self.s.batching
                 self.clients.append(client)

@@ -295,7 +295,8 @@ class WorkProducer(UniqueSender):
 
 class Worker(Client):
     """Claims items (one, or a share ``batching`` of its claims up to eight at once like
-    a prefetching ``deliveries()``), then acks, nacks or abandons each (a worker crash,
+    a prefetching ``deliveries()``, which then acks a share ``settle_batches`` of its
+    items together in one operation), then acks, nacks or abandons each (a worker crash,
     possibly part way through a batch); may first extend the lease. A batch may end
     early and release the deliveries it did not start."""
 
@@ -310,6 +311,9 @@ class Worker(Client):
         self.batching = 0.0
         self.prefetched: list[dict[str, Any]] = []
         self.release: list[int] = []
+        #: The share of acks gathered and settled together (as ``deliveries()`` does).
+        self.settle_batches = 0.0
+        self.acks: list[int] = []
 
     def next_op(self) -> None:
         if self.extend_to is not None:
@@ -326,6 +330,10 @@ class Worker(Client):
         if self.prefetched:
             self._start(self.prefetched.pop(0))
             self.next_op()
+            return
+        if self.acks:
+            self.call(C.WORK_SETTLE_MANY, [WORK, self.cid, "acked", list(self.acks)],
+                      self._settled_many)
             return
         if self.batching and self.rng.random() < self.batching:
             self.call(C.WORK_CLAIM_MANY, [WORK, self.cid, self.rng.randrange(2, 9), None],
@@ -359,13 +367,20 @@ class Worker(Client):
         if roll < 0.1 and not self.draining:
             return  # abandoned: the lease expires and the reaper requeues it
         code = C.WORK_NACK if roll < 0.25 and not self.draining else C.WORK_ACK
-        self.settle = (code, int(delivery["delivery_id"]))
+        if code == C.WORK_ACK and self.settle_batches and self.rng.random() < self.settle_batches:
+            self.acks.append(int(delivery["delivery_id"]))
+        else:
+            self.settle = (code, int(delivery["delivery_id"]))
         if self.extend and self.rng.random() < self.extend:
             self.extend_to = int(delivery["delivery_id"])
 
     def _settled(self, obs: Observed) -> None:
         if obs.outcome == OK or self.rng.random() < 0.3:
             self.settle = None
+
+    def _settled_many(self, obs: Observed) -> None:
+        if obs.outcome == OK or self.rng.random() < 0.3:
+            self.acks = []
 
 
 class Publisher(UniqueSender):

@@ -3,8 +3,9 @@
 ``async with job:`` acks when the block ends normally and nacks when it raises or is
 cancelled (the item goes back to pending at once, or to the dead letters after its
 last attempt). Inside :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries`
-over a replicated backend the ack of a block that ended normally commits while the next
-job runs, and ``receipt`` is set once it has. Settling returns a
+over a replicated backend the ack of a block that ended normally is proposed at the end of
+the event-loop iteration, together with the other blocks that ended in it (one
+operation), and commits while the next jobs run; ``receipt`` is set once it has. Settling returns a
 :class:`~lazily_queue.core.work.Receipt`; over replicated storage the receipt is the
 state machine's record of the committed settlement, also when a retry finds the
 settlement already made. A refused settlement or extension raises
@@ -27,9 +28,12 @@ from ..errors import SettlementRejected
 if TYPE_CHECKING:
     from .work_queue import Now, WorkQueueCell
 
-#: Items one claim of :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries`
-#: leases over a replicated backend.
-DEFAULT_PREFETCH = 16
+#: The most items one claim of
+#: :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries` leases over a
+#: replicated backend.
+DEFAULT_PREFETCH = 64
+#: What the first claim of an iteration leases (at most the prefetch).
+FIRST_PREFETCH = 16
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +42,13 @@ class Job:
     """A delivery plus the means to settle it; see the module docstring."""
 
     def __init__(self, cell: WorkQueueCell, delivery: Delivery,
-                 settling: list[asyncio.Future[Any]] | None = None) -> None:
+                 acks: Acks | None = None) -> None:
         self.cell = cell
         self.delivery = delivery
         self.receipt: Receipt | None = None
-        # Given by ``deliveries``: a block's settlement goes here instead of being awaited.
-        self._settling = settling
+        # Given by ``deliveries``: a block's ack goes there instead of being awaited.
+        self._acks = acks
+        self._acking: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         d = self.delivery
@@ -72,6 +77,14 @@ class Job:
         await self.cell.extend(self.delivery.worker, self.delivery.delivery_id, now)
 
     async def _settle(self, outcome: str) -> Receipt:
+        if self._acking is not None and self.receipt is None:
+            if outcome != "acked":
+                raise SettlementRejected(
+                    f"delivery {self.delivery.delivery_id} is already being acked")
+            await asyncio.shield(self._acking)
+            if self.receipt is None:
+                raise SettlementRejected(
+                    f"delivery {self.delivery.delivery_id}: its ack was refused")
         if self.receipt is not None:
             if self.receipt.outcome != outcome:
                 raise SettlementRejected(
@@ -92,11 +105,11 @@ class Job:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.receipt is not None:
+        if self.receipt is not None or self._acking is not None:
             return
         if exc_type is None:
-            if self._settling is not None:
-                self._settling.append(asyncio.ensure_future(self.ack()))
+            if self._acks is not None:
+                self._acking = self._acks.add(self)
                 return
             await self.ack()
             return
@@ -110,41 +123,115 @@ class Job:
             pass
 
 
+class Acks:
+    """The background acks of one ``deliveries`` iteration: the blocks that ended in one
+    event-loop iteration are acked together, in one operation (one commit), at the end
+    of that iteration."""
+
+    def __init__(self, cell: WorkQueueCell, worker: str) -> None:
+        self.cell = cell
+        self.worker = worker
+        self._loop = asyncio.get_running_loop()
+        self._pending: list[Job] = []
+        self._batch: asyncio.Future[None] | None = None
+        self._committing: list[asyncio.Future[None]] = []
+
+    def add(self, job: Job) -> asyncio.Future[None]:
+        """Queue ``job``'s ack; the future resolves once its batch has committed."""
+        if self._batch is None:
+            self._batch = self._loop.create_future()
+            self._loop.call_soon(self.flush)
+        self._pending.append(job)
+        return self._batch
+
+    def flush(self) -> None:
+        """Propose the queued acks now (one operation)."""
+        jobs, self._pending = self._pending, []
+        batch, self._batch = self._batch, None
+        if batch is None or not jobs:
+            return
+        task = asyncio.ensure_future(self._commit(jobs, batch))
+        self._committing.append(task)
+
+    async def _commit(self, jobs: list[Job], batch: asyncio.Future[None]) -> None:
+        try:
+            receipts = await self.cell.ack_many(self.worker, [j.delivery.delivery_id
+                                                             for j in jobs])
+        except asyncio.CancelledError:
+            batch.cancel()
+            raise
+        except Exception as exc:
+            if not batch.done():
+                batch.set_exception(exc)
+                batch.exception()  # retrieved here; the iterator raises it
+            raise
+        for job, receipt in zip(jobs, receipts, strict=True):
+            job.receipt = receipt
+        batch.set_result(None)
+        refused = [j.delivery.delivery_id for j, r in zip(jobs, receipts, strict=True)
+                   if r is None]
+        if refused:
+            from .work_queue import _rejected
+
+            raise _rejected(self.cell.name, "ack", self.worker, refused[0])
+
+    async def committed(self) -> None:
+        """Wait for every proposed batch; the first failure (a refused ack) is raised."""
+        if not self._committing:
+            return
+        done, self._committing = self._committing, []
+        for outcome in await asyncio.gather(*done, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+
 async def deliver(
     cell: WorkQueueCell, worker: str, prefetch: int | None, now: Now
 ) -> AsyncIterator[Job]:
-    """``WorkQueueCell.deliveries``: claim batches, hand out jobs, settle in the background.
+    """``WorkQueueCell.deliveries``: claim batches, hand out jobs, ack in the background.
 
     A prefetched job whose lease has (by this process's clock, measured from the claim's
-    answer) less than a tenth of the visibility timeout left is not handed out. When the
+    answer) less than a tenth of the visibility timeout left is not handed out. The acks
+    queued so far are proposed in the same loop turn as the next claim, so they commit
+    with it; before that claim's jobs are handed out every earlier ack has committed. When the
     iteration ends, the prefetched jobs not handed out are released (back to the head
-    of pending, attempts not counted) and the background settlements are awaited.
+    of pending, attempts not counted) and the background acks are awaited.
     """
     size = DEFAULT_PREFETCH if prefetch is None else prefetch
     if size < 1:
         raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
     loop = asyncio.get_running_loop()
-    settling: list[asyncio.Future[Any]] = []
+    acks = Acks(cell, worker) if size > 1 else None
+    take = min(size, FIRST_PREFETCH)
     unstarted: deque[Delivery] = deque()
     try:
         while True:
-            await _committed(settling)
-            leased = await cell.claim_many(worker, size, now=now)
-            stale_at = loop.time() + cell.lease_seconds * 0.9
+            if acks is not None:
+                acks.flush()
+            started = loop.time()
+            leased = await cell.claim_many(worker, take, now=now)
+            claimed = loop.time()
+            stale_at = claimed + cell.lease_seconds * 0.9
             unstarted.extend(leased)
+            if acks is not None:
+                await acks.committed()
             while unstarted:
                 if len(unstarted) < len(leased) and loop.time() >= stale_at:
                     await cell.release(worker, [d.delivery_id for d in unstarted])
                     unstarted.clear()
                     break
-                yield Job(cell, unstarted.popleft(), settling if size > 1 else None)
+                yield Job(cell, unstarted.popleft(), acks)
+            # Lease more while this worker keeps up with the commits, less when it lags.
+            if loop.time() - claimed < claimed - started:
+                take = min(size, take * 2) if len(leased) == take else take
+            else:
+                take = max(1, take // 2)
     finally:
-        await asyncio.shield(_wind_up(cell, worker, list(unstarted), settling))
+        await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
 
 
 async def _wind_up(
-    cell: WorkQueueCell, worker: str, unstarted: list[Delivery],
-    settling: list[asyncio.Future[Any]],
+    cell: WorkQueueCell, worker: str, unstarted: list[Delivery], acks: Acks | None
 ) -> None:
     if unstarted:
         try:
@@ -152,15 +239,9 @@ async def _wind_up(
         except Exception:  # the leases expire instead; the items are redelivered then
             log.warning("could not release %d prefetched job(s) of %s", len(unstarted),
                         worker, exc_info=True)
-    if settling:
-        await asyncio.gather(*settling, return_exceptions=True)
-
-
-async def _committed(settling: list[asyncio.Future[Any]]) -> None:
-    """Wait for the background settlements; the first refused one is raised."""
-    if not settling:
-        return
-    done, settling[:] = list(settling), []
-    for outcome in await asyncio.gather(*done, return_exceptions=True):
-        if isinstance(outcome, BaseException):
-            raise outcome
+    if acks is not None:
+        acks.flush()
+        try:
+            await acks.committed()
+        except Exception:
+            log.warning("a background ack of %s failed", worker, exc_info=True)

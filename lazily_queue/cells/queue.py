@@ -47,8 +47,10 @@ from ..threads import LoopBridge, ThreadSafeQueue
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-#: Elements one pop takes for ``async for`` over a replicated backend.
-DEFAULT_PREFETCH = 32
+#: The most elements one pop takes for ``async for`` over a replicated backend.
+DEFAULT_PREFETCH = 256
+#: What the first pop of an iteration takes (at most the prefetch).
+FIRST_PREFETCH = 32
 
 _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
@@ -330,22 +332,35 @@ class QueueCell(Generic[T]):
         commit (default :data:`DEFAULT_PREFETCH`) and hands them out one by one; when
         the iteration ends early (``break``, cancellation), those not handed out go back
         to the head, in order. A process that crashes loses them: pops are at most once,
-        and the window is the prefetch. A synchronous backend pops one at a time.
+        and the window is the prefetch. The first pop takes at most
+        :data:`FIRST_PREFETCH`; the next one takes twice as many (up to ``prefetch``)
+        while the consumer handed the last batch out faster than its pop took to commit,
+        and half as many when it was slower, so a slow consumer holds few elements. A
+        synchronous backend pops one at a time.
         """
         size = DEFAULT_PREFETCH if prefetch is None else prefetch
         if size < 1:
             raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
         if self._sync is not None:
             size = 1
+        take = min(size, FIRST_PREFETCH)
+        clock = asyncio.get_running_loop().time
         buffer: deque[T] = deque()
         try:
             while True:
-                if not buffer:
-                    try:
-                        buffer.extend(await self.pop_many(size))
-                    except QueueClosed:
-                        return
-                yield buffer.popleft()
+                started = clock()
+                try:
+                    buffer.extend(await self.pop_many(take))
+                except QueueClosed:
+                    return
+                committed = clock()
+                full = len(buffer) == take
+                while buffer:
+                    yield buffer.popleft()
+                if clock() - committed < committed - started:
+                    take = min(size, take * 2) if full else take
+                else:
+                    take = max(1, take // 2)
         finally:
             if buffer:
                 await asyncio.shield(self._give_back(list(buffer)))

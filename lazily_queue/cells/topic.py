@@ -30,7 +30,7 @@ from ..storage.topic import (
 from ..threads import LoopBridge, ThreadSafeCell
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
-DEFAULT_BATCH = 64
+DEFAULT_BATCH = 256
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -294,14 +294,17 @@ class TopicCell(Generic[T]):
         if size < 1:
             raise ValueError(f"batch must be >= 1, got {batch!r}")
         while True:
-            await self._wait_unread(reader)
             if self._sync is not None:
+                await self._wait_unread(reader)
                 if self._storage.read_stream(subscriber):
                     yield cast(T, self.try_advance(subscriber))
                 continue
+            # Read first: the reader (the whole unread suffix) is only built to wait.
+            self._raise_if_stopped()
             cursor = self._storage.cursor(subscriber)
             unread = self._storage.read_stream(subscriber, size)
             if not unread or cursor is None:
+                await self._wait_unread(reader)
                 continue
             for value in unread:
                 yield value

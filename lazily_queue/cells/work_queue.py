@@ -361,6 +361,23 @@ class WorkQueueCell:
         transition = await self._storage.settle(worker, delivery_id, "nacked")
         return self._settled(transition, worker, delivery_id, "nacked")
 
+    async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:
+        """Ack several deliveries owned by ``worker`` at once (over a replicated backend,
+        one commit): a receipt per id, in order, or ``None`` for one refused as
+        :meth:`ack` refuses it (the others are settled all the same)."""
+        ids = list(delivery_ids)
+        if self._sync is not None:
+            receipts: list[Receipt | None] = []
+            for delivery_id in ids:
+                receipts.append(self._apply(self._sync.try_settle(worker, delivery_id, "acked")))
+            return receipts
+        settle_many = getattr(self._storage, "settle_many", None)
+        if settle_many is not None:
+            many: WorkTransition[list[Receipt | None]] = await settle_many(worker, ids, "acked")
+            return self._apply(many)
+        each = await asyncio.gather(*(self._storage.settle(worker, i, "acked") for i in ids))
+        return [self._apply(transition) for transition in each]
+
     async def release(self, worker: str, delivery_ids: list[int]) -> int:
         """Give back leases ``worker`` never started: the items return to the head of
         pending, in the given order, and the lease does not count as an attempt. Ids not
@@ -402,9 +419,14 @@ class WorkQueueCell:
         settles stays leased and is redelivered after its lease expires.
 
         Over a replicated backend one claim leases up to ``prefetch`` items (default
-        :data:`~lazily_queue.cells.job.DEFAULT_PREFETCH`) and a block's ack commits while
-        the next job runs (``job.receipt`` is set when it has); before the next claim
-        every settlement of the batch has committed, and a refused one raises
+        :data:`~lazily_queue.cells.job.DEFAULT_PREFETCH`; the first claim at most
+        :data:`~lazily_queue.cells.job.FIRST_PREFETCH`, the next twice as many while the
+        worker handed the last batch out faster than its claim took to commit, half as
+        many when it was slower) and the acks of the blocks that
+        ended in one event-loop iteration are proposed together at its end (one
+        operation) and commit while the next jobs run (``job.receipt`` is set when they
+        have). The acks not yet proposed go with the next claim; before that claim's jobs
+        are handed out every earlier ack has committed, and a refused one raises
         :class:`SettlementRejected` from the iterator. When the iteration ends, the
         prefetched items not handed out are released (back to the head, the lease not
         counted as an attempt); if the process dies first, they are redelivered when

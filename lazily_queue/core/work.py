@@ -158,15 +158,24 @@ class WorkQueueCore:
         empty list when nothing is pending)."""
         if not is_int(n) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
+        check_worker(worker)
+        check_now(now)
+        pending, in_flight = self._pending, self._in_flight
+        take = min(n, len(pending))
+        if not take:
+            return WorkTransition([], 0)
+        deadline = now + self.visibility_timeout
+        first = self._next_delivery_id
         leased: list[Delivery] = []
-        mask = 0
-        while len(leased) < n:
-            delivery, changed = self.claim(worker, now)
-            if delivery is None:
-                break
+        for delivery_id in range(first, first + take):
+            item = pending.popleft()
+            delivery = Delivery(delivery_id, item.item_id, item.value, worker,
+                                item.attempts + 1, deadline)
+            in_flight[delivery_id] = delivery
             leased.append(delivery)
-            mask |= changed
-        return WorkTransition(leased, mask)
+        self._next_delivery_id = first + take
+        mask = PENDING_LEN | IN_FLIGHT_LEN
+        return WorkTransition(leased, mask if pending else mask | IS_EMPTY)
 
     def release(self, worker: str, delivery_ids: list[int]) -> WorkTransition[int]:
         """Give back live deliveries owned by ``worker`` that it never started: each item

@@ -50,6 +50,8 @@ TOPIC_DELETE = 42  # [name]: forget the topic, its elements and subscriptions
 WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead letter)
 WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
 MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
+# Work queue operations, continued: 50..59.
+WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -89,6 +91,7 @@ OP_NAMES: dict[int, str] = {
     WORK_PURGE: "work_purge",
     WORK_DELETE: "work_delete",
     MEMBER_PAGE: "member_page",
+    WORK_SETTLE_MANY: "work_settle_many",
 }
 
 
@@ -110,7 +113,7 @@ _FAMILIES: dict[int, str] = {
                      TOPIC_ADVANCE_TO, TOPIC_DELETE), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY), "work_queue"),
 }
 
 

@@ -18,7 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
+from ..core.snapshot import is_int
+from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition, check_worker
 from . import ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name
@@ -39,12 +40,13 @@ class WorkState:
         self.core = core
         self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
 
-    def remember(self, name: str, delivery: Delivery, outcome: str, now: int) -> Receipt:
-        receipt = Receipt(name, delivery.delivery_id, delivery.item_id, delivery.worker,
-                          outcome, now)
-        self.receipts[delivery.delivery_id] = receipt.to_list()
-        while len(self.receipts) > RECEIPTS_KEPT:
-            self.receipts.popitem(last=False)
+    def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
+        """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
+        receipt = [delivery.delivery_id, delivery.item_id, delivery.worker, outcome, now]
+        receipts = self.receipts
+        receipts[delivery.delivery_id] = receipt
+        while len(receipts) > RECEIPTS_KEPT:
+            receipts.popitem(last=False)
         return receipt
 
     def earlier(self, name: str, worker: str, delivery_id: int, outcome: str) -> Receipt | None:
@@ -115,21 +117,27 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
     return apply
 
 
-def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
-    name, state = _work(sm, args)
-    worker, delivery_id = args[1], args[2]
+def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, delivery_id: int,
+                outcome: str) -> tuple[bool, int, list[Any] | None, bool]:
+    """``(settled, mask, receipt, duplicate)`` of one ack or nack."""
     core = state.core
     delivery = core.delivery(delivery_id)
     result, mask = core.ack(worker, delivery_id) if outcome == "acked" else core.nack(
         worker, delivery_id
     )
-    _changed(sm, name, mask)
     if result and delivery is not None:
-        return [True, mask, state.remember(name, delivery, outcome, sm.now).to_list(), False]
+        return True, mask, list(state.remember(delivery, outcome, sm.now)), False
     # The core's answer stays exactly the spec's (a repeated settlement is refused);
     # the earlier receipt rides along for workers retrying the same settlement.
     earlier = state.earlier(name, worker, delivery_id, outcome)
-    return [False, mask, None if earlier is None else earlier.to_list(), earlier is not None]
+    return False, mask, None if earlier is None else earlier.to_list(), earlier is not None
+
+
+def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
+    name, state = _work(sm, args)
+    ok, mask, receipt, duplicate = _settle_one(sm, name, state, args[1], args[2], outcome)
+    _changed(sm, name, mask)
+    return [ok, mask, receipt, duplicate]
 
 
 def ack(sm: StateMachine, args: list[Any]) -> Any:
@@ -138,6 +146,30 @@ def ack(sm: StateMachine, args: list[Any]) -> Any:
 
 def nack(sm: StateMachine, args: list[Any]) -> Any:
     return _settle(sm, args, "nacked")
+
+
+def settle_many(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, worker, outcome, delivery_ids]``: each settled as one ack or nack would be,
+    in order; returns ``[[[settled, receipt, duplicate], ...], mask]`` (the masks ORed)."""
+    name, state = _work(sm, args)
+    worker, outcome, ids = args[1], args[2], args[3]
+    if outcome not in ("acked", "nacked"):
+        raise OpRefused("bad_outcome", f"outcome must be 'acked' or 'nacked', got {outcome!r}")
+    if not isinstance(ids, list) or not all(is_int(i) for i in ids):
+        raise OpRefused("bad_ids", "delivery_ids must be a list of ints")
+    try:
+        check_worker(worker)
+    except (TypeError, ValueError) as exc:
+        raise OpRefused("bad_worker", str(exc)) from exc
+    results: list[list[Any]] = []
+    mask = 0
+    for delivery_id in ids:
+        ok, moved, receipt, duplicate = _settle_one(sm, name, state, worker, delivery_id,
+                                                    outcome)
+        mask |= moved
+        results.append([ok, receipt, duplicate])
+    _changed(sm, name, mask)
+    return [results, mask]
 
 
 def _capture(sm: StateMachine) -> dict[str, Any]:
@@ -172,6 +204,7 @@ FAMILY = Family(
         ops.WORK_CLAIM_MANY: _work_op(
             lambda core, sm, a: core.claim_many(a[1], _time(sm, a[3]), a[2])),
         ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
+        ops.WORK_SETTLE_MANY: settle_many,
     },
     (Section("work_queues", _capture, _restore),),
 )

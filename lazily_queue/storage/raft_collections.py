@@ -274,6 +274,25 @@ class RaftWorkQueueStorage(ReplicatedObject):
             proof = Receipt(self.name, delivery_id, item_id, who, how, settled_at, bool(duplicate))
         return WorkTransition(proof, mask)
 
+    async def settle_many(
+        self, worker: str, delivery_ids: list[int], outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[list[Receipt | None]]:
+        """Settle several deliveries in one commit, in order: a receipt per id as
+        :meth:`settle` gives it (``None`` for a refused one)."""
+        results, mask = await self._call(
+            C.WORK_SETTLE_MANY, [self.name, worker, outcome, list(delivery_ids)], timeout
+        )
+        receipts: list[Receipt | None] = []
+        for _, receipt, duplicate in results:
+            if receipt is None:
+                receipts.append(None)
+                continue
+            delivery_id, item_id, who, how, settled_at = receipt
+            receipts.append(Receipt(self.name, delivery_id, item_id, who, how, settled_at,
+                                    bool(duplicate)))
+        return WorkTransition(receipts, mask)
+
     async def reap_expired(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:

@@ -438,6 +438,28 @@ async def test_replicated_stream_is_at_least_once(ctx: Context) -> None:
     assert again == ["d"]
 
 
+async def test_a_replicated_stream_behind_reads_batches_without_copying_its_backlog(
+    ctx: Context,
+) -> None:
+    storage = ReplicatedTopic()
+    topic: TopicCell[int] = TopicCell(storage, context=ctx)
+    await topic.subscribe("s")
+    for v in range(1000):
+        storage.replica.try_publish(v)
+    whole: list[str] = []
+    partial = storage.replica.read_stream
+
+    def read_stream(subscriber: str, limit: int | None = None) -> Any:
+        if limit is None:
+            whole.append(subscriber)
+        return partial(subscriber, limit)
+
+    storage.replica.read_stream = read_stream  # type: ignore[method-assign]
+    got = [v async for v in _take(topic.stream("s", batch=10), 100)]
+    assert got == list(range(100))
+    assert whole == []  # the unread suffix (the reader's value) is built only to wait
+
+
 async def test_replicated_stream_with_batch_one_redelivers_only_the_held_element(
     ctx: Context,
 ) -> None:

@@ -490,6 +490,116 @@ async def test_a_refused_background_ack_is_raised_by_the_iterator(ctx: Context) 
         await anext(jobs)
 
 
+class BatchSettlingWork(ReplicatedWork):
+    """A fake replicated backend that also settles several deliveries in one commit, and
+    records the order in which operations were proposed."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.proposed: list[tuple[str, int]] = []
+
+    async def poll_many(self, worker: str, n: int, now: Any, *,
+                        timeout: float | None = None) -> Any:
+        self.proposed.append(("claim", n))
+        return await super().poll_many(worker, n, now)
+
+    async def settle(self, worker: str, delivery_id: int, outcome: Any, *,
+                     timeout: Any = None) -> Any:
+        self.proposed.append(("settle", 1))
+        return await super().settle(worker, delivery_id, outcome)
+
+    async def settle_many(self, worker: str, delivery_ids: list[int], outcome: Any, *,
+                          timeout: Any = None) -> Any:
+        self.proposed.append(("settle_many", len(delivery_ids)))
+        await asyncio.sleep(0)
+        self.commits += 1
+        receipts, mask = [], 0
+        for delivery_id in delivery_ids:
+            receipt, moved = self.replica.try_settle(worker, delivery_id, outcome)
+            receipts.append(receipt)
+            mask |= moved
+        return WorkTransition(receipts, mask)
+
+
+async def test_the_acks_of_one_loop_turn_are_one_operation_proposed_with_the_next_claim(
+    ctx: Context,
+) -> None:
+    storage = BatchSettlingWork(10, 3)
+    cell = WorkQueueCell(storage, context=ctx)
+    for v in "abcdefg":
+        await cell.push(v)
+    jobs = cell.deliveries("w", prefetch=4)
+    done = []
+    for _ in range(5):  # the first batch of four in one loop turn, then the next claim
+        job = await anext(jobs)
+        async with job:
+            done.append(job)
+    # The four acks are one operation, proposed in the same loop turn as the next claim.
+    assert storage.proposed[0] == ("claim", 4)
+    assert sorted(storage.proposed[1:]) == [("claim", 4), ("settle_many", 4)]
+    assert all(j.receipt is not None and j.receipt.outcome == "acked" for j in done[:4])
+    await jobs.aclose()
+    assert done[4].receipt is not None
+    assert [p.value for p in cell.pending()] == ["f", "g"]
+    assert cell.in_flight_len() == 0
+    assert await cell.ack_many("w", [0]) == [None]  # already settled: refused
+
+
+async def test_a_refused_ack_in_a_batch_raises_from_the_iterator(ctx: Context) -> None:
+    storage = BatchSettlingWork(10, 3)
+    cell = WorkQueueCell(storage, context=ctx)
+    for v in "abc":
+        await cell.push(v)
+    jobs = cell.deliveries("w", prefetch=2)
+    first = await anext(jobs)
+    await storage.settle("w", first.delivery.delivery_id, "nacked")  # someone else settles
+    async with first:
+        pass
+    async with await anext(jobs) as second:
+        pass
+    with pytest.raises(SettlementRejected, match="ack of delivery 0 by 'w' was refused"):
+        await anext(jobs)
+    assert first.receipt is None and second.receipt is not None
+    assert cell.in_flight_len() == 0  # the claim that went with the acks was released
+
+
+class SlowClaims(BatchSettlingWork):
+    """Claims commit ``delay`` seconds after they are proposed."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(1000, 3)
+        self.delay = delay
+
+    async def poll_many(self, worker: str, n: int, now: Any, *,
+                        timeout: float | None = None) -> Any:
+        await asyncio.sleep(self.delay)
+        return await super().poll_many(worker, n, now)
+
+
+async def test_deliveries_lease_more_while_the_worker_keeps_up_and_less_when_it_lags(
+    ctx: Context,
+) -> None:
+    fast = SlowClaims(0.1)
+    cell = WorkQueueCell(fast, context=ctx)
+    for v in range(200):
+        await cell.push(v)
+    async with contextlib.aclosing(cell.deliveries("w", prefetch=40)) as jobs:
+        for _ in range(16 + 32 + 40 + 1):
+            async with await anext(jobs):
+                pass
+    assert [n for op, n in fast.proposed if op == "claim"] == [16, 32, 40, 40]
+    slow = SlowClaims(0.001)
+    cell = WorkQueueCell(slow, context=ctx)
+    for v in range(100):
+        await cell.push(v)
+    async with contextlib.aclosing(cell.deliveries("w", prefetch=8)) as jobs:
+        for _ in range(8 + 4 + 2 + 1):
+            async with await anext(jobs):
+                await asyncio.sleep(0.02)  # each job takes far longer than a claim commits
+    assert [n for op, n in slow.proposed if op == "claim"] == [8, 4, 2, 1]
+    assert cell.in_flight_len() == 0 and cell.pending_len() == 100 - 15
+
+
 async def test_prefetched_jobs_whose_lease_ran_out_are_released_not_handed_out(
     ctx: Context,
 ) -> None:

@@ -149,11 +149,16 @@ async def test_what_an_sre_alerts_on(tmp_path: Path) -> None:
         await jobs.ack("w", delivery.delivery_id)
         with pytest.raises(SettlementRejected):
             await jobs.ack("other-worker", delivery.delivery_id)
+        await jobs.push("b")
+        batch = await jobs.claim("w")
+        # One commit settling two: the second id is gone, so one settlement is refused.
+        assert [r is None for r in await jobs.ack_many("w", [batch.delivery_id, 999])] == [
+            False, True]
         await follower.topic("news").publish("x")
-        for op, count in (("push", 3), ("pop", 1), ("claim", 1), ("ack", 2), ("publish", 1)):
+        for op, count in (("push", 4), ("pop", 1), ("claim", 2), ("ack", 3), ("publish", 1)):
             assert value(m, "lazily_queue_commit_seconds_count", op=op) == count, op
         assert value(m, "lazily_queue_commit_seconds_count", op="nack") == 0
-        assert value(m, "lazily_queue_errors_total", kind="settlement_rejected") == 1
+        assert value(m, "lazily_queue_errors_total", kind="settlement_rejected") == 2
         assert value(m, "lazily_queue_errors_total", kind="no_quorum") == 0
 
         text = m.render().decode()
