@@ -86,7 +86,7 @@ class SimNode:
         #: A fault took durable data from this member (wiped, or a record damaged) and it
         #: has not held the highest committed entry since.
         self.lost_data = False
-        self._snapshots_before = (0, 0, 0)
+        self._snapshots_before = (0, 0, 0, 0)
         self.pipeline = CommitPipeline()
         self.fsync_due: float | None = None
         self._fsync_took = 0.0
@@ -157,14 +157,17 @@ class SimNode:
         floor = wipe_for_rejoin(self.disk, self.dir, f"{self.dir}/snapshot.cbor")
         self.trace(f"{self.node_id}: rejoins empty below floor {floor}")
 
-    def snapshot_counts(self) -> tuple[int, int, int]:
-        """Snapshots (taken, installed, refused as stale) over every incarnation."""
-        taken, installed, stale = self._snapshots_before
+    def snapshot_counts(self) -> tuple[int, int, int, int]:
+        """Snapshots (taken, installed, refused as stale, failed to capture) over every
+        incarnation."""
+        taken, installed, stale, failed = self._snapshots_before
         if self.replica is not None:
-            taken += self.replica.snapshots.taken
-            installed += self.replica.snapshots.installed
-            stale += self.replica.snapshots.refused_stale
-        return taken, installed, stale
+            snapshots = self.replica.snapshots
+            taken += snapshots.taken
+            installed += snapshots.installed
+            stale += snapshots.refused_stale
+            failed += snapshots.capture_failures
+        return taken, installed, stale, failed
 
     def crash(self) -> None:
         """Stop at once: unsynced bytes and everything held are lost."""

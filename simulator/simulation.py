@@ -204,6 +204,10 @@ class Simulation:
 
         if not c.run_until(c.clock.now + 20.0, converged):
             raise Violation(f"replicas did not converge after the drain ({self._status()})")
+        for n, node in c.nodes.items():
+            if node.snapshot_counts()[3]:
+                raise Violation(f"replica {n} could not capture its state for a snapshot "
+                                "(its log grows until one succeeds; see the log)")
         states = {}
         for n, node in c.nodes.items():
             assert node.replica is not None and node.view is not None

@@ -200,6 +200,13 @@ MUTATIONS = [
         "            if False:",
         ("tests/sim/test_found_bugs.py::test_a_stale_snapshot_keeps_the_entries_after_it",),
         "a delayed copy of an older snapshot never clears entries a follower acknowledged"),
+    Mutation(
+        "leader-outside-configuration-ignored", "lazily_queue/raft/delivery.py",
+        '            if message.get("type") != "append_entries":',
+        "            if True:",
+        ("tests/sim/test_found_bugs.py::"
+         "test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it",),
+        "a member that missed a re-addition still takes the new leader's entries"),
 ]
 
 

@@ -3,7 +3,9 @@
 :class:`PatchedSyncObj` is the layer of :class:`~.engine.RaftEngine` that routes each
 decoded message from a member to the library, wrapped by the patch that fixes the
 library's handling of that message kind, and that keeps a wiped member out of elections
-until its log reaches its floor (:mod:`.rejoin`).
+until its log reaches its floor (:mod:`.rejoin`). AppendEntries are taken from any
+leader, listed in this member's configuration or not, as Raft learns configuration
+changes from the log; every other message from a non-member is dropped.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ class PatchedSyncObj(SyncObj):  # type: ignore[misc]
         """Hand one decoded message from ``peer_id`` to the consensus logic."""
         node = self._member(peer_id)
         if node is None:
-            return
+            if message.get("type") != "append_entries":
+                return
+            # A leader this member's configuration does not list yet (it learns the
+            # configuration from the log, as from any leader; other messages from
+            # non-members are dropped).
+            node = RaftPeer(peer_id)
         with self._env:
             kind = message["type"]
             if kind in _VOTES and self.rejoining:

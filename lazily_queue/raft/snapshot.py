@@ -140,6 +140,9 @@ class SnapshotStore:
         #: holds (such a snapshot is refused, and counted in :attr:`refused_stale`).
         self.is_stale: Callable[[tuple[bytes, int, int]], bool] = lambda last: False
         self.refused_stale = 0
+        #: Snapshots that failed for another reason than the disk (the state could not
+        #: be captured or encoded): a defect, the log then grows until one succeeds.
+        self.capture_failures = 0
 
     def __fspath__(self) -> str:
         return self.path
@@ -171,8 +174,13 @@ class SnapshotStore:
                 self._state = FAILED
                 return
             self._disk.replace(self.path, raw)
+        except OSError:
+            log.exception("taking a snapshot failed; the log is kept")
+            self._state = FAILED
+            return
         except Exception:
             log.exception("taking a snapshot failed; the log is kept")
+            self.capture_failures += 1
             self._state = FAILED
             return
         self._data = raw

@@ -287,6 +287,9 @@ class StateMachine:
         self.events.append(Restored())
 
 
+_ERRORS = (QueuePushError, QueuePopError, OpError)
+
+
 def encode_result(result: Any) -> list[Any]:
     """An op's result as plain data (sessions in snapshots, answers to clients)."""
     if isinstance(result, QueuePushError):
@@ -295,6 +298,8 @@ def encode_result(result: Any) -> list[Any]:
         return [2, result.value]
     if isinstance(result, OpError):
         return [3, result.code, result.message]
+    if type(result) is list and any(isinstance(r, _ERRORS) for r in result):
+        return [4, [encode_result(r) for r in result]]  # one result per op of CLIENT_OPS
     return [0, result]
 
 
@@ -307,4 +312,6 @@ def decode_result(doc: list[Any]) -> Any:
         return QueuePopError(doc[1])
     if tag == 3:
         return OpError(doc[1], doc[2])
+    if tag == 4:
+        return [decode_result(r) for r in doc[1]]
     return doc[1]

@@ -148,3 +148,24 @@ def test_an_object_captured_installs_identically_and_none_removes_it(kind: str) 
     assert objects.capture(sm, kind, "missing") is None
     with pytest.raises(ValueError, match="unknown kind"):
         objects.capture(sm, "bucket", "o")
+
+
+def test_a_snapshot_keeps_the_refusals_of_client_ops_proposed_together() -> None:
+    from lazily_queue.raft.snapshot import decode_snapshot, encode_snapshot
+
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", 1])
+    [results] = _apply(sm, 6, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_PUSH, "q", "a"],
+                               [2, ops.QUEUE_PUSH, "q", "b"], [3, ops.QUEUE_POP, "q"],
+                               [4, ops.QUEUE_POP, "q"]])
+    assert [type(r).__name__ for r in results] == [
+        "NoneType", "QueuePushError", "str", "QueuePopError"]
+    doc = {"format": 1, "state": sm.capture(), "last": (b"x", 2, 1), "prev": (b"x", 1, 1),
+           "members": ["1"]}
+    copy = StateMachine()
+    copy.restore(decode_snapshot(encode_snapshot(doc))["state"])
+    # the member's retry of the whole group gets the recorded results back
+    assert _apply(copy, 6, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_PUSH, "q", "a"],
+                            [2, ops.QUEUE_PUSH, "q", "b"], [3, ops.QUEUE_POP, "q"],
+                            [4, ops.QUEUE_POP, "q"]]) == [results]
+    assert copy.queues["q"].elements() == []

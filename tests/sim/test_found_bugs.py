@@ -254,3 +254,23 @@ def test_the_simulator_fails_a_run_when_a_committed_entry_loses_its_majority() -
     cluster._kept = (index + 1000, term, members)  # an entry no member holds
     with pytest.raises(Violation, match="held durably only by"):
         cluster._check_kept()
+
+
+def test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it() -> None:
+    # Member 3 applied the removal of member 1 and missed its re-addition; member 1 now
+    # leads. Its AppendEntries (carrying the re-addition) must reach member 3's log.
+    clock = VirtualClock()
+    follower = Replica("3", ["2", "3"], journal=DurableJournal(SimDisk(), "/n"),
+                       snapshot_path="/n/s", fsm=StateMachine(), clock=clock,
+                       wall_clock=WallClock(clock), rng=random.Random(1))
+    follower.peer_connected("2", True)
+    follower.receive("1", {"type": "append_entries", "term": 3, "commit_index": 2,
+                           "prevLogIdx": 1, "prevLogTerm": 0,
+                           "entries": [(_command(2), 2, 3)]})
+    ready = follower.step()
+    assert follower.journal.last_index == 2
+    assert follower.engine.term == 3
+    assert [m["type"] for m in ready.messages.get("1", [])] == ["next_node_idx"]
+    follower.receive("1", {"type": "request_vote", "term": 4, "last_log_index": 9,
+                           "last_log_term": 4})
+    assert follower.engine.term == 3  # other messages from a non-member are dropped
