@@ -26,7 +26,8 @@ from ..core.work import Delivery, Receipt
 from ..errors import SettlementRejected
 
 if TYPE_CHECKING:
-    from .work_queue import Now, WorkQueueCell
+    from .work_batches import Now
+    from .work_queue import WorkQueueCell
 
 #: The most items one claim of
 #: :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries` leases over a

@@ -17,7 +17,7 @@ that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
@@ -37,11 +37,10 @@ from ..storage.work import (
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job, deliver
+from .work_batches import Clock, Now, WorkQueueBatches
 
 R = TypeVar("R")
 
-Clock = Callable[[], float]
-Now = float | Clock | None
 
 #: The lease length of a work queue unless given, in its time unit (seconds with a
 #: seconds clock such as ``time.monotonic``; ``Node.work_queue`` takes seconds too).
@@ -50,7 +49,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell:
+class WorkQueueCell(WorkQueueBatches):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -306,36 +305,6 @@ class WorkQueueCell:
                         return delivery
                 await wait_until(self._has_pending, context=self.ctx)
 
-    async def poll_many(self, worker: str, n: int, now: Now = None) -> list[Delivery]:
-        """Lease up to ``n`` of the oldest pending items without waiting (in order; an
-        empty list when nothing is pending). Over a replicated backend, one commit."""
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n!r}")
-        at = self._now(now)
-        if self._sync is None or at is None:
-            return self._apply(await self._storage.poll_many(worker, n, at))
-        leased: list[Delivery] = []
-        while len(leased) < n:
-            delivery = self.try_claim(worker, at)
-            if delivery is None:
-                break
-            leased.append(delivery)
-        return leased
-
-    async def claim_many(
-        self, worker: str, n: int, *, now: Now = None, timeout: float | None = None
-    ) -> list[Delivery]:
-        """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
-        Each lease runs from the claim: items not started within the visibility timeout
-        are redelivered."""
-        async with asyncio.timeout(timeout):
-            while True:
-                if not self._storage.is_empty():
-                    leased = await self.poll_many(worker, n, now)
-                    if leased:
-                        return leased
-                await wait_until(self._has_pending, context=self.ctx)
-
     def _has_pending(self) -> bool:
         self._raise_if_stopped()
         return not self.is_empty()
@@ -360,29 +329,6 @@ class WorkQueueCell:
             return self.try_nack(worker, delivery_id)
         transition = await self._storage.settle(worker, delivery_id, "nacked")
         return self._settled(transition, worker, delivery_id, "nacked")
-
-    async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:
-        """Ack several deliveries owned by ``worker`` at once (over a replicated backend,
-        one commit): a receipt per id, in order, or ``None`` for one refused as
-        :meth:`ack` refuses it (the others are settled all the same)."""
-        ids = list(delivery_ids)
-        if self._sync is not None:
-            receipts: list[Receipt | None] = []
-            for delivery_id in ids:
-                receipts.append(self._apply(self._sync.try_settle(worker, delivery_id, "acked")))
-            return receipts
-        settle_many = getattr(self._storage, "settle_many", None)
-        if settle_many is not None:
-            many: WorkTransition[list[Receipt | None]] = await settle_many(worker, ids, "acked")
-            return self._apply(many)
-        each = await asyncio.gather(*(self._storage.settle(worker, i, "acked") for i in ids))
-        return [self._apply(transition) for transition in each]
-
-    async def release(self, worker: str, delivery_ids: list[int]) -> int:
-        """Give back leases ``worker`` never started: the items return to the head of
-        pending, in the given order, and the lease does not count as an attempt. Ids not
-        leased to ``worker`` are skipped; returns how many were released."""
-        return self._apply(await self._storage.release(worker, list(delivery_ids)))
 
     async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
         """Renew an owned lease until ``now + visibility_timeout``; raises
