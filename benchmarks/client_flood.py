@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -36,7 +35,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers_common import PAYLOAD, percentiles, reap, track  # noqa: E402
+from benchmarks.peers_common import PAYLOAD, node_env, percentiles, reap, start_nodes  # noqa: E402
 
 SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 
@@ -109,19 +108,13 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
 
     root = Path(tempfile.mkdtemp(prefix="lazily-flood-"))
     token = secrets.token_hex(16)
-    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env = node_env(**{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
     procs = [NodeProcess(i, _config(root, i), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
     out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds}
     try:
-        for proc in procs:
-            await proc.start()
-            if proc.pid is not None:
-                track(proc.pid)
-        for proc in procs:
-            await proc.wait_ready(60)
+        await start_nodes(procs)
         async with aiohttp.ClientSession() as session, \
                 connect(addresses, ("flood", token), op_timeout=60) as probe:
             await probe.barrier(timeout=60)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -39,10 +38,11 @@ from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     fdatasync_p50_ms,
     free_port,
+    node_env,
     rate,
     reap,
     spread,
-    track,
+    start_nodes,
 )
 
 SECRET_ENV, TOKEN_ENV = "LAZILY_CLIENTS_BENCH_SECRET", "LAZILY_CLIENTS_BENCH_TOKEN"
@@ -97,19 +97,13 @@ async def run_lazily(root: Path, count: int) -> dict[str, dict[str, Any]]:
 
     root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
     token = secrets.token_hex(16)
-    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env = node_env(**{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
     ports = {i: free_port() for i in (1, 2, 3)}
     procs = [NodeProcess(i, _config(root, i, ports[i]), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     results: dict[str, dict[str, Any]] = {}
     try:
-        for proc in procs:
-            await proc.start()
-            if proc.pid is not None:
-                track(proc.pid)
-        for proc in procs:
-            await proc.wait_ready(60)
+        await start_nodes(procs)
         for tag, addresses in (("unix", [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]),
                                ("tcp", [f"tcp://127.0.0.1:{ports[i]}" for i in (1, 2, 3)])):
             async with connect(addresses, Credentials("bench", token.encode()),

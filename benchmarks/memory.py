@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -40,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.memory_app import MIX  # noqa: E402
 from benchmarks.memory_probe import compare, dir_bytes, rss_kb  # noqa: E402
-from benchmarks.peers_common import reap, track  # noqa: E402
+from benchmarks.peers_common import node_env, reap, start_nodes  # noqa: E402
 from lazily_queue.demo.processes import NodeProcess  # noqa: E402
 
 SECRET_ENV = "LAZILY_MEMORY_SECRET"
@@ -83,17 +82,11 @@ class Run:
         app = {"entry": "benchmarks.memory_app:run", "root": str(self.root),
                "warmup": self.args.warmup, "count": self.args.count,
                "trace": bool(self.args.trace)}
-        env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16)})
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+        env = node_env(**{SECRET_ENV: secrets.token_hex(16)})
         self.procs = [NodeProcess(i, _config(self.root, i, app), cwd=ROOT, env=env,
                                   log_path=self.root / f"node{i}.log")
                       for i in range(1, SIZE + 1)]
-        for proc in self.procs:
-            await proc.start()
-            if proc.pid is not None:
-                track(proc.pid)
-        for proc in self.procs:
-            await proc.wait_ready(60)
+        await start_nodes(self.procs)
 
     async def stop(self) -> None:
         for proc in self.procs:

@@ -132,6 +132,26 @@ def track(pid: int) -> None:
     GROUPS.add(pid)
 
 
+def node_env(**variables: str) -> dict[str, str]:
+    """This process's environment for a ``lazily-queue node`` child: ``variables`` added
+    and the repository first on ``PYTHONPATH`` (apps and benchmarks import from it)."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, **variables)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+async def start_nodes(procs: Sequence[Any], timeout: float = 60) -> None:
+    """Start node processes (``NodeProcess``), track them for :func:`reap` and wait until
+    each one is ready."""
+    for proc in procs:
+        await proc.start()
+        if proc.pid is not None:
+            track(proc.pid)
+    for proc in procs:
+        await proc.wait_ready(timeout)
+
+
 def reap() -> None:
     """SIGKILL every tracked process group that is still alive (last-resort cleanup)."""
     for pgid in list(GROUPS):

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers_common import track
+from benchmarks.peers_common import node_env, start_nodes
 from lazily_queue.demo.processes import NodeProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,18 +39,12 @@ async def run_members(root: Path, size: int, phases: list[str], count: int, samp
     result = root / "result.json"
     app = {"entry": "benchmarks.peers_app:run", "phases": phases, "count": count,
            "samples": samples, "result": str(result), "claim": str(root / "claim")}
-    env = dict(os.environ, **{SECRET_ENV: secrets.token_hex(16)})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env = node_env(**{SECRET_ENV: secrets.token_hex(16)})
     members = list(range(1, size + 1))
     procs = [NodeProcess(i, _config(root, i, members, app), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in members]
     try:
-        for proc in procs:
-            await proc.start()
-            if proc.pid is not None:
-                track(proc.pid)
-        for proc in procs:
-            await proc.wait_ready(60)
+        await start_nodes(procs)
         deadline = time.monotonic() + timeout
         while not result.exists():
             dead = [p for p in procs if not p.alive]
