@@ -80,6 +80,7 @@ from .config_transport import (
     check_tls_addresses,
     parse_tls,
     parse_webrtc,
+    refuse_unknown_keys,
     webrtc_options,
 )
 from .errors import InvalidConfiguration
@@ -240,10 +241,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     def fail(message: str) -> ConfigError:
         return ConfigError(f"{source}: {message}")
 
-    unknown = sorted(set(doc) - KNOWN_KEYS)
-    if unknown:
-        known = ", ".join(sorted(KNOWN_KEYS))
-        raise fail(f"unknown key(s) {', '.join(unknown)}; the known keys are {known}")
+    refuse_unknown_keys(doc, KNOWN_KEYS, "", fail)
     for key in ("id", "data_dir"):
         if key not in doc:
             raise fail(f"`{key}` is required")

@@ -57,16 +57,24 @@ class WebRTCConfig:
     signaling_token_file: Path | None = None
 
 
+def refuse_unknown_keys(table: dict[str, Any], known: frozenset[str] | set[str], where: str,
+                        fail: Fail) -> None:
+    """Fail naming every key of ``table`` not in ``known`` (``where``: the table, or
+    ``""`` for the top level), and the known ones."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        prefix = f"{where}: " if where else ""
+        raise fail(f"{prefix}unknown key(s) {', '.join(unknown)}; the known keys are "
+                   f"{', '.join(sorted(known))}")
+
+
 def parse_tls(raw: Any, base: Path, fail: Fail) -> TLSFiles | None:
     """The ``[tls]`` table as :class:`~lazily_transports.TLSFiles` (files checked)."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise fail("[tls] must be a table with `certificate`, `key` and `ca`")
-    unknown = sorted(set(raw) - _TLS_KEYS)
-    if unknown:
-        raise fail(f"[tls]: unknown key(s) {', '.join(unknown)}; the known keys are "
-                   f"{', '.join(sorted(_TLS_KEYS))}")
+    refuse_unknown_keys(raw, _TLS_KEYS, "[tls]", fail)
     for key in ("certificate", "key"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise fail(f"[tls] `{key}` is required (a PEM file path)")
@@ -112,10 +120,7 @@ def parse_webrtc(raw: Any, base: Path, fail: Fail) -> WebRTCConfig | None:
         return None
     if not isinstance(raw, dict):
         raise fail("[webrtc] must be a table")
-    unknown = sorted(set(raw) - _WEBRTC_KEYS)
-    if unknown:
-        raise fail(f"[webrtc]: unknown key(s) {', '.join(unknown)}; the known keys are "
-                   f"{', '.join(sorted(_WEBRTC_KEYS))}")
+    refuse_unknown_keys(raw, _WEBRTC_KEYS, "[webrtc]", fail)
     if "signaling_token_env" in raw and "signaling_token_file" in raw:
         raise fail("[webrtc]: give at most one of `signaling_token_env` and "
                    "`signaling_token_file`")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
+from ..config_transport import refuse_unknown_keys
 from ..errors import InvalidConfiguration
 
 if TYPE_CHECKING:
@@ -80,10 +81,7 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
     for table in raw:
         if not isinstance(table, dict):
             raise fail("every [[client]] is a table")
-        unknown = sorted(set(table) - CLIENT_KEYS)
-        if unknown:
-            raise fail(f"[[client]] has unknown key(s) {', '.join(unknown)}; the known keys "
-                       f"are {', '.join(sorted(CLIENT_KEYS))}")
+        refuse_unknown_keys(table, CLIENT_KEYS, "[[client]]", fail)
         name = _string(table.get("name"), fail, "client.name")
         if name in found:
             raise fail(f"[[client]] {name!r} is listed twice")
