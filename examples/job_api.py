@@ -58,7 +58,9 @@ def create_app(source: Node | ClusterClient, *, workers: int = 4) -> FastAPI:
 
     async def work(jobs: WorkQueueCell, name: str) -> None:
         topic = source.topic("results")
-        async for job in jobs.deliveries(name):
+        # One job at a time: each job goes to the first free worker (a larger prefetch
+        # suits many short jobs, at the cost of one worker holding several).
+        async for job in jobs.deliveries(name, prefetch=1):
             async with job:  # acked when the block ends, nacked on an exception
                 value = square(job.value["n"])
                 await topic.publish({"job": job.delivery.item_id, "n": job.value["n"],
