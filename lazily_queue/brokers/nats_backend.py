@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 _SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: JetStream error codes this backend tells apart.
 STREAM_NAME_IN_USE = 10058
+#: JetStream's answer when another stream already takes the subjects.
+SUBJECTS_OVERLAP = 10065
 MAX_MESSAGES_EXCEEDED = 10077
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
@@ -207,6 +209,20 @@ class NatsJetStreamStorage:
                 f"nats at {self.address} did not answer while {doing}: {exc!r}") from None
 
     # -- helpers -------------------------------------------------------------------------
+
+    async def stream(self, name: str, **config: Any) -> Any:
+        """The info of stream ``name``, added with ``config`` when it does not exist (when
+        another process adds it at the same moment, the stream it added)."""
+        try:
+            return await self.js.stream_info(name)
+        except jserr.NotFoundError:
+            pass
+        try:
+            return await self.js.add_stream(name=name, **config)
+        except jserr.APIError as exc:
+            if exc.err_code not in (STREAM_NAME_IN_USE, SUBJECTS_OVERLAP):
+                raise
+            return await self.js.stream_info(name)
 
     async def subscribe(self, subject: str, callback: Callable[[], None]) -> None:
         """Call ``callback`` for every message on ``subject`` (notifications)."""

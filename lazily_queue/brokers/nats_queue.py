@@ -83,13 +83,10 @@ class NatsQueueStorage(QueueMirror[T]):
         b = self._backend
         cap = -1 if self._capacity is None else self._capacity
         async with b.errors(f"declaring stream {self.stream}"):
-            try:
-                info = await b.js.stream_info(self.stream)
-            except jserr.NotFoundError:
-                info = await b.js.add_stream(
-                    name=self.stream, subjects=[self.subject], storage=StorageType.FILE,
-                    retention=RetentionPolicy.WORK_QUEUE, max_msgs=cap,
-                    discard=DiscardPolicy.NEW, allow_direct=True)
+            info = await b.stream(
+                self.stream, subjects=[self.subject], storage=StorageType.FILE,
+                retention=RetentionPolicy.WORK_QUEUE, max_msgs=cap,
+                discard=DiscardPolicy.NEW, allow_direct=True)
             config = info.config
             problems = []
             if config.retention != RetentionPolicy.WORK_QUEUE:

@@ -103,11 +103,8 @@ class NatsWorkQueueStorage(WorkMirror):
 
     async def _stream(self, name: str, subject: str, retention: RetentionPolicy) -> None:
         b = self._backend
-        try:
-            info = await b.js.stream_info(name)
-        except jserr.NotFoundError:
-            info = await b.js.add_stream(name=name, subjects=[subject], retention=retention,
-                                         storage=StorageType.FILE, allow_direct=True)
+        info = await b.stream(name, subjects=[subject], retention=retention,
+                              storage=StorageType.FILE, allow_direct=True)
         if info.config.retention != retention or info.config.subjects != [subject]:
             raise IncompatibleBrokerObject(
                 f"nats at {b.address}: stream {name} exists with retention "
