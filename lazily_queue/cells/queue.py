@@ -246,28 +246,32 @@ class QueueCell(Generic[T]):
 
     async def push(self, value: T, *, timeout: float | None = None) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed."""
-        async with asyncio.timeout(timeout):
-            while True:
-                err = await self.offer(value)
-                if err is None:
-                    return
-                if err is _PUSH_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed; push refused")
-                await wait_until(self._has_room, context=self.ctx)
+        if timeout is not None:
+            async with asyncio.timeout(timeout):
+                return await self.push(value)
+        while True:
+            err = await self.offer(value)
+            if err is None:
+                return
+            if err is _PUSH_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            await wait_until(self._has_room, context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
         """Pop, waiting for an element; raises :class:`QueueClosed` once closed and drained.
 
         Cancellation is safe: an element is removed only in the same step that returns it.
         """
-        async with asyncio.timeout(timeout):
-            while True:
-                result = await self.poll()
-                if not isinstance(result, QueuePopError):
-                    return result
-                if result is _POP_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed and drained")
-                await wait_until(self._has_element, context=self.ctx)
+        if timeout is not None:
+            async with asyncio.timeout(timeout):
+                return await self.pop()
+        while True:
+            result = await self.poll()
+            if not isinstance(result, QueuePopError):
+                return result
+            if result is _POP_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed and drained")
+            await wait_until(self._has_element, context=self.ctx)
 
     async def poll_many(
         self, n: int, *, timeout: float | None = None
