@@ -250,7 +250,8 @@ class QueueCell(Generic[T]):
             async with asyncio.timeout(timeout):
                 return await self.push(value)
         while True:
-            err = await self.offer(value)
+            err = (self.try_push(value) if self._sync is not None
+                   else await self._storage.offer(value))  # self.offer, one frame less
             if err is None:
                 return
             if err is _PUSH_CLOSED:

@@ -158,8 +158,11 @@ class ClientServer:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
-                    await conn.slots.take()
-                    await self._slots.take()
+                        await conn.slots.take()
+                        await self._slots.take()
+                    else:  # both free: taken without a suspension
+                        conn.slots.free -= 1
+                        self._slots.free -= 1
                     self.requests += 1
                     if not self._handle(conn, request):
                         self._release(conn)
