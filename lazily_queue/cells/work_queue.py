@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
+from ..core.dedup import check_msg_id
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
@@ -31,6 +32,7 @@ from ..storage.work import (
     Settlement,
     SyncWorkQueueStorage,
     WorkQueueStorage,
+    as_dedup_work_queue,
     as_observable_work_queue,
     as_sync_work_queue,
     work_queue_capabilities,
@@ -267,11 +269,20 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
+        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
+        backend's dedup window a repeat adds nothing and returns the first ``item_id``.
         """
+        if msg_id is not None:
+            storage = as_dedup_work_queue(self._storage)
+            if storage is None:
+                raise UnsupportedOperation(
+                    f"{self.name}: {type(self._storage).__name__} does not deduplicate "
+                    "pushes; push without msg_id")
+            return self._apply(await storage.push_once(value, check_msg_id(msg_id)))
         if self._sync is not None:
             return self.try_push(value)
         return self._apply(await self._storage.push(value))
