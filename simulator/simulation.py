@@ -20,8 +20,8 @@ from .checker import Checker
 from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
-from .scenario import Scenario
 from .once import OnceProducer
+from .scenario import Scenario
 from .session_client import SessionProducer
 from .workload import (
     QUEUE,
