@@ -45,6 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
+from .once import no_dedup
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -234,24 +235,16 @@ class QueueCell(Generic[T]):
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat applies nothing and returns ``None``.
         """
-        if msg_id is not None:
-            return await self._offer_once(value, msg_id, timeout)
-        if self._sync is not None:
-            return self.try_push(value)
-        return await self._storage.offer(value, timeout=timeout)
-
-    async def _offer_once(
-        self, value: T, msg_id: str, timeout: float | None
-    ) -> QueuePushError | None:
-        storage = self._dedup
-        if storage is None:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} does not deduplicate pushes; "
-                "push without msg_id")
+        if msg_id is None:
+            if self._sync is not None:
+                return self.try_push(value)
+            return await self._storage.offer(value, timeout=timeout)
+        if (storage := self._dedup) is None:
+            raise no_dedup(self.name, self._storage, "push")
         pre = storage.len()
         err = await storage.offer_once(value, check_msg_id(msg_id), timeout=timeout)
         if err is None and not self._observed and storage.len() != pre:
-            self._invalidate(push_mask(pre, self._capacity))
+            self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:

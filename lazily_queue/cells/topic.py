@@ -30,6 +30,7 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .once import no_dedup
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
 DEFAULT_BATCH = 256
@@ -244,9 +245,7 @@ class TopicCell(Generic[T]):
         if msg_id is not None:
             storage = as_dedup_topic(self._storage)
             if storage is None:
-                raise UnsupportedOperation(
-                    f"{self.name}: {type(self._storage).__name__} does not deduplicate "
-                    "publishes; publish without msg_id")
+                raise no_dedup(self.name, self._storage, "publish")
             return self._apply(await storage.publish_once(value, check_msg_id(msg_id)))
         if self._sync is not None:
             return self.try_publish(value)

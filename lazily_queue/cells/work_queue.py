@@ -39,6 +39,7 @@ from ..storage.work import (
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job, deliver
+from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
 
 R = TypeVar("R")
@@ -279,9 +280,7 @@ class WorkQueueCell(WorkQueueBatches):
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:
-                raise UnsupportedOperation(
-                    f"{self.name}: {type(self._storage).__name__} does not deduplicate "
-                    "pushes; push without msg_id")
+                raise no_dedup(self.name, self._storage, "push")
             return self._apply(await storage.push_once(value, check_msg_id(msg_id)))
         if self._sync is not None:
             return self.try_push(value)

@@ -17,8 +17,15 @@ from lazily_queue import (
     serializer,
     testing,
 )
-from lazily_queue.conformance.local import GenericDequeStorage
-from lazily_queue.storage import LocalTopicStorage
+from lazily_queue.storage import LocalTopicStorage, StorageCapabilities, VecDequeStorage
+
+
+class PlainDeque(VecDequeStorage[Any]):
+    """A backend that does not declare ``dedup``."""
+
+    __slots__ = ()
+
+    capabilities = StorageCapabilities(sync=True, peek=True)
 
 
 async def _produce_twice(q: QueueCell[Any], t: TopicCell[Any], w: WorkQueueCell) -> None:
@@ -76,9 +83,9 @@ async def test_a_restarted_member_keeps_the_window(tmp_path: Any) -> None:
         assert restarted.queue("q").len() == 1
 
 
-async def test_the_count_bound_forgets_the_oldest_id() -> None:
-    q: QueueCell[Any] = QueueCell(GenericDequeStorage())
-    with pytest.raises(UnsupportedOperation, match="does not deduplicate"):
+async def test_no_dedup_capability_refuses_and_the_count_bound_forgets() -> None:
+    q: QueueCell[Any] = QueueCell(PlainDeque())
+    with pytest.raises(UnsupportedOperation, match="PlainDeque does not deduplicate pushes"):
         await q.push("a", msg_id="m")
     small: TopicCell[Any] = TopicCell(LocalTopicStorage(dedup=DedupLimits(max_entries=1)))
     await small.publish("a", msg_id="m1")
