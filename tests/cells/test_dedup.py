@@ -10,6 +10,7 @@ import pytest
 from lazily_queue import (
     DedupLimits,
     InvalidMessageId,
+    MessageTooLarge,
     QueueCell,
     TopicCell,
     UnsupportedOperation,
@@ -70,6 +71,16 @@ async def test_a_repeated_msg_id_pushes_once_through_any_member() -> None:
             assert node.queue("q").len() == 2
             assert node.topic("t").end_offset() == 2
             assert node.work_queue("w").pending_len() == 2
+            assert node.view.deduplicated_pushes == 9 and node.view.dedup_window_len == 6
+
+
+async def test_a_message_with_an_id_is_bounded_like_any_message() -> None:
+    async with testing.cluster(1, max_message_bytes=1024) as c:
+        q = (await c.leader()).queue("q")
+        with pytest.raises(MessageTooLarge):
+            await q.push("x" * 4096, msg_id="big")
+        await q.push("small", msg_id="big")  # the refused push recorded nothing
+        assert q.len() == 1
 
 
 async def test_a_restarted_member_keeps_the_window(tmp_path: Any) -> None:
