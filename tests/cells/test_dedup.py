@@ -3,6 +3,7 @@ local and the replicated backends alike."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -115,6 +116,23 @@ async def test_a_bad_msg_id_is_refused_by_name(bad: Any) -> None:
         await WorkQueueCell(visibility_timeout=1.0).push("a", msg_id=bad)
     with pytest.raises(InvalidMessageId):
         await TopicCell().publish("a", msg_id=bad)
+
+
+async def test_threads_push_with_a_msg_id_too() -> None:
+    q: QueueCell[Any] = QueueCell()
+    handle = q.threadsafe()
+    jobs = WorkQueueCell(visibility_timeout=1.0)
+    jobs_handle = jobs.threadsafe()
+
+    def produce() -> int:
+        handle.push("a", msg_id="m")
+        handle.offer("a", msg_id="m")
+        first: int = jobs_handle.push("j", msg_id="m")
+        assert jobs_handle.push("j", msg_id="m") == first
+        return first
+
+    assert await asyncio.to_thread(produce) == 0
+    assert len(q) == 1 and jobs.pending_len() == 1
 
 
 async def test_a_serializing_cell_deduplicates_the_encoded_value() -> None:
