@@ -186,3 +186,15 @@ def test_bounds_need_the_leaders_maintenance(tmp_path: Any) -> None:
     with pytest.raises(InvalidConfiguration, match="maintenance_interval"):
         Node("1", data_dir=tmp_path, dedup=DedupLimits(max_entries=9),
              maintenance_interval=None)
+
+
+async def test_a_local_window_is_not_moved_by_a_wall_clock_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    q: QueueCell[Any] = QueueCell(VecDequeStorage())
+    await q.push("a", msg_id="m")
+    stepped = time.time() + 3600  # an NTP step of an hour, past the 5-minute window
+    monkeypatch.setattr(time, "time", lambda: stepped)
+    await q.push("a", msg_id="m")
+    assert q.len() == 1
