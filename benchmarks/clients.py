@@ -13,8 +13,9 @@ always`` when the server has it), nats-py in this process. Both are the fair
 comparison: a client over a socket, every acknowledged message on a majority.
 
 Workloads, 100-byte messages, N per phase: produce with 256 pushes in flight; end to
-end with one consumer (batches of 100) while 256 push. With ``--json`` the last line is
-one JSON object.
+end with one consumer (batches of 100) while 256 push. Each phase also reports the CPU
+(user + system) every process spent per message: this one (the client) and each member
+or server. With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
