@@ -281,6 +281,31 @@ class RedisWorkQueueStorage(WorkMirror):
         item = delivery_id >> _COUNT_BITS
         return WT(Receipt(self.name, delivery_id, item, worker, outcome, time.time()), 0)
 
+    async def settle_many(
+        self, worker: str, delivery_ids: list[int], outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WT[list[Receipt | None]]:
+        """Settle several deliveries of ``worker`` in one script call, in order: a
+        receipt per id as :meth:`settle` gives it (``None`` for a refused one)."""
+        _check_worker(worker)
+        mode = "ack" if outcome == "acked" else "nack"
+        splits = [split_delivery(d) for d in delivery_ids]
+        valid = [split for split in splits if split is not None]
+        if valid:
+            await self._ready()
+        flags = iter(await self._send(worker, mode, valid) if valid else [])
+        receipts: list[Receipt | None] = []
+        at = time.time()
+        for delivery, split in zip(delivery_ids, splits, strict=True):
+            if split is not None and next(flags):
+                receipts.append(Receipt(self.name, delivery, delivery >> _COUNT_BITS, worker,
+                                        outcome, at))
+            else:
+                receipts.append(None)
+        if any(receipts):
+            self._changed()
+        return WT(receipts, 0)
+
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
     ) -> WT[int]:
