@@ -26,7 +26,9 @@ The raw clients do the work the adapters do, with the same guarantees:
   COUNT 100`` in one pipeline, then ``XACK`` + ``XDEL`` of the batch in one pipeline,
   as the adapter reclaims expired leases and deletes acked entries). What the raw
   client still does not do: check that the acking worker holds the live lease (the
-  adapter's settlement script does, per delivery).
+  adapter's settlement script does, per delivery). What it does more: its XAUTOCLAIM
+  scans the pending entries on every claim, where the adapter scans them only once a
+  lease may have expired (it keeps the earliest expiry).
 
 Each workload runs ``--repeat`` times, raw and adapter alternating; the figures are
 medians: the rate, and the CPU per message of this process (client) and of the server
