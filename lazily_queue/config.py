@@ -19,6 +19,10 @@
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
 
+    [dedup]                             # optional: the window of producers' msg_ids
+    max_entries = 20000                 # ids kept (the same on every node) ...
+    max_age = 300                       # ... each for at most this many seconds
+
     [peers]                             # the other members (may list this node too)
     2 = "unix:///run/orders/2.sock"
     3 = "unix:///run/orders/3.sock"
@@ -83,6 +87,7 @@ from .config_transport import (
     refuse_unknown_keys,
     webrtc_options,
 )
+from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
@@ -94,7 +99,7 @@ KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
-     "client"}
+     "client", "dedup"}
 )
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -132,6 +137,7 @@ class NodeConfig:
     http_advertise: str | None = None
     tls: TLSFiles | None = None
     webrtc: WebRTCConfig | None = None
+    dedup: DedupLimits | None = None
 
     @property
     def http_url(self) -> str | None:
@@ -211,6 +217,7 @@ class NodeConfig:
             "durability": self.durability,
             "max_message_bytes": self.max_message_bytes,
             "tls": self.tls,
+            "dedup": self.dedup,
         }
         if "clients" not in overrides:
             kwargs["clients"] = self.client_access()
@@ -339,7 +346,20 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         http_advertise=None if advertise is None else advertise.rstrip("/"),
         tls=tls,
         webrtc=webrtc,
+        dedup=_dedup(doc.get("dedup"), fail),
     )
+
+
+def _dedup(table: Any, fail: Any) -> DedupLimits | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise fail("`dedup` must be a table: [dedup] max_entries = N, max_age = SECONDS")
+    refuse_unknown_keys(table, {"max_entries", "max_age"}, "[dedup]", fail)
+    try:
+        return DedupLimits(**table)
+    except InvalidConfiguration as exc:
+        raise fail(f"[dedup]: {exc}") from None
 
 
 def _string(value: Any, fail: Any, key: str) -> str:

@@ -7,6 +7,8 @@ recorded result must be the model's. On top of that:
 - every operation a client saw succeed is in the log, with the result the client got;
   one reported as certainly not applied is not in the log;
 - a retried operation (same session and sequence number) is applied once;
+- a push with a message id is applied once while its id is in the dedup window, and
+  a repeat returns the first push's result (:mod:`.once`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
@@ -30,6 +32,7 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
 
 from .history import AppliedOp, History, Violation
+from .once import OnceModel
 from .workload import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 
 
@@ -80,6 +83,7 @@ class Checker:
         self.now = 0
         self.ops = 0
         self.deduplicated = 0
+        self.once = OnceModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -113,6 +117,12 @@ class Checker:
 
     def _apply(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
+        if code in C.ONCE_OPS:
+            plain = self.once.plain(op)
+            if plain is not None:
+                self._apply(plain)
+                self.once.applied_push(op)
+            return
         if code == C.QUEUE_DECLARE:
             if self.queue is None:
                 self.queue = deque()
@@ -359,6 +369,8 @@ class Checker:
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None:
                         acked.append(obs.args[1])
+                    elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
+                        acked.append(obs.args[2])
                 elif obs.outcome == FAILED and applied is not None:
                     self.fail(f"{client.cid}: {C.op_name(obs.code)} reported as not "
                               f"applied was applied at index {applied.index}")
@@ -384,6 +396,7 @@ class Checker:
 
     def check_final(self, state: dict[str, Any]) -> None:
         """Compare a replica's captured state with the models; check the queue and work end."""
+        self.once.check_final()
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

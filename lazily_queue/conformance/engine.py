@@ -291,6 +291,8 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         kind = op.get("type") if isinstance(op, dict) else None
         if model == "QueueCell" and kind == "batch":
             needed.add("atomic_batch")
+        if isinstance(op, dict) and "msg_id" in op:
+            needed.add("dedup")
     return needed
 
 

@@ -23,8 +23,8 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",)),
-        "try_push": OpSpec(required=("value",)),
+        "push": OpSpec(required=("value",), optional=("msg_id",)),
+        "try_push": OpSpec(required=("value",), optional=("msg_id",)),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
         "close": OpSpec(),
@@ -84,7 +84,7 @@ class QueueRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "push":
-            refused = await adapter.try_push(op["value"])
+            refused = await adapter.try_push(op["value"], op.get("msg_id"))
             if refused is not None:
                 fail(
                     step,
@@ -94,7 +94,7 @@ class QueueRunner(ModelRunner):
                 )
             return None
         if kind == "try_push":
-            return outcome_label(await adapter.try_push(op["value"]))
+            return outcome_label(await adapter.try_push(op["value"], op.get("msg_id")))
         if kind in ("pop", "try_pop"):
             return outcome_label(await adapter.try_pop())
         if kind == "close":

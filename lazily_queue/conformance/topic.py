@@ -50,7 +50,7 @@ def subscriber_ids(document: Mapping[str, Any]) -> list[str]:
 class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
-        "publish": OpSpec(required=("value",)),
+        "publish": OpSpec(required=("value",), optional=("msg_id",)),
         "subscribe": OpSpec(required=("subscriber",), optional=("durability",)),
         "reconnect": OpSpec(required=("subscriber",)),
         "disconnect": OpSpec(required=("subscriber",)),
@@ -98,7 +98,7 @@ class TopicRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "publish":
-            return _json(await adapter.publish(op["value"]))
+            return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":
             durability = op.get("durability", "durable")
             return _json(await adapter.subscribe(op["subscriber"], durability))

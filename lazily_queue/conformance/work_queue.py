@@ -19,7 +19,7 @@ INITIAL_KEYS = frozenset(
 class WorkQueueRunner(ModelRunner):
     model = "WorkQueueCell"
     ops = {
-        "push": OpSpec(required=("value",)),
+        "push": OpSpec(required=("value",), optional=("msg_id",)),
         "claim": OpSpec(required=("worker", "now")),
         "ack": OpSpec(required=("worker", "delivery_id")),
         "nack": OpSpec(required=("worker", "delivery_id")),
@@ -70,7 +70,7 @@ class WorkQueueRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "push":
-            return await adapter.push(op["value"])
+            return await adapter.push(op["value"], op.get("msg_id"))
         if kind == "claim":
             return await adapter.claim(op["worker"], op["now"])
         if kind == "ack":

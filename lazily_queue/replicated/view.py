@@ -74,6 +74,16 @@ class ReadView:
         """Ops applied again by a retry and answered from their session instead."""
         return self._sm.duplicate_ops
 
+    @property
+    def deduplicated_pushes(self) -> int:
+        """Pushes given a msg_id still in the dedup window, answered without applying."""
+        return self._sm.dedup.hits
+
+    @property
+    def dedup_window_len(self) -> int:
+        """Message ids in the dedup window now."""
+        return len(self._sm.dedup)
+
     def capture(self) -> dict[str, Any]:
         """The whole state in its snapshot form (a copy; compares replicas)."""
         return self._sm.capture()

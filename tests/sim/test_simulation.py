@@ -48,6 +48,15 @@ def test_client_retries_through_other_members_apply_once() -> None:
     assert logged is not None and int(logged.group(1)) > 0 and int(logged.group(2)) > 0, out
 
 
+def test_producers_retrying_a_msg_id_never_duplicate() -> None:
+    """Producers retry a push with its message id after every fault, through any member,
+    and send acknowledged ids again; the checker's window model passes every seed."""
+    out = _ok(_sim("--seeds", "12", "--start", "0", "--jobs", "2", timeout=900))
+    assert "12 seeds, 0 failed" in out, out
+    repeats = re.search(r"(\d+) msg_id repeats answered", out)
+    assert repeats is not None and int(repeats.group(1)) > 0, out
+
+
 def test_same_seed_same_trace() -> None:
     for seed in (3, 7, 1215):
         out = _ok(_sim("--seed", str(seed), "--twice"))
