@@ -33,6 +33,7 @@ from lazily_transports import (
     FrameTooLargeError,
     LinkConfig,
     Mesh,
+    MeshEvent,
     PeerDown,
     PeerUp,
     SchemeTable,
@@ -202,39 +203,51 @@ class MeshNetwork:
 
     async def start(self) -> None:
         await self._mesh.__aenter__()
+        self._mesh.events.set_listener(self._take)
         self._pump = asyncio.create_task(self._run(), name=f"lazily-mesh-{self.node_id}")
 
     async def stop(self) -> None:
+        self._mesh.events.set_listener(None)
         await self._mesh.aclose()
         if self._pump is not None:
             self._pump.cancel()
             await asyncio.gather(self._pump, return_exceptions=True)
             self._pump = None
 
+    def _take(self) -> None:
+        """Events handed over as they are queued (no task switch per frame)."""
+        events = self._mesh.events
+        while batch := events.take_nowait():
+            self._handle(batch)
+
     async def _run(self) -> None:
+        """Events the listener left (queued before it was set)."""
         events = self._mesh.events
         while True:
             try:
                 batch = await events.receive_batch()
             except anyio.EndOfStream:
                 return
-            on_frame, on_peer = self._on_frame, self._on_peer
-            frames = False
-            for event in batch:
-                try:
-                    if type(event) is Frame:
-                        if on_frame is not None:
-                            on_frame(str(event.peer_id), event.data)
-                            frames = True
-                    elif isinstance(event, PeerUp):
-                        if on_peer is not None:
-                            on_peer(str(event.peer_id), True)
-                    elif isinstance(event, PeerDown) and on_peer is not None:
-                        on_peer(str(event.peer_id), False)
-                except Exception:
-                    log.exception("node %s: handling a mesh event failed", self.node_id)
-            if frames and self._on_batch is not None:
-                try:
-                    self._on_batch()
-                except Exception:
-                    log.exception("node %s: handling mesh frames failed", self.node_id)
+            self._handle(batch)
+
+    def _handle(self, batch: list[MeshEvent]) -> None:
+        on_frame, on_peer = self._on_frame, self._on_peer
+        frames = False
+        for event in batch:
+            try:
+                if type(event) is Frame:
+                    if on_frame is not None:
+                        on_frame(str(event.peer_id), event.data)
+                        frames = True
+                elif isinstance(event, PeerUp):
+                    if on_peer is not None:
+                        on_peer(str(event.peer_id), True)
+                elif isinstance(event, PeerDown) and on_peer is not None:
+                    on_peer(str(event.peer_id), False)
+            except Exception:
+                log.exception("node %s: handling a mesh event failed", self.node_id)
+        if frames and self._on_batch is not None:
+            try:
+                self._on_batch()
+            except Exception:
+                log.exception("node %s: handling mesh frames failed", self.node_id)
