@@ -9,8 +9,9 @@ the mix). Each node's RSS (``VmRSS``) and data directory size (bytes of its file
 sampled when the nodes are up (*fresh*), after a warm-up of ``--warmup`` messages
 (default 240,000: the log is compacted by size a few times, every bounded window is
 full, the allocator has seen the largest log, and item and delivery ids are past
-65,535, where CBOR integers in the snapshot widen from 3 to 5 bytes) and a settle (every
-member has taken a snapshot since the phase ended and its log is short again): the
+65,535, where CBOR integers in the snapshot widen from 3 to 5 bytes) and a settle (the
+topic GC has dropped what every subscriber read, then every member has taken a snapshot
+and its log is short again): the
 *start* figures; then ``--count`` messages (default 1,000,000; ``--quick``: 100,000)
 are pushed and consumed with a progress line every ``--every`` seconds, and after
 another settle come the *end* figures (both settles end with a snapshot, after which
@@ -137,9 +138,17 @@ class Run:
             await asyncio.sleep(0.5)
 
     async def settle(self, timeout: float) -> bool:
-        """Wait until every member took a snapshot since now and its log is short."""
-        before = {i: int(s["snapshots"]) for i, s in self.stats().items()}
+        """Wait until every member's topics hold no element all subscribers have read (the
+        leader's periodic GC ran), then until each took a snapshot and its log is short:
+        the snapshots compared are then taken at the same point of the workload."""
         deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.sample()
+            stats = self.stats()
+            if len(stats) == SIZE and all(s.get("topics_collected") for s in stats.values()):
+                break
+            await asyncio.sleep(0.5)
+        before = {i: int(s.get("snapshots", -1)) for i, s in self.stats().items()}
         while time.monotonic() < deadline:
             self.sample()
             stats = self.stats()

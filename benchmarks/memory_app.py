@@ -139,7 +139,10 @@ async def _report(node: Node, root: Path) -> None:
                            "snapshots": status["snapshots_taken"] + status["snapshots_installed"],
                            "log_first_index": status["log_first_index"],
                            "log_last_index": status["log_last_index"],
-                           "state": status["state"], "internals": internals(node)})
+                           "state": status["state"], "internals": internals(node),
+                           "topics_collected": all(
+                               t.retention_frontier() <= t.base_offset()
+                               for t in node.view.topics.values())})
         except Exception as exc:  # a probe that no longer fits the internals
             _write(stats, {"time": time.time(), "error": f"{type(exc).__name__}: {exc}"})
         for want in root.glob("want-*"):  # noqa: ASYNC240 - a handful of names

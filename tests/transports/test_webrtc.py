@@ -485,3 +485,36 @@ async def test_a_mesh_of_three_nodes_over_webrtc(room: str) -> None:
                     if isinstance(event, Frame):
                         frames.add(event.data)
             assert frames == {f"from {j}".encode() for j in ids if j != i}
+
+
+class _SharedClose:
+    """Closes like aiortc: later ``close()`` calls wait on the first call's future."""
+
+    def __init__(self) -> None:
+        self.closed: asyncio.Future[bool] | None = None
+        self.release = asyncio.Event()
+
+    async def close(self) -> None:
+        if self.closed is not None:
+            await self.closed
+            return
+        self.closed = asyncio.get_running_loop().create_future()
+        await self.release.wait()
+        self.closed.set_result(True)
+
+
+async def test_a_cancelled_close_leaves_the_peer_connections_own_close_intact() -> None:
+    from lazily_transports.webrtc.channel import close_peer_connection
+
+    pc = _SharedClose()
+    own = asyncio.create_task(pc.close())  # aiortc's close when DTLS ends
+    await asyncio.sleep(0)
+    ours = asyncio.create_task(close_peer_connection(pc))  # type: ignore[arg-type]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    ours.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await ours
+    pc.release.set()
+    await own  # raised InvalidStateError when the cancelled waiter cancelled the future
+    assert pc.closed is not None and pc.closed.result() is True

@@ -60,6 +60,18 @@ def _remote_ip(pc: RTCPeerConnection) -> str | None:
         return None
 
 
+
+async def close_peer_connection(pc: RTCPeerConnection) -> None:
+    """Close ``pc``; a cancelled caller does not cancel the close itself.
+
+    aiortc's concurrent ``close()`` calls wait on one shared future, and its own close
+    (started when DTLS ends) fails if a cancelled waiter cancelled that future first.
+    """
+    try:
+        await asyncio.shield(pc.close())
+    except Exception as exc:  # aiortc may refuse mid-teardown; the link is gone either way
+        _log.debug("closing the peer connection failed: %r", exc)
+
 class WebRTCChannel(BufferedChannel):
     """One end of a WebRTC link; owns its ``RTCPeerConnection``."""
 
@@ -268,13 +280,7 @@ class WebRTCChannel(BufferedChannel):
     # -- teardown -----------------------------------------------------------------------
 
     def _abort(self) -> None:
-        self._spawn(self._close_pc())
-
-    async def _close_pc(self) -> None:
-        try:
-            await self._pc.close()
-        except Exception as exc:  # aiortc may refuse mid-teardown; the link is gone either way
-            _log.debug("closing the peer connection failed: %r", exc)
+        self._spawn(close_peer_connection(self._pc))
 
     def _spawn(self, coro: Any) -> None:
         task = self._loop.create_task(coro)
@@ -295,6 +301,6 @@ class WebRTCChannel(BufferedChannel):
                 self._dc.close()
                 with anyio.move_on_after(_CLOSE_TIMEOUT):
                     await closed.wait()
-            await self._close_pc()
+            await close_peer_connection(self._pc)
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)

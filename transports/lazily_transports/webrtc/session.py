@@ -28,7 +28,7 @@ from aiortc.sdp import candidate_from_sdp
 
 from ..config import LinkConfig
 from ..errors import AddressError
-from .channel import PROTOCOL, WebRTCChannel
+from .channel import PROTOCOL, WebRTCChannel, close_peer_connection
 from .ice import IceSettings, install_gatherer, new_peer_connection
 from .signaling import (
     Answer,
@@ -379,10 +379,7 @@ class SignalingSession:
     @staticmethod
     async def _close_pc(pc: RTCPeerConnection | None) -> None:
         if pc is not None:
-            try:
-                await pc.close()
-            except Exception as exc:  # closing is best effort
-                _log.debug("closing a peer connection failed: %r", exc)
+            await close_peer_connection(pc)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
