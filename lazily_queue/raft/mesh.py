@@ -128,6 +128,7 @@ class MeshNetwork:
         self._on_peer: PeerHandler | None = None
         self._on_batch: BatchHandler | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._stepped = False  # frames of this loop iteration already stepped
         self.dropped = 0
 
     @property
@@ -215,10 +216,21 @@ class MeshNetwork:
             self._pump = None
 
     def _take(self) -> None:
-        """Events handed over as they are queued (no task switch per frame)."""
+        """Frames handed over as they are queued (no task switch per frame). The first
+        frames of a loop iteration step at once; later ones in the same iteration
+        leave their step to the driver's next one (it wakes itself per frame), so
+        replies from several peers that arrived together cost one more step, not one
+        each before anything else runs."""
         events = self._mesh.events
         while batch := events.take_nowait():
-            self._handle(batch)
+            first = not self._stepped
+            if first:
+                self._stepped = True
+                asyncio.get_running_loop().call_soon(self._next_iteration)
+            self._handle(batch, step=first)
+
+    def _next_iteration(self) -> None:
+        self._stepped = False
 
     async def _run(self) -> None:
         """Events the listener left (queued before it was set)."""
@@ -230,7 +242,7 @@ class MeshNetwork:
                 return
             self._handle(batch)
 
-    def _handle(self, batch: list[MeshEvent]) -> None:
+    def _handle(self, batch: list[MeshEvent], *, step: bool = True) -> None:
         on_frame, on_peer = self._on_frame, self._on_peer
         frames = False
         for event in batch:
@@ -246,7 +258,7 @@ class MeshNetwork:
                     on_peer(str(event.peer_id), False)
             except Exception:
                 log.exception("node %s: handling a mesh event failed", self.node_id)
-        if frames and self._on_batch is not None:
+        if frames and step and self._on_batch is not None:
             try:
                 self._on_batch()
             except Exception:
