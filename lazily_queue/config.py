@@ -20,7 +20,7 @@
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
 
     [dedup]                             # optional: the window of producers' msg_ids
-    max_entries = 20000                 # ids kept (the same on every node) ...
+    max_entries = 20000                 # ids kept (the cluster uses its leader's) ...
     max_age = 300                       # ... each for at most this many seconds
 
     [peers]                             # the other members (may list this node too)

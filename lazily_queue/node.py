@@ -108,8 +108,8 @@ class Node(NodeCells):
         (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
         ``webrtc+ws(s)://`` addresses (:mod:`.links`). ``clients`` serves processes that
         are not members (:func:`lazily_queue.connect`): on the listen address, or the
-        access's own. ``dedup`` bounds the window of producer message ids (the same on
-        every node; by default 20000 ids for 5 minutes)."""
+        access's own. ``dedup`` bounds the window of producer message ids (by default 20000
+        ids for 5 minutes); the cluster follows the bounds of its most recent leader."""
         self.node_id = str(node_id)
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
                 or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
@@ -118,6 +118,10 @@ class Node(NodeCells):
                 f"(bytes), not {max_message_bytes!r}")
         self.max_message_bytes = max_message_bytes
         self.dedup = dedup or DedupLimits()
+        if maintenance_interval is None and self.dedup != DedupLimits():
+            raise InvalidConfiguration(
+                "dedup bounds are proposed by the leader's maintenance, which "
+                "maintenance_interval=None turns off: set an interval or leave dedup unset")
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
                 f"durability must be 'fsync' (default) or 'none', not {durability!r}"
@@ -185,7 +189,7 @@ class Node(NodeCells):
         if self.running:
             return
         raft_dir = str(self.data_dir / "raft")
-        state_machine = StateMachine(self.dedup)
+        state_machine = StateMachine()
         if self.clients is not None:
             state_machine.tap = self.clients.watched
         try:

@@ -5,7 +5,7 @@ again to the same cell applies nothing and returns the first push's result. The 
 bounded twice: by count (``max_entries``, the oldest entry leaves first) and by age (an
 entry older than ``max_age`` seconds leaves). Age is measured on the time the owner
 supplies in milliseconds: the leader's stamp on a replicated backend (identical on every
-replica), the wall clock on a local one. A push that was refused (closed, full) is not
+replica), the monotonic clock on a local one. A push that was refused (closed, full) is not
 recorded: retrying it is a new attempt.
 """
 

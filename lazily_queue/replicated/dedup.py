@@ -7,14 +7,21 @@ returns the first push's result. Only a push that applied is recorded. The windo
 runs on the leader's stamp, so every replica forgets an id at the same entry; it is part
 of the snapshot (section ``dedup``, left out while empty, so a snapshot without it loads
 with an empty window).
+
+The window's bounds are replicated state too: they start at the defaults and change only
+by ``DEDUP_LIMITS`` (``[max_entries, max_age_ms]``), which a leader proposes when its own
+configured bounds differ (section ``dedup_limits``, left out at the defaults). Members
+configured differently therefore never disagree on what the window holds; the cluster
+follows the bounds of its most recent leader.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.dedup import MAX_MSG_ID_CHARS
+from ..core.dedup import MAX_MSG_ID_CHARS, DedupLimits
 from ..core.queue import QueuePushError
+from ..errors import InvalidConfiguration
 from . import ops
 from .family import Family, Handler, Section, checked_name
 from .ops import OpError, OpRefused
@@ -69,8 +76,49 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.dedup.replace(entries)
 
 
+def limits_args(limits: DedupLimits) -> list[int]:
+    """The ``DEDUP_LIMITS`` arguments that set ``limits``."""
+    return [limits.max_entries, limits.max_age_ms]
+
+
+def _parse_limits(args: Any) -> DedupLimits:
+    if (type(args) is not list or len(args) != 2
+            or not all(type(v) is int for v in args)):
+        raise ValueError(f"dedup limits are [max_entries, max_age_ms], not {str(args)[:80]}")
+    try:
+        return DedupLimits(args[0], args[1] / 1000)
+    except InvalidConfiguration as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _set_limits(sm: StateMachine, args: list[Any]) -> None:
+    try:
+        limits = _parse_limits(args)
+    except ValueError as exc:
+        raise OpRefused("bad_args", str(exc)) from None
+    sm.dedup.limits = limits
+    sm.dedup.replace(list(sm.dedup.items()))
+    sm.dedup.expire(sm.now)
+
+
+def _capture_limits(sm: StateMachine) -> list[int] | None:
+    limits = sm.dedup.limits
+    return None if limits == DedupLimits() else limits_args(limits)
+
+
+def _restore_limits(sm: StateMachine, doc: Any) -> None:
+    if doc is None:
+        sm.dedup.limits = DedupLimits()
+        return
+    try:
+        sm.dedup.limits = _parse_limits(doc)
+    except ValueError as exc:
+        raise ValueError(f"snapshot section 'dedup_limits': {exc}") from None
+
+
 FAMILY = Family(
     "dedup",
-    {code: _once(code) for code in ops.ONCE_OPS},
-    (Section("dedup", _capture, _restore),),
+    {**{code: _once(code) for code in ops.ONCE_OPS}, ops.DEDUP_LIMITS: _set_limits},
+    (Section("dedup_limits", _capture_limits, _restore_limits),
+     Section("dedup", _capture, _restore)),
 )

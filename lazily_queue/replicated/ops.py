@@ -52,6 +52,7 @@ TOPIC_DELETE = 42  # [name]: forget the topic, its elements and subscriptions
 WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead letter)
 WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
 MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
+DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup window
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
@@ -96,6 +97,7 @@ OP_NAMES: dict[int, str] = {
     WORK_PURGE: "work_purge",
     WORK_DELETE: "work_delete",
     MEMBER_PAGE: "member_page",
+    DEDUP_LIMITS: "dedup_limits",
     WORK_SETTLE_MANY: "work_settle_many",
     WORK_PUSH_ONCE: "work_push_once",
 }

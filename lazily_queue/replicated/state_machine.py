@@ -38,7 +38,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.dedup import DedupLimits, DedupWindow
+from ..core.dedup import DedupWindow
 from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
@@ -102,13 +102,13 @@ class Session:
 class StateMachine:
     """Deterministic application of committed batches.
 
-    ``dedup`` bounds the window of producer message ids (:mod:`.dedup`); it must be the
-    same on every replica.
+    The window of producer message ids starts at the default bounds; only a
+    ``DEDUP_LIMITS`` op changes them (:mod:`.dedup`), so every replica agrees.
     """
 
-    def __init__(self, dedup: DedupLimits | None = None) -> None:
+    def __init__(self) -> None:
         self.now = 0
-        self.dedup: DedupWindow[DedupKey] = DedupWindow(dedup)
+        self.dedup: DedupWindow[DedupKey] = DedupWindow()
         self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}

@@ -3,7 +3,7 @@
 Each is synchronous (capability ``sync``); its awaitable operations complete at once
 with the same results. The cells invalidate from the transitions they return, so
 change them through their cell. Each keeps its own producer dedup window (capability
-``dedup``; ``dedup=`` bounds it), aged on the wall clock.
+``dedup``; ``dedup=`` bounds it), aged on the monotonic clock.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ T = TypeVar("T")
 Clock = Callable[[], float]
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
+def _elapsed_ms() -> int:
+    """Milliseconds on the monotonic clock: a window's age, unmoved by clock steps."""
+    return int(time.monotonic() * 1000)
 
 
 def _time(now: float | None) -> float:
@@ -62,7 +63,7 @@ class VecDequeStorage(Fifo[T]):
     async def offer_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> QueuePushError | None:
-        now = _wall_ms()
+        now = _elapsed_ms()
         if self.dedup.lookup(msg_id, now)[0]:
             return None
         err = self.try_push(value)
@@ -171,7 +172,7 @@ class LocalTopicStorage(Generic[T]):
     async def publish_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> TopicTransition[int]:
-        now = _wall_ms()
+        now = _elapsed_ms()
         found, offset = self.dedup.lookup(msg_id, now)
         if found:
             return TopicTransition(offset, frozenset())
@@ -299,7 +300,7 @@ class LocalWorkQueueStorage:
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
-        now = _wall_ms()
+        now = _elapsed_ms()
         found, item_id = self.dedup.lookup(msg_id, now)
         if found:
             return WorkTransition(item_id, 0)

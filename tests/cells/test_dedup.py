@@ -148,3 +148,53 @@ def test_limits_are_checked() -> None:
         DedupLimits(max_entries=0)
     with pytest.raises(ValueError, match="max_age"):
         DedupLimits(max_age=0)
+
+
+async def _agreed(c: testing.Cluster, limits: DedupLimits) -> None:
+    """Wait until every running member applies ``limits``."""
+    while any(n.view.dedup_limits != limits for n in c.running):  # noqa: ASYNC110 - polls state
+        await asyncio.sleep(0.02)
+
+
+async def test_members_configured_differently_apply_the_leaders_bounds_alike() -> None:
+    small, large = DedupLimits(max_entries=2), DedupLimits(max_entries=5)
+
+    def options(node_id: str) -> Any:
+        return {"dedup": small if node_id == "1" else large}
+
+    async with testing.cluster(3, node_options=options) as c:
+        leader = await c.leader()
+        async with asyncio.timeout(10):
+            await _agreed(c, leader.dedup)
+        for i in range(6):
+            await leader.queue("q").push(i, msg_id=f"m{i}")
+        await c.settle()
+        expected = leader.dedup.max_entries
+        assert {n.view.dedup_window_len for n in c.running} == {expected}
+        # a leader with other bounds moves the whole cluster to them
+        await c.kill(leader.node_id)
+        successor = await c.wait_for_leader()
+        async with asyncio.timeout(10):
+            await _agreed(c, successor.dedup)
+        await c.settle()
+        assert len({n.view.dedup_window_len for n in c.running}) == 1
+
+
+def test_bounds_need_the_leaders_maintenance(tmp_path: Any) -> None:
+    from lazily_queue import InvalidConfiguration, Node
+
+    with pytest.raises(InvalidConfiguration, match="maintenance_interval"):
+        Node("1", data_dir=tmp_path, dedup=DedupLimits(max_entries=9),
+             maintenance_interval=None)
+
+
+async def test_a_local_window_is_not_moved_by_a_wall_clock_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    q: QueueCell[Any] = QueueCell(VecDequeStorage())
+    await q.push("a", msg_id="m")
+    stepped = time.time() + 3600  # an NTP step of an hour, past the 5-minute window
+    monkeypatch.setattr(time, "time", lambda: stepped)
+    await q.push("a", msg_id="m")
+    assert q.len() == 1

@@ -10,6 +10,7 @@ import pytest
 from lazily_queue.core.dedup import DedupLimits
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.dedup import limits_args
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
 
@@ -26,7 +27,9 @@ def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[An
 
 
 def _declared(**limits: Any) -> StateMachine:
-    sm = StateMachine(DedupLimits(**limits) if limits else None)
+    sm = StateMachine()
+    if limits:
+        assert _apply(sm, [ops.DEDUP_LIMITS, *limits_args(DedupLimits(**limits))]) == [None]
     _apply(sm, [ops.QUEUE_DECLARE, "q", None], [ops.TOPIC_DECLARE, "t"],
            [ops.WORK_DECLARE, "w", 30_000, 3])
     return sm
@@ -121,3 +124,41 @@ def test_a_client_retrying_with_a_new_session_sequence_still_applies_once() -> N
     assert first == again == [None]
     assert sm.queues["q"].elements() == ["a"]
     assert not isinstance(first[0], OpError)
+
+
+def test_the_bounds_are_replicated_state_set_only_by_their_op() -> None:
+    sm = _declared()
+    assert sm.dedup.limits == DedupLimits()
+    _apply(sm, *[[ops.QUEUE_PUSH_ONCE, "q", f"m{i}", i] for i in range(4)], stamp=1_000)
+    # narrowing the window drops the oldest ids at once, then ages on the leader's stamp
+    _apply(sm, [ops.DEDUP_LIMITS, 2, 5_000], stamp=2_000)
+    assert sm.dedup.limits == DedupLimits(max_entries=2, max_age=5.0)
+    assert [key[2] for key, _, _ in sm.dedup.items()] == ["m2", "m3"]
+    doc = sm.capture()
+    assert doc["dedup_limits"] == [2, 5_000]
+    restored = StateMachine()
+    restored.restore(doc)
+    assert restored.dedup.limits == sm.dedup.limits
+    _apply(restored, [ops.QUEUE_PUSH_ONCE, "q", "m3", "again"], stamp=6_001)
+    assert restored.queues["q"].elements()[-1] == "again"  # m3 aged out after 5 s
+    # the default bounds add nothing to the snapshot, and a snapshot without them has them
+    assert "dedup_limits" not in _declared().capture()
+    del doc["dedup_limits"]
+    fresh = StateMachine()
+    fresh.restore(doc)
+    assert fresh.dedup.limits == DedupLimits()
+
+
+@pytest.mark.parametrize("args", [[], [0, 1000], [5, 0], [5], ["5", 1000], [5, 1.5], [True, 9]])
+def test_bad_bounds_are_refused_and_change_nothing(args: list[Any]) -> None:
+    sm = _declared(max_entries=7, max_age=9.0)
+    result = _apply(sm, [ops.DEDUP_LIMITS, *args])
+    assert isinstance(result[0], OpError) and result[0].code == "bad_args"
+    assert sm.dedup.limits == DedupLimits(max_entries=7, max_age=9.0)
+
+
+def test_a_damaged_bounds_section_is_refused_with_its_name() -> None:
+    doc = _declared(max_entries=3).capture()
+    doc["dedup_limits"] = [3]
+    with pytest.raises(ValueError, match="'dedup_limits'"):
+        StateMachine().validate(doc)
