@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._core._admission import LogLimiter
 from .errors import TransportError
 
 _log = logging.getLogger("lazily_transports.tls")
+#: Refused TLS handshakes logged per interval (the rest are counted, then reported).
+_refusals = LogLimiter(burst=10)
 
 __all__ = [
     "TLS_SCHEMES",
@@ -123,7 +126,10 @@ class _ReportingSSLObject(ssl.SSLObject):
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             raise
         except ssl.SSLError as exc:
-            if self.server_side:
+            if self.server_side and _refusals.allow():
+                unlogged = _refusals.take_suppressed()
+                if unlogged:
+                    _log.warning("%d more refused TLS connections were not logged", unlogged)
                 _log.warning("refused a TLS connection: %s", _handshake_refusal(exc))
             raise
 
