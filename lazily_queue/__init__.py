@@ -10,6 +10,7 @@ from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 from .cells import Job, QueueCell, TopicCell, WorkQueueCell
+from .core.dedup import DedupLimits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
@@ -24,6 +25,7 @@ from .core.work import (
 )
 from .errors import (
     InvalidConfiguration,
+    InvalidMessageId,
     InvalidSnapshot,
     LazilyQueueError,
     MessageTooLarge,
@@ -121,9 +123,11 @@ __all__ = [
     "Credentials",
     "DeadLetter",
     "DeadLetterReason",
+    "DedupLimits",
     "Delivery",
     "Durability",
     "InvalidConfiguration",
+    "InvalidMessageId",
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",

@@ -45,3 +45,7 @@ class MessageTooLarge(LazilyQueueError, ValueError):
         super().__init__(message)
         self.size = size
         self.limit = limit
+
+
+class InvalidMessageId(LazilyQueueError, ValueError):
+    """A producer's ``msg_id`` is not a non-empty string within the length limit."""

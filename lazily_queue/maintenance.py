@@ -1,4 +1,4 @@
-"""Leader maintenance: lease expiry for work queues and topic retention GC, as proposals.
+"""Leader maintenance: lease expiry, topic retention GC and dedup bounds, as proposals.
 
 Both are ordinary operations, so they apply identically on every member. Only the
 leader proposes them; a member that stops leading mid-round just sees its proposals
@@ -13,7 +13,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .background import Background
+from .core.dedup import DedupLimits
 from .replicated import ops
+from .replicated.dedup import limits_args
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
@@ -22,11 +24,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool) -> list[tuple[int, list[Any]]]:
+def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
+                   dedup: DedupLimits | None = None) -> list[tuple[int, list[Any]]]:
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
-    ms): a reap of each work queue with an expired lease and, with ``gc_topics``, a GC
-    of each topic holding elements every subscriber has read."""
+    ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
+    each work queue with an expired lease and, with ``gc_topics``, a GC of each topic
+    holding elements every subscriber has read."""
     due: list[tuple[int, list[Any]]] = []
+    if dedup is not None and view.dedup_limits != dedup:
+        due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
     for name, state in view.work_queues.items():
         deadlines = [d.deadline for d in state.core.in_flight()]
         if deadlines and min(deadlines) < max(now_ms, view.now):
@@ -69,7 +75,8 @@ class Maintenance(Background):
     async def once(self, gc_topics: bool) -> None:
         """Propose every due operation and wait for them to commit."""
         node = self.node
-        due = due_operations(node.view, int(time.time() * 1000), gc_topics=gc_topics)
+        due = due_operations(node.view, int(time.time() * 1000), gc_topics=gc_topics,
+                             dedup=node.dedup)
         if due:
             await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
                                    for code, args in due))

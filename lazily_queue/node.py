@@ -37,6 +37,7 @@ from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
 from .client.access import ClientAccess
 from .client.server import ClientServer
+from .core.dedup import DedupLimits
 from .datadir import DirectoryLock
 from .errors import InvalidConfiguration
 from .links import LinkSettings
@@ -96,6 +97,7 @@ class Node(NodeCells):
         ice_servers: Sequence[Mapping[str, Any]] | None = None,
         signaling_token: str | None = None,
         clients: ClientAccess | None = None,
+        dedup: DedupLimits | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
@@ -106,7 +108,8 @@ class Node(NodeCells):
         (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
         ``webrtc+ws(s)://`` addresses (:mod:`.links`). ``clients`` serves processes that
         are not members (:func:`lazily_queue.connect`): on the listen address, or the
-        access's own."""
+        access's own. ``dedup`` bounds the window of producer message ids (by default 20000
+        ids for 5 minutes); the cluster follows the bounds of its most recent leader."""
         self.node_id = str(node_id)
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
                 or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
@@ -114,6 +117,11 @@ class Node(NodeCells):
                 f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
                 f"(bytes), not {max_message_bytes!r}")
         self.max_message_bytes = max_message_bytes
+        self.dedup = dedup or DedupLimits()
+        if maintenance_interval is None and self.dedup != DedupLimits():
+            raise InvalidConfiguration(
+                "dedup bounds are proposed by the leader's maintenance, which "
+                "maintenance_interval=None turns off: set an interval or leave dedup unset")
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
                 f"durability must be 'fsync' (default) or 'none', not {durability!r}"

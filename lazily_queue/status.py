@@ -89,8 +89,18 @@ def local_status(node: Node) -> dict[str, Any]:
 
 
 def state_status(view: ReadView) -> dict[str, Any]:
-    """The ``queues``, ``topics`` and ``work_queues`` sections of a status."""
+    """The ``queues``, ``topics``, ``work_queues`` and ``dedup`` sections of a status.
+
+    ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
+    answered from the producer dedup window (their ``msg_id`` was still there) without
+    applying them; ``window_len`` is the message ids held now (an expired id leaves at
+    the next push carrying one).
+    """
     return {
+        "dedup": {
+            "deduplicated_pushes": view.deduplicated_pushes,
+            "window_len": view.dedup_window_len,
+        },
         "queues": {
             name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
             for name, q in sorted(view.queues.items())

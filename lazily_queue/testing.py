@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import TypedDict, Unpack
 
 from .client.access import ClientAccess
+from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
 from .node import Durability, Node
 from .raft.disk import Disk
@@ -63,6 +64,7 @@ class NodeOptions(TypedDict, total=False):
     disk_retry: float
     clients: ClientAccess
     max_message_bytes: int
+    dedup: DedupLimits
 
 
 class Cluster:

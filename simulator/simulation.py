@@ -20,6 +20,7 @@ from .checker import Checker
 from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
+from .once import OnceProducer
 from .scenario import Scenario
 from .session_client import SessionProducer
 from .workload import (
@@ -86,6 +87,7 @@ class Simulation:
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
+            "once-producer": OnceProducer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -95,7 +97,7 @@ class Simulation:
                     subscriber.batching = self.s.batching
                     client: Client = subscriber
                 else:
-                    prefix = "sp" if kind == "session-producer" else kind[:2]
+                    prefix = {"session-producer": "sp", "once-producer": "op"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -258,6 +260,7 @@ def run(scenario: Scenario) -> Outcome:
         checker = sim.check()
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
+        outcome.stats["once_repeats"] = checker.once.repeats
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionProducer)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

@@ -180,6 +180,19 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's op retried through another member applies at most once"),
     Mutation(
+        "dedup-window-ignored", "lazily_queue/replicated/dedup.py",
+        "        if found:\n            return first\n",
+        "        if False:\n            return first\n",
+        ("tests/replicated/test_dedup.py",
+         "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
+        "a push repeated with its msg_id applies once while the id is in the window"),
+    Mutation(
+        "local-dedup-window-ignored", "lazily_queue/storage/local.py",
+        "        if self.dedup.lookup(msg_id, now)[0]:\n            return None\n",
+        "",
+        ("tests/cells/test_dedup.py",),
+        "a local queue push repeated with its msg_id applies once"),
+    Mutation(
         "client-ops-without-session", "lazily_queue/replicated/state_machine.py",
         "        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]",
         "        return [self._apply_plain(op[1], op[2:]) for op in args[2:]]",

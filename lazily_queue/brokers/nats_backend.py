@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import re
 import uuid
@@ -97,6 +98,9 @@ class NatsJetStreamStorage:
         self._closed = False
         self._announcing: dict[str, bool] = {}
         self._sending: set[asyncio.Task[None]] = set()
+        #: Message ids: 64 random bits for this storage, then a counter.
+        self._id_prefix = uuid.uuid4().hex[:16]
+        self._id_counter = itertools.count()
 
     @classmethod
     async def connect(
@@ -260,7 +264,8 @@ class NatsJetStreamStorage:
         """A JetStream publish with a ``Nats-Msg-Id``: retried once after a lost reply
         with the same id, so it is stored once."""
         headers = dict(headers or {})
-        headers.setdefault("Nats-Msg-Id", uuid.uuid4().hex)
+        if "Nats-Msg-Id" not in headers:
+            headers["Nats-Msg-Id"] = f"{self._id_prefix}{next(self._id_counter):x}"
         try:
             return await self.replies.publish(subject, data, headers)
         except nats.errors.TimeoutError:

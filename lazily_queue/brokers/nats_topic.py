@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StorageType
 
 from ..core.topic import (
@@ -72,17 +71,16 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         return f"NatsTopicStorage({self.name!r}, base={self._base}, end={self._end})"
 
     async def _create_stream(self) -> Any:
-        return await self._backend.js.add_stream(
-            name=self.stream, subjects=[self.subject], storage=StorageType.FILE,
+        """The topic's stream, added when it does not exist (or read back when another
+        process adds it at the same moment)."""
+        return await self._backend.stream(
+            self.stream, subjects=[self.subject], storage=StorageType.FILE,
             allow_direct=True)
 
     async def _declare(self) -> None:
         b = self._backend
         async with b.errors(f"declaring topic {self.stream}"):
-            try:
-                info = await b.js.stream_info(self.stream)
-            except jserr.NotFoundError:
-                info = await self._create_stream()
+            info = await self._create_stream()
             if info.config.subjects != [self.subject] or str(info.config.retention) not in (
                     "RetentionPolicy.LIMITS", "limits"):
                 raise IncompatibleBrokerObject(

@@ -46,6 +46,9 @@ class RedisQueueStorage(QueueMirror[T]):
         self._head_id: object = None
         self._closed = False
         self._items: list[Any] = []
+        #: Pushes of this process that completed (a pop that found the list empty
+        #: compares it before and after).
+        self._pushes_done = 0
         self._pushes: Coalescer[bytes, tuple[int, bytes]] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {name!r}")
@@ -85,6 +88,7 @@ class RedisQueueStorage(QueueMirror[T]):
         wakes without waiting for the refresh, which then confirms the length)."""
         length = self._len
         self._len += 1
+        self._pushes_done += 1
         if length == 0:
             self._items = [value]
             self._head_id = head
@@ -119,12 +123,32 @@ class RedisQueueStorage(QueueMirror[T]):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         await self._ready()
+        pushes = self._pushes_done
         result = await self._backend.run("QUEUE_POP", self._keys[:3], [n, self._channel])
         if isinstance(result, list):
             self._changed()
             return [decode(raw) for raw in result]
-        await self.sync()
-        return QueuePopError.Closed if result == -1 else QueuePopError.Empty
+        if result == -1:
+            await self.sync()
+            return QueuePopError.Closed
+        if self._pushes_done == pushes:
+            self._found_empty()
+        # else a push of this process completed meanwhile, so after the pop on the
+        # server: the mirror counts it, and the caller's next pop finds it
+        self._changed()
+        return QueuePopError.Empty
+
+    def _found_empty(self) -> None:
+        """A pop found the list empty (and open), and no push of this process completed
+        meanwhile: the mirror says so at once, without a refresh round trip (changes
+        made by other processes since arrive as usual, by notification or polling)."""
+        old = (self._len, self._head_id, self._closed)
+        self._len, self._items = 0, []
+        listener = self._listener
+        if listener is not None:
+            for op, pre in queue_transitions(old, (0, self._head_id, self._closed),
+                                             self._capacity):
+                listener(op, pre)
 
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
         if not values:

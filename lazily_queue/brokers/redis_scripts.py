@@ -106,6 +106,16 @@ return {n, redis.call('EXISTS', KEYS[2]), head,
 
 _PSEUDO = """
 local function pseudo(consumer) return string.sub(consumer, 1, 3) == 'lq.' end
+-- The settings hash keeps 'expiry_ms': no lease of the group expires before that
+-- server time (a lower bound), so until then claims and reads need not scan the pending
+-- entries for expired leases. Nacks, releases and reaps, which make entries claimable
+-- at once, set it to 0.
+local function now_ms(clock)
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+local function expiry_due(settings, now)
+  return now >= tonumber(redis.call('HGET', settings, 'expiry_ms') or '0')
+end
 local function value_of(fields)
   for i = 1, #fields, 2 do if fields[i] == 'v' then return fields[i + 1] end end
   return ''
@@ -142,33 +152,46 @@ notify(ARGV[1])
 return ids
 """
 
-# ARGV: group, worker, n, visibility ms, max deliveries, channel -> {server TIME, then
-# entry id, delivery count, value of each entry leased}
+# KEYS stream, dead letters, settings. ARGV: group, worker, n, visibility ms, max
+# deliveries, channel -> {server TIME, then entry id, delivery count, value of each
+# entry leased}. Expired leases (and nacked, released, reaped entries) first, oldest
+# entry first; the pending entries are scanned only once a lease may have expired.
 WORK_CLAIM = _NOTIFY + _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local max = tonumber(ARGV[5])
-local out = {redis.call('TIME')}
+local vt, max = tonumber(ARGV[4]), tonumber(ARGV[5])
+local clock = redis.call('TIME')
+local out = {clock}
 local taken, changed = 0, false
--- Expired leases first: XAUTOCLAIM examines at most COUNT * 10 pending entries a call,
--- so the first pass looks at the oldest few; the rest of the list is scanned only when
--- no new entry is there to take.
-local function reclaim(cursor, count)
-  local claimed = redis.call('XAUTOCLAIM', KEYS[1], group, worker, ARGV[4], cursor,
-                             'COUNT', count)
-  for _, entry in ipairs(claimed[2]) do
-    local id = entry[1]
-    local times = redis.call('XPENDING', KEYS[1], group, id, id, 1)[1][4]
-    changed = true
-    if times > max then
-      dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
-    else
-      table.insert(out, id); table.insert(out, times); table.insert(out, value_of(entry[2]))
-      taken = taken + 1
+local now = now_ms(clock)
+if expiry_due(KEYS[3], now) then
+  local scan = redis.call('XPENDING', KEYS[1], group, '-', '+', SCAN)
+  local next_at = now + vt
+  if #scan >= SCAN then next_at = now end
+  for _, p in ipairs(scan) do
+    local id, idle = p[1], tonumber(p[3])
+    if pseudo(p[2]) or idle >= vt then
+      if taken < n then
+        local claimed = redis.call('XCLAIM', KEYS[1], group, worker, 0, id)
+        changed = true
+        local times = tonumber(p[4]) + 1
+        if claimed[1] then
+          if times > max then
+            dead_letter(KEYS[1], KEYS[2], group, id, times - 1, 'expired')
+          else
+            table.insert(out, id); table.insert(out, times)
+            table.insert(out, value_of(claimed[1][2]))
+            taken = taken + 1
+          end
+        end
+      else
+        next_at = now
+      end
+    elseif now + vt - idle < next_at then
+      next_at = now + vt - idle
     end
   end
-  return claimed[1]
+  redis.call('HSET', KEYS[3], 'expiry_ms', next_at)
 end
-local cursor = reclaim('0-0', math.min(n, 10))
 if taken < n then
   local fresh = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', n - taken,
                            'STREAMS', KEYS[1], '>')
@@ -179,10 +202,9 @@ if taken < n then
     end
   end
 end
-while taken < n and cursor ~= '0-0' do cursor = reclaim(cursor, n - taken) end
 if taken > 0 or changed then notify(ARGV[6]) end
 return out
-"""
+""".replace("SCAN", "10000")
 
 # ARGV: group, worker, mode, visibility ms, max deliveries, channel, then (id, count)
 # pairs -> a string with '1' or '0' per pair (settled, or refused: not that worker's
@@ -206,12 +228,14 @@ for i = 7, #ARGV, 2 do
         dead_letter(KEYS[1], KEYS[2], group, id, count, 'nack')
       else
         redis.call('XCLAIM', KEYS[1], group, 'lq.nacked', 0, id, 'IDLE', ARGV[4], 'JUSTID')
+        redis.call('HSET', KEYS[3], 'expiry_ms', 0)
       end
     elseif mode == 'extend' then
       redis.call('XCLAIM', KEYS[1], group, worker, 0, id, 'JUSTID')
     elseif mode == 'release' then
       redis.call('XCLAIM', KEYS[1], group, 'lq.released', 0, id, 'IDLE', ARGV[4],
                  'RETRYCOUNT', count - 1, 'JUSTID')
+      redis.call('HSET', KEYS[3], 'expiry_ms', 0)
     end
   end
 end
@@ -240,7 +264,10 @@ for _, p in ipairs(stale) do
     end
   end
 end
-if expired > 0 then notify(ARGV[4]) end
+if expired > 0 then
+  redis.call('HSET', KEYS[3], 'expiry_ms', 0)
+  notify(ARGV[4])
+end
 return expired
 """
 
@@ -269,13 +296,14 @@ return moved
 # timeout counts as pending: the next claim takes it (at most 10000 are counted so).
 WORK_READ = _PSEUDO + """
 local group, limit = ARGV[1], tonumber(ARGV[2])
+local clock = redis.call('TIME')
 local summary = redis.call('XPENDING', KEYS[1], group)
 local held = 0
 for _, row in ipairs(summary[4] or {}) do
   if pseudo(row[1]) then held = held + tonumber(row[2]) end
 end
 local expired = {}
-if summary[1] > held then
+if summary[1] > held and expiry_due(KEYS[3], now_ms(clock)) then
   for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[3], '-', '+', 10000)) do
     if not pseudo(p[2]) then expired[p[1]] = true; held = held + 1 end
   end
@@ -301,6 +329,6 @@ for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 
   if #pending < limit then table.insert(pending, {entry[1], 0, value_of(entry[2])}) end
 end
 local dead = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', limit)
-return {redis.call('TIME'), redis.call('XLEN', KEYS[1]) - in_flight, in_flight,
+return {clock, redis.call('XLEN', KEYS[1]) - in_flight, in_flight,
         redis.call('XLEN', KEYS[2]), pending, flying, dead}
 """

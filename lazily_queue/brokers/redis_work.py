@@ -1,12 +1,18 @@
 """RedisWorkQueueStorage: a WorkQueueCell backend on a Redis stream and consumer group.
 
 Items are stream entries; a claim is ``XREADGROUP`` in the group ``lq`` under the
-worker's name, preceded by ``XAUTOCLAIM`` of the leases idle longer than the
-visibility timeout (the broker's clock: lease expiry needs no reaper). ``XPENDING``
-gives each entry's delivery count: an entry claimed again after its last allowed
-delivery, or nacked on its last one, moves to the dead-letter stream (``XADD`` there,
-``XACK`` + ``XDEL`` here). Every step is a Lua script, so an ack, nack, extension or
-release only takes effect while the worker still holds that very delivery.
+worker's name, preceded by ``XCLAIM`` of the leases idle longer than the visibility
+timeout (the broker's clock: lease expiry needs no reaper). ``XPENDING`` gives each
+entry's delivery count: an entry claimed again after its last allowed delivery, or
+nacked on its last one, moves to the dead-letter stream (``XADD`` there, ``XACK`` +
+``XDEL`` here). Every step is a Lua script, so an ack, nack, extension or release only
+takes effect while the worker still holds that very delivery.
+
+The pending entries are scanned for expired leases only once one may have expired:
+each scan stores, in the settings hash (``expiry_ms``), the earliest server time a
+lease it saw (or any later one) can expire; nacks, releases and reaps reset it. A
+program other than this library that moves entries of the group with ``XCLAIM ...
+IDLE`` is seen when that time comes, not at once.
 
 What differs from the in-process work queue (capabilities: ``observable``,
 ``own_clock``; not ``logical_time``):
@@ -129,7 +135,7 @@ class RedisWorkQueueStorage(WorkMirror):
         views = self._views_due()
         limit = max(1, self._backend.view_limit) if views else 1
         clock, pending, in_flight, dead, waiting, flying, letters = await self._backend.run(
-            "WORK_READ", self._keys[:2], [GROUP, limit, self._vt_ms])
+            "WORK_READ", self._keys, [GROUP, limit, self._vt_ms])
         now = int(clock[0]) + int(clock[1]) / 1e6
         if views:
             self._pending = [PendingItem(item_id(e), decode(v or b""), int(c))
@@ -224,7 +230,7 @@ class RedisWorkQueueStorage(WorkMirror):
         self._note_now(now)
         await self._ready()
         clock, *flat = await self._backend.run(
-            "WORK_CLAIM", self._keys[:2],
+            "WORK_CLAIM", self._keys,
             [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
         leased = []
@@ -260,7 +266,7 @@ class RedisWorkQueueStorage(WorkMirror):
     async def _send(self, worker: str, mode: str, batch: list[tuple[str, int]]) -> list[bool]:
         pairs = [part for split in batch for part in split]
         each = await self._backend.run(
-            "WORK_SETTLE", self._keys[:2],
+            "WORK_SETTLE", self._keys,
             [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
         flags = each.encode() if isinstance(each, str) else bytes(each)
         return [flag == ord("1") for flag in flags]
@@ -274,6 +280,31 @@ class RedisWorkQueueStorage(WorkMirror):
             return WT(None, 0)
         item = delivery_id >> _COUNT_BITS
         return WT(Receipt(self.name, delivery_id, item, worker, outcome, time.time()), 0)
+
+    async def settle_many(
+        self, worker: str, delivery_ids: list[int], outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WT[list[Receipt | None]]:
+        """Settle several deliveries of ``worker`` in one script call, in order: a
+        receipt per id as :meth:`settle` gives it (``None`` for a refused one)."""
+        _check_worker(worker)
+        mode = "ack" if outcome == "acked" else "nack"
+        splits = [split_delivery(d) for d in delivery_ids]
+        valid = [split for split in splits if split is not None]
+        if valid:
+            await self._ready()
+        flags = iter(await self._send(worker, mode, valid) if valid else [])
+        receipts: list[Receipt | None] = []
+        at = time.time()
+        for delivery, split in zip(delivery_ids, splits, strict=True):
+            if split is not None and next(flags):
+                receipts.append(Receipt(self.name, delivery, delivery >> _COUNT_BITS, worker,
+                                        outcome, at))
+            else:
+                receipts.append(None)
+        if any(receipts):
+            self._changed()
+        return WT(receipts, 0)
 
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
@@ -295,7 +326,7 @@ class RedisWorkQueueStorage(WorkMirror):
         self._note_now(now)
         await self._ready()
         expired = await self._backend.run(
-            "WORK_REAP", self._keys[:2],
+            "WORK_REAP", self._keys,
             [GROUP, self._vt_ms, self.max_deliveries, self._channel])
         if expired:
             self._changed()

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
+from ..core.dedup import check_msg_id
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -35,6 +36,7 @@ from ..storage.local import VecDequeStorage
 from ..storage.queue import (
     QueueStorage,
     SyncQueueStorage,
+    as_dedup,
     as_observable,
     as_peekable,
     as_reporting,
@@ -43,6 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
+from .once import no_dedup
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -110,6 +113,7 @@ class QueueCell(Generic[T]):
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
+        self._dedup = as_dedup(storage)
         observable = as_observable(storage)
         self._observed = observable is not None
         if observable is not None:
@@ -222,14 +226,26 @@ class QueueCell(Generic[T]):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+    async def offer(
+        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+    ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
         Over a replicated backend it returns once committed (``timeout`` bounds that).
+        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
+        backend's dedup window a repeat applies nothing and returns ``None``.
         """
-        if self._sync is not None:
-            return self.try_push(value)
-        return await self._storage.offer(value, timeout=timeout)
+        if msg_id is None:
+            if self._sync is not None:
+                return self.try_push(value)
+            return await self._storage.offer(value, timeout=timeout)
+        if (storage := self._dedup) is None:
+            raise no_dedup(self.name, self._storage, "push")
+        pre = storage.len()
+        err = await storage.offer_once(value, check_msg_id(msg_id), timeout=timeout)
+        if err is None and not self._observed and storage.len() != pre:
+            self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
+        return err
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``."""
@@ -244,11 +260,17 @@ class QueueCell(Generic[T]):
         else:
             await self._storage.close(timeout=timeout)
 
-    async def push(self, value: T, *, timeout: float | None = None) -> None:
-        """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed."""
+    async def push(
+        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+    ) -> None:
+        """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
+
+        ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
+        with the same id after an error that left the outcome unknown never duplicates.
+        """
         async with asyncio.timeout(timeout):
             while True:
-                err = await self.offer(value)
+                err = await self.offer(value, msg_id=msg_id)
                 if err is None:
                     return
                 if err is _PUSH_CLOSED:
@@ -303,7 +325,8 @@ class QueueCell(Generic[T]):
         """Push every value in order, waiting for room as :meth:`push` does. Over a
         replicated backend an unbounded queue takes them all in one commit; a bounded
         one pushes them one after another. Raises :class:`QueueClosed` once closed (the
-        values before it were pushed)."""
+        values before it were pushed). It takes no message ids: for exactly-once, push
+        each value with its own ``msg_id``."""
         pending = list(values)
         if self._sync is not None or self.capacity() is not None:
             for value in pending:

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
+from ..core.dedup import check_msg_id
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
@@ -23,11 +24,13 @@ from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
+    as_dedup_topic,
     as_observable_topic,
     as_sync_topic,
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .once import no_dedup
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
 DEFAULT_BATCH = 256
@@ -233,8 +236,17 @@ class TopicCell(Generic[T]):
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
 
-    async def publish(self, value: T) -> int:
-        """Append ``value`` for every subscriber; returns its offset."""
+    async def publish(self, value: T, *, msg_id: str | None = None) -> int:
+        """Append ``value`` for every subscriber; returns its offset.
+
+        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
+        backend's dedup window a repeat appends nothing and returns the first offset.
+        """
+        if msg_id is not None:
+            storage = as_dedup_topic(self._storage)
+            if storage is None:
+                raise no_dedup(self.name, self._storage, "publish")
+            return self._apply(await storage.publish_once(value, check_msg_id(msg_id)))
         if self._sync is not None:
             return self.try_publish(value)
         return self._apply(await self._storage.publish(value))

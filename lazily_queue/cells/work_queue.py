@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
+from ..core.dedup import check_msg_id
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
@@ -31,12 +32,14 @@ from ..storage.work import (
     Settlement,
     SyncWorkQueueStorage,
     WorkQueueStorage,
+    as_dedup_work_queue,
     as_observable_work_queue,
     as_sync_work_queue,
     work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job, deliver
+from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
 
 R = TypeVar("R")
@@ -267,11 +270,18 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
+        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
+        backend's dedup window a repeat adds nothing and returns the first ``item_id``.
         """
+        if msg_id is not None:
+            storage = as_dedup_work_queue(self._storage)
+            if storage is None:
+                raise no_dedup(self.name, self._storage, "push")
+            return self._apply(await storage.push_once(value, check_msg_id(msg_id)))
         if self._sync is not None:
             return self.try_push(value)
         return self._apply(await self._storage.push(value))

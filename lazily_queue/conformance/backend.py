@@ -75,7 +75,9 @@ class QueueAdapter(Adapter):
         """FIFO snapshot of the storage (non-reactive)."""
 
     @abstractmethod
-    async def try_push(self, value: Any) -> QueuePushError | None: ...
+    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
+        """Push without waiting; with ``msg_id``, a deduplicated push (capability
+        ``dedup``)."""
 
     @abstractmethod
     async def try_pop(self) -> Any: ...  # element or QueuePopError
@@ -94,7 +96,8 @@ class TopicAdapter(Adapter):
         """The subscriber's reader; mintable for ids not subscribed yet."""
 
     @abstractmethod
-    async def publish(self, value: Any) -> Any: ...
+    async def publish(self, value: Any, msg_id: str | None = None) -> Any:
+        """The offset; with ``msg_id``, a deduplicated publish (capability ``dedup``)."""
 
     @abstractmethod
     async def subscribe(self, subscriber: str, durability: str) -> Any: ...
@@ -133,7 +136,8 @@ class WorkQueueAdapter(Adapter):
         """``pending_len``, ``is_empty``, ``in_flight_len``, ``dead_letter_len``."""
 
     @abstractmethod
-    async def push(self, value: Any) -> int: ...
+    async def push(self, value: Any, msg_id: str | None = None) -> int:
+        """The item id; with ``msg_id``, a deduplicated push (capability ``dedup``)."""
 
     @abstractmethod
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
@@ -216,6 +220,7 @@ CAPABILITIES = {
                        "waiting for its next delivery",
     "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
                     "invalidation",
+    "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

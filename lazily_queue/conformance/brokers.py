@@ -62,6 +62,7 @@ LACKS = {
                     "requeued at the tail",
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
+    "dedup": "the broker adapters do not pass message ids (no dedup capability)",
 }
 NATS_LACKS = {
     **LACKS,
@@ -115,8 +116,8 @@ class BrokerWorkQueueAdapter(WorkQueueAdapter):
     def _item(self, broker_id: int) -> int:
         return self._items.setdefault(broker_id, len(self._items))
 
-    async def push(self, value: Any) -> int:
-        return self._item(await self.cell.push(value))
+    async def push(self, value: Any, msg_id: str | None = None) -> int:
+        return self._item(await self.cell.push(value, msg_id=msg_id))
 
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
         delivery = await self.cell.poll(worker)

@@ -51,7 +51,7 @@ class GenericDequeStorage(VecDequeStorage[T]):
 
     __slots__ = ()
 
-    capabilities = StorageCapabilities(sync=True, peek=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, dedup=True)
 
 
 class Invoker:
@@ -91,8 +91,10 @@ class LocalQueueAdapter(QueueAdapter):
             raise TypeError(f"{type(storage).__name__} has no elements() snapshot")
         return storage.elements()
 
-    async def try_push(self, value: Any) -> QueuePushError | None:
+    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
         cell = self.cell
+        if msg_id is not None:  # the synchronous core takes no ids: every flavor awaits
+            return await cell.offer(value, msg_id=msg_id)
         return await self._invoke(cell.try_push, cell.offer, value)
 
     async def try_pop(self) -> Any:
@@ -126,7 +128,9 @@ class LocalTopicAdapter(TopicAdapter):
     def reader(self, subscriber: str) -> Slot[Any]:
         return self.cell.reader(subscriber)
 
-    async def publish(self, value: Any) -> Any:
+    async def publish(self, value: Any, msg_id: str | None = None) -> Any:
+        if msg_id is not None:
+            return await self.cell.publish(value, msg_id=msg_id)
         return await self._invoke(self.cell.try_publish, self.cell.publish, value)
 
     async def subscribe(self, subscriber: str, durability: str) -> Any:
@@ -166,7 +170,9 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
 
-    async def push(self, value: Any) -> int:
+    async def push(self, value: Any, msg_id: str | None = None) -> int:
+        if msg_id is not None:
+            return await self.cell.push(value, msg_id=msg_id)
         return await self._invoke(self.cell.try_push, self.cell.push, value)
 
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:

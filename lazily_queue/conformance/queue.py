@@ -8,7 +8,8 @@ from typing import Any
 from ..core.queue import EMPTY
 from .backend import QueueAdapter, QueueInitial, outcome_label
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
 INITIAL_KEYS = frozenset({"elements", "capacity", "closed"})
@@ -23,8 +24,8 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",)),
-        "try_push": OpSpec(required=("value",)),
+        "push": OpSpec(required=("value",), optional=("msg_id",)),
+        "try_push": OpSpec(required=("value",), optional=("msg_id",)),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
         "close": OpSpec(),
@@ -84,7 +85,7 @@ class QueueRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "push":
-            refused = await adapter.try_push(op["value"])
+            refused = await adapter.try_push(op["value"], op.get("msg_id"))
             if refused is not None:
                 fail(
                     step,
@@ -94,7 +95,7 @@ class QueueRunner(ModelRunner):
                 )
             return None
         if kind == "try_push":
-            return outcome_label(await adapter.try_push(op["value"]))
+            return outcome_label(await adapter.try_push(op["value"], op.get("msg_id")))
         if kind in ("pop", "try_pop"):
             return outcome_label(await adapter.try_pop())
         if kind == "close":

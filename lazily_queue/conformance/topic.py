@@ -13,7 +13,8 @@ from typing import Any
 
 from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
 RECORD_KEYS = frozenset({"durability", "connected", "cursor"})
@@ -50,7 +51,7 @@ def subscriber_ids(document: Mapping[str, Any]) -> list[str]:
 class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
-        "publish": OpSpec(required=("value",)),
+        "publish": OpSpec(required=("value",), optional=("msg_id",)),
         "subscribe": OpSpec(required=("subscriber",), optional=("durability",)),
         "reconnect": OpSpec(required=("subscriber",)),
         "disconnect": OpSpec(required=("subscriber",)),
@@ -98,7 +99,7 @@ class TopicRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "publish":
-            return _json(await adapter.publish(op["value"]))
+            return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":
             durability = op.get("durability", "durable")
             return _json(await adapter.subscribe(op["subscriber"], durability))

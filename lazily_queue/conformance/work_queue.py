@@ -7,7 +7,8 @@ from typing import Any
 
 from .backend import WorkQueueAdapter, WorkQueueInitial
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(
@@ -19,7 +20,7 @@ INITIAL_KEYS = frozenset(
 class WorkQueueRunner(ModelRunner):
     model = "WorkQueueCell"
     ops = {
-        "push": OpSpec(required=("value",)),
+        "push": OpSpec(required=("value",), optional=("msg_id",)),
         "claim": OpSpec(required=("worker", "now")),
         "ack": OpSpec(required=("worker", "delivery_id")),
         "nack": OpSpec(required=("worker", "delivery_id")),
@@ -70,7 +71,7 @@ class WorkQueueRunner(ModelRunner):
         adapter = self.adapter
         kind = op["type"]
         if kind == "push":
-            return await adapter.push(op["value"])
+            return await adapter.push(op["value"], op.get("msg_id"))
         if kind == "claim":
             return await adapter.claim(op["worker"], op["now"])
         if kind == "ack":

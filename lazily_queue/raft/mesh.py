@@ -1,12 +1,13 @@
 """MeshNetwork: the driver's network over ``lazily_transports.Mesh`` (authenticated links).
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
-capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1`` and
-``raft-values-v2`` features required and mutual HMAC authentication before any Raft
-frame is accepted. A member of a version without pre-vote (which would drop
-``pre_vote`` frames as unknown) or without the current value encoding (which would
-refuse to apply tuples and large messages) is refused at the handshake: "peer lacks
-required features ['raft-prevote-v1']".
+capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
+``raft-values-v2`` and ``queue-dedup-v1`` features required and mutual HMAC
+authentication before any Raft frame is accepted. A member of a version without
+pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
+encoding (which would refuse to apply tuples and large messages) or without
+deduplicated pushes is refused at the handshake: "peer lacks required features
+['raft-prevote-v1']".
 
 Each data directory has a random *incarnation*, announced as the handshake feature
 ``incarnation:<hex>``. A node pins the incarnation it first sees for each member and
@@ -50,7 +51,10 @@ PREVOTE_FEATURE = "raft-prevote-v1"
 #: Commands and snapshots with tuples tagged and messages up to ``max_message_bytes``:
 #: an older member would refuse to apply them and diverge.
 VALUES_FEATURE = "raft-values-v2"
-REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE})
+#: Deduplicated pushes (``*_PUSH_ONCE`` ops, a ``dedup`` snapshot section): an older
+#: member would answer them ``unknown_op`` while the others apply them, and diverge.
+DEDUP_FEATURE = "queue-dedup-v1"
+REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE})
 INCARNATION = "incarnation:"
 
 

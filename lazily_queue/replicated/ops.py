@@ -17,6 +17,7 @@ QUEUE_CLOSE = 4  # [name]
 QUEUE_UNPOP = 5  # [name, value]: return an undelivered element to the head
 QUEUE_POP_MANY = 6  # [name, n]: pop up to n elements at once
 QUEUE_UNPOP_MANY = 7  # [name, values]: return undelivered elements to the head, in order
+QUEUE_PUSH_ONCE = 8  # [name, msg_id, value]: push unless msg_id is in the dedup window
 # Cluster operations: 9..19.
 BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
@@ -32,6 +33,7 @@ TOPIC_ADVANCE = 25  # [name, subscriber]
 TOPIC_GC = 26  # [name]
 TOPIC_RESTORE = 27  # [name, snapshot]: replace the topic's state (administration, seeding)
 TOPIC_ADVANCE_TO = 28  # [name, subscriber, offset]: move the cursor to offset (read locally)
+TOPIC_PUBLISH_ONCE = 29  # [name, msg_id, value]: publish unless msg_id is in the dedup window
 # Work queue operations: 30..39.
 WORK_DECLARE = 30  # [name, visibility_timeout_ms, max_deliveries]
 WORK_PUSH = 31  # [name, value]
@@ -50,8 +52,10 @@ TOPIC_DELETE = 42  # [name]: forget the topic, its elements and subscriptions
 WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead letter)
 WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
 MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
+DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup window
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
+WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -62,6 +66,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_UNPOP: "queue_unpop",
     QUEUE_POP_MANY: "queue_pop_many",
     QUEUE_UNPOP_MANY: "queue_unpop_many",
+    QUEUE_PUSH_ONCE: "queue_push_once",
     BARRIER: "barrier",
     MEMBER_ADDRESS: "member_address",
     CLIENT_OP: "client_op",
@@ -75,6 +80,7 @@ OP_NAMES: dict[int, str] = {
     TOPIC_GC: "topic_gc",
     TOPIC_RESTORE: "topic_restore",
     TOPIC_ADVANCE_TO: "topic_advance_to",
+    TOPIC_PUBLISH_ONCE: "topic_publish_once",
     WORK_DECLARE: "work_declare",
     WORK_PUSH: "work_push",
     WORK_CLAIM: "work_claim",
@@ -91,7 +97,9 @@ OP_NAMES: dict[int, str] = {
     WORK_PURGE: "work_purge",
     WORK_DELETE: "work_delete",
     MEMBER_PAGE: "member_page",
+    DEDUP_LIMITS: "dedup_limits",
     WORK_SETTLE_MANY: "work_settle_many",
+    WORK_PUSH_ONCE: "work_push_once",
 }
 
 
@@ -102,18 +110,24 @@ def family_of(code: int) -> str | None:
 
 
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
-MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH})
+MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
+                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE})
+
+#: The deduplicated push of each family and the plain op it applies once.
+ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
+                            WORK_PUSH_ONCE: WORK_PUSH}
 
 
 _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
-                     QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE), "queue"),
+                     QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
+                     QUEUE_PUSH_ONCE), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
-                     TOPIC_ADVANCE_TO, TOPIC_DELETE), "topic"),
+                     TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),
 }
 
 

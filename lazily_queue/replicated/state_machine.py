@@ -24,6 +24,9 @@ reported as an :class:`~.events.OpApplied` event: a member serving clients forwa
 them to the mirrors of the clients watching the object, which
 :meth:`StateMachine.replay` them. The tap changes no state.
 
+A push given a producer message id applies once while the id is in the bounded dedup
+window (:mod:`.dedup`), whichever session or member proposes it again.
+
 The op families it answers are listed in :data:`FAMILIES`.
 """
 
@@ -35,14 +38,25 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.dedup import DedupWindow
 from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import admin, cluster, queues, topics, work_queues
+from . import admin, cluster, dedup, queues, topics, work_queues
+from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
-from .ops import CLIENT_OP, CLIENT_OPS, MESSAGE_OPS, OpError, OpRefused, family_of, op_name
+from .ops import (
+    CLIENT_OP,
+    CLIENT_OPS,
+    MESSAGE_OPS,
+    ONCE_OPS,
+    OpError,
+    OpRefused,
+    family_of,
+    op_name,
+)
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -52,6 +66,8 @@ SNAPSHOT_FORMAT = 1
 #: Client session ids are above this (a member's are at most this).
 CLIENT_SESSION_BASE = 2**62
 _WRAPPERS = (CLIENT_OP, CLIENT_OPS)
+#: Ops counted and reported as the plain ops they apply.
+_COUNTED_INSIDE = frozenset({CLIENT_OP, CLIENT_OPS, *ONCE_OPS})
 #: Results a client session keeps above its floor; an op further ahead is refused.
 CLIENT_WINDOW = 1024
 #: Client sessions kept; opening one more drops the least recently seen.
@@ -59,7 +75,7 @@ MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY, admin.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -84,10 +100,15 @@ class Session:
 
 
 class StateMachine:
-    """Deterministic application of committed batches."""
+    """Deterministic application of committed batches.
+
+    The window of producer message ids starts at the default bounds; only a
+    ``DEDUP_LIMITS`` op changes them (:mod:`.dedup`), so every replica agrees.
+    """
 
     def __init__(self) -> None:
         self.now = 0
+        self.dedup: DedupWindow[DedupKey] = DedupWindow()
         self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
@@ -141,11 +162,15 @@ class StateMachine:
     def _apply_op(self, op: list[Any]) -> Any:
         return self._apply_plain(op[1], op[2:])
 
+    def apply_plain(self, code: Any, args: list[Any]) -> Any:
+        """Apply one op (``code``, ``args``) outside any session; returns its result."""
+        return self._apply_plain(code, args)
+
     def _apply_plain(self, code: Any, args: list[Any]) -> Any:
         fn = _HANDLERS.get(code)
         if fn is None:
             return OpError("unknown_op", f"op code {code} is not known to this node's version")
-        wrapper = code == CLIENT_OP or code == CLIENT_OPS
+        wrapper = code in _COUNTED_INSIDE
         if not wrapper:
             self.applied_ops += 1
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.dedup import DedupLimits
 from ..core.fifo import Fifo
 from ..core.topic import TopicCore
 from .state_machine import StateMachine
@@ -73,6 +74,21 @@ class ReadView:
     def duplicate_ops(self) -> int:
         """Ops applied again by a retry and answered from their session instead."""
         return self._sm.duplicate_ops
+
+    @property
+    def deduplicated_pushes(self) -> int:
+        """Pushes given a msg_id still in the dedup window, answered without applying."""
+        return self._sm.dedup.hits
+
+    @property
+    def dedup_limits(self) -> DedupLimits:
+        """The bounds of the dedup window the cluster applies now."""
+        return self._sm.dedup.limits
+
+    @property
+    def dedup_window_len(self) -> int:
+        """Message ids in the dedup window now."""
+        return len(self._sm.dedup)
 
     def capture(self) -> dict[str, Any]:
         """The whole state in its snapshot form (a copy; compares replicas)."""

@@ -36,6 +36,11 @@ class StorageCapabilities:
     - ``logical_time`` (work queues): a ``now`` the caller gives is honoured: a lease
       runs until ``now + visibility_timeout`` and ``reap_expired(now)`` expires by it.
       Without it (a broker's leases run on the broker's clock) the time is ignored.
+    - ``dedup``: a push given a producer ``msg_id`` applies once while the id is in the
+      backend's bounded window (:mod:`lazily_queue.core.dedup`); a repeat applies nothing
+      and returns the first push's result (``offer_once`` / ``publish_once`` /
+      ``push_once``). Without it the cells refuse ``msg_id`` with
+      :class:`~lazily_queue.errors.UnsupportedOperation`.
     """
 
     sync: bool = False
@@ -45,6 +50,7 @@ class StorageCapabilities:
     own_clock: bool = False
     lifecycle: bool = False
     logical_time: bool = False
+    dedup: bool = False
 
 
 def declared(

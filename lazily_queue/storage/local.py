@@ -2,14 +2,17 @@
 
 Each is synchronous (capability ``sync``); its awaitable operations complete at once
 with the same results. The cells invalidate from the transitions they return, so
-change them through their cell.
+change them through their cell. Each keeps its own producer dedup window (capability
+``dedup``; ``dedup=`` bounds it), aged on the monotonic clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import time
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Generic, TypeVar
 
+from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
@@ -29,6 +32,11 @@ T = TypeVar("T")
 Clock = Callable[[], float]
 
 
+def _elapsed_ms() -> int:
+    """Milliseconds on the monotonic clock: a window's age, unmoved by clock steps."""
+    return int(time.monotonic() * 1000)
+
+
 def _time(now: float | None) -> float:
     if now is None:
         raise TypeError("a local work queue has no clock of its own: pass now (a time)")
@@ -43,9 +51,25 @@ class VecDequeStorage(Fifo[T]):
     ``reporting_ops``, or the cell's fast path bypasses its methods.
     """
 
-    __slots__ = ()
+    __slots__ = ("dedup",)
 
-    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True)
+
+    def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
+                 dedup: DedupLimits | None = None) -> None:
+        super().__init__(capacity, elements)
+        self.dedup: DedupWindow[str] = DedupWindow(dedup)
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        now = _elapsed_ms()
+        if self.dedup.lookup(msg_id, now)[0]:
+            return None
+        err = self.try_push(value)
+        if err is None:
+            self.dedup.record(msg_id, None, now)
+        return err
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         return self.try_push(value)
@@ -67,11 +91,13 @@ class VecDequeStorage(Fifo[T]):
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capability ``sync``)."""
 
-    __slots__ = ("core",)
+    __slots__ = ("core", "dedup")
 
-    capabilities = StorageCapabilities(sync=True)
+    capabilities = StorageCapabilities(sync=True, dedup=True)
 
-    def __init__(self, core: TopicCore[T] | None = None) -> None:
+    def __init__(self, core: TopicCore[T] | None = None, *,
+                 dedup: DedupLimits | None = None) -> None:
+        self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.core: TopicCore[T] = TopicCore() if core is None else core
 
     def __repr__(self) -> str:
@@ -143,6 +169,17 @@ class LocalTopicStorage(Generic[T]):
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
         return self.try_publish(value)
 
+    async def publish_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        now = _elapsed_ms()
+        found, offset = self.dedup.lookup(msg_id, now)
+        if found:
+            return TopicTransition(offset, frozenset())
+        transition = self.try_publish(value)
+        self.dedup.record(msg_id, transition.result, now)
+        return transition
+
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[T | None]:
@@ -167,14 +204,16 @@ class LocalWorkQueueStorage:
     a clock); settlements are not remembered, so a repeated one is refused.
     """
 
-    __slots__ = ("clock", "core", "name")
+    __slots__ = ("clock", "core", "dedup", "name")
 
-    capabilities = StorageCapabilities(sync=True, logical_time=True)
+    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True)
 
     def __init__(
-        self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None
+        self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
+        dedup: DedupLimits | None = None,
     ) -> None:
         self.core = core
+        self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.name = name
         self.clock = clock
 
@@ -257,6 +296,17 @@ class LocalWorkQueueStorage:
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return self.try_push(value)
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        now = _elapsed_ms()
+        found, item_id = self.dedup.lookup(msg_id, now)
+        if found:
+            return WorkTransition(item_id, 0)
+        transition = self.try_push(value)
+        self.dedup.record(msg_id, transition.result, now)
+        return transition
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None

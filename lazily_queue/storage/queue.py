@@ -16,7 +16,8 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``peek``: :class:`PeekableQueueStorage`, the ``head`` reader;
 - ``reporting_ops``: the deque's fast path (see
   :meth:`~lazily_queue.core.fifo.Fifo.reporting_ops`);
-- ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node).
+- ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node);
+- ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``.
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -93,6 +94,17 @@ class PeekableQueueStorage(QueueStorage[T], Protocol[T]):
         ...
 
 
+class DedupQueueStorage(QueueStorage[T], Protocol[T]):
+    """Capability ``dedup``."""
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        """:meth:`offer`, unless ``msg_id`` is in the dedup window: then ``None``
+        (the first push applied) and nothing changes. A refused push is not recorded."""
+        ...
+
+
 class ObservableQueueStorage(QueueStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -114,6 +126,7 @@ CAPABILITY_METHODS = {
     "peek": ("peek",),
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
+    "dedup": ("offer_once",),
 }
 
 
@@ -131,6 +144,10 @@ def queue_capabilities(storage: QueueStorage[T]) -> StorageCapabilities:
 def as_sync(storage: QueueStorage[T]) -> SyncQueueStorage[T] | None:
     """The storage's synchronous surface when it declares ``sync``, else ``None``."""
     return cast(SyncQueueStorage[T], storage) if storage.capabilities.sync else None
+
+
+def as_dedup(storage: QueueStorage[T]) -> DedupQueueStorage[T] | None:
+    return cast(DedupQueueStorage[T], storage) if storage.capabilities.dedup else None
 
 
 def as_peekable(storage: QueueStorage[T]) -> PeekableQueueStorage[T] | None:

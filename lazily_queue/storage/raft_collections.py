@@ -42,7 +42,7 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -126,6 +126,12 @@ class RaftTopicStorage(ReplicatedObject):
         result = await self._call(C.TOPIC_PUBLISH, [self.name, value], timeout)
         return TopicTransition(int(result), frozenset())
 
+    async def publish_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        result = await self._call(C.TOPIC_PUBLISH_ONCE, [self.name, msg_id, value], timeout)
+        return TopicTransition(int(result), frozenset())
+
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[Any]:
@@ -158,7 +164,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
 
     kind = "work queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
-                                       logical_time=True)
+                                       logical_time=True, dedup=True)
 
     def __init__(
         self,
@@ -235,6 +241,13 @@ class RaftWorkQueueStorage(ReplicatedObject):
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         transition: WorkTransition[int] = await self._masked(C.WORK_PUSH, [value], timeout)
+        return transition
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_ONCE, [msg_id, value], timeout)
         return transition
 
     async def poll(

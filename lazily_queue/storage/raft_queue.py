@@ -141,7 +141,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
@@ -199,6 +199,12 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         result = await self._call(C.QUEUE_PUSH, [self.name, value], timeout)
+        return result if isinstance(result, QueuePushError) else None
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH_ONCE, [self.name, msg_id, value], timeout)
         return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:

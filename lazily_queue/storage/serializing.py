@@ -34,7 +34,8 @@ class _Wrapper:
         caps = inner.capabilities
         self.capabilities = StorageCapabilities(
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
-            own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time)
+            own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
+            dedup=caps.dedup)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
@@ -86,6 +87,14 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         return await self.inner.offer(self.codec.encode(value), timeout=timeout)
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        inner: Any = self.inner
+        result: QueuePushError | None = await inner.offer_once(
+            self.codec.encode(value), msg_id, timeout=timeout)
+        return result
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         result: T | QueuePopError = self._out(await self.inner.poll(timeout=timeout))
@@ -169,6 +178,14 @@ class SerializingTopicStorage(_Wrapper, Generic[T]):
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
         return await self.inner.publish(self.codec.encode(value), timeout=timeout)
 
+    async def publish_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        inner: Any = self.inner
+        result: TopicTransition[int] = await inner.publish_once(
+            self.codec.encode(value), msg_id, timeout=timeout)
+        return result
+
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[T | None]:
@@ -247,6 +264,14 @@ class SerializingWorkQueueStorage(_Wrapper):
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return await self.inner.push(self.codec.encode(value), timeout=timeout)
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        inner: Any = self.inner
+        result: WorkTransition[int] = await inner.push_once(
+            self.codec.encode(value), msg_id, timeout=timeout)
+        return result
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None

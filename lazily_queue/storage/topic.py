@@ -105,6 +105,17 @@ class SyncTopicStorage(TopicStorage[T], Protocol[T]):
     def try_gc(self) -> TopicTransition[int]: ...
 
 
+class DedupTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``dedup``."""
+
+    async def publish_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        """:meth:`publish`, unless ``msg_id`` is in the dedup window: then the first
+        publish's offset, and nothing changes."""
+        ...
+
+
 class ObservableTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -121,6 +132,7 @@ CAPABILITY_METHODS = {
              "try_advance", "try_gc"),
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
+    "dedup": ("publish_once",),
 }
 
 
@@ -131,6 +143,10 @@ def topic_capabilities(storage: TopicStorage[T]) -> StorageCapabilities:
 
 def as_sync_topic(storage: TopicStorage[T]) -> SyncTopicStorage[T] | None:
     return cast(SyncTopicStorage[T], storage) if storage.capabilities.sync else None
+
+
+def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:
+    return cast(DedupTopicStorage[T], storage) if storage.capabilities.dedup else None
 
 
 def as_observable_topic(storage: TopicStorage[T]) -> ObservableTopicStorage[T] | None:

@@ -126,6 +126,17 @@ class SyncWorkQueueStorage(WorkQueueStorage, Protocol):
     def try_redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]: ...
 
 
+class DedupWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``dedup``."""
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        """:meth:`push`, unless ``msg_id`` is in the dedup window: then the first push's
+        ``item_id``, and nothing changes."""
+        ...
+
+
 class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
     """Capability ``observable``."""
 
@@ -142,6 +153,7 @@ CAPABILITY_METHODS = {
              "try_redrive"),
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
+    "dedup": ("push_once",),
 }
 
 
@@ -152,6 +164,10 @@ def work_queue_capabilities(storage: WorkQueueStorage) -> StorageCapabilities:
 
 def as_sync_work_queue(storage: WorkQueueStorage) -> SyncWorkQueueStorage | None:
     return cast(SyncWorkQueueStorage, storage) if storage.capabilities.sync else None
+
+
+def as_dedup_work_queue(storage: WorkQueueStorage) -> DedupWorkQueueStorage | None:
+    return cast(DedupWorkQueueStorage, storage) if storage.capabilities.dedup else None
 
 
 def as_observable_work_queue(storage: WorkQueueStorage) -> ObservableWorkQueueStorage | None:

@@ -117,3 +117,21 @@ async def test_release_gives_unstarted_leases_back(provider: Any) -> None:
     assert await jobs.release("w", [d.delivery_id for d in leased[1:]]) == 2
     values = [(await jobs.claim("v", timeout=10)).value for _ in range(2)]
     assert sorted(values) == [1, 2]
+
+
+async def test_ack_many_settles_the_workers_live_deliveries_and_refuses_the_rest(
+        provider: Any) -> None:
+    jobs = cell(provider)
+    for n in range(3):
+        await jobs.push(n)
+    mine = await jobs.claim_many("w1", 2, timeout=10)
+    theirs = await jobs.claim("w2", timeout=10)
+    ids = [mine[0].delivery_id, theirs.delivery_id, mine[1].delivery_id,
+           mine[0].delivery_id, 12345]
+    receipts = await jobs.ack_many("w1", ids)
+    assert [r is not None for r in receipts] == [True, False, True, False, False]
+    assert [r.item_id for r in receipts if r is not None] == [d.item_id for d in mine]
+    assert all(r.outcome == "acked" and r.worker == "w1" for r in receipts if r is not None)
+    await jobs.ack("w2", theirs.delivery_id)
+    await jobs.storage.sync()  # type: ignore[attr-defined]
+    assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lazily_queue import DedupLimits
 from lazily_queue.cli import main
 from lazily_queue.config import ConfigError, load_config, parse_config
 
@@ -28,7 +29,8 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         'http = "127.0.0.1:8102"\ndurability = "none"\nsecret_file = "secret"\n'
         'startup_timeout = 5\nmax_message_bytes = 2097152\n'
         '[peers]\n1 = "unix:n1.sock"\n2 = "unix:n2.sock"\n'
-        '[app]\nentry = "pkg.mod:main"\nworkers = 3\n')
+        '[app]\nentry = "pkg.mod:main"\nworkers = 3\n'
+        '[dedup]\nmax_entries = 500\nmax_age = 30\n')
     (tmp_path / "secret").write_text("  xyz\n")
     config = load_config(tmp_path / "node.toml")
     assert config.node_id == 2 and config.cluster == "orders"
@@ -41,6 +43,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
     assert config.node(secret=b"x").max_message_bytes == 2 * 1024 * 1024
     assert config.app_dir == tmp_path.resolve()
     assert config.app_entry == "pkg.mod:main" and config.app_options == {"workers": 3}
+    assert config.node(secret=b"x").dedup == DedupLimits(max_entries=500, max_age=30)
+    assert parse(tmp_path).dedup is None  # type: ignore[attr-defined]
+    assert config.node(secret=b"x", dedup=None).dedup == DedupLimits()  # the default
 
 
 @pytest.mark.parametrize(
@@ -71,6 +76,10 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
+        ({"dedup": 5}, r"`dedup` must be a table"),
+        ({"dedup": {"size": 5}}, r"\[dedup\]: unknown key"),
+        ({"dedup": {"max_entries": 0}}, r"\[dedup\]: dedup max_entries must be an int"),
+        ({"dedup": {"max_age": "1h"}}, r"\[dedup\]: dedup max_age must be seconds"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
         ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
         ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
@@ -154,12 +163,12 @@ def test_a_webrtc_address_needs_the_webrtc_extra(
 ) -> None:
     from lazily_transports import SchemeTable
 
-    import lazily_queue.config
+    import lazily_queue.config_keys
 
     peers = {"2": "webrtc+ws://127.0.0.1:8765/room?peer=2"}
-    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    monkeypatch.setattr(lazily_queue.config_keys, "DEFAULT_SCHEMES", SchemeTable.builtin())
     assert parse(tmp_path, peers=peers)  # the extra is installed here
-    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    monkeypatch.setattr(lazily_queue.config_keys, "DEFAULT_SCHEMES", SchemeTable.builtin())
     monkeypatch.setitem(sys.modules, "aiortc", None)  # as without it
     fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
     with pytest.raises(ConfigError, match=fix):

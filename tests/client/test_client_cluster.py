@@ -344,3 +344,20 @@ async def test_a_purge_and_a_delete_on_a_member_reach_the_clients_mirror() -> No
         await member.driver.call(ops.QUEUE_DELETE, ["q"], timeout=5)
         await client.barrier()
         assert len(q) == 0 and client.view.queue("q") is None
+
+
+async def test_a_clients_push_with_a_msg_id_applies_once_with_a_members() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q: QueueCell[Any] = client.queue("orders")
+        await q.push("a", msg_id="order-1")
+        await q.push("a", msg_id="order-1")
+        await c.node(3).queue("orders").push("a", msg_id="order-1")
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=5)
+        assert jobs.pending_len() == 0  # the first read starts mirroring the work queue
+        await client.barrier()
+        first = await jobs.push("j", msg_id="job-1")
+        assert await c.node(2).work_queue("jobs", visibility_timeout=5).push(
+            "j", msg_id="job-1") == first
+        await client.barrier()
+        assert q.len() == 1 and jobs.pending_len() == 1
+        assert c.node(3).queue("orders").len() == 1

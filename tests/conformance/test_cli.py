@@ -19,7 +19,7 @@ COLLECTIONS = ROOT / "fixtures" / "collections"
 def test_conformance_passes_on_the_project_corpus(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", str(COLLECTIONS), str(ROOT / "fixtures" / "codec")]) == 0
     out = capsys.readouterr().out.splitlines()
-    fixtures = sorted(COLLECTIONS.glob("*.json"))
+    fixtures = sorted(COLLECTIONS.rglob("*.json"))
     assert len(out) == len(fixtures) + 1
     assert all(line.startswith("PASS  ") for line in out[:-1])
     assert "(5 steps; sync async threadsafe)" in "\n".join(out)

@@ -34,6 +34,7 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
+@pytest.mark.timeout(900)  # the simulator's own limit below; 300 seeds on a loaded 2-core machine
 def test_many_seeds_pass() -> None:
     out = _ok(_sim("--seeds", str(SEEDS), "--start", "0", "--jobs", "2", timeout=900))
     assert f"{SEEDS} seeds, 0 failed" in out, out
@@ -46,6 +47,15 @@ def test_client_retries_through_other_members_apply_once() -> None:
     assert "12 seeds, 0 failed" in out, out
     logged = re.search(r"(\d+) client ops logged \((\d+) sent again", out)
     assert logged is not None and int(logged.group(1)) > 0 and int(logged.group(2)) > 0, out
+
+
+def test_producers_retrying_a_msg_id_never_duplicate() -> None:
+    """Producers retry a push with its message id after every fault, through any member,
+    and send acknowledged ids again; the checker's window model passes every seed."""
+    out = _ok(_sim("--seeds", "12", "--start", "0", "--jobs", "2", timeout=900))
+    assert "12 seeds, 0 failed" in out, out
+    repeats = re.search(r"(\d+) msg_id repeats answered", out)
+    assert repeats is not None and int(repeats.group(1)) > 0, out
 
 
 def test_same_seed_same_trace() -> None:
