@@ -57,20 +57,12 @@ the fix. The secret is never read from the command line or written to logs.
 from __future__ import annotations
 
 import os
-import re
-import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import (
-    DEFAULT_SCHEMES,
-    AddressError,
-    MissingDependencyError,
-    TLSFiles,
-    scheme_of,
-)
+from lazily_transports import TLSFiles
 
 from .client.settings import (
     ClientConfig,
@@ -78,6 +70,15 @@ from .client.settings import (
     parse_clients,
     parse_clients_ca,
     parse_clients_listen,
+)
+from .config_keys import (
+    check_address,
+    parse_app,
+    parse_dedup,
+    parse_http,
+    parse_node_id,
+    parse_peers,
+    parse_string,
 )
 from .config_transport import (
     WebRTCConfig,
@@ -101,7 +102,6 @@ KNOWN_KEYS = frozenset(
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
      "client", "dedup"}
 )
-_HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
 
 class ConfigError(InvalidConfiguration):
@@ -252,13 +252,13 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     for key in ("id", "data_dir"):
         if key not in doc:
             raise fail(f"`{key}` is required")
-    node_id = _node_id(doc["id"], fail, "`id`")
-    cluster = _string(doc.get("cluster", "lazily-queue"), fail, "cluster")
-    data_dir = base / _string(doc["data_dir"], fail, "data_dir")
+    node_id = parse_node_id(doc["id"], fail, "`id`")
+    cluster = parse_string(doc.get("cluster", "lazily-queue"), fail, "cluster")
+    data_dir = base / parse_string(doc["data_dir"], fail, "data_dir")
     durability = doc.get("durability", "fsync")
     if durability not in ("fsync", "none"):
         raise fail(f"`durability` must be \"fsync\" or \"none\", not {durability!r}")
-    peers = _peers(doc.get("peers", {}), fail)
+    peers = parse_peers(doc.get("peers", {}), fail)
     listen = doc.get("listen")
     own = peers.pop(node_id, None)
     if listen is None:
@@ -268,17 +268,17 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
                 "\"unix:///run/q/1.sock\" or \"tcp://127.0.0.1:7001\")"
             )
         listen = own
-    listen = _string(listen, fail, "listen")
+    listen = parse_string(listen, fail, "listen")
     if own is not None and own != listen:
         raise fail(
             f"two nodes with id {node_id}: `listen` is {listen!r} but [peers] gives node "
             f"{node_id} the address {own!r}; every node needs its own id"
         )
-    _check_address(listen, fail, "`listen`", listening=True)
+    check_address(listen, fail, "`listen`", listening=True)
     for peer, address in peers.items():
         if address == listen:
             raise fail(f"peer {peer} has this node's own listen address {listen!r}")
-        _check_address(address, fail, f"peer {peer}", listening=False)
+        check_address(address, fail, f"peer {peer}", listening=False)
     owners: dict[str, int] = {}
     for peer, address in peers.items():
         if address in owners:
@@ -292,8 +292,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             "accepted on the command line"
         )
     if secret_env is not None:
-        secret_env = _string(secret_env, fail, "secret_env")
-    secret_path = None if secret_file is None else base / _string(secret_file, fail, "secret_file")
+        secret_env = parse_string(secret_env, fail, "secret_env")
+    secret_path = None if secret_file is None else base / parse_string(
+        secret_file, fail, "secret_file")
     timeout = doc.get("startup_timeout", 30.0)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
@@ -302,11 +303,11 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
                    f" (bytes; the same on every node), not {max_message!r}")
-    entry, options = _app(doc.get("app"), fail)
+    entry, options = parse_app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
     clients_listen = parse_clients_listen(
         doc.get("clients"), bool(clients), {listen, *peers.values()}, fail,
-        lambda address: _check_address(address, fail, "`clients`", listening=True))
+        lambda address: check_address(address, fail, "`clients`", listening=True))
     tls = parse_tls(doc.get("tls"), base, fail)
     check_tls_addresses(tls, {"`listen`": listen, **{f"peer {p}": a for p, a in peers.items()}},
                         fail)
@@ -327,7 +328,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         peers=peers,
         cluster=cluster,
         durability=durability,
-        http=_http(doc.get("http"), fail),
+        http=parse_http(doc.get("http"), fail),
         secret_env=secret_env,
         secret_file=secret_path,
         startup_timeout=float(timeout),
@@ -339,102 +340,12 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         clients_listen=clients_listen,
         clients=clients,
         clients_ca=clients_ca,
-        admin_token_env=None if token_env is None else _string(token_env, fail,
-                                                               "admin_token_env"),
-        admin_token_file=None if token_file is None else base / _string(
+        admin_token_env=None if token_env is None else parse_string(
+            token_env, fail, "admin_token_env"),
+        admin_token_file=None if token_file is None else base / parse_string(
             token_file, fail, "admin_token_file"),
         http_advertise=None if advertise is None else advertise.rstrip("/"),
         tls=tls,
         webrtc=webrtc,
-        dedup=_dedup(doc.get("dedup"), fail),
+        dedup=parse_dedup(doc.get("dedup"), fail),
     )
-
-
-def _dedup(table: Any, fail: Any) -> DedupLimits | None:
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise fail("`dedup` must be a table: [dedup] max_entries = N, max_age = SECONDS")
-    refuse_unknown_keys(table, {"max_entries", "max_age"}, "[dedup]", fail)
-    try:
-        return DedupLimits(**table)
-    except InvalidConfiguration as exc:
-        raise fail(f"[dedup]: {exc}") from None
-
-
-def _string(value: Any, fail: Any, key: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise fail(f"`{key}` must be a non-empty string, not {value!r}")
-    return value
-
-
-def _node_id(value: Any, fail: Any, what: str) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-        raise fail(f"{what} must be an integer node id in 0..2**64-1, not {value!r}")
-    return value
-
-
-def _peers(raw: Any, fail: Any) -> dict[int, str]:
-    if not isinstance(raw, dict):
-        raise fail("[peers] must be a table of `id = \"address\"` lines")
-    peers: dict[int, str] = {}
-    for key, address in raw.items():
-        peer = _node_id(key, fail, f"[peers] key {key!r}")
-        if peer in peers:
-            raise fail(f"[peers] lists node {peer} twice; every node needs its own id")
-        peers[peer] = _string(address, fail, f"peers.{key}")
-    return peers
-
-
-def _check_address(address: str, fail: Any, what: str, *, listening: bool) -> None:
-    try:
-        scheme = scheme_of(address)
-        if scheme == "unix":
-            from lazily_transports.sockets import parse_unix
-
-            path = Path(parse_unix(address))
-            if not path.parent.is_dir():
-                raise fail(
-                    f"{what} address {address!r}: directory {path.parent} does not exist; "
-                    "create it or choose another socket path"
-                )
-        elif scheme in ("tcp", "tls"):
-            from lazily_transports.sockets import parse_tcp
-
-            host, port = parse_tcp(address, listening=listening)
-            try:
-                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                raise fail(f"{what} address {address!r}: host {host!r} cannot be resolved "
-                           f"({exc.strerror or exc})") from None
-        elif scheme not in DEFAULT_SCHEMES:
-            raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
-                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
-        DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
-    except MissingDependencyError as exc:
-        raise fail(f"{what} address {address!r}: {exc}") from None
-    except AddressError as exc:
-        raise fail(f"{what} address: {exc}") from None
-
-
-def _http(raw: Any, fail: Any) -> tuple[str, int] | None:
-    if raw is None:
-        return None
-    match = _HTTP.match(raw) if isinstance(raw, str) else None
-    if match is None or not 0 <= int(match["port"]) < 65536:
-        raise fail(f"`http` must be \"HOST:PORT\" (e.g. \"127.0.0.1:8101\"), not {raw!r}")
-    return match["host"].strip("[]"), int(match["port"])
-
-
-def _app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
-    if raw is None:
-        return None, {}
-    if not isinstance(raw, dict) or not isinstance(raw.get("entry"), str):
-        raise fail("[app] needs `entry = \"package.module:function\"`")
-    entry = raw["entry"]
-    if entry.count(":") != 1 or not all(entry.split(":")):
-        raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
-    return entry, {k: v for k, v in raw.items() if k != "entry"}
-

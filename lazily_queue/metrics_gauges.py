@@ -1,6 +1,6 @@
 """The gauges of :class:`~lazily_queue.metrics.NodeMetrics`, read from the node at scrape
 time: identity and build (constant labels only), Raft state, members, disk, listener
-refusals and the depths of every queue, work queue and topic.
+refusals, the producer dedup window and the depths of every queue, work queue and topic.
 
 No label value changes while a node runs (only the set of members, queues and
 subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}`` with
@@ -71,6 +71,14 @@ class StateCollector(Collector):
             f"{ns}_refused_handshakes",
             "Incoming links refused in their handshake (wrong secret or cluster, unknown "
             "member, ...)", value=listener.get("refused_handshakes", 0))
+        dedup = status["dedup"]
+        yield CounterMetricFamily(
+            f"{ns}_deduplicated_pushes",
+            "Pushes and publishes with a msg_id still in the dedup window, answered with "
+            "the first result without applying", value=dedup["deduplicated_pushes"])
+        yield GaugeMetricFamily(f"{ns}_dedup_window_entries",
+                                "Producer message ids held in the dedup window",
+                                value=dedup["window_len"])
         yield from _depths(ns, status)
 
 

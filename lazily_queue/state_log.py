@@ -19,10 +19,10 @@ that comes and goes within one step is not reported.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .background import Background
 from .raft.errors import NodeNotRunning
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("lazily_queue.state")
 
 
-class StateLog(Background):
+class StateLog:
     """Watches ``node`` and logs its state changes (see the module docstring)."""
 
     def __init__(self, node: Node, logger: logging.Logger = log) -> None:
@@ -41,16 +41,15 @@ class StateLog(Background):
         self._ever_linked: set[str] = set()
 
     def start(self) -> None:
-        self._start_task(self._watch, "lazily-state-log")
+        """Observe now and after every step of the running node."""
+        observers = self.node.driver.step_observers
+        if self.observe not in observers:
+            self.observe()
+            observers.append(self.observe)
 
-
-    async def _watch(self) -> None:
-        while self.node.running:
-            try:
-                self.observe()
-                await self.node.driver.next_step()
-            except NodeNotRunning:
-                return
+    async def stop(self) -> None:
+        with contextlib.suppress(NodeNotRunning, ValueError):
+            self.node.driver.step_observers.remove(self.observe)
 
     def _say(self, level: int, event: str, message: str, **fields: Any) -> None:
         self.log.log(level, "node %s: %s", self.node.node_id, message,

@@ -11,11 +11,11 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
 from typing import TYPE_CHECKING, Any
 
-from .background import Background
 from .raft.errors import NodeNotRunning
 from .replicated.view import ReadView
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .node import Node
 
 
-class LeadershipClock(Background):
+class LeadershipClock:
     """Watches a node step by step and records, per term it led, two wall-clock times.
 
     ``became_leader`` is when it first saw itself leader; ``first_commit`` is when its
@@ -36,7 +36,15 @@ class LeadershipClock(Background):
         self.terms: dict[int, dict[str, float | None]] = {}
 
     def start(self) -> None:
-        self._start_task(self._watch, "lazily-leadership-clock")
+        """Record now and after every step of the running node."""
+        observers = self.node.driver.step_observers
+        if self.observe not in observers:
+            self.observe()
+            observers.append(self.observe)
+
+    async def stop(self) -> None:
+        with contextlib.suppress(NodeNotRunning, ValueError):
+            self.node.driver.step_observers.remove(self.observe)
 
 
     def observe(self) -> None:
@@ -58,14 +66,6 @@ class LeadershipClock(Background):
             return None
         term = max(self.terms)
         return {"term": term, **self.terms[term]}
-
-    async def _watch(self) -> None:
-        while self.node.running:
-            try:
-                await self.node.driver.next_step()
-            except NodeNotRunning:
-                return
-            self.observe()
 
 
 def local_status(node: Node) -> dict[str, Any]:
@@ -89,8 +89,18 @@ def local_status(node: Node) -> dict[str, Any]:
 
 
 def state_status(view: ReadView) -> dict[str, Any]:
-    """The ``queues``, ``topics`` and ``work_queues`` sections of a status."""
+    """The ``queues``, ``topics``, ``work_queues`` and ``dedup`` sections of a status.
+
+    ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
+    answered from the producer dedup window (their ``msg_id`` was still there) without
+    applying them; ``window_len`` is the message ids held now (an expired id leaves at
+    the next push carrying one).
+    """
     return {
+        "dedup": {
+            "deduplicated_pushes": view.deduplicated_pushes,
+            "window_len": view.dedup_window_len,
+        },
         "queues": {
             name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
             for name, q in sorted(view.queues.items())

@@ -36,7 +36,7 @@ from .workload import (
 
 
 class ProcessHost:
-    """The :class:`~simulator.workload.Host` of clients living in a node process."""
+    """The :class:`~simulator.client.Host` of clients living in a node process."""
 
     def __init__(self, node: Node, ledger: LedgerWriter) -> None:
         self.node = node

@@ -23,6 +23,7 @@ from lazily_queue.raft.proposals import Proposal
 from lazily_queue.raft.ready import Ready
 from lazily_queue.replicated.ops import op_name
 
+from .client import Client, Observed
 from .clock import VirtualClock
 from .history import History, Violation
 from .network import SimNetwork
@@ -30,7 +31,6 @@ from .node import SimNode
 from .safety import SafetyChecks
 from .scenario import Scenario
 from .stability import LeaderStability
-from .workload import Client, Observed
 
 TICK = 0.02
 MAINTENANCE = 0.2

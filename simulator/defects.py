@@ -108,8 +108,8 @@ def _damaged_tail_is_torn() -> Callable[[], None]:
     """Cut a damaged last record like a torn one, with no floor."""
     original = records._classify
 
-    def classify(data: bytes, pos: int, entries: list[Any]) -> records.Tail:
-        tail = original(data, pos, entries)
+    def classify(data: bytes, pos: int, content: int, entries: list[Any]) -> records.Tail:
+        tail = original(data, pos, content, entries)
         return records.Tail(tail.size, False, tail.records)
 
     return _swap(records, "_classify", classify)

@@ -17,11 +17,15 @@ import os
 import random
 from dataclasses import dataclass, field
 
+from lazily_queue.raft.records import SECTOR
+
 
 @dataclass
 class _File:
     durable: bytes = b""
     current: bytearray = field(default_factory=bytearray)
+    #: Written by appends since it was last replaced (a real disk preallocates it).
+    appended: bool = False
 
 
 class SimDisk:
@@ -43,6 +47,7 @@ class SimDisk:
 
     def append(self, path: str, data: bytes) -> None:
         f = self._files.setdefault(path, _File())
+        f.appended = True
         if self.full:
             self.failed_writes += 1
             f.current += data[: self._rng.randrange(len(data) + 1)]
@@ -100,18 +105,27 @@ class SimDisk:
         self._rng = rng
 
     def crash(self, rng: random.Random) -> int:
-        """Lose what was not synced; an unsynced append may survive torn. Returns bytes kept."""
+        """Lose what was not synced; an unsynced append may survive torn. Returns bytes kept.
+
+        Half the time the file behaves as a preallocated one (:mod:`lazily_queue.raft.disk`):
+        what survives of the unsynced append ends at a sector boundary and zeros follow."""
         kept = 0
         for f in self._files.values():
             extra = len(f.current) - len(f.durable)
             survive = 0
+            preallocated = f.appended and rng.random() < 0.5
             if extra > 0 and bytes(f.current[: len(f.durable)]) == f.durable:
                 # The unsynced tail may have reached the platters in part.
                 if rng.random() < 0.5:
                     survive = rng.randrange(extra + 1)
+                    if preallocated:
+                        end = (len(f.durable) + survive) // SECTOR * SECTOR
+                        survive = max(0, end - len(f.durable))
             f.current = bytearray(f.current[: len(f.durable) + survive])
             if survive == 0:
                 f.current = bytearray(f.durable)
+            if preallocated and f.current:
+                f.current += bytes(rng.randrange(1, 3 * SECTOR))
             f.durable = bytes(f.current)
             kept += survive
         return kept

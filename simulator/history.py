@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
-from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS
+from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS, op_name
 from lazily_queue.replicated.state_machine import StateMachine
 
 
@@ -36,6 +36,12 @@ class AppliedOp:
     args: list[Any]
     result: Any
     stamp: int
+
+    def expect(self, expected: Any) -> None:
+        """Raise :class:`Violation` unless the op returned ``expected`` (the model's)."""
+        if self.result != expected:
+            raise Violation(f"index {self.index}: {op_name(self.code)} {self.args!r:.80} "
+                            f"returned {self.result!r:.120}, the model says {expected!r:.120}")
 
 
 @dataclass

@@ -23,8 +23,8 @@ import cbor2
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.replicated.ops import OpError
 
+from .client import Observed
 from .history import History
-from .workload import Observed
 
 
 def encode_result(result: Any) -> Any:

@@ -22,8 +22,9 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 
+from .client import OK, QUEUE, TOPIC, WORK, Host, Observed
 from .history import AppliedOp, Violation
-from .workload import OK, QUEUE, TOPIC, WORK, Host, Observed, Producer
+from .workload import Producer
 
 _TARGETS = ((C.QUEUE_PUSH_ONCE, QUEUE), (C.WORK_PUSH_ONCE, WORK), (C.TOPIC_PUBLISH_ONCE, TOPIC))
 

@@ -25,7 +25,7 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
-from .workload import OK, QUEUE, UNKNOWN, Client, Host, Observed
+from .client import OK, QUEUE, UNKNOWN, Client, Host, Observed
 
 #: The share of pushes also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15

@@ -77,6 +77,24 @@ MUTATIONS = [
         ("tests/raft/test_journal.py",),
         "a damaged journal record is refused, never applied"),
     Mutation(
+        "cut-leaves-stale-records", "lazily_queue/raft/disk.py",
+        "        if size < f.end:\n",
+        "        if False:\n",
+        ("tests/raft/test_journal_format.py",),
+        "a cut journal reads as zeros after it: no stale record reappears after a shorter one"),
+    Mutation(
+        "failed-growth-kept", "lazily_queue/raft/disk.py",
+        "os.ftruncate(f.fd, old)",
+        "pass",
+        ("tests/raft/test_journal_format.py",),
+        "a journal growth that failed (full disk) leaves the file as it was"),
+    Mutation(
+        "sector-torn-record-damaged", "lazily_queue/raft/records.py",
+        "    if plausible and size >= end > zeros_from:\n",
+        "    if False:\n",
+        ("tests/raft/test_journal_format.py",),
+        "a record torn at a sector boundary of the preallocated file is cut, with no floor"),
+    Mutation(
         "capacity", "lazily_queue/core/fifo.py",
         "len(self._items) >= self._capacity", "len(self._items) > self._capacity",
         ("tests/conformance/test_replay.py",),

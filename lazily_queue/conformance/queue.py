@@ -8,7 +8,8 @@ from typing import Any
 from ..core.queue import EMPTY
 from .backend import QueueAdapter, QueueInitial, outcome_label
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
 INITIAL_KEYS = frozenset({"elements", "capacity", "closed"})

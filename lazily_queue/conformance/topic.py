@@ -13,7 +13,8 @@ from typing import Any
 
 from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
 RECORD_KEYS = frozenset({"durability", "connected", "cursor"})

@@ -7,7 +7,8 @@ from typing import Any
 
 from .backend import WorkQueueAdapter, WorkQueueInitial
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, ProbeSet, register_runner
+from .engine import ModelRunner, OpSpec, register_runner
+from .probes import ProbeSet
 
 READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ..errors import InvalidConfiguration, InvalidSnapshot
-from .snapshot import is_int, require_count, require_list, require_map
+from .snapshot import is_int, require_map
 from .work_items import (
     DeadLetter,
     DeadLetterReason,
@@ -34,6 +34,7 @@ from .work_items import (
     check_now,
     check_worker,
 )
+from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
 
 __all__ = [
     "DEAD_LETTER_LEN",
@@ -346,68 +347,14 @@ class WorkQueueCore:
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> WorkQueueCore:
         """Restore :meth:`snapshot` output; raises :class:`InvalidSnapshot` when inconsistent."""
-        data = require_map("work queue snapshot", snapshot, _SNAPSHOT_KEYS)
+        data = require_map("work queue snapshot", snapshot, WORK_SNAPSHOT_KEYS)
         try:
             core = cls(data["visibility_timeout"], data["max_deliveries"])
         except InvalidConfiguration as exc:
             raise InvalidSnapshot(f"work queue snapshot: {exc}") from None
-        next_item = require_count("work queue snapshot: next_item_id", data["next_item_id"])
-        next_delivery = require_count(
-            "work queue snapshot: next_delivery_id", data["next_delivery_id"]
-        )
-        seen: set[int] = set()
-
-        def item_id(where: str, value: object) -> int:
-            item = require_count(f"{where}: item_id", value)
-            if item >= next_item or item in seen:
-                raise InvalidSnapshot(
-                    f"{where}: item_id {item} is duplicated or not below next_item_id {next_item}"
-                )
-            seen.add(item)
-            return item
-
-        for i, raw in enumerate(require_list("work queue snapshot: pending", data["pending"])):
-            where = f"work queue snapshot: pending[{i}]"
-            rec = require_map(where, raw, {"item_id", "value", "attempts"})
-            core._pending.append(PendingItem(
-                item_id(where, rec["item_id"]), rec["value"],
-                require_count(f"{where}: attempts", rec["attempts"]),
-            ))
-        last = -1
-        for i, raw in enumerate(require_list("work queue snapshot: in_flight", data["in_flight"])):
-            where = f"work queue snapshot: in_flight[{i}]"
-            rec = require_map(where, raw, _DELIVERY_KEYS)
-            did = require_count(f"{where}: delivery_id", rec["delivery_id"])
-            if not last < did < next_delivery:
-                raise InvalidSnapshot(f"{where}: delivery_id {did} is not ascending and below "
-                                      f"next_delivery_id {next_delivery}")
-            last = did
-            try:
-                worker, deadline = check_worker(rec["worker"]), check_now(rec["deadline"])
-            except (TypeError, ValueError) as exc:
-                raise InvalidSnapshot(f"{where}: {exc}") from None
-            core._in_flight[did] = Delivery(
-                did, item_id(where, rec["item_id"]), rec["value"], worker,
-                require_count(f"{where}: attempt", rec["attempt"], 1), deadline,
-            )
-        for i, raw in enumerate(
-            require_list("work queue snapshot: dead_letters", data["dead_letters"])
-        ):
-            where = f"work queue snapshot: dead_letters[{i}]"
-            rec = require_map(where, raw, {"item_id", "value", "attempts", "reason"})
-            if not isinstance(rec["reason"], str) or rec["reason"] not in _REASONS:
-                raise InvalidSnapshot(f"{where}: reason must be 'nack' or 'expired', "
-                                      f"got {rec['reason']!r}")
-            core._dead.append(DeadLetter(
-                item_id(where, rec["item_id"]), rec["value"],
-                require_count(f"{where}: attempts", rec["attempts"], 1),
-                DeadLetterReason(rec["reason"]),
-            ))
-        core._next_item_id, core._next_delivery_id = next_item, next_delivery
+        state = read_work_state(data)
+        core._pending.extend(state.pending)
+        core._in_flight.update(state.in_flight)
+        core._dead.extend(state.dead_letters)
+        core._next_item_id, core._next_delivery_id = state.next_item_id, state.next_delivery_id
         return core
-
-
-_SNAPSHOT_KEYS = {"visibility_timeout", "max_deliveries", "next_item_id", "next_delivery_id",
-                  "pending", "in_flight", "dead_letters"}
-_DELIVERY_KEYS = {"delivery_id", "item_id", "value", "worker", "attempt", "deadline"}
-_REASONS = {reason.value for reason in DeadLetterReason}

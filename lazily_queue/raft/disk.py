@@ -3,12 +3,23 @@
 :class:`OsDisk` is the real file system. A simulator supplies a disk that loses every
 write not yet made durable when a node crashes. ``sync=False`` (durability mode
 ``none``) skips every fsync.
+
+A file that grows by :meth:`Disk.append` (the journal) is preallocated: its end is
+filled with zeros ``preallocate`` bytes at a time and that growth is made durable (file
+and directory) at once, so appends overwrite blocks the file already owns and
+:meth:`Disk.sync` is an ``fdatasync`` that flushes no metadata. A full disk therefore
+refuses the growth, before any record is written. Readers see the zeros after the last
+record; the journal's records are framed so that zeros end the log.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Protocol
+
+#: Bytes of zeros a growing file is extended by at a time.
+PREALLOCATE = 1 << 20
+_ZEROS = bytes(64 * 1024)
 
 
 class Disk(Protocol):
@@ -18,9 +29,13 @@ class Disk(Protocol):
         """The file's bytes, or ``None`` when it does not exist."""
         ...
 
-    def append(self, path: str, data: bytes) -> None: ...
+    def append(self, path: str, data: bytes) -> None:
+        """Write ``data`` after the content (may have written part of it when it raises)."""
+        ...
 
-    def truncate(self, path: str, size: int) -> None: ...
+    def truncate(self, path: str, size: int) -> None:
+        """The content ends at ``size``; what followed reads as zeros or is gone."""
+        ...
 
     def sync(self, path: str) -> None:
         """Make everything written to ``path`` durable."""
@@ -39,20 +54,43 @@ class Disk(Protocol):
     def makedirs(self, path: str) -> None: ...
 
 
+class _Open:
+    """A file written through :meth:`OsDisk.append`: its descriptor, where the content
+    ends and how far the file is allocated (zeros from ``end`` to ``allocated``)."""
+
+    __slots__ = ("allocated", "end", "fd")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.end = size
+        self.allocated = size
+
+
 class OsDisk:
-    """The real file system; keeps one append descriptor per file."""
+    """The real file system; keeps one descriptor per appended file, preallocated
+    ``preallocate`` bytes at a time (see the module docstring)."""
 
-    def __init__(self, *, sync: bool = True) -> None:
+    def __init__(self, *, sync: bool = True, preallocate: int = PREALLOCATE) -> None:
         self.fsync_enabled = sync
-        self._fds: dict[str, int] = {}
+        self.preallocate = max(1, preallocate)
+        self._files: dict[str, _Open] = {}
         self.fsyncs = 0
+        #: Times an appended file was extended with zeros.
+        self.growths = 0
 
-    def _fd(self, path: str) -> int:
-        fd = self._fds.get(path)
-        if fd is None:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            self._fds[path] = fd
-        return fd
+    def _open(self, path: str) -> _Open:
+        f = self._files.get(path)
+        if f is None:
+            created = not os.path.exists(path)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            f = self._files[path] = _Open(fd, os.fstat(fd).st_size)
+            if created:
+                self._sync_dir(os.path.dirname(path) or ".")
+        return f
+
+    def _write_at(self, fd: int, data: bytes | memoryview, offset: int) -> int:
+        """One ``pwrite`` (the seam tests use to make writes fail)."""
+        return os.pwrite(fd, data, offset)
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -62,18 +100,64 @@ class OsDisk:
             return None
 
     def append(self, path: str, data: bytes) -> None:
-        fd = self._fd(path)
+        f = self._open(path)
+        need = f.end + len(data)
+        if need > f.allocated:
+            self._grow(f, need + self.preallocate - need % self.preallocate)
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
+            written = self._write_at(f.fd, view, f.end)
             view = view[written:]
+            f.end += written
+
+    def _grow(self, f: _Open, size: int) -> None:
+        """Fill the file with zeros up to ``size`` and make that durable; on failure the
+        file is cut back to what it was and the error raised."""
+        old = f.allocated
+        try:
+            pos = old
+            while pos < size:
+                chunk = memoryview(_ZEROS)[: min(len(_ZEROS), size - pos)]
+                pos += self._write_at(f.fd, chunk, pos)
+            if self.fsync_enabled:
+                os.fsync(f.fd)
+                self.fsyncs += 1
+        except OSError:
+            try:
+                os.ftruncate(f.fd, old)
+            except OSError:
+                pass
+            raise
+        f.allocated = size
+        self.growths += 1
 
     def truncate(self, path: str, size: int) -> None:
-        os.truncate(path, size)
+        f = self._files.get(path)
+        if f is None:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, size)
+                if self.fsync_enabled:
+                    os.fsync(fd)
+                    self.fsyncs += 1
+            finally:
+                os.close(fd)
+            return
+        if size < f.end:
+            # Keep the blocks: overwrite the cut content with zeros, durably, so no
+            # stale record can reappear after a later, shorter one.
+            pos = size
+            while pos < f.end:  # blocks the file owns: needs no space
+                chunk = memoryview(_ZEROS)[: min(len(_ZEROS), f.end - pos)]
+                pos += os.pwrite(f.fd, chunk, pos)
+            if self.fsync_enabled:
+                os.fdatasync(f.fd)
+                self.fsyncs += 1
+        f.end = min(size, f.end)
 
     def sync(self, path: str) -> None:
         if self.fsync_enabled:
-            os.fsync(self._fd(path))
+            os.fdatasync(self._open(path).fd)
             self.fsyncs += 1
 
     def sync_detached(self, path: str) -> None:
@@ -84,7 +168,8 @@ class OsDisk:
         except FileNotFoundError:
             return
         try:
-            os.fsync(fd)
+            # Growth is made durable when it happens: only data remains to flush.
+            os.fdatasync(fd)
             self.fsyncs += 1
         finally:
             os.close(fd)
@@ -126,9 +211,9 @@ class OsDisk:
         os.makedirs(path, exist_ok=True)
 
     def close(self, path: str | None = None) -> None:
-        """Close the append descriptor of ``path`` (every descriptor when ``None``)."""
-        paths = list(self._fds) if path is None else [path]
+        """Close the descriptor of ``path`` (every descriptor when ``None``)."""
+        paths = list(self._files) if path is None else [path]
         for p in paths:
-            fd = self._fds.pop(p, None)
-            if fd is not None:
-                os.close(fd)
+            f = self._files.pop(p, None)
+            if f is not None:
+                os.close(f.fd)

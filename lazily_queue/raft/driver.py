@@ -86,6 +86,9 @@ class Driver(DiskStall):
         #: Called with the reason when the journal stops accepting writes, ``None`` when
         #: it accepts them again.
         self.disk_observer: Callable[[str | None], None] | None = None
+        #: Called after every step, on the loop, with no argument (state watchers that
+        #: must not cost a task switch per step); an observer must be quick.
+        self.step_observers: list[Callable[[], None]] = []
         #: Called as ``observer(code, seconds, result, error)`` when a :meth:`call` ends
         #: (commit latency and error metrics).
         self.call_observer: Callable[[int, float, Any, BaseException | None], None] | None = (
@@ -289,6 +292,11 @@ class Driver(DiskStall):
         if not self._publishing and self._loop is not None and self.replica.commit_unsent:
             self._publishing = True
             self._loop.call_soon(self._publish_commit)
+        for observer in self.step_observers:
+            try:
+                observer()
+            except Exception:
+                log.exception("node %s: a step observer failed", self.replica.node_id)
 
     def _publish_commit(self) -> None:
         """A leader's new commit index reaches the followers now unless a step is about to

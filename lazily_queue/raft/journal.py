@@ -106,6 +106,7 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             else:
                 log.warning("%s: cut a torn tail of %d bytes after index %s (an unsynced "
                             "write)", self.path, tail.size, last or "none")
+        if found.valid < len(data):  # a torn tail, or the zeros of the preallocated end
             self._disk.truncate(self.path, found.valid)
             self._disk.sync(self.path)
         self._entries, self._offsets = entries, found.offsets

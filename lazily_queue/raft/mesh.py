@@ -34,6 +34,7 @@ from lazily_transports import (
     FrameTooLargeError,
     LinkConfig,
     Mesh,
+    MeshEvent,
     PeerDown,
     PeerUp,
     SchemeTable,
@@ -131,6 +132,7 @@ class MeshNetwork:
         self._on_peer: PeerHandler | None = None
         self._on_batch: BatchHandler | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._stepped = False  # frames of this loop iteration already stepped
         self.dropped = 0
 
     @property
@@ -206,39 +208,62 @@ class MeshNetwork:
 
     async def start(self) -> None:
         await self._mesh.__aenter__()
+        self._mesh.events.set_listener(self._take)
         self._pump = asyncio.create_task(self._run(), name=f"lazily-mesh-{self.node_id}")
 
     async def stop(self) -> None:
+        self._mesh.events.set_listener(None)
         await self._mesh.aclose()
         if self._pump is not None:
             self._pump.cancel()
             await asyncio.gather(self._pump, return_exceptions=True)
             self._pump = None
 
+    def _take(self) -> None:
+        """Frames handed over as they are queued (no task switch per frame). The first
+        frames of a loop iteration step at once; later ones in the same iteration
+        leave their step to the driver's next one (it wakes itself per frame), so
+        replies from several peers that arrived together cost one more step, not one
+        each before anything else runs."""
+        events = self._mesh.events
+        while batch := events.take_nowait():
+            first = not self._stepped
+            if first:
+                self._stepped = True
+                asyncio.get_running_loop().call_soon(self._next_iteration)
+            self._handle(batch, step=first)
+
+    def _next_iteration(self) -> None:
+        self._stepped = False
+
     async def _run(self) -> None:
+        """Events the listener left (queued before it was set)."""
         events = self._mesh.events
         while True:
             try:
                 batch = await events.receive_batch()
             except anyio.EndOfStream:
                 return
-            on_frame, on_peer = self._on_frame, self._on_peer
-            frames = False
-            for event in batch:
-                try:
-                    if type(event) is Frame:
-                        if on_frame is not None:
-                            on_frame(str(event.peer_id), event.data)
-                            frames = True
-                    elif isinstance(event, PeerUp):
-                        if on_peer is not None:
-                            on_peer(str(event.peer_id), True)
-                    elif isinstance(event, PeerDown) and on_peer is not None:
-                        on_peer(str(event.peer_id), False)
-                except Exception:
-                    log.exception("node %s: handling a mesh event failed", self.node_id)
-            if frames and self._on_batch is not None:
-                try:
-                    self._on_batch()
-                except Exception:
-                    log.exception("node %s: handling mesh frames failed", self.node_id)
+            self._handle(batch)
+
+    def _handle(self, batch: list[MeshEvent], *, step: bool = True) -> None:
+        on_frame, on_peer = self._on_frame, self._on_peer
+        frames = False
+        for event in batch:
+            try:
+                if type(event) is Frame:
+                    if on_frame is not None:
+                        on_frame(str(event.peer_id), event.data)
+                        frames = True
+                elif isinstance(event, PeerUp):
+                    if on_peer is not None:
+                        on_peer(str(event.peer_id), True)
+                elif isinstance(event, PeerDown) and on_peer is not None:
+                    on_peer(str(event.peer_id), False)
+            except Exception:
+                log.exception("node %s: handling a mesh event failed", self.node_id)
+        if frames and step and self._on_batch is not None:
+            try:
+                self._on_batch()
+            except Exception:
+                log.exception("node %s: handling mesh frames failed", self.node_id)

@@ -4,11 +4,14 @@ Record layout (little endian)::
 
     u32 command length | u32 crc32(index, term, command) | u64 index | u64 term | command
 
-Reading stops at the first record that does not check out. What follows it decides
-what happened: a valid record anywhere after it means the file was damaged in the
-middle (:class:`JournalCorruptedError`); otherwise the end is cut off, and
-:class:`Tail` says whether that end can only be a torn write (a strict prefix of the
-record being appended, or zeros) or may be a damaged record that was already durable.
+The file is preallocated (:mod:`.disk`): zeros follow the last record, and a record is
+written over zeros in place. Reading stops at the first record that does not check
+out. What follows it decides what happened: a valid record anywhere after it means the
+file was damaged in the middle (:class:`JournalCorruptedError`); only zeros after it is
+the end of the log; otherwise the end is cut off, and :class:`Tail` says whether that
+end can only be a torn write (a strict prefix of the record being written, or a record
+whose bytes from a sector boundary on never arrived, reading as zeros) or may be a
+damaged record that was already durable.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from ..errors import DamagedData
 
 HEADER = struct.Struct("<IIQQ")
+#: The unit a disk writes whole: an interrupted write leaves whole sectors old or new.
+SECTOR = 512
 
 Entry = tuple[bytes, int, int]
 
@@ -72,12 +77,13 @@ def read_records(data: bytes, path: str = "journal") -> Records:
     offsets: list[int] = []
     pos = 0
     size = len(data)
-    while size - pos >= HEADER.size:
+    content = _content_end(data)
+    while size - pos >= HEADER.size and pos < content:
         length, crc, index, term = HEADER.unpack_from(data, pos)
         end = pos + HEADER.size + length
         if end > size or record_crc(index, term, bytes(data[pos + HEADER.size : end])) != crc:
             last = entries[-1] if entries else None
-            found = _valid_record_after(data, pos + 1, last[1] if last else None,
+            found = _valid_record_after(data, pos + 1, content, last[1] if last else None,
                                         last[2] if last else 0)
             if found is not None:
                 raise JournalCorruptedError(
@@ -98,25 +104,32 @@ def read_records(data: bytes, path: str = "journal") -> Records:
         entries.append((command, index, term))
         offsets.append(pos)
         pos = end
-    return Records(entries, offsets, pos, _classify(data, pos, entries))
+    return Records(entries, offsets, pos, _classify(data, pos, content, entries))
 
 
-def _classify(data: bytes, pos: int, entries: list[Entry]) -> Tail:
-    """Whether the bytes after ``pos`` can only be a torn append."""
+def _content_end(data: bytes) -> int:
+    """Where the zeros at the end of ``data`` begin (its length when it ends otherwise)."""
+    return len(data.rstrip(b"\x00"))
+
+
+def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail:
+    """Whether the bytes from ``pos`` up to ``content`` (zeros after it) can only be a
+    torn write."""
     size = len(data)
-    cut = size - pos
-    if cut == 0:
-        return Tail()
+    cut = content - pos
+    if cut <= 0:
+        return Tail()  # only zeros: the preallocated end of the file
     records = max(1, cut // HEADER.size)
-    rest = bytes(data[pos:])
-    if not rest.strip(b"\x00"):
-        return Tail(cut, False, records)  # never-written blocks after a crash
-    if cut < HEADER.size:
+    # Zeros from this sector boundary on: a write that reached the disk only up to it.
+    zeros_from = -(-content // SECTOR) * SECTOR
+    if cut < HEADER.size or pos + HEADER.size > zeros_from:
         return Tail(cut, False, records)
     length, crc, index, term = HEADER.unpack_from(data, pos)
     end = pos + HEADER.size + length
     last = entries[-1] if entries else None
     plausible = last is None or (index == last[1] + 1 and term >= last[2])
+    if plausible and size >= end > zeros_from:
+        return Tail(cut, False, records)
     if end > size and plausible:
         # The header announces more than the file holds. A torn append leaves exactly
         # that; a damaged length field does too, unless the bytes present are the
@@ -130,16 +143,17 @@ def _classify(data: bytes, pos: int, entries: list[Entry]) -> Tail:
 
 
 def _valid_record_after(
-    data: bytes, start: int, last_index: int | None, last_term: int
+    data: bytes, start: int, content: int, last_index: int | None, last_term: int
 ) -> int | None:
-    """The index of a record passing its checksum that starts at or after ``start``.
+    """The index of a record passing its checksum that starts at or after ``start`` and
+    before ``content`` (the zeros after it hold no header).
 
     Only headers that could follow ``last_index`` / ``last_term`` are checksummed, so
     scanning a torn tail stays cheap (``None``: the first record of the file is bad).
     """
     size = len(data)
-    most = (size - start) // HEADER.size + 1
-    for pos in range(start, size - HEADER.size + 1):
+    most = (content - start) // HEADER.size + 1
+    for pos in range(start, min(content, size - HEADER.size + 1)):
         length, crc, index, term = HEADER.unpack_from(data, pos)
         end = pos + HEADER.size + length
         if end > size or index < 1 or term < last_term:
@@ -155,7 +169,8 @@ def scan_newest(data: bytes) -> tuple[int, int]:
     """The largest ``(term, index)`` of any record in ``data`` whose checksum passes."""
     best = (0, 0)
     pos, size = 0, len(data)
-    while pos + HEADER.size <= size:
+    content = _content_end(data)
+    while pos + HEADER.size <= size and pos < content:
         length, crc, index, term = HEADER.unpack_from(data, pos)
         end = pos + HEADER.size + length
         if end <= size and record_crc(index, term, bytes(data[pos + HEADER.size : end])) == crc:

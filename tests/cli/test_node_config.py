@@ -163,12 +163,12 @@ def test_a_webrtc_address_needs_the_webrtc_extra(
 ) -> None:
     from lazily_transports import SchemeTable
 
-    import lazily_queue.config
+    import lazily_queue.config_keys
 
     peers = {"2": "webrtc+ws://127.0.0.1:8765/room?peer=2"}
-    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    monkeypatch.setattr(lazily_queue.config_keys, "DEFAULT_SCHEMES", SchemeTable.builtin())
     assert parse(tmp_path, peers=peers)  # the extra is installed here
-    monkeypatch.setattr(lazily_queue.config, "DEFAULT_SCHEMES", SchemeTable.builtin())
+    monkeypatch.setattr(lazily_queue.config_keys, "DEFAULT_SCHEMES", SchemeTable.builtin())
     monkeypatch.setitem(sys.modules, "aiortc", None)  # as without it
     fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
     with pytest.raises(ConfigError, match=fix):

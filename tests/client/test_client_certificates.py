@@ -13,7 +13,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import NameOID
-from lazily_transports import LinkConfig, PeerRejectedError, dial
+from lazily_transports import HandshakeError, LinkConfig, PeerRejectedError, dial
 
 from lazily_queue import (
     AccessDenied,
@@ -184,3 +184,23 @@ def test_credentials_and_grants_refuse_what_cannot_work(pki: PKI) -> None:
         CertificateCredentials("web", pki.directory / "none.pem", pki.member.key).ssl_context()
     assert normalize_fingerprint("sha256 Fingerprint=" + "Ab:" * 31 + "Ab", "t") == "ab" * 32
     assert "token" not in repr(ClientGrant("web", certificate_subject="CN=web"))
+
+
+async def test_a_member_logs_the_tls_handshakes_it_refuses(
+        pki: PKI, caplog: pytest.LogCaptureFixture) -> None:
+    other = TestCA(pki.directory / "other", "someone else's CA")
+    grants = [ClientGrant("web", certificate_subject="CN=web", produce=["*"])]
+    caplog.set_level("WARNING", logger="lazily_transports.tls")
+    async with _node(pki, grants) as node:
+        await node.wait_for_leader()
+        with pytest.raises(AccessDenied):
+            await connect(_address(node), pki.client("web", other.issue("web")),
+                          connect_timeout=5).start()
+        no_certificate = ssl.create_default_context(cafile=str(pki.members.path))
+        config = LinkConfig(peer_id=0, session_id="lazily-client", secret=None,
+                            credential="web")
+        with pytest.raises((PeerRejectedError, HandshakeError, OSError)):
+            await dial(_address(node), config, ssl_context=no_certificate)
+    refusals = [r.getMessage() for r in caplog.records if r.name == "lazily_transports.tls"]
+    assert any("its certificate failed verification" in m for m in refusals), refusals
+    assert any("presented no certificate" in m for m in refusals), refusals

@@ -213,3 +213,26 @@ async def test_every_topic_publish_is_counted_with_or_without_subscribers() -> N
         for i in range(3):
             await news.publish(i)
         assert await published() == [8, 8, 8]
+
+
+async def test_a_push_answered_from_the_dedup_window_is_counted_on_every_replica() -> None:
+    async with testing.cluster(3) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        q, news = nodes[0].queue("orders"), nodes[1].topic("news")
+
+        async def figures() -> list[tuple[float | None, float | None]]:
+            await cluster.settle()
+            return [(value(m, "lazily_queue_deduplicated_pushes_total"),
+                     value(m, "lazily_queue_dedup_window_entries")) for m in metrics]
+
+        await q.push("a", msg_id="m-1")
+        await q.push("plain")  # no msg_id: not in the window
+        assert await figures() == [(0, 1)] * 3
+        await q.push("a", msg_id="m-1")  # a producer's retry: answered, not applied
+        assert await news.publish("x", msg_id="m-1") == 0  # another cell: a new id
+        assert await news.publish("x", msg_id="m-1") == 0
+        assert await figures() == [(2, 2)] * 3
+        assert await q.pop() == "a" and await q.pop() == "plain"
+        for node in nodes:
+            assert node.status()["dedup"] == {"deduplicated_pushes": 2, "window_len": 2}

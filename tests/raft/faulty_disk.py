@@ -6,16 +6,17 @@ import errno
 import os
 import threading
 
-from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.disk import PREALLOCATE, OsDisk
 
 
 class FaultyDisk(OsDisk):
-    """``OsDisk`` plus switches: ``full`` (appends write half their data, then raise
-    ENOSPC; replacements and fsyncs raise ENOSPC), ``fsync_errors`` (the next N fsyncs
-    raise EIO) and ``hold_fsyncs`` (fsyncs wait until :meth:`release`)."""
+    """``OsDisk`` plus switches: ``full`` (a write into the file, a record or the zeros
+    that extend it, writes half its data, then raises ENOSPC; replacements and fsyncs
+    raise ENOSPC), ``fsync_errors`` (the next N fsyncs raise EIO) and ``hold_fsyncs``
+    (fsyncs wait until :meth:`release`)."""
 
-    def __init__(self, *, sync: bool = True) -> None:
-        super().__init__(sync=sync)
+    def __init__(self, *, sync: bool = True, preallocate: int = PREALLOCATE) -> None:
+        super().__init__(sync=sync, preallocate=preallocate)
         self.full = False
         self.fsync_errors = 0
         self.failures = 0
@@ -27,11 +28,12 @@ class FaultyDisk(OsDisk):
         self.failures += 1
         return OSError(code, os.strerror(code))
 
-    def append(self, path: str, data: bytes) -> None:
-        if self.full:
-            super().append(path, data[: len(data) // 2])
+    def _write_at(self, fd: int, data: bytes | memoryview, offset: int) -> int:
+        if self.full:  # a short write, then ENOSPC for what is left
+            if len(data) > 1:
+                return super()._write_at(fd, data[: len(data) // 2], offset)
             raise self._refuse(errno.ENOSPC)
-        super().append(path, data)
+        return super()._write_at(fd, data, offset)
 
     def replace(self, path: str, data: bytes) -> None:
         if self.full:

@@ -48,9 +48,11 @@ def test_torn_tail_is_cut(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> N
     j = _journal(tmp_path)
     _fill(j, 4)
     j.sync()
-    size = os.path.getsize(j.path)
-    with open(j.path, "ab") as f:
-        f.write(encode_record(b"half-written", 5, 1)[:-4])
+    size = j.size_bytes
+    torn = encode_record(b"half-written" * 100, 5, 1)
+    with open(j.path, "r+b") as f:  # it reached the disk up to a sector boundary
+        f.seek(size)
+        f.write(torn[: 512 - size % 512])
     again = _journal(tmp_path)
     assert len(again) == 4
     assert again.torn_bytes > 0

@@ -34,6 +34,7 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
+@pytest.mark.timeout(900)  # the simulator's own limit below; 300 seeds on a loaded 2-core machine
 def test_many_seeds_pass() -> None:
     out = _ok(_sim("--seeds", str(SEEDS), "--start", "0", "--jobs", "2", timeout=900))
     assert f"{SEEDS} seeds, 0 failed" in out, out

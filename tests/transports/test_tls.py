@@ -192,3 +192,37 @@ async def test_tls_needs_its_contexts_and_files_are_checked(
     (tmp_path / "junk.pem").write_text("not a certificate\n")
     with pytest.raises(TLSConfigError, match="holds no usable PEM certificate"):
         TLSFiles(issued.certificate, issued.key, tmp_path / "junk.pem").client_context()
+
+
+def _refused_handshake() -> None:
+    """One server-side TLS handshake that fails (the listener has no certificate)."""
+    from lazily_transports.tls import report_refusals
+
+    server = report_refusals(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
+    client = ssl.create_default_context()
+    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
+    dialer = client.wrap_bio(c_in, c_out, server_hostname="node")
+    listener = server.wrap_bio(s_in, s_out, server_side=True)
+    with pytest.raises(ssl.SSLWantReadError):
+        dialer.do_handshake()
+    s_in.write(c_out.read())
+    with pytest.raises(ssl.SSLError):
+        listener.do_handshake()
+
+
+def test_refused_handshakes_are_logged_at_a_bounded_rate(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from lazily_transports import tls
+    from lazily_transports._core._admission import LogLimiter
+
+    now = [0.0]
+    monkeypatch.setattr(tls, "_refusals", LogLimiter(burst=2, interval=10, clock=lambda: now[0]))
+    caplog.set_level("WARNING", logger="lazily_transports.tls")
+    for _ in range(5):
+        _refused_handshake()
+    now[0] = 11.0
+    _refused_handshake()
+    lines = [r.getMessage() for r in caplog.records if r.name == "lazily_transports.tls"]
+    assert len(lines) == 4, lines
+    assert all(line.startswith("refused a TLS connection: ") for line in lines[:2]), lines
+    assert lines[2] == "3 more refused TLS connections were not logged"

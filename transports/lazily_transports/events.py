@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -62,6 +63,12 @@ class EventStream:
     ``async for``, or take everything queued at once with ``receive_batch`` to avoid
     a task switch per event. After ``close`` the queue drains, then iteration ends
     and ``receive`` raises ``anyio.EndOfStream``.
+
+    A consumer on the queue's own loop may also :meth:`set_listener`: the listener is
+    called right after a frame is queued (not from inside itself: what it causes to be
+    queued is left for it to take) and takes events with :meth:`take_nowait`; readers
+    are woken only for what it leaves queued. Peer up/down events wake the readers
+    only: they may be queued from inside the consumer's own calls (a link it closes).
     """
 
     def __init__(self, capacity: int = 65536) -> None:
@@ -73,9 +80,21 @@ class EventStream:
         self._readers: list[Signal] = []
         self._writers: list[Signal] = []
         self._closed = False
+        self._listener: Callable[[], None] | None = None
+        self._listening = False
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    @property
+    def full(self) -> bool:
+        """Whether a frame would be refused now (the queue is full or closed)."""
+        return self._frames >= self.capacity or self._closed
+
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener`` after each event is queued (see the class docstring); it
+        must not raise."""
+        self._listener = listener
 
     # -- producers ----------------------------------------------------------------------
 
@@ -91,9 +110,19 @@ class EventStream:
             return False
         self._queue.append(event)
         self._frames += 1
-        if self._readers:
-            self._wake_readers()
+        self._queued()
         return True
+
+    def _queued(self) -> None:
+        listener = self._listener
+        if listener is not None and not self._listening:
+            self._listening = True
+            try:
+                listener()
+            finally:
+                self._listening = False
+        if self._readers and self._queue:
+            self._wake_readers()
 
     async def wait_space(self) -> None:
         while self._frames >= self.capacity and not self._closed:
@@ -128,6 +157,16 @@ class EventStream:
                 return self.receive_nowait()
             except anyio.WouldBlock:
                 await self._wait()
+
+    def take_nowait(self) -> list[MeshEvent]:
+        """Every queued event, at once (an empty list when none is)."""
+        queue = self._queue
+        if not queue:
+            return []
+        batch = list(queue)
+        queue.clear()
+        self._taken(sum(1 for event in batch if type(event) is Frame))
+        return batch
 
     async def receive_batch(self, limit: int | None = None) -> list[MeshEvent]:
         """Wait for at least one event, then return every queued event (up to ``limit``)."""

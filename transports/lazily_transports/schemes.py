@@ -21,6 +21,7 @@ from .abc import Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, MissingDependencyError
 from .streams import LinkStream, establish
+from .tls import report_refusals
 
 __all__ = [
     "DEFAULT_SCHEMES",
@@ -281,6 +282,8 @@ async def listen(
     acceptor = Acceptor(config, handler, accept_peer, admit, answer_probe, label=address,
                         credentials=credentials)
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
+    if ssl_context is not None:
+        report_refusals(ssl_context)  # a refused TLS handshake is logged, with its cause
     listener = await transport.listen(address, config, acceptor.accept, ssl_context=ssl_context)
     listener.admission = acceptor.gate
     try:

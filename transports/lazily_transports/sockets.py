@@ -160,7 +160,9 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             return
         self._rx.extend(frames)
         self._rx_added += decoder.payload_bytes
-        if self._rx_waiters:
+        if self._rx_hook is not None:
+            self._rx_hook()
+        if self._rx_waiters and self._rx:
             self._wake_receivers()
         if not self._rx_paused and self._rx_added - self._rx_taken >= self._rx_limit:
             self._rx_paused = True
@@ -205,6 +207,10 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         return peer_certificate_of(transport.get_extra_info("ssl_object"))
 
     # -- BufferedChannel hooks ---------------------------------------------------------------
+
+    def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
+        self._rx_hook = hook
+        return True
 
     def _pause_reading(self) -> None:
         if self._transport is not None and not self._transport.is_closing():

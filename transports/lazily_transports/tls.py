@@ -22,6 +22,7 @@ A missing or unreadable file, or a key that does not match its certificate, rais
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import ssl
 from collections.abc import Callable
@@ -29,7 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._core._admission import LogLimiter
 from .errors import TransportError
+
+_log = logging.getLogger("lazily_transports.tls")
+#: Refused TLS handshakes logged per interval (the rest are counted, then reported).
+_refusals = LogLimiter(burst=10)
 
 __all__ = [
     "TLS_SCHEMES",
@@ -108,6 +114,41 @@ class TLSFiles:
         self._load_ca(context)
         self._load_chain(context)
         return context
+
+
+class _ReportingSSLObject(ssl.SSLObject):
+    """An ``SSLObject`` that logs a handshake it fails (asyncio says nothing of those
+    outside debug mode), so a listener's operator sees why a dialer was refused."""
+
+    def do_handshake(self) -> None:
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except ssl.SSLError as exc:
+            if self.server_side and _refusals.allow():
+                unlogged = _refusals.take_suppressed()
+                if unlogged:
+                    _log.warning("%d more refused TLS connections were not logged", unlogged)
+                _log.warning("refused a TLS connection: %s", _handshake_refusal(exc))
+            raise
+
+
+def _handshake_refusal(error: ssl.SSLError) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"its certificate failed verification ({error.verify_message or error})"
+    reason = (error.reason or str(error)).lower().replace("_", " ")
+    if "no certificate" in reason or "certificate required" in reason or (
+            "did not return a certificate" in reason):
+        return f"it presented no certificate where one is required ({error.reason})"
+    return f"TLS handshake failed ({error.reason or error})"
+
+
+def report_refusals(context: ssl.SSLContext) -> ssl.SSLContext:
+    """``context``, made to log every handshake it refuses as a server (a warning naming
+    the cause, on the ``lazily_transports.tls`` logger)."""
+    context.sslobject_class = _ReportingSSLObject
+    return context
 
 
 def describe_tls_error(error: BaseException) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
 
 import anyio
 
@@ -94,6 +95,7 @@ class BufferedChannel(DataChannel):
         self._broken = False
         self._closed = False
         self._reason: str | None = None
+        self._rx_hook: Callable[[], None] | None = None
 
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         super().open_limits(max_frame_size, receive_buffer_size)
@@ -101,6 +103,13 @@ class BufferedChannel(DataChannel):
         if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
             self._rx_paused = False
             self._resume_reading()
+
+    def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
+        """Have ``hook`` called right after incoming frames are queued, on the loop that
+        receives them, so a consumer on that loop takes them without a task switch;
+        ``None`` removes it. Returns False when this channel does not call it (its
+        frames may be queued from another thread): wait for them as usual."""
+        return False
 
     # -- hooks --------------------------------------------------------------------------
 

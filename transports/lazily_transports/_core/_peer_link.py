@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 
@@ -16,6 +17,7 @@ from ..schemes import SchemeTable, dial, probe
 from ..streams import LinkStream
 from ._authentication import PeerVetter
 from ._backoff import Backoff
+from ._buffered import BufferedChannel
 
 __all__ = ["PeerLink"]
 
@@ -226,6 +228,9 @@ class PeerLink:
         self._events.put_control(PeerUp(self.peer_id, epoch))
         pump = asyncio.get_running_loop().create_task(self._receive(channel))
         self._pump = pump
+        raw = channel.channel
+        if isinstance(raw, BufferedChannel):
+            raw.set_receive_hook(functools.partial(self._forward, channel))
         try:
             await asyncio.wait((pump,))
         finally:
@@ -261,6 +266,24 @@ class PeerLink:
         except anyio.BrokenResourceError:
             return channel.close_reason or "link failed"
 
+    def _forward(self, stream: LinkStream) -> None:
+        """Frames just queued on the current connection go to the events at once; the
+        pump still handles a full event queue, the end of the connection and errors."""
+        if self._channel is not stream:
+            return
+        channel = stream.channel
+        events = self._events
+        epoch = self.epoch
+        while not events.full:
+            try:
+                data = channel.receive_nowait()
+            except Exception:  # none left, or the connection ended: the pump says why
+                return
+            self.counters.frames_received += 1
+            events.put_frame_nowait(Frame(self.peer_id, epoch, data))
+            if self._channel is not stream:  # what the frame caused replaced it
+                return
+
     def drop(self, reason: str) -> None:
         """Drop the current connection (it is closed; the link connects again)."""
         channel = self._channel
@@ -270,6 +293,9 @@ class PeerLink:
     def _detach(self, channel: LinkStream, reason: str) -> None:
         """Stop using ``channel``: later sends are dropped, its pump is stopped."""
         self._channel = self._raw = None
+        raw = channel.channel
+        if isinstance(raw, BufferedChannel):
+            raw.set_receive_hook(None)
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()
         self._pump = None

@@ -1,0 +1,119 @@
+"""Checks of a node configuration's single keys and small tables: ids, strings,
+addresses, ``[peers]``, ``http``, ``[app]`` and ``[dedup]``.
+
+Each takes the ``fail`` callable of :func:`lazily_queue.config.parse_config`, which turns a
+message into a :class:`~lazily_queue.config.ConfigError` naming the file.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
+
+from .config_transport import refuse_unknown_keys
+from .core.dedup import DedupLimits
+from .errors import InvalidConfiguration
+
+_HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
+
+
+def parse_dedup(table: Any, fail: Any) -> DedupLimits | None:
+    """The ``[dedup]`` table as limits (``None`` when absent)."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise fail("`dedup` must be a table: [dedup] max_entries = N, max_age = SECONDS")
+    refuse_unknown_keys(table, {"max_entries", "max_age"}, "[dedup]", fail)
+    try:
+        return DedupLimits(**table)
+    except InvalidConfiguration as exc:
+        raise fail(f"[dedup]: {exc}") from None
+
+
+def parse_string(value: Any, fail: Any, key: str) -> str:
+    """``value`` as a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise fail(f"`{key}` must be a non-empty string, not {value!r}")
+    return value
+
+
+def parse_node_id(value: Any, fail: Any, what: str) -> int:
+    """``value`` (an int or a string of digits) as a node id in 0..2**64-1."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise fail(f"{what} must be an integer node id in 0..2**64-1, not {value!r}")
+    return value
+
+
+def parse_peers(raw: Any, fail: Any) -> dict[int, str]:
+    """The ``[peers]`` table as node id -> address; each id once."""
+    if not isinstance(raw, dict):
+        raise fail("[peers] must be a table of `id = \"address\"` lines")
+    peers: dict[int, str] = {}
+    for key, address in raw.items():
+        peer = parse_node_id(key, fail, f"[peers] key {key!r}")
+        if peer in peers:
+            raise fail(f"[peers] lists node {peer} twice; every node needs its own id")
+        peers[peer] = parse_string(address, fail, f"peers.{key}")
+    return peers
+
+
+def check_address(address: str, fail: Any, what: str, *, listening: bool) -> None:
+    """Refuse an address whose scheme, host, socket directory or optional extra is not
+    usable here."""
+    try:
+        scheme = scheme_of(address)
+        if scheme == "unix":
+            from lazily_transports.sockets import parse_unix
+
+            path = Path(parse_unix(address))
+            if not path.parent.is_dir():
+                raise fail(
+                    f"{what} address {address!r}: directory {path.parent} does not exist; "
+                    "create it or choose another socket path"
+                )
+        elif scheme in ("tcp", "tls"):
+            from lazily_transports.sockets import parse_tcp
+
+            host, port = parse_tcp(address, listening=listening)
+            try:
+                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise fail(f"{what} address {address!r}: host {host!r} cannot be resolved "
+                           f"({exc.strerror or exc})") from None
+        elif scheme not in DEFAULT_SCHEMES:
+            raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
+                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
+        DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
+    except MissingDependencyError as exc:
+        raise fail(f"{what} address {address!r}: {exc}") from None
+    except AddressError as exc:
+        raise fail(f"{what} address: {exc}") from None
+
+
+def parse_http(raw: Any, fail: Any) -> tuple[str, int] | None:
+    """``http = "HOST:PORT"`` as ``(host, port)`` (``None`` when absent)."""
+    if raw is None:
+        return None
+    match = _HTTP.match(raw) if isinstance(raw, str) else None
+    if match is None or not 0 <= int(match["port"]) < 65536:
+        raise fail(f"`http` must be \"HOST:PORT\" (e.g. \"127.0.0.1:8101\"), not {raw!r}")
+    return match["host"].strip("[]"), int(match["port"])
+
+
+def parse_app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
+    """The ``[app]`` table as ``(entry, options)``; ``(None, {})`` when absent."""
+    if raw is None:
+        return None, {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("entry"), str):
+        raise fail("[app] needs `entry = \"package.module:function\"`")
+    entry = raw["entry"]
+    if entry.count(":") != 1 or not all(entry.split(":")):
+        raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
+    return entry, {k: v for k, v in raw.items() if k != "entry"}
+

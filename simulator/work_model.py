@@ -1,0 +1,156 @@
+"""The work queue as the checker models it: items, leases, settlements, dead letters.
+
+Replayed op by op in log order, every recorded result must be the model's: FIFO
+claims with one live delivery per item, leases of ``visibility`` from leader time, a
+retry limit, and repeated settlements answered with the first receipt (for the last
+``RECEIPTS_KEPT`` settlements).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
+
+from .history import AppliedOp, Violation
+
+
+@dataclass
+class WorkModel:
+    """One work queue's model state."""
+
+    visibility: int = 0
+    max_deliveries: int = 1
+    next_item: int = 0
+    next_delivery: int = 0
+    pending: deque[tuple[int, str, int]] = field(default_factory=deque)
+    live: dict[int, tuple[int, str, int, str, int]] = field(default_factory=dict)
+    dead: list[int] = field(default_factory=list)
+    acked: set[int] = field(default_factory=set)
+    #: The last RECEIPTS_KEPT settlements, oldest first (the receipts a repeat can get).
+    settled: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def apply(self, op: AppliedOp, now: int) -> None:
+        """Apply one work-queue op at leader time ``now`` and check its result."""
+        code, args, result = op.code, op.args, op.result
+        if code == C.WORK_PUSH:
+            self.pending.append((self.next_item, args[1], 0))
+            mask = result[1] if isinstance(result, list) and len(result) == 2 else None
+            op.expect([self.next_item, mask])
+            self.next_item += 1
+        elif code == C.WORK_CLAIM:
+            if not self.pending:
+                op.expect([None, 0])
+                return
+            got = result[0] if isinstance(result, list) else None
+            self._lease(op, args[1], got, now)
+        elif code == C.WORK_CLAIM_MANY:
+            got = result[0] if isinstance(result, list) else None
+            if not isinstance(got, list) or len(got) != min(args[2], len(self.pending)):
+                raise Violation(f"index {op.index}: claim of {args[2]} returned {got!r:.120} with "
+                               f"{len(self.pending)} pending")
+            for delivery in got:
+                self._lease(op, args[1], delivery, now)
+        elif code == C.WORK_RELEASE:
+            worker = args[1]
+            back = [self.live.pop(did) for did in dict.fromkeys(args[2])
+                    if did in self.live and self.live[did][3] == worker]
+            self.pending.extendleft((live[0], live[1], live[2] - 1) for live in reversed(back))
+            if not isinstance(result, list) or result[0] != len(back):
+                raise Violation(f"index {op.index}: release of {args[2]} by {worker} returned "
+                               f"{result!r}, the model releases {len(back)}")
+        elif code in (C.WORK_ACK, C.WORK_NACK):
+            outcome = "acked" if code == C.WORK_ACK else "nacked"
+            worker, did = args[1], args[2]
+            answer = (result[0], result[3]) if isinstance(result, list) and len(
+                result) == 4 else None
+            if not self._settle(worker, did, outcome, answer):
+                raise Violation(f"index {op.index}: {outcome[:-2]} of delivery {did} by {worker} "
+                               f"returned {result!r}")
+        elif code == C.WORK_SETTLE_MANY:
+            worker, outcome, ids = args[1], args[2], args[3]
+            rows = result[0] if isinstance(result, list) and len(result) == 2 else None
+            if not isinstance(rows, list) or len(rows) != len(ids):
+                raise Violation(f"index {op.index}: settling {ids} by {worker} returned {result!r}")
+            for did, row in zip(ids, rows, strict=True):
+                answer = (row[0], row[2]) if isinstance(row, list) and len(row) == 3 else None
+                if not self._settle(worker, did, outcome, answer):
+                    raise Violation(f"index {op.index}: {outcome[:-2]} of delivery {did} by "
+                                   f"{worker} (one of {len(ids)}) returned {row!r}")
+        elif code == C.WORK_EXTEND:
+            live = self.live.get(args[2])
+            extended = live is not None and live[3] == args[1]
+            if extended and live is not None:
+                self.live[args[2]] = (*live[:4], now + self.visibility)
+            op.expect([extended, 0])
+        elif code == C.WORK_REAP:
+            reap_at = now if args[1] is None else int(args[1])
+            expired = sorted(d for d, live in self.live.items() if live[4] < reap_at)
+            for did in expired:
+                self._fail_delivery(self.live.pop(did))
+            if not isinstance(result, list) or result[0] != len(expired):
+                raise Violation(f"index {op.index}: reap at {reap_at} returned {result!r}, "
+                               f"the model expires {expired}")
+
+    def _settle(self, worker: str, did: int, outcome: str,
+                answer: tuple[Any, Any] | None) -> bool:
+        """Apply one settlement to the model; whether ``answer`` (settled, duplicate)
+        is the one the model expects."""
+        live = self.live.get(did)
+        if live is not None and live[3] == worker:
+            del self.live[did]
+            self.settled[did] = (worker, outcome)
+            if len(self.settled) > RECEIPTS_KEPT:
+                del self.settled[next(iter(self.settled))]
+            if outcome == "acked":
+                self.acked.add(live[0])
+            else:
+                self._fail_delivery(live)
+            return answer is not None and answer[0] is True and answer[1] is False
+        # A repeated settlement is refused (or, in older formats, confirmed) and carries
+        # the first receipt.
+        earlier = self.settled.get(did) == (worker, outcome)
+        return answer is not None and answer[1] is earlier and (
+            answer[0] is False or answer[0] is earlier)
+
+    def _lease(self, op: AppliedOp, worker: str, got: Any, now: int) -> None:
+        item, value, attempts = self.pending.popleft()
+        for other in self.live.values():
+            if other[0] == item:
+                raise Violation(f"index {op.index}: item {item} claimed while delivery "
+                               f"{other} is live")
+        if not isinstance(got, dict) or (got["item_id"], got["value"], got["attempt"],
+                                         got["delivery_id"], got["worker"]) != (
+                item, value, attempts + 1, self.next_delivery, worker):
+            raise Violation(f"index {op.index}: claim returned {got!r}, the model says item "
+                           f"{item} attempt {attempts + 1} delivery {self.next_delivery}")
+        if got["deadline"] != now + self.visibility:
+            raise Violation(f"index {op.index}: lease deadline {got['deadline']} is not "
+                           f"leader time {now} + {self.visibility}")
+        self.live[self.next_delivery] = (item, value, attempts + 1, worker, got["deadline"])
+        self.next_delivery += 1
+
+    def _fail_delivery(self, live: tuple[int, str, int, str, int]) -> None:
+        item, value, attempt = live[0], live[1], live[2]
+        if attempt < self.max_deliveries:
+            self.pending.append((item, value, attempt))
+        else:
+            self.dead.append(item)
+
+    def check_state(self, core: dict[str, Any]) -> None:
+        """Compare a replica's captured work-queue core with the model."""
+        pending = [p["item_id"] for p in core["pending"]]
+        live = [d["delivery_id"] for d in core["in_flight"]]
+        dead = [d["item_id"] for d in core["dead_letters"]]
+        if pending != [p[0] for p in self.pending] or live != sorted(self.live) \
+                or dead != self.dead:
+            raise Violation("work queue state differs from the model")
+
+    def check_drained(self) -> None:
+        """Once drained, every item is acked or dead-lettered."""
+        if self.pending or self.live:
+            raise Violation(f"work items neither acked nor dead-lettered after the drain: "
+                            f"pending {[p[0] for p in self.pending]}, live {sorted(self.live)}")
