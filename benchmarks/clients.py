@@ -13,8 +13,9 @@ always`` when the server has it), nats-py in this process. Both are the fair
 comparison: a client over a socket, every acknowledged message on a majority.
 
 Workloads, 100-byte messages, N per phase: produce with 256 pushes in flight; end to
-end with one consumer (batches of 100) while 256 push. With ``--json`` the last line is
-one JSON object.
+end with one consumer (batches of 100) while 256 push. Each phase also reports the CPU
+(user + system) every process spent per message: this one (the client) and each member
+or server. With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -65,13 +67,31 @@ def _config(root: Path, node: int, tcp_port: int) -> Path:
     return path
 
 
-async def _phases(client: Any, tag: str, count: int) -> dict[str, Any]:
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process so far (this process for ``None``)."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_per_op(pids: dict[str, int | None], before: dict[str, float], count: int
+                ) -> dict[str, float]:
+    """CPU microseconds per op of each process since ``before``."""
+    return {who: round((_cpu_seconds(pid) - before[who]) / count * 1e6, 1)
+            for who, pid in pids.items()}
+
+
+async def _phases(client: Any, tag: str, count: int, pids: dict[str, int | None]
+                  ) -> dict[str, Any]:
     await client.barrier(timeout=60)
     produce = client.queue(f"produce-{tag}")
     await produce.push(PAYLOAD)  # declared, and the link warm
+    cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
     started = time.perf_counter()
     await spread(count, lambda: produce.push(PAYLOAD))
-    figures = {"produce_per_s": rate(count, time.perf_counter() - started)}
+    figures: dict[str, Any] = {"produce_per_s": rate(count, time.perf_counter() - started),
+                               "produce_cpu_us": _cpu_per_op(pids, cpu, count)}
     e2e = client.queue(f"e2e-{tag}")
     await e2e.push(b"warm-up")
     assert await e2e.pop() == b"warm-up"
@@ -84,10 +104,12 @@ async def _phases(client: Any, tag: str, count: int) -> dict[str, Any]:
                 return
 
     consumer = asyncio.create_task(consume())
+    cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
     started = time.perf_counter()
     await spread(count, lambda: e2e.push(PAYLOAD))
     await consumer
     figures["end_to_end_per_s"] = rate(count, time.perf_counter() - started)
+    figures["end_to_end_cpu_us"] = _cpu_per_op(pids, cpu, count)
     return figures
 
 
@@ -108,7 +130,9 @@ async def run_lazily(root: Path, count: int) -> dict[str, dict[str, Any]]:
                                ("tcp", [f"tcp://127.0.0.1:{ports[i]}" for i in (1, 2, 3)])):
             async with connect(addresses, Credentials("bench", token.encode()),
                                connect_timeout=30, op_timeout=60) as client:
-                figures = await _phases(client, tag, count)
+                pids: dict[str, int | None] = {"client": None}
+                pids.update({f"n{p.node_id}": p.pid for p in procs})
+                figures = await _phases(client, tag, count, pids)
                 figures["member"] = client.member
             results[tag] = figures
             print(f"lazily-queue client over {tag}: {figures}", flush=True)
@@ -140,8 +164,14 @@ async def run_nats(root: Path, count: int) -> dict[str, Any]:
         try:
             await peers_nats._stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
             js = nc.jetstream(timeout=30)
-            figures.update(await peers_nats.produce(js, count))
-            figures.update(await peers_nats.end_to_end(js, count))
+            pids: dict[str, int | None] = {"client": None}
+            pids.update({f"n{i + 1}": None if n.proc is None else n.proc.pid
+                         for i, n in enumerate(nodes)})
+            for phase, run in (("produce", peers_nats.produce),
+                               ("end_to_end", peers_nats.end_to_end)):
+                cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+                figures.update(await run(js, count))
+                figures[f"{phase}_cpu_us"] = _cpu_per_op(pids, cpu, count)
         finally:
             await nc.close()
     print(f"NATS JetStream R3: {figures}", flush=True)

@@ -268,28 +268,36 @@ class QueueCell(Generic[T]):
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
         """
-        async with asyncio.timeout(timeout):
-            while True:
+        if timeout is not None:
+            async with asyncio.timeout(timeout):
+                return await self.push(value, msg_id=msg_id)
+        while True:
+            if msg_id is not None:
                 err = await self.offer(value, msg_id=msg_id)
-                if err is None:
-                    return
-                if err is _PUSH_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed; push refused")
-                await wait_until(self._has_room, context=self.ctx)
+            else:  # self.offer inlined: one coroutine frame less per push
+                err = (self.try_push(value) if self._sync is not None
+                       else await self._storage.offer(value))
+            if err is None:
+                return
+            if err is _PUSH_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            await wait_until(self._has_room, context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
         """Pop, waiting for an element; raises :class:`QueueClosed` once closed and drained.
 
         Cancellation is safe: an element is removed only in the same step that returns it.
         """
-        async with asyncio.timeout(timeout):
-            while True:
-                result = await self.poll()
-                if not isinstance(result, QueuePopError):
-                    return result
-                if result is _POP_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed and drained")
-                await wait_until(self._has_element, context=self.ctx)
+        if timeout is not None:
+            async with asyncio.timeout(timeout):
+                return await self.pop()
+        while True:
+            result = await self.poll()
+            if not isinstance(result, QueuePopError):
+                return result
+            if result is _POP_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed and drained")
+            await wait_until(self._has_element, context=self.ctx)
 
     async def poll_many(
         self, n: int, *, timeout: float | None = None

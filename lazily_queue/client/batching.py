@@ -1,7 +1,7 @@
 """Proposing a client's ops together.
 
-The ops of one frame a member read from a client (up to a yield point) become one
-``CLIENT_OPS`` proposal, ``[session, floor, [seq, code, *args], ...]``, instead of one
+The ops of one frame a member read from a client (up to ``GROUP_OPS`` of them) become
+one ``CLIENT_OPS`` proposal, ``[session, floor, [seq, code, *args], ...]``, instead of one
 ``CLIENT_OP`` each: one proposal, one encoding and one completion for them all. The
 replicated state machine applies each as its own ``CLIENT_OP`` would (the same session,
 sequence numbers and deduplication), so a retry of any of them through another member,

@@ -53,6 +53,9 @@ from .link import Answer, Link
 from .mirror import Key, Mirror
 from .session import MAX_OP_BYTES, Session
 
+#: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
+LEADER_RETRY = 0.5
+
 log = logging.getLogger(__name__)
 
 
@@ -246,10 +249,23 @@ class ClusterClient(NodeCells):
             link.leader = str(leader) if leader is not None else None
             if link.member is not None:
                 self.members[link.address] = link.member
-            if self.prefer_leader:
+            if self.prefer_leader and link.leader is None:
+                self._ask_leader_later(link)
+            elif self.prefer_leader:
                 self._seek_leader(link)
         elif answer is not None:
             link.close(f"the member refused the session: {answer[1]}")
+
+    def _ask_leader_later(self, link: Link) -> None:
+        """The member knew no leader when linked (an election under way): say hello again
+        in :data:`LEADER_RETRY` seconds, until it names one."""
+
+        def again() -> None:
+            if self._link is link and link.open and not self._closing:
+                link.request([P.HELLO, P.VERSION, self.session.id],
+                             lambda answer: self._hello(link, answer))
+
+        asyncio.get_running_loop().call_later(LEADER_RETRY, again)
 
     def _seek_leader(self, link: Link) -> None:
         """Linked to a follower: move to the leader's address when it is known, or to an

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import cbor2
 from lazily_transports import LinkStream
 
 from . import protocol as P
@@ -34,7 +33,9 @@ MAX_FRAME_BYTES = 1024 * 1024
 #: Requests are sent as soon as this many bytes of them wait for the loop iteration.
 BATCH_BYTES = 256 * 1024
 
+
 _rids = itertools.count(1)
+_OP = P.uint(P.OP)
 
 
 class Link:
@@ -89,8 +90,9 @@ class Link:
         encoded (an op keeps its encoded arguments across retries)."""
         rid = next(_rids)
         self._waiting[rid] = on_answer
-        head = cbor2.dumps([rid, P.OP, seq, floor, code])
-        self._queue(b"\x87" + head[1:] + args + cbor2.dumps(timeout_ms))
+        uint = P.uint
+        self._queue(b"".join((b"\x87", uint(rid), _OP, uint(seq), uint(floor), uint(code), args,
+                              uint(timeout_ms))))
         return rid
 
     def forget(self, rid: int) -> None:

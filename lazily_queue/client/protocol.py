@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cbor2
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError
 
 from ..errors import LazilyQueueError, MessageTooLarge, UnsupportedValue
@@ -163,6 +164,21 @@ def decode(data: bytes, *, max_bytes: int) -> list[Any]:
             or type(frame[1]) is not int or frame[0] < 0):
         raise RequestRefused("a frame is a CBOR array [id, kind, ...] with integer id and kind")
     return frame
+
+
+def uint(n: int) -> bytes:
+    """``cbor2.dumps(n)`` for an int, without the call for a 64-bit unsigned one."""
+    if n < 0 or n >= 18446744073709551616:
+        return cbor2.dumps(n)
+    if n < 24:
+        return bytes((n,))
+    if n < 256:
+        return bytes((0x18, n))
+    if n < 65536:
+        return b"\x19" + n.to_bytes(2, "big")
+    if n < 4294967296:
+        return b"\x1a" + n.to_bytes(4, "big")
+    return b"\x1b" + n.to_bytes(8, "big")
 
 
 def array_head(n: int) -> bytes:

@@ -15,10 +15,10 @@ answer includes that answer's op.
 Back-pressure: a client has at most ``max_in_flight`` requests being served and all
 clients together ``max_total_in_flight``; beyond that the member stops reading their
 links (waiting clients are served in arrival order), and a frame's requests are served
-:data:`YIELD_EVERY` at a time between the loop's other work, so a flood of clients adds
-at most that many ops to a step and cannot starve replication or heartbeats. A client
-that does not read its answers (:data:`~.connection.MAX_OUTBOX_BYTES` queued) is
-disconnected.
+:data:`YIELD_EVERY` at a time between the loop's other work (its ops proposed together,
+at most :data:`GROUP_OPS` per proposal), so a flood of clients cannot starve replication
+or heartbeats. A client that does not read its answers
+(:data:`~.connection.MAX_OUTBOX_BYTES` queued) is disconnected.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 _MAX_TIMEOUT_MS = 3_600_000
 #: Requests of one frame served before the loop runs its other work (Raft ticks first).
 YIELD_EVERY = 32
+#: Ops of one frame read across yields before they are proposed (the rest of the frame's
+#: go at its end): fewer, larger proposals, each at most this many ops.
+GROUP_OPS = 256
 
 
 class ClientServer:
@@ -152,15 +155,19 @@ class ClientServer:
             while not conn.closed:
                 for k, request in enumerate(self._requests(conn, await stream.receive())):
                     if k and not k % YIELD_EVERY:
-                        self._flush_ops(conn)
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
-                    await conn.slots.take()
-                    await self._slots.take()
+                        await conn.slots.take()
+                        await self._slots.take()
+                    else:  # both free: taken without a suspension
+                        conn.slots.free -= 1
+                        self._slots.free -= 1
                     self.requests += 1
                     if not self._handle(conn, request):
                         self._release(conn)
+                    elif len(conn.ops) >= GROUP_OPS:
+                        self._flush_ops(conn)
                 self._flush_ops(conn)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass

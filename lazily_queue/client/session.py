@@ -167,7 +167,10 @@ class Session:
         """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
         is abandoned, or with ``on_orphan`` awaited on its behalf."""
         window = self._window
-        await window.take()
+        if window.ready:
+            window.free -= 1  # Budget.take without a suspension
+        else:
+            await window.take()
         try:
             op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
             try:

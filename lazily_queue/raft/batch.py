@@ -86,7 +86,7 @@ def encode_checked_op(
     :class:`~lazily_queue.errors.MessageTooLarge` for a message over ``message_limit``
     or an op over ``max_bytes``.
     """
-    simple = values.plain(args)
+    simple = values.plain_rows(args, max_items=max_bytes)
     tuples = False if simple else values.scan(args, max_items=max_bytes, name=name)
     op = [seq, code, *args]
     try:
@@ -106,7 +106,7 @@ def encode_checked_op(
             f"{name}: the operation of {len(encoded)} bytes (its names and values) exceeds "
             f"the {max_bytes}-byte replicated command limit", size=None, limit=max_bytes)
     if simple:
-        return encoded  # plain scalars decode as they are
+        return encoded  # plain scalars (and lists of them) decode as they are
     try:
         VALUES.loads(encoded, max_bytes=len(encoded), max_depth=_OP_MAX_DEPTH)
     except UntrustedDataError as exc:

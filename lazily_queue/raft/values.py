@@ -109,6 +109,22 @@ def plain(args: list[Any]) -> bool:
     return True
 
 
+def plain_rows(args: list[Any], *, max_items: int) -> bool:
+    """Whether every value in ``args`` is :func:`plain` or a list of plain values (the
+    rows of a batch of client ops), at most ``max_items`` values in all: in the model,
+    untagged, two levels deep (else :func:`scan` says why not)."""
+    budget = max_items - len(args)
+    for value in args:
+        kind = type(value)
+        if kind is list:
+            budget -= len(value)
+            if budget < 0 or not plain(value):
+                return False
+        elif kind not in _PLAIN or (kind is int and not -_INT64 <= value < _INT64):
+            return False
+    return True
+
+
 def _offender(kinds: set[type], items: Collection[Any]) -> str:
     kind = min(kinds, key=lambda k: k.__qualname__)
     bases = [b.__name__ for b in kind.__mro__[1:] if b in MODEL_TYPES]

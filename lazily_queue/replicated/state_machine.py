@@ -190,12 +190,12 @@ class StateMachine:
     def apply_client(self, args: list[Any]) -> Any:
         """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
         op once per client session (module docstring)."""
-        head = args[:4]
-        if len(head) < 4 or not all(type(v) is int for v in head) or (
-                head[0] <= CLIENT_SESSION_BASE or head[1] < 1 or head[3] in _WRAPPERS):
+        if (len(args) < 4 or type(args[0]) is not int or type(args[1]) is not int
+                or type(args[2]) is not int or type(args[3]) is not int
+                or args[0] <= CLIENT_SESSION_BASE or args[1] < 1 or args[3] in _WRAPPERS):
             return OpError("malformed_client_op", "a client op is [session, seq, floor, "
                            "code, *args] with a client session id and seq >= 1")
-        sid, seq, floor, code = head
+        sid, seq, floor, code = args[0], args[1], args[2], args[3]
         session = self.sessions.get(sid)
         if session is None:
             session = self._open_client_session(sid)

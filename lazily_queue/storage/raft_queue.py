@@ -132,7 +132,12 @@ class ReplicatedObject:
         raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
 
     async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
-        await self._ensure_declared(timeout)
+        declared = self._declared
+        if (declared is None or not declared.done() or declared.cancelled()
+                or declared.exception() is not None):
+            await self._ensure_declared(timeout)
+        elif not self._driver.running:
+            raise self._stopped()
         result = await self._driver.call(code, args, timeout=timeout or self.timeout, **kw)
         return raise_op_error(result)
 

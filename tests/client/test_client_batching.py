@@ -30,7 +30,22 @@ async def test_a_burst_of_pushes_goes_out_in_few_proposals_in_order() -> None:
         before = _leader_proposals(nodes)
         await asyncio.gather(*(q.push(i) for i in range(200)))
         proposed = _leader_proposals(nodes) - before
-        assert proposed * 4 <= 200, proposed  # grouped (at most 32 per group), not 200
+        assert proposed * 4 <= 200, proposed  # grouped, not 200
+        await client.barrier()
+        assert await q.pop_many(300) == [-1, *range(200)]
+
+
+async def test_the_ops_of_one_frame_are_one_proposal_across_the_members_yields() -> None:
+    """The member yields to its other work every YIELD_EVERY requests of a frame but
+    proposes the frame's ops together (up to GROUP_OPS), not one group per yield."""
+    assert server_module.YIELD_EVERY < 200 <= server_module.GROUP_OPS
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        q = client.queue("frame")
+        await q.push(-1)
+        nodes = [c.node(i) for i in (1, 2, 3)]
+        before = _leader_proposals(nodes)
+        await asyncio.gather(*(q.push(i) for i in range(200)))  # one loop turn: one frame
+        assert _leader_proposals(nodes) - before == 1
         await client.barrier()
         assert await q.pop_many(300) == [-1, *range(200)]
 

@@ -21,6 +21,8 @@ from lazily_queue import (
     connect,
     testing,
 )
+from lazily_queue.client import cluster as cluster_module
+from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
 from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.reactive import Context, Effect
@@ -223,6 +225,40 @@ async def test_a_client_moves_to_the_leader_unless_told_not_to() -> None:
         async with client_of(follower_first, prefer_leader=False) as client:
             await client.queue("q").push(2)
             assert client.member != leader
+
+
+async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member that knew no leader when the client said hello (an election under way)
+    names it in a later hello; the client then moves to the leader."""
+    answered: set[int] = set()
+    real_hello = server_module.ClientServer._hello
+
+    def first_hello_knows_no_leader(self: Any, conn: Any, rid: int, frame: list[Any]) -> None:
+        if id(conn) in answered:
+            real_hello(self, conn, rid, frame)
+            return
+        answered.add(id(conn))
+        conn.session = frame[3]
+        conn.send([rid, P.OK, {"node": self.node.node_id, "cluster": self.node.cluster,
+                               "leader": None}])
+
+    monkeypatch.setattr(server_module.ClientServer, "_hello", first_hello_knows_no_leader)
+    monkeypatch.setattr(cluster_module, "LEADER_RETRY", 0.05, raising=False)
+    async with cluster_with_clients() as (c, addresses):
+        leader = (await c.leader()).node_id
+        follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
+        async with client_of(follower_first) as client:
+            await client.queue("q").push(1)
+            for _ in range(200):
+                if client.member == leader:
+                    break
+                await asyncio.sleep(0.05)
+            assert client.member == leader
+            await client.queue("q").push(2)
+            await client.barrier()
+            assert await client.queue("q").pop_many(5) == [1, 2]
 
 
 async def test_more_outstanding_than_the_session_window_waits_for_the_floor(

@@ -18,10 +18,17 @@ import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lazily_transports.safe_cbor import VALUES
 
 from lazily_queue import UnsupportedValue, testing
 from lazily_queue.core.fifo import Fifo
-from lazily_queue.raft.batch import CommandError, decode_command, encode_command
+from lazily_queue.raft import values
+from lazily_queue.raft.batch import (
+    CommandError,
+    decode_command,
+    encode_checked_op,
+    encode_command,
+)
 from lazily_queue.raft.codec import FrameError, decode_frame
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES
@@ -360,6 +367,21 @@ def test_plain_scalars_at_the_edges_replicate_as_they_are(tmp_path: Path) -> Non
         got = view.queues["q"].elements()
         assert got == values
         assert [type(v) for v in got] == [type(v) for v in values]
+
+
+def test_rows_of_plain_values_skip_the_scan_and_anything_else_is_scanned() -> None:
+    """A client's grouped ops (rows of plain values) need no scan; a tuple, a nested list,
+    a dict or too many items in a row send the op through the scan (tuples tagged,
+    refusals named)."""
+    rows = [7, 0, [1, C.QUEUE_PUSH, "q", b"x"], [2, C.QUEUE_PUSH, "q", -(2**64)]]
+    assert values.plain_rows(rows, max_items=100)
+    for odd in ([1, C.QUEUE_PUSH, "q", (1, 2)], [1, C.QUEUE_PUSH, "q", [1]],
+                [1, C.QUEUE_PUSH, "q", {"k": 1}], [1, C.QUEUE_PUSH, "q", 2**64]):
+        assert not values.plain_rows([7, 0, odd], max_items=100), odd
+    assert not values.plain_rows([7, 0, [0] * 99], max_items=100)
+    encoded = encode_checked_op(1, C.CLIENT_OPS, [7, 0, [1, C.QUEUE_PUSH, "q", (1, 2)]],
+                                max_bytes=1000, name="client_ops")
+    assert VALUES.loads(encoded, max_bytes=1000)[4][3] == (1, 2)
 
 
 def test_oversized_operations_still_raise_value_error(tmp_path: Path) -> None:
