@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     where.add_argument("--config", metavar="FILE", help="the node's TOML file (uses `http`)")
     parser.add_argument("--json", action="store_true", help="print the raw JSON document")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    parser.add_argument("--require-leader", action="store_true",
+                        help="exit with status 3 while the node knows no leader")
     parser.set_defaults(handler=run)
 
 
@@ -54,13 +56,24 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))
-        return 0
-    from rich.console import Console
+    else:
+        from rich.console import Console
 
-    from .status_view import render
+        from .status_view import render
 
-    Console().print(*render(status))
+        Console().print(*render(status))
+    if args.require_leader and _leader(status) is None:
+        print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
+        return 3
     return 0
+
+
+def _leader(status: dict[str, Any]) -> Any:
+    return status.get("leader")
+
+
+def _leader_detail(status: dict[str, Any]) -> str:
+    return f"state {status.get('state')}, term {status.get('term')}"
 
 
 def fetch_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:

@@ -242,3 +242,36 @@ def test_refused_nodes_with_ids_above_every_member_fail_fast(tmp_path: Path) -> 
     finally:
         codes = [proc.terminate() for proc in cluster]
     assert codes == [0, 0]
+
+
+def test_status_require_leader_fails_until_the_node_knows_one() -> None:
+    import http.server
+    import threading
+
+    documents = [{"leader": None, "state": "candidate", "term": 1},
+                 {"leader": "2", "state": "follower", "term": 2}]
+
+    class Status(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(documents[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Status)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"127.0.0.1:{server.server_address[1]}"
+        cmd = [*CLI, "status", "--url", url, "--json", "--require-leader"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 3
+        assert "knows no leader yet (state candidate, term 1)" in out.stderr
+        documents.pop(0)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0 and json.loads(out.stdout)["leader"] == "2"
+    finally:
+        server.shutdown()
