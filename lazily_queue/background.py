@@ -1,12 +1,18 @@
 """Background: a component's one background task, started once and stopped by
-cancelling it and waiting for it to end."""
+cancelling it and waiting for it to end; StepObserver: a component run after every
+step of its node's driver."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .raft.errors import NodeNotRunning
+
+if TYPE_CHECKING:
+    from .node import Node
 
 
 class Background:
@@ -25,3 +31,24 @@ class Background:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class StepObserver:
+    """Mixin for a component of ``self.node`` that runs ``observe()`` now and after every
+    step of the node's driver, between ``start()`` and ``stop()``."""
+
+    node: Node
+
+    def observe(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Observe now and after every step of the running node."""
+        observers = self.node.driver.step_observers
+        if self.observe not in observers:
+            self.observe()
+            observers.append(self.observe)
+
+    async def stop(self) -> None:
+        with contextlib.suppress(NodeNotRunning, ValueError):
+            self.node.driver.step_observers.remove(self.observe)

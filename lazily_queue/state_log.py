@@ -19,11 +19,10 @@ that comes and goes within one step is not reported.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .raft.errors import NodeNotRunning
+from .background import StepObserver
 
 if TYPE_CHECKING:
     from .node import Node
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("lazily_queue.state")
 
 
-class StateLog:
+class StateLog(StepObserver):
     """Watches ``node`` and logs its state changes (see the module docstring)."""
 
     def __init__(self, node: Node, logger: logging.Logger = log) -> None:
@@ -40,16 +39,6 @@ class StateLog:
         self._last: dict[str, Any] | None = None
         self._ever_linked: set[str] = set()
 
-    def start(self) -> None:
-        """Observe now and after every step of the running node."""
-        observers = self.node.driver.step_observers
-        if self.observe not in observers:
-            self.observe()
-            observers.append(self.observe)
-
-    async def stop(self) -> None:
-        with contextlib.suppress(NodeNotRunning, ValueError):
-            self.node.driver.step_observers.remove(self.observe)
 
     def _say(self, level: int, event: str, message: str, **fields: Any) -> None:
         self.log.log(level, "node %s: %s", self.node.node_id, message,

@@ -11,19 +11,18 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import time
 from typing import TYPE_CHECKING, Any
 
-from .raft.errors import NodeNotRunning
+from .background import StepObserver
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
     from .node import Node
 
 
-class LeadershipClock:
+class LeadershipClock(StepObserver):
     """Watches a node step by step and records, per term it led, two wall-clock times.
 
     ``became_leader`` is when it first saw itself leader; ``first_commit`` is when its
@@ -35,16 +34,6 @@ class LeadershipClock:
         self.node = node
         self.terms: dict[int, dict[str, float | None]] = {}
 
-    def start(self) -> None:
-        """Record now and after every step of the running node."""
-        observers = self.node.driver.step_observers
-        if self.observe not in observers:
-            self.observe()
-            observers.append(self.observe)
-
-    async def stop(self) -> None:
-        with contextlib.suppress(NodeNotRunning, ValueError):
-            self.node.driver.step_observers.remove(self.observe)
 
 
     def observe(self) -> None:
