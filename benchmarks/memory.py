@@ -5,7 +5,8 @@
 
 Starts 3 ``lazily-queue node`` processes over Unix sockets with ``durability = "fsync"``;
 the load runs in an ``[app]`` of the leader (:mod:`benchmarks.memory_app`, which says
-the mix). Each node's RSS (``VmRSS``) and data directory size (bytes of its files) are
+the mix). Each node's RSS (``VmRSS``) and data directory size (bytes of its files; the
+journal up to its last record, without the up to 1 MiB of zeros preallocated after it) are
 sampled when the nodes are up (*fresh*), after a warm-up of ``--warmup`` messages
 (default 240,000: the log is compacted by size a few times, every bounded window is
 full, the allocator has seen the largest log, and item and delivery ids are past

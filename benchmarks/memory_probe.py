@@ -38,13 +38,30 @@ def rss_kb(pid: int | None = None) -> int:
     return 0
 
 
+#: The journal's file: preallocated, so zeros follow its last record.
+JOURNAL = "journal.log"
+#: Most bytes of preallocated zeros a journal holds past its last record (with room).
+_ZERO_TAIL = 2 << 20
+
+
+def _zero_tail(path: str, size: int) -> int:
+    """Bytes of zeros at the end of ``path`` (at most :data:`_ZERO_TAIL`)."""
+    with open(path, "rb") as f:
+        f.seek(max(0, size - _ZERO_TAIL))
+        tail = f.read()
+    return len(tail) - len(tail.rstrip(b"\0"))
+
+
 def dir_bytes(path: Path) -> int:
-    """Total size of the files under ``path`` (0 when it is gone)."""
+    """Bytes the files under ``path`` hold (0 when it is gone), the journal counted to
+    its last record: its preallocated zeros are room, not data."""
     total = 0
     for base, _, files in os.walk(path):
         for name in files:
+            full = os.path.join(base, name)
             try:
-                total += os.stat(os.path.join(base, name)).st_size
+                size = os.stat(full).st_size
+                total += size - (_zero_tail(full, size) if name == JOURNAL else 0)
             except OSError:
                 continue
     return total
