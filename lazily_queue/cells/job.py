@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.work import Delivery, Receipt
 from ..errors import SettlementRejected
+from .prefetch import next_take, prefetch_size
 
 if TYPE_CHECKING:
     from .work_batches import Now
@@ -198,9 +199,7 @@ async def deliver(
     iteration ends, the prefetched jobs not handed out are released (back to the head
     of pending, attempts not counted) and the background acks are awaited.
     """
-    size = DEFAULT_PREFETCH if prefetch is None else prefetch
-    if size < 1:
-        raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
+    size = prefetch_size(prefetch, DEFAULT_PREFETCH)
     loop = asyncio.get_running_loop()
     acks = Acks(cell, worker) if size > 1 else None
     take = min(size, FIRST_PREFETCH)
@@ -222,11 +221,8 @@ async def deliver(
                     unstarted.clear()
                     break
                 yield Job(cell, unstarted.popleft(), acks)
-            # Lease more while this worker keeps up with the commits, less when it lags.
-            if loop.time() - claimed < claimed - started:
-                take = min(size, take * 2) if len(leased) == take else take
-            else:
-                take = max(1, take // 2)
+            take = next_take(take, size, full=len(leased) == take, took=claimed - started,
+                             handed_out=loop.time() - claimed)
     finally:
         await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
 

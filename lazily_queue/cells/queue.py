@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -46,6 +45,7 @@ from ..storage.queue import (
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 from .once import no_dedup
+from .prefetch import prefetch_size, prefetched
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ class QueueCell(Generic[T]):
     def __aiter__(self) -> AsyncIterator[T]:
         return self.items()
 
-    async def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
+    def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
         """Yield elements until the queue is closed and drained (``async for x in q``).
 
         Over a replicated backend each pop takes up to ``prefetch`` elements in one
@@ -369,32 +369,10 @@ class QueueCell(Generic[T]):
         and half as many when it was slower, so a slow consumer holds few elements. A
         synchronous backend pops one at a time.
         """
-        size = DEFAULT_PREFETCH if prefetch is None else prefetch
-        if size < 1:
-            raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
+        size = prefetch_size(prefetch, DEFAULT_PREFETCH)
         if self._sync is not None:
             size = 1
-        take = min(size, FIRST_PREFETCH)
-        clock = asyncio.get_running_loop().time
-        buffer: deque[T] = deque()
-        try:
-            while True:
-                started = clock()
-                try:
-                    buffer.extend(await self.pop_many(take))
-                except QueueClosed:
-                    return
-                committed = clock()
-                full = len(buffer) == take
-                while buffer:
-                    yield buffer.popleft()
-                if clock() - committed < committed - started:
-                    take = min(size, take * 2) if full else take
-                else:
-                    take = max(1, take // 2)
-        finally:
-            if buffer:
-                await asyncio.shield(self._give_back(list(buffer)))
+        return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed)
 
     async def _give_back(self, values: list[T]) -> None:
         try:

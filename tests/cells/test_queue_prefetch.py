@@ -103,3 +103,11 @@ async def test_a_consumer_slower_than_a_commit_holds_fewer_elements() -> None:
                 break
     assert storage.asked == [8, 4, 2, 1]
     assert q.len() == 100 - len(got)
+
+
+def test_a_prefetch_below_one_is_refused() -> None:
+    import pytest
+
+    q: QueueCell[int] = QueueCell()
+    with pytest.raises(ValueError, match="prefetch must be >= 1, got 0"):
+        q.items(prefetch=0)

@@ -1,0 +1,63 @@
+"""Adaptive prefetch of the iterating consumers: how much the next batched take asks for.
+
+A consumer that takes several elements in one commit (``QueueCell.items``,
+``WorkQueueCell.deliveries``) starts at a small batch and asks for twice as many (up to
+its ``prefetch``) while it handed the last full batch out faster than the take took to
+commit, and half as many when it was slower, so a slow consumer holds few elements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def prefetch_size(prefetch: int | None, default: int) -> int:
+    """``prefetch`` (``default`` when ``None``); a ``ValueError`` below 1."""
+    size = default if prefetch is None else prefetch
+    if size < 1:
+        raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
+    return size
+
+
+def next_take(take: int, size: int, *, full: bool, took: float, handed_out: float) -> int:
+    """The next batch after a take of ``take`` (``full``: it got all it asked for) that
+    took ``took`` seconds to commit and whose elements were handed out in ``handed_out``."""
+    if handed_out < took:
+        return min(size, take * 2) if full else take
+    return max(1, take // 2)
+
+
+async def prefetched(
+    take_many: Callable[[int], Awaitable[list[T]]],
+    give_back: Callable[[list[T]], Awaitable[None]],
+    size: int,
+    first: int,
+    end: type[BaseException],
+) -> AsyncIterator[T]:
+    """Yield what ``take_many(n)`` returns, one by one, in batches sized by
+    :func:`next_take` (the first at most ``first``), until it raises ``end``; when the
+    iteration ends early, what was taken and not yet yielded goes to ``give_back``."""
+    take = min(size, first)
+    clock = asyncio.get_running_loop().time
+    buffer: deque[T] = deque()
+    try:
+        while True:
+            started = clock()
+            try:
+                buffer.extend(await take_many(take))
+            except end:
+                return
+            committed = clock()
+            full = len(buffer) == take
+            while buffer:
+                yield buffer.popleft()
+            take = next_take(take, size, full=full, took=committed - started,
+                             handed_out=clock() - committed)
+    finally:
+        if buffer:
+            await asyncio.shield(give_back(list(buffer)))
