@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from lazily_queue.raft.meta import MetaStore
-from lazily_queue.raft.records import decode_records
+from lazily_queue.raft.records import SECTOR, decode_records
 from lazily_queue.raft.rejoin import floor_of
 
 from .cluster import Cluster
@@ -217,7 +217,14 @@ class Faults:
         if how == "last":
             i = len(entries) - 1
             start, end = offsets[i], valid
-            node.disk.flip_bit(path, self.rng.randrange(start, end), self.rng.randrange(8))
+            at = self.rng.randrange(start, end)
+            node.disk.flip_bit(path, at, self.rng.randrange(8))
+            if torn_lookalike(data, at, end):
+                # A write torn at that boundary leaves the same bytes: the journal cuts it
+                # as torn (so does etcd's WAL), which it must not be expected to detect.
+                self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}, "
+                                   "zeros from a sector boundary after it: a torn write")
+                return
             self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}")
             self._corrupted[n] = entries[i][1]
             return
@@ -257,3 +264,13 @@ class Faults:
         self._corrupted[n] = -1
         self.cluster.trace(f"{n}: flipped a bit of the snapshot at byte {offset} of {size}")
 
+
+def torn_lookalike(data: bytes, at: int, end: int) -> bool:
+    """Whether a record ending at ``end`` with byte ``at`` damaged looks like a write torn
+    at a sector boundary: its bytes from some boundary after ``at`` to its end are zeros."""
+    boundary = (at // SECTOR + 1) * SECTOR
+    while boundary < end:
+        if not data[boundary:end].strip(b"\x00"):
+            return True
+        boundary += SECTOR
+    return False

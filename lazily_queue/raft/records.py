@@ -133,13 +133,28 @@ def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail
     if end > size and plausible:
         # The header announces more than the file holds. A torn append leaves exactly
         # that; a damaged length field does too, unless the bytes present are the
-        # whole record (its checksum does not cover the length).
-        if record_crc(index, term, bytes(data[pos + HEADER.size :])) == crc:
+        # whole record (its checksum does not cover the length), which may end in some
+        # of the zeros that follow.
+        if _whole_record_within(data, pos, content, index, term, crc):
             return Tail(cut, True, records)
         return Tail(cut, False, records)
     # A complete record that fails its checksum, or a header that cannot follow the
     # last valid record: not what an interrupted append leaves behind.
     return Tail(cut, True, records)
+
+
+def _whole_record_within(
+    data: bytes, pos: int, content: int, index: int, term: int, crc: int
+) -> bool:
+    """Whether the bytes from the header at ``pos`` to ``content``, followed by none or
+    some of the zeros after it, are a record whose checksum is ``crc``."""
+    running = zlib.crc32(data[pos + HEADER.size : content],
+                         zlib.crc32(struct.pack("<QQ", index, term)))
+    for _ in range(len(data) - content):
+        if running & 0xFFFFFFFF == crc:
+            return True
+        running = zlib.crc32(b"\x00", running)
+    return running & 0xFFFFFFFF == crc
 
 
 def _valid_record_after(

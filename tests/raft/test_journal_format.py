@@ -122,6 +122,25 @@ def test_a_complete_last_record_with_a_bad_checksum_is_damaged(tmp_path: Path) -
     assert floor_of(again.meta) == (3, 4)
 
 
+@pytest.mark.parametrize("trailing_zeros", [0, 40])
+def test_a_last_record_whose_length_field_is_damaged_is_damaged_not_torn(
+        tmp_path: Path, trailing_zeros: int) -> None:
+    """Its length now runs past the file, as a torn append's would; but the record is
+    whole (its command may end in zeros, like the preallocated zeros after it)."""
+    j = DurableJournal(OsDisk(), str(tmp_path))
+    j.setCurrentTerm(3, None)
+    _fill(j, 1, 3, term=3)
+    j.add(b"last" + bytes(trailing_zeros), 4, 3)
+    j.sync()
+    last = j.size_bytes - HEADER.size - 4 - trailing_zeros
+    with open(j.path, "r+b") as f:
+        f.seek(last + 2)  # the length field's third byte: about 4 MiB more
+        f.write(b"\x40")
+    again = DurableJournal(OsDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2, 3] and again.tail.damaged
+    assert floor_of(again.meta) == (3, 4)
+
+
 def test_a_journal_written_without_preallocation_is_read_and_extended(tmp_path: Path) -> None:
     path = tmp_path / "journal.log"
     path.write_bytes(b"".join(encode_record(f"c{i}".encode(), i, 1) for i in (1, 2, 3)))
