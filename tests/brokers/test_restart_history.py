@@ -176,17 +176,22 @@ def check(record: Recorder, final: list[Any], *, held: bool = False) -> Checker:
     return checker
 
 
-async def test_a_nats_queue_history_through_a_kill_passes_the_checker_under_nats_rules(
-        ) -> None:
+async def _nats_history(*, kill: bool) -> tuple[Recorder, list[Any]]:
+    """A queue's history on nats-server restarted mid-run, and the elements left."""
     if find_binary(NatsServer.binary) is None:
         pytest.skip(f"{NatsServer.binary} is not installed")
     record = Recorder("nats")
     async with NatsServer() as server, connect(server.url, poll_interval=0.2,
                                                view_limit=4 * PUSHES) as client:
         q = client.queue("history")
-        await asyncio.wait_for(_drive(q, server, record), 180)
+        await asyncio.wait_for(_drive(q, server, record, kill=kill), 180)
         await q.storage.sync()  # type: ignore[attr-defined]
-        final = list(q.storage.elements())  # type: ignore[attr-defined]
+        return record, list(q.storage.elements())  # type: ignore[attr-defined]
+
+
+async def test_a_nats_queue_history_through_a_kill_passes_the_checker_under_nats_rules(
+        ) -> None:
+    record, final = await _nats_history(kill=True)
     kept, first_final, again = nats_rules(record, final)
     checker = check(kept, first_final, held=True)
     pushed = sum(1 for o in record.ops if o.code == C.QUEUE_PUSH and o.outcome == OK)
@@ -197,15 +202,7 @@ async def test_a_nats_queue_history_through_a_graceful_restart_delivers_each_onc
         ) -> None:
     """Stopped with SIGTERM, nats-server keeps its acks: no element is delivered twice
     (only the rule on cut pulls is relaxed)."""
-    if find_binary(NatsServer.binary) is None:
-        pytest.skip(f"{NatsServer.binary} is not installed")
-    record = Recorder("nats")
-    async with NatsServer() as server, connect(server.url, poll_interval=0.2,
-                                               view_limit=4 * PUSHES) as client:
-        q = client.queue("history")
-        await asyncio.wait_for(_drive(q, server, record, kill=False), 180)
-        await q.storage.sync()  # type: ignore[attr-defined]
-        final = list(q.storage.elements())  # type: ignore[attr-defined]
+    record, final = await _nats_history(kill=False)
     assert nats_rules(record, final)[2] == 0  # no second delivery
     checker = check(record, final, held=True)
     assert checker.ops > PUSHES
