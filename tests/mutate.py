@@ -155,10 +155,10 @@ MUTATIONS = [
         ("tests/core/test_batches.py", "tests/raft/test_consumer_batches.py"),
         "prefetched jobs given back unstarted do not use up an attempt"),
     Mutation(
-        "prefetch-not-given-back", "lazily_queue/cells/queue.py",
-        "            if buffer:\n"
-        "                await asyncio.shield(self._give_back(list(buffer)))",
-        "            pass",
+        "prefetch-not-given-back", "lazily_queue/cells/prefetch.py",
+        "        if buffer:\n"
+        "            await asyncio.shield(give_back(list(buffer)))",
+        "        pass",
         ("tests/raft/test_consumer_batches.py",),
         "a queue iteration that stops early puts its prefetched elements back, in order"),
     Mutation(
