@@ -74,6 +74,7 @@ class Replica:
             restore=fsm.restore,
             validate=fsm.validate,
             chunk_size=self.config.engine.snapshot_chunk_bytes,
+            clock=clock,
         )
         existing = self.snapshots.read()
         if existing is not None:

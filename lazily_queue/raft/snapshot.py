@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -96,6 +97,10 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
     return doc
 
 
+#: Seconds between snapshot attempts while the disk refuses them.
+DISK_RETRY = 1.0
+
+
 def _too_large(size: int, limit: int) -> str:
     return (
         f"snapshot of {size} bytes or more exceeds the {limit}-byte snapshot limit; raise the "
@@ -116,8 +121,14 @@ class SnapshotStore:
         validate: Callable[[Any], None],
         chunk_size: int = 48 * 1024,
         max_bytes: int = MAX_SNAPSHOT_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._disk = disk
+        self._clock = clock
+        #: After the disk refused a snapshot, none is tried before this time.
+        self._retry_at = -float("inf")
+        #: Snapshots the disk refused since the last one it took.
+        self.disk_failures = 0
         self.path = path
         self._capture = capture
         self._restore = restore
@@ -159,6 +170,9 @@ class SnapshotStore:
     def serialize(self, data: Any, id: int) -> None:
         _, last, prev, members = data
         self._current_id = id
+        if self._clock() < self._retry_at:  # the disk refused the last one: wait
+            self._state = FAILED
+            return
         try:
             doc = {
                 "format": FORMAT,
@@ -174,8 +188,12 @@ class SnapshotStore:
                 self._state = FAILED
                 return
             self._disk.replace(self.path, raw)
-        except OSError:
-            log.exception("taking a snapshot failed; the log is kept")
+        except OSError as exc:
+            if not self.disk_failures:
+                log.error("taking a snapshot failed; the log is kept and a snapshot is tried "
+                          "again every %.0f s: %s", DISK_RETRY, exc)
+            self.disk_failures += 1
+            self._retry_at = self._clock() + DISK_RETRY
             self._state = FAILED
             return
         except Exception:
@@ -187,6 +205,10 @@ class SnapshotStore:
         self._sending.clear()
         self._state = SUCCESS
         self.taken += 1
+        if self.disk_failures:
+            log.warning("a snapshot was taken again after %d attempts the disk refused",
+                        self.disk_failures)
+            self.disk_failures = 0
 
     @property
     def size(self) -> int:

@@ -73,16 +73,22 @@ class NodeProc:
 
     def wait_line(self, prefix: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
+        checked = 0  # lines of ``seen`` already compared (a chatty node prints thousands)
         while True:
-            for line in self.seen:
+            for line in self.seen[checked:]:
                 if line.startswith(prefix):
                     return line
+            checked = len(self.seen)
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (self.proc.poll() is not None and self.lines.empty()):
+                tail = self.seen[-200:]
                 raise AssertionError(
-                    f"no {prefix!r} line; stdout {self.seen}; stderr: {self.stderr()}")
+                    f"no {prefix!r} line; last of {len(self.seen)} stdout lines {tail}; "
+                    f"stderr: {self.stderr()[-20000:]}")
             try:
                 self.seen.append(self.lines.get(timeout=min(remaining, 0.2)))
+                while True:
+                    self.seen.append(self.lines.get_nowait())
             except queue.Empty:
                 pass
 

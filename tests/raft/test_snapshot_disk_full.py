@@ -1,0 +1,58 @@
+"""A disk that refuses snapshots: one log line, attempts spaced out, recovery logged."""
+
+from __future__ import annotations
+
+import errno
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.snapshot import DISK_RETRY, FAILED, SUCCESS, SnapshotStore
+
+
+class RefusingDisk(OsDisk):
+    """Refuses every ``replace`` while ``full``."""
+
+    def __init__(self) -> None:
+        super().__init__(sync=False)
+        self.full = True
+        self.replaces = 0
+
+    def replace(self, path: str, data: bytes) -> None:
+        self.replaces += 1
+        if self.full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().replace(path, data)
+
+
+def test_a_full_disk_is_logged_once_and_snapshots_are_spaced_out(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    captures = [0]
+
+    def capture() -> Any:
+        captures[0] += 1
+        return {"queues": {}}
+
+    disk = RefusingDisk()
+    store = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"), capture=capture,
+                          restore=lambda _: None, validate=lambda _: None,
+                          clock=lambda: now[0])
+    data = (None, (b"", 5, 1), (b"", 4, 1), ["1"])
+    caplog.set_level(logging.WARNING, logger="lazily_queue.raft.snapshot")
+    for step in range(100):  # the engine asks again on every step
+        now[0] = step * DISK_RETRY / 40
+        store.serialize(data, step)
+        assert store.checkSerializing()[0] == FAILED
+    assert disk.replaces == captures[0] == 3  # at 0, after one retry delay and after two
+    refusals = [r for r in caplog.records if "taking a snapshot failed" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].exc_info is None
+    assert "No space left on device" in refusals[0].getMessage()
+    disk.full = False
+    now[0] += DISK_RETRY
+    store.serialize(data, 100)
+    assert store.checkSerializing()[0] == SUCCESS
+    assert "taken again after 3 attempts the disk refused" in caplog.text
