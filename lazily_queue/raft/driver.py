@@ -61,6 +61,7 @@ class Driver(DiskStall):
         self.network = network
         self.tick_interval = tick_interval
         self.disk_retry = disk_retry
+        replica.snapshots.retry_delay = disk_retry
         self._on_events = on_events
         self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -97,10 +97,6 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
     return doc
 
 
-#: Seconds between snapshot attempts while the disk refuses them.
-DISK_RETRY = 1.0
-
-
 def _too_large(size: int, limit: int) -> str:
     return (
         f"snapshot of {size} bytes or more exceeds the {limit}-byte snapshot limit; raise the "
@@ -125,6 +121,9 @@ class SnapshotStore:
     ) -> None:
         self._disk = disk
         self._clock = clock
+        #: Seconds between snapshot attempts while the disk refuses them (the driver
+        #: sets its ``disk_retry``).
+        self.retry_delay = 1.0
         #: After the disk refused a snapshot, none is tried before this time.
         self._retry_at = -float("inf")
         #: Snapshots the disk refused since the last one it took.
@@ -191,9 +190,9 @@ class SnapshotStore:
         except OSError as exc:
             if not self.disk_failures:
                 log.error("taking a snapshot failed; the log is kept and a snapshot is tried "
-                          "again every %.0f s: %s", DISK_RETRY, exc)
+                          "again every %g s: %s", self.retry_delay, exc)
             self.disk_failures += 1
-            self._retry_at = self._clock() + DISK_RETRY
+            self._retry_at = self._clock() + self.retry_delay
             self._state = FAILED
             return
         except Exception:

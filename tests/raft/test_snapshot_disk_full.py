@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lazily_queue.raft.disk import OsDisk
-from lazily_queue.raft.snapshot import DISK_RETRY, FAILED, SUCCESS, SnapshotStore
+from lazily_queue.raft.snapshot import FAILED, SUCCESS, SnapshotStore
 
 
 class RefusingDisk(OsDisk):
@@ -41,10 +41,11 @@ def test_a_full_disk_is_logged_once_and_snapshots_are_spaced_out(
     store = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"), capture=capture,
                           restore=lambda _: None, validate=lambda _: None,
                           clock=lambda: now[0])
+    store.retry_delay = retry = 2.0
     data = (None, (b"", 5, 1), (b"", 4, 1), ["1"])
     caplog.set_level(logging.WARNING, logger="lazily_queue.raft.snapshot")
     for step in range(100):  # the engine asks again on every step
-        now[0] = step * DISK_RETRY / 40
+        now[0] = step * retry / 40
         store.serialize(data, step)
         assert store.checkSerializing()[0] == FAILED
     assert disk.replaces == captures[0] == 3  # at 0, after one retry delay and after two
@@ -52,7 +53,15 @@ def test_a_full_disk_is_logged_once_and_snapshots_are_spaced_out(
     assert len(refusals) == 1 and refusals[0].exc_info is None
     assert "No space left on device" in refusals[0].getMessage()
     disk.full = False
-    now[0] += DISK_RETRY
+    now[0] += retry
     store.serialize(data, 100)
     assert store.checkSerializing()[0] == SUCCESS
     assert "taken again after 3 attempts the disk refused" in caplog.text
+
+
+async def test_a_node_spaces_snapshots_by_its_disk_retry() -> None:
+    from lazily_queue import testing
+
+    async with testing.cluster(1, disk_retry=0.3) as c:
+        node = await c.leader()
+        assert node.driver.replica.snapshots.retry_delay == 0.3
