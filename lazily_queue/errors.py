@@ -49,3 +49,14 @@ class MessageTooLarge(LazilyQueueError, ValueError):
 
 class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
+
+
+class OffsetOutOfRange(LazilyQueueError, ValueError):
+    """A topic position outside the retained range: before the oldest retained element
+    (``base``, already collected) or past the tail (``end``). ``offset`` is what was asked."""
+
+    def __init__(self, message: str, *, offset: int, base: int, end: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.base = base
+        self.end = end

@@ -14,7 +14,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from ..core.dedup import check_msg_id
-from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition, check_subscriber
+from ..core.topic import (
+    Durability,
+    Start,
+    SubscribeOutcome,
+    TopicCore,
+    TopicTransition,
+    check_start,
+    check_subscriber,
+)
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
@@ -22,10 +30,13 @@ from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
+    ReplayTopicStorage,
+    SyncReplayTopicStorage,
     SyncTopicStorage,
     TopicStorage,
     as_dedup_topic,
     as_observable_topic,
+    as_replay_topic,
     as_sync_topic,
     topic_capabilities,
 )
@@ -148,11 +159,23 @@ class TopicCell(Generic[T]):
     # -- synchronous core (capability ``sync``) -------------------------------------------
 
     def try_subscribe(
-        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        start: Start = "tail",
     ) -> SubscribeOutcome:
-        """Subscribe at the tail; an offline durable id reconnects at its cursor."""
+        """Subscribe at ``start`` (see :meth:`subscribe`); an offline durable id
+        reconnects at its cursor."""
         storage = self._require_sync("try_subscribe", "subscribe(subscriber)")
-        return self._apply(storage.try_subscribe(subscriber, durability))
+        if check_start(start) == "tail":
+            return self._apply(storage.try_subscribe(subscriber, durability))
+        self._require_replay("subscribe from the head or an offset")
+        replay = cast(SyncReplayTopicStorage[T], storage)
+        return self._apply(replay.try_subscribe_at(subscriber, durability, start))
+
+    def try_seek(self, subscriber: str, offset: int) -> int | None:
+        """:meth:`seek`, synchronously."""
+        storage = self._require_sync("try_seek", "seek(subscriber, offset)")
+        self._require_replay("seek")
+        return self._apply(cast(SyncReplayTopicStorage[T], storage).try_seek(subscriber, offset))
 
     def try_reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
@@ -214,15 +237,43 @@ class TopicCell(Generic[T]):
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def subscribe(
-        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
+        start: Start = "tail",
     ) -> SubscribeOutcome:
-        """Subscribe at the tail; an offline durable id reconnects at its cursor.
+        """Subscribe; an offline durable id reconnects at its cursor.
 
+        A new subscription's cursor starts at ``start``: ``"tail"`` (the default: the
+        next element published), ``"head"`` (the oldest element retained) or an absolute
+        offset in ``base_offset()..end_offset()`` (capability ``replay``); an offset
+        outside that range raises :class:`~lazily_queue.errors.OffsetOutOfRange` naming
+        the range. An existing subscription keeps its cursor (use :meth:`seek`).
         Over a replicated backend this and the other operations return once committed.
         """
         if self._sync is not None:
-            return self.try_subscribe(subscriber, durability)
-        return self._apply(await self._storage.subscribe(subscriber, durability))
+            return self.try_subscribe(subscriber, durability, start=start)
+        if check_start(start) == "tail":
+            return self._apply(await self._storage.subscribe(subscriber, durability))
+        storage = self._require_replay("subscribe from the head or an offset")
+        return self._apply(await storage.subscribe_at(subscriber, durability, start))
+
+    async def seek(self, subscriber: str, offset: int) -> int | None:
+        """Move a connected subscriber's cursor to ``offset``, backward (replay) or
+        forward (skip), anywhere in ``base_offset()..end_offset()`` (capability
+        ``replay``). Outside it raises :class:`~lazily_queue.errors.OffsetOutOfRange`
+        naming the retained range and changes nothing. Returns the cursor, or ``None``
+        when the subscriber is unknown or offline."""
+        if self._sync is not None:
+            return self.try_seek(subscriber, offset)
+        storage = self._require_replay("seek")
+        return self._apply(await storage.seek(subscriber, offset))
+
+    def _require_replay(self, what: str) -> ReplayTopicStorage[T]:
+        storage = as_replay_topic(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} cannot {what}; subscribe at "
+                "the tail")
+        return storage
 
     async def reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""

@@ -16,17 +16,24 @@ subscriber's reader, so the gap is visible to it; no stored cursor is ever below
 ``base_offset``. A durable cursor can never fall below base, because it bounds the
 frontier.
 
-Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect`` and ``advance``
-(they never raise), and reads of them are unavailable (``None``, distinct from ``[]``).
+Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect``, ``advance`` and
+``seek`` (they never raise for the id), and reads of them are unavailable (``None``,
+distinct from ``[]``).
+
+Replay: a new subscription starts at the tail (default), the head (the oldest retained
+element) or an absolute offset in ``base_offset..end_offset``; ``seek`` moves a connected
+cursor anywhere in that range later, backward or forward. Any position outside it raises
+:class:`~lazily_queue.errors.OffsetOutOfRange` naming the retained range, and changes
+nothing. A start applies only to a new subscription: an existing one keeps its cursor.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
-from ..errors import InvalidSnapshot
+from ..errors import InvalidSnapshot, OffsetOutOfRange
 from .snapshot import is_int, require_count, require_list, require_map
 
 R = TypeVar("R")
@@ -35,6 +42,10 @@ SubscriberId = str
 """Subscriber ids are strings (they key the JSON snapshot map)."""
 
 NOBODY: frozenset[str] = frozenset()
+
+Start = Literal["head", "tail"] | int
+"""Where a new cursor starts: ``"tail"`` (the next element published), ``"head"`` (the
+oldest retained element) or an absolute offset."""
 
 
 class Durability(enum.StrEnum):
@@ -85,6 +96,37 @@ def parse_durability(value: Durability | str) -> Durability:
         ) from None
 
 
+def check_start(start: object) -> Start:
+    """``start`` as a :data:`Start`; anything else raises ``ValueError``."""
+    if start in ("head", "tail"):
+        return start  # type: ignore[return-value]
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise ValueError(f"start must be 'head', 'tail' or an offset (int), got {start!r}")
+    return start
+
+
+def position(start: Start, base: int, end: int) -> int:
+    """The offset ``start`` names in a log retaining ``base..end`` (``end`` is the tail);
+    :class:`OffsetOutOfRange` when it lies outside."""
+    if start == "tail":
+        return end
+    if start == "head":
+        return base
+    offset = check_start(start)
+    assert isinstance(offset, int)
+    if not base <= offset <= end:
+        raise out_of_range(offset, base, end)
+    return offset
+
+
+def out_of_range(offset: int, base: int, end: int) -> OffsetOutOfRange:
+    """The error for ``offset`` outside a log retaining ``base..end``."""
+    where = "before the oldest retained element" if offset < base else "past the tail"
+    return OffsetOutOfRange(
+        f"offset {offset} is {where}: the topic retains offsets {base}..{end} "
+        f"({end} is the tail)", offset=offset, base=base, end=end)
+
+
 def check_subscriber(subscriber: object) -> str:
     """A subscriber id must be a ``str``; anything else raises ``TypeError``."""
     if not isinstance(subscriber, str):
@@ -129,14 +171,19 @@ class TopicCore(Generic[R]):
     # -- operations -----------------------------------------------------------------------
 
     def subscribe(
-        self, subscriber: str, durability: Durability | str = Durability.DURABLE
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE,
+        start: Start = "tail",
     ) -> TopicTransition[SubscribeOutcome]:
-        """New id: cursor at the tail. Offline durable id: reconnect. Connected: no-op."""
+        """New id: cursor at ``start`` (the tail unless given). Offline durable id:
+        reconnect at its cursor. Connected: no-op. ``start`` is checked for a new id
+        only (:class:`OffsetOutOfRange` outside the retained range)."""
         check_subscriber(subscriber)
+        check_start(start)
         kind = parse_durability(durability)
         record = self._subs.get(subscriber)
         if record is None:
-            self._subs[subscriber] = _Subscription(self.end_offset(), kind, True)
+            cursor = position(start, self._base, self.end_offset())
+            self._subs[subscriber] = _Subscription(cursor, kind, True)
             self._set_connected(subscriber, True)
             return TopicTransition(SubscribeOutcome.Subscribed, frozenset((subscriber,)))
         if record.connected:
@@ -199,6 +246,22 @@ class TopicCore(Generic[R]):
         target = min(offset, self.end_offset())
         if target <= record.cursor:
             return TopicTransition(record.cursor, NOBODY)
+        record.cursor = target
+        return TopicTransition(target, frozenset((subscriber,)))
+
+    def seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]:
+        """Move a connected subscriber's cursor to ``offset``, backward or forward within
+        the retained range (:class:`OffsetOutOfRange` outside it, nothing changed).
+        Returns the cursor, or ``None`` when the subscriber is unknown or offline."""
+        check_subscriber(subscriber)
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(f"offset must be an int, got {offset!r}")
+        record = self._subs.get(subscriber)
+        if record is None or not record.connected:
+            return TopicTransition(None, NOBODY)
+        target = position(offset, self._base, self.end_offset())
+        if target == record.cursor:
+            return TopicTransition(target, NOBODY)
         record.cursor = target
         return TopicTransition(target, frozenset((subscriber,)))
 

@@ -56,6 +56,9 @@ DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
+# Topic replay and consumer groups: 80..89.
+TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
+TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -100,6 +103,8 @@ OP_NAMES: dict[int, str] = {
     DEDUP_LIMITS: "dedup_limits",
     WORK_SETTLE_MANY: "work_settle_many",
     WORK_PUSH_ONCE: "work_push_once",
+    TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
+    TOPIC_SEEK: "topic_seek",
 }
 
 
@@ -124,7 +129,8 @@ _FAMILIES: dict[int, str] = {
                      QUEUE_PUSH_ONCE), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
-                     TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE), "topic"),
+                     TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
+                     TOPIC_SEEK), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),

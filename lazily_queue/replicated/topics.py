@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..errors import OffsetOutOfRange
 from . import ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name
@@ -43,6 +44,25 @@ def _topic_op(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -
         result, invalidated = op(topic, args)
         _changed(sm, name, invalidated)
         return result.name if isinstance(result, SubscribeOutcome) else result
+
+    return apply
+
+
+def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> Handler:
+    """A handler for an op naming a position: ``["ok", result]``, or
+    ``["out_of_range", offset, base, end]`` when the position is outside the retained
+    range at apply time (nothing changes)."""
+
+    def apply(sm: StateMachine, args: list[Any]) -> Any:
+        name, topic = _topic(sm, args)
+        try:
+            result, invalidated = op(topic, args)
+        except OffsetOutOfRange as exc:
+            return ["out_of_range", exc.offset, exc.base, exc.end]
+        except (TypeError, ValueError) as exc:
+            raise OpRefused("bad_args", str(exc)) from exc
+        _changed(sm, name, invalidated)
+        return ["ok", result.name if isinstance(result, SubscribeOutcome) else result]
 
     return apply
 
@@ -90,6 +110,8 @@ FAMILY = Family(
         ops.TOPIC_GC: _topic_op(lambda t, a: t.gc()),
         ops.TOPIC_RESTORE: restore,
         ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),
+        ops.TOPIC_SUBSCRIBE_AT: _ranged(lambda t, a: t.subscribe(a[1], Durability(a[2]), a[3])),
+        ops.TOPIC_SEEK: _ranged(lambda t, a: t.seek(a[1], a[2])),
     },
     (Section("topics", _capture, _restore),),
 )

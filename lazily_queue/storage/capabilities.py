@@ -41,6 +41,10 @@ class StorageCapabilities:
       and returns the first push's result (``offer_once`` / ``publish_once`` /
       ``push_once``). Without it the cells refuse ``msg_id`` with
       :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - ``replay`` (topics): a new subscription can start at the head or an offset
+      (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
+    - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
+      with every element it publishes.
     """
 
     sync: bool = False
@@ -51,6 +55,8 @@ class StorageCapabilities:
     lifecycle: bool = False
     logical_time: bool = False
     dedup: bool = False
+    replay: bool = False
+    groups: bool = False
 
 
 def declared(

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
-from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
 from ..core.work import (
     DeadLetter,
     Delivery,
@@ -89,11 +89,12 @@ class VecDequeStorage(Fifo[T]):
 
 
 class LocalTopicStorage(Generic[T]):
-    """A :class:`TopicCore` behind the topic seam (capability ``sync``)."""
+    """A :class:`TopicCore` behind the topic seam (capabilities ``sync``, ``dedup``,
+    ``replay``)."""
 
     __slots__ = ("core", "dedup")
 
-    capabilities = StorageCapabilities(sync=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, dedup=True, replay=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
                  dedup: DedupLimits | None = None) -> None:
@@ -133,6 +134,14 @@ class LocalTopicStorage(Generic[T]):
     ) -> TopicTransition[SubscribeOutcome]:
         return self.core.subscribe(subscriber, durability)
 
+    def try_subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.core.subscribe(subscriber, durability, start)
+
+    def try_seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]:
+        return self.core.seek(subscriber, offset)
+
     def try_reconnect(self, subscriber: str) -> TopicTransition[bool]:
         return self.core.reconnect(subscriber)
 
@@ -155,6 +164,17 @@ class LocalTopicStorage(Generic[T]):
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
         return self.try_subscribe(subscriber, durability)
+
+    async def subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.try_subscribe_at(subscriber, durability, start)
+
+    async def seek(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        return self.try_seek(subscriber, offset)
 
     async def reconnect(
         self, subscriber: str, *, timeout: float | None = None

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.topic import (
+    Durability,
+    Start,
+    SubscribeOutcome,
+    TopicCore,
+    TopicTransition,
+    check_start,
+    out_of_range,
+)
 from ..core.work import (
     DeadLetter,
     Delivery,
@@ -42,7 +50,7 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -108,6 +116,20 @@ class RaftTopicStorage(ReplicatedObject):
         result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
         return TopicTransition(SubscribeOutcome[result], frozenset())
 
+    async def subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        args = [self.name, subscriber, Durability(durability).value, check_start(start)]
+        result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT, args, timeout))
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def seek(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_SEEK, [self.name, subscriber, offset], timeout)
+        return TopicTransition(_in_range(result), frozenset())
+
     async def reconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
@@ -156,6 +178,13 @@ class RaftTopicStorage(ReplicatedObject):
     async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
         result = await self._call(C.TOPIC_GC, [self.name], timeout)
         return TopicTransition(int(result), frozenset())
+
+
+def _in_range(result: list[Any]) -> Any:
+    """The result of a positioned op, or its :class:`OffsetOutOfRange` raised."""
+    if result[0] == "out_of_range":
+        raise out_of_range(result[1], result[2], result[3])
+    return result[1]
 
 
 class RaftWorkQueueStorage(ReplicatedObject):

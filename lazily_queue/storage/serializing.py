@@ -35,7 +35,7 @@ class _Wrapper:
         self.capabilities = StorageCapabilities(
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
-            dedup=caps.dedup)
+            dedup=caps.dedup, replay=caps.replay, groups=caps.groups)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
-from ..core.topic import Durability, SubscribeOutcome, TopicTransition
+from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition
 from .capabilities import StorageCapabilities, declared
 
 T = TypeVar("T")
@@ -116,6 +116,35 @@ class DedupTopicStorage(TopicStorage[T], Protocol[T]):
         ...
 
 
+class ReplayTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``replay``."""
+
+    async def subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        """:meth:`subscribe`, a new subscription's cursor at ``start``
+        (:class:`~lazily_queue.errors.OffsetOutOfRange` outside the retained range)."""
+        ...
+
+    async def seek(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        """Move a connected cursor to ``offset`` in the retained range: the cursor, or
+        ``None`` for an unknown or offline id."""
+        ...
+
+
+class SyncReplayTopicStorage(ReplayTopicStorage[T], SyncTopicStorage[T], Protocol[T]):
+    """Capabilities ``replay`` and ``sync``."""
+
+    def try_subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start
+    ) -> TopicTransition[SubscribeOutcome]: ...
+
+    def try_seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]: ...
+
+
 class ObservableTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -133,6 +162,8 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("publish_once",),
+    "replay": ("subscribe_at", "seek"),
+    "groups": ("open_group",),
 }
 
 
@@ -147,6 +178,10 @@ def as_sync_topic(storage: TopicStorage[T]) -> SyncTopicStorage[T] | None:
 
 def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:
     return cast(DedupTopicStorage[T], storage) if storage.capabilities.dedup else None
+
+
+def as_replay_topic(storage: TopicStorage[T]) -> ReplayTopicStorage[T] | None:
+    return cast(ReplayTopicStorage[T], storage) if storage.capabilities.replay else None
 
 
 def as_observable_topic(storage: TopicStorage[T]) -> ObservableTopicStorage[T] | None:
