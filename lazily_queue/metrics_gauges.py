@@ -135,9 +135,14 @@ def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
                                  labels=["name"])
     lag = GaugeMetricFamily(f"{ns}_topic_consumer_lag", "Unread elements of a subscriber",
                             labels=["name", "subscriber"])
+    group_lag = GaugeMetricFamily(f"{ns}_group_lag", "Elements a consumer group has not acked",
+                                  labels=["name", "group"])
     for name, t in status["topics"].items():
         retained.add_metric([name], t["retained"])
         for sid, sub in t["subscribers"].items():
             lag.add_metric([name, sid], sub["lag"])
+        for group, g in t.get("groups", {}).items():
+            group_lag.add_metric([name, group], g["lag"])
     yield retained
     yield lag
+    yield group_lag

@@ -10,6 +10,7 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
+from .storage.raft_groups import RaftGroupStorage
 from .storage.raft_queue import Proposer, RaftQueueStorage
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class NodeCells:
             _same_serializer("topic", name, cell.serializer, serializer)
             return cell
         storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout)
+        storage.register_group = self._route_group
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage
         self._topic_cells[name] = cell
@@ -107,6 +109,11 @@ class NodeCells:
                 )
             _same_serializer("work queue", name, cell.serializer, serializer)
             return cell
+        routed = self._router.work_queues.get(name)
+        if isinstance(routed, RaftGroupStorage):
+            raise InvalidConfiguration(
+                f"{name!r} is group {routed.group!r} of topic {routed.topic!r}; open it with "
+                f"topic({routed.topic!r}).group({routed.group!r})")
         storage = self.work_queue_storage(
             self.driver,
             self.view,
@@ -119,6 +126,18 @@ class NodeCells:
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
         return cell
+
+
+    def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
+        routed = self._router.work_queues.get(storage.name)
+        if isinstance(routed, RaftGroupStorage):
+            return routed
+        if routed is not None:
+            raise InvalidConfiguration(
+                f"{storage.name!r} is open as a work queue on this node; it cannot also be "
+                f"group {storage.group!r} of topic {storage.topic!r}")
+        self._router.work_queues[storage.name] = storage
+        return storage
 
 
 def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
+from .core.groups import group_lag
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def state_status(view: ReadView) -> dict[str, Any]:
                     sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
                     for sid, rec in sorted(t.subscriptions().items())
                 },
+                "groups": _groups(view, name),
             }
             for name, t in sorted(view.topics.items())
         },
@@ -118,6 +120,16 @@ def state_status(view: ReadView) -> dict[str, Any]:
             for name, w in sorted(view.work_queues.items())
         },
     }
+
+
+def _groups(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
+    """The topic's consumer groups: each one's lag (not acked) and work queue's name."""
+    found: dict[str, dict[str, Any]] = {}
+    for group, name in sorted(view.groups.get(topic, {}).items()):
+        state = view.work_queue(name)
+        if state is not None:
+            found[group] = {"lag": group_lag(state.core), "queue": name}
+    return found
 
 
 def node_status(node: Node, clock: LeadershipClock | None = None, *,

@@ -18,7 +18,6 @@ from ..core.topic import (
     Durability,
     Start,
     SubscribeOutcome,
-    TopicCore,
     TopicTransition,
     check_start,
     check_subscriber,
@@ -41,7 +40,9 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
+from .work_batches import Clock
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
 DEFAULT_BATCH = 256
@@ -83,6 +84,7 @@ class TopicCell(Generic[T]):
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
+        self._group_cells: dict[str, GroupCell] = {}
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
         observable = as_observable_topic(storage)
         self._observed = observable is not None
@@ -93,9 +95,24 @@ class TopicCell(Generic[T]):
     def from_snapshot(
         cls, snapshot: Mapping[str, Any], *, context: Context | None = None, name: str = "topic"
     ) -> TopicCell[T]:
-        """A local topic restored from :meth:`snapshot` output (validated)."""
-        core: TopicCore[T] = TopicCore.from_snapshot(snapshot)
-        return cls(LocalTopicStorage(core), context=context, name=name)
+        """A local topic restored from :meth:`snapshot` output (validated), its consumer
+        groups included."""
+        return cls(restore_local_topic(snapshot, name), context=context, name=name)
+
+    def group(
+        self, group: str, *, visibility_timeout: float | None = None,
+        max_deliveries: int | None = None, start: Start = "tail", clock: Clock | None = None,
+    ) -> GroupCell:
+        """The consumer group ``group`` of this topic (capability ``groups``): a durable
+        work queue this topic feeds with every element published from ``start`` on
+        (``"tail"``, ``"head"`` or an offset, the first time it is opened). Its members
+        claim, ack and nack as a :class:`~lazily_queue.cells.work_queue.WorkQueueCell`'s
+        workers do; each element goes to one member at a time, every group gets every
+        element. ``visibility_timeout`` (seconds; default 30) and ``max_deliveries``
+        (default 3) must match wherever the group is opened. Opening it again returns the
+        same cell. See :mod:`lazily_queue.cells.group`."""
+        return open_group(self, self._group_cells, group, visibility_timeout=visibility_timeout,
+                          max_deliveries=max_deliveries, start=start, clock=clock)
 
     def __repr__(self) -> str:
         return f"TopicCell({self.name!r}, storage={self._storage!r})"
@@ -293,6 +310,9 @@ class TopicCell(Generic[T]):
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat appends nothing and returns the first offset.
         """
+        if self._group_cells:
+            for group in self._group_cells.values():
+                await group.declare()
         if msg_id is not None:
             storage = as_dedup_topic(self._storage)
             if storage is None:

@@ -109,14 +109,19 @@ class WorkQueueCore:
     __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
                  "max_deliveries", "visibility_timeout")
 
-    def __init__(self, visibility_timeout: float, max_deliveries: int = 3) -> None:
+    def __init__(self, visibility_timeout: float, max_deliveries: int = 3, *,
+                 first_item_id: int = 0) -> None:
+        """``first_item_id``: the id of the first item pushed (a consumer group numbers
+        its items by their topic offsets)."""
         self.visibility_timeout, self.max_deliveries = validate_config(
             visibility_timeout, max_deliveries
         )
+        if not is_int(first_item_id) or first_item_id < 0:
+            raise InvalidConfiguration(f"first_item_id must be an int >= 0, got {first_item_id!r}")
         self._pending: deque[PendingItem] = deque()
         self._in_flight: dict[int, Delivery] = {}
         self._dead: list[DeadLetter] = []
-        self._next_item_id = 0
+        self._next_item_id = first_item_id
         self._next_delivery_id = 0
 
     def __repr__(self) -> str:

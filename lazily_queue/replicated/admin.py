@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.queue import RESET
 from ..core.work import DEAD_LETTER_LEN, IN_FLIGHT_LEN, IS_EMPTY, PENDING_LEN
-from . import ops
+from . import groups, ops
 from .events import Deleted, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
 from .ops import OpRefused
@@ -55,6 +55,7 @@ def topic_delete(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
     sm.emit(TopicChanged(name, frozenset(topic.subscriptions())))
     sm.emit(Deleted("topic", name))
+    groups.forget_topic(sm, name)
     return topic.end_offset() - topic.base_offset()
 
 
@@ -74,6 +75,7 @@ def work_delete(sm: StateMachine, args: list[Any]) -> Any:
     state = sm.work_queues.pop(name, None)
     if state is None:
         raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
+    groups.forget_queue(sm, state)
     sm.emit(WorkQueueChanged(name, _ALL_WORK))
     sm.emit(Deleted("work_queue", name))
     core = state.core

@@ -59,6 +59,7 @@ WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup
 # Topic replay and consumer groups: 80..89.
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
+GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -105,6 +106,7 @@ OP_NAMES: dict[int, str] = {
     WORK_PUSH_ONCE: "work_push_once",
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
+    GROUP_DECLARE: "group_declare",
 }
 
 
@@ -130,7 +132,7 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
-                     TOPIC_SEEK), "topic"),
+                     TOPIC_SEEK, GROUP_DECLARE), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),

@@ -43,7 +43,7 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import admin, cluster, dedup, queues, topics, work_queues
+from . import admin, cluster, dedup, groups, queues, topics, work_queues
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
@@ -75,7 +75,7 @@ MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY, groups.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -112,6 +112,8 @@ class StateMachine:
         self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
         self.work_queues: dict[str, WorkState] = {}
+        #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
+        self.groups: dict[str, dict[str, str]] = {}
         self.addresses: dict[str, str] = {}
         self.member_pages: dict[str, str] = {}
         #: Oldest-seen first.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from ..errors import OffsetOutOfRange
-from . import ops
+from . import groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name
 from .ops import OpRefused
@@ -71,6 +71,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     name, topic = _topic(sm, args)
     offset, invalidated = topic.publish(args[1])
     sm.emit(TopicPublished(name, offset))
+    groups.feed(sm, name, args[1])
     _changed(sm, name, invalidated)
     return offset
 

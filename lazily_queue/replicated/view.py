@@ -47,6 +47,11 @@ class ReadView:
     def work_queues(self) -> Mapping[str, WorkState]:
         return self._sm.work_queues
 
+    @property
+    def groups(self) -> Mapping[str, Mapping[str, str]]:
+        """Consumer groups: topic -> {group: the name of its work queue}."""
+        return self._sm.groups
+
     def address(self, node_id: str) -> str | None:
         """The replicated address of member ``node_id`` (set by ``add_member``)."""
         return self._sm.addresses.get(node_id)

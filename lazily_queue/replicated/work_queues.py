@@ -19,7 +19,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.snapshot import is_int
-from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition, check_worker
+from ..core.work import (
+    DEAD_LETTER_LEN,
+    IN_FLIGHT_LEN,
+    IS_EMPTY,
+    PENDING_LEN,
+    Delivery,
+    Receipt,
+    WorkQueueCore,
+    WorkTransition,
+    check_worker,
+)
 from . import ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name
@@ -31,14 +41,18 @@ if TYPE_CHECKING:
 #: Settlement receipts kept per work queue, the newest (about 1.5 MB of memory and 145 kB
 #: of snapshot when full).
 RECEIPTS_KEPT = 4096
+#: Every reader of a work queue.
+ALL_WORK = PENDING_LEN | IS_EMPTY | IN_FLIGHT_LEN | DEAD_LETTER_LEN
 
 
 class WorkState:
-    """A replicated work queue: the core plus its recent receipts."""
+    """A replicated work queue: the core plus its recent receipts; ``group`` is
+    ``(topic, group)`` for a consumer group's queue (:mod:`.groups`), else ``None``."""
 
     def __init__(self, core: WorkQueueCore) -> None:
         self.core = core
         self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
+        self.group: tuple[str, str] | None = None
 
     def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
         """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
@@ -83,6 +97,9 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     visibility_timeout, max_deliveries = args[1], args[2]
     existing = sm.work_queues.get(name)
     if existing is not None:
+        if existing.group is not None:
+            raise OpRefused("name_taken", f"{name!r} is group {existing.group[1]!r} of topic "
+                            f"{existing.group[0]!r}; open it with topic.group()")
         core = existing.core
         if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries):
             raise OpRefused(
@@ -115,6 +132,16 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
         return [result, mask]
 
     return apply
+
+
+def push(sm: StateMachine, args: list[Any]) -> Any:
+    name, state = _work(sm, args)
+    if state.group is not None:
+        raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
+                        f"{state.group[0]!r}, fed by the topic: publish to the topic")
+    item_id, mask = state.core.push(args[1])
+    _changed(sm, name, mask)
+    return [item_id, mask]
 
 
 def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, delivery_id: int,
@@ -173,27 +200,36 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def _capture(sm: StateMachine) -> dict[str, Any]:
-    return {
-        name: {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
-        for name, s in sm.work_queues.items()
-    }
+    queues: dict[str, Any] = {}
+    for name, s in sm.work_queues.items():
+        doc: dict[str, Any] = {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
+        if s.group is not None:
+            doc["group"] = list(s.group)
+        queues[name] = doc
+    return queues
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:
     queues: dict[str, WorkState] = {}
+    groups: dict[str, dict[str, str]] = {}
     for name, raw in (doc or {}).items():
         state = WorkState(WorkQueueCore.from_snapshot(raw["core"]))
         for receipt in raw["receipts"][-RECEIPTS_KEPT:]:
             state.receipts[int(receipt[0])] = list(receipt)
+        if raw.get("group") is not None:
+            topic, group = (str(part) for part in raw["group"])
+            state.group = (topic, group)
+            groups.setdefault(topic, {})[group] = str(name)
         queues[str(name)] = state
     sm.work_queues = queues
+    sm.groups = groups
 
 
 FAMILY = Family(
     "work_queues",
     {
         ops.WORK_DECLARE: declare,
-        ops.WORK_PUSH: _work_op(lambda core, sm, a: core.push(a[1])),
+        ops.WORK_PUSH: push,
         ops.WORK_CLAIM: _work_op(lambda core, sm, a: core.claim(a[1], _time(sm, a[2]))),
         ops.WORK_ACK: ack,
         ops.WORK_NACK: nack,

@@ -9,8 +9,8 @@ change them through their cell. Each keeps its own producer dedup window (capabi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
@@ -26,6 +26,9 @@ from ..core.work import (
 )
 from .capabilities import StorageCapabilities
 from .work import Settlement
+
+if TYPE_CHECKING:
+    from .local_groups import LocalGroupStorage
 
 T = TypeVar("T")
 
@@ -90,16 +93,30 @@ class VecDequeStorage(Fifo[T]):
 
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capabilities ``sync``, ``dedup``,
-    ``replay``)."""
+    ``replay``, ``groups``). ``groups`` are its consumer groups by name (restored ones),
+    fed in the step that publishes."""
 
-    __slots__ = ("core", "dedup")
+    __slots__ = ("core", "dedup", "groups")
 
-    capabilities = StorageCapabilities(sync=True, dedup=True, replay=True)
+    capabilities = StorageCapabilities(sync=True, dedup=True, replay=True, groups=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
-                 dedup: DedupLimits | None = None) -> None:
+                 dedup: DedupLimits | None = None,
+                 groups: Mapping[str, LocalGroupStorage] | None = None) -> None:
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.core: TopicCore[T] = TopicCore() if core is None else core
+        self.groups: dict[str, LocalGroupStorage] = dict(groups or {})
+
+    def open_group(
+        self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
+        start: Start = "tail", clock: Clock | None = None,
+    ) -> LocalGroupStorage:
+        """The group ``group`` (made at ``start`` the first time; the same settings after
+        that, or :class:`~lazily_queue.errors.InvalidConfiguration`)."""
+        from .local_groups import open_group
+
+        return open_group(self.groups, self.core, topic, group, start, clock,
+                          visibility_timeout=visibility_timeout, max_deliveries=max_deliveries)
 
     def __repr__(self) -> str:
         return f"LocalTopicStorage({self.core!r})"
@@ -125,7 +142,11 @@ class LocalTopicStorage(Generic[T]):
         return self.core.subscriptions()
 
     def snapshot(self) -> dict[str, Any]:
-        return self.core.snapshot()
+        """The core's snapshot, plus ``groups`` (each a work queue's) when there are any."""
+        snapshot = self.core.snapshot()
+        if self.groups:
+            snapshot["groups"] = {name: g.snapshot() for name, g in self.groups.items()}
+        return snapshot
 
     # -- synchronous operations ----------------------------------------------------------
 
@@ -149,7 +170,10 @@ class LocalTopicStorage(Generic[T]):
         return self.core.disconnect(subscriber)
 
     def try_publish(self, value: T) -> TopicTransition[int]:
-        return self.core.publish(value)
+        transition = self.core.publish(value)
+        for group in self.groups.values():
+            group.feed(value)
+        return transition
 
     def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
         return self.core.advance(subscriber)

@@ -8,7 +8,7 @@ default) is replaced by the leader's stamp, in milliseconds since the Unix epoch
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..core.topic import (
@@ -29,6 +29,7 @@ from ..core.work import (
     WorkReader,
     WorkTransition,
 )
+from ..errors import UnsupportedOperation
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged, WorkQueueChanged
 from .capabilities import StorageCapabilities
@@ -43,6 +44,7 @@ ALL_WORK_READERS = int(
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
+    from .raft_groups import GroupRegistrar, RaftGroupStorage
     from .raft_queue import Proposer
 
 
@@ -50,7 +52,8 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True,
+                                       groups=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -59,6 +62,29 @@ class RaftTopicStorage(ReplicatedObject):
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
+        #: Set by the node: routes a group's events to its storage (groups need it).
+        self.register_group: GroupRegistrar | None = None
+
+    def open_group(
+        self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
+        start: Start = "tail", clock: Callable[[], float] | None = None,
+    ) -> RaftGroupStorage:
+        """The storage of group ``group`` (declared on the cluster by its first operation
+        or ``declare()``); ``visibility_timeout`` in seconds, leases on the leader's clock."""
+        from .raft_groups import RaftGroupStorage
+
+        if clock is not None:
+            raise ValueError(f"{self.name}: a replicated group's leases run on the leader's "
+                             "clock; open it without clock=")
+        if self.register_group is None:
+            raise UnsupportedOperation(
+                f"{self.name}: this topic's backend routes no group events; open the group "
+                "on a node's topic (Node.topic(name).group(...))")
+        storage = RaftGroupStorage(
+            self._driver, self._view, self.name, group,
+            visibility_timeout=round(visibility_timeout * 1000),
+            max_deliveries=max_deliveries, start=start, timeout=self.timeout)
+        return self.register_group(storage)
 
     def _declare_op(self) -> tuple[int, list[Any]]:
         return C.TOPIC_DECLARE, [self.name]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ..errors import LazilyQueueError
+from .capabilities import StorageCapabilities
 from .raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .raft_queue import RaftQueueStorage
 
@@ -43,7 +44,11 @@ class RemoteQueueStorage(RaftQueueStorage[T]):
 
 
 class RemoteTopicStorage(RaftTopicStorage):
-    """A topic reached through a client connection (module docstring)."""
+    """A topic reached through a client connection (module docstring). No consumer
+    groups: a client's mirror follows one object's ops, and a group is fed by its
+    topic's; open groups on a member."""
+
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True)
 
     def __repr__(self) -> str:
         return f"RemoteTopicStorage({self.name!r})"

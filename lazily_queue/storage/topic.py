@@ -16,10 +16,13 @@ reports only). The local backend is :class:`~lazily_queue.storage.local.LocalTop
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition
 from .capabilities import StorageCapabilities, declared
+
+if TYPE_CHECKING:
+    from .work import WorkQueueStorage
 
 T = TypeVar("T")
 
@@ -145,6 +148,19 @@ class SyncReplayTopicStorage(ReplayTopicStorage[T], SyncTopicStorage[T], Protoco
     def try_seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]: ...
 
 
+class GroupTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``groups``."""
+
+    def open_group(
+        self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
+        start: Start = "tail", clock: Callable[[], float] | None = None,
+    ) -> WorkQueueStorage:
+        """The work queue of consumer group ``group``, declared at ``start`` the first
+        time (:mod:`lazily_queue.core.groups`); ``visibility_timeout`` in seconds (a
+        local backend: in its clock's unit)."""
+        ...
+
+
 class ObservableTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -182,6 +198,10 @@ def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:
 
 def as_replay_topic(storage: TopicStorage[T]) -> ReplayTopicStorage[T] | None:
     return cast(ReplayTopicStorage[T], storage) if storage.capabilities.replay else None
+
+
+def as_group_topic(storage: TopicStorage[T]) -> GroupTopicStorage[T] | None:
+    return cast(GroupTopicStorage[T], storage) if storage.capabilities.groups else None
 
 
 def as_observable_topic(storage: TopicStorage[T]) -> ObservableTopicStorage[T] | None:

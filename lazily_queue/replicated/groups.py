@@ -1,0 +1,98 @@
+"""Consumer groups on every replica: work queues their topic feeds as it publishes.
+
+A group's state is a work queue (:class:`~.work_queues.WorkState`) named
+``"<topic>:<group>"`` (:func:`~lazily_queue.core.groups.group_queue_name`), so every
+work-queue op, receipt, event, reap, status line and snapshot entry applies to it
+unchanged; its ``group`` marks it as one. ``GROUP_DECLARE`` makes it (and the topic,
+if new) and feeds it the retained elements from its start; each ``TOPIC_PUBLISH``
+then pushes the element into every group of the topic in the same step. A group is
+fed only by its topic: a push to its work queue is refused, and so is declaring a
+plain work queue by its name. Deleting the topic deletes its groups.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.groups import group_queue_name, new_group
+from ..core.topic import TopicCore, check_start
+from ..errors import OffsetOutOfRange
+from . import ops
+from .events import Deleted, WorkQueueChanged
+from .family import Family, checked_name
+from .ops import OpRefused
+from .work_queues import ALL_WORK, WorkState
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+
+def declare(sm: StateMachine, args: list[Any]) -> Any:
+    """``[topic, group, visibility_timeout_ms, max_deliveries, start]``: ``["ok", None]``,
+    or ``["out_of_range", offset, base, end]`` for a new group's start outside the
+    topic's retained range."""
+    if len(args) != 5:
+        raise OpRefused("bad_args", "group_declare is [topic, group, visibility_timeout_ms, "
+                        "max_deliveries, start]")
+    topic_name, group = checked_name(args[0]), checked_name(args[1])
+    visibility_timeout, max_deliveries, start = args[2], args[3], args[4]
+    name = group_queue_name(topic_name, group)
+    existing = sm.work_queues.get(name)
+    if existing is not None:
+        if existing.group != (topic_name, group):
+            raise OpRefused("name_taken", f"a work queue named {name!r} exists; it cannot "
+                            f"also be group {group!r} of topic {topic_name!r}")
+        core = existing.core
+        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout,
+                                                              max_deliveries):
+            raise OpRefused(
+                "config_mismatch",
+                f"group {group!r} of topic {topic_name!r} exists with visibility_timeout="
+                f"{core.visibility_timeout} ms and max_deliveries={core.max_deliveries}; "
+                "open it with the same settings on every node")
+        return ["ok", None]
+    topic = sm.topics.get(topic_name)
+    if topic is None:
+        topic = sm.topics[topic_name] = TopicCore()
+    try:
+        work = new_group(visibility_timeout, max_deliveries, check_start(start),
+                         topic.base_offset(), topic.elements())
+    except OffsetOutOfRange as exc:
+        return ["out_of_range", exc.offset, exc.base, exc.end]
+    except (TypeError, ValueError) as exc:
+        raise OpRefused("bad_config", str(exc)) from exc
+    state = sm.work_queues[name] = WorkState(work)
+    state.group = (topic_name, group)
+    sm.groups.setdefault(topic_name, {})[group] = name
+    if work.pending_len():
+        sm.emit(WorkQueueChanged(name, ALL_WORK))
+    return ["ok", None]
+
+
+def feed(sm: StateMachine, topic: str, value: Any) -> None:
+    """``topic`` published ``value``: push it into each of the topic's groups."""
+    for name in sm.groups.get(topic, {}).values():
+        state = sm.work_queues[name]
+        mask = state.core.push(value).mask
+        sm.emit(WorkQueueChanged(name, mask))
+
+
+def forget_topic(sm: StateMachine, topic: str) -> None:
+    """``topic`` was deleted: delete its groups."""
+    for name in sm.groups.pop(topic, {}).values():
+        if sm.work_queues.pop(name, None) is not None:
+            sm.emit(WorkQueueChanged(name, ALL_WORK))
+            sm.emit(Deleted("work_queue", name))
+
+
+def forget_queue(sm: StateMachine, state: WorkState) -> None:
+    """A group's work queue was deleted: the topic stops feeding it."""
+    if state.group is not None:
+        topic, group = state.group
+        groups = sm.groups.get(topic, {})
+        groups.pop(group, None)
+        if not groups:
+            sm.groups.pop(topic, None)
+
+
+FAMILY = Family("groups", {ops.GROUP_DECLARE: declare})

@@ -1,0 +1,75 @@
+"""Raft-backed consumer groups: the work queue of a replicated topic's group.
+
+:class:`RaftGroupStorage` is a :class:`~.raft_collections.RaftWorkQueueStorage` over the
+group's work queue (``"<topic>:<group>"``, see :mod:`lazily_queue.replicated.groups`),
+declared with ``GROUP_DECLARE``, which feeds it the retained elements from its start;
+the topic's publishes feed it after that, on every replica. Pushes are refused: a group
+is fed by its topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.groups import group_queue_name
+from ..core.topic import Start, check_start, out_of_range
+from ..core.work import WorkTransition
+from ..errors import UnsupportedOperation
+from ..replicated import ops as C
+from .raft_collections import RaftWorkQueueStorage
+from .raft_queue import raise_op_error
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
+    from .raft_queue import Proposer
+
+
+class RaftGroupStorage(RaftWorkQueueStorage):
+    """One consumer group of a replicated topic (module docstring)."""
+
+    kind = "group"
+
+    def __init__(
+        self, driver: Proposer, view: ReadView, topic: str, group: str, *,
+        visibility_timeout: int, max_deliveries: int, start: Start = "tail",
+        timeout: float = 10.0,
+    ) -> None:
+        super().__init__(driver, view, group_queue_name(topic, group),
+                         visibility_timeout=visibility_timeout, max_deliveries=max_deliveries,
+                         timeout=timeout)
+        self.topic = topic
+        self.group = group
+        self.start = check_start(start)
+
+    def __repr__(self) -> str:
+        return f"RaftGroupStorage({self.name!r})"
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        return C.GROUP_DECLARE, [self.topic, self.group, self.visibility_timeout,
+                                 self.max_deliveries, self.start]
+
+    async def _declare(self, timeout: float | None) -> None:
+        code, args = self._declare_op()
+        result = raise_op_error(
+            await self._driver.call(code, args, timeout=timeout or self.timeout))
+        if result[0] == "out_of_range":
+            raise out_of_range(result[1], result[2], result[3])
+
+    def _refuse_push(self) -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{self.name}: a consumer group is fed by its topic {self.topic!r}; publish "
+            "to the topic instead of pushing to the group")
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        raise self._refuse_push()
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        raise self._refuse_push()
+
+
+GroupRegistrar = Callable[[RaftGroupStorage], RaftGroupStorage]
+"""Makes a group's storage known to the node's event routing; returns the storage to
+use (the one already routed under that name, if any)."""

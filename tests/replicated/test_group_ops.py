@@ -1,0 +1,54 @@
+"""Consumer groups in the replicated state machine: declared, fed by publishes, carried
+by snapshots, deleted with their topic."""
+
+from __future__ import annotations
+
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.state_machine import StateMachine
+
+
+def _apply(sm: StateMachine, code: int, *args: object) -> object:
+    return sm.apply_plain(code, list(args))
+
+
+def test_a_group_is_fed_by_every_publish_and_kept_by_a_snapshot() -> None:
+    sm = StateMachine()
+    _apply(sm, ops.TOPIC_DECLARE, "t")
+    _apply(sm, ops.TOPIC_PUBLISH, "t", "old")
+    assert _apply(sm, ops.GROUP_DECLARE, "t", "g", 1000, 3, "tail") == ["ok", None]
+    assert _apply(sm, ops.GROUP_DECLARE, "t", "h", 1000, 3, "head") == ["ok", None]
+    assert _apply(sm, ops.GROUP_DECLARE, "t", "x", 1000, 3, 5) == ["out_of_range", 5, 0, 1]
+    _apply(sm, ops.TOPIC_PUBLISH, "t", "a")
+    g, h = sm.work_queues["t:g"].core, sm.work_queues["t:h"].core
+    assert [(p.item_id, p.value) for p in g.pending()] == [(1, "a")]
+    assert [(p.item_id, p.value) for p in h.pending()] == [(0, "old"), (1, "a")]
+    # a snapshot carries the groups; the restored state keeps feeding them
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    _apply(restored, ops.TOPIC_PUBLISH, "t", "b")
+    assert [p.value for p in restored.work_queues["t:g"].core.pending()] == ["a", "b"]
+    assert restored.capture()["work_queues"]["t:g"]["group"] == ["t", "g"]
+    # deleting the topic deletes its groups
+    _apply(restored, ops.TOPIC_DELETE, "t")
+    assert restored.work_queues == {} and restored.groups == {}
+
+
+def test_a_group_refuses_pushes_other_settings_and_its_name_as_a_work_queue() -> None:
+    sm = StateMachine()
+    _apply(sm, ops.GROUP_DECLARE, "t", "g", 1000, 3, "tail")  # declares the topic too
+    assert "t" in sm.topics
+    for code, args in ((ops.WORK_PUSH, ["t:g", 1]), (ops.WORK_PUSH_ONCE, ["t:g", "m", 1]),
+                       (ops.WORK_DECLARE, ["t:g", 1000, 3]),
+                       (ops.GROUP_DECLARE, ["t", "g", 2000, 3, "tail"])):
+        result = _apply(sm, code, *args)
+        assert isinstance(result, OpError), (code, result)
+        assert result.code in ("group_push", "name_taken", "config_mismatch")
+    assert sm.work_queues["t:g"].core.pending_len() == 0
+    _apply(sm, ops.WORK_DECLARE, "u:g", 1000, 3)
+    result = _apply(sm, ops.GROUP_DECLARE, "u", "g", 1000, 3, "tail")
+    assert isinstance(result, OpError) and result.code == "name_taken"
+    # deleting the group's work queue stops the feeding
+    _apply(sm, ops.WORK_DELETE, "t:g")
+    _apply(sm, ops.TOPIC_PUBLISH, "t", "a")
+    assert "t:g" not in sm.work_queues and sm.groups == {}
