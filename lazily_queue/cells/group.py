@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Start, TopicCore, check_start
 from ..core.work import WorkQueueCore
-from ..errors import InvalidConfiguration, InvalidSnapshot, UnsupportedOperation
+from ..errors import (
+    InvalidConfiguration,
+    InvalidSnapshot,
+    OffsetOutOfRange,
+    UnsupportedOperation,
+)
 from ..reactive import Computed, computed
 from ..serializers import Serializer
 from ..storage.local import LocalTopicStorage
@@ -35,12 +40,17 @@ class GroupCell(WorkQueueCell):
     """One consumer group of a topic (module docstring)."""
 
     def __init__(self, storage: WorkQueueStorage, *, topic: TopicCell[Any], group: str,
-                 clock: Clock | None = None, serializer: Serializer[Any] | None = None) -> None:
+                 clock: Clock | None = None, serializer: Serializer[Any] | None = None,
+                 forget: Callable[[], object] | None = None) -> None:
         super().__init__(storage, clock=clock, context=topic.ctx, name=f"{topic.name}:{group}",
                          serializer=serializer)
         self.topic = topic
         self.group = group
         self._declare: Callable[[], Awaitable[None]] | None = getattr(storage, "declare", None)
+        #: The group exists (declared, on a replicated backend).
+        self.declared = self._declare is None
+        # Called when the declaration finds the group cannot exist (given by its opener).
+        self._forget: Callable[[], object] = forget or (lambda: None)
         #: Elements the group has not acked (pending plus in flight), a reader.
         self.lag: Computed[int] = computed(
             lambda: self.pending_len() + self.in_flight_len(), context=self.ctx,
@@ -65,8 +75,13 @@ class GroupCell(WorkQueueCell):
         replicated backend at its first operation otherwise, or when its topic cell next
         publishes: elements published on the cluster before that are not the group's
         (a ``"tail"`` group starts at the tail as the cluster applies the declaration)."""
-        if self._declare is not None:
-            await self._declare()
+        if self._declare is not None and not self.declared:
+            try:
+                await self._declare()
+            except OffsetOutOfRange:
+                self._forget()  # it does not exist: opening it again starts over
+                raise
+        self.declared = True
 
     async def leave(self, member: str) -> int:
         """``member`` leaves: its leases go back to the pending head at once, unstarted
@@ -108,7 +123,8 @@ def open_group(
     storage = backend.open_group(topic.name, group, visibility_timeout=lease,
                                  max_deliveries=retries, start=start, clock=clock)
     cell = cells[group] = GroupCell(storage, topic=topic, group=group, clock=clock,
-                                    serializer=topic.serializer)
+                                    serializer=topic.serializer,
+                                    forget=lambda: cells.pop(group, None))
     return cell
 
 

@@ -10,6 +10,7 @@ transition names, in one batch, whether or not their values differ.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
@@ -22,7 +23,7 @@ from ..core.topic import (
     check_start,
     check_subscriber,
 )
-from ..errors import UnsupportedOperation
+from ..errors import OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -311,8 +312,7 @@ class TopicCell(Generic[T]):
         backend's dedup window a repeat appends nothing and returns the first offset.
         """
         if self._group_cells:
-            for group in self._group_cells.values():
-                await group.declare()
+            await self._declare_groups()
         if msg_id is not None:
             storage = as_dedup_topic(self._storage)
             if storage is None:
@@ -321,6 +321,14 @@ class TopicCell(Generic[T]):
         if self._sync is not None:
             return self.try_publish(value)
         return self._apply(await self._storage.publish(value))
+
+    async def _declare_groups(self) -> None:
+        """Declare the groups opened here and not declared yet, so they get this element
+        (one whose start is out of range is dropped; its cell raises when used)."""
+        for group in list(self._group_cells.values()):
+            if not group.declared:
+                with contextlib.suppress(OffsetOutOfRange):
+                    await group.declare()
 
     async def poll(self, subscriber: str) -> T | None:
         """Consume the element at the cursor without waiting; ``None`` when there is none."""

@@ -102,6 +102,23 @@ class TopicAdapter(Adapter):
     @abstractmethod
     async def subscribe(self, subscriber: str, durability: str) -> Any: ...
 
+    async def subscribe_at(self, subscriber: str, durability: str, start: Any) -> Any:
+        """Subscribe with a start (capability ``replay``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} cannot subscribe from a start")
+
+    async def seek(self, subscriber: str, offset: int) -> Any:
+        """Move a cursor within the retained range (capability ``replay``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} cannot seek")
+
+    async def group_op(self, op: Mapping[str, Any], settings: Mapping[str, Any]) -> Any:
+        """A consumer-group op (``group``, ``group_claim``, ...; capability ``groups``),
+        the group opened with ``settings``."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no consumer groups")
+
+    def groups(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """Each group's ``{pending, in_flight, lag}`` (item ids; in flight by member)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no consumer groups")
+
     @abstractmethod
     async def reconnect(self, subscriber: str) -> Any: ...
 
@@ -221,6 +238,8 @@ CAPABILITIES = {
     "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
                     "invalidation",
     "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
+    "replay": "topic fixtures subscribing from a start or seeking",
+    "groups": "topic fixtures with consumer-group ops",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

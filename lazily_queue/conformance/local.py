@@ -42,6 +42,7 @@ from .backend import (
     WorkQueueInitial,
     register_backend,
 )
+from .groups import group_op, group_states
 
 T = TypeVar("T")
 
@@ -121,9 +122,26 @@ class LocalQueueAdapter(QueueAdapter):
 
 
 class LocalTopicAdapter(TopicAdapter):
-    def __init__(self, cell: TopicCell[Any], invoke: Invoker) -> None:
+    def __init__(self, cell: TopicCell[Any], invoke: Invoker, lease_unit: float = 1.0) -> None:
         self.cell = cell
         self._invoke = invoke
+        self.lease_unit = lease_unit
+
+    async def subscribe_at(self, subscriber: str, durability: str, start: Any) -> Any:
+        cell = self.cell
+        if self._invoke.flavor == "async":
+            return await cell.subscribe(subscriber, durability, start=start)
+        return await self._invoke.sync_only(
+            lambda: cell.try_subscribe(subscriber, durability, start=start))
+
+    async def seek(self, subscriber: str, offset: int) -> Any:
+        return await self._invoke(self.cell.try_seek, self.cell.seek, subscriber, offset)
+
+    async def group_op(self, op: Mapping[str, Any], settings: Mapping[str, Any]) -> Any:
+        return await group_op(self.cell, op, settings, self.lease_unit)
+
+    def groups(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        return group_states(self.cell, settings, self.lease_unit)
 
     def reader(self, subscriber: str) -> Slot[Any]:
         return self.cell.reader(subscriber)
@@ -245,7 +263,7 @@ class LocalBackend(Backend):
         old = adapter.cell
         snapshot = await adapter._invoke.sync_only(old.snapshot)
         cell: TopicCell[Any] = TopicCell.from_snapshot(snapshot, context=old.ctx, name=old.name)
-        return LocalTopicAdapter(cell, adapter._invoke)
+        return LocalTopicAdapter(cell, adapter._invoke, adapter.lease_unit)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         cell = WorkQueueCell(

@@ -131,7 +131,7 @@ class RaftBackend(Backend):
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
-        return LocalTopicAdapter(cell, Invoker("async"))
+        return LocalTopicAdapter(cell, Invoker("async"), lease_unit=0.001)
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
         await self.cluster_op({"type": "restart_cluster"})

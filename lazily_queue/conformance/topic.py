@@ -1,5 +1,10 @@
 """TopicCell fixtures: snapshot ``initial``, subscriber probes, restart (spec §5.3).
 
+Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); consumer-group ops
+``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
+``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
+and the ``groups`` state key (see :mod:`.groups`).
+
 One probe per subscriber id that appears anywhere in the fixture, minted before step
 0 (also for ids that are not subscribed yet). ``restart`` rebuilds the model through
 the backend and re-mints every probe, so its expectation is all false.
@@ -52,17 +57,27 @@ class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
         "publish": OpSpec(required=("value",), optional=("msg_id",)),
-        "subscribe": OpSpec(required=("subscriber",), optional=("durability",)),
+        "subscribe": OpSpec(required=("subscriber",), optional=("durability", "start")),
+        "seek": OpSpec(required=("subscriber", "offset")),
+        "group": OpSpec(required=("group",),
+                        optional=("start", "visibility_timeout", "max_deliveries")),
+        "group_claim": OpSpec(required=("group", "member", "now")),
+        "group_ack": OpSpec(required=("group", "member", "delivery_id")),
+        "group_nack": OpSpec(required=("group", "member", "delivery_id")),
+        "group_leave": OpSpec(required=("group", "member")),
+        "group_reap": OpSpec(required=("group", "now")),
         "reconnect": OpSpec(required=("subscriber",)),
         "disconnect": OpSpec(required=("subscriber",)),
         "advance": OpSpec(required=("subscriber",)),
         "gc": OpSpec(),
         "restart": OpSpec(optional=("subscriber",)),
     }
-    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads"})
+    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups"})
 
     _adapter: TopicAdapter | None = None
     _ids: list[str]
+    #: Each group's settings, from its ``group`` op (later ops reopen it with them).
+    _groups: dict[str, dict[str, Any]]
 
     @property
     def adapter(self) -> TopicAdapter:
@@ -86,6 +101,7 @@ class TopicRunner(ModelRunner):
                 fail(None, where, f"connected must be a bool and cursor an int, got {raw!r}")
             records[sid] = SubscriptionRecord(raw["durability"], raw["connected"], raw["cursor"])
         self._ids = subscriber_ids(document)
+        self._groups = {}
         self._adapter = await self.backend.topic(
             TopicInitial(base_offset=base, elements=list(elements), subscriptions=records),
             self.flavor,
@@ -102,7 +118,24 @@ class TopicRunner(ModelRunner):
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":
             durability = op.get("durability", "durable")
+            if "start" in op:
+                return _json(await adapter.subscribe_at(op["subscriber"], durability,
+                                                        op["start"]))
             return _json(await adapter.subscribe(op["subscriber"], durability))
+        if kind == "seek":
+            return await adapter.seek(op["subscriber"], op["offset"])
+        if kind.startswith("group"):
+            name = op["group"]
+            if kind == "group" and name not in self._groups:
+                self._groups[name] = {k: v for k, v in op.items() if k not in ("type", "group")}
+                try:
+                    return await adapter.group_op(op, self._groups[name])
+                except Exception:
+                    del self._groups[name]  # not opened: not in the state either
+                    raise
+            if name not in self._groups:
+                fail(step, f"op.{kind}", f"group {name!r} is not opened by a 'group' op")
+            return await adapter.group_op(op, self._groups[name])
         if kind == "reconnect":
             return _json(await adapter.reconnect(op["subscriber"]))
         if kind == "disconnect":
@@ -135,6 +168,8 @@ class TopicRunner(ModelRunner):
             return adapter.elements()
         if key == "subscriptions":
             return adapter.subscriptions()
+        if key == "groups":
+            return adapter.groups(self._groups)
         return self._reads(step)
 
     def _reads(self, step: int) -> dict[str, Any]:
