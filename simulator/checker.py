@@ -12,6 +12,10 @@ recorded result must be the model's. On top of that:
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
+- consumer groups (:mod:`.group_model`): each group's work queue is fed every element
+  the topic publishes from its start, as the work-queue model of it; two members never
+  hold one element at once, and once drained each group acked or dead-lettered every
+  element from its start on (none lost, none twice);
 - topics: a durable subscriber's reads are the committed publications in order from
   its subscription on, without gaps or duplicates; an ephemeral one's are in order;
 - the final state of every replica equals the models' (and so each other's).
@@ -31,6 +35,7 @@ from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
 from .work_model import WorkModel
@@ -70,6 +75,7 @@ class Checker:
         self.ops = 0
         self.deduplicated = 0
         self.once = OnceModel()
+        self.groups = GroupModels()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -114,6 +120,12 @@ class Checker:
         elif code == C.WORK_DECLARE:
             if self.work is None:
                 self.work = WorkModel(args[1], args[2])
+        elif code == C.GROUP_DECLARE:
+            self.topic = True
+            self.groups.declare(op, self.base, self.published)
+        elif (C.WORK_PUSH <= code <= C.WORK_RELEASE or code == C.WORK_SETTLE_MANY) and (
+                args[0] != WORK):
+            self.groups.apply(op, self.now)
         elif C.WORK_PUSH <= code <= C.WORK_RELEASE or code == C.WORK_SETTLE_MANY:
             if self.work is None:
                 if not isinstance(op.result, OpError):
@@ -170,6 +182,7 @@ class Checker:
         if code == C.TOPIC_PUBLISH:
             op.expect(end)
             self.published.append(args[1])
+            self.groups.feed(end, args[1])
             return
         if code == C.TOPIC_GC:
             durable = [s.cursor for s in self.subs.values() if s.durable]
@@ -287,6 +300,7 @@ class Checker:
         work = state.get("work_queues", {}).get(WORK)
         if self.work is not None and work is not None:
             self.work.check_state(work["core"])
+        self.groups.check_state(state.get("work_queues", {}))
         topic = state.get("topics", {}).get(TOPIC)
         if topic is not None and (topic["base_offset"] != self.base
                                   or topic["elements"] != self.published[self.base:]):
@@ -295,3 +309,4 @@ class Checker:
     def check_drained(self) -> None:
         if self.work is not None:
             self.work.check_drained()
+        self.groups.check_drained(len(self.published))

@@ -18,6 +18,8 @@ from lazily_queue.raft.proposals import Proposal
 from lazily_queue.replicated import ops as C
 
 QUEUE, WORK, TOPIC = "q", "w", "t"
+#: The consumer groups of the topic (the first starts at the head, the second at the tail).
+GROUPS = ("g1", "g2")
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"
 
 
@@ -174,6 +176,8 @@ class Declarer(Client):
             (C.QUEUE_DECLARE, [QUEUE, queue_capacity]),
             (C.WORK_DECLARE, [WORK, visibility_ms, max_deliveries]),
             (C.TOPIC_DECLARE, [TOPIC]),
+            (C.GROUP_DECLARE, [TOPIC, GROUPS[0], visibility_ms, max_deliveries, "head"]),
+            (C.GROUP_DECLARE, [TOPIC, GROUPS[1], visibility_ms, max_deliveries, "tail"]),
         ]
 
     @property
@@ -186,7 +190,7 @@ class Declarer(Client):
             self.call(code, args, self._done)
 
     def _done(self, obs: Observed) -> None:
-        if obs.outcome == OK and obs.result is None and self.todo:
+        if obs.outcome == OK and obs.result in (None, ["ok", None]) and self.todo:
             self.todo.pop(0)
 
 

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lazily_queue.core.groups import group_queue_name
 from lazily_queue.replicated import ops as C
 
 from .checker import Checker
+from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
@@ -30,6 +32,7 @@ from .workload import (
     Client,
     Consumer,
     Declarer,
+    GroupMember,
     Producer,
     Publisher,
     Subscriber,
@@ -96,6 +99,11 @@ class Simulation:
                     subscriber = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
                     subscriber.batching = self.s.batching
                     client: Client = subscriber
+                elif kind == "group-member":  # members alternate between the groups
+                    member = GroupMember(f"gm{i + 1}", c, rng, GROUPS[i % len(GROUPS)])
+                    member.batching = self.s.batching
+                    member.settle_batches = self.s.settle_batches
+                    client = member
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
@@ -165,6 +173,10 @@ class Simulation:
             return False
         if w.core.pending_len() or w.core.in_flight_len():
             return False
+        for group in GROUPS:
+            g = view.work_queue(group_queue_name(TOPIC, group))
+            if g is None or g.core.pending_len() or g.core.in_flight_len():
+                return False
         for cl in self.clients:
             if isinstance(cl, Subscriber) and cl.durable:
                 sub = t.subscription(cl.cid)
@@ -261,6 +273,7 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
         outcome.stats["once_repeats"] = checker.once.repeats
+        outcome.stats["group_settled"] = checker.groups.settled()
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionProducer)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from lazily_queue.core.groups import group_queue_name
 from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 
@@ -39,6 +40,7 @@ __all__ = [
     "Client",
     "Consumer",
     "Declarer",
+    "GroupMember",
     "Host",
     "Observed",
     "Producer",
@@ -141,6 +143,8 @@ class Worker(Client):
     early and release the deliveries it did not start."""
 
     kind = "worker"
+    #: The work queue it works: the plain one, or a consumer group's (a group member).
+    target = WORK
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
@@ -158,28 +162,28 @@ class Worker(Client):
     def next_op(self) -> None:
         if self.extend_to is not None:
             delivery_id, self.extend_to = self.extend_to, None
-            self.call(C.WORK_EXTEND, [WORK, self.cid, delivery_id, None], lambda _obs: None)
+            self.call(C.WORK_EXTEND, [self.target, self.cid, delivery_id, None], lambda _obs: None)
             return
         if self.settle is not None:
             code, delivery_id = self.settle
-            self.call(code, [WORK, self.cid, delivery_id], self._settled)
+            self.call(code, [self.target, self.cid, delivery_id], self._settled)
             return
         if self.release:
-            self.call(C.WORK_RELEASE, [WORK, self.cid, self.release], self._released)
+            self.call(C.WORK_RELEASE, [self.target, self.cid, self.release], self._released)
             return
         if self.prefetched:
             self._start(self.prefetched.pop(0))
             self.next_op()
             return
         if self.acks:
-            self.call(C.WORK_SETTLE_MANY, [WORK, self.cid, "acked", list(self.acks)],
+            self.call(C.WORK_SETTLE_MANY, [self.target, self.cid, "acked", list(self.acks)],
                       self._settled_many)
             return
         if self.batching and self.rng.random() < self.batching:
-            self.call(C.WORK_CLAIM_MANY, [WORK, self.cid, self.rng.randrange(2, 9), None],
+            self.call(C.WORK_CLAIM_MANY, [self.target, self.cid, self.rng.randrange(2, 9), None],
                       self._claimed_many, polling=True)
             return
-        self.call(C.WORK_CLAIM, [WORK, self.cid, None], self._claimed, polling=True)
+        self.call(C.WORK_CLAIM, [self.target, self.cid, None], self._claimed, polling=True)
 
     def _claimed_many(self, obs: Observed) -> None:
         if obs.outcome != OK or not isinstance(obs.result, list) or not obs.result[0]:
@@ -221,6 +225,17 @@ class Worker(Client):
     def _settled_many(self, obs: Observed) -> None:
         if obs.outcome == OK or self.rng.random() < 0.3:
             self.acks = []
+
+
+class GroupMember(Worker):
+    """A member of a topic's consumer group: a worker of the group's work queue (it
+    claims, acks, nacks, releases, abandons leases as a member that dies would)."""
+
+    kind = "group-member"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random, group: str) -> None:
+        super().__init__(cid, cluster, rng)
+        self.target = group_queue_name(TOPIC, group)
 
 
 class Publisher(UniqueSender):

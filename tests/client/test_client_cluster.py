@@ -397,3 +397,25 @@ async def test_a_clients_push_with_a_msg_id_applies_once_with_a_members() -> Non
         await client.barrier()
         assert q.len() == 1 and jobs.pending_len() == 1
         assert c.node(3).queue("orders").len() == 1
+
+
+async def test_a_client_replays_a_topic_and_refuses_groups_by_name() -> None:
+    from lazily_queue import OffsetOutOfRange, UnsupportedOperation
+
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member = c.node(2).topic("news")
+        for value in "abc":
+            await member.publish(value)
+        topic = client.topic("news")
+        assert topic.read_stream("r") is None  # the first read starts mirroring the topic
+        await client.barrier()
+        await topic.subscribe("r", start=1)
+        await client.barrier()
+        assert topic.read_stream("r") == ["b", "c"]  # the mirror replayed the start
+        assert await topic.seek("r", 0) == 0
+        await client.barrier()
+        assert topic.read_stream("r") == ["a", "b", "c"]
+        with pytest.raises(OffsetOutOfRange, match="past the tail"):
+            await topic.seek("r", 4)
+        with pytest.raises(UnsupportedOperation, match="no consumer groups"):
+            topic.group("billing")

@@ -1,0 +1,90 @@
+"""The simulator's consumer-group model: it catches two members holding one element,
+an element a group never got, and passes what the state machine does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.state_machine import StateMachine
+from simulator.group_model import GroupModels
+from simulator.history import AppliedOp, Violation
+
+
+class _Log:
+    """Applies ops to a real state machine and records them as the history would."""
+
+    def __init__(self) -> None:
+        self.sm = StateMachine()
+        self.ops: list[AppliedOp] = []
+
+    def __call__(self, code: int, *args: Any) -> AppliedOp:
+        result = self.sm.apply_plain(code, list(args))
+        op = AppliedOp(len(self.ops), 1, len(self.ops) + 1, code, list(args), result, 0)
+        self.ops.append(op)
+        return op
+
+
+def _replay(log: _Log) -> GroupModels:
+    models = GroupModels()
+    published: list[Any] = []
+    for op in log.ops:
+        if op.code == C.GROUP_DECLARE:
+            models.declare(op, 0, published)
+        elif op.code == C.TOPIC_PUBLISH:
+            models.feed(len(published), op.args[1])
+            published.append(op.args[1])
+        elif op.code != C.TOPIC_DECLARE:
+            models.apply(op, 0)
+    return models
+
+
+def test_the_model_follows_the_state_machine() -> None:
+    log = _Log()
+    log(C.TOPIC_DECLARE, "t")
+    log(C.TOPIC_PUBLISH, "t", "a")
+    log(C.GROUP_DECLARE, "t", "g", 100, 2, "head")
+    log(C.TOPIC_PUBLISH, "t", "b")
+    first = log(C.WORK_CLAIM, "t:g", "m1", None).result[0]
+    second = log(C.WORK_CLAIM, "t:g", "m2", None).result[0]
+    log(C.WORK_ACK, "t:g", "m1", first["delivery_id"])
+    log(C.WORK_ACK, "t:g", "m2", second["delivery_id"])
+    models = _replay(log)
+    models.check_drained(2)
+    models.check_state(log.sm.capture()["work_queues"])
+    assert models.settled() == 2
+
+
+def test_two_members_holding_one_element_fail_the_run() -> None:
+    log = _Log()
+    log(C.GROUP_DECLARE, "t", "g", 100, 2, "tail")
+    log(C.TOPIC_PUBLISH, "t", "a")
+    claim = log(C.WORK_CLAIM, "t:g", "m1", None)
+    # a defective state machine leasing the element again to another member
+    doubled = AppliedOp(9, 1, 99, C.WORK_CLAIM, ["t:g", "m2", None],
+                        [{**claim.result[0], "delivery_id": 1, "worker": "m2"}, 0], 0)
+    log.ops.append(doubled)
+    with pytest.raises(Violation, match="the model says"):
+        _replay(log)
+
+
+def test_an_element_a_group_never_settled_fails_the_drain() -> None:
+    log = _Log()
+    log(C.GROUP_DECLARE, "t", "g", 100, 2, "tail")
+    log(C.TOPIC_PUBLISH, "t", "a")
+    models = _replay(log)
+    models.models["t:g"].pending.clear()  # as if the feed had been lost
+    with pytest.raises(Violation, match="settled 0 elements"):
+        models.check_drained(1)
+
+
+def test_group_members_share_each_element_across_faults() -> None:
+    from tests.sim.test_simulation import _ok, _sim
+
+    out = _ok(_sim("--seeds", "8", "--start", "0", "--jobs", "2", timeout=900))
+    assert "8 seeds, 0 failed" in out, out
+    assert "elements settled by consumer groups" in out
+    settled = int(out.split(" elements settled by consumer groups")[0].rsplit(" ", 1)[1])
+    assert settled > 0, out
