@@ -193,6 +193,24 @@ MUTATIONS = [
         ("tests/cells/test_dedup.py",),
         "a local queue push repeated with its msg_id applies once"),
     Mutation(
+        "group-not-fed", "lazily_queue/replicated/topics.py",
+        "    groups.feed(sm, name, args[1])\n",
+        "",
+        ("tests/replicated/test_group_ops.py", "tests/sim/test_group_checker.py"),
+        "every publish feeds each consumer group of the topic, on every replica"),
+    Mutation(
+        "local-group-not-fed", "lazily_queue/storage/local.py",
+        "            group.feed(value)\n",
+        "            pass\n",
+        ("tests/cells/test_topic_groups.py",),
+        "a local topic's publish feeds each of its consumer groups"),
+    Mutation(
+        "seek-past-retained-range", "lazily_queue/core/topic.py",
+        "    if not base <= offset <= end:\n        raise out_of_range(offset, base, end)\n",
+        "",
+        ("tests/cells/test_topic_replay.py",),
+        "a start or seek outside the retained range raises OffsetOutOfRange"),
+    Mutation(
         "client-ops-without-session", "lazily_queue/replicated/state_machine.py",
         "        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]",
         "        return [self._apply_plain(op[1], op[2:]) for op in args[2:]]",

@@ -71,7 +71,10 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
 
 def feed(sm: StateMachine, topic: str, value: Any) -> None:
     """``topic`` published ``value``: push it into each of the topic's groups."""
-    for name in sm.groups.get(topic, {}).values():
+    groups = sm.groups.get(topic)
+    if not groups:
+        return
+    for name in groups.values():
         state = sm.work_queues[name]
         mask = state.core.push(value).mask
         sm.emit(WorkQueueChanged(name, mask))
