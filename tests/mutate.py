@@ -200,8 +200,8 @@ MUTATIONS = [
         "every publish feeds each consumer group of the topic, on every replica"),
     Mutation(
         "local-group-not-fed", "lazily_queue/storage/local.py",
-        "            group.feed(value)\n",
-        "            pass\n",
+        "                group.feed(value)\n",
+        "                pass\n",
         ("tests/cells/test_topic_groups.py",),
         "a local topic's publish feeds each of its consumer groups"),
     Mutation(

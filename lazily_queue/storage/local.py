@@ -171,8 +171,9 @@ class LocalTopicStorage(Generic[T]):
 
     def try_publish(self, value: T) -> TopicTransition[int]:
         transition = self.core.publish(value)
-        for group in self.groups.values():
-            group.feed(value)
+        if self.groups:
+            for group in self.groups.values():
+                group.feed(value)
         return transition
 
     def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
