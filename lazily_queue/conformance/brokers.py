@@ -62,7 +62,6 @@ LACKS = {
                     "requeued at the tail",
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
-    "dedup": "the broker adapters do not pass message ids (no dedup capability)",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
 }
