@@ -143,3 +143,26 @@ def test_a_client_or_a_backend_without_groups_refuses_by_name() -> None:
     t: TopicCell[Any] = TopicCell(Plain(), name="news")
     with pytest.raises(UnsupportedOperation, match="news: Plain has no consumer groups"):
         t.group("g")
+
+
+async def test_a_group_decodes_with_its_topic_serializer_on_both_backends() -> None:
+    import json
+    from dataclasses import dataclass
+
+    from lazily_queue import serializer
+
+    @dataclass
+    class Order:
+        n: int
+
+    codec = serializer(lambda o: json.dumps({"n": o.n}), lambda s: Order(**json.loads(s)))
+    local: TopicCell[Order] = TopicCell(name="orders", serializer=codec)
+    async with testing.cluster(1) as c:
+        replicated = (await c.leader()).topic("orders", serializer=codec)
+        for t in (local, replicated):
+            group = t.group("g", clock=(lambda: 0.0) if t is local else None)
+            await group.declare()
+            await t.publish(Order(7))
+            job = await group.claim("m")
+            assert job.value == Order(7)
+            assert group.pending() == [] and group.in_flight()[0].value == Order(7)
