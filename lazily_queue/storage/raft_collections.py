@@ -28,6 +28,7 @@ from ..core.work import (
     WorkQueueCore,
     WorkReader,
     WorkTransition,
+    validate_config,
 )
 from ..errors import UnsupportedOperation
 from ..replicated import ops as C
@@ -80,6 +81,7 @@ class RaftTopicStorage(ReplicatedObject):
             raise UnsupportedOperation(
                 f"{self.name}: this topic's backend routes no group events; open the group "
                 "on a node's topic (Node.topic(name).group(...))")
+        visibility_timeout, max_deliveries = validate_config(visibility_timeout, max_deliveries)
         storage = RaftGroupStorage(
             self._driver, self._view, self.name, group,
             visibility_timeout=round(visibility_timeout * 1000),

@@ -166,3 +166,16 @@ async def test_a_group_decodes_with_its_topic_serializer_on_both_backends() -> N
             job = await group.claim("m")
             assert job.value == Order(7)
             assert group.pending() == [] and group.in_flight()[0].value == Order(7)
+
+
+async def test_bad_group_settings_are_refused_by_name_on_both_backends() -> None:
+    async with testing.cluster(1) as c:
+        for t in (TopicCell(name="orders"), (await c.leader()).topic("orders")):
+            for bad, message in (({"visibility_timeout": "x"}, "visibility_timeout must be"),
+                                 ({"max_deliveries": 0}, "max_deliveries must be"),
+                                 ({"start": "middle"}, "start must be")):
+                with pytest.raises(ValueError, match=message):
+                    t.group("g", **bad)
+            with pytest.raises(ValueError, match="group name must be a non-empty str"):
+                t.group("")
+            assert t.group("g").pending() == []  # nothing half-made
