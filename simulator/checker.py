@@ -17,7 +17,9 @@ recorded result must be the model's. On top of that:
   hold one element at once, and once drained each group acked or dead-lettered every
   element from its start on (none lost, none twice);
 - topics: a durable subscriber's reads are the committed publications in order from
-  its subscription on, without gaps or duplicates; an ephemeral one's are in order;
+  its subscription on, without gaps or duplicates; an ephemeral one's are in order; a
+  replayer's, likewise from each start or seek (placed within the retained range, or
+  refused as out of range);
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -46,6 +48,10 @@ class ClientRecord(Protocol):
 
     cid: str
     ops: list[Observed]
+
+
+#: In a subscriber's reads: its cursor was placed (a start or a seek).
+SEEK = -1
 
 
 @dataclass
@@ -134,7 +140,8 @@ class Checker:
             self.work.apply(op, self.now)
         elif code == C.TOPIC_DECLARE:
             self.topic = True
-        elif C.TOPIC_DECLARE < code <= C.TOPIC_ADVANCE_TO and code != C.TOPIC_RESTORE:
+        elif (C.TOPIC_DECLARE < code <= C.TOPIC_ADVANCE_TO and code != C.TOPIC_RESTORE) or (
+                code in (C.TOPIC_SUBSCRIBE_AT, C.TOPIC_SEEK)):
             if not self.topic:
                 if not isinstance(op.result, OpError):
                     self.fail(f"index {op.index}: topic op before the declaration succeeded")
@@ -204,6 +211,30 @@ class Checker:
             else:
                 sub.connected = True
                 op.expect("Reconnected")
+        elif code == C.TOPIC_SUBSCRIBE_AT:
+            if sub is None:
+                start = args[3]
+                at = {"head": self.base, "tail": end}.get(start, start)
+                if not self.base <= at <= end:
+                    op.expect(["out_of_range", at, self.base, end])
+                    return
+                self.subs[sid] = _Sub(args[2] == "durable", at)
+                self.reads.setdefault(sid, []).append(SEEK)
+                op.expect(["ok", "Subscribed"])
+            elif sub.connected:
+                op.expect(["ok", "AlreadyConnected"])
+            else:
+                sub.connected = True
+                op.expect(["ok", "Reconnected"])
+        elif code == C.TOPIC_SEEK:
+            if sub is None or not sub.connected:
+                op.expect(["ok", None])
+            elif not self.base <= args[2] <= end:
+                op.expect(["out_of_range", args[2], self.base, end])
+            else:
+                sub.cursor = args[2]
+                self.reads.setdefault(sid, []).append(SEEK)
+                op.expect(["ok", args[2]])
         elif code == C.TOPIC_DISCONNECT:
             if sub is None or not sub.connected:
                 op.expect(False)
@@ -271,8 +302,10 @@ class Checker:
 
     def _check_reads(self) -> None:
         for sid, offsets in self.reads.items():
-            durable = sid.startswith("d")
+            durable = sid.startswith(("d", "r"))  # replayers are durable
             for a, b in itertools.pairwise(offsets):
+                if SEEK in (a, b):  # a start or a seek: the reads continue from there
+                    continue
                 if b <= a or (durable and b != a + 1):
                     self.fail(f"subscriber {sid} read offset {b} after {a}: "
                               f"{'a gap or duplicate' if durable else 'out of order'}")

@@ -35,6 +35,7 @@ from .workload import (
     GroupMember,
     Producer,
     Publisher,
+    Replayer,
     Subscriber,
     Worker,
     WorkProducer,
@@ -90,7 +91,7 @@ class Simulation:
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
-            "once-producer": OnceProducer,
+            "once-producer": OnceProducer, "replayer": Replayer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -105,7 +106,8 @@ class Simulation:
                     member.settle_batches = self.s.settle_batches
                     client = member
                 else:
-                    prefix = {"session-producer": "sp", "once-producer": "op"}.get(kind, kind[:2])
+                    prefix = {"session-producer": "sp", "once-producer": "op",
+                              "replayer": "r"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values

@@ -45,6 +45,7 @@ __all__ = [
     "Observed",
     "Producer",
     "Publisher",
+    "Replayer",
     "Subscriber",
     "UniqueSender",
     "WorkProducer",
@@ -298,3 +299,50 @@ class Subscriber(Client):
         self.idle = obs.outcome == OK and obs.result is None
         if obs.outcome != OK or obs.result is None:
             self.connected = False
+
+
+class Replayer(Subscriber):
+    """A durable subscriber that starts at the head, the tail or an offset (maybe out of
+    the retained range: refused) and now and then seeks backward or forward."""
+
+    kind = "replayer"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng, durable=True)
+        self.kind = "replayer"
+        #: The highest offset seen (a guess of the tail, for offsets to start or seek at).
+        self.seen = 0
+
+    def next_op(self) -> None:
+        if not self.connected:
+            start = self.rng.choice(["head", "tail", self.rng.randrange(0, self.seen + 3)])
+            self.call(C.TOPIC_SUBSCRIBE_AT, [TOPIC, self.cid, "durable", start],
+                      self._subscribed_at, polling=True)
+            return
+        if not self.draining and self.rng.random() < 0.05:
+            offset = self.rng.randrange(0, self.seen + 3)
+            self.call(C.TOPIC_SEEK, [TOPIC, self.cid, offset], self._sought)
+            return
+        super().next_op()
+
+    def _subscribed_at(self, obs: Observed) -> None:
+        result = obs.result
+        if obs.outcome == OK and isinstance(result, list):
+            if result[0] == "ok":
+                self.connected = True
+            else:  # out of range: ["out_of_range", offset, base, end]
+                self.seen = max(self.seen, int(result[3]))
+
+    def _sought(self, obs: Observed) -> None:
+        result = obs.result
+        if obs.outcome != OK or not isinstance(result, list):
+            return
+        if result[0] == "ok" and result[1] is None:
+            self.connected = False
+        elif result[0] == "out_of_range":
+            self.seen = max(self.seen, int(result[3]))
+
+    def _advanced(self, obs: Observed) -> None:
+        if obs.outcome == OK and isinstance(obs.result, str):
+            self.seen += 1
+        super()._advanced(obs)
