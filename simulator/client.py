@@ -164,21 +164,25 @@ def _clean(p: Proposal, error: BaseException) -> bool:
 
 
 class Declarer(Client):
-    """Declares the queue, the work queue and the topic, retrying until each succeeded."""
+    """Declares the queue, the work queue and the topic (and, with ``groups``, the
+    topic's consumer groups), retrying until each succeeded."""
 
     kind = "declarer"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random,
                  visibility_ms: int, max_deliveries: int,
-                 queue_capacity: int | None = None) -> None:
+                 queue_capacity: int | None = None, groups: bool = False) -> None:
         super().__init__(cid, cluster, rng)
         self.todo: list[tuple[int, list[Any]]] = [
             (C.QUEUE_DECLARE, [QUEUE, queue_capacity]),
             (C.WORK_DECLARE, [WORK, visibility_ms, max_deliveries]),
             (C.TOPIC_DECLARE, [TOPIC]),
-            (C.GROUP_DECLARE, [TOPIC, GROUPS[0], visibility_ms, max_deliveries, "head"]),
-            (C.GROUP_DECLARE, [TOPIC, GROUPS[1], visibility_ms, max_deliveries, "tail"]),
         ]
+        if groups:  # only with group members: older scenarios replay as they were
+            self.todo += [
+                (C.GROUP_DECLARE, [TOPIC, GROUPS[0], visibility_ms, max_deliveries, "head"]),
+                (C.GROUP_DECLARE, [TOPIC, GROUPS[1], visibility_ms, max_deliveries, "tail"]),
+            ]
 
     @property
     def settled(self) -> bool:

@@ -85,7 +85,8 @@ class Simulation:
         c = self.cluster
         declarer = Declarer("de1", c, random.Random(self.rng.getrandbits(64)),
                             self.s.visibility_ms, self.s.max_deliveries,
-                            queue_capacity=self.s.queue_capacity)
+                            queue_capacity=self.s.queue_capacity,
+                            groups=self._groups())
         self.clients.append(declarer)
         c.every(0.01, lambda: 0.05, declarer.act)
         kinds: dict[str, Any] = {
@@ -118,6 +119,10 @@ class Simulation:
                         client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
+
+    def _groups(self) -> bool:
+        """Whether the topic has consumer groups (the scenario has group members)."""
+        return self.s.clients.get("group-member", 0) > 0
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -175,7 +180,7 @@ class Simulation:
             return False
         if w.core.pending_len() or w.core.in_flight_len():
             return False
-        for group in GROUPS:
+        for group in GROUPS if self._groups() else ():
             g = view.work_queue(group_queue_name(TOPIC, group))
             if g is None or g.core.pending_len() or g.core.in_flight_len():
                 return False
