@@ -35,6 +35,10 @@ from .client import OK, QUEUE, UNKNOWN, WORK, Client, Host, Observed
 DOUBLE_SEND = 0.15
 
 
+#: The read-like polls a draining run need not wait for (see ``SessionClient.settled``).
+_POLLS = frozenset({C.WORK_CLAIM, C.QUEUE_POP, C.QUEUE_POP_MANY})
+
+
 class SessionClient(Client):
     """Sends one operation at a time under its own client session; retries an unanswered
     one through another member under the same sequence number. Subclasses say what comes
@@ -57,7 +61,11 @@ class SessionClient(Client):
 
     @property
     def settled(self) -> bool:
-        return not self.busy and self.pending is None
+        """Idle, or only waiting for a read-like poll (a claim or a pop): once the work
+        queue and the queue are empty it answers nothing, as a plain client's poll."""
+        if self.pending is None:
+            return not self.busy
+        return self.pending[1] in _POLLS
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
         """The next operation (code and arguments), or ``None`` to stop."""
