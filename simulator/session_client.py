@@ -35,10 +35,6 @@ from .client import OK, QUEUE, UNKNOWN, WORK, Client, Host, Observed
 DOUBLE_SEND = 0.15
 
 
-#: The read-like polls a draining run need not wait for (see ``SessionClient.settled``).
-_POLLS = frozenset({C.WORK_CLAIM, C.QUEUE_POP, C.QUEUE_POP_MANY})
-
-
 class SessionClient(Client):
     """Sends one operation at a time under its own client session; retries an unanswered
     one through another member under the same sequence number. Subclasses say what comes
@@ -61,11 +57,7 @@ class SessionClient(Client):
 
     @property
     def settled(self) -> bool:
-        """Idle, or only waiting for a read-like poll (a claim or a pop): once the work
-        queue and the queue are empty it answers nothing, as a plain client's poll."""
-        if self.pending is None:
-            return not self.busy
-        return self.pending[1] in _POLLS
+        return not self.busy and self.pending is None
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
         """The next operation (code and arguments), or ``None`` to stop."""
@@ -177,6 +169,8 @@ class SessionConsumer(SessionClient):
         self.delivered: list[Any] = []
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.draining:  # the plain consumers drain the queue; an answer is never lost
+            return None
         if self.batching and self.rng.random() < self.batching:
             return C.QUEUE_POP_MANY, [QUEUE, self.rng.randrange(2, 9)]
         return C.QUEUE_POP, [QUEUE]
@@ -200,6 +194,8 @@ class SessionWorker(SessionClient):
     def next_inner(self) -> tuple[int, list[Any]] | None:
         if self.to_ack is not None:
             return C.WORK_ACK, [WORK, self.cid, self.to_ack]
+        if self.draining:  # the plain workers drain the work queue
+            return None
         return C.WORK_CLAIM, [WORK, self.cid, None]
 
     def answered(self, code: int, args: list[Any], result: Any) -> None:

@@ -204,7 +204,9 @@ class Simulation:
         view = node.view
         q, w, t = view.queue(QUEUE), view.work_queue(WORK), view.topic(TOPIC)
         busy = [cl.cid for cl in self.clients if not cl.settled]
+        groups = [view.work_queue(group_queue_name(TOPIC, g)) for g in GROUPS]
         return (f"busy {busy}, queue {q and q.len()}, work {w and w.core!r}, "
+                f"groups {[g and g.core for g in groups]}, "
                 f"topic {t and t.subscriptions()}, end {t and t.end_offset()}")
 
     def _converge(self) -> None:

@@ -237,6 +237,26 @@ class GroupMember(Worker):
     def __init__(self, cid: str, cluster: Host, rng: random.Random, group: str) -> None:
         super().__init__(cid, cluster, rng)
         self.target = group_queue_name(TOPIC, group)
+        self.found_nothing = False
+
+    def next_op(self) -> None:
+        # Draining and nothing found last time: poll less, so the proposals of idle
+        # members do not keep the leader busy at every check that the run drained.
+        idle = not (self.settle or self.release or self.prefetched or self.acks
+                    or self.extend_to is not None)
+        if self.draining and self.found_nothing and idle and self.rng.random() < 0.8:
+            return
+        super().next_op()
+
+    def _claimed(self, obs: Observed) -> None:
+        self.found_nothing = obs.outcome == OK and isinstance(obs.result, list) and (
+            obs.result[0] is None)
+        super()._claimed(obs)
+
+    def _claimed_many(self, obs: Observed) -> None:
+        self.found_nothing = obs.outcome == OK and isinstance(obs.result, list) and (
+            not obs.result[0])
+        super()._claimed_many(obs)
 
 
 class Publisher(UniqueSender):
