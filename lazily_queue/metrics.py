@@ -55,7 +55,8 @@ COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 #: The op kind each commit is timed under.
 OP_KINDS = {
     ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
-    ops.QUEUE_POP_MANY: "pop", ops.WORK_CLAIM: "claim", ops.WORK_CLAIM_MANY: "claim",
+    ops.QUEUE_POP_MANY: "pop", ops.QUEUE_POP_STAMPED: "pop", ops.WORK_CLAIM: "claim",
+    ops.WORK_CLAIM_MANY: "claim",
     ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
     ops.TOPIC_PUBLISH: "publish",
 }

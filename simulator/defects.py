@@ -119,7 +119,8 @@ def _strict_queue_restore() -> Callable[[], None]:
     """Restore a queue through the constructor, which refuses more than its capacity."""
     from lazily_queue.core.fifo import Fifo
 
-    def restored(cls: type[Fifo[Any]], capacity: Any, elements: Any, closed: bool) -> Any:
+    def restored(cls: type[Fifo[Any]], capacity: Any, elements: Any, closed: bool,
+                 id_state: Any = None) -> Any:
         fifo = cls(capacity, elements)
         if closed:
             fifo.try_close()

@@ -37,7 +37,8 @@ from .certificates import attribute, normalize_fingerprint, parse_subject
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE})
 CONSUME = frozenset({
-    ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY, ops.WORK_CLAIM,
+    ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY,
+    ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.WORK_CLAIM,
     ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
     ops.WORK_SETTLE_MANY,
     ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,

@@ -40,7 +40,8 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
-        return None if q is None else [q.capacity(), q.is_closed(), q.elements()]
+        return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
+                                       list(q.id_state())]
     if kind == "topic":
         t = sm.topics.get(name)
         return None if t is None else t.snapshot()
@@ -62,8 +63,9 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         if doc is None:
             sm.queues.pop(name, None)
         else:
-            capacity, closed, elements = doc
-            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed))
+            capacity, closed, elements, *rest = doc
+            id_state = (rest[0][0], rest[0][1]) if rest else None
+            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
