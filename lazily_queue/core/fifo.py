@@ -83,8 +83,16 @@ class Fifo(Generic[T]):
         :meth:`id_state`'s ``(next_id, runs)``; without it the elements get ids from 0,
         stamp 0. ``ValueError`` when the runs do not cover the elements."""
         fifo: Fifo[T] = cls(capacity)
-        items = list(elements)
-        fifo._items.extend(items)
+        fifo.load(list(elements), id_state)
+        if closed:
+            fifo.try_close()
+        return fifo
+
+    def load(self, items: list[T], id_state: tuple[int, list[Run]] | None) -> None:
+        """Fill this empty FIFO with a snapshot's ``items`` and ``id_state``
+        (:meth:`restored`); ``ValueError`` (nothing changed) when the ids do not fit."""
+        if self._items:
+            raise ValueError("load fills an empty FIFO")
         if id_state is not None:
             next_id, runs = id_state
             runs = ids.checked_runs(runs)
@@ -93,12 +101,10 @@ class Fifo(Generic[T]):
                                  f"holds {len(items)}")
             if type(next_id) is not int or any(r[0] + r[1] > next_id for r in runs):
                 raise ValueError(f"next id {next_id!r} is not above every id of the queue")
-            fifo._runs.extend(runs)
-            fifo._explicit = len(items)
-            fifo._tail_first = next_id
-        if closed:
-            fifo.try_close()
-        return fifo
+            self._runs.extend(runs)
+            self._explicit = len(items)
+            self._tail_first = next_id
+        self._items.extend(items)
 
     def _next_id(self) -> int:
         return self._tail_first + len(self._items) - self._explicit

@@ -3,7 +3,9 @@
 Each is synchronous (capability ``sync``); its awaitable operations complete at once
 with the same results. The cells invalidate from the transitions they return, so
 change them through their cell. Each keeps its own producer dedup window (capability
-``dedup``; ``dedup=`` bounds it), aged on the monotonic clock.
+``dedup``; ``dedup=`` bounds it), aged on the monotonic clock. The deque stamps each
+element's enqueue time with its ``clock`` (seconds, as ``time.time``) when given one;
+without it enqueue times are unknown (stamp 0) and a push reads no clock.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
+from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from ..core.work import (
@@ -37,6 +40,13 @@ def _elapsed_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _ms(clock: Clock) -> Callable[[], int]:
+    """``clock`` (seconds) read in whole milliseconds (the stamps of a FIFO's ids)."""
+    def read() -> int:
+        return int(clock() * 1000)
+    return read
+
+
 def _time(now: float | None) -> float:
     if now is None:
         raise TypeError("a local work queue has no clock of its own: pass now (a time)")
@@ -53,11 +63,12 @@ class VecDequeStorage(Fifo[T]):
 
     __slots__ = ("dedup",)
 
-    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True,
+                                       messages=True)
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
-                 dedup: DedupLimits | None = None) -> None:
-        super().__init__(capacity, elements)
+                 dedup: DedupLimits | None = None, clock: Clock | None = None) -> None:
+        super().__init__(capacity, elements, clock=None if clock is None else _ms(clock))
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
 
     async def offer_once(
@@ -86,6 +97,16 @@ class VecDequeStorage(Fifo[T]):
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
         for value in reversed(values):
             self.push_front(value)
+
+    async def poll_stamped(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run]] | QueuePopError:
+        return self.pop_stamped(n)
+
+    async def unpoll_stamped(
+        self, values: list[T], runs: list[Run], *, timeout: float | None = None
+    ) -> None:
+        self.unpop_stamped(values, runs)
 
 
 class LocalTopicStorage(Generic[T]):
