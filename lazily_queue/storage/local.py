@@ -112,14 +112,15 @@ class VecDequeStorage(Fifo[T]):
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capability ``sync``)."""
 
-    __slots__ = ("core", "dedup")
+    __slots__ = ("_clock", "core", "dedup")
 
-    capabilities = StorageCapabilities(sync=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, dedup=True, messages=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
-                 dedup: DedupLimits | None = None) -> None:
+                 dedup: DedupLimits | None = None, clock: Clock | None = None) -> None:
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.core: TopicCore[T] = TopicCore() if core is None else core
+        self._clock = None if clock is None else _ms(clock)
 
     def __repr__(self) -> str:
         return f"LocalTopicStorage({self.core!r})"
@@ -161,7 +162,11 @@ class LocalTopicStorage(Generic[T]):
         return self.core.disconnect(subscriber)
 
     def try_publish(self, value: T) -> TopicTransition[int]:
-        return self.core.publish(value)
+        clock = self._clock
+        return self.core.publish(value, None if clock is None else clock())
+
+    def stamp_of(self, offset: int) -> int:
+        return self.core.stamp_of(offset)
 
     def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
         return self.core.advance(subscriber)
@@ -222,7 +227,8 @@ class LocalWorkQueueStorage:
     """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
 
     Its receipts name the queue ``name`` and are stamped with ``clock()`` (0.0 without
-    a clock); settlements are not remembered, so a repeated one is refused.
+    a clock), and so are the enqueue times of its items (unknown without); settlements
+    are not remembered, so a repeated one is refused.
     """
 
     __slots__ = ("clock", "core", "dedup", "name")
@@ -285,7 +291,8 @@ class LocalWorkQueueStorage:
     # -- synchronous operations ----------------------------------------------------------
 
     def try_push(self, value: Any) -> WorkTransition[int]:
-        return self.core.push(value)
+        clock = self.clock
+        return self.core.push(value, None if clock is None else int(clock() * 1000))
 
     def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
         return self.core.claim(worker, now)
