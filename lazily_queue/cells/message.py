@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..core import ids
 from ..core.ids import Run
@@ -32,6 +32,11 @@ class Message(Generic[T]):
 def enqueued_at(stamp: int | float) -> float | None:
     """A stamp (milliseconds; 0: unknown) as seconds since the epoch, or ``None``."""
     return None if not stamp else stamp / 1000
+
+
+def stamp_of(message: Message[Any]) -> int:
+    """The stamp (milliseconds; 0: unknown) of ``message``'s enqueue time."""
+    return 0 if message.enqueued_at is None else round(message.enqueued_at * 1000)
 
 
 def messages_of(values: list[T], runs: list[Run]) -> list[Message[T]]:

@@ -21,7 +21,7 @@ from ..core.queue import UNPOP, QueuePopError, pop_mask, transition_mask
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, wait_until
 from ..storage.queue import MessageQueueStorage, QueueStorage, as_messages
-from .message import Message, messages_of
+from .message import Message, messages_of, stamp_of
 from .prefetch import prefetch_size, prefetched
 
 T = TypeVar("T")
@@ -102,6 +102,16 @@ class QueueMessages(Generic[T]):
         """:meth:`pop_many`, as messages: wait for one element, take up to ``n``."""
         async with asyncio.timeout(timeout):
             return messages_of(*await self._pop_stamped(n))
+
+    async def give_back(self, messages: list[Message[T]]) -> None:
+        """Return messages taken by :meth:`pop_messages` and not handled to the head, in
+        order, under their ids and enqueue times (capacity and the closed flag are not
+        checked: they were in the queue). A message id the queue never gave out is
+        refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
+        runs: list[Run] = []
+        for m in messages:
+            ids.append(runs, m.id, 1, stamp_of(m))
+        await self._unpoll_stamped([m.value for m in messages], runs)
 
     def messages(self, *, prefetch: int | None = None) -> AsyncIterator[Message[T]]:
         """``items()``, as messages (``async for m in q.messages()``); what was taken
