@@ -10,6 +10,8 @@ recorded result must be the model's. On top of that:
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
+  message ids unique, assigned in push order, kept when given back, and no element
+  enqueued later than it is popped (:mod:`.queue_ids`);
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
 - topics: a durable subscriber's reads are the committed publications in order from
@@ -33,6 +35,7 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
+from .queue_ids import QueueIdModel
 from .work_model import WorkModel
 
 
@@ -70,6 +73,7 @@ class Checker:
         self.ops = 0
         self.deduplicated = 0
         self.once = OnceModel()
+        self.ids = QueueIdModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -109,7 +113,7 @@ class Checker:
                 self.queue = deque()
                 self.capacity = args[1]
         elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP, C.QUEUE_POP_MANY,
-                      C.QUEUE_UNPOP_MANY):
+                      C.QUEUE_UNPOP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_UNPOP_STAMPED):
             self._queue_op(op)
         elif code == C.WORK_DECLARE:
             if self.work is None:
@@ -140,27 +144,42 @@ class Checker:
                 return
             q.append(op.args[1])
             self.pushed.append(op.args[1])
+            self.ids.push(op.args[1], self.now)
             op.expect(None)
         elif op.code == C.QUEUE_UNPOP:
             q.appendleft(op.args[1])
             self.pushed.append(op.args[1])
+            self.ids.unpop_fresh([op.args[1]])
             op.expect(None)
         elif op.code == C.QUEUE_UNPOP_MANY:
             q.extendleft(reversed(op.args[1]))
             self.pushed.extend(op.args[1])
+            self.ids.unpop_fresh(op.args[1])
             op.expect(None)
-        elif op.code == C.QUEUE_POP_MANY:
+        elif op.code == C.QUEUE_UNPOP_STAMPED:
+            self.ids.unpop_stamped(op, op.args[1], op.args[2])
+            q.extendleft(reversed(op.args[1]))
+            self.pushed.extend(op.args[1])
+            op.expect(None)
+        elif op.code in (C.QUEUE_POP_MANY, C.QUEUE_POP_STAMPED):
             if not q:
                 if not isinstance(op.result, QueuePopError):
                     self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
                 return
             taken = [q.popleft() for _ in range(min(op.args[1], len(q)))]
             self.popped.extend(taken)
-            op.expect(taken)
+            stamped = op.code == C.QUEUE_POP_STAMPED
+            if stamped:
+                if not isinstance(op.result, list) or op.result[0] != taken:
+                    op.expect([taken, "(their id runs)"])
+            else:
+                op.expect(taken)
+            self.ids.pop(op, len(taken), self.now, stamped)
         elif q:
             value = q.popleft()
             self.popped.append(value)
             op.expect(value)
+            self.ids.pop(op, 1, self.now, False)
         elif not isinstance(op.result, QueuePopError):
             self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
 
@@ -284,6 +303,7 @@ class Checker:
             wrong = {v: c for v, c in counts.items() if c != 0}
             if wrong:
                 self.fail(f"pushed values not popped once nor queued: {wrong!r:.200}")
+            self.ids.check_final(state.get("queue_ids", {}).get(QUEUE))
         work = state.get("work_queues", {}).get(WORK)
         if self.work is not None and work is not None:
             self.work.check_state(work["core"])

@@ -187,6 +187,13 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
         "a push repeated with its msg_id applies once while the id is in the window"),
     Mutation(
+        "queue-give-back-renumbers", "lazily_queue/core/fifo.py",
+        "        self._items.extendleft(reversed(values))\n        ids.prepend(self._runs, runs)\n"
+        "        self._explicit += len(values)\n",
+        "        for value in reversed(values):\n            self.push_front(value)\n",
+        ("tests/core/test_fifo_ids.py", "tests/cells/test_queue_messages.py"),
+        "an element given back to the head keeps its message id"),
+    Mutation(
         "local-dedup-window-ignored", "lazily_queue/storage/local.py",
         "        if self.dedup.lookup(msg_id, now)[0]:\n            return None\n",
         "",
