@@ -98,6 +98,7 @@ class Consumer(Client):
         super().__init__(cid, cluster, rng)
         self.batching = 0.0
         self.give_back: tuple[list[Any], list[Any]] | None = None
+        self.single_pops = 0
 
     def next_op(self) -> None:
         if self.give_back is not None:
@@ -109,7 +110,8 @@ class Consumer(Client):
             self.call(C.QUEUE_POP_STAMPED, [QUEUE, self.rng.randrange(2, 9)], self._popped,
                       timeout=timeout, orphan=self._orphan, polling=True)
             return
-        if self.rng.random() < 0.5:
+        self.single_pops += 1
+        if self.single_pops % 2:  # alternate (not drawn: the scenarios keep their draws)
             self.call(C.QUEUE_POP_STAMPED, [QUEUE, 1], lambda _obs: None, timeout=timeout,
                       orphan=self._orphan, polling=True)
             return

@@ -342,13 +342,21 @@ class WorkQueueCore:
         """The enqueue stamp of ``item_id`` (0: unknown)."""
         return self._stamps.stamp_of(item_id) if self._stamps else 0
 
-    def stamps(self) -> list[list[int]]:
-        """The stamps' change points ``[[item_id, stamp], ...]`` (kept beside a snapshot)."""
-        return self._stamps.points()
+    def stamps(self) -> dict[str, Any]:
+        """``{"points": [[item_id, stamp], ...], "trim_at": n}``: the stamps' change
+        points and the count at which the next push forgets those of items no longer
+        held (kept beside a snapshot: replicas trim at the same push)."""
+        return {"points": self._stamps.points(), "trim_at": self._trim_at}
 
-    def load_stamps(self, points: Any) -> None:
-        """Replace the stamps with :meth:`stamps` output; ``ValueError`` when malformed."""
-        self._stamps = StampIndex.from_points(points)
+    def load_stamps(self, doc: Any) -> None:
+        """Replace the stamps with :meth:`stamps` output (``None``: none); ``ValueError``
+        when malformed."""
+        if doc is None:
+            doc = {"points": [], "trim_at": 64}
+        if not isinstance(doc, dict) or type(doc.get("trim_at")) is not int:
+            raise ValueError("work queue stamps must be {points, trim_at}")
+        self._stamps = StampIndex.from_points(doc.get("points"))
+        self._trim_at = doc["trim_at"]
 
     def _note(self, item_id: int, stamp: int) -> None:
         stamps = self._stamps
