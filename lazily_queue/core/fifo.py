@@ -270,8 +270,6 @@ class Fifo(Generic[T]):
         def try_push(value: T) -> QueuePushError | None:
             if self._closed:
                 return _PUSH_CLOSED
-            if clock is not None and (stamp := clock()) != self._tail_stamp:
-                self._close_tail(stamp)
             if items:
                 items.append(value)
                 report(LEN)
@@ -279,6 +277,14 @@ class Fifo(Generic[T]):
                 items.append(value)
                 report(first)
             return None
+
+        if clock is not None:  # a push reads the clock only when there is one
+            push = try_push
+
+            def try_push(value: T) -> QueuePushError | None:
+                if (stamp := clock()) != self._tail_stamp and not self._closed:
+                    self._close_tail(stamp)
+                return push(value)
 
         def try_pop() -> T | QueuePopError:
             if not items:
