@@ -128,3 +128,36 @@ def test_a_long_lived_work_queue_forgets_stamps_of_items_it_no_longer_holds() ->
         core.push(i, i)
         again.push(i, i)
         assert again.stamps() == core.stamps()
+
+
+async def test_a_client_sees_the_same_ids_and_enqueue_times_as_the_members() -> None:
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+
+    def options(node_id: str) -> testing.NodeOptions:
+        grant = ClientGrant("web", b"token-of-the-web-tier", produce=["*"], consume=["*"])
+        return {"clients": ClientAccess([grant], listen=f"memory://ids-{node_id}")}
+
+    async with testing.cluster(3, node_options=options) as c:
+        addresses = [f"memory://ids-{i}" for i in range(1, 4)]
+        async with connect(addresses, Credentials("web", b"token-of-the-web-tier"),
+                           ping_interval=0.2, ping_timeout=1.0) as client:
+            q = client.queue("q")
+            await c.node(2).queue("q").push("a")
+            await q.push("b")
+            taken = await q.pop_messages(2)
+            assert [(m.id, m.value) for m in taken] == [(0, "a"), (1, "b")]
+            assert all(m.enqueued_at is not None for m in taken)
+            await q.give_back(taken[1:])
+            again = await c.node(3).queue("q").pop_message()
+            assert again == taken[1]  # same id, same enqueue time
+            t = client.topic("t")
+            await t.subscribe("s")
+            await c.node(1).topic("t").publish("x")
+            [m] = await _first(t.stream_messages("s"), 1)
+            assert m.id == 0 and m.enqueued_at is not None
+            w = client.work_queue("w")
+            await w.push("job")
+            async with contextlib.aclosing(w.deliveries("x")) as jobs:
+                async for job in jobs:
+                    assert job.message_id == 0 and job.enqueued_at is not None
+                    break
