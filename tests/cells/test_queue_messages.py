@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -104,3 +105,11 @@ async def _first(q: QueueCell[str]) -> Any:
     async for value in q.items():
         yield value
         return
+
+
+async def test_another_thread_pops_messages() -> None:
+    q: QueueCell[str] = QueueCell(clock=lambda: 5.0)
+    await q.push("a")
+    handle = q.threadsafe()
+    got = await asyncio.to_thread(handle.pop_message)
+    assert got == Message(0, "a", 5.0)
