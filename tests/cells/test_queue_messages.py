@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import Message, QueueCell, QueueClosed, UnsupportedOperation, serializer, testing
+from lazily_queue import (
+    Message,
+    ProposalRejected,
+    QueueCell,
+    QueueClosed,
+    UnsupportedOperation,
+    serializer,
+    testing,
+)
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.storage import StorageCapabilities, VecDequeStorage
 
@@ -113,3 +121,17 @@ async def test_another_thread_pops_messages() -> None:
     handle = q.threadsafe()
     got = await asyncio.to_thread(handle.pop_message)
     assert got == Message(0, "a", 5.0)
+
+
+async def test_give_back_refuses_an_id_the_queue_never_gave_and_changes_nothing() -> None:
+    local: QueueCell[str] = QueueCell()
+    await local.push("a")
+    with pytest.raises(ValueError, match="never gave"):
+        await local.give_back([Message(7, "x", None)])
+    assert local.storage.elements() == ["a"] and local.len() == 1  # type: ignore[attr-defined]
+    async with testing.cluster(1) as c:
+        q: QueueCell[str] = (await c.leader()).queue("q")
+        await q.push("a")
+        with pytest.raises(ProposalRejected, match="bad_runs"):
+            await q.give_back([Message(7, "x", None)])
+        assert q.len() == 1
