@@ -55,7 +55,7 @@ class FifoOps(NamedTuple, Generic[T]):
 class Fifo(Generic[T]):
     """FIFO over ``collections.deque``; at capacity ``try_push`` rejects with ``Full``."""
 
-    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_items", "_runs",
+    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_items", "_popped", "_runs",
                  "_tail_first", "_tail_stamp")
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
@@ -65,10 +65,12 @@ class Fifo(Generic[T]):
         self._closed = False
         self._clock = clock
         #: Explicit runs over the oldest ``_explicit`` elements; the others form the
-        #: tail run: ids from ``_tail_first``, stamp ``_tail_stamp``.
+        #: tail run: ids from ``_tail_first``, stamp ``_tail_stamp``. A pop only counts
+        #: itself in ``_popped``; :meth:`_sync` takes those ids off before ids are read.
         self._runs: deque[Run] = deque()
         self._explicit = 0
         self._tail_first = 0
+        self._popped = 0
         self._tail_stamp = 0 if clock is None else clock()
         if self._capacity is not None and len(self._items) > self._capacity:
             raise ValueError(
@@ -106,24 +108,30 @@ class Fifo(Generic[T]):
             self._tail_first = next_id
         self._items.extend(items)
 
+    def _sync(self) -> None:
+        """Take the ids of the pops counted since the last call off the runs."""
+        k = self._popped
+        if k:
+            self._popped = 0
+            from_runs = min(k, self._explicit)
+            if from_runs:
+                ids.take(self._runs, from_runs)
+                self._explicit -= from_runs
+            self._tail_first += k - from_runs
+
     def _next_id(self) -> int:
+        self._sync()
         return self._tail_first + len(self._items) - self._explicit
 
     def _close_tail(self, stamp: int) -> None:
         """Make the tail run explicit; the next pushes start a tail stamped ``stamp``."""
+        self._sync()
         n = len(self._items) - self._explicit
         if n:
             ids.append(self._runs, self._tail_first, n, self._tail_stamp)
             self._explicit += n
             self._tail_first += n
         self._tail_stamp = stamp
-
-    def _drop_head_id(self) -> None:
-        if self._runs:
-            ids.drop_one(self._runs)
-            self._explicit -= 1
-        else:
-            self._tail_first += 1
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(len={len(self._items)}, capacity={self._capacity})"
@@ -147,7 +155,7 @@ class Fifo(Generic[T]):
     def try_pop(self) -> T | QueuePopError:
         """The oldest element; ``Empty`` while open, ``Closed`` once closed and drained."""
         if self._items:
-            self._drop_head_id()
+            self._popped += 1
             return self._items.popleft()
         return _POP_CLOSED if self._closed else _EMPTY
 
@@ -162,6 +170,7 @@ class Fifo(Generic[T]):
         items = self._items
         if not items:
             return _POP_CLOSED if self._closed else _EMPTY
+        self._sync()
         k = min(n, len(items))
         from_runs = min(k, self._explicit)
         runs = ids.take(self._runs, from_runs) if from_runs else []
@@ -211,7 +220,7 @@ class Fifo(Generic[T]):
         """Remove every element (an administrator's purge); returns how many there were.
         The closed flag is kept."""
         removed = len(self._items)
-        self._tail_first = self._next_id()
+        self._tail_first = self._next_id()  # synced
         self._items.clear()
         self._runs.clear()
         self._explicit = 0
@@ -237,6 +246,7 @@ class Fifo(Generic[T]):
     def id_state(self) -> tuple[int, list[Run]]:
         """``(next_id, runs)``: the ids and stamps of the elements in FIFO order (the
         snapshot form; small: about a run per distinct stamp)."""
+        self._sync()
         runs = [list(run) for run in self._runs]
         n = len(self._items) - self._explicit
         if n:
@@ -245,6 +255,7 @@ class Fifo(Generic[T]):
 
     def head_id(self) -> tuple[int, int] | None:
         """``(id, stamp)`` of the oldest element, or ``None`` when empty."""
+        self._sync()
         if self._runs:
             return self._runs[0][0], self._runs[0][2]
         return (self._tail_first, self._tail_stamp) if self._items else None
@@ -262,7 +273,6 @@ class Fifo(Generic[T]):
 
     def _unbounded_ops(self, report: Report) -> FifoOps[T]:
         items = self._items
-        runs = self._runs
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
@@ -289,10 +299,7 @@ class Fifo(Generic[T]):
         def try_pop() -> T | QueuePopError:
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
-            if runs:
-                self._drop_head_id()
-            else:
-                self._tail_first += 1
+            self._popped += 1
             value = items.popleft()
             report(more if items else first)
             return value
@@ -301,7 +308,6 @@ class Fifo(Generic[T]):
 
     def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
         items = self._items
-        runs = self._runs
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
@@ -330,10 +336,7 @@ class Fifo(Generic[T]):
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)
-            if runs:
-                self._drop_head_id()
-            else:
-                self._tail_first += 1
+            self._popped += 1
             value = items.popleft()
             if n == cap:
                 report(from_full)

@@ -39,16 +39,6 @@ def take(runs: deque[Run], n: int) -> list[Run]:
     return taken
 
 
-def drop_one(runs: deque[Run]) -> None:
-    """Remove the first id (a plain pop that hands no id out)."""
-    run = runs[0]
-    if run[1] == 1:
-        runs.popleft()
-    else:
-        run[0] += 1
-        run[1] -= 1
-
-
 def append(runs: MutableSequence[Run], first: int, count: int, stamp: int) -> None:
     """Add ``count`` ids from ``first`` at the tail, extending the last run when they
     continue it with the same stamp."""
