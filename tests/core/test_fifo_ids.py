@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lazily_queue.core import ids
@@ -116,3 +118,65 @@ def test_runs_helpers() -> None:
     assert ids.tail(runs, 3) == [[2, 1, 1], [5, 2, 2]]
     assert ids.covered(runs) == 5
     assert list(ids.expand(runs)) == [(0, 1), (1, 1), (2, 1), (5, 2), (6, 2)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_operations_keep_ids_as_a_per_element_model_does(seed: int) -> None:
+    """Ids (and, with a clock, stamps) against a record per element, through every way
+    in and out: pushes stamped and plain, fast-path and generic pops, stamped pops and
+    give-backs of their tails in any order, fresh-id give-backs, purges."""
+    import random
+
+    rng = random.Random(seed)
+    clocked = bool(seed % 2)
+    now = [0]
+    q: Fifo[int] = Fifo(clock=lambda: now[0]) if clocked else Fifo(8 if seed % 4 else None)
+    push, pop = q.reporting_ops(lambda mask: None)
+    model: list[tuple[int, int]] = []  # (id, stamp) per element, FIFO order
+    next_id = 0
+    taken: list[tuple[list[int], list[ids.Run]]] = []
+
+    def seen(pairs: list[tuple[int, int]]) -> list[Any]:
+        return list(pairs) if clocked else [i for i, _ in pairs]
+
+    for _ in range(300):
+        kind = rng.randrange(7)
+        if clocked and rng.random() < 0.3:
+            now[0] += 1
+        if kind == 0:
+            stamp = rng.randrange(3)
+            if q.push_stamped(next_id, stamp) is None:
+                model.append((next_id, stamp))
+                next_id += 1
+        elif kind == 1:
+            if push(next_id) is None:
+                model.append((next_id, now[0]))
+                next_id += 1
+        elif kind == 2 and model:
+            pop() if rng.random() < 0.5 else q.try_pop()
+            model.pop(0)
+        elif kind == 3 and model:
+            got = q.pop_stamped(rng.randrange(1, 5))
+            assert not isinstance(got, QueuePopError)
+            values, runs = got
+            assert seen(list(ids.expand(runs))) == seen(model[:len(values)])
+            del model[:len(values)]
+            taken.append((values, runs))
+        elif kind == 4 and taken:
+            values, runs = taken.pop(rng.randrange(len(taken)))
+            k = rng.randrange(1, len(values) + 1)
+            q.unpop_stamped(values[-k:], ids.tail(runs, k))
+            model[:0] = list(ids.expand(ids.tail(runs, k)))
+        elif kind == 5 and rng.random() < 0.2:
+            q.push_front(-1)
+            head = q.head_id()
+            assert head is not None and head[0] == next_id
+            model.insert(0, head)
+            next_id += 1
+        elif kind == 6 and rng.random() < 0.05:
+            q.clear()
+            model.clear()
+        state = q.id_state()
+        assert seen(list(ids.expand(state[1]))) == seen(model)
+        assert state[0] == next_id and q.len() == len(model)
+        assert len({i for i, _ in model}) == len(model)
