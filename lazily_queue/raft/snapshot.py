@@ -336,8 +336,7 @@ class SnapshotStore:
         except Exception as exc:
             log.error("refused a snapshot from the leader: %s", exc)
             return False
-        # Our own snapshot still being written would land over the leader's (older).
-        self.wait()
+        self.wait()  # our own snapshot, still being written, would land over the leader's
         try:
             self._disk.replace(self.path, raw)
         except OSError as exc:
