@@ -62,6 +62,7 @@ class Driver(DiskStall):
         self.tick_interval = tick_interval
         self.disk_retry = disk_retry
         replica.snapshots.retry_delay = disk_retry
+        replica.snapshots.writer.background = True  # snapshot files are written off the loop
         self._on_events = on_events
         self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -139,6 +140,7 @@ class Driver(DiskStall):
                     self._dispatch(ready)
             await self.network.stop()
             self.fsync.shutdown()
+            self.replica.snapshots.close()
         self._fail_on_stop()
 
     def _fail_on_stop(self) -> None:
