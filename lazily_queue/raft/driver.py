@@ -2,10 +2,12 @@
 
 A step runs right after each run of frames the network hands over and once per loop
 iteration in which operations were proposed, so every proposal made in one iteration
-becomes one replicated batch (group commit). A step has two halves,
+becomes one replicated batch (group commit); a :meth:`Driver.call` made while nothing
+else is ready to run steps at once (no other proposal could join its batch). A step
+has two halves,
 :meth:`~.replica.Replica.prepare` (proposals become log entries) and
 :meth:`~.replica.Replica.tick` (commits, applies, timers); after each half the journal is
-written at once. What a step produced is released by the
+written at once, after a leader's appends have left. What a step produced is released by the
 :class:`~.pipeline.CommitPipeline` (votes and acknowledgements only after an fsync
 covering their writes). While fsyncs are quick (:mod:`.fsync`) they run on the loop's
 thread, the first between the two halves, so a leader's tick counts its own copy of what
@@ -27,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .codec import FrameError, decode_frame, encode_frames
+from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
 from .fsync import Fsyncer
@@ -35,15 +37,15 @@ from .network import RaftNetwork
 from .pipeline import CommitPipeline
 from .proposals import Proposal
 from .ready import Ready
+from .release import EventSink, Release
 from .replica import Replica
 
 log = logging.getLogger(__name__)
 
-#: Receives the state machine's events of each released step, in order.
-EventSink = Callable[[list[object]], None]
+__all__ = ["Driver", "EventSink"]
 
 
-class Driver(DiskStall):
+class Driver(Release, DiskStall):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -166,8 +168,11 @@ class Driver(DiskStall):
         *,
         timeout: float,
         on_orphan: Callable[[Any], None] | None = None,
+        step_now: bool = False,
     ) -> tuple[Proposal, asyncio.Future[Any]]:
-        """Propose one op; the future resolves with its result once applied here."""
+        """Propose one op; the future resolves with its result once applied here. With
+        ``step_now``, an idle driver steps at once (see :meth:`_idle`) instead of in the
+        loop's next iteration: the future may be resolved on return."""
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`")
         if self.pipeline.stall is not None:
@@ -185,8 +190,23 @@ class Driver(DiskStall):
         proposal = self.replica.propose(
             code, args, timeout=timeout, on_done=done, on_orphan=on_orphan
         )
-        self.wake()
+        if step_now and self._idle():
+            self._input = True
+            try:
+                self._step()
+            except Exception:
+                self.step_errors += 1
+                log.exception("node %s: step failed", self.replica.node_id)
+        else:
+            self.wake()
         return proposal, fut
+
+    def _idle(self) -> bool:
+        """Whether a step now gathers what one in the loop's next iteration would: no step
+        pending or running, nothing held or syncing, quick fsyncs, and no other callback
+        ready to run in this iteration (nothing else can propose before it ends)."""
+        return (not self._scheduled and not self._stepping and self.pipeline.idle
+                and self._inline() and not getattr(self._loop, "_ready", True))
 
     async def call(
         self,
@@ -199,11 +219,14 @@ class Driver(DiskStall):
         """Propose and await; a cancelled caller leaves nothing half-done (see Replica.cancel)."""
         started = time.perf_counter()
         try:
-            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan,
+                                         step_now=True)
         except Exception as exc:
             self._observe_call(code, started, None, exc)
             raise
         try:
+            if fut.done():
+                await asyncio.sleep(0)  # every call lets the loop run once
             result = await fut
         except asyncio.CancelledError:
             self.replica.cancel(proposal)
@@ -334,13 +357,19 @@ class Driver(DiskStall):
             self.step_errors += 1
             log.exception("node %s: step failed", self.replica.node_id)
             return False
-        released, error = self.pipeline.stepped(ready, self.replica.journal.write)
+        released, error = self.pipeline.stepped(ready, self.replica.journal.write,
+                                                self._send_early)
         for out in released:
             self._dispatch(out)
         if error is not None:
             self._stall(error)
             return False
         return True
+
+    def _send_early(self, ready: Ready) -> None:
+        """Messages that need no fsync leave now, before the step's journal write."""
+        self._dispatch(ready)
+        self.network.flush()
 
     def _start_fsync(self) -> bool:
         """Start the fsync the pipeline wants, if any, once what may leave before it is
@@ -379,54 +408,3 @@ class Driver(DiskStall):
             self._step()  # its own copy now counts: the commit index may move
             return
         self._start_fsync()  # what was written during that fsync
-
-    # -- releasing --------------------------------------------------------------------------
-
-    def _dispatch(self, ready: Ready) -> None:
-        for peer, added in ready.membership:
-            if added:
-                self.network.add_peer(peer, self._address(peer))
-            else:
-                self.network.remove_peer(peer)
-        self._dispatch_results(ready)
-        for peer, messages in ready.messages.items():
-            for frame in encode_frames(messages):
-                self.network.send(peer, frame)
-        self._wake_state_waiters()
-
-    def _wake_state_waiters(self) -> None:
-        waiters, self._state_waiters = self._state_waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
-
-    def _dispatch_results(self, ready: Ready) -> None:
-        """Reader events, completions and orphans (each handed over once)."""
-        taken = ready.take_results()
-        if taken.events and self._on_events is not None:
-            try:
-                self._on_events(taken.events)
-            except Exception:
-                log.exception("node %s: an event observer failed", self.replica.node_id)
-        for callback, result, error in taken.completions:
-            try:
-                callback(result, error)
-            except Exception:
-                log.exception("node %s: a completion callback failed", self.replica.node_id)
-        for orphan, value in taken.orphans:
-            try:
-                orphan(value)
-            except Exception:
-                log.exception("node %s: an orphan handler failed", self.replica.node_id)
-
-    async def next_step(self) -> None:
-        """Wait until the next step has been dispatched (while the journal cannot be
-        written, no step runs: wait one tick instead)."""
-        if self._loop is None or not self._running:
-            raise NodeNotRunning("the node is not running")
-        if self.pipeline.stall is not None:
-            await asyncio.sleep(self.tick_interval)
-            return
-        fut: asyncio.Future[None] = self._loop.create_future()
-        self._state_waiters.append(fut)
-        await fut
