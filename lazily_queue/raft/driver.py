@@ -3,21 +3,22 @@
 A step runs right after each run of frames the network hands over and once per loop
 iteration in which operations were proposed, so every proposal made in one iteration
 becomes one replicated batch (group commit); a :meth:`Driver.call` made while nothing
-else is ready to run steps at once (no other proposal could join its batch). A step
-has two halves,
-:meth:`~.replica.Replica.prepare` (proposals become log entries) and
-:meth:`~.replica.Replica.tick` (commits, applies, timers); after each half the journal is
-written at once, after a leader's appends have left. What a step produced is released by the
-:class:`~.pipeline.CommitPipeline` (votes and acknowledgements only after an fsync
-covering their writes). While fsyncs are quick (:mod:`.fsync`) they run on the loop's
-thread, the first between the two halves, so a leader's tick counts its own copy of what
-it just appended (a cluster of one commits in the step that appended); while they are
-slow they run on a worker thread, one covering every step written while the previous one
-ran. A leader's new commit index reaches the followers with its next append or, when no
-step is about to run, right after the loop's other ready callbacks (the caller whose
-operation committed runs first). A timer keeps the engine ticking for heartbeats and
-elections. Exceptions around delivery and stepping are logged, never fatal; a malformed
-frame closes that link. While the disk refuses writes, see :class:`~.disk_stall.DiskStall`.
+else is ready to run steps at once (no other proposal could join its batch), and a
+scheduled step waits for the callers whose operations completed after it was scheduled
+(what they propose joins it). A step has two halves, :meth:`~.replica.Replica.prepare`
+(proposals become log entries) and :meth:`~.replica.Replica.tick` (commits, applies,
+timers); after each half the journal is written at once, after a leader's appends have
+left. What a step produced is released by the :class:`~.pipeline.CommitPipeline`
+(votes and acknowledgements only after an fsync covering their writes). While fsyncs
+are quick (:mod:`.fsync`) they run on the loop's thread, the first between the two
+halves, so a leader's tick counts its own copy of what it just appended (a cluster of
+one commits in the step that appended); while they are slow they run on a worker
+thread, one covering every step written while the previous one ran. A leader's new
+commit index reaches the followers with its next append or, when no step is about to
+run, right after the loop's other ready callbacks (the caller whose operation committed
+runs first). A timer keeps the engine ticking for heartbeats and elections. Exceptions
+around delivery and stepping are logged, never fatal; a malformed frame closes that
+link. While the disk refuses writes, see :class:`~.disk_stall.DiskStall`.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Driver(Release, DiskStall):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
         self._input = False  # something arrived since the last step began
+        self._scheduled_at = 0  # self._completed when the pending step was scheduled
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
         self._stepping = False
@@ -142,22 +144,6 @@ class Driver(Release, DiskStall):
             await self.network.stop()
             self.fsync.shutdown()
         self._fail_on_stop()
-
-    def _fail_on_stop(self) -> None:
-        """Every operation still waiting fails with :class:`NodeNotRunning`: no step
-        will ever answer it."""
-        node = self.replica.node_id
-
-        def stopped(unknown: bool) -> BaseException:
-            outcome = ("its outcome is unknown: it may have committed" if unknown
-                       else "the operation was not applied")
-            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
-
-        self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
-        for fut in self._state_waiters:
-            if not fut.done():
-                fut.set_exception(NodeNotRunning(f"node {node} stopped"))
-        self._state_waiters.clear()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -250,6 +236,7 @@ class Driver(Release, DiskStall):
         self._input = True
         if not self._scheduled and self._loop is not None and self._running:
             self._scheduled = True
+            self._scheduled_at = self._completed
             self._loop.call_soon(self._scheduled_step)
 
     def _on_frame(self, peer: str, frame: bytes) -> None:
@@ -296,6 +283,12 @@ class Driver(Release, DiskStall):
             self._retry_disk()
 
     def _scheduled_step(self) -> None:
+        if self._completed != self._scheduled_at and self._loop is not None:
+            # Operations completed since this was scheduled: their callers run first, and
+            # what they propose joins this step.
+            self._scheduled_at = self._completed
+            self._loop.call_soon(self._scheduled_step)
+            return
         self._scheduled = False
         if self._input:  # else a step already ran since the wake-up
             self._step()

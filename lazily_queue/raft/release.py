@@ -32,6 +32,24 @@ class Release:
     _address: Callable[[str], str | None]
     _on_events: EventSink | None
     _state_waiters: list[asyncio.Future[None]]
+    #: Releases that completed operations so far.
+    _completed: int = 0
+
+    def _fail_on_stop(self) -> None:
+        """Every operation still waiting fails with :class:`NodeNotRunning`: no step
+        will ever answer it."""
+        node = self.replica.node_id
+
+        def stopped(unknown: bool) -> BaseException:
+            outcome = ("its outcome is unknown: it may have committed" if unknown
+                       else "the operation was not applied")
+            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
+
+        self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
+        for fut in self._state_waiters:
+            if not fut.done():
+                fut.set_exception(NodeNotRunning(f"node {node} stopped"))
+        self._state_waiters.clear()
 
     def _dispatch(self, ready: Ready) -> None:
         for peer, added in ready.membership:
@@ -61,6 +79,8 @@ class Release:
                 self._on_events(taken.events)
             except Exception:
                 log.exception("node %s: an event observer failed", self.replica.node_id)
+        if taken.completions:
+            self._completed += 1
         for callback, result, error in taken.completions:
             try:
                 callback(result, error)
