@@ -20,8 +20,16 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
                     engine=testing.FAST_ENGINE, maintenance_interval=None) as node:
         await node.wait_for_leader()
         await node.queue("q").push("first")
-        node.driver.tick_interval = 3600.0
-        node.driver.fsync.policy.inline_below = 3600.0
+        driver = node.driver
+        driver.tick_interval = 3600.0  # no timer step in the middle of a test
+        driver.fsync.policy.inline_below = 3600.0
+        loop = asyncio.get_running_loop()
+        for _ in range(500):
+            if driver._timer is not None and driver._timer.when() > loop.time() + 60:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the timer was not re-armed")
         yield node
 
 
