@@ -252,7 +252,8 @@ class SimNode:
 
     def _half(self, half: Callable[[], Ready], dispatch: Dispatch) -> bool:
         assert self.replica is not None
-        released, error = self.pipeline.stepped(half(), self.replica.journal.write)
+        released, error = self.pipeline.stepped(
+            half(), self.replica.journal.write, lambda early: dispatch(self, early))
         for out in released:
             dispatch(self, out)
         if error is not None:
