@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
-from .cells import Job, QueueCell, TopicCell, WorkQueueCell
+from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
@@ -134,6 +134,7 @@ __all__ = [
     "LazilyQueueError",
     "LocalTopicStorage",
     "LocalWorkQueueStorage",
+    "Message",
     "MessageTooLarge",
     "NoQuorum",
     "Node",

@@ -55,7 +55,8 @@ COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 #: The op kind each commit is timed under.
 OP_KINDS = {
     ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
-    ops.QUEUE_POP_MANY: "pop", ops.WORK_CLAIM: "claim", ops.WORK_CLAIM_MANY: "claim",
+    ops.QUEUE_POP_MANY: "pop", ops.QUEUE_POP_STAMPED: "pop", ops.WORK_CLAIM: "claim",
+    ops.WORK_CLAIM_MANY: "claim",
     ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
     ops.TOPIC_PUBLISH: "publish",
 }
@@ -102,6 +103,8 @@ class NodeMetrics:
         #: Also called with every fsync duration (the monitor's recent window).
         self.fsync_listeners: list[Callable[[float], None]] = []
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
+        #: The operations counter's child per label tuple (its own lookup locks).
+        self._operation_children: dict[tuple[str, str, str], Any] = {}
         node.add_event_observer(self._on_events)
         if node.running:
             self.attach()
@@ -169,8 +172,12 @@ class NodeMetrics:
             elif isinstance(event, Restored) and self.node.running:
                 restored = True
                 break
+        children = self._operation_children
         for labels, count in counts.items():
-            self.operations.labels(*labels).inc(count)
+            child = children.get(labels)
+            if child is None:
+                child = children[labels] = self.operations.labels(*labels)
+            child.inc(count)
         if restored:
             self._baseline()
             return

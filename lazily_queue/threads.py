@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .errors import LazilyQueueError
 
 if TYPE_CHECKING:
+    from .cells.message import Message
     from .cells.queue import QueueCell
     from .core.queue import QueuePopError, QueuePushError
 
@@ -188,6 +189,10 @@ class ThreadSafeQueue(Generic[T]):
 
     def pop(self, timeout: float | None = None) -> T:
         return self._bridge.run(self._cell.pop(timeout=timeout))
+
+    def pop_message(self, timeout: float | None = None) -> Message[T]:
+        """:meth:`pop` as a :class:`~lazily_queue.Message` (its id and enqueue time)."""
+        return self._bridge.run(self._cell.pop_message(timeout=timeout))
 
     def __len__(self) -> int:
         return self._bridge.call(self._cell.len.get)

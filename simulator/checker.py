@@ -10,6 +10,8 @@ recorded result must be the model's. On top of that:
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
+  message ids unique, assigned in push order, kept when given back, and no element
+  enqueued later than it is popped (:mod:`.queue_ids`);
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
 - consumer groups (:mod:`.group_model`): each group's work queue is fed every element
@@ -40,6 +42,7 @@ from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
+from .queue_ids import QueueIdModel
 from .work_model import WorkModel
 
 
@@ -83,6 +86,7 @@ class Checker:
         self.ops = 0
         self.deduplicated = 0
         self.once = OnceModel()
+        self.ids = QueueIdModel()
         self.groups = GroupModels()
 
     def fail(self, text: str) -> NoReturn:
@@ -123,7 +127,7 @@ class Checker:
                 self.queue = deque()
                 self.capacity = args[1]
         elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP, C.QUEUE_POP_MANY,
-                      C.QUEUE_UNPOP_MANY):
+                      C.QUEUE_UNPOP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_UNPOP_STAMPED):
             self._queue_op(op)
         elif code == C.WORK_DECLARE:
             if self.work is None:
@@ -161,28 +165,43 @@ class Checker:
                 return
             q.append(op.args[1])
             self.pushed.append(op.args[1])
+            self.ids.push(op.args[1], self.now)
             self.pushes[op.args[1]] += 1
             op.expect(None)
         elif op.code == C.QUEUE_UNPOP:
             q.appendleft(op.args[1])
             self.pushed.append(op.args[1])
+            self.ids.unpop_fresh([op.args[1]])
             op.expect(None)
         elif op.code == C.QUEUE_UNPOP_MANY:
             q.extendleft(reversed(op.args[1]))
             self.pushed.extend(op.args[1])
+            self.ids.unpop_fresh(op.args[1])
             op.expect(None)
-        elif op.code == C.QUEUE_POP_MANY:
+        elif op.code == C.QUEUE_UNPOP_STAMPED:
+            self.ids.unpop_stamped(op, op.args[1], op.args[2])
+            q.extendleft(reversed(op.args[1]))
+            self.pushed.extend(op.args[1])
+            op.expect(None)
+        elif op.code in (C.QUEUE_POP_MANY, C.QUEUE_POP_STAMPED):
             if not q:
                 if not isinstance(op.result, QueuePopError):
                     self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
                 return
             taken = [q.popleft() for _ in range(min(op.args[1], len(q)))]
             self.popped.extend(taken)
-            op.expect(taken)
+            stamped = op.code == C.QUEUE_POP_STAMPED
+            if stamped:
+                if not isinstance(op.result, list) or op.result[0] != taken:
+                    op.expect([taken, "(their id runs)"])
+            else:
+                op.expect(taken)
+            self.ids.pop(op, len(taken), self.now, stamped)
         elif q:
             value = q.popleft()
             self.popped.append(value)
             op.expect(value)
+            self.ids.pop(op, 1, self.now, False)
         elif not isinstance(op.result, QueuePopError):
             self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
 
@@ -192,7 +211,7 @@ class Checker:
         if code == C.TOPIC_PUBLISH:
             op.expect(end)
             self.published.append(args[1])
-            self.groups.feed(end, args[1])
+            self.groups.feed(end, args[1], self.now)
             return
         if code == C.TOPIC_GC:
             durable = [s.cursor for s in self.subs.values() if s.durable]
@@ -333,6 +352,7 @@ class Checker:
             wrong = {v: c for v, c in counts.items() if c != 0}
             if wrong:
                 self.fail(f"pushed values not popped once nor queued: {wrong!r:.200}")
+            self.ids.check_final(state.get("queue_ids", {}).get(QUEUE))
         work = state.get("work_queues", {}).get(WORK)
         if self.work is not None and work is not None:
             self.work.check_state(work["core"])

@@ -119,11 +119,13 @@ def _strict_queue_restore() -> Callable[[], None]:
     """Restore a queue through the constructor, which refuses more than its capacity."""
     from lazily_queue.core.fifo import Fifo
 
-    def restored(cls: type[Fifo[Any]], capacity: Any, elements: Any, closed: bool) -> Any:
-        fifo = cls(capacity, elements)
-        if closed:
-            fifo.try_close()
-        return fifo
+    original = Fifo.__dict__["restored"].__func__
+
+    def restored(cls: type[Fifo[Any]], capacity: Any, elements: Any, closed: bool,
+                 id_state: Any = None) -> Any:
+        items = list(elements)
+        cls(capacity, items)  # refuses more elements than the capacity
+        return original(cls, capacity, items, closed, id_state)
 
     return _swap(Fifo, "restored", classmethod(restored))
 

@@ -57,7 +57,10 @@ def delivered(client: Client) -> Counter[Any]:
             got[obs.result] += 1
         elif obs.outcome == OK and obs.code == C.QUEUE_POP_MANY and isinstance(obs.result, list):
             got.update(obs.result)
-        elif obs.code == C.QUEUE_UNPOP_MANY and obs.outcome != FAILED:
+        elif (obs.outcome == OK and obs.code == C.QUEUE_POP_STAMPED
+              and isinstance(obs.result, list)):
+            got.update(obs.result[0])
+        elif obs.code in (C.QUEUE_UNPOP_MANY, C.QUEUE_UNPOP_STAMPED) and obs.outcome != FAILED:
             got.subtract(obs.args[1])  # put back (or maybe: an unknown outcome)
     return got
 

@@ -26,6 +26,8 @@ class GroupModels:
     def __init__(self) -> None:
         self.models: dict[str, WorkModel] = {}
         self.starts: dict[str, int] = {}
+        #: Each publish's leader stamp, by offset (a group's items carry them).
+        self.stamps: dict[int, int] = {}
 
     def declare(self, op: AppliedOp, base: int, published: list[Any]) -> None:
         topic, group, visibility, max_deliveries, start = op.args
@@ -39,13 +41,18 @@ class GroupModels:
         model = WorkModel(visibility, max_deliveries, next_item=len(published))
         model.pending = deque((offset, published[offset], 0)
                               for offset in range(first, len(published)))
+        model.enqueued.update({offset: self.stamps.get(offset, 0)
+                               for offset in range(first, len(published))})
         self.models[name] = model
         self.starts[name] = first
         op.expect(["ok", None])
 
-    def feed(self, offset: int, value: Any) -> None:
-        """The topic published ``value`` at ``offset``: every group gets it."""
+    def feed(self, offset: int, value: Any, now: int) -> None:
+        """The topic published ``value`` at ``offset`` (leader time ``now``): every group
+        gets it, stamped ``now``."""
+        self.stamps[offset] = now
         for model in self.models.values():
+            model.enqueued[offset] = now
             if model.next_item != offset:
                 raise Violation(f"group item ids drifted from the topic's offsets: "
                                 f"{model.next_item} for offset {offset}")

@@ -3,7 +3,8 @@
 Replayed op by op in log order, every recorded result must be the model's: FIFO
 claims with one live delivery per item, leases of ``visibility`` from leader time, a
 retry limit, and repeated settlements answered with the first receipt (for the last
-``RECEIPTS_KEPT`` settlements).
+``RECEIPTS_KEPT`` settlements). Every delivery carries its item's id and the leader time
+of its push (``enqueued``), which is never later than the delivery.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class WorkModel:
     live: dict[int, tuple[int, str, int, str, int]] = field(default_factory=dict)
     dead: list[int] = field(default_factory=list)
     acked: set[int] = field(default_factory=set)
+    #: The leader time of each item's push.
+    enqueued: dict[int, int] = field(default_factory=dict)
     #: The last RECEIPTS_KEPT settlements, oldest first (the receipts a repeat can get).
     settled: dict[int, tuple[str, str]] = field(default_factory=dict)
 
@@ -40,6 +43,7 @@ class WorkModel:
             self.pending.append((self.next_item, args[1], 0))
             mask = result[1] if isinstance(result, list) and len(result) == 2 else None
             op.expect([self.next_item, mask])
+            self.enqueued[self.next_item] = now
             self.next_item += 1
         elif code == C.WORK_CLAIM:
             if not self.pending:
@@ -127,6 +131,9 @@ class WorkModel:
                 item, value, attempts + 1, self.next_delivery, worker):
             raise Violation(f"index {op.index}: claim returned {got!r}, the model says item "
                            f"{item} attempt {attempts + 1} delivery {self.next_delivery}")
+        if got.get("enqueued") != self.enqueued.get(item) or got["enqueued"] > now:
+            raise Violation(f"index {op.index}: item {item} delivered at {now} with enqueue "
+                           f"stamp {got.get('enqueued')}, pushed at {self.enqueued.get(item)}")
         if got["deadline"] != now + self.visibility:
             raise Violation(f"index {op.index}: lease deadline {got['deadline']} is not "
                            f"leader time {now} + {self.visibility}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from lazily_queue.core import ids
 from lazily_queue.core.groups import group_queue_name
 from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
@@ -89,43 +90,56 @@ class Producer(Client):
 
 class Consumer(Client):
     """Pops one element at a time, or (a share ``batching`` of its pops) up to eight at
-    once like a prefetching iterator that may stop early and put the rest back; a pop
-    whose waiter gave up returns what it took."""
+    once like a prefetching iterator that may stop early and put the rest back under
+    their message ids; a pop whose waiter gave up returns what it took. Half the single
+    pops are the older ``QUEUE_POP`` (given back under new ids), the rest and every
+    batch are stamped (``QUEUE_POP_STAMPED``: ids and enqueue stamps)."""
 
     kind = "consumer"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.batching = 0.0
-        self.give_back: list[Any] = []
+        self.give_back: tuple[list[Any], list[Any]] | None = None
+        self.single_pops = 0
 
     def next_op(self) -> None:
-        if self.give_back:
-            values, self.give_back = self.give_back, []
-            self.call(C.QUEUE_UNPOP_MANY, [QUEUE, values], self._gave_back)
+        if self.give_back is not None:
+            (values, runs), self.give_back = self.give_back, None
+            self.call(C.QUEUE_UNPOP_STAMPED, [QUEUE, values, runs], self._gave_back)
             return
         timeout = self.rng.uniform(0.5, 3.0)
         if self.batching and self.rng.random() < self.batching:
-            self.call(C.QUEUE_POP_MANY, [QUEUE, self.rng.randrange(2, 9)], self._popped,
+            self.call(C.QUEUE_POP_STAMPED, [QUEUE, self.rng.randrange(2, 9)], self._popped,
                       timeout=timeout, orphan=self._orphan, polling=True)
+            return
+        self.single_pops += 1
+        if self.single_pops % 2:  # alternate (not drawn: the scenarios keep their draws)
+            self.call(C.QUEUE_POP_STAMPED, [QUEUE, 1], lambda _obs: None, timeout=timeout,
+                      orphan=self._orphan, polling=True)
             return
         self.call(C.QUEUE_POP, [QUEUE], lambda _obs: None, timeout=timeout,
                   orphan=self._orphan, polling=True)
 
     def _popped(self, obs: Observed) -> None:
-        if obs.outcome == OK and isinstance(obs.result, list) and len(obs.result) > 1:
+        result = obs.result
+        if obs.outcome == OK and isinstance(result, list) and len(result[0]) > 1:
             if self.rng.random() < 0.3:  # stopped early: the rest goes back to the head
-                self.give_back = obs.result[self.rng.randrange(1, len(obs.result)):]
+                values, runs = result
+                keep = self.rng.randrange(1, len(values))
+                self.give_back = (values[keep:], ids.tail(runs, len(values) - keep))
 
     def _gave_back(self, obs: Observed) -> None:
         if obs.outcome == FAILED:
-            self.give_back = obs.args[1]
+            self.give_back = (obs.args[1], obs.args[2])
 
     def _orphan(self, obs: Observed, result: Any) -> None:
-        if isinstance(result, str):
+        if obs.code == C.QUEUE_POP_STAMPED:
+            if isinstance(result, list) and result[0]:
+                self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP_STAMPED,
+                                              [QUEUE, *result])
+        elif isinstance(result, str):
             self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP, [QUEUE, result])
-        elif isinstance(result, list) and result:
-            self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP_MANY, [QUEUE, result])
 
 
 class WorkProducer(UniqueSender):

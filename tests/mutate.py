@@ -187,6 +187,13 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
         "a push repeated with its msg_id applies once while the id is in the window"),
     Mutation(
+        "queue-give-back-renumbers", "lazily_queue/core/fifo.py",
+        "        self._items.extendleft(reversed(values))\n        ids.prepend(self._runs, runs)\n"
+        "        self._explicit += len(values)\n",
+        "        for value in reversed(values):\n            self.push_front(value)\n",
+        ("tests/core/test_fifo_ids.py", "tests/cells/test_queue_messages.py"),
+        "an element given back to the head keeps its message id"),
+    Mutation(
         "local-dedup-window-ignored", "lazily_queue/storage/local.py",
         "        if self.dedup.lookup(msg_id, now)[0]:\n            return None\n",
         "",
@@ -200,7 +207,7 @@ MUTATIONS = [
         "every publish feeds each consumer group of the topic, on every replica"),
     Mutation(
         "local-group-not-fed", "lazily_queue/storage/local.py",
-        "                group.feed(value)\n",
+        "                group.feed(value, stamp)\n",
         "                pass\n",
         ("tests/cells/test_topic_groups.py",),
         "a local topic's publish feeds each of its consumer groups"),
@@ -243,6 +250,18 @@ MUTATIONS = [
         "        if False:",
         ("tests/transports/test_client_links.py",),
         "a client's link never reaches Raft (never handed to a peer link)"),
+    Mutation(
+        "snapshot-ends-before-durable", "lazily_queue/raft/snapshot.py",
+        "            if not self.writer.poll():",
+        "            if False:",
+        ("tests/raft/test_snapshot_thread.py::test_the_loop_runs_while_a_snapshot_file_is_written",),
+        "the engine compacts its journal before the snapshot file is durable"),
+    Mutation(
+        "leader-snapshot-under-ours", "lazily_queue/raft/snapshot.py",
+        "        self.wait()  # our own snapshot, still being written,",
+        "        pass  #",
+        ("tests/raft/test_snapshot_thread.py::test_a_leaders_snapshot_waits_for_ours_and_lands_last",),
+        "a snapshot of ours still being written lands over the one installed from the leader"),
     Mutation(
         "stale-snapshot-installed", "lazily_queue/raft/snapshot.py",
         '            if self.is_stale(doc["last"]):',

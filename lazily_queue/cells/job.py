@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.work import Delivery, Receipt
 from ..errors import SettlementRejected
+from .message import enqueued_at
 from .prefetch import next_take, prefetch_size
 
 if TYPE_CHECKING:
@@ -60,6 +61,22 @@ class Job:
     @property
     def value(self) -> Any:
         return self.delivery.value
+
+    @property
+    def message_id(self) -> int:
+        """The item's id: assigned when it was pushed, the same on every delivery."""
+        return self.delivery.item_id
+
+    @property
+    def enqueued_at(self) -> float | None:
+        """When the item was pushed, in seconds: since the epoch on the leader's clock, or
+        on the local cell's ``clock``; ``None`` when the backend keeps no enqueue time."""
+        return enqueued_at(self.delivery.enqueued)
+
+    @property
+    def delivery_count(self) -> int:
+        """How many times the item has been delivered, this delivery included."""
+        return self.delivery.attempt
 
     @property
     def settled(self) -> bool:

@@ -11,7 +11,6 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -46,9 +45,9 @@ from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
+from .queue_messages import QueueMessages
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 #: The most elements one pop takes for ``async for`` over a replicated backend.
 DEFAULT_PREFETCH = 256
@@ -59,7 +58,7 @@ _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
 
 
-class QueueCell(Generic[T]):
+class QueueCell(QueueMessages[T], Generic[T]):
     """A FIFO queue made of cells, bound to one reactive context (one event loop).
 
     On every backend: ``await push(v)`` (waits while full), ``await pop()`` (waits for
@@ -72,8 +71,14 @@ class QueueCell(Generic[T]):
     ``try_push(value)`` returns ``None`` on success, else ``Closed`` (checked first) or
     ``Full``; ``try_pop()`` returns the oldest element, or ``Empty`` (open) /
     ``Closed`` (closed and drained). ``serializer`` (see :mod:`lazily_queue.serializers`)
-    encodes what is pushed and decodes what comes out.
+    encodes what is pushed and decodes what comes out; ``clock`` (seconds, as
+    ``time.time``) stamps the enqueue time of each element of the local deque. Over a
+    backend that keeps message ids (capability ``messages``), ``pop_message()`` and
+    ``messages()`` hand out :class:`~.message.Message` objects (:mod:`.queue_messages`).
     """
+
+    PREFETCH = DEFAULT_PREFETCH
+    FIRST_PREFETCH = FIRST_PREFETCH
 
     try_push: Callable[[T], QueuePushError | None]
     try_pop: Callable[[], T | QueuePopError]
@@ -86,11 +91,12 @@ class QueueCell(Generic[T]):
         context: Context | None = None,
         name: str = "queue",
         serializer: Serializer[T] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if storage is None:
-            storage = VecDequeStorage(capacity)
-        elif capacity is not None:
-            raise ValueError("pass capacity to the storage backend, not to QueueCell")
+            storage = VecDequeStorage(capacity, clock=clock)
+        elif capacity is not None or clock is not None:
+            raise ValueError("pass capacity and clock to the storage backend, not to QueueCell")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -369,17 +375,12 @@ class QueueCell(Generic[T]):
         and half as many when it was slower, so a slow consumer holds few elements. A
         synchronous backend pops one at a time.
         """
+        if self._storage.capabilities.messages:
+            return self._stamped_items(prefetch)  # gives back under the same ids
         size = prefetch_size(prefetch, DEFAULT_PREFETCH)
         if self._sync is not None:
             size = 1
         return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed)
-
-    async def _give_back(self, values: list[T]) -> None:
-        try:
-            await self._storage.unpoll(values)
-        except Exception:
-            log.error("%s: %d prefetched element(s) could not be put back and are lost "
-                      "(pops are at most once)", self.name, len(values), exc_info=True)
 
     # -- extended -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from ..core.dedup import check_msg_id
@@ -35,6 +35,7 @@ from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
     as_dedup_topic,
+    as_messages_topic,
     as_observable_topic,
     as_replay_topic,
     as_sync_topic,
@@ -42,6 +43,7 @@ from ..storage.topic import (
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .group import GroupCell, open_group, restore_local_topic
+from .message import Message, enqueued_at
 from .once import no_dedup
 from .work_batches import Clock
 
@@ -63,7 +65,9 @@ class TopicCell(Generic[T]):
     ``try_advance`` and ``try_gc`` too; elsewhere they raise
     :class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use.
     ``serializer`` (see :mod:`lazily_queue.serializers`) encodes what is published and
-    decodes what is read.
+    decodes what is read; ``clock`` (seconds, as ``time.time``) stamps the enqueue time
+    of what the local core publishes. An element's offset is its message id:
+    :meth:`stream_messages` yields :class:`~.message.Message` objects.
     """
 
     def __init__(
@@ -73,9 +77,12 @@ class TopicCell(Generic[T]):
         context: Context | None = None,
         name: str = "topic",
         serializer: Serializer[T] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if storage is None:
-            storage = LocalTopicStorage()
+            storage = LocalTopicStorage(clock=clock)
+        elif clock is not None:
+            raise ValueError("pass clock to the storage backend, not to TopicCell")
         if serializer is not None:
             storage = SerializingTopicStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -380,6 +387,26 @@ class TopicCell(Generic[T]):
         sees the uncommitted ones again (at least once; the window is the batch). Use
         one stream per subscriber id.
         """
+        async for value in self._stream(subscriber, batch, None):
+            yield value
+
+    async def stream_messages(
+        self, subscriber: str, *, batch: int | None = None
+    ) -> AsyncIterator[Message[T]]:
+        """:meth:`stream`, as messages: the id is the element's offset, ``enqueued_at``
+        its publish time (``None`` when the backend keeps none)."""
+        messages = as_messages_topic(self._storage)
+        stamp_of = (lambda offset: 0) if messages is None else messages.stamp_of
+
+        def message(offset: int, value: T) -> Message[T]:
+            return Message(offset, value, enqueued_at(stamp_of(offset)))
+
+        async for m in self._stream(subscriber, batch, message):
+            yield m
+
+    async def _stream(
+        self, subscriber: str, batch: int | None, make: Callable[[int, T], R] | None
+    ) -> AsyncIterator[Any]:
         reader = self.reader(subscriber)
         size = DEFAULT_BATCH if batch is None else batch
         if size < 1:
@@ -388,7 +415,11 @@ class TopicCell(Generic[T]):
             if self._sync is not None:
                 await self._wait_unread(reader)
                 if self._storage.read_stream(subscriber):
-                    yield cast(T, self.try_advance(subscriber))
+                    if make is None:
+                        yield cast(T, self.try_advance(subscriber))
+                    else:
+                        offset = cast(int, self._storage.cursor(subscriber))
+                        yield make(offset, cast(T, self.try_advance(subscriber)))
                 continue
             # Read first: the reader (the whole unread suffix) is only built to wait.
             self._raise_if_stopped()
@@ -397,6 +428,10 @@ class TopicCell(Generic[T]):
             if not unread or cursor is None:
                 await self._wait_unread(reader)
                 continue
-            for value in unread:
-                yield value
+            if make is None:
+                for value in unread:
+                    yield value
+            else:
+                for i, value in enumerate(unread):
+                    yield make(cursor + i, value)
             self._apply(await self._storage.advance_to(subscriber, cursor + len(unread)))

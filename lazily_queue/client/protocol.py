@@ -48,7 +48,8 @@ from ..raft.errors import (
     StorageUnavailable,
 )
 
-VERSION = 1
+#: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps).
+VERSION = 2
 
 # Request kinds.
 HELLO = 1

@@ -82,6 +82,11 @@ class QueueAdapter(Adapter):
     @abstractmethod
     async def try_pop(self) -> Any: ...  # element or QueuePopError
 
+    async def poll_messages(self, n: int, give_back: int) -> Any:
+        """Pop up to ``n`` as messages, give the last ``give_back`` of them back (capability
+        ``messages``); ``[{id, value}]`` of those kept, or the ``QueuePopError``."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no message ids")
+
     @abstractmethod
     async def close(self) -> None: ...
 
@@ -238,6 +243,8 @@ CAPABILITIES = {
     "atomic_batch": "queue fixtures with a batch op: its pushes reach the readers as one "
                     "invalidation",
     "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
+    "messages": "queue fixtures with a poll_messages op: message ids assigned at commit, "
+                "kept when elements are given back",
     "replay": "topic fixtures subscribing from a start or seeking",
     "groups": "topic fixtures with consumer-group ops",
 }

@@ -62,6 +62,7 @@ LACKS = {
                     "requeued at the tail",
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
+    "messages": "the broker queues keep no message ids of their own (no messages capability)",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
 }

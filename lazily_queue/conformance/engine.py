@@ -169,6 +169,8 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
             needed.add("atomic_batch")
         if isinstance(op, dict) and "msg_id" in op:
             needed.add("dedup")
+        if model == "QueueCell" and kind == "poll_messages":
+            needed.add("messages")
         if model == "TopicCell" and isinstance(kind, str):
             if kind == "seek" or (kind == "subscribe" and "start" in op):  # type: ignore[operator]
                 needed.add("replay")

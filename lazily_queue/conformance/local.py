@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..core.queue import QueuePushError
+from ..core.queue import QueuePopError, QueuePushError
 from ..core.work import Receipt
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
@@ -52,7 +52,7 @@ class GenericDequeStorage(VecDequeStorage[T]):
 
     __slots__ = ()
 
-    capabilities = StorageCapabilities(sync=True, peek=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, dedup=True, messages=True)
 
 
 class Invoker:
@@ -105,6 +105,15 @@ class LocalQueueAdapter(QueueAdapter):
     async def close(self) -> None:
         cell = self.cell
         await self._invoke(cell.try_close, cell.close)
+
+    async def poll_messages(self, n: int, give_back: int) -> Any:
+        taken = await self.cell.poll_messages(n)
+        if isinstance(taken, QueuePopError):
+            return taken
+        kept = len(taken) - min(give_back, len(taken))
+        if kept < len(taken):
+            await self.cell.give_back(taken[kept:])
+        return [{"id": m.id, "value": m.value} for m in taken[:kept]]
 
     async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
         cell = self.cell

@@ -30,6 +30,7 @@ class QueueRunner(ModelRunner):
         "try_pop": OpSpec(),
         "close": OpSpec(),
         "batch": OpSpec(required=("ops",)),
+        "poll_messages": OpSpec(required=("n",), optional=("give_back",)),
     }
     state_keys = frozenset(READERS) | {"elements"}
 
@@ -101,6 +102,12 @@ class QueueRunner(ModelRunner):
         if kind == "close":
             await adapter.close()
             return None
+        if kind == "poll_messages":
+            n, back = op["n"], op.get("give_back", 0)
+            if not is_int(n) or n < 1 or not is_int(back) or back < 0:
+                fail(step, "op.poll_messages", "n must be an int >= 1 and give_back >= 0")
+            taken = await adapter.poll_messages(n, back)
+            return taken if isinstance(taken, list) else outcome_label(taken)
         if kind == "batch":
             values = self._batch_values(step, op["ops"])
             outcomes = await adapter.push_batch(values)

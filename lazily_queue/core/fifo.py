@@ -3,6 +3,13 @@
 Plain state with no reactive parts: the Raft state machine keeps its queues in it, and
 the local backend (:class:`~lazily_queue.storage.local.VecDequeStorage`) is this FIFO
 behind the storage seam.
+
+Every accepted element gets the queue's next message id and an enqueue stamp: the
+``stamp`` given to the push, else the FIFO's ``clock`` (milliseconds) read at the push,
+else the last stamp given (0 at first). They are kept as runs (:mod:`.ids`): explicit
+runs cover the oldest elements, one implicit run (the *tail*) the newest ones that
+share the last stamp, so a push of the plain path allocates nothing and, without a
+clock, does no work for ids.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from . import ids
+from .ids import Run
 from .queue import (
     EMPTY,
     HEAD,
@@ -29,6 +38,9 @@ _PUSH_CLOSED = QueuePushError.Closed
 _EMPTY = QueuePopError.Empty
 _POP_CLOSED = QueuePopError.Closed
 
+Clock = Callable[[], int]
+"""Milliseconds, read once per accepted push."""
+
 Report = Callable[[int], None]
 """``report(mask)``: the reader kinds one successful push or pop invalidates."""
 
@@ -43,52 +55,130 @@ class FifoOps(NamedTuple, Generic[T]):
 class Fifo(Generic[T]):
     """FIFO over ``collections.deque``; at capacity ``try_push`` rejects with ``Full``."""
 
-    __slots__ = ("_capacity", "_closed", "_items")
+    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_items", "_popped", "_runs",
+                 "_tail_first", "_tail_stamp")
 
-    def __init__(self, capacity: int | None = None, elements: Iterable[T] = ()) -> None:
+    def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
+                 clock: Clock | None = None) -> None:
         self._capacity = validate_capacity(capacity)
         self._items: deque[T] = deque(elements)
         self._closed = False
+        self._clock = clock
+        #: Explicit runs over the oldest ``_explicit`` elements; the others form the
+        #: tail run: ids from ``_tail_first``, stamp ``_tail_stamp``. A pop only counts
+        #: itself in ``_popped``; :meth:`_sync` takes those ids off before ids are read.
+        self._runs: deque[Run] = deque()
+        self._explicit = 0
+        self._tail_first = 0
+        self._popped = 0
+        self._tail_stamp = 0 if clock is None else clock()
         if self._capacity is not None and len(self._items) > self._capacity:
             raise ValueError(
                 f"{len(self._items)} initial elements exceed capacity {self._capacity}"
             )
 
     @classmethod
-    def restored(cls, capacity: int | None, elements: Iterable[T], closed: bool) -> Fifo[T]:
+    def restored(cls, capacity: int | None, elements: Iterable[T], closed: bool,
+                 id_state: tuple[int, list[Run]] | None = None) -> Fifo[T]:
         """The queue a snapshot describes. It may hold more than ``capacity``: elements
-        returned to the head (:meth:`push_front`) are never refused."""
+        returned to the head (:meth:`push_front`) are never refused. ``id_state`` is
+        :meth:`id_state`'s ``(next_id, runs)``; without it the elements get ids from 0,
+        stamp 0. ``ValueError`` when the runs do not cover the elements."""
         fifo: Fifo[T] = cls(capacity)
-        for value in reversed(list(elements)):
-            fifo.push_front(value)
+        fifo.load(list(elements), id_state)
         if closed:
             fifo.try_close()
         return fifo
+
+    def load(self, items: list[T], id_state: tuple[int, list[Run]] | None) -> None:
+        """Fill this empty FIFO with a snapshot's ``items`` and ``id_state``
+        (:meth:`restored`); ``ValueError`` (nothing changed) when the ids do not fit."""
+        if self._items:
+            raise ValueError("load fills an empty FIFO")
+        if id_state is not None:
+            next_id, runs = id_state
+            runs = ids.checked_runs(runs)
+            if ids.covered(runs) != len(items):
+                raise ValueError(f"the id runs cover {ids.covered(runs)} elements, the queue "
+                                 f"holds {len(items)}")
+            if type(next_id) is not int or any(r[0] + r[1] > next_id for r in runs):
+                raise ValueError(f"next id {next_id!r} is not above every id of the queue")
+            self._runs.extend(runs)
+            self._explicit = len(items)
+            self._tail_first = next_id
+        self._items.extend(items)
+
+    def _sync(self) -> None:
+        """Take the ids of the pops counted since the last call off the runs."""
+        k = self._popped
+        if k:
+            self._popped = 0
+            from_runs = min(k, self._explicit)
+            if from_runs:
+                ids.take(self._runs, from_runs)
+                self._explicit -= from_runs
+            self._tail_first += k - from_runs
+
+    def _next_id(self) -> int:
+        self._sync()
+        return self._tail_first + len(self._items) - self._explicit
+
+    def _close_tail(self, stamp: int) -> None:
+        """Make the tail run explicit; the next pushes start a tail stamped ``stamp``."""
+        self._sync()
+        n = len(self._items) - self._explicit
+        if n:
+            ids.append(self._runs, self._tail_first, n, self._tail_stamp)
+            self._explicit += n
+            self._tail_first += n
+        self._tail_stamp = stamp
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(len={len(self._items)}, capacity={self._capacity})"
 
     def try_push(self, value: T) -> QueuePushError | None:
-        """Append ``value``; ``Closed`` is checked before ``Full``."""
+        """Append ``value`` stamped with the clock; ``Closed`` is checked before ``Full``."""
+        clock = self._clock
+        return self.push_stamped(value, self._tail_stamp if clock is None else clock())
+
+    def push_stamped(self, value: T, stamp: int) -> QueuePushError | None:
+        """Append ``value`` with enqueue stamp ``stamp``; as :meth:`try_push`."""
         if self._closed:
             return _PUSH_CLOSED
         if self._capacity is not None and len(self._items) >= self._capacity:
             return _FULL
+        if stamp != self._tail_stamp:
+            self._close_tail(stamp)
         self._items.append(value)
         return None
 
     def try_pop(self) -> T | QueuePopError:
         """The oldest element; ``Empty`` while open, ``Closed`` once closed and drained."""
         if self._items:
+            self._popped += 1
             return self._items.popleft()
         return _POP_CLOSED if self._closed else _EMPTY
 
     def pop_many(self, n: int) -> list[T] | QueuePopError:
         """Up to ``n`` oldest elements (a non-empty list), or ``Empty`` / ``Closed``."""
+        result = self.pop_stamped(n)
+        return result if isinstance(result, QueuePopError) else result[0]
+
+    def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+        """Up to ``n`` oldest elements with the runs of their ids and stamps (what
+        :meth:`unpop_stamped` takes back), or ``Empty`` / ``Closed``."""
         items = self._items
         if not items:
             return _POP_CLOSED if self._closed else _EMPTY
-        return [items.popleft() for _ in range(min(n, len(items)))]
+        self._sync()
+        k = min(n, len(items))
+        from_runs = min(k, self._explicit)
+        runs = ids.take(self._runs, from_runs) if from_runs else []
+        self._explicit -= from_runs
+        if k > from_runs:
+            runs.append([self._tail_first, k - from_runs, self._tail_stamp])
+            self._tail_first += k - from_runs
+        return [items.popleft() for _ in range(k)], runs
 
     def try_close(self) -> None:
         """Close for pushes; idempotent and terminal."""
@@ -99,15 +189,41 @@ class Fifo(Generic[T]):
 
         Capacity and the closed flag are not checked: the element was in the queue. A
         bounded queue can so hold more than its capacity for a while; pushes are refused
-        until it is below again.
+        until it is below again. Without its id (see :meth:`unpop_stamped`) it gets a
+        new one, with the last stamp (the clock's when there is one).
         """
+        i = self._next_id()
+        self._close_tail(self._tail_stamp)
+        self._tail_first = i + 1
         self._items.appendleft(value)
+        stamp = self._tail_stamp if self._clock is None else self._clock()
+        ids.prepend(self._runs, [[i, 1, stamp]])
+        self._explicit += 1
+
+    def unpop_stamped(self, values: list[T], runs: list[Run]) -> None:
+        """Return ``values`` (in order) to the head with the ids and stamps their pop
+        gave (:meth:`pop_stamped`); ``ValueError`` (nothing changed) when the runs do not
+        cover the values or name an id never given out."""
+        runs = ids.checked_runs(runs)
+        if ids.covered(runs) != len(values):
+            raise ValueError(f"the id runs cover {ids.covered(runs)} elements, "
+                             f"not the {len(values)} given back")
+        next_id = self._next_id()
+        if any(r[0] + r[1] > next_id for r in runs):
+            raise ValueError(f"the id runs name ids this queue never gave "
+                             f"(its next id is {next_id})")
+        self._items.extendleft(reversed(values))
+        ids.prepend(self._runs, runs)
+        self._explicit += len(values)
 
     def clear(self) -> int:
         """Remove every element (an administrator's purge); returns how many there were.
         The closed flag is kept."""
         removed = len(self._items)
+        self._tail_first = self._next_id()  # synced
         self._items.clear()
+        self._runs.clear()
+        self._explicit = 0
         return removed
 
     def len(self) -> int:
@@ -127,6 +243,23 @@ class Fifo(Generic[T]):
         """A FIFO-ordered copy (the snapshot form)."""
         return list(self._items)
 
+    def id_state(self) -> tuple[int, list[Run]]:
+        """``(next_id, runs)``: the ids and stamps of the elements in FIFO order (the
+        snapshot form; small: about a run per distinct stamp)."""
+        self._sync()
+        runs = [list(run) for run in self._runs]
+        n = len(self._items) - self._explicit
+        if n:
+            ids.append(runs, self._tail_first, n, self._tail_stamp)
+        return self._next_id(), runs
+
+    def head_id(self) -> tuple[int, int] | None:
+        """``(id, stamp)`` of the oldest element, or ``None`` when empty."""
+        self._sync()
+        if self._runs:
+            return self._runs[0][0], self._runs[0][2]
+        return (self._tail_first, self._tail_stamp) if self._items else None
+
     def reporting_ops(self, report: Report) -> FifoOps[T]:
         """``try_push`` and ``try_pop`` that call ``report(mask)`` after each success.
 
@@ -140,6 +273,7 @@ class Fifo(Generic[T]):
 
     def _unbounded_ops(self, report: Report) -> FifoOps[T]:
         items = self._items
+        clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
 
@@ -154,9 +288,18 @@ class Fifo(Generic[T]):
                 report(first)
             return None
 
+        if clock is not None:  # a push reads the clock only when there is one
+            push = try_push
+
+            def try_push(value: T) -> QueuePushError | None:
+                if (stamp := clock()) != self._tail_stamp and not self._closed:
+                    self._close_tail(stamp)
+                return push(value)
+
         def try_pop() -> T | QueuePopError:
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
+            self._popped += 1
             value = items.popleft()
             report(more if items else first)
             return value
@@ -165,6 +308,7 @@ class Fifo(Generic[T]):
 
     def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
         items = self._items
+        clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
         last = cap - 1
@@ -177,6 +321,8 @@ class Fifo(Generic[T]):
             n = len(items)
             if n >= cap:
                 return _FULL
+            if clock is not None and (stamp := clock()) != self._tail_stamp:
+                self._close_tail(stamp)
             items.append(value)
             if n == last:
                 report(to_full)
@@ -190,6 +336,7 @@ class Fifo(Generic[T]):
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)
+            self._popped += 1
             value = items.popleft()
             if n == cap:
                 report(from_full)

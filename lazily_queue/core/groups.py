@@ -13,7 +13,7 @@ an element from a group: a group never bounds the topic's retention frontier.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .topic import Start, position
@@ -36,15 +36,17 @@ def group_queue_name(topic: str, group: str) -> str:
 
 
 def new_group(visibility_timeout: float, max_deliveries: int, start: Start, base: int,
-              retained: Iterable[Any]) -> WorkQueueCore:
+              retained: Iterable[Any],
+              stamp_of: Callable[[int], int] | None = None) -> WorkQueueCore:
     """A group starting at ``start`` of a topic retaining ``retained`` from offset
     ``base``: its pending items are the retained elements from there on (none at the
-    tail). :class:`~lazily_queue.errors.OffsetOutOfRange` outside the retained range."""
+    tail), with their enqueue stamps (``stamp_of(offset)``, 0: unknown) when given.
+    :class:`~lazily_queue.errors.OffsetOutOfRange` outside the retained range."""
     elements = list(retained)
     first = position(start, base, base + len(elements))
     core = WorkQueueCore(visibility_timeout, max_deliveries, first_item_id=first)
-    for value in elements[first - base:]:
-        core.push(value)
+    for offset in range(first, base + len(elements)):
+        core.push(elements[offset - base], None if stamp_of is None else stamp_of(offset))
     return core
 
 

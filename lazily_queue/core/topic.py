@@ -16,6 +16,11 @@ subscriber's reader, so the gap is visible to it; no stored cursor is ever below
 ``base_offset``. A durable cursor can never fall below base, because it bounds the
 frontier.
 
+An element's offset is its message id; ``publish(value, stamp)`` records its enqueue
+stamp (milliseconds) in a :class:`~.stamps.StampIndex` (``stamp_of(offset)``; 0 when
+published without one), which GC trims with the elements. The stamps are not part of
+:meth:`TopicCore.snapshot` (the spec's shape): owners keep them with :meth:`stamps`.
+
 Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect``, ``advance`` and
 ``seek`` (they never raise for the id), and reads of them are unavailable (``None``,
 distinct from ``[]``).
@@ -35,6 +40,7 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from ..errors import InvalidSnapshot, OffsetOutOfRange
 from .snapshot import is_int, require_count, require_list, require_map
+from .stamps import StampIndex
 
 R = TypeVar("R")
 
@@ -137,11 +143,12 @@ def check_subscriber(subscriber: object) -> str:
 class TopicCore(Generic[R]):
     """The topic state machine: one log, many cursors, durable-driven retention."""
 
-    __slots__ = ("_base", "_connected", "_connected_set", "_elements", "_subs")
+    __slots__ = ("_base", "_connected", "_connected_set", "_elements", "_stamps", "_subs")
 
     def __init__(self) -> None:
         self._base = 0
         self._elements: list[R] = []
+        self._stamps = StampIndex()
         self._subs: dict[str, _Subscription] = {}
         self._connected: dict[str, None] = {}
         self._connected_set: frozenset[str] | None = NOBODY
@@ -215,9 +222,12 @@ class TopicCore(Generic[R]):
         self._set_connected(subscriber, False)
         return TopicTransition(True, frozenset((subscriber,)))
 
-    def publish(self, value: R) -> TopicTransition[int]:
-        """Append one element; returns its offset and invalidates every connected reader."""
+    def publish(self, value: R, stamp: int | None = None) -> TopicTransition[int]:
+        """Append one element (enqueue ``stamp``, ms, when given); returns its offset and
+        invalidates every connected reader."""
         offset = self.end_offset()
+        if stamp is not None:
+            self._stamps.note(offset, stamp)
         self._elements.append(value)
         return TopicTransition(offset, self.connected_subscribers())
 
@@ -278,6 +288,7 @@ class TopicCore(Generic[R]):
         """
         frontier = self.retention_frontier()
         removed = frontier - self._base
+        self._stamps.forget_below(frontier)
         if removed <= 0:
             return TopicTransition(0, NOBODY)
         del self._elements[:removed]
@@ -315,6 +326,18 @@ class TopicCore(Generic[R]):
 
     def base_offset(self) -> int:
         return self._base
+
+    def stamp_of(self, offset: int) -> int:
+        """The enqueue stamp of the element at ``offset`` (0: unknown)."""
+        return self._stamps.stamp_of(offset)
+
+    def stamps(self) -> list[list[int]]:
+        """The stamps' change points ``[[offset, stamp], ...]`` (kept beside a snapshot)."""
+        return self._stamps.points()
+
+    def load_stamps(self, points: Any) -> None:
+        """Replace the stamps with :meth:`stamps` output; ``ValueError`` when malformed."""
+        self._stamps = StampIndex.from_points(points)
 
     def end_offset(self) -> int:
         return self._base + len(self._elements)

@@ -5,6 +5,11 @@ State is a pending FIFO of :class:`PendingItem`, the in-flight deliveries by
 and delivery ids, both from 0; delivery ids are never reused). Time is always a
 caller-supplied ``now``: nothing here reads a clock and nothing expires on its own.
 
+Each pushed item may carry an enqueue stamp (milliseconds; ``push(value, stamp)``), kept
+in a :class:`~.stamps.StampIndex` by item id (not part of :meth:`WorkQueueCore.snapshot`,
+the spec's shape: owners keep it with :meth:`WorkQueueCore.stamps`); each delivery
+carries its item's stamp as ``enqueued``.
+
 Every mutating method returns a :class:`WorkTransition`: its result plus the mask of
 reader kinds to invalidate, computed from the ``(pending, in_flight, dead)`` counts
 before and after the operation (``pending_len`` / ``in_flight_len`` /
@@ -21,10 +26,12 @@ import enum
 import math
 from collections import deque
 from collections.abc import Collection, Mapping
+from itertools import chain
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ..errors import InvalidConfiguration, InvalidSnapshot
 from .snapshot import is_int, require_map
+from .stamps import StampIndex
 from .work_items import (
     DeadLetter,
     DeadLetterReason,
@@ -107,7 +114,7 @@ class WorkQueueCore:
     """The work-queue state machine: FIFO assignment with leases and a retry limit."""
 
     __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
-                 "max_deliveries", "visibility_timeout")
+                 "_stamps", "_trim_at", "max_deliveries", "visibility_timeout")
 
     def __init__(self, visibility_timeout: float, max_deliveries: int = 3, *,
                  first_item_id: int = 0) -> None:
@@ -123,6 +130,8 @@ class WorkQueueCore:
         self._dead: list[DeadLetter] = []
         self._next_item_id = first_item_id
         self._next_delivery_id = 0
+        self._stamps = StampIndex()
+        self._trim_at = 64
 
     def __repr__(self) -> str:
         return (
@@ -135,10 +144,13 @@ class WorkQueueCore:
 
     # -- operations -----------------------------------------------------------------------
 
-    def push(self, value: Any) -> WorkTransition[int]:
-        """Append a fresh item to the pending tail; returns its ``item_id``."""
+    def push(self, value: Any, stamp: int | None = None) -> WorkTransition[int]:
+        """Append a fresh item (enqueue ``stamp``, ms, when given) to the pending tail;
+        returns its ``item_id``."""
         item_id = self._next_item_id
         self._next_item_id += 1
+        if stamp is not None:
+            self._note(item_id, stamp)
         was_empty = not self._pending
         self._pending.append(PendingItem(item_id, value, 0))
         return WorkTransition(item_id, PENDING_LEN | IS_EMPTY if was_empty else PENDING_LEN)
@@ -152,7 +164,7 @@ class WorkQueueCore:
         item = self._pending.popleft()
         delivery = Delivery(
             self._next_delivery_id, item.item_id, item.value, worker,
-            item.attempts + 1, now + self.visibility_timeout,
+            item.attempts + 1, now + self.visibility_timeout, self.stamp_of(item.item_id),
         )
         self._next_delivery_id += 1
         self._in_flight[delivery.delivery_id] = delivery
@@ -176,7 +188,7 @@ class WorkQueueCore:
         for delivery_id in range(first, first + take):
             item = pending.popleft()
             delivery = Delivery(delivery_id, item.item_id, item.value, worker,
-                                item.attempts + 1, deadline)
+                                item.attempts + 1, deadline, self.stamp_of(item.item_id))
             in_flight[delivery_id] = delivery
             leased.append(delivery)
         self._next_delivery_id = first + take
@@ -253,7 +265,7 @@ class WorkQueueCore:
             return WorkTransition(False, 0)
         self._in_flight[delivery_id] = Delivery(
             delivery.delivery_id, delivery.item_id, delivery.value, delivery.worker,
-            delivery.attempt, now + self.visibility_timeout,
+            delivery.attempt, now + self.visibility_timeout, delivery.enqueued,
         )
         return WorkTransition(True, 0)
 
@@ -330,6 +342,36 @@ class WorkQueueCore:
     def delivery(self, delivery_id: int) -> Delivery | None:
         """The live delivery with that id, or ``None``."""
         return self._in_flight.get(delivery_id)
+
+    def stamp_of(self, item_id: int) -> int:
+        """The enqueue stamp of ``item_id`` (0: unknown)."""
+        return self._stamps.stamp_of(item_id) if self._stamps else 0
+
+    def stamps(self) -> dict[str, Any]:
+        """``{"points": [[item_id, stamp], ...], "trim_at": n}``: the stamps' change
+        points and the count at which the next push forgets those of items no longer
+        held (kept beside a snapshot: replicas trim at the same push)."""
+        return {"points": self._stamps.points(), "trim_at": self._trim_at}
+
+    def load_stamps(self, doc: Any) -> None:
+        """Replace the stamps with :meth:`stamps` output (``None``: none); ``ValueError``
+        when malformed."""
+        if doc is None:
+            doc = {"points": [], "trim_at": 64}
+        if not isinstance(doc, dict) or type(doc.get("trim_at")) is not int:
+            raise ValueError("work queue stamps must be {points, trim_at}")
+        self._stamps = StampIndex.from_points(doc.get("points"))
+        self._trim_at = doc["trim_at"]
+
+    def _note(self, item_id: int, stamp: int) -> None:
+        stamps = self._stamps
+        stamps.note(item_id, stamp)
+        if len(stamps) > self._trim_at:  # forget the stamps of items no longer held
+            held = chain((i.item_id for i in self._pending),
+                         (d.item_id for d in self._in_flight.values()),
+                         (d.item_id for d in self._dead))
+            stamps.forget_below(min(held, default=item_id))
+            self._trim_at = max(64, 2 * len(stamps))
 
     def next_ids(self) -> tuple[int, int]:
         """The next ``(item_id, delivery_id)`` the counters will hand out."""

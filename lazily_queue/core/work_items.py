@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -33,7 +33,11 @@ class PendingItem:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One lease of an item to a worker; ``attempt`` is 1-based, live while ``now <= deadline``."""
+    """One lease of an item to a worker; ``attempt`` is 1-based, live while ``now <= deadline``.
+
+    ``enqueued`` is the item's enqueue stamp (milliseconds; 0: unknown); it is not part of
+    :meth:`to_dict` (the spec's shape) nor of equality.
+    """
 
     delivery_id: int
     item_id: int
@@ -41,6 +45,7 @@ class Delivery:
     worker: str
     attempt: int
     deadline: float
+    enqueued: int = field(default=0, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

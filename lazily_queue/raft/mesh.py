@@ -2,12 +2,12 @@
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
-``raft-values-v2``, ``queue-dedup-v1`` and ``topic-groups-v1`` features required and
-mutual HMAC authentication before any Raft frame is accepted. A member of a version
-without pre-vote (which would drop ``pre_vote`` frames as unknown), without the current
-value encoding (which would refuse to apply tuples and large messages), without
-deduplicated pushes or without topic replay and consumer groups is refused at the
-handshake: "peer lacks required features
+``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1`` and ``topic-groups-v1``
+features required and mutual HMAC authentication before any Raft frame is accepted. A
+member of a version without pre-vote (which would drop ``pre_vote`` frames as unknown),
+without the current value encoding (which would refuse to apply tuples and large
+messages), without deduplicated pushes, message ids, or topic replay and consumer groups
+is refused at the handshake: "peer lacks required features
 ['raft-prevote-v1']".
 
 Each data directory has a random *incarnation*, announced as the handshake feature
@@ -55,11 +55,14 @@ VALUES_FEATURE = "raft-values-v2"
 #: Deduplicated pushes (``*_PUSH_ONCE`` ops, a ``dedup`` snapshot section): an older
 #: member would answer them ``unknown_op`` while the others apply them, and diverge.
 DEDUP_FEATURE = "queue-dedup-v1"
+#: Message ids (``QUEUE_POP_STAMPED`` / ``QUEUE_UNPOP_STAMPED``, snapshot section
+#: ``queue_ids``): an older member would answer them ``unknown_op`` and diverge.
+MESSAGES_FEATURE = "queue-messages-v1"
 #: Topic replay and consumer groups (``TOPIC_SUBSCRIBE_AT``, ``TOPIC_SEEK``,
 #: ``GROUP_DECLARE``, publishes feeding groups): an older member would diverge.
 GROUPS_FEATURE = "topic-groups-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
-                               GROUPS_FEATURE})
+                               MESSAGES_FEATURE, GROUPS_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -56,7 +56,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
         topic = sm.topics[topic_name] = TopicCore()
     try:
         work = new_group(visibility_timeout, max_deliveries, check_start(start),
-                         topic.base_offset(), topic.elements())
+                         topic.base_offset(), topic.elements(), topic.stamp_of)
     except OffsetOutOfRange as exc:
         return ["out_of_range", exc.offset, exc.base, exc.end]
     except (TypeError, ValueError) as exc:
@@ -76,7 +76,7 @@ def feed(sm: StateMachine, topic: str, value: Any) -> None:
         return
     for name in groups.values():
         state = sm.work_queues[name]
-        mask = state.core.push(value).mask
+        mask = state.core.push(value, sm.now).mask
         sm.emit(WorkQueueChanged(name, mask))
 
 

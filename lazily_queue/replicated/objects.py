@@ -40,15 +40,17 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
-        return None if q is None else [q.capacity(), q.is_closed(), q.elements()]
+        return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
+                                       list(q.id_state())]
     if kind == "topic":
         t = sm.topics.get(name)
-        return None if t is None else t.snapshot()
+        return None if t is None else {**t.snapshot(), "stamps": t.stamps()}
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values())}
+        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
+                "stamps": w.core.stamps()}
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -62,18 +64,24 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         if doc is None:
             sm.queues.pop(name, None)
         else:
-            capacity, closed, elements = doc
-            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed))
+            capacity, closed, elements, *rest = doc
+            id_state = (rest[0][0], rest[0][1]) if rest else None
+            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
         else:
-            sm.topics[name] = TopicCore.from_snapshot(doc)
+            doc = dict(doc)
+            stamps = doc.pop("stamps", None)
+            topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
+            topic.load_stamps(stamps)
+            sm.topics[name] = topic
     elif kind == "work_queue":
         if doc is None:
             sm.work_queues.pop(name, None)
         else:
             state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
+            state.core.load_stamps(doc.get("stamps"))
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state

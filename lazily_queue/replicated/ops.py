@@ -56,6 +56,9 @@ DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
+# Message ids and enqueue stamps: 60..69.
+QUEUE_POP_STAMPED = 60  # [name, n]: pop up to n; [values, runs of [first_id, count, stamp]]
+QUEUE_UNPOP_STAMPED = 61  # [name, values, runs]: give back to the head with their ids
 # Topic replay and consumer groups: 80..89.
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
@@ -104,6 +107,8 @@ OP_NAMES: dict[int, str] = {
     DEDUP_LIMITS: "dedup_limits",
     WORK_SETTLE_MANY: "work_settle_many",
     WORK_PUSH_ONCE: "work_push_once",
+    QUEUE_POP_STAMPED: "queue_pop_stamped",
+    QUEUE_UNPOP_STAMPED: "queue_unpop_stamped",
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
@@ -128,7 +133,7 @@ ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOP
 _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
-                     QUEUE_PUSH_ONCE), "queue"),
+                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,

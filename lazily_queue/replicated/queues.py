@@ -1,14 +1,23 @@
-"""Queue operations: declare, push, pop, unpop and close a named FIFO."""
+"""Queue operations: declare, push, pop, unpop and close a named FIFO.
+
+A push takes the queue's next message id and the batch's leader stamp as its enqueue
+time (:mod:`lazily_queue.core.ids`). ``QUEUE_POP_STAMPED`` answers the ids and stamps of
+what it pops, and ``QUEUE_UNPOP_STAMPED`` gives elements back with them, so an element
+keeps its id however often it goes back to the head; the older ``QUEUE_UNPOP(_MANY)``
+give an element back under a new id. Snapshot section ``queue_ids``: ``{name: [next_id,
+runs]}`` (a snapshot without it numbers each queue's elements from 0, stamp 0).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core import ids
 from ..core.fifo import Fifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from . import ops
 from .events import QueueChanged, QueueDeclared
-from .family import Family
+from .family import Family, Section
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -46,7 +55,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
 def push(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
-    err = q.try_push(args[1])
+    err = q.push_stamped(args[1], sm.now)
     if err is None:
         sm.emit(QueueChanged(args[0], PUSH, pre))
     return err
@@ -78,6 +87,41 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     return popped
 
 
+def _count(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+    return n
+
+
+def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
+    """``[values, runs]`` of up to ``n`` elements; an empty queue answers as ``pop``."""
+    q = _queue(sm, args[0])
+    n = _count(args[1])
+    pre = q.len()
+    result = q.pop_stamped(n)
+    if isinstance(result, QueuePopError):
+        return result
+    values, runs = result
+    for i in range(len(values)):
+        sm.emit(QueueChanged(args[0], POP, pre - i))
+    return [values, runs]
+
+
+def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
+    q = _queue(sm, args[0])
+    if len(args) != 3 or not isinstance(args[1], list):
+        raise OpRefused("bad_values", "queue_unpop_stamped is [name, values, runs]")
+    values = args[1]
+    pre = q.len()
+    try:
+        q.unpop_stamped(values, args[2])
+    except ValueError as exc:
+        raise OpRefused("bad_runs", str(exc)) from exc
+    for i in range(len(values)):
+        sm.emit(QueueChanged(args[0], UNPOP, pre + i))
+    return None
+
+
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
@@ -106,6 +150,28 @@ def close(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def _capture_ids(sm: StateMachine) -> dict[str, list[Any]] | None:
+    if not sm.queues:
+        return None
+    return {name: list(q.id_state()) for name, q in sm.queues.items()}
+
+
+def _restore_ids(sm: StateMachine, doc: Any) -> None:
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot section 'queue_ids' must map queue names to [next_id, runs]")
+    for name, q in list(sm.queues.items()):
+        state = doc.get(name)
+        if state is None:
+            continue
+        if type(state) is not list or len(state) != 2:
+            raise ValueError(f"snapshot section 'queue_ids': queue {name!r} is not "
+                             "[next_id, runs]")
+        sm.queues[name] = Fifo.restored(q.capacity(), q.elements(), q.is_closed(),
+                                        (state[0], ids.checked_runs(state[1])))
+
+
 FAMILY = Family("queues", {
     ops.QUEUE_DECLARE: declare,
     ops.QUEUE_PUSH: push,
@@ -114,4 +180,6 @@ FAMILY = Family("queues", {
     ops.QUEUE_UNPOP: unpop,
     ops.QUEUE_POP_MANY: pop_many,
     ops.QUEUE_UNPOP_MANY: unpop_many,
-})
+    ops.QUEUE_POP_STAMPED: pop_stamped,
+    ops.QUEUE_UNPOP_STAMPED: unpop_stamped,
+}, (Section("queue_ids", _capture_ids, _restore_ids),))

@@ -69,7 +69,7 @@ def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> 
 
 def publish(sm: StateMachine, args: list[Any]) -> Any:
     name, topic = _topic(sm, args)
-    offset, invalidated = topic.publish(args[1])
+    offset, invalidated = topic.publish(args[1], sm.now)
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
     _changed(sm, name, invalidated)
@@ -99,6 +99,23 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.topics = {str(n): TopicCore.from_snapshot(s) for n, s in (doc or {}).items()}
 
 
+def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
+    return {name: t.stamps() for name, t in sm.topics.items()} or None
+
+
+def _restore_stamps(sm: StateMachine, doc: Any) -> None:
+    """Section ``topic_stamps`` (``{name: [[offset, stamp], ...]}``), restored after
+    ``topics``; a snapshot without it leaves enqueue times unknown (0)."""
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot section 'topic_stamps' must map topic names to points")
+    for name, points in doc.items():
+        topic = sm.topics.get(name)
+        if topic is not None:
+            topic.load_stamps(points)
+
+
 FAMILY = Family(
     "topics",
     {
@@ -114,5 +131,6 @@ FAMILY = Family(
         ops.TOPIC_SUBSCRIBE_AT: _ranged(lambda t, a: t.subscribe(a[1], Durability(a[2]), a[3])),
         ops.TOPIC_SEEK: _ranged(lambda t, a: t.seek(a[1], a[2])),
     },
-    (Section("topics", _capture, _restore),),
+    (Section("topics", _capture, _restore),
+     Section("topic_stamps", _capture_stamps, _restore_stamps)),
 )

@@ -126,12 +126,22 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
         result, mask = op(state.core, sm, args)
         _changed(sm, name, mask)
         if isinstance(result, Delivery):
-            result = result.to_dict()
+            result = _delivery(result)
         elif isinstance(result, list):
-            result = [d.to_dict() for d in result]
+            result = [_delivery(d) for d in result]
         return [result, mask]
 
     return apply
+
+
+def _push(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[int]:
+    """Push stamped with the batch's leader time."""
+    return core.push(args[1], sm.now)
+
+
+def _delivery(delivery: Delivery) -> dict[str, Any]:
+    """A delivery as a claim answers it: the spec's shape plus its enqueue stamp."""
+    return {**delivery.to_dict(), "enqueued": delivery.enqueued}
 
 
 def push(sm: StateMachine, args: list[Any]) -> Any:
@@ -139,7 +149,7 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     if state.group is not None:
         raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
                         f"{state.group[0]!r}, fed by the topic: publish to the topic")
-    item_id, mask = state.core.push(args[1])
+    item_id, mask = state.core.push(args[1], sm.now)
     _changed(sm, name, mask)
     return [item_id, mask]
 
@@ -225,6 +235,23 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.groups = groups
 
 
+def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
+    return {name: s.core.stamps() for name, s in sm.work_queues.items()} or None
+
+
+def _restore_stamps(sm: StateMachine, doc: Any) -> None:
+    """Section ``work_stamps`` (``{name: [[item_id, stamp], ...]}``), restored after
+    ``work_queues``; a snapshot without it leaves enqueue times unknown (0)."""
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot section 'work_stamps' must map work queue names to points")
+    for name, points in doc.items():
+        state = sm.work_queues.get(name)
+        if state is not None:
+            state.core.load_stamps(points)
+
+
 FAMILY = Family(
     "work_queues",
     {
@@ -242,5 +269,6 @@ FAMILY = Family(
         ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
         ops.WORK_SETTLE_MANY: settle_many,
     },
-    (Section("work_queues", _capture, _restore),),
+    (Section("work_queues", _capture, _restore),
+     Section("work_stamps", _capture_stamps, _restore_stamps)),
 )

@@ -41,6 +41,10 @@ class StorageCapabilities:
       and returns the first push's result (``offer_once`` / ``publish_once`` /
       ``push_once``). Without it the cells refuse ``msg_id`` with
       :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - ``messages`` (queues): ``poll_stamped`` / ``unpoll_stamped``: pops answer the
+      message ids and enqueue stamps of what they take (runs, :mod:`lazily_queue.core.ids`)
+      and give-backs return elements under the same ids. Without it the cell has no
+      ``pop_message`` (it refuses with :class:`~lazily_queue.errors.UnsupportedOperation`).
     - ``replay`` (topics): a new subscription can start at the head or an offset
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
@@ -55,6 +59,7 @@ class StorageCapabilities:
     lifecycle: bool = False
     logical_time: bool = False
     dedup: bool = False
+    messages: bool = False
     replay: bool = False
     groups: bool = False
 

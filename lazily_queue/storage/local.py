@@ -3,7 +3,9 @@
 Each is synchronous (capability ``sync``); its awaitable operations complete at once
 with the same results. The cells invalidate from the transitions they return, so
 change them through their cell. Each keeps its own producer dedup window (capability
-``dedup``; ``dedup=`` bounds it), aged on the monotonic clock.
+``dedup``; ``dedup=`` bounds it), aged on the monotonic clock. The deque stamps each
+element's enqueue time with its ``clock`` (seconds, as ``time.time``) when given one;
+without it enqueue times are unknown (stamp 0) and a push reads no clock.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
+from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
 from ..core.work import (
@@ -40,6 +43,13 @@ def _elapsed_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _ms(clock: Clock) -> Callable[[], int]:
+    """``clock`` (seconds) read in whole milliseconds (the stamps of a FIFO's ids)."""
+    def read() -> int:
+        return int(clock() * 1000)
+    return read
+
+
 def _time(now: float | None) -> float:
     if now is None:
         raise TypeError("a local work queue has no clock of its own: pass now (a time)")
@@ -56,11 +66,12 @@ class VecDequeStorage(Fifo[T]):
 
     __slots__ = ("dedup",)
 
-    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True,
+                                       messages=True)
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
-                 dedup: DedupLimits | None = None) -> None:
-        super().__init__(capacity, elements)
+                 dedup: DedupLimits | None = None, clock: Clock | None = None) -> None:
+        super().__init__(capacity, elements, clock=None if clock is None else _ms(clock))
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
 
     async def offer_once(
@@ -90,21 +101,33 @@ class VecDequeStorage(Fifo[T]):
         for value in reversed(values):
             self.push_front(value)
 
+    async def poll_stamped(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run]] | QueuePopError:
+        return self.pop_stamped(n)
+
+    async def unpoll_stamped(
+        self, values: list[T], runs: list[Run], *, timeout: float | None = None
+    ) -> None:
+        self.unpop_stamped(values, runs)
+
 
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capabilities ``sync``, ``dedup``,
     ``replay``, ``groups``). ``groups`` are its consumer groups by name (restored ones),
     fed in the step that publishes."""
 
-    __slots__ = ("core", "dedup", "groups")
+    __slots__ = ("_clock", "core", "dedup", "groups")
 
-    capabilities = StorageCapabilities(sync=True, dedup=True, replay=True, groups=True)
+    capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
+                                       groups=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
-                 dedup: DedupLimits | None = None,
+                 dedup: DedupLimits | None = None, clock: Clock | None = None,
                  groups: Mapping[str, LocalGroupStorage] | None = None) -> None:
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.core: TopicCore[T] = TopicCore() if core is None else core
+        self._clock = None if clock is None else _ms(clock)
         self.groups: dict[str, LocalGroupStorage] = dict(groups or {})
 
     def open_group(
@@ -170,11 +193,16 @@ class LocalTopicStorage(Generic[T]):
         return self.core.disconnect(subscriber)
 
     def try_publish(self, value: T) -> TopicTransition[int]:
-        transition = self.core.publish(value)
+        clock = self._clock
+        stamp = None if clock is None else clock()
+        transition = self.core.publish(value, stamp)
         if self.groups:
             for group in self.groups.values():
-                group.feed(value)
+                group.feed(value, stamp)
         return transition
+
+    def stamp_of(self, offset: int) -> int:
+        return self.core.stamp_of(offset)
 
     def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
         return self.core.advance(subscriber)
@@ -246,7 +274,8 @@ class LocalWorkQueueStorage:
     """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
 
     Its receipts name the queue ``name`` and are stamped with ``clock()`` (0.0 without
-    a clock); settlements are not remembered, so a repeated one is refused.
+    a clock), and so are the enqueue times of its items (unknown without); settlements
+    are not remembered, so a repeated one is refused.
     """
 
     __slots__ = ("clock", "core", "dedup", "name")
@@ -309,7 +338,8 @@ class LocalWorkQueueStorage:
     # -- synchronous operations ----------------------------------------------------------
 
     def try_push(self, value: Any) -> WorkTransition[int]:
-        return self.core.push(value)
+        clock = self.clock
+        return self.core.push(value, None if clock is None else int(clock() * 1000))
 
     def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
         return self.core.claim(worker, now)

@@ -47,9 +47,10 @@ class LocalGroupStorage(LocalWorkQueueStorage):
             self._listener(transition.mask)
         return transition
 
-    def feed(self, value: Any) -> int:
-        """The topic published ``value``: it enters the pending tail; returns its id."""
-        return self._report(self.core.push(value)).result
+    def feed(self, value: Any, stamp: int | None = None) -> int:
+        """The topic published ``value`` (enqueue ``stamp``, ms, when known): it enters
+        the pending tail; returns its id."""
+        return self._report(self.core.push(value, stamp)).result
 
     def _refuse_push(self) -> UnsupportedOperation:
         return UnsupportedOperation(
@@ -112,6 +113,6 @@ def open_group(
             existing.clock = clock
         return existing
     work = new_group(visibility_timeout, max_deliveries, start, topic_core.base_offset(),
-                     topic_core.elements())
+                     topic_core.elements(), topic_core.stamp_of)
     storage = groups[group] = LocalGroupStorage(work, topic=topic, group=group, clock=clock)
     return storage

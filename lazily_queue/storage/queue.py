@@ -17,7 +17,9 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``reporting_ops``: the deque's fast path (see
   :meth:`~lazily_queue.core.fifo.Fifo.reporting_ops`);
 - ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node);
-- ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``.
+- ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
+- ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
+  and enqueue stamps.
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
 from ..core.fifo import FifoOps, Report
+from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from .capabilities import StorageCapabilities, declared
 
@@ -105,6 +108,23 @@ class DedupQueueStorage(QueueStorage[T], Protocol[T]):
         ...
 
 
+class MessageQueueStorage(QueueStorage[T], Protocol[T]):
+    """Capability ``messages``: ids and enqueue stamps (milliseconds; 0 unknown) travel
+    with the elements as runs ``[first_id, count, stamp]`` (:mod:`lazily_queue.core.ids`)."""
+
+    async def poll_stamped(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run]] | QueuePopError:
+        """:meth:`poll_many`, with the runs of the ids and stamps of what it took."""
+        ...
+
+    async def unpoll_stamped(
+        self, values: list[T], runs: list[Run], *, timeout: float | None = None
+    ) -> None:
+        """:meth:`unpoll` under the ids and stamps ``runs`` (from their pop)."""
+        ...
+
+
 class ObservableQueueStorage(QueueStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -127,6 +147,7 @@ CAPABILITY_METHODS = {
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
+    "messages": ("poll_stamped", "unpoll_stamped"),
 }
 
 
@@ -148,6 +169,10 @@ def as_sync(storage: QueueStorage[T]) -> SyncQueueStorage[T] | None:
 
 def as_dedup(storage: QueueStorage[T]) -> DedupQueueStorage[T] | None:
     return cast(DedupQueueStorage[T], storage) if storage.capabilities.dedup else None
+
+
+def as_messages(storage: QueueStorage[T]) -> MessageQueueStorage[T] | None:
+    return cast(MessageQueueStorage[T], storage) if storage.capabilities.messages else None
 
 
 def as_peekable(storage: QueueStorage[T]) -> PeekableQueueStorage[T] | None:

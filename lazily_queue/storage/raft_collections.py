@@ -53,8 +53,8 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True,
-                                       groups=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
+                                       replay=True, groups=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -102,6 +102,9 @@ class RaftTopicStorage(ReplicatedObject):
 
     def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
         return self._core().read_stream(subscriber, limit)
+
+    def stamp_of(self, offset: int) -> int:
+        return self._core().stamp_of(offset)
 
     def base_offset(self) -> int:
         return self._core().base_offset()

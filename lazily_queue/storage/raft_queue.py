@@ -12,7 +12,9 @@ entries apply.
 Capacity is checked when the push is applied, in log order, against the committed
 state plus everything ordered before it: the log is the serialization point, so a
 bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
-timed out) before its result arrived returns the element to the head of the queue.
+timed out) before its result arrived returns the element to the head of the queue,
+under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
+ids and leader stamps, give-backs carry them back).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.fifo import Fifo
+from ..core.ids import Run
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
@@ -146,7 +149,8 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True,
+                                       messages=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
@@ -213,34 +217,40 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
-        result: T | QueuePopError = await self._call(
-            C.QUEUE_POP, [self.name], timeout, on_orphan=self._return_orphan
-        )
-        return result
+        result = await self.poll_stamped(1, timeout=timeout)
+        return result if isinstance(result, QueuePopError) else result[0][0]
 
     async def close(self, *, timeout: float | None = None) -> None:
         await self._call(C.QUEUE_CLOSE, [self.name], timeout)
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
-        result: list[T] | QueuePopError = await self._call(
-            C.QUEUE_POP_MANY, [self.name, n], timeout, on_orphan=self._return_orphans
-        )
-        return result
+        result = await self.poll_stamped(n, timeout=timeout)
+        return result if isinstance(result, QueuePopError) else result[0]
+
+    async def poll_stamped(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run]] | QueuePopError:
+        result = await self._call(C.QUEUE_POP_STAMPED, [self.name, n], timeout,
+                                  on_orphan=self._return_orphan)
+        if isinstance(result, QueuePopError):
+            return result
+        return result[0], result[1]
 
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
         await self._call(C.QUEUE_UNPOP_MANY, [self.name, list(values)], timeout)
 
-    def _return_orphans(self, result: Any) -> None:
-        if isinstance(result, list):
-            for value in reversed(result):
-                self._return_orphan(value)
+    async def unpoll_stamped(
+        self, values: list[T], runs: list[Run], *, timeout: float | None = None
+    ) -> None:
+        await self._call(C.QUEUE_UNPOP_STAMPED, [self.name, list(values), runs], timeout)
 
     def _return_orphan(self, result: Any) -> None:
-        if isinstance(result, (QueuePopError, OpError, BaseException)):
+        """Give back what a pop whose caller went away took (``[values, runs]``)."""
+        if type(result) is not list or len(result) != 2:
             return
-        self.orphans_returned += 1
-        log.info("queue %r: a pop's receiver went away; returning its element to the head",
-                 self.name)
+        self.orphans_returned += len(result[0])
+        log.info("queue %r: a pop's receiver went away; returning %d element(s) to the head",
+                 self.name, len(result[0]))
 
         def done(fut: asyncio.Future[Any]) -> None:
             err = None if fut.cancelled() else fut.exception()
@@ -249,7 +259,8 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
         try:
             _, fut = self._driver.propose(
-                C.QUEUE_UNPOP, [self.name, result], timeout=3600.0, on_orphan=lambda _: None
+                C.QUEUE_UNPOP_STAMPED, [self.name, *result], timeout=3600.0,
+                on_orphan=lambda _: None
             )
         except Exception as exc:
             log.error("queue %r: could not return an undelivered element: %s", self.name, exc)

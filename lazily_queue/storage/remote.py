@@ -48,7 +48,8 @@ class RemoteTopicStorage(RaftTopicStorage):
     groups: a client's mirror follows one object's ops, and a group is fed by its
     topic's; open groups on a member."""
 
-    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, replay=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
+                                       replay=True)
 
     def __repr__(self) -> str:
         return f"RemoteTopicStorage({self.name!r})"

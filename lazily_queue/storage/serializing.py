@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
+from ..core.ids import Run
 from ..core.queue import EMPTY, QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicTransition
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
@@ -35,7 +36,8 @@ class _Wrapper:
         self.capabilities = StorageCapabilities(
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
-            dedup=caps.dedup, replay=caps.replay, groups=caps.groups)
+            dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
+            groups=caps.groups)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
@@ -110,6 +112,22 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
 
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
         await self.inner.unpoll([self.codec.encode(v) for v in values], timeout=timeout)
+
+    async def poll_stamped(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run]] | QueuePopError:
+        inner: Any = self.inner
+        result = await inner.poll_stamped(n, timeout=timeout)
+        if isinstance(result, QueuePopError):
+            return result
+        return self.codec.decode_all(result[0]), result[1]
+
+    async def unpoll_stamped(
+        self, values: list[T], runs: list[Run], *, timeout: float | None = None
+    ) -> None:
+        inner: Any = self.inner
+        await inner.unpoll_stamped([self.codec.encode(v) for v in values], runs,
+                                   timeout=timeout)
 
 
 class SerializingTopicStorage(_Wrapper, Generic[T]):

@@ -119,6 +119,14 @@ class DedupTopicStorage(TopicStorage[T], Protocol[T]):
         ...
 
 
+class MessageTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``messages``: enqueue stamps by offset (an offset is a message id)."""
+
+    def stamp_of(self, offset: int) -> int:
+        """The enqueue stamp (milliseconds; 0: unknown) of the element at ``offset``."""
+        ...
+
+
 class ReplayTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``replay``."""
 
@@ -178,6 +186,7 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("publish_once",),
+    "messages": ("stamp_of",),
     "replay": ("subscribe_at", "seek"),
     "groups": ("open_group",),
 }
@@ -190,6 +199,10 @@ def topic_capabilities(storage: TopicStorage[T]) -> StorageCapabilities:
 
 def as_sync_topic(storage: TopicStorage[T]) -> SyncTopicStorage[T] | None:
     return cast(SyncTopicStorage[T], storage) if storage.capabilities.sync else None
+
+
+def as_messages_topic(storage: TopicStorage[T]) -> MessageTopicStorage[T] | None:
+    return cast(MessageTopicStorage[T], storage) if storage.capabilities.messages else None
 
 
 def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:

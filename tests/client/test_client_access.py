@@ -74,7 +74,7 @@ async def test_produce_and_consume_permissions_per_name_pattern(member: Node) ->
         with pytest.raises(PermissionDenied, match="may not open 'payroll': its token lacks"):
             await web.queue("payroll").push("c")
         await web.work_queue("jobs").push("declared: pushes need produce")
-        with pytest.raises(PermissionDenied, match=r"may not queue_pop 'orders\.eu'"):
+        with pytest.raises(PermissionDenied, match=r"may not queue_pop_stamped 'orders\.eu'"):
             await web.queue("orders.eu").pop()
         with pytest.raises(PermissionDenied, match="work_reap"):
             await web.work_queue("jobs").reap_expired()

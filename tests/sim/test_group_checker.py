@@ -34,7 +34,7 @@ def _replay(log: _Log) -> GroupModels:
         if op.code == C.GROUP_DECLARE:
             models.declare(op, 0, published)
         elif op.code == C.TOPIC_PUBLISH:
-            models.feed(len(published), op.args[1])
+            models.feed(len(published), op.args[1], op.stamp)
             published.append(op.args[1])
         elif op.code != C.TOPIC_DECLARE:
             models.apply(op, 0)

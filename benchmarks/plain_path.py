@@ -1,0 +1,126 @@
+"""CPU cost of the plain (no message ids asked) queue path, to compare two versions.
+
+    python benchmarks/plain_path.py [--rounds R] [--json]
+
+Runs against whichever ``lazily_queue`` is imported (put another checkout first on
+``PYTHONPATH`` to measure it), so two versions are compared by alternating runs in the
+same conditions. Figures, each the best of ``--rounds`` samples, in nanoseconds per
+element:
+
+- ``local_pair_ns``: an unobserved local ``QueueCell``, ``try_push`` then ``try_pop``
+  (blocks of 64);
+- ``replicated_apply_ns``: the replicated state machine applying a batch of 256
+  ``QUEUE_PUSH`` and then the pop a node's queue proposes for 256 elements
+  (``QUEUE_POP_STAMPED`` where it exists, else ``QUEUE_POP_MANY``), per element;
+- ``topic_pair_ns``: a local topic ``try_publish`` then ``try_advance`` of one subscriber;
+- ``work_cycle_ns``: a local work queue push, claim and ack.
+
+With ``--json`` the last line printed is one JSON object holding every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lazily_queue import QueueCell, TopicCell, WorkQueueCell
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.reactive import Context
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.state_machine import StateMachine
+
+BLOCK = 64
+BATCH = 256
+
+
+def _best(run: Callable[[], float], rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        gc.disable()
+        try:
+            samples.append(run())
+        finally:
+            gc.enable()
+    return min(samples)
+
+
+def local_pairs(pairs: int = 64_000) -> float:
+    cell: QueueCell[int] = QueueCell(context=Context(name="bench"))
+    push, pop = cell.try_push, cell.try_pop
+    block = range(BLOCK)
+    start = time.perf_counter_ns()
+    for _ in range(pairs // BLOCK):
+        for i in block:
+            push(i)
+        for _ in block:
+            pop()
+    return (time.perf_counter_ns() - start) / pairs
+
+
+def replicated_apply(batches: int = 40) -> float:
+    sm = StateMachine()
+    sm.apply(encode_command(1, 0, [[1, ops.QUEUE_DECLARE, "q", None]]), 1)
+    pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
+    seq = 2
+    payloads = []
+    for b in range(batches):
+        pushes = [[seq + i, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80]
+                  for i in range(BATCH)]
+        seq += BATCH
+        payloads.append((encode_command(1, 0, pushes), 1000 + b))
+        payloads.append((encode_command(1, 0, [[seq, pop_code, "q", BATCH]]), 1000 + b))
+        seq += 1
+    start = time.perf_counter_ns()
+    for payload, stamp in payloads:
+        sm.apply(payload, stamp)
+    return (time.perf_counter_ns() - start) / (batches * BATCH)
+
+
+def topic_pairs(pairs: int = 32_000) -> float:
+    topic: TopicCell[int] = TopicCell(context=Context(name="bench"))
+    topic.try_subscribe("s")
+    publish, advance = topic.try_publish, topic.try_advance
+    block = range(BLOCK)
+    start = time.perf_counter_ns()
+    for _ in range(pairs // BLOCK):
+        for i in block:
+            publish(i)
+        for _ in block:
+            advance("s")
+    return (time.perf_counter_ns() - start) / pairs
+
+
+def work_cycles(cycles: int = 16_000) -> float:
+    work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
+    start = time.perf_counter_ns()
+    for i in range(cycles):
+        work.try_push(i)
+        delivery = work.try_claim("w", 0.0)
+        assert delivery is not None
+        work.try_ack("w", delivery.delivery_id)
+    return (time.perf_counter_ns() - start) / cycles
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="samples per figure (best)")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    figures: dict[str, Any] = {
+        "local_pair_ns": _best(local_pairs, args.rounds),
+        "replicated_apply_ns": _best(replicated_apply, args.rounds),
+        "topic_pair_ns": _best(topic_pairs, args.rounds),
+        "work_cycle_ns": _best(work_cycles, args.rounds),
+    }
+    for name, value in figures.items():
+        print(f"{name:22} {value:9.1f}")
+    if args.json:
+        print(json.dumps({k: round(v, 1) for k, v in figures.items()}))
+
+
+if __name__ == "__main__":
+    main()

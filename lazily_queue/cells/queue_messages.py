@@ -1,0 +1,159 @@
+"""The message surface of a QueueCell: pops that hand out ids and enqueue times.
+
+Over a backend that declares ``messages`` (the local deque, a node's or a client's
+replicated queue), ``pop_message()`` / ``pop_messages(n)`` / ``async for m in
+q.messages()`` give :class:`~.message.Message` objects, and elements the cell gives
+back (an iteration that ends early, a pop whose caller went away) return to the head
+under the ids they had. ``items()`` over such a backend gives back the same way, so a
+plain consumer never renumbers elements either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Generic, TypeVar
+
+from ..core import ids
+from ..core.ids import Run
+from ..core.queue import UNPOP, QueuePopError, pop_mask, transition_mask
+from ..errors import QueueClosed, UnsupportedOperation
+from ..reactive import Context, wait_until
+from ..storage.queue import MessageQueueStorage, QueueStorage, as_messages
+from .message import Message, messages_of, stamp_of
+from .prefetch import prefetch_size, prefetched
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_POP_CLOSED = QueuePopError.Closed
+log = logging.getLogger(__name__)
+
+
+class QueueMessages(Generic[T]):
+    """Mixed into :class:`~.queue.QueueCell` (which sets the attributes below)."""
+
+    name: str
+    ctx: Context
+    _storage: QueueStorage[T]
+    _capacity: int | None
+    _observed: bool
+    _invalidate: Callable[[int], None]
+    _has_element: Callable[[], bool]
+    #: The iteration's prefetch: its default and the first take (:mod:`.prefetch`).
+    PREFETCH: int
+    FIRST_PREFETCH: int
+
+    def _stamped(self) -> MessageQueueStorage[T]:
+        storage = as_messages(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} does not keep message ids; "
+                "use pop() / pop_many()")
+        return storage
+
+    async def _poll_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+        storage = self._stamped()
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n!r}")
+        pre = storage.len()
+        result = await storage.poll_stamped(n)
+        if not self._observed and not isinstance(result, QueuePopError):
+            mask = 0  # a synchronous backend reports nothing: invalidate as its pops would
+            for i in range(len(result[0])):
+                mask |= pop_mask(pre - i, self._capacity)
+            self._invalidate(mask)
+        return result
+
+    async def _unpoll_stamped(self, values: list[T], runs: list[Run]) -> None:
+        pre = self._storage.len()
+        await self._stamped().unpoll_stamped(values, runs)
+        if not self._observed:
+            mask = 0
+            for i in range(len(values)):
+                mask |= transition_mask(UNPOP, pre + i, self._capacity, False)
+            self._invalidate(mask)
+
+    async def _pop_stamped(self, n: int) -> tuple[list[T], list[Run]]:
+        while True:
+            result = await self._poll_stamped(n)
+            if not isinstance(result, QueuePopError):
+                return result
+            if result is _POP_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed and drained")
+            await wait_until(self._has_element, context=self.ctx)
+
+    async def poll_messages(
+        self, n: int = 1, *, timeout: float | None = None
+    ) -> list[Message[T]] | QueuePopError:
+        """Remove up to ``n`` of the oldest elements without waiting, as messages (ids,
+        enqueue times): a non-empty list, or ``Empty`` / ``Closed``."""
+        async with asyncio.timeout(timeout):
+            result = await self._poll_stamped(n)
+        return result if isinstance(result, QueuePopError) else messages_of(*result)
+
+    async def pop_message(self, *, timeout: float | None = None) -> Message[T]:
+        """:meth:`pop`, as a :class:`Message` (its id, enqueue time); raises
+        :class:`QueueClosed` once the queue is closed and drained."""
+        return (await self.pop_messages(1, timeout=timeout))[0]
+
+    async def pop_messages(self, n: int, *, timeout: float | None = None) -> list[Message[T]]:
+        """:meth:`pop_many`, as messages: wait for one element, take up to ``n``."""
+        async with asyncio.timeout(timeout):
+            return messages_of(*await self._pop_stamped(n))
+
+    async def give_back(self, messages: list[Message[T]]) -> None:
+        """Return messages taken by :meth:`pop_messages` and not handled to the head, in
+        order, under their ids and enqueue times (capacity and the closed flag are not
+        checked: they were in the queue). A message id the queue never gave out is
+        refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
+        runs: list[Run] = []
+        for m in messages:
+            ids.append(runs, m.id, 1, stamp_of(m))
+        await self._unpoll_stamped([m.value for m in messages], runs)
+
+    def messages(self, *, prefetch: int | None = None) -> AsyncIterator[Message[T]]:
+        """``items()``, as messages (``async for m in q.messages()``); what was taken
+        and not handed out goes back to the head under its ids."""
+        return self._prefetched(messages_of, lambda m: m.value, prefetch)
+
+    def _stamped_items(self, prefetch: int | None) -> AsyncIterator[T]:
+        return self._prefetched(lambda values, runs: values, lambda v: v, prefetch)
+
+    def _prefetched(
+        self, make: Callable[[list[T], list[Run]], list[R]], value_of: Callable[[R], T],
+        prefetch: int | None,
+    ) -> AsyncIterator[R]:
+        self._stamped()
+        size = prefetch_size(prefetch, self.PREFETCH)
+        if self._storage.capabilities.sync:
+            size = 1
+        last: list[Run] = []
+
+        async def take(n: int) -> list[R]:
+            values, runs = await self._pop_stamped(n)
+            last[:] = runs
+            return make(values, runs)
+
+        async def give_back(taken: list[R]) -> None:
+            # What is left is the end of the last take: its ids are the last runs' tail.
+            await self._give_back_stamped([value_of(r) for r in taken],
+                                          ids.tail(last, len(taken)))
+
+        return prefetched(take, give_back, size, self.FIRST_PREFETCH, QueueClosed)
+
+    async def _give_back(self, values: list[T]) -> None:
+        """Put elements an iteration took and never handed out back (without ids)."""
+        await self._give_back_stamped(values, None)
+
+    async def _give_back_stamped(self, values: list[T], runs: list[Run] | None) -> None:
+        try:
+            if runs is None:
+                await self._storage.unpoll(values)
+            else:
+                await self._unpoll_stamped(values, runs)
+        except Exception:
+            log.error("%s: %d prefetched element(s) could not be put back and are lost "
+                      "(pops are at most once)", self.name, len(values), exc_info=True)
+

@@ -1,0 +1,70 @@
+"""Enqueue stamps of monotone ids (topic offsets, work item ids), as change points.
+
+Ids are given out in increasing order and each is stamped when it is given
+(milliseconds; 0: unknown). Consecutive ids share a stamp until it changes, so the index
+keeps one point ``[first_id, stamp]`` per change: a publish or push of the plain path adds
+nothing while the stamp is the same (one log entry's elements share the leader's stamp).
+Points of ids nobody can ask for any more are forgotten (:meth:`StampIndex.forget_below`);
+an id below every point reads as 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any
+
+
+class StampIndex:
+    """``stamp_of(id)`` for ids noted in increasing order."""
+
+    __slots__ = ("_ids", "_stamps")
+
+    def __init__(self) -> None:
+        self._ids: list[int] = []
+        self._stamps: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def note(self, first_id: int, stamp: int) -> None:
+        """Ids from ``first_id`` on (at least every id noted before) have ``stamp``."""
+        stamps = self._stamps
+        if not stamps or stamps[-1] != stamp:
+            self._ids.append(first_id)
+            stamps.append(stamp)
+
+    def stamp_of(self, item_id: int) -> int:
+        """The stamp of ``item_id``, or 0 when it is below every point kept."""
+        i = bisect_right(self._ids, item_id)
+        return self._stamps[i - 1] if i else 0
+
+    def forget_below(self, item_id: int) -> None:
+        """Drop the points no id from ``item_id`` on needs."""
+        i = bisect_right(self._ids, item_id) - 1
+        if i > 0:
+            del self._ids[:i]
+            del self._stamps[:i]
+
+    def points(self) -> list[list[int]]:
+        """``[[first_id, stamp], ...]`` (the snapshot form)."""
+        return [[i, s] for i, s in zip(self._ids, self._stamps, strict=True)]
+
+    @classmethod
+    def from_points(cls, doc: Any) -> StampIndex:
+        """:meth:`points` back; ``ValueError`` naming what is wrong."""
+        index = cls()
+        if doc is None:
+            return index
+        if type(doc) is not list:
+            raise ValueError("stamps must be a list of [first_id, stamp], "
+                             f"not {type(doc).__name__}")
+        last = -1
+        for point in doc:
+            if (type(point) is not list or len(point) != 2
+                    or not all(type(x) is int for x in point) or point[0] <= last):
+                raise ValueError(f"stamps: {str(point)[:40]} is not a point [first_id, stamp] "
+                                 "of ints above the one before")
+            last = point[0]
+            index._ids.append(point[0])
+            index._stamps.append(point[1])
+        return index
