@@ -56,6 +56,8 @@ DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
+# Transactions: 70..79.
+TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.transactions)
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -100,6 +102,7 @@ OP_NAMES: dict[int, str] = {
     DEDUP_LIMITS: "dedup_limits",
     WORK_SETTLE_MANY: "work_settle_many",
     WORK_PUSH_ONCE: "work_push_once",
+    TXN: "txn",
 }
 
 
@@ -116,6 +119,10 @@ MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
                             WORK_PUSH_ONCE: WORK_PUSH}
+
+#: The ops a transaction may carry.
+TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_ONCE,
+                     WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK})
 
 
 _FAMILIES: dict[int, str] = {
