@@ -9,6 +9,8 @@ recorded result must be the model's. On top of that:
 - a retried operation (same session and sequence number) is applied once;
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
+- a transaction applies all its ops (each checked by the models) or, aborted, none,
+  and the op it names would fail in the models (:mod:`.txn`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
@@ -33,6 +35,7 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
+from .txn import TxnModel
 from .work_model import WorkModel
 
 
@@ -70,6 +73,7 @@ class Checker:
         self.ops = 0
         self.deduplicated = 0
         self.once = OnceModel()
+        self.txns = TxnModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -96,8 +100,15 @@ class Checker:
             self.ops += 1
             self._apply(op)
 
+    def apply_op(self, op: AppliedOp) -> None:
+        """Apply one op to the models, checking its result."""
+        self._apply(op)
+
     def _apply(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
+        if code == C.TXN:
+            self.txns.apply(self, op)
+            return
         if code in C.ONCE_OPS:
             plain = self.once.plain(op)
             if plain is not None:
@@ -243,6 +254,8 @@ class Checker:
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
+                    elif obs.code == C.TXN and isinstance(obs.result, list) and obs.result[0]:
+                        acked.extend(op[2] for op in obs.args if op[0] == C.QUEUE_PUSH)
                 elif obs.outcome == FAILED and applied is not None:
                     self.fail(f"{client.cid}: {C.op_name(obs.code)} reported as not "
                               f"applied was applied at index {applied.index}")
@@ -269,6 +282,7 @@ class Checker:
     def check_final(self, state: dict[str, Any]) -> None:
         """Compare a replica's captured state with the models; check the queue and work end."""
         self.once.check_final()
+        self.txns.check_final()
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

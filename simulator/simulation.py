@@ -21,6 +21,7 @@ from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
 from .once import OnceProducer
+from .txn import TxnWorker
 from .scenario import Scenario
 from .session_client import SessionProducer
 from .workload import (
@@ -87,7 +88,7 @@ class Simulation:
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
-            "once-producer": OnceProducer,
+            "once-producer": OnceProducer, "txn-worker": TxnWorker,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -97,7 +98,8 @@ class Simulation:
                     subscriber.batching = self.s.batching
                     client: Client = subscriber
                 else:
-                    prefix = {"session-producer": "sp", "once-producer": "op"}.get(kind, kind[:2])
+                    prefix = {"session-producer": "sp", "once-producer": "op",
+                              "txn-worker": "tw"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -261,6 +263,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
         outcome.stats["once_repeats"] = checker.once.repeats
+        outcome.stats["txn_committed"] = checker.txns.committed
+        outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionProducer)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

@@ -187,6 +187,20 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
         "a push repeated with its msg_id applies once while the id is in the window"),
     Mutation(
+        "transaction-applied-in-part", "lazily_queue/replicated/transactions.py",
+        "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n",
+        "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n"
+        "        plans = [None] * len(args)\n    if isinstance(plans, tuple):\n",
+        ("tests/replicated/test_transactions.py",
+         "tests/sim/test_simulation.py::test_transactions_apply_all_or_none"),
+        "a transaction with an op that would fail applies none of its ops"),
+    Mutation(
+        "local-transaction-unchecked", "lazily_queue/transactions/local.py",
+        "            if refusal is not None:\n                return index, *refusal\n",
+        "",
+        ("tests/cells/test_transactions.py",),
+        "a local transaction with an op that would fail applies none of its ops"),
+    Mutation(
         "local-dedup-window-ignored", "lazily_queue/storage/local.py",
         "        if self.dedup.lookup(msg_id, now)[0]:\n            return None\n",
         "",
