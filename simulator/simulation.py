@@ -21,9 +21,9 @@ from .cluster import MAINTENANCE, Cluster
 from .faults import Faults
 from .history import Violation
 from .once import OnceProducer
-from .txn import TxnWorker
 from .scenario import Scenario
 from .session_client import SessionProducer
+from .txn import TxnWorker
 from .workload import (
     QUEUE,
     TOPIC,

@@ -8,9 +8,10 @@ again as a new transaction, often after its lease was reaped: a transaction that
 already committed then aborts (``not_leased``), so nothing is produced twice.
 
 :class:`TxnModel` is the checker's view: a committed ``TXN`` applies each of its ops
-through the checker's models, each with the result the log recorded (so an op the models
-say would fail, or one that failed, makes the run fail), and an aborted one applies nothing, after checking
-that the op it names would fail in the models, given the transaction's earlier ops.
+through the checker's models, each with the result the log recorded (an op that failed,
+or that the models say would fail, makes the run fail), and an aborted one applies
+nothing, after checking that the op it names would fail in the models, given the
+transaction's earlier ops.
 A transaction half applied leaves the replicas' state unlike the models' and fails the
 final comparison. :meth:`TxnModel.check_final` asserts that no item's ``tx:`` output was
 produced twice (an item is acked once).
