@@ -9,7 +9,8 @@
     print(sent.result)                        # available once committed
 
 Inside the block the ops are collected, not applied: ``push`` (a queue or a work queue),
-``publish`` (a topic), ``ack`` and ``nack`` (a :class:`~lazily_queue.cells.job.Job`),
+``publish`` (a topic), ``ack`` and ``nack`` (a :class:`~lazily_queue.cells.job.Job`, or
+a work queue with a worker and a delivery id),
 each push or publish with an optional producer ``msg_id``. When the block ends without
 an exception they are applied as one step, all or none: every op is checked against
 the state as the earlier ops of the same transaction leave it, and if one would fail
@@ -59,14 +60,16 @@ class TxOp:
     for a queue push, the offset of a publish, the ``item_id`` of a work-queue push, the
     :class:`~lazily_queue.core.work.Receipt` of an ack or nack)."""
 
-    __slots__ = ("_result", "cell", "done", "job", "kind", "msg_id", "value")
+    __slots__ = ("_result", "cell", "done", "job", "kind", "lease", "msg_id", "value")
 
     def __init__(self, kind: str, cell: Cell, value: Any = None, msg_id: str | None = None,
-                 job: Job | None = None) -> None:
+                 lease: tuple[str, int] | None = None, job: Job | None = None) -> None:
         self.kind = kind
         self.cell = cell
         self.value = value
         self.msg_id = msg_id
+        #: ``(worker, delivery_id)`` of an ack or nack.
+        self.lease = lease
         self.job = job
         self.done = False
         self._result: Any = None
@@ -104,7 +107,7 @@ class Transaction:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self._ops: list[TxOp] = []
-        self._jobs: set[int] = set()
+        self._leases: set[tuple[int, int]] = set()
         #: ``"open"``, then ``"committed"``, ``"aborted"`` or ``"discarded"``.
         self.state = "open"
 
@@ -148,25 +151,47 @@ class Transaction:
         return self._add(TxOp("publish", topic, value,
                               None if msg_id is None else check_msg_id(msg_id)))
 
-    def ack(self, job: Job) -> TxOp:
-        """Settle ``job`` as done when the transaction commits."""
-        return self._settle("ack", job)
+    def ack(self, job: Job | WorkQueueCell, worker: str | None = None,
+            delivery_id: int | None = None) -> TxOp:
+        """Settle a job as done when the transaction commits: ``ack(job)``, or
+        ``ack(work_queue, worker, delivery_id)`` as the cell's own ``ack`` takes it."""
+        return self._settle("ack", job, worker, delivery_id)
 
-    def nack(self, job: Job) -> TxOp:
-        """Give ``job`` back (requeued or dead-lettered) when the transaction commits."""
-        return self._settle("nack", job)
+    def nack(self, job: Job | WorkQueueCell, worker: str | None = None,
+             delivery_id: int | None = None) -> TxOp:
+        """Give a job back (requeued or dead-lettered) when the transaction commits;
+        arguments as for :meth:`ack`."""
+        return self._settle("nack", job, worker, delivery_id)
 
-    def _settle(self, kind: str, job: Job) -> TxOp:
-        if not isinstance(job, Job):
-            raise TransactionUnsupported(f"{kind} takes a Job, not {type(job).__name__}")
+    def _settle(self, kind: str, target: Job | WorkQueueCell, worker: str | None,
+                delivery_id: int | None) -> TxOp:
+        if isinstance(target, WorkQueueCell):
+            if not isinstance(worker, str) or isinstance(delivery_id, bool) \
+                    or not isinstance(delivery_id, int):
+                raise TransactionUnsupported(
+                    f"{kind}(work_queue, worker, delivery_id) takes a str worker and an int "
+                    f"delivery_id, not {worker!r} and {delivery_id!r}")
+            key = (id(target), delivery_id)
+            if key in self._leases:
+                raise SettlementRejected(f"delivery {delivery_id} of {target.name!r} is "
+                                         "already settled in this transaction")
+            op = self._add(TxOp(kind, target, lease=(worker, delivery_id)))
+            self._leases.add(key)
+            return op
+        if not isinstance(target, Job):
+            raise TransactionUnsupported(f"{kind} takes a Job, or a WorkQueueCell with a "
+                                         f"worker and a delivery_id, not {type(target).__name__}")
+        job = target
         delivery = job.delivery
-        if job.receipt is not None or id(job) in self._jobs:
+        key = (id(job.cell), delivery.delivery_id)
+        if job.receipt is not None or key in self._leases:
             settled = job.receipt.outcome if job.receipt is not None else "settled in this " \
                 "transaction"
             raise SettlementRejected(
                 f"delivery {delivery.delivery_id} of {job.cell.name!r} was already {settled}")
-        op = self._add(TxOp(kind, job.cell, job=job))
-        self._jobs.add(id(job))
+        op = self._add(TxOp(kind, job.cell, lease=(delivery.worker, delivery.delivery_id),
+                            job=job))
+        self._leases.add(key)
         return op
 
     async def commit(self) -> None:

@@ -73,10 +73,10 @@ class LocalBackend:
                 firsts[key] = index
                 plan = ("once", None)
             refusal = None
-            if op.job is not None:
-                d = op.job.delivery
-                refusal = check.settle(id(storage), op.cell.name, storage.core, d.worker,
-                                       d.delivery_id)
+            if op.lease is not None:
+                worker, delivery_id = op.lease
+                refusal = check.settle(id(storage), op.cell.name, storage.core, worker,
+                                       delivery_id)
             elif isinstance(op.cell, QueueCell):
                 refusal = check.queue_push(id(storage), op.cell.name, storage)
             if refusal is not None:
@@ -108,12 +108,13 @@ class LocalBackend:
 
 def _apply(op: TxOp) -> Any:
     cell = op.cell
-    if op.job is not None:
+    if op.lease is not None:
         assert isinstance(cell, WorkQueueCell)
-        d = op.job.delivery
         settle = cell.try_ack if op.kind == "ack" else cell.try_nack
-        op.job.receipt = settle(d.worker, d.delivery_id)
-        return op.job.receipt
+        receipt = settle(*op.lease)
+        if op.job is not None:
+            op.job.receipt = receipt
+        return receipt
     if isinstance(cell, QueueCell):
         if op.msg_id is None:
             cell.try_push(op.value)

@@ -62,10 +62,8 @@ class ReplicatedBackend:
 
     def _inner(self, op: TxOp) -> list[Any]:
         name = op.cell.name
-        if op.job is not None:
-            d = op.job.delivery
-            return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, d.worker,
-                    d.delivery_id]
+        if op.lease is not None:
+            return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
         once = op.msg_id is not None
         if isinstance(op.cell, QueueCell):
             code = C.QUEUE_PUSH_ONCE if once else C.QUEUE_PUSH
@@ -89,12 +87,13 @@ class ReplicatedBackend:
 
 
 def _result(op: TxOp, raw: Any) -> Any:
-    if op.job is not None:
+    if op.lease is not None:
         _, _, receipt, duplicate = raw
         delivery_id, item_id, worker, outcome, settled_at = receipt
         proof = Receipt(op.cell.name, delivery_id, item_id, worker, outcome, settled_at,
                         bool(duplicate))
-        op.job.receipt = proof
+        if op.job is not None:
+            op.job.receipt = proof
         return proof
     if isinstance(op.cell, QueueCell):
         return None

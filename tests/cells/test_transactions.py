@@ -254,3 +254,22 @@ async def test_committed_transactions_survive_a_snapshot_and_a_restart(tmp_path:
         async with node.transaction() as tx:  # the ids are still in the window
             again = tx.publish(node.topic("out"), 110, msg_id="out-11")
         assert again.result == 11 and node.topic("out").end_offset() == 12
+
+
+async def test_a_lease_is_settled_by_cell_worker_and_delivery_id(
+        backend: Callable[[], Any]) -> None:
+    async with backend() as (w, _q, _t, nxt, tx_of):
+        job = await _job(w)
+        tx = tx_of()
+        acked = tx.ack(w, "w1", job.delivery.delivery_id)
+        with pytest.raises(SettlementRejected, match="already settled"):
+            tx.nack(w, "w1", job.delivery.delivery_id)
+        with pytest.raises(TransactionUnsupported, match="delivery_id"):
+            tx.ack(w, "w1", "7")  # type: ignore[arg-type]
+        tx.push(nxt, "x")
+        await tx.commit()
+        assert acked.result.outcome == "acked" and acked.result.worker == "w1"
+        assert w.in_flight_len() == 0 and nxt.pending_len() == 1
+        with pytest.raises(TransactionAborted, match="not_leased"):
+            async with tx_of() as again:
+                again.ack(w, "w1", job.delivery.delivery_id)
