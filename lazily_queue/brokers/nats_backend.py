@@ -9,7 +9,10 @@ names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
 ``[A-Za-z0-9_-]`` are hex-encoded).
 
 Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
-(within the stream's duplicate window). Mirrors refresh on the subjects' messages,
+(within the stream's duplicate window). A producer's ``msg_id`` (capability ``dedup``)
+becomes that header (hashed, so any id is a valid header value): its window is the
+stream's ``duplicate_window``, two minutes unless the stream was created otherwise, and
+it is bounded by age only. Mirrors refresh on the subjects' messages,
 JetStream advisories, the announcements this library's processes make of their pops,
 claims and settlements (``lq.n.<kind>.<name>``; other programs' are seen by polling),
 and every ``poll_interval`` seconds.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import logging
 import re
@@ -55,6 +59,8 @@ STREAM_NAME_IN_USE = 10058
 #: JetStream's answer when another stream already takes the subjects.
 SUBJECTS_OVERLAP = 10065
 MAX_MESSAGES_EXCEEDED = 10077
+#: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
+WRONG_LAST_SEQUENCE = 10071
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
 
@@ -271,6 +277,26 @@ class NatsJetStreamStorage:
         except nats.errors.TimeoutError:
             return await self.replies.publish(subject, data, headers)
 
+    async def publish_once(self, subject: str, data: bytes, msg_id: str) -> PubAck:
+        """:meth:`publish` with the producer's ``msg_id`` as its ``Nats-Msg-Id``: a repeat
+        inside the stream's duplicate window stores nothing and is answered with the
+        first publish's sequence and ``duplicate`` set."""
+        return await self.publish(subject, data, {"Nats-Msg-Id": once_id(msg_id)})
+
+    async def seen(self, subject: str, msg_id: str) -> PubAck | None:
+        """The first publish of ``msg_id`` to the stream that holds ``subject``, if it is
+        in the duplicate window; ``None`` otherwise. Stores nothing: the probe expects a
+        last sequence no stream has, which the server checks after duplicates."""
+        headers = {"Nats-Msg-Id": once_id(msg_id),
+                   "Nats-Expected-Last-Sequence": str(2**64 - 1)}
+        try:
+            ack = await self.replies.publish(subject, b"", headers)
+        except jserr.APIError as exc:
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise
+            return None
+        return ack if ack.duplicate else None
+
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull)."""
         return await self.replies.pull(stream, consumer, n)
@@ -296,3 +322,9 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
+
+
+def once_id(msg_id: str) -> str:
+    """The ``Nats-Msg-Id`` of a producer's ``msg_id``: a digest (header-safe for any
+    string, and never equal to the ids this library makes for its own retries)."""
+    return "once-" + hashlib.blake2b(msg_id.encode(), digest_size=16).hexdigest()

@@ -19,7 +19,11 @@ Readers follow pushes made elsewhere by the stream's subject, and pops made by o
 processes of this library by their announcements on ``lq.n.q.<name>`` (at most one
 per process every few milliseconds); pops by other programs, by bounded polling.
 
-Capabilities: ``observable`` and ``peek``. ``len`` counts the stream's messages (an
+A push given a producer ``msg_id`` (capability ``dedup``) publishes with it as the
+``Nats-Msg-Id``; on a closed queue the stream is asked, without storing anything,
+whether the id is in its window (a repeat of a push made before the close succeeds).
+
+Capabilities: ``observable``, ``peek`` and ``dedup``. ``len`` counts the stream's messages (an
 element being pulled counts until its ack).
 """
 
@@ -54,7 +58,8 @@ class NatsQueueStorage(QueueMirror[T]):
     peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True,
+                                       dedup=True)
 
     def __init__(
         self, backend: NatsJetStreamStorage, name: str, *, capacity: int | None = None,
@@ -164,11 +169,22 @@ class NatsQueueStorage(QueueMirror[T]):
     # -- operations ----------------------------------------------------------------------
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        return await self._offer(value, None)
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        return await self._offer(value, msg_id)
+
+    async def _offer(self, value: T, msg_id: str | None) -> QueuePushError | None:
         data = encode(value)
         await self._ready()
         b = self._backend
         try:
-            ack = await b.publish(self.subject, data)
+            if msg_id is None:
+                ack = await b.publish(self.subject, data)
+            else:
+                ack = await b.publish_once(self.subject, data, msg_id)
         except jserr.APIError as exc:
             if exc.err_code != MAX_MESSAGES_EXCEEDED:
                 async with b.errors(f"pushing to {self.stream}"):
@@ -178,13 +194,18 @@ class NatsQueueStorage(QueueMirror[T]):
         except (jserr.NoStreamResponseError, nats.errors.NoRespondersError):
             await self.sync()
             if self._closed:
+                if msg_id is not None:
+                    async with b.errors(f"pushing to {self.stream}"):
+                        if await b.seen(f"{self.subject}.closed", msg_id) is not None:
+                            return None
                 return QueuePushError.Closed
             async with b.errors(f"pushing to {self.stream}"):
                 raise
         except Exception:
             async with b.errors(f"pushing to {self.stream}"):
                 raise
-        self._pushed(value, int(ack.seq))
+        if not ack.duplicate:
+            self._pushed(value, int(ack.seq))
         return None
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:

@@ -11,7 +11,7 @@ durable subscriber that reconnects after a crash left messages delivered but not
 acknowledged is recreated at its cursor, so it reads them again in order.
 
 The mirror holds the retained log and every subscription (like a Raft member's
-replica); it refreshes incrementally. Capability: ``observable``.
+replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True)
 
     def __init__(self, backend: NatsJetStreamStorage, name: str) -> None:
         self._backend = backend
@@ -198,11 +198,24 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         return await self._connection(subscriber, False)
 
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        return await self._publish(value, None)
+
+    async def publish_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        return await self._publish(value, msg_id)
+
+    async def _publish(self, value: T, msg_id: str | None) -> TopicTransition[int]:
         data = encode(value)
         await self._ready()
-        async with self._backend.errors(f"publishing to {self.stream}"):
-            ack = await self._backend.publish(self.subject, data)
-        self._changed()
+        b = self._backend
+        async with b.errors(f"publishing to {self.stream}"):
+            if msg_id is None:
+                ack = await b.publish(self.subject, data)
+            else:
+                ack = await b.publish_once(self.subject, data, msg_id)
+        if not ack.duplicate:
+            self._changed()
         return TopicTransition(int(ack.seq) - 1, NOBODY)
 
     async def _advance(self, subscriber: str, count: int) -> list[Any] | None:

@@ -11,7 +11,7 @@ dead-lettered by the claim that receives it. Dead letters are published with a
 ``Nats-Msg-Id`` derived from the item, so a retried move is stored once.
 
 What differs from the in-process work queue (capabilities: ``observable``,
-``own_clock``; not ``logical_time``):
+``own_clock``, ``dedup``; not ``logical_time``):
 
 - leases run on the server's clock (``ack_wait``); a given ``now`` is ignored, and a
   delivery's ``deadline`` is this process's estimate (its wall clock at the claim plus
@@ -70,7 +70,8 @@ class NatsWorkQueueStorage(WorkMirror):
     clock."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       dedup=True)
 
     def __init__(
         self, backend: NatsJetStreamStorage, name: str, *, visibility_timeout: float,
@@ -197,11 +198,24 @@ class NatsWorkQueueStorage(WorkMirror):
     # -- operations ----------------------------------------------------------------------
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WT[int]:
+        return await self._push(value, None)
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WT[int]:
+        return await self._push(value, msg_id)
+
+    async def _push(self, value: Any, msg_id: str | None) -> WT[int]:
         data = encode(value)
         await self._ready()
-        async with self._backend.errors(f"pushing to {self.stream}"):
-            ack = await self._backend.publish(self.subject, data)
-        self._pushed()
+        b = self._backend
+        async with b.errors(f"pushing to {self.stream}"):
+            if msg_id is None:
+                ack = await b.publish(self.subject, data)
+            else:
+                ack = await b.publish_once(self.subject, data, msg_id)
+        if not ack.duplicate:
+            self._pushed()
         return WT(int(ack.seq), 0)
 
     async def poll_many(

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
 
-from . import redis_scripts, redis_topic_scripts
+from . import redis_once_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[], None]
 SCRIPTS: dict[str, str] = {
-    name: text for module in (redis_scripts, redis_topic_scripts)
+    name: text for module in (redis_scripts, redis_topic_scripts, redis_once_scripts)
     for name, text in vars(module).items() if name.isupper() and not name.startswith("_")
 }
 #: Pipelines (connections) a storage keeps in flight at once.
@@ -118,6 +118,12 @@ class RedisStreamsStorage:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         return f"{self.prefix}:{{{kind}:{name}}}:{part}"
+
+    def once_key(self, kind: str, name: str, msg_id: str) -> str:
+        """The key that remembers a producer's ``msg_id`` for the object (a digest:
+        every id makes a key of the same short length)."""
+        digest = hashlib.blake2b(msg_id.encode(), digest_size=16).hexdigest()
+        return self.key(kind, name, f"once:{digest}")
 
     def queue(self, name: str, *, capacity: int | None = None) -> Any:
         from .redis_queue import RedisQueueStorage

@@ -6,7 +6,10 @@ and close are Lua scripts, so a pop hands each element to exactly one caller and
 bounded queue is never overfilled. A pop is final once the script ran: a process that
 dies before using the element loses it (at most once, as on every backend).
 
-Capabilities: ``observable`` and ``peek``. The readers read the mirror (see
+A push given a producer ``msg_id`` (capability ``dedup``) is guarded by a key for that
+id, expiring after the window (:mod:`.redis_once_scripts`).
+
+Capabilities: ``observable``, ``peek`` and ``dedup``. The readers read the mirror (see
 :mod:`.mirror`): ``len``, ``is_closed`` and the head are exact as of the last refresh.
 """
 
@@ -21,6 +24,7 @@ from .batching import Coalescer
 from .codec import decode, encode
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
+from .redis_once_scripts import ONCE_WINDOW_MS
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -32,7 +36,8 @@ class RedisQueueStorage(QueueMirror[T]):
     """A FIFO on a Redis list: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
-    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True,
+                                       dedup=True)
 
     def __init__(
         self, backend: RedisStreamsStorage, name: str, *, capacity: int | None = None
@@ -102,6 +107,9 @@ class RedisQueueStorage(QueueMirror[T]):
         data = encode(value)
         await self._ready()
         result, head = await self._pushes.call(data)
+        return await self._settle(value, result, head)
+
+    async def _settle(self, value: T, result: int, head: bytes) -> QueuePushError | None:
         if result == -1:
             await self.sync()
             return QueuePushError.Closed
@@ -110,6 +118,20 @@ class RedisQueueStorage(QueueMirror[T]):
             return QueuePushError.Full
         self._pushed(value, head)
         return None
+
+    async def offer_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        data = encode(value)
+        await self._ready()
+        cap = -1 if self._capacity is None else self._capacity
+        keys = [*self._keys[:3], self._backend.once_key("q", self.name, msg_id)]
+        repeat, answer = await self._backend.run(
+            "QUEUE_PUSH_ONCE", keys, [cap, self._channel, data, ONCE_WINDOW_MS])
+        if repeat:
+            return None
+        head, result = answer
+        return await self._settle(value, int(result), bytes(head))
 
     async def _push_batch(self, values: list[bytes]) -> list[tuple[int, bytes]]:
         """The pushes made meanwhile, in order, in one script call: per value the length

@@ -9,7 +9,8 @@ lowest durable cursor and clamps lagging ephemeral cursors, as the in-process to
 
 The mirror holds the retained log and every record (like a Raft member's replica), so
 the readers (each subscriber's unread suffix) need no round trip; it refreshes
-incrementally (only entries after the last one it holds). Capability: ``observable``.
+incrementally (only entries after the last one it holds).
+Capabilities: ``observable``, ``dedup``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..core.topic import (
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
+from .redis_once_scripts import ONCE_WINDOW_MS
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on a Redis stream: the TopicStorage seam, observable."""
 
     kind = "topic"
-    capabilities = StorageCapabilities(observable=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True)
 
     def __init__(self, backend: RedisStreamsStorage, name: str) -> None:
         self._backend = backend
@@ -134,6 +136,19 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         offset = await self._publishes.call(data)
         self._changed()
         return TopicTransition(int(offset), NOBODY)
+
+    async def publish_once(
+        self, value: T, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        data = encode(value)
+        await self._ready()
+        keys = [*self._keys, self._backend.once_key("t", self.name, msg_id)]
+        repeat, answer = await self._backend.run(
+            "TOPIC_PUBLISH_ONCE", keys, [self._channel, data, ONCE_WINDOW_MS])
+        if repeat:
+            return TopicTransition(int(answer), NOBODY)
+        self._changed()
+        return TopicTransition(int(answer[0]), NOBODY)
 
     async def _publish_batch(self, values: list[bytes]) -> list[Any]:
         """The publishes made meanwhile, in order, in one script call."""

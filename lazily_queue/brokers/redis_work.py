@@ -15,7 +15,7 @@ program other than this library that moves entries of the group with ``XCLAIM ..
 IDLE`` is seen when that time comes, not at once.
 
 What differs from the in-process work queue (capabilities: ``observable``,
-``own_clock``; not ``logical_time``):
+``own_clock``, ``dedup``; not ``logical_time``):
 
 - leases run on the Redis server's clock; a ``now`` the caller gives is ignored;
 - a nacked, expired or released item is delivered again before never-delivered ones
@@ -51,6 +51,7 @@ from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
 from .mirrors import WorkMirror
+from .redis_once_scripts import ONCE_WINDOW_MS
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -93,7 +94,8 @@ class RedisWorkQueueStorage(WorkMirror):
     server's clock."""
 
     kind = "work queue"
-    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True)
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       dedup=True)
 
     def __init__(
         self, backend: RedisStreamsStorage, name: str, *, visibility_timeout: float,
@@ -215,6 +217,17 @@ class RedisWorkQueueStorage(WorkMirror):
         entry = await self._pushes.call(data)
         self._pushed()
         return WT(item_id(entry), 0)
+
+    async def push_once(self, value: Any, msg_id: str, *, timeout: float | None = None) -> WT[int]:
+        data = encode(value)
+        await self._ready()
+        keys = [self._keys[0], self._backend.once_key("w", self.name, msg_id)]
+        repeat, answer = await self._backend.run(
+            "WORK_PUSH_ONCE", keys, [self._channel, data, ONCE_WINDOW_MS])
+        if repeat:
+            return WT(item_id(answer), 0)
+        self._pushed()
+        return WT(item_id(answer[0]), 0)
 
     async def _push_batch(self, values: list[bytes]) -> list[Any]:
         """The pushes made meanwhile, in order, in one script call."""

@@ -62,7 +62,6 @@ LACKS = {
                     "requeued at the tail",
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
-    "dedup": "the broker adapters do not pass message ids (no dedup capability)",
     "transactions": "a broker cell cannot take part in a transaction",
 }
 NATS_LACKS = {
