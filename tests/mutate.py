@@ -195,6 +195,12 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_transactions_apply_all_or_none"),
         "a transaction with an op that would fail applies none of its ops"),
     Mutation(
+        "transaction-permissions-unchecked", "lazily_queue/client/connection.py",
+        "            if refusal is not None:\n                return refusal\n        return None",
+        "        return None",
+        ("tests/client/test_client_transactions.py",),
+        "a client's transaction needs the client's permission for every op it carries"),
+    Mutation(
         "local-transaction-unchecked", "lazily_queue/transactions/local.py",
         "            if refusal is not None:\n                return index, *refusal\n",
         "",
