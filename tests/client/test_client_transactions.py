@@ -41,12 +41,14 @@ async def test_a_client_acks_and_produces_in_one_transaction() -> None:
 
 
 async def test_a_transaction_needs_the_permission_of_every_op() -> None:
-    async with (cluster_with_clients(produce=["out"], consume=["jobs"]) as (c, addresses),
+    # "secret" may be opened (consume) but not pushed to (produce)
+    async with (cluster_with_clients(produce=["out"], consume=["jobs", "secret"])
+                as (c, addresses),
                 client_of(addresses) as client):
         jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=30)
         await c.node(1).work_queue("jobs", visibility_timeout=30).push("j")
         job = Job(jobs, await jobs.claim("c1"))
-        with pytest.raises(PermissionDenied, match="secret"):
+        with pytest.raises(PermissionDenied, match="may not queue_push 'secret'"):
             async with client.transaction() as tx:
                 tx.ack(job)
                 tx.push(client.queue("secret"), 1)
