@@ -9,7 +9,9 @@ cannot commit, it links to another member and sends the same push again under th
 number, until one answer arrives; sometimes it also sends it through a second member
 while the first attempt is still in flight (a client that gave up on a slow member).
 Each attempt goes alone (``CLIENT_OP``) or as a member groups a client's ops
-(``CLIENT_OPS``).
+(``CLIENT_OPS``). A share of the pushes go as a client's transaction (``TXN`` inside
+``CLIENT_OP``, as a member proposes it: never grouped) together with a publish of the
+same value: retried the same way, it applies once and all or none.
 The replicated state machine must apply each number once: the checker finds a push
 applied twice (:mod:`.history` records each client op that really ran), and one that
 was acknowledged but is not in the log.
@@ -25,10 +27,12 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
-from .client import OK, QUEUE, UNKNOWN, Client, Host, Observed
+from .client import OK, QUEUE, TOPIC, UNKNOWN, Client, Host, Observed
 
 #: The share of pushes also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15
+#: The share of pushes sent as a transaction with a publish of the same value.
+IN_TRANSACTION = 0.25
 
 
 class SessionProducer(Client):
@@ -42,8 +46,9 @@ class SessionProducer(Client):
         self.session = CLIENT_SESSION_BASE + 1 + rng.getrandbits(60)
         self.seq = 0
         self.n = 0
-        #: The push waiting for an answer: its sequence number and value.
-        self.pending: tuple[int, str] | None = None
+        #: The push waiting for an answer: its sequence number, value and whether it
+        #: goes in a transaction.
+        self.pending: tuple[int, str, bool] | None = None
         #: A value the bounded queue refused: pushed again under a new number.
         self.again: str | None = None
         self.attempts = 0
@@ -66,30 +71,32 @@ class SessionProducer(Client):
                 value = f"{self.cid}:{self.n}"
             self.again = None
             self.seq += 1
-            self.pending = (self.seq, value)
-        seq, value = self.pending
-        args = self._wrapped(seq, value)
+            self.pending = (self.seq, value, self.rng.random() < IN_TRANSACTION)
+        seq, value, txn = self.pending
+        args = self._wrapped(seq, value, txn)
         self.grouped = args[0] == C.CLIENT_OPS
         obs = self.call(args[0], args[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
         if obs is None:
             return
         self.attempts += 1
         member_seq = dataclasses.replace(obs)  # the member's own numbering, for resubmits
-        obs.session, obs.seq, obs.code, obs.args = self.session, seq, C.QUEUE_PUSH, [
-            QUEUE, value]
+        obs.session, obs.seq = self.session, seq
+        obs.code, obs.args = (C.TXN, _txn(value)) if txn else (C.QUEUE_PUSH, [QUEUE, value])
         roll = self.rng.random()
         if roll < DOUBLE_SEND:
             others = [n for n in self._running() if n != self.node]
             if others:
-                again = self._wrapped(seq, value)
+                again = self._wrapped(seq, value, txn)
                 self.cluster.propose_detached(self.rng.choice(others), again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
         elif roll < DOUBLE_SEND + 0.05:
             self.cluster.resubmit_later(self.node, member_seq)
 
-    def _wrapped(self, seq: int, value: str) -> list[Any]:
+    def _wrapped(self, seq: int, value: str, txn: bool) -> list[Any]:
         """``[code, *args]`` of the push: alone (``CLIENT_OP``) or, as a member groups a
-        client's ops, in a ``CLIENT_OPS`` group of one."""
+        client's ops, in a ``CLIENT_OPS`` group of one; a transaction alone."""
+        if txn:
+            return [C.CLIENT_OP, self.session, seq, seq, C.TXN, *_txn(value)]
         if self.rng.random() < 0.5:
             return [C.CLIENT_OP, self.session, seq, seq, C.QUEUE_PUSH, QUEUE, value]
         return [C.CLIENT_OPS, self.session, seq, [seq, C.QUEUE_PUSH, QUEUE, value]]
@@ -103,8 +110,10 @@ class SessionProducer(Client):
             obs.result = obs.result[0]  # the group's results: this push's alone
         if obs.outcome == OK:
             self.pending = None
-            if obs.result == QueuePushError.Full:
-                self.again = obs.args[1]  # answered: the value goes again, as a new push
+            if obs.result == QueuePushError.Full or (
+                    obs.code == C.TXN and obs.result[:3] == [False, 0, "full"]):
+                # Answered: the value goes again, as a new push.
+                self.again = obs.args[1] if obs.code == C.QUEUE_PUSH else obs.args[0][2]
             return
         # No answer (or "not applied" from this member): the same push goes again, through
         # another member. A report of "not applied" holds for this attempt only.
@@ -120,3 +129,8 @@ class SessionProducer(Client):
         if others:
             self.node = self.rng.choice(others)
             self.moves += 1
+
+
+def _txn(value: str) -> list[list[Any]]:
+    """The ops of a transaction pushing and publishing ``value``."""
+    return [[C.QUEUE_PUSH, QUEUE, value], [C.TOPIC_PUBLISH, TOPIC, value]]
