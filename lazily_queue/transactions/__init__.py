@@ -108,7 +108,9 @@ class Transaction:
         self._backend = backend
         self._ops: list[TxOp] = []
         self._leases: set[tuple[int, int]] = set()
-        #: ``"open"``, then ``"committed"``, ``"aborted"`` or ``"discarded"``.
+        #: ``"open"``, ``"committing"``, then ``"committed"``, ``"aborted"`` (nothing
+        #: applied), ``"failed"`` (an error that may leave the outcome unknown, all or
+        #: none) or ``"discarded"`` (the block raised: nothing proposed).
         self.state = "open"
 
     def __repr__(self) -> str:
@@ -184,9 +186,10 @@ class Transaction:
         job = target
         delivery = job.delivery
         key = (id(job.cell), delivery.delivery_id)
-        if job.receipt is not None or key in self._leases:
-            settled = job.receipt.outcome if job.receipt is not None else "settled in this " \
-                "transaction"
+        if job.receipt is not None or key in self._leases or job._acking is not None:
+            settled = (job.receipt.outcome if job.receipt is not None
+                       else "settled in this transaction" if key in self._leases
+                       else "being acked")
             raise SettlementRejected(
                 f"delivery {delivery.delivery_id} of {job.cell.name!r} was already {settled}")
         op = self._add(TxOp(kind, job.cell, lease=(delivery.worker, delivery.delivery_id),

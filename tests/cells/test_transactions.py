@@ -273,3 +273,26 @@ async def test_a_lease_is_settled_by_cell_worker_and_delivery_id(
         with pytest.raises(TransactionAborted, match="not_leased"):
             async with tx_of() as again:
                 again.ack(w, "w1", job.delivery.delivery_id)
+
+
+async def test_a_job_whose_block_ack_is_queued_is_not_taken_again() -> None:
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        w, out = node.work_queue("in"), node.queue("out")
+        await w.push("a")
+        await w.push("b")
+        async for job in w.deliveries("w1"):
+            async with job:  # ends normally: its ack is queued with the iteration's
+                pass
+            with pytest.raises(SettlementRejected, match="being acked"):
+                node.transaction().ack(job)
+            break
+        async for job in w.deliveries("w1"):  # settled inside the block by a transaction
+            async with job:
+                async with node.transaction() as tx:
+                    tx.ack(job)
+                    tx.push(out, job.value)
+            assert job.receipt is not None and job.receipt.outcome == "acked"
+            break
+        await node.barrier()
+        assert out.len() == 1 and w.in_flight_len() == 0 and w.pending_len() == 0
