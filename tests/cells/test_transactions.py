@@ -296,3 +296,22 @@ async def test_a_job_whose_block_ack_is_queued_is_not_taken_again() -> None:
             break
         await node.barrier()
         assert out.len() == 1 and w.in_flight_len() == 0 and w.pending_len() == 0
+
+
+async def test_a_transaction_over_the_command_limit_is_refused_unapplied() -> None:
+    from lazily_queue import MessageTooLarge, UnsupportedValue
+
+    async with testing.cluster(1, max_message_bytes=1024) as c:
+        node = await c.leader()
+        q = node.queue("q")
+        with pytest.raises(MessageTooLarge):
+            async with node.transaction() as tx:
+                tx.push(q, "a")
+                tx.push(q, b"x" * 70_000)
+        assert tx.state == "failed"
+        with pytest.raises(UnsupportedValue):
+            async with node.transaction() as tx:
+                tx.push(q, "a")
+                tx.push(q, object())
+        await node.barrier()
+        assert q.len() == 0
