@@ -22,7 +22,7 @@ recorded result must be the model's. On top of that:
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
@@ -62,6 +62,8 @@ class Checker:
         self.queue: deque[Any] | None = None
         self.capacity: int | None = None
         self.pushed: list[Any] = []
+        #: Per element, the pushes the log applied (puts back at the head not counted).
+        self.pushes: Counter[Any] = Counter()
         self.popped: list[Any] = []
         self.work: WorkModel | None = None
         self.topic = False
@@ -151,6 +153,7 @@ class Checker:
                 return
             q.append(op.args[1])
             self.pushed.append(op.args[1])
+            self.pushes[op.args[1]] += 1
             op.expect(None)
         elif op.code == C.QUEUE_UNPOP:
             q.appendleft(op.args[1])

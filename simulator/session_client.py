@@ -1,20 +1,24 @@
 """Cluster clients in the simulation: processes that are not members, as
 ``lazily_queue.connect`` makes them.
 
-A :class:`SessionProducer` pushes unique values through one member at a time, each
-push wrapped in ``CLIENT_OP`` under the client's own session id and sequence number
-(``floor``: every answer below it received), as :mod:`lazily_queue.client.session`
-sends them. When its member crashes, is partitioned away (the attempt times out) or
-cannot commit, it links to another member and sends the same push again under the same
-number, until one answer arrives; sometimes it also sends it through a second member
-while the first attempt is still in flight (a client that gave up on a slow member).
-Each attempt goes alone (``CLIENT_OP``) or as a member groups a client's ops
-(``CLIENT_OPS``). A share of the pushes go as a client's transaction (``TXN`` inside
-``CLIENT_OP``, as a member proposes it: never grouped) together with a publish of the
-same value: retried the same way, it applies once and all or none.
-The replicated state machine must apply each number once: the checker finds a push
-applied twice (:mod:`.history` records each client op that really ran), and one that
-was acknowledged but is not in the log.
+A :class:`SessionClient` sends one operation at a time through one member, wrapped in
+``CLIENT_OP`` under the client's own session id and sequence number (``floor``: every
+answer below it received), as :mod:`lazily_queue.client.session` sends them. When its
+member crashes, is partitioned away (the attempt times out) or cannot commit, it links
+to another member and sends the same operation again under the same number, until one
+answer arrives; sometimes it also sends it through a second member while the first
+attempt is still in flight (a client that gave up on a slow member). Each attempt goes
+alone (``CLIENT_OP``) or as a member groups a client's ops (``CLIENT_OPS``); a
+transaction (``TXN``) always alone, as a member proposes it.
+
+Three kinds: a :class:`SessionProducer` pushes unique values (a share of them as a
+client's transaction with a publish of the same value: applied once, all or none), a
+:class:`SessionConsumer` pops (one, or several at once), a :class:`SessionWorker`
+claims work items and acks them. The replicated state machine must apply each number
+once: the checker finds an operation applied twice (:mod:`.history` records each
+client op that really ran), one acknowledged but not in the log, one applied but never
+answered to its client (a pop whose element the consumer never got), and an element
+delivered to two consumers (:mod:`.deliveries`).
 """
 
 from __future__ import annotations
@@ -27,79 +31,79 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
-from .client import OK, QUEUE, TOPIC, UNKNOWN, Client, Host, Observed
+from .client import OK, QUEUE, TOPIC, UNKNOWN, WORK, Client, Host, Observed
 
-#: The share of pushes also sent through a second member while the first is in flight.
+#: The share of operations also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15
-#: The share of pushes sent as a transaction with a publish of the same value.
+#: The share of a session producer's pushes sent as a transaction with a publish.
 IN_TRANSACTION = 0.25
 
 
-class SessionProducer(Client):
-    """Pushes unique values under its own client session; retries an unanswered push
-    through another member under the same sequence number."""
+class SessionClient(Client):
+    """Sends one operation at a time under its own client session; retries an unanswered
+    one through another member under the same sequence number. Subclasses say what comes
+    next (:meth:`next_inner`) and take each answer (:meth:`answered`)."""
 
-    kind = "session-producer"
+    kind = "session-client"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.session = CLIENT_SESSION_BASE + 1 + rng.getrandbits(60)
         self.seq = 0
-        self.n = 0
-        #: The push waiting for an answer: its sequence number, value and whether it
-        #: goes in a transaction.
-        self.pending: tuple[int, str, bool] | None = None
-        #: A value the bounded queue refused: pushed again under a new number.
-        self.again: str | None = None
+        #: The operation waiting for an answer: its sequence number, code and arguments.
+        self.pending: tuple[int, int, list[Any]] | None = None
         self.attempts = 0
         self.grouped = False
         self.retries = 0
         self.moves = 0
+        #: Every answer received: sequence number -> result.
+        self.answers: dict[int, Any] = {}
 
     @property
     def settled(self) -> bool:
         return not self.busy and self.pending is None
 
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        """The next operation (code and arguments), or ``None`` to stop."""
+        raise NotImplementedError
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        """The answer to an operation (once per sequence number)."""
+
     def next_op(self) -> None:
         if self.pending is None:
-            if self.draining and self.again is None:
+            inner = self.next_inner()
+            if inner is None:
                 self.stopped = True
                 return
-            value = self.again
-            if value is None:
-                self.n += 1
-                value = f"{self.cid}:{self.n}"
-            self.again = None
             self.seq += 1
-            self.pending = (self.seq, value, self.rng.random() < IN_TRANSACTION)
-        seq, value, txn = self.pending
-        args = self._wrapped(seq, value, txn)
-        self.grouped = args[0] == C.CLIENT_OPS
-        obs = self.call(args[0], args[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
+            self.pending = (self.seq, *inner)
+        seq, code, args = self.pending
+        wrapped = self._wrapped(seq, code, args)
+        self.grouped = wrapped[0] == C.CLIENT_OPS
+        obs = self.call(wrapped[0], wrapped[1:], self._done,
+                        timeout=self.rng.uniform(0.3, 2.0))
         if obs is None:
             return
         self.attempts += 1
         member_seq = dataclasses.replace(obs)  # the member's own numbering, for resubmits
-        obs.session, obs.seq = self.session, seq
-        obs.code, obs.args = (C.TXN, _txn(value)) if txn else (C.QUEUE_PUSH, [QUEUE, value])
+        obs.session, obs.seq, obs.code, obs.args = self.session, seq, code, list(args)
         roll = self.rng.random()
         if roll < DOUBLE_SEND:
             others = [n for n in self._running() if n != self.node]
             if others:
-                again = self._wrapped(seq, value, txn)
+                again = self._wrapped(seq, code, args)
                 self.cluster.propose_detached(self.rng.choice(others), again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
         elif roll < DOUBLE_SEND + 0.05:
             self.cluster.resubmit_later(self.node, member_seq)
 
-    def _wrapped(self, seq: int, value: str, txn: bool) -> list[Any]:
-        """``[code, *args]`` of the push: alone (``CLIENT_OP``) or, as a member groups a
+    def _wrapped(self, seq: int, code: int, args: list[Any]) -> list[Any]:
+        """``[code, *args]`` of the attempt: alone (``CLIENT_OP``) or, as a member groups a
         client's ops, in a ``CLIENT_OPS`` group of one; a transaction alone."""
-        if txn:
-            return [C.CLIENT_OP, self.session, seq, seq, C.TXN, *_txn(value)]
-        if self.rng.random() < 0.5:
-            return [C.CLIENT_OP, self.session, seq, seq, C.QUEUE_PUSH, QUEUE, value]
-        return [C.CLIENT_OPS, self.session, seq, [seq, C.QUEUE_PUSH, QUEUE, value]]
+        if code == C.TXN or self.rng.random() < 0.5:
+            return [C.CLIENT_OP, self.session, seq, seq, code, *args]
+        return [C.CLIENT_OPS, self.session, seq, [seq, code, *args]]
 
     def _running(self) -> list[str]:
         return [n for n in self.cluster.member_ids() if self.cluster.running(n)]
@@ -107,15 +111,13 @@ class SessionProducer(Client):
     def _done(self, obs: Observed) -> None:
         if obs.outcome == OK and self.grouped:
             assert isinstance(obs.result, list) and len(obs.result) == 1, obs.result
-            obs.result = obs.result[0]  # the group's results: this push's alone
+            obs.result = obs.result[0]  # the group's results: this op's alone
         if obs.outcome == OK:
             self.pending = None
-            if obs.result == QueuePushError.Full or (
-                    obs.code == C.TXN and obs.result[:3] == [False, 0, "full"]):
-                # Answered: the value goes again, as a new push.
-                self.again = obs.args[1] if obs.code == C.QUEUE_PUSH else obs.args[0][2]
+            self.answers[obs.seq] = obs.result
+            self.answered(obs.code, obs.args, obs.result)
             return
-        # No answer (or "not applied" from this member): the same push goes again, through
+        # No answer (or "not applied" from this member): the same op goes again, through
         # another member. A report of "not applied" holds for this attempt only.
         obs.outcome = UNKNOWN
         self._move()
@@ -131,6 +133,77 @@ class SessionProducer(Client):
             self.moves += 1
 
 
-def _txn(value: str) -> list[list[Any]]:
-    """The ops of a transaction pushing and publishing ``value``."""
-    return [[C.QUEUE_PUSH, QUEUE, value], [C.TOPIC_PUBLISH, TOPIC, value]]
+class SessionProducer(SessionClient):
+    """Pushes unique values; a value the bounded queue refused goes again as a new push."""
+
+    kind = "session-producer"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.n = 0
+        #: A value the bounded queue refused: pushed again under a new number.
+        self.again: str | None = None
+
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.draining and self.again is None:
+            return None
+        value = self.again
+        if value is None:
+            self.n += 1
+            value = f"{self.cid}:{self.n}"
+        self.again = None
+        if self.rng.random() < IN_TRANSACTION:
+            return C.TXN, [[C.QUEUE_PUSH, QUEUE, value], [C.TOPIC_PUBLISH, TOPIC, value]]
+        return C.QUEUE_PUSH, [QUEUE, value]
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        if result == QueuePushError.Full:
+            self.again = args[1]
+        elif code == C.TXN and result[:3] == [False, 0, "full"]:
+            self.again = args[0][2]  # the queue was full: nothing applied
+
+
+class SessionConsumer(SessionClient):
+    """Pops one element, or (a share ``batching`` of its pops) up to eight at once, and
+    keeps what it got: a pop retried across members must hand it the elements it took,
+    once."""
+
+    kind = "session-consumer"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.batching = 0.0
+        #: The elements its pops returned, in order.
+        self.delivered: list[Any] = []
+
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.batching and self.rng.random() < self.batching:
+            return C.QUEUE_POP_MANY, [QUEUE, self.rng.randrange(2, 9)]
+        return C.QUEUE_POP, [QUEUE]
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        if code == C.QUEUE_POP_MANY and isinstance(result, list):
+            self.delivered.extend(result)
+        elif code == C.QUEUE_POP and isinstance(result, str):
+            self.delivered.append(result)
+
+
+class SessionWorker(SessionClient):
+    """Claims one work item at a time and acks it, both retried across members."""
+
+    kind = "session-worker"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.to_ack: int | None = None
+
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.to_ack is not None:
+            return C.WORK_ACK, [WORK, self.cid, self.to_ack]
+        return C.WORK_CLAIM, [WORK, self.cid, None]
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        if code == C.WORK_ACK:
+            self.to_ack = None
+        elif isinstance(result, list) and result and isinstance(result[0], dict):
+            self.to_ack = int(result[0]["delivery_id"])

@@ -18,11 +18,12 @@ from lazily_queue.replicated import ops as C
 
 from .checker import Checker
 from .cluster import MAINTENANCE, Cluster
+from .deliveries import check_session_answers, check_single_delivery
 from .faults import Faults
 from .history import Violation
 from .once import OnceProducer
 from .scenario import Scenario
-from .session_client import SessionProducer
+from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
 from .txn import TxnWorker
 from .workload import (
     QUEUE,
@@ -74,6 +75,8 @@ class Simulation:
         self.rng = random.Random(self.cluster.rng.getrandbits(64))
         self.clients: list[Client] = []
         self.faults = Faults(self.cluster, self.rng)
+        self.session_answers = 0
+        self.kept = 0
         self._next_drain_check = 0.0
 
     # -- set-up ---------------------------------------------------------------------------
@@ -88,7 +91,8 @@ class Simulation:
         kinds: dict[str, Any] = {
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
-            "once-producer": OnceProducer, "txn-worker": TxnWorker,
+            "once-producer": OnceProducer, "session-consumer": SessionConsumer,
+            "session-worker": SessionWorker, "txn-worker": TxnWorker,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -99,6 +103,7 @@ class Simulation:
                     client: Client = subscriber
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op",
+                              "session-consumer": "sc", "session-worker": "sw",
                               "txn-worker": "tw"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
@@ -106,7 +111,7 @@ class Simulation:
                     if isinstance(client, Worker):
                         client.extend = self.s.extend_leases
                         client.settle_batches = self.s.settle_batches
-                    if isinstance(client, Worker | Consumer):
+                    if isinstance(client, Worker | Consumer | SessionConsumer):
                         client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
@@ -241,6 +246,8 @@ class Simulation:
         checker = Checker(self.cluster.history, self.clients)
         checker.replay()
         checker.check_clients()
+        self.session_answers = check_session_answers(self.cluster.history, self.clients)
+        self.kept = check_single_delivery(checker.pushes, self.clients)
         checker.check_final(self.final_state)
         checker.check_drained()
         return checker
@@ -265,9 +272,13 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["once_repeats"] = checker.once.repeats
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
-        sessions = [cl for cl in sim.clients if isinstance(cl, SessionProducer)]
+        sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
+        outcome.stats["session_answers"] = sim.session_answers
+        outcome.stats["consumer_retries"] = sum(
+            cl.retries for cl in sessions if not isinstance(cl, SessionProducer))
+        outcome.stats["kept"] = sim.kept
     except Violation as exc:
         outcome.ok = False
         outcome.error = str(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +49,11 @@ class TestCA:
 
     def issue(self, name: str, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"), *,
               expired: bool = False,
-              subject: x509.Name | None = None) -> Issued:
+              subject: x509.Name | None = None,
+              alt_names: Sequence[x509.GeneralName] = ()) -> Issued:
         """A certificate for ``name`` valid for ``hosts`` (as server and client); one
-        that expired an hour ago with ``expired``; ``subject`` instead of ``CN=name``."""
+        that expired an hour ago with ``expired``; ``subject`` instead of ``CN=name``;
+        ``alt_names`` added to its subjectAltName (after the hosts')."""
         key = ec.generate_private_key(ec.SECP256R1())
         sans: list[x509.GeneralName] = []
         for host in hosts:
@@ -58,6 +61,7 @@ class TestCA:
                 sans.append(x509.IPAddress(ipaddress.ip_address(host)))
             except ValueError:
                 sans.append(x509.DNSName(host))
+        sans.extend(alt_names)
         now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()

@@ -15,7 +15,8 @@ capabilities the spec's ``PeerPermissions`` separates map to ``produce`` and
 ``consume``. A client sends :class:`Credentials` (its name and token) or, over
 ``tls://`` and ``wss://``, :class:`CertificateCredentials` (its name, and a TLS client
 certificate the member verifies against its client CA and matches against the
-grant's ``certificate_subject`` and/or ``certificate_fingerprints``).
+grant's ``certificate_subject``, ``certificate_alt_names`` and/or
+``certificate_fingerprints``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ from lazily_transports.tls import CertificateCheck, PeerCertificate
 
 from ..errors import InvalidConfiguration
 from ..replicated import ops
-from .certificates import attribute, normalize_fingerprint, parse_subject
+from .certificates import (
+    alt_name,
+    attribute,
+    normalize_fingerprint,
+    parse_alt_name,
+    parse_subject,
+)
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE})
@@ -132,11 +139,14 @@ class ClientGrant:
 
     It proves its name either by its ``token``, or by a TLS client certificate: then
     ``certificate_subject`` (an RFC 4514 subject, ``"CN=web,O=Orders"``, matched
-    attribute by attribute in any order) and/or ``certificate_fingerprints`` (SHA-256
-    fingerprints of the certificates it may use, several while one replaces another)
-    say which certificates are its; both must match when both are given. The
-    certificate must also be valid (not expired) and signed by the CA the member
-    verifies clients against."""
+    attribute by attribute in any order), ``certificate_alt_names`` (subjectAltName
+    entries, ``"DNS:web.orders.internal"``, ``"URI:spiffe://orders/web"``,
+    ``"email:web@orders.example"``: the certificate must carry at least one of them,
+    compared exactly, DNS names and email domains ignoring case) and/or
+    ``certificate_fingerprints`` (SHA-256 fingerprints of the certificates it may use,
+    several while one replaces another) say which certificates are its; each one given
+    must match. The certificate must also be valid (not expired) and signed by the CA
+    the member verifies clients against."""
 
     name: str
     token: bytes | None = None
@@ -145,20 +155,24 @@ class ClientGrant:
     admin: Sequence[str] = ()
     certificate_subject: str | None = None
     certificate_fingerprints: Sequence[str] = ()
+    certificate_alt_names: Sequence[str] = ()
     _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
     _subject: tuple[tuple[str, str], ...] | None = field(init=False, compare=False)
+    _alt_names: frozenset[tuple[str, str]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         what = f"client {self.name!r}"
-        if isinstance(self.certificate_fingerprints, str):
-            object.__setattr__(self, "certificate_fingerprints",
-                               (self.certificate_fingerprints,))
+        for key in ("certificate_fingerprints", "certificate_alt_names"):
+            if isinstance(getattr(self, key), str):
+                object.__setattr__(self, key, (getattr(self, key),))
         by_certificate = (self.certificate_subject is not None
-                          or bool(self.certificate_fingerprints))
+                          or bool(self.certificate_fingerprints)
+                          or bool(self.certificate_alt_names))
         if by_certificate == (self.token is not None):
             raise InvalidConfiguration(
                 f"{what}: give either its token or the certificate it proves its name with "
-                "(certificate_subject and/or certificate_fingerprints), not both")
+                "(certificate_subject, certificate_alt_names and/or "
+                "certificate_fingerprints), not both")
         if self.token is not None:
             Credentials(self.name, self.token)  # the same rules for name and token
             object.__setattr__(self, "token", _token_bytes(self.token, what))
@@ -168,6 +182,9 @@ class ClientGrant:
                            else parse_subject(self.certificate_subject, what))
         object.__setattr__(self, "certificate_fingerprints", tuple(
             normalize_fingerprint(f, what) for f in self.certificate_fingerprints))
+        object.__setattr__(self, "certificate_alt_names", tuple(self.certificate_alt_names))
+        object.__setattr__(self, "_alt_names", frozenset(
+            parse_alt_name(a, what) for a in self.certificate_alt_names))
         matchers: dict[str, re.Pattern[str] | None] = {}
         for permission in PERMISSIONS:
             patterns = _patterns(getattr(self, permission), f"client {self.name!r} {permission}")
@@ -178,6 +195,7 @@ class ClientGrant:
     def __repr__(self) -> str:
         how = "token=..." if self.token is not None else (
             f"certificate_subject={self.certificate_subject!r}, "
+            f"certificate_alt_names={list(self.certificate_alt_names)}, "
             f"certificate_fingerprints={list(self.certificate_fingerprints)}")
         return (f"ClientGrant({self.name!r}, {how}, produce={list(self.produce)}, "
                 f"consume={list(self.consume)}, admin={list(self.admin)})")
@@ -194,6 +212,11 @@ class ClientGrant:
             return (f"the TLS certificate presented (subject {certificate.subject_text!r}) "
                     f"is not client {self.name!r}'s (certificate_subject "
                     f"{self.certificate_subject!r})")
+        if self._alt_names and not any(alt_name(kind, value) in self._alt_names
+                                       for kind, value in certificate.alt_names):
+            held = ", ".join(f"{kind}:{value}" for kind, value in certificate.alt_names)
+            return (f"the TLS certificate presented carries none of client {self.name!r}'s "
+                    f"certificate_alt_names (its subjectAltName: {held or 'none'})")
         fingerprint = certificate.fingerprint.replace(":", "").lower()
         if self.certificate_fingerprints and fingerprint not in self.certificate_fingerprints:
             return (f"the TLS certificate presented (SHA-256 {certificate.fingerprint}) is "

@@ -3,8 +3,8 @@
 A client dials ``tls://`` or ``wss://`` with :class:`CertificateCredentials`; the member
 verifies the certificate against the CA it trusts for clients (chain and validity, in
 the TLS handshake) and then checks it is the named client's: its subject (RFC 4514,
-:func:`parse_subject`) and/or its SHA-256 fingerprint (:func:`normalize_fingerprint`)
-as the client's grant lists them.
+:func:`parse_subject`), its subjectAltName (:func:`parse_alt_name`) and/or its SHA-256
+fingerprint (:func:`normalize_fingerprint`) as the client's grant lists them.
 """
 
 from __future__ import annotations
@@ -120,6 +120,43 @@ def parse_subject(text: str, what: str) -> tuple[tuple[str, str], ...]:
     if escaped:
         raise InvalidConfiguration(f"{what}: certificate_subject {text!r} ends with a \\")
     return tuple(sorted(pairs))
+
+
+#: The subjectAltName types a grant may name, by their lower-case spelling.
+_ALT_TYPES = {"dns": "DNS", "uri": "URI", "email": "email"}
+
+
+def alt_name(kind: str, value: str) -> tuple[str, str]:
+    """A subjectAltName entry in the form it is compared in: a DNS name in lower case
+    without a final dot, an email address with its domain in lower case, a URI as is."""
+    if kind == "DNS":
+        return kind, value.lower().removesuffix(".")
+    if kind == "email":
+        local, at, domain = value.rpartition("@")
+        return kind, f"{local}{at}{domain.lower()}" if at else value
+    return kind, value
+
+
+def parse_alt_name(text: str, what: str) -> tuple[str, str]:
+    """A subjectAltName a grant names, ``"DNS:web.orders.internal"``,
+    ``"URI:spiffe://orders/web"`` or ``"email:web@orders.example"``, as the
+    ``(type, value)`` pair :func:`alt_name` compares."""
+    if not isinstance(text, str):
+        raise InvalidConfiguration(f"{what}: certificate_alt_names holds strings like "
+                                   f"\"DNS:web.orders.internal\", not {text!r}")
+    kind, sep, value = text.partition(":")
+    canonical = _ALT_TYPES.get(kind.strip().lower())
+    value = value.strip()
+    if not sep or canonical is None or not value:
+        raise InvalidConfiguration(
+            f"{what}: certificate_alt_names entry {text!r} is not like "
+            "\"DNS:web.orders.internal\", \"URI:spiffe://orders/web\" or "
+            "\"email:web@orders.example\" (a type, DNS, URI or email, a colon, the name)")
+    if canonical == "DNS" and ("*" in value or " " in value):
+        raise InvalidConfiguration(
+            f"{what}: certificate_alt_names entry {text!r}: a DNS name is matched exactly; "
+            "wildcards do not name one client")
+    return alt_name(canonical, value)
 
 
 def normalize_fingerprint(text: str, what: str) -> str:

@@ -1,6 +1,11 @@
 """One client's link as its member serves it: its session, permissions, watches, the
 ops read but not yet proposed, and its outgoing frames (batched per loop iteration,
-disconnected when it does not read them)."""
+disconnected when it does not read them).
+
+A batch of answers is handed to the connection as soon as it is encoded, not later in
+the loop iteration: the answers of a commit leave before the commit index reaches the
+followers, whose applying would otherwise take the CPU the client needs first.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +65,7 @@ class ClientConnection:
         frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
         for data in P.parts(P.encode(frame)):
             self.outbox.send(data)
+        self.outbox.flush()
 
     def refusal(self, code: int, name: Any) -> str | None:
         key = (code, name)

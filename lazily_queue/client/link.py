@@ -83,6 +83,7 @@ class Link:
         if self._batch:
             frames, self._batch, self._batch_bytes = self._batch, [], 0
             self.outbox.send(P.batch(frames))
+            self.outbox.flush()
 
     def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
                 on_answer: Callable[[Answer], None]) -> int:

@@ -53,6 +53,15 @@ class Outbox:
             if self._on_overflow is not None:
                 self._on_overflow(queued)
 
+    def flush(self) -> None:
+        """Hand what was sent to the link's connection now rather than later in this
+        loop iteration (before the caller wakes other processes)."""
+        if not self.closed:
+            try:
+                self.stream.flush()
+            except Exception:  # the link is gone: whoever reads it sees that
+                self.close()
+
     async def _write(self) -> None:
         try:
             while True:

@@ -19,6 +19,8 @@ A client may prove its name by a TLS client certificate instead of a token, over
     [[client]]
     name = "billing"
     certificate_subject = "CN=billing,O=Orders"      # its certificate's subject ...
+    # certificate_alt_names = ["DNS:billing.orders.internal", "URI:spiffe://orders/billing"]
+    #                                                # ... and/or one of its subjectAltNames
     # certificate_fingerprints = ["AB:CD:...:EF"]    # ... and/or the SHA-256 of each
     produce = ["invoices"]                           # certificate it may use
 
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
     from .access import ClientAccess
 
 CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "certificate_subject",
-                         "certificate_fingerprints", "produce", "consume", "admin"})
+                         "certificate_fingerprints", "certificate_alt_names", "produce",
+                         "consume", "admin"})
 
 Fail = Callable[[str], Exception]
 
@@ -60,11 +63,13 @@ class ClientConfig:
     admin: tuple[str, ...] = ()
     certificate_subject: str | None = None
     certificate_fingerprints: tuple[str, ...] = ()
+    certificate_alt_names: tuple[str, ...] = ()
 
     @property
     def by_certificate(self) -> bool:
         """Whether it proves its name by a TLS client certificate."""
-        return self.certificate_subject is not None or bool(self.certificate_fingerprints)
+        return (self.certificate_subject is not None or bool(self.certificate_fingerprints)
+                or bool(self.certificate_alt_names))
 
 
 def _string(value: Any, fail: Fail, key: str) -> str:
@@ -91,6 +96,13 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
         fingerprints = table.get("certificate_fingerprints", [])
         if isinstance(fingerprints, str):
             fingerprints = [fingerprints]
+        alt_names = table.get("certificate_alt_names", [])
+        if isinstance(alt_names, str):
+            alt_names = [alt_names]
+        if not isinstance(alt_names, list) or not all(isinstance(a, str) and a
+                                                      for a in alt_names):
+            raise fail(f"{where}: `certificate_alt_names` is a list of subjectAltNames like "
+                       "[\"DNS:billing.orders.internal\", \"URI:spiffe://orders/billing\"]")
         if subject is not None:
             _string(subject, fail, "certificate_subject")
         if not isinstance(fingerprints, list) or not all(
@@ -98,12 +110,12 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             raise fail(f"{where}: `certificate_fingerprints` is a list of SHA-256 "
                        "fingerprints like [\"AB:CD:...:EF\"]")
         ways = (token_env is not None) + (token_file is not None) + bool(
-            subject is not None or fingerprints)
+            subject is not None or fingerprints or alt_names)
         if ways != 1:
             raise fail(f"{where}: give exactly one of `token_env` (an environment variable "
                        "holding its token), `token_file`, or the TLS client certificate it "
-                       "proves its name with (`certificate_subject` and/or "
-                       "`certificate_fingerprints`); tokens are never written in the "
+                       "proves its name with (`certificate_subject`, `certificate_alt_names` "
+                       "and/or `certificate_fingerprints`); tokens are never written in the "
                        "configuration")
         lists: dict[str, tuple[str, ...]] = {}
         for key in ("produce", "consume", "admin"):
@@ -119,6 +131,7 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
                 token_file, fail, "token_file"),
             certificate_subject=subject,
             certificate_fingerprints=tuple(fingerprints),
+            certificate_alt_names=tuple(alt_names),
             **lists,
         )
         try:  # the subject and fingerprints are checked now, not when the node starts
@@ -133,7 +146,8 @@ def _grant(client: ClientConfig, token: bytes | None) -> Any:
 
     return ClientGrant(client.name, token, produce=client.produce, consume=client.consume,
                        admin=client.admin, certificate_subject=client.certificate_subject,
-                       certificate_fingerprints=client.certificate_fingerprints)
+                       certificate_fingerprints=client.certificate_fingerprints,
+                       certificate_alt_names=client.certificate_alt_names)
 
 
 def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],

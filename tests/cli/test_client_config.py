@@ -96,7 +96,9 @@ def test_certificate_clients_and_their_ca(tmp_path: Path) -> None:
     config = parse_config(
         {**TLS_BASE, "tls": tls, "clients": "tls://127.0.0.1:0", "clients_ca": "clients/ca.pem",
          "client": [BILLING, {"name": "pinned", "certificate_fingerprints": "AB:" * 31 + "AB",
-                              "consume": ["*"]}]},
+                              "consume": ["*"]},
+                    {"name": "mesh", "certificate_alt_names": [
+                        "URI:spiffe://orders/web", "dns:Web.Orders.Internal."]}]},
         base=tmp_path, source="node.toml")
     assert config.clients_ca == tmp_path / "clients" / "ca.pem"
     access = config.client_access()
@@ -106,6 +108,8 @@ def test_certificate_clients_and_their_ca(tmp_path: Path) -> None:
         ((("commonName", "clients CA"),),)]  # clients_ca, not the members' CA
     assert callable(access.credential("billing")) and access.token("billing") is None
     assert access.grants["pinned"].certificate_fingerprints == ("ab" * 32,)
+    assert access.grants["mesh"]._alt_names == {("URI", "spiffe://orders/web"),
+                                                ("DNS", "web.orders.internal")}
 
 
 @pytest.mark.parametrize(
@@ -114,6 +118,16 @@ def test_certificate_clients_and_their_ca(tmp_path: Path) -> None:
         ({"client": [{**BILLING, "token_env": "T"}]}, r"exactly one of `token_env`"),
         ({"client": [{**BILLING, "certificate_subject": "billing"}]}, r"attribute=value"),
         ({"client": [{**BILLING, "certificate_fingerprints": ["AB"]}]}, r"not a SHA-256"),
+        ({"client": [{**BILLING, "certificate_alt_names": ["web.orders"]}]},
+         r"entry 'web.orders' is not like \"DNS:"),
+        ({"client": [{**BILLING, "certificate_alt_names": ["IP:10.0.0.1"]}]},
+         r"a type, DNS, URI or email"),
+        ({"client": [{**BILLING, "certificate_alt_names": ["DNS:*.orders"]}]},
+         r"wildcards do not name one client"),
+        ({"client": [{**BILLING, "certificate_alt_names": [3]}]},
+         r"`certificate_alt_names` is a list of subjectAltNames"),
+        ({"client": [{"name": "x", "certificate_alt_names": ["DNS:x"], "token_env": "T"}]},
+         r"exactly one of `token_env`"),
         ({"client": [BILLING], "clients": "tcp://127.0.0.1:0"}, r"serve clients on a tls://"),
         ({"client": [BILLING], "tls": None}, r"serve clients on a tls://"),
         ({"client": [WEB], "clients_ca": "clients/ca.pem", "clients": None},

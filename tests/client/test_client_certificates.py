@@ -149,6 +149,49 @@ async def test_a_subject_matches_attribute_by_attribute_in_any_order(pki: PKI) -
     assert parse_subject("CN=a\\,b,O=x", "t") == (("CN", "a,b"), ("O", "x"))
 
 
+async def test_a_certificate_is_matched_by_its_subject_alt_names(pki: PKI) -> None:
+    """A grant naming subjectAltNames admits a certificate carrying one of them, whatever
+    its CN; a certificate with the grant's CN but none of them is refused."""
+    spiffe = x509.UniformResourceIdentifier("spiffe://orders/web")
+    issued = {
+        "uri": pki.clients.issue("pod-7f3a", alt_names=[spiffe]),
+        "dns": pki.clients.issue("any", alt_names=[x509.DNSName("Web.Orders.Internal")]),
+        "email": pki.clients.issue("mail", alt_names=[x509.RFC822Name("web@Orders.Example")]),
+        "cn only": pki.clients.issue("web"),
+        "other uri": pki.clients.issue("web-2", alt_names=[
+            x509.UniformResourceIdentifier("spiffe://orders/web/admin")]),
+        "both": pki.clients.issue("billing", alt_names=[
+            x509.DNSName("billing.orders.internal")]),
+        "san, other cn": pki.clients.issue("intruder", alt_names=[
+            x509.DNSName("billing.orders.internal")]),
+    }
+    grants = [ClientGrant("web", certificate_alt_names=[
+                  "URI:spiffe://orders/web", "dns:web.orders.internal.",
+                  "email:web@orders.example"], produce=["jobs"]),
+              ClientGrant("billing", certificate_subject="CN=billing",
+                          certificate_alt_names=["DNS:billing.orders.internal"],
+                          produce=["*"])]
+    async with _node(pki, grants) as node:
+        await node.wait_for_leader()
+        for case in ("uri", "dns", "email"):
+            async with connect(_address(node), pki.client("web", issued[case])) as client:
+                await client.queue("jobs").push(case)
+        async with connect(_address(node), pki.client("billing", issued["both"])) as client:
+            await client.queue("invoices").push(1)
+        refused = {
+            "cn only": ("web", r"carries none of client 'web''s certificate_alt_names \(its "
+                               r"subjectAltName: IP Address:127.0.0.1, DNS:localhost\)"),
+            "other uri": ("web", r"none of client 'web''s .*URI:spiffe://orders/web/admin\)"),
+            "san, other cn": ("billing", r"subject 'CN=intruder'.* is not client 'billing''s"),
+        }
+        for case, (name, expected) in refused.items():
+            with pytest.raises(AccessDenied, match=expected):
+                await connect(_address(node), pki.client(name, issued[case]),
+                              connect_timeout=5).start()
+        jobs = node.view.queue("jobs")
+        assert jobs is not None and jobs.elements() == ["uri", "dns", "email"]
+
+
 async def test_no_certificate_no_link_even_where_certificates_are_optional(pki: PKI) -> None:
     grants = [ClientGrant("web", certificate_subject="CN=web", produce=["*"]),
               ClientGrant("tok", b"a-token-of-tok", produce=["*"])]
@@ -180,6 +223,12 @@ def test_credentials_and_grants_refuse_what_cannot_work(pki: PKI) -> None:
         ClientGrant("web", certificate_fingerprints=["AB:CD"])
     with pytest.raises(InvalidConfiguration, match="attribute=value"):
         ClientGrant("web", certificate_subject="web")
+    with pytest.raises(InvalidConfiguration, match="DNS, URI or email"):
+        ClientGrant("web", certificate_alt_names=["IP:127.0.0.1"])
+    with pytest.raises(InvalidConfiguration, match="either its token or the certificate"):
+        ClientGrant("web", b"a-token-of-web", certificate_alt_names="DNS:web")
+    assert ClientGrant("web", certificate_alt_names="DNS:web").certificate_alt_names == (
+        "DNS:web",)
     with pytest.raises(InvalidConfiguration, match="does not exist"):
         CertificateCredentials("web", pki.directory / "none.pem", pki.member.key).ssl_context()
     assert normalize_fingerprint("sha256 Fingerprint=" + "Ab:" * 31 + "Ab", "t") == "ab" * 32

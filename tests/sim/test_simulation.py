@@ -41,12 +41,17 @@ def test_many_seeds_pass() -> None:
 
 
 def test_client_retries_through_other_members_apply_once() -> None:
-    """Cluster clients send pushes again through other members under the same session
-    and number; each applies once and none acknowledged is lost."""
+    """Cluster clients send pushes, pops, claims and acks again through other members
+    under the same session and number; each applies once, is answered with the result it
+    applied with, none acknowledged is lost and no element reaches two consumers."""
     out = _ok(_sim("--seeds", "12", "--start", "0", "--jobs", "2", timeout=900))
     assert "12 seeds, 0 failed" in out, out
-    logged = re.search(r"(\d+) client ops logged \((\d+) sent again", out)
-    assert logged is not None and int(logged.group(1)) > 0 and int(logged.group(2)) > 0, out
+    logged = re.search(r"(\d+) client ops logged \((\d+) sent again through another "
+                       r"member, (\d+) of them pops, claims or acks; (\d+) answered", out)
+    assert logged is not None, out
+    assert all(int(n) > 0 for n in logged.groups()), out
+    kept = re.search(r"(\d+) elements delivered once", out)
+    assert kept is not None and int(kept.group(1)) > 0, out
 
 
 def test_producers_retrying_a_msg_id_never_duplicate() -> None:

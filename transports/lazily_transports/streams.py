@@ -41,6 +41,12 @@ class LinkStream(FrameStream):
         self.receive = channel.receive  # type: ignore[method-assign]
         self.wait_send_ready = channel.wait_send_ready  # type: ignore[method-assign]
         self.wait_receive_ready = channel.wait_receive_ready  # type: ignore[method-assign]
+        self.flush = channel.flush  # type: ignore[method-assign]
+
+    def flush(self) -> None:
+        """Hand frames queued by ``send_nowait`` to the connection now rather than later
+        in this loop iteration (see :meth:`DataChannel.flush`)."""
+        self.channel.flush()
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:

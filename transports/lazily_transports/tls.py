@@ -191,6 +191,10 @@ class PeerCertificate:
     #: Its subject as ``(attribute, value)`` pairs, most significant first (``CN`` last
     #: in the usual ``C, O, OU, CN`` order), attributes by their RFC 4514 short names.
     subject: tuple[tuple[str, str], ...]
+    #: Its subjectAltName entries as ``(type, value)`` pairs, in certificate order, types
+    #: as :meth:`ssl.SSLSocket.getpeercert` names them (``DNS``, ``URI``, ``email``,
+    #: ``IP Address``, ...).
+    alt_names: tuple[tuple[str, str], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -231,4 +235,6 @@ def peer_certificate_of(ssl_object: Any) -> PeerCertificate | None:
         (_SHORT_NAMES.get(name, name), str(value))
         for rdn in decoded.get("subject", ()) for name, value in rdn
     )
-    return PeerCertificate(bytes(der), subject)
+    alt_names = tuple((str(kind), str(value))
+                      for kind, value in decoded.get("subjectAltName", ()))
+    return PeerCertificate(bytes(der), subject, alt_names)

@@ -1,0 +1,76 @@
+"""What clients were handed, checked against the committed history.
+
+- Every operation applied under a client session (:mod:`.session_client`) was answered
+  to its client, with the result it was applied with: a client retries until it has an
+  answer, so a pop or claim that took an element and whose answer never reached its
+  consumer lost that element.
+- No queue element was delivered to two consumers: across every consumer, an element
+  is handed out at most as often as it was pushed (a consumer's pops that returned it,
+  less the elements it put back at the head).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from lazily_queue.replicated import ops as C
+
+from .client import FAILED, OK, Client
+from .history import History, Violation
+from .session_client import SessionClient, SessionConsumer
+from .workload import Consumer
+
+
+def check_session_answers(history: History, clients: Sequence[Client]) -> int:
+    """Every op applied under a session client's session was answered with its result;
+    returns how many were checked."""
+    sessions = {cl.session: cl for cl in clients if isinstance(cl, SessionClient)}
+    checked = 0
+    for (session, seq), applied in history.results.items():
+        client = sessions.get(session)
+        if client is None:
+            continue
+        checked += 1
+        name = C.op_name(applied.code)
+        if seq not in client.answers:
+            raise Violation(f"{client.cid}: {name} {applied.args!r:.60} (seq {seq}) applied at "
+                            f"index {applied.index} returning {applied.result!r:.60} was never "
+                            "answered to its client")
+        if client.answers[seq] != applied.result:
+            raise Violation(f"{client.cid}: {name} (seq {seq}) was answered "
+                            f"{client.answers[seq]!r:.60}, it applied at index {applied.index} "
+                            f"returning {applied.result!r:.60}")
+    return checked
+
+
+def delivered(client: Client) -> Counter[Any]:
+    """The queue elements ``client`` was handed and kept."""
+    if isinstance(client, SessionConsumer):
+        return Counter(client.delivered)
+    got: Counter[Any] = Counter()
+    if not isinstance(client, Consumer):
+        return got
+    for obs in client.ops:
+        if obs.outcome == OK and obs.code == C.QUEUE_POP and isinstance(obs.result, str):
+            got[obs.result] += 1
+        elif obs.outcome == OK and obs.code == C.QUEUE_POP_MANY and isinstance(obs.result, list):
+            got.update(obs.result)
+        elif obs.code == C.QUEUE_UNPOP_MANY and obs.outcome != FAILED:
+            got.subtract(obs.args[1])  # put back (or maybe: an unknown outcome)
+    return got
+
+
+def check_single_delivery(pushes: Counter[Any], clients: Sequence[Client]) -> int:
+    """No element handed out more often than it was pushed (``pushes``: per element, the
+    pushes the log applied); returns how many elements consumers kept."""
+    total: Counter[Any] = Counter()
+    for client in clients:
+        total.update(delivered(client))
+    for value, count in total.items():
+        if count > pushes.get(value, 0):
+            owners = sorted(cl.cid for cl in clients if delivered(cl).get(value, 0) > 0)
+            raise Violation(f"element {value!r:.60} was delivered {count} times (to "
+                            f"{', '.join(owners)}), pushed {pushes.get(value, 0)} times")
+    return sum(count for count in total.values() if count > 0)

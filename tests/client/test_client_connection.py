@@ -1,0 +1,61 @@
+"""A member's client connection and a client's link hand their frames to the
+connection as soon as a batch is encoded, not later in the loop iteration."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lazily_queue.client import protocol as P
+from lazily_queue.client.access import ClientGrant
+from lazily_queue.client.connection import ClientConnection
+from lazily_queue.client.link import Link
+
+
+class _Stream:
+    """Records what a link does with it; answers as a buffering socket channel does."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def send_nowait(self, data: bytes) -> None:
+        self.calls.append(("queued", P.decode(data, max_bytes=1 << 20)))
+
+    async def send(self, data: bytes) -> None:
+        self.send_nowait(data)
+
+    def flush(self) -> None:
+        self.calls.append(("flushed", None))
+
+    async def aclose(self) -> None:
+        self.calls.append(("closed", None))
+
+
+async def test_a_batch_of_answers_reaches_the_connection_in_the_callback_that_encodes_it(
+) -> None:
+    stream = _Stream()
+    conn = ClientConnection(stream,  # type: ignore[arg-type]
+                            ClientGrant("web", b"a-token-of-web", produce=["*"]), 8)
+    conn.send([5, P.OK, [0, None]])
+    conn.send([6, P.OK, [0, None]])
+    assert stream.calls == []  # the answers of one loop turn leave together ...
+    await asyncio.sleep(0)
+    # ... and are handed over at once: the commit index a member sends its followers
+    # next must not go first.
+    assert stream.calls == [("queued", [0, P.BATCH, [[5, P.OK, [0, None]],
+                                                     [6, P.OK, [0, None]]]]),
+                            ("flushed", None)]
+    conn.close()
+    await conn.outbox.wait_closed()
+
+
+async def test_a_client_hands_its_requests_to_the_connection_at_once() -> None:
+    stream = _Stream()
+    link = Link(stream, "unix:///nowhere", on_notice=lambda _kind, _payload: None)  # type: ignore[arg-type]
+    link.request([P.PING], lambda _answer: None)
+    link.request([P.PING], lambda _answer: None)
+    await asyncio.sleep(0)
+    assert [kind for kind, _ in stream.calls] == ["queued", "flushed"]
+    assert len(stream.calls[0][1][2]) == 2  # one batch of both requests
+    link.close("done")
+    await link.outbox.wait_closed()
