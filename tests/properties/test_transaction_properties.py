@@ -164,6 +164,7 @@ def _local_state(q: Any, t: Any, w: Any) -> Any:
 @settings(max_examples=200, deadline=None)
 @given(setup=_setup(), txn=st.lists(_op().filter(lambda op: "nope" not in op), max_size=6))
 @example(setup=[], txn=[[ops.WORK_ACK, "w", "a", 0], [ops.WORK_NACK, "w", "a", 0]])
+@example(setup=[], txn=[[ops.WORK_ACK, "w", "a", 0], [ops.WORK_ACK, "w", "b", 0]])
 @example(setup=[[ops.QUEUE_PUSH, "q", 1]], txn=[[ops.QUEUE_PUSH, "q", 2]] * 3)
 def test_a_local_transaction_is_its_ops_one_by_one_or_nothing(
         setup: list[list[Any]], txn: list[list[Any]]) -> None:
@@ -176,10 +177,10 @@ def test_a_local_transaction_is_its_ops_one_by_one_or_nothing(
     q, t, w = together = _local_cells(setup)
     before = _local_state(*together)
     tx = transaction()
-    if any(op[0] in (ops.WORK_ACK, ops.WORK_NACK) and op[1:] == other[1:]
+    if any(op[0] in (ops.WORK_ACK, ops.WORK_NACK) and op[3] == other[3]
            for i, op in enumerate(txn) for other in txn[:i]
            if other[0] in (ops.WORK_ACK, ops.WORK_NACK)):
-        return  # one lease settled twice: refused where added (tests/cells)
+        return  # one delivery settled twice: refused where added (tests/cells)
     for op in txn:
         code = op[0]
         if code in (ops.WORK_ACK, ops.WORK_NACK):
