@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from lazily_queue.raft.meta import MetaStore
-from lazily_queue.raft.records import HEADER, SECTOR, decode_records
+from lazily_queue.raft.records import SECTOR, decode_records
 from lazily_queue.raft.rejoin import floor_of
 
 from .cluster import Cluster
@@ -224,16 +224,6 @@ class Faults:
                 # as torn (so does etcd's WAL), which it must not be expected to detect.
                 self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}, "
                                    "zeros from a sector boundary after it: a torn write")
-                return
-            damaged = node.disk.read(path) or b""
-            announced = start + HEADER.size + HEADER.unpack_from(damaged, start)[0]
-            if at - start < 4 and len(data.rstrip(b"\x00")) > end and announced > end:
-                # Its length field, made longer, with a torn append's bytes after it: the
-                # bytes present read as a longer record torn part-way, which the journal
-                # cuts as torn (records.py: a damaged length field is found only when the
-                # bytes present are the whole record).
-                self.cluster.trace(f"{n}: flipped a bit of the length of the last record "
-                                   f"{entries[i][1]}, a torn append after it: a torn write")
                 return
             self.cluster.trace(f"{n}: flipped a bit of the last record {entries[i][1]}")
             self._corrupted[n] = entries[i][1]
