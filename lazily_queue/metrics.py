@@ -118,6 +118,8 @@ class NodeMetrics:
         #: Also called with every fsync duration (the monitor's recent window).
         self.fsync_listeners: list[Callable[[float], None]] = []
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
+        #: The operations counter's child per label tuple (its own lookup locks).
+        self._operation_children: dict[tuple[str, str, str], Any] = {}
         node.add_event_observer(self._on_events)
         if node.running:
             self.attach()
@@ -187,8 +189,12 @@ class NodeMetrics:
             elif isinstance(event, Restored) and self.node.running:
                 restored = True
                 break
+        children = self._operation_children
         for labels, count in counts.items():
-            self.operations.labels(*labels).inc(count)
+            child = children.get(labels)
+            if child is None:
+                child = children[labels] = self.operations.labels(*labels)
+            child.inc(count)
         if restored:
             self._baseline()
             return

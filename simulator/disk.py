@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 
 from lazily_queue.raft.records import SECTOR
 
+#: The snapshot file's name: an injected fsync failure also fails its replacement.
+SNAPSHOT_NAME = "/snapshot.cbor"
+
 
 @dataclass
 class _File:
@@ -81,6 +84,11 @@ class SimDisk:
         if self.full:
             self.failed_writes += 1
             raise _error(errno.ENOSPC)
+        if self.fsync_errors and path.endswith(SNAPSHOT_NAME):
+            # The new snapshot's fsync failed: it is not renamed, the previous one stays.
+            self.failed_writes += 1
+            self.fsync_errors -= 1
+            raise _error(errno.EIO)
         self._files[path] = _File(bytes(data), bytearray(data))
 
     def remove(self, path: str) -> None:

@@ -148,6 +148,8 @@ class SimNode:
             rng=random.Random(self.rng.getrandbits(64)),
         )
         sm.index_source = lambda: replica.engine.last_applied + 1
+        # A snapshot write ends 0-2 steps after it started: a crash meanwhile loses it.
+        replica.snapshots.writer.delay_polls = self.incarnation % 3
         self.view = ReadView(sm)
         return replica
 
@@ -250,7 +252,8 @@ class SimNode:
 
     def _half(self, half: Callable[[], Ready], dispatch: Dispatch) -> bool:
         assert self.replica is not None
-        released, error = self.pipeline.stepped(half(), self.replica.journal.write)
+        released, error = self.pipeline.stepped(
+            half(), self.replica.journal.write, lambda early: dispatch(self, early))
         for out in released:
             dispatch(self, out)
         if error is not None:

@@ -246,6 +246,18 @@ MUTATIONS = [
         ("tests/transports/test_client_links.py",),
         "a client's link never reaches Raft (never handed to a peer link)"),
     Mutation(
+        "snapshot-ends-before-durable", "lazily_queue/raft/snapshot.py",
+        "            if not self.writer.poll():",
+        "            if False:",
+        ("tests/raft/test_snapshot_thread.py::test_the_loop_runs_while_a_snapshot_file_is_written",),
+        "the engine compacts its journal before the snapshot file is durable"),
+    Mutation(
+        "leader-snapshot-under-ours", "lazily_queue/raft/snapshot.py",
+        "        self.wait()  # our own snapshot, still being written,",
+        "        pass  #",
+        ("tests/raft/test_snapshot_thread.py::test_a_leaders_snapshot_waits_for_ours_and_lands_last",),
+        "a snapshot of ours still being written lands over the one installed from the leader"),
+    Mutation(
         "stale-snapshot-installed", "lazily_queue/raft/snapshot.py",
         '            if self.is_stale(doc["last"]):',
         "            if False:",

@@ -2,20 +2,23 @@
 
 A step runs right after each run of frames the network hands over and once per loop
 iteration in which operations were proposed, so every proposal made in one iteration
-becomes one replicated batch (group commit). A step has two halves,
-:meth:`~.replica.Replica.prepare` (proposals become log entries) and
-:meth:`~.replica.Replica.tick` (commits, applies, timers); after each half the journal is
-written at once. What a step produced is released by the
-:class:`~.pipeline.CommitPipeline` (votes and acknowledgements only after an fsync
-covering their writes). While fsyncs are quick (:mod:`.fsync`) they run on the loop's
-thread, the first between the two halves, so a leader's tick counts its own copy of what
-it just appended (a cluster of one commits in the step that appended); while they are
-slow they run on a worker thread, one covering every step written while the previous one
-ran. A leader's new commit index reaches the followers with its next append or, when no
-step is about to run, right after the loop's other ready callbacks (the caller whose
-operation committed runs first). A timer keeps the engine ticking for heartbeats and
-elections. Exceptions around delivery and stepping are logged, never fatal; a malformed
-frame closes that link. While the disk refuses writes, see :class:`~.disk_stall.DiskStall`.
+becomes one replicated batch (group commit); a :meth:`Driver.call` made while nothing
+else is ready to run steps at once (no other proposal could join its batch), and a
+scheduled step waits for the callers whose operations completed after it was scheduled
+(what they propose joins it). A step has two halves, :meth:`~.replica.Replica.prepare`
+(proposals become log entries) and :meth:`~.replica.Replica.tick` (commits, applies,
+timers); after each half the journal is written at once, after a leader's appends have
+left. What a step produced is released by the :class:`~.pipeline.CommitPipeline`
+(votes and acknowledgements only after an fsync covering their writes). While fsyncs
+are quick (:mod:`.fsync`) they run on the loop's thread, the first between the two
+halves, so a leader's tick counts its own copy of what it just appended (a cluster of
+one commits in the step that appended); while they are slow they run on a worker
+thread, one covering every step written while the previous one ran. A leader's new
+commit index reaches the followers with its next append or, when no step is about to
+run, right after the loop's other ready callbacks (the caller whose operation committed
+runs first). A timer keeps the engine ticking for heartbeats and elections. Exceptions
+around delivery and stepping are logged, never fatal; a malformed frame closes that
+link. While the disk refuses writes, see :class:`~.disk_stall.DiskStall`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .codec import FrameError, decode_frame, encode_frames
+from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
 from .fsync import Fsyncer
@@ -35,15 +38,15 @@ from .network import RaftNetwork
 from .pipeline import CommitPipeline
 from .proposals import Proposal
 from .ready import Ready
+from .release import EventSink, Release
 from .replica import Replica
 
 log = logging.getLogger(__name__)
 
-#: Receives the state machine's events of each released step, in order.
-EventSink = Callable[[list[object]], None]
+__all__ = ["Driver", "EventSink"]
 
 
-class Driver(DiskStall):
+class Driver(Release, DiskStall):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -62,11 +65,13 @@ class Driver(DiskStall):
         self.tick_interval = tick_interval
         self.disk_retry = disk_retry
         replica.snapshots.retry_delay = disk_retry
+        replica.snapshots.writer.background = True  # snapshot files are written off the loop
         self._on_events = on_events
         self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
         self._input = False  # something arrived since the last step began
+        self._scheduled_at = 0  # self._completed when the pending step was scheduled
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
         self._stepping = False
@@ -139,23 +144,8 @@ class Driver(DiskStall):
                     self._dispatch(ready)
             await self.network.stop()
             self.fsync.shutdown()
+            self.replica.snapshots.close()
         self._fail_on_stop()
-
-    def _fail_on_stop(self) -> None:
-        """Every operation still waiting fails with :class:`NodeNotRunning`: no step
-        will ever answer it."""
-        node = self.replica.node_id
-
-        def stopped(unknown: bool) -> BaseException:
-            outcome = ("its outcome is unknown: it may have committed" if unknown
-                       else "the operation was not applied")
-            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
-
-        self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
-        for fut in self._state_waiters:
-            if not fut.done():
-                fut.set_exception(NodeNotRunning(f"node {node} stopped"))
-        self._state_waiters.clear()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -166,8 +156,11 @@ class Driver(DiskStall):
         *,
         timeout: float,
         on_orphan: Callable[[Any], None] | None = None,
+        step_now: bool = False,
     ) -> tuple[Proposal, asyncio.Future[Any]]:
-        """Propose one op; the future resolves with its result once applied here."""
+        """Propose one op; the future resolves with its result once applied here. With
+        ``step_now``, an idle driver steps at once (see :meth:`_idle`) instead of in the
+        loop's next iteration: the future may be resolved on return."""
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`")
         if self.pipeline.stall is not None:
@@ -185,8 +178,23 @@ class Driver(DiskStall):
         proposal = self.replica.propose(
             code, args, timeout=timeout, on_done=done, on_orphan=on_orphan
         )
-        self.wake()
+        if step_now and self._idle():
+            self._input = True
+            try:
+                self._step()
+            except Exception:
+                self.step_errors += 1
+                log.exception("node %s: step failed", self.replica.node_id)
+        else:
+            self.wake()
         return proposal, fut
+
+    def _idle(self) -> bool:
+        """Whether a step now gathers what one in the loop's next iteration would: no step
+        pending or running, nothing held or syncing, quick fsyncs, and no other callback
+        ready to run in this iteration (nothing else can propose before it ends)."""
+        return (not self._scheduled and not self._stepping and self.pipeline.idle
+                and self._inline() and not getattr(self._loop, "_ready", True))
 
     async def call(
         self,
@@ -199,11 +207,14 @@ class Driver(DiskStall):
         """Propose and await; a cancelled caller leaves nothing half-done (see Replica.cancel)."""
         started = time.perf_counter()
         try:
-            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan,
+                                         step_now=True)
         except Exception as exc:
             self._observe_call(code, started, None, exc)
             raise
         try:
+            if fut.done():
+                await asyncio.sleep(0)  # every call lets the loop run once
             result = await fut
         except asyncio.CancelledError:
             self.replica.cancel(proposal)
@@ -227,6 +238,7 @@ class Driver(DiskStall):
         self._input = True
         if not self._scheduled and self._loop is not None and self._running:
             self._scheduled = True
+            self._scheduled_at = self._completed
             self._loop.call_soon(self._scheduled_step)
 
     def _on_frame(self, peer: str, frame: bytes) -> None:
@@ -273,6 +285,12 @@ class Driver(DiskStall):
             self._retry_disk()
 
     def _scheduled_step(self) -> None:
+        if self._completed != self._scheduled_at and self._loop is not None:
+            # Operations completed since this was scheduled: their callers run first, and
+            # what they propose joins this step.
+            self._scheduled_at = self._completed
+            self._loop.call_soon(self._scheduled_step)
+            return
         self._scheduled = False
         if self._input:  # else a step already ran since the wake-up
             self._step()
@@ -334,13 +352,19 @@ class Driver(DiskStall):
             self.step_errors += 1
             log.exception("node %s: step failed", self.replica.node_id)
             return False
-        released, error = self.pipeline.stepped(ready, self.replica.journal.write)
+        released, error = self.pipeline.stepped(ready, self.replica.journal.write,
+                                                self._send_early)
         for out in released:
             self._dispatch(out)
         if error is not None:
             self._stall(error)
             return False
         return True
+
+    def _send_early(self, ready: Ready) -> None:
+        """Messages that need no fsync leave now, before the step's journal write."""
+        self._dispatch(ready)
+        self.network.flush()
 
     def _start_fsync(self) -> bool:
         """Start the fsync the pipeline wants, if any, once what may leave before it is
@@ -379,54 +403,3 @@ class Driver(DiskStall):
             self._step()  # its own copy now counts: the commit index may move
             return
         self._start_fsync()  # what was written during that fsync
-
-    # -- releasing --------------------------------------------------------------------------
-
-    def _dispatch(self, ready: Ready) -> None:
-        for peer, added in ready.membership:
-            if added:
-                self.network.add_peer(peer, self._address(peer))
-            else:
-                self.network.remove_peer(peer)
-        self._dispatch_results(ready)
-        for peer, messages in ready.messages.items():
-            for frame in encode_frames(messages):
-                self.network.send(peer, frame)
-        self._wake_state_waiters()
-
-    def _wake_state_waiters(self) -> None:
-        waiters, self._state_waiters = self._state_waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
-
-    def _dispatch_results(self, ready: Ready) -> None:
-        """Reader events, completions and orphans (each handed over once)."""
-        taken = ready.take_results()
-        if taken.events and self._on_events is not None:
-            try:
-                self._on_events(taken.events)
-            except Exception:
-                log.exception("node %s: an event observer failed", self.replica.node_id)
-        for callback, result, error in taken.completions:
-            try:
-                callback(result, error)
-            except Exception:
-                log.exception("node %s: a completion callback failed", self.replica.node_id)
-        for orphan, value in taken.orphans:
-            try:
-                orphan(value)
-            except Exception:
-                log.exception("node %s: an orphan handler failed", self.replica.node_id)
-
-    async def next_step(self) -> None:
-        """Wait until the next step has been dispatched (while the journal cannot be
-        written, no step runs: wait one tick instead)."""
-        if self._loop is None or not self._running:
-            raise NodeNotRunning("the node is not running")
-        if self.pipeline.stall is not None:
-            await asyncio.sleep(self.tick_interval)
-            return
-        fut: asyncio.Future[None] = self._loop.create_future()
-        self._state_waiters.append(fut)
-        await fut

@@ -264,7 +264,9 @@ class RaftEngine(PatchedSyncObj):
         with self._env:
             self._committed = self.commit_index  # the clamp's floor
             self.pre_vote.before_tick()
-            if self._journal.size_bytes >= max(self._compaction_bytes, self._snapshots.size):
+            if (not self._snapshots.pending  # its end compacts; a forced one would follow it
+                    and self._journal.size_bytes >= max(self._compaction_bytes,
+                                                         self._snapshots.size)):
                 self.forceLogCompaction()  # however few entries: the bytes are what cost
             self._onTick(0.0)
 

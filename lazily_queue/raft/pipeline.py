@@ -4,11 +4,11 @@ One pure class, free of clocks and I/O, used by the asyncio driver and by the
 simulator's member alike. A step's output (:class:`~.ready.Ready`) holds votes,
 acknowledgements and entries that the step's journal writes vouch for: votes and
 acknowledgements may leave the member only after an fsync that *started after* those
-writes has completed, in step order. A leader's AppendEntries leave at once: it writes
-its log in parallel with replication and counts its own copy towards a majority only
-once that copy is durable (:mod:`.durable_commit`). Results of applied entries and
-reader events leave at once too: an entry applies only once a majority, this member
-included when it is the leader, holds it durably.
+writes has completed, in step order. A leader's AppendEntries leave at once, before
+its own journal write: it writes its log in parallel with replication and counts its
+own copy towards a majority only once that copy is durable (:mod:`.durable_commit`).
+Results of applied entries and reader events leave at once too: an entry applies only
+once a majority, this member included when it is the leader, holds it durably.
 
 A failed write or fsync *stalls* the pipeline: the journal's unsynced records can no
 longer be trusted (after a failed fsync the kernel may have dropped them), so nothing
@@ -53,11 +53,18 @@ class CommitPipeline:
         return not self._held and self._written == self._synced and self._syncing is None
 
     def stepped(
-        self, ready: Ready, write: Callable[[], bool]
+        self, ready: Ready, write: Callable[[], bool],
+        early: Callable[[Ready], None] | None = None,
     ) -> tuple[list[Ready], OSError | None]:
         """After a step: run ``write`` (it hands the step's records to the OS and says
         whether any need an fsync) and admit the step's output. Returns what may leave
-        now, and the write's error (then call :meth:`failed`)."""
+        now, and the write's error (then call :meth:`failed`). ``early``, when given,
+        receives the messages that need no fsync (:data:`EARLY`) before ``write`` runs:
+        a leader's appends then leave before its own write."""
+        if early is not None and ready.messages and self.stall is None:
+            now = ready.take_messages(EARLY)
+            if now.messages:
+                early(now)
         try:
             wrote, error = write(), None
         except OSError as exc:

@@ -128,6 +128,11 @@ def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail
     end = pos + HEADER.size + length
     last = entries[-1] if entries else None
     plausible = last is None or (index == last[1] + 1 and term >= last[2])
+    if plausible and end > zeros_from and _whole_record_before_next(
+            data, pos, content, index, term, crc):
+        # A damaged length field made the record look longer, and the next record's
+        # append was torn after it: the record ends where that next header starts.
+        return Tail(cut, True, records)
     if plausible and size >= end > zeros_from:
         return Tail(cut, False, records)
     if end > size and plausible:
@@ -155,6 +160,26 @@ def _whole_record_within(
             return True
         running = zlib.crc32(b"\x00", running)
     return running & 0xFFFFFFFF == crc
+
+
+def _whole_record_before_next(
+    data: bytes, pos: int, content: int, index: int, term: int, crc: int
+) -> bool:
+    """Whether the record at ``pos`` checks out when cut where a header that can follow
+    it begins (index ``index + 1``, a term not lower, found by its index field; the
+    bytes after that index field may be torn away)."""
+    body = pos + HEADER.size
+    needle = struct.pack("<Q", index + 1)
+    limit = min(len(data), content + len(needle))
+    at = data.find(needle, body + 8, limit)
+    while at != -1:
+        start = at - 8  # the index field sits 8 bytes into a header
+        following = data[at + 8 : at + 16]
+        later = len(following) < 8 or struct.unpack("<Q", following)[0] >= term
+        if later and record_crc(index, term, bytes(data[body:start])) == crc:
+            return True
+        at = data.find(needle, at + 1, limit)
+    return False
 
 
 def _valid_record_after(

@@ -234,6 +234,8 @@ class Replica:
                 self._fail(p, error(True))
 
     def _flush(self, now: float) -> None:
+        if not self._queued:
+            return
         batch: list[Proposal] = []
         size = 0
         for p in self._queued:

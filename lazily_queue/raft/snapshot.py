@@ -2,8 +2,13 @@
 
 :class:`SnapshotStore` implements the interface of PySyncObj's internal ``Serializer``
 (serialize, deserialize, transmission to followers, install from a leader). It is
-synchronous (no fork). The file is a magic, the CRC-32 of the body and the body
-(a file without the magic is read as a bare body, unchecked). The body holds only the
+synchronous (no fork) except for the file write: the state is captured and encoded on
+the caller's thread, the file written by :attr:`SnapshotStore.writer` (on a worker
+thread for the driver, see :mod:`.snapshot_writer`), and the engine sees SERIALIZING
+until that write ended: the journal is compacted only once the file is durable, and a
+crash mid-write leaves the previous file. The file is a magic, the CRC-32 of the body
+and the body (a file without the magic is read as a bare body, unchecked). The body
+holds only the
 state machine's snapshot (unconsumed entries, cursors, sessions), the two log entries
 PySyncObj anchors the log on, and the member ids::
 
@@ -32,6 +37,7 @@ from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 from ..errors import DamagedData
 from . import values
 from .disk import Disk
+from .snapshot_writer import SnapshotWriter
 
 log = logging.getLogger(__name__)
 
@@ -153,20 +159,34 @@ class SnapshotStore:
         #: Snapshots that failed for another reason than the disk (the state could not
         #: be captured or encoded): a defect, the log then grows until one succeeds.
         self.capture_failures = 0
+        #: Writes the snapshot files this member takes.
+        self.writer = SnapshotWriter(lambda raw: self._disk.replace(self.path, raw))
 
     def __fspath__(self) -> str:
         return self.path
 
     # -- taking a snapshot --------------------------------------------------------------------
 
+    @property
+    def pending(self) -> bool:
+        """A snapshot is being written (or its end not yet reported)."""
+        return self.writer.pending
+
     def checkSerializing(self) -> tuple[int, int | None]:
         state = self._state
+        if state == SERIALIZING:
+            if not self.writer.poll():
+                return SERIALIZING, self._current_id
+            self._written()
+            state = self._state
         if state in (SUCCESS, FAILED):
             self._state = NOT_SERIALIZING
             return state, self._current_id
         return NOT_SERIALIZING, None
 
     def serialize(self, data: Any, id: int) -> None:
+        if self.writer.pending:  # the engine waits for SERIALIZING to end first
+            return
         _, last, prev, members = data
         self._current_id = id
         if self._clock() < self._retry_at:  # the disk refused the last one: wait
@@ -186,8 +206,18 @@ class SnapshotStore:
                           _too_large(len(raw), self.max_bytes))
                 self._state = FAILED
                 return
-            self._disk.replace(self.path, raw)
-        except OSError as exc:
+        except Exception:
+            log.exception("taking a snapshot failed; the log is kept")
+            self.capture_failures += 1
+            self._state = FAILED
+            return
+        self.writer.start(raw)
+        self._state = SERIALIZING
+
+    def _written(self) -> None:
+        """Conclude the ended write: SUCCESS (the file is durable) or FAILED."""
+        raw, exc = self.writer.take()
+        if isinstance(exc, OSError):
             if not self.disk_failures:
                 log.error("taking a snapshot failed; the log is kept and a snapshot is tried "
                           "again every %g s: %s", self.retry_delay, exc)
@@ -195,8 +225,9 @@ class SnapshotStore:
             self._retry_at = self._clock() + self.retry_delay
             self._state = FAILED
             return
-        except Exception:
-            log.exception("taking a snapshot failed; the log is kept")
+        if exc is not None:
+            log.error("taking a snapshot failed; the log is kept: %s: %s",
+                      type(exc).__name__, exc)
             self.capture_failures += 1
             self._state = FAILED
             return
@@ -208,6 +239,17 @@ class SnapshotStore:
             log.warning("a snapshot was taken again after %d attempts the disk refused",
                         self.disk_failures)
             self.disk_failures = 0
+
+    def wait(self) -> None:
+        """Block until the snapshot being written (if any) is on disk or failed; its
+        outcome is reported by the next :meth:`checkSerializing`."""
+        if self.writer.pending:
+            self._written()
+
+    def close(self) -> None:
+        """Wait for the write in progress and stop the writer's thread."""
+        self.wait()
+        self.writer.close()
 
     @property
     def size(self) -> int:
@@ -294,6 +336,7 @@ class SnapshotStore:
         except Exception as exc:
             log.error("refused a snapshot from the leader: %s", exc)
             return False
+        self.wait()  # our own snapshot, still being written, would land over the leader's
         try:
             self._disk.replace(self.path, raw)
         except OSError as exc:

@@ -14,6 +14,7 @@ from lazily_queue import testing
 from lazily_queue.node import Node
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.fsync import INLINE_BELOW, INLINE_BYTES, Fsyncer, InlinePolicy
+from lazily_queue.replicated import ops
 
 from .faulty_disk import FaultyDisk
 
@@ -111,6 +112,57 @@ async def test_one_member_commits_when_its_worker_fsync_completes(
     for i in range(3):
         await node.queue("q").push(i)  # no timer tick: the completed fsync steps the node
     assert driver.fsync.count - count >= 3 and driver.fsync.inline_count == inline
+
+
+async def _idle(node: Node) -> None:
+    """Yield until nothing else is ready to run on the loop."""
+    for _ in range(100):
+        if node.driver._idle():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the loop never became idle")
+
+
+async def test_an_idle_member_steps_inside_the_proposal(
+    single: tuple[Node, FaultyDisk],
+) -> None:
+    node, _ = single
+    driver = node.driver
+    driver.fsync.policy.inline_below = 3600.0
+    await _idle(node)
+    steps = driver.steps
+    _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "at once"], timeout=5.0, step_now=True)
+    assert fut.done() and driver.steps == steps + 1
+    assert node.queue("q").storage.elements()[-1] == "at once"  # type: ignore[attr-defined]
+
+
+async def test_a_proposal_waits_for_the_batched_step_while_other_work_is_ready(
+    single: tuple[Node, FaultyDisk],
+) -> None:
+    node, _ = single
+    driver = node.driver
+    driver.fsync.policy.inline_below = 3600.0
+    await _idle(node)
+    asyncio.get_running_loop().call_soon(lambda: None)  # it could propose too
+    _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "later"], timeout=5.0, step_now=True)
+    assert not fut.done()
+    _, other = driver.propose(ops.QUEUE_PUSH, ["q", "with it"], timeout=5.0)
+    steps = driver.steps
+    await fut
+    assert other.done() and driver.steps == steps + 1  # one step for both
+
+
+async def test_calls_that_step_at_once_still_let_the_loop_run(
+    single: tuple[Node, FaultyDisk],
+) -> None:
+    node, _ = single
+    node.driver.fsync.policy.inline_below = 3600.0
+    await _idle(node)
+    fired: list[bool] = []
+    asyncio.get_running_loop().call_later(0, fired.append, True)  # due at the next turn
+    for i in range(5):
+        await node.queue("q").push(i)
+    assert fired  # the pushes yielded to the loop: the timer did not wait for them all
 
 
 class SlowDisk(FaultyDisk):

@@ -141,6 +141,46 @@ def test_a_last_record_whose_length_field_is_damaged_is_damaged_not_torn(
     assert floor_of(again.meta) == (3, 4)
 
 
+@pytest.mark.parametrize("torn_at", [HEADER.size + 3, 12, 20])
+def test_a_damaged_length_field_with_a_torn_append_after_it_is_damaged(
+        tmp_path: Path, torn_at: int) -> None:
+    """The last durable record's length made longer, then the next append torn after
+    it (``torn_at`` bytes of it present, down to part of its header's term): the bytes
+    read as one longer record torn part-way, yet the record ends where the next
+    header begins, so it was whole."""
+    j = DurableJournal(OsDisk(), str(tmp_path))
+    j.setCurrentTerm(3, None)
+    _fill(j, 1, 3, term=3)
+    j.add(b"last", 4, 3)
+    j.sync()
+    last = j.size_bytes - HEADER.size - 4
+    with open(j.path, "r+b") as f:
+        f.seek(last + 1)  # the length field's second byte: 4 bytes become 260
+        f.write(b"\x01")
+        f.seek(last + HEADER.size + 4)
+        f.write(encode_record(b"never synced", 5, 3)[:torn_at])
+    again = DurableJournal(OsDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2, 3] and again.tail.damaged
+    floor = floor_of(again.meta)
+    assert floor is not None and floor >= (3, 4)
+
+
+def test_a_torn_append_of_a_longer_record_stays_torn(tmp_path: Path) -> None:
+    """Whatever its command holds, a record torn part-way is torn, not damaged."""
+    j = DurableJournal(OsDisk(), str(tmp_path))
+    j.setCurrentTerm(3, None)
+    _fill(j, 1, 3, term=3)
+    j.sync()
+    end = j.size_bytes
+    inner = HEADER.pack(1, 0, 5, 3)  # a header of index 5 inside the command
+    command = b"a" * 700 + inner + b"b" * 700
+    with open(j.path, "r+b") as f:
+        f.seek(end)
+        f.write(encode_record(command, 4, 3)[:SECTOR * 2 - (end % SECTOR) + 10])
+    again = DurableJournal(OsDisk(), str(tmp_path))
+    assert [e[1] for e in again[:]] == [1, 2, 3] and not again.tail.damaged
+
+
 def test_a_journal_written_without_preallocation_is_read_and_extended(tmp_path: Path) -> None:
     path = tmp_path / "journal.log"
     path.write_bytes(b"".join(encode_record(f"c{i}".encode(), i, 1) for i in (1, 2, 3)))

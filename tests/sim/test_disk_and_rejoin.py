@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import random
 
 import pytest
@@ -54,6 +55,22 @@ def test_replace_is_atomic_and_durable_and_truncation_needs_sync() -> None:
     disk.crash(random.Random(1))
     assert (disk.read("/f") or b"").rstrip(b"\0") == b"0123456789"
     assert disk.read("/m") == b"meta"
+
+
+def test_a_failed_fsync_fails_a_snapshot_replacement_and_keeps_the_previous_one() -> None:
+    disk = SimDisk()
+    path = f"{DIR}/snapshot.cbor"
+    disk.replace(path, b"previous")
+    disk.fail_fsyncs(1, random.Random(1))
+    disk.replace(f"{DIR}/journal.meta", b"meta")  # only the snapshot's replacement fails
+    with pytest.raises(OSError) as caught:
+        disk.replace(path, b"next")
+    assert caught.value.errno == errno.EIO
+    assert disk.read(path) == b"previous" and disk.fsync_errors == 0
+    disk.crash(random.Random(2))
+    assert disk.read(path) == b"previous"
+    disk.replace(path, b"next")
+    assert disk.read(path) == b"next"
 
 
 def test_a_flipped_bit_in_the_middle_is_detected_and_never_applied() -> None:

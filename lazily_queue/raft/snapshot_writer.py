@@ -1,0 +1,94 @@
+"""SnapshotWriter: writes one snapshot file at a time, on a worker thread or on the
+caller's, and tells the caller (who polls) when that write has ended.
+
+With :attr:`SnapshotWriter.background` (the driver's choice) the write (file, fsync,
+rename, directory fsync: :meth:`Disk.replace`) runs on one worker thread and the event
+loop goes on meanwhile. Without it (the simulator, tests) the write runs on the caller's
+thread, at once or only at the :attr:`SnapshotWriter.delay_polls`-th poll after it
+started: a slow disk, deterministically, that a crash meanwhile leaves unwritten. Both
+modes end through the same poll, so the caller handles one path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+
+class SnapshotWriter:
+    """One write in flight at most (see the module docstring)."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        """``write(data)`` makes ``data`` the snapshot file, durably and atomically."""
+        self._write = write
+        #: Write on a worker thread.
+        self.background = False
+        #: Without :attr:`background`: polls a write waits for before it runs.
+        self.delay_polls = 0
+        #: Writes that ran on the worker thread.
+        self.background_writes = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._future: Future[None] | None = None
+        self._data = b""
+        self._polls_left = 0
+
+    @property
+    def pending(self) -> bool:
+        """A write started and its outcome was not yet taken by :meth:`take`."""
+        return self._future is not None
+
+    def start(self, data: bytes) -> None:
+        """Start writing ``data`` (the previous write's outcome must have been taken)."""
+        if self._future is not None:
+            raise RuntimeError("a snapshot is already being written")
+        future: Future[None]
+        if self.background:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="lazily-snapshot")
+            future = self._executor.submit(self._write, data)
+            self.background_writes += 1
+        else:
+            future = Future()
+            self._polls_left = self.delay_polls
+            if not self._polls_left:
+                self._run_here(future, data)
+        self._future, self._data = future, data
+
+    def _run_here(self, future: Future[None], data: bytes) -> None:
+        self._polls_left = 0
+        try:
+            self._write(data)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(None)
+
+    def poll(self) -> bool:
+        """Whether the write in flight has ended (a delayed one runs at its last poll)."""
+        future = self._future
+        if future is None:
+            return False
+        if not future.done() and self._polls_left > 0:
+            self._polls_left -= 1
+            if not self._polls_left:
+                self._run_here(future, self._data)
+        return future.done()
+
+    def take(self) -> tuple[bytes, BaseException | None]:
+        """The ended write's data and error (``None``: it is durable); blocks until it
+        ended, running a delayed write now."""
+        future, data = self._future, self._data
+        if future is None:
+            raise RuntimeError("no snapshot is being written")
+        if not future.done() and self._polls_left:
+            self._run_here(future, data)
+        error = future.exception()  # waits for the worker thread
+        self._future, self._data = None, b""
+        return data, error
+
+    def close(self) -> None:
+        """Stop the worker thread once the write in flight ended (its outcome stays to
+        take); a later background write starts another."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)

@@ -1,0 +1,54 @@
+"""CommitPipeline: a leader's appends leave before its own journal write; votes and
+acknowledgements wait for the fsync covering that write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lazily_queue.raft.pipeline import CommitPipeline
+from lazily_queue.raft.ready import Ready
+
+
+def _ready() -> Ready:
+    return Ready(messages={
+        "2": [{"type": "append_entries", "term": 1}, {"type": "response_vote", "term": 1}],
+        "3": [{"type": "next_node_idx", "term": 1}],
+    })
+
+
+def _kinds(ready: Ready) -> dict[str, list[Any]]:
+    return {peer: [m["type"] for m in ms] for peer, ms in ready.messages.items()}
+
+
+def test_appends_are_handed_out_before_the_write_and_the_rest_after_the_fsync() -> None:
+    pipeline = CommitPipeline()
+    order: list[str] = []
+
+    def write() -> bool:
+        order.append("write")
+        return True
+
+    def early(ready: Ready) -> None:
+        order.append("early")
+        assert _kinds(ready) == {"2": ["append_entries"]}
+
+    released, error = pipeline.stepped(_ready(), write, early)
+    assert error is None and order == ["early", "write"]
+    assert all(not r.messages for r in released)  # the vote and the ack wait
+    assert pipeline.start_fsync() is not None
+    (after,) = pipeline.fsync_done()
+    assert _kinds(after) == {"2": ["response_vote"], "3": ["next_node_idx"]}
+
+
+def test_a_stalled_pipeline_hands_nothing_out_early() -> None:
+    pipeline = CommitPipeline()
+    pipeline.failed("the disk is full")
+    handed: list[Ready] = []
+    pipeline.stepped(_ready(), lambda: True, handed.append)
+    assert handed == []
+
+
+def test_without_early_the_appends_leave_with_the_step() -> None:
+    pipeline = CommitPipeline()
+    released, _ = pipeline.stepped(_ready(), lambda: True)
+    assert [_kinds(r) for r in released] == [{"2": ["append_entries"]}]
