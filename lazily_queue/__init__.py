@@ -31,6 +31,9 @@ from .errors import (
     MessageTooLarge,
     QueueClosed,
     SettlementRejected,
+    TransactionAborted,
+    TransactionError,
+    TransactionUnsupported,
     UnsupportedOperation,
     UnsupportedValue,
 )
@@ -74,6 +77,7 @@ if TYPE_CHECKING:
         ProposalRejected,
         StorageUnavailable,
     )
+    from .transactions import Transaction, TxOp, transaction
 
 _LAZY = {
     "AccessDenied": "client",
@@ -95,6 +99,9 @@ _LAZY = {
     "NodeNotRunning": "raft.errors",
     "ProposalRejected": "raft.errors",
     "StorageUnavailable": "raft.errors",
+    "Transaction": "transactions",
+    "TxOp": "transactions",
+    "transaction": "transactions",
 }
 
 
@@ -158,6 +165,11 @@ __all__ = [
     "TopicCore",
     "TopicStorage",
     "TopicTransition",
+    "Transaction",
+    "TransactionAborted",
+    "TransactionError",
+    "TransactionUnsupported",
+    "TxOp",
     "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",
@@ -171,4 +183,5 @@ __all__ = [
     "batch",
     "connect",
     "serializer",
+    "transaction",
 ]

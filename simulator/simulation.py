@@ -24,6 +24,7 @@ from .history import Violation
 from .once import OnceProducer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
+from .txn import TxnWorker
 from .workload import (
     QUEUE,
     TOPIC,
@@ -91,7 +92,7 @@ class Simulation:
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
-            "session-worker": SessionWorker,
+            "session-worker": SessionWorker, "txn-worker": TxnWorker,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -102,7 +103,8 @@ class Simulation:
                     client: Client = subscriber
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op",
-                              "session-consumer": "sc", "session-worker": "sw"}.get(kind, kind[:2])
+                              "session-consumer": "sc", "session-worker": "sw",
+                              "txn-worker": "tw"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -268,6 +270,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
         outcome.stats["once_repeats"] = checker.once.repeats
+        outcome.stats["txn_committed"] = checker.txns.committed
+        outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

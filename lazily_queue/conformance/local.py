@@ -32,6 +32,8 @@ from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
 from ..threads import LoopBridge
+from ..transactions import Transaction, transaction
+from . import transactions
 from .backend import (
     Backend,
     QueueAdapter,
@@ -78,9 +80,14 @@ class Invoker:
 
 
 class LocalQueueAdapter(QueueAdapter):
-    def __init__(self, cell: QueueCell[Any], invoke: Invoker) -> None:
+    def __init__(self, cell: QueueCell[Any], invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
@@ -130,9 +137,14 @@ class LocalQueueAdapter(QueueAdapter):
 
 
 class LocalTopicAdapter(TopicAdapter):
-    def __init__(self, cell: TopicCell[Any], invoke: Invoker) -> None:
+    def __init__(self, cell: TopicCell[Any], invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     def reader(self, subscriber: str) -> Slot[Any]:
         return self.cell.reader(subscriber)
@@ -172,9 +184,14 @@ class LocalTopicAdapter(TopicAdapter):
 
 
 class LocalWorkQueueAdapter(WorkQueueAdapter):
-    def __init__(self, cell: WorkQueueCell, invoke: Invoker) -> None:
+    def __init__(self, cell: WorkQueueCell, invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
