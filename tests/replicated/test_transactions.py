@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from itertools import count
 from typing import Any
 
 import pytest
@@ -12,14 +11,7 @@ from lazily_queue.replicated import ops
 from lazily_queue.replicated.events import OpApplied, TransactionApplied
 from lazily_queue.replicated.state_machine import StateMachine
 
-_sessions = count(1)
-
-
-def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[Any]:
-    ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
-    result = sm.apply(encode_command(next(_sessions), 0, ops_with_seq), stamp)
-    assert isinstance(result, list)
-    return result
+from .apply import apply_fresh as _apply
 
 
 def _txn(sm: StateMachine, *inner: list[Any], stamp: int = 1_000) -> Any:
