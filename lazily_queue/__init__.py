@@ -32,6 +32,9 @@ from .errors import (
     OffsetOutOfRange,
     QueueClosed,
     SettlementRejected,
+    TransactionAborted,
+    TransactionError,
+    TransactionUnsupported,
     UnsupportedOperation,
     UnsupportedValue,
 )
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
         ProposalRejected,
         StorageUnavailable,
     )
+    from .transactions import Transaction, TxOp, transaction
 
 _LAZY = {
     "AccessDenied": "client",
@@ -96,6 +100,9 @@ _LAZY = {
     "NodeNotRunning": "raft.errors",
     "ProposalRejected": "raft.errors",
     "StorageUnavailable": "raft.errors",
+    "Transaction": "transactions",
+    "TxOp": "transactions",
+    "transaction": "transactions",
 }
 
 
@@ -160,6 +167,11 @@ __all__ = [
     "TopicCore",
     "TopicStorage",
     "TopicTransition",
+    "Transaction",
+    "TransactionAborted",
+    "TransactionError",
+    "TransactionUnsupported",
+    "TxOp",
     "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",
@@ -173,4 +185,5 @@ __all__ = [
     "batch",
     "connect",
     "serializer",
+    "transaction",
 ]

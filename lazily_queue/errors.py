@@ -51,6 +51,31 @@ class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 
 
+class TransactionError(LazilyQueueError):
+    """A transaction was used out of turn: an op added after it ended, a result read
+    before it committed (see :mod:`lazily_queue.transactions`)."""
+
+
+class TransactionUnsupported(TransactionError, UnsupportedOperation):
+    """A transaction cannot carry this: a cell of another backend than the transaction's
+    (another node, a client, a broker, the in-process backend), or an op it does not
+    take. Raised where the op is added, so nothing is proposed."""
+
+
+class TransactionAborted(TransactionError):
+    """One op of a transaction would have failed, so none applied: ``index`` is its
+    position, ``op`` its kind (``"push"``, ``"publish"``, ``"ack"``, ``"nack"``),
+    ``cell`` its cell's name and ``code`` the cause (``"full"``, ``"closed"``,
+    ``"not_leased"``, ``"unknown_queue"``, ...)."""
+
+    def __init__(self, message: str, *, index: int, op: str, cell: str, code: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.op = op
+        self.cell = cell
+        self.code = code
+
+
 class OffsetOutOfRange(LazilyQueueError, ValueError):
     """A topic position outside the retained range: before the oldest retained element
     (``base``, already collected) or past the tail (``end``). ``offset`` is what was asked."""

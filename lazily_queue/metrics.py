@@ -10,7 +10,10 @@ operations this replica *applies*, so every node of a cluster reports the cluste
 rates. They are derived from the node's event observer: queue events carry their op;
 work-queue pushes and claims come from the queue's id counters, acks and nacks from
 its settlement receipts, and expired leases are the claims that ended without one;
-every topic publish is an event of its own (with or without subscribers). Depths,
+every topic publish is an event of its own (with or without subscribers).
+``lazily_queue_transactions_total{outcome}`` counts the transactions this replica applied
+(``committed``) or refused whole (``aborted``); a committed one's ops are also counted
+as operations. Depths,
 in-flight, dead letters, consumer lag, Raft term and indexes and member lag are read
 from the node at scrape time (:mod:`.metrics_gauges`); fsync latency is a histogram
 fed by the driver's fsync observer.
@@ -42,7 +45,14 @@ from .core.queue import CLOSE, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
 from .replicated import ops
-from .replicated.events import Event, QueueChanged, Restored, TopicPublished, WorkQueueChanged
+from .replicated.events import (
+    Event,
+    QueueChanged,
+    Restored,
+    TopicPublished,
+    TransactionApplied,
+    WorkQueueChanged,
+)
 from .replicated.ops import OpError
 from .replicated.work_queues import WorkState
 
@@ -94,6 +104,12 @@ class NodeMetrics:
             "errors", "Operations made on this node that failed, by kind", ["kind"],
             namespace=namespace, registry=self.registry,
         )
+        self.transactions = Counter(
+            "transactions", "Transactions applied by this replica, committed or aborted",
+            ["outcome"], namespace=namespace, registry=self.registry,
+        )
+        self._transactions = {outcome: self.transactions.labels(outcome)
+                              for outcome in ("committed", "aborted")}
         #: The labelled children, looked up once (a lookup costs more than the count).
         self._commit_by_kind = {kind: self.commit_seconds.labels(kind) for kind in COMMIT_KINDS}
         self._errors_by_kind = {kind: self.errors.labels(kind) for kind in ERROR_KINDS}
@@ -169,6 +185,8 @@ class NodeMetrics:
             elif isinstance(event, TopicPublished):
                 key = ("topic", event.name, "publish")
                 counts[key] = counts.get(key, 0) + 1
+            elif isinstance(event, TransactionApplied):
+                self._transactions["committed" if event.committed else "aborted"].inc()
             elif isinstance(event, Restored) and self.node.running:
                 restored = True
                 break

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .reactive import Context
     from .replicated.view import ReadView
     from .routing import EventRouter
+    from .transactions import Transaction
 
 
 class NodeCells:
@@ -42,6 +43,15 @@ class NodeCells:
     @property
     def view(self) -> ReadView:
         raise NotImplementedError
+
+    def transaction(self) -> Transaction:
+        """A transaction over this node's (client's) cells, committed as one replicated
+        entry, all or none: ``async with node.transaction() as tx:`` (see
+        :mod:`lazily_queue.transactions`)."""
+        from .transactions import Transaction
+        from .transactions.replicated import ReplicatedBackend
+
+        return Transaction(ReplicatedBackend(self))
 
     def queue(
         self, name: str, *, capacity: int | None = None,

@@ -9,6 +9,8 @@ recorded result must be the model's. On top of that:
 - a retried operation (same session and sequence number) is applied once;
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
+- a transaction applies all its ops (each checked by the models) or, aborted, none,
+  and the op it names would fail in the models (:mod:`.txn`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
   message ids unique, assigned in push order, kept when given back, and no element
   enqueued later than it is popped (:mod:`.queue_ids`);
@@ -43,6 +45,7 @@ from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
 from .queue_ids import QueueIdModel
+from .txn import TxnModel
 from .work_model import WorkModel
 
 
@@ -87,6 +90,7 @@ class Checker:
         self.deduplicated = 0
         self.once = OnceModel()
         self.ids = QueueIdModel()
+        self.txns = TxnModel()
         self.groups = GroupModels()
 
     def fail(self, text: str) -> NoReturn:
@@ -114,8 +118,15 @@ class Checker:
             self.ops += 1
             self._apply(op)
 
+    def apply_op(self, op: AppliedOp) -> None:
+        """Apply one op to the models, checking its result."""
+        self._apply(op)
+
     def _apply(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
+        if code == C.TXN:
+            self.txns.apply(self, op)
+            return
         if code in C.ONCE_OPS:
             plain = self.once.plain(op)
             if plain is not None:
@@ -309,6 +320,8 @@ class Checker:
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
+                    elif obs.code == C.TXN and isinstance(obs.result, list) and obs.result[0]:
+                        acked.extend(op[2] for op in obs.args if op[0] == C.QUEUE_PUSH)
                 elif obs.outcome == FAILED and applied is not None:
                     self.fail(f"{client.cid}: {C.op_name(obs.code)} reported as not "
                               f"applied was applied at index {applied.index}")
@@ -337,6 +350,7 @@ class Checker:
     def check_final(self, state: dict[str, Any]) -> None:
         """Compare a replica's captured state with the models; check the queue and work end."""
         self.once.check_final()
+        self.txns.check_final()
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

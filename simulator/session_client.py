@@ -8,9 +8,11 @@ member crashes, is partitioned away (the attempt times out) or cannot commit, it
 to another member and sends the same operation again under the same number, until one
 answer arrives; sometimes it also sends it through a second member while the first
 attempt is still in flight (a client that gave up on a slow member). Each attempt goes
-alone (``CLIENT_OP``) or as a member groups a client's ops (``CLIENT_OPS``).
+alone (``CLIENT_OP``) or as a member groups a client's ops (``CLIENT_OPS``); a
+transaction (``TXN``) always alone, as a member proposes it.
 
-Three kinds: a :class:`SessionProducer` pushes unique values, a
+Three kinds: a :class:`SessionProducer` pushes unique values (a share of them as a
+client's transaction with a publish of the same value: applied once, all or none), a
 :class:`SessionConsumer` pops (one, or several at once), a :class:`SessionWorker`
 claims work items and acks them. The replicated state machine must apply each number
 once: the checker finds an operation applied twice (:mod:`.history` records each
@@ -29,10 +31,12 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
-from .client import OK, QUEUE, UNKNOWN, WORK, Client, Host, Observed
+from .client import OK, QUEUE, TOPIC, UNKNOWN, WORK, Client, Host, Observed
 
 #: The share of operations also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15
+#: The share of a session producer's pushes sent as a transaction with a publish.
+IN_TRANSACTION = 0.25
 
 
 class SessionClient(Client):
@@ -96,8 +100,8 @@ class SessionClient(Client):
 
     def _wrapped(self, seq: int, code: int, args: list[Any]) -> list[Any]:
         """``[code, *args]`` of the attempt: alone (``CLIENT_OP``) or, as a member groups a
-        client's ops, in a ``CLIENT_OPS`` group of one."""
-        if self.rng.random() < 0.5:
+        client's ops, in a ``CLIENT_OPS`` group of one; a transaction alone."""
+        if code == C.TXN or self.rng.random() < 0.5:
             return [C.CLIENT_OP, self.session, seq, seq, code, *args]
         return [C.CLIENT_OPS, self.session, seq, [seq, code, *args]]
 
@@ -148,11 +152,15 @@ class SessionProducer(SessionClient):
             self.n += 1
             value = f"{self.cid}:{self.n}"
         self.again = None
+        if self.rng.random() < IN_TRANSACTION:
+            return C.TXN, [[C.QUEUE_PUSH, QUEUE, value], [C.TOPIC_PUBLISH, TOPIC, value]]
         return C.QUEUE_PUSH, [QUEUE, value]
 
     def answered(self, code: int, args: list[Any], result: Any) -> None:
         if result == QueuePushError.Full:
             self.again = args[1]
+        elif code == C.TXN and result[:3] == [False, 0, "full"]:
+            self.again = args[0][2]  # the queue was full: nothing applied
 
 
 class SessionConsumer(SessionClient):

@@ -26,6 +26,7 @@ from .history import Violation
 from .once import OnceProducer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
+from .txn import TxnWorker
 from .workload import (
     QUEUE,
     TOPIC,
@@ -96,7 +97,7 @@ class Simulation:
             "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
-            "session-worker": SessionWorker, "replayer": Replayer,
+            "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -113,7 +114,7 @@ class Simulation:
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op",
                               "session-consumer": "sc", "session-worker": "sw",
-                              "replayer": "r"}.get(kind, kind[:2])
+                              "txn-worker": "tw", "replayer": "r"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -289,6 +290,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
         outcome.stats["once_repeats"] = checker.once.repeats
+        outcome.stats["txn_committed"] = checker.txns.committed
+        outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops

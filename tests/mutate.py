@@ -194,6 +194,26 @@ MUTATIONS = [
         ("tests/core/test_fifo_ids.py", "tests/cells/test_queue_messages.py"),
         "an element given back to the head keeps its message id"),
     Mutation(
+        "transaction-applied-in-part", "lazily_queue/replicated/transactions.py",
+        "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n",
+        "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n"
+        "        plans = [None] * len(args)\n    if isinstance(plans, tuple):\n",
+        ("tests/replicated/test_transactions.py",
+         "tests/sim/test_simulation.py::test_transactions_apply_all_or_none"),
+        "a transaction with an op that would fail applies none of its ops"),
+    Mutation(
+        "transaction-permissions-unchecked", "lazily_queue/client/connection.py",
+        "            if refusal is not None:\n                return refusal\n        return None",
+        "        return None",
+        ("tests/client/test_client_transactions.py",),
+        "a client's transaction needs the client's permission for every op it carries"),
+    Mutation(
+        "local-transaction-unchecked", "lazily_queue/transactions/local.py",
+        "            if refusal is not None:\n                return index, *refusal\n",
+        "",
+        ("tests/cells/test_transactions.py",),
+        "a local transaction with an op that would fail applies none of its ops"),
+    Mutation(
         "local-dedup-window-ignored", "lazily_queue/storage/local.py",
         "        if self.dedup.lookup(msg_id, now)[0]:\n            return None\n",
         "",

@@ -7,7 +7,8 @@ replicated state machine applies each as its own ``CLIENT_OP`` would (the same s
 sequence numbers and deduplication), so a retry of any of them through another member,
 alone or in another group, still applies at most once, and each gets its own answer.
 
-An op goes alone (as ``CLIENT_OP``, whose checks then name it) when its message is over
+An op goes alone (as ``CLIENT_OP``, whose checks then name it) when it is a transaction
+(``TXN``, whose messages are not counted here) or its message is over
 the cluster's message limit (or, not ``bytes``, ``str`` or a number, near it); a group
 is closed before its messages reach :data:`GROUP_SHARE` of the command limit; a group
 the replica refuses (a value outside the value model, an encoding over the limit) is
@@ -49,6 +50,8 @@ class PendingOp:
 
 def _message_bytes(op: PendingOp, message_limit: int) -> int | None:
     """The op's size for grouping; ``None`` when it must go alone."""
+    if op.code == ops.TXN:
+        return None  # its messages are not counted here: alone, its own checks name it
     if op.code not in ops.MESSAGE_OPS:
         return OP_OVERHEAD
     message = op.args[-1] if op.args else None

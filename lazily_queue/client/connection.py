@@ -15,6 +15,7 @@ from typing import Any
 
 from lazily_transports import LinkStream
 
+from ..replicated import ops as C
 from . import protocol as P
 from .access import ClientGrant
 from .batching import PendingOp
@@ -73,6 +74,21 @@ class ClientConnection:
                 self.refusals.clear()
             self.refusals[key] = self.grant.refusal(code, name)
         return self.refusals[key]
+
+    def op_refusal(self, code: int, args: list[Any]) -> str | None:
+        """Why this client may not propose op ``code`` with ``args``; ``None`` if it may.
+        A transaction needs the permission of every op it carries."""
+        if code != C.TXN:
+            name = args[0] if C.family_of(code) is not None and args else None
+            return self.refusal(code, name if isinstance(name, str) else None)
+        for op in args:
+            if type(op) is not list or len(op) < 2 or op[0] not in C.TXN_OPS:
+                return ("a transaction carries queue and work-queue pushes, topic publishes, "
+                        "acks and nacks, each [code, name, ...]")
+            refusal = self.refusal(op[0], op[1] if isinstance(op[1], str) else None)
+            if refusal is not None:
+                return refusal
+        return None
 
     def close(self) -> None:
         self.outbox.close()

@@ -266,9 +266,7 @@ class ClientServer:
                 or not isinstance(args, list) or seq < 1 or floor < 0 or seq >= 2**63):
             raise P.RequestRefused("seq, floor and code are ints (seq >= 1) and args a list")
         timeout = self._timeout(timeout_ms)
-        kind = ops.family_of(code)
-        name = args[0] if kind is not None and args else None
-        refusal = conn.refusal(code, name if isinstance(name, str) else None)
+        refusal = conn.op_refusal(code, args)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))

@@ -64,6 +64,11 @@ class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults
     async def dispose(self) -> None:
         """Release the model (default: nothing to release)."""
 
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        """Commit ``ops`` in one transaction (:mod:`.transactions`): the results, or
+        ``{"aborted": {"index", "code"}}`` (capability ``transactions``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no transactions")
+
 
 class QueueAdapter(Adapter):
     @abstractmethod
@@ -245,6 +250,7 @@ CAPABILITIES = {
     "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
     "messages": "queue fixtures with a poll_messages op: message ids assigned at commit, "
                 "kept when elements are given back",
+    "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "groups": "topic fixtures with consumer-group ops",
 }

@@ -167,6 +167,12 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         kind = op.get("type") if isinstance(op, dict) else None
         if model == "QueueCell" and kind == "batch":
             needed.add("atomic_batch")
+        if kind == "transaction":
+            needed.add("transactions")
+            inner = op.get("ops") if isinstance(op, dict) else None
+            if isinstance(inner, list) and any(isinstance(o, dict) and "msg_id" in o
+                                               for o in inner):
+                needed.add("dedup")
         if isinstance(op, dict) and "msg_id" in op:
             needed.add("dedup")
         if model == "QueueCell" and kind == "poll_messages":

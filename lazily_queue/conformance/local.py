@@ -32,6 +32,8 @@ from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
 from ..threads import LoopBridge
+from ..transactions import Transaction, transaction
+from . import transactions
 from .backend import (
     Backend,
     QueueAdapter,
@@ -79,9 +81,14 @@ class Invoker:
 
 
 class LocalQueueAdapter(QueueAdapter):
-    def __init__(self, cell: QueueCell[Any], invoke: Invoker) -> None:
+    def __init__(self, cell: QueueCell[Any], invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
@@ -131,10 +138,15 @@ class LocalQueueAdapter(QueueAdapter):
 
 
 class LocalTopicAdapter(TopicAdapter):
-    def __init__(self, cell: TopicCell[Any], invoke: Invoker, lease_unit: float = 1.0) -> None:
+    def __init__(self, cell: TopicCell[Any], invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction, lease_unit: float = 1.0) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
         self.lease_unit = lease_unit
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     async def subscribe_at(self, subscriber: str, durability: str, start: Any) -> Any:
         cell = self.cell
@@ -190,9 +202,14 @@ class LocalTopicAdapter(TopicAdapter):
 
 
 class LocalWorkQueueAdapter(WorkQueueAdapter):
-    def __init__(self, cell: WorkQueueCell, invoke: Invoker) -> None:
+    def __init__(self, cell: WorkQueueCell, invoke: Invoker,
+                 tx: Callable[[], Transaction] = transaction) -> None:
         self.cell = cell
         self._invoke = invoke
+        self._tx = tx
+
+    async def transaction(self, ops: list[Mapping[str, Any]]) -> Any:
+        return await transactions.run(self._tx, self.cell, ops)
 
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
@@ -272,7 +289,7 @@ class LocalBackend(Backend):
         old = adapter.cell
         snapshot = await adapter._invoke.sync_only(old.snapshot)
         cell: TopicCell[Any] = TopicCell.from_snapshot(snapshot, context=old.ctx, name=old.name)
-        return LocalTopicAdapter(cell, adapter._invoke, adapter.lease_unit)
+        return LocalTopicAdapter(cell, adapter._invoke, lease_unit=adapter.lease_unit)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         cell = WorkQueueCell(

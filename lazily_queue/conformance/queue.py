@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.queue import EMPTY
+from . import transactions
 from .backend import QueueAdapter, QueueInitial, outcome_label
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
@@ -31,6 +32,7 @@ class QueueRunner(ModelRunner):
         "close": OpSpec(),
         "batch": OpSpec(required=("ops",)),
         "poll_messages": OpSpec(required=("n",), optional=("give_back",)),
+        "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset(READERS) | {"elements"}
 
@@ -80,11 +82,14 @@ class QueueRunner(ModelRunner):
         return None
 
     def coalesced(self, op: Mapping[str, Any]) -> bool:
-        return op.get("type") == "batch"
+        return op.get("type") in ("batch", "transaction")
 
     async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
         adapter = self.adapter
         kind = op["type"]
+        if kind == "transaction":
+            ops = transactions.checked_ops(step, "QueueCell", op["ops"])
+            return await adapter.transaction(ops)
         if kind == "push":
             refused = await adapter.try_push(op["value"], op.get("msg_id"))
             if refused is not None:

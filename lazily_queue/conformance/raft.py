@@ -124,14 +124,15 @@ class RaftBackend(Backend):
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
             await cell.close()
-        return RaftQueueAdapter(cell, Invoker("async"))
+        return RaftQueueAdapter(cell, Invoker("async"), self.observer.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
         cell = self.observer.topic(f"t{next(_names)}")
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
-        return LocalTopicAdapter(cell, Invoker("async"), lease_unit=0.001)
+        return LocalTopicAdapter(cell, Invoker("async"), self.observer.transaction,
+                                 lease_unit=0.001)
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
         await self.cluster_op({"type": "restart_cluster"})
@@ -144,7 +145,7 @@ class RaftBackend(Backend):
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)
         await storage.declare()
-        return LocalWorkQueueAdapter(cell, Invoker("async"))
+        return LocalWorkQueueAdapter(cell, Invoker("async"), self.observer.transaction)
 
     # -- cluster ops ----------------------------------------------------------------------------
 

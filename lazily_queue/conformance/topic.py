@@ -16,6 +16,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from . import transactions
 from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
@@ -71,6 +72,7 @@ class TopicRunner(ModelRunner):
         "advance": OpSpec(required=("subscriber",)),
         "gc": OpSpec(),
         "restart": OpSpec(optional=("subscriber",)),
+        "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups"})
 
@@ -111,9 +113,15 @@ class TopicRunner(ModelRunner):
         adapter = self.adapter
         return ProbeSet({sid: adapter.reader(sid) for sid in self._ids})
 
+    def coalesced(self, op: Mapping[str, Any]) -> bool:
+        return op.get("type") == "transaction"
+
     async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
         adapter = self.adapter
         kind = op["type"]
+        if kind == "transaction":
+            ops = transactions.checked_ops(step, "TopicCell", op["ops"])
+            return await adapter.transaction(ops)
         if kind == "publish":
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from . import transactions
 from .backend import WorkQueueAdapter, WorkQueueInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
@@ -25,6 +26,7 @@ class WorkQueueRunner(ModelRunner):
         "ack": OpSpec(required=("worker", "delivery_id")),
         "nack": OpSpec(required=("worker", "delivery_id")),
         "reap_expired": OpSpec(required=("now",)),
+        "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"pending", "in_flight", "dead_letters", "reads"})
     returns_required = True
@@ -67,9 +69,15 @@ class WorkQueueRunner(ModelRunner):
             return f"pending_len={values['pending_len']} but is_empty={values['is_empty']}"
         return None
 
+    def coalesced(self, op: Mapping[str, Any]) -> bool:
+        return op.get("type") == "transaction"
+
     async def perform(self, step: int, op: Mapping[str, Any]) -> Any:
         adapter = self.adapter
         kind = op["type"]
+        if kind == "transaction":
+            ops = transactions.checked_ops(step, "WorkQueueCell", op["ops"])
+            return await adapter.transaction(ops)
         if kind == "push":
             return await adapter.push(op["value"], op.get("msg_id"))
         if kind == "claim":

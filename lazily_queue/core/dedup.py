@@ -90,6 +90,13 @@ class DedupWindow(Generic[K]):
         self.hits += 1
         return True, found[0]
 
+    def peek(self, key: K, now: int) -> tuple[bool, Any]:
+        """:meth:`lookup` without expiring entries or counting a hit."""
+        found = self._entries.get(key, _MISSING)
+        if found is _MISSING or found[1] < now - self.limits.max_age_ms:
+            return False, None
+        return True, found[0]
+
     def record(self, key: K, result: Any, now: int) -> None:
         """Remember that ``key``'s push applied at ``now`` and returned ``result``."""
         entries = self._entries

@@ -83,12 +83,21 @@ class Deleted:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionApplied:
+    """A transaction of ``ops`` ops committed (its ops' own events come before this one)
+    or, with ``committed`` false, aborted and applied nothing."""
+
+    committed: bool
+    ops: int
+
+
+@dataclass(frozen=True, slots=True)
 class Restored:
     """The whole state was replaced by a snapshot: every reader may have changed."""
 
 
 Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
-         | MemberAddressed | OpApplied | Deleted | Restored)
+         | MemberAddressed | OpApplied | Deleted | TransactionApplied | Restored)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
-               MemberAddressed, OpApplied, Deleted, Restored)
+               MemberAddressed, OpApplied, Deleted, TransactionApplied, Restored)

@@ -40,3 +40,28 @@ def checked_name(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise OpRefused("bad_name", f"name must be a non-empty string, got {value!r}")
     return value
+
+
+def stamps_section(name: str, kind: str,
+                   cores: Callable[[StateMachine], Mapping[str, Any]]) -> Section:
+    """Section ``name``: the enqueue stamps of each ``kind`` (``{object: stamps}``, as
+    the ``stamps()`` / ``load_stamps()`` of the cores ``cores`` maps by name give and
+    take them), restored after the objects; a snapshot without it leaves enqueue times
+    unknown (0)."""
+
+    def capture(sm: StateMachine) -> dict[str, Any] | None:
+        return {obj: core.stamps() for obj, core in cores(sm).items()} or None
+
+    def restore(sm: StateMachine, doc: Any) -> None:
+        if doc is None:
+            return
+        if not isinstance(doc, dict):
+            raise ValueError(f"snapshot section {name!r} must map {kind} names to "
+                             "their enqueue stamps")
+        found = cores(sm)
+        for obj, points in doc.items():
+            core = found.get(obj)
+            if core is not None:
+                core.load_stamps(points)
+
+    return Section(name, capture, restore)

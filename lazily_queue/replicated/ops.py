@@ -59,6 +59,8 @@ WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup
 # Message ids and enqueue stamps: 60..69.
 QUEUE_POP_STAMPED = 60  # [name, n]: pop up to n; [values, runs of [first_id, count, stamp]]
 QUEUE_UNPOP_STAMPED = 61  # [name, values, runs]: give back to the head with their ids
+# Transactions: 70..79.
+TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.transactions)
 # Topic replay and consumer groups: 80..89.
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
@@ -109,6 +111,7 @@ OP_NAMES: dict[int, str] = {
     WORK_PUSH_ONCE: "work_push_once",
     QUEUE_POP_STAMPED: "queue_pop_stamped",
     QUEUE_UNPOP_STAMPED: "queue_unpop_stamped",
+    TXN: "txn",
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
@@ -128,6 +131,10 @@ MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
                             WORK_PUSH_ONCE: WORK_PUSH}
+
+#: The ops a transaction may carry.
+TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_ONCE,
+                     WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK})
 
 
 _FAMILIES: dict[int, str] = {

@@ -24,6 +24,8 @@ reported as an :class:`~.events.OpApplied` event: a member serving clients forwa
 them to the mirrors of the clients watching the object, which
 :meth:`StateMachine.replay` them. The tap changes no state.
 
+A ``TXN`` applies the ops it carries all or none (:mod:`.transactions`).
+
 A push given a producer message id applies once while the id is in the bounded dedup
 window (:mod:`.dedup`), whichever session or member proposes it again.
 
@@ -43,7 +45,7 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import admin, cluster, dedup, groups, queues, topics, work_queues
+from . import admin, cluster, dedup, groups, queues, topics, transactions, work_queues
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
@@ -52,6 +54,7 @@ from .ops import (
     CLIENT_OPS,
     MESSAGE_OPS,
     ONCE_OPS,
+    TXN,
     OpError,
     OpRefused,
     family_of,
@@ -67,7 +70,7 @@ SNAPSHOT_FORMAT = 1
 CLIENT_SESSION_BASE = 2**62
 _WRAPPERS = (CLIENT_OP, CLIENT_OPS)
 #: Ops counted and reported as the plain ops they apply.
-_COUNTED_INSIDE = frozenset({CLIENT_OP, CLIENT_OPS, *ONCE_OPS})
+_COUNTED_INSIDE = frozenset({CLIENT_OP, CLIENT_OPS, TXN, *ONCE_OPS})
 #: Results a client session keeps above its floor; an op further ahead is refused.
 CLIENT_WINDOW = 1024
 #: Client sessions kept; opening one more drops the least recently seen.
@@ -75,7 +78,8 @@ MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY, groups.FAMILY)
+                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
+                                transactions.FAMILY, groups.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -9,7 +9,7 @@ from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransitio
 from ..errors import OffsetOutOfRange
 from . import groups, ops
 from .events import TopicChanged, TopicPublished
-from .family import Family, Handler, Section, checked_name
+from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -99,23 +99,6 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.topics = {str(n): TopicCore.from_snapshot(s) for n, s in (doc or {}).items()}
 
 
-def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
-    return {name: t.stamps() for name, t in sm.topics.items()} or None
-
-
-def _restore_stamps(sm: StateMachine, doc: Any) -> None:
-    """Section ``topic_stamps`` (``{name: [[offset, stamp], ...]}``), restored after
-    ``topics``; a snapshot without it leaves enqueue times unknown (0)."""
-    if doc is None:
-        return
-    if not isinstance(doc, dict):
-        raise ValueError("snapshot section 'topic_stamps' must map topic names to points")
-    for name, points in doc.items():
-        topic = sm.topics.get(name)
-        if topic is not None:
-            topic.load_stamps(points)
-
-
 FAMILY = Family(
     "topics",
     {
@@ -132,5 +115,5 @@ FAMILY = Family(
         ops.TOPIC_SEEK: _ranged(lambda t, a: t.seek(a[1], a[2])),
     },
     (Section("topics", _capture, _restore),
-     Section("topic_stamps", _capture_stamps, _restore_stamps)),
+     stamps_section("topic_stamps", "topic", lambda sm: sm.topics)),
 )

@@ -32,7 +32,7 @@ from ..core.work import (
 )
 from . import ops
 from .events import WorkQueueChanged
-from .family import Family, Handler, Section, checked_name
+from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -235,23 +235,6 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.groups = groups
 
 
-def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
-    return {name: s.core.stamps() for name, s in sm.work_queues.items()} or None
-
-
-def _restore_stamps(sm: StateMachine, doc: Any) -> None:
-    """Section ``work_stamps`` (``{name: [[item_id, stamp], ...]}``), restored after
-    ``work_queues``; a snapshot without it leaves enqueue times unknown (0)."""
-    if doc is None:
-        return
-    if not isinstance(doc, dict):
-        raise ValueError("snapshot section 'work_stamps' must map work queue names to points")
-    for name, points in doc.items():
-        state = sm.work_queues.get(name)
-        if state is not None:
-            state.core.load_stamps(points)
-
-
 FAMILY = Family(
     "work_queues",
     {
@@ -270,5 +253,6 @@ FAMILY = Family(
         ops.WORK_SETTLE_MANY: settle_many,
     },
     (Section("work_queues", _capture, _restore),
-     Section("work_stamps", _capture_stamps, _restore_stamps)),
+     stamps_section("work_stamps", "work queue",
+                    lambda sm: {n: s.core for n, s in sm.work_queues.items()})),
 )

@@ -236,3 +236,32 @@ async def test_a_push_answered_from_the_dedup_window_is_counted_on_every_replica
         assert await q.pop() == "a" and await q.pop() == "plain"
         for node in nodes:
             assert node.status()["dedup"] == {"deduplicated_pushes": 2, "window_len": 2}
+
+
+async def test_transactions_are_counted_committed_or_aborted_on_every_replica() -> None:
+    from lazily_queue import Job, TransactionAborted
+
+    async with testing.cluster(3) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        leader = await cluster.leader()
+        jobs, out = leader.work_queue("jobs"), leader.queue("out", capacity=1)
+
+        async def figures() -> list[tuple[float | None, float | None]]:
+            await cluster.settle()
+            return [(value(m, "lazily_queue_transactions_total", outcome="committed"),
+                     value(m, "lazily_queue_transactions_total", outcome="aborted"))
+                    for m in metrics]
+
+        assert await figures() == [(0, 0)] * 3
+        await jobs.push("j")
+        job = Job(jobs, await jobs.claim("w"))
+        async with leader.transaction() as tx:
+            tx.ack(job)
+            tx.push(out, "a")
+        with pytest.raises(TransactionAborted):
+            async with leader.transaction() as tx:
+                tx.push(out, "b")
+        assert await figures() == [(1, 1)] * 3
+        assert {value(m, "lazily_queue_operations_total", family="queue", name="out",
+                      op="push") for m in metrics} == {1}

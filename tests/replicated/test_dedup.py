@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from itertools import count
 from typing import Any
 
 import pytest
 
 from lazily_queue.core.dedup import DedupLimits
-from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.dedup import limits_args
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
 
-_sessions = count(1)
-
-
-def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[Any]:
-    """Each call is a new member session: a retry here is a new proposal, not a session
-    repeat, so only the dedup window can catch it."""
-    ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
-    result = sm.apply(encode_command(next(_sessions), 0, ops_with_seq), stamp)
-    assert isinstance(result, list)
-    return result
+from .apply import apply_fresh as _apply
 
 
 def _declared(**limits: Any) -> StateMachine:

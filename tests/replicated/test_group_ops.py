@@ -52,3 +52,15 @@ def test_a_group_refuses_pushes_other_settings_and_its_name_as_a_work_queue() ->
     _apply(sm, ops.WORK_DELETE, "t:g")
     _apply(sm, ops.TOPIC_PUBLISH, "t", "a")
     assert "t:g" not in sm.work_queues and sm.groups == {}
+
+
+def test_a_transaction_pushing_to_a_group_aborts_whole() -> None:
+    sm = StateMachine()
+    _apply(sm, ops.QUEUE_DECLARE, "q", None)
+    _apply(sm, ops.GROUP_DECLARE, "t", "g", 1000, 3, "tail")
+    result = sm.apply_plain(ops.TXN, [[ops.QUEUE_PUSH, "q", "a"], [ops.WORK_PUSH, "t:g", "b"]])
+    assert isinstance(result, list) and result[0] is False and result[2] == "group_push"
+    assert sm.queues["q"].len() == 0  # nothing applied
+    # a publish inside a transaction feeds the group as a plain publish does
+    assert sm.apply_plain(ops.TXN, [[ops.TOPIC_PUBLISH, "t", "c"]])[0] is True
+    assert [p.value for p in sm.work_queues["t:g"].core.pending()] == ["c"]

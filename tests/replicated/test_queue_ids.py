@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from itertools import count
 from typing import Any
 
 import pytest
 
-from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
 
-_sessions = count(1)
-
-
-def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[Any]:
-    ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
-    result = sm.apply(encode_command(next(_sessions), 0, ops_with_seq), stamp)
-    assert isinstance(result, list)
-    return result
+from .apply import apply_fresh as _apply
 
 
 def _filled() -> StateMachine:

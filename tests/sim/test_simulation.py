@@ -63,6 +63,15 @@ def test_producers_retrying_a_msg_id_never_duplicate() -> None:
     assert repeats is not None and int(repeats.group(1)) > 0, out
 
 
+def test_transactions_apply_all_or_none() -> None:
+    """Workers ack and produce in one transaction and retry it after any fault; the
+    checker fails a run where one is applied in part or aborts without cause."""
+    out = _ok(_sim("--seeds", "8", "--start", "0", "--jobs", "2", timeout=900))
+    assert "8 seeds, 0 failed" in out, out
+    txns = re.search(r"(\d+) transactions committed and (\d+) aborted whole", out)
+    assert txns is not None and int(txns.group(1)) > 0 and int(txns.group(2)) > 0, out
+
+
 def test_same_seed_same_trace() -> None:
     for seed in (3, 7, 1215):
         out = _ok(_sim("--seed", str(seed), "--twice"))

@@ -1,0 +1,56 @@
+"""A client's transactions: one TXN under the client's session, checked per op for its
+permissions, mirrored to the client's readers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue import Job, PermissionDenied, QueueCell, TransactionAborted, WorkQueueCell
+from tests.client.test_client_cluster import client_of, cluster_with_clients
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_a_client_acks_and_produces_in_one_transaction() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=30)
+        out: QueueCell[Any] = client.queue("out", capacity=1)
+        assert jobs.pending_len() == 0 and out.len() == 0  # start mirroring
+        await jobs.push(3)
+        job = Job(jobs, await jobs.claim("c1"))
+        async with client.transaction() as tx:
+            acked = tx.ack(job)
+            tx.push(out, job.value * 2)
+        assert acked.result.outcome == "acked" and job.receipt is acked.result
+        await client.barrier()
+        assert out.len() == 1 and out.head() == 6 and jobs.in_flight_len() == 0
+        member = c.node(2)
+        await member.barrier()
+        assert member.queue("out", capacity=1).len() == 1
+        await jobs.push(4)
+        job = Job(jobs, await jobs.claim("c1"))
+        with pytest.raises(TransactionAborted) as caught:
+            async with client.transaction() as tx:
+                tx.ack(job)
+                tx.push(out, 8)  # out holds at most 1
+        assert caught.value.code == "full" and caught.value.index == 1
+        await client.barrier()
+        assert jobs.in_flight_len() == 1 and out.len() == 1
+
+
+async def test_a_transaction_needs_the_permission_of_every_op() -> None:
+    # "secret" may be opened (consume) but not pushed to (produce)
+    async with (cluster_with_clients(produce=["out"], consume=["jobs", "secret"])
+                as (c, addresses),
+                client_of(addresses) as client):
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=30)
+        await c.node(1).work_queue("jobs", visibility_timeout=30).push("j")
+        job = Job(jobs, await jobs.claim("c1"))
+        with pytest.raises(PermissionDenied, match="may not queue_push 'secret'"):
+            async with client.transaction() as tx:
+                tx.ack(job)
+                tx.push(client.queue("secret"), 1)
+        await client.barrier()
+        assert jobs.in_flight_len() == 1
