@@ -26,7 +26,7 @@ from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
-from ..storage.local import LocalWorkQueueStorage
+from ..storage.local_work import LocalWorkQueueStorage
 from ..storage.serializing import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,

@@ -2,7 +2,8 @@
 declared (see :mod:`lazily_queue.storage.capabilities`)."""
 
 from .capabilities import StorageCapabilities
-from .local import LocalTopicStorage, LocalWorkQueueStorage, VecDequeStorage
+from .local import LocalTopicStorage, VecDequeStorage
+from .local_work import LocalWorkQueueStorage
 from .queue import (
     ObservableQueueStorage,
     PeekableQueueStorage,

@@ -1,4 +1,5 @@
-"""In-process backends: the reference deque, and the topic and work-queue cores.
+"""In-process backends: the reference deque and the topic core (the work-queue core's
+is :mod:`.local_work`).
 
 Each is synchronous (capability ``sync``); its awaitable operations complete at once
 with the same results. The cells invalidate from the transitions they return, so
@@ -11,7 +12,7 @@ without it enqueue times are unknown (stamp 0) and a push reads no clock.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
@@ -19,16 +20,7 @@ from ..core.fifo import Fifo
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
-from ..core.work import (
-    DeadLetter,
-    Delivery,
-    PendingItem,
-    Receipt,
-    WorkQueueCore,
-    WorkTransition,
-)
 from .capabilities import StorageCapabilities
-from .work import Settlement
 
 if TYPE_CHECKING:
     from .local_groups import LocalGroupStorage
@@ -48,12 +40,6 @@ def _ms(clock: Clock) -> Callable[[], int]:
     def read() -> int:
         return int(clock() * 1000)
     return read
-
-
-def _time(now: float | None) -> float:
-    if now is None:
-        raise TypeError("a local work queue has no clock of its own: pass now (a time)")
-    return now
 
 
 class VecDequeStorage(Fifo[T]):
@@ -268,154 +254,3 @@ class LocalTopicStorage(Generic[T]):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         return self.core.advance_to(subscriber, offset)
-
-
-class LocalWorkQueueStorage:
-    """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
-
-    Its receipts name the queue ``name`` and are stamped with ``clock()`` (0.0 without
-    a clock), and so are the enqueue times of its items (unknown without); settlements
-    are not remembered, so a repeated one is refused.
-    """
-
-    __slots__ = ("clock", "core", "dedup", "name")
-
-    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True)
-
-    def __init__(
-        self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
-        dedup: DedupLimits | None = None,
-    ) -> None:
-        self.core = core
-        self.dedup: DedupWindow[str] = DedupWindow(dedup)
-        self.name = name
-        self.clock = clock
-
-    def __repr__(self) -> str:
-        return f"LocalWorkQueueStorage({self.name!r}, {self.core!r})"
-
-    @property
-    def visibility_timeout(self) -> float:
-        return self.core.visibility_timeout
-
-    @property
-    def lease_seconds(self) -> float:
-        return self.core.visibility_timeout  # a local cell's clock counts seconds
-
-    @property
-    def max_deliveries(self) -> int:
-        return self.core.max_deliveries
-
-    # -- reads ---------------------------------------------------------------------------
-
-    def pending_len(self) -> int:
-        return self.core.pending_len()
-
-    def is_empty(self) -> bool:
-        return self.core.is_empty()
-
-    def in_flight_len(self) -> int:
-        return self.core.in_flight_len()
-
-    def dead_letter_len(self) -> int:
-        return self.core.dead_letter_len()
-
-    def pending(self) -> list[PendingItem]:
-        return self.core.pending()
-
-    def in_flight(self) -> list[Delivery]:
-        return self.core.in_flight()
-
-    def dead_letters(self) -> list[DeadLetter]:
-        return self.core.dead_letters()
-
-    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
-        return self.core.in_flight_by_worker()
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.core.snapshot()
-
-    # -- synchronous operations ----------------------------------------------------------
-
-    def try_push(self, value: Any) -> WorkTransition[int]:
-        clock = self.clock
-        return self.core.push(value, None if clock is None else int(clock() * 1000))
-
-    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
-        return self.core.claim(worker, now)
-
-    def try_settle(
-        self, worker: str, delivery_id: int, outcome: Settlement
-    ) -> WorkTransition[Receipt | None]:
-        core = self.core
-        settle = core.ack if outcome == "acked" else core.nack
-        delivery = core.delivery(delivery_id) if isinstance(delivery_id, int) else None
-        ok, mask = settle(worker, delivery_id)
-        if not ok or delivery is None:
-            return WorkTransition(None, mask)
-        settled_at = self.clock() if self.clock is not None else 0.0
-        receipt = Receipt(self.name, delivery.delivery_id, delivery.item_id, delivery.worker,
-                          outcome, settled_at)
-        return WorkTransition(receipt, mask)
-
-    def try_extend(self, worker: str, delivery_id: int, now: float) -> WorkTransition[bool]:
-        return self.core.extend_lease(worker, delivery_id, now)
-
-    def try_reap_expired(self, now: float) -> WorkTransition[int]:
-        return self.core.reap_expired(now)
-
-    def try_redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]:
-        return self.core.redrive(item_ids)
-
-    # -- awaitable operations ------------------------------------------------------------
-
-    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
-        return self.try_push(value)
-
-    async def push_once(
-        self, value: Any, msg_id: str, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        now = _elapsed_ms()
-        found, item_id = self.dedup.lookup(msg_id, now)
-        if found:
-            return WorkTransition(item_id, 0)
-        transition = self.try_push(value)
-        self.dedup.record(msg_id, transition.result, now)
-        return transition
-
-    async def poll(
-        self, worker: str, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[Delivery | None]:
-        return self.try_claim(worker, _time(now))
-
-    async def poll_many(
-        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[list[Delivery]]:
-        return self.core.claim_many(worker, _time(now), n)
-
-    async def release(
-        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return self.core.release(worker, delivery_ids)
-
-    async def settle(
-        self, worker: str, delivery_id: int, outcome: Settlement, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[Receipt | None]:
-        return self.try_settle(worker, delivery_id, outcome)
-
-    async def extend(
-        self, worker: str, delivery_id: int, now: float | None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[bool]:
-        return self.try_extend(worker, delivery_id, _time(now))
-
-    async def reap_expired(
-        self, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return self.try_reap_expired(_time(now))
-
-    async def redrive(
-        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return self.try_redrive(item_ids)

@@ -1,6 +1,6 @@
 """In-process consumer groups: work queues a local topic feeds as it publishes.
 
-:class:`LocalGroupStorage` is a :class:`~lazily_queue.storage.local.LocalWorkQueueStorage`
+:class:`LocalGroupStorage` is a :class:`~lazily_queue.storage.local_work.LocalWorkQueueStorage`
 that also declares ``observable``: the topic pushes into it when it publishes (not
 through the group's cell), so every transition, the cell's own included, is reported to
 the change listener. A group is fed only by its topic: ``push`` is refused.
@@ -16,7 +16,8 @@ from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
 from ..errors import InvalidConfiguration, UnsupportedOperation
 from .capabilities import StorageCapabilities
-from .local import Clock, LocalWorkQueueStorage
+from .local import Clock
+from .local_work import LocalWorkQueueStorage
 from .work import Settlement, WorkQueueChangeListener
 
 R = TypeVar("R")

@@ -13,7 +13,7 @@ Declared capabilities (:class:`StorageCapabilities`): ``sync`` for
 :class:`ObservableWorkQueueStorage` (every transition's mask reported to the listener,
 including ones the cell did not make), and ``own_clock`` when a ``now`` of ``None``
 is stamped by the backend (a Raft leader). The local backend is
-:class:`~lazily_queue.storage.local.LocalWorkQueueStorage`.
+:class:`~lazily_queue.storage.local_work.LocalWorkQueueStorage`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.txn import TxnCheck
 from ..errors import TransactionUnsupported
-from ..storage.local import LocalTopicStorage, LocalWorkQueueStorage, VecDequeStorage, _elapsed_ms
+from ..storage.local import LocalTopicStorage, VecDequeStorage, _elapsed_ms
+from ..storage.local_work import LocalWorkQueueStorage
 from . import TxOp, aborted
 
 _LOCAL = (VecDequeStorage, LocalTopicStorage, LocalWorkQueueStorage)

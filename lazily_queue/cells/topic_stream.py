@@ -1,0 +1,100 @@
+"""The streaming half of :class:`~.topic.TopicCell`: a subscriber's elements as they
+arrive, locally one step per element, over a replicated backend read from the member's
+applied state and committed a batch at a time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Generic, TypeVar, cast
+
+from ..core.topic import TopicTransition
+from ..reactive import Slot
+from ..storage.topic import SyncTopicStorage, TopicStorage, as_messages_topic
+from .message import Message, enqueued_at
+
+#: Elements ``stream`` reads per cursor commit over a replicated backend.
+DEFAULT_BATCH = 256
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class TopicStreams(Generic[T]):
+    """``stream`` and ``stream_messages`` (the cell sets up what is declared here)."""
+
+    _sync: SyncTopicStorage[T] | None
+    _storage: TopicStorage[T]
+    _raise_if_stopped: Callable[[], None]
+
+    def reader(self, subscriber: str) -> Slot[list[T] | None]:
+        raise NotImplementedError
+
+    def _apply(self, transition: TopicTransition[R]) -> R:
+        raise NotImplementedError
+
+    def try_advance(self, subscriber: str) -> T | None:
+        raise NotImplementedError
+
+    async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
+        raise NotImplementedError
+
+    async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
+        """Yield the subscriber's elements as they arrive, advancing its cursor.
+
+        Waits (while unavailable or caught up) through the subscriber's reader; it never
+        subscribes. Cancellation never skips an element. Locally the cursor advances in
+        the same step that yields the element. Over a backend without ``sync`` the
+        elements are read from this node's applied state, up to ``batch`` at a time
+        (default :data:`DEFAULT_BATCH`), and the cursor moves past them in one commit
+        once the element after the last of them is requested: an interrupted consumer
+        sees the uncommitted ones again (at least once; the window is the batch). Use
+        one stream per subscriber id.
+        """
+        async for value in self._stream(subscriber, batch, None):
+            yield value
+
+    async def stream_messages(
+        self, subscriber: str, *, batch: int | None = None
+    ) -> AsyncIterator[Message[T]]:
+        """:meth:`stream`, as messages: the id is the element's offset, ``enqueued_at``
+        its publish time (``None`` when the backend keeps none)."""
+        messages = as_messages_topic(self._storage)
+        stamp_of = (lambda offset: 0) if messages is None else messages.stamp_of
+
+        def message(offset: int, value: T) -> Message[T]:
+            return Message(offset, value, enqueued_at(stamp_of(offset)))
+
+        async for m in self._stream(subscriber, batch, message):
+            yield m
+
+    async def _stream(
+        self, subscriber: str, batch: int | None, make: Callable[[int, T], R] | None
+    ) -> AsyncIterator[Any]:
+        reader = self.reader(subscriber)
+        size = DEFAULT_BATCH if batch is None else batch
+        if size < 1:
+            raise ValueError(f"batch must be >= 1, got {batch!r}")
+        while True:
+            if self._sync is not None:
+                await self._wait_unread(reader)
+                if self._storage.read_stream(subscriber):
+                    if make is None:
+                        yield cast(T, self.try_advance(subscriber))
+                    else:
+                        offset = cast(int, self._storage.cursor(subscriber))
+                        yield make(offset, cast(T, self.try_advance(subscriber)))
+                continue
+            # Read first: the reader (the whole unread suffix) is only built to wait.
+            self._raise_if_stopped()
+            cursor = self._storage.cursor(subscriber)
+            unread = self._storage.read_stream(subscriber, size)
+            if not unread or cursor is None:
+                await self._wait_unread(reader)
+                continue
+            if make is None:
+                for value in unread:
+                    yield value
+            else:
+                for i, value in enumerate(unread):
+                    yield make(cursor + i, value)
+            self._apply(await self._storage.advance_to(subscriber, cursor + len(unread)))
