@@ -134,7 +134,11 @@ def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail
         # append was torn after it: the record ends where that next header starts.
         return Tail(cut, True, records)
     if plausible and size >= end > zeros_from:
-        return Tail(cut, False, records)
+        # The write may have reached the disk only up to that boundary, the zeros before
+        # it being the command's own; unless the bytes present, with none or some of
+        # those zeros, are already the whole record (a damaged length field).
+        damaged = _whole_record_within(data, pos, content, index, term, crc, end)
+        return Tail(cut, damaged, records)
     if end > size and plausible:
         # The header announces more than the file holds. A torn append leaves exactly
         # that; a damaged length field does too, unless the bytes present are the
@@ -149,13 +153,15 @@ def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail
 
 
 def _whole_record_within(
-    data: bytes, pos: int, content: int, index: int, term: int, crc: int
+    data: bytes, pos: int, content: int, index: int, term: int, crc: int,
+    limit: int | None = None,
 ) -> bool:
     """Whether the bytes from the header at ``pos`` to ``content``, followed by none or
-    some of the zeros after it, are a record whose checksum is ``crc``."""
+    some of the zeros after it (up to ``limit``, the file's end by default), are a
+    record whose checksum is ``crc``."""
     running = zlib.crc32(data[pos + HEADER.size : content],
                          zlib.crc32(struct.pack("<QQ", index, term)))
-    for _ in range(len(data) - content):
+    for _ in range(min(len(data), len(data) if limit is None else limit) - content):
         if running & 0xFFFFFFFF == crc:
             return True
         running = zlib.crc32(b"\x00", running)

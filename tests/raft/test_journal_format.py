@@ -123,10 +123,13 @@ def test_a_complete_last_record_with_a_bad_checksum_is_damaged(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("trailing_zeros", [0, 40])
+@pytest.mark.parametrize("at, byte", [(2, 0x40), (1, 0x02)])
 def test_a_last_record_whose_length_field_is_damaged_is_damaged_not_torn(
-        tmp_path: Path, trailing_zeros: int) -> None:
-    """Its length now runs past the file, as a torn append's would; but the record is
-    whole (its command may end in zeros, like the preallocated zeros after it)."""
+        tmp_path: Path, trailing_zeros: int, at: int, byte: int) -> None:
+    """Its length now runs past the file (about 4 MiB more), or past the next sector
+    boundary within the preallocated zeros (512 more), as a torn append's would; but the
+    record is whole (its command may end in zeros, like the preallocated zeros after
+    it)."""
     j = DurableJournal(OsDisk(), str(tmp_path))
     j.setCurrentTerm(3, None)
     _fill(j, 1, 3, term=3)
@@ -134,8 +137,8 @@ def test_a_last_record_whose_length_field_is_damaged_is_damaged_not_torn(
     j.sync()
     last = j.size_bytes - HEADER.size - 4 - trailing_zeros
     with open(j.path, "r+b") as f:
-        f.seek(last + 2)  # the length field's third byte: about 4 MiB more
-        f.write(b"\x40")
+        f.seek(last + at)
+        f.write(bytes([byte]))
     again = DurableJournal(OsDisk(), str(tmp_path))
     assert [e[1] for e in again[:]] == [1, 2, 3] and again.tail.damaged
     assert floor_of(again.meta) == (3, 4)
