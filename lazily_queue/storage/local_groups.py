@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 from ..core.groups import check_group, new_group
 from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
-from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..errors import InvalidConfiguration
 from .capabilities import StorageCapabilities
+from .group_pushes import FedByTopic
 from .local import Clock
 from .local_work import LocalWorkQueueStorage
 from .work import Settlement, WorkQueueChangeListener
@@ -23,7 +24,7 @@ from .work import Settlement, WorkQueueChangeListener
 R = TypeVar("R")
 
 
-class LocalGroupStorage(LocalWorkQueueStorage):
+class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
     """One consumer group of a local topic (module docstring)."""
 
     __slots__ = ("_listener", "group", "topic")
@@ -53,21 +54,10 @@ class LocalGroupStorage(LocalWorkQueueStorage):
         the pending tail; returns its id."""
         return self._report(self.core.push(value, stamp)).result
 
-    def _refuse_push(self) -> UnsupportedOperation:
-        return UnsupportedOperation(
-            f"{self.name}: a consumer group is fed by its topic {self.topic!r}; publish "
-            "to the topic instead of pushing to the group")
 
     def try_push(self, value: Any) -> WorkTransition[int]:
         raise self._refuse_push()
 
-    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
-        raise self._refuse_push()
-
-    async def push_once(
-        self, value: Any, msg_id: str, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        raise self._refuse_push()
 
     def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
         return self._report(super().try_claim(worker, now))

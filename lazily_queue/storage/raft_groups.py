@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.groups import group_queue_name
 from ..core.topic import Start, check_start, out_of_range
-from ..core.work import WorkTransition
-from ..errors import UnsupportedOperation
 from ..replicated import ops as C
+from .group_pushes import FedByTopic
 from .raft_collections import RaftWorkQueueStorage
 from .raft_queue import raise_op_error
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from .raft_queue import Proposer
 
 
-class RaftGroupStorage(RaftWorkQueueStorage):
+class RaftGroupStorage(FedByTopic, RaftWorkQueueStorage):
     """One consumer group of a replicated topic (module docstring)."""
 
     kind = "group"
@@ -56,18 +55,7 @@ class RaftGroupStorage(RaftWorkQueueStorage):
         if result[0] == "out_of_range":
             raise out_of_range(result[1], result[2], result[3])
 
-    def _refuse_push(self) -> UnsupportedOperation:
-        return UnsupportedOperation(
-            f"{self.name}: a consumer group is fed by its topic {self.topic!r}; publish "
-            "to the topic instead of pushing to the group")
 
-    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
-        raise self._refuse_push()
-
-    async def push_once(
-        self, value: Any, msg_id: str, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        raise self._refuse_push()
 
 
 GroupRegistrar = Callable[[RaftGroupStorage], RaftGroupStorage]
