@@ -175,8 +175,9 @@ class Fifo(Generic[T]):
         from_runs = min(k, self._explicit)
         runs = ids.take(self._runs, from_runs) if from_runs else []
         self._explicit -= from_runs
-        if k > from_runs:
-            runs.append([self._tail_first, k - from_runs, self._tail_stamp])
+        if k > from_runs:  # merged where it continues the last run: every replica's
+            # answer has the same runs, however its own are split
+            ids.append(runs, self._tail_first, k - from_runs, self._tail_stamp)
             self._tail_first += k - from_runs
         return [items.popleft() for _ in range(k)], runs
 

@@ -65,6 +65,20 @@ def test_unpop_stamped_gives_back_the_same_ids(capacity: int | None) -> None:
     assert pop() == "b" and q.head_id() == (2, 2)
 
 
+def test_a_pop_answers_the_same_runs_as_a_restored_replica_would() -> None:
+    """Ids given back just before the ones still in the queue, under the same stamp,
+    come out as one run: a replica restored from a snapshot (whose runs are merged)
+    answers the same pop with the same runs."""
+    q: Fifo[str] = Fifo()
+    for v in "abcdefg":
+        q.push_stamped(v, 7)
+    taken = q.pop_stamped(4)
+    assert not isinstance(taken, QueuePopError)
+    q.unpop_stamped(*taken)
+    restored: Fifo[str] = Fifo.restored(None, q.elements(), False, q.id_state())
+    assert q.pop_stamped(7) == restored.pop_stamped(7) == (list("abcdefg"), [[0, 7, 7]])
+
+
 def test_unpop_stamped_refuses_runs_that_do_not_fit() -> None:
     q: Fifo[str] = Fifo()
     q.push_stamped("a", 1)
