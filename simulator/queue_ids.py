@@ -41,8 +41,10 @@ class QueueIdModel:
         self.pushed[i] = (value, now)
 
     def unpop_fresh(self, values: list[Any]) -> None:
-        for _ in reversed(values):
-            self.tags.appendleft((self._fresh(), None))
+        for value in reversed(values):
+            i = self._fresh()
+            self.tags.appendleft((i, None))
+            self.pushed[i] = (value, None)  # a new id, its stamp the replica's to pick
 
     def pop(self, op: AppliedOp, count: int, now: int, stamped: bool) -> None:
         taken = [self.tags.popleft() for _ in range(count)]
@@ -65,7 +67,8 @@ class QueueIdModel:
         held = {i for i, _ in self.tags}
         for (i, stamp), value in zip(back, values, strict=True):
             first = self.pushed.get(i)
-            if first is None or first != (value, stamp) or i in held:
+            if first is None or first[0] != value or first[1] not in (None, stamp) or (
+                    i in held):
                 raise Violation(f"index {op.index}: element {value!r:.40} given back as id "
                                 f"{i} stamp {stamp}, pushed as {first!r:.60}")
             held.add(i)
