@@ -27,7 +27,7 @@ class QueueIdModel:
     def __init__(self) -> None:
         self.next_id = 0
         self.tags: deque[Tag] = deque()
-        self.pushed: dict[int, tuple[Any, int]] = {}
+        self.pushed: dict[int, tuple[Any, int | None]] = {}
         self.checked_pops = 0
 
     def _fresh(self) -> int:
