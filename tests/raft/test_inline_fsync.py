@@ -132,13 +132,17 @@ async def _idle(node: Node) -> None:
     raise AssertionError("the loop never became idle")
 
 
-async def test_an_idle_member_steps_inside_the_proposal(
-    single: tuple[Node, FaultyDisk],
-) -> None:
+@pytest.fixture
+async def idle(single: tuple[Node, FaultyDisk]) -> Node:
+    """The one-member node with every fsync inline, once nothing else is ready to run."""
     node, _ = single
-    driver = node.driver
-    driver.fsync.policy.inline_below = 3600.0
+    node.driver.fsync.policy.inline_below = 3600.0
     await _idle(node)
+    return node
+
+
+async def test_an_idle_member_steps_inside_the_proposal(idle: Node) -> None:
+    node, driver = idle, idle.driver
     steps = driver.steps
     _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "at once"], timeout=5.0, step_now=True)
     if _loop_shows_ready_callbacks():
@@ -150,12 +154,9 @@ async def test_an_idle_member_steps_inside_the_proposal(
 
 
 async def test_a_proposal_waits_for_the_batched_step_while_other_work_is_ready(
-    single: tuple[Node, FaultyDisk],
+    idle: Node,
 ) -> None:
-    node, _ = single
-    driver = node.driver
-    driver.fsync.policy.inline_below = 3600.0
-    await _idle(node)
+    driver = idle.driver
     asyncio.get_running_loop().call_soon(lambda: None)  # it could propose too
     _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "later"], timeout=5.0, step_now=True)
     assert not fut.done()
@@ -165,12 +166,8 @@ async def test_a_proposal_waits_for_the_batched_step_while_other_work_is_ready(
     assert other.done() and driver.steps == steps + 1  # one step for both
 
 
-async def test_calls_that_step_at_once_still_let_the_loop_run(
-    single: tuple[Node, FaultyDisk],
-) -> None:
-    node, _ = single
-    node.driver.fsync.policy.inline_below = 3600.0
-    await _idle(node)
+async def test_calls_that_step_at_once_still_let_the_loop_run(idle: Node) -> None:
+    node = idle
     fired: list[bool] = []
     asyncio.get_running_loop().call_later(0, fired.append, True)  # due at the next turn
     for i in range(5):
