@@ -42,12 +42,16 @@ async def test_a_1_mib_message_crosses_a_cluster_and_a_snapshot(tmp_path: Path) 
         await q.push(text)
         with pytest.raises(MessageTooLarge, match="1048578 bytes"):
             await q.push(text + "e" + "e")
+        gone = lagging.status()["log_last_index"]
         await c.kill(lagging.node_id)
         for i in range(12):  # enough entries for the leader to compact its log
             await q.push((i, b"y" * (MiB - 64)))
         await c.settle()
-        status = leader.status()
-        assert status["snapshots_taken"] >= 1 and status["log_first_index"] > 1
+        # Snapshots are written on a worker thread: wait until the leader's log no longer
+        # holds what the lagging member lacks, so it can only catch up from a snapshot.
+        await _until(lambda: leader.status()["log_first_index"] > gone + 1, leader,
+                     "the leader's compaction")
+        assert leader.status()["snapshots_taken"] >= 1
         before = lagging.view.capture()["queues"].get("blobs")
         rejoined = await c.restart(lagging.node_id)
         await _until(lambda: rejoined.status()["snapshots_installed"] >= 1, rejoined,
