@@ -79,7 +79,9 @@ async def browser(url: str, profile: Path) -> AsyncIterator[DevTools]:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         port_file = profile / "DevToolsActivePort"
-        async with asyncio.timeout(30):
+        # A hang detector: on a loaded two-core machine Chromium's first page can take
+        # tens of seconds to appear.
+        async with asyncio.timeout(120):
             while not port_file.exists() or not port_file.read_text().strip():
                 assert proc.returncode is None, "chromium exited during startup"
                 await asyncio.sleep(0.05)
