@@ -33,19 +33,24 @@ class RaftPeer(_PsNode):  # type: ignore[misc]
 
 
 class EngineTransport(_PsTransport):  # type: ignore[misc]
-    """Sends through ``send(peer_id, message)``; reports membership to ``membership``."""
+    """Sends through ``send(peer_id, message)``; reports membership to ``membership``
+    and a snapshot message without a chunk (none could go) to ``no_chunk``."""
 
     def __init__(
         self,
         send: Callable[[str, dict[str, Any]], None],
         membership: Callable[[str, bool], None],
+        no_chunk: Callable[[Any], None] = lambda node: None,
     ) -> None:
         super().__init__(None, None, None)
         self._out = send
         self._membership = membership
+        self._no_chunk = no_chunk
 
     def send(self, node: Any, message: dict[str, Any]) -> bool:
         self._out(node.id, message)
+        if "serialized" in message and message["serialized"] is None:
+            self._no_chunk(node)
         return True
 
     def addNode(self, node: Any) -> None:

@@ -66,6 +66,7 @@ class Driver(Release, DiskStall):
         self.disk_retry = disk_retry
         replica.snapshots.retry_delay = disk_retry
         replica.snapshots.writer.background = True  # snapshot files are written off the loop
+        replica.snapshots.link_ready = lambda node: network.send_ready(node.id)
         self._on_events = on_events
         self._address = address_of
         self._loop: asyncio.AbstractEventLoop | None = None

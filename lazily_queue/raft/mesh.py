@@ -169,6 +169,12 @@ class MeshNetwork:
     def flush(self) -> None:
         self._mesh.flush()
 
+    def send_ready(self, peer_id: str) -> bool:
+        try:
+            return self._mesh.send_ready(int(peer_id))
+        except ValueError:
+            return False
+
     def add_peer(self, peer_id: str, address: str | None) -> None:
         number = node_number(peer_id)
         if number in self._mesh.peers or peer_id == self.node_id:

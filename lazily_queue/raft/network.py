@@ -38,6 +38,10 @@ class RaftNetwork(Protocol):
         """Hand queued frames to the links now (before the caller blocks on a disk)."""
         ...
 
+    def send_ready(self, peer_id: str) -> bool:
+        """Whether a frame sent to ``peer_id`` now would be queued, not dropped."""
+        ...
+
     def add_peer(self, peer_id: str, address: str | None) -> None: ...
 
     def remove_peer(self, peer_id: str) -> None: ...
@@ -140,6 +144,9 @@ class LocalNetwork:
 
     def flush(self) -> None:
         """Frames are handed over as they are sent."""
+
+    def send_ready(self, peer_id: str) -> bool:
+        return self._running and peer_id in self._up and self._hub.linked(self.node_id, peer_id)
 
     def add_peer(self, peer_id: str, address: str | None) -> None:
         if peer_id != self.node_id:

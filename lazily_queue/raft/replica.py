@@ -76,6 +76,7 @@ class Replica:
             chunk_size=self.config.engine.snapshot_chunk_bytes,
             clock=clock,
         )
+        self.snapshots.queued = lambda node: len(self._ready.messages.get(node.id, ()))
         existing = self.snapshots.read()
         if existing is not None:
             check_stored_state(fsm, existing["state"])

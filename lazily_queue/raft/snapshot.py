@@ -47,6 +47,9 @@ _CRC = struct.Struct("<I")
 NOT_SERIALIZING, SERIALIZING, SUCCESS, FAILED = 0, 1, 2, 3
 #: Default largest snapshot (file or transmission); every member must use the same limit.
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
+#: Snapshot chunks queued for one member per step, at most (half a link's default send
+#: buffer, which also carries the other messages).
+SEND_WINDOW_BYTES = 512 * 1024
 
 
 class SnapshotError(DamagedData):
@@ -144,7 +147,16 @@ class SnapshotStore:
         self._state = NOT_SERIALIZING
         self._current_id: int | None = None
         self._data: bytes | None = None
-        self._sending: dict[Any, int] = {}
+        #: Per member a transmission is going to: the snapshot it started with, and how
+        #: many of its bytes were handed out. A snapshot taken meanwhile does not restart it.
+        self._sending: dict[Any, tuple[bytes, int]] = {}
+        #: A transmission is paced so that the links never drop a chunk (a hole makes the
+        #: follower refuse the snapshot, and it starts again): a chunk goes to a member
+        #: only while fewer than ``window_bytes`` of messages are queued for it in this
+        #: step (``queued``, in messages) and its link has room (``link_ready``).
+        self.window_bytes = SEND_WINDOW_BYTES
+        self.queued: Callable[[Any], int] = lambda node: 0
+        self.link_ready: Callable[[Any], bool] = lambda node: True
         self._incoming: bytearray | None = None
         self.installed = 0
         self.taken = 0
@@ -232,7 +244,6 @@ class SnapshotStore:
             self._state = FAILED
             return
         self._data = raw
-        self._sending.clear()
         self._state = SUCCESS
         self.taken += 1
         if self.disk_failures:
@@ -281,19 +292,32 @@ class SnapshotStore:
 
     # -- sending to a follower ------------------------------------------------------------------
 
+    @property
+    def transmitting(self) -> bool:
+        """A transmission to some member has started and not ended."""
+        return bool(self._sending)
+
     def getTransmissionData(self, transmissionID: Any) -> tuple[bytes, bool, bool] | None:
-        data = self._raw()
-        if data is None:
+        """The next chunk for ``transmissionID``, or ``None`` (nothing is sent to it this
+        round) when there is no snapshot or the member's window or link is full."""
+        if (self.queued(transmissionID) * self._chunk >= self.window_bytes
+                or not self.link_ready(transmissionID)):
             return None
-        sent = self._sending.get(transmissionID, 0)
+        started = self._sending.get(transmissionID)
+        if started is None:
+            data = self._raw()
+            if data is None:
+                return None
+            sent = 0
+        else:
+            data, sent = started
         chunk = data[sent : sent + self._chunk]
-        is_first = sent == 0
         is_last = not chunk
         if is_last:
             self._sending.pop(transmissionID, None)
         else:
-            self._sending[transmissionID] = sent + len(chunk)
-        return chunk, is_first, is_last
+            self._sending[transmissionID] = (data, sent + len(chunk))
+        return chunk, sent == 0, is_last
 
     def cancelTransmisstion(self, transmissionID: Any) -> None:
         self._sending.pop(transmissionID, None)

@@ -123,12 +123,14 @@ async def test_backpressure_blocks_the_sender_and_loses_nothing(address: str) ->
     other = make_config(2, send_buffer_size=64 * 1024, receive_buffer_size=64 * 1024)
     frame = b"b" * 32 * 1024
     async with channel_pair(address, small, other) as (client, server):
+        assert client.send_ready()
         sent = 0
         full_checks = 0
         for _ in range(20000):
             try:
                 client.send_nowait(frame + sent.to_bytes(4, "big"))
             except anyio.WouldBlock:
+                assert not client.send_ready()  # says so before a frame is refused
                 full_checks += 1
                 if full_checks == 4:
                     break  # still full after in-flight writes had time to land
@@ -147,6 +149,9 @@ async def test_backpressure_blocks_the_sender_and_loses_nothing(address: str) ->
             data = await server.receive()
             assert int.from_bytes(data[-4:], "big") == index
         await blocked
+        with anyio.fail_after(5):  # a hang detector
+            while not client.send_ready():  # noqa: ASYNC110 - polls plain state
+                await asyncio.sleep(0.01)
 
 
 async def test_receive_nowait_and_readiness(address: str) -> None:

@@ -157,6 +157,7 @@ async def test_duplicate_node_id_is_detected_and_refused(caplog: pytest.LogCaptu
 async def test_sending_while_down_drops_and_counts() -> None:
     mesh = Mesh(make_config(1), None, {2: unique_memory_address()}, **FAST)
     async with mesh:
+        assert not mesh.send_ready(2) and not mesh.send_ready(7)
         assert mesh.send_nowait(2, b"lost") is False
         assert await mesh.send(2, b"lost too") is False
         assert mesh.counters(2).frames_dropped == 2
@@ -174,12 +175,14 @@ async def test_full_buffer_raises_would_block_and_send_waits() -> None:
     async with a, b:
         await until(a, PeerUp)
         await until(b, PeerUp)
+        assert a.send_ready(2)
         sent = 0
         with anyio.fail_after(5):
             while True:
                 try:
                     a.send_nowait(2, sent.to_bytes(4, "big") * 256)
                 except anyio.WouldBlock:
+                    assert not a.send_ready(2)
                     break
                 sent += 1
                 await asyncio.sleep(0)

@@ -163,6 +163,11 @@ class DataChannel(FrameStream):
         """Hand frames queued by ``send_nowait`` to the connection now rather than later
         in this loop iteration (a transport that does not queue has nothing to do)."""
 
+    def send_ready(self) -> bool:
+        """Whether ``send_nowait`` would take a frame now instead of raising
+        ``anyio.WouldBlock`` (a transport without a send buffer always would)."""
+        return True
+
     async def receive(self) -> bytes:
         while True:
             try:

@@ -226,6 +226,12 @@ class Mesh:
             raise UnknownPeerError(peer_id)
         return link.send_nowait(frame)
 
+    def send_ready(self, peer_id: int) -> bool:
+        """Whether ``send_nowait(peer_id, ...)`` would queue a frame now: the peer is up
+        and its send buffer not full (False for an id outside the mesh)."""
+        link = self._links.get(peer_id)
+        return link is not None and link.send_ready()
+
     def flush(self) -> None:
         """Hand every frame queued by ``send_nowait`` to its connection now (frames are
         otherwise written together later in the loop iteration)."""

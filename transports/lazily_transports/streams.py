@@ -64,6 +64,9 @@ class LinkStream(FrameStream):
     async def receive(self) -> bytes:
         return await self.channel.receive()
 
+    def send_ready(self) -> bool:
+        return self.channel.send_ready()
+
     async def wait_send_ready(self) -> None:
         await self.channel.wait_send_ready()
 

@@ -243,6 +243,9 @@ class BufferedChannel(DataChannel):
             return
         await waiter.wait()
 
+    def send_ready(self) -> bool:
+        return self._send_error() is not None or self._writable()
+
     async def wait_send_ready(self) -> None:
         if self._send_error() is not None or self._writable():
             return

@@ -106,6 +106,11 @@ class PeerLink:
         if channel is not None:
             channel.flush()
 
+    def send_ready(self) -> bool:
+        """Whether a frame sent now would be queued (the peer is up, its buffer not full)."""
+        channel = self._raw
+        return channel is not None and channel.send_ready()
+
     async def wait_send_ready(self) -> None:
         channel = self._raw
         if channel is not None:
