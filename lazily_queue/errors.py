@@ -51,6 +51,16 @@ class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 
 
+class InvalidTimestamp(LazilyQueueError, TypeError, ValueError):
+    """A replay position given as a time is not a timezone-aware ``datetime`` (a naive
+    one, a ``date``, a ``float``)."""
+
+
+class InvalidHeaders(LazilyQueueError, ValueError):
+    """Message headers are not a map of ``str`` to ``str`` within the limits; the message
+    names the limit broken and the fix."""
+
+
 class TransactionError(LazilyQueueError):
     """A transaction was used out of turn: an op added after it ended, a result read
     before it committed (see :mod:`lazily_queue.transactions`)."""

@@ -295,6 +295,12 @@ MUTATIONS = [
         ("tests/sim/test_found_bugs.py::"
          "test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it",),
         "a member that missed a re-addition still takes the new leader's entries"),
+    Mutation(
+        "replay-time-strictly-after", "lazily_queue/core/stamps.py",
+        "            if stamps[i] >= stamp and last > base and first < end:",
+        "            if stamps[i] > stamp and last > base and first < end:",
+        ("tests/cells/test_topic_replay_time.py",),
+        "a time start includes the elements enqueued exactly at that time"),
 ]
 
 

@@ -128,9 +128,11 @@ def open_group(
     return cell
 
 
-def restore_local_topic(snapshot: Mapping[str, Any], name: str) -> LocalTopicStorage[Any]:
+def restore_local_topic(snapshot: Mapping[str, Any], name: str,
+                        clock: Callable[[], float] | None = None) -> LocalTopicStorage[Any]:
     """A local topic storage from a topic snapshot, with its ``groups`` (each a work
-    queue's snapshot) when present; :class:`InvalidSnapshot` when inconsistent."""
+    queue's snapshot) when present, stamping publishes with ``clock`` (seconds);
+    :class:`InvalidSnapshot` when inconsistent."""
     data = dict(snapshot) if isinstance(snapshot, Mapping) else snapshot
     raw_groups = data.pop("groups", {}) if isinstance(data, dict) else {}
     core: TopicCore[Any] = TopicCore.from_snapshot(data)
@@ -142,4 +144,4 @@ def restore_local_topic(snapshot: Mapping[str, Any], name: str) -> LocalTopicSto
             raise InvalidSnapshot(f"topic snapshot: group name {group!r} is not a str")
         work = WorkQueueCore.from_snapshot(raw)
         groups[group] = LocalGroupStorage(work, topic=name, group=group)
-    return LocalTopicStorage(core, groups=groups)
+    return LocalTopicStorage(core, groups=groups, clock=clock)

@@ -252,6 +252,7 @@ CAPABILITIES = {
                 "kept when elements are given back",
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
+    "replay_time": "topic fixtures subscribing from or seeking to an enqueue time",
     "groups": "topic fixtures with consumer-group ops",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see

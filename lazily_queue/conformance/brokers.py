@@ -65,6 +65,8 @@ LACKS = {
     "messages": "the broker queues keep no message ids of their own (no messages capability)",
     "transactions": "a broker cell cannot take part in a transaction",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
+    "replay_time": "the broker topic adapters subscribe at the tail only (no replay_time "
+                   "capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
 }
 NATS_LACKS = {

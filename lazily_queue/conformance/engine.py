@@ -180,6 +180,9 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         if model == "TopicCell" and isinstance(kind, str):
             if kind == "seek" or (kind == "subscribe" and "start" in op):  # type: ignore[operator]
                 needed.add("replay")
+            if kind == "seek_time" or (kind == "subscribe"
+                                       and "start_time" in op):  # type: ignore[operator]
+                needed.add("replay_time")
             if kind.startswith("group"):
                 needed.add("groups")
     return needed

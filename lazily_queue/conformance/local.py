@@ -19,6 +19,7 @@ instead of the deque's fast path.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -278,8 +279,8 @@ class LocalBackend(Backend):
         return LocalQueueAdapter(cell, Invoker(flavor))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell: TopicCell[Any] = TopicCell.from_snapshot(
-            _topic_snapshot(initial), context=Context(name="conformance")
+        cell: TopicCell[Any] = TopicCell.from_snapshot(  # stamped as a leader stamps
+            _topic_snapshot(initial), context=Context(name="conformance"), clock=time.time
         )
         return LocalTopicAdapter(cell, Invoker(flavor))
 
@@ -288,7 +289,8 @@ class LocalBackend(Backend):
             raise TypeError(f"cannot restart {type(adapter).__name__} on the local backend")
         old = adapter.cell
         snapshot = await adapter._invoke.sync_only(old.snapshot)
-        cell: TopicCell[Any] = TopicCell.from_snapshot(snapshot, context=old.ctx, name=old.name)
+        cell: TopicCell[Any] = TopicCell.from_snapshot(snapshot, context=old.ctx, name=old.name,
+                                                       clock=time.time)
         return LocalTopicAdapter(cell, adapter._invoke, lease_unit=adapter.lease_unit)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:

@@ -1,6 +1,8 @@
 """TopicCell fixtures: snapshot ``initial``, subscriber probes, restart (spec §5.3).
 
-Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); consumer-group ops
+Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe`` with a
+``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601 strings, read
+with ``datetime.fromisoformat``; one without an offset is naive); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
 and the ``groups`` state key (see :mod:`.groups`).
@@ -13,6 +15,7 @@ the backend and re-mints every probe, so its expectation is all false.
 from __future__ import annotations
 
 import enum
+from datetime import datetime
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,13 +56,23 @@ def subscriber_ids(document: Mapping[str, Any]) -> list[str]:
     return list(seen)
 
 
+def _time(step: int, text: Any) -> datetime:
+    """A fixture's time (an ISO 8601 string) as a ``datetime``."""
+    try:
+        return datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        fail(step, "op", f"a time must be an ISO 8601 string, got {text!r}")
+
+
 @register_runner
 class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
         "publish": OpSpec(required=("value",), optional=("msg_id",)),
-        "subscribe": OpSpec(required=("subscriber",), optional=("durability", "start")),
+        "subscribe": OpSpec(required=("subscriber",),
+                            optional=("durability", "start", "start_time")),
         "seek": OpSpec(required=("subscriber", "offset")),
+        "seek_time": OpSpec(required=("subscriber", "time")),
         "group": OpSpec(required=("group",),
                         optional=("start", "visibility_timeout", "max_deliveries")),
         "group_claim": OpSpec(required=("group", "member", "now")),
@@ -126,12 +139,17 @@ class TopicRunner(ModelRunner):
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":
             durability = op.get("durability", "durable")
+            if "start_time" in op:
+                when = _time(step, op["start_time"])
+                return _json(await adapter.subscribe_at(op["subscriber"], durability, when))
             if "start" in op:
                 return _json(await adapter.subscribe_at(op["subscriber"], durability,
                                                         op["start"]))
             return _json(await adapter.subscribe(op["subscriber"], durability))
         if kind == "seek":
             return await adapter.seek(op["subscriber"], op["offset"])
+        if kind == "seek_time":
+            return await adapter.seek(op["subscriber"], _time(step, op["time"]))
         if kind.startswith("group"):
             name = op["group"]
             if kind == "group" and name not in self._groups:

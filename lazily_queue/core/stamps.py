@@ -45,6 +45,18 @@ class StampIndex:
             del self._ids[:i]
             del self._stamps[:i]
 
+    def first_at_or_after(self, stamp: int, base: int, end: int) -> int:
+        """The first id of ``base..end - 1`` whose stamp is ``>= stamp`` (ids in order,
+        whatever their stamps), or ``end`` when there is none."""
+        if stamp <= 0:  # every element, unknown stamps (0) included
+            return min(base, end)
+        ids, stamps = self._ids, self._stamps
+        for i, first in enumerate(ids):
+            last = ids[i + 1] if i + 1 < len(ids) else end
+            if stamps[i] >= stamp and last > base and first < end:
+                return max(first, base)
+        return end
+
     def points(self) -> list[list[int]]:
         """``[[first_id, stamp], ...]`` (the snapshot form)."""
         return [[i, s] for i, s in zip(self._ids, self._stamps, strict=True)]

@@ -331,6 +331,11 @@ class TopicCore(Generic[R]):
         """The enqueue stamp of the element at ``offset`` (0: unknown)."""
         return self._stamps.stamp_of(offset)
 
+    def offset_at(self, stamp: int) -> int:
+        """The offset of the first retained element enqueued at or after ``stamp`` (ms),
+        or ``end_offset()`` when there is none (a time position is never out of range)."""
+        return self._stamps.first_at_or_after(stamp, self._base, self.end_offset())
+
     def stamps(self) -> list[list[int]]:
         """The stamps' change points ``[[offset, stamp], ...]`` (kept beside a snapshot)."""
         return self._stamps.points()

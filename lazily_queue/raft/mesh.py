@@ -61,8 +61,11 @@ MESSAGES_FEATURE = "queue-messages-v1"
 #: Topic replay and consumer groups (``TOPIC_SUBSCRIBE_AT``, ``TOPIC_SEEK``,
 #: ``GROUP_DECLARE``, publishes feeding groups): an older member would diverge.
 GROUPS_FEATURE = "topic-groups-v1"
+#: Replay by time (``TOPIC_SUBSCRIBE_AT_TIME``, ``TOPIC_SEEK_TIME``): an older member
+#: would answer them ``unknown_op`` and diverge.
+REPLAY_TIME_FEATURE = "topic-replay-time-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
-                               MESSAGES_FEATURE, GROUPS_FEATURE})
+                               MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -65,6 +65,10 @@ TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.trans
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
 GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
+# Replay by time and message headers: 90..99.
+TOPIC_SUBSCRIBE_AT_TIME = 90  # [name, subscriber, durability, stamp_ms]: a new cursor there
+TOPIC_SEEK_TIME = 91  # [name, subscriber, stamp_ms]: move a cursor to the first element at
+#                       or after stamp_ms (the tail when none)
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -115,6 +119,8 @@ OP_NAMES: dict[int, str] = {
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
+    TOPIC_SUBSCRIBE_AT_TIME: "topic_subscribe_at_time",
+    TOPIC_SEEK_TIME: "topic_seek_time",
 }
 
 
@@ -144,7 +150,8 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
-                     TOPIC_SEEK, GROUP_DECLARE), "topic"),
+                     TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME),
+                    "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),

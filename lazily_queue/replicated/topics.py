@@ -76,6 +76,20 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     return offset
 
 
+def _stamp(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OpRefused("bad_args", f"a replay time is a stamp (int ms), got {value!r}")
+    return value
+
+
+def _subscribe_at_time(topic: TopicCore[Any], args: list[Any]) -> TopicTransition[Any]:
+    return topic.subscribe(args[1], Durability(args[2]), topic.offset_at(_stamp(args[3])))
+
+
+def _seek_time(topic: TopicCore[Any], args: list[Any]) -> TopicTransition[Any]:
+    return topic.seek(args[1], topic.offset_at(_stamp(args[2])))
+
+
 def restore(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     try:
@@ -113,6 +127,8 @@ FAMILY = Family(
         ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),
         ops.TOPIC_SUBSCRIBE_AT: _ranged(lambda t, a: t.subscribe(a[1], Durability(a[2]), a[3])),
         ops.TOPIC_SEEK: _ranged(lambda t, a: t.seek(a[1], a[2])),
+        ops.TOPIC_SUBSCRIBE_AT_TIME: _ranged(_subscribe_at_time),
+        ops.TOPIC_SEEK_TIME: _ranged(_seek_time),
     },
     (Section("topics", _capture, _restore),
      stamps_section("topic_stamps", "topic", lambda sm: sm.topics)),

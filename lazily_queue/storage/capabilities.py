@@ -47,6 +47,9 @@ class StorageCapabilities:
       ``pop_message`` (it refuses with :class:`~lazily_queue.errors.UnsupportedOperation`).
     - ``replay`` (topics): a new subscription can start at the head or an offset
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
+    - ``replay_time`` (topics): the same positions given as an enqueue time
+      (``subscribe_at_time`` / ``seek_time``, a stamp in ms): the first retained element
+      enqueued at or after it, the tail when none.
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
     """
@@ -61,6 +64,7 @@ class StorageCapabilities:
     dedup: bool = False
     messages: bool = False
     replay: bool = False
+    replay_time: bool = False
     groups: bool = False
 
 

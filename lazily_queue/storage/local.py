@@ -106,6 +106,7 @@ class LocalTopicStorage(Generic[T]):
     __slots__ = ("_clock", "core", "dedup", "groups")
 
     capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
+                                       replay_time=True,
                                        groups=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
@@ -172,6 +173,14 @@ class LocalTopicStorage(Generic[T]):
     def try_seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]:
         return self.core.seek(subscriber, offset)
 
+    def try_subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.core.subscribe(subscriber, durability, self.core.offset_at(stamp))
+
+    def try_seek_time(self, subscriber: str, stamp: int) -> TopicTransition[int | None]:
+        return self.core.seek(subscriber, self.core.offset_at(stamp))
+
     def try_reconnect(self, subscriber: str) -> TopicTransition[bool]:
         return self.core.reconnect(subscriber)
 
@@ -214,6 +223,17 @@ class LocalTopicStorage(Generic[T]):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         return self.try_seek(subscriber, offset)
+
+    async def subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        return self.try_subscribe_at_time(subscriber, durability, stamp)
+
+    async def seek_time(
+        self, subscriber: str, stamp: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        return self.try_seek_time(subscriber, stamp)
 
     async def reconnect(
         self, subscriber: str, *, timeout: float | None = None

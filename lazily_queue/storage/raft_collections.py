@@ -54,7 +54,7 @@ class RaftTopicStorage(ReplicatedObject):
 
     kind = "topic"
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
-                                       replay=True, groups=True)
+                                       replay=True, replay_time=True, groups=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -159,6 +159,20 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         result = await self._call(C.TOPIC_SEEK, [self.name, subscriber, offset], timeout)
+        return TopicTransition(_in_range(result), frozenset())
+
+    async def subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        args = [self.name, subscriber, Durability(durability).value, stamp]
+        result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT_TIME, args, timeout))
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def seek_time(
+        self, subscriber: str, stamp: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_SEEK_TIME, [self.name, subscriber, stamp], timeout)
         return TopicTransition(_in_range(result), frozenset())
 
     async def reconnect(

@@ -156,6 +156,34 @@ class SyncReplayTopicStorage(ReplayTopicStorage[T], SyncTopicStorage[T], Protoco
     def try_seek(self, subscriber: str, offset: int) -> TopicTransition[int | None]: ...
 
 
+class ReplayTimeTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``replay_time``: positions given as enqueue stamps (ms since the epoch)."""
+
+    async def subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        """:meth:`subscribe`, a new subscription's cursor at the first retained element
+        enqueued at or after ``stamp`` (the tail when none)."""
+        ...
+
+    async def seek_time(
+        self, subscriber: str, stamp: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        """:meth:`seek` to the first retained element enqueued at or after ``stamp``."""
+        ...
+
+
+class SyncReplayTimeTopicStorage(ReplayTimeTopicStorage[T], SyncTopicStorage[T], Protocol[T]):
+    """Capabilities ``replay_time`` and ``sync``."""
+
+    def try_subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int
+    ) -> TopicTransition[SubscribeOutcome]: ...
+
+    def try_seek_time(self, subscriber: str, stamp: int) -> TopicTransition[int | None]: ...
+
+
 class GroupTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``groups``."""
 
@@ -188,6 +216,7 @@ CAPABILITY_METHODS = {
     "dedup": ("publish_once",),
     "messages": ("stamp_of",),
     "replay": ("subscribe_at", "seek"),
+    "replay_time": ("subscribe_at_time", "seek_time"),
     "groups": ("open_group",),
 }
 
@@ -211,6 +240,11 @@ def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:
 
 def as_replay_topic(storage: TopicStorage[T]) -> ReplayTopicStorage[T] | None:
     return cast(ReplayTopicStorage[T], storage) if storage.capabilities.replay else None
+
+
+def as_replay_time_topic(storage: TopicStorage[T]) -> ReplayTimeTopicStorage[T] | None:
+    caps = storage.capabilities
+    return cast(ReplayTimeTopicStorage[T], storage) if caps.replay_time else None
 
 
 def as_group_topic(storage: TopicStorage[T]) -> GroupTopicStorage[T] | None:
