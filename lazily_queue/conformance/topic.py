@@ -15,8 +15,8 @@ the backend and re-mints every probe, so its expectation is all false.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from . import transactions

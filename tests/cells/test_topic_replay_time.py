@@ -94,7 +94,7 @@ async def test_a_naive_or_untyped_time_is_refused_before_anything(bad: Any) -> N
     t: TopicCell[Any] = TopicCell()
     await t.publish("a")
     await t.subscribe("s", start="head")
-    with pytest.raises(InvalidTimestamp, match="timezone|datetime"):
+    with pytest.raises(InvalidTimestamp, match=r"timezone|datetime"):
         await t.subscribe("x", start=bad)
     with pytest.raises(InvalidTimestamp):
         await t.seek("s", bad)
