@@ -116,8 +116,9 @@ class TopicAdapter(Adapter):
         """Subscribe with a start (capability ``replay``)."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} cannot subscribe from a start")
 
-    async def seek(self, subscriber: str, offset: int) -> Any:
-        """Move a cursor within the retained range (capability ``replay``)."""
+    async def seek(self, subscriber: str, offset: Any) -> Any:
+        """Move a cursor within the retained range to an offset (capability ``replay``)
+        or a time (a ``datetime``: capability ``replay_time``)."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} cannot seek")
 
     async def group_op(self, op: Mapping[str, Any], settings: Mapping[str, Any]) -> Any:

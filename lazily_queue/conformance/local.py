@@ -156,7 +156,7 @@ class LocalTopicAdapter(TopicAdapter):
         return await self._invoke.sync_only(
             lambda: cell.try_subscribe(subscriber, durability, start=start))
 
-    async def seek(self, subscriber: str, offset: int) -> Any:
+    async def seek(self, subscriber: str, offset: Any) -> Any:
         return await self._invoke(self.cell.try_seek, self.cell.seek, subscriber, offset)
 
     async def group_op(self, op: Mapping[str, Any], settings: Mapping[str, Any]) -> Any:
