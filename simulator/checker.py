@@ -23,7 +23,8 @@ recorded result must be the model's. On top of that:
 - topics: a durable subscriber's reads are the committed publications in order from
   its subscription on, without gaps or duplicates; an ephemeral one's are in order; a
   replayer's, likewise from each start or seek (placed within the retained range, or
-  refused as out of range);
+  refused as out of range); a start or seek by time lands on the first retained
+  offset stamped at or after it (:mod:`.replay_time`);
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -45,6 +46,7 @@ from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
 from .queue_ids import QueueIdModel
+from .replay_time import time_as_offset
 from .txn import TxnModel
 from .work_model import WorkModel
 
@@ -82,6 +84,10 @@ class Checker:
         self.work: WorkModel | None = None
         self.topic = False
         self.published: list[Any] = []
+        #: The enqueue stamp of each published offset (never decreasing).
+        self.stamps: list[int] = []
+        #: Starts and seeks given as a time that were checked.
+        self.time_positions = 0
         self.base = 0
         self.subs: dict[str, _Sub] = {}
         self.reads: dict[str, list[int]] = {}
@@ -158,7 +164,8 @@ class Checker:
         elif code == C.TOPIC_DECLARE:
             self.topic = True
         elif (C.TOPIC_DECLARE < code <= C.TOPIC_ADVANCE_TO and code != C.TOPIC_RESTORE) or (
-                code in (C.TOPIC_SUBSCRIBE_AT, C.TOPIC_SEEK)):
+                code in (C.TOPIC_SUBSCRIBE_AT, C.TOPIC_SEEK, C.TOPIC_SUBSCRIBE_AT_TIME,
+                         C.TOPIC_SEEK_TIME)):
             if not self.topic:
                 if not isinstance(op.result, OpError):
                     self.fail(f"index {op.index}: topic op before the declaration succeeded")
@@ -219,9 +226,13 @@ class Checker:
     def _topic_op(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
         end = len(self.published)
+        if code in (C.TOPIC_SUBSCRIBE_AT_TIME, C.TOPIC_SEEK_TIME):
+            code, args = time_as_offset(code, args, self.stamps, self.base)
+            self.time_positions += 1
         if code == C.TOPIC_PUBLISH:
             op.expect(end)
             self.published.append(args[1])
+            self.stamps.append(self.now)
             self.groups.feed(end, args[1], self.now)
             return
         if code == C.TOPIC_GC:

@@ -24,6 +24,7 @@ from .deliveries import check_session_answers, check_single_delivery
 from .faults import Faults
 from .history import Violation
 from .once import OnceProducer
+from .replay_time import TimeReplayer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
 from .txn import TxnWorker
@@ -98,6 +99,7 @@ class Simulation:
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
             "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
+            "time-replayer": TimeReplayer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -114,7 +116,8 @@ class Simulation:
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op",
                               "session-consumer": "sc", "session-worker": "sw",
-                              "txn-worker": "tw", "replayer": "r"}.get(kind, kind[:2])
+                              "txn-worker": "tw", "replayer": "r",
+                              "time-replayer": "rt"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -293,6 +296,7 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
+        outcome.stats["time_positions"] = checker.time_positions
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
