@@ -25,7 +25,9 @@ from .core.work import (
 )
 from .errors import (
     InvalidConfiguration,
+    InvalidHeaders,
     InvalidMessageId,
+    InvalidTimestamp,
     InvalidSnapshot,
     LazilyQueueError,
     MessageTooLarge,
@@ -135,7 +137,9 @@ __all__ = [
     "Delivery",
     "Durability",
     "InvalidConfiguration",
+    "InvalidHeaders",
     "InvalidMessageId",
+    "InvalidTimestamp",
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",

@@ -2,12 +2,13 @@
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
-``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1`` and ``topic-groups-v1``
-features required and mutual HMAC authentication before any Raft frame is accepted. A
-member of a version without pre-vote (which would drop ``pre_vote`` frames as unknown),
-without the current value encoding (which would refuse to apply tuples and large
-messages), without deduplicated pushes, message ids, or topic replay and consumer groups
-is refused at the handshake: "peer lacks required features
+``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1`` and
+``topic-replay-time-v1`` features required and mutual HMAC authentication before any
+Raft frame is accepted. A member of a version without pre-vote (which would drop
+``pre_vote`` frames as unknown), without the current value encoding (which would refuse
+to apply tuples and large messages), without deduplicated pushes, message ids, topic
+replay and consumer groups, or replay by time is refused at the handshake: "peer lacks
+required features
 ['raft-prevote-v1']".
 
 Each data directory has a random *incarnation*, announced as the handshake feature
