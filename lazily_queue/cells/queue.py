@@ -11,10 +11,11 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.headers import Headers, check_headers
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -35,6 +36,7 @@ from ..storage.queue import (
     QueueStorage,
     SyncQueueStorage,
     as_dedup,
+    as_headers,
     as_observable,
     as_peekable,
     as_reporting,
@@ -233,14 +235,21 @@ class QueueCell(QueueMessages[T], Generic[T]):
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+        self, value: T, *, msg_id: str | None = None, timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
         Over a replicated backend it returns once committed (``timeout`` bounds that).
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
-        backend's dedup window a repeat applies nothing and returns ``None``.
+        backend's dedup window a repeat applies nothing and returns ``None``. With
+        ``headers`` (capability ``headers``: a ``str`` -> ``str`` mapping within the
+        limits of :mod:`~lazily_queue.core.headers`, else
+        :class:`~lazily_queue.errors.InvalidHeaders` before anything is sent) the element
+        carries them: message pops read them as ``Message.headers``.
         """
+        if headers is not None and (checked := check_headers(headers)) is not None:
+            return await self._offer_headers(value, checked, msg_id, timeout)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
@@ -249,6 +258,23 @@ class QueueCell(QueueMessages[T], Generic[T]):
             raise no_dedup(self.name, self._storage, "push")
         pre = storage.len()
         err = await storage.offer_once(value, check_msg_id(msg_id), timeout=timeout)
+        if err is None and not self._observed and storage.len() != pre:
+            self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
+        return err
+
+    async def _offer_headers(self, value: T, headers: Headers, msg_id: str | None,
+                             timeout: float | None) -> QueuePushError | None:
+        storage = as_headers(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
+                "push without headers= (or carry them in the value)")
+        if msg_id is not None:
+            if self._dedup is None:
+                raise no_dedup(self.name, self._storage, "push")
+            msg_id = check_msg_id(msg_id)
+        pre = storage.len()
+        err = await storage.offer_headers(value, headers, msg_id, timeout=timeout)
         if err is None and not self._observed and storage.len() != pre:
             self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
@@ -267,19 +293,23 @@ class QueueCell(QueueMessages[T], Generic[T]):
             await self._storage.close(timeout=timeout)
 
     async def push(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+        self, value: T, *, msg_id: str | None = None, timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
+        ``headers`` travel with the element (see :meth:`offer`).
         """
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self.push(value, msg_id=msg_id)
+                return await self.push(value, msg_id=msg_id, headers=headers)
+        if headers is not None:
+            headers = check_headers(headers)
         while True:
-            if msg_id is not None:
-                err = await self.offer(value, msg_id=msg_id)
+            if msg_id is not None or headers is not None:
+                err = await self.offer(value, msg_id=msg_id, headers=headers)
             else:  # self.offer inlined: one coroutine frame less per push
                 err = (self.try_push(value) if self._sync is not None
                        else await self._storage.offer(value))

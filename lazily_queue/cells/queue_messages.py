@@ -13,21 +13,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
 from ..core.ids import Run
 from ..core.queue import UNPOP, QueuePopError, pop_mask, transition_mask
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, wait_until
-from ..storage.queue import MessageQueueStorage, QueueStorage, as_messages
-from .message import Message, messages_of, stamp_of
+from ..storage.queue import (
+    HeaderQueueStorage,
+    MessageQueueStorage,
+    QueueStorage,
+    as_headers,
+    as_messages,
+)
+from .message import Message, headers_of, messages_of, stamp_of
 from .prefetch import prefetch_size, prefetched
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _POP_CLOSED = QueuePopError.Closed
+
+Taken = tuple[list[T], list[Run], list[list[Any]]]
+"""What a message pop took: values, their id runs, ``[[id, headers], ...]``."""
 log = logging.getLogger(__name__)
 
 
@@ -53,12 +62,18 @@ class QueueMessages(Generic[T]):
                 "use pop() / pop_many()")
         return storage
 
-    async def _poll_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+    async def _poll_stamped(self, n: int) -> Taken[T] | QueuePopError:
         storage = self._stamped()
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n!r}")
         pre = storage.len()
-        result = await storage.poll_stamped(n)
+        with_headers = as_headers(storage)
+        result: Taken[T] | QueuePopError
+        if with_headers is not None:
+            result = await with_headers.poll_headers(n)
+        else:
+            stamped = await storage.poll_stamped(n)
+            result = stamped if isinstance(stamped, QueuePopError) else (*stamped, [])
         if not self._observed and not isinstance(result, QueuePopError):
             mask = 0  # a synchronous backend reports nothing: invalidate as its pops would
             for i in range(len(result[0])):
@@ -66,16 +81,21 @@ class QueueMessages(Generic[T]):
             self._invalidate(mask)
         return result
 
-    async def _unpoll_stamped(self, values: list[T], runs: list[Run]) -> None:
+    async def _unpoll_stamped(self, values: list[T], runs: list[Run],
+                              headers: list[list[Any]] | None = None) -> None:
         pre = self._storage.len()
-        await self._stamped().unpoll_stamped(values, runs)
+        storage = self._stamped()
+        if headers:  # only a backend with headers gave some
+            await cast(HeaderQueueStorage[T], storage).unpoll_headers(values, runs, headers)
+        else:
+            await storage.unpoll_stamped(values, runs)
         if not self._observed:
             mask = 0
             for i in range(len(values)):
                 mask |= transition_mask(UNPOP, pre + i, self._capacity, False)
             self._invalidate(mask)
 
-    async def _pop_stamped(self, n: int) -> tuple[list[T], list[Run]]:
+    async def _pop_stamped(self, n: int) -> Taken[T]:
         while True:
             result = await self._poll_stamped(n)
             if not isinstance(result, QueuePopError):
@@ -105,13 +125,13 @@ class QueueMessages(Generic[T]):
 
     async def give_back(self, messages: list[Message[T]]) -> None:
         """Return messages taken by :meth:`pop_messages` and not handled to the head, in
-        order, under their ids and enqueue times (capacity and the closed flag are not
-        checked: they were in the queue). A message id the queue never gave out is
-        refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
+        order, under their ids, enqueue times and headers (capacity and the closed flag
+        are not checked: they were in the queue). A message id the queue never gave out
+        is refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
         runs: list[Run] = []
         for m in messages:
             ids.append(runs, m.id, 1, stamp_of(m))
-        await self._unpoll_stamped([m.value for m in messages], runs)
+        await self._unpoll_stamped([m.value for m in messages], runs, headers_of(messages))
 
     def messages(self, *, prefetch: int | None = None) -> AsyncIterator[Message[T]]:
         """``items()``, as messages (``async for m in q.messages()``); what was taken
@@ -119,27 +139,33 @@ class QueueMessages(Generic[T]):
         return self._prefetched(messages_of, lambda m: m.value, prefetch)
 
     def _stamped_items(self, prefetch: int | None) -> AsyncIterator[T]:
-        return self._prefetched(lambda values, runs: values, lambda v: v, prefetch)
+        return self._prefetched(lambda values, runs, headers: values, lambda v: v, prefetch)
 
     def _prefetched(
-        self, make: Callable[[list[T], list[Run]], list[R]], value_of: Callable[[R], T],
-        prefetch: int | None,
+        self, make: Callable[[list[T], list[Run], list[list[Any]]], list[R]],
+        value_of: Callable[[R], T], prefetch: int | None,
     ) -> AsyncIterator[R]:
         self._stamped()
         size = prefetch_size(prefetch, self.PREFETCH)
         if self._storage.capabilities.sync:
             size = 1
         last: list[Run] = []
+        last_headers: list[list[Any]] = []
 
         async def take(n: int) -> list[R]:
-            values, runs = await self._pop_stamped(n)
+            values, runs, headers = await self._pop_stamped(n)
             last[:] = runs
-            return make(values, runs)
+            last_headers[:] = headers
+            return make(values, runs, headers)
 
         async def give_back(taken: list[R]) -> None:
             # What is left is the end of the last take: its ids are the last runs' tail.
-            await self._give_back_stamped([value_of(r) for r in taken],
-                                          ids.tail(last, len(taken)))
+            runs = ids.tail(last, len(taken))
+            headers = None
+            if last_headers:
+                kept = {i for i, _ in ids.expand(runs)}
+                headers = [entry for entry in last_headers if entry[0] in kept]
+            await self._give_back_stamped([value_of(r) for r in taken], runs, headers)
 
         return prefetched(take, give_back, size, self.FIRST_PREFETCH, QueueClosed)
 
@@ -147,12 +173,13 @@ class QueueMessages(Generic[T]):
         """Put elements an iteration took and never handed out back (without ids)."""
         await self._give_back_stamped(values, None)
 
-    async def _give_back_stamped(self, values: list[T], runs: list[Run] | None) -> None:
+    async def _give_back_stamped(self, values: list[T], runs: list[Run] | None,
+                                 headers: list[list[Any]] | None = None) -> None:
         try:
             if runs is None:
                 await self._storage.unpoll(values)
             else:
-                await self._unpoll_stamped(values, runs)
+                await self._unpoll_stamped(values, runs, headers)
         except Exception:
             log.error("%s: %d prefetched element(s) could not be put back and are lost "
                       "(pops are at most once)", self.name, len(values), exc_info=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from . import ids
+from .headers import Headers
 from .ids import Run
 from .queue import (
     EMPTY,
@@ -55,8 +56,8 @@ class FifoOps(NamedTuple, Generic[T]):
 class Fifo(Generic[T]):
     """FIFO over ``collections.deque``; at capacity ``try_push`` rejects with ``Full``."""
 
-    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_items", "_popped", "_runs",
-                 "_tail_first", "_tail_stamp")
+    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_headers", "_items",
+                 "_popped", "_runs", "_tail_first", "_tail_stamp")
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
                  clock: Clock | None = None) -> None:
@@ -72,6 +73,9 @@ class Fifo(Generic[T]):
         self._tail_first = 0
         self._popped = 0
         self._tail_stamp = 0 if clock is None else clock()
+        #: Headers by message id, of elements pushed with some (:mod:`.headers`); a
+        #: popped element's entry leaves when its id is taken off the runs.
+        self._headers: dict[int, Headers] = {}
         if self._capacity is not None and len(self._items) > self._capacity:
             raise ValueError(
                 f"{len(self._items)} initial elements exceed capacity {self._capacity}"
@@ -114,10 +118,25 @@ class Fifo(Generic[T]):
         if k:
             self._popped = 0
             from_runs = min(k, self._explicit)
-            if from_runs:
-                ids.take(self._runs, from_runs)
-                self._explicit -= from_runs
+            taken = ids.take(self._runs, from_runs) if from_runs else []
+            self._explicit -= from_runs
+            if self._headers:
+                if k > from_runs:
+                    ids.append(taken, self._tail_first, k - from_runs, self._tail_stamp)
+                self._take_headers(taken)
             self._tail_first += k - from_runs
+
+    def _take_headers(self, runs: list[Run]) -> list[list[Any]]:
+        """Remove the headers of the ids ``runs`` cover: ``[[id, headers], ...]``."""
+        table = self._headers
+        out: list[list[Any]] = []
+        for first, count, _ in runs:
+            if count > len(table):
+                found = sorted(i for i in table if first <= i < first + count)
+            else:
+                found = [i for i in range(first, first + count) if i in table]
+            out.extend([i, table.pop(i)] for i in found)
+        return out
 
     def _next_id(self) -> int:
         self._sync()
@@ -152,6 +171,35 @@ class Fifo(Generic[T]):
         self._items.append(value)
         return None
 
+    def push_headers(self, value: T, stamp: int, headers: Headers) -> QueuePushError | None:
+        """:meth:`push_stamped`, the element's ``headers`` (checked) kept by its id."""
+        i = self._next_id()
+        err = self.push_stamped(value, stamp)
+        if err is None:
+            self._headers[i] = headers
+        return err
+
+    def pop_headers(
+        self, n: int
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        """:meth:`pop_stamped` and the headers of what it took (``[[id, headers], ...]``,
+        only ids that have some), which leave the queue with their elements."""
+        result = self._pop_stamped(n)
+        if isinstance(result, QueuePopError):
+            return result
+        return result[0], result[1], self._take_headers(result[1]) if self._headers else []
+
+    def headers_state(self) -> list[list[Any]]:
+        """``[[id, headers], ...]`` of the elements in the queue (the snapshot form)."""
+        self._sync()
+        return [[i, self._headers[i]] for i in sorted(self._headers)]
+
+    def load_headers(self, entries: list[tuple[int, Headers]]) -> None:
+        """Put a snapshot's headers back (ids the queue does not hold are ignored)."""
+        self._sync()
+        held = {i for i, _ in ids.expand(self.id_state()[1])}
+        self._headers = {i: h for i, h in entries if i in held}
+
     def try_pop(self) -> T | QueuePopError:
         """The oldest element; ``Empty`` while open, ``Closed`` once closed and drained."""
         if self._items:
@@ -166,7 +214,14 @@ class Fifo(Generic[T]):
 
     def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
         """Up to ``n`` oldest elements with the runs of their ids and stamps (what
-        :meth:`unpop_stamped` takes back), or ``Empty`` / ``Closed``."""
+        :meth:`unpop_stamped` takes back), or ``Empty`` / ``Closed``. Their headers
+        leave with them (:meth:`pop_headers` returns them)."""
+        result = self._pop_stamped(n)
+        if self._headers and not isinstance(result, QueuePopError):
+            self._take_headers(result[1])
+        return result
+
+    def _pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
         items = self._items
         if not items:
             return _POP_CLOSED if self._closed else _EMPTY
@@ -201,11 +256,18 @@ class Fifo(Generic[T]):
         ids.prepend(self._runs, [[i, 1, stamp]])
         self._explicit += 1
 
-    def unpop_stamped(self, values: list[T], runs: list[Run]) -> None:
+    def unpop_stamped(self, values: list[T], runs: list[Run],
+                      headers: list[tuple[int, Headers]] | None = None) -> None:
         """Return ``values`` (in order) to the head with the ids and stamps their pop
-        gave (:meth:`pop_stamped`); ``ValueError`` (nothing changed) when the runs do not
-        cover the values or name an id never given out."""
+        gave (:meth:`pop_stamped`), and the ``headers`` (``(id, headers)`` pairs) of
+        those ids that had some; ``ValueError`` (nothing changed) when the runs do not
+        cover the values or name an id never given out, or a header's id is not theirs."""
         runs = ids.checked_runs(runs)
+        if headers:
+            given = {i for i, _ in ids.expand(runs)}
+            stray = [i for i, _ in headers if i not in given]
+            if stray:
+                raise ValueError(f"headers name id {stray[0]}, not one given back")
         if ids.covered(runs) != len(values):
             raise ValueError(f"the id runs cover {ids.covered(runs)} elements, "
                              f"not the {len(values)} given back")
@@ -216,6 +278,8 @@ class Fifo(Generic[T]):
         self._items.extendleft(reversed(values))
         ids.prepend(self._runs, runs)
         self._explicit += len(values)
+        if headers:
+            self._headers.update(headers)
 
     def clear(self) -> int:
         """Remove every element (an administrator's purge); returns how many there were.
@@ -224,6 +288,7 @@ class Fifo(Generic[T]):
         self._tail_first = self._next_id()  # synced
         self._items.clear()
         self._runs.clear()
+        self._headers.clear()
         self._explicit = 0
         return removed
 

@@ -2,13 +2,13 @@
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
-``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1`` and
-``topic-replay-time-v1`` features required and mutual HMAC authentication before any
-Raft frame is accepted. A member of a version without pre-vote (which would drop
-``pre_vote`` frames as unknown), without the current value encoding (which would refuse
-to apply tuples and large messages), without deduplicated pushes, message ids, topic
-replay and consumer groups, or replay by time is refused at the handshake: "peer lacks
-required features
+``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1``,
+``topic-replay-time-v1`` and ``message-headers-v1`` features required and mutual HMAC
+authentication before any Raft frame is accepted. A member of a version without
+pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
+encoding (which would refuse to apply tuples and large messages), without deduplicated
+pushes, message ids, topic replay and consumer groups, replay by time, or message
+headers is refused at the handshake: "peer lacks required features
 ['raft-prevote-v1']".
 
 Each data directory has a random *incarnation*, announced as the handshake feature
@@ -65,8 +65,12 @@ GROUPS_FEATURE = "topic-groups-v1"
 #: Replay by time (``TOPIC_SUBSCRIBE_AT_TIME``, ``TOPIC_SEEK_TIME``): an older member
 #: would answer them ``unknown_op`` and diverge.
 REPLAY_TIME_FEATURE = "topic-replay-time-v1"
+#: Message headers (``QUEUE_PUSH_HEADERS``, ``QUEUE_POP_HEADERS``,
+#: ``QUEUE_UNPOP_HEADERS``, snapshot section ``headers``): an older member would diverge.
+HEADERS_FEATURE = "message-headers-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
-                               MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE})
+                               MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
+                               HEADERS_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -69,6 +69,9 @@ GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, star
 TOPIC_SUBSCRIBE_AT_TIME = 90  # [name, subscriber, durability, stamp_ms]: a new cursor there
 TOPIC_SEEK_TIME = 91  # [name, subscriber, stamp_ms]: move a cursor to the first element at
 #                       or after stamp_ms (the tail when none)
+QUEUE_PUSH_HEADERS = 92  # [name, headers, msg_id | None, value]: a push with headers
+QUEUE_POP_HEADERS = 93  # [name, n]: as QUEUE_POP_STAMPED; [values, runs, [[id, headers]..]]
+QUEUE_UNPOP_HEADERS = 94  # [name, values, runs, [[id, headers], ...]]: give back with them
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -121,6 +124,9 @@ OP_NAMES: dict[int, str] = {
     GROUP_DECLARE: "group_declare",
     TOPIC_SUBSCRIBE_AT_TIME: "topic_subscribe_at_time",
     TOPIC_SEEK_TIME: "topic_seek_time",
+    QUEUE_PUSH_HEADERS: "queue_push_headers",
+    QUEUE_POP_HEADERS: "queue_pop_headers",
+    QUEUE_UNPOP_HEADERS: "queue_unpop_headers",
 }
 
 
@@ -132,7 +138,8 @@ def family_of(code: int) -> str | None:
 
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
-                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE})
+                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
+                         QUEUE_PUSH_HEADERS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -146,7 +153,8 @@ TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_O
 _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
-                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED), "queue"),
+                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
+                     QUEUE_PUSH_HEADERS, QUEUE_POP_HEADERS, QUEUE_UNPOP_HEADERS), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,

@@ -45,6 +45,11 @@ class StorageCapabilities:
       message ids and enqueue stamps of what they take (runs, :mod:`lazily_queue.core.ids`)
       and give-backs return elements under the same ids. Without it the cell has no
       ``pop_message`` (it refuses with :class:`~lazily_queue.errors.UnsupportedOperation`).
+    - ``headers`` (queues): ``offer_headers`` pushes an element with headers (a
+      :mod:`~lazily_queue.core.headers` map kept by its message id), ``poll_headers`` /
+      ``unpoll_headers`` are ``poll_stamped`` / ``unpoll_stamped`` carrying them along.
+      Without it the cell refuses ``headers=`` with
+      :class:`~lazily_queue.errors.UnsupportedOperation` naming the backend.
     - ``replay`` (topics): a new subscription can start at the head or an offset
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``replay_time`` (topics): the same positions given as an enqueue time
@@ -63,6 +68,7 @@ class StorageCapabilities:
     logical_time: bool = False
     dedup: bool = False
     messages: bool = False
+    headers: bool = False
     replay: bool = False
     replay_time: bool = False
     groups: bool = False

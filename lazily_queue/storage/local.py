@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
+from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
@@ -53,7 +54,7 @@ class VecDequeStorage(Fifo[T]):
     __slots__ = ("dedup",)
 
     capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True,
-                                       messages=True)
+                                       messages=True, headers=True)
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
                  dedup: DedupLimits | None = None, clock: Clock | None = None) -> None:
@@ -73,6 +74,30 @@ class VecDequeStorage(Fifo[T]):
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         return self.try_push(value)
+
+    async def offer_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> QueuePushError | None:
+        now = _elapsed_ms()
+        if msg_id is not None and self.dedup.lookup(msg_id, now)[0]:
+            return None
+        clock = self._clock
+        err = self.push_headers(value, self._tail_stamp if clock is None else clock(), headers)
+        if err is None and msg_id is not None:
+            self.dedup.record(msg_id, None, now)
+        return err
+
+    async def poll_headers(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        return self.pop_headers(n)
+
+    async def unpoll_headers(
+        self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
+        timeout: float | None = None,
+    ) -> None:
+        self.unpop_stamped(values, runs, [(i, h) for i, h in headers])
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         return self.try_pop()

@@ -19,7 +19,9 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node);
 - ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
-  and enqueue stamps.
+  and enqueue stamps;
+- ``headers``: :class:`HeaderQueueStorage`, elements pushed with headers, which pops and
+  give-backs carry along.
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
 from ..core.fifo import FifoOps, Report
+from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from .capabilities import StorageCapabilities, declared
@@ -125,6 +128,31 @@ class MessageQueueStorage(QueueStorage[T], Protocol[T]):
         ...
 
 
+class HeaderQueueStorage(MessageQueueStorage[T], Protocol[T]):
+    """Capability ``headers``: elements with headers kept by message id."""
+
+    async def offer_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> QueuePushError | None:
+        """:meth:`offer` of an element with ``headers`` (checked, non-empty); with a
+        ``msg_id``, deduplicated as ``offer_once`` is."""
+        ...
+
+    async def poll_headers(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        """``poll_stamped`` and the ``[[id, headers], ...]`` of what it took."""
+        ...
+
+    async def unpoll_headers(
+        self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
+        timeout: float | None = None,
+    ) -> None:
+        """``unpoll_stamped``, the elements keeping ``headers`` (``[[id, headers]]``)."""
+        ...
+
+
 class ObservableQueueStorage(QueueStorage[T], Protocol[T]):
     """Capability ``observable``."""
 
@@ -148,6 +176,7 @@ CAPABILITY_METHODS = {
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
     "messages": ("poll_stamped", "unpoll_stamped"),
+    "headers": ("offer_headers", "poll_headers", "unpoll_headers"),
 }
 
 
@@ -173,6 +202,10 @@ def as_dedup(storage: QueueStorage[T]) -> DedupQueueStorage[T] | None:
 
 def as_messages(storage: QueueStorage[T]) -> MessageQueueStorage[T] | None:
     return cast(MessageQueueStorage[T], storage) if storage.capabilities.messages else None
+
+
+def as_headers(storage: QueueStorage[T]) -> HeaderQueueStorage[T] | None:
+    return cast(HeaderQueueStorage[T], storage) if storage.capabilities.headers else None
 
 
 def as_peekable(storage: QueueStorage[T]) -> PeekableQueueStorage[T] | None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.fifo import Fifo
+from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
@@ -150,7 +151,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
     kind = "queue"
     capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True,
-                                       messages=True)
+                                       messages=True, headers=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
@@ -216,6 +217,30 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         result = await self._call(C.QUEUE_PUSH_ONCE, [self.name, msg_id, value], timeout)
         return result if isinstance(result, QueuePushError) else None
 
+    async def offer_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH_HEADERS, [self.name, headers, msg_id, value],
+                                  timeout)
+        return result if isinstance(result, QueuePushError) else None
+
+    async def poll_headers(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        result = await self._call(C.QUEUE_POP_HEADERS, [self.name, n], timeout,
+                                  on_orphan=self._return_orphan)
+        if isinstance(result, QueuePopError):
+            return result
+        return result[0], result[1], result[2]
+
+    async def unpoll_headers(
+        self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
+        timeout: float | None = None,
+    ) -> None:
+        await self._call(C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers],
+                         timeout)
+
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         result = await self.poll_stamped(1, timeout=timeout)
         return result if isinstance(result, QueuePopError) else result[0][0]
@@ -245,9 +270,11 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         await self._call(C.QUEUE_UNPOP_STAMPED, [self.name, list(values), runs], timeout)
 
     def _return_orphan(self, result: Any) -> None:
-        """Give back what a pop whose caller went away took (``[values, runs]``)."""
-        if type(result) is not list or len(result) != 2:
+        """Give back what a pop whose caller went away took (``[values, runs]``, or
+        ``[values, runs, headers]``: then with the headers)."""
+        if type(result) is not list or len(result) not in (2, 3):
             return
+        code = C.QUEUE_UNPOP_STAMPED if len(result) == 2 else C.QUEUE_UNPOP_HEADERS
         self.orphans_returned += len(result[0])
         log.info("queue %r: a pop's receiver went away; returning %d element(s) to the head",
                  self.name, len(result[0]))
@@ -259,7 +286,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
         try:
             _, fut = self._driver.propose(
-                C.QUEUE_UNPOP_STAMPED, [self.name, *result], timeout=3600.0,
+                code, [self.name, *result], timeout=3600.0,
                 on_orphan=lambda _: None
             )
         except Exception as exc:

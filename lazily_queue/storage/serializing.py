@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
+from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import EMPTY, QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicTransition
@@ -36,7 +37,7 @@ class _Wrapper:
         self.capabilities = StorageCapabilities(
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
-            dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
+            dedup=caps.dedup, messages=caps.messages, headers=caps.headers, replay=caps.replay,
             replay_time=caps.replay_time, groups=caps.groups)
 
     def __getattr__(self, name: str) -> Any:
@@ -127,6 +128,32 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
     ) -> None:
         inner: Any = self.inner
         await inner.unpoll_stamped([self.codec.encode(v) for v in values], runs,
+                                   timeout=timeout)
+
+    async def offer_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> QueuePushError | None:
+        inner: Any = self.inner
+        result: QueuePushError | None = await inner.offer_headers(
+            self.codec.encode(value), headers, msg_id, timeout=timeout)
+        return result
+
+    async def poll_headers(
+        self, n: int, *, timeout: float | None = None
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        inner: Any = self.inner
+        result = await inner.poll_headers(n, timeout=timeout)
+        if isinstance(result, QueuePopError):
+            return result
+        return self.codec.decode_all(result[0]), result[1], result[2]
+
+    async def unpoll_headers(
+        self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
+        timeout: float | None = None,
+    ) -> None:
+        inner: Any = self.inner
+        await inner.unpoll_headers([self.codec.encode(v) for v in values], runs, headers,
                                    timeout=timeout)
 
 

@@ -1,0 +1,118 @@
+"""Message headers: optional ``str`` -> ``str`` maps beside elements, keyed by message id.
+
+Headers travel beside a message, never inside its value: a cell keeps them in a side
+table keyed by the element's message id (a queue's id, a topic's offset), so a plain
+pop and ``value`` are what they would be without headers, and an element without
+headers has no entry at all (it costs nothing). They are bounded
+(:data:`MAX_HEADERS`, :data:`MAX_KEY_CHARS`, :data:`MAX_VALUE_CHARS`,
+:data:`MAX_HEADER_BYTES`); :func:`check_headers` refuses anything else with
+:class:`~lazily_queue.errors.InvalidHeaders` naming the limit and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from ..errors import InvalidHeaders
+
+Headers = dict[str, str]
+
+
+
+class FrozenHeaders(Mapping[str, str]):
+    """A read-only view of one message's headers (hashable, so it can be a default)."""
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: Headers | None = None) -> None:
+        self._headers: Headers = {} if headers is None else headers
+
+    def __getitem__(self, key: str) -> str:
+        return self._headers[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._headers.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._headers)
+
+
+#: What a message without headers reads: an empty, read-only mapping.
+NO_HEADERS: Mapping[str, str] = FrozenHeaders()
+
+MAX_HEADERS = 64
+MAX_KEY_CHARS = 256
+MAX_VALUE_CHARS = 4096
+#: Keys and values of one message together, UTF-8 encoded.
+MAX_HEADER_BYTES = 16 * 1024
+
+
+def check_headers(headers: Any) -> Headers | None:
+    """``headers`` as a plain dict (``None`` when empty or ``None``); anything outside
+    the limits raises :class:`InvalidHeaders` naming the limit and the fix."""
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise InvalidHeaders(f"headers must be a mapping of str to str, got "
+                             f"{type(headers).__name__}; pass e.g. {{'trace-id': '...'}}")
+    if not headers:
+        return None
+    if len(headers) > MAX_HEADERS:
+        raise InvalidHeaders(f"{len(headers)} headers exceed the limit of {MAX_HEADERS} per "
+                             "message; merge some, or carry the data in the value")
+    out: Headers = {}
+    total = 0
+    for key, value in headers.items():
+        if type(key) is not str or type(value) is not str:
+            raise InvalidHeaders(
+                f"header {str(key)[:40]!r}: keys and values must be str, got "
+                f"{type(key).__name__} -> {type(value).__name__}; convert them with str()")
+        if not 0 < len(key) <= MAX_KEY_CHARS:
+            raise InvalidHeaders(f"header key {key[:40]!r} must be 1..{MAX_KEY_CHARS} "
+                                 "characters; shorten it")
+        if len(value) > MAX_VALUE_CHARS:
+            raise InvalidHeaders(f"header {key[:40]!r}: its value of {len(value)} characters "
+                                 f"exceeds the limit of {MAX_VALUE_CHARS}; carry large data "
+                                 "in the value")
+        total += len(key.encode()) + len(value.encode())
+        out[key] = value
+    if total > MAX_HEADER_BYTES:
+        raise InvalidHeaders(f"headers of {total} bytes exceed the limit of "
+                             f"{MAX_HEADER_BYTES} bytes per message; carry large data in "
+                             "the value")
+    return out
+
+
+def view(headers: Headers | None) -> Mapping[str, str]:
+    """A read-only view of ``headers`` (:data:`NO_HEADERS` for none)."""
+    return NO_HEADERS if not headers else FrozenHeaders(headers)
+
+
+def checked_table(doc: Any, what: str) -> list[tuple[int, Headers]]:
+    """``[[id, headers], ...]`` (a snapshot's or a peer's) as pairs, or ``ValueError``
+    naming what is wrong."""
+    if type(doc) is not list:
+        raise ValueError(f"{what} must be a list of [id, headers], not {type(doc).__name__}")
+    out: list[tuple[int, Headers]] = []
+    for entry in doc:
+        if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int:
+            raise ValueError(f"{what}: {str(entry)[:60]} is not [id, headers]")
+        try:
+            headers = check_headers(entry[1])
+        except InvalidHeaders as exc:
+            raise ValueError(f"{what}: id {entry[0]}: {exc}") from None
+        if headers is not None:
+            out.append((entry[0], headers))
+    return out
+
+
+def table_of(entries: Iterable[tuple[int, Headers]]) -> list[list[Any]]:
+    """Pairs as the wire/snapshot form ``[[id, headers], ...]``."""
+    return [[i, h] for i, h in entries]

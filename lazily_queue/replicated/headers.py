@@ -1,0 +1,117 @@
+"""Message headers on queues: pushes that carry headers, pops and give-backs that carry
+them along (ops ``QUEUE_PUSH_HEADERS``, ``QUEUE_POP_HEADERS``, ``QUEUE_UNPOP_HEADERS``).
+
+Headers live in each queue's side table keyed by message id (:class:`~..core.fifo.Fifo`),
+never in the value: plain pops answer exactly what they would without them, and the
+headers of what they take leave with it. Snapshot section ``headers``: ``{"queues":
+{name: [[id, headers], ...]}}``, restored after the queues (a snapshot without it has
+no headers).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.dedup import MAX_MSG_ID_CHARS
+from ..core.headers import Headers, check_headers, checked_table
+from ..core.queue import POP, PUSH, UNPOP, QueuePopError, QueuePushError
+from ..errors import InvalidHeaders
+from . import ops
+from .events import QueueChanged
+from .family import Family, Section
+from .ops import OpError, OpRefused
+from .queues import _count, _queue
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+
+def _headers(value: Any) -> Headers:
+    try:
+        headers = check_headers(value)
+    except InvalidHeaders as exc:
+        raise OpRefused("bad_headers", str(exc)) from exc
+    if headers is None:
+        raise OpRefused("bad_headers", "a push with headers needs at least one; push "
+                        "without headers instead")
+    return headers
+
+
+def push(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, headers, msg_id | None, value]``: a push whose element keeps ``headers``;
+    with a ``msg_id``, deduplicated as ``QUEUE_PUSH_ONCE`` is (one window, one key)."""
+    if len(args) != 4:
+        raise OpRefused("bad_args", "queue_push_headers is [name, headers, msg_id, value]")
+    name, raw, msg_id, value = args
+    q = _queue(sm, name)
+    headers = _headers(raw)
+    key = None
+    if msg_id is not None:
+        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
+            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
+                            f"{MAX_MSG_ID_CHARS} characters")
+        key = ("queue", name, msg_id)
+        found, first = sm.dedup.lookup(key, sm.now)
+        if found:
+            return first
+    pre = q.len()
+    err = q.push_headers(value, sm.now, headers)
+    if err is None:
+        sm.emit(QueueChanged(name, PUSH, pre))
+    if key is not None and not isinstance(err, (QueuePushError, OpError)):
+        sm.dedup.record(key, err, sm.now)
+    return err
+
+
+def pop(sm: StateMachine, args: list[Any]) -> Any:
+    """``[values, runs, [[id, headers], ...]]`` of up to ``n`` elements; an empty queue
+    answers as ``pop``."""
+    q = _queue(sm, args[0])
+    n = _count(args[1])
+    pre = q.len()
+    result = q.pop_headers(n)
+    if isinstance(result, QueuePopError):
+        return result
+    values, runs, headers = result
+    for i in range(len(values)):
+        sm.emit(QueueChanged(args[0], POP, pre - i))
+    return [values, runs, headers]
+
+
+def unpop(sm: StateMachine, args: list[Any]) -> Any:
+    q = _queue(sm, args[0])
+    if len(args) != 4 or not isinstance(args[1], list):
+        raise OpRefused("bad_values", "queue_unpop_headers is [name, values, runs, headers]")
+    values = args[1]
+    pre = q.len()
+    try:
+        q.unpop_stamped(values, args[2], checked_table(args[3], "headers"))
+    except ValueError as exc:
+        raise OpRefused("bad_runs", str(exc)) from exc
+    for i in range(len(values)):
+        sm.emit(QueueChanged(args[0], UNPOP, pre + i))
+    return None
+
+
+def _capture(sm: StateMachine) -> dict[str, Any] | None:
+    queues = {name: table for name, q in sm.queues.items() if (table := q.headers_state())}
+    return {"queues": queues} if queues else None
+
+
+def _restore(sm: StateMachine, doc: Any) -> None:
+    if doc is None:
+        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("queues", {}), dict):
+        raise ValueError("snapshot section 'headers' must be {'queues': {name: [[id, "
+                         "headers], ...]}}")
+    for name, table in doc.get("queues", {}).items():
+        q = sm.queues.get(name)
+        if q is not None:
+            q.load_headers(checked_table(table, f"snapshot section 'headers': queue {name!r}"))
+
+
+FAMILY = Family("headers", {
+    ops.QUEUE_PUSH_HEADERS: push,
+    ops.QUEUE_POP_HEADERS: pop,
+    ops.QUEUE_UNPOP_HEADERS: unpop,
+}, (Section("headers", _capture, _restore),))
