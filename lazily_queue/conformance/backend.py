@@ -87,9 +87,15 @@ class QueueAdapter(Adapter):
     @abstractmethod
     async def try_pop(self) -> Any: ...  # element or QueuePopError
 
+    async def push_headers(self, value: Any, headers: Any,
+                           msg_id: str | None = None) -> QueuePushError | None:
+        """``try_push`` of an element with headers (capability ``headers``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} keeps no message headers")
+
     async def poll_messages(self, n: int, give_back: int) -> Any:
         """Pop up to ``n`` as messages, give the last ``give_back`` of them back (capability
-        ``messages``); ``[{id, value}]`` of those kept, or the ``QueuePopError``."""
+        ``messages``); ``[{id, value}]`` of those kept (with ``headers`` when they have
+        some), or the ``QueuePopError``."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} has no message ids")
 
     @abstractmethod
@@ -251,6 +257,7 @@ CAPABILITIES = {
     "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
     "messages": "queue fixtures with a poll_messages op: message ids assigned at commit, "
                 "kept when elements are given back",
+    "headers": "queue fixtures whose pushes carry headers",
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "replay_time": "topic fixtures subscribing from or seeking to an enqueue time",

@@ -55,7 +55,8 @@ class GenericDequeStorage(VecDequeStorage[T]):
 
     __slots__ = ()
 
-    capabilities = StorageCapabilities(sync=True, peek=True, dedup=True, messages=True)
+    capabilities = StorageCapabilities(sync=True, peek=True, dedup=True, messages=True,
+                                       headers=True)
 
 
 class Invoker:
@@ -114,6 +115,10 @@ class LocalQueueAdapter(QueueAdapter):
         cell = self.cell
         await self._invoke(cell.try_close, cell.close)
 
+    async def push_headers(self, value: Any, headers: Any,
+                           msg_id: str | None = None) -> QueuePushError | None:
+        return await self.cell.offer(value, msg_id=msg_id, headers=headers)
+
     async def poll_messages(self, n: int, give_back: int) -> Any:
         taken = await self.cell.poll_messages(n)
         if isinstance(taken, QueuePopError):
@@ -121,7 +126,8 @@ class LocalQueueAdapter(QueueAdapter):
         kept = len(taken) - min(give_back, len(taken))
         if kept < len(taken):
             await self.cell.give_back(taken[kept:])
-        return [{"id": m.id, "value": m.value} for m in taken[:kept]]
+        return [{"id": m.id, "value": m.value, **({"headers": dict(m.headers)} if m.headers
+                                                  else {})} for m in taken[:kept]]
 
     async def push_batch(self, values: list[Any]) -> list[QueuePushError | None]:
         cell = self.cell

@@ -25,8 +25,8 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id",)),
-        "try_push": OpSpec(required=("value",), optional=("msg_id",)),
+        "push": OpSpec(required=("value",), optional=("msg_id", "headers")),
+        "try_push": OpSpec(required=("value",), optional=("msg_id", "headers")),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
         "close": OpSpec(),
@@ -91,7 +91,7 @@ class QueueRunner(ModelRunner):
             ops = transactions.checked_ops(step, "QueueCell", op["ops"])
             return await adapter.transaction(ops)
         if kind == "push":
-            refused = await adapter.try_push(op["value"], op.get("msg_id"))
+            refused = await self._push(op)
             if refused is not None:
                 fail(
                     step,
@@ -101,7 +101,7 @@ class QueueRunner(ModelRunner):
                 )
             return None
         if kind == "try_push":
-            return outcome_label(await adapter.try_push(op["value"], op.get("msg_id")))
+            return outcome_label(await self._push(op))
         if kind in ("pop", "try_pop"):
             return outcome_label(await adapter.try_pop())
         if kind == "close":
@@ -126,6 +126,11 @@ class QueueRunner(ModelRunner):
                     )
             return None
         raise AssertionError(f"unhandled QueueCell op {kind!r}")
+
+    async def _push(self, op: Mapping[str, Any]) -> Any:
+        if "headers" in op:
+            return await self.adapter.push_headers(op["value"], op["headers"], op.get("msg_id"))
+        return await self.adapter.try_push(op["value"], op.get("msg_id"))
 
     @staticmethod
     def _batch_values(step: int, ops: Any) -> list[Any]:
