@@ -20,6 +20,9 @@ recorded result must be the model's. On top of that:
   the topic publishes from its start, as the work-queue model of it; two members never
   hold one element at once, and once drained each group acked or dead-lettered every
   element from its start on (none lost, none twice);
+- message headers (:mod:`.headers`): a message pop returns for each element exactly the
+  headers it was pushed (or given back) with, none for one without; the replicas keep
+  headers for exactly the queued elements that carry some;
 - topics: a durable subscriber's reads are the committed publications in order from
   its subscription on, without gaps or duplicates; an ephemeral one's are in order; a
   replayer's, likewise from each start or seek (placed within the retained range, or
@@ -43,6 +46,7 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .group_model import GroupModels
+from .headers import HeaderModel
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
 from .queue_ids import QueueIdModel
@@ -86,6 +90,7 @@ class Checker:
         self.published: list[Any] = []
         #: The enqueue stamp of each published offset (never decreasing).
         self.stamps: list[int] = []
+        self.headers = HeaderModel()
         #: Starts and seeks given as a time that were checked.
         self.time_positions = 0
         self.base = 0
@@ -144,7 +149,8 @@ class Checker:
                 self.queue = deque()
                 self.capacity = args[1]
         elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP, C.QUEUE_POP_MANY,
-                      C.QUEUE_UNPOP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_UNPOP_STAMPED):
+                      C.QUEUE_UNPOP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_UNPOP_STAMPED,
+                      C.QUEUE_PUSH_HEADERS, C.QUEUE_POP_HEADERS, C.QUEUE_UNPOP_HEADERS):
             self._queue_op(op)
         elif code == C.WORK_DECLARE:
             if self.work is None:
@@ -177,15 +183,18 @@ class Checker:
         if q is None:
             op.expect(OpError("unknown_queue", f"queue {QUEUE!r} has not been declared"))
             return
-        if op.code == C.QUEUE_PUSH:
+        if op.code in (C.QUEUE_PUSH, C.QUEUE_PUSH_HEADERS):
             if self.capacity is not None and len(q) >= self.capacity:
                 op.expect(QueuePushError.Full)
                 return
-            q.append(op.args[1])
-            self.pushed.append(op.args[1])
-            self.ids.push(op.args[1], self.now)
-            self.pushes[op.args[1]] += 1
+            value = op.args[-1]
+            q.append(value)
+            self.pushed.append(value)
+            self.ids.push(value, self.now)
+            self.pushes[value] += 1
             op.expect(None)
+            if op.code == C.QUEUE_PUSH_HEADERS:
+                self.headers.pushed(op)
         elif op.code == C.QUEUE_UNPOP:
             q.appendleft(op.args[1])
             self.pushed.append(op.args[1])
@@ -196,30 +205,34 @@ class Checker:
             self.pushed.extend(op.args[1])
             self.ids.unpop_fresh(op.args[1])
             op.expect(None)
-        elif op.code == C.QUEUE_UNPOP_STAMPED:
+        elif op.code in (C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS):
             self.ids.unpop_stamped(op, op.args[1], op.args[2])
             q.extendleft(reversed(op.args[1]))
             self.pushed.extend(op.args[1])
             op.expect(None)
-        elif op.code in (C.QUEUE_POP_MANY, C.QUEUE_POP_STAMPED):
+            if op.code == C.QUEUE_UNPOP_HEADERS:
+                self.headers.given_back(op)
+        elif op.code in (C.QUEUE_POP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS):
             if not q:
                 if not isinstance(op.result, QueuePopError):
                     self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
                 return
             taken = [q.popleft() for _ in range(min(op.args[1], len(q)))]
             self.popped.extend(taken)
-            stamped = op.code == C.QUEUE_POP_STAMPED
+            stamped = op.code != C.QUEUE_POP_MANY
             if stamped:
                 if not isinstance(op.result, list) or op.result[0] != taken:
                     op.expect([taken, "(their id runs)"])
             else:
                 op.expect(taken)
             self.ids.pop(op, len(taken), self.now, stamped)
+            self.headers.popped(op, taken)
         elif q:
             value = q.popleft()
             self.popped.append(value)
             op.expect(value)
             self.ids.pop(op, 1, self.now, False)
+            self.headers.popped(op, [value])
         elif not isinstance(op.result, QueuePopError):
             self.fail(f"index {op.index}: pop of an empty queue returned {op.result!r}")
 
@@ -378,6 +391,8 @@ class Checker:
             if wrong:
                 self.fail(f"pushed values not popped once nor queued: {wrong!r:.200}")
             self.ids.check_final(state.get("queue_ids", {}).get(QUEUE))
+            self.headers.check_final(elements, (state.get("headers") or {}).get(
+                "queues", {}).get(QUEUE))
         work = state.get("work_queues", {}).get(WORK)
         if self.work is not None and work is not None:
             self.work.check_state(work["core"])

@@ -22,6 +22,7 @@ from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
 from .faults import Faults
+from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .once import OnceProducer
 from .replay_time import TimeReplayer
@@ -99,7 +100,8 @@ class Simulation:
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
             "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
-            "time-replayer": TimeReplayer,
+            "time-replayer": TimeReplayer, "header-producer": HeaderProducer,
+            "header-consumer": HeaderConsumer,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -117,7 +119,8 @@ class Simulation:
                     prefix = {"session-producer": "sp", "once-producer": "op",
                               "session-consumer": "sc", "session-worker": "sw",
                               "txn-worker": "tw", "replayer": "r",
-                              "time-replayer": "rt"}.get(kind, kind[:2])
+                              "time-replayer": "rt", "header-producer": "hp",
+                              "header-consumer": "hc"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -297,6 +300,7 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
         outcome.stats["time_positions"] = checker.time_positions
+        outcome.stats["headers_checked"] = checker.headers.checked
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
