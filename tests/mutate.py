@@ -301,6 +301,18 @@ MUTATIONS = [
         "            if stamps[i] > stamp and last > base and first < end:",
         ("tests/cells/test_topic_replay_time.py",),
         "a time start includes the elements enqueued exactly at that time"),
+    Mutation(
+        "headers-lost-on-give-back", "lazily_queue/core/fifo.py",
+        "        if headers:\n            self._headers.update(headers)\n",
+        "        if headers:\n            pass\n",
+        ("tests/cells/test_queue_headers.py",),
+        "elements given back keep the headers they were pushed with"),
+    Mutation(
+        "headers-outlive-a-plain-pop", "lazily_queue/core/fifo.py",
+        "                self._take_headers(taken)\n            self._tail_first += k - from_runs",
+        "                pass\n            self._tail_first += k - from_runs",
+        ("tests/cells/test_queue_headers.py",),
+        "a plain pop takes the element's headers with it (none outlive their element)"),
 ]
 
 
