@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
+from ..core.headers import Headers, check_headers
 from ..core.timestamps import time_position
 from ..core.topic import (
     Durability,
@@ -39,6 +40,7 @@ from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
     as_dedup_topic,
+    as_headers_topic,
     as_observable_topic,
     as_replay_time_topic,
     as_replay_topic,
@@ -346,12 +348,17 @@ class TopicCell(TopicStreams[T]):
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
 
-    async def publish(self, value: T, *, msg_id: str | None = None) -> int:
+    async def publish(self, value: T, *, msg_id: str | None = None,
+                      headers: Mapping[str, str] | None = None) -> int:
         """Append ``value`` for every subscriber; returns its offset.
 
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat appends nothing and returns the first offset.
+        With ``headers`` (capability ``headers``; checked as a queue's are) the element
+        carries them: :meth:`stream_messages` reads them as ``Message.headers``.
         """
+        if headers is not None and (checked := check_headers(headers)) is not None:
+            return await self._publish_headers(value, checked, msg_id)
         if self._group_cells:
             await self._declare_groups()
         if msg_id is not None:
@@ -362,6 +369,20 @@ class TopicCell(TopicStreams[T]):
         if self._sync is not None:
             return self.try_publish(value)
         return self._apply(await self._storage.publish(value))
+
+    async def _publish_headers(self, value: T, headers: Headers, msg_id: str | None) -> int:
+        storage = as_headers_topic(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
+                "publish without headers= (or carry them in the value)")
+        if msg_id is not None:
+            if as_dedup_topic(self._storage) is None:
+                raise no_dedup(self.name, self._storage, "publish")
+            msg_id = check_msg_id(msg_id)
+        if self._group_cells:
+            await self._declare_groups()
+        return self._apply(await storage.publish_headers(value, headers, msg_id))
 
     async def _declare_groups(self) -> None:
         """Declare the groups opened here and not declared yet, so they get this element

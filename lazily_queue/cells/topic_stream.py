@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar, cast
 
+from ..core.headers import view
 from ..core.topic import TopicTransition
 from ..reactive import Slot
-from ..storage.topic import SyncTopicStorage, TopicStorage, as_messages_topic
+from ..storage.topic import SyncTopicStorage, TopicStorage, as_headers_topic, as_messages_topic
 from .message import Message, enqueued_at
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
@@ -57,12 +58,18 @@ class TopicStreams(Generic[T]):
         self, subscriber: str, *, batch: int | None = None
     ) -> AsyncIterator[Message[T]]:
         """:meth:`stream`, as messages: the id is the element's offset, ``enqueued_at``
-        its publish time (``None`` when the backend keeps none)."""
+        its publish time (``None`` when the backend keeps none), ``headers`` those it
+        was published with."""
         messages = as_messages_topic(self._storage)
         stamp_of = (lambda offset: 0) if messages is None else messages.stamp_of
+        with_headers = as_headers_topic(self._storage)
+        headers_of = (lambda offset: None) if with_headers is None else with_headers.headers_of
 
         def message(offset: int, value: T) -> Message[T]:
-            return Message(offset, value, enqueued_at(stamp_of(offset)))
+            headers = headers_of(offset)
+            if headers is None:
+                return Message(offset, value, enqueued_at(stamp_of(offset)))
+            return Message(offset, value, enqueued_at(stamp_of(offset)), 1, view(headers))
 
         async for m in self._stream(subscriber, batch, message):
             yield m

@@ -116,3 +116,42 @@ def checked_table(doc: Any, what: str) -> list[tuple[int, Headers]]:
 def table_of(entries: Iterable[tuple[int, Headers]]) -> list[list[Any]]:
     """Pairs as the wire/snapshot form ``[[id, headers], ...]``."""
     return [[i, h] for i, h in entries]
+
+
+class OffsetHeaders:
+    """The headers of a topic's elements by offset (only those that have some).
+
+    Offsets only grow, so entries are kept in offset order and those below the topic's
+    base (collected elements) leave from the front (:meth:`forget_below`). ``owner`` is
+    the topic the table belongs to: a topic deleted and declared again starts over.
+    """
+
+    __slots__ = ("_table", "owner")
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self._table: dict[int, Headers] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def note(self, offset: int, headers: Headers) -> None:
+        self._table[offset] = headers
+
+    def get(self, offset: int) -> Headers | None:
+        return self._table.get(offset) if self._table else None
+
+    def forget_below(self, base: int) -> None:
+        table = self._table
+        while table:
+            first = next(iter(table))
+            if first >= base:
+                return
+            del table[first]
+
+    def entries(self) -> list[list[Any]]:
+        """``[[offset, headers], ...]`` (the snapshot form)."""
+        return [[i, h] for i, h in self._table.items()]
+
+    def load(self, entries: list[tuple[int, Headers]]) -> None:
+        self._table = dict(sorted(entries))

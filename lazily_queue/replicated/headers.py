@@ -1,11 +1,13 @@
-"""Message headers on queues: pushes that carry headers, pops and give-backs that carry
-them along (ops ``QUEUE_PUSH_HEADERS``, ``QUEUE_POP_HEADERS``, ``QUEUE_UNPOP_HEADERS``).
+"""Message headers: queue pushes that carry headers, pops and give-backs that carry them
+along (ops ``QUEUE_PUSH_HEADERS``, ``QUEUE_POP_HEADERS``, ``QUEUE_UNPOP_HEADERS``), and
+topic publishes with headers (``TOPIC_PUBLISH_HEADERS``), kept by offset until the
+element is collected.
 
 Headers live in each queue's side table keyed by message id (:class:`~..core.fifo.Fifo`),
 never in the value: plain pops answer exactly what they would without them, and the
 headers of what they take leave with it. Snapshot section ``headers``: ``{"queues":
-{name: [[id, headers], ...]}}``, restored after the queues (a snapshot without it has
-no headers).
+{name: [[id, headers], ...]}, "topics": {name: [[offset, headers], ...]}}``, restored
+after the queues and topics (a snapshot without it has no headers).
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS
-from ..core.headers import Headers, check_headers, checked_table
+from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.queue import POP, PUSH, UNPOP, QueuePopError, QueuePushError
 from ..errors import InvalidHeaders
-from . import ops
+from . import ops, topics
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpError, OpRefused
@@ -63,6 +65,49 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     return err
 
 
+def topic_headers(sm: StateMachine, name: str) -> OffsetHeaders | None:
+    """The live header table of topic ``name`` (``None`` when it has none)."""
+    table = sm.topic_headers.get(name)
+    if table is None:
+        return None
+    core = sm.topics.get(name)
+    if core is None or table.owner is not core:  # deleted (maybe declared again) since
+        del sm.topic_headers[name]
+        return None
+    table.forget_below(core.base_offset())
+    return table
+
+
+def publish(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, headers, msg_id | None, value]``: a publish whose element keeps
+    ``headers`` by its offset; with a ``msg_id``, deduplicated as
+    ``TOPIC_PUBLISH_ONCE`` is."""
+    if len(args) != 4:
+        raise OpRefused("bad_args", "topic_publish_headers is [name, headers, msg_id, value]")
+    name, raw, msg_id, value = args
+    headers = _headers(raw)
+    core = sm.topics.get(name) if isinstance(name, str) else None
+    if core is None:
+        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+    key = None
+    if msg_id is not None:
+        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
+            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
+                            f"{MAX_MSG_ID_CHARS} characters")
+        key = ("topic", name, msg_id)
+        found, first = sm.dedup.lookup(key, sm.now)
+        if found:
+            return first
+    offset = topics.publish(sm, [name, value])
+    table = topic_headers(sm, name)
+    if table is None:
+        table = sm.topic_headers[name] = OffsetHeaders(core)
+    table.note(offset, headers)
+    if key is not None:
+        sm.dedup.record(key, offset, sm.now)
+    return offset
+
+
 def pop(sm: StateMachine, args: list[Any]) -> Any:
     """``[values, runs, [[id, headers], ...]]`` of up to ``n`` elements; an empty queue
     answers as ``pop``."""
@@ -94,24 +139,39 @@ def unpop(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
+    doc: dict[str, Any] = {}
     queues = {name: table for name, q in sm.queues.items() if (table := q.headers_state())}
-    return {"queues": queues} if queues else None
+    if queues:
+        doc["queues"] = queues
+    topics_ = {name: offsets.entries() for name in list(sm.topic_headers)
+               if (offsets := topic_headers(sm, name)) is not None and len(offsets)}
+    if topics_:
+        doc["topics"] = topics_
+    return doc or None
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:
     if doc is None:
         return
-    if not isinstance(doc, dict) or not isinstance(doc.get("queues", {}), dict):
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict)
+                                            for k in ("queues", "topics")):
         raise ValueError("snapshot section 'headers' must be {'queues': {name: [[id, "
-                         "headers], ...]}}")
+                         "headers], ...]}, 'topics': {name: [[offset, headers], ...]}}")
     for name, table in doc.get("queues", {}).items():
         q = sm.queues.get(name)
         if q is not None:
             q.load_headers(checked_table(table, f"snapshot section 'headers': queue {name!r}"))
+    sm.topic_headers = {}
+    for name, table in doc.get("topics", {}).items():
+        core = sm.topics.get(name)
+        if core is not None:
+            entries = sm.topic_headers[name] = OffsetHeaders(core)
+            entries.load(checked_table(table, f"snapshot section 'headers': topic {name!r}"))
 
 
 FAMILY = Family("headers", {
     ops.QUEUE_PUSH_HEADERS: push,
     ops.QUEUE_POP_HEADERS: pop,
     ops.QUEUE_UNPOP_HEADERS: unpop,
+    ops.TOPIC_PUBLISH_HEADERS: publish,
 }, (Section("headers", _capture, _restore),))

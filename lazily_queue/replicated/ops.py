@@ -72,6 +72,7 @@ TOPIC_SEEK_TIME = 91  # [name, subscriber, stamp_ms]: move a cursor to the first
 QUEUE_PUSH_HEADERS = 92  # [name, headers, msg_id | None, value]: a push with headers
 QUEUE_POP_HEADERS = 93  # [name, n]: as QUEUE_POP_STAMPED; [values, runs, [[id, headers]..]]
 QUEUE_UNPOP_HEADERS = 94  # [name, values, runs, [[id, headers], ...]]: give back with them
+TOPIC_PUBLISH_HEADERS = 95  # [name, headers, msg_id | None, value]: a publish with headers
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -127,6 +128,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_PUSH_HEADERS: "queue_push_headers",
     QUEUE_POP_HEADERS: "queue_pop_headers",
     QUEUE_UNPOP_HEADERS: "queue_unpop_headers",
+    TOPIC_PUBLISH_HEADERS: "topic_publish_headers",
 }
 
 
@@ -139,7 +141,7 @@ def family_of(code: int) -> str | None:
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
-                         QUEUE_PUSH_HEADERS})
+                         QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -158,7 +160,8 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
-                     TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME),
+                     TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME,
+                     TOPIC_PUBLISH_HEADERS),
                     "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,

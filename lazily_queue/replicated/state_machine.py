@@ -42,6 +42,7 @@ from typing import Any
 
 from ..core.dedup import DedupWindow
 from ..core.fifo import Fifo
+from ..core.headers import OffsetHeaders
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
@@ -115,6 +116,8 @@ class StateMachine:
         self.dedup: DedupWindow[DedupKey] = DedupWindow()
         self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
+        #: Headers of topic elements published with some, by topic (:mod:`.headers`).
+        self.topic_headers: dict[str, OffsetHeaders] = {}
         self.work_queues: dict[str, WorkState] = {}
         #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
         self.groups: dict[str, dict[str, str]] = {}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
-from ..core.headers import Headers
+from ..core.headers import Headers, OffsetHeaders
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
@@ -128,11 +128,10 @@ class LocalTopicStorage(Generic[T]):
     ``replay``, ``groups``). ``groups`` are its consumer groups by name (restored ones),
     fed in the step that publishes."""
 
-    __slots__ = ("_clock", "core", "dedup", "groups")
+    __slots__ = ("_clock", "_headers", "core", "dedup", "groups")
 
     capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
-                                       replay_time=True,
-                                       groups=True)
+                                       replay_time=True, headers=True, groups=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
                  dedup: DedupLimits | None = None, clock: Clock | None = None,
@@ -141,6 +140,7 @@ class LocalTopicStorage(Generic[T]):
         self.core: TopicCore[T] = TopicCore() if core is None else core
         self._clock = None if clock is None else _ms(clock)
         self.groups: dict[str, LocalGroupStorage] = dict(groups or {})
+        self._headers: OffsetHeaders | None = None
 
     def open_group(
         self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
@@ -272,6 +272,30 @@ class LocalTopicStorage(Generic[T]):
 
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
         return self.try_publish(value)
+
+    async def publish_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[int]:
+        if msg_id is None:
+            transition = self.try_publish(value)
+        else:
+            now = _elapsed_ms()
+            found, offset = self.dedup.lookup(msg_id, now)
+            if found:
+                return TopicTransition(offset, frozenset())
+            transition = self.try_publish(value)
+            self.dedup.record(msg_id, transition.result, now)
+        table = self._headers
+        if table is None:
+            table = self._headers = OffsetHeaders(self.core)
+        table.forget_below(self.core.base_offset())
+        table.note(transition.result, headers)
+        return transition
+
+    def headers_of(self, offset: int) -> Headers | None:
+        table = self._headers
+        return None if table is None else table.get(offset)
 
     async def publish_once(
         self, value: T, msg_id: str, *, timeout: float | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from ..core.headers import Headers
 from ..core.topic import (
     Durability,
     Start,
@@ -54,7 +55,8 @@ class RaftTopicStorage(ReplicatedObject):
 
     kind = "topic"
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
-                                       replay=True, replay_time=True, groups=True)
+                                       replay=True, replay_time=True, headers=True,
+                                       groups=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
@@ -198,6 +200,17 @@ class RaftTopicStorage(ReplicatedObject):
     ) -> TopicTransition[int]:
         result = await self._call(C.TOPIC_PUBLISH_ONCE, [self.name, msg_id, value], timeout)
         return TopicTransition(int(result), frozenset())
+
+    async def publish_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[int]:
+        args = [self.name, headers, msg_id, value]
+        return TopicTransition(int(await self._call(C.TOPIC_PUBLISH_HEADERS, args, timeout)),
+                               frozenset())
+
+    def headers_of(self, offset: int) -> Headers | None:
+        return self._view.topic_headers(self.name, offset)
 
     async def poll(
         self, subscriber: str, *, timeout: float | None = None

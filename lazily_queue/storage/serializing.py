@@ -231,6 +231,15 @@ class SerializingTopicStorage(_Wrapper, Generic[T]):
             self.codec.encode(value), msg_id, timeout=timeout)
         return result
 
+    async def publish_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[int]:
+        inner: Any = self.inner
+        result: TopicTransition[int] = await inner.publish_headers(
+            self.codec.encode(value), headers, msg_id, timeout=timeout)
+        return result
+
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[T | None]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+from ..core.headers import Headers
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition
 from .capabilities import StorageCapabilities, declared
 
@@ -127,6 +128,22 @@ class MessageTopicStorage(TopicStorage[T], Protocol[T]):
         ...
 
 
+class HeaderTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``headers``: elements published with headers, kept by offset."""
+
+    async def publish_headers(
+        self, value: T, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[int]:
+        """:meth:`publish` of an element with ``headers`` (checked, non-empty); with a
+        ``msg_id``, deduplicated as ``publish_once`` is."""
+        ...
+
+    def headers_of(self, offset: int) -> Headers | None:
+        """The headers of the retained element at ``offset`` (``None``: none)."""
+        ...
+
+
 class ReplayTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``replay``."""
 
@@ -216,6 +233,7 @@ CAPABILITY_METHODS = {
     "dedup": ("publish_once",),
     "messages": ("stamp_of",),
     "replay": ("subscribe_at", "seek"),
+    "headers": ("publish_headers", "headers_of"),
     "replay_time": ("subscribe_at_time", "seek_time"),
     "groups": ("open_group",),
 }
@@ -236,6 +254,10 @@ def as_messages_topic(storage: TopicStorage[T]) -> MessageTopicStorage[T] | None
 
 def as_dedup_topic(storage: TopicStorage[T]) -> DedupTopicStorage[T] | None:
     return cast(DedupTopicStorage[T], storage) if storage.capabilities.dedup else None
+
+
+def as_headers_topic(storage: TopicStorage[T]) -> HeaderTopicStorage[T] | None:
+    return cast(HeaderTopicStorage[T], storage) if storage.capabilities.headers else None
 
 
 def as_replay_topic(storage: TopicStorage[T]) -> ReplayTopicStorage[T] | None:
