@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,12 @@ class Job:
     def message_id(self) -> int:
         """The item's id: assigned when it was pushed, the same on every delivery."""
         return self.delivery.item_id
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers the item was pushed with (read-only; empty when none), the same
+        on every delivery of the item."""
+        return self.cell.headers_of(self.delivery.item_id)
 
     @property
     def enqueued_at(self) -> float | None:

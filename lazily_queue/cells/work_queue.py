@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.headers import Headers, check_headers, view
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
@@ -33,6 +34,7 @@ from ..storage.work import (
     SyncWorkQueueStorage,
     WorkQueueStorage,
     as_dedup_work_queue,
+    as_headers_work_queue,
     as_observable_work_queue,
     as_sync_work_queue,
     work_queue_capabilities,
@@ -270,13 +272,18 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None,
+                   headers: Mapping[str, str] | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat adds nothing and returns the first ``item_id``.
+        With ``headers`` (capability ``headers``) the item carries them while it exists:
+        every delivery's ``Job.headers`` (redeliveries included).
         """
+        if headers is not None and (checked := check_headers(headers)) is not None:
+            return await self._push_headers(value, checked, msg_id)
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:
@@ -285,6 +292,23 @@ class WorkQueueCell(WorkQueueBatches):
         if self._sync is not None:
             return self.try_push(value)
         return self._apply(await self._storage.push(value))
+
+    async def _push_headers(self, value: Any, headers: Headers, msg_id: str | None) -> int:
+        storage = as_headers_work_queue(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
+                "push without headers= (or carry them in the value)")
+        if msg_id is not None:
+            if as_dedup_work_queue(self._storage) is None:
+                raise no_dedup(self.name, self._storage, "push")
+            msg_id = check_msg_id(msg_id)
+        return self._apply(await storage.push_headers(value, headers, msg_id))
+
+    def headers_of(self, item_id: int) -> Mapping[str, str]:
+        """The headers item ``item_id`` was pushed with (read-only; empty when none)."""
+        storage = as_headers_work_queue(self._storage)
+        return view(None if storage is None else storage.headers_of(item_id))
 
     async def poll(self, worker: str, now: Now = None) -> Delivery | None:
         """Claim without waiting: the lease of the oldest pending item, or ``None``.

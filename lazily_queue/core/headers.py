@@ -119,18 +119,30 @@ def table_of(entries: Iterable[tuple[int, Headers]]) -> list[list[Any]]:
 
 
 class OffsetHeaders:
-    """The headers of a topic's elements by offset (only those that have some).
+    """The headers of a topic's elements by offset, or of a work queue's items by item id
+    (only those that have some).
 
-    Offsets only grow, so entries are kept in offset order and those below the topic's
-    base (collected elements) leave from the front (:meth:`forget_below`). ``owner`` is
-    the topic the table belongs to: a topic deleted and declared again starts over.
+    Ids only grow, so entries are kept in id order: a topic's below its base (collected
+    elements) leave from the front (:meth:`forget_below`), a work queue's when their
+    item is gone (:meth:`keep_only`). ``owner`` is the topic or work queue the table
+    belongs to: one deleted and declared again starts over.
     """
 
-    __slots__ = ("_table", "owner")
+    __slots__ = ("_pruned", "_table", "owner")
 
     def __init__(self, owner: object) -> None:
         self.owner = owner
         self._table: dict[int, Headers] = {}
+        self._pruned = 0
+
+    def due(self) -> bool:
+        """Whether the table doubled since it was last pruned (:meth:`keep_only`)."""
+        return len(self._table) > 2 * self._pruned + 64
+
+    def keep_only(self, live: set[int]) -> None:
+        """Drop the entries of ids not in ``live``."""
+        self._table = {i: h for i, h in self._table.items() if i in live}
+        self._pruned = len(self._table)
 
     def __len__(self) -> int:
         return len(self._table)

@@ -6,8 +6,9 @@ element is collected.
 Headers live in each queue's side table keyed by message id (:class:`~..core.fifo.Fifo`),
 never in the value: plain pops answer exactly what they would without them, and the
 headers of what they take leave with it. Snapshot section ``headers``: ``{"queues":
-{name: [[id, headers], ...]}, "topics": {name: [[offset, headers], ...]}}``, restored
-after the queues and topics (a snapshot without it has no headers).
+{name: [[id, headers], ...]}, "topics": {name: [[offset, headers], ...]}, "work_queues":
+{name: [[item_id, headers], ...]}}``, restored after the queues, topics and work queues
+(a snapshot without it has no headers).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.queue import POP, PUSH, UNPOP, QueuePopError, QueuePushError
 from ..errors import InvalidHeaders
-from . import ops, topics
+from . import ops, topics, work_headers
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpError, OpRefused
@@ -108,6 +109,13 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     return offset
 
 
+def push_work(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, headers, msg_id | None, value]``: see :mod:`.work_headers`."""
+    if len(args) != 4:
+        raise OpRefused("bad_args", "work_push_headers is [name, headers, msg_id, value]")
+    return work_headers.push(sm, args, _headers(args[1]))
+
+
 def pop(sm: StateMachine, args: list[Any]) -> Any:
     """``[values, runs, [[id, headers], ...]]`` of up to ``n`` elements; an empty queue
     answers as ``pop``."""
@@ -147,6 +155,9 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
                if (offsets := topic_headers(sm, name)) is not None and len(offsets)}
     if topics_:
         doc["topics"] = topics_
+    works = work_headers.capture(sm)
+    if works:
+        doc["work_queues"] = works
     return doc or None
 
 
@@ -154,7 +165,7 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     if doc is None:
         return
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict)
-                                            for k in ("queues", "topics")):
+                                            for k in ("queues", "topics", "work_queues")):
         raise ValueError("snapshot section 'headers' must be {'queues': {name: [[id, "
                          "headers], ...]}, 'topics': {name: [[offset, headers], ...]}}")
     for name, table in doc.get("queues", {}).items():
@@ -167,6 +178,7 @@ def _restore(sm: StateMachine, doc: Any) -> None:
         if core is not None:
             entries = sm.topic_headers[name] = OffsetHeaders(core)
             entries.load(checked_table(table, f"snapshot section 'headers': topic {name!r}"))
+    work_headers.restore(sm, doc.get("work_queues", {}))
 
 
 FAMILY = Family("headers", {
@@ -174,4 +186,5 @@ FAMILY = Family("headers", {
     ops.QUEUE_POP_HEADERS: pop,
     ops.QUEUE_UNPOP_HEADERS: unpop,
     ops.TOPIC_PUBLISH_HEADERS: publish,
+    ops.WORK_PUSH_HEADERS: push_work,
 }, (Section("headers", _capture, _restore),))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.fifo import Fifo
+from ..core.headers import OffsetHeaders, checked_table
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from .work_queues import WorkState
@@ -35,22 +36,41 @@ class Objects(Protocol):
     @property
     def work_queues(self) -> Mapping[str, WorkState]: ...
 
+    @property
+    def topic_headers(self) -> Mapping[str, OffsetHeaders]: ...
+
+    @property
+    def work_headers(self) -> Mapping[str, OffsetHeaders]: ...
+
+
+def _headers(tables: Mapping[str, OffsetHeaders], name: str, owner: object) -> list[Any]:
+    table = tables.get(name)
+    return [] if table is None or table.owner is not owner else table.entries()
+
 
 def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
-        return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
-                                       list(q.id_state())]
+        if q is None:
+            return None
+        doc = [q.capacity(), q.is_closed(), q.elements(), list(q.id_state())]
+        headers = q.headers_state()
+        return [*doc, headers] if headers else doc
     if kind == "topic":
         t = sm.topics.get(name)
-        return None if t is None else {**t.snapshot(), "stamps": t.stamps()}
+        if t is None:
+            return None
+        headers = _headers(sm.topic_headers, name, t)  # only when some: older clients
+        return {**t.snapshot(), "stamps": t.stamps(), **({"headers": headers} if headers
+                                                          else {})}
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
             return None
+        headers = _headers(sm.work_headers, name, w)
         return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
-                "stamps": w.core.stamps()}
+                "stamps": w.core.stamps(), **({"headers": headers} if headers else {})}
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -66,16 +86,21 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
-            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            q = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            if len(rest) > 1:
+                q.load_headers(checked_table(rest[1], f"queue {name!r}: headers"))
+            sm.queues[name] = q
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
         else:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
+            headers = doc.pop("headers", None)
             topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
             topic.load_stamps(stamps)
             sm.topics[name] = topic
+            _install_headers(sm.topic_headers, name, topic, headers)
     elif kind == "work_queue":
         if doc is None:
             sm.work_queues.pop(name, None)
@@ -85,5 +110,14 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state
+            _install_headers(sm.work_headers, name, state, doc.get("headers"))
     else:
         raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
+
+
+def _install_headers(tables: dict[str, OffsetHeaders], name: str, owner: object,
+                     doc: Any) -> None:
+    tables.pop(name, None)
+    if doc:
+        table = tables[name] = OffsetHeaders(owner)
+        table.load(checked_table(doc, f"{name!r}: headers"))

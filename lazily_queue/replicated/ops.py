@@ -73,6 +73,7 @@ QUEUE_PUSH_HEADERS = 92  # [name, headers, msg_id | None, value]: a push with he
 QUEUE_POP_HEADERS = 93  # [name, n]: as QUEUE_POP_STAMPED; [values, runs, [[id, headers]..]]
 QUEUE_UNPOP_HEADERS = 94  # [name, values, runs, [[id, headers], ...]]: give back with them
 TOPIC_PUBLISH_HEADERS = 95  # [name, headers, msg_id | None, value]: a publish with headers
+WORK_PUSH_HEADERS = 96  # [name, headers, msg_id | None, value]: a push with headers
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -129,6 +130,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_POP_HEADERS: "queue_pop_headers",
     QUEUE_UNPOP_HEADERS: "queue_unpop_headers",
     TOPIC_PUBLISH_HEADERS: "topic_publish_headers",
+    WORK_PUSH_HEADERS: "work_push_headers",
 }
 
 
@@ -141,7 +143,7 @@ def family_of(code: int) -> str | None:
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
-                         QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS})
+                         QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -165,7 +167,8 @@ _FAMILIES: dict[int, str] = {
                     "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS),
+                    "work_queue"),
 }
 
 

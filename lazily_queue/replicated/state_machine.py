@@ -118,6 +118,8 @@ class StateMachine:
         self.topics: dict[str, TopicCore[Any]] = {}
         #: Headers of topic elements published with some, by topic (:mod:`.headers`).
         self.topic_headers: dict[str, OffsetHeaders] = {}
+        #: Headers of work items pushed with some, by work queue (:mod:`.headers`).
+        self.work_headers: dict[str, OffsetHeaders] = {}
         self.work_queues: dict[str, WorkState] = {}
         #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
         self.groups: dict[str, dict[str, str]] = {}

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.dedup import DedupLimits
 from ..core.fifo import Fifo
-from ..core.headers import Headers
+from ..core.headers import Headers, OffsetHeaders
 from ..core.topic import TopicCore
 from .state_machine import StateMachine
 from .work_queues import WorkState
@@ -33,12 +33,27 @@ class ReadView:
     def topic(self, name: str) -> TopicCore[Any] | None:
         return self._sm.topics.get(name)
 
-    def topic_headers(self, name: str, offset: int) -> Headers | None:
+    @property
+    def topic_headers(self) -> Mapping[str, OffsetHeaders]:
+        return self._sm.topic_headers
+
+    @property
+    def work_headers(self) -> Mapping[str, OffsetHeaders]:
+        return self._sm.work_headers
+
+    def topic_headers_of(self, name: str, offset: int) -> Headers | None:
         """The headers of topic ``name``'s element at ``offset``, or ``None``."""
         table = self._sm.topic_headers.get(name)
         if table is None or table.owner is not self._sm.topics.get(name):
             return None
         return table.get(offset)
+
+    def work_headers_of(self, name: str, item_id: int) -> Headers | None:
+        """The headers of work queue ``name``'s item ``item_id``, or ``None``."""
+        table = self._sm.work_headers.get(name)
+        if table is None or table.owner is not self._sm.work_queues.get(name):
+            return None
+        return table.get(item_id)
 
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)

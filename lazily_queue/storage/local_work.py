@@ -6,6 +6,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..core.dedup import DedupLimits, DedupWindow
+from ..core.headers import Headers, OffsetHeaders
 from ..core.work import (
     DeadLetter,
     Delivery,
@@ -33,9 +34,9 @@ class LocalWorkQueueStorage:
     are not remembered, so a repeated one is refused.
     """
 
-    __slots__ = ("clock", "core", "dedup", "name")
+    __slots__ = ("_headers", "clock", "core", "dedup", "name")
 
-    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True, headers=True)
 
     def __init__(
         self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
@@ -45,6 +46,7 @@ class LocalWorkQueueStorage:
         self.dedup: DedupWindow[str] = DedupWindow(dedup)
         self.name = name
         self.clock = clock
+        self._headers: OffsetHeaders | None = None
 
     def __repr__(self) -> str:
         return f"LocalWorkQueueStorage({self.name!r}, {self.core!r})"
@@ -126,6 +128,31 @@ class LocalWorkQueueStorage:
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return self.try_push(value)
+
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        if msg_id is None:
+            transition = self.try_push(value)
+        else:
+            transition = await self.push_once(value, msg_id)
+            if not transition.mask:  # a repeat: nothing pushed
+                return transition
+        table = self._headers
+        if table is None:
+            table = self._headers = OffsetHeaders(self.core)
+        elif table.due():
+            core = self.core
+            table.keep_only({p.item_id for p in core.pending()}
+                            | {d.item_id for d in core.in_flight()}
+                            | {d.item_id for d in core.dead_letters()})
+        table.note(transition.result, headers)
+        return transition
+
+    def headers_of(self, item_id: int) -> Headers | None:
+        table = self._headers
+        return None if table is None else table.get(item_id)
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

@@ -210,7 +210,7 @@ class RaftTopicStorage(ReplicatedObject):
                                frozenset())
 
     def headers_of(self, offset: int) -> Headers | None:
-        return self._view.topic_headers(self.name, offset)
+        return self._view.topic_headers_of(self.name, offset)
 
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
@@ -251,7 +251,7 @@ class RaftWorkQueueStorage(ReplicatedObject):
 
     kind = "work queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
-                                       logical_time=True, dedup=True)
+                                       logical_time=True, dedup=True, headers=True)
 
     def __init__(
         self,
@@ -336,6 +336,17 @@ class RaftWorkQueueStorage(ReplicatedObject):
         transition: WorkTransition[int] = await self._masked(
             C.WORK_PUSH_ONCE, [msg_id, value], timeout)
         return transition
+
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_HEADERS, [headers, msg_id, value], timeout)
+        return transition
+
+    def headers_of(self, item_id: int) -> Headers | None:
+        return self._view.work_headers_of(self.name, item_id)
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None

@@ -327,6 +327,15 @@ class SerializingWorkQueueStorage(_Wrapper):
             self.codec.encode(value), msg_id, timeout=timeout)
         return result
 
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        inner: Any = self.inner
+        result: WorkTransition[int] = await inner.push_headers(
+            self.codec.encode(value), headers, msg_id, timeout=timeout)
+        return result
+
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:

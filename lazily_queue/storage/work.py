@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Literal, Protocol, cast
 
+from ..core.headers import Headers
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
 from .capabilities import StorageCapabilities, declared
 
@@ -137,6 +138,22 @@ class DedupWorkQueueStorage(WorkQueueStorage, Protocol):
         ...
 
 
+class HeaderWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``headers``: items pushed with headers, kept by item id."""
+
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        """:meth:`push` of an item with ``headers`` (checked, non-empty); with a
+        ``msg_id``, deduplicated as ``push_once`` is."""
+        ...
+
+    def headers_of(self, item_id: int) -> Headers | None:
+        """The headers of item ``item_id`` while it exists (``None``: none)."""
+        ...
+
+
 class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
     """Capability ``observable``."""
 
@@ -154,6 +171,7 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("push_once",),
+    "headers": ("push_headers", "headers_of"),
 }
 
 
@@ -168,6 +186,11 @@ def as_sync_work_queue(storage: WorkQueueStorage) -> SyncWorkQueueStorage | None
 
 def as_dedup_work_queue(storage: WorkQueueStorage) -> DedupWorkQueueStorage | None:
     return cast(DedupWorkQueueStorage, storage) if storage.capabilities.dedup else None
+
+
+def as_headers_work_queue(storage: WorkQueueStorage) -> HeaderWorkQueueStorage | None:
+    caps = storage.capabilities
+    return cast(HeaderWorkQueueStorage, storage) if caps.headers else None
 
 
 def as_observable_work_queue(storage: WorkQueueStorage) -> ObservableWorkQueueStorage | None:
