@@ -151,7 +151,11 @@ ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOP
 
 #: The ops a transaction may carry.
 TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_ONCE,
-                     WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK})
+                     WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK, QUEUE_PUSH_HEADERS,
+                     TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
+
+#: The pushes with headers (``[name, headers, msg_id | None, value]``).
+HEADER_OPS = frozenset({QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
 
 
 _FAMILIES: dict[int, str] = {

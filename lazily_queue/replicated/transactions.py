@@ -25,8 +25,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS
+from ..core.headers import check_headers
 from ..core.queue import QueuePushError
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
+from ..errors import InvalidHeaders
 from . import ops
 from .dedup import DedupKey
 from .events import TransactionApplied
@@ -40,7 +42,8 @@ log = logging.getLogger(__name__)
 
 _ARITY = {ops.QUEUE_PUSH: 2, ops.TOPIC_PUBLISH: 2, ops.WORK_PUSH: 2,
           ops.QUEUE_PUSH_ONCE: 3, ops.TOPIC_PUBLISH_ONCE: 3, ops.WORK_PUSH_ONCE: 3,
-          ops.WORK_ACK: 3, ops.WORK_NACK: 3}
+          ops.WORK_ACK: 3, ops.WORK_NACK: 3, ops.QUEUE_PUSH_HEADERS: 4,
+          ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4}
 _UNKNOWN = {"queue": "unknown_queue", "topic": "unknown_topic",
             "work_queue": "unknown_work_queue"}
 _KIND = {"queue": "queue", "topic": "topic", "work_queue": "work queue"}
@@ -86,8 +89,15 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
     family = ops.family_of(code) or ""
     name = args[0]
     plan: Plan = None
-    if code in ops.ONCE_OPS:
-        msg_id = args[1]
+    headers = code in ops.HEADER_OPS
+    if headers:
+        try:
+            if check_headers(args[1]) is None:
+                raise InvalidHeaders("a push with headers needs at least one")
+        except InvalidHeaders as exc:
+            raise _Abort("bad_headers", str(exc)) from None
+    if code in ops.ONCE_OPS or (headers and args[2] is not None):
+        msg_id = args[2] if headers else args[1]
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
             raise _Abort("bad_msg_id", f"msg_id must be a non-empty str of at most "
                          f"{MAX_MSG_ID_CHARS} characters")
@@ -96,12 +106,13 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         if check.repeated_id(key, found):
             return ("window", first) if found else ("repeat", firsts[key])
         firsts[key] = index
-        plan = ("once", key)
+        plan = None if headers else ("once", key)  # a header op deduplicates itself
     target = _exists(sm, family, name)
-    if code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE) and target.group is not None:
+    if code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS) and (
+            target.group is not None):
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
-    if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE):
+    if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS):
         _raise(check.queue_push(name, name, target))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))

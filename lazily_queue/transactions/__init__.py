@@ -30,6 +30,7 @@ where it is added.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +39,7 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.dedup import check_msg_id
+from ..core.headers import Headers, check_headers
 from ..core.txn import MAX_TXN_OPS
 from ..errors import (
     SettlementRejected,
@@ -60,14 +62,18 @@ class TxOp:
     for a queue push, the offset of a publish, the ``item_id`` of a work-queue push, the
     :class:`~lazily_queue.core.work.Receipt` of an ack or nack)."""
 
-    __slots__ = ("_result", "cell", "done", "job", "kind", "lease", "msg_id", "value")
+    __slots__ = ("_result", "cell", "done", "headers", "job", "kind", "lease", "msg_id",
+                 "value")
 
     def __init__(self, kind: str, cell: Cell, value: Any = None, msg_id: str | None = None,
-                 lease: tuple[str, int] | None = None, job: Job | None = None) -> None:
+                 lease: tuple[str, int] | None = None, job: Job | None = None,
+                 headers: Headers | None = None) -> None:
         self.kind = kind
         self.cell = cell
         self.value = value
         self.msg_id = msg_id
+        #: The element's headers (checked; ``None``: none).
+        self.headers = headers
         #: ``(worker, delivery_id)`` of an ack or nack.
         self.lease = lease
         self.job = job
@@ -87,6 +93,17 @@ class TxOp:
     def resolve(self, result: Any) -> None:
         self._result = result
         self.done = True
+
+
+def _headers(cell: Cell, headers: Mapping[str, str] | None) -> Headers | None:
+    """``headers`` checked (:class:`~lazily_queue.errors.InvalidHeaders`), for a cell
+    whose backend keeps them (else :class:`TransactionUnsupported`)."""
+    if headers is None or (checked := check_headers(headers)) is None:
+        return None
+    if not cell.capabilities.headers:
+        raise TransactionUnsupported(
+            f"{cell.name!r}: {type(cell.storage).__name__} does not keep message headers")
+    return checked
 
 
 class Backend(Protocol):
@@ -135,23 +152,27 @@ class Transaction:
         return op
 
     def push(self, cell: QueueCell[Any] | WorkQueueCell, value: Any, *,
-             msg_id: str | None = None) -> TxOp:
-        """Push ``value`` to a queue or a work queue (exactly once with ``msg_id``)."""
+             msg_id: str | None = None, headers: Mapping[str, str] | None = None) -> TxOp:
+        """Push ``value`` to a queue or a work queue (exactly once with ``msg_id``; with
+        ``headers``, checked now, as the cell's ``push`` takes them)."""
         if not isinstance(cell, (QueueCell, WorkQueueCell)):
             raise TransactionUnsupported(
                 f"push takes a QueueCell or a WorkQueueCell, not {type(cell).__name__}; "
                 "publish to a topic with tx.publish")
         return self._add(TxOp("push", cell, value,
-                              None if msg_id is None else check_msg_id(msg_id)))
+                              None if msg_id is None else check_msg_id(msg_id),
+                              headers=_headers(cell, headers)))
 
-    def publish(self, topic: TopicCell[Any], value: Any, *, msg_id: str | None = None) -> TxOp:
-        """Publish ``value`` to a topic (exactly once with ``msg_id``)."""
+    def publish(self, topic: TopicCell[Any], value: Any, *, msg_id: str | None = None,
+                headers: Mapping[str, str] | None = None) -> TxOp:
+        """Publish ``value`` to a topic (exactly once with ``msg_id``; with ``headers``)."""
         if not isinstance(topic, TopicCell):
             raise TransactionUnsupported(
                 f"publish takes a TopicCell, not {type(topic).__name__}; push to a queue or "
                 "a work queue with tx.push")
         return self._add(TxOp("publish", topic, value,
-                              None if msg_id is None else check_msg_id(msg_id)))
+                              None if msg_id is None else check_msg_id(msg_id),
+                              headers=_headers(topic, headers)))
 
     def ack(self, job: Job | WorkQueueCell, worker: str | None = None,
             delivery_id: int | None = None) -> TxOp:

@@ -117,15 +117,15 @@ def _apply(op: TxOp) -> Any:
             op.job.receipt = receipt
         return receipt
     if isinstance(cell, QueueCell):
-        if op.msg_id is None:
+        if op.msg_id is None and op.headers is None:
             cell.try_push(op.value)
         else:
-            _now(cell.offer(op.value, msg_id=op.msg_id))
+            _now(cell.offer(op.value, msg_id=op.msg_id, headers=op.headers))
         return None
     if isinstance(cell, TopicCell):
-        if op.msg_id is None:
+        if op.msg_id is None and op.headers is None:
             return cell.try_publish(op.value)
-        return _now(cell.publish(op.value, msg_id=op.msg_id))
-    if op.msg_id is None:
+        return _now(cell.publish(op.value, msg_id=op.msg_id, headers=op.headers))
+    if op.msg_id is None and op.headers is None:
         return cell.try_push(op.value)
-    return _now(cell.push(op.value, msg_id=op.msg_id))
+    return _now(cell.push(op.value, msg_id=op.msg_id, headers=op.headers))

@@ -64,6 +64,11 @@ class ReplicatedBackend:
         name = op.cell.name
         if op.lease is not None:
             return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
+        if op.headers is not None:
+            code = (C.QUEUE_PUSH_HEADERS if isinstance(op.cell, QueueCell)
+                    else C.TOPIC_PUBLISH_HEADERS if isinstance(op.cell, TopicCell)
+                    else C.WORK_PUSH_HEADERS)
+            return [code, name, op.headers, op.msg_id, _encoded(op)]
         once = op.msg_id is not None
         if isinstance(op.cell, QueueCell):
             code = C.QUEUE_PUSH_ONCE if once else C.QUEUE_PUSH

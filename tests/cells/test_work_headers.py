@@ -81,3 +81,39 @@ async def test_headers_through_a_client() -> None:
         mirrored.pending_len()  # the first read starts mirroring the work queue
         await client.barrier()
         assert mirrored.headers_of(delivery.item_id) == {"k": "v"}
+
+
+async def _transaction_with_headers(tx_of: Any, q: Any, t: Any, w: Any) -> None:
+    await t.subscribe("s")
+    async with tx_of() as tx:
+        tx.push(q, "a", headers={"trace": "q"})
+        tx.publish(t, "b", headers={"trace": "t"}, msg_id="m-1")
+        tx.push(w, "c", headers={"trace": "w"})
+        tx.push(q, "d")
+    assert (await q.pop_message()).headers == {"trace": "q"}
+    assert (await q.pop_message()).headers == {}
+    async with contextlib.aclosing(t.stream_messages("s")) as stream:
+        async for m in stream:
+            assert (m.value, dict(m.headers)) == ("b", {"trace": "t"})
+            break
+    delivery = await w.claim("me")
+    assert w.headers_of(delivery.item_id) == {"trace": "w"}
+    from lazily_queue.transactions import Transaction
+
+    tx2: Transaction = tx_of()
+    with pytest.raises(InvalidHeaders):
+        tx2.push(q, "x", headers={"k": 1})
+
+
+async def test_headers_inside_transactions_locally() -> None:
+    from lazily_queue import QueueCell, TopicCell, transaction
+
+    await _transaction_with_headers(transaction, QueueCell(), TopicCell(),
+                                    WorkQueueCell(clock=lambda: 0.0))
+
+
+async def test_headers_inside_transactions_on_a_cluster() -> None:
+    async with testing.cluster(3) as c:
+        node = await c.leader()
+        await _transaction_with_headers(node.transaction, node.queue("q"), node.topic("t"),
+                                        node.work_queue("w"))
