@@ -313,6 +313,18 @@ MUTATIONS = [
         "                pass\n            self._tail_first += k - from_runs",
         ("tests/cells/test_queue_headers.py",),
         "a plain pop takes the element's headers with it (none outlive their element)"),
+    Mutation(
+        "work-headers-of-pending-items-pruned", "lazily_queue/replicated/work_headers.py",
+        "    return ({p.item_id for p in core.pending()} | {d.item_id for d in core.in_flight()}",
+        "    return (set() | {d.item_id for d in core.in_flight()}",
+        ("tests/cells/test_work_headers.py",),
+        "a work item keeps its headers while it waits, is leased or dead-lettered"),
+    Mutation(
+        "topic-headers-kept-for-another-topic", "lazily_queue/replicated/headers.py",
+        "    if core is None or table.owner is not core:",
+        "    if core is None:",
+        ("tests/cells/test_topic_headers.py",),
+        "a topic deleted and declared again does not inherit the old one's headers"),
 ]
 
 
