@@ -12,18 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
 from ..core.headers import Headers, check_headers
-from ..core.timestamps import time_position
 from ..core.topic import (
-    Durability,
     Start,
-    SubscribeOutcome,
     TopicTransition,
-    check_start,
     check_subscriber,
 )
 from ..errors import OffsetOutOfRange, UnsupportedOperation
@@ -33,23 +28,18 @@ from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
-    ReplayTimeTopicStorage,
-    ReplayTopicStorage,
-    SyncReplayTimeTopicStorage,
-    SyncReplayTopicStorage,
     SyncTopicStorage,
     TopicStorage,
     as_dedup_topic,
     as_headers_topic,
     as_observable_topic,
-    as_replay_time_topic,
-    as_replay_topic,
     as_sync_topic,
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
+from .topic_replay import TopicReplay
 from .topic_stream import TopicStreams
 from .work_batches import Clock
 
@@ -57,7 +47,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicCell(TopicStreams[T]):
+class TopicCell(TopicReplay[T], TopicStreams[T]):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
@@ -187,35 +177,6 @@ class TopicCell(TopicStreams[T]):
 
     # -- synchronous core (capability ``sync``) -------------------------------------------
 
-    def try_subscribe(
-        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
-        start: Start | datetime = "tail",
-    ) -> SubscribeOutcome:
-        """Subscribe at ``start`` (see :meth:`subscribe`); an offline durable id
-        reconnects at its cursor."""
-        storage = self._require_sync("try_subscribe", "subscribe(subscriber)")
-        if (stamp := time_position(start)) is not None:
-            self._require_replay_time("subscribe from a time")
-            timed = cast(SyncReplayTimeTopicStorage[T], storage)
-            return self._apply(timed.try_subscribe_at_time(subscriber, durability, stamp))
-        assert not isinstance(start, datetime)
-        if check_start(start) == "tail":
-            return self._apply(storage.try_subscribe(subscriber, durability))
-        self._require_replay("subscribe from the head or an offset")
-        replay = cast(SyncReplayTopicStorage[T], storage)
-        return self._apply(replay.try_subscribe_at(subscriber, durability, start))
-
-    def try_seek(self, subscriber: str, offset: int | datetime) -> int | None:
-        """:meth:`seek`, synchronously."""
-        storage = self._require_sync("try_seek", "seek(subscriber, offset)")
-        if (stamp := time_position(offset)) is not None:
-            self._require_replay_time("seek to a time")
-            timed = cast(SyncReplayTimeTopicStorage[T], storage)
-            return self._apply(timed.try_seek_time(subscriber, stamp))
-        assert not isinstance(offset, datetime)
-        self._require_replay("seek")
-        return self._apply(cast(SyncReplayTopicStorage[T], storage).try_seek(subscriber, offset))
-
     def try_reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
         storage = self._require_sync("try_reconnect", "reconnect(subscriber)")
@@ -274,67 +235,6 @@ class TopicCell(TopicStreams[T]):
         return ThreadSafeCell(self, LoopBridge(loop))
 
     # -- awaitable surface (every backend) ------------------------------------------------
-
-    async def subscribe(
-        self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
-        start: Start | datetime = "tail",
-    ) -> SubscribeOutcome:
-        """Subscribe; an offline durable id reconnects at its cursor.
-
-        A new subscription's cursor starts at ``start``: ``"tail"`` (the default: the
-        next element published), ``"head"`` (the oldest element retained) or an absolute
-        offset in ``base_offset()..end_offset()`` (capability ``replay``); an offset
-        outside that range raises :class:`~lazily_queue.errors.OffsetOutOfRange` naming
-        the range. A timezone-aware ``datetime`` (capability ``replay_time``) starts at
-        the first retained element enqueued at or after it: the head when it is before
-        them all, the tail when after; a naive one (or another type) raises
-        :class:`~lazily_queue.errors.InvalidTimestamp`. An existing subscription keeps
-        its cursor (use :meth:`seek`). Over a replicated backend this and the other
-        operations return once committed.
-        """
-        if self._sync is not None:
-            return self.try_subscribe(subscriber, durability, start=start)
-        if (stamp := time_position(start)) is not None:
-            timed = self._require_replay_time("subscribe from a time")
-            return self._apply(await timed.subscribe_at_time(subscriber, durability, stamp))
-        assert not isinstance(start, datetime)
-        if check_start(start) == "tail":
-            return self._apply(await self._storage.subscribe(subscriber, durability))
-        storage = self._require_replay("subscribe from the head or an offset")
-        return self._apply(await storage.subscribe_at(subscriber, durability, start))
-
-    async def seek(self, subscriber: str, offset: int | datetime) -> int | None:
-        """Move a connected subscriber's cursor to ``offset``, backward (replay) or
-        forward (skip), anywhere in ``base_offset()..end_offset()`` (capability
-        ``replay``). Outside it raises :class:`~lazily_queue.errors.OffsetOutOfRange`
-        naming the retained range and changes nothing. A timezone-aware ``datetime``
-        (capability ``replay_time``) moves it to the first retained element enqueued at
-        or after that time (the tail when none). Returns the cursor, or ``None`` when
-        the subscriber is unknown or offline."""
-        if self._sync is not None:
-            return self.try_seek(subscriber, offset)
-        if (stamp := time_position(offset)) is not None:
-            timed = self._require_replay_time("seek to a time")
-            return self._apply(await timed.seek_time(subscriber, stamp))
-        assert not isinstance(offset, datetime)
-        storage = self._require_replay("seek")
-        return self._apply(await storage.seek(subscriber, offset))
-
-    def _require_replay(self, what: str) -> ReplayTopicStorage[T]:
-        storage = as_replay_topic(self._storage)
-        if storage is None:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} cannot {what}; subscribe at "
-                "the tail")
-        return storage
-
-    def _require_replay_time(self, what: str) -> ReplayTimeTopicStorage[T]:
-        storage = as_replay_time_topic(self._storage)
-        if storage is None:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} cannot {what}; start at the "
-                "head, the tail or an offset")
-        return storage
 
     async def reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
