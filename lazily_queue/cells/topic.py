@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
-from ..core.headers import Headers, check_headers
+from ..core.headers import Headers, check_headers, view
 from ..core.topic import (
     Start,
     TopicTransition,
@@ -283,6 +283,12 @@ class TopicCell(TopicReplay[T], TopicStreams[T]):
         if self._group_cells:
             await self._declare_groups()
         return self._apply(await storage.publish_headers(value, headers, msg_id))
+
+    def headers_of(self, offset: int) -> Mapping[str, str]:
+        """The headers the retained element at ``offset`` was published with (read-only;
+        empty when none)."""
+        storage = as_headers_topic(self._storage)
+        return view(None if storage is None else storage.headers_of(offset))
 
     async def _declare_groups(self) -> None:
         """Declare the groups opened here and not declared yet, so they get this element

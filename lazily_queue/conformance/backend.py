@@ -115,6 +115,16 @@ class TopicAdapter(Adapter):
     async def publish(self, value: Any, msg_id: str | None = None) -> Any:
         """The offset; with ``msg_id``, a deduplicated publish (capability ``dedup``)."""
 
+    async def publish_headers(self, value: Any, headers: Any,
+                              msg_id: str | None = None) -> Any:
+        """:meth:`publish` of an element with headers (capability ``headers``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} keeps no message headers")
+
+    async def read_messages(self, subscriber: str) -> Any:
+        """The unread suffix as ``[{id, value, headers?}]`` (``None`` when unavailable),
+        without consuming (capability ``headers``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} keeps no message headers")
+
     @abstractmethod
     async def subscribe(self, subscriber: str, durability: str) -> Any: ...
 
@@ -257,7 +267,8 @@ CAPABILITIES = {
     "dedup": "fixtures whose pushes or publishes carry a msg_id (exactly-once producers)",
     "messages": "queue fixtures with a poll_messages op: message ids assigned at commit, "
                 "kept when elements are given back",
-    "headers": "queue fixtures whose pushes carry headers",
+    "headers": "fixtures whose pushes or publishes carry headers, or that read topic "
+               "messages (read_messages)",
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "replay_time": "topic fixtures subscribing from or seeking to an enqueue time",

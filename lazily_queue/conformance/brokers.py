@@ -63,7 +63,7 @@ LACKS = {
     "atomic_batch": "each push of a batch is its own broker operation, and the readers "
                     "follow the broker by refreshes, not in one invalidation",
     "messages": "the broker queues keep no message ids of their own (no messages capability)",
-    "headers": "the broker queues keep no message headers (no headers capability)",
+    "headers": "the broker cells keep no message headers (no headers capability)",
     "transactions": "a broker cell cannot take part in a transaction",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "replay_time": "the broker topic adapters subscribe at the tail only (no replay_time "

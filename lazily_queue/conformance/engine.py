@@ -177,7 +177,7 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
             needed.add("dedup")
         if model == "QueueCell" and kind == "poll_messages":
             needed.add("messages")
-        if model == "QueueCell" and isinstance(op, dict) and "headers" in op:
+        if isinstance(op, dict) and ("headers" in op or kind == "read_messages"):
             needed.add("headers")
         if model == "TopicCell" and isinstance(kind, str):
             if kind == "seek" or (kind == "subscribe" and "start" in op):  # type: ignore[operator]

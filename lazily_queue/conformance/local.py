@@ -179,6 +179,23 @@ class LocalTopicAdapter(TopicAdapter):
             return await self.cell.publish(value, msg_id=msg_id)
         return await self._invoke(self.cell.try_publish, self.cell.publish, value)
 
+    async def publish_headers(self, value: Any, headers: Any,
+                              msg_id: str | None = None) -> Any:
+        return await self.cell.publish(value, msg_id=msg_id, headers=headers)
+
+    async def read_messages(self, subscriber: str) -> Any:
+        cell = self.cell
+        unread = cell.read_stream(subscriber)
+        if unread is None:
+            return None
+        first = cell.subscriptions()[subscriber]["cursor"]
+        out = []
+        for offset, value in enumerate(unread, first):
+            headers = cell.headers_of(offset)
+            out.append({"id": offset, "value": value,
+                        **({"headers": dict(headers)} if headers else {})})
+        return out
+
     async def subscribe(self, subscriber: str, durability: str) -> Any:
         cell = self.cell
         return await self._invoke(cell.try_subscribe, cell.subscribe, subscriber, durability)

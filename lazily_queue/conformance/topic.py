@@ -2,7 +2,9 @@
 
 Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe`` with a
 ``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601 strings, read
-with ``datetime.fromisoformat``; one without an offset is naive); consumer-group ops
+with ``datetime.fromisoformat``; one without an offset is naive); ``publish`` with
+``headers`` and ``read_messages`` (the unread suffix as ``[{id, value, headers?}]``,
+nothing consumed); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
 and the ``groups`` state key (see :mod:`.groups`).
@@ -68,7 +70,8 @@ def _time(step: int, text: Any) -> datetime:
 class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
-        "publish": OpSpec(required=("value",), optional=("msg_id",)),
+        "publish": OpSpec(required=("value",), optional=("msg_id", "headers")),
+        "read_messages": OpSpec(required=("subscriber",)),
         "subscribe": OpSpec(required=("subscriber",),
                             optional=("durability", "start", "start_time")),
         "seek": OpSpec(required=("subscriber", "offset")),
@@ -136,7 +139,12 @@ class TopicRunner(ModelRunner):
             ops = transactions.checked_ops(step, "TopicCell", op["ops"])
             return await adapter.transaction(ops)
         if kind == "publish":
+            if "headers" in op:
+                return _json(await adapter.publish_headers(op["value"], op["headers"],
+                                                           op.get("msg_id")))
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
+        if kind == "read_messages":
+            return await adapter.read_messages(op["subscriber"])
         if kind == "subscribe":
             durability = op.get("durability", "durable")
             if "start_time" in op:
