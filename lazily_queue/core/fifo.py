@@ -240,19 +240,22 @@ class Fifo(Generic[T]):
         """Close for pushes; idempotent and terminal."""
         self._closed = True
 
-    def push_front(self, value: T) -> None:
+    def push_front(self, value: T, stamp: int | None = None) -> None:
         """Return ``value`` to the head (an element whose receiver went away).
 
         Capacity and the closed flag are not checked: the element was in the queue. A
         bounded queue can so hold more than its capacity for a while; pushes are refused
         until it is below again. Without its id (see :meth:`unpop_stamped`) it gets a
-        new one, with the last stamp (the clock's when there is one).
+        new one, stamped ``stamp`` when given (a replica gives the entry's time: the last
+        stamp is not part of a snapshot), else the last stamp (the clock's when there is
+        one).
         """
         i = self._next_id()
         self._close_tail(self._tail_stamp)
         self._tail_first = i + 1
         self._items.appendleft(value)
-        stamp = self._tail_stamp if self._clock is None else self._clock()
+        if stamp is None:
+            stamp = self._tail_stamp if self._clock is None else self._clock()
         ids.prepend(self._runs, [[i, 1, stamp]])
         self._explicit += 1
 

@@ -4,7 +4,7 @@ A push takes the queue's next message id and the batch's leader stamp as its enq
 time (:mod:`lazily_queue.core.ids`). ``QUEUE_POP_STAMPED`` answers the ids and stamps of
 what it pops, and ``QUEUE_UNPOP_STAMPED`` gives elements back with them, so an element
 keeps its id however often it goes back to the head; the older ``QUEUE_UNPOP(_MANY)``
-give an element back under a new id. Snapshot section ``queue_ids``: ``{name: [next_id,
+give an element back under a new id, stamped with the entry's time. Snapshot section ``queue_ids``: ``{name: [next_id,
 runs]}`` (a snapshot without it numbers each queue's elements from 0, stamp 0).
 """
 
@@ -125,7 +125,7 @@ def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
-    q.push_front(args[1])
+    q.push_front(args[1], sm.now)  # the entry's time: the same on every replica
     sm.emit(QueueChanged(args[0], UNPOP, pre))
     return None
 
@@ -137,7 +137,7 @@ def unpop_many(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("bad_values", f"values must be a list, got {type(values).__name__}")
     for value in reversed(values):
         pre = q.len()
-        q.push_front(value)
+        q.push_front(value, sm.now)
         sm.emit(QueueChanged(args[0], UNPOP, pre))
     return None
 

@@ -150,3 +150,19 @@ async def test_a_backend_without_headers_refuses_them_by_name() -> None:
         await q.push("x", headers={"k": "v"})
     await q.push("x")
     assert (await q.pop_message()).headers == {}
+
+
+def test_an_element_given_back_without_its_id_is_stamped_alike_on_a_restored_replica() -> None:
+    sm = StateMachine()
+    sm.apply_plain(C.QUEUE_DECLARE, ["q", None])
+    sm.now = 100
+    sm.apply_plain(C.QUEUE_PUSH, ["q", "a"])
+    restored = StateMachine()
+    restored.restore(sm.capture())  # its FIFO does not know the last stamp given
+    for replica in (sm, restored):
+        replica.now = 200
+        assert replica.apply_plain(C.QUEUE_POP, ["q"]) == "a"
+        replica.apply_plain(C.QUEUE_UNPOP, ["q", "a"])
+        replica.apply_plain(C.QUEUE_UNPOP_MANY, ["q", ["b"]])
+    assert sm.capture()["queue_ids"] == restored.capture()["queue_ids"] == {
+        "q": [3, [[2, 1, 200], [1, 1, 200]]]}
