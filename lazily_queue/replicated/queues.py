@@ -4,8 +4,9 @@ A push takes the queue's next message id and the batch's leader stamp as its enq
 time (:mod:`lazily_queue.core.ids`). ``QUEUE_POP_STAMPED`` answers the ids and stamps of
 what it pops, and ``QUEUE_UNPOP_STAMPED`` gives elements back with them, so an element
 keeps its id however often it goes back to the head; the older ``QUEUE_UNPOP(_MANY)``
-give an element back under a new id, stamped with the entry's time. Snapshot section ``queue_ids``: ``{name: [next_id,
-runs]}`` (a snapshot without it numbers each queue's elements from 0, stamp 0).
+give an element back under a new id, stamped with the entry's time. Snapshot section
+``queue_ids``: ``{name: [next_id, runs]}`` (a snapshot without it numbers each queue's
+elements from 0, stamp 0).
 """
 
 from __future__ import annotations
