@@ -40,6 +40,7 @@ from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
+from .solo import append_alone, commit_alone
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,8 @@ class RaftEngine(PatchedSyncObj):
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
         self._commit_sent = 0  # the commit index of the last AppendEntries sent
+        self._solo_period = cfg.heartbeat_interval
+        self._full_tick_at = float("-inf")
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -223,7 +226,8 @@ class RaftEngine(PatchedSyncObj):
                 "limit"
             )
         with self._env:
-            self._applyCommand(entries.encode(payload), _translated(callback), None)
+            if not append_alone(self, payload, _translated(callback), int(self._wall() * 1000)):
+                self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
         self, command: bytes, callback: Any, commandType: int | None = None
@@ -278,8 +282,15 @@ class RaftEngine(PatchedSyncObj):
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
+        """Advance the engine: a lone leader whose last full tick is recent commits and
+        applies what is durable (:mod:`.solo`); else a full tick."""
+        now = self._clock()
         with self._env:
             self._committed = self.commit_index  # the clamp's floor
+            if now - self._full_tick_at < self._solo_period and commit_alone(
+                    self, self._journal.durable_index, self._journal.term_at):
+                return
+            self._full_tick_at = now
             self.pre_vote.before_tick()
             if (not self._snapshots.pending  # its end compacts; a forced one would follow it
                     and self._journal.size_bytes >= max(self._compaction_bytes,
