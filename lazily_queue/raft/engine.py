@@ -18,7 +18,6 @@ import logging
 import random
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pysyncobj import SyncObjConf, replicated
@@ -36,6 +35,7 @@ from .adapters import (
 from .batch import DEFAULT_MAX_MESSAGE_BYTES, command_limit
 from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
+from .engine_config import EngineConfig as EngineConfig
 from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
@@ -61,36 +61,6 @@ LEGACY_COMMAND_BYTES = 60 * 1024
 
 FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
 STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Raft timing and compaction settings (seconds, entries, bytes)."""
-
-    election_timeout_min: float = 0.3
-    election_timeout_max: float = 0.6
-    heartbeat_interval: float = 0.05
-    leader_fallback_timeout: float = 1.0
-    compaction_min_entries: int = 4000
-    compaction_min_time: float = 60.0
-    #: Compact once the log holds this many bytes, or more than the last snapshot.
-    compaction_log_bytes: int = 4 * 1024 * 1024
-    snapshot_chunk_bytes: int = 48 * 1024
-    append_batch_bytes: int = 512 * 1024
-
-    def __post_init__(self) -> None:
-        if not 0 < self.heartbeat_interval * 3 < self.election_timeout_min:
-            raise ValueError("election_timeout_min must exceed 3 heartbeat intervals")
-        if self.election_timeout_max <= self.election_timeout_min:
-            raise ValueError("election_timeout_max must exceed election_timeout_min")
-        if self.leader_fallback_timeout <= self.heartbeat_interval:
-            raise ValueError("leader_fallback_timeout must exceed heartbeat_interval")
-        if self.compaction_min_entries < 2:
-            raise ValueError("compaction_min_entries must be >= 2")
-        if not self.compaction_min_time > 0:
-            raise ValueError("compaction_min_time must be a number of seconds > 0")
-        if self.compaction_log_bytes < 1:
-            raise ValueError("compaction_log_bytes must be >= 1")
 
 
 class RaftEngine(PatchedSyncObj):
