@@ -370,6 +370,13 @@ class RaftEngine(PatchedSyncObj):
         return sorted([self._node_id] + [str(n.id) for n in self._SyncObj__otherNodes])
 
     @property
+    def shape(self) -> tuple[object, ...]:
+        """Equal between two reads unless the leader, the term, the members or the linked
+        members changed in between (cheap, for watchers that look after every step)."""
+        return (self._SyncObj__raftLeader, self._SyncObj__raftCurrentTerm,
+                frozenset(self._SyncObj__otherNodes), frozenset(self._SyncObj__connectedNodes))
+
+    @property
     def match_index(self) -> dict[str, int]:
         return {str(n.id): int(i) for n, i in self._SyncObj__raftMatchIndex.items()}
 

@@ -108,3 +108,24 @@ def test_members_with_peers_tick_fully_every_time(tmp_path: Path) -> None:
         cluster.now += 0.001
         replica.tick()
     assert len(ticks) == 5
+
+
+def test_the_engine_shape_changes_with_each_link_even_at_the_same_count(
+    tmp_path: Path,
+) -> None:
+    """Step watchers (the state log) skip their work while the shape is unchanged, so
+    one member's link lost and another's back in between must still change it."""
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    engine = cluster.replicas[leader].engine
+    others = [n for n in cluster.ids if n != leader]
+    start = engine.shape
+    assert engine.shape == start  # nothing changed
+    engine.peer_connected(others[0], False)
+    one = engine.shape
+    assert one != start
+    engine.peer_connected(others[1], False)
+    engine.peer_connected(others[0], True)
+    assert len(engine.connected) == 1 and engine.shape != one  # the other member now
+    engine.peer_connected(others[1], True)
+    assert engine.shape == start
