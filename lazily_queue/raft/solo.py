@@ -28,9 +28,9 @@ def append_alone(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool:
     lone leader or commands wait in its queue."""
     if engine._SyncObj__otherNodes or engine._commands or not engine._isLeader():
         return False
-    log = engine._SyncObj__raftLog
-    index, term = int(log.last_index) + 1, engine._SyncObj__raftCurrentTerm
-    log.add(entries.encode(batch, stamp), index, term)
+    index = int(engine._SyncObj__getCurrentLogIndex()) + 1
+    term = engine._SyncObj__raftCurrentTerm
+    engine._SyncObj__raftLog.add(entries.encode(batch, stamp), index, term)
     engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
     return True
 
@@ -47,7 +47,7 @@ def commit_alone(engine: Any, durable_index: int, term_at: Any) -> bool:
     # What the full tick's leader branch computes for a lone leader (its log's last entry
     # of this term); the durable-commit clamp, run before applying, lowers it to what
     # is durable.
-    last = int(engine._journal.last_index)
+    last = int(engine._SyncObj__getCurrentLogIndex())
     if term_at(last) == int(engine._SyncObj__raftCurrentTerm):
         engine._SyncObj__raftCommitIndex = last
         engine._journal.setRaftCommitIndex(last)
