@@ -314,12 +314,13 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         return self._settled(transition, worker, delivery_id, "acked")
 
     async def nack(self, worker: str, delivery_id: int, *,
-                   delay: float | None = None) -> Receipt:
+                   delay: float | None = None, now: Now = None) -> Receipt:
         """Give an owned delivery back: requeued at the tail of its priority level (not
         claimable for ``delay`` seconds, or the queue's retry policy's back-off), or
-        dead-lettered after its last attempt. Refusals and repeats as for :meth:`ack`."""
+        dead-lettered after its last attempt; ``now`` (the time the delay counts from)
+        as for :meth:`claim`. Refusals and repeats as for :meth:`ack`."""
         if delay is not None:
-            return await self._nack_delayed(worker, delivery_id, delay)
+            return await self._nack_delayed(worker, delivery_id, delay, now)
         if self._sync is not None:
             return self.try_nack(worker, delivery_id)
         transition = await self._storage.settle(worker, delivery_id, "nacked")

@@ -68,10 +68,11 @@ class WorkQueueScheduling:
         return int(self._apply(await storage.push_scheduled(
             value, priority=level, delay=wait, not_before=at, now=moment)))
 
-    async def _nack_delayed(self, worker: str, delivery_id: int, delay: object) -> Receipt:
+    async def _nack_delayed(self, worker: str, delivery_id: int, delay: object,
+                            now: Now = None) -> Receipt:
         wait = check_delay(delay)
         storage = self._scheduling("nack(delay=)")
-        transition = await storage.nack_delayed(worker, delivery_id, wait, self._now(None))
+        transition = await storage.nack_delayed(worker, delivery_id, wait, self._now(now))
         receipt: Receipt | None = self._apply(transition)
         if receipt is None:
             raise rejected(self.name, "nack", worker, delivery_id)

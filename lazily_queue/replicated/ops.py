@@ -68,7 +68,7 @@ GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, star
 # Scheduling (priority, delayed delivery, back-off): 100..109.
 WORK_DECLARE_RETRY = 100  # [name, visibility_timeout_ms, max_deliveries, [base_ms, factor, cap_ms]]
 WORK_PUSH_SCHEDULED = 101  # [name, priority, delay_ms, not_before_ms, now, value]
-WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms]: nack, claimable again later
+WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms, now | None]: a later retry
 WORK_PROMOTE = 103  # [name, now | None]: make the delayed items due at now claimable
 
 #: The name of every op code (in errors, timeouts and logs).

@@ -85,10 +85,10 @@ def push_scheduled(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def nack_delayed(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, worker, delivery_id, delay_ms]``: as ``WORK_NACK``, the item claimable
-    again ``delay_ms`` after the leader's stamp."""
+    """``[name, worker, delivery_id, delay_ms, now | None]``: as ``WORK_NACK``, the item
+    claimable again ``delay_ms`` after ``now`` (the leader's stamp when ``None``)."""
     delay = _ms(args[3], "delay")
-    return _settle(sm, args[:3], "nacked", delay)
+    return _settle(sm, args[:3], "nacked", delay, _time(sm, args[4]))
 
 
 def promote(sm: StateMachine, args: list[Any]) -> Any:

@@ -55,10 +55,10 @@ class RaftWorkScheduling:
         self, worker: str, delivery_id: int, delay: float, now: float | None, *,
         timeout: float | None = None,
     ) -> WorkTransition[Receipt | None]:
-        """A nack whose item is claimable again ``delay`` seconds after the leader's stamp
-        (``now`` is not used: the leader's clock decides)."""
+        """A nack whose item is claimable again ``delay`` seconds after ``now`` (the
+        leader's stamp when ``None``)."""
         _, mask, receipt, duplicate = await self._call(
-            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay)], timeout)
+            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay), now], timeout)
         if receipt is None:
             return WorkTransition(None, mask)
         delivery_id, item_id, who, how, settled_at = receipt
