@@ -59,7 +59,7 @@ def test_nack_delayed_and_a_declared_retry_policy() -> None:
     assert core.next_due() == 3_000  # policy: 1 s after the nack's stamp
     (d, _), = s.apply([ops.WORK_CLAIM, "w", "a", None], stamp=3_000)
     assert d["attempt"] == 2
-    ok, *_ = s.apply([ops.WORK_NACK_DELAYED, "w", "a", d["delivery_id"], 60_000],
+    ok, *_ = s.apply([ops.WORK_NACK_DELAYED, "w", "a", d["delivery_id"], 60_000, None],
                      stamp=4_000)[0]
     assert ok and core.next_due() == 64_000  # explicit delay beats the policy
     back = StateMachine()
