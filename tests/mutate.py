@@ -299,7 +299,8 @@ MUTATIONS = [
         "delayed-item-claimable-early", "lazily_queue/core/work_schedule.py",
         "        while delayed and delayed[0][0] <= now:\n",
         "        while delayed:\n",
-        ("tests/cells/test_work_scheduling.py", "tests/replicated/test_scheduling_ops.py"),
+        ("tests/cells/test_work_scheduling.py", "tests/replicated/test_scheduling_ops.py",
+         "tests/sim/test_scheduling_checker.py"),
         "a delayed work item is never claimable before its due time"),
     Mutation(
         "priority-levels-reversed", "lazily_queue/core/work_schedule.py",
