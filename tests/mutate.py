@@ -304,7 +304,8 @@ MUTATIONS = [
         "a delayed work item is never claimable before its due time"),
     Mutation(
         "priority-levels-reversed", "lazily_queue/core/work_schedule.py",
-        "        for level in sorted(self.levels, reverse=True):\n            queue = self.levels[level]",
+        "        for level in sorted(self.levels, reverse=True):\n"
+        "            queue = self.levels[level]",
         "        for level in sorted(self.levels):\n            queue = self.levels[level]",
         ("tests/cells/test_work_scheduling.py",),
         "higher priority levels are claimed first"),
