@@ -170,3 +170,23 @@ def test_the_schedule_survives_a_snapshot() -> None:
     assert set(plain.snapshot()) == {"visibility_timeout", "max_deliveries", "next_item_id",
                                       "next_delivery_id", "pending", "in_flight",
                                       "dead_letters"}
+
+
+async def test_a_jobs_nack_takes_a_delay() -> None:
+    clock = Clock()
+    c = cell(clock)
+    await c.push("x")
+    async for job in c.deliveries("w"):
+        receipt = await job.nack(delay=7)
+        break
+    assert receipt.outcome == "nacked"
+    assert [(due, item.value) for due, item in c.delayed()] == [(clock.t + 7, "x")]
+
+
+async def test_a_delay_without_a_clock_is_refused_before_anything_changes() -> None:
+    c = WorkQueueCell(context=Context(name="no-clock"))
+    await c.push("p", priority=2)  # a priority needs no time
+    with pytest.raises(ValueError, match="clock"):
+        await c.push("x", delay=1)
+    await c.push("y", delay=1, now=5.0)  # an explicit time will do
+    assert (c.pending_len(), c.delayed_len()) == (1, 1)
