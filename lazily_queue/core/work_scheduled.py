@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 class ScheduledWork:
     """The scheduling operations and readers of a work queue."""
 
+    if not TYPE_CHECKING:  # no instance dict: the core's slots hold the state
+        __slots__ = ()
+
     _pending: deque[PendingItem]
     _in_flight: dict[int, Delivery]
     _sched: WorkSchedule | None
