@@ -253,6 +253,9 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         now but not claimable before ``now + delay`` / ``not_before`` (``now``: the
         cell's clock, or the leader's stamp); see :mod:`lazily_queue.core.scheduling`.
         """
+        if now is not None and delay is None and not_before is None:
+            raise ValueError(f"{self.name}: now= is the time a delay counts from; give it "
+                             "with delay= or not_before=")
         if priority != 0 or delay is not None or not_before is not None:
             if msg_id is not None:
                 raise UnsupportedOperation(f"{self.name}: a push with msg_id takes no "

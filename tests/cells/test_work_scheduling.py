@@ -189,4 +189,6 @@ async def test_a_delay_without_a_clock_is_refused_before_anything_changes() -> N
     with pytest.raises(ValueError, match="clock"):
         await c.push("x", delay=1)
     await c.push("y", delay=1, now=5.0)  # an explicit time will do
+    with pytest.raises(ValueError, match="now="):
+        await c.push("z", now=5.0)  # a time with nothing to time
     assert (c.pending_len(), c.delayed_len()) == (1, 1)
