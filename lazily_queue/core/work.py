@@ -400,11 +400,7 @@ class WorkQueueCore(ScheduledWork):
             "in_flight": [delivery.to_dict() for delivery in self._in_flight.values()],
             "dead_letters": [letter.to_dict() for letter in self._dead],
         }
-        if self.retry is not None:
-            doc["retry"] = self.retry.to_list()
-        if self._sched:
-            doc["schedule"] = self._sched.snapshot()
-        return doc
+        return self._snapshot_schedule(doc)
 
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> WorkQueueCore:
@@ -421,6 +417,5 @@ class WorkQueueCore(ScheduledWork):
         core._in_flight.update(state.in_flight)
         core._dead.extend(state.dead_letters)
         core._next_item_id, core._next_delivery_id = state.next_item_id, state.next_delivery_id
-        if "schedule" in data:
-            core._sched = WorkSchedule.from_snapshot(data["schedule"])
+        core._restore_schedule(data, state)
         return core

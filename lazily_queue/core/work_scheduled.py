@@ -9,14 +9,17 @@ retry policy's back-off).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidSnapshot
 from .work_items import Delivery, PendingItem, check_now
 from .work_masks import DELAYED_LEN, WorkTransition, change_mask
 from .work_schedule import WorkSchedule
 
 if TYPE_CHECKING:
     from .scheduling import RetryPolicy
+    from .work_snapshot import WorkState
 
 
 class ScheduledWork:
@@ -133,3 +136,26 @@ class ScheduledWork:
             counts[0] = len(self._pending)
         return counts
 
+    # -- snapshot -------------------------------------------------------------------------
+
+    def _snapshot_schedule(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` plus ``retry`` and ``schedule`` when the queue has them."""
+        if self.retry is not None:
+            doc["retry"] = self.retry.to_list()
+        if self._sched:
+            doc["schedule"] = self._sched.snapshot()
+        return doc
+
+    def _restore_schedule(self, data: Mapping[str, Any], state: WorkState) -> None:
+        """Load a snapshot's ``schedule``: its items must be none of ``state``'s, with ids
+        below ``next_item_id`` (:class:`InvalidSnapshot` otherwise)."""
+        if "schedule" not in data:
+            return
+        self._sched = sched = WorkSchedule.from_snapshot(data["schedule"])
+        seen = {i.item_id for i in state.pending} | {d.item_id for d in state.dead_letters}
+        seen |= {d.item_id for d in state.in_flight.values()}
+        for item_id in sched.held():
+            if item_id in seen or item_id >= state.next_item_id:
+                raise InvalidSnapshot(f"work queue snapshot: schedule: item_id {item_id} is "
+                                      "duplicated or not below next_item_id")
+            seen.add(item_id)

@@ -12,6 +12,7 @@ import pytest
 from lazily_queue import (
     InvalidConfiguration,
     InvalidSchedule,
+    InvalidSnapshot,
     RetryPolicy,
     UnsupportedOperation,
     WorkQueueCell,
@@ -165,6 +166,10 @@ def test_the_schedule_survives_a_snapshot() -> None:
     assert [p.value for p in back.pending()] == ["p", "plain"]
     assert back.claim("w", 50).result.value == "p"  # type: ignore[union-attr]
     assert back.claim("w", 50).result.value == "d"  # type: ignore[union-attr]
+    doc = core.snapshot()
+    doc["schedule"]["delayed"][0][1]["item_id"] = 0  # the id of a pending item
+    with pytest.raises(InvalidSnapshot):
+        WorkQueueCore.from_snapshot(doc)
     plain = WorkQueueCore(10, 3)
     plain.push("x")
     assert set(plain.snapshot()) == {"visibility_timeout", "max_deliveries", "next_item_id",
