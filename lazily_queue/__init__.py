@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
+from .core.scheduling import RetryPolicy
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
     DeadLetter,
@@ -27,6 +28,7 @@ from .errors import (
     InvalidConfiguration,
     InvalidHeaders,
     InvalidMessageId,
+    InvalidSchedule,
     InvalidSnapshot,
     InvalidTimestamp,
     LazilyQueueError,
@@ -139,6 +141,7 @@ __all__ = [
     "InvalidConfiguration",
     "InvalidHeaders",
     "InvalidMessageId",
+    "InvalidSchedule",
     "InvalidSnapshot",
     "InvalidTimestamp",
     "Job",
@@ -162,6 +165,7 @@ __all__ = [
     "QueueStorage",
     "Receipt",
     "RequestRefused",
+    "RetryPolicy",
     "Serializer",
     "SettlementRejected",
     "StorageCapabilities",

@@ -69,6 +69,8 @@ LACKS = {
     "replay_time": "the broker topic adapters subscribe at the tail only (no replay_time "
                    "capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
+    "scheduling": "the broker work queues have no priorities, delays or retry policies "
+                  "(no scheduling capability)",
 }
 NATS_LACKS = {
     **LACKS,

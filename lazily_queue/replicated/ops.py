@@ -74,6 +74,11 @@ QUEUE_POP_HEADERS = 93  # [name, n]: as QUEUE_POP_STAMPED; [values, runs, [[id, 
 QUEUE_UNPOP_HEADERS = 94  # [name, values, runs, [[id, headers], ...]]: give back with them
 TOPIC_PUBLISH_HEADERS = 95  # [name, headers, msg_id | None, value]: a publish with headers
 WORK_PUSH_HEADERS = 96  # [name, headers, msg_id | None, value]: a push with headers
+# Scheduling (priority, delayed delivery, back-off): 100..109.
+WORK_DECLARE_RETRY = 100  # [name, visibility_timeout_ms, max_deliveries, [base_ms, factor, cap_ms]]
+WORK_PUSH_SCHEDULED = 101  # [name, priority, delay_ms, not_before_ms, now, value]
+WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms, now | None]: a later retry
+WORK_PROMOTE = 103  # [name, now | None]: make the delayed items due at now claimable
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -131,6 +136,10 @@ OP_NAMES: dict[int, str] = {
     QUEUE_UNPOP_HEADERS: "queue_unpop_headers",
     TOPIC_PUBLISH_HEADERS: "topic_publish_headers",
     WORK_PUSH_HEADERS: "work_push_headers",
+    WORK_DECLARE_RETRY: "work_declare_retry",
+    WORK_PUSH_SCHEDULED: "work_push_scheduled",
+    WORK_NACK_DELAYED: "work_nack_delayed",
+    WORK_PROMOTE: "work_promote",
 }
 
 
@@ -143,7 +152,8 @@ def family_of(code: int) -> str | None:
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
-                         QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
+                         QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
+                         WORK_PUSH_SCHEDULED})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -171,7 +181,8 @@ _FAMILIES: dict[int, str] = {
                     "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,
+                     WORK_DECLARE_RETRY, WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE),
                     "work_queue"),
 }
 
