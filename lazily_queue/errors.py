@@ -51,6 +51,11 @@ class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 
 
+class InvalidTtl(LazilyQueueError, ValueError):
+    """A ``ttl``, default TTL or ``max_age`` is not a positive finite number of seconds
+    (or is of the wrong type); nothing was proposed or changed."""
+
+
 class TransactionError(LazilyQueueError):
     """A transaction was used out of turn: an op added after it ended, a result read
     before it committed (see :mod:`lazily_queue.transactions`)."""

@@ -316,6 +316,13 @@ class WorkQueueCore:
     def dead_letter_len(self) -> int:
         return len(self._dead)
 
+    def discard_head(self) -> WorkTransition[PendingItem | None]:
+        """Remove the next pending item without leasing it (it expired), or ``None``."""
+        if not self._pending:
+            return WorkTransition(None, 0)
+        item = self._pending.popleft()
+        return WorkTransition(item, PENDING_LEN if self._pending else PENDING_LEN | IS_EMPTY)
+
     def head(self) -> PendingItem | None:
         """The pending item the next claim leases, or ``None``."""
         return self._pending[0] if self._pending else None

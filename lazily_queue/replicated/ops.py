@@ -8,6 +8,7 @@ reuse or renumber one. Every code is listed in :data:`OP_NAMES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # Queue operations: 1..8.
 QUEUE_DECLARE = 1  # [name, capacity | None]
@@ -65,6 +66,11 @@ TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.trans
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
 GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
+# Message expiry: 110..114 (.expiry).
+QUEUE_PUSH_TTL = 110  # [name, ttl_ms, value]: push with a per-message TTL
+WORK_PUSH_TTL = 111  # [name, ttl_ms, value]: push with a per-message TTL
+EXPIRY_RULES = 112  # [name, kind, default_ttl_ms | None, max_age_ms | None]
+EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -115,6 +121,10 @@ OP_NAMES: dict[int, str] = {
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
+    QUEUE_PUSH_TTL: "queue_push_ttl",
+    WORK_PUSH_TTL: "work_push_ttl",
+    EXPIRY_RULES: "expiry_rules",
+    EXPIRE: "expire",
 }
 
 
@@ -126,7 +136,8 @@ def family_of(code: int) -> str | None:
 
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
-                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE})
+                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
+                         QUEUE_PUSH_TTL, WORK_PUSH_TTL})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -140,15 +151,29 @@ TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_O
 _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
-                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED), "queue"),
+                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
+                     QUEUE_PUSH_TTL), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
                      TOPIC_SEEK, GROUP_DECLARE), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_TTL),
+                    "work_queue"),
 }
+
+
+#: Ops on an object of any kind, named by their second argument.
+KIND_OPS = frozenset({EXPIRY_RULES, EXPIRE})
+
+
+def family_of_op(code: int, args: list[Any]) -> str | None:
+    """:func:`family_of`, or the kind a :data:`KIND_OPS` op names."""
+    family = _FAMILIES.get(code)
+    if family is None and code in KIND_OPS and len(args) > 1 and type(args[1]) is str:
+        return args[1]
+    return family
 
 
 def op_name(code: int) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import ids
 from ..core.fifo import Fifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
-from . import ops
+from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
 from .ops import OpRefused
@@ -63,6 +63,9 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
 
 def pop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        taken = expiry.queue_take(sm, args[0], q, rules, 1, False)
+        return taken if isinstance(taken, QueuePopError) else taken[0]
     pre = q.len()
     result = q.try_pop()
     if not isinstance(result, QueuePopError):
@@ -76,6 +79,8 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     n = args[1]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        return expiry.queue_take(sm, args[0], q, rules, n, False)
     popped: list[Any] = []
     while len(popped) < n:
         pre = q.len()
@@ -97,6 +102,8 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     """``[values, runs]`` of up to ``n`` elements; an empty queue answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        return expiry.queue_take(sm, args[0], q, rules, n, True)
     pre = q.len()
     result = q.pop_stamped(n)
     if isinstance(result, QueuePopError):
@@ -117,6 +124,8 @@ def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
         q.unpop_stamped(values, args[2])
     except ValueError as exc:
         raise OpRefused("bad_runs", str(exc)) from exc
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        expiry.queue_gave_back(rules, args[2])
     for i in range(len(values)):
         sm.emit(QueueChanged(args[0], UNPOP, pre + i))
     return None

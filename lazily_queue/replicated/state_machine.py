@@ -41,11 +41,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dedup import DedupWindow
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import admin, cluster, dedup, groups, queues, topics, transactions, work_queues
+from . import (
+    admin,
+    cluster,
+    dedup,
+    expiry,
+    groups,
+    queues,
+    topics,
+    transactions,
+    work_queues,
+)
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
@@ -57,7 +68,7 @@ from .ops import (
     TXN,
     OpError,
     OpRefused,
-    family_of,
+    family_of_op,
     op_name,
 )
 from .work_queues import WorkState
@@ -79,7 +90,7 @@ MAX_CLIENT_SESSIONS = 16384
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
-                                transactions.FAMILY, groups.FAMILY)
+                                transactions.FAMILY, groups.FAMILY, expiry.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -118,6 +129,8 @@ class StateMachine:
         self.work_queues: dict[str, WorkState] = {}
         #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
         self.groups: dict[str, dict[str, str]] = {}
+        #: Expiry rules and per-message deadlines by (kind, name) (:mod:`.expiry`).
+        self.expiry: dict[tuple[str, str], Expiry] = {}
         self.addresses: dict[str, str] = {}
         self.member_pages: dict[str, str] = {}
         #: Oldest-seen first.
@@ -189,7 +202,7 @@ class StateMachine:
         finally:
             tap = self.tap
             if (tap and not wrapper and args and type(args[0]) is str
-                    and (family_of(code), args[0]) in tap):
+                    and (family_of_op(code, args), args[0]) in tap):
                 self.tapped += 1
                 self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from ..errors import OffsetOutOfRange
-from . import groups, ops
+from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
@@ -73,7 +73,19 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
     _changed(sm, name, invalidated)
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        expiry.expire_topic(sm, name, topic, rules)
     return offset
+
+
+def gc(sm: StateMachine, args: list[Any]) -> Any:
+    """Collect what every durable cursor read, then what is past the age limit."""
+    name, topic = _topic(sm, args)
+    removed, invalidated = topic.gc()
+    _changed(sm, name, invalidated)
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        expiry.expire_topic(sm, name, topic, rules)
+    return removed
 
 
 def restore(sm: StateMachine, args: list[Any]) -> Any:
@@ -108,7 +120,7 @@ FAMILY = Family(
         ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
         ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),
         ops.TOPIC_ADVANCE: _topic_op(lambda t, a: t.advance(a[1])),
-        ops.TOPIC_GC: _topic_op(lambda t, a: t.gc()),
+        ops.TOPIC_GC: gc,
         ops.TOPIC_RESTORE: restore,
         ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),
         ops.TOPIC_SUBSCRIBE_AT: _ranged(lambda t, a: t.subscribe(a[1], Durability(a[2]), a[3])),

@@ -30,7 +30,7 @@ from ..core.work import (
     WorkTransition,
     check_worker,
 )
-from . import ops
+from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
@@ -132,6 +132,27 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
         return [result, mask]
 
     return apply
+
+
+def _claim(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[Any]:
+    """``[name, worker, now]``: a claim skipping expired items when the queue has rules."""
+    now = _time(sm, args[2])
+    if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
+        return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now, None))
+    return core.claim(args[1], now)
+
+
+def _claim_many(core: WorkQueueCore, sm: StateMachine, args: list[Any]
+                ) -> WorkTransition[Any]:
+    """``[name, worker, n, now]``, as :func:`_claim`."""
+    now = _time(sm, args[3])
+    if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
+        if not is_int(args[2]) or args[2] < 1:
+            raise ValueError(f"n must be an int >= 1, got {args[2]!r}")
+        check_worker(args[1])
+        return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
+                                                 args[2]))
+    return core.claim_many(args[1], now, args[2])
 
 
 def _push(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[int]:
@@ -240,15 +261,14 @@ FAMILY = Family(
     {
         ops.WORK_DECLARE: declare,
         ops.WORK_PUSH: push,
-        ops.WORK_CLAIM: _work_op(lambda core, sm, a: core.claim(a[1], _time(sm, a[2]))),
+        ops.WORK_CLAIM: _work_op(_claim),
         ops.WORK_ACK: ack,
         ops.WORK_NACK: nack,
         ops.WORK_REAP: _work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))),
         ops.WORK_EXTEND: _work_op(
             lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
         ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
-        ops.WORK_CLAIM_MANY: _work_op(
-            lambda core, sm, a: core.claim_many(a[1], _time(sm, a[3]), a[2])),
+        ops.WORK_CLAIM_MANY: _work_op(_claim_many),
         ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
         ops.WORK_SETTLE_MANY: settle_many,
     },
