@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
+from .core.expiry import optional_ttl_ms
 from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -55,10 +56,12 @@ class NodeCells:
 
     def queue(
         self, name: str, *, capacity: int | None = None,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, ttl: float | None = None,
     ) -> QueueCell[Any]:
         """The replicated queue ``name`` (declared on first use; same capacity everywhere).
-        ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values."""
+        ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values.
+        ``ttl`` (seconds) is the default TTL of its elements (the same on every node that
+        gives one; see :mod:`lazily_queue.core.expiry`)."""
         cell = self._queue_cells.get(name)
         if cell is not None:
             if cell.capacity() != capacity:
@@ -66,9 +69,10 @@ class NodeCells:
                     f"queue {name!r} is already open with capacity {cell.capacity()}"
                 )
             _same_serializer("queue", name, cell.serializer, serializer)
+            _same_rules("queue", name, self._router.queues[name], ttl, None)
             return cell
         storage: RaftQueueStorage[Any] = self.queue_storage(
-            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
+            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout, ttl=ttl
         )
         cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.queues[name] = storage
@@ -148,6 +152,17 @@ class NodeCells:
                 f"group {storage.group!r} of topic {storage.topic!r}")
         self._router.work_queues[storage.name] = storage
         return storage
+
+
+def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,
+                max_age: float | None) -> None:
+    """Refuse reopening a cell with expiry rules other than those it is open with."""
+    if ttl is None and max_age is None:
+        return
+    asked = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+    if storage.expiry_rules != asked:
+        raise InvalidConfiguration(f"{kind} {name!r} is already open with other expiry "
+                                   "rules (ttl, max_age)")
 
 
 def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:

@@ -11,10 +11,12 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -43,6 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
+from .expiry import EXPIRED, ExpiringQueueStorage, expired_reader, no_expiry, no_ttl_with_msg_id
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
 from .queue_messages import QueueMessages
@@ -92,11 +95,16 @@ class QueueCell(QueueMessages[T], Generic[T]):
         name: str = "queue",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        ttl: float | None = None,
     ) -> None:
-        if storage is None:
+        if storage is None and ttl is not None:
+            from ..storage.local_expiry import ExpiringDequeStorage
+            storage = ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
+        elif storage is None:
             storage = VecDequeStorage(capacity, clock=clock)
-        elif capacity is not None or clock is not None:
-            raise ValueError("pass capacity and clock to the storage backend, not to QueueCell")
+        elif capacity is not None or clock is not None or ttl is not None:
+            raise ValueError("pass capacity, clock and ttl to the storage backend, not to "
+                             "QueueCell")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -118,6 +126,10 @@ class QueueCell(QueueMessages[T], Generic[T]):
             f"{name}.is_full",
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
+        #: Elements that expired without being delivered (capability ``expiry``).
+        self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
+        self._expiring: ExpiringQueueStorage[T] | None = (
+            storage if self._caps.expiry else None)  # type: ignore[assignment]
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -170,6 +182,8 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
+        if op != PUSH and self._expiring is not None:
+            self._invalidate(EXPIRED)
         if op == PUSH:
             self._invalidate(push_mask(pre_len, self._capacity))
         elif op == POP:
@@ -233,14 +247,18 @@ class QueueCell(QueueMessages[T], Generic[T]):
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+        self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
+        timeout: float | None = None,
     ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
         Over a replicated backend it returns once committed (``timeout`` bounds that).
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
-        backend's dedup window a repeat applies nothing and returns ``None``.
+        backend's dedup window a repeat applies nothing and returns ``None``. With
+        ``ttl`` (seconds, capability ``expiry``) it expires that long after its push.
         """
+        if ttl is not None:
+            return await self._offer_ttl(value, ttl_ms(ttl), msg_id, timeout)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
@@ -252,6 +270,14 @@ class QueueCell(QueueMessages[T], Generic[T]):
         if err is None and not self._observed and storage.len() != pre:
             self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
+
+    async def _offer_ttl(self, value: T, ttl: int, msg_id: str | None,
+                         timeout: float | None) -> QueuePushError | None:
+        if msg_id is not None:
+            raise no_ttl_with_msg_id(self.name)
+        if (storage := self._expiring) is None:
+            raise no_expiry(self.name, self._storage, "push")
+        return await storage.offer_ttl(value, ttl, timeout=timeout)
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``."""
@@ -267,19 +293,23 @@ class QueueCell(QueueMessages[T], Generic[T]):
             await self._storage.close(timeout=timeout)
 
     async def push(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+        self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
+        ``ttl`` (seconds) makes it expire that long after its push (see :meth:`offer`).
         """
+        if ttl is not None:
+            ttl_ms(ttl)  # refused before waiting
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self.push(value, msg_id=msg_id)
+                return await self.push(value, msg_id=msg_id, ttl=ttl)
         while True:
-            if msg_id is not None:
-                err = await self.offer(value, msg_id=msg_id)
+            if msg_id is not None or ttl is not None:
+                err = await self.offer(value, msg_id=msg_id, ttl=ttl)
             else:  # self.offer inlined: one coroutine frame less per push
                 err = (self.try_push(value) if self._sync is not None
                        else await self._storage.offer(value))

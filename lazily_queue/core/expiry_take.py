@@ -19,44 +19,43 @@ from .queue import QueuePopError
 from .topic import TopicCore
 from .work import Delivery, WorkQueueCore
 
+StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
+"""Pops one element with its run (``Fifo.pop_stamped(1)``), reporting the transition."""
 
-def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int,
-                      pop: Callable[[], object]) -> int:
-    """Remove the expired elements at the head with ``pop`` (the caller's reporting
-    pop); returns how many (added to ``expiry.expired``)."""
+
+def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: StampedPop) -> int:
+    """Remove the expired elements at the head with ``pop_one``; returns how many (added
+    to ``expiry.expired``)."""
     n = 0
     while (head := fifo.head_id()) is not None and expiry.is_expired(head[0], head[1], now):
-        pop()
+        pop_one()
         expiry.forget(head[0])
         n += 1
     expiry.expired += n
     return n
 
 
-def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int,
-             pop: Callable[[], object]) -> tuple[list[Any], list[Run]] | QueuePopError:
-    """Up to ``n`` live elements with their runs (as ``Fifo.pop_stamped``), the expired
-    ones met on the way removed with ``pop``; ``Empty`` / ``Closed`` when none is live.
-    ``pop`` removes one element (the caller's reporting pop)."""
+def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: StampedPop
+             ) -> tuple[tuple[list[Any], list[Run]] | QueuePopError, int]:
+    """Up to ``n`` live elements with their runs (as ``Fifo.pop_stamped``), or ``Empty``
+    / ``Closed`` when none is live, and how many expired ones were removed on the way."""
     values: list[Any] = []
     runs: list[Run] = []
+    expired = 0
     while len(values) < n:
-        expire_queue_head(fifo, expiry, now, pop)
+        expired += expire_queue_head(fifo, expiry, now, pop_one)
         head = fifo.head_id()
-        if head is None:
-            break
-        pop_result = fifo.pop_stamped(1)
-        if isinstance(pop_result, QueuePopError):  # pragma: no cover - head was not None
-            break
-        values.extend(pop_result[0])
-        for first, count, stamp in pop_result[1]:
+        result = pop_one()
+        if isinstance(result, QueuePopError):
+            if values:
+                break
+            return result, expired
+        values.extend(result[0])
+        for first, count, stamp in result[1]:
             ids.append(runs, first, count, stamp)
-        expiry.take(head[0])
-    if not values:
-        result = fifo.pop_stamped(1)
-        assert isinstance(result, QueuePopError)
-        return result
-    return values, runs
+        if head is not None:
+            expiry.take(head[0])
+    return (values, runs), expired
 
 
 def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> tuple[int, int]:

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.expiry import Expiry, checked_ms
-from ..core.expiry_take import age_frontier, claim_live, expire_queue_head, expire_work_head
+from ..core.expiry_take import (
+    StampedPop,
+    age_frontier,
+    claim_live,
+    expire_queue_head,
+    expire_work_head,
+    pop_live,
+)
 from ..core.fifo import Fifo
 from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
@@ -63,14 +70,15 @@ def _report(sm: StateMachine, kind: str, name: str, n: int) -> None:
 
 # -- queues -------------------------------------------------------------------------------
 
-def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any]) -> Any:
-    """``q``'s pop that reports its transition."""
-    def pop() -> object:
+def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any]) -> StampedPop:
+    """``q``'s pop of one element that reports its transition."""
+    def pop_one() -> tuple[list[Any], list[ids.Run]] | QueuePopError:
         pre = q.len()
-        result = q.try_pop()
-        sm.emit(QueueChanged(name, POP, pre))
+        result = q.pop_stamped(1)
+        if not isinstance(result, QueuePopError):
+            sm.emit(QueueChanged(name, POP, pre))
         return result
-    return pop
+    return pop_one
 
 
 def expire_queue(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry) -> None:
@@ -81,24 +89,11 @@ def queue_take(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry, n: int
                stamped: bool) -> Any:
     """What a pop of up to ``n`` answers when the queue has expiry rules or deadlines:
     live elements only (``[values, runs]`` when ``stamped``, else the values)."""
-    values: list[Any] = []
-    runs: list[ids.Run] = []
-    while len(values) < n:
-        expire_queue(sm, name, q, expiry)
-        head = q.head_id()
-        pre = q.len()
-        result = q.pop_stamped(1)
-        if isinstance(result, QueuePopError):
-            if values:
-                break
-            return result
-        sm.emit(QueueChanged(name, POP, pre))
-        values.extend(result[0])
-        for first, count, stamp in result[1]:
-            ids.append(runs, first, count, stamp)
-        if head is not None:
-            expiry.take(head[0])
-    return [values, runs] if stamped else values
+    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))
+    _report(sm, "queue", name, expired)
+    if isinstance(result, QueuePopError):
+        return result
+    return list(result) if stamped else result[0]
 
 
 def queue_gave_back(expiry: Expiry, runs: list[ids.Run]) -> None:

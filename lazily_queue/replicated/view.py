@@ -35,6 +35,11 @@ class ReadView:
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)
 
+    def expired(self, kind: str, name: str) -> int:
+        """Elements of a cell that expired undelivered (0 without expiry rules)."""
+        found = self._sm.expiry.get((kind, name))
+        return 0 if found is None else found.expired
+
     @property
     def queues(self) -> Mapping[str, Fifo[Any]]:
         return self._sm.queues

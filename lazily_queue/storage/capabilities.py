@@ -49,6 +49,10 @@ class StorageCapabilities:
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
+    - ``expiry``: message expiry (:mod:`lazily_queue.core.expiry`): pushes take a
+      per-message ``ttl`` (``offer_ttl`` / ``push_ttl``), what expired is never handed
+      out, and ``expired_count()`` counts what left that way. Without it the cells refuse
+      ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
     """
 
     sync: bool = False
@@ -62,6 +66,7 @@ class StorageCapabilities:
     messages: bool = False
     replay: bool = False
     groups: bool = False
+    expiry: bool = False
 
 
 def declared(

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
 from ..core.ids import Run
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
@@ -81,9 +82,14 @@ class ReplicatedObject:
 
     kind = "object"
 
+    #: The object's kind in expiry ops (``EXPIRY_RULES``), ``None``: it has no expiry.
+    expiry_kind: str | None = None
+
     def __init__(self, driver: Proposer, view: ReadView, name: str, *, timeout: float) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        #: ``[default_ttl_ms, max_age_ms]`` proposed after the declaration, or ``None``.
+        self.expiry_rules: list[int | None] | None = None
         self._driver = driver
         self._view = view
         self.name = name
@@ -133,6 +139,14 @@ class ReplicatedObject:
     async def _declare(self, timeout: float | None) -> None:
         code, args = self._declare_op()
         raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
+        if self.expiry_rules is not None and self.expiry_kind is not None:
+            raise_op_error(await self._driver.call(
+                C.EXPIRY_RULES, [self.name, self.expiry_kind, *self.expiry_rules],
+                timeout=timeout or self.timeout))
+
+    def expired_count(self) -> int:
+        """Elements that expired undelivered (capability ``expiry``)."""
+        return self._view.expired(self.expiry_kind or "", self.name)
 
     async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
         declared = self._declared
@@ -149,14 +163,17 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
+    expiry_kind = "queue"
     capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True,
-                                       messages=True)
+                                       messages=True, expiry=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
-        timeout: float = 10.0,
+        timeout: float = 10.0, ttl: float | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None:
+            self.expiry_rules = [ttl_ms(ttl), None]
         self._capacity = validate_capacity(capacity)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
@@ -214,6 +231,12 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> QueuePushError | None:
         result = await self._call(C.QUEUE_PUSH_ONCE, [self.name, msg_id, value], timeout)
+        return result if isinstance(result, QueuePushError) else None
+
+    async def offer_ttl(
+        self, value: T, ttl_ms: int, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH_TTL, [self.name, ttl_ms, value], timeout)
         return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:

@@ -37,7 +37,7 @@ class _Wrapper:
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
-            groups=caps.groups)
+            groups=caps.groups, expiry=caps.expiry)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
@@ -70,6 +70,11 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
 
     def _out_many(self, result: Any) -> Any:
         return result if isinstance(result, QueuePopError) else self.codec.decode_all(result)
+
+    async def offer_ttl(self, value: T, ttl_ms: int, *,
+                        timeout: float | None = None) -> QueuePushError | None:
+        return await self.inner.offer_ttl(  # type: ignore[attr-defined, no-any-return]
+            self.codec.encode(value), ttl_ms, timeout=timeout)
 
     def peek(self) -> Any:
         head = self.inner.peek()  # type: ignore[attr-defined]

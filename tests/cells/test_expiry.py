@@ -1,0 +1,104 @@
+"""Message expiry on the cells: per-message and per-cell TTL, on the local and the
+replicated backends alike (time is a fake clock: nothing here waits on real time)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import pytest
+
+from lazily_queue import InvalidTtl, QueueCell, UnsupportedOperation, testing
+from lazily_queue.core.queue import QueuePopError
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_local_queue_never_pops_an_expired_element_and_counts_it() -> None:
+    clock = FakeClock()
+    q: QueueCell[Any] = QueueCell(ttl=10.0, clock=clock)
+    await q.push("default")
+    await q.push("short", ttl=1.0)
+    await q.push("long", ttl=60.0)
+    assert q.len() == 3 and q.expired() == 0
+    clock.now += 5
+    assert await q.pop() == "default"
+    assert q.expired() == 0
+    clock.now += 1  # "short" expired at +1 s, and it is the head now
+    assert await q.pop() == "long"
+    assert q.expired() == 1 and q.len() == 0 and q.is_empty()
+
+
+async def test_a_local_default_ttl_empties_the_queue_and_the_readers_follow() -> None:
+    clock = FakeClock()
+    q: QueueCell[Any] = QueueCell(ttl=2.0, clock=clock)
+    for v in range(3):
+        await q.push(v)
+    assert not q.is_empty()
+    clock.now += 2
+    assert await q.poll() is QueuePopError.Empty
+    assert q.is_empty() and q.len() == 0 and q.expired() == 3
+
+
+async def test_an_element_given_back_to_a_local_queue_keeps_its_deadline() -> None:
+    clock = FakeClock()
+    q: QueueCell[Any] = QueueCell(ttl=100.0, clock=clock)
+    await q.push("a", ttl=1.0)
+    storage: Any = q.storage
+    taken = await storage.poll_stamped(1)
+    await storage.unpoll_stamped(*taken)  # its receiver went away
+    clock.now += 1
+    assert await q.poll() is QueuePopError.Empty
+    assert q.expired() == 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, "5", True, None])
+async def test_bad_ttls_are_refused_before_anything_changes(bad: Any) -> None:
+    q: QueueCell[Any] = QueueCell(ttl=10.0, clock=FakeClock())
+    if bad is None:
+        await q.push("ok", ttl=bad)  # None: the default applies
+        return
+    with pytest.raises(InvalidTtl, match="ttl"):
+        await q.push("a", ttl=bad)
+    with pytest.raises(InvalidTtl):
+        await q.offer("a", ttl=bad)
+    with pytest.raises(InvalidTtl):
+        QueueCell(ttl=bad)
+    assert q.len() == 0
+
+
+async def test_a_backend_without_expiry_refuses_a_ttl_by_name() -> None:
+    q: QueueCell[Any] = QueueCell()
+    with pytest.raises(UnsupportedOperation, match="VecDequeStorage has no message expiry"):
+        await q.push("a", ttl=1.0)
+    with pytest.raises(UnsupportedOperation, match="msg_id and ttl"):
+        await QueueCell(ttl=1.0).push("a", ttl=1.0, msg_id="m")
+    assert q.len() == 0
+
+
+async def test_a_replicated_queue_expires_on_the_leaders_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", wall)
+    async with testing.cluster(3, maintenance_interval=None) as c:
+        leader = await c.leader()
+        follower = (await c.followers())[0]
+        q = leader.queue("q", ttl=30.0)
+        await q.push("default")
+        await q.push("short", ttl=1.0)
+        await q.push("kept", ttl=3600.0)
+        wall.now += 31  # both TTLs passed by the leader's clock; no sweep ran
+        assert await follower.queue("q", ttl=30.0).pop() == "kept"
+        await c.settle()
+        for node in (leader, follower):
+            cell = node.queue("q")
+            assert cell.len() == 0 and cell.expired() == 2
+        with pytest.raises(InvalidTtl):
+            await q.push("x", ttl=-1)
