@@ -99,6 +99,7 @@ class NodeCells:
         visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         serializer: Serializer[Any] | None = None,
+        ttl: float | None = None,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 
@@ -107,11 +108,11 @@ class NodeCells:
         must open it with the same settings.
         """
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
-                                    serializer=serializer)
+                                    serializer=serializer, ttl=ttl)
 
     def open_work_queue(
         self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, ttl: float | None = None,
     ) -> WorkQueueCell:
         """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
         timeout_ms = visibility_timeout_ms
@@ -122,6 +123,7 @@ class NodeCells:
                     f"work queue {name!r} is already open with other settings"
                 )
             _same_serializer("work queue", name, cell.serializer, serializer)
+            _same_rules("work queue", name, self._router.work_queues[name], ttl, None)
             return cell
         routed = self._router.work_queues.get(name)
         if isinstance(routed, RaftGroupStorage):
@@ -135,6 +137,7 @@ class NodeCells:
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
+            ttl=ttl,
         )
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage

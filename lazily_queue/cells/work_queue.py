@@ -21,12 +21,14 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local_work import LocalWorkQueueStorage
+from ..storage.local_work_expiry import ExpiringWorkQueueStorage
 from ..storage.serializing import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,
@@ -38,6 +40,7 @@ from ..storage.work import (
     work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .expiry import expired_reader, no_expiry, no_ttl_with_msg_id
 from .job import Job, deliver
 from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
@@ -77,6 +80,7 @@ class WorkQueueCell(WorkQueueBatches):
         context: Context | None = None,
         name: str = "work_queue",
         serializer: Serializer[Any] | None = None,
+        ttl: float | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
@@ -84,9 +88,10 @@ class WorkQueueCell(WorkQueueBatches):
             lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
             retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
             core = WorkQueueCore(lease, retries)
-            storage = LocalWorkQueueStorage(core, name=name, clock=clock)
-        elif visibility_timeout is not None or max_deliveries is not None:
-            raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
+            storage = (LocalWorkQueueStorage(core, name=name, clock=clock) if ttl is None
+                       else ExpiringWorkQueueStorage(core, name=name, clock=clock, ttl=ttl))
+        elif visibility_timeout is not None or max_deliveries is not None or ttl is not None:
+            raise ValueError("pass visibility_timeout/max_deliveries/ttl to the storage backend")
         if serializer is not None:
             storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -105,6 +110,8 @@ class WorkQueueCell(WorkQueueBatches):
         self.dead_letter_len: Slot[int] = group.slot(
             storage.dead_letter_len, f"{name}.dead_letter_len"
         )
+        #: Items that expired before their first delivery (capability ``expiry``).
+        self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
         self._sync: SyncWorkQueueStorage | None = as_sync_work_queue(storage)
         observable = as_observable_work_queue(storage)
         self._observed = observable is not None
@@ -270,13 +277,26 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None,
+                   ttl: float | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat adds nothing and returns the first ``item_id``.
+        With ``ttl`` (seconds, capability ``expiry``) it expires that long after its
+        push unless it was claimed before (an item is never expired under a lease, nor
+        after its first delivery).
         """
+        if ttl is not None:
+            ms = ttl_ms(ttl)
+            if msg_id is not None:
+                raise no_ttl_with_msg_id(self.name)
+            if not self._caps.expiry:
+                raise no_expiry(self.name, self._storage, "push")
+            expiring: Any = self._storage
+            item_id: int = self._apply(await expiring.push_ttl(value, ms))
+            return item_id
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 KINDS = ("queue", "work_queue", "topic")
+#: The reader bit a work queue's change mask carries when items expired (the cell's
+#: ``expired`` reader, after the four of the spec).
+WORK_EXPIRED = 16
 
 
 def _checked_ttl(value: Any) -> int:
@@ -122,6 +125,8 @@ def work_claim(sm: StateMachine, name: str, core: Any, expiry: Expiry, worker: s
     ``(result, mask)`` as the core's claim answers them."""
     leased, expired, mask = claim_live(core, expiry, worker, now, now, 1 if n is None else n)
     _report(sm, "work_queue", name, expired)
+    if expired:
+        mask |= WORK_EXPIRED
     if n is None:
         return (leased[0] if leased else None), mask
     return leased, mask
@@ -207,7 +212,7 @@ def _sweep(sm: StateMachine, args: list[Any]) -> Any:
         n, mask = expire_work_head(sm.work_queues[name].core, expiry, sm.now)
         _report(sm, kind, name, n)
         if mask:
-            sm.emit(WorkQueueChanged(name, mask))
+            sm.emit(WorkQueueChanged(name, mask | WORK_EXPIRED))
     else:
         expire_topic(sm, name, sm.topics[name], expiry)
     return expiry.expired - before

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from ..core.expiry import ttl_ms
 from ..core.topic import (
     Durability,
     Start,
@@ -223,8 +224,9 @@ class RaftWorkQueueStorage(ReplicatedObject):
     the leader's time when ``now`` is ``None``."""
 
     kind = "work queue"
+    expiry_kind = "work_queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
-                                       logical_time=True, dedup=True)
+                                       logical_time=True, dedup=True, expiry=True)
 
     def __init__(
         self,
@@ -235,8 +237,11 @@ class RaftWorkQueueStorage(ReplicatedObject):
         visibility_timeout: int,
         max_deliveries: int,
         timeout: float = 10.0,
+        ttl: float | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None:
+            self.expiry_rules = [ttl_ms(ttl), None]
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
@@ -308,6 +313,13 @@ class RaftWorkQueueStorage(ReplicatedObject):
     ) -> WorkTransition[int]:
         transition: WorkTransition[int] = await self._masked(
             C.WORK_PUSH_ONCE, [msg_id, value], timeout)
+        return transition
+
+    async def push_ttl(
+        self, value: Any, ttl_ms: int, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_TTL, [ttl_ms, value], timeout)
         return transition
 
     async def poll(

@@ -288,6 +288,12 @@ class SerializingWorkQueueStorage(_Wrapper):
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return await self.inner.push(self.codec.encode(value), timeout=timeout)
 
+    async def push_ttl(self, value: Any, ttl_ms: int, *,
+                       timeout: float | None = None) -> WorkTransition[int]:
+        inner: Any = self.inner
+        return await inner.push_ttl(  # type: ignore[no-any-return]
+            self.codec.encode(value), ttl_ms, timeout=timeout)
+
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import InvalidTtl, QueueCell, UnsupportedOperation, testing
+from lazily_queue import (
+    InvalidConfiguration,
+    InvalidTtl,
+    QueueCell,
+    UnsupportedOperation,
+    WorkQueueCell,
+    testing,
+)
 from lazily_queue.core.queue import QueuePopError
 
 
@@ -102,3 +109,56 @@ async def test_a_replicated_queue_expires_on_the_leaders_clock(
             assert cell.len() == 0 and cell.expired() == 2
         with pytest.raises(InvalidTtl):
             await q.push("x", ttl=-1)
+
+
+async def test_a_local_work_queue_never_leases_an_expired_item() -> None:
+    clock = FakeClock()
+    w = WorkQueueCell(visibility_timeout=5.0, clock=clock, ttl=10.0)
+    await w.push("a")
+    await w.push("short", ttl=1.0)
+    await w.push("c")
+    first = await w.claim("x")
+    assert first.value == "a"
+    clock.now += 2
+    second = await w.claim("y")
+    assert second.value == "c" and w.expired() == 1
+    # A leased item is never expired under its holder nor after it comes back.
+    clock.now += 20
+    await w.nack("x", first.delivery_id)
+    again = await w.claim("x")
+    assert again.value == "a" and again.attempt == 2
+    await w.push("late")
+    clock.now += 10
+    assert await w.poll("x") is None
+    assert w.expired() == 2 and w.pending_len() == 0 and w.is_empty()
+
+
+async def test_a_local_work_queue_with_ttl_needs_a_clock_and_bad_ttls_are_refused() -> None:
+    with pytest.raises(InvalidConfiguration, match="clock"):
+        WorkQueueCell(visibility_timeout=5.0, ttl=1.0)
+    w = WorkQueueCell(visibility_timeout=5.0, clock=FakeClock(), ttl=1.0)
+    with pytest.raises(InvalidTtl):
+        await w.push("a", ttl=0)
+    with pytest.raises(UnsupportedOperation, match="no message expiry"):
+        await WorkQueueCell(visibility_timeout=5.0).push("a", ttl=1.0)
+    assert w.pending_len() == 0
+
+
+async def test_a_replicated_work_queue_expires_on_the_leaders_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", wall)
+    async with testing.cluster(3, maintenance_interval=None) as c:
+        leader = await c.leader()
+        follower = (await c.followers())[0]
+        jobs = leader.work_queue("jobs", ttl=30.0)
+        await jobs.push("default")
+        await jobs.push("short", ttl=1.0)
+        await jobs.push("kept")
+        wall.now += 2
+        first = await follower.work_queue("jobs").claim("x")
+        assert first.value == "default"
+        assert (await follower.work_queue("jobs").claim("x")).value == "kept"
+        await c.settle()
+        for node in (leader, follower):
+            assert node.work_queue("jobs").expired() == 1
