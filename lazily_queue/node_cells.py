@@ -79,13 +79,18 @@ class NodeCells:
         self._queue_cells[name] = cell
         return cell
 
-    def topic(self, name: str, *, serializer: Serializer[Any] | None = None) -> TopicCell[Any]:
-        """The replicated topic ``name`` (declared on first use)."""
+    def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
+              ttl: float | None = None, max_age: float | None = None) -> TopicCell[Any]:
+        """The replicated topic ``name`` (declared on first use). Its elements leave once
+        older than ``ttl`` or ``max_age`` (seconds; the smaller), read or not (the same on
+        every node that gives them; see :mod:`lazily_queue.core.expiry`)."""
         cell = self._topic_cells.get(name)
         if cell is not None:
             _same_serializer("topic", name, cell.serializer, serializer)
+            _same_rules("topic", name, self._router.topics[name], ttl, max_age)
             return cell
-        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout)
+        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout,
+                                     ttl=ttl, max_age=max_age)
         storage.register_group = self._route_group
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.topic import (
     Durability,
     Start,
@@ -41,6 +43,7 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .expiry import expired_reader, no_topic_ttl
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
 from .topic_stream import TopicStreams
@@ -74,11 +77,17 @@ class TopicCell(TopicStreams[T]):
         name: str = "topic",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        ttl: float | None = None,
+        max_age: float | None = None,
     ) -> None:
-        if storage is None:
+        if storage is None and (ttl is not None or max_age is not None):
+            from ..storage.local_topic_expiry import ExpiringTopicStorage
+            storage = ExpiringTopicStorage(ttl=ttl, max_age=max_age, clock=clock or time.time)
+        elif storage is None:
             storage = LocalTopicStorage(clock=clock)
-        elif clock is not None:
-            raise ValueError("pass clock to the storage backend, not to TopicCell")
+        elif clock is not None or ttl is not None or max_age is not None:
+            raise ValueError("pass clock, ttl and max_age to the storage backend, not to "
+                             "TopicCell")
         if serializer is not None:
             storage = SerializingTopicStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -89,6 +98,11 @@ class TopicCell(TopicStreams[T]):
         self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
         self._group_cells: dict[str, GroupCell] = {}
+        #: Elements that left by the age limit (capability ``expiry``).
+        self.expired: Slot[int] = Slot(expired_reader(storage), context=self.ctx,
+                                       name=f"{name}.expired")
+        if self._caps.expiry:
+            cast(Any, storage).set_expired_listener(self.expired.invalidate)
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
         observable = as_observable_topic(storage)
         self._observed = observable is not None
@@ -308,12 +322,18 @@ class TopicCell(TopicStreams[T]):
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
 
-    async def publish(self, value: T, *, msg_id: str | None = None) -> int:
+    async def publish(self, value: T, *, msg_id: str | None = None,
+                      ttl: float | None = None) -> int:
         """Append ``value`` for every subscriber; returns its offset.
 
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat appends nothing and returns the first offset.
+        A topic's elements expire by the topic's ``ttl=`` / ``max_age=``; a per-message
+        ``ttl`` is refused (:class:`~lazily_queue.errors.UnsupportedOperation`).
         """
+        if ttl is not None:
+            ttl_ms(ttl)
+            raise no_topic_ttl(self.name)
         if self._group_cells:
             await self._declare_groups()
         if msg_id is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from ..core.expiry import ttl_ms
+from ..core.expiry import optional_ttl_ms, ttl_ms
 from ..core.topic import (
     Durability,
     Start,
@@ -54,13 +54,18 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
+    expiry_kind = "topic"
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
-                                       replay=True, groups=True)
+                                       replay=True, groups=True, expiry=True)
 
     def __init__(
-        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
+        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
+        ttl: float | None = None, max_age: float | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None or max_age is not None:
+            self.expiry_rules = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+        self._expired_listener: Callable[[], None] | None = None
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
@@ -133,7 +138,17 @@ class RaftTopicStorage(ReplicatedObject):
         if self._listener is not None:
             self._listener(ids)
 
+    def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
+        self._expired_listener = listener
+
+    def on_expired(self) -> None:
+        """Elements left by the age limit (an :class:`~..replicated.events.Expired`)."""
+        if self._expired_listener is not None:
+            self._expired_listener()
+
     def on_reset(self) -> None:
+        if self._expired_listener is not None:
+            self._expired_listener()
         self._ids.update(self._core().subscriptions())
         if self._listener is not None:
             self._listener(frozenset(self._ids))

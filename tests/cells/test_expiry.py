@@ -12,7 +12,9 @@ import pytest
 from lazily_queue import (
     InvalidConfiguration,
     InvalidTtl,
+    OffsetOutOfRange,
     QueueCell,
+    TopicCell,
     UnsupportedOperation,
     WorkQueueCell,
     testing,
@@ -162,3 +164,58 @@ async def test_a_replicated_work_queue_expires_on_the_leaders_clock(
         await c.settle()
         for node in (leader, follower):
             assert node.work_queue("jobs").expired() == 1
+
+
+async def test_a_local_topic_drops_what_is_past_max_age_even_unread() -> None:
+    clock = FakeClock()
+    t: TopicCell[Any] = TopicCell(max_age=10.0, clock=clock)
+    await t.subscribe("durable")
+    await t.publish("old")
+    clock.now += 5
+    await t.publish("mid")
+    await t.disconnect("durable")
+    clock.now += 6  # "old" is 11 s old, "mid" 6 s
+    seen = t.expired()
+    await t.publish("new")
+    assert t.elements() == ["mid", "new"] and t.base_offset() == 1
+    assert t.expired() == 1 and seen == 0
+    await t.reconnect("durable")
+    # The durable subscriber continues at the first retained element; the gap shows in
+    # its cursor and in the storage's count.
+    assert t.read_stream("durable") == ["mid", "new"]
+    assert t.storage.skipped == 1  # type: ignore[attr-defined]
+    with pytest.raises(OffsetOutOfRange):
+        await t.seek("durable", 0)
+
+
+async def test_a_topic_refuses_a_per_message_ttl() -> None:
+    t: TopicCell[Any] = TopicCell(ttl=5.0, clock=FakeClock())
+    with pytest.raises(UnsupportedOperation, match="not per message"):
+        await t.publish("a", ttl=1.0)
+    with pytest.raises(InvalidTtl):
+        await t.publish("a", ttl=-1.0)
+    with pytest.raises(InvalidTtl, match="max_age"):
+        TopicCell(max_age=0)
+    assert t.elements() == []
+
+
+async def test_a_replicated_topic_drops_by_age_on_the_leaders_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", wall)
+    async with testing.cluster(3, maintenance_interval=None) as c:
+        leader = await c.leader()
+        follower = (await c.followers())[0]
+        t = leader.topic("t", max_age=60.0)
+        await t.subscribe("d")
+        await t.publish("a")
+        await t.publish("b")
+        wall.now += 61
+        await follower.topic("t").publish("c")
+        await c.settle()
+        for node in (leader, follower):
+            cell = node.topic("t")
+            assert cell.elements() == ["c"] and cell.expired() == 2
+        assert leader.topic("t").read_stream("d") == ["c"]
+        with pytest.raises(InvalidConfiguration, match="expiry rules"):
+            leader.topic("t", max_age=5.0)
