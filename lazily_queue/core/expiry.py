@@ -70,7 +70,7 @@ class Expiry:
     ``max_age_ms``: a topic's retention by age (``None``: none).
     """
 
-    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "taken")
+    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "skipped", "taken")
 
     def __init__(self, default_ms: int | None = None, max_age_ms: int | None = None) -> None:
         self.default_ms = default_ms
@@ -81,6 +81,8 @@ class Expiry:
         self.taken: OrderedDict[int, int] = OrderedDict()
         #: Elements that expired (left without being delivered).
         self.expired = 0
+        #: A topic's: unread elements its subscribers lost to the age limit (the gaps).
+        self.skipped = 0
 
     def __repr__(self) -> str:
         return (f"Expiry(default_ms={self.default_ms}, max_age_ms={self.max_age_ms}, "
@@ -138,22 +140,25 @@ class Expiry:
 
     def to_list(self) -> list[Any]:
         """``[default_ms, max_age_ms, expired, [[id, deadline], ...], [[id, deadline],
-        ...]]``: the rules, the count, the deadlines of the elements held and of the
-        last ones taken (oldest first) (the snapshot form)."""
+        ...], skipped]``: the rules, the count, the deadlines of the elements held and
+        of the last ones taken (oldest first), the gaps (the snapshot form)."""
         return [self.default_ms, self.max_age_ms, self.expired,
                 [[k, v] for k, v in sorted(self.deadlines.items())],
-                [[k, v] for k, v in self.taken.items()]]
+                [[k, v] for k, v in self.taken.items()], self.skipped]
 
     @classmethod
     def from_list(cls, doc: Any) -> Expiry:
         """:meth:`to_list` back; ``ValueError`` naming what is wrong."""
-        if type(doc) is not list or len(doc) != 5:
+        if type(doc) is not list or len(doc) != 6:
             raise ValueError("an expiry record is [default_ms, max_age_ms, expired, "
-                             f"deadlines, taken], not {str(doc)[:60]}")
+                             f"deadlines, taken, skipped], not {str(doc)[:60]}")
         out = cls(checked_ms(doc[0], "default ttl"), checked_ms(doc[1], "max age"))
         if type(doc[2]) is not int or doc[2] < 0:
             raise ValueError(f"an expired count must be an int >= 0, not {str(doc[2])[:20]}")
         out.expired = doc[2]
+        if type(doc[5]) is not int or doc[5] < 0:
+            raise ValueError(f"a skipped count must be an int >= 0, not {str(doc[5])[:20]}")
+        out.skipped = doc[5]
         out.deadlines.update(_pairs(doc[3]))
         out.taken.update(_pairs(doc[4]))
         return out

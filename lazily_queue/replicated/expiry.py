@@ -153,6 +153,7 @@ def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Exp
     dropped = frontier - topic.base_offset()
     skipped, invalidated = topic.drop_before(frontier)
     expiry.expired += dropped
+    expiry.skipped += sum(skipped.values())
     expiry.forget_below(frontier)
     sm.emit(Expired("topic", name, dropped, sum(skipped.values())))
     if invalidated:

@@ -35,6 +35,10 @@ class ReadView:
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)
 
+    def expiry_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """``{(kind, name): (expired, skipped)}`` of every cell with expiry state."""
+        return {key: (e.expired, e.skipped) for key, e in self._sm.expiry.items()}
+
     def expired(self, kind: str, name: str) -> int:
         """Elements of a cell that expired undelivered (0 without expiry rules)."""
         found = self._sm.expiry.get((kind, name))

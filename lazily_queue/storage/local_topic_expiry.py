@@ -26,7 +26,7 @@ T = TypeVar("T")
 class ExpiringTopicStorage(LocalTopicStorage[T]):
     """A local topic dropping what is older than its age limit."""
 
-    __slots__ = ("_expired_listener", "_now", "expiry", "skipped")
+    __slots__ = ("_expired_listener", "_now", "expiry")
 
     capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
                                        groups=True, expiry=True)
@@ -36,8 +36,6 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         self.expiry = Expiry(optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age"))
         super().__init__(clock=clock)
         self._now = _ms(clock)
-        #: Unread elements subscribers lost to the age limit.
-        self.skipped = 0
         self._expired_listener: Callable[[], None] | None = None
 
     def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
@@ -45,6 +43,11 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
 
     def expired_count(self) -> int:
         return self.expiry.expired
+
+    @property
+    def skipped(self) -> int:
+        """Unread elements subscribers lost to the age limit (the gaps they saw)."""
+        return self.expiry.skipped
 
     def expire(self) -> TopicTransition[int]:
         """Drop what is past the age limit now; returns how many elements left."""
@@ -55,7 +58,7 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
             return TopicTransition(0, frozenset())
         skipped, invalidated = core.drop_before(frontier)
         self.expiry.expired += dropped
-        self.skipped += sum(skipped.values())
+        self.expiry.skipped += sum(skipped.values())
         if self._expired_listener is not None:
             self._expired_listener()
         return TopicTransition(dropped, invalidated)
