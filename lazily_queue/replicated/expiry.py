@@ -219,6 +219,30 @@ def _sweep(sm: StateMachine, args: list[Any]) -> Any:
     return expiry.expired - before
 
 
+def due(sm: StateMachine, now: int) -> list[tuple[str, str]]:
+    """``(name, kind)`` of the cells holding an element expired at ``now`` at their
+    head (what an ``EXPIRE`` would remove)."""
+    found: list[tuple[str, str]] = []
+    for (kind, name), expiry in sm.expiry.items():
+        if kind == "queue":
+            q = sm.queues.get(name)
+            head = None if q is None else q.head_id()
+            if head is not None and expiry.is_expired(head[0], head[1], now):
+                found.append((name, kind))
+        elif kind == "work_queue":
+            state = sm.work_queues.get(name)
+            item = None if state is None else state.core.head()
+            if (state is not None and item is not None and item.attempts == 0
+                    and expiry.is_expired(item.item_id, state.core.stamp_of(item.item_id),
+                                          now)):
+                found.append((name, kind))
+        else:
+            topic = sm.topics.get(name)
+            if topic is not None and age_frontier(topic, expiry, now) > topic.base_offset():
+                found.append((name, kind))
+    return found
+
+
 def forget(sm: StateMachine, kind: str, name: str) -> None:
     """The cell was deleted: its rules and deadlines go with it."""
     sm.expiry.pop((kind, name), None)

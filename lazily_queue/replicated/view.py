@@ -35,6 +35,13 @@ class ReadView:
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)
 
+    def expiry_due(self, now: int) -> list[tuple[str, str]]:
+        """``(name, kind)`` of the cells with an element expired at ``now`` (ms) at their
+        head (:func:`.expiry.due`)."""
+        from .expiry import due
+
+        return due(self._sm, now)
+
     def expiry_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
         """``{(kind, name): (expired, skipped)}`` of every cell with expiry state."""
         return {key: (e.expired, e.skipped) for key, e in self._sm.expiry.items()}

@@ -162,3 +162,23 @@ def test_deleting_a_cell_forgets_its_rules() -> None:
     _apply(sm, [ops.EXPIRY_RULES, "q", "queue", 5_000, None])
     _apply(sm, [ops.QUEUE_DELETE, "q"])
     assert sm.expiry == {}
+
+
+def test_the_leader_proposes_a_sweep_only_where_a_head_expired() -> None:
+    from lazily_queue.maintenance import due_operations
+    from lazily_queue.replicated.view import ReadView
+
+    sm = _declared()
+    _apply(sm, [ops.EXPIRY_RULES, "q", "queue", 1_000, None],
+           [ops.EXPIRY_RULES, "w", "work_queue", None, None],
+           [ops.EXPIRY_RULES, "t", "topic", None, 1_000])
+    _apply(sm, [ops.QUEUE_PUSH, "q", "a"], [ops.WORK_PUSH_TTL, "w", 500, "b"],
+           [ops.TOPIC_PUBLISH, "t", "c"], stamp=1_000)
+    view = ReadView(sm)
+    assert due_operations(view, 1_400, gc_topics=False) == []
+    assert due_operations(view, 1_500, gc_topics=False) == [(ops.EXPIRE, ["w", "work_queue"])]
+    swept = due_operations(view, 2_000, gc_topics=False)
+    assert sorted(swept) == sorted((ops.EXPIRE, [n, k]) for n, k in
+                                   (("q", "queue"), ("w", "work_queue"), ("t", "topic")))
+    assert _apply(sm, *[[code, *args] for code, args in swept], stamp=2_000) == [1, 1, 1]
+    assert due_operations(view, 3_000, gc_topics=False) == []
