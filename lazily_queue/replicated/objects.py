@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
@@ -35,22 +36,38 @@ class Objects(Protocol):
     @property
     def work_queues(self) -> Mapping[str, WorkState]: ...
 
+    @property
+    def expiry(self) -> Mapping[tuple[str, str], Expiry]: ...
+
+
+def _expiry_of(sm: Objects, kind: str, name: str) -> list[Any] | None:
+    found = sm.expiry.get((kind, name))
+    return None if found is None else found.to_list()
+
+
+def _install_expiry(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
+    if doc is None:
+        sm.expiry.pop((kind, name), None)
+    else:
+        sm.expiry[(kind, name)] = Expiry.from_list(doc)
+
 
 def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
         return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
-                                       list(q.id_state())]
+                                       list(q.id_state()), _expiry_of(sm, kind, name)]
     if kind == "topic":
         t = sm.topics.get(name)
-        return None if t is None else {**t.snapshot(), "stamps": t.stamps()}
+        return None if t is None else {**t.snapshot(), "stamps": t.stamps(),
+                                       "expiry": _expiry_of(sm, kind, name)}
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
             return None
         return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
-                "stamps": w.core.stamps()}
+                "stamps": w.core.stamps(), "expiry": _expiry_of(sm, kind, name)}
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -67,15 +84,18 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
             sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            _install_expiry(sm, kind, name, rest[1] if len(rest) > 1 else None)
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
         else:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
+            expiry = doc.pop("expiry", None)
             topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
             topic.load_stamps(stamps)
             sm.topics[name] = topic
+            _install_expiry(sm, kind, name, expiry)
     elif kind == "work_queue":
         if doc is None:
             sm.work_queues.pop(name, None)
@@ -85,5 +105,6 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state
+            _install_expiry(sm, kind, name, doc.get("expiry"))
     else:
         raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.dedup import DedupLimits
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.topic import TopicCore
 from .state_machine import StateMachine
@@ -34,6 +35,11 @@ class ReadView:
 
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)
+
+    @property
+    def expiry(self) -> Mapping[tuple[str, str], Expiry]:
+        """Expiry rules and deadlines by ``(kind, name)`` (:mod:`.expiry`)."""
+        return self._sm.expiry
 
     def expiry_due(self, now: int) -> list[tuple[str, str]]:
         """``(name, kind)`` of the cells with an element expired at ``now`` (ms) at their
