@@ -9,8 +9,11 @@ anything is proposed; a backend without the capability refuses a per-message TTL
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from ..core.expiry import ttl_ms
 from ..core.queue import QueuePushError
 from ..errors import UnsupportedOperation
 
@@ -27,6 +30,27 @@ class ExpiringQueueStorage(Protocol[T_contra]):
                         timeout: float | None = None) -> QueuePushError | None: ...
 
     def expired_count(self) -> int: ...
+
+
+def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
+                   ttl: float) -> Any:
+    """The local deque of a cell opened with a default ``ttl`` (on ``clock``, by default
+    ``time.time``)."""
+    from ..storage.local_expiry import ExpiringDequeStorage
+
+    return ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
+
+
+async def offer_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
+                    timeout: float | None) -> QueuePushError | None:
+    """A queue cell's push of ``value`` with a per-message ``ttl`` (seconds)."""
+    ms = ttl_ms(ttl)
+    if msg_id is not None:
+        raise no_ttl_with_msg_id(cell)
+    if not storage.capabilities.expiry:
+        raise no_expiry(cell, storage, "push")
+    expiring: ExpiringQueueStorage[Any] = storage
+    return await expiring.offer_ttl(value, ms, timeout=timeout)
 
 
 def expired_reader(storage: Any) -> Any:

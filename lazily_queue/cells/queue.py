@@ -11,7 +11,6 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -45,7 +44,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
-from .expiry import EXPIRED, ExpiringQueueStorage, expired_reader, no_expiry, no_ttl_with_msg_id
+from .expiry import EXPIRED, expired_reader, expiring_deque, offer_ttl
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
 from .queue_messages import QueueMessages
@@ -97,14 +96,11 @@ class QueueCell(QueueMessages[T], Generic[T]):
         clock: Callable[[], float] | None = None,
         ttl: float | None = None,
     ) -> None:
-        if storage is None and ttl is not None:
-            from ..storage.local_expiry import ExpiringDequeStorage
-            storage = ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
-        elif storage is None:
-            storage = VecDequeStorage(capacity, clock=clock)
+        if storage is None:
+            storage = (VecDequeStorage(capacity, clock=clock) if ttl is None
+                       else expiring_deque(capacity, clock, ttl))
         elif capacity is not None or clock is not None or ttl is not None:
-            raise ValueError("pass capacity, clock and ttl to the storage backend, not to "
-                             "QueueCell")
+            raise ValueError("pass capacity, clock and ttl to the storage backend")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -128,8 +124,7 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
         #: Elements that expired without being delivered (capability ``expiry``).
         self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
-        self._expiring: ExpiringQueueStorage[T] | None = (
-            storage if self._caps.expiry else None)  # type: ignore[assignment]
+        self._expiring = self._caps.expiry
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -182,7 +177,7 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
-        if op != PUSH and self._expiring is not None:
+        if op != PUSH and self._expiring:
             self._invalidate(EXPIRED)
         if op == PUSH:
             self._invalidate(push_mask(pre_len, self._capacity))
@@ -258,7 +253,7 @@ class QueueCell(QueueMessages[T], Generic[T]):
         ``ttl`` (seconds, capability ``expiry``) it expires that long after its push.
         """
         if ttl is not None:
-            return await self._offer_ttl(value, ttl_ms(ttl), msg_id, timeout)
+            return await offer_ttl(self.name, self._storage, value, ttl, msg_id, timeout)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
@@ -270,14 +265,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
         if err is None and not self._observed and storage.len() != pre:
             self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
-
-    async def _offer_ttl(self, value: T, ttl: int, msg_id: str | None,
-                         timeout: float | None) -> QueuePushError | None:
-        if msg_id is not None:
-            raise no_ttl_with_msg_id(self.name)
-        if (storage := self._expiring) is None:
-            raise no_expiry(self.name, self._storage, "push")
-        return await storage.offer_ttl(value, ttl, timeout=timeout)
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``."""

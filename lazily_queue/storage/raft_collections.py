@@ -65,7 +65,6 @@ class RaftTopicStorage(ReplicatedObject):
         super().__init__(driver, view, name, timeout=timeout)
         if ttl is not None or max_age is not None:
             self.expiry_rules = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
-        self._expired_listener: Callable[[], None] | None = None
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
@@ -138,17 +137,8 @@ class RaftTopicStorage(ReplicatedObject):
         if self._listener is not None:
             self._listener(ids)
 
-    def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
-        self._expired_listener = listener
-
-    def on_expired(self) -> None:
-        """Elements left by the age limit (an :class:`~..replicated.events.Expired`)."""
-        if self._expired_listener is not None:
-            self._expired_listener()
-
     def on_reset(self) -> None:
-        if self._expired_listener is not None:
-            self._expired_listener()
+        self.on_expired()
         self._ids.update(self._core().subscriptions())
         if self._listener is not None:
             self._listener(frozenset(self._ids))

@@ -90,6 +90,7 @@ class ReplicatedObject:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         #: ``[default_ttl_ms, max_age_ms]`` proposed after the declaration, or ``None``.
         self.expiry_rules: list[int | None] | None = None
+        self._expired_listener: Callable[[], None] | None = None
         self._driver = driver
         self._view = view
         self.name = name
@@ -147,6 +148,14 @@ class ReplicatedObject:
     def expired_count(self) -> int:
         """Elements that expired undelivered (capability ``expiry``)."""
         return self._view.expired(self.expiry_kind or "", self.name)
+
+    def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
+        self._expired_listener = listener
+
+    def on_expired(self) -> None:
+        """Elements of the object expired (an :class:`~..replicated.events.Expired`)."""
+        if self._expired_listener is not None:
+            self._expired_listener()
 
     async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
         declared = self._declared
