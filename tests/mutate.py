@@ -295,6 +295,18 @@ MUTATIONS = [
         ("tests/sim/test_found_bugs.py::"
          "test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it",),
         "a member that missed a re-addition still takes the new leader's entries"),
+    Mutation(
+        "expired-element-delivered", "lazily_queue/core/expiry.py",
+        "        return deadline is not None and now >= deadline",
+        "        return deadline is not None and now > deadline + 1000",
+        ("tests/replicated/test_expiry_ops.py", "tests/cells/test_expiry.py"),
+        "an element is never popped or claimed at or after its deadline"),
+    Mutation(
+        "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
+        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))",
+        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q))",
+        ("tests/replicated/test_expiry_ops.py",),
+        "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
 ]
 
 
