@@ -33,6 +33,9 @@ class QueueInitial:
     elements: list[Any]
     capacity: int | None
     closed: bool
+    #: The fixture uses message expiry (``ttl`` is the cell's default, seconds).
+    expiry: bool = False
+    ttl: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,18 @@ class TopicInitial:
     base_offset: int
     elements: list[Any]
     subscriptions: dict[str, SubscriptionRecord] = field(default_factory=dict)
+    #: Retention by age (seconds), ``None``: none.
+    max_age: float | None = None
+
+
+class FixtureClock:
+    """The time of a replay (seconds since the epoch), moved only by ``advance_clock``."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass(frozen=True)
@@ -80,9 +95,14 @@ class QueueAdapter(Adapter):
         """FIFO snapshot of the storage (non-reactive)."""
 
     @abstractmethod
-    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
+    async def try_push(self, value: Any, msg_id: str | None = None,
+                       ttl: float | None = None) -> QueuePushError | None:
         """Push without waiting; with ``msg_id``, a deduplicated push (capability
-        ``dedup``)."""
+        ``dedup``); with ``ttl``, one expiring (capability ``expiry``)."""
+
+    def expired(self) -> int:
+        """The cell's ``expired`` reader (capability ``expiry``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no message expiry")
 
     @abstractmethod
     async def try_pop(self) -> Any: ...  # element or QueuePopError
@@ -199,6 +219,17 @@ class Backend(ABC):
     #: Capabilities this backend lacks, each with the reason: a fixture that needs one
     #: is reported as skipped with that reason (see :data:`CAPABILITIES`).
     lacks: Mapping[str, str] = {}
+    @property
+    def clock(self) -> FixtureClock:
+        """The time of the replays: the local cells' clock and the members' wall clock."""
+        found: FixtureClock | None = self.__dict__.get("_fixture_clock")
+        if found is None:
+            found = self.__dict__["_fixture_clock"] = FixtureClock()
+        return found
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the replay's time forward (``advance_clock`` ops)."""
+        self.clock.now += seconds
 
     async def __aenter__(self) -> Backend:
         await self.start()
@@ -253,6 +284,8 @@ CAPABILITIES = {
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "groups": "topic fixtures with consumer-group ops",
+    "expiry": "fixtures with a ttl, a max_age or an advance_clock op: elements expire on "
+              "the replay's clock",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

@@ -64,6 +64,8 @@ LACKS = {
                     "follow the broker by refreshes, not in one invalidation",
     "messages": "the broker queues keep no message ids of their own (no messages capability)",
     "transactions": "a broker cell cannot take part in a transaction",
+    "expiry": "the broker adapters refuse message TTLs and ages (no expiry capability); "
+              "elements would expire on the broker's clock, not the replay's",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
 }

@@ -26,11 +26,14 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePopError, QueuePushError
+from ..core.topic import TopicCore
 from ..core.work import Receipt
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
+from ..storage.local_expiry import ExpiringDequeStorage
+from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
 from . import transactions
@@ -99,11 +102,15 @@ class LocalQueueAdapter(QueueAdapter):
             raise TypeError(f"{type(storage).__name__} has no elements() snapshot")
         return storage.elements()
 
-    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
+    async def try_push(self, value: Any, msg_id: str | None = None,
+                       ttl: float | None = None) -> QueuePushError | None:
         cell = self.cell
-        if msg_id is not None:  # the synchronous core takes no ids: every flavor awaits
-            return await cell.offer(value, msg_id=msg_id)
+        if msg_id is not None or ttl is not None:  # the synchronous core takes neither
+            return await cell.offer(value, msg_id=msg_id, ttl=ttl)
         return await self._invoke(cell.try_push, cell.offer, value)
+
+    def expired(self) -> int:
+        return self.cell.expired()
 
     async def try_pop(self) -> Any:
         cell = self.cell
@@ -268,7 +275,9 @@ class LocalBackend(Backend):
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
-        storage: VecDequeStorage[Any] = storage_type(initial.capacity)
+        storage: VecDequeStorage[Any] = (
+            ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
+            if initial.expiry else storage_type(initial.capacity))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
         for value in initial.elements:
             if cell.try_push(value) is not None:
@@ -278,6 +287,12 @@ class LocalBackend(Backend):
         return LocalQueueAdapter(cell, Invoker(flavor))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
+        if initial.max_age is not None:
+            storage: ExpiringTopicStorage[Any] = ExpiringTopicStorage(
+                max_age=initial.max_age, clock=self.clock)
+            storage.core = TopicCore.from_snapshot(_topic_snapshot(initial))
+            return LocalTopicAdapter(TopicCell(storage, context=Context(name="conformance")),
+                                     Invoker(flavor))
         cell: TopicCell[Any] = TopicCell.from_snapshot(
             _topic_snapshot(initial), context=Context(name="conformance")
         )

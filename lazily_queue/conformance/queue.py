@@ -9,11 +9,11 @@ from ..core.queue import EMPTY
 from . import transactions
 from .backend import QueueAdapter, QueueInitial, outcome_label
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, register_runner
+from .engine import ModelRunner, OpSpec, register_runner, requirements
 from .probes import ProbeSet
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
-INITIAL_KEYS = frozenset({"elements", "capacity", "closed"})
+INITIAL_KEYS = frozenset({"elements", "capacity", "closed", "ttl"})
 BATCH_OP_KEYS = frozenset({"type", "value", "producer"})
 
 
@@ -25,8 +25,9 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id",)),
-        "try_push": OpSpec(required=("value",), optional=("msg_id",)),
+        "push": OpSpec(required=("value",), optional=("msg_id", "ttl")),
+        "try_push": OpSpec(required=("value",), optional=("msg_id", "ttl")),
+        "advance_clock": OpSpec(required=("seconds",)),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
         "close": OpSpec(),
@@ -34,7 +35,7 @@ class QueueRunner(ModelRunner):
         "poll_messages": OpSpec(required=("n",), optional=("give_back",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset(READERS) | {"elements"}
+    state_keys = frozenset(READERS) | {"elements", "expired"}
 
     _adapter: QueueAdapter | None = None
     _capacity: int | None = None
@@ -45,8 +46,14 @@ class QueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
-        initial = require_object(initial, "initial", INITIAL_KEYS)
+        ttl = initial.get("ttl") if isinstance(initial, dict) else None
+        if isinstance(initial, dict):
+            initial = {k: v for k, v in initial.items() if k != "ttl"}  # optional
+        initial = require_object(initial, "initial", INITIAL_KEYS - {"ttl"})
         elements, capacity, closed = initial["elements"], initial["capacity"], initial["closed"]
+        if ttl is not None and (not isinstance(ttl, (int, float)) or isinstance(ttl, bool)
+                                or ttl <= 0):
+            fail(None, "initial.ttl", f"must be null or a number of seconds > 0, got {ttl!r}")
         if not isinstance(elements, list):
             fail(None, "initial.elements", f"must be an array, got {elements!r}")
         if capacity is not None and (not is_int(capacity) or capacity < 1):
@@ -60,8 +67,10 @@ class QueueRunner(ModelRunner):
         if capacity is not None and len(elements) > capacity:
             fail(None, "initial.elements", f"{len(elements)} elements exceed capacity {capacity}")
         self._capacity = capacity
+        expiry = "expiry" in requirements(document)
         self._adapter = await self.backend.queue(
-            QueueInitial(elements=list(elements), capacity=capacity, closed=closed), self.flavor
+            QueueInitial(elements=list(elements), capacity=capacity, closed=closed,
+                         expiry=expiry, ttl=ttl), self.flavor
         )
         names = set(self._adapter.readers())
         if names != set(READERS):
@@ -90,8 +99,14 @@ class QueueRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "QueueCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "advance_clock":
+            seconds = op["seconds"]
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
+            self.backend.advance_clock(seconds)
+            return None
         if kind == "push":
-            refused = await adapter.try_push(op["value"], op.get("msg_id"))
+            refused = await adapter.try_push(op["value"], op.get("msg_id"), op.get("ttl"))
             if refused is not None:
                 fail(
                     step,
@@ -101,7 +116,8 @@ class QueueRunner(ModelRunner):
                 )
             return None
         if kind == "try_push":
-            return outcome_label(await adapter.try_push(op["value"], op.get("msg_id")))
+            return outcome_label(await adapter.try_push(op["value"], op.get("msg_id"),
+                                                        op.get("ttl")))
         if kind in ("pop", "try_pop"):
             return outcome_label(await adapter.try_pop())
         if kind == "close":
@@ -147,5 +163,7 @@ class QueueRunner(ModelRunner):
     def state(self, step: int, key: str) -> Any:
         if key == "elements":
             return self.adapter.elements()
+        if key == "expired":
+            return self.adapter.expired()
         value = self.adapter.readers()[key].get()
         return _json_head(value) if key == "head" else value

@@ -71,6 +71,7 @@ class TopicRunner(ModelRunner):
         "disconnect": OpSpec(required=("subscriber",)),
         "advance": OpSpec(required=("subscriber",)),
         "gc": OpSpec(),
+        "advance_clock": OpSpec(required=("seconds",)),
         "restart": OpSpec(optional=("subscriber",)),
         "transaction": transactions.TRANSACTION,
     }
@@ -87,6 +88,12 @@ class TopicRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        max_age = initial.get("max_age") if isinstance(initial, dict) else None
+        if isinstance(initial, dict):
+            initial = {k: v for k, v in initial.items() if k != "max_age"}  # optional
+        if max_age is not None and (not isinstance(max_age, (int, float))
+                                    or isinstance(max_age, bool) or max_age <= 0):
+            fail(None, "initial.max_age", f"must be a number of seconds > 0, got {max_age!r}")
         initial = require_object(initial, "initial", INITIAL_KEYS)
         base, elements, subs = initial["base_offset"], initial["elements"], initial["subscriptions"]
         if not is_int(base) or base < 0:
@@ -105,7 +112,8 @@ class TopicRunner(ModelRunner):
         self._ids = subscriber_ids(document)
         self._groups = {}
         self._adapter = await self.backend.topic(
-            TopicInitial(base_offset=base, elements=list(elements), subscriptions=records),
+            TopicInitial(base_offset=base, elements=list(elements), subscriptions=records,
+                         max_age=max_age),
             self.flavor,
         )
 
@@ -122,6 +130,12 @@ class TopicRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "TopicCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "advance_clock":
+            seconds = op["seconds"]
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
+            self.backend.advance_clock(seconds)
+            return None
         if kind == "publish":
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "subscribe":

@@ -144,12 +144,13 @@ def _push_work(sm: StateMachine, args: list[Any]) -> Any:
 
 # -- topics -------------------------------------------------------------------------------
 
-def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Expiry) -> None:
+def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Expiry) -> int:
     """Drop the elements of ``topic`` past its age limit at the entry's stamp, moving
-    the cursors that had not read them (the gap is counted per subscriber)."""
+    the cursors that had not read them (the gap is counted per subscriber); returns how
+    many elements left."""
     frontier = age_frontier(topic, expiry, sm.now)
     if frontier <= topic.base_offset():
-        return
+        return 0
     dropped = frontier - topic.base_offset()
     skipped, invalidated = topic.drop_before(frontier)
     expiry.expired += dropped
@@ -158,6 +159,7 @@ def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Exp
     sm.emit(Expired("topic", name, dropped, sum(skipped.values())))
     if invalidated:
         sm.emit(TopicChanged(name, invalidated))
+    return dropped
 
 
 # -- rules and sweeps ---------------------------------------------------------------------

@@ -79,12 +79,13 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def gc(sm: StateMachine, args: list[Any]) -> Any:
-    """Collect what every durable cursor read, then what is past the age limit."""
+    """Collect what every durable cursor read, then what is past the age limit; returns
+    how many elements left."""
     name, topic = _topic(sm, args)
     removed, invalidated = topic.gc()
     _changed(sm, name, invalidated)
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
-        expiry.expire_topic(sm, name, topic, rules)
+        removed += expiry.expire_topic(sm, name, topic, rules)
     return removed
 
 

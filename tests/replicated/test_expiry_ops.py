@@ -112,7 +112,7 @@ def test_gc_and_sweeps_apply_the_age_limit_too() -> None:
     assert _apply(sm, [ops.EXPIRE, "t", "topic"], stamp=1_999) == [0]
     assert _apply(sm, [ops.EXPIRE, "t", "topic"], stamp=2_000) == [1]
     _apply(sm, [ops.TOPIC_PUBLISH, "t", "b"], stamp=3_000)
-    assert _apply(sm, [ops.TOPIC_GC, "t"], stamp=4_000) == [0]
+    assert _apply(sm, [ops.TOPIC_GC, "t"], stamp=4_000) == [1]
     assert sm.topics["t"].elements() == []
 
 
