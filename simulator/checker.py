@@ -24,6 +24,8 @@ recorded result must be the model's. On top of that:
   its subscription on, without gaps or duplicates; an ephemeral one's are in order; a
   replayer's, likewise from each start or seek (placed within the retained range, or
   refused as out of range);
+- message expiry (:mod:`.expiry`): a pop never hands out an element at or after its
+  deadline, and the TTL queue and its expired count are the model's;
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -41,6 +43,7 @@ from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+from .expiry import TTL_QUEUE, ExpiryModel
 from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
 from .once import OnceModel
@@ -92,6 +95,7 @@ class Checker:
         self.ids = QueueIdModel()
         self.txns = TxnModel()
         self.groups = GroupModels()
+        self.expiry = ExpiryModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -124,6 +128,9 @@ class Checker:
 
     def _apply(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
+        if args and args[0] == TTL_QUEUE:
+            self.expiry.apply(op, self.now)
+            return
         if code == C.TXN:
             self.txns.apply(self, op)
             return
@@ -316,7 +323,8 @@ class Checker:
                         self.fail(f"{client.cid}: got {obs.result!r:.80} for "
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
-                    if obs.code == C.QUEUE_PUSH and obs.result is None:
+                    if obs.code == C.QUEUE_PUSH and obs.result is None and (
+                            obs.args[0] != TTL_QUEUE):  # the TTL queue's: .expiry
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
@@ -351,6 +359,7 @@ class Checker:
         """Compare a replica's captured state with the models; check the queue and work end."""
         self.once.check_final()
         self.txns.check_final()
+        self.expiry.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

@@ -69,6 +69,8 @@ class Scenario:
     #: Members fsync inline while their last fsync took less than this (seconds; 0:
     #: always on the worker thread; see ``simulator/node.py``).
     inline_fsync_below: float = 0.0
+    #: Clients of the TTL queue (:mod:`.expiry`), seeded apart from the others.
+    ttl_clients: int = 1
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 

@@ -21,6 +21,7 @@ from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
+from .expiry import TtlClient
 from .faults import Faults
 from .history import Violation
 from .once import OnceProducer
@@ -125,6 +126,11 @@ class Simulation:
                         client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
+        for i in range(self.s.ttl_clients):  # seeded apart: the others' draws are unchanged
+            rng = random.Random(self.s.seed * 7907 + 101 + i)
+            ttl_client = TtlClient(f"tc{i + 1}", c, rng)
+            self.clients.append(ttl_client)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), ttl_client.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
