@@ -219,3 +219,19 @@ async def test_a_replicated_topic_drops_by_age_on_the_leaders_clock(
         assert leader.topic("t").read_stream("d") == ["c"]
         with pytest.raises(InvalidConfiguration, match="expiry rules"):
             leader.topic("t", max_age=5.0)
+
+
+async def test_a_thread_pushes_with_a_ttl() -> None:
+    import asyncio
+
+    clock = FakeClock()
+    q: QueueCell[Any] = QueueCell(ttl=100.0, clock=clock)
+    handle = q.threadsafe()
+
+    def produce() -> None:
+        handle.push("short", ttl=1.0)
+        handle.offer("long", ttl=50.0)
+
+    await asyncio.to_thread(produce)
+    clock.now += 2
+    assert await q.pop() == "long" and q.expired() == 1
