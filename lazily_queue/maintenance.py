@@ -79,8 +79,8 @@ class Maintenance(Background):
     async def once(self, gc_topics: bool) -> None:
         """Propose every due operation and wait for them to commit."""
         node = self.node
-        due = due_operations(node.view, int(node.wall_clock() * 1000), gc_topics=gc_topics,
-                             dedup=node.dedup)
+        now_ms = int((node.wall_clock or time.time)() * 1000)
+        due = due_operations(node.view, now_ms, gc_topics=gc_topics, dedup=node.dedup)
         if due:
             await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
                                    for code, args in due))
