@@ -92,6 +92,8 @@ class Summary:
             f"dedup window, {int(t.get('group_settled', 0))} elements settled by consumer "
             f"groups), {int(t.get('txn_committed', 0))} transactions committed and "
             f"{int(t.get('txn_aborted', 0))} aborted whole, "
+            f"{int(t.get('ttl_expired', 0))} TTL elements expired undelivered "
+            f"({int(t.get('ttl_delivered', 0))} delivered live), "
             f"{int(t.get('client_ops', 0))} client ops logged "
             f"({int(t.get('client_retries', 0))} sent again through another member, "
             f"{int(t.get('consumer_retries', 0))} of them pops, claims or acks; "

@@ -299,6 +299,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
+        outcome.stats["ttl_expired"] = checker.expiry.expired
+        outcome.stats["ttl_delivered"] = checker.expiry.delivered
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
