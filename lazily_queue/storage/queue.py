@@ -147,6 +147,7 @@ CAPABILITY_METHODS = {
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
+    "expiry": ("offer_ttl", "expired_count"),
     "messages": ("poll_stamped", "unpoll_stamped"),
 }
 

@@ -154,6 +154,7 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("push_once",),
+    "expiry": ("push_ttl", "expired_count"),
 }
 
 
