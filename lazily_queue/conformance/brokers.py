@@ -68,6 +68,8 @@ LACKS = {
               "elements would expire on the broker's clock, not the replay's",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
+    "scheduling": "the broker work queues have no priorities, delays or retry policies "
+                  "(no scheduling capability)",
 }
 NATS_LACKS = {
     **LACKS,

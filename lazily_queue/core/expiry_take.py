@@ -76,7 +76,8 @@ def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease
     """Lease up to ``n`` live items to ``worker`` (lease time ``lease_now``), discarding
     the expired ones met on the way; returns ``(deliveries, expired, reader mask)``."""
     leased: list[Delivery] = []
-    expired = mask = 0
+    expired = 0
+    mask = core.promote_due(lease_now).mask  # delayed items due now are ready, and may expire
     while len(leased) < n:
         dropped, dropped_mask = expire_work_head(core, expiry, now)
         expired += dropped

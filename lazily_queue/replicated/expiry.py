@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 KINDS = ("queue", "work_queue", "topic")
 #: The reader bit a work queue's change mask carries when items expired (the cell's
-#: ``expired`` reader, after the four of the spec).
-WORK_EXPIRED = 16
+#: ``expired`` reader, created after the spec's four and ``delayed_len``).
+WORK_EXPIRED = 32
 
 
 def _checked_ttl(value: Any) -> int:

@@ -53,6 +53,7 @@ from . import (
     expiry,
     groups,
     queues,
+    scheduling,
     topics,
     transactions,
     work_queues,
@@ -90,7 +91,8 @@ MAX_CLIENT_SESSIONS = 16384
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
-                                transactions.FAMILY, groups.FAMILY, expiry.FAMILY)
+                                transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
+                                expiry.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

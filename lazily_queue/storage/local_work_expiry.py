@@ -9,18 +9,18 @@ claim never leases an item expired at that time.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..core.expiry import Expiry, optional_ttl_ms
 from ..core.expiry_take import claim_live, expire_work_head
 from ..core.work import Delivery, WorkQueueCore, WorkTransition
 from ..errors import InvalidConfiguration
-from .capabilities import StorageCapabilities
 from .local import Clock
 from .local_work import LocalWorkQueueStorage
 
 #: The ``expired`` reader's bit in a work queue cell's reader group.
-WORK_EXPIRED = 16
+WORK_EXPIRED = 32
 
 
 class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
@@ -29,7 +29,7 @@ class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
 
     __slots__ = ("expiry",)
 
-    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True, expiry=True)
+    capabilities = replace(LocalWorkQueueStorage.capabilities, expiry=True)
 
     def __init__(self, core: WorkQueueCore, *, name: str = "work_queue",
                  clock: Clock | None = None, ttl: float | None = None) -> None:
