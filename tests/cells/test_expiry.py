@@ -235,3 +235,19 @@ async def test_a_thread_pushes_with_a_ttl() -> None:
     await asyncio.to_thread(produce)
     clock.now += 2
     assert await q.pop() == "long" and q.expired() == 1
+
+
+async def test_expiry_follows_the_claim_order_of_priorities_and_delays() -> None:
+    clock = FakeClock()
+    w = WorkQueueCell(visibility_timeout=5.0, clock=clock, ttl=10.0)
+    await w.push("low")
+    await w.push("high", priority=5)
+    await w.push("later", delay=8.0)  # due at +8, expired at +10 like the others
+    clock.now += 11
+    await w.push("fresh", priority=1)
+    assert (await w.claim("x")).value == "fresh"  # "high" expired at the head
+    assert w.expired() == 1  # the others wait behind the live head it had
+    assert await w.poll("x") is None
+    assert w.expired() == 3 and w.pending_len() == 0 and w.delayed_len() == 0
+    with pytest.raises(UnsupportedOperation, match="ttl with priority"):
+        await w.push("a", ttl=1.0, priority=2)
