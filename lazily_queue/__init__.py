@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
+from .core.limits import Limits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
@@ -28,6 +29,7 @@ from .errors import (
     InvalidMessageId,
     InvalidSnapshot,
     LazilyQueueError,
+    LimitExceeded,
     MessageTooLarge,
     OffsetOutOfRange,
     QueueClosed,
@@ -139,6 +141,8 @@ __all__ = [
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",
+    "LimitExceeded",
+    "Limits",
     "LocalTopicStorage",
     "LocalWorkQueueStorage",
     "Message",

@@ -26,6 +26,7 @@ from ..core.queue import (
     push_mask,
     transition_mask,
 )
+from ..core.limits import Limits
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
@@ -45,6 +46,7 @@ from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
+from .queue_limits import QuotaReaders, limit_exceeded, limits_of
 from .queue_messages import QueueMessages
 
 T = TypeVar("T")
@@ -92,11 +94,14 @@ class QueueCell(QueueMessages[T], Generic[T]):
         name: str = "queue",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if storage is None:
-            storage = VecDequeStorage(capacity, clock=clock)
-        elif capacity is not None or clock is not None:
-            raise ValueError("pass capacity and clock to the storage backend, not to QueueCell")
+            storage = (VecDequeStorage(capacity, clock=clock) if limits is None
+                       else limited_deque(capacity, limits, clock))
+        elif capacity is not None or clock is not None or limits is not None:
+            raise ValueError("pass capacity, limits and clock to the storage backend, "
+                             "not to QueueCell")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -114,10 +119,16 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self.len: Slot[int] = group.slot(storage.len, f"{name}.len")
         self.is_empty: Slot[bool] = group.slot(lambda: storage.len() == 0, f"{name}.is_empty")
         self.is_full: Slot[bool] = group.slot(
-            (lambda: False) if cap is None else (lambda: storage.len() >= cap),
-            f"{name}.is_full",
+            full_rule(storage, cap), f"{name}.is_full",
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
+        self._limits = limits_of(storage)
+        self.quota: QuotaReaders | None = None
+        self._extra_readers = 0
+        if self._limits is not None:  # every change of a limited queue: every reader
+            self.quota = QuotaReaders(name, storage.limit_quota,  # type: ignore[attr-defined]
+                                      group)
+            self._extra_readers = group.all_bits()
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -166,8 +177,12 @@ class QueueCell(QueueMessages[T], Generic[T]):
 
     # -- invalidation ---------------------------------------------------------------------
 
+    def limits(self) -> Limits | None:
+        """The limits the queue was declared with (``None``: only ``capacity``)."""
+        return self._limits
+
     def _invalidate(self, mask: int) -> None:
-        self._readers.invalidate(mask)
+        self._readers.invalidate(mask | self._extra_readers)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
         if op == PUSH:
@@ -267,16 +282,19 @@ class QueueCell(QueueMessages[T], Generic[T]):
             await self._storage.close(timeout=timeout)
 
     async def push(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None
+        self, value: T, *, msg_id: str | None = None, timeout: float | None = None,
+        wait: bool = True,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
+        ``wait=False``: a full queue raises :class:`~lazily_queue.errors.LimitExceeded`
+        (naming the limit) instead of waiting for room.
         """
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self.push(value, msg_id=msg_id)
+                return await self.push(value, msg_id=msg_id, wait=wait)
         while True:
             if msg_id is not None:
                 err = await self.offer(value, msg_id=msg_id)
@@ -287,6 +305,10 @@ class QueueCell(QueueMessages[T], Generic[T]):
                 return
             if err is _PUSH_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            if not wait:
+                raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
+                                     None if self.quota is None else self.quota.quota(),
+                                     value)
             await wait_until(self._has_room, context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
@@ -406,3 +428,22 @@ class QueueCell(QueueMessages[T], Generic[T]):
             "is_full": self.is_full,
             "closed": self.is_closed,
         }
+
+
+def full_rule(storage: QueueStorage[Any], cap: int | None) -> Callable[[], bool]:
+    """The ``is_full`` reader's rule: the limits' when declared, else the capacity's."""
+    if limits_of(storage) is not None:
+        quota = storage.limit_quota  # type: ignore[attr-defined]
+        return lambda: QuotaReaders.full(quota())
+    return (lambda: False) if cap is None else (lambda: storage.len() >= cap)
+
+
+def limited_deque(capacity: int | None, limits: Limits,
+                  clock: Callable[[], float] | None) -> QueueStorage[Any]:
+    """The local deque of a cell declared with ``limits`` (``capacity`` is its
+    ``max_length``: give one or the other)."""
+    from ..storage.local_limited import LimitedDequeStorage
+
+    if capacity is not None:
+        raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
+    return LimitedDequeStorage(limits, clock=clock)

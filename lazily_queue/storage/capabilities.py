@@ -49,6 +49,8 @@ class StorageCapabilities:
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
+    - ``limits`` (queues): ``limits()`` and ``limit_quota()``: the queue was declared with
+      :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
 
     sync: bool = False
@@ -62,6 +64,7 @@ class StorageCapabilities:
     messages: bool = False
     replay: bool = False
     groups: bool = False
+    limits: bool = False
 
 
 def declared(

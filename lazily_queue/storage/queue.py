@@ -19,7 +19,9 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node);
 - ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
-  and enqueue stamps.
+  and enqueue stamps;
+- ``limits``: ``limits()`` and ``limit_quota()``, a queue declared with limits
+  (:mod:`lazily_queue.cells.queue_limits`).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -148,6 +150,7 @@ CAPABILITY_METHODS = {
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
     "messages": ("poll_stamped", "unpoll_stamped"),
+    "limits": ("limits", "limit_quota"),
 }
 
 

@@ -37,7 +37,7 @@ class _Wrapper:
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
-            groups=caps.groups)
+            groups=caps.groups, limits=caps.limits)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet

@@ -1,0 +1,73 @@
+"""The quota readers of a queue cell declared with limits, and its typed refusal.
+
+A cell over a storage that declares ``limits`` (``limit_quota()`` returns its
+:class:`~lazily_queue.core.limits.Quota`, read from the locally applied state on a
+replicated backend) gets readers ``bytes`` (the bytes held, as
+:func:`~lazily_queue.core.limits.value_size` counts them) and ``dropped`` (the elements
+the overflow policy dropped), and its ``is_full`` reader follows every limit. Every
+change of a limited queue invalidates all its readers: a push may drop elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core.limits import Limits, Quota, value_size
+from ..errors import LimitExceeded, UnsupportedValue
+from ..reactive import Slot, SlotGroup
+
+QuotaSource = Callable[[], "Quota | None"]
+
+
+def limits_of(storage: Any) -> Limits | None:
+    """The limits a storage declares (capability ``limits``), or ``None``."""
+    caps = getattr(storage, "capabilities", None)
+    if caps is None or not getattr(caps, "limits", False):
+        return None
+    limits: Limits | None = storage.limits()
+    return limits
+
+
+class QuotaReaders:
+    """``bytes`` and ``dropped`` of one limited queue, and its ``is_full`` rule."""
+
+    __slots__ = ("bytes", "dropped", "quota")
+
+    def __init__(self, name: str, quota: QuotaSource, group: SlotGroup) -> None:
+        self.quota = quota
+        self.bytes: Slot[int] = group.slot(self._bytes, f"{name}.bytes")
+        self.dropped: Slot[int] = group.slot(self._dropped, f"{name}.dropped")
+
+    def _bytes(self) -> int:
+        q = self.quota()
+        return 0 if q is None else q.bytes
+
+    def _dropped(self) -> int:
+        q = self.quota()
+        return 0 if q is None else q.dropped_total()
+
+    @staticmethod
+    def full(q: Quota | None) -> bool:
+        """Whether ``q`` refuses the smallest push (never under ``drop_oldest``)."""
+        return q is not None and q.limits.overflow == "reject" and q.is_full()
+
+
+def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | None,
+                   quota: Quota | None, value: Any) -> LimitExceeded:
+    """The error of a push ``reject`` refused: which limit, its bound and the fix."""
+    limit, bound = "max_length", capacity
+    if limits is not None:
+        bound = limits.max_length
+        if quota is not None:
+            try:
+                broken = quota.check(value_size(value))
+            except UnsupportedValue:
+                broken = None
+            if broken is not None and broken[0] == "max_bytes":
+                limit, bound = "max_bytes", limits.max_bytes
+    return LimitExceeded(
+        f"{kind} {name!r} is full: its {limit} limit of {bound} "
+        f"{'bytes' if limit == 'max_bytes' else 'elements'} refused the push; wait for "
+        "room (push(..., wait=True)), consume faster, raise the limit, or declare it with "
+        "overflow='drop_oldest'", cell=name, limit=limit, value=bound)
