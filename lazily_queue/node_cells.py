@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
+from .core.limits import Limits
 from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -55,20 +56,24 @@ class NodeCells:
 
     def queue(
         self, name: str, *, capacity: int | None = None,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, limits: Limits | None = None,
     ) -> QueueCell[Any]:
-        """The replicated queue ``name`` (declared on first use; same capacity everywhere).
+        """The replicated queue ``name`` (declared on first use; same capacity or
+        ``limits`` everywhere: another declaration is refused with ``limits_mismatch``).
         ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values."""
         cell = self._queue_cells.get(name)
         if cell is not None:
-            if cell.capacity() != capacity:
+            if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
                 raise InvalidConfiguration(
                     f"queue {name!r} is already open with capacity {cell.capacity()}"
+                    + ("" if cell.limits() is None
+                       else f" and limits {cell.limits().describe()}")  # type: ignore[union-attr]
                 )
             _same_serializer("queue", name, cell.serializer, serializer)
             return cell
         storage: RaftQueueStorage[Any] = self.queue_storage(
-            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
+            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout,
+            **({} if limits is None else {"limits": limits}),
         )
         cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.queues[name] = storage

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.limits import Limits
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -26,7 +27,6 @@ from ..core.queue import (
     push_mask,
     transition_mask,
 )
-from ..core.limits import Limits
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer

@@ -99,17 +99,21 @@ class Limits:
                 f"max_bytes={self.max_bytes or 'none'}, overflow={self.overflow}")
 
 
-#: ``rule(limits, sizes, held_bytes, size)``: how many of the oldest elements must leave
-#: for an element of ``size`` bytes to fit (0: it fits), or ``None``: it never fits.
-Rule = Callable[[Limits, "deque[int]", int, int], "int | None"]
+#: ``rule(limits, count, held, size, sizes)``: how many of the oldest elements must leave
+#: for an element of ``size`` bytes to fit among ``count`` elements of ``held`` bytes
+#: (``sizes``: those of the elements held, oldest first; 0: it fits), or ``None``: it
+#: never fits.
+Rule = Callable[[Limits, int, int, int, "deque[int]"], "int | None"]
 
 
-def _length_rule(limits: Limits, sizes: deque[int], held: int, size: int) -> int | None:
+def _length_rule(limits: Limits, count: int, held: int, size: int,
+                 sizes: deque[int]) -> int | None:
     cap = limits.max_length
-    return 0 if cap is None else max(0, len(sizes) + 1 - cap)
+    return 0 if cap is None else max(0, count + 1 - cap)
 
 
-def _bytes_rule(limits: Limits, sizes: deque[int], held: int, size: int) -> int | None:
+def _bytes_rule(limits: Limits, count: int, held: int, size: int,
+                sizes: deque[int]) -> int | None:
     cap = limits.max_bytes
     if cap is None:
         return 0
@@ -117,10 +121,10 @@ def _bytes_rule(limits: Limits, sizes: deque[int], held: int, size: int) -> int 
         return None
     over = held + size - cap
     k = 0
-    while over > 0:
+    while over > 0 and k < len(sizes):
         over -= sizes[k]
         k += 1
-    return k
+    return k + 1 if over > 0 else k
 
 
 #: Each limit by the name errors and metrics give it.
@@ -144,12 +148,16 @@ class Quota:
     def __repr__(self) -> str:
         return f"Quota({self.limits.describe()}, held={len(self.sizes)}, bytes={self.bytes})"
 
-    def check(self, size: int) -> tuple[str, int] | None:
-        """``None`` when an element of ``size`` bytes fits as the cell stands; else the
-        first limit it breaks and how many oldest elements must leave for it to fit
-        (``-1``: it never fits)."""
+    def check(self, size: int, extra_count: int = 0,
+              extra_bytes: int = 0) -> tuple[str, int] | None:
+        """``None`` when an element of ``size`` bytes fits as the cell stands (plus
+        ``extra_count`` elements of ``extra_bytes`` pushed before it, in a transaction);
+        else the first limit it breaks and how many oldest elements must leave for it to
+        fit (``-1``: it never fits)."""
+        count = len(self.sizes) + extra_count
+        held = self.bytes + extra_bytes
         for name, rule in RULES.items():
-            k = rule(self.limits, self.sizes, self.bytes, size)
+            k = rule(self.limits, count, held, size, self.sizes)
             if k != 0:
                 return name, -1 if k is None else k
         return None
@@ -160,7 +168,7 @@ class Quota:
         need = 0
         broken = None
         for name, rule in RULES.items():
-            k = rule(self.limits, self.sizes, self.bytes, size)
+            k = rule(self.limits, len(self.sizes), self.bytes, size, self.sizes)
             if k is None:
                 return name, -1
             if k > need:

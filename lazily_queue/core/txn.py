@@ -16,6 +16,8 @@ from collections.abc import Hashable
 from typing import Any
 
 from .fifo import Fifo
+from .limited_fifo import LimitedFifo
+from .limits import REJECT, value_size
 from .work import WorkQueueCore, check_worker
 
 #: The most ops one transaction carries.
@@ -28,10 +30,11 @@ Refusal = tuple[str, str] | None
 class TxnCheck:
     """What the earlier ops of one transaction leave (module docstring)."""
 
-    __slots__ = ("_ids", "_pushed", "_settled")
+    __slots__ = ("_bytes", "_ids", "_pushed", "_settled")
 
     def __init__(self) -> None:
         self._pushed: dict[Hashable, int] = {}
+        self._bytes: dict[Hashable, int] = {}
         self._settled: set[tuple[Hashable, int]] = set()
         self._ids: set[Hashable] = set()
 
@@ -43,11 +46,15 @@ class TxnCheck:
         self._ids.add(key)
         return False
 
-    def queue_push(self, key: Hashable, name: str, fifo: Fifo[Any]) -> Refusal:
-        """A push to ``fifo``: refused when closed (checked first) or full with the
-        transaction's earlier pushes to it."""
+    def queue_push(self, key: Hashable, name: str, fifo: Fifo[Any],
+                   value: Any = None) -> Refusal:
+        """A push of ``value`` to ``fifo``: refused when closed (checked first) or full
+        with the transaction's earlier pushes to it (a queue with limits: by its
+        limits, :meth:`limited_push`)."""
         if fifo.is_closed():
             return "closed", f"queue {name!r} is closed"
+        if isinstance(fifo, LimitedFifo):
+            return self.limited_push(key, name, fifo, value)
         extra = self._pushed.get(key, 0)
         capacity = fifo.capacity()
         if capacity is not None and fifo.len() + extra >= capacity:
@@ -55,6 +62,28 @@ class TxnCheck:
                             f"{extra} of them pushed earlier in this transaction)"
                             if extra else f"queue {name!r} is full ({capacity} elements)")
         self._pushed[key] = extra + 1
+        return None
+
+    def limited_push(self, key: Hashable, name: str, fifo: LimitedFifo[Any],
+                     value: Any) -> Refusal:
+        """A push of ``value`` to a queue with limits: under ``reject`` refused when the
+        queue with the transaction's earlier pushes to it has no room for it; under
+        ``drop_oldest`` only when it is larger than ``max_bytes``. Code ``"full"``."""
+        quota = fifo.limit_quota()
+        size = value_size(value)
+        extra, extra_bytes = self._pushed.get(key, 0), self._bytes.get(key, 0)
+        if quota.limits.overflow == REJECT:
+            broken = quota.check(size, extra, extra_bytes)
+        else:
+            broken = quota.room_for(size)
+            broken = broken if broken is not None and broken[1] < 0 else None
+        if broken is not None:
+            return "full", (f"queue {name!r} is full: its {broken[0]} limit "
+                            f"({quota.limits.describe()}) refuses a push of {size} bytes"
+                            + (f" after the {extra} pushed earlier in this transaction"
+                               if extra else ""))
+        self._pushed[key] = extra + 1
+        self._bytes[key] = extra_bytes + size
         return None
 
     def settle(self, key: Hashable, name: str, core: WorkQueueCore, worker: Any,

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.fifo import Fifo
+from ..core.limited_fifo import LimitedFifo
+from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from .work_queues import WorkState
@@ -40,8 +42,12 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
-        return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
-                                       list(q.id_state())]
+        if q is None:
+            return None
+        doc = [q.capacity(), q.is_closed(), q.elements(), list(q.id_state())]
+        if isinstance(q, LimitedFifo):  # optional: [limits, {reason: dropped}]
+            doc.append([q.limits().doc(), dict(q.quota.dropped)])
+        return doc
     if kind == "topic":
         t = sm.topics.get(name)
         return None if t is None else {**t.snapshot(), "stamps": t.stamps()}
@@ -66,7 +72,12 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
-            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            fifo: Fifo[Any] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            if len(rest) > 1 and rest[1] is not None:
+                limits_doc, dropped = rest[1]
+                fifo = LimitedFifo.limited(fifo, Limits.from_doc(limits_doc))
+                fifo.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+            sm.queues[name] = fifo
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)

@@ -65,6 +65,8 @@ TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.trans
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
 GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
+# Limits and retention: 115..119.
+QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -115,6 +117,7 @@ OP_NAMES: dict[int, str] = {
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
+    QUEUE_DECLARE_LIMITED: "queue_declare_limited",
 }
 
 
@@ -140,7 +143,8 @@ TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_O
 _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
-                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED), "queue"),
+                     QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
+                     QUEUE_DECLARE_LIMITED), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,

@@ -102,7 +102,7 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE):
-        _raise(check.queue_push(name, name, target))
+        _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
     return plan
