@@ -46,7 +46,7 @@ from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
-from .queue_limits import QuotaReaders, limit_exceeded, limits_of
+from .queue_limits import QuotaReaders, full_rule, limit_exceeded, limited_deque, limits_of
 from .queue_messages import QueueMessages
 
 T = TypeVar("T")
@@ -123,12 +123,8 @@ class QueueCell(QueueMessages[T], Generic[T]):
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
         self._limits = limits_of(storage)
-        self.quota: QuotaReaders | None = None
-        self._extra_readers = 0
-        if self._limits is not None:  # every change of a limited queue: every reader
-            self.quota = QuotaReaders(name, storage.limit_quota,  # type: ignore[attr-defined]
-                                      group)
-            self._extra_readers = group.all_bits()
+        self.quota = QuotaReaders.of(name, storage, group)
+        self._extra_readers = 0 if self.quota is None else group.all_bits()
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -172,14 +168,14 @@ class QueueCell(QueueMessages[T], Generic[T]):
         """``None`` for unbounded, else the fixed bound."""
         return self._capacity
 
+    def limits(self) -> Limits | None:
+        """The limits the queue was declared with (``None``: only ``capacity``)."""
+        return self._limits
+
     def __len__(self) -> int:
         return self._storage.len()
 
     # -- invalidation ---------------------------------------------------------------------
-
-    def limits(self) -> Limits | None:
-        """The limits the queue was declared with (``None``: only ``capacity``)."""
-        return self._limits
 
     def _invalidate(self, mask: int) -> None:
         self._readers.invalidate(mask | self._extra_readers)
@@ -427,23 +423,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
             "is_empty": self.is_empty,
             "is_full": self.is_full,
             "closed": self.is_closed,
+            **({} if self.quota is None else self.quota.readers()),
         }
 
-
-def full_rule(storage: QueueStorage[Any], cap: int | None) -> Callable[[], bool]:
-    """The ``is_full`` reader's rule: the limits' when declared, else the capacity's."""
-    if limits_of(storage) is not None:
-        quota = storage.limit_quota  # type: ignore[attr-defined]
-        return lambda: QuotaReaders.full(quota())
-    return (lambda: False) if cap is None else (lambda: storage.len() >= cap)
-
-
-def limited_deque(capacity: int | None, limits: Limits,
-                  clock: Callable[[], float] | None) -> QueueStorage[Any]:
-    """The local deque of a cell declared with ``limits`` (``capacity`` is its
-    ``max_length``: give one or the other)."""
-    from ..storage.local_limited import LimitedDequeStorage
-
-    if capacity is not None:
-        raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
-    return LimitedDequeStorage(limits, clock=clock)

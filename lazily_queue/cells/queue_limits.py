@@ -16,6 +16,8 @@ from typing import Any
 from ..core.limits import Limits, Quota, value_size
 from ..errors import LimitExceeded, UnsupportedValue
 from ..reactive import Slot, SlotGroup
+from ..storage.local_limited import LimitedDequeStorage
+from ..storage.queue import QueueStorage
 
 QuotaSource = Callable[[], "Quota | None"]
 
@@ -47,6 +49,17 @@ class QuotaReaders:
         q = self.quota()
         return 0 if q is None else q.dropped_total()
 
+    @classmethod
+    def of(cls, name: str, storage: QueueStorage[Any], group: SlotGroup) -> QuotaReaders | None:
+        """The quota readers of a limited storage (in ``group``), else ``None``; every
+        change of a limited queue then invalidates every reader of the group."""
+        if limits_of(storage) is None:
+            return None
+        return cls(name, storage.limit_quota, group)  # type: ignore[attr-defined]
+
+    def readers(self) -> dict[str, Slot[int]]:
+        return {"bytes": self.bytes, "dropped": self.dropped}
+
     @staticmethod
     def full(q: Quota | None) -> bool:
         """Whether ``q`` refuses the smallest push (never under ``drop_oldest``)."""
@@ -71,3 +84,20 @@ def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | 
         f"{'bytes' if limit == 'max_bytes' else 'elements'} refused the push; wait for "
         "room (push(..., wait=True)), consume faster, raise the limit, or declare it with "
         "overflow='drop_oldest'", cell=name, limit=limit, value=bound)
+
+
+def full_rule(storage: QueueStorage[Any], cap: int | None) -> Callable[[], bool]:
+    """The ``is_full`` reader's rule: the limits' when declared, else the capacity's."""
+    if limits_of(storage) is not None:
+        quota = storage.limit_quota  # type: ignore[attr-defined]
+        return lambda: QuotaReaders.full(quota())
+    return (lambda: False) if cap is None else (lambda: storage.len() >= cap)
+
+
+def limited_deque(capacity: int | None, limits: Limits,
+                  clock: Callable[[], float] | None) -> QueueStorage[Any]:
+    """The local deque of a cell declared with ``limits`` (``capacity`` is its
+    ``max_length``: give one or the other)."""
+    if capacity is not None:
+        raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
+    return LimitedDequeStorage(limits, clock=clock)
