@@ -70,15 +70,18 @@ def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | 
                    quota: Quota | None, value: Any) -> LimitExceeded:
     """The error of a push ``reject`` refused: which limit, its bound and the fix."""
     limit, bound = "max_length", capacity
-    if limits is not None:
-        bound = limits.max_length
+    if limits is not None:  # the limit the state read here breaks (it may trail)
+        broken = None
         if quota is not None:
             try:
                 broken = quota.check(value_size(value))
             except UnsupportedValue:
-                broken = None
-            if broken is not None and broken[0] == "max_bytes":
-                limit, bound = "max_bytes", limits.max_bytes
+                pass
+        if broken is not None:
+            limit = broken[0]
+        elif limits.max_length is None:
+            limit = "max_bytes"
+        bound = limits.max_bytes if limit == "max_bytes" else limits.max_length
     return LimitExceeded(
         f"{kind} {name!r} is full: its {limit} limit of {bound} "
         f"{'bytes' if limit == 'max_bytes' else 'elements'} refused the push; wait for "

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..cells import QueueCell, TopicCell, WorkQueueCell
-from ..errors import InvalidConfiguration
+from ..core.limits import REJECT, Limits
+from ..errors import InvalidConfiguration, UnsupportedOperation
 from ..reactive import Context, resolve_context
 from ..storage.queue import QueueStorage
 from ..storage.topic import TopicStorage
@@ -76,9 +77,15 @@ class Client:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
 
-    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
-        """The queue ``name`` (created on first use with ``capacity``)."""
+    def queue(self, name: str, *, capacity: int | None = None,
+              limits: Limits | None = None) -> QueueCell[Any]:
+        """The queue ``name`` (created on first use with ``capacity``). A broker bounds a
+        queue's length with ``reject`` only: ``limits`` may be
+        ``Limits(max_length=n)`` (the same as ``capacity=n``); others raise
+        :class:`~lazily_queue.errors.UnsupportedOperation` naming the broker."""
         self._check_open()
+        if limits is not None:
+            capacity = self._broker_capacity(name, capacity, limits)
         cell = self._queues.get(name)
         if cell is None:
             storage = self.provider.queue(name, capacity=capacity)
@@ -87,6 +94,17 @@ class Client:
             raise InvalidConfiguration(
                 f"queue {name!r} is already open with capacity {cell.capacity()}")
         return cell
+
+    def _broker_capacity(self, name: str, capacity: int | None, limits: Limits) -> int | None:
+        if capacity is not None:
+            raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
+        if limits.max_bytes is None and limits.overflow == REJECT:
+            return limits.max_length
+        raise UnsupportedOperation(
+            f"queue {name!r}: the {type(self.provider).__name__} backend bounds a queue's "
+            f"length with overflow='reject' only, not {limits.describe()}; use "
+            "Limits(max_length=n) (or capacity=n) here, or a cluster's queues for "
+            "max_bytes and drop_oldest")
 
     def work_queue(
         self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3

@@ -265,3 +265,24 @@ async def test_transactions_are_counted_committed_or_aborted_on_every_replica() 
         assert await figures() == [(1, 1)] * 3
         assert {value(m, "lazily_queue_operations_total", family="queue", name="out",
                       op="push") for m in metrics} == {1}
+
+
+async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica() -> None:
+    from lazily_queue import Limits
+
+    async with testing.cluster(3) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        q = nodes[0].queue("recent", limits=Limits(max_length=2, max_bytes=64,
+                                                   overflow="drop_oldest"))
+        for word in ("a", "bb", "ccc", "dddd"):
+            await q.push(word)
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_cell_bytes", cell="recent", kind="queue") == 7
+            assert value(m, "lazily_queue_cell_limit", cell="recent", kind="queue",
+                         limit="max_length") == 2
+            assert value(m, "lazily_queue_cell_limit", cell="recent", kind="queue",
+                         limit="max_bytes") == 64
+            assert value(m, "lazily_queue_dropped_total", cell="recent", kind="queue",
+                         reason="drop_oldest") == 2
