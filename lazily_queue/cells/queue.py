@@ -124,7 +124,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
         self._limits = limits_of(storage)
         self.quota = QuotaReaders.of(name, storage, group)
-        self._extra_readers = 0 if self.quota is None else group.all_bits()
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -178,7 +177,9 @@ class QueueCell(QueueMessages[T], Generic[T]):
     # -- invalidation ---------------------------------------------------------------------
 
     def _invalidate(self, mask: int) -> None:
-        self._readers.invalidate(mask | self._extra_readers)
+        if self.quota is not None:  # a push may drop: the readers whose value moved
+            mask = self.quota.changed()
+        self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
         if op == PUSH:

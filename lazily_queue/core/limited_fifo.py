@@ -55,8 +55,8 @@ class LimitedFifo(Fifo[T]):
     def limits(self) -> Limits:
         return self.quota.limits
 
-    def limit_quota(self) -> Quota:
-        return self.quota
+    def limited_fifo(self) -> LimitedFifo[T]:
+        return self
 
     def capacity(self) -> int | None:
         """The length bound a push is refused at (``None`` under ``drop_oldest``)."""

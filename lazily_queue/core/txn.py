@@ -69,7 +69,7 @@ class TxnCheck:
         """A push of ``value`` to a queue with limits: under ``reject`` refused when the
         queue with the transaction's earlier pushes to it has no room for it; under
         ``drop_oldest`` only when it is larger than ``max_bytes``. Code ``"full"``."""
-        quota = fifo.limit_quota()
+        quota = fifo.quota
         size = value_size(value)
         extra, extra_bytes = self._pushed.get(key, 0), self._bytes.get(key, 0)
         if quota.limits.overflow == REJECT:

@@ -49,7 +49,7 @@ class StorageCapabilities:
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
-    - ``limits`` (queues): ``limits()`` and ``limit_quota()``: the queue was declared with
+    - ``limits`` (queues): ``limits()`` and ``limited_fifo()``: the queue was declared with
       :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
 

@@ -20,7 +20,7 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
   and enqueue stamps;
-- ``limits``: ``limits()`` and ``limit_quota()``, a queue declared with limits
+- ``limits``: ``limits()`` and ``limited_fifo()``, a queue declared with limits
   (:mod:`lazily_queue.cells.queue_limits`).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
@@ -150,7 +150,7 @@ CAPABILITY_METHODS = {
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
     "messages": ("poll_stamped", "unpoll_stamped"),
-    "limits": ("limits", "limit_quota"),
+    "limits": ("limits", "limited_fifo"),
 }
 
 

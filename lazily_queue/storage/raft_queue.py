@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 from ..core.fifo import Fifo
 from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
-from ..core.limits import REJECT, Limits, Quota
+from ..core.limits import REJECT, Limits
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
@@ -183,10 +183,10 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def limits(self) -> Limits | None:
         return self._limits
 
-    def limit_quota(self) -> Quota | None:
-        """The quota of the queue as applied here (``None`` before it is declared)."""
+    def limited_fifo(self) -> LimitedFifo[Any] | None:
+        """The queue as applied here (``None`` before it is declared)."""
         q = self._state()
-        return q.quota if isinstance(q, LimitedFifo) else None
+        return q if isinstance(q, LimitedFifo) else None
 
     def _state(self) -> Fifo[Any] | None:
         return self._view.queue(self.name)
