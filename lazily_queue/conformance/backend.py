@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from ..core.limits import Limits
 from ..core.queue import QueuePopError, QueuePushError
 from ..reactive import Slot
 
@@ -33,6 +34,8 @@ class QueueInitial:
     elements: list[Any]
     capacity: int | None
     closed: bool
+    #: The queue's limits (``initial.limits``: readers ``bytes`` and ``dropped`` too).
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,8 @@ CAPABILITIES = {
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "groups": "topic fixtures with consumer-group ops",
+    "limits": "queue fixtures declaring limits (max_bytes, drop_oldest): the bytes and "
+              "dropped readers",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

@@ -162,6 +162,9 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         from .work_queue import work_queue_needs
 
         needed |= work_queue_needs(document)
+    initial = document.get("initial")
+    if model == "QueueCell" and isinstance(initial, dict) and "limits" in initial:
+        needed.add("limits")
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None
         kind = op.get("type") if isinstance(op, dict) else None

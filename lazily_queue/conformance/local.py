@@ -31,6 +31,7 @@ from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
+from ..storage.local_limited import LimitedDequeStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
 from . import transactions
@@ -268,7 +269,9 @@ class LocalBackend(Backend):
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
-        storage: VecDequeStorage[Any] = storage_type(initial.capacity)
+        storage: VecDequeStorage[Any] = (
+            storage_type(initial.capacity) if initial.limits is None
+            else LimitedDequeStorage(initial.limits))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
         for value in initial.elements:
             if cell.try_push(value) is not None:

@@ -118,7 +118,8 @@ class RaftBackend(Backend):
     # -- models -----------------------------------------------------------------------------
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
-        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity)
+        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity,
+                                   limits=initial.limits)
         for value in initial.elements:
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
