@@ -295,6 +295,24 @@ MUTATIONS = [
         ("tests/sim/test_found_bugs.py::"
          "test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it",),
         "a member that missed a re-addition still takes the new leader's entries"),
+    Mutation(
+        "limit-bytes-unchecked", "lazily_queue/core/limits.py",
+        "    cap = limits.max_bytes\n    if cap is None:\n        return 0",
+        "    cap = limits.max_bytes\n    if True:\n        return 0",
+        ("tests/replicated/test_limits.py", "tests/cells/test_queue_limits.py"),
+        "a queue with max_bytes never holds more bytes than its limit (reject refuses)"),
+    Mutation(
+        "drop-not-counted", "lazily_queue/core/limited_fifo.py",
+        "            quota.count_dropped(DROP_OLDEST, drop)",
+        "            pass",
+        ("tests/replicated/test_limits.py",),
+        "every element drop_oldest removes is counted (never silently lost)"),
+    Mutation(
+        "txn-ignores-limits", "lazily_queue/core/txn.py",
+        "        if isinstance(fifo, LimitedFifo):",
+        "        if False:",
+        ("tests/replicated/test_limits.py::test_a_transaction_past_a_reject_limit_aborts_whole",),
+        "a transaction whose push a reject limit refuses aborts whole"),
 ]
 
 
