@@ -60,7 +60,7 @@ def test_the_model_catches_an_uncounted_drop_and_a_lost_push() -> None:
 
 
 def test_the_model_catches_a_reject_queue_past_its_limits() -> None:
-    _, model, log = _run(PUSHES)
+    *_, log = _run(PUSHES)
     fourth = next(op for op in log if op.code == C.QUEUE_PUSH and op.args[1] == "d" * 20)
     fourth.result = None  # as if the replicas had accepted it
     with pytest.raises(Violation, match="the model says"):
