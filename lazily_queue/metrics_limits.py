@@ -2,7 +2,7 @@
 time (part of :class:`~lazily_queue.metrics.NodeMetrics`).
 
 For each cell declared with limits (label ``cell`` its name, ``kind`` its kind:
-``queue``): ``lazily_queue_cell_bytes`` (the bytes held, as
+``queue``, or ``topic`` for a topic's retention): ``lazily_queue_cell_bytes`` (the bytes held, as
 :func:`~lazily_queue.core.limits.value_size` counts them), ``lazily_queue_cell_limit``
 (each bound, label ``limit``: ``max_length`` / ``max_bytes``) and
 ``lazily_queue_dropped_total`` (elements the cell dropped, label ``reason``:
@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .core.limited_fifo import LimitedFifo
+from .core.limited_topic import LimitedTopic
 
 if TYPE_CHECKING:
     from .metrics import NodeMetrics
@@ -40,18 +41,20 @@ class LimitsCollector(Collector):
                                       "Elements a cell dropped under its limits or retention",
                                       labels=["cell", "kind", "reason"])
         if node.running:
-            for name, q in sorted(node.view.queues.items()):
-                if not isinstance(q, LimitedFifo):
-                    continue
-                quota = q.quota
-                held.add_metric([name, "queue"], quota.bytes)
+            view = node.view
+            quotas = [(name, "queue", q.quota) for name, q in sorted(view.queues.items())
+                      if isinstance(q, LimitedFifo)]
+            quotas += [(name, "topic", t.quota) for name, t in sorted(view.topics.items())
+                       if isinstance(t, LimitedTopic)]
+            for name, kind, quota in quotas:
+                held.add_metric([name, kind], quota.bytes)
                 limits = quota.limits
                 for limit, value in (("max_length", limits.max_length),
                                      ("max_bytes", limits.max_bytes)):
                     if value is not None:
-                        bound.add_metric([name, "queue", limit], value)
+                        bound.add_metric([name, kind, limit], value)
                 for reason, count in sorted(quota.dropped.items()):
-                    dropped.add_metric([name, "queue", reason], count)
+                    dropped.add_metric([name, kind, reason], count)
         yield held
         yield bound
         yield dropped

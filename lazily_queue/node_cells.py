@@ -80,13 +80,19 @@ class NodeCells:
         self._queue_cells[name] = cell
         return cell
 
-    def topic(self, name: str, *, serializer: Serializer[Any] | None = None) -> TopicCell[Any]:
-        """The replicated topic ``name`` (declared on first use)."""
+    def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
+              limits: Limits | None = None) -> TopicCell[Any]:
+        """The replicated topic ``name`` (declared on first use; ``limits``: its retention,
+        ``overflow='drop_oldest'``, the same everywhere)."""
         cell = self._topic_cells.get(name)
         if cell is not None:
+            if cell.limits() != limits:
+                raise InvalidConfiguration(
+                    f"topic {name!r} is already open with limits {cell.limits()}")
             _same_serializer("topic", name, cell.serializer, serializer)
             return cell
-        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout)
+        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout,
+                                     **({} if limits is None else {"limits": limits}))
         storage.register_group = self._route_group
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
+from ..core.limited_topic import LimitedTopic
+from ..core.limits import Limits
 from ..core.topic import (
     Durability,
     Start,
@@ -74,9 +76,13 @@ class TopicCell(TopicStreams[T]):
         name: str = "topic",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if storage is None:
-            storage = LocalTopicStorage(clock=clock)
+            storage = LocalTopicStorage(None if limits is None else LimitedTopic(limits),
+                                        clock=clock)
+        elif limits is not None:
+            raise ValueError("pass limits to the storage backend, not to TopicCell")
         elif clock is not None:
             raise ValueError("pass clock to the storage backend, not to TopicCell")
         if serializer is not None:
@@ -120,6 +126,35 @@ class TopicCell(TopicStreams[T]):
 
     def __repr__(self) -> str:
         return f"TopicCell({self.name!r}, storage={self._storage!r})"
+
+    # -- retention limits -----------------------------------------------------------------
+
+    def _limited(self) -> LimitedTopic[Any] | None:
+        find = getattr(self._storage, "limited_topic", None)
+        return None if find is None else cast("LimitedTopic[Any] | None", find())
+
+    def limits(self) -> Limits | None:
+        """The topic's retention limits (``None``: interest-based GC only)."""
+        topic = self._limited()
+        if topic is not None:
+            return topic.limits()
+        declared = getattr(self._storage, "declared_limits", None)
+        return None if declared is None else cast("Limits | None", declared())
+
+    def retained_bytes(self) -> int:
+        """The bytes of the retained log (0 without limits)."""
+        topic = self._limited()
+        return 0 if topic is None else topic.quota.bytes
+
+    def dropped(self) -> int:
+        """Elements the retention limits dropped (read or not)."""
+        topic = self._limited()
+        return 0 if topic is None else topic.quota.dropped_total()
+
+    def gap(self, subscriber: str) -> int:
+        """Elements the retention limits dropped before ``subscriber`` read them."""
+        topic = self._limited()
+        return 0 if topic is None else topic.gap(subscriber)
 
     @property
     def storage(self) -> TopicStorage[T]:

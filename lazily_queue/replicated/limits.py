@@ -1,4 +1,5 @@
-"""Limits of replicated cells: queues declared with :class:`~lazily_queue.core.limits.Limits`.
+"""Limits of replicated cells: queues and topics declared with
+:class:`~lazily_queue.core.limits.Limits`.
 
 ``QUEUE_DECLARE_LIMITED [name, limits]`` declares a queue whose FIFO is a
 :class:`~lazily_queue.core.limited_fifo.LimitedFifo`; a push to it (``QUEUE_PUSH`` and
@@ -7,8 +8,14 @@ order, so every replica refuses or drops the same elements. Declaring an existin
 with other limits (or a queue declared without limits) is refused with
 ``limits_mismatch``: limits are fixed at declaration (delete the queue to change them).
 
-Snapshot section ``limits``: ``{"queues": {name: [limits, {reason: dropped}]}}``,
-restored after the queues (a snapshot without it leaves the queues without limits).
+``TOPIC_DECLARE_LIMITED [name, limits]`` declares a topic whose retained log is bounded
+(:class:`~lazily_queue.core.limited_topic.LimitedTopic`, policy ``drop_oldest`` only):
+a publish past a limit drops the oldest retained elements, read or not; the same
+``limits_mismatch`` rule applies.
+
+Snapshot section ``limits``: ``{"queues": {name: [limits, {reason: dropped}]},
+"topics": {name: [limits, {reason: dropped}, {subscriber: gap}]}}``, restored after the
+queues and topics (a snapshot without it leaves them without limits).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.limited_fifo import LimitedFifo
+from ..core.limited_topic import LimitedTopic, check_topic_limits
 from ..core.limits import REJECT, Limits
 from . import ops
 from .events import QueueDeclared
@@ -55,16 +63,73 @@ def declare_queue(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def declare_topic(sm: StateMachine, args: list[Any]) -> Any:
+    if len(args) != 2:
+        raise OpRefused("bad_args", "topic_declare_limited is [name, limits]")
+    name = checked_name(args[0])
+    limits = _limits(args[1])
+    try:
+        check_topic_limits(limits)
+    except ValueError as exc:
+        raise OpRefused("bad_limits", str(exc)) from None
+    existing = sm.topics.get(name)
+    if existing is not None:
+        have = existing.limits() if isinstance(existing, LimitedTopic) else None
+        if have != limits:
+            was = have.describe() if have is not None else "no limits"
+            raise OpRefused(
+                "limits_mismatch",
+                f"topic {name!r} exists with {was}, not {limits.describe()}; limits are "
+                "fixed when a topic is declared: open it with the same limits on every "
+                "node, or delete it and declare it again")
+        return None
+    sm.topics[name] = LimitedTopic(limits)
+    return None
+
+
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
+    doc: dict[str, Any] = {}
     queues = {name: [q.limits().doc(), dict(q.quota.dropped)]
               for name, q in sm.queues.items() if isinstance(q, LimitedFifo)}
-    return {"queues": queues} if queues else None
+    if queues:
+        doc["queues"] = queues
+    topics = {name: [t.limits().doc(), dict(t.quota.dropped), dict(t.gaps)]
+              for name, t in sm.topics.items() if isinstance(t, LimitedTopic)}
+    if topics:
+        doc["topics"] = topics
+    return doc or None
+
+
+def _counts(where: str, value: Any) -> dict[str, int]:
+    if not isinstance(value, dict) or any(
+            type(k) is not str or type(v) is not int or v < 0 for k, v in value.items()):
+        raise ValueError(f"snapshot section 'limits': {where} must map names to counts")
+    return dict(value)
+
+
+def _restore_topics(sm: StateMachine, topics: Any) -> None:
+    if not isinstance(topics, dict):
+        raise ValueError("snapshot section 'limits': topics must map names to entries")
+    for name, entry in topics.items():
+        t = sm.topics.get(name)
+        if t is None:
+            continue
+        if type(entry) is not list or len(entry) != 3:
+            raise ValueError(f"snapshot section 'limits': topic {name!r} is not "
+                             "[limits, dropped, gaps]")
+        limited = LimitedTopic.limited(t, check_topic_limits(Limits.from_doc(entry[0])))
+        limited.quota.dropped = _counts(f"topic {name!r}", entry[1])
+        limited.gaps = _counts(f"topic {name!r}", entry[2])
+        sm.topics[name] = limited
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:
     if doc is None:
         return
-    queues = doc.get("queues") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot section 'limits' must be a map")
+    _restore_topics(sm, doc.get("topics", {}))
+    queues = doc.get("queues", {})
     if not isinstance(queues, dict):
         raise ValueError("snapshot section 'limits' must be {'queues': {name: [limits, "
                          "dropped]}}")
@@ -83,4 +148,5 @@ def _restore(sm: StateMachine, doc: Any) -> None:
 
 FAMILY = Family("limits", {
     ops.QUEUE_DECLARE_LIMITED: declare_queue,
+    ops.TOPIC_DECLARE_LIMITED: declare_topic,
 }, (Section("limits", _capture, _restore),))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
+from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
@@ -50,7 +51,12 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         return doc
     if kind == "topic":
         t = sm.topics.get(name)
-        return None if t is None else {**t.snapshot(), "stamps": t.stamps()}
+        if t is None:
+            return None
+        topic_doc: dict[str, Any] = {**t.snapshot(), "stamps": t.stamps()}
+        if isinstance(t, LimitedTopic):  # [limits, {reason: dropped}, {subscriber: gap}]
+            topic_doc["limits"] = [t.limits().doc(), dict(t.quota.dropped), dict(t.gaps)]
+        return topic_doc
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
@@ -84,8 +90,14 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
+            limited = doc.pop("limits", None)
             topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
             topic.load_stamps(stamps)
+            if limited is not None:
+                limits_doc, dropped, gaps = limited
+                topic = LimitedTopic.limited(topic, Limits.from_doc(limits_doc))
+                topic.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                topic.gaps = {str(k): int(v) for k, v in dict(gaps).items()}
             sm.topics[name] = topic
     elif kind == "work_queue":
         if doc is None:

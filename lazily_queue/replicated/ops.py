@@ -67,6 +67,7 @@ TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained
 GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
 # Limits and retention: 115..119.
 QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
+TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -118,6 +119,7 @@ OP_NAMES: dict[int, str] = {
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
     QUEUE_DECLARE_LIMITED: "queue_declare_limited",
+    TOPIC_DECLARE_LIMITED: "topic_declare_limited",
 }
 
 
@@ -148,7 +150,7 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
-                     TOPIC_SEEK, GROUP_DECLARE), "topic"),
+                     TOPIC_SEEK, GROUP_DECLARE, TOPIC_DECLARE_LIMITED), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),

@@ -286,3 +286,11 @@ async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica
                          limit="max_bytes") == 64
             assert value(m, "lazily_queue_dropped_total", cell="recent", kind="queue",
                          reason="drop_oldest") == 2
+        news = nodes[1].topic("news", limits=Limits(max_length=1, overflow="drop_oldest"))
+        await news.publish("ab")
+        await news.publish("cde")
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_dropped_total", cell="news", kind="topic",
+                         reason="drop_oldest") == 1
+            assert value(m, "lazily_queue_cell_bytes", cell="news", kind="topic") == 3

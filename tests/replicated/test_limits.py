@@ -110,3 +110,38 @@ def test_snapshots_and_mirrors_keep_limits_and_dropped_counts() -> None:
     bad["limits"]["queues"]["q"][1] = {"drop_oldest": -1}
     with pytest.raises(ValueError, match="limits"):
         StateMachine().validate(bad)
+
+
+def test_topic_retention_drops_unread_elements_and_survives_snapshots_and_mirrors() -> None:
+    from lazily_queue.core.limited_topic import LimitedTopic
+
+    sm = StateMachine()
+    limits = [2, None, "drop_oldest"]
+    _apply(sm, [ops.TOPIC_DECLARE_LIMITED, "t", limits], [ops.TOPIC_SUBSCRIBE, "t", "d", "durable"])
+    _apply(sm, *([ops.TOPIC_PUBLISH, "t", i] for i in range(5)))
+    t = sm.topics["t"]
+    assert isinstance(t, LimitedTopic)
+    assert t.elements() == [3, 4] and t.cursor("d") == 3 and t.gap("d") == 3
+    assert _apply(sm, [ops.TOPIC_ADVANCE, "t", "d"]) == [3]
+    assert _code(_apply(sm, [ops.TOPIC_DECLARE_LIMITED, "t", [3, None, "drop_oldest"]])[0]) == (
+        "limits_mismatch")
+    assert _code(_apply(sm, [ops.TOPIC_DECLARE_LIMITED, "u", [3, None, "reject"]])[0]) == (
+        "bad_limits")
+    doc = sm.capture()
+    assert doc["limits"]["topics"] == {"t": [limits, {"drop_oldest": 3}, {"d": 3}]}
+    again = StateMachine()
+    again.restore(doc)
+    r = again.topics["t"]
+    assert isinstance(r, LimitedTopic) and r.gap("d") == 3 and r.elements() == [3, 4]
+    _apply(again, [ops.TOPIC_PUBLISH, "t", 5])
+    assert r.elements() == [4, 5] and r.quota.dropped == {"drop_oldest": 4}
+    mirror = StateMachine()
+    objects.install(mirror, "topic", "t", objects.capture(sm, "topic", "t"))
+    m = mirror.topics["t"]
+    assert isinstance(m, LimitedTopic) and m.gap("d") == 3
+    _apply(sm, [ops.TOPIC_RESTORE, "t", {"base_offset": 0, "elements": [], "subscriptions": {}}])
+    kept = sm.topics["t"]
+    assert isinstance(kept, LimitedTopic) and kept.limits().doc() == limits
+    _apply(sm, [ops.TOPIC_DECLARE_LIMITED, "b", [None, 4, "drop_oldest"]])
+    assert _code(_apply(sm, [ops.TOPIC_PUBLISH, "b", "x" * 5])[0]) == "full"
+    assert sm.topics["b"].elements() == []
