@@ -50,6 +50,8 @@ class TopicInitial:
     base_offset: int
     elements: list[Any]
     subscriptions: dict[str, SubscriptionRecord] = field(default_factory=dict)
+    #: The topic's retention (``initial.limits``, overflow ``drop_oldest``).
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,14 @@ from typing import Any, TypeVar
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
+from ..core.limited_topic import LimitedTopic
 from ..core.queue import QueuePopError, QueuePushError
+from ..core.topic import TopicCore
 from ..core.work import Receipt
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
-from ..storage.local import VecDequeStorage
+from ..storage.local import LocalTopicStorage, VecDequeStorage
 from ..storage.local_limited import LimitedDequeStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
@@ -281,9 +283,14 @@ class LocalBackend(Backend):
         return LocalQueueAdapter(cell, Invoker(flavor))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell: TopicCell[Any] = TopicCell.from_snapshot(
-            _topic_snapshot(initial), context=Context(name="conformance")
-        )
+        if initial.limits is not None:
+            core = LimitedTopic.limited(TopicCore.from_snapshot(_topic_snapshot(initial)),
+                                        initial.limits)
+            cell: TopicCell[Any] = TopicCell(LocalTopicStorage(core),
+                                             context=Context(name="conformance"))
+        else:
+            cell = TopicCell.from_snapshot(_topic_snapshot(initial),
+                                           context=Context(name="conformance"))
         return LocalTopicAdapter(cell, Invoker(flavor))
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:

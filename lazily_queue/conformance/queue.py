@@ -21,7 +21,8 @@ LIMITS_KEYS = frozenset({"max_length", "max_bytes", "overflow"})
 BATCH_OP_KEYS = frozenset({"type", "value", "producer"})
 
 
-def _limits(doc: Any) -> Limits:
+def limits_of_fixture(doc: Any) -> Limits:
+    """An ``initial.limits`` object as :class:`Limits` (a setup failure when malformed)."""
     doc = require_object(doc, "initial.limits", LIMITS_KEYS)
     try:
         return Limits(doc["max_length"], doc["max_bytes"], doc["overflow"])
@@ -62,7 +63,7 @@ class QueueRunner(ModelRunner):
         limits = None
         if isinstance(initial, dict) and "limits" in initial:
             initial = dict(initial)
-            limits = _limits(initial.pop("limits"))
+            limits = limits_of_fixture(initial.pop("limits"))
         initial = require_object(initial, "initial", INITIAL_KEYS)
         elements, capacity, closed = initial["elements"], initial["capacity"], initial["closed"]
         if limits is not None and capacity is not None:

@@ -128,7 +128,7 @@ class RaftBackend(Backend):
         return RaftQueueAdapter(cell, Invoker("async"), self.observer.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell = self.observer.topic(f"t{next(_names)}")
+        cell = self.observer.topic(f"t{next(_names)}", limits=initial.limits)
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
