@@ -313,6 +313,12 @@ MUTATIONS = [
         "        if False:",
         ("tests/replicated/test_limits.py::test_a_transaction_past_a_reject_limit_aborts_whole",),
         "a transaction whose push a reject limit refuses aborts whole"),
+    Mutation(
+        "retention-gap-uncounted", "lazily_queue/core/limited_topic.py",
+        "                self.gaps[subscriber] = self.gaps.get(subscriber, 0) + base - record.cursor",
+        "                pass",
+        ("tests/cells/test_topic_retention.py",),
+        "a subscriber behind a topic's retention sees the gap it missed counted"),
 ]
 
 
