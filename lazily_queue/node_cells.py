@@ -8,7 +8,7 @@ from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
 from .core.limits import Limits
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, UnsupportedOperation
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_groups import RaftGroupStorage
@@ -106,6 +106,7 @@ class NodeCells:
         visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         serializer: Serializer[Any] | None = None,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 
@@ -114,17 +115,18 @@ class NodeCells:
         must open it with the same settings.
         """
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
-                                    serializer=serializer)
+                                    serializer=serializer, limits=limits)
 
     def open_work_queue(
         self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, limits: Limits | None = None,
     ) -> WorkQueueCell:
         """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
         timeout_ms = visibility_timeout_ms
         cell = self._work_cells.get(name)
         if cell is not None:
-            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
+            if (cell.visibility_timeout, cell.max_deliveries, cell.limits()) != (
+                    timeout_ms, max_deliveries, limits):
                 raise InvalidConfiguration(
                     f"work queue {name!r} is already open with other settings"
                 )
@@ -142,12 +144,26 @@ class NodeCells:
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
-        )
+        ) if limits is None else self._limited_work_storage(name, timeout_ms, max_deliveries,
+                                                            limits)
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
         return cell
 
+
+    def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
+                              limits: Limits) -> RaftWorkQueueStorage:
+        """The storage of a work queue with limits (a member's cells only)."""
+        from .storage.raft_limited import LimitedRaftWorkQueueStorage
+
+        if self.work_queue_storage is not RaftWorkQueueStorage:
+            raise UnsupportedOperation(
+                f"work queue {name!r}: limits on a work queue are declared by a member "
+                "(node.work_queue(..., limits=...)); a client opens it without limits")
+        return LimitedRaftWorkQueueStorage(
+            self.driver, self.view, name, visibility_timeout=timeout_ms,
+            max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout)
 
     def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
         routed = self._router.work_queues.get(storage.name)

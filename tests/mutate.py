@@ -315,7 +315,8 @@ MUTATIONS = [
         "a transaction whose push a reject limit refuses aborts whole"),
     Mutation(
         "retention-gap-uncounted", "lazily_queue/core/limited_topic.py",
-        "                self.gaps[subscriber] = self.gaps.get(subscriber, 0) + base - record.cursor",
+        "                self.gaps[subscriber] = self.gaps.get(subscriber, 0)"
+        " + base - record.cursor",
         "                pass",
         ("tests/cells/test_topic_retention.py",),
         "a subscriber behind a topic's retention sees the gap it missed counted"),

@@ -62,7 +62,7 @@ class GroupCell(WorkQueueCell):
     def try_push(self, value: Any) -> int:
         raise self._fed_by_topic()
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None, wait: bool = True) -> int:
         raise self._fed_by_topic()
 
     def _fed_by_topic(self) -> UnsupportedOperation:

@@ -21,8 +21,10 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..errors import SettlementRejected, UnsupportedOperation
+from ..errors import LimitExceeded, SettlementRejected, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -41,6 +43,7 @@ from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job, deliver
 from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
+from .work_limits import WorkLimits, named, wait_for_room
 
 R = TypeVar("R")
 
@@ -52,7 +55,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell(WorkQueueBatches):
+class WorkQueueCell(WorkQueueBatches, WorkLimits):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -77,16 +80,19 @@ class WorkQueueCell(WorkQueueBatches):
         context: Context | None = None,
         name: str = "work_queue",
         serializer: Serializer[Any] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
         if storage is None:
             lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
             retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
-            core = WorkQueueCore(lease, retries)
+            core = (WorkQueueCore(lease, retries) if limits is None
+                    else LimitedWorkQueue(lease, retries, limits=limits))
             storage = LocalWorkQueueStorage(core, name=name, clock=clock)
-        elif visibility_timeout is not None or max_deliveries is not None:
-            raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
+        elif visibility_timeout is not None or max_deliveries is not None or limits:
+            raise ValueError("pass visibility_timeout/max_deliveries/limits to the storage "
+                             "backend")
         if serializer is not None:
             storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -270,13 +276,27 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None, wait: bool = True) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat adds nothing and returns the first ``item_id``.
+        A work queue with ``reject`` limits waits for room (``wait=False``: raises
+        :class:`~lazily_queue.errors.LimitExceeded`).
         """
+        while True:
+            try:
+                return await self._push(value, msg_id)
+            except LimitExceeded as exc:
+                limits = self.limits()
+                if not wait or limits is None:
+                    raise named(exc, self.name) from None
+                await wait_for_room(self._storage, limits, value,
+                                    [self.pending_len, self.in_flight_len],
+                                    self._raise_if_stopped, self.ctx)
+
+    async def _push(self, value: Any, msg_id: str | None) -> int:
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:

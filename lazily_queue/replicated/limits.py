@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.limited_fifo import LimitedFifo
 from ..core.limited_topic import LimitedTopic, check_topic_limits
+from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import REJECT, Limits
 from . import ops
 from .events import QueueDeclared
 from .family import Family, Section, checked_name
 from .ops import OpRefused
+from .work_queues import WorkState
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -87,8 +89,38 @@ def declare_topic(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def declare_work(sm: StateMachine, args: list[Any]) -> Any:
+    if len(args) != 4:
+        raise OpRefused("bad_args", "work_declare_limited is [name, visibility_timeout_ms, "
+                        "max_deliveries, limits]")
+    name = checked_name(args[0])
+    limits = _limits(args[3])
+    existing = sm.work_queues.get(name)
+    if existing is not None:
+        core = existing.core
+        have = core.limits if isinstance(core, LimitedWorkQueue) else None
+        if have != limits or existing.group is not None or (
+                core.visibility_timeout, core.max_deliveries) != (args[1], args[2]):
+            raise OpRefused(
+                "limits_mismatch",
+                f"work queue {name!r} exists with other settings or limits "
+                f"({'no limits' if have is None else have.describe()}), not "
+                f"{limits.describe()}; open it with the same settings and limits on every "
+                "node, or delete it and declare it again")
+        return None
+    try:
+        sm.work_queues[name] = WorkState(LimitedWorkQueue(args[1], args[2], limits=limits))
+    except (TypeError, ValueError) as exc:
+        raise OpRefused("bad_config", str(exc)) from exc
+    return None
+
+
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
+    work = {name: [s.core.limits.doc(), dict(s.core.dropped)]
+            for name, s in sm.work_queues.items() if isinstance(s.core, LimitedWorkQueue)}
+    if work:
+        doc["work_queues"] = work
     queues = {name: [q.limits().doc(), dict(q.quota.dropped)]
               for name, q in sm.queues.items() if isinstance(q, LimitedFifo)}
     if queues:
@@ -129,6 +161,19 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     if not isinstance(doc, dict):
         raise ValueError("snapshot section 'limits' must be a map")
     _restore_topics(sm, doc.get("topics", {}))
+    work = doc.get("work_queues", {})
+    if not isinstance(work, dict):
+        raise ValueError("snapshot section 'limits': work_queues must map names to entries")
+    for name, entry in work.items():
+        state = sm.work_queues.get(name)
+        if state is None:
+            continue
+        if type(entry) is not list or len(entry) != 2:
+            raise ValueError(f"snapshot section 'limits': work queue {name!r} is not "
+                             "[limits, dropped]")
+        work_queue = LimitedWorkQueue.limited(state.core, Limits.from_doc(entry[0]))
+        work_queue.dropped = _counts(f"work queue {name!r}", entry[1])
+        state.core = work_queue
     queues = doc.get("queues", {})
     if not isinstance(queues, dict):
         raise ValueError("snapshot section 'limits' must be {'queues': {name: [limits, "
@@ -149,4 +194,5 @@ def _restore(sm: StateMachine, doc: Any) -> None:
 FAMILY = Family("limits", {
     ops.QUEUE_DECLARE_LIMITED: declare_queue,
     ops.TOPIC_DECLARE_LIMITED: declare_topic,
+    ops.WORK_DECLARE_LIMITED: declare_work,
 }, (Section("limits", _capture, _restore),))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
 from ..core.limited_topic import LimitedTopic
+from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
@@ -61,8 +62,12 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
-                "stamps": w.core.stamps()}
+        work_doc: dict[str, Any] = {"core": w.core.snapshot(),
+                                    "receipts": list(w.receipts.values()),
+                                    "stamps": w.core.stamps()}
+        if isinstance(w.core, LimitedWorkQueue):  # optional: [limits, {reason: dropped}]
+            work_doc["limits"] = [w.core.limits.doc(), dict(w.core.dropped)]
+        return work_doc
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -105,6 +110,11 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
             state.core.load_stamps(doc.get("stamps"))
+            if doc.get("limits") is not None:
+                limits_doc, dropped = doc["limits"]
+                limited = LimitedWorkQueue.limited(state.core, Limits.from_doc(limits_doc))
+                limited.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                state.core = limited
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state

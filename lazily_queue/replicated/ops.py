@@ -68,6 +68,7 @@ GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, star
 # Limits and retention: 115..119.
 QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
 TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
+WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -120,6 +121,7 @@ OP_NAMES: dict[int, str] = {
     GROUP_DECLARE: "group_declare",
     QUEUE_DECLARE_LIMITED: "queue_declare_limited",
     TOPIC_DECLARE_LIMITED: "topic_declare_limited",
+    WORK_DECLARE_LIMITED: "work_declare_limited",
 }
 
 
@@ -153,7 +155,8 @@ _FAMILIES: dict[int, str] = {
                      TOPIC_SEEK, GROUP_DECLARE, TOPIC_DECLARE_LIMITED), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_DECLARE_LIMITED),
+                    "work_queue"),
 }
 
 

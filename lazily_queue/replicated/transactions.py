@@ -105,6 +105,10 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
+    elif code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE):
+        _raise(check.work_push(name, name, target.core, args[-1]))
+    elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE):
+        _raise(check.topic_publish(name, target, args[-1]))
     return plan
 
 

@@ -87,6 +87,12 @@ class LocalBackend:
             elif isinstance(op.cell, QueueCell):
                 refusal = check.queue_push(id(storage), op.cell.name, storage,
                                            _stored(op.cell, op.value))
+            elif isinstance(op.cell, TopicCell):
+                refusal = check.topic_publish(op.cell.name, storage.core,
+                                              _stored(op.cell, op.value))
+            elif isinstance(op.cell, WorkQueueCell):
+                refusal = check.work_push(id(storage), op.cell.name, storage.core,
+                                          _stored(op.cell, op.value))
             if refusal is not None:
                 return index, *refusal
             plans.append(plan)

@@ -145,3 +145,33 @@ def test_topic_retention_drops_unread_elements_and_survives_snapshots_and_mirror
     _apply(sm, [ops.TOPIC_DECLARE_LIMITED, "b", [None, 4, "drop_oldest"]])
     assert _code(_apply(sm, [ops.TOPIC_PUBLISH, "b", "x" * 5])[0]) == "full"
     assert sm.topics["b"].elements() == []
+
+
+def test_work_queue_limits_in_log_order_snapshots_and_mirrors() -> None:
+    from lazily_queue.core.limited_work import LimitedWorkQueue
+
+    sm = StateMachine()
+    limits = [2, None, "drop_oldest"]
+    _apply(sm, [ops.WORK_DECLARE_LIMITED, "w", 1000, 3, limits])
+    results = _apply(sm, *([ops.WORK_PUSH, "w", v] for v in "abc"))
+    assert [r[0] for r in results] == [0, 1, 2]
+    core = sm.work_queues["w"].core
+    assert isinstance(core, LimitedWorkQueue)
+    assert [p.value for p in core.pending()] == ["b", "c"] and core.dropped == {"drop_oldest": 1}
+    assert _code(_apply(sm, [ops.WORK_DECLARE_LIMITED, "w", 1000, 3, [3, None, "reject"]])[0]) == (
+        "limits_mismatch")
+    _apply(sm, [ops.WORK_DECLARE_LIMITED, "r", 1000, 3, [None, 2, "reject"]])
+    assert _code(_apply(sm, [ops.WORK_PUSH, "r", "abc"])[0]) == "full"
+    doc = sm.capture()
+    assert doc["limits"]["work_queues"]["w"] == [limits, {"drop_oldest": 1}]
+    again = StateMachine()
+    again.restore(doc)
+    restored = again.work_queues["w"].core
+    assert isinstance(restored, LimitedWorkQueue) and restored.held_bytes == 2
+    _apply(again, [ops.WORK_PUSH, "w", "d"])
+    assert [p.value for p in restored.pending()] == ["c", "d"]
+    assert restored.dropped == {"drop_oldest": 2}
+    mirror = StateMachine()
+    objects.install(mirror, "work_queue", "w", objects.capture(sm, "work_queue", "w"))
+    m = mirror.work_queues["w"].core
+    assert isinstance(m, LimitedWorkQueue) and m.dropped == {"drop_oldest": 1}
