@@ -2,7 +2,8 @@
 time (part of :class:`~lazily_queue.metrics.NodeMetrics`).
 
 For each cell declared with limits (label ``cell`` its name, ``kind`` its kind:
-``queue``, or ``topic`` for a topic's retention): ``lazily_queue_cell_bytes`` (the bytes held, as
+``queue``, ``work_queue``, or ``topic`` for a topic's retention):
+``lazily_queue_cell_bytes`` (the bytes held, as
 :func:`~lazily_queue.core.limits.value_size` counts them), ``lazily_queue_cell_limit``
 (each bound, label ``limit``: ``max_length`` / ``max_bytes``) and
 ``lazily_queue_dropped_total`` (elements the cell dropped, label ``reason``:
@@ -19,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from .core.limited_fifo import LimitedFifo
 from .core.limited_topic import LimitedTopic
+from .core.limited_work import LimitedWorkQueue
 
 if TYPE_CHECKING:
     from .metrics import NodeMetrics
@@ -46,14 +48,18 @@ class LimitsCollector(Collector):
                       if isinstance(q, LimitedFifo)]
             quotas += [(name, "topic", t.quota) for name, t in sorted(view.topics.items())
                        if isinstance(t, LimitedTopic)]
-            for name, kind, quota in quotas:
-                held.add_metric([name, kind], quota.bytes)
-                limits = quota.limits
+            figures = [(name, kind, quota.limits, quota.bytes, quota.dropped)
+                       for name, kind, quota in quotas]
+            figures += [(name, "work_queue", s.core.limits, s.core.held_bytes, s.core.dropped)
+                        for name, s in sorted(view.work_queues.items())
+                        if isinstance(s.core, LimitedWorkQueue)]
+            for name, kind, limits, size, drops in figures:
+                held.add_metric([name, kind], size)
                 for limit, value in (("max_length", limits.max_length),
                                      ("max_bytes", limits.max_bytes)):
                     if value is not None:
                         bound.add_metric([name, kind, limit], value)
-                for reason, count in sorted(quota.dropped.items()):
+                for reason, count in sorted(drops.items()):
                     dropped.add_metric([name, kind, reason], count)
         yield held
         yield bound

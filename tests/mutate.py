@@ -314,6 +314,12 @@ MUTATIONS = [
         ("tests/replicated/test_limits.py::test_a_transaction_past_a_reject_limit_aborts_whole",),
         "a transaction whose push a reject limit refuses aborts whole"),
     Mutation(
+        "work-limits-unchecked-in-txn", "lazily_queue/core/txn.py",
+        "        if not isinstance(core, LimitedWorkQueue):\n            return None",
+        "        if True:\n            return None",
+        ("tests/cells/test_work_limits.py",),
+        "a transaction whose push a work queue's limits refuse aborts whole"),
+    Mutation(
         "retention-gap-uncounted", "lazily_queue/core/limited_topic.py",
         "                self.gaps[subscriber] = self.gaps.get(subscriber, 0)"
         " + base - record.cursor",

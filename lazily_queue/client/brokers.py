@@ -100,18 +100,25 @@ class Client:
             raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
         if limits.max_bytes is None and limits.overflow == REJECT:
             return limits.max_length
-        raise UnsupportedOperation(
-            f"queue {name!r}: the {type(self.provider).__name__} backend bounds a queue's "
-            f"length with overflow='reject' only, not {limits.describe()}; use "
-            "Limits(max_length=n) (or capacity=n) here, or a cluster's queues for "
-            "max_bytes and drop_oldest")
+        raise self._no_limits("queue", name, limits, " bounds a queue's length with "
+                              "overflow='reject' only (Limits(max_length=n), or capacity=n)")
+
+    def _no_limits(self, kind: str, name: str, limits: Limits,
+                   what: str = " has no limits for it") -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{kind} {name!r}: the {type(self.provider).__name__} backend{what}, not "
+            f"{limits.describe()}; use a cluster's cells for max_bytes, drop_oldest and "
+            "retention")
 
     def work_queue(
-        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The work queue ``name``: leases of ``visibility_timeout`` seconds, dead letters
-        after ``max_deliveries`` attempts."""
+        after ``max_deliveries`` attempts (``limits``: refused, a broker has none)."""
         self._check_open()
+        if limits is not None:
+            raise self._no_limits("work queue", name, limits)
         cell = self._work.get(name)
         if cell is None:
             storage = self.provider.work_queue(
@@ -124,9 +131,12 @@ class Client:
                 f"{cell.visibility_timeout} and max_deliveries {cell.max_deliveries}")
         return cell
 
-    def topic(self, name: str) -> TopicCell[Any]:
-        """The topic ``name``."""
+    def topic(self, name: str, *, limits: Limits | None = None) -> TopicCell[Any]:
+        """The topic ``name`` (``limits``: refused, a broker topic keeps no retention
+        limits of ours)."""
         self._check_open()
+        if limits is not None:
+            raise self._no_limits("topic", name, limits)
         cell = self._topics.get(name)
         if cell is None:
             cell = self._topics[name] = TopicCell(

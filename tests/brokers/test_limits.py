@@ -29,3 +29,11 @@ async def test_a_length_limit_with_reject_is_the_broker_capacity(provider: Any) 
     assert q.capacity() == 1
     await q.push("a")
     assert await q.offer("b") is QueuePushError.Full
+
+
+async def test_work_queue_and_topic_limits_are_refused_naming_the_broker(provider: Any) -> None:
+    client = Client(provider)
+    with pytest.raises(UnsupportedOperation, match=type(provider).__name__):
+        client.work_queue(fresh("limits"), limits=Limits(max_length=3))
+    with pytest.raises(UnsupportedOperation, match=type(provider).__name__):
+        client.topic(fresh("limits"), limits=Limits(max_length=3, overflow="drop_oldest"))

@@ -294,3 +294,11 @@ async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica
             assert value(m, "lazily_queue_dropped_total", cell="news", kind="topic",
                          reason="drop_oldest") == 1
             assert value(m, "lazily_queue_cell_bytes", cell="news", kind="topic") == 3
+        jobs = nodes[2].work_queue("jobs", limits=Limits(max_length=1, overflow="drop_oldest"))
+        await jobs.push("a")
+        await jobs.push("bc")
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_dropped_total", cell="jobs", kind="work_queue",
+                         reason="drop_oldest") == 1
+            assert value(m, "lazily_queue_cell_bytes", cell="jobs", kind="work_queue") == 2
