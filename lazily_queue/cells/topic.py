@@ -25,7 +25,7 @@ from ..core.topic import (
     check_start,
     check_subscriber,
 )
-from ..errors import OffsetOutOfRange, UnsupportedOperation
+from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -45,6 +45,7 @@ from ..storage.topic import (
 from ..threads import LoopBridge, ThreadSafeCell
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
+from .topic_limits import TopicLimits
 from .topic_stream import TopicStreams
 from .work_batches import Clock
 
@@ -52,7 +53,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicCell(TopicStreams[T]):
+class TopicCell(TopicStreams[T], TopicLimits):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
@@ -126,35 +127,6 @@ class TopicCell(TopicStreams[T]):
 
     def __repr__(self) -> str:
         return f"TopicCell({self.name!r}, storage={self._storage!r})"
-
-    # -- retention limits -----------------------------------------------------------------
-
-    def _limited(self) -> LimitedTopic[Any] | None:
-        find = getattr(self._storage, "limited_topic", None)
-        return None if find is None else cast("LimitedTopic[Any] | None", find())
-
-    def limits(self) -> Limits | None:
-        """The topic's retention limits (``None``: interest-based GC only)."""
-        topic = self._limited()
-        if topic is not None:
-            return topic.limits()
-        declared = getattr(self._storage, "declared_limits", None)
-        return None if declared is None else cast("Limits | None", declared())
-
-    def retained_bytes(self) -> int:
-        """The bytes of the retained log (0 without limits)."""
-        topic = self._limited()
-        return 0 if topic is None else topic.quota.bytes
-
-    def dropped(self) -> int:
-        """Elements the retention limits dropped (read or not)."""
-        topic = self._limited()
-        return 0 if topic is None else topic.quota.dropped_total()
-
-    def gap(self, subscriber: str) -> int:
-        """Elements the retention limits dropped before ``subscriber`` read them."""
-        topic = self._limited()
-        return 0 if topic is None else topic.gap(subscriber)
 
     @property
     def storage(self) -> TopicStorage[T]:
@@ -246,7 +218,11 @@ class TopicCell(TopicStreams[T]):
     def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
         storage = self._require_sync("try_publish", "publish(value)")
-        return self._apply(storage.try_publish(value))
+        try:
+            return self._apply(storage.try_publish(value))
+        except LimitExceeded as exc:  # the retention's max_bytes: name this cell
+            raise LimitExceeded(f"topic {self.name!r}: {exc}", cell=self.name,
+                                limit=exc.limit, value=exc.value) from None
 
     def try_advance(self, subscriber: str) -> T | None:
         """Consume and return the element at the cursor; ``None`` when there is none."""

@@ -72,7 +72,7 @@ class LimitedTopic(TopicCore[R]):
         if over is not None:
             if over[1] < 0:
                 raise LimitExceeded(
-                    f"topic: an element of {size} bytes never fits its max_bytes limit of "
+                    f"an element of {size} bytes never fits its max_bytes limit of "
                     f"{quota.limits.max_bytes}; store large payloads elsewhere and publish a "
                     "reference, or raise the limit", cell="topic", limit="max_bytes",
                     value=quota.limits.max_bytes)

@@ -65,6 +65,7 @@ async def test_retention_by_bytes_and_an_element_that_never_fits(kind: str) -> N
         with pytest.raises(LimitExceeded) as refused:
             await t.publish("x" * 7)
         assert refused.value.limit == "max_bytes" and refused.value.value == 6
+        assert refused.value.cell == "t" and "'t'" in str(refused.value)
         assert t.elements() == ["ef", "ghij"] and t.retained_bytes() == 6
 
 
