@@ -58,6 +58,8 @@ class TopicInitial:
 class WorkQueueInitial:
     visibility_timeout: int
     max_deliveries: int
+    #: The work queue's limits (``initial.limits``: the state key ``dropped`` too).
+    limits: Limits | None = None
 
 
 class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)

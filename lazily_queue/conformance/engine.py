@@ -163,7 +163,7 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
 
         needed |= work_queue_needs(document)
     initial = document.get("initial")
-    if model in ("QueueCell", "TopicCell") and isinstance(initial, dict) and "limits" in initial:
+    if isinstance(initial, dict) and "limits" in initial:
         needed.add("limits")
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None

@@ -218,9 +218,14 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
         return self.cell.readers()
 
     async def push(self, value: Any, msg_id: str | None = None) -> int:
+        """The ``item_id``; a push a work queue's limits refuse raises ``LimitExceeded``
+        (never waits for room)."""
         if msg_id is not None:
-            return await self.cell.push(value, msg_id=msg_id)
-        return await self._invoke(self.cell.try_push, self.cell.push, value)
+            return await self.cell.push(value, msg_id=msg_id, wait=False)
+        return await self._invoke(self.cell.try_push, self._push_now, value)
+
+    async def _push_now(self, value: Any) -> int:
+        return await self.cell.push(value, wait=False)
 
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
         cell = self.cell
@@ -306,6 +311,7 @@ class LocalBackend(Backend):
             visibility_timeout=initial.visibility_timeout,
             max_deliveries=initial.max_deliveries,
             context=Context(name="conformance"),
+            limits=initial.limits,
         )
         return LocalWorkQueueAdapter(cell, Invoker(flavor))
 

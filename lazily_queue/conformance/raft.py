@@ -141,7 +141,8 @@ class RaftBackend(Backend):
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         cell = self.observer.open_work_queue(
-            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries
+            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries,
+            limits=initial.limits,
         )
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)

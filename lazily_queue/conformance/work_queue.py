@@ -1,15 +1,21 @@
-"""WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4)."""
+"""WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4).
+
+Extension: ``initial.limits`` (a work queue with limits): a push they refuse returns
+``"Full"``, and the state key ``dropped`` is the number of items ``drop_oldest`` dropped.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import LimitExceeded
 from . import transactions
 from .backend import WorkQueueAdapter, WorkQueueInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
 from .probes import ProbeSet
+from .queue import limits_of_fixture
 
 READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(
@@ -28,7 +34,7 @@ class WorkQueueRunner(ModelRunner):
         "reap_expired": OpSpec(required=("now",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset({"pending", "in_flight", "dead_letters", "reads"})
+    state_keys = frozenset({"pending", "in_flight", "dead_letters", "reads", "dropped"})
     returns_required = True
 
     _adapter: WorkQueueAdapter | None = None
@@ -39,6 +45,10 @@ class WorkQueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        limits = None
+        if isinstance(initial, dict) and "limits" in initial:
+            initial = dict(initial)
+            limits = limits_of_fixture(initial.pop("limits"))
         initial = require_object(initial, "initial", INITIAL_KEYS)
         for key in ("pending", "in_flight", "dead_letters"):
             if initial[key] != []:
@@ -54,7 +64,8 @@ class WorkQueueRunner(ModelRunner):
         if not is_int(limit) or limit < 1:
             fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
         self._adapter = await self.backend.work_queue(
-            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit), self.flavor
+            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit, limits=limits),
+            self.flavor
         )
         names = set(self._adapter.readers())
         if names != set(READERS):
@@ -79,7 +90,10 @@ class WorkQueueRunner(ModelRunner):
             ops = transactions.checked_ops(step, "WorkQueueCell", op["ops"])
             return await adapter.transaction(ops)
         if kind == "push":
-            return await adapter.push(op["value"], op.get("msg_id"))
+            try:
+                return await adapter.push(op["value"], op.get("msg_id"))
+            except LimitExceeded:
+                return "Full"
         if kind == "claim":
             return await adapter.claim(op["worker"], op["now"])
         if kind == "ack":
@@ -98,6 +112,11 @@ class WorkQueueRunner(ModelRunner):
             return adapter.in_flight()
         if key == "dead_letters":
             return adapter.dead_letters()
+        if key == "dropped":
+            cell = getattr(adapter, "cell", None)
+            if cell is None:
+                fail(step, key, f"{type(adapter).__name__} has no cell to read dropped from")
+            return cell.dropped()
         return {name: slot.get() for name, slot in adapter.readers().items()}
 
 
