@@ -13,6 +13,7 @@ from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
 from .core.limits import Limits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
+from .core.scheduling import RetryPolicy
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
     DeadLetter,
@@ -27,6 +28,7 @@ from .core.work import (
 from .errors import (
     InvalidConfiguration,
     InvalidMessageId,
+    InvalidSchedule,
     InvalidSnapshot,
     LazilyQueueError,
     LimitExceeded,
@@ -138,6 +140,7 @@ __all__ = [
     "Durability",
     "InvalidConfiguration",
     "InvalidMessageId",
+    "InvalidSchedule",
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",
@@ -162,6 +165,7 @@ __all__ = [
     "QueueStorage",
     "Receipt",
     "RequestRefused",
+    "RetryPolicy",
     "Serializer",
     "SettlementRejected",
     "StorageCapabilities",

@@ -98,3 +98,9 @@ class LimitExceeded(LazilyQueueError):
         self.cell = cell
         self.limit = limit
         self.value = value
+
+
+class InvalidSchedule(LazilyQueueError, ValueError):
+    """A priority, ``delay``, ``not_before`` or retry policy is out of range or of the
+    wrong type (a naive datetime, a negative delay, an unknown priority level); raised
+    before anything is proposed."""

@@ -8,6 +8,7 @@ from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
 from .core.limits import Limits
+from .core.scheduling import RetryPolicy
 from .errors import InvalidConfiguration, UnsupportedOperation
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -106,27 +107,36 @@ class NodeCells:
         visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         serializer: Serializer[Any] | None = None,
+        retry: RetryPolicy | None = None,
         limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 
         ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
-        replicated queue are the leader's milliseconds since the Unix epoch. Every node
-        must open it with the same settings.
+        replicated queue are the leader's milliseconds since the Unix epoch. ``retry``
+        (seconds) is the back-off of a nacked or expired item. Every node must open it
+        with the same settings.
         """
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
-                                    serializer=serializer, limits=limits)
+                                    serializer=serializer,
+                                    retry=None if retry is None else retry.scaled(1000),
+                                    limits=limits)
 
     def open_work_queue(
         self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
-        serializer: Serializer[Any] | None = None, limits: Limits | None = None,
+        serializer: Serializer[Any] | None = None, retry: RetryPolicy | None = None,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
-        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
+        """:meth:`work_queue` with the lease length (and ``retry``) in the replicated
+        unit (ms)."""
         timeout_ms = visibility_timeout_ms
         cell = self._work_cells.get(name)
         if cell is not None:
-            if (cell.visibility_timeout, cell.max_deliveries, cell.limits()) != (
-                    timeout_ms, max_deliveries, limits):
+            opened = getattr(cell.storage, "retry", None)
+            if (cell.visibility_timeout, cell.max_deliveries, opened, cell.limits()) != (
+                    timeout_ms, max_deliveries, retry, limits):
                 raise InvalidConfiguration(
                     f"work queue {name!r} is already open with other settings"
                 )
@@ -144,8 +154,9 @@ class NodeCells:
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
+            **({} if retry is None else {"retry": retry}),
         ) if limits is None else self._limited_work_storage(name, timeout_ms, max_deliveries,
-                                                            limits)
+                                                            limits, retry)
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
@@ -153,10 +164,13 @@ class NodeCells:
 
 
     def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
-                              limits: Limits) -> RaftWorkQueueStorage:
+                              limits: Limits, retry: RetryPolicy | None) -> RaftWorkQueueStorage:
         """The storage of a work queue with limits (a member's cells only)."""
         from .storage.raft_limited import LimitedRaftWorkQueueStorage
 
+        if retry is not None:
+            raise InvalidConfiguration(f"work queue {name!r}: limits or a retry policy, not "
+                                       "both yet")
         if self.work_queue_storage is not RaftWorkQueueStorage:
             raise UnsupportedOperation(
                 f"work queue {name!r}: limits on a work queue are declared by a member "

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Collection
 from typing import Any
 
-from ..errors import LimitExceeded
+from ..errors import LimitExceeded, UnsupportedOperation
 from .limits import DROP_OLDEST, RULES, Limits, value_size
 from .work import WorkQueueCore, WorkTransition, change_mask
 from .work_items import DeadLetterReason, Delivery
@@ -67,6 +67,11 @@ class LimitedWorkQueue(WorkQueueCore):
 
     def held(self) -> int:
         return len(self._pending) + len(self._in_flight)
+
+    def push_scheduled(self, value: Any, stamp: int | None = None, **schedule: Any) -> Any:
+        """Not offered: a scheduled item would escape the limits."""
+        raise UnsupportedOperation("priority, delay and not_before are not offered on a work "
+                                   "queue with limits yet; push without them")
 
     def pending_sizes(self) -> deque[int]:
         """The sizes of the pending items, oldest first."""
@@ -132,8 +137,9 @@ class LimitedWorkQueue(WorkQueueCore):
             self._release(delivery.item_id)
         return transition
 
-    def _fail(self, delivery: Delivery, reason: DeadLetterReason) -> None:
-        super()._fail(delivery, reason)
+    def _fail(self, delivery: Delivery, reason: DeadLetterReason, now: float | None = None,
+              delay: float | None = None) -> None:
+        super()._fail(delivery, reason, now, delay)
         if delivery.attempt >= self.max_deliveries:  # dead letters are not held
             self._release(delivery.item_id)
 

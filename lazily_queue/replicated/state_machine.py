@@ -52,6 +52,7 @@ from . import (
     groups,
     limits,
     queues,
+    scheduling,
     topics,
     transactions,
     work_queues,
@@ -89,7 +90,8 @@ MAX_CLIENT_SESSIONS = 16384
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
-                                transactions.FAMILY, groups.FAMILY, limits.FAMILY)
+                                transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
+                                limits.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

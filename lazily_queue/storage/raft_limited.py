@@ -8,6 +8,7 @@ against the limits in log order, and a push the limits refuse raises
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.limited_work import LimitedWorkQueue
@@ -24,7 +25,10 @@ if TYPE_CHECKING:
 
 
 class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
-    """A replicated work queue with limits (module docstring)."""
+    """A replicated work queue with limits (module docstring); without ``scheduling``
+    (priorities and delays are not offered with limits yet)."""
+
+    capabilities = replace(RaftWorkQueueStorage.capabilities, scheduling=False)
 
     def __init__(self, driver: Proposer, view: ReadView, name: str, *,
                  visibility_timeout: int, max_deliveries: int, limits: Limits,
