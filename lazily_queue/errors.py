@@ -92,6 +92,19 @@ class OffsetOutOfRange(LazilyQueueError, ValueError):
         self.end = end
 
 
+class LimitExceeded(LazilyQueueError):
+    """A push was refused because the cell is at one of its limits (overflow policy
+    ``reject``): ``cell`` names the cell, ``limit`` the limit (``"max_length"`` or
+    ``"max_bytes"``) and ``value`` its bound. Wait for room (``push(..., wait=True)``),
+    consume faster, raise the limit, or declare the cell with ``overflow="drop_oldest"``."""
+
+    def __init__(self, message: str, *, cell: str, limit: str, value: int | None) -> None:
+        super().__init__(message)
+        self.cell = cell
+        self.limit = limit
+        self.value = value
+
+
 class InvalidSchedule(LazilyQueueError, ValueError):
     """A priority, ``delay``, ``not_before`` or retry policy is out of range or of the
     wrong type (a naive datetime, a negative delay, an unknown priority level); raised

@@ -26,6 +26,9 @@ recorded result must be the model's. On top of that:
   refused as out of range);
 - message expiry (:mod:`.expiry`): a pop never hands out an element at or after its
   deadline, and the TTL queue and its expired count are the model's;
+- queues with limits (:mod:`.limits_model`): a ``reject`` queue never past its limits,
+  ``drop_oldest`` drops only the oldest, each counted, and no acknowledged push is lost
+  outside the policy;
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -46,6 +49,7 @@ from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .expiry import TTL_QUEUE, ExpiryModel
 from .group_model import GroupModels
 from .history import AppliedOp, History, Violation
+from .limits_model import LIMITED, LimitedClient, LimitsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .txn import TxnModel
@@ -99,6 +103,7 @@ class Checker:
         self.txns = TxnModel()
         self.groups = GroupModels()
         self.expiry = ExpiryModel()
+        self.limits = LimitsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -133,6 +138,9 @@ class Checker:
         code, args = op.code, op.args
         if args and args[0] == TTL_QUEUE:
             self.expiry.apply(op, self.now)
+            return
+        if self.limits.handles(op):
+            self.limits.apply(op)
             return
         if code == C.TXN:
             self.txns.apply(self, op)
@@ -327,7 +335,7 @@ class Checker:
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None and (
-                            obs.args[0] != TTL_QUEUE):  # the TTL queue's: .expiry
+                            obs.args[0] != TTL_QUEUE and obs.args[0] not in LIMITED):
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
@@ -344,6 +352,9 @@ class Checker:
         for value in acked:
             if value not in pushed:
                 self.fail(f"acknowledged push {value!r} is not in the log")
+        self.limits.check_acknowledged([pair for client in self.clients
+                                        if isinstance(client, LimitedClient)
+                                        for pair in client.acknowledged()])
         self._check_reads()
 
     def _check_reads(self) -> None:
@@ -363,6 +374,7 @@ class Checker:
         self.once.check_final()
         self.txns.check_final()
         self.expiry.check_final(state)
+        self.limits.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

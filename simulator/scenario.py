@@ -109,7 +109,7 @@ DEFAULT_CLIENTS = {
     "producer": 2, "consumer": 1, "work-producer": 1, "worker": 2,
     "publisher": 1, "durable": 2, "ephemeral": 1, "session-producer": 2, "once-producer": 2,
     "session-consumer": 1, "session-worker": 1, "txn-worker": 2, "group-member": 3,
-    "replayer": 1,
+    "replayer": 1, "limited": 1,
 }
 
 

@@ -24,6 +24,7 @@ from .deliveries import check_session_answers, check_single_delivery
 from .expiry import TtlClient
 from .faults import Faults
 from .history import Violation
+from .limits_model import LimitedClient
 from .once import OnceProducer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
@@ -99,6 +100,7 @@ class Simulation:
             "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
             "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
+            "limited": LimitedClient,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -115,7 +117,8 @@ class Simulation:
                 else:
                     prefix = {"session-producer": "sp", "once-producer": "op",
                               "session-consumer": "sc", "session-worker": "sw",
-                              "txn-worker": "tw", "replayer": "r"}.get(kind, kind[:2])
+                              "txn-worker": "tw", "replayer": "r",
+                              "limited": "lc"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values

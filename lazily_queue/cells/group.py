@@ -65,7 +65,7 @@ class GroupCell(WorkQueueCell):
 
     async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
                    delay: float | None = None, not_before: datetime | None = None,
-                   now: Now = None, ttl: float | None = None) -> int:
+                   now: Now = None, wait: bool = True, ttl: float | None = None) -> int:
         raise self._fed_by_topic()
 
     def _fed_by_topic(self) -> UnsupportedOperation:

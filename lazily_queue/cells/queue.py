@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
 from ..core.expiry import ttl_ms
+from ..core.limits import Limits
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -47,6 +48,7 @@ from ..threads import LoopBridge, ThreadSafeQueue
 from .expiry import EXPIRED, expired_reader, expiring_deque, offer_ttl
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
+from .queue_limits import QuotaReaders, full_rule, limit_exceeded, limited_deque, limits_of
 from .queue_messages import QueueMessages
 
 T = TypeVar("T")
@@ -95,12 +97,17 @@ class QueueCell(QueueMessages[T], Generic[T]):
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
         ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        if storage is None and ttl is not None and limits is not None:
+            raise UnsupportedOperation("a local queue takes ttl or limits, not both yet")
         if storage is None:
-            storage = (VecDequeStorage(capacity, clock=clock) if ttl is None
-                       else expiring_deque(capacity, clock, ttl))
-        elif capacity is not None or clock is not None or ttl is not None:
-            raise ValueError("pass capacity, clock and ttl to the storage backend")
+            storage = (expiring_deque(capacity, clock, ttl) if ttl is not None
+                       else VecDequeStorage(capacity, clock=clock) if limits is None
+                       else limited_deque(capacity, limits, clock))
+        elif capacity is not None or clock is not None or limits is not None or ttl is not None:
+            raise ValueError("pass capacity, limits, clock and ttl to the storage backend, "
+                             "not to QueueCell")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -118,13 +125,14 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self.len: Slot[int] = group.slot(storage.len, f"{name}.len")
         self.is_empty: Slot[bool] = group.slot(lambda: storage.len() == 0, f"{name}.is_empty")
         self.is_full: Slot[bool] = group.slot(
-            (lambda: False) if cap is None else (lambda: storage.len() >= cap),
-            f"{name}.is_full",
+            full_rule(storage, cap), f"{name}.is_full",
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
         #: Elements that expired without being delivered (capability ``expiry``).
         self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
         self._expiring = self._caps.expiry
+        self._limits = limits_of(storage)
+        self.quota = QuotaReaders.of(name, storage, group)
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -168,12 +176,18 @@ class QueueCell(QueueMessages[T], Generic[T]):
         """``None`` for unbounded, else the fixed bound."""
         return self._capacity
 
+    def limits(self) -> Limits | None:
+        """The limits the queue was declared with (``None``: only ``capacity``)."""
+        return self._limits
+
     def __len__(self) -> int:
         return self._storage.len()
 
     # -- invalidation ---------------------------------------------------------------------
 
     def _invalidate(self, mask: int) -> None:
+        if self.quota is not None:  # a push may drop: the readers whose value moved
+            mask = self.quota.changed()
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
@@ -281,19 +295,21 @@ class QueueCell(QueueMessages[T], Generic[T]):
 
     async def push(
         self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None, wait: bool = True,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
         ``ttl`` (seconds) makes it expire that long after its push (see :meth:`offer`).
+        ``wait=False``: a full queue raises :class:`~lazily_queue.errors.LimitExceeded`
+        (naming the limit) instead of waiting for room.
         """
         if ttl is not None:
             ttl_ms(ttl)  # refused before waiting
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self.push(value, msg_id=msg_id, ttl=ttl)
+                return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait)
         while True:
             if msg_id is not None or ttl is not None:
                 err = await self.offer(value, msg_id=msg_id, ttl=ttl)
@@ -304,6 +320,10 @@ class QueueCell(QueueMessages[T], Generic[T]):
                 return
             if err is _PUSH_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            if not wait:
+                raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
+                                     None if self.quota is None else self.quota.quota(),
+                                     value)
             await wait_until(self._has_room, context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
@@ -422,4 +442,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
             "is_empty": self.is_empty,
             "is_full": self.is_full,
             "closed": self.is_closed,
+            **({} if self.quota is None else self.quota.readers()),
         }
+

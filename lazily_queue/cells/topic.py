@@ -17,6 +17,8 @@ from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
 from ..core.expiry import ttl_ms
+from ..core.limited_topic import LimitedTopic
+from ..core.limits import Limits
 from ..core.topic import (
     Durability,
     Start,
@@ -25,7 +27,7 @@ from ..core.topic import (
     check_start,
     check_subscriber,
 )
-from ..errors import OffsetOutOfRange, UnsupportedOperation
+from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -46,6 +48,7 @@ from ..threads import LoopBridge, ThreadSafeCell
 from .expiry import expired_reader, no_topic_ttl
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
+from .topic_limits import TopicLimits
 from .topic_stream import TopicStreams
 from .work_batches import Clock
 
@@ -53,7 +56,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicCell(TopicStreams[T]):
+class TopicCell(TopicStreams[T], TopicLimits):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
@@ -79,15 +82,22 @@ class TopicCell(TopicStreams[T]):
         clock: Callable[[], float] | None = None,
         ttl: float | None = None,
         max_age: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if storage is None and (ttl is not None or max_age is not None):
+            if limits is not None:
+                raise UnsupportedOperation("a local topic takes ttl/max_age or limits, not "
+                                           "both yet")
             from ..storage.local_topic_expiry import ExpiringTopicStorage
             storage = ExpiringTopicStorage(ttl=ttl, max_age=max_age, clock=clock or time.time)
         elif storage is None:
-            storage = LocalTopicStorage(clock=clock)
-        elif clock is not None or ttl is not None or max_age is not None:
-            raise ValueError("pass clock, ttl and max_age to the storage backend, not to "
+            storage = LocalTopicStorage(None if limits is None else LimitedTopic(limits),
+                                        clock=clock)
+        elif limits is not None or ttl is not None or max_age is not None:
+            raise ValueError("pass limits, ttl and max_age to the storage backend, not to "
                              "TopicCell")
+        elif clock is not None:
+            raise ValueError("pass clock to the storage backend, not to TopicCell")
         if serializer is not None:
             storage = SerializingTopicStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -225,7 +235,11 @@ class TopicCell(TopicStreams[T]):
     def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
         storage = self._require_sync("try_publish", "publish(value)")
-        return self._apply(storage.try_publish(value))
+        try:
+            return self._apply(storage.try_publish(value))
+        except LimitExceeded as exc:  # the retention's max_bytes: name this cell
+            raise LimitExceeded(f"topic {self.name!r}: {exc}", cell=self.name,
+                                limit=exc.limit, value=exc.value) from None
 
     def try_advance(self, subscriber: str) -> T | None:
         """Consume and return the element at the cursor; ``None`` when there is none."""

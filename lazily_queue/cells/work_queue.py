@@ -22,9 +22,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..errors import InvalidConfiguration, LimitExceeded, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -45,6 +47,7 @@ from .expiry import expired_reader, push_ttl
 from .job import Job, deliver
 from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
+from .work_limits import WorkLimits, named, wait_for_room
 from .work_scheduling import WorkQueueScheduling, rejected
 from .work_sync import WorkQueueSyncOps
 
@@ -58,7 +61,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
+class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, WorkLimits):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -85,6 +88,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         serializer: Serializer[Any] | None = None,
         retry: RetryPolicy | None = None,
         ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
@@ -94,13 +98,17 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
             if retry is not None and clock is None:
                 raise InvalidConfiguration(f"{name}: a retry policy counts its back-off on "
                                            "the cell's clock: pass clock= too")
-            core = WorkQueueCore(lease, retries, retry=retry)
+            if limits is not None and retry is not None:
+                raise InvalidConfiguration(f"{name}: a work queue takes limits or a retry "
+                                           "policy, not both yet")
+            core = (WorkQueueCore(lease, retries, retry=retry) if limits is None
+                    else LimitedWorkQueue(lease, retries, limits=limits))
             storage = (LocalWorkQueueStorage(core, name=name, clock=clock) if ttl is None
                        else ExpiringWorkQueueStorage(core, name=name, clock=clock, ttl=ttl))
         elif (visibility_timeout is not None or max_deliveries is not None or retry is not None
-              or ttl is not None):
-            raise ValueError("pass visibility_timeout/max_deliveries/retry/ttl to the storage "
-                             "backend")
+              or limits is not None or ttl is not None):
+            raise ValueError("pass visibility_timeout/max_deliveries/retry/limits/ttl to the "
+                             "storage backend")
         if serializer is not None:
             storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -249,7 +257,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
 
     async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
                    delay: float | None = None, not_before: datetime | None = None,
-                   now: Now = None, ttl: float | None = None) -> int:
+                   now: Now = None, wait: bool = True, ttl: float | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
@@ -274,6 +282,18 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
                 raise UnsupportedOperation(f"{self.name}: a push with msg_id takes no "
                                            "priority, delay or not_before")
             return await self._push_scheduled(value, priority, delay, not_before, now)
+        while True:
+            try:
+                return await self._push(value, msg_id)
+            except LimitExceeded as exc:  # a work queue with limits: wait for room
+                limits = self.limits()
+                if not wait or limits is None:
+                    raise named(exc, self.name) from None
+                await wait_for_room(self._storage, limits, value,
+                                    [self.pending_len, self.in_flight_len],
+                                    self._raise_if_stopped, self.ctx)
+
+    async def _push(self, value: Any, msg_id: str | None) -> int:
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:

@@ -56,7 +56,8 @@ ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_REST
                    ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
                    ops.WORK_DELETE, ops.EXPIRE})
 DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
-                     ops.WORK_DECLARE_RETRY, ops.EXPIRY_RULES})
+                     ops.WORK_DECLARE_RETRY, ops.EXPIRY_RULES, ops.QUEUE_DECLARE_LIMITED,
+                     ops.TOPIC_DECLARE_LIMITED, ops.WORK_DECLARE_LIMITED})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
 PERMISSIONS = ("produce", "consume", "admin")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from ..core.limits import Limits
 from ..core.queue import QueuePopError, QueuePushError
 from ..reactive import Slot
 
@@ -36,6 +37,8 @@ class QueueInitial:
     #: The fixture uses message expiry (``ttl`` is the cell's default, seconds).
     expiry: bool = False
     ttl: float | None = None
+    #: The queue's limits (``initial.limits``: readers ``bytes`` and ``dropped`` too).
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class TopicInitial:
     subscriptions: dict[str, SubscriptionRecord] = field(default_factory=dict)
     #: Retention by age (seconds), ``None``: none.
     max_age: float | None = None
+
+    #: The topic's retention (``initial.limits``, overflow ``drop_oldest``).
+    limits: Limits | None = None
 
 
 class FixtureClock:
@@ -70,6 +76,8 @@ class WorkQueueInitial:
     max_deliveries: int
     #: ``[base, factor, cap]`` in fixture time units (capability ``scheduling``).
     retry: list[Any] | None = None
+    #: The work queue's limits (``initial.limits``: the state key ``dropped`` too).
+    limits: Limits | None = None
 
 
 class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)
@@ -307,6 +315,8 @@ CAPABILITIES = {
               "the replay's clock",
     "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "
                   "policy",
+    "limits": "queue fixtures declaring limits (max_bytes, drop_oldest): the bytes and "
+              "dropped readers",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

@@ -70,6 +70,8 @@ LACKS = {
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
     "scheduling": "the broker work queues have no priorities, delays or retry policies "
                   "(no scheduling capability)",
+    "limits": "a broker bounds a queue's length with reject only (no max_bytes, no "
+              "drop_oldest, no bytes or dropped readers)",
 }
 NATS_LACKS = {
     **LACKS,

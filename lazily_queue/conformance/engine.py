@@ -165,6 +165,8 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
     initial = document.get("initial")
     if isinstance(initial, dict) and ("ttl" in initial or "max_age" in initial):
         needed.add("expiry")
+    if isinstance(initial, dict) and "limits" in initial:
+        needed.add("limits")
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None
         kind = op.get("type") if isinstance(op, dict) else None

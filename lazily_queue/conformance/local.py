@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
+from ..core.limited_topic import LimitedTopic
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.scheduling import RetryPolicy
 from ..core.topic import TopicCore
@@ -32,8 +33,9 @@ from ..core.work import Receipt, WorkQueueCore
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
-from ..storage.local import VecDequeStorage
+from ..storage.local import LocalTopicStorage, VecDequeStorage
 from ..storage.local_expiry import ExpiringDequeStorage
+from ..storage.local_limited import LimitedDequeStorage
 from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from ..threads import LoopBridge
@@ -229,9 +231,14 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
         return self.cell.readers()
 
     async def push(self, value: Any, msg_id: str | None = None) -> int:
+        """The ``item_id``; a push a work queue's limits refuse raises ``LimitExceeded``
+        (never waits for room)."""
         if msg_id is not None:
-            return await self.cell.push(value, msg_id=msg_id)
-        return await self._invoke(self.cell.try_push, self.cell.push, value)
+            return await self.cell.push(value, msg_id=msg_id, wait=False)
+        return await self._invoke(self.cell.try_push, self._push_now, value)
+
+    async def _push_now(self, value: Any) -> int:
+        return await self.cell.push(value, wait=False)
 
     async def push_scheduled(self, value: Any, priority: int, delay: int | None,
                              now: int | None) -> int:
@@ -304,7 +311,8 @@ class LocalBackend(Backend):
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
         storage: VecDequeStorage[Any] = (
             ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
-            if initial.expiry else storage_type(initial.capacity))
+            if initial.expiry else storage_type(initial.capacity) if initial.limits is None
+            else LimitedDequeStorage(initial.limits))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
         for value in initial.elements:
             if cell.try_push(value) is not None:
@@ -320,9 +328,14 @@ class LocalBackend(Backend):
             storage.core = TopicCore.from_snapshot(_topic_snapshot(initial))
             return LocalTopicAdapter(TopicCell(storage, context=Context(name="conformance")),
                                      Invoker(flavor))
-        cell: TopicCell[Any] = TopicCell.from_snapshot(
-            _topic_snapshot(initial), context=Context(name="conformance")
-        )
+        if initial.limits is not None:
+            core = LimitedTopic.limited(TopicCore.from_snapshot(_topic_snapshot(initial)),
+                                        initial.limits)
+            cell: TopicCell[Any] = TopicCell(LocalTopicStorage(core),
+                                             context=Context(name="conformance"))
+        else:
+            cell = TopicCell.from_snapshot(_topic_snapshot(initial),
+                                           context=Context(name="conformance"))
         return LocalTopicAdapter(cell, Invoker(flavor))
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
@@ -343,6 +356,7 @@ class LocalBackend(Backend):
             visibility_timeout=initial.visibility_timeout,
             max_deliveries=initial.max_deliveries,
             context=Context(name="conformance"),
+            limits=initial.limits,
         )
         return LocalWorkQueueAdapter(cell, Invoker(flavor))
 

@@ -122,7 +122,7 @@ class RaftBackend(Backend):
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity,
-                                   ttl=initial.ttl)
+                                   ttl=initial.ttl, limits=initial.limits)
         for value in initial.elements:
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
@@ -131,7 +131,8 @@ class RaftBackend(Backend):
         return RaftQueueAdapter(cell, Invoker("async"), self.observer.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell = self.observer.topic(f"t{next(_names)}", max_age=initial.max_age)
+        cell = self.observer.topic(f"t{next(_names)}", max_age=initial.max_age,
+                                   limits=initial.limits)
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
@@ -145,7 +146,8 @@ class RaftBackend(Backend):
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         retry = None if initial.retry is None else RetryPolicy.from_list(initial.retry)
         cell = self.observer.open_work_queue(
-            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry
+            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry,
+            limits=initial.limits,
         )
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)

@@ -1,6 +1,8 @@
 """TopicCell fixtures: snapshot ``initial``, subscriber probes, restart (spec §5.3).
 
-Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); consumer-group ops
+Extensions: ``initial.limits`` (retention by count and bytes, with the state keys
+``dropped``, the elements it dropped, and ``gaps``, per subscriber the elements dropped
+before it read them); ``subscribe`` with a ``start`` and ``seek`` (replay); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
 and the ``groups`` state key (see :mod:`.groups`).
@@ -21,6 +23,7 @@ from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
 from .probes import ProbeSet
+from .queue import limits_of_fixture
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
 RECORD_KEYS = frozenset({"durability", "connected", "cursor"})
@@ -75,7 +78,8 @@ class TopicRunner(ModelRunner):
         "restart": OpSpec(optional=("subscriber",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups"})
+    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups",
+                            "dropped", "gaps"})
 
     _adapter: TopicAdapter | None = None
     _ids: list[str]
@@ -94,6 +98,10 @@ class TopicRunner(ModelRunner):
         if max_age is not None and (not isinstance(max_age, (int, float))
                                     or isinstance(max_age, bool) or max_age <= 0):
             fail(None, "initial.max_age", f"must be a number of seconds > 0, got {max_age!r}")
+        limits = None
+        if isinstance(initial, dict) and "limits" in initial:
+            initial = dict(initial)
+            limits = limits_of_fixture(initial.pop("limits"))
         initial = require_object(initial, "initial", INITIAL_KEYS)
         base, elements, subs = initial["base_offset"], initial["elements"], initial["subscriptions"]
         if not is_int(base) or base < 0:
@@ -113,7 +121,7 @@ class TopicRunner(ModelRunner):
         self._groups = {}
         self._adapter = await self.backend.topic(
             TopicInitial(base_offset=base, elements=list(elements), subscriptions=records,
-                         max_age=max_age),
+                         max_age=max_age, limits=limits),
             self.flavor,
         )
 
@@ -192,6 +200,13 @@ class TopicRunner(ModelRunner):
             return adapter.subscriptions()
         if key == "groups":
             return adapter.groups(self._groups)
+        if key in ("dropped", "gaps"):
+            cell = getattr(adapter, "cell", None)
+            if cell is None:
+                fail(step, key, f"{type(adapter).__name__} has no cell to read {key} from")
+            if key == "dropped":
+                return cell.dropped()
+            return {sid: cell.gap(sid) for sid in adapter.subscriptions() if cell.gap(sid)}
         return self._reads(step)
 
     def _reads(self, step: int) -> dict[str, Any]:

@@ -61,8 +61,11 @@ MESSAGES_FEATURE = "queue-messages-v1"
 #: Topic replay and consumer groups (``TOPIC_SUBSCRIBE_AT``, ``TOPIC_SEEK``,
 #: ``GROUP_DECLARE``, publishes feeding groups): an older member would diverge.
 GROUPS_FEATURE = "topic-groups-v1"
+#: Cell limits (``QUEUE_DECLARE_LIMITED``, pushes checked against limits, snapshot
+#: section ``limits``): an older member would answer ``unknown_op`` and diverge.
+LIMITS_FEATURE = "limits-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
-                               MESSAGES_FEATURE, GROUPS_FEATURE})
+                               MESSAGES_FEATURE, GROUPS_FEATURE, LIMITS_FEATURE})
 INCARNATION = "incarnation:"
 
 

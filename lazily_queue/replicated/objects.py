@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
+from ..core.limited_fifo import LimitedFifo
+from ..core.limited_topic import LimitedTopic
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from .work_queues import WorkState
@@ -56,18 +60,38 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
     """The object's state as plain data, or ``None`` when it is not declared."""
     if kind == "queue":
         q = sm.queues.get(name)
-        return None if q is None else [q.capacity(), q.is_closed(), q.elements(),
-                                       list(q.id_state()), _expiry_of(sm, kind, name)]
+        if q is None:
+            return None
+        doc = [q.capacity(), q.is_closed(), q.elements(), list(q.id_state())]
+        limited_doc = None
+        if isinstance(q, LimitedFifo):  # optional: [limits, {reason: dropped}]
+            limited_doc = [q.limits().doc(), dict(q.quota.dropped)]
+        expiry_doc = _expiry_of(sm, kind, name)
+        if limited_doc is not None or expiry_doc is not None:
+            doc.append(limited_doc)
+        if expiry_doc is not None:  # optional, after the limits (or None)
+            doc.append(expiry_doc)
+        return doc
     if kind == "topic":
         t = sm.topics.get(name)
-        return None if t is None else {**t.snapshot(), "stamps": t.stamps(),
-                                       "expiry": _expiry_of(sm, kind, name)}
+        if t is None:
+            return None
+        topic_doc: dict[str, Any] = {**t.snapshot(), "stamps": t.stamps(),
+                                     "expiry": _expiry_of(sm, kind, name)}
+        if isinstance(t, LimitedTopic):  # [limits, {reason: dropped}, {subscriber: gap}]
+            topic_doc["limits"] = [t.limits().doc(), dict(t.quota.dropped), dict(t.gaps)]
+        return topic_doc
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
-                "stamps": w.core.stamps(), "expiry": _expiry_of(sm, kind, name)}
+        work_doc: dict[str, Any] = {"core": w.core.snapshot(),
+                                    "receipts": list(w.receipts.values()),
+                                    "stamps": w.core.stamps(),
+                                    "expiry": _expiry_of(sm, kind, name)}
+        if isinstance(w.core, LimitedWorkQueue):  # optional: [limits, {reason: dropped}]
+            work_doc["limits"] = [w.core.limits.doc(), dict(w.core.dropped)]
+        return work_doc
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -83,8 +107,13 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
-            sm.queues[name] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
-            _install_expiry(sm, kind, name, rest[1] if len(rest) > 1 else None)
+            fifo: Fifo[Any] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            if len(rest) > 1 and rest[1] is not None:
+                limits_doc, dropped = rest[1]
+                fifo = LimitedFifo.limited(fifo, Limits.from_doc(limits_doc))
+                fifo.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+            sm.queues[name] = fifo
+            _install_expiry(sm, kind, name, rest[2] if len(rest) > 2 else None)
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
@@ -92,8 +121,14 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
             expiry = doc.pop("expiry", None)
+            limited = doc.pop("limits", None)
             topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
             topic.load_stamps(stamps)
+            if limited is not None:
+                limits_doc, dropped, gaps = limited
+                topic = LimitedTopic.limited(topic, Limits.from_doc(limits_doc))
+                topic.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                topic.gaps = {str(k): int(v) for k, v in dict(gaps).items()}
             sm.topics[name] = topic
             _install_expiry(sm, kind, name, expiry)
     elif kind == "work_queue":
@@ -102,6 +137,11 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
             state.core.load_stamps(doc.get("stamps"))
+            if doc.get("limits") is not None:
+                limits_doc, dropped = doc["limits"]
+                limited = LimitedWorkQueue.limited(state.core, Limits.from_doc(limits_doc))
+                limited.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                state.core = limited
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state

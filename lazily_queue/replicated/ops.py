@@ -76,6 +76,10 @@ QUEUE_PUSH_TTL = 110  # [name, ttl_ms, value]: push with a per-message TTL
 WORK_PUSH_TTL = 111  # [name, ttl_ms, value]: push with a per-message TTL
 EXPIRY_RULES = 112  # [name, kind, default_ttl_ms | None, max_age_ms | None]
 EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
+# Limits and retention: 115..119.
+QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
+TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
+WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -134,6 +138,9 @@ OP_NAMES: dict[int, str] = {
     WORK_PUSH_TTL: "work_push_ttl",
     EXPIRY_RULES: "expiry_rules",
     EXPIRE: "expire",
+    QUEUE_DECLARE_LIMITED: "queue_declare_limited",
+    TOPIC_DECLARE_LIMITED: "topic_declare_limited",
+    WORK_DECLARE_LIMITED: "work_declare_limited",
 }
 
 
@@ -161,16 +168,16 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
                      QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
-                     QUEUE_PUSH_TTL), "queue"),
+                     QUEUE_PUSH_TTL, QUEUE_DECLARE_LIMITED), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
-                     TOPIC_SEEK, GROUP_DECLARE), "topic"),
+                     TOPIC_SEEK, GROUP_DECLARE, TOPIC_DECLARE_LIMITED), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_DECLARE_RETRY,
-                     WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE, WORK_PUSH_TTL),
-                    "work_queue"),
+                     WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE, WORK_PUSH_TTL,
+                     WORK_DECLARE_LIMITED), "work_queue"),
 }
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.fifo import Fifo
+from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
@@ -37,7 +38,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("bad_name", f"queue name must be a non-empty string, got {name!r}")
     existing = sm.queues.get(name)
     if existing is not None:
-        if existing.capacity() != capacity:
+        if existing.capacity() != capacity or type(existing) is LimitedFifo:
             raise OpRefused(
                 "capacity_mismatch",
                 f"queue {name!r} exists with capacity {existing.capacity()}, "
@@ -57,6 +58,10 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     pre = q.len()
     err = q.push_stamped(args[1], sm.now)
     if err is None:
+        if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
+            for i in range(q.last_dropped):
+                sm.emit(QueueChanged(args[0], POP, pre - i))
+            pre -= q.last_dropped
         sm.emit(QueueChanged(args[0], PUSH, pre))
     return err
 

@@ -52,6 +52,7 @@ from . import (
     dedup,
     expiry,
     groups,
+    limits,
     queues,
     scheduling,
     topics,
@@ -92,7 +93,7 @@ MAX_CLIENT_SESSIONS = 16384
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                expiry.FAMILY)
+                                expiry.FAMILY, limits.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..core.limited_topic import LimitedTopic
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
-from ..errors import OffsetOutOfRange
+from ..errors import LimitExceeded, OffsetOutOfRange
 from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name, stamps_section
@@ -69,7 +70,10 @@ def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> 
 
 def publish(sm: StateMachine, args: list[Any]) -> Any:
     name, topic = _topic(sm, args)
-    offset, invalidated = topic.publish(args[1], sm.now)
+    try:
+        offset, invalidated = topic.publish(args[1], sm.now)
+    except LimitExceeded as exc:  # larger than the topic's max_bytes: nothing changed
+        raise OpRefused("full", f"topic {name!r}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
     _changed(sm, name, invalidated)
@@ -96,6 +100,10 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
     except (TypeError, ValueError) as exc:
         raise OpRefused("bad_snapshot", str(exc)) from exc
     old = sm.topics.get(name)
+    if isinstance(old, LimitedTopic):  # restoring keeps the retention limits and counts
+        limited = LimitedTopic.limited(restored, old.limits())
+        limited.quota.dropped, limited.gaps = old.quota.dropped, old.gaps
+        restored = limited
     sm.topics[name] = restored
     ids = set(restored.subscriptions())
     if old is not None:

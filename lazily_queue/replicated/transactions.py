@@ -102,9 +102,13 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE):
-        _raise(check.queue_push(name, name, target))
+        _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
+    elif code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE):
+        _raise(check.work_push(name, name, target.core, args[-1]))
+    elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE):
+        _raise(check.topic_publish(name, target, args[-1]))
     return plan
 
 

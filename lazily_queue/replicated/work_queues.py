@@ -30,6 +30,7 @@ from ..core.work import (
     WorkTransition,
     check_worker,
 )
+from ..errors import LimitExceeded
 from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name, stamps_section
@@ -172,7 +173,10 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     if state.group is not None:
         raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
                         f"{state.group[0]!r}, fed by the topic: publish to the topic")
-    item_id, mask = state.core.push(args[1], sm.now)
+    try:
+        item_id, mask = state.core.push(args[1], sm.now)
+    except LimitExceeded as exc:  # a work queue with limits refused it: nothing changed
+        raise OpRefused("full", f"work queue {name!r}: {exc}") from None
     _changed(sm, name, mask)
     return [item_id, mask]
 

@@ -59,6 +59,8 @@ class StorageCapabilities:
       per-message ``ttl`` (``offer_ttl`` / ``push_ttl``), what expired is never handed
       out, and ``expired_count()`` counts what left that way. Without it the cells refuse
       ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - ``limits`` (queues): ``limits()`` and ``limited_fifo()``: the queue was declared with
+      :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
 
     sync: bool = False
@@ -74,6 +76,7 @@ class StorageCapabilities:
     groups: bool = False
     scheduling: bool = False
     expiry: bool = False
+    limits: bool = False
 
 
 def declared(

@@ -19,7 +19,9 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``lifecycle``: ``raise_if_stopped()``, for a backend that can stop (a node);
 - ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
-  and enqueue stamps.
+  and enqueue stamps;
+- ``limits``: ``limits()`` and ``limited_fifo()``, a queue declared with limits
+  (:mod:`lazily_queue.cells.queue_limits`).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -149,6 +151,7 @@ CAPABILITY_METHODS = {
     "dedup": ("offer_once",),
     "expiry": ("offer_ttl", "expired_count"),
     "messages": ("poll_stamped", "unpoll_stamped"),
+    "limits": ("limits", "limited_fifo"),
 }
 
 

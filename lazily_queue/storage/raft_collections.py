@@ -8,10 +8,12 @@ default) is replaced by the leader's stamp, in milliseconds since the Unix epoch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..core.expiry import optional_ttl_ms, ttl_ms
+from ..core.limited_topic import LimitedTopic, check_topic_limits
+from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.topic import (
     Durability,
@@ -32,7 +34,8 @@ from ..core.work import (
     WorkTransition,
     validate_config,
 )
-from ..errors import UnsupportedOperation
+from ..errors import LimitExceeded, UnsupportedOperation
+from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged, WorkQueueChanged
 from .capabilities import StorageCapabilities
@@ -63,10 +66,12 @@ class RaftTopicStorage(ReplicatedObject):
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
         ttl: float | None = None, max_age: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
         if ttl is not None or max_age is not None:
             self.expiry_rules = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+        self._limits = None if limits is None else check_topic_limits(limits)
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
@@ -96,7 +101,18 @@ class RaftTopicStorage(ReplicatedObject):
         return self.register_group(storage)
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self._limits is not None:
+            return C.TOPIC_DECLARE_LIMITED, [self.name, self._limits.doc()]
         return C.TOPIC_DECLARE, [self.name]
+
+    def declared_limits(self) -> Limits | None:
+        """The limits this storage declares the topic with."""
+        return self._limits
+
+    def limited_topic(self) -> LimitedTopic[Any] | None:
+        """The topic as applied here when it has retention limits, else ``None``."""
+        topic = self._view.topic(self.name)
+        return topic if isinstance(topic, LimitedTopic) else None
 
     def _core(self) -> TopicCore[Any]:
         topic = self._view.topic(self.name)
@@ -184,8 +200,26 @@ class RaftTopicStorage(ReplicatedObject):
     async def publish(
         self, value: Any, *, timeout: float | None = None
     ) -> TopicTransition[int]:
-        result = await self._call(C.TOPIC_PUBLISH, [self.name, value], timeout)
+        result = await self._published(self._call(C.TOPIC_PUBLISH, [self.name, value], timeout))
         return TopicTransition(int(result), frozenset())
+
+    async def _published(self, call: Awaitable[Any]) -> Any:
+        """``call``'s result; a refusal by the retention's ``max_bytes`` as
+        :class:`~lazily_queue.errors.LimitExceeded`."""
+        try:
+            return await call
+        except ProposalRejected as exc:
+            raise self._limit_exceeded(exc) from None
+
+    def _limit_exceeded(self, exc: ProposalRejected) -> Exception:
+        """A publish the retention's ``max_bytes`` refused, as ``LimitExceeded``."""
+        if not str(exc).startswith("full:") or self._limits is None:
+            return exc
+        bound = self._limits.max_bytes
+        return LimitExceeded(
+            f"topic {self.name!r}: an element larger than its max_bytes limit of {bound} "
+            "never fits; store large payloads elsewhere and publish a reference, or raise "
+            "the limit", cell=self.name, limit="max_bytes", value=bound)
 
     async def publish_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

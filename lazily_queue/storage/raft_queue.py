@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
 from ..core.ids import Run
+from ..core.limited_fifo import LimitedFifo
+from ..core.limits import REJECT, Limits
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
@@ -178,12 +180,21 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
-        timeout: float = 10.0, ttl: float | None = None,
+        timeout: float = 10.0, ttl: float | None = None, limits: Limits | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
         if ttl is not None:
             self.expiry_rules = [ttl_ms(ttl), None]
         self._capacity = validate_capacity(capacity)
+        self._limits = limits
+        if limits is not None:  # declared with QUEUE_DECLARE_LIMITED; max_length bounds
+            if capacity is not None:
+                raise ValueError("give the bound as Limits(max_length=...) or capacity=, "
+                                 "not both")
+            self._capacity = limits.max_length if limits.overflow == REJECT else None
+            self.capabilities = StorageCapabilities(
+                observable=True, peek=True, lifecycle=True, dedup=True, messages=True,
+                limits=True)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
 
@@ -191,7 +202,17 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         return f"RaftQueueStorage({self.name!r}, len={self.len()}, capacity={self._capacity})"
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self._limits is not None:
+            return C.QUEUE_DECLARE_LIMITED, [self.name, self._limits.doc()]
         return C.QUEUE_DECLARE, [self.name, self._capacity]
+
+    def limits(self) -> Limits | None:
+        return self._limits
+
+    def limited_fifo(self) -> LimitedFifo[Any] | None:
+        """The queue as applied here (``None`` before it is declared)."""
+        q = self._state()
+        return q if isinstance(q, LimitedFifo) else None
 
     def _state(self) -> Fifo[Any] | None:
         return self._view.queue(self.name)

@@ -37,7 +37,8 @@ class _Wrapper:
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
-            groups=caps.groups, scheduling=caps.scheduling, expiry=caps.expiry)
+            groups=caps.groups, scheduling=caps.scheduling, expiry=caps.expiry,
+            limits=caps.limits)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
