@@ -38,6 +38,7 @@ class StateLog(StepObserver):
         self.log = logger
         self._last: dict[str, Any] | None = None
         self._ever_linked: set[str] = set()
+        self._shape: tuple[object, ...] | None = None
 
 
     def _say(self, level: int, event: str, message: str, **fields: Any) -> None:
@@ -48,6 +49,10 @@ class StateLog(StepObserver):
         """Compare the node's state with the last one seen and log what changed."""
         driver = self.node.driver
         engine = driver.replica.engine
+        shape = (engine.shape, driver.replica.snapshots.taken)
+        if shape == self._shape:
+            return  # nothing it logs can have changed
+        self._shape = shape
         me = self.node.node_id
         now: dict[str, Any] = {
             "leader": engine.leader_id,

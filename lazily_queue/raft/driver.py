@@ -34,6 +34,7 @@ from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
 from .fsync import Fsyncer
+from .fsync_runs import FsyncRuns
 from .network import RaftNetwork
 from .pipeline import CommitPipeline
 from .proposals import Proposal
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Driver", "EventSink"]
 
 
-class Driver(Release, DiskStall):
+class Driver(Release, DiskStall, FsyncRuns):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -77,6 +78,7 @@ class Driver(Release, DiskStall):
         self._running = False
         self._stepping = False
         self._publishing = False  # a commit publication is scheduled
+        self._own_callbacks = (self._scheduled_step, self._publish_commit)
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
@@ -192,10 +194,20 @@ class Driver(Release, DiskStall):
 
     def _idle(self) -> bool:
         """Whether a step now gathers what one in the loop's next iteration would: no step
-        pending or running, nothing held or syncing, quick fsyncs, and no other callback
-        ready to run in this iteration (nothing else can propose before it ends)."""
-        return (not self._scheduled and not self._stepping and self.pipeline.idle
-                and self._inline() and not getattr(self._loop, "_ready", True))
+        pending with input or running, nothing held or syncing, quick fsyncs, and no
+        callback but the driver's own bookkeeping ready to run in this iteration (nothing
+        else can propose before it ends)."""
+        return ((not self._scheduled or not self._input) and not self._stepping
+                and self.pipeline.idle and self._inline() and not self._others_ready())
+
+    def _others_ready(self) -> bool:
+        """Whether a callback other than a scheduled step or commit publication (neither
+        proposes) is ready to run; True when the loop does not show them."""
+        ready = getattr(self._loop, "_ready", None)
+        if not ready:
+            return ready is None
+        own = self._own_callbacks
+        return any(not h._cancelled and h._callback not in own for h in ready)
 
     async def call(
         self,
@@ -286,6 +298,9 @@ class Driver(Release, DiskStall):
             self._retry_disk()
 
     def _scheduled_step(self) -> None:
+        if not self._input:  # a step already ran since the wake-up
+            self._scheduled = False
+            return
         if self._completed != self._scheduled_at and self._loop is not None:
             # Operations completed since this was scheduled: their callers run first, and
             # what they propose joins this step.
@@ -293,8 +308,7 @@ class Driver(Release, DiskStall):
             self._loop.call_soon(self._scheduled_step)
             return
         self._scheduled = False
-        if self._input:  # else a step already ran since the wake-up
-            self._step()
+        self._step()
 
     def _step(self) -> None:
         if self._stepping:
@@ -366,41 +380,3 @@ class Driver(Release, DiskStall):
         """Messages that need no fsync leave now, before the step's journal write."""
         self._dispatch(ready)
         self.network.flush()
-
-    def _start_fsync(self) -> bool:
-        """Start the fsync the pipeline wants, if any, once what may leave before it is
-        sent: here while fsyncs are quick and small, else on the worker thread. True when
-        it ran here and succeeded (what it covers has been released)."""
-        if self._loop is None or self.pipeline.start_fsync() is None:
-            return False
-        self.network.flush()
-        inline = self._inline()
-        self.fsync.policy.started(self.replica.journal.written_bytes)
-        if not inline:
-            self.fsync.start(self._loop, self._fsynced)
-            return False
-        return self._synced(self.fsync.run())
-
-    def _inline(self) -> bool:
-        """Whether the next fsync runs here (see :class:`~.fsync.InlinePolicy`)."""
-        return self.fsync.policy.inline(self.replica.journal.written_bytes)
-
-    def _synced(self, error: BaseException | None) -> bool:
-        """The fsync from :meth:`_start_fsync` ended (here or on the worker thread):
-        release what it covers, or stall when it failed."""
-        if error is not None:
-            self._stall(error)
-            return False
-        for ready in self.pipeline.fsync_done():
-            self._dispatch(ready)
-        self.network.flush()  # acknowledgements leave before the rest of the step
-        return True
-
-    def _fsynced(self, error: BaseException | None) -> None:
-        """A worker-thread fsync ended."""
-        if not self._synced(error) or not self._running:
-            return
-        if self.replica.engine.is_leader:
-            self._step()  # its own copy now counts: the commit index may move
-            return
-        self._start_fsync()  # what was written during that fsync

@@ -18,7 +18,6 @@ import logging
 import random
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pysyncobj import SyncObjConf, replicated
@@ -36,10 +35,12 @@ from .adapters import (
 from .batch import DEFAULT_MAX_MESSAGE_BYTES, command_limit
 from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
+from .engine_config import EngineConfig as EngineConfig
 from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
+from .solo import append_alone, commit_alone
 
 log = logging.getLogger(__name__)
 
@@ -60,36 +61,6 @@ LEGACY_COMMAND_BYTES = 60 * 1024
 
 FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
 STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Raft timing and compaction settings (seconds, entries, bytes)."""
-
-    election_timeout_min: float = 0.3
-    election_timeout_max: float = 0.6
-    heartbeat_interval: float = 0.05
-    leader_fallback_timeout: float = 1.0
-    compaction_min_entries: int = 4000
-    compaction_min_time: float = 60.0
-    #: Compact once the log holds this many bytes, or more than the last snapshot.
-    compaction_log_bytes: int = 4 * 1024 * 1024
-    snapshot_chunk_bytes: int = 48 * 1024
-    append_batch_bytes: int = 512 * 1024
-
-    def __post_init__(self) -> None:
-        if not 0 < self.heartbeat_interval * 3 < self.election_timeout_min:
-            raise ValueError("election_timeout_min must exceed 3 heartbeat intervals")
-        if self.election_timeout_max <= self.election_timeout_min:
-            raise ValueError("election_timeout_max must exceed election_timeout_min")
-        if self.leader_fallback_timeout <= self.heartbeat_interval:
-            raise ValueError("leader_fallback_timeout must exceed heartbeat_interval")
-        if self.compaction_min_entries < 2:
-            raise ValueError("compaction_min_entries must be >= 2")
-        if not self.compaction_min_time > 0:
-            raise ValueError("compaction_min_time must be a number of seconds > 0")
-        if self.compaction_log_bytes < 1:
-            raise ValueError("compaction_log_bytes must be >= 1")
 
 
 class RaftEngine(PatchedSyncObj):
@@ -133,6 +104,8 @@ class RaftEngine(PatchedSyncObj):
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
         self._commit_sent = 0  # the commit index of the last AppendEntries sent
+        self._solo_period = cfg.heartbeat_interval
+        self._full_tick_at = float("-inf")
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -223,7 +196,8 @@ class RaftEngine(PatchedSyncObj):
                 "limit"
             )
         with self._env:
-            self._applyCommand(entries.encode(payload), _translated(callback), None)
+            if not append_alone(self, payload, _translated(callback), int(self._wall() * 1000)):
+                self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
         self, command: bytes, callback: Any, commandType: int | None = None
@@ -278,8 +252,15 @@ class RaftEngine(PatchedSyncObj):
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
+        """Advance the engine: a lone leader whose last full tick is recent commits and
+        applies what is durable (:mod:`.solo`); else a full tick."""
+        now = self._clock()
         with self._env:
             self._committed = self.commit_index  # the clamp's floor
+            if now - self._full_tick_at < self._solo_period and commit_alone(
+                    self, self._journal.durable_index, self._journal.term_at):
+                return
+            self._full_tick_at = now
             self.pre_vote.before_tick()
             if (not self._snapshots.pending  # its end compacts; a forced one would follow it
                     and self._journal.size_bytes >= max(self._compaction_bytes,
@@ -387,6 +368,13 @@ class RaftEngine(PatchedSyncObj):
     @property
     def members(self) -> list[str]:
         return sorted([self._node_id] + [str(n.id) for n in self._SyncObj__otherNodes])
+
+    @property
+    def shape(self) -> tuple[object, ...]:
+        """Equal between two reads unless the leader, the term, the members or the linked
+        members changed in between (cheap, for watchers that look after every step)."""
+        return (self._SyncObj__raftLeader, self._SyncObj__raftCurrentTerm,
+                frozenset(self._SyncObj__otherNodes), frozenset(self._SyncObj__connectedNodes))
 
     @property
     def match_index(self) -> dict[str, int]:

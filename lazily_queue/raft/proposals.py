@@ -12,7 +12,7 @@ from .batch import (
     MAX_MESSAGE_BYTES_LIMIT,
     command_limit,
 )
-from .engine import EngineConfig
+from .engine_config import EngineConfig
 from .ready import Completion
 
 

@@ -3,6 +3,7 @@ replicated backends alike."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -243,7 +244,9 @@ async def test_committed_transactions_survive_a_snapshot_and_a_restart(tmp_path:
             async with node.transaction() as tx:
                 tx.ack(job)
                 tx.publish(out, i * 10, msg_id=f"out-{i}")
-        assert node.status()["snapshots_taken"] >= 1
+        async with asyncio.timeout(30):  # snapshot files are written on a worker thread
+            while node.status()["snapshots_taken"] < 1:
+                await node.driver.next_step()
         before = node.view.capture()
         node = await c.restart(node.node_id)
         await c.wait_for_leader()

@@ -80,13 +80,19 @@ def test_log_level_error_silences_transport_warnings(tmp_path: Path) -> None:
     assert "WARNING lazily_transports" in loud.stderr()
 
 
+class _StubEngine(SimpleNamespace):
+    @property
+    def shape(self) -> tuple[object, ...]:
+        return (self.leader_id, self.term, tuple(self.members), frozenset(self.connected))
+
+
 class _Stub:
     """Just enough of a node for StateLog."""
 
     def __init__(self) -> None:
         self.node_id = "1"
-        self.engine = SimpleNamespace(leader_id=None, term=1, members=["1", "2", "3"],
-                                      connected=set())
+        self.engine = _StubEngine(leader_id=None, term=1, members=["1", "2", "3"],
+                                  connected=set())
         journal = SimpleNamespace(first_index=1)
         snapshots = SimpleNamespace(taken=0)
         replica = SimpleNamespace(engine=self.engine, journal=journal, snapshots=snapshots)

@@ -166,6 +166,27 @@ async def test_a_proposal_waits_for_the_batched_step_while_other_work_is_ready(
     assert other.done() and driver.steps == steps + 1  # one step for both
 
 
+async def test_the_drivers_own_pending_callbacks_do_not_hold_a_proposal_back(
+    idle: Node,
+) -> None:
+    """A scheduled step whose input an earlier step already took, and a pending commit
+    publication, propose nothing: a proposal still steps at once."""
+    if not _loop_shows_ready_callbacks():
+        pytest.skip("the driver cannot see the loop's ready callbacks")
+    driver = idle.driver
+    driver.wake()  # a step scheduled, as a frame's arrival schedules one...
+    driver._step()  # ... whose input the frames' own step took at once
+    driver._publishing = True
+    asyncio.get_running_loop().call_soon(driver._publish_commit)
+    steps = driver.steps
+    _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "at once"], timeout=5.0, step_now=True)
+    assert fut.done() and driver.steps == steps + 1
+    driver.wake()  # input arrived and its step is pending: the proposal joins it
+    _, later = driver.propose(ops.QUEUE_PUSH, ["q", "joins"], timeout=5.0, step_now=True)
+    assert not later.done()
+    await later
+
+
 async def test_calls_that_step_at_once_still_let_the_loop_run(idle: Node) -> None:
     node = idle
     fired: list[bool] = []

@@ -1,0 +1,131 @@
+"""A member alone in its cluster and leading it: proposals go straight to its log, and
+its ticks commit what is durable without a full engine tick, which still runs once per
+heartbeat period."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lazily_queue.raft.replica import Replica
+from lazily_queue.replicated import ops as C
+
+from .harness import Manual
+
+
+def _count_full_ticks(replica: Replica) -> list[int]:
+    ticks: list[int] = []
+    engine: Any = replica.engine
+    full = engine._onTick
+
+    def counted(timeout: float = 0.0) -> None:
+        ticks.append(1)
+        full(timeout)
+
+    engine._onTick = counted
+    return ticks
+
+
+def _push(replica: Replica, value: str, results: list[object]) -> None:
+    replica.propose(C.QUEUE_PUSH, ["q", value], timeout=5,
+                    on_done=lambda result, error: results.append(error or result))
+
+
+def _lone(tmp_path: Path) -> tuple[Manual, Replica]:
+    cluster = Manual(tmp_path, ("1",))
+    cluster.elect()
+    cluster.declare_queue("1")
+    return cluster, cluster.replicas["1"]
+
+
+def test_a_lone_leader_appends_at_once_and_commits_only_what_is_durable(
+    tmp_path: Path,
+) -> None:
+    cluster, replica = _lone(tmp_path)
+    replica.tick()  # a full tick now: the next ones within a heartbeat period are light
+    ticks = _count_full_ticks(replica)
+    results: list[object] = []
+    _push(replica, "x", results)
+    last = replica.journal.last_index
+    assert replica.prepare().completions == []
+    assert replica.journal.last_index == last + 1  # appended in prepare, no queue left
+    assert not replica.engine._commands
+    assert replica.journal.write()
+    assert replica.tick().completions == []  # written, not durable: nothing commits
+    assert replica.engine.commit_index == last
+    replica.journal.fsync()
+    done = replica.tick().completions
+    assert len(done) == 1 and replica.engine.commit_index == last + 1
+    assert ticks == [1]  # the tick before the fsync had nothing durable to commit
+    cluster.now += 0.001
+    _push(replica, "y", results)
+    replica.prepare()
+    replica.journal.write()
+    replica.journal.fsync()
+    assert len(replica.tick().completions) == 1
+    assert ticks == [1]  # committed and applied without a full tick
+    assert cluster.views["1"].queue("q").elements() == ["x", "y"]
+
+
+def test_a_lone_leader_still_ticks_fully_once_per_heartbeat_period(tmp_path: Path) -> None:
+    cluster, replica = _lone(tmp_path)
+    ticks = _count_full_ticks(replica)
+    heartbeat = replica.config.engine.heartbeat_interval
+    results: list[object] = []
+    committed = 0
+    for i in range(200):  # one push every millisecond, each committed by its own tick
+        cluster.now += 0.001
+        _push(replica, str(i), results)
+        replica.prepare()
+        replica.journal.write()
+        replica.journal.fsync()
+        committed += len(replica.tick().completions)
+    assert committed == 200
+    # Timers, compaction and elections still run, once per heartbeat period.
+    assert int(0.2 / heartbeat) - 1 <= len(ticks) <= int(0.2 / heartbeat) + 1
+
+
+def test_a_lone_leader_keeps_queued_commands_ahead_of_new_proposals(tmp_path: Path) -> None:
+    _cluster, replica = _lone(tmp_path)
+    engine: Any = replica.engine
+    engine._commands.put_nowait((b"\x01", None))  # a queued no-op
+    results: list[object] = []
+    _push(replica, "x", results)
+    last = replica.journal.last_index
+    replica.prepare()
+    entries = replica.journal[last:]
+    assert [e[1] for e in entries] == [last + 1, last + 2]
+    assert entries[0][0][:1] == b"\x01"  # the queued command first, the push after it
+
+
+def test_members_with_peers_tick_fully_every_time(tmp_path: Path) -> None:
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    cluster.declare_queue(leader)
+    replica = cluster.replicas[leader]
+    ticks = _count_full_ticks(replica)
+    for _ in range(5):
+        cluster.now += 0.001
+        replica.tick()
+    assert len(ticks) == 5
+
+
+def test_the_engine_shape_changes_with_each_link_even_at_the_same_count(
+    tmp_path: Path,
+) -> None:
+    """Step watchers (the state log) skip their work while the shape is unchanged, so
+    one member's link lost and another's back in between must still change it."""
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    engine = cluster.replicas[leader].engine
+    others = [n for n in cluster.ids if n != leader]
+    start = engine.shape
+    assert engine.shape == start  # nothing changed
+    engine.peer_connected(others[0], False)
+    one = engine.shape
+    assert one != start
+    engine.peer_connected(others[1], False)
+    engine.peer_connected(others[0], True)
+    assert len(engine.connected) == 1 and engine.shape != one  # the other member now
+    engine.peer_connected(others[1], True)
+    assert engine.shape == start
