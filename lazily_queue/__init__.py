@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
+from .core.scheduling import RetryPolicy
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from .core.work import (
     DeadLetter,
@@ -26,6 +27,7 @@ from .core.work import (
 from .errors import (
     InvalidConfiguration,
     InvalidMessageId,
+    InvalidSchedule,
     InvalidSnapshot,
     LazilyQueueError,
     MessageTooLarge,
@@ -136,6 +138,7 @@ __all__ = [
     "Durability",
     "InvalidConfiguration",
     "InvalidMessageId",
+    "InvalidSchedule",
     "InvalidSnapshot",
     "Job",
     "LazilyQueueError",
@@ -158,6 +161,7 @@ __all__ = [
     "QueueStorage",
     "Receipt",
     "RequestRefused",
+    "RetryPolicy",
     "Serializer",
     "SettlementRejected",
     "StorageCapabilities",

@@ -85,3 +85,9 @@ class OffsetOutOfRange(LazilyQueueError, ValueError):
         self.offset = offset
         self.base = base
         self.end = end
+
+
+class InvalidSchedule(LazilyQueueError, ValueError):
+    """A priority, ``delay``, ``not_before`` or retry policy is out of range or of the
+    wrong type (a naive datetime, a negative delay, an unknown priority level); raised
+    before anything is proposed."""

@@ -1,4 +1,5 @@
-"""Leader maintenance: lease expiry, topic retention GC and dedup bounds, as proposals.
+"""Leader maintenance: lease expiry, due delayed items, topic retention GC and dedup
+bounds, as proposals.
 
 Both are ordinary operations, so they apply identically on every member. Only the
 leader proposes them; a member that stops leading mid-round just sees its proposals
@@ -28,8 +29,9 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
                    dedup: DedupLimits | None = None) -> list[tuple[int, list[Any]]]:
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
-    each work queue with an expired lease and, with ``gc_topics``, a GC of each topic
-    holding elements every subscriber has read."""
+    each work queue with an expired lease, a promotion of each work queue holding a
+    delayed item now due and, with ``gc_topics``, a GC of each topic holding elements
+    every subscriber has read."""
     due: list[tuple[int, list[Any]]] = []
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
@@ -37,6 +39,9 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         deadlines = [d.deadline for d in state.core.in_flight()]
         if deadlines and min(deadlines) < max(now_ms, view.now):
             due.append((ops.WORK_REAP, [name, None]))
+        next_due = state.core.next_due()
+        if next_due is not None and next_due <= max(now_ms, view.now):
+            due.append((ops.WORK_PROMOTE, [name, None]))
     if gc_topics:
         for name, topic in view.topics.items():
             if topic.retention_frontier() > topic.base_offset():

@@ -68,6 +68,7 @@ OP_KINDS = {
     ops.QUEUE_POP_MANY: "pop", ops.QUEUE_POP_STAMPED: "pop", ops.WORK_CLAIM: "claim",
     ops.WORK_CLAIM_MANY: "claim",
     ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
+    ops.WORK_PUSH_SCHEDULED: "push", ops.WORK_NACK_DELAYED: "nack",
     ops.TOPIC_PUBLISH: "publish",
 }
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
@@ -148,7 +149,8 @@ class NodeMetrics:
         self._commit_by_code.get(code, self._commit_by_kind["other"]).observe(seconds)
         if isinstance(result, OpError):
             self._errors_by_kind["rejected"].inc()
-        elif (code in (ops.WORK_ACK, ops.WORK_NACK) and isinstance(result, list)
+        elif (code in (ops.WORK_ACK, ops.WORK_NACK, ops.WORK_NACK_DELAYED)
+              and isinstance(result, list)
               and len(result) == 4 and not result[0] and not result[3]):
             self._errors_by_kind["settlement_rejected"].inc()
         elif code == ops.WORK_SETTLE_MANY and isinstance(result, list) and result:

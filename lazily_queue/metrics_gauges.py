@@ -126,10 +126,13 @@ def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
         "in_flight": GaugeMetricFamily(f"{ns}_work_in_flight", "Leased items", labels=["name"]),
         "dead_letters": GaugeMetricFamily(f"{ns}_work_dead_letters", "Dead-lettered items",
                                           labels=["name"]),
+        "delayed": GaugeMetricFamily(f"{ns}_work_delayed",
+                                     "Items not claimable before their due time (delayed "
+                                     "pushes and back-off)", labels=["name"]),
     }
     for name, w in status["work_queues"].items():
         for key, family in families.items():
-            family.add_metric([name], w[key])
+            family.add_metric([name], w.get(key, 0))
     yield from families.values()
     retained = GaugeMetricFamily(f"{ns}_topic_retained", "Retained topic elements",
                                  labels=["name"])

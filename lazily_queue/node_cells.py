@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
+from .core.scheduling import RetryPolicy
 from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -95,25 +96,33 @@ class NodeCells:
         visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         serializer: Serializer[Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 
         ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
-        replicated queue are the leader's milliseconds since the Unix epoch. Every node
-        must open it with the same settings.
+        replicated queue are the leader's milliseconds since the Unix epoch. ``retry``
+        (seconds) is the back-off of a nacked or expired item. Every node must open it
+        with the same settings.
         """
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
-                                    serializer=serializer)
+                                    serializer=serializer,
+                                    retry=None if retry is None else retry.scaled(1000))
 
     def open_work_queue(
         self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, retry: RetryPolicy | None = None,
     ) -> WorkQueueCell:
-        """:meth:`work_queue` with the lease length in the replicated unit (ms)."""
+        """:meth:`work_queue` with the lease length (and ``retry``) in the replicated
+        unit (ms)."""
         timeout_ms = visibility_timeout_ms
         cell = self._work_cells.get(name)
         if cell is not None:
-            if (cell.visibility_timeout, cell.max_deliveries) != (timeout_ms, max_deliveries):
+            opened = getattr(cell.storage, "retry", None)
+            if (cell.visibility_timeout, cell.max_deliveries, opened) != (
+                    timeout_ms, max_deliveries, retry):
                 raise InvalidConfiguration(
                     f"work queue {name!r} is already open with other settings"
                 )
@@ -131,6 +140,7 @@ class NodeCells:
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
+            **({} if retry is None else {"retry": retry}),
         )
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage

@@ -113,6 +113,7 @@ def state_status(view: ReadView) -> dict[str, Any]:
                 "pending": w.core.pending_len(),
                 "in_flight": w.core.in_flight_len(),
                 "dead_letters": w.core.dead_letter_len(),
+                "delayed": w.core.delayed_len(),
                 "workers": {
                     worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
                 },

@@ -48,6 +48,9 @@ from .queue_ids import QueueIdModel
 from .txn import TxnModel
 from .work_model import WorkModel
 
+#: Work-queue ops outside the WORK_PUSH..WORK_RELEASE range the models replay.
+_MORE_WORK_OPS = frozenset({C.WORK_SETTLE_MANY, C.WORK_PUSH_SCHEDULED, C.WORK_NACK_DELAYED,
+                            C.WORK_PROMOTE})
 
 class ClientRecord(Protocol):
     """A client's id and the operations it issued."""
@@ -146,10 +149,10 @@ class Checker:
         elif code == C.GROUP_DECLARE:
             self.topic = True
             self.groups.declare(op, self.base, self.published)
-        elif (C.WORK_PUSH <= code <= C.WORK_RELEASE or code == C.WORK_SETTLE_MANY) and (
+        elif (C.WORK_PUSH <= code <= C.WORK_RELEASE or code in _MORE_WORK_OPS) and (
                 args[0] != WORK):
             self.groups.apply(op, self.now)
-        elif C.WORK_PUSH <= code <= C.WORK_RELEASE or code == C.WORK_SETTLE_MANY:
+        elif C.WORK_PUSH <= code <= C.WORK_RELEASE or code in _MORE_WORK_OPS:
             if self.work is None:
                 if not isinstance(op.result, OpError):
                     self.fail(f"index {op.index}: work op before the declaration succeeded")

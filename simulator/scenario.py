@@ -66,6 +66,8 @@ class Scenario:
     batching: float = 0.0
     #: The share of a worker's acks of a batch settled together in one operation.
     settle_batches: float = 0.0
+    #: The share of work pushes with a priority and a delay, and of nacks with a delay.
+    scheduling: float = 0.0
     #: Members fsync inline while their last fsync took less than this (seconds; 0:
     #: always on the worker thread; see ``simulator/node.py``).
     inline_fsync_below: float = 0.0
@@ -135,6 +137,7 @@ def generate(seed: int) -> Scenario:
     s.inline_fsync_below = rng.choice([0.0, INLINE_BELOW, 1.0])  # never, as the driver, always
     # Drawn last, so a seed's earlier choices (and the saved fixtures) stay as they were.
     s.settle_batches = rng.choice([0.0, 0.5]) if s.batching else 0.0
+    s.scheduling = rng.choice([0.0, 0.0, 0.5])
     return s
 
 

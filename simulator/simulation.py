@@ -121,6 +121,9 @@ class Simulation:
                     if isinstance(client, Worker):
                         client.extend = self.s.extend_leases
                         client.settle_batches = self.s.settle_batches
+                        client.scheduling = self.s.scheduling
+                    if isinstance(client, WorkProducer):
+                        client.scheduling = self.s.scheduling
                     if isinstance(client, Worker | Consumer | SessionConsumer):
                         client.batching = self.s.batching
                 self.clients.append(client)
@@ -293,6 +296,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
+        if checker.work is not None and checker.work.delivered_late:
+            outcome.stats["delivered_when_due"] = checker.work.delivered_late
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

@@ -143,11 +143,22 @@ class Consumer(Client):
 
 
 class WorkProducer(UniqueSender):
-    """Pushes unique items to the work queue."""
+    """Pushes unique items to the work queue; a share ``scheduling`` of them at a random
+    priority, most with a delay of up to 400 ms."""
 
     kind = "work-producer"
     code = C.WORK_PUSH
     target = WORK
+    scheduling = 0.0
+
+    def next_op(self) -> None:
+        if self.draining or not self.scheduling or self.rng.random() >= self.scheduling:
+            super().next_op()
+            return
+        self.n += 1
+        delay = self.rng.choice([None, 0, self.rng.randrange(1, 400)])
+        self.call(C.WORK_PUSH_SCHEDULED, [self.target, self.rng.randrange(10), delay, None,
+                                          None, f"{self.cid}:{self.n}"], lambda _obs: None)
 
 
 class Worker(Client):
@@ -173,6 +184,9 @@ class Worker(Client):
         #: The share of acks gathered and settled together (as ``deliveries()`` does).
         self.settle_batches = 0.0
         self.acks: list[int] = []
+        #: The share of nacks made with a delay (ms, ``delayed_nack``).
+        self.scheduling = 0.0
+        self.delayed_nack = 0
 
     def next_op(self) -> None:
         if self.extend_to is not None:
@@ -181,7 +195,8 @@ class Worker(Client):
             return
         if self.settle is not None:
             code, delivery_id = self.settle
-            self.call(code, [self.target, self.cid, delivery_id], self._settled)
+            extra = [self.delayed_nack, None] if code == C.WORK_NACK_DELAYED else []
+            self.call(code, [self.target, self.cid, delivery_id, *extra], self._settled)
             return
         if self.release:
             self.call(C.WORK_RELEASE, [self.target, self.cid, self.release], self._released)
@@ -228,6 +243,10 @@ class Worker(Client):
         code = C.WORK_NACK if roll < 0.25 and not self.draining else C.WORK_ACK
         if code == C.WORK_ACK and self.settle_batches and self.rng.random() < self.settle_batches:
             self.acks.append(int(delivery["delivery_id"]))
+        elif code == C.WORK_NACK and self.target == WORK and self.scheduling and (
+                self.rng.random() < self.scheduling):
+            self.delayed_nack = self.rng.randrange(1, 300)
+            self.settle = (C.WORK_NACK_DELAYED, int(delivery["delivery_id"]))
         else:
             self.settle = (code, int(delivery["delivery_id"]))
         if self.extend and self.rng.random() < self.extend:

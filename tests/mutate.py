@@ -295,6 +295,26 @@ MUTATIONS = [
         ("tests/sim/test_found_bugs.py::"
          "test_a_leader_missing_from_a_followers_configuration_still_replicates_to_it",),
         "a member that missed a re-addition still takes the new leader's entries"),
+    Mutation(
+        "delayed-item-claimable-early", "lazily_queue/core/work_schedule.py",
+        "        while delayed and delayed[0][0] <= now:\n",
+        "        while delayed:\n",
+        ("tests/cells/test_work_scheduling.py", "tests/replicated/test_scheduling_ops.py",
+         "tests/sim/test_scheduling_checker.py"),
+        "a delayed work item is never claimable before its due time"),
+    Mutation(
+        "priority-levels-reversed", "lazily_queue/core/work_schedule.py",
+        "        for level in sorted(self.levels, reverse=True):\n"
+        "            queue = self.levels[level]",
+        "        for level in sorted(self.levels):\n            queue = self.levels[level]",
+        ("tests/cells/test_work_scheduling.py",),
+        "higher priority levels are claimed first"),
+    Mutation(
+        "retry-backoff-ignored", "lazily_queue/core/work.py",
+        "            if delay is None and self.retry is not None:\n",
+        "            if False:\n",
+        ("tests/cells/test_work_scheduling.py", "tests/replicated/test_scheduling_ops.py"),
+        "a nack without delay or an expired lease waits the retry policy's back-off"),
 ]
 
 

@@ -13,6 +13,7 @@ the group has not acked. A group is fed only by its topic: ``push`` is refused.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.topic import Start, TopicCore, check_start
@@ -29,7 +30,7 @@ from ..storage.local import LocalTopicStorage
 from ..storage.local_groups import LocalGroupStorage
 from ..storage.topic import as_group_topic
 from ..storage.work import WorkQueueStorage
-from .work_batches import Clock
+from .work_batches import Clock, Now
 from .work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
 
 if TYPE_CHECKING:
@@ -51,10 +52,10 @@ class GroupCell(WorkQueueCell):
         self.declared = self._declare is None
         # Called when the declaration finds the group cannot exist (given by its opener).
         self._forget: Callable[[], object] = forget or (lambda: None)
-        #: Elements the group has not acked (pending plus in flight), a reader.
+        #: Elements the group has not acked (pending, delayed and in flight), a reader.
         self.lag: Computed[int] = computed(
-            lambda: self.pending_len() + self.in_flight_len(), context=self.ctx,
-            name=f"{self.name}.lag")
+            lambda: self.pending_len() + self.in_flight_len() + self.delayed_len(),
+            context=self.ctx, name=f"{self.name}.lag")
 
     def __repr__(self) -> str:
         return f"GroupCell({self.name!r}, storage={self.storage!r})"
@@ -62,7 +63,9 @@ class GroupCell(WorkQueueCell):
     def try_push(self, value: Any) -> int:
         raise self._fed_by_topic()
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
+                   delay: float | None = None, not_before: datetime | None = None,
+                   now: Now = None) -> int:
         raise self._fed_by_topic()
 
     def _fed_by_topic(self) -> UnsupportedOperation:

@@ -86,8 +86,13 @@ class Job:
         """Mark the work done."""
         return await self._settle("acked")
 
-    async def nack(self) -> Receipt:
-        """Give the item back: requeued, or dead-lettered after the last attempt."""
+    async def nack(self, *, delay: float | None = None) -> Receipt:
+        """Give the item back: requeued (not claimable for ``delay`` seconds, or the
+        queue's retry back-off), or dead-lettered after the last attempt."""
+        if delay is not None and self.receipt is None and self._acking is None:
+            d = self.delivery
+            self.receipt = await self.cell.nack(d.worker, d.delivery_id, delay=delay)
+            return self.receipt
         return await self._settle("nacked")
 
     async def extend(self, now: Any = None) -> None:
@@ -190,9 +195,9 @@ class Acks:
         refused = [j.delivery.delivery_id for j, r in zip(jobs, receipts, strict=True)
                    if r is None]
         if refused:
-            from .work_queue import _rejected
+            from .work_scheduling import rejected
 
-            raise _rejected(self.cell.name, "ack", self.worker, refused[0])
+            raise rejected(self.cell.name, "ack", self.worker, refused[0])
 
     async def committed(self) -> None:
         """Wait for every proposed batch; the first failure (a refused ack) is raised."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..core.work import Delivery, Receipt, WorkTransition
-from ..reactive import Context, wait_until
+from ..reactive import Context
 from ..storage.work import SyncWorkQueueStorage, WorkQueueStorage
 
 R = TypeVar("R")
@@ -36,6 +36,9 @@ class WorkQueueBatches:
         raise NotImplementedError
 
     def try_claim(self, worker: str, now: float) -> Delivery | None:
+        raise NotImplementedError
+
+    async def _wait_for_work(self, now: Now) -> None:
         raise NotImplementedError
 
     async def poll_many(self, worker: str, n: int, now: Now = None) -> list[Delivery]:
@@ -66,7 +69,7 @@ class WorkQueueBatches:
                     leased = await self.poll_many(worker, n, now)
                     if leased:
                         return leased
-                await wait_until(self._has_pending, context=self.ctx)
+                await self._wait_for_work(now)
 
     async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:
         """Ack several deliveries owned by ``worker`` at once (over a replicated backend,

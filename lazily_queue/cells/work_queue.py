@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..errors import SettlementRejected, UnsupportedOperation
-from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
+from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local_work import LocalWorkQueueStorage
@@ -41,6 +43,8 @@ from ..threads import LoopBridge, ThreadSafeCell
 from .job import Job, deliver
 from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
+from .work_scheduling import WorkQueueScheduling, rejected
+from .work_sync import WorkQueueSyncOps
 
 R = TypeVar("R")
 
@@ -52,7 +56,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell(WorkQueueBatches):
+class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -77,16 +81,21 @@ class WorkQueueCell(WorkQueueBatches):
         context: Context | None = None,
         name: str = "work_queue",
         serializer: Serializer[Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
         if storage is None:
             lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
             retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
-            core = WorkQueueCore(lease, retries)
+            if retry is not None and clock is None:
+                raise InvalidConfiguration(f"{name}: a retry policy counts its back-off on "
+                                           "the cell's clock: pass clock= too")
+            core = WorkQueueCore(lease, retries, retry=retry)
             storage = LocalWorkQueueStorage(core, name=name, clock=clock)
-        elif visibility_timeout is not None or max_deliveries is not None:
-            raise ValueError("pass visibility_timeout/max_deliveries to the storage backend")
+        elif visibility_timeout is not None or max_deliveries is not None or retry is not None:
+            raise ValueError("pass visibility_timeout/max_deliveries/retry to the storage "
+                             "backend")
         if serializer is not None:
             storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -105,6 +114,9 @@ class WorkQueueCell(WorkQueueBatches):
         self.dead_letter_len: Slot[int] = group.slot(
             storage.dead_letter_len, f"{name}.dead_letter_len"
         )
+        #: Items committed but not claimable before their due time (0 without the
+        #: ``scheduling`` capability).
+        self.delayed_len: Slot[int] = group.slot(self._delayed_len, f"{name}.delayed_len")
         self._sync: SyncWorkQueueStorage | None = as_sync_work_queue(storage)
         observable = as_observable_work_queue(storage)
         self._observed = observable is not None
@@ -191,50 +203,8 @@ class WorkQueueCell(WorkQueueBatches):
         receipt = self._apply(transition)
         if receipt is None:
             verb = "ack" if outcome == "acked" else "nack"
-            raise _rejected(self.name, verb, worker, delivery_id)
+            raise rejected(self.name, verb, worker, delivery_id)
         return receipt
-
-    # -- synchronous core (capability ``sync``) -------------------------------------------
-
-    def try_push(self, value: Any) -> int:
-        """Append ``value`` to the pending tail; returns its ``item_id``."""
-        return self._apply(self._require_sync("try_push", "push(value)").try_push(value))
-
-    def try_claim(self, worker: str, now: float) -> Delivery | None:
-        """Lease the oldest pending item until ``now + visibility_timeout``, or ``None``."""
-        storage = self._require_sync("try_claim", "poll(worker)")
-        return self._apply(storage.try_claim(worker, now))
-
-    def try_ack(self, worker: str, delivery_id: int) -> Receipt:
-        """Settle a live delivery owned by ``worker`` as done; raises
-        :class:`SettlementRejected` otherwise (no change)."""
-        storage = self._require_sync("try_ack", "ack(worker, delivery_id)")
-        transition = storage.try_settle(worker, delivery_id, "acked")
-        return self._settled(transition, worker, delivery_id, "acked")
-
-    def try_nack(self, worker: str, delivery_id: int) -> Receipt:
-        """Fail an owned delivery: requeue at the tail, or dead-letter at the retry limit;
-        raises :class:`SettlementRejected` when it is not leased to ``worker``."""
-        storage = self._require_sync("try_nack", "nack(worker, delivery_id)")
-        transition = storage.try_settle(worker, delivery_id, "nacked")
-        return self._settled(transition, worker, delivery_id, "nacked")
-
-    def try_extend(self, worker: str, delivery_id: int, now: float) -> None:
-        """Move an owned lease's deadline to ``now + visibility_timeout``; raises
-        :class:`SettlementRejected` when it is not leased to ``worker``."""
-        storage = self._require_sync("try_extend", "extend(worker, delivery_id)")
-        if not self._apply(storage.try_extend(worker, delivery_id, now)):
-            raise _rejected(self.name, "extend", worker, delivery_id)
-
-    def try_reap_expired(self, now: float) -> int:
-        """Fail every lease with ``deadline < now``; returns how many expired."""
-        storage = self._require_sync("try_reap_expired", "reap_expired(now)")
-        return self._apply(storage.try_reap_expired(now))
-
-    def try_redrive(self, item_ids: Collection[int] | None = None) -> int:
-        """Move dead letters back to the pending tail with ``attempts`` reset to 0."""
-        storage = self._require_sync("try_redrive", "redrive(item_ids)")
-        return self._apply(storage.try_redrive(item_ids))
 
     # -- views ------------------------------------------------------------------------------
 
@@ -270,13 +240,27 @@ class WorkQueueCell(WorkQueueBatches):
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
-    async def push(self, value: Any, *, msg_id: str | None = None) -> int:
+    async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
+                   delay: float | None = None, not_before: datetime | None = None,
+                   now: Now = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat adds nothing and returns the first ``item_id``.
+        ``priority`` (0..9, higher claimed first), ``delay`` (seconds) and ``not_before``
+        (an aware datetime) need the ``scheduling`` capability: the item is committed
+        now but not claimable before ``now + delay`` / ``not_before`` (``now``: the
+        cell's clock, or the leader's stamp); see :mod:`lazily_queue.core.scheduling`.
         """
+        if now is not None and delay is None and not_before is None:
+            raise ValueError(f"{self.name}: now= is the time a delay counts from; give it "
+                             "with delay= or not_before=")
+        if priority != 0 or delay is not None or not_before is not None:
+            if msg_id is not None:
+                raise UnsupportedOperation(f"{self.name}: a push with msg_id takes no "
+                                           "priority, delay or not_before")
+            return await self._push_scheduled(value, priority, delay, not_before, now)
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:
@@ -313,7 +297,7 @@ class WorkQueueCell(WorkQueueBatches):
                     delivery = await self.poll(worker, now)
                     if delivery is not None:
                         return delivery
-                await wait_until(self._has_pending, context=self.ctx)
+                await self._wait_for_work(now)
 
     def _has_pending(self) -> bool:
         self._raise_if_stopped()
@@ -332,9 +316,14 @@ class WorkQueueCell(WorkQueueBatches):
         transition = await self._storage.settle(worker, delivery_id, "acked")
         return self._settled(transition, worker, delivery_id, "acked")
 
-    async def nack(self, worker: str, delivery_id: int) -> Receipt:
-        """Give an owned delivery back: requeued at the tail, or dead-lettered after its
-        last attempt. Refusals and repeats as for :meth:`ack`."""
+    async def nack(self, worker: str, delivery_id: int, *,
+                   delay: float | None = None, now: Now = None) -> Receipt:
+        """Give an owned delivery back: requeued at the tail of its priority level (not
+        claimable for ``delay`` seconds, or the queue's retry policy's back-off), or
+        dead-lettered after its last attempt; ``now`` (the time the delay counts from)
+        as for :meth:`claim`. Refusals and repeats as for :meth:`ack`."""
+        if delay is not None:
+            return await self._nack_delayed(worker, delivery_id, delay, now)
         if self._sync is not None:
             return self.try_nack(worker, delivery_id)
         transition = await self._storage.settle(worker, delivery_id, "nacked")
@@ -347,7 +336,7 @@ class WorkQueueCell(WorkQueueBatches):
         if self._sync is not None and at is not None:
             return self.try_extend(worker, delivery_id, at)
         if not self._apply(await self._storage.extend(worker, delivery_id, at)):
-            raise _rejected(self.name, "extend", worker, delivery_id)
+            raise rejected(self.name, "extend", worker, delivery_id)
         return None
 
     async def reap_expired(self, now: Now = None) -> int:
@@ -391,11 +380,3 @@ class WorkQueueCell(WorkQueueBatches):
         """
         size = 1 if self._sync is not None else prefetch
         return deliver(self, worker, size, now)
-
-
-def _rejected(queue: str, verb: str, worker: str, delivery_id: int) -> SettlementRejected:
-    return SettlementRejected(
-        f"{queue}: {verb} of delivery {delivery_id} by {worker!r} was refused: the lease is "
-        "gone (it expired and the item was redelivered, it was settled, or it belongs to "
-        "another worker)"
-    )

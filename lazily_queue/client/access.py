@@ -42,19 +42,21 @@ from .certificates import (
 )
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
-                     ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE})
+                     ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
+                     ops.WORK_PUSH_SCHEDULED})
 CONSUME = frozenset({
     ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY,
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.WORK_CLAIM,
     ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
-    ops.WORK_SETTLE_MANY,
+    ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.WORK_PROMOTE,
     ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
     ops.TOPIC_ADVANCE_TO, ops.TOPIC_SUBSCRIBE_AT, ops.TOPIC_SEEK,
 })
 ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
                    ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
                    ops.WORK_DELETE})
-DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE})
+DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
+                     ops.WORK_DECLARE_RETRY})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
 PERMISSIONS = ("produce", "consume", "admin")

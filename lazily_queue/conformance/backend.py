@@ -53,6 +53,8 @@ class TopicInitial:
 class WorkQueueInitial:
     visibility_timeout: int
     max_deliveries: int
+    #: ``[base, factor, cap]`` in fixture time units (capability ``scheduling``).
+    retry: list[Any] | None = None
 
 
 class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)
@@ -166,6 +168,23 @@ class WorkQueueAdapter(Adapter):
     async def push(self, value: Any, msg_id: str | None = None) -> int:
         """The item id; with ``msg_id``, a deduplicated push (capability ``dedup``)."""
 
+    async def push_scheduled(self, value: Any, priority: int, delay: int | None,
+                             now: int | None) -> int:
+        """A push at ``priority``, claimable from ``now + delay`` (fixture time units;
+        capability ``scheduling``)."""
+        raise UnsupportedFixtureOp("this backend has no scheduling")
+
+    async def nack_delayed(self, worker: str, delivery_id: int, delay: int, now: int) -> bool:
+        """A nack whose item is claimable again from ``now + delay``."""
+        raise UnsupportedFixtureOp("this backend has no scheduling")
+
+    async def promote_due(self, now: int) -> int:
+        raise UnsupportedFixtureOp("this backend has no scheduling")
+
+    def delayed(self) -> list[dict[str, Any]]:
+        """``{due, item_id, value, attempts}`` of the delayed items, in due order."""
+        return []
+
     @abstractmethod
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
         """The delivery as a fixture object, or ``None`` when nothing is pending."""
@@ -253,6 +272,8 @@ CAPABILITIES = {
     "transactions": "fixtures with a transaction op: its ops commit all or none",
     "replay": "topic fixtures subscribing from a start or seeking",
     "groups": "topic fixtures with consumer-group ops",
+    "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "
+                  "policy",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

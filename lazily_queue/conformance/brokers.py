@@ -66,6 +66,8 @@ LACKS = {
     "transactions": "a broker cell cannot take part in a transaction",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
+    "scheduling": "the broker work queues have no priorities, delays or retry policies "
+                  "(no scheduling capability)",
 }
 NATS_LACKS = {
     **LACKS,

@@ -26,11 +26,13 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePopError, QueuePushError
-from ..core.work import Receipt
+from ..core.scheduling import RetryPolicy
+from ..core.work import Receipt, WorkQueueCore
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import VecDequeStorage
+from ..storage.local_work import LocalWorkQueueStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
 from . import transactions
@@ -202,9 +204,14 @@ class LocalTopicAdapter(TopicAdapter):
 
 
 class LocalWorkQueueAdapter(WorkQueueAdapter):
+    """``time_scale``: seconds per fixture time unit as the cell's backend counts a delay
+    (1 locally; 0.001 over Raft, whose fixture times are the replicated milliseconds)."""
+
     def __init__(self, cell: WorkQueueCell, invoke: Invoker,
-                 tx: Callable[[], Transaction] = transaction) -> None:
+                 tx: Callable[[], Transaction] = transaction, *,
+                 time_scale: float = 1.0) -> None:
         self.cell = cell
+        self.time_scale = time_scale
         self._invoke = invoke
         self._tx = tx
 
@@ -218,6 +225,26 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
         if msg_id is not None:
             return await self.cell.push(value, msg_id=msg_id)
         return await self._invoke(self.cell.try_push, self.cell.push, value)
+
+    async def push_scheduled(self, value: Any, priority: int, delay: int | None,
+                             now: int | None) -> int:
+        wait = None if delay is None else delay * self.time_scale
+        return await self.cell.push(value, priority=priority, delay=wait,
+                                    now=None if now is None else now)
+
+    async def nack_delayed(self, worker: str, delivery_id: int, delay: int, now: int) -> bool:
+        try:
+            receipt = await self.cell.nack(worker, delivery_id, delay=delay * self.time_scale,
+                                           now=now)
+        except SettlementRejected:
+            return False
+        return not receipt.duplicate
+
+    async def promote_due(self, now: int) -> int:
+        return await self.cell.promote_due(now)
+
+    def delayed(self) -> list[dict[str, Any]]:
+        return [{"due": due, **item.to_dict()} for due, item in self.cell.delayed()]
 
     async def claim(self, worker: str, now: int) -> dict[str, Any] | None:
         cell = self.cell
@@ -292,6 +319,11 @@ class LocalBackend(Backend):
         return LocalTopicAdapter(cell, adapter._invoke, lease_unit=adapter.lease_unit)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
+        if initial.retry is not None:  # the policy counts fixture time units
+            core = WorkQueueCore(initial.visibility_timeout, initial.max_deliveries,
+                                 retry=RetryPolicy.from_list(initial.retry))
+            cell = WorkQueueCell(LocalWorkQueueStorage(core), context=Context(name="conformance"))
+            return LocalWorkQueueAdapter(cell, Invoker(flavor))
         cell = WorkQueueCell(
             visibility_timeout=initial.visibility_timeout,
             max_deliveries=initial.max_deliveries,

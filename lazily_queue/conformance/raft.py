@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.queue import QueuePushError
+from ..core.scheduling import RetryPolicy
 from ..node import Node
 from ..reactive import Context
 from ..storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
@@ -139,13 +140,15 @@ class RaftBackend(Backend):
         return adapter
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
+        retry = None if initial.retry is None else RetryPolicy.from_list(initial.retry)
         cell = self.observer.open_work_queue(
-            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries
+            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry
         )
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)
         await storage.declare()
-        return LocalWorkQueueAdapter(cell, Invoker("async"), self.observer.transaction)
+        return LocalWorkQueueAdapter(cell, Invoker("async"), self.observer.transaction,
+                                     time_scale=0.001)
 
     # -- cluster ops ----------------------------------------------------------------------------
 

@@ -15,20 +15,25 @@ READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(
     {"visibility_timeout", "max_deliveries", "pending", "in_flight", "dead_letters"}
 )
+#: Keys ``initial`` may have besides :data:`INITIAL_KEYS`.
+OPTIONAL_INITIAL = frozenset({"retry"})
+#: Op fields that make a push or nack a scheduled one (capability ``scheduling``).
+SCHEDULED = ("priority", "delay")
 
 
 @register_runner
 class WorkQueueRunner(ModelRunner):
     model = "WorkQueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id",)),
+        "push": OpSpec(required=("value",), optional=("msg_id", "priority", "delay", "now")),
         "claim": OpSpec(required=("worker", "now")),
         "ack": OpSpec(required=("worker", "delivery_id")),
-        "nack": OpSpec(required=("worker", "delivery_id")),
+        "nack": OpSpec(required=("worker", "delivery_id"), optional=("delay", "now")),
         "reap_expired": OpSpec(required=("now",)),
+        "promote_due": OpSpec(required=("now",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset({"pending", "in_flight", "dead_letters", "reads"})
+    state_keys = frozenset({"pending", "in_flight", "dead_letters", "delayed", "reads"})
     returns_required = True
 
     _adapter: WorkQueueAdapter | None = None
@@ -39,6 +44,11 @@ class WorkQueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        retry = initial.get("retry") if isinstance(initial, dict) else None
+        if isinstance(initial, dict) and "retry" in initial:
+            initial = {k: v for k, v in initial.items() if k not in OPTIONAL_INITIAL}
+            if not isinstance(retry, list) or len(retry) != 3:
+                fail(None, "initial.retry", f"must be [base, factor, cap], got {retry!r}")
         initial = require_object(initial, "initial", INITIAL_KEYS)
         for key in ("pending", "in_flight", "dead_letters"):
             if initial[key] != []:
@@ -54,7 +64,8 @@ class WorkQueueRunner(ModelRunner):
         if not is_int(limit) or limit < 1:
             fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
         self._adapter = await self.backend.work_queue(
-            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit), self.flavor
+            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit, retry=retry),
+            self.flavor
         )
         names = set(self._adapter.readers())
         if names != set(READERS):
@@ -78,8 +89,16 @@ class WorkQueueRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "WorkQueueCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "push" and any(key in op for key in SCHEDULED):
+            return await adapter.push_scheduled(op["value"], op.get("priority", 0),
+                                                op.get("delay"), op.get("now"))
         if kind == "push":
             return await adapter.push(op["value"], op.get("msg_id"))
+        if kind == "nack" and "delay" in op:
+            return await adapter.nack_delayed(op["worker"], op["delivery_id"], op["delay"],
+                                              op["now"])
+        if kind == "promote_due":
+            return await adapter.promote_due(op["now"])
         if kind == "claim":
             return await adapter.claim(op["worker"], op["now"])
         if kind == "ack":
@@ -98,6 +117,8 @@ class WorkQueueRunner(ModelRunner):
             return adapter.in_flight()
         if key == "dead_letters":
             return adapter.dead_letters()
+        if key == "delayed":
+            return adapter.delayed()
         return {name: slot.get() for name, slot in adapter.readers().items()}
 
 
@@ -110,9 +131,14 @@ def work_queue_needs(document: Mapping[str, Any]) -> set[str]:
     of a younger item; ``redelivery_view`` when it lists a redelivery at all."""
     needed: set[str] = set()
     live: dict[Any, Any] = {}
+    initial = document.get("initial")
+    if isinstance(initial, dict) and "retry" in initial:
+        needed.add("scheduling")
     for step in _objects(document.get("steps")):
         op = step.get("op")
         op = op if isinstance(op, dict) else {}
+        if any(key in op for key in SCHEDULED) or op.get("type") == "promote_due":
+            needed.add("scheduling")
         now = op.get("now")
         if isinstance(now, int) and any(
                 isinstance(deadline, int) and now > deadline for deadline in live.values()):

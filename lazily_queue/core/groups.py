@@ -51,5 +51,6 @@ def new_group(visibility_timeout: float, max_deliveries: int, start: Start, base
 
 
 def group_lag(core: WorkQueueCore) -> int:
-    """Elements the group has not acked: pending plus in flight."""
-    return core.pending_len() + core.in_flight_len()
+    """Elements the group has not acked: pending, delayed (a nack's back-off) and in
+    flight."""
+    return core.pending_len() + core.delayed_len() + core.in_flight_len()

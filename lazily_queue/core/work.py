@@ -22,14 +22,13 @@ the very same rules on every replica.
 
 from __future__ import annotations
 
-import enum
-import math
 from collections import deque
 from collections.abc import Collection, Mapping
 from itertools import chain
-from typing import Any, Final, Generic, NamedTuple, TypeVar
+from typing import Any
 
-from ..errors import InvalidConfiguration, InvalidSnapshot
+from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot
+from .scheduling import RetryPolicy
 from .snapshot import is_int, require_map
 from .stamps import StampIndex
 from .work_items import (
@@ -41,10 +40,24 @@ from .work_items import (
     check_now,
     check_worker,
 )
+from .work_masks import (
+    DEAD_LETTER_LEN,
+    DELAYED_LEN,
+    IN_FLIGHT_LEN,
+    IS_EMPTY,
+    PENDING_LEN,
+    WorkReader,
+    WorkTransition,
+    change_mask,
+    validate_config,
+)
+from .work_schedule import WorkSchedule
+from .work_scheduled import ScheduledWork
 from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
 
 __all__ = [
     "DEAD_LETTER_LEN",
+    "DELAYED_LEN",
     "IN_FLIGHT_LEN",
     "IS_EMPTY",
     "PENDING_LEN",
@@ -62,64 +75,18 @@ __all__ = [
     "validate_config",
 ]
 
-R = TypeVar("R")
-
-PENDING_LEN: Final = 1
-IS_EMPTY: Final = 2
-IN_FLIGHT_LEN: Final = 4
-DEAD_LETTER_LEN: Final = 8
-
-
-class WorkReader(enum.IntFlag):
-    """Reader kinds of a WorkQueueCell."""
-
-    PENDING_LEN = PENDING_LEN
-    IS_EMPTY = IS_EMPTY
-    IN_FLIGHT_LEN = IN_FLIGHT_LEN
-    DEAD_LETTER_LEN = DEAD_LETTER_LEN
-
-
-class WorkTransition(NamedTuple, Generic[R]):
-    """The result of one work-queue operation and the reader kinds it invalidates."""
-
-    result: R
-    mask: int
-
-
-def change_mask(before: tuple[int, int, int], after: tuple[int, int, int]) -> int:
-    """Readers invalidated by going from ``before`` to ``after`` (pending, in-flight, dead)."""
-    mask = 0
-    if before[0] != after[0]:
-        mask |= PENDING_LEN
-        if (before[0] == 0) != (after[0] == 0):
-            mask |= IS_EMPTY
-    if before[1] != after[1]:
-        mask |= IN_FLIGHT_LEN
-    if before[2] != after[2]:
-        mask |= DEAD_LETTER_LEN
-    return mask
-
-
-def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple[float, int]:
-    """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
-    vt = visibility_timeout
-    if isinstance(vt, bool) or not isinstance(vt, int | float) or not math.isfinite(vt) or vt <= 0:
-        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {vt!r}")
-    if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
-        raise InvalidConfiguration(f"max_deliveries must be an int >= 1, got {max_deliveries!r}")
-    return vt, max_deliveries  # type: ignore[return-value]
-
-
-class WorkQueueCore:
+class WorkQueueCore(ScheduledWork):
     """The work-queue state machine: FIFO assignment with leases and a retry limit."""
 
     __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
-                 "_stamps", "_trim_at", "max_deliveries", "visibility_timeout")
+                 "_sched", "_stamps", "_trim_at", "max_deliveries", "retry",
+                 "visibility_timeout")
 
     def __init__(self, visibility_timeout: float, max_deliveries: int = 3, *,
-                 first_item_id: int = 0) -> None:
+                 first_item_id: int = 0, retry: RetryPolicy | None = None) -> None:
         """``first_item_id``: the id of the first item pushed (a consumer group numbers
-        its items by their topic offsets)."""
+        its items by their topic offsets); ``retry``: the back-off of failed items, in
+        the unit of ``now`` (see :mod:`.work_schedule`)."""
         self.visibility_timeout, self.max_deliveries = validate_config(
             visibility_timeout, max_deliveries
         )
@@ -132,6 +99,11 @@ class WorkQueueCore:
         self._next_delivery_id = 0
         self._stamps = StampIndex()
         self._trim_at = 64
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
+        self.retry = retry
+        #: Levels above 0, delayed items and priorities (see :mod:`.work_schedule`).
+        self._sched: WorkSchedule | None = None
 
     def __repr__(self) -> str:
         return (
@@ -140,7 +112,9 @@ class WorkQueueCore:
         )
 
     def _counts(self) -> tuple[int, int, int]:
-        return len(self._pending), len(self._in_flight), len(self._dead)
+        sched = self._sched
+        ready = len(self._pending) + (sched.ready if sched is not None else 0)
+        return ready, len(self._in_flight), len(self._dead)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -159,6 +133,9 @@ class WorkQueueCore:
         """Lease the oldest pending item to ``worker`` until ``now + visibility_timeout``."""
         check_worker(worker)
         check_now(now)
+        if self._sched is not None:
+            many = self._claim_scheduled(worker, now, 1)
+            return WorkTransition(many.result[0] if many.result else None, many.mask)
         if not self._pending:
             return WorkTransition(None, 0)
         item = self._pending.popleft()
@@ -178,6 +155,8 @@ class WorkQueueCore:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         check_worker(worker)
         check_now(now)
+        if self._sched is not None:
+            return self._claim_scheduled(worker, now, n)
         pending, in_flight = self._pending, self._in_flight
         take = min(n, len(pending))
         if not take:
@@ -204,12 +183,14 @@ class WorkQueueCore:
         owned = [d for i in dict.fromkeys(delivery_ids) if (d := self._owned(worker, i))]
         if not owned:
             return WorkTransition(0, 0)
-        before = self._counts()
+        before, sched = self._counts(), self._sched
         for delivery in reversed(owned):
             del self._in_flight[delivery.delivery_id]
-            self._pending.appendleft(
-                PendingItem(delivery.item_id, delivery.value, delivery.attempt - 1)
-            )
+            item = PendingItem(delivery.item_id, delivery.value, delivery.attempt - 1)
+            if sched is not None:
+                sched.add_ready(item, self._pending, front=True)
+            else:
+                self._pending.appendleft(item)
         return WorkTransition(len(owned), change_mask(before, self._counts()))
 
     def _owned(self, worker: str, delivery_id: int) -> Delivery | None:
@@ -225,17 +206,22 @@ class WorkQueueCore:
         """Settle a live delivery owned by ``worker``; ``False`` (no change) otherwise."""
         if self._owned(worker, delivery_id) is None:
             return WorkTransition(False, 0)
-        del self._in_flight[delivery_id]
+        item_id = self._in_flight.pop(delivery_id).item_id
+        if self._sched is not None:
+            self._sched.priorities.pop(item_id, None)
         return WorkTransition(True, IN_FLIGHT_LEN)
 
-    def nack(self, worker: str, delivery_id: int) -> WorkTransition[bool]:
-        """Fail a live delivery owned by ``worker``: requeue at the tail or dead-letter."""
+    def nack(self, worker: str, delivery_id: int, *, now: float | None = None,
+             delay: float | None = None) -> WorkTransition[bool]:
+        """Fail a live delivery owned by ``worker``: requeue at its level's tail (not
+        claimable before ``now + delay``, or the retry policy's back-off, when ``now`` is
+        given) or dead-letter."""
         delivery = self._owned(worker, delivery_id)
         if delivery is None:
             return WorkTransition(False, 0)
-        before = self._counts()
-        self._fail(delivery, DeadLetterReason.NACK)
-        return WorkTransition(True, change_mask(before, self._counts()))
+        before, delayed_before = self._counts(), self._delayed_count()
+        self._fail(delivery, DeadLetterReason.NACK, now, delay)
+        return WorkTransition(True, self._moved(before, delayed_before))
 
     def reap_expired(self, now: float) -> WorkTransition[int]:
         """Fail every delivery with ``deadline < now``, in ascending ``delivery_id``."""
@@ -243,15 +229,24 @@ class WorkQueueCore:
         expired = [d for d in self._in_flight.values() if d.deadline < now]
         if not expired:
             return WorkTransition(0, 0)
-        before = self._counts()
+        before, delayed_before = self._counts(), self._delayed_count()
         for delivery in sorted(expired, key=lambda d: d.delivery_id):
-            self._fail(delivery, DeadLetterReason.EXPIRED)
-        return WorkTransition(len(expired), change_mask(before, self._counts()))
+            self._fail(delivery, DeadLetterReason.EXPIRED, now)
+        return WorkTransition(len(expired), self._moved(before, delayed_before))
 
-    def _fail(self, delivery: Delivery, reason: DeadLetterReason) -> None:
+    def _fail(self, delivery: Delivery, reason: DeadLetterReason, now: float | None = None,
+              delay: float | None = None) -> None:
         del self._in_flight[delivery.delivery_id]
         if delivery.attempt < self.max_deliveries:
-            self._pending.append(PendingItem(delivery.item_id, delivery.value, delivery.attempt))
+            item = PendingItem(delivery.item_id, delivery.value, delivery.attempt)
+            if delay is None and self.retry is not None:
+                delay = self.retry.delay(delivery.attempt)
+            if delay and now is not None:
+                self._schedule().delay(item, now + delay)
+            elif self._sched is not None:
+                self._sched.add_ready(item, self._pending)
+            else:
+                self._pending.append(item)
         else:
             self._dead.append(
                 DeadLetter(delivery.item_id, delivery.value, delivery.attempt, reason)
@@ -286,29 +281,38 @@ class WorkQueueCore:
             return WorkTransition(0, 0)
         before = self._counts()
         self._dead = keep
-        self._pending.extend(moved)
+        if self._sched is not None:
+            for item in moved:
+                self._sched.add_ready(item, self._pending)
+        else:
+            self._pending.extend(moved)
         return WorkTransition(len(moved), change_mask(before, self._counts()))
 
     def purge(self, *, dead_letters: bool = False) -> WorkTransition[int]:
         """Drop every pending item (or, with ``dead_letters``, every dead letter); leases
         in flight are kept. Returns how many were dropped."""
-        before = self._counts()
+        before, delayed_before, sched = self._counts(), self._delayed_count(), self._sched
         if dead_letters:
             removed = len(self._dead)
+            if sched is not None:
+                for letter in self._dead:
+                    sched.priorities.pop(letter.item_id, None)
             self._dead = []
         else:
-            removed = len(self._pending)
+            removed = len(self._pending) + (sched.clear() if sched is not None else 0)
             self._pending.clear()
-        return WorkTransition(removed, change_mask(before, self._counts()))
+        return WorkTransition(removed, self._moved(before, delayed_before))
 
     # -- observables ----------------------------------------------------------------------
 
     def pending_len(self) -> int:
-        return len(self._pending)
+        """Claimable items (delayed ones are counted by :meth:`delayed_len`)."""
+        sched = self._sched
+        return len(self._pending) + (sched.ready if sched is not None else 0)
 
     def is_empty(self) -> bool:
-        """Pending only: in-flight deliveries do not count."""
-        return not self._pending
+        """Nothing claimable: in-flight and delayed items do not count."""
+        return not self._pending and (self._sched is None or not self._sched.ready)
 
     def in_flight_len(self) -> int:
         return len(self._in_flight)
@@ -318,10 +322,14 @@ class WorkQueueCore:
 
     def head(self) -> PendingItem | None:
         """The pending item the next claim leases, or ``None``."""
+        if self._sched is not None and self._sched.ready:
+            return self._sched.ready_items()[0]
         return self._pending[0] if self._pending else None
 
     def pending(self) -> list[PendingItem]:
-        """Pending items, oldest first."""
+        """Claimable items in claim order (oldest first within a priority level)."""
+        if self._sched is not None and self._sched.ready:
+            return [*self._sched.ready_items(), *self._pending]
         return list(self._pending)
 
     def in_flight(self) -> list[Delivery]:
@@ -369,7 +377,8 @@ class WorkQueueCore:
         if len(stamps) > self._trim_at:  # forget the stamps of items no longer held
             held = chain((i.item_id for i in self._pending),
                          (d.item_id for d in self._in_flight.values()),
-                         (d.item_id for d in self._dead))
+                         (d.item_id for d in self._dead),
+                         self._sched.held() if self._sched is not None else ())
             stamps.forget_below(min(held, default=item_id))
             self._trim_at = max(64, 2 * len(stamps))
 
@@ -380,8 +389,9 @@ class WorkQueueCore:
     # -- snapshot -------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        """The whole state (configuration and counters included) as plain data."""
-        return {
+        """The whole state (configuration and counters included) as plain data: the
+        spec's keys, plus ``retry`` and ``schedule`` when the queue has them."""
+        doc = {
             "visibility_timeout": self.visibility_timeout,
             "max_deliveries": self.max_deliveries,
             "next_item_id": self._next_item_id,
@@ -390,18 +400,22 @@ class WorkQueueCore:
             "in_flight": [delivery.to_dict() for delivery in self._in_flight.values()],
             "dead_letters": [letter.to_dict() for letter in self._dead],
         }
+        return self._snapshot_schedule(doc)
 
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> WorkQueueCore:
         """Restore :meth:`snapshot` output; raises :class:`InvalidSnapshot` when inconsistent."""
-        data = require_map("work queue snapshot", snapshot, WORK_SNAPSHOT_KEYS)
+        extra = set(snapshot) & {"retry", "schedule"} if isinstance(snapshot, Mapping) else set()
+        data = require_map("work queue snapshot", snapshot, WORK_SNAPSHOT_KEYS | extra)
         try:
-            core = cls(data["visibility_timeout"], data["max_deliveries"])
-        except InvalidConfiguration as exc:
+            retry = RetryPolicy.from_list(data["retry"]) if "retry" in data else None
+            core = cls(data["visibility_timeout"], data["max_deliveries"], retry=retry)
+        except (InvalidConfiguration, InvalidSchedule) as exc:
             raise InvalidSnapshot(f"work queue snapshot: {exc}") from None
         state = read_work_state(data)
         core._pending.extend(state.pending)
         core._in_flight.update(state.in_flight)
         core._dead.extend(state.dead_letters)
         core._next_item_id, core._next_delivery_id = state.next_item_id, state.next_delivery_id
+        core._restore_schedule(data, state)
         return core

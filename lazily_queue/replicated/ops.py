@@ -65,6 +65,11 @@ TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.trans
 TOPIC_SUBSCRIBE_AT = 80  # [name, subscriber, durability, start]: a new cursor at start
 TOPIC_SEEK = 81  # [name, subscriber, offset]: move a cursor within the retained range
 GROUP_DECLARE = 82  # [topic, group, visibility_timeout_ms, max_deliveries, start]
+# Scheduling (priority, delayed delivery, back-off): 100..109.
+WORK_DECLARE_RETRY = 100  # [name, visibility_timeout_ms, max_deliveries, [base_ms, factor, cap_ms]]
+WORK_PUSH_SCHEDULED = 101  # [name, priority, delay_ms, not_before_ms, now, value]
+WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms, now | None]: a later retry
+WORK_PROMOTE = 103  # [name, now | None]: make the delayed items due at now claimable
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -115,6 +120,10 @@ OP_NAMES: dict[int, str] = {
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
     GROUP_DECLARE: "group_declare",
+    WORK_DECLARE_RETRY: "work_declare_retry",
+    WORK_PUSH_SCHEDULED: "work_push_scheduled",
+    WORK_NACK_DELAYED: "work_nack_delayed",
+    WORK_PROMOTE: "work_promote",
 }
 
 
@@ -126,7 +135,8 @@ def family_of(code: int) -> str | None:
 
 #: Ops whose last argument is a user's message (bounded by the cluster's message size).
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
-                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE})
+                         QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
+                         WORK_PUSH_SCHEDULED})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -147,7 +157,8 @@ _FAMILIES: dict[int, str] = {
                      TOPIC_SEEK, GROUP_DECLARE), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
-                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE), "work_queue"),
+                     WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_DECLARE_RETRY,
+                     WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE), "work_queue"),
 }
 
 

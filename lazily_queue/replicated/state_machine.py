@@ -45,7 +45,17 @@ from ..core.fifo import Fifo
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import admin, cluster, dedup, groups, queues, topics, transactions, work_queues
+from . import (
+    admin,
+    cluster,
+    dedup,
+    groups,
+    queues,
+    scheduling,
+    topics,
+    transactions,
+    work_queues,
+)
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
@@ -79,7 +89,7 @@ MAX_CLIENT_SESSIONS = 16384
 #: Every family of operations the state machine applies.
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
-                                transactions.FAMILY, groups.FAMILY)
+                                transactions.FAMILY, groups.FAMILY, scheduling.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -101,11 +101,13 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
             raise OpRefused("name_taken", f"{name!r} is group {existing.group[1]!r} of topic "
                             f"{existing.group[0]!r}; open it with topic.group()")
         core = existing.core
-        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries):
+        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries
+                                                              ) or core.retry is not None:
             raise OpRefused(
                 "config_mismatch",
                 f"work queue {name!r} exists with visibility_timeout="
-                f"{core.visibility_timeout} ms and max_deliveries={core.max_deliveries}; open "
+                f"{core.visibility_timeout} ms, max_deliveries={core.max_deliveries} and retry="
+                f"{core.retry}; open "
                 "it with the same settings on every node",
             )
         return None
@@ -155,12 +157,14 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, delivery_id: int,
-                outcome: str) -> tuple[bool, int, list[Any] | None, bool]:
-    """``(settled, mask, receipt, duplicate)`` of one ack or nack."""
+                outcome: str, delay: int | None = None, now: int | None = None
+                ) -> tuple[bool, int, list[Any] | None, bool]:
+    """``(settled, mask, receipt, duplicate)`` of one ack or nack (a nack requeues after
+    ``delay`` ms, else the queue's retry back-off, from the leader's stamp)."""
     core = state.core
     delivery = core.delivery(delivery_id)
     result, mask = core.ack(worker, delivery_id) if outcome == "acked" else core.nack(
-        worker, delivery_id
+        worker, delivery_id, now=sm.now if now is None else now, delay=delay
     )
     if result and delivery is not None:
         return True, mask, list(state.remember(delivery, outcome, sm.now)), False
@@ -170,9 +174,11 @@ def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, deli
     return False, mask, None if earlier is None else earlier.to_list(), earlier is not None
 
 
-def _settle(sm: StateMachine, args: list[Any], outcome: str) -> Any:
+def _settle(sm: StateMachine, args: list[Any], outcome: str, delay: int | None = None,
+            now: int | None = None) -> Any:
     name, state = _work(sm, args)
-    ok, mask, receipt, duplicate = _settle_one(sm, name, state, args[1], args[2], outcome)
+    ok, mask, receipt, duplicate = _settle_one(sm, name, state, args[1], args[2], outcome,
+                                               delay, now)
     _changed(sm, name, mask)
     return [ok, mask, receipt, duplicate]
 

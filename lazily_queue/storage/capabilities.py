@@ -49,6 +49,12 @@ class StorageCapabilities:
       (``subscribe_at``) and a cursor can move anywhere in the retained range (``seek``).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
+    - ``scheduling`` (work queues): priority levels, delayed items and delayed nacks
+      (``push_scheduled``, ``nack_delayed``, ``promote_due`` and the ``delayed_len`` /
+      ``delayed`` / ``pending_by_priority`` / ``next_due`` reads, see
+      :mod:`lazily_queue.core.scheduling`). Without it the cells refuse ``priority``,
+      ``delay``, ``not_before`` and ``nack(delay=)`` with
+      :class:`~lazily_queue.errors.UnsupportedOperation` naming the backend.
     """
 
     sync: bool = False
@@ -62,6 +68,7 @@ class StorageCapabilities:
     messages: bool = False
     replay: bool = False
     groups: bool = False
+    scheduling: bool = False
 
 
 def declared(

@@ -14,6 +14,7 @@ from ..core.work import (
     WorkQueueCore,
     WorkTransition,
 )
+from ..errors import InvalidSchedule
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms
 from .work import Settlement
@@ -22,6 +23,13 @@ from .work import Settlement
 def _time(now: float | None) -> float:
     if now is None:
         raise TypeError("a local work queue has no clock of its own: pass now (a time)")
+    return now
+
+
+def _scheduling_time(now: float | None) -> float:
+    if now is None:
+        raise InvalidSchedule("a local work queue keeps due times on the cell's clock: "
+                              "construct the cell with clock= (or pass now=)")
     return now
 
 
@@ -35,7 +43,8 @@ class LocalWorkQueueStorage:
 
     __slots__ = ("clock", "core", "dedup", "name")
 
-    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True)
+    capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True,
+                                       scheduling=True)
 
     def __init__(
         self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
@@ -90,6 +99,18 @@ class LocalWorkQueueStorage:
     def snapshot(self) -> dict[str, Any]:
         return self.core.snapshot()
 
+    def delayed_len(self) -> int:
+        return self.core.delayed_len()
+
+    def next_due(self) -> float | None:
+        return self.core.next_due()
+
+    def delayed(self) -> list[tuple[float, PendingItem]]:
+        return self.core.delayed()
+
+    def pending_by_priority(self) -> dict[int, int]:
+        return self.core.pending_by_priority()
+
     # -- synchronous operations ----------------------------------------------------------
 
     def try_push(self, value: Any) -> WorkTransition[int]:
@@ -103,9 +124,12 @@ class LocalWorkQueueStorage:
         self, worker: str, delivery_id: int, outcome: Settlement
     ) -> WorkTransition[Receipt | None]:
         core = self.core
-        settle = core.ack if outcome == "acked" else core.nack
         delivery = core.delivery(delivery_id) if isinstance(delivery_id, int) else None
-        ok, mask = settle(worker, delivery_id)
+        if outcome == "acked":
+            ok, mask = core.ack(worker, delivery_id)
+        else:  # the retry policy's back-off runs on the clock
+            ok, mask = core.nack(worker, delivery_id,
+                                 now=None if self.clock is None else self.clock())
         if not ok or delivery is None:
             return WorkTransition(None, mask)
         settled_at = self.clock() if self.clock is not None else 0.0
@@ -169,6 +193,35 @@ class LocalWorkQueueStorage:
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         return self.try_reap_expired(_time(now))
+
+    async def push_scheduled(
+        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
+        now: float | None, timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        at = _scheduling_time(now) if delay is not None or not_before is not None else 0.0
+        due = at + delay if delay is not None else not_before
+        clock = self.clock
+        stamp = None if clock is None else int(clock() * 1000)
+        return self.core.push_scheduled(value, stamp, priority=priority, due=due, now=at)
+
+    async def nack_delayed(
+        self, worker: str, delivery_id: int, delay: float, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        core = self.core
+        at = _scheduling_time(now)
+        delivery = core.delivery(delivery_id) if isinstance(delivery_id, int) else None
+        ok, mask = core.nack(worker, delivery_id, now=at, delay=delay)
+        if not ok or delivery is None:
+            return WorkTransition(None, mask)
+        settled_at = self.clock() if self.clock is not None else 0.0
+        return WorkTransition(Receipt(self.name, delivery.delivery_id, delivery.item_id,
+                                      delivery.worker, "nacked", settled_at), mask)
+
+    async def promote_due(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return self.core.promote_due(_scheduling_time(now))
 
     async def redrive(
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None

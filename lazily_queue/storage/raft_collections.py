@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from ..core.scheduling import RetryPolicy
 from ..core.topic import (
     Durability,
     Start,
@@ -35,12 +36,13 @@ from ..replicated import ops as C
 from ..replicated.events import TopicChanged, WorkQueueChanged
 from .capabilities import StorageCapabilities
 from .raft_queue import ReplicatedObject
+from .raft_scheduling import RaftWorkScheduling
 from .topic import TopicChangeListener
 from .work import Settlement, WorkQueueChangeListener
 
 ALL_WORK_READERS = int(
     WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
-    | WorkReader.DEAD_LETTER_LEN
+    | WorkReader.DEAD_LETTER_LEN | WorkReader.DELAYED_LEN
 )
 
 if TYPE_CHECKING:
@@ -218,13 +220,13 @@ def _in_range(result: list[Any]) -> Any:
     return result[1]
 
 
-class RaftWorkQueueStorage(ReplicatedObject):
+class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     """A replicated WorkQueueCore: the WorkQueueStorage seam, observable, stamped with
-    the leader's time when ``now`` is ``None``."""
+    the leader's time when ``now`` is ``None``; ``retry`` is in milliseconds."""
 
     kind = "work queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
-                                       logical_time=True, dedup=True)
+                                       logical_time=True, dedup=True, scheduling=True)
 
     def __init__(
         self,
@@ -235,9 +237,11 @@ class RaftWorkQueueStorage(ReplicatedObject):
         visibility_timeout: int,
         max_deliveries: int,
         timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
-        self._empty = WorkQueueCore(visibility_timeout, max_deliveries)
+        self._empty = WorkQueueCore(visibility_timeout, max_deliveries, retry=retry)
+        self.retry = retry
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
         #: The leader stamps milliseconds.
@@ -245,6 +249,9 @@ class RaftWorkQueueStorage(ReplicatedObject):
         self._listener: WorkQueueChangeListener | None = None
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self.retry is not None:
+            return C.WORK_DECLARE_RETRY, [self.name, self.visibility_timeout,
+                                          self.max_deliveries, self.retry.to_list()]
         return C.WORK_DECLARE, [self.name, self.visibility_timeout, self.max_deliveries]
 
     def _core(self) -> WorkQueueCore:

@@ -37,7 +37,7 @@ class _Wrapper:
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, replay=caps.replay,
-            groups=caps.groups)
+            groups=caps.groups, scheduling=caps.scheduling)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
@@ -290,6 +290,20 @@ class SerializingWorkQueueStorage(_Wrapper):
         result: WorkTransition[int] = await inner.push_once(
             self.codec.encode(value), msg_id, timeout=timeout)
         return result
+
+    async def push_scheduled(
+        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
+        now: float | None, timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        inner: Any = self.inner
+        result: WorkTransition[int] = await inner.push_scheduled(
+            self.codec.encode(value), priority=priority, delay=delay, not_before=not_before,
+            now=now, timeout=timeout)
+        return result
+
+    def delayed(self) -> list[tuple[float, PendingItem]]:
+        inner: Any = self.inner
+        return [(due, self._item(item)) for due, item in inner.delayed()]
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None

@@ -137,6 +137,42 @@ class DedupWorkQueueStorage(WorkQueueStorage, Protocol):
         ...
 
 
+class SchedulingWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``scheduling``: priorities, delayed items and delayed nacks. Delays are
+    seconds and ``not_before`` seconds since the Unix epoch (already checked); the
+    backend converts them to its own time unit."""
+
+    def delayed_len(self) -> int: ...
+
+    def next_due(self) -> float | None:
+        """The earliest due time of a delayed item, in the backend's time unit."""
+        ...
+
+    def delayed(self) -> list[tuple[float, PendingItem]]: ...
+
+    def pending_by_priority(self) -> dict[int, int]: ...
+
+    async def push_scheduled(
+        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
+        now: float | None, timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        """Push at ``priority``, claimable from ``now + delay`` or ``not_before``."""
+        ...
+
+    async def nack_delayed(
+        self, worker: str, delivery_id: int, delay: float, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        """Nack, the item claimable again from ``now + delay`` (0: at once)."""
+        ...
+
+    async def promote_due(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        """Make the delayed items due at ``now`` claimable."""
+        ...
+
+
 class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
     """Capability ``observable``."""
 
@@ -154,6 +190,8 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("push_once",),
+    "scheduling": ("delayed_len", "next_due", "delayed", "pending_by_priority",
+                   "push_scheduled", "nack_delayed", "promote_due"),
 }
 
 
@@ -168,6 +206,11 @@ def as_sync_work_queue(storage: WorkQueueStorage) -> SyncWorkQueueStorage | None
 
 def as_dedup_work_queue(storage: WorkQueueStorage) -> DedupWorkQueueStorage | None:
     return cast(DedupWorkQueueStorage, storage) if storage.capabilities.dedup else None
+
+
+def as_scheduling_work_queue(storage: WorkQueueStorage) -> SchedulingWorkQueueStorage | None:
+    caps = storage.capabilities
+    return cast(SchedulingWorkQueueStorage, storage) if caps.scheduling else None
 
 
 def as_observable_work_queue(storage: WorkQueueStorage) -> ObservableWorkQueueStorage | None:

@@ -135,3 +135,25 @@ async def test_ack_many_settles_the_workers_live_deliveries_and_refuses_the_rest
     await jobs.ack("w2", theirs.delivery_id)
     await jobs.storage.sync()  # type: ignore[attr-defined]
     assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+
+
+async def test_scheduling_arguments_are_refused_naming_the_backend(provider: Any) -> None:
+    """No broker declares ``scheduling``: priority, delay, not_before and nack(delay=)
+    raise UnsupportedOperation naming the storage, and nothing is pushed or settled."""
+    from datetime import UTC, datetime
+
+    from lazily_queue import UnsupportedOperation
+
+    jobs = cell(provider)
+    backend = type(jobs.storage).__name__
+    for kwargs in ({"priority": 3}, {"delay": 1.0},
+                   {"not_before": datetime(2030, 1, 1, tzinfo=UTC)}):
+        with pytest.raises(UnsupportedOperation, match=backend):
+            await jobs.push("x", **kwargs)  # type: ignore[arg-type]
+    await jobs.push("y")
+    delivery = await jobs.claim("w1", timeout=10)
+    with pytest.raises(UnsupportedOperation, match=backend):
+        await jobs.nack("w1", delivery.delivery_id, delay=5)
+    await jobs.ack("w1", delivery.delivery_id)
+    await jobs.storage.sync()  # type: ignore[attr-defined]
+    assert (jobs.pending_len(), jobs.in_flight_len(), jobs.delayed_len()) == (0, 0, 0)

@@ -36,6 +36,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
         jobs = follower.work_queue("jobs", visibility_timeout=0.3, max_deliveries=5)
         for i in range(4):
             await jobs.push(i)
+        await jobs.push("tomorrow", delay=86_400)  # counted as delayed, not pending
         acked = await jobs.claim("w1")
         assert (await jobs.ack("w1", acked.delivery_id)).outcome == "acked"
         nacked = await jobs.claim("w1")
@@ -51,7 +52,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
             ops = "lazily_queue_operations_total"
             assert value(m, ops, family="queue", name="orders", op="push") == 3
             assert value(m, ops, family="queue", name="orders", op="pop") == 1
-            assert value(m, ops, family="work", name="jobs", op="push") == 4
+            assert value(m, ops, family="work", name="jobs", op="push") == 5
             assert value(m, ops, family="work", name="jobs", op="claim") == 3
             assert value(m, ops, family="work", name="jobs", op="ack") == 1
             assert value(m, ops, family="work", name="jobs", op="nack") == 1
@@ -61,6 +62,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
             assert value(m, "lazily_queue_work_pending", name="jobs") == 3
             assert value(m, "lazily_queue_work_in_flight", name="jobs") == 0
             assert value(m, "lazily_queue_work_dead_letters", name="jobs") == 0
+            assert value(m, "lazily_queue_work_delayed", name="jobs") == 1
             assert value(m, "lazily_queue_topic_consumer_lag", name="news",
                          subscriber="reader") == 2
             term = value(m, "lazily_queue_raft_term")

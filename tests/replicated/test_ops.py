@@ -31,7 +31,7 @@ def test_every_code_has_exactly_one_handler() -> None:
     handled = [code for family in FAMILIES for code in family.handlers]
     assert sorted(handled) == sorted(ops.OP_NAMES)
     assert {f.name for f in FAMILIES} == {"queues", "cluster", "topics", "work_queues", "admin",
-                                        "dedup", "transactions", "groups"}
+                                        "dedup", "transactions", "groups", "scheduling"}
 
 
 def test_the_batch_format_is_not_an_op() -> None:

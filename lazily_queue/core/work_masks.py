@@ -1,0 +1,61 @@
+"""Reader masks of a work queue: the reader kinds, a transition's result plus its mask,
+and the checks of a work queue's configuration."""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Final, Generic, NamedTuple, TypeVar
+
+from ..errors import InvalidConfiguration
+from .snapshot import is_int
+
+R = TypeVar("R")
+
+PENDING_LEN: Final = 1
+IS_EMPTY: Final = 2
+IN_FLIGHT_LEN: Final = 4
+DEAD_LETTER_LEN: Final = 8
+#: ``delayed_len``: items committed but not claimable before their due time.
+DELAYED_LEN: Final = 16
+
+
+class WorkReader(enum.IntFlag):
+    """Reader kinds of a WorkQueueCell."""
+
+    PENDING_LEN = PENDING_LEN
+    IS_EMPTY = IS_EMPTY
+    IN_FLIGHT_LEN = IN_FLIGHT_LEN
+    DEAD_LETTER_LEN = DEAD_LETTER_LEN
+    DELAYED_LEN = DELAYED_LEN
+
+
+class WorkTransition(NamedTuple, Generic[R]):
+    """The result of one work-queue operation and the reader kinds it invalidates."""
+
+    result: R
+    mask: int
+
+
+def change_mask(before: tuple[int, int, int], after: tuple[int, int, int]) -> int:
+    """Readers invalidated by going from ``before`` to ``after`` (pending, in-flight, dead)."""
+    mask = 0
+    if before[0] != after[0]:
+        mask |= PENDING_LEN
+        if (before[0] == 0) != (after[0] == 0):
+            mask |= IS_EMPTY
+    if before[1] != after[1]:
+        mask |= IN_FLIGHT_LEN
+    if before[2] != after[2]:
+        mask |= DEAD_LETTER_LEN
+    return mask
+
+
+def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple[float, int]:
+    """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
+    vt = visibility_timeout
+    if isinstance(vt, bool) or not isinstance(vt, int | float) or not math.isfinite(vt) or vt <= 0:
+        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {vt!r}")
+    if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
+        raise InvalidConfiguration(f"max_deliveries must be an int >= 1, got {max_deliveries!r}")
+    return vt, max_deliveries  # type: ignore[return-value]

@@ -1,0 +1,72 @@
+"""Scheduling on a replicated work queue (capability ``scheduling``): priority and
+delayed pushes, delayed nacks and promotions as proposals
+(:mod:`lazily_queue.replicated.scheduling`).
+
+Delays and ``not_before`` arrive in seconds and travel in milliseconds, the unit of the
+replicated queue; due times are on the leader's clock (its stamp on the entry), and the
+``delayed`` view reports them in the leader's milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
+from ..replicated import ops as C
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
+
+
+class RaftWorkScheduling:
+    """The scheduling half of :class:`~.raft_collections.RaftWorkQueueStorage`."""
+
+    name: str
+
+    def _core(self) -> WorkQueueCore:
+        raise NotImplementedError
+
+    async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    def delayed_len(self) -> int:
+        return self._core().delayed_len()
+
+    def next_due(self) -> float | None:
+        return self._core().next_due()
+
+    def delayed(self) -> list[tuple[float, PendingItem]]:
+        return self._core().delayed()
+
+    def pending_by_priority(self) -> dict[int, int]:
+        return self._core().pending_by_priority()
+
+    async def push_scheduled(
+        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
+        now: float | None, timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        item_id, mask = await self._call(
+            C.WORK_PUSH_SCHEDULED,
+            [self.name, priority, _ms(delay), _ms(not_before), now, value], timeout)
+        return WorkTransition(item_id, mask)
+
+    async def nack_delayed(
+        self, worker: str, delivery_id: int, delay: float, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        """A nack whose item is claimable again ``delay`` seconds after ``now`` (the
+        leader's stamp when ``None``)."""
+        _, mask, receipt, duplicate = await self._call(
+            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay), now], timeout)
+        if receipt is None:
+            return WorkTransition(None, mask)
+        delivery_id, item_id, who, how, settled_at = receipt
+        return WorkTransition(Receipt(self.name, delivery_id, item_id, who, how, settled_at,
+                                      bool(duplicate)), mask)
+
+    async def promote_due(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        moved, mask = await self._call(C.WORK_PROMOTE, [self.name, now], timeout)
+        return WorkTransition(moved, mask)

@@ -1,0 +1,77 @@
+"""Work-queue scheduling over Raft and a client: a follower's consumer waiting for a
+delayed item wakes when the leader makes it claimable; priorities, delayed nacks and a
+retry policy behave as locally; every member and a client agree."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from lazily_queue import InvalidConfiguration, InvalidSchedule, RetryPolicy, testing
+
+
+async def test_a_followers_waiting_consumer_wakes_when_a_delayed_item_falls_due() -> None:
+    async with testing.cluster(3) as c:
+        leader = await c.leader()
+        follower = (await c.followers())[0]
+        w = follower.work_queue("w")
+        waiting = asyncio.create_task(w.claim("f"))
+        await leader.work_queue("w").push("later", delay=0.3)
+        await c.settle()
+        assert follower.work_queue("w").delayed_len() in (0, 1)
+        job = await asyncio.wait_for(waiting, 30)
+        assert job.value == "later"
+        # Claimed at a leader stamp at least the delay after the push's stamp.
+        assert job.enqueued > 0 and follower.view.now >= job.enqueued + 300
+
+
+async def test_priority_nack_delay_and_retry_agree_on_every_member() -> None:
+    async with testing.cluster(3) as c:
+        leader = await c.leader()
+        retry = RetryPolicy.fixed(3600)
+        w = leader.work_queue("jobs", retry=retry)
+        with pytest.raises(InvalidConfiguration):
+            leader.work_queue("jobs")  # open with other settings
+        for value, prio in [("a", 0), ("b", 4), ("c", 8)]:
+            await w.push(value, priority=prio)
+        await w.push("d", not_before=datetime.now(UTC) + timedelta(hours=1))
+        with pytest.raises(InvalidSchedule):
+            await w.push("e", not_before=datetime.now())  # naive
+        first = await w.claim("x")
+        assert first.value == "c"
+        await w.nack("x", first.delivery_id)  # the policy: claimable in an hour
+        second = await w.claim("x")
+        assert second.value == "b"
+        await w.nack("x", second.delivery_id, delay=0)  # at once, keeps its level
+        assert [p.value for p in w.pending()] == ["b", "a"]
+        assert w.delayed_len() == 2 and w.pending_by_priority() == {4: 1, 0: 1}
+        await c.settle()
+        captures = {str(n.view.capture()["work_queues"]) for n in c.running}
+        assert len(captures) == 1
+
+
+async def test_a_client_pushes_with_priority_and_delay() -> None:
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+
+    def options(node_id: str) -> testing.NodeOptions:
+        grant = ClientGrant("web", b"token-of-the-web-tier", produce=["*"], consume=["*"])
+        return {"clients": ClientAccess([grant], listen=f"memory://sched-{node_id}")}
+
+    async with testing.cluster(3, node_options=options) as c:
+        addresses = [f"memory://sched-{i}" for i in range(1, 4)]
+        async with connect(addresses, Credentials("web", b"token-of-the-web-tier"),
+                           ping_interval=0.2, ping_timeout=1.0) as client:
+            w = client.work_queue("w")
+            await w.push("low")
+            await w.push("high", priority=9)
+            await w.push("later", delay=3600)
+            async with contextlib.aclosing(w.deliveries("x", prefetch=1)) as jobs:
+                async for job in jobs:
+                    assert job.value == "high"
+                    break
+            member = c.node(1).work_queue("w")
+            await c.settle()
+            assert member.delayed_len() == 1
