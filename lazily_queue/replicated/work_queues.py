@@ -243,7 +243,8 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
 def _capture(sm: StateMachine) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
-        doc: dict[str, Any] = {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
+        doc: dict[str, Any] = {"core": s.core.snapshot(),
+                               "receipts": [list(r) for r in s.receipts.values()]}
         if s.group is not None:
             doc["group"] = list(s.group)
         queues[name] = doc
