@@ -3,9 +3,12 @@
 Builds a state machine holding ``--elements`` queued elements spread over several queues,
 topics and work queues, then takes ``--rounds`` snapshots through :class:`SnapshotStore`
 on a real disk while a ticker task records the gaps between its turns (the loop stall).
-Prints the cost of each stage taken alone (capture, encode, write, and a capture that
-also copies the values, as encoding on another thread would need), the longest gap
-per snapshot and, last, a ``--json`` line. Run it under the same load to compare.
+Prints the cost of each stage taken alone (capture, encode, write, and for comparison
+a capture that also copies the values, which the snapshot does not do: it encodes the
+captured containers on the writer's thread and the values in them are never changed),
+the longest gap per snapshot (the capture, on the loop: the encoding and the write run
+on the worker thread, in short pieces) and, last, a ``--json`` line. Run it under the
+same load to compare.
 
     python benchmarks/snapshot_stall.py [--elements 100000] [--rounds 5] [--json]
 """
@@ -117,9 +120,8 @@ def main() -> None:
         t2 = time.perf_counter()
         disk.replace(f"{tmp}/probe.cbor", raw)
         t3 = time.perf_counter()
-        # What a capture safe to encode on another thread would cost: the state's values
-        # are shared by reference with callers (a pop returns the stored object), so it
-        # would have to copy them too; a pickle round trip is about the cheapest copy.
+        # What a capture that also copied the values would cost (a pickle round trip):
+        # the snapshot does without, as the values are never changed in place.
         pickle.loads(pickle.dumps(state, protocol=5))
         t4 = time.perf_counter()
         gaps = asyncio.run(_stall_run(store, args.rounds))

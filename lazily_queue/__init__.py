@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
+from .core.limits import Limits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
 from .core.scheduling import RetryPolicy
 from .core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
@@ -31,7 +32,9 @@ from .errors import (
     InvalidSchedule,
     InvalidSnapshot,
     InvalidTimestamp,
+    InvalidTtl,
     LazilyQueueError,
+    LimitExceeded,
     MessageTooLarge,
     OffsetOutOfRange,
     QueueClosed,
@@ -144,8 +147,11 @@ __all__ = [
     "InvalidSchedule",
     "InvalidSnapshot",
     "InvalidTimestamp",
+    "InvalidTtl",
     "Job",
     "LazilyQueueError",
+    "LimitExceeded",
+    "Limits",
     "LocalTopicStorage",
     "LocalWorkQueueStorage",
     "Message",

@@ -61,6 +61,11 @@ class InvalidHeaders(LazilyQueueError, ValueError):
     names the limit broken and the fix."""
 
 
+class InvalidTtl(LazilyQueueError, ValueError):
+    """A ``ttl``, default TTL or ``max_age`` is not a positive finite number of seconds
+    (or is of the wrong type); nothing was proposed or changed."""
+
+
 class TransactionError(LazilyQueueError):
     """A transaction was used out of turn: an op added after it ended, a result read
     before it committed (see :mod:`lazily_queue.transactions`)."""
@@ -95,6 +100,19 @@ class OffsetOutOfRange(LazilyQueueError, ValueError):
         self.offset = offset
         self.base = base
         self.end = end
+
+
+class LimitExceeded(LazilyQueueError):
+    """A push was refused because the cell is at one of its limits (overflow policy
+    ``reject``): ``cell`` names the cell, ``limit`` the limit (``"max_length"`` or
+    ``"max_bytes"``) and ``value`` its bound. Wait for room (``push(..., wait=True)``),
+    consume faster, raise the limit, or declare the cell with ``overflow="drop_oldest"``."""
+
+    def __init__(self, message: str, *, cell: str, limit: str, value: int | None) -> None:
+        super().__init__(message)
+        self.cell = cell
+        self.limit = limit
+        self.value = value
 
 
 class InvalidSchedule(LazilyQueueError, ValueError):

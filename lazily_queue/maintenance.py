@@ -1,4 +1,5 @@
-"""Leader maintenance: lease expiry, due delayed items, topic retention GC and dedup
+"""Leader maintenance: lease expiry, due delayed items, message expiry sweeps, topic
+retention GC and dedup
 bounds, as proposals.
 
 Both are ordinary operations, so they apply identically on every member. Only the
@@ -30,8 +31,9 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
     each work queue with an expired lease, a promotion of each work queue holding a
-    delayed item now due and, with ``gc_topics``, a GC of each topic holding elements
-    every subscriber has read."""
+    delayed item now due, a sweep (``EXPIRE``) of each cell holding an expired element at
+    its head and, with ``gc_topics``, a GC of each topic holding elements every
+    subscriber has read."""
     due: list[tuple[int, list[Any]]] = []
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
@@ -42,6 +44,8 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         next_due = state.core.next_due()
         if next_due is not None and next_due <= max(now_ms, view.now):
             due.append((ops.WORK_PROMOTE, [name, None]))
+    for name, kind in view.expiry_due(max(now_ms, view.now)):
+        due.append((ops.EXPIRE, [name, kind]))
     if gc_topics:
         for name, topic in view.topics.items():
             if topic.retention_frontier() > topic.base_offset():
@@ -80,8 +84,8 @@ class Maintenance(Background):
     async def once(self, gc_topics: bool) -> None:
         """Propose every due operation and wait for them to commit."""
         node = self.node
-        due = due_operations(node.view, int(time.time() * 1000), gc_topics=gc_topics,
-                             dedup=node.dedup)
+        now_ms = int((node.wall_clock or time.time)() * 1000)
+        due = due_operations(node.view, now_ms, gc_topics=gc_topics, dedup=node.dedup)
         if due:
             await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
                                    for code, args in due))

@@ -43,6 +43,7 @@ from prometheus_client.exposition import generate_latest
 
 from .core.queue import CLOSE, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
+from .metrics_limits import LimitsCollector
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
 from .replicated import ops
 from .replicated.events import (
@@ -116,6 +117,7 @@ class NodeMetrics:
         self._errors_by_kind = {kind: self.errors.labels(kind) for kind in ERROR_KINDS}
         self._commit_by_code = {code: self._commit_by_kind[kind] for code, kind in OP_KINDS.items()}
         self.registry.register(StateCollector(self))
+        self.registry.register(LimitsCollector(self))
         ProcessCollector(registry=self.registry)
         #: Also called with every fsync duration (the monitor's recent window).
         self.fsync_listeners: list[Callable[[float], None]] = []

@@ -80,6 +80,23 @@ class StateCollector(Collector):
                                 "Producer message ids held in the dedup window",
                                 value=dedup["window_len"])
         yield from _depths(ns, status)
+        yield from _expiry(ns, node.view.expiry_counts())
+
+
+def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]]) -> Iterator[Metric]:
+    expired = CounterMetricFamily(
+        f"{ns}_expired", "Elements that expired and left a cell undelivered",
+        labels=["cell", "kind"])
+    unread = CounterMetricFamily(
+        f"{ns}_expired_unread",
+        "Unread elements topic subscribers lost to the topic's age limit (their gaps)",
+        labels=["cell", "kind"])
+    for (kind, name), (count, skipped) in sorted(counts.items()):
+        expired.add_metric([name, kind], count)
+        if kind == "topic":
+            unread.add_metric([name, kind], skipped)
+    yield expired
+    yield unread
 
 
 def _raft(ns: str, status: dict[str, Any], leader_changes: int) -> Iterator[Metric]:

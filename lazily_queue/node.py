@@ -25,7 +25,7 @@ import random
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,6 +98,7 @@ class Node(NodeCells):
         signaling_token: str | None = None,
         clients: ClientAccess | None = None,
         dedup: DedupLimits | None = None,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
         """``disk`` replaces the file operations of the journal and snapshots (tests
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
@@ -117,6 +118,9 @@ class Node(NodeCells):
                 f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
                 f"(bytes), not {max_message_bytes!r}")
         self.max_message_bytes = max_message_bytes
+        #: The clock (seconds since the epoch) stamping this node's entries as leader
+        #: (``None``: ``time.time``).
+        self.wall_clock = wall_clock
         self.dedup = dedup or DedupLimits()
         if maintenance_interval is None and self.dedup != DedupLimits():
             raise InvalidConfiguration(
@@ -246,7 +250,7 @@ class Node(NodeCells):
             config=ReplicaConfig(engine=self._engine_config,
                                  max_message_bytes=self.max_message_bytes),
             clock=time.monotonic,
-            wall_clock=time.time,
+            wall_clock=self.wall_clock or time.time,
             rng=self._rng,
         )
 

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
+from .core.expiry import optional_ttl_ms
+from .core.limits import Limits
 from .core.scheduling import RetryPolicy
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, UnsupportedOperation
 from .serializers import Serializer
 from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_groups import RaftGroupStorage
@@ -56,33 +58,52 @@ class NodeCells:
 
     def queue(
         self, name: str, *, capacity: int | None = None,
-        serializer: Serializer[Any] | None = None,
+        serializer: Serializer[Any] | None = None, limits: Limits | None = None,
+        ttl: float | None = None,
     ) -> QueueCell[Any]:
-        """The replicated queue ``name`` (declared on first use; same capacity everywhere).
-        ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values."""
+        """The replicated queue ``name`` (declared on first use; same capacity or
+        ``limits`` everywhere: another declaration is refused with ``limits_mismatch``).
+        ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values.
+        ``ttl`` (seconds) is the default TTL of its elements (the same on every node that
+        gives one; see :mod:`lazily_queue.core.expiry`)."""
         cell = self._queue_cells.get(name)
         if cell is not None:
-            if cell.capacity() != capacity:
+            if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
                 raise InvalidConfiguration(
                     f"queue {name!r} is already open with capacity {cell.capacity()}"
+                    + ("" if cell.limits() is None
+                       else f" and limits {cell.limits().describe()}")  # type: ignore[union-attr]
                 )
             _same_serializer("queue", name, cell.serializer, serializer)
+            _same_rules("queue", name, self._router.queues[name], ttl, None)
             return cell
         storage: RaftQueueStorage[Any] = self.queue_storage(
-            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout
+            self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout, ttl=ttl,
+            **({} if limits is None else {"limits": limits}),
         )
         cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.queues[name] = storage
         self._queue_cells[name] = cell
         return cell
 
-    def topic(self, name: str, *, serializer: Serializer[Any] | None = None) -> TopicCell[Any]:
-        """The replicated topic ``name`` (declared on first use)."""
+    def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
+              limits: Limits | None = None, ttl: float | None = None,
+              max_age: float | None = None) -> TopicCell[Any]:
+        """The replicated topic ``name`` (declared on first use; ``limits``: its retention,
+        ``overflow='drop_oldest'``, the same everywhere). Its elements leave once older
+        than ``ttl`` or ``max_age`` (seconds; the smaller), read or not (the same on every
+        node that gives them; see :mod:`lazily_queue.core.expiry`)."""
         cell = self._topic_cells.get(name)
         if cell is not None:
+            if cell.limits() != limits:
+                raise InvalidConfiguration(
+                    f"topic {name!r} is already open with limits {cell.limits()}")
             _same_serializer("topic", name, cell.serializer, serializer)
+            _same_rules("topic", name, self._router.topics[name], ttl, max_age)
             return cell
-        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout)
+        storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout,
+                                     ttl=ttl, max_age=max_age,
+                                     **({} if limits is None else {"limits": limits}))
         storage.register_group = self._route_group
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage
@@ -97,6 +118,8 @@ class NodeCells:
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         serializer: Serializer[Any] | None = None,
         retry: RetryPolicy | None = None,
+        ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The replicated work queue ``name``.
 
@@ -108,12 +131,15 @@ class NodeCells:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
-                                    serializer=serializer,
-                                    retry=None if retry is None else retry.scaled(1000))
+                                    serializer=serializer, ttl=ttl,
+                                    retry=None if retry is None else retry.scaled(1000),
+                                    limits=limits)
 
     def open_work_queue(
         self, name: str, visibility_timeout_ms: int, max_deliveries: int, *,
         serializer: Serializer[Any] | None = None, retry: RetryPolicy | None = None,
+        ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
         """:meth:`work_queue` with the lease length (and ``retry``) in the replicated
         unit (ms)."""
@@ -121,12 +147,13 @@ class NodeCells:
         cell = self._work_cells.get(name)
         if cell is not None:
             opened = getattr(cell.storage, "retry", None)
-            if (cell.visibility_timeout, cell.max_deliveries, opened) != (
-                    timeout_ms, max_deliveries, retry):
+            if (cell.visibility_timeout, cell.max_deliveries, opened, cell.limits()) != (
+                    timeout_ms, max_deliveries, retry, limits):
                 raise InvalidConfiguration(
                     f"work queue {name!r} is already open with other settings"
                 )
             _same_serializer("work queue", name, cell.serializer, serializer)
+            _same_rules("work queue", name, self._router.work_queues[name], ttl, None)
             return cell
         routed = self._router.work_queues.get(name)
         if isinstance(routed, RaftGroupStorage):
@@ -140,13 +167,31 @@ class NodeCells:
             visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries,
             timeout=self.op_timeout,
+            ttl=ttl,
             **({} if retry is None else {"retry": retry}),
-        )
+        ) if limits is None else self._limited_work_storage(name, timeout_ms, max_deliveries,
+                                                            limits, retry)
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
         return cell
 
+
+    def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
+                              limits: Limits, retry: RetryPolicy | None) -> RaftWorkQueueStorage:
+        """The storage of a work queue with limits (a member's cells only)."""
+        from .storage.raft_limited import LimitedRaftWorkQueueStorage
+
+        if retry is not None:
+            raise InvalidConfiguration(f"work queue {name!r}: limits or a retry policy, not "
+                                       "both yet")
+        if self.work_queue_storage is not RaftWorkQueueStorage:
+            raise UnsupportedOperation(
+                f"work queue {name!r}: limits on a work queue are declared by a member "
+                "(node.work_queue(..., limits=...)); a client opens it without limits")
+        return LimitedRaftWorkQueueStorage(
+            self.driver, self.view, name, visibility_timeout=timeout_ms,
+            max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout)
 
     def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
         routed = self._router.work_queues.get(storage.name)
@@ -158,6 +203,17 @@ class NodeCells:
                 f"group {storage.group!r} of topic {storage.topic!r}")
         self._router.work_queues[storage.name] = storage
         return storage
+
+
+def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,
+                max_age: float | None) -> None:
+    """Refuse reopening a cell with expiry rules other than those it is open with."""
+    if ttl is None and max_age is None:
+        return
+    asked = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+    if storage.expiry_rules != asked:
+        raise InvalidConfiguration(f"{kind} {name!r} is already open with other expiry "
+                                   "rules (ttl, max_age)")
 
 
 def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:

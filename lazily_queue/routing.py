@@ -17,6 +17,7 @@ from .replicated.events import (
     EVENT_TYPES,
     Deleted,
     Event,
+    Expired,
     QueueChanged,
     Restored,
     TopicChanged,
@@ -87,6 +88,10 @@ class EventRouter:
                         work = self.work_queues.get(event.name)
                         if work is not None:
                             work.on_event(event)
+                    case Expired(kind="topic"):
+                        expiring = self.topics.get(event.name)
+                        if expiring is not None:
+                            expiring.on_expired()
                     case Deleted():
                         self._deleted(event)
                     case Restored():

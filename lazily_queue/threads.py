@@ -175,8 +175,9 @@ class ThreadSafeQueue(Generic[T]):
         self._bridge.call(self._cell.try_close)
 
     def offer(self, value: T, timeout: float | None = None, *,
-              msg_id: str | None = None) -> QueuePushError | None:
-        return self._bridge.run(self._cell.offer(value, msg_id=msg_id, timeout=timeout))
+              msg_id: str | None = None, ttl: float | None = None) -> QueuePushError | None:
+        return self._bridge.run(self._cell.offer(value, msg_id=msg_id, ttl=ttl,
+                                                 timeout=timeout))
 
     def poll(self, timeout: float | None = None) -> T | QueuePopError:
         return self._bridge.run(self._cell.poll(timeout=timeout))
@@ -184,8 +185,9 @@ class ThreadSafeQueue(Generic[T]):
     def close(self, timeout: float | None = None) -> None:
         self._bridge.run(self._cell.close(timeout=timeout))
 
-    def push(self, value: T, timeout: float | None = None, *, msg_id: str | None = None) -> None:
-        self._bridge.run(self._cell.push(value, msg_id=msg_id, timeout=timeout))
+    def push(self, value: T, timeout: float | None = None, *, msg_id: str | None = None,
+             ttl: float | None = None) -> None:
+        self._bridge.run(self._cell.push(value, msg_id=msg_id, ttl=ttl, timeout=timeout))
 
     def pop(self, timeout: float | None = None) -> T:
         return self._bridge.run(self._cell.pop(timeout=timeout))

@@ -28,6 +28,11 @@ recorded result must be the model's. On top of that:
   replayer's, likewise from each start or seek (placed within the retained range, or
   refused as out of range); a start or seek by time lands on the first retained
   offset stamped at or after it (:mod:`.replay_time`);
+- message expiry (:mod:`.expiry`): a pop never hands out an element at or after its
+  deadline, and the TTL queue and its expired count are the model's;
+- queues with limits (:mod:`.limits_model`): a ``reject`` queue never past its limits,
+  ``drop_oldest`` drops only the oldest, each counted, and no acknowledged push is lost
+  outside the policy;
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -45,9 +50,11 @@ from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+from .expiry import TTL_QUEUE, ExpiryModel
 from .group_model import GroupModels
 from .headers import HeaderModel
 from .history import AppliedOp, History, Violation
+from .limits_model import LIMITED, LimitedClient, LimitsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .replay_time import time_as_offset
@@ -106,6 +113,8 @@ class Checker:
         self.ids = QueueIdModel()
         self.txns = TxnModel()
         self.groups = GroupModels()
+        self.expiry = ExpiryModel()
+        self.limits = LimitsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -138,6 +147,12 @@ class Checker:
 
     def _apply(self, op: AppliedOp) -> None:
         code, args = op.code, op.args
+        if args and args[0] == TTL_QUEUE:
+            self.expiry.apply(op, self.now)
+            return
+        if self.limits.handles(op):
+            self.limits.apply(op)
+            return
         if code == C.TXN:
             self.txns.apply(self, op)
             return
@@ -343,7 +358,8 @@ class Checker:
                         self.fail(f"{client.cid}: got {obs.result!r:.80} for "
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
-                    if obs.code == C.QUEUE_PUSH and obs.result is None:
+                    if obs.code == C.QUEUE_PUSH and obs.result is None and (
+                            obs.args[0] != TTL_QUEUE and obs.args[0] not in LIMITED):
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
@@ -360,6 +376,9 @@ class Checker:
         for value in acked:
             if value not in pushed:
                 self.fail(f"acknowledged push {value!r} is not in the log")
+        self.limits.check_acknowledged([pair for client in self.clients
+                                        if isinstance(client, LimitedClient)
+                                        for pair in client.acknowledged()])
         self._check_reads()
 
     def _check_reads(self) -> None:
@@ -378,6 +397,8 @@ class Checker:
         """Compare a replica's captured state with the models; check the queue and work end."""
         self.once.check_final()
         self.txns.check_final()
+        self.expiry.check_final(state)
+        self.limits.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

@@ -95,6 +95,8 @@ class Summary:
             f"{int(t.get('delivered_when_due', 0))} delayed work items delivered "
             f"once due), {int(t.get('txn_committed', 0))} transactions committed and "
             f"{int(t.get('txn_aborted', 0))} aborted whole, "
+            f"{int(t.get('ttl_expired', 0))} TTL elements expired undelivered "
+            f"({int(t.get('ttl_delivered', 0))} delivered live), "
             f"{int(t.get('client_ops', 0))} client ops logged "
             f"({int(t.get('client_retries', 0))} sent again through another member, "
             f"{int(t.get('consumer_retries', 0))} of them pops, claims or acks; "

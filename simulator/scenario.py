@@ -71,6 +71,9 @@ class Scenario:
     #: Members fsync inline while their last fsync took less than this (seconds; 0:
     #: always on the worker thread; see ``simulator/node.py``).
     inline_fsync_below: float = 0.0
+    #: Clients of the TTL queue (:mod:`.expiry`), seeded apart from the others (one in a
+    #: generated scenario; a stored one without the field replays as it was recorded).
+    ttl_clients: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -107,6 +110,7 @@ DEFAULT_CLIENTS = {
     "publisher": 1, "durable": 2, "ephemeral": 1, "session-producer": 2, "once-producer": 2,
     "session-consumer": 1, "session-worker": 1, "txn-worker": 2, "group-member": 3,
     "replayer": 1, "time-replayer": 1, "header-producer": 1, "header-consumer": 1,
+    "limited": 1,
 }
 
 
@@ -114,6 +118,7 @@ def generate(seed: int) -> Scenario:
     """The scenario of ``seed``: cluster size, link faults, timings and fault schedule."""
     rng = random.Random(seed * 7919 + 17)
     s = Scenario(seed)
+    s.ttl_clients = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

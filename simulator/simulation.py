@@ -21,9 +21,11 @@ from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
+from .expiry import TtlClient
 from .faults import Faults
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
+from .limits_model import LimitedClient
 from .once import OnceProducer
 from .replay_time import TimeReplayer
 from .scenario import Scenario
@@ -101,7 +103,7 @@ class Simulation:
             "once-producer": OnceProducer, "session-consumer": SessionConsumer,
             "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
             "time-replayer": TimeReplayer, "header-producer": HeaderProducer,
-            "header-consumer": HeaderConsumer,
+            "header-consumer": HeaderConsumer, "limited": LimitedClient,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -120,7 +122,7 @@ class Simulation:
                               "session-consumer": "sc", "session-worker": "sw",
                               "txn-worker": "tw", "replayer": "r",
                               "time-replayer": "rt", "header-producer": "hp",
-                              "header-consumer": "hc"}.get(kind, kind[:2])
+                              "header-consumer": "hc", "limited": "lc"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -134,6 +136,11 @@ class Simulation:
                         client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
+        for i in range(self.s.ttl_clients):  # seeded apart: the others' draws are unchanged
+            rng = random.Random(self.s.seed * 7907 + 101 + i)
+            ttl_client = TtlClient(f"tc{i + 1}", c, rng)
+            self.clients.append(ttl_client)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), ttl_client.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -306,6 +313,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["headers_checked"] = checker.headers.checked
         if checker.work is not None and checker.work.delivered_late:
             outcome.stats["delivered_when_due"] = checker.work.delivered_late
+        outcome.stats["ttl_expired"] = checker.expiry.expired
+        outcome.stats["ttl_delivered"] = checker.expiry.delivered
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

@@ -345,6 +345,49 @@ MUTATIONS = [
         "            if False:\n",
         ("tests/cells/test_work_scheduling.py", "tests/replicated/test_scheduling_ops.py"),
         "a nack without delay or an expired lease waits the retry policy's back-off"),
+    Mutation(
+        "expired-element-delivered", "lazily_queue/core/expiry.py",
+        "        return deadline is not None and now >= deadline",
+        "        return deadline is not None and now > deadline + 1000",
+        ("tests/replicated/test_expiry_ops.py", "tests/cells/test_expiry.py"),
+        "an element is never popped or claimed at or after its deadline"),
+    Mutation(
+        "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
+        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))",
+        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q))",
+        ("tests/replicated/test_expiry_ops.py",),
+        "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
+    Mutation(
+        "limit-bytes-unchecked", "lazily_queue/core/limits.py",
+        "    cap = limits.max_bytes\n    if cap is None:\n        return 0",
+        "    cap = limits.max_bytes\n    if True:\n        return 0",
+        ("tests/replicated/test_limits.py", "tests/cells/test_queue_limits.py"),
+        "a queue with max_bytes never holds more bytes than its limit (reject refuses)"),
+    Mutation(
+        "drop-not-counted", "lazily_queue/core/limited_fifo.py",
+        "            quota.count_dropped(DROP_OLDEST, drop)",
+        "            pass",
+        ("tests/replicated/test_limits.py",),
+        "every element drop_oldest removes is counted (never silently lost)"),
+    Mutation(
+        "txn-ignores-limits", "lazily_queue/core/txn.py",
+        "        if isinstance(fifo, LimitedFifo):",
+        "        if False:",
+        ("tests/replicated/test_limits.py::test_a_transaction_past_a_reject_limit_aborts_whole",),
+        "a transaction whose push a reject limit refuses aborts whole"),
+    Mutation(
+        "work-limits-unchecked-in-txn", "lazily_queue/core/txn.py",
+        "        if not isinstance(core, LimitedWorkQueue):\n            return None",
+        "        if True:\n            return None",
+        ("tests/cells/test_work_limits.py",),
+        "a transaction whose push a work queue's limits refuse aborts whole"),
+    Mutation(
+        "retention-gap-uncounted", "lazily_queue/core/limited_topic.py",
+        "                self.gaps[subscriber] = self.gaps.get(subscriber, 0)"
+        " + base - record.cursor",
+        "                pass",
+        ("tests/cells/test_topic_retention.py",),
+        "a subscriber behind a topic's retention sees the gap it missed counted"),
 ]
 
 

@@ -65,7 +65,8 @@ class GroupCell(WorkQueueCell):
 
     async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
                    delay: float | None = None, not_before: datetime | None = None,
-                   now: Now = None, headers: Mapping[str, str] | None = None) -> int:
+                   now: Now = None, wait: bool = True, ttl: float | None = None,
+                   headers: Mapping[str, str] | None = None) -> int:
         raise self._fed_by_topic()
 
     def _fed_by_topic(self) -> UnsupportedOperation:

@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.headers import Headers, check_headers
+from ..core.limits import Limits
 from ..core.queue import (
     CLOSED,
     EMPTY,
@@ -45,8 +47,10 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
+from .expiry import EXPIRED, expired_reader, expiring_deque, offer_ttl
 from .once import no_dedup
 from .prefetch import prefetch_size, prefetched
+from .queue_limits import QuotaReaders, full_rule, limit_exceeded, limited_deque, limits_of
 from .queue_messages import QueueMessages
 
 T = TypeVar("T")
@@ -94,11 +98,18 @@ class QueueCell(QueueMessages[T], Generic[T]):
         name: str = "queue",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        if storage is None and ttl is not None and limits is not None:
+            raise UnsupportedOperation("a local queue takes ttl or limits, not both yet")
         if storage is None:
-            storage = VecDequeStorage(capacity, clock=clock)
-        elif capacity is not None or clock is not None:
-            raise ValueError("pass capacity and clock to the storage backend, not to QueueCell")
+            storage = (expiring_deque(capacity, clock, ttl) if ttl is not None
+                       else VecDequeStorage(capacity, clock=clock) if limits is None
+                       else limited_deque(capacity, limits, clock))
+        elif capacity is not None or clock is not None or limits is not None or ttl is not None:
+            raise ValueError("pass capacity, limits, clock and ttl to the storage backend, "
+                             "not to QueueCell")
         if serializer is not None:
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -116,10 +127,14 @@ class QueueCell(QueueMessages[T], Generic[T]):
         self.len: Slot[int] = group.slot(storage.len, f"{name}.len")
         self.is_empty: Slot[bool] = group.slot(lambda: storage.len() == 0, f"{name}.is_empty")
         self.is_full: Slot[bool] = group.slot(
-            (lambda: False) if cap is None else (lambda: storage.len() >= cap),
-            f"{name}.is_full",
+            full_rule(storage, cap), f"{name}.is_full",
         )
         self.is_closed: Slot[bool] = group.slot(storage.is_closed, f"{name}.closed")
+        #: Elements that expired without being delivered (capability ``expiry``).
+        self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
+        self._expiring = self._caps.expiry
+        self._limits = limits_of(storage)
+        self.quota = QuotaReaders.of(name, storage, group)
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -163,15 +178,23 @@ class QueueCell(QueueMessages[T], Generic[T]):
         """``None`` for unbounded, else the fixed bound."""
         return self._capacity
 
+    def limits(self) -> Limits | None:
+        """The limits the queue was declared with (``None``: only ``capacity``)."""
+        return self._limits
+
     def __len__(self) -> int:
         return self._storage.len()
 
     # -- invalidation ---------------------------------------------------------------------
 
     def _invalidate(self, mask: int) -> None:
+        if self.quota is not None:  # a push may drop: the readers whose value moved
+            mask = self.quota.changed()
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
+        if op != PUSH and self._expiring:
+            self._invalidate(EXPIRED)
         if op == PUSH:
             self._invalidate(push_mask(pre_len, self._capacity))
         elif op == POP:
@@ -235,21 +258,29 @@ class QueueCell(QueueMessages[T], Generic[T]):
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None,
-        headers: Mapping[str, str] | None = None,
+        self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
+        timeout: float | None = None, headers: Mapping[str, str] | None = None,
     ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
         Over a replicated backend it returns once committed (``timeout`` bounds that).
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat applies nothing and returns ``None``. With
-        ``headers`` (capability ``headers``: a ``str`` -> ``str`` mapping within the
+        ``ttl`` (seconds, capability ``expiry``) it expires that long after its push.
+        With ``headers`` (capability ``headers``: a ``str`` -> ``str`` mapping within the
         limits of :mod:`~lazily_queue.core.headers`, else
         :class:`~lazily_queue.errors.InvalidHeaders` before anything is sent) the element
-        carries them: message pops read them as ``Message.headers``.
+        carries them: message pops read them as ``Message.headers``. Headers are not
+        taken with a ``ttl`` nor on a queue with limits
+        (:class:`~lazily_queue.errors.UnsupportedOperation`).
         """
         if headers is not None and (checked := check_headers(headers)) is not None:
+            if ttl is not None:
+                raise UnsupportedOperation(f"{self.name}: a push cannot take headers with a "
+                                           "ttl yet; give one or the other")
             return await self._offer_headers(value, checked, msg_id, timeout)
+        if ttl is not None:
+            return await offer_ttl(self.name, self._storage, value, ttl, msg_id, timeout)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
@@ -264,6 +295,9 @@ class QueueCell(QueueMessages[T], Generic[T]):
 
     async def _offer_headers(self, value: T, headers: Headers, msg_id: str | None,
                              timeout: float | None) -> QueuePushError | None:
+        if self._limits is not None:
+            raise UnsupportedOperation(f"{self.name}: a queue with limits does not keep "
+                                       "message headers yet; push without headers=")
         storage = as_headers(self._storage)
         if storage is None:
             raise UnsupportedOperation(
@@ -293,23 +327,30 @@ class QueueCell(QueueMessages[T], Generic[T]):
             await self._storage.close(timeout=timeout)
 
     async def push(
-        self, value: T, *, msg_id: str | None = None, timeout: float | None = None,
+        self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
+        timeout: float | None = None, wait: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
         ``msg_id`` makes it exactly-once (see :meth:`offer`): a producer that retries
         with the same id after an error that left the outcome unknown never duplicates.
+        ``ttl`` (seconds) makes it expire that long after its push (see :meth:`offer`).
+        ``wait=False``: a full queue raises :class:`~lazily_queue.errors.LimitExceeded`
+        (naming the limit) instead of waiting for room.
         ``headers`` travel with the element (see :meth:`offer`).
         """
+        if ttl is not None:
+            ttl_ms(ttl)  # refused before waiting
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self.push(value, msg_id=msg_id, headers=headers)
+                return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait,
+                                       headers=headers)
         if headers is not None:
             headers = check_headers(headers)
         while True:
-            if msg_id is not None or headers is not None:
-                err = await self.offer(value, msg_id=msg_id, headers=headers)
+            if msg_id is not None or ttl is not None or headers is not None:
+                err = await self.offer(value, msg_id=msg_id, ttl=ttl, headers=headers)
             else:  # self.offer inlined: one coroutine frame less per push
                 err = (self.try_push(value) if self._sync is not None
                        else await self._storage.offer(value))
@@ -317,6 +358,10 @@ class QueueCell(QueueMessages[T], Generic[T]):
                 return
             if err is _PUSH_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            if not wait:
+                raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
+                                     None if self.quota is None else self.quota.quota(),
+                                     value)
             await wait_until(self._has_room, context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
@@ -435,4 +480,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
             "is_empty": self.is_empty,
             "is_full": self.is_full,
             "closed": self.is_closed,
+            **({} if self.quota is None else self.quota.readers()),
         }
+

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.headers import Headers, check_headers, view
+from ..core.limited_topic import LimitedTopic
+from ..core.limits import Limits
 from ..core.topic import (
     Start,
     TopicTransition,
     check_subscriber,
 )
-from ..errors import OffsetOutOfRange, UnsupportedOperation
+from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -37,8 +41,10 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .expiry import expired_reader, no_topic_ttl
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
+from .topic_limits import TopicLimits
 from .topic_replay import TopicReplay
 from .topic_stream import TopicStreams
 from .work_batches import Clock
@@ -47,7 +53,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicCell(TopicReplay[T], TopicStreams[T]):
+class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
@@ -71,9 +77,22 @@ class TopicCell(TopicReplay[T], TopicStreams[T]):
         name: str = "topic",
         serializer: Serializer[T] | None = None,
         clock: Callable[[], float] | None = None,
+        ttl: float | None = None,
+        max_age: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        if storage is None:
-            storage = LocalTopicStorage(clock=clock)
+        if storage is None and (ttl is not None or max_age is not None):
+            if limits is not None:
+                raise UnsupportedOperation("a local topic takes ttl/max_age or limits, not "
+                                           "both yet")
+            from ..storage.local_topic_expiry import ExpiringTopicStorage
+            storage = ExpiringTopicStorage(ttl=ttl, max_age=max_age, clock=clock or time.time)
+        elif storage is None:
+            storage = LocalTopicStorage(None if limits is None else LimitedTopic(limits),
+                                        clock=clock)
+        elif limits is not None or ttl is not None or max_age is not None:
+            raise ValueError("pass limits, ttl and max_age to the storage backend, not to "
+                             "TopicCell")
         elif clock is not None:
             raise ValueError("pass clock to the storage backend, not to TopicCell")
         if serializer is not None:
@@ -86,6 +105,11 @@ class TopicCell(TopicReplay[T], TopicStreams[T]):
         self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
         self._group_cells: dict[str, GroupCell] = {}
+        #: Elements that left by the age limit (capability ``expiry``).
+        self.expired: Slot[int] = Slot(expired_reader(storage), context=self.ctx,
+                                       name=f"{name}.expired")
+        if self._caps.expiry:
+            cast(Any, storage).set_expired_listener(self.expired.invalidate)
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
         observable = as_observable_topic(storage)
         self._observed = observable is not None
@@ -190,7 +214,11 @@ class TopicCell(TopicReplay[T], TopicStreams[T]):
     def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
         storage = self._require_sync("try_publish", "publish(value)")
-        return self._apply(storage.try_publish(value))
+        try:
+            return self._apply(storage.try_publish(value))
+        except LimitExceeded as exc:  # the retention's max_bytes: name this cell
+            raise LimitExceeded(f"topic {self.name!r}: {exc}", cell=self.name,
+                                limit=exc.limit, value=exc.value) from None
 
     def try_advance(self, subscriber: str) -> T | None:
         """Consume and return the element at the cursor; ``None`` when there is none."""
@@ -249,14 +277,21 @@ class TopicCell(TopicReplay[T], TopicStreams[T]):
         return self._apply(await self._storage.disconnect(subscriber))
 
     async def publish(self, value: T, *, msg_id: str | None = None,
-                      headers: Mapping[str, str] | None = None) -> int:
+                      ttl: float | None = None, headers: Mapping[str, str] | None = None
+                      ) -> int:
         """Append ``value`` for every subscriber; returns its offset.
 
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat appends nothing and returns the first offset.
+        A topic's elements expire by the topic's ``ttl=`` / ``max_age=``; a per-message
+        ``ttl`` is refused (:class:`~lazily_queue.errors.UnsupportedOperation`).
         With ``headers`` (capability ``headers``; checked as a queue's are) the element
-        carries them: :meth:`stream_messages` reads them as ``Message.headers``.
+        carries them: :meth:`stream_messages` reads them as ``Message.headers`` (retention
+        by count, bytes or age drops an element's headers with it).
         """
+        if ttl is not None:
+            ttl_ms(ttl)
+            raise no_topic_ttl(self.name)
         if headers is not None and (checked := check_headers(headers)) is not None:
             return await self._publish_headers(value, checked, msg_id)
         if self._group_cells:

@@ -23,13 +23,16 @@ from typing import Any, TypeVar
 
 from ..core.dedup import check_msg_id
 from ..core.headers import Headers, check_headers, view
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..errors import InvalidConfiguration, LimitExceeded, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local_work import LocalWorkQueueStorage
+from ..storage.local_work_expiry import ExpiringWorkQueueStorage
 from ..storage.serializing import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,
@@ -42,9 +45,11 @@ from ..storage.work import (
     work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .expiry import expired_reader, push_ttl
 from .job import Job, deliver
 from .once import no_dedup
 from .work_batches import Clock, Now, WorkQueueBatches
+from .work_limits import WorkLimits, named, wait_for_room
 from .work_scheduling import WorkQueueScheduling, rejected
 from .work_sync import WorkQueueSyncOps
 
@@ -58,7 +63,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
+class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, WorkLimits):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -84,6 +89,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         name: str = "work_queue",
         serializer: Serializer[Any] | None = None,
         retry: RetryPolicy | None = None,
+        ttl: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
@@ -93,11 +100,17 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
             if retry is not None and clock is None:
                 raise InvalidConfiguration(f"{name}: a retry policy counts its back-off on "
                                            "the cell's clock: pass clock= too")
-            core = WorkQueueCore(lease, retries, retry=retry)
-            storage = LocalWorkQueueStorage(core, name=name, clock=clock)
-        elif visibility_timeout is not None or max_deliveries is not None or retry is not None:
-            raise ValueError("pass visibility_timeout/max_deliveries/retry to the storage "
-                             "backend")
+            if limits is not None and retry is not None:
+                raise InvalidConfiguration(f"{name}: a work queue takes limits or a retry "
+                                           "policy, not both yet")
+            core = (WorkQueueCore(lease, retries, retry=retry) if limits is None
+                    else LimitedWorkQueue(lease, retries, limits=limits))
+            storage = (LocalWorkQueueStorage(core, name=name, clock=clock) if ttl is None
+                       else ExpiringWorkQueueStorage(core, name=name, clock=clock, ttl=ttl))
+        elif (visibility_timeout is not None or max_deliveries is not None or retry is not None
+              or limits is not None or ttl is not None):
+            raise ValueError("pass visibility_timeout/max_deliveries/retry/limits/ttl to the "
+                             "storage backend")
         if serializer is not None:
             storage = SerializingWorkQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
@@ -119,6 +132,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         #: Items committed but not claimable before their due time (0 without the
         #: ``scheduling`` capability).
         self.delayed_len: Slot[int] = group.slot(self._delayed_len, f"{name}.delayed_len")
+        #: Items that expired before their first delivery (capability ``expiry``).
+        self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
         self._sync: SyncWorkQueueStorage | None = as_sync_work_queue(storage)
         observable = as_observable_work_queue(storage)
         self._observed = observable is not None
@@ -244,7 +259,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
 
     async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
                    delay: float | None = None, not_before: datetime | None = None,
-                   now: Now = None, headers: Mapping[str, str] | None = None) -> int:
+                   now: Now = None, wait: bool = True, ttl: float | None = None,
+                   headers: Mapping[str, str] | None = None) -> int:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
@@ -254,15 +270,31 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
         (an aware datetime) need the ``scheduling`` capability: the item is committed
         now but not claimable before ``now + delay`` / ``not_before`` (``now``: the
         cell's clock, or the leader's stamp); see :mod:`lazily_queue.core.scheduling`.
+        ``ttl`` (seconds, capability ``expiry``): it expires that long after its push
+        unless claimed before (never under a lease, nor after its first delivery).
         With ``headers`` (capability ``headers``) the item carries them while it exists:
         every delivery's ``Job.headers`` (redeliveries included); a push with headers
-        takes no priority, delay or not_before.
+        takes no priority, delay, not_before or ttl, and a work queue with limits takes
+        none (:class:`~lazily_queue.errors.UnsupportedOperation`).
         """
+        if headers is not None and (checked := check_headers(headers)) is not None:
+            if ttl is not None:
+                raise UnsupportedOperation(f"{self.name}: a push with headers takes no ttl "
+                                           "yet; give one or the other")
+            if self.limits() is not None:
+                raise UnsupportedOperation(f"{self.name}: a work queue with limits does not "
+                                           "keep message headers yet; push without headers=")
+        else:
+            checked = None
+        if ttl is not None:
+            scheduled = priority != 0 or delay is not None or not_before is not None
+            return int(self._apply(await push_ttl(self.name, self._storage, value, ttl,
+                                                  msg_id, scheduled)))
         if now is not None and delay is None and not_before is None:
             raise ValueError(f"{self.name}: now= is the time a delay counts from; give it "
                              "with delay= or not_before=")
         scheduled = priority != 0 or delay is not None or not_before is not None
-        if headers is not None and (checked := check_headers(headers)) is not None:
+        if checked is not None:
             if scheduled:
                 raise UnsupportedOperation(f"{self.name}: a push with headers takes no "
                                            "priority, delay or not_before")
@@ -272,6 +304,18 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches):
                 raise UnsupportedOperation(f"{self.name}: a push with msg_id takes no "
                                            "priority, delay or not_before")
             return await self._push_scheduled(value, priority, delay, not_before, now)
+        while True:
+            try:
+                return await self._push(value, msg_id)
+            except LimitExceeded as exc:  # a work queue with limits: wait for room
+                limits = self.limits()
+                if not wait or limits is None:
+                    raise named(exc, self.name) from None
+                await wait_for_room(self._storage, limits, value,
+                                    [self.pending_len, self.in_flight_len],
+                                    self._raise_if_stopped, self.ctx)
+
+    async def _push(self, value: Any, msg_id: str | None) -> int:
         if msg_id is not None:
             storage = as_dedup_work_queue(self._storage)
             if storage is None:

@@ -44,7 +44,7 @@ from .certificates import (
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
                      ops.QUEUE_PUSH_HEADERS, ops.TOPIC_PUBLISH_HEADERS, ops.WORK_PUSH_HEADERS,
-                     ops.WORK_PUSH_SCHEDULED})
+                     ops.QUEUE_PUSH_TTL, ops.WORK_PUSH_TTL, ops.WORK_PUSH_SCHEDULED})
 CONSUME = frozenset({
     ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY,
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_POP_HEADERS,
@@ -57,9 +57,10 @@ CONSUME = frozenset({
 })
 ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
                    ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
-                   ops.WORK_DELETE})
+                   ops.WORK_DELETE, ops.EXPIRE})
 DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
-                     ops.WORK_DECLARE_RETRY})
+                     ops.WORK_DECLARE_RETRY, ops.EXPIRY_RULES, ops.QUEUE_DECLARE_LIMITED,
+                     ops.TOPIC_DECLARE_LIMITED, ops.WORK_DECLARE_LIMITED})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
 PERMISSIONS = ("produce", "consume", "admin")

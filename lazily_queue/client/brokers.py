@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..cells import QueueCell, TopicCell, WorkQueueCell
-from ..errors import InvalidConfiguration
+from ..core.limits import REJECT, Limits
+from ..errors import InvalidConfiguration, UnsupportedOperation
 from ..reactive import Context, resolve_context
 from ..storage.queue import QueueStorage
 from ..storage.topic import TopicStorage
@@ -76,9 +77,15 @@ class Client:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
 
-    def queue(self, name: str, *, capacity: int | None = None) -> QueueCell[Any]:
-        """The queue ``name`` (created on first use with ``capacity``)."""
+    def queue(self, name: str, *, capacity: int | None = None,
+              limits: Limits | None = None) -> QueueCell[Any]:
+        """The queue ``name`` (created on first use with ``capacity``). A broker bounds a
+        queue's length with ``reject`` only: ``limits`` may be
+        ``Limits(max_length=n)`` (the same as ``capacity=n``); others raise
+        :class:`~lazily_queue.errors.UnsupportedOperation` naming the broker."""
         self._check_open()
+        if limits is not None:
+            capacity = self._broker_capacity(name, capacity, limits)
         cell = self._queues.get(name)
         if cell is None:
             storage = self.provider.queue(name, capacity=capacity)
@@ -88,12 +95,30 @@ class Client:
                 f"queue {name!r} is already open with capacity {cell.capacity()}")
         return cell
 
+    def _broker_capacity(self, name: str, capacity: int | None, limits: Limits) -> int | None:
+        if capacity is not None:
+            raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
+        if limits.max_bytes is None and limits.overflow == REJECT:
+            return limits.max_length
+        raise self._no_limits("queue", name, limits, " bounds a queue's length with "
+                              "overflow='reject' only (Limits(max_length=n), or capacity=n)")
+
+    def _no_limits(self, kind: str, name: str, limits: Limits,
+                   what: str = " has no limits for it") -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{kind} {name!r}: the {type(self.provider).__name__} backend{what}, not "
+            f"{limits.describe()}; use a cluster's cells for max_bytes, drop_oldest and "
+            "retention")
+
     def work_queue(
-        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3
+        self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3,
+        limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The work queue ``name``: leases of ``visibility_timeout`` seconds, dead letters
-        after ``max_deliveries`` attempts."""
+        after ``max_deliveries`` attempts (``limits``: refused, a broker has none)."""
         self._check_open()
+        if limits is not None:
+            raise self._no_limits("work queue", name, limits)
         cell = self._work.get(name)
         if cell is None:
             storage = self.provider.work_queue(
@@ -106,9 +131,12 @@ class Client:
                 f"{cell.visibility_timeout} and max_deliveries {cell.max_deliveries}")
         return cell
 
-    def topic(self, name: str) -> TopicCell[Any]:
-        """The topic ``name``."""
+    def topic(self, name: str, *, limits: Limits | None = None) -> TopicCell[Any]:
+        """The topic ``name`` (``limits``: refused, a broker topic keeps no retention
+        limits of ours)."""
         self._check_open()
+        if limits is not None:
+            raise self._no_limits("topic", name, limits)
         cell = self._topics.get(name)
         if cell is None:
             cell = self._topics[name] = TopicCell(

@@ -79,7 +79,7 @@ class ClientConnection:
         """Why this client may not propose op ``code`` with ``args``; ``None`` if it may.
         A transaction needs the permission of every op it carries."""
         if code != C.TXN:
-            name = args[0] if C.family_of(code) is not None and args else None
+            name = args[0] if C.family_of_op(code, args) is not None and args else None
             return self.refusal(code, name if isinstance(name, str) else None)
         for op in args:
             if type(op) is not list or len(op) < 2 or op[0] not in C.TXN_OPS:

@@ -370,7 +370,7 @@ class ClientServer:
         for event in events:
             if type(event) is OpApplied:
                 op = event.op
-                kind = ops.family_of(op[0])
+                kind = ops.family_of_op(op[0], op[1:])
                 if kind is None or len(op) < 2 or not isinstance(op[1], str):
                     continue
                 for conn in self._watchers.get((kind, op[1]), ()):

@@ -50,9 +50,13 @@ _FLAT = frozenset({str, bytes, int, float, bool, type(None)})
 def encode_args(code: int, args: list[Any]) -> bytes:
     """The op's arguments in CBOR, checked against the value model and the largest
     command a cluster accepts (the member checks its own, smaller, message limit)."""
-    if all(type(arg) in _FLAT for arg in args):
-        encoded = cbor2.dumps(args)  # flat and of the model: nothing to scan or tag
-    else:
+    encoded: bytes | None = None
+    for arg in args:
+        if type(arg) not in _FLAT:
+            break
+    else:  # flat and of the model: nothing to scan or tag
+        encoded = cbor2.dumps(args)
+    if encoded is None:
         name = ops.op_name(code)
         tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
         try:
@@ -69,20 +73,28 @@ def encode_args(code: int, args: list[Any]) -> bytes:
 
 
 class _Op:
-    """One operation until its answer arrives."""
+    """One operation until its answer arrives; called with the answer of the link it
+    was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
-    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future",
-                 "on_orphan", "orphaned", "rid", "seq")
+    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future", "link",
+                 "on_orphan", "orphaned", "rid", "seq", "session")
 
-    def __init__(self, seq: int, code: int, args: bytes, deadline: float,
+    def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
+        self.session = session
         self.seq, self.code, self.args, self.deadline = seq, code, args, deadline
         self.future, self.on_orphan = future, on_orphan
         self.rid = 0
+        self.link: Link | None = None
         self.attempts = 0
         self.done = False
         self.orphaned = False
         self.error: Exception | None = None
+
+    def __call__(self, answer: Answer) -> None:
+        link = self.link
+        if link is not None:
+            self.session._answered(link, self, answer)
 
 
 class Session:
@@ -104,6 +116,8 @@ class Session:
         self._drop = drop
         self._unreachable = unreachable
         self._next_seq = 1
+        #: No op below this sequence number is outstanding (see :meth:`_floor`).
+        self._low = 1
         self._ops: dict[int, _Op] = {}
         self._window = Budget(max_in_flight)
         self._held: deque[_Op] = deque()
@@ -151,7 +165,7 @@ class Session:
         seq = self._next_seq
         self._next_seq += 1
         loop = asyncio.get_running_loop()
-        op = _Op(seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
+        op = _Op(self, seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
         self._ops[seq] = op
         if self._sweeper is None:
             self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
@@ -183,7 +197,16 @@ class Session:
             window.give()
 
     def _floor(self) -> int:
-        return next(iter(self._ops), self._next_seq)
+        """The oldest unanswered sequence number (the next one when none is).
+
+        Ops are answered mostly in order: walking up from the last floor costs each
+        sequence number once, where iterating the dict would first skip every answered
+        op still in its table."""
+        low, outstanding, end = self._low, self._ops, self._next_seq
+        while low < end and low not in outstanding:
+            low += 1
+        self._low = low
+        return low
 
     def _send(self, link: Link, op: _Op) -> None:
         floor = self._floor()
@@ -194,8 +217,8 @@ class Session:
         remaining = op.deadline - asyncio.get_running_loop().time()
         timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
         op.attempts += 1
-        op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms,
-                              lambda answer: self._answered(link, op, answer))
+        op.link = link
+        op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms, op)
 
     def _send_held(self) -> None:
         """Send the ops held back by the session window that fit in it now."""

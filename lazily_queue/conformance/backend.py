@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from ..core.limits import Limits
 from ..core.queue import QueuePopError, QueuePushError
 from ..reactive import Slot
 
@@ -33,6 +34,11 @@ class QueueInitial:
     elements: list[Any]
     capacity: int | None
     closed: bool
+    #: The fixture uses message expiry (``ttl`` is the cell's default, seconds).
+    expiry: bool = False
+    ttl: float | None = None
+    #: The queue's limits (``initial.limits``: readers ``bytes`` and ``dropped`` too).
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,21 @@ class TopicInitial:
     base_offset: int
     elements: list[Any]
     subscriptions: dict[str, SubscriptionRecord] = field(default_factory=dict)
+    #: Retention by age (seconds), ``None``: none.
+    max_age: float | None = None
+
+    #: The topic's retention (``initial.limits``, overflow ``drop_oldest``).
+    limits: Limits | None = None
+
+
+class FixtureClock:
+    """The time of a replay (seconds since the epoch), moved only by ``advance_clock``."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,8 @@ class WorkQueueInitial:
     max_deliveries: int
     #: ``[base, factor, cap]`` in fixture time units (capability ``scheduling``).
     retry: list[Any] | None = None
+    #: The work queue's limits (``initial.limits``: the state key ``dropped`` too).
+    limits: Limits | None = None
 
 
 class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)
@@ -82,9 +105,14 @@ class QueueAdapter(Adapter):
         """FIFO snapshot of the storage (non-reactive)."""
 
     @abstractmethod
-    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
+    async def try_push(self, value: Any, msg_id: str | None = None,
+                       ttl: float | None = None) -> QueuePushError | None:
         """Push without waiting; with ``msg_id``, a deduplicated push (capability
-        ``dedup``)."""
+        ``dedup``); with ``ttl``, one expiring (capability ``expiry``)."""
+
+    def expired(self) -> int:
+        """The cell's ``expired`` reader (capability ``expiry``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no message expiry")
 
     @abstractmethod
     async def try_pop(self) -> Any: ...  # element or QueuePopError
@@ -235,6 +263,17 @@ class Backend(ABC):
     #: Capabilities this backend lacks, each with the reason: a fixture that needs one
     #: is reported as skipped with that reason (see :data:`CAPABILITIES`).
     lacks: Mapping[str, str] = {}
+    @property
+    def clock(self) -> FixtureClock:
+        """The time of the replays: the local cells' clock and the members' wall clock."""
+        found: FixtureClock | None = self.__dict__.get("_fixture_clock")
+        if found is None:
+            found = self.__dict__["_fixture_clock"] = FixtureClock()
+        return found
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the replay's time forward (``advance_clock`` ops)."""
+        self.clock.now += seconds
 
     async def __aenter__(self) -> Backend:
         await self.start()
@@ -292,8 +331,12 @@ CAPABILITIES = {
     "replay": "topic fixtures subscribing from a start or seeking",
     "replay_time": "topic fixtures subscribing from or seeking to an enqueue time",
     "groups": "topic fixtures with consumer-group ops",
+    "expiry": "fixtures with a ttl, a max_age or an advance_clock op: elements expire on "
+              "the replay's clock",
     "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "
                   "policy",
+    "limits": "queue fixtures declaring limits (max_bytes, drop_oldest): the bytes and "
+              "dropped readers",
 }
 """What a fixture may need beyond its model's ops (cluster ops aside: see
 :attr:`Backend.cluster_ops`); a backend lists the ones it lacks in :attr:`Backend.lacks`."""

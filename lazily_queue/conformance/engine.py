@@ -162,9 +162,16 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         from .work_queue import work_queue_needs
 
         needed |= work_queue_needs(document)
+    initial = document.get("initial")
+    if isinstance(initial, dict) and ("ttl" in initial or "max_age" in initial):
+        needed.add("expiry")
+    if isinstance(initial, dict) and "limits" in initial:
+        needed.add("limits")
     for step in document.get("steps") or []:
         op = step.get("op") if isinstance(step, dict) else None
         kind = op.get("type") if isinstance(op, dict) else None
+        if kind == "advance_clock" or (isinstance(op, dict) and "ttl" in op):
+            needed.add("expiry")
         if model == "QueueCell" and kind == "batch":
             needed.add("atomic_batch")
         if kind == "transaction":

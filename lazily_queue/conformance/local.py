@@ -26,13 +26,18 @@ from typing import Any, TypeVar
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
+from ..core.limited_topic import LimitedTopic
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.scheduling import RetryPolicy
+from ..core.topic import TopicCore
 from ..core.work import Receipt, WorkQueueCore
 from ..errors import SettlementRejected
 from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
-from ..storage.local import VecDequeStorage
+from ..storage.local import LocalTopicStorage, VecDequeStorage
+from ..storage.local_expiry import ExpiringDequeStorage
+from ..storage.local_limited import LimitedDequeStorage
+from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
@@ -103,11 +108,15 @@ class LocalQueueAdapter(QueueAdapter):
             raise TypeError(f"{type(storage).__name__} has no elements() snapshot")
         return storage.elements()
 
-    async def try_push(self, value: Any, msg_id: str | None = None) -> QueuePushError | None:
+    async def try_push(self, value: Any, msg_id: str | None = None,
+                       ttl: float | None = None) -> QueuePushError | None:
         cell = self.cell
-        if msg_id is not None:  # the synchronous core takes no ids: every flavor awaits
-            return await cell.offer(value, msg_id=msg_id)
+        if msg_id is not None or ttl is not None:  # the synchronous core takes neither
+            return await cell.offer(value, msg_id=msg_id, ttl=ttl)
         return await self._invoke(cell.try_push, cell.offer, value)
+
+    def expired(self) -> int:
+        return self.cell.expired()
 
     async def try_pop(self) -> Any:
         cell = self.cell
@@ -246,9 +255,14 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
         return self.cell.readers()
 
     async def push(self, value: Any, msg_id: str | None = None) -> int:
+        """The ``item_id``; a push a work queue's limits refuse raises ``LimitExceeded``
+        (never waits for room)."""
         if msg_id is not None:
-            return await self.cell.push(value, msg_id=msg_id)
-        return await self._invoke(self.cell.try_push, self.cell.push, value)
+            return await self.cell.push(value, msg_id=msg_id, wait=False)
+        return await self._invoke(self.cell.try_push, self._push_now, value)
+
+    async def _push_now(self, value: Any) -> int:
+        return await self.cell.push(value, wait=False)
 
     async def push_scheduled(self, value: Any, priority: int, delay: int | None,
                              now: int | None) -> int:
@@ -319,7 +333,10 @@ class LocalBackend(Backend):
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
-        storage: VecDequeStorage[Any] = storage_type(initial.capacity)
+        storage: VecDequeStorage[Any] = (
+            ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
+            if initial.expiry else storage_type(initial.capacity) if initial.limits is None
+            else LimitedDequeStorage(initial.limits))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
         for value in initial.elements:
             if cell.try_push(value) is not None:
@@ -329,9 +346,21 @@ class LocalBackend(Backend):
         return LocalQueueAdapter(cell, Invoker(flavor))
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell: TopicCell[Any] = TopicCell.from_snapshot(  # stamped as a leader stamps
-            _topic_snapshot(initial), context=Context(name="conformance"), clock=time.time
-        )
+        if initial.max_age is not None:
+            storage: ExpiringTopicStorage[Any] = ExpiringTopicStorage(
+                max_age=initial.max_age, clock=self.clock)
+            storage.core = TopicCore.from_snapshot(_topic_snapshot(initial))
+            return LocalTopicAdapter(TopicCell(storage, context=Context(name="conformance")),
+                                     Invoker(flavor))
+        if initial.limits is not None:
+            core = LimitedTopic.limited(TopicCore.from_snapshot(_topic_snapshot(initial)),
+                                        initial.limits)
+            cell: TopicCell[Any] = TopicCell(LocalTopicStorage(core, clock=time.time),
+                                             context=Context(name="conformance"))
+        else:
+            cell = TopicCell.from_snapshot(  # stamped as a leader stamps
+                _topic_snapshot(initial), context=Context(name="conformance"), clock=time.time
+            )
         return LocalTopicAdapter(cell, Invoker(flavor))
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
@@ -353,6 +382,7 @@ class LocalBackend(Backend):
             visibility_timeout=initial.visibility_timeout,
             max_deliveries=initial.max_deliveries,
             context=Context(name="conformance"),
+            limits=initial.limits,
         )
         return LocalWorkQueueAdapter(cell, Invoker(flavor))
 

@@ -5,16 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.limits import Limits
 from ..core.queue import EMPTY
 from . import transactions
 from .backend import QueueAdapter, QueueInitial, outcome_label
 from .compare import fail, is_int, require_object
-from .engine import ModelRunner, OpSpec, register_runner
+from .engine import ModelRunner, OpSpec, register_runner, requirements
 from .probes import ProbeSet
 
 READERS = ("head", "len", "is_empty", "is_full", "closed")
-INITIAL_KEYS = frozenset({"elements", "capacity", "closed"})
+#: The readers of a queue declared with ``initial.limits``, besides :data:`READERS`.
+LIMIT_READERS = ("bytes", "dropped")
+INITIAL_KEYS = frozenset({"elements", "capacity", "closed", "ttl"})
+LIMITS_KEYS = frozenset({"max_length", "max_bytes", "overflow"})
 BATCH_OP_KEYS = frozenset({"type", "value", "producer"})
+
+
+def limits_of_fixture(doc: Any) -> Limits:
+    """An ``initial.limits`` object as :class:`Limits` (a setup failure when malformed)."""
+    doc = require_object(doc, "initial.limits", LIMITS_KEYS)
+    try:
+        return Limits(doc["max_length"], doc["max_bytes"], doc["overflow"])
+    except ValueError as exc:
+        fail(None, "initial.limits", str(exc))
+        raise
 
 
 def _json_head(value: Any) -> Any:
@@ -25,8 +39,9 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id", "headers")),
-        "try_push": OpSpec(required=("value",), optional=("msg_id", "headers")),
+        "push": OpSpec(required=("value",), optional=("msg_id", "ttl", "headers")),
+        "try_push": OpSpec(required=("value",), optional=("msg_id", "ttl", "headers")),
+        "advance_clock": OpSpec(required=("seconds",)),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
         "close": OpSpec(),
@@ -34,10 +49,11 @@ class QueueRunner(ModelRunner):
         "poll_messages": OpSpec(required=("n",), optional=("give_back",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset(READERS) | {"elements"}
+    state_keys = frozenset(READERS) | frozenset(LIMIT_READERS) | {"elements", "expired"}
 
     _adapter: QueueAdapter | None = None
     _capacity: int | None = None
+    _limits: Limits | None = None
 
     @property
     def adapter(self) -> QueueAdapter:
@@ -45,8 +61,20 @@ class QueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
-        initial = require_object(initial, "initial", INITIAL_KEYS)
+        ttl = initial.get("ttl") if isinstance(initial, dict) else None
+        if isinstance(initial, dict):
+            initial = {k: v for k, v in initial.items() if k != "ttl"}  # optional
+        if ttl is not None and (not isinstance(ttl, (int, float)) or isinstance(ttl, bool)
+                                or ttl <= 0):
+            fail(None, "initial.ttl", f"must be null or a number of seconds > 0, got {ttl!r}")
+        limits = None
+        if isinstance(initial, dict) and "limits" in initial:
+            initial = dict(initial)
+            limits = limits_of_fixture(initial.pop("limits"))
+        initial = require_object(initial, "initial", INITIAL_KEYS - {"ttl"})
         elements, capacity, closed = initial["elements"], initial["capacity"], initial["closed"]
+        if limits is not None and capacity is not None:
+            fail(None, "initial.capacity", "must be null when limits are given (max_length)")
         if not isinstance(elements, list):
             fail(None, "initial.elements", f"must be an array, got {elements!r}")
         if capacity is not None and (not is_int(capacity) or capacity < 1):
@@ -60,12 +88,17 @@ class QueueRunner(ModelRunner):
         if capacity is not None and len(elements) > capacity:
             fail(None, "initial.elements", f"{len(elements)} elements exceed capacity {capacity}")
         self._capacity = capacity
+        expiry = "expiry" in requirements(document)
+        self._limits = limits
         self._adapter = await self.backend.queue(
-            QueueInitial(elements=list(elements), capacity=capacity, closed=closed), self.flavor
+            QueueInitial(elements=list(elements), capacity=capacity, closed=closed,
+                         expiry=expiry, ttl=ttl, limits=limits), self.flavor
         )
         names = set(self._adapter.readers())
-        if names != set(READERS):
-            fail(None, "readers", f"the adapter must expose {list(READERS)}, got {sorted(names)}")
+        expected = set(READERS) | (set(LIMIT_READERS) if limits is not None else set())
+        if names != expected:
+            fail(None, "readers",
+                 f"the adapter must expose {sorted(expected)}, got {sorted(names)}")
 
     def mint_probes(self) -> ProbeSet:
         return ProbeSet(self.adapter.readers(), consistency=self._consistent)
@@ -75,7 +108,15 @@ class QueueRunner(ModelRunner):
         cap = self._capacity
         if values["is_empty"] is not (n == 0):
             return f"len={n} but is_empty={values['is_empty']}"
-        if values["is_full"] is not (cap is not None and n >= cap):
+        if self._limits is not None:
+            limits = self._limits
+            if limits.overflow == "drop_oldest" and values["is_full"]:
+                return "is_full under drop_oldest"
+            if limits.max_length is not None and n > limits.max_length:
+                return f"len={n} over max_length {limits.max_length}"
+            if limits.max_bytes is not None and values["bytes"] > limits.max_bytes:
+                return f"bytes={values['bytes']} over max_bytes {limits.max_bytes}"
+        elif values["is_full"] is not (cap is not None and n >= cap):
             return f"len={n} with capacity {cap} but is_full={values['is_full']}"
         if (values["head"] is EMPTY) is not (n == 0):
             return f"len={n} but head={_json_head(values['head'])!r}"
@@ -90,6 +131,12 @@ class QueueRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "QueueCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "advance_clock":
+            seconds = op["seconds"]
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
+            self.backend.advance_clock(seconds)
+            return None
         if kind == "push":
             refused = await self._push(op)
             if refused is not None:
@@ -130,7 +177,7 @@ class QueueRunner(ModelRunner):
     async def _push(self, op: Mapping[str, Any]) -> Any:
         if "headers" in op:
             return await self.adapter.push_headers(op["value"], op["headers"], op.get("msg_id"))
-        return await self.adapter.try_push(op["value"], op.get("msg_id"))
+        return await self.adapter.try_push(op["value"], op.get("msg_id"), op.get("ttl"))
 
     @staticmethod
     def _batch_values(step: int, ops: Any) -> list[Any]:
@@ -152,5 +199,7 @@ class QueueRunner(ModelRunner):
     def state(self, step: int, key: str) -> Any:
         if key == "elements":
             return self.adapter.elements()
+        if key == "expired":
+            return self.adapter.expired()
         value = self.adapter.readers()[key].get()
         return _json_head(value) if key == "head" else value

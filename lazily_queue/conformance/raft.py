@@ -88,8 +88,10 @@ class RaftBackend(Backend):
         self._observer = "1"
 
     async def start(self) -> None:
+        clock = self.clock
         self.cluster = Cluster(self.size, maintenance_interval=None, tick_interval=0.01,
-                               node_options=_own_context)
+                               node_options=lambda node_id: {**_own_context(node_id),
+                                                             "wall_clock": clock})
         try:
             await self.cluster.start()
         except BaseException:
@@ -119,7 +121,8 @@ class RaftBackend(Backend):
     # -- models -----------------------------------------------------------------------------
 
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
-        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity)
+        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity,
+                                   ttl=initial.ttl, limits=initial.limits)
         for value in initial.elements:
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
@@ -128,7 +131,8 @@ class RaftBackend(Backend):
         return RaftQueueAdapter(cell, Invoker("async"), self.observer.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell = self.observer.topic(f"t{next(_names)}")
+        cell = self.observer.topic(f"t{next(_names)}", max_age=initial.max_age,
+                                   limits=initial.limits)
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
@@ -142,7 +146,8 @@ class RaftBackend(Backend):
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         retry = None if initial.retry is None else RetryPolicy.from_list(initial.retry)
         cell = self.observer.open_work_queue(
-            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry
+            f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry,
+            limits=initial.limits,
         )
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)

@@ -1,10 +1,12 @@
 """TopicCell fixtures: snapshot ``initial``, subscriber probes, restart (spec §5.3).
 
-Extensions: ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe`` with a
-``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601 strings, read
-with ``datetime.fromisoformat``; one without an offset is naive); ``publish`` with
-``headers`` and ``read_messages`` (the unread suffix as ``[{id, value, headers?}]``,
-nothing consumed); consumer-group ops
+Extensions: ``initial.limits`` (retention by count and bytes, with the state keys
+``dropped``, the elements it dropped, and ``gaps``, per subscriber the elements dropped
+before it read them); ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe``
+with a ``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601
+strings, read with ``datetime.fromisoformat``; one without an offset is naive);
+``publish`` with ``headers`` and ``read_messages`` (the unread suffix as ``[{id, value,
+headers?}]``, nothing consumed); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
 and the ``groups`` state key (see :mod:`.groups`).
@@ -26,6 +28,7 @@ from .backend import SubscriptionRecord, TopicAdapter, TopicInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
 from .probes import ProbeSet
+from .queue import limits_of_fixture
 
 INITIAL_KEYS = frozenset({"base_offset", "elements", "subscriptions"})
 RECORD_KEYS = frozenset({"durability", "connected", "cursor"})
@@ -87,10 +90,12 @@ class TopicRunner(ModelRunner):
         "disconnect": OpSpec(required=("subscriber",)),
         "advance": OpSpec(required=("subscriber",)),
         "gc": OpSpec(),
+        "advance_clock": OpSpec(required=("seconds",)),
         "restart": OpSpec(optional=("subscriber",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups"})
+    state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups",
+                            "dropped", "gaps"})
 
     _adapter: TopicAdapter | None = None
     _ids: list[str]
@@ -103,6 +108,16 @@ class TopicRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        max_age = initial.get("max_age") if isinstance(initial, dict) else None
+        if isinstance(initial, dict):
+            initial = {k: v for k, v in initial.items() if k != "max_age"}  # optional
+        if max_age is not None and (not isinstance(max_age, (int, float))
+                                    or isinstance(max_age, bool) or max_age <= 0):
+            fail(None, "initial.max_age", f"must be a number of seconds > 0, got {max_age!r}")
+        limits = None
+        if isinstance(initial, dict) and "limits" in initial:
+            initial = dict(initial)
+            limits = limits_of_fixture(initial.pop("limits"))
         initial = require_object(initial, "initial", INITIAL_KEYS)
         base, elements, subs = initial["base_offset"], initial["elements"], initial["subscriptions"]
         if not is_int(base) or base < 0:
@@ -121,7 +136,8 @@ class TopicRunner(ModelRunner):
         self._ids = subscriber_ids(document)
         self._groups = {}
         self._adapter = await self.backend.topic(
-            TopicInitial(base_offset=base, elements=list(elements), subscriptions=records),
+            TopicInitial(base_offset=base, elements=list(elements), subscriptions=records,
+                         max_age=max_age, limits=limits),
             self.flavor,
         )
 
@@ -138,6 +154,12 @@ class TopicRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "TopicCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "advance_clock":
+            seconds = op["seconds"]
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
+            self.backend.advance_clock(seconds)
+            return None
         if kind == "publish":
             if "headers" in op:
                 return _json(await adapter.publish_headers(op["value"], op["headers"],
@@ -204,6 +226,13 @@ class TopicRunner(ModelRunner):
             return adapter.subscriptions()
         if key == "groups":
             return adapter.groups(self._groups)
+        if key in ("dropped", "gaps"):
+            cell = getattr(adapter, "cell", None)
+            if cell is None:
+                fail(step, key, f"{type(adapter).__name__} has no cell to read {key} from")
+            if key == "dropped":
+                return cell.dropped()
+            return {sid: cell.gap(sid) for sid in adapter.subscriptions() if cell.gap(sid)}
         return self._reads(step)
 
     def _reads(self, step: int) -> dict[str, Any]:

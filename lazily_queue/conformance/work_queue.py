@@ -1,15 +1,21 @@
-"""WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4)."""
+"""WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4).
+
+Extension: ``initial.limits`` (a work queue with limits): a push they refuse returns
+``"Full"``, and the state key ``dropped`` is the number of items ``drop_oldest`` dropped.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import LimitExceeded
 from . import transactions
 from .backend import WorkQueueAdapter, WorkQueueInitial
 from .compare import fail, is_int, require_object
 from .engine import ModelRunner, OpSpec, register_runner
 from .probes import ProbeSet
+from .queue import limits_of_fixture
 
 READERS = ("pending_len", "is_empty", "in_flight_len", "dead_letter_len")
 INITIAL_KEYS = frozenset(
@@ -33,7 +39,8 @@ class WorkQueueRunner(ModelRunner):
         "promote_due": OpSpec(required=("now",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset({"pending", "in_flight", "dead_letters", "delayed", "reads"})
+    state_keys = frozenset({"pending", "in_flight", "dead_letters", "delayed", "reads",
+                            "dropped"})
     returns_required = True
 
     _adapter: WorkQueueAdapter | None = None
@@ -44,6 +51,10 @@ class WorkQueueRunner(ModelRunner):
         return self._adapter
 
     async def build(self, initial: Any, document: Mapping[str, Any]) -> None:
+        limits = None
+        if isinstance(initial, dict) and "limits" in initial:
+            initial = dict(initial)
+            limits = limits_of_fixture(initial.pop("limits"))
         retry = initial.get("retry") if isinstance(initial, dict) else None
         if isinstance(initial, dict) and "retry" in initial:
             initial = {k: v for k, v in initial.items() if k not in OPTIONAL_INITIAL}
@@ -64,7 +75,8 @@ class WorkQueueRunner(ModelRunner):
         if not is_int(limit) or limit < 1:
             fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
         self._adapter = await self.backend.work_queue(
-            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit, retry=retry),
+            WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit, retry=retry,
+                             limits=limits),
             self.flavor
         )
         names = set(self._adapter.readers())
@@ -93,7 +105,10 @@ class WorkQueueRunner(ModelRunner):
             return await adapter.push_scheduled(op["value"], op.get("priority", 0),
                                                 op.get("delay"), op.get("now"))
         if kind == "push":
-            return await adapter.push(op["value"], op.get("msg_id"))
+            try:
+                return await adapter.push(op["value"], op.get("msg_id"))
+            except LimitExceeded:
+                return "Full"
         if kind == "nack" and "delay" in op:
             return await adapter.nack_delayed(op["worker"], op["delivery_id"], op["delay"],
                                               op["now"])
@@ -119,6 +134,11 @@ class WorkQueueRunner(ModelRunner):
             return adapter.dead_letters()
         if key == "delayed":
             return adapter.delayed()
+        if key == "dropped":
+            cell = getattr(adapter, "cell", None)
+            if cell is None:
+                fail(step, key, f"{type(adapter).__name__} has no cell to read dropped from")
+            return cell.dropped()
         return {name: slot.get() for name, slot in adapter.readers().items()}
 
 

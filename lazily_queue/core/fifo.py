@@ -322,6 +322,10 @@ class Fifo(Generic[T]):
             ids.append(runs, self._tail_first, n, self._tail_stamp)
         return self._next_id(), runs
 
+    def next_id(self) -> int:
+        """The id the next element pushed gets (the last pushed has the one before)."""
+        return self._next_id()
+
     def head_id(self) -> tuple[int, int] | None:
         """``(id, stamp)`` of the oldest element, or ``None`` when empty."""
         self._sync()

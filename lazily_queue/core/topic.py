@@ -300,6 +300,24 @@ class TopicCore(Generic[R]):
                 clamped.append(subscriber)
         return TopicTransition(removed, frozenset(clamped))
 
+    def drop_before(self, offset: int) -> TopicTransition[dict[str, int]]:
+        """Drop every offset below ``offset`` (retention by age) whatever the cursors;
+        returns ``{subscriber: elements it had not read}`` for the cursors moved up to
+        the new base (each invalidated)."""
+        frontier = min(offset, self.end_offset())
+        removed = frontier - self._base
+        if removed <= 0:
+            return TopicTransition({}, NOBODY)
+        del self._elements[:removed]
+        self._base = frontier
+        self._stamps.forget_below(frontier)
+        skipped: dict[str, int] = {}
+        for subscriber, record in self._subs.items():
+            if record.cursor < frontier:
+                skipped[subscriber] = frontier - record.cursor
+                record.cursor = frontier
+        return TopicTransition(skipped, frozenset(skipped))
+
     # -- observables ----------------------------------------------------------------------
 
     def retention_frontier(self) -> int:

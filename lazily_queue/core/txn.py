@@ -12,10 +12,15 @@ cannot fail once their object exists, and a settlement only removes its own leas
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
 from .fifo import Fifo
+from .limited_fifo import LimitedFifo
+from .limited_topic import LimitedTopic
+from .limited_work import LimitedWorkQueue
+from .limits import DROP_OLDEST, REJECT, RULES, value_size
 from .work import WorkQueueCore, check_worker
 
 #: The most ops one transaction carries.
@@ -28,10 +33,14 @@ Refusal = tuple[str, str] | None
 class TxnCheck:
     """What the earlier ops of one transaction leave (module docstring)."""
 
-    __slots__ = ("_ids", "_pushed", "_settled")
+    __slots__ = ("_bytes", "_ids", "_pushed", "_settled", "_work")
 
     def __init__(self) -> None:
         self._pushed: dict[Hashable, int] = {}
+        self._bytes: dict[Hashable, int] = {}
+        #: Per work queue with limits: [items held, bytes held, pending sizes] as the
+        #: transaction's earlier pushes leave them.
+        self._work: dict[Hashable, list[Any]] = {}
         self._settled: set[tuple[Hashable, int]] = set()
         self._ids: set[Hashable] = set()
 
@@ -43,11 +52,15 @@ class TxnCheck:
         self._ids.add(key)
         return False
 
-    def queue_push(self, key: Hashable, name: str, fifo: Fifo[Any]) -> Refusal:
-        """A push to ``fifo``: refused when closed (checked first) or full with the
-        transaction's earlier pushes to it."""
+    def queue_push(self, key: Hashable, name: str, fifo: Fifo[Any],
+                   value: Any = None) -> Refusal:
+        """A push of ``value`` to ``fifo``: refused when closed (checked first) or full
+        with the transaction's earlier pushes to it (a queue with limits: by its
+        limits, :meth:`limited_push`)."""
         if fifo.is_closed():
             return "closed", f"queue {name!r} is closed"
+        if isinstance(fifo, LimitedFifo):
+            return self.limited_push(key, name, fifo, value)
         extra = self._pushed.get(key, 0)
         capacity = fifo.capacity()
         if capacity is not None and fifo.len() + extra >= capacity:
@@ -56,6 +69,66 @@ class TxnCheck:
                             if extra else f"queue {name!r} is full ({capacity} elements)")
         self._pushed[key] = extra + 1
         return None
+
+    def limited_push(self, key: Hashable, name: str, fifo: LimitedFifo[Any],
+                     value: Any) -> Refusal:
+        """A push of ``value`` to a queue with limits: under ``reject`` refused when the
+        queue with the transaction's earlier pushes to it has no room for it; under
+        ``drop_oldest`` only when it is larger than ``max_bytes``. Code ``"full"``."""
+        quota = fifo.quota
+        size = value_size(value)
+        extra, extra_bytes = self._pushed.get(key, 0), self._bytes.get(key, 0)
+        if quota.limits.overflow == REJECT:
+            broken = quota.check(size, extra, extra_bytes)
+        else:
+            broken = quota.room_for(size)
+            broken = broken if broken is not None and broken[1] < 0 else None
+        if broken is not None:
+            return "full", (f"queue {name!r} is full: its {broken[0]} limit "
+                            f"({quota.limits.describe()}) refuses a push of {size} bytes"
+                            + (f" after the {extra} pushed earlier in this transaction"
+                               if extra else ""))
+        self._pushed[key] = extra + 1
+        self._bytes[key] = extra_bytes + size
+        return None
+
+    def work_push(self, key: Hashable, name: str, core: WorkQueueCore, value: Any) -> Refusal:
+        """A push of ``value`` to a work queue: refused (``"full"``) only by its limits,
+        counting the transaction's earlier pushes to it and the drops they make."""
+        if not isinstance(core, LimitedWorkQueue):
+            return None
+        state = self._work.get(key)
+        if state is None:
+            state = self._work[key] = [core.held(), core.held_bytes, core.pending_sizes()]
+        count, held, sizes = state
+        size = value_size(value)
+        limits = core.limits
+        droppable = sizes if limits.overflow == DROP_OLDEST else deque()
+        need = 0
+        for limit, rule in RULES.items():
+            k = rule(limits, count, held, size, droppable)
+            if k is None or k > len(droppable):
+                return "full", (f"work queue {name!r} is full: its {limit} limit "
+                                f"({limits.describe()}) refuses a push of {size} bytes")
+            need = max(need, k)
+        for _ in range(need):
+            held -= sizes.popleft()
+        sizes.append(size)
+        state[0], state[1] = count - need + 1, held + size
+        return None
+
+    @staticmethod
+    def topic_publish(name: str, topic: Any, value: Any) -> Refusal:
+        """A publish: refused (``"full"``) only when the topic's retention limits say
+        the element never fits (larger than ``max_bytes``)."""
+        limits = topic.limits() if isinstance(topic, LimitedTopic) else None
+        if limits is None or limits.max_bytes is None:
+            return None
+        size = value_size(value)
+        if size <= limits.max_bytes:
+            return None
+        return "full", (f"topic {name!r}: an element of {size} bytes never fits its "
+                        f"max_bytes limit of {limits.max_bytes}")
 
     def settle(self, key: Hashable, name: str, core: WorkQueueCore, worker: Any,
                delivery_id: Any) -> Refusal:

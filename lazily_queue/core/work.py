@@ -320,6 +320,17 @@ class WorkQueueCore(ScheduledWork):
     def dead_letter_len(self) -> int:
         return len(self._dead)
 
+    def discard_head(self) -> WorkTransition[PendingItem | None]:
+        """Remove :meth:`head` without leasing it (it expired), or ``None``."""
+        sched = self._sched
+        item = sched.take() if sched is not None and sched.ready else None
+        if item is None:
+            if not self._pending:
+                return WorkTransition(None, 0)
+            item = self._pending.popleft()
+        return WorkTransition(item, PENDING_LEN if self.pending_len() else
+                              PENDING_LEN | IS_EMPTY)
+
     def head(self) -> PendingItem | None:
         """The pending item the next claim leases, or ``None``."""
         if self._sched is not None and self._sched.ready:

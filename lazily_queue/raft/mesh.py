@@ -68,9 +68,12 @@ REPLAY_TIME_FEATURE = "topic-replay-time-v1"
 #: Message headers (``QUEUE_PUSH_HEADERS``, ``QUEUE_POP_HEADERS``,
 #: ``QUEUE_UNPOP_HEADERS``, snapshot section ``headers``): an older member would diverge.
 HEADERS_FEATURE = "message-headers-v1"
+#: Cell limits (``QUEUE_DECLARE_LIMITED``, pushes checked against limits, snapshot
+#: section ``limits``): an older member would answer ``unknown_op`` and diverge.
+LIMITS_FEATURE = "limits-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
-                               HEADERS_FEATURE})
+                               HEADERS_FEATURE, LIMITS_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -2,11 +2,15 @@
 
 :class:`SnapshotStore` implements the interface of PySyncObj's internal ``Serializer``
 (serialize, deserialize, transmission to followers, install from a leader). It is
-synchronous (no fork) except for the file write: the state is captured and encoded on
-the caller's thread, the file written by :attr:`SnapshotStore.writer` (on a worker
-thread for the driver, see :mod:`.snapshot_writer`), and the engine sees SERIALIZING
-until that write ended: the journal is compacted only once the file is durable, and a
-crash mid-write leaves the previous file. The file is a magic, the CRC-32 of the body
+synchronous (no fork) except for the encoding and the file write: the state is
+captured on the caller's thread (the state machine's capture builds new containers, so
+later steps do not change it; the values in them are never changed by the state
+machine, and are shared with the callers it returned them to, who must not change them
+either), then encoded (in short pieces, :mod:`.snapshot_pieces`) and written by
+:attr:`SnapshotStore.writer` (on a worker thread for the driver, see
+:mod:`.snapshot_writer`), and the engine sees SERIALIZING until that write ended: the
+journal is compacted only once the file is durable, and a crash mid-write leaves the
+previous file. The file is a magic, the CRC-32 of the body
 and the body (a file without the magic is read as a bare body, unchecked). The body
 holds only the
 state machine's snapshot (unconsumed entries, cursors, sessions), the two log entries
@@ -35,8 +39,8 @@ from typing import Any
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 
 from ..errors import DamagedData
-from . import values
 from .disk import Disk
+from .snapshot_pieces import encode_pieces
 from .snapshot_writer import SnapshotWriter
 
 log = logging.getLogger(__name__)
@@ -70,10 +74,15 @@ def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
 
 def encode_snapshot(doc: dict[str, Any]) -> bytes:
     """The file form: a magic, the CRC-32 of the CBOR body, the body (tuples in the
-    state stay tuples, see :mod:`.values`; the anchor entries are read back as tuples)."""
+    state stay tuples, see :mod:`.values`; the anchor entries are read back as tuples),
+    encoded in short pieces (:mod:`.snapshot_pieces`)."""
     anchors = {k: list(v) for k, v in doc.items() if k in ("last", "prev") and type(v) is tuple}
-    body = values.dumps({**doc, **anchors})
+    body = b"".join(encode_pieces({**doc, **anchors}))
     return MAGIC + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF) + body
+
+
+class SnapshotTooLarge(Exception):
+    """A snapshot encoded over the store's limit (not written)."""
 
 
 def decode_snapshot(data: bytes) -> dict[str, Any]:
@@ -212,18 +221,20 @@ class SnapshotStore:
                 "prev": list(prev),
                 "members": sorted(str(getattr(m, "id", m)) for m in members),
             }
-            raw = encode_snapshot(doc)
-            if len(raw) > self.max_bytes:
-                log.error("taking a snapshot failed; the log is kept: %s",
-                          _too_large(len(raw), self.max_bytes))
-                self._state = FAILED
-                return
         except Exception:
             log.exception("taking a snapshot failed; the log is kept")
             self.capture_failures += 1
             self._state = FAILED
             return
-        self.writer.start(raw)
+        limit = self.max_bytes
+
+        def encode() -> bytes:  # where the writer writes: off the loop for the driver
+            raw = encode_snapshot(doc)
+            if len(raw) > limit:
+                raise SnapshotTooLarge(_too_large(len(raw), limit))
+            return raw
+
+        self.writer.start(encode)
         self._state = SERIALIZING
 
     def _written(self) -> None:
@@ -235,6 +246,10 @@ class SnapshotStore:
                           "again every %g s: %s", self.retry_delay, exc)
             self.disk_failures += 1
             self._retry_at = self._clock() + self.retry_delay
+            self._state = FAILED
+            return
+        if isinstance(exc, SnapshotTooLarge):
+            log.error("taking a snapshot failed; the log is kept: %s", exc)
             self._state = FAILED
             return
         if exc is not None:

@@ -1,9 +1,11 @@
 """SnapshotWriter: writes one snapshot file at a time, on a worker thread or on the
 caller's, and tells the caller (who polls) when that write has ended.
 
-With :attr:`SnapshotWriter.background` (the driver's choice) the write (file, fsync,
-rename, directory fsync: :meth:`Disk.replace`) runs on one worker thread and the event
-loop goes on meanwhile. Without it (the simulator, tests) the write runs on the caller's
+What is written is bytes, or a job making them (the encoding of a captured state),
+which runs just before the write, where the write runs. With
+:attr:`SnapshotWriter.background` (the driver's choice) the job and the write (file,
+fsync, rename, directory fsync: :meth:`Disk.replace`) run on one worker thread and the
+event loop goes on meanwhile. Without it (the simulator, tests) the write runs on the caller's
 thread, at once or only at the :attr:`SnapshotWriter.delay_polls`-th poll after it
 started: a slow disk, deterministically, that a crash meanwhile leaves unwritten. Both
 modes end through the same poll, so the caller handles one path.
@@ -13,6 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+
+#: What to write: the bytes, or a job returning them.
+Data = bytes | Callable[[], bytes]
 
 
 class SnapshotWriter:
@@ -28,8 +33,8 @@ class SnapshotWriter:
         #: Writes that ran on the worker thread.
         self.background_writes = 0
         self._executor: ThreadPoolExecutor | None = None
-        self._future: Future[None] | None = None
-        self._data = b""
+        self._future: Future[bytes] | None = None
+        self._data: Data = b""
         self._polls_left = 0
 
     @property
@@ -37,15 +42,16 @@ class SnapshotWriter:
         """A write started and its outcome was not yet taken by :meth:`take`."""
         return self._future is not None
 
-    def start(self, data: bytes) -> None:
-        """Start writing ``data`` (the previous write's outcome must have been taken)."""
+    def start(self, data: Data) -> None:
+        """Start writing ``data``, or what the job ``data`` returns (the previous
+        write's outcome must have been taken)."""
         if self._future is not None:
             raise RuntimeError("a snapshot is already being written")
-        future: Future[None]
+        future: Future[bytes]
         if self.background:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="lazily-snapshot")
-            future = self._executor.submit(self._write, data)
+            future = self._executor.submit(self._make_and_write, data)
             self.background_writes += 1
         else:
             future = Future()
@@ -54,14 +60,19 @@ class SnapshotWriter:
                 self._run_here(future, data)
         self._future, self._data = future, data
 
-    def _run_here(self, future: Future[None], data: bytes) -> None:
+    def _make_and_write(self, data: Data) -> bytes:
+        raw = data if isinstance(data, bytes) else data()
+        self._write(raw)
+        return raw
+
+    def _run_here(self, future: Future[bytes], data: Data) -> None:
         self._polls_left = 0
         try:
-            self._write(data)
+            raw = self._make_and_write(data)
         except BaseException as exc:
             future.set_exception(exc)
         else:
-            future.set_result(None)
+            future.set_result(raw)
 
     def poll(self) -> bool:
         """Whether the write in flight has ended (a delayed one runs at its last poll)."""
@@ -75,8 +86,8 @@ class SnapshotWriter:
         return future.done()
 
     def take(self) -> tuple[bytes, BaseException | None]:
-        """The ended write's data and error (``None``: it is durable); blocks until it
-        ended, running a delayed write now."""
+        """The ended write's bytes and error (``None``: it is durable; the bytes are
+        empty when a job failed); blocks until it ended, running a delayed write now."""
         future, data = self._future, self._data
         if future is None:
             raise RuntimeError("no snapshot is being written")
@@ -84,7 +95,9 @@ class SnapshotWriter:
             self._run_here(future, data)
         error = future.exception()  # waits for the worker thread
         self._future, self._data = None, b""
-        return data, error
+        if error is not None:
+            return (data if isinstance(data, bytes) else b""), error
+        return future.result(), None
 
     def close(self) -> None:
         """Stop the worker thread once the write in flight ended (its outcome stays to

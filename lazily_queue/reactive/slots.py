@@ -119,6 +119,10 @@ class SlotGroup:
         self._slots.append(s)
         return s
 
+    def all_bits(self) -> int:
+        """The mask naming every slot of the group."""
+        return (1 << len(self._slots)) - 1
+
     @property
     def observed(self) -> bool:
         return self._hot > 0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.queue import RESET
 from ..core.work import DEAD_LETTER_LEN, IN_FLIGHT_LEN, IS_EMPTY, PENDING_LEN
-from . import groups, ops
+from . import expiry, groups, ops
 from .events import Deleted, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
 from .ops import OpRefused
@@ -33,6 +33,8 @@ def queue_purge(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
     pre = q.len()
     removed = q.clear()
+    if (found := expiry.of(sm, "queue", name)) is not None:
+        found.deadlines.clear()
     if removed:
         sm.emit(QueueChanged(name, RESET, pre))
     return removed
@@ -45,6 +47,7 @@ def queue_delete(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
     sm.emit(QueueChanged(name, RESET, q.len()))
     sm.emit(Deleted("queue", name))
+    expiry.forget(sm, "queue", name)
     return q.len()
 
 
@@ -55,6 +58,7 @@ def topic_delete(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
     sm.emit(TopicChanged(name, frozenset(topic.subscriptions())))
     sm.emit(Deleted("topic", name))
+    expiry.forget(sm, "topic", name)
     groups.forget_topic(sm, name)
     return topic.end_offset() - topic.base_offset()
 
@@ -78,6 +82,7 @@ def work_delete(sm: StateMachine, args: list[Any]) -> Any:
     groups.forget_queue(sm, state)
     sm.emit(WorkQueueChanged(name, _ALL_WORK))
     sm.emit(Deleted("work_queue", name))
+    expiry.forget(sm, "work_queue", name)
     core = state.core
     return core.pending_len() + core.in_flight_len() + core.dead_letter_len()
 

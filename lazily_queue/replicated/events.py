@@ -55,6 +55,17 @@ class WorkQueueChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class Expired:
+    """``count`` elements of a cell expired (left undelivered) at one entry; for a topic,
+    ``skipped`` counts the unread elements its subscribers lost (the gap they see)."""
+
+    kind: str
+    name: str
+    count: int
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class MemberAddressed:
     """Member ``node`` is reachable at ``address``."""
 
@@ -97,7 +108,7 @@ class Restored:
 
 
 Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
-         | MemberAddressed | OpApplied | Deleted | TransactionApplied | Restored)
+         | MemberAddressed | OpApplied | Deleted | TransactionApplied | Restored | Expired)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
-               MemberAddressed, OpApplied, Deleted, TransactionApplied, Restored)
+               MemberAddressed, OpApplied, Deleted, TransactionApplied, Restored, Expired)

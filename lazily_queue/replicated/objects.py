@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders, checked_table
+from ..core.limited_fifo import LimitedFifo
+from ..core.limited_topic import LimitedTopic
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from .work_queues import WorkState
@@ -42,10 +47,25 @@ class Objects(Protocol):
     @property
     def work_headers(self) -> Mapping[str, OffsetHeaders]: ...
 
+    @property
+    def expiry(self) -> Mapping[tuple[str, str], Expiry]: ...
+
 
 def _headers(tables: Mapping[str, OffsetHeaders], name: str, owner: object) -> list[Any]:
     table = tables.get(name)
     return [] if table is None or table.owner is not owner else table.entries()
+
+
+def _expiry_of(sm: Objects, kind: str, name: str) -> list[Any] | None:
+    found = sm.expiry.get((kind, name))
+    return None if found is None else found.to_list()
+
+
+def _install_expiry(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
+    if doc is None:
+        sm.expiry.pop((kind, name), None)
+    else:
+        sm.expiry[(kind, name)] = Expiry.from_list(doc)
 
 
 def capture(sm: Objects, kind: str, name: str) -> Any:
@@ -55,22 +75,42 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         if q is None:
             return None
         doc = [q.capacity(), q.is_closed(), q.elements(), list(q.id_state())]
+        limited_doc = None
+        if isinstance(q, LimitedFifo):  # optional: [limits, {reason: dropped}]
+            limited_doc = [q.limits().doc(), dict(q.quota.dropped)]
+        expiry_doc = _expiry_of(sm, kind, name)
         headers = q.headers_state()
-        return [*doc, headers] if headers else doc
+        if limited_doc is not None or expiry_doc is not None or headers:
+            doc.append(limited_doc)
+        if expiry_doc is not None or headers:  # optional, after the limits (or None)
+            doc.append(expiry_doc)
+        if headers:  # optional, after the expiry (or None)
+            doc.append(headers)
+        return doc
     if kind == "topic":
         t = sm.topics.get(name)
         if t is None:
             return None
-        headers = _headers(sm.topic_headers, name, t)  # only when some: older clients
-        return {**t.snapshot(), "stamps": t.stamps(), **({"headers": headers} if headers
-                                                          else {})}
+        topic_doc: dict[str, Any] = {**t.snapshot(), "stamps": t.stamps(),
+                                     "expiry": _expiry_of(sm, kind, name)}
+        if isinstance(t, LimitedTopic):  # [limits, {reason: dropped}, {subscriber: gap}]
+            topic_doc["limits"] = [t.limits().doc(), dict(t.quota.dropped), dict(t.gaps)]
+        if headers := _headers(sm.topic_headers, name, t):  # only when some
+            topic_doc["headers"] = headers
+        return topic_doc
     if kind == "work_queue":
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        headers = _headers(sm.work_headers, name, w)
-        return {"core": w.core.snapshot(), "receipts": list(w.receipts.values()),
-                "stamps": w.core.stamps(), **({"headers": headers} if headers else {})}
+        work_doc: dict[str, Any] = {"core": w.core.snapshot(),
+                                    "receipts": list(w.receipts.values()),
+                                    "stamps": w.core.stamps(),
+                                    "expiry": _expiry_of(sm, kind, name)}
+        if isinstance(w.core, LimitedWorkQueue):  # optional: [limits, {reason: dropped}]
+            work_doc["limits"] = [w.core.limits.doc(), dict(w.core.dropped)]
+        if headers := _headers(sm.work_headers, name, w):  # only when some
+            work_doc["headers"] = headers
+        return work_doc
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
 
@@ -86,10 +126,15 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         else:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
-            q = Fifo.restored(capacity, list(elements), bool(closed), id_state)
-            if len(rest) > 1:
-                q.load_headers(checked_table(rest[1], f"queue {name!r}: headers"))
-            sm.queues[name] = q
+            fifo: Fifo[Any] = Fifo.restored(capacity, list(elements), bool(closed), id_state)
+            if len(rest) > 1 and rest[1] is not None:
+                limits_doc, dropped = rest[1]
+                fifo = LimitedFifo.limited(fifo, Limits.from_doc(limits_doc))
+                fifo.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+            if len(rest) > 3:
+                fifo.load_headers(checked_table(rest[3], f"queue {name!r}: headers"))
+            sm.queues[name] = fifo
+            _install_expiry(sm, kind, name, rest[2] if len(rest) > 2 else None)
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
@@ -97,20 +142,34 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
             headers = doc.pop("headers", None)
+            expiry = doc.pop("expiry", None)
+            limited = doc.pop("limits", None)
             topic: TopicCore[Any] = TopicCore.from_snapshot(doc)
             topic.load_stamps(stamps)
+            if limited is not None:
+                limits_doc, dropped, gaps = limited
+                topic = LimitedTopic.limited(topic, Limits.from_doc(limits_doc))
+                topic.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                topic.gaps = {str(k): int(v) for k, v in dict(gaps).items()}
             sm.topics[name] = topic
             _install_headers(sm.topic_headers, name, topic, headers)
+            _install_expiry(sm, kind, name, expiry)
     elif kind == "work_queue":
         if doc is None:
             sm.work_queues.pop(name, None)
         else:
             state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
             state.core.load_stamps(doc.get("stamps"))
+            if doc.get("limits") is not None:
+                limits_doc, dropped = doc["limits"]
+                limited = LimitedWorkQueue.limited(state.core, Limits.from_doc(limits_doc))
+                limited.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+                state.core = limited
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             sm.work_queues[name] = state
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
+            _install_expiry(sm, kind, name, doc.get("expiry"))
     else:
         raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 

@@ -8,6 +8,7 @@ reuse or renumber one. Every code is listed in :data:`OP_NAMES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # Queue operations: 1..8.
 QUEUE_DECLARE = 1  # [name, capacity | None]
@@ -79,6 +80,15 @@ WORK_DECLARE_RETRY = 100  # [name, visibility_timeout_ms, max_deliveries, [base_
 WORK_PUSH_SCHEDULED = 101  # [name, priority, delay_ms, not_before_ms, now, value]
 WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms, now | None]: a later retry
 WORK_PROMOTE = 103  # [name, now | None]: make the delayed items due at now claimable
+# Message expiry: 110..114 (.expiry).
+QUEUE_PUSH_TTL = 110  # [name, ttl_ms, value]: push with a per-message TTL
+WORK_PUSH_TTL = 111  # [name, ttl_ms, value]: push with a per-message TTL
+EXPIRY_RULES = 112  # [name, kind, default_ttl_ms | None, max_age_ms | None]
+EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
+# Limits and retention: 115..119.
+QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
+TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
+WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -140,6 +150,13 @@ OP_NAMES: dict[int, str] = {
     WORK_PUSH_SCHEDULED: "work_push_scheduled",
     WORK_NACK_DELAYED: "work_nack_delayed",
     WORK_PROMOTE: "work_promote",
+    QUEUE_PUSH_TTL: "queue_push_ttl",
+    WORK_PUSH_TTL: "work_push_ttl",
+    EXPIRY_RULES: "expiry_rules",
+    EXPIRE: "expire",
+    QUEUE_DECLARE_LIMITED: "queue_declare_limited",
+    TOPIC_DECLARE_LIMITED: "topic_declare_limited",
+    WORK_DECLARE_LIMITED: "work_declare_limited",
 }
 
 
@@ -153,7 +170,7 @@ def family_of(code: int) -> str | None:
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
                          QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
-                         WORK_PUSH_SCHEDULED})
+                         WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -172,19 +189,31 @@ _FAMILIES: dict[int, str] = {
     **dict.fromkeys((QUEUE_DECLARE, QUEUE_PUSH, QUEUE_POP, QUEUE_CLOSE, QUEUE_UNPOP,
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
                      QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
-                     QUEUE_PUSH_HEADERS, QUEUE_POP_HEADERS, QUEUE_UNPOP_HEADERS), "queue"),
+                     QUEUE_PUSH_HEADERS, QUEUE_POP_HEADERS, QUEUE_UNPOP_HEADERS,
+                     QUEUE_PUSH_TTL, QUEUE_DECLARE_LIMITED), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
                      TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME,
-                     TOPIC_PUBLISH_HEADERS),
-                    "topic"),
+                     TOPIC_PUBLISH_HEADERS, TOPIC_DECLARE_LIMITED), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,
-                     WORK_DECLARE_RETRY, WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE),
-                    "work_queue"),
+                     WORK_DECLARE_RETRY, WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE,
+                     WORK_PUSH_TTL, WORK_DECLARE_LIMITED), "work_queue"),
 }
+
+
+#: Ops on an object of any kind, named by their second argument.
+KIND_OPS = frozenset({EXPIRY_RULES, EXPIRE})
+
+
+def family_of_op(code: int, args: list[Any]) -> str | None:
+    """:func:`family_of`, or the kind a :data:`KIND_OPS` op names."""
+    family = _FAMILIES.get(code)
+    if family is None and code in KIND_OPS and len(args) > 1 and type(args[1]) is str:
+        return args[1]
+    return family
 
 
 def op_name(code: int) -> str:

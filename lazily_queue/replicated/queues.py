@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.fifo import Fifo
+from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
-from . import ops
+from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
 from .ops import OpRefused
@@ -38,7 +39,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("bad_name", f"queue name must be a non-empty string, got {name!r}")
     existing = sm.queues.get(name)
     if existing is not None:
-        if existing.capacity() != capacity:
+        if existing.capacity() != capacity or type(existing) is LimitedFifo:
             raise OpRefused(
                 "capacity_mismatch",
                 f"queue {name!r} exists with capacity {existing.capacity()}, "
@@ -58,12 +59,19 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     pre = q.len()
     err = q.push_stamped(args[1], sm.now)
     if err is None:
+        if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
+            for i in range(q.last_dropped):
+                sm.emit(QueueChanged(args[0], POP, pre - i))
+            pre -= q.last_dropped
         sm.emit(QueueChanged(args[0], PUSH, pre))
     return err
 
 
 def pop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        taken = expiry.queue_take(sm, args[0], q, rules, 1, False)
+        return taken if isinstance(taken, QueuePopError) else taken[0]
     pre = q.len()
     result = q.try_pop()
     if not isinstance(result, QueuePopError):
@@ -77,6 +85,8 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     n = args[1]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        return expiry.queue_take(sm, args[0], q, rules, n, False)
     popped: list[Any] = []
     while len(popped) < n:
         pre = q.len()
@@ -98,6 +108,8 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     """``[values, runs]`` of up to ``n`` elements; an empty queue answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        return expiry.queue_take(sm, args[0], q, rules, n, True)
     pre = q.len()
     result = q.pop_stamped(n)
     if isinstance(result, QueuePopError):
@@ -118,6 +130,8 @@ def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
         q.unpop_stamped(values, args[2])
     except ValueError as exc:
         raise OpRefused("bad_runs", str(exc)) from exc
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        expiry.queue_gave_back(rules, args[2])
     for i in range(len(values)):
         sm.emit(QueueChanged(args[0], UNPOP, pre + i))
     return None

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dedup import DedupWindow
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
 from ..core.queue import QueuePopError, QueuePushError
@@ -50,8 +51,10 @@ from . import (
     admin,
     cluster,
     dedup,
+    expiry,
     groups,
     headers,
+    limits,
     queues,
     scheduling,
     topics,
@@ -69,7 +72,7 @@ from .ops import (
     TXN,
     OpError,
     OpRefused,
-    family_of,
+    family_of_op,
     op_name,
 )
 from .work_queues import WorkState
@@ -92,7 +95,7 @@ MAX_CLIENT_SESSIONS = 16384
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                headers.FAMILY)
+                                expiry.FAMILY, limits.FAMILY, headers.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -135,6 +138,8 @@ class StateMachine:
         self.work_queues: dict[str, WorkState] = {}
         #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
         self.groups: dict[str, dict[str, str]] = {}
+        #: Expiry rules and per-message deadlines by (kind, name) (:mod:`.expiry`).
+        self.expiry: dict[tuple[str, str], Expiry] = {}
         self.addresses: dict[str, str] = {}
         self.member_pages: dict[str, str] = {}
         #: Oldest-seen first.
@@ -206,7 +211,7 @@ class StateMachine:
         finally:
             tap = self.tap
             if (tap and not wrapper and args and type(args[0]) is str
-                    and (family_of(code), args[0]) in tap):
+                    and (family_of_op(code, args), args[0]) in tap):
                 self.tapped += 1
                 self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..core.limited_topic import LimitedTopic
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
-from ..errors import OffsetOutOfRange
-from . import groups, ops
+from ..errors import LimitExceeded, OffsetOutOfRange
+from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
@@ -69,10 +70,15 @@ def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> 
 
 def publish(sm: StateMachine, args: list[Any]) -> Any:
     name, topic = _topic(sm, args)
-    offset, invalidated = topic.publish(args[1], sm.now)
+    try:
+        offset, invalidated = topic.publish(args[1], sm.now)
+    except LimitExceeded as exc:  # larger than the topic's max_bytes: nothing changed
+        raise OpRefused("full", f"topic {name!r}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
     _changed(sm, name, invalidated)
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        expiry.expire_topic(sm, name, topic, rules)
     return offset
 
 
@@ -90,6 +96,17 @@ def _seek_time(topic: TopicCore[Any], args: list[Any]) -> TopicTransition[Any]:
     return topic.seek(args[1], topic.offset_at(_stamp(args[2])))
 
 
+def gc(sm: StateMachine, args: list[Any]) -> Any:
+    """Collect what every durable cursor read, then what is past the age limit; returns
+    how many elements left."""
+    name, topic = _topic(sm, args)
+    removed, invalidated = topic.gc()
+    _changed(sm, name, invalidated)
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        removed += expiry.expire_topic(sm, name, topic, rules)
+    return removed
+
+
 def restore(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     try:
@@ -97,6 +114,10 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
     except (TypeError, ValueError) as exc:
         raise OpRefused("bad_snapshot", str(exc)) from exc
     old = sm.topics.get(name)
+    if isinstance(old, LimitedTopic):  # restoring keeps the retention limits and counts
+        limited = LimitedTopic.limited(restored, old.limits())
+        limited.quota.dropped, limited.gaps = old.quota.dropped, old.gaps
+        restored = limited
     sm.topics[name] = restored
     ids = set(restored.subscriptions())
     if old is not None:
@@ -122,7 +143,7 @@ FAMILY = Family(
         ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
         ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),
         ops.TOPIC_ADVANCE: _topic_op(lambda t, a: t.advance(a[1])),
-        ops.TOPIC_GC: _topic_op(lambda t, a: t.gc()),
+        ops.TOPIC_GC: gc,
         ops.TOPIC_RESTORE: restore,
         ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),
         ops.TOPIC_SUBSCRIBE_AT: _ranged(lambda t, a: t.subscribe(a[1], Durability(a[2]), a[3])),

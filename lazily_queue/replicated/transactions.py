@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import check_headers
+from ..core.limited_fifo import LimitedFifo
 from ..core.queue import QueuePushError
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..errors import InvalidHeaders
@@ -112,10 +113,17 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
             target.group is not None):
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
+    if code == ops.QUEUE_PUSH_HEADERS and type(target) is LimitedFifo:
+        raise _Abort("unsupported", f"queue {name!r} has limits and keeps no message "
+                     "headers; push without headers")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS):
-        _raise(check.queue_push(name, name, target))
+        _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
+    elif code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS):
+        _raise(check.work_push(name, name, target.core, args[-1]))
+    elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS):
+        _raise(check.topic_publish(name, target, args[-1]))
     return plan
 
 

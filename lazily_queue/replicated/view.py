@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.dedup import DedupLimits
+from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders
 from ..core.topic import TopicCore
@@ -57,6 +58,27 @@ class ReadView:
 
     def work_queue(self, name: str) -> WorkState | None:
         return self._sm.work_queues.get(name)
+
+    @property
+    def expiry(self) -> Mapping[tuple[str, str], Expiry]:
+        """Expiry rules and deadlines by ``(kind, name)`` (:mod:`.expiry`)."""
+        return self._sm.expiry
+
+    def expiry_due(self, now: int) -> list[tuple[str, str]]:
+        """``(name, kind)`` of the cells with an element expired at ``now`` (ms) at their
+        head (:func:`.expiry.due`)."""
+        from .expiry import due
+
+        return due(self._sm, now)
+
+    def expiry_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """``{(kind, name): (expired, skipped)}`` of every cell with expiry state."""
+        return {key: (e.expired, e.skipped) for key, e in self._sm.expiry.items()}
+
+    def expired(self, kind: str, name: str) -> int:
+        """Elements of a cell that expired undelivered (0 without expiry rules)."""
+        found = self._sm.expiry.get((kind, name))
+        return 0 if found is None else found.expired
 
     @property
     def queues(self) -> Mapping[str, Fifo[Any]]:

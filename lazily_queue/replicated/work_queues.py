@@ -30,7 +30,8 @@ from ..core.work import (
     WorkTransition,
     check_worker,
 )
-from . import ops
+from ..errors import LimitExceeded
+from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name, stamps_section
 from .ops import OpRefused
@@ -136,6 +137,27 @@ def _work_op(op: Callable[[WorkQueueCore, StateMachine, list[Any]], WorkTransiti
     return apply
 
 
+def _claim(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[Any]:
+    """``[name, worker, now]``: a claim skipping expired items when the queue has rules."""
+    now = _time(sm, args[2])
+    if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
+        return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now, None))
+    return core.claim(args[1], now)
+
+
+def _claim_many(core: WorkQueueCore, sm: StateMachine, args: list[Any]
+                ) -> WorkTransition[Any]:
+    """``[name, worker, n, now]``, as :func:`_claim`."""
+    now = _time(sm, args[3])
+    if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
+        if not is_int(args[2]) or args[2] < 1:
+            raise ValueError(f"n must be an int >= 1, got {args[2]!r}")
+        check_worker(args[1])
+        return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
+                                                 args[2]))
+    return core.claim_many(args[1], now, args[2])
+
+
 def _push(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[int]:
     """Push stamped with the batch's leader time."""
     return core.push(args[1], sm.now)
@@ -151,7 +173,10 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     if state.group is not None:
         raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
                         f"{state.group[0]!r}, fed by the topic: publish to the topic")
-    item_id, mask = state.core.push(args[1], sm.now)
+    try:
+        item_id, mask = state.core.push(args[1], sm.now)
+    except LimitExceeded as exc:  # a work queue with limits refused it: nothing changed
+        raise OpRefused("full", f"work queue {name!r}: {exc}") from None
     _changed(sm, name, mask)
     return [item_id, mask]
 
@@ -218,7 +243,8 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
 def _capture(sm: StateMachine) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
-        doc: dict[str, Any] = {"core": s.core.snapshot(), "receipts": list(s.receipts.values())}
+        doc: dict[str, Any] = {"core": s.core.snapshot(),
+                               "receipts": [list(r) for r in s.receipts.values()]}
         if s.group is not None:
             doc["group"] = list(s.group)
         queues[name] = doc
@@ -246,15 +272,14 @@ FAMILY = Family(
     {
         ops.WORK_DECLARE: declare,
         ops.WORK_PUSH: push,
-        ops.WORK_CLAIM: _work_op(lambda core, sm, a: core.claim(a[1], _time(sm, a[2]))),
+        ops.WORK_CLAIM: _work_op(_claim),
         ops.WORK_ACK: ack,
         ops.WORK_NACK: nack,
         ops.WORK_REAP: _work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))),
         ops.WORK_EXTEND: _work_op(
             lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
         ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
-        ops.WORK_CLAIM_MANY: _work_op(
-            lambda core, sm, a: core.claim_many(a[1], _time(sm, a[3]), a[2])),
+        ops.WORK_CLAIM_MANY: _work_op(_claim_many),
         ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
         ops.WORK_SETTLE_MANY: settle_many,
     },

@@ -63,6 +63,12 @@ class StorageCapabilities:
       :mod:`lazily_queue.core.scheduling`). Without it the cells refuse ``priority``,
       ``delay``, ``not_before`` and ``nack(delay=)`` with
       :class:`~lazily_queue.errors.UnsupportedOperation` naming the backend.
+    - ``expiry``: message expiry (:mod:`lazily_queue.core.expiry`): pushes take a
+      per-message ``ttl`` (``offer_ttl`` / ``push_ttl``), what expired is never handed
+      out, and ``expired_count()`` counts what left that way. Without it the cells refuse
+      ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - ``limits`` (queues): ``limits()`` and ``limited_fifo()``: the queue was declared with
+      :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
 
     sync: bool = False
@@ -79,6 +85,8 @@ class StorageCapabilities:
     replay_time: bool = False
     groups: bool = False
     scheduling: bool = False
+    expiry: bool = False
+    limits: bool = False
 
 
 def declared(

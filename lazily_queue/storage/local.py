@@ -176,6 +176,10 @@ class LocalTopicStorage(Generic[T]):
     def subscriptions(self) -> dict[str, dict[str, Any]]:
         return self.core.subscriptions()
 
+    def limited_topic(self) -> Any:
+        """The core when it has retention limits (a ``LimitedTopic``), else ``None``."""
+        return self.core if hasattr(self.core, "gaps") else None
+
     def snapshot(self) -> dict[str, Any]:
         """The core's snapshot, plus ``groups`` (each a work queue's) when there are any."""
         snapshot = self.core.snapshot()

@@ -60,6 +60,10 @@ class LocalWorkQueueStorage:
     def __repr__(self) -> str:
         return f"LocalWorkQueueStorage({self.name!r}, {self.core!r})"
 
+    def limited_work(self) -> Any:
+        """The core when it has limits (a ``LimitedWorkQueue``), else ``None``."""
+        return self.core if hasattr(self.core, "held_bytes") else None
+
     @property
     def visibility_timeout(self) -> float:
         return self.core.visibility_timeout

@@ -21,7 +21,9 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
   and enqueue stamps;
 - ``headers``: :class:`HeaderQueueStorage`, elements pushed with headers, which pops and
-  give-backs carry along.
+  give-backs carry along;
+- ``limits``: ``limits()`` and ``limited_fifo()``, a queue declared with limits
+  (:mod:`lazily_queue.cells.queue_limits`).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -175,8 +177,10 @@ CAPABILITY_METHODS = {
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
+    "expiry": ("offer_ttl", "expired_count"),
     "messages": ("poll_stamped", "unpoll_stamped"),
     "headers": ("offer_headers", "poll_headers", "unpoll_headers"),
+    "limits": ("limits", "limited_fifo"),
 }
 
 

@@ -8,10 +8,13 @@ default) is replaced by the leader's stamp, in milliseconds since the Unix epoch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from ..core.expiry import optional_ttl_ms, ttl_ms
 from ..core.headers import Headers
+from ..core.limited_topic import LimitedTopic, check_topic_limits
+from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.topic import (
     Durability,
@@ -32,7 +35,8 @@ from ..core.work import (
     WorkTransition,
     validate_config,
 )
-from ..errors import UnsupportedOperation
+from ..errors import LimitExceeded, UnsupportedOperation
+from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged, WorkQueueChanged
 from .capabilities import StorageCapabilities
@@ -56,14 +60,20 @@ class RaftTopicStorage(ReplicatedObject):
     """A replicated TopicCore: the TopicStorage seam, observable."""
 
     kind = "topic"
+    expiry_kind = "topic"
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
                                        replay=True, replay_time=True, headers=True,
-                                       groups=True)
+                                       groups=True, expiry=True)
 
     def __init__(
-        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0
+        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
+        ttl: float | None = None, max_age: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None or max_age is not None:
+            self.expiry_rules = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+        self._limits = None if limits is None else check_topic_limits(limits)
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
         self._ids: set[str] = set()
@@ -93,7 +103,18 @@ class RaftTopicStorage(ReplicatedObject):
         return self.register_group(storage)
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self._limits is not None:
+            return C.TOPIC_DECLARE_LIMITED, [self.name, self._limits.doc()]
         return C.TOPIC_DECLARE, [self.name]
+
+    def declared_limits(self) -> Limits | None:
+        """The limits this storage declares the topic with."""
+        return self._limits
+
+    def limited_topic(self) -> LimitedTopic[Any] | None:
+        """The topic as applied here when it has retention limits, else ``None``."""
+        topic = self._view.topic(self.name)
+        return topic if isinstance(topic, LimitedTopic) else None
 
     def _core(self) -> TopicCore[Any]:
         topic = self._view.topic(self.name)
@@ -137,6 +158,7 @@ class RaftTopicStorage(ReplicatedObject):
             self._listener(ids)
 
     def on_reset(self) -> None:
+        self.on_expired()
         self._ids.update(self._core().subscriptions())
         if self._listener is not None:
             self._listener(frozenset(self._ids))
@@ -194,8 +216,26 @@ class RaftTopicStorage(ReplicatedObject):
     async def publish(
         self, value: Any, *, timeout: float | None = None
     ) -> TopicTransition[int]:
-        result = await self._call(C.TOPIC_PUBLISH, [self.name, value], timeout)
+        result = await self._published(self._call(C.TOPIC_PUBLISH, [self.name, value], timeout))
         return TopicTransition(int(result), frozenset())
+
+    async def _published(self, call: Awaitable[Any]) -> Any:
+        """``call``'s result; a refusal by the retention's ``max_bytes`` as
+        :class:`~lazily_queue.errors.LimitExceeded`."""
+        try:
+            return await call
+        except ProposalRejected as exc:
+            raise self._limit_exceeded(exc) from None
+
+    def _limit_exceeded(self, exc: ProposalRejected) -> Exception:
+        """A publish the retention's ``max_bytes`` refused, as ``LimitExceeded``."""
+        if not str(exc).startswith("full:") or self._limits is None:
+            return exc
+        bound = self._limits.max_bytes
+        return LimitExceeded(
+            f"topic {self.name!r}: an element larger than its max_bytes limit of {bound} "
+            "never fits; store large payloads elsewhere and publish a reference, or raise "
+            "the limit", cell=self.name, limit="max_bytes", value=bound)
 
     async def publish_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
@@ -208,8 +248,8 @@ class RaftTopicStorage(ReplicatedObject):
         timeout: float | None = None,
     ) -> TopicTransition[int]:
         args = [self.name, headers, msg_id, value]
-        return TopicTransition(int(await self._call(C.TOPIC_PUBLISH_HEADERS, args, timeout)),
-                               frozenset())
+        result = await self._published(self._call(C.TOPIC_PUBLISH_HEADERS, args, timeout))
+        return TopicTransition(int(result), frozenset())
 
     def headers_of(self, offset: int) -> Headers | None:
         return self._view.topic_headers_of(self.name, offset)
@@ -252,9 +292,10 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     the leader's time when ``now`` is ``None``; ``retry`` is in milliseconds."""
 
     kind = "work queue"
+    expiry_kind = "work_queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
                                        logical_time=True, dedup=True, scheduling=True,
-                                       headers=True)
+                                       headers=True, expiry=True)
 
     def __init__(
         self,
@@ -266,8 +307,11 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         max_deliveries: int,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
+        ttl: float | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None:
+            self.expiry_rules = [ttl_ms(ttl), None]
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries, retry=retry)
         self.retry = retry
         self.visibility_timeout = self._empty.visibility_timeout
@@ -355,6 +399,13 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
 
     def headers_of(self, item_id: int) -> Headers | None:
         return self._view.work_headers_of(self.name, item_id)
+
+    async def push_ttl(
+        self, value: Any, ttl_ms: int, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_TTL, [ttl_ms, value], timeout)
+        return transition
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None

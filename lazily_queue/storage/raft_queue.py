@@ -24,9 +24,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
 from ..core.headers import Headers
 from ..core.ids import Run
+from ..core.limited_fifo import LimitedFifo
+from ..core.limits import REJECT, Limits
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
@@ -82,9 +85,15 @@ class ReplicatedObject:
 
     kind = "object"
 
+    #: The object's kind in expiry ops (``EXPIRY_RULES``), ``None``: it has no expiry.
+    expiry_kind: str | None = None
+
     def __init__(self, driver: Proposer, view: ReadView, name: str, *, timeout: float) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        #: ``[default_ttl_ms, max_age_ms]`` proposed after the declaration, or ``None``.
+        self.expiry_rules: list[int | None] | None = None
+        self._expired_listener: Callable[[], None] | None = None
         self._driver = driver
         self._view = view
         self.name = name
@@ -134,6 +143,22 @@ class ReplicatedObject:
     async def _declare(self, timeout: float | None) -> None:
         code, args = self._declare_op()
         raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
+        if self.expiry_rules is not None and self.expiry_kind is not None:
+            raise_op_error(await self._driver.call(
+                C.EXPIRY_RULES, [self.name, self.expiry_kind, *self.expiry_rules],
+                timeout=timeout or self.timeout))
+
+    def expired_count(self) -> int:
+        """Elements that expired undelivered (capability ``expiry``)."""
+        return self._view.expired(self.expiry_kind or "", self.name)
+
+    def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
+        self._expired_listener = listener
+
+    def on_expired(self) -> None:
+        """Elements of the object expired (an :class:`~..replicated.events.Expired`)."""
+        if self._expired_listener is not None:
+            self._expired_listener()
 
     async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
         declared = self._declared
@@ -150,15 +175,27 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     """A replicated FIFO: the QueueStorage seam, observable and peekable."""
 
     kind = "queue"
+    expiry_kind = "queue"
     capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True,
-                                       messages=True, headers=True)
+                                       messages=True, headers=True, expiry=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
-        timeout: float = 10.0,
+        timeout: float = 10.0, ttl: float | None = None, limits: Limits | None = None,
     ) -> None:
         super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None:
+            self.expiry_rules = [ttl_ms(ttl), None]
         self._capacity = validate_capacity(capacity)
+        self._limits = limits
+        if limits is not None:  # declared with QUEUE_DECLARE_LIMITED; max_length bounds
+            if capacity is not None:
+                raise ValueError("give the bound as Limits(max_length=...) or capacity=, "
+                                 "not both")
+            self._capacity = limits.max_length if limits.overflow == REJECT else None
+            self.capabilities = StorageCapabilities(
+                observable=True, peek=True, lifecycle=True, dedup=True, messages=True,
+                limits=True)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
 
@@ -166,7 +203,17 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         return f"RaftQueueStorage({self.name!r}, len={self.len()}, capacity={self._capacity})"
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self._limits is not None:
+            return C.QUEUE_DECLARE_LIMITED, [self.name, self._limits.doc()]
         return C.QUEUE_DECLARE, [self.name, self._capacity]
+
+    def limits(self) -> Limits | None:
+        return self._limits
+
+    def limited_fifo(self) -> LimitedFifo[Any] | None:
+        """The queue as applied here (``None`` before it is declared)."""
+        q = self._state()
+        return q if isinstance(q, LimitedFifo) else None
 
     def _state(self) -> Fifo[Any] | None:
         return self._view.queue(self.name)
@@ -240,6 +287,12 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     ) -> None:
         await self._call(C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers],
                          timeout)
+
+    async def offer_ttl(
+        self, value: T, ttl_ms: int, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH_TTL, [self.name, ttl_ms, value], timeout)
+        return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         result = await self.poll_stamped(1, timeout=timeout)

@@ -49,7 +49,8 @@ class RemoteTopicStorage(RaftTopicStorage):
     topic's; open groups on a member."""
 
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
-                                       replay=True, replay_time=True, headers=True)
+                                       replay=True, replay_time=True, headers=True,
+                                       expiry=True)
 
     def __repr__(self) -> str:
         return f"RemoteTopicStorage({self.name!r})"

@@ -38,7 +38,8 @@ class _Wrapper:
             sync=caps.sync, observable=caps.observable, peek=caps.peek,
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, headers=caps.headers, replay=caps.replay,
-            replay_time=caps.replay_time, groups=caps.groups, scheduling=caps.scheduling)
+            replay_time=caps.replay_time, groups=caps.groups, scheduling=caps.scheduling,
+            expiry=caps.expiry, limits=caps.limits)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
@@ -71,6 +72,11 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
 
     def _out_many(self, result: Any) -> Any:
         return result if isinstance(result, QueuePopError) else self.codec.decode_all(result)
+
+    async def offer_ttl(self, value: T, ttl_ms: int, *,
+                        timeout: float | None = None) -> QueuePushError | None:
+        return await self.inner.offer_ttl(  # type: ignore[attr-defined, no-any-return]
+            self.codec.encode(value), ttl_ms, timeout=timeout)
 
     def peek(self) -> Any:
         head = self.inner.peek()  # type: ignore[attr-defined]
@@ -318,6 +324,12 @@ class SerializingWorkQueueStorage(_Wrapper):
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return await self.inner.push(self.codec.encode(value), timeout=timeout)
+
+    async def push_ttl(self, value: Any, ttl_ms: int, *,
+                       timeout: float | None = None) -> WorkTransition[int]:
+        inner: Any = self.inner
+        return await inner.push_ttl(  # type: ignore[no-any-return]
+            self.codec.encode(value), ttl_ms, timeout=timeout)
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

@@ -231,6 +231,7 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("publish_once",),
+    "expiry": ("expired_count", "set_expired_listener"),
     "messages": ("stamp_of",),
     "replay": ("subscribe_at", "seek"),
     "headers": ("publish_headers", "headers_of"),

@@ -210,6 +210,7 @@ CAPABILITY_METHODS = {
     "headers": ("push_headers", "headers_of"),
     "scheduling": ("delayed_len", "next_due", "delayed", "pending_by_priority",
                    "push_scheduled", "nack_delayed", "promote_due"),
+    "expiry": ("push_ttl", "expired_count"),
 }
 
 

@@ -36,6 +36,12 @@ def _raw(cell: Any) -> Any:
     return storage
 
 
+def _stored(cell: Any, value: Any) -> Any:
+    """``value`` as ``cell``'s backend stores it (encoded by its serializer, if any)."""
+    storage = cell.storage
+    return storage.codec.encode(value) if hasattr(storage, "codec") else value
+
+
 def _now(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro``, which must finish without suspending (a synchronous backend's)."""
     try:
@@ -79,7 +85,14 @@ class LocalBackend:
                 refusal = check.settle(id(storage), op.cell.name, storage.core, worker,
                                        delivery_id)
             elif isinstance(op.cell, QueueCell):
-                refusal = check.queue_push(id(storage), op.cell.name, storage)
+                refusal = check.queue_push(id(storage), op.cell.name, storage,
+                                           _stored(op.cell, op.value))
+            elif isinstance(op.cell, TopicCell):
+                refusal = check.topic_publish(op.cell.name, storage.core,
+                                              _stored(op.cell, op.value))
+            elif isinstance(op.cell, WorkQueueCell):
+                refusal = check.work_push(id(storage), op.cell.name, storage.core,
+                                          _stored(op.cell, op.value))
             if refusal is not None:
                 return index, *refusal
             plans.append(plan)

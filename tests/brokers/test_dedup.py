@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lazily_queue import QueueCell, QueuePushError, TopicCell, WorkQueueCell
 from lazily_queue.client.brokers import open_provider
 
@@ -64,3 +66,25 @@ async def test_topic_and_work_queue_repeats_return_the_first_result(provider: An
     await work.ack("w", delivery.delivery_id)
     assert await work.push("job", msg_id="j") == item
     assert await work.poll("w") is None
+
+
+async def test_a_ttl_is_refused_by_name_and_nothing_is_stored(provider: Any) -> None:
+    from lazily_queue import UnsupportedOperation
+
+    q: QueueCell[Any] = QueueCell(provider.queue(fresh("ttl")))
+    jobs = WorkQueueCell(provider.work_queue(fresh("ttl-jobs"), visibility_timeout=30.0,
+                                             max_deliveries=3))
+    news: TopicCell[Any] = TopicCell(provider.topic(fresh("ttl-news")))
+    backend = type(q.storage).__name__
+    with pytest.raises(UnsupportedOperation, match=f"{backend} has no message expiry"):
+        await q.push("a", ttl=5.0)
+    with pytest.raises(UnsupportedOperation, match="no message expiry"):
+        await jobs.push("a", ttl=5.0)
+    with pytest.raises(UnsupportedOperation, match="not per message"):
+        await news.publish("a", ttl=5.0)
+    # Nothing was stored by the refused pushes (the plain ones wait for the declarations).
+    await q.offer("plain")
+    await jobs.push("plain")
+    await news.publish("plain")
+    assert await q.poll_many(5) == ["plain"]
+    assert (await jobs.claim("w", timeout=10.0)).value == "plain"

@@ -9,6 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue import testing
+from lazily_queue.core.queue import QueuePopError
 from lazily_queue.errors import SettlementRejected
 from lazily_queue.metrics import NodeMetrics
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum
@@ -267,3 +268,65 @@ async def test_transactions_are_counted_committed_or_aborted_on_every_replica() 
         assert await figures() == [(1, 1)] * 3
         assert {value(m, "lazily_queue_operations_total", family="queue", name="out",
                       op="push") for m in metrics} == {1}
+
+
+async def test_expired_elements_are_counted_on_every_replica(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    async with testing.cluster(3, maintenance_interval=None) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        q, news = nodes[0].queue("orders", ttl=10.0), nodes[1].topic("news", max_age=10.0)
+        await news.subscribe("reader")
+        await q.push("a")
+        await q.push("b", ttl=1.0)
+        await news.publish("x")
+        now[0] += 11
+        assert await q.poll() is QueuePopError.Empty
+        await news.publish("y")
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_expired_total", cell="orders", kind="queue") == 2
+            assert value(m, "lazily_queue_expired_total", cell="news", kind="topic") == 1
+            assert value(m, "lazily_queue_expired_unread_total", cell="news",
+                         kind="topic") == 1
+
+
+async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica() -> None:
+    from lazily_queue import Limits
+
+    async with testing.cluster(3) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        q = nodes[0].queue("recent", limits=Limits(max_length=2, max_bytes=64,
+                                                   overflow="drop_oldest"))
+        for word in ("a", "bb", "ccc", "dddd"):
+            await q.push(word)
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_cell_bytes", cell="recent", kind="queue") == 7
+            assert value(m, "lazily_queue_cell_limit", cell="recent", kind="queue",
+                         limit="max_length") == 2
+            assert value(m, "lazily_queue_cell_limit", cell="recent", kind="queue",
+                         limit="max_bytes") == 64
+            assert value(m, "lazily_queue_dropped_total", cell="recent", kind="queue",
+                         reason="drop_oldest") == 2
+        news = nodes[1].topic("news", limits=Limits(max_length=1, overflow="drop_oldest"))
+        await news.publish("ab")
+        await news.publish("cde")
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_dropped_total", cell="news", kind="topic",
+                         reason="drop_oldest") == 1
+            assert value(m, "lazily_queue_cell_bytes", cell="news", kind="topic") == 3
+        jobs = nodes[2].work_queue("jobs", limits=Limits(max_length=1, overflow="drop_oldest"))
+        await jobs.push("a")
+        await jobs.push("bc")
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_dropped_total", cell="jobs", kind="work_queue",
+                         reason="drop_oldest") == 1
+            assert value(m, "lazily_queue_cell_bytes", cell="jobs", kind="work_queue") == 2

@@ -84,6 +84,16 @@ def test_transactions_apply_all_or_none(first_seeds: str) -> None:
     assert txns is not None and int(txns.group(1)) > 0 and int(txns.group(2)) > 0, out
 
 
+def test_ttl_never_delivers_an_expired_element() -> None:
+    """A client pushes with per-message and default TTLs, pops and sweeps under every
+    fault; the checker fails a run where a pop hands out an element at or after its
+    deadline, or where the expired elements differ from its model's."""
+    out = _ok(_sim("--seeds", "8", "--start", "0", "--jobs", "2", timeout=900))
+    assert "8 seeds, 0 failed" in out, out
+    ttl = re.search(r"(\d+) TTL elements expired undelivered \((\d+) delivered live\)", out)
+    assert ttl is not None and int(ttl.group(1)) > 0 and int(ttl.group(2)) > 0, out
+
+
 def test_same_seed_same_trace() -> None:
     for seed in (3, 7, 1215):
         out = _ok(_sim("--seed", str(seed), "--twice"))

@@ -1,0 +1,94 @@
+"""What the cells share for message expiry (capability ``expiry``, :mod:`..core.expiry`).
+
+A TTL is given in seconds: per message (``push(value, ttl=...)``) or per cell where the
+cell is opened (``ttl=``: the default of every element pushed without one; a topic has
+``max_age=`` too). Bad values raise :class:`~lazily_queue.errors.InvalidTtl` before
+anything is proposed; a backend without the capability refuses a per-message TTL with
+:class:`~lazily_queue.errors.UnsupportedOperation` naming it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from ..core.expiry import ttl_ms
+from ..core.queue import QueuePushError
+from ..errors import UnsupportedOperation
+
+T_contra = TypeVar("T_contra", contravariant=True)
+
+#: The ``expired`` reader's bit in a cell's reader group (created after the spec's readers).
+EXPIRED = 32
+
+
+class ExpiringQueueStorage(Protocol[T_contra]):
+    """A queue backend declaring ``expiry``."""
+
+    async def offer_ttl(self, value: T_contra, ttl_ms: int, *,
+                        timeout: float | None = None) -> QueuePushError | None: ...
+
+    def expired_count(self) -> int: ...
+
+
+def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
+                   ttl: float) -> Any:
+    """The local deque of a cell opened with a default ``ttl`` (on ``clock``, by default
+    ``time.time``)."""
+    from ..storage.local_expiry import ExpiringDequeStorage
+
+    return ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
+
+
+async def offer_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
+                    timeout: float | None) -> QueuePushError | None:
+    """A queue cell's push of ``value`` with a per-message ``ttl`` (seconds)."""
+    ms = ttl_ms(ttl)
+    if msg_id is not None:
+        raise no_ttl_with_msg_id(cell)
+    if not storage.capabilities.expiry:
+        raise no_expiry(cell, storage, "push")
+    expiring: ExpiringQueueStorage[Any] = storage
+    return await expiring.offer_ttl(value, ms, timeout=timeout)
+
+
+async def push_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
+                   scheduled: bool) -> Any:
+    """A work queue cell's push of ``value`` with a per-message ``ttl`` (seconds): the
+    backend's transition."""
+    ms = ttl_ms(ttl)
+    if msg_id is not None:
+        raise no_ttl_with_msg_id(cell)
+    if scheduled:
+        raise UnsupportedOperation(f"{cell}: a push cannot take ttl with priority, delay or "
+                                   "not_before yet; give the ttl alone")
+    if not storage.capabilities.expiry:
+        raise no_expiry(cell, storage, "push")
+    return await storage.push_ttl(value, ms)
+
+
+def expired_reader(storage: Any) -> Any:
+    """The ``expired`` reader's read function over ``storage`` (0 without expiry)."""
+    if not storage.capabilities.expiry:
+        return lambda: 0
+    return storage.expired_count
+
+
+def no_expiry(cell: str, storage: object, verb: str) -> UnsupportedOperation:
+    """The error of a ``ttl`` given to a cell whose backend does not declare ``expiry``."""
+    name = type(storage).__name__
+    return UnsupportedOperation(
+        f"{cell}: {name} has no message expiry, so a {verb} cannot take a ttl; "
+        f"{verb} without ttl (a local cell expires messages when opened with ttl=)")
+
+
+def no_ttl_with_msg_id(cell: str) -> UnsupportedOperation:
+    return UnsupportedOperation(
+        f"{cell}: a push cannot take both msg_id and ttl yet; give one of them")
+
+
+def no_topic_ttl(cell: str) -> UnsupportedOperation:
+    return UnsupportedOperation(
+        f"{cell}: a topic's elements expire by the topic's ttl= or max_age= (where it is "
+        "opened), not per message; publish without ttl")

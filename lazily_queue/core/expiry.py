@@ -1,0 +1,177 @@
+"""Message expiry: per-message TTL, a per-cell default TTL and topic retention by age.
+
+Time is milliseconds on the leader's clock for a replicated cell (the stamp of the entry
+being applied), on the cell's clock for a local one: nothing here reads a clock.
+
+An element pushed at stamp ``s`` with TTL ``t`` has the deadline ``s + t`` and is
+*expired* from the first time ``now >= s + t``. Its TTL is the one given to its push,
+else the cell's default (``None``: it never expires). Per-message deadlines are kept by
+element id in :class:`Expiry`; the default needs nothing per element (the deadline
+follows from the enqueue stamp the cell keeps anyway), so a cell with only a default
+pays one comparison per take.
+
+Expiry is decided when elements are *taken* (a pop, a claim) or *swept* (a periodic
+entry): the expired elements at the head leave, are counted in :attr:`Expiry.expired`
+and are never handed out. An element behind a live head with a longer TTL waits until
+it reaches the head, then leaves without being delivered (as RabbitMQ's per-message
+TTL): until then it counts in the cell's length. With the default TTL only, deadlines
+follow FIFO order and every expired element leaves at the next take or sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Final
+
+from ..errors import InvalidTtl
+
+#: Per-message deadlines of taken elements kept, the newest, so that an element given
+#: back to the head (its receiver went away) keeps its deadline.
+TAKEN_KEPT: Final = 1024
+#: The largest TTL or age accepted (about 68 years), in milliseconds.
+MAX_TTL_MS: Final = 2**41
+
+
+def ttl_ms(ttl: object, what: str = "ttl") -> int:
+    """``ttl`` (seconds: a positive finite int or float) in whole milliseconds (at
+    least 1); :class:`~lazily_queue.errors.InvalidTtl` naming ``what`` otherwise."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidTtl(f"{what} must be a number of seconds > 0, got "
+                         f"{type(ttl).__name__} {ttl!r}")
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {ttl!r}")
+    ms = max(1, math.ceil(ttl * 1000))
+    if ms > MAX_TTL_MS:
+        raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {ttl!r}")
+    return ms
+
+
+def optional_ttl_ms(ttl: object, what: str = "ttl") -> int | None:
+    """:func:`ttl_ms`, with ``None`` meaning none."""
+    return None if ttl is None else ttl_ms(ttl, what)
+
+
+def checked_ms(value: object, what: str) -> int | None:
+    """A TTL or age already in milliseconds (from a log entry, a snapshot, a client):
+    ``None`` or an int in ``1..MAX_TTL_MS``; ``ValueError`` naming ``what`` otherwise."""
+    if value is None:
+        return None
+    if type(value) is not int or not 0 < value <= MAX_TTL_MS:
+        raise ValueError(f"{what} must be an int of milliseconds in 1..{MAX_TTL_MS} "
+                         f"or None, not {str(value)[:40]}")
+    return value
+
+
+class Expiry:
+    """The expiry rules and per-message deadlines of one cell, and its expired count.
+
+    ``default_ms``: the TTL of an element pushed without one (``None``: never).
+    ``max_age_ms``: a topic's retention by age (``None``: none).
+    """
+
+    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "skipped", "taken")
+
+    def __init__(self, default_ms: int | None = None, max_age_ms: int | None = None) -> None:
+        self.default_ms = default_ms
+        self.max_age_ms = max_age_ms
+        #: Per-message deadlines (ms) by element id.
+        self.deadlines: dict[int, int] = {}
+        #: Deadlines of the last :data:`TAKEN_KEPT` elements taken, by id.
+        self.taken: OrderedDict[int, int] = OrderedDict()
+        #: Elements that expired (left without being delivered).
+        self.expired = 0
+        #: A topic's: unread elements its subscribers lost to the age limit (the gaps).
+        self.skipped = 0
+
+    def __repr__(self) -> str:
+        return (f"Expiry(default_ms={self.default_ms}, max_age_ms={self.max_age_ms}, "
+                f"deadlines={len(self.deadlines)}, expired={self.expired})")
+
+    def note(self, element_id: int, stamp: int, ttl: int | None) -> None:
+        """Element ``element_id``, stamped ``stamp``, was pushed with TTL ``ttl`` (ms;
+        ``None``: the default applies)."""
+        if ttl is not None:
+            self.deadlines[element_id] = stamp + ttl
+
+    def deadline(self, element_id: int, stamp: int) -> int | None:
+        """When the element expires (ms), or ``None`` when it never does."""
+        found = self.deadlines.get(element_id)
+        if found is not None:
+            return found
+        default = self.default_ms
+        return None if default is None else stamp + default
+
+    def is_expired(self, element_id: int, stamp: int, now: int) -> bool:
+        deadline = self.deadline(element_id, stamp)
+        return deadline is not None and now >= deadline
+
+    def forget(self, element_id: int) -> None:
+        """The element left the cell (expired or purged)."""
+        if self.deadlines:
+            self.deadlines.pop(element_id, None)
+
+    def take(self, element_id: int) -> None:
+        """The element was handed out; its deadline is kept a while for :meth:`give_back`."""
+        if self.deadlines:
+            deadline = self.deadlines.pop(element_id, None)
+            if deadline is not None:
+                taken = self.taken
+                taken[element_id] = deadline
+                if len(taken) > TAKEN_KEPT:
+                    taken.popitem(last=False)
+
+    def give_back(self, element_id: int) -> None:
+        """A taken element is back in the cell: its deadline applies again."""
+        if self.taken:
+            deadline = self.taken.pop(element_id, None)
+            if deadline is not None:
+                self.deadlines[element_id] = deadline
+
+    def forget_below(self, element_id: int) -> None:
+        """Every element below ``element_id`` left (a topic's head was dropped)."""
+        if self.deadlines:
+            for key in [k for k in self.deadlines if k < element_id]:
+                del self.deadlines[key]
+
+    def rules(self) -> list[int | None]:
+        """``[default_ms, max_age_ms]``."""
+        return [self.default_ms, self.max_age_ms]
+
+    def to_list(self) -> list[Any]:
+        """``[default_ms, max_age_ms, expired, [[id, deadline], ...], [[id, deadline],
+        ...], skipped]``: the rules, the count, the deadlines of the elements held and
+        of the last ones taken (oldest first), the gaps (the snapshot form)."""
+        return [self.default_ms, self.max_age_ms, self.expired,
+                [[k, v] for k, v in sorted(self.deadlines.items())],
+                [[k, v] for k, v in self.taken.items()], self.skipped]
+
+    @classmethod
+    def from_list(cls, doc: Any) -> Expiry:
+        """:meth:`to_list` back; ``ValueError`` naming what is wrong."""
+        if type(doc) is not list or len(doc) != 6:
+            raise ValueError("an expiry record is [default_ms, max_age_ms, expired, "
+                             f"deadlines, taken, skipped], not {str(doc)[:60]}")
+        out = cls(checked_ms(doc[0], "default ttl"), checked_ms(doc[1], "max age"))
+        if type(doc[2]) is not int or doc[2] < 0:
+            raise ValueError(f"an expired count must be an int >= 0, not {str(doc[2])[:20]}")
+        out.expired = doc[2]
+        if type(doc[5]) is not int or doc[5] < 0:
+            raise ValueError(f"a skipped count must be an int >= 0, not {str(doc[5])[:20]}")
+        out.skipped = doc[5]
+        out.deadlines.update(_pairs(doc[3]))
+        out.taken.update(_pairs(doc[4]))
+        return out
+
+
+def _pairs(doc: Any) -> list[tuple[int, int]]:
+    if type(doc) is not list:
+        raise ValueError("expiry deadlines must be a list of [id, deadline_ms]")
+    out: list[tuple[int, int]] = []
+    for pair in doc:
+        if (type(pair) is not list or len(pair) != 2
+                or not all(type(x) is int for x in pair) or pair[0] < 0):
+            raise ValueError(f"an expiry deadline is [id >= 0, deadline_ms] of ints, "
+                             f"not {str(pair)[:40]}")
+        out.append((pair[0], pair[1]))
+    return out

@@ -1,0 +1,105 @@
+"""Takes that skip expired elements: the rules of :mod:`.expiry` applied to a FIFO, a
+work queue's pending items and a topic's log, at an explicit ``now`` (ms).
+
+A work item expires only while it waits for its first delivery: once claimed, its fate
+is decided by its lease, retries and dead letters (an item back from a lease is never
+expired under or after its holder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import ids
+from .expiry import Expiry
+from .fifo import Fifo
+from .ids import Run
+from .queue import QueuePopError
+from .topic import TopicCore
+from .work import Delivery, WorkQueueCore
+
+StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
+"""Pops one element with its run (``Fifo.pop_stamped(1)``), reporting the transition."""
+
+
+def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: StampedPop) -> int:
+    """Remove the expired elements at the head with ``pop_one``; returns how many (added
+    to ``expiry.expired``)."""
+    n = 0
+    while (head := fifo.head_id()) is not None and expiry.is_expired(head[0], head[1], now):
+        pop_one()
+        expiry.forget(head[0])
+        n += 1
+    expiry.expired += n
+    return n
+
+
+def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: StampedPop
+             ) -> tuple[tuple[list[Any], list[Run]] | QueuePopError, int]:
+    """Up to ``n`` live elements with their runs (as ``Fifo.pop_stamped``), or ``Empty``
+    / ``Closed`` when none is live, and how many expired ones were removed on the way."""
+    values: list[Any] = []
+    runs: list[Run] = []
+    expired = 0
+    while len(values) < n:
+        expired += expire_queue_head(fifo, expiry, now, pop_one)
+        head = fifo.head_id()
+        result = pop_one()
+        if isinstance(result, QueuePopError):
+            if values:
+                break
+            return result, expired
+        values.extend(result[0])
+        for first, count, stamp in result[1]:
+            ids.append(runs, first, count, stamp)
+        if head is not None:
+            expiry.take(head[0])
+    return (values, runs), expired
+
+
+def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> tuple[int, int]:
+    """Discard the expired never-delivered items at the pending head; returns ``(how
+    many, reader mask)``."""
+    n = mask = 0
+    while (head := core.head()) is not None and head.attempts == 0 and expiry.is_expired(
+            head.item_id, core.stamp_of(head.item_id), now):
+        mask |= core.discard_head().mask
+        expiry.forget(head.item_id)
+        n += 1
+    expiry.expired += n
+    return n, mask
+
+
+def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease_now: float,
+               n: int) -> tuple[list[Delivery], int, int]:
+    """Lease up to ``n`` live items to ``worker`` (lease time ``lease_now``), discarding
+    the expired ones met on the way; returns ``(deliveries, expired, reader mask)``."""
+    leased: list[Delivery] = []
+    expired = 0
+    mask = core.promote_due(lease_now).mask  # delayed items due now are ready, and may expire
+    while len(leased) < n:
+        dropped, dropped_mask = expire_work_head(core, expiry, now)
+        expired += dropped
+        mask |= dropped_mask
+        got, claim_mask = core.claim_many(worker, lease_now, 1)
+        if not got:
+            break
+        mask |= claim_mask
+        leased.extend(got)
+        expiry.forget(got[0].item_id)
+    return leased, expired, mask
+
+
+def age_frontier(topic: TopicCore[Any], expiry: Expiry, now: int) -> int:
+    """The first offset of ``topic`` not past its age limit at ``now`` (its base when
+    nothing is): the limit is the smaller of the default TTL and ``max_age``."""
+    limits = [v for v in (expiry.default_ms, expiry.max_age_ms) if v is not None]
+    offset = topic.base_offset()
+    if not limits:
+        return offset
+    horizon = now - min(limits)
+    end = topic.end_offset()
+    while offset < end and topic.stamp_of(offset) <= horizon:
+        offset += 1
+    return offset

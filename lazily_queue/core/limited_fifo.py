@@ -1,0 +1,127 @@
+"""The FIFO of a queue declared with :class:`~.limits.Limits`.
+
+A :class:`~.fifo.Fifo` whose pushes are checked against a :class:`~.limits.Quota`: under
+``reject`` a push that would break a limit is refused (``Full``, nothing changes); under
+``drop_oldest`` the oldest elements leave first (their ids are used up, as a pop's are)
+and are counted as dropped. Elements given back to the head (:meth:`push_front`,
+:meth:`unpop_stamped`) are never refused, as in a bounded FIFO: they were in the queue.
+The plain FIFO is untouched, so a queue without limits pays nothing for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from .fifo import Clock, Fifo, FifoOps, Report
+from .headers import Headers
+from .ids import Run
+from .limits import DROP_OLDEST, REJECT, Limits, Quota, value_size
+from .queue import QueuePopError, QueuePushError
+
+T = TypeVar("T")
+
+_FULL = QueuePushError.Full
+_CLOSED = QueuePushError.Closed
+
+
+class LimitedFifo(Fifo[T]):
+    """A FIFO with limits (module docstring). ``last_dropped`` is how many elements the
+    last accepted push dropped (0 under ``reject``); ``last_refusal`` names the limit
+    the last refused push broke (``"max_length"`` / ``"max_bytes"``)."""
+
+    def __init__(self, limits: Limits, elements: Iterable[T] = (), *,
+                 clock: Clock | None = None) -> None:
+        Fifo.__init__(self, None, elements, clock=clock)
+        self.limit(limits)
+
+    def limit(self, limits: Limits) -> None:
+        """Start counting this FIFO's elements against ``limits``."""
+        self.quota = Quota(limits, self._items)
+        self.last_dropped = 0
+        self.last_refusal = ""
+
+    @classmethod
+    def limited(cls, fifo: Fifo[Any], limits: Limits) -> LimitedFifo[Any]:
+        """The FIFO ``fifo`` describes (elements, ids, closed flag) under ``limits``."""
+        limited: LimitedFifo[Any] = cls(limits)
+        limited.load(fifo.elements(), fifo.id_state())
+        if fifo.is_closed():
+            limited.try_close()
+        return limited
+
+    def __repr__(self) -> str:
+        return f"LimitedFifo(len={len(self._items)}, {self.quota!r})"
+
+    def limits(self) -> Limits:
+        return self.quota.limits
+
+    def limited_fifo(self) -> LimitedFifo[T]:
+        return self
+
+    def capacity(self) -> int | None:
+        """The length bound a push is refused at (``None`` under ``drop_oldest``)."""
+        limits = self.quota.limits
+        return limits.max_length if limits.overflow == REJECT else None
+
+    def is_full(self) -> bool:
+        """Whether a push of the smallest element would be refused."""
+        return self.quota.limits.overflow == REJECT and self.quota.is_full()
+
+    def push_stamped(self, value: T, stamp: int) -> QueuePushError | None:
+        if self._closed:
+            return _CLOSED
+        quota = self.quota
+        size = value_size(value)
+        if quota.limits.overflow == DROP_OLDEST:
+            over = quota.room_for(size)
+            drop = 0 if over is None else over[1]
+        else:
+            over = quota.check(size)
+            drop = 0 if over is None else -1
+        if drop < 0:
+            self.last_refusal = over[0] if over is not None else ""
+            return _FULL
+        if drop:
+            Fifo.pop_stamped(self, drop)
+            quota.popped(drop)
+            quota.count_dropped(DROP_OLDEST, drop)
+        self.last_dropped = drop
+        Fifo.push_stamped(self, value, stamp)
+        quota.pushed(size)
+        return None
+
+    def try_pop(self) -> T | QueuePopError:
+        result = Fifo.try_pop(self)
+        if not isinstance(result, QueuePopError):
+            self.quota.popped(1)
+        return result
+
+    def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+        result = Fifo.pop_stamped(self, n)
+        if not isinstance(result, QueuePopError):
+            self.quota.popped(len(result[0]))
+        return result
+
+    def push_front(self, value: T, stamp: int | None = None) -> None:
+        Fifo.push_front(self, value, stamp)
+        self.quota.returned([value])
+
+    def unpop_stamped(self, values: list[T], runs: list[Run],
+                      headers: list[tuple[int, Headers]] | None = None) -> None:
+        Fifo.unpop_stamped(self, values, runs, headers)
+        self.quota.returned(values)
+
+    def load(self, items: list[T], id_state: tuple[int, list[Run]] | None) -> None:
+        Fifo.load(self, items, id_state)
+        self.quota.returned(items)
+
+    def clear(self) -> int:
+        removed = Fifo.clear(self)
+        self.quota.cleared()
+        return removed
+
+    def reporting_ops(self, report: Report) -> FifoOps[T]:
+        """Not offered: a limited push may drop elements, which the fast path's masks
+        do not describe."""
+        raise NotImplementedError("a limited FIFO has no reporting fast path")

@@ -1,0 +1,104 @@
+"""The topic of a cell declared with :class:`~.limits.Limits`: retention by count and bytes.
+
+A :class:`~.topic.TopicCore` whose retained log is bounded by ``max_length`` elements and
+``max_bytes`` bytes (sizes as :func:`~.limits.value_size` counts them). A topic takes
+the ``drop_oldest`` policy only: a publish past a limit first drops the oldest retained
+elements, as many as it takes, *even when durable subscribers have not read them*.
+Each dropped element is counted (reason ``"drop_oldest"``); a subscriber whose cursor
+was below the new base continues at the first retained element, its reader is
+invalidated (when connected) and the elements it missed are added to its gap
+(:meth:`LimitedTopic.gap`). An element larger than ``max_bytes`` is refused with
+:class:`~lazily_queue.errors.LimitExceeded` and nothing changes. GC (interest-based
+retention) still applies below the limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from ..errors import LimitExceeded
+from .limits import DROP_OLDEST, Limits, Quota, value_size
+from .topic import TopicCore, TopicTransition
+
+R = TypeVar("R")
+
+
+def check_topic_limits(limits: Limits) -> Limits:
+    """``limits`` for a topic; ``ValueError`` unless the policy is ``drop_oldest``."""
+    if limits.overflow != DROP_OLDEST:
+        raise ValueError("a topic's limits are its retention: give overflow='drop_oldest' "
+                         f"(not {limits.overflow!r}); a publish never waits for readers")
+    return limits
+
+
+class LimitedTopic(TopicCore[R]):
+    """A topic with retention limits (module docstring)."""
+
+    __slots__ = ("gaps", "quota")
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__()
+        self.quota = Quota(check_topic_limits(limits))
+        #: Per subscriber, the elements dropped before it read them.
+        self.gaps: dict[str, int] = {}
+
+    @classmethod
+    def limited(cls, core: TopicCore[Any], limits: Limits) -> LimitedTopic[Any]:
+        """The topic ``core`` holds (log, cursors, stamps) under ``limits``."""
+        topic: LimitedTopic[Any] = cls(limits)
+        restored: TopicCore[Any] = TopicCore.from_snapshot(core.snapshot())
+        topic._base, topic._elements = restored._base, restored._elements
+        topic._subs, topic._connected = restored._subs, restored._connected
+        topic._connected_set = None
+        topic.load_stamps(core.stamps())
+        topic.quota = Quota(limits, topic._elements)
+        return topic
+
+    def __repr__(self) -> str:
+        return f"LimitedTopic(base={self._base}, len={len(self._elements)}, {self.quota!r})"
+
+    def limits(self) -> Limits:
+        return self.quota.limits
+
+    def gap(self, subscriber: str) -> int:
+        """How many elements were dropped before ``subscriber`` read them."""
+        return self.gaps.get(subscriber, 0)
+
+    def publish(self, value: R, stamp: int | None = None) -> TopicTransition[int]:
+        quota = self.quota
+        size = value_size(value)
+        over = quota.room_for(size)
+        clamped: frozenset[str] = frozenset()
+        if over is not None:
+            if over[1] < 0:
+                raise LimitExceeded(
+                    f"an element of {size} bytes never fits its max_bytes limit of "
+                    f"{quota.limits.max_bytes}; store large payloads elsewhere and publish a "
+                    "reference, or raise the limit", cell="topic", limit="max_bytes",
+                    value=quota.limits.max_bytes)
+            clamped = self._drop_oldest(over[1])
+        offset, invalidated = super().publish(value, stamp)
+        quota.pushed(size)
+        return TopicTransition(offset, invalidated | clamped)
+
+    def _drop_oldest(self, k: int) -> frozenset[str]:
+        """Drop the ``k`` oldest retained elements; the connected subscribers moved."""
+        base = self._base + k
+        del self._elements[:k]
+        self._base = base
+        self._stamps.forget_below(base)
+        self.quota.popped(k)
+        self.quota.count_dropped(DROP_OLDEST, k)
+        moved = []
+        for subscriber, record in self._subs.items():
+            if record.cursor < base:
+                self.gaps[subscriber] = self.gaps.get(subscriber, 0) + base - record.cursor
+                record.cursor = base
+                if record.connected:
+                    moved.append(subscriber)
+        return frozenset(moved)
+
+    def gc(self) -> TopicTransition[int]:
+        transition = super().gc()
+        self.quota.popped(transition.result)
+        return transition

@@ -1,0 +1,68 @@
+"""The replicated work queue of a cell declared with limits.
+
+:class:`LimitedRaftWorkQueueStorage` declares the work queue with
+``WORK_DECLARE_LIMITED`` (:mod:`lazily_queue.replicated.limits`): its pushes are checked
+against the limits in log order, and a push the limits refuse raises
+:class:`~lazily_queue.errors.LimitExceeded` here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
+from ..core.work import WorkTransition
+from ..errors import LimitExceeded
+from ..raft.errors import ProposalRejected
+from ..replicated import ops as C
+from .raft_collections import RaftWorkQueueStorage
+from .raft_queue import Proposer
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
+
+
+class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
+    """A replicated work queue with limits (module docstring); without ``scheduling``
+    (priorities and delays are not offered with limits yet)."""
+
+    capabilities = replace(RaftWorkQueueStorage.capabilities, scheduling=False)
+
+    def __init__(self, driver: Proposer, view: ReadView, name: str, *,
+                 visibility_timeout: int, max_deliveries: int, limits: Limits,
+                 timeout: float = 10.0) -> None:
+        super().__init__(driver, view, name, visibility_timeout=visibility_timeout,
+                         max_deliveries=max_deliveries, timeout=timeout)
+        self.limits = limits
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        return C.WORK_DECLARE_LIMITED, [self.name, self.visibility_timeout,
+                                        self.max_deliveries, self.limits.doc()]
+
+    def limited_work(self) -> LimitedWorkQueue | None:
+        """The work queue as applied here (``None`` before it is declared)."""
+        state = self._view.work_queue(self.name)
+        core = None if state is None else state.core
+        return core if isinstance(core, LimitedWorkQueue) else None
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        return await self._checked(super().push(value, timeout=timeout))
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return await self._checked(super().push_once(value, msg_id, timeout=timeout))
+
+    async def _checked(self, call: Any) -> WorkTransition[int]:
+        try:
+            result: WorkTransition[int] = await call
+        except ProposalRejected as exc:
+            if not str(exc).startswith("full:"):
+                raise
+            text = str(exc)[len("full: "):]
+            limit = "max_bytes" if "max_bytes" in text else "max_length"
+            bound = self.limits.max_bytes if limit == "max_bytes" else self.limits.max_length
+            raise LimitExceeded(text, cell=self.name, limit=limit, value=bound) from None
+        return result

@@ -1,0 +1,163 @@
+"""Message expiry in the simulation: a TTL client and the checker's model of it.
+
+:class:`TtlClient` works a queue of its own (:data:`TTL_QUEUE`, with a default TTL):
+it pushes values with a per-message TTL (or the default), pops batches and now and then
+proposes a sweep, through whichever member it is on, under every fault. The checker
+replays its ops through :class:`ExpiryModel`, an independent model of the contract: an
+element is expired from the first entry stamped at or after its deadline (enqueue stamp
+plus TTL); a pop at stamp ``now`` removes the expired elements at the head and returns
+live ones only, skipping the expired ones it meets. A pop that hands out an element at
+or after its deadline fails the run, and so does any result or final state that is not
+the model's.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import Any
+
+from lazily_queue.core.queue import QueuePopError
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.ops import OpError
+
+from .client import OK, Client, Host, Observed
+from .history import AppliedOp, Violation
+
+#: The queue the TTL client works (not the checker's main queue).
+TTL_QUEUE = "q-ttl"
+#: Its default TTL, in milliseconds of leader time.
+DEFAULT_TTL_MS = 300
+
+
+class TtlClient(Client):
+    """Declares :data:`TTL_QUEUE` with a default TTL, then pushes with and without a
+    TTL of their own, pops up to four at once and sometimes proposes a sweep."""
+
+    kind = "ttl-client"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.todo: list[tuple[int, list[Any]]] = [
+            (C.QUEUE_DECLARE, [TTL_QUEUE, None]),
+            (C.EXPIRY_RULES, [TTL_QUEUE, "queue", DEFAULT_TTL_MS, None]),
+        ]
+        self.n = 0
+
+    def next_op(self) -> None:
+        if self.todo:
+            code, args = self.todo[0]
+            self.call(code, args, self._declared)
+            return
+        if self.draining:
+            self.stopped = True
+            return
+        roll = self.rng.random()
+        if roll < 0.5:
+            self.n += 1
+            value = f"{self.cid}:{self.n}"
+            if self.rng.random() < 0.7:
+                ttl = self.rng.choice([10, 50, 150, 600, 5_000])
+                self.call(C.QUEUE_PUSH_TTL, [TTL_QUEUE, ttl, value], _ignore)
+            else:
+                self.call(C.QUEUE_PUSH, [TTL_QUEUE, value], _ignore)
+        elif roll < 0.9:
+            self.call(C.QUEUE_POP_STAMPED, [TTL_QUEUE, self.rng.randint(1, 4)], _ignore)
+        else:
+            self.call(C.EXPIRE, [TTL_QUEUE, "queue"], _ignore)
+
+    def _declared(self, obs: Observed) -> None:
+        if obs.outcome == OK and obs.result is None and self.todo:
+            self.todo.pop(0)
+
+
+def _ignore(_obs: Observed) -> None:
+    return None
+
+
+class ExpiryModel:
+    """The TTL queue as the contract states it: ``(value, deadline)`` in FIFO order."""
+
+    def __init__(self) -> None:
+        self.declared = False
+        self.default: int | None = None
+        self.q: deque[tuple[Any, int | None]] = deque()
+        self.expired = 0
+        self.delivered = 0
+
+    def apply(self, op: AppliedOp, now: int) -> None:
+        """Apply ``op`` (on :data:`TTL_QUEUE`) at leader time ``now``, checking its result."""
+        code, args = op.code, op.args
+        if code == C.QUEUE_DECLARE:
+            self.declared = True
+            op.expect(None)
+            return
+        if not self.declared:
+            if not isinstance(op.result, OpError):
+                raise Violation(f"index {op.index}: {C.op_name(code)} on {TTL_QUEUE} before "
+                                "its declaration succeeded")
+            return
+        if code == C.EXPIRY_RULES:
+            if self.default is None:
+                self.default = args[2]
+            op.expect(None if args[2] == self.default else op.result)
+        elif code == C.QUEUE_PUSH:
+            self._push(args[1], None, now)
+            op.expect(None)
+        elif code == C.QUEUE_PUSH_TTL:
+            self._push(args[2], args[1], now)
+            op.expect(None)
+        elif code == C.EXPIRE:
+            op.expect(self._expire_head(now))
+        elif code == C.QUEUE_POP_STAMPED:
+            self._pop(op, args[1], now)
+        else:
+            raise Violation(f"index {op.index}: unexpected {C.op_name(code)} on {TTL_QUEUE}")
+
+    def _push(self, value: Any, ttl: int | None, now: int) -> None:
+        ttl = ttl if ttl is not None else self.default
+        self.q.append((value, None if ttl is None else now + ttl))
+
+    def _expire_head(self, now: int) -> int:
+        n = 0
+        while self.q and self.q[0][1] is not None and now >= self.q[0][1]:  # type: ignore[operator]
+            self.q.popleft()
+            n += 1
+        self.expired += n
+        return n
+
+    def _pop(self, op: AppliedOp, n: int, now: int) -> None:
+        values: list[Any] = []
+        while len(values) < n:
+            self._expire_head(now)
+            if not self.q:
+                break
+            values.append(self.q.popleft()[0])
+        result = op.result
+        if not values:
+            op.expect(QueuePopError.Empty)
+            return
+        if isinstance(result, QueuePopError) or type(result) is not list or not result:
+            raise Violation(f"index {op.index}: pop of {TTL_QUEUE} returned {result!r:.80}, "
+                            f"the model says {values!r:.80}")
+        if result[0] != values:
+            late = [v for v in result[0] if v not in values]
+            what = "an expired element" if late else "other elements"
+            raise Violation(f"index {op.index}: a pop at {now} delivered {what}: "
+                            f"{result[0]!r:.80}, the model says {values!r:.80}")
+        self.delivered += len(values)
+
+    def check_final(self, state: dict[str, Any]) -> None:
+        """A replica's final state of the TTL queue and its expired count are the model's."""
+        if not self.declared:
+            return
+        queue = state.get("queues", {}).get(TTL_QUEUE)
+        elements = [] if queue is None else queue[2]
+        if elements != [v for v, _ in self.q]:
+            raise Violation(f"{TTL_QUEUE} holds {elements!r:.100}, the model "
+                            f"{[v for v, _ in self.q]!r:.100}")
+        record = state.get("expiry", {}).get("queue", {}).get(TTL_QUEUE)
+        counted = 0 if record is None else record[2]
+        if counted != self.expired:
+            raise Violation(f"{TTL_QUEUE} counted {counted} expired elements, the model "
+                            f"{self.expired}")
