@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core import ids
 from ..core.dedup import MAX_MSG_ID_CHARS
+from ..core.expiry import Expiry
+from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
+from ..core.limited_fifo import LimitedFifo
 from ..core.queue import POP, PUSH, UNPOP, QueuePopError, QueuePushError
 from ..errors import InvalidHeaders
-from . import ops, topics, work_headers
+from . import expiry, ops, topics, work_headers
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpError, OpRefused
@@ -48,6 +52,9 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     name, raw, msg_id, value = args
     q = _queue(sm, name)
     headers = _headers(raw)
+    if type(q) is LimitedFifo:
+        raise OpRefused("unsupported", f"queue {name!r} has limits and keeps no message "
+                        "headers; push without headers")
     key = None
     if msg_id is not None:
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
@@ -121,6 +128,8 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        return _pop_live(sm, args[0], q, rules, n)
     pre = q.len()
     result = q.pop_headers(n)
     if isinstance(result, QueuePopError):
@@ -129,6 +138,17 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     for i in range(len(values)):
         sm.emit(QueueChanged(args[0], POP, pre - i))
     return [values, runs, headers]
+
+
+def _pop_live(sm: StateMachine, name: str, q: Fifo[Any], rules: Expiry, n: int) -> Any:
+    """A pop with headers on a queue with expiry: live elements only, as
+    ``QUEUE_POP_STAMPED`` takes them, with the headers of those taken."""
+    table = {i: h for i, h in q.headers_state()}
+    result = expiry.queue_take(sm, name, q, rules, n, True)
+    if isinstance(result, QueuePopError):
+        return result
+    values, runs = result
+    return [values, runs, [[i, table[i]] for i, _ in ids.expand(runs) if i in table]]
 
 
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
@@ -141,21 +161,30 @@ def unpop(sm: StateMachine, args: list[Any]) -> Any:
         q.unpop_stamped(values, args[2], checked_table(args[3], "headers"))
     except ValueError as exc:
         raise OpRefused("bad_runs", str(exc)) from exc
+    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
+        expiry.queue_gave_back(rules, args[2])
     for i in range(len(values)):
         sm.emit(QueueChanged(args[0], UNPOP, pre + i))
     return None
 
 
+def _fresh(entries: list[list[Any]]) -> list[list[Any]]:
+    """``[[key, headers], ...]`` with copies of the header maps: the capture is encoded
+    on another thread while the state machine goes on."""
+    return [[key, dict(headers)] for key, headers in entries]
+
+
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
-    queues = {name: table for name, q in sm.queues.items() if (table := q.headers_state())}
+    queues = {name: _fresh(table) for name, q in sm.queues.items()
+              if (table := q.headers_state())}
     if queues:
         doc["queues"] = queues
-    topics_ = {name: offsets.entries() for name in list(sm.topic_headers)
+    topics_ = {name: _fresh(offsets.entries()) for name in list(sm.topic_headers)
                if (offsets := topic_headers(sm, name)) is not None and len(offsets)}
     if topics_:
         doc["topics"] = topics_
-    works = work_headers.capture(sm)
+    works = {name: _fresh(entries) for name, entries in work_headers.capture(sm).items()}
     if works:
         doc["work_queues"] = works
     return doc or None
