@@ -48,7 +48,7 @@ MUTATIONS = [
         (f"{_DISK}::test_nothing_is_acknowledged_before_a_majority_fsynced",),
         "acknowledged = fsynced on a majority, the leader's own copy counted once durable"),
     Mutation(
-        "fsync-error-ignored", "lazily_queue/raft/driver.py",
+        "fsync-error-ignored", "lazily_queue/raft/fsync_runs.py",
         "        if error is not None:\n            self._stall(error)\n            return False\n"
         "        for ready in self.pipeline.fsync_done():",
         "        if False:\n            self._stall(error)\n            return False\n"

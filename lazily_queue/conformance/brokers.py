@@ -65,8 +65,8 @@ LACKS = {
     "messages": "the broker queues keep no message ids of their own (no messages capability)",
     "headers": "the broker cells keep no message headers (no headers capability)",
     "transactions": "a broker cell cannot take part in a transaction",
-    "expiry": "the broker adapters refuse message TTLs and ages (no expiry capability); "
-              "elements would expire on the broker's clock, not the replay's",
+    "expiry": "the broker adapters refuse message TTLs and ages (no expiry capability: "
+              "elements would expire on the broker's clock, not the replay's)",
     "replay": "the broker topic adapters subscribe at the tail only (no replay capability)",
     "replay_time": "the broker topic adapters subscribe at the tail only (no replay_time "
                    "capability)",
