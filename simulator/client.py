@@ -82,6 +82,8 @@ class Client:
         self.busy = False
         self.stopped = False
         self.draining = False
+        #: Issues nothing for now (the drain waits for the last answers to arrive).
+        self.quiet = False
         self.ops: list[Observed] = []
         self.current: Observed | None = None
 
@@ -92,7 +94,7 @@ class Client:
 
     def act(self) -> None:
         """Issue the next operation when idle (called at random times)."""
-        if self.busy or self.stopped or self.cluster.is_paused(self.node):
+        if self.busy or self.stopped or self.quiet or self.cluster.is_paused(self.node):
             return
         if not self.cluster.running(self.node):
             running = [n for n in self.cluster.member_ids() if self.cluster.running(n)]

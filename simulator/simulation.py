@@ -182,6 +182,26 @@ class Simulation:
         if c.clock.now < self._next_drain_check:
             return False
         self._next_drain_check = c.clock.now + 0.02
+        if not self._drained_but_polls():
+            self._quiet(False)
+            return False
+        leader = c.leader()
+        replica = None if leader is None else c.nodes[leader].replica
+        if replica is None or replica.pending:
+            # Settled consumers keep polling the empty cells; with many of them some
+            # poll is always in flight. They pause until the last answers are in.
+            self._quiet(True)
+            return False
+        return True
+
+    def _quiet(self, on: bool) -> None:
+        for cl in self.clients:
+            cl.quiet = on
+
+    def _drained_but_polls(self) -> bool:
+        """Every client settled and every cell drained, on a leader of a settled term
+        (the leader may still have proposals in flight)."""
+        c = self.cluster
         leader = c.leader()
         if leader is None or self.faults.membership.state != "idle":
             return False
@@ -211,7 +231,7 @@ class Simulation:
                 sub = t.subscription(cl.cid)
                 if sub is None or sub["cursor"] < t.end_offset():
                     return False
-        return replica.pending == 0
+        return True
 
     def _drain_status(self) -> str:
         leader = self.cluster.leader()
