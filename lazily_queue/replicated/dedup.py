@@ -17,6 +17,7 @@ follows the bounds of its most recent leader.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS, DedupLimits
@@ -34,6 +35,30 @@ DedupKey = tuple[str, str, str]
 _REFUSED = (QueuePushError, OpError)
 
 
+def checked_msg_id(msg_id: object) -> str:
+    """``msg_id`` when it is a valid message id, else the op is refused (``bad_msg_id``)."""
+    if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
+        raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
+                        f"{MAX_MSG_ID_CHARS} characters")
+    return msg_id
+
+
+def applied_once(sm: StateMachine, family: str, name: str, msg_id: object,
+                 apply: Callable[[], Any]) -> Any:
+    """``apply()``, once per ``(family, name, msg_id)`` in the window: a repeat answers
+    with the first result (a refused op is not remembered); a ``None`` id always applies."""
+    if msg_id is None:
+        return apply()
+    key: DedupKey = (family, name, checked_msg_id(msg_id))
+    found, first = sm.dedup.lookup(key, sm.now)
+    if found:
+        return first
+    result = apply()
+    if not isinstance(result, _REFUSED):
+        sm.dedup.record(key, result, sm.now)
+    return result
+
+
 def _once(code: int) -> Handler:
     plain = ops.ONCE_OPS[code]
     family = ops.family_of(code) or ""
@@ -41,20 +66,10 @@ def _once(code: int) -> Handler:
     def apply(sm: StateMachine, args: list[Any]) -> Any:
         if len(args) != 3:
             raise OpRefused("bad_args", f"{ops.op_name(code)} is [name, msg_id, value]")
-        name, msg_id, value = checked_name(args[0]), args[1], args[2]
-        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
-            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
-                            f"{MAX_MSG_ID_CHARS} characters")
-        key: DedupKey = (family, name, msg_id)
-        window = sm.dedup
-        found, first = window.lookup(key, sm.now)
-        if found:
-            return first
+        name, value = checked_name(args[0]), args[2]
         # Applied (and reported to mirrors) as the plain op; a duplicate reports nothing.
-        result = sm.apply_plain(plain, [name, value])
-        if not isinstance(result, _REFUSED):
-            window.record(key, result, sm.now)
-        return result
+        return applied_once(sm, family, name, checked_msg_id(args[1]),
+                            lambda: sm.apply_plain(plain, [name, value]))
 
     return apply
 

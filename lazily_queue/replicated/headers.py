@@ -16,17 +16,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import ids
-from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.limited_fifo import LimitedFifo
-from ..core.queue import POP, PUSH, UNPOP, QueuePopError, QueuePushError
+from ..core.queue import POP, PUSH, UNPOP, QueuePopError
 from ..errors import InvalidHeaders
 from . import expiry, ops, topics, work_headers
+from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
-from .ops import OpError, OpRefused
+from .ops import OpRefused
 from .queues import _count, _queue
 
 if TYPE_CHECKING:
@@ -55,22 +55,15 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     if type(q) is LimitedFifo:
         raise OpRefused("unsupported", f"queue {name!r} has limits and keeps no message "
                         "headers; push without headers")
-    key = None
-    if msg_id is not None:
-        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
-            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
-                            f"{MAX_MSG_ID_CHARS} characters")
-        key = ("queue", name, msg_id)
-        found, first = sm.dedup.lookup(key, sm.now)
-        if found:
-            return first
-    pre = q.len()
-    err = q.push_headers(value, sm.now, headers)
-    if err is None:
-        sm.emit(QueueChanged(name, PUSH, pre))
-    if key is not None and not isinstance(err, (QueuePushError, OpError)):
-        sm.dedup.record(key, err, sm.now)
-    return err
+
+    def apply() -> Any:
+        pre = q.len()
+        err = q.push_headers(value, sm.now, headers)
+        if err is None:
+            sm.emit(QueueChanged(name, PUSH, pre))
+        return err
+
+    return applied_once(sm, "queue", name, msg_id, apply)
 
 
 def topic_headers(sm: StateMachine, name: str) -> OffsetHeaders | None:
@@ -97,23 +90,16 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     core = sm.topics.get(name) if isinstance(name, str) else None
     if core is None:
         raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
-    key = None
-    if msg_id is not None:
-        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
-            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
-                            f"{MAX_MSG_ID_CHARS} characters")
-        key = ("topic", name, msg_id)
-        found, first = sm.dedup.lookup(key, sm.now)
-        if found:
-            return first
-    offset = topics.publish(sm, [name, value])
-    table = topic_headers(sm, name)
-    if table is None:
-        table = sm.topic_headers[name] = OffsetHeaders(core)
-    table.note(offset, headers)
-    if key is not None:
-        sm.dedup.record(key, offset, sm.now)
-    return offset
+
+    def apply() -> Any:
+        offset = topics.publish(sm, [name, value])
+        table = topic_headers(sm, name)
+        if table is None:
+            table = sm.topic_headers[name] = OffsetHeaders(core)
+        table.note(offset, headers)
+        return offset
+
+    return applied_once(sm, "topic", name, msg_id, apply)
 
 
 def push_work(sm: StateMachine, args: list[Any]) -> Any:

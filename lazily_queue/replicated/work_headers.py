@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import Headers, OffsetHeaders, checked_table
 from . import work_queues
-from .ops import OpRefused
+from .dedup import applied_once
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -39,25 +38,18 @@ def work_headers(sm: StateMachine, name: str, *, prune: bool = False) -> OffsetH
 def push(sm: StateMachine, args: list[Any], headers: Headers) -> Any:
     """``[name, headers, msg_id | None, value]`` (``headers`` checked)."""
     name, _, msg_id, value = args
-    key = None
-    if msg_id is not None:
-        if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
-            raise OpRefused("bad_msg_id", f"msg_id must be a non-empty str of at most "
-                            f"{MAX_MSG_ID_CHARS} characters")
-        key = ("work_queue", name, msg_id)
-        found, first = sm.dedup.lookup(key, sm.now)
-        if found:
-            return first
-    result = work_queues.push(sm, [name, value])
-    table = work_headers(sm, name)
-    if table is None:
-        table = sm.work_headers[name] = OffsetHeaders(sm.work_queues[name])
-    elif table.due():
-        table.keep_only(live_ids(sm, name))
-    table.note(result[0], headers)
-    if key is not None:
-        sm.dedup.record(key, result, sm.now)
-    return result
+
+    def apply() -> Any:
+        result = work_queues.push(sm, [name, value])
+        table = work_headers(sm, name)
+        if table is None:
+            table = sm.work_headers[name] = OffsetHeaders(sm.work_queues[name])
+        elif table.due():
+            table.keep_only(live_ids(sm, name))
+        table.note(result[0], headers)
+        return result
+
+    return applied_once(sm, "work_queue", name, msg_id, apply)
 
 
 def capture(sm: StateMachine) -> dict[str, Any]:
