@@ -232,7 +232,7 @@ MUTATIONS = [
         ("tests/cells/test_topic_groups.py",),
         "a local topic's publish feeds each of its consumer groups"),
     Mutation(
-        "seek-past-retained-range", "lazily_queue/core/topic.py",
+        "seek-past-retained-range", "lazily_queue/core/topic_subscriptions.py",
         "    if not base <= offset <= end:\n        raise out_of_range(offset, base, end)\n",
         "",
         ("tests/cells/test_topic_replay.py",),
