@@ -86,9 +86,3 @@ def no_expiry(cell: str, storage: object, verb: str) -> UnsupportedOperation:
 def no_ttl_with_msg_id(cell: str) -> UnsupportedOperation:
     return UnsupportedOperation(
         f"{cell}: a push cannot take both msg_id and ttl yet; give one of them")
-
-
-def no_topic_ttl(cell: str) -> UnsupportedOperation:
-    return UnsupportedOperation(
-        f"{cell}: a topic's elements expire by the topic's ttl= or max_age= (where it is "
-        "opened), not per message; publish without ttl")

@@ -15,9 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from ..core.dedup import check_msg_id
-from ..core.expiry import ttl_ms
-from ..core.headers import Headers, check_headers, view
+from ..core.headers import view
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
 from ..core.topic import (
@@ -25,6 +23,7 @@ from ..core.topic import (
     TopicTransition,
     check_subscriber,
 )
+from ..core.topic_options import PublishOptions
 from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
@@ -41,7 +40,7 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
-from .expiry import expired_reader, no_topic_ttl
+from .expiry import expired_reader, no_expiry
 from .group import GroupCell, open_group, restore_local_topic
 from .once import no_dedup
 from .topic_limits import TopicLimits
@@ -51,6 +50,8 @@ from .work_batches import Clock
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+NO_OPTIONS = PublishOptions()
 
 
 class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
@@ -82,11 +83,9 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         limits: Limits | None = None,
     ) -> None:
         if storage is None and (ttl is not None or max_age is not None):
-            if limits is not None:
-                raise UnsupportedOperation("a local topic takes ttl/max_age or limits, not "
-                                           "both yet")
             from ..storage.local_topic_expiry import ExpiringTopicStorage
-            storage = ExpiringTopicStorage(ttl=ttl, max_age=max_age, clock=clock or time.time)
+            storage = ExpiringTopicStorage(ttl=ttl, max_age=max_age, clock=clock or time.time,
+                                           limits=limits)
         elif storage is None:
             storage = LocalTopicStorage(None if limits is None else LimitedTopic(limits),
                                         clock=clock)
@@ -108,9 +107,13 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         #: Elements that left by the age limit (capability ``expiry``).
         self.expired: Slot[int] = Slot(expired_reader(storage), context=self.ctx,
                                        name=f"{name}.expired")
+        self._init_limits(self.ctx)
         if self._caps.expiry:
-            cast(Any, storage).set_expired_listener(self.expired.invalidate)
+            cast(Any, storage).set_expired_listener(self._on_expired)
         self._sync: SyncTopicStorage[T] | None = as_sync_topic(storage)
+        #: The local expiring backend's skip of expired elements before a take.
+        self._skip: Callable[[str], TopicTransition[int]] | None = getattr(
+            storage, "try_skip_expired", None) if self._sync is not None else None
         observable = as_observable_topic(storage)
         self._observed = observable is not None
         if observable is not None:
@@ -172,7 +175,13 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
             self._readers[subscriber] = slot
         return slot
 
+    def _on_expired(self) -> None:
+        self.expired.invalidate()
+        self._refresh_limits()
+
     def _invalidate(self, subscribers: frozenset[str]) -> None:
+        if self._quota_seen is not None:
+            self._refresh_limits()
         readers = self._readers
         if len(readers) < len(subscribers):
             hit = [slot for s, slot in readers.items() if s in subscribers]
@@ -186,8 +195,11 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
                     slot.invalidate()
 
     def _apply(self, transition: TopicTransition[R]) -> R:
-        if not self._observed and transition.invalidated:
-            self._invalidate(transition.invalidated)
+        if not self._observed:
+            if transition.invalidated:
+                self._invalidate(transition.invalidated)
+            elif self._quota_seen is not None:
+                self._refresh_limits()
         return transition.result
 
     def _require_sync(self, method: str, awaitable: str) -> SyncTopicStorage[T]:
@@ -216,9 +228,8 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         storage = self._require_sync("try_publish", "publish(value)")
         try:
             return self._apply(storage.try_publish(value))
-        except LimitExceeded as exc:  # the retention's max_bytes: name this cell
-            raise LimitExceeded(f"topic {self.name!r}: {exc}", cell=self.name,
-                                limit=exc.limit, value=exc.value) from None
+        except LimitExceeded as exc:  # the retention's limits: name this cell
+            raise self._named(exc) from None
 
     def try_advance(self, subscriber: str) -> T | None:
         """Consume and return the element at the cursor; ``None`` when there is none."""
@@ -277,47 +288,70 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         return self._apply(await self._storage.disconnect(subscriber))
 
     async def publish(self, value: T, *, msg_id: str | None = None,
-                      ttl: float | None = None, headers: Mapping[str, str] | None = None
-                      ) -> int:
+                      ttl: float | None = None, headers: Mapping[str, str] | None = None,
+                      wait: bool = True) -> int:
         """Append ``value`` for every subscriber; returns its offset.
 
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat appends nothing and returns the first offset.
-        A topic's elements expire by the topic's ``ttl=`` / ``max_age=``; a per-message
-        ``ttl`` is refused (:class:`~lazily_queue.errors.UnsupportedOperation`).
-        With ``headers`` (capability ``headers``; checked as a queue's are) the element
-        carries them: :meth:`stream_messages` reads them as ``Message.headers`` (retention
-        by count, bytes or age drops an element's headers with it).
+        With ``ttl`` (seconds, capability ``expiry``) the element expires that long after
+        its publish, or earlier by the topic's own ``ttl=`` / ``max_age=`` (the earlier
+        deadline wins): no subscriber is handed it once expired. With ``headers``
+        (capability ``headers``; checked as a queue's are) the element carries them:
+        :meth:`stream_messages` reads them as ``Message.headers``. The options combine.
+        On a topic whose limits ``reject``, a publish with no room waits until elements
+        leave (GC of what every durable subscriber read, expiry); ``wait=False`` raises
+        :class:`~lazily_queue.errors.LimitExceeded` instead.
         """
-        if ttl is not None:
-            ttl_ms(ttl)
-            raise no_topic_ttl(self.name)
-        if headers is not None and (checked := check_headers(headers)) is not None:
-            return await self._publish_headers(value, checked, msg_id)
+        if msg_id is not None or ttl is not None or headers is not None:
+            options = PublishOptions.checked(msg_id, headers, ttl)
+            if options != NO_OPTIONS:
+                return await self._publish_options(value, options, wait)
         if self._group_cells:
             await self._declare_groups()
-        if msg_id is not None:
-            storage = as_dedup_topic(self._storage)
-            if storage is None:
-                raise no_dedup(self.name, self._storage, "publish")
-            return self._apply(await storage.publish_once(value, check_msg_id(msg_id)))
-        if self._sync is not None:
-            return self.try_publish(value)
-        return self._apply(await self._storage.publish(value))
+        try:
+            if self._sync is not None:
+                return self.try_publish(value)
+            return self._apply(await self._storage.publish(value))
+        except LimitExceeded as exc:
+            size = self._may_wait(value) if wait else None
+            if size is None:
+                raise self._named(exc) from None
+        await self._wait_room(size, self._raise_if_stopped, self.ctx)
+        return await self.publish(value, wait=wait)
 
-    async def _publish_headers(self, value: T, headers: Headers, msg_id: str | None) -> int:
-        storage = as_headers_topic(self._storage)
-        if storage is None:
+    async def _publish_options(self, value: T, options: PublishOptions, wait: bool) -> int:
+        storage: Any = self._storage
+        kind = type(self._storage).__name__
+        if options.ttl_ms is not None and not self._caps.expiry:
+            raise no_expiry(self.name, self._storage, "publish")
+        if options.headers is not None and not self._caps.headers:
             raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
-                "publish without headers= (or carry them in the value)")
-        if msg_id is not None:
-            if as_dedup_topic(self._storage) is None:
-                raise no_dedup(self.name, self._storage, "publish")
-            msg_id = check_msg_id(msg_id)
+                f"{self.name}: {kind} does not keep message headers; publish without "
+                "headers= (or carry them in the value)")
+        if options.msg_id is not None and as_dedup_topic(self._storage) is None:
+            raise no_dedup(self.name, self._storage, "publish")
+        if options.ttl_ms is not None and not hasattr(storage, "publish_options"):
+            raise UnsupportedOperation(f"{self.name}: {kind} cannot give a publish its own "
+                                       "ttl; publish without ttl")
         if self._group_cells:
             await self._declare_groups()
-        return self._apply(await storage.publish_headers(value, headers, msg_id))
+        try:
+            transition: TopicTransition[int]
+            if options.ttl_ms is not None:
+                transition = await storage.publish_options(value, options)
+            elif options.headers is not None:
+                transition = await storage.publish_headers(value, options.headers,
+                                                           options.msg_id)
+            else:
+                transition = await storage.publish_once(value, options.msg_id)
+            return self._apply(transition)
+        except LimitExceeded as exc:
+            size = self._may_wait(value) if wait else None
+            if size is None:
+                raise self._named(exc) from None
+        await self._wait_room(size, self._raise_if_stopped, self.ctx)
+        return await self._publish_options(value, options, wait)
 
     def headers_of(self, offset: int) -> Mapping[str, str]:
         """The headers the retained element at ``offset`` was published with (read-only;
@@ -355,6 +389,8 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
                 await self._wait_unread(reader)
                 if self._sync is None:
                     return cast(T, await self.poll(subscriber))
+                if self._skip is not None:
+                    self._apply(self._skip(subscriber))
                 if self._storage.read_stream(subscriber):
                     return cast(T, self.try_advance(subscriber))
 

@@ -26,6 +26,7 @@ class TopicStreams(Generic[T]):
     _sync: SyncTopicStorage[T] | None
     _storage: TopicStorage[T]
     _raise_if_stopped: Callable[[], None]
+    _skip: Callable[[str], TopicTransition[int]] | None
 
     def reader(self, subscriber: str) -> Slot[list[T] | None]:
         raise NotImplementedError
@@ -84,6 +85,8 @@ class TopicStreams(Generic[T]):
         while True:
             if self._sync is not None:
                 await self._wait_unread(reader)
+                if self._skip is not None:  # expired elements are never handed out
+                    self._apply(self._skip(subscriber))
                 if self._storage.read_stream(subscriber):
                     if make is None:
                         yield cast(T, self.try_advance(subscriber))
@@ -98,10 +101,13 @@ class TopicStreams(Generic[T]):
             if not unread or cursor is None:
                 await self._wait_unread(reader)
                 continue
-            if make is None:
+            expired = getattr(self._storage, "expired_offsets", None)
+            gone = frozenset() if expired is None else expired(cursor, cursor + len(unread))
+            if make is None and not gone:
                 for value in unread:
                     yield value
             else:
                 for i, value in enumerate(unread):
-                    yield make(cursor + i, value)
+                    if cursor + i not in gone:  # expired at this read: never handed out
+                        yield value if make is None else make(cursor + i, value)
             self._apply(await self._storage.advance_to(subscriber, cursor + len(unread)))

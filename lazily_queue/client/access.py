@@ -44,7 +44,8 @@ from .certificates import (
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
                      ops.QUEUE_PUSH_HEADERS, ops.TOPIC_PUBLISH_HEADERS, ops.WORK_PUSH_HEADERS,
-                     ops.QUEUE_PUSH_TTL, ops.WORK_PUSH_TTL, ops.WORK_PUSH_SCHEDULED})
+                     ops.QUEUE_PUSH_TTL, ops.WORK_PUSH_TTL, ops.WORK_PUSH_SCHEDULED,
+                     ops.TOPIC_PUBLISH_OPTIONS})
 CONSUME = frozenset({
     ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY,
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_POP_HEADERS,

@@ -16,7 +16,7 @@ from .expiry import Expiry
 from .fifo import Fifo
 from .ids import Run
 from .queue import QueuePopError
-from .topic import TopicCore
+from .topic_expiry import age_frontier
 from .work import Delivery, WorkQueueCore
 
 StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
@@ -91,15 +91,5 @@ def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease
     return leased, expired, mask
 
 
-def age_frontier(topic: TopicCore[Any], expiry: Expiry, now: int) -> int:
-    """The first offset of ``topic`` not past its age limit at ``now`` (its base when
-    nothing is): the limit is the smaller of the default TTL and ``max_age``."""
-    limits = [v for v in (expiry.default_ms, expiry.max_age_ms) if v is not None]
-    offset = topic.base_offset()
-    if not limits:
-        return offset
-    horizon = now - min(limits)
-    end = topic.end_offset()
-    while offset < end and topic.stamp_of(offset) <= horizon:
-        offset += 1
-    return offset
+__all__ = ["StampedPop", "age_frontier", "claim_live", "expire_queue_head", "expire_work_head",
+           "pop_live"]

@@ -1,15 +1,20 @@
 """The topic of a cell declared with :class:`~.limits.Limits`: retention by count and bytes.
 
 A :class:`~.topic.TopicCore` whose retained log is bounded by ``max_length`` elements and
-``max_bytes`` bytes (sizes as :func:`~.limits.value_size` counts them). A topic takes
-the ``drop_oldest`` policy only: a publish past a limit first drops the oldest retained
-elements, as many as it takes, *even when durable subscribers have not read them*.
-Each dropped element is counted (reason ``"drop_oldest"``); a subscriber whose cursor
-was below the new base continues at the first retained element, its reader is
-invalidated (when connected) and the elements it missed are added to its gap
-(:meth:`LimitedTopic.gap`). An element larger than ``max_bytes`` is refused with
-:class:`~lazily_queue.errors.LimitExceeded` and nothing changes. GC (interest-based
-retention) still applies below the limits.
+``max_bytes`` bytes (sizes as :func:`~.limits.value_size` counts them). Its overflow
+policy says what a publish past a limit does:
+
+- ``drop_oldest``: it first drops the oldest retained elements, as many as it takes,
+  *even when durable subscribers have not read them*. Each dropped element is counted
+  (reason ``"drop_oldest"``); a subscriber whose cursor was below the new base
+  continues at the first retained element, its reader is invalidated (when connected)
+  and the elements it missed are added to its gap (:meth:`LimitedTopic.gap`).
+- ``reject``: it is refused with :class:`~lazily_queue.errors.LimitExceeded` and nothing
+  changes; room is made only by elements leaving the retained log: GC (what every
+  durable subscriber has read) and expiry (the topic's age limit, per-message TTLs).
+
+An element larger than ``max_bytes`` is refused under either policy. GC
+(interest-based retention) and expiry still apply below the limits.
 """
 
 from __future__ import annotations
@@ -17,17 +22,16 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..errors import LimitExceeded
-from .limits import DROP_OLDEST, Limits, Quota, value_size
+from .limits import DROP_OLDEST, REJECT, Limits, Quota, value_size
 from .topic import TopicCore, TopicTransition
 
 R = TypeVar("R")
 
 
 def check_topic_limits(limits: Limits) -> Limits:
-    """``limits`` for a topic; ``ValueError`` unless the policy is ``drop_oldest``."""
-    if limits.overflow != DROP_OLDEST:
-        raise ValueError("a topic's limits are its retention: give overflow='drop_oldest' "
-                         f"(not {limits.overflow!r}); a publish never waits for readers")
+    """``limits`` for a topic (either policy); ``TypeError`` for anything else."""
+    if not isinstance(limits, Limits):
+        raise TypeError(f"a topic's limits are a Limits, not {type(limits).__name__}")
     return limits
 
 
@@ -76,6 +80,8 @@ class LimitedTopic(TopicCore[R]):
                     f"{quota.limits.max_bytes}; store large payloads elsewhere and publish a "
                     "reference, or raise the limit", cell="topic", limit="max_bytes",
                     value=quota.limits.max_bytes)
+            if quota.limits.overflow == REJECT:
+                raise full(quota.limits, over[0], size)
             clamped = self._drop_oldest(over[1])
         offset, invalidated = super().publish(value, stamp)
         quota.pushed(size)
@@ -98,7 +104,29 @@ class LimitedTopic(TopicCore[R]):
                     moved.append(subscriber)
         return frozenset(moved)
 
+    def has_room(self, size: int) -> bool:
+        """Whether a publish of ``size`` bytes would be appended as the topic stands
+        (under ``drop_oldest`` always, unless it never fits)."""
+        over = self.quota.room_for(size)
+        return over is None or (over[1] >= 0 and self.quota.limits.overflow != REJECT)
+
     def gc(self) -> TopicTransition[int]:
         transition = super().gc()
         self.quota.popped(transition.result)
         return transition
+
+    def drop_before(self, offset: int) -> TopicTransition[dict[str, int]]:
+        before = self._base
+        transition = super().drop_before(offset)
+        self.quota.popped(self._base - before)
+        return transition
+
+
+def full(limits: Limits, limit: str, size: int) -> LimitExceeded:
+    """The refusal of a publish a ``reject`` topic has no room for."""
+    bound = limits.max_bytes if limit == "max_bytes" else limits.max_length
+    return LimitExceeded(
+        f"its {limit} limit of {bound} {'bytes' if limit == 'max_bytes' else 'elements'} "
+        f"refuses a publish of {size} bytes; wait for room (publish(..., wait=True): GC of "
+        "what every durable subscriber read, or expiry, frees it), raise the limit, or "
+        "declare it with overflow='drop_oldest'", cell="topic", limit=limit, value=bound)

@@ -89,6 +89,8 @@ EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
 QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
 TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
 WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
+# Topic options: 150..159 (.topic_options).
+TOPIC_PUBLISH_OPTIONS = 150  # [name, {msg_id?, headers?, ttl?}, value]: a publish with options
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -157,6 +159,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_DECLARE_LIMITED: "queue_declare_limited",
     TOPIC_DECLARE_LIMITED: "topic_declare_limited",
     WORK_DECLARE_LIMITED: "work_declare_limited",
+    TOPIC_PUBLISH_OPTIONS: "topic_publish_options",
 }
 
 
@@ -170,7 +173,8 @@ def family_of(code: int) -> str | None:
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
                          QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
-                         WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL})
+                         WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL,
+                         TOPIC_PUBLISH_OPTIONS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -179,7 +183,7 @@ ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOP
 #: The ops a transaction may carry.
 TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_ONCE,
                      WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK, QUEUE_PUSH_HEADERS,
-                     TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
+                     TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS, TOPIC_PUBLISH_OPTIONS})
 
 #: The pushes with headers (``[name, headers, msg_id | None, value]``).
 HEADER_OPS = frozenset({QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
@@ -195,7 +199,8 @@ _FAMILIES: dict[int, str] = {
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
                      TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME,
-                     TOPIC_PUBLISH_HEADERS, TOPIC_DECLARE_LIMITED), "topic"),
+                     TOPIC_PUBLISH_HEADERS, TOPIC_DECLARE_LIMITED, TOPIC_PUBLISH_OPTIONS),
+                    "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,

@@ -57,6 +57,7 @@ from . import (
     limits,
     queues,
     scheduling,
+    topic_options,
     topics,
     transactions,
     work_queues,
@@ -95,7 +96,8 @@ MAX_CLIENT_SESSIONS = 16384
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                expiry.FAMILY, limits.FAMILY, headers.FAMILY)
+                                expiry.FAMILY, limits.FAMILY, headers.FAMILY,
+                                topic_options.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

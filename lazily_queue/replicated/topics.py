@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.limited_topic import LimitedTopic
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.topic_expiry import skip_expired
 from ..errors import LimitExceeded, OffsetOutOfRange
 from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
@@ -76,7 +77,8 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("full", f"topic {name!r}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
-    _changed(sm, name, invalidated)
+    if invalidated or isinstance(topic, LimitedTopic):  # a limited one: its quota moved
+        sm.emit(TopicChanged(name, invalidated))
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
         expiry.expire_topic(sm, name, topic, rules)
     return offset
@@ -98,13 +100,27 @@ def _seek_time(topic: TopicCore[Any], args: list[Any]) -> TopicTransition[Any]:
 
 def gc(sm: StateMachine, args: list[Any]) -> Any:
     """Collect what every durable cursor read, then what is past the age limit; returns
-    how many elements left."""
+    how many elements left. A topic with limits reports any removal (its quota moved)."""
     name, topic = _topic(sm, args)
     removed, invalidated = topic.gc()
-    _changed(sm, name, invalidated)
+    if invalidated or (removed and isinstance(topic, LimitedTopic)):
+        sm.emit(TopicChanged(name, invalidated))
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        rules.forget_below(topic.base_offset())
         removed += expiry.expire_topic(sm, name, topic, rules)
     return removed
+
+
+def advance(sm: StateMachine, args: list[Any]) -> Any:
+    """Consume the element at the cursor; on a topic with expiry, the expired elements
+    at the cursor are skipped first (never handed out)."""
+    name, topic = _topic(sm, args)
+    skipped: frozenset[str] = frozenset()
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        skipped = skip_expired(topic, rules, args[1], sm.now).invalidated
+    value, invalidated = topic.advance(args[1])
+    _changed(sm, name, invalidated | skipped)
+    return value
 
 
 def restore(sm: StateMachine, args: list[Any]) -> Any:
@@ -142,7 +158,7 @@ FAMILY = Family(
         ops.TOPIC_SUBSCRIBE: _topic_op(lambda t, a: t.subscribe(a[1], Durability(a[2]))),
         ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
         ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),
-        ops.TOPIC_ADVANCE: _topic_op(lambda t, a: t.advance(a[1])),
+        ops.TOPIC_ADVANCE: advance,
         ops.TOPIC_GC: gc,
         ops.TOPIC_RESTORE: restore,
         ops.TOPIC_ADVANCE_TO: _topic_op(lambda t, a: t.advance_to(a[1], a[2])),

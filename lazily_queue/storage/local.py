@@ -21,6 +21,8 @@ from ..core.headers import Headers, OffsetHeaders
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
+from ..core.topic_options import PublishOptions
+from ..errors import UnsupportedOperation
 from .capabilities import StorageCapabilities
 
 if TYPE_CHECKING:
@@ -281,21 +283,7 @@ class LocalTopicStorage(Generic[T]):
         self, value: T, headers: Headers, msg_id: str | None = None, *,
         timeout: float | None = None,
     ) -> TopicTransition[int]:
-        if msg_id is None:
-            transition = self.try_publish(value)
-        else:
-            now = _elapsed_ms()
-            found, offset = self.dedup.lookup(msg_id, now)
-            if found:
-                return TopicTransition(offset, frozenset())
-            transition = self.try_publish(value)
-            self.dedup.record(msg_id, transition.result, now)
-        table = self._headers
-        if table is None:
-            table = self._headers = OffsetHeaders(self.core)
-        table.forget_below(self.core.base_offset())
-        table.note(transition.result, headers)
-        return transition
+        return self.try_publish_options(value, PublishOptions(msg_id, headers))
 
     def headers_of(self, offset: int) -> Headers | None:
         table = self._headers
@@ -304,13 +292,39 @@ class LocalTopicStorage(Generic[T]):
     async def publish_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> TopicTransition[int]:
-        now = _elapsed_ms()
-        found, offset = self.dedup.lookup(msg_id, now)
-        if found:
-            return TopicTransition(offset, frozenset())
-        transition = self.try_publish(value)
-        self.dedup.record(msg_id, transition.result, now)
+        return self.try_publish_options(value, PublishOptions(msg_id))
+
+    async def publish_options(
+        self, value: T, options: PublishOptions, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        return self.try_publish_options(value, options)
+
+    def try_publish_options(self, value: T, options: PublishOptions) -> TopicTransition[int]:
+        """A publish with ``options`` (checked): deduplicated by ``msg_id``, its headers
+        kept by offset, its TTL noted (a backend with ``expiry``)."""
+        msg_id = options.msg_id
+        now = 0
+        if msg_id is not None:
+            now = _elapsed_ms()
+            found, offset = self.dedup.lookup(msg_id, now)
+            if found:
+                return TopicTransition(offset, frozenset())
+        transition = self._publish_one(value, options.ttl_ms)
+        if msg_id is not None:
+            self.dedup.record(msg_id, transition.result, now)
+        if options.headers is not None:
+            table = self._headers
+            if table is None:
+                table = self._headers = OffsetHeaders(self.core)
+            table.forget_below(self.core.base_offset())
+            table.note(transition.result, options.headers)
         return transition
+
+    def _publish_one(self, value: T, ttl_ms: int | None) -> TopicTransition[int]:
+        if ttl_ms is not None:
+            raise UnsupportedOperation(f"{type(self).__name__} has no message expiry; "
+                                       "open the topic with ttl= or max_age=")
+        return self.try_publish(value)
 
     async def poll(
         self, subscriber: str, *, timeout: float | None = None

@@ -1,11 +1,15 @@
-"""The local topic with retention by age (capability ``expiry``).
+"""The local topic with expiry (capability ``expiry``): retention by age, per-message TTLs.
 
 :class:`ExpiringTopicStorage` is :class:`~.local.LocalTopicStorage` whose elements leave
-once older than the topic's age limit (the smaller of ``ttl`` and ``max_age``, seconds)
-even when durable subscribers have not read them: each publish and each GC drops them
-at the head, on its ``clock`` (seconds, as ``time.time``, the default). A cursor below
-the new base moves up to it (its reader is invalidated, so the gap is visible) and the
-elements it lost are counted in ``skipped``.
+once past their deadline (:mod:`lazily_queue.core.topic_expiry`: the earlier of the
+topic's age limit, the smaller of ``ttl`` and ``max_age`` seconds, and the element's own
+``ttl``) even when durable subscribers have not read them: each publish and each GC
+drops the expired ones at the head, on its ``clock`` (seconds, as ``time.time``, the
+default). A cursor below the new base moves up to it (its reader is invalidated, so the
+gap is visible) and the elements it lost are counted in ``skipped``; a take
+(``try_advance``) moves the cursor past expired elements behind a live head, never
+handing one out (counted in ``skipped`` too). ``limits`` bounds the retained log as
+:class:`~lazily_queue.core.limited_topic.LimitedTopic` does.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..core.expiry import Expiry, optional_ttl_ms
-from ..core.expiry_take import age_frontier
+from ..core.limited_topic import LimitedTopic
+from ..core.limits import Limits
 from ..core.topic import TopicTransition
+from ..core.topic_expiry import age_frontier, skip_expired
 from .capabilities import StorageCapabilities
 from .local import Clock, LocalTopicStorage, _ms
 
@@ -24,19 +30,23 @@ T = TypeVar("T")
 
 
 class ExpiringTopicStorage(LocalTopicStorage[T]):
-    """A local topic dropping what is older than its age limit."""
+    """A local topic dropping what is past its deadline."""
 
-    __slots__ = ("_expired_listener", "_now", "expiry")
+    __slots__ = ("_expired_listener", "_now", "_took", "expiry")
 
     capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
-                                       groups=True, expiry=True)
+                                       replay_time=True, headers=True, groups=True,
+                                       expiry=True)
 
     def __init__(self, *, ttl: float | None = None, max_age: float | None = None,
-                 clock: Clock = time.time) -> None:
+                 clock: Clock = time.time, limits: Limits | None = None) -> None:
         self.expiry = Expiry(optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age"))
-        super().__init__(clock=clock)
+        super().__init__(None if limits is None else LimitedTopic(limits), clock=clock)
         self._now = _ms(clock)
         self._expired_listener: Callable[[], None] | None = None
+        #: ``(subscriber, cursor)`` of the last skip, so the take that follows it hands
+        #: out the element that skip found live.
+        self._took: tuple[str, int] | None = None
 
     def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
         self._expired_listener = listener
@@ -46,11 +56,11 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
 
     @property
     def skipped(self) -> int:
-        """Unread elements subscribers lost to the age limit (the gaps they saw)."""
+        """Unread elements subscribers lost to expiry (the gaps they saw)."""
         return self.expiry.skipped
 
     def expire(self) -> TopicTransition[int]:
-        """Drop what is past the age limit now; returns how many elements left."""
+        """Drop what is expired at the head now; returns how many elements left."""
         core = self.core
         frontier = age_frontier(core, self.expiry, self._now())
         dropped = frontier - core.base_offset()
@@ -59,15 +69,37 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         skipped, invalidated = core.drop_before(frontier)
         self.expiry.expired += dropped
         self.expiry.skipped += sum(skipped.values())
+        self.expiry.forget_below(frontier)
         if self._expired_listener is not None:
             self._expired_listener()
         return TopicTransition(dropped, invalidated)
 
-    def try_publish(self, value: T) -> TopicTransition[int]:
-        offset, invalidated = super().try_publish(value)
+    def _publish_one(self, value: T, ttl_ms: int | None) -> TopicTransition[int]:
+        offset, invalidated = LocalTopicStorage.try_publish(self, value)
+        if ttl_ms is not None:
+            self.expiry.note(offset, self.core.stamp_of(offset), ttl_ms)
         return TopicTransition(offset, invalidated | self.expire().invalidated)
+
+    def try_publish(self, value: T) -> TopicTransition[int]:
+        return self._publish_one(value, None)
+
+    def try_skip_expired(self, subscriber: str) -> TopicTransition[int]:
+        """Move the subscriber's cursor past the expired elements at it, now."""
+        transition = skip_expired(self.core, self.expiry, subscriber, self._now())
+        cursor = self.core.cursor(subscriber)
+        self._took = None if cursor is None else (subscriber, cursor)
+        return transition
+
+    def try_advance(self, subscriber: str) -> TopicTransition[T | None]:
+        skipped: frozenset[str] = frozenset()
+        if self._took != (subscriber, self.core.cursor(subscriber)):
+            skipped = skip_expired(self.core, self.expiry, subscriber, self._now()).invalidated
+        self._took = None
+        value, invalidated = super().try_advance(subscriber)
+        return TopicTransition(value, invalidated | skipped)
 
     def try_gc(self) -> TopicTransition[int]:
         removed, invalidated = super().try_gc()
+        self.expiry.forget_below(self.core.base_offset())
         dropped, clamped = self.expire()
         return TopicTransition(removed + dropped, invalidated | clamped)

@@ -22,9 +22,9 @@ from ..core.topic import (
     check_start,
     out_of_range,
 )
-from ..core.work import (
-    validate_config,
-)
+from ..core.topic_expiry import expired_in
+from ..core.topic_options import PublishOptions
+from ..core.work import validate_config
 from ..errors import LimitExceeded, UnsupportedOperation
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
@@ -211,14 +211,13 @@ class RaftTopicStorage(ReplicatedObject):
             raise self._limit_exceeded(exc) from None
 
     def _limit_exceeded(self, exc: ProposalRejected) -> Exception:
-        """A publish the retention's ``max_bytes`` refused, as ``LimitExceeded``."""
-        if not str(exc).startswith("full:") or self._limits is None:
+        """A publish the retention limits refused, as ``LimitExceeded``."""
+        text = str(exc)
+        if not text.startswith("full:") or self._limits is None:
             return exc
-        bound = self._limits.max_bytes
-        return LimitExceeded(
-            f"topic {self.name!r}: an element larger than its max_bytes limit of {bound} "
-            "never fits; store large payloads elsewhere and publish a reference, or raise "
-            "the limit", cell=self.name, limit="max_bytes", value=bound)
+        limit = "max_bytes" if "max_bytes" in text else "max_length"
+        bound = self._limits.max_bytes if limit == "max_bytes" else self._limits.max_length
+        return LimitExceeded(text[len("full: "):], cell=self.name, limit=limit, value=bound)
 
     async def publish_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
@@ -233,6 +232,23 @@ class RaftTopicStorage(ReplicatedObject):
         args = [self.name, headers, msg_id, value]
         result = await self._published(self._call(C.TOPIC_PUBLISH_HEADERS, args, timeout))
         return TopicTransition(int(result), frozenset())
+
+    async def publish_options(
+        self, value: Any, options: PublishOptions, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        """A publish with ``options`` (``TOPIC_PUBLISH_OPTIONS``)."""
+        args = [self.name, options.to_map(), value]
+        result = await self._published(self._call(C.TOPIC_PUBLISH_OPTIONS, args, timeout))
+        return TopicTransition(int(result), frozenset())
+
+    def expired_offsets(self, first: int, end: int) -> frozenset[int]:
+        """The offsets in ``first..end-1`` expired at the stamp of the last entry applied
+        here (what a batch read leaves out)."""
+        rules = self._view.expiry.get(("topic", self.name))
+        topic = self._view.topic(self.name)
+        if rules is None or topic is None:
+            return frozenset()
+        return expired_in(topic, rules, first, end, self._view.now)
 
     def headers_of(self, offset: int) -> Headers | None:
         return self._view.topic_headers_of(self.name, offset)

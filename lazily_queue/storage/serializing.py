@@ -246,6 +246,14 @@ class SerializingTopicStorage(_Wrapper, Generic[T]):
             self.codec.encode(value), headers, msg_id, timeout=timeout)
         return result
 
+    async def publish_options(
+        self, value: T, options: Any, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        inner: Any = self.inner
+        result: TopicTransition[int] = await inner.publish_options(
+            self.codec.encode(value), options, timeout=timeout)
+        return result
+
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[T | None]:

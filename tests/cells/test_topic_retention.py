@@ -69,9 +69,7 @@ async def test_retention_by_bytes_and_an_element_that_never_fits(kind: str) -> N
         assert t.elements() == ["ef", "ghij"] and t.retained_bytes() == 6
 
 
-async def test_a_topic_takes_drop_oldest_only_and_the_same_limits_everywhere() -> None:
-    with pytest.raises(ValueError, match="drop_oldest"):
-        TopicCell(limits=Limits(max_length=3))
+async def test_a_topic_takes_the_same_limits_everywhere() -> None:
     async with testing.cluster(1) as c:
         node = await c.leader()
         t = node.topic("t", limits=RETAIN_3)

@@ -125,7 +125,7 @@ def test_topic_retention_drops_unread_elements_and_survives_snapshots_and_mirror
     assert _apply(sm, [ops.TOPIC_ADVANCE, "t", "d"]) == [3]
     assert _code(_apply(sm, [ops.TOPIC_DECLARE_LIMITED, "t", [3, None, "drop_oldest"]])[0]) == (
         "limits_mismatch")
-    assert _code(_apply(sm, [ops.TOPIC_DECLARE_LIMITED, "u", [3, None, "reject"]])[0]) == (
+    assert _code(_apply(sm, [ops.TOPIC_DECLARE_LIMITED, "u", [0, None, "reject"]])[0]) == (
         "bad_limits")
     doc = sm.capture()
     assert doc["limits"]["topics"] == {"t": [limits, {"drop_oldest": 3}, {"d": 3}]}
