@@ -18,12 +18,13 @@ from typing import Any, TypeVar, cast
 from ..core.headers import view
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
+from ..core.push_options import PushOptions
 from ..core.topic import (
     Start,
     TopicTransition,
     check_subscriber,
 )
-from ..core.topic_options import PublishOptions
+from ..core.topic_options import publish_options
 from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
@@ -50,8 +51,6 @@ from .work_batches import Clock
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-NO_OPTIONS = PublishOptions()
 
 
 class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
@@ -304,8 +303,8 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         :class:`~lazily_queue.errors.LimitExceeded` instead.
         """
         if msg_id is not None or ttl is not None or headers is not None:
-            options = PublishOptions.checked(msg_id, headers, ttl)
-            if options != NO_OPTIONS:
+            options = publish_options(msg_id, headers, ttl)
+            if not options.is_plain():
                 return await self._publish_options(value, options, wait)
         if self._group_cells:
             await self._declare_groups()
@@ -320,7 +319,7 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
         await self._wait_room(size, self._raise_if_stopped, self.ctx)
         return await self.publish(value, wait=wait)
 
-    async def _publish_options(self, value: T, options: PublishOptions, wait: bool) -> int:
+    async def _publish_options(self, value: T, options: PushOptions, wait: bool) -> int:
         storage: Any = self._storage
         kind = type(self._storage).__name__
         if options.ttl_ms is not None and not self._caps.expiry:

@@ -20,7 +20,7 @@ from .fifo import Fifo
 from .limited_fifo import LimitedFifo
 from .limited_topic import LimitedTopic
 from .limited_work import LimitedWorkQueue
-from .limits import DROP_OLDEST, REJECT, RULES, value_size
+from .limits import DROP_OLDEST, REJECT, RULES, Quota, value_size
 from .work import WorkQueueCore, check_worker
 
 #: The most ops one transaction carries.
@@ -75,7 +75,9 @@ class TxnCheck:
         """A push of ``value`` to a queue with limits: under ``reject`` refused when the
         queue with the transaction's earlier pushes to it has no room for it; under
         ``drop_oldest`` only when it is larger than ``max_bytes``. Code ``"full"``."""
-        quota = fifo.quota
+        return self._quota_push(key, f"queue {name!r}", fifo.quota, value)
+
+    def _quota_push(self, key: Hashable, what: str, quota: Quota, value: Any) -> Refusal:
         size = value_size(value)
         extra, extra_bytes = self._pushed.get(key, 0), self._bytes.get(key, 0)
         if quota.limits.overflow == REJECT:
@@ -84,7 +86,7 @@ class TxnCheck:
             broken = quota.room_for(size)
             broken = broken if broken is not None and broken[1] < 0 else None
         if broken is not None:
-            return "full", (f"queue {name!r} is full: its {broken[0]} limit "
+            return "full", (f"{what} is full: its {broken[0]} limit "
                             f"({quota.limits.describe()}) refuses a push of {size} bytes"
                             + (f" after the {extra} pushed earlier in this transaction"
                                if extra else ""))
@@ -117,12 +119,16 @@ class TxnCheck:
         state[0], state[1] = count - need + 1, held + size
         return None
 
-    @staticmethod
-    def topic_publish(name: str, topic: Any, value: Any) -> Refusal:
-        """A publish: refused (``"full"``) only when the topic's retention limits say
-        the element never fits (larger than ``max_bytes``)."""
+    def topic_publish(self, key: Hashable, name: str, topic: Any, value: Any) -> Refusal:
+        """A publish: refused (``"full"``) when the topic's retention limits say the
+        element never fits (larger than ``max_bytes``) and, under ``reject``, when the
+        topic with the transaction's earlier publishes to it has no room for it."""
         limits = topic.limits() if isinstance(topic, LimitedTopic) else None
-        if limits is None or limits.max_bytes is None:
+        if limits is None:
+            return None
+        if limits.overflow == REJECT:
+            return self._quota_push(key, f"topic {name!r}", topic.quota, value)
+        if limits.max_bytes is None:
             return None
         size = value_size(value)
         if size <= limits.max_bytes:

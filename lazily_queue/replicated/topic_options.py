@@ -1,12 +1,12 @@
 """Topic publishes with options: ``TOPIC_PUBLISH_OPTIONS [name, options, value]``.
 
-``options`` is the map of :meth:`~lazily_queue.core.topic_options.PublishOptions.to_map`
-(only the options given: ``msg_id``, ``headers``, ``ttl`` in ms), read strictly: an
+``options`` is the map of :meth:`~lazily_queue.core.push_options.PushOptions.to_map`
+(only the options given: ``msg_id``, ``headers``, ``ttl_ms``), read strictly: an
 unknown key or a wrong type refuses the op (``bad_options``) and changes nothing. The
 publish applies as ``TOPIC_PUBLISH`` (limits, retention, groups, events alike), once per
 ``msg_id`` in the dedup window (one window and key with ``TOPIC_PUBLISH_ONCE``); its
 headers are kept by offset as ``TOPIC_PUBLISH_HEADERS`` keeps them, and its TTL becomes
-the element's deadline (the entry's stamp plus ``ttl``) in the topic's expiry record
+the element's deadline (the entry's stamp plus ``ttl_ms``) in the topic's expiry record
 (:mod:`.expiry`; the topic's age limit may end it earlier). The plain publish keeps its
 own op.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.headers import OffsetHeaders
-from ..core.topic_options import PublishOptions, options_from_map
+from ..core.topic_options import PushOptions, options_from_map
 from . import expiry, ops, topics
 from .dedup import applied_once
 from .family import Family, checked_name
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 
-def checked_options(doc: Any) -> PublishOptions:
+def checked_options(doc: Any) -> PushOptions:
     """The options of the op, or its refusal (``bad_options``)."""
     try:
         return options_from_map(doc)

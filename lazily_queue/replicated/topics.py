@@ -70,17 +70,19 @@ def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> 
 
 
 def publish(sm: StateMachine, args: list[Any]) -> Any:
+    """Drop what expired at the entry's stamp, then append (expiry makes room before the
+    limits judge); returns the offset."""
     name, topic = _topic(sm, args)
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        expiry.expire_topic(sm, name, topic, rules)
     try:
         offset, invalidated = topic.publish(args[1], sm.now)
-    except LimitExceeded as exc:  # larger than the topic's max_bytes: nothing changed
+    except LimitExceeded as exc:  # the limits refuse it (reject, max_bytes): no change
         raise OpRefused("full", f"topic {name!r}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1])
     if invalidated or isinstance(topic, LimitedTopic):  # a limited one: its quota moved
         sm.emit(TopicChanged(name, invalidated))
-    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
-        expiry.expire_topic(sm, name, topic, rules)
     return offset
 
 

@@ -28,6 +28,7 @@ from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import check_headers
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import QueuePushError
+from ..core.topic_options import options_from_map
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..errors import InvalidHeaders
 from . import ops
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 _ARITY = {ops.QUEUE_PUSH: 2, ops.TOPIC_PUBLISH: 2, ops.WORK_PUSH: 2,
           ops.QUEUE_PUSH_ONCE: 3, ops.TOPIC_PUBLISH_ONCE: 3, ops.WORK_PUSH_ONCE: 3,
           ops.WORK_ACK: 3, ops.WORK_NACK: 3, ops.QUEUE_PUSH_HEADERS: 4,
-          ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4}
+          ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4, ops.TOPIC_PUBLISH_OPTIONS: 3}
 _UNKNOWN = {"queue": "unknown_queue", "topic": "unknown_topic",
             "work_queue": "unknown_work_queue"}
 _KIND = {"queue": "queue", "topic": "topic", "work_queue": "work queue"}
@@ -97,8 +98,14 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
                 raise InvalidHeaders("a push with headers needs at least one")
         except InvalidHeaders as exc:
             raise _Abort("bad_headers", str(exc)) from None
-    if code in ops.ONCE_OPS or (headers and args[2] is not None):
-        msg_id = args[2] if headers else args[1]
+    msg_id = args[1] if code in ops.ONCE_OPS else args[2] if headers else None
+    if code == ops.TOPIC_PUBLISH_OPTIONS:
+        try:
+            msg_id = options_from_map(args[1]).msg_id
+        except ValueError as exc:
+            raise _Abort("bad_options", str(exc)) from None
+        headers = True  # the op deduplicates itself
+    if msg_id is not None or code in ops.ONCE_OPS:
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
             raise _Abort("bad_msg_id", f"msg_id must be a non-empty str of at most "
                          f"{MAX_MSG_ID_CHARS} characters")
@@ -122,8 +129,9 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         _raise(check.settle(name, name, target.core, args[1], args[2]))
     elif code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS):
         _raise(check.work_push(name, name, target.core, args[-1]))
-    elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS):
-        _raise(check.topic_publish(name, target, args[-1]))
+    elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS,
+                  ops.TOPIC_PUBLISH_OPTIONS):
+        _raise(check.topic_publish(("topic", name), name, target, args[-1]))
     return plan
 
 

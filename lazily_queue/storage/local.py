@@ -19,9 +19,9 @@ from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders
 from ..core.ids import Run
+from ..core.push_options import PushOptions
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
-from ..core.topic_options import PublishOptions
 from ..errors import UnsupportedOperation
 from .capabilities import StorageCapabilities
 
@@ -283,23 +283,25 @@ class LocalTopicStorage(Generic[T]):
         self, value: T, headers: Headers, msg_id: str | None = None, *,
         timeout: float | None = None,
     ) -> TopicTransition[int]:
-        return self.try_publish_options(value, PublishOptions(msg_id, headers))
+        return self.try_publish_options(value, PushOptions(msg_id, headers))
 
     def headers_of(self, offset: int) -> Headers | None:
         table = self._headers
-        return None if table is None else table.get(offset)
+        if table is None or offset < self.core.base_offset():
+            return None
+        return table.get(offset)
 
     async def publish_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> TopicTransition[int]:
-        return self.try_publish_options(value, PublishOptions(msg_id))
+        return self.try_publish_options(value, PushOptions(msg_id))
 
     async def publish_options(
-        self, value: T, options: PublishOptions, *, timeout: float | None = None
+        self, value: T, options: PushOptions, *, timeout: float | None = None
     ) -> TopicTransition[int]:
         return self.try_publish_options(value, options)
 
-    def try_publish_options(self, value: T, options: PublishOptions) -> TopicTransition[int]:
+    def try_publish_options(self, value: T, options: PushOptions) -> TopicTransition[int]:
         """A publish with ``options`` (checked): deduplicated by ``msg_id``, its headers
         kept by offset, its TTL noted (a backend with ``expiry``)."""
         msg_id = options.msg_id

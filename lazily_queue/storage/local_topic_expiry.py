@@ -4,7 +4,8 @@
 once past their deadline (:mod:`lazily_queue.core.topic_expiry`: the earlier of the
 topic's age limit, the smaller of ``ttl`` and ``max_age`` seconds, and the element's own
 ``ttl``) even when durable subscribers have not read them: each publish and each GC
-drops the expired ones at the head, on its ``clock`` (seconds, as ``time.time``, the
+drops the expired ones at the head (a publish before it appends, so
+expiry makes room for it under limits), on its ``clock`` (seconds, as ``time.time``, the
 default). A cursor below the new base moves up to it (its reader is invalidated, so the
 gap is visible) and the elements it lost are counted in ``skipped``; a take
 (``try_advance``) moves the cursor past expired elements behind a live head, never
@@ -75,10 +76,13 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         return TopicTransition(dropped, invalidated)
 
     def _publish_one(self, value: T, ttl_ms: int | None) -> TopicTransition[int]:
+        """Drop what expired, then append (expiry makes room before the limits judge)."""
+        self._took = None
+        expired = self.expire().invalidated
         offset, invalidated = LocalTopicStorage.try_publish(self, value)
         if ttl_ms is not None:
             self.expiry.note(offset, self.core.stamp_of(offset), ttl_ms)
-        return TopicTransition(offset, invalidated | self.expire().invalidated)
+        return TopicTransition(offset, invalidated | expired)
 
     def try_publish(self, value: T) -> TopicTransition[int]:
         return self._publish_one(value, None)
@@ -99,6 +103,7 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         return TopicTransition(value, invalidated | skipped)
 
     def try_gc(self) -> TopicTransition[int]:
+        self._took = None
         removed, invalidated = super().try_gc()
         self.expiry.forget_below(self.core.base_offset())
         dropped, clamped = self.expire()

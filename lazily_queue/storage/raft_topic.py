@@ -13,6 +13,7 @@ from ..core.expiry import optional_ttl_ms
 from ..core.headers import Headers
 from ..core.limited_topic import LimitedTopic, check_topic_limits
 from ..core.limits import Limits
+from ..core.push_options import PushOptions
 from ..core.topic import (
     Durability,
     Start,
@@ -23,7 +24,6 @@ from ..core.topic import (
     out_of_range,
 )
 from ..core.topic_expiry import expired_in
-from ..core.topic_options import PublishOptions
 from ..core.work import validate_config
 from ..errors import LimitExceeded, UnsupportedOperation
 from ..raft.errors import ProposalRejected
@@ -234,7 +234,7 @@ class RaftTopicStorage(ReplicatedObject):
         return TopicTransition(int(result), frozenset())
 
     async def publish_options(
-        self, value: Any, options: PublishOptions, *, timeout: float | None = None
+        self, value: Any, options: PushOptions, *, timeout: float | None = None
     ) -> TopicTransition[int]:
         """A publish with ``options`` (``TOPIC_PUBLISH_OPTIONS``)."""
         args = [self.name, options.to_map(), value]

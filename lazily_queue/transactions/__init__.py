@@ -39,6 +39,7 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.dedup import check_msg_id
+from ..core.expiry import ttl_ms
 from ..core.headers import Headers, check_headers
 from ..core.txn import MAX_TXN_OPS
 from ..errors import (
@@ -63,17 +64,19 @@ class TxOp:
     :class:`~lazily_queue.core.work.Receipt` of an ack or nack)."""
 
     __slots__ = ("_result", "cell", "done", "headers", "job", "kind", "lease", "msg_id",
-                 "value")
+                 "ttl_ms", "value")
 
     def __init__(self, kind: str, cell: Cell, value: Any = None, msg_id: str | None = None,
                  lease: tuple[str, int] | None = None, job: Job | None = None,
-                 headers: Headers | None = None) -> None:
+                 headers: Headers | None = None, ttl_ms: int | None = None) -> None:
         self.kind = kind
         self.cell = cell
         self.value = value
         self.msg_id = msg_id
         #: The element's headers (checked; ``None``: none).
         self.headers = headers
+        #: The element's own time to live (ms; a topic publish's ``ttl``).
+        self.ttl_ms = ttl_ms
         #: ``(worker, delivery_id)`` of an ack or nack.
         self.lease = lease
         self.job = job
@@ -164,15 +167,21 @@ class Transaction:
                               headers=_headers(cell, headers)))
 
     def publish(self, topic: TopicCell[Any], value: Any, *, msg_id: str | None = None,
-                headers: Mapping[str, str] | None = None) -> TxOp:
-        """Publish ``value`` to a topic (exactly once with ``msg_id``; with ``headers``)."""
+                headers: Mapping[str, str] | None = None, ttl: float | None = None) -> TxOp:
+        """Publish ``value`` to a topic (exactly once with ``msg_id``; with ``headers``;
+        expiring after ``ttl`` seconds, as the cell's ``publish`` takes them)."""
         if not isinstance(topic, TopicCell):
             raise TransactionUnsupported(
                 f"publish takes a TopicCell, not {type(topic).__name__}; push to a queue or "
                 "a work queue with tx.push")
+        ms = None if ttl is None else ttl_ms(ttl)
+        if ms is not None and not topic.capabilities.expiry:
+            raise TransactionUnsupported(
+                f"{topic.name!r}: {type(topic.storage).__name__} has no message expiry; "
+                "publish without ttl")
         return self._add(TxOp("publish", topic, value,
                               None if msg_id is None else check_msg_id(msg_id),
-                              headers=_headers(topic, headers)))
+                              headers=_headers(topic, headers), ttl_ms=ms))
 
     def ack(self, job: Job | WorkQueueCell, worker: str | None = None,
             delivery_id: int | None = None) -> TxOp:

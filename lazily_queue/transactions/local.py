@@ -88,7 +88,7 @@ class LocalBackend:
                 refusal = check.queue_push(id(storage), op.cell.name, storage,
                                            _stored(op.cell, op.value))
             elif isinstance(op.cell, TopicCell):
-                refusal = check.topic_publish(op.cell.name, storage.core,
+                refusal = check.topic_publish(id(storage), op.cell.name, storage.core,
                                               _stored(op.cell, op.value))
             elif isinstance(op.cell, WorkQueueCell):
                 refusal = check.work_push(id(storage), op.cell.name, storage.core,
@@ -136,9 +136,10 @@ def _apply(op: TxOp) -> Any:
             _now(cell.offer(op.value, msg_id=op.msg_id, headers=op.headers))
         return None
     if isinstance(cell, TopicCell):
-        if op.msg_id is None and op.headers is None:
+        if op.msg_id is None and op.headers is None and op.ttl_ms is None:
             return cell.try_publish(op.value)
-        return _now(cell.publish(op.value, msg_id=op.msg_id, headers=op.headers))
+        return _now(cell.publish(op.value, msg_id=op.msg_id, headers=op.headers,
+                                 ttl=None if op.ttl_ms is None else op.ttl_ms / 1000))
     if op.msg_id is None and op.headers is None:
         return cell.try_push(op.value)
     return _now(cell.push(op.value, msg_id=op.msg_id, headers=op.headers))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
+from ..core.push_options import PushOptions
 from ..core.work import Receipt
 from ..errors import TransactionUnsupported
 from ..replicated import ops as C
@@ -64,6 +65,9 @@ class ReplicatedBackend:
         name = op.cell.name
         if op.lease is not None:
             return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
+        if op.ttl_ms is not None:  # a topic's publish with its own ttl
+            options = PushOptions(op.msg_id, op.headers, op.ttl_ms)
+            return [C.TOPIC_PUBLISH_OPTIONS, name, options.to_map(), _encoded(op)]
         if op.headers is not None:
             code = (C.QUEUE_PUSH_HEADERS if isinstance(op.cell, QueueCell)
                     else C.TOPIC_PUBLISH_HEADERS if isinstance(op.cell, TopicCell)
