@@ -146,8 +146,9 @@ class TopicAdapter(Adapter):
         """The offset; with ``msg_id``, a deduplicated publish (capability ``dedup``)."""
 
     async def publish_headers(self, value: Any, headers: Any,
-                              msg_id: str | None = None) -> Any:
-        """:meth:`publish` of an element with headers (capability ``headers``)."""
+                              msg_id: str | None = None, ttl: float | None = None) -> Any:
+        """:meth:`publish` of an element with headers (capability ``headers``) and/or its
+        own ``ttl`` (seconds, capability ``expiry``)."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} keeps no message headers")
 
     async def read_messages(self, subscriber: str) -> Any:

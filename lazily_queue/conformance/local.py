@@ -187,12 +187,16 @@ class LocalTopicAdapter(TopicAdapter):
 
     async def publish(self, value: Any, msg_id: str | None = None) -> Any:
         if msg_id is not None:
-            return await self.cell.publish(value, msg_id=msg_id)
-        return await self._invoke(self.cell.try_publish, self.cell.publish, value)
+            return await self.cell.publish(value, msg_id=msg_id, wait=False)
+        return await self._invoke(self.cell.try_publish, self._publish_now, value)
+
+    async def _publish_now(self, value: Any) -> Any:
+        return await self.cell.publish(value, wait=False)  # a reject topic: never waits
 
     async def publish_headers(self, value: Any, headers: Any,
-                              msg_id: str | None = None) -> Any:
-        return await self.cell.publish(value, msg_id=msg_id, headers=headers)
+                              msg_id: str | None = None, ttl: float | None = None) -> Any:
+        return await self.cell.publish(value, msg_id=msg_id, headers=headers, ttl=ttl,
+                                       wait=False)
 
     async def read_messages(self, subscriber: str) -> Any:
         cell = self.cell
@@ -350,6 +354,8 @@ class LocalBackend(Backend):
             storage: ExpiringTopicStorage[Any] = ExpiringTopicStorage(
                 max_age=initial.max_age, clock=self.clock)
             storage.core = TopicCore.from_snapshot(_topic_snapshot(initial))
+            if initial.limits is not None:  # the two declarations combine
+                storage.core = LimitedTopic.limited(storage.core, initial.limits)
             return LocalTopicAdapter(TopicCell(storage, context=Context(name="conformance")),
                                      Invoker(flavor))
         if initial.limits is not None:

@@ -2,10 +2,12 @@
 
 Extensions: ``initial.limits`` (retention by count and bytes, with the state keys
 ``dropped``, the elements it dropped, and ``gaps``, per subscriber the elements dropped
-before it read them); ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe``
+before it read them, ``bytes``, the retained bytes, and ``expired``, the elements that
+left by expiry; a limit's ``overflow`` may be ``reject``: a publish it refuses raises
+``LimitExceeded``); ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe``
 with a ``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601
 strings, read with ``datetime.fromisoformat``; one without an offset is naive);
-``publish`` with ``headers`` and ``read_messages`` (the unread suffix as ``[{id, value,
+``publish`` with ``headers`` and/or its own ``ttl`` (seconds), ``read_messages`` (the unread suffix as ``[{id, value,
 headers?}]``, nothing consumed); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
@@ -73,7 +75,7 @@ def _time(step: int, text: Any) -> datetime:
 class TopicRunner(ModelRunner):
     model = "TopicCell"
     ops = {
-        "publish": OpSpec(required=("value",), optional=("msg_id", "headers")),
+        "publish": OpSpec(required=("value",), optional=("msg_id", "headers", "ttl")),
         "read_messages": OpSpec(required=("subscriber",)),
         "subscribe": OpSpec(required=("subscriber",),
                             optional=("durability", "start", "start_time")),
@@ -95,7 +97,7 @@ class TopicRunner(ModelRunner):
         "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups",
-                            "dropped", "gaps"})
+                            "dropped", "gaps", "bytes", "expired"})
 
     _adapter: TopicAdapter | None = None
     _ids: list[str]
@@ -161,9 +163,9 @@ class TopicRunner(ModelRunner):
             self.backend.advance_clock(seconds)
             return None
         if kind == "publish":
-            if "headers" in op:
-                return _json(await adapter.publish_headers(op["value"], op["headers"],
-                                                           op.get("msg_id")))
+            if "headers" in op or "ttl" in op:
+                return _json(await adapter.publish_headers(op["value"], op.get("headers"),
+                                                           op.get("msg_id"), op.get("ttl")))
             return _json(await adapter.publish(op["value"], op.get("msg_id")))
         if kind == "read_messages":
             return await adapter.read_messages(op["subscriber"])
@@ -226,12 +228,12 @@ class TopicRunner(ModelRunner):
             return adapter.subscriptions()
         if key == "groups":
             return adapter.groups(self._groups)
-        if key in ("dropped", "gaps"):
+        if key in ("dropped", "gaps", "bytes", "expired"):
             cell = getattr(adapter, "cell", None)
             if cell is None:
                 fail(step, key, f"{type(adapter).__name__} has no cell to read {key} from")
-            if key == "dropped":
-                return cell.dropped()
+            if key in ("dropped", "bytes", "expired"):
+                return getattr(cell, key)()
             return {sid: cell.gap(sid) for sid in adapter.subscriptions() if cell.gap(sid)}
         return self._reads(step)
 
