@@ -3,7 +3,8 @@
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
 ``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1``,
-``topic-replay-time-v1`` and ``message-headers-v1`` features required and mutual HMAC
+``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1`` and ``topic-options-v1``
+features required and mutual HMAC
 authentication before any Raft frame is accepted. A member of a version without
 pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
 encoding (which would refuse to apply tuples and large messages), without deduplicated
@@ -71,9 +72,13 @@ HEADERS_FEATURE = "message-headers-v1"
 #: Cell limits (``QUEUE_DECLARE_LIMITED``, pushes checked against limits, snapshot
 #: section ``limits``): an older member would answer ``unknown_op`` and diverge.
 LIMITS_FEATURE = "limits-v1"
+#: Topic publishes with options combined (``TOPIC_PUBLISH_OPTIONS``, per-message deadlines
+#: in the ``expiry`` section), ``reject`` topic limits, expiry before the limits judge a
+#: publish and takes skipping expired elements: an older member would diverge.
+TOPIC_OPTIONS_FEATURE = "topic-options-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
-                               HEADERS_FEATURE, LIMITS_FEATURE})
+                               HEADERS_FEATURE, LIMITS_FEATURE, TOPIC_OPTIONS_FEATURE})
 INCARNATION = "incarnation:"
 
 
