@@ -7,8 +7,8 @@ left by expiry; a limit's ``overflow`` may be ``reject``: a publish it refuses r
 ``LimitExceeded``); ``subscribe`` with a ``start`` and ``seek`` (replay); ``subscribe``
 with a ``start_time`` and ``seek_time`` with a ``time`` (replay by time: ISO 8601
 strings, read with ``datetime.fromisoformat``; one without an offset is naive);
-``publish`` with ``headers`` and/or its own ``ttl`` (seconds), ``read_messages`` (the unread suffix as ``[{id, value,
-headers?}]``, nothing consumed); consumer-group ops
+``publish`` with ``headers`` and/or its own ``ttl`` (seconds), ``read_messages`` (the
+unread suffix as ``[{id, value, headers?}]``, nothing consumed); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
 and the ``groups`` state key (see :mod:`.groups`).
