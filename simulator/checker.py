@@ -33,6 +33,10 @@ recorded result must be the model's. On top of that:
 - queues with limits (:mod:`.limits_model`): a ``reject`` queue never past its limits,
   ``drop_oldest`` drops only the oldest, each counted, and no acknowledged push is lost
   outside the policy;
+- topic options (:mod:`.topic_options`): an advance never hands out an element at or
+  after its deadline (the earlier of its own TTL and the topic's age limit), a
+  ``reject`` topic never past its limits, drops and gaps counted, headers kept by
+  offset;
 - the final state of every replica equals the models' (and so each other's).
 """
 
@@ -53,6 +57,7 @@ from .group_model import GroupModels
 from .headers import HeaderModel
 from .history import AppliedOp, History, Violation
 from .limits_model import LIMITED, LimitedClient, LimitsModel
+from .topic_options import TopicOptionsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .topic_checks import TopicChecks, TopicSub
@@ -102,6 +107,7 @@ class Checker(TopicChecks):
         self.groups = GroupModels()
         self.expiry = ExpiryModel()
         self.limits = LimitsModel()
+        self.topic_options = TopicOptionsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -139,6 +145,9 @@ class Checker(TopicChecks):
             return
         if self.limits.handles(op):
             self.limits.apply(op)
+            return
+        if self.topic_options.handles(op):
+            self.topic_options.apply(op, self.now)
             return
         if code == C.TXN:
             self.txns.apply(self, op)
@@ -289,6 +298,7 @@ class Checker(TopicChecks):
         self.txns.check_final()
         self.expiry.check_final(state)
         self.limits.check_final(state)
+        self.topic_options.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

@@ -26,6 +26,7 @@ from .faults import Faults
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .limits_model import LimitedClient
+from .topic_options import TopicOptionsClient
 from .once import OnceProducer
 from .replay_time import TimeReplayer
 from .scenario import Scenario
@@ -104,6 +105,7 @@ class Simulation:
             "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
             "time-replayer": TimeReplayer, "header-producer": HeaderProducer,
             "header-consumer": HeaderConsumer, "limited": LimitedClient,
+            "topic-options": TopicOptionsClient,
         }
         for kind, count in sorted(self.s.clients.items()):
             for i in range(count):
@@ -122,7 +124,8 @@ class Simulation:
                               "session-consumer": "sc", "session-worker": "sw",
                               "txn-worker": "tw", "replayer": "r",
                               "time-replayer": "rt", "header-producer": "hp",
-                              "header-consumer": "hc", "limited": "lc"}.get(kind, kind[:2])
+                              "header-consumer": "hc", "limited": "lc",
+                              "topic-options": "to"}.get(kind, kind[:2])
                     client = kinds[kind](f"{prefix}{i + 1}", c, rng)
                     if isinstance(client, Producer):
                         client.large = self.s.large_values
@@ -335,6 +338,8 @@ def run(scenario: Scenario) -> Outcome:
             outcome.stats["delivered_when_due"] = checker.work.delivered_late
         outcome.stats["ttl_expired"] = checker.expiry.expired
         outcome.stats["ttl_delivered"] = checker.expiry.delivered
+        outcome.stats["topic_options_delivered"] = checker.topic_options.delivered
+        outcome.stats["topic_options_expired"] = checker.topic_options.expired
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
