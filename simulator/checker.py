@@ -57,10 +57,10 @@ from .group_model import GroupModels
 from .headers import HeaderModel
 from .history import AppliedOp, History, Violation
 from .limits_model import LIMITED, LimitedClient, LimitsModel
-from .topic_options import TopicOptionsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .topic_checks import TopicChecks, TopicSub
+from .topic_options import TopicOptionsModel
 from .txn import TxnModel
 from .work_model import WorkModel
 

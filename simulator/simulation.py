@@ -26,11 +26,11 @@ from .faults import Faults
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .limits_model import LimitedClient
-from .topic_options import TopicOptionsClient
 from .once import OnceProducer
 from .replay_time import TimeReplayer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
+from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
 from .workload import (
     QUEUE,

@@ -370,6 +370,18 @@ MUTATIONS = [
         ("tests/replicated/test_limits.py",),
         "every element drop_oldest removes is counted (never silently lost)"),
     Mutation(
+        "topic-take-hands-out-expired", "lazily_queue/replicated/topics.py",
+        "        skipped = skip_expired(topic, rules, args[1], sm.now).invalidated",
+        "        pass",
+        ("tests/sim/test_topic_options_checker.py", "tests/cells/test_topic_options.py"),
+        "a topic take never hands out an element expired at its stamp (per-message ttl)"),
+    Mutation(
+        "topic-reject-ignored", "lazily_queue/core/limited_topic.py",
+        "            if quota.limits.overflow == REJECT:\n                raise full(",
+        "            if False:\n                raise full(",
+        ("tests/replicated/test_topic_options_ops.py", "tests/cells/test_topic_options.py"),
+        "a reject topic never holds more than its limits (a publish past them is refused)"),
+    Mutation(
         "txn-ignores-limits", "lazily_queue/core/txn.py",
         "        if isinstance(fifo, LimitedFifo):",
         "        if False:",
