@@ -13,6 +13,10 @@ element:
   ``QUEUE_PUSH`` and then the pop a node's queue proposes for 256 elements
   (``QUEUE_POP_STAMPED`` where it exists, else ``QUEUE_POP_MANY``), per element;
 - ``topic_pair_ns``: a local topic ``try_publish`` then ``try_advance`` of one subscriber;
+- ``topic_await_ns``: the same with ``await publish(v)`` (the awaitable plain publish);
+- ``replicated_topic_ns``: the replicated state machine applying a batch of 256
+  ``TOPIC_PUBLISH`` to a topic with one durable subscriber, then its ``TOPIC_ADVANCE_TO``
+  past them and a ``TOPIC_GC``, per element;
 - ``work_cycle_ns``: a local work queue push, claim and ack.
 
 With ``--json`` the last line printed is one JSON object holding every figure.
@@ -21,6 +25,7 @@ With ``--json`` the last line printed is one JSON object holding every figure.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import time
@@ -94,6 +99,44 @@ def topic_pairs(pairs: int = 32_000) -> float:
     return (time.perf_counter_ns() - start) / pairs
 
 
+def topic_awaited(pairs: int = 32_000) -> float:
+    async def run() -> float:
+        topic: TopicCell[int] = TopicCell(context=Context(name="bench"))
+        topic.try_subscribe("s")
+        publish, advance = topic.publish, topic.try_advance
+        block = range(BLOCK)
+        start = time.perf_counter_ns()
+        for _ in range(pairs // BLOCK):
+            for i in block:
+                await publish(i)
+            for _ in block:
+                advance("s")
+        return (time.perf_counter_ns() - start) / pairs
+
+    return asyncio.run(run())
+
+
+def replicated_topic(batches: int = 40) -> float:
+    sm = StateMachine()
+    sm.apply(encode_command(1, 0, [[1, ops.TOPIC_DECLARE, "t"],
+                                   [2, ops.TOPIC_SUBSCRIBE, "t", "s", "durable"]]), 1)
+    seq = 3
+    payloads = []
+    for b in range(batches):
+        publishes = [[seq + i, ops.TOPIC_PUBLISH, "t", f"message-{i:04d}" + "x" * 80]
+                     for i in range(BATCH)]
+        seq += BATCH
+        payloads.append((encode_command(1, 0, publishes), 1000 + b))
+        payloads.append((encode_command(1, 0, [
+            [seq, ops.TOPIC_ADVANCE_TO, "t", "s", (b + 1) * BATCH],
+            [seq + 1, ops.TOPIC_GC, "t"]]), 1000 + b))
+        seq += 2
+    start = time.perf_counter_ns()
+    for payload, stamp in payloads:
+        sm.apply(payload, stamp)
+    return (time.perf_counter_ns() - start) / (batches * BATCH)
+
+
 def work_cycles(cycles: int = 16_000) -> float:
     work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
     start = time.perf_counter_ns()
@@ -114,6 +157,8 @@ def main() -> None:
         "local_pair_ns": _best(local_pairs, args.rounds),
         "replicated_apply_ns": _best(replicated_apply, args.rounds),
         "topic_pair_ns": _best(topic_pairs, args.rounds),
+        "topic_await_ns": _best(topic_awaited, args.rounds),
+        "replicated_topic_ns": _best(replicated_topic, args.rounds),
         "work_cycle_ns": _best(work_cycles, args.rounds),
     }
     for name, value in figures.items():
