@@ -295,6 +295,35 @@ async def test_expired_elements_are_counted_on_every_replica(
                          kind="topic") == 1
 
 
+async def test_a_reject_topic_with_per_message_ttls_is_measured_on_every_replica(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from lazily_queue import LimitExceeded, Limits
+
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    async with testing.cluster(3, maintenance_interval=None) as cluster:
+        nodes = list(cluster.nodes.values())
+        metrics = [NodeMetrics(node) for node in nodes]
+        alerts = nodes[0].topic("alerts", limits=Limits(max_length=2))
+        await alerts.subscribe("pager")
+        await alerts.publish("ab", ttl=1.0)
+        await alerts.publish("cde")
+        with pytest.raises(LimitExceeded):
+            await alerts.publish("f", wait=False)
+        now[0] += 1
+        await alerts.publish("f")  # "ab" expired at the head: room
+        await cluster.settle()
+        for m in metrics:
+            assert value(m, "lazily_queue_cell_bytes", cell="alerts", kind="topic") == 4
+            assert value(m, "lazily_queue_cell_limit", cell="alerts", kind="topic",
+                         limit="max_length") == 2
+            assert value(m, "lazily_queue_expired_total", cell="alerts", kind="topic") == 1
+            assert value(m, "lazily_queue_dropped_total", cell="alerts", kind="topic",
+                         reason="drop_oldest") in (None, 0)
+
+
 async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica() -> None:
     from lazily_queue import Limits
 
