@@ -63,3 +63,27 @@ async def test_a_client_pushes_with_a_ttl_and_its_mirror_agrees(
         assert q.len() == 0 and q.expired() == 2
         member = c.node(1).queue("orders")
         assert member.len() == 0 and member.expired() == 2
+
+
+async def test_a_client_publishes_with_options_and_its_mirror_agrees(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazily_queue import LimitExceeded, Limits
+
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        limits = Limits(max_length=2)
+        t = client.topic("alerts", max_age=60.0, limits=limits)
+        await t.subscribe("pager")
+        first = await t.publish("a", ttl=1.0, msg_id="m", headers={"k": "v"})
+        assert await t.publish("a", ttl=1.0, msg_id="m", headers={"k": "v"}) == first
+        await t.publish("b")
+        with pytest.raises(LimitExceeded):
+            await t.publish("c", wait=False)
+        now[0] += 1
+        assert await t.publish("c") == 2  # "a" expired at the head: room
+        member = (await c.leader()).topic("alerts", max_age=60.0, limits=limits)
+        await c.settle()
+        assert t.elements() == member.elements() == ["b", "c"]
+        assert t.expired() == member.expired() == 1 and t.bytes() == 2
+        assert await t.advance("pager") == "b"
