@@ -31,6 +31,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 
 from .client import OK, Client, Host, Observed
+from .expiry import _ignore
 from .history import AppliedOp, Violation
 
 #: name -> (limits [max_length, max_bytes, overflow], age limit in ms or None)
@@ -252,9 +253,8 @@ class TopicOptionsClient(Client):
             self.todo.append((C.TOPIC_SUBSCRIBE, [name, cid, "durable"]))
 
     def next_op(self) -> None:
-        if self.todo:
-            code, args = self.todo[0]
-            self.call(code, args, self._declared)
+        if self.todo:  # declarations and subscriptions first, each until it succeeds
+            self.call(*self.todo[0], self._declared)
             return
         if self.draining:
             self.stopped = True
@@ -288,6 +288,3 @@ class TopicOptionsClient(Client):
     def settled(self) -> bool:
         return not self.todo and super().settled
 
-
-def _ignore(_obs: Observed) -> None:
-    return None

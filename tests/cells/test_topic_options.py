@@ -9,16 +9,9 @@ import time
 from typing import Any
 
 import pytest
+from test_expiry import FakeClock
 
 from lazily_queue import LimitExceeded, Limits, TopicCell, UnsupportedOperation, testing
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_a_per_message_ttl_combines_with_msg_id_and_headers_locally() -> None:
