@@ -91,9 +91,10 @@ class NodeCells:
               limits: Limits | None = None, ttl: float | None = None,
               max_age: float | None = None) -> TopicCell[Any]:
         """The replicated topic ``name`` (declared on first use; ``limits``: its retention,
-        ``overflow='drop_oldest'``, the same everywhere). Its elements leave once older
-        than ``ttl`` or ``max_age`` (seconds; the smaller), read or not (the same on every
-        node that gives them; see :mod:`lazily_queue.core.expiry`)."""
+        ``drop_oldest`` or ``reject``, the same everywhere). Its elements leave once older
+        than ``ttl`` or ``max_age`` (seconds; the smaller) or their own publish ``ttl``,
+        read or not (the same on every node that gives them; see
+        :mod:`lazily_queue.core.topic_expiry`)."""
         cell = self._topic_cells.get(name)
         if cell is not None:
             if cell.limits() != limits:
