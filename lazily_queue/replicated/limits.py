@@ -9,9 +9,10 @@ with other limits (or a queue declared without limits) is refused with
 ``limits_mismatch``: limits are fixed at declaration (delete the queue to change them).
 
 ``TOPIC_DECLARE_LIMITED [name, limits]`` declares a topic whose retained log is bounded
-(:class:`~lazily_queue.core.limited_topic.LimitedTopic`, policy ``drop_oldest`` only):
-a publish past a limit drops the oldest retained elements, read or not; the same
-``limits_mismatch`` rule applies.
+(:class:`~lazily_queue.core.limited_topic.LimitedTopic`): under ``drop_oldest`` a
+publish past a limit drops the oldest retained elements, read or not; under ``reject``
+it is refused (``full``) until GC or expiry makes room; the same ``limits_mismatch``
+rule applies.
 
 Snapshot section ``limits``: ``{"queues": {name: [limits, {reason: dropped}]},
 "topics": {name: [limits, {reason: dropped}, {subscriber: gap}]}}``, restored after the
