@@ -10,22 +10,18 @@ transition names, in one batch, whether or not their values differ.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from ..core.headers import view
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
-from ..core.push_options import PushOptions
 from ..core.topic import (
     Start,
     TopicTransition,
     check_subscriber,
 )
-from ..core.topic_options import publish_options
-from ..errors import LimitExceeded, OffsetOutOfRange, UnsupportedOperation
+from ..errors import LimitExceeded, UnsupportedOperation
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -34,17 +30,14 @@ from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
     SyncTopicStorage,
     TopicStorage,
-    as_dedup_topic,
-    as_headers_topic,
     as_observable_topic,
     as_sync_topic,
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
-from .expiry import expired_reader, no_expiry
+from .expiry import expired_reader
 from .group import GroupCell, open_group, restore_local_topic
-from .once import no_dedup
-from .topic_limits import TopicLimits
+from .topic_publish import TopicPublishes
 from .topic_replay import TopicReplay
 from .topic_stream import TopicStreams
 from .work_batches import Clock
@@ -53,7 +46,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
+class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
@@ -286,86 +279,6 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
 
-    async def publish(self, value: T, *, msg_id: str | None = None,
-                      ttl: float | None = None, headers: Mapping[str, str] | None = None,
-                      wait: bool = True) -> int:
-        """Append ``value`` for every subscriber; returns its offset.
-
-        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
-        backend's dedup window a repeat appends nothing and returns the first offset.
-        With ``ttl`` (seconds, capability ``expiry``) the element expires that long after
-        its publish, or earlier by the topic's own ``ttl=`` / ``max_age=`` (the earlier
-        deadline wins): no subscriber is handed it once expired. With ``headers``
-        (capability ``headers``; checked as a queue's are) the element carries them:
-        :meth:`stream_messages` reads them as ``Message.headers``. The options combine.
-        On a topic whose limits ``reject``, a publish with no room waits until elements
-        leave (GC of what every durable subscriber read, expiry); ``wait=False`` raises
-        :class:`~lazily_queue.errors.LimitExceeded` instead.
-        """
-        if msg_id is not None or ttl is not None or headers is not None:
-            options = publish_options(msg_id, headers, ttl)
-            if not options.is_plain():
-                return await self._publish_options(value, options, wait)
-        if self._group_cells:
-            await self._declare_groups()
-        try:
-            if self._sync is not None:
-                return self.try_publish(value)
-            return self._apply(await self._storage.publish(value))
-        except LimitExceeded as exc:
-            size = self._may_wait(value) if wait else None
-            if size is None:
-                raise self._named(exc) from None
-        await self._wait_room(size, self._raise_if_stopped, self.ctx)
-        return await self.publish(value, wait=wait)
-
-    async def _publish_options(self, value: T, options: PushOptions, wait: bool) -> int:
-        storage: Any = self._storage
-        kind = type(self._storage).__name__
-        if options.ttl_ms is not None and not self._caps.expiry:
-            raise no_expiry(self.name, self._storage, "publish")
-        if options.headers is not None and not self._caps.headers:
-            raise UnsupportedOperation(
-                f"{self.name}: {kind} does not keep message headers; publish without "
-                "headers= (or carry them in the value)")
-        if options.msg_id is not None and as_dedup_topic(self._storage) is None:
-            raise no_dedup(self.name, self._storage, "publish")
-        if options.ttl_ms is not None and not hasattr(storage, "publish_options"):
-            raise UnsupportedOperation(f"{self.name}: {kind} cannot give a publish its own "
-                                       "ttl; publish without ttl")
-        if self._group_cells:
-            await self._declare_groups()
-        try:
-            transition: TopicTransition[int]
-            if options.ttl_ms is not None:
-                transition = await storage.publish_options(value, options)
-            elif options.headers is not None:
-                transition = await storage.publish_headers(value, options.headers,
-                                                           options.msg_id)
-            else:
-                transition = await storage.publish_once(value, options.msg_id)
-            return self._apply(transition)
-        except LimitExceeded as exc:
-            size = self._may_wait(value) if wait else None
-            if size is None:
-                raise self._named(exc) from None
-        await self._wait_room(size, self._raise_if_stopped, self.ctx)
-        return await self._publish_options(value, options, wait)
-
-    def headers_of(self, offset: int) -> Mapping[str, str]:
-        """The headers the retained element at ``offset`` was published with (read-only;
-        empty when none)."""
-        storage = as_headers_topic(self._storage)
-        return view(None if storage is None else storage.headers_of(offset))
-
-    async def _declare_groups(self) -> None:
-        """Declare the groups opened here and not declared yet, so they get this element
-        (one whose start is out of range is dropped; its cell raises when used)."""
-        for group in list(self._group_cells.values()):
-            if not group.declared:
-                with contextlib.suppress(OffsetOutOfRange):
-                    await group.declare()
-
     async def poll(self, subscriber: str) -> T | None:
         """Consume the element at the cursor without waiting; ``None`` when there is none."""
         if self._sync is not None:
@@ -387,11 +300,24 @@ class TopicCell(TopicReplay[T], TopicStreams[T], TopicLimits):
             while True:
                 await self._wait_unread(reader)
                 if self._sync is None:
-                    return cast(T, await self.poll(subscriber))
+                    value = await self.poll(subscriber)
+                    if value is None and self._only_skipped(subscriber):
+                        continue  # every unread element had expired: wait for the next
+                    return cast(T, value)
                 if self._skip is not None:
                     self._apply(self._skip(subscriber))
                 if self._storage.read_stream(subscriber):
                     return cast(T, self.try_advance(subscriber))
+
+    def _only_skipped(self, subscriber: str) -> bool:
+        """Whether a take that returned ``None`` moved the cursor past expired elements
+        only (the element before the cursor is expired here), rather than handing out a
+        ``None`` value."""
+        expired = getattr(self._storage, "expired_offsets", None)
+        cursor = self._storage.cursor(subscriber)
+        if expired is None or not cursor:
+            return False
+        return cursor - 1 in expired(cursor - 1, cursor)
 
     async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
         def unread() -> list[T] | None:

@@ -238,3 +238,20 @@ async def test_a_replicated_transaction_publishes_with_a_ttl(
                 tx.publish(limited, "b")
         assert limited.elements() == []
 
+
+
+async def test_replicated_advance_waits_past_expired_elements(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", wall)
+    async with testing.cluster(1, maintenance_interval=None) as c:
+        node = await c.leader()
+        t = node.topic("t")
+        await t.subscribe("s")
+        await t.publish("a", ttl=1.0)
+        wall.now += 2
+        taking = asyncio.ensure_future(t.advance("s"))
+        await asyncio.sleep(0.05)
+        assert not taking.done()  # "a" was skipped: nothing live to hand out yet
+        await t.publish("b")
+        assert await asyncio.wait_for(taking, 10) == "b"
