@@ -35,7 +35,8 @@ def _declare() -> list[tuple[int, int, list[Any]]]:
     return steps
 
 
-STEPS = _declare() + [
+STEPS = [
+    *_declare(),
     (10, C.TOPIC_PUBLISH_OPTIONS, ["tr", {"ttl_ms": 5, "headers": {"k": "1"}}, "a"]),
     (10, C.TOPIC_PUBLISH, ["tr", "b"]),
     (10, C.TOPIC_PUBLISH_OPTIONS, ["tr", {"ttl_ms": 5}, "c"]),
