@@ -87,11 +87,14 @@ def test_transactions_apply_all_or_none(first_seeds: str) -> None:
 def test_ttl_never_delivers_an_expired_element() -> None:
     """A client pushes with per-message and default TTLs, pops and sweeps under every
     fault; the checker fails a run where a pop hands out an element at or after its
-    deadline, or where the expired elements differ from its model's."""
+    deadline, or where the expired elements differ from its model's. The topic options
+    client does the same on topics (per-message TTLs, an age limit, limits)."""
     out = _ok(_sim("--seeds", "8", "--start", "0", "--jobs", "2", timeout=900))
     assert "8 seeds, 0 failed" in out, out
     ttl = re.search(r"(\d+) TTL elements expired undelivered \((\d+) delivered live\)", out)
     assert ttl is not None and int(ttl.group(1)) > 0 and int(ttl.group(2)) > 0, out
+    topics = re.search(r"(\d+) expired on the option topics \((\d+) delivered live\)", out)
+    assert topics is not None and int(topics.group(1)) > 0 and int(topics.group(2)) > 0, out
 
 
 def test_same_seed_same_trace() -> None:
