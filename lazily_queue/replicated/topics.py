@@ -137,6 +137,8 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
         limited.quota.dropped, limited.gaps = old.quota.dropped, old.gaps
         restored = limited
     sm.topics[name] = restored
+    if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
+        rules.deadlines.clear()  # the per-message deadlines were the old elements'
     ids = set(restored.subscriptions())
     if old is not None:
         ids.update(old.subscriptions())

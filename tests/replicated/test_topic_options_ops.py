@@ -47,3 +47,13 @@ def test_reject_limits_refuse_and_gc_or_expiry_make_room() -> None:
     again = restored.topics["t"]
     assert isinstance(again, LimitedTopic) and again.limits().overflow == "reject"
     assert again.quota.bytes == 2 and again.elements() == ["c", "d"]
+
+
+def test_a_restore_forgets_the_old_elements_deadlines() -> None:
+    sm = StateMachine()
+    apply_fresh(sm, [ops.TOPIC_DECLARE, "t"])
+    apply_fresh(sm, [ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 5}, "old"], stamp=1_000)
+    snapshot = {"base_offset": 0, "elements": ["new"], "subscriptions": {}}
+    assert apply_fresh(sm, [ops.TOPIC_RESTORE, "t", snapshot], stamp=1_001) == [None]
+    assert apply_fresh(sm, [ops.TOPIC_PUBLISH, "t", "x"], stamp=1_010) == [1]
+    assert sm.topics["t"].elements() == ["new", "x"]  # "new" is not "old": it stays
