@@ -54,6 +54,12 @@ def age_frontier(topic: TopicCore[Any], expiry: Expiry, now: int) -> int:
     return offset
 
 
+def expiring_at_head(topic: TopicCore[Any], expiry: Expiry | None, now: int) -> int:
+    """How many elements at the head of ``topic`` have expired at ``now`` (what the next
+    publish drops before it appends)."""
+    return 0 if expiry is None else age_frontier(topic, expiry, now) - topic.base_offset()
+
+
 def skip_expired(topic: TopicCore[Any], expiry: Expiry, subscriber: str,
                  now: int) -> TopicTransition[int]:
     """Move a connected subscriber's cursor past the expired elements at it (counted in

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable
+from itertools import islice
 from typing import Any
 
 from .fifo import Fifo
@@ -119,14 +120,20 @@ class TxnCheck:
         state[0], state[1] = count - need + 1, held + size
         return None
 
-    def topic_publish(self, key: Hashable, name: str, topic: Any, value: Any) -> Refusal:
+    def topic_publish(self, key: Hashable, name: str, topic: Any, value: Any,
+                      expiring: int = 0) -> Refusal:
         """A publish: refused (``"full"``) when the topic's retention limits say the
         element never fits (larger than ``max_bytes``) and, under ``reject``, when the
-        topic with the transaction's earlier publishes to it has no room for it."""
+        topic with the transaction's earlier publishes to it has no room for it; the
+        ``expiring`` elements at its head (expired when the publish applies, so gone
+        before it appends) are room."""
         limits = topic.limits() if isinstance(topic, LimitedTopic) else None
         if limits is None:
             return None
         if limits.overflow == REJECT:
+            if expiring and key not in self._pushed:
+                self._pushed[key] = -expiring
+                self._bytes[key] = -sum(islice(topic.quota.sizes, expiring))
             return self._quota_push(key, f"topic {name!r}", topic.quota, value)
         if limits.max_bytes is None:
             return None

@@ -28,6 +28,7 @@ from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import check_headers
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import QueuePushError
+from ..core.topic_expiry import expiring_at_head
 from ..core.topic_options import options_from_map
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..errors import InvalidHeaders
@@ -131,7 +132,9 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         _raise(check.work_push(name, name, target.core, args[-1]))
     elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS,
                   ops.TOPIC_PUBLISH_OPTIONS):
-        _raise(check.topic_publish(("topic", name), name, target, args[-1]))
+        rules = sm.expiry.get(("topic", name)) if sm.expiry else None
+        _raise(check.topic_publish(("topic", name), name, target, args[-1],
+                                   expiring_at_head(target, rules, sm.now)))
     return plan
 
 

@@ -23,7 +23,7 @@ from ..core.expiry import Expiry, optional_ttl_ms
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
 from ..core.topic import TopicTransition
-from ..core.topic_expiry import age_frontier, skip_expired
+from ..core.topic_expiry import age_frontier, expiring_at_head, skip_expired
 from .capabilities import StorageCapabilities
 from .local import Clock, LocalTopicStorage, _ms
 
@@ -59,6 +59,10 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
     def skipped(self) -> int:
         """Unread elements subscribers lost to expiry (the gaps they saw)."""
         return self.expiry.skipped
+
+    def expiring_at_head(self) -> int:
+        """How many elements at the head have expired now (the next publish drops them)."""
+        return expiring_at_head(self.core, self.expiry, self._now())
 
     def expire(self) -> TopicTransition[int]:
         """Drop what is expired at the head now; returns how many elements left."""

@@ -89,7 +89,7 @@ class LocalBackend:
                                            _stored(op.cell, op.value))
             elif isinstance(op.cell, TopicCell):
                 refusal = check.topic_publish(id(storage), op.cell.name, storage.core,
-                                              _stored(op.cell, op.value))
+                                              _stored(op.cell, op.value), _expiring(storage))
             elif isinstance(op.cell, WorkQueueCell):
                 refusal = check.work_push(id(storage), op.cell.name, storage.core,
                                           _stored(op.cell, op.value))
@@ -118,6 +118,12 @@ class LocalBackend:
                 results.append(result)
         for op, result in zip(ops, results, strict=True):
             op.resolve(result)
+
+
+def _expiring(storage: Any) -> int:
+    """The elements at a local topic's head that its next publish drops as expired."""
+    due = getattr(storage, "expiring_at_head", None)
+    return 0 if due is None else int(due())
 
 
 def _apply(op: TxOp) -> Any:

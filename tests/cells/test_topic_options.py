@@ -255,3 +255,35 @@ async def test_replicated_advance_waits_past_expired_elements(
         assert not taking.done()  # "a" was skipped: nothing live to hand out yet
         await t.publish("b")
         assert await asyncio.wait_for(taking, 10) == "b"
+
+
+async def test_a_transaction_counts_expired_head_elements_as_room(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazily_queue import TransactionAborted, transaction
+
+    clock = FakeClock()
+    local: TopicCell[str] = TopicCell(max_age=60.0, limits=Limits(max_length=2), clock=clock)
+    await local.publish("a", ttl=1.0)
+    await local.publish("b")
+    clock.now += 1
+    async with transaction() as tx:
+        tx.publish(local, "c")
+    assert local.elements() == ["b", "c"] and local.expired() == 1
+    with pytest.raises(TransactionAborted, match="full"):
+        async with transaction() as tx:
+            tx.publish(local, "d")
+    wall = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", wall)
+    async with testing.cluster(1, maintenance_interval=None) as c:
+        node = await c.leader()
+        t = node.topic("t", limits=Limits(max_length=2))
+        await t.publish("a", ttl=1.0)
+        await t.publish("b", ttl=1.0)
+        wall.now += 1
+        async with node.transaction() as tx:
+            tx.publish(t, "c")
+            tx.publish(t, "d")  # both expired elements are room, once
+        assert t.elements() == ["c", "d"] and t.expired() == 2
+        with pytest.raises(TransactionAborted, match="full"):
+            async with node.transaction() as tx:
+                tx.publish(t, "e")
