@@ -110,7 +110,7 @@ DEFAULT_CLIENTS = {
     "publisher": 1, "durable": 2, "ephemeral": 1, "session-producer": 2, "once-producer": 2,
     "session-consumer": 1, "session-worker": 1, "txn-worker": 2, "group-member": 3,
     "replayer": 1, "time-replayer": 1, "header-producer": 1, "header-consumer": 1,
-    "limited": 1, "topic-options": 1,
+    "limited": 1, "topic-options": 2,
 }
 
 

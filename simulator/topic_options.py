@@ -3,10 +3,11 @@ an age limit, per-message TTLs and headers, and the checker's model of them.
 
 :class:`TopicOptionsClient` declares :data:`TOPICS` (``tr``: limits that reject; ``to``:
 ``drop_oldest`` limits with an age limit), subscribes to both as a durable subscriber of
-its own, then publishes (plain, or with a TTL and/or headers through
-``TOPIC_PUBLISH_OPTIONS``), advances, collects and sweeps, under every fault. The leader's
-own sweeps and topic GCs land in the log too. :class:`TopicOptionsModel` replays every op
-on those topics by the contract's rules, independently of the library: an element's
+its own, then publishes (plain, or with a TTL, headers and/or a msg_id, sometimes the
+previous one again, through ``TOPIC_PUBLISH_OPTIONS``), advances, collects and sweeps,
+under every fault. The leader's own sweeps and topic GCs land in the log too.
+:class:`TopicOptionsModel` replays every op on those topics by the contract's rules,
+independently of the library: an element's
 deadline is the earlier of its stamp plus its own TTL and its stamp plus the topic's age
 limit; a publish first drops the expired elements at the head, then the limits judge it
 (``reject``: refused, ``full``; ``drop_oldest``: the oldest leave, counted, cursors
@@ -17,6 +18,7 @@ The properties, each a failed run when broken:
   deadline (the model's result differs);
 - a ``reject`` topic never holds more than its limits, and refuses exactly what they
   refuse;
+- a repeated msg_id in the dedup window applies nothing and answers the first offset;
 - the drops are counted: each replica's dropped count and gaps are the model's, and its
   expired count, retained elements, cursors and headers at the end.
 """
@@ -27,6 +29,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from lazily_queue.core.dedup import DedupLimits
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 
@@ -39,6 +42,8 @@ TOPICS: dict[str, tuple[list[Any], int | None]] = {
     "tr": ([3, 48, "reject"], None),
     "to": ([4, 64, "drop_oldest"], 400),
 }
+#: How long the dedup window keeps an id (the cluster's default), in ms of leader time.
+DEDUP_AGE_MS = DedupLimits().max_age_ms
 #: The ops the model answers on those topics.
 OPS = frozenset({C.TOPIC_DECLARE_LIMITED, C.EXPIRY_RULES, C.TOPIC_SUBSCRIBE, C.TOPIC_PUBLISH,
                  C.TOPIC_PUBLISH_OPTIONS, C.TOPIC_ADVANCE, C.TOPIC_GC, C.EXPIRE})
@@ -147,6 +152,11 @@ class TopicOptionsModel:
 
     def __init__(self) -> None:
         self.topics: dict[str, OptionTopic] = {}
+        #: ``(topic, msg_id)`` -> the first publish's ``(offset, stamp)`` (the window).
+        self.ids: dict[tuple[str, str], tuple[int, int]] = {}
+        self.repeats = 0
+        #: Publishes the limits refused (as the replicas did).
+        self.refused = 0
 
     @property
     def delivered(self) -> int:
@@ -187,8 +197,17 @@ class TopicOptionsModel:
             op.expect("AlreadyConnected" if known else "Subscribed")
         elif code in (C.TOPIC_PUBLISH, C.TOPIC_PUBLISH_OPTIONS):
             options = args[1] if code == C.TOPIC_PUBLISH_OPTIONS else {}
+            key = (name, options.get("msg_id", ""))
+            first = self.ids.get(key) if key[1] else None
+            if first is not None and first[1] >= now - DEDUP_AGE_MS:
+                self.repeats += 1  # the window answers: nothing applies, not even expiry
+                op.expect(first[0])
+                return
             result = topic.publish(args[-1], now, options.get("ttl_ms"), options.get("headers"))
+            if key[1] and result != "full":
+                self.ids[key] = (int(result), now)
             if result == "full":
+                self.refused += 1
                 if not (isinstance(op.result, OpError) and op.result.code == "full"):
                     raise Violation(f"index {op.index}: a publish to {name} past its limits "
                                     f"returned {op.result!r:.80}, the model refuses it")
@@ -237,14 +256,15 @@ class TopicOptionsModel:
 
 
 class TopicOptionsClient(Client):
-    """Declares :data:`TOPICS` and subscribes to them, then publishes (a half with a TTL
-    and/or headers), advances, collects and sweeps."""
+    """Declares :data:`TOPICS` and subscribes to them, then publishes (a half with a TTL,
+    headers and/or a msg_id), advances, collects and sweeps."""
 
     kind = "topic-options"
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.n = 0
+        self.last_id: str | None = None
         self.todo: list[tuple[int, list[Any]]] = []
         for name, (limits, age) in sorted(TOPICS.items()):
             self.todo.append((C.TOPIC_DECLARE_LIMITED, [name, limits]))
@@ -269,6 +289,10 @@ class TopicOptionsClient(Client):
                 options["ttl_ms"] = self.rng.choice([5, 40, 150, 600, 5_000])
             if self.rng.random() < 0.3:
                 options["headers"] = {"n": str(self.n)}
+            if self.rng.random() < 0.35:  # sometimes the previous id again: a repeat
+                reuse = self.last_id is not None and self.rng.random() < 0.5
+                self.last_id = self.last_id if reuse else f"{self.cid}-{self.n}"
+                options["msg_id"] = self.last_id
             if options:
                 self.call(C.TOPIC_PUBLISH_OPTIONS, [name, options, value], _ignore)
             else:

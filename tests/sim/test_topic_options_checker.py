@@ -94,3 +94,21 @@ def test_the_model_catches_an_uncounted_drop() -> None:
     state["limits"]["topics"]["to"][1] = {"drop_oldest": 1}
     with pytest.raises(Violation, match="dropped"):
         model.check_final(state)
+
+
+def test_the_model_answers_a_repeated_msg_id_from_the_window() -> None:
+    steps = [*_declare(),
+             (10, C.TOPIC_PUBLISH_OPTIONS, ["to", {"msg_id": "m", "ttl_ms": 5}, "a"]),
+             (20, C.TOPIC_PUBLISH_OPTIONS, ["to", {"msg_id": "m", "ttl_ms": 5}, "a"]),
+             (20, C.TOPIC_PUBLISH, ["to", "b"])]
+    sm, log = _run(steps)
+    model = TopicOptionsModel()
+    for op in log:
+        model.apply(op, op.stamp)
+    assert [op.result for op in log[-3:]] == [0, 0, 1] and model.repeats == 1
+    model.check_final(sm.capture())
+    log[-2].result = 1  # as a window that let the repeat apply again would answer
+    with pytest.raises(Violation, match="the model says 0"):
+        fresh = TopicOptionsModel()
+        for op in log:
+            fresh.apply(op, op.stamp)
