@@ -27,7 +27,7 @@ from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queues import _count, _queue
+from .queues import _count, _queue, promote
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -52,14 +52,15 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     name, raw, msg_id, value = args
     q = _queue(sm, name)
     headers = _headers(raw)
-    if type(q) is LimitedFifo:
-        raise OpRefused("unsupported", f"queue {name!r} has limits and keeps no message "
-                        "headers; push without headers")
 
     def apply() -> Any:
         pre = q.len()
         err = q.push_headers(value, sm.now, headers)
         if err is None:
+            if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
+                for i in range(q.last_dropped):
+                    sm.emit(QueueChanged(name, POP, pre - i))
+                pre -= q.last_dropped
             sm.emit(QueueChanged(name, PUSH, pre))
         return err
 
@@ -114,6 +115,8 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if q.delayed_len():
+        promote(sm, args[0], q)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return _pop_live(sm, args[0], q, rules, n)
     pre = q.len()
