@@ -184,7 +184,7 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], QueueOptions, Generic[T]):
 
     def _invalidate(self, mask: int) -> None:
         if self.quota is not None:  # a push may drop: the readers whose value moved
-            mask = self.quota.changed()
+            mask = self.quota.changed() | (mask & self._delayed_bit)
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
@@ -345,7 +345,6 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], QueueOptions, Generic[T]):
             "is_full": self.is_full,
             "closed": self.is_closed,
             **({} if self.quota is None else self.quota.readers()),
-            **({"delayed_len": self.delayed_len} if self._caps.scheduling else {}),
         }
 
 

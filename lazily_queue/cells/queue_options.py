@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.push_options import PushOptions
-from ..core.queue import ALL_READERS, QueuePushError
+from ..core.queue import ALL_READERS, QueuePushError, pop_mask, push_mask
 from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, wait_until
 from ..storage.capabilities import StorageCapabilities
@@ -39,6 +39,7 @@ class QueueOptions:
     _observed: bool
     _sync: SyncQueueStorage[Any] | None
     _delayed_bit: int
+    _capacity: int | None
     delayed_len: Slot[int]
     try_push: Any
     try_pop: Any
@@ -79,13 +80,33 @@ class QueueOptions:
                 return await storage.offer(value, timeout=timeout)  # type: ignore[no-any-return]
             return await storage.offer_once(value, options.msg_id,  # type: ignore[no-any-return]
                                             timeout=timeout)
+        if self._observed:
+            return await storage.offer_options(value, options,  # type: ignore[no-any-return]
+                                               timeout=timeout)
+        before = self._counts()
         err: QueuePushError | None = await storage.offer_options(value, options,
                                                                  timeout=timeout)
-        if err is None and not self._observed:  # a sync backend's push
-            if options.delayed and self._sync is not None:
-                self._use_promoting_ops(self._sync)
-            self._invalidate(ALL_READERS | self._delayed_bit)
+        if options.delayed and self._sync is not None:
+            self._use_promoting_ops(self._sync)
+        self._invalidate(self._moved(before))  # a sync backend's push
         return err
+
+    def _counts(self) -> tuple[int, int]:
+        storage: Any = self._storage
+        return storage.len(), storage.delayed_len() if self._caps.scheduling else 0
+
+    def _moved(self, before: tuple[int, int]) -> int:
+        """The readers a synchronous change from ``before`` (ready, delayed) moved: a
+        push's or a pop's when it is one, every reader when elements fell due too."""
+        (pre, delayed), (now, delayed_now) = before, self._counts()
+        mask = 0 if delayed == delayed_now else self._delayed_bit
+        if delayed_now < delayed:  # elements fell due: several changes at once
+            return mask | ALL_READERS
+        if now == pre + 1:
+            return mask | push_mask(pre, self._capacity)
+        if now == pre - 1:
+            return mask | pop_mask(pre, self._capacity)
+        return mask if now == pre else mask | ALL_READERS
 
     def _use_promoting_ops(self, storage: SyncQueueStorage[Any]) -> None:
         """From the first delayed element on, ``try_push`` / ``try_pop`` go through the
@@ -93,17 +114,18 @@ class QueueOptions:
         if getattr(self, "_promoting", False):
             return
         self._promoting = True
-        invalidate = self._invalidate
-        every = ALL_READERS | self._delayed_bit
+        invalidate, counts, moved = self._invalidate, self._counts, self._moved
 
         def try_push(value: Any) -> Any:
+            before = counts()
             err = storage.try_push(value)
-            invalidate(every)
+            invalidate(moved(before))
             return err
 
         def try_pop() -> Any:
+            before = counts()
             result = storage.try_pop()
-            invalidate(every)
+            invalidate(moved(before))
             return result
 
         self.try_push, self.try_pop = try_push, try_pop
