@@ -184,7 +184,7 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], QueueOptions, Generic[T]):
 
     def _invalidate(self, mask: int) -> None:
         if self.quota is not None:  # a push may drop: the readers whose value moved
-            mask = self.quota.changed() | (mask & self._delayed_bit)
+            mask = self.quota.changed() | (mask & (self._delayed_bit | EXPIRED))
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:

@@ -36,7 +36,7 @@ from ..reactive import Context, Slot
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import LocalTopicStorage, VecDequeStorage
 from ..storage.local_expiry import ExpiringDequeStorage
-from ..storage.local_limited import LimitedDequeStorage
+from ..storage.local_limited import LimitedDequeStorage, LimitedExpiringDequeStorage
 from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from ..threads import LoopBridge
@@ -129,6 +129,12 @@ class LocalQueueAdapter(QueueAdapter):
     async def push_headers(self, value: Any, headers: Any,
                            msg_id: str | None = None) -> QueuePushError | None:
         return await self.cell.offer(value, msg_id=msg_id, headers=headers)
+
+    async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
+        return await self.cell.offer(value, **options)
+
+    def delayed_len(self) -> int:
+        return self.cell.delayed_len()
 
     async def poll_messages(self, n: int, give_back: int) -> Any:
         taken = await self.cell.poll_messages(n)
@@ -334,7 +340,9 @@ class LocalBackend(Backend):
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
         storage: VecDequeStorage[Any] = (
-            ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
+            LimitedExpiringDequeStorage(initial.limits, ttl=initial.ttl, clock=self.clock)
+            if initial.expiry and initial.limits is not None
+            else ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
             if initial.expiry else storage_type(initial.capacity) if initial.limits is None
             else LimitedDequeStorage(initial.limits))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))
