@@ -31,9 +31,9 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
     each work queue with an expired lease, a promotion of each work queue and queue
-    holding a delayed element now due, a sweep (``EXPIRE``) of each cell holding an expired element at
-    its head and, with ``gc_topics``, a GC of each topic holding elements every
-    subscriber has read."""
+    holding a delayed element now due, a sweep (``EXPIRE``) of each cell holding an
+    expired element at its head and, with ``gc_topics``, a GC of each topic holding
+    elements every subscriber has read."""
     due: list[tuple[int, list[Any]]] = []
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))

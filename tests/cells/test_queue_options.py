@@ -6,7 +6,6 @@ before anything changes."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -182,19 +181,12 @@ async def test_a_client_pushes_with_options_and_its_mirror_follows() -> None:
 async def test_the_thread_safe_wrapper_passes_the_options() -> None:
     q: QueueCell[str] = QueueCell()
     handle = q.threadsafe()
-    result: list[Any] = []
 
-    def producer() -> None:
+    def producer() -> list[Any]:
         handle.push("x", delay=0.05, headers={"k": "v"})
-        result.append(handle.delayed_len())
-        result.append(handle.pop(timeout=30))
+        return [handle.delayed_len(), handle.pop(timeout=30)]
 
-    thread = threading.Thread(target=producer)
-    thread.start()
-    while thread.is_alive():
-        await asyncio.sleep(0.01)
-    thread.join()
-    assert result == [1, "x"]
+    assert await asyncio.to_thread(producer) == [1, "x"]
 
 
 async def test_transactions_carry_a_queue_push_with_options() -> None:
