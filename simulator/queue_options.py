@@ -23,9 +23,9 @@ from typing import Any
 
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.replicated import ops as C
-from lazily_queue.replicated.ops import OpError
 
 from .client import OK, Client, Host, Observed
+from .expiry import DeclaredQueueModel
 from .history import AppliedOp, Violation
 
 #: The queue the options client works (not the checker's main queue).
@@ -48,11 +48,10 @@ class OptionsClient(Client):
         self.ids: list[str] = []
 
     def next_op(self) -> None:
-        if not self.declared:
-            self.call(C.QUEUE_DECLARE, [OPTIONS_QUEUE, None], self._declared)
-            return
-        if self.draining:
-            self.stopped = True
+        if self.draining or not self.declared:
+            self.stopped = self.declared  # draining stops it once it has declared its queue
+            if not self.declared:
+                self.call(C.QUEUE_DECLARE, [OPTIONS_QUEUE, None], self._declared)
             return
         roll = self.rng.random()
         if roll < 0.5:
@@ -97,18 +96,20 @@ def _ignore(_obs: Observed) -> None:
     return None
 
 
-class OptionsModel:
+class OptionsModel(DeclaredQueueModel):
     """The options queue as the contract states it (module docstring)."""
 
+    queue = OPTIONS_QUEUE
+    DEADLINE = 2
+
     def __init__(self) -> None:
-        self.declared = False
+        super().__init__()
         self.ready: deque[Element] = deque()
         #: ``(due, id, value, deadline, headers)``, a heap.
         self.delayed: list[tuple[int, int, Any, int | None, dict[str, str] | None]] = []
         self.due: dict[int, int] = {}
         self.next_id = 0
         self.applied_ids: set[str] = set()
-        self.expired = 0
         self.delivered = 0
         self.delivered_delayed = 0
         self.repeats = 0
@@ -117,25 +118,15 @@ class OptionsModel:
     def apply(self, op: AppliedOp, now: int) -> None:
         """Apply ``op`` (on :data:`OPTIONS_QUEUE`) at leader time ``now``, checking it."""
         code, args = op.code, op.args
-        if code == C.QUEUE_DECLARE:
-            self.declared = True
-            op.expect(None)
+        if self.gated(op):
             return
-        if not self.declared:
-            if not isinstance(op.result, OpError):
-                raise Violation(f"index {op.index}: {C.op_name(code)} on {OPTIONS_QUEUE} "
-                                "before its declaration succeeded")
-            return
-        if code == C.QUEUE_PUSH:
-            self._add(args[1], None, None, None, now)
+        if code in (C.QUEUE_PUSH, C.QUEUE_PUSH_OPTIONS):
+            plain = code == C.QUEUE_PUSH  # a plain push makes nothing due
+            self._push({} if plain else args[1], args[-1], now, not plain)
             op.expect(None)
-        elif code == C.QUEUE_PUSH_OPTIONS:
-            self._push(args[1], args[2], now)
-            op.expect(None)
-        elif code == C.QUEUE_PROMOTE:
-            op.expect(self._promote(now))
-        elif code == C.EXPIRE:
-            op.expect(self._expire_head(now))
+        elif code in (C.QUEUE_PROMOTE, C.EXPIRE):
+            op.expect(self._promote(now) if code == C.QUEUE_PROMOTE
+                      else self.expire_from(self.ready, now))
         elif code == C.QUEUE_POP_HEADERS:
             self._promote(now)
             self._pop(op, args[1], now)
@@ -143,8 +134,9 @@ class OptionsModel:
             raise Violation(f"index {op.index}: unexpected {C.op_name(code)} on "
                             f"{OPTIONS_QUEUE}")
 
-    def _push(self, options: dict[str, Any], value: Any, now: int) -> None:
-        self._promote(now)
+    def _push(self, options: dict[str, Any], value: Any, now: int, promote: bool) -> None:
+        if promote:
+            self._promote(now)
         msg_id = options.get("msg_id")
         if msg_id is not None:
             if msg_id in self.applied_ids:
@@ -176,21 +168,8 @@ class OptionsModel:
             n += 1
         return n
 
-    def _expire_head(self, now: int) -> int:
-        n = 0
-        while self.ready and self.ready[0][2] is not None and now >= self.ready[0][2]:
-            self.ready.popleft()
-            n += 1
-        self.expired += n
-        return n
-
     def _pop(self, op: AppliedOp, n: int, now: int) -> None:
-        taken: list[Element] = []
-        while len(taken) < n:
-            self._expire_head(now)
-            if not self.ready:
-                break
-            taken.append(self.ready.popleft())
+        taken: list[Element] = self.take_live(self.ready, n, now)
         result = op.result
         if not taken:
             op.expect(QueuePopError.Empty)

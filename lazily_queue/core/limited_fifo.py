@@ -138,6 +138,14 @@ class LimitedFifo(Fifo[T]):
             self.quota.popped(len(result[0]))
         return result
 
+    def pop_headers(
+        self, n: int
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        result = Fifo.pop_headers(self, n)
+        if not isinstance(result, QueuePopError):
+            self.quota.popped(len(result[0]))
+        return result
+
     def push_front(self, value: T, stamp: int | None = None) -> None:
         Fifo.push_front(self, value, stamp)
         self.quota.returned([value])

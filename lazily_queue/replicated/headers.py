@@ -19,14 +19,14 @@ from ..core import ids
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
-from ..core.limited_fifo import LimitedFifo
-from ..core.queue import POP, PUSH, UNPOP, QueuePopError
+from ..core.queue import POP, UNPOP, QueuePopError
 from ..errors import InvalidHeaders
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
+from .queue_options import report_push
 from .queues import _count, _queue, promote
 
 if TYPE_CHECKING:
@@ -57,11 +57,7 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
         pre = q.len()
         err = q.push_headers(value, sm.now, headers)
         if err is None:
-            if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
-                for i in range(q.last_dropped):
-                    sm.emit(QueueChanged(name, POP, pre - i))
-                pre -= q.last_dropped
-            sm.emit(QueueChanged(name, PUSH, pre))
+            report_push(sm, name, q, pre)
         return err
 
     return applied_once(sm, "queue", name, msg_id, apply)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
 from ..core.push_options import PushOptions
 from ..core.queue import DELAY, POP, PUSH
@@ -69,15 +70,20 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
             rules.note(q.next_id() - 1, sm.now, options.ttl_ms)
         if due is not None:
             sm.emit(QueueChanged(name, DELAY, pre))
-            return None
-        if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
-            for i in range(q.last_dropped):
-                sm.emit(QueueChanged(name, POP, pre - i))
-            pre -= q.last_dropped
-        sm.emit(QueueChanged(name, PUSH, pre))
+        else:
+            report_push(sm, name, q, pre)
         return None
 
     return applied_once(sm, "queue", name, options.msg_id, apply)
+
+
+def report_push(sm: StateMachine, name: str, q: Fifo[Any], pre: int) -> None:
+    """Report a push to ``q`` from length ``pre``, after the pops of what ``drop_oldest``
+    dropped to make room for it."""
+    dropped = q.last_dropped if type(q) is LimitedFifo else 0
+    for gone in range(dropped):
+        sm.emit(QueueChanged(name, POP, pre - gone))
+    sm.emit(QueueChanged(name, PUSH, pre - dropped))
 
 
 def promote_op(sm: StateMachine, args: list[Any]) -> Any:
@@ -101,17 +107,13 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:
-    if doc is None:
-        return
-    if not isinstance(doc, dict):
+    if doc is not None and not isinstance(doc, dict):
         raise ValueError("snapshot section 'queue_options' must map queue names to "
                          "[[due, id, stamp, value], ...]")
-    for name, entries in doc.items():
-        q = sm.queues.get(name)
-        if q is None:
-            continue
+    delayed: dict[str, Any] = doc or {}
+    for name, q in sm.queues.items() if delayed else ():
         try:
-            q.load_delayed(entries)
+            q.load_delayed(delayed.get(name, []))
         except ValueError as exc:
             raise ValueError(f"snapshot section 'queue_options': queue {name!r}: {exc}") from None
 

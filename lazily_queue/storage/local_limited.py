@@ -1,8 +1,9 @@
 """The in-process deques of a QueueCell declared with limits.
 
 :class:`LimitedDequeStorage` is :class:`~.local.VecDequeStorage` over a
-:class:`~lazily_queue.core.limited_fifo.LimitedFifo`: the same synchronous and awaitable
-operations, checked against the limits. It has no ``reporting_ops`` fast path (a push
+:class:`~lazily_queue.core.limited_fifo.LimitedFifo` (the deque first, so its takes make
+due elements ready before the limited FIFO counts them): the same synchronous and
+awaitable operations, checked against the limits. It has no ``reporting_ops`` fast path (a push
 may drop elements); the cell invalidates every reader after each change of a limited
 queue. :class:`LimitedExpiringDequeStorage` is the same over the expiring deque (a cell
 declared with limits and a ``ttl``): expired elements leave as pops do, freeing room.
@@ -16,7 +17,6 @@ from typing import Any, TypeVar
 
 from ..core.dedup import DedupLimits
 from ..core.fifo import Fifo
-from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import Limits
@@ -28,7 +28,7 @@ from .local_expiry import ExpiringDequeStorage
 T = TypeVar("T")
 
 
-class LimitedDequeStorage(LimitedFifo[T], VecDequeStorage[T]):
+class LimitedDequeStorage(VecDequeStorage[T], LimitedFifo[T]):
     """The local deque with limits (``sync``, ``peek``, ``dedup``, ``messages``,
     ``headers``, ``scheduling``)."""
 
@@ -45,14 +45,10 @@ class LimitedDequeStorage(LimitedFifo[T], VecDequeStorage[T]):
     def __repr__(self) -> str:
         return f"LimitedDequeStorage(len={self.len()}, {self.quota!r})"
 
-    def try_pop(self) -> T | QueuePopError:
-        if self._delayed:
-            self.promote_now()
-        return LimitedFifo.try_pop(self)
 
-
-class LimitedExpiringDequeStorage(LimitedFifo[T], ExpiringDequeStorage[T]):
-    """The expiring local deque with limits (module docstring)."""
+class LimitedExpiringDequeStorage(ExpiringDequeStorage[T], LimitedFifo[T]):
+    """The expiring local deque with limits (module docstring). The expiring deque comes
+    first: each change is counted against the limits before it is reported."""
 
     __slots__ = ()
 
@@ -73,23 +69,3 @@ class LimitedExpiringDequeStorage(LimitedFifo[T], ExpiringDequeStorage[T]):
         if not isinstance(result, QueuePopError):
             self.quota.popped(1)
         return result
-
-    def try_pop(self) -> T | QueuePopError:
-        return ExpiringDequeStorage.try_pop(self)
-
-    def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
-        return ExpiringDequeStorage.pop_stamped(self, n)
-
-    def push_front(self, value: T, stamp: int | None = None) -> None:
-        ExpiringDequeStorage.push_front(self, value, stamp)
-        self.quota.returned([value])
-
-    def unpop_stamped(self, values: list[T], runs: list[Run],
-                      headers: list[tuple[int, Headers]] | None = None) -> None:
-        ExpiringDequeStorage.unpop_stamped(self, values, runs, headers)
-        self.quota.returned(values)
-
-    def clear(self) -> int:
-        removed = ExpiringDequeStorage.clear(self)
-        self.quota.cleared()
-        return removed

@@ -30,6 +30,7 @@ async def test_a_queue_with_limits_keeps_headers_locally_and_on_a_cluster() -> N
             got = [await q.pop_message() for _ in range(2)]
             assert [(m.value, dict(m.headers)) for m in got] == [("v1", {"n": "1"}),
                                                                 ("v2", {"n": "2"})]
+            assert (q.quota.bytes(), q.len()) == (0, 0)  # message pops count as pops
 
 
 async def test_a_work_push_with_headers_refuses_a_ttl_and_limits() -> None:

@@ -29,16 +29,9 @@ from lazily_queue import (
 )
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.reactive import Effect
+from tests.cells.test_expiry import FakeClock as Clock
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_every_option_combines_on_one_local_element() -> None:
