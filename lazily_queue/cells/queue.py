@@ -274,11 +274,8 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], QueueOptions, Generic[T]):
                                           delay=delay, not_before=not_before)
         if timeout is not None:
             async with asyncio.timeout(timeout):
-                return await self._push(value, msg_id, options, wait)
-        return await self._push(value, msg_id, options, wait)
-
-    async def _push(self, value: T, msg_id: str | None, options: PushOptions | None,
-                    wait: bool) -> None:
+                return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait,
+                                       headers=headers, delay=delay, not_before=not_before)
         while True:
             if options is not None:
                 err = await self._offer_options(value, options, None)
