@@ -58,7 +58,7 @@ _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
 
 
-class QueueCell(QueueSyncOps[T], QueueBatches[T], QueueOptions, Generic[T]):
+class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
     """A FIFO queue made of cells, bound to one reactive context (one event loop).
 
     On every backend: ``await push(v)`` (waits while full), ``await pop()`` (waits for

@@ -17,6 +17,7 @@ proposes the promotion, which every member applies and reports.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.push_options import PushOptions
@@ -141,7 +142,7 @@ class QueueOptions:
         storage: Any = self._storage
         return list(storage.delayed()) if self._caps.scheduling else []
 
-    async def _wait_for_element(self, has_element: Any) -> None:
+    async def _wait_for_element(self, has_element: Callable[[], bool]) -> None:
         """Wait until an element is ready (or, on a local backend, the earliest due time
         of a delayed one has come: the caller pops again, which makes it ready)."""
         storage: Any = self._storage

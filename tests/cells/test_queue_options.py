@@ -201,3 +201,19 @@ async def test_transactions_carry_a_queue_push_with_options() -> None:
             tx2.push(q, "later", delay=3600.0, ttl=7200.0, msg_id="tx-later")
             tx2.push(q, "now", headers={"k": "v"})
         assert (q.len(), q.delayed_len()) == (1, 1)
+
+
+async def test_message_and_batch_pops_wait_for_a_delayed_element_and_readers_follow() -> None:
+    q: QueueCell[str] = QueueCell()
+    seen: list[tuple[int, int, bool]] = []
+    effect = Effect(lambda: seen.append((q.len(), q.delayed_len(), q.is_empty())),
+                    context=q.ctx)
+    await q.push("m", delay=0.05, headers={"k": "v"})
+    await q.push("n", delay=0.05)
+    message = await q.pop_message(timeout=30)  # both fall due: one taken
+    assert (message.value, dict(message.headers)) == ("m", {"k": "v"})
+    assert seen[-1] == (1, 0, False)  # every reader that moved was invalidated
+    await q.push("o", delay=0.05)
+    assert await q.pop_many(5, timeout=30) == ["n"]
+    assert await q.pop_many(5, timeout=30) == ["o"]
+    effect.dispose()
