@@ -1,0 +1,301 @@
+"""Fair service of a member's clients: admission and proposal order.
+
+:class:`FairBudget` is the member's total budget of requests in flight: a slot that
+frees goes to the waiting client holding the fewest slots (equal: arrival order), so a
+light client is not queued behind a greedy one.
+
+:class:`OpScheduler` proposes the ops read from clients. Each connection has a lane
+(its ops, and requests that must follow them, in its own order); at most ``window``
+ops of this member are proposed and unanswered at once, the rest wait in their lanes,
+and when room frees the lane with the fewest ops proposed goes first, up to
+:data:`TURN_OPS` ops a turn. So a client with one op in flight enters the next
+proposal instead of the back of what a flood queued, and the log holds few enough of
+this member's ops that its commit latency stays near the cluster's own, while the
+flood keeps the pipeline full. What waits in a lane already holds its slots of the
+budget (memory stays bounded by it); a lane's ops are proposed under the session they
+were read under, in order; ops whose timeout passed while they waited are answered
+as not applied; a closed connection's lane is dropped unproposed (its client sends
+them again on its next link, under the same sequence numbers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..raft.errors import CommitTimeout
+from ..replicated import ops
+from .batching import PendingOp, answer_each, client_ops, group
+
+if TYPE_CHECKING:
+    from ..node import Node
+    from .connection import ClientConnection
+
+#: Most ops of one lane proposed in one turn (and in one ``CLIENT_OPS`` at most).
+TURN_OPS = 256
+#: Default share of the total budget that may be proposed and unanswered at once.
+WINDOW_SHARE = 0.25
+#: The smallest default window (ops).
+MIN_WINDOW = 64
+
+Answer = Callable[["ClientConnection", int, Any, "BaseException | None"], None]
+
+
+class FairBudget:
+    """``size`` slots; waiters holding fewer slots first (module docstring).
+
+    ``free`` may be taken directly (``free -= 1``) while :attr:`ready`.
+    """
+
+    __slots__ = ("_heap", "_order", "free", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.free = size
+        self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    @property
+    def used(self) -> int:
+        return self.size - self.free
+
+    @property
+    def ready(self) -> bool:
+        """Whether :meth:`take` would return without waiting."""
+        return self.free > 0 and not self._heap
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for _, _, fut in self._heap if not fut.done())
+
+    async def take(self, held: int) -> None:
+        """Take a slot for a client holding ``held`` slots, waiting behind the waiters
+        holding fewer (and those holding as many that came first)."""
+        if self.free > 0 and not self._heap:
+            self.free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._heap, (held, next(self._order), fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.give()  # granted as the waiter was cancelled: pass it on
+            raise  # else its entry is skipped when reached
+
+    def give(self) -> None:
+        """Give a slot back (to the first waiter, if any)."""
+        heap = self._heap
+        while heap:
+            fut = heapq.heappop(heap)[2]
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
+
+
+class _Lane:
+    """One connection's ops waiting their turn, and how many it has proposed."""
+
+    __slots__ = ("conn", "items", "proposed", "queued", "scheduled")
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self.conn = conn
+        #: ``(session, read at, ops)`` chunks, or a request to make once the ops before
+        #: it were proposed (with what to do when it is dropped instead).
+        self.items: deque[tuple[int, float, list[PendingOp]]
+                          | tuple[Callable[[], None], Callable[[], None]]] = deque()
+        self.proposed = 0
+        self.queued = 0
+        self.scheduled = False
+
+
+class OpScheduler:
+    """Proposes clients' ops through ``node``'s replica (module docstring).
+
+    ``answer(conn, rid, result, error)`` answers an op that was proposed (its slots are
+    given back there); ``fail(conn, rid, error)`` and ``release(conn)`` answer one
+    refused or expired before it was, and give its slots back.
+    """
+
+    def __init__(self, node: Node, window: int, *, answer: Answer,
+                 fail: Callable[[ClientConnection, int, BaseException], None],
+                 release: Callable[[ClientConnection], None]) -> None:
+        if window < 1:
+            raise ValueError(f"the proposal window must be at least 1 op, not {window}")
+        self.node = node
+        self.window = window
+        self.in_window = 0
+        self._answer, self._fail_op, self._release = answer, fail, release
+        self._lanes: dict[ClientConnection, _Lane] = {}
+        self._turns: list[tuple[int, int, _Lane]] = []
+        self._order = itertools.count()
+        self._dispatching = False
+
+    @staticmethod
+    def default_window(max_total_in_flight: int) -> int:
+        return min(max_total_in_flight, max(MIN_WINDOW, int(max_total_in_flight * WINDOW_SHARE)))
+
+    @property
+    def waiting(self) -> int:
+        """Ops read and waiting their turn."""
+        return sum(lane.queued for lane in self._lanes.values())
+
+    def _lane(self, conn: ClientConnection) -> _Lane:
+        lane = self._lanes.get(conn)
+        if lane is None:
+            lane = self._lanes[conn] = _Lane(conn)
+        return lane
+
+    def add(self, conn: ClientConnection, session: int, pending: list[PendingOp]) -> None:
+        """Queue ``pending`` (read in this order under ``session``) and propose what
+        fits now."""
+        lane = self._lane(conn)
+        lane.items.append((session, asyncio.get_running_loop().time(), pending))
+        lane.queued += len(pending)
+        self._ready(lane)
+        self._dispatch()
+
+    def after(self, conn: ClientConnection, request: Callable[[], None],
+              dropped: Callable[[], None]) -> bool:
+        """Make ``request`` once the ops queued before it were proposed; False (nothing
+        queued) when the caller should make it now. ``dropped`` runs instead when the
+        connection closes first."""
+        lane = self._lanes.get(conn)
+        if lane is None or not lane.items:
+            return False
+        lane.items.append((request, dropped))
+        return True
+
+    def drop(self, conn: ClientConnection) -> None:
+        """The connection closed: what waits in its lane is given up, its slots back."""
+        lane = self._lanes.pop(conn, None)
+        if lane is None:
+            return
+        items, lane.items, lane.queued = lane.items, deque(), 0
+        for item in items:
+            if len(item) == 2:
+                item[1]()
+            else:
+                for _ in item[2]:
+                    self._release(conn)
+        self._dispatch()
+
+    def _ready(self, lane: _Lane) -> None:
+        if not lane.scheduled and lane.items:
+            lane.scheduled = True
+            heapq.heappush(self._turns, (lane.proposed, next(self._order), lane))
+
+    def _done(self, lane: _Lane, count: int) -> None:
+        self.in_window -= count
+        lane.proposed -= count
+        if not lane.items and not lane.proposed and self._lanes.get(lane.conn) is lane:
+            del self._lanes[lane.conn]
+        if self._turns and not self._dispatching:
+            self._dispatching = True
+            asyncio.get_running_loop().call_soon(self._dispatch)  # after this step's answers
+
+    def _dispatch(self) -> None:
+        self._dispatching = False
+        turns = self._turns
+        while turns and self.in_window < self.window:
+            lane = heapq.heappop(turns)[2]
+            lane.scheduled = False
+            if self._lanes.get(lane.conn) is not lane:
+                continue  # dropped
+            self._turn(lane, min(TURN_OPS, self.window - self.in_window))
+            self._ready(lane)
+
+    def _turn(self, lane: _Lane, room: int) -> None:
+        """Propose up to ``room`` of the lane's ops (of one session), and the requests
+        queued behind them that come next."""
+        items, now = lane.items, asyncio.get_running_loop().time()
+        taken: list[PendingOp] = []
+        session = 0
+        while items and (room or len(items[0]) == 2):
+            head = items[0]
+            if len(head) == 2:
+                if taken:
+                    break
+                items.popleft()
+                head[0]()
+                continue
+            if taken and head[0] != session:
+                break
+            session, read_at, chunk = head
+            count = min(room, len(chunk))
+            if count == len(chunk):
+                items.popleft()
+            else:
+                items[0] = (session, read_at, chunk[count:])
+            room -= count
+            lane.queued -= count
+            waited = now - read_at
+            for op in chunk[:count]:
+                if op.timeout <= waited:
+                    self._fail_op(lane.conn, op.rid, CommitTimeout(
+                        f"{ops.op_name(op.code)} waited for its turn past its timeout; it "
+                        "was not applied"))
+                    self._release(lane.conn)
+                else:
+                    op.timeout -= waited
+                    taken.append(op)
+        if taken:
+            self._propose(lane, session, taken)
+
+    def _propose(self, lane: _Lane, session: int, pending: list[PendingOp]) -> None:
+        """Propose ``pending`` (several ops of one group as one ``CLIENT_OPS``, see
+        :mod:`.batching`); each one refused here is answered and its slots given back."""
+        config = self.node.driver.replica.config
+        for members in group(pending, message_limit=config.max_message_bytes,
+                             command_bytes=config.max_command_bytes):
+            self.in_window += len(members)
+            lane.proposed += len(members)
+            if len(members) > 1 and self._propose_ops(lane, session, members):
+                continue
+            for op in members:
+                self._propose_op(lane, session, op)
+
+    def _propose_ops(self, lane: _Lane, session: int, members: list[PendingOp]) -> bool:
+        """Propose ``members`` as one ``CLIENT_OPS``; False when the replica refuses them
+        together (each is then proposed alone, and refused alone)."""
+        driver, conn = self.node.driver, lane.conn
+        if not driver.running or driver.disk_error is not None:
+            return False
+
+        def answer(rid: int, result: Any, error: BaseException | None) -> None:
+            self._done(lane, 1)
+            self._answer(conn, rid, result, error)
+
+        try:
+            driver.replica.propose(
+                ops.CLIENT_OPS, client_ops(session, members),
+                timeout=max(op.timeout for op in members),
+                on_done=answer_each(members, answer))
+        except Exception:  # a value or size the replica refuses: proposed one by one
+            return False
+        driver.wake()
+        return True
+
+    def _propose_op(self, lane: _Lane, session: int, op: PendingOp) -> None:
+        driver, conn = self.node.driver, lane.conn
+        code, args = ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args]
+
+        def answer(result: Any, error: BaseException | None) -> None:
+            self._done(lane, 1)
+            self._answer(conn, op.rid, result, error)
+
+        try:
+            if not driver.running or driver.disk_error is not None:
+                driver.propose(code, args, timeout=op.timeout)  # raises why it cannot
+            driver.replica.propose(code, args, timeout=op.timeout, on_done=answer)
+        except Exception as exc:  # not running, no disk, a value replicas would refuse
+            self._done(lane, 1)
+            self._fail_op(conn, op.rid, exc)
+            self._release(conn)
+            return
+        driver.wake()
