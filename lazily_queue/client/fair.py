@@ -33,29 +33,53 @@ from .batching import PendingOp, answer_each, client_ops, group
 
 if TYPE_CHECKING:
     from ..node import Node
+    from .access import ClientAccess
     from .connection import ClientConnection
 
 #: Most ops of one lane proposed in one turn (and in one ``CLIENT_OPS`` at most).
 TURN_OPS = 256
-#: Default share of the total budget that may be proposed and unanswered at once.
+#: A client holding fewer slots (a lane with fewer ops proposed) is light: it may use
+#: the reserves.
+LIGHT = 8
+#: Default share of the total budget that may be proposed and unanswered at once, and
+#: share of that window (and of the budget) kept for light clients.
 WINDOW_SHARE = 0.25
+RESERVE_SHARE = 0.125
 #: The smallest default window (ops).
 MIN_WINDOW = 64
+
+
+
+def fair_budget(access: ClientAccess) -> dict[str, int]:
+    """The :class:`FairBudget` arguments besides the size, for a member's ``access``."""
+    size = access.max_total_in_flight
+    return {"reserve": int(size * RESERVE_SHARE), "light": LIGHT}
+
+
+def fair_window(access: ClientAccess) -> dict[str, int]:
+    """The :class:`OpScheduler` window and reserve for a member's ``access``."""
+    size = access.max_total_in_flight
+    window = min(size, max(MIN_WINDOW, int(size * WINDOW_SHARE)))
+    return {"window": window, "reserve": int(window * RESERVE_SHARE)}
+
 
 Answer = Callable[["ClientConnection", int, Any, "BaseException | None"], None]
 
 
 class FairBudget:
-    """``size`` slots; waiters holding fewer slots first (module docstring).
+    """``size`` slots; waiters holding fewer slots first, and ``reserve`` of them kept
+    for clients holding fewer than ``light`` (module docstring).
 
     ``free`` may be taken directly (``free -= 1``) while :attr:`ready`.
     """
 
-    __slots__ = ("_heap", "_order", "free", "size")
+    __slots__ = ("_heap", "_order", "free", "light", "reserve", "size")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, reserve: int = 0, light: int = 0) -> None:
         self.size = size
         self.free = size
+        self.reserve = max(0, min(reserve, size - 1))
+        self.light = light
         self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
@@ -65,17 +89,18 @@ class FairBudget:
 
     @property
     def ready(self) -> bool:
-        """Whether :meth:`take` would return without waiting."""
-        return self.free > 0 and not self._heap
+        """Whether any client's :meth:`take` would return without waiting."""
+        return self.free > self.reserve and not self._heap
 
-    @property
-    def waiting(self) -> int:
-        return sum(1 for _, _, fut in self._heap if not fut.done())
+    def _room(self, held: int) -> bool:
+        return self.free > (0 if held < self.light else self.reserve)
 
     async def take(self, held: int) -> None:
-        """Take a slot for a client holding ``held`` slots, waiting behind the waiters
-        holding fewer (and those holding as many that came first)."""
-        if self.free > 0 and not self._heap:
+        """Take a slot for a client already holding ``held`` slots, waiting behind the
+        waiters holding fewer (and those holding as many that came first)."""
+        # Every live waiter lacks room (a slot given back is handed over at once), so
+        # one with room now is ahead of them all.
+        if self._room(held):
             self.free -= 1
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -88,14 +113,19 @@ class FairBudget:
             raise  # else its entry is skipped when reached
 
     def give(self) -> None:
-        """Give a slot back (to the first waiter, if any)."""
+        """Give a slot back (to the first waiter with room, if any)."""
+        self.free += 1
         heap = self._heap
         while heap:
-            fut = heapq.heappop(heap)[2]
-            if not fut.done():
+            held, _, fut = heap[0]
+            if fut.done():
+                heapq.heappop(heap)
+            elif self._room(held):
+                heapq.heappop(heap)
+                self.free -= 1
                 fut.set_result(None)
+            else:
                 return
-        self.free += 1
 
 
 class _Lane:
@@ -122,23 +152,21 @@ class OpScheduler:
     refused or expired before it was, and give its slots back.
     """
 
-    def __init__(self, node: Node, window: int, *, answer: Answer,
+    def __init__(self, node: Node, window: int, *, reserve: int = 0, answer: Answer,
                  fail: Callable[[ClientConnection, int, BaseException], None],
                  release: Callable[[ClientConnection], None]) -> None:
         if window < 1:
             raise ValueError(f"the proposal window must be at least 1 op, not {window}")
         self.node = node
         self.window = window
+        #: Ops of the window only light lanes propose (at most LIGHT each).
+        self.reserve = max(0, min(reserve, window - 1))
         self.in_window = 0
         self._answer, self._fail_op, self._release = answer, fail, release
         self._lanes: dict[ClientConnection, _Lane] = {}
         self._turns: list[tuple[int, int, _Lane]] = []
         self._order = itertools.count()
         self._dispatching = False
-
-    @staticmethod
-    def default_window(max_total_in_flight: int) -> int:
-        return min(max_total_in_flight, max(MIN_WINDOW, int(max_total_in_flight * WINDOW_SHARE)))
 
     @property
     def waiting(self) -> int:
@@ -202,12 +230,19 @@ class OpScheduler:
     def _dispatch(self) -> None:
         self._dispatching = False
         turns = self._turns
-        while turns and self.in_window < self.window:
-            lane = heapq.heappop(turns)[2]
-            lane.scheduled = False
+        while turns:
+            lane = turns[0][2]
             if self._lanes.get(lane.conn) is not lane:
+                heapq.heappop(turns)
                 continue  # dropped
-            self._turn(lane, min(TURN_OPS, self.window - self.in_window))
+            room = self.window - self.reserve - self.in_window
+            if lane.proposed < LIGHT:
+                room = max(room, min(self.window - self.in_window, LIGHT - lane.proposed))
+            if room <= 0:
+                return
+            heapq.heappop(turns)
+            lane.scheduled = False
+            self._turn(lane, min(TURN_OPS, room))
             self._ready(lane)
 
     def _turn(self, lane: _Lane, room: int) -> None:

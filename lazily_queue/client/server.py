@@ -50,7 +50,7 @@ from . import protocol as P
 from .access import READ, ClientAccess
 from .batching import PendingOp
 from .connection import ClientConnection
-from .fair import FairBudget, OpScheduler
+from .fair import FairBudget, OpScheduler, fair_budget, fair_window
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -89,8 +89,8 @@ class ClientServer:
         self._watchers: dict[tuple[str, str], set[ClientConnection]] = {}
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.keys()
-        self._slots = FairBudget(access.max_total_in_flight)
-        self._fair = OpScheduler(node, OpScheduler.default_window(access.max_total_in_flight),
+        self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
+        self._fair = OpScheduler(node, **fair_window(access),
                                  answer=lambda *a: self._answer(*a),
                                  fail=lambda *a: self._fail(*a), release=lambda c: self._release(c))
         self._listeners: list[AbstractAsyncContextManager[Any]] = []
@@ -165,7 +165,7 @@ class ClientServer:
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
                         await conn.slots.take()
-                        await self._slots.take(conn.slots.used)
+                        await self._slots.take(conn.slots.used - 1)
                     else:  # both free: taken without a suspension
                         conn.slots.free -= 1
                         self._slots.free -= 1
