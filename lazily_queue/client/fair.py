@@ -43,7 +43,7 @@ TURN_OPS = 256
 LIGHT = 8
 #: Default share of the total budget that may be proposed and unanswered at once, and
 #: share of that window (and of the budget) kept for light clients.
-WINDOW_SHARE = 0.25
+WINDOW_SHARE = float(__import__("os").environ.get("FAIR_WS", "0.25"))
 RESERVE_SHARE = 0.125
 #: The smallest default window (ops).
 MIN_WINDOW = 64
@@ -91,6 +91,11 @@ class FairBudget:
     def ready(self) -> bool:
         """Whether any client's :meth:`take` would return without waiting."""
         return self.free > self.reserve and not self._heap
+
+    @property
+    def waiting(self) -> int:
+        """Clients waiting for a slot."""
+        return sum(1 for _, _, fut in self._heap if not fut.done())
 
     def _room(self, held: int) -> bool:
         return self.free > (0 if held < self.light else self.reserve)
@@ -236,8 +241,8 @@ class OpScheduler:
                 heapq.heappop(turns)
                 continue  # dropped
             room = self.window - self.reserve - self.in_window
-            if lane.proposed < LIGHT:
-                room = max(room, min(self.window - self.in_window, LIGHT - lane.proposed))
+            if room <= 0 and lane.proposed < LIGHT:  # the reserve, LIGHT ops a lane at most
+                room = min(self.window - self.in_window, LIGHT - lane.proposed)
             if room <= 0:
                 return
             heapq.heappop(turns)
