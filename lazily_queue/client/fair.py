@@ -1,14 +1,11 @@
-"""Fair service of a member's clients: admission and proposal order.
+"""OpScheduler: the order in which a member proposes the ops its clients sent.
 
-:class:`FairBudget` is the member's total budget of requests in flight: a slot that
-frees goes to the waiting client holding the fewest slots (equal: arrival order), so a
-light client is not queued behind a greedy one.
-
-:class:`OpScheduler` proposes the ops read from clients. Each connection has a lane
+ Each connection has a lane
 (its ops, and requests that must follow them, in its own order); at most ``window``
-ops of this member are proposed and unanswered at once, the rest wait in their lanes,
-and when room frees the lane with the fewest ops proposed goes first, up to
-:data:`TURN_OPS` ops a turn. So a client with one op in flight enters the next
+ops of this member are proposed and unanswered at once (``reserve`` more for lanes
+with fewer than :data:`LIGHT` proposed), the rest wait in their lanes, and when room
+frees the lane with the fewest ops proposed goes first, up to :data:`TURN_OPS` ops a
+turn. So a client with one op in flight enters the next
 proposal instead of the back of what a flood queued, and the log holds few enough of
 this member's ops that its commit latency stays near the cluster's own, while the
 flood keeps the pipeline full. What waits in a lane already holds its slots of the
@@ -41,19 +38,20 @@ TURN_OPS = 256
 #: A client holding fewer slots (a lane with fewer ops proposed) is light: it may use
 #: the reserves.
 LIGHT = 8
-#: Default share of the total budget that may be proposed and unanswered at once, and
-#: share of that window (and of the budget) kept for light clients.
+#: Default share of the total budget that may be proposed and unanswered at once.
 WINDOW_SHARE = float(__import__("os").environ.get("FAIR_WS", "0.25"))
+#: Share of the window, and of the budget, added for light clients.
 RESERVE_SHARE = 0.125
+BUDGET_RESERVE_SHARE = 0.0625
 #: The smallest default window (ops).
 MIN_WINDOW = 64
 
 
 
 def fair_budget(access: ClientAccess) -> dict[str, int]:
-    """The :class:`FairBudget` arguments besides the size, for a member's ``access``."""
+    """:class:`~.fair_budget.FairBudget` arguments besides the size, for ``access``."""
     size = access.max_total_in_flight
-    return {"reserve": int(size * RESERVE_SHARE), "light": LIGHT}
+    return {"reserve": int(size * BUDGET_RESERVE_SHARE), "light": LIGHT}
 
 
 def fair_window(access: ClientAccess) -> dict[str, int]:
@@ -64,73 +62,6 @@ def fair_window(access: ClientAccess) -> dict[str, int]:
 
 
 Answer = Callable[["ClientConnection", int, Any, "BaseException | None"], None]
-
-
-class FairBudget:
-    """``size`` slots; waiters holding fewer slots first, and ``reserve`` of them kept
-    for clients holding fewer than ``light`` (module docstring).
-
-    ``free`` may be taken directly (``free -= 1``) while :attr:`ready`.
-    """
-
-    __slots__ = ("_heap", "_order", "free", "light", "reserve", "size")
-
-    def __init__(self, size: int, *, reserve: int = 0, light: int = 0) -> None:
-        self.size = size
-        self.free = size
-        self.reserve = max(0, min(reserve, size - 1))
-        self.light = light
-        self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
-        self._order = itertools.count()
-
-    @property
-    def used(self) -> int:
-        return self.size - self.free
-
-    @property
-    def ready(self) -> bool:
-        """Whether any client's :meth:`take` would return without waiting."""
-        return self.free > self.reserve and not self._heap
-
-    @property
-    def waiting(self) -> int:
-        """Clients waiting for a slot."""
-        return sum(1 for _, _, fut in self._heap if not fut.done())
-
-    def _room(self, held: int) -> bool:
-        return self.free > (0 if held < self.light else self.reserve)
-
-    async def take(self, held: int) -> None:
-        """Take a slot for a client already holding ``held`` slots, waiting behind the
-        waiters holding fewer (and those holding as many that came first)."""
-        # Every live waiter lacks room (a slot given back is handed over at once), so
-        # one with room now is ahead of them all.
-        if self._room(held):
-            self.free -= 1
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._heap, (held, next(self._order), fut))
-        try:
-            await fut
-        except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():
-                self.give()  # granted as the waiter was cancelled: pass it on
-            raise  # else its entry is skipped when reached
-
-    def give(self) -> None:
-        """Give a slot back (to the first waiter with room, if any)."""
-        self.free += 1
-        heap = self._heap
-        while heap:
-            held, _, fut = heap[0]
-            if fut.done():
-                heapq.heappop(heap)
-            elif self._room(held):
-                heapq.heappop(heap)
-                self.free -= 1
-                fut.set_result(None)
-            else:
-                return
 
 
 class _Lane:
@@ -164,8 +95,8 @@ class OpScheduler:
             raise ValueError(f"the proposal window must be at least 1 op, not {window}")
         self.node = node
         self.window = window
-        #: Ops of the window only light lanes propose (at most LIGHT each).
-        self.reserve = max(0, min(reserve, window - 1))
+        #: Ops beyond the window only light lanes propose (at most LIGHT each).
+        self.reserve = max(0, reserve)
         self.in_window = 0
         self._answer, self._fail_op, self._release = answer, fail, release
         self._lanes: dict[ClientConnection, _Lane] = {}
@@ -240,9 +171,9 @@ class OpScheduler:
             if self._lanes.get(lane.conn) is not lane:
                 heapq.heappop(turns)
                 continue  # dropped
-            room = self.window - self.reserve - self.in_window
+            room = self.window - self.in_window
             if room <= 0 and lane.proposed < LIGHT:  # the reserve, LIGHT ops a lane at most
-                room = min(self.window - self.in_window, LIGHT - lane.proposed)
+                room = min(self.window + self.reserve - self.in_window, LIGHT - lane.proposed)
             if room <= 0:
                 return
             heapq.heappop(turns)

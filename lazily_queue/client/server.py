@@ -50,7 +50,8 @@ from . import protocol as P
 from .access import READ, ClientAccess
 from .batching import PendingOp
 from .connection import ClientConnection
-from .fair import FairBudget, OpScheduler, fair_budget, fair_window
+from .fair import OpScheduler, fair_budget, fair_window
+from .fair_budget import FairBudget
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
