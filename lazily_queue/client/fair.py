@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 #: Most ops of one lane proposed in one turn (and in one ``CLIENT_OPS`` at most).
 TURN_OPS = 256
-#: A client holding fewer slots (a lane with fewer ops proposed) is light: it may use
-#: the reserves.
+#: A client holding fewer slots (a lane with fewer ops proposed or waiting) is light:
+#: it may use the reserves.
 LIGHT = 8
 #: Default share of the total budget that may be proposed and unanswered at once.
 WINDOW_SHARE = float(__import__("os").environ.get("FAIR_WS", "0.25"))
@@ -172,7 +172,7 @@ class OpScheduler:
                 heapq.heappop(turns)
                 continue  # dropped
             room = self.window - self.in_window
-            if room <= 0 and lane.proposed < LIGHT:  # the reserve, LIGHT ops a lane at most
+            if room <= 0 and lane.proposed + lane.queued < LIGHT:  # the reserve
                 room = min(self.window + self.reserve - self.in_window, LIGHT - lane.proposed)
             if room <= 0:
                 return
@@ -206,6 +206,9 @@ class OpScheduler:
             room -= count
             lane.queued -= count
             waited = now - read_at
+            if waited < 0.001:  # proposed as read: no timeout to check
+                taken += chunk if count == len(chunk) else chunk[:count]
+                continue
             for op in chunk[:count]:
                 if op.timeout <= waited:
                     self._fail_op(lane.conn, op.rid, CommitTimeout(
@@ -238,15 +241,18 @@ class OpScheduler:
         if not driver.running or driver.disk_error is not None:
             return False
 
-        def answer(rid: int, result: Any, error: BaseException | None) -> None:
-            self._done(lane, 1)
-            self._answer(conn, rid, result, error)
+        answer = answer_each(members, lambda rid, result, error: self._answer(
+            conn, rid, result, error))
+        count = len(members)
+
+        def done(result: Any, error: BaseException | None) -> None:
+            self._done(lane, count)
+            answer(result, error)
 
         try:
             driver.replica.propose(
                 ops.CLIENT_OPS, client_ops(session, members),
-                timeout=max(op.timeout for op in members),
-                on_done=answer_each(members, answer))
+                timeout=max(op.timeout for op in members), on_done=done)
         except Exception:  # a value or size the replica refuses: proposed one by one
             return False
         driver.wake()
