@@ -1,18 +1,18 @@
 """OpScheduler: the order in which a member proposes the ops its clients sent.
 
- Each connection has a lane
-(its ops, and requests that must follow them, in its own order); at most ``window``
-ops of this member are proposed and unanswered at once (``reserve`` more for lanes
-with fewer than :data:`LIGHT` proposed), the rest wait in their lanes, and when room
-frees the lane with the fewest ops proposed goes first, up to :data:`TURN_OPS` ops a
-turn. So a client with one op in flight enters the next
-proposal instead of the back of what a flood queued, and the log holds few enough of
-this member's ops that its commit latency stays near the cluster's own, while the
-flood keeps the pipeline full. What waits in a lane already holds its slots of the
-budget (memory stays bounded by it); a lane's ops are proposed under the session they
-were read under, in order; ops whose timeout passed while they waited are answered
-as not applied; a closed connection's lane is dropped unproposed (its client sends
-them again on its next link, under the same sequence numbers).
+Each connection has a lane (its ops, and requests that must follow them, in its own
+order). At most ``window`` ops of this member are proposed and unanswered at once, and
+``reserve`` more for light lanes (fewer than :data:`LIGHT` ops proposed and waiting);
+the rest wait in their lanes, and when room frees the lane with the fewest ops
+proposed goes first, up to :data:`TURN_OPS` ops a turn. So a client with one op in
+flight enters the next proposal instead of the back of what a flood queued, and the
+log holds at most a window of this member's ops ahead of it.
+
+What waits in a lane already holds its slots of the budget (memory stays bounded by
+it); a lane's ops are proposed under the session they were read under, in order; ops
+whose timeout passed while they waited are answered as not applied; a closed
+connection's lane is dropped unproposed (its client sends them again on its next link,
+under the same sequence numbers).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ Answer = Callable[["ClientConnection", int, Any, "BaseException | None"], None]
 class _Lane:
     """One connection's ops waiting their turn, and how many it has proposed."""
 
-    __slots__ = ("conn", "items", "proposed", "queued", "scheduled")
+    __slots__ = ("conn", "items", "proposed", "queued", "turn")
 
     def __init__(self, conn: ClientConnection) -> None:
         self.conn = conn
@@ -77,7 +77,12 @@ class _Lane:
                           | tuple[Callable[[], None], Callable[[], None]]] = deque()
         self.proposed = 0
         self.queued = 0
-        self.scheduled = False
+        #: Its entry in the scheduler's turns (0: none).
+        self.turn = 0
+
+    @property
+    def light(self) -> bool:
+        return self.proposed + self.queued < LIGHT
 
 
 class OpScheduler:
@@ -101,7 +106,7 @@ class OpScheduler:
         self._answer, self._fail_op, self._release = answer, fail, release
         self._lanes: dict[ClientConnection, _Lane] = {}
         self._turns: list[tuple[int, int, _Lane]] = []
-        self._order = itertools.count()
+        self._order = itertools.count(1)
         self._dispatching = False
 
     @property
@@ -150,9 +155,9 @@ class OpScheduler:
         self._dispatch()
 
     def _ready(self, lane: _Lane) -> None:
-        if not lane.scheduled and lane.items:
-            lane.scheduled = True
-            heapq.heappush(self._turns, (lane.proposed, next(self._order), lane))
+        if not lane.turn and lane.items:
+            lane.turn = next(self._order)
+            heapq.heappush(self._turns, (lane.proposed, lane.turn, lane))
 
     def _done(self, lane: _Lane, count: int) -> None:
         self.in_window -= count
@@ -167,19 +172,29 @@ class OpScheduler:
         self._dispatching = False
         turns = self._turns
         while turns:
-            lane = turns[0][2]
-            if self._lanes.get(lane.conn) is not lane:
+            _, turn, lane = turns[0]
+            if lane.turn != turn or self._lanes.get(lane.conn) is not lane:
                 heapq.heappop(turns)
-                continue  # dropped
+                continue  # taken out of order, or dropped
             room = self.window - self.in_window
-            if room <= 0 and lane.proposed + lane.queued < LIGHT:  # the reserve
-                room = min(self.window + self.reserve - self.in_window, LIGHT - lane.proposed)
-            if room <= 0:
+            if room > 0:
+                heapq.heappop(turns)
+                self._take_turn(lane, room)
+            elif self.in_window < self.window + self.reserve:
+                for _, turn, lane in [entry for entry in turns if entry[2].light]:
+                    if lane.turn == turn and self._lanes.get(lane.conn) is lane:
+                        self._take_turn(lane, 0)  # the reserve
                 return
-            heapq.heappop(turns)
-            lane.scheduled = False
+            else:
+                return
+
+    def _take_turn(self, lane: _Lane, room: int) -> None:
+        if room <= 0 and lane.light:  # the reserve, at most LIGHT ops a lane
+            room = min(self.window + self.reserve - self.in_window, LIGHT - lane.proposed)
+        lane.turn = 0
+        if room > 0:
             self._turn(lane, min(TURN_OPS, room))
-            self._ready(lane)
+        self._ready(lane)
 
     def _turn(self, lane: _Lane, room: int) -> None:
         """Propose up to ``room`` of the lane's ops (of one session), and the requests

@@ -202,6 +202,14 @@ async def test_the_reserve_lets_a_light_client_in_while_a_greedy_one_fills_the_w
     assert s.seqs(1) == [100]  # at once
 
 
+async def test_a_light_client_behind_a_waiting_greedy_one_uses_the_reserve() -> None:
+    s = _Scheduler(window=4, reserve=2)
+    s.add("first", 1, 4)  # the window is full
+    s.add("greedy", 10, 10)  # waits, ahead of ...
+    s.add("light", 100, 1)  # ... the light client, which goes at once all the same
+    assert [s.seqs(k) for k in range(len(s.proposed))] == [[1, 2, 3, 4], [100]]
+
+
 async def test_each_clients_ops_are_proposed_in_order_under_the_session_read() -> None:
     s = _Scheduler(window=3)
     s.add("a", 1, 2, session=5)
