@@ -58,10 +58,6 @@ class ClientConnection:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append(frame)
 
-    def flush(self) -> None:
-        """Send the frames queued so far now, not at the end of the loop iteration."""
-        self._flush()
-
     def _flush(self) -> None:
         frames, self._pending = self._pending, []
         if not frames or self.closed:

@@ -50,7 +50,7 @@ from . import protocol as P
 from .access import READ, ClientAccess
 from .batching import PendingOp
 from .connection import ClientConnection
-from .fair import LIGHT, OpScheduler, fair_budget, fair_window
+from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 
 if TYPE_CHECKING:
@@ -321,8 +321,6 @@ class ClientServer:
             conn.send([rid, P.ERROR, P.error_payload(error)])
         else:
             conn.send([rid, P.OK, encode_result(result)])
-        if conn.slots.used < LIGHT:  # a light client's answer leaves before a flood's
-            conn.flush()
 
     def _key(self, frame: list[Any]) -> tuple[str, str]:
         if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):
