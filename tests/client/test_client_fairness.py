@@ -326,3 +326,30 @@ async def test_a_member_proposes_a_light_clients_push_before_a_greedy_clients_qu
         assert items[:2] == ["first", "second"]
         assert [x for x in items[2:] if x != "light"] == list(range(40))  # in order
         assert items.index("light") - 2 == before
+
+
+async def test_a_client_leaving_with_ops_waiting_their_turn_gives_its_slots_back() -> None:
+    access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"])],
+                          listen="memory://fair-2", max_in_flight=256, max_total_in_flight=256)
+    async with testing.cluster(1, node_options=lambda _id: {"clients": access}) as c:
+        node = c.node(1)
+        server = node.clients
+        assert server is not None
+        replica = node.driver.replica
+        real = replica.propose
+        held: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        monkey = pytest.MonkeyPatch()
+        try:
+            async with client_of(["memory://fair-2"], max_in_flight=256) as greedy:
+                await greedy.queue("q").push("first")
+                monkey.setattr(replica, "propose", lambda *a, **k: held.append((a, k)))
+                pushes = [asyncio.ensure_future(greedy.queue("q").push(i)) for i in range(200)]
+                await _until(lambda: server.stats()["waiting"] > 0, "ops wait their turn")
+            await asyncio.gather(*pushes, return_exceptions=True)
+            await _until(lambda: server.stats()["waiting"] == 0, "the lane is dropped")
+        finally:
+            monkey.undo()
+            for args, kwargs in held:
+                real(*args, **kwargs)
+            node.driver.wake()
+        await _until(lambda: server.stats()["in_flight"] == 0, "every slot given back")
