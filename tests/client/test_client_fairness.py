@@ -150,8 +150,8 @@ class _Scheduler:
 
     def __init__(self, window: int, reserve: int = 0) -> None:
         self.node = _Node()
-        self.answers: list[tuple[str, int, Any]] = []
-        self.released: list[str] = []
+        self.answers: list[tuple[Any, int, Any]] = []
+        self.released: list[Any] = []
         self.sched = OpScheduler(
             self.node, window, reserve=reserve,  # type: ignore[arg-type]
             answer=lambda conn, rid, result, error: self.answers.append((conn, rid, error)),
@@ -272,7 +272,7 @@ async def test_an_op_whose_timeout_passed_while_it_waited_is_answered_not_applie
         s.complete(0)
         await _until(lambda: bool(s.answers) and s.answers[-1][0] == "b", "b answered")
     finally:
-        del loop.time  # type: ignore[method-assign]
+        del loop.time
     assert len(s.proposed) == 1 and s.released == ["b"]
     assert isinstance(s.answers[-1][2], CommitTimeout)
     assert "not applied" in str(s.answers[-1][2])
