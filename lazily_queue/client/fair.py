@@ -165,13 +165,19 @@ class OpScheduler:
         lane.proposed -= count
         if not lane.items and not lane.proposed and self._lanes.get(lane.conn) is lane:
             del self._lanes[lane.conn]
-        if self._turns and not self._dispatching:
+        if self._turns:
+            self._later()  # after this step's answers
+
+    def _later(self) -> None:
+        if not self._dispatching:
             self._dispatching = True
-            asyncio.get_running_loop().call_soon(self._dispatch)  # after this step's answers
+            asyncio.get_running_loop().call_soon(self._dispatch)
 
     def _dispatch(self) -> None:
+        """Give the room to the lanes in turn, at most :data:`TURN_OPS` ops before the
+        loop's other work runs (heartbeats first)."""
         self._dispatching = False
-        turns = self._turns
+        turns, start = self._turns, self.in_window
         while turns:
             _, turn, lane = turns[0]
             if lane.turn != turn or self._lanes.get(lane.conn) is not lane:
@@ -179,6 +185,9 @@ class OpScheduler:
                 continue  # taken out of order, or dropped
             room = self.window - self.in_window
             if room > 0:
+                if self.in_window - start >= TURN_OPS:
+                    self._later()
+                    return
                 heapq.heappop(turns)
                 self._take_turn(lane, room)
             elif self.in_window < self.window + self.reserve:

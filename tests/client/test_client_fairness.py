@@ -12,7 +12,7 @@ import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, testing
 from lazily_queue.client.batching import PendingOp
-from lazily_queue.client.fair import OpScheduler
+from lazily_queue.client.fair import TURN_OPS, OpScheduler
 from lazily_queue.client.fair_budget import FairBudget
 from lazily_queue.raft.errors import CommitTimeout
 from lazily_queue.raft.proposals import ReplicaConfig
@@ -208,6 +208,14 @@ async def test_a_light_client_behind_a_waiting_greedy_one_uses_the_reserve() -> 
     s.add("greedy", 10, 10)  # waits, ahead of ...
     s.add("light", 100, 1)  # ... the light client, which goes at once all the same
     assert [s.seqs(k) for k in range(len(s.proposed))] == [[1, 2, 3, 4], [100]]
+
+
+async def test_the_scheduler_yields_to_the_loop_between_large_turns() -> None:
+    s = _Scheduler(window=10_000)
+    s.add("a", 1, TURN_OPS + 40)
+    assert sum(len(s.seqs(k)) for k in range(len(s.proposed))) == TURN_OPS
+    await _until(lambda: len(s.proposed) == 2, "the rest is proposed on the next turn")
+    assert s.seqs(1) == list(range(TURN_OPS + 1, TURN_OPS + 41))
 
 
 async def test_each_clients_ops_are_proposed_in_order_under_the_session_read() -> None:
