@@ -33,14 +33,16 @@ if TYPE_CHECKING:
     from .access import ClientAccess
     from .connection import ClientConnection
 
-#: Most ops of one lane proposed in one turn (and in one ``CLIENT_OPS`` at most).
+#: Most ops of one lane proposed in one turn (so in one ``CLIENT_OPS``), and about the
+#: most proposed before the loop's other work runs.
 TURN_OPS = 256
 #: A client holding fewer slots (a lane with fewer ops proposed or waiting) is light:
 #: it may use the reserves.
 LIGHT = 8
 #: Default share of the total budget that may be proposed and unanswered at once (a
 #: smaller window shortens the log ahead of a light client's op, at the cost of the
-#: flood's throughput while the CPU is short: a quarter lost 10-15% of it under load).
+#: flood's throughput while the CPU is short: a quarter cost 10-15% of it in runs under
+#: load).
 WINDOW_SHARE = 0.5
 #: Share of the window, and of the budget, added for light clients.
 RESERVE_SHARE = 0.125
