@@ -215,8 +215,8 @@ MUTATIONS = [
         "a slot that frees goes to the waiting client holding the fewest"),
     Mutation(
         "fair-proposals-in-arrival-order", "lazily_queue/client/fair.py",
-        "heapq.heappush(self._turns, (lane.proposed, next(self._order), lane))",
-        "heapq.heappush(self._turns, (0, next(self._order), lane))",
+        "heapq.heappush(self._turns, (lane.proposed, lane.turn, lane))",
+        "heapq.heappush(self._turns, (0, lane.turn, lane))",
         ("tests/client/test_client_fairness.py",),
         "a light client's op is proposed before a greedy client's queued ones"),
     Mutation(
