@@ -76,9 +76,13 @@ LIMITS_FEATURE = "limits-v1"
 #: in the ``expiry`` section), ``reject`` topic limits, expiry before the limits judge a
 #: publish and takes skipping expired elements: an older member would diverge.
 TOPIC_OPTIONS_FEATURE = "topic-options-v1"
+#: Queue pushes with options combined and delayed queue elements (``QUEUE_PUSH_OPTIONS``,
+#: ``QUEUE_PROMOTE``, snapshot section ``queue_options``): an older member would diverge.
+QUEUE_OPTIONS_FEATURE = "queue-options-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
-                               HEADERS_FEATURE, LIMITS_FEATURE, TOPIC_OPTIONS_FEATURE})
+                               HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
+                               TOPIC_OPTIONS_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -136,16 +136,19 @@ def _apply(op: TxOp) -> Any:
             op.job.receipt = receipt
         return receipt
     if isinstance(cell, QueueCell):
-        if op.msg_id is None and op.headers is None:
+        if op.options is not None:
+            _now(cell.offer_with(op.value, op.options))
+        elif op.msg_id is None and op.headers is None:
             cell.try_push(op.value)
         else:
             _now(cell.offer(op.value, msg_id=op.msg_id, headers=op.headers))
         return None
     if isinstance(cell, TopicCell):
-        if op.msg_id is None and op.headers is None and op.ttl_ms is None:
+        ttl_ms = None if op.options is None else op.options.ttl_ms
+        if op.msg_id is None and op.headers is None and ttl_ms is None:
             return cell.try_publish(op.value)
         return _now(cell.publish(op.value, msg_id=op.msg_id, headers=op.headers,
-                                 ttl=None if op.ttl_ms is None else op.ttl_ms / 1000))
+                                 ttl=None if ttl_ms is None else ttl_ms / 1000))
     if op.msg_id is None and op.headers is None:
         return cell.try_push(op.value)
     return _now(cell.push(op.value, msg_id=op.msg_id, headers=op.headers))

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
-from ..core.push_options import PushOptions
 from ..core.work import Receipt
 from ..errors import TransactionUnsupported
 from ..replicated import ops as C
@@ -65,9 +64,10 @@ class ReplicatedBackend:
         name = op.cell.name
         if op.lease is not None:
             return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
-        if op.ttl_ms is not None:  # a topic's publish with its own ttl
-            options = PushOptions(op.msg_id, op.headers, op.ttl_ms)
-            return [C.TOPIC_PUBLISH_OPTIONS, name, options.to_map(), _encoded(op)]
+        if op.options is not None:  # a queue push's or a topic publish's options
+            code = C.QUEUE_PUSH_OPTIONS if isinstance(op.cell, QueueCell) else (
+                C.TOPIC_PUBLISH_OPTIONS)
+            return [code, name, op.options.to_map(), _encoded(op)]
         if op.headers is not None:
             code = (C.QUEUE_PUSH_HEADERS if isinstance(op.cell, QueueCell)
                     else C.TOPIC_PUBLISH_HEADERS if isinstance(op.cell, TopicCell)
