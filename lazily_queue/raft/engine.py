@@ -40,7 +40,7 @@ from .journal import DurableJournal
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
-from .solo import append_alone, commit_alone
+from .leading import append_leading, commit_leading
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,7 @@ class RaftEngine(PatchedSyncObj):
         self._journal = journal
         self._snapshots = snapshots
         self._compaction_bytes = cfg.compaction_log_bytes
+        self._compaction_entries = cfg.compaction_min_entries
         self._apply_fn = apply
         self.max_command_bytes = max_command_bytes
         #: Entries sent per append; always above the largest entry (see MAX_COMMAND_BYTES).
@@ -104,8 +105,11 @@ class RaftEngine(PatchedSyncObj):
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
         self._commit_sent = 0  # the commit index of the last AppendEntries sent
-        self._solo_period = cfg.heartbeat_interval
+        self._light_period = cfg.heartbeat_interval
         self._full_tick_at = float("-inf")
+        self._unsent_appends = False  # appended to the log since the last AppendEntries
+        #: Full engine ticks so far (a leader's light ticks are not counted).
+        self.full_ticks = 0
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -159,6 +163,7 @@ class RaftEngine(PatchedSyncObj):
 
             def sending_appends() -> None:
                 self._commit_sent = self.commit_index
+                self._unsent_appends = False
                 try:
                     send_appends()
                 finally:
@@ -196,7 +201,9 @@ class RaftEngine(PatchedSyncObj):
                 "limit"
             )
         with self._env:
-            if not append_alone(self, payload, _translated(callback), int(self._wall() * 1000)):
+            if append_leading(self, payload, _translated(callback), int(self._wall() * 1000)):
+                self._unsent_appends = True
+            else:
                 self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
@@ -252,28 +259,39 @@ class RaftEngine(PatchedSyncObj):
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Advance the engine: a lone leader whose last full tick is recent commits and
-        applies what is durable (:mod:`.solo`); else a full tick."""
+        """Advance the engine: a leader whose last full tick is recent commits and applies
+        what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
         with self._env:
             self._committed = self.commit_index  # the clamp's floor
-            if now - self._full_tick_at < self._solo_period and commit_alone(
+            compact = (not self._snapshots.pending  # its end compacts; one would follow
+                       and self._journal.size_bytes >= max(self._compaction_bytes,
+                                                            self._snapshots.size))
+            if self._light(now, compact) and commit_leading(
                     self, self._journal.durable_index, self._journal.term_at):
                 return
             self._full_tick_at = now
+            self.full_ticks += 1
             self.pre_vote.before_tick()
-            if (not self._snapshots.pending  # its end compacts; a forced one would follow it
-                    and self._journal.size_bytes >= max(self._compaction_bytes,
-                                                         self._snapshots.size)):
+            if compact:
                 self.forceLogCompaction()  # however few entries: the bytes are what cost
             if self._snapshots.transmitting:  # its next chunks go every tick, not every beat
                 self._SyncObj__newAppendEntriesTime = 0
             self._onTick(0.0)
 
+    def _light(self, now: float, compact: bool) -> bool:
+        """Whether a leader's tick now may only commit and apply: its last full tick is
+        recent and no snapshot or compaction waits for a full one."""
+        snapshots = self._snapshots
+        return (now - self._full_tick_at < self._light_period and not compact
+                and not snapshots.pending and not snapshots.transmitting
+                and not self._SyncObj__forceLogCompaction
+                and len(self._journal) <= self._compaction_entries)
+
     def append_proposed(self) -> None:
         """Append the commands proposed since the last tick now, as a tick does last (a
-        follower forwards them to its leader)."""
-        if self._commands:
+        follower forwards them to its leader), and send what a leader appended."""
+        if self._commands or self._unsent_appends:
             with self._env:
                 self._checkCommandsToApply()
 
@@ -281,8 +299,12 @@ class RaftEngine(PatchedSyncObj):
         if self._commands:  # the library's loop reads the clock and raises per call
             last = self._journal.last_index
             super()._checkCommandsToApply()
-            if self._journal.last_index != last and self._isLeader():
+            if self._journal.last_index != last:
+                self._unsent_appends = True
+        if self._unsent_appends:
+            if self._isLeader() and self._SyncObj__otherNodes:
                 self._SyncObj__sendAppendEntries()  # one append for all of them
+            self._unsent_appends = False
 
     @property
     def commit_unsent(self) -> bool:

@@ -1,6 +1,6 @@
-"""A member alone in its cluster and leading it: proposals go straight to its log, and
-its ticks commit what is durable without a full engine tick, which still runs once per
-heartbeat period."""
+"""A leader, alone or not: proposals go straight to its log, and its ticks commit what a
+majority holds durably without a full engine tick, which still runs once per heartbeat
+period (and whenever a snapshot or compaction waits for one); followers tick fully."""
 
 from __future__ import annotations
 
@@ -56,14 +56,14 @@ def test_a_lone_leader_appends_at_once_and_commits_only_what_is_durable(
     replica.journal.fsync()
     done = replica.tick().completions
     assert len(done) == 1 and replica.engine.commit_index == last + 1
-    assert ticks == [1]  # the tick before the fsync had nothing durable to commit
+    assert ticks == []  # neither tick was a full one
     cluster.now += 0.001
     _push(replica, "y", results)
     replica.prepare()
     replica.journal.write()
     replica.journal.fsync()
     assert len(replica.tick().completions) == 1
-    assert ticks == [1]  # committed and applied without a full tick
+    assert ticks == []  # committed and applied without a full tick
     assert cluster.views["1"].queue("q").elements() == ["x", "y"]
 
 
@@ -98,16 +98,97 @@ def test_a_lone_leader_keeps_queued_commands_ahead_of_new_proposals(tmp_path: Pa
     assert entries[0][0][:1] == b"\x01"  # the queued command first, the push after it
 
 
-def test_members_with_peers_tick_fully_every_time(tmp_path: Path) -> None:
+def _followers_answer(cluster: Manual, leader: str, appends: dict[str, list[Any]],
+                      followers: list[str]) -> None:
+    """``followers`` take the leader's appends, write and fsync them and answer."""
+    replica = cluster.replicas[leader]
+    for follower in followers:
+        member = cluster.replicas[follower]
+        for message in appends[follower]:
+            member.receive(leader, message)
+        ready = member.prepare()
+        assert member.journal.write()
+        member.journal.fsync()
+        for message in ready.messages[leader]:
+            replica.receive(follower, message)
+
+
+def _leading(tmp_path: Path) -> tuple[Manual, str, list[str], list[int]]:
     cluster = Manual(tmp_path)
     leader = cluster.elect()
     cluster.declare_queue(leader)
+    cluster.replicas[leader].tick()  # a full tick now: the next ones are light
+    followers = [n for n in cluster.ids if n != leader]
+    return cluster, leader, followers, _count_full_ticks(cluster.replicas[leader])
+
+
+def test_a_leader_commits_in_the_tick_after_a_followers_reply_without_a_full_tick(
+    tmp_path: Path,
+) -> None:
+    cluster, leader, followers, ticks = _leading(tmp_path)
     replica = cluster.replicas[leader]
+    results: list[object] = []
+    _push(replica, "x", results)
+    last = replica.journal.last_index
+    appends = replica.prepare().messages  # appended and sent at once, one append each
+    assert sorted(appends) == followers
+    assert all(len(m) == 1 and m[0]["type"] == "append_entries" for m in appends.values())
+    assert replica.journal.last_index == last + 1
+    assert replica.journal.write()
+    replica.journal.fsync()
+    assert replica.tick().completions == []  # only its own copy is durable
+    _followers_answer(cluster, leader, appends, followers[:1])
+    done = replica.tick().completions
+    assert len(done) == 1 and replica.engine.commit_index == last + 1
+    assert ticks == []
+    assert cluster.views[leader].queue("q").elements() == ["x"]
+
+
+def test_a_leaders_light_tick_counts_only_durable_copies(tmp_path: Path) -> None:
+    cluster, leader, followers, ticks = _leading(tmp_path)
+    replica = cluster.replicas[leader]
+    results: list[object] = []
+    _push(replica, "x", results)
+    last = replica.journal.last_index
+    appends = replica.prepare().messages
+    assert replica.journal.write()  # written, never fsynced here
+    _followers_answer(cluster, leader, appends, followers[:1])
+    assert replica.tick().completions == []  # its own copy is not durable: one of three
+    assert replica.engine.commit_index == last
+    _followers_answer(cluster, leader, appends, followers[1:])
+    assert len(replica.tick().completions) == 1  # two followers' durable copies
+    assert replica.engine.commit_index == last + 1
+    assert ticks == []
+
+
+def test_a_leader_with_peers_still_ticks_fully_once_per_heartbeat_period(
+    tmp_path: Path,
+) -> None:
+    cluster, leader, followers, ticks = _leading(tmp_path)
+    replica = cluster.replicas[leader]
+    heartbeat = replica.config.engine.heartbeat_interval
+    for _ in range(200):
+        cluster.now += 0.001
+        replica.tick()
+    assert int(0.2 / heartbeat) - 1 <= len(ticks) <= int(0.2 / heartbeat) + 1
+
+
+def test_followers_tick_fully_every_time(tmp_path: Path) -> None:
+    cluster, leader, followers, _ = _leading(tmp_path)
+    replica = cluster.replicas[followers[0]]
     ticks = _count_full_ticks(replica)
     for _ in range(5):
         cluster.now += 0.001
         replica.tick()
     assert len(ticks) == 5
+
+
+def test_a_leader_ticks_fully_while_a_compaction_waits(tmp_path: Path) -> None:
+    cluster, leader, followers, ticks = _leading(tmp_path)
+    replica = cluster.replicas[leader]
+    replica.engine.force_compaction()
+    replica.tick()
+    assert ticks == [1]
 
 
 def test_the_engine_shape_changes_with_each_link_even_at_the_same_count(

@@ -1,0 +1,57 @@
+"""A leader's fast path: it appends what is proposed at once and, between full engine
+ticks, commits what a majority holds durably without one.
+
+Its proposals need no command queue: each is stamped and appended to its log as it is
+submitted, behind whatever the queue still holds (commands forwarded by followers), and
+the step sends one AppendEntries for all of them.
+
+A full tick (elections, heartbeats, leader fallback, compaction, PySyncObj's timers)
+runs at most once per ``period`` seconds for a leader: in between, its tick only moves
+its commit index to the highest entry of its term that a majority holds durably (its
+own copy counted by its journal's durable index, a follower's by its acknowledged match
+index, see :mod:`.durable_commit`) and applies up to it, exactly as the full tick's
+leader branch and the durable-commit clamp would. A commit then costs no more than
+counting: a reply from a follower commits in the step it starts. The timers run with
+the next full tick, at most ``period`` seconds later (a heartbeat is due once per
+period anyway).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import entries
+from .durable_commit import durable_majority_index
+
+
+def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool:
+    """Append a command carrying ``batch`` (stamped ``stamp``) to a leader's log now,
+    ``callback`` waiting for its commit; False (nothing done) when the engine is not the
+    leader or commands wait in its queue."""
+    if engine._commands or not engine._isLeader():
+        return False
+    index = int(engine._SyncObj__getCurrentLogIndex()) + 1
+    term = engine._SyncObj__raftCurrentTerm
+    engine._SyncObj__raftLog.add(entries.encode(batch, stamp), index, term)
+    engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
+    return True
+
+
+def commit_leading(engine: Any, durable_index: int, term_at: Any) -> bool:
+    """Commit and apply what a majority of a leader's cluster holds durably; False
+    (nothing done) when the engine is not the leader."""
+    if not engine._isLeader():
+        return False
+    commit = int(engine._SyncObj__raftCommitIndex)
+    matches = engine._SyncObj__raftMatchIndex
+    new = durable_majority_index(
+        durable_index, [int(matches.get(node, 0)) for node in engine._SyncObj__otherNodes],
+        term_at, int(engine._SyncObj__raftCurrentTerm), commit,
+        int(engine._SyncObj__getCurrentLogIndex()))
+    if new > commit:
+        engine._SyncObj__raftCommitIndex = new
+        engine._journal.setRaftCommitIndex(new)
+    engine._SyncObj__leaderCommitIndex = engine._SyncObj__raftCommitIndex
+    if engine._SyncObj__raftCommitIndex > engine._SyncObj__raftLastApplied:
+        engine._SyncObj__applyLogEntries()
+    return True
