@@ -86,7 +86,8 @@ class Summary:
         t = self.totals
         return (
             f"{self.runs} seeds, {len(self.failed)} failed, {self.seconds:.1f}s "
-            f"({rate:.1f} seeds/s); {int(t.get('virtual', 0))} virtual s, "
+            f"({rate:.1f} seeds/s; {int(t.get('one_member', 0))} run by one member alone); "
+            f"{int(t.get('virtual', 0))} virtual s, "
             f"{int(t.get('ops', 0))} checked ops ({int(t.get('deduplicated', 0))} retries "
             f"applied once, {int(t.get('once_repeats', 0))} msg_id repeats answered by the "
             f"dedup window, {int(t.get('group_settled', 0))} elements settled by consumer "
@@ -111,7 +112,8 @@ class Summary:
             f"{int(t.get('stalls', 0))} disk stalls ({int(t.get('failed_writes', 0))} failed "
             f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused, "
             f"fsyncs {int(t.get('inline_fsyncs', 0))} inline and "
-            f"{int(t.get('worker_fsyncs', 0))} on the worker thread"
+            f"{int(t.get('worker_fsyncs', 0))} on the worker thread, "
+            f"{int(t.get('light_ticks', 0))} leader ticks that only committed and applied"
         )
 
 

@@ -360,6 +360,9 @@ def run(scenario: Scenario) -> Outcome:
         damage=sum(n.corruptions_detected for n in c.nodes.values()),
         inline_fsyncs=sum(n.inline_fsyncs for n in c.nodes.values()),
         worker_fsyncs=sum(n.worker_fsyncs for n in c.nodes.values()),
+        one_member=int(len(c.nodes) == 1),
+        light_ticks=sum(n.replica.engine.light_ticks for n in c.nodes.values()
+                        if n.replica is not None),
     )
     outcome.seconds = time.perf_counter() - started
     return outcome

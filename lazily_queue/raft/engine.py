@@ -108,8 +108,9 @@ class RaftEngine(PatchedSyncObj):
         self._light_period = cfg.heartbeat_interval
         self._full_tick_at = float("-inf")
         self._unsent_appends = False  # appended to the log since the last AppendEntries
-        #: Full engine ticks so far (a leader's light ticks are not counted).
+        #: Full engine ticks so far, and a leader's light ones (:mod:`.leading`).
         self.full_ticks = 0
+        self.light_ticks = 0
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -269,6 +270,7 @@ class RaftEngine(PatchedSyncObj):
                                                             self._snapshots.size))
             if self._light(now, compact) and commit_leading(
                     self, self._journal.durable_index, self._journal.term_at):
+                self.light_ticks += 1
                 return
             self._full_tick_at = now
             self.full_ticks += 1
@@ -281,12 +283,15 @@ class RaftEngine(PatchedSyncObj):
 
     def _light(self, now: float, compact: bool) -> bool:
         """Whether a leader's tick now may only commit and apply: its last full tick is
-        recent and no snapshot or compaction waits for a full one."""
+        recent and no snapshot or compaction waits for a full one (a snapshot written on
+        the worker thread waits only for its end)."""
         snapshots = self._snapshots
-        return (now - self._full_tick_at < self._light_period and not compact
-                and not snapshots.pending and not snapshots.transmitting
-                and not self._SyncObj__forceLogCompaction
-                and len(self._journal) <= self._compaction_entries)
+        if (now - self._full_tick_at >= self._light_period or compact
+                or snapshots.transmitting or self._SyncObj__forceLogCompaction):
+            return False
+        if snapshots.pending:
+            return snapshots.writer.running
+        return len(self._journal) <= self._compaction_entries
 
     def append_proposed(self) -> None:
         """Append the commands proposed since the last tick now, as a tick does last (a

@@ -4,6 +4,7 @@ period (and whenever a snapshot or compaction waits for one); followers tick ful
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,19 @@ def test_the_engine_shape_changes_with_each_link_even_at_the_same_count(
     assert len(engine.connected) == 1 and engine.shape != one  # the other member now
     engine.peer_connected(others[1], True)
     assert engine.shape == start
+
+
+def test_a_leaders_ticks_stay_light_while_a_snapshot_is_written_on_the_worker_thread(
+    tmp_path: Path,
+) -> None:
+    cluster, leader, followers, ticks = _leading(tmp_path)
+    writer = cluster.replicas[leader].snapshots.writer
+    writer.background = True
+    under_way: Future[bytes] = Future()
+    writer._future = under_way  # a write on the worker thread, not ended yet
+    cluster.now += 0.001
+    cluster.replicas[leader].tick()
+    assert ticks == []  # its end is what a full tick waits for
+    under_way.set_result(b"")
+    cluster.replicas[leader].tick()
+    assert ticks == [1]  # ended: the next tick reports it at once
