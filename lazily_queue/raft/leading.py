@@ -9,8 +9,8 @@ A full tick (elections, heartbeats, leader fallback, compaction, PySyncObj's tim
 runs at most once per ``period`` seconds for a leader: in between, its tick only moves
 its commit index to the highest entry of its term that a majority holds durably (its
 own copy counted by its journal's durable index, a follower's by its acknowledged match
-index, see :mod:`.durable_commit`) and applies up to it, exactly as the full tick's
-leader branch and the durable-commit clamp would. A commit then costs no more than
+index) and applies up to it, exactly as the full tick's leader branch and the
+durable-commit clamp (:mod:`.durable_commit`, which it runs) would. A commit then costs no more than
 counting: a reply from a follower commits in the step it starts. The timers run with
 the next full tick, at most ``period`` seconds later (a heartbeat is due once per
 period anyway).
@@ -37,20 +37,23 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
     return True
 
 
-def commit_leading(engine: Any, durable_index: int, term_at: Any) -> bool:
+def commit_leading(engine: Any, term_at: Any) -> bool:
     """Commit and apply what a majority of a leader's cluster holds durably; False
     (nothing done) when the engine is not the leader."""
     if not engine._isLeader():
         return False
     commit = int(engine._SyncObj__raftCommitIndex)
+    last = int(engine._SyncObj__getCurrentLogIndex())
     matches = engine._SyncObj__raftMatchIndex
-    new = durable_majority_index(
-        durable_index, [int(matches.get(node, 0)) for node in engine._SyncObj__otherNodes],
-        term_at, int(engine._SyncObj__raftCurrentTerm), commit,
-        int(engine._SyncObj__getCurrentLogIndex()))
-    if new > commit:
-        engine._SyncObj__raftCommitIndex = new
-        engine._journal.setRaftCommitIndex(new)
+    # What the full tick's leader branch computes: the highest entry of this term that a
+    # majority holds, this leader counted with its whole log. The durable-commit clamp,
+    # run before applying, lowers it to what a majority holds durably.
+    proposed = durable_majority_index(
+        last, [int(matches.get(node, 0)) for node in engine._SyncObj__otherNodes],
+        term_at, int(engine._SyncObj__raftCurrentTerm), commit, last)
+    if proposed > commit:
+        engine._SyncObj__raftCommitIndex = proposed
+        engine._journal.setRaftCommitIndex(proposed)
     engine._SyncObj__leaderCommitIndex = engine._SyncObj__raftCommitIndex
     if engine._SyncObj__raftCommitIndex > engine._SyncObj__raftLastApplied:
         engine._SyncObj__applyLogEntries()
