@@ -37,10 +37,10 @@ from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
 from .journal import DurableJournal
+from .leading import append_leading, commit_leading
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
-from .leading import append_leading, commit_leading
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ class RaftEngine(PatchedSyncObj):
             )
         with self._env:
             if append_leading(self, payload, _translated(callback), int(self._wall() * 1000)):
-                self._unsent_appends = True
+                self._unsent_appends = bool(self._SyncObj__otherNodes)
             else:
                 self._applyCommand(entries.encode(payload), _translated(callback), None)
 

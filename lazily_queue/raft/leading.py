@@ -44,13 +44,20 @@ def commit_leading(engine: Any, term_at: Any) -> bool:
         return False
     commit = int(engine._SyncObj__raftCommitIndex)
     last = int(engine._SyncObj__getCurrentLogIndex())
-    matches = engine._SyncObj__raftMatchIndex
     # What the full tick's leader branch computes: the highest entry of this term that a
     # majority holds, this leader counted with its whole log. The durable-commit clamp,
     # run before applying, lowers it to what a majority holds durably.
-    proposed = durable_majority_index(
-        last, [int(matches.get(node, 0)) for node in engine._SyncObj__otherNodes],
-        term_at, int(engine._SyncObj__raftCurrentTerm), commit, last)
+    proposed = commit
+    if last > commit:
+        others = engine._SyncObj__otherNodes
+        term = int(engine._SyncObj__raftCurrentTerm)
+        if not others:
+            proposed = last if term_at(last) == term else commit
+        else:
+            matches = engine._SyncObj__raftMatchIndex
+            proposed = durable_majority_index(
+                last, [int(matches.get(node, 0)) for node in others], term_at, term, commit,
+                last)
     if proposed > commit:
         engine._SyncObj__raftCommitIndex = proposed
         engine._journal.setRaftCommitIndex(proposed)

@@ -165,7 +165,7 @@ def test_a_leaders_light_tick_counts_only_durable_copies(tmp_path: Path) -> None
 def test_a_leader_with_peers_still_ticks_fully_once_per_heartbeat_period(
     tmp_path: Path,
 ) -> None:
-    cluster, leader, followers, ticks = _leading(tmp_path)
+    cluster, leader, _followers, ticks = _leading(tmp_path)
     replica = cluster.replicas[leader]
     heartbeat = replica.config.engine.heartbeat_interval
     for _ in range(200):
@@ -175,7 +175,7 @@ def test_a_leader_with_peers_still_ticks_fully_once_per_heartbeat_period(
 
 
 def test_followers_tick_fully_every_time(tmp_path: Path) -> None:
-    cluster, leader, followers, _ = _leading(tmp_path)
+    cluster, _leader, followers, _ = _leading(tmp_path)
     replica = cluster.replicas[followers[0]]
     ticks = _count_full_ticks(replica)
     for _ in range(5):
@@ -185,7 +185,7 @@ def test_followers_tick_fully_every_time(tmp_path: Path) -> None:
 
 
 def test_a_leader_ticks_fully_while_a_compaction_waits(tmp_path: Path) -> None:
-    cluster, leader, followers, ticks = _leading(tmp_path)
+    cluster, leader, _followers, ticks = _leading(tmp_path)
     replica = cluster.replicas[leader]
     replica.engine.force_compaction()
     replica.tick()
@@ -216,7 +216,7 @@ def test_the_engine_shape_changes_with_each_link_even_at_the_same_count(
 def test_a_leaders_ticks_stay_light_while_a_snapshot_is_written_on_the_worker_thread(
     tmp_path: Path,
 ) -> None:
-    cluster, leader, followers, ticks = _leading(tmp_path)
+    cluster, leader, _followers, ticks = _leading(tmp_path)
     writer = cluster.replicas[leader].snapshots.writer
     writer.background = True
     under_way: Future[bytes] = Future()
