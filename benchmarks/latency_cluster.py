@@ -22,9 +22,9 @@ microseconds, along the push's critical path (the follower whose reply arrived f
 - ``to_resume``: completion -> the caller resumed.
 
 Also printed: the leader's own fsync (``l_fsync``) and how often it ended only after
-the first reply arrived (then it is on the critical path), and how often the result was
-handed over in the step that the reply started. With ``--json`` the last line is one
-JSON object.
+the first reply was sent (the reply then waits for the leader's own copy: its fsync is
+on the critical path), and how often the result was handed over in the step that the
+reply started. With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def analyse(leader: str, timelines: dict[str, list[Event]]) -> dict[str, Any]:
         l_end = None if l_fsync is None else _first(window, l_fsync, "fsync_end")
         if l_fsync is not None and l_end is not None:
             leader_fsync.append((l_end - l_fsync) / 1000)
-            own_last += l_end > back
+            own_last += l_end > f_send
         reply_step = _first(window, back, "step")
         reply_step_end = None if reply_step is None else _first(window, reply_step, "step_end")
         same_step += reply_step is not None and reply_step_end is not None and (
@@ -279,8 +279,8 @@ def main() -> int:
     for name in STAGES:
         print(f"  {name:14s} {figures[f'{name}_us']} us")
     print(f"leader's own fsync p50 {figures['l_fsync_us']} us, ended after the first reply "
-          f"in {figures['leader_fsync_last']:,} pushes; result handed over in the step the "
-          f"reply started in {figures['completed_in_reply_step']:,}")
+          f"was sent in {figures['leader_fsync_last']:,} pushes; result handed over in the "
+          f"step the reply started in {figures['completed_in_reply_step']:,}")
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     return 0
