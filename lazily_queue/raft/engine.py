@@ -268,7 +268,8 @@ class RaftEngine(PatchedSyncObj):
             compact = (not self._snapshots.pending  # its end compacts; one would follow
                        and self._journal.size_bytes >= max(self._compaction_bytes,
                                                             self._snapshots.size))
-            if self._light(now, compact) and commit_leading(self, self._journal.term_at):
+            if (self._isLeader() and self._light(now, compact)
+                    and commit_leading(self, self._journal.term_at)):
                 self.light_ticks += 1
                 return
             self._full_tick_at = now
