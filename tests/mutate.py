@@ -181,8 +181,8 @@ MUTATIONS = [
         "a client's op retried through another member applies at most once"),
     Mutation(
         "dedup-window-ignored", "lazily_queue/replicated/dedup.py",
-        "        if found:\n            return first\n",
-        "        if False:\n            return first\n",
+        "    if found:\n        return first\n",
+        "    if False:\n        return first\n",
         ("tests/replicated/test_dedup.py",
          "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
         "a push repeated with its msg_id applies once while the id is in the window"),
@@ -232,7 +232,7 @@ MUTATIONS = [
         ("tests/cells/test_topic_groups.py",),
         "a local topic's publish feeds each of its consumer groups"),
     Mutation(
-        "seek-past-retained-range", "lazily_queue/core/topic.py",
+        "seek-past-retained-range", "lazily_queue/core/topic_subscriptions.py",
         "    if not base <= offset <= end:\n        raise out_of_range(offset, base, end)\n",
         "",
         ("tests/cells/test_topic_replay.py",),

@@ -33,8 +33,9 @@ from ..core.queue import QueuePushError
 from ..core.scheduling import RetryPolicy
 from ..node import Node
 from ..reactive import Context
-from ..storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from ..storage.raft_queue import RaftQueueStorage
+from ..storage.raft_topic import RaftTopicStorage
+from ..storage.raft_work_queue import RaftWorkQueueStorage
 from ..testing import Cluster, NodeOptions
 from .backend import (
     Backend,
@@ -47,13 +48,8 @@ from .backend import (
     WorkQueueInitial,
     register_backend,
 )
-from .local import (
-    Invoker,
-    LocalQueueAdapter,
-    LocalTopicAdapter,
-    LocalWorkQueueAdapter,
-    _topic_snapshot,
-)
+from .local import _topic_snapshot
+from .local_adapters import Invoker, LocalQueueAdapter, LocalTopicAdapter, LocalWorkQueueAdapter
 
 _names = itertools.count(1)
 

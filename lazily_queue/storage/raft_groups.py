@@ -1,6 +1,6 @@
 """Raft-backed consumer groups: the work queue of a replicated topic's group.
 
-:class:`RaftGroupStorage` is a :class:`~.raft_collections.RaftWorkQueueStorage` over the
+:class:`RaftGroupStorage` is a :class:`~.raft_work_queue.RaftWorkQueueStorage` over the
 group's work queue (``"<topic>:<group>"``, see :mod:`lazily_queue.replicated.groups`),
 declared with ``GROUP_DECLARE``, which feeds it the retained elements from its start;
 the topic's publishes feed it after that, on every replica. Pushes are refused: a group
@@ -16,8 +16,8 @@ from ..core.groups import group_queue_name
 from ..core.topic import Start, check_start, out_of_range
 from ..replicated import ops as C
 from .group_pushes import FedByTopic
-from .raft_collections import RaftWorkQueueStorage
 from .raft_queue import raise_op_error
+from .raft_work_queue import RaftWorkQueueStorage
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView

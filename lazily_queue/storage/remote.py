@@ -20,8 +20,9 @@ from typing import TypeVar
 
 from ..errors import LazilyQueueError
 from .capabilities import StorageCapabilities
-from .raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .raft_queue import RaftQueueStorage
+from .raft_topic import RaftTopicStorage
+from .raft_work_queue import RaftWorkQueueStorage
 
 T = TypeVar("T")
 
