@@ -283,11 +283,13 @@ class RaftEngine(PatchedSyncObj):
 
     def _light(self, now: float, compact: bool) -> bool:
         """Whether a leader's tick now may only commit and apply: its last full tick is
-        recent and no snapshot or compaction waits for a full one (a snapshot written on
-        the worker thread waits only for its end)."""
+        recent, no heartbeat is due and no snapshot or compaction waits for a full one (a
+        snapshot written on the worker thread waits only for its end)."""
         snapshots = self._snapshots
         if (now - self._full_tick_at >= self._light_period or compact
-                or snapshots.transmitting or self._SyncObj__forceLogCompaction):
+                or snapshots.transmitting or self._SyncObj__forceLogCompaction
+                or (self._SyncObj__otherNodes
+                    and now > self._SyncObj__newAppendEntriesTime)):
             return False
         if snapshots.pending:
             return snapshots.writer.running

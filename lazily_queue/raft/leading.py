@@ -6,14 +6,14 @@ submitted, behind whatever the queue still holds (commands forwarded by follower
 the step sends one AppendEntries for all of them.
 
 A full tick (elections, heartbeats, leader fallback, compaction, PySyncObj's timers)
-runs at most once per ``period`` seconds for a leader: in between, its tick only moves
+runs at most once per ``period`` seconds for a leader, or sooner when a heartbeat is
+due (its AppendEntries go out when they would have): in between, its tick only moves
 its commit index to the highest entry of its term that a majority holds durably (its
 own copy counted by its journal's durable index, a follower's by its acknowledged match
 index) and applies up to it, exactly as the full tick's leader branch and the
-durable-commit clamp (:mod:`.durable_commit`, which it runs) would. A commit then costs no more than
-counting: a reply from a follower commits in the step it starts. The timers run with
-the next full tick, at most ``period`` seconds later (a heartbeat is due once per
-period anyway).
+durable-commit clamp (:mod:`.durable_commit`, which it runs) would. A commit then costs
+no more than counting: a reply from a follower commits in the step it starts. The other
+timers run with the next full tick, at most ``period`` seconds later.
 """
 
 from __future__ import annotations

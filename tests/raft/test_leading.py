@@ -227,3 +227,20 @@ def test_a_leaders_ticks_stay_light_while_a_snapshot_is_written_on_the_worker_th
     under_way.set_result(b"")
     cluster.replicas[leader].tick()
     assert ticks == [1]  # ended: the next tick reports it at once
+
+
+def test_a_leader_ticks_fully_as_soon_as_a_heartbeat_is_due(tmp_path: Path) -> None:
+    cluster, leader, _followers, ticks = _leading(tmp_path)
+    replica = cluster.replicas[leader]
+    results: list[object] = []
+    _push(replica, "x", results)
+    replica.prepare()  # its appends went out: the next heartbeat is a period away
+    heartbeat = replica.config.engine.heartbeat_interval
+    cluster.now += heartbeat / 2
+    replica.tick()
+    assert ticks == []
+    cluster.now += heartbeat / 2 + 0.001  # due now, though the last full tick is recent
+    replica.engine._full_tick_at = cluster.now - 0.001
+    heartbeats = [m for m in replica.tick().messages.values()
+                  if any(x["type"] == "append_entries" for x in m)]
+    assert ticks == [1] and len(heartbeats) == 2
