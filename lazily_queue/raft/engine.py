@@ -37,7 +37,7 @@ from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
 from .journal import DurableJournal
-from .leading import append_leading, commit_leading
+from .leading import append_leading, commit_leading, light_tick
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
@@ -268,7 +268,7 @@ class RaftEngine(PatchedSyncObj):
             compact = (not self._snapshots.pending  # its end compacts; one would follow
                        and self._journal.size_bytes >= max(self._compaction_bytes,
                                                             self._snapshots.size))
-            if (self._isLeader() and self._light(now, compact)
+            if (self._isLeader() and light_tick(self, now, self._full_tick_at, compact)
                     and commit_leading(self, self._journal.term_at)):
                 self.light_ticks += 1
                 return
@@ -280,20 +280,6 @@ class RaftEngine(PatchedSyncObj):
             if self._snapshots.transmitting:  # its next chunks go every tick, not every beat
                 self._SyncObj__newAppendEntriesTime = 0
             self._onTick(0.0)
-
-    def _light(self, now: float, compact: bool) -> bool:
-        """Whether a leader's tick now may only commit and apply: its last full tick is
-        recent, no heartbeat is due and no snapshot or compaction waits for a full one (a
-        snapshot written on the worker thread waits only for its end)."""
-        snapshots = self._snapshots
-        if (now - self._full_tick_at >= self._light_period or compact
-                or snapshots.transmitting or self._SyncObj__forceLogCompaction
-                or (self._SyncObj__otherNodes
-                    and now > self._SyncObj__newAppendEntriesTime)):
-            return False
-        if snapshots.pending:
-            return snapshots.writer.running
-        return len(self._journal) <= self._compaction_entries
 
     def append_proposed(self) -> None:
         """Append the commands proposed since the last tick now, as a tick does last (a

@@ -37,6 +37,21 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
     return True
 
 
+def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> bool:
+    """Whether a leader's tick at ``now`` may only commit and apply: its last full tick
+    (at ``full_tick_at``) is recent, no heartbeat is due and no snapshot or compaction
+    (``compact``: one is due by size) waits for a full one (a snapshot written on the
+    worker thread waits only for its end)."""
+    snapshots = engine._snapshots
+    if (now - full_tick_at >= engine._light_period or compact or snapshots.transmitting
+            or engine._SyncObj__forceLogCompaction
+            or (engine._SyncObj__otherNodes and now > engine._SyncObj__newAppendEntriesTime)):
+        return False
+    if snapshots.pending:
+        return bool(snapshots.writer.running)
+    return bool(len(engine._journal) <= engine._compaction_entries)
+
+
 def commit_leading(engine: Any, term_at: Any) -> bool:
     """Commit and apply what a majority of a leader's cluster holds durably; False
     (nothing done) when the engine is not the leader."""
