@@ -399,8 +399,8 @@ async def test_a_clients_push_with_a_msg_id_applies_once_with_a_members() -> Non
         assert c.node(3).queue("orders").len() == 1
 
 
-async def test_a_client_replays_a_topic_and_refuses_groups_by_name() -> None:
-    from lazily_queue import OffsetOutOfRange, UnsupportedOperation
+async def test_a_client_replays_a_topic() -> None:
+    from lazily_queue import OffsetOutOfRange
 
     async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
         member = c.node(2).topic("news")
@@ -417,5 +417,3 @@ async def test_a_client_replays_a_topic_and_refuses_groups_by_name() -> None:
         assert topic.read_stream("r") == ["a", "b", "c"]
         with pytest.raises(OffsetOutOfRange, match="past the tail"):
             await topic.seek("r", 4)
-        with pytest.raises(UnsupportedOperation, match="no consumer groups"):
-            topic.group("billing")

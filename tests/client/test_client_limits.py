@@ -32,3 +32,18 @@ async def test_a_client_declares_limits_and_its_mirror_follows_the_drops() -> No
         await member.barrier()
         same = member.queue("recent", limits=Limits(max_length=2, overflow="drop_oldest"))
         assert same.quota is not None and same.quota.dropped() == 3
+
+
+async def test_a_client_declares_a_work_queue_with_limits_as_a_member_does() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        jobs = client.work_queue("jobs", limits=Limits(max_length=2))
+        await jobs.push("a")
+        await jobs.push("b")
+        with pytest.raises(LimitExceeded) as refused:
+            await jobs.push("c", wait=False)
+        assert refused.value.limit == "max_length"
+        await client.barrier()
+        assert jobs.pending_len() == 2 and jobs.limits() == Limits(max_length=2)
+        same = c.node(2).work_queue("jobs", limits=Limits(max_length=2))
+        await c.node(2).barrier()
+        assert same.pending_len() == 2
