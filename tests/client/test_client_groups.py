@@ -12,7 +12,11 @@ import pytest
 
 from lazily_queue import PermissionDenied
 from lazily_queue.reactive import Effect
-from tests.client.test_client_cluster import client_of, cluster_with_clients
+from tests.client.test_client_cluster import (
+    client_of,
+    cluster_with_clients,
+    kill_its_member_midway,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -126,27 +130,18 @@ async def test_the_clients_member_dies_mid_run_and_nothing_is_lost_or_doubled() 
         lease = await group.claim("m1")
         assert lease is not None
         acked: list[int] = []
-        halfway, killed = asyncio.Event(), asyncio.Event()
 
-        async def consume() -> None:
+        async def consume(halfway: asyncio.Event, killed: asyncio.Event) -> None:
             while len(acked) < 199:
                 if len(acked) == 100:  # half through the first member, half after it died
                     halfway.set()
                     await killed.wait()
                 job = await group.claim("m2")
-                assert job is not None
                 receipt = await group.ack("m2", job.delivery_id)
                 assert not receipt.duplicate
                 acked.append(job.value)
 
-        consumer = asyncio.create_task(consume())
-        await halfway.wait()
-        first = client.member
-        assert first is not None
-        await c.kill(first)
-        killed.set()
-        await consumer
-        assert client.member not in (None, first)
+        await kill_its_member_midway(c, client, consume)
         # the lease survived the switch: the ack through another member is accepted
         assert not (await group.ack("m1", lease.delivery_id)).duplicate
         assert sorted([*acked, lease.value]) == list(range(200))

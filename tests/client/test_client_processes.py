@@ -196,6 +196,8 @@ async def test_group_members_as_client_processes_and_a_member_killed(
         for group, member in names]
     settled: dict[str, list[tuple[int, str]]] = {"billing": [], "audit": []}
     joined: list[str] = []
+    everything = list(range(300))
+    all_joined, all_settled = asyncio.Event(), asyncio.Event()
 
     async def read(proc: asyncio.subprocess.Process, group: str) -> None:
         assert proc.stdout is not None
@@ -203,8 +205,12 @@ async def test_group_members_as_client_processes_and_a_member_killed(
             line = raw.decode().split()
             if line[0] == "joined":
                 joined.append(line[-1])
+                if len(joined) == len(names):
+                    all_joined.set()
             elif line[0] == "settled":
                 settled[group].append((json.loads(line[1]), line[-1]))
+                if all(sorted(v for v, _ in s) == everything for s in settled.values()):
+                    all_settled.set()
 
     errors: list[bytes] = []
 
@@ -218,18 +224,14 @@ async def test_group_members_as_client_processes_and_a_member_killed(
     try:
         async with connect(addresses, ("checker", TOKENS["checker"])) as checker:
             async with asyncio.timeout(60):
-                while len(joined) < len(names):  # every member joined before the publishes
-                    await asyncio.sleep(0.1)
+                await all_joined.wait()  # every member joined before the publishes
             orders = checker.topic("orders")
             for n in range(300):
                 if n == 150:  # mid-run: the members' leader dies
                     _leader(procs).proc.kill()
                 await orders.publish(n)
-            everything = list(range(300))
             async with asyncio.timeout(120):
-                while sorted(v for v, _ in settled["billing"]) != everything or sorted(
-                        v for v, _ in settled["audit"]) != everything:
-                    await asyncio.sleep(0.2)
+                await all_settled.wait()
             groups = {g: checker.topic("orders").group(g, visibility_timeout=10,
                                                        max_deliveries=5)
                       for g in ("billing", "audit")}
@@ -239,8 +241,8 @@ async def test_group_members_as_client_processes_and_a_member_killed(
                 return [g.lag() for g in groups.values()]
 
             async with asyncio.timeout(60):
-                while await lags() != [0, 0]:  # every element acked, by both groups
-                    await asyncio.sleep(0.2)
+                while await lags() != [0, 0]:  # noqa: ASYNC110 - polls the replicated state
+                    await asyncio.sleep(0.2)  # every element acked, by both groups
     finally:
         for proc in consumers:
             if proc.returncode is None:
