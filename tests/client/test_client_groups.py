@@ -173,3 +173,26 @@ async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
         with pytest.raises(PermissionDenied, match="lacks the consume"):
             await producer.topic("orders").group("billing").declare()
 
+
+
+async def test_a_topic_deleted_on_a_member_takes_the_clients_group_and_it_comes_back() -> None:
+    from lazily_queue import admin
+
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        topic = client.topic("orders")
+        group = topic.group("billing")
+        await group.declare()
+        group.lag()  # mirroring starts with this read
+        await topic.publish("before")
+        await client.barrier()
+        assert group.lag() == 1
+        await admin.delete(c.node(2), "topic", "orders")  # its groups go with it
+        await client.barrier()
+        assert group.lag() == 0 and client.view.work_queue("orders:billing") is None
+        assert await group.poll("m") is None  # declared again by its next operation
+        await topic.publish("after")
+        job = await group.claim("m")
+        assert job.value == "after"
+        await group.ack("m", job.delivery_id)
+        await client.barrier()
+        assert group.lag() == 0
