@@ -52,7 +52,12 @@ class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
 
 
 class RemoteGroupStorage(Remote, RaftGroupStorage):
-    """A topic's consumer group reached through a client connection (module docstring)."""
+    """A topic's consumer group reached through a client connection (module docstring).
+    Joining it starts mirroring it, so the group as declared arrives with the answer."""
+
+    async def _declare(self, timeout: float | None) -> None:
+        self._view.work_queue(self.name)  # watched before the declaration applies
+        await super()._declare(timeout)
 
 
 class RemoteTopicStorage(Remote, RaftTopicStorage):

@@ -196,3 +196,12 @@ async def test_a_topic_deleted_on_a_member_takes_the_clients_group_and_it_comes_
         await group.ack("m", job.delivery_id)
         await client.barrier()
         assert group.lag() == 0
+
+
+async def test_a_joined_groups_state_is_there_when_declare_returns() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member_topic = c.node(1).topic("orders")
+        await member_topic.publish("retained")
+        group = client.topic("orders").group("billing", start="head")
+        await group.declare()  # no read before: the declaration started the mirror
+        assert group.lag() == 1 and [p.value for p in group.pending()] == ["retained"]

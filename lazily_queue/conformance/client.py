@@ -1,0 +1,93 @@
+"""The ``client`` backend: fixtures replayed through a client of a one-member cluster.
+
+A replay starts a fresh one-node :class:`~lazily_queue.testing.Cluster` serving one
+client (an admin grant: topic seeding restores the topic) and opens the models'
+cells on a :class:`~lazily_queue.client.ClusterClient` linked to it, so every op goes
+under the client's session and every probe reads the client's mirror, current to what
+the member applied. Each new cell is mirrored (and the member's state of it received)
+before the fixture's first step; a consumer group is mirrored from its declaration. No
+cluster ops: a client of one member has no other member to move to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from typing import Any
+
+from ..client import ClientAccess, ClientGrant, ClusterClient, Credentials
+from ..node_cells import NodeCells
+from ..testing import NodeOptions
+from .backend import (
+    QueueAdapter,
+    QueueInitial,
+    TopicAdapter,
+    TopicInitial,
+    WorkQueueAdapter,
+    WorkQueueInitial,
+    register_backend,
+)
+from .raft import RaftBackend
+
+_addresses = itertools.count(1)
+
+
+class ClientBackend(RaftBackend):
+    """:class:`RaftBackend` of one node, its models' cells a client's (module docstring)."""
+
+    cluster_ops: frozenset[str] = frozenset()
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self._token = secrets.token_hex(16).encode()
+        self._address = f"memory://conformance-client-{next(_addresses)}"
+        self.client: ClusterClient | None = None
+
+    def node_options(self, node_id: str) -> NodeOptions:
+        grant = ClientGrant("conformance", self._token, admin=["*"])
+        return {**super().node_options(node_id),
+                "clients": ClientAccess([grant], listen=self._address)}
+
+    async def start(self) -> None:
+        await super().start()
+        client = ClusterClient(self._address, Credentials("conformance", self._token),
+                               ping_interval=0.2, ping_timeout=5.0)
+        try:
+            await client.start()
+        except BaseException:
+            await self.stop()
+            raise
+        self.client = client
+
+    async def stop(self) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            await client.close()
+        await super().stop()
+
+    @property
+    def cells(self) -> NodeCells:
+        if self.client is None:
+            raise RuntimeError("the client backend is not started")
+        return self.client
+
+    async def _mirrored(self, adapter: Any, read: str) -> Any:
+        """``adapter``, its cell's object mirrored by the client as its member has it."""
+        client = self.cells
+        assert isinstance(client, ClusterClient)
+        getattr(client.view, read)(adapter.cell.storage.name)
+        await client.barrier()
+        return adapter
+
+    async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
+        return await self._mirrored(await super().queue(initial, flavor), "queue")  # type: ignore[no-any-return]
+
+    async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
+        return await self._mirrored(await super().topic(initial, flavor), "topic")  # type: ignore[no-any-return]
+
+    async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
+        adapter = await super().work_queue(initial, flavor)
+        return await self._mirrored(adapter, "work_queue")  # type: ignore[no-any-return]
+
+
+register_backend("client", ClientBackend)
