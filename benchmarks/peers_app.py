@@ -131,6 +131,15 @@ async def serial_pop(node: Node, count: int, samples: int) -> Phase:
             "serial_pop_p50_ms_1": p50}
 
 
+async def pop_each(node: Node, count: int, samples: int) -> Phase:
+    queue = node.queue("pop-each")
+    await spread(samples, lambda: queue.push(PAYLOAD))
+    started = time.perf_counter()
+    for _ in range(samples):
+        await queue.pop()
+    return {"pop_each_per_s_1": rate(samples, time.perf_counter() - started)}
+
+
 async def serial_claim_ack(node: Node, count: int, samples: int) -> Phase:
     jobs = node.work_queue("serial-jobs")
     await spread(samples, lambda: jobs.push(PAYLOAD))
@@ -153,6 +162,7 @@ PHASES = {
     "latency_3": latency_3,
     "latency_1": latency_1,
     "serial_pop": serial_pop,
+    "pop_each": pop_each,
     "serial_claim_ack": serial_claim_ack,
 }
 

@@ -48,6 +48,7 @@ ROWS: tuple[Row, ...] = (
     Row("p99_ms_1", "push->ack p99, 1 in flight, one member", "ms", False),
     Row("serial_claim_ack_per_s_1", "one member, serial claim+ack", "/s", True),
     Row("serial_pop_per_s_1", "one member, serial pop", "/s", True),
+    Row("pop_each_per_s_1", "one member, pop one at a time, a commit each", "/s", True),
     Row("fdatasync_before_ms", "context: disk fdatasync p50 before the system ran", "ms",
         False, compared=False),
     Row("fdatasync_after_ms", "context: disk fdatasync p50 after the system ran", "ms",

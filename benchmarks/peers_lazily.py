@@ -18,7 +18,7 @@ from lazily_queue.demo.processes import NodeProcess
 ROOT = Path(__file__).resolve().parents[1]
 SECRET_ENV = "LAZILY_PEERS_SECRET"
 CLUSTER_PHASES = ["produce", "end_to_end", "work_queue", "fanout", "latency_3"]
-MEMBER_PHASES = ["latency_1", "serial_pop", "serial_claim_ack"]
+MEMBER_PHASES = ["latency_1", "serial_pop", "pop_each", "serial_claim_ack"]
 
 
 def _config(root: Path, node: int, members: list[int], app: dict[str, Any]) -> Path:
@@ -73,7 +73,10 @@ async def run(root: Path, count: int, samples: int, latency: bool = False) -> di
                **{k: v for k, v in single.items() if k not in ("node", "leader_at_end")}}
     notes = ["lazily-queue: 3 `lazily-queue node` processes over Unix sockets, "
              "durability=fsync (acknowledged = fsynced on a majority), workload in an [app] "
-             "of the leader; one-member rows: a single node process"]
+             "of the leader; one-member rows: a single node process; its serial pop and "
+             "claim+ack rows are consumer loops (`async for` over the queue, `deliveries()`), "
+             "where one commit pops or leases up to the prefetch and a loop iteration's acks "
+             "go in one entry; the pop-one-at-a-time row is `await queue.pop()`, a commit each"]
     if not cluster.get("leader_at_end", True):
         notes.append("lazily-queue: leadership moved during the 3-member run")
     return {**figures, "notes": notes}

@@ -57,7 +57,8 @@ def _measure(root: Path, samples: int) -> dict[str, Any]:
     plain.close()
     p50, p99 = percentiles(puts)
     return {"p50_ms_1": p50, "p99_ms_1": p99, "serial_claim_ack_per_s_1": get_ack_rate,
-            "serial_pop_per_s_1": pop_rate, "put_per_s_1": put_rate}
+            "serial_pop_per_s_1": pop_rate, "pop_each_per_s_1": pop_rate,
+            "put_per_s_1": put_rate}
 
 
 async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:

@@ -12,10 +12,11 @@ from .core.limits import Limits
 from .core.scheduling import RetryPolicy
 from .errors import InvalidConfiguration
 from .serializers import Serializer
-from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_groups import RaftGroupStorage
 from .storage.raft_limited import LimitedRaftWorkQueueStorage
 from .storage.raft_queue import Proposer, RaftQueueStorage
+from .storage.raft_topic import RaftTopicStorage
+from .storage.raft_work_queue import RaftWorkQueueStorage
 
 if TYPE_CHECKING:
     from .reactive import Context

@@ -23,8 +23,9 @@ from .replicated.events import (
     TopicChanged,
     WorkQueueChanged,
 )
-from .storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .storage.raft_queue import RaftQueueStorage
+from .storage.raft_topic import RaftTopicStorage
+from .storage.raft_work_queue import RaftWorkQueueStorage
 
 log = logging.getLogger(__name__)
 

@@ -250,7 +250,7 @@ MUTATIONS = [
         ("tests/client/test_client_groups.py",),
         "a consumer group is consumed with the consume permission on its topic's name"),
     Mutation(
-        "seek-past-retained-range", "lazily_queue/core/topic.py",
+        "seek-past-retained-range", "lazily_queue/core/topic_subscriptions.py",
         "    if not base <= offset <= end:\n        raise out_of_range(offset, base, end)\n",
         "",
         ("tests/cells/test_topic_replay.py",),

@@ -11,7 +11,7 @@ MPSC is a usage rule, not a type: several producers that push inside one
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
@@ -19,7 +19,6 @@ from ..core.expiry import ttl_ms
 from ..core.headers import Headers, check_headers
 from ..core.limits import Limits
 from ..core.queue import (
-    CLOSED,
     EMPTY,
     POP,
     PUSH,
@@ -49,22 +48,17 @@ from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
 from .expiry import EXPIRED, expired_reader, expiring_deque, offer_ttl
 from .once import no_dedup
-from .prefetch import prefetch_size, prefetched
+from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
 from .queue_limits import QuotaReaders, full_rule, limit_exceeded, limited_deque, limits_of
-from .queue_messages import QueueMessages
+from .queue_sync import QueueSyncOps
 
 T = TypeVar("T")
-
-#: The most elements one pop takes for ``async for`` over a replicated backend.
-DEFAULT_PREFETCH = 256
-#: What the first pop of an iteration takes (at most the prefetch).
-FIRST_PREFETCH = 32
 
 _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
 
 
-class QueueCell(QueueMessages[T], Generic[T]):
+class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
     """A FIFO queue made of cells, bound to one reactive context (one event loop).
 
     On every backend: ``await push(v)`` (waits while full), ``await pop()`` (waits for
@@ -202,59 +196,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
         else:
             self._invalidate(transition_mask(op, pre_len, self._capacity, False))
 
-    # -- synchronous core (capability ``sync``) -------------------------------------------
-
-    def _sync_ops(
-        self, storage: SyncQueueStorage[T]
-    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
-        """``try_push`` / ``try_pop`` through the generic synchronous seam."""
-        cap = self._capacity
-        invalidate = self._invalidate
-
-        def try_push(value: T) -> QueuePushError | None:
-            pre = storage.len()
-            err = storage.try_push(value)
-            if err is None and not self._observed:
-                invalidate(push_mask(pre, cap))
-            return err
-
-        def try_pop() -> T | QueuePopError:
-            pre = storage.len()
-            result = storage.try_pop()
-            if not self._observed and not isinstance(result, QueuePopError):
-                invalidate(pop_mask(pre, cap))
-            return result
-
-        return try_push, try_pop
-
-    def _refusing_ops(
-        self,
-    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
-        def try_push(value: T) -> QueuePushError | None:
-            raise self._no_sync("try_push", "offer(value)` (or `push(value)`, which waits")
-
-        def try_pop() -> T | QueuePopError:
-            raise self._no_sync("try_pop", "poll()` (or `pop()`, which waits")
-
-        return try_push, try_pop
-
-    def try_close(self) -> None:
-        """Close for pushes; idempotent and terminal. Elements still drain."""
-        storage = self._sync
-        if storage is None:
-            raise self._no_sync("try_close", "close()")
-        was_closed = storage.is_closed()
-        storage.try_close()
-        if not was_closed and not self._observed:
-            self._invalidate(CLOSED)
-
-    def _no_sync(self, method: str, awaitable: str) -> UnsupportedOperation:
-        return UnsupportedOperation(
-            f"{self.name}: {method} needs a synchronous backend and "
-            f"{type(self._storage).__name__} is not one; use `await {self.name}.{awaitable}` "
-            "instead"
-        )
-
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(
@@ -380,52 +321,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
             await wait_until(self._has_element, context=self.ctx)
 
-    async def poll_many(
-        self, n: int, *, timeout: float | None = None
-    ) -> list[T] | QueuePopError:
-        """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
-        list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit."""
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n!r}")
-        if self._sync is None:
-            return await self._storage.poll_many(n, timeout=timeout)
-        taken: list[T] = []
-        while len(taken) < n:
-            result = self.try_pop()
-            if isinstance(result, QueuePopError):
-                return taken or result
-            taken.append(result)
-        return taken
-
-    async def pop_many(self, n: int, *, timeout: float | None = None) -> list[T]:
-        """Wait for at least one element, then pop up to ``n`` at once (in order); raises
-        :class:`QueueClosed` once the queue is closed and drained. At most once, as
-        :meth:`pop`: a process that crashes after the pop committed loses the elements."""
-        async with asyncio.timeout(timeout):
-            while True:
-                result = await self.poll_many(n)
-                if not isinstance(result, QueuePopError):
-                    return result
-                if result is _POP_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed and drained")
-                await wait_until(self._has_element, context=self.ctx)
-
-    async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
-        """Push every value in order, waiting for room as :meth:`push` does. Over a
-        replicated backend an unbounded queue takes them all in one commit; a bounded
-        one pushes them one after another. Raises :class:`QueueClosed` once closed (the
-        values before it were pushed). It takes no message ids: for exactly-once, push
-        each value with its own ``msg_id``."""
-        pending = list(values)
-        if self._sync is not None or self.capacity() is not None:
-            for value in pending:
-                await self.push(value, timeout=timeout)
-            return
-        async with asyncio.timeout(timeout):
-            results = await asyncio.gather(*(self._storage.offer(v) for v in pending))
-        if any(result is not None for result in results):
-            raise QueueClosed(f"{self.name}: queue is closed; push refused")
-
     def _has_room(self) -> bool:
         self._raise_if_stopped()
         return not self.is_full() or self.is_closed()
@@ -433,29 +328,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
     def _has_element(self) -> bool:
         self._raise_if_stopped()
         return not self.is_empty() or self.is_closed()
-
-    def __aiter__(self) -> AsyncIterator[T]:
-        return self.items()
-
-    def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
-        """Yield elements until the queue is closed and drained (``async for x in q``).
-
-        Over a replicated backend each pop takes up to ``prefetch`` elements in one
-        commit (default :data:`DEFAULT_PREFETCH`) and hands them out one by one; when
-        the iteration ends early (``break``, cancellation), those not handed out go back
-        to the head, in order. A process that crashes loses them: pops are at most once,
-        and the window is the prefetch. The first pop takes at most
-        :data:`FIRST_PREFETCH`; the next one takes twice as many (up to ``prefetch``)
-        while the consumer handed the last batch out faster than its pop took to commit,
-        and half as many when it was slower, so a slow consumer holds few elements. A
-        synchronous backend pops one at a time.
-        """
-        if self._storage.capabilities.messages:
-            return self._stamped_items(prefetch)  # gives back under the same ids
-        size = prefetch_size(prefetch, DEFAULT_PREFETCH)
-        if self._sync is not None:
-            size = 1
-        return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed)
 
     # -- extended -------------------------------------------------------------------------
 
@@ -483,3 +355,6 @@ class QueueCell(QueueMessages[T], Generic[T]):
             **({} if self.quota is None else self.quota.readers()),
         }
 
+
+
+__all__ = ["DEFAULT_PREFETCH", "FIRST_PREFETCH", "QueueCell"]

@@ -34,8 +34,9 @@ from ..core.scheduling import RetryPolicy
 from ..node import Node
 from ..node_cells import NodeCells
 from ..reactive import Context
-from ..storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from ..storage.raft_queue import RaftQueueStorage
+from ..storage.raft_topic import RaftTopicStorage
+from ..storage.raft_work_queue import RaftWorkQueueStorage
 from ..testing import Cluster, NodeOptions
 from .backend import (
     Backend,

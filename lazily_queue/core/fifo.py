@@ -16,17 +16,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 from . import ids
+from .fifo_reporting import FifoOps, FifoReporting, Report
 from .headers import Headers
 from .ids import Run
 from .queue import (
     EMPTY,
-    HEAD,
-    IS_EMPTY,
-    IS_FULL,
-    LEN,
     QueuePopError,
     QueuePushError,
     validate_capacity,
@@ -42,18 +39,8 @@ _POP_CLOSED = QueuePopError.Closed
 Clock = Callable[[], int]
 """Milliseconds, read once per accepted push."""
 
-Report = Callable[[int], None]
-"""``report(mask)``: the reader kinds one successful push or pop invalidates."""
 
-
-class FifoOps(NamedTuple, Generic[T]):
-    """``try_push`` / ``try_pop`` of one FIFO that report each successful transition."""
-
-    try_push: Callable[[T], QueuePushError | None]
-    try_pop: Callable[[], T | QueuePopError]
-
-
-class Fifo(Generic[T]):
+class Fifo(FifoReporting[T], Generic[T]):
     """FIFO over ``collections.deque``; at capacity ``try_push`` rejects with ``Full``."""
 
     __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_headers", "_items",
@@ -333,90 +320,5 @@ class Fifo(Generic[T]):
             return self._runs[0][0], self._runs[0][2]
         return (self._tail_first, self._tail_stamp) if self._items else None
 
-    def reporting_ops(self, report: Report) -> FifoOps[T]:
-        """``try_push`` and ``try_pop`` that call ``report(mask)`` after each success.
 
-        ``mask`` is the invalidation set of the transition (``push_mask`` /
-        ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. This
-        is a shell's fast path: one call per operation, the rule inlined.
-        """
-        if self._capacity is None:
-            return self._unbounded_ops(report)
-        return self._bounded_ops(report, self._capacity)
-
-    def _unbounded_ops(self, report: Report) -> FifoOps[T]:
-        items = self._items
-        clock = self._clock
-        first = HEAD | LEN | IS_EMPTY
-        more = HEAD | LEN
-
-        def try_push(value: T) -> QueuePushError | None:
-            if self._closed:
-                return _PUSH_CLOSED
-            if items:
-                items.append(value)
-                report(LEN)
-            else:
-                items.append(value)
-                report(first)
-            return None
-
-        if clock is not None:  # a push reads the clock only when there is one
-            push = try_push
-
-            def try_push(value: T) -> QueuePushError | None:
-                if (stamp := clock()) != self._tail_stamp and not self._closed:
-                    self._close_tail(stamp)
-                return push(value)
-
-        def try_pop() -> T | QueuePopError:
-            if not items:
-                return _POP_CLOSED if self._closed else _EMPTY
-            self._popped += 1
-            value = items.popleft()
-            report(more if items else first)
-            return value
-
-        return FifoOps(try_push, try_pop)
-
-    def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
-        items = self._items
-        clock = self._clock
-        first = HEAD | LEN | IS_EMPTY
-        more = HEAD | LEN
-        last = cap - 1
-        to_full = (first if last == 0 else LEN) | IS_FULL
-        from_full = (first if cap == 1 else more) | IS_FULL
-
-        def try_push(value: T) -> QueuePushError | None:
-            if self._closed:
-                return _PUSH_CLOSED
-            n = len(items)
-            if n >= cap:
-                return _FULL
-            if clock is not None and (stamp := clock()) != self._tail_stamp:
-                self._close_tail(stamp)
-            items.append(value)
-            if n == last:
-                report(to_full)
-            elif n:
-                report(LEN)
-            else:
-                report(first)
-            return None
-
-        def try_pop() -> T | QueuePopError:
-            if not items:
-                return _POP_CLOSED if self._closed else _EMPTY
-            n = len(items)
-            self._popped += 1
-            value = items.popleft()
-            if n == cap:
-                report(from_full)
-            elif items:
-                report(more)
-            else:
-                report(first)
-            return value
-
-        return FifoOps(try_push, try_pop)
+__all__ = ["Clock", "Fifo", "FifoOps", "Report"]

@@ -34,110 +34,30 @@ nothing. A start applies only to a new subscription: an existing one keeps its c
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
-from ..errors import InvalidSnapshot, OffsetOutOfRange
-from .snapshot import is_int, require_count, require_list, require_map
+from ..errors import InvalidSnapshot
+from .snapshot import require_count, require_list, require_map
 from .stamps import StampIndex
+from .topic_subscriptions import (
+    Durability,
+    Start,
+    SubscribeOutcome,
+    SubscriberId,
+    Subscription,
+    TopicTransition,
+    check_start,
+    check_subscriber,
+    out_of_range,
+    parse_durability,
+    position,
+    restore_subscription,
+)
 
 R = TypeVar("R")
 
-SubscriberId = str
-"""Subscriber ids are strings (they key the JSON snapshot map)."""
-
 NOBODY: frozenset[str] = frozenset()
-
-Start = Literal["head", "tail"] | int
-"""Where a new cursor starts: ``"tail"`` (the next element published), ``"head"`` (the
-oldest retained element) or an absolute offset."""
-
-
-class Durability(enum.StrEnum):
-    """Whether a subscription survives disconnect (and holds the retention frontier)."""
-
-    DURABLE = "durable"
-    EPHEMERAL = "ephemeral"
-
-
-class SubscribeOutcome(enum.Enum):
-    """What ``subscribe`` did."""
-
-    Subscribed = "Subscribed"
-    Reconnected = "Reconnected"
-    AlreadyConnected = "AlreadyConnected"
-
-
-class TopicTransition(NamedTuple, Generic[R]):
-    """The result of one topic operation and the subscribers it invalidates."""
-
-    result: R
-    invalidated: frozenset[str]
-
-
-class _Subscription:
-    __slots__ = ("connected", "cursor", "durability")
-
-    def __init__(self, cursor: int, durability: Durability, connected: bool) -> None:
-        self.cursor = cursor
-        self.durability = durability
-        self.connected = connected
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "durability": self.durability.value,
-            "connected": self.connected,
-            "cursor": self.cursor,
-        }
-
-
-def parse_durability(value: Durability | str) -> Durability:
-    """``Durability`` from the enum or its spelling; anything else raises ``ValueError``."""
-    try:
-        return Durability(value)
-    except ValueError:
-        raise ValueError(
-            f"durability must be 'durable' or 'ephemeral', got {value!r}"
-        ) from None
-
-
-def check_start(start: object) -> Start:
-    """``start`` as a :data:`Start`; anything else raises ``ValueError``."""
-    if start in ("head", "tail"):
-        return start  # type: ignore[return-value]
-    if isinstance(start, bool) or not isinstance(start, int):
-        raise ValueError(f"start must be 'head', 'tail' or an offset (int), got {start!r}")
-    return start
-
-
-def position(start: Start, base: int, end: int) -> int:
-    """The offset ``start`` names in a log retaining ``base..end`` (``end`` is the tail);
-    :class:`OffsetOutOfRange` when it lies outside."""
-    if start == "tail":
-        return end
-    if start == "head":
-        return base
-    offset = check_start(start)
-    assert isinstance(offset, int)
-    if not base <= offset <= end:
-        raise out_of_range(offset, base, end)
-    return offset
-
-
-def out_of_range(offset: int, base: int, end: int) -> OffsetOutOfRange:
-    """The error for ``offset`` outside a log retaining ``base..end``."""
-    where = "before the oldest retained element" if offset < base else "past the tail"
-    return OffsetOutOfRange(
-        f"offset {offset} is {where}: the topic retains offsets {base}..{end} "
-        f"({end} is the tail)", offset=offset, base=base, end=end)
-
-
-def check_subscriber(subscriber: object) -> str:
-    """A subscriber id must be a ``str``; anything else raises ``TypeError``."""
-    if not isinstance(subscriber, str):
-        raise TypeError(f"subscriber id must be a str, got {type(subscriber).__name__}")
-    return subscriber
 
 
 class TopicCore(Generic[R]):
@@ -149,7 +69,7 @@ class TopicCore(Generic[R]):
         self._base = 0
         self._elements: list[R] = []
         self._stamps = StampIndex()
-        self._subs: dict[str, _Subscription] = {}
+        self._subs: dict[str, Subscription] = {}
         self._connected: dict[str, None] = {}
         self._connected_set: frozenset[str] | None = NOBODY
 
@@ -190,7 +110,7 @@ class TopicCore(Generic[R]):
         record = self._subs.get(subscriber)
         if record is None:
             cursor = position(start, self._base, self.end_offset())
-            self._subs[subscriber] = _Subscription(cursor, kind, True)
+            self._subs[subscriber] = Subscription(cursor, kind, True)
             self._set_connected(subscriber, True)
             return TopicTransition(SubscribeOutcome.Subscribed, frozenset((subscriber,)))
         if record.connected:
@@ -404,7 +324,7 @@ class TopicCore(Generic[R]):
         core._elements = elements
         end = core.end_offset()
         for subscriber, raw in subs.items():
-            record = _restore_record(subscriber, raw, base, end)
+            record = restore_subscription(subscriber, raw, base, end)
             core._subs[subscriber] = record
             if record.connected:
                 core._connected[subscriber] = None
@@ -412,20 +332,17 @@ class TopicCore(Generic[R]):
         return core
 
 
-def _restore_record(subscriber: object, raw: object, base: int, end: int) -> _Subscription:
-    if not isinstance(subscriber, str):
-        raise InvalidSnapshot(f"topic snapshot: subscriber id {subscriber!r} is not a str")
-    where = f"topic snapshot: subscription {subscriber!r}"
-    data = require_map(where, raw, {"durability", "connected", "cursor"})
-    try:
-        kind = parse_durability(data["durability"])
-    except ValueError as exc:
-        raise InvalidSnapshot(f"{where}: {exc}") from None
-    connected, cursor = data["connected"], data["cursor"]
-    if not isinstance(connected, bool):
-        raise InvalidSnapshot(f"{where}: connected must be a bool, got {connected!r}")
-    if not is_int(cursor) or not base <= cursor <= end:
-        raise InvalidSnapshot(f"{where}: cursor {cursor!r} is outside base..end ({base}..{end})")
-    if kind is Durability.EPHEMERAL and not connected:
-        raise InvalidSnapshot(f"{where}: an ephemeral subscription cannot be disconnected")
-    return _Subscription(cursor, kind, connected)
+__all__ = [
+    "NOBODY",
+    "Durability",
+    "Start",
+    "SubscribeOutcome",
+    "SubscriberId",
+    "TopicCore",
+    "TopicTransition",
+    "check_start",
+    "check_subscriber",
+    "out_of_range",
+    "parse_durability",
+    "position",
+]

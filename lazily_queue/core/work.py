@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Mapping
-from itertools import chain
 from typing import Any
 
 from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot
@@ -54,6 +53,7 @@ from .work_masks import (
 from .work_schedule import WorkSchedule
 from .work_scheduled import ScheduledWork
 from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
+from .work_views import WorkViews
 
 __all__ = [
     "DEAD_LETTER_LEN",
@@ -75,7 +75,7 @@ __all__ = [
     "validate_config",
 ]
 
-class WorkQueueCore(ScheduledWork):
+class WorkQueueCore(WorkViews, ScheduledWork):
     """The work-queue state machine: FIFO assignment with leases and a retry limit."""
 
     __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
@@ -303,23 +303,6 @@ class WorkQueueCore(ScheduledWork):
             self._pending.clear()
         return WorkTransition(removed, self._moved(before, delayed_before))
 
-    # -- observables ----------------------------------------------------------------------
-
-    def pending_len(self) -> int:
-        """Claimable items (delayed ones are counted by :meth:`delayed_len`)."""
-        sched = self._sched
-        return len(self._pending) + (sched.ready if sched is not None else 0)
-
-    def is_empty(self) -> bool:
-        """Nothing claimable: in-flight and delayed items do not count."""
-        return not self._pending and (self._sched is None or not self._sched.ready)
-
-    def in_flight_len(self) -> int:
-        return len(self._in_flight)
-
-    def dead_letter_len(self) -> int:
-        return len(self._dead)
-
     def discard_head(self) -> WorkTransition[PendingItem | None]:
         """Remove :meth:`head` without leasing it (it expired), or ``None``."""
         sched = self._sched
@@ -330,72 +313,6 @@ class WorkQueueCore(ScheduledWork):
             item = self._pending.popleft()
         return WorkTransition(item, PENDING_LEN if self.pending_len() else
                               PENDING_LEN | IS_EMPTY)
-
-    def head(self) -> PendingItem | None:
-        """The pending item the next claim leases, or ``None``."""
-        if self._sched is not None and self._sched.ready:
-            return self._sched.ready_items()[0]
-        return self._pending[0] if self._pending else None
-
-    def pending(self) -> list[PendingItem]:
-        """Claimable items in claim order (oldest first within a priority level)."""
-        if self._sched is not None and self._sched.ready:
-            return [*self._sched.ready_items(), *self._pending]
-        return list(self._pending)
-
-    def in_flight(self) -> list[Delivery]:
-        """Live deliveries in ascending ``delivery_id``."""
-        return list(self._in_flight.values())
-
-    def dead_letters(self) -> list[DeadLetter]:
-        """Dead letters in arrival order."""
-        return list(self._dead)
-
-    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
-        """Live deliveries grouped by worker, each list in ascending ``delivery_id``."""
-        grouped: dict[str, list[Delivery]] = {}
-        for delivery in self._in_flight.values():
-            grouped.setdefault(delivery.worker, []).append(delivery)
-        return grouped
-
-    def delivery(self, delivery_id: int) -> Delivery | None:
-        """The live delivery with that id, or ``None``."""
-        return self._in_flight.get(delivery_id)
-
-    def stamp_of(self, item_id: int) -> int:
-        """The enqueue stamp of ``item_id`` (0: unknown)."""
-        return self._stamps.stamp_of(item_id) if self._stamps else 0
-
-    def stamps(self) -> dict[str, Any]:
-        """``{"points": [[item_id, stamp], ...], "trim_at": n}``: the stamps' change
-        points and the count at which the next push forgets those of items no longer
-        held (kept beside a snapshot: replicas trim at the same push)."""
-        return {"points": self._stamps.points(), "trim_at": self._trim_at}
-
-    def load_stamps(self, doc: Any) -> None:
-        """Replace the stamps with :meth:`stamps` output (``None``: none); ``ValueError``
-        when malformed."""
-        if doc is None:
-            doc = {"points": [], "trim_at": 64}
-        if not isinstance(doc, dict) or type(doc.get("trim_at")) is not int:
-            raise ValueError("work queue stamps must be {points, trim_at}")
-        self._stamps = StampIndex.from_points(doc.get("points"))
-        self._trim_at = doc["trim_at"]
-
-    def _note(self, item_id: int, stamp: int) -> None:
-        stamps = self._stamps
-        stamps.note(item_id, stamp)
-        if len(stamps) > self._trim_at:  # forget the stamps of items no longer held
-            held = chain((i.item_id for i in self._pending),
-                         (d.item_id for d in self._in_flight.values()),
-                         (d.item_id for d in self._dead),
-                         self._sched.held() if self._sched is not None else ())
-            stamps.forget_below(min(held, default=item_id))
-            self._trim_at = max(64, 2 * len(stamps))
-
-    def next_ids(self) -> tuple[int, int]:
-        """The next ``(item_id, delivery_id)`` the counters will hand out."""
-        return self._next_item_id, self._next_delivery_id
 
     # -- snapshot -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Raft-backed consumer groups: the work queue of a replicated topic's group.
 
-:class:`RaftGroupStorage` is a :class:`~.raft_collections.RaftWorkQueueStorage` over the
+:class:`RaftGroupStorage` is a :class:`~.raft_work_queue.RaftWorkQueueStorage` over the
 group's work queue (``"<topic>:<group>"``, see :mod:`lazily_queue.replicated.groups`),
 declared with ``GROUP_DECLARE``, which feeds it the retained elements from its start;
 the topic's publishes feed it after that, on every replica. Pushes are refused: a group
@@ -16,8 +16,8 @@ from ..core.groups import group_queue_name
 from ..core.topic import Start, check_start, out_of_range
 from ..replicated import ops as C
 from .group_pushes import FedByTopic
-from .raft_collections import RaftWorkQueueStorage
 from .raft_queue import raise_op_error
+from .raft_work_queue import RaftWorkQueueStorage
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -49,6 +49,9 @@ class RaftGroupStorage(FedByTopic, RaftWorkQueueStorage):
                                  self.max_deliveries, self.start]
 
     async def _declare(self, timeout: float | None) -> None:
+        # Read before it applies: a client's mirror follows the group from here on, so
+        # the group as declared is there when the answer is.
+        self._view.work_queue(self.name)
         code, args = self._declare_op()
         result = raise_op_error(
             await self._driver.call(code, args, timeout=timeout or self.timeout))

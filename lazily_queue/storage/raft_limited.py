@@ -17,8 +17,8 @@ from ..core.work import WorkTransition
 from ..errors import LimitExceeded
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
-from .raft_collections import RaftWorkQueueStorage
 from .raft_queue import Proposer
+from .raft_work_queue import RaftWorkQueueStorage
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView

@@ -20,7 +20,7 @@ def _ms(seconds: float | None) -> int | None:
 
 
 class RaftWorkScheduling:
-    """The scheduling half of :class:`~.raft_collections.RaftWorkQueueStorage`."""
+    """The scheduling half of :class:`~.raft_work_queue.RaftWorkQueueStorage`."""
 
     name: str
 

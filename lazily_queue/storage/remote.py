@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from .raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from .raft_groups import RaftGroupStorage
 from .raft_limited import LimitedRaftWorkQueueStorage
 from .raft_queue import RaftQueueStorage
+from .raft_topic import RaftTopicStorage
+from .raft_work_queue import RaftWorkQueueStorage
 
 T = TypeVar("T")
 
@@ -54,10 +55,6 @@ class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
 class RemoteGroupStorage(Remote, RaftGroupStorage):
     """A topic's consumer group reached through a client connection (module docstring).
     Joining it starts mirroring it, so the group as declared arrives with the answer."""
-
-    async def _declare(self, timeout: float | None) -> None:
-        self._view.work_queue(self.name)  # watched before the declaration applies
-        await super()._declare(timeout)
 
 
 class RemoteTopicStorage(Remote, RaftTopicStorage):

@@ -1,0 +1,106 @@
+"""The many-element operations of :class:`~.queue.QueueCell`: ``poll_many``,
+``pop_many``, ``push_many`` and the prefetching iteration (``async for``, ``items()``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Generic, TypeVar
+
+from ..core.queue import QueuePopError
+from ..errors import QueueClosed
+from ..reactive import wait_until
+from ..storage.queue import SyncQueueStorage
+from .prefetch import prefetch_size, prefetched
+from .queue_messages import QueueMessages
+
+T = TypeVar("T")
+
+#: The most elements one pop takes for ``async for`` over a replicated backend.
+DEFAULT_PREFETCH = 256
+#: What the first pop of an iteration takes (at most the prefetch).
+FIRST_PREFETCH = 32
+
+_POP_CLOSED = QueuePopError.Closed
+
+
+class QueueBatches(QueueMessages[T], Generic[T]):
+    """Mixed into :class:`~.queue.QueueCell` (which sets the attributes below)."""
+
+    _sync: SyncQueueStorage[T] | None
+    try_pop: Callable[[], T | QueuePopError]
+
+    def capacity(self) -> int | None:
+        raise NotImplementedError
+
+    async def push(self, value: T, *, timeout: float | None = None) -> None:
+        raise NotImplementedError
+
+    async def poll_many(
+        self, n: int, *, timeout: float | None = None
+    ) -> list[T] | QueuePopError:
+        """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
+        list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n!r}")
+        if self._sync is None:
+            return await self._storage.poll_many(n, timeout=timeout)
+        taken: list[T] = []
+        while len(taken) < n:
+            result = self.try_pop()
+            if isinstance(result, QueuePopError):
+                return taken or result
+            taken.append(result)
+        return taken
+
+    async def pop_many(self, n: int, *, timeout: float | None = None) -> list[T]:
+        """Wait for at least one element, then pop up to ``n`` at once (in order); raises
+        :class:`QueueClosed` once the queue is closed and drained. At most once, as
+        :meth:`pop`: a process that crashes after the pop committed loses the elements."""
+        async with asyncio.timeout(timeout):
+            while True:
+                result = await self.poll_many(n)
+                if not isinstance(result, QueuePopError):
+                    return result
+                if result is _POP_CLOSED:
+                    raise QueueClosed(f"{self.name}: queue is closed and drained")
+                await wait_until(self._has_element, context=self.ctx)
+
+    async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
+        """Push every value in order, waiting for room as :meth:`push` does. Over a
+        replicated backend an unbounded queue takes them all in one commit; a bounded
+        one pushes them one after another. Raises :class:`QueueClosed` once closed (the
+        values before it were pushed). It takes no message ids: for exactly-once, push
+        each value with its own ``msg_id``."""
+        pending = list(values)
+        if self._sync is not None or self.capacity() is not None:
+            for value in pending:
+                await self.push(value, timeout=timeout)
+            return
+        async with asyncio.timeout(timeout):
+            results = await asyncio.gather(*(self._storage.offer(v) for v in pending))
+        if any(result is not None for result in results):
+            raise QueueClosed(f"{self.name}: queue is closed; push refused")
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self.items()
+
+    def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
+        """Yield elements until the queue is closed and drained (``async for x in q``).
+
+        Over a replicated backend each pop takes up to ``prefetch`` elements in one
+        commit (default :data:`DEFAULT_PREFETCH`) and hands them out one by one; when
+        the iteration ends early (``break``, cancellation), those not handed out go back
+        to the head, in order. A process that crashes loses them: pops are at most once,
+        and the window is the prefetch. The first pop takes at most
+        :data:`FIRST_PREFETCH`; the next one takes twice as many (up to ``prefetch``)
+        while the consumer handed the last batch out faster than its pop took to commit,
+        and half as many when it was slower, so a slow consumer holds few elements. A
+        synchronous backend pops one at a time.
+        """
+        if self._storage.capabilities.messages:
+            return self._stamped_items(prefetch)  # gives back under the same ids
+        size = prefetch_size(prefetch, DEFAULT_PREFETCH)
+        if self._sync is not None:
+            size = 1
+        return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed)

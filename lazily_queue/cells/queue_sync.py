@@ -1,0 +1,76 @@
+"""The synchronous core of :class:`~.queue.QueueCell` (capability ``sync``: the local
+deque); elsewhere ``try_push`` / ``try_pop`` / ``try_close`` raise
+:class:`~lazily_queue.errors.UnsupportedOperation` naming the awaitable to use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from ..core.queue import CLOSED, QueuePopError, QueuePushError, pop_mask, push_mask
+from ..errors import UnsupportedOperation
+from ..storage.queue import QueueStorage, SyncQueueStorage
+
+T = TypeVar("T")
+
+
+class QueueSyncOps(Generic[T]):
+    """Mixed into :class:`~.queue.QueueCell` (which sets the attributes below)."""
+
+    name: str
+    _storage: QueueStorage[T]
+    _capacity: int | None
+    _observed: bool
+    _sync: SyncQueueStorage[T] | None
+    _invalidate: Callable[[int], None]
+
+    def _sync_ops(
+        self, storage: SyncQueueStorage[T]
+    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
+        """``try_push`` / ``try_pop`` through the generic synchronous seam."""
+        cap = self._capacity
+        invalidate = self._invalidate
+
+        def try_push(value: T) -> QueuePushError | None:
+            pre = storage.len()
+            err = storage.try_push(value)
+            if err is None and not self._observed:
+                invalidate(push_mask(pre, cap))
+            return err
+
+        def try_pop() -> T | QueuePopError:
+            pre = storage.len()
+            result = storage.try_pop()
+            if not self._observed and not isinstance(result, QueuePopError):
+                invalidate(pop_mask(pre, cap))
+            return result
+
+        return try_push, try_pop
+
+    def _refusing_ops(
+        self,
+    ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
+        def try_push(value: T) -> QueuePushError | None:
+            raise self._no_sync("try_push", "offer(value)` (or `push(value)`, which waits")
+
+        def try_pop() -> T | QueuePopError:
+            raise self._no_sync("try_pop", "poll()` (or `pop()`, which waits")
+
+        return try_push, try_pop
+
+    def try_close(self) -> None:
+        """Close for pushes; idempotent and terminal. Elements still drain."""
+        storage = self._sync
+        if storage is None:
+            raise self._no_sync("try_close", "close()")
+        was_closed = storage.is_closed()
+        storage.try_close()
+        if not was_closed and not self._observed:
+            self._invalidate(CLOSED)
+
+    def _no_sync(self, method: str, awaitable: str) -> UnsupportedOperation:
+        return UnsupportedOperation(
+            f"{self.name}: {method} needs a synchronous backend and "
+            f"{type(self._storage).__name__} is not one; use `await {self.name}.{awaitable}` "
+            "instead"
+        )

@@ -1,0 +1,272 @@
+"""Raft-backed topic storage: a replicated TopicCore with a local view.
+
+Reads show this node's applied replica; operations are proposals that return once committed
+and applied here, with the same results and reader masks as the local core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.expiry import optional_ttl_ms
+from ..core.headers import Headers
+from ..core.limited_topic import LimitedTopic, check_topic_limits
+from ..core.limits import Limits
+from ..core.topic import (
+    Durability,
+    Start,
+    SubscribeOutcome,
+    TopicCore,
+    TopicTransition,
+    check_start,
+    out_of_range,
+)
+from ..core.work import (
+    validate_config,
+)
+from ..errors import LimitExceeded, UnsupportedOperation
+from ..raft.errors import ProposalRejected
+from ..replicated import ops as C
+from ..replicated.events import TopicChanged
+from .capabilities import StorageCapabilities
+from .raft_queue import ReplicatedObject
+from .topic import TopicChangeListener
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
+    from .raft_groups import GroupRegistrar, RaftGroupStorage
+    from .raft_queue import Proposer
+
+
+class RaftTopicStorage(ReplicatedObject):
+    """A replicated TopicCore: the TopicStorage seam, observable."""
+
+    kind = "topic"
+    expiry_kind = "topic"
+    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
+                                       replay=True, replay_time=True, headers=True,
+                                       groups=True, expiry=True)
+    #: The storage class of its groups (``None``: :class:`RaftGroupStorage`).
+    group_storage: type[RaftGroupStorage] | None = None
+
+    def __init__(
+        self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
+        ttl: float | None = None, max_age: float | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None or max_age is not None:
+            self.expiry_rules = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
+        self._limits = None if limits is None else check_topic_limits(limits)
+        self._listener: TopicChangeListener | None = None
+        self._empty: TopicCore[Any] = TopicCore()
+        self._ids: set[str] = set()
+        #: Set by the node: routes a group's events to its storage (groups need it).
+        self.register_group: GroupRegistrar | None = None
+
+    def open_group(
+        self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
+        start: Start = "tail", clock: Callable[[], float] | None = None,
+    ) -> RaftGroupStorage:
+        """The storage of group ``group`` (declared on the cluster by its first operation
+        or ``declare()``); ``visibility_timeout`` in seconds, leases on the leader's clock."""
+        from .raft_groups import RaftGroupStorage
+
+        if clock is not None:
+            raise ValueError(f"{self.name}: a replicated group's leases run on the leader's "
+                             "clock; open it without clock=")
+        if self.register_group is None:
+            raise UnsupportedOperation(
+                f"{self.name}: this topic's backend routes no group events; open the group "
+                "on a node's topic (Node.topic(name).group(...))")
+        visibility_timeout, max_deliveries = validate_config(visibility_timeout, max_deliveries)
+        storage = (self.group_storage or RaftGroupStorage)(
+            self._driver, self._view, self.name, group,
+            visibility_timeout=round(visibility_timeout * 1000),
+            max_deliveries=max_deliveries, start=start, timeout=self.timeout)
+        return self.register_group(storage)
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        if self._limits is not None:
+            return C.TOPIC_DECLARE_LIMITED, [self.name, self._limits.doc()]
+        return C.TOPIC_DECLARE, [self.name]
+
+    def declared_limits(self) -> Limits | None:
+        """The limits this storage declares the topic with."""
+        return self._limits
+
+    def limited_topic(self) -> LimitedTopic[Any] | None:
+        """The topic as applied here when it has retention limits, else ``None``."""
+        topic = self._view.topic(self.name)
+        return topic if isinstance(topic, LimitedTopic) else None
+
+    def _core(self) -> TopicCore[Any]:
+        topic = self._view.topic(self.name)
+        return self._empty if topic is None else topic
+
+    # -- view ----------------------------------------------------------------------------
+
+    def read(self, subscriber: str) -> Any:
+        return self._core().read(subscriber)
+
+    def read_stream(self, subscriber: str, limit: int | None = None) -> list[Any] | None:
+        return self._core().read_stream(subscriber, limit)
+
+    def stamp_of(self, offset: int) -> int:
+        return self._core().stamp_of(offset)
+
+    def base_offset(self) -> int:
+        return self._core().base_offset()
+
+    def end_offset(self) -> int:
+        return self._core().end_offset()
+
+    def elements(self) -> list[Any]:
+        return self._core().elements()
+
+    def subscriptions(self) -> dict[str, dict[str, Any]]:
+        return self._core().subscriptions()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._core().snapshot()
+
+    # -- events --------------------------------------------------------------------------
+
+    def set_change_listener(self, listener: TopicChangeListener | None) -> None:
+        self._listener = listener
+
+    def on_event(self, event: TopicChanged) -> None:
+        ids = event.subscribers
+        self._ids.update(ids)
+        if self._listener is not None:
+            self._listener(ids)
+
+    def on_reset(self) -> None:
+        self.on_expired()
+        self._ids.update(self._core().subscriptions())
+        if self._listener is not None:
+            self._listener(frozenset(self._ids))
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE,
+        *, timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        name = Durability(durability).value
+        result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        args = [self.name, subscriber, Durability(durability).value, check_start(start)]
+        result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT, args, timeout))
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def seek(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_SEEK, [self.name, subscriber, offset], timeout)
+        return TopicTransition(_in_range(result), frozenset())
+
+    async def subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        args = [self.name, subscriber, Durability(durability).value, stamp]
+        result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT_TIME, args, timeout))
+        return TopicTransition(SubscribeOutcome[result], frozenset())
+
+    async def seek_time(
+        self, subscriber: str, stamp: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_SEEK_TIME, [self.name, subscriber, stamp], timeout)
+        return TopicTransition(_in_range(result), frozenset())
+
+    async def reconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        result = await self._call(C.TOPIC_RECONNECT, [self.name, subscriber], timeout)
+        return TopicTransition(bool(result), frozenset())
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        result = await self._call(C.TOPIC_DISCONNECT, [self.name, subscriber], timeout)
+        return TopicTransition(bool(result), frozenset())
+
+    async def publish(
+        self, value: Any, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        result = await self._published(self._call(C.TOPIC_PUBLISH, [self.name, value], timeout))
+        return TopicTransition(int(result), frozenset())
+
+    async def _published(self, call: Awaitable[Any]) -> Any:
+        """``call``'s result; a refusal by the retention's ``max_bytes`` as
+        :class:`~lazily_queue.errors.LimitExceeded`."""
+        try:
+            return await call
+        except ProposalRejected as exc:
+            raise self._limit_exceeded(exc) from None
+
+    def _limit_exceeded(self, exc: ProposalRejected) -> Exception:
+        """A publish the retention's ``max_bytes`` refused, as ``LimitExceeded``."""
+        if not str(exc).startswith("full:") or self._limits is None:
+            return exc
+        bound = self._limits.max_bytes
+        return LimitExceeded(
+            f"topic {self.name!r}: an element larger than its max_bytes limit of {bound} "
+            "never fits; store large payloads elsewhere and publish a reference, or raise "
+            "the limit", cell=self.name, limit="max_bytes", value=bound)
+
+    async def publish_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> TopicTransition[int]:
+        result = await self._call(C.TOPIC_PUBLISH_ONCE, [self.name, msg_id, value], timeout)
+        return TopicTransition(int(result), frozenset())
+
+    async def publish_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[int]:
+        args = [self.name, headers, msg_id, value]
+        result = await self._published(self._call(C.TOPIC_PUBLISH_HEADERS, args, timeout))
+        return TopicTransition(int(result), frozenset())
+
+    def headers_of(self, offset: int) -> Headers | None:
+        return self._view.topic_headers_of(self.name, offset)
+
+    async def poll(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[Any]:
+        result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
+        return TopicTransition(result, frozenset())
+
+    def cursor(self, subscriber: str) -> int | None:
+        return self._core().cursor(subscriber)
+
+    async def advance_to(
+        self, subscriber: str, offset: int, *, timeout: float | None = None
+    ) -> TopicTransition[int | None]:
+        result = await self._call(C.TOPIC_ADVANCE_TO, [self.name, subscriber, offset], timeout)
+        return TopicTransition(result, frozenset())
+
+    async def restore(
+        self, snapshot: dict[str, Any], *, timeout: float | None = None
+    ) -> None:
+        """Replace the topic's whole state with ``snapshot`` (administration, seeding)."""
+        await self._call(C.TOPIC_RESTORE, [self.name, snapshot], timeout)
+
+    async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        result = await self._call(C.TOPIC_GC, [self.name], timeout)
+        return TopicTransition(int(result), frozenset())
+
+
+def _in_range(result: list[Any]) -> Any:
+    """The result of a positioned op, or its :class:`OffsetOutOfRange` raised."""
+    if result[0] == "out_of_range":
+        raise out_of_range(result[1], result[2], result[3])
+    return result[1]

@@ -1,0 +1,239 @@
+"""Raft-backed work-queue storage: a replicated WorkQueueCore with a local view.
+
+Reads show this node's applied replica; operations are proposals that return once committed
+and applied here. Time is the leader's: a ``now`` of ``None`` (the default) is replaced by
+the leader's stamp, in milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from ..core.expiry import ttl_ms
+from ..core.headers import Headers
+from ..core.scheduling import RetryPolicy
+from ..core.work import (
+    DeadLetter,
+    Delivery,
+    PendingItem,
+    Receipt,
+    WorkQueueCore,
+    WorkReader,
+    WorkTransition,
+)
+from ..replicated import ops as C
+from ..replicated.events import WorkQueueChanged
+from .capabilities import StorageCapabilities
+from .raft_queue import ReplicatedObject
+from .raft_scheduling import RaftWorkScheduling
+from .work import Settlement, WorkQueueChangeListener
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
+    from .raft_queue import Proposer
+
+
+ALL_WORK_READERS = int(
+    WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
+    | WorkReader.DEAD_LETTER_LEN | WorkReader.DELAYED_LEN
+)
+
+
+class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
+    """A replicated WorkQueueCore: the WorkQueueStorage seam, observable, stamped with
+    the leader's time when ``now`` is ``None``; ``retry`` is in milliseconds."""
+
+    kind = "work queue"
+    expiry_kind = "work_queue"
+    capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
+                                       logical_time=True, dedup=True, scheduling=True,
+                                       headers=True, expiry=True)
+
+    def __init__(
+        self,
+        driver: Proposer,
+        view: ReadView,
+        name: str,
+        *,
+        visibility_timeout: int,
+        max_deliveries: int,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        ttl: float | None = None,
+    ) -> None:
+        super().__init__(driver, view, name, timeout=timeout)
+        if ttl is not None:
+            self.expiry_rules = [ttl_ms(ttl), None]
+        self._empty = WorkQueueCore(visibility_timeout, max_deliveries, retry=retry)
+        self.retry = retry
+        self.visibility_timeout = self._empty.visibility_timeout
+        self.max_deliveries = self._empty.max_deliveries
+        #: The leader stamps milliseconds.
+        self.lease_seconds = self.visibility_timeout / 1000
+        self._listener: WorkQueueChangeListener | None = None
+
+    def _declare_op(self) -> tuple[int, list[Any]]:
+        if self.retry is not None:
+            return C.WORK_DECLARE_RETRY, [self.name, self.visibility_timeout,
+                                          self.max_deliveries, self.retry.to_list()]
+        return C.WORK_DECLARE, [self.name, self.visibility_timeout, self.max_deliveries]
+
+    def _core(self) -> WorkQueueCore:
+        state = self._view.work_queue(self.name)
+        return self._empty if state is None else state.core
+
+    # -- view ----------------------------------------------------------------------------
+
+    def pending_len(self) -> int:
+        return self._core().pending_len()
+
+    def is_empty(self) -> bool:
+        return self._core().is_empty()
+
+    def in_flight_len(self) -> int:
+        return self._core().in_flight_len()
+
+    def dead_letter_len(self) -> int:
+        return self._core().dead_letter_len()
+
+    def pending(self) -> list[PendingItem]:
+        return self._core().pending()
+
+    def in_flight(self) -> list[Delivery]:
+        return self._core().in_flight()
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self._core().dead_letters()
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        return self._core().in_flight_by_worker()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._core().snapshot()
+
+    # -- events --------------------------------------------------------------------------
+
+    def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
+        self._listener = listener
+
+    def on_event(self, event: WorkQueueChanged) -> None:
+        if self._listener is not None:
+            self._listener(event.mask)
+
+    def on_reset(self) -> None:
+        if self._listener is not None:
+            self._listener(ALL_WORK_READERS)
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def _masked(self, code: int, args: list[Any], timeout: float | None) -> Any:
+        result, mask = await self._call(code, [self.name, *args], timeout)
+        return WorkTransition(result, mask)
+
+    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(C.WORK_PUSH, [value], timeout)
+        return transition
+
+    async def push_once(
+        self, value: Any, msg_id: str, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_ONCE, [msg_id, value], timeout)
+        return transition
+
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_HEADERS, [headers, msg_id, value], timeout)
+        return transition
+
+    def headers_of(self, item_id: int) -> Headers | None:
+        return self._view.work_headers_of(self.name, item_id)
+
+    async def push_ttl(
+        self, value: Any, ttl_ms: int, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_TTL, [ttl_ms, value], timeout)
+        return transition
+
+    async def poll(
+        self, worker: str, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[Delivery | None]:
+        raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
+        return WorkTransition(None if raw is None else Delivery(**raw), mask)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, now], timeout)
+        return WorkTransition([Delivery(**d) for d in raw], mask)
+
+    async def release(
+        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        count, mask = await self._call(
+            C.WORK_RELEASE, [self.name, worker, list(delivery_ids)], timeout
+        )
+        return WorkTransition(count, mask)
+
+    async def settle(
+        self, worker: str, delivery_id: int, outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[Receipt | None]:
+        """Ack (``"acked"``) or nack (``"nacked"``): the committed settlement's receipt,
+        also the one recorded the first time when this worker repeats a settlement
+        (``duplicate``), or ``None`` when it was refused."""
+        code = C.WORK_ACK if outcome == "acked" else C.WORK_NACK
+        _, mask, receipt, duplicate = await self._call(
+            code, [self.name, worker, delivery_id], timeout
+        )
+        proof = None
+        if receipt is not None:
+            delivery_id, item_id, who, how, settled_at = receipt
+            proof = Receipt(self.name, delivery_id, item_id, who, how, settled_at, bool(duplicate))
+        return WorkTransition(proof, mask)
+
+    async def settle_many(
+        self, worker: str, delivery_ids: list[int], outcome: Settlement, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[list[Receipt | None]]:
+        """Settle several deliveries in one commit, in order: a receipt per id as
+        :meth:`settle` gives it (``None`` for a refused one)."""
+        results, mask = await self._call(
+            C.WORK_SETTLE_MANY, [self.name, worker, outcome, list(delivery_ids)], timeout
+        )
+        receipts: list[Receipt | None] = []
+        for _, receipt, duplicate in results:
+            if receipt is None:
+                receipts.append(None)
+                continue
+            delivery_id, item_id, who, how, settled_at = receipt
+            receipts.append(Receipt(self.name, delivery_id, item_id, who, how, settled_at,
+                                    bool(duplicate)))
+        return WorkTransition(receipts, mask)
+
+    async def reap_expired(
+        self, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        transition: WorkTransition[int] = await self._masked(C.WORK_REAP, [now], timeout)
+        return transition
+
+    async def extend(
+        self, worker: str, delivery_id: int, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[bool]:
+        transition: WorkTransition[bool] = await self._masked(
+            C.WORK_EXTEND, [worker, delivery_id, now], timeout
+        )
+        return transition
+
+    async def redrive(
+        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        ids = None if item_ids is None else sorted(item_ids)
+        transition: WorkTransition[int] = await self._masked(C.WORK_REDRIVE, [ids], timeout)
+        return transition
