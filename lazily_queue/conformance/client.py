@@ -13,20 +13,11 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from typing import Any
 
 from ..client import ClientAccess, ClientGrant, ClusterClient, Credentials
 from ..node_cells import NodeCells
 from ..testing import NodeOptions
-from .backend import (
-    QueueAdapter,
-    QueueInitial,
-    TopicAdapter,
-    TopicInitial,
-    WorkQueueAdapter,
-    WorkQueueInitial,
-    register_backend,
-)
+from .backend import register_backend
 from .raft import RaftBackend
 
 _addresses = itertools.count(1)
@@ -71,23 +62,12 @@ class ClientBackend(RaftBackend):
             raise RuntimeError("the client backend is not started")
         return self.client
 
-    async def _mirrored(self, adapter: Any, read: str) -> Any:
-        """``adapter``, its cell's object mirrored by the client as its member has it."""
+    async def opened(self, kind: str, name: str) -> None:
+        """Mirror the object before the fixture's first step, as its member has it."""
         client = self.cells
         assert isinstance(client, ClusterClient)
-        getattr(client.view, read)(adapter.cell.storage.name)
+        getattr(client.view, kind)(name)  # reading it starts mirroring it
         await client.barrier()
-        return adapter
-
-    async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
-        return await self._mirrored(await super().queue(initial, flavor), "queue")  # type: ignore[no-any-return]
-
-    async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        return await self._mirrored(await super().topic(initial, flavor), "topic")  # type: ignore[no-any-return]
-
-    async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
-        adapter = await super().work_queue(initial, flavor)
-        return await self._mirrored(adapter, "work_queue")  # type: ignore[no-any-return]
 
 
 register_backend("client", ClientBackend)

@@ -124,22 +124,27 @@ class RaftBackend(Backend):
 
     # -- models -----------------------------------------------------------------------------
 
+    async def opened(self, kind: str, name: str) -> None:
+        """The ``kind`` object ``name`` of a model is made, before the fixture's steps."""
+
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         cell = self.cells.queue(f"q{next(_names)}", capacity=initial.capacity,
-                                   ttl=initial.ttl, limits=initial.limits)
+                                ttl=initial.ttl, limits=initial.limits)
         for value in initial.elements:
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
             await cell.close()
+        await self.opened("queue", cell.name)
         return RaftQueueAdapter(cell, Invoker("async"), self.cells.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
         cell = self.cells.topic(f"t{next(_names)}", max_age=initial.max_age,
-                                   limits=initial.limits)
+                                limits=initial.limits)
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
+        await self.opened("topic", cell.name)
         return LocalTopicAdapter(cell, Invoker("async"), self.cells.transaction,
                                  lease_unit=0.001)
 
@@ -156,6 +161,7 @@ class RaftBackend(Backend):
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)
         await storage.declare()
+        await self.opened("work_queue", cell.name)
         return LocalWorkQueueAdapter(cell, Invoker("async"), self.cells.transaction,
                                      time_scale=0.001)
 
