@@ -17,7 +17,7 @@ import secrets
 from ..client import ClientAccess, ClientGrant, ClusterClient, Credentials
 from ..node_cells import NodeCells
 from ..testing import NodeOptions
-from .backend import register_backend
+from .backend import TopicAdapter, register_backend
 from .raft import RaftBackend
 
 _addresses = itertools.count(1)
@@ -68,6 +68,15 @@ class ClientBackend(RaftBackend):
         assert isinstance(client, ClusterClient)
         getattr(client.view, kind)(name)  # reading it starts mirroring it
         await client.barrier()
+
+
+    async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
+        """Restart the member; the client links to it again and its mirror catches up
+        with what the member applies from its journal before the next step."""
+        adapter = await super().restart(adapter)
+        assert self.client is not None
+        await self.client.barrier()
+        return adapter
 
 
 register_backend("client", ClientBackend)
