@@ -100,7 +100,7 @@ async def test_a_dead_members_lease_is_redelivered_and_a_leaving_one_hands_back(
     async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client, \
             client_of(addresses) as other:
         topic = client.topic("orders")
-        group = topic.group("billing", visibility_timeout=0.3)
+        group = topic.group("billing", visibility_timeout=3)
         await group.declare()
         for n in range(3):
             await topic.publish(n)
@@ -108,7 +108,7 @@ async def test_a_dead_members_lease_is_redelivered_and_a_leaving_one_hands_back(
         gone = await group.claim("leaving")
         assert dead is not None and gone is not None
         assert await group.leave("leaving") == 1  # back at once, unstarted
-        survivor = other.topic("orders").group("billing", visibility_timeout=0.3)
+        survivor = other.topic("orders").group("billing", visibility_timeout=3)
         seen: list[int] = []
         async with asyncio.timeout(20):  # a hang detector: the leader reaps the lease
             while len(seen) < 3:
