@@ -253,6 +253,9 @@ class ClusterClient(NodeCells):
             member, leader = answer[1].get("node"), answer[1].get("leader")
             link.member = str(member) if member is not None else None
             link.leader = str(leader) if leader is not None else None
+            features = answer[1].get("features")
+            link.features = frozenset(f for f in features if isinstance(f, str)) if (
+                isinstance(features, list)) else frozenset()
             if link.member is not None:
                 self.members[link.address] = link.member
             if self.prefer_leader and link.leader is None:

@@ -250,7 +250,7 @@ class ClientServer:
         conn.session = session
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
-                               "leader": node.leader_id}])
+                               "leader": node.leader_id, "features": list(P.FEATURES)}])
 
     def _timeout(self, value: Any) -> float:
         if (isinstance(value, bool) or not isinstance(value, int | float)

@@ -207,3 +207,16 @@ async def test_a_joined_groups_state_is_there_when_declare_returns() -> None:
         group = client.topic("orders").group("billing", start="head")
         await group.declare()  # no read before: the declaration started the mirror
         assert group.lag() == 1 and [p.value for p in group.pending()] == ["retained"]
+
+
+async def test_a_member_without_client_groups_refuses_joining_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazily_queue import UnsupportedOperation
+    from lazily_queue.client import protocol as P
+
+    monkeypatch.setattr(P, "FEATURES", ())  # the members announce what an older one does
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        with pytest.raises(UnsupportedOperation, match="serves no consumer groups to clients"):
+            await client.topic("orders").group("billing").declare()
+        await client.topic("news").publish("plain topics still work")
