@@ -150,8 +150,7 @@ class ClientServer:
         if grant is None:
             return
         conn = ClientConnection(stream, grant, self.access.max_in_flight,
-                                lambda name, undeclared: group_topics(self.node.view, name,
-                                                                      undeclared))
+                                lambda name, form: group_topics(self.node.view, name, form))
         self._conns.add(conn)
         try:
             while not conn.closed:
@@ -396,8 +395,7 @@ class ClientServer:
             conn.send([0, P.REPLAY, replay])
 
     def _reset(self, key: tuple[str, str]) -> None:
-        """Send the watchers of ``key`` the object as applied here now (their mirrors
-        skip the ops they were sent up to here)."""
+        """Send the watchers of ``key`` the object as applied here now."""
         view = self.node.view
         doc = objects.capture(view, *key)
         for conn in self._watchers.get(key, ()):
