@@ -208,6 +208,18 @@ MUTATIONS = [
         ("tests/client/test_client_transactions.py",),
         "a client's transaction needs the client's permission for every op it carries"),
     Mutation(
+        "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
+        "heapq.heappush(self._heap, (held, next(self._order), fut))",
+        "heapq.heappush(self._heap, (0, next(self._order), fut))",
+        ("tests/client/test_client_fairness.py",),
+        "a slot that frees goes to the waiting client holding the fewest"),
+    Mutation(
+        "fair-proposals-in-arrival-order", "lazily_queue/client/fair.py",
+        "heapq.heappush(self._turns, (lane.proposed, lane.turn, lane))",
+        "heapq.heappush(self._turns, (0, lane.turn, lane))",
+        ("tests/client/test_client_fairness.py",),
+        "a light client's op is proposed before a greedy client's queued ones"),
+    Mutation(
         "local-transaction-unchecked", "lazily_queue/transactions/local.py",
         "            if refusal is not None:\n                return index, *refusal\n",
         "",
