@@ -74,6 +74,8 @@ class Scenario:
     #: Clients of the TTL queue (:mod:`.expiry`), seeded apart from the others (one in a
     #: generated scenario; a stored one without the field replays as it was recorded).
     ttl_clients: int = 0
+    #: Clients of the options queue (:mod:`.queue_options`), seeded apart likewise.
+    options_clients: int = 0
     #: Consumer-group members that are cluster clients (:class:`~.session_client.
     #: SessionGroupMember`), seeded apart likewise; only where the topic has groups.
     session_group_members: int = 0
@@ -122,6 +124,7 @@ def generate(seed: int) -> Scenario:
     rng = random.Random(seed * 7919 + 17)
     s = Scenario(seed)
     s.ttl_clients = 1
+    s.options_clients = 1
     s.session_group_members = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)

@@ -418,6 +418,18 @@ MUTATIONS = [
         "                pass",
         ("tests/cells/test_topic_retention.py",),
         "a subscriber behind a topic's retention sees the gap it missed counted"),
+    Mutation(
+        "delayed-queue-element-popped-early", "lazily_queue/core/fifo_delayed.py",
+        "        while heap and heap[0][0] <= now:",
+        "        while heap:",
+        ("tests/replicated/test_queue_options_ops.py", "tests/cells/test_queue_options.py"),
+        "a delayed queue element is never popped before its due time"),
+    Mutation(
+        "push-options-map-not-strict", "lazily_queue/core/push_options.py",
+        "        if check is None:\n            raise ValueError(",
+        "        if check is None:\n            continue\n            raise ValueError(",
+        ("tests/replicated/test_queue_options_ops.py",),
+        "an options map with an unknown key is refused whole, never half read"),
 ]
 
 
