@@ -53,21 +53,6 @@ async def offer_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str
     return await expiring.offer_ttl(value, ms, timeout=timeout)
 
 
-async def push_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
-                   scheduled: bool) -> Any:
-    """A work queue cell's push of ``value`` with a per-message ``ttl`` (seconds): the
-    backend's transition."""
-    ms = ttl_ms(ttl)
-    if msg_id is not None:
-        raise no_ttl_with_msg_id(cell)
-    if scheduled:
-        raise UnsupportedOperation(f"{cell}: a push cannot take ttl with priority, delay or "
-                                   "not_before yet; give the ttl alone")
-    if not storage.capabilities.expiry:
-        raise no_expiry(cell, storage, "push")
-    return await storage.push_ttl(value, ms)
-
-
 def expired_reader(storage: Any) -> Any:
     """The ``expired`` reader's read function over ``storage`` (0 without expiry)."""
     if not storage.capabilities.expiry:

@@ -89,6 +89,10 @@ EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
 QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
 TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
 WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
+# Work-queue options combined: 130..139 (.work_options).
+WORK_PUSH_OPTIONS = 130  # [name, {msg_id, headers, ttl_ms, priority, delay, not_before,
+#                          now}, value]: a push with any options (only those given)
+WORK_DECLARE_OPTIONS = 131  # [name, visibility_timeout_ms, max_deliveries, {retry, limits}]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -157,6 +161,8 @@ OP_NAMES: dict[int, str] = {
     QUEUE_DECLARE_LIMITED: "queue_declare_limited",
     TOPIC_DECLARE_LIMITED: "topic_declare_limited",
     WORK_DECLARE_LIMITED: "work_declare_limited",
+    WORK_PUSH_OPTIONS: "work_push_options",
+    WORK_DECLARE_OPTIONS: "work_declare_options",
 }
 
 
@@ -170,7 +176,8 @@ def family_of(code: int) -> str | None:
 MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
                          QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
-                         WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL})
+                         WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL,
+                         WORK_PUSH_OPTIONS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -200,7 +207,8 @@ _FAMILIES: dict[int, str] = {
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,
                      WORK_DECLARE_RETRY, WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE,
-                     WORK_PUSH_TTL, WORK_DECLARE_LIMITED), "work_queue"),
+                     WORK_PUSH_TTL, WORK_DECLARE_LIMITED, WORK_PUSH_OPTIONS,
+                     WORK_DECLARE_OPTIONS), "work_queue"),
 }
 
 

@@ -59,6 +59,7 @@ from . import (
     scheduling,
     topics,
     transactions,
+    work_options,
     work_queues,
 )
 from .dedup import DedupKey
@@ -95,7 +96,8 @@ MAX_CLIENT_SESSIONS = 16384
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                expiry.FAMILY, limits.FAMILY, headers.FAMILY)
+                                expiry.FAMILY, limits.FAMILY, headers.FAMILY,
+                                work_options.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -17,6 +17,7 @@ from ..core.ids import Run
 from ..core.queue import EMPTY, QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicTransition
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
+from ..core.work_options import WorkPushOptions
 from ..serializers import Codec
 from .capabilities import StorageCapabilities
 from .queue import QueueStorage
@@ -356,6 +357,15 @@ class SerializingWorkQueueStorage(_Wrapper):
         result: WorkTransition[int] = await inner.push_scheduled(
             self.codec.encode(value), priority=priority, delay=delay, not_before=not_before,
             now=now, timeout=timeout)
+        return result
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        inner: Any = self.inner
+        result: WorkTransition[int] = await inner.push_options(
+            self.codec.encode(value), options, now, timeout=timeout)
         return result
 
     def delayed(self) -> list[tuple[float, PendingItem]]:

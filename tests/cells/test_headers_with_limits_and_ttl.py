@@ -1,13 +1,13 @@
-"""Message headers beside limits and TTLs at the cells: a push with headers and a ttl,
-and headers on a queue or work queue with limits, are refused with
-UnsupportedOperation before anything is sent; a topic's retention keeps the headers of
-what it keeps."""
+"""Message headers beside limits and TTLs at the cells: a queue push with headers and a
+ttl, and headers on a queue with limits, are refused with UnsupportedOperation before
+anything is sent (a work queue combines them: tests/cells/test_work_options.py); a
+topic's retention keeps the headers of what it keeps."""
 
 from __future__ import annotations
 
 import pytest
 
-from lazily_queue import Limits, QueueCell, UnsupportedOperation, WorkQueueCell, testing
+from lazily_queue import Limits, QueueCell, UnsupportedOperation, testing
 
 
 async def test_a_queue_push_with_headers_and_a_ttl_is_refused() -> None:
@@ -29,21 +29,6 @@ async def test_a_queue_with_limits_refuses_headers_locally_and_on_a_cluster() ->
             await q.push("a", headers={"k": "v"})
         await q.push("b")
         assert q.len() == 1
-
-
-async def test_a_work_push_with_headers_refuses_a_ttl_and_limits() -> None:
-    async with testing.cluster(1) as c:
-        node = await c.leader()
-        w = node.work_queue("w", visibility_timeout=30)
-        with pytest.raises(UnsupportedOperation, match="ttl"):
-            await w.push("a", ttl=5, headers={"k": "v"})
-        limited = node.work_queue("l", visibility_timeout=30, limits=Limits(max_length=2))
-        with pytest.raises(UnsupportedOperation, match="limits"):
-            await limited.push("a", headers={"k": "v"})
-        assert w.pending_len() == 0 and limited.pending_len() == 0
-    local = WorkQueueCell(visibility_timeout=30, limits=Limits(max_length=2))
-    with pytest.raises(UnsupportedOperation, match="limits"):
-        await local.push("a", headers={"k": "v"})
 
 
 async def test_topic_retention_keeps_the_headers_of_what_it_keeps_on_a_cluster() -> None:
