@@ -14,7 +14,6 @@ from lazily_queue import (
     InvalidSchedule,
     InvalidSnapshot,
     RetryPolicy,
-    UnsupportedOperation,
     WorkQueueCell,
     WorkQueueCore,
 )
