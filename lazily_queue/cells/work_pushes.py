@@ -93,7 +93,7 @@ class WorkQueuePushes:
                            and delay is None and not_before is None) else work_options(
             msg_id=msg_id, headers=headers, ttl=ttl, priority=priority, delay=delay,
             not_before=not_before)
-        if now is not None and (options is None or (not options.timed
+        if now is not None and (options is None or (not options.delayed
                                                     and options.ttl_ms is None)):
             raise ValueError(f"{self.name}: now= is the time a delay or ttl counts from; "
                              "give it with delay=, not_before= or ttl=")
@@ -127,7 +127,7 @@ class WorkQueuePushes:
         if options.ttl_ms is not None and not caps.expiry:
             raise no_expiry(self.name, storage, "push")
         if options.scheduled:
-            self._scheduling("priority" if not options.timed else "delayed delivery")
+            self._scheduling("priority" if not options.delayed else "delayed delivery")
         kinds = {("msg_id" if name == "msg_id" else "scheduling"
                   if name in ("priority", "delay", "not_before") else name)
                  for name in options.given()} - {"msg_id"}
@@ -141,7 +141,7 @@ class WorkQueuePushes:
         given = options.given()
         if given == ["msg_id"]:
             return int(self._apply(await storage.push_once(value, options.msg_id)))
-        moment = self._now(now) if options.timed or now is not None else None
+        moment = self._now(now) if options.delayed or now is not None else None
         if storage.capabilities.options:
             return int(self._apply(await storage.push_options(value, options, moment)))
         if options.headers is not None:  # one kind of option: its own method
@@ -151,8 +151,8 @@ class WorkQueuePushes:
             return int(self._apply(await storage.push_ttl(value, options.ttl_ms)))
         if options.msg_id is None:
             return int(self._apply(await storage.push_scheduled(
-                value, priority=options.priority, delay=options.delay,
-                not_before=options.not_before, now=moment)))
+                value, priority=options.level, delay=_seconds(options.delay_ms),
+                not_before=_seconds(options.not_before_ms), now=moment)))
         raise UnsupportedOperation(
             f"{self.name}: {type(storage).__name__} does not combine push options "
             f"({', '.join(given)}); give one kind of option per push")
@@ -161,3 +161,7 @@ class WorkQueuePushes:
         """The headers item ``item_id`` was pushed with (read-only; empty when none)."""
         storage = as_headers_work_queue(self._storage)
         return view(None if storage is None else storage.headers_of(item_id))
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000

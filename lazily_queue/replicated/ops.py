@@ -90,8 +90,8 @@ QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queu
 TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
 WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
 # Work-queue options combined: 130..139 (.work_options).
-WORK_PUSH_OPTIONS = 130  # [name, {msg_id, headers, ttl_ms, priority, delay, not_before,
-#                          now}, value]: a push with any options (only those given)
+WORK_PUSH_OPTIONS = 130  # [name, {msg_id, headers, ttl_ms, delay_ms, not_before_ms,
+#                          priority}, now | None, value]: a push with any options
 WORK_DECLARE_OPTIONS = 131  # [name, visibility_timeout_ms, max_deliveries, {retry, limits}]
 
 #: The name of every op code (in errors, timeouts and logs).

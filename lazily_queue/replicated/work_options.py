@@ -1,10 +1,11 @@
 """Work-queue options combined on the replicated log (op codes 130..131).
 
-- ``WORK_PUSH_OPTIONS`` ``[name, options, value]``: a push with any combination of
-  options, the map holding only those given (:func:`~..core.work_options.options_from_doc`:
-  ``msg_id``, ``headers``, ``ttl_ms``, ``priority``, ``delay`` / ``not_before`` in ms,
-  ``now``). The item is pushed at its priority and due time (``now + delay`` or
-  ``not_before``; ``now`` is the op's, else the leader's stamp), its TTL counted from
+- ``WORK_PUSH_OPTIONS`` ``[name, options, now | None, value]``: a push with any
+  combination of options, the map holding only those given
+  (:class:`~..core.work_options.WorkPushOptions`: ``msg_id``, ``headers``, ``ttl_ms``,
+  ``delay_ms`` / ``not_before_ms``, ``priority``). The item is pushed at its priority and
+  due time (``now + delay_ms`` or ``not_before_ms``; ``now`` is the op's, else the
+  leader's stamp), its TTL counted from
   its push (``now``) or, when delayed, from its due time; its headers are kept by item
   id as ``WORK_PUSH_HEADERS`` keeps them; the whole push applies once per ``msg_id`` in
   the dedup window. A malformed map is refused (``bad_options``) before anything
@@ -25,37 +26,37 @@ from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import WorkQueueCore
-from ..core.work_options import options_from_doc
+from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule, LimitExceeded
 from . import expiry, ops, work_headers
 from .dedup import applied_once
 from .family import Family, checked_name
 from .ops import OpRefused
-from .work_queues import WorkState, _changed, _work
+from .work_queues import WorkState, _changed, _time, _work
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 
 def push(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, options, value]``: ``[item_id, mask]``."""
-    if len(args) != 3:
-        raise OpRefused("bad_args", "work_push_options is [name, options, value]")
+    """``[name, options, now | None, value]``: ``[item_id, mask]``."""
+    if len(args) != 4:
+        raise OpRefused("bad_args", "work_push_options is [name, options, now, value]")
     try:
-        options, now = options_from_doc(args[1])
+        options = WorkPushOptions.from_map(args[1])
     except ValueError as exc:
         raise OpRefused("bad_options", str(exc)) from None
+    at = _time(sm, args[2])
     name, state = _work(sm, args)
     if state.group is not None:
         raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
                         f"{state.group[0]!r}, fed by the topic: publish to the topic")
-    at = sm.now if now is None else now
-    due = options.due(at)
-    value = args[2]
+    due = options.due_ms(at)
+    value = args[3]
 
     def apply() -> Any:
         try:
-            item_id, mask = state.core.push_scheduled(value, sm.now, priority=options.priority,
+            item_id, mask = state.core.push_scheduled(value, sm.now, priority=options.level,
                                                       due=due, now=at)
         except LimitExceeded as exc:  # nothing changed
             raise OpRefused("full", f"work queue {name!r}: {exc}") from None

@@ -185,9 +185,9 @@ class LocalWorkQueueStorage:
                    ) -> WorkTransition[int]:
         clock = self.clock
         stamp = None if clock is None else int(clock() * 1000)
-        at = _scheduling_time(now) if options.timed else 0.0 if now is None else now
-        due = options.due(at)
-        transition = self.core.push_scheduled(value, stamp, priority=options.priority,
+        at = _scheduling_time(now) if options.delayed else 0.0 if now is None else now
+        due = options.due(at, 1)
+        transition = self.core.push_scheduled(value, stamp, priority=options.level,
                                               due=due, now=at)
         if options.ttl_ms is not None:
             self._note_ttl(transition.result, options.ttl_ms, stamp, now)

@@ -161,7 +161,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         """``WORK_PUSH_OPTIONS``: delays and ``not_before`` travel in ms; ``now`` (the
         time a delay or TTL counts from) is the leader's stamp when ``None``."""
         transition: WorkTransition[int] = await self._masked(
-            C.WORK_PUSH_OPTIONS, [options.to_doc(1000, now), value], timeout)
+            C.WORK_PUSH_OPTIONS, [options.to_map(), now, value], timeout)
         return transition
 
     async def push_ttl(

@@ -167,23 +167,28 @@ def _sm() -> StateMachine:
 
 @pytest.mark.parametrize("options", [
     [], "x", {"nope": 1}, {"ttl_ms": 0}, {"ttl_ms": "5"}, {"priority": 10},
-    {"priority": True}, {"delay": -1}, {"delay": 1.5}, {"delay": 1, "not_before": 2},
-    {"headers": {}}, {"headers": {"k": 1}}, {"msg_id": ""}, {"now": -3},
+    {"priority": True}, {"priority": 0}, {"delay_ms": -1}, {"delay_ms": 1.5},
+    {"delay_ms": 1, "not_before_ms": 2}, {"headers": {}}, {"headers": {"k": 1}},
+    {"msg_id": ""}, {"now": 3}, {1: 2},
 ])
 def test_a_malformed_options_map_is_refused_and_changes_nothing(options: Any) -> None:
     sm = _sm()
     before = sm.capture()
-    result = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", options, "v"])
+    result = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", options, None, "v"])
     assert isinstance(result, OpError) and result.code == "bad_options"
+    assert sm.capture() == before
+    for args in (["w", {}, -1, "v"], ["w", {}, "now", "v"], ["w", {}, None]):
+        refused = sm.apply_plain(C.WORK_PUSH_OPTIONS, args)
+        assert isinstance(refused, OpError) and refused.code in ("bad_time", "bad_args")
     assert sm.capture() == before
 
 
 def test_the_options_op_in_the_state_machine_and_its_snapshot() -> None:
     sm = _sm()
     doc = {"msg_id": "m", "headers": {"k": "v"}, "ttl_ms": 500, "priority": 3,
-           "delay": 100}
-    item, mask = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", doc, "v"])
-    assert sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", doc, "other"]) == [item, mask]
+           "delay_ms": 100}
+    item, mask = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", doc, None, "v"])
+    assert sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", doc, None, "other"]) == [item, mask]
     again = StateMachine()
     again.restore(sm.capture())
     core = again.work_queues["w"].core
@@ -193,7 +198,7 @@ def test_the_options_op_in_the_state_machine_and_its_snapshot() -> None:
     again.now = 1_200
     claimed = again.apply_plain(C.WORK_CLAIM, ["w", "me", None])[0]
     assert claimed["item_id"] == item
-    assert isinstance(sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {}, "v"]), list)
+    assert isinstance(sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {}, 5, "v"]), list)
 
 
 def test_declare_options_and_its_mismatch() -> None:
@@ -206,8 +211,8 @@ def test_declare_options_and_its_mismatch() -> None:
     bad = sm.apply_plain(C.WORK_DECLARE_OPTIONS, ["v", 1000, 3, {"limits": "x"}])
     assert isinstance(bad, OpError) and bad.code == "bad_config"
     for i in range(2):
-        sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {"priority": 1}, f"v{i}"])
-    full = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {"delay": 5}, "v"])
+        sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {"priority": 1}, None, f"v{i}"])
+    full = sm.apply_plain(C.WORK_PUSH_OPTIONS, ["w", {"delay_ms": 5}, None, "v"])
     assert isinstance(full, OpError) and full.code == "full"
     again = StateMachine()
     again.restore(sm.capture())
