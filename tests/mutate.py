@@ -181,8 +181,8 @@ MUTATIONS = [
         "a client's op retried through another member applies at most once"),
     Mutation(
         "dedup-window-ignored", "lazily_queue/replicated/dedup.py",
-        "        if found:\n            return first\n",
-        "        if False:\n            return first\n",
+        "    if found:\n        return first\n",
+        "    if False:\n        return first\n",
         ("tests/replicated/test_dedup.py",
          "tests/sim/test_simulation.py::test_producers_retrying_a_msg_id_never_duplicate"),
         "a push repeated with its msg_id applies once while the id is in the window"),

@@ -30,7 +30,7 @@ from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local_work import LocalWorkQueueStorage
 from ..storage.local_work_expiry import ExpiringWorkQueueStorage
-from ..storage.serializing import SerializingWorkQueueStorage
+from ..storage.serializing_work import SerializingWorkQueueStorage
 from ..storage.work import (
     Settlement,
     SyncWorkQueueStorage,

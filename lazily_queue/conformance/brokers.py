@@ -50,7 +50,8 @@ from .backend import (
     WorkQueueInitial,
     register_backend,
 )
-from .local import Invoker, LocalQueueAdapter, LocalTopicAdapter, _topic_snapshot
+from .local import _topic_snapshot
+from .local_adapters import Invoker, LocalQueueAdapter, LocalTopicAdapter
 
 #: Items the mirrors list in their views during a replay (fixtures are small).
 VIEW_LIMIT = 1000

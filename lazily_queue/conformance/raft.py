@@ -48,13 +48,8 @@ from .backend import (
     WorkQueueInitial,
     register_backend,
 )
-from .local import (
-    Invoker,
-    LocalQueueAdapter,
-    LocalTopicAdapter,
-    LocalWorkQueueAdapter,
-    _topic_snapshot,
-)
+from .local import _topic_snapshot
+from .local_adapters import Invoker, LocalQueueAdapter, LocalTopicAdapter, LocalWorkQueueAdapter
 
 _names = itertools.count(1)
 

@@ -3,32 +3,27 @@
 Each wraps any backend of its family: values going in are encoded, values coming out
 (results, reads, views) decoded; everything else passes through, with the backend's
 capabilities minus ``reporting_ops`` (the deque's fast path hands out stored values).
-``snapshot()`` shows the stored (encoded) form.
+``snapshot()`` shows the stored (encoded) form. The work queue's wrapper is in
+:mod:`.serializing_work`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import EMPTY, QueuePopError, QueuePushError
 from ..core.topic import Durability, SubscribeOutcome, TopicTransition
-from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
-from ..core.work_options import WorkPushOptions
 from ..serializers import Codec
 from .capabilities import StorageCapabilities
 from .queue import QueueStorage
 from .topic import TopicStorage
-from .work import Settlement, WorkQueueStorage
 
 T = TypeVar("T")
-D = TypeVar("D", Delivery, PendingItem, DeadLetter)
 
 
-class _Wrapper:
+class SerializingWrapper:
     """Pass-through of everything the wrapper does not translate."""
 
     def __init__(self, inner: Any, codec: Codec[Any]) -> None:
@@ -51,7 +46,7 @@ class _Wrapper:
         return f"{type(self).__name__}({self.inner!r}, {self.codec.inner!r})"
 
 
-class SerializingQueueStorage(_Wrapper, Generic[T]):
+class SerializingQueueStorage(SerializingWrapper, Generic[T]):
     """A queue backend storing ``serializer.encode(value)``."""
 
     def __init__(self, inner: QueueStorage[Any], codec: Codec[T]) -> None:
@@ -164,7 +159,7 @@ class SerializingQueueStorage(_Wrapper, Generic[T]):
                                    timeout=timeout)
 
 
-class SerializingTopicStorage(_Wrapper, Generic[T]):
+class SerializingTopicStorage(SerializingWrapper, Generic[T]):
     """A topic backend storing ``serializer.encode(value)``."""
 
     def __init__(self, inner: TopicStorage[Any], codec: Codec[T]) -> None:
@@ -259,154 +254,3 @@ class SerializingTopicStorage(_Wrapper, Generic[T]):
 
     async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
         return await self.inner.gc(timeout=timeout)
-
-
-class SerializingWorkQueueStorage(_Wrapper):
-    """A work-queue backend storing ``serializer.encode(value)``."""
-
-    def __init__(self, inner: WorkQueueStorage, codec: Codec[Any]) -> None:
-        super().__init__(inner, codec)
-        self.inner: WorkQueueStorage = inner
-
-    def _item(self, item: D) -> D:
-        return replace(item, value=self.codec.decode(item.value))
-
-    def _maybe(self, delivery: Delivery | None) -> Delivery | None:
-        return None if delivery is None else self._item(delivery)
-
-    @property
-    def visibility_timeout(self) -> float:
-        return self.inner.visibility_timeout
-
-    @property
-    def lease_seconds(self) -> float:
-        return self.inner.lease_seconds
-
-    @property
-    def max_deliveries(self) -> int:
-        return self.inner.max_deliveries
-
-    def pending_len(self) -> int:
-        return self.inner.pending_len()
-
-    def is_empty(self) -> bool:
-        return self.inner.is_empty()
-
-    def in_flight_len(self) -> int:
-        return self.inner.in_flight_len()
-
-    def dead_letter_len(self) -> int:
-        return self.inner.dead_letter_len()
-
-    def pending(self) -> list[PendingItem]:
-        return [self._item(p) for p in self.inner.pending()]
-
-    def in_flight(self) -> list[Delivery]:
-        return [self._item(d) for d in self.inner.in_flight()]
-
-    def dead_letters(self) -> list[DeadLetter]:
-        return [self._item(d) for d in self.inner.dead_letters()]
-
-    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
-        return {w: [self._item(d) for d in ds]
-                for w, ds in self.inner.in_flight_by_worker().items()}
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.inner.snapshot()
-
-    def try_push(self, value: Any) -> WorkTransition[int]:
-        result: WorkTransition[int] = self.inner.try_push(  # type: ignore[attr-defined]
-            self.codec.encode(value))
-        return result
-
-    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
-        result, mask = self.inner.try_claim(worker, now)  # type: ignore[attr-defined]
-        return WorkTransition(self._maybe(result), mask)
-
-    async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
-        return await self.inner.push(self.codec.encode(value), timeout=timeout)
-
-    async def push_ttl(self, value: Any, ttl_ms: int, *,
-                       timeout: float | None = None) -> WorkTransition[int]:
-        inner: Any = self.inner
-        return await inner.push_ttl(  # type: ignore[no-any-return]
-            self.codec.encode(value), ttl_ms, timeout=timeout)
-
-    async def push_once(
-        self, value: Any, msg_id: str, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_once(
-            self.codec.encode(value), msg_id, timeout=timeout)
-        return result
-
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_headers(
-            self.codec.encode(value), headers, msg_id, timeout=timeout)
-        return result
-
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_scheduled(
-            self.codec.encode(value), priority=priority, delay=delay, not_before=not_before,
-            now=now, timeout=timeout)
-        return result
-
-    async def push_options(
-        self, value: Any, options: WorkPushOptions, now: float | None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_options(
-            self.codec.encode(value), options, now, timeout=timeout)
-        return result
-
-    def delayed(self) -> list[tuple[float, PendingItem]]:
-        inner: Any = self.inner
-        return [(due, self._item(item)) for due, item in inner.delayed()]
-
-    async def poll(
-        self, worker: str, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[Delivery | None]:
-        result, mask = await self.inner.poll(worker, now, timeout=timeout)
-        return WorkTransition(self._maybe(result), mask)
-
-    async def poll_many(
-        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[list[Delivery]]:
-        result, mask = await self.inner.poll_many(worker, n, now, timeout=timeout)
-        return WorkTransition([self._item(d) for d in result], mask)
-
-    async def settle(
-        self, worker: str, delivery_id: int, outcome: Settlement, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[Receipt | None]:
-        return await self.inner.settle(worker, delivery_id, outcome, timeout=timeout)
-
-    async def release(
-        self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return await self.inner.release(worker, delivery_ids, timeout=timeout)
-
-    async def extend(
-        self, worker: str, delivery_id: int, now: float | None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[bool]:
-        return await self.inner.extend(worker, delivery_id, now, timeout=timeout)
-
-    async def reap_expired(
-        self, now: float | None, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return await self.inner.reap_expired(now, timeout=timeout)
-
-    async def redrive(
-        self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return await self.inner.redrive(item_ids, timeout=timeout)
