@@ -13,7 +13,11 @@ element:
   ``QUEUE_PUSH`` and then the pop a node's queue proposes for 256 elements
   (``QUEUE_POP_STAMPED`` where it exists, else ``QUEUE_POP_MANY``), per element;
 - ``topic_pair_ns``: a local topic ``try_publish`` then ``try_advance`` of one subscriber;
-- ``work_cycle_ns``: a local work queue push, claim and ack.
+- ``work_cycle_ns``: a local work queue push, claim and ack;
+- ``work_await_push_ns``: a local work queue's awaitable ``push`` (no options), then a
+  ``try_claim`` and ``try_ack`` to keep it empty;
+- ``work_apply_ns``: the replicated state machine applying a batch of 256 ``WORK_PUSH``
+  then a claim of 256 (``WORK_CLAIM_MANY``), per item.
 
 With ``--json`` the last line printed is one JSON object holding every figure.
 """
@@ -21,6 +25,7 @@ With ``--json`` the last line printed is one JSON object holding every figure.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import time
@@ -105,6 +110,41 @@ def work_cycles(cycles: int = 16_000) -> float:
     return (time.perf_counter_ns() - start) / cycles
 
 
+def work_await_pushes(cycles: int = 16_000) -> float:
+    work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
+
+    async def run() -> None:
+        push, claim, ack = work.push, work.try_claim, work.try_ack
+        for i in range(cycles):
+            await push(i)
+            delivery = claim("w", 0.0)
+            assert delivery is not None
+            ack("w", delivery.delivery_id)
+
+    start = time.perf_counter_ns()
+    asyncio.run(run())
+    return (time.perf_counter_ns() - start) / cycles
+
+
+def work_apply(batches: int = 40) -> float:
+    sm = StateMachine()
+    sm.apply(encode_command(1, 0, [[1, ops.WORK_DECLARE, "w", 30_000, 3]]), 1)
+    seq = 2
+    payloads = []
+    for b in range(batches):
+        pushes = [[seq + i, ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80]
+                  for i in range(BATCH)]
+        seq += BATCH
+        payloads.append((encode_command(1, 0, pushes), 1000 + b))
+        payloads.append((encode_command(1, 0, [[seq, ops.WORK_CLAIM_MANY, "w", "me", BATCH,
+                                                None]]), 1000 + b))
+        seq += 1
+    start = time.perf_counter_ns()
+    for payload, stamp in payloads:
+        sm.apply(payload, stamp)
+    return (time.perf_counter_ns() - start) / (batches * BATCH)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="samples per figure (best)")
@@ -115,6 +155,8 @@ def main() -> None:
         "replicated_apply_ns": _best(replicated_apply, args.rounds),
         "topic_pair_ns": _best(topic_pairs, args.rounds),
         "work_cycle_ns": _best(work_cycles, args.rounds),
+        "work_await_push_ns": _best(work_await_pushes, args.rounds),
+        "work_apply_ns": _best(work_apply, args.rounds),
     }
     for name, value in figures.items():
         print(f"{name:22} {value:9.1f}")

@@ -234,3 +234,27 @@ def test_the_options_op_is_a_work_queue_message_op() -> None:
     assert C.WORK_PUSH_OPTIONS in C.MESSAGE_OPS
     assert C.family_of(C.WORK_PUSH_OPTIONS) == C.family_of(C.WORK_DECLARE_OPTIONS) == (
         "work_queue")
+
+
+async def test_a_client_pushes_with_every_option_combined() -> None:
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+
+    def options(node_id: str) -> testing.NodeOptions:
+        grant = ClientGrant("web", b"token-of-the-web-tier", produce=["*"], consume=["*"])
+        return {"clients": ClientAccess([grant], listen=f"memory://wo-{node_id}")}
+
+    async with testing.cluster(3, node_options=options) as c:
+        addresses = [f"memory://wo-{i}" for i in range(1, 4)]
+        async with connect(addresses, Credentials("web", b"token-of-the-web-tier"),
+                           ping_interval=0.2, ping_timeout=1.0) as client:
+            w = client.work_queue("w")
+            assert w.capabilities.options
+            first = await w.push("late", msg_id="c-1", headers={"k": "v"}, ttl=7200,
+                                 priority=3, delay=3600)
+            assert await w.push("late", msg_id="c-1", priority=9) == first
+            await w.push("now", priority=1, headers={"k": "now"}, ttl=600)
+            job = await w.claim("x")
+            assert job.value == "now" and w.headers_of(job.item_id) == {"k": "now"}
+            await c.settle()
+            member = c.node(1).work_queue("w")
+            assert member.delayed_len() == 1 and member.headers_of(first) == {"k": "v"}
