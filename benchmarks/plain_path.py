@@ -66,23 +66,31 @@ def local_pairs(pairs: int = 64_000) -> float:
     return (time.perf_counter_ns() - start) / pairs
 
 
-def replicated_apply(batches: int = 40) -> float:
+def _applied(declare: list[Any], push: Callable[[int, int], list[Any]],
+             take: Callable[[int], list[Any]], batches: int) -> float:
+    """ns per element of a state machine applying ``batches`` batches of BATCH pushes
+    (``push(seq, i)``), each followed by one take of BATCH (``take(seq)``)."""
     sm = StateMachine()
-    sm.apply(encode_command(1, 0, [[1, ops.QUEUE_DECLARE, "q", None]]), 1)
-    pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
+    sm.apply(encode_command(1, 0, [[1, *declare]]), 1)
     seq = 2
     payloads = []
     for b in range(batches):
-        pushes = [[seq + i, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80]
-                  for i in range(BATCH)]
+        pushes = [push(seq + i, i) for i in range(BATCH)]
         seq += BATCH
         payloads.append((encode_command(1, 0, pushes), 1000 + b))
-        payloads.append((encode_command(1, 0, [[seq, pop_code, "q", BATCH]]), 1000 + b))
+        payloads.append((encode_command(1, 0, [take(seq)]), 1000 + b))
         seq += 1
     start = time.perf_counter_ns()
     for payload, stamp in payloads:
         sm.apply(payload, stamp)
     return (time.perf_counter_ns() - start) / (batches * BATCH)
+
+
+def replicated_apply(batches: int = 40) -> float:
+    pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
+    return _applied([ops.QUEUE_DECLARE, "q", None],
+                    lambda seq, i: [seq, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80],
+                    lambda seq: [seq, pop_code, "q", BATCH], batches)
 
 
 def topic_pairs(pairs: int = 32_000) -> float:
@@ -127,22 +135,9 @@ def work_await_pushes(cycles: int = 16_000) -> float:
 
 
 def work_apply(batches: int = 40) -> float:
-    sm = StateMachine()
-    sm.apply(encode_command(1, 0, [[1, ops.WORK_DECLARE, "w", 30_000, 3]]), 1)
-    seq = 2
-    payloads = []
-    for b in range(batches):
-        pushes = [[seq + i, ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80]
-                  for i in range(BATCH)]
-        seq += BATCH
-        payloads.append((encode_command(1, 0, pushes), 1000 + b))
-        payloads.append((encode_command(1, 0, [[seq, ops.WORK_CLAIM_MANY, "w", "me", BATCH,
-                                                None]]), 1000 + b))
-        seq += 1
-    start = time.perf_counter_ns()
-    for payload, stamp in payloads:
-        sm.apply(payload, stamp)
-    return (time.perf_counter_ns() - start) / (batches * BATCH)
+    return _applied([ops.WORK_DECLARE, "w", 30_000, 3],
+                    lambda seq, i: [seq, ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80],
+                    lambda seq: [seq, ops.WORK_CLAIM_MANY, "w", "me", BATCH, None], batches)
 
 
 def main() -> None:

@@ -162,7 +162,7 @@ class WorkProducer(UniqueSender):
         delay = self.rng.choice([None, 0, self.rng.randrange(1, 400)])
         value, level = f"{self.cid}:{self.n}", self.rng.randrange(10)
         if self.rng.random() < 0.5:
-            msg_id = f"wo-{value}" if self.n < 3 or self.rng.random() < 0.9 else (
+            msg_id = f"wo-{value}" if self.n < 3 or self.rng.random() < 0.7 else (
                 f"wo-{self.cid}:{self.rng.randrange(1, self.n)}")
             options: dict[str, object] = {"msg_id": msg_id, "headers": {"v": value}}
             if level:
