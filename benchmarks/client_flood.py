@@ -9,12 +9,15 @@ Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
 and records each push's commit latency, first alone (baseline), then while N flooder
 processes (4 clients each, every client with 512 pushes outstanding) and one greedy
 client (10,000 pushes at once on one link) push as fast as they can. Members bound
-what they serve (512 requests in flight per client, 1,024 in all; the rest waits
-unread on the links), so the flood can neither grow a member's memory nor crowd
-heartbeats out of its event loop. The run reports the leader and term before, during
-(sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases, the
-flood's committed pushes/s and the most requests a member held in flight. With
-``--json`` the last line is one JSON object.
+what they serve (512 requests in flight per client, 1,024 in all and a few more for
+clients with little in flight; the rest waits unread on the links), so the flood can
+neither grow a member's memory nor crowd heartbeats out of its event loop, and serve
+clients fairly (the lightest first, a bounded window of ops proposed at once), so the
+probe is not queued behind the flood. The run reports the leader and term before,
+during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
+and its p50 under the flood as a multiple of its p50 alone, the flood's committed
+pushes/s and the most requests a member held in flight. With ``--json`` the last line
+is one JSON object.
 """
 
 from __future__ import annotations
@@ -157,6 +160,7 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
         "leader_kept": before is not None and before == after and len(leaders) == 1,
         "baseline_p50_ms": base50, "baseline_p99_ms": base99, "baseline_samples": len(baseline),
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
+        "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(pushed / seconds),
         "max_member_in_flight": max(in_flight, default=0),
     })
@@ -176,17 +180,21 @@ def main() -> int:
     finally:
         reap()
     from lazily_queue import ClientAccess
+    from lazily_queue.client.fair import fair_budget, fair_window
 
+    access = ClientAccess([])
     print(f"{args.flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
           f"client with 10,000 at once, for {args.seconds:g} s; members serve at most "
-          f"{ClientAccess([]).max_in_flight} requests per client and "
-          f"{ClientAccess([]).max_total_in_flight:,} in all")
+          f"{access.max_in_flight} requests per client and {access.max_total_in_flight:,} "
+          f"in all (+{fair_budget(access)['reserve']} for light clients), and propose "
+          f"{fair_window(access)['window']} at once (+{fair_window(access)['reserve']})")
     print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
           f"the flood: {', '.join(out['leaders_seen'])} -> "
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")
     print(f"probe commit latency, 1 in flight: alone p50 {out['baseline_p50_ms']} ms, p99 "
-          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms, p99 "
-          f"{out['flood_p99_ms']} ms ({out['flood_samples']} samples)")
+          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms "
+          f"({out['flood_p50_ratio']}x alone), p99 {out['flood_p99_ms']} ms "
+          f"({out['flood_samples']} samples)")
     print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
           f"{out['max_member_in_flight']} requests in flight on a member")
     if args.json:

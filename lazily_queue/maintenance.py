@@ -30,10 +30,10 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
                    dedup: DedupLimits | None = None) -> list[tuple[int, list[Any]]]:
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
-    each work queue with an expired lease, a promotion of each work queue holding a
-    delayed item now due, a sweep (``EXPIRE``) of each cell holding an expired element at
-    its head and, with ``gc_topics``, a GC of each topic holding elements every
-    subscriber has read."""
+    each work queue with an expired lease, a promotion of each work queue and queue
+    holding a delayed element now due, a sweep (``EXPIRE``) of each cell holding an
+    expired element at its head and, with ``gc_topics``, a GC of each topic holding
+    elements every subscriber has read."""
     due: list[tuple[int, list[Any]]] = []
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
@@ -44,6 +44,8 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         next_due = state.core.next_due()
         if next_due is not None and next_due <= max(now_ms, view.now):
             due.append((ops.WORK_PROMOTE, [name, None]))
+    for name in view.queues_due(max(now_ms, view.now)):
+        due.append((ops.QUEUE_PROMOTE, [name, None]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):
         due.append((ops.EXPIRE, [name, kind]))
     if gc_topics:

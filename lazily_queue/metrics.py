@@ -7,7 +7,8 @@
 
 Operation counters (``lazily_queue_operations_total{family, name, op}``) count the
 operations this replica *applies*, so every node of a cluster reports the cluster's
-rates. They are derived from the node's event observer: queue events carry their op;
+rates. They are derived from the node's event observer: queue events carry their op
+(``delay``: a delayed element committed; it counts as a ``push`` when it falls due);
 work-queue pushes and claims come from the queue's id counters, acks and nacks from
 its settlement receipts, and expired leases are the claims that ended without one;
 every topic publish is an event of its own (with or without subscribers).
@@ -41,7 +42,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import generate_latest
 
-from .core.queue import CLOSE, POP, PUSH, UNPOP
+from .core.queue import CLOSE, DELAY, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .metrics_limits import LimitsCollector
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
@@ -60,7 +61,7 @@ from .replicated.work_queues import WorkState
 if TYPE_CHECKING:
     from .node import Node
 
-_QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop"}
+_QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop", DELAY: "delay"}
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 #: The op kind each commit is timed under.

@@ -134,9 +134,14 @@ def _raft(ns: str, status: dict[str, Any], leader_changes: int) -> Iterator[Metr
 
 def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
     depth = GaugeMetricFamily(f"{ns}_queue_depth", "Elements in a queue", labels=["name"])
+    delayed = GaugeMetricFamily(f"{ns}_queue_delayed",
+                                "Queue elements not poppable before their due time",
+                                labels=["name"])
     for name, q in status["queues"].items():
         depth.add_metric([name], q["len"])
+        delayed.add_metric([name], q.get("delayed", 0))
     yield depth
+    yield delayed
     families = {
         "pending": GaugeMetricFamily(f"{ns}_work_pending", "Pending items (consumer lag)",
                                      labels=["name"]),

@@ -92,7 +92,8 @@ def state_status(view: ReadView) -> dict[str, Any]:
             "window_len": view.dedup_window_len,
         },
         "queues": {
-            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity()}
+            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity(),
+                   "delayed": q.delayed_len()}
             for name, q in sorted(view.queues.items())
         },
         "topics": {

@@ -31,6 +31,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .errors import LazilyQueueError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from datetime import datetime
+
     from .cells.message import Message
     from .cells.queue import QueueCell
     from .core.queue import QueuePopError, QueuePushError
@@ -175,9 +178,13 @@ class ThreadSafeQueue(Generic[T]):
         self._bridge.call(self._cell.try_close)
 
     def offer(self, value: T, timeout: float | None = None, *,
-              msg_id: str | None = None, ttl: float | None = None) -> QueuePushError | None:
+              msg_id: str | None = None, ttl: float | None = None,
+              headers: Mapping[str, str] | None = None, delay: float | None = None,
+              not_before: datetime | None = None) -> QueuePushError | None:
+        """The cell's ``offer`` (its options combine, see :meth:`QueueCell.offer`)."""
         return self._bridge.run(self._cell.offer(value, msg_id=msg_id, ttl=ttl,
-                                                 timeout=timeout))
+                                                 timeout=timeout, headers=headers,
+                                                 delay=delay, not_before=not_before))
 
     def poll(self, timeout: float | None = None) -> T | QueuePopError:
         return self._bridge.run(self._cell.poll(timeout=timeout))
@@ -186,8 +193,16 @@ class ThreadSafeQueue(Generic[T]):
         self._bridge.run(self._cell.close(timeout=timeout))
 
     def push(self, value: T, timeout: float | None = None, *, msg_id: str | None = None,
-             ttl: float | None = None) -> None:
-        self._bridge.run(self._cell.push(value, msg_id=msg_id, ttl=ttl, timeout=timeout))
+             ttl: float | None = None, headers: Mapping[str, str] | None = None,
+             delay: float | None = None, not_before: datetime | None = None) -> None:
+        """The cell's ``push`` (its options combine, see :meth:`QueueCell.push`)."""
+        self._bridge.run(self._cell.push(value, msg_id=msg_id, ttl=ttl, timeout=timeout,
+                                         headers=headers, delay=delay,
+                                         not_before=not_before))
+
+    def delayed_len(self) -> int:
+        """Elements committed and not due yet."""
+        return self._bridge.call(self._cell.delayed_len.get)
 
     def pop(self, timeout: float | None = None) -> T:
         return self._bridge.run(self._cell.pop(timeout=timeout))

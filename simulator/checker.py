@@ -30,6 +30,8 @@ recorded result must be the model's. On top of that:
   offset stamped at or after it (:mod:`.replay_time`);
 - message expiry (:mod:`.expiry`): a pop never hands out an element at or after its
   deadline, and the TTL queue and its expired count are the model's;
+- queue options (:mod:`.queue_options`): options combine on one element, a delayed
+  element is never popped before its due time nor an expired one at all;
 - queues with limits (:mod:`.limits_model`): a ``reject`` queue never past its limits,
   ``drop_oldest`` drops only the oldest, each counted, and no acknowledged push is lost
   outside the policy;
@@ -55,6 +57,7 @@ from .history import AppliedOp, History, Violation
 from .limits_model import LIMITED, LimitedClient, LimitsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
+from .queue_options import OPTIONS_QUEUE, OptionsModel
 from .topic_checks import TopicChecks, TopicSub
 from .txn import TxnModel
 from .work_model import WorkModel
@@ -103,6 +106,7 @@ class Checker(TopicChecks):
         self.groups = GroupModels()
         self.expiry = ExpiryModel()
         self.limits = LimitsModel()
+        self.options = OptionsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -137,6 +141,9 @@ class Checker(TopicChecks):
         code, args = op.code, op.args
         if args and args[0] == TTL_QUEUE:
             self.expiry.apply(op, self.now)
+            return
+        if args and args[0] == OPTIONS_QUEUE:
+            self.options.apply(op, self.now)
             return
         if self.limits.handles(op):
             self.limits.apply(op)
@@ -260,7 +267,8 @@ class Checker(TopicChecks):
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None and (
-                            obs.args[0] != TTL_QUEUE and obs.args[0] not in LIMITED):
+                            obs.args[0] not in (TTL_QUEUE, OPTIONS_QUEUE)
+                            and obs.args[0] not in LIMITED):
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
@@ -289,6 +297,7 @@ class Checker(TopicChecks):
         self.once.check_final()
         self.txns.check_final()
         self.expiry.check_final(state)
+        self.options.check_final(state)
         self.limits.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:

@@ -75,27 +75,67 @@ def _ignore(_obs: Observed) -> None:
     return None
 
 
-class ExpiryModel:
-    """The TTL queue as the contract states it: ``(value, deadline)`` in FIFO order."""
+class DeclaredQueueModel:
+    """A model of a queue its client declares first (:attr:`queue`): the declaration
+    gate, and the takes that skip expired elements (each element's deadline at
+    :attr:`DEADLINE` of its tuple)."""
+
+    queue = ""
+    DEADLINE = 1
 
     def __init__(self) -> None:
         self.declared = False
+        self.expired = 0
+
+    def gated(self, op: AppliedOp) -> bool:
+        """Whether ``op`` is done with: the declaration (checked), or an op that came
+        before the declaration succeeded (it must have been refused)."""
+        if op.code == C.QUEUE_DECLARE:
+            self.declared = True
+            op.expect(None)
+            return True
+        if not self.declared:
+            if not isinstance(op.result, OpError):
+                raise Violation(f"index {op.index}: {C.op_name(op.code)} on {self.queue} "
+                                "before its declaration succeeded")
+            return True
+        return False
+
+    def expire_from(self, q: deque[Any], now: int) -> int:
+        """Remove the elements of ``q`` expired at ``now`` at its head; how many."""
+        n, at = 0, self.DEADLINE
+        while q and q[0][at] is not None and now >= q[0][at]:
+            q.popleft()
+            n += 1
+        self.expired += n
+        return n
+
+    def take_live(self, q: deque[Any], n: int, now: int) -> list[Any]:
+        """Up to ``n`` live elements of ``q`` at ``now``, the expired ones met removed."""
+        taken: list[Any] = []
+        while len(taken) < n:
+            self.expire_from(q, now)
+            if not q:
+                break
+            taken.append(q.popleft())
+        return taken
+
+
+class ExpiryModel(DeclaredQueueModel):
+    """The TTL queue as the contract states it: ``(value, deadline)`` in FIFO order."""
+
+    queue = TTL_QUEUE
+
+    def __init__(self) -> None:
+        super().__init__()
         self.default: int | None = None
         self.q: deque[tuple[Any, int | None]] = deque()
-        self.expired = 0
         self.delivered = 0
 
     def apply(self, op: AppliedOp, now: int) -> None:
         """Apply ``op`` (on :data:`TTL_QUEUE`) at leader time ``now``, checking its result."""
         code, args = op.code, op.args
-        if code == C.QUEUE_DECLARE:
-            self.declared = True
-            op.expect(None)
-            return
-        if not self.declared:
-            if not isinstance(op.result, OpError):
-                raise Violation(f"index {op.index}: {C.op_name(code)} on {TTL_QUEUE} before "
-                                "its declaration succeeded")
+        if self.gated(op):
             return
         if code == C.EXPIRY_RULES:
             if self.default is None:
@@ -119,20 +159,10 @@ class ExpiryModel:
         self.q.append((value, None if ttl is None else now + ttl))
 
     def _expire_head(self, now: int) -> int:
-        n = 0
-        while self.q and self.q[0][1] is not None and now >= self.q[0][1]:  # type: ignore[operator]
-            self.q.popleft()
-            n += 1
-        self.expired += n
-        return n
+        return self.expire_from(self.q, now)
 
     def _pop(self, op: AppliedOp, n: int, now: int) -> None:
-        values: list[Any] = []
-        while len(values) < n:
-            self._expire_head(now)
-            if not self.q:
-                break
-            values.append(self.q.popleft()[0])
+        values = [value for value, _ in self.take_live(self.q, n, now)]
         result = op.result
         if not values:
             op.expect(QueuePopError.Empty)

@@ -97,6 +97,8 @@ class Summary:
             f"{int(t.get('txn_aborted', 0))} aborted whole, "
             f"{int(t.get('ttl_expired', 0))} TTL elements expired undelivered "
             f"({int(t.get('ttl_delivered', 0))} delivered live), "
+            f"{int(t.get('options_delivered', 0))} elements pushed with options delivered "
+            f"({int(t.get('delayed_delivered', 0))} delayed ones, once due), "
             f"{int(t.get('client_ops', 0))} client ops logged "
             f"({int(t.get('client_retries', 0))} sent again through another member, "
             f"{int(t.get('consumer_retries', 0))} of them pops, claims or acks; "

@@ -74,6 +74,8 @@ class Scenario:
     #: Clients of the TTL queue (:mod:`.expiry`), seeded apart from the others (one in a
     #: generated scenario; a stored one without the field replays as it was recorded).
     ttl_clients: int = 0
+    #: Clients of the options queue (:mod:`.queue_options`), seeded apart likewise.
+    options_clients: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -119,6 +121,7 @@ def generate(seed: int) -> Scenario:
     rng = random.Random(seed * 7919 + 17)
     s = Scenario(seed)
     s.ttl_clients = 1
+    s.options_clients = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

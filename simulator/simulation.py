@@ -27,6 +27,7 @@ from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .limits_model import LimitedClient
 from .once import OnceProducer
+from .queue_options import OptionsClient
 from .replay_time import TimeReplayer
 from .scenario import Scenario
 from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
@@ -141,6 +142,11 @@ class Simulation:
             ttl_client = TtlClient(f"tc{i + 1}", c, rng)
             self.clients.append(ttl_client)
             c.every(0.05 + rng.uniform(0, 0.05), _period(rng), ttl_client.act)
+        for i in range(self.s.options_clients):
+            rng = random.Random(self.s.seed * 7919 + 211 + i)
+            options_client = OptionsClient(f"oc{i + 1}", c, rng)
+            self.clients.append(options_client)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), options_client.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -335,6 +341,8 @@ def run(scenario: Scenario) -> Outcome:
             outcome.stats["delivered_when_due"] = checker.work.delivered_late
         outcome.stats["ttl_expired"] = checker.expiry.expired
         outcome.stats["ttl_delivered"] = checker.expiry.delivered
+        outcome.stats["options_delivered"] = checker.options.delivered
+        outcome.stats["delayed_delivered"] = checker.options.delivered_delayed
         sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
         outcome.stats["client_ops"] = sim.cluster.history.client_ops
         outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)

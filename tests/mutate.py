@@ -208,6 +208,18 @@ MUTATIONS = [
         ("tests/client/test_client_transactions.py",),
         "a client's transaction needs the client's permission for every op it carries"),
     Mutation(
+        "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
+        "heapq.heappush(self._heap, (held, next(self._order), fut))",
+        "heapq.heappush(self._heap, (0, next(self._order), fut))",
+        ("tests/client/test_client_fairness.py",),
+        "a slot that frees goes to the waiting client holding the fewest"),
+    Mutation(
+        "fair-proposals-in-arrival-order", "lazily_queue/client/fair.py",
+        "heapq.heappush(self._turns, (lane.proposed, lane.turn, lane))",
+        "heapq.heappush(self._turns, (0, lane.turn, lane))",
+        ("tests/client/test_client_fairness.py",),
+        "a light client's op is proposed before a greedy client's queued ones"),
+    Mutation(
         "local-transaction-unchecked", "lazily_queue/transactions/local.py",
         "            if refusal is not None:\n                return index, *refusal\n",
         "",
@@ -400,6 +412,18 @@ MUTATIONS = [
         "        extra = 0 if sched is None else sched.ready",
         ("tests/cells/test_work_options.py",),
         "a work queue's limits count its delayed items (delayed pushes, retry back-off)"),
+    Mutation(
+        "delayed-queue-element-popped-early", "lazily_queue/core/fifo_delayed.py",
+        "        while heap and heap[0][0] <= now:",
+        "        while heap:",
+        ("tests/replicated/test_queue_options_ops.py", "tests/cells/test_queue_options.py"),
+        "a delayed queue element is never popped before its due time"),
+    Mutation(
+        "push-options-map-not-strict", "lazily_queue/core/push_options.py",
+        "        if check is None:\n            raise ValueError(",
+        "        if check is None:\n            continue\n            raise ValueError(",
+        ("tests/replicated/test_queue_options_ops.py",),
+        "an options map with an unknown key is refused whole, never half read"),
 ]
 
 

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from ..core.expiry import ttl_ms
 from ..core.queue import QueuePushError
 from ..errors import UnsupportedOperation
 
@@ -41,16 +40,6 @@ def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
     return ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
 
 
-async def offer_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
-                    timeout: float | None) -> QueuePushError | None:
-    """A queue cell's push of ``value`` with a per-message ``ttl`` (seconds)."""
-    ms = ttl_ms(ttl)
-    if msg_id is not None:
-        raise no_ttl_with_msg_id(cell)
-    if not storage.capabilities.expiry:
-        raise no_expiry(cell, storage, "push")
-    expiring: ExpiringQueueStorage[Any] = storage
-    return await expiring.offer_ttl(value, ms, timeout=timeout)
 
 
 def expired_reader(storage: Any) -> Any:

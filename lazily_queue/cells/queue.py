@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
-from ..core.expiry import ttl_ms
-from ..core.headers import Headers, check_headers
 from ..core.limits import Limits
+from ..core.push_options import PushOptions
 from ..core.queue import (
     EMPTY,
     POP,
@@ -37,7 +37,6 @@ from ..storage.queue import (
     QueueStorage,
     SyncQueueStorage,
     as_dedup,
-    as_headers,
     as_observable,
     as_peekable,
     as_reporting,
@@ -46,10 +45,11 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
-from .expiry import EXPIRED, expired_reader, expiring_deque, offer_ttl
+from .expiry import EXPIRED, expired_reader, expiring_deque
 from .once import no_dedup
 from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
 from .queue_limits import QuotaReaders, full_rule, limit_exceeded, limited_deque, limits_of
+from .queue_options import QueueOptions
 from .queue_sync import QueueSyncOps
 
 T = TypeVar("T")
@@ -58,7 +58,7 @@ _PUSH_CLOSED = QueuePushError.Closed
 _POP_CLOSED = QueuePopError.Closed
 
 
-class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
+class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
     """A FIFO queue made of cells, bound to one reactive context (one event loop).
 
     On every backend: ``await push(v)`` (waits while full), ``await pop()`` (waits for
@@ -95,12 +95,10 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
         ttl: float | None = None,
         limits: Limits | None = None,
     ) -> None:
-        if storage is None and ttl is not None and limits is not None:
-            raise UnsupportedOperation("a local queue takes ttl or limits, not both yet")
         if storage is None:
-            storage = (expiring_deque(capacity, clock, ttl) if ttl is not None
+            storage = (expiring_deque(capacity, clock, ttl) if limits is None and ttl is not None
                        else VecDequeStorage(capacity, clock=clock) if limits is None
-                       else limited_deque(capacity, limits, clock))
+                       else limited_deque(capacity, limits, clock, ttl))
         elif capacity is not None or clock is not None or limits is not None or ttl is not None:
             raise ValueError("pass capacity, limits, clock and ttl to the storage backend, "
                              "not to QueueCell")
@@ -127,8 +125,11 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
         #: Elements that expired without being delivered (capability ``expiry``).
         self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
         self._expiring = self._caps.expiry
+        self._delays_seen = 0  # the delayed_len bit once a delayed push was reported
         self._limits = limits_of(storage)
         self.quota = QuotaReaders.of(name, storage, group)
+        #: Elements committed and not due yet (capability ``scheduling``).
+        self.delayed_len: Slot[int] = self._delayed_reader(group)
         self._sync: SyncQueueStorage[T] | None = as_sync(storage)
         self._dedup = as_dedup(storage)
         observable = as_observable(storage)
@@ -183,24 +184,27 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
 
     def _invalidate(self, mask: int) -> None:
         if self.quota is not None:  # a push may drop: the readers whose value moved
-            mask = self.quota.changed()
+            mask = self.quota.changed() | (mask & (self._delayed_bit | EXPIRED))
         self._readers.invalidate(mask)
 
     def _on_transition(self, op: int, pre_len: int) -> None:
         if op != PUSH and self._expiring:
             self._invalidate(EXPIRED)
         if op == PUSH:
-            self._invalidate(push_mask(pre_len, self._capacity))
+            self._invalidate(push_mask(pre_len, self._capacity) | self._delays_seen)
         elif op == POP:
             self._invalidate(pop_mask(pre_len, self._capacity))
-        else:
-            self._invalidate(transition_mask(op, pre_len, self._capacity, False))
+        else:  # a delayed push (DELAY), a reset: the delayed elements moved too
+            self._delays_seen = self._delayed_bit
+            self._invalidate(transition_mask(op, pre_len, self._capacity, False)
+                             | self._delayed_bit)
 
     # -- awaitable surface (every backend) ------------------------------------------------
 
     async def offer(
         self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
         timeout: float | None = None, headers: Mapping[str, str] | None = None,
+        delay: float | None = None, not_before: datetime | None = None,
     ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
@@ -211,17 +215,17 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
         With ``headers`` (capability ``headers``: a ``str`` -> ``str`` mapping within the
         limits of :mod:`~lazily_queue.core.headers`, else
         :class:`~lazily_queue.errors.InvalidHeaders` before anything is sent) the element
-        carries them: message pops read them as ``Message.headers``. Headers are not
-        taken with a ``ttl`` nor on a queue with limits
-        (:class:`~lazily_queue.errors.UnsupportedOperation`).
+        carries them: message pops read them as ``Message.headers``. With ``delay``
+        (seconds >= 0) or ``not_before`` (an aware datetime; capability ``scheduling``,
+        else :class:`~lazily_queue.errors.InvalidSchedule` for a bad value) it is
+        committed now and poppable from its due time (:mod:`.queue_options`). The
+        options combine on one element, checked before anything is sent.
         """
-        if headers is not None and (checked := check_headers(headers)) is not None:
-            if ttl is not None:
-                raise UnsupportedOperation(f"{self.name}: a push cannot take headers with a "
-                                           "ttl yet; give one or the other")
-            return await self._offer_headers(value, checked, msg_id, timeout)
-        if ttl is not None:
-            return await offer_ttl(self.name, self._storage, value, ttl, msg_id, timeout)
+        if (ttl is not None or headers is not None or delay is not None
+                or not_before is not None):
+            options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
+                                          delay=delay, not_before=not_before)
+            return await self._offer_options(value, options, timeout)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
@@ -230,26 +234,6 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
             raise no_dedup(self.name, self._storage, "push")
         pre = storage.len()
         err = await storage.offer_once(value, check_msg_id(msg_id), timeout=timeout)
-        if err is None and not self._observed and storage.len() != pre:
-            self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
-        return err
-
-    async def _offer_headers(self, value: T, headers: Headers, msg_id: str | None,
-                             timeout: float | None) -> QueuePushError | None:
-        if self._limits is not None:
-            raise UnsupportedOperation(f"{self.name}: a queue with limits does not keep "
-                                       "message headers yet; push without headers=")
-        storage = as_headers(self._storage)
-        if storage is None:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
-                "push without headers= (or carry them in the value)")
-        if msg_id is not None:
-            if self._dedup is None:
-                raise no_dedup(self.name, self._storage, "push")
-            msg_id = check_msg_id(msg_id)
-        pre = storage.len()
-        err = await storage.offer_headers(value, headers, msg_id, timeout=timeout)
         if err is None and not self._observed and storage.len() != pre:
             self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
@@ -270,7 +254,8 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
     async def push(
         self, value: T, *, msg_id: str | None = None, ttl: float | None = None,
         timeout: float | None = None, wait: bool = True,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, delay: float | None = None,
+        not_before: datetime | None = None,
     ) -> None:
         """Push, waiting while the queue is full; raises :class:`QueueClosed` when closed.
 
@@ -279,19 +264,23 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
         ``ttl`` (seconds) makes it expire that long after its push (see :meth:`offer`).
         ``wait=False``: a full queue raises :class:`~lazily_queue.errors.LimitExceeded`
         (naming the limit) instead of waiting for room.
-        ``headers`` travel with the element (see :meth:`offer`).
+        ``headers`` travel with the element, ``delay`` / ``not_before`` delay it (see
+        :meth:`offer`); the options combine.
         """
-        if ttl is not None:
-            ttl_ms(ttl)  # refused before waiting
+        options = None
+        if ttl is not None or headers is not None or delay is not None or (
+                not_before is not None):  # refused before waiting
+            options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
+                                          delay=delay, not_before=not_before)
         if timeout is not None:
             async with asyncio.timeout(timeout):
                 return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait,
-                                       headers=headers)
-        if headers is not None:
-            headers = check_headers(headers)
+                                       headers=headers, delay=delay, not_before=not_before)
         while True:
-            if msg_id is not None or ttl is not None or headers is not None:
-                err = await self.offer(value, msg_id=msg_id, ttl=ttl, headers=headers)
+            if options is not None:
+                err = await self._offer_options(value, options, None)
+            elif msg_id is not None:
+                err = await self.offer(value, msg_id=msg_id)
             else:  # self.offer inlined: one coroutine frame less per push
                 err = (self.try_push(value) if self._sync is not None
                        else await self._storage.offer(value))
@@ -319,7 +308,7 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            await wait_until(self._has_element, context=self.ctx)
+            await self._wait_for_element(self._has_element)
 
     def _has_room(self) -> bool:
         self._raise_if_stopped()
@@ -327,7 +316,7 @@ class QueueCell(QueueSyncOps[T], QueueBatches[T], Generic[T]):
 
     def _has_element(self) -> bool:
         self._raise_if_stopped()
-        return not self.is_empty() or self.is_closed()
+        return not self.is_empty() or (self.is_closed() and self.delayed_len() == 0)
 
     # -- extended -------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ from typing import Generic, TypeVar
 
 from ..core.queue import QueuePopError
 from ..errors import QueueClosed
-from ..reactive import wait_until
 from ..storage.queue import SyncQueueStorage
 from .prefetch import prefetch_size, prefetched
 from .queue_messages import QueueMessages
@@ -64,7 +63,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
                     return result
                 if result is _POP_CLOSED:
                     raise QueueClosed(f"{self.name}: queue is closed and drained")
-                await wait_until(self._has_element, context=self.ctx)
+                await self._wait_for_element(self._has_element)
 
     async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
         """Push every value in order, waiting for room as :meth:`push` does. Over a

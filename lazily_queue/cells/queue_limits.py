@@ -15,6 +15,7 @@ equal value is a new head: it has a new id).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..core.limits import Limits, Quota, value_size
 from ..core.queue import CLOSED, HEAD, IS_EMPTY, IS_FULL, LEN
 from ..errors import LimitExceeded, UnsupportedValue
 from ..reactive import Slot, SlotGroup
-from ..storage.local_limited import LimitedDequeStorage
+from ..storage.local_limited import LimitedDequeStorage, LimitedExpiringDequeStorage
 from ..storage.queue import QueueStorage
 
 FifoSource = Callable[[], "LimitedFifo[Any] | None"]
@@ -134,9 +135,12 @@ def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | 
 
 
 def limited_deque(capacity: int | None, limits: Limits,
-                  clock: Callable[[], float] | None) -> QueueStorage[Any]:
+                  clock: Callable[[], float] | None,
+                  ttl: float | None = None) -> QueueStorage[Any]:
     """The local deque of a cell declared with ``limits`` (``capacity`` is its
-    ``max_length``: give one or the other)."""
+    ``max_length``: give one or the other), expiring with a ``ttl``."""
     if capacity is not None:
         raise ValueError("give the bound as Limits(max_length=...) or capacity=, not both")
+    if ttl is not None:
+        return LimitedExpiringDequeStorage(limits, ttl=ttl, clock=clock or time.time)
     return LimitedDequeStorage(limits, clock=clock)

@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
 from ..core.ids import Run
-from ..core.queue import UNPOP, QueuePopError, pop_mask, transition_mask
+from ..core.queue import ALL_READERS, UNPOP, QueuePopError, pop_mask, transition_mask
 from ..errors import QueueClosed, UnsupportedOperation
-from ..reactive import Context, wait_until
+from ..reactive import Context
 from ..storage.queue import (
     HeaderQueueStorage,
     MessageQueueStorage,
@@ -50,6 +50,15 @@ class QueueMessages(Generic[T]):
     _observed: bool
     _invalidate: Callable[[int], None]
     _has_element: Callable[[], bool]
+    _delayed_bit: int
+
+    def _counts(self) -> tuple[int, int]:
+        """Ready and delayed counts (:mod:`.queue_options`, before this in the cell)."""
+        raise NotImplementedError
+
+    async def _wait_for_element(self, has_element: Callable[[], bool]) -> None:
+        """Wait for a ready element (:mod:`.queue_options`, before this in the cell)."""
+        raise NotImplementedError
     #: The iteration's prefetch: its default and the first take (:mod:`.prefetch`).
     PREFETCH: int
     FIRST_PREFETCH: int
@@ -66,7 +75,7 @@ class QueueMessages(Generic[T]):
         storage = self._stamped()
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n!r}")
-        pre = storage.len()
+        pre, delayed = self._counts()
         with_headers = as_headers(storage)
         result: Taken[T] | QueuePopError
         if with_headers is not None:
@@ -78,6 +87,8 @@ class QueueMessages(Generic[T]):
             mask = 0  # a synchronous backend reports nothing: invalidate as its pops would
             for i in range(len(result[0])):
                 mask |= pop_mask(pre - i, self._capacity)
+            if self._counts()[1] != delayed:  # elements fell due first: all moved
+                mask = ALL_READERS | self._delayed_bit
             self._invalidate(mask)
         return result
 
@@ -102,7 +113,7 @@ class QueueMessages(Generic[T]):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            await wait_until(self._has_element, context=self.ctx)
+            await self._wait_for_element(self._has_element)
 
     async def poll_messages(
         self, n: int = 1, *, timeout: float | None = None

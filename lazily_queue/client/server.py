@@ -14,10 +14,12 @@ answer includes that answer's op.
 
 Back-pressure: a client has at most ``max_in_flight`` requests being served and all
 clients together ``max_total_in_flight``; beyond that the member stops reading their
-links (waiting clients are served in arrival order), and a frame's requests are served
-:data:`YIELD_EVERY` at a time between the loop's other work (its ops proposed together,
-at most :data:`GROUP_OPS` per proposal), so a flood of clients cannot starve replication
-or heartbeats. A client that does not read its answers
+links, and a frame's requests are served :data:`YIELD_EVERY` at a time between the
+loop's other work, so a flood of clients cannot starve replication or heartbeats.
+Fairness (:mod:`.fair`): a freed slot goes to the waiting client holding the fewest,
+and the ops read wait in per-client lanes, proposed (a frame's together, at most
+:data:`GROUP_OPS` per proposal) a window at a time, lightest client first, so a light
+client is not queued behind a greedy one. A client that does not read its answers
 (:data:`~.connection.MAX_OUTBOX_BYTES` queued) is disconnected.
 """
 
@@ -46,9 +48,10 @@ from ..replicated.events import Event, OpApplied, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
 from .access import READ, ClientAccess
-from .batching import PendingOp, answer_each, client_ops, group
-from .budget import Budget
+from .batching import PendingOp
 from .connection import ClientConnection
+from .fair import OpScheduler, fair_budget, fair_window
+from .fair_budget import FairBudget
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -87,7 +90,10 @@ class ClientServer:
         self._watchers: dict[tuple[str, str], set[ClientConnection]] = {}
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.keys()
-        self._slots = Budget(access.max_total_in_flight)
+        self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
+        self._fair = OpScheduler(node, **fair_window(access),
+                                 answer=lambda *a: self._answer(*a),
+                                 fail=lambda *a: self._fail(*a), release=lambda c: self._release(c))
         self._listeners: list[AbstractAsyncContextManager[Any]] = []
         #: Where clients reach this member.
         self.addresses: list[str] = []
@@ -139,7 +145,8 @@ class ClientServer:
         """Connected clients, requests served and refused, requests in flight now."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
-                "in_flight": self._slots.used, "watched": len(self._watchers)}
+                "in_flight": self._slots.used, "waiting": self._fair.waiting,
+                "watched": len(self._watchers)}
 
     # -- a client link -----------------------------------------------------------------------
 
@@ -159,7 +166,7 @@ class ClientServer:
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
                         await conn.slots.take()
-                        await self._slots.take()
+                        await self._slots.take(conn.slots.used - 1)
                     else:  # both free: taken without a suspension
                         conn.slots.free -= 1
                         self._slots.free -= 1
@@ -174,6 +181,7 @@ class ClientServer:
         finally:
             conn.close()
             self._conns.discard(conn)
+            self._fair.drop(conn)
             for key in conn.watches:
                 watchers = self._watchers.get(key)
                 if watchers is not None:
@@ -273,38 +281,10 @@ class ClientServer:
         return True
 
     def _flush_ops(self, conn: ClientConnection) -> None:
-        """Propose the ops read so far (:mod:`.batching`); each one refused here is
-        answered and its slots given back."""
+        """Hand the ops read so far to the scheduler (:mod:`.fair`)."""
         pending, conn.ops = conn.ops, []
-        if not pending or conn.session is None:
-            return
-        config = self.node.driver.replica.config
-        for members in group(pending, message_limit=config.max_message_bytes,
-                             command_bytes=config.max_command_bytes):
-            if len(members) > 1 and self._propose_ops(conn, conn.session, members):
-                continue
-            for op in members:
-                if not self._propose(conn, op.rid, ops.CLIENT_OP,
-                                     [conn.session, op.seq, op.floor, op.code, *op.args],
-                                     op.timeout):
-                    self._release(conn)
-
-    def _propose_ops(self, conn: ClientConnection, session: int, members: list[PendingOp]) -> bool:
-        """Propose ``members`` as one ``CLIENT_OPS``; False when the replica refuses them
-        together (each is then proposed alone, and refused alone)."""
-        driver = self.node.driver
-        if not driver.running or driver.disk_error is not None:
-            return False
-        try:
-            driver.replica.propose(
-                ops.CLIENT_OPS, client_ops(session, members),
-                timeout=max(op.timeout for op in members),
-                on_done=answer_each(members, lambda rid, result, error: self._answer(
-                    conn, rid, result, error)))
-        except Exception:  # a value or size the replica refuses: proposed one by one
-            return False
-        driver.wake()
-        return True
+        if pending and conn.session is not None:
+            self._fair.add(conn, conn.session, pending)
 
     def _propose(self, conn: ClientConnection, rid: int, code: int, args: list[Any],
                  timeout: float) -> bool:
@@ -325,7 +305,14 @@ class ClientServer:
     def _barrier(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if len(frame) != 3:
             raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
-        return self._propose(conn, rid, ops.BARRIER, [], self._timeout(frame[2]))
+        timeout = self._timeout(frame[2])
+
+        def propose() -> None:
+            if not self._propose(conn, rid, ops.BARRIER, [], timeout):
+                self._release(conn)
+
+        return self._fair.after(conn, propose, lambda: self._release(conn)) or \
+            self._propose(conn, rid, ops.BARRIER, [], timeout)
 
     def _answer(self, conn: ClientConnection, rid: int, result: Any,
                 error: BaseException | None) -> None:

@@ -124,6 +124,15 @@ class QueueAdapter(Adapter):
         """``try_push`` of an element with headers (capability ``headers``)."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} keeps no message headers")
 
+    async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
+        """``try_push`` of an element with several options (``msg_id``, ``ttl``,
+        ``headers``, ``delay``) combined (capability ``queue_options``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} does not combine push options")
+
+    def delayed_len(self) -> int:
+        """The cell's ``delayed_len`` reader (capability ``queue_options``)."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no delayed elements")
+
     async def poll_messages(self, n: int, give_back: int) -> Any:
         """Pop up to ``n`` as messages, give the last ``give_back`` of them back (capability
         ``messages``); ``[{id, value}]`` of those kept (with ``headers`` when they have
@@ -351,6 +360,8 @@ CAPABILITIES = {
               "the replay's clock",
     "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "
                   "policy",
+    "queue_options": "queue fixtures whose pushes combine options or are delayed (delay=): "
+                     "a delayed element is poppable from its due time on the replay's clock",
     "limits": "queue fixtures declaring limits (max_bytes, drop_oldest): the bytes and "
               "dropped readers",
 }

@@ -74,6 +74,8 @@ LACKS = {
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
     "scheduling": "the broker work queues have no priorities, delays or retry policies "
                   "(no scheduling capability)",
+    "queue_options": "the broker queues take a msg_id alone: no combined options and no "
+                     "delayed elements (no scheduling capability)",
     "limits": "a broker bounds a queue's length with reject only (no max_bytes, no "
               "drop_oldest, no bytes or dropped readers)",
 }

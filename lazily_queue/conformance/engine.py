@@ -172,6 +172,9 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
         kind = op.get("type") if isinstance(op, dict) else None
         if kind == "advance_clock" or (isinstance(op, dict) and "ttl" in op):
             needed.add("expiry")
+        if model == "QueueCell" and isinstance(op, dict) and (
+                "delay" in op or len({"msg_id", "ttl", "headers"} & set(op)) > 1):
+            needed |= {"queue_options", "expiry"}  # delays run on the replay's clock
         if model == "QueueCell" and kind == "batch":
             needed.add("atomic_batch")
         if kind == "transaction":

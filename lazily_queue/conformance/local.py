@@ -33,7 +33,7 @@ from ..reactive import Context
 from ..storage.capabilities import StorageCapabilities
 from ..storage.local import LocalTopicStorage, VecDequeStorage
 from ..storage.local_expiry import ExpiringDequeStorage
-from ..storage.local_limited import LimitedDequeStorage
+from ..storage.local_limited import LimitedDequeStorage, LimitedExpiringDequeStorage
 from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from ..storage.local_work_expiry import ExpiringWorkQueueStorage
@@ -70,7 +70,9 @@ class LocalBackend(Backend):
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
         storage_type = GenericDequeStorage if self._generic else VecDequeStorage
         storage: VecDequeStorage[Any] = (
-            ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
+            LimitedExpiringDequeStorage(initial.limits, ttl=initial.ttl, clock=self.clock)
+            if initial.expiry and initial.limits is not None
+            else ExpiringDequeStorage(initial.capacity, ttl=initial.ttl, clock=self.clock)
             if initial.expiry else storage_type(initial.capacity) if initial.limits is None
             else LimitedDequeStorage(initial.limits))
         cell: QueueCell[Any] = QueueCell(storage, context=Context(name="conformance"))

@@ -89,6 +89,12 @@ class LocalQueueAdapter(QueueAdapter):
                            msg_id: str | None = None) -> QueuePushError | None:
         return await self.cell.offer(value, msg_id=msg_id, headers=headers)
 
+    async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
+        return await self.cell.offer(value, **options)
+
+    def delayed_len(self) -> int:
+        return self.cell.delayed_len()
+
     async def poll_messages(self, n: int, give_back: int) -> Any:
         taken = await self.cell.poll_messages(n)
         if isinstance(taken, QueuePopError):

@@ -19,6 +19,8 @@ LIMIT_READERS = ("bytes", "dropped")
 INITIAL_KEYS = frozenset({"elements", "capacity", "closed", "ttl"})
 LIMITS_KEYS = frozenset({"max_length", "max_bytes", "overflow"})
 BATCH_OP_KEYS = frozenset({"type", "value", "producer"})
+#: The options a push step may give; ``delay`` is seconds on the replay's clock.
+PUSH_OPTIONS = ("msg_id", "ttl", "headers", "delay")
 
 
 def limits_of_fixture(doc: Any) -> Limits:
@@ -39,8 +41,8 @@ def _json_head(value: Any) -> Any:
 class QueueRunner(ModelRunner):
     model = "QueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id", "ttl", "headers")),
-        "try_push": OpSpec(required=("value",), optional=("msg_id", "ttl", "headers")),
+        "push": OpSpec(required=("value",), optional=PUSH_OPTIONS),
+        "try_push": OpSpec(required=("value",), optional=PUSH_OPTIONS),
         "advance_clock": OpSpec(required=("seconds",)),
         "pop": OpSpec(),
         "try_pop": OpSpec(),
@@ -49,7 +51,8 @@ class QueueRunner(ModelRunner):
         "poll_messages": OpSpec(required=("n",), optional=("give_back",)),
         "transaction": transactions.TRANSACTION,
     }
-    state_keys = frozenset(READERS) | frozenset(LIMIT_READERS) | {"elements", "expired"}
+    state_keys = frozenset(READERS) | frozenset(LIMIT_READERS) | {"elements", "expired",
+                                                                  "delayed_len"}
 
     _adapter: QueueAdapter | None = None
     _capacity: int | None = None
@@ -175,6 +178,9 @@ class QueueRunner(ModelRunner):
         raise AssertionError(f"unhandled QueueCell op {kind!r}")
 
     async def _push(self, op: Mapping[str, Any]) -> Any:
+        given = {k: op[k] for k in PUSH_OPTIONS if k in op}
+        if "delay" in given or len(given) > 1:  # options combined: one push
+            return await self.adapter.push_options(op["value"], given)
         if "headers" in op:
             return await self.adapter.push_headers(op["value"], op["headers"], op.get("msg_id"))
         return await self.adapter.try_push(op["value"], op.get("msg_id"), op.get("ttl"))
@@ -201,5 +207,7 @@ class QueueRunner(ModelRunner):
             return self.adapter.elements()
         if key == "expired":
             return self.adapter.expired()
+        if key == "delayed_len":
+            return self.adapter.delayed_len()
         value = self.adapter.readers()[key].get()
         return _json_head(value) if key == "head" else value

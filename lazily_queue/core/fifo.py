@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from . import ids
+from .fifo_delayed import FifoDelayed
 from .fifo_reporting import FifoOps, FifoReporting, Report
 from .headers import Headers
 from .ids import Run
@@ -40,11 +41,11 @@ Clock = Callable[[], int]
 """Milliseconds, read once per accepted push."""
 
 
-class Fifo(FifoReporting[T], Generic[T]):
+class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
     """FIFO over ``collections.deque``; at capacity ``try_push`` rejects with ``Full``."""
 
-    __slots__ = ("_capacity", "_clock", "_closed", "_explicit", "_headers", "_items",
-                 "_popped", "_runs", "_tail_first", "_tail_stamp")
+    __slots__ = ("_capacity", "_clock", "_closed", "_delayed", "_explicit", "_headers",
+                 "_items", "_popped", "_runs", "_tail_first", "_tail_stamp")
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
                  clock: Clock | None = None) -> None:
@@ -63,6 +64,8 @@ class Fifo(FifoReporting[T], Generic[T]):
         #: Headers by message id, of elements pushed with some (:mod:`.headers`); a
         #: popped element's entry leaves when its id is taken off the runs.
         self._headers: dict[int, Headers] = {}
+        #: Delayed elements, a heap (:mod:`.fifo_delayed`); ``None`` while there are none.
+        self._delayed: list[list[Any]] | None = None
         if self._capacity is not None and len(self._items) > self._capacity:
             raise ValueError(
                 f"{len(self._items)} initial elements exceed capacity {self._capacity}"
@@ -158,11 +161,14 @@ class Fifo(FifoReporting[T], Generic[T]):
         self._items.append(value)
         return None
 
-    def push_headers(self, value: T, stamp: int, headers: Headers) -> QueuePushError | None:
-        """:meth:`push_stamped`, the element's ``headers`` (checked) kept by its id."""
+    def push_headers(self, value: T, stamp: int, headers: Headers | None,
+                     due: int | None = None) -> QueuePushError | None:
+        """:meth:`push_stamped` (:meth:`push_delayed` with a ``due`` time), the element's
+        ``headers`` (checked; ``None``: none) kept by its id."""
         i = self._next_id()
-        err = self.push_stamped(value, stamp)
-        if err is None:
+        err = (self.push_stamped(value, stamp) if due is None
+               else self.push_delayed(value, stamp, due))
+        if err is None and headers:
             self._headers[i] = headers
         return err
 
@@ -184,7 +190,7 @@ class Fifo(FifoReporting[T], Generic[T]):
     def load_headers(self, entries: list[tuple[int, Headers]]) -> None:
         """Put a snapshot's headers back (ids the queue does not hold are ignored)."""
         self._sync()
-        held = {i for i, _ in ids.expand(self.id_state()[1])}
+        held = {i for i, _ in ids.expand(self.id_state()[1])} | self.delayed_ids()
         self._headers = {i: h for i, h in entries if i in held}
 
     def try_pop(self) -> T | QueuePopError:
@@ -192,7 +198,7 @@ class Fifo(FifoReporting[T], Generic[T]):
         if self._items:
             self._popped += 1
             return self._items.popleft()
-        return _POP_CLOSED if self._closed else _EMPTY
+        return _POP_CLOSED if self._closed and not self._delayed else _EMPTY
 
     def pop_many(self, n: int) -> list[T] | QueuePopError:
         """Up to ``n`` oldest elements (a non-empty list), or ``Empty`` / ``Closed``."""
@@ -211,7 +217,7 @@ class Fifo(FifoReporting[T], Generic[T]):
     def _pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
         items = self._items
         if not items:
-            return _POP_CLOSED if self._closed else _EMPTY
+            return _POP_CLOSED if self._closed and not self._delayed else _EMPTY
         self._sync()
         k = min(n, len(items))
         from_runs = min(k, self._explicit)
@@ -272,9 +278,9 @@ class Fifo(FifoReporting[T], Generic[T]):
             self._headers.update(headers)
 
     def clear(self) -> int:
-        """Remove every element (an administrator's purge); returns how many there were.
-        The closed flag is kept."""
-        removed = len(self._items)
+        """Remove every element, delayed ones too (an administrator's purge); returns how
+        many there were. The closed flag is kept."""
+        removed = len(self._items) + self.clear_delayed()
         self._tail_first = self._next_id()  # synced
         self._items.clear()
         self._runs.clear()

@@ -40,12 +40,16 @@ class LimitedFifo(Fifo[T]):
         self.quota = Quota(limits, self._items)
         self.last_dropped = 0
         self.last_refusal = ""
+        #: Elements dropped to make room for due elements (its owner resets it).
+        self.promote_dropped = 0
 
     @classmethod
     def limited(cls, fifo: Fifo[Any], limits: Limits) -> LimitedFifo[Any]:
         """The FIFO ``fifo`` describes (elements, ids, closed flag) under ``limits``."""
         limited: LimitedFifo[Any] = cls(limits)
         limited.load(fifo.elements(), fifo.id_state())
+        limited.load_delayed(fifo.delayed_state())
+        limited.load_headers([(i, h) for i, h in fifo.headers_state()])
         if fifo.is_closed():
             limited.try_close()
         return limited
@@ -91,6 +95,37 @@ class LimitedFifo(Fifo[T]):
         quota.pushed(size)
         return None
 
+    def _admit_delayed(self, value: T) -> QueuePushError | None:
+        """A delayed push is checked when it is made (``reject``: against the ready
+        elements; ``drop_oldest``: only that it can fit); the oldest make room for it when
+        it falls due."""
+        if self._closed:
+            return _CLOSED
+        quota = self.quota
+        size = value_size(value)
+        over = (quota.room_for(size) if quota.limits.overflow == DROP_OLDEST
+                else quota.check(size))
+        if over is not None and (over[1] < 0 or quota.limits.overflow == REJECT):
+            self.last_refusal = over[0]
+            return _FULL
+        return None
+
+    def _join_tail(self, value: T, element_id: int, stamp: int) -> None:
+        """A due element joins, never refused (it was accepted at its push); under
+        ``drop_oldest`` the oldest leave first to make room (counted dropped)."""
+        quota = self.quota
+        size = value_size(value)
+        if quota.limits.overflow == DROP_OLDEST:
+            over = quota.room_for(size)
+            drop = 0 if over is None else min(max(over[1], 0), len(self._items))
+            if drop:
+                Fifo.pop_stamped(self, drop)
+                quota.popped(drop)
+                quota.count_dropped(DROP_OLDEST, drop)
+                self.promote_dropped += drop
+        Fifo._join_tail(self, value, element_id, stamp)
+        quota.pushed(size)
+
     def try_pop(self) -> T | QueuePopError:
         result = Fifo.try_pop(self)
         if not isinstance(result, QueuePopError):
@@ -99,6 +134,14 @@ class LimitedFifo(Fifo[T]):
 
     def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
         result = Fifo.pop_stamped(self, n)
+        if not isinstance(result, QueuePopError):
+            self.quota.popped(len(result[0]))
+        return result
+
+    def pop_headers(
+        self, n: int
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        result = Fifo.pop_headers(self, n)
         if not isinstance(result, QueuePopError):
             self.quota.popped(len(result[0]))
         return result

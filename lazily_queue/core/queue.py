@@ -72,6 +72,8 @@ CLOSE: Final = 2
 UNPOP: Final = 3
 #: The whole state was replaced (a snapshot was installed): every reader changed.
 RESET: Final = 4
+#: A delayed element was committed (no ready reader changes; ``delayed_len`` does).
+DELAY: Final = 5
 ALL_READERS: Final = HEAD | LEN | IS_EMPTY | IS_FULL | CLOSED
 
 
@@ -112,6 +114,8 @@ def transition_mask(op: int, pre_len: int, capacity: int | None, was_closed: boo
         return push_mask(pre_len, capacity) | HEAD
     if op == RESET:
         return ALL_READERS if capacity is not None else ALL_READERS & ~IS_FULL
+    if op == DELAY:
+        return 0
     raise ValueError(f"unknown queue transition kind {op!r}")
 
 

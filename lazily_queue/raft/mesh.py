@@ -71,9 +71,12 @@ HEADERS_FEATURE = "message-headers-v1"
 #: Cell limits (``QUEUE_DECLARE_LIMITED``, pushes checked against limits, snapshot
 #: section ``limits``): an older member would answer ``unknown_op`` and diverge.
 LIMITS_FEATURE = "limits-v1"
+#: Queue pushes with options combined and delayed queue elements (``QUEUE_PUSH_OPTIONS``,
+#: ``QUEUE_PROMOTE``, snapshot section ``queue_options``): an older member would diverge.
+QUEUE_OPTIONS_FEATURE = "queue-options-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
-                               HEADERS_FEATURE, LIMITS_FEATURE})
+                               HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -19,15 +19,15 @@ from ..core import ids
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
-from ..core.limited_fifo import LimitedFifo
-from ..core.queue import POP, PUSH, UNPOP, QueuePopError
+from ..core.queue import POP, UNPOP, QueuePopError
 from ..errors import InvalidHeaders
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queues import _count, _queue
+from .queue_options import report_push
+from .queues import _count, _queue, promote
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -52,15 +52,12 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     name, raw, msg_id, value = args
     q = _queue(sm, name)
     headers = _headers(raw)
-    if type(q) is LimitedFifo:
-        raise OpRefused("unsupported", f"queue {name!r} has limits and keeps no message "
-                        "headers; push without headers")
 
     def apply() -> Any:
         pre = q.len()
         err = q.push_headers(value, sm.now, headers)
         if err is None:
-            sm.emit(QueueChanged(name, PUSH, pre))
+            report_push(sm, name, q, pre)
         return err
 
     return applied_once(sm, "queue", name, msg_id, apply)
@@ -114,6 +111,8 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if q.delayed_len():
+        promote(sm, args[0], q)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return _pop_live(sm, args[0], q, rules, n)
     pre = q.len()

@@ -80,12 +80,15 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
             limited_doc = [q.limits().doc(), dict(q.quota.dropped)]
         expiry_doc = _expiry_of(sm, kind, name)
         headers = q.headers_state()
-        if limited_doc is not None or expiry_doc is not None or headers:
+        delayed = q.delayed_state()
+        if limited_doc is not None or expiry_doc is not None or headers or delayed:
             doc.append(limited_doc)
-        if expiry_doc is not None or headers:  # optional, after the limits (or None)
+        if expiry_doc is not None or headers or delayed:  # optional, after the limits
             doc.append(expiry_doc)
-        if headers:  # optional, after the expiry (or None)
+        if headers or delayed:  # optional, after the expiry (or None)
             doc.append(headers)
+        if delayed:  # optional, after the headers: [[due, id, stamp, value], ...]
+            doc.append(delayed)
         return doc
     if kind == "topic":
         t = sm.topics.get(name)
@@ -131,6 +134,8 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 limits_doc, dropped = rest[1]
                 fifo = LimitedFifo.limited(fifo, Limits.from_doc(limits_doc))
                 fifo.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
+            if len(rest) > 4:
+                fifo.load_delayed(rest[4])
             if len(rest) > 3:
                 fifo.load_headers(checked_table(rest[3], f"queue {name!r}: headers"))
             sm.queues[name] = fifo

@@ -89,6 +89,9 @@ EXPIRE = 113  # [name, kind]: remove what expired at the entry's stamp
 QUEUE_DECLARE_LIMITED = 115  # [name, [max_length, max_bytes, overflow]]: a queue with limits
 TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: retention
 WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
+# Queue push options combined, delayed queue elements: 120..129 (.queue_options).
+QUEUE_PUSH_OPTIONS = 120  # [name, {msg_id, headers, ttl_ms, delay_ms, not_before_ms}, value]
+QUEUE_PROMOTE = 121  # [name, now_ms | None]: make the delayed elements due at now poppable
 # Work-queue options combined: 130..139 (.work_options).
 WORK_PUSH_OPTIONS = 130  # [name, {msg_id, headers, ttl_ms, delay_ms, not_before_ms,
 #                          priority}, now | None, value]: a push with any options
@@ -161,6 +164,8 @@ OP_NAMES: dict[int, str] = {
     QUEUE_DECLARE_LIMITED: "queue_declare_limited",
     TOPIC_DECLARE_LIMITED: "topic_declare_limited",
     WORK_DECLARE_LIMITED: "work_declare_limited",
+    QUEUE_PUSH_OPTIONS: "queue_push_options",
+    QUEUE_PROMOTE: "queue_promote",
     WORK_PUSH_OPTIONS: "work_push_options",
     WORK_DECLARE_OPTIONS: "work_declare_options",
 }
@@ -177,7 +182,7 @@ MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
                          QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
                          WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL,
-                         WORK_PUSH_OPTIONS})
+                         QUEUE_PUSH_OPTIONS, WORK_PUSH_OPTIONS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -186,7 +191,7 @@ ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOP
 #: The ops a transaction may carry.
 TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_ONCE,
                      WORK_PUSH, WORK_PUSH_ONCE, WORK_ACK, WORK_NACK, QUEUE_PUSH_HEADERS,
-                     TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
+                     TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS, QUEUE_PUSH_OPTIONS})
 
 #: The pushes with headers (``[name, headers, msg_id | None, value]``).
 HEADER_OPS = frozenset({QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
@@ -197,7 +202,8 @@ _FAMILIES: dict[int, str] = {
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
                      QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
                      QUEUE_PUSH_HEADERS, QUEUE_POP_HEADERS, QUEUE_UNPOP_HEADERS,
-                     QUEUE_PUSH_TTL, QUEUE_DECLARE_LIMITED), "queue"),
+                     QUEUE_PUSH_TTL, QUEUE_DECLARE_LIMITED, QUEUE_PUSH_OPTIONS,
+                     QUEUE_PROMOTE), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,

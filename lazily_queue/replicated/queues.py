@@ -33,6 +33,23 @@ def _queue(sm: StateMachine, name: Any) -> Fifo[Any]:
     return q
 
 
+def promote(sm: StateMachine, name: str, q: Fifo[Any], now: int | None = None) -> int:
+    """Make the delayed elements of ``q`` due at ``now`` (the entry's stamp) poppable,
+    reporting each as a push (and what ``drop_oldest`` dropped for them as pops)."""
+    pre = q.len()
+    n = q.promote_due(sm.now if now is None else now)
+    if n:
+        dropped = q.promote_dropped if type(q) is LimitedFifo else 0
+        if dropped:
+            q.promote_dropped = 0  # type: ignore[attr-defined]
+            for i in range(dropped):
+                sm.emit(QueueChanged(name, POP, pre - i))
+            pre -= dropped
+        for i in range(n):
+            sm.emit(QueueChanged(name, PUSH, pre + i))
+    return n
+
+
 def declare(sm: StateMachine, args: list[Any]) -> Any:
     name, capacity = args
     if not isinstance(name, str) or not name:
@@ -69,6 +86,8 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
 
 def pop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
+    if q.delayed_len():
+        promote(sm, args[0], q)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         taken = expiry.queue_take(sm, args[0], q, rules, 1, False)
         return taken if isinstance(taken, QueuePopError) else taken[0]
@@ -82,6 +101,8 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
 def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     """Up to ``n`` elements in order; an empty queue answers as ``pop`` does."""
     q = _queue(sm, args[0])
+    if q.delayed_len():
+        promote(sm, args[0], q)
     n = args[1]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
@@ -108,6 +129,8 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     """``[values, runs]`` of up to ``n`` elements; an empty queue answers as ``pop``."""
     q = _queue(sm, args[0])
     n = _count(args[1])
+    if q.delayed_len():
+        promote(sm, args[0], q)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, True)
     pre = q.len()

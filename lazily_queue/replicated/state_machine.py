@@ -55,6 +55,7 @@ from . import (
     groups,
     headers,
     limits,
+    queue_options,
     queues,
     scheduling,
     topics,
@@ -96,8 +97,8 @@ MAX_CLIENT_SESSIONS = 16384
 FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                expiry.FAMILY, limits.FAMILY, headers.FAMILY,
-                                work_options.FAMILY)
+                                expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
+                                headers.FAMILY, work_options.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import check_headers
-from ..core.limited_fifo import LimitedFifo
+from ..core.push_options import PushOptions
 from ..core.queue import QueuePushError
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..errors import InvalidHeaders
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 _ARITY = {ops.QUEUE_PUSH: 2, ops.TOPIC_PUBLISH: 2, ops.WORK_PUSH: 2,
           ops.QUEUE_PUSH_ONCE: 3, ops.TOPIC_PUBLISH_ONCE: 3, ops.WORK_PUSH_ONCE: 3,
           ops.WORK_ACK: 3, ops.WORK_NACK: 3, ops.QUEUE_PUSH_HEADERS: 4,
-          ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4}
+          ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4, ops.QUEUE_PUSH_OPTIONS: 3}
 _UNKNOWN = {"queue": "unknown_queue", "topic": "unknown_topic",
             "work_queue": "unknown_work_queue"}
 _KIND = {"queue": "queue", "topic": "topic", "work_queue": "work queue"}
@@ -97,8 +97,14 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
                 raise InvalidHeaders("a push with headers needs at least one")
         except InvalidHeaders as exc:
             raise _Abort("bad_headers", str(exc)) from None
-    if code in ops.ONCE_OPS or (headers and args[2] is not None):
-        msg_id = args[2] if headers else args[1]
+    msg_id = args[1] if code in ops.ONCE_OPS else args[2] if headers else None
+    if code == ops.QUEUE_PUSH_OPTIONS:
+        try:
+            msg_id = PushOptions.from_map(args[1]).msg_id
+        except ValueError as exc:
+            raise _Abort("bad_options", str(exc)) from None
+        headers = True  # the op deduplicates itself
+    if msg_id is not None or code in ops.ONCE_OPS:
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
             raise _Abort("bad_msg_id", f"msg_id must be a non-empty str of at most "
                          f"{MAX_MSG_ID_CHARS} characters")
@@ -113,10 +119,8 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
             target.group is not None):
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
-    if code == ops.QUEUE_PUSH_HEADERS and type(target) is LimitedFifo:
-        raise _Abort("unsupported", f"queue {name!r} has limits and keeps no message "
-                     "headers; push without headers")
-    if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS):
+    if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS,
+                ops.QUEUE_PUSH_OPTIONS):
         _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))

@@ -71,6 +71,13 @@ class ReadView:
 
         return due(self._sm, now)
 
+    def queues_due(self, now: int) -> list[str]:
+        """The queues holding a delayed element due at ``now`` (ms)
+        (:func:`.queue_options.due`)."""
+        from .queue_options import due
+
+        return due(self._sm, now)
+
     def expiry_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
         """``{(kind, name): (expired, skipped)}`` of every cell with expiry state."""
         return {key: (e.expired, e.skipped) for key, e in self._sm.expiry.items()}

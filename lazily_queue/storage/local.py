@@ -19,6 +19,7 @@ from ..core.dedup import DedupLimits, DedupWindow
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders
 from ..core.ids import Run
+from ..core.push_options import PushOptions
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
 from .capabilities import StorageCapabilities
@@ -54,7 +55,7 @@ class VecDequeStorage(Fifo[T]):
     __slots__ = ("dedup",)
 
     capabilities = StorageCapabilities(sync=True, peek=True, reporting_ops=True, dedup=True,
-                                       messages=True, headers=True)
+                                       messages=True, headers=True, scheduling=True)
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
                  dedup: DedupLimits | None = None, clock: Clock | None = None) -> None:
@@ -74,6 +75,63 @@ class VecDequeStorage(Fifo[T]):
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         return self.try_push(value)
+
+    def now_ms(self) -> int:
+        """The time delayed elements are due on: the clock's, else ``time.time``'s (ms)."""
+        clock = self._clock
+        return int(time.time() * 1000) if clock is None else clock()
+
+    def promote_now(self) -> int:
+        """Make the delayed elements due now poppable (:mod:`..core.fifo_delayed`)."""
+        pre = self.len()
+        n = self.promote_due(self.now_ms())
+        if n:
+            self._promoted(pre, n)
+        return n
+
+    def _promoted(self, pre: int, n: int) -> None:
+        """``n`` elements fell due at length ``pre`` (an observable deque reports them)."""
+
+    def try_pop(self) -> T | QueuePopError:
+        if self._delayed:
+            self.promote_now()
+        return super().try_pop()
+
+    def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+        if self._delayed:
+            self.promote_now()
+        return super().pop_stamped(n)
+
+    def pop_headers(
+        self, n: int
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        if self._delayed:
+            self.promote_now()
+        return super().pop_headers(n)
+
+    async def offer_options(self, value: T, options: PushOptions, *,
+                            timeout: float | None = None) -> QueuePushError | None:
+        """A push with ``options`` combined (``msg_id``, ``headers``, a delivery time; a
+        ``ttl_ms`` needs an expiring deque): the cell checked them."""
+        if self._delayed:
+            self.promote_now()
+        now = _elapsed_ms()
+        msg_id = options.msg_id
+        if msg_id is not None and self.dedup.lookup(msg_id, now)[0]:
+            return None
+        due = options.due_ms(self.now_ms()) if options.delayed else None
+        err = self._push_options(value, options, due)
+        if err is None and msg_id is not None:
+            self.dedup.record(msg_id, None, now)
+        return err
+
+    def _push_options(self, value: T, options: PushOptions,
+                      due: int | None) -> QueuePushError | None:
+        clock = self._clock
+        stamp = self._tail_stamp if clock is None else clock()
+        if due is not None and due <= self.now_ms():
+            due = None
+        return self.push_headers(value, stamp, options.headers, due)
 
     async def offer_headers(
         self, value: T, headers: Headers, msg_id: str | None = None, *,

@@ -15,13 +15,15 @@ import time
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from ..core import ids
 from ..core.dedup import DedupLimits
 from ..core.expiry import Expiry, optional_ttl_ms
 from ..core.expiry_take import expire_queue_head, pop_live
 from ..core.fifo import Fifo
 from ..core.headers import Headers
 from ..core.ids import Run
-from ..core.queue import CLOSE, POP, PUSH, RESET, UNPOP, QueuePopError, QueuePushError
+from ..core.push_options import PushOptions
+from ..core.queue import CLOSE, DELAY, POP, PUSH, RESET, UNPOP, QueuePopError, QueuePushError
 from .capabilities import StorageCapabilities
 from .local import Clock, VecDequeStorage, _ms
 from .queue import QueueChangeListener
@@ -36,7 +38,8 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
     __slots__ = ("_listener", "_now", "expiry")
 
     capabilities = StorageCapabilities(sync=True, observable=True, peek=True, dedup=True,
-                                       messages=True, expiry=True)
+                                       messages=True, expiry=True, headers=True,
+                                       scheduling=True)
 
     def __init__(self, capacity: int | None = None, elements: Iterable[T] = (), *,
                  ttl: float | None = None, clock: Clock = time.time,
@@ -53,9 +56,13 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         if self._listener is not None:
             self._listener(op, pre)
 
+    def _take_one(self) -> tuple[list[Any], list[Run]] | QueuePopError:
+        """The FIFO's own pop of the head (a deque with limits counts it too)."""
+        return Fifo.pop_stamped(self, 1)
+
     def _pop_one(self) -> tuple[list[Any], list[Run]] | QueuePopError:
         pre = self.len()
-        result = Fifo.pop_stamped(self, 1)
+        result = self._take_one()
         if not isinstance(result, QueuePopError):
             self._report(POP, pre)
         return result
@@ -93,8 +100,38 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         return result if isinstance(result, QueuePopError) else result[0][0]
 
     def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
+        if self._delayed:
+            self.promote_now()
         result, _ = pop_live(self, self.expiry, self._now(), n, self._pop_one)
         return result
+
+    def pop_headers(
+        self, n: int
+    ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        """Live elements only, as :meth:`pop_stamped` takes them, with their headers."""
+        table = dict(self._headers) if self._headers else None
+        result = self.pop_stamped(n)
+        if isinstance(result, QueuePopError):
+            return result
+        found = [] if table is None else [[i, table[i]] for i, _ in ids.expand(result[1])
+                                          if i in table]
+        return result[0], result[1], found
+
+    def _promoted(self, pre: int, n: int) -> None:
+        for i in range(n):
+            self._report(PUSH, pre + i)
+
+    def _push_options(self, value: T, options: PushOptions,
+                      due: int | None) -> QueuePushError | None:
+        pre, now = self.len(), self._now()
+        if due is not None and due <= now:
+            due = None
+        err = self.push_headers(value, now, options.headers, due)
+        if err is None:
+            if options.ttl_ms is not None:
+                self.expiry.note(self.next_id() - 1, now, options.ttl_ms)
+            self._report(PUSH if due is None else DELAY, pre)
+        return err
 
     def try_close(self) -> None:
         was_closed = self.is_closed()

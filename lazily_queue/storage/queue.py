@@ -23,7 +23,11 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``headers``: :class:`HeaderQueueStorage`, elements pushed with headers, which pops and
   give-backs carry along;
 - ``limits``: ``limits()`` and ``limited_fifo()``, a queue declared with limits
-  (:mod:`lazily_queue.cells.queue_limits`).
+  (:mod:`lazily_queue.cells.queue_limits`);
+- ``scheduling``: ``offer_options(value, options)``, one push with its options combined
+  (:class:`~lazily_queue.core.push_options.PushOptions`, a delivery time included), and
+  the delayed elements' ``delayed_len()``, ``next_due()`` and ``delayed()``
+  (:mod:`lazily_queue.cells.queue_options`).
 
 A backend without ``sync`` must be ``observable``: its operations complete elsewhere,
 so only its reports can tell the cell which readers changed.
@@ -181,6 +185,7 @@ CAPABILITY_METHODS = {
     "messages": ("poll_stamped", "unpoll_stamped"),
     "headers": ("offer_headers", "poll_headers", "unpoll_headers"),
     "limits": ("limits", "limited_fifo"),
+    "scheduling": ("offer_options", "delayed_len", "next_due", "delayed"),
 }
 
 

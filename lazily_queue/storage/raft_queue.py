@@ -30,6 +30,7 @@ from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import REJECT, Limits
+from ..core.push_options import PushOptions
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
 from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
@@ -177,7 +178,8 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     kind = "queue"
     expiry_kind = "queue"
     capabilities = StorageCapabilities(observable=True, peek=True, lifecycle=True, dedup=True,
-                                       messages=True, headers=True, expiry=True)
+                                       messages=True, headers=True, expiry=True,
+                                       scheduling=True)
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, capacity: int | None = None,
@@ -195,7 +197,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
             self._capacity = limits.max_length if limits.overflow == REJECT else None
             self.capabilities = StorageCapabilities(
                 observable=True, peek=True, lifecycle=True, dedup=True, messages=True,
-                limits=True)
+                limits=True, headers=True, expiry=True, scheduling=True)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
 
@@ -287,6 +289,25 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     ) -> None:
         await self._call(C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers],
                          timeout)
+
+    async def offer_options(
+        self, value: T, options: PushOptions, *, timeout: float | None = None
+    ) -> QueuePushError | None:
+        result = await self._call(C.QUEUE_PUSH_OPTIONS, [self.name, options.to_map(), value],
+                                  timeout)
+        return result if isinstance(result, QueuePushError) else None
+
+    def delayed_len(self) -> int:
+        q = self._state()
+        return 0 if q is None else q.delayed_len()
+
+    def next_due(self) -> int | None:
+        q = self._state()
+        return None if q is None else q.next_due()
+
+    def delayed(self) -> list[tuple[int, int, Any]]:
+        q = self._state()
+        return [] if q is None else q.delayed()
 
     async def offer_ttl(
         self, value: T, ttl_ms: int, *, timeout: float | None = None

@@ -93,6 +93,12 @@ class SerializingQueueStorage(SerializingWrapper, Generic[T]):
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         return await self.inner.offer(self.codec.encode(value), timeout=timeout)
 
+    async def offer_options(self, value: T, options: Any, *,
+                            timeout: float | None = None) -> QueuePushError | None:
+        inner: Any = self.inner
+        return await inner.offer_options(  # type: ignore[no-any-return]
+            self.codec.encode(value), options, timeout=timeout)
+
     async def offer_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> QueuePushError | None:

@@ -31,6 +31,7 @@ where it is added.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,6 +41,7 @@ from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.dedup import check_msg_id
 from ..core.headers import Headers, check_headers
+from ..core.push_options import PushOptions
 from ..core.txn import MAX_TXN_OPS
 from ..errors import (
     SettlementRejected,
@@ -63,17 +65,20 @@ class TxOp:
     :class:`~lazily_queue.core.work.Receipt` of an ack or nack)."""
 
     __slots__ = ("_result", "cell", "done", "headers", "job", "kind", "lease", "msg_id",
-                 "value")
+                 "options", "value")
 
     def __init__(self, kind: str, cell: Cell, value: Any = None, msg_id: str | None = None,
                  lease: tuple[str, int] | None = None, job: Job | None = None,
-                 headers: Headers | None = None) -> None:
+                 headers: Headers | None = None, options: PushOptions | None = None) -> None:
         self.kind = kind
         self.cell = cell
         self.value = value
         self.msg_id = msg_id
         #: The element's headers (checked; ``None``: none).
         self.headers = headers
+        #: A queue push's options when it has a ``ttl`` or a delivery time (they hold
+        #: its ``msg_id`` and ``headers`` too); ``None`` otherwise.
+        self.options = options
         #: ``(worker, delivery_id)`` of an ack or nack.
         self.lease = lease
         self.job = job
@@ -104,6 +109,27 @@ def _headers(cell: Cell, headers: Mapping[str, str] | None) -> Headers | None:
         raise TransactionUnsupported(
             f"{cell.name!r}: {type(cell.storage).__name__} does not keep message headers")
     return checked
+
+
+def _queue_options(cell: Cell, msg_id: str | None, headers: Headers | None,
+                   ttl: float | None, delay: float | None,
+                   not_before: datetime | None) -> PushOptions:
+    """A queue push's options checked now (the typed errors), for a queue whose backend
+    takes them (else :class:`TransactionUnsupported` naming it)."""
+    if not isinstance(cell, QueueCell):
+        raise TransactionUnsupported(
+            f"{cell.name!r}: a work-queue push in a transaction takes msg_id and headers; "
+            "push it with ttl, delay or not_before outside the transaction")
+    options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl, delay=delay,
+                                  not_before=not_before)
+    caps = cell.capabilities
+    lacking = ("expiry" if options.ttl_ms is not None and not caps.expiry
+               else "scheduling" if options.delayed and not caps.scheduling else None)
+    if lacking is not None:
+        raise TransactionUnsupported(
+            f"{cell.name!r}: {type(cell.storage).__name__} has no {lacking} capability, so "
+            f"its push cannot take {'a ttl' if lacking == 'expiry' else 'a delivery time'}")
+    return options
 
 
 class Backend(Protocol):
@@ -152,16 +178,23 @@ class Transaction:
         return op
 
     def push(self, cell: QueueCell[Any] | WorkQueueCell, value: Any, *,
-             msg_id: str | None = None, headers: Mapping[str, str] | None = None) -> TxOp:
+             msg_id: str | None = None, headers: Mapping[str, str] | None = None,
+             ttl: float | None = None, delay: float | None = None,
+             not_before: datetime | None = None) -> TxOp:
         """Push ``value`` to a queue or a work queue (exactly once with ``msg_id``; with
-        ``headers``, checked now, as the cell's ``push`` takes them)."""
+        ``headers``, checked now, as the cell's ``push`` takes them; a queue push also
+        with ``ttl`` and a delivery time, ``delay`` or ``not_before``, combined)."""
         if not isinstance(cell, (QueueCell, WorkQueueCell)):
             raise TransactionUnsupported(
                 f"push takes a QueueCell or a WorkQueueCell, not {type(cell).__name__}; "
                 "publish to a topic with tx.publish")
+        checked = _headers(cell, headers)
+        options = None
+        if ttl is not None or delay is not None or not_before is not None:
+            options = _queue_options(cell, msg_id, checked, ttl, delay, not_before)
         return self._add(TxOp("push", cell, value,
                               None if msg_id is None else check_msg_id(msg_id),
-                              headers=_headers(cell, headers)))
+                              headers=checked, options=options))
 
     def publish(self, topic: TopicCell[Any], value: Any, *, msg_id: str | None = None,
                 headers: Mapping[str, str] | None = None) -> TxOp:

@@ -130,7 +130,9 @@ def _apply(op: TxOp) -> Any:
             op.job.receipt = receipt
         return receipt
     if isinstance(cell, QueueCell):
-        if op.msg_id is None and op.headers is None:
+        if op.options is not None:
+            _now(cell.offer_with(op.value, op.options))
+        elif op.msg_id is None and op.headers is None:
             cell.try_push(op.value)
         else:
             _now(cell.offer(op.value, msg_id=op.msg_id, headers=op.headers))

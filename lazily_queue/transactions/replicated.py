@@ -64,6 +64,8 @@ class ReplicatedBackend:
         name = op.cell.name
         if op.lease is not None:
             return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
+        if op.options is not None:
+            return [C.QUEUE_PUSH_OPTIONS, name, op.options.to_map(), _encoded(op)]
         if op.headers is not None:
             code = (C.QUEUE_PUSH_HEADERS if isinstance(op.cell, QueueCell)
                     else C.TOPIC_PUBLISH_HEADERS if isinstance(op.cell, TopicCell)

@@ -10,6 +10,7 @@ import pytest
 
 from lazily_queue import MessageTooLarge, Node
 from lazily_queue.client import batching
+from lazily_queue.client import fair as fair_module
 from lazily_queue.client import server as server_module
 from lazily_queue.client.batching import PendingOp, group
 from lazily_queue.replicated import ops
@@ -69,7 +70,7 @@ async def test_a_group_the_replica_refuses_is_proposed_one_op_at_a_time(
     def unencodable(session: int, members: list[PendingOp]) -> list[Any]:
         return [session, object()]  # the replica refuses it: no value of the model
 
-    monkeypatch.setattr(server_module, "client_ops", unencodable)
+    monkeypatch.setattr(fair_module, "client_ops", unencodable)
     async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
         q = client.queue("alone")
         await asyncio.gather(*(q.push(i) for i in range(20)))

@@ -34,6 +34,7 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
         for i in range(3):
             await q.push(i)
         assert await q.pop() == 0
+        await q.push("tomorrow", delay=86_400, headers={"k": "v"})  # delayed, not in depth
         jobs = follower.work_queue("jobs", visibility_timeout=0.3, max_deliveries=5)
         for i in range(4):
             await jobs.push(i)
@@ -60,6 +61,8 @@ async def test_operation_counters_and_gauges_on_every_replica(tmp_path: Path) ->
             assert value(m, ops, family="work", name="jobs", op="expire") == 1
             assert value(m, ops, family="topic", name="news", op="publish") == 2
             assert value(m, "lazily_queue_queue_depth", name="orders") == 2
+            assert value(m, "lazily_queue_queue_delayed", name="orders") == 1
+            assert value(m, ops, family="queue", name="orders", op="delay") == 1
             assert value(m, "lazily_queue_work_pending", name="jobs") == 3
             assert value(m, "lazily_queue_work_in_flight", name="jobs") == 0
             assert value(m, "lazily_queue_work_dead_letters", name="jobs") == 0

@@ -1,5 +1,5 @@
 """Message headers beside queue limits and expiry in the replicated state machine: a
-queue with limits refuses a push with headers (directly and in a transaction); a pop
+queue with limits keeps the headers of a push (directly and in a transaction); a pop
 with headers honours expiry and still returns the headers of what it took; a limited
 queue takes an element back at the head with the entry's stamp."""
 
@@ -19,22 +19,27 @@ def _code(result: Any) -> str:
     return result.code
 
 
-def test_a_queue_with_limits_refuses_a_push_with_headers() -> None:
+def test_a_queue_with_limits_keeps_the_headers_of_a_push() -> None:
     sm = StateMachine()
-    _apply(sm, [ops.QUEUE_DECLARE_LIMITED, "q", [3, None, "reject"]])
-    [result] = _apply(sm, [ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, "a"])
-    assert _code(result) == "unsupported"
-    assert sm.queues["q"].elements() == []
+    _apply(sm, [ops.QUEUE_DECLARE_LIMITED, "q", [1, None, "drop_oldest"]])
+    _apply(sm, [ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, "a"],
+           [ops.QUEUE_PUSH_HEADERS, "q", {"k": "w"}, None, "b"])
+    assert sm.queues["q"].elements() == ["b"]
+    assert sm.queues["q"].headers_state() == [[1, {"k": "w"}]]  # a's left with it
 
 
-def test_a_transaction_with_a_header_push_to_a_limited_queue_aborts_whole() -> None:
+def test_a_transaction_pushes_with_headers_to_a_limited_queue() -> None:
     sm = StateMachine()
-    _apply(sm, [ops.QUEUE_DECLARE_LIMITED, "q", [3, None, "reject"]],
+    _apply(sm, [ops.QUEUE_DECLARE_LIMITED, "q", [1, None, "reject"]],
            [ops.QUEUE_DECLARE, "p", None])
     [result] = _apply(sm, [ops.TXN, [ops.QUEUE_PUSH, "p", "x"],
                            [ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, "a"]])
-    assert sm.queues["p"].elements() == [] and sm.queues["q"].elements() == []
-    assert "unsupported" in repr(result)
+    assert result[0] is True
+    assert sm.queues["p"].elements() == ["x"] and sm.queues["q"].elements() == ["a"]
+    [full] = _apply(sm, [ops.TXN, [ops.QUEUE_PUSH, "p", "y"],
+                         [ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, "b"]])
+    assert full[0] is False and full[2] == "full"  # all or none: p keeps only x
+    assert sm.queues["p"].elements() == ["x"]
 
 
 def test_a_pop_with_headers_skips_expired_elements_and_keeps_live_headers() -> None:
