@@ -11,24 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from ..core.queue import QueuePushError
 from ..errors import UnsupportedOperation
-
-T_contra = TypeVar("T_contra", contravariant=True)
 
 #: The ``expired`` reader's bit in a cell's reader group (created after the spec's readers).
 EXPIRED = 32
-
-
-class ExpiringQueueStorage(Protocol[T_contra]):
-    """A queue backend declaring ``expiry``."""
-
-    async def offer_ttl(self, value: T_contra, ttl_ms: int, *,
-                        timeout: float | None = None) -> QueuePushError | None: ...
-
-    def expired_count(self) -> int: ...
 
 
 def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
@@ -38,8 +26,6 @@ def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
     from ..storage.local_expiry import ExpiringDequeStorage
 
     return ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
-
-
 
 
 def expired_reader(storage: Any) -> Any:
@@ -55,11 +41,6 @@ def no_expiry(cell: str, storage: object, verb: str) -> UnsupportedOperation:
     return UnsupportedOperation(
         f"{cell}: {name} has no message expiry, so a {verb} cannot take a ttl; "
         f"{verb} without ttl (a local cell expires messages when opened with ttl=)")
-
-
-def no_ttl_with_msg_id(cell: str) -> UnsupportedOperation:
-    return UnsupportedOperation(
-        f"{cell}: a push cannot take both msg_id and ttl yet; give one of them")
 
 
 def no_topic_ttl(cell: str) -> UnsupportedOperation:
