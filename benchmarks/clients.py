@@ -40,6 +40,7 @@ from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     fdatasync_p50_ms,
     free_port,
+    markdown_table,
     node_env,
     rate,
     reap,
@@ -195,21 +196,10 @@ async def main_async(count: int) -> dict[str, Any]:
         reap()
         shutil.rmtree(root, ignore_errors=True)
     nats_figures = out["nats"]
-    ratios: dict[str, dict[str, float]] = {}
     print(f"\n{count:,} messages of 100 B per phase; disk fdatasync p50 "
           f"{out['fdatasync_ms']} ms")
-    head = f"| {'figure':42} | {'client, unix':>12} | {'client, tcp':>11} | {'NATS R3':>8} |"
-    print(head + " unix/NATS | tcp/NATS |")
-    print("|" + "-" * (len(head) - 2) + "|-----------|----------|")
-    for key, label in ROWS.items():
-        theirs = nats_figures.get(key)
-        cells = [out["lazily"][t][key] for t in ("unix", "tcp")]
-        for tag, ours in zip(("unix", "tcp"), cells, strict=True):
-            if theirs:
-                ratios.setdefault(tag, {})[key] = round(ours / theirs, 3)
-        shown = [f"{ratios[t][key]:.2f}x" if t in ratios else "—" for t in ("unix", "tcp")]
-        print(f"| {label:42} | {cells[0]:>12,} | {cells[1]:>11,} | "
-              f"{theirs or 0:>8,} | {shown[0]:>9} | {shown[1]:>8} |")
+    text, ratios = table(out["lazily"], nats_figures)
+    print(text)
     if "error" in nats_figures:
         print(f"NATS JetStream R3 skipped: {nats_figures['error']}")
     elif not nats_figures.get("sync_always"):
@@ -218,6 +208,23 @@ async def main_async(count: int) -> dict[str, Any]:
           "acknowledged = on a majority; lazily-queue fsyncs before acknowledging")
     out["ratios"] = ratios
     return out
+
+
+def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
+          ) -> tuple[str, dict[str, dict[str, float]]]:
+    """The figures as a Markdown table, and lazily-queue's ratios to NATS per transport."""
+    ratios: dict[str, dict[str, float]] = {}
+    lines = [["figure", "client, unix", "client, tcp", "NATS R3", "unix/NATS", "tcp/NATS"]]
+    for key, label in ROWS.items():
+        theirs = nats_figures.get(key)
+        cells = [lazily[t][key] for t in ("unix", "tcp")]
+        for tag, ours in zip(("unix", "tcp"), cells, strict=True):
+            if theirs:
+                ratios.setdefault(tag, {})[key] = round(ours / theirs, 3)
+        shown = [f"{ratios[t][key]:.2f}x" if key in ratios.get(t, {}) else "—"
+                 for t in ("unix", "tcp")]
+        lines.append([label, f"{cells[0]:,}", f"{cells[1]:,}", f"{theirs or 0:,}", *shown])
+    return markdown_table(lines, right=range(1, 6)), ratios
 
 
 def main() -> int:

@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers_common import ROWS, fdatasync_p50_ms, reap  # noqa: E402
+from benchmarks.peers_common import ROWS, fdatasync_p50_ms, markdown_table, reap  # noqa: E402
 
 PIP = "pip install 'lazily-queue[bench]'"
 
@@ -111,11 +111,7 @@ def table(results: dict[str, dict[str, Any]], ratio: dict[str, dict[str, float]]
                       *(_cell(results[n].get(row.key)) for n in ran),
                       *(_times(ratio[n][row.key]) if row.key in ratio.get(n, {}) else "—"
                         for n in peers)])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    text = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + " |"
-            for line in lines]
-    text.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(text)
+    return markdown_table(lines)
 
 
 async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, Any]:

@@ -128,6 +128,24 @@ def rate(count: int, elapsed: float) -> int:
 GROUPS: set[int] = set()
 
 
+def markdown_table(lines: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+    """``lines`` (the header first) as a Markdown table: every row, the separator
+    included, has the header's columns; the columns whose index is in ``right`` are
+    right-aligned."""
+    width = len(lines[0])
+    if any(len(line) != width for line in lines):
+        raise ValueError(f"every row of a table has the header's {width} columns")
+    widths = [max(len(line[i]) for line in lines) for i in range(width)]
+
+    def row(line: Sequence[str]) -> str:
+        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(line, widths, strict=True))) + " |"
+
+    text = [row(line) for line in lines]
+    text.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(text)
+
+
 def track(pid: int) -> None:
     """Remember a process group leader (a child started with ``start_new_session``)."""
     GROUPS.add(pid)

@@ -10,9 +10,10 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.scheduling import RetryPolicy
-from .errors import InvalidConfiguration, UnsupportedOperation
+from .errors import InvalidConfiguration
 from .serializers import Serializer
 from .storage.raft_groups import RaftGroupStorage
+from .storage.raft_limited import LimitedRaftWorkQueueStorage
 from .storage.raft_queue import Proposer, RaftQueueStorage
 from .storage.raft_topic import RaftTopicStorage
 from .storage.raft_work_queue import RaftWorkQueueStorage
@@ -32,6 +33,7 @@ class NodeCells:
     queue_storage: type[RaftQueueStorage[Any]] = RaftQueueStorage
     topic_storage: type[RaftTopicStorage] = RaftTopicStorage
     work_queue_storage: type[RaftWorkQueueStorage] = RaftWorkQueueStorage
+    limited_work_queue_storage: type[LimitedRaftWorkQueueStorage] = LimitedRaftWorkQueueStorage
     ctx: Context
     op_timeout: float
     _router: EventRouter
@@ -181,15 +183,9 @@ class NodeCells:
     def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
                               limits: Limits, retry: RetryPolicy | None, ttl: float | None,
                               ) -> RaftWorkQueueStorage:
-        """The storage of a work queue with limits (a member's cells only), with its
-        retry policy and default TTL."""
-        from .storage.raft_limited import LimitedRaftWorkQueueStorage
-
-        if self.work_queue_storage is not RaftWorkQueueStorage:
-            raise UnsupportedOperation(
-                f"work queue {name!r}: limits on a work queue are declared by a member "
-                "(node.work_queue(..., limits=...)); a client opens it without limits")
-        return LimitedRaftWorkQueueStorage(
+        """The storage of a work queue with limits, with its retry policy and default
+        TTL."""
+        return self.limited_work_queue_storage(
             self.driver, self.view, name, visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout, retry=retry,
             ttl=ttl)

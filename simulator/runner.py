@@ -86,11 +86,13 @@ class Summary:
         t = self.totals
         return (
             f"{self.runs} seeds, {len(self.failed)} failed, {self.seconds:.1f}s "
-            f"({rate:.1f} seeds/s); {int(t.get('virtual', 0))} virtual s, "
+            f"({rate:.1f} seeds/s; {int(t.get('one_member', 0))} run by one member alone); "
+            f"{int(t.get('virtual', 0))} virtual s, "
             f"{int(t.get('ops', 0))} checked ops ({int(t.get('deduplicated', 0))} retries "
             f"applied once, {int(t.get('once_repeats', 0))} msg_id repeats answered by the "
             f"dedup window, {int(t.get('group_settled', 0))} elements settled by consumer "
-            f"groups, {int(t.get('time_positions', 0))} topic starts or seeks by time, "
+            f"groups ({int(t.get('group_client_acks', 0))} acked by members that are "
+            f"clients), {int(t.get('time_positions', 0))} topic starts or seeks by time, "
             f"{int(t.get('headers_checked', 0))} elements' headers checked, "
             f"{int(t.get('delivered_when_due', 0))} delayed work items delivered "
             f"once due), {int(t.get('txn_committed', 0))} transactions committed and "
@@ -113,7 +115,8 @@ class Summary:
             f"{int(t.get('stalls', 0))} disk stalls ({int(t.get('failed_writes', 0))} failed "
             f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused, "
             f"fsyncs {int(t.get('inline_fsyncs', 0))} inline and "
-            f"{int(t.get('worker_fsyncs', 0))} on the worker thread"
+            f"{int(t.get('worker_fsyncs', 0))} on the worker thread, "
+            f"{int(t.get('light_ticks', 0))} leader ticks that only committed and applied"
         )
 
 

@@ -76,6 +76,9 @@ class Scenario:
     ttl_clients: int = 0
     #: Clients of the options queue (:mod:`.queue_options`), seeded apart likewise.
     options_clients: int = 0
+    #: Consumer-group members that are cluster clients (:class:`~.session_client.
+    #: SessionGroupMember`), seeded apart likewise; only where the topic has groups.
+    session_group_members: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -116,12 +119,22 @@ DEFAULT_CLIENTS = {
 }
 
 
+#: The share of seeds run by one member alone (the embedded default: a leader with no
+#: follower, see :mod:`lazily_queue.raft.leading`).
+ONE_MEMBER = 0.15
+#: The faults a member alone can meet: none needs a second member, and none damages a
+#: durable record (a lone member holds the only copy; nothing can repair it).
+LONE_FAULTS = {"crash": 4, "pause": 2, "clock": 2, "power": 1, "disk_full": 2,
+               "fsync_error": 1}
+
+
 def generate(seed: int) -> Scenario:
     """The scenario of ``seed``: cluster size, link faults, timings and fault schedule."""
     rng = random.Random(seed * 7919 + 17)
     s = Scenario(seed)
     s.ttl_clients = 1
     s.options_clients = 1
+    s.session_group_members = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])
@@ -146,11 +159,19 @@ def generate(seed: int) -> Scenario:
     # Drawn last, so a seed's earlier choices (and the saved fixtures) stay as they were.
     s.settle_batches = rng.choice([0.0, 0.5]) if s.batching else 0.0
     s.scheduling = rng.choice([0.0, 0.0, 0.5])
+    if rng.random() < ONE_MEMBER:  # drawn after the rest: the other seeds stay as they were
+        s.nodes = 1
+        s.faults = _schedule(rng, s)
     return s
 
 
 def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
     ids = [str(i + 1) for i in range(s.nodes)]
+    kinds, weights = (
+        (["crash", "pause", "partition", "one_way", "corrupt", "clock", "power", "transfer",
+          "reconfigure", "disk_full", "fsync_error", "hostile"],
+         [4, 2, 4, 2, 2, 2, 1, 1, 1, 2, 1, 1])
+        if s.nodes > 1 else (list(LONE_FAULTS), list(LONE_FAULTS.values())))
     faults: list[dict[str, Any]] = []
     t = rng.uniform(0.3, 1.0)
     intensity = rng.choice([0.3, 0.6, 1.2])
@@ -158,11 +179,7 @@ def _schedule(rng: random.Random, s: Scenario) -> list[dict[str, Any]]:
     while t < s.load_until:
         node = rng.choice([*ids, "leader", "leader"])
         down = rng.uniform(0.1, 2.0)
-        kind = rng.choices(
-            ["crash", "pause", "partition", "one_way", "corrupt", "clock", "power", "transfer",
-             "reconfigure", "disk_full", "fsync_error", "hostile"],
-            weights=[4, 2, 4, 2, 2, 2, 1, 1, 1, 2, 1, 1],
-        )[0]
+        kind = rng.choices(kinds, weights=weights)[0]
         fault: dict[str, Any] = {"at": round(t, 4), "fault": kind}
         if kind in ("crash", "pause", "disk_full"):
             fault.update(node=node, down=round(down, 4))

@@ -11,10 +11,11 @@ attempt is still in flight (a client that gave up on a slow member). Each attemp
 alone (``CLIENT_OP``) or as a member groups a client's ops (``CLIENT_OPS``); a
 transaction (``TXN``) always alone, as a member proposes it.
 
-Three kinds: a :class:`SessionProducer` pushes unique values (a share of them as a
+Four kinds: a :class:`SessionProducer` pushes unique values (a share of them as a
 client's transaction with a publish of the same value: applied once, all or none), a
 :class:`SessionConsumer` pops (one, or several at once), a :class:`SessionWorker`
-claims work items and acks them. The replicated state machine must apply each number
+claims work items and acks them, a :class:`SessionGroupMember` does the same in a
+topic's consumer group. The replicated state machine must apply each number
 once: the checker finds an operation applied twice (:mod:`.history` records each
 client op that really ran), one acknowledged but not in the log, one applied but never
 answered to its client (a pop whose element the consumer never got), and an element
@@ -27,6 +28,7 @@ import dataclasses
 import random
 from typing import Any
 
+from lazily_queue.core.groups import group_queue_name
 from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
@@ -194,20 +196,37 @@ class SessionWorker(SessionClient):
     """Claims one work item at a time and acks it, both retried across members."""
 
     kind = "session-worker"
+    #: The work queue it works: the plain one, or a consumer group's.
+    target = WORK
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
         self.to_ack: int | None = None
+        #: Its acks answered as settling the delivery.
+        self.acked = 0
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
         if self.to_ack is not None:
-            return C.WORK_ACK, [WORK, self.cid, self.to_ack]
-        if self.draining:  # the plain workers drain the work queue
+            return C.WORK_ACK, [self.target, self.cid, self.to_ack]
+        if self.draining:  # the plain workers (the plain group members) drain it
             return None
-        return C.WORK_CLAIM, [WORK, self.cid, None]
+        return C.WORK_CLAIM, [self.target, self.cid, None]
 
     def answered(self, code: int, args: list[Any], result: Any) -> None:
         if code == C.WORK_ACK:
             self.to_ack = None
+            self.acked += isinstance(result, list) and result[:1] == [True]
         elif isinstance(result, list) and result and isinstance(result[0], dict):
             self.to_ack = int(result[0]["delivery_id"])
+
+
+class SessionGroupMember(SessionWorker):
+    """A member of a topic's consumer group that is a cluster client: its claims and acks
+    of the group's elements go under its session, retried across members (the group's
+    model fails the run when two members hold one element)."""
+
+    kind = "session-group-member"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random, group: str) -> None:
+        super().__init__(cid, cluster, rng)
+        self.target = group_queue_name(TOPIC, group)

@@ -30,7 +30,13 @@ from .once import OnceProducer
 from .queue_options import OptionsClient
 from .replay_time import TimeReplayer
 from .scenario import Scenario
-from .session_client import SessionClient, SessionConsumer, SessionProducer, SessionWorker
+from .session_client import (
+    SessionClient,
+    SessionConsumer,
+    SessionGroupMember,
+    SessionProducer,
+    SessionWorker,
+)
 from .txn import TxnWorker
 from .workload import (
     QUEUE,
@@ -147,6 +153,11 @@ class Simulation:
             options_client = OptionsClient(f"oc{i + 1}", c, rng)
             self.clients.append(options_client)
             c.every(0.05 + rng.uniform(0, 0.05), _period(rng), options_client.act)
+        for i in range(self.s.session_group_members if self._groups() else 0):
+            rng = random.Random(self.s.seed * 7927 + 211 + i)  # seeded apart likewise
+            session_member = SessionGroupMember(f"sg{i + 1}", c, rng, GROUPS[i % len(GROUPS)])
+            self.clients.append(session_member)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), session_member.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -335,6 +346,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()
+        outcome.stats["group_client_acks"] = sum(
+            cl.acked for cl in sim.clients if isinstance(cl, SessionGroupMember))
         outcome.stats["time_positions"] = checker.time_positions
         outcome.stats["headers_checked"] = checker.headers.checked
         if checker.work is not None and checker.work.delivered_late:
@@ -368,6 +381,9 @@ def run(scenario: Scenario) -> Outcome:
         damage=sum(n.corruptions_detected for n in c.nodes.values()),
         inline_fsyncs=sum(n.inline_fsyncs for n in c.nodes.values()),
         worker_fsyncs=sum(n.worker_fsyncs for n in c.nodes.values()),
+        one_member=int(len(c.nodes) == 1),
+        light_ticks=sum(n.replica.engine.light_ticks for n in c.nodes.values()
+                        if n.replica is not None),
     )
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -244,6 +244,24 @@ MUTATIONS = [
         ("tests/cells/test_topic_groups.py",),
         "a local topic's publish feeds each of its consumer groups"),
     Mutation(
+        "mirrored-group-not-fed", "lazily_queue/replicated/groups.py",
+        "        _report(sm, name, ops.WORK_PUSH, value)\n",
+        "",
+        ("tests/client/test_client_groups.py",),
+        "a client's mirror of a consumer group gets what its topic feeds it"),
+    Mutation(
+        "mirror-feeds-groups-twice", "lazily_queue/client/mirror.py",
+        "        if self.sm.groups:\n            self._unfeed()\n",
+        "",
+        ("tests/client/test_client_groups.py",),
+        "a client mirroring a topic and its group counts each fed element once"),
+    Mutation(
+        "group-by-its-own-name", "lazily_queue/client/connection.py",
+        "        if any(self.grant.refusal(asked, topic) is None for topic in topics):",
+        "        if False:",
+        ("tests/client/test_client_groups.py",),
+        "a consumer group is consumed with the consume permission on its topic's name"),
+    Mutation(
         "seek-past-retained-range", "lazily_queue/core/topic_subscriptions.py",
         "    if not base <= offset <= end:\n        raise out_of_range(offset, base, end)\n",
         "",

@@ -123,7 +123,7 @@ def open_group(
     if backend is None:
         raise UnsupportedOperation(
             f"{topic.name}: {type(topic.storage).__name__} has no consumer groups; "
-            "use a local topic or a node's topic")
+            "use a local topic, a node's or a cluster client's (connect(members, ...))")
     storage = backend.open_group(topic.name, group, visibility_timeout=lease,
                                  max_deliveries=retries, start=start, clock=clock)
     cell = cells[group] = GroupCell(storage, topic=topic, group=group, clock=clock,

@@ -45,7 +45,12 @@ from ..node_cells import NodeCells
 from ..raft.errors import CommitTimeout
 from ..reactive import Context, resolve_context
 from ..replicated.view import ReadView
-from ..storage.remote import RemoteQueueStorage, RemoteTopicStorage, RemoteWorkQueueStorage
+from ..storage.remote import (
+    RemoteLimitedWorkQueueStorage,
+    RemoteQueueStorage,
+    RemoteTopicStorage,
+    RemoteWorkQueueStorage,
+)
 from . import protocol as P
 from .access import Credentials
 from .certificates import CertificateCredentials
@@ -66,6 +71,7 @@ class ClusterClient(NodeCells):
     queue_storage = RemoteQueueStorage
     topic_storage = RemoteTopicStorage
     work_queue_storage = RemoteWorkQueueStorage
+    limited_work_queue_storage = RemoteLimitedWorkQueueStorage
 
     def __init__(
         self,
@@ -247,6 +253,9 @@ class ClusterClient(NodeCells):
             member, leader = answer[1].get("node"), answer[1].get("leader")
             link.member = str(member) if member is not None else None
             link.leader = str(leader) if leader is not None else None
+            features = answer[1].get("features")
+            link.features = frozenset(f for f in features if isinstance(f, str)) if (
+                isinstance(features, list)) else frozenset()
             if link.member is not None:
                 self.members[link.address] = link.member
             if self.prefer_leader and link.leader is None:

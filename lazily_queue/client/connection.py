@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lazily_transports import LinkStream
 
 from ..replicated import ops as C
 from . import protocol as P
-from .access import ClientGrant
+from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +32,29 @@ log = logging.getLogger(__name__)
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 _REFUSALS_CACHED = 1024
 
+GroupTopics = Callable[[str, bool], list[str]]
+"""The topics work queue ``name`` may be the consumer group of (as the member's state
+has it; with the flag, by its form while no object has the name)."""
+
+
+def group_topics(view: ReadView, name: str, undeclared: bool) -> list[str]:
+    """The topic whose consumer group work queue ``name`` is in ``view``; while no object
+    has the name and ``undeclared``, each topic it names by its form."""
+    state = view.work_queue(name)
+    if state is not None:
+        return [] if state.group is None else [state.group[0]]
+    if not undeclared:
+        return []
+    return [name[:i] for i in range(1, len(name) - 1) if name[i] == ":"]
+
 
 class ClientConnection:
     """One client link: its session, permissions, watches and outgoing frames."""
 
-    def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int) -> None:
+    def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int,
+                 group_topics: GroupTopics = lambda name, undeclared: []) -> None:
         self.grant = grant
+        self._group_topics = group_topics
         self.session: int | None = None
         self.slots = Budget(max_in_flight)
         self.watches: set[tuple[str, str]] = set()
@@ -73,7 +94,29 @@ class ClientConnection:
             if len(self.refusals) > _REFUSALS_CACHED:
                 self.refusals.clear()
             self.refusals[key] = self.grant.refusal(code, name)
-        return self.refusals[key]
+        found = self.refusals[key]
+        if found is not None and type(name) is str and C.family_of(code) == "work_queue":
+            return self._as_group(code, name, found, undeclared=False)
+        return found
+
+    def read_refusal(self, kind: str, name: str) -> str | None:
+        """Why this client may not read (mirror) the ``kind`` object ``name``."""
+        found = self.refusal(READ, name)
+        if found is not None and kind == "work_queue":
+            return self._as_group(READ, name, found, undeclared=True)
+        return found
+
+    def _as_group(self, code: int, name: str, found: str, *, undeclared: bool) -> str | None:
+        """A consumer group's work queue is consumed (and read) with the consume
+        permission on its topic's name; ``found`` when that does not open it either."""
+        topics = self._group_topics(name, undeclared)
+        asked = C.WORK_CLAIM if code == READ else code
+        if any(self.grant.refusal(asked, topic) is None for topic in topics):
+            return None
+        if not topics:
+            return found
+        return (f"{found} (as consumer group {name!r} it needs the consume permission on "
+                f"topic {topics[0]!r})")
 
     def op_refusal(self, code: int, args: list[Any]) -> str | None:
         """Why this client may not propose op ``code`` with ``args``; ``None`` if it may.

@@ -48,6 +48,8 @@ class Link:
         self.member: str | None = None
         #: The leader the member knew of when the link was made.
         self.leader: str | None = None
+        #: What the member serves beyond the protocol version (its hello's ``features``).
+        self.features: frozenset[str] = frozenset()
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}

@@ -8,6 +8,10 @@ later op on it, which the mirror replays with the member's leader time. The even
 the replay reach the storages through an :class:`~lazily_queue.routing.EventRouter`,
 so the cells' readers update as entries apply on the member. After a reconnect every
 watched object is fetched again from the new member.
+
+A consumer group's work queue is mirrored as one: the member reports what its topic
+feeds it as pushes to it, so a topic's replayed ``GROUP_DECLARE`` makes no group here
+(nothing is fed twice).
 """
 
 from __future__ import annotations
@@ -103,9 +107,19 @@ class Mirror:
                 continue
             positions[key] = index
             self.sm.replay(now, op)
+        if self.sm.groups:
+            self._unfeed()
         events = self.sm.drain_events()
         if events:
             self.router.route(events)
+
+    def _unfeed(self) -> None:
+        """Forget the groups a replayed ``GROUP_DECLARE`` made: their work queues come
+        from the member (or are not mirrored)."""
+        for names in self.sm.groups.values():
+            for name in names.values():
+                self.sm.work_queues.pop(name, None)
+        self.sm.groups.clear()
 
     def _storage(self, key: Key) -> Any:
         kind, name = key

@@ -9,7 +9,9 @@ the member's own: notifications and refusals of frames it could not read.
 Requests (client to member):
 
 - ``[id, HELLO, version, session]``: first on every link; ``session`` is the client's
-  session id (above ``CLIENT_SESSION_BASE``). Answer ``{"node", "cluster", "leader"}``.
+  session id (above ``CLIENT_SESSION_BASE``). Answer ``{"node", "cluster", "leader",
+  "features"}`` (``features``, optional: what the member serves beyond the version, see
+  :data:`FEATURES`).
 - ``[id, OP, seq, floor, code, args, timeout_ms]``: propose one state-machine op
   under the session: ``seq`` numbers it (a retry, through any member, reuses it),
   ``floor`` says every answer below it was received. Answer: the op's result
@@ -50,6 +52,11 @@ from ..raft.errors import (
 
 #: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps).
 VERSION = 2
+#: A member serves a topic's consumer groups to clients: it reports what a topic feeds
+#: a mirrored group, and opens a group with the permission on its topic.
+GROUPS_FEATURE = "client-groups-v1"
+#: The features a member of this version announces in its hello answer.
+FEATURES = (GROUPS_FEATURE,)
 
 # Request kinds.
 HELLO = 1

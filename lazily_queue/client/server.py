@@ -44,12 +44,12 @@ from lazily_transports import (
 from ..errors import InvalidConfiguration
 from ..raft.batch import command_limit
 from ..replicated import objects, ops
-from ..replicated.events import Event, OpApplied, Restored
+from ..replicated.events import Event, OpApplied, Replaced, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
-from .access import READ, ClientAccess
+from .access import ClientAccess
 from .batching import PendingOp
-from .connection import ClientConnection
+from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 
@@ -156,7 +156,8 @@ class ClientServer:
         grant = None if name is None else self.access.grants.get(name)
         if grant is None:
             return
-        conn = ClientConnection(stream, grant, self.access.max_in_flight)
+        conn = ClientConnection(stream, grant, self.access.max_in_flight,
+                                lambda name, form: group_topics(self.node.view, name, form))
         self._conns.add(conn)
         try:
             while not conn.closed:
@@ -256,7 +257,7 @@ class ClientServer:
         conn.session = session
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
-                               "leader": node.leader_id}])
+                               "leader": node.leader_id, "features": list(P.FEATURES)}])
 
     def _timeout(self, value: Any) -> float:
         if (isinstance(value, bool) or not isinstance(value, int | float)
@@ -329,7 +330,7 @@ class ClientServer:
 
     def _watch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         key = self._key(frame)
-        refusal = conn.refusal(READ, key[1])
+        refusal = conn.read_refusal(*key)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         view = self.node.view
@@ -364,10 +365,15 @@ class ClientServer:
                     if not conn.replay:
                         touched.append(conn)
                     conn.replay.append([kind, op[1], event.index, event.now, op])
+            elif type(event) is Replaced:
+                self._flush(touched)
+                touched = []
+                self._reset((event.kind, event.name))
             elif type(event) is Restored:
                 self._flush(touched)
                 touched = []
-                self._reset_all()
+                for key in self._watchers:
+                    self._reset(key)
         self._flush(touched)
 
     def _flush(self, touched: list[ClientConnection]) -> None:
@@ -375,9 +381,9 @@ class ClientServer:
             replay, conn.replay = conn.replay, []
             conn.send([0, P.REPLAY, replay])
 
-    def _reset_all(self) -> None:
+    def _reset(self, key: tuple[str, str]) -> None:
+        """Send the watchers of ``key`` the object as applied here now."""
         view = self.node.view
-        for (kind, name), conns in self._watchers.items():
-            doc = objects.capture(view, kind, name)
-            for conn in conns:
-                conn.send([0, P.RESET, [kind, name, view.tapped, doc]])
+        doc = objects.capture(view, *key)
+        for conn in self._watchers.get(key, ()):
+            conn.send([0, P.RESET, [*key, view.tapped, doc]])

@@ -23,7 +23,7 @@ from typing import Any
 
 import cbor2
 
-from ..errors import MessageTooLarge
+from ..errors import MessageTooLarge, UnsupportedOperation
 from ..raft import values
 from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
 from ..raft.errors import CommitTimeout
@@ -234,6 +234,12 @@ class Session:
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done or answer is None:
             return  # the link ended: the op is sent again on the next one
+        if op.code == ops.GROUP_DECLARE and P.GROUPS_FEATURE not in link.features:
+            self._finish(op, UnsupportedOperation(
+                f"joining a consumer group: member {link.member} serves no consumer groups "
+                "to clients (it runs an older lazily-queue); upgrade the members, or open "
+                "the group on a member"))
+            return
         status, payload = answer
         if status == P.OK:
             try:

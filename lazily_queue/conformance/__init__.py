@@ -15,7 +15,8 @@ A backend is registered under a name with :func:`register_backend(name, factory)
 <register_backend>`; ``factory()`` returns a fresh :class:`Backend` per replay, and the
 engine uses it as ``async with backend:`` (``start()``/``stop()``). Shipped: ``local``
 (default), ``local-generic`` (the QueueCell generic storage path), and ``raft1`` /
-``raft3`` (real one- and three-node clusters in process; see :mod:`.raft`), and
+``raft3`` (real one- and three-node clusters in process; see :mod:`.raft`), ``client``
+(the cells of a client of a one-node cluster; see :mod:`.client`), and
 ``nats`` / ``redis`` (a real broker given by ``--url``; see :mod:`.brokers`). A backend
 lists the capabilities it lacks in ``lacks`` (``{name: reason}``, names from
 ``CAPABILITIES``); a fixture that needs one is reported as skipped with that reason,
@@ -83,6 +84,7 @@ reader must be a reactive node on the loop that runs the replay.
 """
 
 from . import brokers as _brokers  # noqa: F401  (registers nats and redis)
+from . import client as _client  # noqa: F401  (registers client)
 from . import local as _local  # noqa: F401  (registers the local backends)
 from . import queue as _queue  # noqa: F401  (registers the model runners)
 from . import raft as _raft  # noqa: F401  (registers raft1 and raft3)

@@ -32,6 +32,7 @@ from typing import Any
 from ..core.queue import QueuePushError
 from ..core.scheduling import RetryPolicy
 from ..node import Node
+from ..node_cells import NodeCells
 from ..reactive import Context
 from ..storage.raft_queue import RaftQueueStorage
 from ..storage.raft_topic import RaftTopicStorage
@@ -83,11 +84,13 @@ class RaftBackend(Backend):
         self.cluster: Cluster | None = None
         self._observer = "1"
 
+    def node_options(self, node_id: str) -> NodeOptions:
+        """The options of each node of the cluster."""
+        return {**_own_context(node_id), "wall_clock": self.clock}
+
     async def start(self) -> None:
-        clock = self.clock
         self.cluster = Cluster(self.size, maintenance_interval=None, tick_interval=0.01,
-                               node_options=lambda node_id: {**_own_context(node_id),
-                                                             "wall_clock": clock})
+                               node_options=self.node_options)
         try:
             await self.cluster.start()
         except BaseException:
@@ -111,28 +114,38 @@ class RaftBackend(Backend):
     def observer(self) -> Node:
         return self._cluster.node(self._observer)
 
+    @property
+    def cells(self) -> NodeCells:
+        """Where the models' cells are opened: the observer's."""
+        return self.observer
+
     async def _wait_leader(self, among: set[str] | None = None) -> str:
         return (await self._cluster.wait_for_leader(among=among)).node_id
 
     # -- models -----------------------------------------------------------------------------
 
+    async def opened(self, kind: str, name: str) -> None:
+        """The ``kind`` object ``name`` of a model is made, before the fixture's steps."""
+
     async def queue(self, initial: QueueInitial, flavor: str) -> QueueAdapter:
-        cell = self.observer.queue(f"q{next(_names)}", capacity=initial.capacity,
-                                   ttl=initial.ttl, limits=initial.limits)
+        cell = self.cells.queue(f"q{next(_names)}", capacity=initial.capacity,
+                                ttl=initial.ttl, limits=initial.limits)
         for value in initial.elements:
             if await cell.offer(value) is not None:
                 raise ValueError(f"cannot seed {value!r} into the queue")
         if initial.closed:
             await cell.close()
-        return RaftQueueAdapter(cell, Invoker("async"), self.observer.transaction)
+        await self.opened("queue", cell.name)
+        return RaftQueueAdapter(cell, Invoker("async"), self.cells.transaction)
 
     async def topic(self, initial: TopicInitial, flavor: str) -> TopicAdapter:
-        cell = self.observer.topic(f"t{next(_names)}", max_age=initial.max_age,
-                                   limits=initial.limits)
+        cell = self.cells.topic(f"t{next(_names)}", max_age=initial.max_age,
+                                limits=initial.limits)
         storage = cell.storage
         assert isinstance(storage, RaftTopicStorage)
         await storage.restore(_topic_snapshot(initial))
-        return LocalTopicAdapter(cell, Invoker("async"), self.observer.transaction,
+        await self.opened("topic", cell.name)
+        return LocalTopicAdapter(cell, Invoker("async"), self.cells.transaction,
                                  lease_unit=0.001)
 
     async def restart(self, adapter: TopicAdapter) -> TopicAdapter:
@@ -141,14 +154,15 @@ class RaftBackend(Backend):
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
         retry = None if initial.retry is None else RetryPolicy.from_list(initial.retry)
-        cell = self.observer.open_work_queue(
+        cell = self.cells.open_work_queue(
             f"w{next(_names)}", initial.visibility_timeout, initial.max_deliveries, retry=retry,
             limits=initial.limits,
         )
         storage = cell.storage
         assert isinstance(storage, RaftWorkQueueStorage)
         await storage.declare()
-        return LocalWorkQueueAdapter(cell, Invoker("async"), self.observer.transaction,
+        await self.opened("work_queue", cell.name)
+        return LocalWorkQueueAdapter(cell, Invoker("async"), self.cells.transaction,
                                      time_scale=0.001)
 
     # -- cluster ops ----------------------------------------------------------------------------

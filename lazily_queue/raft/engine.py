@@ -37,10 +37,10 @@ from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
 from .journal import DurableJournal
+from .leading import append_leading, commit_leading, light_tick
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
-from .solo import append_alone, commit_alone
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,7 @@ class RaftEngine(PatchedSyncObj):
         self._journal = journal
         self._snapshots = snapshots
         self._compaction_bytes = cfg.compaction_log_bytes
+        self._compaction_entries = cfg.compaction_min_entries
         self._apply_fn = apply
         self.max_command_bytes = max_command_bytes
         #: Entries sent per append; always above the largest entry (see MAX_COMMAND_BYTES).
@@ -104,8 +105,12 @@ class RaftEngine(PatchedSyncObj):
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
         self.rejected_commands = 0
         self._commit_sent = 0  # the commit index of the last AppendEntries sent
-        self._solo_period = cfg.heartbeat_interval
+        self._light_period = cfg.heartbeat_interval
         self._full_tick_at = float("-inf")
+        self._unsent_appends = False  # appended to the log since the last AppendEntries
+        #: Full engine ticks so far, and a leader's light ones (:mod:`.leading`).
+        self.full_ticks = 0
+        self.light_ticks = 0
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -159,6 +164,7 @@ class RaftEngine(PatchedSyncObj):
 
             def sending_appends() -> None:
                 self._commit_sent = self.commit_index
+                self._unsent_appends = False
                 try:
                     send_appends()
                 finally:
@@ -196,7 +202,9 @@ class RaftEngine(PatchedSyncObj):
                 "limit"
             )
         with self._env:
-            if not append_alone(self, payload, _translated(callback), int(self._wall() * 1000)):
+            if append_leading(self, payload, _translated(callback), int(self._wall() * 1000)):
+                self._unsent_appends = bool(self._SyncObj__otherNodes)
+            else:
                 self._applyCommand(entries.encode(payload), _translated(callback), None)
 
     def _applyCommand(
@@ -252,19 +260,22 @@ class RaftEngine(PatchedSyncObj):
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Advance the engine: a lone leader whose last full tick is recent commits and
-        applies what is durable (:mod:`.solo`); else a full tick."""
+        """Advance the engine: a leader whose last full tick is recent commits and applies
+        what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
         with self._env:
             self._committed = self.commit_index  # the clamp's floor
-            if now - self._full_tick_at < self._solo_period and commit_alone(
-                    self, self._journal.durable_index, self._journal.term_at):
+            compact = (not self._snapshots.pending  # its end compacts; one would follow
+                       and self._journal.size_bytes >= max(self._compaction_bytes,
+                                                            self._snapshots.size))
+            if (self._isLeader() and light_tick(self, now, self._full_tick_at, compact)
+                    and commit_leading(self, self._journal.term_at)):
+                self.light_ticks += 1
                 return
             self._full_tick_at = now
+            self.full_ticks += 1
             self.pre_vote.before_tick()
-            if (not self._snapshots.pending  # its end compacts; a forced one would follow it
-                    and self._journal.size_bytes >= max(self._compaction_bytes,
-                                                         self._snapshots.size)):
+            if compact:
                 self.forceLogCompaction()  # however few entries: the bytes are what cost
             if self._snapshots.transmitting:  # its next chunks go every tick, not every beat
                 self._SyncObj__newAppendEntriesTime = 0
@@ -272,8 +283,8 @@ class RaftEngine(PatchedSyncObj):
 
     def append_proposed(self) -> None:
         """Append the commands proposed since the last tick now, as a tick does last (a
-        follower forwards them to its leader)."""
-        if self._commands:
+        follower forwards them to its leader), and send what a leader appended."""
+        if self._commands or self._unsent_appends:
             with self._env:
                 self._checkCommandsToApply()
 
@@ -281,8 +292,12 @@ class RaftEngine(PatchedSyncObj):
         if self._commands:  # the library's loop reads the clock and raises per call
             last = self._journal.last_index
             super()._checkCommandsToApply()
-            if self._journal.last_index != last and self._isLeader():
+            if self._journal.last_index != last:
+                self._unsent_appends = True
+        if self._unsent_appends:
+            if self._isLeader() and self._SyncObj__otherNodes:
                 self._SyncObj__sendAppendEntries()  # one append for all of them
+            self._unsent_appends = False
 
     @property
     def commit_unsent(self) -> bool:

@@ -42,6 +42,12 @@ class SnapshotWriter:
         """A write started and its outcome was not yet taken by :meth:`take`."""
         return self._future is not None
 
+    @property
+    def running(self) -> bool:
+        """A write is under way on the worker thread (no poll is needed for it to end)."""
+        future = self._future
+        return future is not None and self.background and not future.done()
+
     def start(self, data: Data) -> None:
         """Start writing ``data``, or what the job ``data`` returns (the previous
         write's outcome must have been taken)."""

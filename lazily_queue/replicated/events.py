@@ -85,6 +85,16 @@ class OpApplied:
 
 
 @dataclass(frozen=True, slots=True)
+class Replaced:
+    """The ``kind`` object ``name``, in the state machine's ``tap``, became a state its
+    ops do not replay (a consumer group declared from its topic's retained elements): a
+    mirror of it fetches it anew."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Deleted:
     """The ``family`` (``"queue"``, ``"topic"`` or ``"work_queue"``) object ``name`` was
     deleted; using the name again declares it anew."""
@@ -108,7 +118,9 @@ class Restored:
 
 
 Event = (QueueChanged | QueueDeclared | TopicChanged | TopicPublished | WorkQueueChanged
-         | MemberAddressed | OpApplied | Deleted | TransactionApplied | Restored | Expired)
+         | MemberAddressed | OpApplied | Replaced | Deleted | TransactionApplied | Restored
+         | Expired)
 #: Every event type (to pick events out of what a replica releases).
 EVENT_TYPES = (QueueChanged, QueueDeclared, TopicChanged, TopicPublished, WorkQueueChanged,
-               MemberAddressed, OpApplied, Deleted, TransactionApplied, Restored, Expired)
+               MemberAddressed, OpApplied, Replaced, Deleted, TransactionApplied, Restored,
+               Expired)

@@ -8,6 +8,11 @@ if new) and feeds it the retained elements from its start; each ``TOPIC_PUBLISH`
 then pushes the element into every group of the topic in the same step. A group is
 fed only by its topic: a push to its work queue is refused, and so is declaring a
 plain work queue by its name. Deleting the topic deletes its groups.
+
+A group's work queue in the state machine's ``tap`` (a client mirrors it) is reported
+as its own ops would be: each element its topic feeds it as a ``WORK_PUSH`` of it, its
+deletion with the topic as a ``WORK_DELETE``, and its declaration as
+:class:`~.events.Replaced` (the member sends the mirror the group as it stands).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from ..core.groups import group_queue_name, new_group
 from ..core.topic import TopicCore, check_start
 from ..errors import OffsetOutOfRange
 from . import ops
-from .events import Deleted, WorkQueueChanged
+from .events import Deleted, OpApplied, Replaced, WorkQueueChanged
 from .family import Family, checked_name
 from .ops import OpRefused
 from .work_queues import ALL_WORK, WorkState
@@ -66,6 +71,8 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     sm.groups.setdefault(topic_name, {})[group] = name
     if work.pending_len():
         sm.emit(WorkQueueChanged(name, ALL_WORK))
+    if sm.tap and ("work_queue", name) in sm.tap:
+        sm.emit(Replaced("work_queue", name))
     return ["ok", None]
 
 
@@ -78,6 +85,7 @@ def feed(sm: StateMachine, topic: str, value: Any) -> None:
         state = sm.work_queues[name]
         mask = state.core.push(value, sm.now).mask
         sm.emit(WorkQueueChanged(name, mask))
+        _report(sm, name, ops.WORK_PUSH, value)
 
 
 def forget_topic(sm: StateMachine, topic: str) -> None:
@@ -86,6 +94,15 @@ def forget_topic(sm: StateMachine, topic: str) -> None:
         if sm.work_queues.pop(name, None) is not None:
             sm.emit(WorkQueueChanged(name, ALL_WORK))
             sm.emit(Deleted("work_queue", name))
+            _report(sm, name, ops.WORK_DELETE)
+
+
+def _report(sm: StateMachine, name: str, code: int, *args: Any) -> None:
+    """Report what the group's work queue ``name`` went through as the op ``code`` on it
+    (which a mirror replays to the same state), when it is in the tap."""
+    if sm.tap and ("work_queue", name) in sm.tap:
+        sm.tapped += 1
+        sm.emit(OpApplied(sm.tapped, sm.now, [code, name, *args]))
 
 
 def forget_queue(sm: StateMachine, state: WorkState) -> None:

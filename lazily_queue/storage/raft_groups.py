@@ -49,6 +49,9 @@ class RaftGroupStorage(FedByTopic, RaftWorkQueueStorage):
                                  self.max_deliveries, self.start]
 
     async def _declare(self, timeout: float | None) -> None:
+        # Read before it applies: a client's mirror follows the group from here on, so
+        # the group as declared is there when the answer is.
+        self._view.work_queue(self.name)
         code, args = self._declare_op()
         result = raise_op_error(
             await self._driver.call(code, args, timeout=timeout or self.timeout))

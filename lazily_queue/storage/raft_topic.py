@@ -47,6 +47,8 @@ class RaftTopicStorage(ReplicatedObject):
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
                                        replay=True, replay_time=True, headers=True,
                                        groups=True, expiry=True)
+    #: The storage class of its groups (``None``: :class:`RaftGroupStorage`).
+    group_storage: type[RaftGroupStorage] | None = None
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
@@ -79,7 +81,7 @@ class RaftTopicStorage(ReplicatedObject):
                 f"{self.name}: this topic's backend routes no group events; open the group "
                 "on a node's topic (Node.topic(name).group(...))")
         visibility_timeout, max_deliveries = validate_config(visibility_timeout, max_deliveries)
-        storage = RaftGroupStorage(
+        storage = (self.group_storage or RaftGroupStorage)(
             self._driver, self._view, self.name, group,
             visibility_timeout=round(visibility_timeout * 1000),
             max_deliveries=max_deliveries, start=start, timeout=self.timeout)

@@ -10,16 +10,18 @@ mirroring it; until its state arrives it reads as empty, and its readers update 
 
 Capabilities are those of the Raft storages: ``observable`` and ``lifecycle`` (plus
 ``peek`` for queues and ``own_clock`` for work queues, stamped with the leader's time);
-there is no synchronous surface. Once the client is closed, every call and every
-waiting one fails with :class:`~lazily_queue.client.ClientClosed`.
+there is no synchronous surface. A topic's consumer groups are mirrored as the work
+queues they are (the member reports what the topic feeds a group as pushes to it). Once
+the client is closed, every call and every waiting one fails with
+:class:`~lazily_queue.client.ClientClosed`.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from ..errors import LazilyQueueError
-from .capabilities import StorageCapabilities
+from .raft_groups import RaftGroupStorage
+from .raft_limited import LimitedRaftWorkQueueStorage
 from .raft_queue import RaftQueueStorage
 from .raft_topic import RaftTopicStorage
 from .raft_work_queue import RaftWorkQueueStorage
@@ -27,47 +29,47 @@ from .raft_work_queue import RaftWorkQueueStorage
 T = TypeVar("T")
 
 
-def _closed(kind: str, name: str) -> LazilyQueueError:
-    from ..client.protocol import ClientClosed
+class Remote:
+    """What a remote storage changes in its Raft storage: a closed client's error."""
 
-    return ClientClosed(f"{kind} {name!r}: the client is closed; use it inside "
-                        "`async with client:`")
+    kind: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def _stopped(self) -> Exception:
+        from ..client.protocol import ClientClosed
+
+        return ClientClosed(f"{self.kind} {self.name!r}: the client is closed; use it "
+                            "inside `async with client:`")
 
 
-class RemoteQueueStorage(RaftQueueStorage[T]):
+class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
     """A queue reached through a client connection (module docstring)."""
 
     def __repr__(self) -> str:
         return f"RemoteQueueStorage({self.name!r}, len={self.len()}, capacity={self.capacity()})"
 
-    def _stopped(self) -> Exception:
-        return _closed(self.kind, self.name)
+
+class RemoteGroupStorage(Remote, RaftGroupStorage):
+    """A topic's consumer group reached through a client connection (module docstring).
+    Joining it starts mirroring it, so the group as declared arrives with the answer."""
 
 
-class RemoteTopicStorage(RaftTopicStorage):
-    """A topic reached through a client connection (module docstring). No consumer
-    groups: a client's mirror follows one object's ops, and a group is fed by its
-    topic's; open groups on a member."""
+class RemoteTopicStorage(Remote, RaftTopicStorage):
+    """A topic reached through a client connection (module docstring)."""
 
-    capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
-                                       replay=True, replay_time=True, headers=True,
-                                       expiry=True)
-
-    def __repr__(self) -> str:
-        return f"RemoteTopicStorage({self.name!r})"
-
-    def _stopped(self) -> Exception:
-        return _closed(self.kind, self.name)
+    group_storage = RemoteGroupStorage
 
 
-class RemoteWorkQueueStorage(RaftWorkQueueStorage):
+class RemoteWorkQueueStorage(Remote, RaftWorkQueueStorage):
     """A work queue reached through a client connection (module docstring)."""
 
-    def __repr__(self) -> str:
-        return f"RemoteWorkQueueStorage({self.name!r})"
 
-    def _stopped(self) -> Exception:
-        return _closed(self.kind, self.name)
+class RemoteLimitedWorkQueueStorage(Remote, LimitedRaftWorkQueueStorage):
+    """A work queue with limits reached through a client connection (module docstring)."""
 
 
-__all__ = ["RemoteQueueStorage", "RemoteTopicStorage", "RemoteWorkQueueStorage"]
+__all__ = ["RemoteGroupStorage", "RemoteLimitedWorkQueueStorage", "RemoteQueueStorage",
+           "RemoteTopicStorage", "RemoteWorkQueueStorage"]

@@ -1,6 +1,7 @@
 """Clients as real processes of a real cluster: the FastAPI job API under
 ``uvicorn --workers 4`` (every web worker a client, none a member), a plain script
-producer, the aiohttp SSE fan-out, and a member SIGKILLed mid-run."""
+producer, consumer-group members as client processes, the aiohttp SSE fan-out, and a
+member SIGKILLed mid-run."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TOKENS = {"web": "token-of-the-web-tier", "producer": "token-of-the-producer",
-          "sse": "token-of-the-sse-app", "checker": "token-of-the-test"}
+          "sse": "token-of-the-sse-app", "checker": "token-of-the-test",
+          "consumer": "token-of-the-group-members"}
 GRANTS = {"web": ('["jobs", "results"]', '["jobs", "results"]'), "producer": ('["jobs"]', "[]"),
-          "sse": ('["chat"]', '["chat"]'), "checker": ("[]", '["*"]')}
+          "sse": ('["chat"]', '["chat"]'), "checker": ('["orders"]', '["*"]'),
+          "consumer": ("[]", '["orders"]')}
 
 
 def _clients() -> str:
@@ -178,6 +181,79 @@ async def test_job_api_under_uvicorn_workers_with_a_script_producer_and_a_member
         log.close()
     text = (short_tmp / "uvicorn.log").read_text(errors="replace")
     assert "Traceback" not in text, text[-3000:]
+
+
+async def test_group_members_as_client_processes_and_a_member_killed(
+    members: tuple[list[NodeProc], list[str]],
+) -> None:
+    procs, addresses = members
+    names = [("billing", "billing-1"), ("billing", "billing-2"), ("billing", "billing-3"),
+             ("audit", "audit-1")]
+    consumers = [await asyncio.create_subprocess_exec(
+        sys.executable, str(EXAMPLES / "group_consumer.py"), *addresses, "--client",
+        "consumer", "--group", group, "--member", member, env=_env(GROUP_TOKEN=TOKENS[
+            "consumer"]), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        for group, member in names]
+    settled: dict[str, list[tuple[int, str]]] = {"billing": [], "audit": []}
+    joined: list[str] = []
+    everything = list(range(300))
+    all_joined, all_settled = asyncio.Event(), asyncio.Event()
+
+    async def read(proc: asyncio.subprocess.Process, group: str) -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            line = raw.decode().split()
+            if line[0] == "joined":
+                joined.append(line[-1])
+                if len(joined) == len(names):
+                    all_joined.set()
+            elif line[0] == "settled":
+                settled[group].append((json.loads(line[1]), line[-1]))
+                if all(sorted(v for v, _ in s) == everything for s in settled.values()):
+                    all_settled.set()
+
+    errors: list[bytes] = []
+
+    async def read_errors(proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        errors.append(await proc.stderr.read())
+
+    readers = [asyncio.create_task(read(p, g)) for p, (g, _) in zip(consumers, names,
+                                                                      strict=True)]
+    readers += [asyncio.create_task(read_errors(p)) for p in consumers]
+    try:
+        async with connect(addresses, ("checker", TOKENS["checker"])) as checker:
+            async with asyncio.timeout(60):
+                await all_joined.wait()  # every member joined before the publishes
+            orders = checker.topic("orders")
+            for n in range(300):
+                if n == 150:  # mid-run: the members' leader dies
+                    _leader(procs).proc.kill()
+                await orders.publish(n)
+            async with asyncio.timeout(120):
+                await all_settled.wait()
+            groups = {g: checker.topic("orders").group(g, visibility_timeout=10,
+                                                       max_deliveries=5)
+                      for g in ("billing", "audit")}
+
+            async def lags() -> list[int]:
+                await checker.barrier()
+                return [g.lag() for g in groups.values()]
+
+            async with asyncio.timeout(60):
+                while await lags() != [0, 0]:  # noqa: ASYNC110 - polls the replicated state
+                    await asyncio.sleep(0.2)  # every element acked, by both groups
+    finally:
+        for proc in consumers:
+            if proc.returncode is None:
+                proc.terminate()
+        await asyncio.gather(*(p.wait() for p in consumers))
+        await asyncio.gather(*readers, return_exceptions=True)
+    # nothing lost, nothing doubled: each group settled every element once
+    assert sorted(v for v, _ in settled["billing"]) == everything, "a billing element twice"
+    assert sorted(v for v, _ in settled["audit"]) == everything, "an audit element twice"
+    assert len({m for _, m in settled["billing"]}) > 1, "the billing members shared them"
+    assert not any(b"Traceback" in e for e in errors), errors
 
 
 async def test_sse_fanout_through_a_client(members: tuple[list[NodeProc], list[str]]) -> None:

@@ -110,7 +110,7 @@ def test_conformance_failure_on_every_flavor_is_listed(
 
 def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", str(COLLECTIONS), "--backend", "nope"]) == 2
-    assert "unknown backend 'nope'; known backends: local" in capsys.readouterr().err
+    assert "unknown backend 'nope'; known backends: client, local" in capsys.readouterr().err
     assert main(["conformance", str(tmp_path)]) == 2
     assert "no queue-family fixtures" in capsys.readouterr().err
     assert main(["conformance", str(tmp_path / "missing.json")]) == 2

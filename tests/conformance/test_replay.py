@@ -4,8 +4,9 @@ Project fixtures (everything under ``fixtures/``) always run; the upstream corpu
 when ``LAZILY_SPEC_FIXTURES`` names it. QueueCell fixtures also run on
 ``local-generic`` (the shell's generic storage path instead of the deque fast path).
 Every fixture also replays unchanged on ``raft1`` and ``raft3`` (real clusters, async
-flavor). The distributed corpus (``fixtures/distributed/``, with cluster ops such as
-``kill_leader``) replays on ``raft3`` only: a single process has no leader to kill.
+flavor) and on ``client`` (the cells of a client of a one-member cluster). The
+distributed corpus (``fixtures/distributed/``, with cluster ops such as ``kill_leader``)
+replays on ``raft3`` only: a single process has no leader to kill.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lazily_queue.conformance import FLAVORS, Fixture, discover, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTED = ROOT / "fixtures" / "distributed"
-RAFT = ("raft1", "raft3")
+RAFT = ("raft1", "raft3", "client")
 
 
 def _spec_dir() -> Path | None:

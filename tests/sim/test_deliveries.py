@@ -13,7 +13,7 @@ from lazily_queue.replicated import ops as C
 from simulator.client import FAILED, OK, QUEUE, UNKNOWN, Observed
 from simulator.deliveries import check_session_answers, check_single_delivery
 from simulator.history import AppliedOp, History, Violation
-from simulator.session_client import SessionConsumer, SessionWorker
+from simulator.session_client import SessionConsumer, SessionGroupMember, SessionWorker
 from simulator.workload import Consumer
 
 
@@ -110,6 +110,15 @@ def test_a_session_worker_acks_the_delivery_its_claim_returned() -> None:
     assert worker.next_inner() == (C.WORK_ACK, ["w", "sw1", 9])
     worker.answered(C.WORK_ACK, ["w", "sw1", 9], [None, 3])
     assert worker.next_inner() == (C.WORK_CLAIM, ["w", "sw1", None])
+
+
+def test_a_session_group_member_works_its_groups_queue() -> None:
+    member = SessionGroupMember("sg1", _Host(), random.Random(1), "g1")
+    assert member.next_inner() == (C.WORK_CLAIM, ["t:g1", "sg1", None])
+    member.answered(C.WORK_CLAIM, ["t:g1", "sg1", None], [{"delivery_id": 2}, 3])
+    assert member.next_inner() == (C.WORK_ACK, ["t:g1", "sg1", 2])
+    member.answered(C.WORK_ACK, ["t:g1", "sg1", 2], [True, 3, [2, "acked"], False])
+    assert member.acked == 1 and member.next_inner()[0] == C.WORK_CLAIM
 
 
 OK_EMPTY = object()  # an empty queue's answer: not an element

@@ -66,6 +66,15 @@ def test_client_retries_through_other_members_apply_once(first_seeds: str) -> No
     assert kept is not None and int(kept.group(1)) > 0, out
 
 
+def test_group_members_that_are_clients_settle_elements(first_seeds: str) -> None:
+    """A consumer-group member claims and acks under its client session, retried through
+    other members; the group model fails a run where two members hold one element."""
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out
+    acked = re.search(r"\((\d+) acked by members that are clients\)", out)
+    assert acked is not None and int(acked.group(1)) > 0, out
+
+
 def test_producers_retrying_a_msg_id_never_duplicate(first_seeds: str) -> None:
     """Producers retry a push with its message id after every fault, through any member,
     and send acknowledged ids again; the checker's window model passes every seed."""

@@ -1,0 +1,82 @@
+"""A leader's fast path: it appends what is proposed at once and, between full engine
+ticks, commits what a majority holds durably without one.
+
+Its proposals need no command queue: each is stamped and appended to its log as it is
+submitted, behind whatever the queue still holds (commands forwarded by followers), and
+the step sends one AppendEntries for all of them.
+
+A full tick (elections, heartbeats, leader fallback, compaction, PySyncObj's timers)
+runs at most once per ``period`` seconds for a leader, or sooner when a heartbeat is
+due (its AppendEntries go out when they would have): in between, its tick only moves
+its commit index to the highest entry of its term that a majority holds durably (its
+own copy counted by its journal's durable index, a follower's by its acknowledged match
+index) and applies up to it, exactly as the full tick's leader branch and the
+durable-commit clamp (:mod:`.durable_commit`, which it runs) would. A commit then costs
+no more than counting: a reply from a follower commits in the step it starts. The other
+timers run with the next full tick, at most ``period`` seconds later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import entries
+from .durable_commit import durable_majority_index
+
+
+def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool:
+    """Append a command carrying ``batch`` (stamped ``stamp``) to a leader's log now,
+    ``callback`` waiting for its commit; False (nothing done) when the engine is not the
+    leader or commands wait in its queue."""
+    if engine._commands or not engine._isLeader():
+        return False
+    index = int(engine._SyncObj__getCurrentLogIndex()) + 1
+    term = engine._SyncObj__raftCurrentTerm
+    engine._SyncObj__raftLog.add(entries.encode(batch, stamp), index, term)
+    engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
+    return True
+
+
+def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> bool:
+    """Whether a leader's tick at ``now`` may only commit and apply: its last full tick
+    (at ``full_tick_at``) is recent, no heartbeat is due and no snapshot or compaction
+    (``compact``: one is due by size) waits for a full one (a snapshot written on the
+    worker thread waits only for its end)."""
+    snapshots = engine._snapshots
+    if (now - full_tick_at >= engine._light_period or compact or snapshots.transmitting
+            or engine._SyncObj__forceLogCompaction
+            or (engine._SyncObj__otherNodes and now > engine._SyncObj__newAppendEntriesTime)):
+        return False
+    if snapshots.pending:
+        return bool(snapshots.writer.running)
+    return bool(len(engine._journal) <= engine._compaction_entries)
+
+
+def commit_leading(engine: Any, term_at: Any) -> bool:
+    """Commit and apply what a majority of a leader's cluster holds durably; False
+    (nothing done) when the engine is not the leader."""
+    if not engine._isLeader():
+        return False
+    commit = int(engine._SyncObj__raftCommitIndex)
+    last = int(engine._SyncObj__getCurrentLogIndex())
+    # What the full tick's leader branch computes: the highest entry of this term that a
+    # majority holds, this leader counted with its whole log. The durable-commit clamp,
+    # run before applying, lowers it to what a majority holds durably.
+    proposed = commit
+    if last > commit:
+        others = engine._SyncObj__otherNodes
+        term = int(engine._SyncObj__raftCurrentTerm)
+        if not others:
+            proposed = last if term_at(last) == term else commit
+        else:
+            matches = engine._SyncObj__raftMatchIndex
+            proposed = durable_majority_index(
+                last, [int(matches.get(node, 0)) for node in others], term_at, term, commit,
+                last)
+    if proposed > commit:
+        engine._SyncObj__raftCommitIndex = proposed
+        engine._journal.setRaftCommitIndex(proposed)
+    engine._SyncObj__leaderCommitIndex = engine._SyncObj__raftCommitIndex
+    if engine._SyncObj__raftCommitIndex > engine._SyncObj__raftLastApplied:
+        engine._SyncObj__applyLogEntries()
+    return True

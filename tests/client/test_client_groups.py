@@ -1,0 +1,222 @@
+"""A topic's consumer groups through clients: joined and consumed as on a member,
+mirrored as they are fed, each group seeing every element, members on clients and on
+members, failover without losing or doubling an element, the topic's consume
+permission."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from lazily_queue import PermissionDenied
+from lazily_queue.reactive import Effect
+from tests.client.test_client_cluster import (
+    client_of,
+    cluster_with_clients,
+    kill_its_member_midway,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_a_client_joins_a_group_and_its_lag_follows_the_topic() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        topic = client.topic("orders")
+        assert topic.end_offset() == 0  # the topic is mirrored too: its ops replay here
+        group = topic.group("billing", visibility_timeout=5)
+        lags: list[int] = []
+        effect = Effect(lambda: lags.append(group.lag()), context=group.ctx)
+        await group.declare()
+        await c.node(3).topic("orders").group("audit").declare()  # replayed in the mirror
+        await client.barrier()
+        audit = topic.group("audit")
+        assert audit.lag() == 0  # mirrored from here on, as the member feeds it
+        member_topic = c.node(2).topic("orders")
+        for n in range(3):
+            await member_topic.publish({"order": n})  # published on a member, fed here
+        await client.barrier()
+        assert group.lag() == 3 and lags[-1] == 3  # the reader reran as the feed applied
+        assert topic.end_offset() == 3 and audit.lag() == 3  # fed once, by the member
+        assert [p.value for p in group.pending()] == [{"order": n} for n in range(3)]
+        first = await group.claim("m1")
+        assert first is not None and first.item_id == 0  # item ids are topic offsets
+        await group.nack("m1", first.delivery_id)  # back for another try
+        values: list[Any] = []
+        deliveries = group.deliveries("m1", prefetch=2)
+        async for job in deliveries:
+            async with job:
+                values.append(job.value["order"])
+            if len(values) == 3:
+                break
+        await deliveries.aclose()
+        await client.barrier()
+        assert sorted(values) == [0, 1, 2] and group.lag() == 0 and lags[-1] == 0
+        effect.dispose()
+        status = c.node(1).status()["topics"]["orders"]["groups"]["billing"]
+        assert status["lag"] == 0
+
+
+async def test_every_group_gets_every_element_shared_by_clients_and_members() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as one, \
+            client_of(addresses[::-1]) as two:
+        billing_one = one.topic("orders").group("billing")
+        billing_two = two.topic("orders").group("billing")
+        audit = one.topic("orders").group("audit")
+        for g in (billing_one, billing_two, audit):
+            await g.declare()
+        billing_member = c.node(3).topic("orders").group("billing")
+        producer = one.topic("orders")
+        for n in range(30):
+            await producer.publish(n)
+        got: dict[str, list[int]] = {"one": [], "two": [], "member": [], "audit": []}
+
+        def done(name: str) -> bool:
+            if name == "audit":
+                return len(got["audit"]) == 30
+            return len(got["one"]) + len(got["two"]) + len(got["member"]) == 30
+
+        async def consume(name: str, g: Any) -> None:
+            while not done(name):
+                job = await g.poll(name)
+                if job is None:
+                    await asyncio.sleep(0.01)  # the others hold the rest until acked
+                    continue
+                got[name].append(job.value)
+                await g.ack(name, job.delivery_id)
+
+        await asyncio.gather(consume("one", billing_one), consume("two", billing_two),
+                             consume("member", billing_member), consume("audit", audit))
+        billing = got["one"] + got["two"] + got["member"]
+        assert sorted(billing) == list(range(30)), "each element once to the group"
+        assert sorted(got["audit"]) == list(range(30)), "another group sees every element"
+        assert sum(1 for k in ("one", "two", "member") if got[k]) > 1
+        await one.barrier()
+        assert billing_one.lag() == 0 and audit.lag() == 0
+
+
+async def test_a_dead_members_lease_is_redelivered_and_a_leaving_one_hands_back() -> None:
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client, \
+            client_of(addresses) as other:
+        topic = client.topic("orders")
+        group = topic.group("billing", visibility_timeout=3)
+        await group.declare()
+        for n in range(3):
+            await topic.publish(n)
+        dead = await group.claim("crashed")  # this member never settles it
+        gone = await group.claim("leaving")
+        assert dead is not None and gone is not None
+        assert await group.leave("leaving") == 1  # back at once, unstarted
+        survivor = other.topic("orders").group("billing", visibility_timeout=3)
+        seen: list[int] = []
+        async with asyncio.timeout(20):  # a hang detector: the leader reaps the lease
+            while len(seen) < 3:
+                job = await survivor.claim("survivor")
+                seen.append(job.value)
+                await survivor.ack("survivor", job.delivery_id)
+        assert sorted(seen) == [0, 1, 2]
+        again = [v for v in seen if v == dead.value]
+        assert again == [dead.value]
+
+
+async def test_the_clients_member_dies_mid_run_and_nothing_is_lost_or_doubled() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        topic = client.topic("orders")
+        group = topic.group("billing", visibility_timeout=20)
+        await group.declare()
+        for n in range(200):
+            await topic.publish(n)
+        lease = await group.claim("m1")
+        assert lease is not None
+        acked: list[int] = []
+
+        async def consume(halfway: asyncio.Event, killed: asyncio.Event) -> None:
+            while len(acked) < 199:
+                if len(acked) == 100:  # half through the first member, half after it died
+                    halfway.set()
+                    await killed.wait()
+                job = await group.claim("m2")
+                receipt = await group.ack("m2", job.delivery_id)
+                assert not receipt.duplicate
+                acked.append(job.value)
+
+        await kill_its_member_midway(c, client, consume)
+        # the lease survived the switch: the ack through another member is accepted
+        assert not (await group.ack("m1", lease.delivery_id)).duplicate
+        assert sorted([*acked, lease.value]) == list(range(200))
+        await client.barrier()
+        assert group.lag() == 0
+
+
+async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
+    async with cluster_with_clients(produce=["orders"], consume=["orders"]) as (c, addresses):
+        member = c.node(1)
+        await member.topic("orders").group("billing").declare()
+        await member.work_queue("orders:plain").push("private")
+        async with client_of(addresses) as client:
+            group = client.topic("orders").group("billing")
+            await group.declare()
+            await member.topic("orders").publish("x")
+            await client.barrier()
+            assert group.lag() == 1  # mirrored: reading it needs consume on the topic too
+            job = await group.poll("m")
+            assert job is not None and job.value == "x"
+            await group.ack("m", job.delivery_id)
+            await client.barrier()
+            assert group.lag() == 0
+            with pytest.raises(PermissionDenied, match="may not group_declare 'news'"):
+                await client.topic("news").group("billing").declare()
+            plain = client.work_queue("orders:plain")  # a work queue, not a group
+            with pytest.raises(PermissionDenied, match="may not open 'orders:plain'"):
+                await plain.poll("m")
+    async with cluster_with_clients(produce=["orders"]) as (c, addresses), \
+            client_of(addresses) as producer:
+        with pytest.raises(PermissionDenied, match="lacks the consume"):
+            await producer.topic("orders").group("billing").declare()
+
+
+
+async def test_a_topic_deleted_on_a_member_takes_the_clients_group_and_it_comes_back() -> None:
+    from lazily_queue import admin
+
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        topic = client.topic("orders")
+        group = topic.group("billing")
+        await group.declare()
+        group.lag()  # mirroring starts with this read
+        await topic.publish("before")
+        await client.barrier()
+        assert group.lag() == 1
+        await admin.delete(c.node(2), "topic", "orders")  # its groups go with it
+        await client.barrier()
+        assert group.lag() == 0 and client.view.work_queue("orders:billing") is None
+        assert await group.poll("m") is None  # declared again by its next operation
+        await topic.publish("after")
+        job = await group.claim("m")
+        assert job.value == "after"
+        await group.ack("m", job.delivery_id)
+        await client.barrier()
+        assert group.lag() == 0
+
+
+async def test_a_joined_groups_state_is_there_when_declare_returns() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member_topic = c.node(1).topic("orders")
+        await member_topic.publish("retained")
+        group = client.topic("orders").group("billing", start="head")
+        await group.declare()  # no read before: the declaration started the mirror
+        assert group.lag() == 1 and [p.value for p in group.pending()] == ["retained"]
+
+
+async def test_a_member_without_client_groups_refuses_joining_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazily_queue import UnsupportedOperation
+    from lazily_queue.client import protocol as P
+
+    monkeypatch.setattr(P, "FEATURES", ())  # the members announce what an older one does
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        with pytest.raises(UnsupportedOperation, match="serves no consumer groups to clients"):
+            await client.topic("orders").group("billing").declare()
+        await client.topic("news").publish("plain topics still work")
