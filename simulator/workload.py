@@ -161,9 +161,10 @@ class WorkProducer(UniqueSender):
         self.n += 1
         delay = self.rng.choice([None, 0, self.rng.randrange(1, 400)])
         value, level = f"{self.cid}:{self.n}", self.rng.randrange(10)
-        if self.rng.random() < 0.5:
-            msg_id = f"wo-{value}" if self.n < 3 or self.rng.random() < 0.7 else (
-                f"wo-{self.cid}:{self.rng.randrange(1, self.n)}")
+        own = self.__dict__.setdefault("_options_rng", random.Random(f"options-{self.cid}"))
+        if own.random() < 0.5:  # its own draws: the others' stay those of plain runs
+            msg_id = f"wo-{value}" if self.n < 3 or own.random() < 0.7 else (
+                f"wo-{self.cid}:{own.randrange(1, self.n)}")
             options: dict[str, object] = {"msg_id": msg_id, "headers": {"v": value}}
             if level:
                 options["priority"] = level
