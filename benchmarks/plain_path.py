@@ -17,7 +17,11 @@ element:
 - ``replicated_topic_ns``: the replicated state machine applying a batch of 256
   ``TOPIC_PUBLISH`` to a topic with one durable subscriber, then its ``TOPIC_ADVANCE_TO``
   past them and a ``TOPIC_GC``, per element;
-- ``work_cycle_ns``: a local work queue push, claim and ack.
+- ``work_cycle_ns``: a local work queue push, claim and ack;
+- ``work_await_push_ns``: a local work queue's awaitable ``push`` (no options), then a
+  ``try_claim`` and ``try_ack`` to keep it empty;
+- ``work_apply_ns``: the replicated state machine applying a batch of 256 ``WORK_PUSH``
+  then a claim of 256 (``WORK_CLAIM_MANY``), per item.
 
 With ``--json`` the last line printed is one JSON object holding every figure.
 """
@@ -66,23 +70,31 @@ def local_pairs(pairs: int = 64_000) -> float:
     return (time.perf_counter_ns() - start) / pairs
 
 
-def replicated_apply(batches: int = 40) -> float:
+def _applied(declare: list[Any], push: Callable[[int, int], list[Any]],
+             take: Callable[[int], list[Any]], batches: int) -> float:
+    """ns per element of a state machine applying ``batches`` batches of BATCH pushes
+    (``push(seq, i)``), each followed by one take of BATCH (``take(seq)``)."""
     sm = StateMachine()
-    sm.apply(encode_command(1, 0, [[1, ops.QUEUE_DECLARE, "q", None]]), 1)
-    pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
+    sm.apply(encode_command(1, 0, [[1, *declare]]), 1)
     seq = 2
     payloads = []
     for b in range(batches):
-        pushes = [[seq + i, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80]
-                  for i in range(BATCH)]
+        pushes = [push(seq + i, i) for i in range(BATCH)]
         seq += BATCH
         payloads.append((encode_command(1, 0, pushes), 1000 + b))
-        payloads.append((encode_command(1, 0, [[seq, pop_code, "q", BATCH]]), 1000 + b))
+        payloads.append((encode_command(1, 0, [take(seq)]), 1000 + b))
         seq += 1
     start = time.perf_counter_ns()
     for payload, stamp in payloads:
         sm.apply(payload, stamp)
     return (time.perf_counter_ns() - start) / (batches * BATCH)
+
+
+def replicated_apply(batches: int = 40) -> float:
+    pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
+    return _applied([ops.QUEUE_DECLARE, "q", None],
+                    lambda seq, i: [seq, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80],
+                    lambda seq: [seq, pop_code, "q", BATCH], batches)
 
 
 def topic_pairs(pairs: int = 32_000) -> float:
@@ -148,6 +160,28 @@ def work_cycles(cycles: int = 16_000) -> float:
     return (time.perf_counter_ns() - start) / cycles
 
 
+def work_await_pushes(cycles: int = 16_000) -> float:
+    work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
+
+    async def run() -> None:
+        push, claim, ack = work.push, work.try_claim, work.try_ack
+        for i in range(cycles):
+            await push(i)
+            delivery = claim("w", 0.0)
+            assert delivery is not None
+            ack("w", delivery.delivery_id)
+
+    start = time.perf_counter_ns()
+    asyncio.run(run())
+    return (time.perf_counter_ns() - start) / cycles
+
+
+def work_apply(batches: int = 40) -> float:
+    return _applied([ops.WORK_DECLARE, "w", 30_000, 3],
+                    lambda seq, i: [seq, ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80],
+                    lambda seq: [seq, ops.WORK_CLAIM_MANY, "w", "me", BATCH, None], batches)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="samples per figure (best)")
@@ -160,6 +194,8 @@ def main() -> None:
         "topic_await_ns": _best(topic_awaited, args.rounds),
         "replicated_topic_ns": _best(replicated_topic, args.rounds),
         "work_cycle_ns": _best(work_cycles, args.rounds),
+        "work_await_push_ns": _best(work_await_pushes, args.rounds),
+        "work_apply_ns": _best(work_apply, args.rounds),
     }
     for name, value in figures.items():
         print(f"{name:22} {value:9.1f}")

@@ -71,6 +71,7 @@ OP_KINDS = {
     ops.WORK_CLAIM_MANY: "claim",
     ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
     ops.WORK_PUSH_SCHEDULED: "push", ops.WORK_NACK_DELAYED: "nack",
+    ops.WORK_PUSH_OPTIONS: "push",
     ops.TOPIC_PUBLISH: "publish",
 }
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")

@@ -174,7 +174,7 @@ class NodeCells:
             ttl=ttl,
             **({} if retry is None else {"retry": retry}),
         ) if limits is None else self._limited_work_storage(name, timeout_ms, max_deliveries,
-                                                            limits, retry)
+                                                            limits, retry, ttl)
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
@@ -182,14 +182,14 @@ class NodeCells:
 
 
     def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
-                              limits: Limits, retry: RetryPolicy | None) -> RaftWorkQueueStorage:
-        """The storage of a work queue with limits."""
-        if retry is not None:
-            raise InvalidConfiguration(f"work queue {name!r}: limits or a retry policy, not "
-                                       "both yet")
+                              limits: Limits, retry: RetryPolicy | None, ttl: float | None,
+                              ) -> RaftWorkQueueStorage:
+        """The storage of a work queue with limits, with its retry policy and default
+        TTL."""
         return self.limited_work_queue_storage(
             self.driver, self.view, name, visibility_timeout=timeout_ms,
-            max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout)
+            max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout, retry=retry,
+            ttl=ttl)
 
     def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
         routed = self._router.work_queues.get(storage.name)

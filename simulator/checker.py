@@ -69,6 +69,7 @@ from .work_model import WorkModel
 
 #: Work-queue ops outside the WORK_PUSH..WORK_RELEASE range the models replay.
 _MORE_WORK_OPS = frozenset({C.WORK_SETTLE_MANY, C.WORK_PUSH_SCHEDULED, C.WORK_NACK_DELAYED,
+                            C.WORK_PUSH_OPTIONS,
                             C.WORK_PROMOTE})
 
 class ClientRecord(Protocol):

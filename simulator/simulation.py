@@ -238,9 +238,9 @@ class Simulation:
         q = view.queue(QUEUE)
         w = view.work_queue(WORK)
         t = view.topic(TOPIC)
-        if q is None or w is None or t is None or q.len():
+        if q is None or w is None or t is None or q.len() or q.delayed_len():
             return False
-        if w.core.pending_len() or w.core.in_flight_len():
+        if w.core.pending_len() or w.core.in_flight_len() or w.core.delayed_len():
             return False
         for group in GROUPS if self._groups() else ():
             g = view.work_queue(group_queue_name(TOPIC, group))

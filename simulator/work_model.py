@@ -53,6 +53,10 @@ class WorkModel:
     due: dict[int, int] = field(default_factory=dict)
     #: Items delivered after waiting for a due time (a delayed push or nack).
     delivered_late: int = 0
+    #: The first result of each ``WORK_PUSH_OPTIONS`` msg_id (a repeat answers it).
+    first_push: dict[str, Any] = field(default_factory=dict)
+    #: Pushes with options answered from the dedup window.
+    repeats: int = 0
 
     def _ready(self) -> int:
         return len(self.pending) + sum(len(q) for q in self.levels.values())
@@ -92,21 +96,10 @@ class WorkModel:
             op.expect([self.next_item, mask])
             self.enqueued[self.next_item] = now
             self.next_item += 1
+        elif code == C.WORK_PUSH_OPTIONS:
+            self._push_options(op, now)
         elif code == C.WORK_PUSH_SCHEDULED:
-            item = (self.next_item, args[5], 0)
-            level = args[1]
-            at = now if args[4] is None else int(args[4])
-            due = at + args[2] if args[2] is not None else args[3]
-            if level:
-                self.priority[self.next_item] = level
-            if due is not None and due > at:
-                self._delay(item, due)
-            else:
-                self._requeue(item)
-            mask = result[1] if isinstance(result, list) and len(result) == 2 else None
-            op.expect([self.next_item, mask])
-            self.enqueued[self.next_item] = now
-            self.next_item += 1
+            self._push_scheduled(op, args[5], args[1], args[2], args[3], args[4], now)
         elif code == C.WORK_PROMOTE:
             moved = self._promote(now if args[1] is None else int(args[1]))
             if not isinstance(result, list) or result[0] != moved:
@@ -171,6 +164,37 @@ class WorkModel:
             if not isinstance(result, list) or result[0] != len(expired):
                 raise Violation(f"index {op.index}: reap at {reap_at} returned {result!r}, "
                                f"the model expires {expired}")
+
+    def _push_scheduled(self, op: AppliedOp, value: Any, level: int, delay: int | None,
+                        not_before: int | None, at: int | None, now: int) -> None:
+        item = (self.next_item, value, 0)
+        at = now if at is None else int(at)
+        due = at + delay if delay is not None else not_before
+        if level:
+            self.priority[self.next_item] = level
+        if due is not None and due > at:
+            self._delay(item, due)
+        else:
+            self._requeue(item)
+        result = op.result
+        op.expect([self.next_item, result[1] if isinstance(result, list) and len(result) == 2
+                   else None])
+        self.enqueued[self.next_item] = now
+        self.next_item += 1
+
+    def _push_options(self, op: AppliedOp, now: int) -> None:
+        """``[name, options, now, value]``: as a scheduled push, once per msg_id (a
+        repeat answers the first push's result, whatever its other options)."""
+        options, value = op.args[1], op.args[3]
+        msg_id = options.get("msg_id")
+        if msg_id in self.first_push:
+            self.repeats += 1
+            op.expect(self.first_push[msg_id])
+            return
+        self._push_scheduled(op, value, options.get("priority", 0), options.get("delay_ms"),
+                             options.get("not_before_ms"), op.args[2], now)
+        if msg_id is not None:
+            self.first_push[msg_id] = op.result
 
     def _settle(self, worker: str, did: int, outcome: str,
                 answer: tuple[Any, Any] | None, due: int | None = None) -> bool:

@@ -145,7 +145,9 @@ class Consumer(Client):
 
 class WorkProducer(UniqueSender):
     """Pushes unique items to the work queue; a share ``scheduling`` of them at a random
-    priority, most with a delay of up to 400 ms."""
+    priority, most with a delay of up to 400 ms, half of those with every option
+    combined (``WORK_PUSH_OPTIONS``: a msg_id, headers, the priority and delay), a few
+    repeating an earlier msg_id with other options (the window answers them)."""
 
     kind = "work-producer"
     code = C.WORK_PUSH
@@ -158,8 +160,21 @@ class WorkProducer(UniqueSender):
             return
         self.n += 1
         delay = self.rng.choice([None, 0, self.rng.randrange(1, 400)])
-        self.call(C.WORK_PUSH_SCHEDULED, [self.target, self.rng.randrange(10), delay, None,
-                                          None, f"{self.cid}:{self.n}"], lambda _obs: None)
+        value, level = f"{self.cid}:{self.n}", self.rng.randrange(10)
+        own = self.__dict__.setdefault("_options_rng", random.Random(f"options-{self.cid}"))
+        if own.random() < 0.5:  # its own draws: the others' stay those of plain runs
+            msg_id = f"wo-{value}" if self.n < 3 or own.random() < 0.7 else (
+                f"wo-{self.cid}:{own.randrange(1, self.n)}")
+            options: dict[str, object] = {"msg_id": msg_id, "headers": {"v": value}}
+            if level:
+                options["priority"] = level
+            if delay is not None:
+                options["delay_ms"] = delay
+            self.call(C.WORK_PUSH_OPTIONS, [self.target, options, None, value],
+                      lambda _obs: None)
+            return
+        self.call(C.WORK_PUSH_SCHEDULED, [self.target, level, delay, None, None, value],
+                  lambda _obs: None)
 
 
 class Worker(Client):

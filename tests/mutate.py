@@ -431,6 +431,18 @@ MUTATIONS = [
         ("tests/cells/test_topic_retention.py",),
         "a subscriber behind a topic's retention sees the gap it missed counted"),
     Mutation(
+        "work-options-ttl-dropped", "lazily_queue/replicated/work_options.py",
+        "        if options.ttl_ms is not None:\n            expiry.of(",
+        "        if False:\n            expiry.of(",
+        ("tests/cells/test_work_options.py",),
+        "a work-queue push combining a ttl with other options expires by it on a cluster"),
+    Mutation(
+        "limited-work-ignores-delayed", "lazily_queue/core/limited_work.py",
+        "        extra = 0 if sched is None else sched.ready + len(sched.delayed)",
+        "        extra = 0 if sched is None else sched.ready",
+        ("tests/cells/test_work_options.py",),
+        "a work queue's limits count its delayed items (delayed pushes, retry back-off)"),
+    Mutation(
         "delayed-queue-element-popped-early", "lazily_queue/core/fifo_delayed.py",
         "        while heap and heap[0][0] <= now:",
         "        while heap:",

@@ -11,25 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from ..core.expiry import ttl_ms
-from ..core.queue import QueuePushError
 from ..errors import UnsupportedOperation
-
-T_contra = TypeVar("T_contra", contravariant=True)
 
 #: The ``expired`` reader's bit in a cell's reader group (created after the spec's readers).
 EXPIRED = 32
-
-
-class ExpiringQueueStorage(Protocol[T_contra]):
-    """A queue backend declaring ``expiry``."""
-
-    async def offer_ttl(self, value: T_contra, ttl_ms: int, *,
-                        timeout: float | None = None) -> QueuePushError | None: ...
-
-    def expired_count(self) -> int: ...
 
 
 def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
@@ -39,21 +26,6 @@ def expiring_deque(capacity: int | None, clock: Callable[[], float] | None,
     from ..storage.local_expiry import ExpiringDequeStorage
 
     return ExpiringDequeStorage(capacity, ttl=ttl, clock=clock or time.time)
-
-
-async def push_ttl(cell: str, storage: Any, value: Any, ttl: float, msg_id: str | None,
-                   scheduled: bool) -> Any:
-    """A work queue cell's push of ``value`` with a per-message ``ttl`` (seconds): the
-    backend's transition."""
-    ms = ttl_ms(ttl)
-    if msg_id is not None:
-        raise no_ttl_with_msg_id(cell)
-    if scheduled:
-        raise UnsupportedOperation(f"{cell}: a push cannot take ttl with priority, delay or "
-                                   "not_before yet; give the ttl alone")
-    if not storage.capabilities.expiry:
-        raise no_expiry(cell, storage, "push")
-    return await storage.push_ttl(value, ms)
 
 
 def expired_reader(storage: Any) -> Any:
@@ -71,6 +43,3 @@ def no_expiry(cell: str, storage: object, verb: str) -> UnsupportedOperation:
         f"{verb} without ttl (a local cell expires messages when opened with ttl=)")
 
 
-def no_ttl_with_msg_id(cell: str) -> UnsupportedOperation:
-    return UnsupportedOperation(
-        f"{cell}: a push cannot take both msg_id and ttl yet; give one of them")

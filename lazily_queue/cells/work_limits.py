@@ -1,5 +1,11 @@
-"""What a work-queue cell declared with limits adds: the limits' figures, the typed
-refusal naming the cell, and the wait for room of ``push(..., wait=True)``.
+"""What a work-queue cell declared with limits adds: the limits' figures, the readers
+``bytes`` and ``dropped`` (:class:`WorkQuota`), the typed refusal naming the cell, and
+the wait for room of ``push(..., wait=True)``.
+
+The readers are invalidated by the transitions' masks (bits
+:data:`~lazily_queue.core.limited_work.HELD_BYTES` and
+:data:`~lazily_queue.core.limited_work.DROPPED`), the local ones and those a replicated
+work queue reports, so every member's readers follow every change.
 
 The work queue is its storage's ``limited_work()`` (the local core, or the locally
 applied one on a replicated backend). The wait is on the cell's ``pending_len`` and
@@ -15,7 +21,7 @@ from typing import Any
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits, value_size
 from ..errors import LimitExceeded
-from ..reactive import Context, Slot, wait_until
+from ..reactive import Context, Slot, SlotGroup, wait_until
 
 WorkSource = Callable[[], "LimitedWorkQueue | None"]
 
@@ -77,3 +83,24 @@ class WorkLimits:
         """The bytes of the items held (pending and in flight; 0 without limits)."""
         core = limited_work_of(self._storage)()
         return 0 if core is None else core.held_bytes
+
+
+class WorkQuota:
+    """The ``bytes`` and ``dropped`` readers of a work-queue cell with limits."""
+
+    __slots__ = ("bytes", "dropped")
+
+    def __init__(self, name: str, cell: WorkLimits, group: SlotGroup) -> None:
+        #: The bytes of the items held, pending (delayed included) and in flight.
+        self.bytes: Slot[int] = group.slot(cell.held_bytes, f"{name}.bytes")
+        #: The items ``drop_oldest`` dropped.
+        self.dropped: Slot[int] = group.slot(cell.dropped, f"{name}.dropped")
+
+    @classmethod
+    def of(cls, name: str, cell: WorkLimits, group: SlotGroup) -> WorkQuota | None:
+        """The readers of ``cell`` (created in ``group`` after its others), or ``None``
+        when it has no limits."""
+        return None if cell.limits() is None else cls(name, cell, group)
+
+    def readers(self) -> dict[str, Slot[int]]:
+        return {"bytes": self.bytes, "dropped": self.dropped}

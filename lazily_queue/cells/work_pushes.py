@@ -1,6 +1,14 @@
-"""The push surface of :class:`~.work_queue.WorkQueueCell`: plain, exactly-once
-(``msg_id``), scheduled, expiring (``ttl``) and header-carrying pushes, and the headers
-an item was pushed with."""
+"""The push surface of :class:`~.work_queue.WorkQueueCell`: plain pushes, and pushes
+with any combination of options (``msg_id``, ``headers``, ``ttl``, ``priority``,
+``delay`` / ``not_before``; :mod:`lazily_queue.core.work_options`), and the headers an
+item was pushed with.
+
+Options are checked once before anything is applied or proposed; each needs its
+capability (``dedup``, ``headers``, ``expiry``, ``scheduling``), refused with
+:class:`~lazily_queue.errors.UnsupportedOperation` naming the backend. A backend that
+declares ``options`` takes every combination in one step (``push_options``); on another
+one a push may carry one kind of option only (the backend is named in the refusal).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,19 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..core.dedup import check_msg_id
-from ..core.headers import Headers, check_headers, view
+from ..core.headers import view
 from ..core.limits import Limits
 from ..core.work import WorkTransition
+from ..core.work_options import WorkPushOptions, work_options
 from ..errors import LimitExceeded, UnsupportedOperation
 from ..reactive import Context, Slot
 from ..storage.work import (
+    SchedulingWorkQueueStorage,
     SyncWorkQueueStorage,
     WorkQueueStorage,
-    as_dedup_work_queue,
     as_headers_work_queue,
 )
-from .expiry import push_ttl
+from .expiry import no_expiry
 from .once import no_dedup
 from .work_batches import Now
 from .work_limits import named, wait_for_room
@@ -42,14 +50,16 @@ class WorkQueuePushes:
     def _apply(self, transition: WorkTransition[R]) -> R:
         raise NotImplementedError
 
+    def _now(self, now: Now) -> float | None:
+        raise NotImplementedError
+
+    def _scheduling(self, what: str) -> SchedulingWorkQueueStorage:
+        raise NotImplementedError
+
     def limits(self) -> Limits | None:
         raise NotImplementedError
 
     def try_push(self, value: Any) -> int:
-        raise NotImplementedError
-
-    async def _push_scheduled(self, value: Any, priority: object, delay: object,
-                              not_before: datetime | None, now: Now) -> int:
         raise NotImplementedError
 
     async def push(self, value: Any, *, msg_id: str | None = None, priority: int = 0,
@@ -59,49 +69,43 @@ class WorkQueuePushes:
         """Append ``value`` to the pending tail; returns its ``item_id``.
 
         Over a replicated backend this and the other operations return once committed.
-        With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
-        backend's dedup window a repeat adds nothing and returns the first ``item_id``.
-        ``priority`` (0..9, higher claimed first), ``delay`` (seconds) and ``not_before``
-        (an aware datetime) need the ``scheduling`` capability: the item is committed
-        now but not claimable before ``now + delay`` / ``not_before`` (``now``: the
-        cell's clock, or the leader's stamp); see :mod:`lazily_queue.core.scheduling`.
-        ``ttl`` (seconds, capability ``expiry``): it expires that long after its push
-        unless claimed before (never under a lease, nor after its first delivery).
-        With ``headers`` (capability ``headers``) the item carries them while it exists:
-        every delivery's ``Job.headers`` (redeliveries included); a push with headers
-        takes no priority, delay, not_before or ttl, and a work queue with limits takes
-        none (:class:`~lazily_queue.errors.UnsupportedOperation`).
+        Every option combines with the others:
+
+        - ``msg_id`` (capability ``dedup``): the push applies once: while the id is in
+          the backend's dedup window a repeat adds nothing and returns the first
+          ``item_id``.
+        - ``priority`` (0..9, higher claimed first), ``delay`` (seconds) or
+          ``not_before`` (an aware datetime), capability ``scheduling``: the item is
+          committed now but not claimable before ``now + delay`` / ``not_before``, then
+          joins its level's tail (see :mod:`lazily_queue.core.scheduling`).
+        - ``ttl`` (seconds, capability ``expiry``): it expires that long after its push,
+          or after its due time when delayed, unless claimed before (never under a
+          lease, nor after its first delivery).
+        - ``headers`` (capability ``headers``): every delivery's ``Job.headers``
+          (redeliveries, nacks and dead letters included).
+
+        ``now`` (a time or a clock callable; default the cell's clock, or the leader's
+        stamp) is the time a delay or ttl counts from. On a work queue with limits a push
+        that does not fit waits for room (``wait=False``: raises
+        :class:`~lazily_queue.errors.LimitExceeded`).
         """
-        if headers is not None and (checked := check_headers(headers)) is not None:
-            if ttl is not None:
-                raise UnsupportedOperation(f"{self.name}: a push with headers takes no ttl "
-                                           "yet; give one or the other")
-            if self.limits() is not None:
-                raise UnsupportedOperation(f"{self.name}: a work queue with limits does not "
-                                           "keep message headers yet; push without headers=")
-        else:
-            checked = None
-        if ttl is not None:
-            scheduled = priority != 0 or delay is not None or not_before is not None
-            return int(self._apply(await push_ttl(self.name, self._storage, value, ttl,
-                                                  msg_id, scheduled)))
-        if now is not None and delay is None and not_before is None:
-            raise ValueError(f"{self.name}: now= is the time a delay counts from; give it "
-                             "with delay= or not_before=")
-        scheduled = priority != 0 or delay is not None or not_before is not None
-        if checked is not None:
-            if scheduled:
-                raise UnsupportedOperation(f"{self.name}: a push with headers takes no "
-                                           "priority, delay or not_before")
-            return await self._push_headers(value, checked, msg_id)
-        if scheduled:
-            if msg_id is not None:
-                raise UnsupportedOperation(f"{self.name}: a push with msg_id takes no "
-                                           "priority, delay or not_before")
-            return await self._push_scheduled(value, priority, delay, not_before, now)
+        options = None if (msg_id is None and headers is None and ttl is None and priority == 0
+                           and delay is None and not_before is None) else work_options(
+            msg_id=msg_id, headers=headers, ttl=ttl, priority=priority, delay=delay,
+            not_before=not_before)
+        if now is not None and (options is None or (not options.delayed
+                                                    and options.ttl_ms is None)):
+            raise ValueError(f"{self.name}: now= is the time a delay or ttl counts from; "
+                             "give it with delay=, not_before= or ttl=")
+        if options is not None:
+            self._check_options(options)
         while True:
             try:
-                return await self._push(value, msg_id)
+                if options is None:
+                    if self._sync is not None:
+                        return self.try_push(value)
+                    return self._apply(await self._storage.push(value))
+                return await self._push_with(value, options, now)
             except LimitExceeded as exc:  # a work queue with limits: wait for room
                 limits = self.limits()
                 if not wait or limits is None:
@@ -110,29 +114,54 @@ class WorkQueuePushes:
                                     [self.pending_len, self.in_flight_len],
                                     self._raise_if_stopped, self.ctx)
 
-    async def _push(self, value: Any, msg_id: str | None) -> int:
-        if msg_id is not None:
-            storage = as_dedup_work_queue(self._storage)
-            if storage is None:
-                raise no_dedup(self.name, self._storage, "push")
-            return self._apply(await storage.push_once(value, check_msg_id(msg_id)))
-        if self._sync is not None:
-            return self.try_push(value)
-        return self._apply(await self._storage.push(value))
-
-    async def _push_headers(self, value: Any, headers: Headers, msg_id: str | None) -> int:
-        storage = as_headers_work_queue(self._storage)
-        if storage is None:
+    def _check_options(self, options: WorkPushOptions) -> None:
+        """Refuse an option whose capability the backend lacks, naming it."""
+        storage = self._storage
+        caps = storage.capabilities
+        if options.headers is not None and not caps.headers:
             raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} does not keep message headers; "
+                f"{self.name}: {type(storage).__name__} does not keep message headers; "
                 "push without headers= (or carry them in the value)")
-        if msg_id is not None:
-            if as_dedup_work_queue(self._storage) is None:
-                raise no_dedup(self.name, self._storage, "push")
-            msg_id = check_msg_id(msg_id)
-        return self._apply(await storage.push_headers(value, headers, msg_id))
+        if options.msg_id is not None and not caps.dedup:
+            raise no_dedup(self.name, storage, "push")
+        if options.ttl_ms is not None and not caps.expiry:
+            raise no_expiry(self.name, storage, "push")
+        if options.scheduled:
+            self._scheduling("priority" if not options.delayed else "delayed delivery")
+        kinds = {("msg_id" if name == "msg_id" else "scheduling"
+                  if name in ("priority", "delay", "not_before") else name)
+                 for name in options.given()} - {"msg_id"}
+        if len(kinds) > 1 and not caps.options:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(storage).__name__} does not combine push options "
+                f"({', '.join(options.given())}); give one kind of option per push")
+
+    async def _push_with(self, value: Any, options: WorkPushOptions, now: Now) -> int:
+        storage: Any = self._storage
+        given = options.given()
+        if given == ["msg_id"]:
+            return int(self._apply(await storage.push_once(value, options.msg_id)))
+        moment = self._now(now) if options.delayed or now is not None else None
+        if storage.capabilities.options:
+            return int(self._apply(await storage.push_options(value, options, moment)))
+        if options.headers is not None:  # one kind of option: its own method
+            return int(self._apply(await storage.push_headers(value, options.headers,
+                                                              options.msg_id)))
+        if options.ttl_ms is not None and options.msg_id is None:
+            return int(self._apply(await storage.push_ttl(value, options.ttl_ms)))
+        if options.msg_id is None:
+            return int(self._apply(await storage.push_scheduled(
+                value, priority=options.level, delay=_seconds(options.delay_ms),
+                not_before=_seconds(options.not_before_ms), now=moment)))
+        raise UnsupportedOperation(
+            f"{self.name}: {type(storage).__name__} does not combine push options "
+            f"({', '.join(given)}); give one kind of option per push")
 
     def headers_of(self, item_id: int) -> Mapping[str, str]:
         """The headers item ``item_id`` was pushed with (read-only; empty when none)."""
         storage = as_headers_work_queue(self._storage)
         return view(None if storage is None else storage.headers_of(item_id))
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000

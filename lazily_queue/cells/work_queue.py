@@ -43,7 +43,7 @@ from ..threads import LoopBridge, ThreadSafeCell
 from .expiry import expired_reader
 from .job import Job, deliver
 from .work_batches import Clock, Now, WorkQueueBatches
-from .work_limits import WorkLimits
+from .work_limits import WorkLimits, WorkQuota
 from .work_pushes import WorkQueuePushes
 from .work_scheduling import WorkQueueScheduling, rejected
 from .work_sync import WorkQueueSyncOps
@@ -96,11 +96,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
             if retry is not None and clock is None:
                 raise InvalidConfiguration(f"{name}: a retry policy counts its back-off on "
                                            "the cell's clock: pass clock= too")
-            if limits is not None and retry is not None:
-                raise InvalidConfiguration(f"{name}: a work queue takes limits or a retry "
-                                           "policy, not both yet")
             core = (WorkQueueCore(lease, retries, retry=retry) if limits is None
-                    else LimitedWorkQueue(lease, retries, limits=limits))
+                    else LimitedWorkQueue(lease, retries, limits=limits, retry=retry))
             storage = (LocalWorkQueueStorage(core, name=name, clock=clock) if ttl is None
                        else ExpiringWorkQueueStorage(core, name=name, clock=clock, ttl=ttl))
         elif (visibility_timeout is not None or max_deliveries is not None or retry is not None
@@ -130,6 +127,9 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         self.delayed_len: Slot[int] = group.slot(self._delayed_len, f"{name}.delayed_len")
         #: Items that expired before their first delivery (capability ``expiry``).
         self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
+        #: The ``bytes`` and ``dropped`` readers of a work queue with limits (``None``
+        #: without limits).
+        self.quota = WorkQuota.of(name, self, group)
         self._sync: SyncWorkQueueStorage | None = as_sync_work_queue(storage)
         observable = as_observable_work_queue(storage)
         self._observed = observable is not None

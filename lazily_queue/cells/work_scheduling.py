@@ -16,10 +16,9 @@ and claims again, which makes the due items claimable.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from ..core.scheduling import check_delay, check_priority, check_when
+from ..core.scheduling import check_delay
 from ..core.work import PendingItem, Receipt, WorkTransition
 from ..errors import SettlementRejected, UnsupportedOperation
 from ..reactive import Context, wait_until
@@ -57,16 +56,6 @@ class WorkQueueScheduling:
     def _delayed_len(self) -> int:
         storage = as_scheduling_work_queue(self._storage)
         return 0 if storage is None else storage.delayed_len()
-
-    async def _push_scheduled(self, value: Any, priority: object, delay: object,
-                              not_before: datetime | None, now: Now) -> int:
-        level = check_priority(priority)
-        wait, at = check_when(delay, not_before)
-        what = "priority" if wait is None and at is None else "delayed delivery"
-        storage = self._scheduling(what)
-        moment = self._now(now) if wait is not None or at is not None else None
-        return int(self._apply(await storage.push_scheduled(
-            value, priority=level, delay=wait, not_before=at, now=moment)))
 
     async def _nack_delayed(self, worker: str, delivery_id: int, delay: object,
                             now: Now = None) -> Receipt:

@@ -47,7 +47,8 @@ PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_P
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
                      ops.QUEUE_PUSH_HEADERS, ops.TOPIC_PUBLISH_HEADERS, ops.WORK_PUSH_HEADERS,
                      ops.QUEUE_PUSH_TTL, ops.WORK_PUSH_TTL, ops.WORK_PUSH_SCHEDULED,
-                     ops.TOPIC_PUBLISH_OPTIONS, ops.QUEUE_PUSH_OPTIONS})
+                     ops.TOPIC_PUBLISH_OPTIONS, ops.QUEUE_PUSH_OPTIONS,
+                     ops.WORK_PUSH_OPTIONS})
 CONSUME = frozenset({
     ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY,
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_POP_HEADERS,
@@ -63,7 +64,8 @@ ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_REST
                    ops.WORK_DELETE, ops.EXPIRE})
 DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
                      ops.WORK_DECLARE_RETRY, ops.EXPIRY_RULES, ops.QUEUE_DECLARE_LIMITED,
-                     ops.TOPIC_DECLARE_LIMITED, ops.WORK_DECLARE_LIMITED})
+                     ops.TOPIC_DECLARE_LIMITED, ops.WORK_DECLARE_LIMITED,
+                     ops.WORK_DECLARE_OPTIONS})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
 PERMISSIONS = ("produce", "consume", "admin")

@@ -78,6 +78,8 @@ class WorkQueueInitial:
     retry: list[Any] | None = None
     #: The work queue's limits (``initial.limits``: the state key ``dropped`` too).
     limits: Limits | None = None
+    #: The fixture pushes with a ttl (capability ``expiry``).
+    expiry: bool = False
 
 
 class Adapter(ABC):  # noqa: B024  (no abstract member: both hooks have defaults)
@@ -232,6 +234,20 @@ class WorkQueueAdapter(Adapter):
     async def nack_delayed(self, worker: str, delivery_id: int, delay: int, now: int) -> bool:
         """A nack whose item is claimable again from ``now + delay``."""
         raise UnsupportedFixtureOp("this backend has no scheduling")
+
+    async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
+        """A push with several options (``msg_id``, ``headers``, ``ttl``, ``priority``,
+        ``delay``, ``now``; times in fixture units): the item id, or ``"Full"``."""
+        raise UnsupportedFixtureOp("this backend does not combine push options")
+
+    def expired(self) -> int:
+        """Items that expired undelivered (capability ``expiry``)."""
+        return 0
+
+    def item_headers(self) -> dict[str, dict[str, str]]:
+        """The headers of the items held (pending, delayed, in flight, dead), by item id
+        (as a string); items without headers left out."""
+        return {}
 
     async def promote_due(self, now: int) -> int:
         raise UnsupportedFixtureOp("this backend has no scheduling")

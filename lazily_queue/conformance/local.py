@@ -25,6 +25,7 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.limited_topic import LimitedTopic
+from ..core.limited_work import LimitedWorkQueue
 from ..core.scheduling import RetryPolicy
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
@@ -35,6 +36,7 @@ from ..storage.local_expiry import ExpiringDequeStorage
 from ..storage.local_limited import LimitedDequeStorage, LimitedExpiringDequeStorage
 from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
+from ..storage.local_work_expiry import ExpiringWorkQueueStorage
 from .backend import (
     Backend,
     QueueAdapter,
@@ -111,17 +113,14 @@ class LocalBackend(Backend):
         return LocalTopicAdapter(cell, adapter._invoke, lease_unit=adapter.lease_unit)
 
     async def work_queue(self, initial: WorkQueueInitial, flavor: str) -> WorkQueueAdapter:
-        if initial.retry is not None:  # the policy counts fixture time units
-            core = WorkQueueCore(initial.visibility_timeout, initial.max_deliveries,
-                                 retry=RetryPolicy.from_list(initial.retry))
-            cell = WorkQueueCell(LocalWorkQueueStorage(core), context=Context(name="conformance"))
-            return LocalWorkQueueAdapter(cell, Invoker(flavor))
-        cell = WorkQueueCell(
-            visibility_timeout=initial.visibility_timeout,
-            max_deliveries=initial.max_deliveries,
-            context=Context(name="conformance"),
-            limits=initial.limits,
-        )
+        retry = None if initial.retry is None else RetryPolicy.from_list(initial.retry)
+        core = (WorkQueueCore(initial.visibility_timeout, initial.max_deliveries, retry=retry)
+                if initial.limits is None  # a retry policy counts fixture time units
+                else LimitedWorkQueue(initial.visibility_timeout, initial.max_deliveries,
+                                      limits=initial.limits, retry=retry))
+        storage = (ExpiringWorkQueueStorage(core, clock=self.clock) if initial.expiry
+                   else LocalWorkQueueStorage(core))
+        cell = WorkQueueCell(storage, context=Context(name="conformance"))
         return LocalWorkQueueAdapter(cell, Invoker(flavor))
 
 

@@ -13,7 +13,7 @@ from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.work import Receipt
-from ..errors import SettlementRejected
+from ..errors import LimitExceeded, SettlementRejected
 from ..reactive import Slot
 from ..storage.local import VecDequeStorage
 from ..threads import LoopBridge
@@ -235,9 +235,38 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
 
     async def push_scheduled(self, value: Any, priority: int, delay: int | None,
                              now: int | None) -> int:
-        wait = None if delay is None else delay * self.time_scale
+        """A push its limits refuse raises ``LimitExceeded`` (never waits for room)."""
+        wait = None if delay is None else self._seconds(delay)
         return await self.cell.push(value, priority=priority, delay=wait,
-                                    now=None if now is None else now)
+                                    now=None if now is None else now, wait=False)
+
+    def _seconds(self, units: float) -> float:
+        """``units`` fixture time units in seconds (divided, not multiplied, by a
+        sub-second scale: ``9 / 1000`` converts back to exactly 9 ms, ``9 * 0.001`` not)."""
+        scale = self.time_scale
+        return units * scale if scale >= 1 else units / round(1 / scale)
+
+    async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
+        given = {key: options[key] for key in ("msg_id", "headers", "priority", "now")
+                 if key in options}
+        for key in ("ttl", "delay"):
+            if key in options:
+                given[key] = self._seconds(options[key])
+        try:
+            return await self.cell.push(value, wait=False, **given)
+        except LimitExceeded:
+            return "Full"
+
+    def expired(self) -> int:
+        return self.cell.expired()
+
+    def item_headers(self) -> dict[str, dict[str, str]]:
+        cell = self.cell
+        ids = sorted({*(p.item_id for p in cell.pending()), *(d.item_id for _, d in
+                                                               cell.delayed()),
+                      *(d.item_id for d in cell.in_flight()),
+                      *(d.item_id for d in cell.dead_letters())})
+        return {str(i): dict(h) for i in ids if (h := cell.headers_of(i))}
 
     async def nack_delayed(self, worker: str, delivery_id: int, delay: int, now: int) -> bool:
         try:

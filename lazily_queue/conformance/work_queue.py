@@ -2,6 +2,9 @@
 
 Extension: ``initial.limits`` (a work queue with limits): a push they refuse returns
 ``"Full"``, and the state key ``dropped`` is the number of items ``drop_oldest`` dropped.
+A push may combine ``msg_id``, ``headers``, ``ttl``, ``priority``, ``delay`` and ``now``
+(the time a delay or ttl counts from, fixture units); state keys ``expired`` (items that
+expired undelivered) and ``headers`` (``{item_id: headers}`` of the items held).
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ INITIAL_KEYS = frozenset(
 OPTIONAL_INITIAL = frozenset({"retry"})
 #: Op fields that make a push or nack a scheduled one (capability ``scheduling``).
 SCHEDULED = ("priority", "delay")
+#: Push fields that make a push one with options (several may combine).
+COMBINED = ("ttl", "headers")
 
 
 @register_runner
 class WorkQueueRunner(ModelRunner):
     model = "WorkQueueCell"
     ops = {
-        "push": OpSpec(required=("value",), optional=("msg_id", "priority", "delay", "now")),
+        "push": OpSpec(required=("value",), optional=("msg_id", "priority", "delay", "now",
+                                                      "ttl", "headers")),
         "claim": OpSpec(required=("worker", "now")),
         "ack": OpSpec(required=("worker", "delivery_id")),
         "nack": OpSpec(required=("worker", "delivery_id"), optional=("delay", "now")),
@@ -40,7 +46,7 @@ class WorkQueueRunner(ModelRunner):
         "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"pending", "in_flight", "dead_letters", "delayed", "reads",
-                            "dropped"})
+                            "dropped", "expired", "headers"})
     returns_required = True
 
     _adapter: WorkQueueAdapter | None = None
@@ -76,7 +82,7 @@ class WorkQueueRunner(ModelRunner):
             fail(None, "initial.max_deliveries", f"must be an int >= 1, got {limit!r}")
         self._adapter = await self.backend.work_queue(
             WorkQueueInitial(visibility_timeout=timeout, max_deliveries=limit, retry=retry,
-                             limits=limits),
+                             limits=limits, expiry=_uses_ttl(document)),
             self.flavor
         )
         names = set(self._adapter.readers())
@@ -101,9 +107,15 @@ class WorkQueueRunner(ModelRunner):
         if kind == "transaction":
             ops = transactions.checked_ops(step, "WorkQueueCell", op["ops"])
             return await adapter.transaction(ops)
+        if kind == "push" and (any(key in op for key in COMBINED) or (
+                "msg_id" in op and any(key in op for key in SCHEDULED))):
+            return await adapter.push_options(op["value"], op)
         if kind == "push" and any(key in op for key in SCHEDULED):
-            return await adapter.push_scheduled(op["value"], op.get("priority", 0),
-                                                op.get("delay"), op.get("now"))
+            try:
+                return await adapter.push_scheduled(op["value"], op.get("priority", 0),
+                                                    op.get("delay"), op.get("now"))
+            except LimitExceeded:
+                return "Full"
         if kind == "push":
             try:
                 return await adapter.push(op["value"], op.get("msg_id"))
@@ -134,6 +146,10 @@ class WorkQueueRunner(ModelRunner):
             return adapter.dead_letters()
         if key == "delayed":
             return adapter.delayed()
+        if key == "expired":
+            return adapter.expired()
+        if key == "headers":
+            return adapter.item_headers()
         if key == "dropped":
             cell = getattr(adapter, "cell", None)
             if cell is None:
@@ -181,6 +197,11 @@ def work_queue_needs(document: Mapping[str, Any]) -> set[str]:
         if len(again) > first_fresh or again != sorted(again):
             needed.add("tail_requeue")
     return needed
+
+
+def _uses_ttl(document: Mapping[str, Any]) -> bool:
+    return any("ttl" in step["op"] for step in _objects(document.get("steps"))
+               if isinstance(step.get("op"), dict))
 
 
 def _objects(value: Any) -> Iterable[Mapping[str, Any]]:

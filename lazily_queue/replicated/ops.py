@@ -94,6 +94,10 @@ QUEUE_PUSH_OPTIONS = 120  # [name, {msg_id, headers, ttl_ms, delay_ms, not_befor
 QUEUE_PROMOTE = 121  # [name, now_ms | None]: make the delayed elements due at now poppable
 # Topic options: 150..159 (.topic_options).
 TOPIC_PUBLISH_OPTIONS = 150  # [name, {msg_id?, headers?, ttl?}, value]: a publish with options
+# Work-queue options combined: 130..139 (.work_options).
+WORK_PUSH_OPTIONS = 130  # [name, {msg_id, headers, ttl_ms, delay_ms, not_before_ms,
+#                          priority}, now | None, value]: a push with any options
+WORK_DECLARE_OPTIONS = 131  # [name, visibility_timeout_ms, max_deliveries, {retry, limits}]
 
 #: The name of every op code (in errors, timeouts and logs).
 OP_NAMES: dict[int, str] = {
@@ -165,6 +169,8 @@ OP_NAMES: dict[int, str] = {
     QUEUE_PUSH_OPTIONS: "queue_push_options",
     QUEUE_PROMOTE: "queue_promote",
     TOPIC_PUBLISH_OPTIONS: "topic_publish_options",
+    WORK_PUSH_OPTIONS: "work_push_options",
+    WORK_DECLARE_OPTIONS: "work_declare_options",
 }
 
 
@@ -179,7 +185,8 @@ MESSAGE_OPS = frozenset({QUEUE_PUSH, TOPIC_PUBLISH, WORK_PUSH,
                          QUEUE_PUSH_ONCE, TOPIC_PUBLISH_ONCE, WORK_PUSH_ONCE,
                          QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS,
                          WORK_PUSH_SCHEDULED, QUEUE_PUSH_TTL, WORK_PUSH_TTL,
-                         QUEUE_PUSH_OPTIONS, TOPIC_PUBLISH_OPTIONS})
+                         QUEUE_PUSH_OPTIONS, TOPIC_PUBLISH_OPTIONS,
+                         WORK_PUSH_OPTIONS})
 
 #: The deduplicated push of each family and the plain op it applies once.
 ONCE_OPS: dict[int, int] = {QUEUE_PUSH_ONCE: QUEUE_PUSH, TOPIC_PUBLISH_ONCE: TOPIC_PUBLISH,
@@ -212,7 +219,8 @@ _FAMILIES: dict[int, str] = {
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,
                      WORK_DECLARE_RETRY, WORK_PUSH_SCHEDULED, WORK_NACK_DELAYED, WORK_PROMOTE,
-                     WORK_PUSH_TTL, WORK_DECLARE_LIMITED), "work_queue"),
+                     WORK_PUSH_TTL, WORK_DECLARE_LIMITED, WORK_PUSH_OPTIONS,
+                     WORK_DECLARE_OPTIONS), "work_queue"),
 }
 
 

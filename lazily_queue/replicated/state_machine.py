@@ -61,6 +61,7 @@ from . import (
     topic_options,
     topics,
     transactions,
+    work_options,
     work_queues,
 )
 from .dedup import DedupKey
@@ -98,7 +99,8 @@ FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
                                 expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
-                                headers.FAMILY, topic_options.FAMILY)
+                                headers.FAMILY, topic_options.FAMILY,
+                                work_options.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def live_ids(sm: StateMachine, name: str) -> set[int]:
     core = sm.work_queues[name].core
     return ({p.item_id for p in core.pending()} | {d.item_id for d in core.in_flight()}
-            | {d.item_id for d in core.dead_letters()})
+            | {d.item_id for d in core.dead_letters()} | {d.item_id for _, d in core.delayed()})
 
 
 def work_headers(sm: StateMachine, name: str, *, prune: bool = False) -> OffsetHeaders | None:
@@ -41,15 +41,20 @@ def push(sm: StateMachine, args: list[Any], headers: Headers) -> Any:
 
     def apply() -> Any:
         result = work_queues.push(sm, [name, value])
-        table = work_headers(sm, name)
-        if table is None:
-            table = sm.work_headers[name] = OffsetHeaders(sm.work_queues[name])
-        elif table.due():
-            table.keep_only(live_ids(sm, name))
-        table.note(result[0], headers)
+        note(sm, name, result[0], headers)
         return result
 
     return applied_once(sm, "work_queue", name, msg_id, apply)
+
+
+def note(sm: StateMachine, name: str, item_id: int, headers: Headers) -> None:
+    """Item ``item_id`` of work queue ``name`` carries ``headers``."""
+    table = work_headers(sm, name)
+    if table is None:
+        table = sm.work_headers[name] = OffsetHeaders(sm.work_queues[name])
+    elif table.due():
+        table.keep_only(live_ids(sm, name))
+    table.note(item_id, headers)
 
 
 def capture(sm: StateMachine) -> dict[str, Any]:

@@ -67,6 +67,11 @@ class StorageCapabilities:
       per-message ``ttl`` (``offer_ttl`` / ``push_ttl``), what expired is never handed
       out, and ``expired_count()`` counts what left that way. Without it the cells refuse
       ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - ``options`` (work queues): ``push_options``: a push with any combination of the
+      options whose capabilities the backend declares (``msg_id``, ``headers``,
+      ``ttl``, ``priority``, ``delay`` / ``not_before``) in one step
+      (:mod:`lazily_queue.core.work_options`). Without it a push carries one kind of
+      option at a time.
     - ``limits`` (queues): ``limits()`` and ``limited_fifo()``: the queue was declared with
       :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
@@ -87,6 +92,7 @@ class StorageCapabilities:
     scheduling: bool = False
     expiry: bool = False
     limits: bool = False
+    options: bool = False
 
 
 def declared(

@@ -9,8 +9,9 @@ from ..errors import UnsupportedOperation
 
 
 class FedByTopic:
-    """Refuses ``push`` and ``push_once``, naming the topic to publish to instead; put it
-    first among the bases so that it overrides the work-queue storage's pushes."""
+    """Refuses ``push``, ``push_once`` and ``push_options``, naming the topic to publish
+    to instead; put it first among the bases so that it overrides the work-queue
+    storage's pushes."""
 
     __slots__ = ()
 
@@ -23,6 +24,10 @@ class FedByTopic:
             "to the topic instead of pushing to the group")
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        raise self._refuse_push()
+
+    async def push_options(self, value: Any, options: Any, now: float | None, *,
+                           timeout: float | None = None) -> WorkTransition[int]:
         raise self._refuse_push()
 
     async def push_once(

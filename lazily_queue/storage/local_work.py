@@ -15,6 +15,7 @@ from ..core.work import (
     WorkQueueCore,
     WorkTransition,
 )
+from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms
@@ -45,7 +46,7 @@ class LocalWorkQueueStorage:
     __slots__ = ("_headers", "clock", "core", "dedup", "name")
 
     capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True,
-                                       scheduling=True, headers=True)
+                                       scheduling=True, headers=True, options=True)
 
     def __init__(
         self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
@@ -161,12 +162,44 @@ class LocalWorkQueueStorage:
         self, value: Any, headers: Headers, msg_id: str | None = None, *,
         timeout: float | None = None,
     ) -> WorkTransition[int]:
+        return await self.push_options(value, WorkPushOptions(msg_id, headers), None)
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        """A push with any combination of options (checked), applied once per
+        ``msg_id`` in the window; ``now`` is the time a delay or TTL counts from."""
+        msg_id = options.msg_id
         if msg_id is None:
-            transition = self.try_push(value)
-        else:
-            transition = await self.push_once(value, msg_id)
-            if not transition.mask:  # a repeat: nothing pushed
-                return transition
+            return self._push_with(value, options, now)
+        at = _elapsed_ms()
+        found, item_id = self.dedup.lookup(msg_id, at)
+        if found:
+            return WorkTransition(item_id, 0)
+        transition = self._push_with(value, options, now)
+        self.dedup.record(msg_id, transition.result, at)
+        return transition
+
+    def _push_with(self, value: Any, options: WorkPushOptions, now: float | None
+                   ) -> WorkTransition[int]:
+        clock = self.clock
+        stamp = None if clock is None else int(clock() * 1000)
+        at = _scheduling_time(now) if options.delayed else 0.0 if now is None else now
+        due = options.due(at, 1)
+        transition = self.core.push_scheduled(value, stamp, priority=options.level,
+                                              due=due, now=at)
+        if options.ttl_ms is not None:
+            self._note_ttl(transition.result, options.ttl_ms, stamp, now)
+        if options.headers is not None:
+            self._note_headers(transition.result, options.headers)
+        return transition
+
+    def _note_ttl(self, item_id: int, ttl_ms: int, stamp: int | None,
+                  now: float | None) -> None:
+        raise InvalidSchedule(f"{self.name}: this work queue has no message expiry")
+
+    def _note_headers(self, item_id: int, headers: Headers) -> None:
         table = self._headers
         if table is None:
             table = self._headers = OffsetHeaders(self.core)
@@ -174,9 +207,9 @@ class LocalWorkQueueStorage:
             core = self.core
             table.keep_only({p.item_id for p in core.pending()}
                             | {d.item_id for d in core.in_flight()}
-                            | {d.item_id for d in core.dead_letters()})
-        table.note(transition.result, headers)
-        return transition
+                            | {d.item_id for d in core.dead_letters()}
+                            | {d.item_id for _, d in core.delayed()})
+        table.note(item_id, headers)
 
     def headers_of(self, item_id: int) -> Headers | None:
         table = self._headers

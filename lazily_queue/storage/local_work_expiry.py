@@ -56,6 +56,11 @@ class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
                        timeout: float | None = None) -> WorkTransition[int]:
         return self.try_push_ttl(value, ttl_ms)
 
+    def _note_ttl(self, item_id: int, ttl_ms: int, stamp: int | None,
+                  now: float | None) -> None:
+        """The TTL counts from the push (``now``, else the stamp), delayed or not."""
+        self.expiry.note(item_id, (stamp or 0) if now is None else int(now * 1000), ttl_ms)
+
     def _claim(self, worker: str, now: float, n: int) -> tuple[list[Delivery], int]:
         leased, expired, mask = claim_live(self.core, self.expiry, worker, int(now * 1000),
                                            now, n)

@@ -8,12 +8,14 @@ against the limits in log order, and a push the limits refuse raises
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..core.headers import Headers
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
+from ..core.scheduling import RetryPolicy
 from ..core.work import WorkTransition
+from ..core.work_options import WorkPushOptions
 from ..errors import LimitExceeded
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
@@ -25,19 +27,24 @@ if TYPE_CHECKING:
 
 
 class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
-    """A replicated work queue with limits (module docstring); without ``scheduling``
-    (priorities and delays are not offered with limits yet)."""
-
-    capabilities = replace(RaftWorkQueueStorage.capabilities, scheduling=False)
+    """A replicated work queue with limits (module docstring), with every option of a
+    work queue: a retry policy (declared with ``WORK_DECLARE_OPTIONS``), a default TTL,
+    and pushes with priorities, due times, TTLs and headers, all checked against the
+    limits."""
 
     def __init__(self, driver: Proposer, view: ReadView, name: str, *,
                  visibility_timeout: int, max_deliveries: int, limits: Limits,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, retry: RetryPolicy | None = None,
+                 ttl: float | None = None) -> None:
         super().__init__(driver, view, name, visibility_timeout=visibility_timeout,
-                         max_deliveries=max_deliveries, timeout=timeout)
+                         max_deliveries=max_deliveries, timeout=timeout, retry=retry, ttl=ttl)
         self.limits = limits
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        if self.retry is not None:
+            return C.WORK_DECLARE_OPTIONS, [self.name, self.visibility_timeout,
+                                            self.max_deliveries, {"retry": self.retry.to_list(),
+                                                                  "limits": self.limits.doc()}]
         return C.WORK_DECLARE_LIMITED, [self.name, self.visibility_timeout,
                                         self.max_deliveries, self.limits.doc()]
 
@@ -54,6 +61,32 @@ class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         return await self._checked(super().push_once(value, msg_id, timeout=timeout))
+
+    async def push_headers(
+        self, value: Any, headers: Headers, msg_id: str | None = None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        return await self._checked(super().push_headers(value, headers, msg_id,
+                                                        timeout=timeout))
+
+    async def push_ttl(
+        self, value: Any, ttl_ms: int, *, timeout: float | None = None
+    ) -> WorkTransition[int]:
+        return await self._checked(super().push_ttl(value, ttl_ms, timeout=timeout))
+
+    async def push_scheduled(
+        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
+        now: float | None, timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        return await self._checked(super().push_scheduled(
+            value, priority=priority, delay=delay, not_before=not_before, now=now,
+            timeout=timeout))
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        return await self._checked(super().push_options(value, options, now, timeout=timeout))
 
     async def _checked(self, call: Any) -> WorkTransition[int]:
         try:

@@ -22,6 +22,7 @@ from ..core.work import (
     WorkReader,
     WorkTransition,
 )
+from ..core.work_options import WorkPushOptions
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
 from .capabilities import StorageCapabilities
@@ -48,7 +49,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     expiry_kind = "work_queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
                                        logical_time=True, dedup=True, scheduling=True,
-                                       headers=True, expiry=True)
+                                       headers=True, expiry=True, options=True)
 
     def __init__(
         self,
@@ -152,6 +153,16 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
 
     def headers_of(self, item_id: int) -> Headers | None:
         return self._view.work_headers_of(self.name, item_id)
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        """``WORK_PUSH_OPTIONS``: delays and ``not_before`` travel in ms; ``now`` (the
+        time a delay or TTL counts from) is the leader's stamp when ``None``."""
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_PUSH_OPTIONS, [options.to_map(), now, value], timeout)
+        return transition
 
     async def push_ttl(
         self, value: Any, ttl_ms: int, *, timeout: float | None = None

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from ..core.headers import Headers
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
+from ..core.work_options import WorkPushOptions
 from ..serializers import Codec
 from .serializing import SerializingWrapper
 from .work import Settlement, WorkQueueStorage
@@ -111,6 +112,15 @@ class SerializingWorkQueueStorage(SerializingWrapper):
         result: WorkTransition[int] = await inner.push_scheduled(
             self.codec.encode(value), priority=priority, delay=delay, not_before=not_before,
             now=now, timeout=timeout)
+        return result
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        inner: Any = self.inner
+        result: WorkTransition[int] = await inner.push_options(
+            self.codec.encode(value), options, now, timeout=timeout)
         return result
 
     def delayed(self) -> list[tuple[float, PendingItem]]:

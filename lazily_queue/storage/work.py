@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, cast
 
 from ..core.headers import Headers
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
+from ..core.work_options import WorkPushOptions
 from .capabilities import StorageCapabilities, declared
 
 WorkQueueChangeListener = Callable[[int], None]
@@ -190,6 +191,19 @@ class SchedulingWorkQueueStorage(WorkQueueStorage, Protocol):
         ...
 
 
+class OptionsWorkQueueStorage(WorkQueueStorage, Protocol):
+    """Capability ``options``: pushes with any combination of options."""
+
+    async def push_options(
+        self, value: Any, options: WorkPushOptions, now: float | None, *,
+        timeout: float | None = None,
+    ) -> WorkTransition[int]:
+        """Push ``value`` with ``options`` (checked; only options whose capabilities the
+        backend declares); ``now`` is the time a delay or TTL counts from (``None``:
+        the backend's stamp)."""
+        ...
+
+
 class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
     """Capability ``observable``."""
 
@@ -211,6 +225,7 @@ CAPABILITY_METHODS = {
     "scheduling": ("delayed_len", "next_due", "delayed", "pending_by_priority",
                    "push_scheduled", "nack_delayed", "promote_due"),
     "expiry": ("push_ttl", "expired_count"),
+    "options": ("push_options",),
 }
 
 

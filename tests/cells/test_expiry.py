@@ -251,5 +251,5 @@ async def test_expiry_follows_the_claim_order_of_priorities_and_delays() -> None
     assert w.expired() == 1  # the others wait behind the live head it had
     assert await w.poll("x") is None
     assert w.expired() == 3 and w.pending_len() == 0 and w.delayed_len() == 0
-    with pytest.raises(UnsupportedOperation, match="ttl with priority"):
-        await w.push("a", ttl=1.0, priority=2)
+    await w.push("a", ttl=1.0, priority=2)  # a ttl combines with a priority
+    assert w.pending_by_priority() == {2: 1}

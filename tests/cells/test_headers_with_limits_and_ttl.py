@@ -1,13 +1,11 @@
 """Message headers beside limits and TTLs at the cells: a queue push takes headers with
-a ttl, a queue with limits keeps headers (of what it keeps); a work push with headers and
-a ttl, and headers on a work queue with limits, are refused with UnsupportedOperation
-before anything is sent; a topic's retention keeps the headers of what it keeps."""
+a ttl, a queue with limits keeps headers (of what it keeps); a work queue combines them
+too (tests/cells/test_work_options.py); a topic's retention keeps the headers of what it
+keeps."""
 
 from __future__ import annotations
 
-import pytest
-
-from lazily_queue import Limits, QueueCell, UnsupportedOperation, WorkQueueCell, testing
+from lazily_queue import Limits, QueueCell, testing
 
 
 async def test_a_queue_push_takes_headers_and_a_ttl_together() -> None:
@@ -31,21 +29,6 @@ async def test_a_queue_with_limits_keeps_headers_locally_and_on_a_cluster() -> N
             assert [(m.value, dict(m.headers)) for m in got] == [("v1", {"n": "1"}),
                                                                 ("v2", {"n": "2"})]
             assert (q.quota.bytes(), q.len()) == (0, 0)  # message pops count as pops
-
-
-async def test_a_work_push_with_headers_refuses_a_ttl_and_limits() -> None:
-    async with testing.cluster(1) as c:
-        node = await c.leader()
-        w = node.work_queue("w", visibility_timeout=30)
-        with pytest.raises(UnsupportedOperation, match="ttl"):
-            await w.push("a", ttl=5, headers={"k": "v"})
-        limited = node.work_queue("l", visibility_timeout=30, limits=Limits(max_length=2))
-        with pytest.raises(UnsupportedOperation, match="limits"):
-            await limited.push("a", headers={"k": "v"})
-        assert w.pending_len() == 0 and limited.pending_len() == 0
-    local = WorkQueueCell(visibility_timeout=30, limits=Limits(max_length=2))
-    with pytest.raises(UnsupportedOperation, match="limits"):
-        await local.push("a", headers={"k": "v"})
 
 
 async def test_topic_retention_keeps_the_headers_of_what_it_keeps_on_a_cluster() -> None:
