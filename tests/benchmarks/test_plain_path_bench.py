@@ -15,5 +15,6 @@ def test_json_is_the_last_line() -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(figures) == {"local_pair_ns", "replicated_apply_ns", "topic_pair_ns",
-                            "work_cycle_ns"}
+                            "topic_await_ns", "replicated_topic_ns", "work_cycle_ns",
+                            "work_await_push_ns", "work_apply_ns"}
     assert all(value > 0 for value in figures.values())

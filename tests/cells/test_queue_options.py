@@ -208,8 +208,9 @@ async def test_message_and_batch_pops_wait_for_a_delayed_element_and_readers_fol
     seen: list[tuple[int, int, bool]] = []
     effect = Effect(lambda: seen.append((q.len(), q.delayed_len(), q.is_empty())),
                     context=q.ctx)
-    await q.push("m", delay=0.05, headers={"k": "v"})
-    await q.push("n", delay=0.05)
+    due = datetime.now(UTC) + timedelta(seconds=0.05)  # one due time: they fall due together
+    await q.push("m", not_before=due, headers={"k": "v"})
+    await q.push("n", not_before=due)
     message = await q.pop_message(timeout=30)  # both fall due: one taken
     assert (message.value, dict(message.headers)) == ("m", {"k": "v"})
     assert seen[-1] == (1, 0, False)  # every reader that moved was invalidated
