@@ -236,22 +236,16 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
     async def push_scheduled(self, value: Any, priority: int, delay: int | None,
                              now: int | None) -> int:
         """A push its limits refuse raises ``LimitExceeded`` (never waits for room)."""
-        wait = None if delay is None else self._seconds(delay)
+        wait = None if delay is None else self.time_scale * delay
         return await self.cell.push(value, priority=priority, delay=wait,
                                     now=None if now is None else now, wait=False)
-
-    def _seconds(self, units: float) -> float:
-        """``units`` fixture time units in seconds (divided, not multiplied, by a
-        sub-second scale: ``9 / 1000`` converts back to exactly 9 ms, ``9 * 0.001`` not)."""
-        scale = self.time_scale
-        return units * scale if scale >= 1 else units / round(1 / scale)
 
     async def push_options(self, value: Any, options: Mapping[str, Any]) -> Any:
         given = {key: options[key] for key in ("msg_id", "headers", "priority", "now")
                  if key in options}
         for key in ("ttl", "delay"):
             if key in options:
-                given[key] = self._seconds(options[key])
+                given[key] = self.time_scale * options[key]
         try:
             return await self.cell.push(value, wait=False, **given)
         except LimitExceeded:

@@ -33,6 +33,12 @@ TAKEN_KEPT: Final = 1024
 MAX_TTL_MS: Final = 2**41
 
 
+def whole_ms(seconds: float) -> int:
+    """``seconds`` in whole milliseconds, rounded up (never early) once the float noise
+    of the product is gone: 0.009 s is 9 ms, not 10."""
+    return math.ceil(round(seconds * 1000, 6))
+
+
 def ttl_ms(ttl: object, what: str = "ttl") -> int:
     """``ttl`` (seconds: a positive finite int or float) in whole milliseconds (at
     least 1); :class:`~lazily_queue.errors.InvalidTtl` naming ``what`` otherwise."""
@@ -41,7 +47,7 @@ def ttl_ms(ttl: object, what: str = "ttl") -> int:
                          f"{type(ttl).__name__} {ttl!r}")
     if not math.isfinite(ttl) or ttl <= 0:
         raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {ttl!r}")
-    ms = max(1, math.ceil(ttl * 1000))
+    ms = max(1, whole_ms(ttl))
     if ms > MAX_TTL_MS:
         raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {ttl!r}")
     return ms

@@ -11,14 +11,13 @@ a ``ValueError`` naming it, which the state machine answers as a refused op.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from .dedup import MAX_MSG_ID_CHARS, check_msg_id
-from .expiry import MAX_TTL_MS, ttl_ms
+from .expiry import MAX_TTL_MS, ttl_ms, whole_ms
 from .headers import Headers, check_headers
 from .scheduling import check_when
 
@@ -109,8 +108,8 @@ class PushOptions:
             msg_id=None if msg_id is None else check_msg_id(msg_id),
             headers=None if headers is None else check_headers(headers),  # type: ignore[arg-type]
             ttl_ms=None if ttl is None else ttl_ms(ttl),
-            delay_ms=None if wait is None else min(MAX_DELAY_MS, math.ceil(wait * 1000)),
-            not_before_ms=None if at is None else max(0, math.ceil(at * 1000)),
+            delay_ms=None if wait is None else min(MAX_DELAY_MS, whole_ms(wait)),
+            not_before_ms=None if at is None else max(0, whole_ms(at)),
             **extra,
         )
 
@@ -149,7 +148,7 @@ def not_before_of(at: datetime | None) -> int | None:
     if at is None:
         return None
     _, when = check_when(None, at)
-    return None if when is None else max(0, math.ceil(when * 1000))
+    return None if when is None else max(0, whole_ms(when))
 
 
 __all__ = ["FIELD_CHECKS", "PushOptions", "decode_map", "not_before_of"]

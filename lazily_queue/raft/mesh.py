@@ -3,8 +3,8 @@
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
 ``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1``,
-``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1`` and ``topic-options-v1``
-features required and mutual HMAC
+``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1``, ``queue-options-v1``,
+``work-options-v1`` and ``topic-options-v1`` features required and mutual HMAC
 authentication before any Raft frame is accepted. A member of a version without
 pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
 encoding (which would refuse to apply tuples and large messages), without deduplicated
@@ -79,10 +79,13 @@ TOPIC_OPTIONS_FEATURE = "topic-options-v1"
 #: Queue pushes with options combined and delayed queue elements (``QUEUE_PUSH_OPTIONS``,
 #: ``QUEUE_PROMOTE``, snapshot section ``queue_options``): an older member would diverge.
 QUEUE_OPTIONS_FEATURE = "queue-options-v1"
+#: Work-queue pushes and declarations with options combined (``WORK_PUSH_OPTIONS``,
+#: ``WORK_DECLARE_OPTIONS``): an older member would answer ``unknown_op`` and diverge.
+WORK_OPTIONS_FEATURE = "work-options-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
-                               TOPIC_OPTIONS_FEATURE})
+                               WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE})
 INCARNATION = "incarnation:"
 
 

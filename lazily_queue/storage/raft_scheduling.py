@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.expiry import whole_ms
 from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..replicated import ops as C
 
 
 def _ms(seconds: float | None) -> int | None:
-    return None if seconds is None else round(seconds * 1000)
+    return None if seconds is None else whole_ms(seconds)
 
 
 class RaftWorkScheduling:
