@@ -296,6 +296,10 @@ class ClusterClient(NodeCells):
             kind_, name, index, doc = payload
             self._mirror.install((kind_, name), index, doc)
         elif kind == P.ERROR:
+            if (isinstance(payload, list) and len(payload) == 4 and payload[0] == "permission"
+                    and isinstance(payload[2], str) and isinstance(payload[3], str)):
+                self._mirror.refuse((payload[2], payload[3]), str(payload[1]))
+                return
             log.warning("the member refused a frame of this client: %s", payload)
 
     def _drop(self, link: Link, reason: str) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import LinkStream
 
+from ..replicated import objects
 from ..replicated import ops as C
 from . import protocol as P
 from .access import READ, ClientGrant
@@ -31,6 +32,11 @@ log = logging.getLogger(__name__)
 #: Answers and notifications queued for one client before it is disconnected.
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 _REFUSALS_CACHED = 1024
+
+Key = tuple[str, str]
+#: A guarded watch refused again: nothing more goes to the client for it.
+_REVOKED = object()
+_NEVER = 2**63
 
 GroupTopics = Callable[[str, bool], list[str]]
 """The topics work queue ``name`` may be the consumer group of (as the member's state
@@ -57,7 +63,14 @@ class ClientConnection:
         self._group_topics = group_topics
         self.session: int | None = None
         self.slots = Budget(max_in_flight)
-        self.watches: set[tuple[str, str]] = set()
+        self.watches: set[Key] = set()
+        #: The work queues this client watches only as consumer groups (it may not read
+        #: them by their own names): the object the grant was checked against (``None``:
+        #: not declared, granted by the name's form) and the applied-op count the client
+        #: holds it as of. See :meth:`admits`.
+        self.guarded: dict[Key, tuple[object, int]] = {}
+        #: Guarded watches refused since the server last dropped them.
+        self.revoked: list[Key] = []
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
@@ -105,6 +118,52 @@ class ClientConnection:
         if found is not None and kind == "work_queue":
             return self._as_group(READ, name, found, undeclared=True)
         return found
+
+    def reads_as_group(self, kind: str, name: str) -> bool:
+        """Whether a granted read of ``kind`` ``name`` holds only as a consumer group's."""
+        return kind == "work_queue" and self.refusal(READ, name) is not None
+
+    def guard(self, key: Key, view: ReadView) -> None:
+        """Watching ``key`` (granted) from ``view``'s state now: guard it when granted only
+        as a consumer group's work queue."""
+        if self.reads_as_group(*key):
+            self.guarded[key] = (view.work_queue(key[1]), view.tapped)
+        else:
+            self.guarded.pop(key, None)
+
+    def admits(self, key: Key, index: int, view: ReadView) -> bool:
+        """Whether the guarded ``key``'s op numbered ``index`` goes to this client as an op.
+
+        It does while the object under ``key`` is the one the grant was checked against
+        (objects are never put back, so it was that one throughout). Another one
+        (declared, deleted, replaced) is checked again: the client then gets it as it
+        stands now (a ``RESET``, covering the ops up to now), or is refused it
+        (:meth:`settle`). An undeclared name's ops never go out: what they made is gone
+        (or the check would have found it).
+        """
+        seen, covered = self.guarded[key]
+        if index <= covered:
+            return False
+        state = view.work_queue(key[1])
+        if state is seen:
+            return state is not None
+        self.settle(key, view)
+        return False
+
+    def settle(self, key: Key, view: ReadView) -> None:
+        """Check the guarded ``key`` again against ``view``'s state now: send it as it
+        stands, or refuse it (``[0, ERROR, ["permission", why, kind, name]]``) and record it
+        in :attr:`revoked` for the server to stop watching."""
+        if self.guarded[key][0] is _REVOKED:
+            return
+        refusal = self.read_refusal(*key)
+        if refusal is None:
+            self.guarded[key] = (view.work_queue(key[1]), view.tapped)
+            self.send([0, P.RESET, [*key, view.tapped, objects.capture(view, *key)]])
+            return
+        self.guarded[key] = (_REVOKED, _NEVER)
+        self.revoked.append(key)
+        self.send([0, P.ERROR, ["permission", refusal, *key]])
 
     def _as_group(self, code: int, name: str, found: str, *, undeclared: bool) -> str | None:
         """A consumer group's work queue is consumed (and read) with the consume

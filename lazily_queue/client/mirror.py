@@ -96,6 +96,11 @@ class Mirror:
             log.warning("cannot mirror %s %r: %s; its readers stay empty", *key, reason)
         self.refused[key] = reason
         self.positions.pop(key, None)
+        objects.install(self.sm, *key, None)  # what it mirrored before goes too
+        storage = self._storage(key)
+        if storage is not None:
+            with self.router.ctx.batch():
+                storage.on_reset()
 
     def replay(self, items: list[Any]) -> None:
         """Apply ``[[kind, name, index, now, op], ...]`` the member reported, in order."""

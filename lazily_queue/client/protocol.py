@@ -27,7 +27,9 @@ Notifications (member to client, id 0): ``[0, REPLAY, [[kind, name, index, now, 
 ...]]`` in apply order; ``[0, RESET, [kind, name, index, doc]]`` after the member
 installed a snapshot; ``[0, PART, piece, last]`` carries a piece of a frame too large
 for one (the pieces up to the one with ``last`` true, concatenated, are that frame);
-``[0, ERROR, [code, message]]`` refuses a frame that had no readable id.
+``[0, ERROR, [code, message]]`` refuses a frame that had no readable id;
+``[0, ERROR, ["permission", message, kind, name]]`` ends a watch the client may no
+longer read (a name it read as a consumer group's became another object).
 
 Either side may send ``[0, BATCH, [frame, ...]]``: the frames, handled in order (the
 requests, answers and notifications of one loop iteration travel together).

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -44,7 +43,6 @@ from lazily_transports import (
 from ..errors import InvalidConfiguration
 from ..raft.batch import command_limit
 from ..replicated import objects, ops
-from ..replicated.events import Event, OpApplied, Replaced, Restored
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
 from .access import ClientAccess
@@ -52,6 +50,7 @@ from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
+from .watchers import Watchers
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -85,11 +84,11 @@ class ClientServer:
         #: command this member accepts); client links are capped at it.
         self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
                                      + P.REQUEST_OVERHEAD)
-        node.add_event_observer(self.on_events)
         self._conns: set[ClientConnection] = set()
-        self._watchers: dict[tuple[str, str], set[ClientConnection]] = {}
+        self._watchers = Watchers(lambda: node.view)
+        node.add_event_observer(self._watchers.on_events)
         #: The objects some client watches (the state machine's tap).
-        self.watched = self._watchers.keys()
+        self.watched = self._watchers.by_key.keys()
         self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
         self._fair = OpScheduler(node, **fair_window(access),
                                  answer=lambda *a: self._answer(*a),
@@ -146,7 +145,7 @@ class ClientServer:
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "in_flight": self._slots.used, "waiting": self._fair.waiting,
-                "watched": len(self._watchers)}
+                "watched": len(self._watchers.by_key)}
 
     # -- a client link -----------------------------------------------------------------------
 
@@ -183,12 +182,8 @@ class ClientServer:
             conn.close()
             self._conns.discard(conn)
             self._fair.drop(conn)
-            for key in conn.watches:
-                watchers = self._watchers.get(key)
-                if watchers is not None:
-                    watchers.discard(conn)
-                    if not watchers:
-                        del self._watchers[key]
+            for key in list(conn.watches):
+                self._watchers.drop(conn, key)
             await conn.outbox.wait_closed()
 
     def _release(self, conn: ClientConnection) -> None:
@@ -334,56 +329,9 @@ class ClientServer:
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         view = self.node.view
-        conn.watches.add(key)
-        self._watchers.setdefault(key, set()).add(conn)
+        self._watchers.add(conn, key)
         conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
 
     def _unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
-        key = self._key(frame)
-        conn.watches.discard(key)
-        watchers = self._watchers.get(key)
-        if watchers is not None:
-            watchers.discard(conn)
-            if not watchers:
-                del self._watchers[key]
+        self._watchers.drop(conn, self._key(frame))
         conn.send([rid, P.OK, None])
-
-    # -- mirrors ------------------------------------------------------------------------------
-
-    def on_events(self, events: Sequence[Event]) -> None:
-        """Forward the ops applied here to the clients watching their objects."""
-        if not self._watchers:
-            return
-        touched: list[ClientConnection] = []
-        for event in events:
-            if type(event) is OpApplied:
-                op = event.op
-                kind = ops.family_of_op(op[0], op[1:])
-                if kind is None or len(op) < 2 or not isinstance(op[1], str):
-                    continue
-                for conn in self._watchers.get((kind, op[1]), ()):
-                    if not conn.replay:
-                        touched.append(conn)
-                    conn.replay.append([kind, op[1], event.index, event.now, op])
-            elif type(event) is Replaced:
-                self._flush(touched)
-                touched = []
-                self._reset((event.kind, event.name))
-            elif type(event) is Restored:
-                self._flush(touched)
-                touched = []
-                for key in self._watchers:
-                    self._reset(key)
-        self._flush(touched)
-
-    def _flush(self, touched: list[ClientConnection]) -> None:
-        for conn in touched:
-            replay, conn.replay = conn.replay, []
-            conn.send([0, P.REPLAY, replay])
-
-    def _reset(self, key: tuple[str, str]) -> None:
-        """Send the watchers of ``key`` the object as applied here now."""
-        view = self.node.view
-        doc = objects.capture(view, *key)
-        for conn in self._watchers.get(key, ()):
-            conn.send([0, P.RESET, [*key, view.tapped, doc]])

@@ -150,6 +150,8 @@ async def test_the_clients_member_dies_mid_run_and_nothing_is_lost_or_doubled() 
 
 
 async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
+    from lazily_queue import admin
+
     async with cluster_with_clients(produce=["orders"], consume=["orders"]) as (c, addresses):
         member = c.node(1)
         await member.topic("orders").group("billing").declare()
@@ -170,6 +172,22 @@ async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
             plain = client.work_queue("orders:plain")  # a work queue, not a group
             with pytest.raises(PermissionDenied, match="may not open 'orders:plain'"):
                 await plain.poll("m")
+            # Read before anything has the name, granted as a group of orders might be:
+            # once it is a plain work queue the client is refused it, and sees nothing.
+            assert client.view.work_queue("orders:later") is None  # starts mirroring it
+            await client.barrier()
+            await member.work_queue("orders:later").push("private")
+            await client.barrier()
+            assert client.view.work_queue("orders:later") is None
+            assert "orders:later" in client._mirror.refused.get(("work_queue", "orders:later"),
+                                                                "")
+            # A group read as one, its topic deleted and its name taken by a plain work
+            # queue: the client's mirror empties and sees none of the plain queue's.
+            await admin.delete(member, "topic", "orders")
+            await c.node(2).work_queue("orders:billing").push("private")
+            await client.barrier()
+            assert client.view.work_queue("orders:billing") is None
+            assert ("work_queue", "orders:billing") in client._mirror.refused
     async with cluster_with_clients(produce=["orders"]) as (c, addresses), \
             client_of(addresses) as producer:
         with pytest.raises(PermissionDenied, match="lacks the consume"):

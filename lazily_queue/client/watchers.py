@@ -1,0 +1,102 @@
+"""Watchers: which clients mirror which objects of a member, and what goes to them as
+the member applies entries (the state machine's tap reports the ops on watched objects).
+
+A client watching an object gets every op reported on it, in apply order (``REPLAY``),
+and the object anew when it was replaced or a snapshot installed (``RESET``). A client
+reading a work queue only as a consumer group's is guarded
+(:meth:`~.connection.ClientConnection.admits`): when the name becomes another object
+it gets that object as it stands, or is refused it and stops watching it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..replicated import objects, ops
+from ..replicated.events import Event, OpApplied, Replaced, Restored
+from . import protocol as P
+from .connection import ClientConnection, Key
+
+if TYPE_CHECKING:
+    from ..replicated.view import ReadView
+
+
+class Watchers:
+    """The clients watching each object of one member."""
+
+    def __init__(self, view: Callable[[], ReadView]) -> None:
+        self._view = view
+        self.by_key: dict[Key, set[ClientConnection]] = {}
+
+    def add(self, conn: ClientConnection, key: Key) -> None:
+        """``conn`` (whose read of ``key`` was granted) watches it from the state now."""
+        conn.watches.add(key)
+        conn.guard(key, self._view())
+        self.by_key.setdefault(key, set()).add(conn)
+
+    def drop(self, conn: ClientConnection, key: Key) -> None:
+        conn.watches.discard(key)
+        conn.guarded.pop(key, None)
+        watchers = self.by_key.get(key)
+        if watchers is not None:
+            watchers.discard(conn)
+            if not watchers:
+                del self.by_key[key]
+
+    def on_events(self, events: Sequence[Event]) -> None:
+        """Forward the ops applied here to the clients watching their objects."""
+        by_key = self.by_key
+        if not by_key:
+            return
+        touched: list[ClientConnection] = []
+        revoked: list[ClientConnection] = []
+        view = self._view()
+        for event in events:
+            if type(event) is OpApplied:
+                op = event.op
+                kind = ops.family_of_op(op[0], op[1:])
+                if kind is None or len(op) < 2 or not isinstance(op[1], str):
+                    continue
+                key = (kind, op[1])
+                for conn in by_key.get(key, ()):
+                    if (conn.guarded and key in conn.guarded
+                            and not conn.admits(key, event.index, view)):
+                        if conn.revoked:
+                            revoked.append(conn)
+                        continue
+                    if not conn.replay:
+                        touched.append(conn)
+                    conn.replay.append([kind, op[1], event.index, event.now, op])
+            elif type(event) is Replaced:
+                _flush(touched)
+                touched = []
+                self._reset((event.kind, event.name), view, revoked)
+            elif type(event) is Restored:
+                _flush(touched)
+                touched = []
+                for key in by_key:
+                    self._reset(key, view, revoked)
+        _flush(touched)
+        for conn in revoked:
+            keys, conn.revoked = conn.revoked, []
+            for key in keys:
+                self.drop(conn, key)
+
+    def _reset(self, key: Key, view: ReadView, revoked: list[ClientConnection]) -> None:
+        """Send the watchers of ``key`` the object as applied here now (those reading it
+        only as a consumer group's, if they still may)."""
+        doc = objects.capture(view, *key)
+        for conn in self.by_key.get(key, ()):
+            if key in conn.guarded:
+                conn.settle(key, view)
+                if conn.revoked:
+                    revoked.append(conn)
+            else:
+                conn.send([0, P.RESET, [*key, view.tapped, doc]])
+
+
+def _flush(touched: list[ClientConnection]) -> None:
+    for conn in touched:
+        replay, conn.replay = conn.replay, []
+        conn.send([0, P.REPLAY, replay])
