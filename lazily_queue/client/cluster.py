@@ -256,6 +256,8 @@ class ClusterClient(NodeCells):
             features = answer[1].get("features")
             link.features = frozenset(f for f in features if isinstance(f, str)) if (
                 isinstance(features, list)) else frozenset()
+            link.greeted = True
+            self.session.greeted(link)
             if link.member is not None:
                 self.members[link.address] = link.member
             if self.prefer_leader and link.leader is None:

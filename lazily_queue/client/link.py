@@ -50,6 +50,8 @@ class Link:
         self.leader: str | None = None
         #: What the member serves beyond the protocol version (its hello's ``features``).
         self.features: frozenset[str] = frozenset()
+        #: The member answered the hello: :attr:`features` is known.
+        self.greeted = False
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}

@@ -121,6 +121,8 @@ class Session:
         self._ops: dict[int, _Op] = {}
         self._window = Budget(max_in_flight)
         self._held: deque[_Op] = deque()
+        #: Group declarations waiting for the linked member's features.
+        self._ungreeted: list[_Op] = []
         self._sweeper: asyncio.TimerHandle | None = None
 
     @property
@@ -131,8 +133,16 @@ class Session:
     def relinked(self, link: Link) -> None:
         """A new link: every unanswered operation is sent on it, in order."""
         self._held.clear()
+        self._ungreeted.clear()
         for op in list(self._ops.values()):
             self._send(link, op)
+
+    def greeted(self, link: Link) -> None:
+        """``link``'s member answered the hello: the ops waiting for its features go."""
+        waiting, self._ungreeted = self._ungreeted, []
+        for op in waiting:
+            if not op.done:
+                self._send(link, op)
 
     def unlinked(self) -> None:
         for op in self._ops.values():
@@ -209,6 +219,8 @@ class Session:
         return low
 
     def _send(self, link: Link, op: _Op) -> None:
+        if op.code == ops.GROUP_DECLARE and not self._serves_groups(link, op):
+            return
         floor = self._floor()
         if op.seq >= floor + CLIENT_WINDOW:
             # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
@@ -231,15 +243,26 @@ class Session:
             if not op.done:
                 self._send(link, op)
 
+    def _serves_groups(self, link: Link, op: _Op) -> bool:
+        """Whether ``link``'s member takes the group declaration ``op``. Until its hello
+        is answered the op waits (:meth:`greeted`); a member without client groups
+        fails it unsent (it would apply the declaration, then not feed the mirror)."""
+        if not link.greeted:
+            self._ungreeted.append(op)
+            return False
+        if P.GROUPS_FEATURE in link.features:
+            return True
+        outcome = ("its outcome is unknown (it may have applied through an earlier member)"
+                   if op.attempts else "it was not applied")
+        self._finish(op, UnsupportedOperation(
+            f"joining a consumer group: member {link.member} serves no consumer groups "
+            "to clients (it runs an older lazily-queue); upgrade the members, or open "
+            f"the group on a member; {outcome}"))
+        return False
+
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done or answer is None:
             return  # the link ended: the op is sent again on the next one
-        if op.code == ops.GROUP_DECLARE and P.GROUPS_FEATURE not in link.features:
-            self._finish(op, UnsupportedOperation(
-                f"joining a consumer group: member {link.member} serves no consumer groups "
-                "to clients (it runs an older lazily-queue); upgrade the members, or open "
-                "the group on a member"))
-            return
         status, payload = answer
         if status == P.OK:
             try:

@@ -234,7 +234,11 @@ async def test_a_member_without_client_groups_refuses_joining_by_name(
     from lazily_queue.client import protocol as P
 
     monkeypatch.setattr(P, "FEATURES", ())  # the members announce what an older one does
-    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
         with pytest.raises(UnsupportedOperation, match="serves no consumer groups to clients"):
             await client.topic("orders").group("billing").declare()
         await client.topic("news").publish("plain topics still work")
+        await client.barrier()
+        for n in (1, 2, 3):  # refused before it was sent: no member made the group
+            await c.node(n).barrier()
+            assert c.node(n).view.work_queue("orders:billing") is None
