@@ -11,7 +11,7 @@ watched object is fetched again from the new member.
 
 A consumer group's work queue is mirrored as one: the member reports what its topic
 feeds it as pushes to it, so a topic's replayed ``GROUP_DECLARE`` makes no group here
-(nothing is fed twice).
+(nothing is fed twice), only the topic if new.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 from ..core.fifo import Fifo
 from ..core.topic import TopicCore
 from ..reactive import Context
-from ..replicated import objects
+from ..replicated import objects, ops
 from ..replicated.state_machine import StateMachine
 from ..replicated.view import ReadView
 from ..replicated.work_queues import WorkState
@@ -111,20 +111,23 @@ class Mirror:
             if seen is None or index <= seen:
                 continue
             positions[key] = index
-            self.sm.replay(now, op)
-        if self.sm.groups:
-            self._unfeed()
+            if op[0] == ops.GROUP_DECLARE:
+                self._declare_topic(now, op)
+            else:
+                self.sm.replay(now, op)
         events = self.sm.drain_events()
         if events:
             self.router.route(events)
 
-    def _unfeed(self) -> None:
-        """Forget the groups a replayed ``GROUP_DECLARE`` made: their work queues come
-        from the member (or are not mirrored)."""
-        for names in self.sm.groups.values():
-            for name in names.values():
-                self.sm.work_queues.pop(name, None)
-        self.sm.groups.clear()
+    def _declare_topic(self, now: int, op: list[Any]) -> None:
+        """A topic's ``GROUP_DECLARE`` as the mirror replays it: the topic is made if new
+        (as the member made it), the group is not (its work queue, when mirrored, comes
+        from the member as it is fed)."""
+        sm = self.sm
+        sm.now = max(sm.now, now)
+        if (len(op) == 6 and isinstance(op[1], str) and op[1] and isinstance(op[2], str)
+                and op[2] and op[1] not in sm.topics):
+            sm.topics[op[1]] = TopicCore()
 
     def _storage(self, key: Key) -> Any:
         kind, name = key

@@ -242,3 +242,19 @@ async def test_a_member_without_client_groups_refuses_joining_by_name(
         for n in (1, 2, 3):  # refused before it was sent: no member made the group
             await c.node(n).barrier()
             assert c.node(n).view.work_queue("orders:billing") is None
+
+
+async def test_a_group_declared_on_a_member_makes_its_new_topic_in_the_clients_mirror() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        assert client.view.topic("orders") is None  # both mirrored before they exist
+        assert client.view.work_queue("orders:billing") is None
+        await client.barrier()
+        await c.node(2).topic("orders").group("billing").declare()  # makes the topic
+        await client.barrier()
+        assert client.view.topic("orders") is not None
+        group = client.view.work_queue("orders:billing")
+        assert group is not None and group.core.pending_len() == 0
+        await c.node(2).topic("orders").publish("x")
+        await client.barrier()
+        assert client.view.topic("orders").end_offset() == 1
+        assert group.core.pending_len() == 1  # fed once, as the member reported it
