@@ -251,10 +251,24 @@ MUTATIONS = [
         "a client's mirror of a consumer group gets what its topic feeds it"),
     Mutation(
         "mirror-feeds-groups-twice", "lazily_queue/client/mirror.py",
-        "        if self.sm.groups:\n            self._unfeed()\n",
-        "",
+        "            if op[0] == ops.GROUP_DECLARE:\n",
+        "            if False:\n",
         ("tests/client/test_client_groups.py",),
         "a client mirroring a topic and its group counts each fed element once"),
+    Mutation(
+        "guarded-watch-unchecked", "lazily_queue/client/connection.py",
+        "        if state is seen:\n            return state is not None\n"
+        "        self.settle(key, view)\n        return False\n",
+        "        return True\n",
+        ("tests/client/test_client_groups.py",),
+        "a client reading a name as a consumer group's sees nothing of a plain work queue "
+        "that takes the name"),
+    Mutation(
+        "group-declared-on-older-member", "lazily_queue/client/session.py",
+        "        if P.GROUPS_FEATURE in link.features:\n",
+        "        if True:\n",
+        ("tests/client/test_client_groups.py",),
+        "a group declaration is not sent to a member without client groups"),
     Mutation(
         "group-by-its-own-name", "lazily_queue/client/connection.py",
         "        if any(self.grant.refusal(asked, topic) is None for topic in topics):",
