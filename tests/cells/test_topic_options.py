@@ -187,8 +187,9 @@ async def test_replicated_reject_waits_for_gc_and_refuses_without_waiting() -> N
         assert refused.value.cell == "t" and refused.value.limit == "max_length"
         assert refused.value.value == 1
         waiting = asyncio.ensure_future(t.publish("b"))
-        await asyncio.sleep(0.01)
-        assert not waiting.done()
+        await asyncio.sleep(0)  # the publish is proposed: the barrier commits after it
+        await node.barrier()
+        assert t.elements() == ["a"] and not waiting.done()  # refused: it waits for room
         assert await t.advance("s") == "a"
         await t.gc()
         assert await asyncio.wait_for(waiting, 10) == 1
@@ -251,8 +252,10 @@ async def test_replicated_advance_waits_past_expired_elements(
         await t.publish("a", ttl=1.0)
         wall.now += 2
         taking = asyncio.ensure_future(t.advance("s"))
-        await asyncio.sleep(0.05)
-        assert not taking.done()  # "a" was skipped: nothing live to hand out yet
+        await asyncio.sleep(0)  # the take is proposed: the barrier commits after it
+        await node.barrier()
+        assert t.subscriptions()["s"]["cursor"] == 1  # the take applied: "a" skipped
+        assert not taking.done()  # nothing live to hand out yet
         await t.publish("b")
         assert await asyncio.wait_for(taking, 10) == "b"
 
