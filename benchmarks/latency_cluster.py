@@ -1,6 +1,6 @@
 """Where one push's time goes in a 3-member cluster, stage by stage, across processes.
 
-    python benchmarks/latency_cluster.py [--samples N] [--json]
+    python benchmarks/latency_cluster.py [--samples N] [--trace K] [--json]
 
 Three ``lazily-queue node`` processes over Unix sockets, ``durability = "fsync"``, the
 workload (100-byte pushes, one in flight) in an ``[app]`` of the leader, like the

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -70,20 +71,23 @@ def local_pairs(pairs: int = 64_000) -> float:
     return (time.perf_counter_ns() - start) / pairs
 
 
-def _applied(declare: list[Any], push: Callable[[int, int], list[Any]],
-             take: Callable[[int], list[Any]], batches: int) -> float:
-    """ns per element of a state machine applying ``batches`` batches of BATCH pushes
-    (``push(seq, i)``), each followed by one take of BATCH (``take(seq)``)."""
+Op = list[Any]
+
+
+def _applied(declare: list[Op], batch: Callable[[int], list[list[Op]]], batches: int) -> float:
+    """ns per element of a state machine applying the ops ``declare`` (one entry), then
+    the entries ``batch(b)`` of each batch ``b`` (BATCH elements' worth each: typically
+    their pushes, then the take of them). Ops come without their sequence number: they
+    are numbered here, in order."""
     sm = StateMachine()
-    sm.apply(encode_command(1, 0, [[1, *declare]]), 1)
-    seq = 2
-    payloads = []
-    for b in range(batches):
-        pushes = [push(seq + i, i) for i in range(BATCH)]
-        seq += BATCH
-        payloads.append((encode_command(1, 0, pushes), 1000 + b))
-        payloads.append((encode_command(1, 0, [take(seq)]), 1000 + b))
-        seq += 1
+    numbers = itertools.count(1)
+
+    def entry(entry_ops: list[Op]) -> bytes:
+        return encode_command(1, 0, [[next(numbers), *op] for op in entry_ops])
+
+    sm.apply(entry(declare), 1)
+    payloads = [(entry(entry_ops), 1000 + b) for b in range(batches)
+                for entry_ops in batch(b)]
     start = time.perf_counter_ns()
     for payload, stamp in payloads:
         sm.apply(payload, stamp)
@@ -92,9 +96,9 @@ def _applied(declare: list[Any], push: Callable[[int, int], list[Any]],
 
 def replicated_apply(batches: int = 40) -> float:
     pop_code = getattr(ops, "QUEUE_POP_STAMPED", ops.QUEUE_POP_MANY)
-    return _applied([ops.QUEUE_DECLARE, "q", None],
-                    lambda seq, i: [seq, ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80],
-                    lambda seq: [seq, pop_code, "q", BATCH], batches)
+    pushes = [[ops.QUEUE_PUSH, "q", f"message-{i:04d}" + "x" * 80] for i in range(BATCH)]
+    return _applied([[ops.QUEUE_DECLARE, "q", None]],
+                    lambda b: [pushes, [[pop_code, "q", BATCH]]], batches)
 
 
 def topic_pairs(pairs: int = 32_000) -> float:
@@ -129,24 +133,10 @@ def topic_awaited(pairs: int = 32_000) -> float:
 
 
 def replicated_topic(batches: int = 40) -> float:
-    sm = StateMachine()
-    sm.apply(encode_command(1, 0, [[1, ops.TOPIC_DECLARE, "t"],
-                                   [2, ops.TOPIC_SUBSCRIBE, "t", "s", "durable"]]), 1)
-    seq = 3
-    payloads = []
-    for b in range(batches):
-        publishes = [[seq + i, ops.TOPIC_PUBLISH, "t", f"message-{i:04d}" + "x" * 80]
-                     for i in range(BATCH)]
-        seq += BATCH
-        payloads.append((encode_command(1, 0, publishes), 1000 + b))
-        payloads.append((encode_command(1, 0, [
-            [seq, ops.TOPIC_ADVANCE_TO, "t", "s", (b + 1) * BATCH],
-            [seq + 1, ops.TOPIC_GC, "t"]]), 1000 + b))
-        seq += 2
-    start = time.perf_counter_ns()
-    for payload, stamp in payloads:
-        sm.apply(payload, stamp)
-    return (time.perf_counter_ns() - start) / (batches * BATCH)
+    publishes = [[ops.TOPIC_PUBLISH, "t", f"message-{i:04d}" + "x" * 80] for i in range(BATCH)]
+    return _applied([[ops.TOPIC_DECLARE, "t"], [ops.TOPIC_SUBSCRIBE, "t", "s", "durable"]],
+                    lambda b: [publishes, [[ops.TOPIC_ADVANCE_TO, "t", "s", (b + 1) * BATCH],
+                                           [ops.TOPIC_GC, "t"]]], batches)
 
 
 def work_cycles(cycles: int = 16_000) -> float:
@@ -161,25 +151,24 @@ def work_cycles(cycles: int = 16_000) -> float:
 
 
 def work_await_pushes(cycles: int = 16_000) -> float:
-    work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
-
-    async def run() -> None:
+    async def run() -> float:
+        work = WorkQueueCell(visibility_timeout=30.0, context=Context(name="bench"))
         push, claim, ack = work.push, work.try_claim, work.try_ack
+        start = time.perf_counter_ns()
         for i in range(cycles):
             await push(i)
             delivery = claim("w", 0.0)
             assert delivery is not None
             ack("w", delivery.delivery_id)
+        return (time.perf_counter_ns() - start) / cycles
 
-    start = time.perf_counter_ns()
-    asyncio.run(run())
-    return (time.perf_counter_ns() - start) / cycles
+    return asyncio.run(run())
 
 
 def work_apply(batches: int = 40) -> float:
-    return _applied([ops.WORK_DECLARE, "w", 30_000, 3],
-                    lambda seq, i: [seq, ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80],
-                    lambda seq: [seq, ops.WORK_CLAIM_MANY, "w", "me", BATCH, None], batches)
+    pushes = [[ops.WORK_PUSH, "w", f"job-{i:04d}" + "x" * 80] for i in range(BATCH)]
+    return _applied([[ops.WORK_DECLARE, "w", 30_000, 3]],
+                    lambda b: [pushes, [[ops.WORK_CLAIM_MANY, "w", "me", BATCH, None]]], batches)
 
 
 def main() -> None:

@@ -345,7 +345,9 @@ def run(scenario: Scenario) -> Outcome:
         checker = sim.check()
         outcome.stats["ops"] = checker.ops
         outcome.stats["deduplicated"] = checker.deduplicated
-        outcome.stats["once_repeats"] = checker.once.repeats + checker.topic_options.repeats
+        outcome.stats["once_repeats"] = (
+            checker.once.repeats + checker.topic_options.repeats + checker.options.repeats
+            + (checker.work.repeats if checker.work is not None else 0))
         outcome.stats["txn_committed"] = checker.txns.committed
         outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
         outcome.stats["group_settled"] = checker.groups.settled()

@@ -154,6 +154,11 @@ class WorkProducer(UniqueSender):
     target = WORK
     scheduling = 0.0
 
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        #: The options' own draws: the others' stay those of plain runs.
+        self._options_rng = random.Random(f"options-{cid}")
+
     def next_op(self) -> None:
         if self.draining or not self.scheduling or self.rng.random() >= self.scheduling:
             super().next_op()
@@ -161,8 +166,8 @@ class WorkProducer(UniqueSender):
         self.n += 1
         delay = self.rng.choice([None, 0, self.rng.randrange(1, 400)])
         value, level = f"{self.cid}:{self.n}", self.rng.randrange(10)
-        own = self.__dict__.setdefault("_options_rng", random.Random(f"options-{self.cid}"))
-        if own.random() < 0.5:  # its own draws: the others' stay those of plain runs
+        own = self._options_rng
+        if own.random() < 0.5:
             msg_id = f"wo-{value}" if self.n < 3 or own.random() < 0.7 else (
                 f"wo-{self.cid}:{own.randrange(1, self.n)}")
             options: dict[str, object] = {"msg_id": msg_id, "headers": {"v": value}}

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.clock import FakeClock
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,3 +86,11 @@ def spec_fixtures() -> Path | None:
     if not path.is_dir():
         raise pytest.UsageError(f"LAZILY_SPEC_FIXTURES={value!r} is not a directory")
     return path
+
+
+@pytest.fixture
+def wall(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """``time.time`` (what stamps replicated entries) as a clock the test moves, from now."""
+    clock = FakeClock(time.time())
+    monkeypatch.setattr(time, "time", clock)
+    return clock

@@ -53,8 +53,8 @@ def test_a_short_run_ends_with_one_json_line_of_every_stage() -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["pushes"] == 30 and figures["p50_us"] > 0
-    if figures["traced"]:
-        assert all(figures[f"{name}_us"] is not None for name in STAGES)
+    assert figures["traced"] == figures["pushes"]  # every push followed end to end
+    assert all(figures[f"{name}_us"] is not None for name in STAGES)
 
 
 def test_bad_arguments_get_a_one_line_error() -> None:

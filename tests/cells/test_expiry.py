@@ -4,7 +4,6 @@ replicated backends alike (time is a fake clock: nothing here waits on real time
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import pytest
@@ -20,14 +19,7 @@ from lazily_queue import (
     testing,
 )
 from lazily_queue.core.queue import QueuePopError
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 async def test_a_local_queue_never_pops_an_expired_element_and_counts_it() -> None:
@@ -94,10 +86,7 @@ async def test_a_backend_without_expiry_refuses_a_ttl_by_name() -> None:
     assert expiring.len() == 1
 
 
-async def test_a_replicated_queue_expires_on_the_leaders_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_a_replicated_queue_expires_on_the_leaders_clock(wall: FakeClock) -> None:
     async with testing.cluster(3, maintenance_interval=None) as c:
         leader = await c.leader()
         follower = (await c.followers())[0]
@@ -148,10 +137,7 @@ async def test_a_local_work_queue_with_ttl_needs_a_clock_and_bad_ttls_are_refuse
     assert w.pending_len() == 0
 
 
-async def test_a_replicated_work_queue_expires_on_the_leaders_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_a_replicated_work_queue_expires_on_the_leaders_clock(wall: FakeClock) -> None:
     async with testing.cluster(3, maintenance_interval=None) as c:
         leader = await c.leader()
         follower = (await c.followers())[0]
@@ -201,10 +187,7 @@ async def test_a_topic_checks_a_per_message_ttl() -> None:
     assert t.elements() == []
 
 
-async def test_a_replicated_topic_drops_by_age_on_the_leaders_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_a_replicated_topic_drops_by_age_on_the_leaders_clock(wall: FakeClock) -> None:
     async with testing.cluster(3, maintenance_interval=None) as c:
         leader = await c.leader()
         follower = (await c.followers())[0]

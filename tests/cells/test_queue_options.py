@@ -29,13 +29,13 @@ from lazily_queue import (
 )
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.reactive import Effect
-from tests.cells.test_expiry import FakeClock as Clock
+from tests.clock import FakeClock
 
 pytestmark = pytest.mark.timeout(60)
 
 
 async def test_every_option_combines_on_one_local_element() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q: QueueCell[str] = QueueCell(ttl=3600.0, clock=clock)
     for _ in range(2):
         assert await q.offer("a", msg_id="m", headers={"k": "v"}, ttl=5.0, delay=2.0) is None
@@ -51,7 +51,7 @@ async def test_every_option_combines_on_one_local_element() -> None:
 
 
 async def test_delayed_elements_fall_due_in_due_then_commit_order() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q: QueueCell[str] = QueueCell(clock=clock)
     await q.push("late", delay=3.0)
     await q.push("early", not_before=datetime.fromtimestamp(1_001.0, UTC))
@@ -112,7 +112,7 @@ async def test_a_backend_without_an_option_refuses_it_by_name() -> None:
 
 
 async def test_a_local_queue_takes_ttl_and_limits_together() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q: QueueCell[str] = QueueCell(ttl=10.0, limits=Limits(max_length=2), clock=clock)
     await q.push("a", ttl=1.0)
     await q.push("b")
@@ -183,7 +183,7 @@ async def test_the_thread_safe_wrapper_passes_the_options() -> None:
 
 
 async def test_transactions_carry_a_queue_push_with_options() -> None:
-    clock = Clock()
+    clock = FakeClock()
     local: QueueCell[str] = QueueCell(ttl=60.0, clock=clock)
     async with transaction() as tx:
         tx.push(local, "a", ttl=5.0, delay=1.0, msg_id="tx-a", headers={"k": "v"})

@@ -5,13 +5,12 @@ a fake clock: nothing here waits on real time)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
-from test_expiry import FakeClock
 
 from lazily_queue import LimitExceeded, Limits, TopicCell, UnsupportedOperation, testing
+from tests.clock import FakeClock
 
 
 async def test_a_per_message_ttl_combines_with_msg_id_and_headers_locally() -> None:
@@ -128,9 +127,7 @@ async def test_the_bytes_and_dropped_readers_follow_the_retention() -> None:
     assert seen == [(2, 0), (4, 0), (4, 1)]
 
 
-async def test_replicated_topic_options_combine(monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_replicated_topic_options_combine(wall: FakeClock) -> None:
     async with testing.cluster(3, maintenance_interval=None) as c:
         leader = await c.leader()
         follower = (await c.followers())[0]
@@ -155,10 +152,7 @@ async def test_replicated_topic_options_combine(monkeypatch: pytest.MonkeyPatch)
             assert cell.expired() == 2 and cell.dropped() == 0
 
 
-async def test_replicated_stream_leaves_expired_elements_out(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_replicated_stream_leaves_expired_elements_out(wall: FakeClock) -> None:
     async with testing.cluster(1, maintenance_interval=None) as c:
         node = await c.leader()
         t = node.topic("t")
@@ -187,8 +181,9 @@ async def test_replicated_reject_waits_for_gc_and_refuses_without_waiting() -> N
         assert refused.value.cell == "t" and refused.value.limit == "max_length"
         assert refused.value.value == 1
         waiting = asyncio.ensure_future(t.publish("b"))
-        await asyncio.sleep(0.01)
-        assert not waiting.done()
+        await asyncio.sleep(0)  # the publish is proposed: the barrier commits after it
+        await node.barrier()
+        assert t.elements() == ["a"] and not waiting.done()  # refused: it waits for room
         assert await t.advance("s") == "a"
         await t.gc()
         assert await asyncio.wait_for(waiting, 10) == 1
@@ -215,12 +210,8 @@ async def test_a_transaction_publishes_with_a_ttl_and_counts_a_reject_topic() ->
     assert limited.elements() == []
 
 
-async def test_a_replicated_transaction_publishes_with_a_ttl(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_replicated_transaction_publishes_with_a_ttl(wall: FakeClock) -> None:
     from lazily_queue import TransactionAborted
-
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
     async with testing.cluster(1, maintenance_interval=None) as c:
         node = await c.leader()
         t = node.topic("t")
@@ -240,10 +231,7 @@ async def test_a_replicated_transaction_publishes_with_a_ttl(
 
 
 
-async def test_replicated_advance_waits_past_expired_elements(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
+async def test_replicated_advance_waits_past_expired_elements(wall: FakeClock) -> None:
     async with testing.cluster(1, maintenance_interval=None) as c:
         node = await c.leader()
         t = node.topic("t")
@@ -251,14 +239,15 @@ async def test_replicated_advance_waits_past_expired_elements(
         await t.publish("a", ttl=1.0)
         wall.now += 2
         taking = asyncio.ensure_future(t.advance("s"))
-        await asyncio.sleep(0.05)
-        assert not taking.done()  # "a" was skipped: nothing live to hand out yet
+        await asyncio.sleep(0)  # the take is proposed: the barrier commits after it
+        await node.barrier()
+        assert t.subscriptions()["s"]["cursor"] == 1  # the take applied: "a" skipped
+        assert not taking.done()  # nothing live to hand out yet
         await t.publish("b")
         assert await asyncio.wait_for(taking, 10) == "b"
 
 
-async def test_a_transaction_counts_expired_head_elements_as_room(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_transaction_counts_expired_head_elements_as_room(wall: FakeClock) -> None:
     from lazily_queue import TransactionAborted, transaction
 
     clock = FakeClock()
@@ -272,8 +261,6 @@ async def test_a_transaction_counts_expired_head_elements_as_room(
     with pytest.raises(TransactionAborted, match="full"):
         async with transaction() as tx:
             tx.publish(local, "d")
-    wall = FakeClock(time.time())
-    monkeypatch.setattr(time, "time", wall)
     async with testing.cluster(1, maintenance_interval=None) as c:
         node = await c.leader()
         t = node.topic("t", limits=Limits(max_length=2))

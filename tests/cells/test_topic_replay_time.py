@@ -16,26 +16,19 @@ from lazily_queue.core.topic import TopicCore
 from lazily_queue.errors import InvalidTimestamp
 from lazily_queue.storage import LocalTopicStorage, StorageCapabilities
 from lazily_queue.storage.topic import as_messages_topic
+from tests.clock import FakeClock
 
 
 def at(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.ms = 1_000_000
-
-    def __call__(self) -> float:
-        return self.ms / 1000
-
-
 async def test_a_time_start_picks_the_first_element_at_or_after_it_locally() -> None:
-    clock = Clock()
+    clock = FakeClock()
     t: TopicCell[Any] = TopicCell(clock=clock)
     await t.subscribe("keep")
     for value, ms in (("a", 1_000_000), ("b", 1_000_500), ("c", 1_000_500), ("d", 1_002_000)):
-        clock.ms = ms
+        clock.now = ms / 1000
         await t.publish(value)
     await t.subscribe("exact", "ephemeral", start=at(1_000_500))
     await t.subscribe("between", "ephemeral", start=at(1_000_501))

@@ -26,14 +26,7 @@ from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.storage.capabilities import StorageCapabilities
 from lazily_queue.storage.local_work import LocalWorkQueueStorage
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 async def _combined(w: WorkQueueCell, t0: float, unit: float) -> None:
@@ -66,7 +59,7 @@ async def _combined(w: WorkQueueCell, t0: float, unit: float) -> None:
 
 
 async def test_every_push_option_combines_locally() -> None:
-    clock = Clock()
+    clock = FakeClock()
     await _combined(WorkQueueCell(clock=clock, ttl=600), clock.now, 1)
 
 
@@ -83,7 +76,7 @@ async def test_every_push_option_combines_on_a_cluster() -> None:
 
 
 async def test_limits_combine_with_retry_ttl_priority_delay_and_headers_locally() -> None:
-    clock = Clock()
+    clock = FakeClock()
     w = WorkQueueCell(clock=clock, visibility_timeout=10, ttl=100,
                       limits=Limits(max_length=3, overflow="drop_oldest"),
                       retry=RetryPolicy.fixed(5))
@@ -106,7 +99,7 @@ async def test_limits_combine_with_retry_ttl_priority_delay_and_headers_locally(
 
 
 async def test_a_full_limited_queue_counts_delayed_and_prioritized_items() -> None:
-    w = WorkQueueCell(clock=Clock(), limits=Limits(max_length=2))
+    w = WorkQueueCell(clock=FakeClock(), limits=Limits(max_length=2))
     await w.push("a", delay=10)
     await w.push("b", priority=3, msg_id="x")
     with pytest.raises(LimitExceeded):
@@ -136,7 +129,7 @@ async def test_a_backend_without_the_options_capability_takes_one_kind_at_a_time
         capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True,
                                            scheduling=True, headers=True)
 
-    w = WorkQueueCell(Single(WorkQueueCore(10), clock=Clock()), clock=Clock())
+    w = WorkQueueCell(Single(WorkQueueCore(10), clock=FakeClock()), clock=FakeClock())
     assert await w.push("p", priority=2) == 0
     assert await w.push("h", headers={"k": "v"}, msg_id="m") == 1
     with pytest.raises(UnsupportedOperation, match="Single does not combine push options"):
@@ -147,7 +140,7 @@ async def test_a_backend_without_the_options_capability_takes_one_kind_at_a_time
 
 
 async def test_now_is_the_time_a_delay_or_ttl_counts_from() -> None:
-    w = WorkQueueCell(clock=Clock(), ttl=100)
+    w = WorkQueueCell(clock=FakeClock(), ttl=100)
     with pytest.raises(ValueError, match="delay or ttl"):
         await w.push("x", now=5.0)
     await w.push("t", ttl=2, now=0.0)  # counted from 0: expired at 2

@@ -18,23 +18,16 @@ from lazily_queue import (
     WorkQueueCore,
 )
 from lazily_queue.reactive import Context, Effect
+from tests.clock import FakeClock
 
 
-class Clock:
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def cell(clock: Clock, **kw: object) -> WorkQueueCell:
+def cell(clock: FakeClock, **kw: object) -> WorkQueueCell:
     return WorkQueueCell(visibility_timeout=10, clock=clock, context=Context(name="sched"),
                          **kw)  # type: ignore[arg-type]
 
 
 async def test_priority_levels_are_claimed_highest_first_fifo_within_a_level() -> None:
-    c = cell(Clock())
+    c = cell(FakeClock())
     for value, prio in [("a", 0), ("b", 5), ("c", 9), ("d", 5), ("e", 0)]:
         await c.push(value, priority=prio)
     assert c.pending_by_priority() == {0: 2, 5: 2, 9: 1}
@@ -44,7 +37,7 @@ async def test_priority_levels_are_claimed_highest_first_fifo_within_a_level() -
 
 
 async def test_a_redelivered_item_keeps_its_priority() -> None:
-    c = cell(Clock())
+    c = cell(FakeClock())
     await c.push("low")
     await c.push("high", priority=7)
     job = await c.claim("w")
@@ -58,7 +51,7 @@ async def test_a_redelivered_item_keeps_its_priority() -> None:
 
 
 async def test_a_delayed_item_is_not_claimable_before_its_time() -> None:
-    clock = Clock()
+    clock = FakeClock()
     c = cell(clock)
     seen: list[tuple[int, int, bool]] = []
     eff = Effect(lambda: seen.append((c.pending_len(), c.delayed_len(), c.is_empty())),
@@ -67,9 +60,9 @@ async def test_a_delayed_item_is_not_claimable_before_its_time() -> None:
     assert (c.pending_len(), c.delayed_len(), c.is_empty()) == (0, 1, True)
     assert seen[-1] == (0, 1, True)
     assert await c.poll("w") is None
-    clock.t += 4.999
+    clock.now += 4.999
     assert await c.poll("w") is None
-    clock.t += 0.001
+    clock.now += 0.001
     job = await c.poll("w")
     assert job is not None and job.value == "later"
     assert c.delayed_len() == 0
@@ -78,18 +71,18 @@ async def test_a_delayed_item_is_not_claimable_before_its_time() -> None:
 
 async def test_not_before_is_an_aware_datetime_on_the_cells_epoch_clock() -> None:
     start = datetime(2030, 1, 1, tzinfo=UTC)
-    clock = Clock(start.timestamp())
+    clock = FakeClock(start.timestamp())
     c = cell(clock)
     await c.push("x", not_before=start + timedelta(seconds=30))
     assert [due for due, _ in c.delayed()] == [start.timestamp() + 30]
-    clock.t += 29
+    clock.now += 29
     assert await c.poll("w") is None
-    clock.t += 1
+    clock.now += 1
     assert (await c.poll("w")) is not None
 
 
 async def test_bad_arguments_are_refused_before_anything_changes() -> None:
-    c = cell(Clock())
+    c = cell(FakeClock())
     for kwargs in ({"priority": 10}, {"priority": -1}, {"priority": True},
                    {"priority": "high"}, {"delay": -1}, {"delay": float("nan")},
                    {"not_before": datetime(2030, 1, 1)}, {"not_before": 12.0},
@@ -108,23 +101,23 @@ async def test_bad_arguments_are_refused_before_anything_changes() -> None:
 
 
 async def test_nack_with_delay_and_the_retry_policy_back_off() -> None:
-    clock = Clock()
+    clock = FakeClock()
     c = cell(clock, retry=RetryPolicy.exponential(base=1, factor=2, cap=3),
              max_deliveries=4)
     await c.push("job")
     d1 = await c.claim("w")
     await c.nack("w", d1.delivery_id)  # policy: 1 s
-    assert c.delayed()[0][0] == clock.t + 1
-    clock.t += 1
+    assert c.delayed()[0][0] == clock.now + 1
+    clock.now += 1
     d2 = await c.claim("w")
     await c.nack("w", d2.delivery_id)  # 2 s
-    assert c.delayed()[0][0] == clock.t + 2
-    clock.t += 2
+    assert c.delayed()[0][0] == clock.now + 2
+    clock.now += 2
     d3 = await c.claim("w")
-    clock.t += 11  # the lease expires: 4 s capped to 3
+    clock.now += 11  # the lease expires: 4 s capped to 3
     assert await c.reap_expired() == 1
-    assert c.delayed()[0][0] == clock.t + 3
-    clock.t += 3
+    assert c.delayed()[0][0] == clock.now + 3
+    clock.now += 3
     d4 = await c.claim("w")
     await c.nack("w", d4.delivery_id, delay=100)  # last attempt: dead-lettered anyway
     assert (c.dead_letter_len(), c.delayed_len()) == (1, 0)
@@ -132,7 +125,7 @@ async def test_nack_with_delay_and_the_retry_policy_back_off() -> None:
 
 
 async def test_explicit_nack_delay_overrides_the_policy() -> None:
-    clock = Clock()
+    clock = FakeClock()
     c = cell(clock, retry=RetryPolicy.fixed(5))
     await c.push("job")
     d = await c.claim("w")
@@ -176,14 +169,14 @@ def test_the_schedule_survives_a_snapshot() -> None:
 
 
 async def test_a_jobs_nack_takes_a_delay() -> None:
-    clock = Clock()
+    clock = FakeClock()
     c = cell(clock)
     await c.push("x")
     async for job in c.deliveries("w"):
         receipt = await job.nack(delay=7)
         break
     assert receipt.outcome == "nacked"
-    assert [(due, item.value) for due, item in c.delayed()] == [(clock.t + 7, "x")]
+    assert [(due, item.value) for due, item in c.delayed()] == [(clock.now + 7, "x")]
 
 
 async def test_a_delay_without_a_clock_is_refused_before_anything_changes() -> None:

@@ -15,6 +15,7 @@ from lazily_queue.metrics import NodeMetrics
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum
 from lazily_queue.reactive import wait_until
 from lazily_queue.status import node_status
+from tests.clock import FakeClock
 
 
 def value(metrics: NodeMetrics, metric: str, **labels: str) -> float | None:
@@ -273,12 +274,7 @@ async def test_transactions_are_counted_committed_or_aborted_on_every_replica() 
                       op="push") for m in metrics} == {1}
 
 
-async def test_expired_elements_are_counted_on_every_replica(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
-    now = [time.time()]
-    monkeypatch.setattr(time, "time", lambda: now[0])
+async def test_expired_elements_are_counted_on_every_replica(wall: FakeClock) -> None:
     async with testing.cluster(3, maintenance_interval=None) as cluster:
         nodes = list(cluster.nodes.values())
         metrics = [NodeMetrics(node) for node in nodes]
@@ -287,7 +283,7 @@ async def test_expired_elements_are_counted_on_every_replica(
         await q.push("a")
         await q.push("b", ttl=1.0)
         await news.publish("x")
-        now[0] += 11
+        wall.now += 11
         assert await q.poll() is QueuePopError.Empty
         await news.publish("y")
         await cluster.settle()
@@ -299,13 +295,9 @@ async def test_expired_elements_are_counted_on_every_replica(
 
 
 async def test_a_reject_topic_with_per_message_ttls_is_measured_on_every_replica(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
+        wall: FakeClock) -> None:
     from lazily_queue import LimitExceeded, Limits
 
-    now = [time.time()]
-    monkeypatch.setattr(time, "time", lambda: now[0])
     async with testing.cluster(3, maintenance_interval=None) as cluster:
         nodes = list(cluster.nodes.values())
         metrics = [NodeMetrics(node) for node in nodes]
@@ -315,7 +307,7 @@ async def test_a_reject_topic_with_per_message_ttls_is_measured_on_every_replica
         await alerts.publish("cde")
         with pytest.raises(LimitExceeded):
             await alerts.publish("f", wait=False)
-        now[0] += 1
+        wall.now += 1
         await alerts.publish("f")  # "ab" expired at the head: room
         await cluster.settle()
         for m in metrics:
