@@ -451,6 +451,14 @@ MUTATIONS = [
         ("tests/cells/test_work_options.py",),
         "a work-queue push combining a ttl with other options expires by it on a cluster"),
     Mutation(
+        "work-declaration-ignores-retry-and-limits", "lazily_queue/replicated/work_queues.py",
+        "        if (core.visibility_timeout, core.max_deliveries, core.retry, have) != (\n"
+        "                visibility_timeout, max_deliveries, retry, limits):",
+        "        if (core.visibility_timeout, core.max_deliveries) != (\n"
+        "                visibility_timeout, max_deliveries):",
+        ("tests/replicated/test_work_declarations.py",),
+        "a work queue declared again with another retry policy or limits is refused"),
+    Mutation(
         "limited-work-ignores-delayed", "lazily_queue/core/limited_work.py",
         "        extra = 0 if sched is None else sched.ready + len(sched.delayed)",
         "        extra = 0 if sched is None else sched.ready",

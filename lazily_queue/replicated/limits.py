@@ -31,7 +31,7 @@ from . import ops
 from .events import QueueDeclared
 from .family import Family, Section, checked_name
 from .ops import OpRefused
-from .work_queues import WorkState
+from .work_queues import declared
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -91,28 +91,13 @@ def declare_topic(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def declare_work(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, visibility_timeout_ms, max_deliveries, limits]``:
+    :func:`.work_queues.declared` with limits and no retry policy."""
     if len(args) != 4:
         raise OpRefused("bad_args", "work_declare_limited is [name, visibility_timeout_ms, "
                         "max_deliveries, limits]")
     name = checked_name(args[0])
-    limits = _limits(args[3])
-    existing = sm.work_queues.get(name)
-    if existing is not None:
-        core = existing.core
-        have = core.limits if isinstance(core, LimitedWorkQueue) else None
-        if have != limits or existing.group is not None or (
-                core.visibility_timeout, core.max_deliveries) != (args[1], args[2]):
-            raise OpRefused(
-                "limits_mismatch",
-                f"work queue {name!r} exists with other settings or limits "
-                f"({'no limits' if have is None else have.describe()}), not "
-                f"{limits.describe()}; open it with the same settings and limits on every "
-                "node, or delete it and declare it again")
-        return None
-    try:
-        sm.work_queues[name] = WorkState(LimitedWorkQueue(args[1], args[2], limits=limits))
-    except (TypeError, ValueError) as exc:
-        raise OpRefused("bad_config", str(exc)) from exc
+    declared(sm, name, args[1], args[2], limits=_limits(args[3]))
     return None
 
 

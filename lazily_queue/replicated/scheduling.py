@@ -17,12 +17,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..core.scheduling import RetryPolicy, check_priority
-from ..core.work import WorkQueueCore
 from ..errors import InvalidSchedule
 from . import ops
 from .family import Family, checked_name
 from .ops import OpRefused
-from .work_queues import WorkState, _changed, _settle, _time, _work, declare
+from .work_queues import _changed, _settle, _time, _work, declared
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -38,30 +37,17 @@ def _ms(value: Any, what: str) -> int | None:
 
 
 def declare_retry(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, visibility_timeout_ms, max_deliveries, retry]``: :func:`.work_queues.declare`
-    with a retry policy (in ms), which an existing queue must have too."""
+    """``[name, visibility_timeout_ms, max_deliveries, retry]``:
+    :func:`.work_queues.declared` with a retry policy (in ms) and no limits."""
+    if len(args) != 4:
+        raise OpRefused("bad_args", "work_declare_retry is [name, visibility_timeout_ms, "
+                        "max_deliveries, retry]")
     name = checked_name(args[0])
     try:
         retry = RetryPolicy.from_list(args[3])
     except InvalidSchedule as exc:
         raise OpRefused("bad_config", str(exc)) from exc
-    existing = sm.work_queues.get(name)
-    if existing is not None:
-        core = existing.core
-        if existing.group is not None:
-            return declare(sm, args[:3])  # refused: the name is a group's
-        if (core.visibility_timeout, core.max_deliveries, core.retry) != (args[1], args[2],
-                                                                           retry):
-            raise OpRefused("config_mismatch", f"work queue {name!r} exists with "
-                            f"visibility_timeout={core.visibility_timeout} ms, max_deliveries="
-                            f"{core.max_deliveries} and retry={core.retry}; open it with the "
-                            "same settings on every node")
-        return None
-    try:
-        core = WorkQueueCore(args[1], args[2], retry=retry)
-    except (TypeError, ValueError) as exc:
-        raise OpRefused("bad_config", str(exc)) from exc
-    sm.work_queues[name] = WorkState(core)
+    declared(sm, name, args[1], args[2], retry)
     return None
 
 

@@ -22,17 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
-from ..core.work import WorkQueueCore
 from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule, LimitExceeded
 from . import expiry, ops, work_headers
 from .dedup import applied_once
 from .family import Family, checked_name
 from .ops import OpRefused
-from .work_queues import WorkState, _changed, _time, _work
+from .work_queues import _changed, _time, _work, declared
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -83,31 +81,14 @@ def _settings(doc: Any) -> tuple[RetryPolicy | None, Limits | None]:
 
 
 def declare(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, visibility_timeout_ms, max_deliveries, {retry, limits}]``."""
+    """``[name, visibility_timeout_ms, max_deliveries, {retry, limits}]``:
+    :func:`.work_queues.declared` with the whole configuration."""
     if len(args) != 4:
         raise OpRefused("bad_args", "work_declare_options is [name, visibility_timeout_ms, "
                         "max_deliveries, options]")
     name = checked_name(args[0])
     retry, limits = _settings(args[3])
-    existing = sm.work_queues.get(name)
-    if existing is not None:
-        core = existing.core
-        have = core.limits if isinstance(core, LimitedWorkQueue) else None
-        if existing.group is not None or (core.visibility_timeout, core.max_deliveries,
-                                          core.retry, have) != (args[1], args[2], retry, limits):
-            raise OpRefused(
-                "config_mismatch",
-                f"work queue {name!r} exists with visibility_timeout="
-                f"{core.visibility_timeout} ms, max_deliveries={core.max_deliveries}, retry="
-                f"{core.retry} and {'no limits' if have is None else have.describe()}; open "
-                "it with the same settings on every node")
-        return None
-    try:
-        sm.work_queues[name] = WorkState(
-            WorkQueueCore(args[1], args[2], retry=retry) if limits is None
-            else LimitedWorkQueue(args[1], args[2], limits=limits, retry=retry))
-    except (TypeError, ValueError) as exc:
-        raise OpRefused("bad_config", str(exc)) from exc
+    declared(sm, name, args[1], args[2], retry, limits)
     return None
 
 

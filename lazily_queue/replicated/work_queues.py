@@ -18,6 +18,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..core.limited_work import LimitedWorkQueue
+from ..core.limits import Limits
+from ..core.scheduling import RetryPolicy
 from ..core.snapshot import is_int
 from ..core.work import (
     DEAD_LETTER_LEN,
@@ -93,29 +96,48 @@ def _changed(sm: StateMachine, name: str, mask: int) -> None:
         sm.emit(WorkQueueChanged(name, mask))
 
 
-def declare(sm: StateMachine, args: list[Any]) -> Any:
-    name = checked_name(args[0])
-    visibility_timeout, max_deliveries = args[1], args[2]
+def declared(sm: StateMachine, name: str, visibility_timeout: Any, max_deliveries: Any,
+             retry: RetryPolicy | None = None, limits: Limits | None = None) -> None:
+    """The one rule of every work-queue declaration (``WORK_DECLARE`` and the ops that
+    add a retry policy or limits, or both): a new queue is made with the whole
+    configuration; an existing one must have exactly it (a declaration without a retry
+    policy or limits means none), else ``config_mismatch`` and nothing changes; a
+    group's queue is ``name_taken``."""
     existing = sm.work_queues.get(name)
     if existing is not None:
         if existing.group is not None:
             raise OpRefused("name_taken", f"{name!r} is group {existing.group[1]!r} of topic "
                             f"{existing.group[0]!r}; open it with topic.group()")
         core = existing.core
-        if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout, max_deliveries
-                                                              ) or core.retry is not None:
+        have = core.limits if isinstance(core, LimitedWorkQueue) else None
+        if (core.visibility_timeout, core.max_deliveries, core.retry, have) != (
+                visibility_timeout, max_deliveries, retry, limits):
             raise OpRefused(
                 "config_mismatch",
                 f"work queue {name!r} exists with visibility_timeout="
-                f"{core.visibility_timeout} ms, max_deliveries={core.max_deliveries} and retry="
-                f"{core.retry}; open "
-                "it with the same settings on every node",
-            )
-        return None
+                f"{core.visibility_timeout} ms, max_deliveries={core.max_deliveries}, "
+                f"retry={core.retry} and {'no limits' if have is None else have.describe()},"
+                f" not visibility_timeout={visibility_timeout!r} ms, max_deliveries="
+                f"{max_deliveries!r}, retry={retry} and "
+                f"{'no limits' if limits is None else limits.describe()}; open it with the "
+                "same settings on every node, or delete it and declare it again")
+        return
     try:
-        sm.work_queues[name] = WorkState(WorkQueueCore(visibility_timeout, max_deliveries))
+        sm.work_queues[name] = WorkState(
+            WorkQueueCore(visibility_timeout, max_deliveries, retry=retry) if limits is None
+            else LimitedWorkQueue(visibility_timeout, max_deliveries, limits=limits,
+                                  retry=retry))
     except (TypeError, ValueError) as exc:
-        raise OpRefused("bad_config", str(exc)) from exc
+        raise OpRefused("bad_config", str(exc)) from None
+
+
+def declare(sm: StateMachine, args: list[Any]) -> Any:
+    """``[name, visibility_timeout_ms, max_deliveries]``: :func:`declared` without a
+    retry policy or limits."""
+    if len(args) != 3:
+        raise OpRefused("bad_args", "work_declare is [name, visibility_timeout_ms, "
+                        "max_deliveries]")
+    declared(sm, checked_name(args[0]), args[1], args[2])
     return None
 
 

@@ -1,8 +1,8 @@
 """The replicated work queue of a cell declared with limits.
 
-:class:`LimitedRaftWorkQueueStorage` declares the work queue with
-``WORK_DECLARE_LIMITED`` (:mod:`lazily_queue.replicated.limits`): its pushes are checked
-against the limits in log order, and a push the limits refuse raises
+:class:`LimitedRaftWorkQueueStorage` declares the work queue with its
+limits (``WORK_DECLARE_OPTIONS``, :mod:`lazily_queue.replicated.work_options`): its
+pushes are checked against the limits in log order, and a push the limits refuse raises
 :class:`~lazily_queue.errors.LimitExceeded` here.
 """
 
@@ -18,7 +18,6 @@ from ..core.work import WorkTransition
 from ..core.work_options import WorkPushOptions
 from ..errors import LimitExceeded
 from ..raft.errors import ProposalRejected
-from ..replicated import ops as C
 from .raft_queue import Proposer
 from .raft_work_queue import RaftWorkQueueStorage
 
@@ -38,15 +37,7 @@ class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
                  ttl: float | None = None) -> None:
         super().__init__(driver, view, name, visibility_timeout=visibility_timeout,
                          max_deliveries=max_deliveries, timeout=timeout, retry=retry, ttl=ttl)
-        self.limits = limits
-
-    def _declare_op(self) -> tuple[int, list[Any]]:
-        if self.retry is not None:
-            return C.WORK_DECLARE_OPTIONS, [self.name, self.visibility_timeout,
-                                            self.max_deliveries, {"retry": self.retry.to_list(),
-                                                                  "limits": self.limits.doc()}]
-        return C.WORK_DECLARE_LIMITED, [self.name, self.visibility_timeout,
-                                        self.max_deliveries, self.limits.doc()]
+        self.limits: Limits = limits
 
     def limited_work(self) -> LimitedWorkQueue | None:
         """The work queue as applied here (``None`` before it is declared)."""

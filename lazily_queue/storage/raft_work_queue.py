@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.expiry import ttl_ms
 from ..core.headers import Headers
+from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import (
     DeadLetter,
@@ -68,6 +69,8 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
             self.expiry_rules = [ttl_ms(ttl), None]
         self._empty = WorkQueueCore(visibility_timeout, max_deliveries, retry=retry)
         self.retry = retry
+        #: The limits of a work queue declared with them (:mod:`.raft_limited`).
+        self.limits: Limits | None = None
         self.visibility_timeout = self._empty.visibility_timeout
         self.max_deliveries = self._empty.max_deliveries
         #: The leader stamps milliseconds.
@@ -75,10 +78,15 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         self._listener: WorkQueueChangeListener | None = None
 
     def _declare_op(self) -> tuple[int, list[Any]]:
+        """One ``WORK_DECLARE_OPTIONS`` with the whole configuration: a queue declared
+        with other settings, retry policy or limits is refused (``config_mismatch``)."""
+        options: dict[str, Any] = {}
         if self.retry is not None:
-            return C.WORK_DECLARE_RETRY, [self.name, self.visibility_timeout,
-                                          self.max_deliveries, self.retry.to_list()]
-        return C.WORK_DECLARE, [self.name, self.visibility_timeout, self.max_deliveries]
+            options["retry"] = self.retry.to_list()
+        if self.limits is not None:
+            options["limits"] = self.limits.doc()
+        return C.WORK_DECLARE_OPTIONS, [self.name, self.visibility_timeout,
+                                        self.max_deliveries, options]
 
     def _core(self) -> WorkQueueCore:
         state = self._view.work_queue(self.name)

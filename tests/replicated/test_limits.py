@@ -159,7 +159,7 @@ def test_work_queue_limits_in_log_order_snapshots_and_mirrors() -> None:
     assert isinstance(core, LimitedWorkQueue)
     assert [p.value for p in core.pending()] == ["b", "c"] and core.dropped == {"drop_oldest": 1}
     assert _code(_apply(sm, [ops.WORK_DECLARE_LIMITED, "w", 1000, 3, [3, None, "reject"]])[0]) == (
-        "limits_mismatch")
+        "config_mismatch")
     _apply(sm, [ops.WORK_DECLARE_LIMITED, "r", 1000, 3, [None, 2, "reject"]])
     assert _code(_apply(sm, [ops.WORK_PUSH, "r", "abc"])[0]) == "full"
     doc = sm.capture()
