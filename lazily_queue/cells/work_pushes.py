@@ -5,9 +5,9 @@ item was pushed with.
 
 Options are checked once before anything is applied or proposed; each needs its
 capability (``dedup``, ``headers``, ``expiry``, ``scheduling``), refused with
-:class:`~lazily_queue.errors.UnsupportedOperation` naming the backend. A backend that
-declares ``options`` takes every combination in one step (``push_options``); on another
-one a push may carry one kind of option only (the backend is named in the refusal).
+:class:`~lazily_queue.errors.UnsupportedOperation` naming the backend. A push with a
+``msg_id`` only goes to ``push_once``; any other combination to ``push_options``, in one
+step.
 """
 
 from __future__ import annotations
@@ -128,40 +128,16 @@ class WorkQueuePushes:
             raise no_expiry(self.name, storage, "push")
         if options.scheduled:
             self._scheduling("priority" if not options.delayed else "delayed delivery")
-        kinds = {("msg_id" if name == "msg_id" else "scheduling"
-                  if name in ("priority", "delay", "not_before") else name)
-                 for name in options.given()} - {"msg_id"}
-        if len(kinds) > 1 and not caps.options:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(storage).__name__} does not combine push options "
-                f"({', '.join(options.given())}); give one kind of option per push")
 
     async def _push_with(self, value: Any, options: WorkPushOptions, now: Now) -> int:
         storage: Any = self._storage
-        given = options.given()
-        if given == ["msg_id"]:
+        if options.given() == ["msg_id"]:
             return int(self._apply(await storage.push_once(value, options.msg_id)))
         moment = self._now(now) if options.delayed or now is not None else None
-        if storage.capabilities.options:
-            return int(self._apply(await storage.push_options(value, options, moment)))
-        if options.headers is not None:  # one kind of option: its own method
-            return int(self._apply(await storage.push_headers(value, options.headers,
-                                                              options.msg_id)))
-        if options.ttl_ms is not None and options.msg_id is None:
-            return int(self._apply(await storage.push_ttl(value, options.ttl_ms)))
-        if options.msg_id is None:
-            return int(self._apply(await storage.push_scheduled(
-                value, priority=options.level, delay=_seconds(options.delay_ms),
-                not_before=_seconds(options.not_before_ms), now=moment)))
-        raise UnsupportedOperation(
-            f"{self.name}: {type(storage).__name__} does not combine push options "
-            f"({', '.join(given)}); give one kind of option per push")
+        return int(self._apply(await storage.push_options(value, options, moment)))
 
     def headers_of(self, item_id: int) -> Mapping[str, str]:
         """The headers item ``item_id`` was pushed with (read-only; empty when none)."""
         storage = as_headers_work_queue(self._storage)
         return view(None if storage is None else storage.headers_of(item_id))
 
-
-def _seconds(ms: int | None) -> float | None:
-    return None if ms is None else ms / 1000

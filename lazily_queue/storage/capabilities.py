@@ -58,20 +58,20 @@ class StorageCapabilities:
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
     - ``scheduling`` (work queues): priority levels, delayed items and delayed nacks
-      (``push_scheduled``, ``nack_delayed``, ``promote_due`` and the ``delayed_len`` /
+      (pushes through ``push_options``, ``nack_delayed``, ``promote_due`` and the ``delayed_len`` /
       ``delayed`` / ``pending_by_priority`` / ``next_due`` reads, see
       :mod:`lazily_queue.core.scheduling`). Without it the cells refuse ``priority``,
       ``delay``, ``not_before`` and ``nack(delay=)`` with
       :class:`~lazily_queue.errors.UnsupportedOperation` naming the backend.
     - ``expiry``: message expiry (:mod:`lazily_queue.core.expiry`): pushes take a
-      per-message ``ttl`` (``offer_ttl`` / ``push_ttl``), what expired is never handed
-      out, and ``expired_count()`` counts what left that way. Without it the cells refuse
-      ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
-    - ``options`` (work queues): ``push_options``: a push with any combination of the
-      options whose capabilities the backend declares (``msg_id``, ``headers``,
-      ``ttl``, ``priority``, ``delay`` / ``not_before``) in one step
-      (:mod:`lazily_queue.core.work_options`). Without it a push carries one kind of
-      option at a time.
+      per-message ``ttl`` (``offer_ttl``; a work queue's ``push_options``), what expired
+      is never handed out, and ``expired_count()`` counts what left that way. Without it
+      the cells refuse ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
+    - Work queues push with options through one method, ``push_options``: any
+      combination of the options whose capabilities the backend declares (``msg_id``,
+      ``headers``, ``ttl``, ``priority``, ``delay`` / ``not_before``) in one step
+      (:mod:`lazily_queue.core.work_options`); ``headers``, ``scheduling`` and
+      ``expiry`` each require it.
     - ``limits`` (queues): ``limits()`` and ``limited_fifo()``: the queue was declared with
       :class:`~lazily_queue.core.limits.Limits`, whose count the cell reads as readers.
     """
@@ -92,7 +92,6 @@ class StorageCapabilities:
     scheduling: bool = False
     expiry: bool = False
     limits: bool = False
-    options: bool = False
 
 
 def declared(

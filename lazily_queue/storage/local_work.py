@@ -46,7 +46,7 @@ class LocalWorkQueueStorage:
     __slots__ = ("_headers", "clock", "core", "dedup", "name")
 
     capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True,
-                                       scheduling=True, headers=True, options=True)
+                                       scheduling=True, headers=True)
 
     def __init__(
         self, core: WorkQueueCore, *, name: str = "work_queue", clock: Clock | None = None,
@@ -158,12 +158,6 @@ class LocalWorkQueueStorage:
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return self.try_push(value)
 
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        return await self.push_options(value, WorkPushOptions(msg_id, headers), None)
-
     async def push_options(
         self, value: Any, options: WorkPushOptions, now: float | None, *,
         timeout: float | None = None,
@@ -257,16 +251,6 @@ class LocalWorkQueueStorage:
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         return self.try_reap_expired(_time(now))
-
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        at = _scheduling_time(now) if delay is not None or not_before is not None else 0.0
-        due = at + delay if delay is not None else not_before
-        clock = self.clock
-        stamp = None if clock is None else int(clock() * 1000)
-        return self.core.push_scheduled(value, stamp, priority=priority, due=due, now=at)
 
     async def nack_delayed(
         self, worker: str, delivery_id: int, delay: float, now: float | None, *,

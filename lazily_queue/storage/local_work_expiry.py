@@ -2,7 +2,7 @@
 
 :class:`ExpiringWorkQueueStorage` is :class:`~.local_work.LocalWorkQueueStorage` whose
 items may expire (:mod:`lazily_queue.core.expiry`) while they wait for their first
-delivery: a default TTL and a per-message TTL (:meth:`push_ttl`). Pushes are stamped
+delivery: a default TTL and a per-message TTL (``push_options``). Pushes are stamped
 with its ``clock``; a claim decides expiry at the claim's own ``now`` (seconds), so a
 claim never leases an item expired at that time.
 """
@@ -10,7 +10,6 @@ claim never leases an item expired at that time.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..core.expiry import Expiry, optional_ttl_ms
 from ..core.expiry_take import claim_live, expire_work_head
@@ -45,16 +44,6 @@ class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
     def _stamp(self) -> int:
         assert self.clock is not None
         return int(self.clock() * 1000)
-
-    def try_push_ttl(self, value: Any, ttl_ms: int) -> WorkTransition[int]:
-        stamp = self._stamp()
-        transition = self.core.push(value, stamp)
-        self.expiry.note(transition.result, stamp, ttl_ms)
-        return transition
-
-    async def push_ttl(self, value: Any, ttl_ms: int, *,
-                       timeout: float | None = None) -> WorkTransition[int]:
-        return self.try_push_ttl(value, ttl_ms)
 
     def _note_ttl(self, item_id: int, ttl_ms: int, stamp: int | None,
                   now: float | None) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.headers import Headers
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
@@ -52,26 +51,6 @@ class LimitedRaftWorkQueueStorage(RaftWorkQueueStorage):
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         return await self._checked(super().push_once(value, msg_id, timeout=timeout))
-
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        return await self._checked(super().push_headers(value, headers, msg_id,
-                                                        timeout=timeout))
-
-    async def push_ttl(
-        self, value: Any, ttl_ms: int, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        return await self._checked(super().push_ttl(value, ttl_ms, timeout=timeout))
-
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        return await self._checked(super().push_scheduled(
-            value, priority=priority, delay=delay, not_before=not_before, now=now,
-            timeout=timeout))
 
     async def push_options(
         self, value: Any, options: WorkPushOptions, now: float | None, *,

@@ -43,15 +43,6 @@ class RaftWorkScheduling:
     def pending_by_priority(self) -> dict[int, int]:
         return self._core().pending_by_priority()
 
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        item_id, mask = await self._call(
-            C.WORK_PUSH_SCHEDULED,
-            [self.name, priority, _ms(delay), _ms(not_before), now, value], timeout)
-        return WorkTransition(item_id, mask)
-
     async def nack_delayed(
         self, worker: str, delivery_id: int, delay: float, now: float | None, *,
         timeout: float | None = None,

@@ -50,7 +50,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     expiry_kind = "work_queue"
     capabilities = StorageCapabilities(observable=True, own_clock=True, lifecycle=True,
                                        logical_time=True, dedup=True, scheduling=True,
-                                       headers=True, expiry=True, options=True)
+                                       headers=True, expiry=True)
 
     def __init__(
         self,
@@ -151,14 +151,6 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
             C.WORK_PUSH_ONCE, [msg_id, value], timeout)
         return transition
 
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        transition: WorkTransition[int] = await self._masked(
-            C.WORK_PUSH_HEADERS, [headers, msg_id, value], timeout)
-        return transition
-
     def headers_of(self, item_id: int) -> Headers | None:
         return self._view.work_headers_of(self.name, item_id)
 
@@ -170,13 +162,6 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         time a delay or TTL counts from) is the leader's stamp when ``None``."""
         transition: WorkTransition[int] = await self._masked(
             C.WORK_PUSH_OPTIONS, [options.to_map(), now, value], timeout)
-        return transition
-
-    async def push_ttl(
-        self, value: Any, ttl_ms: int, *, timeout: float | None = None
-    ) -> WorkTransition[int]:
-        transition: WorkTransition[int] = await self._masked(
-            C.WORK_PUSH_TTL, [ttl_ms, value], timeout)
         return transition
 
     async def poll(

@@ -6,7 +6,6 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ..core.headers import Headers
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkTransition
 from ..core.work_options import WorkPushOptions
 from ..serializers import Codec
@@ -81,37 +80,12 @@ class SerializingWorkQueueStorage(SerializingWrapper):
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         return await self.inner.push(self.codec.encode(value), timeout=timeout)
 
-    async def push_ttl(self, value: Any, ttl_ms: int, *,
-                       timeout: float | None = None) -> WorkTransition[int]:
-        inner: Any = self.inner
-        return await inner.push_ttl(  # type: ignore[no-any-return]
-            self.codec.encode(value), ttl_ms, timeout=timeout)
-
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
         inner: Any = self.inner
         result: WorkTransition[int] = await inner.push_once(
             self.codec.encode(value), msg_id, timeout=timeout)
-        return result
-
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_headers(
-            self.codec.encode(value), headers, msg_id, timeout=timeout)
-        return result
-
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        inner: Any = self.inner
-        result: WorkTransition[int] = await inner.push_scheduled(
-            self.codec.encode(value), priority=priority, delay=delay, not_before=not_before,
-            now=now, timeout=timeout)
         return result
 
     async def push_options(

@@ -140,15 +140,8 @@ class DedupWorkQueueStorage(WorkQueueStorage, Protocol):
 
 
 class HeaderWorkQueueStorage(WorkQueueStorage, Protocol):
-    """Capability ``headers``: items pushed with headers, kept by item id."""
-
-    async def push_headers(
-        self, value: Any, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        """:meth:`push` of an item with ``headers`` (checked, non-empty); with a
-        ``msg_id``, deduplicated as ``push_once`` is."""
-        ...
+    """Capability ``headers``: items pushed with headers (``push_options``), kept by
+    item id."""
 
     def headers_of(self, item_id: int) -> Headers | None:
         """The headers of item ``item_id`` while it exists (``None``: none)."""
@@ -170,13 +163,6 @@ class SchedulingWorkQueueStorage(WorkQueueStorage, Protocol):
 
     def pending_by_priority(self) -> dict[int, int]: ...
 
-    async def push_scheduled(
-        self, value: Any, *, priority: int, delay: float | None, not_before: float | None,
-        now: float | None, timeout: float | None = None,
-    ) -> WorkTransition[int]:
-        """Push at ``priority``, claimable from ``now + delay`` or ``not_before``."""
-        ...
-
     async def nack_delayed(
         self, worker: str, delivery_id: int, delay: float, now: float | None, *,
         timeout: float | None = None,
@@ -192,7 +178,8 @@ class SchedulingWorkQueueStorage(WorkQueueStorage, Protocol):
 
 
 class OptionsWorkQueueStorage(WorkQueueStorage, Protocol):
-    """Capability ``options``: pushes with any combination of options."""
+    """The push with options of a backend declaring ``headers``, ``scheduling`` or
+    ``expiry``: any combination of the options it declares, in one step."""
 
     async def push_options(
         self, value: Any, options: WorkPushOptions, now: float | None, *,
@@ -221,11 +208,10 @@ CAPABILITY_METHODS = {
     "observable": ("set_change_listener",),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("push_once",),
-    "headers": ("push_headers", "headers_of"),
+    "headers": ("push_options", "headers_of"),
     "scheduling": ("delayed_len", "next_due", "delayed", "pending_by_priority",
-                   "push_scheduled", "nack_delayed", "promote_due"),
-    "expiry": ("push_ttl", "expired_count"),
-    "options": ("push_options",),
+                   "push_options", "nack_delayed", "promote_due"),
+    "expiry": ("push_options", "expired_count"),
 }
 
 

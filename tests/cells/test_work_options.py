@@ -14,18 +14,16 @@ from lazily_queue import (
     LimitExceeded,
     Limits,
     RetryPolicy,
-    UnsupportedOperation,
     WorkQueueCell,
     testing,
 )
 from lazily_queue.core.limited_work import DROPPED, HELD_BYTES
-from lazily_queue.core.work import WorkQueueCore
 from lazily_queue.reactive import computed
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
+from lazily_queue.serializers import serializer
 from lazily_queue.storage.capabilities import StorageCapabilities
-from lazily_queue.storage.local_work import LocalWorkQueueStorage
 from tests.clock import FakeClock
 
 
@@ -124,19 +122,26 @@ async def test_limits_retry_and_ttl_declared_together_on_a_cluster() -> None:
                                                      overflow="drop_oldest")) is w
 
 
-async def test_a_backend_without_the_options_capability_takes_one_kind_at_a_time() -> None:
-    class Single(LocalWorkQueueStorage):
-        capabilities = StorageCapabilities(sync=True, logical_time=True, dedup=True,
-                                           scheduling=True, headers=True)
+async def test_a_cell_with_a_serializer_combines_every_option_in_one_push() -> None:
+    codec = serializer(lambda v: {"v": v}, lambda doc: doc["v"])
+    w = WorkQueueCell(clock=FakeClock(), serializer=codec)
+    item = await w.push("x", headers={"k": "v"}, priority=1, msg_id="m", delay=0)
+    assert await w.push("x", headers={"k": "v"}, priority=1, msg_id="m") == item
+    assert w.headers_of(item) == {"k": "v"} and w.pending_len() == 1
 
-    w = WorkQueueCell(Single(WorkQueueCore(10), clock=FakeClock()), clock=FakeClock())
-    assert await w.push("p", priority=2) == 0
-    assert await w.push("h", headers={"k": "v"}, msg_id="m") == 1
-    with pytest.raises(UnsupportedOperation, match="Single does not combine push options"):
-        await w.push("x", headers={"k": "v"}, priority=1)
-    with pytest.raises(UnsupportedOperation, match="no message expiry"):
-        await w.push("x", ttl=1)
-    assert w.pending_len() == 2
+
+def test_a_backend_with_pushes_with_options_but_no_push_options_is_refused() -> None:
+    class Partial:
+        capabilities = StorageCapabilities(headers=True)
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "push_options":
+                raise AttributeError(name)
+            return lambda *a, **k: None
+
+    with pytest.raises(TypeError, match="declares the 'headers' capability but has no "
+                                        "push_options"):
+        WorkQueueCell(Partial())  # type: ignore[arg-type]
 
 
 async def test_now_is_the_time_a_delay_or_ttl_counts_from() -> None:
@@ -241,7 +246,8 @@ async def test_a_client_pushes_with_every_option_combined() -> None:
         async with connect(addresses, Credentials("web", b"token-of-the-web-tier"),
                            ping_interval=0.2, ping_timeout=1.0) as client:
             w = client.work_queue("w")
-            assert w.capabilities.options
+            caps = w.capabilities
+            assert caps.headers and caps.scheduling and caps.expiry and caps.dedup
             first = await w.push("late", msg_id="c-1", headers={"k": "v"}, ttl=7200,
                                  priority=3, delay=3600)
             assert await w.push("late", msg_id="c-1", priority=9) == first

@@ -70,7 +70,7 @@ def test_construction_and_configuration(ctx: Context) -> None:
     cell = WorkQueueCell(visibility_timeout=10, context=ctx)
     assert isinstance(cell.storage, LocalWorkQueueStorage)
     assert cell.capabilities == StorageCapabilities(sync=True, logical_time=True, dedup=True,
-                                                   scheduling=True, headers=True, options=True)
+                                                   scheduling=True, headers=True)
     assert (cell.visibility_timeout, cell.max_deliveries) == (10, 3)
     default = WorkQueueCell(context=ctx)  # the defaults of Node.work_queue
     assert (default.visibility_timeout, default.max_deliveries) == (30.0, 3)
