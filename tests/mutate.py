@@ -459,6 +459,13 @@ MUTATIONS = [
         ("tests/replicated/test_work_declarations.py",),
         "a work queue declared again with another retry policy or limits is refused"),
     Mutation(
+        "work-ttl-from-the-due-time", "lazily_queue/replicated/work_options.py",
+        "                item_id, at, options.ttl_ms)",
+        "                item_id, at if due is None else int(due), options.ttl_ms)",
+        ("tests/cells/test_work_options.py::"
+         "test_a_delayed_items_ttl_counts_from_its_push_on_a_cluster",),
+        "a delayed work item's ttl counts from its push, not from its due time"),
+    Mutation(
         "limited-work-ignores-delayed", "lazily_queue/core/limited_work.py",
         "        extra = 0 if sched is None else sched.ready + len(sched.delayed)",
         "        extra = 0 if sched is None else sched.ready",

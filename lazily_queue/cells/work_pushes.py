@@ -79,7 +79,8 @@ class WorkQueuePushes:
           committed now but not claimable before ``now + delay`` / ``not_before``, then
           joins its level's tail (see :mod:`lazily_queue.core.scheduling`).
         - ``ttl`` (seconds, capability ``expiry``): it expires that long after its push,
-          or after its due time when delayed, unless claimed before (never under a
+          delayed or not (a delay does not extend it: a delayed item is offered for
+          ``ttl - delay``), unless claimed before (never under a
           lease, nor after its first delivery).
         - ``headers`` (capability ``headers``): every delivery's ``Job.headers``
           (redeliveries, nacks and dead letters included).

@@ -6,7 +6,7 @@
   ``delay_ms`` / ``not_before_ms``, ``priority``). The item is pushed at its priority and
   due time (``now + delay_ms`` or ``not_before_ms``; ``now`` is the op's, else the
   leader's stamp), its TTL counted from
-  its push (``now``) or, when delayed, from its due time; its headers are kept by item
+  its push (``now``), delayed or not (a delay does not extend it); its headers are kept by item
   id as ``WORK_PUSH_HEADERS`` keeps them; the whole push applies once per ``msg_id`` in
   the dedup window. A malformed map is refused (``bad_options``) before anything
   changes; a push a work queue's limits refuse is refused (``full``).

@@ -56,6 +56,26 @@ async def _combined(w: WorkQueueCell, t0: float, unit: float) -> None:
     assert w.expired() == 1 and short not in (first, plain)
 
 
+async def _ttl_from_the_push(w: WorkQueueCell, t0: float, unit: float) -> None:
+    """A delayed item's TTL counts from its push, not from its due time."""
+    item = await w.push("x", ttl=0.1, delay=0.08, now=t0)
+    kept = await w.push("y", ttl=0.3, delay=0.08, now=t0)
+    job = await w.poll("a", t0 + 0.12 * unit)  # due at 0.08; "x" expired at 0.1
+    assert job is not None and job.item_id == kept != item
+    assert w.expired() == 1
+
+
+async def test_a_delayed_items_ttl_counts_from_its_push_locally() -> None:
+    clock = FakeClock()
+    await _ttl_from_the_push(WorkQueueCell(clock=clock, ttl=600), clock.now, 1)
+
+
+async def test_a_delayed_items_ttl_counts_from_its_push_on_a_cluster() -> None:
+    async with testing.cluster(1) as c:
+        w = (await c.leader()).work_queue("w", visibility_timeout=30)
+        await _ttl_from_the_push(w, round(time.time() * 1000) + 3_600_000, 1000)
+
+
 async def test_every_push_option_combines_locally() -> None:
     clock = FakeClock()
     await _combined(WorkQueueCell(clock=clock, ttl=600), clock.now, 1)
