@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
-from ..core.push_options import PushOptions
 from ..core.queue import DELAY, POP, PUSH
 from . import expiry, ops
 from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section, checked_name
 from .ops import OpRefused
+from .options import decode_options
 from .queues import _queue, promote
 from .work_queues import _time
 
@@ -38,20 +38,12 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 
-def options_of(raw: Any) -> PushOptions:
-    """The options map of a ``QUEUE_PUSH_OPTIONS``, or the ``bad_options`` refusal."""
-    try:
-        return PushOptions.from_map(raw)
-    except ValueError as exc:
-        raise OpRefused("bad_options", f"queue_push_options: {exc}") from None
-
-
 def push(sm: StateMachine, args: list[Any]) -> Any:
     """``[name, options, value]``: ``None``, or the push's ``Closed`` / ``Full``."""
     if len(args) != 3:
         raise OpRefused("bad_args", "queue_push_options is [name, options, value]")
     name, raw, value = args
-    options = options_of(raw)
+    options = decode_options(ops.QUEUE_PUSH_OPTIONS, raw)
     q = _queue(sm, name)
     if q.delayed_len():
         promote(sm, name, q)

@@ -16,23 +16,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.headers import OffsetHeaders
-from ..core.topic_options import PushOptions, options_from_map
 from . import expiry, ops, topics
 from .dedup import applied_once
 from .family import Family, checked_name
 from .headers import topic_headers
 from .ops import OpRefused
+from .options import decode_options
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
-
-
-def checked_options(doc: Any) -> PushOptions:
-    """The options of the op, or its refusal (``bad_options``)."""
-    try:
-        return options_from_map(doc)
-    except ValueError as exc:
-        raise OpRefused("bad_options", str(exc)) from None
 
 
 def publish(sm: StateMachine, args: list[Any]) -> Any:
@@ -40,7 +32,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     if len(args) != 3:
         raise OpRefused("bad_args", "topic_publish_options is [name, options, value]")
     name = checked_name(args[0])
-    options = checked_options(args[1])
+    options = decode_options(ops.TOPIC_PUBLISH_OPTIONS, args[1])
     value = args[2]
     core = sm.topics.get(name)
     if core is None:

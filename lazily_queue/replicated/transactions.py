@@ -26,17 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dedup import MAX_MSG_ID_CHARS
 from ..core.headers import check_headers
-from ..core.push_options import PushOptions
 from ..core.queue import QueuePushError
 from ..core.topic_expiry import expiring_at_head
-from ..core.topic_options import options_from_map
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..errors import InvalidHeaders
 from . import ops
 from .dedup import DedupKey
 from .events import TransactionApplied
 from .family import Family
-from .ops import OpError
+from .ops import OpError, OpRefused
+from .options import decode_options
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -102,11 +101,10 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
             raise _Abort("bad_headers", str(exc)) from None
     msg_id = args[1] if code in ops.ONCE_OPS else args[2] if headers else None
     if code in (ops.QUEUE_PUSH_OPTIONS, ops.TOPIC_PUBLISH_OPTIONS):
-        decode = PushOptions.from_map if code == ops.QUEUE_PUSH_OPTIONS else options_from_map
         try:
-            msg_id = decode(args[1]).msg_id
-        except ValueError as exc:
-            raise _Abort("bad_options", str(exc)) from None
+            msg_id = decode_options(code, args[1]).msg_id
+        except OpRefused as exc:
+            raise _Abort(exc.error.code, exc.error.message) from None
         headers = True  # the op deduplicates itself
     if msg_id is not None or code in ops.ONCE_OPS:
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:

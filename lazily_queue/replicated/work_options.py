@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
-from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule, LimitExceeded
 from . import expiry, ops, work_headers
 from .dedup import applied_once
 from .family import Family, checked_name
 from .ops import OpRefused
+from .options import decode_work_options
 from .work_queues import _changed, _time, _work, declared
 
 if TYPE_CHECKING:
@@ -40,10 +40,7 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     """``[name, options, now | None, value]``: ``[item_id, mask]``."""
     if len(args) != 4:
         raise OpRefused("bad_args", "work_push_options is [name, options, now, value]")
-    try:
-        options = WorkPushOptions.from_map(args[1])
-    except ValueError as exc:
-        raise OpRefused("bad_options", str(exc)) from None
+    options = decode_work_options(args[1])
     at = _time(sm, args[2])
     name, state = _work(sm, args)
     if state.group is not None:
