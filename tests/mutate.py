@@ -466,6 +466,12 @@ MUTATIONS = [
          "test_a_delayed_items_ttl_counts_from_its_push_on_a_cluster",),
         "a delayed work item's ttl counts from its push, not from its due time"),
     Mutation(
+        "txn-counts-delayed-work-as-droppable", "lazily_queue/core/txn.py",
+        "        if not delayed:\n            levels.setdefault(level, deque()).append(size)",
+        "        if True:\n            levels.setdefault(level, deque()).append(size)",
+        ("tests/cells/test_work_transactions.py",),
+        "a transaction never counts on dropping a delayed work item (aborts whole instead)"),
+    Mutation(
         "limited-work-ignores-delayed", "lazily_queue/core/limited_work.py",
         "        extra = 0 if sched is None else sched.ready + len(sched.delayed)",
         "        extra = 0 if sched is None else sched.ready",

@@ -106,6 +106,16 @@ class LimitedWorkQueue(WorkQueueCore):
         """The sizes of the droppable items, in drop order."""
         return deque(self.sizes[item.item_id] for item in self._droppable())
 
+    def droppable_sizes(self) -> dict[int, deque[int]]:
+        """The sizes of the droppable items by priority level, each level oldest first
+        (``drop_oldest`` drops the lowest level first)."""
+        levels = {0: deque(self.sizes[item.item_id] for item in self._pending)}
+        sched = self._sched
+        if sched is not None:
+            for level, items in sched.levels.items():
+                levels[level] = deque(self.sizes[item.item_id] for item in items)
+        return levels
+
     def dropped_total(self) -> int:
         return sum(self.dropped.values())
 

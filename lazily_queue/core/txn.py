@@ -95,18 +95,23 @@ class TxnCheck:
         self._bytes[key] = extra_bytes + size
         return None
 
-    def work_push(self, key: Hashable, name: str, core: WorkQueueCore, value: Any) -> Refusal:
-        """A push of ``value`` to a work queue: refused (``"full"``) only by its limits,
-        counting the transaction's earlier pushes to it and the drops they make."""
+    def work_push(self, key: Hashable, name: str, core: WorkQueueCore, value: Any,
+                  level: int = 0, delayed: bool = False) -> Refusal:
+        """A push of ``value`` to a work queue (claimable at priority ``level``, or
+        ``delayed``): refused (``"full"``) only by its limits, counting the transaction's
+        earlier pushes to it and the drops they make (``drop_oldest`` drops claimable
+        items, lowest level first, oldest first within a level; never a delayed one)."""
         if not isinstance(core, LimitedWorkQueue):
             return None
         state = self._work.get(key)
         if state is None:
-            state = self._work[key] = [core.held(), core.held_bytes, core.pending_sizes()]
-        count, held, sizes = state
+            state = self._work[key] = [core.held(), core.held_bytes,
+                                       core.droppable_sizes()]
+        count, held, levels = state
         size = value_size(value)
         limits = core.limits
-        droppable = sizes if limits.overflow == DROP_OLDEST else deque()
+        droppable = (deque(s for lv in sorted(levels) for s in levels[lv])
+                     if limits.overflow == DROP_OLDEST else deque())
         need = 0
         for limit, rule in RULES.items():
             k = rule(limits, count, held, size, droppable)
@@ -115,8 +120,9 @@ class TxnCheck:
                                 f"({limits.describe()}) refuses a push of {size} bytes")
             need = max(need, k)
         for _ in range(need):
-            held -= sizes.popleft()
-        sizes.append(size)
+            held -= levels[min(lv for lv, sizes in levels.items() if sizes)].popleft()
+        if not delayed:
+            levels.setdefault(level, deque()).append(size)
         state[0], state[1] = count - need + 1, held + size
         return None
 

@@ -29,6 +29,7 @@ from ..core.headers import check_headers
 from ..core.queue import QueuePushError
 from ..core.topic_expiry import expiring_at_head
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
+from ..core.work_options import WorkPushOptions
 from ..errors import InvalidHeaders
 from . import ops
 from .dedup import DedupKey
@@ -36,6 +37,7 @@ from .events import TransactionApplied
 from .family import Family
 from .ops import OpError, OpRefused
 from .options import decode_options
+from .work_queues import _time
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -46,7 +48,10 @@ _ARITY = {ops.QUEUE_PUSH: 2, ops.TOPIC_PUBLISH: 2, ops.WORK_PUSH: 2,
           ops.QUEUE_PUSH_ONCE: 3, ops.TOPIC_PUBLISH_ONCE: 3, ops.WORK_PUSH_ONCE: 3,
           ops.WORK_ACK: 3, ops.WORK_NACK: 3, ops.QUEUE_PUSH_HEADERS: 4,
           ops.TOPIC_PUBLISH_HEADERS: 4, ops.WORK_PUSH_HEADERS: 4, ops.QUEUE_PUSH_OPTIONS: 3,
-          ops.TOPIC_PUBLISH_OPTIONS: 3}
+          ops.TOPIC_PUBLISH_OPTIONS: 3, ops.WORK_PUSH_OPTIONS: 4}
+#: The work-queue pushes (a consumer group's queue refuses them).
+_WORK_PUSHES = (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS,
+                ops.WORK_PUSH_OPTIONS)
 _UNKNOWN = {"queue": "unknown_queue", "topic": "unknown_topic",
             "work_queue": "unknown_work_queue"}
 _KIND = {"queue": "queue", "topic": "topic", "work_queue": "work queue"}
@@ -100,11 +105,17 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         except InvalidHeaders as exc:
             raise _Abort("bad_headers", str(exc)) from None
     msg_id = args[1] if code in ops.ONCE_OPS else args[2] if headers else None
-    if code in (ops.QUEUE_PUSH_OPTIONS, ops.TOPIC_PUBLISH_OPTIONS):
+    level, delayed = 0, False
+    if code in (ops.QUEUE_PUSH_OPTIONS, ops.TOPIC_PUBLISH_OPTIONS, ops.WORK_PUSH_OPTIONS):
         try:
-            msg_id = decode_options(code, args[1]).msg_id
+            options = decode_options(code, args[1])
+            if isinstance(options, WorkPushOptions):  # [name, options, now | None, value]
+                at = _time(sm, args[2])
+                due = options.due_ms(at)
+                level, delayed = options.level, due is not None and due > at
         except OpRefused as exc:
             raise _Abort(exc.error.code, exc.error.message) from None
+        msg_id = options.msg_id
         headers = True  # the op deduplicates itself
     if msg_id is not None or code in ops.ONCE_OPS:
         if type(msg_id) is not str or not 0 < len(msg_id) <= MAX_MSG_ID_CHARS:
@@ -117,8 +128,7 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         firsts[key] = index
         plan = None if headers else ("once", key)  # a header op deduplicates itself
     target = _exists(sm, family, name)
-    if code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS) and (
-            target.group is not None):
+    if code in _WORK_PUSHES and target.group is not None:
         raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
                      f"{target.group[0]!r}, fed by the topic: publish to the topic")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS,
@@ -126,8 +136,8 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         _raise(check.queue_push(name, name, target, args[-1]))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
-    elif code in (ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS):
-        _raise(check.work_push(name, name, target.core, args[-1]))
+    elif code in _WORK_PUSHES:
+        _raise(check.work_push(name, name, target.core, args[-1], level, delayed))
     elif code in (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS,
                   ops.TOPIC_PUBLISH_OPTIONS):
         rules = sm.expiry.get(("topic", name)) if sm.expiry else None

@@ -11,7 +11,10 @@
 Inside the block the ops are collected, not applied: ``push`` (a queue or a work queue),
 ``publish`` (a topic), ``ack`` and ``nack`` (a :class:`~lazily_queue.cells.job.Job`, or
 a work queue with a worker and a delivery id),
-each push or publish with an optional producer ``msg_id``. When the block ends without
+each push or publish with an optional producer ``msg_id`` and the other options its
+cell's own ``push`` / ``publish`` takes (``headers``, ``ttl``; a queue's and a work
+queue's delivery time, ``delay`` or ``not_before``; a work queue's ``priority``),
+checked where the op is added. When the block ends without
 an exception they are applied as one step, all or none: every op is checked against
 the state as the earlier ops of the same transaction leave it, and if one would fail
 (a full or closed queue, a lease that was reaped, settled or is another worker's, an
@@ -44,6 +47,7 @@ from ..core.headers import Headers, check_headers
 from ..core.push_options import PushOptions
 from ..core.topic_options import publish_options
 from ..core.txn import MAX_TXN_OPS
+from ..core.work_options import WorkPushOptions, work_options
 from ..errors import (
     SettlementRejected,
     TransactionAborted,
@@ -77,9 +81,10 @@ class TxOp:
         self.msg_id = msg_id
         #: The element's headers (checked; ``None``: none).
         self.headers = headers
-        #: A queue push's options when it has a ``ttl`` or a delivery time, a topic
-        #: publish's when it has a ``ttl`` (they hold its ``msg_id`` and ``headers`` too);
-        #: ``None`` otherwise.
+        #: A queue push's options when it has a ``ttl`` or a delivery time, a work-queue
+        #: push's (a :class:`~lazily_queue.core.work_options.WorkPushOptions`) when it
+        #: has a ``ttl``, a delivery time or a priority, a topic publish's when it has a
+        #: ``ttl`` (they hold its ``msg_id`` and ``headers`` too); ``None`` otherwise.
         self.options = options
         #: ``(worker, delivery_id)`` of an ack or nack.
         self.lease = lease
@@ -118,20 +123,39 @@ def _queue_options(cell: Cell, msg_id: str | None, headers: Headers | None,
                    not_before: datetime | None) -> PushOptions:
     """A queue push's options checked now (the typed errors), for a queue whose backend
     takes them (else :class:`TransactionUnsupported` naming it)."""
-    if not isinstance(cell, QueueCell):
-        raise TransactionUnsupported(
-            f"{cell.name!r}: a work-queue push in a transaction takes msg_id and headers; "
-            "push it with ttl, delay or not_before outside the transaction")
     options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl, delay=delay,
                                   not_before=not_before)
+    _capable(cell, options.ttl_ms is not None, options.delayed, False)
+    return options
+
+
+def _work_options(cell: WorkQueueCell, msg_id: str | None, headers: Headers | None,
+                  ttl: float | None, priority: int, delay: float | None,
+                  not_before: datetime | None) -> WorkPushOptions | None:
+    """A work-queue push's options checked now as ``WorkQueueCell.push`` checks them
+    (the typed errors; a delivery time needs the cell's time), ``None`` for a push with
+    none of them; :class:`TransactionUnsupported` naming a capability the backend
+    lacks."""
+    options = work_options(msg_id=msg_id, headers=headers, ttl=ttl, priority=priority,
+                           delay=delay, not_before=not_before)
+    if options is None or not (options.scheduled or options.ttl_ms is not None):
+        return None
+    _capable(cell, options.ttl_ms is not None, options.delayed, options.priority is not None)
+    if options.delayed:
+        cell._now(None)  # the time a delay counts from: a cell without one raises here
+    return options
+
+
+def _capable(cell: Cell, ttl: bool, delayed: bool, priority: bool) -> None:
     caps = cell.capabilities
-    lacking = ("expiry" if options.ttl_ms is not None and not caps.expiry
-               else "scheduling" if options.delayed and not caps.scheduling else None)
+    lacking = ("expiry" if ttl and not caps.expiry
+               else "scheduling" if (delayed or priority) and not caps.scheduling else None)
     if lacking is not None:
+        what = ("a ttl" if lacking == "expiry" else "a delivery time" if delayed
+                else "a priority")
         raise TransactionUnsupported(
             f"{cell.name!r}: {type(cell.storage).__name__} has no {lacking} capability, so "
-            f"its push cannot take {'a ttl' if lacking == 'expiry' else 'a delivery time'}")
-    return options
+            f"its push cannot take {what}")
 
 
 class Backend(Protocol):
@@ -182,17 +206,24 @@ class Transaction:
     def push(self, cell: QueueCell[Any] | WorkQueueCell, value: Any, *,
              msg_id: str | None = None, headers: Mapping[str, str] | None = None,
              ttl: float | None = None, delay: float | None = None,
-             not_before: datetime | None = None) -> TxOp:
-        """Push ``value`` to a queue or a work queue (exactly once with ``msg_id``; with
-        ``headers``, checked now, as the cell's ``push`` takes them; a queue push also
-        with ``ttl`` and a delivery time, ``delay`` or ``not_before``, combined)."""
+             not_before: datetime | None = None, priority: int = 0) -> TxOp:
+        """Push ``value`` to a queue or a work queue, with the options the cell's own
+        ``push`` takes, combined and checked now: ``msg_id`` (exactly once),
+        ``headers``, ``ttl`` (seconds, from the commit), a delivery time ``delay``
+        (seconds after the commit) or ``not_before``, and a work queue's ``priority``
+        (0..9)."""
         if not isinstance(cell, (QueueCell, WorkQueueCell)):
             raise TransactionUnsupported(
                 f"push takes a QueueCell or a WorkQueueCell, not {type(cell).__name__}; "
                 "publish to a topic with tx.publish")
         checked = _headers(cell, headers)
-        options = None
-        if ttl is not None or delay is not None or not_before is not None:
+        options: PushOptions | None = None
+        if isinstance(cell, WorkQueueCell):
+            options = _work_options(cell, msg_id, checked, ttl, priority, delay, not_before)
+        elif priority:
+            raise TransactionUnsupported(f"{cell.name!r}: a queue push takes no priority "
+                                         "(a work queue's does)")
+        elif ttl is not None or delay is not None or not_before is not None:
             options = _queue_options(cell, msg_id, checked, ttl, delay, not_before)
         return self._add(TxOp("push", cell, value,
                               None if msg_id is None else check_msg_id(msg_id),

@@ -18,6 +18,7 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.txn import TxnCheck
+from ..core.work_options import WorkPushOptions
 from ..errors import TransactionUnsupported
 from ..storage.local import LocalTopicStorage, VecDequeStorage, _elapsed_ms
 from ..storage.local_work import LocalWorkQueueStorage
@@ -91,8 +92,13 @@ class LocalBackend:
                 refusal = check.topic_publish(id(storage), op.cell.name, storage.core,
                                               _stored(op.cell, op.value), _expiring(storage))
             elif isinstance(op.cell, WorkQueueCell):
-                refusal = check.work_push(id(storage), op.cell.name, storage.core,
-                                          _stored(op.cell, op.value))
+                options = op.options
+                # A delayed push counts as never droppable (its due time may be past by
+                # the commit: then it is, and the check only refused more).
+                refusal = check.work_push(
+                    id(storage), op.cell.name, storage.core, _stored(op.cell, op.value),
+                    0 if not isinstance(options, WorkPushOptions) else options.level,
+                    options is not None and options.delayed)
             if refusal is not None:
                 return index, *refusal
             plans.append(plan)
@@ -149,6 +155,8 @@ def _apply(op: TxOp) -> Any:
             return cell.try_publish(op.value)
         return _now(cell.publish(op.value, msg_id=op.msg_id, headers=op.headers,
                                  ttl=None if ttl_ms is None else ttl_ms / 1000))
+    if isinstance(op.options, WorkPushOptions):
+        return _now(cell._push_with(op.value, op.options, None))
     if op.msg_id is None and op.headers is None:
         return cell.try_push(op.value)
     return _now(cell.push(op.value, msg_id=op.msg_id, headers=op.headers))

@@ -64,10 +64,13 @@ class ReplicatedBackend:
         name = op.cell.name
         if op.lease is not None:
             return [C.WORK_ACK if op.kind == "ack" else C.WORK_NACK, name, *op.lease]
-        if op.options is not None:  # a queue push's or a topic publish's options
-            code = C.QUEUE_PUSH_OPTIONS if isinstance(op.cell, QueueCell) else (
-                C.TOPIC_PUBLISH_OPTIONS)
-            return [code, name, op.options.to_map(), _encoded(op)]
+        if op.options is not None:  # a push's or a publish's options, in one op
+            if isinstance(op.cell, QueueCell):
+                return [C.QUEUE_PUSH_OPTIONS, name, op.options.to_map(), _encoded(op)]
+            if isinstance(op.cell, TopicCell):
+                return [C.TOPIC_PUBLISH_OPTIONS, name, op.options.to_map(), _encoded(op)]
+            # a work queue's: now is the leader's stamp on the TXN entry
+            return [C.WORK_PUSH_OPTIONS, name, op.options.to_map(), None, _encoded(op)]
         if op.headers is not None:
             code = (C.QUEUE_PUSH_HEADERS if isinstance(op.cell, QueueCell)
                     else C.TOPIC_PUBLISH_HEADERS if isinstance(op.cell, TopicCell)
