@@ -472,6 +472,12 @@ MUTATIONS = [
         ("tests/cells/test_work_transactions.py",),
         "a transaction never counts on dropping a delayed work item (aborts whole instead)"),
     Mutation(
+        "work-readers-miss-delayed-len", "lazily_queue/core/work_masks.py",
+        "                           | DELAYED_LEN | EXPIRED)",
+        "                           | EXPIRED)",
+        ("tests/cells/test_work_masks.py",),
+        "deleting a work queue invalidates every reader of its cells, delayed_len included"),
+    Mutation(
         "limited-work-ignores-delayed", "lazily_queue/core/limited_work.py",
         "        extra = 0 if sched is None else sched.ready + len(sched.delayed)",
         "        extra = 0 if sched is None else sched.ready",

@@ -6,16 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..core.queue import RESET, QueuePopError
-from ..core.work import DeadLetter, Delivery, WorkReader, change_mask
+from ..core.work import DeadLetter, Delivery, change_mask
 from ..core.work import WorkTransition as WT
+from ..core.work_masks import ALL_WORK_READERS
 from ..storage.queue import QueueChangeListener
 from ..storage.work import WorkQueueChangeListener
 from .mirror import MirroredObject
 
 T = TypeVar("T")
-
-EVERY_READER = int(WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
-                   | WorkReader.DEAD_LETTER_LEN)
 
 
 class QueueMirror(MirroredObject, Generic[T]):
@@ -77,7 +75,7 @@ class WorkMirror(MirroredObject):
 
     def _report_all(self) -> None:
         if self._listener is not None:
-            self._listener(EVERY_READER)
+            self._listener(ALL_WORK_READERS)
 
     def _pushed(self) -> None:
         """An item this process pushed counts as pending at once (a claim waiting in this

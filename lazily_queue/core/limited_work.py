@@ -20,18 +20,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection
-from typing import Any, Final
+from typing import Any
 
 from ..errors import LimitExceeded
 from .limits import DROP_OLDEST, RULES, Limits, value_size
 from .scheduling import RetryPolicy
 from .work import WorkQueueCore, WorkTransition, change_mask
 from .work_items import DeadLetterReason, Delivery, PendingItem
-
-#: The reader bits of a work queue cell's ``bytes`` and ``dropped`` readers (created
-#: after ``delayed_len`` and ``expired``).
-HELD_BYTES: Final = 64
-DROPPED: Final = 128
+from .work_masks import DROPPED, HELD_BYTES
 
 _NONE: deque[int] = deque()
 

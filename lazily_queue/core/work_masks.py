@@ -1,5 +1,13 @@
-"""Reader masks of a work queue: the reader kinds, a transition's result plus its mask,
-and the checks of a work queue's configuration."""
+"""Reader masks of a work queue: the reader kinds, which readers each change
+invalidates, a transition's result plus its mask, and the checks of a work queue's
+configuration.
+
+A work queue cell creates its readers in the order of their bits: the spec's four
+(``pending_len``, ``is_empty``, ``in_flight_len``, ``dead_letter_len``), then
+``delayed_len`` and ``expired``, then, on a work queue with limits only, the quota's
+``bytes`` and ``dropped``. Every backend (local, replicated, a client's) and every
+replicated op reports its changes with these bits.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +26,17 @@ IN_FLIGHT_LEN: Final = 4
 DEAD_LETTER_LEN: Final = 8
 #: ``delayed_len``: items committed but not claimable before their due time.
 DELAYED_LEN: Final = 16
+#: ``expired``: items that expired before their first delivery.
+EXPIRED: Final = 32
+#: The quota's ``bytes`` reader (a work queue with limits only).
+HELD_BYTES: Final = 64
+#: The quota's ``dropped`` reader (a work queue with limits only).
+DROPPED: Final = 128
+#: Every reader each work queue cell has: what a wholesale change invalidates (the
+#: queue deleted, a group's queue made, a backend reset). A quota's bits are not in it:
+#: a cell without limits has no such readers.
+ALL_WORK_READERS: Final = (PENDING_LEN | IS_EMPTY | IN_FLIGHT_LEN | DEAD_LETTER_LEN
+                           | DELAYED_LEN | EXPIRED)
 
 
 class WorkReader(enum.IntFlag):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.queue import RESET
-from ..core.work import DEAD_LETTER_LEN, IN_FLIGHT_LEN, IS_EMPTY, PENDING_LEN
+from ..core.work_masks import ALL_WORK_READERS
 from . import expiry, groups, ops
 from .events import Deleted, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -21,7 +21,6 @@ from .ops import OpRefused
 if TYPE_CHECKING:
     from .state_machine import StateMachine
 
-_ALL_WORK = PENDING_LEN | IS_EMPTY | IN_FLIGHT_LEN | DEAD_LETTER_LEN
 #: Longest status page address a member may announce.
 MAX_PAGE_URL = 512
 
@@ -80,11 +79,12 @@ def work_delete(sm: StateMachine, args: list[Any]) -> Any:
     if state is None:
         raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
     groups.forget_queue(sm, state)
-    sm.emit(WorkQueueChanged(name, _ALL_WORK))
+    sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
     sm.emit(Deleted("work_queue", name))
     expiry.forget(sm, "work_queue", name)
     core = state.core
-    return core.pending_len() + core.in_flight_len() + core.dead_letter_len()
+    return (core.pending_len() + core.delayed_len() + core.in_flight_len()
+            + core.dead_letter_len())
 
 
 def member_page(sm: StateMachine, args: list[Any]) -> Any:

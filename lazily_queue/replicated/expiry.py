@@ -34,6 +34,7 @@ from ..core.expiry_take import (
 from ..core.fifo import Fifo
 from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
+from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 KINDS = ("queue", "work_queue", "topic")
-#: The reader bit a work queue's change mask carries when items expired (the cell's
-#: ``expired`` reader, created after the spec's four and ``delayed_len``).
-WORK_EXPIRED = 32
 
 
 def _checked_ttl(value: Any) -> int:

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.groups import group_queue_name, new_group
 from ..core.topic import TopicCore, check_start
+from ..core.work_masks import ALL_WORK_READERS
 from ..errors import OffsetOutOfRange
 from . import ops
 from .events import Deleted, OpApplied, Replaced, WorkQueueChanged
 from .family import Family, checked_name
 from .ops import OpRefused
-from .work_queues import ALL_WORK, WorkState
+from .work_queues import WorkState
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -70,7 +71,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     state.group = (topic_name, group)
     sm.groups.setdefault(topic_name, {})[group] = name
     if work.pending_len():
-        sm.emit(WorkQueueChanged(name, ALL_WORK))
+        sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
     if sm.tap and ("work_queue", name) in sm.tap:
         sm.emit(Replaced("work_queue", name))
     return ["ok", None]
@@ -92,7 +93,7 @@ def forget_topic(sm: StateMachine, topic: str) -> None:
     """``topic`` was deleted: delete its groups."""
     for name in sm.groups.pop(topic, {}).values():
         if sm.work_queues.pop(name, None) is not None:
-            sm.emit(WorkQueueChanged(name, ALL_WORK))
+            sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
             sm.emit(Deleted("work_queue", name))
             _report(sm, name, ops.WORK_DELETE)
 

@@ -23,10 +23,6 @@ from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.snapshot import is_int
 from ..core.work import (
-    DEAD_LETTER_LEN,
-    IN_FLIGHT_LEN,
-    IS_EMPTY,
-    PENDING_LEN,
     Delivery,
     Receipt,
     WorkQueueCore,
@@ -45,8 +41,6 @@ if TYPE_CHECKING:
 #: Settlement receipts kept per work queue, the newest (about 1.5 MB of memory and 145 kB
 #: of snapshot when full).
 RECEIPTS_KEPT = 4096
-#: Every reader of a work queue.
-ALL_WORK = PENDING_LEN | IS_EMPTY | IN_FLIGHT_LEN | DEAD_LETTER_LEN
 
 
 class WorkState:

@@ -14,12 +14,10 @@ from dataclasses import replace
 from ..core.expiry import Expiry, optional_ttl_ms
 from ..core.expiry_take import claim_live, expire_work_head
 from ..core.work import Delivery, WorkQueueCore, WorkTransition
+from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
 from .local import Clock
 from .local_work import LocalWorkQueueStorage
-
-#: The ``expired`` reader's bit in a work queue cell's reader group.
-WORK_EXPIRED = 32
 
 
 class ExpiringWorkQueueStorage(LocalWorkQueueStorage):

@@ -20,9 +20,9 @@ from ..core.work import (
     PendingItem,
     Receipt,
     WorkQueueCore,
-    WorkReader,
     WorkTransition,
 )
+from ..core.work_masks import ALL_WORK_READERS
 from ..core.work_options import WorkPushOptions
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from .raft_queue import Proposer
 
 
-ALL_WORK_READERS = int(
-    WorkReader.PENDING_LEN | WorkReader.IS_EMPTY | WorkReader.IN_FLIGHT_LEN
-    | WorkReader.DEAD_LETTER_LEN | WorkReader.DELAYED_LEN
-)
 
 
 class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
