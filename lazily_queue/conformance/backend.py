@@ -240,6 +240,11 @@ class WorkQueueAdapter(Adapter):
         ``delay``, ``now``; times in fixture units): the item id, or ``"Full"``."""
         raise UnsupportedFixtureOp("this backend does not combine push options")
 
+    async def declare(self, config: Mapping[str, Any]) -> str | None:
+        """The work queue declared again with ``config`` (``visibility_timeout``,
+        ``max_deliveries``, ``retry``, ``limits``): ``None``, or ``"Mismatch"``."""
+        raise UnsupportedFixtureOp("this backend has no declarations")
+
     def expired(self) -> int:
         """Items that expired undelivered (capability ``expiry``)."""
         return 0

@@ -12,15 +12,20 @@ from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
 from ..core.queue import QueuePopError, QueuePushError
+from ..core.scheduling import RetryPolicy
 from ..core.work import Receipt
 from ..errors import LimitExceeded, SettlementRejected
+from ..raft.errors import ProposalRejected
 from ..reactive import Slot
 from ..storage.local import VecDequeStorage
+from ..storage.raft_limited import LimitedRaftWorkQueueStorage
+from ..storage.raft_work_queue import RaftWorkQueueStorage
 from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
 from . import transactions
 from .backend import QueueAdapter, TopicAdapter, WorkQueueAdapter
 from .groups import group_op, group_states
+from .queue import limits_of_fixture
 
 T = TypeVar("T")
 
@@ -222,6 +227,33 @@ class LocalWorkQueueAdapter(WorkQueueAdapter):
 
     def readers(self) -> Mapping[str, Slot[Any]]:
         return self.cell.readers()
+
+    async def declare(self, config: Mapping[str, Any]) -> str | None:
+        """Over Raft a second storage of the queue declares it on the cluster (refused
+        ``config_mismatch`` unless its configuration is the same); locally, where a
+        cell owns its queue, the same comparison."""
+        retry = None if config.get("retry") is None else RetryPolicy.from_list(config["retry"])
+        limits = None if config.get("limits") is None else limits_of_fixture(config["limits"])
+        storage: Any = self.cell.storage
+        if isinstance(storage, RaftWorkQueueStorage):
+            args = (storage._driver, storage._view, storage.name)
+            vt, most = config["visibility_timeout"], config["max_deliveries"]
+            other = (RaftWorkQueueStorage(*args, visibility_timeout=vt, max_deliveries=most,
+                                          retry=retry) if limits is None
+                     else LimitedRaftWorkQueueStorage(*args, visibility_timeout=vt,
+                                                      max_deliveries=most, retry=retry,
+                                                      limits=limits))
+            try:
+                await other.declare()
+            except ProposalRejected as exc:
+                if not str(exc).startswith("config_mismatch:"):
+                    raise
+                return "Mismatch"
+            return None
+        same = (self.cell.visibility_timeout, self.cell.max_deliveries,
+                storage.core.retry, self.cell.limits())
+        return None if same == (config["visibility_timeout"], config["max_deliveries"],
+                                retry, limits) else "Mismatch"
 
     async def push(self, value: Any, msg_id: str | None = None) -> int:
         """The ``item_id``; a push a work queue's limits refuse raises ``LimitExceeded``

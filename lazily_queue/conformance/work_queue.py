@@ -1,5 +1,9 @@
 """WorkQueueCell fixtures: configuration ``initial``, ops with ``returns`` on every step (§5.4).
 
+Extension: a ``declare`` op (``visibility_timeout``, ``max_deliveries``, ``retry``,
+``limits``) declares the work queue again, as another process opening it: ``null`` with
+the same configuration, ``"Mismatch"`` (nothing changed) with any other.
+
 Extension: ``initial.limits`` (a work queue with limits): a push they refuse returns
 ``"Full"``, and the state key ``dropped`` is the number of items ``drop_oldest`` dropped.
 A push may combine ``msg_id``, ``headers``, ``ttl``, ``priority``, ``delay`` and ``now``
@@ -43,6 +47,8 @@ class WorkQueueRunner(ModelRunner):
         "nack": OpSpec(required=("worker", "delivery_id"), optional=("delay", "now")),
         "reap_expired": OpSpec(required=("now",)),
         "promote_due": OpSpec(required=("now",)),
+        "declare": OpSpec(required=("visibility_timeout", "max_deliveries"),
+                          optional=("retry", "limits")),
         "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"pending", "in_flight", "dead_letters", "delayed", "reads",
@@ -126,6 +132,8 @@ class WorkQueueRunner(ModelRunner):
                                               op["now"])
         if kind == "promote_due":
             return await adapter.promote_due(op["now"])
+        if kind == "declare":
+            return await adapter.declare(op)
         if kind == "claim":
             return await adapter.claim(op["worker"], op["now"])
         if kind == "ack":
