@@ -54,3 +54,20 @@ async def test_a_transaction_needs_the_permission_of_every_op() -> None:
                 tx.push(client.queue("secret"), 1)
         await client.barrier()
         assert jobs.in_flight_len() == 1
+
+
+async def test_a_client_transaction_pushes_a_job_with_every_option() -> None:
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        jobs: WorkQueueCell = client.work_queue("jobs", visibility_timeout=30)
+        assert jobs.pending_len() == 0  # start mirroring
+        async with client.transaction() as tx:
+            later = tx.push(jobs, "later", delay=3600, ttl=7200, priority=4,
+                            headers={"k": "v"}, msg_id="tx-later")
+            tx.push(jobs, "later", delay=3600, msg_id="tx-later")  # applies nothing
+            now = tx.push(jobs, "now", priority=2)
+        await client.barrier()
+        assert (jobs.pending_len(), jobs.delayed_len()) == (1, 1)
+        assert jobs.headers_of(later.result) == {"k": "v"} and now.result != later.result
+        member = c.node(2).work_queue("jobs", visibility_timeout=30)
+        await c.node(2).barrier()
+        assert member.pending_by_priority() == {2: 1} and member.delayed_len() == 1
