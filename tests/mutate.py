@@ -409,9 +409,9 @@ MUTATIONS = [
         "a queue with max_bytes never holds more bytes than its limit (reject refuses)"),
     Mutation(
         "drop-not-counted", "lazily_queue/core/limited_fifo.py",
-        "            quota.count_dropped(DROP_OLDEST, drop)",
+        "            quota.count_dropped(DROP_OLDEST, n)",
         "            pass",
-        ("tests/replicated/test_limits.py",),
+        ("tests/replicated/test_limits.py", "tests/core/test_fifo_delayed.py"),
         "every element drop_oldest removes is counted (never silently lost)"),
     Mutation(
         "topic-take-hands-out-expired", "lazily_queue/replicated/topics.py",

@@ -53,8 +53,10 @@ class FifoDelayed(Generic[T]):
 
     def _admit_delayed(self, value: T) -> QueuePushError | None:
         """Whether a delayed push of ``value`` is accepted now: refused as a push is
-        (``Closed``, then ``Full`` while the ready elements fill a bounded FIFO); a due
-        element joins even past the bound (as a given-back one)."""
+        (``Closed``, then ``Full`` while the ready elements fill a FIFO with a capacity,
+        whose ``is_full`` reads the ready elements only); a due element joins even past
+        the capacity (as a given-back one). A FIFO with limits counts its delayed
+        elements (:meth:`~.limited_fifo.LimitedFifo._admit_delayed`)."""
         if self._closed:
             return QueuePushError.Closed
         cap = self.capacity()

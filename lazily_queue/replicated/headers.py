@@ -26,8 +26,7 @@ from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queue_options import report_push
-from .queues import _count, _queue, promote
+from .queues import _count, _queue, promote, report_push
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
