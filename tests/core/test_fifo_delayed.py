@@ -50,11 +50,23 @@ def test_snapshot_forms_round_trip_and_bad_ones_change_nothing() -> None:
     again: Fifo[str] = Fifo.restored(None, f.elements(), False, f.id_state())
     again.load_delayed(f.delayed_state())
     assert again.delayed() == [(100, 0, "d")]
-    for bad in ([[100, 5, 7, "d"]], [[100, "0", 7, "d"]], [[100, 0, 7]], {"a": 1}):
+    for bad in ([[100, 5, 7, "d"]], [[100, "0", 7, "d"]], [[100, 0, 7]], {"a": 1},
+                [[100, 0, 7, "d"], [200, 0, 7, "e"]]):
         with pytest.raises(ValueError):
             again.load_delayed(bad)
     assert again.delayed_len() == 1
     assert again.clear() == 1 and again.delayed_len() == 0
+
+
+def test_a_snapshot_naming_an_id_twice_is_refused() -> None:
+    f: Fifo[str] = Fifo()
+    f.push_stamped("ready", 1)
+    f.push_delayed("d", 2, 100)
+    with pytest.raises(ValueError, match="two delayed elements have id 1"):
+        f.load_delayed([[100, 1, 2, "d"], [150, 1, 2, "again"]])
+    with pytest.raises(ValueError, match="id 0 is also a ready element's"):
+        f.load_delayed([[100, 0, 1, "ready"]])
+    assert f.delayed() == [(100, 1, "d")] and f.elements() == ["ready"]
 
 
 def test_limits_check_a_delayed_push_and_count_it_when_it_joins() -> None:
