@@ -218,3 +218,22 @@ async def test_message_and_batch_pops_wait_for_a_delayed_element_and_readers_fol
     assert await q.pop_many(5, timeout=30) == ["n"]
     assert await q.pop_many(5, timeout=30) == ["o"]
     effect.dispose()
+
+
+async def test_an_expiring_deque_pops_live_elements_with_their_headers_in_one_pass() -> None:
+    from lazily_queue.core.push_options import PushOptions
+    from lazily_queue.storage.local_limited import LimitedExpiringDequeStorage
+    clock = FakeClock()
+    d: LimitedExpiringDequeStorage[str] = LimitedExpiringDequeStorage(
+        Limits(max_length=5), clock=clock)
+    for value, ttl in (("gone", 1.0), ("a", None), ("plain", None), ("b", None)):
+        options = PushOptions.checked(ttl=ttl, headers=None if value == "plain"
+                                      else {"v": value})
+        assert await d.offer_options(value, options) is None
+    clock.now += 2
+    result = d.pop_headers(2)
+    assert not isinstance(result, QueuePopError)
+    values, runs, headers = result
+    assert (values, runs, headers) == (["a", "plain"], [[1, 2, 1_000_000]], [[1, {"v": "a"}]])
+    assert d.expired_count() == 1 and d.quota.bytes == 1 and len(d.quota.sizes) == 1
+    assert d.headers_state() == [[3, {"v": "b"}]]  # gone's headers left with it
