@@ -2,7 +2,7 @@
 
 :class:`ExpiringDequeStorage` is :class:`~.local.VecDequeStorage` whose elements may
 expire (:mod:`lazily_queue.core.expiry`): a default TTL for every element and a
-per-message TTL given to :meth:`ExpiringDequeStorage.push_ttl`. Time is its ``clock``
+per-message TTL given with a push's options (``offer_options``). Time is its ``clock``
 (seconds, as ``time.time``, the default) read in milliseconds at each push and pop: an
 element expired at a pop's reading is removed (counted) and never returned. It reports
 every transition to its listener (capability ``observable``): a pop that removes expired
@@ -93,19 +93,6 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         if err is None:
             self._report(PUSH, pre)
         return err
-
-    def push_ttl(self, value: T, ttl_ms: int) -> QueuePushError | None:
-        """Push ``value`` expiring ``ttl_ms`` milliseconds from now."""
-        pre, now = self.len(), self._now()
-        err = self.push_stamped(value, now)
-        if err is None:
-            self.expiry.note(self.next_id() - 1, now, ttl_ms)
-            self._report(PUSH, pre)
-        return err
-
-    async def offer_ttl(self, value: T, ttl_ms: int, *,
-                        timeout: float | None = None) -> QueuePushError | None:
-        return self.push_ttl(value, ttl_ms)
 
     def try_pop(self) -> T | QueuePopError:
         result = self.pop_stamped(1)

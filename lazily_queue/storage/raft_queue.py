@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
-from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import REJECT, Limits
@@ -266,14 +265,6 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         result = await self._call(C.QUEUE_PUSH_ONCE, [self.name, msg_id, value], timeout)
         return result if isinstance(result, QueuePushError) else None
 
-    async def offer_headers(
-        self, value: T, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> QueuePushError | None:
-        result = await self._call(C.QUEUE_PUSH_HEADERS, [self.name, headers, msg_id, value],
-                                  timeout)
-        return result if isinstance(result, QueuePushError) else None
-
     async def poll_headers(
         self, n: int, *, timeout: float | None = None
     ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
@@ -308,12 +299,6 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def delayed(self) -> list[tuple[int, int, Any]]:
         q = self._state()
         return [] if q is None else q.delayed()
-
-    async def offer_ttl(
-        self, value: T, ttl_ms: int, *, timeout: float | None = None
-    ) -> QueuePushError | None:
-        result = await self._call(C.QUEUE_PUSH_TTL, [self.name, ttl_ms, value], timeout)
-        return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         result = await self.poll_stamped(1, timeout=timeout)

@@ -23,12 +23,14 @@ from lazily_queue import (
     QueueCell,
     TransactionUnsupported,
     UnsupportedOperation,
+    VecDequeStorage,
     connect,
     testing,
     transaction,
 )
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.reactive import Effect
+from lazily_queue.storage.capabilities import StorageCapabilities
 from tests.clock import FakeClock
 
 pytestmark = pytest.mark.timeout(60)
@@ -237,3 +239,22 @@ async def test_an_expiring_deque_pops_live_elements_with_their_headers_in_one_pa
     assert (values, runs, headers) == (["a", "plain"], [[1, 2, 1_000_000]], [[1, {"v": "a"}]])
     assert d.expired_count() == 1 and d.quota.bytes == 1 and len(d.quota.sizes) == 1
     assert d.headers_state() == [[3, {"v": "b"}]]  # gone's headers left with it
+
+
+class _HeadersWithoutOptions:
+    """A backend that keeps headers but has no ``offer_options`` to push them with."""
+
+    capabilities = StorageCapabilities(sync=True, messages=True, headers=True)
+
+    def __init__(self) -> None:
+        self.inner: VecDequeStorage[str] = VecDequeStorage()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "offer_options":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_backend_keeping_headers_must_take_them_with_offer_options() -> None:
+    with pytest.raises(TypeError, match=r"_HeadersWithoutOptions.*offer_options"):
+        QueueCell(_HeadersWithoutOptions())  # type: ignore[arg-type]
