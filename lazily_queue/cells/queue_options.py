@@ -118,7 +118,9 @@ class QueueOptions:
 
     def _use_promoting_ops(self, storage: SyncQueueStorage[Any]) -> None:
         """From the first delayed element on, ``try_push`` / ``try_pop`` go through the
-        backend (its pops make due elements ready) and invalidate every reader."""
+        backend (its pops make due elements ready) and invalidate the readers the change
+        moved (:meth:`_moved`). Until then the cell keeps the deque's fast path, which
+        knows nothing of delayed elements: a queue that never delays pays nothing."""
         if getattr(self, "_promoting", False):
             return
         self._promoting = True

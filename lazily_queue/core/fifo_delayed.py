@@ -86,7 +86,8 @@ class FifoDelayed(Generic[T]):
 
     def push_delayed(self, value: T, stamp: int, due: int) -> QueuePushError | None:
         """Commit ``value`` (enqueue stamp ``stamp``), poppable from ``due``; ``Closed``
-        (nothing changed) on a closed FIFO. Its id is ``next_id() - 1`` after it."""
+        or ``Full`` (nothing changed) when :meth:`_admit_delayed` refuses it. Its id is
+        ``next_id() - 1`` after it."""
         err = self._admit_delayed(value)
         if err is not None:
             return err

@@ -48,7 +48,8 @@ class LimitedFifo(Fifo[T]):
 
     @classmethod
     def limited(cls, fifo: Fifo[Any], limits: Limits) -> LimitedFifo[Any]:
-        """The FIFO ``fifo`` describes (elements, ids, closed flag) under ``limits``."""
+        """The FIFO ``fifo`` describes (elements, ids, delayed elements, headers, closed
+        flag) under ``limits``."""
         limited: LimitedFifo[Any] = cls(limits)
         limited.load(fifo.elements(), fifo.id_state())
         limited.load_delayed(fifo.delayed_state())
@@ -67,7 +68,8 @@ class LimitedFifo(Fifo[T]):
         return self
 
     def capacity(self) -> int | None:
-        """The length bound a push is refused at (``None`` under ``drop_oldest``)."""
+        """The length bound a push is refused at, ready and delayed elements counted
+        (``None`` under ``drop_oldest``)."""
         limits = self.quota.limits
         return limits.max_length if limits.overflow == REJECT else None
 
