@@ -4,13 +4,16 @@ Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state 
 its :class:`~lazily_queue.replicated.view.ReadView`), which on a follower may trail the
 leader. Mutations are proposals: ``offer`` / ``poll`` / ``close`` return once the
 operation is committed on a majority and applied here. Capabilities: ``observable``,
-``peek`` and ``lifecycle`` (once the node stops, waiting and new calls fail with
-``NodeNotRunning``); there is no synchronous surface. Every committed transition on any node
+``peek``, ``lifecycle`` (once the node stops, waiting and new calls fail with
+``NodeNotRunning``), ``dedup``, ``messages``, ``headers``, ``expiry`` and ``scheduling``
+(a push with options is one ``QUEUE_PUSH_OPTIONS``), ``limits`` when declared with
+them; there is no synchronous surface. Every committed transition on any node
 reaches the shell through the change listener, so readers on every node update as
 entries apply.
 
-Capacity is checked when the push is applied, in log order, against the committed
-state plus everything ordered before it: the log is the serialization point, so a
+Capacity and limits are checked when the push is applied, in log order, against the
+committed state plus everything ordered before it (delayed elements counted under
+``reject`` limits): the log is the serialization point, so a
 bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
 timed out) before its result arrived returns the element to the head of the queue,
 under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
