@@ -414,6 +414,30 @@ MUTATIONS = [
         ("tests/replicated/test_limits.py", "tests/core/test_fifo_delayed.py"),
         "every element drop_oldest removes is counted (never silently lost)"),
     Mutation(
+        "delayed-not-counted-under-reject", "lazily_queue/core/limited_fifo.py",
+        "        quota.delayed((size,))",
+        "        pass",
+        ("tests/core/test_fifo_delayed.py", "tests/replicated/test_queue_options_ops.py"),
+        "under reject limits ready and delayed elements together never pass a limit"),
+    Mutation(
+        "delayed-duplicate-id-loaded", "lazily_queue/core/fifo_delayed.py",
+        "            if e[1] in seen:",
+        "            if False:",
+        ("tests/core/test_fifo_delayed.py",),
+        "a snapshot naming one delayed id twice is refused"),
+    Mutation(
+        "client-proposes-promotion", "lazily_queue/client/access.py",
+        "        if not isinstance(name, str) or code in MAINTENANCE:",
+        "        if not isinstance(name, str):",
+        ("tests/client/test_client_access.py::test_no_client_may_propose_a_queue_promotion",),
+        "only the leader's maintenance proposes QUEUE_PROMOTE"),
+    Mutation(
+        "promotion-takes-extra-args", "lazily_queue/replicated/queue_options.py",
+        "    if len(args) != 1:",
+        "    if not args:",
+        ("tests/replicated/test_queue_options_ops.py",),
+        "QUEUE_PROMOTE carries only the queue name (no proposer's time)"),
+    Mutation(
         "topic-take-hands-out-expired", "lazily_queue/replicated/topics.py",
         "        skipped = skip_expired(topic, rules, args[1], sm.now).invalidated",
         "        pass",
