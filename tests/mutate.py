@@ -438,6 +438,18 @@ MUTATIONS = [
         ("tests/replicated/test_queue_options_ops.py",),
         "QUEUE_PROMOTE carries only the queue name (no proposer's time)"),
     Mutation(
+        "popped-headers-lost-replicated", "lazily_queue/replicated/expiry.py",
+        "            taken.update((i, h) for i, h in got[2])",
+        "            pass",
+        ("tests/replicated/test_headers_with_limits_and_expiry.py",),
+        "a pop with headers on an expiring replicated queue answers the headers it took"),
+    Mutation(
+        "popped-headers-lost-local", "lazily_queue/storage/local_expiry.py",
+        "            taken.update((i, h) for i, h in result[2])",
+        "            pass",
+        ("tests/cells/test_queue_options.py",),
+        "a pop with headers on an expiring local deque answers the headers it took"),
+    Mutation(
         "topic-take-hands-out-expired", "lazily_queue/replicated/topics.py",
         "        skipped = skip_expired(topic, rules, args[1], sm.now).invalidated",
         "        pass",
