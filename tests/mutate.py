@@ -397,8 +397,8 @@ MUTATIONS = [
         "an element is never popped or claimed at or after its deadline"),
     Mutation(
         "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
-        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))",
-        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q))",
+        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken))",
+        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken))",
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
     Mutation(
