@@ -13,7 +13,7 @@ so its sizes are those of the serialized values.
 The overflow policy says what a push does when the element would not fit:
 
 - ``reject``: the push is refused (``Full``) and nothing changes; elements waiting to
-  fall due (delayed, :meth:`Quota.waiting`) count as held, so the ready and the delayed
+  fall due (delayed, ``Quota.waiting``) count as held, so the ready and the delayed
   elements together never pass a limit;
 - ``drop_oldest``: the oldest ready elements leave, as many as needed for it to fit,
   each counted under the reason ``"drop_oldest"`` (a delayed element makes its room
