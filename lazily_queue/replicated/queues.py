@@ -33,11 +33,11 @@ def _queue(sm: StateMachine, name: Any) -> Fifo[Any]:
     return q
 
 
-def promote(sm: StateMachine, name: str, q: Fifo[Any], now: int | None = None) -> int:
-    """Make the delayed elements of ``q`` due at ``now`` (the entry's stamp) poppable,
-    reporting them as :func:`report_push` does."""
+def promote(sm: StateMachine, name: str, q: Fifo[Any]) -> int:
+    """Make the delayed elements of ``q`` due at the entry's stamp poppable, reporting
+    them as :func:`report_push` does."""
     pre = q.len()
-    n = q.promote_due(sm.now if now is None else now)
+    n = q.promote_due(sm.now)
     if n:
         report_push(sm, name, q, pre, n)
     return n
