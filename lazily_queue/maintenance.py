@@ -45,7 +45,7 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         if next_due is not None and next_due <= max(now_ms, view.now):
             due.append((ops.WORK_PROMOTE, [name, None]))
     for name in view.queues_due(max(now_ms, view.now)):
-        due.append((ops.QUEUE_PROMOTE, [name, None]))
+        due.append((ops.QUEUE_PROMOTE, [name]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):
         due.append((ops.EXPIRE, [name, kind]))
     if gc_topics:

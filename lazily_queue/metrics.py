@@ -64,16 +64,21 @@ if TYPE_CHECKING:
 _QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop", DELAY: "delay"}
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-#: The op kind each commit is timed under.
-OP_KINDS = {
-    ops.QUEUE_PUSH: "push", ops.WORK_PUSH: "push", ops.QUEUE_POP: "pop",
-    ops.QUEUE_POP_MANY: "pop", ops.QUEUE_POP_STAMPED: "pop", ops.WORK_CLAIM: "claim",
-    ops.WORK_CLAIM_MANY: "claim",
-    ops.WORK_ACK: "ack", ops.WORK_NACK: "nack", ops.WORK_SETTLE_MANY: "ack",
-    ops.WORK_PUSH_SCHEDULED: "push", ops.WORK_NACK_DELAYED: "nack",
-    ops.WORK_PUSH_OPTIONS: "push",
-    ops.TOPIC_PUBLISH: "publish",
+_KIND_OPS = {
+    "push": (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS, ops.QUEUE_PUSH_TTL,
+             ops.QUEUE_PUSH_OPTIONS, ops.WORK_PUSH, ops.WORK_PUSH_ONCE, ops.WORK_PUSH_HEADERS,
+             ops.WORK_PUSH_TTL, ops.WORK_PUSH_SCHEDULED, ops.WORK_PUSH_OPTIONS),
+    "pop": (ops.QUEUE_POP, ops.QUEUE_POP_MANY, ops.QUEUE_POP_STAMPED, ops.QUEUE_POP_HEADERS),
+    "claim": (ops.WORK_CLAIM, ops.WORK_CLAIM_MANY),
+    "ack": (ops.WORK_ACK, ops.WORK_SETTLE_MANY),
+    "nack": (ops.WORK_NACK, ops.WORK_NACK_DELAYED),
+    "publish": (ops.TOPIC_PUBLISH, ops.TOPIC_PUBLISH_ONCE, ops.TOPIC_PUBLISH_HEADERS,
+                ops.TOPIC_PUBLISH_OPTIONS),
 }
+#: The op kind each commit is timed under: every op code has one (``"other"`` for the
+#: declarations, give-backs, promotions, administration and cluster ops).
+OP_KINDS = {code: "other" for code in ops.OP_NAMES} | {
+    code: kind for kind, codes in _KIND_OPS.items() for code in codes}
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
 ERROR_KINDS = ("no_quorum", "commit_timeout", "storage_unavailable", "rejected",
                "settlement_rejected", "other")

@@ -62,7 +62,7 @@ class OptionsClient(Client):
         elif roll < 0.95:
             self.call(C.QUEUE_POP_HEADERS, [OPTIONS_QUEUE, self.rng.randint(1, 4)], _ignore)
         else:
-            self.call(C.QUEUE_PROMOTE, [OPTIONS_QUEUE, None], _ignore)
+            self.call(C.QUEUE_PROMOTE, [OPTIONS_QUEUE], _ignore)
 
     def _options(self) -> list[Any]:
         rng = self.rng

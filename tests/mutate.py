@@ -397,8 +397,8 @@ MUTATIONS = [
         "an element is never popped or claimed at or after its deadline"),
     Mutation(
         "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
-        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))",
-        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q))",
+        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken))",
+        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken))",
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
     Mutation(
@@ -409,10 +409,46 @@ MUTATIONS = [
         "a queue with max_bytes never holds more bytes than its limit (reject refuses)"),
     Mutation(
         "drop-not-counted", "lazily_queue/core/limited_fifo.py",
-        "            quota.count_dropped(DROP_OLDEST, drop)",
+        "            quota.count_dropped(DROP_OLDEST, n)",
         "            pass",
-        ("tests/replicated/test_limits.py",),
+        ("tests/replicated/test_limits.py", "tests/core/test_fifo_delayed.py"),
         "every element drop_oldest removes is counted (never silently lost)"),
+    Mutation(
+        "delayed-not-counted-under-reject", "lazily_queue/core/limited_fifo.py",
+        "        quota.delayed((size,))",
+        "        pass",
+        ("tests/core/test_fifo_delayed.py", "tests/replicated/test_queue_options_ops.py"),
+        "under reject limits ready and delayed elements together never pass a limit"),
+    Mutation(
+        "delayed-duplicate-id-loaded", "lazily_queue/core/fifo_delayed.py",
+        "            if e[1] in seen:",
+        "            if False:",
+        ("tests/core/test_fifo_delayed.py",),
+        "a snapshot naming one delayed id twice is refused"),
+    Mutation(
+        "client-proposes-promotion", "lazily_queue/client/access.py",
+        "        if not isinstance(name, str) or code in MAINTENANCE:",
+        "        if not isinstance(name, str):",
+        ("tests/client/test_client_access.py::test_no_client_may_propose_a_queue_promotion",),
+        "only the leader's maintenance proposes QUEUE_PROMOTE"),
+    Mutation(
+        "promotion-takes-extra-args", "lazily_queue/replicated/queue_options.py",
+        "    if len(args) != 1:",
+        "    if not args:",
+        ("tests/replicated/test_queue_options_ops.py",),
+        "QUEUE_PROMOTE carries only the queue name (no proposer's time)"),
+    Mutation(
+        "popped-headers-lost-replicated", "lazily_queue/replicated/expiry.py",
+        "            taken.update((i, h) for i, h in got[2])",
+        "            pass",
+        ("tests/replicated/test_headers_with_limits_and_expiry.py",),
+        "a pop with headers on an expiring replicated queue answers the headers it took"),
+    Mutation(
+        "popped-headers-lost-local", "lazily_queue/storage/local_expiry.py",
+        "            taken.update((i, h) for i, h in result[2])",
+        "            pass",
+        ("tests/cells/test_queue_options.py",),
+        "a pop with headers on an expiring local deque answers the headers it took"),
     Mutation(
         "topic-take-hands-out-expired", "lazily_queue/replicated/topics.py",
         "        skipped = skip_expired(topic, rules, args[1], sm.now).invalidated",

@@ -81,7 +81,9 @@ class QueueOptions:
             raise UnsupportedOperation(
                 f"{self.name}: {type(storage).__name__} does not support delayed delivery "
                 "(no 'scheduling' capability); push without delay= or not_before=")
-        if not hasattr(storage, "offer_options"):  # a backend with msg_id alone
+        if not (caps.scheduling or caps.headers or caps.expiry):
+            # no offer_options (the capabilities checked require it): the checks above
+            # refused every option but a msg_id
             if options.msg_id is None:
                 return await storage.offer(value, timeout=timeout)  # type: ignore[no-any-return]
             return await storage.offer_once(value, options.msg_id,  # type: ignore[no-any-return]
@@ -116,7 +118,9 @@ class QueueOptions:
 
     def _use_promoting_ops(self, storage: SyncQueueStorage[Any]) -> None:
         """From the first delayed element on, ``try_push`` / ``try_pop`` go through the
-        backend (its pops make due elements ready) and invalidate every reader."""
+        backend (its pops make due elements ready) and invalidate the readers the change
+        moved (:meth:`_moved`). Until then the cell keeps the deque's fast path, which
+        knows nothing of delayed elements: a queue that never delays pays nothing."""
         if getattr(self, "_promoting", False):
             return
         self._promoting = True

@@ -54,8 +54,8 @@ CONSUME = frozenset({
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_POP_HEADERS,
     ops.QUEUE_UNPOP_HEADERS, ops.WORK_CLAIM,
     ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
-    ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.WORK_PROMOTE, ops.QUEUE_PROMOTE,
-    ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
+    ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.WORK_PROMOTE, ops.TOPIC_SUBSCRIBE,
+    ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
     ops.TOPIC_ADVANCE_TO, ops.TOPIC_SUBSCRIBE_AT, ops.TOPIC_SEEK, ops.TOPIC_SUBSCRIBE_AT_TIME,
     ops.TOPIC_SEEK_TIME, ops.GROUP_DECLARE,
 })
@@ -68,6 +68,8 @@ DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
                      ops.WORK_DECLARE_OPTIONS})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
+#: Ops only the leader's maintenance proposes: refused to every client, admin included.
+MAINTENANCE = frozenset({ops.QUEUE_PROMOTE})
 PERMISSIONS = ("produce", "consume", "admin")
 #: The ``refusal`` code of reading (mirroring) an object.
 READ = -1
@@ -245,7 +247,7 @@ class ClientGrant:
         ``code`` :data:`READ` asks about reading (mirroring) the object."""
         if code in CLUSTER:
             return None
-        if not isinstance(name, str):
+        if not isinstance(name, str) or code in MAINTENANCE:
             return "this operation is not open to clients"
         if self._has("admin", name):
             return None

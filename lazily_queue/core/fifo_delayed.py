@@ -14,6 +14,7 @@ the owner's milliseconds.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import deque
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -51,10 +52,26 @@ class FifoDelayed(Generic[T]):
     def capacity(self) -> int | None:
         raise NotImplementedError
 
+    def _ready_ids(self, among: set[int]) -> set[int]:
+        """The ids in ``among`` that ready elements hold."""
+        ordered = sorted(among)
+        found: set[int] = set()
+        for first, count, _ in self.id_state()[1]:
+            k = bisect.bisect_left(ordered, first)
+            while k < len(ordered) and ordered[k] < first + count:
+                found.add(ordered[k])
+                k += 1
+        return found
+
+    def id_state(self) -> tuple[int, list[Run]]:
+        raise NotImplementedError
+
     def _admit_delayed(self, value: T) -> QueuePushError | None:
         """Whether a delayed push of ``value`` is accepted now: refused as a push is
-        (``Closed``, then ``Full`` while the ready elements fill a bounded FIFO); a due
-        element joins even past the bound (as a given-back one)."""
+        (``Closed``, then ``Full`` while the ready elements fill a FIFO with a capacity,
+        whose ``is_full`` reads the ready elements only); a due element joins even past
+        the capacity (as a given-back one). A FIFO with limits counts its delayed
+        elements (:meth:`~.limited_fifo.LimitedFifo._admit_delayed`)."""
         if self._closed:
             return QueuePushError.Closed
         cap = self.capacity()
@@ -69,7 +86,8 @@ class FifoDelayed(Generic[T]):
 
     def push_delayed(self, value: T, stamp: int, due: int) -> QueuePushError | None:
         """Commit ``value`` (enqueue stamp ``stamp``), poppable from ``due``; ``Closed``
-        (nothing changed) on a closed FIFO. Its id is ``next_id() - 1`` after it."""
+        or ``Full`` (nothing changed) when :meth:`_admit_delayed` refuses it. Its id is
+        ``next_id() - 1`` after it."""
         err = self._admit_delayed(value)
         if err is not None:
             return err
@@ -113,17 +131,26 @@ class FifoDelayed(Generic[T]):
 
     def load_delayed(self, entries: Any) -> None:
         """Put a snapshot's delayed elements back; ``ValueError`` (nothing changed) when
-        an entry is malformed or names an id at or above the next id."""
+        an entry is malformed, names an id at or above the next id, or an id another
+        element holds (delayed or ready)."""
         if type(entries) is not list:
             raise ValueError("delayed elements must be a list of [due, id, stamp, value]")
         next_id = self._next_id()
         out: list[Entry] = []
+        seen: set[int] = set()
         for e in entries:
             if (type(e) is not list or len(e) != 4 or not all(type(x) is int for x in e[:3])
                     or not 0 <= e[1] < next_id):
                 raise ValueError(f"a delayed element is [due, id < {next_id}, stamp, value] "
                                  f"with int due, id and stamp, not {str(e)[:60]}")
+            if e[1] in seen:
+                raise ValueError(f"two delayed elements have id {e[1]}; each id is one "
+                                 "element's")
+            seen.add(e[1])
             out.append(list(e))
+        if seen and (held := self._ready_ids(seen)):
+            raise ValueError(f"delayed element id {min(held)} is also a ready element's; "
+                             "each id is one element's")
         heapq.heapify(out)
         self._delayed = out or None
 

@@ -5,7 +5,10 @@ A :class:`~.fifo.Fifo` whose pushes are checked against a :class:`~.limits.Quota
 ``drop_oldest`` the oldest elements leave first (their ids are used up, as a pop's are)
 and are counted as dropped. Elements given back to the head (:meth:`push_front`,
 :meth:`unpop_stamped`) are never refused, as in a bounded FIFO: they were in the queue.
-The plain FIFO is untouched, so a queue without limits pays nothing for them.
+Delayed elements (:mod:`.fifo_delayed`) are checked when pushed: under ``reject`` the
+ready and the delayed elements together stay within the limits; under ``drop_oldest`` a
+delayed element that can fit is accepted and the oldest ready elements leave when it
+falls due. The plain FIFO is untouched, so a queue without limits pays nothing for them.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ _CLOSED = QueuePushError.Closed
 
 class LimitedFifo(Fifo[T]):
     """A FIFO with limits (module docstring). ``last_dropped`` is how many elements the
-    last accepted push dropped (0 under ``reject``); ``last_refusal`` names the limit
-    the last refused push broke (``"max_length"`` / ``"max_bytes"``)."""
+    last accepted push (or :meth:`promote_due`) dropped (0 under ``reject``);
+    ``last_refusal`` names the limit the last refused push broke (``"max_length"`` /
+    ``"max_bytes"``)."""
 
     def __init__(self, limits: Limits, elements: Iterable[T] = (), *,
                  clock: Clock | None = None) -> None:
@@ -38,14 +42,14 @@ class LimitedFifo(Fifo[T]):
     def limit(self, limits: Limits) -> None:
         """Start counting this FIFO's elements against ``limits``."""
         self.quota = Quota(limits, self._items)
+        self.quota.delayed(value_size(e[3]) for e in self._delayed or ())
         self.last_dropped = 0
         self.last_refusal = ""
-        #: Elements dropped to make room for due elements (its owner resets it).
-        self.promote_dropped = 0
 
     @classmethod
     def limited(cls, fifo: Fifo[Any], limits: Limits) -> LimitedFifo[Any]:
-        """The FIFO ``fifo`` describes (elements, ids, closed flag) under ``limits``."""
+        """The FIFO ``fifo`` describes (elements, ids, delayed elements, headers, closed
+        flag) under ``limits``."""
         limited: LimitedFifo[Any] = cls(limits)
         limited.load(fifo.elements(), fifo.id_state())
         limited.load_delayed(fifo.delayed_state())
@@ -64,7 +68,8 @@ class LimitedFifo(Fifo[T]):
         return self
 
     def capacity(self) -> int | None:
-        """The length bound a push is refused at (``None`` under ``drop_oldest``)."""
+        """The length bound a push is refused at, ready and delayed elements counted
+        (``None`` under ``drop_oldest``)."""
         limits = self.quota.limits
         return limits.max_length if limits.overflow == REJECT else None
 
@@ -86,19 +91,25 @@ class LimitedFifo(Fifo[T]):
         if drop < 0:
             self.last_refusal = over[0] if over is not None else ""
             return _FULL
-        if drop:
-            Fifo.pop_stamped(self, drop)
-            quota.popped(drop)
-            quota.count_dropped(DROP_OLDEST, drop)
+        self._drop_oldest(drop)
         self.last_dropped = drop
         Fifo.push_stamped(self, value, stamp)
         quota.pushed(size)
         return None
 
+    def _drop_oldest(self, n: int) -> None:
+        """The ``n`` oldest ready elements leave, counted dropped (their ids used up)."""
+        if n:
+            Fifo.pop_stamped(self, n)
+            quota = self.quota
+            quota.popped(n)
+            quota.count_dropped(DROP_OLDEST, n)
+
     def _admit_delayed(self, value: T) -> QueuePushError | None:
-        """A delayed push is checked when it is made (``reject``: against the ready
-        elements; ``drop_oldest``: only that it can fit); the oldest make room for it when
-        it falls due."""
+        """A delayed push is checked when it is made: under ``reject`` against every
+        element held, ready and delayed (so they never pass a limit together); under
+        ``drop_oldest`` only that it can fit at all (the oldest ready elements make room
+        for it when it falls due). Accepted, it is counted as waiting."""
         if self._closed:
             return _CLOSED
         quota = self.quota
@@ -108,23 +119,34 @@ class LimitedFifo(Fifo[T]):
         if over is not None and (over[1] < 0 or quota.limits.overflow == REJECT):
             self.last_refusal = over[0]
             return _FULL
+        quota.delayed((size,))
         return None
 
     def _join_tail(self, value: T, element_id: int, stamp: int) -> None:
         """A due element joins, never refused (it was accepted at its push); under
-        ``drop_oldest`` the oldest leave first to make room (counted dropped)."""
+        ``drop_oldest`` the oldest ready elements leave first to make room (counted
+        dropped, and in :attr:`last_dropped` of the promote)."""
         quota = self.quota
         size = value_size(value)
         if quota.limits.overflow == DROP_OLDEST:
             over = quota.room_for(size)
-            drop = 0 if over is None else min(max(over[1], 0), len(self._items))
-            if drop:
-                Fifo.pop_stamped(self, drop)
-                quota.popped(drop)
-                quota.count_dropped(DROP_OLDEST, drop)
-                self.promote_dropped += drop
+            self._drop_oldest(0 if over is None else min(max(over[1], 0), len(self._items)))
         Fifo._join_tail(self, value, element_id, stamp)
-        quota.pushed(size)
+        quota.joined(size)
+
+    def promote_due(self, now: int) -> int:
+        """As the FIFO's; :attr:`last_dropped` is then how many ready elements left to
+        make room for the elements that fell due."""
+        dropped = self.quota.dropped.get(DROP_OLDEST, 0)
+        n = Fifo.promote_due(self, now)
+        self.last_dropped = self.quota.dropped.get(DROP_OLDEST, 0) - dropped
+        return n
+
+    def load_delayed(self, entries: Any) -> None:
+        Fifo.load_delayed(self, entries)
+        quota = self.quota
+        quota.waiting = quota.waiting_bytes = 0
+        quota.delayed(value_size(e[3]) for e in self.delayed_state())
 
     def try_pop(self) -> T | QueuePopError:
         result = Fifo.try_pop(self)

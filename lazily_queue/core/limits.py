@@ -12,9 +12,12 @@ so its sizes are those of the serialized values.
 
 The overflow policy says what a push does when the element would not fit:
 
-- ``reject``: the push is refused (``Full``) and nothing changes;
+- ``reject``: the push is refused (``Full``) and nothing changes; elements waiting to
+  fall due (delayed, ``Quota.waiting``) count as held, so the ready and the delayed
+  elements together never pass a limit;
 - ``drop_oldest``: the oldest ready elements leave, as many as needed for it to fit,
-  each counted under the reason ``"drop_oldest"``.
+  each counted under the reason ``"drop_oldest"`` (a delayed element makes its room
+  when it falls due, so only the ready elements are bounded).
 
 An element larger than ``max_bytes`` never fits: it is refused under either policy.
 
@@ -134,9 +137,11 @@ RULES: dict[str, Rule] = {"max_length": _length_rule, "max_bytes": _bytes_rule}
 class Quota:
     """The sizes of the elements a limited cell holds (oldest first), their sum and
     the elements dropped, by reason. The holder reports each change (:meth:`pushed`,
-    :meth:`popped`, :meth:`returned`, :meth:`cleared`) in the step that makes it."""
+    :meth:`popped`, :meth:`returned`, :meth:`cleared`) in the step that makes it. The
+    delayed elements are counted apart (``waiting`` of ``waiting_bytes``): :meth:`check`
+    counts them as held, :meth:`room_for` does not."""
 
-    __slots__ = ("bytes", "dropped", "limits", "sizes")
+    __slots__ = ("bytes", "dropped", "limits", "sizes", "waiting", "waiting_bytes")
 
     def __init__(self, limits: Limits, values: Iterable[Any] = ()) -> None:
         self.limits = limits
@@ -144,18 +149,20 @@ class Quota:
         self.bytes = sum(self.sizes)
         #: Dropped elements by reason (``"drop_oldest"``, ``"retention"``...).
         self.dropped: dict[str, int] = {}
+        self.waiting = 0
+        self.waiting_bytes = 0
 
     def __repr__(self) -> str:
         return f"Quota({self.limits.describe()}, held={len(self.sizes)}, bytes={self.bytes})"
 
     def check(self, size: int, extra_count: int = 0,
               extra_bytes: int = 0) -> tuple[str, int] | None:
-        """``None`` when an element of ``size`` bytes fits as the cell stands (plus
-        ``extra_count`` elements of ``extra_bytes`` pushed before it, in a transaction);
-        else the first limit it breaks and how many oldest elements must leave for it to
-        fit (``-1``: it never fits)."""
-        count = len(self.sizes) + extra_count
-        held = self.bytes + extra_bytes
+        """``None`` when an element of ``size`` bytes fits as the cell stands, its
+        delayed elements included (plus ``extra_count`` elements of ``extra_bytes``
+        pushed before it, in a transaction); else the first limit it breaks and how many
+        oldest elements must leave for it to fit (``-1``: it never fits)."""
+        count = len(self.sizes) + self.waiting + extra_count
+        held = self.bytes + self.waiting_bytes + extra_bytes
         for name, rule in RULES.items():
             k = rule(self.limits, count, held, size, self.sizes)
             if k != 0:
@@ -163,8 +170,9 @@ class Quota:
         return None
 
     def room_for(self, size: int) -> tuple[str, int] | None:
-        """What :meth:`check` says once every rule had its oldest elements leave: the
-        number to drop under ``drop_oldest`` is the largest any rule asks."""
+        """What :meth:`check` says of the ready elements once every rule had its oldest
+        elements leave: the number to drop under ``drop_oldest`` is the largest any rule
+        asks."""
         need = 0
         broken = None
         for name, rule in RULES.items():
@@ -195,6 +203,18 @@ class Quota:
         self.sizes.extendleft(reversed(sizes))
         self.bytes += sum(sizes)
 
+    def delayed(self, sizes: Iterable[int]) -> None:
+        """Elements of ``sizes`` bytes wait to fall due."""
+        for size in sizes:
+            self.waiting += 1
+            self.waiting_bytes += size
+
+    def joined(self, size: int) -> None:
+        """A delayed element of ``size`` bytes fell due and joined the tail."""
+        self.waiting -= 1
+        self.waiting_bytes -= size
+        self.pushed(size)
+
     def count_dropped(self, reason: str, n: int) -> None:
         if n:
             self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -203,5 +223,6 @@ class Quota:
         return sum(self.dropped.values())
 
     def cleared(self) -> None:
+        """Every element left, the delayed ones too."""
         self.sizes.clear()
-        self.bytes = 0
+        self.bytes = self.waiting = self.waiting_bytes = 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from .dedup import MAX_MSG_ID_CHARS, check_msg_id
@@ -143,12 +142,4 @@ class PushOptions:
         return all(getattr(self, f.name) is None for f in fields(self))
 
 
-def not_before_of(at: datetime | None) -> int | None:
-    """An aware ``datetime`` as epoch milliseconds (``None`` stays ``None``)."""
-    if at is None:
-        return None
-    _, when = check_when(None, at)
-    return None if when is None else max(0, whole_ms(when))
-
-
-__all__ = ["FIELD_CHECKS", "PushOptions", "decode_map", "not_before_of"]
+__all__ = ["FIELD_CHECKS", "PushOptions", "decode_map"]

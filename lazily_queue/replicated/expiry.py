@@ -32,6 +32,7 @@ from ..core.expiry_take import (
     pop_live,
 )
 from ..core.fifo import Fifo
+from ..core.headers import Headers
 from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
@@ -71,11 +72,20 @@ def _report(sm: StateMachine, kind: str, name: str, n: int) -> None:
 
 # -- queues -------------------------------------------------------------------------------
 
-def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any]) -> StampedPop:
-    """``q``'s pop of one element that reports its transition."""
+def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any],
+               taken: dict[int, Headers] | None = None) -> StampedPop:
+    """``q``'s pop of one element that reports its transition (and, with ``taken``,
+    adds the headers of what it pops there)."""
     def pop_one() -> tuple[list[Any], list[ids.Run]] | QueuePopError:
         pre = q.len()
-        result = q.pop_stamped(1)
+        if taken is None:
+            result = q.pop_stamped(1)
+        else:
+            got = q.pop_headers(1)
+            if isinstance(got, QueuePopError):
+                return got
+            taken.update((i, h) for i, h in got[2])
+            result = got[0], got[1]
         if not isinstance(result, QueuePopError):
             sm.emit(QueueChanged(name, POP, pre))
         return result
@@ -87,10 +97,11 @@ def expire_queue(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry) -> N
 
 
 def queue_take(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry, n: int,
-               stamped: bool) -> Any:
+               stamped: bool, taken: dict[int, Headers] | None = None) -> Any:
     """What a pop of up to ``n`` answers when the queue has expiry rules or deadlines:
-    live elements only (``[values, runs]`` when ``stamped``, else the values)."""
-    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q))
+    live elements only (``[values, runs]`` when ``stamped``, else the values); with
+    ``taken``, the headers of every element popped (expired ones too) land there."""
+    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken))
     _report(sm, "queue", name, expired)
     if isinstance(result, QueuePopError):
         return result

@@ -26,8 +26,7 @@ from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queue_options import report_push
-from .queues import _count, _queue, promote
+from .queues import _count, _queue, promote, report_push
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -128,12 +127,12 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
 def _pop_live(sm: StateMachine, name: str, q: Fifo[Any], rules: Expiry, n: int) -> Any:
     """A pop with headers on a queue with expiry: live elements only, as
     ``QUEUE_POP_STAMPED`` takes them, with the headers of those taken."""
-    table = {i: h for i, h in q.headers_state()}
-    result = expiry.queue_take(sm, name, q, rules, n, True)
+    taken: dict[int, Headers] = {}
+    result = expiry.queue_take(sm, name, q, rules, n, True, taken)
     if isinstance(result, QueuePopError):
         return result
     values, runs = result
-    return [values, runs, [[i, table[i]] for i, _ in ids.expand(runs) if i in table]]
+    return [values, runs, [[i, taken[i]] for i, _ in ids.expand(runs) if i in taken]]
 
 
 def unpop(sm: StateMachine, args: list[Any]) -> Any:

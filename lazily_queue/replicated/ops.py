@@ -91,7 +91,7 @@ TOPIC_DECLARE_LIMITED = 116  # [name, [max_length, max_bytes, "drop_oldest"]]: r
 WORK_DECLARE_LIMITED = 117  # [name, visibility_timeout_ms, max_deliveries, limits]
 # Queue push options combined, delayed queue elements: 120..129 (.queue_options).
 QUEUE_PUSH_OPTIONS = 120  # [name, {msg_id, headers, ttl_ms, delay_ms, not_before_ms}, value]
-QUEUE_PROMOTE = 121  # [name, now_ms | None]: make the delayed elements due at now poppable
+QUEUE_PROMOTE = 121  # [name]: make the delayed elements due at the entry stamp poppable
 # Topic options: 150..159 (.topic_options).
 TOPIC_PUBLISH_OPTIONS = 150  # [name, {msg_id?, headers?, ttl?}, value]: a publish with options
 # Work-queue options combined: 130..139 (.work_options).

@@ -8,8 +8,8 @@
   ``QUEUE_PUSH_ONCE``), carrying its ``headers`` by its id, its deadline the entry's
   stamp plus ``ttl_ms``, and, delayed, poppable from the entry's stamp plus ``delay_ms``
   (or from ``not_before_ms``, epoch ms). A plain push keeps ``QUEUE_PUSH``.
-- ``QUEUE_PROMOTE`` ``[name, now_ms | None]``: make the delayed elements due at ``now``
-  (the entry's stamp when ``None``) poppable; the leader's maintenance proposes it once
+- ``QUEUE_PROMOTE`` ``[name]``: make the delayed elements due at the entry's stamp
+  poppable (it carries no time of its own); the leader's maintenance proposes it once
   the leader's clock passes the earliest due time, and every pop does it first, so every
   member changes at the same entry and its waiting poppers wake from the change report.
 
@@ -22,17 +22,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.fifo import Fifo
-from ..core.limited_fifo import LimitedFifo
-from ..core.queue import DELAY, POP, PUSH
+from ..core.queue import DELAY
 from . import expiry, ops
 from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section, checked_name
 from .ops import OpRefused
 from .options import decode_options
-from .queues import _queue, promote
-from .work_queues import _time
+from .queues import _queue, promote, report_push
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -69,21 +66,13 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     return applied_once(sm, "queue", name, options.msg_id, apply)
 
 
-def report_push(sm: StateMachine, name: str, q: Fifo[Any], pre: int) -> None:
-    """Report a push to ``q`` from length ``pre``, after the pops of what ``drop_oldest``
-    dropped to make room for it."""
-    dropped = q.last_dropped if type(q) is LimitedFifo else 0
-    for gone in range(dropped):
-        sm.emit(QueueChanged(name, POP, pre - gone))
-    sm.emit(QueueChanged(name, PUSH, pre - dropped))
-
-
 def promote_op(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, now_ms | None]``: how many elements fell due."""
-    if len(args) != 2:
-        raise OpRefused("bad_args", "queue_promote is [name, now_ms]")
+    """``[name]``: how many elements fell due at the entry's stamp."""
+    if len(args) != 1:
+        raise OpRefused("bad_args", "queue_promote is [name] (it promotes at the entry's "
+                        "stamp; it carries no time)")
     name = checked_name(args[0])
-    return promote(sm, name, _queue(sm, name), _time(sm, args[1]))
+    return promote(sm, name, _queue(sm, name))
 
 
 def due(sm: StateMachine, now: int) -> list[str]:

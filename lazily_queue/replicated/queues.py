@@ -33,21 +33,26 @@ def _queue(sm: StateMachine, name: Any) -> Fifo[Any]:
     return q
 
 
-def promote(sm: StateMachine, name: str, q: Fifo[Any], now: int | None = None) -> int:
-    """Make the delayed elements of ``q`` due at ``now`` (the entry's stamp) poppable,
-    reporting each as a push (and what ``drop_oldest`` dropped for them as pops)."""
+def promote(sm: StateMachine, name: str, q: Fifo[Any]) -> int:
+    """Make the delayed elements of ``q`` due at the entry's stamp poppable, reporting
+    them as :func:`report_push` does."""
     pre = q.len()
-    n = q.promote_due(sm.now if now is None else now)
+    n = q.promote_due(sm.now)
     if n:
-        dropped = q.promote_dropped if type(q) is LimitedFifo else 0
-        if dropped:
-            q.promote_dropped = 0  # type: ignore[attr-defined]
-            for i in range(dropped):
-                sm.emit(QueueChanged(name, POP, pre - i))
-            pre -= dropped
-        for i in range(n):
-            sm.emit(QueueChanged(name, PUSH, pre + i))
+        report_push(sm, name, q, pre, n)
     return n
+
+
+def report_push(sm: StateMachine, name: str, q: Fifo[Any], pre: int, n: int = 1) -> None:
+    """Report ``n`` elements joining ``q`` from length ``pre`` (a push, or elements
+    falling due), after the pops of what ``drop_oldest`` dropped to make room for them
+    (``last_dropped`` of a limited FIFO)."""
+    dropped = q.last_dropped if type(q) is LimitedFifo else 0
+    for gone in range(dropped):
+        sm.emit(QueueChanged(name, POP, pre - gone))
+    pre -= dropped
+    for i in range(n):
+        sm.emit(QueueChanged(name, PUSH, pre + i))
 
 
 def declare(sm: StateMachine, args: list[Any]) -> Any:
@@ -76,11 +81,7 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     pre = q.len()
     err = q.push_stamped(args[1], sm.now)
     if err is None:
-        if type(q) is LimitedFifo and q.last_dropped:  # drop_oldest made room
-            for i in range(q.last_dropped):
-                sm.emit(QueueChanged(args[0], POP, pre - i))
-            pre -= q.last_dropped
-        sm.emit(QueueChanged(args[0], PUSH, pre))
+        report_push(sm, args[0], q, pre)
     return err
 
 

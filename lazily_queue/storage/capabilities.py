@@ -45,7 +45,7 @@ class StorageCapabilities:
       message ids and enqueue stamps of what they take (runs, :mod:`lazily_queue.core.ids`)
       and give-backs return elements under the same ids. Without it the cell has no
       ``pop_message`` (it refuses with :class:`~lazily_queue.errors.UnsupportedOperation`).
-    - ``headers`` (queues): ``offer_headers`` pushes an element with headers (a
+    - ``headers`` (queues): ``offer_options`` pushes an element with headers (a
       :mod:`~lazily_queue.core.headers` map kept by its message id), ``poll_headers`` /
       ``unpoll_headers`` are ``poll_stamped`` / ``unpoll_stamped`` carrying them along.
       Without it the cell refuses ``headers=`` with
@@ -64,9 +64,10 @@ class StorageCapabilities:
       ``delay``, ``not_before`` and ``nack(delay=)`` with
       :class:`~lazily_queue.errors.UnsupportedOperation` naming the backend.
     - ``expiry``: message expiry (:mod:`lazily_queue.core.expiry`): pushes take a
-      per-message ``ttl`` (``offer_ttl``; a work queue's ``push_options``), what expired
-      is never handed out, and ``expired_count()`` counts what left that way. Without it
-      the cells refuse ``ttl`` with :class:`~lazily_queue.errors.UnsupportedOperation`.
+      per-message ``ttl`` (queues: ``offer_options``; work queues: ``push_options``),
+      what expired is never handed out, and ``expired_count()`` counts what left that
+      way. Without it the cells refuse ``ttl`` with
+      :class:`~lazily_queue.errors.UnsupportedOperation`.
     - Work queues push with options through one method, ``push_options``: any
       combination of the options whose capabilities the backend declares (``msg_id``,
       ``headers``, ``ttl``, ``priority``, ``delay`` / ``not_before``) in one step

@@ -134,19 +134,6 @@ class VecDequeStorage(Fifo[T]):
             due = None
         return self.push_headers(value, stamp, options.headers, due)
 
-    async def offer_headers(
-        self, value: T, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> QueuePushError | None:
-        now = _elapsed_ms()
-        if msg_id is not None and self.dedup.lookup(msg_id, now)[0]:
-            return None
-        clock = self._clock
-        err = self.push_headers(value, self._tail_stamp if clock is None else clock(), headers)
-        if err is None and msg_id is not None:
-            self.dedup.record(msg_id, None, now)
-        return err
-
     async def poll_headers(
         self, n: int, *, timeout: float | None = None
     ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:

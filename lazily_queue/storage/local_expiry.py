@@ -2,7 +2,7 @@
 
 :class:`ExpiringDequeStorage` is :class:`~.local.VecDequeStorage` whose elements may
 expire (:mod:`lazily_queue.core.expiry`): a default TTL for every element and a
-per-message TTL given to :meth:`ExpiringDequeStorage.push_ttl`. Time is its ``clock``
+per-message TTL given with a push's options (``offer_options``). Time is its ``clock``
 (seconds, as ``time.time``, the default) read in milliseconds at each push and pop: an
 element expired at a pop's reading is removed (counted) and never returned. It reports
 every transition to its listener (capability ``observable``): a pop that removes expired
@@ -56,13 +56,25 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         if self._listener is not None:
             self._listener(op, pre)
 
-    def _take_one(self) -> tuple[list[Any], list[Run]] | QueuePopError:
-        """The FIFO's own pop of the head (a deque with limits counts it too)."""
-        return Fifo.pop_stamped(self, 1)
+    def _take_one(self, taken: dict[int, Headers] | None = None
+                  ) -> tuple[list[Any], list[Run]] | QueuePopError:
+        """The FIFO's own pop of the head (a deque with limits counts it too); with
+        ``taken``, the headers of the element popped land there."""
+        result = Fifo.pop_headers(self, 1)
+        if isinstance(result, QueuePopError):
+            return result
+        self._took_one()
+        if taken is not None:
+            taken.update((i, h) for i, h in result[2])
+        return result[0], result[1]
 
-    def _pop_one(self) -> tuple[list[Any], list[Run]] | QueuePopError:
+    def _took_one(self) -> None:
+        """The head left through :meth:`_take_one` (a deque with limits counts it)."""
+
+    def _pop_one(self, taken: dict[int, Headers] | None = None
+                 ) -> tuple[list[Any], list[Run]] | QueuePopError:
         pre = self.len()
-        result = self._take_one()
+        result = self._take_one(taken)
         if not isinstance(result, QueuePopError):
             self._report(POP, pre)
         return result
@@ -82,19 +94,6 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
             self._report(PUSH, pre)
         return err
 
-    def push_ttl(self, value: T, ttl_ms: int) -> QueuePushError | None:
-        """Push ``value`` expiring ``ttl_ms`` milliseconds from now."""
-        pre, now = self.len(), self._now()
-        err = self.push_stamped(value, now)
-        if err is None:
-            self.expiry.note(self.next_id() - 1, now, ttl_ms)
-            self._report(PUSH, pre)
-        return err
-
-    async def offer_ttl(self, value: T, ttl_ms: int, *,
-                        timeout: float | None = None) -> QueuePushError | None:
-        return self.push_ttl(value, ttl_ms)
-
     def try_pop(self) -> T | QueuePopError:
         result = self.pop_stamped(1)
         return result if isinstance(result, QueuePopError) else result[0][0]
@@ -109,13 +108,17 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         self, n: int
     ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
         """Live elements only, as :meth:`pop_stamped` takes them, with their headers."""
-        table = dict(self._headers) if self._headers else None
-        result = self.pop_stamped(n)
-        if isinstance(result, QueuePopError):
-            return result
-        found = [] if table is None else [[i, table[i]] for i, _ in ids.expand(result[1])
-                                          if i in table]
-        return result[0], result[1], found
+        if self._delayed:
+            self.promote_now()
+        if not self._headers:
+            result = self.pop_stamped(n)
+            return result if isinstance(result, QueuePopError) else (*result, [])
+        taken: dict[int, Headers] = {}
+        live, _ = pop_live(self, self.expiry, self._now(), n, lambda: self._pop_one(taken))
+        if isinstance(live, QueuePopError):
+            return live
+        values, runs = live
+        return values, runs, [[i, taken[i]] for i, _ in ids.expand(runs) if i in taken]
 
     def _promoted(self, pre: int, n: int) -> None:
         for i in range(n):

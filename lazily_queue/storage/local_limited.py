@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..core.dedup import DedupLimits
-from ..core.fifo import Fifo
-from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import Limits
-from ..core.queue import QueuePopError
 from .capabilities import StorageCapabilities
 from .local import Clock, VecDequeStorage
 from .local_expiry import ExpiringDequeStorage
@@ -64,8 +61,5 @@ class LimitedExpiringDequeStorage(ExpiringDequeStorage[T], LimitedFifo[T]):
     def __repr__(self) -> str:
         return f"LimitedExpiringDequeStorage(len={self.len()}, {self.quota!r})"
 
-    def _take_one(self) -> tuple[list[Any], list[Run]] | QueuePopError:
-        result = Fifo.pop_stamped(self, 1)
-        if not isinstance(result, QueuePopError):
-            self.quota.popped(1)
-        return result
+    def _took_one(self) -> None:
+        self.quota.popped(1)

@@ -20,8 +20,10 @@ The rest is declared in ``capabilities`` (:class:`StorageCapabilities`):
 - ``dedup``: :class:`DedupQueueStorage`, pushes given a producer ``msg_id``;
 - ``messages``: :class:`MessageQueueStorage`, pops and give-backs that carry message ids
   and enqueue stamps;
-- ``headers``: :class:`HeaderQueueStorage`, elements pushed with headers, which pops and
-  give-backs carry along;
+- ``headers``: :class:`HeaderQueueStorage`, elements pushed with headers (through
+  ``offer_options``), which pops and give-backs carry along;
+- ``expiry``: ``expired_count()``, elements pushed with a TTL (through ``offer_options``)
+  expire undelivered;
 - ``limits``: ``limits()`` and ``limited_fifo()``, a queue declared with limits
   (:mod:`lazily_queue.cells.queue_limits`);
 - ``scheduling``: ``offer_options(value, options)``, one push with its options combined
@@ -39,7 +41,6 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
 from ..core.fifo import FifoOps, Report
-from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from .capabilities import StorageCapabilities, declared
@@ -135,15 +136,8 @@ class MessageQueueStorage(QueueStorage[T], Protocol[T]):
 
 
 class HeaderQueueStorage(MessageQueueStorage[T], Protocol[T]):
-    """Capability ``headers``: elements with headers kept by message id."""
-
-    async def offer_headers(
-        self, value: T, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> QueuePushError | None:
-        """:meth:`offer` of an element with ``headers`` (checked, non-empty); with a
-        ``msg_id``, deduplicated as ``offer_once`` is."""
-        ...
+    """Capability ``headers``: elements with headers kept by message id (pushed with
+    ``offer_options``, which the capability requires)."""
 
     async def poll_headers(
         self, n: int, *, timeout: float | None = None
@@ -181,9 +175,9 @@ CAPABILITY_METHODS = {
     "reporting_ops": ("reporting_ops", "try_push", "try_pop", "try_close"),
     "lifecycle": ("raise_if_stopped", "set_change_listener"),
     "dedup": ("offer_once",),
-    "expiry": ("offer_ttl", "expired_count"),
+    "expiry": ("offer_options", "expired_count"),
     "messages": ("poll_stamped", "unpoll_stamped"),
-    "headers": ("offer_headers", "poll_headers", "unpoll_headers"),
+    "headers": ("offer_options", "poll_headers", "unpoll_headers"),
     "limits": ("limits", "limited_fifo"),
     "scheduling": ("offer_options", "delayed_len", "next_due", "delayed"),
 }

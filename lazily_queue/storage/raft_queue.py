@@ -4,13 +4,16 @@ Reads (``len``, ``peek``, ``is_closed``) show this node's locally applied state 
 its :class:`~lazily_queue.replicated.view.ReadView`), which on a follower may trail the
 leader. Mutations are proposals: ``offer`` / ``poll`` / ``close`` return once the
 operation is committed on a majority and applied here. Capabilities: ``observable``,
-``peek`` and ``lifecycle`` (once the node stops, waiting and new calls fail with
-``NodeNotRunning``); there is no synchronous surface. Every committed transition on any node
+``peek``, ``lifecycle`` (once the node stops, waiting and new calls fail with
+``NodeNotRunning``), ``dedup``, ``messages``, ``headers``, ``expiry`` and ``scheduling``
+(a push with options is one ``QUEUE_PUSH_OPTIONS``), ``limits`` when declared with
+them; there is no synchronous surface. Every committed transition on any node
 reaches the shell through the change listener, so readers on every node update as
 entries apply.
 
-Capacity is checked when the push is applied, in log order, against the committed
-state plus everything ordered before it: the log is the serialization point, so a
+Capacity and limits are checked when the push is applied, in log order, against the
+committed state plus everything ordered before it (delayed elements counted under
+``reject`` limits): the log is the serialization point, so a
 bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
 timed out) before its result arrived returns the element to the head of the queue,
 under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
@@ -26,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
-from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import REJECT, Limits
@@ -266,14 +268,6 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         result = await self._call(C.QUEUE_PUSH_ONCE, [self.name, msg_id, value], timeout)
         return result if isinstance(result, QueuePushError) else None
 
-    async def offer_headers(
-        self, value: T, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> QueuePushError | None:
-        result = await self._call(C.QUEUE_PUSH_HEADERS, [self.name, headers, msg_id, value],
-                                  timeout)
-        return result if isinstance(result, QueuePushError) else None
-
     async def poll_headers(
         self, n: int, *, timeout: float | None = None
     ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
@@ -308,12 +302,6 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def delayed(self) -> list[tuple[int, int, Any]]:
         q = self._state()
         return [] if q is None else q.delayed()
-
-    async def offer_ttl(
-        self, value: T, ttl_ms: int, *, timeout: float | None = None
-    ) -> QueuePushError | None:
-        result = await self._call(C.QUEUE_PUSH_TTL, [self.name, ttl_ms, value], timeout)
-        return result if isinstance(result, QueuePushError) else None
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         result = await self.poll_stamped(1, timeout=timeout)

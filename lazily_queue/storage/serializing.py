@@ -69,11 +69,6 @@ class SerializingQueueStorage(SerializingWrapper, Generic[T]):
     def _out_many(self, result: Any) -> Any:
         return result if isinstance(result, QueuePopError) else self.codec.decode_all(result)
 
-    async def offer_ttl(self, value: T, ttl_ms: int, *,
-                        timeout: float | None = None) -> QueuePushError | None:
-        return await self.inner.offer_ttl(  # type: ignore[attr-defined, no-any-return]
-            self.codec.encode(value), ttl_ms, timeout=timeout)
-
     def peek(self) -> Any:
         head = self.inner.peek()  # type: ignore[attr-defined]
         return head if head is EMPTY else self.codec.decode(head)
@@ -137,15 +132,6 @@ class SerializingQueueStorage(SerializingWrapper, Generic[T]):
         inner: Any = self.inner
         await inner.unpoll_stamped([self.codec.encode(v) for v in values], runs,
                                    timeout=timeout)
-
-    async def offer_headers(
-        self, value: T, headers: Headers, msg_id: str | None = None, *,
-        timeout: float | None = None,
-    ) -> QueuePushError | None:
-        inner: Any = self.inner
-        result: QueuePushError | None = await inner.offer_headers(
-            self.codec.encode(value), headers, msg_id, timeout=timeout)
-        return result
 
     async def poll_headers(
         self, n: int, *, timeout: float | None = None

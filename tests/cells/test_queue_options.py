@@ -23,12 +23,14 @@ from lazily_queue import (
     QueueCell,
     TransactionUnsupported,
     UnsupportedOperation,
+    VecDequeStorage,
     connect,
     testing,
     transaction,
 )
 from lazily_queue.core.queue import QueuePopError, QueuePushError
 from lazily_queue.reactive import Effect
+from lazily_queue.storage.capabilities import StorageCapabilities
 from tests.clock import FakeClock
 
 pytestmark = pytest.mark.timeout(60)
@@ -218,3 +220,41 @@ async def test_message_and_batch_pops_wait_for_a_delayed_element_and_readers_fol
     assert await q.pop_many(5, timeout=30) == ["n"]
     assert await q.pop_many(5, timeout=30) == ["o"]
     effect.dispose()
+
+
+async def test_an_expiring_deque_pops_live_elements_with_their_headers_in_one_pass() -> None:
+    from lazily_queue.core.push_options import PushOptions
+    from lazily_queue.storage.local_limited import LimitedExpiringDequeStorage
+    clock = FakeClock()
+    d: LimitedExpiringDequeStorage[str] = LimitedExpiringDequeStorage(
+        Limits(max_length=5), clock=clock)
+    for value, ttl in (("gone", 1.0), ("a", None), ("plain", None), ("b", None)):
+        options = PushOptions.checked(ttl=ttl, headers=None if value == "plain"
+                                      else {"v": value})
+        assert await d.offer_options(value, options) is None
+    clock.now += 2
+    result = d.pop_headers(2)
+    assert not isinstance(result, QueuePopError)
+    values, runs, headers = result
+    assert (values, runs, headers) == (["a", "plain"], [[1, 2, 1_000_000]], [[1, {"v": "a"}]])
+    assert d.expired_count() == 1 and d.quota.bytes == 1 and len(d.quota.sizes) == 1
+    assert d.headers_state() == [[3, {"v": "b"}]]  # gone's headers left with it
+
+
+class _HeadersWithoutOptions:
+    """A backend that keeps headers but has no ``offer_options`` to push them with."""
+
+    capabilities = StorageCapabilities(sync=True, messages=True, headers=True)
+
+    def __init__(self) -> None:
+        self.inner: VecDequeStorage[str] = VecDequeStorage()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "offer_options":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_backend_keeping_headers_must_take_them_with_offer_options() -> None:
+    with pytest.raises(TypeError, match=r"_HeadersWithoutOptions.*offer_options"):
+        QueueCell(_HeadersWithoutOptions())  # type: ignore[arg-type]

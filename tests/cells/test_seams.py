@@ -24,8 +24,9 @@ from lazily_queue.storage import (
 from lazily_queue.storage import queue as queue_seam
 from lazily_queue.storage import topic as topic_seam
 from lazily_queue.storage import work as work_seam
-from lazily_queue.storage.raft_collections import RaftTopicStorage, RaftWorkQueueStorage
 from lazily_queue.storage.raft_queue import RaftQueueStorage
+from lazily_queue.storage.raft_topic import RaftTopicStorage
+from lazily_queue.storage.raft_work_queue import RaftWorkQueueStorage
 from lazily_queue.storage.remote import (
     RemoteQueueStorage,
     RemoteTopicStorage,

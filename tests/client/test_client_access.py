@@ -167,3 +167,12 @@ def test_grants_and_credentials_refuse_bad_configuration() -> None:
         ClientAccess([ClientGrant("web", WEB), ClientGrant("web", READER)])
     assert "token" not in repr(ClientGrant("web", WEB)) or "..." in repr(Credentials("w", WEB))
     assert WEB.decode() not in repr(Credentials("web", WEB))
+
+
+def test_no_client_may_propose_a_queue_promotion() -> None:
+    everything = ClientGrant("ops", WEB, produce=["*"], consume=["*"], admin=["*"])
+    consumer = ClientGrant("web", WEB, consume=["jobs"])
+    for grant in (everything, consumer):
+        refusal = grant.refusal(ops.QUEUE_PROMOTE, "jobs")
+        assert refusal is not None and "not open to clients" in refusal
+    assert consumer.refusal(ops.QUEUE_POP, "jobs") is None

@@ -50,11 +50,23 @@ def test_snapshot_forms_round_trip_and_bad_ones_change_nothing() -> None:
     again: Fifo[str] = Fifo.restored(None, f.elements(), False, f.id_state())
     again.load_delayed(f.delayed_state())
     assert again.delayed() == [(100, 0, "d")]
-    for bad in ([[100, 5, 7, "d"]], [[100, "0", 7, "d"]], [[100, 0, 7]], {"a": 1}):
+    for bad in ([[100, 5, 7, "d"]], [[100, "0", 7, "d"]], [[100, 0, 7]], {"a": 1},
+                [[100, 0, 7, "d"], [200, 0, 7, "e"]]):
         with pytest.raises(ValueError):
             again.load_delayed(bad)
     assert again.delayed_len() == 1
     assert again.clear() == 1 and again.delayed_len() == 0
+
+
+def test_a_snapshot_naming_an_id_twice_is_refused() -> None:
+    f: Fifo[str] = Fifo()
+    f.push_stamped("ready", 1)
+    f.push_delayed("d", 2, 100)
+    with pytest.raises(ValueError, match="two delayed elements have id 1"):
+        f.load_delayed([[100, 1, 2, "d"], [150, 1, 2, "again"]])
+    with pytest.raises(ValueError, match="id 0 is also a ready element's"):
+        f.load_delayed([[100, 0, 1, "ready"]])
+    assert f.delayed() == [(100, 1, "d")] and f.elements() == ["ready"]
 
 
 def test_limits_check_a_delayed_push_and_count_it_when_it_joins() -> None:
@@ -66,7 +78,52 @@ def test_limits_check_a_delayed_push_and_count_it_when_it_joins() -> None:
     drop.push_delayed("bb", 0, 1)
     drop.promote_due(1)
     assert drop.elements() == ["bb"] and drop.quota.bytes == 2
-    assert drop.quota.dropped == {"drop_oldest": 1} and drop.promote_dropped == 1
+    assert drop.quota.dropped == {"drop_oldest": 1} and drop.last_dropped == 1
+
+
+def test_under_reject_ready_and_delayed_elements_never_pass_a_limit_together() -> None:
+    f: LimitedFifo[str] = LimitedFifo(Limits(max_length=3, max_bytes=4))
+    f.push_stamped("a", 0)
+    assert f.push_delayed("b", 0, 5) is None and not f.is_full()
+    assert f.push_delayed("ccc", 0, 5) is QueuePushError.Full  # 2 bytes + 3 > max_bytes
+    assert f.last_refusal == "max_bytes" and f.delayed_len() == 1
+    assert f.push_delayed("c", 0, 5) is None and f.is_full()  # 3 held: max_length
+    assert f.push_stamped("d", 0) is QueuePushError.Full and f.last_refusal == "max_length"
+    assert f.push_delayed("d", 0, 1) is QueuePushError.Full
+    assert (f.len(), f.delayed_len(), f.quota.bytes, f.quota.waiting_bytes) == (1, 2, 1, 2)
+    assert f.promote_due(5) == 2 and f.last_dropped == 0
+    assert (f.elements(), f.quota.bytes, f.quota.waiting) == (["a", "b", "c"], 3, 0)
+    assert f.try_pop() == "a" and f.push_delayed("e", 0, 9) is None and f.is_full()
+    assert f.clear() == 3 and (f.quota.waiting, f.quota.waiting_bytes, f.quota.bytes) == (
+        0, 0, 0)
+
+
+def test_under_drop_oldest_a_delayed_push_is_refused_only_when_it_can_never_fit() -> None:
+    f: LimitedFifo[str] = LimitedFifo(Limits(max_bytes=3, overflow="drop_oldest"))
+    assert f.push_delayed("abcd", 0, 1) is QueuePushError.Full and f.delayed_len() == 0
+    f.push_stamped("xy", 0)
+    assert f.push_delayed("ab", 0, 1) is None and f.push_delayed("c", 0, 1) is None
+    f.push_stamped("z", 0)  # the delayed ones do not count while they wait
+    assert (f.elements(), f.quota.bytes) == (["xy", "z"], 3)
+    assert f.promote_due(1) == 2 and f.last_dropped == 2
+    assert (f.elements(), f.quota.bytes, f.quota.dropped) == (
+        ["ab", "c"], 3, {"drop_oldest": 2})
+
+
+def test_the_waiting_count_follows_a_snapshot_and_a_limited_copy() -> None:
+    f: LimitedFifo[str] = LimitedFifo(Limits(max_length=2))
+    f.push_delayed("a", 0, 5)
+    f.push_delayed("b", 0, 5)
+    again: LimitedFifo[str] = LimitedFifo(Limits(max_length=2))
+    again.load(f.elements(), f.id_state())
+    again.load_delayed(f.delayed_state())
+    plain: Fifo[str] = Fifo()
+    plain.load(f.elements(), f.id_state())
+    plain.load_delayed(f.delayed_state())
+    limited = LimitedFifo.limited(plain, Limits(max_length=2))
+    for copy in (again, limited):
+        assert copy.is_full() and copy.push_stamped("c", 0) is QueuePushError.Full
+        assert (copy.quota.waiting, copy.quota.waiting_bytes) == (2, 2)
 
 
 def test_push_options_are_checked_with_their_typed_errors() -> None:

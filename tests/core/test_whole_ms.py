@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from lazily_queue.core.expiry import ttl_ms, whole_ms
-from lazily_queue.core.push_options import PushOptions, not_before_of
+from lazily_queue.core.push_options import PushOptions
 
 
 def test_whole_ms_rounds_up_but_not_float_noise() -> None:
@@ -23,4 +23,4 @@ def test_every_option_converts_through_it() -> None:
     assert (options.ttl_ms, options.delay_ms) == (9, 9)
     assert ttl_ms(seconds) == 9
     at = datetime.fromtimestamp(1_700_000_000.009, UTC)
-    assert not_before_of(at) == 1_700_000_000_009
+    assert PushOptions.checked(not_before=at).not_before_ms == 1_700_000_000_009

@@ -11,9 +11,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from lazily_queue import testing
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.errors import SettlementRejected
-from lazily_queue.metrics import NodeMetrics
+from lazily_queue.metrics import COMMIT_KINDS, OP_KINDS, NodeMetrics
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum
 from lazily_queue.reactive import wait_until
+from lazily_queue.replicated import ops
 from lazily_queue.status import node_status
 from tests.clock import FakeClock
 
@@ -354,3 +355,13 @@ async def test_limits_are_gauges_and_dropped_elements_a_counter_on_every_replica
             assert value(m, "lazily_queue_dropped_total", cell="jobs", kind="work_queue",
                          reason="drop_oldest") == 1
             assert value(m, "lazily_queue_cell_bytes", cell="jobs", kind="work_queue") == 2
+
+
+def test_every_op_code_is_timed_under_a_commit_kind() -> None:
+    codes = {value for name, value in vars(ops).items()
+             if name.isupper() and type(value) is int}
+    assert codes <= set(OP_KINDS) and set(OP_KINDS.values()) <= set(COMMIT_KINDS)
+    kinds = {code: OP_KINDS[code] for code in (
+        ops.QUEUE_PUSH_OPTIONS, ops.WORK_PUSH_OPTIONS, ops.TOPIC_PUBLISH_OPTIONS,
+        ops.QUEUE_POP_HEADERS, ops.QUEUE_PROMOTE, ops.WORK_DECLARE_OPTIONS)}
+    assert list(kinds.values()) == ["push", "push", "publish", "pop", "other", "other"]

@@ -65,8 +65,8 @@ def test_due_elements_join_in_due_then_commit_order() -> None:
            [ops.QUEUE_PUSH_OPTIONS, "q", {"not_before_ms": 1_100}, "early"],
            [ops.QUEUE_PUSH_OPTIONS, "q", {"delay_ms": 100}, "early-too"],
            [ops.QUEUE_PUSH, "q", "ready"], stamp=1_000)
-    assert _apply(sm, [ops.QUEUE_PROMOTE, "q", None], stamp=1_050) == [0]
-    assert _apply(sm, [ops.QUEUE_PROMOTE, "q", None], stamp=1_500) == [3]
+    assert _apply(sm, [ops.QUEUE_PROMOTE, "q"], stamp=1_050) == [0]
+    assert _apply(sm, [ops.QUEUE_PROMOTE, "q"], stamp=1_500) == [3]
     assert sm.queues["q"].elements() == ["ready", "early", "early-too", "late"]
     assert [r[0] for r in sm.queues["q"].id_state()[1]] == [3, 1, 0]  # ids kept
 
@@ -90,10 +90,30 @@ def test_limits_check_a_delayed_push_and_make_room_when_it_falls_due() -> None:
         QueuePushError.Full]
     assert _apply(sm, [ops.QUEUE_PUSH_OPTIONS, "d", {"delay_ms": 10, "headers": {"h": "1"}},
                        "y"]) == [None]
-    _apply(sm, [ops.QUEUE_PROMOTE, "d", None], stamp=1_010)
+    _apply(sm, [ops.QUEUE_PROMOTE, "d"], stamp=1_010)
     d = sm.queues["d"]
     assert d.elements() == ["y"] and d.quota.dropped == {"drop_oldest": 1}  # type: ignore[attr-defined]
     assert d.headers_state() == [[1, {"h": "1"}]]
+
+
+def test_under_reject_delayed_elements_count_against_the_limits() -> None:
+    sm = StateMachine()
+    _apply(sm, [ops.QUEUE_DECLARE_LIMITED, "r", [2, None, "reject"]], [ops.QUEUE_PUSH, "r", "x"])
+    delayed = [ops.QUEUE_PUSH_OPTIONS, "r", {"delay_ms": 10}, "y"]
+    assert _apply(sm, delayed, delayed, [ops.QUEUE_PUSH, "r", "z"]) == [
+        None, QueuePushError.Full, QueuePushError.Full]
+    assert _apply(sm, [ops.QUEUE_POP, "r"], stamp=1_010) == ["x"]
+    assert sm.queues["r"].elements() == ["y"]
+
+
+@pytest.mark.parametrize("args", [[], ["q", None], ["q", 5_000], ["q", 1, 2], [5]])
+def test_a_promotion_carries_only_the_queue_name(args: list[Any]) -> None:
+    sm = _declared()
+    _apply(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"delay_ms": 100}, "a"], stamp=1_000)
+    [result] = _apply(sm, [ops.QUEUE_PROMOTE, *args], stamp=1_000)
+    assert isinstance(result, OpError) and result.code in ("bad_args", "bad_name"), result
+    q = sm.queues["q"]
+    assert (q.len(), q.delayed_len()) == (0, 1)
 
 
 def test_a_transaction_carries_a_push_with_options_all_or_none() -> None:
@@ -132,6 +152,6 @@ def test_maintenance_proposes_a_promotion_once_an_element_is_due() -> None:
     sm = _declared()
     _apply(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"delay_ms": 100}, "a"], stamp=1_000)
     view = ReadView(sm)
-    assert (ops.QUEUE_PROMOTE, ["q", None]) not in due_operations(view, 1_050,
+    assert (ops.QUEUE_PROMOTE, ["q"]) not in due_operations(view, 1_050,
                                                                    gc_topics=False)
-    assert (ops.QUEUE_PROMOTE, ["q", None]) in due_operations(view, 1_100, gc_topics=False)
+    assert (ops.QUEUE_PROMOTE, ["q"]) in due_operations(view, 1_100, gc_topics=False)

@@ -22,7 +22,7 @@ STEPS: list[tuple[int, int, list[Any]]] = [
     (1_010, C.QUEUE_PUSH, [Q, "plain"]),
     (1_020, C.QUEUE_PUSH_OPTIONS, [Q, {"not_before_ms": 1_100, "ttl_ms": 5_000}, "early"]),
     (1_050, C.QUEUE_POP_HEADERS, [Q, 4]),
-    (1_200, C.QUEUE_PROMOTE, [Q, None]),
+    (1_200, C.QUEUE_PROMOTE, [Q]),
     (1_200, C.QUEUE_POP_HEADERS, [Q, 4]),
     (1_300, C.EXPIRE, [Q, "queue"]),
     (1_300, C.QUEUE_POP_HEADERS, [Q, 4]),
