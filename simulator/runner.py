@@ -99,6 +99,8 @@ class Summary:
             f"{int(t.get('txn_aborted', 0))} aborted whole, "
             f"{int(t.get('ttl_expired', 0))} TTL elements expired undelivered "
             f"({int(t.get('ttl_delivered', 0))} delivered live), "
+            f"{int(t.get('work_ttl_expired', 0))} TTL work items expired unclaimed "
+            f"({int(t.get('work_ttl_delivered', 0))} claimed live), "
             f"{int(t.get('options_delivered', 0))} elements pushed with options delivered "
             f"({int(t.get('delayed_delivered', 0))} delayed ones, once due), "
             f"{int(t.get('topic_options_expired', 0))} expired on the option topics "

@@ -39,6 +39,7 @@ from .session_client import (
 )
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
+from .work_expiry import WorkTtlClient
 from .workload import (
     QUEUE,
     TOPIC,
@@ -161,6 +162,12 @@ class Simulation:
             session_member = SessionGroupMember(f"sg{i + 1}", c, rng, GROUPS[i % len(GROUPS)])
             self.clients.append(session_member)
             c.every(0.05 + rng.uniform(0, 0.05), _period(rng), session_member.act)
+
+        for i in range(self.s.work_ttl_clients):
+            rng = random.Random(self.s.seed * 7933 + 307 + i)  # seeded apart likewise
+            work_ttl_client = WorkTtlClient(f"wt{i + 1}", c, rng)
+            self.clients.append(work_ttl_client)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), work_ttl_client.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -359,6 +366,8 @@ def run(scenario: Scenario) -> Outcome:
             outcome.stats["delivered_when_due"] = checker.work.delivered_late
         outcome.stats["ttl_expired"] = checker.expiry.expired
         outcome.stats["ttl_delivered"] = checker.expiry.delivered
+        outcome.stats["work_ttl_expired"] = len(checker.work_expiry.expired)
+        outcome.stats["work_ttl_delivered"] = checker.work_expiry.delivered
         outcome.stats["options_delivered"] = checker.options.delivered
         outcome.stats["delayed_delivered"] = checker.options.delivered_delayed
         outcome.stats["topic_options_delivered"] = checker.topic_options.delivered

@@ -402,6 +402,12 @@ MUTATIONS = [
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
     Mutation(
+        "work-claim-ignores-ttl", "lazily_queue/core/expiry_take.py",
+        "        dropped, dropped_mask = expire_work_head(core, expiry, now)\n",
+        "        dropped, dropped_mask = 0, 0\n",
+        ("tests/sim/test_work_expiry_checker.py::test_a_few_seeds_pass_with_work_items_expiring",),
+        "a work claim never hands out an item at or after its TTL's deadline (simulated)"),
+    Mutation(
         "limit-bytes-unchecked", "lazily_queue/core/limits.py",
         "    cap = limits.max_bytes\n    if cap is None:\n        return 0",
         "    cap = limits.max_bytes\n    if True:\n        return 0",
