@@ -233,7 +233,7 @@ MUTATIONS = [
         "a local queue push repeated with its msg_id applies once"),
     Mutation(
         "group-not-fed", "lazily_queue/replicated/topics.py",
-        "    groups.feed(sm, name, args[1])\n",
+        "    groups.feed(sm, name, args[1], ttl_ms)\n",
         "",
         ("tests/replicated/test_group_ops.py", "tests/sim/test_group_checker.py"),
         "every publish feeds each consumer group of the topic, on every replica"),
