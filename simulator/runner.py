@@ -101,6 +101,8 @@ class Summary:
             f"({int(t.get('ttl_delivered', 0))} delivered live), "
             f"{int(t.get('work_ttl_expired', 0))} TTL work items expired unclaimed "
             f"({int(t.get('work_ttl_delivered', 0))} claimed live), "
+            f"{int(t.get('group_ttl_expired', 0))} group elements expired unclaimed "
+            f"({int(t.get('group_ttl_delivered', 0))} with a deadline claimed live), "
             f"{int(t.get('options_delivered', 0))} elements pushed with options delivered "
             f"({int(t.get('delayed_delivered', 0))} delayed ones, once due), "
             f"{int(t.get('topic_options_expired', 0))} expired on the option topics "

@@ -23,6 +23,7 @@ from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
 from .expiry import TtlClient
 from .faults import Faults
+from .group_expiry import GroupTtlClient
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .limits_model import LimitedClient
@@ -168,6 +169,11 @@ class Simulation:
             work_ttl_client = WorkTtlClient(f"wt{i + 1}", c, rng)
             self.clients.append(work_ttl_client)
             c.every(0.05 + rng.uniform(0, 0.05), _period(rng), work_ttl_client.act)
+        for i in range(self.s.group_ttl_clients):
+            rng = random.Random(self.s.seed * 7937 + 311 + i)  # seeded apart likewise
+            group_ttl_client = GroupTtlClient(f"gt{i + 1}", c, rng)
+            self.clients.append(group_ttl_client)
+            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), group_ttl_client.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -368,6 +374,8 @@ def run(scenario: Scenario) -> Outcome:
         outcome.stats["ttl_delivered"] = checker.expiry.delivered
         outcome.stats["work_ttl_expired"] = len(checker.work_expiry.expired)
         outcome.stats["work_ttl_delivered"] = checker.work_expiry.delivered
+        outcome.stats["group_ttl_expired"] = len(checker.group_expiry.expired)
+        outcome.stats["group_ttl_delivered"] = checker.group_expiry.delivered
         outcome.stats["options_delivered"] = checker.options.delivered
         outcome.stats["delayed_delivered"] = checker.options.delivered_delayed
         outcome.stats["topic_options_delivered"] = checker.topic_options.delivered

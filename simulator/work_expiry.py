@@ -42,19 +42,25 @@ class WorkTtlClient(Client):
     sometimes sweeps (see the module docstring)."""
 
     kind = "work-ttl-client"
+    #: The work queue it claims from.
+    queue = WORK_TTL
 
     def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
         super().__init__(cid, cluster, rng)
-        self.declared = False
+        self.todo: list[tuple[int, list[Any]]] = self.declarations()
         self.n = 0
         self.held: list[int] = []
 
+    def declarations(self) -> list[tuple[int, list[Any]]]:
+        """The ops it makes succeed, in order, before any other."""
+        return [(C.WORK_DECLARE, [WORK_TTL, VISIBILITY_MS, MAX_DELIVERIES])]
+
     def next_op(self) -> None:
-        if self.draining or not self.declared:
-            self.stopped = self.declared  # draining stops it once it has declared its queue
-            if not self.declared:
-                self.call(C.WORK_DECLARE, [WORK_TTL, VISIBILITY_MS, MAX_DELIVERIES],
-                          self._declared)
+        if self.draining or self.todo:
+            self.stopped = not self.todo  # draining stops it once it has declared
+            if self.todo:
+                code, args = self.todo[0]
+                self.call(code, args, self._declared)
             return
         rng = self.rng
         if self.held and rng.random() < 0.5:
@@ -63,24 +69,23 @@ class WorkTtlClient(Client):
             if roll < 0.1:
                 return self.next_op()  # abandoned: the lease expires
             code = C.WORK_NACK if roll < 0.3 else C.WORK_ACK
-            self.call(code, [WORK_TTL, self.cid, did], _ignore)
+            self.call(code, [self.queue, self.cid, did], _ignore)
             return
         roll = rng.random()
         if roll < 0.45:
-            self._push()
+            self.n += 1
+            self.push(f"{self.cid}:{self.n}")
         elif roll < 0.9:
             if rng.random() < 0.3:
-                self.call(C.WORK_CLAIM_MANY, [WORK_TTL, self.cid, rng.randint(2, 4), None],
+                self.call(C.WORK_CLAIM_MANY, [self.queue, self.cid, rng.randint(2, 4), None],
                           self._claimed)
             else:
-                self.call(C.WORK_CLAIM, [WORK_TTL, self.cid, None], self._claimed)
+                self.call(C.WORK_CLAIM, [self.queue, self.cid, None], self._claimed)
         else:
-            self.call(C.EXPIRE, [WORK_TTL, "work_queue"], _ignore)
+            self.call(C.EXPIRE, [self.queue, "work_queue"], _ignore)
 
-    def _push(self) -> None:
+    def push(self, value: str) -> None:
         rng = self.rng
-        self.n += 1
-        value = f"{self.cid}:{self.n}"
         roll = rng.random()
         if roll < 0.4:
             self.call(C.WORK_PUSH_TTL, [WORK_TTL, rng.choice(TTLS), value], _ignore)
@@ -95,8 +100,8 @@ class WorkTtlClient(Client):
             self.call(C.WORK_PUSH, [WORK_TTL, value], _ignore)
 
     def _declared(self, obs: Observed) -> None:
-        if obs.outcome == OK and obs.result is None:
-            self.declared = True
+        if obs.outcome == OK and obs.result in (None, ["ok", None]) and self.todo:
+            self.todo.pop(0)
 
     def _claimed(self, obs: Observed) -> None:
         if obs.outcome != OK or not isinstance(obs.result, list):
@@ -112,11 +117,16 @@ def _ignore(_obs: Observed) -> None:
 
 
 class WorkExpiryModel(WorkModel):
-    """:data:`WORK_TTL` as the contract states it (module docstring)."""
+    """:data:`WORK_TTL` (or another work queue ``name``) as the contract states it
+    (module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__(VISIBILITY_MS, MAX_DELIVERIES)
+    def __init__(self, name: str = WORK_TTL, visibility: int = VISIBILITY_MS,
+                 max_deliveries: int = MAX_DELIVERIES) -> None:
+        super().__init__(visibility, max_deliveries)
+        self.name = name
         self.declared = False
+        #: The first item's id (a group's: the topic offset it starts at).
+        self.first = 0
         #: The deadline of each item that has one and was never leased.
         self.deadlines: dict[int, int] = {}
         #: Items that expired undelivered, in order.
@@ -125,7 +135,7 @@ class WorkExpiryModel(WorkModel):
         self.delivered = 0
 
     def apply(self, op: AppliedOp, now: int) -> None:
-        """Apply ``op`` (on :data:`WORK_TTL`) at leader time ``now``, checking its result."""
+        """Apply ``op`` (on the queue) at leader time ``now``, checking its result."""
         code, args = op.code, op.args
         if code == C.WORK_DECLARE:
             self.declared = True
@@ -133,7 +143,7 @@ class WorkExpiryModel(WorkModel):
             return
         if not self.declared:
             if not isinstance(op.result, OpError) and code != C.EXPIRE:
-                raise Violation(f"index {op.index}: {C.op_name(code)} on {WORK_TTL} before "
+                raise Violation(f"index {op.index}: {C.op_name(code)} on {self.name} before "
                                 "its declaration succeeded")
             return
         if code == C.WORK_PUSH_TTL:
@@ -179,14 +189,14 @@ class WorkExpiryModel(WorkModel):
         got = result[0] if isinstance(result, list) and len(result) == 2 else "?"
         deliveries = got if many else ([] if got is None else [got])
         if not isinstance(deliveries, list):
-            raise Violation(f"index {op.index}: claim of {WORK_TTL} returned {result!r:.120}")
+            raise Violation(f"index {op.index}: claim of {self.name} returned {result!r:.120}")
         for delivery in deliveries:
             if not isinstance(delivery, dict):
                 continue
             deadline = self.deadlines.get(delivery.get("item_id"))  # type: ignore[arg-type]
             if deadline is not None and delivery.get("attempt") == 1 and now >= deadline:
                 raise Violation(f"index {op.index}: a claim at {now} handed out item "
-                                f"{delivery['item_id']} of {WORK_TTL}, expired at {deadline}")
+                                f"{delivery['item_id']} of {self.name}, expired at {deadline}")
         self._promote(now)
         want = op.args[2] if many else 1
         taken = 0
@@ -195,7 +205,7 @@ class WorkExpiryModel(WorkModel):
             if not self._ready():
                 break
             if taken >= len(deliveries):
-                raise Violation(f"index {op.index}: a claim at {now} of {WORK_TTL} returned "
+                raise Violation(f"index {op.index}: a claim at {now} of {self.name} returned "
                                 f"{len(deliveries)} item(s), the model has a live item "
                                 f"{self._head()}")
             item = self._head()
@@ -205,7 +215,7 @@ class WorkExpiryModel(WorkModel):
             self._lease(op, op.args[1], deliveries[taken], now)
             taken += 1
         if taken != len(deliveries):
-            raise Violation(f"index {op.index}: a claim at {now} of {WORK_TTL} returned "
+            raise Violation(f"index {op.index}: a claim at {now} of {self.name} returned "
                             f"{len(deliveries)} item(s), the model leases {taken}")
 
     def check_final(self, state: dict[str, Any]) -> None:
@@ -213,19 +223,20 @@ class WorkExpiryModel(WorkModel):
         is accounted for (acked, dead, expired, or still held)."""
         if not self.declared:
             return
-        work = state.get("work_queues", {}).get(WORK_TTL)
+        name = self.name
+        work = state.get("work_queues", {}).get(name)
         if work is None:
-            raise Violation(f"{WORK_TTL} is missing from the replica's state")
+            raise Violation(f"{name} is missing from the replica's state")
         self.check_state(work["core"])
-        record = state.get("expiry", {}).get("work_queue", {}).get(WORK_TTL)
+        record = state.get("expiry", {}).get("work_queue", {}).get(name)
         counted = 0 if record is None else record[2]
         if counted != len(self.expired):
-            raise Violation(f"{WORK_TTL} counted {counted} expired items, the model "
+            raise Violation(f"{name} counted {counted} expired items, the model "
                             f"{len(self.expired)}")
         held = [*(p[0] for p in self.pending), *(i[0] for q in self.levels.values() for i in q),
                 *(e[2][0] for e in self.delayed), *(d[0] for d in self.live.values())]
         every = sorted([*self.acked, *self.dead, *self.expired, *held])
-        if every != list(range(self.next_item)):
-            lost = sorted(set(range(self.next_item)) - set(every))
-            raise Violation(f"{WORK_TTL}: items not accounted for once (acked, dead, "
+        if every != list(range(self.first, self.next_item)):
+            lost = sorted(set(range(self.first, self.next_item)) - set(every))
+            raise Violation(f"{name}: items not accounted for once (acked, dead, "
                             f"expired or held): lost {lost[:10]}, of {self.next_item}")

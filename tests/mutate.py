@@ -408,6 +408,19 @@ MUTATIONS = [
         ("tests/sim/test_work_expiry_checker.py::test_a_few_seeds_pass_with_work_items_expiring",),
         "a work claim never hands out an item at or after its TTL's deadline (simulated)"),
     Mutation(
+        "group-fed-without-deadline", "lazily_queue/replicated/groups.py",
+        "        group_expiry.deadlines[item_id] = deadline\n",
+        "",
+        ("tests/replicated/test_group_expiry_ops.py", "tests/sim/test_group_checker.py"),
+        "an element enters each consumer group with its topic deadline (never delivered "
+        "after it)"),
+    Mutation(
+        "local-group-fed-without-deadline", "lazily_queue/storage/local_topic_expiry.py",
+        "                group.note_deadline(offset, fed)\n",
+        "                pass\n",
+        ("tests/cells/test_group_expiry.py",),
+        "a local topic's groups never deliver an element after its deadline"),
+    Mutation(
         "limit-bytes-unchecked", "lazily_queue/core/limits.py",
         "    cap = limits.max_bytes\n    if cap is None:\n        return 0",
         "    cap = limits.max_bytes\n    if True:\n        return 0",

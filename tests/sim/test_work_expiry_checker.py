@@ -89,9 +89,11 @@ def test_an_item_lost_silently_fails_the_run() -> None:
 
 
 def test_a_few_seeds_pass_with_work_items_expiring() -> None:
+    """Work items and a consumer group's elements expire and are claimed live."""
     from tests.sim.test_simulation import _ok, _sim
 
     out = _ok(_sim("--seeds", "3", "--start", "0", "--jobs", "2", timeout=900))
     assert "3 seeds, 0 failed" in out, out[-2000:]
-    counts = re.search(r"(\d+) TTL work items expired unclaimed \((\d+) claimed live\)", out)
+    counts = re.search(r"(\d+) TTL work items expired unclaimed \((\d+) claimed live\), "
+                       r"(\d+) group elements expired unclaimed \((\d+) with a deadline", out)
     assert counts is not None and all(int(n) > 0 for n in counts.groups()), out[-2000:]
