@@ -25,6 +25,6 @@ def test_every_row_is_printed_with_its_ratio() -> None:
     for name in ROWS:
         row = figures["rows"][name]
         assert row["separate_us"] > 0 and row["transaction_us"] > 0
-        assert row["ratio"] == round(row["transaction_us"] / row["separate_us"], 3) or abs(
-            row["ratio"] - row["transaction_us"] / row["separate_us"]) < 0.01
+        # the ratio of the unrounded figures (those printed are rounded to 0.1 us)
+        assert abs(row["ratio"] / (row["transaction_us"] / row["separate_us"]) - 1) < 0.05
         assert any(line.startswith(f"| {name} |") for line in lines), name
