@@ -421,6 +421,13 @@ MUTATIONS = [
         ("tests/cells/test_group_expiry.py",),
         "a local topic's groups never deliver an element after its deadline"),
     Mutation(
+        "claim-expiry-at-an-earlier-time", "lazily_queue/replicated/expiry.py",
+        "claim_live(core, expiry, worker, max(now, sm.now), now,",
+        "claim_live(core, expiry, worker, now, now,",
+        ("tests/replicated/test_group_expiry_ops.py",),
+        "a claim never hands out an item the leader's stamp says expired, whatever time it "
+        "gives its lease"),
+    Mutation(
         "limit-bytes-unchecked", "lazily_queue/core/limits.py",
         "    cap = limits.max_bytes\n    if cap is None:\n        return 0",
         "    cap = limits.max_bytes\n    if True:\n        return 0",

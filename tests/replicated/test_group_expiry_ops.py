@@ -82,3 +82,20 @@ def test_groups_of_a_topic_without_expiry_get_no_deadlines() -> None:
     _apply(sm, [ops.TOPIC_DECLARE, "t"], [ops.GROUP_DECLARE, "t", "g", 1_000, 3, "tail"])
     results: list[Any] = _apply(sm, [ops.TOPIC_PUBLISH, "t", "a"])
     assert results == [0] and sm.expiry == {}
+
+
+def test_an_explicit_earlier_time_never_revives_an_expired_item() -> None:
+    sm = _groups_of_an_expiring_topic()
+    # a group claim giving time 0 (its lease's) at stamp 3_000: "short" expired at 2_500
+    [claimed] = _apply(sm, [ops.WORK_CLAIM, "t:g", "m", 0], stamp=3_000)
+    assert claimed[0]["value"] == "long" and claimed[0]["deadline"] == 100_000
+    # a plain work queue alike; a later explicit time counts
+    _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3])
+    _apply(sm, [ops.WORK_PUSH_TTL, "w", 500, "a"], [ops.WORK_PUSH_TTL, "w", 5_000, "b"],
+           [ops.WORK_PUSH, "w", "c"], stamp=4_000)
+    [first] = _apply(sm, [ops.WORK_CLAIM, "w", "m", 4_200], stamp=5_000)
+    assert first[0]["value"] == "b"  # "a" expired at 4_500
+    _apply(sm, [ops.WORK_CLAIM, "w", "m", None], stamp=5_000)  # "c"
+    _apply(sm, [ops.WORK_PUSH_TTL, "w", 5_000, "d"], [ops.WORK_PUSH, "w", "e"], stamp=5_000)
+    [second] = _apply(sm, [ops.WORK_CLAIM, "w", "m", 12_000], stamp=5_000)
+    assert second[0]["value"] == "e" and sm.expiry[("work_queue", "w")].expired == 2
