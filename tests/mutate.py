@@ -421,12 +421,18 @@ MUTATIONS = [
         ("tests/cells/test_group_expiry.py",),
         "a local topic's groups never deliver an element after its deadline"),
     Mutation(
-        "claim-expiry-at-an-earlier-time", "lazily_queue/replicated/expiry.py",
-        "claim_live(core, expiry, worker, max(now, sm.now), now,",
+        "group-claim-expiry-at-its-lease-time", "lazily_queue/replicated/expiry.py",
+        "claim_live(core, expiry, worker, sm.now if fed else now, now,",
         "claim_live(core, expiry, worker, now, now,",
         ("tests/replicated/test_group_expiry_ops.py",),
-        "a claim never hands out an item the leader's stamp says expired, whatever time it "
-        "gives its lease"),
+        "a group's claim never hands out an element the leader's stamp says expired, "
+        "whatever time it gives its lease"),
+    Mutation(
+        "mirror-forgets-group-expiry-time", "lazily_queue/replicated/objects.py",
+        '            state.mirrored_group = doc.get("group") is True\n',
+        "",
+        ("tests/replicated/test_group_expiry_ops.py",),
+        "a client's mirror of a consumer group decides expiry as its member does"),
     Mutation(
         "limit-bytes-unchecked", "lazily_queue/core/limits.py",
         "    cap = limits.max_bytes\n    if cap is None:\n        return 0",

@@ -84,18 +84,30 @@ def test_groups_of_a_topic_without_expiry_get_no_deadlines() -> None:
     assert results == [0] and sm.expiry == {}
 
 
-def test_an_explicit_earlier_time_never_revives_an_expired_item() -> None:
+def test_a_group_claim_decides_expiry_at_its_entrys_stamp() -> None:
     sm = _groups_of_an_expiring_topic()
     # a group claim giving time 0 (its lease's) at stamp 3_000: "short" expired at 2_500
     [claimed] = _apply(sm, [ops.WORK_CLAIM, "t:g", "m", 0], stamp=3_000)
     assert claimed[0]["value"] == "long" and claimed[0]["deadline"] == 100_000
-    # a plain work queue alike; a later explicit time counts
+    # a plain work queue's explicit times are its own clock (its pushes' too)
     _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3])
-    _apply(sm, [ops.WORK_PUSH_TTL, "w", 500, "a"], [ops.WORK_PUSH_TTL, "w", 5_000, "b"],
-           [ops.WORK_PUSH, "w", "c"], stamp=4_000)
-    [first] = _apply(sm, [ops.WORK_CLAIM, "w", "m", 4_200], stamp=5_000)
-    assert first[0]["value"] == "b"  # "a" expired at 4_500
-    _apply(sm, [ops.WORK_CLAIM, "w", "m", None], stamp=5_000)  # "c"
-    _apply(sm, [ops.WORK_PUSH_TTL, "w", 5_000, "d"], [ops.WORK_PUSH, "w", "e"], stamp=5_000)
-    [second] = _apply(sm, [ops.WORK_CLAIM, "w", "m", 12_000], stamp=5_000)
-    assert second[0]["value"] == "e" and sm.expiry[("work_queue", "w")].expired == 2
+    _apply(sm, [ops.WORK_PUSH_OPTIONS, "w", {"ttl_ms": 500}, 100, "a"], stamp=4_000)
+    [first] = _apply(sm, [ops.WORK_CLAIM, "w", "m", 599], stamp=5_000)
+    assert first[0]["value"] == "a"
+
+
+def test_a_mirror_of_a_group_decides_expiry_as_its_member() -> None:
+    sm = _declared()
+    mirror = StateMachine()
+    doc = objects.capture(sm, "work_queue", "t:g")
+    assert doc["group"] is True
+    objects.install(mirror, "work_queue", "t:g", doc)
+    sm.tap = {("work_queue", "t:g")}
+    _groups_of_an_expiring_topic(sm)
+    _apply(sm, [ops.WORK_CLAIM, "t:g", "m", 0], stamp=3_000)
+    for event in sm.drain_events():
+        if isinstance(event, OpApplied):
+            mirror.replay(event.now, event.op)
+    assert objects.capture(mirror, "work_queue", "t:g") == objects.capture(
+        sm, "work_queue", "t:g")
+    assert mirror.expiry[("work_queue", "t:g")].expired == 1
