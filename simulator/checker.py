@@ -30,6 +30,10 @@ recorded result must be the model's. On top of that:
   offset stamped at or after it (:mod:`.replay_time`);
 - message expiry (:mod:`.expiry`): a pop never hands out an element at or after its
   deadline, and the TTL queue and its expired count are the model's;
+- work-item expiry (:mod:`.work_expiry`): a claim never hands out an item at or after
+  its deadline, and every item is acked, dead-lettered, counted expired or still held;
+  likewise for a consumer group of a topic with expiry (:mod:`.group_expiry`, modelled
+  by :class:`~.group_model.ExpiringGroupModel`: each element carries its topic deadline);
 - queue options (:mod:`.queue_options`): options combine on one element, a delayed
   element is never popped before its due time nor an expired one at all;
 - queues with limits (:mod:`.limits_model`): a ``reject`` queue never past its limits,
@@ -55,7 +59,8 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .expiry import TTL_QUEUE, ExpiryModel
-from .group_model import GroupModels
+from .group_expiry import AGE_MS, GROUP, GROUP_QUEUE, GROUP_TOPIC
+from .group_model import ExpiringGroupModel, GroupModels
 from .headers import HeaderModel
 from .history import AppliedOp, History, Violation
 from .limits_model import LIMITED, LimitedClient, LimitsModel
@@ -65,6 +70,7 @@ from .queue_options import OPTIONS_QUEUE, OptionsModel
 from .topic_checks import TopicChecks, TopicSub
 from .topic_options import TopicOptionsModel
 from .txn import TxnModel
+from .work_expiry import MAX_DELIVERIES, VISIBILITY_MS, WORK_TTL, WorkExpiryModel
 from .work_model import WorkModel
 
 #: Work-queue ops outside the WORK_PUSH..WORK_RELEASE range the models replay.
@@ -110,6 +116,9 @@ class Checker(TopicChecks):
         self.txns = TxnModel()
         self.groups = GroupModels()
         self.expiry = ExpiryModel()
+        self.work_expiry = WorkExpiryModel()
+        self.group_expiry = ExpiringGroupModel(GROUP_TOPIC, GROUP, AGE_MS, VISIBILITY_MS,
+                                               MAX_DELIVERIES)
         self.limits = LimitsModel()
         self.options = OptionsModel()
         self.topic_options = TopicOptionsModel()
@@ -147,6 +156,12 @@ class Checker(TopicChecks):
         code, args = op.code, op.args
         if args and args[0] == TTL_QUEUE:
             self.expiry.apply(op, self.now)
+            return
+        if args and args[0] == WORK_TTL:
+            self.work_expiry.apply(op, self.now)
+            return
+        if args and args[0] in (GROUP_TOPIC, GROUP_QUEUE):
+            self.group_expiry.apply(op, self.now)
             return
         if args and args[0] == OPTIONS_QUEUE:
             self.options.apply(op, self.now)
@@ -306,6 +321,8 @@ class Checker(TopicChecks):
         self.once.check_final()
         self.txns.check_final()
         self.expiry.check_final(state)
+        self.work_expiry.check_final(state)
+        self.group_expiry.check_final(state)
         self.options.check_final(state)
         self.limits.check_final(state)
         self.topic_options.check_final(state)

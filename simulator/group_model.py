@@ -7,6 +7,10 @@ feeds each group, numbered by its offset. The group's work-queue ops replay thro
 another delivery of it is live (two members holding one element). Drained, a group
 has acked or dead-lettered every element from its start to the topic's end, each
 once.
+
+:class:`ExpiringGroupModel` models a group of a topic with expiry (its own topic, see
+:mod:`.group_expiry`): an element enters it with its topic deadline and is never
+delivered at or after it, counted expired instead (none lost silently).
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from lazily_queue.core.groups import group_queue_name
+from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 
 from .history import AppliedOp, Violation
+from .work_expiry import WorkExpiryModel
 from .work_model import WorkModel
 
 
@@ -89,3 +96,50 @@ class GroupModels:
                 missing = sorted(set(wanted) - set(settled))
                 raise Violation(f"group {name!r} settled {len(settled)} elements, not each "
                                 f"of offsets {wanted[:1]}..{end} once (missing {missing[:10]})")
+
+
+class ExpiringGroupModel(WorkExpiryModel):
+    """A consumer group of a topic with an age limit (``age`` ms), as the contract
+    states it: each publish enters the group (declared at the topic's tail) with the
+    deadline ``stamp + min(own ttl, age)``, from then on expiring as a work item with a
+    TTL does (:class:`~.work_expiry.WorkExpiryModel`: a claim never hands it out at or
+    after its deadline, and every element is acked, dead, counted expired or held).
+    The topic's own log is not modelled beyond its offsets."""
+
+    def __init__(self, topic: str, group: str, age: int, visibility: int,
+                 max_deliveries: int) -> None:
+        super().__init__(group_queue_name(topic, group), visibility, max_deliveries)
+        self.topic = topic
+        self.age = age
+        self.rules = False
+        self.offsets = 0
+
+    def apply(self, op: AppliedOp, now: int) -> None:
+        if op.args[0] != self.topic:
+            super().apply(op, now)
+            return
+        code, result = op.code, op.result
+        if code == C.EXPIRY_RULES:
+            self.rules = self.rules or result is None
+        elif code == C.GROUP_DECLARE:
+            if result == ["ok", None] and not self.declared:
+                self.declared = True
+                self.first = self.next_item = self.offsets
+        elif code in (C.TOPIC_PUBLISH, C.TOPIC_PUBLISH_OPTIONS):
+            if isinstance(result, OpError):
+                return
+            op.expect(self.offsets)
+            self.offsets += 1
+            if self.declared:
+                ttl = op.args[1].get("ttl_ms") if code == C.TOPIC_PUBLISH_OPTIONS else None
+                limits = [v for v in (ttl, self.age if self.rules else None) if v is not None]
+                self.feed(op.args[-1], now, now + min(limits) if limits else None)
+        # TOPIC_DECLARE, the topic's sweeps and GCs: its own log, not modelled
+
+    def feed(self, value: Any, now: int, deadline: int | None) -> None:
+        item = self.next_item
+        self.pending.append((item, value, 0))
+        self.enqueued[item] = now
+        if deadline is not None:
+            self.deadlines[item] = deadline
+        self.next_item += 1

@@ -79,6 +79,10 @@ class Scenario:
     #: Consumer-group members that are cluster clients (:class:`~.session_client.
     #: SessionGroupMember`), seeded apart likewise; only where the topic has groups.
     session_group_members: int = 0
+    #: Clients of the work queue with TTL items (:mod:`.work_expiry`), seeded apart likewise.
+    work_ttl_clients: int = 0
+    #: Clients of the topic with expiry and its group (:mod:`.group_expiry`), likewise.
+    group_ttl_clients: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -135,6 +139,8 @@ def generate(seed: int) -> Scenario:
     s.ttl_clients = 1
     s.options_clients = 1
     s.session_group_members = 1
+    s.work_ttl_clients = 1
+    s.group_ttl_clients = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

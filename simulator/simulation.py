@@ -23,6 +23,7 @@ from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
 from .expiry import TtlClient
 from .faults import Faults
+from .group_expiry import GroupTtlClient
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
 from .limits_model import LimitedClient
@@ -39,6 +40,7 @@ from .session_client import (
 )
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
+from .work_expiry import WorkTtlClient
 from .workload import (
     QUEUE,
     TOPIC,
@@ -146,21 +148,24 @@ class Simulation:
                         client.batching = self.s.batching
                 self.clients.append(client)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
-        for i in range(self.s.ttl_clients):  # seeded apart: the others' draws are unchanged
-            rng = random.Random(self.s.seed * 7907 + 101 + i)
-            ttl_client = TtlClient(f"tc{i + 1}", c, rng)
-            self.clients.append(ttl_client)
-            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), ttl_client.act)
-        for i in range(self.s.options_clients):
-            rng = random.Random(self.s.seed * 7919 + 211 + i)
-            options_client = OptionsClient(f"oc{i + 1}", c, rng)
-            self.clients.append(options_client)
-            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), options_client.act)
-        for i in range(self.s.session_group_members if self._groups() else 0):
-            rng = random.Random(self.s.seed * 7927 + 211 + i)  # seeded apart likewise
-            session_member = SessionGroupMember(f"sg{i + 1}", c, rng, GROUPS[i % len(GROUPS)])
-            self.clients.append(session_member)
-            c.every(0.05 + rng.uniform(0, 0.05), _period(rng), session_member.act)
+        # Seeded apart (by the seed alone): the other clients' draws are unchanged.
+        apart: list[tuple[int, int, int, str, Callable[[str, random.Random, int], Client]]] = [
+            (self.s.ttl_clients, 7907, 101, "tc", lambda cid, r, i: TtlClient(cid, c, r)),
+            (self.s.options_clients, 7919, 211, "oc",
+             lambda cid, r, i: OptionsClient(cid, c, r)),
+            (self.s.session_group_members if self._groups() else 0, 7927, 211, "sg",
+             lambda cid, r, i: SessionGroupMember(cid, c, r, GROUPS[i % len(GROUPS)])),
+            (self.s.work_ttl_clients, 7933, 307, "wt",
+             lambda cid, r, i: WorkTtlClient(cid, c, r)),
+            (self.s.group_ttl_clients, 7937, 311, "gt",
+             lambda cid, r, i: GroupTtlClient(cid, c, r)),
+        ]
+        for count, factor, offset, prefix, make in apart:
+            for i in range(count):
+                rng = random.Random(self.s.seed * factor + offset + i)
+                own = make(f"{prefix}{i + 1}", rng, i)
+                self.clients.append(own)
+                c.every(0.05 + rng.uniform(0, 0.05), _period(rng), own.act)
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
@@ -359,6 +364,10 @@ def run(scenario: Scenario) -> Outcome:
             outcome.stats["delivered_when_due"] = checker.work.delivered_late
         outcome.stats["ttl_expired"] = checker.expiry.expired
         outcome.stats["ttl_delivered"] = checker.expiry.delivered
+        outcome.stats["work_ttl_expired"] = len(checker.work_expiry.expired)
+        outcome.stats["work_ttl_delivered"] = checker.work_expiry.delivered
+        outcome.stats["group_ttl_expired"] = len(checker.group_expiry.expired)
+        outcome.stats["group_ttl_delivered"] = checker.group_expiry.delivered
         outcome.stats["options_delivered"] = checker.options.delivered
         outcome.stats["delayed_delivered"] = checker.options.delivered_delayed
         outcome.stats["topic_options_delivered"] = checker.topic_options.delivered

@@ -233,7 +233,7 @@ MUTATIONS = [
         "a local queue push repeated with its msg_id applies once"),
     Mutation(
         "group-not-fed", "lazily_queue/replicated/topics.py",
-        "    groups.feed(sm, name, args[1])\n",
+        "    groups.feed(sm, name, args[1], ttl_ms)\n",
         "",
         ("tests/replicated/test_group_ops.py", "tests/sim/test_group_checker.py"),
         "every publish feeds each consumer group of the topic, on every replica"),
@@ -401,6 +401,38 @@ MUTATIONS = [
         "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken))",
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
+    Mutation(
+        "work-claim-ignores-ttl", "lazily_queue/core/expiry_take.py",
+        "        dropped, dropped_mask = expire_work_head(core, expiry, now)\n",
+        "        dropped, dropped_mask = 0, 0\n",
+        ("tests/sim/test_work_expiry_checker.py::test_a_few_seeds_pass_with_work_items_expiring",),
+        "a work claim never hands out an item at or after its TTL's deadline (simulated)"),
+    Mutation(
+        "group-fed-without-deadline", "lazily_queue/replicated/groups.py",
+        "        group_expiry.deadlines[item_id] = deadline\n",
+        "",
+        ("tests/replicated/test_group_expiry_ops.py", "tests/sim/test_group_checker.py"),
+        "an element enters each consumer group with its topic deadline (never delivered "
+        "after it)"),
+    Mutation(
+        "local-group-fed-without-deadline", "lazily_queue/storage/local_topic_expiry.py",
+        "                group.note_deadline(offset, fed)\n",
+        "                pass\n",
+        ("tests/cells/test_group_expiry.py",),
+        "a local topic's groups never deliver an element after its deadline"),
+    Mutation(
+        "group-claim-expiry-at-its-lease-time", "lazily_queue/replicated/expiry.py",
+        "claim_live(core, expiry, worker, sm.now if fed else now, now,",
+        "claim_live(core, expiry, worker, now, now,",
+        ("tests/replicated/test_group_expiry_ops.py",),
+        "a group's claim never hands out an element the leader's stamp says expired, "
+        "whatever time it gives its lease"),
+    Mutation(
+        "mirror-forgets-group-expiry-time", "lazily_queue/replicated/objects.py",
+        '            state.mirrored_group = doc.get("group") is True\n',
+        "",
+        ("tests/replicated/test_group_expiry_ops.py",),
+        "a client's mirror of a consumer group decides expiry as its member does"),
     Mutation(
         "limit-bytes-unchecked", "lazily_queue/core/limits.py",
         "    cap = limits.max_bytes\n    if cap is None:\n        return 0",

@@ -7,7 +7,10 @@ elements (each to one member at a time), ``ack`` / ``nack`` / ``extend`` settle 
 member that dies leaves leases that expire and are redelivered to the others
 (``reap_expired``; a node reaps by itself). :meth:`GroupCell.leave` hands a member's
 leases back at once. Item ids are topic offsets. ``lag`` (a reader) counts the elements
-the group has not acked. A group is fed only by its topic: ``push`` is refused.
+the group has not acked. A group is fed only by its topic: ``push`` is refused. On a
+topic with expiry each element enters the group with its topic deadline and is never
+delivered after it (while it waits for its first delivery): the group's ``expired``
+reader counts those it discarded instead.
 """
 
 from __future__ import annotations

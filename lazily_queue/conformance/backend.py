@@ -188,6 +188,10 @@ class TopicAdapter(Adapter):
         """Each group's ``{pending, in_flight, lag}`` (item ids; in flight by member)."""
         raise UnsupportedFixtureOp(f"{type(self).__name__} has no consumer groups")
 
+    def group_expired(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+        """Each group's count of elements that expired before their first delivery."""
+        raise UnsupportedFixtureOp(f"{type(self).__name__} has no consumer groups")
+
     @abstractmethod
     async def reconnect(self, subscriber: str) -> Any: ...
 

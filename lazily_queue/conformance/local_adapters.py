@@ -24,7 +24,7 @@ from ..threads import LoopBridge
 from ..transactions import Transaction, transaction
 from . import transactions
 from .backend import QueueAdapter, TopicAdapter, WorkQueueAdapter
-from .groups import group_op, group_states
+from .groups import group_op, group_states, open_group
 from .queue import limits_of_fixture
 
 T = TypeVar("T")
@@ -151,6 +151,10 @@ class LocalTopicAdapter(TopicAdapter):
 
     def groups(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         return group_states(self.cell, settings, self.lease_unit)
+
+    def group_expired(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+        return {name: open_group(self.cell, name, spec, self.lease_unit).expired()
+                for name, spec in settings.items()}
 
     def reader(self, subscriber: str) -> Slot[Any]:
         return self.cell.reader(subscriber)

@@ -11,7 +11,8 @@ strings, read with ``datetime.fromisoformat``; one without an offset is naive);
 unread suffix as ``[{id, value, headers?}]``, nothing consumed); consumer-group ops
 ``group`` (opens it: ``start``, ``visibility_timeout``, ``max_deliveries``),
 ``group_claim`` / ``group_ack`` / ``group_nack`` / ``group_leave`` / ``group_reap``
-and the ``groups`` state key (see :mod:`.groups`).
+and the ``groups`` state key (see :mod:`.groups`), with ``group_expired``: per group,
+the elements that expired before their first delivery (on a topic with expiry).
 
 One probe per subscriber id that appears anywhere in the fixture, minted before step
 0 (also for ids that are not subscribed yet). ``restart`` rebuilds the model through
@@ -97,7 +98,7 @@ class TopicRunner(ModelRunner):
         "transaction": transactions.TRANSACTION,
     }
     state_keys = frozenset({"base_offset", "elements", "subscriptions", "reads", "groups",
-                            "dropped", "gaps", "bytes", "expired"})
+                            "group_expired", "dropped", "gaps", "bytes", "expired"})
 
     _adapter: TopicAdapter | None = None
     _ids: list[str]
@@ -228,6 +229,8 @@ class TopicRunner(ModelRunner):
             return adapter.subscriptions()
         if key == "groups":
             return adapter.groups(self._groups)
+        if key == "group_expired":
+            return adapter.group_expired(self._groups)
         if key in ("dropped", "gaps", "bytes", "expired"):
             cell = getattr(adapter, "cell", None)
             if cell is None:

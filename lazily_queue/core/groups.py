@@ -9,6 +9,16 @@ has not acked: its pending plus its in-flight items (dead letters are settled).
 
 The group holds what it has not settled itself, so topic garbage collection never takes
 an element from a group: a group never bounds the topic's retention frontier.
+
+Expiry: an element enters a group with the deadline it has on its topic (the earlier of
+its publish stamp plus its own ``ttl`` and plus the topic's age limit, the smaller of
+the topic's ``ttl`` and ``max_age``; :mod:`.topic_expiry`), fixed as it enters. From
+then on it expires in the group as a work item does (:mod:`.expiry_take`): while it
+waits for its first delivery, a claim at or after its deadline discards it (counted in
+the group's ``expired``) and leases the next live one instead; a sweep discards the
+expired ones at the group's head. Once leased it never expires (its lease, retries and
+dead letters decide). Each group counts its own expired elements; the topic's count is
+its log's.
 """
 
 from __future__ import annotations
@@ -16,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .topic import Start, position
+from .expiry import Expiry
+from .topic import Start, TopicCore, position
+from .topic_expiry import deadline
 from .work import WorkQueueCore
 
 #: Separates the topic's name from the group's in the name of the group's work queue.
@@ -54,3 +66,25 @@ def group_lag(core: WorkQueueCore) -> int:
     """Elements the group has not acked: pending, delayed (a nack's back-off) and in
     flight."""
     return core.pending_len() + core.delayed_len() + core.in_flight_len()
+
+
+def fed_deadline(stamp: int, rules: Expiry | None, ttl_ms: int | None) -> int | None:
+    """The deadline (ms) an element published at ``stamp`` with its own ``ttl_ms``
+    (``None``: none) brings into the groups of a topic with expiry ``rules``; ``None``
+    when it never expires."""
+    limits = [ttl_ms] if ttl_ms is not None else []
+    if rules is not None:
+        limits += [v for v in (rules.default_ms, rules.max_age_ms) if v is not None]
+    return stamp + min(limits) if limits else None
+
+
+def note_retained(group: Expiry, core: WorkQueueCore, topic: TopicCore[Any],
+                  rules: Expiry | None) -> None:
+    """A new group's pending items (retained elements of ``topic``) take their topic
+    deadlines into the group's expiry record ``group``."""
+    if rules is None:
+        return
+    for item in core.pending():
+        found = deadline(topic, rules, item.item_id)
+        if found is not None:
+            group.deadlines[item.item_id] = found

@@ -9,9 +9,15 @@ then pushes the element into every group of the topic in the same step. A group 
 fed only by its topic: a push to its work queue is refused, and so is declaring a
 plain work queue by its name. Deleting the topic deletes its groups.
 
+An element of a topic with expiry (a per-message ttl, the topic's ttl or max_age) enters
+each group with its deadline (:func:`~lazily_queue.core.groups.fed_deadline`), kept in
+the group's work-queue expiry record (``expiry`` section, kind ``work_queue``): the
+work-queue claims and sweeps then skip, discard and count it as they do any work item's.
+
 A group's work queue in the state machine's ``tap`` (a client mirrors it) is reported
-as its own ops would be: each element its topic feeds it as a ``WORK_PUSH`` of it, its
-deletion with the topic as a ``WORK_DELETE``, and its declaration as
+as its own ops would be: each element its topic feeds it as a ``WORK_PUSH`` of it
+(``WORK_PUSH_TTL`` with the time left to its deadline when it has one), its deletion
+with the topic as a ``WORK_DELETE``, and its declaration as
 :class:`~.events.Replaced` (the member sends the mirror the group as it stands).
 """
 
@@ -19,11 +25,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.groups import group_queue_name, new_group
+from ..core.groups import fed_deadline, group_queue_name, new_group, note_retained
 from ..core.topic import TopicCore, check_start
 from ..core.work_masks import ALL_WORK_READERS
 from ..errors import OffsetOutOfRange
-from . import ops
+from . import expiry, ops
 from .events import Deleted, OpApplied, Replaced, WorkQueueChanged
 from .family import Family, checked_name
 from .ops import OpRefused
@@ -67,6 +73,11 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
         return ["out_of_range", exc.offset, exc.base, exc.end]
     except (TypeError, ValueError) as exc:
         raise OpRefused("bad_config", str(exc)) from exc
+    rules = expiry.of(sm, "topic", topic_name) if sm.expiry else None
+    if rules is not None and work.pending_len():
+        group_expiry = expiry.of(sm, "work_queue", name, True)
+        assert group_expiry is not None
+        note_retained(group_expiry, work, topic, rules)
     state = sm.work_queues[name] = WorkState(work)
     state.group = (topic_name, group)
     sm.groups.setdefault(topic_name, {})[group] = name
@@ -77,21 +88,31 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     return ["ok", None]
 
 
-def feed(sm: StateMachine, topic: str, value: Any) -> None:
-    """``topic`` published ``value``: push it into each of the topic's groups."""
+def feed(sm: StateMachine, topic: str, value: Any, ttl_ms: int | None = None) -> None:
+    """``topic`` published ``value`` (with its own ``ttl_ms``, if any): push it into
+    each of the topic's groups, with its deadline when it has one."""
     groups = sm.groups.get(topic)
     if not groups:
         return
+    rules = expiry.of(sm, "topic", topic) if sm.expiry else None
+    deadline = fed_deadline(sm.now, rules, ttl_ms)
     for name in groups.values():
         state = sm.work_queues[name]
-        mask = state.core.push(value, sm.now).mask
+        item_id, mask = state.core.push(value, sm.now)
         sm.emit(WorkQueueChanged(name, mask))
-        _report(sm, name, ops.WORK_PUSH, value)
+        if deadline is None:
+            _report(sm, name, ops.WORK_PUSH, value)
+            continue
+        group_expiry = expiry.of(sm, "work_queue", name, True)
+        assert group_expiry is not None
+        group_expiry.deadlines[item_id] = deadline
+        _report(sm, name, ops.WORK_PUSH_TTL, deadline - sm.now, value)
 
 
 def forget_topic(sm: StateMachine, topic: str) -> None:
     """``topic`` was deleted: delete its groups."""
     for name in sm.groups.pop(topic, {}).values():
+        expiry.forget(sm, "work_queue", name)
         if sm.work_queues.pop(name, None) is not None:
             sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
             sm.emit(Deleted("work_queue", name))

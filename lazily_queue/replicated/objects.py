@@ -3,7 +3,9 @@
 A member captures a queue, topic or work queue for a client that watches it; the
 client installs it in its mirror (a :class:`~.state_machine.StateMachine` holding only
 the objects it watches) and then replays the ops the member applies to it. The forms
-are those of the object's snapshot section.
+are those of the object's snapshot section; a consumer group's work queue carries
+``"group": true`` (its claims decide expiry at the leader's stamps, see
+:func:`.expiry.work_claim`; its feeds replay as pushes).
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
             work_doc["limits"] = [w.core.limits.doc(), dict(w.core.dropped)]
         if headers := _headers(sm.work_headers, name, w):  # only when some
             work_doc["headers"] = headers
+        if w.group is not None or w.mirrored_group:  # a consumer group's (optional)
+            work_doc["group"] = True
         return work_doc
     raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
 
@@ -172,6 +176,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 state.core = limited
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
+            state.mirrored_group = doc.get("group") is True
             sm.work_queues[name] = state
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
             _install_expiry(sm, kind, name, doc.get("expiry"))

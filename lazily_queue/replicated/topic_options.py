@@ -39,7 +39,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
         raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
 
     def apply() -> Any:
-        offset = topics.publish(sm, [name, value])
+        offset = topics.publish(sm, [name, value], options.ttl_ms)
         if options.headers is not None:
             table = topic_headers(sm, name)
             if table is None:

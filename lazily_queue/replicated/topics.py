@@ -69,9 +69,10 @@ def _ranged(op: Callable[[TopicCore[Any], list[Any]], TopicTransition[Any]]) -> 
     return apply
 
 
-def publish(sm: StateMachine, args: list[Any]) -> Any:
+def publish(sm: StateMachine, args: list[Any], ttl_ms: int | None = None) -> Any:
     """Drop what expired at the entry's stamp, then append (expiry makes room before the
-    limits judge); returns the offset."""
+    limits judge); returns the offset. ``ttl_ms``: the element's own TTL, which the
+    caller notes on the topic; its groups take the deadline as they are fed."""
     name, topic = _topic(sm, args)
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
         expiry.expire_topic(sm, name, topic, rules)
@@ -80,7 +81,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     except LimitExceeded as exc:  # the limits refuse it (reject, max_bytes): no change
         raise OpRefused("full", f"topic {name!r}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
-    groups.feed(sm, name, args[1])
+    groups.feed(sm, name, args[1], ttl_ms)
     if invalidated or isinstance(topic, LimitedTopic):  # a limited one: its quota moved
         sm.emit(TopicChanged(name, invalidated))
     return offset

@@ -45,12 +45,15 @@ RECEIPTS_KEPT = 4096
 
 class WorkState:
     """A replicated work queue: the core plus its recent receipts; ``group`` is
-    ``(topic, group)`` for a consumer group's queue (:mod:`.groups`), else ``None``."""
+    ``(topic, group)`` for a consumer group's queue (:mod:`.groups`), else ``None``;
+    ``mirrored_group``: a client's mirror of a group's queue (whose feeds replay as
+    pushes to it, so its ``group`` stays ``None``)."""
 
     def __init__(self, core: WorkQueueCore) -> None:
         self.core = core
         self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
         self.group: tuple[str, str] | None = None
+        self.mirrored_group = False
 
     def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
         """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""

@@ -9,9 +9,9 @@ from ..errors import UnsupportedOperation
 
 
 class FedByTopic:
-    """Refuses ``push``, ``push_once`` and ``push_options``, naming the topic to publish
-    to instead; put it first among the bases so that it overrides the work-queue
-    storage's pushes."""
+    """Refuses ``push``, ``push_once``, ``push_ttl`` and ``push_options``, naming the
+    topic to publish to instead; put it first among the bases so that it overrides the
+    work-queue storage's pushes."""
 
     __slots__ = ()
 
@@ -28,6 +28,10 @@ class FedByTopic:
 
     async def push_options(self, value: Any, options: Any, now: float | None, *,
                            timeout: float | None = None) -> WorkTransition[int]:
+        raise self._refuse_push()
+
+    async def push_ttl(self, value: Any, ttl_ms: int, *,
+                       timeout: float | None = None) -> WorkTransition[int]:
         raise self._refuse_push()
 
     async def push_once(

@@ -8,9 +8,12 @@ the change listener. A group is fed only by its topic: ``push`` is refused.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from ..core.expiry import Expiry
+from ..core.expiry_take import claim_live, expire_work_head
 from ..core.groups import check_group, new_group
 from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
@@ -18,7 +21,8 @@ from ..errors import InvalidConfiguration
 from .capabilities import StorageCapabilities
 from .group_pushes import FedByTopic
 from .local import Clock
-from .local_work import LocalWorkQueueStorage
+from .local_work import LocalWorkQueueStorage, _time
+from .local_work_expiry import WORK_EXPIRED
 from .work import Settlement, WorkQueueChangeListener
 
 R = TypeVar("R")
@@ -54,6 +58,9 @@ class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
         the pending tail; returns its id."""
         return self._report(self.core.push(value, stamp)).result
 
+    def note_deadline(self, item_id: int, deadline: int | None) -> None:
+        """Item ``item_id`` (just fed) expires at ``deadline`` (ms): ignored here, a group
+        without expiry (:class:`ExpiringGroupStorage` keeps it)."""
 
     def try_push(self, value: Any) -> WorkTransition[int]:
         raise self._refuse_push()
@@ -87,12 +94,56 @@ class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
         return self._report(await super().release(worker, delivery_ids))
 
 
+class ExpiringGroupStorage(LocalGroupStorage):
+    """A group whose elements expire while they wait for their first delivery (module
+    docstring); ``now_ms`` is its topic's clock, in ms."""
+
+    __slots__ = ("_now_ms", "expiry")
+
+    capabilities = replace(LocalGroupStorage.capabilities, expiry=True)
+
+    def __init__(self, core: WorkQueueCore, *, topic: str, group: str,
+                 now_ms: Callable[[], int], clock: Clock | None = None) -> None:
+        super().__init__(core, topic=topic, group=group, clock=clock)
+        self.expiry = Expiry()
+        self._now_ms = now_ms
+
+    def expired_count(self) -> int:
+        return self.expiry.expired
+
+    def note_deadline(self, item_id: int, deadline: int | None) -> None:
+        """Item ``item_id`` (just fed) expires at ``deadline`` (ms; ``None``: never)."""
+        if deadline is not None:
+            self.expiry.deadlines[item_id] = deadline
+
+    def _claim_live(self, worker: str, now: float, n: int) -> WorkTransition[list[Delivery]]:
+        leased, expired, mask = claim_live(self.core, self.expiry, worker, self._now_ms(),
+                                           now, n)
+        return self._report(WorkTransition(leased, mask | (WORK_EXPIRED if expired else 0)))
+
+    def try_claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
+        leased, mask = self._claim_live(worker, now, 1)
+        return WorkTransition(leased[0] if leased else None, mask)
+
+    async def poll_many(
+        self, worker: str, n: int, now: float | None, *, timeout: float | None = None
+    ) -> WorkTransition[list[Delivery]]:
+        return self._claim_live(worker, _time(now), n)
+
+    def try_expire(self) -> WorkTransition[int]:
+        """Discard the elements expired now (the topic's clock) at the group's head."""
+        n, mask = expire_work_head(self.core, self.expiry, self._now_ms())
+        return self._report(WorkTransition(n, mask | (WORK_EXPIRED if n else 0)))
+
+
 def open_group(
     groups: dict[str, LocalGroupStorage], topic_core: TopicCore[Any], topic: str, group: str,
     start: Start, clock: Clock | None, *, visibility_timeout: float, max_deliveries: int,
+    expiring: Callable[[WorkQueueCore], LocalGroupStorage] | None = None,
 ) -> LocalGroupStorage:
     """The group ``group`` in ``groups`` (made at ``start`` of ``topic_core`` the first
-    time; the same settings after that, or :class:`InvalidConfiguration`)."""
+    time; the same settings after that, or :class:`InvalidConfiguration`); ``expiring``
+    makes a new group's storage on a topic with expiry."""
     existing = groups.get(check_group(group))
     if existing is not None:
         settings = (existing.visibility_timeout, existing.max_deliveries)
@@ -105,5 +156,6 @@ def open_group(
         return existing
     work = new_group(visibility_timeout, max_deliveries, start, topic_core.base_offset(),
                      topic_core.elements(), topic_core.stamp_of)
-    storage = groups[group] = LocalGroupStorage(work, topic=topic, group=group, clock=clock)
+    storage = groups[group] = (LocalGroupStorage(work, topic=topic, group=group, clock=clock)
+                               if expiring is None else expiring(work))
     return storage

@@ -10,22 +10,28 @@ default). A cursor below the new base moves up to it (its reader is invalidated,
 gap is visible) and the elements it lost are counted in ``skipped``; a take
 (``try_advance``) moves the cursor past expired elements behind a live head, never
 handing one out (counted in ``skipped`` too). ``limits`` bounds the retained log as
-:class:`~lazily_queue.core.limited_topic.LimitedTopic` does.
+:class:`~lazily_queue.core.limited_topic.LimitedTopic` does. Its consumer groups are
+:class:`~.local_groups.ExpiringGroupStorage`: each element enters them with its deadline.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.expiry import Expiry, optional_ttl_ms
+from ..core.groups import note_retained
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
-from ..core.topic import TopicTransition
-from ..core.topic_expiry import age_frontier, expiring_at_head, skip_expired
+from ..core.topic import Start, TopicTransition
+from ..core.topic_expiry import age_frontier, deadline, expiring_at_head, skip_expired
+from ..core.work import WorkQueueCore
 from .capabilities import StorageCapabilities
 from .local import Clock, LocalTopicStorage, _ms
+
+if TYPE_CHECKING:
+    from .local_groups import LocalGroupStorage
 
 T = TypeVar("T")
 
@@ -86,10 +92,32 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         offset, invalidated = LocalTopicStorage.try_publish(self, value)
         if ttl_ms is not None:
             self.expiry.note(offset, self.core.stamp_of(offset), ttl_ms)
+        if self.groups:
+            fed = deadline(self.core, self.expiry, offset)
+            for group in self.groups.values():
+                group.note_deadline(offset, fed)
         return TopicTransition(offset, invalidated | expired)
 
     def try_publish(self, value: T) -> TopicTransition[int]:
         return self._publish_one(value, None)
+
+    def open_group(
+        self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
+        start: Start = "tail", clock: Clock | None = None,
+    ) -> LocalGroupStorage:
+        """As :meth:`LocalTopicStorage.open_group`; a new group's elements (retained ones
+        included) carry their deadlines."""
+        from .local_groups import ExpiringGroupStorage, open_group
+
+        def expiring(work: WorkQueueCore) -> LocalGroupStorage:
+            storage = ExpiringGroupStorage(work, topic=topic, group=group, clock=clock,
+                                           now_ms=self._now)
+            note_retained(storage.expiry, work, self.core, self.expiry)
+            return storage
+
+        return open_group(self.groups, self.core, topic, group, start, clock,
+                          visibility_timeout=visibility_timeout, max_deliveries=max_deliveries,
+                          expiring=expiring)
 
     def try_skip_expired(self, subscriber: str) -> TopicTransition[int]:
         """Move the subscriber's cursor past the expired elements at it, now."""
