@@ -17,12 +17,12 @@ from ..core.expiry_take import claim_live, expire_work_head
 from ..core.groups import check_group, new_group
 from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
+from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
 from .capabilities import StorageCapabilities
 from .group_pushes import FedByTopic
 from .local import Clock
 from .local_work import LocalWorkQueueStorage, _time
-from .local_work_expiry import WORK_EXPIRED
 from .work import Settlement, WorkQueueChangeListener
 
 R = TypeVar("R")
