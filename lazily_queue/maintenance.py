@@ -43,7 +43,7 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
             due.append((ops.WORK_REAP, [name, None]))
         next_due = state.core.next_due()
         if next_due is not None and next_due <= max(now_ms, view.now):
-            due.append((ops.WORK_PROMOTE, [name, None]))
+            due.append((ops.WORK_PROMOTE, [name]))
     for name in view.queues_due(max(now_ms, view.now)):
         due.append((ops.QUEUE_PROMOTE, [name]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):

@@ -101,7 +101,7 @@ class WorkModel:
         elif code == C.WORK_PUSH_SCHEDULED:
             self._push_scheduled(op, args[5], args[1], args[2], args[3], args[4], now)
         elif code == C.WORK_PROMOTE:
-            moved = self._promote(now if args[1] is None else int(args[1]))
+            moved = self._promote(now)
             if not isinstance(result, list) or result[0] != moved:
                 raise Violation(f"index {op.index}: promotion returned {result!r}, the model "
                                 f"makes {moved} item(s) claimable")

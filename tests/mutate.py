@@ -470,6 +470,30 @@ MUTATIONS = [
         ("tests/replicated/test_queue_options_ops.py",),
         "QUEUE_PROMOTE carries only the queue name (no proposer's time)"),
     Mutation(
+        "client-proposes-work-promotion", "lazily_queue/client/access.py",
+        "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})",
+        "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE})",
+        ("tests/client/test_client_access.py::test_no_client_may_propose_a_work_promotion",),
+        "only the leader's maintenance proposes WORK_PROMOTE (an admin client included)"),
+    Mutation(
+        "work-promotion-takes-extra-args", "lazily_queue/replicated/scheduling.py",
+        "    if len(args) != 1:",
+        "    if not args:",
+        ("tests/replicated/test_scheduling_ops.py",),
+        "WORK_PROMOTE carries only the work queue name (no proposer's time)"),
+    Mutation(
+        "raft-work-promotion-at-a-given-time", "lazily_queue/storage/raft_scheduling.py",
+        "        if now is not None:",
+        "        if False:",
+        ("tests/cells/test_work_scheduling_replicated.py",),
+        "a member's promote_due refuses a time of its own (it promotes at the leader's stamp)"),
+    Mutation(
+        "maintenance-promotes-work-at-its-time", "lazily_queue/maintenance.py",
+        "            due.append((ops.WORK_PROMOTE, [name]))",
+        "            due.append((ops.WORK_PROMOTE, [name, now_ms]))",
+        ("tests/replicated/test_scheduling_ops.py",),
+        "the leader's maintenance proposes WORK_PROMOTE as [name]"),
+    Mutation(
         "popped-headers-lost-replicated", "lazily_queue/replicated/expiry.py",
         "            taken.update((i, h) for i, h in got[2])",
         "            pass",

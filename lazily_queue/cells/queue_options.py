@@ -60,13 +60,10 @@ class QueueOptions:
         self._delayed_bit = group.all_bits() & ~before
         return slot
 
-    async def offer_with(self, value: Any, options: PushOptions, *,
-                         timeout: float | None = None) -> QueuePushError | None:
-        """:meth:`offer` with its options already checked (a transaction's)."""
-        return await self._offer_options(value, options, timeout)
-
     async def _offer_options(self, value: Any, options: PushOptions,
                              timeout: float | None) -> QueuePushError | None:
+        """:meth:`offer` with its options already checked (the cell's, or a local
+        transaction's)."""
         storage: Any = self._storage
         caps = self._caps
         if options.msg_id is not None and not caps.dedup:

@@ -69,9 +69,12 @@ class WorkQueueScheduling:
 
     async def promote_due(self, now: Now = None) -> int:
         """Make every delayed item due at ``now`` claimable; returns how many (a claim
-        does it too; a replicated leader's maintenance does it on its own)."""
+        does it too). A backend with its own clock (Raft) promotes at its own stamp only
+        and refuses an explicit ``now`` (``UnsupportedOperation``); a replicated
+        leader's maintenance promotes on its own, and a cluster's client may not."""
         storage = self._scheduling("delayed delivery")
-        return int(self._apply(await storage.promote_due(self._now(now))))
+        at = None if now is None and self._caps.own_clock else self._now(now)
+        return int(self._apply(await storage.promote_due(at)))
 
     def delayed(self) -> list[tuple[float, PendingItem]]:
         """``(due, item)`` of the items not claimable yet, in the order they will be (due

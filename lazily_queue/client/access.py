@@ -54,10 +54,9 @@ CONSUME = frozenset({
     ops.QUEUE_POP_STAMPED, ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_POP_HEADERS,
     ops.QUEUE_UNPOP_HEADERS, ops.WORK_CLAIM,
     ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
-    ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.WORK_PROMOTE, ops.TOPIC_SUBSCRIBE,
-    ops.TOPIC_RECONNECT, ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE,
-    ops.TOPIC_ADVANCE_TO, ops.TOPIC_SUBSCRIBE_AT, ops.TOPIC_SEEK, ops.TOPIC_SUBSCRIBE_AT_TIME,
-    ops.TOPIC_SEEK_TIME, ops.GROUP_DECLARE,
+    ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT,
+    ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE, ops.TOPIC_ADVANCE_TO, ops.TOPIC_SUBSCRIBE_AT,
+    ops.TOPIC_SEEK, ops.TOPIC_SUBSCRIBE_AT_TIME, ops.TOPIC_SEEK_TIME, ops.GROUP_DECLARE,
 })
 ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
                    ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,
@@ -69,7 +68,7 @@ DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER})
 #: Ops only the leader's maintenance proposes: refused to every client, admin included.
-MAINTENANCE = frozenset({ops.QUEUE_PROMOTE})
+MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})
 PERMISSIONS = ("produce", "consume", "admin")
 #: The ``refusal`` code of reading (mirroring) an object.
 READ = -1

@@ -370,6 +370,9 @@ CAPABILITIES = {
               "the replay's clock",
     "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "
                   "policy",
+    "promote_at": "work-queue fixtures with a promote_due op: delayed items made claimable "
+                  "at a time the step gives (a replicated work queue promotes only at the "
+                  "leader's stamp, by its maintenance or a claim)",
     "queue_options": "queue fixtures whose pushes combine options or are delayed (delay=): "
                      "a delayed element is poppable from its due time on the replay's clock",
     "limits": "queue fixtures declaring limits (max_bytes, drop_oldest): the bytes and "

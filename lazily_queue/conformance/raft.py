@@ -20,6 +20,9 @@ cluster ops:
 - ``partition`` with ``isolate`` = ``"leader"``, ``"observer"`` or a node id, or
   ``groups`` (lists of ids);
   ``heal``: restore every link.
+
+Work-queue fixtures with a ``promote_due`` op are skipped (``lacks promote_at``): a
+replicated work queue promotes delayed items only at the leader's stamp.
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ class RaftBackend(Backend):
     flavors = ("async",)
     cluster_ops = frozenset(
         {"kill_leader", "kill_follower", "restart", "restart_cluster", "partition", "heal"})
+    lacks = {"promote_at": "a replicated work queue promotes delayed items at the leader's "
+                           "stamp only (WORK_PROMOTE carries no time; no client proposes it)"}
 
     def __init__(self, size: int) -> None:
         self.size = size

@@ -172,7 +172,8 @@ def work_queue_needs(document: Mapping[str, Any]) -> set[str]:
     deadline of a lease still live (the fixture relies on its time passing: a reap that
     expires it, a claim or settlement after it); ``tail_requeue`` when an expected
     pending list has a redelivery behind a never-delivered item or behind a redelivery
-    of a younger item; ``redelivery_view`` when it lists a redelivery at all."""
+    of a younger item; ``redelivery_view`` when it lists a redelivery at all;
+    ``promote_at`` when it has a ``promote_due`` op (a promotion at the step's time)."""
     needed: set[str] = set()
     live: dict[Any, Any] = {}
     initial = document.get("initial")
@@ -183,6 +184,8 @@ def work_queue_needs(document: Mapping[str, Any]) -> set[str]:
         op = op if isinstance(op, dict) else {}
         if any(key in op for key in SCHEDULED) or op.get("type") == "promote_due":
             needed.add("scheduling")
+        if op.get("type") == "promote_due":
+            needed.add("promote_at")
         now = op.get("now")
         if isinstance(now, int) and any(
                 isinstance(deadline, int) and now > deadline for deadline in live.values()):

@@ -79,7 +79,7 @@ WORK_PUSH_HEADERS = 96  # [name, headers, msg_id | None, value]: a push with hea
 WORK_DECLARE_RETRY = 100  # [name, visibility_timeout_ms, max_deliveries, [base_ms, factor, cap_ms]]
 WORK_PUSH_SCHEDULED = 101  # [name, priority, delay_ms, not_before_ms, now, value]
 WORK_NACK_DELAYED = 102  # [name, worker, delivery_id, delay_ms, now | None]: a later retry
-WORK_PROMOTE = 103  # [name, now | None]: make the delayed items due at now claimable
+WORK_PROMOTE = 103  # [name]: make the delayed items due at the entry stamp claimable
 # Message expiry: 110..114 (.expiry).
 QUEUE_PUSH_TTL = 110  # [name, ttl_ms, value]: push with a per-message TTL
 WORK_PUSH_TTL = 111  # [name, ttl_ms, value]: push with a per-message TTL

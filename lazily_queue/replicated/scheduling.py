@@ -2,13 +2,14 @@
 nacks and the promotion of due items (op codes 100..103).
 
 Every time here is the leader's stamp on the batch (``sm.now``, milliseconds since the
-Unix epoch) unless the op carries an explicit ``now``: a push delayed by ``delay_ms``
-is due at ``now + delay_ms``, a ``not_before_ms`` is an epoch time in milliseconds. A
+Unix epoch) unless the op carries an explicit ``now``: a push delayed by ``delay_ms`` is
+due at ``now + delay_ms``, a ``not_before_ms`` is an epoch time in milliseconds. A
 delayed item becomes claimable when a claim runs at or after its due time, or when the
 leader's maintenance, seeing the leader's clock past the earliest due time, proposes
-``WORK_PROMOTE``; either is an applied op, so every member changes at the same entry
-and its waiting consumers wake from the change report. The schedule of a work queue is
-part of its core's snapshot (key ``schedule``; its retry policy: ``retry``).
+``WORK_PROMOTE`` ``[name]``, which promotes at the entry's stamp (it carries no time; no
+client may propose it). Either is an applied op, so every member changes at the same
+entry and its waiting consumers wake from the change report. The schedule of a work queue
+is part of its core's snapshot (key ``schedule``; its retry policy: ``retry``).
 """
 
 from __future__ import annotations
@@ -78,9 +79,12 @@ def nack_delayed(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def promote(sm: StateMachine, args: list[Any]) -> Any:
-    """``[name, now | None]``: ``[promoted, mask]``."""
+    """``[name]``: ``[promoted, mask]``, the items due at the entry's stamp."""
+    if len(args) != 1:
+        raise OpRefused("bad_args", "work_promote is [name] (it promotes at the entry's "
+                        "stamp; it carries no time)")
     name, state = _work(sm, args)
-    moved, mask = state.core.promote_due(_time(sm, args[1]))
+    moved, mask = state.core.promote_due(sm.now)
     _changed(sm, name, mask)
     return [moved, mask]
 

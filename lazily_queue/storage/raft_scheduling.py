@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.expiry import whole_ms
 from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
+from ..errors import UnsupportedOperation
 from ..replicated import ops as C
 
 
@@ -60,5 +61,12 @@ class RaftWorkScheduling:
     async def promote_due(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
-        moved, mask = await self._call(C.WORK_PROMOTE, [self.name, now], timeout)
+        """Make the items due at the leader's stamp claimable (``WORK_PROMOTE`` carries no
+        time, so ``now`` must be ``None``; only members propose it, never a client)."""
+        if now is not None:
+            raise UnsupportedOperation(
+                f"{self.name}: a replicated work queue promotes delayed items at the "
+                f"leader's stamp, never at a given time (got now={now!r}); call "
+                "promote_due() without now, or let the leader's maintenance promote them")
+        moved, mask = await self._call(C.WORK_PROMOTE, [self.name], timeout)
         return WorkTransition(moved, mask)

@@ -173,7 +173,8 @@ class SchedulingWorkQueueStorage(WorkQueueStorage, Protocol):
     async def promote_due(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
-        """Make the delayed items due at ``now`` claimable."""
+        """Make the delayed items due at ``now`` claimable (a backend with its own clock
+        promotes at its own stamp and may refuse a ``now`` that is not ``None``)."""
         ...
 
 

@@ -143,7 +143,7 @@ def _apply(op: TxOp) -> Any:
         return receipt
     if isinstance(cell, QueueCell):
         if op.options is not None:
-            _now(cell.offer_with(op.value, op.options))
+            _now(cell._offer_options(op.value, op.options, None))
         elif op.msg_id is None and op.headers is None:
             cell.try_push(op.value)
         else:

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lazily_queue import InvalidConfiguration, InvalidSchedule, RetryPolicy, testing
+from lazily_queue.errors import UnsupportedOperation
+from tests.clock import FakeClock
 
 
 async def test_a_followers_waiting_consumer_wakes_when_a_delayed_item_falls_due() -> None:
@@ -75,3 +77,17 @@ async def test_a_client_pushes_with_priority_and_delay() -> None:
             member = c.node(1).work_queue("w")
             await c.settle()
             assert member.delayed_len() == 1
+
+
+async def test_a_member_promotes_at_the_leaders_stamp_and_refuses_a_given_time() -> None:
+    wall = FakeClock(1_000.0)
+    async with testing.cluster(1, maintenance_interval=None, wall_clock=wall) as c:
+        w = (await c.leader()).work_queue("w")
+        await w.push("later", delay=60)
+        with pytest.raises(UnsupportedOperation, match=r"promote_due\(\) without now"):
+            await w.promote_due(now=2_000_000)  # past the due time: still refused
+        assert await w.promote_due() == 0
+        assert (w.delayed_len(), w.pending_len()) == (1, 0)
+        wall.now += 60
+        assert await w.promote_due() == 1  # at the stamp of its own entry
+        assert (w.delayed_len(), w.pending_len()) == (0, 1)

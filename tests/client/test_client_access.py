@@ -176,3 +176,26 @@ def test_no_client_may_propose_a_queue_promotion() -> None:
         refusal = grant.refusal(ops.QUEUE_PROMOTE, "jobs")
         assert refusal is not None and "not open to clients" in refusal
     assert consumer.refusal(ops.QUEUE_POP, "jobs") is None
+
+
+def test_no_client_may_propose_a_work_promotion() -> None:
+    everything = ClientGrant("ops", WEB, produce=["*"], consume=["*"], admin=["*"])
+    consumer = ClientGrant("web", WEB, consume=["jobs"])
+    for grant in (everything, consumer):
+        refusal = grant.refusal(ops.WORK_PROMOTE, "jobs")
+        assert refusal is not None and "not open to clients" in refusal
+    assert consumer.refusal(ops.WORK_CLAIM, "jobs") is None
+
+
+async def test_a_client_promoting_delayed_work_is_refused_and_nothing_moves(
+        member: Node) -> None:
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", WEB)) as web:
+        jobs = web.work_queue("jobs")
+        await jobs.push("later", delay=3_600)
+        with pytest.raises(PermissionDenied, match="not open to clients"):
+            await jobs.promote_due()
+    await member.barrier()
+    state = member.view.work_queue("jobs")
+    assert state is not None
+    assert (state.core.pending_len(), state.core.delayed_len()) == (0, 1)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from lazily_queue.maintenance import due_operations
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
+from lazily_queue.replicated.view import ReadView
 
 
 class Session:
@@ -39,9 +43,9 @@ def test_priority_and_delay_follow_the_leaders_stamps() -> None:
                                                               (20_000, "at-20s")]
     (leased, _), = s.apply([ops.WORK_CLAIM_MANY, "w", "a", 5, None], stamp=14_999)
     assert [d["value"] for d in leased] == ["urgent", "plain"]
-    (moved, mask), = s.apply([ops.WORK_PROMOTE, "w", None], stamp=15_000)
+    (moved, mask), = s.apply([ops.WORK_PROMOTE, "w"], stamp=15_000)
     assert moved == 1 and mask
-    (moved, _), = s.apply([ops.WORK_PROMOTE, "w", None], stamp=15_001)
+    (moved, _), = s.apply([ops.WORK_PROMOTE, "w"], stamp=15_001)
     assert moved == 0
     (leased, _), = s.apply([ops.WORK_CLAIM_MANY, "w", "a", 5, None], stamp=20_000)
     assert [d["value"] for d in leased] == ["at-20s", "later"]  # both due: priority first
@@ -83,3 +87,26 @@ def test_bad_scheduling_args_are_refused_and_change_nothing() -> None:
         (err,) = s.apply(op, stamp=2)
         assert isinstance(err, OpError), op
     assert sm.capture()["work_queues"] == before
+
+
+@pytest.mark.parametrize("args", [[], ["w", None], ["w", 99_000], ["w", 1, 2], [5]])
+def test_a_promotion_carries_only_the_work_queue_name(args: list[Any]) -> None:
+    sm = StateMachine()
+    s = Session(sm)
+    s.apply([ops.WORK_DECLARE, "w", 30_000, 3],
+            [ops.WORK_PUSH_SCHEDULED, "w", 0, 5_000, None, None, "later"], stamp=10_000)
+    before = sm.capture()["work_queues"]
+    (err,) = s.apply([ops.WORK_PROMOTE, *args], stamp=10_000)
+    assert isinstance(err, OpError) and err.code in ("bad_args", "bad_name"), err
+    assert sm.capture()["work_queues"] == before
+    core = sm.work_queues["w"].core
+    assert (core.pending_len(), core.delayed_len()) == (0, 1)
+
+
+def test_maintenance_proposes_a_work_promotion_of_the_name_once_an_item_is_due() -> None:
+    sm = StateMachine()
+    Session(sm).apply([ops.WORK_DECLARE, "w", 30_000, 3],
+                      [ops.WORK_PUSH_SCHEDULED, "w", 0, 100, None, None, "a"], stamp=1_000)
+    view = ReadView(sm)
+    assert (ops.WORK_PROMOTE, ["w"]) not in due_operations(view, 1_050, gc_topics=False)
+    assert (ops.WORK_PROMOTE, ["w"]) in due_operations(view, 1_100, gc_topics=False)

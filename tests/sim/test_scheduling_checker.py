@@ -48,7 +48,7 @@ def test_the_model_follows_the_state_machine() -> None:
     first = log(10, C.WORK_CLAIM, "w", "a", None).result[0]
     assert first["value"] == "urgent"
     log(20, C.WORK_NACK_DELAYED, "w", "a", first["delivery_id"], 100, None)
-    log(50, C.WORK_PROMOTE, "w", None)
+    log(50, C.WORK_PROMOTE, "w")
     log(60, C.WORK_CLAIM_MANY, "w", "b", 5, None)
     log(130, C.WORK_CLAIM, "w", "c", None)
     model = _replay(log)
