@@ -2,9 +2,9 @@
 
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
-``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v1``,
-``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1``, ``queue-options-v1``,
-``work-options-v1`` and ``topic-options-v1`` features required and mutual HMAC
+``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v2``,
+``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1``, ``queue-options-v2``,
+``work-options-v2`` and ``topic-options-v1`` features required and mutual HMAC
 authentication before any Raft frame is accepted. A member of a version without
 pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
 encoding (which would refuse to apply tuples and large messages), without deduplicated
@@ -61,8 +61,9 @@ DEDUP_FEATURE = "queue-dedup-v1"
 #: ``queue_ids``): an older member would answer them ``unknown_op`` and diverge.
 MESSAGES_FEATURE = "queue-messages-v1"
 #: Topic replay and consumer groups (``TOPIC_SUBSCRIBE_AT``, ``TOPIC_SEEK``,
-#: ``GROUP_DECLARE``, publishes feeding groups): an older member would diverge.
-GROUPS_FEATURE = "topic-groups-v1"
+#: ``GROUP_DECLARE``, publishes feeding groups with their elements' deadlines, claims
+#: discarding what expired): an older member would diverge.
+GROUPS_FEATURE = "topic-groups-v2"
 #: Replay by time (``TOPIC_SUBSCRIBE_AT_TIME``, ``TOPIC_SEEK_TIME``): an older member
 #: would answer them ``unknown_op`` and diverge.
 REPLAY_TIME_FEATURE = "topic-replay-time-v1"
@@ -77,11 +78,13 @@ LIMITS_FEATURE = "limits-v1"
 #: publish and takes skipping expired elements: an older member would diverge.
 TOPIC_OPTIONS_FEATURE = "topic-options-v1"
 #: Queue pushes with options combined and delayed queue elements (``QUEUE_PUSH_OPTIONS``,
-#: ``QUEUE_PROMOTE``, snapshot section ``queue_options``): an older member would diverge.
-QUEUE_OPTIONS_FEATURE = "queue-options-v1"
+#: ``QUEUE_PROMOTE`` carrying only a name, snapshot section ``queue_options``, limits
+#: counting delayed elements): an older member would diverge.
+QUEUE_OPTIONS_FEATURE = "queue-options-v2"
 #: Work-queue pushes and declarations with options combined (``WORK_PUSH_OPTIONS``,
-#: ``WORK_DECLARE_OPTIONS``): an older member would answer ``unknown_op`` and diverge.
-WORK_OPTIONS_FEATURE = "work-options-v1"
+#: ``WORK_DECLARE_OPTIONS``, every declaration compared whole, ``WORK_PUSH_OPTIONS`` in
+#: transactions, ``WORK_PROMOTE`` carrying only a name): an older member would diverge.
+WORK_OPTIONS_FEATURE = "work-options-v2"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
