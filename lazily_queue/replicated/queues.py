@@ -81,7 +81,10 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     pre = q.len()
     err = q.push_stamped(args[1], sm.now)
     if err is None:
-        report_push(sm, args[0], q, pre)
+        if type(q) is LimitedFifo:
+            report_push(sm, args[0], q, pre)
+        else:
+            sm.emit(QueueChanged(args[0], PUSH, pre))
     return err
 
 
