@@ -587,6 +587,13 @@ MUTATIONS = [
         "        if check is None:\n            continue\n            raise ValueError(",
         ("tests/replicated/test_queue_options_ops.py",),
         "an options map with an unknown key is refused whole, never half read"),
+    Mutation(
+        "work-time-past-the-stamp", "lazily_queue/replicated/work_queues.py",
+        "    return min(int(value), sm.now)",
+        "    return int(value)",
+        ("tests/replicated/test_scheduling_ops.py",),
+        "an op's explicit time never runs past its entry's stamp (no early claim, no "
+        "lease past the leader's clock)"),
 ]
 
 

@@ -80,12 +80,15 @@ def _work(sm: StateMachine, args: list[Any]) -> tuple[str, WorkState]:
 
 
 def _time(sm: StateMachine, value: Any) -> int:
-    """The op's explicit time, or the leader's stamp when the op carries none."""
+    """The op's explicit time, or the leader's stamp when the op carries none. A time
+    later than the stamp counts as the stamp: no proposer (a client among them) can
+    claim delayed items early, lease or delay past the leader's clock, or reap leases
+    that have not lapsed."""
     if value is None:
         return sm.now
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise OpRefused("bad_time", f"now must be a non-negative number, got {value!r}")
-    return int(value)
+    return min(int(value), sm.now)
 
 
 def _changed(sm: StateMachine, name: str, mask: int) -> None:

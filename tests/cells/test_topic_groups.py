@@ -3,6 +3,7 @@ backends alike."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from lazily_queue.metrics import NodeMetrics
 from lazily_queue.reactive import effect
 from lazily_queue.storage import LocalTopicStorage, StorageCapabilities
 from lazily_queue.storage.remote import RemoteTopicStorage
+from tests.clock import FakeClock
 
 
 async def _share(t: TopicCell[Any], now: Any) -> tuple[GroupCell, GroupCell]:
@@ -52,8 +54,10 @@ async def _share(t: TopicCell[Any], now: Any) -> tuple[GroupCell, GroupCell]:
     return billing, audit
 
 
-async def _members_come_and_go(t: TopicCell[Any], audit: GroupCell, now: float) -> None:
-    """A member leaves (its leases come back unstarted), another dies (leases expire)."""
+async def _members_come_and_go(t: TopicCell[Any], audit: GroupCell, now: float,
+                                later: Callable[[float], None] = lambda _: None) -> None:
+    """A member leaves (its leases come back unstarted), another dies (leases expire);
+    ``later(ms)`` moves the cluster's clock on (a reap never runs ahead of it)."""
     first = await audit.claim("a1", now=now)
     second = await audit.claim("a1", now=now)
     assert await audit.leave("a1") == 2
@@ -62,6 +66,7 @@ async def _members_come_and_go(t: TopicCell[Any], audit: GroupCell, now: float) 
     assert (again.item_id, again.attempt) == (first.item_id, 1)  # not counted
     await audit.claim("a2", now=now)  # a2 dies holding two
     assert audit.in_flight_len() == 2
+    later(11_000)
     assert await audit.reap_expired(now + 11_000) == 2
     # back at the pending tail for the members still alive, the lapse counted
     tail = audit.pending()[-2:]
@@ -88,8 +93,11 @@ async def test_groups_on_the_local_backend() -> None:
     assert again.lag() == 8 and restored.group("billing", visibility_timeout=10).lag() == 1
 
 
-async def test_groups_on_the_replicated_backend() -> None:
-    async with testing.cluster(3) as c:
+async def test_groups_on_the_replicated_backend(wall: FakeClock) -> None:
+    def later(ms: float) -> None:
+        wall.now += ms / 1000
+
+    async with testing.cluster(3, maintenance_interval=None) as c:
         leader = await c.leader()
         t = leader.topic("orders")
         billing, audit = await _share(t, None)
@@ -97,7 +105,7 @@ async def test_groups_on_the_replicated_backend() -> None:
         await c.settle()
         remote = follower.topic("orders").group("audit", visibility_timeout=10)
         assert remote.pending() == audit.pending()
-        await _members_come_and_go(t, remote, follower.view.now)
+        await _members_come_and_go(t, remote, follower.view.now, later)
         with pytest.raises(UnsupportedOperation, match="fed by its topic"):
             await billing.push(1)
         with pytest.raises(InvalidConfiguration, match="is group 'billing' of topic"):

@@ -70,10 +70,16 @@ async def test_a_delayed_items_ttl_counts_from_its_push_locally() -> None:
     await _ttl_from_the_push(WorkQueueCell(clock=clock, ttl=600), clock.now, 1)
 
 
-async def test_a_delayed_items_ttl_counts_from_its_push_on_a_cluster() -> None:
-    async with testing.cluster(1) as c:
+async def test_a_delayed_items_ttl_counts_from_its_push_on_a_cluster(
+    wall: FakeClock,
+) -> None:
+    # Explicit times an hour ahead of the real clock; the leader's clock two hours ahead
+    # (an op's time never runs past the leader's) and no maintenance acting meanwhile.
+    t0 = round(time.time() * 1000) + 3_600_000
+    wall.now += 7200
+    async with testing.cluster(1, maintenance_interval=None) as c:
         w = (await c.leader()).work_queue("w", visibility_timeout=30)
-        await _ttl_from_the_push(w, round(time.time() * 1000) + 3_600_000, 1000)
+        await _ttl_from_the_push(w, t0, 1000)
 
 
 async def test_every_push_option_combines_locally() -> None:
@@ -81,11 +87,12 @@ async def test_every_push_option_combines_locally() -> None:
     await _combined(WorkQueueCell(clock=clock, ttl=600), clock.now, 1)
 
 
-async def test_every_push_option_combines_on_a_cluster() -> None:
-    async with testing.cluster(3) as c:
+async def test_every_push_option_combines_on_a_cluster(wall: FakeClock) -> None:
+    t0 = round(time.time() * 1000) + 3_600_000
+    wall.now += 7200  # as above
+    async with testing.cluster(3, maintenance_interval=None) as c:
         w = (await c.leader()).work_queue("w", visibility_timeout=30)
-        # Explicit times an hour ahead of the leader's: no maintenance acts meanwhile.
-        await _combined(w, round(time.time() * 1000) + 3_600_000, 1000)
+        await _combined(w, t0, 1000)
         await c.settle()
         follower = (await c.followers())[0]
         mirror = follower.work_queue("w", visibility_timeout=30)

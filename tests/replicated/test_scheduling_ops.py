@@ -110,3 +110,27 @@ def test_maintenance_proposes_a_work_promotion_of_the_name_once_an_item_is_due()
     view = ReadView(sm)
     assert (ops.WORK_PROMOTE, ["w"]) not in due_operations(view, 1_050, gc_topics=False)
     assert (ops.WORK_PROMOTE, ["w"]) in due_operations(view, 1_100, gc_topics=False)
+
+
+def test_an_ops_time_never_runs_past_the_leaders_stamp() -> None:
+    """A claim, an extension or a reap given a time later than its entry's stamp acts at
+    the stamp: no delayed item early, no lease past the leader's clock, no lease reaped
+    before it lapsed."""
+    sm = StateMachine()
+    s = Session(sm)
+    s.apply([ops.WORK_DECLARE, "w", 30_000, 3],
+            [ops.WORK_PUSH_SCHEDULED, "w", 0, 5_000, None, None, "later"],
+            [ops.WORK_PUSH, "w", "now"], stamp=10_000)
+    ((job, _),) = s.apply([ops.WORK_CLAIM, "w", "a", 10**12], stamp=10_000)
+    assert (job["value"], job["deadline"]) == ("now", 40_000)  # leased from the stamp
+    core = sm.work_queues["w"].core
+    assert core.delayed_len() == 1  # the delayed one not due yet
+    ((nothing, _),) = s.apply([ops.WORK_CLAIM, "w", "b", 10**12], stamp=10_000)
+    assert nothing is None
+    (extended,) = s.apply([ops.WORK_EXTEND, "w", "a", job["delivery_id"], 10**12],
+                          stamp=11_000)
+    assert not isinstance(extended, OpError)
+    ((reaped, _),) = s.apply([ops.WORK_REAP, "w", 10**12], stamp=12_000)
+    assert reaped == 0 and core.in_flight_len() == 1  # its lease runs to 41_000
+    ((reaped, _),) = s.apply([ops.WORK_REAP, "w", None], stamp=41_001)
+    assert reaped == 1
