@@ -461,7 +461,7 @@ MUTATIONS = [
         "client-proposes-promotion", "lazily_queue/client/access.py",
         "        if not isinstance(name, str) or code in MAINTENANCE:",
         "        if not isinstance(name, str):",
-        ("tests/client/test_client_access.py::test_no_client_may_propose_a_queue_promotion",),
+        ("tests/client/test_client_access.py::test_no_client_may_propose_a_promotion",),
         "only the leader's maintenance proposes QUEUE_PROMOTE"),
     Mutation(
         "promotion-takes-extra-args", "lazily_queue/replicated/queue_options.py",
@@ -473,7 +473,7 @@ MUTATIONS = [
         "client-proposes-work-promotion", "lazily_queue/client/access.py",
         "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})",
         "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE})",
-        ("tests/client/test_client_access.py::test_no_client_may_propose_a_work_promotion",),
+        ("tests/client/test_client_access.py::test_no_client_may_propose_a_promotion",),
         "only the leader's maintenance proposes WORK_PROMOTE (an admin client included)"),
     Mutation(
         "work-promotion-takes-extra-args", "lazily_queue/replicated/scheduling.py",

@@ -169,22 +169,15 @@ def test_grants_and_credentials_refuse_bad_configuration() -> None:
     assert WEB.decode() not in repr(Credentials("web", WEB))
 
 
-def test_no_client_may_propose_a_queue_promotion() -> None:
+@pytest.mark.parametrize(("promotion", "open_op"), [(ops.QUEUE_PROMOTE, ops.QUEUE_POP),
+                                                     (ops.WORK_PROMOTE, ops.WORK_CLAIM)])
+def test_no_client_may_propose_a_promotion(promotion: int, open_op: int) -> None:
     everything = ClientGrant("ops", WEB, produce=["*"], consume=["*"], admin=["*"])
     consumer = ClientGrant("web", WEB, consume=["jobs"])
     for grant in (everything, consumer):
-        refusal = grant.refusal(ops.QUEUE_PROMOTE, "jobs")
+        refusal = grant.refusal(promotion, "jobs")
         assert refusal is not None and "not open to clients" in refusal
-    assert consumer.refusal(ops.QUEUE_POP, "jobs") is None
-
-
-def test_no_client_may_propose_a_work_promotion() -> None:
-    everything = ClientGrant("ops", WEB, produce=["*"], consume=["*"], admin=["*"])
-    consumer = ClientGrant("web", WEB, consume=["jobs"])
-    for grant in (everything, consumer):
-        refusal = grant.refusal(ops.WORK_PROMOTE, "jobs")
-        assert refusal is not None and "not open to clients" in refusal
-    assert consumer.refusal(ops.WORK_CLAIM, "jobs") is None
+    assert consumer.refusal(open_op, "jobs") is None
 
 
 async def test_a_client_promoting_delayed_work_is_refused_and_nothing_moves(

@@ -13,6 +13,8 @@ from lazily_queue.replicated.state_machine import StateMachine
 from simulator.history import AppliedOp, Violation
 from simulator.queue_options import OPTIONS_QUEUE, OptionsModel
 
+from .logged import applied
+
 Q = OPTIONS_QUEUE
 STEPS: list[tuple[int, int, list[Any]]] = [
     (1_000, C.QUEUE_DECLARE, [Q, None]),
@@ -31,13 +33,7 @@ STEPS: list[tuple[int, int, list[Any]]] = [
 
 
 def _log() -> tuple[StateMachine, list[AppliedOp]]:
-    sm = StateMachine()
-    log: list[AppliedOp] = []
-    for stamp, code, args in STEPS:
-        sm.now = stamp
-        result = sm.apply_plain(code, list(args))
-        log.append(AppliedOp(len(log), 1, len(log) + 1, code, list(args), result, stamp))
-    return sm, log
+    return applied(STEPS)
 
 
 def _replay(log: list[AppliedOp]) -> OptionsModel:

@@ -9,20 +9,10 @@ from typing import Any
 import pytest
 
 from lazily_queue.replicated import ops as C
-from lazily_queue.replicated.state_machine import StateMachine
-from simulator.history import AppliedOp, Violation
+from simulator.history import Violation
 from simulator.topic_options import TOPICS, TopicOptionsModel
 
-
-def _run(steps: list[tuple[int, int, list[Any]]]) -> tuple[StateMachine, list[AppliedOp]]:
-    """Apply ``(stamp, code, args)`` to a fresh state machine, as logged ops."""
-    sm = StateMachine()
-    log: list[AppliedOp] = []
-    for stamp, code, args in steps:
-        sm.now = max(sm.now, stamp)
-        result = sm.apply_plain(code, list(args))
-        log.append(AppliedOp(len(log), 1, len(log) + 1, code, list(args), result, stamp))
-    return sm, log
+from .logged import applied
 
 
 def _declare() -> list[tuple[int, int, list[Any]]]:
@@ -54,7 +44,7 @@ STEPS = [
 
 
 def test_the_model_agrees_with_the_state_machine() -> None:
-    sm, log = _run(STEPS)
+    sm, log = applied(STEPS)
     model = TopicOptionsModel()
     for op in log:
         model.apply(op, op.stamp)
@@ -65,7 +55,7 @@ def test_the_model_agrees_with_the_state_machine() -> None:
 
 
 def test_the_model_catches_an_expired_element_delivered() -> None:
-    _, log = _run(STEPS)
+    _, log = applied(STEPS)
     advance = next(op for op in log if op.code == C.TOPIC_ADVANCE and op.stamp == 16
                    and op.result is None)
     advance.result = "c"  # as a take that did not skip the expired element would
@@ -76,7 +66,7 @@ def test_the_model_catches_an_expired_element_delivered() -> None:
 
 
 def test_the_model_catches_a_reject_topic_past_its_limits() -> None:
-    _, log = _run(STEPS)
+    _, log = applied(STEPS)
     refused = next(op for op in log if op.code == C.TOPIC_PUBLISH and op.args == ["tr", "d"])
     refused.result = 3  # as a state machine that ignored the limit would answer
     model = TopicOptionsModel()
@@ -86,7 +76,7 @@ def test_the_model_catches_a_reject_topic_past_its_limits() -> None:
 
 
 def test_the_model_catches_an_uncounted_drop() -> None:
-    sm, log = _run(STEPS)
+    sm, log = applied(STEPS)
     model = TopicOptionsModel()
     for op in log:
         model.apply(op, op.stamp)
@@ -101,7 +91,7 @@ def test_the_model_answers_a_repeated_msg_id_from_the_window() -> None:
              (10, C.TOPIC_PUBLISH_OPTIONS, ["to", {"msg_id": "m", "ttl_ms": 5}, "a"]),
              (20, C.TOPIC_PUBLISH_OPTIONS, ["to", {"msg_id": "m", "ttl_ms": 5}, "a"]),
              (20, C.TOPIC_PUBLISH, ["to", "b"])]
-    sm, log = _run(steps)
+    sm, log = applied(steps)
     model = TopicOptionsModel()
     for op in log:
         model.apply(op, op.stamp)

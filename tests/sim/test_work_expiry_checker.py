@@ -10,22 +10,12 @@ from typing import Any
 import pytest
 
 from lazily_queue.replicated import ops as C
-from lazily_queue.replicated.state_machine import StateMachine
 from simulator.history import AppliedOp, Violation
 from simulator.work_expiry import MAX_DELIVERIES, VISIBILITY_MS, WORK_TTL, WorkExpiryModel
 
+from .logged import applied
+
 W = WORK_TTL
-
-
-def _run(steps: list[tuple[int, int, list[Any]]]) -> tuple[StateMachine, list[AppliedOp]]:
-    """Apply ``(stamp, code, args)`` to a fresh state machine, as logged ops."""
-    sm = StateMachine()
-    log: list[AppliedOp] = []
-    for stamp, code, args in steps:
-        sm.now = max(sm.now, stamp)
-        result = sm.apply_plain(code, list(args))
-        log.append(AppliedOp(len(log), 1, len(log) + 1, code, list(args), result, stamp))
-    return sm, log
 
 
 def _replay(log: list[AppliedOp]) -> WorkExpiryModel:
@@ -53,7 +43,7 @@ STEPS: list[tuple[int, int, list[Any]]] = [
 
 
 def test_the_model_follows_the_state_machine() -> None:
-    sm, log = _run(STEPS)
+    sm, log = applied(STEPS)
     claimed = [op.result[0] for op in log if op.code in (C.WORK_CLAIM, C.WORK_CLAIM_MANY)]
     assert [claimed[0]["value"], claimed[1]["value"], [d["value"] for d in claimed[2]],
             claimed[3]] == ["e", "b", ["b"], None]
@@ -62,8 +52,8 @@ def test_the_model_follows_the_state_machine() -> None:
     model.check_final(sm.capture())
 
 
-def test_a_claim_handing_out_an_expired_item_fails_the_run() -> None:
-    _, log = _run(STEPS)
+def test_a_claim_handing_out_an_expired_item_fails_theapplied() -> None:
+    _, log = applied(STEPS)
     claim = log[7]
     assert claim.result[0]["value"] == "b"
     claim.result = [{**claim.result[0], "item_id": 0, "value": "a"}, claim.result[1]]
@@ -72,7 +62,7 @@ def test_a_claim_handing_out_an_expired_item_fails_the_run() -> None:
 
 
 def test_an_expired_item_must_be_counted() -> None:
-    sm, log = _run(STEPS)
+    sm, log = applied(STEPS)
     model = _replay(log)
     state = sm.capture()
     state["expiry"]["work_queue"][W][2] -= 1
@@ -80,8 +70,8 @@ def test_an_expired_item_must_be_counted() -> None:
         model.check_final(state)
 
 
-def test_an_item_lost_silently_fails_the_run() -> None:
-    sm, log = _run(STEPS)
+def test_an_item_lost_silently_fails_theapplied() -> None:
+    sm, log = applied(STEPS)
     model = _replay(log)
     model.expired.pop()
     with pytest.raises(Violation):
