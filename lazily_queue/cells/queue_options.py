@@ -26,8 +26,7 @@ from ..errors import UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, wait_until
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueStorage, SyncQueueStorage
-from .expiry import no_expiry
-from .once import no_dedup
+from .push_checks import refuse_unsupported
 
 
 class QueueOptions:
@@ -66,14 +65,9 @@ class QueueOptions:
         transaction's)."""
         storage: Any = self._storage
         caps = self._caps
-        if options.msg_id is not None and not caps.dedup:
-            raise no_dedup(self.name, storage, "push")
-        if options.headers is not None and not caps.headers:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(storage).__name__} does not keep message headers; "
-                "push without headers= (or carry them in the value)")
-        if options.ttl_ms is not None and not caps.expiry:
-            raise no_expiry(self.name, storage, "push")
+        refuse_unsupported(self.name, storage, caps, msg_id=options.msg_id is not None,
+                           headers=options.headers is not None,
+                           ttl=options.ttl_ms is not None)
         if options.delayed and not caps.scheduling:
             raise UnsupportedOperation(
                 f"{self.name}: {type(storage).__name__} does not support delayed delivery "

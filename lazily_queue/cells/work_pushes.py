@@ -20,7 +20,7 @@ from ..core.headers import view
 from ..core.limits import Limits
 from ..core.work import WorkTransition
 from ..core.work_options import WorkPushOptions, work_options
-from ..errors import LimitExceeded, UnsupportedOperation
+from ..errors import LimitExceeded
 from ..reactive import Context, Slot
 from ..storage.work import (
     SchedulingWorkQueueStorage,
@@ -28,8 +28,7 @@ from ..storage.work import (
     WorkQueueStorage,
     as_headers_work_queue,
 )
-from .expiry import no_expiry
-from .once import no_dedup
+from .push_checks import refuse_unsupported
 from .work_batches import Now
 from .work_limits import named, wait_for_room
 
@@ -119,14 +118,9 @@ class WorkQueuePushes:
         """Refuse an option whose capability the backend lacks, naming it."""
         storage = self._storage
         caps = storage.capabilities
-        if options.headers is not None and not caps.headers:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(storage).__name__} does not keep message headers; "
-                "push without headers= (or carry them in the value)")
-        if options.msg_id is not None and not caps.dedup:
-            raise no_dedup(self.name, storage, "push")
-        if options.ttl_ms is not None and not caps.expiry:
-            raise no_expiry(self.name, storage, "push")
+        refuse_unsupported(self.name, storage, caps, msg_id=options.msg_id is not None,
+                           headers=options.headers is not None,
+                           ttl=options.ttl_ms is not None)
         if options.scheduled:
             self._scheduling("priority" if not options.delayed else "delayed delivery")
 

@@ -1,0 +1,23 @@
+"""What the queue and work-queue cells share for a push with options: each option the
+backend cannot keep is refused by name, before anything is sent."""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedOperation
+from ..storage.capabilities import StorageCapabilities
+from .expiry import no_expiry
+from .once import no_dedup
+
+
+def refuse_unsupported(cell: str, storage: object, caps: StorageCapabilities, *,
+                       msg_id: bool, headers: bool, ttl: bool) -> None:
+    """Raise :class:`UnsupportedOperation` for ``msg_id=``, ``headers=`` or ``ttl=``
+    given to a cell whose backend lacks ``dedup``, ``headers`` or ``expiry``."""
+    if msg_id and not caps.dedup:
+        raise no_dedup(cell, storage, "push")
+    if headers and not caps.headers:
+        raise UnsupportedOperation(
+            f"{cell}: {type(storage).__name__} does not keep message headers; "
+            "push without headers= (or carry them in the value)")
+    if ttl and not caps.expiry:
+        raise no_expiry(cell, storage, "push")
