@@ -5,10 +5,11 @@ when ``LAZILY_SPEC_FIXTURES`` names it. QueueCell fixtures also run on
 ``local-generic`` (the shell's generic storage path instead of the deque fast path).
 Every fixture also replays unchanged on ``raft1`` and ``raft3`` (real clusters, async
 flavor) and on ``client`` (the cells of a client of a one-member cluster), but for a
-work-queue fixture with a ``promote_due`` op, which a cluster skips (it promotes only at
-the leader's stamp). The
-distributed corpus (``fixtures/distributed/``, with cluster ops such as ``kill_leader``)
-replays on ``raft3`` only: a single process has no leader to kill.
+work-queue fixture with a ``promote_due`` op at a given time, which needs ``promote_at``
+(a cluster promotes only at the leader's stamp: it refuses such a fixture, which
+:func:`test_a_cluster_refuses_a_promotion_at_a_given_time` checks). The distributed
+corpus (``fixtures/distributed/``, with cluster ops such as ``kill_leader``) replays on
+``raft3`` only: a single process has no leader to kill.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue.conformance import FLAVORS, Fixture, ReplayResult, discover, replay
+from lazily_queue.conformance import FLAVORS, Fixture, discover, replay
+from lazily_queue.conformance.engine import requirements
 
 ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTED = ROOT / "fixtures" / "distributed"
@@ -47,7 +49,7 @@ def _params(origin: str, root: Path) -> list[object]:
                 suffix = "" if backend == "local" else f"-{backend}"
                 test_id = f"{origin}/{fixture.name}[{flavor}{suffix}]"
                 params.append(pytest.param(fixture, backend, flavor, id=test_id))
-        for backend in RAFT:
+        for backend in RAFT if "promote_at" not in requirements(fixture.document) else ():
             test_id = f"{origin}/{fixture.name}[async-{backend}]"
             params.append(pytest.param(fixture, backend, "async", id=test_id))
     return params
@@ -72,19 +74,19 @@ def test_project_corpus_is_complete() -> None:
     assert {"QueueCell", "TopicCell", "WorkQueueCell"} <= {f.model for f in fixtures}
 
 
-def _skipped(result: ReplayResult, backend: str) -> None:
-    """Skip the test when the replay was skipped for the one thing a cluster lacks: a
-    promotion at a time the step gives (every other skip fails the test)."""
-    if result.skipped is not None:
-        assert backend in RAFT and result.skipped.startswith("lacks promote_at:"), (
-            result.skipped)
-        pytest.skip(result.skipped)
+@pytest.mark.parametrize("backend", RAFT)
+async def test_a_cluster_refuses_a_promotion_at_a_given_time(backend: str) -> None:
+    (fixture,) = [f for f in discover([ROOT / "fixtures"]).fixtures
+                  if f.name == "workqueue_promote_due"]
+    result = await replay(fixture, backend=backend, flavor="async")
+    assert result.skipped is not None and result.skipped.startswith("lacks promote_at:")
+    assert result.steps_passed == 0
 
 
 @pytest.mark.parametrize(("fixture", "backend", "flavor"), PROJECT)
 async def test_project_fixture(fixture: Fixture, backend: str, flavor: str) -> None:
     result = await replay(fixture, backend=backend, flavor=flavor)
-    _skipped(result, backend)
+    assert result.skipped is None, result.skipped
     assert result.failure is None, result.failure.describe()
     assert result.steps_passed == result.steps == len(fixture.steps) > 0
 
@@ -95,7 +97,7 @@ async def test_spec_fixture(
 ) -> None:
     assert spec_fixtures is not None
     result = await replay(fixture, backend=backend, flavor=flavor)
-    _skipped(result, backend)
+    assert result.skipped is None, result.skipped
     assert result.failure is None, result.failure.describe()
     assert result.steps_passed == result.steps == len(fixture.steps) > 0
 
@@ -106,7 +108,9 @@ def test_spec_corpus_found(spec_fixtures: Path | None) -> None:
     found = discover([spec_fixtures])
     assert found.fixtures, f"no queue-family fixtures under {spec_fixtures}"
     assert len(SPEC) == sum(
-        len(FLAVORS) * (2 if f.model == "QueueCell" else 1) + len(RAFT) for f in found.fixtures
+        len(FLAVORS) * (2 if f.model == "QueueCell" else 1)
+        + (0 if "promote_at" in requirements(f.document) else len(RAFT))
+        for f in found.fixtures
     )
 
 
