@@ -77,7 +77,7 @@ def test_project_corpus_is_complete() -> None:
 @pytest.mark.parametrize("backend", RAFT)
 async def test_a_cluster_refuses_a_promotion_at_a_given_time(backend: str) -> None:
     (fixture,) = [f for f in discover([ROOT / "fixtures"]).fixtures
-                  if f.name == "workqueue_promote_due"]
+                  if f.name.endswith("/workqueue_promote_due")]
     result = await replay(fixture, backend=backend, flavor="async")
     assert result.skipped is not None and result.skipped.startswith("lacks promote_at:")
     assert result.steps_passed == 0

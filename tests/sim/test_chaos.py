@@ -97,7 +97,9 @@ class Chaos:
     async def fault(self, session: aiohttp.ClientSession) -> None:
         leader = await self.leader(session)
         target = leader if leader is not None else self.rng.choice(MEMBERS)
-        kind = self.rng.choice(["kill", "kill", "stop", "isolate", "drop", "one-way"])
+        # The first fault is a kill (every run kills a member at least once), then any.
+        kind = ("kill" if not self.log
+                else self.rng.choice(["kill", "kill", "stop", "isolate", "drop", "one-way"]))
         self.log.append(f"{time.monotonic():.1f} {kind} {target} (leader {leader})")
         if kind == "kill":
             self.procs[target].kill()
