@@ -40,6 +40,8 @@ class QueueOptions:
     _sync: SyncQueueStorage[Any] | None
     _delayed_bit: int
     _capacity: int | None
+    #: Whether try_push / try_pop go through the backend (:meth:`_use_promoting_ops`).
+    _promoting = False
     delayed_len: Slot[int]
     try_push: Any
     try_pop: Any
@@ -112,7 +114,7 @@ class QueueOptions:
         backend (its pops make due elements ready) and invalidate the readers the change
         moved (:meth:`_moved`). Until then the cell keeps the deque's fast path, which
         knows nothing of delayed elements: a queue that never delays pays nothing."""
-        if getattr(self, "_promoting", False):
+        if self._promoting:
             return
         self._promoting = True
         invalidate, counts, moved = self._invalidate, self._counts, self._moved

@@ -9,10 +9,18 @@ from typing import Any
 import pytest
 
 from lazily_queue.replicated import ops as C
-from simulator.history import Violation
+from simulator.history import AppliedOp, Violation
 from simulator.topic_options import TOPICS, TopicOptionsModel
 
 from .logged import applied
+
+
+def _replayed(log: list[AppliedOp]) -> TopicOptionsModel:
+    """The model after every op of ``log`` (a violation raises)."""
+    model = TopicOptionsModel()
+    for op in log:
+        model.apply(op, op.stamp)
+    return model
 
 
 def _declare() -> list[tuple[int, int, list[Any]]]:
@@ -45,9 +53,7 @@ STEPS = [
 
 def test_the_model_agrees_with_the_state_machine() -> None:
     sm, log = applied(STEPS)
-    model = TopicOptionsModel()
-    for op in log:
-        model.apply(op, op.stamp)
+    model = _replayed(log)
     results = [op.result for op in log if op.args[0] == "tr" and op.code == C.TOPIC_ADVANCE]
     assert results == ["a", "b", None]
     assert model.topics["to"].dropped == 2 and model.expired == 1 + 4
@@ -59,27 +65,21 @@ def test_the_model_catches_an_expired_element_delivered() -> None:
     advance = next(op for op in log if op.code == C.TOPIC_ADVANCE and op.stamp == 16
                    and op.result is None)
     advance.result = "c"  # as a take that did not skip the expired element would
-    model = TopicOptionsModel()
     with pytest.raises(Violation, match="expired element delivered"):
-        for op in log:
-            model.apply(op, op.stamp)
+        _replayed(log)
 
 
 def test_the_model_catches_a_reject_topic_past_its_limits() -> None:
     _, log = applied(STEPS)
     refused = next(op for op in log if op.code == C.TOPIC_PUBLISH and op.args == ["tr", "d"])
     refused.result = 3  # as a state machine that ignored the limit would answer
-    model = TopicOptionsModel()
     with pytest.raises(Violation, match="past its limits"):
-        for op in log:
-            model.apply(op, op.stamp)
+        _replayed(log)
 
 
 def test_the_model_catches_an_uncounted_drop() -> None:
     sm, log = applied(STEPS)
-    model = TopicOptionsModel()
-    for op in log:
-        model.apply(op, op.stamp)
+    model = _replayed(log)
     state = sm.capture()
     state["limits"]["topics"]["to"][1] = {"drop_oldest": 1}
     with pytest.raises(Violation, match="dropped"):
@@ -92,13 +92,9 @@ def test_the_model_answers_a_repeated_msg_id_from_the_window() -> None:
              (20, C.TOPIC_PUBLISH_OPTIONS, ["to", {"msg_id": "m", "ttl_ms": 5}, "a"]),
              (20, C.TOPIC_PUBLISH, ["to", "b"])]
     sm, log = applied(steps)
-    model = TopicOptionsModel()
-    for op in log:
-        model.apply(op, op.stamp)
+    model = _replayed(log)
     assert [op.result for op in log[-3:]] == [0, 0, 1] and model.repeats == 1
     model.check_final(sm.capture())
     log[-2].result = 1  # as a window that let the repeat apply again would answer
     with pytest.raises(Violation, match="the model says 0"):
-        fresh = TopicOptionsModel()
-        for op in log:
-            fresh.apply(op, op.stamp)
+        _replayed(log)
