@@ -45,10 +45,12 @@ _ZERO_TAIL = 2 << 20
 
 
 def _zero_tail(path: str, size: int) -> int:
-    """Bytes of zeros at the end of ``path`` (at most :data:`_ZERO_TAIL`)."""
+    """Bytes of zeros at the end of the first ``size`` bytes of ``path`` (at most
+    :data:`_ZERO_TAIL`): a journal preallocating more meanwhile adds none."""
+    start = max(0, size - _ZERO_TAIL)
     with open(path, "rb") as f:
-        f.seek(max(0, size - _ZERO_TAIL))
-        tail = f.read()
+        f.seek(start)
+        tail = f.read(size - start)
     return len(tail) - len(tail.rstrip(b"\0"))
 
 
