@@ -1,7 +1,8 @@
 """A flood of clients against a three-member cluster: does it keep its leader, and what
-does it do to commit latency?
+does it do to commit latency? The same flood against NATS JetStream R3, in the same run.
 
-    python benchmarks/client_flood.py [--flooders N] [--seconds S] [--json]
+    python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
+                                      [--json]
     lazily-queue bench client_flood ...
 
 Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
@@ -16,8 +17,15 @@ clients fairly (the lightest first, a bounded window of ops proposed at once), s
 probe is not queued behind the flood. The run reports the leader and term before,
 during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
 and its p50 under the flood as a multiple of its p50 alone, the flood's committed
-pushes/s and the most requests a member held in flight. With ``--json`` the last line
-is one JSON object.
+pushes/s and the most requests a member held in flight.
+
+Then (``--peers nats``, the default) the same workload against NATS JetStream R3
+(:mod:`benchmarks.client_flood_nats`: three clustered ``nats-server``, file storage, a
+nats-py probe publishing one at a time, flooder processes of nats-py connections
+publishing to another stream), reporting the same figures (acknowledged publishes/s,
+and the two streams' leaders before and after). NATS is skipped with a line saying how
+to install it when ``nats-server`` or nats-py is missing. A table ends the run, a row
+per system; with ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -38,7 +46,15 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers_common import PAYLOAD, node_env, percentiles, reap, start_nodes  # noqa: E402
+from benchmarks.peers_common import (  # noqa: E402
+    PAYLOAD,
+    markdown_table,
+    missing,
+    node_env,
+    percentiles,
+    reap,
+    start_nodes,
+)
 
 SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 
@@ -115,7 +131,7 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
     procs = [NodeProcess(i, _config(root, i), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
-    out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds}
+    out: dict[str, Any] = {}
     try:
         await start_nodes(procs)
         async with aiohttp.ClientSession() as session, \
@@ -167,36 +183,121 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
     return out
 
 
+#: (key, title) of each system in the table.
+SYSTEMS = {"lazily": "lazily-queue", "nats": "NATS JetStream R3"}
+
+
+async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
+    from benchmarks import client_flood_nats
+
+    root = Path(tempfile.mkdtemp(prefix="lazily-flood-nats-"))
+    try:
+        return await client_flood_nats.run(root / "nats", flooders, seconds)
+    finally:
+        reap()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def run_all(flooders: int, seconds: float, peers: str) -> dict[str, Any]:
+    """Every system's figures (or ``{"error": ...}``) and the peers skipped."""
+    out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds,
+                           "systems": {}, "skipped": {}}
+    out["systems"]["lazily"] = await run(flooders, seconds)
+    _print_lazily(out["systems"]["lazily"], flooders, seconds)
+    if peers == "nats":
+        why = missing("nats-server", "nats", "nats-py")
+        if why is not None:
+            out["skipped"]["nats"] = why
+            print(f"{SYSTEMS['nats']}: skipped ({why})", flush=True)
+            return out
+        try:
+            figures = await run_nats(flooders, seconds)
+        except Exception as exc:
+            cause = " | ".join(str(exc).split("\n"))
+            out["systems"]["nats"] = {"error": f"{type(exc).__name__}: {cause}"}
+            print(f"{SYSTEMS['nats']}: failed: {out['systems']['nats']['error']}", flush=True)
+            return out
+        out["systems"]["nats"] = figures
+        _print_nats(figures)
+    return out
+
+
+def _print_lazily(out: dict[str, Any], flooders: int, seconds: float) -> None:
+    from lazily_queue import ClientAccess
+    from lazily_queue.client.fair import fair_budget, fair_window
+
+    access = ClientAccess([])
+    print(f"{flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
+          f"client with 10,000 at once, for {seconds:g} s")
+    print(f"lazily-queue: members serve at most {access.max_in_flight} requests per client "
+          f"and {access.max_total_in_flight:,} in all (+{fair_budget(access)['reserve']} for "
+          f"light clients), and propose {fair_window(access)['window']} at once "
+          f"(+{fair_window(access)['reserve']})")
+    print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
+          f"the flood: {', '.join(out['leaders_seen'])} -> "
+          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
+    _print_probe(out)
+    print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
+          f"{out['max_member_in_flight']} requests in flight on a member", flush=True)
+
+
+def _print_probe(out: dict[str, Any]) -> None:
+    print(f"probe commit latency, 1 in flight: alone p50 {out['baseline_p50_ms']} ms, p99 "
+          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms "
+          f"({out['flood_p50_ratio']}x alone), p99 {out['flood_p99_ms']} ms "
+          f"({out['flood_samples']} samples)")
+
+
+def _print_nats(out: dict[str, Any]) -> None:
+    for note in out["notes"]:
+        print(note)
+    leaders = ", ".join(f"{stream} {out['leader_before'][stream]} -> "
+                        f"{out['leader_after'][stream]}" for stream in out["leader_before"])
+    print(f"stream leaders before -> after the flood: {leaders} -> "
+          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
+    _print_probe(out)
+    print(f"flood: {out['flood_pushes_per_s']:,} acknowledged publishes/s "
+          f"({out['flood_failed']:,} publishes failed)", flush=True)
+
+
+def table(systems: dict[str, dict[str, Any]]) -> str:
+    """A row per system that ran: the probe's p50 alone, its p50 (and multiple of alone)
+    and p99 under the flood, the flood's acknowledged pushes/s, whether leaders held."""
+    lines = [["system", "alone p50 (ms)", "flood p50 (ms, x alone)", "flood p99 (ms)",
+              "flood acked/s", "leader kept"]]
+    for key, title in SYSTEMS.items():
+        out = systems.get(key)
+        if out is None or "error" in out:
+            continue
+        lines.append([title, f"{out['baseline_p50_ms']:.2f}",
+                      f"{out['flood_p50_ms']:.2f} ({out['flood_p50_ratio']}x)",
+                      f"{out['flood_p99_ms']:.1f}", f"{out['flood_pushes_per_s']:,}",
+                      "yes" if out["leader_kept"] else "no"])
+    return markdown_table(lines, right=range(1, 5))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--flooders", type=int, default=4, help="flooding processes")
     parser.add_argument("--seconds", type=float, default=10.0, help="flood duration")
+    parser.add_argument("--peers", choices=("none", "nats"), default="nats",
+                        help="also run the flood against NATS JetStream R3 (default)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     if args.flooders < 1 or args.seconds < 3:
         parser.error("--flooders >= 1 and --seconds >= 3")
     try:
-        out = asyncio.run(run(args.flooders, args.seconds))
+        out = asyncio.run(run_all(args.flooders, args.seconds, args.peers))
     finally:
         reap()
-    from lazily_queue import ClientAccess
-    from lazily_queue.client.fair import fair_budget, fair_window
-
-    access = ClientAccess([])
-    print(f"{args.flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
-          f"client with 10,000 at once, for {args.seconds:g} s; members serve at most "
-          f"{access.max_in_flight} requests per client and {access.max_total_in_flight:,} "
-          f"in all (+{fair_budget(access)['reserve']} for light clients), and propose "
-          f"{fair_window(access)['window']} at once (+{fair_window(access)['reserve']})")
-    print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
-          f"the flood: {', '.join(out['leaders_seen'])} -> "
-          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
-    print(f"probe commit latency, 1 in flight: alone p50 {out['baseline_p50_ms']} ms, p99 "
-          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms "
-          f"({out['flood_p50_ratio']}x alone), p99 {out['flood_p99_ms']} ms "
-          f"({out['flood_samples']} samples)")
-    print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
-          f"{out['max_member_in_flight']} requests in flight on a member")
+    print()
+    print(table(out["systems"]))
+    print("probe: one push/publish at a time, its own client in this process; flood: "
+          "acknowledged (committed on a majority) pushes/publishes per second")
+    nats_figures = out["systems"].get("nats", {})
+    if "error" not in nats_figures and nats_figures.get("sync_always") is False:
+        print("note: this nats-server acknowledges before fsync (no `sync_interval: always`); "
+              "lazily-queue fsyncs before acknowledging")
     if args.json:
         print(json.dumps(out))
     return 0

@@ -144,30 +144,16 @@ async def run_lazily(root: Path, count: int) -> dict[str, dict[str, Any]]:
 
 
 async def run_nats(root: Path, count: int) -> dict[str, Any]:
-    import nats
-    from nats.js.api import RetentionPolicy
-
     from benchmarks import peers_nats
-    from benchmarks.peers_common import Server, servers
 
-    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
-    sync = peers_nats.supports_sync_always(root)
-    ports = [free_port() for _ in range(3)]
-    routes = [free_port() for _ in range(3)]
-    nodes = [Server(["nats-server", "-c", str(peers_nats._config(root, i, ports, routes, sync))],
-                    root / f"n{i}.log") for i in range(3)]
-    figures: dict[str, Any] = {"sync_always": sync}
-    async with servers(*nodes):
-        for node, port in zip(nodes, ports, strict=True):
-            await node.wait_port(port)
-        nc = await nats.connect(servers=[f"nats://127.0.0.1:{p}" for p in ports],
-                                connect_timeout=5, allow_reconnect=False)
+    async with peers_nats.cluster(root) as cluster:
+        figures: dict[str, Any] = {"sync_always": cluster.sync}
+        nc = await peers_nats.connect_ready(cluster.urls)
         try:
-            await peers_nats._stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
             js = nc.jetstream(timeout=30)
             pids: dict[str, int | None] = {"client": None}
             pids.update({f"n{i + 1}": None if n.proc is None else n.proc.pid
-                         for i, n in enumerate(nodes)})
+                         for i, n in enumerate(cluster.nodes)})
             for phase, run in (("produce", peers_nats.produce),
                                ("end_to_end", peers_nats.end_to_end)):
                 cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}

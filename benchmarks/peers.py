@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import shutil
 import signal
@@ -36,17 +35,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers_common import ROWS, fdatasync_p50_ms, markdown_table, reap  # noqa: E402
-
-PIP = "pip install 'lazily-queue[bench]'"
-
-
-def _missing(binary: str | None, module: str, package: str) -> str | None:
-    if binary is not None and shutil.which(binary) is None:
-        return f"{binary} not found: apt install {binary}"
-    if importlib.util.find_spec(module) is None:
-        return f"Python client {package} missing: {PIP}"
-    return None
+from benchmarks.peers_common import (  # noqa: E402
+    ROWS,
+    fdatasync_p50_ms,
+    markdown_table,
+    missing,
+    reap,
+)
 
 
 def _driver(name: str) -> Callable[[Path, int, int, bool], Awaitable[dict[str, Any]]]:
@@ -66,9 +61,9 @@ def _driver(name: str) -> Callable[[Path, int, int, bool], Awaitable[dict[str, A
 #: (key, column title, why it cannot run or None)
 SYSTEMS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "lazily": ("lazily-queue", lambda: None),
-    "nats": ("NATS JetStream R3", lambda: _missing("nats-server", "nats", "nats-py")),
-    "redis": ("Redis Streams (1 node)", lambda: _missing("redis-server", "redis", "redis")),
-    "persist": ("persist-queue", lambda: _missing(None, "persistqueue", "persist-queue")),
+    "nats": ("NATS JetStream R3", lambda: missing("nats-server", "nats", "nats-py")),
+    "redis": ("Redis Streams (1 node)", lambda: missing("redis-server", "redis", "redis")),
+    "persist": ("persist-queue", lambda: missing(None, "persistqueue", "persist-queue")),
 }
 
 

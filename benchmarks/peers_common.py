@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -54,6 +56,20 @@ ROWS: tuple[Row, ...] = (
     Row("fdatasync_after_ms", "context: disk fdatasync p50 after the system ran", "ms",
         False, compared=False),
 )
+
+
+#: How to install the peers' Python clients.
+PIP = "pip install 'lazily-queue[bench]'"
+
+
+def missing(binary: str | None, module: str, package: str) -> str | None:
+    """Why a peer cannot run here (``binary`` not on ``PATH``, or its Python client
+    ``module`` not importable), with how to install it; ``None`` when it can."""
+    if binary is not None and shutil.which(binary) is None:
+        return f"{binary} not found: apt install {binary}"
+    if importlib.util.find_spec(module) is None:
+        return f"Python client {package} missing: {PIP}"
+    return None
 
 
 def free_port() -> int:

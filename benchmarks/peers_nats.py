@@ -11,15 +11,18 @@ fan-out is 4 durable consumers on a limits stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nats
 import nats.errors
 import nats.js.errors
+from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType
 
@@ -64,7 +67,53 @@ def server_version() -> str:
     return done.stdout.strip() or "nats-server (unknown version)"
 
 
-async def _stream(js: JetStreamContext, name: str, retention: RetentionPolicy) -> str:
+def durability(sync: bool) -> str:
+    """How the servers of :func:`cluster` acknowledge, for a benchmark's notes."""
+    if sync:
+        return "`sync_interval: always`: fsync before every acknowledgement"
+    return ("acknowledges before fsync (JetStream's default: `sync_interval` 2 min; this "
+            "server has no `sync_interval: always`, which needs nats-server >= 2.10)")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Three clustered servers started by :func:`cluster`."""
+
+    urls: list[str]
+    #: Whether they fsync before every acknowledgement (``sync_interval: always``).
+    sync: bool
+    nodes: list[Server]
+
+
+@contextlib.asynccontextmanager
+async def cluster(root: Path) -> AsyncIterator[Cluster]:
+    """Three clustered ``nats-server`` processes (JetStream, file storage in ``root``,
+    which is created; fsync always when the server has it), each listening; every one
+    is stopped however the block ends."""
+    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
+    sync = supports_sync_always(root)
+    ports = [free_port() for _ in range(3)]
+    routes = [free_port() for _ in range(3)]
+    nodes = [Server(["nats-server", "-c", str(_config(root, i, ports, routes, sync))],
+                    root / f"n{i}.log") for i in range(3)]
+    async with servers(*nodes):
+        for node, port in zip(nodes, ports, strict=True):
+            await node.wait_port(port)
+        yield Cluster([f"nats://127.0.0.1:{p}" for p in ports], sync, nodes)
+
+
+async def connect_ready(urls: list[str]) -> Client:
+    """A nats-py connection to ``urls`` once the cluster can create replicated streams."""
+    nc = await nats.connect(servers=urls, connect_timeout=5, allow_reconnect=False)
+    try:
+        await stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
+    except BaseException:
+        await nc.close()
+        raise
+    return nc
+
+
+async def stream(js: JetStreamContext, name: str, retention: RetentionPolicy) -> str:
     """Create stream ``name`` (subject = name) with 3 replicas; retry while the cluster
     forms its JetStream meta group (give a ``js`` with a short timeout for that)."""
     deadline = time.monotonic() + 60
@@ -94,14 +143,14 @@ async def _consume(sub: JetStreamContext.PullSubscription, done: Callable[[], bo
 
 
 async def produce(js: JetStreamContext, count: int) -> dict[str, Any]:
-    subject = await _stream(js, "PRODUCE", RetentionPolicy.LIMITS)
+    subject = await stream(js, "PRODUCE", RetentionPolicy.LIMITS)
     started = time.perf_counter()
     await spread(count, lambda: js.publish(subject, PAYLOAD))
     return {"produce_per_s": rate(count, time.perf_counter() - started)}
 
 
 async def end_to_end(js: JetStreamContext, count: int) -> dict[str, Any]:
-    subject = await _stream(js, "E2E", RetentionPolicy.LIMITS)
+    subject = await stream(js, "E2E", RetentionPolicy.LIMITS)
     sub = await js.pull_subscribe(subject, durable="consumer", stream=subject)
     got = [0]
 
@@ -116,7 +165,7 @@ async def end_to_end(js: JetStreamContext, count: int) -> dict[str, Any]:
 
 
 async def work_queue(js: JetStreamContext, count: int) -> dict[str, Any]:
-    subject = await _stream(js, "JOBS", RetentionPolicy.WORK_QUEUE)
+    subject = await stream(js, "JOBS", RetentionPolicy.WORK_QUEUE)
     subs = [await js.pull_subscribe(subject, durable="workers", stream=subject)
             for _ in range(8)]
     acked = [0]
@@ -140,7 +189,7 @@ async def work_queue(js: JetStreamContext, count: int) -> dict[str, Any]:
 
 
 async def fanout(js: JetStreamContext, count: int) -> dict[str, Any]:
-    subject = await _stream(js, "FANOUT", RetentionPolicy.LIMITS)
+    subject = await stream(js, "FANOUT", RetentionPolicy.LIMITS)
     subs = [await js.pull_subscribe(subject, durable=f"subscriber{s}", stream=subject)
             for s in range(4)]
     got = [0, 0, 0, 0]
@@ -159,27 +208,17 @@ async def fanout(js: JetStreamContext, count: int) -> dict[str, Any]:
 
 
 async def one_in_flight(js: JetStreamContext, samples: int) -> dict[str, Any]:
-    subject = await _stream(js, "LATENCY", RetentionPolicy.LIMITS)
+    subject = await stream(js, "LATENCY", RetentionPolicy.LIMITS)
     figures = await serial_latency(samples, lambda: js.publish(subject, PAYLOAD))
     return {"p50_ms_3": figures["p50_ms"], "p99_ms_3": figures["p99_ms"]}
 
 
 async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:
     """Every workload, or with ``latency`` the 1-in-flight latency only."""
-    root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
-    sync = supports_sync_always(root)
-    ports = [free_port() for _ in range(3)]
-    routes = [free_port() for _ in range(3)]
-    nodes = [Server(["nats-server", "-c", str(_config(root, i, ports, routes, sync))],
-                    root / f"n{i}.log") for i in range(3)]
     figures: dict[str, Any] = {}
-    async with servers(*nodes):
-        for node, port in zip(nodes, ports, strict=True):
-            await node.wait_port(port)
-        nc = await nats.connect(servers=[f"nats://127.0.0.1:{p}" for p in ports],
-                                connect_timeout=5, allow_reconnect=False)
+    async with cluster(root) as nodes:
+        nc = await connect_ready(nodes.urls)
         try:
-            await _stream(nc.jetstream(timeout=2), "READY", RetentionPolicy.LIMITS)
             js = nc.jetstream(timeout=30)
             if not latency:
                 figures.update(await produce(js, count))
@@ -189,12 +228,8 @@ async def run(root: Path, count: int, samples: int, latency: bool = False) -> di
             figures.update(await one_in_flight(js, samples))
         finally:
             await nc.close()
-    durability = ("`sync_interval: always`: fsync before every acknowledgement" if sync else
-                  "acknowledges before fsync (JetStream's default: `sync_interval` 2 min; "
-                  "this server has no `sync_interval: always`, which needs nats-server "
-                  ">= 2.10)")
     figures["notes"] = [
         f"NATS JetStream R3 ({server_version()}): 3 clustered servers on loopback, file "
-        f"storage, {durability}; pull consumers fetch {BATCH} at a time and ack each "
-        "message without waiting for a confirmation"]
+        f"storage, {durability(nodes.sync)}; pull consumers fetch {BATCH} at a time and ack "
+        "each message without waiting for a confirmation"]
     return figures

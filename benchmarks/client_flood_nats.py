@@ -1,0 +1,132 @@
+"""NATS JetStream R3 under ``benchmarks/client_flood.py``'s flood: the same workload
+against three clustered ``nats-server`` processes (:func:`benchmarks.peers_nats.cluster`:
+file storage, ``sync_interval: always`` when the server has it).
+
+A probe nats-py connection in this process publishes to stream ``PROBE`` one message at
+a time (``js.publish``, waiting for each acknowledgement), first alone, then while
+flooder processes (each with ``clients`` connections of ``in_flight`` publishes
+outstanding) and one greedy connection (10,000 outstanding) publish 100-byte messages to
+stream ``FLOOD`` for the flood's seconds. Both streams have 3 replicas, each its own Raft
+group with its own leader. Each flooder prints how many publishes were acknowledged and
+how many failed; the leaders of both streams are read before and after the flood.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import peers_nats
+from benchmarks.peers_common import PAYLOAD, percentiles
+
+FLOODER = r'''
+import asyncio, sys, time
+import nats
+async def client(urls, until, inflight, counts):
+    nc = await nats.connect(servers=urls, connect_timeout=10)
+    js = nc.jetstream(timeout=120)
+    async def lane():
+        while time.monotonic() < until:
+            try:
+                await js.publish("FLOOD", b"x" * 100)
+            except Exception:
+                counts[1] += 1
+                await asyncio.sleep(0.01)
+            else:
+                counts[0] += 1
+    try:
+        await asyncio.gather(*(lane() for _ in range(inflight)))
+    finally:
+        await nc.close()
+async def main():
+    urls = sys.argv[1].split(",")
+    seconds, clients, inflight = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    counts = [0, 0]
+    until = time.monotonic() + seconds
+    await asyncio.gather(*(client(urls, until, inflight, counts) for _ in range(clients)))
+    print(counts[0], counts[1], flush=True)
+asyncio.run(main())
+'''
+
+#: Streams: the probe's and the flood's (the subject is the stream's name).
+PROBE, FLOOD = "PROBE", "FLOOD"
+
+
+async def _probe(js: Any, seconds: float) -> list[float]:
+    samples: list[float] = []
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        started = time.perf_counter()
+        await js.publish(PROBE, PAYLOAD)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def _leaders(js: Any) -> dict[str, str | None]:
+    """Each stream's leader (server name), ``None`` when the cluster has none for it."""
+    out: dict[str, str | None] = {}
+    for name in (PROBE, FLOOD):
+        info = await js.stream_info(name)
+        out[name] = None if info.cluster is None else info.cluster.leader
+    return out
+
+
+async def _flooder(urls: list[str], seconds: float, clients: int, in_flight: int
+                   ) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FLOODER, ",".join(urls), str(seconds), str(clients),
+        str(in_flight), stdout=asyncio.subprocess.PIPE)
+
+
+async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
+              in_flight: int = 512, greedy: int = 10_000) -> dict[str, Any]:
+    """The probe alone for ``min(seconds, 5)`` s, then under the flood; the figures
+    under :mod:`benchmarks.client_flood`'s keys."""
+    from nats.js.api import RetentionPolicy
+
+    procs: list[asyncio.subprocess.Process] = []
+    async with peers_nats.cluster(root) as cluster:
+        nc = await peers_nats.connect_ready(cluster.urls)
+        try:
+            js = nc.jetstream(timeout=120)
+            for name in (PROBE, FLOOD):
+                await peers_nats.stream(js, name, RetentionPolicy.LIMITS)
+            await js.publish(PROBE, PAYLOAD)  # the link warm
+            baseline = await _probe(js, min(seconds, 5.0))
+            before = await _leaders(js)
+            procs = [await _flooder(cluster.urls, seconds, clients, in_flight)
+                     for _ in range(flooders)]
+            procs.append(await _flooder(cluster.urls, seconds, 1, greedy))
+            await asyncio.sleep(1.0)  # the flood is on
+            during = await _probe(js, max(1.0, seconds - 2.0))
+            acked = failed = 0
+            for proc in procs:
+                stdout, _ = await proc.communicate()
+                if proc.returncode != 0:
+                    raise RuntimeError(f"a NATS flooder exited ({proc.returncode})")
+                ok, errors = (int(n) for n in stdout.decode().split())
+                acked, failed = acked + ok, failed + errors
+            after = await _leaders(js)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            await nc.close()
+    base50, base99 = percentiles(baseline)
+    flood50, flood99 = percentiles(during)
+    return {
+        "leader_before": before, "leader_after": after,
+        "leader_kept": None not in before.values() and before == after,
+        "baseline_p50_ms": base50, "baseline_p99_ms": base99, "baseline_samples": len(baseline),
+        "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
+        "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
+        "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
+        "sync_always": cluster.sync,
+        "notes": [f"NATS JetStream R3 ({peers_nats.server_version()}): 3 clustered servers "
+                  f"on loopback, file storage, {peers_nats.durability(cluster.sync)}; the "
+                  "probe and the flood publish to two streams, each its own Raft group"],
+    }
