@@ -153,8 +153,8 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
             await asyncio.sleep(1.0)  # the flood is on
             during = await _probe(probe, max(1.0, seconds - 2.0))
             pushed = 0
-            for proc in [*floods, greedy]:
-                stdout, _ = await proc.communicate()
+            for flooder in [*floods, greedy]:
+                stdout, _ = await flooder.communicate()
                 pushed += int(stdout.decode().strip() or 0)
             stop.set()
             await watcher

@@ -1,0 +1,109 @@
+"""``benchmarks/client_flood.py`` floods lazily-queue, then NATS JetStream R3, in one run:
+each system's probe has samples alone and under the flood, the flood commits, the
+lazily-queue cluster keeps its leader, a table row per system and one JSON line end it;
+NATS missing is one line with an install hint (a small run: the figures' shape and
+realness, never their values)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "client_flood.py"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.client_flood import table  # noqa: E402
+
+SMALL = ["--flooders", "1", "--seconds", "3", "--json"]
+HAS_NATS = shutil.which("nats-server") is not None and importlib.util.find_spec("nats") is not None
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                          text=True, timeout=280, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    return lines, json.loads(lines[-1])
+
+
+def _assert_flooded(figures: dict[str, Any]) -> None:
+    assert figures["baseline_samples"] > 0 and figures["flood_samples"] > 0
+    assert 0 < figures["baseline_p50_ms"] <= figures["baseline_p99_ms"]
+    assert 0 < figures["flood_p50_ms"] <= figures["flood_p99_ms"]
+    assert figures["flood_p50_ratio"] == pytest.approx(
+        figures["flood_p50_ms"] / figures["baseline_p50_ms"], abs=0.06)
+    assert figures["flood_pushes_per_s"] > 0
+
+
+def _row(lines: list[str], title: str) -> list[str]:
+    row = next(line for line in lines if line.startswith(f"| {title} "))
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+@pytest.mark.slow
+def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
+    lines, out = _run(SMALL)
+    assert out["flooders"] == 1 and out["seconds"] == 3.0
+    ours = out["systems"]["lazily"]
+    _assert_flooded(ours)
+    assert ours["leader_kept"] is True and ours["leader_before"] == ours["leader_after"]
+    assert ours["leaders_seen"] == ["{}@{}".format(*ours["leader_before"])]
+    assert 0 < ours["max_member_in_flight"]
+    assert _row(lines, "lazily-queue")[4] == f"{ours['flood_pushes_per_s']:,}"
+    if not HAS_NATS:
+        assert out["skipped"]["nats"].startswith(("nats-server not found", "Python client"))
+        assert "nats" not in out["systems"]
+        return
+    theirs = out["systems"]["nats"]
+    assert "error" not in theirs, theirs
+    _assert_flooded(theirs)
+    assert set(theirs["leader_before"]) == {"PROBE", "FLOOD"}
+    assert theirs["leader_kept"] == (theirs["leader_before"] == theirs["leader_after"])
+    assert _row(lines, "NATS JetStream R3")[4] == f"{theirs['flood_pushes_per_s']:,}"
+    assert out["skipped"] == {}
+
+
+@pytest.mark.slow
+def test_a_missing_nats_server_is_one_line_with_an_install_hint(tmp_path: Path) -> None:
+    env = dict(os.environ, PATH=str(tmp_path))  # no nats-server
+    lines, out = _run(SMALL, env=env)
+    assert out["skipped"] == {"nats": "nats-server not found: apt install nats-server"}
+    assert "NATS JetStream R3: skipped (nats-server not found: apt install nats-server)" in lines
+    assert set(out["systems"]) == {"lazily"}
+    assert not any(line.startswith("| NATS") for line in lines)
+
+
+@pytest.mark.slow
+def test_peers_none_runs_lazily_queue_alone() -> None:
+    lines, out = _run([*SMALL, "--peers", "none"])
+    assert set(out["systems"]) == {"lazily"} and out["skipped"] == {}
+    assert not any("NATS" in line for line in lines)
+
+
+def test_the_table_has_a_row_per_system_that_ran() -> None:
+    figures = {"baseline_p50_ms": 1.25, "flood_p50_ms": 15.0, "flood_p50_ratio": 12.0,
+               "flood_p99_ms": 70.25, "flood_pushes_per_s": 40_000, "leader_kept": True}
+    text = table({"lazily": figures, "nats": {"error": "RuntimeError: boom"}})
+    lines = text.splitlines()
+    assert len(lines) == 3 and {line.count("|") for line in lines} == {7}
+    assert _row(lines, "lazily-queue") == ["lazily-queue", "1.25", "15.00 (12.0x)", "70.2",
+                                           "40,000", "yes"]
+    both = table({"lazily": figures, "nats": dict(figures, leader_kept=False)}).splitlines()
+    assert _row(both, "NATS JetStream R3")[5] == "no" and len(both) == 4
+
+
+def test_an_unknown_peer_is_refused_in_one_line() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--peers", "kafka"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    assert "invalid choice: 'kafka'" in done.stderr and "Traceback" not in done.stderr
