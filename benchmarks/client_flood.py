@@ -14,7 +14,9 @@ what they serve (512 requests in flight per client, 1,024 in all and a few more 
 clients with little in flight; the rest waits unread on the links), so the flood can
 neither grow a member's memory nor crowd heartbeats out of its event loop, and serve
 clients fairly (the lightest first, a bounded window of ops proposed at once), so the
-probe is not queued behind the flood. The run reports the leader and term before,
+probe's op is proposed as soon as it is read; every queue shares the one Raft log, so it
+then commits behind the flood's ops proposed before it (at most a window of them per
+member). The run reports the leader and term before,
 during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
 and its p50 under the flood as a multiple of its p50 alone, the flood's committed
 pushes/s and the most requests a member held in flight.
@@ -22,8 +24,10 @@ pushes/s and the most requests a member held in flight.
 Then (``--peers nats``, the default) the same workload against NATS JetStream R3
 (:mod:`benchmarks.client_flood_nats`: three clustered ``nats-server``, file storage, a
 nats-py probe publishing one at a time, flooder processes of nats-py connections
-publishing to another stream), reporting the same figures (acknowledged publishes/s,
-and the two streams' leaders before and after). NATS is skipped with a line saying how
+publishing to another stream, each stream its own Raft group), reporting the same
+figures (acknowledged publishes/s, and the two streams' leaders before and after), and
+the probe's latency under the flood once more with the probe publishing to the flood's
+stream (one Raft group for both, as lazily-queue's one log). NATS is skipped with a line saying how
 to install it when ``nats-server`` or nats-py is missing. A table ends the run, a row
 per system; with ``--json`` the last line is one JSON object.
 """
@@ -184,7 +188,8 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
 
 
 #: (key, title) of each system in the table.
-SYSTEMS = {"lazily": "lazily-queue", "nats": "NATS JetStream R3"}
+SYSTEMS = {"lazily": "lazily-queue", "nats": "NATS JetStream R3",
+           "nats_shared": "NATS R3, probe on the flood's stream"}
 
 
 async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
@@ -256,6 +261,10 @@ def _print_nats(out: dict[str, Any]) -> None:
     print(f"stream leaders before -> after the flood: {leaders} -> "
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")
     _print_probe(out)
+    shared = out["shared"]
+    print(f"probe on the flood's stream (one Raft group for both): under the flood p50 "
+          f"{shared['flood_p50_ms']} ms ({shared['flood_p50_ratio']}x alone), p99 "
+          f"{shared['flood_p99_ms']} ms ({shared['flood_samples']} samples)")
     print(f"flood: {out['flood_pushes_per_s']:,} acknowledged publishes/s "
           f"({out['flood_failed']:,} publishes failed)", flush=True)
 
@@ -265,6 +274,9 @@ def table(systems: dict[str, dict[str, Any]]) -> str:
     and p99 under the flood, the flood's acknowledged pushes/s, whether leaders held."""
     lines = [["system", "alone p50 (ms)", "flood p50 (ms, x alone)", "flood p99 (ms)",
               "flood acked/s", "leader kept"]]
+    nats = systems.get("nats")
+    if nats is not None and "shared" in nats:
+        systems = dict(systems, nats_shared=dict(nats, **nats["shared"]))
     for key, title in SYSTEMS.items():
         out = systems.get(key)
         if out is None or "error" in out:

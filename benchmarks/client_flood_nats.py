@@ -7,8 +7,11 @@ a time (``js.publish``, waiting for each acknowledgement), first alone, then whi
 flooder processes (each with ``clients`` connections of ``in_flight`` publishes
 outstanding) and one greedy connection (10,000 outstanding) publish 100-byte messages to
 stream ``FLOOD`` for the flood's seconds. Both streams have 3 replicas, each its own Raft
-group with its own leader. Each flooder prints how many publishes were acknowledged and
-how many failed; the leaders of both streams are read before and after the flood.
+group with its own leader, so the probe's publishes are not ordered behind the flood's.
+For the probe sharing the flood's Raft group (as every lazily-queue queue shares one
+log), the second half of the probe's time under the flood publishes to ``FLOOD``
+instead (``shared``). Each flooder prints how many publishes were acknowledged and how
+many failed; the leaders of both streams are read before and after the flood.
 """
 
 from __future__ import annotations
@@ -55,12 +58,12 @@ asyncio.run(main())
 PROBE, FLOOD = "PROBE", "FLOOD"
 
 
-async def _probe(js: Any, seconds: float) -> list[float]:
+async def _probe(js: Any, seconds: float, subject: str = PROBE) -> list[float]:
     samples: list[float] = []
     until = time.monotonic() + seconds
     while time.monotonic() < until:
         started = time.perf_counter()
-        await js.publish(PROBE, PAYLOAD)
+        await js.publish(subject, PAYLOAD)
         samples.append(time.perf_counter() - started)
     return samples
 
@@ -101,7 +104,9 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
                      for _ in range(flooders)]
             procs.append(await _flooder(cluster.urls, seconds, 1, greedy))
             await asyncio.sleep(1.0)  # the flood is on
-            during = await _probe(js, max(1.0, seconds - 2.0))
+            half = max(1.0, seconds - 2.0) / 2
+            during = await _probe(js, half)
+            shared = await _probe(js, half, FLOOD)
             acked = failed = 0
             for proc in procs:
                 stdout, _ = await proc.communicate()
@@ -118,6 +123,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             await nc.close()
     base50, base99 = percentiles(baseline)
     flood50, flood99 = percentiles(during)
+    shared50, shared99 = percentiles(shared)
     return {
         "leader_before": before, "leader_after": after,
         "leader_kept": None not in before.values() and before == after,
@@ -125,6 +131,9 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
+        "shared": {"flood_p50_ms": shared50, "flood_p99_ms": shared99,
+                   "flood_samples": len(shared),
+                   "flood_p50_ratio": round(shared50 / base50, 1) if base50 else None},
         "sync_always": cluster.sync,
         "notes": [f"NATS JetStream R3 ({peers_nats.server_version()}): 3 clustered servers "
                   f"on loopback, file storage, {peers_nats.durability(cluster.sync)}; the "

@@ -70,6 +70,10 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     assert set(theirs["leader_before"]) == {"PROBE", "FLOOD"}
     assert theirs["leader_kept"] == (theirs["leader_before"] == theirs["leader_after"])
     assert _row(lines, "NATS JetStream R3")[4] == f"{theirs['flood_pushes_per_s']:,}"
+    shared = theirs["shared"]
+    assert shared["flood_samples"] > 0 and 0 < shared["flood_p50_ms"] <= shared["flood_p99_ms"]
+    assert _row(lines, "NATS R3, probe on the flood's stream")[2] == (
+        f"{shared['flood_p50_ms']:.2f} ({shared['flood_p50_ratio']}x)")
     assert out["skipped"] == {}
 
 
@@ -100,6 +104,12 @@ def test_the_table_has_a_row_per_system_that_ran() -> None:
                                            "40,000", "yes"]
     both = table({"lazily": figures, "nats": dict(figures, leader_kept=False)}).splitlines()
     assert _row(both, "NATS JetStream R3")[5] == "no" and len(both) == 4
+    shared = {"flood_p50_ms": 9.5, "flood_p99_ms": 30.0, "flood_samples": 10,
+              "flood_p50_ratio": 7.6}
+    three = table({"lazily": figures, "nats": dict(figures, shared=shared)}).splitlines()
+    assert len(three) == 5
+    assert _row(three, "NATS R3, probe on the flood's stream")[1:4] == [
+        "1.25", "9.50 (7.6x)", "30.0"]
 
 
 def test_an_unknown_peer_is_refused_in_one_line() -> None:
