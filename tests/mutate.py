@@ -208,6 +208,26 @@ MUTATIONS = [
         ("tests/client/test_client_transactions.py",),
         "a client's transaction needs the client's permission for every op it carries"),
     Mutation(
+        "client-transaction-code-unchecked", "lazily_queue/client/connection.py",
+        "            if (type(op) is not list or len(op) < 2 or type(op[0]) is not int\n"
+        "                    or op[0] not in C.TXN_OPS):\n",
+        "            if type(op) is not list or len(op) < 2 or op[0] not in C.TXN_OPS:\n",
+        ("tests/client/test_review_requests.py",),
+        "a transaction whose op code is not a number is refused, its slots given back"),
+    Mutation(
+        "client-slots-kept-on-stop", "lazily_queue/client/server.py",
+        "            for _ in unproposed:\n                self._release(conn)\n",
+        "            for _ in ():\n                self._release(conn)\n",
+        ("tests/client/test_review_requests.py",),
+        "a member stopped mid-frame gives back the slots of the ops it read, unproposed"),
+    Mutation(
+        "client-request-failure-escapes", "lazily_queue/client/server.py",
+        "        except Exception as exc:  # a request no check foresaw: refused, its slots "
+        "given back\n",
+        "        except ArithmeticError as exc:\n",
+        ("tests/client/test_review_requests.py",),
+        "a request failing in a way no check foresaw is refused and its slots given back"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

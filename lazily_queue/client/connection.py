@@ -184,7 +184,8 @@ class ClientConnection:
             name = args[0] if C.family_of_op(code, args) is not None and args else None
             return self.refusal(code, name if isinstance(name, str) else None)
         for op in args:
-            if type(op) is not list or len(op) < 2 or op[0] not in C.TXN_OPS:
+            if (type(op) is not list or len(op) < 2 or type(op[0]) is not int
+                    or op[0] not in C.TXN_OPS):
                 return ("a transaction carries queue and work-queue pushes, topic publishes, "
                         "acks and nacks, each [code, name, ...]")
             refusal = self.refusal(op[0], op[1] if isinstance(op[1], str) else None)

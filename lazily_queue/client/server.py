@@ -181,6 +181,9 @@ class ClientServer:
         finally:
             conn.close()
             self._conns.discard(conn)
+            unproposed, conn.ops = conn.ops, []  # read when the task was cancelled
+            for _ in unproposed:
+                self._release(conn)
             self._fair.drop(conn)
             for key in list(conn.watches):
                 self._watchers.drop(conn, key)
@@ -238,6 +241,11 @@ class ClientServer:
                 conn.send([rid, P.OK, None])
         except P.ClientError as exc:
             self._fail(conn, rid, exc)
+        except Exception as exc:  # a request no check foresaw: refused, its slots given back
+            log.exception("client %r: request %d failed", conn.grant.name, rid)
+            self._fail(conn, rid, P.RequestRefused(
+                f"the member could not serve this request ({type(exc).__name__}); nothing "
+                "was applied"))
         return False
 
     # -- requests ------------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""An outside review of what a member does with hostile or malformed client requests:
+each gets a typed answer, leaves the link served and gives its slots back, so a client
+cannot make its member serve nobody."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+from lazily_transports import LinkConfig, LinkStream, dial
+
+from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue.client import protocol as P
+from lazily_queue.client import server as server_module
+from lazily_queue.client.connection import ClientConnection
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = b"token-of-the-web-tier"
+#: Slots of the member's whole budget (no reserve for light clients at this size).
+TOTAL = 3
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="lqr-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def member(short_tmp: Path, request: pytest.FixtureRequest) -> AsyncIterator[Node]:
+    """A member whose clients have ``TOTAL`` slots in all (or the indirect parameter's)."""
+    access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"])],
+                          max_total_in_flight=getattr(request, "param", TOTAL))
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n1.sock",
+                secret=b"the-cluster-secret", clients=access)
+    async with node:
+        await node.wait_for_leader()
+        yield node
+
+
+async def _linked(node: Node, session: int = CLIENT_SESSION_BASE + 5) -> LinkStream:
+    assert node.listen is not None
+    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
+                                                credential="web"))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, session]))
+    assert cbor2.loads(await stream.receive())[1] == P.OK
+    return stream
+
+
+async def _ask(stream: LinkStream, request: list[Any]) -> list[Any]:
+    await stream.send(cbor2.dumps(request))
+    return cbor2.loads(await stream.receive())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("code", [[ops.QUEUE_PUSH], {"op": ops.QUEUE_PUSH}],
+                         ids=["list", "map"])
+async def test_a_transaction_whose_op_code_is_not_a_number_is_refused_and_served_on(
+    member: Node, code: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = member.clients
+    assert server is not None
+    for attempt in range(TOTAL + 1):  # more than the member's whole budget
+        stream = await _linked(member, CLIENT_SESSION_BASE + 5 + attempt)
+        try:
+            answer = await _ask(stream, [2, P.OP, 1, 0, ops.TXN, [[code, "jobs", 1]], 1000])
+            assert answer[:2] == [2, P.ERROR] and answer[2][0] == "permission"
+            assert "a transaction carries" in answer[2][1]
+            assert await _ask(stream, [3, P.PING]) == [3, P.OK, None]  # still served
+        finally:
+            await stream.aclose()
+    assert server.stats()["in_flight"] == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=5) as client:
+        await client.queue("jobs").push("served")  # the member still serves its clients
+    assert member.view.queue("jobs").elements() == ["served"]  # type: ignore[union-attr]
+
+
+class _ParkAtYield:
+    """``asyncio`` as the client server sees it, except that its yield between a frame's
+    requests parks the serving task there (until it is cancelled)."""
+
+    def __init__(self, parked: asyncio.Event) -> None:
+        self._parked = parked
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+    async def sleep(self, _delay: float) -> None:
+        self._parked.set()
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("member", [1024], indirect=True)
+async def test_a_member_stopped_mid_frame_gives_back_the_slots_of_the_ops_it_read(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = member.clients
+    assert server is not None
+    parked = asyncio.Event()
+    stream = await _linked(member)
+    monkeypatch.setattr(server_module, "asyncio", _ParkAtYield(parked))
+    count = server_module.YIELD_EVERY + 8
+    frame = [0, P.BATCH, [[10 + i, P.OP, 1 + i, 0, ops.QUEUE_PUSH, ["jobs", i], 5000]
+                          for i in range(count)]]
+    await stream.send(cbor2.dumps(frame))
+    await parked.wait()  # the ops read so far wait for the frame's end, holding slots
+    assert server.stats()["in_flight"] == server_module.YIELD_EVERY
+    await member.stop()
+    monkeypatch.undo()
+    assert server.stats()["in_flight"] == 0  # the same server serves the restarted member
+
+
+async def test_a_request_failing_in_a_way_no_check_foresaw_is_refused_and_served_on(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = member.clients
+    assert server is not None
+
+    def broken(*_args: Any) -> None:
+        raise RuntimeError("a defect in the member")
+
+    monkeypatch.setattr(ClientConnection, "read_refusal", broken)
+    stream = await _linked(member)
+    try:
+        for rid in range(2, 2 + TOTAL + 1):  # more than the member's whole budget
+            answer = await _ask(stream, [rid, P.WATCH, "queue", "jobs"])
+            assert answer[:2] == [rid, P.ERROR] and answer[2][0] == "refused"
+            assert "RuntimeError" in answer[2][1] and "nothing was applied" in answer[2][1]
+        assert await _ask(stream, [9, P.PING]) == [9, P.OK, None]
+    finally:
+        await stream.aclose()
+    assert server.stats()["in_flight"] == 0
