@@ -228,6 +228,12 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py",),
         "a request failing in a way no check foresaw is refused and its slots given back"),
     Mutation(
+        "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
+        "        if op.attempts > 1 and code not in P.REFUSALS:\n",
+        "        if False:\n",
+        ("tests/client/test_review_session.py",),
+        "an op sent to several members is never reported as not applied by the last one"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

@@ -127,6 +127,8 @@ ERRORS: dict[str, type[Exception]] = {
 }
 #: Errors after which the client tries another member (the op may be retried).
 RETRYABLE = frozenset({"no_quorum", "not_running", "storage_unavailable"})
+#: Errors refusing an op for what it is (the same on every member): not applied anywhere.
+REFUSALS = frozenset({"permission", "refused", "unsupported_value", "too_large"})
 
 
 def code_of(exc: BaseException) -> str:

@@ -280,6 +280,11 @@ class Session:
             op.rid = 0
             self._drop(link, f"{code}: {message}")
             return
+        if op.attempts > 1 and code not in P.REFUSALS:
+            # This member speaks for its own attempt only; an earlier one may have applied.
+            error = type(error)(f"{error}; it was sent to an earlier member before, whose "
+                                "answer was lost: its outcome is unknown (it may have applied "
+                                "there)")
         self._finish(op, error)
 
     def _resolve(self, op: _Op, result: Any) -> None:

@@ -1,0 +1,91 @@
+"""An outside review of what a client says about an operation it sent to more than one
+member: an earlier member may have applied it, so no later answer makes it "not
+applied"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lazily_queue.client import protocol as P
+from lazily_queue.client.session import Session
+from lazily_queue.raft.errors import CommitTimeout, NoQuorum
+from lazily_queue.replicated import ops
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class _Link:
+    """Keeps the answer callback of each op sent instead of sending it."""
+
+    def __init__(self) -> None:
+        self.sent: dict[int, Callable[[Any], None]] = {}
+
+    def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
+                on_answer: Callable[[Any], None]) -> int:
+        self.sent[seq] = on_answer
+        return seq
+
+    def forget(self, rid: int) -> None:
+        pass
+
+
+class _Client:
+    """A session and the link it is on now."""
+
+    def __init__(self) -> None:
+        self.link: _Link | None = _Link()
+        self.session = Session(max_in_flight=8, link=lambda: self.link,  # type: ignore[arg-type, return-value]
+                               drop=lambda _link, _reason: None, unreachable=RuntimeError)
+        self.session.open = True
+
+    def relink(self) -> _Link:
+        """The link ends before answering (what it sent may have applied); a new one."""
+        assert self.link is not None
+        for callback in self.link.sent.values():
+            callback(None)
+        self.session.unlinked()
+        self.link = _Link()
+        self.session.relinked(self.link)  # type: ignore[arg-type]
+        return self.link
+
+
+NOT_APPLIED = [
+    ("commit_timeout", CommitTimeout,
+     "queue_push waited for its turn past its timeout; it was not applied"),
+    ("commit_timeout", CommitTimeout,
+     "queue_push did not commit before its deadline; it was not applied. Leader: 2, term 3."),
+    ("no_quorum", NoQuorum, "no quorum: node 2 reaches 1 of 3 members (1, 2, 3) and 2 are "
+     "needed; writes are refused until a majority is reachable again"),
+]
+
+
+@pytest.mark.parametrize(("code", "kind", "message"), NOT_APPLIED)
+async def test_a_retried_op_the_last_member_did_not_apply_has_an_unknown_outcome(
+    code: str, kind: type[Exception], message: str,
+) -> None:
+    client = _Client()
+    op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    if code in P.RETRYABLE:
+        op.deadline = 0.0  # the answer arrives past the op's deadline: not retried
+    second = client.relink()  # the first member may have applied it
+    second.sent[1]((P.ERROR, [code, message]))
+    with pytest.raises(kind) as failed:
+        await future
+    assert "outcome is unknown (it may have applied" in str(failed.value)
+    assert message in str(failed.value)  # the member's own word stays
+    client.session.close()
+
+
+async def test_an_op_sent_to_one_member_keeps_its_answer() -> None:
+    client = _Client()
+    _op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    assert client.link is not None
+    message = "queue_push waited for its turn past its timeout; it was not applied"
+    client.link.sent[1]((P.ERROR, ["commit_timeout", message]))
+    with pytest.raises(CommitTimeout) as failed:
+        await future
+    assert str(failed.value) == message
+    client.session.close()
