@@ -234,6 +234,13 @@ MUTATIONS = [
         ("tests/client/test_review_session.py",),
         "an op sent to several members is never reported as not applied by the last one"),
     Mutation(
+        "client-large-mirror-cut-off", "lazily_queue/client/connection.py",
+        "        if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a "
+        "stuck reader\n",
+        "        if False:\n",
+        ("tests/client/test_review_requests.py",),
+        "an object larger than a client's answer queue is still mirrored to it"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

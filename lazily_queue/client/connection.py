@@ -97,8 +97,12 @@ class ClientConnection:
         if not frames or self.closed:
             return
         frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
-        for data in P.parts(P.encode(frame)):
-            self.outbox.send(data)
+        data = P.encode(frame)
+        if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a stuck reader
+            self.outbox.send_oversized(P.parts(data))
+        else:
+            for piece in P.parts(data):
+                self.outbox.send(piece)
         self.outbox.flush()
 
     def refusal(self, code: int, name: Any) -> str | None:

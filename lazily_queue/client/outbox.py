@@ -3,7 +3,9 @@
 A frame goes out at once when nothing is queued and the link's buffer has room;
 otherwise it is queued and a writer task sends it when the link drains. More than
 ``limit`` queued bytes (the other end does not read) closes the outbox and calls
-``on_overflow``.
+``on_overflow``. A frame larger than ``limit`` itself (:meth:`Outbox.send_oversized`, a
+large object's state in pieces) is counted apart: alone it is always queued, so a reader
+that keeps up is never cut off for it; another one while it is queued overflows.
 """
 
 from __future__ import annotations
@@ -25,33 +27,54 @@ class Outbox:
         self.stream = stream
         self.limit = limit
         self._on_overflow = on_overflow
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[tuple[bytes, bool]] = deque()
+        #: Bytes queued, and those of oversized frames among them.
         self.queued = 0
+        self.oversized = 0
         self.closed = False
         self._ready = asyncio.Event()
         self._writer = asyncio.ensure_future(self._write())
 
     def send(self, data: bytes) -> None:
         """Send or queue ``data``; nothing happens once closed."""
+        if self._put(data, False) and self.queued - self.oversized > self.limit:
+            self._overflow()
+
+    def send_oversized(self, pieces: list[bytes]) -> None:
+        """Send or queue the pieces of one frame larger than ``limit`` (module docstring)."""
         if self.closed:
             return
+        if self.oversized:
+            self._overflow(sum(len(piece) for piece in pieces))
+            return
+        for piece in pieces:
+            self._put(piece, True)
+
+    def _put(self, data: bytes, oversized: bool) -> bool:
+        """Send ``data`` or queue it; True when it was queued."""
+        if self.closed:
+            return False
         if not self._queue:
             try:
                 self.stream.send_nowait(data)
-                return
+                return False
             except anyio.WouldBlock:
                 pass
             except Exception:  # the link is gone: whoever reads it sees that
                 self.close()
-                return
-        self._queue.append(data)
+                return False
+        self._queue.append((data, oversized))
         self.queued += len(data)
+        if oversized:
+            self.oversized += len(data)
         self._ready.set()
-        if self.queued > self.limit:
-            queued = self.queued
-            self.close()
-            if self._on_overflow is not None:
-                self._on_overflow(queued)
+        return True
+
+    def _overflow(self, more: int = 0) -> None:
+        queued = self.queued + more
+        self.close()
+        if self._on_overflow is not None:
+            self._on_overflow(queued)
 
     def flush(self) -> None:
         """Hand what was sent to the link's connection now rather than later in this
@@ -68,10 +91,12 @@ class Outbox:
                 await self._ready.wait()
                 self._ready.clear()
                 while self._queue:
-                    data = self._queue[0]
+                    data, oversized = self._queue[0]
                     await self.stream.send(data)
                     self._queue.popleft()
                     self.queued -= len(data)
+                    if oversized:
+                        self.oversized -= len(data)
         except Exception:
             self.close()
 
@@ -81,7 +106,7 @@ class Outbox:
             return
         self.closed = True
         self._queue.clear()
-        self.queued = 0
+        self.queued = self.oversized = 0
         self._writer.cancel()
         task = asyncio.ensure_future(self.stream.aclose())
         task.add_done_callback(lambda t: t.cancelled() or t.exception())

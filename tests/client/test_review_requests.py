@@ -1,6 +1,7 @@
 """An outside review of what a member does with hostile or malformed client requests:
 each gets a typed answer, leaves the link served and gives its slots back, so a client
-cannot make its member serve nobody."""
+cannot make its member serve nobody; and of large answers: a client that reads them is
+not taken for one that does not read its answers."""
 
 from __future__ import annotations
 
@@ -12,16 +13,20 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import cbor2
 import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue.client import connection as connection_module
 from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
 from lazily_queue.client.connection import ClientConnection
+from lazily_queue.client.outbox import Outbox
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
+from tests.client.test_client_fairness import _until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -142,3 +147,73 @@ async def test_a_request_failing_in_a_way_no_check_foresaw_is_refused_and_served
     finally:
         await stream.aclose()
     assert server.stats()["in_flight"] == 0
+
+
+# -- answers a client reads, or does not -------------------------------------------------
+
+
+@pytest.mark.parametrize("member", [1024], indirect=True)
+async def test_an_object_larger_than_a_clients_answer_queue_is_mirrored(
+    member: Node,
+) -> None:
+    element = 1_000_000
+    count = connection_module.MAX_OUTBOX_BYTES // element + 4
+    big = member.queue("big")
+    for start in range(0, count, 8):
+        await asyncio.gather(*(big.push("x" * element)
+                               for _ in range(start, min(count, start + 8))))
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=30) as client:
+        q = client.queue("big")
+        assert q.len() == 0  # mirroring starts with this read
+        await client.barrier(timeout=30)
+        assert q.len() == count
+        assert client.links == 1  # never disconnected as a client that does not read
+
+
+async def test_a_client_that_does_not_read_its_answers_is_still_disconnected(
+    member: Node, caplog: pytest.LogCaptureFixture,
+) -> None:
+    element = 1_000_000
+    count = 8
+    big = member.queue("big")
+    await asyncio.gather(*(big.push("x" * element) for _ in range(count)))
+    server = member.clients
+    assert server is not None
+    stream = await _linked(member)
+    try:
+        for rid in range(2, 2 + connection_module.MAX_OUTBOX_BYTES // (count * element) + 2):
+            served = server.requests
+            await stream.send(cbor2.dumps([rid, P.WATCH, "queue", "big"]))  # never read
+            await _until(lambda served=served: server.requests > served  # type: ignore[misc]
+                         or not server.stats()["connections"], "the watch served")
+        await _until(lambda: not server.stats()["connections"], "the client disconnected")
+    finally:
+        await stream.aclose()
+    assert "does not read its answers" in caplog.text
+    assert server.stats()["watched"] == 0
+
+
+class _Stuck:
+    """A link whose other end never reads."""
+
+    def send_nowait(self, _data: bytes) -> None:
+        raise anyio.WouldBlock
+
+    async def send(self, _data: bytes) -> None:
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_one_frame_over_the_limit_waits_and_a_second_one_overflows() -> None:
+    limit = 1000
+    overflows: list[int] = []
+    outbox = Outbox(_Stuck(), limit=limit, on_overflow=overflows.append)  # type: ignore[arg-type]
+    outbox.send_oversized([b"x" * limit, b"y" * limit])  # a large object's state
+    outbox.send(b"z" * (limit // 2))  # answers go on while it waits
+    assert not outbox.closed and not overflows
+    outbox.send_oversized([b"w" * (limit + 1)])  # another before the first went out
+    assert outbox.closed and overflows == [2 * limit + limit // 2 + limit + 1]
+    await outbox.wait_closed()
