@@ -241,6 +241,13 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py",),
         "an object larger than a client's answer queue is still mirrored to it"),
     Mutation(
+        "client-long-names-cached", "lazily_queue/client/connection.py",
+        "            if name is None or len(name) <= _NAME_CACHED:  # a long one is checked "
+        "each time\n",
+        "            if True:\n",
+        ("tests/client/test_review_requests.py::test_refused_names_are_not_kept_by_the_member",),
+        "a client's link does not hold the long names it was refused"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 #: Answers and notifications queued for one client before it is disconnected.
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 _REFUSALS_CACHED = 1024
+#: Longest name whose check is kept (the cache holds at most about 1 MiB of names).
+_NAME_CACHED = 1024
 
 Key = tuple[str, str]
 #: A guarded watch refused again: nothing more goes to the client for it.
@@ -107,11 +109,14 @@ class ClientConnection:
 
     def refusal(self, code: int, name: Any) -> str | None:
         key = (code, name)
-        if key not in self.refusals:
-            if len(self.refusals) > _REFUSALS_CACHED:
-                self.refusals.clear()
-            self.refusals[key] = self.grant.refusal(code, name)
-        found = self.refusals[key]
+        if key in self.refusals:
+            found = self.refusals[key]
+        else:
+            found = self.grant.refusal(code, name)
+            if name is None or len(name) <= _NAME_CACHED:  # a long one is checked each time
+                if len(self.refusals) > _REFUSALS_CACHED:
+                    self.refusals.clear()
+                self.refusals[key] = found
         if found is not None and type(name) is str and C.family_of(code) == "work_queue":
             return self._as_group(code, name, found, undeclared=False)
         return found

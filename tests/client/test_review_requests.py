@@ -92,6 +92,22 @@ async def test_a_transaction_whose_op_code_is_not_a_number_is_refused_and_served
     assert member.view.queue("jobs").elements() == ["served"]  # type: ignore[union-attr]
 
 
+
+async def test_refused_names_are_not_kept_by_the_member(member: Node) -> None:
+    server = member.clients
+    assert server is not None
+    stream = await _linked(member)
+    try:  # a client may not run what the grant never opens, on names of any length
+        for rid in range(2, 10):
+            name = f"{rid}" * 200_000
+            answer = await _ask(stream, [rid, P.OP, rid, 0, ops.WORK_REAP, [name, None], 1000])
+            assert answer[:2] == [rid, P.ERROR] and answer[2][0] == "permission"
+        (conn,) = server._conns
+        kept = sum(len(name) for _code, name in conn.refusals if isinstance(name, str))
+        assert kept < 200_000  # what it checked once is not held for the link's life
+    finally:
+        await stream.aclose()
+
 class _ParkAtYield:
     """``asyncio`` as the client server sees it, except that its yield between a frame's
     requests parks the serving task there (until it is cancelled)."""
