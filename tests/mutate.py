@@ -248,6 +248,13 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py::test_refused_names_are_not_kept_by_the_member",),
         "a client's link does not hold the long names it was refused"),
     Mutation(
+        "client-relinks-at-once", "lazily_queue/client/cluster.py",
+        "                if link.greeted:\n                    delay = 0.05\n",
+        "                if True:\n                    delay = 0.05\n",
+        ("tests/client/test_review_requests.py::"
+         "test_a_client_whose_member_refuses_its_session_backs_off",),
+        "a client whose member takes its link but refuses its session does not relink at once"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

@@ -215,11 +215,17 @@ class ClusterClient(NodeCells):
             except (OSError, TimeoutError) as exc:
                 self.failures[address] = f"unreachable: {exc}"
             else:
-                delay, denied = 0.05, 0
+                denied = 0
+                link = Link(stream, address, on_notice=self._notice)
                 try:
-                    await self._serve(Link(stream, address, on_notice=self._notice))
+                    await self._serve(link)
                 except Exception:
                     log.exception("the link to %s failed", address)
+                if link.greeted:
+                    delay = 0.05
+                else:  # the member took the link but not the session: not again at once
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 1.0)
                 continue
             if index % len(self.addresses) == 0:
                 if denied == len(self.addresses) and self.links == 0:

@@ -19,6 +19,7 @@ import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue.client import cluster as cluster_module
 from lazily_queue.client import connection as connection_module
 from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
@@ -107,6 +108,38 @@ async def test_refused_names_are_not_kept_by_the_member(member: Node) -> None:
         assert kept < 200_000  # what it checked once is not held for the link's life
     finally:
         await stream.aclose()
+
+
+class _CountPauses:
+    """``asyncio`` as the client sees it, except that its pauses are recorded and last
+    no time."""
+
+    def __init__(self, pauses: list[float]) -> None:
+        self._pauses = pauses
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+    async def sleep(self, delay: float) -> None:
+        self._pauses.append(delay)
+        await asyncio.sleep(0)
+
+
+async def test_a_client_whose_member_refuses_its_session_backs_off(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*_args: Any) -> None:
+        raise P.RequestRefused("hello must be [id, HELLO, 3, session]")  # another version
+
+    monkeypatch.setattr(server_module.ClientServer, "_hello", refuse)
+    pauses: list[float] = []
+    monkeypatch.setattr(cluster_module, "asyncio", _CountPauses(pauses))
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", TOKEN)) as client:
+        await _until(lambda: client.links >= 6, "linked again and again")
+        links = client.links
+    assert len(pauses) >= links - 2  # a pause after each refused session ...
+    assert pauses[:4] == sorted(pauses[:4]) and pauses[3] > pauses[0]  # ... growing
 
 class _ParkAtYield:
     """``asyncio`` as the client server sees it, except that its yield between a frame's
