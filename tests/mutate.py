@@ -255,6 +255,13 @@ MUTATIONS = [
          "test_a_client_whose_member_refuses_its_session_backs_off",),
         "a client whose member takes its link but refuses its session does not relink at once"),
     Mutation(
+        "client-group-forms-unbounded", "lazily_queue/client/connection.py",
+        "    while 0 < end < len(name) - 1 and len(topics) < GROUP_FORMS:\n",
+        "    while 0 < end < len(name) - 1:\n",
+        ("tests/client/test_review_requests.py::"
+         "test_a_client_without_a_grant_watching_a_long_group_name_is_refused_at_once",),
+        "a watch of a name of many colons costs the member a bounded number of checks"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",

@@ -40,6 +40,10 @@ Key = tuple[str, str]
 _REVOKED = object()
 _NEVER = 2**63
 
+#: Colons of an undeclared name tried as the end of its topic's name (each try checks a
+#: copy of the name against the grant: a name of colons must not cost one per colon).
+GROUP_FORMS = 16
+
 GroupTopics = Callable[[str, bool], list[str]]
 """The topics work queue ``name`` may be the consumer group of (as the member's state
 has it; with the flag, by its form while no object has the name)."""
@@ -47,13 +51,20 @@ has it; with the flag, by its form while no object has the name)."""
 
 def group_topics(view: ReadView, name: str, undeclared: bool) -> list[str]:
     """The topic whose consumer group work queue ``name`` is in ``view``; while no object
-    has the name and ``undeclared``, each topic it names by its form."""
+    has the name and ``undeclared``, each topic it names by its form
+    (``"<topic>:<group>"``, the topic ending at one of its first :data:`GROUP_FORMS`
+    colons)."""
     state = view.work_queue(name)
     if state is not None:
         return [] if state.group is None else [state.group[0]]
     if not undeclared:
         return []
-    return [name[:i] for i in range(1, len(name) - 1) if name[i] == ":"]
+    topics: list[str] = []
+    end = name.find(":", 1)
+    while 0 < end < len(name) - 1 and len(topics) < GROUP_FORMS:
+        topics.append(name[:end])
+        end = name.find(":", end + 1)
+    return topics
 
 
 class ClientConnection:

@@ -141,6 +141,32 @@ async def test_a_client_whose_member_refuses_its_session_backs_off(
     assert len(pauses) >= links - 2  # a pause after each refused session ...
     assert pauses[:4] == sorted(pauses[:4]) and pauses[3] > pauses[0]  # ... growing
 
+
+async def test_a_client_without_a_grant_watching_a_long_group_name_is_refused_at_once(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    access = ClientAccess([ClientGrant("web", TOKEN, consume=["news"])])
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n1.sock",
+                secret=b"the-cluster-secret", clients=access)
+    checks: list[int] = []
+    real = ClientGrant.refusal
+
+    def counted(self: ClientGrant, code: int, name: str | None) -> str | None:
+        checks.append(len(name or ""))
+        return real(self, code, name)
+
+    monkeypatch.setattr(ClientGrant, "refusal", counted)
+    async with node:
+        await node.wait_for_leader()
+        stream = await _linked(node)
+        try:
+            answer = await _ask(stream, [2, P.WATCH, "work_queue", "jobs" + ":" * 20_000])
+            assert answer[:2] == [2, P.ERROR] and answer[2][0] == "permission"
+        finally:
+            await stream.aclose()
+    assert len(checks) <= 20  # not one check (and one copy of the name) per ':'
+    assert sum(checks) <= 20 * 20_004
+
 class _ParkAtYield:
     """``asyncio`` as the client server sees it, except that its yield between a frame's
     requests parks the serving task there (until it is cancelled)."""
