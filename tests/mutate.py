@@ -228,6 +228,21 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py",),
         "a request failing in a way no check foresaw is refused and its slots given back"),
     Mutation(
+        "client-sessions-evicted-regardless-of-owner",
+        "lazily_queue/replicated/client_sessions.py",
+        "            if sid > CLIENT_SESSION_BASE and self.by_owner[owner_of(sid)] == most:\n",
+        "            if sid > CLIENT_SESSION_BASE:\n",
+        ("tests/replicated/test_client_sessions.py::"
+         "test_a_client_opening_sessions_without_end_only_drops_its_own",),
+        "a client opening sessions without end only drops its own, never another's"),
+    Mutation(
+        "client-hello-takes-another-clients-session", "lazily_queue/client/server.py",
+        "        if owner_of(session) != owner_tag(name):\n",
+        "        if False:\n",
+        ("tests/client/test_client_access.py::"
+         "test_an_op_before_hello_and_a_bad_session_are_refused",),
+        "a client's hello may only name a session tagged as its own"),
+    Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
         "        if op.attempts > 1 and code not in P.REFUSALS:\n",
         "        if False:\n",

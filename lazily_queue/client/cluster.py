@@ -107,7 +107,8 @@ class ClusterClient(NodeCells):
                                   secret=token, credential=credentials.name,
                                   max_frame_size=MAX_OP_BYTES + P.REQUEST_OVERHEAD)
         self._link: Link | None = None
-        self.session = Session(max_in_flight=max_in_flight, link=lambda: self._link,
+        self.session = Session(owner=credentials.name, max_in_flight=max_in_flight,
+                               link=lambda: self._link,
                                drop=self._drop, unreachable=self._unreachable)
         self._linked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

@@ -52,8 +52,9 @@ from ..raft.errors import (
     StorageUnavailable,
 )
 
-#: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps).
-VERSION = 2
+#: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps). 3: session
+#: ids tagged with the client's name (:mod:`..replicated.client_sessions`).
+VERSION = 3
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"

@@ -43,6 +43,7 @@ from lazily_transports import (
 from ..errors import InvalidConfiguration
 from ..raft.batch import command_limit
 from ..replicated import objects, ops
+from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
 from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
 from . import protocol as P
 from .access import ClientAccess
@@ -257,6 +258,12 @@ class ClientServer:
         if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
             raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
                                    "2**63)")
+        name = conn.grant.name
+        if owner_of(session) != owner_tag(name):
+            raise P.RequestRefused(
+                f"session id {session} is not tagged as client {name!r}'s (its bits "
+                f"{OWNER_SHIFT}-{OWNER_SHIFT + 15} must be {owner_tag(name)}); a client makes "
+                "its session ids with lazily_queue.connect")
         conn.session = session
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,

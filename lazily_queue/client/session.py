@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import secrets
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +27,8 @@ from ..raft import values
 from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
 from ..raft.errors import CommitTimeout
 from ..replicated import ops
-from ..replicated.state_machine import CLIENT_SESSION_BASE, CLIENT_WINDOW, decode_result
+from ..replicated.client_sessions import new_session_id
+from ..replicated.state_machine import CLIENT_WINDOW, decode_result
 from . import protocol as P
 from .budget import Budget
 from .link import Answer, Link
@@ -107,10 +107,11 @@ class Session:
     """
 
     def __init__(
-        self, *, max_in_flight: int, link: Callable[[], Link | None],
+        self, *, owner: str, max_in_flight: int, link: Callable[[], Link | None],
         drop: Callable[[Link, str], None], unreachable: Callable[[str], Exception],
     ) -> None:
-        self.id = CLIENT_SESSION_BASE + 1 + secrets.randbelow(2**62 - 2)
+        #: Random, tagged with the client's name (:mod:`...replicated.client_sessions`).
+        self.id = new_session_id(owner)
         self.open = False
         self._link = link
         self._drop = drop

@@ -4,7 +4,8 @@ Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
 ``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v2``,
 ``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1``, ``queue-options-v2``,
-``work-options-v2`` and ``topic-options-v1`` features required and mutual HMAC
+``work-options-v2``, ``topic-options-v1`` and ``client-sessions-v2`` features required
+and mutual HMAC
 authentication before any Raft frame is accepted. A member of a version without
 pre-vote (which would drop ``pre_vote`` frames as unknown), without the current value
 encoding (which would refuse to apply tuples and large messages), without deduplicated
@@ -85,10 +86,15 @@ QUEUE_OPTIONS_FEATURE = "queue-options-v2"
 #: ``WORK_DECLARE_OPTIONS``, every declaration compared whole, ``WORK_PUSH_OPTIONS`` in
 #: transactions, ``WORK_PROMOTE`` carrying only a name): an older member would diverge.
 WORK_OPTIONS_FEATURE = "work-options-v2"
+#: Client sessions tagged with their client's name: a full table drops a session of the
+#: client holding the most, not the least recently seen of all; an older member would
+#: drop another and diverge.
+CLIENT_SESSIONS_FEATURE = "client-sessions-v2"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
-                               WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE})
+                               WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE,
+                               CLIENT_SESSIONS_FEATURE})
 INCARNATION = "incarnation:"
 
 

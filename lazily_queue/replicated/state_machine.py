@@ -16,8 +16,9 @@ can retry it through another member and it still applies at most once (the membe
 propose several of one client's ops as one ``CLIENT_OPS``, each applied as its own
 ``CLIENT_OP`` would be). A client
 session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
-floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept (the least recently seen goes
-first). Sessions are part of the snapshot.
+floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept: the client holding the most
+gives up its least recently seen one (:mod:`.client_sessions`), so no client can push
+another's out. Sessions are part of the snapshot.
 
 Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
 reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
@@ -64,6 +65,7 @@ from . import (
     work_options,
     work_queues,
 )
+from .client_sessions import CLIENT_SESSION_BASE, ClientSessions
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
@@ -85,13 +87,13 @@ log = logging.getLogger(__name__)
 SESSION_TTL_MS = 3_600_000
 SNAPSHOT_FORMAT = 1
 #: Client session ids are above this (a member's are at most this).
-CLIENT_SESSION_BASE = 2**62
 _WRAPPERS = (CLIENT_OP, CLIENT_OPS)
 #: Ops counted and reported as the plain ops they apply.
 _COUNTED_INSIDE = frozenset({CLIENT_OP, CLIENT_OPS, TXN, *ONCE_OPS})
 #: Results a client session keeps above its floor; an op further ahead is refused.
 CLIENT_WINDOW = 1024
-#: Client sessions kept; opening one more drops the least recently seen.
+#: Client sessions kept; opening one more drops the least recently seen session of the
+#: client holding the most.
 MAX_CLIENT_SESSIONS = 16384
 
 #: Every family of operations the state machine applies.
@@ -149,6 +151,7 @@ class StateMachine:
         self.member_pages: dict[str, str] = {}
         #: Oldest-seen first.
         self.sessions: OrderedDict[int, Session] = OrderedDict()
+        self._clients = ClientSessions()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -171,7 +174,9 @@ class StateMachine:
             return OpError("malformed_command", str(exc))
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.sessions[session_id] = Session()
+            session = (self._open_client_session(session_id)
+                       if session_id > CLIENT_SESSION_BASE else Session())
+            self.sessions[session_id] = session
         else:
             self.sessions.move_to_end(session_id)
         session.seen = self.now
@@ -260,12 +265,15 @@ class StateMachine:
         return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]
 
     def _open_client_session(self, sid: int) -> Session:
-        """A new client session, the least recently seen one dropped at the bound
-        (sessions are kept oldest-seen first)."""
-        clients = [k for k in self.sessions if k > CLIENT_SESSION_BASE]
-        if len(clients) >= MAX_CLIENT_SESSIONS:
-            del self.sessions[clients[0]]
+        """A new client session; at the bound, the least recently seen session of the
+        client holding the most is dropped (:mod:`.client_sessions`)."""
+        clients = self._clients
+        if clients.total >= MAX_CLIENT_SESSIONS:
+            victim = clients.victim(self.sessions)
+            del self.sessions[victim]
+            clients.dropped(victim)
         session = self.sessions[sid] = Session()
+        clients.opened(sid)
         return session
 
     def replay(self, now: int, op: list[Any]) -> Any:
@@ -282,6 +290,8 @@ class StateMachine:
             if oldest.seen >= horizon:
                 return
             del self.sessions[sid]
+            if sid > CLIENT_SESSION_BASE:
+                self._clients.dropped(sid)
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -340,6 +350,7 @@ class StateMachine:
         self.queues = restored_queues
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
         self.sessions = sessions
+        self._clients.rebuild(sessions)
         for sec in _SECTIONS:
             sec.restore(self, doc.get(sec.name))
         self.events.append(Restored())

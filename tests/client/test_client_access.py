@@ -29,7 +29,7 @@ from lazily_queue import (
 from lazily_queue.client import protocol as P
 from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
+from lazily_queue.replicated.client_sessions import new_session_id
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -61,7 +61,7 @@ async def raw_client(node: Node, name: str = "web", token: bytes = WEB) -> LinkS
     assert node.listen is not None
     stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=token,
                                                 credential=name))
-    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, CLIENT_SESSION_BASE + 5]))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id(name)]))
     assert cbor2.loads(await stream.receive())[1] == P.OK
     return stream
 
@@ -152,6 +152,14 @@ async def test_an_op_before_hello_and_a_bad_session_are_refused(member: Node) ->
         assert "HELLO" in cbor2.loads(await stream.receive())[2][1]
         await stream.send(cbor2.dumps([2, P.HELLO, P.VERSION, 12]))  # a member's session
         assert cbor2.loads(await stream.receive())[2][0] == "refused"
+        # another client's session id: a client can only ever drop its own sessions
+        await stream.send(cbor2.dumps([3, P.HELLO, P.VERSION, new_session_id("admin")]))
+        answer = cbor2.loads(await stream.receive())
+        assert answer[2][0] == "refused" and "not tagged as client 'web'" in answer[2][1]
+        await stream.send(cbor2.dumps([4, P.HELLO, 2, new_session_id("web")]))  # older client
+        assert cbor2.loads(await stream.receive())[2][0] == "refused"
+        await stream.send(cbor2.dumps([5, P.HELLO, P.VERSION, new_session_id("web")]))
+        assert cbor2.loads(await stream.receive())[1] == P.OK
     finally:
         await stream.aclose()
 

@@ -36,7 +36,7 @@ class RecordingLink:
 
 
 def _session(link: RecordingLink) -> Session:
-    session = Session(max_in_flight=64, link=lambda: link,  # type: ignore[arg-type, return-value]
+    session = Session(owner="web", max_in_flight=64, link=lambda: link,  # type: ignore[arg-type, return-value]
                       drop=lambda _link, _reason: None, unreachable=RuntimeError)
     session.open = True
     return session

@@ -26,7 +26,7 @@ from lazily_queue.client import server as server_module
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.outbox import Outbox
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
+from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.test_client_fairness import _until
 
 pytestmark = pytest.mark.timeout(60)
@@ -55,11 +55,11 @@ async def member(short_tmp: Path, request: pytest.FixtureRequest) -> AsyncIterat
         yield node
 
 
-async def _linked(node: Node, session: int = CLIENT_SESSION_BASE + 5) -> LinkStream:
+async def _linked(node: Node, session: int | None = None) -> LinkStream:
     assert node.listen is not None
     stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
                                                 credential="web"))
-    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, session]))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, session or new_session_id("web")]))
     assert cbor2.loads(await stream.receive())[1] == P.OK
     return stream
 
@@ -76,8 +76,8 @@ async def test_a_transaction_whose_op_code_is_not_a_number_is_refused_and_served
 ) -> None:
     server = member.clients
     assert server is not None
-    for attempt in range(TOTAL + 1):  # more than the member's whole budget
-        stream = await _linked(member, CLIENT_SESSION_BASE + 5 + attempt)
+    for _ in range(TOTAL + 1):  # more than the member's whole budget
+        stream = await _linked(member, new_session_id("web"))
         try:
             answer = await _ask(stream, [2, P.OP, 1, 0, ops.TXN, [[code, "jobs", 1]], 1000])
             assert answer[:2] == [2, P.ERROR] and answer[2][0] == "permission"

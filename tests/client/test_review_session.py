@@ -37,7 +37,7 @@ class _Client:
 
     def __init__(self) -> None:
         self.link: _Link | None = _Link()
-        self.session = Session(max_in_flight=8, link=lambda: self.link,  # type: ignore[arg-type, return-value]
+        self.session = Session(owner="web", max_in_flight=8, link=lambda: self.link,  # type: ignore[arg-type, return-value]
                                drop=lambda _link, _reason: None, unreachable=RuntimeError)
         self.session.open = True
 

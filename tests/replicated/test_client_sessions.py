@@ -9,6 +9,7 @@ import pytest
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated import state_machine as sm_module
+from lazily_queue.replicated.client_sessions import new_session_id, owner_of, owner_tag
 from lazily_queue.replicated.events import OpApplied
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
@@ -169,3 +170,54 @@ def test_a_snapshot_keeps_the_refusals_of_client_ops_proposed_together() -> None
                             [2, ops.QUEUE_PUSH, "q", "b"], [3, ops.QUEUE_POP, "q"],
                             [4, ops.QUEUE_POP, "q"]]) == [results]
     assert copy.queues["q"].elements() == []
+
+
+def test_a_client_opening_sessions_without_end_only_drops_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table is full: the client holding the most sessions gives up its least
+    recently seen one, so another client's retry still finds its recorded result."""
+    monkeypatch.setattr(sm_module, "MAX_CLIENT_SESSIONS", 8)
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    victim = new_session_id("web")
+    assert _apply(sm, 6, client_op(1, 1, ops.QUEUE_PUSH, "q", "once", session=victim),
+                  stamp=2_000) == [None]
+    attacker = [new_session_id("greedy") for _ in range(40)]
+    for k, sid in enumerate(attacker):  # each one seen after the victim
+        _apply(sm, 100 + k, client_op(1, 1, ops.QUEUE_PUSH, "q", k, session=sid),
+               stamp=3_000 + k)
+    kept = [s for s in sm.sessions if s > CLIENT_SESSION_BASE]
+    assert len(kept) == 8 and victim in kept
+    assert kept[1:] == attacker[-7:]  # the attacker's least recently seen went
+    assert _apply(sm, 7, client_op(1, 1, ops.QUEUE_PUSH, "q", "once", session=victim),
+                  stamp=9_000) == [None]  # the retry: its recorded result
+    assert sm.queues["q"].elements().count("once") == 1
+
+
+def test_owner_counts_follow_expiry_and_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sm_module, "MAX_CLIENT_SESSIONS", 4)
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
+    old = [new_session_id("a") for _ in range(3)]
+    for k, sid in enumerate(old):
+        _apply(sm, 100 + k, client_op(1, 1, ops.QUEUE_PUSH, "q", 1, session=sid), stamp=1_000)
+    later = sm_module.SESSION_TTL_MS + 2_000  # the three expire at the next batch
+    b = new_session_id("b")
+    _apply(sm, 6, client_op(1, 1, ops.QUEUE_PUSH, "q", 2, session=b), stamp=later)
+    assert [s for s in sm.sessions if s > CLIENT_SESSION_BASE] == [b]
+    copy = StateMachine()
+    copy.restore(sm.capture())
+    for machine in (sm, copy):  # counted alike: b's session stays while "a" opens four
+        for k in range(4):
+            _apply(machine, 200 + k, client_op(1, 1, ops.QUEUE_PUSH, "q", 3,
+                                               session=new_session_id("a")), stamp=later + 1 + k)
+        kept = [s for s in machine.sessions if s > CLIENT_SESSION_BASE]
+        assert b in kept and len(kept) == 4
+
+
+def test_a_session_id_carries_its_clients_tag() -> None:
+    sid = new_session_id("web")
+    assert CLIENT_SESSION_BASE < sid < 2**63
+    assert owner_of(sid) == owner_tag("web") != owner_tag("greedy")
+    assert len({new_session_id("web") for _ in range(100)}) == 100

@@ -1,0 +1,81 @@
+"""Client sessions by owner: a client session id carries a tag of the client's name, and
+when the state machine's table of client sessions is full, the client holding the most
+sessions gives up its least recently seen one.
+
+So a client opening sessions without end only ever drops its own: another client's
+session, and the results it keeps for retries, stays. Members serving clients refuse a
+session id whose tag is not its client's (:func:`owner_tag`).
+
+A client session id is ``CLIENT_SESSION_BASE + (tag << OWNER_SHIFT) + r`` with ``tag``
+the 16-bit :func:`owner_tag` of the client's name and ``0 < r < 2**OWNER_SHIFT``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+
+#: Client session ids are above this (a member's are at most this).
+CLIENT_SESSION_BASE = 2**62
+#: The owner tag's position and width in a client session id.
+OWNER_SHIFT = 46
+OWNER_MASK = 0xFFFF
+
+
+def owner_tag(name: str) -> int:
+    """The 16-bit tag of client ``name`` that its session ids carry."""
+    return zlib.crc32(name.encode("utf-8", "surrogatepass")) & OWNER_MASK
+
+
+def owner_of(sid: int) -> int:
+    """The owner tag a client session id carries."""
+    return (sid >> OWNER_SHIFT) & OWNER_MASK
+
+
+def new_session_id(name: str) -> int:
+    """A fresh random session id for client ``name``."""
+    return (CLIENT_SESSION_BASE + (owner_tag(name) << OWNER_SHIFT)
+            + 1 + secrets.randbelow(2**OWNER_SHIFT - 1))
+
+
+class ClientSessions:
+    """How many client sessions each owner holds in a table kept oldest-seen first."""
+
+    __slots__ = ("by_owner", "total")
+
+    def __init__(self) -> None:
+        self.by_owner: Counter[int] = Counter()
+        self.total = 0
+
+    def opened(self, sid: int) -> None:
+        self.by_owner[owner_of(sid)] += 1
+        self.total += 1
+
+    def dropped(self, sid: int) -> None:
+        owner = owner_of(sid)
+        left = self.by_owner[owner] - 1
+        if left:
+            self.by_owner[owner] = left
+        else:
+            del self.by_owner[owner]
+        self.total -= 1
+
+    def rebuild(self, sids: Iterable[int]) -> None:
+        """Count again from a table's session ids (after a snapshot was installed)."""
+        self.by_owner.clear()
+        self.total = 0
+        for sid in sids:
+            if sid > CLIENT_SESSION_BASE:
+                self.opened(sid)
+
+    def victim(self, sids: Iterable[int]) -> int:
+        """The session to drop for a new one: the least recently seen of the owner
+        holding the most (``sids`` oldest-seen first; ties go to the owner whose session
+        was seen least recently)."""
+        most = max(self.by_owner.values())
+        for sid in sids:
+            if sid > CLIENT_SESSION_BASE and self.by_owner[owner_of(sid)] == most:
+                return sid
+        raise LookupError("no client session to drop")
