@@ -65,7 +65,8 @@ from . import (
     work_options,
     work_queues,
 )
-from .client_sessions import CLIENT_SESSION_BASE, ClientSessions
+from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
+from .client_sessions import ClientSessions
 from .dedup import DedupKey
 from .events import Event, OpApplied, Restored
 from .family import Family, Handler, Section
