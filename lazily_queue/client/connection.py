@@ -77,6 +77,8 @@ class ClientConnection:
         self.session: int | None = None
         self.slots = Budget(max_in_flight)
         self.watches: set[Key] = set()
+        #: Characters of the watched objects' names, in all.
+        self.watched_bytes = 0
         #: The work queues this client watches only as consumer groups (it may not read
         #: them by their own names): the object the grant was checked against (``None``:
         #: not declared, granted by the name's form) and the applied-op count the client

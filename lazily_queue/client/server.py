@@ -51,7 +51,7 @@ from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
-from .watchers import Watchers
+from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -343,6 +343,13 @@ class ClientServer:
         refusal = conn.read_refusal(*key)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
+        if key not in conn.watches and (
+                len(conn.watches) >= MAX_WATCHES
+                or conn.watched_bytes + len(key[1]) > MAX_WATCHED_NAME_BYTES):
+            raise P.RequestRefused(
+                f"a client link reads at most {MAX_WATCHES} objects, their names "
+                f"{MAX_WATCHED_NAME_BYTES // 2**20} MiB in all; it reads {len(conn.watches)} "
+                "already: read fewer objects through one client, or open another")
         view = self.node.view
         self._watchers.add(conn, key)
         conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from ..replicated.view import ReadView
 
 
+#: Objects one client link may watch, and the bytes of their names in all.
+MAX_WATCHES = 4096
+MAX_WATCHED_NAME_BYTES = 16 * 2**20
+
+
 class Watchers:
     """The clients watching each object of one member."""
 
@@ -31,12 +36,16 @@ class Watchers:
 
     def add(self, conn: ClientConnection, key: Key) -> None:
         """``conn`` (whose read of ``key`` was granted) watches it from the state now."""
-        conn.watches.add(key)
+        if key not in conn.watches:
+            conn.watches.add(key)
+            conn.watched_bytes += len(key[1])
         conn.guard(key, self._view())
         self.by_key.setdefault(key, set()).add(conn)
 
     def drop(self, conn: ClientConnection, key: Key) -> None:
-        conn.watches.discard(key)
+        if key in conn.watches:
+            conn.watches.discard(key)
+            conn.watched_bytes -= len(key[1])
         conn.guarded.pop(key, None)
         watchers = self.by_key.get(key)
         if watchers is not None:

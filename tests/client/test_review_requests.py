@@ -292,3 +292,25 @@ async def test_one_frame_over_the_limit_waits_and_a_second_one_overflows() -> No
     outbox.send_oversized([b"w" * (limit + 1)])  # another before the first went out
     assert outbox.closed and overflows == [2 * limit + limit // 2 + limit + 1]
     await outbox.wait_closed()
+
+
+async def test_a_link_watches_a_bounded_number_of_objects(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module, "MAX_WATCHES", 3)
+    monkeypatch.setattr(server_module, "MAX_WATCHED_NAME_BYTES", 2_000)
+    stream = await _linked(member)
+    try:
+        for rid, name in enumerate(("a", "b", "c", "a"), start=2):  # "a" again: no more
+            assert (await _ask(stream, [rid, P.WATCH, "queue", name]))[1] == P.OK
+        answer = await _ask(stream, [6, P.WATCH, "queue", "d"])
+        assert answer[:2] == [6, P.ERROR] and answer[2][0] == "refused"
+        assert "at most 3 objects" in answer[2][1] and "reads 3 already" in answer[2][1]
+        assert (await _ask(stream, [7, P.UNWATCH, "queue", "b"]))[1] == P.OK
+        assert (await _ask(stream, [8, P.WATCH, "queue", "d"]))[1] == P.OK
+        assert (await _ask(stream, [9, P.UNWATCH, "queue", "d"]))[1] == P.OK
+        answer = await _ask(stream, [10, P.WATCH, "queue", "x" * 1_999])  # the names' bytes
+        assert answer[2][0] == "refused" and "MiB in all" in answer[2][1]
+        assert (await _ask(stream, [11, P.WATCH, "queue", "x" * 1_990]))[1] == P.OK
+    finally:
+        await stream.aclose()
