@@ -243,6 +243,13 @@ MUTATIONS = [
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "a client's hello may only name a session tagged as its own"),
     Mutation(
+        "client-watches-unbounded", "lazily_queue/client/server.py",
+        "                len(conn.watches) >= MAX_WATCHES\n",
+        "                False\n",
+        ("tests/client/test_review_requests.py::"
+         "test_a_link_watches_a_bounded_number_of_objects",),
+        "a client link reads a bounded number of objects"),
+    Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
         "        if op.attempts > 1 and code not in P.REFUSALS:\n",
         "        if False:\n",
