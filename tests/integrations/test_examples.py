@@ -85,11 +85,12 @@ async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
             for app in apps
         ]
         assert (await clients[0].get("/jobs/999")).status_code == 404
-        ids = []
-        for n in range(12):
-            response = await clients[n % 3].post("/jobs", json={"n": n})
-            assert response.status_code == 202
-            ids.append(response.json()["job"])
+        # One burst, so that jobs wait while workers are busy: posted one after another,
+        # each could be done by the same worker before the next arrived.
+        responses = await asyncio.gather(
+            *(clients[n % 3].post("/jobs", json={"n": n}) for n in range(12)))
+        assert [response.status_code for response in responses] == [202] * 12
+        ids = [response.json()["job"] for response in responses]
         assert len(set(ids)) == 12
         assert (await clients[0].post("/jobs", json={"n": -1})).status_code == 422
 
