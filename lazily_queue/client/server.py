@@ -252,8 +252,12 @@ class ClientServer:
     # -- requests ------------------------------------------------------------------------------
 
     def _hello(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
-        if len(frame) != 4 or frame[2] != P.VERSION:
+        if len(frame) != 4:
             raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
+        if frame[2] != P.VERSION:
+            raise P.RequestRefused(
+                f"this member speaks client protocol {P.VERSION}, the client {frame[2]!r}: "
+                "run the same lazily-queue version on clients and members")
         session = frame[3]
         if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
             raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
