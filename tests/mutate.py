@@ -250,6 +250,13 @@ MUTATIONS = [
          "test_a_link_watches_a_bounded_number_of_objects",),
         "a client link reads a bounded number of objects"),
     Mutation(
+        "client-unreadable-answer-sent", "lazily_queue/client/connection.py",
+        "        if len(data) > P.MAX_ASSEMBLED_BYTES:  # more than a client reads: sent apart\n",
+        "        if False:\n",
+        ("tests/client/test_review_requests.py::"
+         "test_an_object_larger_than_a_client_reads_is_refused_without_relinking",),
+        "an object larger than a client reads is refused to it, not sent to make it relink"),
+    Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
         "        if op.attempts > 1 and code not in P.REFUSALS:\n",
         "        if False:\n",

@@ -330,7 +330,8 @@ class ClusterClient(NodeCells):
         if status == P.OK and isinstance(payload, list) and len(payload) == 2:
             self._mirror.install(key, payload[0], payload[1])
         else:
-            self._mirror.refuse(key, str(payload))
+            self._mirror.refuse(key, str(payload[1]) if isinstance(payload, list)
+                                and len(payload) >= 2 else str(payload))
 
     async def barrier(self, *, timeout: float | None = None) -> None:
         """Return once the member has applied (and sent this client) everything committed

@@ -67,6 +67,14 @@ def group_topics(view: ReadView, name: str, undeclared: bool) -> list[str]:
     return topics
 
 
+def _too_large(rid: int, size: int) -> list[Any]:
+    """The error answering request ``rid`` instead of its answer, ``size`` bytes encoded
+    (the state of an object the client reads), more than a client reassembles."""
+    return [rid, P.ERROR, ["too_large", f"the answer is {size:,} bytes, more than a client "
+                           f"reads ({P.MAX_ASSEMBLED_BYTES:,}): read this object on a member",
+                           size, P.MAX_ASSEMBLED_BYTES]]
+
+
 class ClientConnection:
     """One client link: its session, permissions, watches and outgoing frames."""
 
@@ -113,6 +121,18 @@ class ClientConnection:
             return
         frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
         data = P.encode(frame)
+        if len(data) > P.MAX_ASSEMBLED_BYTES:  # more than a client reads: sent apart
+            if len(frames) > 1:
+                for one in frames:
+                    self._pending = [one]
+                    self._flush()
+                return
+            if not frame[0]:  # a notice: the client reads it again after relinking
+                log.warning("client %r: a notice of %d bytes, more than a client reads; "
+                            "disconnected", self.grant.name, len(data))
+                self.outbox.close()
+                return
+            data = P.encode(_too_large(frame[0], len(data)))
         if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a stuck reader
             self.outbox.send_oversized(P.parts(data))
         else:

@@ -27,6 +27,7 @@ from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.outbox import Outbox
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
+from tests.client.test_client_cluster import client_of, cluster_with_clients
 from tests.client.test_client_fairness import _until
 
 pytestmark = pytest.mark.timeout(60)
@@ -314,3 +315,23 @@ async def test_a_link_watches_a_bounded_number_of_objects(
         assert (await _ask(stream, [11, P.WATCH, "queue", "x" * 1_990]))[1] == P.OK
     finally:
         await stream.aclose()
+
+
+async def test_an_object_larger_than_a_client_reads_is_refused_without_relinking(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Its state would be more than the client reassembles: the member answers the read
+    with an error instead, and the client stays linked (no relink loop)."""
+    monkeypatch.setattr(P, "MAX_ASSEMBLED_BYTES", 200_000)
+    async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
+        member_q = c.node(1).queue("huge")
+        for _ in range(40):
+            await member_q.push(b"x" * 10_000)
+        await c.node(1).queue("small").push(1)
+        q, small = client.queue("huge"), client.queue("small")
+        assert len(q) == 0 and len(small) == 0  # the reads start mirroring
+        await client.barrier()
+        await client.barrier()
+        assert small.len() == 1  # a small object is mirrored as ever
+        assert q.len() == 0 and client.links == 1  # refused once, never relinked
+        assert "more than a client reads (200,000)" in caplog.text
