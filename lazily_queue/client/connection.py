@@ -127,12 +127,13 @@ class ClientConnection:
                     self._pending = [one]
                     self._flush()
                 return
-            if not frame[0]:  # a notice: the client reads it again after relinking
+            rid: int = frames[0][0]
+            if not rid:  # a notice: the client reads it again after relinking
                 log.warning("client %r: a notice of %d bytes, more than a client reads; "
                             "disconnected", self.grant.name, len(data))
                 self.outbox.close()
                 return
-            data = P.encode(_too_large(frame[0], len(data)))
+            data = P.encode(_too_large(rid, len(data)))
         if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a stuck reader
             self.outbox.send_oversized(P.parts(data))
         else:
