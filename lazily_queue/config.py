@@ -296,8 +296,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     secret_path = None if secret_file is None else base / parse_string(
         secret_file, fail, "secret_file")
     timeout = doc.get("startup_timeout", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
-        raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise fail(f"`startup_timeout` must be a number of seconds >= 0 (0 waits forever), "
+                   f"not {timeout!r}")
     max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
     if isinstance(max_message, bool) or not isinstance(max_message, int) or \
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:

@@ -670,6 +670,12 @@ MUTATIONS = [
         ("tests/replicated/test_scheduling_ops.py",),
         "an op's explicit time never runs past its entry's stamp (no early claim, no "
         "lease past the leader's clock)"),
+    Mutation(
+        "startup-timeout-nan", "lazily_queue/config.py",
+        "not isinstance(timeout, int | float) or not timeout >= 0:",
+        "not isinstance(timeout, int | float) or timeout < 0:",
+        ("tests/cli/test_node_config.py",),
+        "a startup_timeout of nan is refused when the file is read (it never expired)"),
 ]
 
 

@@ -73,6 +73,7 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"secret_file": "s"}, r"exactly one of `secret_env`"),
         ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
         ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
+        ({"startup_timeout": float("nan")}, r"`startup_timeout` must be a number .*, not nan"),
         ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
