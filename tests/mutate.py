@@ -676,6 +676,18 @@ MUTATIONS = [
         "not isinstance(timeout, int | float) or timeout < 0:",
         ("tests/cli/test_node_config.py",),
         "a startup_timeout of nan is refused when the file is read (it never expired)"),
+    Mutation(
+        "status-not-http", "lazily_queue/cli/status.py",
+        "    except (http.client.HTTPException, ValueError) as exc:",
+        "    except ZeroDivisionError as exc:",
+        ("tests/cli/test_wrong_address.py",),
+        "`status` pointed at a port that is not a node's page says so in one line"),
+    Mutation(
+        "admin-not-http", "lazily_queue/cli/admin_client.py",
+        "        except (http.client.HTTPException, ValueError) as exc:",
+        "        except ValueError as exc:",
+        ("tests/cli/test_wrong_address.py",),
+        "the admin commands pointed at a port that is not a node's page say so in one line"),
 ]
 
 

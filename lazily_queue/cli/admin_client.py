@@ -10,6 +10,7 @@ line. Every failure is one line on stderr and exit status 1 (2 for a usage probl
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
@@ -104,8 +105,11 @@ class AdminClient:
         except urllib.error.URLError as exc:
             raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "
                            "with `http` set to this address?") from None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise CliError(f"{self.url}: {exc}") from None
+        except (http.client.HTTPException, ValueError) as exc:
+            raise CliError(f"{self.url} is not a node's admin API ({type(exc).__name__}); "
+                           "give the node's `http` address, not its `listen` address") from None
 
 
 def _token(env: str | None, file: Path | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import sys
 import urllib.error
@@ -53,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}; is the node running "
               "with `http` set to this address?", file=sys.stderr)
+        return 1
+    except (http.client.HTTPException, ValueError) as exc:
+        print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__}); "
+              "give the node's `http` address, not its `listen` address", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))

@@ -1,0 +1,84 @@
+"""``status`` and the admin commands pointed at something that is not a node's page."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from lazily_queue.cli import main
+
+#: What a node's Raft or client port sends first: not an HTTP status line.
+NOT_HTTP = b"\xa3kprotocol_idjlazily-ipc\x00\x01garbage\r\n\r\n"
+#: A web server that is not a node: 200 with a page that is not JSON.
+HTML = (b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n"
+        b"<html></html>")
+
+
+def serve(answer: bytes) -> Iterator[str]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        server.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        server.close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def raft_port() -> Iterator[str]:
+    yield from serve(NOT_HTTP)
+
+
+@pytest.fixture
+def web_page() -> Iterator[str]:
+    yield from serve(HTML)
+
+
+@pytest.mark.parametrize("command", [
+    ("status",),
+    ("status", "--require-leader"),
+    ("queue", "list"),
+    ("members", "list"),
+    ("dlq", "list", "jobs"),
+])
+def test_a_port_that_does_not_speak_http_is_one_line(
+    raft_port: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", raft_port, "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert raft_port in err and "`http`" in err and "`listen`" in err, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+def test_a_page_that_is_not_a_node_is_one_line(
+    web_page: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", web_page, "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert web_page in err, err
