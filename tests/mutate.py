@@ -688,6 +688,19 @@ MUTATIONS = [
         "        except ValueError as exc:",
         ("tests/cli/test_wrong_address.py",),
         "the admin commands pointed at a port that is not a node's page say so in one line"),
+    Mutation(
+        "cli-timeout-seconds", "lazily_queue/cli/admin_client.py",
+        '    if not 0 < value < float("inf"):',
+        "    if False:",
+        ("tests/cli/test_wrong_address.py",),
+        "--timeout 0, negative, nan or inf is a usage error, not a traceback or a "
+        "misleading socket error"),
+    Mutation(
+        "cli-url-checked", "lazily_queue/cli/admin_client.py",
+        "    if problem:\n        raise CliError(f\"--url",
+        "    if False:\n        raise CliError(f\"--url",
+        ("tests/cli/test_wrong_address.py",),
+        "a malformed --url is a usage error naming it"),
 ]
 
 

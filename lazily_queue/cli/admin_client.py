@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
 
@@ -28,6 +29,36 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def node_url(url: str) -> str:
+    """``url`` with ``http://`` when it has no scheme; a malformed one raises
+    :class:`CliError` (usage, status 2)."""
+    if "://" not in url:
+        url = "http://" + url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        problem = "" if parts.scheme in ("http", "https") and parts.hostname else \
+            "not an http:// or https:// address"
+    if problem:
+        raise CliError(f"--url {url!r}: {problem}; give the node's `http` address, e.g. "
+                       "http://127.0.0.1:8101", 2)
+    return url
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +73,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{DEFAULT_TOKEN_ENV}, or the one --config names)")
     token.add_argument("--token-file", metavar="FILE", type=Path,
                        help="file holding the admin token")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    parser.add_argument("--timeout", type=seconds, default=30.0, help="seconds (default 30)")
     parser.add_argument("--json", action="store_true", help="print the JSON answer")
 
 
@@ -72,9 +103,7 @@ class AdminClient:
                 raise CliError(f"{args.config} has no `http` address; pass --url", 2)
         if token is None:
             token = _token(args.token_env, args.token_file)
-        if "://" not in url:
-            url = "http://" + url
-        return cls(url, token, args.timeout)
+        return cls(node_url(url), token, args.timeout)
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

@@ -10,6 +10,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from .admin_client import CliError, node_url, seconds
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -26,7 +28,7 @@ def register(subparsers: Any) -> None:
     where.add_argument("--url", help="the node's HTTP address, e.g. http://127.0.0.1:8101")
     where.add_argument("--config", metavar="FILE", help="the node's TOML file (uses `http`)")
     parser.add_argument("--json", action="store_true", help="print the raw JSON document")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    parser.add_argument("--timeout", type=seconds, default=5.0, help="seconds (default 5)")
     parser.add_argument("--require-leader", action="store_true",
                         help="exit with status 3 while the node knows no leader")
     parser.set_defaults(handler=run)
@@ -47,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {args.config} has no `http` address; add `http = \"127.0.0.1:8101\"`"
                   " and restart the node, or pass --url", file=sys.stderr)
             return 2
-    if "://" not in url:
-        url = "http://" + url
+    try:
+        url = node_url(url)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     try:
         status = fetch_status(url, timeout=args.timeout)
     except OSError as exc:

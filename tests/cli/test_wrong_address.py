@@ -82,3 +82,29 @@ def test_a_page_that_is_not_a_node_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert web_page in err, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list"), ("members", "list")])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_seconds_is_a_usage_error(
+    command: tuple[str, ...], timeout: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--url", "http://127.0.0.1:1", f"--timeout={timeout}"])
+    assert exit_.value.code == 2
+    assert f"argument --timeout: {timeout!r} is not a number of seconds above 0" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+@pytest.mark.parametrize("url", ["http://[x", "127.0.0.1:notaport", "ftp://127.0.0.1:8101",
+                                 "http://:8101"])
+def test_a_malformed_url_is_a_usage_error(
+    command: tuple[str, ...], url: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --url ") and err.count("\n") == 1, err
+    assert "give the node's `http` address" in err, err
