@@ -701,6 +701,12 @@ MUTATIONS = [
         "    if False:\n        raise CliError(f\"--url",
         ("tests/cli/test_wrong_address.py",),
         "a malformed --url is a usage error naming it"),
+    Mutation(
+        "members-add-address", "lazily_queue/cli/members.py",
+        "    check_address(args.address)\n",
+        "",
+        ("tests/cli/test_wrong_address.py",),
+        "`members add` refuses an address no member could listen on before asking the node"),
 ]
 
 

@@ -108,3 +108,20 @@ def test_a_malformed_url_is_a_usage_error(
     err = capsys.readouterr().err
     assert err.startswith("error: --url ") and err.count("\n") == 1, err
     assert "give the node's `http` address" in err, err
+
+
+@pytest.mark.parametrize(("address", "cause"), [
+    ("carrier-pigeon://loft", "unsupported scheme 'carrier-pigeon'"),
+    ("10.0.0.4:7001", "has no scheme"),
+    ("tcp://10.0.0.4", "expected tcp://HOST:PORT"),
+])
+def test_members_add_refuses_an_address_no_member_could_have(
+    address: str, cause: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing listens at the URL: the address is refused before any request is made.
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main(["members", "add", "4", address, "--url", "http://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: address {address!r}: ") and cause in err, err
+    assert "nothing was changed" in err and err.count("\n") == 1, err
