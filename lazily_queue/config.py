@@ -255,6 +255,12 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     node_id = parse_node_id(doc["id"], fail, "`id`")
     cluster = parse_string(doc.get("cluster", "lazily-queue"), fail, "cluster")
     data_dir = base / parse_string(doc["data_dir"], fail, "data_dir")
+    for place in (data_dir, *data_dir.parents):
+        if place.exists():  # the nearest existing ancestor must be a directory
+            if not place.is_dir():
+                raise fail(f"`data_dir` {data_dir}: {place} is not a directory; name a "
+                           "directory (it is created when missing)")
+            break
     durability = doc.get("durability", "fsync")
     if durability not in ("fsync", "none"):
         raise fail(f"`durability` must be \"fsync\" or \"none\", not {durability!r}")

@@ -707,6 +707,12 @@ MUTATIONS = [
         "",
         ("tests/cli/test_wrong_address.py",),
         "`members add` refuses an address no member could listen on before asking the node"),
+    Mutation(
+        "data-dir-a-file", "lazily_queue/config.py",
+        "            if not place.is_dir():",
+        "            if False:",
+        ("tests/cli/test_node_config.py",),
+        "a data_dir that is (or lies under) a file is a configuration error naming it"),
 ]
 
 

@@ -124,6 +124,13 @@ def test_the_admin_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         parse(tmp_path, admin_token_file="missing").admin_token()
 
 
+@pytest.mark.parametrize("data_dir", ["afile", "afile/1"])
+def test_a_data_dir_that_is_a_file(tmp_path: Path, data_dir: str) -> None:
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ConfigError, match=r"`data_dir` .*: .*afile is not a directory"):
+        parse(tmp_path, data_dir=data_dir)
+
+
 def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("S", raising=False)
     config = parse_config(BASE, base=tmp_path, source="node.toml")
