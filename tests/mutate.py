@@ -713,6 +713,19 @@ MUTATIONS = [
         "            if False:",
         ("tests/cli/test_node_config.py",),
         "a data_dir that is (or lies under) a file is a configuration error naming it"),
+    Mutation(
+        "app-import-raises", "lazily_queue/service.py",
+        "    except Exception as exc:  # a SyntaxError or anything the module raises at import",
+        "    except ZeroDivisionError as exc:",
+        ("tests/cli/test_app_dir.py",),
+        "an [app] module that raises at import: exit 1, its traceback logged, one error line"),
+    Mutation(
+        "app-entry-async", "lazily_queue/service.py",
+        "    if not any(inspect.iscoroutinefunction(f) for f in (",
+        "    if not all(inspect.iscoroutinefunction(f) for f in (",
+        ("tests/cli/test_app_dir.py",),
+        "an [app] entry that is not async is refused before the node starts (it ran, then "
+        "a traceback)"),
 ]
 
 
