@@ -144,7 +144,7 @@ class NodeConfig:
         if self.http is None:
             return None
         host, port = self.http
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def secret(self) -> bytes:
         """The cluster secret from the environment variable or file the config names."""

@@ -726,6 +726,12 @@ MUTATIONS = [
         ("tests/cli/test_app_dir.py",),
         "an [app] entry that is not async is refused before the node starts (it ran, then "
         "a traceback)"),
+    Mutation(
+        "http-url-ipv6", "lazily_queue/config.py",
+        '        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"',
+        '        return f"http://{host}:{port}"',
+        ("tests/cli/test_node_config.py",),
+        "an IPv6 `http` address gives a bracketed URL (`status --config` could not reach it)"),
 ]
 
 

@@ -131,6 +131,14 @@ def test_a_data_dir_that_is_a_file(tmp_path: Path, data_dir: str) -> None:
         parse(tmp_path, data_dir=data_dir)
 
 
+@pytest.mark.parametrize(("http", "url"), [("127.0.0.1:8101", "http://127.0.0.1:8101"),
+                                          ("[::1]:8101", "http://[::1]:8101"),
+                                          ("localhost:8101", "http://localhost:8101")])
+def test_the_http_url_of_an_address(tmp_path: Path, http: str, url: str) -> None:
+    # `status --config` and the admin commands reach the node at this URL.
+    assert parse(tmp_path, http=http).http_url == url  # type: ignore[attr-defined]
+
+
 def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("S", raising=False)
     config = parse_config(BASE, base=tmp_path, source="node.toml")
