@@ -732,6 +732,12 @@ MUTATIONS = [
         '        return f"http://{host}:{port}"',
         ("tests/cli/test_node_config.py",),
         "an IPv6 `http` address gives a bracketed URL (`status --config` could not reach it)"),
+    Mutation(
+        "cli-http-port-zero", "lazily_queue/cli/admin_client.py",
+        "    if http is not None and http[1] == 0:",
+        "    if False:",
+        ("tests/cli/test_wrong_address.py",),
+        "--config with `http` port 0 says to pass --url (it dialled port 0)"),
 ]
 
 

@@ -42,6 +42,13 @@ def seconds(text: str) -> float:
     return value
 
 
+def refuse_port_zero(source: str, http: tuple[str, int] | None) -> None:
+    """``http = "HOST:0"`` names no address to reach: the node picks its port at start."""
+    if http is not None and http[1] == 0:
+        raise CliError(f"{source}: `http` port 0 is chosen when the node starts; pass --url "
+                       "with the address its `ready` line printed (http=...)", 2)
+
+
 def node_url(url: str) -> str:
     """``url`` with ``http://`` when it has no scheme; a malformed one raises
     :class:`CliError` (usage, status 2)."""
@@ -101,6 +108,7 @@ class AdminClient:
                 raise CliError(str(exc), 2) from None
             if url is None:
                 raise CliError(f"{args.config} has no `http` address; pass --url", 2)
+            refuse_port_zero(args.config, config.http)
         if token is None:
             token = _token(args.token_env, args.token_file)
         return cls(node_url(url), token, args.timeout)

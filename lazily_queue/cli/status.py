@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from .admin_client import CliError, node_url, seconds
+from .admin_client import CliError, node_url, refuse_port_zero, seconds
 
 
 def register(subparsers: Any) -> None:
@@ -41,10 +41,15 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import InvalidConfiguration
 
         try:
-            url = load_config(args.config).http_url
+            config = load_config(args.config)
+            refuse_port_zero(args.config, config.http)
         except InvalidConfiguration as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except CliError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.code
+        url = config.http_url
         if url is None:
             print(f"error: {args.config} has no `http` address; add `http = \"127.0.0.1:8101\"`"
                   " and restart the node, or pass --url", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,18 @@ def test_members_add_refuses_an_address_no_member_could_have(
     err = capsys.readouterr().err
     assert err.startswith(f"error: address {address!r}: ") and cause in err, err
     assert "nothing was changed" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+def test_config_with_http_port_0_says_to_pass_the_url(
+    tmp_path: Path, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    config = tmp_path / "n1.toml"
+    config.write_text('id = 1\ndata_dir = "d"\nlisten = "tcp://127.0.0.1:7001"\n'
+                      'secret_env = "S"\nhttp = "127.0.0.1:0"\n')
+    assert main([*command, "--config", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {config}: `http` port 0 is chosen when the node starts; pass --url with the "
+        "address its `ready` line printed (http=...)\n")
