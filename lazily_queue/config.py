@@ -312,6 +312,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
                    f" (bytes; the same on every node), not {max_message!r}")
     entry, options = parse_app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
+    if doc.get("clients") == []:
+        raise fail("`clients` is an address or a non-empty list of addresses; leave it out "
+                   "to serve clients on `listen`")
     clients_listen = parse_clients_listen(
         doc.get("clients"), bool(clients), {listen, *peers.values()}, fail,
         lambda address: check_address(address, fail, "`clients`", listening=True))

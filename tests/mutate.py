@@ -738,6 +738,12 @@ MUTATIONS = [
         "    if False:",
         ("tests/cli/test_wrong_address.py",),
         "--config with `http` port 0 says to pass --url (it dialled port 0)"),
+    Mutation(
+        "clients-empty-list", "lazily_queue/config.py",
+        '    if doc.get("clients") == []:',
+        "    if False:",
+        ("tests/cli/test_node_config.py",),
+        "`clients = []` is refused when the file is read, naming the key"),
 ]
 
 

@@ -77,6 +77,8 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
+        ({"clients": [], "client": [{"name": "web", "token_env": "W"}]},
+         r"`clients` is an address or a non-empty list of addresses; leave it out"),
         ({"dedup": 5}, r"`dedup` must be a table"),
         ({"dedup": {"size": 5}}, r"\[dedup\]: unknown key"),
         ({"dedup": {"max_entries": 0}}, r"\[dedup\]: dedup max_entries must be an int"),
