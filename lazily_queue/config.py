@@ -239,6 +239,9 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         raise ConfigError(f"cannot read configuration file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start}); save "
+                          "it as UTF-8, as TOML requires") from None
     return parse_config(doc, base=file.resolve().parent, source=str(file))
 
 

@@ -744,6 +744,12 @@ MUTATIONS = [
         "    if False:",
         ("tests/cli/test_node_config.py",),
         "`clients = []` is refused when the file is read, naming the key"),
+    Mutation(
+        "config-not-utf8", "lazily_queue/config.py",
+        "    except UnicodeDecodeError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
+        "    except ZeroDivisionError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
+        ("tests/cli/test_node_config.py",),
+        "a configuration file that is not UTF-8 is one error naming it, not a traceback"),
 ]
 
 

@@ -161,6 +161,11 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text("id = = 1\n")
     with pytest.raises(ConfigError, match=r"is not valid TOML"):
         load_config(tmp_path / "bad.toml")
+    # A file saved as UTF-16 (as some editors do) is named, not a traceback.
+    (tmp_path / "utf16.toml").write_text('id = 1\ndata_dir = "d"\n', encoding="utf-16")
+    with pytest.raises(ConfigError, match=r"utf16.toml is not UTF-8 text \(invalid start "
+                                          r"byte at byte 0\); save it as UTF-8"):
+        load_config(tmp_path / "utf16.toml")
 
 
 def test_cli_exits_2_with_the_message(
