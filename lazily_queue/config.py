@@ -144,7 +144,7 @@ class NodeConfig:
         if self.http is None:
             return None
         host, port = self.http
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def secret(self) -> bytes:
         """The cluster secret from the environment variable or file the config names."""
@@ -239,6 +239,9 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         raise ConfigError(f"cannot read configuration file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start}); save "
+                          "it as UTF-8, as TOML requires") from None
     return parse_config(doc, base=file.resolve().parent, source=str(file))
 
 
@@ -255,6 +258,12 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     node_id = parse_node_id(doc["id"], fail, "`id`")
     cluster = parse_string(doc.get("cluster", "lazily-queue"), fail, "cluster")
     data_dir = base / parse_string(doc["data_dir"], fail, "data_dir")
+    for place in (data_dir, *data_dir.parents):
+        if place.exists():  # the nearest existing ancestor must be a directory
+            if not place.is_dir():
+                raise fail(f"`data_dir` {data_dir}: {place} is not a directory; name a "
+                           "directory (it is created when missing)")
+            break
     durability = doc.get("durability", "fsync")
     if durability not in ("fsync", "none"):
         raise fail(f"`durability` must be \"fsync\" or \"none\", not {durability!r}")
@@ -296,8 +305,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     secret_path = None if secret_file is None else base / parse_string(
         secret_file, fail, "secret_file")
     timeout = doc.get("startup_timeout", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
-        raise fail(f"`startup_timeout` must be a number of seconds >= 0, not {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise fail(f"`startup_timeout` must be a number of seconds >= 0 (0 waits forever), "
+                   f"not {timeout!r}")
     max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
     if isinstance(max_message, bool) or not isinstance(max_message, int) or \
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
@@ -305,6 +315,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
                    f" (bytes; the same on every node), not {max_message!r}")
     entry, options = parse_app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
+    if doc.get("clients") == []:
+        raise fail("`clients` is an address or a non-empty list of addresses; leave it out "
+                   "to serve clients on `listen`")
     clients_listen = parse_clients_listen(
         doc.get("clients"), bool(clients), {listen, *peers.values()}, fail,
         lambda address: check_address(address, fail, "`clients`", listening=True))

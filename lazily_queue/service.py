@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import errno
 import importlib
+import inspect
 import logging
 import os
 import signal
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 FATAL_GRACE = 1.0
 
 AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+class AppFailed(Exception):
+    """The ``[app]`` module raised while it was imported (its traceback is logged)."""
 
 
 class NodeService:
@@ -303,10 +308,20 @@ def load_entry(config: NodeConfig) -> AppEntry:
             "installed packages"
         raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: cannot import "
                           f"{module_name!r} ({exc}); looked in {where}") from None
+    except Exception as exc:  # a SyntaxError or anything the module raises at import
+        log.error("the app %s failed to import", config.app_entry, exc_info=exc)
+        raise AppFailed(f"{config.source}: [app] entry {config.app_entry!r}: importing "
+                        f"{module_name!r} raised {type(exc).__name__}: {exc} (traceback "
+                        "above); fix the module") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: {module_name} "
                           f"has no function {attr!r}")
+    if not any(inspect.iscoroutinefunction(f) for f in (
+            fn, inspect.unwrap(fn), type(fn).__call__)):
+        raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: "
+                          f"{module_name}.{attr} is not an async function; define it as "
+                          f"`async def {attr}(node, options)`")
     return fn  # type: ignore[no-any-return]
 
 

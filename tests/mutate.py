@@ -677,6 +677,86 @@ MUTATIONS = [
         ("tests/replicated/test_scheduling_ops.py",),
         "an op's explicit time never runs past its entry's stamp (no early claim, no "
         "lease past the leader's clock)"),
+    Mutation(
+        "startup-timeout-nan", "lazily_queue/config.py",
+        "not isinstance(timeout, int | float) or not timeout >= 0:",
+        "not isinstance(timeout, int | float) or timeout < 0:",
+        ("tests/cli/test_node_config.py",),
+        "a startup_timeout of nan is refused when the file is read (it never expired)"),
+    Mutation(
+        "status-not-http", "lazily_queue/cli/status.py",
+        "    except (http.client.HTTPException, ValueError) as exc:",
+        "    except ZeroDivisionError as exc:",
+        ("tests/cli/test_wrong_address.py",),
+        "`status` pointed at a port that is not a node's page says so in one line"),
+    Mutation(
+        "admin-not-http", "lazily_queue/cli/admin_client.py",
+        "        except (http.client.HTTPException, ValueError) as exc:",
+        "        except ValueError as exc:",
+        ("tests/cli/test_wrong_address.py",),
+        "the admin commands pointed at a port that is not a node's page say so in one line"),
+    Mutation(
+        "cli-timeout-seconds", "lazily_queue/cli/admin_client.py",
+        '    if not 0 < value < float("inf"):',
+        "    if False:",
+        ("tests/cli/test_wrong_address.py",),
+        "--timeout 0, negative, nan or inf is a usage error, not a traceback or a "
+        "misleading socket error"),
+    Mutation(
+        "cli-url-checked", "lazily_queue/cli/admin_client.py",
+        "    if problem:\n        raise CliError(f\"--url",
+        "    if False:\n        raise CliError(f\"--url",
+        ("tests/cli/test_wrong_address.py",),
+        "a malformed --url is a usage error naming it"),
+    Mutation(
+        "members-add-address", "lazily_queue/cli/members.py",
+        "    check_address(args.address)\n",
+        "",
+        ("tests/cli/test_wrong_address.py",),
+        "`members add` refuses an address no member could listen on before asking the node"),
+    Mutation(
+        "data-dir-a-file", "lazily_queue/config.py",
+        "            if not place.is_dir():",
+        "            if False:",
+        ("tests/cli/test_node_config.py",),
+        "a data_dir that is (or lies under) a file is a configuration error naming it"),
+    Mutation(
+        "app-import-raises", "lazily_queue/service.py",
+        "    except Exception as exc:  # a SyntaxError or anything the module raises at import",
+        "    except ZeroDivisionError as exc:",
+        ("tests/cli/test_app_dir.py",),
+        "an [app] module that raises at import: exit 1, its traceback logged, one error line"),
+    Mutation(
+        "app-entry-async", "lazily_queue/service.py",
+        "    if not any(inspect.iscoroutinefunction(f) for f in (",
+        "    if not all(inspect.iscoroutinefunction(f) for f in (",
+        ("tests/cli/test_app_dir.py",),
+        "an [app] entry that is not async is refused before the node starts (it ran, then "
+        "a traceback)"),
+    Mutation(
+        "http-url-ipv6", "lazily_queue/config.py",
+        '        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"',
+        '        return f"http://{host}:{port}"',
+        ("tests/cli/test_node_config.py",),
+        "an IPv6 `http` address gives a bracketed URL (`status --config` could not reach it)"),
+    Mutation(
+        "cli-http-port-zero", "lazily_queue/cli/admin_client.py",
+        "    if http is not None and http[1] == 0:",
+        "    if False:",
+        ("tests/cli/test_wrong_address.py",),
+        "--config with `http` port 0 says to pass --url (it dialled port 0)"),
+    Mutation(
+        "clients-empty-list", "lazily_queue/config.py",
+        '    if doc.get("clients") == []:',
+        "    if False:",
+        ("tests/cli/test_node_config.py",),
+        "`clients = []` is refused when the file is read, naming the key"),
+    Mutation(
+        "config-not-utf8", "lazily_queue/config.py",
+        "    except UnicodeDecodeError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
+        "    except ZeroDivisionError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
+        ("tests/cli/test_node_config.py",),
+        "a configuration file that is not UTF-8 is one error naming it, not a traceback"),
 ]
 
 

@@ -10,6 +10,7 @@ line. Every failure is one line on stderr and exit status 1 (2 for a usage probl
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
 
@@ -27,6 +29,43 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def refuse_port_zero(source: str, http: tuple[str, int] | None) -> None:
+    """``http = "HOST:0"`` names no address to reach: the node picks its port at start."""
+    if http is not None and http[1] == 0:
+        raise CliError(f"{source}: `http` port 0 is chosen when the node starts; pass --url "
+                       "with the address its `ready` line printed (http=...)", 2)
+
+
+def node_url(url: str) -> str:
+    """``url`` with ``http://`` when it has no scheme; a malformed one raises
+    :class:`CliError` (usage, status 2)."""
+    if "://" not in url:
+        url = "http://" + url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        problem = "" if parts.scheme in ("http", "https") and parts.hostname else \
+            "not an http:// or https:// address"
+    if problem:
+        raise CliError(f"--url {url!r}: {problem}; give the node's `http` address, e.g. "
+                       "http://127.0.0.1:8101", 2)
+    return url
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +80,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{DEFAULT_TOKEN_ENV}, or the one --config names)")
     token.add_argument("--token-file", metavar="FILE", type=Path,
                        help="file holding the admin token")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    parser.add_argument("--timeout", type=seconds, default=30.0, help="seconds (default 30)")
     parser.add_argument("--json", action="store_true", help="print the JSON answer")
 
 
@@ -69,11 +108,10 @@ class AdminClient:
                 raise CliError(str(exc), 2) from None
             if url is None:
                 raise CliError(f"{args.config} has no `http` address; pass --url", 2)
+            refuse_port_zero(args.config, config.http)
         if token is None:
             token = _token(args.token_env, args.token_file)
-        if "://" not in url:
-            url = "http://" + url
-        return cls(url, token, args.timeout)
+        return cls(node_url(url), token, args.timeout)
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
@@ -104,8 +142,11 @@ class AdminClient:
         except urllib.error.URLError as exc:
             raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "
                            "with `http` set to this address?") from None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise CliError(f"{self.url}: {exc}") from None
+        except (http.client.HTTPException, ValueError) as exc:
+            raise CliError(f"{self.url} is not a node's admin API ({type(exc).__name__}); "
+                           "give the node's `http` address, not its `listen` address") from None
 
 
 def _token(env: str | None, file: Path | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .admin_client import AdminClient, add_target_arguments, emit, run, table
+from .admin_client import AdminClient, CliError, add_target_arguments, emit, run, table
 
 
 def register(subparsers: Any) -> None:
@@ -44,7 +44,25 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
     emit(args, doc, table(("id", "role", "link", "match index", "lag", "page"), rows))
 
 
+def check_address(address: str) -> None:
+    """Refuse an address no member could listen on (a typo would otherwise be replicated
+    as a member's address, and the cluster would wait for a node that cannot exist)."""
+    from lazily_transports import DEFAULT_SCHEMES, AddressError, scheme_of
+    from lazily_transports.sockets import parse_tcp
+
+    try:
+        scheme = scheme_of(address)
+        if scheme not in DEFAULT_SCHEMES:
+            raise AddressError(f"unsupported scheme {scheme!r} (use unix:, tcp:, tls:, ws:, "
+                               "wss:, webrtc+ws: or webrtc+wss:)")
+        if scheme in ("tcp", "tls"):
+            parse_tcp(address, listening=False)
+    except AddressError as exc:
+        raise CliError(f"address {address!r}: {exc}; nothing was changed", 2) from None
+
+
 def _add(client: AdminClient, args: argparse.Namespace) -> None:
+    check_address(args.address)
     doc = client.post("/members", {"id": args.id, "address": args.address})
     emit(args, doc, f"added node {args.id} at {args.address}; start it now")
 

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import DamagedData, InvalidConfiguration
     from ..logs import configure
     from ..raft.errors import StorageUnavailable
-    from ..service import NodeService
+    from ..service import AppFailed, NodeService
 
     configure(args.log_level, args.log_format)
     try:
@@ -69,5 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except StorageUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_STORAGE
+    except AppFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import sys
 import urllib.error
 import urllib.request
 from typing import Any
+
+from .admin_client import CliError, node_url, refuse_port_zero, seconds
 
 
 def register(subparsers: Any) -> None:
@@ -25,7 +28,7 @@ def register(subparsers: Any) -> None:
     where.add_argument("--url", help="the node's HTTP address, e.g. http://127.0.0.1:8101")
     where.add_argument("--config", metavar="FILE", help="the node's TOML file (uses `http`)")
     parser.add_argument("--json", action="store_true", help="print the raw JSON document")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    parser.add_argument("--timeout", type=seconds, default=5.0, help="seconds (default 5)")
     parser.add_argument("--require-leader", action="store_true",
                         help="exit with status 3 while the node knows no leader")
     parser.set_defaults(handler=run)
@@ -38,21 +41,33 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import InvalidConfiguration
 
         try:
-            url = load_config(args.config).http_url
+            config = load_config(args.config)
+            refuse_port_zero(args.config, config.http)
         except InvalidConfiguration as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except CliError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.code
+        url = config.http_url
         if url is None:
             print(f"error: {args.config} has no `http` address; add `http = \"127.0.0.1:8101\"`"
                   " and restart the node, or pass --url", file=sys.stderr)
             return 2
-    if "://" not in url:
-        url = "http://" + url
+    try:
+        url = node_url(url)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     try:
         status = fetch_status(url, timeout=args.timeout)
     except OSError as exc:
         print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}; is the node running "
               "with `http` set to this address?", file=sys.stderr)
+        return 1
+    except (http.client.HTTPException, ValueError) as exc:
+        print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__}); "
+              "give the node's `http` address, not its `listen` address", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))

@@ -64,3 +64,38 @@ def test_app_dir_names_another_directory(tmp_path: Path) -> None:
     wrong = NodeProc(config, cwd=elsewhere, args=("--app-dir", "nowhere"))
     assert wrong.wait_exit() == 2
     assert "--app-dir nowhere: no such directory" in wrong.stderr()
+
+
+def test_an_app_that_fails_to_import_exits_1_with_its_traceback_and_one_line(
+        tmp_path: Path) -> None:
+    conf, elsewhere = _layout(tmp_path)
+    (conf / "broken.py").write_text('raise RuntimeError("no config for the app")\n')
+    (conf / "typo.py").write_text("async def main(node, options:\n")
+    for module, cause in (("broken", "RuntimeError: no config for the app"),
+                          ("typo", "SyntaxError: ")):
+        config = write_config(conf / f"{module}.toml", 1, unix_peers(tmp_path, (1,)),
+                              app=f'entry = "{module}:main"')
+        proc = NodeProc(config, cwd=elsewhere)
+        assert proc.wait_exit() == 1
+        err = proc.stderr()
+        assert f"ERROR lazily_queue.service: the app {module}:main failed to import" in err
+        assert f'File "{conf / module}.py", line 1' in err  # the traceback is logged
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"error: {config}: [app] entry '{module}:main': importing "
+                               f"'{module}' raised {cause}"), err
+        assert "lazily_queue/cli" not in err, err  # not the command's own traceback
+
+
+def test_an_app_entry_that_is_not_async_is_refused_before_it_runs(tmp_path: Path) -> None:
+    conf, elsewhere = _layout(tmp_path)
+    ran = tmp_path / "ran"
+    (conf / "sync.py").write_text(
+        f"def main(node, options):\n    open({str(ran)!r}, 'w').close()\n")
+    config = write_config(conf / "n1.toml", 1, unix_peers(tmp_path, (1,)),
+                          app='entry = "sync:main"')
+    proc = NodeProc(config, cwd=elsewhere)
+    assert proc.wait_exit() == 2
+    assert proc.stderr().strip().splitlines()[-1] == (
+        f"error: {config}: [app] entry 'sync:main': sync.main is not an async function; "
+        "define it as `async def main(node, options)`")
+    assert not ran.exists()

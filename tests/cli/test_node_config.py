@@ -73,9 +73,12 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"secret_file": "s"}, r"exactly one of `secret_env`"),
         ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
         ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
+        ({"startup_timeout": float("nan")}, r"`startup_timeout` must be a number .*, not nan"),
         ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
+        ({"clients": [], "client": [{"name": "web", "token_env": "W"}]},
+         r"`clients` is an address or a non-empty list of addresses; leave it out"),
         ({"dedup": 5}, r"`dedup` must be a table"),
         ({"dedup": {"size": 5}}, r"\[dedup\]: unknown key"),
         ({"dedup": {"max_entries": 0}}, r"\[dedup\]: dedup max_entries must be an int"),
@@ -123,6 +126,21 @@ def test_the_admin_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         parse(tmp_path, admin_token_file="missing").admin_token()
 
 
+@pytest.mark.parametrize("data_dir", ["afile", "afile/1"])
+def test_a_data_dir_that_is_a_file(tmp_path: Path, data_dir: str) -> None:
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ConfigError, match=r"`data_dir` .*: .*afile is not a directory"):
+        parse(tmp_path, data_dir=data_dir)
+
+
+@pytest.mark.parametrize(("http", "url"), [("127.0.0.1:8101", "http://127.0.0.1:8101"),
+                                          ("[::1]:8101", "http://[::1]:8101"),
+                                          ("localhost:8101", "http://localhost:8101")])
+def test_the_http_url_of_an_address(tmp_path: Path, http: str, url: str) -> None:
+    # `status --config` and the admin commands reach the node at this URL.
+    assert parse(tmp_path, http=http).http_url == url  # type: ignore[attr-defined]
+
+
 def test_missing_secret_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("S", raising=False)
     config = parse_config(BASE, base=tmp_path, source="node.toml")
@@ -143,6 +161,11 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text("id = = 1\n")
     with pytest.raises(ConfigError, match=r"is not valid TOML"):
         load_config(tmp_path / "bad.toml")
+    # A file saved as UTF-16 (as some editors do) is named, not a traceback.
+    (tmp_path / "utf16.toml").write_text('id = 1\ndata_dir = "d"\n', encoding="utf-16")
+    with pytest.raises(ConfigError, match=r"utf16.toml is not UTF-8 text \(invalid start "
+                                          r"byte at byte 0\); save it as UTF-8"):
+        load_config(tmp_path / "utf16.toml")
 
 
 def test_cli_exits_2_with_the_message(

@@ -1,0 +1,143 @@
+"""``status`` and the admin commands pointed at something that is not a node's page."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lazily_queue.cli import main
+
+#: What a node's Raft or client port sends first: not an HTTP status line.
+NOT_HTTP = b"\xa3kprotocol_idjlazily-ipc\x00\x01garbage\r\n\r\n"
+#: A web server that is not a node: 200 with a page that is not JSON.
+HTML = (b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n"
+        b"<html></html>")
+
+
+def serve(answer: bytes) -> Iterator[str]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        server.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        server.close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def raft_port() -> Iterator[str]:
+    yield from serve(NOT_HTTP)
+
+
+@pytest.fixture
+def web_page() -> Iterator[str]:
+    yield from serve(HTML)
+
+
+@pytest.mark.parametrize("command", [
+    ("status",),
+    ("status", "--require-leader"),
+    ("queue", "list"),
+    ("members", "list"),
+    ("dlq", "list", "jobs"),
+])
+def test_a_port_that_does_not_speak_http_is_one_line(
+    raft_port: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", raft_port, "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert raft_port in err and "`http`" in err and "`listen`" in err, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+def test_a_page_that_is_not_a_node_is_one_line(
+    web_page: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", web_page, "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert web_page in err, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list"), ("members", "list")])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_seconds_is_a_usage_error(
+    command: tuple[str, ...], timeout: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--url", "http://127.0.0.1:1", f"--timeout={timeout}"])
+    assert exit_.value.code == 2
+    assert f"argument --timeout: {timeout!r} is not a number of seconds above 0" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+@pytest.mark.parametrize("url", ["http://[x", "127.0.0.1:notaport", "ftp://127.0.0.1:8101",
+                                 "http://:8101"])
+def test_a_malformed_url_is_a_usage_error(
+    command: tuple[str, ...], url: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --url ") and err.count("\n") == 1, err
+    assert "give the node's `http` address" in err, err
+
+
+@pytest.mark.parametrize(("address", "cause"), [
+    ("carrier-pigeon://loft", "unsupported scheme 'carrier-pigeon'"),
+    ("10.0.0.4:7001", "has no scheme"),
+    ("tcp://10.0.0.4", "expected tcp://HOST:PORT"),
+])
+def test_members_add_refuses_an_address_no_member_could_have(
+    address: str, cause: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing listens at the URL: the address is refused before any request is made.
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main(["members", "add", "4", address, "--url", "http://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: address {address!r}: ") and cause in err, err
+    assert "nothing was changed" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("queue", "list")])
+def test_config_with_http_port_0_says_to_pass_the_url(
+    tmp_path: Path, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    config = tmp_path / "n1.toml"
+    config.write_text('id = 1\ndata_dir = "d"\nlisten = "tcp://127.0.0.1:7001"\n'
+                      'secret_env = "S"\nhttp = "127.0.0.1:0"\n')
+    assert main([*command, "--config", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {config}: `http` port 0 is chosen when the node starts; pass --url with the "
+        "address its `ready` line printed (http=...)\n")
