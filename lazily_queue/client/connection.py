@@ -83,6 +83,8 @@ class ClientConnection:
         self.grant = grant
         self._group_topics = group_topics
         self.session: int | None = None
+        #: Why this link's last HELLO was refused (its ops are refused saying so).
+        self.hello_refused: str | None = None
         self.slots = Budget(max_in_flight)
         self.watches: set[Key] = set()
         #: Characters of the watched objects' names, in all.

@@ -252,6 +252,18 @@ class ClientServer:
     # -- requests ------------------------------------------------------------------------------
 
     def _hello(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
+        try:
+            session = self._session_of(conn, frame)
+        except P.RequestRefused as exc:
+            conn.hello_refused = str(exc)
+            raise
+        conn.session = session
+        node = self.node
+        conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
+                               "leader": node.leader_id, "features": list(P.FEATURES)}])
+
+    def _session_of(self, conn: ClientConnection, frame: list[Any]) -> int:
+        """The session a hello names; raises :class:`~.protocol.RequestRefused`."""
         if len(frame) != 4:
             raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
         if frame[2] != P.VERSION:
@@ -268,10 +280,7 @@ class ClientServer:
                 f"session id {session} is not tagged as client {name!r}'s (its bits "
                 f"{OWNER_SHIFT}-{OWNER_SHIFT + 15} must be {owner_tag(name)}); a client makes "
                 "its session ids with lazily_queue.connect")
-        conn.session = session
-        node = self.node
-        conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
-                               "leader": node.leader_id, "features": list(P.FEATURES)}])
+        return session
 
     def _timeout(self, value: Any) -> float:
         if (isinstance(value, bool) or not isinstance(value, int | float)
@@ -281,7 +290,8 @@ class ClientServer:
 
     def _op(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if conn.session is None:
-            raise P.RequestRefused("send HELLO before any op")
+            raise P.RequestRefused(f"its HELLO was refused: {conn.hello_refused}"
+                                   if conn.hello_refused else "send HELLO before any op")
         if len(frame) != 7:
             raise P.RequestRefused("an op is [id, OP, seq, floor, code, args, timeout_ms]")
         _, _, seq, floor, code, args, timeout_ms = frame
