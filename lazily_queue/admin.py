@@ -192,11 +192,32 @@ def _leader_hint(node: Node) -> dict[str, Any]:
             "leader_page": None if leader is None else node.view.member_pages.get(leader)}
 
 
+def address_refusal(address: str) -> str | None:
+    """Why no member could listen on ``address`` (``None``: it could). Host names are
+    not looked up: they may resolve on the members only."""
+    from lazily_transports import DEFAULT_SCHEMES, AddressError, scheme_of
+    from lazily_transports.sockets import parse_tcp
+
+    try:
+        scheme = scheme_of(address)
+        if scheme not in DEFAULT_SCHEMES:
+            return (f"unsupported scheme {scheme!r} (use unix:, tcp:, tls:, ws:, wss:, "
+                    "webrtc+ws: or webrtc+wss:)")
+        if scheme in ("tcp", "tls"):
+            parse_tcp(address, listening=False)
+    except AddressError as exc:
+        return str(exc)
+    return None
+
+
 async def add_member(node: Node, member: Any, address: Any) -> None:
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
     if not member_id.isdigit():
         raise AdminError("bad_request", f"a member id is an integer, not {member_id!r}")
     check_name(address, "address")
+    refusal = address_refusal(address)
+    if refusal is not None:
+        raise AdminError("bad_request", f"address {address!r}: {refusal}; nothing was changed")
     await _membership(node, node.add_member(member_id, address))
 
 

@@ -264,6 +264,12 @@ MUTATIONS = [
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "an op after a refused hello is refused with the hello's reason"),
     Mutation(
+        "admin-add-member-address-unchecked", "lazily_queue/admin.py",
+        "    refusal = address_refusal(address)\n",
+        "    refusal = None\n",
+        ("tests/integrations/test_admin_api.py::test_membership_and_leadership",),
+        "the admin API refuses a member address no member could listen on"),
+    Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
         "        if op.attempts > 1 and code not in P.REFUSALS:\n",
         "        if False:\n",

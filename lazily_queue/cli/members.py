@@ -47,18 +47,11 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
 def check_address(address: str) -> None:
     """Refuse an address no member could listen on (a typo would otherwise be replicated
     as a member's address, and the cluster would wait for a node that cannot exist)."""
-    from lazily_transports import DEFAULT_SCHEMES, AddressError, scheme_of
-    from lazily_transports.sockets import parse_tcp
+    from ..admin import address_refusal
 
-    try:
-        scheme = scheme_of(address)
-        if scheme not in DEFAULT_SCHEMES:
-            raise AddressError(f"unsupported scheme {scheme!r} (use unix:, tcp:, tls:, ws:, "
-                               "wss:, webrtc+ws: or webrtc+wss:)")
-        if scheme in ("tcp", "tls"):
-            parse_tcp(address, listening=False)
-    except AddressError as exc:
-        raise CliError(f"address {address!r}: {exc}; nothing was changed", 2) from None
+    refusal = address_refusal(address)
+    if refusal is not None:
+        raise CliError(f"address {address!r}: {refusal}; nothing was changed", 2)
 
 
 def _add(client: AdminClient, args: argparse.Namespace) -> None:

@@ -192,3 +192,9 @@ async def test_membership_and_leadership(tmp_path: Path) -> None:
         assert gone not in new_leader.driver.replica.engine.members
         answer = await http.post("/admin/api/members/99/remove", headers=BEARER)
         assert await error_of(answer) == (404, "not_found")
+        for address in ("bogus://x", "tcp://127.0.0.1"):  # no member could listen there
+            answer = await http.post("/admin/api/members", json={"id": 7, "address": address},
+                                     headers=BEARER)
+            assert await error_of(answer) == (400, "bad_request")
+        assert "7" not in new_leader.driver.replica.engine.members
+        assert new_leader.view.address("7") is None
