@@ -39,8 +39,12 @@ async def add_member(node: Node, member: str, address: str | None, timeout: floa
 
 
 async def remove_member(node: Node, member: str, timeout: float) -> None:
-    if member not in node.driver.replica.engine.members:
+    members = node.driver.replica.engine.members
+    if member not in members:
         raise InvalidConfiguration(f"node {member} is not a member")
+    if members == [member]:
+        raise InvalidConfiguration(f"node {member} is the cluster's only member and cannot be "
+                                   "removed; stop it instead")
     await _change(node, lambda answer: node.driver.replica.engine.remove_member(member, answer),
                   f"removing node {member}", timeout)
 
@@ -52,6 +56,12 @@ async def transfer_leadership(node: Node, target: str | None, timeout: float) ->
         raise InvalidConfiguration(
             f"node {node.node_id} is not the leader ({node.leader_id} is); call this there"
         )
+    others = [m for m in node.driver.replica.engine.members if m != node.node_id]
+    if not others or target == node.node_id:
+        raise InvalidConfiguration(
+            f"node {node.node_id} leads already and "
+            + ("has no other member to hand leadership to" if not others
+               else "cannot hand leadership to itself"))
     await _change(
         node,
         lambda answer: node.driver.replica.engine.transfer_leadership(target, answer),

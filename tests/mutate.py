@@ -270,6 +270,13 @@ MUTATIONS = [
         ("tests/integrations/test_admin_api.py::test_membership_and_leadership",),
         "the admin API refuses a member address no member could listen on"),
     Mutation(
+        "lone-member-told-nothing", "lazily_queue/membership.py",
+        "    if not others or target == node.node_id:\n",
+        "    if False:\n",
+        ("tests/testing/test_testing_cluster.py::"
+         "test_a_lone_member_is_told_why_it_can_neither_leave_nor_hand_over",),
+        "a leader with no one to hand leadership to is told so"),
+    Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
         "        if op.attempts > 1 and code not in P.REFUSALS:\n",
         "        if False:\n",

@@ -165,3 +165,17 @@ async def test_a_member_that_cannot_start_is_not_added(tmp_path: Path) -> None:
             await c.add_member(4)
         assert c.ids == ["1", "2", "3"] and "4" not in c.nodes
         assert (await c.leader()).status()["members"] == ["1", "2", "3"]
+
+
+async def test_a_lone_member_is_told_why_it_can_neither_leave_nor_hand_over() -> None:
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(InvalidConfiguration, match="no other member to hand leadership"):
+            await node.transfer_leadership()
+        with pytest.raises(InvalidConfiguration, match="only member and cannot be removed"):
+            await node.remove_member(node.node_id)
+        await node.queue("q").push(1)  # the cluster is as it was
+    async with testing.cluster(2) as c:
+        leader = await c.leader()
+        with pytest.raises(InvalidConfiguration, match="cannot hand leadership to itself"):
+            await leader.transfer_leadership(leader.node_id)
