@@ -119,15 +119,19 @@ class ClientConnection:
 
     def _flush(self) -> None:
         frames, self._pending = self._pending, []
-        if not frames or self.closed:
+        if frames:
+            self._write(frames)
+
+    def _write(self, frames: list[list[Any]]) -> None:
+        """Send ``frames`` as one (a batch when several)."""
+        if self.closed:
             return
         frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
         data = P.encode(frame)
         if len(data) > P.MAX_ASSEMBLED_BYTES:  # more than a client reads: sent apart
             if len(frames) > 1:
                 for one in frames:
-                    self._pending = [one]
-                    self._flush()
+                    self._write([one])
                 return
             rid: int = frames[0][0]
             if not rid:  # a notice: the client reads it again after relinking
