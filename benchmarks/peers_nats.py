@@ -40,6 +40,10 @@ from benchmarks.peers_common import (
 FETCH_TIMEOUT = 1.0
 
 
+#: JetStream's error code for "no suitable peers for placement".
+NO_PEERS_FOR_PLACEMENT = 10005
+
+
 def _config(root: Path, index: int, ports: list[int], routes: list[int], sync: bool) -> Path:
     others = ", ".join(f"nats-route://127.0.0.1:{p}" for i, p in enumerate(routes) if i != index)
     store = root / f"store{index}"
@@ -126,7 +130,12 @@ async def stream(js: JetStreamContext, name: str, retention: RetentionPolicy) ->
                 nats.errors.TimeoutError, nats.errors.NoRespondersError):
             if time.monotonic() > deadline:
                 raise
-            await asyncio.sleep(0.25)
+        except nats.js.errors.BadRequestError as exc:
+            # The meta group has a leader that has not yet heard from enough servers to
+            # place three replicas.
+            if exc.err_code != NO_PEERS_FOR_PLACEMENT or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.25)
 
 
 async def _consume(sub: JetStreamContext.PullSubscription, done: Callable[[], bool],

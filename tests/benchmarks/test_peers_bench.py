@@ -92,3 +92,37 @@ def test_an_unknown_system_is_refused_in_one_line() -> None:
     assert done.returncode != 0
     assert "unknown system(s) kafka; choose from lazily, nats, redis, persist" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_nats_stream_creation_waits_for_placement_peers_and_no_longer() -> None:
+    """A cluster whose meta leader has not yet heard from three servers answers "no
+    suitable peers for placement": retried; any other bad request is raised."""
+    import asyncio
+
+    nats_errors = pytest.importorskip("nats.js.errors")
+    from nats.js.api import RetentionPolicy
+
+    from benchmarks import peers_nats
+
+    class _JetStream:
+        def __init__(self, failures: list[Exception]) -> None:
+            self.failures = failures
+            self.calls = 0
+
+        async def add_stream(self, **_: object) -> None:
+            self.calls += 1
+            if self.failures:
+                raise self.failures.pop(0)
+
+    def no_peers() -> Exception:
+        return nats_errors.BadRequestError(code=400, err_code=10005,
+                                           description="no suitable peers for placement")
+
+    js = _JetStream([no_peers(), no_peers()])
+    assert asyncio.run(peers_nats.stream(js, "S", RetentionPolicy.LIMITS)) == "S"  # type: ignore[arg-type]
+    assert js.calls == 3
+    other = _JetStream([nats_errors.BadRequestError(code=400, err_code=10058,
+                                                    description="stream name in use")])
+    with pytest.raises(nats_errors.BadRequestError):
+        asyncio.run(peers_nats.stream(other, "S", RetentionPolicy.LIMITS))  # type: ignore[arg-type]
+    assert other.calls == 1
