@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InvalidConfiguration
     from ..raft.disk import OsDisk
     from ..raft.journal import DurableJournal, JournalError
+    from ..raft.meta import MetaStore
     from ..raft.rejoin import wipe_for_rejoin
 
     try:
@@ -69,8 +70,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if damaged is not None:
         print(f"damaged journal: {damaged}")
+    try:
+        MetaStore(disk, str(raft_dir / "journal.meta")).load()
+        vote = "term and vote kept; start it again"
+    except JournalError:
+        vote = ("its term and vote were unreadable and are lost, so it could vote twice in "
+                "a term: start it again only once the other members have a leader")
     term, index = wipe_for_rejoin(disk, str(raft_dir), str(raft_dir / "snapshot.cbor"))
-    print(f"node {config.node_id}: journal and snapshot removed, term and vote kept; start "
-          f"it again: it catches up from the leader and will not vote until its log reaches "
-          f"term {term} index {index}")
+    print(f"node {config.node_id}: journal and snapshot removed, {vote}: it catches up from "
+          f"the leader and will not vote until its log reaches term {term} index {index}")
     return 0

@@ -67,3 +67,22 @@ async def test_rejoin_refuses_a_running_node(
     finally:
         os.close(fd)
     assert main(["rejoin", "--config", str(config), "--force"]) == 0
+
+
+async def test_rejoin_says_when_the_term_and_vote_are_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raft = await _node_with_history(tmp_path)
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                          data_dir=str(tmp_path / "data1"))
+    copies = sorted(raft.glob("journal.meta*"))
+    assert len(copies) == 2
+    for copy in copies:
+        data = bytearray(copy.read_bytes())
+        data[-1] ^= 0xFF
+        copy.write_bytes(bytes(data))
+    assert main(["rejoin", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "term and vote were unreadable and are lost" in out, out
+    assert "kept" not in out and "once the other members have a leader" in out
+    assert decode_meta((raft / "journal.meta").read_bytes())[0]["rejoin_floor"][1] >= 5
