@@ -198,11 +198,12 @@ def address_refusal(address: str) -> str | None:
     from lazily_transports import DEFAULT_SCHEMES, AddressError, scheme_of
     from lazily_transports.sockets import parse_tcp
 
+    from .config_keys import SCHEMES_HINT
+
     try:
         scheme = scheme_of(address)
         if scheme not in DEFAULT_SCHEMES:
-            return (f"unsupported scheme {scheme!r} (use unix:, tcp:, tls:, ws:, wss:, "
-                    "webrtc+ws: or webrtc+wss:)")
+            return f"unsupported scheme {scheme!r} ({SCHEMES_HINT})"
         if scheme in ("tcp", "tls"):
             parse_tcp(address, listening=False)
     except AddressError as exc:

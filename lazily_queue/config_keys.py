@@ -63,6 +63,10 @@ def parse_peers(raw: Any, fail: Any) -> dict[int, str]:
     return peers
 
 
+#: The address schemes a member can listen on, as advice.
+SCHEMES_HINT = "use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:"
+
+
 def check_address(address: str, fail: Any, what: str, *, listening: bool) -> None:
     """Refuse an address whose scheme, host, socket directory or optional extra is not
     usable here."""
@@ -88,7 +92,7 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool) -> Non
                            f"({exc.strerror or exc})") from None
         elif scheme not in DEFAULT_SCHEMES:
             raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
-                       "(use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:)")
+                       f"({SCHEMES_HINT})")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
         raise fail(f"{what} address {address!r}: {exc}") from None
