@@ -264,6 +264,13 @@ MUTATIONS = [
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "an op after a refused hello is refused with the hello's reason"),
     Mutation(
+        "client-states-not-paced", "lazily_queue/client/server.py",
+        "                        await conn.outbox.oversized_sent()  # one state at a time\n",
+        "                        pass\n",
+        ("tests/client/test_review_requests.py::"
+         "test_objects_read_together_beyond_the_answer_queue_are_mirrored",),
+        "states of objects read together go out one at a time, not as a stuck reader's"),
+    Mutation(
         "admin-add-member-address-unchecked", "lazily_queue/admin.py",
         "    refusal = address_refusal(address)\n",
         "    refusal = None\n",

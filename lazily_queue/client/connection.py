@@ -117,13 +117,22 @@ class ClientConnection:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append(frame)
 
+    def send_state(self, frame: list[Any]) -> None:
+        """Send ``frame`` (an answer holding an object's state) now, after what was queued
+        before it, as an oversized frame: the server serves no other watch while it is
+        queued (:meth:`~.outbox.Outbox.oversized_sent`), so states go out at the pace
+        the client reads them and are never counted as answers it does not read."""
+        self._flush()
+        self._write([frame], paced=True)
+
     def _flush(self) -> None:
         frames, self._pending = self._pending, []
         if frames:
             self._write(frames)
 
-    def _write(self, frames: list[list[Any]]) -> None:
-        """Send ``frames`` as one (a batch when several)."""
+    def _write(self, frames: list[list[Any]], *, paced: bool = False) -> None:
+        """Send ``frames`` as one (a batch when several); ``paced``: as an oversized
+        frame whatever its size."""
         if self.closed:
             return
         frame = frames[0] if len(frames) == 1 else [0, P.BATCH, frames]
@@ -140,7 +149,7 @@ class ClientConnection:
                 self.outbox.close()
                 return
             data = P.encode(_too_large(rid, len(data)))
-        if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a stuck reader
+        if paced or len(data) > MAX_OUTBOX_BYTES:  # states: not a sign of a stuck reader
             self.outbox.send_oversized(P.parts(data))
         else:
             for piece in P.parts(data):

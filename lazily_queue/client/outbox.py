@@ -4,8 +4,10 @@ A frame goes out at once when nothing is queued and the link's buffer has room;
 otherwise it is queued and a writer task sends it when the link drains. More than
 ``limit`` queued bytes (the other end does not read) closes the outbox and calls
 ``on_overflow``. A frame larger than ``limit`` itself (:meth:`Outbox.send_oversized`, a
-large object's state in pieces) is counted apart: alone it is always queued, so a reader
-that keeps up is never cut off for it; another one while it is queued overflows.
+large object's state in pieces, or any state the sender paces) is counted apart: alone
+it is always queued, so a reader that keeps up is never cut off for it; another one while
+it is queued overflows (a sender pacing its states waits for :meth:`Outbox.oversized_sent`
+first).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Outbox:
         self.oversized = 0
         self.closed = False
         self._ready = asyncio.Event()
+        self._oversized_sent = asyncio.Event()
+        self._oversized_sent.set()
         self._writer = asyncio.ensure_future(self._write())
 
     def send(self, data: bytes) -> None:
@@ -67,6 +71,7 @@ class Outbox:
         self.queued += len(data)
         if oversized:
             self.oversized += len(data)
+            self._oversized_sent.clear()
         self._ready.set()
         return True
 
@@ -75,6 +80,11 @@ class Outbox:
         self.close()
         if self._on_overflow is not None:
             self._on_overflow(queued)
+
+    async def oversized_sent(self) -> None:
+        """Return once no oversized frame is queued (at once when none is), or the
+        outbox closed."""
+        await self._oversized_sent.wait()
 
     def flush(self) -> None:
         """Hand what was sent to the link's connection now rather than later in this
@@ -97,6 +107,8 @@ class Outbox:
                     self.queued -= len(data)
                     if oversized:
                         self.oversized -= len(data)
+                        if not self.oversized:
+                            self._oversized_sent.set()
         except Exception:
             self.close()
 
@@ -107,6 +119,7 @@ class Outbox:
         self.closed = True
         self._queue.clear()
         self.queued = self.oversized = 0
+        self._oversized_sent.set()
         self._writer.cancel()
         task = asyncio.ensure_future(self.stream.aclose())
         task.add_done_callback(lambda t: t.cancelled() or t.exception())

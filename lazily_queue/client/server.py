@@ -164,6 +164,11 @@ class ClientServer:
                 for k, request in enumerate(self._requests(conn, await stream.receive())):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
+                    if request[1] == P.WATCH and conn.outbox.oversized:
+                        self._flush_ops(conn)  # ops waiting here must not hold their slots
+                        await conn.outbox.oversized_sent()  # one state at a time
+                        if conn.closed:
+                            break
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
                         await conn.slots.take()
@@ -366,7 +371,7 @@ class ClientServer:
                 "already: read fewer objects through one client, or open another")
         view = self.node.view
         self._watchers.add(conn, key)
-        conn.send([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
+        conn.send_state([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
 
     def _unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         self._watchers.drop(conn, self._key(frame))

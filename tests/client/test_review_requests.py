@@ -247,9 +247,32 @@ async def test_an_object_larger_than_a_clients_answer_queue_is_mirrored(
         assert client.links == 1  # never disconnected as a client that does not read
 
 
-async def test_a_client_that_does_not_read_its_answers_is_still_disconnected(
+@pytest.mark.parametrize("member", [1024], indirect=True)
+async def test_objects_read_together_beyond_the_answer_queue_are_mirrored(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client reading many objects at once (as after a relink) whose states together
+    exceed what a member queues for it gets them all, never cut off as one that does
+    not read."""
+    monkeypatch.setattr(connection_module, "MAX_OUTBOX_BYTES", 4 * 2**20)
+    element, queues = 256 * 1024, 48
+    for i in range(queues):
+        await member.queue(f"big{i}").push("x" * element)
+    assert member.listen is not None
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=30) as client:
+        cells = [client.queue(f"big{i}") for i in range(queues)]
+        assert [cell.len() for cell in cells] == [0] * queues  # all watched at once
+        await client.barrier(timeout=30)
+        assert [cell.len() for cell in cells] == [1] * queues
+        assert client.links == 1
+
+
+async def test_a_client_that_does_not_read_is_served_no_more_states_then_disconnected(
     member: Node, caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """States go out one at a time at the pace the client reads them: a client that
+    reads nothing gets one, its other watches wait, and it is disconnected once what
+    else it has not read (the ops applied to what it watches) passes the limit."""
     element = 1_000_000
     count = 8
     big = member.queue("big")
@@ -258,11 +281,18 @@ async def test_a_client_that_does_not_read_its_answers_is_still_disconnected(
     assert server is not None
     stream = await _linked(member)
     try:
-        for rid in range(2, 2 + connection_module.MAX_OUTBOX_BYTES // (count * element) + 2):
-            served = server.requests
+        served = server.requests
+        for rid in range(2, 12):
             await stream.send(cbor2.dumps([rid, P.WATCH, "queue", "big"]))  # never read
-            await _until(lambda served=served: server.requests > served  # type: ignore[misc]
-                         or not server.stats()["connections"], "the watch served")
+        await _until(lambda: server.requests > served, "the first watch served")
+        await asyncio.sleep(0.2)
+        assert server.requests == served + 1  # the others wait for the state to go out
+        (conn,) = server._conns
+        assert conn.outbox.queued <= count * element + P.REQUEST_OVERHEAD
+        for _ in range(connection_module.MAX_OUTBOX_BYTES // element // 8 + 1):
+            if not server.stats()["connections"]:
+                break
+            await asyncio.gather(*(big.push("y" * element) for _ in range(8)))
         await _until(lambda: not server.stats()["connections"], "the client disconnected")
     finally:
         await stream.aclose()
