@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 
-from .allocator import release_after_snapshots
+from .allocator import freeze_started_process, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked
 from .monitor import Monitor
@@ -55,8 +55,12 @@ class NodeService:
     """Runs ``config``'s node in this process; see the module docstring."""
 
     def __init__(self, config: NodeConfig, *, out: IO[str] | None = None,
-                 handle_signals: bool = True) -> None:
+                 handle_signals: bool = True, freeze_when_started: bool = False) -> None:
+        """``freeze_when_started``: spare the garbage collector what the process holds
+        once the node started (:func:`~.allocator.freeze_started_process`), for a
+        process that runs only this service."""
         self.config = config
+        self.freeze_when_started = freeze_when_started
         self.out = out or sys.stdout
         self.handle_signals = handle_signals
         self.node: Node | None = None
@@ -100,6 +104,8 @@ class NodeService:
             self._trim = asyncio.create_task(release_after_snapshots(node),
                                              name="lazily-allocator-trim")
             url = self._url = await self._start_http(admin_token)
+            if self.freeze_when_started:
+                freeze_started_process()
             clients = ("" if node.clients is None
                        else f" clients={','.join(node.clients.addresses)}")
             self._say(f"ready node={config.node_id} cluster={config.cluster} "

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             if not app_dir.is_dir():
                 raise InvalidConfiguration(f"--app-dir {args.app_dir}: no such directory")
             config = dataclasses.replace(config, app_dir=app_dir)
-        return asyncio.run(NodeService(config).run())
+        return asyncio.run(NodeService(config, freeze_when_started=True).run())
     except InvalidConfiguration as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -68,3 +68,34 @@ async def test_a_node_service_releases_memory_once_after_each_snapshot(
     finally:
         service.request_stop()
         assert await task == 0
+
+
+
+FROZEN_APP = """
+import gc
+from pathlib import Path
+
+
+async def main(node, options):
+    Path(options["out"]).write_text(str(gc.get_freeze_count()))
+"""
+
+
+def test_a_node_process_spares_the_collector_what_it_held_when_started(
+    tmp_path: Path,
+) -> None:
+    """Full collections in ``lazily-queue node`` do not traverse the modules and state
+    the process held once its node started."""
+    from .node_procs import NodeProc, unix_peers, wait_for, write_config
+
+    (tmp_path / "frozenapp.py").write_text(FROZEN_APP)
+    out = tmp_path / "frozen.txt"
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path, (1,)),
+                          app=f'entry = "frozenapp:main"\nout = "{out}"')
+    proc = NodeProc(config, cwd=tmp_path)
+    try:
+        proc.wait_ready()
+        frozen = int(wait_for(lambda: out.exists() and out.read_text(), what="the app"))
+        assert frozen > 10_000, frozen
+    finally:
+        assert proc.terminate() == 0, proc.stderr()
