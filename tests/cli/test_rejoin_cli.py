@@ -29,6 +29,13 @@ async def _node_with_history(tmp_path: Path) -> Path:
     return data / "raft"
 
 
+async def _node_and_config(tmp_path: Path) -> tuple[Path, Path]:
+    """The raft directory of a stopped node with history, and its configuration file."""
+    raft = await _node_with_history(tmp_path)
+    return raft, write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                              data_dir=str(tmp_path / "data1"))
+
+
 def _damage_middle_record(journal: Path) -> None:
     data = bytearray(journal.read_bytes())
     data[HEADER.size + 2] ^= 0x40  # inside the first record; valid records follow it
@@ -38,9 +45,7 @@ def _damage_middle_record(journal: Path) -> None:
 async def test_rejoin_wipes_a_damaged_journal_and_keeps_term_and_vote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    raft = await _node_with_history(tmp_path)
-    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
-                          data_dir=str(tmp_path / "data1"))
+    raft, config = await _node_and_config(tmp_path)
     assert main(["rejoin", "--config", str(config)]) == 2
     assert "passes its checks" in capsys.readouterr().err
     term = decode_meta((raft / "journal.meta").read_bytes())[0]["term"]
@@ -72,9 +77,7 @@ async def test_rejoin_refuses_a_running_node(
 async def test_rejoin_says_when_the_term_and_vote_are_lost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    raft = await _node_with_history(tmp_path)
-    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
-                          data_dir=str(tmp_path / "data1"))
+    raft, config = await _node_and_config(tmp_path)
     copies = sorted(raft.glob("journal.meta*"))
     assert len(copies) == 2
     for copy in copies:
