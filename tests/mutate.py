@@ -291,9 +291,9 @@ MUTATIONS = [
         "an op sent to several members is never reported as not applied by the last one"),
     Mutation(
         "client-large-mirror-cut-off", "lazily_queue/client/connection.py",
-        "        if len(data) > MAX_OUTBOX_BYTES:  # large objects' state: not a sign of a "
-        "stuck reader\n",
-        "        if False:\n",
+        "        if paced or len(data) > MAX_OUTBOX_BYTES:  # states: not a sign of a stuck "
+        "reader\n",
+        "        if paced:\n",
         ("tests/client/test_review_requests.py",),
         "an object larger than a client's answer queue is still mirrored to it"),
     Mutation(
@@ -408,8 +408,8 @@ MUTATIONS = [
     Mutation(
         "client-ops-held-while-waiting", "lazily_queue/client/server.py",
         "                        self._flush_ops(conn)  # ops waiting here must not hold their"
-        " slots\n",
-        "",
+        " slots\n                        await conn.slots.take()\n",
+        "                        await conn.slots.take()\n",
         ("tests/client/test_client_batching.py",),
         "ops a member read are proposed before it waits for a client's slots"),
     Mutation(
