@@ -293,7 +293,7 @@ MUTATIONS = [
         "client-large-mirror-cut-off", "lazily_queue/client/connection.py",
         "        if paced or len(data) > MAX_OUTBOX_BYTES:  # states: not a sign of a stuck "
         "reader\n",
-        "        if paced:\n",
+        "        if False:\n",
         ("tests/client/test_review_requests.py",),
         "an object larger than a client's answer queue is still mirrored to it"),
     Mutation(
