@@ -12,7 +12,7 @@ a node may run it too (it trims the whole process, a millisecond or so per call)
 And sparing the cyclic garbage collector what lives as long as the process: a full
 collection traverses every tracked object, and a started node's modules, configuration
 and recovered state are most of them (under a client flood on the 2-core test machine
-the longest full collection took 76-207 ms, and 12-21 ms once they were spared).
+the longest full collection took 72-207 ms, and at most 21 ms once they were spared).
 :func:`freeze_started_process` collects once, then exempts what is alive
 (``gc.freeze``); ``lazily-queue node`` runs it once its node has started. A program
 embedding a node may do the same after its own start-up; it affects the whole process.
