@@ -40,6 +40,14 @@ class Session:
     expires: float
 
 
+def same_secret(presented: str, expected: str) -> bool:
+    """Constant-time comparison of a presented credential with the expected one; any
+    text compares (an HTTP header not valid UTF-8, a JSON string with lone surrogates),
+    so a malformed credential is wrong, never an error."""
+    return hmac.compare_digest(presented.encode("utf-8", "surrogatepass"),
+                               expected.encode("utf-8", "surrogatepass"))
+
+
 class AdminAuth:
     """Checks admin requests against ``token`` (``None``: the admin API is off)."""
 
@@ -77,8 +85,7 @@ class AdminAuth:
     def login(self, presented: object) -> Session:
         """A new session for the right token; ``unauthorized`` otherwise."""
         token = self._require_enabled()
-        if not isinstance(presented, str) or not hmac.compare_digest(
-                presented.encode(), token.encode()):
+        if not isinstance(presented, str) or not same_secret(presented, token):
             raise AdminError("unauthorized", "wrong admin token", 401)
         now = time.time()
         for sid in [s.id for s in self._sessions.values() if s.expires <= now]:
@@ -113,8 +120,7 @@ class AdminAuth:
         authorization = headers.get("Authorization")
         if authorization is not None:
             scheme, _, presented = authorization.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    presented.strip().encode(), token.encode()):
+            if scheme.lower() != "bearer" or not same_secret(presented.strip(), token):
                 raise AdminError("unauthorized", "wrong admin token", 401)
             return "token"
         session = self.session(session_id)
@@ -123,7 +129,7 @@ class AdminAuth:
                              "`Authorization: Bearer TOKEN`)", 401)
         if method.upper() not in SAFE_METHODS:
             presented = headers.get(CSRF_HEADER, "")
-            if not hmac.compare_digest(presented.encode(), session.csrf.encode()):
+            if not same_secret(presented, session.csrf):
                 raise AdminError("csrf", f"missing or wrong {CSRF_HEADER} header: reload the "
                                  "page", 403)
         return "session"

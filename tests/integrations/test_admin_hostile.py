@@ -1,0 +1,69 @@
+"""The admin API against hostile or odd input: credentials that are not valid text,
+malformed parameters and dead letters JSON cannot hold get typed answers, never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import decimal
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from lazily_queue import testing
+from lazily_queue.integrations.aiohttp import setup
+from lazily_queue.node import Node
+
+TOKEN = "admin-token-for-tests-0123"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@contextlib.asynccontextmanager
+async def one_node(tmp_path: Path) -> AsyncIterator[tuple[Node, TestClient[Any, Any]]]:
+    cluster = testing.cluster(1, data_dir=tmp_path)
+    node = cluster.node(1)
+    app = web.Application()
+    setup(app, node, status_prefix="", admin_token=TOKEN)
+    async with TestClient(TestServer(app)) as http:
+        await cluster.wait_for_leader()
+        yield node, http
+
+
+async def raw_status(http: TestClient[Any, Any], request: bytes) -> bytes:
+    """The status line the server answers ``request`` (raw bytes) with."""
+    reader, writer = await asyncio.open_connection(http.host, http.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        return (await reader.readline()).rstrip()
+    finally:
+        writer.close()
+
+
+async def error_of(response: Any) -> tuple[int, str]:
+    return response.status, (await response.json())["error"]["code"]
+
+
+async def test_credentials_that_are_not_text_are_refused_not_a_server_error(
+        tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (_, http):
+        status = await raw_status(http, b"GET /admin/api/queues HTTP/1.1\r\nHost: x\r\n"
+                                  b"Authorization: Bearer \xff\xfe\r\nConnection: close\r\n\r\n")
+        assert status == b"HTTP/1.1 401 Unauthorized"
+        login = await http.post("/admin/login", data=b'{"token": "\\ud800"}')
+        assert await error_of(login) == (401, "unauthorized")
+        # A browser session whose CSRF header is not valid text.
+        csrf = (await (await http.post("/admin/login", json={"token": TOKEN})).json())["csrf"]
+        cookie = http.session.cookie_jar.filter_cookies(http.make_url("/"))["lazily_admin"]
+        assert csrf
+        status = await raw_status(
+            http, b"POST /admin/api/queues/queue/q/purge HTTP/1.1\r\nHost: x\r\n"
+            b"Cookie: lazily_admin=" + cookie.value.encode() + b"\r\nX-CSRF-Token: \xff\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+        assert status == b"HTTP/1.1 403 Forbidden"
