@@ -147,8 +147,11 @@ async def _queues(request: web.Request) -> dict[str, Any]:
 async def _purge(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
     kind, name = request.match_info["kind"], request.match_info["name"]
-    removed = await admin.purge(request.app[NODE], kind, name,
-                                dead_letters=bool(body.get("dead_letters", False)))
+    dead_letters = body.get("dead_letters", False)
+    if not isinstance(dead_letters, bool):
+        raise AdminError("bad_request", "dead_letters must be true or false, not "
+                         f"{json.dumps(dead_letters)[:40]}; nothing was purged")
+    removed = await admin.purge(request.app[NODE], kind, name, dead_letters=dead_letters)
     log.warning("admin: purged %s %r (%d removed)", kind, name, removed)
     return {"removed": removed}
 
@@ -164,8 +167,9 @@ def _int_param(request: web.Request, key: str, default: int) -> int:
     raw = request.query.get(key)
     if raw is None:
         return default
-    if not raw.isdigit():
-        raise AdminError("bad_request", f"{key} must be an integer >= 0, not {raw[:20]!r}")
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        raise AdminError("bad_request",
+                         f"{key} must be an integer >= 0 of at most 18 digits, not {raw[:20]!r}")
     return int(raw)
 
 

@@ -67,3 +67,22 @@ async def test_credentials_that_are_not_text_are_refused_not_a_server_error(
             b"Cookie: lazily_admin=" + cookie.value.encode() + b"\r\nX-CSRF-Token: \xff\r\n"
             b"Content-Length: 0\r\nConnection: close\r\n\r\n")
         assert status == b"HTTP/1.1 403 Forbidden"
+
+
+async def test_malformed_paging_parameters_are_bad_requests(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (_, http):
+        for value in ("\u00b2", "\u0661", "9" * 5000):
+            response = await http.get(f"/admin/api/dlq/jobs?offset={value}", headers=BEARER)
+            assert await error_of(response) == (400, "bad_request"), value
+
+
+async def test_purge_takes_dead_letters_as_a_boolean(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (node, http):
+        jobs = node.work_queue("jobs", visibility_timeout=30, max_deliveries=1)
+        await jobs.push("kept")
+        delivery = await jobs.claim("w")
+        await jobs.nack("w", delivery.delivery_id)
+        response = await http.post("/admin/api/queues/work_queue/jobs/purge",
+                                   json={"dead_letters": "false"}, headers=BEARER)
+        assert await error_of(response) == (400, "bad_request")
+        assert jobs.dead_letter_len() == 1
