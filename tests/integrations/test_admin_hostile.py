@@ -86,3 +86,26 @@ async def test_purge_takes_dead_letters_as_a_boolean(tmp_path: Path) -> None:
                                    json={"dead_letters": "false"}, headers=BEARER)
         assert await error_of(response) == (400, "bad_request")
         assert jobs.dead_letter_len() == 1
+
+
+async def test_dead_letters_of_every_value_type_are_listed(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (node, http):
+        jobs = node.work_queue("jobs", visibility_timeout=30, max_deliveries=1)
+        value = {"at": datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.UTC),
+                 "day": datetime.date(2026, 1, 2), "amount": decimal.Decimal("1.50"),
+                 "id": uuid.UUID(int=7), "tags": {"a"}, "pair": (1, 2), "raw": [b"\x00"],
+                 b"key": "bytes key", "odd": [float("nan"), float("inf")]}
+        await jobs.push(value)
+        delivery = await jobs.claim("w")
+        await jobs.nack("w", delivery.delivery_id)
+        response = await http.get("/admin/api/dlq/jobs", headers=BEARER)
+        assert response.status == 200, await response.text()
+
+        def refuse(token: str) -> None:
+            raise ValueError(f"not JSON: {token}")
+
+        page = json.loads(await response.text(), parse_constant=refuse)  # as a browser
+        shown = page["dead_letters"][0]["value"]
+        assert shown["pair"] == [1, 2] and shown["raw"] == ["b'\\x00'"]
+        assert shown["at"] == "2026-01-02T03:04:00+00:00" and shown["amount"] == "1.50"
+        assert shown["odd"] == ["nan", "inf"] and shown["b'key'"] == "bytes key"
