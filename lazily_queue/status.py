@@ -12,11 +12,14 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 from __future__ import annotations
 
 import enum
+import heapq
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
 from .core.groups import group_lag
+from .core.work_views import WorkViews
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
@@ -84,7 +87,8 @@ def state_status(view: ReadView) -> dict[str, Any]:
     ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
     answered from the producer dedup window (their ``msg_id`` was still there) without
     applying them; ``window_len`` is the message ids held now (an expired id leaves at
-    the next push carrying one).
+    the next push carrying one). A work queue's ``workers`` and ``workers_total`` are
+    bounded (see :func:`_workers`).
     """
     return {
         "dedup": {
@@ -115,13 +119,29 @@ def state_status(view: ReadView) -> dict[str, Any]:
                 "in_flight": w.core.in_flight_len(),
                 "dead_letters": w.core.dead_letter_len(),
                 "delayed": w.core.delayed_len(),
-                "workers": {
-                    worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
-                },
+                **_workers(w.core),
             }
             for name, w in sorted(view.work_queues.items())
         },
     }
+
+
+#: Workers a status lists per work queue: those with the most deliveries in flight.
+MAX_WORKERS_SHOWN = 20
+#: Above this many deliveries in flight a status does not count them per worker (the
+#: count costs one pass over them, on the event loop, at every request).
+MAX_WORKER_SCAN = 10_000
+
+
+def _workers(core: WorkViews) -> dict[str, Any]:
+    """``workers``: the :data:`MAX_WORKERS_SHOWN` workers with the most deliveries in
+    flight (by name); ``workers_total``: how many workers hold one (``None``, and no
+    workers listed, above :data:`MAX_WORKER_SCAN` deliveries in flight)."""
+    if core.in_flight_len() > MAX_WORKER_SCAN:
+        return {"workers": {}, "workers_total": None}
+    counts = Counter(delivery.worker for delivery in core.in_flight())
+    busiest = heapq.nsmallest(MAX_WORKERS_SHOWN, counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"workers": dict(sorted(busiest)), "workers_total": len(counts)}
 
 
 def _groups(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
