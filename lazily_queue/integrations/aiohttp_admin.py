@@ -21,6 +21,7 @@ Every refusal is ``{"error": {"code", "message", ...}}`` with its HTTP status.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 AUTH = web.AppKey("lazily_queue.admin_auth", AdminAuth)
 #: Largest admin request body (bytes).
 MAX_BODY = 64 * 1024
+#: Seconds a request body may take to arrive whole.
+BODY_TIMEOUT = 10.0
 
 Handler = Callable[[web.Request], Awaitable[Any]]
 
@@ -90,7 +93,17 @@ def _guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response
 async def _body(request: web.Request) -> dict[str, Any]:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
-    raw = await request.content.read(MAX_BODY + 1)
+    raw = b""
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            while len(raw) <= MAX_BODY:  # read() returns what has arrived: read to the end
+                chunk = await request.content.read(MAX_BODY + 1 - len(raw))
+                if not chunk:
+                    break
+                raw += chunk
+    except TimeoutError:
+        raise AdminError("timeout", f"the body did not arrive within {BODY_TIMEOUT:g} s",
+                         408) from None
     if len(raw) > MAX_BODY:
         raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
     if not raw.strip():

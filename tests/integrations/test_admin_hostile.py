@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from lazily_queue import testing
+from lazily_queue.integrations import aiohttp_admin
 from lazily_queue.integrations.aiohttp import setup
 from lazily_queue.node import Node
 
@@ -109,3 +111,31 @@ async def test_dead_letters_of_every_value_type_are_listed(tmp_path: Path) -> No
         assert shown["pair"] == [1, 2] and shown["raw"] == ["b'\\x00'"]
         assert shown["at"] == "2026-01-02T03:04:00+00:00" and shown["amount"] == "1.50"
         assert shown["odd"] == ["nan", "inf"] and shown["b'key'"] == "bytes key"
+
+
+async def test_a_body_is_read_whole_and_not_waited_for_forever(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aiohttp_admin, "BODY_TIMEOUT", 0.5, raising=False)
+    async with one_node(tmp_path) as (_, http):
+        body = json.dumps({"token": TOKEN}).encode()
+        head = (b"POST /admin/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
+        reader, writer = await asyncio.open_connection(http.host, http.port)
+        try:  # the body arrives in two parts: both are read
+            writer.write(head + body[:5])
+            await writer.drain()
+            await asyncio.sleep(0.1)
+            writer.write(body[5:])
+            await writer.drain()
+            assert (await reader.readline()).rstrip() == b"HTTP/1.1 200 OK"
+        finally:
+            writer.close()
+        reader, writer = await asyncio.open_connection(http.host, http.port)
+        try:  # a body that never ends: refused once the deadline passed
+            writer.write(head + body[:5])
+            await writer.drain()
+            async with asyncio.timeout(5):
+                status = (await reader.readline()).rstrip()
+            assert status == b"HTTP/1.1 408 Request Timeout"
+        finally:
+            writer.close()
