@@ -220,6 +220,8 @@ def address_refusal(address: str) -> str | None:
 
     from .config_keys import SCHEMES_HINT
 
+    if not address.isprintable() or any(c.isspace() for c in address):
+        return "an address has no spaces or control characters"
     try:
         scheme = scheme_of(address)
         if scheme not in DEFAULT_SCHEMES:

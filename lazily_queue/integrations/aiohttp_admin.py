@@ -207,7 +207,7 @@ async def _members(request: web.Request) -> dict[str, Any]:
 async def _add_member(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
     await admin.add_member(request.app[NODE], body.get("id"), body.get("address"))
-    log.warning("admin: added member %s at %s", body.get("id"), body.get("address"))
+    log.warning("admin: added member %s at %r", body.get("id"), body.get("address"))
     return {"added": str(body.get("id"))}
 
 

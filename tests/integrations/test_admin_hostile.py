@@ -139,3 +139,13 @@ async def test_a_body_is_read_whole_and_not_waited_for_forever(
             assert status == b"HTTP/1.1 408 Request Timeout"
         finally:
             writer.close()
+
+
+async def test_a_member_address_with_control_characters_is_refused(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (node, http):
+        for address in ("unix:/tmp/a\nERROR forged log line", "ws://h:1/p\r\nx", "ws://h:1/ p"):
+            response = await http.post("/admin/api/members", headers=BEARER,
+                                       json={"id": 7, "address": address})
+            assert await error_of(response) == (400, "bad_request"), address
+        assert node.view.address("7") is None
+        assert "7" not in node.driver.replica.engine.members
