@@ -87,8 +87,8 @@ def state_status(view: ReadView) -> dict[str, Any]:
     ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
     answered from the producer dedup window (their ``msg_id`` was still there) without
     applying them; ``window_len`` is the message ids held now (an expired id leaves at
-    the next push carrying one). A work queue's ``workers`` and ``workers_total`` are
-    bounded (see :func:`_workers`).
+    the next push carrying one). A work queue's ``workers`` and a topic's
+    ``subscribers`` are bounded (see :func:`_workers` and :func:`_subscribers`).
     """
     return {
         "dedup": {
@@ -105,10 +105,7 @@ def state_status(view: ReadView) -> dict[str, Any]:
                 "base_offset": t.base_offset(),
                 "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
-                "subscribers": {
-                    sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
-                    for sid, rec in sorted(t.subscriptions().items())
-                },
+                **_subscribers(t.subscriptions(), t.end_offset()),
                 "groups": _groups(view, name),
             }
             for name, t in sorted(view.topics.items())
@@ -142,6 +139,20 @@ def _workers(core: WorkViews) -> dict[str, Any]:
     counts = Counter(delivery.worker for delivery in core.in_flight())
     busiest = heapq.nsmallest(MAX_WORKERS_SHOWN, counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return {"workers": dict(sorted(busiest)), "workers_total": len(counts)}
+
+
+#: Subscribers a status (and the lag metric) lists per topic: the most lagging ones.
+MAX_SUBSCRIBERS_SHOWN = 100
+
+
+def _subscribers(records: dict[str, dict[str, Any]], end: int) -> dict[str, Any]:
+    """``subscribers``: the :data:`MAX_SUBSCRIBERS_SHOWN` subscribers furthest behind
+    ``end``, by id, each with its ``lag``; ``subscribers_total``: how many there are."""
+    behind = heapq.nsmallest(MAX_SUBSCRIBERS_SHOWN, records.items(),
+                             key=lambda kv: (kv[1]["cursor"], kv[0]))
+    return {"subscribers": {sid: {**rec, "lag": end - rec["cursor"]}
+                            for sid, rec in sorted(behind)},
+            "subscribers_total": len(records)}
 
 
 def _groups(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
