@@ -160,7 +160,7 @@ async def test_sse_fanout_forgets_a_client_that_left_a_quiet_topic(tmp_path: Pat
     sse = load("sse_fanout")
     async with testing.cluster(1, data_dir=tmp_path) as cluster:
         node = await cluster.wait_for_leader()
-        runner = web.AppRunner(sse.create_app(node, heartbeat=0.1))
+        runner = web.AppRunner(sse.create_app(node, heartbeat=0.1), shutdown_timeout=1)
         await runner.setup()
         try:
             site = web.TCPSite(runner, "127.0.0.1", 0)
