@@ -860,6 +860,13 @@ MUTATIONS = [
         ("tests/integrations/test_peer_pages.py",),
         "a page answering deeply nested JSON is that member's error; the reading goes on"),
     Mutation(
+        "page-names-in-the-path", "lazily_queue/web/status.html",
+        '"admin/api/queues/" + kind + "/_/" + button.dataset.action + "?" + named(name);',
+        '"admin/api/queues/" + kind + "/" + encodeURIComponent(name) + "/" + '
+        'button.dataset.action;',
+        ("tests/integrations/test_status_page_names.py",),
+        "the page purges objects named . and .. (a browser resolves them out of a path)"),
+    Mutation(
         "sse-example-no-heartbeat", "examples/sse_fanout.py",
         '                await response.write(b": heartbeat\\n\\n")  # raises once the client left',
         "                pass",

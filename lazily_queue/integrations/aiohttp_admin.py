@@ -15,6 +15,9 @@ Routes under ``{prefix}/admin/`` (JSON in, JSON out)::
     POST /admin/api/members/{id}/remove
     POST /admin/api/leadership             {"to": id | null}
 
+An object's ``{name}`` may instead be given as ``?name=`` (the page does so, since a
+browser resolves the path segments ``.`` and ``..`` away).
+
 Authentication and the cross-site checks are :class:`~lazily_queue.admin_auth.AdminAuth`.
 Every refusal is ``{"error": {"code", "message", ...}}`` with its HTTP status.
 """
@@ -159,7 +162,7 @@ async def _queues(request: web.Request) -> dict[str, Any]:
 
 async def _purge(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
-    kind, name = request.match_info["kind"], request.match_info["name"]
+    kind, name = request.match_info["kind"], _name(request)
     dead_letters = body.get("dead_letters", False)
     if not isinstance(dead_letters, bool):
         raise AdminError("bad_request", "dead_letters must be true or false, not "
@@ -170,10 +173,16 @@ async def _purge(request: web.Request) -> dict[str, Any]:
 
 
 async def _delete(request: web.Request) -> dict[str, Any]:
-    kind, name = request.match_info["kind"], request.match_info["name"]
+    kind, name = request.match_info["kind"], _name(request)
     held = await admin.delete(request.app[NODE], kind, name)
     log.warning("admin: deleted %s %r (it held %d)", kind, name, held)
     return {"deleted": True, "held": held}
+
+
+def _name(request: web.Request) -> str:
+    """The object's name: ``?name=`` when given (for names a URL path cannot carry, as a
+    browser resolves the segments ``.`` and ``..`` away), else the path's."""
+    return request.query.get("name") or request.match_info["name"]
 
 
 def _int_param(request: web.Request, key: str, default: int) -> int:
@@ -188,13 +197,13 @@ def _int_param(request: web.Request, key: str, default: int) -> int:
 
 async def _dlq(request: web.Request) -> dict[str, Any]:
     return await admin.dead_letters(
-        request.app[NODE], request.match_info["name"],
+        request.app[NODE], _name(request),
         offset=_int_param(request, "offset", 0), limit=_int_param(request, "limit", 100))
 
 
 async def _redrive(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
-    name = request.match_info["name"]
+    name = _name(request)
     moved = await admin.redrive(request.app[NODE], name, body.get("item_ids"))
     log.warning("admin: redrove %d dead letter(s) of %r", moved, name)
     return {"redriven": moved}

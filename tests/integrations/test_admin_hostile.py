@@ -3,6 +3,7 @@ malformed parameters and dead letters JSON cannot hold get typed answers, never 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import datetime
@@ -18,6 +19,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from lazily_queue import testing
+from lazily_queue.cli.admin_client import AdminClient
 from lazily_queue.integrations import aiohttp_admin
 from lazily_queue.integrations.aiohttp import setup
 from lazily_queue.node import Node
@@ -149,3 +151,24 @@ async def test_a_member_address_with_control_characters_is_refused(tmp_path: Pat
             assert await error_of(response) == (400, "bad_request"), address
         assert node.view.address("7") is None
         assert "7" not in node.driver.replica.engine.members
+
+
+async def test_objects_named_like_path_segments_are_administered(tmp_path: Path) -> None:
+    """``.`` and ``..`` are names like any other: the CLI's paths do not resolve them away."""
+    from lazily_queue.cli import dlq, queue
+
+    async with one_node(tmp_path) as (node, http):
+        for name in (".", "..", "a/b"):
+            await node.queue(name).push(1)
+        jobs = node.work_queue("..", visibility_timeout=30, max_deliveries=1)
+        await jobs.push("x")
+        await jobs.nack("w", (await jobs.claim("w")).delivery_id)
+        client = AdminClient(str(http.make_url("")), TOKEN, 10)
+        for name in (".", "..", "a/b"):
+            args = argparse.Namespace(name=name, kind="queue", dead_letters=False, json=True)
+            await asyncio.to_thread(queue._change("purge"), client, args)
+            assert node.queue(name).len() == 0, name
+        args = argparse.Namespace(name="..", offset=0, limit=10, items=None, json=True)
+        await asyncio.to_thread(dlq._list, client, args)
+        await asyncio.to_thread(dlq._redrive, client, args)
+        assert jobs.dead_letter_len() == 0
