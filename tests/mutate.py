@@ -867,6 +867,19 @@ MUTATIONS = [
         ("tests/integrations/test_status_page_names.py",),
         "the page purges objects named . and .. (a browser resolves them out of a path)"),
     Mutation(
+        "http-idle-connections-kept", "lazily_queue/service.py",
+        "        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)",
+        "        runner = web.AppRunner(app, access_log=None)",
+        ("tests/integrations/test_service_http.py::test_idle_and_half_sent_requests_are_closed",),
+        "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
+    Mutation(
+        "http-connections-ungated", "lazily_queue/http_gate.py",
+        "        if not self.gate.admit(source):",
+        "        if False:",
+        ("tests/integrations/test_service_http.py::"
+         "test_one_source_cannot_take_every_connection",),
+        "one IP address cannot hold more than its share of the node's HTTP connections"),
+    Mutation(
         "sse-example-no-heartbeat", "examples/sse_fanout.py",
         '                await response.write(b": heartbeat\\n\\n")  # raises once the client left',
         "                pass",
