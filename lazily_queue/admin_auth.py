@@ -11,11 +11,17 @@ Every admin request is also refused when it comes from another site: an ``Origin
 header that is not the node's own origin, or ``Sec-Fetch-Site`` other than
 ``same-origin`` / ``none``. A cross-site form or script therefore cannot act with an
 operator's cookie, and no CORS header is ever sent.
+
+Guessing is throttled: a source (IP address) that presented :data:`MAX_GUESSES` wrong
+tokens within :data:`GUESS_WINDOW` seconds is refused (``too_many_attempts``, 429,
+``Retry-After``) until the oldest of them is that old, even with the right token, so a
+guess learns nothing meanwhile.
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -31,6 +37,11 @@ CSRF_HEADER = "X-CSRF-Token"
 #: Shortest admin token accepted (characters).
 MIN_TOKEN = 16
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Wrong tokens one source may present per :data:`GUESS_WINDOW` seconds.
+MAX_GUESSES = 10
+GUESS_WINDOW = 60.0
+#: Sources whose wrong tokens are remembered (the oldest is forgotten first).
+MAX_GUESSING_SOURCES = 4096
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,28 @@ class AdminAuth:
         self.session_ttl = session_ttl
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._guesses: OrderedDict[str, list[float]] = OrderedDict()
+
+    def _throttle(self, source: str | None) -> None:
+        """Refuse ``source`` while it is over its wrong-token allowance."""
+        times = None if source is None else self._guesses.get(source)
+        if not times:
+            return
+        now = time.monotonic()
+        times[:] = [t for t in times if t > now - GUESS_WINDOW]
+        if len(times) >= MAX_GUESSES:
+            retry = max(1, math.ceil(times[0] + GUESS_WINDOW - now))
+            raise AdminError("too_many_attempts", f"{len(times)} wrong admin tokens from "
+                             f"{source} in {GUESS_WINDOW:g} s; try again in {retry} s", 429,
+                             retry_after=retry)
+
+    def _wrong_token(self, source: str | None) -> AdminError:
+        if source is not None:
+            self._guesses.setdefault(source, []).append(time.monotonic())
+            self._guesses.move_to_end(source)
+            while len(self._guesses) > MAX_GUESSING_SOURCES:
+                self._guesses.popitem(last=False)
+        return AdminError("unauthorized", "wrong admin token", 401)
 
     @property
     def enabled(self) -> bool:
@@ -82,11 +115,13 @@ class AdminAuth:
             raise AdminError("cross_origin", f"refused a request from origin {origin}: admin "
                              f"actions are only taken from {own_origin}", 403)
 
-    def login(self, presented: object) -> Session:
-        """A new session for the right token; ``unauthorized`` otherwise."""
+    def login(self, presented: object, source: str | None = None) -> Session:
+        """A new session for the right token; ``unauthorized`` otherwise (``source``,
+        the client's address, is throttled when it guesses)."""
         token = self._require_enabled()
+        self._throttle(source)
         if not isinstance(presented, str) or not same_secret(presented, token):
-            raise AdminError("unauthorized", "wrong admin token", 401)
+            raise self._wrong_token(source)
         now = time.time()
         for sid in [s.id for s in self._sessions.values() if s.expires <= now]:
             del self._sessions[sid]
@@ -112,7 +147,7 @@ class AdminAuth:
         return found
 
     def authorize(self, method: str, headers: Mapping[str, str], session_id: str | None,
-                  own_origin: str) -> str:
+                  own_origin: str, source: str | None = None) -> str:
         """Raise :class:`AdminError` unless the request may act; returns ``"token"`` or
         ``"session"`` (how it authenticated)."""
         token = self._require_enabled()
@@ -120,8 +155,9 @@ class AdminAuth:
         authorization = headers.get("Authorization")
         if authorization is not None:
             scheme, _, presented = authorization.partition(" ")
+            self._throttle(source)
             if scheme.lower() != "bearer" or not same_secret(presented.strip(), token):
-                raise AdminError("unauthorized", "wrong admin token", 401)
+                raise self._wrong_token(source)
             return "token"
         session = self.session(session_id)
         if session is None:

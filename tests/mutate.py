@@ -794,6 +794,12 @@ MUTATIONS = [
         (f"{_HOSTILE}::test_credentials_that_are_not_text_are_refused_not_a_server_error",),
         "a credential that is not valid UTF-8 is a wrong token (401/403), not a 500"),
     Mutation(
+        "admin-token-guessing-unthrottled", "lazily_queue/admin_auth.py",
+        "        if len(times) >= MAX_GUESSES:",
+        "        if False:",
+        (f"{_HOSTILE}::test_guessing_the_token_is_throttled_per_source",),
+        "a source that guessed 10 wrong tokens in a minute is refused (429), right token too"),
+    Mutation(
         "admin-paging-unicode-digits", "lazily_queue/integrations/aiohttp_admin.py",
         "    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):",
         "    if not raw.isdigit():",

@@ -77,14 +77,17 @@ def _origin(request: web.Request) -> str:
 
 
 def _error(exc: AdminError) -> web.Response:
-    return web.json_response(exc.document(), status=exc.status)
+    retry = exc.extra.get("retry_after")
+    headers = None if retry is None else {"Retry-After": str(retry)}
+    return web.json_response(exc.document(), status=exc.status, headers=headers)
 
 
 def _guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def run(request: web.Request) -> web.Response:
         try:
             request.app[AUTH].authorize(request.method, request.headers,
-                                        request.cookies.get(COOKIE), _origin(request))
+                                        request.cookies.get(COOKIE), _origin(request),
+                                        request.remote)
             result = await handler(request)
         except AdminError as exc:
             return _error(exc)
@@ -124,7 +127,7 @@ async def _login(request: web.Request) -> web.Response:
     auth = request.app[AUTH]
     try:
         auth.check_origin(request.headers, _origin(request))
-        session = auth.login((await _body(request)).get("token"))
+        session = auth.login((await _body(request)).get("token"), request.remote)
     except AdminError as exc:
         return _error(exc)
     response = web.json_response({"csrf": session.csrf, "expires": session.expires})
@@ -136,7 +139,8 @@ async def _login(request: web.Request) -> web.Response:
 async def _logout(request: web.Request) -> web.Response:
     auth = request.app[AUTH]
     try:
-        auth.authorize("POST", request.headers, request.cookies.get(COOKIE), _origin(request))
+        auth.authorize("POST", request.headers, request.cookies.get(COOKIE), _origin(request),
+                       request.remote)
     except AdminError as exc:
         return _error(exc)
     auth.logout(request.cookies.get(COOKIE))

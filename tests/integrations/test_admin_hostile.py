@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from lazily_queue import testing
+from lazily_queue import admin_auth, testing
 from lazily_queue.cli.admin_client import AdminClient
 from lazily_queue.integrations import aiohttp_admin
 from lazily_queue.integrations.aiohttp import setup
@@ -172,3 +172,21 @@ async def test_objects_named_like_path_segments_are_administered(tmp_path: Path)
         await asyncio.to_thread(dlq._list, client, args)
         await asyncio.to_thread(dlq._redrive, client, args)
         assert jobs.dead_letter_len() == 0
+
+
+async def test_guessing_the_token_is_throttled_per_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admin_auth, "GUESS_WINDOW", 1.0, raising=False)
+    async with one_node(tmp_path) as (_, http):
+        for _ in range(admin_auth.MAX_GUESSES):
+            wrong = await http.get("/admin/api/queues",
+                                   headers={"Authorization": "Bearer not-the-token-at-all"})
+            assert await error_of(wrong) == (401, "unauthorized")
+        # Over the allowance even the right token waits: guessing gains nothing.
+        for attempt in (http.get("/admin/api/queues", headers=BEARER),
+                        http.post("/admin/login", json={"token": TOKEN})):
+            response = await attempt
+            assert await error_of(response) == (429, "too_many_attempts")
+            assert int(response.headers["Retry-After"]) >= 1
+        await asyncio.sleep(1.1)  # the window passed
+        assert (await http.get("/admin/api/queues", headers=BEARER)).status == 200
