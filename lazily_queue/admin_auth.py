@@ -8,7 +8,8 @@ client sends it as ``Authorization: Bearer TOKEN``. A browser logs in once with 
 every change.
 
 Every admin request is also refused when it comes from another site: an ``Origin``
-header that is not the node's own origin, or ``Sec-Fetch-Site`` other than
+header that is not the node's own origin (the request's, or one of ``origins``: its
+advertised page behind a proxy), or ``Sec-Fetch-Site`` other than
 ``same-origin`` / ``none``. A cross-site form or script therefore cannot act with an
 operator's cookie, and no CORS header is ever sent.
 
@@ -25,8 +26,9 @@ import math
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .admin import AdminError
 
@@ -51,6 +53,18 @@ class Session:
     expires: float
 
 
+def origin_of(url: str) -> str:
+    """The origin a browser sends for pages under ``url`` (``scheme://host[:port]``, in
+    lower case, without a default port)."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{host}" if port in (None, default) else f"{scheme}://{host}:{port}"
+
+
 def same_secret(presented: str, expected: str) -> bool:
     """Constant-time comparison of a presented credential with the expected one; any
     text compares (an HTTP header not valid UTF-8, a JSON string with lone surrogates),
@@ -63,10 +77,12 @@ class AdminAuth:
     """Checks admin requests against ``token`` (``None``: the admin API is off)."""
 
     def __init__(self, token: str | None, *, session_ttl: float = 8 * 3600,
-                 max_sessions: int = 64) -> None:
+                 max_sessions: int = 64, origins: Iterable[str] = ()) -> None:
         if token is not None and len(token) < MIN_TOKEN:
             raise ValueError(f"the admin token must be at least {MIN_TOKEN} characters")
         self._token = token
+        #: Origins taken as the node's own besides the request's (its public addresses).
+        self.origins = frozenset(origin_of(url) for url in origins)
         self.session_ttl = session_ttl
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, Session] = OrderedDict()
@@ -111,7 +127,8 @@ class AdminAuth:
             raise AdminError("cross_origin", f"refused a {site} request: admin actions are "
                              "only taken from this node's own page", 403)
         origin = headers.get("Origin")
-        if origin is not None and origin.rstrip("/") != own_origin:
+        if origin is not None and origin.rstrip("/") != own_origin and (
+                origin.rstrip("/").lower() not in self.origins):
             raise AdminError("cross_origin", f"refused a request from origin {origin}: admin "
                              f"actions are only taken from {own_origin}", 403)
 

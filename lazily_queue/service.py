@@ -196,7 +196,8 @@ class NodeService:
         add_monitor_routes(app, status_prefix="")
         from .integrations.aiohttp_admin import add_admin_routes
 
-        add_admin_routes(app, admin_token)
+        advertised = self.config.http_advertise
+        add_admin_routes(app, admin_token, origins=() if advertised is None else (advertised,))
         runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)
         await runner.setup()
         assert runner.server is not None

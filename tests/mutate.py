@@ -800,6 +800,13 @@ MUTATIONS = [
         (f"{_HOSTILE}::test_guessing_the_token_is_throttled_per_source",),
         "a source that guessed 10 wrong tokens in a minute is refused (429), right token too"),
     Mutation(
+        "admin-advertised-origin-refused", "lazily_queue/admin_auth.py",
+        "        self.origins = frozenset(origin_of(url) for url in origins)",
+        "        self.origins = frozenset()",
+        ("tests/integrations/test_service_http.py::"
+         "test_the_advertised_page_is_a_same_origin_for_the_admin_api",),
+        "behind a proxy, the advertised page's origin may use the admin API"),
+    Mutation(
         "admin-paging-unicode-digits", "lazily_queue/integrations/aiohttp_admin.py",
         "    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):",
         "    if not raw.isdigit():",

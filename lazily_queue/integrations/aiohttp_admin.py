@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -48,10 +48,13 @@ BODY_TIMEOUT = 10.0
 Handler = Callable[[web.Request], Awaitable[Any]]
 
 
-def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "") -> None:
+def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "",
+                     origins: Iterable[str] = ()) -> None:
     """Serve the admin API (module docstring) with ``token`` as the admin credential
-    (``None``: every route answers ``admin_disabled``, saying how to turn it on)."""
-    app[AUTH] = AdminAuth(token)
+    (``None``: every route answers ``admin_disabled``, saying how to turn it on);
+    ``origins`` are the node's public addresses (``http_advertise``), whose pages act as
+    its own."""
+    app[AUTH] = AdminAuth(token, origins=origins)
     base = prefix.rstrip("/") + "/admin"
     app.router.add_post(base + "/login", _login)
     app.router.add_post(base + "/logout", _logout)

@@ -1,6 +1,7 @@
 """The HTTP server of ``lazily-queue node`` bounds what a stranger's connections hold:
 an idle or half-sent request is closed after a while, and one source cannot open more
-than its share of connections (the node's file descriptors serve its journal and links)."""
+than its share of connections (the node's file descriptors serve its journal and links);
+its advertised page address is one of its own origins for the admin API."""
 
 from __future__ import annotations
 
@@ -17,14 +18,19 @@ from lazily_queue import service
 from lazily_queue.config import parse_config
 from lazily_queue.service import NodeService
 
+TOKEN = "service-admin-token-0123456789"
+
 
 @contextlib.asynccontextmanager
-async def one_node(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
-        tuple[str, int]]:
+async def one_node(root: Path, monkeypatch: pytest.MonkeyPatch,
+                   **extra: str) -> AsyncIterator[tuple[str, int]]:
     monkeypatch.setenv("LAZILY_HTTP_SECRET", "http-secret")
+    monkeypatch.setenv("LAZILY_HTTP_ADMIN", TOKEN)
     node = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": "127.0.0.1:0",
                                      "durability": "none", "secret_env": "LAZILY_HTTP_SECRET",
-                                     "peers": {"1": f"unix:{root}/n1.sock"}}, base=root),
+                                     "admin_token_env": "LAZILY_HTTP_ADMIN",
+                                     "peers": {"1": f"unix:{root}/n1.sock"}, **extra},
+                                    base=root),
                        out=io.StringIO(), handle_signals=False)
     task = asyncio.create_task(node.run())
     try:
@@ -83,3 +89,25 @@ async def test_one_source_cannot_take_every_connection(tmp_path: Path,
             writer.close()
         await asyncio.sleep(0.2)
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # slots given back
+
+
+async def admin_status(host: str, port: int, origin: str) -> bytes:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"GET /admin/api/queues HTTP/1.1\r\nHost: internal:8101\r\n"
+                     b"Authorization: Bearer " + TOKEN.encode() + b"\r\nOrigin: "
+                     + origin.encode() + b"\r\nConnection: close\r\n\r\n")
+        return (await reader.readline()).rstrip()
+    finally:
+        writer.close()
+
+
+async def test_the_advertised_page_is_a_same_origin_for_the_admin_api(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a TLS proxy the browser's origin is the public (advertised) address."""
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://Q1.Example.com:443/lazily") as (host, port):
+        assert await admin_status(host, port, "https://q1.example.com") == b"HTTP/1.1 200 OK"
+        assert await admin_status(host, port, "http://internal:8101") == b"HTTP/1.1 200 OK"
+        for other in ("https://evil.example", "http://q1.example.com", "null"):
+            assert await admin_status(host, port, other) == b"HTTP/1.1 403 Forbidden", other
