@@ -2,7 +2,10 @@
 
 ``POST /publish {"text": "hi"}`` publishes on the topic ``chat``; every client of
 ``GET /events`` on any process of the app receives it as an SSE ``data:`` line. Each
-connection is an ephemeral subscriber that is forgotten when the client leaves.
+connection is an ephemeral subscriber that is forgotten when the client leaves: a
+comment line every ``heartbeat`` seconds finds a closed connection even on a quiet
+topic (``web.run_app`` does not cancel a handler whose client left) and keeps proxies
+from closing an idle stream.
 
 Run one ephemeral node::
 
@@ -16,6 +19,7 @@ or as a client of a running cluster (its members list a ``[[client]]`` named ``s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import itertools
 import json
@@ -30,6 +34,7 @@ from lazily_queue.integrations.aiohttp import setup, setup_client
 _connections = itertools.count(1)
 SOURCE = web.AppKey("chat.source", object)
 NAME = web.AppKey("chat.name", str)
+HEARTBEAT = web.AppKey("chat.heartbeat", float)
 
 
 def _source(request: web.Request) -> Node | ClusterClient:
@@ -39,8 +44,12 @@ def _source(request: web.Request) -> Node | ClusterClient:
 
 
 async def publish(request: web.Request) -> web.Response:
-    body = await request.json()
-    offset = await _source(request).topic("chat").publish({"text": str(body["text"])})
+    try:
+        body = await request.json()
+        text = body["text"]
+    except (ValueError, TypeError, KeyError):
+        return web.json_response({"error": 'send a JSON object {"text": "..."}'}, status=400)
+    offset = await _source(request).topic("chat").publish({"text": str(text)})
     return web.json_response({"offset": offset}, status=201)
 
 
@@ -50,21 +59,38 @@ async def events(request: web.Request) -> web.StreamResponse:
     await chat.subscribe(subscriber, "ephemeral")
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
-    await response.prepare(request)
-    await response.write(b": subscribed\n\n")
-    try:
+
+    async def forward() -> None:
         async for message in chat.stream(subscriber):
             await response.write(f"data: {json.dumps(message)}\n\n".encode())
+
+    forwarding: asyncio.Task[None] | None = None
+    try:
+        await response.prepare(request)
+        await response.write(b": subscribed\n\n")
+        forwarding = asyncio.create_task(forward())
+        while not forwarding.done():
+            await asyncio.wait({forwarding}, timeout=request.app[HEARTBEAT])
+            if not forwarding.done():
+                await response.write(b": heartbeat\n\n")  # raises once the client left
+        await forwarding
+    except ConnectionError:
+        pass  # the client left
     finally:
+        if forwarding is not None:
+            forwarding.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await forwarding
         with contextlib.suppress(Exception):
             await chat.disconnect(subscriber)
     return response
 
 
-def create_app(source: Node | ClusterClient) -> web.Application:
+def create_app(source: Node | ClusterClient, *, heartbeat: float = 15.0) -> web.Application:
     """The fan-out over ``source``: a member, or a client of one."""
     app = web.Application()
     app[SOURCE] = source
+    app[HEARTBEAT] = heartbeat
     if isinstance(source, Node):
         app[NAME] = source.node_id
         setup(app, source, status_prefix="/cluster")

@@ -9,6 +9,7 @@ HTTP ``status`` and a one-line message; the admin API returns it as
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -161,12 +162,31 @@ async def dead_letters(node: Node, name: str, *, offset: int = 0,
 
 
 def _letter(doc: dict[str, Any]) -> dict[str, Any]:
-    """A dead letter as JSON: values CBOR can hold but JSON cannot are shown as text."""
-    value = doc["value"]
-    if isinstance(value, bytes) or (isinstance(value, float) and not math.isfinite(value)):
-        doc["value"] = repr(value)
+    """A dead letter as JSON (see :func:`json_safe`)."""
+    doc["value"] = json_safe(doc["value"])
     doc["reason"] = str(doc["reason"])
     return doc
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (of the value model) as strict JSON can hold it: tuples and sets become
+    lists, dates and times ISO text, bytes, non-finite floats and other scalars their
+    ``repr`` or text; dict keys are text."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else repr(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((json_safe(v) for v in value), key=repr)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return repr(value)
+    return str(value)
 
 
 async def redrive(node: Node, name: str, item_ids: list[int] | None = None) -> int:
@@ -200,6 +220,8 @@ def address_refusal(address: str) -> str | None:
 
     from .config_keys import SCHEMES_HINT
 
+    if not address.isprintable() or any(c.isspace() for c in address):
+        return "an address has no spaces or control characters"
     try:
         scheme = scheme_of(address)
         if scheme not in DEFAULT_SCHEMES:

@@ -12,6 +12,8 @@ rates. They are derived from the node's event observer: queue events carry their
 work-queue pushes and claims come from the queue's id counters, acks and nacks from
 its settlement receipts, and expired leases are the claims that ended without one;
 every topic publish is an event of its own (with or without subscribers).
+A deleted object's operation series go with it (a name used again counts from zero),
+so names that come and go do not grow the exposition.
 ``lazily_queue_transactions_total{outcome}`` counts the transactions this replica applied
 (``committed``) or refused whole (``aborted``); a committed one's ops are also counted
 as operations. Depths,
@@ -48,6 +50,7 @@ from .metrics_limits import LimitsCollector
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
 from .replicated import ops
 from .replicated.events import (
+    Deleted,
     Event,
     QueueChanged,
     Restored,
@@ -61,6 +64,8 @@ from .replicated.work_queues import WorkState
 if TYPE_CHECKING:
     from .node import Node
 
+#: The ``family`` label of each object kind.
+_FAMILIES = {"queue": "queue", "work_queue": "work", "topic": "topic"}
 _QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop", DELAY: "delay"}
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -198,15 +203,18 @@ class NodeMetrics:
                 counts[key] = counts.get(key, 0) + 1
             elif isinstance(event, TransactionApplied):
                 self._transactions["committed" if event.committed else "aborted"].inc()
+            elif isinstance(event, Deleted):
+                family = _FAMILIES.get(event.family, event.family)
+                for key in [k for k in counts if k[:2] == (family, event.name)]:
+                    del counts[key]
+                if family == "work":
+                    works.discard(event.name)
+                self._forget(family, event.name)
             elif isinstance(event, Restored) and self.node.running:
                 restored = True
                 break
-        children = self._operation_children
         for labels, count in counts.items():
-            child = children.get(labels)
-            if child is None:
-                child = children[labels] = self.operations.labels(*labels)
-            child.inc(count)
+            self._operation(labels).inc(count)
         if restored:
             self._baseline()
             return
@@ -217,6 +225,22 @@ class NodeMetrics:
             state = view.work_queue(name)
             if state is not None:
                 self._count_work(name, state)
+
+    def _forget(self, family: str, name: str) -> None:
+        """Drop the series of a deleted object (a name used again starts from zero)."""
+        children = self._operation_children
+        for labels in [k for k in children if k[:2] == (family, name)]:
+            del children[labels]
+            self.operations.remove(*labels)
+        if family == "work":
+            self._work.pop(name, None)
+
+    def _operation(self, labels: tuple[str, str, str]) -> Any:
+        """The operations counter's child of ``labels`` (every child is made here)."""
+        child = self._operation_children.get(labels)
+        if child is None:
+            child = self._operation_children[labels] = self.operations.labels(*labels)
+        return child
 
     def _count_work(self, name: str, state: WorkState) -> None:
         items, deliveries, in_flight, mark = self._work.get(name, (0, 0, 0, None))
@@ -233,12 +257,11 @@ class NodeMetrics:
         now_in_flight = state.core.in_flight_len()
         claims = now_deliveries - deliveries
         expired = claims - settled["acked"] - settled["nacked"] - (now_in_flight - in_flight)
-        label = self.operations.labels
         for op, count in (("push", now_items - items), ("claim", claims),
                           ("ack", settled["acked"]), ("nack", settled["nacked"]),
                           ("expire", expired)):
             if count > 0:
-                label("work", name, op).inc(count)
+                self._operation(("work", name, op)).inc(count)
         self._work[name] = (now_items, now_deliveries, now_in_flight, newest)
 
 

@@ -5,7 +5,10 @@ refusals, the producer dedup window and the depths of every queue, work queue an
 No label value changes while a node runs (only the set of members, queues and
 subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}`` with
 one series per possible state (1 for the current one), the leader is the number
-``lazily_queue_raft_leader_id`` (-1 while there is none).
+``lazily_queue_raft_leader_id`` (-1 while there is none). The consumer lag is given for
+a topic's most lagging subscribers only, as the status lists them
+(:data:`~lazily_queue.status.MAX_SUBSCRIBERS_SHOWN`), so client-chosen subscriber ids
+cannot multiply the series.
 """
 
 from __future__ import annotations

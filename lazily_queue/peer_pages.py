@@ -32,7 +32,8 @@ MAX_ANSWER = 256 * 1024
 async def fetch_json(url: str, *, timeout: float,
                      ssl_context: ssl.SSLContext | None = None) -> Any:
     """``GET url`` (http or https) and decode its JSON body; raises ``OSError`` /
-    ``TimeoutError`` / ``ValueError`` naming what went wrong."""
+    ``TimeoutError`` / ``ValueError`` naming what went wrong (JSON nested too deeply
+    included)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {url!r}")
@@ -65,7 +66,10 @@ async def fetch_json(url: str, *, timeout: float,
     fields = status_line.split()
     if len(fields) < 2 or fields[1] != "200":
         raise ValueError(f"{url} answered {status_line!r}")
-    return json.loads(body)
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError(f"{url} answered JSON nested too deeply") from None
 
 
 class PeerPages(Background):
@@ -84,7 +88,11 @@ class PeerPages(Background):
     async def _run(self) -> None:
         while True:
             if self.node.running:
-                await self.poll()
+                try:
+                    await self.poll()
+                except Exception:  # one bad answer must not end the reading for good
+                    log.exception("node %s: reading the members' vitals failed",
+                                  self.node.node_id)
             await asyncio.sleep(self.interval)
 
     def pages(self) -> dict[str, str]:

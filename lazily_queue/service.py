@@ -1,7 +1,8 @@
 """NodeService: one configured node as a process (``lazily-queue node --config FILE``).
 
 :meth:`NodeService.run` starts the node (which locks its data directory) and its HTTP
-monitor (status page ``/``, ``/status.json``, ``/metrics``), prints one ``ready``
+monitor (status page ``/``, ``/status.json``, ``/metrics``; its connections bounded by
+:mod:`.http_gate` and closed after :data:`HTTP_IDLE_TIMEOUT` idle), prints one ``ready``
 line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
 entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
 allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
@@ -29,7 +30,9 @@ from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
+from lazily_transports._core._admission import AdmissionGate
 
+from . import http_gate
 from .allocator import freeze_started_process, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked
@@ -43,6 +46,11 @@ log = logging.getLogger(__name__)
 
 #: Seconds a refused handshake must stand, with no peer linked, before the start fails.
 FATAL_GRACE = 1.0
+#: Seconds an HTTP connection may sit idle or half-way through its request headers.
+HTTP_IDLE_TIMEOUT = 15.0
+#: Open HTTP connections in all, and from one IP address (see :mod:`.http_gate`).
+HTTP_MAX_CONNECTIONS = 256
+HTTP_MAX_PER_SOURCE = 32
 
 AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
 
@@ -67,6 +75,7 @@ class NodeService:
         self.monitor: Monitor | None = None
         self._stop = asyncio.Event()
         self._http: Any = None
+        self._http_server: asyncio.Server | None = None
         self._url: str | None = None
         self._announce: asyncio.Task[None] | None = None
         self._trim: asyncio.Task[None] | None = None
@@ -187,13 +196,15 @@ class NodeService:
         add_monitor_routes(app, status_prefix="")
         from .integrations.aiohttp_admin import add_admin_routes
 
-        add_admin_routes(app, admin_token)
-        runner = web.AppRunner(app, access_log=None)
+        advertised = self.config.http_advertise
+        add_admin_routes(app, admin_token, origins=() if advertised is None else (advertised,))
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)
         await runner.setup()
+        assert runner.server is not None
         host, port = self.config.http
-        site = web.TCPSite(runner, host, port)
+        gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")
         try:
-            await site.start()
+            self._http_server = await http_gate.serve(runner.server, host, port, gate)
         except OSError as exc:
             await runner.cleanup()
             raise ConfigError(
@@ -201,8 +212,8 @@ class NodeService:
                 f"{exc.strerror or exc}; choose a free port"
             ) from None
         self._http = runner
-        bound = runner.addresses[0]
-        return f"http://{host}:{bound[1]}" if ":" not in host else f"http://[{host}]:{bound[1]}"
+        bound = self._http_server.sockets[0].getsockname()[1]
+        return f"http://{host}:{bound}" if ":" not in host else f"http://[{host}]:{bound}"
 
     async def _await_leader(self, node: Node, watch: _LinkTrouble) -> None:
         timeout = self.config.startup_timeout
@@ -244,6 +255,9 @@ class NodeService:
         self._announce = self._trim = None
         if self.monitor is not None:
             await self.monitor.stop()
+        if self._http_server is not None:
+            self._http_server.close()
+            self._http_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None

@@ -12,11 +12,14 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 from __future__ import annotations
 
 import enum
+import heapq
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
 from .core.groups import group_lag
+from .core.work_views import WorkViews
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
@@ -84,7 +87,8 @@ def state_status(view: ReadView) -> dict[str, Any]:
     ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
     answered from the producer dedup window (their ``msg_id`` was still there) without
     applying them; ``window_len`` is the message ids held now (an expired id leaves at
-    the next push carrying one).
+    the next push carrying one). A work queue's ``workers`` and a topic's
+    ``subscribers`` are bounded (see :func:`_workers` and :func:`_subscribers`).
     """
     return {
         "dedup": {
@@ -101,10 +105,7 @@ def state_status(view: ReadView) -> dict[str, Any]:
                 "base_offset": t.base_offset(),
                 "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
-                "subscribers": {
-                    sid: {**rec, "lag": t.end_offset() - rec["cursor"]}
-                    for sid, rec in sorted(t.subscriptions().items())
-                },
+                **_subscribers(t.subscriptions(), t.end_offset()),
                 "groups": _groups(view, name),
             }
             for name, t in sorted(view.topics.items())
@@ -115,13 +116,43 @@ def state_status(view: ReadView) -> dict[str, Any]:
                 "in_flight": w.core.in_flight_len(),
                 "dead_letters": w.core.dead_letter_len(),
                 "delayed": w.core.delayed_len(),
-                "workers": {
-                    worker: len(ds) for worker, ds in sorted(w.core.in_flight_by_worker().items())
-                },
+                **_workers(w.core),
             }
             for name, w in sorted(view.work_queues.items())
         },
     }
+
+
+#: Workers a status lists per work queue: those with the most deliveries in flight.
+MAX_WORKERS_SHOWN = 20
+#: Above this many deliveries in flight a status does not count them per worker (the
+#: count costs one pass over them, on the event loop, at every request).
+MAX_WORKER_SCAN = 10_000
+
+
+def _workers(core: WorkViews) -> dict[str, Any]:
+    """``workers``: the :data:`MAX_WORKERS_SHOWN` workers with the most deliveries in
+    flight (by name); ``workers_total``: how many workers hold one (``None``, and no
+    workers listed, above :data:`MAX_WORKER_SCAN` deliveries in flight)."""
+    if core.in_flight_len() > MAX_WORKER_SCAN:
+        return {"workers": {}, "workers_total": None}
+    counts = Counter(delivery.worker for delivery in core.in_flight())
+    busiest = heapq.nsmallest(MAX_WORKERS_SHOWN, counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"workers": dict(sorted(busiest)), "workers_total": len(counts)}
+
+
+#: Subscribers a status (and the lag metric) lists per topic: the most lagging ones.
+MAX_SUBSCRIBERS_SHOWN = 100
+
+
+def _subscribers(records: dict[str, dict[str, Any]], end: int) -> dict[str, Any]:
+    """``subscribers``: the :data:`MAX_SUBSCRIBERS_SHOWN` subscribers furthest behind
+    ``end``, by id, each with its ``lag``; ``subscribers_total``: how many there are."""
+    behind = heapq.nsmallest(MAX_SUBSCRIBERS_SHOWN, records.items(),
+                             key=lambda kv: (kv[1]["cursor"], kv[0]))
+    return {"subscribers": {sid: {**rec, "lag": end - rec["cursor"]}
+                            for sid, rec in sorted(behind)},
+            "subscribers_total": len(records)}
 
 
 def _groups(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 _DISK = "tests/raft/test_disk_errors.py"
+_HOSTILE = "tests/integrations/test_admin_hostile.py"
+_BOUNDS = "tests/integrations/test_status_bounds.py"
 
 
 @dataclass(frozen=True)
@@ -784,6 +786,119 @@ MUTATIONS = [
         "    except ZeroDivisionError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
         ("tests/cli/test_node_config.py",),
         "a configuration file that is not UTF-8 is one error naming it, not a traceback"),
+    Mutation(
+        "admin-credential-not-utf8", "lazily_queue/admin_auth.py",
+        '    return hmac.compare_digest(presented.encode("utf-8", "surrogatepass"),\n'
+        '                               expected.encode("utf-8", "surrogatepass"))',
+        "    return hmac.compare_digest(presented.encode(), expected.encode())",
+        (f"{_HOSTILE}::test_credentials_that_are_not_text_are_refused_not_a_server_error",),
+        "a credential that is not valid UTF-8 is a wrong token (401/403), not a 500"),
+    Mutation(
+        "admin-token-guessing-unthrottled", "lazily_queue/admin_auth.py",
+        "        if len(times) >= MAX_GUESSES:",
+        "        if False:",
+        (f"{_HOSTILE}::test_guessing_the_token_is_throttled_per_source",),
+        "a source that guessed 10 wrong tokens in a minute is refused (429), right token too"),
+    Mutation(
+        "admin-advertised-origin-refused", "lazily_queue/admin_auth.py",
+        "        self.origins = frozenset(origin_of(url) for url in origins)",
+        "        self.origins = frozenset()",
+        ("tests/integrations/test_service_http.py::"
+         "test_the_advertised_page_is_a_same_origin_for_the_admin_api",),
+        "behind a proxy, the advertised page's origin may use the admin API"),
+    Mutation(
+        "admin-paging-unicode-digits", "lazily_queue/integrations/aiohttp_admin.py",
+        "    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):",
+        "    if not raw.isdigit():",
+        (f"{_HOSTILE}::test_malformed_paging_parameters_are_bad_requests",),
+        "offset/limit of Unicode or 5,000 digits are 400, not a 500"),
+    Mutation(
+        "admin-purge-dead-letters-truthy", "lazily_queue/integrations/aiohttp_admin.py",
+        "    if not isinstance(dead_letters, bool):",
+        "    if False:",
+        (f"{_HOSTILE}::test_purge_takes_dead_letters_as_a_boolean",),
+        'purge refuses a dead_letters that is not a boolean ("false" purged them)'),
+    Mutation(
+        "admin-dead-letter-json-unsafe", "lazily_queue/admin.py",
+        '    doc["value"] = json_safe(doc["value"])',
+        '    doc["value"] = doc["value"]',
+        (f"{_HOSTILE}::test_dead_letters_of_every_value_type_are_listed",),
+        "dead letters holding datetimes, sets, nested bytes or NaN are listed as strict JSON"),
+    Mutation(
+        "admin-body-one-read", "lazily_queue/integrations/aiohttp_admin.py",
+        "            while len(raw) <= MAX_BODY:  # read() returns what has arrived",
+        "            while not raw:  # read() returns what has arrived",
+        (f"{_HOSTILE}::test_a_body_is_read_whole_and_not_waited_for_forever",),
+        "an admin request body split across TCP segments is read whole"),
+    Mutation(
+        "admin-body-no-deadline", "lazily_queue/integrations/aiohttp_admin.py",
+        "        async with asyncio.timeout(BODY_TIMEOUT):",
+        "        async with asyncio.timeout(None):",
+        (f"{_HOSTILE}::test_a_body_is_read_whole_and_not_waited_for_forever",),
+        "a trickled admin body (unauthenticated login included) ends with 408"),
+    Mutation(
+        "admin-member-address-control-chars", "lazily_queue/admin.py",
+        "    if not address.isprintable() or any(c.isspace() for c in address):",
+        "    if False:",
+        (f"{_HOSTILE}::test_a_member_address_with_control_characters_is_refused",),
+        "a member address with a newline or space is refused before anything changes"),
+    Mutation(
+        "metrics-deleted-series-kept", "lazily_queue/metrics.py",
+        "                self._forget(family, event.name)",
+        "                pass",
+        ("tests/integrations/test_metrics_churn.py",),
+        "a deleted object's operations_total series leave /metrics"),
+    Mutation(
+        "status-workers-unbounded", "lazily_queue/status.py",
+        "    busiest = heapq.nsmallest(MAX_WORKERS_SHOWN,",
+        "    busiest = heapq.nsmallest(10**9,",
+        (f"{_BOUNDS}::test_workers_listed_are_bounded",),
+        "a status lists only the busiest workers of a work queue"),
+    Mutation(
+        "status-workers-scan-unbounded", "lazily_queue/status.py",
+        "    if core.in_flight_len() > MAX_WORKER_SCAN:",
+        "    if False:",
+        (f"{_BOUNDS}::test_a_status_does_not_scan_a_huge_in_flight_set",),
+        "a status does not walk a huge in-flight set per request"),
+    Mutation(
+        "status-subscribers-unbounded", "lazily_queue/status.py",
+        "    behind = heapq.nsmallest(MAX_SUBSCRIBERS_SHOWN, records.items(),",
+        "    behind = heapq.nsmallest(10**9, records.items(),",
+        (f"{_BOUNDS}::test_subscribers_listed_are_the_most_lagging",),
+        "a status and the lag metric list only a topic's most lagging subscribers"),
+    Mutation(
+        "peer-pages-deep-json", "lazily_queue/peer_pages.py",
+        "    except RecursionError:\n        raise ValueError(",
+        "    except ZeroDivisionError:\n        raise ValueError(",
+        ("tests/integrations/test_peer_pages.py",),
+        "a page answering deeply nested JSON is that member's error; the reading goes on"),
+    Mutation(
+        "page-names-in-the-path", "lazily_queue/web/status.html",
+        '"admin/api/queues/" + kind + "/_/" + button.dataset.action + "?" + named(name);',
+        '"admin/api/queues/" + kind + "/" + encodeURIComponent(name) + "/" + '
+        'button.dataset.action;',
+        ("tests/integrations/test_status_page_names.py",),
+        "the page purges objects named . and .. (a browser resolves them out of a path)"),
+    Mutation(
+        "http-idle-connections-kept", "lazily_queue/service.py",
+        "        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)",
+        "        runner = web.AppRunner(app, access_log=None)",
+        ("tests/integrations/test_service_http.py::test_idle_and_half_sent_requests_are_closed",),
+        "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
+    Mutation(
+        "http-connections-ungated", "lazily_queue/http_gate.py",
+        "        if not self.gate.admit(source):",
+        "        if False:",
+        ("tests/integrations/test_service_http.py::"
+         "test_one_source_cannot_take_every_connection",),
+        "one IP address cannot hold more than its share of the node's HTTP connections"),
+    Mutation(
+        "sse-example-no-heartbeat", "examples/sse_fanout.py",
+        '                await response.write(b": heartbeat\\n\\n")  # raises once the client left',
+        "                pass",
+        ("tests/integrations/test_examples.py::"
+         "test_sse_fanout_forgets_a_client_that_left_a_quiet_topic",),
+        "an SSE client that left a quiet topic is forgotten (no leaked task or subscriber)"),
 ]
 
 

@@ -56,7 +56,7 @@ def render(status: dict[str, Any]) -> list[Table]:
         tables.append(_table(
             "work queues", ("name", "pending (lag)", "in flight", "dead letters", "workers"),
             [(name, w["pending"], w["in_flight"], w["dead_letters"],
-              ", ".join(f"{k}: {v}" for k, v in w["workers"].items()) or None)
+              _workers(w) or None)
              for name, w in s["work_queues"].items()],
             right=frozenset({"pending (lag)", "in flight", "dead letters"})))
     if s["queues"]:
@@ -69,7 +69,24 @@ def render(status: dict[str, Any]) -> list[Table]:
         tables.append(_table(
             "topics", ("name", "retained", "end offset", "subscribers (lag)"),
             [(name, t["retained"], t["end_offset"],
-              ", ".join(f"{k} ({v['lag']})" for k, v in t["subscribers"].items()) or None)
+              _subscribers(t) or None)
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
     return tables
+
+
+def _workers(w: dict[str, Any]) -> str:
+    """The workers column: the busiest workers listed, and how many more there are."""
+    total = w.get("workers_total", len(w["workers"]))
+    if total is None:
+        return "not counted (too many in flight)"
+    shown = ", ".join(f"{k}: {v}" for k, v in w["workers"].items())
+    more = total - len(w["workers"])
+    return shown + (f", ... {more} more" if more > 0 else "")
+
+
+def _subscribers(t: dict[str, Any]) -> str:
+    """The subscribers column: the most lagging listed, and how many more there are."""
+    shown = ", ".join(f"{k} ({v['lag']})" for k, v in t["subscribers"].items())
+    more = t.get("subscribers_total", len(t["subscribers"])) - len(t["subscribers"])
+    return shown + (f", ... {more} more" if more > 0 else "")

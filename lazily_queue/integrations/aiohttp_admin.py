@@ -15,15 +15,19 @@ Routes under ``{prefix}/admin/`` (JSON in, JSON out)::
     POST /admin/api/members/{id}/remove
     POST /admin/api/leadership             {"to": id | null}
 
+An object's ``{name}`` may instead be given as ``?name=`` (the page does so, since a
+browser resolves the path segments ``.`` and ``..`` away).
+
 Authentication and the cross-site checks are :class:`~lazily_queue.admin_auth.AdminAuth`.
 Every refusal is ``{"error": {"code", "message", ...}}`` with its HTTP status.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -38,14 +42,19 @@ log = logging.getLogger(__name__)
 AUTH = web.AppKey("lazily_queue.admin_auth", AdminAuth)
 #: Largest admin request body (bytes).
 MAX_BODY = 64 * 1024
+#: Seconds a request body may take to arrive whole.
+BODY_TIMEOUT = 10.0
 
 Handler = Callable[[web.Request], Awaitable[Any]]
 
 
-def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "") -> None:
+def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "",
+                     origins: Iterable[str] = ()) -> None:
     """Serve the admin API (module docstring) with ``token`` as the admin credential
-    (``None``: every route answers ``admin_disabled``, saying how to turn it on)."""
-    app[AUTH] = AdminAuth(token)
+    (``None``: every route answers ``admin_disabled``, saying how to turn it on);
+    ``origins`` are the node's public addresses (``http_advertise``), whose pages act as
+    its own."""
+    app[AUTH] = AdminAuth(token, origins=origins)
     base = prefix.rstrip("/") + "/admin"
     app.router.add_post(base + "/login", _login)
     app.router.add_post(base + "/logout", _logout)
@@ -71,14 +80,17 @@ def _origin(request: web.Request) -> str:
 
 
 def _error(exc: AdminError) -> web.Response:
-    return web.json_response(exc.document(), status=exc.status)
+    retry = exc.extra.get("retry_after")
+    headers = None if retry is None else {"Retry-After": str(retry)}
+    return web.json_response(exc.document(), status=exc.status, headers=headers)
 
 
 def _guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def run(request: web.Request) -> web.Response:
         try:
             request.app[AUTH].authorize(request.method, request.headers,
-                                        request.cookies.get(COOKIE), _origin(request))
+                                        request.cookies.get(COOKIE), _origin(request),
+                                        request.remote)
             result = await handler(request)
         except AdminError as exc:
             return _error(exc)
@@ -90,7 +102,17 @@ def _guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response
 async def _body(request: web.Request) -> dict[str, Any]:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
-    raw = await request.content.read(MAX_BODY + 1)
+    raw = b""
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            while len(raw) <= MAX_BODY:  # read() returns what has arrived: read to the end
+                chunk = await request.content.read(MAX_BODY + 1 - len(raw))
+                if not chunk:
+                    break
+                raw += chunk
+    except TimeoutError:
+        raise AdminError("timeout", f"the body did not arrive within {BODY_TIMEOUT:g} s",
+                         408) from None
     if len(raw) > MAX_BODY:
         raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
     if not raw.strip():
@@ -108,7 +130,7 @@ async def _login(request: web.Request) -> web.Response:
     auth = request.app[AUTH]
     try:
         auth.check_origin(request.headers, _origin(request))
-        session = auth.login((await _body(request)).get("token"))
+        session = auth.login((await _body(request)).get("token"), request.remote)
     except AdminError as exc:
         return _error(exc)
     response = web.json_response({"csrf": session.csrf, "expires": session.expires})
@@ -120,7 +142,8 @@ async def _login(request: web.Request) -> web.Response:
 async def _logout(request: web.Request) -> web.Response:
     auth = request.app[AUTH]
     try:
-        auth.authorize("POST", request.headers, request.cookies.get(COOKIE), _origin(request))
+        auth.authorize("POST", request.headers, request.cookies.get(COOKIE), _origin(request),
+                       request.remote)
     except AdminError as exc:
         return _error(exc)
     auth.logout(request.cookies.get(COOKIE))
@@ -146,38 +169,48 @@ async def _queues(request: web.Request) -> dict[str, Any]:
 
 async def _purge(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
-    kind, name = request.match_info["kind"], request.match_info["name"]
-    removed = await admin.purge(request.app[NODE], kind, name,
-                                dead_letters=bool(body.get("dead_letters", False)))
+    kind, name = request.match_info["kind"], _name(request)
+    dead_letters = body.get("dead_letters", False)
+    if not isinstance(dead_letters, bool):
+        raise AdminError("bad_request", "dead_letters must be true or false, not "
+                         f"{json.dumps(dead_letters)[:40]}; nothing was purged")
+    removed = await admin.purge(request.app[NODE], kind, name, dead_letters=dead_letters)
     log.warning("admin: purged %s %r (%d removed)", kind, name, removed)
     return {"removed": removed}
 
 
 async def _delete(request: web.Request) -> dict[str, Any]:
-    kind, name = request.match_info["kind"], request.match_info["name"]
+    kind, name = request.match_info["kind"], _name(request)
     held = await admin.delete(request.app[NODE], kind, name)
     log.warning("admin: deleted %s %r (it held %d)", kind, name, held)
     return {"deleted": True, "held": held}
+
+
+def _name(request: web.Request) -> str:
+    """The object's name: ``?name=`` when given (for names a URL path cannot carry, as a
+    browser resolves the segments ``.`` and ``..`` away), else the path's."""
+    return request.query.get("name") or request.match_info["name"]
 
 
 def _int_param(request: web.Request, key: str, default: int) -> int:
     raw = request.query.get(key)
     if raw is None:
         return default
-    if not raw.isdigit():
-        raise AdminError("bad_request", f"{key} must be an integer >= 0, not {raw[:20]!r}")
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        raise AdminError("bad_request",
+                         f"{key} must be an integer >= 0 of at most 18 digits, not {raw[:20]!r}")
     return int(raw)
 
 
 async def _dlq(request: web.Request) -> dict[str, Any]:
     return await admin.dead_letters(
-        request.app[NODE], request.match_info["name"],
+        request.app[NODE], _name(request),
         offset=_int_param(request, "offset", 0), limit=_int_param(request, "limit", 100))
 
 
 async def _redrive(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
-    name = request.match_info["name"]
+    name = _name(request)
     moved = await admin.redrive(request.app[NODE], name, body.get("item_ids"))
     log.warning("admin: redrove %d dead letter(s) of %r", moved, name)
     return {"redriven": moved}
@@ -190,7 +223,7 @@ async def _members(request: web.Request) -> dict[str, Any]:
 async def _add_member(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
     await admin.add_member(request.app[NODE], body.get("id"), body.get("address"))
-    log.warning("admin: added member %s at %s", body.get("id"), body.get("address"))
+    log.warning("admin: added member %s at %r", body.get("id"), body.get("address"))
     return {"added": str(body.get("id"))}
 
 

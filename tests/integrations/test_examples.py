@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import httpx
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from lazily_queue import testing
@@ -151,3 +152,34 @@ async def test_sse_fanout_on_three_nodes(tmp_path: Path) -> None:
                     break
                 await asyncio.sleep(0.05)
         streams[1].close()
+
+
+async def test_sse_fanout_forgets_a_client_that_left_a_quiet_topic(tmp_path: Path) -> None:
+    """As ``web.run_app`` serves it (handlers are not cancelled when a client leaves): the
+    heartbeat finds the closed connection without any message being published."""
+    sse = load("sse_fanout")
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = await cluster.wait_for_leader()
+        runner = web.AppRunner(sse.create_app(node, heartbeat=0.1), shutdown_timeout=1)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            async with asyncio.timeout(10):
+                while await reader.readline() != b": subscribed\n":
+                    pass
+            chat = node.topic("chat")
+            assert len(chat.subscriptions()) == 1
+            writer.close()  # the client leaves; nothing is ever published
+            async with asyncio.timeout(5):
+                while chat.subscriptions():  # noqa: ASYNC110 - polls plain state
+                    await asyncio.sleep(0.05)
+            async with TestClient(TestServer(sse.create_app(node))) as http:
+                for body in (b"{", b"[1]", b'{"txt": 1}'):
+                    response = await http.post("/publish", data=body)
+                    assert response.status == 400, body
+        finally:
+            await runner.cleanup()

@@ -1,0 +1,113 @@
+"""The HTTP server of ``lazily-queue node`` bounds what a stranger's connections hold:
+an idle or half-sent request is closed after a while, and one source cannot open more
+than its share of connections (the node's file descriptors serve its journal and links);
+its advertised page address is one of its own origins for the admin API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from lazily_queue import service
+from lazily_queue.config import parse_config
+from lazily_queue.service import NodeService
+
+TOKEN = "service-admin-token-0123456789"
+
+
+@contextlib.asynccontextmanager
+async def one_node(root: Path, monkeypatch: pytest.MonkeyPatch,
+                   **extra: str) -> AsyncIterator[tuple[str, int]]:
+    monkeypatch.setenv("LAZILY_HTTP_SECRET", "http-secret")
+    monkeypatch.setenv("LAZILY_HTTP_ADMIN", TOKEN)
+    node = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": "127.0.0.1:0",
+                                     "durability": "none", "secret_env": "LAZILY_HTTP_SECRET",
+                                     "admin_token_env": "LAZILY_HTTP_ADMIN",
+                                     "peers": {"1": f"unix:{root}/n1.sock"}, **extra},
+                                    base=root),
+                       out=io.StringIO(), handle_signals=False)
+    task = asyncio.create_task(node.run())
+    try:
+        async with asyncio.timeout(20):
+            while node.http_url is None or node.node is None or node.node.leader_id is None:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        parts = urlsplit(node.http_url)
+        assert parts.hostname is not None and parts.port is not None
+        yield parts.hostname, parts.port
+    finally:
+        node.request_stop()
+        assert await task == 0
+
+
+async def status_of(host: str, port: int) -> bytes:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"GET /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return (await reader.readline()).rstrip()
+    finally:
+        writer.close()
+
+
+async def closed_by_the_node(reader: asyncio.StreamReader, within: float) -> bool:
+    try:
+        async with asyncio.timeout(within):
+            return await reader.read(1) == b""
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+async def test_idle_and_half_sent_requests_are_closed(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service, "HTTP_IDLE_TIMEOUT", 0.5, raising=False)
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        idle = await asyncio.open_connection(host, port)
+        half = await asyncio.open_connection(host, port)
+        half[1].write(b"GET /status.json HTTP/1.1\r\nHost: x\r\n")  # never finished
+        assert await closed_by_the_node(idle[0], within=5)
+        assert await closed_by_the_node(half[0], within=5)
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"
+
+
+async def test_one_source_cannot_take_every_connection(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service, "HTTP_MAX_PER_SOURCE", 4, raising=False)
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        held = [await asyncio.open_connection(host, port) for _ in range(4)]
+        extra = await asyncio.open_connection(host, port)
+        assert await closed_by_the_node(extra[0], within=2)
+        held[0][1].write(b"GET /status.json HTTP/1.1\r\nHost: x\r\n\r\n")  # held ones work
+        assert (await held[0][0].readline()).rstrip() == b"HTTP/1.1 200 OK"
+        for _, writer in held:
+            writer.close()
+        await asyncio.sleep(0.2)
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # slots given back
+
+
+async def admin_status(host: str, port: int, origin: str) -> bytes:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"GET /admin/api/queues HTTP/1.1\r\nHost: internal:8101\r\n"
+                     b"Authorization: Bearer " + TOKEN.encode() + b"\r\nOrigin: "
+                     + origin.encode() + b"\r\nConnection: close\r\n\r\n")
+        return (await reader.readline()).rstrip()
+    finally:
+        writer.close()
+
+
+async def test_the_advertised_page_is_a_same_origin_for_the_admin_api(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a TLS proxy the browser's origin is the public (advertised) address."""
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://Q1.Example.com:443/lazily") as (host, port):
+        assert await admin_status(host, port, "https://q1.example.com") == b"HTTP/1.1 200 OK"
+        assert await admin_status(host, port, "http://internal:8101") == b"HTTP/1.1 200 OK"
+        for other in ("https://evil.example", "http://q1.example.com", "null"):
+            assert await admin_status(host, port, other) == b"HTTP/1.1 403 Forbidden", other
