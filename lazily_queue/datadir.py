@@ -9,6 +9,7 @@ journal: two processes sharing a log would corrupt it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -63,3 +64,20 @@ class DirectoryLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def disk_problem(exc: OSError) -> str:
+    """``exc``, raised using a data directory, as its cause and the operator's fix."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free space on its file system"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = f"give the user running it (uid {os.geteuid()}) write access to the directory"
+    elif code == errno.EROFS:
+        fix = "remount its file system read-write or choose another data_dir"
+    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+        fix = "something else is in the way at that path: move it away"
+    else:
+        fix = "fix the disk (see the system log)"
+    return f"{exc.strerror or exc}{where}; {fix}"

@@ -38,7 +38,7 @@ from .cells.work_queue import WorkQueueCell
 from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
-from .datadir import DirectoryLock
+from .datadir import DirectoryLock, disk_problem
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -211,8 +211,7 @@ class Node(NodeCells):
             self._dir_lock.release()
             raise StorageUnavailable(
                 f"node {self.node_id} cannot use its data directory {raft_dir}: "
-                f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; free "
-                "space or fix the disk, then start it again"
+                f"{disk_problem(exc)}, then start it again"
             ) from None
         except BaseException:
             self._dir_lock.release()

@@ -32,7 +32,7 @@ from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tl
 
 from .allocator import release_after_snapshots
 from .config import ConfigError, NodeConfig
-from .datadir import DataDirectoryLocked
+from .datadir import DataDirectoryLocked, disk_problem
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
 
@@ -87,8 +87,7 @@ class NodeService:
         except OSError as exc:
             raise StorageUnavailable(
                 f"{config.source}: cannot use data directory {config.data_dir}: "
-                f"{exc.strerror or exc}; free space or fix the disk (or its permissions), "
-                "then start the node again"
+                f"{disk_problem(exc)}, then start the node again"
             ) from None
         watch = _LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)

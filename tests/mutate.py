@@ -777,8 +777,38 @@ MUTATIONS = [
         "    except ZeroDivisionError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
         ("tests/cli/test_node_config.py",),
         "a configuration file that is not UTF-8 is one error naming it, not a traceback"),
+    Mutation(
+        "rejoin-ignores-snapshot", "lazily_queue/cli/rejoin.py",
+        '            damaged.append(f"damaged snapshot: {snapshot_path}: {exc}")',
+        "            pass",
+        ("tests/cli/test_rejoin_cli.py::test_rejoin_recovers_a_damaged_snapshot",),
+        "rejoin recovers the damaged snapshot the node refused to start with"),
+    Mutation(
+        "rejoin-disk-error-traceback", "lazily_queue/cli/rejoin.py",
+        "    except OSError as exc:\n        print(f\"error: cannot recover node",
+        "    except ZeroDivisionError as exc:\n        print(f\"error: cannot recover node",
+        ("tests/cli/test_rejoin_cli.py::"
+         "test_rejoin_with_a_directory_in_the_way_says_so_in_one_line",),
+        "rejoin on an unreadable data directory is one line (exit 4), not a traceback"),
+    Mutation(
+        "rejoin-lock-released-early", "lazily_queue/cli/rejoin.py",
+        '        lock.acquire(owner="rejoin")\n',
+        '        lock.acquire(owner="rejoin")\n        lock.release()\n',
+        ("tests/cli/test_rejoin_cli.py::test_rejoin_holds_the_lock_while_it_wipes",),
+        "no node can start on a data directory while rejoin wipes it"),
+    Mutation(
+        "datadir-in-the-way-advice", "lazily_queue/datadir.py",
+        "    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):",
+        "    elif False:",
+        ("tests/raft/test_data_dir_lock.py::test_a_directory_in_the_way_is_named_with_the_fix",),
+        "a directory where the node keeps a file is named, with 'move it away' as the fix"),
+    Mutation(
+        "datadir-read-only-advice", "lazily_queue/datadir.py",
+        "    elif code == errno.EROFS:",
+        "    elif False:",
+        ("tests/raft/test_data_dir_lock.py::test_a_read_only_file_system_is_named_with_the_fix",),
+        "a read-only file system under the data directory says to remount it"),
 ]
-
 
 def _run_tests(tests: tuple[str, ...]) -> tuple[bool, float]:
     env = dict(os.environ, PYTHONHASHSEED="0")

@@ -6,12 +6,14 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lazily_queue.datadir import DataDirectoryLocked
 from lazily_queue.node import Node
+from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.network import LocalHub
 
 
@@ -64,3 +66,37 @@ def test_another_process_holding_the_directory_refuses_an_embedded_node(
         holder.stdin.write("\n")
         holder.stdin.close()
         holder.wait(30)
+
+
+@pytest.mark.parametrize("in_the_way", ["lock", "raft/journal.log", "raft/snapshot.cbor"])
+async def test_a_directory_in_the_way_is_named_with_the_fix(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    (tmp_path / "d" / in_the_way).mkdir(parents=True)
+    node = _node(tmp_path / "d", LocalHub())
+    with pytest.raises(StorageUnavailable) as caught:
+        await node.start()
+    message = str(caught.value)
+    assert str(tmp_path / "d" / in_the_way) in message and "move it away" in message, message
+    assert "free space" not in message and "\n" not in message
+
+
+@pytest.fixture
+def read_only_fs(tmp_path: Path) -> Iterator[Path]:
+    """An empty read-only tmpfs (mounting needs root, as CI runs)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here ({done.stderr.strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_a_read_only_file_system_is_named_with_the_fix(read_only_fs: Path) -> None:
+    node = _node(read_only_fs, LocalHub())
+    with pytest.raises(StorageUnavailable, match="remount its file system read-write"):
+        await node.start()
