@@ -162,6 +162,7 @@ class Node(NodeCells):
         self._tick_interval = tick_interval
         self._rng = random.Random(seed)
         self._disk = disk
+        self._own_disk: OsDisk | None = None  # made by this node: closed when it stops
         self._disk_retry = disk_retry
         self._driver: Driver | None = None
         self._view: ReadView | None = None
@@ -201,20 +202,20 @@ class Node(NodeCells):
             replica = self._open(raft_dir, state_machine)
             network = self._network if self._network is not None else self._default_network()
         except SnapshotError as exc:
-            self._dir_lock.release()
+            self._release_directory()
             raise SnapshotError(
                 f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
                 f"{self.node_id} and run `lazily-queue rejoin --config FILE` (or lazily_queue."
                 "raft.rejoin.wipe_for_rejoin) to rebuild it from its peers"
             ) from None
         except OSError as exc:
-            self._dir_lock.release()
+            self._release_directory()
             raise StorageUnavailable(
                 f"node {self.node_id} cannot use its data directory {raft_dir}: "
                 f"{disk_problem(exc)}, then start it again"
             ) from None
         except BaseException:
-            self._dir_lock.release()
+            self._release_directory()
             raise
         view = ReadView(state_machine)
         self._view = view
@@ -236,7 +237,8 @@ class Node(NodeCells):
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
-        disk = self._disk or OsDisk(sync=self.durability == "fsync")
+        if (disk := self._disk) is None:
+            disk = self._own_disk = OsDisk(sync=self.durability == "fsync")
         journal = DurableJournal(disk, raft_dir)
         self._check_identity(journal)
         self._journal = journal
@@ -311,10 +313,17 @@ class Node(NodeCells):
             await self._driver.stop()
             if was_running:
                 self._router.reset()  # wakes the cells' waiters, which then fail
-        self._dir_lock.release()
+        self._release_directory()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    def _release_directory(self) -> None:
+        """Close the files of the data directory this node opened and unlock it."""
+        disk, self._own_disk = self._own_disk, None
+        if disk is not None:
+            disk.close()
+        self._dir_lock.release()
 
     async def __aenter__(self) -> Node:
         await self.start()

@@ -808,8 +808,14 @@ MUTATIONS = [
         "    elif False:",
         ("tests/raft/test_data_dir_lock.py::test_a_read_only_file_system_is_named_with_the_fix",),
         "a read-only file system under the data directory says to remount it"),
+    Mutation(
+        "node-stop-keeps-journal-open", "lazily_queue/node.py",
+        "        if disk is not None:\n            disk.close()\n        self._dir_lock.release()",
+        "        self._dir_lock.release()",
+        ("tests/raft/test_data_dir_lock.py::"
+         "test_a_stopped_node_keeps_no_file_of_its_directory_open",),
+        "a stopped (or refused) embedded node keeps no descriptor of its data directory"),
 ]
-
 def _run_tests(tests: tuple[str, ...]) -> tuple[bool, float]:
     env = dict(os.environ, PYTHONHASHSEED="0")
     start = time.perf_counter()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ from lazily_queue.datadir import DataDirectoryLocked
 from lazily_queue.node import Node
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.network import LocalHub
+from lazily_queue.raft.snapshot import SnapshotError
 
 
 def _node(data_dir: Path, hub: LocalHub) -> Node:
@@ -100,3 +103,29 @@ async def test_a_read_only_file_system_is_named_with_the_fix(read_only_fs: Path)
     node = _node(read_only_fs, LocalHub())
     with pytest.raises(StorageUnavailable, match="remount its file system read-write"):
         await node.start()
+
+
+def _open_files(directory: Path) -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(directory)):
+                found.append(target)
+    return found
+
+
+async def test_a_stopped_node_keeps_no_file_of_its_directory_open(tmp_path: Path) -> None:
+    """An application that starts and stops its node must not run out of descriptors."""
+    hub = LocalHub()
+    for round_ in range(3):
+        node = Node(1, data_dir=tmp_path / "d", network=hub.network("1"))
+        await node.start()
+        await node.wait_for_leader()
+        await node.queue("q").push(round_)
+        await node.stop()
+        assert _open_files(tmp_path / "d") == []
+    (tmp_path / "d" / "raft" / "snapshot.cbor").write_bytes(b"damaged")
+    with pytest.raises(SnapshotError):
+        await Node(1, data_dir=tmp_path / "d", network=hub.network("1")).start()
+    assert _open_files(tmp_path / "d") == []
