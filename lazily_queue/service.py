@@ -149,6 +149,14 @@ class NodeService:
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()
+            if exc.errno in (errno.EACCES, errno.EPERM) and \
+                    not self.config.listen.startswith("webrtc"):
+                raise ConfigError(
+                    f"{self.config.source}: cannot listen on `listen` = "
+                    f"{self.config.listen!r}: {exc.strerror or exc}; this user may not bind "
+                    "it: a port below 1024 needs privileges, a Unix socket a directory this "
+                    "user can write (remove a socket file another user left there)"
+                ) from None
             if exc.errno == errno.EACCES:
                 raise ConfigError(
                     f"{self.config.source}: cannot listen on `listen` = "
