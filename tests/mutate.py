@@ -822,6 +822,13 @@ MUTATIONS = [
         ("tests/cli/test_node_config.py::"
          "test_a_listen_address_this_user_may_not_bind_names_the_fix",),
         "a socket or port this user may not bind says so, not to check the webrtc token"),
+    Mutation(
+        "meta-field-types-unchecked", "lazily_queue/raft/meta.py",
+        "        if key in meta and not valid(meta[key]):",
+        "        if False:",
+        ("tests/raft/test_journal.py::"
+         "test_a_checksummed_metadata_copy_with_a_field_of_the_wrong_type_is_damaged",),
+        "a metadata copy whose fields have the wrong types is damaged, not a traceback"),
 ]
 
 
