@@ -829,6 +829,14 @@ MUTATIONS = [
         ("tests/raft/test_journal.py::"
          "test_a_checksummed_metadata_copy_with_a_field_of_the_wrong_type_is_damaged",),
         "a metadata copy whose fields have the wrong types is damaged, not a traceback"),
+    Mutation(
+        "failed-replace-keeps-partial-file", "lazily_queue/raft/disk.py",
+        "            with contextlib.suppress(OSError):  # a partial copy would hold the space\n"
+        "                os.remove(tmp)\n",
+        "            pass\n",
+        ("tests/raft/test_snapshot_disk_full.py::"
+         "test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space",),
+        "a snapshot or metadata write the disk refuses leaves no partial file holding space"),
 ]
 
 

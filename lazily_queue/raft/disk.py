@@ -14,6 +14,7 @@ record; the journal's records are framed so that zeros end the log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Protocol
 
@@ -179,13 +180,18 @@ class OsDisk:
         tmp = f"{path}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self.fsync_enabled:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if self.fsync_enabled:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # a partial copy would hold the space
+                os.remove(tmp)
+            raise
         os.replace(tmp, path)
         self._sync_dir(os.path.dirname(path) or ".")
 

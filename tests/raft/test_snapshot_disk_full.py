@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +68,31 @@ async def test_a_node_spaces_snapshots_by_its_disk_retry() -> None:
     async with testing.cluster(1, disk_retry=0.3) as c:
         node = await c.leader()
         assert node.driver.replica.snapshots.retry_delay == 0.3
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs (mounting needs root, as CI runs)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space(
+    small_fs: Path,
+) -> None:
+    """The journal needs that space to grow once the operator frees some."""
+    disk = OsDisk()
+    free = os.statvfs(small_fs).f_bavail
+    with pytest.raises(OSError) as caught:
+        disk.replace(str(small_fs / "snapshot.cbor"), bytes(4 << 20))
+    assert caught.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in small_fs.iterdir()) == []
+    assert os.statvfs(small_fs).f_bavail == free
