@@ -4,7 +4,8 @@ A running :class:`~lazily_queue.node.Node` (embedded, or inside ``lazily-queue n
 holds an exclusive ``flock`` on ``<data_dir>/lock``, which also records its process
 id; the kernel releases it when the process exits, however it exits. A second node on
 the same directory, in this process or another, is refused before it touches the
-journal: two processes sharing a log would corrupt it.
+journal: two processes sharing a log would corrupt it. :func:`check_complete` refuses a
+directory whose journal or snapshot went missing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import os
 from pathlib import Path
 
 from .errors import InvalidConfiguration
+from .raft.disk import Disk, OsDisk
+from .raft.journal import DurableJournal, JournalError
+from .raft.rejoin import floor_of
 
 
 class DataDirectoryLocked(InvalidConfiguration):
@@ -81,3 +85,28 @@ def disk_problem(exc: OSError) -> str:
     else:
         fix = "fix the disk (see the system log)"
     return f"{exc.strerror or exc}{where}; {fix}"
+
+
+def _exists(disk: Disk, path: str) -> bool:
+    return os.path.exists(path) if isinstance(disk, OsDisk) else disk.read(path) is not None
+
+
+def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> None:
+    """Raise :class:`JournalError` when the journal or snapshot of a node that has run is
+    gone: started without it, the node would lose acknowledged entries, or wait forever.
+
+    The journal file is created (and its directory synced) before any term is stored;
+    the snapshot file is durable before the log below it is dropped. Rejoin removes
+    the journal on purpose and records a floor.
+    """
+    fix = ("nothing was applied. Stop the node and run `lazily-queue rejoin --config FILE` "
+           "to rebuild it from its peers; do not start it without the file")
+    if journal.first_index > 1 and not _exists(disk, snapshot_path):
+        raise JournalError(
+            f"{snapshot_path} is missing, but {journal.path} begins at entry "
+            f"{journal.first_index}: the entries before it were only in that snapshot; {fix}")
+    if (journal.getCurrentTerm() > 0 and floor_of(journal.meta) is None
+            and not _exists(disk, journal.path)):
+        raise JournalError(
+            f"{journal.path} is missing, but the node has run (term "
+            f"{journal.getCurrentTerm()} in {journal.meta_path}); {fix}")

@@ -38,7 +38,7 @@ from .cells.work_queue import WorkQueueCell
 from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
-from .datadir import DirectoryLock, disk_problem
+from .datadir import DirectoryLock, check_complete, disk_problem
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -240,6 +240,7 @@ class Node(NodeCells):
         if (disk := self._disk) is None:
             disk = self._own_disk = OsDisk(sync=self.durability == "fsync")
         journal = DurableJournal(disk, raft_dir)
+        check_complete(journal, disk, f"{raft_dir}/snapshot.cbor")
         self._check_identity(journal)
         self._journal = journal
         return Replica(

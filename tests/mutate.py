@@ -837,6 +837,20 @@ MUTATIONS = [
         ("tests/raft/test_snapshot_disk_full.py::"
          "test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space",),
         "a snapshot or metadata write the disk refuses leaves no partial file holding space"),
+    Mutation(
+        "missing-snapshot-started", "lazily_queue/datadir.py",
+        "    if journal.first_index > 1 and not _exists(disk, snapshot_path):",
+        "    if False:",
+        ("tests/raft/test_missing_files.py",),
+        "a node whose snapshot file is gone is refused at start (it waited forever), and "
+        "rejoin recovers it"),
+    Mutation(
+        "missing-journal-started", "lazily_queue/datadir.py",
+        "            and not _exists(disk, journal.path)):",
+        "            and False):",
+        ("tests/raft/test_missing_files.py",),
+        "a node whose journal file is gone is refused at start (it started empty, losing "
+        "acknowledged entries), and rejoin recovers it"),
 ]
 
 

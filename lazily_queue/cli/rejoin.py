@@ -64,6 +64,7 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     """Check the journal, metadata and snapshot of ``raft_dir`` and wipe them for a rejoin
     when damaged (or ``force``); raises ``OSError`` before anything is removed when
     one of them cannot be read."""
+    from ..datadir import check_complete
     from ..raft.disk import OsDisk
     from ..raft.journal import DurableJournal, JournalError
     from ..raft.meta import MetaStore
@@ -74,13 +75,13 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
 
     disk = OsDisk()
     damaged: list[str] = []
+    snapshot_path = raft_dir / "snapshot.cbor"
     try:
-        DurableJournal(disk, str(raft_dir))
+        check_complete(DurableJournal(disk, str(raft_dir)), disk, str(snapshot_path))
     except JournalError as exc:
         damaged.append(f"damaged journal: {exc}")
     finally:
         disk.close()
-    snapshot_path = raft_dir / "snapshot.cbor"
     raw = disk.read(str(snapshot_path))
     if raw is not None:
         try:
