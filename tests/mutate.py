@@ -851,6 +851,13 @@ MUTATIONS = [
         ("tests/raft/test_missing_files.py",),
         "a node whose journal file is gone is refused at start (it started empty, losing "
         "acknowledged entries), and rejoin recovers it"),
+    Mutation(
+        "snapshot-refusal-flood", "lazily_queue/raft/snapshot.py",
+        'logging.getLogger("pysyncobj.syncobj").addFilter(_not_the_library_report)',
+        'logging.getLogger("pysyncobj.syncobj")',
+        ("tests/raft/test_snapshot_disk_full.py::"
+         "test_a_node_whose_snapshots_are_refused_logs_it_once",),
+        "a disk refusing snapshots is logged once, not one library warning per step"),
 ]
 
 

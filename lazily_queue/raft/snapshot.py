@@ -45,6 +45,15 @@ from .snapshot_writer import SnapshotWriter
 
 log = logging.getLogger(__name__)
 
+
+def _not_the_library_report(record: logging.LogRecord) -> bool:
+    """PySyncObj warns on every step a snapshot is reported failed (each step while one
+    waits for its retry); :class:`SnapshotStore` logs the cause once instead."""
+    return record.getMessage() != "Failed to store full dump"
+
+
+logging.getLogger("pysyncobj.syncobj").addFilter(_not_the_library_report)
+
 FORMAT = 1
 MAGIC = b"LQS\x01"
 _CRC = struct.Struct("<I")

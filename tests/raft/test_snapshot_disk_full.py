@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lazily_queue import testing
+from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.snapshot import FAILED, SUCCESS, SnapshotStore
 
 
@@ -96,3 +101,31 @@ def test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space(
     assert caught.value.errno == errno.ENOSPC
     assert sorted(p.name for p in small_fs.iterdir()) == []
     assert os.statvfs(small_fs).f_bavail == free
+
+
+class SnapshotRefusingDisk(OsDisk):
+    """Refuses to write snapshot files; the journal and metadata are written."""
+
+    def replace(self, path: str, data: bytes) -> None:
+        if path.endswith("snapshot.cbor"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().replace(path, data)
+
+
+async def test_a_node_whose_snapshots_are_refused_logs_it_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Not one line per step from the consensus library."""
+    engine = replace(testing.FAST_ENGINE, compaction_min_entries=20, compaction_min_time=3600)
+    node = Node(1, data_dir=tmp_path, network=LocalHub().network("1"), engine=engine,
+                disk=SnapshotRefusingDisk(), disk_retry=0.2)
+    caplog.set_level(logging.WARNING)
+    async with node:
+        await node.wait_for_leader()
+        for i in range(60):
+            await node.queue("q").push(i)
+        for _ in range(100):  # a second of steps, several retries
+            await asyncio.sleep(0.01)
+        assert node.status()["snapshots_taken"] == 0
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum("taking a snapshot failed" in line for line in lines) == 1, lines
+    assert len(lines) <= 3, lines[:20]
