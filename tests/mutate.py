@@ -858,6 +858,13 @@ MUTATIONS = [
         ("tests/raft/test_snapshot_disk_full.py::"
          "test_a_node_whose_snapshots_are_refused_logs_it_once",),
         "a disk refusing snapshots is logged once, not one library warning per step"),
+    Mutation(
+        "snapshot-without-state", "lazily_queue/raft/snapshot.py",
+        '    if "state" not in doc:\n        raise SnapshotError("snapshot holds no state")',
+        '    if False:\n        raise SnapshotError("snapshot holds no state")',
+        ("tests/raft/test_snapshot_encoding.py::"
+         "test_a_checksummed_snapshot_without_its_state_is_refused_in_one_line",),
+        "a checksummed snapshot without its state is damaged data, not a KeyError traceback"),
 ]
 
 

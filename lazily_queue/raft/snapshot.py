@@ -114,6 +114,8 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
         raise SnapshotError(f"snapshot is not valid CBOR: {exc.reason}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SnapshotError("snapshot has an unknown format")
+    if "state" not in doc:
+        raise SnapshotError("snapshot holds no state")
     members = doc.get("members")
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         raise SnapshotError("snapshot members must be a list of node ids")
