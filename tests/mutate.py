@@ -865,6 +865,13 @@ MUTATIONS = [
         ("tests/raft/test_snapshot_encoding.py::"
          "test_a_checksummed_snapshot_without_its_state_is_refused_in_one_line",),
         "a checksummed snapshot without its state is damaged data, not a KeyError traceback"),
+    Mutation(
+        "rejoin-floor-after-wipe", "lazily_queue/raft/rejoin.py",
+        "    store.store(meta)  # durable first: a wipe cut short must still withhold the vote\n"
+        "    disk.remove(log_path)\n    disk.remove(snapshot_path)\n",
+        "    disk.remove(log_path)\n    disk.remove(snapshot_path)\n    store.store(meta)\n",
+        ("tests/cli/test_rejoin_cli.py::test_a_wipe_cut_short_keeps_the_floor",),
+        "the rejoin floor is durable before the journal is removed (a crash mid-wipe keeps it)"),
 ]
 
 

@@ -54,9 +54,9 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
             log.warning("%s: unreadable snapshot is dropped as well", snapshot_path)
     meta[FLOOR_KEY] = list(floor)
     meta["commit"] = 1
+    store.store(meta)  # durable first: a wipe cut short must still withhold the vote
     disk.remove(log_path)
     disk.remove(snapshot_path)
-    store.store(meta)
     log.error("%s: journal wiped; the member rejoins empty and will not vote until its log "
               "reaches term %d index %d", directory, floor[0], floor[1])
     return floor

@@ -12,6 +12,7 @@ from lazily_queue.cli import main
 from lazily_queue.datadir import DataDirectoryLocked, DirectoryLock
 from lazily_queue.node import Node
 from lazily_queue.raft import rejoin
+from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.meta import decode_meta
 from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.records import HEADER
@@ -148,3 +149,30 @@ async def test_rejoin_holds_the_lock_while_it_wipes(
     monkeypatch.setattr(rejoin, "wipe_for_rejoin", wipe_while_a_node_starts)
     assert main(["rejoin", "--config", str(config), "--force"]) == 0
     assert refused, "a node could take the directory while rejoin wiped it"
+
+
+class _Crash(Exception):
+    """The process dies here."""
+
+
+class _DiskDyingAtSecondRemove(OsDisk):
+    def __init__(self) -> None:
+        super().__init__()
+        self.removed = 0
+
+    def remove(self, path: str) -> None:
+        self.removed += 1
+        if self.removed == 2:
+            raise _Crash(path)
+        super().remove(path)
+
+
+async def test_a_wipe_cut_short_keeps_the_floor(tmp_path: Path) -> None:
+    """The floor is durable before the journal goes: restarted after a crash mid-wipe, the
+    node still withholds its vote (and is not refused for its missing journal)."""
+    raft = await _node_with_history(tmp_path)
+    (raft / "snapshot.cbor").write_bytes(b"damaged")
+    with pytest.raises(_Crash):
+        rejoin.wipe_for_rejoin(_DiskDyingAtSecondRemove(), str(raft), str(raft / "snapshot.cbor"))
+    meta = decode_meta((raft / "journal.meta").read_bytes())[0]
+    assert meta["rejoin_floor"][1] >= 5, meta
