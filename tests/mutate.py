@@ -872,6 +872,13 @@ MUTATIONS = [
         "    disk.remove(log_path)\n    disk.remove(snapshot_path)\n    store.store(meta)\n",
         ("tests/cli/test_rejoin_cli.py::test_a_wipe_cut_short_keeps_the_floor",),
         "the rejoin floor is durable before the journal is removed (a crash mid-wipe keeps it)"),
+    Mutation(
+        "older-snapshot-drops-journal", "lazily_queue/raft/rejoin.py",
+        '    if len(journal) and journal.first_index > doc["prev"][1]:',
+        "    if False:",
+        ("tests/raft/test_missing_files.py::"
+         "test_an_older_snapshot_than_the_journal_continues_is_refused",),
+        "a snapshot older than the journal continues is refused, not the journal dropped"),
 ]
 
 

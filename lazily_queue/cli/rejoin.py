@@ -68,7 +68,7 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     from ..raft.disk import OsDisk
     from ..raft.journal import DurableJournal, JournalError
     from ..raft.meta import MetaStore
-    from ..raft.rejoin import wipe_for_rejoin
+    from ..raft.rejoin import check_continues, wipe_for_rejoin
     from ..raft.replica import check_stored_state
     from ..raft.snapshot import SnapshotError, decode_snapshot
     from ..replicated.state_machine import StateMachine
@@ -76,8 +76,10 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     disk = OsDisk()
     damaged: list[str] = []
     snapshot_path = raft_dir / "snapshot.cbor"
+    journal = None
     try:
-        check_complete(DurableJournal(disk, str(raft_dir)), disk, str(snapshot_path))
+        journal = DurableJournal(disk, str(raft_dir))
+        check_complete(journal, disk, str(snapshot_path))
     except JournalError as exc:
         damaged.append(f"damaged journal: {exc}")
     finally:
@@ -85,7 +87,10 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     raw = disk.read(str(snapshot_path))
     if raw is not None:
         try:
-            check_stored_state(StateMachine(), decode_snapshot(raw)["state"])
+            doc = decode_snapshot(raw)
+            check_stored_state(StateMachine(), doc["state"])
+            if journal is not None:
+                check_continues(journal, doc)
         except SnapshotError as exc:
             damaged.append(f"damaged snapshot: {snapshot_path}: {exc}")
     if not damaged and not force:

@@ -15,12 +15,15 @@ the member may have acknowledged entries that a leader then counted as committed
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .disk import Disk
 from .meta import MetaStore, default_meta
 from .records import scan_newest
-from .snapshot import decode_snapshot
+from .snapshot import SnapshotError, decode_snapshot
+
+if TYPE_CHECKING:
+    from .journal import DurableJournal
 
 log = logging.getLogger(__name__)
 
@@ -68,3 +71,13 @@ def floor_of(meta: dict[str, Any]) -> tuple[int, int] | None:
     if isinstance(value, list) and len(value) == 2:
         return int(value[0]), int(value[1])
     return None
+
+
+def check_continues(journal: DurableJournal, doc: dict[str, Any]) -> None:
+    """Refuse a journal that begins after the stored snapshot ends (an older snapshot put
+    back): the engine would drop the whole journal, entries committed after it too."""
+    if len(journal) and journal.first_index > doc["prev"][1]:
+        raise SnapshotError(
+            f"{journal.path} begins at entry {journal.first_index}, after the snapshot's "
+            f"last entries ({doc['prev'][1]}, {doc['last'][1]}): the snapshot is older than "
+            "the journal (put back from a copy?) and the entries between are missing")

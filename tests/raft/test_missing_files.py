@@ -56,3 +56,37 @@ async def test_a_missing_file_is_refused_and_rejoin_recovers_it(
     assert missing in capsys.readouterr().out
     await node.start()  # empty: it catches up from its peers
     await node.stop()
+
+
+async def test_an_older_snapshot_than_the_journal_continues_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A snapshot restored from a backup, or copied before a later compaction: started
+    with it, the journal after it was dropped (acknowledged entries lost) without a word."""
+    data = tmp_path / "d"
+    node = _node(data)
+    await node.start()
+    await node.wait_for_leader()
+    pushed = 0
+
+    async def until(snapshots: int) -> None:
+        nonlocal pushed
+        async with asyncio.timeout(30):
+            while node.status()["snapshots_taken"] < snapshots:
+                await node.queue("q").push(pushed)
+                pushed += 1
+
+    await until(1)
+    older = (data / "raft" / "snapshot.cbor").read_bytes()
+    await until(3)
+    await node.stop()
+    (data / "raft" / "snapshot.cbor").write_bytes(older)
+    node = _node(data)
+    with pytest.raises(DamagedData, match="lazily-queue rejoin") as caught:
+        await node.start()
+    assert "begins at entry" in str(caught.value)
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                          data_dir=str(data))
+    assert main(["rejoin", "--config", str(config)]) == 0, capsys.readouterr().err
+    await node.start()
+    await node.stop()
