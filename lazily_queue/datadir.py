@@ -13,12 +13,17 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import secrets
 from pathlib import Path
 
 from .errors import InvalidConfiguration
 from .raft.disk import Disk, OsDisk
 from .raft.journal import DurableJournal, JournalError
 from .raft.rejoin import floor_of
+
+
+class ClusterMismatch(InvalidConfiguration):
+    """The data directory belongs to another node or cluster."""
 
 
 class DataDirectoryLocked(InvalidConfiguration):
@@ -110,3 +115,25 @@ def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> N
         raise JournalError(
             f"{journal.path} is missing, but the node has run (term "
             f"{journal.getCurrentTerm()} in {journal.meta_path}); {fix}")
+
+
+def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
+                    data_dir: str | os.PathLike[str]) -> None:
+    """The data directory must be this node's (:class:`ClusterMismatch`); give it an
+    identity on first use."""
+    meta = journal.meta
+    owner = meta.get("node")
+    found = meta.get("cluster")
+    if owner is not None and (owner != node_id or found != cluster):
+        raise ClusterMismatch(
+            f"data directory {data_dir} belongs to node {owner} of cluster {found!r}, but "
+            f"this is node {node_id} of cluster {cluster!r}; give every node its own data "
+            "directory"
+        )
+    if owner is None:
+        journal.set_meta("node", node_id)
+        journal.set_meta("cluster", cluster)
+    if "incarnation" not in meta:
+        journal.set_meta("incarnation", secrets.token_hex(8))
+    if journal.needs_sync:
+        journal.sync()

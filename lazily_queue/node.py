@@ -20,9 +20,9 @@ maintenance (:mod:`.maintenance`), membership changes (:mod:`.membership`) and s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
-import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +38,8 @@ from .cells.work_queue import WorkQueueCell
 from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
-from .datadir import DirectoryLock, check_complete, disk_problem
+from .datadir import ClusterMismatch as ClusterMismatch  # part of this module's API
+from .datadir import DirectoryLock, check_complete, claim_directory, disk_problem
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -62,10 +63,6 @@ from .status import local_status
 from .storage.raft_queue import raise_op_error
 
 Durability = Literal["fsync", "none"]
-
-
-class ClusterMismatch(InvalidConfiguration):
-    """The data directory belongs to another node or cluster."""
 
 
 class Node(NodeCells):
@@ -227,13 +224,20 @@ class Node(NodeCells):
             address_of=lambda peer: self.peers.get(peer) or view.address(peer),
             disk_retry=self._disk_retry,
         )
-        await self._driver.start()
-        for storage in self._router.storages():
-            storage.rebind(self._driver, view)
-        self._router.reset()
-        self._maintenance.start()
-        if self.clients is not None:
-            await self.clients.start()
+        try:
+            await self._driver.start()
+            for storage in self._router.storages():
+                storage.rebind(self._driver, view)
+            self._router.reset()
+            self._maintenance.start()
+            if self.clients is not None:
+                await self.clients.start()
+        except BaseException:  # an address in use: nothing stays running or locked
+            if not self._driver.running:
+                with contextlib.suppress(Exception):
+                    await network.stop()
+            await self.stop()
+            raise
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
@@ -241,7 +245,7 @@ class Node(NodeCells):
             disk = self._own_disk = OsDisk(sync=self.durability == "fsync")
         journal = DurableJournal(disk, raft_dir)
         check_complete(journal, disk, f"{raft_dir}/snapshot.cbor")
-        self._check_identity(journal)
+        claim_directory(journal, self.node_id, self.cluster, self.data_dir)
         self._journal = journal
         return Replica(
             self.node_id,
@@ -282,25 +286,6 @@ class Node(NodeCells):
             client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
                                    else self.clients.max_request_bytes),
         )
-
-    def _check_identity(self, journal: DurableJournal) -> None:
-        """The data directory must be this node's; give it an identity on first use."""
-        meta = journal.meta
-        owner = meta.get("node")
-        cluster = meta.get("cluster")
-        if owner is not None and (owner != self.node_id or cluster != self.cluster):
-            raise ClusterMismatch(
-                f"data directory {self.data_dir} belongs to node {owner} of cluster "
-                f"{cluster!r}, but this is node {self.node_id} of cluster {self.cluster!r}; "
-                "give every node its own data directory"
-            )
-        if owner is None:
-            journal.set_meta("node", self.node_id)
-            journal.set_meta("cluster", self.cluster)
-        if "incarnation" not in meta:
-            journal.set_meta("incarnation", secrets.token_hex(8))
-        if journal.needs_sync:
-            journal.sync()
 
     async def stop(self) -> None:
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a

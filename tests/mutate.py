@@ -879,6 +879,13 @@ MUTATIONS = [
         ("tests/raft/test_missing_files.py::"
          "test_an_older_snapshot_than_the_journal_continues_is_refused",),
         "a snapshot older than the journal continues is refused, not the journal dropped"),
+    Mutation(
+        "failed-start-keeps-directory", "lazily_queue/node.py",
+        "        except BaseException:  # an address in use: nothing stays running or locked\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/raft/test_data_dir_lock.py::"
+         "test_a_node_whose_address_is_taken_leaves_its_directory_free",),
+        "a node whose start fails at its address leaves nothing running or locked"),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -129,3 +130,22 @@ async def test_a_stopped_node_keeps_no_file_of_its_directory_open(tmp_path: Path
     with pytest.raises(SnapshotError):
         await Node(1, data_dir=tmp_path / "d", network=hub.network("1")).start()
     assert _open_files(tmp_path / "d") == []
+
+
+async def test_a_node_whose_address_is_taken_leaves_its_directory_free(
+    tmp_path: Path,
+) -> None:
+    """Retried in the same process, it was refused as 'in use by another running node'."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    listen = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+    try:
+        with pytest.raises(OSError, match="in use"):
+            async with Node(1, data_dir=tmp_path / "d", listen=listen, secret="s3cret"):
+                pass
+        assert _open_files(tmp_path / "d") == []
+    finally:
+        taken.close()
+    async with Node(1, data_dir=tmp_path / "d", listen=listen, secret="s3cret") as node:
+        assert node.running
