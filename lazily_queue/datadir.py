@@ -85,7 +85,7 @@ def disk_problem(exc: OSError) -> str:
         fix = f"give the user running it (uid {os.geteuid()}) write access to the directory"
     elif code == errno.EROFS:
         fix = "remount its file system read-write or choose another data_dir"
-    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):
         fix = "something else is in the way at that path: move it away"
     else:
         fix = "fix the disk (see the system log)"

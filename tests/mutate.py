@@ -798,7 +798,7 @@ MUTATIONS = [
         "no node can start on a data directory while rejoin wipes it"),
     Mutation(
         "datadir-in-the-way-advice", "lazily_queue/datadir.py",
-        "    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):",
+        "    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):",
         "    elif False:",
         ("tests/raft/test_data_dir_lock.py::test_a_directory_in_the_way_is_named_with_the_fix",),
         "a directory where the node keeps a file is named, with 'move it away' as the fix"),
@@ -886,6 +886,13 @@ MUTATIONS = [
         ("tests/raft/test_data_dir_lock.py::"
          "test_a_node_whose_address_is_taken_leaves_its_directory_free",),
         "a node whose start fails at its address leaves nothing running or locked"),
+    Mutation(
+        "read-waits-on-fifo", "lazily_queue/raft/disk.py",
+        "        if not stat.S_ISREG(mode):\n            os.close(fd)\n",
+        "        if False:\n            os.close(fd)\n",
+        ("tests/raft/test_disk_errors.py::"
+         "test_a_file_that_is_not_a_regular_file_is_refused_not_waited_on",),
+        "a FIFO or device in place of a data file is refused, not waited on or read as empty"),
 ]
 
 

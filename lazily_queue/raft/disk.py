@@ -15,7 +15,9 @@ record; the journal's records are framed so that zeros end the log.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from typing import Protocol
 
 #: Bytes of zeros a growing file is extended by at a time.
@@ -94,11 +96,18 @@ class OsDisk:
         return os.pwrite(fd, data, offset)
 
     def read(self, path: str) -> bytes | None:
-        try:
-            with open(path, "rb") as f:
-                return f.read()
+        try:  # no wait for a writer, should the path be a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise OSError(errno.EINVAL, "Not a regular file", path)
+        with open(fd, "rb") as f:
+            return f.read()
 
     def append(self, path: str, data: bytes) -> None:
         f = self._open(path)
