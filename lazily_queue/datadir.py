@@ -4,16 +4,26 @@ A running :class:`~lazily_queue.node.Node` (embedded, or inside ``lazily-queue n
 holds an exclusive ``flock`` on ``<data_dir>/lock``, which also records its process
 id; the kernel releases it when the process exits, however it exits. A second node on
 the same directory, in this process or another, is refused before it touches the
-journal: two processes sharing a log would corrupt it.
+journal: two processes sharing a log would corrupt it. :func:`check_complete` refuses a
+directory whose journal or snapshot went missing.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import secrets
 from pathlib import Path
 
 from .errors import InvalidConfiguration
+from .raft.disk import Disk, OsDisk
+from .raft.journal import DurableJournal, JournalError
+from .raft.rejoin import floor_of
+
+
+class ClusterMismatch(InvalidConfiguration):
+    """The data directory belongs to another node or cluster."""
 
 
 class DataDirectoryLocked(InvalidConfiguration):
@@ -63,3 +73,67 @@ class DirectoryLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def disk_problem(exc: OSError) -> str:
+    """``exc``, raised using a data directory, as its cause and the operator's fix."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free space on its file system"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = f"give the user running it (uid {os.geteuid()}) write access to the directory"
+    elif code == errno.EROFS:
+        fix = "remount its file system read-write or choose another data_dir"
+    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):
+        fix = "something else is in the way at that path: move it away"
+    else:
+        fix = "fix the disk (see the system log)"
+    return f"{exc.strerror or exc}{where}; {fix}"
+
+
+def _exists(disk: Disk, path: str) -> bool:
+    return os.path.exists(path) if isinstance(disk, OsDisk) else disk.read(path) is not None
+
+
+def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> None:
+    """Raise :class:`JournalError` when the journal or snapshot of a node that has run is
+    gone: started without it, the node would lose acknowledged entries, or wait forever.
+
+    The journal file is created (and its directory synced) before any term is stored;
+    the snapshot file is durable before the log below it is dropped. Rejoin removes
+    the journal on purpose and records a floor.
+    """
+    fix = ("nothing was applied. Stop the node and run `lazily-queue rejoin --config FILE` "
+           "to rebuild it from its peers; do not start it without the file")
+    if journal.first_index > 1 and not _exists(disk, snapshot_path):
+        raise JournalError(
+            f"{snapshot_path} is missing, but {journal.path} begins at entry "
+            f"{journal.first_index}: the entries before it were only in that snapshot; {fix}")
+    if (journal.getCurrentTerm() > 0 and floor_of(journal.meta) is None
+            and not _exists(disk, journal.path)):
+        raise JournalError(
+            f"{journal.path} is missing, but the node has run (term "
+            f"{journal.getCurrentTerm()} in {journal.meta_path}); {fix}")
+
+
+def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
+                    data_dir: str | os.PathLike[str]) -> None:
+    """The data directory must be this node's (:class:`ClusterMismatch`); give it an
+    identity on first use."""
+    meta = journal.meta
+    owner = meta.get("node")
+    found = meta.get("cluster")
+    if owner is not None and (owner != node_id or found != cluster):
+        raise ClusterMismatch(
+            f"data directory {data_dir} belongs to node {owner} of cluster {found!r}, but "
+            f"this is node {node_id} of cluster {cluster!r}; give every node its own data "
+            "directory"
+        )
+    if owner is None:
+        journal.set_meta("node", node_id)
+        journal.set_meta("cluster", cluster)
+    if "incarnation" not in meta:
+        journal.set_meta("incarnation", secrets.token_hex(8))
+    if journal.needs_sync:
+        journal.sync()

@@ -20,9 +20,9 @@ maintenance (:mod:`.maintenance`), membership changes (:mod:`.membership`) and s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
-import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +38,8 @@ from .cells.work_queue import WorkQueueCell
 from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
-from .datadir import DirectoryLock
+from .datadir import ClusterMismatch as ClusterMismatch  # part of this module's API
+from .datadir import DirectoryLock, check_complete, claim_directory, disk_problem
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -62,10 +63,6 @@ from .status import local_status
 from .storage.raft_queue import raise_op_error
 
 Durability = Literal["fsync", "none"]
-
-
-class ClusterMismatch(InvalidConfiguration):
-    """The data directory belongs to another node or cluster."""
 
 
 class Node(NodeCells):
@@ -162,6 +159,7 @@ class Node(NodeCells):
         self._tick_interval = tick_interval
         self._rng = random.Random(seed)
         self._disk = disk
+        self._own_disk: OsDisk | None = None  # made by this node: closed when it stops
         self._disk_retry = disk_retry
         self._driver: Driver | None = None
         self._view: ReadView | None = None
@@ -201,21 +199,20 @@ class Node(NodeCells):
             replica = self._open(raft_dir, state_machine)
             network = self._network if self._network is not None else self._default_network()
         except SnapshotError as exc:
-            self._dir_lock.release()
+            self._release_directory()
             raise SnapshotError(
                 f"{raft_dir}/snapshot.cbor: {exc}; nothing was applied. Stop node "
                 f"{self.node_id} and run `lazily-queue rejoin --config FILE` (or lazily_queue."
                 "raft.rejoin.wipe_for_rejoin) to rebuild it from its peers"
             ) from None
         except OSError as exc:
-            self._dir_lock.release()
+            self._release_directory()
             raise StorageUnavailable(
                 f"node {self.node_id} cannot use its data directory {raft_dir}: "
-                f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; free "
-                "space or fix the disk, then start it again"
+                f"{disk_problem(exc)}, then start it again"
             ) from None
         except BaseException:
-            self._dir_lock.release()
+            self._release_directory()
             raise
         view = ReadView(state_machine)
         self._view = view
@@ -227,19 +224,28 @@ class Node(NodeCells):
             address_of=lambda peer: self.peers.get(peer) or view.address(peer),
             disk_retry=self._disk_retry,
         )
-        await self._driver.start()
-        for storage in self._router.storages():
-            storage.rebind(self._driver, view)
-        self._router.reset()
-        self._maintenance.start()
-        if self.clients is not None:
-            await self.clients.start()
+        try:
+            await self._driver.start()
+            for storage in self._router.storages():
+                storage.rebind(self._driver, view)
+            self._router.reset()
+            self._maintenance.start()
+            if self.clients is not None:
+                await self.clients.start()
+        except BaseException:  # an address in use: nothing stays running or locked
+            if not self._driver.running:
+                with contextlib.suppress(Exception):
+                    await network.stop()
+            await self.stop()
+            raise
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:
         """The journal, snapshot and replica of this node's data directory."""
-        disk = self._disk or OsDisk(sync=self.durability == "fsync")
+        if (disk := self._disk) is None:
+            disk = self._own_disk = OsDisk(sync=self.durability == "fsync")
         journal = DurableJournal(disk, raft_dir)
-        self._check_identity(journal)
+        check_complete(journal, disk, f"{raft_dir}/snapshot.cbor")
+        claim_directory(journal, self.node_id, self.cluster, self.data_dir)
         self._journal = journal
         return Replica(
             self.node_id,
@@ -281,25 +287,6 @@ class Node(NodeCells):
                                    else self.clients.max_request_bytes),
         )
 
-    def _check_identity(self, journal: DurableJournal) -> None:
-        """The data directory must be this node's; give it an identity on first use."""
-        meta = journal.meta
-        owner = meta.get("node")
-        cluster = meta.get("cluster")
-        if owner is not None and (owner != self.node_id or cluster != self.cluster):
-            raise ClusterMismatch(
-                f"data directory {self.data_dir} belongs to node {owner} of cluster "
-                f"{cluster!r}, but this is node {self.node_id} of cluster {self.cluster!r}; "
-                "give every node its own data directory"
-            )
-        if owner is None:
-            journal.set_meta("node", self.node_id)
-            journal.set_meta("cluster", self.cluster)
-        if "incarnation" not in meta:
-            journal.set_meta("incarnation", secrets.token_hex(8))
-        if journal.needs_sync:
-            journal.sync()
-
     async def stop(self) -> None:
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a
         claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
@@ -312,10 +299,17 @@ class Node(NodeCells):
             await self._driver.stop()
             if was_running:
                 self._router.reset()  # wakes the cells' waiters, which then fail
-        self._dir_lock.release()
+        self._release_directory()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    def _release_directory(self) -> None:
+        """Close the files of the data directory this node opened and unlock it."""
+        disk, self._own_disk = self._own_disk, None
+        if disk is not None:
+            disk.close()
+        self._dir_lock.release()
 
     async def __aenter__(self) -> Node:
         await self.start()

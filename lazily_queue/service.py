@@ -35,7 +35,7 @@ from lazily_transports._core._admission import AdmissionGate
 from . import http_gate
 from .allocator import freeze_started_process, release_after_snapshots
 from .config import ConfigError, NodeConfig
-from .datadir import DataDirectoryLocked
+from .datadir import DataDirectoryLocked, disk_problem
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
 
@@ -100,8 +100,7 @@ class NodeService:
         except OSError as exc:
             raise StorageUnavailable(
                 f"{config.source}: cannot use data directory {config.data_dir}: "
-                f"{exc.strerror or exc}; free space or fix the disk (or its permissions), "
-                "then start the node again"
+                f"{disk_problem(exc)}, then start the node again"
             ) from None
         watch = _LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)
@@ -165,6 +164,14 @@ class NodeService:
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()
+            if exc.errno in (errno.EACCES, errno.EPERM) and \
+                    not self.config.listen.startswith("webrtc"):
+                raise ConfigError(
+                    f"{self.config.source}: cannot listen on `listen` = "
+                    f"{self.config.listen!r}: {exc.strerror or exc}; this user may not bind "
+                    "it: a port below 1024 needs privileges, a Unix socket a directory this "
+                    "user can write (remove a socket file another user left there)"
+                ) from None
             if exc.errno == errno.EACCES:
                 raise ConfigError(
                     f"{self.config.source}: cannot listen on `listen` = "

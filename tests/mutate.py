@@ -899,6 +899,122 @@ MUTATIONS = [
         ("tests/integrations/test_examples.py::"
          "test_sse_fanout_forgets_a_client_that_left_a_quiet_topic",),
         "an SSE client that left a quiet topic is forgotten (no leaked task or subscriber)"),
+    Mutation(
+        "rejoin-ignores-snapshot", "lazily_queue/cli/rejoin.py",
+        '            damaged.append(f"damaged snapshot: {snapshot_path}: {exc}")',
+        "            pass",
+        ("tests/cli/test_rejoin_cli.py::test_rejoin_recovers_a_damaged_snapshot",),
+        "rejoin recovers the damaged snapshot the node refused to start with"),
+    Mutation(
+        "rejoin-disk-error-traceback", "lazily_queue/cli/rejoin.py",
+        "    except OSError as exc:\n        print(f\"error: cannot recover node",
+        "    except ZeroDivisionError as exc:\n        print(f\"error: cannot recover node",
+        ("tests/cli/test_rejoin_cli.py::"
+         "test_rejoin_with_a_directory_in_the_way_says_so_in_one_line",),
+        "rejoin on an unreadable data directory is one line (exit 4), not a traceback"),
+    Mutation(
+        "rejoin-lock-released-early", "lazily_queue/cli/rejoin.py",
+        '        lock.acquire(owner="rejoin")\n',
+        '        lock.acquire(owner="rejoin")\n        lock.release()\n',
+        ("tests/cli/test_rejoin_cli.py::test_rejoin_holds_the_lock_while_it_wipes",),
+        "no node can start on a data directory while rejoin wipes it"),
+    Mutation(
+        "datadir-in-the-way-advice", "lazily_queue/datadir.py",
+        "    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):",
+        "    elif False:",
+        ("tests/raft/test_data_dir_lock.py::test_a_directory_in_the_way_is_named_with_the_fix",),
+        "a directory where the node keeps a file is named, with 'move it away' as the fix"),
+    Mutation(
+        "datadir-read-only-advice", "lazily_queue/datadir.py",
+        "    elif code == errno.EROFS:",
+        "    elif False:",
+        ("tests/raft/test_data_dir_lock.py::test_a_read_only_file_system_is_named_with_the_fix",),
+        "a read-only file system under the data directory says to remount it"),
+    Mutation(
+        "node-stop-keeps-journal-open", "lazily_queue/node.py",
+        "        if disk is not None:\n            disk.close()\n        self._dir_lock.release()",
+        "        self._dir_lock.release()",
+        ("tests/raft/test_data_dir_lock.py::"
+         "test_a_stopped_node_keeps_no_file_of_its_directory_open",),
+        "a stopped (or refused) embedded node keeps no descriptor of its data directory"),
+    Mutation(
+        "listen-refused-webrtc-advice", "lazily_queue/service.py",
+        "            if exc.errno in (errno.EACCES, errno.EPERM) and \\\n",
+        "            if False and \\\n",
+        ("tests/cli/test_node_config.py::"
+         "test_a_listen_address_this_user_may_not_bind_names_the_fix",),
+        "a socket or port this user may not bind says so, not to check the webrtc token"),
+    Mutation(
+        "meta-field-types-unchecked", "lazily_queue/raft/meta.py",
+        "        if key in meta and not valid(meta[key]):",
+        "        if False:",
+        ("tests/raft/test_journal.py::"
+         "test_a_checksummed_metadata_copy_with_a_field_of_the_wrong_type_is_damaged",),
+        "a metadata copy whose fields have the wrong types is damaged, not a traceback"),
+    Mutation(
+        "failed-replace-keeps-partial-file", "lazily_queue/raft/disk.py",
+        "            with contextlib.suppress(OSError):  # a partial copy would hold the space\n"
+        "                os.remove(tmp)\n",
+        "            pass\n",
+        ("tests/raft/test_snapshot_disk_full.py::"
+         "test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space",),
+        "a snapshot or metadata write the disk refuses leaves no partial file holding space"),
+    Mutation(
+        "missing-snapshot-started", "lazily_queue/datadir.py",
+        "    if journal.first_index > 1 and not _exists(disk, snapshot_path):",
+        "    if False:",
+        ("tests/raft/test_missing_files.py",),
+        "a node whose snapshot file is gone is refused at start (it waited forever), and "
+        "rejoin recovers it"),
+    Mutation(
+        "missing-journal-started", "lazily_queue/datadir.py",
+        "            and not _exists(disk, journal.path)):",
+        "            and False):",
+        ("tests/raft/test_missing_files.py",),
+        "a node whose journal file is gone is refused at start (it started empty, losing "
+        "acknowledged entries), and rejoin recovers it"),
+    Mutation(
+        "snapshot-refusal-flood", "lazily_queue/raft/snapshot.py",
+        'logging.getLogger("pysyncobj.syncobj").addFilter(_not_the_library_report)',
+        'logging.getLogger("pysyncobj.syncobj")',
+        ("tests/raft/test_snapshot_disk_full.py::"
+         "test_a_node_whose_snapshots_are_refused_logs_it_once",),
+        "a disk refusing snapshots is logged once, not one library warning per step"),
+    Mutation(
+        "snapshot-without-state", "lazily_queue/raft/snapshot.py",
+        '    if "state" not in doc:\n        raise SnapshotError("snapshot holds no state")',
+        '    if False:\n        raise SnapshotError("snapshot holds no state")',
+        ("tests/raft/test_snapshot_encoding.py::"
+         "test_a_checksummed_snapshot_without_its_state_is_refused_in_one_line",),
+        "a checksummed snapshot without its state is damaged data, not a KeyError traceback"),
+    Mutation(
+        "rejoin-floor-after-wipe", "lazily_queue/raft/rejoin.py",
+        "    store.store(meta)  # durable first: a wipe cut short must still withhold the vote\n"
+        "    disk.remove(log_path)\n    disk.remove(snapshot_path)\n",
+        "    disk.remove(log_path)\n    disk.remove(snapshot_path)\n    store.store(meta)\n",
+        ("tests/cli/test_rejoin_cli.py::test_a_wipe_cut_short_keeps_the_floor",),
+        "the rejoin floor is durable before the journal is removed (a crash mid-wipe keeps it)"),
+    Mutation(
+        "older-snapshot-drops-journal", "lazily_queue/raft/rejoin.py",
+        '    if len(journal) and journal.first_index > doc["prev"][1]:',
+        "    if False:",
+        ("tests/raft/test_missing_files.py::"
+         "test_an_older_snapshot_than_the_journal_continues_is_refused",),
+        "a snapshot older than the journal continues is refused, not the journal dropped"),
+    Mutation(
+        "failed-start-keeps-directory", "lazily_queue/node.py",
+        "        except BaseException:  # an address in use: nothing stays running or locked\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/raft/test_data_dir_lock.py::"
+         "test_a_node_whose_address_is_taken_leaves_its_directory_free",),
+        "a node whose start fails at its address leaves nothing running or locked"),
+    Mutation(
+        "read-waits-on-fifo", "lazily_queue/raft/disk.py",
+        "        if not stat.S_ISREG(mode):\n            os.close(fd)\n",
+        "        if False:\n            os.close(fd)\n",
+        ("tests/raft/test_disk_errors.py::"
+         "test_a_file_that_is_not_a_regular_file_is_refused_not_waited_on",),
+        "a FIFO or device in place of a data file is refused, not waited on or read as empty"),
 ]
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import fcntl
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -14,7 +13,7 @@ def register(subparsers: Any) -> None:
         "rejoin",
         help="wipe a node whose journal is damaged so that it rejoins empty",
         description=(
-            "For a stopped node whose journal failed its checks (JournalCorruptedError): "
+            "For a stopped node whose journal, metadata or snapshot failed its checks: "
             "remove its journal and snapshot, keep its term and vote, and record the newest "
             "entry it held, so that it catches up from the leader and takes no part in "
             "elections until its log is at least that recent. Never delete a data "
@@ -31,11 +30,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..datadir import DataDirectoryLocked, DirectoryLock, disk_problem
     from ..errors import InvalidConfiguration
-    from ..raft.disk import OsDisk
-    from ..raft.journal import DurableJournal, JournalError
-    from ..raft.meta import MetaStore
-    from ..raft.rejoin import wipe_for_rejoin
 
     try:
         config = load_config(args.config)
@@ -47,36 +43,70 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {raft_dir} does not exist: node {config.node_id} has no data to "
               "recover", file=sys.stderr)
         return 2
-    lock = config.data_dir / "lock"
-    if lock.exists():
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"error: node {config.node_id} is running (it holds {lock}); stop it first",
-                  file=sys.stderr)
-            return 2
-        finally:
-            os.close(fd)
-    disk = OsDisk()
+    # Held until the wipe is done: a node started meanwhile would open what is removed.
+    lock = DirectoryLock(config.data_dir)
     try:
-        DurableJournal(disk, str(raft_dir))
-        damaged = None
-    except JournalError as exc:
-        damaged = exc
-    if damaged is None and not args.force:
-        print(f"error: the journal of node {config.node_id} passes its checks; nothing to "
-              "recover (use --force to wipe it anyway)", file=sys.stderr)
+        lock.acquire(owner="rejoin")
+        return _recover(config.node_id, raft_dir, force=args.force)
+    except DataDirectoryLocked:
+        print(f"error: node {config.node_id} is running (it holds {lock.path}); stop it first",
+              file=sys.stderr)
         return 2
-    if damaged is not None:
-        print(f"damaged journal: {damaged}")
+    except OSError as exc:
+        print(f"error: cannot recover node {config.node_id}: {disk_problem(exc)}, then run "
+              "rejoin again", file=sys.stderr)
+        return 4
+    finally:
+        lock.release()
+
+
+def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
+    """Check the journal, metadata and snapshot of ``raft_dir`` and wipe them for a rejoin
+    when damaged (or ``force``); raises ``OSError`` before anything is removed when
+    one of them cannot be read."""
+    from ..datadir import check_complete
+    from ..raft.disk import OsDisk
+    from ..raft.journal import DurableJournal, JournalError
+    from ..raft.meta import MetaStore
+    from ..raft.rejoin import check_continues, wipe_for_rejoin
+    from ..raft.replica import check_stored_state
+    from ..raft.snapshot import SnapshotError, decode_snapshot
+    from ..replicated.state_machine import StateMachine
+
+    disk = OsDisk()
+    damaged: list[str] = []
+    snapshot_path = raft_dir / "snapshot.cbor"
+    journal = None
+    try:
+        journal = DurableJournal(disk, str(raft_dir))
+        check_complete(journal, disk, str(snapshot_path))
+    except JournalError as exc:
+        damaged.append(f"damaged journal: {exc}")
+    finally:
+        disk.close()
+    raw = disk.read(str(snapshot_path))
+    if raw is not None:
+        try:
+            doc = decode_snapshot(raw)
+            check_stored_state(StateMachine(), doc["state"])
+            if journal is not None:
+                check_continues(journal, doc)
+        except SnapshotError as exc:
+            damaged.append(f"damaged snapshot: {snapshot_path}: {exc}")
+    if not damaged and not force:
+        print(f"error: the journal of node {node_id} passes its checks, and so does its "
+              "snapshot; nothing to recover (use --force to wipe them anyway)",
+              file=sys.stderr)
+        return 2
+    for problem in damaged:
+        print(problem)
     try:
         MetaStore(disk, str(raft_dir / "journal.meta")).load()
         vote = "term and vote kept; start it again"
     except JournalError:
         vote = ("its term and vote were unreadable and are lost, so it could vote twice in "
                 "a term: start it again only once the other members have a leader")
-    term, index = wipe_for_rejoin(disk, str(raft_dir), str(raft_dir / "snapshot.cbor"))
-    print(f"node {config.node_id}: journal and snapshot removed, {vote}: it catches up from "
+    term, index = wipe_for_rejoin(disk, str(raft_dir), str(snapshot_path))
+    print(f"node {node_id}: journal and snapshot removed, {vote}: it catches up from "
           f"the leader and will not vote until its log reaches term {term} index {index}")
     return 0

@@ -14,7 +14,10 @@ record; the journal's records are framed so that zeros end the log.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 from typing import Protocol
 
 #: Bytes of zeros a growing file is extended by at a time.
@@ -93,11 +96,18 @@ class OsDisk:
         return os.pwrite(fd, data, offset)
 
     def read(self, path: str) -> bytes | None:
-        try:
-            with open(path, "rb") as f:
-                return f.read()
+        try:  # no wait for a writer, should the path be a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise OSError(errno.EINVAL, "Not a regular file", path)
+        with open(fd, "rb") as f:
+            return f.read()
 
     def append(self, path: str, data: bytes) -> None:
         f = self._open(path)
@@ -179,13 +189,18 @@ class OsDisk:
         tmp = f"{path}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self.fsync_enabled:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if self.fsync_enabled:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # a partial copy would hold the space
+                os.remove(tmp)
+            raise
         os.replace(tmp, path)
         self._sync_dir(os.path.dirname(path) or ".")
 

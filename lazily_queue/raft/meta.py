@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import cbor2
@@ -65,7 +66,29 @@ def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
         raise ValueError(f"not valid CBOR ({exc.reason})") from None
     if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
         raise ValueError("unknown metadata format")
+    for key, valid in _FIELDS.items():
+        if key in meta and not valid(meta[key]):
+            raise ValueError(f"field {key!r} holds {type(meta[key]).__name__} {meta[key]!r:.40}")
     return meta, sequence
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+#: What each field the node reads may hold (an older copy may lack any of them).
+_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "term": _count,
+    "commit": _count,
+    "voted_for": lambda v: v is None or type(v) in (str, int),
+    "node": lambda v: type(v) is str,
+    "cluster": lambda v: type(v) is str,
+    "incarnation": lambda v: type(v) is str,
+    "peer_incarnations": lambda v: type(v) is dict and all(
+        type(k) is str and type(i) is str for k, i in v.items()),
+    "rejoin_floor": lambda v: v is None or (
+        type(v) is list and len(v) == 2 and all(_count(x) for x in v)),
+}
 
 
 class MetaStore:

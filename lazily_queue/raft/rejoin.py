@@ -15,12 +15,15 @@ the member may have acknowledged entries that a leader then counted as committed
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .disk import Disk
 from .meta import MetaStore, default_meta
 from .records import scan_newest
-from .snapshot import decode_snapshot
+from .snapshot import SnapshotError, decode_snapshot
+
+if TYPE_CHECKING:
+    from .journal import DurableJournal
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +57,9 @@ def wipe_for_rejoin(disk: Disk, directory: str, snapshot_path: str, *,
             log.warning("%s: unreadable snapshot is dropped as well", snapshot_path)
     meta[FLOOR_KEY] = list(floor)
     meta["commit"] = 1
+    store.store(meta)  # durable first: a wipe cut short must still withhold the vote
     disk.remove(log_path)
     disk.remove(snapshot_path)
-    store.store(meta)
     log.error("%s: journal wiped; the member rejoins empty and will not vote until its log "
               "reaches term %d index %d", directory, floor[0], floor[1])
     return floor
@@ -68,3 +71,13 @@ def floor_of(meta: dict[str, Any]) -> tuple[int, int] | None:
     if isinstance(value, list) and len(value) == 2:
         return int(value[0]), int(value[1])
     return None
+
+
+def check_continues(journal: DurableJournal, doc: dict[str, Any]) -> None:
+    """Refuse a journal that begins after the stored snapshot ends (an older snapshot put
+    back): the engine would drop the whole journal, entries committed after it too."""
+    if len(journal) and journal.first_index > doc["prev"][1]:
+        raise SnapshotError(
+            f"{journal.path} begins at entry {journal.first_index}, after the snapshot's "
+            f"last entries ({doc['prev'][1]}, {doc['last'][1]}): the snapshot is older than "
+            "the journal (put back from a copy?) and the entries between are missing")

@@ -32,6 +32,7 @@ from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
 from .proposals import Proposal, ReplicaConfig
 from .ready import Completion, Ready
+from .rejoin import check_continues
 from .snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class Replica:
         existing = self.snapshots.read()
         if existing is not None:
             check_stored_state(fsm, existing["state"])
+            check_continues(journal, existing)
             journal.drop_before(existing["prev"][1])
         self._ready = Ready()
         self.engine = RaftEngine(

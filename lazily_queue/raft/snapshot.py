@@ -45,6 +45,15 @@ from .snapshot_writer import SnapshotWriter
 
 log = logging.getLogger(__name__)
 
+
+def _not_the_library_report(record: logging.LogRecord) -> bool:
+    """PySyncObj warns on every step a snapshot is reported failed (each step while one
+    waits for its retry); :class:`SnapshotStore` logs the cause once instead."""
+    return record.getMessage() != "Failed to store full dump"
+
+
+logging.getLogger("pysyncobj.syncobj").addFilter(_not_the_library_report)
+
 FORMAT = 1
 MAGIC = b"LQS\x01"
 _CRC = struct.Struct("<I")
@@ -105,6 +114,8 @@ def decode_snapshot(data: bytes) -> dict[str, Any]:
         raise SnapshotError(f"snapshot is not valid CBOR: {exc.reason}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SnapshotError("snapshot has an unknown format")
+    if "state" not in doc:
+        raise SnapshotError("snapshot holds no state")
     members = doc.get("members")
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         raise SnapshotError("snapshot members must be a list of node ids")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from lazily_queue import DedupLimits
 from lazily_queue.cli import main
 from lazily_queue.config import ConfigError, load_config, parse_config
+from lazily_queue.service import NodeService
 
 BASE = {"id": 1, "data_dir": "data", "listen": "tcp://127.0.0.1:7001", "secret_env": "S",
         "peers": {"2": "tcp://127.0.0.1:7002", "3": "tcp://127.0.0.1:7003"}}
@@ -241,3 +243,26 @@ def test_a_webrtc_table_reaches_the_node(tmp_path: Path,
     with pytest.raises(ConfigError, match=r"ice_servers\[1\] credential: environment "
                                           r"variable TURN_PW is not set"):
         config.node(durability="none")
+
+
+class _RefusedListen:
+    """A node whose listen address the system refuses to this user."""
+
+    async def start(self) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    async def stop(self) -> None:
+        return None
+
+
+async def test_a_listen_address_this_user_may_not_bind_names_the_fix(tmp_path: Path) -> None:
+    """Not the webrtc signaling advice for a socket or a port the user may not bind."""
+    config = tmp_path / "node.toml"
+    config.write_text(f'id = 1\ndata_dir = "d"\nlisten = "unix:{tmp_path}/n1.sock"\n'
+                      'secret_env = "S"\n')
+    service = NodeService(load_config(config), handle_signals=False)
+    with pytest.raises(ConfigError) as caught:
+        await service._start_node(_RefusedListen())  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "Permission denied" in message and "webrtc" not in message, message
+    assert "socket" in message and "port below 1024" in message, message

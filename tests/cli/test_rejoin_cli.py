@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 
 from lazily_queue.cli import main
+from lazily_queue.datadir import DataDirectoryLocked, DirectoryLock
 from lazily_queue.node import Node
+from lazily_queue.raft import rejoin
+from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.meta import decode_meta
 from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.records import HEADER
+from lazily_queue.raft.snapshot import SnapshotError
 
 from .node_procs import unix_peers, write_config
 
@@ -89,3 +93,89 @@ async def test_rejoin_says_when_the_term_and_vote_are_lost(
     assert "term and vote were unreadable and are lost" in out, out
     assert "kept" not in out and "once the other members have a leader" in out
     assert decode_meta((raft / "journal.meta").read_bytes())[0]["rejoin_floor"][1] >= 5
+
+
+async def test_rejoin_recovers_a_damaged_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The node refuses a damaged snapshot and names rejoin: rejoin must then act."""
+    raft = await _node_with_history(tmp_path)
+    (raft / "snapshot.cbor").write_bytes(b"LQS\x01\x00\x00\x00\x00garbage")
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                          data_dir=str(tmp_path / "data1"))
+    node = Node(1, data_dir=tmp_path / "data1", network=LocalHub().network("1"),
+                cluster="test", durability="none")
+    with pytest.raises(SnapshotError, match="lazily-queue rejoin"):
+        await node.start()
+    assert main(["rejoin", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "damaged snapshot" in out and "will not vote until its log reaches" in out, out
+    assert not (raft / "snapshot.cbor").exists()
+    await node.start()
+    await node.stop()
+
+
+@pytest.mark.parametrize("in_the_way", ["journal.log", "journal.meta", "snapshot.cbor"])
+async def test_rejoin_with_a_directory_in_the_way_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], in_the_way: str
+) -> None:
+    raft = await _node_with_history(tmp_path)
+    path = raft / in_the_way
+    path.unlink(missing_ok=True)
+    path.mkdir()
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                          data_dir=str(tmp_path / "data1"))
+    assert main(["rejoin", "--config", str(config), "--force"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert str(path) in err and "move it away" in err, err
+    assert (raft / "journal.meta").exists()  # nothing was wiped
+
+
+async def test_rejoin_holds_the_lock_while_it_wipes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node started while rejoin wipes would open a journal being removed."""
+    await _node_with_history(tmp_path)
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
+                          data_dir=str(tmp_path / "data1"))
+    wipe = rejoin.wipe_for_rejoin
+    refused: list[str] = []
+
+    def wipe_while_a_node_starts(*args: object, **kwargs: object) -> tuple[int, int]:
+        try:
+            DirectoryLock(tmp_path / "data1").acquire()
+        except DataDirectoryLocked as exc:
+            refused.append(str(exc))
+        return wipe(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rejoin, "wipe_for_rejoin", wipe_while_a_node_starts)
+    assert main(["rejoin", "--config", str(config), "--force"]) == 0
+    assert refused, "a node could take the directory while rejoin wiped it"
+
+
+class _Crash(Exception):
+    """The process dies here."""
+
+
+class _DiskDyingAtSecondRemove(OsDisk):
+    def __init__(self) -> None:
+        super().__init__()
+        self.removed = 0
+
+    def remove(self, path: str) -> None:
+        self.removed += 1
+        if self.removed == 2:
+            raise _Crash(path)
+        super().remove(path)
+
+
+async def test_a_wipe_cut_short_keeps_the_floor(tmp_path: Path) -> None:
+    """The floor is durable before the journal goes: restarted after a crash mid-wipe, the
+    node still withholds its vote (and is not refused for its missing journal)."""
+    raft = await _node_with_history(tmp_path)
+    (raft / "snapshot.cbor").write_bytes(b"damaged")
+    with pytest.raises(_Crash):
+        rejoin.wipe_for_rejoin(_DiskDyingAtSecondRemove(), str(raft), str(raft / "snapshot.cbor"))
+    meta = decode_meta((raft / "journal.meta").read_bytes())[0]
+    assert meta["rejoin_floor"][1] >= 5, meta

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lazily_queue.datadir import DataDirectoryLocked
 from lazily_queue.node import Node
+from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.network import LocalHub
+from lazily_queue.raft.snapshot import SnapshotError
 
 
 def _node(data_dir: Path, hub: LocalHub) -> Node:
@@ -64,3 +70,82 @@ def test_another_process_holding_the_directory_refuses_an_embedded_node(
         holder.stdin.write("\n")
         holder.stdin.close()
         holder.wait(30)
+
+
+@pytest.mark.parametrize("in_the_way", ["lock", "raft/journal.log", "raft/snapshot.cbor"])
+async def test_a_directory_in_the_way_is_named_with_the_fix(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    (tmp_path / "d" / in_the_way).mkdir(parents=True)
+    node = _node(tmp_path / "d", LocalHub())
+    with pytest.raises(StorageUnavailable) as caught:
+        await node.start()
+    message = str(caught.value)
+    assert str(tmp_path / "d" / in_the_way) in message and "move it away" in message, message
+    assert "free space" not in message and "\n" not in message
+
+
+@pytest.fixture
+def read_only_fs(tmp_path: Path) -> Iterator[Path]:
+    """An empty read-only tmpfs (mounting needs root, as CI runs)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here ({done.stderr.strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_a_read_only_file_system_is_named_with_the_fix(read_only_fs: Path) -> None:
+    node = _node(read_only_fs, LocalHub())
+    with pytest.raises(StorageUnavailable, match="remount its file system read-write"):
+        await node.start()
+
+
+def _open_files(directory: Path) -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(directory)):
+                found.append(target)
+    return found
+
+
+async def test_a_stopped_node_keeps_no_file_of_its_directory_open(tmp_path: Path) -> None:
+    """An application that starts and stops its node must not run out of descriptors."""
+    hub = LocalHub()
+    for round_ in range(3):
+        node = Node(1, data_dir=tmp_path / "d", network=hub.network("1"))
+        await node.start()
+        await node.wait_for_leader()
+        await node.queue("q").push(round_)
+        await node.stop()
+        assert _open_files(tmp_path / "d") == []
+    (tmp_path / "d" / "raft" / "snapshot.cbor").write_bytes(b"damaged")
+    with pytest.raises(SnapshotError):
+        await Node(1, data_dir=tmp_path / "d", network=hub.network("1")).start()
+    assert _open_files(tmp_path / "d") == []
+
+
+async def test_a_node_whose_address_is_taken_leaves_its_directory_free(
+    tmp_path: Path,
+) -> None:
+    """Retried in the same process, it was refused as 'in use by another running node'."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    listen = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+    try:
+        with pytest.raises(OSError, match="in use"):
+            async with Node(1, data_dir=tmp_path / "d", listen=listen, secret="s3cret"):
+                pass
+        assert _open_files(tmp_path / "d") == []
+    finally:
+        taken.close()
+    async with Node(1, data_dir=tmp_path / "d", listen=listen, secret="s3cret") as node:
+        assert node.running

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from lazily_queue import testing
+from lazily_queue.datadir import disk_problem
 from lazily_queue.node import Node
+from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.records import HEADER, decode_records
@@ -259,3 +263,33 @@ async def _stop(cluster: testing.Cluster, disks: dict[str, FaultyDisk]) -> None:
     for d in disks.values():
         d.release()
     await cluster.close()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_file_that_is_not_a_regular_file_is_refused_not_waited_on(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO made the node wait forever in open() (SIGINT could not stop it), a device
+    read as an empty file or without end."""
+    path = tmp_path / "snapshot.cbor"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/null")
+    result: list[object] = []
+
+    def read() -> None:
+        try:
+            result.append(OsDisk().read(str(path)))
+        except OSError as exc:
+            result.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # let the reader go
+        reader.join(5)
+        pytest.fail("reading a FIFO waited for a writer")
+    assert isinstance(result[0], OSError), result
+    assert "move it away" in disk_problem(result[0])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
+from lazily_queue.raft.meta import encode_meta
 from lazily_queue.raft.records import HEADER, decode_records, encode_record
 
 
@@ -216,3 +217,25 @@ def test_any_truncation_point_recovers_a_prefix(commands: list[bytes], cut: int)
     entries, _, valid = decode_records(data[:cut])
     assert [e[0] for e in entries] == commands[: len(entries)]
     assert valid <= cut
+
+
+@pytest.mark.parametrize("field, value", [
+    ("term", "x"), ("term", -1), ("term", True), ("commit", "zz"), ("voted_for", [1]),
+    ("rejoin_floor", ["a", None]), ("rejoin_floor", [1]), ("node", 5), ("cluster", [1]),
+    ("incarnation", 7), ("peer_incarnations", [1]), ("peer_incarnations", {"2": 3}),
+])
+def test_a_checksummed_metadata_copy_with_a_field_of_the_wrong_type_is_damaged(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """Not a traceback when the node reads it (one copy: the other is used; both: refused)."""
+    j = _journal(tmp_path, sync=True)
+    j.setCurrentTerm(4, "2")
+    j.sync()
+    meta = {**j.meta, field: value}
+    open(j.meta_path, "wb").write(encode_meta(meta, 1000))
+    again = _journal(tmp_path)
+    assert again.meta_damaged
+    assert (again.getCurrentTerm(), again.getVotedForNodeId()) == (4, "2")
+    open(j.meta_path + ".b", "wb").write(encode_meta(meta, 1001))
+    with pytest.raises(JournalError, match="both copies"):
+        _journal(tmp_path)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lazily_queue import testing
+from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.snapshot import FAILED, SUCCESS, SnapshotStore
 
 
@@ -65,3 +73,59 @@ async def test_a_node_spaces_snapshots_by_its_disk_retry() -> None:
     async with testing.cluster(1, disk_retry=0.3) as c:
         node = await c.leader()
         assert node.driver.replica.snapshots.retry_delay == 0.3
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs (mounting needs root, as CI runs)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space(
+    small_fs: Path,
+) -> None:
+    """The journal needs that space to grow once the operator frees some."""
+    disk = OsDisk()
+    free = os.statvfs(small_fs).f_bavail
+    with pytest.raises(OSError) as caught:
+        disk.replace(str(small_fs / "snapshot.cbor"), bytes(4 << 20))
+    assert caught.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in small_fs.iterdir()) == []
+    assert os.statvfs(small_fs).f_bavail == free
+
+
+class SnapshotRefusingDisk(OsDisk):
+    """Refuses to write snapshot files; the journal and metadata are written."""
+
+    def replace(self, path: str, data: bytes) -> None:
+        if path.endswith("snapshot.cbor"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().replace(path, data)
+
+
+async def test_a_node_whose_snapshots_are_refused_logs_it_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Not one line per step from the consensus library."""
+    engine = replace(testing.FAST_ENGINE, compaction_min_entries=20, compaction_min_time=3600)
+    node = Node(1, data_dir=tmp_path, network=LocalHub().network("1"), engine=engine,
+                disk=SnapshotRefusingDisk(), disk_retry=0.2)
+    caplog.set_level(logging.WARNING)
+    async with node:
+        await node.wait_for_leader()
+        for i in range(60):
+            await node.queue("q").push(i)
+        for _ in range(100):  # a second of steps, several retries
+            await asyncio.sleep(0.01)
+        assert node.status()["snapshots_taken"] == 0
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum("taking a snapshot failed" in line for line in lines) == 1, lines
+    assert len(lines) <= 3, lines[:20]

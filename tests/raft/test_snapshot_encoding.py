@@ -19,8 +19,10 @@ from lazily_queue.raft.snapshot import (
     FAILED,
     SERIALIZING,
     SUCCESS,
+    SnapshotError,
     SnapshotStore,
     decode_snapshot,
+    encode_snapshot,
 )
 from lazily_queue.raft.snapshot_pieces import PIECE_ITEMS, encode_pieces
 
@@ -158,3 +160,21 @@ def test_a_snapshot_file_reads_back_what_was_captured(tmp_path: Path) -> None:
     assert store.checkSerializing() == (SUCCESS, 3)
     doc = decode_snapshot((tmp_path / "snap").read_bytes())
     assert doc["state"] == {"items": state}
+
+
+async def test_a_checksummed_snapshot_without_its_state_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """A file of another version or written by hand: damaged data, not a KeyError."""
+    from lazily_queue.node import Node
+    from lazily_queue.raft.network import LocalHub
+
+    raw = encode_snapshot({"format": 1, "last": (b"x", 2, 1), "prev": (b"x", 1, 1),
+                           "members": ["1"]})
+    with pytest.raises(SnapshotError, match="state"):
+        decode_snapshot(raw)
+    (tmp_path / "raft").mkdir()
+    (tmp_path / "raft" / "snapshot.cbor").write_bytes(raw)
+    node = Node(1, data_dir=tmp_path, network=LocalHub().network("1"), durability="none")
+    with pytest.raises(SnapshotError, match="lazily-queue rejoin"):
+        await node.start()
