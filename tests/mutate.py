@@ -784,6 +784,39 @@ MUTATIONS = [
         "    except ZeroDivisionError as exc:\n        raise ConfigError(f\"{file} is not UTF-8",
         ("tests/cli/test_node_config.py",),
         "a configuration file that is not UTF-8 is one error naming it, not a traceback"),
+    Mutation(
+        "redis-dead-letter-grows-first", "lazily_queue/brokers/redis_scripts.py",
+        "  redis.call('XACK', stream, group, id)\n  redis.call('XDEL', stream, id)\n"
+        "  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)\n",
+        "  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)\n"
+        "  redis.call('XACK', stream, group, id)\n  redis.call('XDEL', stream, id)\n",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "past Redis maxmemory a last nack still moves the item to the dead letters"),
+    Mutation(
+        "redis-work-declare-writes", "lazily_queue/brokers/redis_scripts.py",
+        "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+        "  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do",
+        "if false then\n  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "a worker started while Redis is past maxmemory declares an existing work queue"),
+    Mutation(
+        "redis-claim-writes-setting-first", "lazily_queue/brokers/redis_scripts.py",
+        "  next_at = now + vt\n",
+        "  next_at = now + vt\n  redis.call('HSET', KEYS[3], 'expiry_ms', next_at)\n",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "past Redis maxmemory claims still lease (the consumers can drain)"),
+    Mutation(
+        "redis-topic-declare-writes", "lazily_queue/brokers/redis_topic_scripts.py",
+        "if redis.call('HEXISTS', KEYS[3], 'end') == 0 then",
+        "if true then",
+        ("tests/brokers/test_memory.py::test_a_topic_and_a_queue_drain_when_redis_is_out_of_memory",),
+        "a subscriber started while Redis is past maxmemory declares an existing topic"),
+    Mutation(
+        "redis-oom-untyped", "lazily_queue/brokers/redis_backend.py",
+        "        except rexc.OutOfMemoryError as exc:\n",
+        "        except rexc.DataError as exc:\n",
+        ("tests/brokers/test_memory.py::test_a_push_past_maxmemory_is_a_typed_error_naming_the_fix",),
+        "a push past Redis maxmemory raises BrokerOutOfMemory naming the fix"),
 ]
 
 

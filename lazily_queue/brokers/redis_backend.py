@@ -30,6 +30,7 @@ from . import redis_once_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
 )
@@ -256,6 +257,11 @@ class RedisStreamsStorage:
                 f"redis at {self.address} refused the credentials ({exc}); put the password "
                 "in the URL (redis://:PASSWORD@host:port/db) or pass credentials="
             ) from None
+        except rexc.OutOfMemoryError as exc:
+            raise BrokerOutOfMemory(
+                f"redis at {self.address} is out of memory and refused {doing} ({exc}); "
+                "nothing was stored: consume (pops, claims and acks still work), or raise "
+                "the server's maxmemory") from None
         except rexc.ResponseError as exc:
             text = str(exc)
             if "NOAUTH" in text or "WRONGPASS" in text:

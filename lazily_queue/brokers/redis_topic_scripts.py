@@ -23,8 +23,11 @@ TOPIC_DECLARE = _TYPE_CHECK + """
 local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'hash')
   or require_type(KEYS[3], 'hash')
 if bad then return bad end
-redis.call('HSETNX', KEYS[3], 'base', 0)
-redis.call('HSETNX', KEYS[3], 'end', 0)
+-- no write for a topic that exists (declared while the server is past maxmemory)
+if redis.call('HEXISTS', KEYS[3], 'end') == 0 then
+  redis.call('HSETNX', KEYS[3], 'base', 0)
+  redis.call('HSETNX', KEYS[3], 'end', 0)
+end
 return 1
 """
 
