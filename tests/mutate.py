@@ -817,6 +817,31 @@ MUTATIONS = [
         "        except rexc.DataError as exc:\n",
         ("tests/brokers/test_memory.py::test_a_push_past_maxmemory_is_a_typed_error_naming_the_fix",),
         "a push past Redis maxmemory raises BrokerOutOfMemory naming the fix"),
+    Mutation(
+        "broker-dead-letter-fields-trusted", "lazily_queue/brokers/mirrors.py",
+        "                      whole(attempts, 1) or 1, DeadLetterReason(known))",
+        "                      int(attempts), DeadLetterReason(known))",
+        ("tests/brokers/test_foreign_data.py::test_dead_letters_another_program_wrote_are_listed_not_fatal",),
+        "a dead letter another program wrote never stops a broker work queue's refreshes"),
+    Mutation(
+        "redis-dead-letter-item-trusted", "lazily_queue/brokers/redis_work.py",
+        '        try:\n            item: int | None = item_id(data.get("i", b""))\n'
+        "        except ValueError:\n            item = None\n",
+        '        item: int | None = item_id(data.get("i", b""))\n',
+        ("tests/brokers/test_foreign_data.py::test_dead_letters_another_program_wrote_are_listed_not_fatal",),
+        "a Redis dead letter without our item id is listed under its own entry id"),
+    Mutation(
+        "redis-topic-record-trusted", "lazily_queue/brokers/redis_topic.py",
+        "            if record is not None:  # else",
+        "            if True:  # else",
+        ("tests/brokers/test_foreign_data.py::test_a_subscription_record_another_program_wrote_is_skipped",),
+        "a subscription field another program wrote never stops a Redis topic's refreshes"),
+    Mutation(
+        "redis-topic-gc-record-trusted", "lazily_queue/brokers/redis_topic_scripts.py",
+        "  if rec and rec[3] < frontier then",
+        "  if rec[3] < frontier then",
+        ("tests/brokers/test_foreign_data.py::test_a_subscription_record_another_program_wrote_is_skipped",),
+        "a Redis topic's gc skips subscription fields another program wrote"),
 ]
 
 

@@ -43,7 +43,6 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
 
 from ..core.work import (
     DeadLetter,
-    DeadLetterReason,
     Delivery,
     PendingItem,
     Receipt,
@@ -55,7 +54,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirrors import WorkMirror
+from .mirrors import WorkMirror, foreign_letter, whole
 from .nats_backend import token
 
 if TYPE_CHECKING:
@@ -167,10 +166,8 @@ class NatsWorkQueueStorage(WorkMirror):
     @staticmethod
     def _letter(seq: int, raw: Any) -> DeadLetter:
         headers = raw.headers or {}
-        reason = headers.get("Lq-Reason", "nack")
-        return DeadLetter(int(headers.get("Lq-Item", seq)), decode(raw.data or b""),
-                          int(headers.get("Lq-Attempts", 1)),
-                          DeadLetterReason(reason if reason in ("nack", "expired") else "nack"))
+        return foreign_letter(whole(headers.get("Lq-Item"), 0), decode(raw.data or b""),
+                              headers.get("Lq-Attempts"), headers.get("Lq-Reason"), seq)
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -357,7 +354,8 @@ class NatsWorkQueueStorage(WorkMirror):
             info = await b.js.stream_info(self.dead_stream)
             for seq, raw in await b.messages(self.dead_stream, info.state.first_seq,
                                              info.state.messages):
-                item = int((raw.headers or {}).get("Lq-Item", seq))
+                item = whole((raw.headers or {}).get("Lq-Item"), 0)
+                item = seq if item is None else item
                 if wanted is not None and item not in wanted:
                     continue
                 await b.publish(self.subject, raw.data or encode(None),

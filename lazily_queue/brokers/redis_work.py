@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.work import (
     DeadLetter,
-    DeadLetterReason,
     Delivery,
     PendingItem,
     Receipt,
@@ -50,7 +49,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
-from .mirrors import WorkMirror
+from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
 
 if TYPE_CHECKING:
@@ -147,7 +146,7 @@ class RedisWorkQueueStorage(WorkMirror):
                           _text(worker), int(c),
                           now - int(idle) / 1000 + self.visibility_timeout)
                  for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
-            self._dead = [self._letter(fields) for _, fields in letters]
+            self._dead = [self._letter(e, fields) for e, fields in letters]
             self._wake_at_expiry(now)
         old, self._counts = self._counts, (int(pending), int(in_flight), int(dead))
         mask = change_mask(old, self._counts)
@@ -171,11 +170,16 @@ class RedisWorkQueueStorage(WorkMirror):
         await super().aclose()
 
     @staticmethod
-    def _letter(fields: Any) -> DeadLetter:
-        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields), 2)}
-        reason = _text(data.get("r", b"nack"))
-        return DeadLetter(item_id(data.get("i", b"0-0")), decode(data.get("v", b"")),
-                          int(data.get("a", 1)), DeadLetterReason(reason))
+    def _letter(entry: Any, fields: Any) -> DeadLetter:
+        """The dead letter of a dead-letter stream entry (its fields possibly written by
+        another program: see :func:`.mirrors.foreign_letter`)."""
+        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields) - 1, 2)}
+        try:
+            item: int | None = item_id(data.get("i", b""))
+        except ValueError:
+            item = None
+        return foreign_letter(item, decode(data.get("v", b"")), data.get("a"), data.get("r"),
+                              item_id(entry))
 
     # -- reads (the mirror) --------------------------------------------------------------
 
