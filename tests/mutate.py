@@ -842,6 +842,12 @@ MUTATIONS = [
         "  if rec[3] < frontier then",
         ("tests/brokers/test_foreign_data.py::test_a_subscription_record_another_program_wrote_is_skipped",),
         "a Redis topic's gc skips subscription fields another program wrote"),
+    Mutation(
+        "broker-refusal-only-logged", "lazily_queue/brokers/mirror.py",
+        "                self._refused = exc\n                self._report_all()\n",
+        "                pass\n",
+        ("tests/brokers/test_consumer_errors.py::test_a_claim_on_an_incompatible_work_queue_raises_it",),
+        "a claim waiting on a broker object it cannot use raises the typed error, never hangs"),
 ]
 
 
