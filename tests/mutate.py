@@ -848,6 +848,12 @@ MUTATIONS = [
         "                pass\n",
         ("tests/brokers/test_consumer_errors.py::test_a_claim_on_an_incompatible_work_queue_raises_it",),
         "a claim waiting on a broker object it cannot use raises the typed error, never hangs"),
+    Mutation(
+        "nats-no-jetstream-unnamed", "lazily_queue/brokers/nats_backend.py",
+        "        except jserr.ServiceUnavailableError:\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/brokers/test_no_jetstream.py",),
+        "a nats-server without JetStream is BrokerUnavailable naming -js, not a bare 503"),
 ]
 
 

@@ -205,6 +205,12 @@ class NatsJetStreamStorage:
         """Map nats-py's exceptions to the typed broker errors."""
         try:
             yield
+        except jserr.ServiceUnavailableError:
+            raise BrokerUnavailable(
+                f"nats at {self.address} answered that JetStream is not available while "
+                f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
+                "{ store_dir: ... } block in its configuration); a cluster may also still "
+                "be electing its JetStream leader") from None
         except jserr.APIError as exc:
             if exc.err_code == STREAM_NAME_IN_USE:
                 raise IncompatibleBrokerObject(
