@@ -854,6 +854,12 @@ MUTATIONS = [
         "        except ZeroDivisionError:\n",
         ("tests/brokers/test_no_jetstream.py",),
         "a nats-server without JetStream is BrokerUnavailable naming -js, not a bare 503"),
+    Mutation(
+        "nats-storage-full-unnamed", "lazily_queue/brokers/nats_backend.py",
+        "            if exc.err_code in INSUFFICIENT_RESOURCES:\n",
+        "            if False:\n",
+        ("tests/brokers/test_memory.py::test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it",),
+        "a push to a JetStream out of storage is BrokerOutOfMemory naming the limit to raise"),
 ]
 
 

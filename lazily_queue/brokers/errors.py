@@ -25,8 +25,9 @@ class IncompatibleBrokerObject(BrokerError):
 
 
 class BrokerOutOfMemory(BrokerError, MemoryError):
-    """The broker refused to store more (Redis past ``maxmemory`` with ``noeviction``);
-    nothing was stored. Consuming still works and frees memory; the message names the fix."""
+    """The broker refused to store more (Redis past ``maxmemory`` with ``noeviction``,
+    JetStream out of storage); nothing was stored. Consuming still works and frees memory;
+    the message names the fix."""
 
 
 class BrokerClosed(BrokerError):

@@ -45,6 +45,7 @@ from nats.js import JetStreamContext
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
 )
@@ -59,6 +60,9 @@ STREAM_NAME_IN_USE = 10058
 #: JetStream's answer when another stream already takes the subjects.
 SUBJECTS_OVERLAP = 10065
 MAX_MESSAGES_EXCEEDED = 10077
+#: JetStream's answers when its storage or memory (server or account limit) is used up:
+#: insufficient resources, memory resources exceeded, storage resources exceeded.
+INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
 #: Least seconds between two announcements of changes to one object.
@@ -205,7 +209,13 @@ class NatsJetStreamStorage:
         """Map nats-py's exceptions to the typed broker errors."""
         try:
             yield
-        except jserr.ServiceUnavailableError:
+        except jserr.ServiceUnavailableError as exc:
+            if exc.err_code in INSUFFICIENT_RESOURCES:
+                raise BrokerOutOfMemory(
+                    f"nats at {self.address} has no JetStream storage left and refused "
+                    f"{doing} ({exc.description}); nothing was stored: consume (pulls and "
+                    "acks still work), or raise the server's or account's max_file_store "
+                    "/ max_memory_store") from None
             raise BrokerUnavailable(
                 f"nats at {self.address} answered that JetStream is not available while "
                 f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "

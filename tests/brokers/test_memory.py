@@ -12,7 +12,7 @@ import redis.asyncio as aioredis
 
 from lazily_queue import connect
 from lazily_queue.brokers import BrokerError, BrokerOutOfMemory
-from lazily_queue.brokers.servers import BrokerServer, RedisServer
+from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer
 
 from .conftest import _server, fresh
 
@@ -106,3 +106,39 @@ async def test_a_topic_and_a_queue_drain_when_redis_is_out_of_memory(
         topic = client.topic(tname)
         await topic.storage.declare()  # type: ignore[attr-defined]
         assert (await topic.storage.poll("s")).result == "news"
+
+
+class SmallNatsServer(NatsServer):
+    """JetStream with 1 MB of file storage."""
+
+    def command(self) -> list[str]:
+        config = self.directory / "nats.conf"
+        config.write_text(f"listen: 127.0.0.1:{self.port}\n"
+                          f'jetstream {{ store_dir: "{self.directory / "js"}", '
+                          "max_file_store: 1MB, max_memory_store: 1MB }\n")
+        return [self.path, "-c", str(config)]
+
+
+@pytest.fixture(scope="module")
+def small_nats() -> Iterator[BrokerServer]:
+    yield from _server(SmallNatsServer)
+
+
+async def test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it(
+    small_nats: BrokerServer,
+) -> None:
+    async with connect(small_nats.url) as client:
+        jobs = client.work_queue(fresh("full"), visibility_timeout=30)
+        for _ in range(1000):
+            try:
+                await jobs.push("x" * 10_000)
+            except BrokerError as exc:
+                error = exc
+                break
+        else:
+            raise AssertionError("JetStream stored 10 MB in 1 MB")
+        assert isinstance(error, BrokerOutOfMemory)
+        assert "max_file_store" in str(error) and "consume" in str(error)
+        delivery = await jobs.claim("w", timeout=5)
+        await jobs.ack("w", delivery.delivery_id)
+        await jobs.push("fits again")
