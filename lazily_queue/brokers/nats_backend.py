@@ -63,6 +63,8 @@ MAX_MESSAGES_EXCEEDED = 10077
 #: JetStream's answers when its storage or memory (server or account limit) is used up:
 #: insufficient resources, memory resources exceeded, storage resources exceeded.
 INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
+#: JetStream's answer while its cluster has no meta leader ("temporarily unavailable").
+JETSTREAM_UNAVAILABLE = 10008
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
 #: Least seconds between two announcements of changes to one object.
@@ -209,19 +211,20 @@ class NatsJetStreamStorage:
         """Map nats-py's exceptions to the typed broker errors."""
         try:
             yield
-        except jserr.ServiceUnavailableError as exc:
+        except jserr.APIError as exc:
             if exc.err_code in INSUFFICIENT_RESOURCES:
                 raise BrokerOutOfMemory(
                     f"nats at {self.address} has no JetStream storage left and refused "
                     f"{doing} ({exc.description}); nothing was stored: consume (pulls and "
                     "acks still work), or raise the server's or account's max_file_store "
                     "/ max_memory_store") from None
-            raise BrokerUnavailable(
-                f"nats at {self.address} answered that JetStream is not available while "
-                f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
-                "{ store_dir: ... } block in its configuration); a cluster may also still "
-                "be electing its JetStream leader") from None
-        except jserr.APIError as exc:
+            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (
+                    None, JETSTREAM_UNAVAILABLE):
+                raise BrokerUnavailable(
+                    f"nats at {self.address} answered that JetStream is not available while "
+                    f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
+                    "{ store_dir: ... } block in its configuration); a cluster may also "
+                    "still be electing its JetStream leader") from None
             if exc.err_code == STREAM_NAME_IN_USE:
                 raise IncompatibleBrokerObject(
                     f"nats at {self.address}: {doing}: a stream of that name exists with "
