@@ -286,25 +286,32 @@ end
 return expired
 """
 
-# ARGV: channel, then the original entry ids to redrive (none: every dead letter)
+# ARGV: channel, the dead-letter entry id to read after ('-': from the first), how many
+# to read, then the original entry ids to redrive (none: every dead letter) -> {moved,
+# the last dead-letter entry id read, or '' once the stream is read to its end}. One
+# page per call, so a long dead-letter stream never blocks the server in one script.
 WORK_REDRIVE = _NOTIFY + _PSEUDO + """
 local wanted = nil
-if #ARGV > 1 then
+if #ARGV > 3 then
   wanted = {}
-  for i = 2, #ARGV do wanted[ARGV[i]] = true end
+  for i = 4, #ARGV do wanted[ARGV[i]] = true end
 end
+local start = ARGV[2] == '-' and '-' or '(' .. ARGV[2]
+local page = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', tonumber(ARGV[3]))
 local moved = 0
-for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+for _, entry in ipairs(page) do
   local fields = {}
-  for i = 1, #entry[2], 2 do fields[entry[2][i]] = entry[2][i + 1] end
+  for i = 1, #entry[2] - 1, 2 do fields[entry[2][i]] = entry[2][i + 1] end
   if wanted == nil or wanted[fields['i']] then
-    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
     redis.call('XDEL', KEYS[2], entry[1])
+    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
     moved = moved + 1
   end
 end
 if moved > 0 then notify(ARGV[1]) end
-return moved
+local last = ''
+if #page >= tonumber(ARGV[3]) then last = page[#page][1] end
+return {moved, last}
 """
 
 # ARGV: group, view limit, visibility ms. A lease idle longer than the visibility

@@ -62,6 +62,8 @@ _SEQ_BITS = 20
 _COUNT_BITS = 10
 #: The most deliveries an item may have (its delivery count is part of the delivery id).
 MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
+#: Dead letters one redrive script call reads (a redrive of more takes several calls).
+REDRIVE_PAGE = 256
 
 
 def _text(raw: Any) -> str:
@@ -356,7 +358,12 @@ class RedisWorkQueueStorage(WorkMirror):
         if item_ids is not None and not ids:
             return WT(0, 0)
         await self._ready()
-        moved = await self._backend.run("WORK_REDRIVE", self._keys[:2], [self._channel, *ids])
+        moved, after = 0, "-"
+        while after:
+            done, last = await self._backend.run(
+                "WORK_REDRIVE", self._keys[:2], [self._channel, after, REDRIVE_PAGE, *ids])
+            moved += int(done)
+            after = _text(last)
         if moved:
             self._changed()
         return WT(int(moved), 0)
