@@ -879,6 +879,12 @@ MUTATIONS = [
         "            after = ''\n",
         ("tests/brokers/test_redrive_pages.py::test_a_redis_redrive_moves_the_dead_letters_a_page_per_script",),
         "a Redis redrive moves every dead letter, a page per script call"),
+    Mutation(
+        "nats-tls-not-required", "lazily_queue/brokers/nats_backend.py",
+        "            await require_tls(url, address)\n",
+        "            pass\n",
+        ("tests/brokers/test_tls_required.py",),
+        "nats+tls:// never sends credentials to a server that does not offer TLS"),
 ]
 
 

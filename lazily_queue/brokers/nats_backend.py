@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
+import json
 import logging
 import re
 import uuid
@@ -142,6 +143,8 @@ class NatsJetStreamStorage:
         if token is not None:
             kwargs["token"] = token
         address = redacted(url)
+        if urlsplit(url).scheme == "tls":
+            await require_tls(url, address)
         try:
             nc = await nats.connect(**kwargs)
         except Exception as exc:
@@ -341,6 +344,34 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
+
+
+async def require_tls(url: str, address: str) -> None:
+    """Refuse, before any credentials are sent, a server whose greeting does not require
+    TLS (nats-py would otherwise talk to it in the clear although ``tls://`` was asked
+    for); :class:`BrokerUnavailable` when it does not or cannot be read."""
+    parts = urlsplit(url)
+    greeting = b""
+    try:
+        async with asyncio.timeout(5):
+            reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 4222)
+            try:
+                greeting = await reader.readuntil(b"\r\n")
+            finally:
+                writer.close()
+    except (OSError, TimeoutError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError) as exc:
+        raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+    try:
+        info = json.loads(greeting.removeprefix(b"INFO ")) if greeting.startswith(b"INFO ") \
+            else {}
+    except ValueError:
+        info = {}
+    if not (isinstance(info, dict) and info.get("tls_required") is True):
+        raise BrokerUnavailable(
+            f"nats at {address} does not offer TLS, and the address asks for it: nothing "
+            "was sent; enable TLS on the server (a tls {} block), or use nats:// on a "
+            "network you trust")
 
 
 def once_id(msg_id: str) -> str:
