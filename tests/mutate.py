@@ -885,6 +885,24 @@ MUTATIONS = [
         "            pass\n",
         ("tests/brokers/test_tls_required.py",),
         "nats+tls:// never sends credentials to a server that does not offer TLS"),
+    Mutation(
+        "broker-port-unchecked", "lazily_queue/client/brokers.py",
+        "        _ = parts.port  # raises ValueError when it is not a number\n",
+        "        _ = 0\n",
+        ("tests/brokers/test_bad_addresses.py::test_a_malformed_address_is_unsupported",),
+        "a broker address whose port is not a number is UnsupportedAddress, no password shown"),
+    Mutation(
+        "redis-other-protocol-raw", "lazily_queue/brokers/redis_backend.py",
+        "        except rexc.InvalidResponse:\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/brokers/test_bad_addresses.py::test_a_redis_address_at_a_nats_server_is_named",),
+        "a redis:// address that reaches another server says it is not a Redis server"),
+    Mutation(
+        "redis-query-option-raw", "lazily_queue/brokers/redis_backend.py",
+        "        except TypeError as exc:  # a query option",
+        "        except ZeroDivisionError as exc:  # a query option",
+        ("tests/brokers/test_bad_addresses.py::test_a_malformed_address_is_unsupported",),
+        "a redis:// address with an option redis-py does not take is UnsupportedAddress"),
 ]
 
 

@@ -33,6 +33,7 @@ from .errors import (
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
+    UnsupportedAddress,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
 
@@ -56,6 +57,12 @@ def redacted(url: str) -> str:
     host = parts.hostname or "?"
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _bad_address(url: str, exc: Exception) -> UnsupportedAddress:
+    return UnsupportedAddress(
+        f"cannot connect to {redacted(url)}: redis-py refused the address ({exc}); give "
+        "redis://[:password@]host:port/db, with options as connect() arguments")
 
 
 class RedisStreamsStorage:
@@ -100,11 +107,17 @@ class RedisStreamsStorage:
             kwargs["password"] = password
         if username is not None:
             kwargs["username"] = username
-        client = aioredis.Redis.from_url(url, **kwargs)
+        try:
+            client = aioredis.Redis.from_url(url, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise _bad_address(url, exc) from None
         self = cls(client, address=redacted(url), owns_client=True, **options)
         try:
             async with self.errors("connecting"):
                 await client.ping()
+        except TypeError as exc:  # a query option the connection does not take
+            await client.aclose()
+            raise _bad_address(url, exc) from None
         except BaseException:
             await client.aclose()
             raise
@@ -273,9 +286,15 @@ class RedisStreamsStorage:
                     f"redis at {self.address}: {detail}; use another name or delete the "
                     "existing keys") from None
             raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
+        except rexc.InvalidResponse:
+            raise BrokerUnavailable(
+                f"redis at {self.address} answered {doing} in another protocol: it is not a "
+                "Redis server (check the host and port)") from None
         except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
             raise BrokerUnavailable(
                 f"redis at {self.address} is unreachable while {doing}: {exc}") from None
+        except rexc.RedisError as exc:
+            raise BrokerError(f"redis at {self.address} failed {doing}: {exc}") from None
 
     # -- notifications -----------------------------------------------------------------------
 
