@@ -903,6 +903,12 @@ MUTATIONS = [
         "        except ZeroDivisionError as exc:  # a query option",
         ("tests/brokers/test_bad_addresses.py::test_a_malformed_address_is_unsupported",),
         "a redis:// address with an option redis-py does not take is UnsupportedAddress"),
+    Mutation(
+        "redis-lost-group-fatal", "lazily_queue/brokers/redis_work.py",
+        '            if "NOGROUP" not in str(exc):\n',
+        "            if True:\n",
+        ("tests/brokers/test_lost_objects.py",),
+        "a Redis work queue whose consumer group was lost declares itself again"),
 ]
 
 

@@ -49,6 +49,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
+from .errors import BrokerError
 from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
 
@@ -137,7 +138,7 @@ class RedisWorkQueueStorage(WorkMirror):
     async def _read(self) -> None:
         views = self._views_due()
         limit = max(1, self._backend.view_limit) if views else 1
-        clock, pending, in_flight, dead, waiting, flying, letters = await self._backend.run(
+        clock, pending, in_flight, dead, waiting, flying, letters = await self._run(
             "WORK_READ", self._keys, [GROUP, limit, self._vt_ms])
         now = int(clock[0]) + int(clock[1]) / 1e6
         if views:
@@ -154,6 +155,21 @@ class RedisWorkQueueStorage(WorkMirror):
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:
             self._listener(mask)
+
+    async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script that needs the consumer group; when the server lost it (its keys
+        were deleted or flushed, or it restarted without persistence), declare the work
+        queue again and run the script once more."""
+        try:
+            return await self._backend.run(script, keys, args)
+        except BrokerError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+        log.warning("%r: the server lost the consumer group (keys deleted, flushed or not "
+                    "persisted); declaring the work queue again", self)
+        self._declared.forget()
+        await self._declared.ensure()
+        return await self._backend.run(script, keys, args)
 
     def _wake_at_expiry(self, now: float) -> None:
         """Refresh again when the first lease in view expires (it then counts as pending,
@@ -248,7 +264,7 @@ class RedisWorkQueueStorage(WorkMirror):
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         self._note_now(now)
         await self._ready()
-        clock, *flat = await self._backend.run(
+        clock, *flat = await self._run(
             "WORK_CLAIM", self._keys,
             [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
@@ -284,7 +300,7 @@ class RedisWorkQueueStorage(WorkMirror):
 
     async def _send(self, worker: str, mode: str, batch: list[tuple[str, int]]) -> list[bool]:
         pairs = [part for split in batch for part in split]
-        each = await self._backend.run(
+        each = await self._run(
             "WORK_SETTLE", self._keys,
             [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
         flags = each.encode() if isinstance(each, str) else bytes(each)
@@ -344,7 +360,7 @@ class RedisWorkQueueStorage(WorkMirror):
         the visibility timeout by the server's clock; claims do this too."""
         self._note_now(now)
         await self._ready()
-        expired = await self._backend.run(
+        expired = await self._run(
             "WORK_REAP", self._keys,
             [GROUP, self._vt_ms, self.max_deliveries, self._channel])
         if expired:
