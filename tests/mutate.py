@@ -909,6 +909,19 @@ MUTATIONS = [
         "            if True:\n",
         ("tests/brokers/test_lost_objects.py",),
         "a Redis work queue whose consumer group was lost declares itself again"),
+    Mutation(
+        "redis-cancelled-pop-loses", "lazily_queue/brokers/redis_queue.py",
+        "            self._putting_back.add(call)\n"
+        "            call.add_done_callback(self._put_back)\n",
+        "            pass\n",
+        ("tests/brokers/test_cancelled_pop.py::test_a_cancelled_redis_pop_puts_its_element_back_at_the_head",),
+        "a Redis pop cancelled in flight puts what it took back at the head"),
+    Mutation(
+        "redis-pop-overtakes-put-back", "lazily_queue/brokers/redis_queue.py",
+        "        while self._putting_back:  # a cancelled pop",
+        "        while False:  # a cancelled pop",
+        ("tests/brokers/test_cancelled_pop.py::test_the_next_pop_after_a_cancelled_one_gets_the_head",),
+        "the pop after a cancelled one waits for its put-back (FIFO kept)"),
 ]
 
 
