@@ -1015,6 +1015,144 @@ MUTATIONS = [
         ("tests/raft/test_disk_errors.py::"
          "test_a_file_that_is_not_a_regular_file_is_refused_not_waited_on",),
         "a FIFO or device in place of a data file is refused, not waited on or read as empty"),
+    Mutation(
+        "redis-dead-letter-grows-first", "lazily_queue/brokers/redis_scripts.py",
+        "  redis.call('XACK', stream, group, id)\n  redis.call('XDEL', stream, id)\n"
+        "  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)\n",
+        "  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)\n"
+        "  redis.call('XACK', stream, group, id)\n  redis.call('XDEL', stream, id)\n",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "past Redis maxmemory a last nack still moves the item to the dead letters"),
+    Mutation(
+        "redis-work-declare-writes", "lazily_queue/brokers/redis_scripts.py",
+        "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+        "  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do",
+        "if false then\n  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "a worker started while Redis is past maxmemory declares an existing work queue"),
+    Mutation(
+        "redis-claim-writes-setting-first", "lazily_queue/brokers/redis_scripts.py",
+        "  next_at = now + vt\n",
+        "  next_at = now + vt\n  redis.call('HSET', KEYS[3], 'expiry_ms', next_at)\n",
+        ("tests/brokers/test_memory.py::test_workers_drain_a_work_queue_when_redis_is_out_of_memory",),
+        "past Redis maxmemory claims still lease (the consumers can drain)"),
+    Mutation(
+        "redis-topic-declare-writes", "lazily_queue/brokers/redis_topic_scripts.py",
+        "if redis.call('HEXISTS', KEYS[3], 'end') == 0 then",
+        "if true then",
+        ("tests/brokers/test_memory.py::test_a_topic_and_a_queue_drain_when_redis_is_out_of_memory",),
+        "a subscriber started while Redis is past maxmemory declares an existing topic"),
+    Mutation(
+        "redis-oom-untyped", "lazily_queue/brokers/redis_backend.py",
+        "        except rexc.OutOfMemoryError as exc:\n",
+        "        except rexc.DataError as exc:\n",
+        ("tests/brokers/test_memory.py::test_a_push_past_maxmemory_is_a_typed_error_naming_the_fix",),
+        "a push past Redis maxmemory raises BrokerOutOfMemory naming the fix"),
+    Mutation(
+        "broker-dead-letter-fields-trusted", "lazily_queue/brokers/mirrors.py",
+        "                      whole(attempts, 1) or 1, DeadLetterReason(known))",
+        "                      int(attempts), DeadLetterReason(known))",
+        ("tests/brokers/test_foreign_data.py::test_dead_letters_another_program_wrote_are_listed_not_fatal",),
+        "a dead letter another program wrote never stops a broker work queue's refreshes"),
+    Mutation(
+        "redis-dead-letter-item-trusted", "lazily_queue/brokers/redis_work.py",
+        '        try:\n            item: int | None = item_id(data.get("i", b""))\n'
+        "        except ValueError:\n            item = None\n",
+        '        item: int | None = item_id(data.get("i", b""))\n',
+        ("tests/brokers/test_foreign_data.py::test_dead_letters_another_program_wrote_are_listed_not_fatal",),
+        "a Redis dead letter without our item id is listed under its own entry id"),
+    Mutation(
+        "redis-topic-record-trusted", "lazily_queue/brokers/redis_topic.py",
+        "            if record is not None:  # else",
+        "            if True:  # else",
+        ("tests/brokers/test_foreign_data.py::test_a_subscription_record_another_program_wrote_is_skipped",),
+        "a subscription field another program wrote never stops a Redis topic's refreshes"),
+    Mutation(
+        "redis-topic-gc-record-trusted", "lazily_queue/brokers/redis_topic_scripts.py",
+        "  if rec and rec[3] < frontier then",
+        "  if rec[3] < frontier then",
+        ("tests/brokers/test_foreign_data.py::test_a_subscription_record_another_program_wrote_is_skipped",),
+        "a Redis topic's gc skips subscription fields another program wrote"),
+    Mutation(
+        "broker-refusal-only-logged", "lazily_queue/brokers/mirror.py",
+        "                self._refused = exc\n                self._report_all()\n",
+        "                pass\n",
+        ("tests/brokers/test_consumer_errors.py::test_a_claim_on_an_incompatible_work_queue_raises_it",),
+        "a claim waiting on a broker object it cannot use raises the typed error, never hangs"),
+    Mutation(
+        "nats-no-jetstream-unnamed", "lazily_queue/brokers/nats_backend.py",
+        "        except jserr.ServiceUnavailableError:\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/brokers/test_no_jetstream.py",),
+        "a nats-server without JetStream is BrokerUnavailable naming -js, not a bare 503"),
+    Mutation(
+        "nats-storage-full-unnamed", "lazily_queue/brokers/nats_backend.py",
+        "            if exc.err_code in INSUFFICIENT_RESOURCES:\n",
+        "            if False:\n",
+        ("tests/brokers/test_memory.py::test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it",),
+        "a push to a JetStream out of storage is BrokerOutOfMemory naming the limit to raise"),
+    Mutation(
+        "nats-any-503-is-no-jetstream", "lazily_queue/brokers/nats_backend.py",
+        "            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n"
+        "                    None, JETSTREAM_UNAVAILABLE):\n",
+        "            if isinstance(exc, jserr.ServiceUnavailableError):\n",
+        ("tests/brokers/test_no_jetstream.py::test_other_refusals_with_a_503_are_not_reported_as_no_jetstream",),
+        "only a 503 without an error code (or 10008) is reported as JetStream unavailable"),
+    Mutation(
+        "nats-redrive-reads-all", "lazily_queue/brokers/nats_work.py",
+        "                page = await b.messages(self.dead_stream, start, REDRIVE_PAGE)\n",
+        "                page = await b.messages(self.dead_stream, start, info.state.messages)\n",
+        ("tests/brokers/test_redrive_pages.py::test_a_nats_redrive_reads_the_dead_letters_a_page_at_a_time",),
+        "a NATS redrive holds at most a page of dead letters in the client"),
+    Mutation(
+        "redis-redrive-one-script", "lazily_queue/brokers/redis_work.py",
+        "            after = _text(last)\n",
+        "            after = ''\n",
+        ("tests/brokers/test_redrive_pages.py::test_a_redis_redrive_moves_the_dead_letters_a_page_per_script",),
+        "a Redis redrive moves every dead letter, a page per script call"),
+    Mutation(
+        "nats-tls-not-required", "lazily_queue/brokers/nats_backend.py",
+        "            await require_tls(url, address)\n",
+        "            pass\n",
+        ("tests/brokers/test_tls_required.py",),
+        "nats+tls:// never sends credentials to a server that does not offer TLS"),
+    Mutation(
+        "broker-port-unchecked", "lazily_queue/client/brokers.py",
+        "        _ = parts.port  # raises ValueError when it is not a number\n",
+        "        _ = 0\n",
+        ("tests/brokers/test_bad_addresses.py::test_a_malformed_address_is_unsupported",),
+        "a broker address whose port is not a number is UnsupportedAddress, no password shown"),
+    Mutation(
+        "redis-other-protocol-raw", "lazily_queue/brokers/redis_backend.py",
+        "        except rexc.InvalidResponse:\n",
+        "        except ZeroDivisionError:\n",
+        ("tests/brokers/test_bad_addresses.py::test_a_redis_address_at_a_nats_server_is_named",),
+        "a redis:// address that reaches another server says it is not a Redis server"),
+    Mutation(
+        "redis-query-option-raw", "lazily_queue/brokers/redis_backend.py",
+        "        except TypeError as exc:  # a query option",
+        "        except ZeroDivisionError as exc:  # a query option",
+        ("tests/brokers/test_bad_addresses.py::test_a_malformed_address_is_unsupported",),
+        "a redis:// address with an option redis-py does not take is UnsupportedAddress"),
+    Mutation(
+        "redis-lost-group-fatal", "lazily_queue/brokers/redis_work.py",
+        '            if "NOGROUP" not in str(exc):\n',
+        "            if True:\n",
+        ("tests/brokers/test_lost_objects.py",),
+        "a Redis work queue whose consumer group was lost declares itself again"),
+    Mutation(
+        "redis-cancelled-pop-loses", "lazily_queue/brokers/redis_queue.py",
+        "            self._putting_back.add(call)\n"
+        "            call.add_done_callback(self._put_back)\n",
+        "            pass\n",
+        ("tests/brokers/test_cancelled_pop.py::test_a_cancelled_redis_pop_puts_its_element_back_at_the_head",),
+        "a Redis pop cancelled in flight puts what it took back at the head"),
+    Mutation(
+        "redis-pop-overtakes-put-back", "lazily_queue/brokers/redis_queue.py",
+        "        while self._putting_back:  # a cancelled pop",
+        "        while False:  # a cancelled pop",
+        ("tests/brokers/test_cancelled_pop.py::test_the_next_pop_after_a_cancelled_one_gets_the_head",),
+        "the pop after a cancelled one waits for its put-back (FIFO kept)"),
 ]
 
 

@@ -24,6 +24,12 @@ class IncompatibleBrokerObject(BrokerError):
     timeout); nothing was changed. The message names the object and the difference."""
 
 
+class BrokerOutOfMemory(BrokerError, MemoryError):
+    """The broker refused to store more (Redis past ``maxmemory`` with ``noeviction``,
+    JetStream out of storage); nothing was stored. Consuming still works and frees memory;
+    the message names the fix."""
+
+
 class BrokerClosed(BrokerError):
     """The client (its connection) was closed; calls waiting on its cells fail with this.
     Open a new one with ``connect()``."""

@@ -216,6 +216,8 @@ class MirroredObject:
         self._declared = Declared(self._declare)
         self._refresher = Refresher(self._refresh, poll_interval=poll_interval, name=label)
         self._stopped = False
+        #: Why the broker refused this object (its declaration), until a refresh succeeds.
+        self._refused: Exception | None = None
         self._views_at = -poll_interval
         self._views_wanted = True
         self._refresher.start()
@@ -243,7 +245,15 @@ class MirroredObject:
 
     def raise_if_stopped(self) -> None:
         """Raise :class:`~lazily_queue.brokers.errors.BrokerClosed` once the client was
-        closed (capability ``lifecycle``: closing wakes every waiting call)."""
+        closed, and the error the broker refused the object with (incompatible settings,
+        credentials) while it does (capability ``lifecycle``: either wakes every waiting
+        call, which then raises it)."""
+        self._raise_if_closed()
+        refused = self._refused
+        if refused is not None:
+            raise type(refused)(str(refused))
+
+    def _raise_if_closed(self) -> None:
         if self._stopped:
             from .errors import BrokerClosed
 
@@ -251,12 +261,23 @@ class MirroredObject:
                                "one with lazily_queue.connect()")
 
     async def _refresh(self) -> None:
-        await self._declared.ensure()
+        from .errors import BrokerAuthenticationFailed, IncompatibleBrokerObject
+
+        try:
+            await self._declared.ensure()
+        except (IncompatibleBrokerObject, BrokerAuthenticationFailed) as exc:
+            if self._refused is None:
+                self._refused = exc
+                self._report_all()
+            raise
+        if self._refused is not None:
+            self._refused = None
+            self._report_all()
         await self._read()
 
     async def _ready(self) -> None:
         """Before an operation: the object is declared (raises what declaring raised)."""
-        self.raise_if_stopped()
+        self._raise_if_closed()
         self._refresher.start()
         await self._declared.ensure()
 

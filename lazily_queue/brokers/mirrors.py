@@ -3,10 +3,10 @@ read synchronously by the cells' readers, reported to the cell's listener."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.queue import RESET, QueuePopError
-from ..core.work import DeadLetter, Delivery, change_mask
+from ..core.work import DeadLetter, DeadLetterReason, Delivery, change_mask
 from ..core.work import WorkTransition as WT
 from ..core.work_masks import ALL_WORK_READERS
 from ..storage.queue import QueueChangeListener
@@ -14,6 +14,28 @@ from ..storage.work import WorkQueueChangeListener
 from .mirror import MirroredObject
 
 T = TypeVar("T")
+
+
+def whole(raw: object, least: int) -> int | None:
+    """``raw`` (bytes, str or int another program may have written) as an int >= ``least``,
+    or ``None`` when it is not one."""
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text if text >= least else None
+    if isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 20:
+        return int(text) if int(text) >= least else None
+    return None
+
+
+def foreign_letter(item: int | None, value: Any, attempts: object, reason: object,
+                   fallback: int) -> DeadLetter:
+    """A dead letter read from the broker, whose fields another program may have written:
+    an item id it lacks is ``fallback`` (the record's own id), attempts that are not a
+    count are 1, an unknown reason is ``nack``; the value is kept as decoded."""
+    text = reason.decode(errors="replace") if isinstance(reason, bytes) else reason
+    known = text if text in ("nack", "expired") else "nack"
+    return DeadLetter(fallback if item is None else item, value,
+                      whole(attempts, 1) or 1, DeadLetterReason(known))
 
 
 class QueueMirror(MirroredObject, Generic[T]):

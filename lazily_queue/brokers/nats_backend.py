@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
+import json
 import logging
 import re
 import uuid
@@ -45,6 +46,7 @@ from nats.js import JetStreamContext
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
 )
@@ -59,6 +61,11 @@ STREAM_NAME_IN_USE = 10058
 #: JetStream's answer when another stream already takes the subjects.
 SUBJECTS_OVERLAP = 10065
 MAX_MESSAGES_EXCEEDED = 10077
+#: JetStream's answers when its storage or memory (server or account limit) is used up:
+#: insufficient resources, memory resources exceeded, storage resources exceeded.
+INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
+#: JetStream's answer while its cluster has no meta leader ("temporarily unavailable").
+JETSTREAM_UNAVAILABLE = 10008
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
 #: Least seconds between two announcements of changes to one object.
@@ -136,6 +143,8 @@ class NatsJetStreamStorage:
         if token is not None:
             kwargs["token"] = token
         address = redacted(url)
+        if urlsplit(url).scheme == "tls":
+            await require_tls(url, address)
         try:
             nc = await nats.connect(**kwargs)
         except Exception as exc:
@@ -206,6 +215,19 @@ class NatsJetStreamStorage:
         try:
             yield
         except jserr.APIError as exc:
+            if exc.err_code in INSUFFICIENT_RESOURCES:
+                raise BrokerOutOfMemory(
+                    f"nats at {self.address} has no JetStream storage left and refused "
+                    f"{doing} ({exc.description}); nothing was stored: consume (pulls and "
+                    "acks still work), or raise the server's or account's max_file_store "
+                    "/ max_memory_store") from None
+            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (
+                    None, JETSTREAM_UNAVAILABLE):
+                raise BrokerUnavailable(
+                    f"nats at {self.address} answered that JetStream is not available while "
+                    f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
+                    "{ store_dir: ... } block in its configuration); a cluster may also "
+                    "still be electing its JetStream leader") from None
             if exc.err_code == STREAM_NAME_IN_USE:
                 raise IncompatibleBrokerObject(
                     f"nats at {self.address}: {doing}: a stream of that name exists with "
@@ -322,6 +344,34 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
+
+
+async def require_tls(url: str, address: str) -> None:
+    """Refuse, before any credentials are sent, a server whose greeting does not require
+    TLS (nats-py would otherwise talk to it in the clear although ``tls://`` was asked
+    for); :class:`BrokerUnavailable` when it does not or cannot be read."""
+    parts = urlsplit(url)
+    greeting = b""
+    try:
+        async with asyncio.timeout(5):
+            reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 4222)
+            try:
+                greeting = await reader.readuntil(b"\r\n")
+            finally:
+                writer.close()
+    except (OSError, TimeoutError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError) as exc:
+        raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+    try:
+        info = json.loads(greeting.removeprefix(b"INFO ")) if greeting.startswith(b"INFO ") \
+            else {}
+    except ValueError:
+        info = {}
+    if not (isinstance(info, dict) and info.get("tls_required") is True):
+        raise BrokerUnavailable(
+            f"nats at {address} does not offer TLS, and the address asks for it: nothing "
+            "was sent; enable TLS on the server (a tls {} block), or use nats:// on a "
+            "network you trust")
 
 
 def once_id(msg_id: str) -> str:

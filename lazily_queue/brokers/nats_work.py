@@ -43,7 +43,6 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
 
 from ..core.work import (
     DeadLetter,
-    DeadLetterReason,
     Delivery,
     PendingItem,
     Receipt,
@@ -55,7 +54,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirrors import WorkMirror
+from .mirrors import WorkMirror, foreign_letter, whole
 from .nats_backend import token
 
 if TYPE_CHECKING:
@@ -63,6 +62,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
+#: Dead letters a redrive reads at a time.
+REDRIVE_PAGE = 256
 
 
 class NatsWorkQueueStorage(WorkMirror):
@@ -167,10 +168,8 @@ class NatsWorkQueueStorage(WorkMirror):
     @staticmethod
     def _letter(seq: int, raw: Any) -> DeadLetter:
         headers = raw.headers or {}
-        reason = headers.get("Lq-Reason", "nack")
-        return DeadLetter(int(headers.get("Lq-Item", seq)), decode(raw.data or b""),
-                          int(headers.get("Lq-Attempts", 1)),
-                          DeadLetterReason(reason if reason in ("nack", "expired") else "nack"))
+        return foreign_letter(whole(headers.get("Lq-Item"), 0), decode(raw.data or b""),
+                              headers.get("Lq-Attempts"), headers.get("Lq-Reason"), seq)
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -348,22 +347,31 @@ class NatsWorkQueueStorage(WorkMirror):
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
     ) -> WT[int]:
         """Publish dead letters (all, or those items) to the work queue again (as new
-        items) and delete them from the dead-letter stream."""
+        items) and delete them from the dead-letter stream, :data:`REDRIVE_PAGE` read at
+        a time (those dead-lettered after the redrive began stay)."""
         await self._ready()
         wanted = None if item_ids is None else set(item_ids)
         b = self._backend
         moved = 0
         async with b.errors(f"redriving {self.dead_stream}"):
             info = await b.js.stream_info(self.dead_stream)
-            for seq, raw in await b.messages(self.dead_stream, info.state.first_seq,
-                                             info.state.messages):
-                item = int((raw.headers or {}).get("Lq-Item", seq))
-                if wanted is not None and item not in wanted:
-                    continue
-                await b.publish(self.subject, raw.data or encode(None),
-                                {"Nats-Msg-Id": f"redrive-{self.dead_stream}-{seq}"})
-                await b.js.delete_msg(self.dead_stream, seq)
-                moved += 1
+            start, last = info.state.first_seq, info.state.last_seq
+            while info.state.messages and start <= last:
+                page = await b.messages(self.dead_stream, start, REDRIVE_PAGE)
+                for seq, raw in page:
+                    if seq > last:  # dead-lettered after the redrive began
+                        break
+                    item = whole((raw.headers or {}).get("Lq-Item"), 0)
+                    item = seq if item is None else item
+                    if wanted is not None and item not in wanted:
+                        continue
+                    await b.publish(self.subject, raw.data or encode(None),
+                                    {"Nats-Msg-Id": f"redrive-{self.dead_stream}-{seq}"})
+                    await b.js.delete_msg(self.dead_stream, seq)
+                    moved += 1
+                if not page:
+                    break
+                start = page[-1][0] + 1
         if moved:
             self._mutated()
         return WT(moved, 0)

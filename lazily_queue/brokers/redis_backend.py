@@ -30,8 +30,10 @@ from . import redis_once_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
+    UnsupportedAddress,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
 
@@ -55,6 +57,12 @@ def redacted(url: str) -> str:
     host = parts.hostname or "?"
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _bad_address(url: str, exc: Exception) -> UnsupportedAddress:
+    return UnsupportedAddress(
+        f"cannot connect to {redacted(url)}: redis-py refused the address ({exc}); give "
+        "redis://[:password@]host:port/db, with options as connect() arguments")
 
 
 class RedisStreamsStorage:
@@ -99,11 +107,17 @@ class RedisStreamsStorage:
             kwargs["password"] = password
         if username is not None:
             kwargs["username"] = username
-        client = aioredis.Redis.from_url(url, **kwargs)
+        try:
+            client = aioredis.Redis.from_url(url, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise _bad_address(url, exc) from None
         self = cls(client, address=redacted(url), owns_client=True, **options)
         try:
             async with self.errors("connecting"):
                 await client.ping()
+        except TypeError as exc:  # a query option the connection does not take
+            await client.aclose()
+            raise _bad_address(url, exc) from None
         except BaseException:
             await client.aclose()
             raise
@@ -256,6 +270,11 @@ class RedisStreamsStorage:
                 f"redis at {self.address} refused the credentials ({exc}); put the password "
                 "in the URL (redis://:PASSWORD@host:port/db) or pass credentials="
             ) from None
+        except rexc.OutOfMemoryError as exc:
+            raise BrokerOutOfMemory(
+                f"redis at {self.address} is out of memory and refused {doing} ({exc}); "
+                "nothing was stored: consume (pops, claims and acks still work), or raise "
+                "the server's maxmemory") from None
         except rexc.ResponseError as exc:
             text = str(exc)
             if "NOAUTH" in text or "WRONGPASS" in text:
@@ -267,9 +286,15 @@ class RedisStreamsStorage:
                     f"redis at {self.address}: {detail}; use another name or delete the "
                     "existing keys") from None
             raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
+        except rexc.InvalidResponse:
+            raise BrokerUnavailable(
+                f"redis at {self.address} answered {doing} in another protocol: it is not a "
+                "Redis server (check the host and port)") from None
         except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
             raise BrokerUnavailable(
                 f"redis at {self.address} is unreachable while {doing}: {exc}") from None
+        except rexc.RedisError as exc:
+            raise BrokerError(f"redis at {self.address} failed {doing}: {exc}") from None
 
     # -- notifications -----------------------------------------------------------------------
 

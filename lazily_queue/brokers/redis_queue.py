@@ -15,6 +15,9 @@ Capabilities: ``observable``, ``peek`` and ``dedup``. The readers read the mirro
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class RedisQueueStorage(QueueMirror[T]):
@@ -55,6 +59,7 @@ class RedisQueueStorage(QueueMirror[T]):
         #: compares it before and after).
         self._pushes_done = 0
         self._pushes: Coalescer[bytes, tuple[int, bytes]] = Coalescer(self._push_batch)
+        self._putting_back: set[asyncio.Future[Any]] = set()
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {name!r}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -145,8 +150,18 @@ class RedisQueueStorage(QueueMirror[T]):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         await self._ready()
+        while self._putting_back:  # a cancelled pop's elements go back before this pop
+            await asyncio.wait(set(self._putting_back))
         pushes = self._pushes_done
-        result = await self._backend.run("QUEUE_POP", self._keys[:3], [n, self._channel])
+        call = asyncio.ensure_future(
+            self._backend.run("QUEUE_POP", self._keys[:3], [n, self._channel]))
+        try:
+            result = await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # the script runs (or ran) anyway: what it took goes back at the head
+            self._putting_back.add(call)
+            call.add_done_callback(self._put_back)
+            raise
         if isinstance(result, list):
             self._changed()
             return [decode(raw) for raw in result]
@@ -159,6 +174,33 @@ class RedisQueueStorage(QueueMirror[T]):
         # server: the mirror counts it, and the caller's next pop finds it
         self._changed()
         return QueuePopError.Empty
+
+    def _put_back(self, call: asyncio.Future[Any]) -> None:
+        """After a cancelled pop: put the elements its script took back at the head."""
+        self._putting_back.discard(call)
+        if call.cancelled() or call.exception() is not None:
+            return
+        taken = call.result()
+        if isinstance(taken, list) and taken:
+            task = asyncio.ensure_future(self._backend.run(
+                "QUEUE_UNPOP", [self._keys[0], self._keys[2]], [self._channel, *taken]))
+            self._putting_back.add(task)
+            task.add_done_callback(self._put_back_done)
+
+    def _put_back_done(self, task: asyncio.Future[Any]) -> None:
+        self._putting_back.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%r: elements a cancelled pop took could not be put back and are "
+                      "lost: %s", self, task.exception())
+        self._changed()
+
+    async def aclose(self) -> None:
+        """Put back what cancelled pops took (they are on their way), then stop."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                while self._putting_back:
+                    await asyncio.wait(set(self._putting_back))
+        await super().aclose()
 
     def _found_empty(self) -> None:
         """A pop found the list empty (and open), and no push of this process completed

@@ -120,13 +120,17 @@ local function value_of(fields)
   for i = 1, #fields, 2 do if fields[i] == 'v' then return fields[i + 1] end end
   return ''
 end
+-- Past maxmemory (noeviction) Redis refuses a script's first write when it may grow
+-- memory (XADD, HSET, SET), and lets every later write of that script through. The
+-- scripts that consume (claim, settle, reap) therefore write first with a command that
+-- does not grow it (XACK, XDEL, XCLAIM, XREADGROUP), so they still run and free memory.
 local function dead_letter(stream, dead, group, id, attempts, reason)
   local entry = redis.call('XRANGE', stream, id, id)
   local v = ''
   if entry[1] then v = value_of(entry[1][2]) end
-  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)
   redis.call('XACK', stream, group, id)
   redis.call('XDEL', stream, id)
+  redis.call('XADD', dead, '*', 'i', id, 'v', v, 'a', attempts, 'r', reason)
 end
 """
 
@@ -137,6 +141,15 @@ if bad then return bad end
 bad = setting(KEYS[3], 'visibility_timeout_ms', ARGV[2])
   or setting(KEYS[3], 'max_deliveries', ARGV[3])
 if bad then return bad end
+-- an existing group is not created again: a worker that starts while the server is
+-- past maxmemory declares the queue it is to drain without a write
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    for i = 1, #info, 2 do
+      if info[i] == 'name' and info[i + 1] == ARGV[1] then return 1 end
+    end
+  end
+end
 local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
 if type(made) == 'table' and made.err and not string.find(made.err, 'BUSYGROUP') then
   return made
@@ -163,9 +176,10 @@ local clock = redis.call('TIME')
 local out = {clock}
 local taken, changed = 0, false
 local now = now_ms(clock)
+local next_at = nil
 if expiry_due(KEYS[3], now) then
   local scan = redis.call('XPENDING', KEYS[1], group, '-', '+', SCAN)
-  local next_at = now + vt
+  next_at = now + vt
   if #scan >= SCAN then next_at = now end
   for _, p in ipairs(scan) do
     local id, idle = p[1], tonumber(p[3])
@@ -190,7 +204,6 @@ if expiry_due(KEYS[3], now) then
       next_at = now + vt - idle
     end
   end
-  redis.call('HSET', KEYS[3], 'expiry_ms', next_at)
 end
 if taken < n then
   local fresh = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', n - taken,
@@ -202,6 +215,8 @@ if taken < n then
     end
   end
 end
+-- after XCLAIM or XREADGROUP: never this script's first write (see dead_letter)
+if next_at then redis.call('HSET', KEYS[3], 'expiry_ms', next_at) end
 if taken > 0 or changed then notify(ARGV[6]) end
 return out
 """.replace("SCAN", "10000")
@@ -271,25 +286,32 @@ end
 return expired
 """
 
-# ARGV: channel, then the original entry ids to redrive (none: every dead letter)
+# ARGV: channel, the dead-letter entry id to read after ('-': from the first), how many
+# to read, then the original entry ids to redrive (none: every dead letter) -> {moved,
+# the last dead-letter entry id read, or '' once the stream is read to its end}. One
+# page per call, so a long dead-letter stream never blocks the server in one script.
 WORK_REDRIVE = _NOTIFY + _PSEUDO + """
 local wanted = nil
-if #ARGV > 1 then
+if #ARGV > 3 then
   wanted = {}
-  for i = 2, #ARGV do wanted[ARGV[i]] = true end
+  for i = 4, #ARGV do wanted[ARGV[i]] = true end
 end
+local start = ARGV[2] == '-' and '-' or '(' .. ARGV[2]
+local page = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', tonumber(ARGV[3]))
 local moved = 0
-for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+for _, entry in ipairs(page) do
   local fields = {}
-  for i = 1, #entry[2], 2 do fields[entry[2][i]] = entry[2][i + 1] end
+  for i = 1, #entry[2] - 1, 2 do fields[entry[2][i]] = entry[2][i + 1] end
   if wanted == nil or wanted[fields['i']] then
-    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
     redis.call('XDEL', KEYS[2], entry[1])
+    redis.call('XADD', KEYS[1], '*', 'v', fields['v'] or '')
     moved = moved + 1
   end
 end
 if moved > 0 then notify(ARGV[1]) end
-return moved
+local last = ''
+if #page >= tonumber(ARGV[3]) then last = page[#page][1] end
+return {moved, last}
 """
 
 # ARGV: group, view limit, visibility ms. A lease idle longer than the visibility

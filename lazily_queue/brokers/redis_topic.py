@@ -27,6 +27,7 @@ from ..core.topic import (
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
+from .mirrors import whole
 from .redis_once_scripts import ONCE_WINDOW_MS
 from .topic_mirror import Record, TopicMirror
 
@@ -38,6 +39,16 @@ NOBODY: frozenset[str] = frozenset()
 
 def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _record(raw: Any) -> Record | None:
+    """A subscription record ``durability|connected|cursor``, or ``None`` when ``raw`` is
+    not one (the scripts read such a field as no subscription too)."""
+    parts = _text(raw).split("|")
+    if len(parts) != 3 or parts[0] not in ("durable", "ephemeral") or parts[1] not in ("0", "1"):
+        return None
+    cursor = whole(parts[2], 0)
+    return None if cursor is None else (parts[0], parts[1] == "1", cursor)
 
 
 class RedisTopicStorage(TopicMirror, Generic[T]):
@@ -76,9 +87,10 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         if entries:
             self._last_id = _text(entries[-1][0])
         subs: dict[str, Record] = {}
-        for i in range(0, len(flat), 2):
-            durability, connected, cursor = _text(flat[i + 1]).split("|")
-            subs[_text(flat[i])] = (durability, connected == "1", int(cursor))
+        for i in range(0, len(flat) - 1, 2):
+            record = _record(flat[i + 1])
+            if record is not None:  # else not a record this library wrote: not a subscriber
+                subs[_text(flat[i])] = record
         self._install(base, end, elements, subs)
 
     @staticmethod

@@ -10,7 +10,8 @@ _SUBS = """
 local function record(subs, id)
   local raw = redis.call('HGET', subs, id)
   if not raw then return nil end
-  local d, c, cursor = string.match(raw, '^(%a+)|(%d)|(%d+)$')
+  local d, c, cursor = string.match(raw, '^(%a+)|([01])|(%d+)$')
+  if not d then return nil end  -- not a record (another program's): no subscription
   return {d, c == '1', tonumber(cursor)}
 end
 local function store(subs, id, rec)
@@ -23,8 +24,11 @@ TOPIC_DECLARE = _TYPE_CHECK + """
 local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'hash')
   or require_type(KEYS[3], 'hash')
 if bad then return bad end
-redis.call('HSETNX', KEYS[3], 'base', 0)
-redis.call('HSETNX', KEYS[3], 'end', 0)
+-- no write for a topic that exists (declared while the server is past maxmemory)
+if redis.call('HEXISTS', KEYS[3], 'end') == 0 then
+  redis.call('HSETNX', KEYS[3], 'base', 0)
+  redis.call('HSETNX', KEYS[3], 'end', 0)
+end
 return 1
 """
 
@@ -106,7 +110,10 @@ local frontier = nil
 local subs = redis.call('HGETALL', KEYS[2])
 for i = 1, #subs, 2 do
   local rec = record(KEYS[2], subs[i])
-  if rec[1] == 'durable' and (frontier == nil or rec[3] < frontier) then frontier = rec[3] end
+  -- a field that is not a record (another program's) is no subscription
+  if rec and rec[1] == 'durable' and (frontier == nil or rec[3] < frontier) then
+    frontier = rec[3]
+  end
 end
 if frontier == nil then frontier = last end
 local removed = frontier - base
@@ -121,7 +128,7 @@ else
 end
 for i = 1, #subs, 2 do
   local rec = record(KEYS[2], subs[i])
-  if rec[3] < frontier then
+  if rec and rec[3] < frontier then
     rec[3] = frontier
     store(KEYS[2], subs[i], rec)
     redis.call('XGROUP', 'SETID', KEYS[1], 's:' .. subs[i], edge)

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.work import (
     DeadLetter,
-    DeadLetterReason,
     Delivery,
     PendingItem,
     Receipt,
@@ -50,7 +49,8 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
-from .mirrors import WorkMirror
+from .errors import BrokerError
+from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ _SEQ_BITS = 20
 _COUNT_BITS = 10
 #: The most deliveries an item may have (its delivery count is part of the delivery id).
 MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
+#: Dead letters one redrive script call reads (a redrive of more takes several calls).
+REDRIVE_PAGE = 256
 
 
 def _text(raw: Any) -> str:
@@ -136,7 +138,7 @@ class RedisWorkQueueStorage(WorkMirror):
     async def _read(self) -> None:
         views = self._views_due()
         limit = max(1, self._backend.view_limit) if views else 1
-        clock, pending, in_flight, dead, waiting, flying, letters = await self._backend.run(
+        clock, pending, in_flight, dead, waiting, flying, letters = await self._run(
             "WORK_READ", self._keys, [GROUP, limit, self._vt_ms])
         now = int(clock[0]) + int(clock[1]) / 1e6
         if views:
@@ -147,12 +149,27 @@ class RedisWorkQueueStorage(WorkMirror):
                           _text(worker), int(c),
                           now - int(idle) / 1000 + self.visibility_timeout)
                  for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
-            self._dead = [self._letter(fields) for _, fields in letters]
+            self._dead = [self._letter(e, fields) for e, fields in letters]
             self._wake_at_expiry(now)
         old, self._counts = self._counts, (int(pending), int(in_flight), int(dead))
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:
             self._listener(mask)
+
+    async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script that needs the consumer group; when the server lost it (its keys
+        were deleted or flushed, or it restarted without persistence), declare the work
+        queue again and run the script once more."""
+        try:
+            return await self._backend.run(script, keys, args)
+        except BrokerError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+        log.warning("%r: the server lost the consumer group (keys deleted, flushed or not "
+                    "persisted); declaring the work queue again", self)
+        self._declared.forget()
+        await self._declared.ensure()
+        return await self._backend.run(script, keys, args)
 
     def _wake_at_expiry(self, now: float) -> None:
         """Refresh again when the first lease in view expires (it then counts as pending,
@@ -171,11 +188,16 @@ class RedisWorkQueueStorage(WorkMirror):
         await super().aclose()
 
     @staticmethod
-    def _letter(fields: Any) -> DeadLetter:
-        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields), 2)}
-        reason = _text(data.get("r", b"nack"))
-        return DeadLetter(item_id(data.get("i", b"0-0")), decode(data.get("v", b"")),
-                          int(data.get("a", 1)), DeadLetterReason(reason))
+    def _letter(entry: Any, fields: Any) -> DeadLetter:
+        """The dead letter of a dead-letter stream entry (its fields possibly written by
+        another program: see :func:`.mirrors.foreign_letter`)."""
+        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields) - 1, 2)}
+        try:
+            item: int | None = item_id(data.get("i", b""))
+        except ValueError:
+            item = None
+        return foreign_letter(item, decode(data.get("v", b"")), data.get("a"), data.get("r"),
+                              item_id(entry))
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -242,7 +264,7 @@ class RedisWorkQueueStorage(WorkMirror):
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         self._note_now(now)
         await self._ready()
-        clock, *flat = await self._backend.run(
+        clock, *flat = await self._run(
             "WORK_CLAIM", self._keys,
             [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
@@ -278,7 +300,7 @@ class RedisWorkQueueStorage(WorkMirror):
 
     async def _send(self, worker: str, mode: str, batch: list[tuple[str, int]]) -> list[bool]:
         pairs = [part for split in batch for part in split]
-        each = await self._backend.run(
+        each = await self._run(
             "WORK_SETTLE", self._keys,
             [GROUP, worker, mode, self._vt_ms, self.max_deliveries, self._channel, *pairs])
         flags = each.encode() if isinstance(each, str) else bytes(each)
@@ -338,7 +360,7 @@ class RedisWorkQueueStorage(WorkMirror):
         the visibility timeout by the server's clock; claims do this too."""
         self._note_now(now)
         await self._ready()
-        expired = await self._backend.run(
+        expired = await self._run(
             "WORK_REAP", self._keys,
             [GROUP, self._vt_ms, self.max_deliveries, self._channel])
         if expired:
@@ -352,7 +374,12 @@ class RedisWorkQueueStorage(WorkMirror):
         if item_ids is not None and not ids:
             return WT(0, 0)
         await self._ready()
-        moved = await self._backend.run("WORK_REDRIVE", self._keys[:2], [self._channel, *ids])
+        moved, after = 0, "-"
+        while after:
+            done, last = await self._backend.run(
+                "WORK_REDRIVE", self._keys[:2], [self._channel, after, REDRIVE_PAGE, *ids])
+            moved += int(done)
+            after = _text(last)
         if moved:
             self._changed()
         return WT(int(moved), 0)

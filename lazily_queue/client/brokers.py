@@ -211,13 +211,21 @@ def scheme_of(address: str) -> str:
 
     if not isinstance(address, str):
         raise UnsupportedAddress(f"an address must be a string, got {type(address).__name__}")
-    scheme = urlsplit(address).scheme.lower()
+    parts = urlsplit(address)
+    scheme = parts.scheme.lower()
     kind = BROKER_SCHEMES.get(scheme)
     if kind is None:
         raise UnsupportedAddress(
             f"cannot connect to {address!r}: connect() serves brokers at nats://, "
             "nats+tls://, redis:// and rediss:// and cluster members at unix:, tcp://, ws:// "
             "or wss://")
+    try:
+        _ = parts.port  # raises ValueError when it is not a number
+    except ValueError:
+        port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise UnsupportedAddress(
+            f"cannot connect to {scheme}://{parts.hostname or '?'}: its port {port!r} is not "
+            "a number from 0 to 65535") from None
     return kind
 
 

@@ -1,0 +1,45 @@
+"""A pop cancelled while its round trip is in flight (a ``pop(timeout=...)`` that runs out,
+a task cancelled) loses nothing on Redis: what the server took goes back at the head,
+as a local queue's pop is cancellation-safe."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lazily_queue import connect
+from lazily_queue.brokers.servers import BrokerServer
+
+from .conftest import fresh
+
+
+async def test_a_cancelled_redis_pop_puts_its_element_back_at_the_head(
+    redis_server: BrokerServer,
+) -> None:
+    async with connect(redis_server.url) as client:
+        queue = client.queue(fresh("cancel"))
+        for value in ("a", "b"):
+            await queue.push(value)
+        for _ in range(3):
+            popping = asyncio.ensure_future(queue.storage.poll())
+            await asyncio.sleep(0)
+            popping.cancel()
+            await asyncio.gather(popping, return_exceptions=True)
+        await asyncio.sleep(0.05)
+        await queue.storage.sync()  # type: ignore[attr-defined]
+        assert queue.storage.len() == 2
+        assert [await queue.pop(timeout=5), await queue.pop(timeout=5)] == ["a", "b"]
+
+
+async def test_the_next_pop_after_a_cancelled_one_gets_the_head(
+    redis_server: BrokerServer,
+) -> None:
+    async with connect(redis_server.url) as client:
+        queue = client.queue(fresh("cancel"))
+        for value in ("a", "b"):
+            await queue.push(value)
+        popping = asyncio.ensure_future(queue.storage.poll())
+        await asyncio.sleep(0)
+        popping.cancel()
+        await asyncio.gather(popping, return_exceptions=True)  # as a pop(timeout=) ends
+        assert await queue.storage.poll() == "a"
+        assert await queue.storage.poll() == "b"

@@ -1,0 +1,144 @@
+"""A Redis that ran out of memory (``maxmemory`` with ``noeviction``): pushes are refused
+with a typed error naming the cause and the fix, and the consumers can still drain the
+objects (claims, acks, nacks to the dead letters, pops, reaps, a worker that starts now)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from lazily_queue import connect
+from lazily_queue.brokers import BrokerError, BrokerOutOfMemory
+from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer
+
+from .conftest import _server, fresh
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[BrokerServer]:
+    """A server of its own: these tests fill its memory."""
+    yield from _server(RedisServer)
+
+
+@pytest.fixture
+async def full(redis_server: BrokerServer) -> AsyncIterator[aioredis.Redis]:
+    """Lets the test fill the server: ``await limit()`` caps memory just above its use."""
+    admin = aioredis.Redis.from_url(redis_server.url)
+    await admin.config_set("maxmemory-policy", "noeviction")
+    try:
+        yield admin
+    finally:
+        await admin.config_set("maxmemory", 0)
+        await admin.flushdb()
+        await admin.aclose()
+
+
+async def _fill(admin: aioredis.Redis, push: object) -> BrokerError:
+    """Put the server past its memory limit (whatever clients connect or leave), then
+    push once more: the error that push raised."""
+    await admin.config_set("maxmemory", 1)
+    try:
+        await push("x" * 1000)  # type: ignore[operator]
+    except BrokerError as exc:
+        return exc
+    raise AssertionError("a push past maxmemory was stored")
+
+
+async def test_a_push_past_maxmemory_is_a_typed_error_naming_the_fix(
+    redis_server: BrokerServer, full: aioredis.Redis
+) -> None:
+    async with connect(redis_server.url) as client:
+        jobs = client.work_queue(fresh("oom"), visibility_timeout=30, max_deliveries=3)
+        await jobs.push("first")
+        error = await _fill(full, jobs.push)
+        assert isinstance(error, BrokerOutOfMemory)
+        assert "maxmemory" in str(error) and "redis at" in str(error)
+        assert "consume" in str(error)
+
+
+async def test_workers_drain_a_work_queue_when_redis_is_out_of_memory(
+    redis_server: BrokerServer, full: aioredis.Redis
+) -> None:
+    name = fresh("oom")
+    async with connect(redis_server.url) as client:
+        jobs = client.work_queue(name, visibility_timeout=0.2, max_deliveries=2)
+        await jobs.push("first")
+        await jobs.push("second")
+        await jobs.push("third")
+        await _fill(full, jobs.push)
+    # a worker that starts now declares the existing queue and claims from it
+    async with connect(redis_server.url) as client:
+        jobs = client.work_queue(name, visibility_timeout=0.2, max_deliveries=2)
+        first = await jobs.claim("w1", timeout=5)
+        assert first is not None and first.value == "first"
+        await jobs.ack("w1", first.delivery_id)
+        second = await jobs.claim("w1", timeout=5)
+        assert second is not None and second.value == "second"
+        await jobs.nack("w1", second.delivery_id)
+        again = await jobs.claim("w1", timeout=5)
+        assert again is not None and again.item_id == second.item_id
+        await jobs.nack("w1", again.delivery_id)  # its last delivery: to the dead letters
+        await jobs.storage.sync()  # type: ignore[attr-defined]
+        assert jobs.storage.dead_letter_len() == 1
+        leased = await jobs.claim("w2", timeout=5)
+        assert leased is not None
+        await asyncio.sleep(0.3)  # the lease expires: a reap takes it back
+        assert await jobs.reap_expired() == 1
+
+
+async def test_a_topic_and_a_queue_drain_when_redis_is_out_of_memory(
+    redis_server: BrokerServer, full: aioredis.Redis
+) -> None:
+    qname, tname = fresh("oomq"), fresh("oomt")
+    async with connect(redis_server.url) as client:
+        queue = client.queue(qname)
+        topic = client.topic(tname)
+        await topic.subscribe("s")
+        await queue.push("head")
+        await topic.publish("news")
+        await _fill(full, queue.push)
+    async with connect(redis_server.url) as client:
+        queue = client.queue(qname)
+        assert await queue.pop(timeout=5) == "head"
+        topic = client.topic(tname)
+        await topic.storage.declare()  # type: ignore[attr-defined]
+        assert (await topic.storage.poll("s")).result == "news"
+
+
+class SmallNatsServer(NatsServer):
+    """JetStream with 1 MB of file storage."""
+
+    def command(self) -> list[str]:
+        config = self.directory / "nats.conf"
+        config.write_text(f"listen: 127.0.0.1:{self.port}\n"
+                          f'jetstream {{ store_dir: "{self.directory / "js"}", '
+                          "max_file_store: 1MB, max_memory_store: 1MB }\n")
+        return [self.path, "-c", str(config)]
+
+
+@pytest.fixture(scope="module")
+def small_nats() -> Iterator[BrokerServer]:
+    yield from _server(SmallNatsServer)
+
+
+async def test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it(
+    small_nats: BrokerServer,
+) -> None:
+    async with connect(small_nats.url) as client:
+        jobs = client.work_queue(fresh("full"), visibility_timeout=30)
+        for _ in range(1000):
+            try:
+                await jobs.push("x" * 10_000)
+            except BrokerError as exc:
+                error = exc
+                break
+        else:
+            raise AssertionError("JetStream stored 10 MB in 1 MB")
+        assert isinstance(error, BrokerOutOfMemory)
+        assert "max_file_store" in str(error) and "consume" in str(error)
+        delivery = await jobs.claim("w", timeout=5)
+        await jobs.ack("w", delivery.delivery_id)
+        await jobs.push("fits again")
