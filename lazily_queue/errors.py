@@ -47,6 +47,21 @@ class MessageTooLarge(LazilyQueueError, ValueError):
         self.limit = limit
 
 
+class InvalidName(LazilyQueueError, ValueError):
+    """An object's name is not a non-empty string of at most
+    :data:`~lazily_queue.names.MAX_NAME_LENGTH` characters; nothing was proposed."""
+
+
+class TooManyObjects(LazilyQueueError):
+    """Creating the object would take the cluster over its ``max_objects`` queues,
+    topics and work queues (``limit``); delete unused ones or raise the members'
+    ``max_objects``. Nothing was proposed."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 

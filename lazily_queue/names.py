@@ -1,0 +1,141 @@
+"""The limits on objects' names and on how many objects a cluster holds.
+
+A queue, topic or work queue name is a non-empty ``str`` of at most
+:data:`MAX_NAME_LENGTH` characters (a consumer group's work queue name,
+``"<topic>:<group>"``, included). The rule is checked where names enter: a node's and a
+client's cell accessors, a member serving a client's op or watch, and the admin API.
+
+A cluster holds at most ``max_objects`` queues, topics and work queues together (a
+member's option, :data:`DEFAULT_MAX_OBJECTS` by default). The member proposing an op
+that would create an object checks the count it has applied; the replicated state
+machine does not, so members that propose new objects at the same moment can overshoot
+the cap by the ones in flight: it bounds growth, it is not an exact count.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .core.groups import SEPARATOR
+from .errors import InvalidName, TooManyObjects
+from .replicated import ops
+
+if TYPE_CHECKING:
+    from .replicated.view import ReadView
+
+#: Most characters in an object's name.
+MAX_NAME_LENGTH = 1024
+#: Objects (queues, topics and work queues together) a cluster holds by default.
+DEFAULT_MAX_OBJECTS = 100_000
+
+#: The ops that create the object they name when it does not exist, by the kind created.
+CREATES: dict[int, str] = {
+    **dict.fromkeys((ops.QUEUE_DECLARE, ops.QUEUE_DECLARE_LIMITED), "queue"),
+    **dict.fromkeys((ops.TOPIC_DECLARE, ops.TOPIC_DECLARE_LIMITED, ops.TOPIC_RESTORE),
+                    "topic"),
+    **dict.fromkeys((ops.WORK_DECLARE, ops.WORK_DECLARE_RETRY, ops.WORK_DECLARE_LIMITED,
+                     ops.WORK_DECLARE_OPTIONS, ops.GROUP_DECLARE), "work_queue"),
+}
+
+
+def name_problem(name: Any, what: str = "name") -> str | None:
+    """Why ``name`` is not a valid object name; ``None`` when it is."""
+    if not isinstance(name, str) or not name:
+        return f"{what} must be a non-empty string, not {_short(name)}"
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"{what} {_short(name)} has {len(name)} characters, over the limit of "
+                f"{MAX_NAME_LENGTH}; use a shorter name")
+    return None
+
+
+def check_name(name: Any, what: str = "name") -> str:
+    """``name`` if it is a valid object name, else raise :class:`InvalidName`."""
+    problem = name_problem(name, what)
+    if problem is not None:
+        raise InvalidName(problem)
+    return str(name)
+
+
+def check_max_objects(value: Any) -> int:
+    """``value`` as a member's ``max_objects``, else raise ``InvalidConfiguration``."""
+    from .errors import InvalidConfiguration
+
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfiguration(f"max_objects must be an int >= 1, not {value!r}")
+    return value
+
+
+def op_names(code: int, args: list[Any]) -> list[tuple[str, Any]]:
+    """The object names op ``code`` carries in ``args``, each with what it names."""
+    if not args:
+        return []
+    if code == ops.GROUP_DECLARE:
+        if len(args) < 2 or not isinstance(args[0], str) or not isinstance(args[1], str):
+            return [("topic name", args[0])]
+        return [("topic name", args[0]),
+                ("consumer group's name", f"{args[0]}{SEPARATOR}{args[1]}")]
+    if code == ops.TXN:
+        return [("name", op[1]) for op in args if isinstance(op, list) and len(op) >= 2]
+    return [("name", args[0])]
+
+
+def op_name_problem(code: int, args: list[Any]) -> str | None:
+    """Why an op's names break the name rule; ``None`` when they do not."""
+    for what, name in op_names(code, args):
+        problem = name_problem(name, what)
+        if problem is not None:
+            return problem
+    return None
+
+
+def object_count(view: ReadView) -> int:
+    """The queues, topics and work queues applied in ``view``."""
+    return len(view.queues) + len(view.topics) + len(view.work_queues)
+
+
+def exists(view: ReadView, kind: str, name: str) -> bool:
+    """Whether object ``name`` of ``kind`` is applied in ``view``."""
+    found = (view.queues if kind == "queue" else view.topics if kind == "topic"
+             else view.work_queues)
+    return name in found
+
+
+def room_problem(view: ReadView, kind: str, name: str, max_objects: int) -> str | None:
+    """Why a new object ``name`` of ``kind`` would exceed ``max_objects``; ``None`` when
+    it exists or there is room."""
+    if exists(view, kind, name):
+        return None
+    count = object_count(view)
+    if count < max_objects:
+        return None
+    return (f"cannot create {kind.replace('_', ' ')} {_short(name)}: the cluster holds "
+            f"{count} objects, its limit is max_objects={max_objects}; delete unused "
+            "queues, topics or work queues, or raise max_objects (the node option, or "
+            "`max_objects` in the node's configuration file) on the members")
+
+
+def op_room_problem(view: ReadView, code: int, args: list[Any],
+                    max_objects: int) -> str | None:
+    """Why op ``code`` would create an object beyond ``max_objects``; ``None`` when it
+    creates none or there is room."""
+    kind = CREATES.get(code)
+    if kind is None or not args:
+        return None
+    names = op_names(code, args)
+    name = names[-1][1]
+    if not isinstance(name, str):
+        return None  # the name rule (or the state machine) refuses it
+    return room_problem(view, kind, name, max_objects)
+
+
+def check_room(view: ReadView, kind: str, name: str, max_objects: int) -> None:
+    """Raise :class:`TooManyObjects` when a new object ``name`` would exceed the cap."""
+    problem = room_problem(view, kind, name, max_objects)
+    if problem is not None:
+        raise TooManyObjects(problem, limit=max_objects)
+
+
+def _short(name: Any) -> str:
+    """``name`` for a message: its first characters only."""
+    text = repr(name)
+    return text if len(text) <= 60 else f"{text[:50]}...{text[-5:]}"
