@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidConfiguration, LazilyQueueError
+from .names import name_problem
 from .raft.errors import (
     CommitTimeout,
     NodeNotRunning,
@@ -89,9 +90,11 @@ def check_kind(kind: str) -> str:
 
 
 def check_name(name: Any, what: str = "name") -> str:
-    if not isinstance(name, str) or not name or len(name) > 1024:
-        raise AdminError("bad_request", f"{what} must be a non-empty string, not {name!r}")
-    return name
+    """``name`` under the name rule of :mod:`.names`, else a ``bad_request``."""
+    problem = name_problem(name, what)
+    if problem is not None:
+        raise AdminError("bad_request", problem)
+    return str(name)
 
 
 async def barrier(node: Node) -> None:

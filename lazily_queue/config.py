@@ -12,6 +12,7 @@
     # secret_file = "secret"            # ... or from this file (exactly one of the two)
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
     max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
+    max_objects = 100000                # queues, topics and work queues the cluster holds
     admin_token_env = "ORDERS_ADMIN"    # the admin API's token (16+ characters), from this
     # admin_token_file = "admin-token"  # variable or file; without either the API is off
     http_advertise = "http://q1.internal:8101"  # the page address other members link to
@@ -76,6 +77,7 @@ from .config_keys import (
     parse_app,
     parse_dedup,
     parse_http,
+    parse_max_objects,
     parse_node_id,
     parse_peers,
     parse_string,
@@ -90,6 +92,7 @@ from .config_transport import (
 )
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
+from .names import DEFAULT_MAX_OBJECTS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
@@ -100,7 +103,7 @@ KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
-     "client", "dedup"}
+     "client", "dedup", "max_objects"}
 )
 
 
@@ -123,6 +126,7 @@ class NodeConfig:
     secret_file: Path | None = None
     startup_timeout: float = 30.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_objects: int = DEFAULT_MAX_OBJECTS
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
     #: Where ``[app] entry``'s module is looked for first (``--app-dir``; by default the
@@ -216,6 +220,7 @@ class NodeConfig:
             "cluster": self.cluster,
             "durability": self.durability,
             "max_message_bytes": self.max_message_bytes,
+            "max_objects": self.max_objects,
             "tls": self.tls,
             "dedup": self.dedup,
         }
@@ -313,6 +318,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
                    f" (bytes; the same on every node), not {max_message!r}")
+    max_objects = parse_max_objects(doc.get("max_objects", DEFAULT_MAX_OBJECTS), fail)
     entry, options = parse_app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
     if doc.get("clients") == []:
@@ -346,6 +352,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         secret_file=secret_path,
         startup_timeout=float(timeout),
         max_message_bytes=max_message,
+        max_objects=max_objects,
         app_entry=entry,
         app_options=options,
         app_dir=base,

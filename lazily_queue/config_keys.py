@@ -17,6 +17,7 @@ from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyEr
 from .config_transport import refuse_unknown_keys
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
+from .names import check_max_objects
 
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -32,6 +33,15 @@ def parse_dedup(table: Any, fail: Any) -> DedupLimits | None:
         return DedupLimits(**table)
     except InvalidConfiguration as exc:
         raise fail(f"[dedup]: {exc}") from None
+
+
+def parse_max_objects(value: Any, fail: Any) -> int:
+    """``max_objects``: the queues, topics and work queues the cluster holds, >= 1."""
+    try:
+        return check_max_objects(value)
+    except InvalidConfiguration:
+        raise fail(f"`max_objects` must be an int >= 1 (queues, topics and work queues "
+                   f"together), not {value!r}") from None
 
 
 def parse_string(value: Any, fail: Any, key: str) -> str:

@@ -44,7 +44,7 @@ def name_problem(name: Any, what: str = "name") -> str | None:
         return f"{what} must be a non-empty string, not {_short(name)}"
     if len(name) > MAX_NAME_LENGTH:
         return (f"{what} {_short(name)} has {len(name)} characters, over the limit of "
-                f"{MAX_NAME_LENGTH}; use a shorter name")
+                f"{MAX_NAME_LENGTH} characters")
     return None
 
 

@@ -43,6 +43,7 @@ from .datadir import DirectoryLock, check_complete, claim_directory, disk_proble
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
+from .names import DEFAULT_MAX_OBJECTS, check_max_objects
 from .node_cells import NodeCells
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
@@ -90,6 +91,7 @@ class Node(NodeCells):
         disk: Disk | None = None,
         disk_retry: float = 1.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_objects: int = DEFAULT_MAX_OBJECTS,
         tls: TLSFiles | None = None,
         ice_servers: Sequence[Mapping[str, Any]] | None = None,
         signaling_token: str | None = None,
@@ -101,7 +103,9 @@ class Node(NodeCells):
         inject failing disks); ``disk_retry`` is how often a node whose disk refuses
         writes tries again. ``max_message_bytes`` bounds the message of a push or
         publish (1 MiB by default, at most 4 MiB; the same on every node): a larger one
-        raises :class:`~lazily_queue.errors.MessageTooLarge`. ``tls``
+        raises :class:`~lazily_queue.errors.MessageTooLarge`. ``max_objects`` caps the
+        queues, topics and work queues the cluster holds, as this member creates them
+        (:mod:`.names`; :class:`~lazily_queue.errors.TooManyObjects`). ``tls``
         (:mod:`lazily_transports.tls`) serves ``tls://`` and ``wss://``; ``ice_servers``
         (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
         ``webrtc+ws(s)://`` addresses (:mod:`.links`). ``clients`` serves processes that
@@ -115,6 +119,7 @@ class Node(NodeCells):
                 f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
                 f"(bytes), not {max_message_bytes!r}")
         self.max_message_bytes = max_message_bytes
+        self.max_objects = check_max_objects(max_objects)
         #: The clock (seconds since the epoch) stamping this node's entries as leader
         #: (``None``: ``time.time``).
         self.wall_clock = wall_clock

@@ -11,6 +11,7 @@ from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.scheduling import RetryPolicy
 from .errors import InvalidConfiguration
+from .names import check_name, check_room
 from .serializers import Serializer
 from .storage.raft_groups import RaftGroupStorage
 from .storage.raft_limited import LimitedRaftWorkQueueStorage
@@ -36,6 +37,9 @@ class NodeCells:
     limited_work_queue_storage: type[LimitedRaftWorkQueueStorage] = LimitedRaftWorkQueueStorage
     ctx: Context
     op_timeout: float
+    #: Objects the cluster may hold, checked before opening a new one (``None``: not
+    #: checked here; a client's member checks it).
+    max_objects: int | None = None
     _router: EventRouter
     _queue_cells: dict[str, QueueCell[Any]]
     _topic_cells: dict[str, TopicCell[Any]]
@@ -80,6 +84,7 @@ class NodeCells:
             _same_serializer("queue", name, cell.serializer, serializer)
             _same_rules("queue", name, self._router.queues[name], ttl, None)
             return cell
+        self._admit("queue", name)
         storage: RaftQueueStorage[Any] = self.queue_storage(
             self.driver, self.view, name, capacity=capacity, timeout=self.op_timeout, ttl=ttl,
             **({} if limits is None else {"limits": limits}),
@@ -105,6 +110,7 @@ class NodeCells:
             _same_serializer("topic", name, cell.serializer, serializer)
             _same_rules("topic", name, self._router.topics[name], ttl, max_age)
             return cell
+        self._admit("topic", name)
         storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout,
                                      ttl=ttl, max_age=max_age,
                                      **({} if limits is None else {"limits": limits}))
@@ -164,6 +170,7 @@ class NodeCells:
             raise InvalidConfiguration(
                 f"{name!r} is group {routed.group!r} of topic {routed.topic!r}; open it with "
                 f"topic({routed.topic!r}).group({routed.group!r})")
+        self._admit("work_queue", name)
         storage = self.work_queue_storage(
             self.driver,
             self.view,
@@ -191,6 +198,13 @@ class NodeCells:
             max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout, retry=retry,
             ttl=ttl)
 
+    def _admit(self, kind: str, name: str, what: str = "") -> None:
+        """Refuse a new cell whose name breaks the name rule, or (with ``max_objects``)
+        whose object would take the cluster over its cap (see :mod:`lazily_queue.names`)."""
+        check_name(name, what or f"{kind.replace('_', ' ')} name")
+        if self.max_objects is not None:
+            check_room(self.view, kind, name, self.max_objects)
+
     def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
         routed = self._router.work_queues.get(storage.name)
         if isinstance(routed, RaftGroupStorage):
@@ -199,6 +213,7 @@ class NodeCells:
             raise InvalidConfiguration(
                 f"{storage.name!r} is open as a work queue on this node; it cannot also be "
                 f"group {storage.group!r} of topic {storage.topic!r}")
+        self._admit("work_queue", storage.name, "consumer group's name")
         self._router.work_queues[storage.name] = storage
         return storage
 

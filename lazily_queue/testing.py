@@ -64,6 +64,7 @@ class NodeOptions(TypedDict, total=False):
     disk_retry: float
     clients: ClientAccess
     max_message_bytes: int
+    max_objects: int
     dedup: DedupLimits
     wall_clock: Callable[[], float]
 

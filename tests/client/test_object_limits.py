@@ -126,7 +126,9 @@ async def test_members_cap_the_objects_a_cluster_holds() -> None:
         assert _objects(two) == 3
 
 
-async def test_the_object_cap_is_a_node_option_and_a_config_key(tmp_path: Path) -> None:
+async def test_the_object_cap_is_a_node_option_and_a_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert Node(1, data_dir=None, durability="none").max_objects == DEFAULT_MAX_OBJECTS
     assert Node(1, data_dir=None, durability="none", max_objects=7).max_objects == 7
     for bad in (0, -1, True, "10"):
@@ -142,6 +144,8 @@ async def test_the_object_cap_is_a_node_option_and_a_config_key(tmp_path: Path) 
 
     assert loaded("").max_objects == DEFAULT_MAX_OBJECTS
     assert loaded("max_objects = 500\n").max_objects == 500
+    monkeypatch.setenv("LQ_SECRET", "a-cluster-secret-of-the-test")
+    assert loaded("max_objects = 500\n").node(durability="none").max_objects == 500
     with pytest.raises(ConfigError, match="max_objects"):
         loaded("max_objects = 0\n")
 
