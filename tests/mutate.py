@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _DISK = "tests/raft/test_disk_errors.py"
 _HOSTILE = "tests/integrations/test_admin_hostile.py"
 _BOUNDS = "tests/integrations/test_status_bounds.py"
+_NAMES = "tests/client/test_object_limits.py"
 
 
 @dataclass(frozen=True)
@@ -1153,6 +1154,50 @@ MUTATIONS = [
         "        while False:  # a cancelled pop",
         ("tests/brokers/test_cancelled_pop.py::test_the_next_pop_after_a_cancelled_one_gets_the_head",),
         "the pop after a cancelled one waits for its put-back (FIFO kept)"),
+    Mutation(
+        "cell-name-unchecked", "lazily_queue/node_cells.py",
+        "        check_name(name, what or f\"{kind.replace('_', ' ')} name\")\n",
+        "        pass\n",
+        (f"{_NAMES}::test_a_node_refuses_an_overlong_name_before_proposing",
+         f"{_NAMES}::test_a_client_refuses_an_overlong_name_before_sending"),
+        "a node's and a client's cells refuse a name over 1024 characters before sending"),
+    Mutation(
+        "member-takes-long-client-name", "lazily_queue/client/server.py",
+        "        problem = op_name_problem(code, args)\n",
+        "        problem = None\n",
+        (f"{_NAMES}::test_a_member_refuses_a_clients_overlong_name",),
+        "a member refuses a client's op naming an object over 1024 characters"),
+    Mutation(
+        "member-ignores-object-cap", "lazily_queue/client/server.py",
+        "        problem = None if cap is None else op_room_problem(self.node.view, code, args, "
+        "cap)\n",
+        "        problem = None\n",
+        (f"{_NAMES}::test_members_cap_the_objects_a_cluster_holds",),
+        "a member refuses a client's op creating an object beyond max_objects"),
+    Mutation(
+        "node-ignores-object-cap", "lazily_queue/node_cells.py",
+        "        if self.max_objects is not None:\n            check_room(",
+        "        if False:\n            check_room(",
+        (f"{_NAMES}::test_members_cap_the_objects_a_cluster_holds",),
+        "a node refuses opening a new cell beyond max_objects"),
+    Mutation(
+        "object-cap-untyped-on-client", "lazily_queue/client/protocol.py",
+        "    if isinstance(exc, TooManyObjects):\n",
+        "    if False:\n",
+        (f"{_NAMES}::test_members_cap_the_objects_a_cluster_holds",),
+        "a client sees the member's object-cap refusal as TooManyObjects with its limit"),
+    Mutation(
+        "max-objects-key-ignored", "lazily_queue/config.py",
+        "            \"max_objects\": self.max_objects,\n",
+        "",
+        (f"{_NAMES}::test_the_object_cap_is_a_node_option_and_a_config_key",),
+        "`max_objects` in a node's TOML reaches the node"),
+    Mutation(
+        "admin-name-unbounded", "lazily_queue/admin.py",
+        "    problem = name_problem(name, what)\n",
+        "    problem = None\n",
+        (f"{_NAMES}::test_the_admin_api_uses_the_same_name_rule",),
+        "the admin API refuses a name over 1024 characters, as the cells do"),
 ]
 
 
