@@ -843,6 +843,14 @@ MUTATIONS = [
         (f"{_HOSTILE}::test_a_member_address_with_control_characters_is_refused",),
         "a member address with a newline or space is refused before anything changes"),
     Mutation(
+        "add-member-address-kept-on-refusal", "lazily_queue/membership.py",
+        "        await _restore_address(node, member, previous, timeout, refused)\n",
+        "        pass\n",
+        ("tests/testing/test_add_member_atomic.py::test_a_refused_change_withdraws_the_address",
+         "tests/testing/test_add_member_atomic.py::"
+         "test_a_refused_change_restores_an_earlier_address"),
+        "a refused add_member leaves the member's address record as it was"),
+    Mutation(
         "metrics-deleted-series-kept", "lazily_queue/metrics.py",
         "                self._forget(family, event.name)",
         "                pass",
