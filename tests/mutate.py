@@ -851,6 +851,13 @@ MUTATIONS = [
          "test_a_refused_change_restores_an_earlier_address"),
         "a refused add_member leaves the member's address record as it was"),
     Mutation(
+        "http-any-host-answered", "lazily_queue/integrations/aiohttp.py",
+        "        if request.path in unguarded or own_host(host, own):",
+        "        if True:",
+        ("tests/integrations/test_service_http.py::"
+         "test_a_page_of_another_site_rebound_to_the_node_is_refused",),
+        "the node's page and admin API refuse a Host that is not one of its names (rebinding)"),
+    Mutation(
         "metrics-deleted-series-kept", "lazily_queue/metrics.py",
         "                self._forget(family, event.name)",
         "                pass",
