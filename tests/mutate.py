@@ -858,6 +858,13 @@ MUTATIONS = [
          "test_a_page_of_another_site_rebound_to_the_node_is_refused",),
         "the node's page and admin API refuse a Host that is not one of its names (rebinding)"),
     Mutation(
+        "admin-cookie-not-secure-behind-tls-proxy", "lazily_queue/integrations/aiohttp_admin.py",
+        "secure=_over_tls(request), path=\"/\", max_age",
+        "secure=request.secure, path=\"/\", max_age",
+        ("tests/integrations/test_service_http.py::"
+         "test_the_session_cookie_is_secure_when_the_browser_came_over_https",),
+        "the admin session cookie is Secure when the browser came over HTTPS (a proxy's too)"),
+    Mutation(
         "metrics-deleted-series-kept", "lazily_queue/metrics.py",
         "                self._forget(family, event.name)",
         "                pass",

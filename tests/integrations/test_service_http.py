@@ -155,3 +155,35 @@ def test_own_host_names() -> None:
     for other in ("evil.example", "evil.example.", "localhost.evil.example",
                   "127.0.0.1.evil.example", "q1.example.com.evil.io", "", "[bad", ":80"):
         assert not http_gate.own_host(other, names), other
+
+
+async def login_cookie(host: str, port: int, headers: bytes) -> str:
+    """The ``Set-Cookie`` header of a successful admin login."""
+    body = b'{"token": "' + TOKEN.encode() + b'"}'
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(f"POST /admin/login HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
+                     + b"Content-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n" + headers
+                     + b"Connection: close\r\n\r\n" + body)
+        answer = (await reader.read()).decode()
+    finally:
+        writer.close()
+    assert answer.startswith("HTTP/1.1 200 "), answer[:200]
+    return next(line for line in answer.split("\r\n") if line.startswith("Set-Cookie:"))
+
+
+async def test_the_session_cookie_is_secure_when_the_browser_came_over_https(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a proxy ending TLS the node sees plain HTTP; the browser's https origin (or
+    the proxy's ``X-Forwarded-Proto``) says the cookie must only travel over TLS."""
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://q1.example.com") as (host, port):
+        for headers in (b"Origin: https://q1.example.com\r\n", b"X-Forwarded-Proto: https\r\n",
+                        b"Forwarded: for=10.0.0.1;proto=https\r\n"):
+            cookie = await login_cookie(host, port, headers)
+            attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")}
+            assert {"httponly", "samesite", "path", "secure"} <= attributes, cookie
+            assert "SameSite=Strict" in cookie and "Path=/;" in cookie + ";"
+        plain = await login_cookie(host, port, f"Origin: http://{host}:{port}\r\n".encode())
+        assert "secure" not in plain.lower() and "HttpOnly" in plain  # direct, over HTTP
