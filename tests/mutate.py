@@ -851,6 +851,13 @@ MUTATIONS = [
          "test_a_refused_change_restores_an_earlier_address"),
         "a refused add_member leaves the member's address record as it was"),
     Mutation(
+        "add-member-address-dropped-while-in-flight", "lazily_queue/membership.py",
+        "        if any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes):",
+        "        if False:",
+        ("tests/testing/test_add_member_atomic.py::"
+         "test_an_attempt_that_may_still_commit_keeps_the_address",),
+        "an add_member that may still commit keeps the address its member needs"),
+    Mutation(
         "http-any-host-answered", "lazily_queue/integrations/aiohttp.py",
         "        if request.path in unguarded or own_host(host, own):",
         "        if True:",

@@ -12,13 +12,17 @@ from lazily_queue.raft.outcome import Outcome
 from lazily_queue.replicated import ops
 
 
-def _refuse(outcome: Outcome) -> Any:
+def _refuse(outcome: Outcome, *first: Outcome) -> Any:
+    """An engine ``add_member`` answering ``first`` in turn, then ``outcome``."""
+    answers = list(first)
+
     def add_member(peer_id: str, callback: Any) -> None:
-        callback(None, outcome)
+        callback(None, answers.pop(0) if answers else outcome)
     return add_member
 
 
-@pytest.mark.parametrize("outcome", [Outcome.REQUEST_DENIED, Outcome.UNRECOGNISED])
+@pytest.mark.parametrize("outcome", [Outcome.REQUEST_DENIED, Outcome.NOT_LEADER,
+                                     Outcome.DISCARDED])
 async def test_a_refused_change_withdraws_the_address(outcome: Outcome,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     async with testing.cluster(3) as c:
@@ -52,7 +56,7 @@ async def test_a_withdrawal_that_fails_is_reported(monkeypatch: pytest.MonkeyPat
     async with testing.cluster(3) as c:
         leader = await c.leader()
         monkeypatch.setattr(leader.driver.replica.engine, "add_member",
-                            _refuse(Outcome.UNRECOGNISED))
+                            _refuse(Outcome.REQUEST_DENIED))
         call = leader.driver.call
 
         async def no_forgetting(code: int, args: list[Any], **kw: Any) -> Any:
@@ -61,6 +65,22 @@ async def test_a_withdrawal_that_fails_is_reported(monkeypatch: pytest.MonkeyPat
             return await call(code, args, **kw)
 
         monkeypatch.setattr(leader.driver, "call", no_forgetting)
-        with pytest.raises(InvalidConfiguration, match=r"refused: unrecognised.*withdrawing the "
+        with pytest.raises(InvalidConfiguration, match=r"refused: request_denied.*withdrawing the "
                            r"address just replicated for node 7 failed too \(no quorum"):
             await leader.add_member(7, "tcp://127.0.0.1:9", timeout=0.3)
+
+
+@pytest.mark.parametrize("first", [Outcome.LEADER_CHANGED, Outcome.UNKNOWN_OUTCOME,
+                                   Outcome.UNRECOGNISED])
+async def test_an_attempt_that_may_still_commit_keeps_the_address(
+        first: Outcome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member needs its address if that attempt commits after all."""
+    async with testing.cluster(3) as c:
+        leader = await c.leader()
+        monkeypatch.setattr(leader.driver.replica.engine, "add_member",
+                            _refuse(Outcome.REQUEST_DENIED, first))
+        with pytest.raises(InvalidConfiguration, match=f"answers \\({first.value}[,)].*may still "
+                           "commit, so node 7's address stays replicated"):
+            await leader.add_member(7, "tcp://127.0.0.1:9", timeout=0.3)
+        await leader.barrier()
+        assert leader.view.address("7") == "tcp://127.0.0.1:9"
