@@ -4,7 +4,8 @@ The admin token is the operator's credential (never the cluster secret: the secr
 authenticates members to each other and must not reach a browser). A command-line
 client sends it as ``Authorization: Bearer TOKEN``. A browser logs in once with it
 (``POST /admin/login``) and receives a session cookie (``HttpOnly``,
-``SameSite=Strict``) and a CSRF token its page sends back in ``X-CSRF-Token`` with
+``SameSite=Strict``, ``Path=/``; ``Secure`` when it came over HTTPS, a proxy's
+included) and a CSRF token its page sends back in ``X-CSRF-Token`` with
 every change.
 
 Every admin request is also refused when it comes from another site: an ``Origin``

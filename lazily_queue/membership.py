@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import InvalidConfiguration
-from .raft.outcome import RETRYABLE, Answer, Outcome
+from .errors import InvalidConfiguration, LazilyQueueError
+from .raft.outcome import MAYBE_APPLIED, RETRYABLE, Answer, Outcome
 from .replicated import ops
 from .storage.raft_queue import raise_op_error
 
@@ -26,16 +26,53 @@ RETRY_PAUSE = 0.05
 
 
 async def add_member(node: Node, member: str, address: str | None, timeout: float) -> None:
-    """Replicate ``address`` (when given), then add ``member`` to the cluster."""
+    """Replicate ``address`` (when given), then add ``member`` to the cluster.
+
+    All or nothing: when the engine refuses the change, the member's address record is
+    put back as it was before the call. Only a change that may still commit (a
+    :class:`TimeoutError`, or an attempt answered with an outcome in ``MAYBE_APPLIED``
+    or an unrecognised one) keeps the new address, which the member needs if it does.
+    """
     engine = node.driver.replica.engine
     if member in engine.members:
         raise InvalidConfiguration(f"node {member} is already a member")
-    if address is not None:
+    await node.barrier(timeout=timeout)  # a quorum answers, and the view is current
+    previous = node.view.address(member)
+    replicated = address is not None and address != previous
+    if replicated:
         raise_op_error(
             await node.driver.call(ops.MEMBER_ADDRESS, [member, address], timeout=timeout)
         )
-    await _change(node, lambda answer: node.driver.replica.engine.add_member(member, answer),
-                  f"adding node {member}", timeout)
+    outcomes: list[Outcome] = []
+    try:
+        await _change(node, lambda answer: node.driver.replica.engine.add_member(member, answer),
+                      f"adding node {member}", timeout, outcomes)
+    except InvalidConfiguration as refused:
+        if not replicated:
+            raise
+        if any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes):
+            raise InvalidConfiguration(
+                f"{refused}; the engine's answers ({', '.join(o.value for o in outcomes)}) "
+                f"say it may still commit, so node {member}'s address stays replicated: "
+                "check the members before adding it again") from None
+        await _restore_address(node, member, previous, timeout, refused)
+        raise InvalidConfiguration(f"{refused}; nothing was changed, so adding it again "
+                                   "is safe") from None
+
+
+async def _restore_address(node: Node, member: str, previous: str | None, timeout: float,
+                           refused: InvalidConfiguration) -> None:
+    """Put ``member``'s address record back to ``previous`` after a refused addition."""
+    op, args = ((ops.MEMBER_FORGET, [member]) if previous is None
+                else (ops.MEMBER_ADDRESS, [member, previous]))
+    try:
+        raise_op_error(await node.driver.call(op, args, timeout=timeout))
+    except (LazilyQueueError, TimeoutError) as exc:
+        raise InvalidConfiguration(
+            f"{refused}; withdrawing the address just replicated for node {member} failed "
+            f"too ({exc or type(exc).__name__}): no member dials a node that is not a "
+            "member, and adding it again replaces that address"
+        ) from None
 
 
 async def remove_member(node: Node, member: str, timeout: float) -> None:
@@ -77,8 +114,11 @@ async def transfer_leadership(node: Node, target: str | None, timeout: float) ->
 
 
 async def _change(
-    node: Node, start: Callable[[Answer], None], what: str, timeout: float
+    node: Node, start: Callable[[Answer], None], what: str, timeout: float,
+    outcomes: list[Outcome] | None = None,
 ) -> None:
+    """Ask ``start`` until the engine answers success, retrying transient refusals until
+    the deadline; every answer is appended to ``outcomes`` when given."""
     deadline = time.monotonic() + timeout
     while True:
         loop = asyncio.get_running_loop()
@@ -98,6 +138,8 @@ async def _change(
                 f"{what} did not commit before the deadline; it may still commit (the "
                 "leader refuses any other membership change until it has)"
             ) from None
+        if outcomes is not None:
+            outcomes.append(outcome)
         if outcome is Outcome.SUCCESS:
             return
         transient = outcome in RETRYABLE or outcome is Outcome.REQUEST_DENIED

@@ -1,10 +1,10 @@
 """NodeService: one configured node as a process (``lazily-queue node --config FILE``).
 
 :meth:`NodeService.run` starts the node (which locks its data directory) and its HTTP
-monitor (status page ``/``, ``/status.json``, ``/metrics``; its connections bounded by
-:mod:`.http_gate` and closed after :data:`HTTP_IDLE_TIMEOUT` idle), prints one ``ready``
-line, waits up to ``startup_timeout`` for a leader, runs the configured ``[app]``
-entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
+monitor (status page ``/``, ``/status.json``, ``/metrics``; connections and Host names
+checked by :mod:`.http_gate`, connections closed after :data:`HTTP_IDLE_TIMEOUT` idle),
+prints one ``ready`` line, waits up to ``startup_timeout`` for a leader, runs the
+configured ``[app]`` entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
 allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
 locked or foreign data directory, an address in use, peers refusing this node or
 failing authentication while no peer is linked, no leader in time) raises
@@ -190,14 +190,16 @@ class NodeService:
         try:
             from aiohttp import web
 
-            from .integrations.aiohttp import MONITOR, NODE, add_monitor_routes
+            from .integrations.aiohttp import MONITOR, NODE, add_monitor_routes, host_guard
         except ImportError:
             raise ConfigError(
                 f"{self.config.source}: `http` needs aiohttp: pip install "
                 "'lazily-queue[aiohttp]' (or remove `http`)"
             ) from None
         assert self.node is not None and self.monitor is not None
-        app = web.Application()
+        host, port = self.config.http
+        names = http_gate.own_names(host, self.config.http_advertise)
+        app = web.Application(middlewares=[host_guard(names)])
         app[NODE] = self.node
         app[MONITOR] = self.monitor
         add_monitor_routes(app, status_prefix="")
@@ -208,7 +210,6 @@ class NodeService:
         runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)
         await runner.setup()
         assert runner.server is not None
-        host, port = self.config.http
         gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")
         try:
             self._http_server = await http_gate.serve(runner.server, host, port, gate)

@@ -844,6 +844,35 @@ MUTATIONS = [
         (f"{_HOSTILE}::test_a_member_address_with_control_characters_is_refused",),
         "a member address with a newline or space is refused before anything changes"),
     Mutation(
+        "add-member-address-kept-on-refusal", "lazily_queue/membership.py",
+        "        await _restore_address(node, member, previous, timeout, refused)\n",
+        "        pass\n",
+        ("tests/testing/test_add_member_atomic.py::test_a_refused_change_withdraws_the_address",
+         "tests/testing/test_add_member_atomic.py::"
+         "test_a_refused_change_restores_an_earlier_address"),
+        "a refused add_member leaves the member's address record as it was"),
+    Mutation(
+        "add-member-address-dropped-while-in-flight", "lazily_queue/membership.py",
+        "        if any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes):",
+        "        if False:",
+        ("tests/testing/test_add_member_atomic.py::"
+         "test_an_attempt_that_may_still_commit_keeps_the_address",),
+        "an add_member that may still commit keeps the address its member needs"),
+    Mutation(
+        "http-any-host-answered", "lazily_queue/integrations/aiohttp.py",
+        "        if request.path in unguarded or own_host(host, own):",
+        "        if True:",
+        ("tests/integrations/test_service_http.py::"
+         "test_a_page_of_another_site_rebound_to_the_node_is_refused",),
+        "the node's page and admin API refuse a Host that is not one of its names (rebinding)"),
+    Mutation(
+        "admin-cookie-not-secure-behind-tls-proxy", "lazily_queue/integrations/aiohttp_admin.py",
+        "secure=_over_tls(request), path=\"/\", max_age",
+        "secure=request.secure, path=\"/\", max_age",
+        ("tests/integrations/test_service_http.py::"
+         "test_the_session_cookie_is_secure_when_the_browser_came_over_https",),
+        "the admin session cookie is Secure when the browser came over HTTPS (a proxy's too)"),
+    Mutation(
         "metrics-deleted-series-kept", "lazily_queue/metrics.py",
         "                self._forget(family, event.name)",
         "                pass",

@@ -19,6 +19,9 @@
 ``/vitals.json`` (see :mod:`lazily_queue.monitor`); ``admin_token`` adds the admin API
 under ``{prefix}/admin/`` (see :mod:`lazily_queue.integrations.aiohttp_admin`).
 
+:func:`host_guard` is the middleware ``lazily-queue node`` answers with: a request
+whose ``Host`` is not one of the node's names gets 421 (DNS rebinding).
+
 An application that is not a cluster member links a client instead:
 ``setup_client(app, lazily_queue.connect(addresses, credentials))`` stores it under
 :data:`CLIENT` and links it with the application's startup, closing it at cleanup.
@@ -33,7 +36,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
     ) from exc
 
+from collections.abc import Awaitable, Callable, Iterable
+
 from ..client.cluster import ClusterClient
+from ..http_gate import own_host
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
 
@@ -91,6 +97,42 @@ def add_monitor_routes(
         app.router.add_get(prefix + "/status.json", status_view)
         app.router.add_get(prefix + "/history.json", history_view)
         app.router.add_get(prefix + "/vitals.json", vitals_view)
+
+
+def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ("/metrics",)
+               ) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """A middleware answering 421 to a request whose ``Host`` is not one of the node's
+    (see :func:`~lazily_queue.http_gate.own_host`; ``names`` are its own host names),
+    except on ``open_paths``; the refusal names the address the request reached."""
+    own = frozenset(names)
+    unguarded = frozenset(open_paths)
+
+    @web.middleware
+    async def guard(request: web.Request,
+                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+        host = request.headers.get("Host")
+        if request.path in unguarded or own_host(host, own):
+            return await handler(request)
+        message = (f"this node does not answer for host {host!r}: a page of another site "
+                   "reaching it by DNS rebinding is refused; open it by its own address"
+                   + _reached(request)
+                   + ", or set `http_advertise` to the URL a proxy serves it at")
+        if request.path.endswith(".json") or "/admin/" in request.path:
+            return web.json_response({"error": {"code": "misdirected", "message": message}},
+                                     status=421)
+        return web.Response(status=421, text=f"421 misdirected request: {message}\n")
+
+    return guard
+
+
+def _reached(request: web.Request) -> str:
+    """`` (http://ADDRESS:PORT/)``: the local address the request came in on."""
+    sock = None if request.transport is None else request.transport.get_extra_info("sockname")
+    if not isinstance(sock, tuple) or len(sock) < 2:
+        return ""
+    host = f"[{sock[0]}]" if ":" in str(sock[0]) else str(sock[0])
+    return f" ({request.scheme}://{host}:{sock[1]}/)"
 
 
 def node_of(request: web.Request) -> Node:

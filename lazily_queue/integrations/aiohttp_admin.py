@@ -79,6 +79,20 @@ def _origin(request: web.Request) -> str:
     return f"{request.scheme}://{request.host}"
 
 
+def _over_tls(request: web.Request) -> bool:
+    """Whether the browser reached the node over TLS: directly, or through a proxy ending
+    TLS (an ``https`` origin, which passed the origin check, or the proxy's
+    ``X-Forwarded-Proto`` / ``Forwarded: proto=https``). The session cookie is then
+    ``Secure``."""
+    if request.secure or request.headers.get("Origin", "").lower().startswith("https://"):
+        return True
+    first = request.headers.get("Forwarded", "").split(",")[0]  # the proxy nearest the client
+    params = {k.strip().lower(): v.strip().strip('"').lower()
+              for k, _, v in (p.partition("=") for p in first.split(";"))}
+    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    return proto == "https" or params.get("proto") == "https"
+
+
 def _error(exc: AdminError) -> web.Response:
     retry = exc.extra.get("retry_after")
     headers = None if retry is None else {"Retry-After": str(retry)}
@@ -135,7 +149,7 @@ async def _login(request: web.Request) -> web.Response:
         return _error(exc)
     response = web.json_response({"csrf": session.csrf, "expires": session.expires})
     response.set_cookie(COOKIE, session.id, httponly=True, samesite="Strict",
-                        secure=request.secure, path="/", max_age=int(auth.session_ttl))
+                        secure=_over_tls(request), path="/", max_age=int(auth.session_ttl))
     return response
 
 
@@ -148,7 +162,8 @@ async def _logout(request: web.Request) -> web.Response:
         return _error(exc)
     auth.logout(request.cookies.get(COOKIE))
     response = web.json_response({"ok": True})
-    response.del_cookie(COOKIE, path="/")
+    response.del_cookie(COOKIE, path="/", secure=_over_tls(request), httponly=True,
+                        samesite="Strict")
     return response
 
 

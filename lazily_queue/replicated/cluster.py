@@ -25,6 +25,12 @@ def member_address(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def member_forget(sm: StateMachine, args: list[Any]) -> Any:
+    """Drops the address record of a node (an ``add_member`` that was refused)."""
+    sm.addresses.pop(str(args[0]), None)
+    return None
+
+
 def client_op(sm: StateMachine, args: list[Any]) -> Any:
     """A client's op under its own session (see ``StateMachine.apply_client``)."""
     return sm.apply_client(args)
@@ -36,4 +42,5 @@ def client_ops(sm: StateMachine, args: list[Any]) -> Any:
 
 
 FAMILY = Family("cluster", {ops.BARRIER: barrier, ops.MEMBER_ADDRESS: member_address,
-                            ops.CLIENT_OP: client_op, ops.CLIENT_OPS: client_ops})
+                            ops.MEMBER_FORGET: member_forget, ops.CLIENT_OP: client_op,
+                            ops.CLIENT_OPS: client_ops})

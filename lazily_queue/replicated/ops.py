@@ -24,6 +24,7 @@ BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
 CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
 CLIENT_OPS = 12  # [session, floor, [seq, code, *args], ...]: a client's ops proposed together
+MEMBER_FORGET = 13  # [node_id]: drop the replicated address of a node that is not a member
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -113,6 +114,7 @@ OP_NAMES: dict[int, str] = {
     MEMBER_ADDRESS: "member_address",
     CLIENT_OP: "client_op",
     CLIENT_OPS: "client_ops",
+    MEMBER_FORGET: "member_forget",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

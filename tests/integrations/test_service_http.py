@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lazily_queue import service
+from lazily_queue import http_gate, service
 from lazily_queue.config import parse_config
 from lazily_queue.service import NodeService
 
@@ -111,3 +111,79 @@ async def test_the_advertised_page_is_a_same_origin_for_the_admin_api(
         assert await admin_status(host, port, "http://internal:8101") == b"HTTP/1.1 200 OK"
         for other in ("https://evil.example", "http://q1.example.com", "null"):
             assert await admin_status(host, port, other) == b"HTTP/1.1 403 Forbidden", other
+
+
+async def answer_to(host: str, port: int, path: str, host_header: str,
+                    extra: bytes = b"") -> bytes:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host_header}\r\n".encode() + extra
+                     + b"Connection: close\r\n\r\n")
+        return await reader.read()
+    finally:
+        writer.close()
+
+
+async def test_a_page_of_another_site_rebound_to_the_node_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS rebinding: a page of evil.example, its name re-pointed at 127.0.0.1, sends
+    ``Host: evil.example``; the node answers only for its own names."""
+    bearer = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://q1.example.com/lazily") as (host, port):
+        for path in ("/", "/status.json", "/vitals.json", "/history.json",
+                     "/admin/session", "/admin/api/queues"):
+            for evil in (f"evil.example:{port}", "evil.example", f"q1.example.com.evil.io:{port}"):
+                answer = await answer_to(host, port, path, evil, bearer)
+                assert answer.startswith(b"HTTP/1.1 421 "), (path, evil, answer[:80])
+                assert b"DNS rebinding" in answer and b"http_advertise" in answer
+        for own in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}",
+                    "q1.example.com", "Q1.Example.com:443", "x", f"internal:{port}"):
+            for path in ("/status.json", "/admin/api/queues"):
+                answer = await answer_to(host, port, path, own, bearer)
+                assert answer.startswith(b"HTTP/1.1 200 "), (path, own, answer[:80])
+        # Prometheus scrapes by whatever name its configuration gives.
+        assert (await answer_to(host, port, "/metrics", "prometheus.target.example:9")
+                ).startswith(b"HTTP/1.1 200 ")
+
+
+def test_own_host_names() -> None:
+    names = http_gate.own_names("0.0.0.0", "https://Q1.Example.com/lazily")
+    for own in (None, "127.0.0.1", "10.1.2.3:8101", "[::1]:8101", "localhost.", "a.localhost",
+                "node-2", "q1.example.com.", "Q1.EXAMPLE.COM:443"):
+        assert http_gate.own_host(own, names), own
+    for other in ("evil.example", "evil.example.", "localhost.evil.example",
+                  "127.0.0.1.evil.example", "q1.example.com.evil.io", "", "[bad", ":80"):
+        assert not http_gate.own_host(other, names), other
+
+
+async def login_cookie(host: str, port: int, headers: bytes) -> str:
+    """The ``Set-Cookie`` header of a successful admin login."""
+    body = b'{"token": "' + TOKEN.encode() + b'"}'
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(f"POST /admin/login HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
+                     + b"Content-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n" + headers
+                     + b"Connection: close\r\n\r\n" + body)
+        answer = (await reader.read()).decode()
+    finally:
+        writer.close()
+    assert answer.startswith("HTTP/1.1 200 "), answer[:200]
+    return next(line for line in answer.split("\r\n") if line.startswith("Set-Cookie:"))
+
+
+async def test_the_session_cookie_is_secure_when_the_browser_came_over_https(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a proxy ending TLS the node sees plain HTTP; the browser's https origin (or
+    the proxy's ``X-Forwarded-Proto``) says the cookie must only travel over TLS."""
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://q1.example.com") as (host, port):
+        for headers in (b"Origin: https://q1.example.com\r\n", b"X-Forwarded-Proto: https\r\n",
+                        b"Forwarded: for=10.0.0.1;proto=https\r\n"):
+            cookie = await login_cookie(host, port, headers)
+            attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")}
+            assert {"httponly", "samesite", "path", "secure"} <= attributes, cookie
+            assert "SameSite=Strict" in cookie and "Path=/;" in cookie + ";"
+        plain = await login_cookie(host, port, f"Origin: http://{host}:{port}\r\n".encode())
+        assert "secure" not in plain.lower() and "HttpOnly" in plain  # direct, over HTTP
