@@ -1153,6 +1153,12 @@ MUTATIONS = [
         "        while False:  # a cancelled pop",
         ("tests/brokers/test_cancelled_pop.py::test_the_next_pop_after_a_cancelled_one_gets_the_head",),
         "the pop after a cancelled one waits for its put-back (FIFO kept)"),
+    Mutation(
+        "tally-bucket-off-by-one", "lazily_queue/metrics_tallies.py",
+        "        self.counts[bisect_left(self.bounds, value)] += 1",
+        "        self.counts[bisect_left(self.bounds, value) + (value in self.bounds)] += 1",
+        ("tests/integrations/test_metrics_tallies.py",),
+        "an observation equal to a bucket bound counts in that bucket (le), as Prometheus says"),
 ]
 
 
