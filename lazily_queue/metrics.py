@@ -35,18 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    ProcessCollector,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import generate_latest
 
 from .core.queue import CLOSE, DELAY, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .metrics_limits import LimitsCollector
+from .metrics_tallies import CounterFamily, HistogramFamily, Tally, TallyCollector
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
 from .replicated import ops
 from .replicated.events import (
@@ -102,26 +97,23 @@ class NodeMetrics:
         self.node = node
         self.namespace = namespace
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.operations = Counter(
-            "operations", "Operations applied by this replica",
-            ["family", "name", "op"], namespace=namespace, registry=self.registry,
-        )
-        self.fsync_seconds = Histogram(
-            "fsync_seconds", "Duration of each journal fsync",
-            namespace=namespace, buckets=FSYNC_BUCKETS, registry=self.registry,
-        )
-        self.commit_seconds = Histogram(
-            "commit_seconds", "Time from proposing an operation on this node to its result",
-            ["op"], namespace=namespace, buckets=COMMIT_BUCKETS, registry=self.registry,
-        )
-        self.errors = Counter(
-            "errors", "Operations made on this node that failed, by kind", ["kind"],
-            namespace=namespace, registry=self.registry,
-        )
-        self.transactions = Counter(
-            "transactions", "Transactions applied by this replica, committed or aborted",
-            ["outcome"], namespace=namespace, registry=self.registry,
-        )
+        ns = namespace
+        self.operations = CounterFamily(
+            f"{ns}_operations", "Operations applied by this replica", ["family", "name", "op"])
+        self.fsync_seconds = HistogramFamily(
+            f"{ns}_fsync_seconds", "Duration of each journal fsync", FSYNC_BUCKETS)
+        self.commit_seconds = HistogramFamily(
+            f"{ns}_commit_seconds",
+            "Time from proposing an operation on this node to its result", COMMIT_BUCKETS,
+            ["op"])
+        self.errors = CounterFamily(
+            f"{ns}_errors", "Operations made on this node that failed, by kind", ["kind"])
+        self.transactions = CounterFamily(
+            f"{ns}_transactions", "Transactions applied by this replica, committed or aborted",
+            ["outcome"])
+        TallyCollector([self.operations, self.fsync_seconds, self.commit_seconds, self.errors,
+                        self.transactions], self.registry)
+        self._fsync_buckets = self.fsync_seconds.labels()
         self._transactions = {outcome: self.transactions.labels(outcome)
                               for outcome in ("committed", "aborted")}
         #: The labelled children, looked up once (a lookup costs more than the count).
@@ -134,8 +126,6 @@ class NodeMetrics:
         #: Also called with every fsync duration (the monitor's recent window).
         self.fsync_listeners: list[Callable[[float], None]] = []
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
-        #: The operations counter's child per label tuple (its own lookup locks).
-        self._operation_children: dict[tuple[str, str, str], Any] = {}
         node.add_event_observer(self._on_events)
         if node.running:
             self.attach()
@@ -173,7 +163,7 @@ class NodeMetrics:
                 self._errors_by_kind["settlement_rejected"].inc(refused)
 
     def _on_fsync(self, seconds: float) -> None:
-        self.fsync_seconds.observe(seconds)
+        self._fsync_buckets.observe(seconds)
         for listener in self.fsync_listeners:
             listener(seconds)
 
@@ -228,19 +218,15 @@ class NodeMetrics:
 
     def _forget(self, family: str, name: str) -> None:
         """Drop the series of a deleted object (a name used again starts from zero)."""
-        children = self._operation_children
+        children = self.operations.children
         for labels in [k for k in children if k[:2] == (family, name)]:
             del children[labels]
-            self.operations.remove(*labels)
         if family == "work":
             self._work.pop(name, None)
 
-    def _operation(self, labels: tuple[str, str, str]) -> Any:
-        """The operations counter's child of ``labels`` (every child is made here)."""
-        child = self._operation_children.get(labels)
-        if child is None:
-            child = self._operation_children[labels] = self.operations.labels(*labels)
-        return child
+    def _operation(self, labels: tuple[str, str, str]) -> Tally:
+        """The operations counter's child of ``labels``."""
+        return self.operations.labels(*labels)
 
     def _count_work(self, name: str, state: WorkState) -> None:
         items, deliveries, in_flight, mark = self._work.get(name, (0, 0, 0, None))
