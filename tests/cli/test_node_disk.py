@@ -4,7 +4,6 @@ and a disk that fills while the node runs (it stalls, then resumes by itself).""
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.records import HEADER
+from tests.tmpfs import mounted_tmpfs
 
 from .node_procs import NodeProc, wait_for, write_config
 
@@ -24,16 +24,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs the test can fill (mounting needs root, as CI runs)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()}); CI runs as root")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "size=4m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _fill(directory: Path) -> Path:

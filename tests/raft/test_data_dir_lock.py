@@ -19,6 +19,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.snapshot import SnapshotError
+from tests.tmpfs import mounted_tmpfs
 
 
 def _node(data_dir: Path, hub: LocalHub) -> Node:
@@ -88,16 +89,8 @@ async def test_a_directory_in_the_way_is_named_with_the_fix(
 @pytest.fixture
 def read_only_fs(tmp_path: Path) -> Iterator[Path]:
     """An empty read-only tmpfs (mounting needs root, as CI runs)."""
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here ({done.stderr.strip()})")
-    try:
+    with mounted_tmpfs(tmp_path / "ro", "ro,size=1m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 async def test_a_read_only_file_system_is_named_with_the_fix(read_only_fs: Path) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import errno
 import logging
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.network import LocalHub
 from lazily_queue.raft.snapshot import FAILED, SUCCESS, SnapshotStore
+from tests.tmpfs import mounted_tmpfs
 
 
 class RefusingDisk(OsDisk):
@@ -78,16 +78,8 @@ async def test_a_node_spaces_snapshots_by_its_disk_retry() -> None:
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs (mounting needs root, as CI runs)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()})")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "size=2m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space(

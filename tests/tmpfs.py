@@ -1,0 +1,27 @@
+"""A tmpfs mounted for one test (a disk the test can fill, or a read-only one)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+@contextmanager
+def mounted_tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """An empty tmpfs at ``mount`` with mount ``options`` (such as ``size=4m`` or
+    ``ro,size=1m``), unmounted afterwards; skips the test where mounting is not allowed
+    (it needs root, as CI runs)."""
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs ({options}) here ({done.stderr.strip()}); CI "
+                    "runs as root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
