@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 MAX_NAME_LENGTH = 1024
 #: Objects (queues, topics and work queues together) a cluster holds by default.
 DEFAULT_MAX_OBJECTS = 100_000
+#: Subscriptions (durable and ephemeral) one topic holds by default.
+DEFAULT_MAX_SUBSCRIBERS = 10_000
 
 #: The ops that create the object they name when it does not exist, by the kind created.
 CREATES: dict[int, str] = {
