@@ -13,6 +13,7 @@
     startup_timeout = 30                # seconds to find a leader, 0 waits forever
     max_message_bytes = 1048576         # largest push/publish message (the same everywhere)
     max_objects = 100000                # queues, topics and work queues the cluster holds
+    max_subscribers = 10000             # subscriptions of one topic
     admin_token_env = "ORDERS_ADMIN"    # the admin API's token (16+ characters), from this
     # admin_token_file = "admin-token"  # variable or file; without either the API is off
     http_advertise = "http://q1.internal:8101"  # the page address other members link to
@@ -78,6 +79,7 @@ from .config_keys import (
     parse_dedup,
     parse_http,
     parse_max_objects,
+    parse_max_subscribers,
     parse_node_id,
     parse_peers,
     parse_string,
@@ -92,7 +94,7 @@ from .config_transport import (
 )
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
-from .names import DEFAULT_MAX_OBJECTS
+from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
@@ -103,7 +105,7 @@ KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
-     "client", "dedup", "max_objects"}
+     "client", "dedup", "max_objects", "max_subscribers"}
 )
 
 
@@ -127,6 +129,7 @@ class NodeConfig:
     startup_timeout: float = 30.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_objects: int = DEFAULT_MAX_OBJECTS
+    max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS
     app_entry: str | None = None
     app_options: dict[str, Any] = field(default_factory=dict)
     #: Where ``[app] entry``'s module is looked for first (``--app-dir``; by default the
@@ -221,6 +224,7 @@ class NodeConfig:
             "durability": self.durability,
             "max_message_bytes": self.max_message_bytes,
             "max_objects": self.max_objects,
+            "max_subscribers": self.max_subscribers,
             "tls": self.tls,
             "dedup": self.dedup,
         }
@@ -319,6 +323,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
                    f" (bytes; the same on every node), not {max_message!r}")
     max_objects = parse_max_objects(doc.get("max_objects", DEFAULT_MAX_OBJECTS), fail)
+    max_subscribers = parse_max_subscribers(
+        doc.get("max_subscribers", DEFAULT_MAX_SUBSCRIBERS), fail)
     entry, options = parse_app(doc.get("app"), fail)
     clients = parse_clients(doc.get("client", []), base, fail)
     if doc.get("clients") == []:
@@ -353,6 +359,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         startup_timeout=float(timeout),
         max_message_bytes=max_message,
         max_objects=max_objects,
+        max_subscribers=max_subscribers,
         app_entry=entry,
         app_options=options,
         app_dir=base,

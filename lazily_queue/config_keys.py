@@ -44,6 +44,15 @@ def parse_max_objects(value: Any, fail: Any) -> int:
                    f"together), not {value!r}") from None
 
 
+def parse_max_subscribers(value: Any, fail: Any) -> int:
+    """``max_subscribers``: the subscriptions one topic holds, >= 1."""
+    try:
+        return check_max_objects(value, "max_subscribers")
+    except InvalidConfiguration:
+        raise fail(f"`max_subscribers` must be an int >= 1 (subscriptions of one topic), "
+                   f"not {value!r}") from None
+
+
 def parse_string(value: Any, fail: Any, key: str) -> str:
     """``value`` as a non-empty string."""
     if not isinstance(value, str) or not value:

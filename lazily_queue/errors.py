@@ -62,6 +62,16 @@ class TooManyObjects(LazilyQueueError):
         self.limit = limit
 
 
+class TooManySubscribers(LazilyQueueError):
+    """A new subscription would take a topic over its members' ``max_subscribers``
+    subscriptions (``limit``); disconnect unused ephemeral subscribers, delete the topic
+    or raise the members' ``max_subscribers``. Nothing was proposed."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 

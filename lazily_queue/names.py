@@ -5,11 +5,19 @@ A queue, topic or work queue name is a non-empty ``str`` of at most
 ``"<topic>:<group>"``, included). The rule is checked where names enter: a node's and a
 client's cell accessors, a member serving a client's op or watch, and the admin API.
 
+A topic's subscriber and a work queue's worker are named under the same length rule
+(a ``str`` of at most :data:`MAX_NAME_LENGTH` characters) where a name is recorded: a
+node's and a client's subscribe and claim, and a member serving a client's subscribe or
+claim (an empty one stays accepted, as the state machine accepts it).
+
 A cluster holds at most ``max_objects`` queues, topics and work queues together (a
 member's option, :data:`DEFAULT_MAX_OBJECTS` by default). The member proposing an op
 that would create an object checks the count it has applied; the replicated state
 machine does not, so members that propose new objects at the same moment can overshoot
-the cap by the ones in flight: it bounds growth, it is not an exact count.
+the cap by the ones in flight: it bounds growth, it is not an exact count. A topic holds
+at most ``max_subscribers`` subscriptions, durable and ephemeral (a member's option,
+:data:`DEFAULT_MAX_SUBSCRIBERS` by default), checked the same way by the member proposing
+a new one, and as approximate under concurrent subscribes.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.groups import SEPARATOR
-from .errors import InvalidName, TooManyObjects
+from .errors import InvalidConfiguration, InvalidName, TooManyObjects, TooManySubscribers
 from .replicated import ops
 
 if TYPE_CHECKING:
@@ -27,6 +35,8 @@ if TYPE_CHECKING:
 MAX_NAME_LENGTH = 1024
 #: Objects (queues, topics and work queues together) a cluster holds by default.
 DEFAULT_MAX_OBJECTS = 100_000
+#: Subscriptions (durable and ephemeral) one topic holds by default.
+DEFAULT_MAX_SUBSCRIBERS = 10_000
 
 #: The ops that create the object they name when it does not exist, by the kind created.
 CREATES: dict[int, str] = {
@@ -56,13 +66,99 @@ def check_name(name: Any, what: str = "name") -> str:
     return str(name)
 
 
-def check_max_objects(value: Any) -> int:
-    """``value`` as a member's ``max_objects``, else raise ``InvalidConfiguration``."""
-    from .errors import InvalidConfiguration
-
+def check_max_objects(value: Any, what: str = "max_objects") -> int:
+    """``value`` as a member's ``max_objects`` (or cap ``what``), else raise
+    ``InvalidConfiguration``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidConfiguration(f"max_objects must be an int >= 1, not {value!r}")
+        raise InvalidConfiguration(f"{what} must be an int >= 1, not {value!r}")
     return value
+
+
+#: The ops recording the subscriber (``args[1]``) they name when it is new.
+SUBSCRIBES = frozenset({ops.TOPIC_SUBSCRIBE, ops.TOPIC_SUBSCRIBE_AT,
+                        ops.TOPIC_SUBSCRIBE_AT_TIME})
+#: The ops leasing items to the worker (``args[1]``) they name.
+CLAIMS = frozenset({ops.WORK_CLAIM, ops.WORK_CLAIM_MANY})
+
+
+def member_problem(name: Any, what: str) -> str | None:
+    """Why a subscriber's or worker's name ``name`` is over the length rule; ``None``
+    otherwise (a name that is not a ``str`` is the state machine's to refuse)."""
+    if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
+        return (f"{what} {_short(name)} has {len(name)} characters, over the limit of "
+                f"{MAX_NAME_LENGTH} characters")
+    return None
+
+
+def check_member(name: Any, what: str) -> None:
+    """Raise :class:`InvalidName` when a subscriber's or worker's name is too long."""
+    problem = member_problem(name, what)
+    if problem is not None:
+        raise InvalidName(problem)
+
+
+def op_member_problem(code: int, args: list[Any]) -> str | None:
+    """Why a subscribe's subscriber or a claim's worker breaks the length rule."""
+    if len(args) < 2:
+        return None
+    if code in SUBSCRIBES:
+        return member_problem(args[1], "subscriber name")
+    if code in CLAIMS:
+        return member_problem(args[1], "worker name")
+    return None
+
+
+def subscriber_room_problem(view: ReadView, topic: str, subscriber: str,
+                            max_subscribers: int) -> str | None:
+    """Why subscribing ``subscriber`` to ``topic`` would exceed ``max_subscribers``;
+    ``None`` when it is subscribed already, the topic is unknown here, or there is room."""
+    core = view.topic(topic)
+    if core is None or core.cursor(subscriber) is not None:
+        return None
+    count = core.subscription_count()
+    if count < max_subscribers:
+        return None
+    return (f"cannot subscribe {_short(subscriber)} to topic {_short(topic)}: it has {count} "
+            f"subscriptions, its limit is max_subscribers={max_subscribers}; disconnect "
+            "ephemeral subscribers no longer used (a durable subscription stays until its "
+            "topic is deleted), or raise max_subscribers (the node option, or "
+            "`max_subscribers` in the node's configuration file) on the members")
+
+
+def op_subscriber_room_problem(view: ReadView, code: int, args: list[Any],
+                               max_subscribers: int) -> str | None:
+    """Why op ``code`` would subscribe beyond ``max_subscribers``; ``None`` when it
+    subscribes nobody new or there is room."""
+    if code not in SUBSCRIBES or len(args) < 2:
+        return None
+    topic, subscriber = args[0], args[1]
+    if not isinstance(topic, str) or not isinstance(subscriber, str):
+        return None  # the name rule (or the state machine) refuses it
+    return subscriber_room_problem(view, topic, subscriber, max_subscribers)
+
+
+def op_cap_refusal(view: ReadView, code: int, args: list[Any], max_objects: int | None,
+                   max_subscribers: int | None) -> Exception | None:
+    """The error refusing op ``code`` for creating an object beyond ``max_objects`` or a
+    subscription beyond ``max_subscribers`` (``None``: that cap is not checked)."""
+    if max_objects is not None:
+        problem = op_room_problem(view, code, args, max_objects)
+        if problem is not None:
+            return TooManyObjects(f"{problem}; nothing was applied", limit=max_objects)
+    if max_subscribers is not None:
+        problem = op_subscriber_room_problem(view, code, args, max_subscribers)
+        if problem is not None:
+            return TooManySubscribers(f"{problem}; nothing was applied",
+                                      limit=max_subscribers)
+    return None
+
+
+def check_subscriber_room(view: ReadView, topic: str, subscriber: str,
+                          max_subscribers: int) -> None:
+    """Raise :class:`TooManySubscribers` when a new subscription would exceed the cap."""
+    problem = subscriber_room_problem(view, topic, subscriber, max_subscribers)
+    if problem is not None:
+        raise TooManySubscribers(problem, limit=max_subscribers)
 
 
 def op_names(code: int, args: list[Any]) -> list[tuple[str, Any]]:

@@ -43,7 +43,7 @@ from .datadir import DirectoryLock, check_complete, claim_directory, disk_proble
 from .errors import InvalidConfiguration
 from .links import LinkSettings
 from .maintenance import Maintenance
-from .names import DEFAULT_MAX_OBJECTS, check_max_objects
+from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objects
 from .node_cells import NodeCells
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
@@ -92,6 +92,7 @@ class Node(NodeCells):
         disk_retry: float = 1.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_objects: int = DEFAULT_MAX_OBJECTS,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
         tls: TLSFiles | None = None,
         ice_servers: Sequence[Mapping[str, Any]] | None = None,
         signaling_token: str | None = None,
@@ -105,7 +106,8 @@ class Node(NodeCells):
         publish (1 MiB by default, at most 4 MiB; the same on every node): a larger one
         raises :class:`~lazily_queue.errors.MessageTooLarge`. ``max_objects`` caps the
         queues, topics and work queues the cluster holds, as this member creates them
-        (:mod:`.names`; :class:`~lazily_queue.errors.TooManyObjects`). ``tls``
+        (:mod:`.names`; :class:`~lazily_queue.errors.TooManyObjects`), ``max_subscribers``
+        a topic's subscriptions (:class:`~lazily_queue.errors.TooManySubscribers`). ``tls``
         (:mod:`lazily_transports.tls`) serves ``tls://`` and ``wss://``; ``ice_servers``
         (``{"urls", "username", "credential"}``) and ``signaling_token`` serve
         ``webrtc+ws(s)://`` addresses (:mod:`.links`). ``clients`` serves processes that
@@ -120,6 +122,7 @@ class Node(NodeCells):
                 f"(bytes), not {max_message_bytes!r}")
         self.max_message_bytes = max_message_bytes
         self.max_objects = check_max_objects(max_objects)
+        self.max_subscribers = check_max_objects(max_subscribers, "max_subscribers")
         #: The clock (seconds since the epoch) stamping this node's entries as leader
         #: (``None``: ``time.time``).
         self.wall_clock = wall_clock

@@ -40,6 +40,8 @@ class NodeCells:
     #: Objects the cluster may hold, checked before opening a new one (``None``: not
     #: checked here; a client's member checks it).
     max_objects: int | None = None
+    #: Subscriptions a topic may hold, checked before a new one (``None``: as above).
+    max_subscribers: int | None = None
     _router: EventRouter
     _queue_cells: dict[str, QueueCell[Any]]
     _topic_cells: dict[str, TopicCell[Any]]
@@ -115,6 +117,7 @@ class NodeCells:
                                      ttl=ttl, max_age=max_age,
                                      **({} if limits is None else {"limits": limits}))
         storage.register_group = self._route_group
+        storage.max_subscribers = self.max_subscribers
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage
         self._topic_cells[name] = cell

@@ -65,6 +65,7 @@ class NodeOptions(TypedDict, total=False):
     clients: ClientAccess
     max_message_bytes: int
     max_objects: int
+    max_subscribers: int
     dedup: DedupLimits
     wall_clock: Callable[[], float]
 

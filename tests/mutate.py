@@ -24,6 +24,7 @@ _DISK = "tests/raft/test_disk_errors.py"
 _HOSTILE = "tests/integrations/test_admin_hostile.py"
 _BOUNDS = "tests/integrations/test_status_bounds.py"
 _NAMES = "tests/client/test_object_limits.py"
+_SUBS = "tests/client/test_subscriber_limits.py"
 
 
 @dataclass(frozen=True)
@@ -1192,14 +1193,13 @@ MUTATIONS = [
         "a node's and a client's cells refuse a name over 1024 characters before sending"),
     Mutation(
         "member-takes-long-client-name", "lazily_queue/client/server.py",
-        "        problem = op_name_problem(code, args)\n",
-        "        problem = None\n",
+        "        problem = op_name_problem(code, args) or op_member_problem(code, args)\n",
+        "        problem = op_member_problem(code, args)\n",
         (f"{_NAMES}::test_a_member_refuses_a_clients_overlong_name",),
         "a member refuses a client's op naming an object over 1024 characters"),
     Mutation(
-        "member-ignores-object-cap", "lazily_queue/client/server.py",
-        "        problem = None if cap is None else op_room_problem(self.node.view, code, args, "
-        "cap)\n",
+        "member-ignores-object-cap", "lazily_queue/names.py",
+        "        problem = op_room_problem(view, code, args, max_objects)\n",
         "        problem = None\n",
         (f"{_NAMES}::test_members_cap_the_objects_a_cluster_holds",),
         "a member refuses a client's op creating an object beyond max_objects"),
@@ -1227,6 +1227,72 @@ MUTATIONS = [
         "    problem = None\n",
         (f"{_NAMES}::test_the_admin_api_uses_the_same_name_rule",),
         "the admin API refuses a name over 1024 characters, as the cells do"),
+    Mutation(
+        "member-takes-long-subscriber", "lazily_queue/client/server.py",
+        "        problem = op_name_problem(code, args) or op_member_problem(code, args)\n",
+        "        problem = op_name_problem(code, args)\n",
+        (f"{_SUBS}::test_a_member_refuses_a_clients_overlong_subscriber_or_worker",),
+        "a member refuses a client's subscribe or claim naming a subscriber or worker over "
+        "1024 characters"),
+    Mutation(
+        "subscriber-name-unchecked", "lazily_queue/storage/raft_topic.py",
+        "        check_member(subscriber, \"subscriber name\")\n",
+        "        pass\n",
+        (f"{_SUBS}::test_a_node_refuses_an_overlong_subscriber_or_worker_before_proposing",
+         f"{_SUBS}::test_a_client_refuses_an_overlong_subscriber_or_worker_before_sending"),
+        "a node's and a client's topics refuse a subscriber name over 1024 characters"),
+    Mutation(
+        "claim-worker-unchecked", "lazily_queue/storage/raft_work_queue.py",
+        "        check_member(worker, \"worker name\")\n"
+        "        raw, mask = await self._call(C.WORK_CLAIM, [",
+        "        raw, mask = await self._call(C.WORK_CLAIM, [",
+        (f"{_SUBS}::test_a_node_refuses_an_overlong_subscriber_or_worker_before_proposing",
+         f"{_SUBS}::test_a_client_refuses_an_overlong_subscriber_or_worker_before_sending"),
+        "a node's and a client's work queues refuse a claim by a worker over 1024 characters"),
+    Mutation(
+        "claim-many-worker-unchecked", "lazily_queue/storage/raft_work_queue.py",
+        "        check_member(worker, \"worker name\")\n"
+        "        raw, mask = await self._call(C.WORK_CLAIM_MANY, [",
+        "        raw, mask = await self._call(C.WORK_CLAIM_MANY, [",
+        (f"{_SUBS}::test_a_node_refuses_an_overlong_subscriber_or_worker_before_proposing",),
+        "a node's work queue refuses a batch claim by a worker over 1024 characters"),
+    Mutation(
+        "member-ignores-subscriber-cap", "lazily_queue/names.py",
+        "        problem = op_subscriber_room_problem(view, code, args, max_subscribers)\n",
+        "        problem = None\n",
+        (f"{_SUBS}::test_members_cap_the_subscriptions_of_a_topic",),
+        "a member refuses a client's subscribe beyond the topic's max_subscribers"),
+    Mutation(
+        "node-ignores-subscriber-cap", "lazily_queue/storage/raft_topic.py",
+        "        if self.max_subscribers is not None and isinstance(subscriber, str):\n",
+        "        if False:\n",
+        (f"{_SUBS}::test_members_cap_the_subscriptions_of_a_topic",),
+        "a node refuses its own subscribe beyond the topic's max_subscribers"),
+    Mutation(
+        "node-topics-uncapped", "lazily_queue/node_cells.py",
+        "        storage.max_subscribers = self.max_subscribers\n",
+        "",
+        (f"{_SUBS}::test_members_cap_the_subscriptions_of_a_topic",),
+        "a node's topic cells carry the node's max_subscribers"),
+    Mutation(
+        "existing-subscriber-capped", "lazily_queue/names.py",
+        "    if core is None or core.cursor(subscriber) is not None:\n",
+        "    if core is None:\n",
+        (f"{_SUBS}::test_members_cap_the_subscriptions_of_a_topic",),
+        "a subscriber that exists subscribes (reconnects) at the cap"),
+    Mutation(
+        "subscriber-cap-untyped-on-client", "lazily_queue/client/protocol.py",
+        "    if isinstance(exc, TooManySubscribers):\n",
+        "    if False:\n",
+        (f"{_SUBS}::test_members_cap_the_subscriptions_of_a_topic",),
+        "a client sees the member's subscriber-cap refusal as TooManySubscribers with its "
+        "limit"),
+    Mutation(
+        "max-subscribers-key-ignored", "lazily_queue/config.py",
+        "            \"max_subscribers\": self.max_subscribers,\n",
+        "",
+        (f"{_SUBS}::test_the_subscriber_cap_is_a_node_option_and_a_config_key",),
+        "`max_subscribers` in a node's TOML reaches the node"),
     Mutation(
         "tally-bucket-off-by-one", "lazily_queue/metrics_tallies.py",
         "        self.counts[bisect_left(self.bounds, value)] += 1",

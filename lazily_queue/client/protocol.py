@@ -42,7 +42,13 @@ from typing import Any
 import cbor2
 from lazily_transports.safe_cbor import VALUES, UntrustedDataError
 
-from ..errors import LazilyQueueError, MessageTooLarge, TooManyObjects, UnsupportedValue
+from ..errors import (
+    LazilyQueueError,
+    MessageTooLarge,
+    TooManyObjects,
+    TooManySubscribers,
+    UnsupportedValue,
+)
 from ..raft import values
 from ..raft.errors import (
     CommitTimeout,
@@ -130,7 +136,7 @@ ERRORS: dict[str, type[Exception]] = {
 RETRYABLE = frozenset({"no_quorum", "not_running", "storage_unavailable"})
 #: Errors refusing an op for what it is (the same on every member): not applied anywhere.
 REFUSALS = frozenset({"permission", "refused", "unsupported_value", "too_large",
-                      "too_many_objects"})
+                      "too_many_objects", "too_many_subscribers"})
 
 
 def code_of(exc: BaseException) -> str:
@@ -147,11 +153,13 @@ def code_of(exc: BaseException) -> str:
 def error_payload(exc: BaseException) -> list[Any]:
     """An exception as the payload of an ``ERROR`` answer: ``[code, message]``, plus
     ``size`` and ``limit`` for :class:`MessageTooLarge`, ``limit`` for
-    :class:`TooManyObjects`."""
+    :class:`TooManyObjects` and :class:`TooManySubscribers`."""
     if isinstance(exc, MessageTooLarge):
         return ["too_large", str(exc), exc.size, exc.limit]
     if isinstance(exc, TooManyObjects):
         return ["too_many_objects", str(exc), exc.limit]
+    if isinstance(exc, TooManySubscribers):
+        return ["too_many_subscribers", str(exc), exc.limit]
     return [code_of(exc), str(exc)]
 
 
@@ -162,9 +170,10 @@ def error_of(code: Any, message: Any, *details: Any) -> Exception:
         size, limit = (*details, None, 0)[:2]
         return MessageTooLarge(text, size=size if isinstance(size, int) else None,
                                limit=limit if isinstance(limit, int) else 0)
-    if code == "too_many_objects":
+    if code in ("too_many_objects", "too_many_subscribers"):
         cap = details[0] if details else 0
-        return TooManyObjects(text, limit=cap if isinstance(cap, int) else 0)
+        over = TooManyObjects if code == "too_many_objects" else TooManySubscribers
+        return over(text, limit=cap if isinstance(cap, int) else 0)
     kind = ERRORS.get(code, RequestRefused) if isinstance(code, str) else RequestRefused
     return kind(text)
 

@@ -40,8 +40,8 @@ from lazily_transports import (
     scheme_of,
 )
 
-from ..errors import InvalidConfiguration, TooManyObjects
-from ..names import op_name_problem, op_room_problem
+from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
+from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..raft.batch import command_limit
 from ..replicated import objects, ops
 from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
@@ -246,7 +246,7 @@ class ClientServer:
                 return self._barrier(conn, rid, frame)
             else:
                 conn.send([rid, P.OK, None])
-        except (P.ClientError, TooManyObjects) as exc:
+        except (P.ClientError, TooManyObjects, TooManySubscribers) as exc:
             self._fail(conn, rid, exc)
         except Exception as exc:  # a request no check foresaw: refused, its slots given back
             log.exception("client %r: request %d failed", conn.grant.name, rid)
@@ -313,15 +313,16 @@ class ClientServer:
         return True
 
     def _admit(self, code: int, args: list[Any]) -> None:
-        """Refuse an op whose names break the name rule, or which would create an
-        object beyond the member's ``max_objects`` (:mod:`..names`)."""
-        problem = op_name_problem(code, args)
+        """Refuse an op whose names (its subscriber's or worker's included) break the
+        name rule, or which would create an object beyond the member's ``max_objects``
+        or a subscription beyond its ``max_subscribers`` (:mod:`..names`)."""
+        problem = op_name_problem(code, args) or op_member_problem(code, args)
         if problem is not None:
             raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
-        cap = self.node.max_objects
-        problem = None if cap is None else op_room_problem(self.node.view, code, args, cap)
-        if problem is not None:
-            raise TooManyObjects(f"{problem}; nothing was applied", limit=cap or 0)
+        node = self.node
+        refusal = op_cap_refusal(node.view, code, args, node.max_objects, node.max_subscribers)
+        if refusal is not None:
+            raise refusal
 
     def _flush_ops(self, conn: ClientConnection) -> None:
         """Hand the ops read so far to the scheduler (:mod:`.fair`)."""

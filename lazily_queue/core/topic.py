@@ -293,6 +293,10 @@ class TopicCore(Generic[R]):
         """Every record as ``{id: {durability, connected, cursor}}``."""
         return {sub: record.to_dict() for sub, record in self._subs.items()}
 
+    def subscription_count(self) -> int:
+        """How many subscriptions (durable and ephemeral, connected or not) there are."""
+        return len(self._subs)
+
     def subscription(self, subscriber: str) -> dict[str, Any] | None:
         """One record as ``{durability, connected, cursor}``, or ``None`` when unknown."""
         record = self._subs.get(subscriber)

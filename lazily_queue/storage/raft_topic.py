@@ -26,6 +26,7 @@ from ..core.topic import (
 from ..core.topic_expiry import expired_in
 from ..core.work import validate_config
 from ..errors import LimitExceeded, UnsupportedOperation
+from ..names import check_member, check_subscriber_room
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged
@@ -49,6 +50,9 @@ class RaftTopicStorage(ReplicatedObject):
                                        groups=True, expiry=True)
     #: The storage class of its groups (``None``: :class:`RaftGroupStorage`).
     group_storage: type[RaftGroupStorage] | None = None
+    #: The subscriptions a new one may join (``None``: not checked here; a client's
+    #: member checks it); set by the node (:mod:`lazily_queue.names`).
+    max_subscribers: int | None = None
 
     def __init__(
         self, driver: Proposer, view: ReadView, name: str, *, timeout: float = 10.0,
@@ -150,10 +154,18 @@ class RaftTopicStorage(ReplicatedObject):
 
     # -- operations --------------------------------------------------------------------------
 
+    def _admit(self, subscriber: str) -> None:
+        """Refuse a subscriber name over the length rule, or a new subscription beyond
+        ``max_subscribers`` (:mod:`lazily_queue.names`), before proposing."""
+        check_member(subscriber, "subscriber name")
+        if self.max_subscribers is not None and isinstance(subscriber, str):
+            check_subscriber_room(self._view, self.name, subscriber, self.max_subscribers)
+
     async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE,
         *, timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        self._admit(subscriber)
         name = Durability(durability).value
         result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
         return TopicTransition(SubscribeOutcome[result], frozenset())
@@ -162,6 +174,7 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, durability: Durability | str, start: Start, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        self._admit(subscriber)
         args = [self.name, subscriber, Durability(durability).value, check_start(start)]
         result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT, args, timeout))
         return TopicTransition(SubscribeOutcome[result], frozenset())
@@ -176,6 +189,7 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, durability: Durability | str, stamp: int, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        self._admit(subscriber)
         args = [self.name, subscriber, Durability(durability).value, stamp]
         result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT_TIME, args, timeout))
         return TopicTransition(SubscribeOutcome[result], frozenset())

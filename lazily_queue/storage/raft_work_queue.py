@@ -24,6 +24,7 @@ from ..core.work import (
 )
 from ..core.work_masks import ALL_WORK_READERS
 from ..core.work_options import WorkPushOptions
+from ..names import check_member
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
 from .capabilities import StorageCapabilities
@@ -163,12 +164,14 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
+        check_member(worker, "worker name")
         raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
         return WorkTransition(None if raw is None else Delivery(**raw), mask)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
+        check_member(worker, "worker name")
         raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, now], timeout)
         return WorkTransition([Delivery(**d) for d in raw], mask)
 
