@@ -4,18 +4,13 @@ API), with a typed error naming the limit, before anything is proposed."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lazily_queue import (
-    ClientAccess,
-    ClientGrant,
-    InvalidConfiguration,
     InvalidName,
     Node,
     RequestRefused,
@@ -23,34 +18,23 @@ from lazily_queue import (
     admin,
     testing,
 )
-from lazily_queue.config import ConfigError, load_config
 from lazily_queue.names import DEFAULT_MAX_OBJECTS, MAX_NAME_LENGTH
 from lazily_queue.replicated import ops
-from tests.client.test_client_cluster import TOKEN, client_of
+from tests.client.limits_cluster import check_cap_setting, limited_cluster
+from tests.client.test_client_cluster import client_of
 
 pytestmark = pytest.mark.timeout(60)
 
-_clusters = itertools.count()
 LONG = "n" * (MAX_NAME_LENGTH + 1)
 
 
 @asynccontextmanager
 async def capped_cluster(max_objects: int | None = None, size: int = 3) -> AsyncIterator[
         tuple[testing.Cluster, list[str]]]:
-    """A cluster serving client ``web`` (produce and consume on ``*``) on each member,
-    its members capped at ``max_objects`` objects (by default the default)."""
-    prefix = f"memory://limits-{next(_clusters)}"
-
-    def options(node_id: str) -> testing.NodeOptions:
-        access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"])],
-                              listen=f"{prefix}-{node_id}")
-        found: testing.NodeOptions = {"clients": access}
-        if max_objects is not None:
-            found["max_objects"] = max_objects
-        return found
-
-    async with testing.cluster(size, node_options=options) as c:
-        yield c, [f"{prefix}-{i}" for i in range(1, size + 1)]
+    """``limited_cluster`` with ``max_objects`` (by default the default)."""
+    caps = {} if max_objects is None else {"max_objects": max_objects}
+    async with limited_cluster(size, produce=True, **caps) as found:
+        yield found
 
 
 def _objects(node: Node) -> int:
@@ -129,25 +113,7 @@ async def test_members_cap_the_objects_a_cluster_holds() -> None:
 async def test_the_object_cap_is_a_node_option_and_a_config_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Node(1, data_dir=None, durability="none").max_objects == DEFAULT_MAX_OBJECTS
-    assert Node(1, data_dir=None, durability="none", max_objects=7).max_objects == 7
-    for bad in (0, -1, True, "10"):
-        with pytest.raises(InvalidConfiguration, match="max_objects"):
-            Node(1, data_dir=None, durability="none", max_objects=bad)  # type: ignore[arg-type]
-    config = tmp_path / "node.toml"
-    base = ('id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-limits.sock"\n'
-            'secret_env = "LQ_SECRET"\n[peers]\n')
-
-    def loaded(extra: str) -> Any:
-        config.write_text(extra + base)
-        return load_config(config)
-
-    assert loaded("").max_objects == DEFAULT_MAX_OBJECTS
-    assert loaded("max_objects = 500\n").max_objects == 500
-    monkeypatch.setenv("LQ_SECRET", "a-cluster-secret-of-the-test")
-    assert loaded("max_objects = 500\n").node(durability="none").max_objects == 500
-    with pytest.raises(ConfigError, match="max_objects"):
-        loaded("max_objects = 0\n")
+    check_cap_setting("max_objects", DEFAULT_MAX_OBJECTS, tmp_path, monkeypatch)
 
 
 def test_the_admin_api_uses_the_same_name_rule() -> None:

@@ -5,7 +5,6 @@ with a typed error, before anything is proposed."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -15,44 +14,29 @@ from typing import Any
 import pytest
 
 from lazily_queue import (
-    ClientAccess,
-    ClientGrant,
-    InvalidConfiguration,
     InvalidName,
     Node,
     RequestRefused,
     TooManySubscribers,
     testing,
 )
-from lazily_queue.config import ConfigError, load_config
 from lazily_queue.names import DEFAULT_MAX_SUBSCRIBERS, MAX_NAME_LENGTH
 from lazily_queue.replicated import ops
-from tests.client.test_client_cluster import TOKEN, client_of
+from tests.client.limits_cluster import check_cap_setting, limited_cluster
+from tests.client.test_client_cluster import client_of
 
 pytestmark = pytest.mark.timeout(60)
 
-_clusters = itertools.count()
 LONG = "s" * (MAX_NAME_LENGTH + 1)
 
 
 @asynccontextmanager
-async def subscribers_cluster(max_subscribers: int | None = None, size: int = 1) -> \
-        AsyncIterator[tuple[testing.Cluster, list[str]]]:
-    """A cluster serving client ``web`` (consume only, on ``*``) on each member, its
-    members capped at ``max_subscribers`` subscriptions per topic (by default the
-    default)."""
-    prefix = f"memory://subscribers-{next(_clusters)}"
-
-    def options(node_id: str) -> testing.NodeOptions:
-        access = ClientAccess([ClientGrant("web", TOKEN, consume=["*"])],
-                              listen=f"{prefix}-{node_id}")
-        found: testing.NodeOptions = {"clients": access}
-        if max_subscribers is not None:
-            found["max_subscribers"] = max_subscribers
-        return found
-
-    async with testing.cluster(size, node_options=options) as c:
-        yield c, [f"{prefix}-{i}" for i in range(1, size + 1)]
+async def subscribers_cluster(max_subscribers: int | None = None, size: int = 1) -> AsyncIterator[
+        tuple[testing.Cluster, list[str]]]:
+    """``limited_cluster`` with ``max_subscribers`` (by default the default)."""
+    caps = {} if max_subscribers is None else {"max_subscribers": max_subscribers}
+    async with limited_cluster(size, produce=False, **caps) as found:
+        yield found
 
 
 def _subscribers(node: Node, topic: str) -> dict[str, Any]:
@@ -152,23 +136,4 @@ async def test_members_cap_the_subscriptions_of_a_topic() -> None:
 async def test_the_subscriber_cap_is_a_node_option_and_a_config_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Node(1, data_dir=None, durability="none").max_subscribers == DEFAULT_MAX_SUBSCRIBERS
-    assert Node(1, data_dir=None, durability="none", max_subscribers=7).max_subscribers == 7
-    for bad in (0, -1, True, "10"):
-        with pytest.raises(InvalidConfiguration, match="max_subscribers"):
-            Node(1, data_dir=None, durability="none",
-                 max_subscribers=bad)  # type: ignore[arg-type]
-    config = tmp_path / "node.toml"
-    base = ('id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-subscribers.sock"\n'
-            'secret_env = "LQ_SECRET"\n[peers]\n')
-
-    def loaded(extra: str) -> Any:
-        config.write_text(extra + base)
-        return load_config(config)
-
-    assert loaded("").max_subscribers == DEFAULT_MAX_SUBSCRIBERS
-    assert loaded("max_subscribers = 500\n").max_subscribers == 500
-    monkeypatch.setenv("LQ_SECRET", "a-cluster-secret-of-the-test")
-    assert loaded("max_subscribers = 500\n").node(durability="none").max_subscribers == 500
-    with pytest.raises(ConfigError, match="max_subscribers"):
-        loaded("max_subscribers = 0\n")
+    check_cap_setting("max_subscribers", DEFAULT_MAX_SUBSCRIBERS, tmp_path, monkeypatch)
