@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import asyncio
 
-from lazily_queue import connect
+from lazily_queue import QueueCell, connect
 from lazily_queue.brokers.servers import BrokerServer
 
 from .conftest import fresh
+
+
+async def _cancel_a_pop(queue: QueueCell) -> None:
+    """Start a pop and cancel it while its round trip is in flight."""
+    popping = asyncio.ensure_future(queue.storage.poll())
+    await asyncio.sleep(0)
+    popping.cancel()
+    await asyncio.gather(popping, return_exceptions=True)  # as a pop(timeout=) ends
 
 
 async def test_a_cancelled_redis_pop_puts_its_element_back_at_the_head(
@@ -20,10 +28,7 @@ async def test_a_cancelled_redis_pop_puts_its_element_back_at_the_head(
         for value in ("a", "b"):
             await queue.push(value)
         for _ in range(3):
-            popping = asyncio.ensure_future(queue.storage.poll())
-            await asyncio.sleep(0)
-            popping.cancel()
-            await asyncio.gather(popping, return_exceptions=True)
+            await _cancel_a_pop(queue)
         await asyncio.sleep(0.05)
         await queue.storage.sync()  # type: ignore[attr-defined]
         assert queue.storage.len() == 2
@@ -37,9 +42,6 @@ async def test_the_next_pop_after_a_cancelled_one_gets_the_head(
         queue = client.queue(fresh("cancel"))
         for value in ("a", "b"):
             await queue.push(value)
-        popping = asyncio.ensure_future(queue.storage.poll())
-        await asyncio.sleep(0)
-        popping.cancel()
-        await asyncio.gather(popping, return_exceptions=True)  # as a pop(timeout=) ends
+        await _cancel_a_pop(queue)
         assert await queue.storage.poll() == "a"
         assert await queue.storage.poll() == "b"
