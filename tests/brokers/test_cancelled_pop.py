@@ -8,8 +8,17 @@ import asyncio
 
 from lazily_queue import QueueCell, connect
 from lazily_queue.brokers.servers import BrokerServer
+from lazily_queue.client import Client
 
 from .conftest import fresh
+
+
+async def _a_then_b(client: Client) -> QueueCell:
+    """A new queue holding ``"a"`` then ``"b"``."""
+    queue = client.queue(fresh("cancel"))
+    for value in ("a", "b"):
+        await queue.push(value)
+    return queue
 
 
 async def _cancel_a_pop(queue: QueueCell) -> None:
@@ -24,9 +33,7 @@ async def test_a_cancelled_redis_pop_puts_its_element_back_at_the_head(
     redis_server: BrokerServer,
 ) -> None:
     async with connect(redis_server.url) as client:
-        queue = client.queue(fresh("cancel"))
-        for value in ("a", "b"):
-            await queue.push(value)
+        queue = await _a_then_b(client)
         for _ in range(3):
             await _cancel_a_pop(queue)
         await asyncio.sleep(0.05)
@@ -39,9 +46,7 @@ async def test_the_next_pop_after_a_cancelled_one_gets_the_head(
     redis_server: BrokerServer,
 ) -> None:
     async with connect(redis_server.url) as client:
-        queue = client.queue(fresh("cancel"))
-        for value in ("a", "b"):
-            await queue.push(value)
+        queue = await _a_then_b(client)
         await _cancel_a_pop(queue)
         assert await queue.storage.poll() == "a"
         assert await queue.storage.poll() == "b"
