@@ -7,8 +7,9 @@ Prints the cost of each stage taken alone (capture, encode, write, and for compa
 a capture that also copies the values, which the snapshot does not do: it encodes the
 captured containers on the writer's thread and the values in them are never changed),
 the longest gap per snapshot (the capture, on the loop: the encoding and the write run
-on the worker thread, in short pieces) and, last, a ``--json`` line. Run it under the
-same load to compare.
+on the worker thread, in short pieces that hand the interpreter lock back to the loop),
+the p50/p90/p99 of every loop turn while snapshots were taken and, last, a ``--json``
+line. Run it under the same load to compare.
 
     python benchmarks/snapshot_stall.py [--elements 100000] [--rounds 5] [--json]
 """
@@ -57,12 +58,14 @@ def _anchors(index: int) -> tuple[Any, Any, Any, Any]:
     return (None, (b"y", index + 1, 1), (b"x", index, 1), ["a", "b", "c"])
 
 
-async def _stall_run(store: SnapshotStore, rounds: int) -> list[float]:
+async def _stall_run(store: SnapshotStore, rounds: int) -> tuple[list[float], list[float]]:
     """Take ``rounds`` snapshots, each as the engine does (serialize, then poll
-    checkSerializing every loop turn); the longest ticker gap of each."""
+    checkSerializing every loop turn); the longest ticker gap of each, and every gap
+    seen while they were taken."""
     gaps: list[float] = []
+    turns: list[float] = []
     worst = 0.0
-    stop = False
+    stop = recording = False
 
     async def ticker() -> None:
         nonlocal worst
@@ -71,20 +74,24 @@ async def _stall_run(store: SnapshotStore, rounds: int) -> list[float]:
             await asyncio.sleep(0)
             now = time.perf_counter()
             worst = max(worst, now - last)
+            if recording:
+                turns.append(now - last)
             last = now
 
     task = asyncio.create_task(ticker())
     await asyncio.sleep(0.01)
     for r in range(rounds):
         worst = 0.0
+        recording = True
         store.serialize(_anchors(10 * r + 1), 10 * r + 2)
         state = await _taken(store)
+        recording = False
         assert state == SUCCESS, state
         await asyncio.sleep(0.005)
         gaps.append(worst)
     stop = True
     await task
-    return gaps
+    return gaps, turns
 
 
 async def _taken(store: SnapshotStore) -> int:
@@ -124,7 +131,8 @@ def main() -> None:
         # the snapshot does without, as the values are never changed in place.
         pickle.loads(pickle.dumps(state, protocol=5))
         t4 = time.perf_counter()
-        gaps = asyncio.run(_stall_run(store, args.rounds))
+        gaps, turns = asyncio.run(_stall_run(store, args.rounds))
+        turns.sort()
         close = getattr(store, "close", None)
         if close is not None:
             close()
@@ -138,6 +146,9 @@ def main() -> None:
         "threaded": _threaded(store),
         "stall_max_ms": round(max(gaps) * 1000, 1),
         "stall_median_ms": round(statistics.median(gaps) * 1000, 1),
+        "turn_p50_ms": round(turns[len(turns) // 2] * 1000, 2),
+        "turn_p90_ms": round(turns[int(len(turns) * 0.9)] * 1000, 2),
+        "turn_p99_ms": round(turns[int(len(turns) * 0.99)] * 1000, 2),
     }
     for key, value in figures.items():
         print(f"{key:>16}: {value}")

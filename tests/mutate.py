@@ -1299,6 +1299,32 @@ MUTATIONS = [
         "        self.counts[bisect_left(self.bounds, value) + (value in self.bounds)] += 1",
         ("tests/integrations/test_metrics_tallies.py",),
         "an observation equal to a bucket bound counts in that bucket (le), as Prometheus says"),
+    Mutation(
+        "snapshot-weight-walks-all", "lazily_queue/raft/snapshot_pieces.py",
+        "                total += len(item)\n                if total > cap:\n"
+        "                    return total\n",
+        "                total += len(item)\n",
+        ("tests/raft/test_snapshot_encoding.py::test_weighing_a_large_container_stops_at_the_cap",),
+        "weighing a large container stops at the cap instead of walking every item"),
+    Mutation(
+        "snapshot-worker-keeps-lock", "lazily_queue/raft/snapshot_writer.py",
+        "data(LockYield() if worker else None)", "data(None)",
+        ("tests/raft/test_snapshot_encoding.py::"
+         "test_the_state_is_encoded_on_the_worker_as_it_was_when_taken",),
+        "a snapshot encoded on the worker thread hands the interpreter lock back to the loop"),
+    Mutation(
+        "snapshot-pieces-no-pause", "lazily_queue/raft/snapshot_pieces.py",
+        "            if pause is not None:\n                pause()\n", "",
+        ("tests/raft/test_snapshot_encoding.py::"
+         "test_the_encoder_pauses_between_runs_and_gives_the_same_bytes",),
+        "the encoder pauses between runs of items"),
+    Mutation(
+        "lock-yield-never-sleeps", "lazily_queue/raft/snapshot_writer.py",
+        "        if self._clock() - self._mark >= self.work:",
+        "        if self._clock() - self._mark >= self.work * 1000:",
+        ("tests/raft/test_snapshot_encoding.py::"
+         "test_a_lock_yield_sleeps_once_its_work_slice_has_passed",),
+        "a lock yield sleeps once its work slice has passed"),
 ]
 
 

@@ -41,7 +41,7 @@ from lazily_transports.safe_cbor import VALUES, UntrustedDataError, describe
 from ..errors import DamagedData
 from .disk import Disk
 from .snapshot_pieces import encode_pieces
-from .snapshot_writer import SnapshotWriter
+from .snapshot_writer import Pause, SnapshotWriter
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +81,16 @@ def _entry(value: Any, what: str) -> tuple[bytes, int, int]:
     return (value[0], value[1], value[2])
 
 
-def encode_snapshot(doc: dict[str, Any]) -> bytes:
+def encode_snapshot(doc: dict[str, Any], pause: Callable[[], None] | None = None) -> bytes:
     """The file form: a magic, the CRC-32 of the CBOR body, the body (tuples in the
     state stay tuples, see :mod:`.values`; the anchor entries are read back as tuples),
-    encoded in short pieces (:mod:`.snapshot_pieces`)."""
+    encoded in short pieces (:mod:`.snapshot_pieces`, ``pause`` runs between them)."""
     anchors = {k: list(v) for k, v in doc.items() if k in ("last", "prev") and type(v) is tuple}
-    body = b"".join(encode_pieces({**doc, **anchors}))
-    return MAGIC + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF) + body
+    pieces = encode_pieces({**doc, **anchors}, pause=pause)
+    crc = 0
+    for piece in pieces:  # short calls: the lock is not held for the whole body
+        crc = zlib.crc32(piece, crc)
+    return b"".join([MAGIC, _CRC.pack(crc & 0xFFFFFFFF), *pieces])
 
 
 class SnapshotTooLarge(Exception):
@@ -239,8 +242,8 @@ class SnapshotStore:
             return
         limit = self.max_bytes
 
-        def encode() -> bytes:  # where the writer writes: off the loop for the driver
-            raw = encode_snapshot(doc)
+        def encode(pause: Pause | None) -> bytes:  # where the writer writes
+            raw = encode_snapshot(doc, pause)
             if len(raw) > limit:
                 raise SnapshotTooLarge(_too_large(len(raw), limit))
             return raw

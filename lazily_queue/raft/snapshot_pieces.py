@@ -6,11 +6,15 @@ does not hold the interpreter lock for long.
 about :data:`PIECE_ITEMS` nested items in one C call: a list, tuple or map holding
 more is written as its CBOR head followed by runs of its items (each run encoded as a
 short list or map whose own head is dropped), and an item too large for a run is split
-the same way. Between two calls the interpreter can hand the lock to the event loop.
+the same way. Between two runs the encoder calls ``pause`` when given: on a worker
+thread, :class:`~.snapshot_writer.LockYield` hands the interpreter lock to the event
+loop there (left to itself, the interpreter takes it back only every switch interval,
+5 ms by default, so every loop turn would wait that long while a snapshot encodes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import cbor2
@@ -50,19 +54,22 @@ def _weight(value: Any, cap: int) -> int:
             kind = type(item)
             if kind is dict:
                 total += 2 * len(item)
+                if total > cap:  # before looking inside: a large container costs nothing
+                    return total
                 below.extend(v for v in item.values() if type(v) in _CONTAINERS)
             elif kind is list or kind is tuple:
                 total += len(item)
+                if total > cap:
+                    return total
                 below.extend(v for v in item if type(v) in _CONTAINERS)
-            if total > cap:
-                return total
         level = below
     return total
 
 
-def encode_pieces(value: Any, out: list[bytes] | None = None) -> list[bytes]:
+def encode_pieces(value: Any, out: list[bytes] | None = None,
+                  pause: Callable[[], None] | None = None) -> list[bytes]:
     """``value`` encoded as :func:`values.dumps` would, as a list of short byte strings
-    to join (appended to ``out`` when given)."""
+    to join (appended to ``out`` when given); ``pause`` runs after each run of items."""
     if out is None:
         out = []
     kind = type(value)
@@ -71,16 +78,17 @@ def encode_pieces(value: Any, out: list[bytes] | None = None) -> list[bytes]:
         return out
     if kind is dict:
         out.append(head(_MAP, len(value)))
-        _runs(list(value.items()), out, as_map=True)
+        _runs(list(value.items()), out, pause, as_map=True)
         return out
     if kind is tuple:
         out.append(head(_TAG, TUPLE_TAG))
     out.append(head(_ARRAY, len(value)))
-    _runs(list(value), out, as_map=False)
+    _runs(list(value), out, pause, as_map=False)
     return out
 
 
-def _runs(items: list[Any], out: list[bytes], *, as_map: bool) -> None:
+def _runs(items: list[Any], out: list[bytes], pause: Callable[[], None] | None, *,
+          as_map: bool) -> None:
     """Encode ``items`` (values, or ``(key, value)`` pairs) in order, consecutive small
     ones together."""
     run: list[Any] = []
@@ -92,6 +100,8 @@ def _runs(items: list[Any], out: list[bytes], *, as_map: bool) -> None:
             encoded = values.dumps(dict(run) if as_map else run)
             out.append(encoded[len(head(_MAP if as_map else _ARRAY, len(run))):])
             run, used = [], 0
+            if pause is not None:
+                pause()
 
     for item in items:
         weight = _weight(item[1] if as_map else item, PIECE_ITEMS) + (2 if as_map else 1)
@@ -99,9 +109,9 @@ def _runs(items: list[Any], out: list[bytes], *, as_map: bool) -> None:
             flush()
             if as_map:
                 out.append(cbor2.dumps(item[0]))  # keys are never tagged
-                encode_pieces(item[1], out)
+                encode_pieces(item[1], out, pause)
             else:
-                encode_pieces(item, out)
+                encode_pieces(item, out, pause)
             continue
         if used + weight > PIECE_ITEMS:
             flush()

@@ -2,7 +2,8 @@
 caller's, and tells the caller (who polls) when that write has ended.
 
 What is written is bytes, or a job making them (the encoding of a captured state),
-which runs just before the write, where the write runs. With
+which runs just before the write, where the write runs; on the worker thread the job
+gets a :class:`LockYield` to call between short pieces of work. With
 :attr:`SnapshotWriter.background` (the driver's choice) the job and the write (file,
 fsync, rename, directory fsync: :meth:`Disk.replace`) run on one worker thread and the
 event loop goes on meanwhile. Without it (the simulator, tests) the write runs on the caller's
@@ -13,11 +14,40 @@ modes end through the same poll, so the caller handles one path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+#: Called by a job between short pieces of work (``None``: on the caller's thread).
+Pause = Callable[[], None]
 #: What to write: the bytes, or a job returning them.
-Data = bytes | Callable[[], bytes]
+Data = bytes | Callable[[Pause | None], bytes]
+
+
+class LockYield:
+    """A :data:`Pause` for work on a worker thread beside an event loop: once ``work``
+    seconds have passed since it last slept, it sleeps ``rest`` seconds, which hands the
+    interpreter lock to the loop's thread if it waits for it. Without it the loop's
+    every turn waits for the interpreter's switch interval (5 ms by default)."""
+
+    __slots__ = ("_clock", "_mark", "_sleep", "rest", "sleeps", "work")
+
+    def __init__(self, work: float = 0.001, rest: float = 0.00002, *,
+                 clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.work = work
+        self.rest = rest
+        self._clock = clock
+        self._sleep = sleep
+        self._mark = clock()
+        #: How often it slept.
+        self.sleeps = 0
+
+    def __call__(self) -> None:
+        if self._clock() - self._mark >= self.work:
+            self._sleep(self.rest)
+            self.sleeps += 1
+            self._mark = self._clock()
 
 
 class SnapshotWriter:
@@ -57,7 +87,7 @@ class SnapshotWriter:
         if self.background:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="lazily-snapshot")
-            future = self._executor.submit(self._make_and_write, data)
+            future = self._executor.submit(self._make_and_write, data, True)
             self.background_writes += 1
         else:
             future = Future()
@@ -66,8 +96,8 @@ class SnapshotWriter:
                 self._run_here(future, data)
         self._future, self._data = future, data
 
-    def _make_and_write(self, data: Data) -> bytes:
-        raw = data if isinstance(data, bytes) else data()
+    def _make_and_write(self, data: Data, worker: bool = False) -> bytes:
+        raw = data if isinstance(data, bytes) else data(LockYield() if worker else None)
         self._write(raw)
         return raw
 

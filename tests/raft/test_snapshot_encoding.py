@@ -25,6 +25,7 @@ from lazily_queue.raft.snapshot import (
     encode_snapshot,
 )
 from lazily_queue.raft.snapshot_pieces import PIECE_ITEMS, encode_pieces
+from lazily_queue.raft.snapshot_writer import LockYield
 
 GUARD = 20.0
 
@@ -50,12 +51,14 @@ async def test_the_state_is_encoded_on_the_worker_as_it_was_when_taken(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gate = threading.Event()
     threads: list[threading.Thread] = []
+    pauses: list[Any] = []
     encode = snapshot_module.encode_snapshot
 
-    def gated(doc: dict[str, Any]) -> bytes:
+    def gated(doc: dict[str, Any], pause: Any = None) -> bytes:
         threads.append(threading.current_thread())
+        pauses.append(pause)
         assert gate.wait(GUARD), "the test never opened the gate"
-        return encode(doc)
+        return encode(doc, pause)
 
     monkeypatch.setattr(snapshot_module, "encode_snapshot", gated)
     state = [1, 2, 3]
@@ -69,6 +72,7 @@ async def test_the_state_is_encoded_on_the_worker_as_it_was_when_taken(
         gate.set()
         await _until(lambda: store.checkSerializing() != (SERIALIZING, 4))
         assert threads == [threads[0]] and threads[0] is not threading.current_thread()
+        assert [type(p) for p in pauses] == [LockYield]  # it hands the lock back to the loop
         doc = store.read()
         assert doc is not None and doc["state"] == {"items": [1, 2, 3]}
     finally:
@@ -79,11 +83,13 @@ async def test_the_state_is_encoded_on_the_worker_as_it_was_when_taken(
 def test_without_a_worker_the_encoding_runs_on_the_callers_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[threading.Thread] = []
+    pauses: list[Any] = []
     encode = snapshot_module.encode_snapshot
 
-    def recorded(doc: dict[str, Any]) -> bytes:
+    def recorded(doc: dict[str, Any], pause: Any = None) -> bytes:
         threads.append(threading.current_thread())
-        return encode(doc)
+        pauses.append(pause)
+        return encode(doc, pause)
 
     monkeypatch.setattr(snapshot_module, "encode_snapshot", recorded)
     state = ["a"]
@@ -94,7 +100,7 @@ def test_without_a_worker_the_encoding_runs_on_the_callers_thread(
     state.append("b")
     assert store.checkSerializing() == (SERIALIZING, 2)
     assert store.checkSerializing() == (SUCCESS, 2)
-    assert threads == [threading.current_thread()]
+    assert threads == [threading.current_thread()] and pauses == [None]
     doc = store.read()
     assert doc is not None and doc["state"] == {"items": ["a"]}
 
@@ -178,3 +184,59 @@ async def test_a_checksummed_snapshot_without_its_state_is_refused_in_one_line(
     node = Node(1, data_dir=tmp_path, network=LocalHub().network("1"), durability="none")
     with pytest.raises(SnapshotError, match="lazily-queue rejoin"):
         await node.start()
+
+
+def test_the_encoder_pauses_between_runs_and_gives_the_same_bytes() -> None:
+    """Every few hundred items the encoder calls its pause (where a worker thread hands
+    the interpreter lock back to the event loop), and the bytes do not change."""
+    value = _nested(3 * PIECE_ITEMS)
+    marks: list[int] = []
+    out: list[bytes] = []
+    pieces = encode_pieces(value, out, pause=lambda: marks.append(len(out)))
+    assert b"".join(pieces) == values.dumps(value)
+    assert len(marks) > 10
+    steps = [b - a for a, b in zip([0, *marks], [*marks, len(out)], strict=True)]
+    assert max(steps) <= 2 * PIECE_ITEMS  # never a long stretch without a pause
+    doc = {"format": 1, "state": value, "last": [b"b", 2, 1], "prev": [b"a", 1, 1],
+           "members": ["1"]}
+    calls: list[None] = []
+    raw = encode_snapshot(doc, lambda: calls.append(None))
+    assert raw == encode_snapshot(doc) and calls
+    assert decode_snapshot(raw)["state"] == value  # the checksum of the pieces holds
+
+
+def test_weighing_a_large_container_stops_at_the_cap() -> None:
+    """Deciding whether a container is encoded in one piece costs no more than the cap:
+    a list of a million lists is not walked (it was, on the loop's lock, for every
+    large container of every snapshot)."""
+    import tracemalloc
+
+    big = [[k] for k in range(1_000_000)]
+    tracemalloc.start()
+    try:
+        weight = snapshot_pieces._weight([big], PIECE_ITEMS)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert weight > PIECE_ITEMS
+    assert peak < 64 * 1024, f"weighing allocated {peak} bytes"
+    assert snapshot_pieces._weight([[1, 2], {"a": [3]}], 100) == 7
+
+
+def test_a_lock_yield_sleeps_once_its_work_slice_has_passed() -> None:
+    now = [0.0]
+    slept: list[float] = []
+    pause = LockYield(0.001, 0.00002, clock=lambda: now[0], sleep=slept.append)
+    for t in (0.0002, 0.0009):
+        now[0] = t
+        pause()
+    assert slept == []
+    now[0] = 0.0011
+    pause()
+    assert slept == [0.00002] and pause.sleeps == 1
+    now[0] = 0.0015
+    pause()  # a new slice began at the sleep
+    assert pause.sleeps == 1
+    now[0] = 0.0022
+    pause()
+    assert pause.sleeps == 2
