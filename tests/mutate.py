@@ -1325,6 +1325,22 @@ MUTATIONS = [
         ("tests/raft/test_snapshot_encoding.py::"
          "test_a_lock_yield_sleeps_once_its_work_slice_has_passed",),
         "a lock yield sleeps once its work slice has passed"),
+    Mutation(
+        "work-capture-not-deferred", "lazily_queue/replicated/work_queues.py",
+        "    (Section(\"work_queues\", _capture, _restore, _capture_deferred),",
+        "    (Section(\"work_queues\", _capture, _restore),",
+        ("tests/replicated/test_snapshot_capture.py",),
+        "a snapshot file's capture makes work-queue records on the writer's thread, not the loop"),
+    Mutation(
+        "later-items-not-converted", "lazily_queue/raft/snapshot_pieces.py",
+        "        if convert is not None:\n            item = convert(item)\n", "",
+        ("tests/replicated/test_snapshot_capture.py",),
+        "deferred records are converted as they are encoded (same bytes as the plain capture)"),
+    Mutation(
+        "session-results-not-copied", "lazily_queue/replicated/state_machine.py",
+        "done(list(s.done.items()))", "done(s.done.items())",
+        ("tests/replicated/test_snapshot_capture.py",),
+        "a deferred capture copies each session's results when captured"),
 ]
 
 

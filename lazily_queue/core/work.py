@@ -23,7 +23,7 @@ the very same rules on every replica.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot
@@ -36,6 +36,7 @@ from .work_items import (
     Delivery,
     PendingItem,
     Receipt,
+    as_dicts,
     check_now,
     check_worker,
 )
@@ -316,17 +317,20 @@ class WorkQueueCore(WorkViews, ScheduledWork):
 
     # -- snapshot -------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, records: Callable[[list[Any]], Any] = as_dicts) -> dict[str, Any]:
         """The whole state (configuration and counters included) as plain data: the
-        spec's keys, plus ``retry`` and ``schedule`` when the queue has them."""
+        spec's keys, plus ``retry`` and ``schedule`` when the queue has them. The pending
+        items, deliveries and dead letters are given as ``records(copied list)``: by
+        default their :func:`as_dicts` (the records are frozen: made later, they are
+        the same)."""
         doc = {
             "visibility_timeout": self.visibility_timeout,
             "max_deliveries": self.max_deliveries,
             "next_item_id": self._next_item_id,
             "next_delivery_id": self._next_delivery_id,
-            "pending": [item.to_dict() for item in self._pending],
-            "in_flight": [delivery.to_dict() for delivery in self._in_flight.values()],
-            "dead_letters": [letter.to_dict() for letter in self._dead],
+            "pending": records(list(self._pending)),
+            "in_flight": records(list(self._in_flight.values())),
+            "dead_letters": records(list(self._dead)),
         }
         return self._snapshot_schedule(doc)
 

@@ -76,6 +76,11 @@ class DeadLetter:
         }
 
 
+def as_dicts(records: list[Any]) -> list[dict[str, Any]]:
+    """The ``to_dict`` of each record (the snapshot shape)."""
+    return [record.to_dict() for record in records]
+
+
 def check_now(now: object) -> float:
     """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
     if isinstance(now, bool) or not isinstance(now, int | float):

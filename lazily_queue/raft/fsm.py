@@ -19,8 +19,10 @@ class FSM(Protocol):
         """Apply one committed command stamped with the leader's time (ms); never raise.
         The result goes to the proposer's waiter."""
 
-    def capture(self) -> Any:
-        """The whole state as plain values (the snapshot's ``state``)."""
+    def capture(self, deferred: bool = False) -> Any:
+        """The whole state as plain values (the snapshot's ``state``). With ``deferred``
+        (the snapshot file's capture) parts may be :class:`~.snapshot_pieces.Later`:
+        made where the snapshot is encoded, from copies taken now."""
 
     def restore(self, doc: Any) -> None:
         """Replace the whole state with a captured one."""

@@ -71,7 +71,7 @@ class Replica:
         self.snapshots = SnapshotStore(
             journal._disk,
             snapshot_path,
-            capture=fsm.capture,
+            capture=lambda: fsm.capture(deferred=True),
             restore=fsm.restore,
             validate=fsm.validate,
             chunk_size=self.config.engine.snapshot_chunk_bytes,

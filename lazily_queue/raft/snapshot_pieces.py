@@ -24,7 +24,23 @@ from . import values
 
 #: Most nested items (elements, keys and values, at any depth) encoded in one call.
 PIECE_ITEMS = 512
+
+
+class Later:
+    """A list in a captured state made where it is encoded (the writer's thread), item
+    by item: ``convert`` turns each of ``items`` (copied when the state was captured)
+    into its plain value there, reading only that item and values never changed in
+    place. Each value lives only while its run is encoded."""
+
+    __slots__ = ("convert", "items")
+
+    def __init__(self, items: list[Any], convert: Callable[[Any], Any]) -> None:
+        self.items = items
+        self.convert = convert
+
+
 _CONTAINERS = (list, dict, tuple)
+_NESTED = (list, dict, tuple, Later)
 _ARRAY, _MAP, _TAG = 4, 5, 6
 
 
@@ -44,7 +60,7 @@ def head(major: int, n: int) -> bytes:
 
 def _weight(value: Any, cap: int) -> int:
     """Nested items in ``value`` (keys count in maps), counted up to just over ``cap``."""
-    if type(value) not in _CONTAINERS:
+    if type(value) not in _NESTED:
         return 0
     total = 0
     level = [value]
@@ -56,12 +72,14 @@ def _weight(value: Any, cap: int) -> int:
                 total += 2 * len(item)
                 if total > cap:  # before looking inside: a large container costs nothing
                     return total
-                below.extend(v for v in item.values() if type(v) in _CONTAINERS)
+                below.extend(v for v in item.values() if type(v) in _NESTED)
             elif kind is list or kind is tuple:
                 total += len(item)
                 if total > cap:
                     return total
-                below.extend(v for v in item if type(v) in _CONTAINERS)
+                below.extend(v for v in item if type(v) in _NESTED)
+            elif kind is Later:  # never encoded in one call with what holds it
+                return cap + 1
         level = below
     return total
 
@@ -73,6 +91,10 @@ def encode_pieces(value: Any, out: list[bytes] | None = None,
     if out is None:
         out = []
     kind = type(value)
+    if kind is Later:
+        out.append(head(_ARRAY, len(value.items)))
+        _runs(value.items, out, pause, as_map=False, convert=value.convert)
+        return out
     if kind not in _CONTAINERS or _weight(value, PIECE_ITEMS) <= PIECE_ITEMS:
         out.append(values.dumps(value))
         return out
@@ -88,9 +110,9 @@ def encode_pieces(value: Any, out: list[bytes] | None = None,
 
 
 def _runs(items: list[Any], out: list[bytes], pause: Callable[[], None] | None, *,
-          as_map: bool) -> None:
+          as_map: bool, convert: Callable[[Any], Any] | None = None) -> None:
     """Encode ``items`` (values, or ``(key, value)`` pairs) in order, consecutive small
-    ones together."""
+    ones together; ``convert``, when given, makes each value from its item first."""
     run: list[Any] = []
     used = 0
 
@@ -104,6 +126,8 @@ def _runs(items: list[Any], out: list[bytes], pause: Callable[[], None] | None, 
                 pause()
 
     for item in items:
+        if convert is not None:
+            item = convert(item)
         weight = _weight(item[1] if as_map else item, PIECE_ITEMS) + (2 if as_map else 1)
         if weight > PIECE_ITEMS:
             flush()

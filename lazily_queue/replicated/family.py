@@ -19,11 +19,14 @@ Handler = Callable[["StateMachine", list[Any]], Any]
 @dataclass(frozen=True)
 class Section:
     """A named part of the snapshot: ``capture`` returns it (``None``: left out of the
-    snapshot), ``restore`` puts it back (given ``None`` when a snapshot lacks it)."""
+    snapshot), ``restore`` puts it back (given ``None`` when a snapshot lacks it);
+    ``deferred``, when given, captures it for a snapshot file, its large parts as
+    :class:`~lazily_queue.raft.snapshot_pieces.Later`."""
 
     name: str
     capture: Callable[[StateMachine], Any]
     restore: Callable[[StateMachine, Any], None]
+    deferred: Callable[[StateMachine], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from ..core.headers import OffsetHeaders
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
+from ..raft.snapshot_pieces import Later
 from . import (
     admin,
     cluster,
@@ -311,7 +312,10 @@ class StateMachine:
 
     # -- snapshots ------------------------------------------------------------------------
 
-    def capture(self) -> dict[str, Any]:
+    def capture(self, deferred: bool = False) -> dict[str, Any]:
+        """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
+        its large parts are :class:`Later`, made from copies where it is encoded."""
+        done = _done_later if deferred else _done_now
         doc: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
             "now": self.now,
@@ -320,12 +324,12 @@ class StateMachine:
             },
             "addresses": dict(self.addresses),
             "sessions": {
-                str(sid): [s.floor, s.seen, [[seq, encode_result(r)] for seq, r in s.done.items()]]
+                str(sid): [s.floor, s.seen, done(list(s.done.items()))]
                 for sid, s in self.sessions.items()
             },
         }
         for sec in _SECTIONS:
-            part = sec.capture(self)
+            part = (sec.deferred or sec.capture)(self) if deferred else sec.capture(self)
             if part is not None:  # an empty optional section is left out
                 doc[sec.name] = part
         return doc
@@ -358,6 +362,19 @@ class StateMachine:
 
 
 _ERRORS = (QueuePushError, QueuePopError, OpError)
+
+
+def _done_item(done: tuple[int, Any]) -> list[Any]:
+    """One result kept for a client session, in the snapshot shape."""
+    return [done[0], encode_result(done[1])]
+
+
+def _done_now(done: list[tuple[int, Any]]) -> list[list[Any]]:
+    return [_done_item(item) for item in done]
+
+
+def _done_later(done: list[tuple[int, Any]]) -> Later:
+    return Later(done, _done_item)
 
 
 def encode_result(result: Any) -> list[Any]:

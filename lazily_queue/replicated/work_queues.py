@@ -29,7 +29,9 @@ from ..core.work import (
     WorkTransition,
     check_worker,
 )
+from ..core.work_items import DeadLetter, PendingItem, as_dicts
 from ..errors import LimitExceeded
+from ..raft.snapshot_pieces import Later
 from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name, stamps_section
@@ -262,15 +264,26 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
     return [results, mask]
 
 
-def _capture(sm: StateMachine) -> dict[str, Any]:
+def _capture(sm: StateMachine, records: Callable[[list[Any]], Any] = as_dicts
+             ) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
-        doc: dict[str, Any] = {"core": s.core.snapshot(),
+        doc: dict[str, Any] = {"core": s.core.snapshot(records),
                                "receipts": [list(r) for r in s.receipts.values()]}
         if s.group is not None:
             doc["group"] = list(s.group)
         queues[name] = doc
     return queues
+
+
+def _capture_deferred(sm: StateMachine) -> dict[str, Any]:
+    """:func:`_capture` with each queue's items, deliveries and dead letters made where
+    the snapshot is encoded (from copies of their lists taken now)."""
+    return _capture(sm, lambda records: Later(records, _as_dict))
+
+
+def _as_dict(record: PendingItem | Delivery | DeadLetter) -> dict[str, Any]:
+    return record.to_dict()
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:
@@ -305,7 +318,7 @@ FAMILY = Family(
         ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
         ops.WORK_SETTLE_MANY: settle_many,
     },
-    (Section("work_queues", _capture, _restore),
+    (Section("work_queues", _capture, _restore, _capture_deferred),
      stamps_section("work_stamps", "work queue",
                     lambda sm: {n: s.core for n, s in sm.work_queues.items()})),
 )
