@@ -249,7 +249,8 @@ async def add_member(node: Node, member: Any, address: Any) -> None:
 
 async def remove_member(node: Node, member: Any) -> None:
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
-    if member_id not in node.driver.replica.engine.members:
+    if member_id not in node.driver.replica.engine.members and node.view.address(
+            member_id) is None:  # a former member's address left behind is forgotten
         raise AdminError("not_found", f"node {member_id} is not a member", 404)
     await _membership(node, node.remove_member(member_id))
 

@@ -9,6 +9,7 @@ raise :class:`~lazily_queue.errors.InvalidConfiguration` naming the outcome.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -21,8 +22,12 @@ from .storage.raft_queue import raise_op_error
 if TYPE_CHECKING:
     from .node import Node
 
+log = logging.getLogger(__name__)
+
 #: Pause between attempts after a transient refusal (seconds).
 RETRY_PAUSE = 0.05
+#: Shortest time given to forgetting a removed member's address (seconds).
+FORGET_TIME = 1.0
 
 
 async def add_member(node: Node, member: str, address: str | None, timeout: float) -> None:
@@ -50,7 +55,7 @@ async def add_member(node: Node, member: str, address: str | None, timeout: floa
     except InvalidConfiguration as refused:
         if not replicated:
             raise
-        if any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes):
+        if _may_still_commit(outcomes):
             raise InvalidConfiguration(
                 f"{refused}; the engine's answers ({', '.join(o.value for o in outcomes)}) "
                 f"say it may still commit, so node {member}'s address stays replicated: "
@@ -58,6 +63,11 @@ async def add_member(node: Node, member: str, address: str | None, timeout: floa
         await _restore_address(node, member, previous, timeout, refused)
         raise InvalidConfiguration(f"{refused}; nothing was changed, so adding it again "
                                    "is safe") from None
+
+
+def _may_still_commit(outcomes: list[Outcome]) -> bool:
+    """Whether a change answered ``outcomes``, then refused, may commit after all."""
+    return any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes)
 
 
 async def _restore_address(node: Node, member: str, previous: str | None, timeout: float,
@@ -76,14 +86,50 @@ async def _restore_address(node: Node, member: str, previous: str | None, timeou
 
 
 async def remove_member(node: Node, member: str, timeout: float) -> None:
+    """Remove ``member``, then forget its replicated address.
+
+    The address is only forgotten once the removal has committed: a removal that may
+    still commit (a :class:`TimeoutError`, an outcome in ``MAYBE_APPLIED`` or an
+    unrecognised one) keeps it and says so. A forget that fails after the removal
+    committed is logged, not raised: the removal is done, and removing the node again
+    forgets the address left behind (a node that is not a member but still has one).
+    """
+    deadline = time.monotonic() + timeout
     members = node.driver.replica.engine.members
     if member not in members:
-        raise InvalidConfiguration(f"node {member} is not a member")
+        if node.view.address(member) is None:
+            raise InvalidConfiguration(f"node {member} is not a member")
+        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member], timeout=timeout))
+        return
     if members == [member]:
         raise InvalidConfiguration(f"node {member} is the cluster's only member and cannot be "
                                    "removed; stop it instead")
-    await _change(node, lambda answer: node.driver.replica.engine.remove_member(member, answer),
-                  f"removing node {member}", timeout)
+    kept = (f"node {member}'s address stays replicated: check the members, and once it is "
+            "gone remove it again to forget the address")
+    outcomes: list[Outcome] = []
+    try:
+        await _change(node, lambda answer: node.driver.replica.engine.remove_member(member, answer),
+                      f"removing node {member}", timeout, outcomes)
+    except TimeoutError as late:
+        raise TimeoutError(f"{late}; {kept}") from None
+    except InvalidConfiguration as refused:
+        if not _may_still_commit(outcomes):
+            raise InvalidConfiguration(f"{refused}; nothing was changed: node {member} is "
+                                       "still a member") from None
+        raise InvalidConfiguration(
+            f"{refused}; the engine's answers ({', '.join(o.value for o in outcomes)}) "
+            f"say it may still commit, so {kept}") from None
+    await _forget(node, member, max(deadline - time.monotonic(), min(timeout, FORGET_TIME)))
+
+
+async def _forget(node: Node, member: str, timeout: float) -> None:
+    """Drop the address record of ``member``, removed already; a failure is logged."""
+    try:
+        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member], timeout=timeout))
+    except (LazilyQueueError, TimeoutError) as exc:
+        log.warning("node %s: node %s was removed, but forgetting its address failed (%s); "
+                    "remove it again to forget it", node.node_id, member,
+                    exc or type(exc).__name__)
 
 
 async def transfer_leadership(node: Node, target: str | None, timeout: float) -> str:

@@ -378,7 +378,7 @@ class Node(NodeCells):
         await membership.add_member(self, str(node_id), address, timeout or self.op_timeout)
 
     async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:
-        """Remove a node from the cluster; stop it afterwards."""
+        """Remove a node from the cluster and forget its replicated address; stop it after."""
         await membership.remove_member(self, str(node_id), timeout or self.op_timeout)
 
     async def transfer_leadership(

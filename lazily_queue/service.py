@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
 from lazily_transports._core._admission import AdmissionGate
 
 from . import http_gate
 from .allocator import freeze_started_process, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
+from .link_trouble import LinkTrouble, mesh_trouble
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
 
@@ -102,7 +102,7 @@ class NodeService:
                 f"{config.source}: cannot use data directory {config.data_dir}: "
                 f"{disk_problem(exc)}, then start the node again"
             ) from None
-        watch = _LinkTrouble()
+        watch = LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)
         try:
             self.node = node = config.node(secret=secret)
@@ -223,7 +223,7 @@ class NodeService:
         bound = self._http_server.sockets[0].getsockname()[1]
         return f"http://{host}:{bound}" if ":" not in host else f"http://[{host}]:{bound}"
 
-    async def _await_leader(self, node: Node, watch: _LinkTrouble) -> None:
+    async def _await_leader(self, node: Node, watch: LinkTrouble) -> None:
         timeout = self.config.startup_timeout
         deadline = None if timeout == 0 else time.monotonic() + timeout
         while node.leader_id is None:
@@ -242,14 +242,14 @@ class NodeService:
             await asyncio.sleep(0.05)
         self._say(f"leader node={node.leader_id} term={node.driver.replica.engine.term}")
 
-    def _peer_report(self, node: Node, watch: _LinkTrouble) -> str:
+    def _peer_report(self, node: Node, watch: LinkTrouble) -> str:
         connected = node.driver.replica.engine.connected
         parts = []
         for peer, address in sorted(self.config.peers.items()):
             if str(peer) in connected:
                 parts.append(f"peer {peer} ({address}): linked")
                 continue
-            problem = _mesh_trouble(node, peer) or watch.last.get(peer, "no link")
+            problem = mesh_trouble(node, peer) or watch.last.get(peer, "no link")
             parts.append(f"peer {peer} ({address}): {problem}")
         return ("A majority must be running and reachable; check that the other nodes are "
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
@@ -308,18 +308,6 @@ async def announce_page(node: Node, url: str, *, retry: float = 1.0) -> None:
             await asyncio.sleep(retry)
 
 
-def _mesh_trouble(node: Node, peer: int) -> str | None:
-    """What the node's mesh knows about why ``peer`` is not linked (say, a probe's answer)."""
-    mesh = getattr(node.driver.network, "mesh", None)
-    if mesh is None:
-        return None
-    try:
-        trouble = mesh.trouble(peer)
-    except LookupError:
-        return None
-    return trouble if isinstance(trouble, str) else None
-
-
 def load_entry(config: NodeConfig) -> AppEntry:
     """Import ``[app] entry`` ("package.module:function"), looking in ``config.app_dir``
     first (as ``python -m`` looks in the current directory)."""
@@ -351,58 +339,3 @@ def load_entry(config: NodeConfig) -> AppEntry:
                           f"{module_name}.{attr} is not an async function; define it as "
                           f"`async def {attr}(node, options)`")
     return fn  # type: ignore[no-any-return]
-
-
-class _LinkTrouble(logging.Handler):
-    """Collects the refusals of links this node dials or probes while it starts.
-
-    Only links to configured peers count: a stranger's connection that we refuse says
-    nothing about this node's configuration and must not stop its start.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.fatal: str | None = None
-        self.fatal_at = 0.0
-        self.last: dict[int, str] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, tuple) else ()
-        error = next((a for a in args if isinstance(a, BaseException)), None)
-        peer = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), None)
-        if peer is None or error is None:
-            return
-        self.last[peer] = str(error)
-        tls = describe_tls_error(error)
-        if tls is not None:
-            if self.fatal is None:
-                self.fatal_at = time.monotonic()
-            self.fatal = (f"the TLS link to peer {peer} failed: {tls}. Check this node's [tls] "
-                          "files and the peer's")
-            return
-        if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
-            return
-        if error.field == "handshake":  # the link dropped mid-handshake: transient
-            return
-        if self.fatal is None:
-            self.fatal_at = time.monotonic()
-        self.fatal = f"the link to peer {peer} failed: {error}. {_fix_for(error)}"
-
-
-def _fix_for(error: HandshakeError) -> str:
-    """What to change for a refused link, by the field the refusal names."""
-    if error.field == "auth":
-        return ("The cluster secrets differ (wrong secret?): every node needs the same "
-                "`cluster` and secret; check this node's `secret_env` / `secret_file`")
-    if error.field == "session_id":
-        return "The cluster names differ: every node needs the same `cluster` and secret"
-    if "not a member" in error.message:
-        return ("That member does not know this node's id. A node joining a running "
-                "cluster is added first (`await node.add_member(ID, ADDRESS)` on a member), "
-                "then started; otherwise list this node in every member's [peers], or "
-                "correct this node's `id`")
-    if "share one id" in error.message or "share id" in error.message:
-        return ("Every node needs a unique `id` and its own data directory; a node rebuilt "
-                "with a new data directory is removed from the cluster and added back")
-    return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
-            "other node in its [peers]")

@@ -25,6 +25,7 @@ _HOSTILE = "tests/integrations/test_admin_hostile.py"
 _BOUNDS = "tests/integrations/test_status_bounds.py"
 _NAMES = "tests/client/test_object_limits.py"
 _SUBS = "tests/client/test_subscriber_limits.py"
+_FORGETS = "tests/testing/test_remove_member_forgets.py"
 
 
 @dataclass(frozen=True)
@@ -854,11 +855,48 @@ MUTATIONS = [
         "a refused add_member leaves the member's address record as it was"),
     Mutation(
         "add-member-address-dropped-while-in-flight", "lazily_queue/membership.py",
-        "        if any(o in MAYBE_APPLIED or o is Outcome.UNRECOGNISED for o in outcomes):",
+        "        if _may_still_commit(outcomes):",
         "        if False:",
         ("tests/testing/test_add_member_atomic.py::"
          "test_an_attempt_that_may_still_commit_keeps_the_address",),
         "an add_member that may still commit keeps the address its member needs"),
+    Mutation(
+        "remove-member-address-kept", "lazily_queue/membership.py",
+        "    await _forget(node, member, ",
+        "    (lambda *_: None)(node, member, ",
+        (f"{_FORGETS}::test_a_removed_member_leaves_no_address_behind",),
+        "a committed remove_member forgets the removed node's replicated address"),
+    Mutation(
+        "remove-member-in-flight-said-unchanged", "lazily_queue/membership.py",
+        "        if not _may_still_commit(outcomes):",
+        "        if True:",
+        (f"{_FORGETS}::test_a_removal_that_may_still_commit_keeps_the_address",),
+        "a remove_member that may still commit says the address stays replicated"),
+    Mutation(
+        "remove-member-timeout-silent-on-address", "lazily_queue/membership.py",
+        '        raise TimeoutError(f"{late}; {kept}") from None',
+        "        raise",
+        (f"{_FORGETS}::test_a_removal_that_may_still_commit_keeps_the_address",),
+        "a remove_member that timed out says the address stays replicated and how to drop it"),
+    Mutation(
+        "remove-member-forget-failure-raised", "lazily_queue/membership.py",
+        '        log.warning("node %s: node %s was removed, but forgetting its address failed',
+        '        raise\n        log.warning("node %s: node %s was removed, but forgetting its '
+        'address failed',
+        (f"{_FORGETS}::test_a_forget_that_fails_is_logged_and_removing_again_cleans_up",),
+        "a removal that committed is reported done when forgetting the address fails"),
+    Mutation(
+        "remove-member-leftover-address-kept", "lazily_queue/membership.py",
+        "        if node.view.address(member) is None:\n",
+        "        if True:\n",
+        (f"{_FORGETS}::test_a_forget_that_fails_is_logged_and_removing_again_cleans_up",),
+        "removing a former member again forgets the address a failed forget left behind"),
+    Mutation(
+        "admin-remove-leftover-address-not-found", "lazily_queue/admin.py",
+        "            member_id) is None:  # a former member's address left behind is forgotten\n",
+        "            member_id) is None or True:\n",
+        (f"{_FORGETS}::test_a_forget_that_fails_is_logged_and_removing_again_cleans_up",),
+        "the admin API removes the address a former member left behind, not 404"),
     Mutation(
         "http-any-host-answered", "lazily_queue/integrations/aiohttp.py",
         "        if request.path in unguarded or own_host(host, own):",

@@ -1,0 +1,81 @@
+"""Why the links to a starting node's peers fail: :class:`LinkTrouble` collects the
+refusals the mesh logs (and says what to change), :func:`mesh_trouble` asks the mesh
+about one peer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
+
+if TYPE_CHECKING:
+    from .node import Node
+
+
+def mesh_trouble(node: Node, peer: int) -> str | None:
+    """What the node's mesh knows about why ``peer`` is not linked (say, a probe's answer)."""
+    mesh = getattr(node.driver.network, "mesh", None)
+    if mesh is None:
+        return None
+    try:
+        trouble = mesh.trouble(peer)
+    except LookupError:
+        return None
+    return trouble if isinstance(trouble, str) else None
+
+
+class LinkTrouble(logging.Handler):
+    """Collects the refusals of links this node dials or probes while it starts.
+
+    Only links to configured peers count: a stranger's connection that we refuse says
+    nothing about this node's configuration and must not stop its start.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.fatal: str | None = None
+        self.fatal_at = 0.0
+        self.last: dict[int, str] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        error = next((a for a in args if isinstance(a, BaseException)), None)
+        peer = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), None)
+        if peer is None or error is None:
+            return
+        self.last[peer] = str(error)
+        tls = describe_tls_error(error)
+        if tls is not None:
+            if self.fatal is None:
+                self.fatal_at = time.monotonic()
+            self.fatal = (f"the TLS link to peer {peer} failed: {tls}. Check this node's [tls] "
+                          "files and the peer's")
+            return
+        if not isinstance(error, HandshakeError) or isinstance(error, HandshakeTimeoutError):
+            return
+        if error.field == "handshake":  # the link dropped mid-handshake: transient
+            return
+        if self.fatal is None:
+            self.fatal_at = time.monotonic()
+        self.fatal = f"the link to peer {peer} failed: {error}. {_fix_for(error)}"
+
+
+def _fix_for(error: HandshakeError) -> str:
+    """What to change for a refused link, by the field the refusal names."""
+    if error.field == "auth":
+        return ("The cluster secrets differ (wrong secret?): every node needs the same "
+                "`cluster` and secret; check this node's `secret_env` / `secret_file`")
+    if error.field == "session_id":
+        return "The cluster names differ: every node needs the same `cluster` and secret"
+    if "not a member" in error.message:
+        return ("That member does not know this node's id. A node joining a running "
+                "cluster is added first (`await node.add_member(ID, ADDRESS)` on a member), "
+                "then started; otherwise list this node in every member's [peers], or "
+                "correct this node's `id`")
+    if "share one id" in error.message or "share id" in error.message:
+        return ("Every node needs a unique `id` and its own data directory; a node rebuilt "
+                "with a new data directory is removed from the cluster and added back")
+    return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
+            "other node in its [peers]")
