@@ -215,7 +215,6 @@ class RaftTopicStorage(ReplicatedObject):
     async def delete_subscriber(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
-        check_member(subscriber, "subscriber name")
         result = await self._call(C.TOPIC_DELETE_SUBSCRIBER, [self.name, subscriber], timeout)
         return TopicTransition(bool(result), frozenset())
 
