@@ -64,8 +64,9 @@ class TooManyObjects(LazilyQueueError):
 
 class TooManySubscribers(LazilyQueueError):
     """A new subscription would take a topic over its members' ``max_subscribers``
-    subscriptions (``limit``); disconnect unused ephemeral subscribers, delete the topic
-    or raise the members' ``max_subscribers``. Nothing was proposed."""
+    subscriptions (``limit``); delete subscribers no longer used
+    (``TopicCell.delete_subscriber``), delete the topic or raise the members'
+    ``max_subscribers``. Nothing was proposed."""
 
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)

@@ -8,7 +8,8 @@ client's cell accessors, a member serving a client's op or watch, and the admin 
 A topic's subscriber and a work queue's worker are named under the same length rule
 (a ``str`` of at most :data:`MAX_NAME_LENGTH` characters) where a name is recorded: a
 node's and a client's subscribe and claim, and a member serving a client's subscribe or
-claim (an empty one stays accepted, as the state machine accepts it).
+claim, and a deletion of a subscriber (an empty one stays accepted, as the state machine
+accepts it).
 
 A cluster holds at most ``max_objects`` queues, topics and work queues together (a
 member's option, :data:`DEFAULT_MAX_OBJECTS` by default). The member proposing an op
@@ -101,7 +102,7 @@ def op_member_problem(code: int, args: list[Any]) -> str | None:
     """Why a subscribe's subscriber or a claim's worker breaks the length rule."""
     if len(args) < 2:
         return None
-    if code in SUBSCRIBES:
+    if code in SUBSCRIBES or code == ops.TOPIC_DELETE_SUBSCRIBER:
         return member_problem(args[1], "subscriber name")
     if code in CLAIMS:
         return member_problem(args[1], "worker name")
@@ -119,9 +120,9 @@ def subscriber_room_problem(view: ReadView, topic: str, subscriber: str,
     if count < max_subscribers:
         return None
     return (f"cannot subscribe {_short(subscriber)} to topic {_short(topic)}: it has {count} "
-            f"subscriptions, its limit is max_subscribers={max_subscribers}; disconnect "
-            "ephemeral subscribers no longer used (a durable subscription stays until its "
-            "topic is deleted), or raise max_subscribers (the node option, or "
+            f"subscriptions, its limit is max_subscribers={max_subscribers}; delete "
+            "subscribers no longer used (`await topic.delete_subscriber(id)`), or raise "
+            "max_subscribers (the node option, or "
             "`max_subscribers` in the node's configuration file) on the members")
 
 

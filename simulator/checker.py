@@ -24,7 +24,8 @@ recorded result must be the model's. On top of that:
   headers it was pushed (or given back) with, none for one without; the replicas keep
   headers for exactly the queued elements that carry some;
 - topics: a durable subscriber's reads are the committed publications in order from
-  its subscription on, without gaps or duplicates; an ephemeral one's are in order; a
+  its subscription on, without gaps or duplicates (a deletion ends the subscription; the
+  same id subscribed again starts anew at the tail); an ephemeral one's are in order; a
   replayer's, likewise from each start or seek (placed within the retained range, or
   refused as out of range); a start or seek by time lands on the first retained
   offset stamped at or after it (:mod:`.replay_time`);
@@ -208,7 +209,7 @@ class Checker(TopicChecks):
             self.topic = True
         elif (C.TOPIC_DECLARE < code <= C.TOPIC_ADVANCE_TO and code != C.TOPIC_RESTORE) or (
                 code in (C.TOPIC_SUBSCRIBE_AT, C.TOPIC_SEEK, C.TOPIC_SUBSCRIBE_AT_TIME,
-                         C.TOPIC_SEEK_TIME)):
+                         C.TOPIC_SEEK_TIME, C.TOPIC_DELETE_SUBSCRIBER)):
             if not self.topic:
                 if not isinstance(op.result, OpError):
                     self.fail(f"index {op.index}: topic op before the declaration succeeded")

@@ -107,6 +107,11 @@ class TopicChecks:
                     sub.connected = False
                 else:
                     del self.subs[sid]
+        elif code == C.TOPIC_DELETE_SUBSCRIBER:
+            op.expect(sub is not None)
+            if sub is not None:
+                del self.subs[sid]
+                self.reads.setdefault(sid, []).append(SEEK)  # a new one starts at the tail
         elif code == C.TOPIC_ADVANCE:
             if sub is None or not sub.connected or sub.cursor >= end:
                 op.expect(None)

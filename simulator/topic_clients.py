@@ -22,7 +22,8 @@ class Publisher(UniqueSender):
 class Subscriber(Client):
     """Subscribes (durable or ephemeral), then advances one element at a time or (a
     share ``batching`` of its reads) moves its cursor past a batch read locally, as a
-    batching ``stream()`` does; sometimes goes offline."""
+    batching ``stream()`` does; sometimes goes offline (every second time a durable one
+    goes, it deletes its subscription instead, and subscribes again at the tail)."""
 
     kind = "subscriber"
 
@@ -34,6 +35,7 @@ class Subscriber(Client):
         self.idle = False
         self.batching = 0.0
         self.cursor: int | None = None
+        self.leaves = 0
 
     def next_op(self) -> None:
         if not self.connected:
@@ -41,7 +43,10 @@ class Subscriber(Client):
             self.call(C.TOPIC_SUBSCRIBE, [TOPIC, self.cid, mode], self._subscribed, polling=True)
             return
         if not self.draining and self.rng.random() < 0.03:
-            self.call(C.TOPIC_DISCONNECT, [TOPIC, self.cid], self._disconnected)
+            self.leaves += 1
+            code = (C.TOPIC_DELETE_SUBSCRIBER if self.durable and self.leaves % 2 == 0
+                    else C.TOPIC_DISCONNECT)
+            self.call(code, [TOPIC, self.cid], self._disconnected)
             return
         if self.batching and self.rng.random() < self.batching:
             # Offset 0 only reads the cursor; past it, a batch read locally is consumed.

@@ -26,6 +26,8 @@ _BOUNDS = "tests/integrations/test_status_bounds.py"
 _NAMES = "tests/client/test_object_limits.py"
 _SUBS = "tests/client/test_subscriber_limits.py"
 _FORGETS = "tests/testing/test_remove_member_forgets.py"
+_SUBDEL_OPS = "tests/replicated/test_subscriber_delete_ops.py"
+_SUBDEL_CELL = "tests/cells/test_topic_subscriber_delete.py"
 
 
 @dataclass(frozen=True)
@@ -1379,6 +1381,63 @@ MUTATIONS = [
         "done(list(s.done.items()))", "done(s.done.items())",
         ("tests/replicated/test_snapshot_capture.py",),
         "a deferred capture copies each session's results when captured"),
+    Mutation(
+        "subscriber-delete-keeps-record", "lazily_queue/core/topic.py",
+        "        record = self._subs.pop(subscriber, None)\n",
+        "        record = self._subs.get(subscriber)\n",
+        (f"{_SUBDEL_OPS}::test_deleting_a_durable_subscriber_releases_retention_and_its_slot",
+         f"{_SUBDEL_CELL}::test_a_deleted_subscriber_frees_its_slot_under_max_subscribers"),
+        "a deleted subscriber no longer holds retention nor a max_subscribers slot"),
+    Mutation(
+        "subscriber-delete-stays-connected", "lazily_queue/core/topic.py",
+        "        if record.connected:\n            self._set_connected(subscriber, False)\n"
+        "        return TopicTransition(True, frozenset((subscriber,)))",
+        "        return TopicTransition(True, frozenset((subscriber,)))",
+        (f"{_SUBDEL_OPS}::test_deleting_a_connected_or_ephemeral_subscriber_makes_its_reads"
+         "_unavailable",),
+        "a deleted connected subscriber leaves the connected set (publishes stop naming it)"),
+    Mutation(
+        "subscriber-delete-tells-nobody", "lazily_queue/core/topic.py",
+        "            self._set_connected(subscriber, False)\n"
+        "        return TopicTransition(True, frozenset((subscriber,)))",
+        "            self._set_connected(subscriber, False)\n"
+        "        return TopicTransition(True, NOBODY)",
+        (f"{_SUBDEL_CELL}::test_deleting_an_abandoned_durable_subscriber_releases_what_it_held",),
+        "deleting a subscriber invalidates its readers (they read None), locally and replicated"),
+    Mutation(
+        "subscriber-delete-keeps-gap", "lazily_queue/core/limited_topic.py",
+        "        self.gaps.pop(subscriber, None)\n",
+        "",
+        (f"{_SUBDEL_OPS}::test_a_limited_topic_forgets_the_deleted_subscribers_gap",),
+        "a subscriber subscribing again after its deletion inherits no retention gap"),
+    Mutation(
+        "subscriber-delete-without-consume", "lazily_queue/client/access.py",
+        "        elif code in CONSUME:\n            needed = (\"consume\",)",
+        "        elif code in CONSUME:\n            needed = (\"consume\",) if code != "
+        "ops.TOPIC_DELETE_SUBSCRIBER else (\"produce\", \"consume\")",
+        ("tests/client/test_client_access.py::test_deleting_a_subscriber_needs_consume_on_the"
+         "_topic",),
+        "a client deletes a topic's subscriber only with consume (or admin) on the topic"),
+    Mutation(
+        "subscriber-delete-name-unchecked", "lazily_queue/cells/topic.py",
+        "        check_member(check_subscriber(subscriber), \"subscriber name\")\n",
+        "        check_subscriber(subscriber)\n",
+        (f"{_SUBS}::test_a_client_deletes_a_durable_subscriber_freeing_its_slot",
+         f"{_SUBDEL_CELL}::test_deleting_checks_the_name_rule"),
+        "a client refuses an overlong subscriber name to delete before sending (InvalidName)"),
+    Mutation(
+        "subscriber-delete-name-unserved", "lazily_queue/names.py",
+        "    if code in SUBSCRIBES or code == ops.TOPIC_DELETE_SUBSCRIBER:",
+        "    if code in SUBSCRIBES:",
+        (f"{_SUBS}::test_a_client_deletes_a_durable_subscriber_freeing_its_slot",),
+        "a member refuses a client's deletion naming an overlong subscriber (RequestRefused)"),
+    Mutation(
+        "subscriber-delete-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE})",
+        "CLIENT_SESSIONS_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member without TOPIC_DELETE_SUBSCRIBER is refused at the handshake (no divergence)"),
 ]
 
 

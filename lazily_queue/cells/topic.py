@@ -22,14 +22,18 @@ from ..core.topic import (
     check_subscriber,
 )
 from ..errors import LimitExceeded, UnsupportedOperation
+from ..names import check_member
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
+    DeleteSubscriberTopicStorage,
+    SyncDeleteSubscriberTopicStorage,
     SyncTopicStorage,
     TopicStorage,
+    as_delete_subscriber_topic,
     as_observable_topic,
     as_sync_topic,
     topic_capabilities,
@@ -49,7 +53,8 @@ R = TypeVar("R")
 class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
-    On every backend: ``await subscribe / reconnect / disconnect / publish / gc``,
+    On every backend: ``await subscribe / reconnect / disconnect / publish / gc``
+    (and ``delete_subscriber`` where the backend declares ``subscriber_delete``),
     ``await advance(id)`` (waits for an element and consumes it), its non-waiting twin
     ``await poll(id)`` (the element, or ``None``), :meth:`stream`, the reads and the
     readers. On a backend that declares ``sync`` (the local core), the synchronous
@@ -215,6 +220,23 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         storage = self._require_sync("try_disconnect", "disconnect(subscriber)")
         return self._apply(storage.try_disconnect(subscriber))
 
+    def try_delete_subscriber(self, subscriber: str) -> bool:
+        """Forget the subscription and its cursor; ``False`` when the id is unknown."""
+        self._require_sync("try_delete_subscriber", "delete_subscriber(subscriber)")
+        storage = cast(SyncDeleteSubscriberTopicStorage[T], self._deletable(subscriber))
+        return self._apply(storage.try_delete_subscriber(subscriber))
+
+    def _deletable(self, subscriber: str) -> DeleteSubscriberTopicStorage[T]:
+        """The backend's deletion seam, after checking ``subscriber``'s name."""
+        check_member(check_subscriber(subscriber), "subscriber name")
+        storage = as_delete_subscriber_topic(self._storage)
+        if storage is None:
+            raise UnsupportedOperation(
+                f"{self.name}: {type(self._storage).__name__} cannot delete a subscriber "
+                "(it does not declare the subscriber_delete capability); use a local, "
+                "node or client topic")
+        return storage
+
     def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
         storage = self._require_sync("try_publish", "publish(value)")
@@ -278,6 +300,17 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         if self._sync is not None:
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
+
+    async def delete_subscriber(self, subscriber: str) -> bool:
+        """Forget the subscription, durable or ephemeral, connected or not: its cursor no
+        longer holds elements back nor takes one of ``max_subscribers``, its readers read
+        ``None``, and a later ``subscribe`` of the id starts at the tail as a new one.
+        ``False`` (nothing changes) when the id is unknown. ``InvalidName`` for an id over
+        the name rule; ``UnsupportedOperation`` on a backend without the capability."""
+        if self._sync is not None:
+            return self.try_delete_subscriber(subscriber)
+        storage = self._deletable(subscriber)
+        return self._apply(await storage.delete_subscriber(subscriber))
 
     async def poll(self, subscriber: str) -> T | None:
         """Consume the element at the cursor without waiting; ``None`` when there is none."""

@@ -6,7 +6,7 @@ A member serving clients holds one :class:`ClientGrant` per client name: its tok
 
 - ``produce``: push to queues and work queues, close queues, publish on topics;
 - ``consume``: pop (and return) from queues; claim, ack, nack, extend and release work
-  items; subscribe, reconnect, disconnect and advance topic subscribers; join a topic's
+  items; subscribe, reconnect, disconnect, advance and delete topic subscribers; join a topic's
   consumer group and consume from it (the group's work queue ``"<topic>:<group>"`` is
   opened by the permission on the topic's name);
 - ``admin``: everything above plus reaping leases, redriving dead letters, topic GC
@@ -56,7 +56,8 @@ CONSUME = frozenset({
     ops.WORK_CLAIM_MANY, ops.WORK_ACK, ops.WORK_NACK, ops.WORK_EXTEND, ops.WORK_RELEASE,
     ops.WORK_SETTLE_MANY, ops.WORK_NACK_DELAYED, ops.TOPIC_SUBSCRIBE, ops.TOPIC_RECONNECT,
     ops.TOPIC_DISCONNECT, ops.TOPIC_ADVANCE, ops.TOPIC_ADVANCE_TO, ops.TOPIC_SUBSCRIBE_AT,
-    ops.TOPIC_SEEK, ops.TOPIC_SUBSCRIBE_AT_TIME, ops.TOPIC_SEEK_TIME, ops.GROUP_DECLARE,
+    ops.TOPIC_DELETE_SUBSCRIBER, ops.TOPIC_SEEK, ops.TOPIC_SUBSCRIBE_AT_TIME, ops.TOPIC_SEEK_TIME,
+    ops.GROUP_DECLARE,
 })
 ADMIN = frozenset({ops.WORK_REAP, ops.WORK_REDRIVE, ops.TOPIC_GC, ops.TOPIC_RESTORE,
                    ops.QUEUE_PURGE, ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_PURGE,

@@ -68,6 +68,12 @@ class LimitedTopic(TopicCore[R]):
         """How many elements were dropped before ``subscriber`` read them."""
         return self.gaps.get(subscriber, 0)
 
+    def delete_subscriber(self, subscriber: str) -> TopicTransition[bool]:
+        """As :meth:`TopicCore.delete_subscriber`; the subscriber's gap goes too."""
+        transition = super().delete_subscriber(subscriber)
+        self.gaps.pop(subscriber, None)
+        return transition
+
     def publish(self, value: R, stamp: int | None = None) -> TopicTransition[int]:
         quota = self.quota
         size = value_size(value)

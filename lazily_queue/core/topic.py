@@ -21,9 +21,9 @@ stamp (milliseconds) in a :class:`~.stamps.StampIndex` (``stamp_of(offset)``; 0 
 published without one), which GC trims with the elements. The stamps are not part of
 :meth:`TopicCore.snapshot` (the spec's shape): owners keep them with :meth:`stamps`.
 
-Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect``, ``advance`` and
-``seek`` (they never raise for the id), and reads of them are unavailable (``None``,
-distinct from ``[]``).
+Ids of unknown subscribers are no-ops for ``reconnect``, ``disconnect``,
+``delete_subscriber``, ``advance`` and ``seek`` (they never raise for the id), and reads
+of them are unavailable (``None``, distinct from ``[]``).
 
 Replay: a new subscription starts at the tail (default), the head (the oldest retained
 element) or an absolute offset in ``base_offset..end_offset``; ``seek`` moves a connected
@@ -140,6 +140,18 @@ class TopicCore(Generic[R]):
         else:
             record.connected = False
         self._set_connected(subscriber, False)
+        return TopicTransition(True, frozenset((subscriber,)))
+
+    def delete_subscriber(self, subscriber: str) -> TopicTransition[bool]:
+        """Forget the subscription (durable or ephemeral, connected or not): it no longer
+        holds the retention frontier nor counts as a subscription, and a later
+        ``subscribe`` of the id starts afresh. ``False`` (no change) when unknown."""
+        check_subscriber(subscriber)
+        record = self._subs.pop(subscriber, None)
+        if record is None:
+            return TopicTransition(False, NOBODY)
+        if record.connected:
+            self._set_connected(subscriber, False)
         return TopicTransition(True, frozenset((subscriber,)))
 
     def publish(self, value: R, stamp: int | None = None) -> TopicTransition[int]:

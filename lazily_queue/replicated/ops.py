@@ -55,6 +55,7 @@ WORK_PURGE = 43  # [name, dead_letters]: drop every pending item (or every dead 
 WORK_DELETE = 44  # [name]: forget the work queue (leases in flight included)
 MEMBER_PAGE = 45  # [node_id, url | None]: where a member serves its status page
 DEDUP_LIMITS = 46  # [max_entries, max_age_ms]: the bounds of the producer dedup window
+TOPIC_DELETE_SUBSCRIBER = 47  # [name, subscriber]: forget one subscription and its cursor
 # Work queue operations, continued: 50..59.
 WORK_SETTLE_MANY = 50  # [name, worker, "acked" | "nacked", delivery_ids]: settle several at once
 WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup window
@@ -142,6 +143,7 @@ OP_NAMES: dict[int, str] = {
     WORK_DELETE: "work_delete",
     MEMBER_PAGE: "member_page",
     DEDUP_LIMITS: "dedup_limits",
+    TOPIC_DELETE_SUBSCRIBER: "topic_delete_subscriber",
     WORK_SETTLE_MANY: "work_settle_many",
     WORK_PUSH_ONCE: "work_push_once",
     QUEUE_POP_STAMPED: "queue_pop_stamped",
@@ -215,8 +217,8 @@ _FAMILIES: dict[int, str] = {
                      TOPIC_DISCONNECT, TOPIC_ADVANCE, TOPIC_GC, TOPIC_RESTORE,
                      TOPIC_ADVANCE_TO, TOPIC_DELETE, TOPIC_PUBLISH_ONCE, TOPIC_SUBSCRIBE_AT,
                      TOPIC_SEEK, GROUP_DECLARE, TOPIC_SUBSCRIBE_AT_TIME, TOPIC_SEEK_TIME,
-                     TOPIC_PUBLISH_HEADERS, TOPIC_DECLARE_LIMITED, TOPIC_PUBLISH_OPTIONS),
-                    "topic"),
+                     TOPIC_PUBLISH_HEADERS, TOPIC_DECLARE_LIMITED, TOPIC_PUBLISH_OPTIONS,
+                     TOPIC_DELETE_SUBSCRIBER), "topic"),
     **dict.fromkeys((WORK_DECLARE, WORK_PUSH, WORK_CLAIM, WORK_ACK, WORK_NACK, WORK_REAP,
                      WORK_EXTEND, WORK_REDRIVE, WORK_CLAIM_MANY, WORK_RELEASE, WORK_PURGE,
                      WORK_DELETE, WORK_SETTLE_MANY, WORK_PUSH_ONCE, WORK_PUSH_HEADERS,

@@ -163,6 +163,7 @@ FAMILY = Family(
         ops.TOPIC_SUBSCRIBE: _topic_op(lambda t, a: t.subscribe(a[1], Durability(a[2]))),
         ops.TOPIC_RECONNECT: _topic_op(lambda t, a: t.reconnect(a[1])),
         ops.TOPIC_DISCONNECT: _topic_op(lambda t, a: t.disconnect(a[1])),
+        ops.TOPIC_DELETE_SUBSCRIBER: _topic_op(lambda t, a: t.delete_subscriber(a[1])),
         ops.TOPIC_ADVANCE: advance,
         ops.TOPIC_GC: gc,
         ops.TOPIC_RESTORE: restore,

@@ -55,6 +55,8 @@ class StorageCapabilities:
     - ``replay_time`` (topics): the same positions given as an enqueue time
       (``subscribe_at_time`` / ``seek_time``, a stamp in ms): the first retained element
       enqueued at or after it, the tail when none.
+    - ``subscriber_delete`` (topics): ``delete_subscriber`` forgets one subscription and
+      its cursor (and, with ``sync``, ``try_delete_subscriber`` does it synchronously).
     - ``groups`` (topics): consumer groups (``open_group``): work queues the topic feeds
       with every element it publishes.
     - ``scheduling`` (work queues): priority levels, delayed items and delayed nacks
@@ -90,6 +92,7 @@ class StorageCapabilities:
     replay: bool = False
     replay_time: bool = False
     groups: bool = False
+    subscriber_delete: bool = False
     scheduling: bool = False
     expiry: bool = False
     limits: bool = False

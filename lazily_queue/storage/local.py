@@ -177,7 +177,8 @@ class LocalTopicStorage(Generic[T]):
     __slots__ = ("_clock", "_headers", "core", "dedup", "groups")
 
     capabilities = StorageCapabilities(sync=True, dedup=True, messages=True, replay=True,
-                                       replay_time=True, headers=True, groups=True)
+                                       replay_time=True, headers=True, groups=True,
+                                       subscriber_delete=True)
 
     def __init__(self, core: TopicCore[T] | None = None, *,
                  dedup: DedupLimits | None = None, clock: Clock | None = None,
@@ -262,6 +263,9 @@ class LocalTopicStorage(Generic[T]):
     def try_disconnect(self, subscriber: str) -> TopicTransition[bool]:
         return self.core.disconnect(subscriber)
 
+    def try_delete_subscriber(self, subscriber: str) -> TopicTransition[bool]:
+        return self.core.delete_subscriber(subscriber)
+
     def try_publish(self, value: T) -> TopicTransition[int]:
         clock = self._clock
         stamp = None if clock is None else clock()
@@ -319,6 +323,11 @@ class LocalTopicStorage(Generic[T]):
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
         return self.try_disconnect(subscriber)
+
+    async def delete_subscriber(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        return self.try_delete_subscriber(subscriber)
 
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
         return self.try_publish(value)

@@ -134,6 +134,10 @@ class ExpiringTopicStorage(LocalTopicStorage[T]):
         value, invalidated = super().try_advance(subscriber)
         return TopicTransition(value, invalidated | skipped)
 
+    def try_delete_subscriber(self, subscriber: str) -> TopicTransition[bool]:
+        self._took = None
+        return super().try_delete_subscriber(subscriber)
+
     def try_gc(self) -> TopicTransition[int]:
         self._took = None
         removed, invalidated = super().try_gc()

@@ -47,7 +47,7 @@ class RaftTopicStorage(ReplicatedObject):
     expiry_kind = "topic"
     capabilities = StorageCapabilities(observable=True, lifecycle=True, dedup=True, messages=True,
                                        replay=True, replay_time=True, headers=True,
-                                       groups=True, expiry=True)
+                                       groups=True, expiry=True, subscriber_delete=True)
     #: The storage class of its groups (``None``: :class:`RaftGroupStorage`).
     group_storage: type[RaftGroupStorage] | None = None
     #: The subscriptions a new one may join (``None``: not checked here; a client's
@@ -210,6 +210,12 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
         result = await self._call(C.TOPIC_DISCONNECT, [self.name, subscriber], timeout)
+        return TopicTransition(bool(result), frozenset())
+
+    async def delete_subscriber(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        result = await self._call(C.TOPIC_DELETE_SUBSCRIBER, [self.name, subscriber], timeout)
         return TopicTransition(bool(result), frozenset())
 
     async def publish(

@@ -35,7 +35,7 @@ class SerializingWrapper:
             own_clock=caps.own_clock, lifecycle=caps.lifecycle, logical_time=caps.logical_time,
             dedup=caps.dedup, messages=caps.messages, headers=caps.headers, replay=caps.replay,
             replay_time=caps.replay_time, groups=caps.groups, scheduling=caps.scheduling,
-            expiry=caps.expiry, limits=caps.limits)
+            expiry=caps.expiry, limits=caps.limits, subscriber_delete=caps.subscriber_delete)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet

@@ -201,6 +201,23 @@ class SyncReplayTimeTopicStorage(ReplayTimeTopicStorage[T], SyncTopicStorage[T],
     def try_seek_time(self, subscriber: str, stamp: int) -> TopicTransition[int | None]: ...
 
 
+class DeleteSubscriberTopicStorage(TopicStorage[T], Protocol[T]):
+    """Capability ``subscriber_delete``."""
+
+    async def delete_subscriber(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        """Forget the subscription and its cursor (durable or ephemeral, connected or
+        not); ``False`` when the id is unknown (nothing changes)."""
+        ...
+
+
+class SyncDeleteSubscriberTopicStorage(DeleteSubscriberTopicStorage[T], Protocol[T]):
+    """Capabilities ``subscriber_delete`` and ``sync``."""
+
+    def try_delete_subscriber(self, subscriber: str) -> TopicTransition[bool]: ...
+
+
 class GroupTopicStorage(TopicStorage[T], Protocol[T]):
     """Capability ``groups``."""
 
@@ -237,6 +254,7 @@ CAPABILITY_METHODS = {
     "headers": ("publish_headers", "headers_of"),
     "replay_time": ("subscribe_at_time", "seek_time"),
     "groups": ("open_group",),
+    "subscriber_delete": ("delete_subscriber",),
 }
 
 
@@ -268,6 +286,13 @@ def as_replay_topic(storage: TopicStorage[T]) -> ReplayTopicStorage[T] | None:
 def as_replay_time_topic(storage: TopicStorage[T]) -> ReplayTimeTopicStorage[T] | None:
     caps = storage.capabilities
     return cast(ReplayTimeTopicStorage[T], storage) if caps.replay_time else None
+
+
+def as_delete_subscriber_topic(
+    storage: TopicStorage[T],
+) -> DeleteSubscriberTopicStorage[T] | None:
+    caps = storage.capabilities
+    return cast(DeleteSubscriberTopicStorage[T], storage) if caps.subscriber_delete else None
 
 
 def as_group_topic(storage: TopicStorage[T]) -> GroupTopicStorage[T] | None:

@@ -87,6 +87,20 @@ async def test_produce_and_consume_permissions_per_name_pattern(member: Node) ->
     assert member.view.queue("orders.eu").elements() == ["b"]  # type: ignore[union-attr]
 
 
+async def test_deleting_a_subscriber_needs_consume_on_the_topic(member: Node) -> None:
+    assert member.listen is not None
+    await member.topic("orders.eu").subscribe("billing")
+    await member.topic("news").subscribe("archive")
+    async with connect(member.listen, Credentials("web", WEB)) as web:
+        with pytest.raises(PermissionDenied, match="may not topic_delete_subscriber"):
+            await web.topic("orders.eu").delete_subscriber("billing")  # produce only
+    async with connect(member.listen, ("reader", READER)) as reader:
+        assert await reader.topic("news").delete_subscriber("archive") is True
+    await member.barrier()
+    assert sorted(member.topic("orders.eu").subscriptions()) == ["billing"]
+    assert member.topic("news").subscriptions() == {}
+
+
 async def test_unknown_client_and_wrong_token_are_refused_at_connect(member: Node) -> None:
     assert member.listen is not None
     with pytest.raises(AccessDenied, match="unknown client credential 'intruder'"):

@@ -114,7 +114,7 @@ async def test_members_cap_the_subscriptions_of_a_topic() -> None:
         with pytest.raises(TooManySubscribers, match="max_subscribers=3") as refused:
             await topic.subscribe("d")
         assert refused.value.limit == 3
-        assert "disconnect" in str(refused.value)
+        assert "delete_subscriber" in str(refused.value)
         with pytest.raises(TooManySubscribers, match="max_subscribers=3") as on_client:
             await client.topic("t").subscribe("d", start="head")
         assert on_client.value.limit == 3
@@ -131,6 +131,29 @@ async def test_members_cap_the_subscriptions_of_a_topic() -> None:
         await client.topic("t").subscribe("d")
         await c.settle()
         assert sorted(_subscribers(two, "t")) == ["a", "c", "d"]
+
+
+async def test_a_client_deletes_a_durable_subscriber_freeing_its_slot() -> None:
+    async with subscribers_cluster(max_subscribers=2, size=3) as (c, addresses), \
+            client_of(addresses) as client:
+        member = c.node(2)
+        await member.topic("t").subscribe("abandoned")
+        await member.topic("t").publish("held")
+        await member.topic("t").disconnect("abandoned")
+        topic = client.topic("t")
+        await topic.subscribe("live", start="tail")
+        with pytest.raises(TooManySubscribers):
+            await topic.subscribe("next")
+        assert await topic.delete_subscriber("abandoned") is True
+        assert await topic.delete_subscriber("abandoned") is False  # unknown now: no-op
+        await topic.subscribe("next")
+        await c.settle()
+        assert sorted(_subscribers(member, "t")) == ["live", "next"]
+        assert await member.topic("t").gc() == 1  # nothing holds "held" any more
+        with pytest.raises(InvalidName, match=f"limit of {MAX_NAME_LENGTH}"):
+            await topic.delete_subscriber(LONG)
+        with pytest.raises(RequestRefused, match=f"limit of {MAX_NAME_LENGTH}"):
+            await client.session.call(ops.TOPIC_DELETE_SUBSCRIBER, ["t", LONG], timeout=5)
 
 
 async def test_the_subscriber_cap_is_a_node_option_and_a_config_key(
