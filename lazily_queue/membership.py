@@ -96,10 +96,12 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
     """
     deadline = time.monotonic() + timeout
     members = node.driver.replica.engine.members
+    address = node.view.address(member)
     if member not in members:
-        if node.view.address(member) is None:
+        if address is None:
             raise InvalidConfiguration(f"node {member} is not a member")
-        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member], timeout=timeout))
+        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member, address],
+                                              timeout=timeout))
         return
     if members == [member]:
         raise InvalidConfiguration(f"node {member} is the cluster's only member and cannot be "
@@ -119,13 +121,18 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
         raise InvalidConfiguration(
             f"{refused}; the engine's answers ({', '.join(o.value for o in outcomes)}) "
             f"say it may still commit, so {kept}") from None
-    await _forget(node, member, max(deadline - time.monotonic(), min(timeout, FORGET_TIME)))
+    if address is not None:
+        await _forget(node, member, address,
+                      max(deadline - time.monotonic(), min(timeout, FORGET_TIME)))
 
 
-async def _forget(node: Node, member: str, timeout: float) -> None:
-    """Drop the address record of ``member``, removed already; a failure is logged."""
+async def _forget(node: Node, member: str, address: str, timeout: float) -> None:
+    """Drop the address record of ``member``, removed already, while it still holds
+    ``address`` (a later ``add_member`` may have replicated another); a failure is
+    logged."""
     try:
-        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member], timeout=timeout))
+        raise_op_error(await node.driver.call(ops.MEMBER_FORGET, [member, address],
+                                              timeout=timeout))
     except (LazilyQueueError, TimeoutError) as exc:
         log.warning("node %s: node %s was removed, but forgetting its address failed (%s); "
                     "remove it again to forget it", node.node_id, member,

@@ -1433,11 +1433,24 @@ MUTATIONS = [
         "a member refuses a client's deletion naming an overlong subscriber (RequestRefused)"),
     Mutation(
         "subscriber-delete-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE})",
-        "CLIENT_SESSIONS_FEATURE})",
+        "CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,\n",
+        "CLIENT_SESSIONS_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member without TOPIC_DELETE_SUBSCRIBER is refused at the handshake (no divergence)"),
+    Mutation(
+        "member-forget-ignores-address", "lazily_queue/replicated/cluster.py",
+        "    if len(args) > 1 and sm.addresses.get(node) != args[1]:\n        return None\n", "",
+        ("tests/replicated/test_state_machine.py::"
+         "test_forgetting_an_address_drops_only_the_address_it_names",),
+        "forgetting a removed member's address leaves an address a later add replicated"),
+    Mutation(
+        "member-forget-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "SUBSCRIBER_DELETE_FEATURE,\n                               MEMBER_FORGET_FEATURE})",
+        "SUBSCRIBER_DELETE_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member that forgets addresses regardless is refused at the handshake"),
 ]
 
 

@@ -93,11 +93,15 @@ CLIENT_SESSIONS_FEATURE = "client-sessions-v2"
 #: Deleting one topic subscription (``TOPIC_DELETE_SUBSCRIBER``): an older member would
 #: answer it ``unknown_op`` while the others forget the subscription, and diverge.
 SUBSCRIBER_DELETE_FEATURE = "topic-subscriber-delete-v1"
+#: ``MEMBER_FORGET`` given an address drops the record only while it holds that address:
+#: an older member would drop it anyway and diverge.
+MEMBER_FORGET_FEATURE = "member-forget-v2"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
                                WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE,
-                               CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE})
+                               CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
+                               MEMBER_FORGET_FEATURE})
 INCARNATION = "incarnation:"
 
 

@@ -26,8 +26,13 @@ def member_address(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def member_forget(sm: StateMachine, args: list[Any]) -> Any:
-    """Drops the address record of a node (an ``add_member`` that was refused)."""
-    sm.addresses.pop(str(args[0]), None)
+    """Drops the address record of a node (refused by ``add_member``, or removed); given
+    ``[node_id, address]``, only while the record still holds that address (one that a
+    later ``add_member`` replicated stays)."""
+    node = str(args[0])
+    if len(args) > 1 and sm.addresses.get(node) != args[1]:
+        return None
+    sm.addresses.pop(node, None)
     return None
 
 

@@ -24,7 +24,7 @@ BARRIER = 9  # []
 MEMBER_ADDRESS = 10  # [node_id, address]
 CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
 CLIENT_OPS = 12  # [session, floor, [seq, code, *args], ...]: a client's ops proposed together
-MEMBER_FORGET = 13  # [node_id]: drop the replicated address of a node that is not a member
+MEMBER_FORGET = 13  # [node_id, address?]: drop a node's replicated address (if still that one)
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]

@@ -131,7 +131,8 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
                                      mesh.HEADERS_FEATURE, mesh.LIMITS_FEATURE,
                                      mesh.QUEUE_OPTIONS_FEATURE, mesh.WORK_OPTIONS_FEATURE,
                                      mesh.TOPIC_OPTIONS_FEATURE, mesh.CLIENT_SESSIONS_FEATURE,
-                                     mesh.SUBSCRIBER_DELETE_FEATURE])
+                                     mesh.SUBSCRIBER_DELETE_FEATURE,
+                                     mesh.MEMBER_FORGET_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,

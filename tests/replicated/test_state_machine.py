@@ -73,3 +73,23 @@ def test_a_retried_op_applies_once_and_the_view_counts_it() -> None:
     assert view.duplicate_ops == 2 and view.applied_ops == 2
     queue = view.queue("q")
     assert queue is not None and queue.elements() == [1]
+
+
+def test_forgetting_an_address_drops_only_the_address_it_names() -> None:
+    """A removed member's address is forgotten by value: if a later ``add_member``
+    replicated another address for that id first, the new one stays."""
+    sm = StateMachine()
+    view = ReadView(sm)
+    sessions = iter(range(100, 200))
+
+    def apply(*op_list: list[Any]) -> None:
+        ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
+        sm.apply(encode_command(next(sessions), 0, ops_with_seq), 1_000)
+
+    apply([ops.MEMBER_ADDRESS, "4", "tcp://old:1"], [ops.MEMBER_ADDRESS, "4", "tcp://new:1"],
+          [ops.MEMBER_FORGET, "4", "tcp://old:1"])
+    assert view.address("4") == "tcp://new:1"
+    apply([ops.MEMBER_FORGET, "4", "tcp://new:1"])
+    assert view.address("4") is None
+    apply([ops.MEMBER_ADDRESS, "5", "tcp://a:1"], [ops.MEMBER_FORGET, "5"])
+    assert view.address("5") is None  # without an address: whatever it holds
