@@ -1,10 +1,10 @@
 """Administration of a running node: the actions behind the admin API and CLI.
 
-Every action goes through the replicated log (purge, delete, redrive, membership) or
-reads this node's applied state after a barrier (listings), so it means the same on
-every member. A refusal raises :class:`AdminError` carrying a stable ``code``, an
-HTTP ``status`` and a one-line message; the admin API returns it as
-``{"error": {"code": ..., "message": ...}}``.
+Every action goes through the replicated log (purge, delete, deleting a topic's
+subscriber, redrive, membership) or reads this node's applied state after a barrier
+(listings), so it means the same on every member. A refusal raises :class:`AdminError`
+carrying a stable ``code``, an HTTP ``status`` and a one-line message; the admin API
+returns it as ``{"error": {"code": ..., "message": ...}}``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidConfiguration, LazilyQueueError
-from .names import name_problem
+from .names import member_problem, name_problem
 from .raft.errors import (
     CommitTimeout,
     NodeNotRunning,
@@ -146,6 +146,19 @@ async def delete(node: Node, kind: str, name: str) -> int:
     code = {"queue": ops.QUEUE_DELETE, "work_queue": ops.WORK_DELETE,
             "topic": ops.TOPIC_DELETE}[check_kind(kind)]
     return int(await _call(node, code, [check_name(name)]))
+
+
+async def delete_subscriber(node: Node, topic: str, subscriber: str) -> bool:
+    """Forget one subscription of ``topic``, durable or ephemeral, connected or not: it
+    frees its ``max_subscribers`` slot and its hold on retention. ``False`` when the topic
+    has no such subscriber."""
+    check_name(topic)
+    if not isinstance(subscriber, str):
+        raise AdminError("bad_request", f"subscriber must be a string, not {subscriber!r:.40}")
+    problem = member_problem(subscriber, "subscriber name")
+    if problem is not None:
+        raise AdminError("bad_request", problem)
+    return bool(await _call(node, ops.TOPIC_DELETE_SUBSCRIBER, [topic, subscriber]))
 
 
 async def dead_letters(node: Node, name: str, *, offset: int = 0,

@@ -65,7 +65,8 @@ class TooManyObjects(LazilyQueueError):
 class TooManySubscribers(LazilyQueueError):
     """A new subscription would take a topic over its members' ``max_subscribers``
     subscriptions (``limit``); delete subscribers no longer used
-    (``TopicCell.delete_subscriber``), delete the topic or raise the members'
+    (``TopicCell.delete_subscriber``; an operator: ``lazily-queue queue delete-subscriber``,
+    the admin API or the status page), delete the topic or raise the members'
     ``max_subscribers``. Nothing was proposed."""
 
     def __init__(self, message: str, *, limit: int) -> None:

@@ -121,7 +121,8 @@ def subscriber_room_problem(view: ReadView, topic: str, subscriber: str,
         return None
     return (f"cannot subscribe {_short(subscriber)} to topic {_short(topic)}: it has {count} "
             f"subscriptions, its limit is max_subscribers={max_subscribers}; delete "
-            "subscribers no longer used (`await topic.delete_subscriber(id)`), or raise "
+            "subscribers no longer used (`await topic.delete_subscriber(id)`; an operator: "
+            "`lazily-queue queue delete-subscriber TOPIC ID` or the status page), or raise "
             "max_subscribers (the node option, or "
             "`max_subscribers` in the node's configuration file) on the members")
 

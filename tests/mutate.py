@@ -28,6 +28,7 @@ _SUBS = "tests/client/test_subscriber_limits.py"
 _FORGETS = "tests/testing/test_remove_member_forgets.py"
 _SUBDEL_OPS = "tests/replicated/test_subscriber_delete_ops.py"
 _SUBDEL_CELL = "tests/cells/test_topic_subscriber_delete.py"
+_SUBDEL_ADMIN = "tests/integrations/test_admin_subscribers.py"
 
 
 @dataclass(frozen=True)
@@ -1451,6 +1452,49 @@ MUTATIONS = [
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that forgets addresses regardless is refused at the handshake"),
+    Mutation(
+        "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
+        "    if not isinstance(subscriber, str):\n",
+        "    if False:\n",
+        (f"{_SUBDEL_ADMIN}::test_admin_delete_subscriber_frees_a_slot",),
+        "admin.delete_subscriber refuses a subscriber that is not a string with bad_request"),
+    Mutation(
+        "admin-subscriber-missing-not-404", "lazily_queue/integrations/aiohttp_admin.py",
+        "    if not await admin.delete_subscriber(request.app[NODE], name, subscriber):",
+        "    if not await admin.delete_subscriber(request.app[NODE], name, subscriber) and 0:",
+        (f"{_SUBDEL_ADMIN}::test_subscriber_route",),
+        "deleting a subscriber the topic does not have answers 404 not_found, not success"),
+    Mutation(
+        "admin-subscriber-of-any-kind", "lazily_queue/integrations/aiohttp_admin.py",
+        '    if kind != "topic":\n',
+        "    if False:\n",
+        (f"{_SUBDEL_ADMIN}::test_subscriber_route",),
+        "the subscriber route named with a queue's kind is refused, not run on a topic"),
+    Mutation(
+        "admin-subscriber-query-ignored", "lazily_queue/integrations/aiohttp_admin.py",
+        '    subscriber = request.query.get("subscriber", request.match_info["subscriber"])',
+        '    subscriber = request.match_info["subscriber"]',
+        (f"{_SUBDEL_ADMIN}::test_subscriber_route",
+         f"{_SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments"),
+        "a subscriber id given as ?subscriber= (., .., the empty id) is the one deleted"),
+    Mutation(
+        "cli-empty-subscriber-in-path", "lazily_queue/cli/queue.py",
+        "    if args.subscriber:\n",
+        "    if True:\n",
+        (f"{_SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments",),
+        "queue delete-subscriber deletes the empty subscriber id (it cannot be a path segment)"),
+    Mutation(
+        "cli-empty-topic-sent", "lazily_queue/cli/queue.py",
+        "    if problem is not None:\n        raise CliError(problem, 2)\n    path =",
+        "    if False:\n        raise CliError(problem, 2)\n    path =",
+        (f"{_SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments",),
+        "queue delete-subscriber with an empty topic name is a usage error naming the cause"),
+    Mutation(
+        "too-many-subscribers-no-operator-hint", "lazily_queue/names.py",
+        "`lazily-queue queue delete-subscriber TOPIC ID` or the status page), or raise ",
+        "the status page), or raise ",
+        (f"{_SUBDEL_ADMIN}::test_admin_delete_subscriber_frees_a_slot",),
+        "TooManySubscribers tells an operator the command that frees a slot"),
 ]
 
 

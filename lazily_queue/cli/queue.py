@@ -1,4 +1,5 @@
-"""``lazily-queue queue list|purge|delete``: queues, work queues and topics of a cluster."""
+"""``lazily-queue queue list|purge|delete|delete-subscriber``: queues, work queues and
+topics of a cluster."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ KINDS = ("queue", "work_queue", "topic")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "queue", help="list, purge or delete queues (admin API)",
-        description="List, purge or delete the queues, work queues and topics of a cluster "
-                    "through a node's admin API (needs the admin token). Every action takes "
+        description="List, purge or delete the queues, work queues and topics of a cluster, "
+                    "or delete one subscriber of a topic, through a node's admin API (needs "
+                    "the admin token). Every action takes "
                     "--url URL or --config FILE, --token-env NAME or --token-file FILE, "
                     "--timeout and --json; purge and delete take --kind, purge "
                     "--dead-letters.")
@@ -35,6 +37,13 @@ def register(subparsers: Any) -> None:
                              help="purge a work queue's dead letters instead")
         add_target_arguments(sub)
         sub.set_defaults(handler=lambda args, action=action: run(_change(action), args))
+    text = ("forget one subscriber of a topic, durable or not: it frees one of the topic's "
+            "max_subscribers slots and the elements it held back")
+    sub = commands.add_parser("delete-subscriber", help=text, description=text)
+    sub.add_argument("topic")
+    sub.add_argument("subscriber")
+    add_target_arguments(sub)
+    sub.set_defaults(handler=lambda args: run(_delete_subscriber, args))
 
 
 def _list(client: AdminClient, args: argparse.Namespace) -> None:
@@ -70,3 +79,18 @@ def _change(action: str) -> Any:
         emit(args, doc, text)
 
     return change
+
+
+def _delete_subscriber(client: AdminClient, args: argparse.Namespace) -> None:
+    from ..names import name_problem
+
+    problem = name_problem(args.topic, "topic name")
+    if problem is not None:
+        raise CliError(problem, 2)
+    path = f"/queues/topic/{quote(args.topic, safe='')}/subscribers"
+    if args.subscriber:
+        path += f"/{quote(args.subscriber, safe='')}/delete"
+    else:  # an empty id cannot be a path segment: it goes in the query
+        path += "/_/delete?subscriber="
+    doc = client.post(path)
+    emit(args, doc, f"deleted subscriber {args.subscriber} of topic {args.topic}")

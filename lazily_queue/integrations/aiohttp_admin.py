@@ -8,6 +8,7 @@ Routes under ``{prefix}/admin/`` (JSON in, JSON out)::
     GET  /admin/api/queues                 -> {"queues": [{kind, name, depth, ...}]}
     POST /admin/api/queues/{kind}/{name}/purge    {"dead_letters": false}
     POST /admin/api/queues/{kind}/{name}/delete
+    POST /admin/api/queues/topic/{name}/subscribers/{subscriber}/delete
     GET  /admin/api/dlq/{name}?offset=&limit=
     POST /admin/api/dlq/{name}/redrive     {"item_ids": [...] | null}
     GET  /admin/api/members
@@ -15,8 +16,9 @@ Routes under ``{prefix}/admin/`` (JSON in, JSON out)::
     POST /admin/api/members/{id}/remove
     POST /admin/api/leadership             {"to": id | null}
 
-An object's ``{name}`` may instead be given as ``?name=`` (the page does so, since a
-browser resolves the path segments ``.`` and ``..`` away).
+An object's ``{name}`` may instead be given as ``?name=``, and a ``{subscriber}`` as
+``?subscriber=`` (the page does so, since a browser resolves the path segments ``.`` and
+``..`` away).
 
 Authentication and the cross-site checks are :class:`~lazily_queue.admin_auth.AdminAuth`.
 Every refusal is ``{"error": {"code", "message", ...}}`` with its HTTP status.
@@ -64,6 +66,7 @@ def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "
         ("GET", "/queues", _queues),
         ("POST", "/queues/{kind}/{name}/purge", _purge),
         ("POST", "/queues/{kind}/{name}/delete", _delete),
+        ("POST", "/queues/{kind}/{name}/subscribers/{subscriber}/delete", _delete_subscriber),
         ("GET", "/dlq/{name}", _dlq),
         ("POST", "/dlq/{name}/redrive", _redrive),
         ("GET", "/members", _members),
@@ -199,6 +202,19 @@ async def _delete(request: web.Request) -> dict[str, Any]:
     held = await admin.delete(request.app[NODE], kind, name)
     log.warning("admin: deleted %s %r (it held %d)", kind, name, held)
     return {"deleted": True, "held": held}
+
+
+async def _delete_subscriber(request: web.Request) -> dict[str, Any]:
+    kind, name = admin.check_kind(request.match_info["kind"]), _name(request)
+    if kind != "topic":
+        raise AdminError("bad_request", f"a {kind.replace('_', ' ')} has no subscribers; "
+                         "only a topic's subscribers are deleted")
+    subscriber = request.query.get("subscriber", request.match_info["subscriber"])
+    if not await admin.delete_subscriber(request.app[NODE], name, subscriber):
+        raise AdminError("not_found", f"topic {name!r} has no subscriber {subscriber!r}; "
+                         "nothing was deleted", 404)
+    log.warning("admin: deleted subscriber %r of topic %r", subscriber, name)
+    return {"deleted": True}
 
 
 def _name(request: web.Request) -> str:

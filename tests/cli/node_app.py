@@ -97,15 +97,16 @@ async def load(node: Node, options: dict[str, Any]) -> None:
 
 async def seed(node: Node, options: dict[str, Any]) -> None:
     """Queue ``orders`` with ``push`` elements, topic ``news`` with one (unread by its
-    subscriber ``reader``), and work queue ``jobs`` (``max_deliveries = 1``) with ``jobs``
-    items of which the first ``dead`` are nacked into dead letters; then print
-    ``seeded``."""
+    subscribers ``reader`` and ``idle``), and work queue ``jobs`` (``max_deliveries = 1``)
+    with ``jobs`` items of which the first ``dead`` are nacked into dead letters; then
+    print ``seeded``."""
     await node.wait_for_leader()
     orders = node.queue("orders")
     for i in range(int(options.get("push", 0))):
         await orders.push(i)
     news = node.topic("news")
     await news.subscribe("reader")  # keeps the element retained (no topic GC)
+    await news.subscribe("idle")
     await news.publish("hello")
     jobs = node.work_queue("jobs", visibility_timeout=30, max_deliveries=1)
     for i in range(int(options.get("jobs", 0))):

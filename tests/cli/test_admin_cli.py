@@ -61,6 +61,17 @@ def test_admin_commands_against_node_processes(tmp_path: Path) -> None:
 
         out = lq("queue", "purge", "orders", "--url", url)
         assert out.stdout.strip() == "purged queue orders: 4 element(s) dropped", out.stderr
+        out = lq("queue", "delete-subscriber", "news", "idle", "--url", url)
+        assert (out.returncode, out.stdout.strip()) == (
+            0, "deleted subscriber idle of topic news"), out.stderr
+        wait_for(lambda: all(set(p.status()["topics"]["news"]["subscribers"]) == {"reader"}
+                             for p in procs), what="the subscriber deleted on every node")
+        out = lq("queue", "delete-subscriber", "news", "idle", "--url", url)
+        assert (out.returncode, out.stderr.strip()) == (
+            1, "error: not_found: topic 'news' has no subscriber 'idle'; nothing was deleted")
+        out = lq("queue", "delete-subscriber", "nothing", "idle", "--url", url)
+        assert (out.returncode, out.stderr.strip()) == (
+            1, "error: not_found: topic 'nothing' has not been declared")
         out = lq("queue", "delete", "news", "--url", url)
         assert out.stdout.strip() == "deleted topic news (it held 1)", out.stderr
         wait_for(lambda: all(p.status()["queues"]["orders"]["len"] == 0
