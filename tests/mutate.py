@@ -1495,6 +1495,13 @@ MUTATIONS = [
         "the status page), or raise ",
         (f"{_SUBDEL_ADMIN}::test_admin_delete_subscriber_frees_a_slot",),
         "TooManySubscribers tells an operator the command that frees a slot"),
+    Mutation(
+        "page-subscriber-delete-unconfirmed", "lazily_queue/web/status.html",
+        '<button type="button" id="subscriber-delete" data-confirm="1">',
+        '<button type="button" id="subscriber-delete">',
+        ("tests/integrations/test_status_page_names.py::"
+         "test_page_deletes_a_subscriber_after_confirming",),
+        "the page deletes a subscriber only after a confirming second click"),
 ]
 
 

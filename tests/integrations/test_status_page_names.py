@@ -1,5 +1,6 @@
-"""The status page administers objects whatever their names: ``.`` and ``..`` are not
-resolved away by the browser when the page builds an admin URL (headless Chromium)."""
+"""The status page administers objects and topic subscribers whatever their names: ``.``
+and ``..`` are not resolved away by the browser when the page builds an admin URL
+(headless Chromium)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,38 @@ async def test_page_purges_objects_named_dot_and_dot_dot(tmp_path: Path) -> None
                         "document.getElementById('admin-result').textContent")
                     assert result.startswith(f"purge queue {name}: "), result
                     assert node.queue(name).len() == 0, name
+
+
+async def test_page_deletes_a_subscriber_after_confirming(tmp_path: Path) -> None:
+    chromium()
+    async with testing.cluster(1, data_dir=tmp_path / "data") as cluster:
+        node = await cluster.wait_for_leader()
+        app = web.Application()
+        setup(app, node, status_prefix="", admin_token=TOKEN)
+        async with TestServer(app) as server:
+            for subscriber in (".", ".."):
+                await node.topic("..").subscribe(subscriber)
+            core = node.view.topic("..")
+            assert core is not None
+            async with browser(str(server.make_url("/")), tmp_path / "profile") as page:
+                await page.wait_for("document.getElementById('login-form') !== null")
+                await page.evaluate(f"document.getElementById('admin-token').value = '{TOKEN}';"
+                                    "document.getElementById('login-form').requestSubmit()")
+                await page.wait_for("document.body.classList.contains('admin')")
+                option = '["..",".."]'
+                await page.wait_for("[...document.getElementById('subscriber-select').options]"
+                                    f".some(o => o.value === '{option}')")
+                await page.evaluate(
+                    f"document.getElementById('subscriber-select').value = '{option}';"
+                    "document.getElementById('admin-result').textContent = '';"
+                    "document.getElementById('subscriber-delete').click();")
+                # The first click only arms the button: nothing is deleted yet.
+                assert await page.evaluate(
+                    "document.getElementById('subscriber-delete').textContent") == (
+                    "confirm delete subscriber?")
+                assert set(core.subscriptions()) == {".", ".."}
+                await page.evaluate("document.getElementById('subscriber-delete').click()")
+                result = await page.wait_for(
+                    "document.getElementById('admin-result').textContent")
+                assert result == "deleted subscriber .. of topic ..", result
+                assert set(core.subscriptions()) == {"."}
