@@ -890,8 +890,9 @@ MUTATIONS = [
         "a removal that committed is reported done when forgetting the address fails"),
     Mutation(
         "remove-member-leftover-address-kept", "lazily_queue/membership.py",
-        "        if node.view.address(member) is None:\n",
-        "        if True:\n",
+        "        if address is None:\n"
+        "            raise InvalidConfiguration(f\"node {member} is not",
+        "        if True:\n            raise InvalidConfiguration(f\"node {member} is not",
         (f"{_FORGETS}::test_a_forget_that_fails_is_logged_and_removing_again_cleans_up",),
         "removing a former member again forgets the address a failed forget left behind"),
     Mutation(
