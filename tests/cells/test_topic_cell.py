@@ -45,7 +45,7 @@ def test_local_storage_is_the_core_and_declares_sync(ctx: Context) -> None:
     assert isinstance(topic.storage, LocalTopicStorage)
     assert topic.capabilities == StorageCapabilities(sync=True, dedup=True, messages=True,
                                                     replay=True, replay_time=True, headers=True,
-                                                    groups=True)
+                                                    groups=True, subscriber_delete=True)
     with pytest.raises(TypeError, match="not a topic storage: it has no `capabilities`"):
         TopicCell(object(), context=ctx)  # type: ignore[arg-type]
 
