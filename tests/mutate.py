@@ -1503,6 +1503,15 @@ MUTATIONS = [
         ("tests/integrations/test_status_page_names.py::"
          "test_page_deletes_a_subscriber_after_confirming",),
         "the page deletes a subscriber only after a confirming second click"),
+    Mutation(
+        "subscriber-delete-silent", "lazily_queue/core/topic.py",
+        "        if record.connected:\n            self._set_connected(subscriber, False)\n"
+        "        return TopicTransition(True, frozenset((subscriber,)))\n",
+        "        if record.connected:\n            self._set_connected(subscriber, False)\n"
+        "        return TopicTransition(True, NOBODY)\n",
+        ("tests/conformance/test_replay.py::test_project_fixture["
+         "project/collections/topiccell_delete_subscriber_releases_retention[sync]]",),
+        "deleting a subscription invalidates its reader, connected or not"),
 ]
 
 

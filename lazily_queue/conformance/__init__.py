@@ -60,6 +60,7 @@ committed, and from ``settle()`` once the probed node applied it)::
         async def subscribe(self, subscriber: str, durability: str) -> outcome
         async def reconnect(self, subscriber: str) -> outcome
         async def disconnect(self, subscriber: str) -> outcome
+        async def delete_subscriber(self, subscriber: str) -> bool
         async def advance(self, subscriber: str) -> element | None
         async def gc(self) -> int
         def base_offset(self) -> int

@@ -136,6 +136,10 @@ class TopicAdapter(Adapter):
     async def disconnect(self, subscriber: str) -> Any: ...
 
     @abstractmethod
+    async def delete_subscriber(self, subscriber: str) -> bool:
+        """Forget the subscription; ``False`` when the id is unknown."""
+
+    @abstractmethod
     async def advance(self, subscriber: str) -> Any:
         """The consumed element, or ``None`` for a no-op."""
 

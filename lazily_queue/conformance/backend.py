@@ -161,6 +161,7 @@ CAPABILITIES = {
     "replay": "topic fixtures subscribing from a start or seeking",
     "replay_time": "topic fixtures subscribing from or seeking to an enqueue time",
     "groups": "topic fixtures with consumer-group ops",
+    "subscriber_delete": "topic fixtures with a delete_subscriber op",
     "expiry": "fixtures with a ttl, a max_age or an advance_clock op: elements expire on "
               "the replay's clock",
     "scheduling": "work-queue fixtures with priorities, delays, delayed nacks or a retry "

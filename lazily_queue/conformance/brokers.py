@@ -72,6 +72,8 @@ LACKS = {
     "replay_time": "the broker topic adapters subscribe at the tail only (no replay_time "
                    "capability)",
     "groups": "the broker topic adapters have no consumer groups (no groups capability)",
+    "subscriber_delete": "the broker topic backends cannot delete a subscription (no "
+                         "subscriber_delete capability)",
     "scheduling": "the broker work queues have no priorities, delays or retry policies "
                   "(no scheduling capability)",
     "queue_options": "the broker queues take a msg_id alone: no combined options and no "

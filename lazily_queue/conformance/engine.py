@@ -197,6 +197,8 @@ def requirements(document: Mapping[str, Any]) -> set[str]:
                 needed.add("replay_time")
             if kind.startswith("group"):
                 needed.add("groups")
+            if kind == "delete_subscriber":
+                needed.add("subscriber_delete")
     return needed
 
 

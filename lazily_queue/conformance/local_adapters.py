@@ -195,6 +195,11 @@ class LocalTopicAdapter(TopicAdapter):
     async def disconnect(self, subscriber: str) -> Any:
         return await self._invoke(self.cell.try_disconnect, self.cell.disconnect, subscriber)
 
+    async def delete_subscriber(self, subscriber: str) -> bool:
+        cell = self.cell
+        return bool(await self._invoke(cell.try_delete_subscriber, cell.delete_subscriber,
+                                       subscriber))
+
     async def advance(self, subscriber: str) -> Any:
         return await self._invoke(self.cell.try_advance, self.cell.poll, subscriber)
 

@@ -91,6 +91,7 @@ class TopicRunner(ModelRunner):
         "group_reap": OpSpec(required=("group", "now")),
         "reconnect": OpSpec(required=("subscriber",)),
         "disconnect": OpSpec(required=("subscriber",)),
+        "delete_subscriber": OpSpec(required=("subscriber",)),
         "advance": OpSpec(required=("subscriber",)),
         "gc": OpSpec(),
         "advance_clock": OpSpec(required=("seconds",)),
@@ -199,6 +200,8 @@ class TopicRunner(ModelRunner):
             return _json(await adapter.reconnect(op["subscriber"]))
         if kind == "disconnect":
             return _json(await adapter.disconnect(op["subscriber"]))
+        if kind == "delete_subscriber":
+            return await adapter.delete_subscriber(op["subscriber"])
         if kind == "advance":
             return _json(await adapter.advance(op["subscriber"]))
         if kind == "gc":
