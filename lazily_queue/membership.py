@@ -94,7 +94,8 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
     committed is logged, not raised: the removal is done, and removing the node again
     forgets the address left behind (a node that is not a member but still has one).
     A node cannot remove itself: that raises :class:`InvalidConfiguration` at once, naming
-    the member to ask instead.
+    the member to ask instead (:func:`lazily_queue.admin.remove_member` hands a leader's
+    leadership over first).
     """
     deadline = time.monotonic() + timeout
     members = node.driver.replica.engine.members
