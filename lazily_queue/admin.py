@@ -265,7 +265,25 @@ async def remove_member(node: Node, member: Any) -> None:
     if member_id not in node.driver.replica.engine.members and node.view.address(
             member_id) is None:  # a former member's address left behind is forgotten
         raise AdminError("not_found", f"node {member_id} is not a member", 404)
+    if member_id == node.node_id and node.is_leader and len(
+            node.driver.replica.engine.members) > 1:
+        await _hand_over_to_be_removed(node)
     await _membership(node, node.remove_member(member_id))
+
+
+async def _hand_over_to_be_removed(node: Node) -> None:
+    """A leader cannot remove itself: hand leadership to the most caught-up follower, then
+    answer ``not_leader`` naming it (the CLI asks it). Membership is left unchanged."""
+    try:
+        leader = await node.transfer_leadership()
+    except (LazilyQueueError, TimeoutError) as exc:
+        raise AdminError("refused", f"node {node.node_id} leads the cluster and cannot remove "
+                         f"itself, and handing leadership over failed ({exc}); nothing was "
+                         "changed: transfer leadership, then remove it on the new leader",
+                         409) from None
+    raise AdminError("not_leader", f"node {node.node_id} handed leadership to node {leader} "
+                     "so that it can be removed; membership changes are made on the leader: "
+                     f"ask node {leader}", 409, **_leader_hint(node))
 
 
 async def transfer_leadership(node: Node, to: Any = None) -> str:

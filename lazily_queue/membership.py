@@ -93,6 +93,9 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
     unrecognised one) keeps it and says so. A forget that fails after the removal
     committed is logged, not raised: the removal is done, and removing the node again
     forgets the address left behind (a node that is not a member but still has one).
+    A node cannot remove itself: that raises :class:`InvalidConfiguration` at once, naming
+    the member to ask instead (:func:`lazily_queue.admin.remove_member` hands a leader's
+    leadership over first).
     """
     deadline = time.monotonic() + timeout
     members = node.driver.replica.engine.members
@@ -106,6 +109,8 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
     if members == [member]:
         raise InvalidConfiguration(f"node {member} is the cluster's only member and cannot be "
                                    "removed; stop it instead")
+    if member == node.node_id:
+        raise InvalidConfiguration(_self_removal(node))
     kept = (f"node {member}'s address stays replicated: check the members, and once it is "
             "gone remove it again to forget the address")
     outcomes: list[Outcome] = []
@@ -124,6 +129,18 @@ async def remove_member(node: Node, member: str, timeout: float) -> None:
     if address is not None:
         await _forget(node, member, address,
                       max(deadline - time.monotonic(), min(timeout, FORGET_TIME)))
+
+
+def _self_removal(node: Node) -> str:
+    """Why ``node`` cannot remove itself (the engine refuses it), and what to do instead."""
+    me = node.node_id
+    if node.is_leader:
+        return (f"node {me} leads the cluster and cannot remove itself; nothing was changed: "
+                "transfer leadership first (`lazily-queue members transfer`, "
+                f"Node.transfer_leadership()), then remove node {me} on the new leader")
+    leader = node.leader_id
+    return (f"node {me} cannot remove itself; nothing was changed: remove it on the leader"
+            + ("" if leader is None else f", node {leader}"))
 
 
 async def _forget(node: Node, member: str, address: str, timeout: float) -> None:

@@ -1512,6 +1512,25 @@ MUTATIONS = [
         ("tests/conformance/test_replay.py::test_project_fixture["
          "project/collections/topiccell_delete_subscriber_releases_retention[sync]]",),
         "deleting a subscription invalidates its reader, connected or not"),
+    Mutation(
+        "remove-self-retried-until-deadline", "lazily_queue/membership.py",
+        "    if member == node.node_id:\n        raise InvalidConfiguration(_self_removal(node))\n",
+        "    if False:\n        raise InvalidConfiguration(_self_removal(node))\n",
+        ("tests/testing/test_remove_member_self.py",),
+        "a node asked to remove itself says so at once, naming what to do, nothing changed"),
+    Mutation(
+        "admin-leader-removing-itself-no-hand-over", "lazily_queue/admin.py",
+        "        await _hand_over_to_be_removed(node)\n",
+        "        pass\n",
+        ("tests/integrations/test_admin_api.py::"
+         "test_the_leader_asked_to_remove_itself_hands_over_and_names_the_new_leader",),
+        "the leader asked to remove itself hands leadership over and names the new leader"),
+    Mutation(
+        "cli-follows-one-not-leader-answer", "lazily_queue/cli/admin_client.py",
+        "                *, follow_leader: int = 2) -> Any:",
+        "                *, follow_leader: int = 1) -> Any:",
+        ("tests/cli/test_admin_cli.py::test_admin_commands_against_node_processes",),
+        "members remove <leader> asked of a follower reaches the member that removes it"),
 ]
 
 

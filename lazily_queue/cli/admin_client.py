@@ -120,9 +120,11 @@ class AdminClient:
         return self.request("POST", path, body or {})
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                *, follow_leader: bool = True) -> Any:
+                *, follow_leader: int = 2) -> Any:
         """The JSON answer; an error answer raises :class:`CliError` with its code and
-        message. ``not_leader`` is retried once at the leader's page when it is known."""
+        message. ``not_leader`` is retried at the leader's page when it is known, up to
+        ``follow_leader`` times (twice: a leader asked to remove itself hands leadership
+        over and names the new leader)."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.url + "/admin/api" + path, data=data, method=method,
@@ -133,11 +135,12 @@ class AdminClient:
                 return json.load(response)
         except urllib.error.HTTPError as exc:
             error = _error_of(exc)
-            if error.get("code") == "not_leader" and follow_leader and error.get("leader_page"):
+            if (error.get("code") == "not_leader" and follow_leader > 0
+                    and error.get("leader_page")):
                 leader = AdminClient(str(error["leader_page"]), self.token, self.timeout)
                 print(f"(asking the leader, node {error.get('leader')} at {leader.url})",
                       file=sys.stderr)
-                return leader.request(method, path, body, follow_leader=False)
+                return leader.request(method, path, body, follow_leader=follow_leader - 1)
             raise CliError(_describe(error, exc.code)) from None
         except urllib.error.URLError as exc:
             raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "

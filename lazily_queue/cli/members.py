@@ -13,8 +13,9 @@ def register(subparsers: Any) -> None:
         "members", help="list, add or remove members, transfer leadership (admin API)",
         description="Membership of a cluster through a node's admin API (needs the admin "
                     "token). Changes are made on the leader: a follower's answer names it "
-                    "and the command asks it once. Every action takes --url URL or --config "
-                    "FILE, --token-env NAME or --token-file FILE, --timeout and --json.")
+                    "and the command asks it (a leader removing itself hands over first). "
+                    "Every action takes --url URL or --config FILE, --token-env NAME or "
+                    "--token-file FILE, --timeout and --json.")
     commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = commands.add_parser("list", help="members, roles, reachability and lag")
     add_target_arguments(listing)

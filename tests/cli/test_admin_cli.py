@@ -121,6 +121,16 @@ def test_admin_commands_against_node_processes(tmp_path: Path) -> None:
         assert out.stdout.strip() == "removed node 3; stop it now"
         wait_for(lambda: [m["id"] for m in procs[0].status()["members"]] == ["1", "2"],
                  what="member 3 removed")
+
+        # Remove the leader through the other member: the leader hands leadership to it,
+        # and the command asks it in turn.
+        kept = "1" if follower["id"] == "2" else "2"
+        out = lq("members", "remove", follower["id"], "--url", urls[int(kept) - 1])
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == f"removed node {follower['id']}; stop it now"
+        assert out.stderr.count("(asking the leader") == 2, out.stderr
+        wait_for(lambda: [m["id"] for m in procs[int(kept) - 1].status()["members"]] == [kept],
+                 what="the old leader removed")
     finally:
         codes = [p.terminate() for p in procs]
-    assert codes[:2] == [0, 0], [p.stderr() for p in procs]
+    assert codes[int(kept) - 1] == 0, [p.stderr() for p in procs]

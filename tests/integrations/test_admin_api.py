@@ -4,6 +4,7 @@ and each action's effect on the replicated data (three in-process nodes)."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from lazily_queue import testing
 from lazily_queue.admin_auth import COOKIE, CSRF_HEADER
 from lazily_queue.integrations.aiohttp import setup
 from lazily_queue.node import Node
+from lazily_queue.replicated import ops
 
 TOKEN = "admin-token-for-tests-0123"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -198,3 +200,32 @@ async def test_membership_and_leadership(tmp_path: Path) -> None:
             assert await error_of(answer) == (400, "bad_request")
         assert "7" not in new_leader.driver.replica.engine.members
         assert new_leader.view.address("7") is None
+
+
+async def test_the_leader_asked_to_remove_itself_hands_over_and_names_the_new_leader(
+        tmp_path: Path) -> None:
+    async with clients(tmp_path) as (cluster, by_node):
+        leader = await cluster.leader()
+        gone = leader.node_id
+        await leader.driver.call(ops.MEMBER_ADDRESS, [gone, "tcp://127.0.0.1:9"], timeout=2)
+        started = time.monotonic()
+        answer = await by_node[gone].post(f"/admin/api/members/{gone}/remove", headers=BEARER)
+        error = (await answer.json())["error"]
+        assert (answer.status, error["code"]) == (409, "not_leader"), error
+        assert time.monotonic() - started < leader.op_timeout  # no waiting for the deadline
+        new_leader = await cluster.leader()
+        assert new_leader is not leader and error["leader"] == new_leader.node_id
+        assert error["message"] == (
+            f"node {gone} handed leadership to node {new_leader.node_id} so that it can be "
+            f"removed; membership changes are made on the leader: ask node "
+            f"{new_leader.node_id}")
+        assert gone in new_leader.driver.replica.engine.members  # nothing half-removed
+        # What the CLI does with a not_leader answer: ask the leader it names.
+        answer = await by_node[new_leader.node_id].post(f"/admin/api/members/{gone}/remove",
+                                                        headers=BEARER)
+        assert answer.status == 200, await answer.text()
+        for node in cluster.running:
+            if node is not leader:
+                await node.barrier()
+                assert gone not in node.driver.replica.engine.members
+                assert node.view.address(gone) is None
