@@ -909,6 +909,13 @@ MUTATIONS = [
          "test_a_page_of_another_site_rebound_to_the_node_is_refused",),
         "the node's page and admin API refuse a Host that is not one of its names (rebinding)"),
     Mutation(
+        "http-metrics-any-host-answered", "lazily_queue/integrations/aiohttp.py",
+        "def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ()\n",
+        "def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = (\"/metrics\",)\n",
+        ("tests/integrations/test_service_http.py::"
+         "test_metrics_answer_only_for_the_nodes_own_names",),
+        "/metrics refuses a Host that is not one of the node's names, like the page"),
+    Mutation(
         "admin-cookie-not-secure-behind-tls-proxy", "lazily_queue/integrations/aiohttp_admin.py",
         "secure=_over_tls(request), path=\"/\", max_age",
         "secure=request.secure, path=\"/\", max_age",

@@ -99,11 +99,13 @@ def add_monitor_routes(
         app.router.add_get(prefix + "/vitals.json", vitals_view)
 
 
-def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ("/metrics",)
+def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ()
                ) -> Callable[..., Awaitable[web.StreamResponse]]:
     """A middleware answering 421 to a request whose ``Host`` is not one of the node's
     (see :func:`~lazily_queue.http_gate.own_host`; ``names`` are its own host names),
-    except on ``open_paths``; the refusal names the address the request reached."""
+    except on ``open_paths`` (none by default: ``/metrics`` is guarded too, and a
+    scraper names the node by its address or one of its names); the refusal names the
+    address the request reached."""
     own = frozenset(names)
     unguarded = frozenset(open_paths)
 
