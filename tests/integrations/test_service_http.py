@@ -132,7 +132,7 @@ async def test_a_page_of_another_site_rebound_to_the_node_is_refused(
     async with one_node(tmp_path, monkeypatch,
                         http_advertise="https://q1.example.com/lazily") as (host, port):
         for path in ("/", "/status.json", "/vitals.json", "/history.json",
-                     "/admin/session", "/admin/api/queues"):
+                     "/subscribers.json?name=t", "/admin/session", "/admin/api/queues"):
             for evil in (f"evil.example:{port}", "evil.example", f"q1.example.com.evil.io:{port}"):
                 answer = await answer_to(host, port, path, evil, bearer)
                 assert answer.startswith(b"HTTP/1.1 421 "), (path, evil, answer[:80])
