@@ -9,6 +9,8 @@ after the node has started and stop it before the node stops. It serves:
   queue, work queue and topic and of the cluster (:mod:`.history`);
 * :meth:`Monitor.vitals` (``/vitals.json``): this node's version, uptime, fsync
   latency, free disk and process figures, which the other members read;
+* :meth:`Monitor.subscribers` (``/subscribers.json?name=TOPIC&prefix=P&offset=N``): one
+  page of a topic's subscribers by id, every one reachable (:mod:`.subscriber_listing`);
 * :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
 * :meth:`Monitor.page` (``/``): the status page, plain HTML and JavaScript with SVG
   charts (no build step, no CDN: it works offline). ``/?interval=MS`` sets its refresh
@@ -31,6 +33,7 @@ from .metrics import NodeMetrics
 from .peer_pages import PeerPages
 from .state_log import StateLog
 from .status import LeadershipClock, node_status
+from .subscriber_listing import subscriber_page
 from .vitals import Vitals
 
 if TYPE_CHECKING:
@@ -128,6 +131,11 @@ class Monitor:
 
     def vitals(self) -> dict[str, Any]:
         return self.vitals_source.document()
+
+    def subscribers(self, topic: str, prefix: str = "", offset: int = 0) -> dict[str, Any]:
+        """One page of ``topic``'s subscribers (raises
+        :class:`~lazily_queue.subscriber_listing.UnknownTopic`)."""
+        return subscriber_page(self.node.view, topic, prefix, offset)
 
     def metrics(self) -> bytes:
         return self.node_metrics.render()

@@ -29,6 +29,9 @@ _FORGETS = "tests/testing/test_remove_member_forgets.py"
 _SUBDEL_OPS = "tests/replicated/test_subscriber_delete_ops.py"
 _SUBDEL_CELL = "tests/cells/test_topic_subscriber_delete.py"
 _SUBDEL_ADMIN = "tests/integrations/test_admin_subscribers.py"
+_LISTING = "tests/integrations/test_subscriber_listing.py"
+_PAGE_SUBS = ("tests/integrations/test_status_page_subscribers.py::"
+              "test_page_finds_and_deletes_a_subscriber_the_status_does_not_list")
 
 
 @dataclass(frozen=True)
@@ -909,6 +912,13 @@ MUTATIONS = [
          "test_a_page_of_another_site_rebound_to_the_node_is_refused",),
         "the node's page and admin API refuse a Host that is not one of its names (rebinding)"),
     Mutation(
+        "http-metrics-any-host-answered", "lazily_queue/integrations/aiohttp.py",
+        "def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ()\n",
+        "def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = (\"/metrics\",)\n",
+        ("tests/integrations/test_service_http.py::"
+         "test_metrics_answer_only_for_the_nodes_own_names",),
+        "/metrics refuses a Host that is not one of the node's names, like the page"),
+    Mutation(
         "admin-cookie-not-secure-behind-tls-proxy", "lazily_queue/integrations/aiohttp_admin.py",
         "secure=_over_tls(request), path=\"/\", max_age",
         "secure=request.secure, path=\"/\", max_age",
@@ -1531,6 +1541,30 @@ MUTATIONS = [
         "                *, follow_leader: int = 1) -> Any:",
         ("tests/cli/test_admin_cli.py::test_admin_commands_against_node_processes",),
         "members remove <leader> asked of a follower reaches the member that removes it"),
+    Mutation(
+        "subscriber-listing-offset-ignored", "lazily_queue/subscriber_listing.py",
+        "    shown = ids[offset:offset + PAGE_SIZE]\n",
+        "    shown = ids[:PAGE_SIZE]\n",
+        (f"{_LISTING}::test_every_subscriber_is_reached_by_offset_and_prefix",),
+        "/subscribers.json reaches every subscriber of a topic, a page from the offset"),
+    Mutation(
+        "subscriber-listing-offset-unchecked", "lazily_queue/subscriber_listing.py",
+        "    if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_OFFSET))\n",
+        "    if not (True or len(raw) <= len(str(MAX_OFFSET))\n",
+        (f"{_LISTING}::test_a_malformed_listing_query_is_a_400_naming_the_cause",),
+        "a /subscribers.json offset that is not a whole number of 0..10^9 is a 400, no traceback"),
+    Mutation(
+        "page-subscribers-next-stuck", "lazily_queue/web/status.html",
+        "browseSubscribers(listed.offset + listed.limit));",
+        "browseSubscribers(listed.offset));",
+        (_PAGE_SUBS,),
+        "the page pages through every subscriber of a topic past the ones its status lists"),
+    Mutation(
+        "page-listed-subscriber-delete-unconfirmed", "lazily_queue/web/status.html",
+        'button.textContent = "delete subscriber"; button.dataset.confirm = "1";',
+        'button.textContent = "delete subscriber";',
+        (_PAGE_SUBS,),
+        "the page deletes a found subscriber only after a confirming second click"),
 ]
 
 

@@ -15,9 +15,10 @@
 :func:`setup` stores the node under the :data:`NODE` app key, appends an
 ``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds
 ``GET /metrics`` (Prometheus). ``status_prefix`` also serves the status page at
-``{prefix}/`` and its data at ``{prefix}/status.json``, ``/history.json`` and
-``/vitals.json`` (see :mod:`lazily_queue.monitor`); ``admin_token`` adds the admin API
-under ``{prefix}/admin/`` (see :mod:`lazily_queue.integrations.aiohttp_admin`).
+``{prefix}/`` and its data at ``{prefix}/status.json``, ``/history.json``,
+``/vitals.json`` and ``/subscribers.json`` (see :mod:`lazily_queue.monitor`);
+``admin_token`` adds the admin API under ``{prefix}/admin/`` (see
+:mod:`lazily_queue.integrations.aiohttp_admin`).
 
 :func:`host_guard` is the middleware ``lazily-queue node`` answers with: a request
 whose ``Host`` is not one of the node's names gets 421 (DNS rebinding).
@@ -42,6 +43,7 @@ from ..client.cluster import ClusterClient
 from ..http_gate import own_host
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
+from ..subscriber_listing import BadListing, UnknownTopic, listing_params
 
 NODE = web.AppKey("lazily_queue.node", Node)
 MONITOR = web.AppKey("lazily_queue.monitor", Monitor)
@@ -97,13 +99,16 @@ def add_monitor_routes(
         app.router.add_get(prefix + "/status.json", status_view)
         app.router.add_get(prefix + "/history.json", history_view)
         app.router.add_get(prefix + "/vitals.json", vitals_view)
+        app.router.add_get(prefix + "/subscribers.json", subscribers_view)
 
 
-def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ("/metrics",)
+def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ()
                ) -> Callable[..., Awaitable[web.StreamResponse]]:
     """A middleware answering 421 to a request whose ``Host`` is not one of the node's
     (see :func:`~lazily_queue.http_gate.own_host`; ``names`` are its own host names),
-    except on ``open_paths``; the refusal names the address the request reached."""
+    except on ``open_paths`` (none by default: ``/metrics`` is guarded too, and a
+    scraper names the node by its address or one of its names); the refusal names the
+    address the request reached."""
     own = frozenset(names)
     unguarded = frozenset(open_paths)
 
@@ -172,6 +177,17 @@ async def history_view(request: web.Request) -> web.Response:
     except BadRequest as exc:
         return bad_request(str(exc))
     return web.json_response(request.app[MONITOR].history(since))
+
+
+async def subscribers_view(request: web.Request) -> web.Response:
+    try:
+        topic, prefix, offset = listing_params(request.query)
+        return web.json_response(request.app[MONITOR].subscribers(topic, prefix, offset))
+    except BadListing as exc:
+        return bad_request(str(exc))
+    except UnknownTopic as exc:
+        return web.json_response({"error": {"code": "not_found", "message": str(exc)}},
+                                 status=404)
 
 
 async def vitals_view(request: web.Request) -> web.Response:

@@ -46,6 +46,7 @@ from ..cells.work_queue import WorkQueueCell
 from ..client.cluster import ClusterClient
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
+from ..subscriber_listing import BadListing, UnknownTopic, listing_params
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
 
@@ -146,8 +147,8 @@ def add_monitor_routes(
     app: FastAPI, *, metrics_path: str | None = "/metrics", status_prefix: str | None = None
 ) -> None:
     """``GET metrics_path`` (Prometheus), and the status page at ``{status_prefix}/``
-    with its data at ``{status_prefix}/status.json``, ``/history.json`` and
-    ``/vitals.json`` when ``status_prefix`` is given (the admin API is served by the
+    with its data at ``{status_prefix}/status.json``, ``/history.json``, ``/vitals.json``
+    and ``/subscribers.json`` when ``status_prefix`` is given (the admin API is served by the
     aiohttp integration and ``lazily-queue node`` only)."""
 
     def monitor(request: Request) -> Monitor:
@@ -177,6 +178,18 @@ def add_monitor_routes(
                 return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
                                     status_code=400)
             return JSONResponse(monitor(request).history(since))
+
+        @app.get(prefix + "/subscribers.json", include_in_schema=False)
+        async def subscribers(request: Request) -> JSONResponse:
+            try:
+                topic, start, offset = listing_params(request.query_params)
+                return JSONResponse(monitor(request).subscribers(topic, start, offset))
+            except BadListing as exc:
+                return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
+                                    status_code=400)
+            except UnknownTopic as exc:
+                return JSONResponse({"error": {"code": "not_found", "message": str(exc)}},
+                                    status_code=404)
 
         @app.get(prefix + "/vitals.json", include_in_schema=False)
         async def vitals(request: Request) -> JSONResponse:

@@ -118,6 +118,10 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
         history = (await a.get("/cluster/history.json")).json()
         assert history["columns"][0] == "t" and "cluster" in history
         assert (await a.get("/cluster/vitals.json")).json()["node"] == nodes[0].node_id
+        subs = (await a.get("/cluster/subscribers.json?name=news&prefix=r")).json()
+        assert [s["id"] for s in subs["subscribers"]] == ["r1"] and subs["total"] == 1
+        assert (await a.get("/cluster/subscribers.json?name=news&offset=-1")).status_code == 400
+        assert (await a.get("/cluster/subscribers.json?name=nope")).status_code == 404
         metrics = (await c.get("/metrics")).text
         assert 'lazily_queue_operations_total{family="queue",name="orders",op="push"} 3.0' in (
             metrics)

@@ -132,7 +132,7 @@ async def test_a_page_of_another_site_rebound_to_the_node_is_refused(
     async with one_node(tmp_path, monkeypatch,
                         http_advertise="https://q1.example.com/lazily") as (host, port):
         for path in ("/", "/status.json", "/vitals.json", "/history.json",
-                     "/admin/session", "/admin/api/queues"):
+                     "/subscribers.json?name=t", "/admin/session", "/admin/api/queues"):
             for evil in (f"evil.example:{port}", "evil.example", f"q1.example.com.evil.io:{port}"):
                 answer = await answer_to(host, port, path, evil, bearer)
                 assert answer.startswith(b"HTTP/1.1 421 "), (path, evil, answer[:80])
@@ -142,9 +142,24 @@ async def test_a_page_of_another_site_rebound_to_the_node_is_refused(
             for path in ("/status.json", "/admin/api/queues"):
                 answer = await answer_to(host, port, path, own, bearer)
                 assert answer.startswith(b"HTTP/1.1 200 "), (path, own, answer[:80])
-        # Prometheus scrapes by whatever name its configuration gives.
-        assert (await answer_to(host, port, "/metrics", "prometheus.target.example:9")
-                ).startswith(b"HTTP/1.1 200 ")
+
+
+async def test_metrics_answer_only_for_the_nodes_own_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/metrics`` holds object names and figures: a rebound page of another site is
+    refused it like the status page, while a scraper naming the node by its address, its
+    configured or advertised name (what Prometheus sends as ``Host``) is answered."""
+    async with one_node(tmp_path, monkeypatch,
+                        http_advertise="https://q1.example.com/lazily") as (host, port):
+        for evil in (f"evil.example:{port}", "prometheus.target.example:9"):
+            answer = await answer_to(host, port, "/metrics", evil)
+            assert answer.startswith(b"HTTP/1.1 421 "), (evil, answer[:80])
+            assert b"421 misdirected request: " in answer and b"DNS rebinding" in answer
+            assert b"lazily_queue_" not in answer
+        for own in (f"{host}:{port}", f"localhost:{port}", "q1.example.com", f"node-1:{port}"):
+            answer = await answer_to(host, port, "/metrics", own)
+            assert answer.startswith(b"HTTP/1.1 200 "), (own, answer[:80])
+            assert b"lazily_queue_" in answer
 
 
 def test_own_host_names() -> None:
