@@ -14,8 +14,9 @@ operation durable on a majority of disks; ``"none"`` skips fsync (tests, caches)
 
 The node composes: consensus (:mod:`.raft`) replicating the queue state machine
 (:mod:`.replicated`), event routing to the cells' storages (:mod:`.routing`), leader
-maintenance (:mod:`.maintenance`), membership changes (:mod:`.membership`) and status
-(:mod:`.status`).
+maintenance (:mod:`.maintenance`), its cells (:mod:`.node_cells`) and its operations on
+the cluster: barrier, leader, membership changes and status (:mod:`.node_cluster`).
+This module holds its construction and lifecycle.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from typing import Any, Literal
 
 from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE, TLSFiles
 
-from . import membership
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
@@ -45,6 +45,7 @@ from .links import LinkSettings
 from .maintenance import Maintenance
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objects
 from .node_cells import NodeCells
+from .node_cluster import NodeCluster
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -56,17 +57,14 @@ from .raft.proposals import ReplicaConfig
 from .raft.replica import Replica
 from .raft.snapshot import SnapshotError
 from .reactive import Context, resolve_context
-from .replicated import ops
 from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
-from .status import local_status
-from .storage.raft_queue import raise_op_error
 
 Durability = Literal["fsync", "none"]
 
 
-class Node(NodeCells):
+class Node(NodeCells, NodeCluster):
     """A cluster member: consensus, the replicated state, its network and the cells."""
 
     def __init__(
@@ -344,58 +342,3 @@ class Node(NodeCells):
         before the cells see them. Events are the typed values of
         :mod:`lazily_queue.replicated.events`."""
         self._router.add_observer(observer)
-
-    # -- cluster --------------------------------------------------------------------------
-
-    async def barrier(self, *, timeout: float | None = None) -> None:
-        """Return once this node has applied everything committed before the call.
-
-        Reads made right after are linearizable: the barrier goes through the leader.
-        """
-        raise_op_error(
-            await self.driver.call(ops.BARRIER, [], timeout=timeout or self.op_timeout)
-        )
-
-    async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
-        """Wait until this node knows a leader; return its id."""
-        deadline = time.monotonic() + timeout
-        while True:
-            leader = self.driver.replica.engine.leader_id
-            if leader is not None:
-                return leader
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"node {self.node_id} saw no leader within {timeout}s: "
-                    f"{self.driver.replica.status()}"
-                )
-            await self.driver.next_step()
-
-    async def add_member(
-        self, node_id: int | str, address: str | None = None, *, timeout: float | None = None
-    ) -> None:
-        """Add a node to the cluster (one change at a time); start it with every member
-        in its ``peers``. Its address is replicated so every member can reach it."""
-        await membership.add_member(self, str(node_id), address, timeout or self.op_timeout)
-
-    async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:
-        """Remove a node from the cluster and forget its replicated address; stop it after."""
-        await membership.remove_member(self, str(node_id), timeout or self.op_timeout)
-
-    async def transfer_leadership(
-        self, to: int | str | None = None, *, timeout: float | None = None
-    ) -> str:
-        """On the leader: hand leadership to ``to`` (or the most caught-up follower)."""
-        target = None if to is None else str(to)
-        return await membership.transfer_leadership(self, target, timeout or self.op_timeout)
-
-    @property
-    def is_leader(self) -> bool:
-        return self.running and self.driver.replica.engine.is_leader
-
-    @property
-    def leader_id(self) -> str | None:
-        return self.driver.replica.engine.leader_id if self.running else None
-
-    def status(self) -> dict[str, Any]:
-        """Raft and queue state as seen from this node."""
-        return local_status(self)

@@ -1064,7 +1064,7 @@ MUTATIONS = [
          "test_a_node_whose_snapshots_are_refused_logs_it_once",),
         "a disk refusing snapshots is logged once, not one library warning per step"),
     Mutation(
-        "snapshot-without-state", "lazily_queue/raft/snapshot.py",
+        "snapshot-without-state", "lazily_queue/raft/snapshot_format.py",
         '    if "state" not in doc:\n        raise SnapshotError("snapshot holds no state")',
         '    if False:\n        raise SnapshotError("snapshot holds no state")',
         ("tests/raft/test_snapshot_encoding.py::"

@@ -1,4 +1,5 @@
-"""Every change we make to PySyncObj 0.3.17, in one place.
+"""Every change we make to PySyncObj 0.3.17, in one place (the larger stand-ins it
+installs live beside it: :mod:`.safe_pickle`, :mod:`.engine_clock`).
 
 Process-wide patches (installed once by :func:`install`):
 
@@ -88,8 +89,6 @@ entries is broken).
 
 from __future__ import annotations
 
-import random as _stdlib_random
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -100,6 +99,7 @@ import pysyncobj.serializer as _ps_serializer
 import pysyncobj.syncobj as _ps_syncobj
 import pysyncobj.version as _ps_version
 
+from .engine_clock import RandomProxy, engine_env, monotonic
 from .safe_pickle import (
     PICKLE_PROTOCOL,
     UnsafePickleError,
@@ -143,56 +143,6 @@ _disabled: set[str] = set()
 _installed = False
 
 
-# -- the engine clock -----------------------------------------------------------------------
-
-
-class _EngineEnv:
-    """The clock and random generator of the engine currently being driven."""
-
-    clock: Callable[[], float] = time.monotonic
-    rng: _stdlib_random.Random = _stdlib_random.Random()
-
-
-_env = _EngineEnv()
-
-
-def _monotonic() -> float:
-    return _env.clock()
-
-
-class _RandomProxy:
-    """Stands in for the ``random`` module inside ``pysyncobj.syncobj``."""
-
-    def random(self) -> float:
-        return _env.rng.random()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(_env.rng, name)
-
-
-class _Routed:
-    """The block of :func:`engine_env` (a plain class: it runs several times a step)."""
-
-    __slots__ = ("_clock", "_rng", "_saved")
-
-    def __init__(self, clock: Callable[[], float], rng: _stdlib_random.Random) -> None:
-        self._clock, self._rng = clock, rng
-        self._saved: list[tuple[Callable[[], float], _stdlib_random.Random]] = []
-
-    def __enter__(self) -> None:
-        self._saved.append((_env.clock, _env.rng))
-        _env.clock, _env.rng = self._clock, self._rng
-
-    def __exit__(self, *_: object) -> None:
-        _env.clock, _env.rng = self._saved.pop()
-
-
-def engine_env(clock: Callable[[], float], rng: _stdlib_random.Random) -> _Routed:
-    """Route the library's time and randomness to ``clock`` / ``rng`` inside the block
-    (``with engine_env(clock, rng):``; blocks may nest)."""
-    return _Routed(clock, rng)
-
-
 # -- installation ---------------------------------------------------------------------------
 
 
@@ -232,8 +182,8 @@ def install() -> None:
     _ps_syncobj.PIPE_NOTIFIER_ENABLED = False
     _ps_syncobj.createJournal = _create_journal
     _ps_syncobj.Serializer = _create_serializer
-    _ps_syncobj.monotonicTime = _monotonic
-    _ps_syncobj.random = _RandomProxy()
+    _ps_syncobj.monotonicTime = monotonic
+    _ps_syncobj.random = RandomProxy()
     _installed = True
 
 
