@@ -15,7 +15,7 @@ Requests (client to member):
 - ``[id, OP, seq, floor, code, args, timeout_ms]``: propose one state-machine op
   under the session: ``seq`` numbers it (a retry, through any member, reuses it),
   ``floor`` says every answer below it was received. Answer: the op's result
-  (:func:`~lazily_queue.replicated.state_machine.encode_result` form).
+  (:func:`~lazily_queue.replicated.results.encode_result` form).
 - ``[id, WATCH, kind, name]``: mirror an object. Answer ``[index, doc]``: the object
   as applied now (``None`` if undeclared) and the member's count of applied ops; from
   then on ``REPLAY`` frames carry every op applied to it with a higher index.

@@ -45,7 +45,8 @@ from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..raft.batch import command_limit
 from ..replicated import objects, ops
 from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
-from ..replicated.state_machine import CLIENT_SESSION_BASE, encode_result
+from ..replicated.results import encode_result
+from ..replicated.state_machine import CLIENT_SESSION_BASE
 from . import protocol as P
 from .access import ClientAccess
 from .batching import PendingOp

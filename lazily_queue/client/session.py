@@ -28,7 +28,8 @@ from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
 from ..raft.errors import CommitTimeout
 from ..replicated import ops
 from ..replicated.client_sessions import new_session_id
-from ..replicated.state_machine import CLIENT_WINDOW, decode_result
+from ..replicated.results import decode_result
+from ..replicated.state_machine import CLIENT_WINDOW
 from . import protocol as P
 from .budget import Budget
 from .link import Answer, Link

@@ -45,10 +45,8 @@ from ..core.dedup import DedupWindow
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
-from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from ..raft.snapshot_pieces import Later
 from . import (
     admin,
     cluster,
@@ -82,6 +80,7 @@ from .ops import (
     family_of_op,
     op_name,
 )
+from .results import decode_result, done_later, done_now
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -315,7 +314,7 @@ class StateMachine:
     def capture(self, deferred: bool = False) -> dict[str, Any]:
         """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
         its large parts are :class:`Later`, made from copies where it is encoded."""
-        done = _done_later if deferred else _done_now
+        done = done_later if deferred else done_now
         doc: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
             "now": self.now,
@@ -359,46 +358,3 @@ class StateMachine:
         for sec in _SECTIONS:
             sec.restore(self, doc.get(sec.name))
         self.events.append(Restored())
-
-
-_ERRORS = (QueuePushError, QueuePopError, OpError)
-
-
-def _done_item(done: tuple[int, Any]) -> list[Any]:
-    """One result kept for a client session, in the snapshot shape."""
-    return [done[0], encode_result(done[1])]
-
-
-def _done_now(done: list[tuple[int, Any]]) -> list[list[Any]]:
-    return [_done_item(item) for item in done]
-
-
-def _done_later(done: list[tuple[int, Any]]) -> Later:
-    return Later(done, _done_item)
-
-
-def encode_result(result: Any) -> list[Any]:
-    """An op's result as plain data (sessions in snapshots, answers to clients)."""
-    if isinstance(result, QueuePushError):
-        return [1, result.value]
-    if isinstance(result, QueuePopError):
-        return [2, result.value]
-    if isinstance(result, OpError):
-        return [3, result.code, result.message]
-    if type(result) is list and any(isinstance(r, _ERRORS) for r in result):
-        return [4, [encode_result(r) for r in result]]  # one result per op of CLIENT_OPS
-    return [0, result]
-
-
-def decode_result(doc: list[Any]) -> Any:
-    """The inverse of :func:`encode_result`."""
-    tag = doc[0]
-    if tag == 1:
-        return QueuePushError(doc[1])
-    if tag == 2:
-        return QueuePopError(doc[1])
-    if tag == 3:
-        return OpError(doc[1], doc[2])
-    if tag == 4:
-        return [decode_result(r) for r in doc[1]]
-    return doc[1]
