@@ -1565,6 +1565,19 @@ MUTATIONS = [
         'button.textContent = "delete subscriber";',
         (_PAGE_SUBS,),
         "the page deletes a found subscriber only after a confirming second click"),
+    Mutation(
+        "work-push-many-one-by-one", "lazily_queue/cells/work_pushes.py",
+        '        together = getattr(self._storage, "push_many", None)\n',
+        "        together = None\n",
+        ("tests/cells/test_many_pushes.py::test_a_member_proposes_them_together_in_order",
+         "tests/cells/test_many_pushes.py::test_a_client_proposes_them_together_in_order"),
+        "a work queue's push_many over a member or a client is proposed together"),
+    Mutation(
+        "topic-publish-many-one-by-one", "lazily_queue/cells/topic_publish.py",
+        '        together = getattr(self._storage, "publish_many", None)\n',
+        "        together = None\n",
+        ("tests/cells/test_many_pushes.py::test_a_member_proposes_them_together_in_order",),
+        "a topic's publish_many over a member is proposed together, not one by one"),
 ]
 
 

@@ -15,7 +15,7 @@ reader counts those it discarded instead.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,9 @@ class GroupCell(WorkQueueCell):
                    delay: float | None = None, not_before: datetime | None = None,
                    now: Now = None, wait: bool = True, ttl: float | None = None,
                    headers: Mapping[str, str] | None = None) -> int:
+        raise self._fed_by_topic()
+
+    async def push_many(self, values: Iterable[Any], *, wait: bool = True) -> list[int]:
         raise self._fed_by_topic()
 
     def _fed_by_topic(self) -> UnsupportedOperation:

@@ -5,7 +5,7 @@ for room on a topic whose limits ``reject``, and the headers of what was publish
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..core.headers import view
@@ -75,6 +75,25 @@ class TopicPublishes(TopicLimits, Generic[T]):
                 raise self._named(exc) from None
         await self._wait_room(size, self._raise_if_stopped, self.ctx)
         return await self.publish(value, wait=wait)
+
+    async def publish_many(self, values: Iterable[T], *, wait: bool = True) -> list[int]:
+        """Publish every value in order, without options; returns their offsets.
+
+        Over a replicated backend (a member's or a client's) they are proposed together,
+        so they commit in order in one entry where they fit. Elsewhere, and on a topic
+        with limits, they are published one after another as :meth:`publish` does
+        (waiting for room unless ``wait=False``). A failure raises once the publishes
+        under way have ended: the values before it, or proposed with it, may be
+        published.
+        """
+        pending = list(values)
+        together = getattr(self._storage, "publish_many", None)
+        if self._sync is not None or together is None or self.limits() is not None:
+            return [await self.publish(value, wait=wait) for value in pending]
+        if self._group_cells:
+            await self._declare_groups()
+        transitions: list[TopicTransition[int]] = await together(pending)
+        return [self._apply(transition) for transition in transitions]
 
     async def _publish_options(self, value: T, options: PushOptions, wait: bool) -> int:
         storage: Any = self._storage

@@ -12,7 +12,7 @@ step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -113,6 +113,23 @@ class WorkQueuePushes:
                 await wait_for_room(self._storage, limits, value,
                                     [self.pending_len, self.in_flight_len],
                                     self._raise_if_stopped, self.ctx)
+
+    async def push_many(self, values: Iterable[Any], *, wait: bool = True) -> list[int]:
+        """Push every value in order, without options; returns their item ids.
+
+        Over a replicated backend (a member's or a client's) they are proposed together,
+        so they commit in order in one entry where they fit. Elsewhere, and on a work
+        queue with limits, they are pushed one after another as :meth:`push` does
+        (waiting for room unless ``wait=False``). A failure raises once the pushes under
+        way have ended: the values before it, or proposed with it, may be pushed. For
+        exactly-once, push each value with its own ``msg_id``.
+        """
+        pending = list(values)
+        together = getattr(self._storage, "push_many", None)
+        if self._sync is not None or together is None or self.limits() is not None:
+            return [await self.push(value, wait=wait) for value in pending]
+        transitions: list[WorkTransition[int]] = await together(pending)
+        return [self._apply(transition) for transition in transitions]
 
     def _check_options(self, options: WorkPushOptions) -> None:
         """Refuse an option whose capability the backend lacks, naming it."""

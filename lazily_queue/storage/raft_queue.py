@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.expiry import ttl_ms
@@ -73,6 +73,20 @@ class Proposer(Protocol):
         """Propose and await; ``on_orphan`` gets the result of an op whose caller went
         away (cancelled, timed out) while it may still apply."""
         ...
+
+
+R = TypeVar("R")
+
+
+async def together(calls: list[Awaitable[R]]) -> list[R]:
+    """Await ``calls`` at once: each proposes as it starts, in list order, so they commit
+    in that order (in one entry where they fit). Once every one has ended, the first
+    failure raises; the others stay applied."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return cast("list[R]", results)
 
 
 def raise_op_error(result: Any) -> Any:

@@ -31,7 +31,7 @@ from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject
+from .raft_queue import ReplicatedObject, together
 from .topic import TopicChangeListener
 
 if TYPE_CHECKING:
@@ -223,6 +223,12 @@ class RaftTopicStorage(ReplicatedObject):
     ) -> TopicTransition[int]:
         result = await self._published(self._call(C.TOPIC_PUBLISH, [self.name, value], timeout))
         return TopicTransition(int(result), frozenset())
+
+    async def publish_many(
+        self, values: list[Any], *, timeout: float | None = None
+    ) -> list[TopicTransition[int]]:
+        """Publish ``values`` proposed together (see :func:`.raft_queue.together`)."""
+        return await together([self.publish(value, timeout=timeout) for value in values])
 
     async def _published(self, call: Awaitable[Any]) -> Any:
         """``call``'s result; a refusal by the retention's ``max_bytes`` as

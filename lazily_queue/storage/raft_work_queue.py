@@ -28,7 +28,7 @@ from ..names import check_member
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject
+from .raft_queue import ReplicatedObject, together
 from .raft_scheduling import RaftWorkScheduling
 from .work import Settlement, WorkQueueChangeListener
 
@@ -140,6 +140,12 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         transition: WorkTransition[int] = await self._masked(C.WORK_PUSH, [value], timeout)
         return transition
+
+    async def push_many(
+        self, values: list[Any], *, timeout: float | None = None
+    ) -> list[WorkTransition[int]]:
+        """Push ``values`` proposed together (see :func:`.raft_queue.together`)."""
+        return await together([self.push(value, timeout=timeout) for value in values])
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

@@ -10,7 +10,10 @@ Declared capabilities (:class:`StorageCapabilities`): ``sync`` for
 :class:`SyncTopicStorage` (the spec's synchronous operations, ``try_*``), and
 ``observable`` for :class:`ObservableTopicStorage` (every transition's ids reported to
 the listener, including ones the cell did not make; the cell then invalidates from the
-reports only). The local backend is :class:`~lazily_queue.storage.local.LocalTopicStorage`.
+reports only). A backend whose concurrent calls keep their order (a Raft one: each
+proposes as it starts) may add ``publish_many(values)``, the transitions of publishes
+made together, which ``TopicCell.publish_many`` then uses. The local backend is
+:class:`~lazily_queue.storage.local.LocalTopicStorage`.
 """
 
 from __future__ import annotations

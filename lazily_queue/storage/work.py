@@ -12,8 +12,10 @@ Declared capabilities (:class:`StorageCapabilities`): ``sync`` for
 :class:`SyncWorkQueueStorage` (``try_*``), ``observable`` for
 :class:`ObservableWorkQueueStorage` (every transition's mask reported to the listener,
 including ones the cell did not make), and ``own_clock`` when a ``now`` of ``None``
-is stamped by the backend (a Raft leader). The local backend is
-:class:`~lazily_queue.storage.local_work.LocalWorkQueueStorage`.
+is stamped by the backend (a Raft leader). A backend whose concurrent calls keep their
+order (a Raft one: each proposes as it starts) may add ``push_many(values)``, the
+transitions of pushes made together, which ``WorkQueueCell.push_many`` then uses. The
+local backend is :class:`~lazily_queue.storage.local_work.LocalWorkQueueStorage`.
 """
 
 from __future__ import annotations
