@@ -25,7 +25,7 @@ TOP_KEYS = {"description", "kind", "model", "initial", "steps"}
 TOPIC_OPS: dict[str, set[str]] = {
     "publish": {"value"}, "subscribe": {"subscriber", "durability"},
     "reconnect": {"subscriber"}, "disconnect": {"subscriber"}, "advance": {"subscriber"},
-    "gc": set(), "restart": {"subscriber"},
+    "gc": set(), "restart": {"subscriber"}, "delete_subscriber": {"subscriber"},
 }
 TOPIC_EXPECTED = {"base_offset", "elements", "subscriptions", "reads", "invalidates"}
 WORK_OPS: dict[str, set[str]] = {
@@ -98,7 +98,8 @@ def check_grammar(doc: dict[str, Any], model: str) -> None:
         _keys(f"{where}.op", op, {"type"} | ops[op["type"]])
         if topic:
             _keys(where, step, {"op", "expected"}, {"returns"})
-            assert "returns" not in step or op["type"] in ("advance", "gc"), where
+            assert "returns" not in step or op["type"] in ("advance", "gc",
+                                                                "delete_subscriber"), where
             _keys(f"{where}.expected", step["expected"], TOPIC_EXPECTED)
             subs = step["expected"]["subscriptions"]
             connected = {s for s, r in subs.items() if r["connected"]}
