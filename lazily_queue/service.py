@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any
 from lazily_transports._core._admission import AdmissionGate
 
 from . import http_gate
-from .allocator import freeze_started_process, release_after_snapshots
+from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
 from .link_trouble import LinkTrouble, mesh_trouble
@@ -79,6 +79,8 @@ class NodeService:
         self._url: str | None = None
         self._announce: asyncio.Task[None] | None = None
         self._trim: asyncio.Task[None] | None = None
+        #: Stops freezing what survives full collections (set once the process froze).
+        self._thaw: Callable[[], None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -114,6 +116,7 @@ class NodeService:
             url = self._url = await self._start_http(admin_token)
             if self.freeze_when_started:
                 freeze_started_process()
+                self._thaw = freeze_survivors()
             clients = ("" if node.clients is None
                        else f" clients={','.join(node.clients.addresses)}")
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
@@ -261,6 +264,9 @@ class NodeService:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._announce = self._trim = None
+        if self._thaw is not None:
+            self._thaw()
+            self._thaw = None
         if self.monitor is not None:
             await self.monitor.stop()
         if self._http_server is not None:

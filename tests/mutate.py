@@ -1578,6 +1578,13 @@ MUTATIONS = [
         "        together = None\n",
         ("tests/cells/test_many_pushes.py::test_a_member_proposes_them_together_in_order",),
         "a topic's publish_many over a member is proposed together, not one by one"),
+    Mutation(
+        "survivors-not-frozen", "lazily_queue/service.py",
+        "                self._thaw = freeze_survivors()\n",
+        "                pass\n",
+        ("tests/cli/test_node_allocator.py::"
+         "test_a_node_process_spares_the_collector_what_it_held_when_started",),
+        "a node process spares later full collections what survived an earlier one"),
 ]
 
 

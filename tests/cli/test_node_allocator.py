@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import platform
 from pathlib import Path
@@ -23,6 +24,24 @@ def _rss_kb() -> int:
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_what_survives_a_full_collection_is_spared_by_the_next() -> None:
+    stop = allocator.freeze_survivors()
+    try:
+        before = gc.get_freeze_count()
+        kept = [[i] for i in range(5_000)]
+        gc.collect(1)  # a young collection freezes nothing
+        assert gc.get_freeze_count() == before
+        gc.collect()
+        assert gc.get_freeze_count() >= before + 5_000
+        assert not any(obj is kept for obj in gc.get_objects(generation=2))
+    finally:
+        stop()
+        gc.unfreeze()
+    frozen = gc.get_freeze_count()
+    gc.collect()  # stopped: nothing more is frozen
+    assert gc.get_freeze_count() == frozen == 0
+
+
 def test_freed_heap_pages_go_back_to_the_system() -> None:
     # Freed 20 kB blocks between kept 1 kB ones: free heap pages glibc keeps mapped.
     kept: list[bytes] = []
@@ -77,7 +96,10 @@ from pathlib import Path
 
 
 async def main(node, options):
-    Path(options["out"]).write_text(str(gc.get_freeze_count()))
+    started = gc.get_freeze_count()
+    kept = [[i] for i in range(20_000)]  # 20,000 tracked lists, alive at the collection
+    gc.collect()
+    Path(options["out"]).write_text(f"{started} {gc.get_freeze_count() - started} {len(kept)}")
 """
 
 
@@ -85,7 +107,7 @@ def test_a_node_process_spares_the_collector_what_it_held_when_started(
     tmp_path: Path,
 ) -> None:
     """Full collections in ``lazily-queue node`` do not traverse the modules and state
-    the process held once its node started."""
+    the process held once its node started, nor what survived an earlier one."""
     from .node_procs import NodeProc, unix_peers, wait_for, write_config
 
     (tmp_path / "frozenapp.py").write_text(FROZEN_APP)
@@ -95,7 +117,9 @@ def test_a_node_process_spares_the_collector_what_it_held_when_started(
     proc = NodeProc(config, cwd=tmp_path)
     try:
         proc.wait_ready()
-        frozen = int(wait_for(lambda: out.exists() and out.read_text(), what="the app"))
+        text = wait_for(lambda: out.exists() and out.read_text(), what="the app")
+        frozen, survivors, _ = map(int, text.split())
         assert frozen > 10_000, frozen
+        assert survivors >= 20_000, survivors
     finally:
         assert proc.terminate() == 0, proc.stderr()
