@@ -36,6 +36,7 @@ from .batch import DEFAULT_MAX_MESSAGE_BYTES, command_limit
 from .delivery import PatchedSyncObj
 from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
+from .engine_view import EngineView
 from .journal import DurableJournal
 from .leading import append_leading, commit_leading, light_tick
 from .outcome import Answer, Outcome, from_pysyncobj
@@ -63,8 +64,9 @@ FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
 STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
 
 
-class RaftEngine(PatchedSyncObj):
-    """One Raft member. Every method must be called from the driver's thread."""
+class RaftEngine(EngineView, PatchedSyncObj):
+    """One Raft member. Every method must be called from the driver's thread; its
+    introspection properties are :class:`~.engine_view.EngineView`'s."""
 
     def __init__(
         self,
@@ -312,6 +314,9 @@ class RaftEngine(PatchedSyncObj):
             with self._env:
                 self._SyncObj__sendAppendEntries()
 
+    def force_compaction(self) -> None:
+        self.forceLogCompaction()
+
     def peer_connected(self, peer_id: str, up: bool) -> None:
         node = RaftPeer(peer_id)
         with self._env:
@@ -348,59 +353,6 @@ class RaftEngine(PatchedSyncObj):
         with self._env:
             self.transferLeadership(None if peer_id is None else RaftPeer(peer_id),
                                     _translated(callback))
-
-    # -- introspection ----------------------------------------------------------------------
-
-    @property
-    def node_id(self) -> str:
-        return self._node_id
-
-    @property
-    def state(self) -> int:
-        return int(self._SyncObj__raftState)
-
-    @property
-    def is_leader(self) -> bool:
-        return bool(self._isLeader())
-
-    @property
-    def leader_id(self) -> str | None:
-        leader = self._getLeader()
-        return None if leader is None else str(leader.id)
-
-    @property
-    def term(self) -> int:
-        return int(self._SyncObj__raftCurrentTerm)
-
-    @property
-    def commit_index(self) -> int:
-        return int(self._SyncObj__raftCommitIndex)
-
-    @property
-    def last_applied(self) -> int:
-        return int(self._SyncObj__raftLastApplied)
-
-    @property
-    def members(self) -> list[str]:
-        return sorted([self._node_id] + [str(n.id) for n in self._SyncObj__otherNodes])
-
-    @property
-    def shape(self) -> tuple[object, ...]:
-        """Equal between two reads unless the leader, the term, the members or the linked
-        members changed in between (cheap, for watchers that look after every step)."""
-        return (self._SyncObj__raftLeader, self._SyncObj__raftCurrentTerm,
-                frozenset(self._SyncObj__otherNodes), frozenset(self._SyncObj__connectedNodes))
-
-    @property
-    def match_index(self) -> dict[str, int]:
-        return {str(n.id): int(i) for n, i in self._SyncObj__raftMatchIndex.items()}
-
-    @property
-    def connected(self) -> set[str]:
-        return {str(n.id) for n in self._SyncObj__connectedNodes}
-
-    def force_compaction(self) -> None:
-        self.forceLogCompaction()
 
 
 def _translated(callback: Answer) -> Callable[[Any, int], None]:

@@ -26,13 +26,14 @@ from typing import Any
 from .batch import encode_batch, encode_checked_op
 from .codec import frame_limit
 from .engine import LEADER, STATE_NAMES, RaftEngine
-from .errors import CommitTimeout, NoQuorum, ProposalRejected
+from .errors import ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
 from .proposals import Proposal, ReplicaConfig
 from .ready import Completion, Ready
 from .rejoin import check_continues
+from .replica_waiters import ReplicaWaiters
 from .snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,10 @@ def check_stored_state(fsm: Any, state: Any) -> None:
         raise SnapshotError(f"the stored state does not restore: {exc}") from None
 
 
-class Replica:
-    """A member's engine, journal, state machine (``fsm``) and proposal book-keeping."""
+class Replica(ReplicaWaiters):
+    """A member's engine, journal, state machine (``fsm``) and proposal book-keeping;
+    failing its waiters at their deadline or on quorum loss is in
+    :class:`~.replica_waiters.ReplicaWaiters`."""
 
     def __init__(
         self,
@@ -210,32 +213,6 @@ class Replica:
         ready, self._ready = self._ready, Ready()
         return ready
 
-    def fail_waiters(
-        self, error: Callable[[bool], BaseException]
-    ) -> list[tuple[Completion, Any, BaseException | None]]:
-        """Fail every waiting caller now and return their completions (to be called at
-        once: they carry errors only). ``error(unknown)`` builds each exception, with
-        ``unknown`` True when the operation may still commit (a pop stays an orphan)."""
-        start = len(self._ready.completions)
-        self._fail_waiting(error)
-        failed = self._ready.completions[start:]
-        del self._ready.completions[start:]
-        return failed
-
-    def _fail_waiting(self, error: Callable[[bool], BaseException]) -> None:
-        for p in list(self._unresolved.values()):
-            if p.on_done is None:
-                continue
-            if not (p.in_flight or p.maybe_applied):
-                self._fail(p, error(False))
-            elif p.on_orphan is not None:
-                # It may have reached the leader: keep a pop alive so an element it took
-                # still finds its way back.
-                self._ready.completions.append((p.on_done, None, error(True)))
-                p.on_done = None
-            else:
-                self._fail(p, error(True))
-
     def _flush(self, now: float) -> None:
         if not self._queued:
             return
@@ -318,64 +295,6 @@ class Replica:
         p.done = True
         p.in_flight = False
         self._unresolved.pop(p.seq, None)
-
-    def _expire(self, now: float) -> None:
-        for p in list(self._unresolved.values()):
-            if p.in_flight and now > p.attempt_deadline:
-                # No answer for this attempt (a cut-off leader, a lost message): the
-                # outcome is unknown; retry with the same sequence number.
-                p.in_flight = False
-                p.maybe_applied = True
-                p.retry_at = now
-                self._queued.append(p)
-            if p.on_done is None or now <= p.deadline:
-                continue
-            if p.maybe_applied or p.in_flight:
-                if p.on_orphan is not None:
-                    self._ready.completions.append((p.on_done, None, self._timeout(p, True)))
-                    p.on_done = None
-                    continue
-                self._fail(p, self._timeout(p, True))
-            else:
-                self._fail(p, self._timeout(p, False))
-
-    def _timeout(self, p: Proposal, unknown: bool) -> BaseException:
-        if not self._has_quorum():
-            return NoQuorum(self._quorum_text())
-        cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
-        outcome = "its outcome is unknown" if unknown else "it was not applied"
-        return CommitTimeout(
-            f"{self.fsm.op_name(p.code)} did not commit before its deadline; "
-            f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
-            f"{self.engine.term}."
-        )
-
-    def _check_quorum(self, now: float) -> None:
-        if self._has_quorum():
-            self._quorum_lost_at = None
-            return
-        if self._quorum_lost_at is None:
-            self._quorum_lost_at = now
-            return
-        if now - self._quorum_lost_at < self.config.no_quorum_grace:
-            return
-        text = self._quorum_text()
-        self._fail_waiting(lambda unknown: NoQuorum(
-            f"{text}; this operation may have committed before the partition, its outcome "
-            "is unknown" if unknown else text))
-
-    def _has_quorum(self) -> bool:
-        return bool(self.engine.is_leader or self.engine.hasQuorum)
-
-    def _quorum_text(self) -> str:
-        members = self.engine.members
-        reachable = 1 + len(self.engine.connected & set(members))
-        need = len(members) // 2 + 1
-        return (
-            f"no quorum: node {self.engine.node_id} reaches {reachable} of {len(members)} "
-            f"members ({', '.join(members)}) and {need} are needed; writes are refused "
-            "until a majority is reachable again"
-        )
 
     # -- engine callbacks ------------------------------------------------------------------
 
