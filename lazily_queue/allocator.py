@@ -18,7 +18,7 @@ the longest full collection took 72-207 ms, and at most 21 ms once they were spa
 embedding a node may do the same after its own start-up; it affects the whole process.
 
 A backlog grows the state itself: 300,000 queued work items with small dict payloads
-on three node processes made full collections of 300-450 ms, long enough for the
+on three node processes made full collections of 320-460 ms, long enough for the
 followers to elect a new leader. :func:`freeze_survivors` exempts what survives each
 full collection, so the next one traverses only what was kept since: its pause follows
 the recent growth, not the size of the state. The cost is that a reference cycle alive
