@@ -19,6 +19,8 @@ T = TypeVar("T")
 DEFAULT_PREFETCH = 256
 #: What the first pop of an iteration takes (at most the prefetch).
 FIRST_PREFETCH = 32
+#: The most pushes ``push_many`` has under way at once (memory stays bounded).
+MANY_AT_ONCE = 1024
 
 _POP_CLOSED = QueuePopError.Closed
 
@@ -67,19 +69,22 @@ class QueueBatches(QueueMessages[T], Generic[T]):
 
     async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
         """Push every value in order, waiting for room as :meth:`push` does. Over a
-        replicated backend an unbounded queue takes them all in one commit; a bounded
-        one pushes them one after another. Raises :class:`QueueClosed` once closed (the
-        values before it were pushed). It takes no message ids: for exactly-once, push
-        each value with its own ``msg_id``."""
+        replicated backend an unbounded queue takes them :data:`MANY_AT_ONCE` at a time,
+        each run in one commit where it fits; a bounded one pushes them one after
+        another. Raises :class:`QueueClosed` once closed (the values before it were
+        pushed). It takes no message ids: for exactly-once, push each value with its own
+        ``msg_id``."""
         pending = list(values)
         if self._sync is not None or self.capacity() is not None:
             for value in pending:
                 await self.push(value, timeout=timeout)
             return
         async with asyncio.timeout(timeout):
-            results = await asyncio.gather(*(self._storage.offer(v) for v in pending))
-        if any(result is not None for result in results):
-            raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            for start in range(0, len(pending), MANY_AT_ONCE):
+                results = await asyncio.gather(
+                    *(self._storage.offer(v) for v in pending[start:start + MANY_AT_ONCE]))
+                if any(result is not None for result in results):
+                    raise QueueClosed(f"{self.name}: queue is closed; push refused")
 
     def __aiter__(self) -> AsyncIterator[T]:
         return self.items()

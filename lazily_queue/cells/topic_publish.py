@@ -80,11 +80,11 @@ class TopicPublishes(TopicLimits, Generic[T]):
         """Publish every value in order, without options; returns their offsets.
 
         Over a replicated backend (a member's or a client's) they are proposed together,
-        so they commit in order in one entry where they fit. Elsewhere, and on a topic
-        with limits, they are published one after another as :meth:`publish` does
-        (waiting for room unless ``wait=False``). A failure raises once the publishes
-        under way have ended: the values before it, or proposed with it, may be
-        published.
+        up to 1,024 at a time, so they commit in order in one entry where they fit.
+        Elsewhere, and on a topic with limits, they are published one after another as
+        :meth:`publish` does (waiting for room unless ``wait=False``). A failure raises
+        once the publishes under way have ended: the values before it, or proposed with
+        it, may be published.
         """
         pending = list(values)
         together = getattr(self._storage, "publish_many", None)

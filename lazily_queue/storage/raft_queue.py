@@ -78,15 +78,26 @@ class Proposer(Protocol):
 R = TypeVar("R")
 
 
-async def together(calls: list[Awaitable[R]]) -> list[R]:
-    """Await ``calls`` at once: each proposes as it starts, in list order, so they commit
-    in that order (in one entry where they fit). Once every one has ended, the first
-    failure raises; the others stay applied."""
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return cast("list[R]", results)
+#: The most calls :func:`together` has under way at once, so memory stays bounded however
+#: many values it is given.
+MANY_AT_ONCE = 1024
+
+
+async def together(call: Callable[[Any], Awaitable[R]], values: list[Any]) -> list[R]:
+    """``call(value)`` for every value, :data:`MANY_AT_ONCE` at a time: each proposes as
+    it starts, in list order, so they commit in that order (in one entry where they fit).
+    Once the calls under way have ended, the first failure raises; what was applied
+    before it stays."""
+    done: list[R] = []
+    for start in range(0, len(values), MANY_AT_ONCE):
+        results = await asyncio.gather(
+            *(call(value) for value in values[start:start + MANY_AT_ONCE]),
+            return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        done.extend(cast("list[R]", results))
+    return done
 
 
 def raise_op_error(result: Any) -> Any:

@@ -228,7 +228,7 @@ class RaftTopicStorage(ReplicatedObject):
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[TopicTransition[int]]:
         """Publish ``values`` proposed together (see :func:`.raft_queue.together`)."""
-        return await together([self.publish(value, timeout=timeout) for value in values])
+        return await together(lambda value: self.publish(value, timeout=timeout), values)
 
     async def _published(self, call: Awaitable[Any]) -> Any:
         """``call``'s result; a refusal by the retention's ``max_bytes`` as

@@ -145,7 +145,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[WorkTransition[int]]:
         """Push ``values`` proposed together (see :func:`.raft_queue.together`)."""
-        return await together([self.push(value, timeout=timeout) for value in values])
+        return await together(lambda value: self.push(value, timeout=timeout), values)
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

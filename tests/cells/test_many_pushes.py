@@ -5,6 +5,7 @@ another elsewhere."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,9 @@ from lazily_queue import (
     WorkQueueCell,
     testing,
 )
+from lazily_queue.cells import queue_batches
 from lazily_queue.node import Node
+from lazily_queue.storage import raft_queue
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
 pytestmark = pytest.mark.timeout(60)
@@ -91,3 +94,42 @@ async def test_a_group_refuses_them_and_limits_push_one_at_a_time(tmp_path: Path
             await bounded.push_many(["a", "b", "c"], wait=False)
         assert bounded.pending_len() == 2  # those before the refusal were pushed
         assert [(await bounded.claim("w")).value for _ in range(2)] == ["a", "b"]
+
+
+async def test_at_most_a_run_of_them_is_under_way_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(raft_queue, "MANY_AT_ONCE", 50)
+    monkeypatch.setattr(queue_batches, "MANY_AT_ONCE", 50)
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
+        jobs, news, orders = node.work_queue("jobs"), node.topic("news"), node.queue("orders")
+        await news.subscribe("s")
+        peaks: dict[str, int] = {}
+        for label, storage, method in ((("jobs", jobs.storage, "push"),
+                                         ("news", news.storage, "publish"),
+                                         ("orders", orders.storage, "offer"))):
+            _count_under_way(storage, method, label, peaks)
+        assert await jobs.push_many(range(180)) == list(range(180))
+        offsets = await news.publish_many(range(180))
+        await orders.push_many(range(180))
+        assert peaks == {"jobs": 50, "news": 50, "orders": 50}
+        assert offsets == list(range(180))
+        assert await orders.pop_many(500) == list(range(180))
+        assert [await news.advance("s") for _ in range(180)] == list(range(180))
+
+
+def _count_under_way(storage: Any, method: str, label: str, peaks: dict[str, int]) -> None:
+    """Record in ``peaks[label]`` the most calls of ``storage.method`` under way at once."""
+    original = getattr(storage, method)
+    under_way = [0]
+
+    async def counted(value: Any, **kw: Any) -> Any:
+        under_way[0] += 1
+        peaks[label] = max(peaks.get(label, 0), under_way[0])
+        try:
+            return await original(value, **kw)
+        finally:
+            under_way[0] -= 1
+
+    setattr(storage, method, counted)
