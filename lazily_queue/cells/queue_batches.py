@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 from ..core.queue import QueuePopError
 from ..errors import QueueClosed
 from ..storage.queue import SyncQueueStorage
+from ..storage.runs import together
 from .prefetch import prefetch_size, prefetched
 from .queue_messages import QueueMessages
 
@@ -19,8 +20,6 @@ T = TypeVar("T")
 DEFAULT_PREFETCH = 256
 #: What the first pop of an iteration takes (at most the prefetch).
 FIRST_PREFETCH = 32
-#: The most pushes ``push_many`` has under way at once (memory stays bounded).
-MANY_AT_ONCE = 1024
 
 _POP_CLOSED = QueuePopError.Closed
 
@@ -69,22 +68,20 @@ class QueueBatches(QueueMessages[T], Generic[T]):
 
     async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
         """Push every value in order, waiting for room as :meth:`push` does. Over a
-        replicated backend an unbounded queue takes them :data:`MANY_AT_ONCE` at a time,
-        each run in one commit where it fits; a bounded one pushes them one after
-        another. Raises :class:`QueueClosed` once closed (the values before it were
-        pushed). It takes no message ids: for exactly-once, push each value with its own
-        ``msg_id``."""
+        replicated backend an unbounded queue takes them in runs of
+        :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, each in one commit where it
+        fits; a bounded one pushes them one after another. Raises :class:`QueueClosed`
+        once closed (the values before it were pushed). It takes no message ids: for
+        exactly-once, push each value with its own ``msg_id``."""
         pending = list(values)
         if self._sync is not None or self.capacity() is not None:
             for value in pending:
                 await self.push(value, timeout=timeout)
             return
         async with asyncio.timeout(timeout):
-            for start in range(0, len(pending), MANY_AT_ONCE):
-                results = await asyncio.gather(
-                    *(self._storage.offer(v) for v in pending[start:start + MANY_AT_ONCE]))
-                if any(result is not None for result in results):
-                    raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            results = await together(self._storage.offer, pending)
+        if any(result is not None for result in results):
+            raise QueueClosed(f"{self.name}: queue is closed; push refused")
 
     def __aiter__(self) -> AsyncIterator[T]:
         return self.items()

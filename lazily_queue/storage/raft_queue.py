@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..core.expiry import ttl_ms
@@ -73,31 +73,6 @@ class Proposer(Protocol):
         """Propose and await; ``on_orphan`` gets the result of an op whose caller went
         away (cancelled, timed out) while it may still apply."""
         ...
-
-
-R = TypeVar("R")
-
-
-#: The most calls :func:`together` has under way at once, so memory stays bounded however
-#: many values it is given.
-MANY_AT_ONCE = 1024
-
-
-async def together(call: Callable[[Any], Awaitable[R]], values: list[Any]) -> list[R]:
-    """``call(value)`` for every value, :data:`MANY_AT_ONCE` at a time: each proposes as
-    it starts, in list order, so they commit in that order (in one entry where they fit).
-    Once the calls under way have ended, the first failure raises; what was applied
-    before it stays."""
-    done: list[R] = []
-    for start in range(0, len(values), MANY_AT_ONCE):
-        results = await asyncio.gather(
-            *(call(value) for value in values[start:start + MANY_AT_ONCE]),
-            return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        done.extend(cast("list[R]", results))
-    return done
 
 
 def raise_op_error(result: Any) -> Any:

@@ -31,7 +31,8 @@ from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject, together
+from .raft_queue import ReplicatedObject
+from .runs import together
 from .topic import TopicChangeListener
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ class RaftTopicStorage(ReplicatedObject):
     async def publish_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[TopicTransition[int]]:
-        """Publish ``values`` proposed together (see :func:`.raft_queue.together`)."""
+        """Publish ``values`` proposed together (:func:`.runs.together`)."""
         return await together(lambda value: self.publish(value, timeout=timeout), values)
 
     async def _published(self, call: Awaitable[Any]) -> Any:

@@ -28,8 +28,9 @@ from ..names import check_member
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject, together
+from .raft_queue import ReplicatedObject
 from .raft_scheduling import RaftWorkScheduling
+from .runs import together
 from .work import Settlement, WorkQueueChangeListener
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def push_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[WorkTransition[int]]:
-        """Push ``values`` proposed together (see :func:`.raft_queue.together`)."""
+        """Push ``values`` proposed together (:func:`.runs.together`)."""
         return await together(lambda value: self.push(value, timeout=timeout), values)
 
     async def push_once(

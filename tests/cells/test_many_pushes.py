@@ -17,9 +17,8 @@ from lazily_queue import (
     WorkQueueCell,
     testing,
 )
-from lazily_queue.cells import queue_batches
 from lazily_queue.node import Node
-from lazily_queue.storage import raft_queue
+from lazily_queue.storage import runs
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
 pytestmark = pytest.mark.timeout(60)
@@ -99,8 +98,7 @@ async def test_a_group_refuses_them_and_limits_push_one_at_a_time(tmp_path: Path
 async def test_at_most_a_run_of_them_is_under_way_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(raft_queue, "MANY_AT_ONCE", 50)
-    monkeypatch.setattr(queue_batches, "MANY_AT_ONCE", 50)
+    monkeypatch.setattr(runs, "MANY_AT_ONCE", 50)
     async with testing.cluster(1, data_dir=tmp_path) as cluster:
         node = cluster.node(1)
         jobs, news, orders = node.work_queue("jobs"), node.topic("news"), node.queue("orders")
