@@ -19,8 +19,8 @@ async def test_the_leader_asked_to_remove_itself_says_how_at_once() -> None:
         with pytest.raises(InvalidConfiguration, match=(
                 f"node {me} leads the cluster and cannot remove itself; nothing was changed: "
                 r"transfer leadership first .*then remove node \d on the new leader")):
-            await leader.remove_member(me, timeout=5)
-        assert time.monotonic() - started < 1  # not the deadline
+            await leader.remove_member(me, timeout=30)
+        assert time.monotonic() - started < 10  # not the 30 s deadline
         assert leader.driver.replica.engine.members == ["1", "2", "3"]
         assert leader.is_leader  # nothing was changed, leadership included
         new_leader = c.node(await leader.transfer_leadership())  # the way it names works
@@ -36,7 +36,7 @@ async def test_a_follower_asked_to_remove_itself_names_the_leader_at_once() -> N
         with pytest.raises(InvalidConfiguration, match=(
                 f"node {follower.node_id} cannot remove itself; nothing was changed: remove "
                 f"it on the leader, node {leader.node_id}")):
-            await follower.remove_member(follower.node_id, timeout=5)
-        assert time.monotonic() - started < 1
+            await follower.remove_member(follower.node_id, timeout=30)
+        assert time.monotonic() - started < 10  # not the 30 s deadline
         await leader.barrier()
         assert leader.driver.replica.engine.members == ["1", "2", "3"]
