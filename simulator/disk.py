@@ -80,6 +80,9 @@ class SimDisk:
     def sync_detached(self, path: str) -> None:
         self.sync(path)
 
+    def prepare_sync(self, path: str) -> None:
+        return None
+
     def replace(self, path: str, data: bytes) -> None:
         if self.full:
             self.failed_writes += 1

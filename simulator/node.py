@@ -4,8 +4,9 @@ The member is driven the way the asyncio driver drives it, with the same
 :class:`~lazily_queue.raft.pipeline.CommitPipeline`: each half of a step (prepare, tick)
 writes its records at once, and an fsync either runs for a while (virtual time, the
 driver's worker thread) while the member goes on, or runs *inline* as the driver runs it
-while fsyncs are quick: between the two halves and after the tick, in no virtual time,
-nothing else happening on the member meanwhile. Which one is the driver's rule
+while fsyncs are quick, in no virtual time, nothing else happening on the member
+meanwhile. Either starts between the two halves (or after the tick, for what the tick
+wrote, when none is under way). Which one is the driver's rule
 (:class:`~lazily_queue.raft.fsync.InlinePolicy`) applied to simulated fsync durations,
 with the scenario's threshold. The pipeline decides what a step's output may release
 and when. A crash before an fsync completes loses the unsynced bytes (perhaps leaving a
@@ -237,10 +238,9 @@ class SimNode:
             return False
         if not self._half(replica.prepare, dispatch):
             return False
-        if self._inline():
-            self._start_fsync(dispatch)
-            if self.replica is None or self.stalled:
-                return False
+        self._start_fsync(dispatch)
+        if self.replica is None or self.stalled:
+            return False
         return (self._half(replica.tick, dispatch) and self._start_fsync(dispatch)
                 and self.replica is not None and replica.engine.is_leader)
 
@@ -278,6 +278,7 @@ class SimNode:
         inline = self._inline()
         self.fsyncs.started(self._journal().written_bytes)
         if not inline:
+            self._journal().prepare_fsync()
             self.fsync_due = self.clock.now + took
             self._fsync_took = took
             self.worker_fsyncs += 1

@@ -1595,6 +1595,43 @@ MUTATIONS = [
         "            *(call(value) for value in values),\n",
         ("tests/cells/test_many_pushes.py::test_at_most_a_run_of_them_is_under_way_at_once",),
         "push_many and publish_many have at most MANY_AT_ONCE calls under way at once"),
+    Mutation(
+        "worker-fsync-after-tick", "lazily_queue/raft/driver.py",
+        "        self._start_fsync()\n"
+        "        if self.pipeline.stall is not None:\n"
+        "            return\n"
+        "        if self._half",
+        "        if self._inline():\n"
+        "            self._start_fsync()\n"
+        "        if self.pipeline.stall is not None:\n"
+        "            return\n"
+        "        if self._half",
+        ("tests/raft/test_fsync_handover.py::"
+         "test_a_step_starts_its_worker_fsync_before_its_tick_applies",),
+        "a step's worker fsync starts between its halves, not after the tick applied"),
+    Mutation(
+        "fsync-handover-skipped", "lazily_queue/raft/fsync.py",
+        "        if self._taken.wait(HANDOVER):\n",
+        "        if self._taken.is_set():\n",
+        ("tests/raft/test_fsync_handover.py::"
+         "test_the_worker_has_taken_its_fsync_when_start_returns",),
+        "starting a worker fsync waits for the worker to take it"),
+    Mutation(
+        "prepared-fsync-target-ignored", "lazily_queue/raft/journal.py",
+        "            generation, target = prepared or (self._generation, self._written_index)\n",
+        "            generation, target = self._generation, self._written_index\n",
+        ("tests/raft/test_fsync_handover.py::"
+         "test_a_detached_fsync_covers_what_was_written_when_it_was_prepared",
+         "tests/raft/test_fsync_handover.py::"
+         "test_a_prepared_fsync_proves_nothing_once_the_log_was_cut"),
+        "a detached fsync claims only what was written when it was prepared"),
+    Mutation(
+        "prepared-descriptor-unused", "lazily_queue/raft/disk.py",
+        "        fd = self._prepared.pop(path, None)\n        if fd is None:\n",
+        "        fd = None\n        if fd is None:\n",
+        ("tests/raft/test_fsync_handover.py::"
+         "test_the_prepared_descriptor_is_the_one_synced_then_closed",),
+        "a detached sync uses the descriptor opened on the writing thread"),
 ]
 
 

@@ -48,6 +48,11 @@ class Disk(Protocol):
         """Like :meth:`sync`, callable from another thread while writes go on."""
         ...
 
+    def prepare_sync(self, path: str) -> None:
+        """On the writing thread: make ready now what the next :meth:`sync_detached` of
+        ``path`` needs, so it covers ``path`` as it is now and starts with its fsync."""
+        ...
+
     def replace(self, path: str, data: bytes) -> None:
         """Atomically and durably make ``data`` the content of ``path``."""
         ...
@@ -80,6 +85,8 @@ class OsDisk:
         self.fsyncs = 0
         #: Times an appended file was extended with zeros.
         self.growths = 0
+        #: Descriptors opened by :meth:`prepare_sync` for the next detached sync.
+        self._prepared: dict[str, int] = {}
 
     def _open(self, path: str) -> _Open:
         f = self._files.get(path)
@@ -170,13 +177,29 @@ class OsDisk:
             os.fdatasync(self._open(path).fd)
             self.fsyncs += 1
 
+    def prepare_sync(self, path: str) -> None:
+        """Open the descriptor the next :meth:`sync_detached` of ``path`` uses: opening it
+        there would hand the interpreter lock back before its fsync starts."""
+        if not self.fsync_enabled:
+            return
+        self._drop_prepared(path)
+        with contextlib.suppress(FileNotFoundError):
+            self._prepared[path] = os.open(path, os.O_RDONLY)
+
+    def _drop_prepared(self, path: str) -> None:
+        fd = self._prepared.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
     def sync_detached(self, path: str) -> None:
         if not self.fsync_enabled:
             return
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
+        fd = self._prepared.pop(path, None)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
         try:
             # Growth is made durable when it happens: only data remains to flush.
             os.fdatasync(fd)
@@ -228,6 +251,8 @@ class OsDisk:
     def close(self, path: str | None = None) -> None:
         """Close the descriptor of ``path`` (every descriptor when ``None``)."""
         paths = list(self._files) if path is None else [path]
+        for p in list(self._prepared) if path is None else [path]:
+            self._drop_prepared(p)
         for p in paths:
             f = self._files.pop(p, None)
             if f is not None:

@@ -346,15 +346,16 @@ class Driver(Release, DiskStall, FsyncRuns):
 
     def _advance(self) -> None:
         """One step: :meth:`Replica.prepare`, then :meth:`Replica.tick`, each written at
-        once. An fsync that runs here (:meth:`_inline`) runs between the two halves too:
-        the tick then counts this member's copy of what it just appended."""
+        once. The fsync of what the first half wrote starts between the two: run here
+        (:meth:`_inline`), the tick counts this member's copy of what it just appended;
+        on the worker thread, it runs while the tick applies, so what it releases (a
+        follower's acknowledgement) does not wait for the applying."""
         if not self._half(self.replica.prepare):
             return
         self.steps += 1
-        if self._inline():
-            self._start_fsync()
-            if self.pipeline.stall is not None:
-                return
+        self._start_fsync()
+        if self.pipeline.stall is not None:
+            return
         if self._half(self.replica.tick) and self._start_fsync() and self.replica.engine.is_leader:
             self.wake()  # the tick wrote and that is durable now: the commit index may move
 

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 INLINE_BELOW = 0.002
 #: ... when it covers at most this many bytes written since the previous one.
 INLINE_BYTES = 8192
+#: Most seconds :meth:`Fsyncer.start` waits for the worker thread to take its fsync.
+HANDOVER = 0.0005
 
 Done = Callable[[BaseException | None], None]
 _Job = tuple[asyncio.AbstractEventLoop, Done]
@@ -82,6 +84,9 @@ class Fsyncer:
         self.policy = policy or InlinePolicy()
         self._jobs: queue.SimpleQueue[_Job | None] | None = None
         self._thread: threading.Thread | None = None
+        self._taken = threading.Event()
+        #: Fsyncs the worker took while :meth:`start` waited for it.
+        self.handed_over = 0
         #: Successful fsyncs so far, and how many of them ran on the caller's thread.
         self.count = 0
         self.inline_count = 0
@@ -102,14 +107,20 @@ class Fsyncer:
 
     def start(self, loop: asyncio.AbstractEventLoop, done: Done) -> None:
         """Run one fsync on the worker thread; ``done(error)`` runs on ``loop`` once it
-        ends (``None``: it succeeded)."""
+        ends (``None``: it succeeded). Waits up to :data:`HANDOVER` seconds, without
+        the interpreter lock, for the worker to take it: otherwise the worker could wait
+        for the lock until the caller's next blocking call, up to the interpreter's
+        switch interval (5 ms by default), before its fsync even starts."""
         if self._jobs is None:
             self._jobs = queue.SimpleQueue()
             self._thread = threading.Thread(
                 target=self._work, args=(self._jobs,), daemon=True,
                 name=f"lazily-fsync-{self._node_id}")
             self._thread.start()
+        self._taken.clear()
         self._jobs.put((loop, done))
+        if self._taken.wait(HANDOVER):
+            self.handed_over += 1
 
     def shutdown(self) -> None:
         """Wait for a running fsync and stop the thread (a later start makes another)."""
@@ -120,6 +131,7 @@ class Fsyncer:
 
     def _work(self, jobs: queue.SimpleQueue[_Job | None]) -> None:
         while (job := jobs.get()) is not None:
+            self._taken.set()
             loop, done = job
             start = time.perf_counter()
             try:

@@ -42,6 +42,7 @@ class FsyncRuns:
         inline = self._inline()
         self.fsync.policy.started(self.replica.journal.written_bytes)
         if not inline:
+            self.replica.journal.prepare_fsync()
             self.fsync.start(self._loop, self._fsynced)
             return False
         return self._synced(self.fsync.run())

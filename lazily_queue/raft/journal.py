@@ -74,6 +74,8 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._written_index = 0
         self._durable_index = 0
         self._generation = 0
+        #: What :meth:`prepare_fsync` found for the next detached fsync to cover.
+        self._prepared: tuple[int, int] | None = None
         #: Bytes handed to the OS by :meth:`write` so far (records and rewrites).
         self.written_bytes = 0
         self._mask_from: int | None = None
@@ -329,14 +331,23 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
             self._disk.truncate(self.path, self._base)
             self._truncate = False
 
+    def prepare_fsync(self) -> None:
+        """On the writing thread, right before a detached :meth:`fsync` is handed to
+        another thread: that fsync covers the records handed to the OS so far, and
+        starts without first opening the file."""
+        self._prepared = (self._generation, self._written_index)
+        self._disk.prepare_sync(self.path)
+
     def fsync(self, *, detached: bool = True) -> None:
         """Make records handed to the OS durable; safe to call from a worker thread.
         ``detached=False``: the caller is the thread that writes the journal, which may
         use the descriptor it appends through."""
-        generation, target = self._generation, self._written_index
         if detached:
+            prepared, self._prepared = self._prepared, None
+            generation, target = prepared or (self._generation, self._written_index)
             self._disk.sync_detached(self.path)
         else:
+            generation, target = self._generation, self._written_index
             self._disk.sync(self.path)
         if generation == self._generation:
             self._durable_index = max(self._durable_index, target)
