@@ -2,7 +2,7 @@
 does it do to commit latency? The same flood against NATS JetStream R3, in the same run.
 
     python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
-                                      [--json]
+                                      [--rounds R] [--json]
     lazily-queue bench client_flood ...
 
 Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
@@ -29,7 +29,9 @@ figures (acknowledged publishes/s, and the two streams' leaders before and after
 the probe's latency under the flood once more with the probe publishing to the flood's
 stream (one Raft group for both, as lazily-queue's one log). NATS is skipped with a line saying how
 to install it when ``nats-server`` or nats-py is missing. A table ends the run, a row
-per system; with ``--json`` the last line is one JSON object.
+per system; with ``--json`` the last line is one JSON object. ``--rounds R`` runs it
+all R times (the systems take turns) and reports each figure's median, with each
+round's flood p50: on a shared machine one round can be far off the next.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import asyncio
 import json
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -269,6 +272,42 @@ def _print_nats(out: dict[str, Any]) -> None:
           f"({out['flood_failed']:,} publishes failed)", flush=True)
 
 
+#: Figures a run of several rounds reports as their median over the rounds.
+MEDIANS = ("baseline_p50_ms", "baseline_p99_ms", "flood_p50_ms", "flood_p99_ms",
+           "flood_p50_ratio", "flood_pushes_per_s")
+
+
+def _median(values: list[Any]) -> Any:
+    middle = statistics.median(values)
+    return round(middle) if all(isinstance(v, int) for v in values) else round(middle, 3)
+
+
+def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each system's figures over several rounds: each figure of :data:`MEDIANS` (and
+    of the probe on the flood's stream) is its median over the rounds that ran, the
+    leaders count as kept only when kept in every one, and ``flood_p50_rounds`` lists
+    each round's flood p50. A system that failed in every round keeps its error."""
+    combined: dict[str, dict[str, Any]] = {}
+    for key in dict.fromkeys(k for systems in rounds for k in systems):
+        runs = [systems[key] for systems in rounds
+                if key in systems and "error" not in systems[key]]
+        if not runs:
+            combined[key] = next(s[key] for s in rounds if key in s)
+            continue
+        out = dict(runs[-1], rounds=len(runs))
+        out.update({f: _median([run[f] for run in runs]) for f in MEDIANS
+                    if all(run.get(f) is not None for run in runs)})
+        out["leader_kept"] = all(run["leader_kept"] for run in runs)
+        out["flood_p50_rounds"] = [run["flood_p50_ms"] for run in runs]
+        if "shared" in out:
+            shared = [run["shared"] for run in runs]
+            out["shared"] = dict(out["shared"], **{
+                f: _median([one[f] for one in shared]) for f in out["shared"]
+                if all(isinstance(one.get(f), int | float) for one in shared)})
+        combined[key] = out
+    return combined
+
+
 def table(systems: dict[str, dict[str, Any]]) -> str:
     """A row per system that ran: the probe's p50 alone, its p50 (and multiple of alone)
     and p99 under the flood, the flood's acknowledged pushes/s, whether leaders held."""
@@ -294,15 +333,29 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="flood duration")
     parser.add_argument("--peers", choices=("none", "nats"), default="nats",
                         help="also run the flood against NATS JetStream R3 (default)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run everything this many times, one system after the "
+                             "other, and report each figure's median (default 1)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
-    if args.flooders < 1 or args.seconds < 3:
-        parser.error("--flooders >= 1 and --seconds >= 3")
+    if args.flooders < 1 or args.seconds < 3 or args.rounds < 1:
+        parser.error("--flooders >= 1, --seconds >= 3 and --rounds >= 1")
+    runs: list[dict[str, Any]] = []
     try:
-        out = asyncio.run(run_all(args.flooders, args.seconds, args.peers))
+        for number in range(1, args.rounds + 1):
+            if args.rounds > 1:
+                print(f"-- round {number} of {args.rounds}", flush=True)
+            runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers)))
     finally:
         reap()
+    out = dict(runs[-1], rounds=args.rounds,
+               systems=over_rounds([run["systems"] for run in runs]))
     print()
+    if args.rounds > 1:
+        out["each_round"] = [run["systems"] for run in runs]
+        print(f"medians of {args.rounds} rounds; flood p50 (ms) in each round: " + "; ".join(
+            f"{SYSTEMS[key]} {', '.join(f'{v:.2f}' for v in figures['flood_p50_rounds'])}"
+            for key, figures in out["systems"].items() if "flood_p50_rounds" in figures))
     print(table(out["systems"]))
     print("probe: one push/publish at a time, its own client in this process; flood: "
           "acknowledged (committed on a majority) pushes/publishes per second")

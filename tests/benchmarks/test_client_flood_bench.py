@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "client_flood.py"
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.client_flood import table  # noqa: E402
+from benchmarks.client_flood import over_rounds, table  # noqa: E402
 
 SMALL = ["--flooders", "1", "--seconds", "3", "--json"]
 HAS_NATS = shutil.which("nats-server") is not None and importlib.util.find_spec("nats") is not None
@@ -110,6 +110,45 @@ def test_the_table_has_a_row_per_system_that_ran() -> None:
     assert len(three) == 5
     assert _row(three, "NATS R3, probe on the flood's stream")[1:4] == [
         "1.25", "9.50 (7.6x)", "30.0"]
+
+
+def test_rounds_report_each_figures_median_and_leaders_kept_only_if_kept_in_all() -> None:
+    def figures(p50: float, pushes: int, kept: bool = True) -> dict[str, Any]:
+        return {"baseline_p50_ms": 1.0, "baseline_p99_ms": 2.0, "flood_p50_ms": p50,
+                "flood_p99_ms": p50 * 10, "flood_p50_ratio": p50, "flood_samples": 5,
+                "flood_pushes_per_s": pushes, "leader_kept": kept}
+
+    shared = [{"flood_p50_ms": v, "flood_p99_ms": v * 2, "flood_samples": 3,
+               "flood_p50_ratio": v} for v in (3.0, 1.0, 2.0)]
+    rounds = [{"lazily": figures(9.0, 100), "nats": dict(figures(1.0, 10), shared=shared[0])},
+              {"lazily": figures(30.0, 300, kept=False),
+               "nats": dict(figures(2.0, 20), shared=shared[1])},
+              {"lazily": figures(8.0, 200), "nats": {"error": "RuntimeError: boom"}}]
+    out = over_rounds(rounds)
+    ours, theirs = out["lazily"], out["nats"]
+    assert ours["flood_p50_ms"] == 9.0 and ours["flood_p99_ms"] == 90.0
+    assert ours["flood_pushes_per_s"] == 200 and ours["flood_p50_rounds"] == [9.0, 30.0, 8.0]
+    assert ours["leader_kept"] is False and ours["rounds"] == 3
+    assert theirs["rounds"] == 2 and theirs["flood_p50_ms"] == 1.5  # the failed round left out
+    assert theirs["flood_pushes_per_s"] == 15 and theirs["leader_kept"] is True
+    assert theirs["shared"]["flood_p50_ms"] == 2.0 and theirs["shared"]["flood_p99_ms"] == 4.0
+    failed = over_rounds([{"nats": {"error": "RuntimeError: boom"}}])
+    assert failed == {"nats": {"error": "RuntimeError: boom"}}
+    assert _row(table(out).splitlines(), "lazily-queue")[2] == "9.00 (9.0x)"
+
+
+@pytest.mark.slow
+def test_several_rounds_end_with_the_medians_and_each_rounds_p50() -> None:
+    lines, out = _run([*SMALL, "--peers", "none", "--rounds", "2"])
+    assert out["rounds"] == 2 and len(out["each_round"]) == 2
+    assert sum(line.startswith("-- round ") for line in lines) == 2
+    each = [run["lazily"]["flood_p50_ms"] for run in out["each_round"]]
+    ours = out["systems"]["lazily"]
+    _assert_flooded(dict(ours, flood_p50_ratio=ours["flood_p50_ms"] / ours["baseline_p50_ms"]))
+    assert ours["flood_p50_rounds"] == each
+    assert ours["flood_p50_ms"] == pytest.approx(sum(each) / 2, abs=0.001)
+    summary = next(line for line in lines if line.startswith("medians of 2 rounds"))
+    assert summary.endswith(f"lazily-queue {each[0]:.2f}, {each[1]:.2f}")
 
 
 def test_an_unknown_peer_is_refused_in_one_line() -> None:
