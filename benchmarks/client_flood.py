@@ -41,7 +41,6 @@ import asyncio
 import json
 import secrets
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -56,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     markdown_table,
+    median_figures,
     missing,
     node_env,
     percentiles,
@@ -272,21 +272,11 @@ def _print_nats(out: dict[str, Any]) -> None:
           f"({out['flood_failed']:,} publishes failed)", flush=True)
 
 
-#: Figures a run of several rounds reports as their median over the rounds.
-MEDIANS = ("baseline_p50_ms", "baseline_p99_ms", "flood_p50_ms", "flood_p99_ms",
-           "flood_p50_ratio", "flood_pushes_per_s")
-
-
-def _median(values: list[Any]) -> Any:
-    middle = statistics.median(values)
-    return round(middle) if all(isinstance(v, int) for v in values) else round(middle, 3)
-
-
 def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each system's figures over several rounds: each figure of :data:`MEDIANS` (and
-    of the probe on the flood's stream) is its median over the rounds that ran, the
-    leaders count as kept only when kept in every one, and ``flood_p50_rounds`` lists
-    each round's flood p50. A system that failed in every round keeps its error."""
+    """Each system's figures over several rounds: every figure (and the probe's on the
+    flood's stream) is its median over the rounds the system ran in, the leaders count
+    as kept only when kept in every one, and ``flood_p50_rounds`` lists each round's
+    flood p50. A system that failed in every round keeps its error."""
     combined: dict[str, dict[str, Any]] = {}
     for key in dict.fromkeys(k for systems in rounds for k in systems):
         runs = [systems[key] for systems in rounds
@@ -294,16 +284,11 @@ def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, 
         if not runs:
             combined[key] = next(s[key] for s in rounds if key in s)
             continue
-        out = dict(runs[-1], rounds=len(runs))
-        out.update({f: _median([run[f] for run in runs]) for f in MEDIANS
-                    if all(run.get(f) is not None for run in runs)})
+        out = dict(median_figures(runs), rounds=len(runs))
         out["leader_kept"] = all(run["leader_kept"] for run in runs)
         out["flood_p50_rounds"] = [run["flood_p50_ms"] for run in runs]
         if "shared" in out:
-            shared = [run["shared"] for run in runs]
-            out["shared"] = dict(out["shared"], **{
-                f: _median([one[f] for one in shared]) for f in out["shared"]
-                if all(isinstance(one.get(f), int | float) for one in shared)})
+            out["shared"] = median_figures([run["shared"] for run in runs])
         combined[key] = out
     return combined
 

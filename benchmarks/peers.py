@@ -1,7 +1,7 @@
 """lazily-queue against the real alternatives: the same workloads, one run, one table.
 
     python benchmarks/peers.py [--quick] [--count N] [--samples S] [--only SYSTEMS]
-                               [--latency] [--json]
+                               [--latency] [--rounds R] [--json]
     lazily-queue bench peers ...
 
 Workloads (100-byte messages, N per phase): produce with 256 pushes in flight; end to end
@@ -15,7 +15,9 @@ every acknowledgement; one node process for the one-member rows), NATS JetStream
 ``appendfsync always``) and persist-queue ``SQLiteAckQueue`` (SQLite WAL,
 ``synchronous=FULL``; one-member rows). Servers run on free loopback ports in temporary
 directories and are always stopped. A peer that is not installed is skipped with a line
-saying how to install it. With ``--json`` the last line is one JSON object.
+saying how to install it. ``--rounds R`` runs every system R times, taking turns, and
+reports each figure's median and each ratio's median over the rounds (each ratio taken
+within one round). With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import json
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -39,6 +42,7 @@ from benchmarks.peers_common import (  # noqa: E402
     ROWS,
     fdatasync_p50_ms,
     markdown_table,
+    median_figures,
     missing,
     reap,
 )
@@ -109,46 +113,84 @@ def table(results: dict[str, dict[str, Any]], ratio: dict[str, dict[str, float]]
     return markdown_table(lines)
 
 
-async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, Any]:
+async def _round(args: argparse.Namespace, chosen: list[str], root: Path,
+                 notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Every system in ``chosen`` once: its figures, or ``{"error": ...}``."""
     results: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        title = SYSTEMS[name][0]
+        started = time.monotonic()
+        disk_before = fdatasync_p50_ms(root)
+        try:
+            figures = await _driver(name)(root / name, args.count, args.samples,
+                                          args.latency)
+            figures["fdatasync_before_ms"] = disk_before
+            figures["fdatasync_after_ms"] = fdatasync_p50_ms(root)
+        except Exception as exc:
+            cause = " | ".join(str(exc).split("\n"))
+            results[name] = {"error": f"{type(exc).__name__}: {cause}"}
+            print(f"{title}: failed: {results[name]['error']}", flush=True)
+            continue
+        finally:
+            shutil.rmtree(root / name, ignore_errors=True)  # the next round starts afresh
+        for note in figures.pop("notes", []):
+            if note not in notes:
+                notes.append(note)
+        results[name] = figures
+        shown = ", ".join(f"{k}={v}" for k, v in figures.items())
+        print(f"{title} ({time.monotonic() - started:.0f}s): {shown}", flush=True)
+    return results
+
+
+def over_rounds(rounds: list[dict[str, dict[str, Any]]]
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+    """The figures and ratios of several rounds: each system's figures are their medians
+    over the rounds it ran in (an error when it ran in none), and each ratio is the
+    median of the ratios taken within each round."""
+    results: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(n for one in rounds for n in one):
+        runs = [one[name] for one in rounds if name in one and "error" not in one[name]]
+        results[name] = (median_figures(runs) if runs
+                         else next(one[name] for one in rounds if name in one))
+    each = [ratios({n: f for n, f in one.items() if "error" not in f}) for one in rounds]
+    ratio: dict[str, dict[str, float]] = {}
+    for peer in dict.fromkeys(p for r in each for p in r):
+        keys = dict.fromkeys(k for r in each for k in r.get(peer, {}))
+        ratio[peer] = {key: round(statistics.median(
+            r[peer][key] for r in each if key in r.get(peer, {})), 3) for key in keys}
+    return results, ratio
+
+
+async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     notes: list[str] = []
     print(f"{args.count:,} messages of 100 B per phase, {args.samples:,} samples for the "
           "1-in-flight and serial rows", flush=True)
+    for name in chosen:
+        why = SYSTEMS[name][1]()
+        if why is not None:
+            skipped[name] = why
+            print(f"{SYSTEMS[name][0]}: skipped ({why})", flush=True)
+    running = [name for name in chosen if name not in skipped]
+    rounds: list[dict[str, dict[str, Any]]] = []
     root = Path(tempfile.mkdtemp(prefix="lazily-peers-"))
     try:
-        for name in chosen:
-            title, check = SYSTEMS[name]
-            why = check()
-            if why is not None:
-                skipped[name] = why
-                print(f"{title}: skipped ({why})", flush=True)
-                continue
-            started = time.monotonic()
-            disk_before = fdatasync_p50_ms(root)
-            try:
-                figures = await _driver(name)(root / name, args.count, args.samples,
-                                              args.latency)
-                figures["fdatasync_before_ms"] = disk_before
-                figures["fdatasync_after_ms"] = fdatasync_p50_ms(root)
-            except Exception as exc:
-                cause = " | ".join(str(exc).split("\n"))
-                results[name] = {"error": f"{type(exc).__name__}: {cause}"}
-                print(f"{title}: failed: {results[name]['error']}", flush=True)
-                continue
-            notes.extend(figures.pop("notes", []))
-            results[name] = figures
-            shown = ", ".join(f"{k}={v}" for k, v in figures.items())
-            print(f"{title} ({time.monotonic() - started:.0f}s): {shown}", flush=True)
+        for number in range(1, args.rounds + 1):
+            if args.rounds > 1:
+                print(f"-- round {number} of {args.rounds}", flush=True)
+            rounds.append(await _round(args, running, root, notes))
     finally:
         reap()
         shutil.rmtree(root, ignore_errors=True)
+    results, ratio = over_rounds(rounds)
     ok = {n: f for n, f in results.items() if "error" not in f}
-    ratio = ratios(ok)
     print()
     print(table(ok, ratio))
     print()
     print("ratio = lazily-queue / peer; 'better' says which way is better for each row")
+    if args.rounds > 1:
+        print(f"- {args.rounds} rounds, the systems taking turns: each figure is its median "
+              "over the rounds, each ratio the median of the ratios within each round")
     print("- one host, 100-byte messages; the peers' clients (nats-py, redis-py asyncio; "
           "persist-queue in a thread) run in this process, lazily-queue's workload inside "
           "its leader's process")
@@ -156,7 +198,8 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
           "its fdatasync p50 of a 100 B append is in the context rows")
     for note in notes:
         print(f"- {note}")
-    return {"count": args.count, "samples": args.samples,
+    return {"count": args.count, "samples": args.samples, "rounds": args.rounds,
+            **({"each_round": rounds} if args.rounds > 1 else {}),
             "systems": results, "skipped": skipped, "ratios": ratio, "notes": notes,
             "rows": {row.key: {"label": row.label, "unit": row.unit,
                                "higher_is_better": row.higher_is_better} for row in ROWS}}
@@ -171,12 +214,15 @@ def main() -> int:
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(SYSTEMS)}")
     parser.add_argument("--latency", action="store_true",
                         help="only the 1-in-flight latency rows (and the disk context)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every system this many times, taking turns, and report "
+                             "medians (default 1)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     args.count = args.count or (2000 if args.quick else 20000)
     args.samples = args.samples or (200 if args.quick else 1000)
-    if args.count < 1 or args.samples < 1:
-        parser.error("--count and --samples must be at least 1")
+    if args.count < 1 or args.samples < 1 or args.rounds < 1:
+        parser.error("--count, --samples and --rounds must be at least 1")
     chosen = [s.strip() for s in args.only.split(",")] if args.only else list(SYSTEMS)
     unknown = [s for s in chosen if s not in SYSTEMS]
     if unknown:

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -142,6 +143,22 @@ def rate(count: int, elapsed: float) -> int:
 
 #: Process groups started by this run; :func:`reap` kills whatever is still alive.
 GROUPS: set[int] = set()
+
+
+def median_figures(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One system's figures over several runs: each number (not a flag) that every run
+    has is its median (a whole number when every run's is), anything else the last
+    run's."""
+    out = dict(runs[-1])
+    for key, value in out.items():
+        values = [run.get(key) for run in runs]
+        if isinstance(value, bool) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            continue
+        middle = statistics.median(values)
+        out[key] = round(middle) if all(isinstance(v, int) for v in values) else round(
+            middle, 3)
+    return out
 
 
 def markdown_table(lines: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "peers.py"
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.peers import over_rounds  # noqa: E402
 from benchmarks.peers_common import ROWS  # noqa: E402
 
 
@@ -48,6 +49,31 @@ def test_lazily_queue_fills_every_row_and_ratios_match() -> None:
     else:
         assert "pip install 'lazily-queue[bench]'" in figures["skipped"]["persist"]
         assert figures["ratios"] == {}
+
+
+def test_rounds_give_median_figures_and_the_median_of_each_rounds_ratio() -> None:
+    rounds = [
+        {"lazily": {"p50_ms_1": 0.5, "produce_per_s": 300}, "persist": {"p50_ms_1": 0.25}},
+        {"lazily": {"p50_ms_1": 0.9, "produce_per_s": 100}, "persist": {"p50_ms_1": 0.3}},
+        {"lazily": {"p50_ms_1": 0.3, "produce_per_s": 200}, "persist": {"error": "boom"}},
+    ]
+    results, ratio = over_rounds(rounds)
+    assert results["lazily"] == {"p50_ms_1": 0.5, "produce_per_s": 200}
+    assert results["persist"] == {"p50_ms_1": 0.275}  # the failed round left out
+    assert ratio == {"persist": {"p50_ms_1": 2.5}}  # of 2.0 and 3.0, each within a round
+    failed, none = over_rounds([{"persist": {"error": "boom"}}])
+    assert failed == {"persist": {"error": "boom"}} and none == {}
+
+
+@pytest.mark.slow
+def test_several_rounds_report_medians_and_keep_each_round() -> None:
+    lines, figures = _run([str(SCRIPT), "--only", "lazily", "--latency", "--samples", "20",
+                           "--rounds", "2", "--json"])
+    assert figures["rounds"] == 2 and len(figures["each_round"]) == 2
+    assert sum(line.startswith("-- round ") for line in lines) == 2
+    each = [one["lazily"]["p50_ms_1"] for one in figures["each_round"]]
+    assert figures["systems"]["lazily"]["p50_ms_1"] == pytest.approx(sum(each) / 2, abs=1e-3)
+    assert any(line.startswith("- 2 rounds, the systems taking turns") for line in lines)
 
 
 @pytest.mark.slow
