@@ -179,17 +179,19 @@ class OsDisk:
 
     def prepare_sync(self, path: str) -> None:
         """Open the descriptor the next :meth:`sync_detached` of ``path`` uses: opening it
-        there would hand the interpreter lock back before its fsync starts."""
+        there would hand the interpreter lock back before its fsync starts. When it
+        cannot be opened here, that sync opens it (and raises why it cannot)."""
         if not self.fsync_enabled:
             return
         self._drop_prepared(path)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             self._prepared[path] = os.open(path, os.O_RDONLY)
 
     def _drop_prepared(self, path: str) -> None:
         fd = self._prepared.pop(path, None)
         if fd is not None:
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def sync_detached(self, path: str) -> None:
         if not self.fsync_enabled:

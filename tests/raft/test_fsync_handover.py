@@ -85,6 +85,26 @@ def test_the_prepared_descriptor_is_the_one_synced_then_closed(
     assert opened == [path]
 
 
+def test_a_descriptor_that_cannot_be_prepared_is_opened_by_the_sync_which_reports_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    disk = OsDisk()
+    path = str(tmp_path / "log")
+    disk.append(path, b"x")
+    real_open = os.open
+
+    def exhausted(p: str, *args: int) -> int:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(os, "open", exhausted)
+    disk.prepare_sync(path)  # nothing raised on the writing thread
+    assert path not in disk._prepared
+    with pytest.raises(OSError, match="Too many open files"):
+        disk.sync_detached(path)  # the worker's fsync fails: the driver stalls on it
+    monkeypatch.setattr(os, "open", real_open)
+    disk.sync_detached(path)
+
+
 def _open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
