@@ -56,6 +56,7 @@ from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     markdown_table,
     median_figures,
+    median_systems,
     missing,
     node_env,
     percentiles,
@@ -278,13 +279,13 @@ def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, 
     as kept only when kept in every one, and ``flood_p50_rounds`` lists each round's
     flood p50. A system that failed in every round keeps its error."""
     combined: dict[str, dict[str, Any]] = {}
-    for key in dict.fromkeys(k for systems in rounds for k in systems):
+    for key, (figures, count) in median_systems(rounds).items():
+        if not count:
+            combined[key] = figures
+            continue
         runs = [systems[key] for systems in rounds
                 if key in systems and "error" not in systems[key]]
-        if not runs:
-            combined[key] = next(s[key] for s in rounds if key in s)
-            continue
-        out = dict(median_figures(runs), rounds=len(runs))
+        out = dict(figures, rounds=count)
         out["leader_kept"] = all(run["leader_kept"] for run in runs)
         out["flood_p50_rounds"] = [run["flood_p50_ms"] for run in runs]
         if "shared" in out:

@@ -42,7 +42,7 @@ from benchmarks.peers_common import (  # noqa: E402
     ROWS,
     fdatasync_p50_ms,
     markdown_table,
-    median_figures,
+    median_systems,
     missing,
     reap,
 )
@@ -147,11 +147,7 @@ def over_rounds(rounds: list[dict[str, dict[str, Any]]]
     """The figures and ratios of several rounds: each system's figures are their medians
     over the rounds it ran in (an error when it ran in none), and each ratio is the
     median of the ratios taken within each round."""
-    results: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(n for one in rounds for n in one):
-        runs = [one[name] for one in rounds if name in one and "error" not in one[name]]
-        results[name] = (median_figures(runs) if runs
-                         else next(one[name] for one in rounds if name in one))
+    results = {name: figures for name, (figures, _) in median_systems(rounds).items()}
     each = [ratios({n: f for n, f in one.items() if "error" not in f}) for one in rounds]
     ratio: dict[str, dict[str, float]] = {}
     for peer in dict.fromkeys(p for r in each for p in r):

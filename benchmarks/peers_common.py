@@ -161,6 +161,19 @@ def median_figures(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def median_systems(rounds: Sequence[dict[str, dict[str, Any]]]
+                   ) -> dict[str, tuple[dict[str, Any], int]]:
+    """Each system's :func:`median_figures` over the rounds it ran in (a round's
+    figures without ``"error"``) and how many those were; a system that failed in every
+    round keeps its first error, with 0."""
+    out: dict[str, tuple[dict[str, Any], int]] = {}
+    for name in dict.fromkeys(n for one in rounds for n in one):
+        runs = [one[name] for one in rounds if name in one and "error" not in one[name]]
+        out[name] = ((median_figures(runs), len(runs)) if runs
+                     else (next(one[name] for one in rounds if name in one), 0))
+    return out
+
+
 def markdown_table(lines: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
     """``lines`` (the header first) as a Markdown table: every row, the separator
     included, has the header's columns; the columns whose index is in ``right`` are

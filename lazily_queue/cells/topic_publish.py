@@ -80,7 +80,8 @@ class TopicPublishes(TopicLimits, Generic[T]):
         """Publish every value in order, without options; returns their offsets.
 
         Over a replicated backend (a member's or a client's) they are proposed together,
-        up to 1,024 at a time, so they commit in order in one entry where they fit.
+        in runs of :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, so they commit in
+        order in one entry where they fit.
         Elsewhere, and on a topic with limits, they are published one after another as
         :meth:`publish` does (waiting for room unless ``wait=False``). A failure raises
         once the publishes under way have ended: the values before it, or proposed with

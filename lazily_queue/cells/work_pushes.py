@@ -118,7 +118,8 @@ class WorkQueuePushes:
         """Push every value in order, without options; returns their item ids.
 
         Over a replicated backend (a member's or a client's) they are proposed together,
-        up to 1,024 at a time, so they commit in order in one entry where they fit.
+        in runs of :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, so they commit in
+        order in one entry where they fit.
         Elsewhere, and on a work queue with limits, they are pushed one after another as
         :meth:`push` does (waiting for room unless ``wait=False``). A failure raises once
         the pushes under way have ended: the values before it, or proposed with it, may
