@@ -3,6 +3,7 @@ admin API the leader hands leadership over and points at the member that can rem
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -32,6 +33,9 @@ async def test_a_follower_asked_to_remove_itself_names_the_leader_at_once() -> N
     async with testing.cluster(3) as c:
         leader = await c.leader()
         follower = (await c.followers())[0]
+        async with asyncio.timeout(10):  # the leader's first heartbeat may still be on its way
+            while follower.leader_id != leader.node_id:
+                await asyncio.sleep(0.01)
         started = time.monotonic()
         with pytest.raises(InvalidConfiguration, match=(
                 f"node {follower.node_id} cannot remove itself; nothing was changed: remove "
