@@ -13,12 +13,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Tests run on two workers (pytest-xdist); a module's tests that share an expensive
+# fixture are kept on one worker by an xdist_group mark.
+XDIST  ?= -n 2 --dist loadgroup
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST)
 	# Again on uvloop: the tests that run on an event loop, except the conformance corpus
 	# and the brokers' (the same code paths on a loop the raft, transport and client
 	# tests already run on uvloop; they would add a third of the pass's time).
-	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" \
+	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" \
 		--ignore=tests/conformance --ignore=tests/brokers
 
 demo: $(STAMP)

@@ -1,7 +1,7 @@
 """Clients over a socket: lazily-queue through a client against NATS JetStream R3 with its
 own client, in one run.
 
-    python benchmarks/clients.py [--count N] [--json]
+    python benchmarks/clients.py [--count N] [--rounds R] [--json]
     lazily-queue bench clients ...
 
 lazily-queue: three ``lazily-queue node`` processes (Raft over Unix sockets,
@@ -15,7 +15,9 @@ comparison: a client over a socket, every acknowledged message on a majority.
 Workloads, 100-byte messages, N per phase: produce with 256 pushes in flight; end to
 end with one consumer (batches of 100) while 256 push. Each phase also reports the CPU
 (user + system) every process spent per message: this one (the client) and each member
-or server. With ``--json`` the last line is one JSON object.
+or server. ``--rounds R`` runs lazily-queue and NATS R times, taking turns, and reports
+each figure's median and each ratio's median over the rounds (the machine's load moves a
+single run's figures). With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -41,6 +44,8 @@ from benchmarks.peers_common import (  # noqa: E402
     fdatasync_p50_ms,
     free_port,
     markdown_table,
+    median_figures,
+    median_systems,
     node_env,
     rate,
     reap,
@@ -165,27 +170,60 @@ async def run_nats(root: Path, count: int) -> dict[str, Any]:
     return figures
 
 
-async def main_async(count: int) -> dict[str, Any]:
+async def _round(root: Path, count: int) -> dict[str, Any]:
+    """One round: lazily-queue through a client over each transport, then NATS."""
+    out: dict[str, Any] = {"lazily": await run_lazily(root / "lazily", count)}
+    if shutil.which("nats-server") is None:
+        out["nats"] = {"error": "nats-server not found: apt install nats-server"}
+    else:
+        try:
+            out["nats"] = await run_nats(root / "nats", count)
+        except ImportError:
+            out["nats"] = {"error": "nats-py missing: pip install 'lazily-queue[bench]'"}
+    return out
+
+
+def over_rounds(rounds: list[dict[str, Any]]
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, dict[str, float]]]:
+    """lazily-queue's figures per transport and NATS's, each its median over the rounds
+    (the CPU per op too), and each ratio the median of the ratios within each round."""
+    systems = median_systems([{**one["lazily"], "nats": one["nats"]} for one in rounds])
+    for name, (figures, ran) in systems.items():
+        runs = [one["nats"] if name == "nats" else one["lazily"][name] for one in rounds]
+        runs = [run for run in runs if "error" not in run]
+        for key in (k for k in figures if k.endswith("_cpu_us") and ran):
+            figures[key] = median_figures([run[key] for run in runs])
+    each = [table(one["lazily"], one["nats"])[1] for one in rounds]
+    ratios = {tag: {key: round(statistics.median(r[tag][key] for r in each if tag in r), 3)
+                    for key in ROWS if any(tag in r for r in each)}
+              for tag in ("unix", "tcp") if any(tag in r for r in each)}
+    lazily = {tag: systems[tag][0] for tag in ("unix", "tcp")}
+    return lazily, systems["nats"][0], ratios
+
+
+async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="lazily-clients-"))
-    out: dict[str, Any] = {"count": count}
+    out: dict[str, Any] = {"count": count, "rounds": rounds}
+    each: list[dict[str, Any]] = []
     try:
         out["fdatasync_ms"] = fdatasync_p50_ms(root)
-        out["lazily"] = await run_lazily(root / "lazily", count)
-        if shutil.which("nats-server") is None:
-            out["nats"] = {"error": "nats-server not found: apt install nats-server"}
-        else:
-            try:
-                out["nats"] = await run_nats(root / "nats", count)
-            except ImportError:
-                out["nats"] = {"error": "nats-py missing: pip install 'lazily-queue[bench]'"}
+        for number in range(1, rounds + 1):
+            if rounds > 1:
+                print(f"-- round {number} of {rounds}", flush=True)
+            each.append(await _round(root / f"round{number}", count))
     finally:
         reap()
         shutil.rmtree(root, ignore_errors=True)
+    out["lazily"], out["nats"], ratios = over_rounds(each)
+    if rounds > 1:
+        out["each_round"] = each
     nats_figures = out["nats"]
     print(f"\n{count:,} messages of 100 B per phase; disk fdatasync p50 "
           f"{out['fdatasync_ms']} ms")
-    text, ratios = table(out["lazily"], nats_figures)
-    print(text)
+    print(table(out["lazily"], nats_figures)[0])
+    if rounds > 1:
+        print(f"{rounds} rounds, lazily-queue and NATS taking turns: each figure is its "
+              "median over the rounds, each ratio the median of the ratios within each round")
     if "error" in nats_figures:
         print(f"NATS JetStream R3 skipped: {nats_figures['error']}")
     elif not nats_figures.get("sync_always"):
@@ -216,12 +254,15 @@ def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=20000, help="messages per phase")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run lazily-queue and NATS this many times, taking turns, and "
+                             "report medians")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
-    if args.count < 1:
-        parser.error("--count must be at least 1")
+    if args.count < 1 or args.rounds < 1:
+        parser.error("--count and --rounds must be at least 1")
     try:
-        result = asyncio.run(main_async(args.count))
+        result = asyncio.run(main_async(args.count, args.rounds))
     finally:
         reap()
     if args.json:

@@ -90,8 +90,9 @@ def _stages(at: dict[str, int], start: int, end: int) -> list[float] | None:
     return [(b - a) / 1000 for a, b in itertools.pairwise(times)]
 
 
-async def _node(directory: str, monitor: bool) -> tuple[Node, Any]:
-    node = Node(1, data_dir=directory, listen=f"unix://{directory}/n.sock",
+async def _node(directory: str, sockets: str, monitor: bool) -> tuple[Node, Any]:
+    name = os.path.basename(directory)
+    node = Node(1, data_dir=directory, listen=f"unix://{sockets}/{name}.sock",
                 secret="latency-breakdown-secret-0123456789")
     await node.start()
     mon = None
@@ -103,8 +104,9 @@ async def _node(directory: str, monitor: bool) -> tuple[Node, Any]:
     return node, mon
 
 
-async def breakdown(directory: str, samples: int, monitor: bool) -> dict[str, Any]:
-    node, mon = await _node(os.path.join(directory, "disk"), monitor)
+async def breakdown(directory: str, sockets: str, samples: int, monitor: bool
+                    ) -> dict[str, Any]:
+    node, mon = await _node(os.path.join(directory, "disk"), sockets, monitor)
     try:
         queue = node.queue("latency")
         for _ in range(200):
@@ -133,12 +135,13 @@ async def breakdown(directory: str, samples: int, monitor: bool) -> dict[str, An
     return out
 
 
-async def software(directory: str, samples: int, monitor: bool) -> dict[str, Any]:
+async def software(directory: str, sockets: str, samples: int, monitor: bool
+                   ) -> dict[str, Any]:
     """The same pushes with fdatasync a no-op: the code path without the disk."""
     real = os.fdatasync
     os.fdatasync = lambda fd: None
     try:
-        node, mon = await _node(os.path.join(directory, "software"), monitor)
+        node, mon = await _node(os.path.join(directory, "software"), sockets, monitor)
         try:
             queue = node.queue("latency")
             for _ in range(200):
@@ -161,9 +164,12 @@ async def software(directory: str, samples: int, monitor: bool) -> dict[str, Any
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="lazily-latency-", dir=args.dir) as directory:
-        figures = await breakdown(directory, args.samples, args.monitor)
-        figures.update(await software(directory, args.samples, args.monitor))
+    # the sockets in the system's temporary directory: under a deep --dir their paths
+    # would pass the 107-byte limit of a Unix socket path
+    with (tempfile.TemporaryDirectory(prefix="lazily-latency-", dir=args.dir) as directory,
+          tempfile.TemporaryDirectory(prefix="lazily-latency-") as sockets):
+        figures = await breakdown(directory, sockets, args.samples, args.monitor)
+        figures.update(await software(directory, sockets, args.samples, args.monitor))
     figures.update(samples=args.samples, monitor=args.monitor)
     return figures
 

@@ -19,6 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "distributed" / "sim").glob("*.json"))
 SEEDS = max(int(os.environ.get("LAZILY_SIM_SEEDS", "160")), 13)
+#: On one pytest-xdist worker: the tests share the module's run of the first seeds.
+pytestmark = pytest.mark.xdist_group("simulation")
+
 #: The first seeds, whose workload counters several tests read.
 FIRST = 12
 
