@@ -34,7 +34,7 @@ async def test_a_follower_asked_to_remove_itself_names_the_leader_at_once() -> N
         leader = await c.leader()
         follower = (await c.followers())[0]
         async with asyncio.timeout(10):  # the leader's first heartbeat may still be on its way
-            while follower.leader_id != leader.node_id:
+            while follower.leader_id != leader.node_id:  # noqa: ASYNC110 - plain state
                 await asyncio.sleep(0.01)
         started = time.monotonic()
         with pytest.raises(InvalidConfiguration, match=(
