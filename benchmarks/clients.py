@@ -220,7 +220,7 @@ async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
     nats_figures = out["nats"]
     print(f"\n{count:,} messages of 100 B per phase; disk fdatasync p50 "
           f"{out['fdatasync_ms']} ms")
-    print(table(out["lazily"], nats_figures)[0])
+    print(table(out["lazily"], nats_figures, ratios)[0])
     if rounds > 1:
         print(f"{rounds} rounds, lazily-queue and NATS taking turns: each figure is its "
               "median over the rounds, each ratio the median of the ratios within each round")
@@ -234,9 +234,11 @@ async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
     return out
 
 
-def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
+def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any],
+          shown_ratios: dict[str, dict[str, float]] | None = None
           ) -> tuple[str, dict[str, dict[str, float]]]:
-    """The figures as a Markdown table, and lazily-queue's ratios to NATS per transport."""
+    """The figures as a Markdown table, and lazily-queue's ratios to NATS per transport
+    (the table shows ``shown_ratios`` instead when given: the medians over rounds)."""
     ratios: dict[str, dict[str, float]] = {}
     lines = [["figure", "client, unix", "client, tcp", "NATS R3", "unix/NATS", "tcp/NATS"]]
     for key, label in ROWS.items():
@@ -245,7 +247,8 @@ def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
         for tag, ours in zip(("unix", "tcp"), cells, strict=True):
             if theirs:
                 ratios.setdefault(tag, {})[key] = round(ours / theirs, 3)
-        shown = [f"{ratios[t][key]:.2f}x" if key in ratios.get(t, {}) else "—"
+        given = ratios if shown_ratios is None else shown_ratios
+        shown = [f"{given[t][key]:.2f}x" if key in given.get(t, {}) else "—"
                  for t in ("unix", "tcp")]
         lines.append([label, f"{cells[0]:,}", f"{cells[1]:,}", f"{theirs or 0:,}", *shown])
     return markdown_table(lines, right=range(1, 6)), ratios
