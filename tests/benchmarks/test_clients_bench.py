@@ -89,3 +89,10 @@ def test_two_short_rounds_end_with_one_json_line_of_medians() -> None:
     else:
         assert "error" not in out["nats"], out["nats"]
         assert set(out["ratios"]) == {"unix", "tcp"}
+
+
+def test_zero_rounds_is_refused_in_one_line() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "clients.py"),
+                           "--rounds", "0"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--count and --rounds must be at least 1" in done.stderr
