@@ -129,6 +129,15 @@ async def _watch(procs: list[Any], session: aiohttp.ClientSession, stop: asyncio
         await asyncio.sleep(0.25)
 
 
+class RoundFailed(RuntimeError):
+    """lazily-queue's round did not finish: why, while doing what, the nodes' last lines."""
+
+
+#: Seconds a lazily-queue round may take beyond four times its flood's (a round that
+#: takes longer is stuck, and says where).
+ROUND_LIMIT = 120.0
+
+
 async def run(flooders: int, seconds: float) -> dict[str, Any]:
     from lazily_queue import connect
     from lazily_queue.demo.processes import NodeProcess
@@ -140,38 +149,54 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
     out: dict[str, Any] = {}
+    floods: list[asyncio.subprocess.Process] = []
+    stage = "starting the nodes"
+    limit = ROUND_LIMIT + 4 * seconds
     try:
-        await start_nodes(procs)
-        async with aiohttp.ClientSession() as session, \
-                connect(addresses, ("flood", token), op_timeout=60) as probe:
-            await probe.barrier(timeout=60)
-            baseline = await _probe(probe, min(seconds, 5.0))
-            seen: list[tuple[Any, Any]] = []
-            in_flight: list[int] = []
-            stop = asyncio.Event()
-            watcher = asyncio.create_task(_watch(procs, session, stop, seen, in_flight))
-            await asyncio.sleep(0.5)
-            before = seen[-1] if seen else None
-            floods = [await asyncio.create_subprocess_exec(
-                sys.executable, "-c", FLOODER, ",".join(addresses), token, str(seconds),
-                "4", "512", env=env, stdout=asyncio.subprocess.PIPE) for _ in range(flooders)]
-            greedy = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", FLOODER, ",".join(addresses), token, str(seconds),
-                "1", "10000", env=env, stdout=asyncio.subprocess.PIPE)
-            await asyncio.sleep(1.0)  # the flood is on
-            during = await _probe(probe, max(1.0, seconds - 2.0))
-            pushed = 0
-            for flooder in [*floods, greedy]:
-                stdout, _ = await flooder.communicate()
-                pushed += int(stdout.decode().strip() or 0)
-            stop.set()
-            await watcher
-            await asyncio.sleep(0.5)
-            for proc in procs:
-                await proc.poll(session)
-            after = next(((s["node"], s["term"]) for p in procs if (s := p.status)
-                          and s.get("state") == "leader"), None)
+        async with asyncio.timeout(limit), aiohttp.ClientSession() as session:
+            await start_nodes(procs)
+            stage = "connecting the probe"
+            async with connect(addresses, ("flood", token), op_timeout=60) as probe:
+                stage = "probing alone"
+                await probe.barrier(timeout=60)
+                baseline = await _probe(probe, min(seconds, 5.0))
+                seen: list[tuple[Any, Any]] = []
+                in_flight: list[int] = []
+                stop = asyncio.Event()
+                watcher = asyncio.create_task(_watch(procs, session, stop, seen, in_flight))
+                await asyncio.sleep(0.5)
+                before = seen[-1] if seen else None
+                stage = "starting the flood"
+                for clients, each in [*[("4", "512")] * flooders, ("1", "10000")]:
+                    floods.append(await asyncio.create_subprocess_exec(
+                        sys.executable, "-c", FLOODER, ",".join(addresses), token,
+                        str(seconds), clients, each, env=env, stdout=asyncio.subprocess.PIPE))
+                await asyncio.sleep(1.0)  # the flood is on
+                stage = "probing under the flood"
+                during = await _probe(probe, max(1.0, seconds - 2.0))
+                stage = "waiting for the flooders to end"
+                pushed = 0
+                for flooder in floods:
+                    stdout, _ = await flooder.communicate()
+                    pushed += int(stdout.decode().strip() or 0)
+                stop.set()
+                await watcher
+                await asyncio.sleep(0.5)
+                for proc in procs:
+                    await proc.poll(session)
+                after = next(((s["node"], s["term"]) for p in procs if (s := p.status)
+                              and s.get("state") == "leader"), None)
+    except TimeoutError as exc:
+        why = str(exc) or f"not done within {limit:g} s"
+        tails = "; ".join(f"node {p.node_id}: {' / '.join(p.log_tail(3).splitlines())}"
+                          for p in procs)
+        raise RoundFailed(f"lazily-queue's round timed out while {stage} ({why}); the "
+                          f"nodes' last log lines: {tails}") from None
     finally:
+        for flooder in floods:
+            if flooder.returncode is None:
+                flooder.kill()
+                await flooder.wait()
         for proc in procs:
             await proc.stop()
         reap()
@@ -332,6 +357,9 @@ def main() -> int:
             if args.rounds > 1:
                 print(f"-- round {number} of {args.rounds}", flush=True)
             runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers)))
+    except RoundFailed as exc:
+        print(f"client_flood: {exc}", file=sys.stderr)
+        return 1
     finally:
         reap()
     out = dict(runs[-1], rounds=args.rounds,

@@ -1632,6 +1632,13 @@ MUTATIONS = [
         ("tests/raft/test_fsync_handover.py::"
          "test_the_prepared_descriptor_is_the_one_synced_then_closed",),
         "a detached sync uses the descriptor opened on the writing thread"),
+    Mutation(
+        "barrier-answer-unbounded", "lazily_queue/client/cluster.py",
+        "                    remaining + BARRIER_GRACE)\n",
+        "                    None)\n",
+        ("tests/client/test_review_requests.py::"
+         "test_a_barrier_a_member_never_answers_ends_with_commit_timeout",),
+        "a client's barrier ends by its timeout even when its member never answers"),
 ]
 
 

@@ -60,6 +60,8 @@ from .session import MAX_OP_BYTES, Session
 
 #: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
 LEADER_RETRY = 0.5
+#: Seconds a barrier waits for its member's answer beyond the time the member was given.
+BARRIER_GRACE = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +351,15 @@ class ClusterClient(NodeCells):
             link = self._link
             if link is None:
                 continue
-            answer = await link.ask([P.BARRIER, max(1, math.ceil(remaining * 1000))])
+            try:  # the member answers within the time it is given; this bounds a member
+                # that never does
+                answer = await asyncio.wait_for(
+                    link.ask([P.BARRIER, max(1, math.ceil(remaining * 1000))]),
+                    remaining + BARRIER_GRACE)
+            except TimeoutError:
+                raise CommitTimeout(
+                    f"barrier: member {link.member} did not answer before its timeout "
+                    f"({timeout or self.op_timeout:g} s)") from None
             if answer is None:
                 continue
             if answer[0] == P.OK:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "client_flood.py"
 sys.path.insert(0, str(ROOT))
 
+import benchmarks.client_flood as client_flood  # noqa: E402
 from benchmarks.client_flood import over_rounds, table  # noqa: E402
 
 SMALL = ["--flooders", "1", "--seconds", "3", "--json"]
@@ -156,3 +158,13 @@ def test_an_unknown_peer_is_refused_in_one_line() -> None:
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2
     assert "invalid choice: 'kafka'" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_a_round_that_cannot_finish_says_where_it_stopped(monkeypatch: Any) -> None:
+    monkeypatch.setattr(client_flood, "ROUND_LIMIT", 1.5 - 4 * 3)  # 1.5 s for a 3 s flood
+    started = time.monotonic()
+    with pytest.raises(client_flood.RoundFailed, match=(
+            r"^lazily-queue's round timed out while \w[\w ]+ \(not done within 1.5 s\); "
+            r"the nodes' last log lines: node 1: .*; node 2: .*; node 3: ")):
+        await client_flood.run(1, 3.0)
+    assert time.monotonic() - started < 30  # the nodes stopped, nothing waited for

@@ -25,6 +25,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.outbox import Outbox
+from lazily_queue.raft.errors import CommitTimeout
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.test_client_cluster import client_of, cluster_with_clients
@@ -367,3 +368,23 @@ async def test_an_object_larger_than_a_client_reads_is_refused_without_relinking
         assert small.len() == 1  # a small object is mirrored as ever
         assert q.len() == 0 and client.links == links  # refused once, never relinked
         assert "more than a client reads (200,000)" in caplog.text
+
+
+async def test_a_barrier_a_member_never_answers_ends_with_commit_timeout(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client bounds its wait for a member's answer to a barrier: a member that never
+    answers one is a :class:`CommitTimeout` shortly after the barrier's timeout, not a
+    hang."""
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=30) as client:
+        await client.barrier(timeout=5)  # answered as ever
+        monkeypatch.setattr(server_module.ClientServer, "_barrier",
+                            lambda self, conn, rid, frame: True)  # taken, never answered
+        monkeypatch.setattr(cluster_module, "BARRIER_GRACE", 0.2)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(CommitTimeout, match=(
+                r"^barrier: member 1 did not answer before its timeout \(0.5 s\)$")):
+            async with asyncio.timeout(5):  # a hang fails the test, not the run
+                await client.barrier(timeout=0.5)
+        assert asyncio.get_running_loop().time() - started < 5
+        assert client.links == 1  # the link itself is fine
