@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,14 @@ class NodeProc:
         for line in self.proc.stderr:
             self.errors.append(line)
 
-    def wait_line(self, prefix: str, timeout: float = 20.0) -> str:
+    def wait_line(self, prefix: str, timeout: float = 20.0,
+                  match: Callable[[str], bool] | None = None) -> str:
+        """The first stdout line starting with ``prefix`` (and passing ``match``)."""
         deadline = time.monotonic() + timeout
         checked = 0  # lines of ``seen`` already compared (a chatty node prints thousands)
         while True:
             for line in self.seen[checked:]:
-                if line.startswith(prefix):
+                if line.startswith(prefix) and (match is None or match(line)):
                     return line
             checked = len(self.seen)
             remaining = deadline - time.monotonic()
