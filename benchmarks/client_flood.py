@@ -55,7 +55,6 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     markdown_table,
-    median_figures,
     median_systems,
     missing,
     node_env,
@@ -299,8 +298,8 @@ def _print_nats(out: dict[str, Any]) -> None:
 
 
 def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each system's figures over several rounds: every figure (and the probe's on the
-    flood's stream) is its median over the rounds the system ran in, the leaders count
+    """Each system's figures over several rounds: every figure (the probe's on the
+    flood's stream too) is its median over the rounds the system ran in, the leaders count
     as kept only when kept in every one, and ``flood_p50_rounds`` lists each round's
     flood p50. A system that failed in every round keeps its error."""
     combined: dict[str, dict[str, Any]] = {}
@@ -313,8 +312,6 @@ def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, 
         out = dict(figures, rounds=count)
         out["leader_kept"] = all(run["leader_kept"] for run in runs)
         out["flood_p50_rounds"] = [run["flood_p50_ms"] for run in runs]
-        if "shared" in out:
-            out["shared"] = median_figures([run["shared"] for run in runs])
         combined[key] = out
     return combined
 

@@ -44,7 +44,6 @@ from benchmarks.peers_common import (  # noqa: E402
     fdatasync_p50_ms,
     free_port,
     markdown_table,
-    median_figures,
     median_systems,
     node_env,
     rate,
@@ -188,17 +187,15 @@ def over_rounds(rounds: list[dict[str, Any]]
     """lazily-queue's figures per transport and NATS's, each its median over the rounds
     (the CPU per op too), and each ratio the median of the ratios within each round."""
     systems = median_systems([{**one["lazily"], "nats": one["nats"]} for one in rounds])
-    for name, (figures, ran) in systems.items():
-        runs = [one["nats"] if name == "nats" else one["lazily"][name] for one in rounds]
-        runs = [run for run in runs if "error" not in run]
-        for key in (k for k in figures if k.endswith("_cpu_us") and ran):
-            figures[key] = median_figures([run[key] for run in runs])
-    each = [table(one["lazily"], one["nats"])[1] for one in rounds]
-    ratios = {tag: {key: round(statistics.median(r[tag][key] for r in each if tag in r), 3)
-                    for key in ROWS if any(tag in r for r in each)}
-              for tag in ("unix", "tcp") if any(tag in r for r in each)}
+    each = [ratios(one["lazily"], one["nats"]) for one in rounds]
+    medians: dict[str, dict[str, float]] = {}
+    for tag in ("unix", "tcp"):
+        for key in ROWS:
+            values = [r[tag][key] for r in each if key in r.get(tag, {})]
+            if values:
+                medians.setdefault(tag, {})[key] = round(statistics.median(values), 3)
     lazily = {tag: systems[tag][0] for tag in ("unix", "tcp")}
-    return lazily, systems["nats"][0], ratios
+    return lazily, systems["nats"][0], medians
 
 
 async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
@@ -214,13 +211,13 @@ async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
     finally:
         reap()
         shutil.rmtree(root, ignore_errors=True)
-    out["lazily"], out["nats"], ratios = over_rounds(each)
+    out["lazily"], out["nats"], medians = over_rounds(each)
     if rounds > 1:
         out["each_round"] = each
     nats_figures = out["nats"]
     print(f"\n{count:,} messages of 100 B per phase; disk fdatasync p50 "
           f"{out['fdatasync_ms']} ms")
-    print(table(out["lazily"], nats_figures, ratios)[0])
+    print(table(out["lazily"], nats_figures, medians))
     if rounds > 1:
         print(f"{rounds} rounds, lazily-queue and NATS taking turns: each figure is its "
               "median over the rounds, each ratio the median of the ratios within each round")
@@ -230,28 +227,35 @@ async def main_async(count: int, rounds: int = 1) -> dict[str, Any]:
         print("note: this nats-server acknowledges before fsync (no `sync_interval: always`)")
     print("both: a client over a socket in this process, 3 members/servers on this host, "
           "acknowledged = on a majority; lazily-queue fsyncs before acknowledging")
-    out["ratios"] = ratios
+    out["ratios"] = medians
+    return out
+
+
+def ratios(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
+           ) -> dict[str, dict[str, float]]:
+    """lazily-queue's ratios to NATS per transport (none where NATS has no figure)."""
+    out: dict[str, dict[str, float]] = {}
+    for key in ROWS:
+        theirs = nats_figures.get(key)
+        for tag in ("unix", "tcp"):
+            if theirs:
+                out.setdefault(tag, {})[key] = round(lazily[tag][key] / theirs, 3)
     return out
 
 
 def table(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any],
-          shown_ratios: dict[str, dict[str, float]] | None = None
-          ) -> tuple[str, dict[str, dict[str, float]]]:
-    """The figures as a Markdown table, and lazily-queue's ratios to NATS per transport
-    (the table shows ``shown_ratios`` instead when given: the medians over rounds)."""
-    ratios: dict[str, dict[str, float]] = {}
+          shown: dict[str, dict[str, float]] | None = None) -> str:
+    """The figures as a Markdown table with the ratios ``shown`` (by default this run's
+    :func:`ratios`; over rounds, their medians)."""
+    shown = ratios(lazily, nats_figures) if shown is None else shown
     lines = [["figure", "client, unix", "client, tcp", "NATS R3", "unix/NATS", "tcp/NATS"]]
     for key, label in ROWS.items():
-        theirs = nats_figures.get(key)
         cells = [lazily[t][key] for t in ("unix", "tcp")]
-        for tag, ours in zip(("unix", "tcp"), cells, strict=True):
-            if theirs:
-                ratios.setdefault(tag, {})[key] = round(ours / theirs, 3)
-        given = ratios if shown_ratios is None else shown_ratios
-        shown = [f"{given[t][key]:.2f}x" if key in given.get(t, {}) else "—"
-                 for t in ("unix", "tcp")]
-        lines.append([label, f"{cells[0]:,}", f"{cells[1]:,}", f"{theirs or 0:,}", *shown])
-    return markdown_table(lines, right=range(1, 6)), ratios
+        cell = [f"{shown[t][key]:.2f}x" if key in shown.get(t, {}) else "—"
+                for t in ("unix", "tcp")]
+        lines.append([label, f"{cells[0]:,}", f"{cells[1]:,}",
+                      f"{nats_figures.get(key) or 0:,}", *cell])
+    return markdown_table(lines, right=range(1, 6))
 
 
 def main() -> int:

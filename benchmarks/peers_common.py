@@ -147,11 +147,14 @@ GROUPS: set[int] = set()
 
 def median_figures(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One system's figures over several runs: each number (not a flag) that every run
-    has is its median (a whole number when every run's is), anything else the last
-    run's."""
+    has is its median (a whole number when every run's is), a mapping every run has is
+    taken the same way, anything else is the last run's."""
     out = dict(runs[-1])
     for key, value in out.items():
         values = [run.get(key) for run in runs]
+        if all(isinstance(v, dict) for v in values):
+            out[key] = median_figures(values)
+            continue
         if isinstance(value, bool) or not all(
                 isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             continue

@@ -339,7 +339,8 @@ class ClusterClient(NodeCells):
         """Return once the member has applied (and sent this client) everything committed
         before the call: reads right after it are linearizable."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (timeout or self.op_timeout)
+        given = timeout or self.op_timeout
+        deadline = loop.time() + given
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -359,7 +360,7 @@ class ClusterClient(NodeCells):
             except TimeoutError:
                 raise CommitTimeout(
                     f"barrier: member {link.member} did not answer before its timeout "
-                    f"({timeout or self.op_timeout:g} s)") from None
+                    f"({given:g} s)") from None
             if answer is None:
                 continue
             if answer[0] == P.OK:

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.clients import ROWS, over_rounds, table  # noqa: E402
+from benchmarks.clients import ROWS, over_rounds, ratios, table  # noqa: E402
 from benchmarks.peers_common import markdown_table  # noqa: E402
 
 
@@ -29,13 +29,15 @@ def test_every_row_of_the_clients_table_has_the_headers_columns() -> None:
     lazily = {t: {key: 12_345 for key in ROWS} for t in ("unix", "tcp")}
     first = next(iter(ROWS))
     for nats in ({key: 10_000 for key in ROWS}, {}, {first: 10_000}):
-        text, ratios = table(lazily, nats)
+        text, found = table(lazily, nats), ratios(lazily, nats)
         lines = text.splitlines()
         assert len(lines) == 2 + len(ROWS)
         assert {_columns(line) for line in lines} == {6}, text
         assert set(lines[1]) == {"|", "-"}  # the separator row
         if nats:
-            assert ratios["unix"][first] == 1.234 and "1.23x" in lines[2]
+            assert found["unix"][first] == 1.234 and "1.23x" in lines[2]
+        else:
+            assert found == {} and "—" in lines[2]
 
 
 def test_a_table_refuses_a_row_of_other_columns() -> None:
@@ -55,15 +57,15 @@ def test_rounds_give_each_figures_median_and_each_ratios_median() -> None:
                "nats": _figures(300, 10, 7.0)},
               {"lazily": {"unix": _figures(200, 20, 2.0), "tcp": _figures(80, 8, 2.0)},
                "nats": {"error": "RuntimeError: boom"}}]
-    lazily, nats, ratios = over_rounds(rounds)
+    lazily, nats, medians = over_rounds(rounds)
     assert lazily["unix"]["produce_per_s"] == 200 and lazily["tcp"]["end_to_end_per_s"] == 8
     assert lazily["unix"]["produce_cpu_us"] == {"client": 2.0, "n1": 4.0}
     assert nats["produce_per_s"] == 175 and nats["produce_cpu_us"]["n1"] == 12.0  # 2 rounds
     # round 1: 100/50 = 2.0, round 2: 300/300 = 1.0, round 3 has no NATS figure
-    assert ratios["unix"]["produce_per_s"] == 1.5
-    assert ratios["tcp"]["end_to_end_per_s"] == pytest.approx((9 / 20 + 7 / 10) / 2, abs=0.001)
+    assert medians["unix"]["produce_per_s"] == 1.5
+    assert medians["tcp"]["end_to_end_per_s"] == pytest.approx((9 / 20 + 7 / 10) / 2, abs=0.001)
     # the table shows the ratios' medians (tcp: 1.8 and 0.23), not median over median (0.46)
-    produce = table(lazily, nats, ratios)[0].splitlines()[2]
+    produce = table(lazily, nats, medians).splitlines()[2]
     assert [cell.strip() for cell in produce.strip("|").split("|")][4:] == ["1.50x", "1.02x"]
     _, failed, none = over_rounds([rounds[2]])
     assert failed == {"error": "RuntimeError: boom"} and none == {}
