@@ -1639,6 +1639,15 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py::"
          "test_a_barrier_a_member_never_answers_ends_with_commit_timeout",),
         "a client's barrier ends by its timeout even when its member never answers"),
+    Mutation(
+        "link-ended-request-waits", "lazily_queue/client/link.py",
+        "        if self.ended:\n",
+        "        if False:\n",
+        ("tests/client/test_client_connection.py::"
+         "test_a_request_made_on_a_link_that_ended_is_answered_none",
+         "tests/client/test_review_requests.py::"
+         "test_a_barrier_its_member_refuses_for_now_is_made_again_on_the_next_link"),
+        "a request made on a link whose run ended is answered None, not kept for ever"),
 ]
 
 

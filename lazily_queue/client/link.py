@@ -4,8 +4,8 @@ The link sends ``HELLO`` first, then whatever the client asks; each request is g
 id and a callback that receives the member's answer (``OK`` or ``ERROR`` and its
 payload). Frames with id 0 (mirror updates, pieces of large frames) go to
 ``on_notice``. A link that fails (closed, unreadable, no frame heard within the ping
-timeout) ends its :meth:`run`; the callbacks of its unanswered requests are called with
-``None`` (the request's outcome is unknown).
+timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
+request made on it after, are called with ``None`` (the request's outcome is unknown).
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Link:
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}
+        #: :meth:`run` ended: a request made now is answered ``None`` at once.
+        self.ended = False
         self._parts: list[bytes] = []
         self._parts_size = 0
         self.heard = 0.0
@@ -69,9 +71,18 @@ class Link:
 
     def request(self, frame: list[Any], on_answer: Callable[[Answer], None]) -> int:
         """Send ``[id, *frame]``; ``on_answer`` gets the answer (or ``None``)."""
-        rid = next(_rids)
-        self._waiting[rid] = on_answer
+        rid = self._wait(on_answer)
         self._queue(P.encode([rid, *frame]))
+        return rid
+
+    def _wait(self, on_answer: Callable[[Answer], None]) -> int:
+        """A new request id whose answer goes to ``on_answer`` (``None`` soon when the
+        link has ended: no answer can come)."""
+        rid = next(_rids)
+        if self.ended:
+            asyncio.get_running_loop().call_soon(on_answer, None)
+        else:
+            self._waiting[rid] = on_answer
         return rid
 
     def _queue(self, data: bytes) -> None:
@@ -93,8 +104,7 @@ class Link:
                 on_answer: Callable[[Answer], None]) -> int:
         """Send ``[id, OP, seq, floor, code, args, timeout_ms]`` with ``args`` already
         encoded (an op keeps its encoded arguments across retries)."""
-        rid = next(_rids)
-        self._waiting[rid] = on_answer
+        rid = self._wait(on_answer)
         uint = P.uint
         self._queue(b"".join((b"\x87", uint(rid), _OP, uint(seq), uint(floor), uint(code), args,
                               uint(timeout_ms))))
@@ -136,6 +146,7 @@ class Link:
                     self.request([P.PING], lambda _answer: None)
         finally:
             self.close(self.failure or "link closed")
+            self.ended = True
             waiting, self._waiting = self._waiting, {}
             for callback in waiting.values():
                 callback(None)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import anyio
+
 from lazily_queue.client import protocol as P
 from lazily_queue.client.access import ClientGrant
 from lazily_queue.client.connection import ClientConnection
@@ -59,3 +61,28 @@ async def test_a_client_hands_its_requests_to_the_connection_at_once() -> None:
     assert len(stream.calls[0][1][2]) == 2  # one batch of both requests
     link.close("done")
     await link.outbox.wait_closed()
+
+
+class _EndedStream(_Stream):
+    """A stream whose member has closed it."""
+
+    async def receive(self) -> bytes:
+        raise anyio.EndOfStream
+
+
+async def test_a_request_made_on_a_link_that_ended_is_answered_none() -> None:
+    """A caller holding a link whose run has ended (its client has not yet let go of it)
+    gets ``None`` for a new request, as for the requests unanswered when it ended, and
+    tries again elsewhere instead of waiting for an answer that cannot come."""
+    link = Link(_EndedStream(), "unix:///nowhere",  # type: ignore[arg-type]
+                on_notice=lambda _kind, _payload: None)
+    unanswered = link.ask([P.PING])
+    await link.run(ping_interval=5, ping_timeout=10)
+    assert await unanswered is None
+    assert link.ended
+    answers: list[Any] = []
+    link.request([P.PING], answers.append)
+    link.send_op(1, 0, 1, b"\x80", 1000, answers.append)
+    async with asyncio.timeout(5):
+        assert await link.ask([P.BARRIER, 1000]) is None
+    assert answers == [None, None]

@@ -388,3 +388,27 @@ async def test_a_barrier_a_member_never_answers_ends_with_commit_timeout(
                 await client.barrier(timeout=0.5)
         assert asyncio.get_running_loop().time() - started < 5
         assert client.links == 1  # the link itself is fine
+
+
+async def test_a_barrier_its_member_refuses_for_now_is_made_again_on_the_next_link(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member that answers a barrier with a refusal worth retrying (no quorum yet, as
+    while a new cluster elects its leader) is left, and the barrier is made on the next
+    link and answered there, however the old link's end and the retry interleave."""
+    real = server_module.ClientServer._barrier
+    refused: list[int] = []
+
+    def barrier(self: Any, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
+        if len(refused) < 3:
+            refused.append(rid)
+            conn.send([rid, P.ERROR, ["no_quorum", "no quorum: an election is under way"]])
+            return False
+        return real(self, conn, rid, frame)
+
+    monkeypatch.setattr(server_module.ClientServer, "_barrier", barrier)
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=30) as client:
+        async with asyncio.timeout(10):  # a hang fails the test, not the run
+            await client.barrier(timeout=8)
+        assert len(refused) == 3
+        assert client.links == 4  # left after each refusal
