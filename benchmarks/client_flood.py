@@ -2,14 +2,19 @@
 does it do to commit latency? The same flood against NATS JetStream R3, in the same run.
 
     python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
-                                      [--rounds R] [--json]
+                                      [--rounds R] [--clients-at members|leader] [--json]
     lazily-queue bench client_flood ...
 
 Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
 "fsync"``) serve clients on Unix sockets. A probe client pushes one item at a time
 and records each push's commit latency, first alone (baseline), then while N flooder
 processes (4 clients each, every client with 512 pushes outstanding) and one greedy
-client (10,000 pushes at once on one link) push as fast as they can. Members bound
+client (10,000 pushes at once on one link) push as fast as they can. The probe prefers
+the leader; each flooder process links to a member in turn and stays on it
+(``--clients-at members``, the default: clients beside their member, as web workers
+beside their node, and as NATS's connections spread over its servers), or every flood
+client prefers the leader too (``--clients-at leader``: one member serves the whole
+flood). Members bound
 what they serve (512 requests in flight per client, 1,024 in all and a few more for
 clients with little in flight; the rest waits unread on the links), so the flood can
 neither grow a member's memory nor crowd heartbeats out of its event loop, and serve
@@ -19,7 +24,8 @@ then commits behind the flood's ops proposed before it (at most a window of them
 member). The run reports the leader and term before,
 during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
 and its p50 under the flood as a multiple of its p50 alone, the flood's committed
-pushes/s and the most requests a member held in flight.
+pushes/s, the most requests a member held in flight and the most clients linked to
+each member.
 
 Then (``--peers nats``, the default) the same workload against NATS JetStream R3
 (:mod:`benchmarks.client_flood_nats`: three clustered ``nats-server``, file storage, a
@@ -66,25 +72,27 @@ from benchmarks.peers_common import (  # noqa: E402
 SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 
 FLOODER = r'''
-import asyncio, sys, time
+import asyncio, json, sys, time
 from lazily_queue import connect
-async def client(addresses, token, until, inflight, counts):
+async def client(addresses, token, until, inflight, counts, prefer):
     async with connect(addresses, ("flood", token), max_in_flight=inflight,
-                       op_timeout=120) as c:
+                       op_timeout=120, prefer_leader=prefer) as c:
         q = c.queue("flood")
         async def lane():
             while time.monotonic() < until:
                 await q.push(b"x" * 100)
                 counts[0] += 1
         await asyncio.gather(*(lane() for _ in range(inflight)))
+        return c.member
 async def main():
     addresses, token = sys.argv[1].split(","), sys.argv[2].encode()
     seconds, clients, inflight = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    prefer = sys.argv[6] == "leader"
     counts = [0]
     until = time.monotonic() + seconds
-    await asyncio.gather(*(client(addresses, token, until, inflight, counts)
-                           for _ in range(clients)))
-    print(counts[0], flush=True)
+    members = await asyncio.gather(*(client(addresses, token, until, inflight, counts, prefer)
+                                     for _ in range(clients)))
+    print(json.dumps({"acked": counts[0], "members": members}), flush=True)
 asyncio.run(main())
 '''
 
@@ -128,6 +136,14 @@ async def _watch(procs: list[Any], session: aiohttp.ClientSession, stop: asyncio
         await asyncio.sleep(0.25)
 
 
+#: Where the flood's clients link: ``members``: flooder process k starts at member
+#: k mod 3 and stays there while it is up (clients beside their member, as web workers
+#: beside their node; NATS's connections spread over its servers likewise);
+#: ``leader``: every client prefers the leader (the client's default), so the leader
+#: serves the whole flood.
+CLIENTS_AT = ("members", "leader")
+
+
 class RoundFailed(RuntimeError):
     """lazily-queue's round did not finish: why, while doing what, the nodes' last lines."""
 
@@ -137,7 +153,7 @@ class RoundFailed(RuntimeError):
 ROUND_LIMIT = 120.0
 
 
-async def run(flooders: int, seconds: float) -> dict[str, Any]:
+async def run(flooders: int, seconds: float, clients_at: str = "members") -> dict[str, Any]:
     from lazily_queue import connect
     from lazily_queue.demo.processes import NodeProcess
 
@@ -166,18 +182,24 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
                 await asyncio.sleep(0.5)
                 before = seen[-1] if seen else None
                 stage = "starting the flood"
-                for clients, each in [*[("4", "512")] * flooders, ("1", "10000")]:
+                for k, (clients, each) in enumerate(
+                        [*[("4", "512")] * flooders, ("1", "10000")]):
+                    turn = k % len(addresses) if clients_at == "members" else 0
                     floods.append(await asyncio.create_subprocess_exec(
-                        sys.executable, "-c", FLOODER, ",".join(addresses), token,
-                        str(seconds), clients, each, env=env, stdout=asyncio.subprocess.PIPE))
+                        sys.executable, "-c", FLOODER,
+                        ",".join(addresses[turn:] + addresses[:turn]), token, str(seconds),
+                        clients, each, clients_at, env=env, stdout=asyncio.subprocess.PIPE))
                 await asyncio.sleep(1.0)  # the flood is on
                 stage = "probing under the flood"
                 during = await _probe(probe, max(1.0, seconds - 2.0))
                 stage = "waiting for the flooders to end"
-                pushed = 0
+                pushed, linked = 0, {}
                 for flooder in floods:
                     stdout, _ = await flooder.communicate()
-                    pushed += int(stdout.decode().strip() or 0)
+                    report = json.loads(stdout.decode().strip().splitlines()[-1])
+                    pushed += report["acked"]
+                    for member in report["members"]:
+                        linked[str(member)] = linked.get(str(member), 0) + 1
                 stop.set()
                 await watcher
                 await asyncio.sleep(0.5)
@@ -211,6 +233,7 @@ async def run(flooders: int, seconds: float) -> dict[str, Any]:
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(pushed / seconds),
         "max_member_in_flight": max(in_flight, default=0),
+        "flood_clients_at": linked,
     })
     return out
 
@@ -231,12 +254,13 @@ async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def run_all(flooders: int, seconds: float, peers: str) -> dict[str, Any]:
+async def run_all(flooders: int, seconds: float, peers: str,
+                  clients_at: str = "members") -> dict[str, Any]:
     """Every system's figures (or ``{"error": ...}``) and the peers skipped."""
     out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds,
-                           "systems": {}, "skipped": {}}
-    out["systems"]["lazily"] = await run(flooders, seconds)
-    _print_lazily(out["systems"]["lazily"], flooders, seconds)
+                           "clients_at": clients_at, "systems": {}, "skipped": {}}
+    out["systems"]["lazily"] = await run(flooders, seconds, clients_at)
+    _print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at)
     if peers == "nats":
         why = missing("nats-server", "nats", "nats-py")
         if why is not None:
@@ -255,7 +279,8 @@ async def run_all(flooders: int, seconds: float, peers: str) -> dict[str, Any]:
     return out
 
 
-def _print_lazily(out: dict[str, Any], flooders: int, seconds: float) -> None:
+def _print_lazily(out: dict[str, Any], flooders: int, seconds: float,
+                  clients_at: str) -> None:
     from lazily_queue import ClientAccess
     from lazily_queue.client.fair import fair_budget, fair_window
 
@@ -266,6 +291,12 @@ def _print_lazily(out: dict[str, Any], flooders: int, seconds: float) -> None:
           f"and {access.max_total_in_flight:,} in all (+{fair_budget(access)['reserve']} for "
           f"light clients), and propose {fair_window(access)['window']} at once "
           f"(+{fair_window(access)['reserve']})")
+    where = ("each flooder process starts at a member in turn and stays on it"
+             if clients_at == "members" else "every client prefers the leader")
+    linked = ", ".join(f"node {node} {count}" for node, count in sorted(
+        out["flood_clients_at"].items()))
+    print(f"clients: {where}; the flood's clients ended linked to {linked} (the probe "
+          "prefers the leader)")
     print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
           f"the flood: {', '.join(out['leaders_seen'])} -> "
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")
@@ -344,6 +375,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="run everything this many times, one system after the "
                              "other, and report each figure's median (default 1)")
+    parser.add_argument("--clients-at", choices=CLIENTS_AT, default="members",
+                        help="members (default): each flooder process links to a member in "
+                             "turn and stays; leader: every client prefers the leader")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     if args.flooders < 1 or args.seconds < 3 or args.rounds < 1:
@@ -353,7 +387,8 @@ def main() -> int:
         for number in range(1, args.rounds + 1):
             if args.rounds > 1:
                 print(f"-- round {number} of {args.rounds}", flush=True)
-            runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers)))
+            runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers,
+                                            args.clients_at)))
     except RoundFailed as exc:
         print(f"client_flood: {exc}", file=sys.stderr)
         return 1

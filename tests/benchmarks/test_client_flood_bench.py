@@ -61,6 +61,9 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     assert ours["leader_kept"] is True and ours["leader_before"] == ours["leader_after"]
     assert ours["leaders_seen"] == ["{}@{}".format(*ours["leader_before"])]
     assert 0 < ours["max_member_in_flight"]
+    assert out["clients_at"] == "members"  # the default: flooders start at members in turn
+    # 4 flooding clients at a member, the greedy one at the next
+    assert sorted(ours["flood_clients_at"].values()) == [1, 4], ours["flood_clients_at"]
     assert _row(lines, "lazily-queue")[4] == f"{ours['flood_pushes_per_s']:,}"
     if not HAS_NATS:
         assert out["skipped"]["nats"].startswith(("nats-server not found", "Python client"))
@@ -90,10 +93,14 @@ def test_a_missing_nats_server_is_one_line_with_an_install_hint(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_peers_none_runs_lazily_queue_alone() -> None:
-    lines, out = _run([*SMALL, "--peers", "none"])
+def test_peers_none_runs_lazily_queue_alone_and_clients_at_leader_floods_the_leader(
+) -> None:
+    lines, out = _run([*SMALL, "--peers", "none", "--clients-at", "leader"])
     assert set(out["systems"]) == {"lazily"} and out["skipped"] == {}
     assert not any("NATS" in line for line in lines)
+    assert out["clients_at"] == "leader"
+    ours = out["systems"]["lazily"]
+    assert ours["flood_clients_at"] == {str(ours["leader_before"][0]): 5}
 
 
 def test_the_table_has_a_row_per_system_that_ran() -> None:
