@@ -425,3 +425,20 @@ async def test_a_client_replays_a_topic() -> None:
         assert topic.read_stream("r") == ["a", "b", "c"]
         with pytest.raises(OffsetOutOfRange, match="past the tail"):
             await topic.seek("r", 4)
+
+
+async def test_a_barrier_made_as_the_client_moves_from_a_follower_to_the_leader_completes(
+) -> None:
+    """A client linked first to a follower leaves it for the leader once the follower's
+    hello names one; a barrier made at once, on the follower's link, ends with that link
+    and is made again on the leader's, whichever of the two the client holds when it
+    tries again."""
+    async with cluster_with_clients() as (c, addresses):
+        leader = (await c.wait_for_leader()).node_id
+        follower = next(str(i) for i in (1, 2, 3) if str(i) != leader)
+        assert await c.node(follower).wait_for_leader() == leader
+        for _ in range(3):
+            async with client_of([addresses[int(follower) - 1], *addresses]) as client:
+                async with asyncio.timeout(10):  # a hang fails the test, not the run
+                    await client.barrier(timeout=8)
+                assert client.member == leader
