@@ -24,8 +24,8 @@ then commits behind the flood's ops proposed before it (at most a window of them
 member). The run reports the leader and term before,
 during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
 and its p50 under the flood as a multiple of its p50 alone, the flood's committed
-pushes/s, the most requests a member held in flight and the most clients linked to
-each member.
+pushes/s, the most requests a member held in flight and the members the flood's
+clients ended linked to.
 
 Then (``--peers nats``, the default) the same workload against NATS JetStream R3
 (:mod:`benchmarks.client_flood_nats`: three clustered ``nats-server``, file storage, a

@@ -237,9 +237,10 @@ def ratios(lazily: dict[str, dict[str, Any]], nats_figures: dict[str, Any]
     out: dict[str, dict[str, float]] = {}
     for key in ROWS:
         theirs = nats_figures.get(key)
+        if not theirs:
+            continue
         for tag in ("unix", "tcp"):
-            if theirs:
-                out.setdefault(tag, {})[key] = round(lazily[tag][key] / theirs, 3)
+            out.setdefault(tag, {})[key] = round(lazily[tag][key] / theirs, 3)
     return out
 
 
