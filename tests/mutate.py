@@ -1648,6 +1648,13 @@ MUTATIONS = [
          "tests/client/test_review_requests.py::"
          "test_a_barrier_its_member_refuses_for_now_is_made_again_on_the_next_link"),
         "a request made on a link whose run ended is answered None, not kept for ever"),
+    Mutation(
+        "link-ended-request-encodes", "lazily_queue/client/link.py",
+        "        if not self.ended:\n            self._queue(P.encode([rid, *frame]))\n",
+        "        if True:\n            self._queue(P.encode([rid, *frame]))\n",
+        ("tests/client/test_client_connection.py::"
+         "test_a_request_made_on_a_link_that_ended_is_answered_none",),
+        "nothing is encoded for a link that can no longer send it"),
 ]
 
 

@@ -72,7 +72,8 @@ class Link:
     def request(self, frame: list[Any], on_answer: Callable[[Answer], None]) -> int:
         """Send ``[id, *frame]``; ``on_answer`` gets the answer (or ``None``)."""
         rid = self._wait(on_answer)
-        self._queue(P.encode([rid, *frame]))
+        if not self.ended:
+            self._queue(P.encode([rid, *frame]))
         return rid
 
     def _wait(self, on_answer: Callable[[Answer], None]) -> int:
@@ -105,9 +106,10 @@ class Link:
         """Send ``[id, OP, seq, floor, code, args, timeout_ms]`` with ``args`` already
         encoded (an op keeps its encoded arguments across retries)."""
         rid = self._wait(on_answer)
-        uint = P.uint
-        self._queue(b"".join((b"\x87", uint(rid), _OP, uint(seq), uint(floor), uint(code), args,
-                              uint(timeout_ms))))
+        if not self.ended:
+            uint = P.uint
+            self._queue(b"".join((b"\x87", uint(rid), _OP, uint(seq), uint(floor), uint(code),
+                                  args, uint(timeout_ms))))
         return rid
 
     def forget(self, rid: int) -> None:

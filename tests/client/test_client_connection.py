@@ -86,3 +86,4 @@ async def test_a_request_made_on_a_link_that_ended_is_answered_none() -> None:
     async with asyncio.timeout(5):
         assert await link.ask([P.BARRIER, 1000]) is None
     assert answers == [None, None]
+    assert link._batch == []  # nothing encoded for a link that cannot send it
