@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -60,6 +61,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
+    cpu_seconds,
+    flood_cpu,
     markdown_table,
     median_systems,
     missing,
@@ -90,9 +93,11 @@ async def main():
     prefer = sys.argv[6] == "leader"
     counts = [0]
     until = time.monotonic() + seconds
+    cpu = time.process_time()
     members = await asyncio.gather(*(client(addresses, token, until, inflight, counts, prefer)
                                      for _ in range(clients)))
-    print(json.dumps({"acked": counts[0], "members": members}), flush=True)
+    print(json.dumps({"acked": counts[0], "members": members,
+                      "cpu": time.process_time() - cpu}), flush=True)
 asyncio.run(main())
 '''
 
@@ -182,6 +187,8 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                 await asyncio.sleep(0.5)
                 before = seen[-1] if seen else None
                 stage = "starting the flood"
+                pids = [proc.pid for proc in procs]
+                cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
                 for k, (clients, each) in enumerate(
                         [*[("4", "512")] * flooders, ("1", "10000")]):
                     turn = k % len(addresses) if clients_at == "members" else 0
@@ -193,13 +200,16 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                 stage = "probing under the flood"
                 during = await _probe(probe, max(1.0, seconds - 2.0))
                 stage = "waiting for the flooders to end"
-                pushed, linked = 0, {}
+                pushed, linked, clients_cpu = 0, {}, 0.0
                 for flooder in floods:
                     stdout, _ = await flooder.communicate()
                     report = json.loads(stdout.decode().strip().splitlines()[-1])
                     pushed += report["acked"]
+                    clients_cpu += report["cpu"]
                     for member in report["members"]:
                         linked[str(member)] = linked.get(str(member), 0) + 1
+                out.update(flood_cpu(pids, cpu_before, time.monotonic() - flood_began,
+                                     pushed, clients_cpu))
                 stop.set()
                 await watcher
                 await asyncio.sleep(0.5)
@@ -302,7 +312,14 @@ def _print_lazily(out: dict[str, Any], flooders: int, seconds: float,
           f"{'kept' if out['leader_kept'] else 'NOT kept'}")
     _print_probe(out)
     print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
-          f"{out['max_member_in_flight']} requests in flight on a member", flush=True)
+          f"{out['max_member_in_flight']} requests in flight on a member")
+    _print_cpu(out, "members")
+
+
+def _print_cpu(out: dict[str, Any], cluster: str) -> None:
+    print(f"CPU while flooding ({os.cpu_count()} cores here): the {cluster} "
+          f"{out['flood_cluster_cores']} cores ({out['flood_cluster_us_per_op']} us per "
+          f"acknowledged push), the flooders {out['flood_clients_cores']}", flush=True)
 
 
 def _print_probe(out: dict[str, Any]) -> None:
@@ -325,7 +342,8 @@ def _print_nats(out: dict[str, Any]) -> None:
           f"{shared['flood_p50_ms']} ms ({shared['flood_p50_ratio']}x alone), p99 "
           f"{shared['flood_p99_ms']} ms ({shared['flood_samples']} samples)")
     print(f"flood: {out['flood_pushes_per_s']:,} acknowledged publishes/s "
-          f"({out['flood_failed']:,} publishes failed)", flush=True)
+          f"({out['flood_failed']:,} publishes failed)")
+    _print_cpu(out, "servers")
 
 
 def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -351,7 +369,7 @@ def table(systems: dict[str, dict[str, Any]]) -> str:
     """A row per system that ran: the probe's p50 alone, its p50 (and multiple of alone)
     and p99 under the flood, the flood's acknowledged pushes/s, whether leaders held."""
     lines = [["system", "alone p50 (ms)", "flood p50 (ms, x alone)", "flood p99 (ms)",
-              "flood acked/s", "leader kept"]]
+              "flood acked/s", "leader kept", "cluster CPU (cores, us/push)"]]
     nats = systems.get("nats")
     if nats is not None and "shared" in nats:
         systems = dict(systems, nats_shared=dict(nats, **nats["shared"]))
@@ -362,8 +380,13 @@ def table(systems: dict[str, dict[str, Any]]) -> str:
         lines.append([title, f"{out['baseline_p50_ms']:.2f}",
                       f"{out['flood_p50_ms']:.2f} ({out['flood_p50_ratio']}x)",
                       f"{out['flood_p99_ms']:.1f}", f"{out['flood_pushes_per_s']:,}",
-                      "yes" if out["leader_kept"] else "no"])
-    return markdown_table(lines, right=range(1, 5))
+                      "yes" if out["leader_kept"] else "no", _cpu_cell(out)])
+    return markdown_table(lines, right=[1, 2, 3, 4, 6])
+
+
+def _cpu_cell(out: dict[str, Any]) -> str:
+    cores, per_push = out.get("flood_cluster_cores"), out.get("flood_cluster_us_per_op")
+    return "-" if cores is None else f"{cores:.2f}, {per_push:.0f}"
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import peers_nats
-from benchmarks.peers_common import PAYLOAD, percentiles
+from benchmarks.peers_common import PAYLOAD, cpu_seconds, flood_cpu, percentiles
 
 FLOODER = r'''
 import asyncio, sys, time
@@ -49,8 +49,9 @@ async def main():
     seconds, clients, inflight = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     counts = [0, 0]
     until = time.monotonic() + seconds
+    cpu = time.process_time()
     await asyncio.gather(*(client(urls, until, inflight, counts) for _ in range(clients)))
-    print(counts[0], counts[1], flush=True)
+    print(counts[0], counts[1], time.process_time() - cpu, flush=True)
 asyncio.run(main())
 '''
 
@@ -100,6 +101,8 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             await js.publish(PROBE, PAYLOAD)  # the link warm
             baseline = await _probe(js, min(seconds, 5.0))
             before = await _leaders(js)
+            pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
+            cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
             procs = [await _flooder(cluster.urls, seconds, clients, in_flight)
                      for _ in range(flooders)]
             procs.append(await _flooder(cluster.urls, seconds, 1, greedy))
@@ -108,12 +111,16 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             during = await _probe(js, half)
             shared = await _probe(js, half, FLOOD)
             acked = failed = 0
+            clients_cpu = 0.0
             for proc in procs:
                 stdout, _ = await proc.communicate()
                 if proc.returncode != 0:
                     raise RuntimeError(f"a NATS flooder exited ({proc.returncode})")
-                ok, errors = (int(n) for n in stdout.decode().split())
-                acked, failed = acked + ok, failed + errors
+                ok, errors, used = stdout.decode().split()
+                acked, failed = acked + int(ok), failed + int(errors)
+                clients_cpu += float(used)
+            cpu_figures = flood_cpu(pids, cpu_before, time.monotonic() - flood_began,
+                                    acked, clients_cpu)
             after = await _leaders(js)
         finally:
             for proc in procs:
@@ -131,6 +138,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
+        **cpu_figures,
         "shared": {"flood_p50_ms": shared50, "flood_p99_ms": shared99,
                    "flood_samples": len(shared),
                    "flood_p50_ratio": round(shared50 / base50, 1) if base50 else None},

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import statistics
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.peers_common import (  # noqa: E402
     BATCH,
     PAYLOAD,
+    cpu_seconds,
     fdatasync_p50_ms,
     free_port,
     markdown_table,
@@ -72,18 +72,10 @@ def _config(root: Path, node: int, tcp_port: int) -> Path:
     return path
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a process so far (this process for ``None``)."""
-    if pid is None:
-        return time.process_time()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _cpu_per_op(pids: dict[str, int | None], before: dict[str, float], count: int
                 ) -> dict[str, float]:
     """CPU microseconds per op of each process since ``before``."""
-    return {who: round((_cpu_seconds(pid) - before[who]) / count * 1e6, 1)
+    return {who: round((cpu_seconds(pid) - before[who]) / count * 1e6, 1)
             for who, pid in pids.items()}
 
 
@@ -92,7 +84,7 @@ async def _phases(client: Any, tag: str, count: int, pids: dict[str, int | None]
     await client.barrier(timeout=60)
     produce = client.queue(f"produce-{tag}")
     await produce.push(PAYLOAD)  # declared, and the link warm
-    cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+    cpu = {who: cpu_seconds(pid) for who, pid in pids.items()}
     started = time.perf_counter()
     await spread(count, lambda: produce.push(PAYLOAD))
     figures: dict[str, Any] = {"produce_per_s": rate(count, time.perf_counter() - started),
@@ -109,7 +101,7 @@ async def _phases(client: Any, tag: str, count: int, pids: dict[str, int | None]
                 return
 
     consumer = asyncio.create_task(consume())
-    cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+    cpu = {who: cpu_seconds(pid) for who, pid in pids.items()}
     started = time.perf_counter()
     await spread(count, lambda: e2e.push(PAYLOAD))
     await consumer
@@ -160,7 +152,7 @@ async def run_nats(root: Path, count: int) -> dict[str, Any]:
                          for i, n in enumerate(cluster.nodes)})
             for phase, run in (("produce", peers_nats.produce),
                                ("end_to_end", peers_nats.end_to_end)):
-                cpu = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+                cpu = {who: cpu_seconds(pid) for who, pid in pids.items()}
                 figures.update(await run(js, count))
                 figures[f"{phase}_cpu_us"] = _cpu_per_op(pids, cpu, count)
         finally:

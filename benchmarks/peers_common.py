@@ -135,6 +135,26 @@ def fdatasync_p50_ms(directory: Path, count: int = 100) -> float:
     return percentiles(samples)[0]
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process so far (this process for ``None``; Linux)."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def flood_cpu(pids: Sequence[int | None], before: float, elapsed: float, acked: int,
+              clients: float) -> dict[str, Any]:
+    """What the cluster's processes (``pids``, whose CPU summed ``before`` when a flood
+    began) and the flood's client processes (``clients`` CPU seconds) used over the
+    flood's ``elapsed`` seconds: cores kept busy, and the cluster's CPU per acknowledged
+    op."""
+    used = sum(cpu_seconds(pid) for pid in pids) - before
+    return {"flood_cluster_cores": round(used / elapsed, 2),
+            "flood_cluster_us_per_op": round(used / acked * 1e6, 1) if acked else None,
+            "flood_clients_cores": round(clients / elapsed, 2)}
+
+
 def rate(count: int, elapsed: float) -> int:
     return round(count / elapsed) if elapsed > 0 else 0
 

@@ -45,6 +45,11 @@ def _assert_flooded(figures: dict[str, Any]) -> None:
     assert figures["flood_p50_ratio"] == pytest.approx(
         figures["flood_p50_ms"] / figures["baseline_p50_ms"], abs=0.06)
     assert figures["flood_pushes_per_s"] > 0
+    # CPU read from the processes over the flood: some, and no more than the machine has
+    cores = os.cpu_count() or 1
+    assert 0 < figures["flood_cluster_cores"] <= cores
+    assert 0 < figures["flood_clients_cores"] <= cores
+    assert figures["flood_cluster_us_per_op"] > 0
 
 
 def _row(lines: list[str], title: str) -> list[str]:
@@ -66,6 +71,10 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     at = ours["flood_clients_at"]
     assert sum(at.values()) == 5 and len(at) >= 2, at
     assert _row(lines, "lazily-queue")[4] == f"{ours['flood_pushes_per_s']:,}"
+    assert _row(lines, "lazily-queue")[6] == (
+        f"{ours['flood_cluster_cores']:.2f}, {ours['flood_cluster_us_per_op']:.0f}")
+    assert any(line.startswith("CPU while flooding") and "the members" in line
+               for line in lines)
     if not HAS_NATS:
         assert out["skipped"]["nats"].startswith(("nats-server not found", "Python client"))
         assert "nats" not in out["systems"]
@@ -107,12 +116,13 @@ def test_peers_none_runs_lazily_queue_alone_and_clients_at_leader_floods_the_lea
 
 def test_the_table_has_a_row_per_system_that_ran() -> None:
     figures = {"baseline_p50_ms": 1.25, "flood_p50_ms": 15.0, "flood_p50_ratio": 12.0,
-               "flood_p99_ms": 70.25, "flood_pushes_per_s": 40_000, "leader_kept": True}
+               "flood_p99_ms": 70.25, "flood_pushes_per_s": 40_000, "leader_kept": True,
+               "flood_cluster_cores": 1.375, "flood_cluster_us_per_op": 34.4}
     text = table({"lazily": figures, "nats": {"error": "RuntimeError: boom"}})
     lines = text.splitlines()
-    assert len(lines) == 3 and {line.count("|") for line in lines} == {7}
+    assert len(lines) == 3 and {line.count("|") for line in lines} == {8}
     assert _row(lines, "lazily-queue") == ["lazily-queue", "1.25", "15.00 (12.0x)", "70.2",
-                                           "40,000", "yes"]
+                                           "40,000", "yes", "1.38, 34"]
     both = table({"lazily": figures, "nats": dict(figures, leader_kept=False)}).splitlines()
     assert _row(both, "NATS JetStream R3")[5] == "no" and len(both) == 4
     shared = {"flood_p50_ms": 9.5, "flood_p99_ms": 30.0, "flood_samples": 10,
