@@ -83,7 +83,7 @@ async def test_a_request_made_on_a_link_that_ended_is_answered_none() -> None:
     answers: list[Any] = []
     link.request([P.PING], answers.append)
     link.send_op(1, 0, 1, b"\x80", 1000, answers.append)
+    assert link._batch == []  # nothing encoded for a link that cannot send it
     async with asyncio.timeout(5):
         assert await link.ask([P.BARRIER, 1000]) is None
     assert answers == [None, None]
-    assert link._batch == []  # nothing encoded for a link that cannot send it
