@@ -1655,6 +1655,13 @@ MUTATIONS = [
         ("tests/client/test_client_connection.py::"
          "test_a_request_made_on_a_link_that_ended_is_answered_none",),
         "nothing is encoded for a link that can no longer send it"),
+    Mutation(
+        "client-op-shape-unchecked", "lazily_queue/client/server.py",
+        "        problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
+        "        problem = (None or op_name_problem(code, args)\n",
+        ("tests/client/test_op_shapes.py::"
+         "test_a_member_refuses_malformed_ops_before_they_reach_the_log",),
+        "a client's op of the wrong shape is refused before it reaches the log"),
 ]
 
 

@@ -53,6 +53,7 @@ from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
+from .op_shapes import shape_problem
 from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
 
 if TYPE_CHECKING:
@@ -317,7 +318,8 @@ class ClientServer:
         """Refuse an op whose names (its subscriber's or worker's included) break the
         name rule, or which would create an object beyond the member's ``max_objects``
         or a subscription beyond its ``max_subscribers`` (:mod:`..names`)."""
-        problem = op_name_problem(code, args) or op_member_problem(code, args)
+        problem = (shape_problem(code, args) or op_name_problem(code, args)
+                   or op_member_problem(code, args))
         if problem is not None:
             raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
         node = self.node

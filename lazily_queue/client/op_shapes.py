@@ -1,0 +1,136 @@
+"""The shape of each op a client may propose: how many arguments, and the type of those
+whose type the state machine relies on (names, subscribers and workers are strings,
+delivery ids, counts and offsets ints, id lists lists, times finite numbers, a
+subscription's durability one of its two).
+
+A member checks a client's op against it before proposing it (:func:`shape_problem`):
+an op of the wrong shape is refused at once, so it never reaches the log, where it
+could only fail while applying on every member. Values, times and options are checked
+where they are applied (a wrong one is refused there with its reason). Transactions
+check their own ops (:mod:`..replicated.transactions`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..core.topic import Durability
+from ..replicated import ops
+
+#: Argument kinds: any value, a string, an int (not a bool), an int >= 0, a list, a
+#: list of ints (ids; None where it means every one), a time (a finite number of ms
+#: >= 0, or None: the leader's stamp), a subscription's durability.
+ANY, STR, INT, NAT = "value", "string", "int", "non-negative int"
+LIST, INTS, OPT_INTS = "list", "list of ints", "list of ints or None"
+TIME, DURABILITY = "time in ms (or None)", f"durability ({' or '.join(Durability)})"
+
+
+def _time(value: Any) -> bool:
+    return value is None or (type(value) in (int, float) and math.isfinite(value)
+                             and value >= 0)
+
+
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    ANY: lambda value: True,
+    STR: lambda value: type(value) is str,
+    INT: lambda value: type(value) is int,
+    NAT: lambda value: type(value) is int and value >= 0,
+    LIST: lambda value: type(value) is list,
+    INTS: lambda value: type(value) is list and all(type(i) is int for i in value),
+    OPT_INTS: lambda value: value is None or _CHECKS[INTS](value),
+    TIME: _time,
+    DURABILITY: lambda value: type(value) is str and value in Durability.__members__.values(),
+}
+
+#: Each op's arguments after its name, by kind (see :mod:`..replicated.ops`).
+_AFTER_NAME: dict[int, tuple[str, ...]] = {
+    ops.QUEUE_DECLARE: (ANY,),
+    ops.QUEUE_PUSH: (ANY,),
+    ops.QUEUE_POP: (),
+    ops.QUEUE_CLOSE: (),
+    ops.QUEUE_UNPOP: (ANY,),
+    ops.QUEUE_POP_MANY: (INT,),
+    ops.QUEUE_UNPOP_MANY: (LIST,),
+    ops.QUEUE_PUSH_ONCE: (ANY, ANY),
+    ops.TOPIC_DECLARE: (),
+    ops.TOPIC_PUBLISH: (ANY,),
+    ops.TOPIC_SUBSCRIBE: (STR, DURABILITY),
+    ops.TOPIC_RECONNECT: (STR,),
+    ops.TOPIC_DISCONNECT: (STR,),
+    ops.TOPIC_ADVANCE: (STR,),
+    ops.TOPIC_GC: (),
+    ops.TOPIC_RESTORE: (ANY,),
+    ops.TOPIC_ADVANCE_TO: (STR, NAT),
+    ops.TOPIC_PUBLISH_ONCE: (ANY, ANY),
+    ops.WORK_DECLARE: (ANY, ANY),
+    ops.WORK_PUSH: (ANY,),
+    ops.WORK_CLAIM: (STR, TIME),
+    ops.WORK_ACK: (STR, INT),
+    ops.WORK_NACK: (STR, INT),
+    ops.WORK_REAP: (TIME,),
+    ops.WORK_EXTEND: (STR, INT, TIME),
+    ops.WORK_REDRIVE: (OPT_INTS,),
+    ops.WORK_CLAIM_MANY: (STR, INT, TIME),
+    ops.WORK_RELEASE: (STR, INTS),
+    ops.QUEUE_PURGE: (),
+    ops.QUEUE_DELETE: (),
+    ops.TOPIC_DELETE: (),
+    ops.WORK_PURGE: (ANY,),
+    ops.WORK_DELETE: (),
+    ops.TOPIC_DELETE_SUBSCRIBER: (STR,),
+    ops.WORK_SETTLE_MANY: (STR, STR, INTS),
+    ops.WORK_PUSH_ONCE: (ANY, ANY),
+    ops.QUEUE_POP_STAMPED: (INT,),
+    ops.QUEUE_UNPOP_STAMPED: (LIST, LIST),
+    ops.TOPIC_SUBSCRIBE_AT: (STR, DURABILITY, ANY),
+    ops.TOPIC_SEEK: (STR, INT),
+    ops.GROUP_DECLARE: (STR, ANY, ANY, ANY),
+    ops.TOPIC_SUBSCRIBE_AT_TIME: (STR, DURABILITY, INT),
+    ops.TOPIC_SEEK_TIME: (STR, INT),
+    ops.QUEUE_PUSH_HEADERS: (ANY, ANY, ANY),
+    ops.QUEUE_POP_HEADERS: (INT,),
+    ops.QUEUE_UNPOP_HEADERS: (LIST, LIST, LIST),
+    ops.TOPIC_PUBLISH_HEADERS: (ANY, ANY, ANY),
+    ops.WORK_PUSH_HEADERS: (ANY, ANY, ANY),
+    ops.WORK_DECLARE_RETRY: (ANY, ANY, ANY),
+    ops.WORK_PUSH_SCHEDULED: (ANY, ANY, ANY, TIME, ANY),
+    ops.WORK_NACK_DELAYED: (STR, INT, ANY, TIME),
+    ops.QUEUE_PUSH_TTL: (ANY, ANY),
+    ops.WORK_PUSH_TTL: (ANY, ANY),
+    ops.EXPIRY_RULES: (ANY, ANY, ANY),
+    ops.EXPIRE: (ANY,),
+    ops.QUEUE_DECLARE_LIMITED: (ANY,),
+    ops.TOPIC_DECLARE_LIMITED: (ANY,),
+    ops.WORK_DECLARE_LIMITED: (ANY, ANY, ANY),
+    ops.QUEUE_PUSH_OPTIONS: (ANY, ANY),
+    ops.TOPIC_PUBLISH_OPTIONS: (ANY, ANY),
+    ops.WORK_PUSH_OPTIONS: (ANY, TIME, ANY),
+    ops.WORK_DECLARE_OPTIONS: (ANY, ANY, ANY),
+}
+
+
+def shape_problem(code: int, args: list[Any]) -> str | None:
+    """Why ``args`` are not the arguments of op ``code``; ``None`` when they have its
+    shape, or the op has none here (a cluster op, a transaction, an op no client may
+    propose: those are refused or checked elsewhere)."""
+    after = _AFTER_NAME.get(code)
+    if after is None:
+        return None
+    if len(args) != len(after) + 1:
+        return (f"takes {len(after) + 1} arguments [name{''.join(', ' + k for k in after)}], "
+                f"not {len(args)}")
+    if type(args[0]) is not str:
+        return "its first argument, the name, must be a string"
+    for position, (kind, value) in enumerate(zip(after, args[1:], strict=True), start=2):
+        if not _CHECKS[kind](value):
+            article = "an" if kind[0] in "aeiou" else "a"
+            return (f"its argument {position} must be {article} {kind}, not "
+                    f"{type(value).__name__} {_short(value)}")
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
