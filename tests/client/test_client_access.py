@@ -6,6 +6,8 @@ typed error, apply nothing, and leave the member serving."""
 
 from __future__ import annotations
 
+import logging
+import math
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -34,6 +36,7 @@ from lazily_queue.replicated.client_sessions import new_session_id
 pytestmark = pytest.mark.timeout(60)
 
 WEB, READER = b"token-of-the-web-tier", b"token-of-the-reader"
+EVERY = b"token-of-every-permission"
 SECRET = b"the-cluster-secret"
 
 
@@ -49,6 +52,7 @@ async def member(short_tmp: Path) -> AsyncIterator[Node]:
     access = ClientAccess([
         ClientGrant("web", WEB, produce=["jobs", "orders.*"], consume=["jobs"]),
         ClientGrant("reader", READER, consume=["news"]),
+        ClientGrant("all", EVERY, produce=["*"], consume=["*"], admin=["*"]),
     ])
     node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n1.sock",
                 secret=SECRET, clients=access)
@@ -218,3 +222,39 @@ async def test_a_client_promoting_delayed_work_is_refused_and_nothing_moves(
     state = member.view.work_queue("jobs")
     assert state is not None
     assert (state.core.pending_len(), state.core.delayed_len()) == (0, 1)
+
+
+async def test_a_member_refuses_malformed_ops_before_they_reach_the_log(
+    member: Node, caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert member.listen is not None
+    async with connect(member.listen, ("all", EVERY)) as client:
+        await client.work_queue("w").push("job")
+        await client.topic("t").publish("news")
+    malformed = [
+        (ops.QUEUE_DECLARE, ["q", None, "extra"]),
+        (ops.WORK_ACK, ["w", "worker", {"a": 1}]),
+        (ops.WORK_RELEASE, ["w", "worker", [{"a": 1}]]),
+        (ops.WORK_CLAIM, ["w", "worker", math.inf]),
+        (ops.TOPIC_SUBSCRIBE, ["t", "reader", "w"]),
+        (ops.TOPIC_ADVANCE, ["t"]),
+    ]
+    applied_before = member.view.applied_ops
+    stream = await raw_client(member, "all", EVERY)
+    try:
+        with caplog.at_level(logging.WARNING):
+            for rid, (code, args) in enumerate(malformed, start=2):
+                await stream.send(cbor2.dumps([rid, P.OP, rid, rid - 1, code, args, 1000]))
+                answer = cbor2.loads(await stream.receive())
+                assert answer[:2] == [rid, P.ERROR] and answer[2][0] == "refused", answer
+                assert ops.op_name(code) in answer[2][1]
+                assert "nothing was applied" in answer[2][1]
+            await stream.send(cbor2.dumps([99, P.PING]))
+            assert cbor2.loads(await stream.receive()) == [99, P.OK, None]
+    finally:
+        await stream.aclose()
+    await member.barrier()
+    assert member.view.applied_ops == applied_before + 1  # the barrier only
+    assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
+    assert member.view.work_queues["w"].core.pending_len() == 1
+    assert member.topic("t").subscriptions() == {}
