@@ -1659,7 +1659,7 @@ MUTATIONS = [
         "client-op-shape-unchecked", "lazily_queue/client/server.py",
         "        problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
         "        problem = (None or op_name_problem(code, args)\n",
-        ("tests/client/test_op_shapes.py::"
+        ("tests/client/test_client_access.py::"
          "test_a_member_refuses_malformed_ops_before_they_reach_the_log",),
         "a client's op of the wrong shape is refused before it reaches the log"),
 ]
