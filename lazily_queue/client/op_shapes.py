@@ -5,9 +5,10 @@ subscription's durability one of its two).
 
 A member checks a client's op against it before proposing it (:func:`shape_problem`):
 an op of the wrong shape is refused at once, so it never reaches the log, where it
-could only fail while applying on every member. Values, times and options are checked
-where they are applied (a wrong one is refused there with its reason). Transactions
-check their own ops (:mod:`..replicated.transactions`).
+could only fail while applying on every member. Values and options are checked where
+they are applied (a wrong one is refused there with its reason), and so is the
+rest of a transaction (:mod:`..replicated.transactions`): here, only the shape of each
+op it carries.
 """
 
 from __future__ import annotations
@@ -112,9 +113,16 @@ _AFTER_NAME: dict[int, tuple[str, ...]] = {
 
 
 def shape_problem(code: int, args: list[Any]) -> str | None:
-    """Why ``args`` are not the arguments of op ``code``; ``None`` when they have its
-    shape, or the op has none here (a cluster op, a transaction, an op no client may
-    propose: those are refused or checked elsewhere)."""
+    """Why ``args`` are not the arguments of op ``code`` (for a transaction, of one of
+    its ops); ``None`` when they have its shape, or the op has none here (a cluster op,
+    an op no client may propose: refused elsewhere)."""
+    if code == ops.TXN:
+        for position, op in enumerate(args, start=1):
+            if type(op) is list and op and type(op[0]) is int:
+                problem = shape_problem(op[0], op[1:])
+                if problem is not None:
+                    return f"its op {position} ({ops.op_name(op[0])}): {problem}"
+        return None  # the rest of a transaction's shape is checked where it applies
     after = _AFTER_NAME.get(code)
     if after is None:
         return None

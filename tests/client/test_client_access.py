@@ -238,6 +238,7 @@ async def test_a_member_refuses_malformed_ops_before_they_reach_the_log(
         (ops.WORK_CLAIM, ["w", "worker", math.inf]),
         (ops.TOPIC_SUBSCRIBE, ["t", "reader", "w"]),
         (ops.TOPIC_ADVANCE, ["t"]),
+        (ops.TXN, [[ops.WORK_PUSH, "w", 1], [ops.WORK_PUSH_OPTIONS, "w", {}, math.nan, 2]]),
     ]
     applied_before = member.view.applied_ops
     stream = await raw_client(member, "all", EVERY)

@@ -31,6 +31,8 @@ def test_every_op_a_client_may_propose_has_a_shape() -> None:
     (ops.WORK_REDRIVE, ["w", 3], "must be a list of ints or None"),
     (ops.TOPIC_SUBSCRIBE, ["t", "s", "forever"], "must be a durability (durable or ephemeral)"),
     (ops.TOPIC_ADVANCE_TO, ["t", "s", -1], "must be a non-negative int"),
+    (ops.TXN, [[ops.QUEUE_PUSH, "q", 1], [ops.WORK_PUSH_OPTIONS, "w", {}, math.inf, 1]],
+     "its op 2 (work_push_options): its argument 3 must be a time in ms"),
 ])
 def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: str) -> None:
     found = shape_problem(code, args)
