@@ -81,6 +81,12 @@ def as_dicts(records: list[Any]) -> list[dict[str, Any]]:
     return [record.to_dict() for record in records]
 
 
+def given_now(now: float | None) -> float | None:
+    """``now`` as a replicated op carries it: ``None`` (the leader's stamp) or a checked
+    time (:func:`check_now`), so a bad one is refused at the call, not where it applies."""
+    return None if now is None else check_now(now)
+
+
 def check_now(now: object) -> float:
     """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
     if isinstance(now, bool) or not isinstance(now, int | float):

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.expiry import whole_ms
 from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
+from ..core.work_items import given_now
 from ..errors import UnsupportedOperation
 from ..replicated import ops as C
 
@@ -51,7 +52,8 @@ class RaftWorkScheduling:
         """A nack whose item is claimable again ``delay`` seconds after ``now`` (the
         leader's stamp when ``None``)."""
         _, mask, receipt, duplicate = await self._call(
-            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay), now], timeout)
+            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay), given_now(now)],
+            timeout)
         if receipt is None:
             return WorkTransition(None, mask)
         delivery_id, item_id, who, how, settled_at = receipt

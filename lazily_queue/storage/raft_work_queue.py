@@ -22,6 +22,7 @@ from ..core.work import (
     WorkQueueCore,
     WorkTransition,
 )
+from ..core.work_items import given_now
 from ..core.work_masks import ALL_WORK_READERS
 from ..core.work_options import WorkPushOptions
 from ..names import check_member
@@ -165,21 +166,23 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         """``WORK_PUSH_OPTIONS``: delays and ``not_before`` travel in ms; ``now`` (the
         time a delay or TTL counts from) is the leader's stamp when ``None``."""
         transition: WorkTransition[int] = await self._masked(
-            C.WORK_PUSH_OPTIONS, [options.to_map(), now, value], timeout)
+            C.WORK_PUSH_OPTIONS, [options.to_map(), given_now(now), value], timeout)
         return transition
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
         check_member(worker, "worker name")
-        raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, now], timeout)
+        raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, given_now(now)],
+                                     timeout)
         return WorkTransition(None if raw is None else Delivery(**raw), mask)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
         check_member(worker, "worker name")
-        raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, now], timeout)
+        raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, given_now(now)],
+                                     timeout)
         return WorkTransition([Delivery(**d) for d in raw], mask)
 
     async def release(
@@ -229,7 +232,8 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def reap_expired(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
-        transition: WorkTransition[int] = await self._masked(C.WORK_REAP, [now], timeout)
+        transition: WorkTransition[int] = await self._masked(
+            C.WORK_REAP, [given_now(now)], timeout)
         return transition
 
     async def extend(
@@ -237,7 +241,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         timeout: float | None = None,
     ) -> WorkTransition[bool]:
         transition: WorkTransition[bool] = await self._masked(
-            C.WORK_EXTEND, [worker, delivery_id, now], timeout
+            C.WORK_EXTEND, [worker, delivery_id, given_now(now)], timeout
         )
         return transition
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -91,3 +92,37 @@ async def test_a_member_promotes_at_the_leaders_stamp_and_refuses_a_given_time()
         wall.now += 60
         assert await w.promote_due() == 1  # at the stamp of its own entry
         assert (w.delayed_len(), w.pending_len()) == (0, 1)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -1.0])
+async def test_a_time_no_member_can_use_is_refused_at_the_call(
+    bad: float, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As a local work queue does: ``ValueError`` before anything is proposed, on a
+    member and on a client (before, it was committed and failed while applying on every
+    member, each logging a traceback)."""
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+
+    grant = ClientGrant("web", b"token-of-the-web-tier", produce=["*"], consume=["*"],
+                        admin=["*"])
+    options: testing.NodeOptions = {
+        "clients": ClientAccess([grant], listen="memory://bad-time")}
+    async with testing.cluster(1, node_options=lambda _id: options) as c:
+        node = await c.leader()
+        async with connect("memory://bad-time",
+                           Credentials("web", b"token-of-the-web-tier")) as client:
+            for w in (node.work_queue("w"), client.work_queue("w")):
+                await w.push("job")
+                job = await w.claim("x")
+                await c.settle()
+                proposed = node.driver.replica.proposals
+                calls = [w.poll("x", now=bad), w.poll_many("x", 2, now=bad),
+                         w.reap_expired(now=bad), w.extend("x", job.delivery_id, now=bad),
+                         w.nack("x", job.delivery_id, delay=1.0, now=bad)]
+                for call in calls:
+                    with pytest.raises(ValueError, match="now must be a finite time >= 0"):
+                        await call
+                assert node.driver.replica.proposals == proposed  # nothing was sent
+                receipt = await w.ack("x", job.delivery_id)  # still leased as it was
+                assert receipt.outcome == "acked" and not receipt.duplicate
+    assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
