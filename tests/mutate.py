@@ -1669,6 +1669,20 @@ MUTATIONS = [
         ("tests/cells/test_work_scheduling_replicated.py::"
          "test_a_time_no_member_can_use_is_refused_at_the_call",),
         "a replicated work queue refuses a time it cannot use at the call"),
+    Mutation(
+        "replicated-subscriber-unchecked", "lazily_queue/storage/raft_topic.py",
+        "        return [self.name, check_subscriber(subscriber), *rest]\n",
+        "        return [self.name, subscriber, *rest]\n",
+        ("tests/cells/test_bad_arguments.py::"
+         "test_a_member_and_a_client_refuse_them_before_proposing",),
+        "a replicated topic refuses a subscriber that is not a str before proposing"),
+    Mutation(
+        "delay-ms-overflows", "lazily_queue/core/push_options.py",
+        "    return min(MAX_DELAY_MS, whole_ms(min(seconds, MAX_DELAY_MS / 1000)))\n",
+        "    return min(MAX_DELAY_MS, whole_ms(seconds))\n",
+        ("tests/cells/test_bad_arguments.py::"
+         "test_a_member_and_a_client_refuse_them_before_proposing",),
+        "a delay too long to count in ms waits as long as any can"),
 ]
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Generic, TypeVar
 
 from ..core.queue import QueuePopError
+from ..core.work_items import check_count
 from ..errors import QueueClosed
 from ..storage.queue import SyncQueueStorage
 from ..storage.runs import together
@@ -41,8 +42,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
     ) -> list[T] | QueuePopError:
         """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
         list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit."""
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n!r}")
+        check_count(n)
         if self._sync is None:
             return await self._storage.poll_many(n, timeout=timeout)
         taken: list[T] = []

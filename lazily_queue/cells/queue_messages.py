@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar, cast
 from ..core import ids
 from ..core.ids import Run
 from ..core.queue import ALL_READERS, UNPOP, QueuePopError, pop_mask, transition_mask
+from ..core.work_items import check_count
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context
 from ..storage.queue import (
@@ -73,8 +74,7 @@ class QueueMessages(Generic[T]):
 
     async def _poll_stamped(self, n: int) -> Taken[T] | QueuePopError:
         storage = self._stamped()
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n!r}")
+        check_count(n)
         pre, delayed = self._counts()
         with_headers = as_headers(storage)
         result: Taken[T] | QueuePopError
@@ -141,6 +141,9 @@ class QueueMessages(Generic[T]):
         is refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
         runs: list[Run] = []
         for m in messages:
+            if not isinstance(m, Message):
+                raise TypeError(f"{self.name}: give_back takes the Message objects "
+                                f"pop_messages returned, got {type(m).__name__}")
             ids.append(runs, m.id, 1, stamp_of(m))
         await self._unpoll_stamped([m.value for m in messages], runs, headers_of(messages))
 

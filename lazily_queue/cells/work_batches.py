@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..core.work import Delivery, Receipt, WorkTransition
+from ..core.work_items import check_count
 from ..reactive import Context
 from ..storage.work import SyncWorkQueueStorage, WorkQueueStorage
 
@@ -44,8 +45,7 @@ class WorkQueueBatches:
     async def poll_many(self, worker: str, n: int, now: Now = None) -> list[Delivery]:
         """Lease up to ``n`` of the oldest pending items without waiting (in order; an
         empty list when nothing is pending). Over a replicated backend, one commit."""
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n!r}")
+        check_count(n)
         at = self._now(now)
         if self._sync is None or at is None:
             return self._apply(await self._storage.poll_many(worker, n, at))

@@ -27,6 +27,12 @@ MAX_EPOCH_MS = 2**53
 MAX_DELAY_MS = MAX_TTL_MS
 
 
+def whole_delay_ms(seconds: float) -> int:
+    """A delay of ``seconds`` (checked: finite, >= 0) in whole milliseconds, at most
+    :data:`MAX_DELAY_MS` (a longer one waits that long)."""
+    return min(MAX_DELAY_MS, whole_ms(min(seconds, MAX_DELAY_MS / 1000)))
+
+
 def _msg_id(value: Any) -> str:
     if type(value) is not str or not 0 < len(value) <= MAX_MSG_ID_CHARS:
         raise ValueError(f"msg_id must be a non-empty str of at most {MAX_MSG_ID_CHARS} "
@@ -107,7 +113,7 @@ class PushOptions:
             msg_id=None if msg_id is None else check_msg_id(msg_id),
             headers=None if headers is None else check_headers(headers),  # type: ignore[arg-type]
             ttl_ms=None if ttl is None else ttl_ms(ttl),
-            delay_ms=None if wait is None else min(MAX_DELAY_MS, whole_ms(wait)),
+            delay_ms=None if wait is None else whole_delay_ms(wait),
             not_before_ms=None if at is None else max(0, whole_ms(at)),
             **extra,
         )

@@ -96,6 +96,20 @@ def check_now(now: object) -> float:
     return now
 
 
+def check_delivery_id(delivery_id: object) -> int:
+    """A delivery id is an int; anything else raises ``TypeError``."""
+    if isinstance(delivery_id, bool) or not isinstance(delivery_id, int):
+        raise TypeError(f"delivery_id must be an int, got {type(delivery_id).__name__}")
+    return delivery_id
+
+
+def check_count(n: object) -> int:
+    """How many to take at once: an int >= 1, else ``ValueError``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    return n
+
+
 def check_worker(worker: object) -> str:
     if not isinstance(worker, str):
         raise TypeError(f"worker must be a str, got {type(worker).__name__}")

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.expiry import whole_ms
+from ..core.push_options import whole_delay_ms
 from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..core.work_items import given_now
+from ..core.work_items import check_delivery_id, check_worker, given_now
 from ..errors import UnsupportedOperation
 from ..replicated import ops as C
 
 
 def _ms(seconds: float | None) -> int | None:
-    return None if seconds is None else whole_ms(seconds)
+    return None if seconds is None else whole_delay_ms(seconds)
 
 
 class RaftWorkScheduling:
@@ -52,7 +52,9 @@ class RaftWorkScheduling:
         """A nack whose item is claimable again ``delay`` seconds after ``now`` (the
         leader's stamp when ``None``)."""
         _, mask, receipt, duplicate = await self._call(
-            C.WORK_NACK_DELAYED, [self.name, worker, delivery_id, _ms(delay), given_now(now)],
+            C.WORK_NACK_DELAYED,
+            [self.name, check_worker(worker), check_delivery_id(delivery_id), _ms(delay),
+             given_now(now)],
             timeout)
         if receipt is None:
             return WorkTransition(None, mask)

@@ -24,6 +24,7 @@ from ..core.topic import (
     out_of_range,
 )
 from ..core.topic_expiry import expired_in
+from ..core.topic_subscriptions import check_subscriber
 from ..core.work import validate_config
 from ..errors import LimitExceeded, UnsupportedOperation
 from ..names import check_member, check_subscriber_room
@@ -155,9 +156,15 @@ class RaftTopicStorage(ReplicatedObject):
 
     # -- operations --------------------------------------------------------------------------
 
+    def _of(self, subscriber: str, *rest: Any) -> list[Any]:
+        """An op's arguments: this topic's name, ``subscriber`` (a ``str``, else
+        ``TypeError`` here, as on a local topic) and ``rest``."""
+        return [self.name, check_subscriber(subscriber), *rest]
+
     def _admit(self, subscriber: str) -> None:
         """Refuse a subscriber name over the length rule, or a new subscription beyond
         ``max_subscribers`` (:mod:`lazily_queue.names`), before proposing."""
+        check_subscriber(subscriber)
         check_member(subscriber, "subscriber name")
         if self.max_subscribers is not None and isinstance(subscriber, str):
             check_subscriber_room(self._view, self.name, subscriber, self.max_subscribers)
@@ -168,7 +175,7 @@ class RaftTopicStorage(ReplicatedObject):
     ) -> TopicTransition[SubscribeOutcome]:
         self._admit(subscriber)
         name = Durability(durability).value
-        result = await self._call(C.TOPIC_SUBSCRIBE, [self.name, subscriber, name], timeout)
+        result = await self._call(C.TOPIC_SUBSCRIBE, self._of(subscriber, name), timeout)
         return TopicTransition(SubscribeOutcome[result], frozenset())
 
     async def subscribe_at(
@@ -176,14 +183,16 @@ class RaftTopicStorage(ReplicatedObject):
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
         self._admit(subscriber)
-        args = [self.name, subscriber, Durability(durability).value, check_start(start)]
+        args = self._of(subscriber, Durability(durability).value, check_start(start))
         result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT, args, timeout))
         return TopicTransition(SubscribeOutcome[result], frozenset())
 
     async def seek(
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
-        result = await self._call(C.TOPIC_SEEK, [self.name, subscriber, offset], timeout)
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(f"offset must be an int, got {offset!r}")  # as a local topic
+        result = await self._call(C.TOPIC_SEEK, self._of(subscriber, offset), timeout)
         return TopicTransition(_in_range(result), frozenset())
 
     async def subscribe_at_time(
@@ -191,32 +200,32 @@ class RaftTopicStorage(ReplicatedObject):
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
         self._admit(subscriber)
-        args = [self.name, subscriber, Durability(durability).value, stamp]
+        args = self._of(subscriber, Durability(durability).value, stamp)
         result = _in_range(await self._call(C.TOPIC_SUBSCRIBE_AT_TIME, args, timeout))
         return TopicTransition(SubscribeOutcome[result], frozenset())
 
     async def seek_time(
         self, subscriber: str, stamp: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
-        result = await self._call(C.TOPIC_SEEK_TIME, [self.name, subscriber, stamp], timeout)
+        result = await self._call(C.TOPIC_SEEK_TIME, self._of(subscriber, stamp), timeout)
         return TopicTransition(_in_range(result), frozenset())
 
     async def reconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
-        result = await self._call(C.TOPIC_RECONNECT, [self.name, subscriber], timeout)
+        result = await self._call(C.TOPIC_RECONNECT, self._of(subscriber), timeout)
         return TopicTransition(bool(result), frozenset())
 
     async def disconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
-        result = await self._call(C.TOPIC_DISCONNECT, [self.name, subscriber], timeout)
+        result = await self._call(C.TOPIC_DISCONNECT, self._of(subscriber), timeout)
         return TopicTransition(bool(result), frozenset())
 
     async def delete_subscriber(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
-        result = await self._call(C.TOPIC_DELETE_SUBSCRIBER, [self.name, subscriber], timeout)
+        result = await self._call(C.TOPIC_DELETE_SUBSCRIBER, self._of(subscriber), timeout)
         return TopicTransition(bool(result), frozenset())
 
     async def publish(
@@ -285,7 +294,7 @@ class RaftTopicStorage(ReplicatedObject):
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[Any]:
-        result = await self._call(C.TOPIC_ADVANCE, [self.name, subscriber], timeout)
+        result = await self._call(C.TOPIC_ADVANCE, self._of(subscriber), timeout)
         return TopicTransition(result, frozenset())
 
     def cursor(self, subscriber: str) -> int | None:
@@ -294,7 +303,7 @@ class RaftTopicStorage(ReplicatedObject):
     async def advance_to(
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
-        result = await self._call(C.TOPIC_ADVANCE_TO, [self.name, subscriber, offset], timeout)
+        result = await self._call(C.TOPIC_ADVANCE_TO, self._of(subscriber, offset), timeout)
         return TopicTransition(result, frozenset())
 
     async def restore(

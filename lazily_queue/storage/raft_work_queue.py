@@ -22,7 +22,7 @@ from ..core.work import (
     WorkQueueCore,
     WorkTransition,
 )
-from ..core.work_items import given_now
+from ..core.work_items import check_count, check_delivery_id, check_worker, given_now
 from ..core.work_masks import ALL_WORK_READERS
 from ..core.work_options import WorkPushOptions
 from ..names import check_member
@@ -173,23 +173,23 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
         check_member(worker, "worker name")
-        raw, mask = await self._call(C.WORK_CLAIM, [self.name, worker, given_now(now)],
-                                     timeout)
+        args = [self.name, check_worker(worker), given_now(now)]
+        raw, mask = await self._call(C.WORK_CLAIM, args, timeout)
         return WorkTransition(None if raw is None else Delivery(**raw), mask)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
         check_member(worker, "worker name")
-        raw, mask = await self._call(C.WORK_CLAIM_MANY, [self.name, worker, n, given_now(now)],
-                                     timeout)
+        args = [self.name, check_worker(worker), check_count(n), given_now(now)]
+        raw, mask = await self._call(C.WORK_CLAIM_MANY, args, timeout)
         return WorkTransition([Delivery(**d) for d in raw], mask)
 
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
     ) -> WorkTransition[int]:
         count, mask = await self._call(
-            C.WORK_RELEASE, [self.name, worker, list(delivery_ids)], timeout
+            C.WORK_RELEASE, [self.name, check_worker(worker), _ids(delivery_ids)], timeout
         )
         return WorkTransition(count, mask)
 
@@ -202,7 +202,7 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         (``duplicate``), or ``None`` when it was refused."""
         code = C.WORK_ACK if outcome == "acked" else C.WORK_NACK
         _, mask, receipt, duplicate = await self._call(
-            code, [self.name, worker, delivery_id], timeout
+            code, [self.name, check_worker(worker), check_delivery_id(delivery_id)], timeout
         )
         proof = None
         if receipt is not None:
@@ -217,7 +217,8 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         """Settle several deliveries in one commit, in order: a receipt per id as
         :meth:`settle` gives it (``None`` for a refused one)."""
         results, mask = await self._call(
-            C.WORK_SETTLE_MANY, [self.name, worker, outcome, list(delivery_ids)], timeout
+            C.WORK_SETTLE_MANY, [self.name, check_worker(worker), outcome, _ids(delivery_ids)],
+            timeout
         )
         receipts: list[Receipt | None] = []
         for _, receipt, duplicate in results:
@@ -241,7 +242,8 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         timeout: float | None = None,
     ) -> WorkTransition[bool]:
         transition: WorkTransition[bool] = await self._masked(
-            C.WORK_EXTEND, [worker, delivery_id, given_now(now)], timeout
+            C.WORK_EXTEND, [check_worker(worker), check_delivery_id(delivery_id), given_now(now)],
+            timeout
         )
         return transition
 
@@ -251,3 +253,8 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         ids = None if item_ids is None else sorted(item_ids)
         transition: WorkTransition[int] = await self._masked(C.WORK_REDRIVE, [ids], timeout)
         return transition
+
+
+def _ids(delivery_ids: Collection[int]) -> list[int]:
+    """Delivery ids as an op carries them (each checked: ``TypeError`` here, as locally)."""
+    return [check_delivery_id(i) for i in delivery_ids]

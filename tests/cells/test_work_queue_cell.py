@@ -444,7 +444,7 @@ async def test_claim_many_waits_then_leases_up_to_n_in_one_commit(ctx: Context) 
     assert [(d.value, d.worker) for d in await cell.poll_many("w", 5)] == [("b", "w"), ("c", "w")]
     assert storage.commits == commits + 1
     assert await cell.poll_many("w", 5) == []
-    with pytest.raises(ValueError, match="n must be >= 1"):
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
         await cell.poll_many("w", 0)
     local = WorkQueueCell(visibility_timeout=5, context=ctx)
     for v in "xyz":

@@ -1,0 +1,76 @@
+"""A call with an argument no backend can use raises the same typed error on a local
+cell, on a member and on a client, before anything is proposed: nothing reaches the
+log, and no member logs a failure while applying."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from lazily_queue import (
+    ClientAccess,
+    ClientGrant,
+    Credentials,
+    InvalidTtl,
+    QueueCell,
+    TopicCell,
+    WorkQueueCell,
+    connect,
+    testing,
+)
+
+TOKEN = b"token-of-the-web-tier"
+#: (what, the call on (queue, topic, work queue, a delivery id), the error it raises)
+CALLS: list[tuple[str, Callable[[Any, Any, Any, int], Awaitable[Any]], type[Exception]]] = [
+    ("a subscriber that is not a str", lambda q, t, w, d: t.disconnect(0), TypeError),
+    ("a poll by a non-str subscriber", lambda q, t, w, d: t.poll(1), TypeError),
+    ("a bool offset", lambda q, t, w, d: t.seek("s", True), ValueError),
+    ("a worker that is not a str", lambda q, t, w, d: w.poll(1), TypeError),
+    ("a delivery id that is not an int", lambda q, t, w, d: w.ack("x", "1"), TypeError),
+    ("a count that is not an int", lambda q, t, w, d: q.pop_many(math.nan), ValueError),
+    ("a give-back of no message", lambda q, t, w, d: q.give_back(["x"]), TypeError),
+    ("a ttl too long to count", lambda q, t, w, d: t.publish("x", ttl=1e308), InvalidTtl),
+]
+
+
+async def _exercise(q: Any, t: Any, w: Any, proposals: Callable[[], int]) -> None:
+    await q.push("a")
+    await t.subscribe("s")
+    await w.push("job")
+    job = await w.claim("x")
+    before = proposals()
+    for what, call, error in CALLS:
+        with pytest.raises(error):
+            await call(q, t, w, job.delivery_id)
+        assert proposals() == before, what
+    # a delay too long to count waits as long as any can
+    receipt = await w.nack("x", job.delivery_id, delay=1e308)
+    assert receipt.outcome == "nacked" and w.delayed_len() == 1
+
+
+async def test_a_local_cell_refuses_them() -> None:
+    clock = time.monotonic
+    await _exercise(QueueCell(), TopicCell(), WorkQueueCell(clock=clock), lambda: 0)
+
+
+async def test_a_member_and_a_client_refuse_them_before_proposing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    grant = ClientGrant("web", TOKEN, produce=["*"], consume=["*"])
+    options: testing.NodeOptions = {
+        "clients": ClientAccess([grant], listen="memory://bad-arguments")}
+    async with testing.cluster(1, node_options=lambda _id: options) as c:
+        node = await c.leader()
+
+        def proposals() -> int:
+            return node.driver.replica.proposals
+
+        await _exercise(node.queue("q"), node.topic("t"), node.work_queue("w"), proposals)
+        async with connect("memory://bad-arguments", Credentials("web", TOKEN)) as client:
+            await _exercise(client.queue("q2"), client.topic("t2"), client.work_queue("w2"),
+                            proposals)
+    assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
