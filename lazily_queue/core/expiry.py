@@ -47,7 +47,7 @@ def ttl_ms(ttl: object, what: str = "ttl") -> int:
                          f"{type(ttl).__name__} {ttl!r}")
     if not math.isfinite(ttl) or ttl <= 0:
         raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {ttl!r}")
-    ms = max(1, whole_ms(min(ttl, MAX_TTL_MS)))  # a huge ttl is refused, not overflowed
+    ms = max(1, whole_ms(ttl)) if ttl <= MAX_TTL_MS / 1000 else MAX_TTL_MS + 1
     if ms > MAX_TTL_MS:
         raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {ttl!r}")
     return ms
