@@ -11,6 +11,9 @@ import pytest
 from lazily_queue.client.access import ADMIN, CONSUME, DECLARE, PRODUCE
 from lazily_queue.client.op_shapes import _AFTER_NAME, shape_problem
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.state_machine import StateMachine
+from tests.replicated.apply import apply_fresh
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,3 +54,33 @@ def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: s
 ])
 def test_the_right_shape_passes(code: int, args: list[Any]) -> None:
     assert shape_problem(code, args) is None
+
+
+
+_SAMPLE: dict[str, Any] = {
+    "value": None, "string": "w", "int": 1, "non-negative int": 0, "list": [],
+    "list of ints": [], "list of ints or None": None, "time in ms (or None)": None}
+
+
+def _prepared() -> StateMachine:
+    """A queue, a topic with subscriber "w" and a work queue with a lease to "w", all "x"."""
+    sm = StateMachine()
+    apply_fresh(sm, [ops.QUEUE_DECLARE, "x", None], [ops.QUEUE_PUSH, "x", 1],
+                [ops.TOPIC_DECLARE, "x"], [ops.TOPIC_PUBLISH, "x", 1],
+                [ops.TOPIC_SUBSCRIBE, "x", "w", "durable"], [ops.WORK_DECLARE, "x", 1000, 3],
+                [ops.WORK_PUSH, "x", 1], [ops.WORK_CLAIM, "x", "w", None])
+    return sm
+
+
+@pytest.mark.parametrize("code", sorted(_AFTER_NAME), ids=ops.op_name)
+def test_each_shape_holds_as_many_arguments_as_the_state_machine_applies(code: int) -> None:
+    """An op of its shape gets past the handler's unpacking (at worst a refusal of a
+    value); one argument fewer does not apply."""
+    name = "y" if "declare" in ops.op_name(code) else "x"
+    args = [name, *(_SAMPLE.get(kind, "durable") for kind in _AFTER_NAME[code])]
+    assert shape_problem(code, args) is None
+    [result] = apply_fresh(_prepared(), [code, *args])
+    assert not (isinstance(result, OpError) and result.code == "apply_failed"), result
+    if len(args) > 1:
+        [short] = apply_fresh(_prepared(), [code, *args[:-1]])
+        assert isinstance(short, OpError), f"{ops.op_name(code)} applied with an argument less"
