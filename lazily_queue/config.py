@@ -93,7 +93,7 @@ from .config_transport import (
     webrtc_options,
 )
 from .core.dedup import DedupLimits
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, shown
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
@@ -268,14 +268,19 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     cluster = parse_string(doc.get("cluster", "lazily-queue"), fail, "cluster")
     data_dir = base / parse_string(doc["data_dir"], fail, "data_dir")
     for place in (data_dir, *data_dir.parents):
-        if place.exists():  # the nearest existing ancestor must be a directory
+        try:
+            exists = place.exists()
+        except OSError as exc:  # a name too long for the file system, say
+            raise fail(f"`data_dir` {shown(str(data_dir))} cannot be used: "
+                       f"{exc.strerror or exc}") from None
+        if exists:  # the nearest existing ancestor must be a directory
             if not place.is_dir():
                 raise fail(f"`data_dir` {data_dir}: {place} is not a directory; name a "
                            "directory (it is created when missing)")
             break
     durability = doc.get("durability", "fsync")
     if durability not in ("fsync", "none"):
-        raise fail(f"`durability` must be \"fsync\" or \"none\", not {durability!r}")
+        raise fail(f"`durability` must be \"fsync\" or \"none\", not {shown(durability)}")
     peers = parse_peers(doc.get("peers", {}), fail)
     listen = doc.get("listen")
     own = peers.pop(node_id, None)
@@ -289,18 +294,18 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     listen = parse_string(listen, fail, "listen")
     if own is not None and own != listen:
         raise fail(
-            f"two nodes with id {node_id}: `listen` is {listen!r} but [peers] gives node "
-            f"{node_id} the address {own!r}; every node needs its own id"
+            f"two nodes with id {node_id}: `listen` is {shown(listen)} but [peers] gives node "
+            f"{node_id} the address {shown(own)}; every node needs its own id"
         )
     check_address(listen, fail, "`listen`", listening=True)
     for peer, address in peers.items():
         if address == listen:
-            raise fail(f"peer {peer} has this node's own listen address {listen!r}")
+            raise fail(f"peer {peer} has this node's own listen address {shown(listen)}")
         check_address(address, fail, f"peer {peer}", listening=False)
     owners: dict[str, int] = {}
     for peer, address in peers.items():
         if address in owners:
-            raise fail(f"peers {owners[address]} and {peer} share the address {address!r}")
+            raise fail(f"peers {owners[address]} and {peer} share the address {shown(address)}")
         owners[address] = peer
     secret_env, secret_file = doc.get("secret_env"), doc.get("secret_file")
     if (secret_env is None) == (secret_file is None):
@@ -316,12 +321,12 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     timeout = doc.get("startup_timeout", 30.0)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
         raise fail(f"`startup_timeout` must be a number of seconds >= 0 (0 waits forever), "
-                   f"not {timeout!r}")
+                   f"not {shown(timeout)}")
     max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
     if isinstance(max_message, bool) or not isinstance(max_message, int) or \
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:
         raise fail(f"`max_message_bytes` must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT}"
-                   f" (bytes; the same on every node), not {max_message!r}")
+                   f" (bytes; the same on every node), not {shown(max_message)}")
     max_objects = parse_max_objects(doc.get("max_objects", DEFAULT_MAX_OBJECTS), fail)
     max_subscribers = parse_max_subscribers(
         doc.get("max_subscribers", DEFAULT_MAX_SUBSCRIBERS), fail)
@@ -345,7 +350,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     advertise = doc.get("http_advertise")
     if advertise is not None and (not isinstance(advertise, str) or not advertise.startswith(
             ("http://", "https://"))):
-        raise fail(f"`http_advertise` must be an http:// or https:// URL, not {advertise!r}")
+        raise fail(f"`http_advertise` must be an http:// or https:// URL, not {shown(advertise)}")
     return NodeConfig(
         node_id=node_id,
         data_dir=data_dir,

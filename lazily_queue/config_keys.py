@@ -16,7 +16,7 @@ from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyEr
 
 from .config_transport import refuse_unknown_keys
 from .core.dedup import DedupLimits
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, shown
 from .names import check_max_objects
 
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
@@ -41,7 +41,7 @@ def parse_max_objects(value: Any, fail: Any) -> int:
         return check_max_objects(value)
     except InvalidConfiguration:
         raise fail(f"`max_objects` must be an int >= 1 (queues, topics and work queues "
-                   f"together), not {value!r}") from None
+                   f"together), not {shown(value)}") from None
 
 
 def parse_max_subscribers(value: Any, fail: Any) -> int:
@@ -50,13 +50,13 @@ def parse_max_subscribers(value: Any, fail: Any) -> int:
         return check_max_objects(value, "max_subscribers")
     except InvalidConfiguration:
         raise fail(f"`max_subscribers` must be an int >= 1 (subscriptions of one topic), "
-                   f"not {value!r}") from None
+                   f"not {shown(value)}") from None
 
 
 def parse_string(value: Any, fail: Any, key: str) -> str:
     """``value`` as a non-empty string."""
     if not isinstance(value, str) or not value:
-        raise fail(f"`{key}` must be a non-empty string, not {value!r}")
+        raise fail(f"`{key}` must be a non-empty string, not {shown(value)}")
     return value
 
 
@@ -65,7 +65,7 @@ def parse_node_id(value: Any, fail: Any, what: str) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-        raise fail(f"{what} must be an integer node id in 0..2**64-1, not {value!r}")
+        raise fail(f"{what} must be an integer node id in 0..2**64-1, not {shown(value)}")
     return value
 
 
@@ -75,7 +75,7 @@ def parse_peers(raw: Any, fail: Any) -> dict[int, str]:
         raise fail("[peers] must be a table of `id = \"address\"` lines")
     peers: dict[int, str] = {}
     for key, address in raw.items():
-        peer = parse_node_id(key, fail, f"[peers] key {key!r}")
+        peer = parse_node_id(key, fail, f"[peers] key {shown(key)}")
         if peer in peers:
             raise fail(f"[peers] lists node {peer} twice; every node needs its own id")
         peers[peer] = parse_string(address, fail, f"peers.{key}")
@@ -97,7 +97,7 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool) -> Non
             path = Path(parse_unix(address))
             if not path.parent.is_dir():
                 raise fail(
-                    f"{what} address {address!r}: directory {path.parent} does not exist; "
+                    f"{what} address {shown(address)}: directory {path.parent} does not exist; "
                     "create it or choose another socket path"
                 )
         elif scheme in ("tcp", "tls"):
@@ -106,15 +106,16 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool) -> Non
             host, port = parse_tcp(address, listening=listening)
             try:
                 socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                raise fail(f"{what} address {address!r}: host {host!r} cannot be resolved "
-                           f"({exc.strerror or exc})") from None
+            except (OSError, UnicodeError) as exc:  # UnicodeError: a label over 63 characters
+                reason = getattr(exc, "strerror", None) or exc
+                raise fail(f"{what} address {shown(address)}: host {shown(host)} cannot be "
+                           f"resolved ({reason})") from None
         elif scheme not in DEFAULT_SCHEMES:
-            raise fail(f"{what} address {address!r}: unsupported scheme {scheme!r} "
+            raise fail(f"{what} address {shown(address)}: unsupported scheme {shown(scheme)} "
                        f"({SCHEMES_HINT})")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
-        raise fail(f"{what} address {address!r}: {exc}") from None
+        raise fail(f"{what} address {shown(address)}: {exc}") from None
     except AddressError as exc:
         raise fail(f"{what} address: {exc}") from None
 
@@ -125,7 +126,7 @@ def parse_http(raw: Any, fail: Any) -> tuple[str, int] | None:
         return None
     match = _HTTP.match(raw) if isinstance(raw, str) else None
     if match is None or not 0 <= int(match["port"]) < 65536:
-        raise fail(f"`http` must be \"HOST:PORT\" (e.g. \"127.0.0.1:8101\"), not {raw!r}")
+        raise fail(f"`http` must be \"HOST:PORT\" (e.g. \"127.0.0.1:8101\"), not {shown(raw)}")
     return match["host"].strip("[]"), int(match["port"])
 
 
@@ -137,6 +138,6 @@ def parse_app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
         raise fail("[app] needs `entry = \"package.module:function\"`")
     entry = raw["entry"]
     if entry.count(":") != 1 or not all(entry.split(":")):
-        raise fail(f"[app] entry must look like \"package.module:function\", not {entry!r}")
+        raise fail(f"[app] entry must look like \"package.module:function\", not {shown(entry)}")
     return entry, {k: v for k, v in raw.items() if k != "entry"}
 

@@ -31,6 +31,8 @@ from typing import Any
 
 from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
+from .errors import shown
+
 Fail = Callable[[str], Exception]
 _TLS_KEYS = frozenset({"certificate", "key", "ca", "check_hostname",
                        "require_client_certificate"})
@@ -84,7 +86,7 @@ def parse_tls(raw: Any, base: Path, fail: Fail) -> TLSFiles | None:
     for key in ("check_hostname", "require_client_certificate"):
         if key in raw:
             if not isinstance(raw[key], bool):
-                raise fail(f"[tls] `{key}` must be true or false, not {raw[key]!r}")
+                raise fail(f"[tls] `{key}` must be true or false, not {shown(raw[key])}")
             flags[key] = raw[key]
     tls = TLSFiles(base / raw["certificate"], base / raw["key"],
                    None if "ca" not in raw else base / raw["ca"], **flags)
@@ -101,16 +103,16 @@ def check_tls_addresses(tls: TLSFiles | None, addresses: dict[str, str], fail: F
     for what, address in addresses.items():
         scheme = scheme_of(address)
         if tls is None and scheme in ("tls", "wss"):
-            raise fail(f"{what} address {address!r} uses TLS: add a [tls] table with this "
+            raise fail(f"{what} address {shown(address)} uses TLS: add a [tls] table with this "
                        "node's `certificate`, `key` and the members' `ca`")
         if tls is not None and scheme not in TLS_SCHEMES:
-            raise fail(f"{what} address {address!r} does not use TLS but [tls] is set: use "
+            raise fail(f"{what} address {shown(address)} does not use TLS but [tls] is set: use "
                        "tls://, wss:// or webrtc+wss:// for every member")
 
 
 def _name(value: Any, what: str, fail: Fail) -> str:
     if not isinstance(value, str) or not value:
-        raise fail(f"{what} must be a non-empty string, not {value!r}")
+        raise fail(f"{what} must be a non-empty string, not {shown(value)}")
     return value
 
 
@@ -138,7 +140,7 @@ def parse_webrtc(raw: Any, base: Path, fail: Fail) -> WebRTCConfig | None:
                 isinstance(u, str) and u.split(":", 1)[0] in ("stun", "stuns", "turn", "turns")
                 for u in urls):
             raise fail(f"{where} `urls` must list stun:, stuns:, turn: or turns: URLs, "
-                       f"not {entry.get('urls')!r}")
+                       f"not {shown(entry.get('urls'))}")
         if "credential_env" in entry and "credential_file" in entry:
             raise fail(f"{where}: give at most one of `credential_env` and `credential_file`")
         is_turn = any(u.startswith("turn") for u in urls)

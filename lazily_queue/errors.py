@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from lazily_transports.errors import shown
+
+__all__ = ["shown"]  # re-exported: ``repr`` for a message, cut when long
+
 
 class LazilyQueueError(Exception):
     """Base class of every error this package raises on purpose."""

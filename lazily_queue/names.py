@@ -26,7 +26,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.groups import SEPARATOR
-from .errors import InvalidConfiguration, InvalidName, TooManyObjects, TooManySubscribers
+from .errors import (
+    InvalidConfiguration,
+    InvalidName,
+    TooManyObjects,
+    TooManySubscribers,
+    shown,
+)
 from .replicated import ops
 
 if TYPE_CHECKING:
@@ -52,9 +58,9 @@ CREATES: dict[int, str] = {
 def name_problem(name: Any, what: str = "name") -> str | None:
     """Why ``name`` is not a valid object name; ``None`` when it is."""
     if not isinstance(name, str) or not name:
-        return f"{what} must be a non-empty string, not {_short(name)}"
+        return f"{what} must be a non-empty string, not {shown(name)}"
     if len(name) > MAX_NAME_LENGTH:
-        return (f"{what} {_short(name)} has {len(name)} characters, over the limit of "
+        return (f"{what} {shown(name)} has {len(name)} characters, over the limit of "
                 f"{MAX_NAME_LENGTH} characters")
     return None
 
@@ -86,7 +92,7 @@ def member_problem(name: Any, what: str) -> str | None:
     """Why a subscriber's or worker's name ``name`` is over the length rule; ``None``
     otherwise (a name that is not a ``str`` is the state machine's to refuse)."""
     if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
-        return (f"{what} {_short(name)} has {len(name)} characters, over the limit of "
+        return (f"{what} {shown(name)} has {len(name)} characters, over the limit of "
                 f"{MAX_NAME_LENGTH} characters")
     return None
 
@@ -119,7 +125,7 @@ def subscriber_room_problem(view: ReadView, topic: str, subscriber: str,
     count = core.subscription_count()
     if count < max_subscribers:
         return None
-    return (f"cannot subscribe {_short(subscriber)} to topic {_short(topic)}: it has {count} "
+    return (f"cannot subscribe {shown(subscriber)} to topic {shown(topic)}: it has {count} "
             f"subscriptions, its limit is max_subscribers={max_subscribers}; delete "
             "subscribers no longer used (`await topic.delete_subscriber(id)`; an operator: "
             "`lazily-queue queue delete-subscriber TOPIC ID` or the status page), or raise "
@@ -206,7 +212,7 @@ def room_problem(view: ReadView, kind: str, name: str, max_objects: int) -> str 
     count = object_count(view)
     if count < max_objects:
         return None
-    return (f"cannot create {kind.replace('_', ' ')} {_short(name)}: the cluster holds "
+    return (f"cannot create {kind.replace('_', ' ')} {shown(name)}: the cluster holds "
             f"{count} objects, its limit is max_objects={max_objects}; delete unused "
             "queues, topics or work queues, or raise max_objects (the node option, or "
             "`max_objects` in the node's configuration file) on the members")
@@ -232,8 +238,3 @@ def check_room(view: ReadView, kind: str, name: str, max_objects: int) -> None:
     if problem is not None:
         raise TooManyObjects(problem, limit=max_objects)
 
-
-def _short(name: Any) -> str:
-    """``name`` for a message: its first characters only."""
-    text = repr(name)
-    return text if len(text) <= 60 else f"{text[:50]}...{text[-5:]}"

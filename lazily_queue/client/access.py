@@ -33,7 +33,7 @@ from pathlib import Path
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from ..replicated import ops
 from .certificates import (
     alt_name,
@@ -113,7 +113,7 @@ class Credentials:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise InvalidConfiguration(
-                f"client name {self.name!r} must be 1 to 128 letters, digits or _.@:+-"
+                f"client name {shown(self.name)} must be 1 to 128 letters, digits or _.@:+-"
             )
         object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
 

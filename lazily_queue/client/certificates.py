@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from lazily_transports import TLSConfigError, TLSFiles
 
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@:+-]{1,128}$")
 
@@ -39,7 +39,7 @@ class CertificateCredentials:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise InvalidConfiguration(
-                f"client name {self.name!r} must be 1 to 128 letters, digits or _.@:+-"
+                f"client name {shown(self.name)} must be 1 to 128 letters, digits or _.@:+-"
             )
 
     def ssl_context(self) -> ssl.SSLContext:

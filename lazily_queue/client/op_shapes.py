@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.topic import Durability
+from ..errors import shown
 from ..replicated import ops
 
 #: Argument kinds: any value, a string, an int (not a bool), an int >= 0, a list, a
@@ -135,10 +136,5 @@ def shape_problem(code: int, args: list[Any]) -> str | None:
         if not _CHECKS[kind](value):
             article = "an" if kind[0] in "aeiou" else "a"
             return (f"its argument {position} must be {article} {kind}, not "
-                    f"{type(value).__name__} {_short(value)}")
+                    f"{type(value).__name__} {shown(value)}")
     return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
 from ..config_transport import refuse_unknown_keys
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 
 if TYPE_CHECKING:
     from .access import ClientAccess
@@ -74,7 +74,7 @@ class ClientConfig:
 
 def _string(value: Any, fail: Fail, key: str) -> str:
     if not isinstance(value, str) or not value:
-        raise fail(f"`{key}` must be a non-empty string, not {value!r}")
+        raise fail(f"`{key}` must be a non-empty string, not {shown(value)}")
     return value
 
 
@@ -89,8 +89,8 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
         refuse_unknown_keys(table, CLIENT_KEYS, "[[client]]", fail)
         name = _string(table.get("name"), fail, "client.name")
         if name in found:
-            raise fail(f"[[client]] {name!r} is listed twice")
-        where = f"[[client]] {name!r}"
+            raise fail(f"[[client]] {shown(name)} is listed twice")
+        where = f"[[client]] {shown(name)}"
         token_env, token_file = table.get("token_env"), table.get("token_file")
         subject = table.get("certificate_subject")
         fingerprints = table.get("certificate_fingerprints", [])
@@ -172,7 +172,7 @@ def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],
     for client in clients:
         if not client.by_certificate:
             continue
-        where = f"[[client]] {client.name!r} proves its name by a TLS certificate"
+        where = f"[[client]] {shown(client.name)} proves its name by a TLS certificate"
         if tls is None or not any(scheme_of(a) in ("tls", "wss") for a in served):
             raise fail(f"{where}: serve clients on a tls:// or wss:// address (`clients`, "
                        "with a [tls] table)")
@@ -191,7 +191,7 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
     addresses = tuple(_string(a, fail, "clients") for a in items)
     for address in addresses:
         if address in raft:
-            raise fail(f"`clients` {address!r} must differ from the Raft addresses")
+            raise fail(f"`clients` {shown(address)} must differ from the Raft addresses")
         check(address)
     if not has_clients:
         raise fail("`clients` gives an address for clients but no [[client]] is listed")
@@ -211,7 +211,7 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
 
     grants = []
     for client in clients:
-        what = f"{source}: [[client]] {client.name!r}"
+        what = f"{source}: [[client]] {shown(client.name)}"
         try:
             token = (None if client.by_certificate
                      else token_from_env(client.token_env, what) if client.token_env

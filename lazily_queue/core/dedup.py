@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..errors import InvalidConfiguration, InvalidMessageId
+from ..errors import InvalidConfiguration, InvalidMessageId, shown
 
 K = TypeVar("K", bound=Hashable)
 
@@ -56,10 +56,10 @@ class DedupLimits:
         n, age = self.max_entries, self.max_age
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10_000_000:
             raise InvalidConfiguration(
-                f"dedup max_entries must be an int from 1 to 10000000, not {n!r}")
+                f"dedup max_entries must be an int from 1 to 10000000, not {shown(n)}")
         if isinstance(age, bool) or not isinstance(age, (int, float)) or not 0 < age <= 7 * 86400:
             raise InvalidConfiguration(
-                f"dedup max_age must be seconds above 0 and at most 7 days, not {age!r}")
+                f"dedup max_age must be seconds above 0 and at most 7 days, not {shown(age)}")
 
     @property
     def max_age_ms(self) -> int:

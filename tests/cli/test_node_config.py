@@ -135,6 +135,24 @@ def test_a_data_dir_that_is_a_file(tmp_path: Path, data_dir: str) -> None:
         parse(tmp_path, data_dir=data_dir)
 
 
+def test_a_data_dir_name_too_long_for_the_file_system(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"`data_dir` '.*\.\.\..*' cannot be used: File name "
+                                          r"too long"):
+        parse(tmp_path, data_dir="d" * 5000)
+
+
+@pytest.mark.parametrize("changes", [
+    {"id": "x" * 5000}, {"durability": "x" * 5000}, {"listen": "x" * 5000},
+    {"peers": {"2": "tcp://" + "h" * 5000 + ":1"}}, {"dedup": {"max_age": "x" * 5000}},
+    {"client": [{"name": "x" * 5000, "token_env": "W"}]}, {"http_advertise": "x" * 5000},
+])
+def test_a_huge_value_is_named_by_its_first_characters(
+        tmp_path: Path, changes: dict[str, object]) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse(tmp_path, **changes)
+    assert "..." in str(info.value) and len(str(info.value)) < 400, str(info.value)[:400]
+
+
 @pytest.mark.parametrize(("http", "url"), [("127.0.0.1:8101", "http://127.0.0.1:8101"),
                                           ("[::1]:8101", "http://[::1]:8101"),
                                           ("localhost:8101", "http://localhost:8101")])

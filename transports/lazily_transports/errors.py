@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "TransportError",
     "UnknownPeerError",
     "UntrustedDataError",
+    "shown",
 ]
 
 
@@ -114,3 +117,10 @@ class UntrustedDataError(TransportError, ValueError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for a message, cut to its first and last characters when longer
+    than ``limit``."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 10]}...{text[-5:]}"

@@ -19,7 +19,7 @@ from ._core._authentication import (
 )
 from .abc import Listener, Transport
 from .config import LinkConfig
-from .errors import AddressError, MissingDependencyError
+from .errors import AddressError, MissingDependencyError, shown
 from .streams import LinkStream, establish
 from .tls import report_refusals
 
@@ -48,7 +48,7 @@ def scheme_of(address: str) -> str:
         raise TypeError(f"address must be a string, not {type(address).__name__}")
     match = _SCHEME.match(address)
     if match is None:
-        raise AddressError(f"address {address!r} has no scheme (e.g. tcp://127.0.0.1:7001)")
+        raise AddressError(f"address {shown(address)} has no scheme (e.g. tcp://127.0.0.1:7001)")
     return match.group(1)
 
 
@@ -96,7 +96,7 @@ class SchemeTable:
             _check_scheme(scheme)
             if not isinstance(source, Transport) and not callable(source):
                 raise TypeError(
-                    f"scheme {scheme!r}: expected a Transport or a factory, "
+                    f"scheme {shown(scheme)}: expected a Transport or a factory, "
                     f"got {type(source).__name__}"
                 )
             entry = made.get(id(source))
@@ -145,7 +145,7 @@ class SchemeTable:
         entry = self._entries.get(scheme)
         if entry is None:
             known = ", ".join(sorted(self._entries))
-            raise AddressError(f"no transport for scheme {scheme!r} (known: {known})")
+            raise AddressError(f"no transport for scheme {shown(scheme)} (known: {known})")
         try:
             return entry.get()
         except MissingDependencyError as exc:
@@ -161,7 +161,7 @@ class SchemeTable:
 
 def _check_scheme(scheme: str) -> None:
     if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme + ":"):
-        raise AddressError(f"invalid scheme {scheme!r}")
+        raise AddressError(f"invalid scheme {shown(scheme)}")
 
 
 def _memory() -> Transport:
