@@ -1683,6 +1683,18 @@ MUTATIONS = [
         ("tests/cells/test_bad_arguments.py::"
          "test_a_member_and_a_client_refuse_them_before_proposing",),
         "a delay too long to count in ms waits as long as any can"),
+    Mutation(
+        "config-host-unicode-error", "lazily_queue/config_keys.py",
+        "            except (OSError, UnicodeError) as exc:",
+        "            except OSError as exc:",
+        ("tests/cli/test_node_config.py::test_a_huge_value_is_named_by_its_first_characters",),
+        "a host name no resolver can encode is a ConfigError, not a traceback"),
+    Mutation(
+        "config-value-shown-whole", "transports/lazily_transports/errors.py",
+        "    return text if len(text) <= limit else",
+        "    return text if True else",
+        ("tests/cli/test_node_config.py::test_a_huge_value_is_named_by_its_first_characters",),
+        "a huge configuration value is named by its first characters"),
 ]
 
 
