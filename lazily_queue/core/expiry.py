@@ -24,7 +24,7 @@ import math
 from collections import OrderedDict
 from typing import Any, Final
 
-from ..errors import InvalidTtl
+from ..errors import InvalidTtl, shown
 
 #: Per-message deadlines of taken elements kept, the newest, so that an element given
 #: back to the head (its receiver went away) keeps its deadline.
@@ -44,12 +44,12 @@ def ttl_ms(ttl: object, what: str = "ttl") -> int:
     least 1); :class:`~lazily_queue.errors.InvalidTtl` naming ``what`` otherwise."""
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise InvalidTtl(f"{what} must be a number of seconds > 0, got "
-                         f"{type(ttl).__name__} {ttl!r}")
+                         f"{type(ttl).__name__} {shown(ttl)}")
     if not math.isfinite(ttl) or ttl <= 0:
-        raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {ttl!r}")
+        raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {shown(ttl)}")
     ms = max(1, whole_ms(ttl)) if ttl <= MAX_TTL_MS / 1000 else MAX_TTL_MS + 1
     if ms > MAX_TTL_MS:
-        raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {ttl!r}")
+        raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {shown(ttl)}")
     return ms
 
 

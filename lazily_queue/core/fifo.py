@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
+from ..errors import shown
 from . import ids
 from .fifo_delayed import FifoDelayed
 from .fifo_reporting import FifoOps, FifoReporting, Report
@@ -96,7 +97,7 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
                 raise ValueError(f"the id runs cover {ids.covered(runs)} elements, the queue "
                                  f"holds {len(items)}")
             if type(next_id) is not int or any(r[0] + r[1] > next_id for r in runs):
-                raise ValueError(f"next id {next_id!r} is not above every id of the queue")
+                raise ValueError(f"next id {shown(next_id)} is not above every id of the queue")
             self._runs.extend(runs)
             self._explicit = len(items)
             self._tail_first = next_id

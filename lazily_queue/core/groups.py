@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..errors import shown
 from .expiry import Expiry
 from .topic import Start, TopicCore, position
 from .topic_expiry import deadline
@@ -38,7 +39,7 @@ SEPARATOR = ":"
 def check_group(group: object) -> str:
     """A group name must be a non-empty ``str``; anything else raises ``ValueError``."""
     if not isinstance(group, str) or not group:
-        raise ValueError(f"group name must be a non-empty str, got {group!r}")
+        raise ValueError(f"group name must be a non-empty str, got {shown(group)}")
     return group
 
 

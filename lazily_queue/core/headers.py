@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InvalidHeaders
+from ..errors import InvalidHeaders, shown
 
 Headers = dict[str, str]
 
@@ -72,13 +72,13 @@ def check_headers(headers: Any) -> Headers | None:
     for key, value in headers.items():
         if type(key) is not str or type(value) is not str:
             raise InvalidHeaders(
-                f"header {str(key)[:40]!r}: keys and values must be str, got "
+                f"header {shown(str(key)[:40])}: keys and values must be str, got "
                 f"{type(key).__name__} -> {type(value).__name__}; convert them with str()")
         if not 0 < len(key) <= MAX_KEY_CHARS:
-            raise InvalidHeaders(f"header key {key[:40]!r} must be 1..{MAX_KEY_CHARS} "
+            raise InvalidHeaders(f"header key {shown(key[:40])} must be 1..{MAX_KEY_CHARS} "
                                  "characters; shorten it")
         if len(value) > MAX_VALUE_CHARS:
-            raise InvalidHeaders(f"header {key[:40]!r}: its value of {len(value)} characters "
+            raise InvalidHeaders(f"header {shown(key[:40])}: its value of {len(value)} characters "
                                  f"exceeds the limit of {MAX_VALUE_CHARS}; carry large data "
                                  "in the value")
         total += len(key.encode()) + len(value.encode())

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator, MutableSequence
 from typing import Any
 
+from ..errors import shown
+
 Run = list[int]
 """``[first_id, count, stamp]``: ``count`` consecutive ids from ``first_id``, one stamp."""
 
@@ -101,7 +103,7 @@ def checked_runs(doc: Any, what: str = "runs") -> list[Run]:
     for run in doc:
         if (type(run) is not list or len(run) != 3
                 or not all(type(x) is int for x in run) or run[0] < 0 or run[1] < 1):
-            raise ValueError(f"{what}: {run!r} is not a run [first_id >= 0, count >= 1, "
+            raise ValueError(f"{what}: {shown(run)} is not a run [first_id >= 0, count >= 1, "
                              "stamp] of ints")
         out.append([run[0], run[1], run[2]])
     return out

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import cbor2
 
-from ..errors import UnsupportedValue
+from ..errors import UnsupportedValue, shown
 
 #: The overflow policies.
 REJECT: Final = "reject"
@@ -64,7 +64,7 @@ def _bound(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
+        raise ValueError(f"{name} must be an int >= 1 or None, got {shown(value)}")
     return value
 
 
@@ -83,7 +83,7 @@ class Limits:
         _bound("max_bytes", self.max_bytes)
         if self.overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
-                             f"got {self.overflow!r}")
+                             f"got {shown(self.overflow)}")
 
     def doc(self) -> list[Any]:
         """The wire and snapshot form: ``[max_length, max_bytes, overflow]``."""
@@ -93,7 +93,7 @@ class Limits:
     def from_doc(cls, doc: Any) -> Limits:
         """The limits :meth:`doc` describes; ``ValueError`` when malformed."""
         if type(doc) is not list or len(doc) != 3:
-            raise ValueError(f"limits must be [max_length, max_bytes, overflow], got {doc!r}")
+            raise ValueError(f"limits must be [max_length, max_bytes, overflow], got {shown(doc)}")
         return cls(doc[0], doc[1], doc[2])
 
     def describe(self) -> str:

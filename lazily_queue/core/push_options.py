@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
+from ..errors import shown
 from .dedup import MAX_MSG_ID_CHARS, check_msg_id
 from .expiry import MAX_TTL_MS, ttl_ms, whole_ms
 from .headers import Headers, check_headers
@@ -78,7 +79,7 @@ def decode_map(doc: Any, checks: Mapping[str, Callable[[Any], Any]]) -> dict[str
     for key, value in doc.items():
         check = checks.get(key) if type(key) is str else None
         if check is None:
-            raise ValueError(f"unknown push option {str(key)[:40]!r}; known: "
+            raise ValueError(f"unknown push option {shown(str(key)[:40])}; known: "
                              f"{', '.join(sorted(checks))}")
         out[key] = check(value)
     return out

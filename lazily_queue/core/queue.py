@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from typing import Final
 
+from ..errors import shown
+
 
 class QueuePushError(enum.Enum):
     """Why ``try_push`` refused; state is unchanged."""
@@ -116,7 +118,7 @@ def transition_mask(op: int, pre_len: int, capacity: int | None, was_closed: boo
         return ALL_READERS if capacity is not None else ALL_READERS & ~IS_FULL
     if op == DELAY:
         return 0
-    raise ValueError(f"unknown queue transition kind {op!r}")
+    raise ValueError(f"unknown queue transition kind {shown(op)}")
 
 
 def validate_capacity(capacity: int | None) -> int | None:
@@ -124,7 +126,7 @@ def validate_capacity(capacity: int | None) -> int | None:
     if capacity is None:
         return None
     if isinstance(capacity, bool) or not isinstance(capacity, int):
-        raise ValueError(f"capacity must be an int >= 1 or None, got {capacity!r}")
+        raise ValueError(f"capacity must be an int >= 1 or None, got {shown(capacity)}")
     if capacity < 1:
         raise ValueError(f"capacity must be >= 1 (or None for unbounded), got {capacity}")
     return capacity

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from ..errors import InvalidSchedule
+from ..errors import InvalidSchedule, shown
 
 MIN_PRIORITY: Final = 0
 MAX_PRIORITY: Final = 9
@@ -30,7 +30,7 @@ def check_priority(priority: object) -> int:
     """``priority`` as a level 0..9."""
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InvalidSchedule(f"priority must be an int from {MIN_PRIORITY} to "
-                              f"{MAX_PRIORITY}, got {priority!r}")
+                              f"{MAX_PRIORITY}, got {shown(priority)}")
     if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
         raise InvalidSchedule(f"priority must be from {MIN_PRIORITY} to {MAX_PRIORITY} "
                               f"(higher first), got {priority}")
@@ -40,9 +40,9 @@ def check_priority(priority: object) -> int:
 def check_delay(delay: object, what: str = "delay") -> float:
     """``delay`` as seconds >= 0."""
     if isinstance(delay, bool) or not isinstance(delay, int | float):
-        raise InvalidSchedule(f"{what} must be a number of seconds >= 0, got {delay!r}")
+        raise InvalidSchedule(f"{what} must be a number of seconds >= 0, got {shown(delay)}")
     if not math.isfinite(delay) or delay < 0:
-        raise InvalidSchedule(f"{what} must be a finite number of seconds >= 0, got {delay!r}")
+        raise InvalidSchedule(f"{what} must be a finite number of seconds >= 0, got {shown(delay)}")
     return float(delay)
 
 
@@ -53,7 +53,7 @@ def check_not_before(not_before: object) -> float:
                               f"{type(not_before).__name__}")
     if not_before.tzinfo is None or not_before.utcoffset() is None:
         raise InvalidSchedule(f"not_before must be timezone-aware (give tzinfo, e.g. "
-                              f"datetime.now(timezone.utc)), got the naive {not_before!r}")
+                              f"datetime.now(timezone.utc)), got the naive {shown(not_before)}")
     return not_before.timestamp()
 
 
@@ -83,7 +83,7 @@ class RetryPolicy:
         check_delay(self.base, "retry base")
         f = self.factor
         if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) or f < 1:
-            raise InvalidSchedule(f"retry factor must be a finite number >= 1, got {f!r}")
+            raise InvalidSchedule(f"retry factor must be a finite number >= 1, got {shown(f)}")
         if self.cap is not None:
             check_delay(self.cap, "retry cap")
 
@@ -122,5 +122,5 @@ class RetryPolicy:
     def from_list(cls, raw: Any) -> RetryPolicy:
         """:meth:`to_list` output; ``InvalidSchedule`` when malformed."""
         if not isinstance(raw, list | tuple) or len(raw) != 3:
-            raise InvalidSchedule(f"a retry policy is [base, factor, cap], got {raw!r}")
+            raise InvalidSchedule(f"a retry policy is [base, factor, cap], got {shown(raw)}")
         return cls(raw[0], raw[1], raw[2])

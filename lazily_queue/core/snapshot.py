@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidSnapshot
+from ..errors import InvalidSnapshot, shown
 
 
 def is_int(value: object) -> bool:
@@ -36,5 +36,5 @@ def require_list(where: str, data: object) -> list[Any]:
 def require_count(where: str, value: object, minimum: int = 0) -> int:
     """``value`` as an int ``>= minimum``; otherwise :class:`InvalidSnapshot`."""
     if not is_int(value) or value < minimum:  # type: ignore[operator]
-        raise InvalidSnapshot(f"{where} must be an int >= {minimum}, got {value!r}")
+        raise InvalidSnapshot(f"{where} must be an int >= {minimum}, got {shown(value)}")
     return value  # type: ignore[return-value]

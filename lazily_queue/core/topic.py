@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from ..errors import InvalidSnapshot
+from ..errors import InvalidSnapshot, shown
 from .snapshot import require_count, require_list, require_map
 from .stamps import StampIndex
 from .topic_subscriptions import (
@@ -181,7 +181,7 @@ class TopicCore(Generic[R]):
         subscriber is unknown or offline; a cursor already at or past ``offset`` stays."""
         check_subscriber(subscriber)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+            raise ValueError(f"offset must be a non-negative int, got {shown(offset)}")
         record = self._subs.get(subscriber)
         if record is None or not record.connected:
             return TopicTransition(None, NOBODY)
@@ -197,7 +197,7 @@ class TopicCore(Generic[R]):
         Returns the cursor, or ``None`` when the subscriber is unknown or offline."""
         check_subscriber(subscriber)
         if isinstance(offset, bool) or not isinstance(offset, int):
-            raise ValueError(f"offset must be an int, got {offset!r}")
+            raise ValueError(f"offset must be an int, got {shown(offset)}")
         record = self._subs.get(subscriber)
         if record is None or not record.connected:
             return TopicTransition(None, NOBODY)

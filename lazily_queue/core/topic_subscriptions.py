@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
-from ..errors import InvalidSnapshot, OffsetOutOfRange
+from ..errors import InvalidSnapshot, OffsetOutOfRange, shown
 from .snapshot import is_int, require_map
 
 R = TypeVar("R")
@@ -66,7 +66,7 @@ def parse_durability(value: Durability | str) -> Durability:
         return Durability(value)
     except ValueError:
         raise ValueError(
-            f"durability must be 'durable' or 'ephemeral', got {value!r}"
+            f"durability must be 'durable' or 'ephemeral', got {shown(value)}"
         ) from None
 
 
@@ -75,7 +75,7 @@ def check_start(start: object) -> Start:
     if start in ("head", "tail"):
         return start  # type: ignore[return-value]
     if isinstance(start, bool) or not isinstance(start, int):
-        raise ValueError(f"start must be 'head', 'tail' or an offset (int), got {start!r}")
+        raise ValueError(f"start must be 'head', 'tail' or an offset (int), got {shown(start)}")
     return start
 
 
@@ -110,8 +110,8 @@ def check_subscriber(subscriber: object) -> str:
 def restore_subscription(subscriber: object, raw: object, base: int, end: int) -> Subscription:
     """One subscription record of a topic snapshot, checked against ``base..end``."""
     if not isinstance(subscriber, str):
-        raise InvalidSnapshot(f"topic snapshot: subscriber id {subscriber!r} is not a str")
-    where = f"topic snapshot: subscription {subscriber!r}"
+        raise InvalidSnapshot(f"topic snapshot: subscriber id {shown(subscriber)} is not a str")
+    where = f"topic snapshot: subscription {shown(subscriber)}"
     data = require_map(where, raw, {"durability", "connected", "cursor"})
     try:
         kind = parse_durability(data["durability"])
@@ -119,9 +119,10 @@ def restore_subscription(subscriber: object, raw: object, base: int, end: int) -
         raise InvalidSnapshot(f"{where}: {exc}") from None
     connected, cursor = data["connected"], data["cursor"]
     if not isinstance(connected, bool):
-        raise InvalidSnapshot(f"{where}: connected must be a bool, got {connected!r}")
+        raise InvalidSnapshot(f"{where}: connected must be a bool, got {shown(connected)}")
     if not is_int(cursor) or not base <= cursor <= end:
-        raise InvalidSnapshot(f"{where}: cursor {cursor!r} is outside base..end ({base}..{end})")
+        raise InvalidSnapshot(f"{where}: cursor {shown(cursor)} is outside base..end "
+                              f"({base}..{end})")
     if kind is Durability.EPHEMERAL and not connected:
         raise InvalidSnapshot(f"{where}: an ephemeral subscription cannot be disconnected")
     return Subscription(cursor, kind, connected)

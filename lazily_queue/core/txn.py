@@ -17,6 +17,7 @@ from collections.abc import Hashable
 from itertools import islice
 from typing import Any
 
+from ..errors import shown
 from .fifo import Fifo
 from .limited_fifo import LimitedFifo
 from .limited_topic import LimitedTopic
@@ -59,15 +60,15 @@ class TxnCheck:
         with the transaction's earlier pushes to it (a queue with limits: by its
         limits, :meth:`limited_push`)."""
         if fifo.is_closed():
-            return "closed", f"queue {name!r} is closed"
+            return "closed", f"queue {shown(name)} is closed"
         if isinstance(fifo, LimitedFifo):
             return self.limited_push(key, name, fifo, value)
         extra = self._pushed.get(key, 0)
         capacity = fifo.capacity()
         if capacity is not None and fifo.len() + extra >= capacity:
-            return "full", (f"queue {name!r} is full ({capacity} elements, "
+            return "full", (f"queue {shown(name)} is full ({capacity} elements, "
                             f"{extra} of them pushed earlier in this transaction)"
-                            if extra else f"queue {name!r} is full ({capacity} elements)")
+                            if extra else f"queue {shown(name)} is full ({capacity} elements)")
         self._pushed[key] = extra + 1
         return None
 
@@ -76,7 +77,7 @@ class TxnCheck:
         """A push of ``value`` to a queue with limits: under ``reject`` refused when the
         queue with the transaction's earlier pushes to it has no room for it; under
         ``drop_oldest`` only when it is larger than ``max_bytes``. Code ``"full"``."""
-        return self._quota_push(key, f"queue {name!r}", fifo.quota, value)
+        return self._quota_push(key, f"queue {shown(name)}", fifo.quota, value)
 
     def _quota_push(self, key: Hashable, what: str, quota: Quota, value: Any) -> Refusal:
         size = value_size(value)
@@ -116,7 +117,7 @@ class TxnCheck:
         for limit, rule in RULES.items():
             k = rule(limits, count, held, size, droppable)
             if k is None or k > len(droppable):
-                return "full", (f"work queue {name!r} is full: its {limit} limit "
+                return "full", (f"work queue {shown(name)} is full: its {limit} limit "
                                 f"({limits.describe()}) refuses a push of {size} bytes")
             need = max(need, k)
         for _ in range(need):
@@ -140,13 +141,13 @@ class TxnCheck:
             if expiring and key not in self._pushed:
                 self._pushed[key] = -expiring
                 self._bytes[key] = -sum(islice(topic.quota.sizes, expiring))
-            return self._quota_push(key, f"topic {name!r}", topic.quota, value)
+            return self._quota_push(key, f"topic {shown(name)}", topic.quota, value)
         if limits.max_bytes is None:
             return None
         size = value_size(value)
         if size <= limits.max_bytes:
             return None
-        return "full", (f"topic {name!r}: an element of {size} bytes never fits its "
+        return "full", (f"topic {shown(name)}: an element of {size} bytes never fits its "
                         f"max_bytes limit of {limits.max_bytes}")
 
     def settle(self, key: Hashable, name: str, core: WorkQueueCore, worker: Any,
@@ -158,15 +159,15 @@ class TxnCheck:
         except (TypeError, ValueError) as exc:
             return "bad_worker", str(exc)
         if isinstance(delivery_id, bool) or not isinstance(delivery_id, int):
-            return "bad_delivery_id", f"delivery_id must be an int, got {delivery_id!r}"
+            return "bad_delivery_id", f"delivery_id must be an int, got {shown(delivery_id)}"
         delivery = core.delivery(delivery_id)
         if (key, delivery_id) in self._settled:
-            return "not_leased", (f"delivery {delivery_id} of work queue {name!r} is settled "
+            return "not_leased", (f"delivery {delivery_id} of work queue {shown(name)} is settled "
                                   "earlier in this transaction")
         if delivery is None or delivery.worker != worker:
             return "not_leased", (
-                f"delivery {delivery_id} of work queue {name!r} is not leased to worker "
-                f"{worker!r} (its lease expired and was reaped, it was settled, or it is "
+                f"delivery {delivery_id} of work queue {shown(name)} is not leased to worker "
+                f"{shown(worker)} (its lease expired and was reaped, it was settled, or it is "
                 "another worker's)")
         self._settled.add((key, delivery_id))
         return None

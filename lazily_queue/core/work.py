@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot
+from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot, shown
 from .scheduling import RetryPolicy
 from .snapshot import is_int, require_map
 from .stamps import StampIndex
@@ -92,7 +92,8 @@ class WorkQueueCore(WorkViews, ScheduledWork):
             visibility_timeout, max_deliveries
         )
         if not is_int(first_item_id) or first_item_id < 0:
-            raise InvalidConfiguration(f"first_item_id must be an int >= 0, got {first_item_id!r}")
+            raise InvalidConfiguration(
+                f"first_item_id must be an int >= 0, got {shown(first_item_id)}")
         self._pending: deque[PendingItem] = deque()
         self._in_flight: dict[int, Delivery] = {}
         self._dead: list[DeadLetter] = []
@@ -101,7 +102,7 @@ class WorkQueueCore(WorkViews, ScheduledWork):
         self._stamps = StampIndex()
         self._trim_at = 64
         if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
+            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {shown(retry)}")
         self.retry = retry
         #: Levels above 0, delayed items and priorities (see :mod:`.work_schedule`).
         self._sched: WorkSchedule | None = None
@@ -153,7 +154,7 @@ class WorkQueueCore(WorkViews, ScheduledWork):
         """Lease up to ``n`` of the oldest pending items to ``worker``, in order (an
         empty list when nothing is pending)."""
         if not is_int(n) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         check_worker(worker)
         check_now(now)
         if self._sched is not None:

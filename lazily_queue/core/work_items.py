@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import shown
+
 
 class DeadLetterReason(enum.StrEnum):
     """Why an item was dead-lettered."""
@@ -92,7 +94,7 @@ def check_now(now: object) -> float:
     if isinstance(now, bool) or not isinstance(now, int | float):
         raise TypeError(f"now must be an int or float, got {type(now).__name__}")
     if not math.isfinite(now) or now < 0:
-        raise ValueError(f"now must be a finite time >= 0, got {now!r}")
+        raise ValueError(f"now must be a finite time >= 0, got {shown(now)}")
     return now
 
 
@@ -106,7 +108,7 @@ def check_delivery_id(delivery_id: object) -> int:
 def check_count(n: object) -> int:
     """How many to take at once: an int >= 1, else ``ValueError``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
+        raise ValueError(f"n must be an int >= 1, got {shown(n)}")
     return n
 
 

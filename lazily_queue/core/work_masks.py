@@ -15,7 +15,7 @@ import enum
 import math
 from typing import Final, Generic, NamedTuple, TypeVar
 
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from .snapshot import is_int
 
 R = TypeVar("R")
@@ -74,7 +74,8 @@ def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple
     """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
     vt = visibility_timeout
     if isinstance(vt, bool) or not isinstance(vt, int | float) or not math.isfinite(vt) or vt <= 0:
-        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {vt!r}")
+        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {shown(vt)}")
     if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
-        raise InvalidConfiguration(f"max_deliveries must be an int >= 1, got {max_deliveries!r}")
+        raise InvalidConfiguration(
+            f"max_deliveries must be an int >= 1, got {shown(max_deliveries)}")
     return vt, max_deliveries  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import InvalidSnapshot
+from ..errors import InvalidSnapshot, shown
 from .snapshot import require_count, require_list, require_map
 from .work_items import DeadLetter, DeadLetterReason, Delivery, PendingItem, check_now, check_worker
 
@@ -81,7 +81,7 @@ def read_work_state(data: Mapping[str, Any]) -> WorkState:
         rec = require_map(where, raw, {"item_id", "value", "attempts", "reason"})
         if not isinstance(rec["reason"], str) or rec["reason"] not in _REASONS:
             raise InvalidSnapshot(f"{where}: reason must be 'nack' or 'expired', "
-                                  f"got {rec['reason']!r}")
+                                  f"got {shown(rec['reason'])}")
         dead.append(DeadLetter(
             item_id(where, rec["item_id"]), rec["value"],
             require_count(f"{where}: attempts", rec["attempts"], 1),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.queue import RESET
 from ..core.work_masks import ALL_WORK_READERS
+from ..errors import shown
 from . import expiry, groups, ops
 from .events import Deleted, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -29,7 +30,7 @@ def queue_purge(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     q = sm.queues.get(name)
     if q is None:
-        raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
+        raise OpRefused("unknown_queue", f"queue {shown(name)} has not been declared")
     pre = q.len()
     removed = q.clear()
     if (found := expiry.of(sm, "queue", name)) is not None:
@@ -43,7 +44,7 @@ def queue_delete(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     q = sm.queues.pop(name, None)
     if q is None:
-        raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
+        raise OpRefused("unknown_queue", f"queue {shown(name)} has not been declared")
     sm.emit(QueueChanged(name, RESET, q.len()))
     sm.emit(Deleted("queue", name))
     expiry.forget(sm, "queue", name)
@@ -54,7 +55,7 @@ def topic_delete(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     topic = sm.topics.pop(name, None)
     if topic is None:
-        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+        raise OpRefused("unknown_topic", f"topic {shown(name)} has not been declared")
     sm.emit(TopicChanged(name, frozenset(topic.subscriptions())))
     sm.emit(Deleted("topic", name))
     expiry.forget(sm, "topic", name)
@@ -66,7 +67,7 @@ def work_purge(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     state = sm.work_queues.get(name)
     if state is None:
-        raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
+        raise OpRefused("unknown_work_queue", f"work queue {shown(name)} has not been declared")
     removed, mask = state.core.purge(dead_letters=bool(args[1]))
     if mask:
         sm.emit(WorkQueueChanged(name, mask))
@@ -77,7 +78,7 @@ def work_delete(sm: StateMachine, args: list[Any]) -> Any:
     name = checked_name(args[0])
     state = sm.work_queues.pop(name, None)
     if state is None:
-        raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
+        raise OpRefused("unknown_work_queue", f"work queue {shown(name)} has not been declared")
     groups.forget_queue(sm, state)
     sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
     sm.emit(Deleted("work_queue", name))
@@ -95,7 +96,7 @@ def member_page(sm: StateMachine, args: list[Any]) -> Any:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")) or len(
             url) > MAX_PAGE_URL:
         raise OpRefused("bad_url", f"a status page address is an http(s) URL of at most "
-                                   f"{MAX_PAGE_URL} characters, not {url!r}")
+                                   f"{MAX_PAGE_URL} characters, not {shown(url)}")
     sm.member_pages[node_id] = url
     return None
 

@@ -36,6 +36,7 @@ from ..core.headers import Headers
 from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
+from ..errors import shown
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -203,11 +204,12 @@ def _rules(sm: StateMachine, args: list[Any]) -> Any:
     if max_age is not None and kind != "topic":
         raise OpRefused("bad_args", "max_age is a topic's retention; a queue has ttl")
     if not _exists(sm, kind, name):
-        raise OpRefused(f"unknown_{kind}", f"{kind} {name!r} has not been declared")
+        raise OpRefused(f"unknown_{kind}", f"{kind} {shown(name)} has not been declared")
     expiry = of(sm, kind, name)
     if expiry is not None and (expiry.default_ms, expiry.max_age_ms) != (None, None):
         if expiry.rules() != [default, max_age]:
-            raise OpRefused("expiry_mismatch", f"{kind} {name!r} has ttl={expiry.default_ms} ms"
+            raise OpRefused("expiry_mismatch", f"{kind} {shown(name)} has ttl="
+                            f"{expiry.default_ms} ms"
                             f" and max_age={expiry.max_age_ms} ms; open it with the same "
                             "rules (or none) on every node")
         return None
@@ -286,7 +288,8 @@ def _restore(sm: StateMachine, doc: Any) -> None:
             try:
                 sm.expiry[(kind, str(name))] = Expiry.from_list(raw)
             except ValueError as exc:
-                raise ValueError(f"snapshot section 'expiry': {kind} {name!r}: {exc}") from None
+                raise ValueError(
+                    f"snapshot section 'expiry': {kind} {shown(name)}: {exc}") from None
 
 
 FAMILY = Family("expiry", {

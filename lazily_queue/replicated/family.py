@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import shown
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class Family:
 def checked_name(value: Any) -> str:
     """``value`` as an object name, or refuse the op."""
     if not isinstance(value, str) or not value:
-        raise OpRefused("bad_name", f"name must be a non-empty string, got {value!r}")
+        raise OpRefused("bad_name", f"name must be a non-empty string, got {shown(value)}")
     return value
 
 
@@ -59,7 +60,7 @@ def stamps_section(name: str, kind: str,
         if doc is None:
             return
         if not isinstance(doc, dict):
-            raise ValueError(f"snapshot section {name!r} must map {kind} names to "
+            raise ValueError(f"snapshot section {shown(name)} must map {kind} names to "
                              "their enqueue stamps")
         found = cores(sm)
         for obj, points in doc.items():

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.groups import fed_deadline, group_queue_name, new_group, note_retained
 from ..core.topic import TopicCore, check_start
 from ..core.work_masks import ALL_WORK_READERS
-from ..errors import OffsetOutOfRange
+from ..errors import OffsetOutOfRange, shown
 from . import expiry, ops
 from .events import Deleted, OpApplied, Replaced, WorkQueueChanged
 from .family import Family, checked_name
@@ -52,14 +52,14 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     existing = sm.work_queues.get(name)
     if existing is not None:
         if existing.group != (topic_name, group):
-            raise OpRefused("name_taken", f"a work queue named {name!r} exists; it cannot "
-                            f"also be group {group!r} of topic {topic_name!r}")
+            raise OpRefused("name_taken", f"a work queue named {shown(name)} exists; it cannot "
+                            f"also be group {shown(group)} of topic {shown(topic_name)}")
         core = existing.core
         if (core.visibility_timeout, core.max_deliveries) != (visibility_timeout,
                                                               max_deliveries):
             raise OpRefused(
                 "config_mismatch",
-                f"group {group!r} of topic {topic_name!r} exists with visibility_timeout="
+                f"group {shown(group)} of topic {shown(topic_name)} exists with visibility_timeout="
                 f"{core.visibility_timeout} ms and max_deliveries={core.max_deliveries}; "
                 "open it with the same settings on every node")
         return ["ok", None]

@@ -20,7 +20,7 @@ from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.queue import POP, UNPOP, QueuePopError
-from ..errors import InvalidHeaders
+from ..errors import InvalidHeaders, shown
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
@@ -85,7 +85,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     headers = _headers(raw)
     core = sm.topics.get(name) if isinstance(name, str) else None
     if core is None:
-        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+        raise OpRefused("unknown_topic", f"topic {shown(name)} has not been declared")
 
     def apply() -> Any:
         offset = topics.publish(sm, [name, value])
@@ -184,13 +184,13 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     for name, table in doc.get("queues", {}).items():
         q = sm.queues.get(name)
         if q is not None:
-            q.load_headers(checked_table(table, f"snapshot section 'headers': queue {name!r}"))
+            q.load_headers(checked_table(table, f"snapshot section 'headers': queue {shown(name)}"))
     sm.topic_headers = {}
     for name, table in doc.get("topics", {}).items():
         core = sm.topics.get(name)
         if core is not None:
             entries = sm.topic_headers[name] = OffsetHeaders(core)
-            entries.load(checked_table(table, f"snapshot section 'headers': topic {name!r}"))
+            entries.load(checked_table(table, f"snapshot section 'headers': topic {shown(name)}"))
     work_headers.restore(sm, doc.get("work_queues", {}))
 
 

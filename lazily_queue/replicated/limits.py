@@ -27,6 +27,7 @@ from ..core.limited_fifo import LimitedFifo
 from ..core.limited_topic import LimitedTopic, check_topic_limits
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import REJECT, Limits
+from ..errors import shown
 from . import ops
 from .events import QueueDeclared
 from .family import Family, Section, checked_name
@@ -57,7 +58,7 @@ def declare_queue(sm: StateMachine, args: list[Any]) -> Any:
                    else f"capacity {existing.capacity()} and no other limits")
             raise OpRefused(
                 "limits_mismatch",
-                f"queue {name!r} exists with {was}, not {limits.describe()}; limits are "
+                f"queue {shown(name)} exists with {was}, not {limits.describe()}; limits are "
                 "fixed when a queue is declared: open it with the same limits on every "
                 "node, or delete it and declare it again")
         return None
@@ -82,7 +83,7 @@ def declare_topic(sm: StateMachine, args: list[Any]) -> Any:
             was = have.describe() if have is not None else "no limits"
             raise OpRefused(
                 "limits_mismatch",
-                f"topic {name!r} exists with {was}, not {limits.describe()}; limits are "
+                f"topic {shown(name)} exists with {was}, not {limits.describe()}; limits are "
                 "fixed when a topic is declared: open it with the same limits on every "
                 "node, or delete it and declare it again")
         return None
@@ -133,11 +134,11 @@ def _restore_topics(sm: StateMachine, topics: Any) -> None:
         if t is None:
             continue
         if type(entry) is not list or len(entry) != 3:
-            raise ValueError(f"snapshot section 'limits': topic {name!r} is not "
+            raise ValueError(f"snapshot section 'limits': topic {shown(name)} is not "
                              "[limits, dropped, gaps]")
         limited = LimitedTopic.limited(t, check_topic_limits(Limits.from_doc(entry[0])))
-        limited.quota.dropped = _counts(f"topic {name!r}", entry[1])
-        limited.gaps = _counts(f"topic {name!r}", entry[2])
+        limited.quota.dropped = _counts(f"topic {shown(name)}", entry[1])
+        limited.gaps = _counts(f"topic {shown(name)}", entry[2])
         sm.topics[name] = limited
 
 
@@ -155,10 +156,10 @@ def _restore(sm: StateMachine, doc: Any) -> None:
         if state is None:
             continue
         if type(entry) is not list or len(entry) != 2:
-            raise ValueError(f"snapshot section 'limits': work queue {name!r} is not "
+            raise ValueError(f"snapshot section 'limits': work queue {shown(name)} is not "
                              "[limits, dropped]")
         work_queue = LimitedWorkQueue.limited(state.core, Limits.from_doc(entry[0]))
-        work_queue.dropped = _counts(f"work queue {name!r}", entry[1])
+        work_queue.dropped = _counts(f"work queue {shown(name)}", entry[1])
         state.core = work_queue
     queues = doc.get("queues", {})
     if not isinstance(queues, dict):
@@ -170,7 +171,7 @@ def _restore(sm: StateMachine, doc: Any) -> None:
             continue
         if type(entry) is not list or len(entry) != 2 or not isinstance(entry[1], dict) or any(
                 type(k) is not str or type(v) is not int or v < 0 for k, v in entry[1].items()):
-            raise ValueError(f"snapshot section 'limits': queue {name!r} is not "
+            raise ValueError(f"snapshot section 'limits': queue {shown(name)} is not "
                              "[limits, {reason: dropped}]")
         limited = LimitedFifo.limited(q, Limits.from_doc(entry[0]))
         limited.quota.dropped = dict(entry[1])

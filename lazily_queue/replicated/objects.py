@@ -22,6 +22,7 @@ from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
+from ..errors import shown
 from .work_queues import WorkState
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         if w.group is not None or w.mirrored_group:  # a consumer group's (optional)
             work_doc["group"] = True
         return work_doc
-    raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
+    raise ValueError(f"unknown kind of object {shown(kind)}; expected one of {KINDS}")
 
 
 def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
@@ -141,7 +142,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             if len(rest) > 4:
                 fifo.load_delayed(rest[4])
             if len(rest) > 3:
-                fifo.load_headers(checked_table(rest[3], f"queue {name!r}: headers"))
+                fifo.load_headers(checked_table(rest[3], f"queue {shown(name)}: headers"))
             sm.queues[name] = fifo
             _install_expiry(sm, kind, name, rest[2] if len(rest) > 2 else None)
     elif kind == "topic":
@@ -181,7 +182,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
             _install_expiry(sm, kind, name, doc.get("expiry"))
     else:
-        raise ValueError(f"unknown kind of object {kind!r}; expected one of {KINDS}")
+        raise ValueError(f"unknown kind of object {shown(kind)}; expected one of {KINDS}")
 
 
 def _install_headers(tables: dict[str, OffsetHeaders], name: str, owner: object,
@@ -189,4 +190,4 @@ def _install_headers(tables: dict[str, OffsetHeaders], name: str, owner: object,
     tables.pop(name, None)
     if doc:
         table = tables[name] = OffsetHeaders(owner)
-        table.load(checked_table(doc, f"{name!r}: headers"))
+        table.load(checked_table(doc, f"{shown(name)}: headers"))

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.queue import DELAY
+from ..errors import shown
 from . import expiry, ops
 from .dedup import applied_once
 from .events import QueueChanged
@@ -96,7 +97,8 @@ def _restore(sm: StateMachine, doc: Any) -> None:
         try:
             q.load_delayed(delayed.get(name, []))
         except ValueError as exc:
-            raise ValueError(f"snapshot section 'queue_options': queue {name!r}: {exc}") from None
+            raise ValueError(
+                f"snapshot section 'queue_options': queue {shown(name)}: {exc}") from None
 
 
 FAMILY = Family("queue_options", {

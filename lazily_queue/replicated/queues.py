@@ -17,6 +17,7 @@ from ..core import ids
 from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
+from ..errors import shown
 from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 def _queue(sm: StateMachine, name: Any) -> Fifo[Any]:
     q = sm.queues.get(name) if isinstance(name, str) else None
     if q is None:
-        raise OpRefused("unknown_queue", f"queue {name!r} has not been declared")
+        raise OpRefused("unknown_queue", f"queue {shown(name)} has not been declared")
     return q
 
 
@@ -58,14 +59,14 @@ def report_push(sm: StateMachine, name: str, q: Fifo[Any], pre: int, n: int = 1)
 def declare(sm: StateMachine, args: list[Any]) -> Any:
     name, capacity = args
     if not isinstance(name, str) or not name:
-        raise OpRefused("bad_name", f"queue name must be a non-empty string, got {name!r}")
+        raise OpRefused("bad_name", f"queue name must be a non-empty string, got {shown(name)}")
     existing = sm.queues.get(name)
     if existing is not None:
         if existing.capacity() != capacity or type(existing) is LimitedFifo:
             raise OpRefused(
                 "capacity_mismatch",
-                f"queue {name!r} exists with capacity {existing.capacity()}, "
-                f"not {capacity}; use the same capacity on every node",
+                f"queue {shown(name)} exists with capacity {existing.capacity()}, "
+                f"not {shown(capacity)}; use the same capacity on every node",
             )
         return None
     try:
@@ -109,7 +110,7 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
         promote(sm, args[0], q)
     n = args[1]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+        raise OpRefused("bad_count", f"n must be an int >= 1, got {shown(n)}")
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, False)
     popped: list[Any] = []
@@ -125,7 +126,7 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
 
 def _count(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise OpRefused("bad_count", f"n must be an int >= 1, got {n!r}")
+        raise OpRefused("bad_count", f"n must be an int >= 1, got {shown(n)}")
     return n
 
 
@@ -208,7 +209,7 @@ def _restore_ids(sm: StateMachine, doc: Any) -> None:
         if state is None:
             continue
         if type(state) is not list or len(state) != 2:
-            raise ValueError(f"snapshot section 'queue_ids': queue {name!r} is not "
+            raise ValueError(f"snapshot section 'queue_ids': queue {shown(name)} is not "
                              "[next_id, runs]")
         sm.queues[name] = Fifo.restored(q.capacity(), q.elements(), q.is_closed(),
                                         (state[0], ids.checked_runs(state[1])))

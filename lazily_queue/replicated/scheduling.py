@@ -18,7 +18,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..core.scheduling import RetryPolicy, check_priority
-from ..errors import InvalidSchedule
+from ..errors import InvalidSchedule, shown
 from . import ops
 from .family import Family, checked_name
 from .ops import OpRefused
@@ -33,7 +33,7 @@ def _ms(value: Any, what: str) -> int | None:
         return None
     if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
             or value < 0):
-        raise OpRefused("bad_schedule", f"{what} must be a number of ms >= 0, got {value!r}")
+        raise OpRefused("bad_schedule", f"{what} must be a number of ms >= 0, got {shown(value)}")
     return int(value)
 
 
@@ -56,8 +56,8 @@ def push_scheduled(sm: StateMachine, args: list[Any]) -> Any:
     """``[name, priority, delay_ms, not_before_ms, now, value]``: ``[item_id, mask]``."""
     name, state = _work(sm, args)
     if state.group is not None:
-        raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
-                        f"{state.group[0]!r}, fed by the topic: publish to the topic")
+        raise OpRefused("group_push", f"{shown(name)} is group {shown(state.group[1])} of topic "
+                        f"{shown(state.group[0])}, fed by the topic: publish to the topic")
     try:
         priority = check_priority(args[1])
     except InvalidSchedule as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.headers import OffsetHeaders
+from ..errors import shown
 from . import expiry, ops, topics
 from .dedup import applied_once
 from .family import Family, checked_name
@@ -36,7 +37,7 @@ def publish(sm: StateMachine, args: list[Any]) -> Any:
     value = args[2]
     core = sm.topics.get(name)
     if core is None:
-        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+        raise OpRefused("unknown_topic", f"topic {shown(name)} has not been declared")
 
     def apply() -> Any:
         offset = topics.publish(sm, [name, value], options.ttl_ms)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.limited_topic import LimitedTopic
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from ..core.topic_expiry import skip_expired
-from ..errors import LimitExceeded, OffsetOutOfRange
+from ..errors import LimitExceeded, OffsetOutOfRange, shown
 from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name, stamps_section
@@ -22,7 +22,7 @@ def _topic(sm: StateMachine, args: list[Any]) -> tuple[str, TopicCore[Any]]:
     name = checked_name(args[0])
     topic = sm.topics.get(name)
     if topic is None:
-        raise OpRefused("unknown_topic", f"topic {name!r} has not been declared")
+        raise OpRefused("unknown_topic", f"topic {shown(name)} has not been declared")
     return name, topic
 
 
@@ -79,7 +79,7 @@ def publish(sm: StateMachine, args: list[Any], ttl_ms: int | None = None) -> Any
     try:
         offset, invalidated = topic.publish(args[1], sm.now)
     except LimitExceeded as exc:  # the limits refuse it (reject, max_bytes): no change
-        raise OpRefused("full", f"topic {name!r}: {exc}") from None
+        raise OpRefused("full", f"topic {shown(name)}: {exc}") from None
     sm.emit(TopicPublished(name, offset))
     groups.feed(sm, name, args[1], ttl_ms)
     if invalidated or isinstance(topic, LimitedTopic):  # a limited one: its quota moved
@@ -89,7 +89,7 @@ def publish(sm: StateMachine, args: list[Any], ttl_ms: int | None = None) -> Any
 
 def _stamp(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise OpRefused("bad_args", f"a replay time is a stamp (int ms), got {value!r}")
+        raise OpRefused("bad_args", f"a replay time is a stamp (int ms), got {shown(value)}")
     return value
 
 

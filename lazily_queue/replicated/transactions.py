@@ -30,7 +30,7 @@ from ..core.queue import QueuePushError
 from ..core.topic_expiry import expiring_at_head
 from ..core.txn import MAX_TXN_OPS, Refusal, TxnCheck
 from ..core.work_options import WorkPushOptions
-from ..errors import InvalidHeaders
+from ..errors import InvalidHeaders, shown
 from . import ops
 from .dedup import DedupKey
 from .events import TransactionApplied
@@ -75,7 +75,7 @@ def _exists(sm: StateMachine, family: str, name: str) -> Any:
                              if family == "topic" else sm.work_queues)
     found = table.get(name)
     if found is None:
-        raise _Abort(_UNKNOWN[family], f"{_KIND[family]} {name!r} has not been declared")
+        raise _Abort(_UNKNOWN[family], f"{_KIND[family]} {shown(name)} has not been declared")
     return found
 
 
@@ -88,7 +88,7 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
               op: Any) -> Plan:
     if type(op) is not list or not op or op[0] not in ops.TXN_OPS:
         code = op[0] if type(op) is list and op else op
-        raise _Abort("bad_op", f"{ops.op_name(code) if type(code) is int else code!r} "
+        raise _Abort("bad_op", f"{shown(ops.op_name(code) if type(code) is int else code)} "
                      "cannot be part of a transaction")
     code, args = op[0], op[1:]
     if len(args) != _ARITY[code] or type(args[0]) is not str or not args[0]:
@@ -129,8 +129,8 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
         plan = None if headers else ("once", key)  # a header op deduplicates itself
     target = _exists(sm, family, name)
     if code in _WORK_PUSHES and target.group is not None:
-        raise _Abort("group_push", f"{name!r} is group {target.group[1]!r} of topic "
-                     f"{target.group[0]!r}, fed by the topic: publish to the topic")
+        raise _Abort("group_push", f"{shown(name)} is group {shown(target.group[1])} of topic "
+                     f"{shown(target.group[0])}, fed by the topic: publish to the topic")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS,
                 ops.QUEUE_PUSH_OPTIONS):
         _raise(check.queue_push(name, name, target, args[-1]))

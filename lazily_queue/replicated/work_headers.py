@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.headers import Headers, OffsetHeaders, checked_table
+from ..errors import shown
 from . import work_queues
 from .dedup import applied_once
 
@@ -69,4 +70,4 @@ def restore(sm: StateMachine, doc: Any) -> None:
         if state is not None:
             table = sm.work_headers[name] = OffsetHeaders(state)
             table.load(checked_table(entries, f"snapshot section 'headers': work queue "
-                                              f"{name!r}"))
+                                              f"{shown(name)}"))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
-from ..errors import InvalidSchedule, LimitExceeded
+from ..errors import InvalidSchedule, LimitExceeded, shown
 from . import expiry, ops, work_headers
 from .dedup import applied_once
 from .family import Family, checked_name
@@ -44,8 +44,8 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
     at = _time(sm, args[2])
     name, state = _work(sm, args)
     if state.group is not None:
-        raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
-                        f"{state.group[0]!r}, fed by the topic: publish to the topic")
+        raise OpRefused("group_push", f"{shown(name)} is group {shown(state.group[1])} of topic "
+                        f"{shown(state.group[0])}, fed by the topic: publish to the topic")
     due = options.due_ms(at)
     value = args[3]
 
@@ -54,7 +54,7 @@ def push(sm: StateMachine, args: list[Any]) -> Any:
             item_id, mask = state.core.push_scheduled(value, sm.now, priority=options.level,
                                                       due=due, now=at)
         except LimitExceeded as exc:  # nothing changed
-            raise OpRefused("full", f"work queue {name!r}: {exc}") from None
+            raise OpRefused("full", f"work queue {shown(name)}: {exc}") from None
         if options.ttl_ms is not None:
             expiry.of(sm, "work_queue", name, True).note(  # type: ignore[union-attr]
                 item_id, at, options.ttl_ms)

@@ -30,7 +30,7 @@ from ..core.work import (
     check_worker,
 )
 from ..core.work_items import DeadLetter, PendingItem, as_dicts
-from ..errors import LimitExceeded
+from ..errors import LimitExceeded, shown
 from ..raft.snapshot_pieces import Later
 from . import expiry, ops
 from .events import WorkQueueChanged
@@ -77,7 +77,7 @@ def _work(sm: StateMachine, args: list[Any]) -> tuple[str, WorkState]:
     name = checked_name(args[0])
     state = sm.work_queues.get(name)
     if state is None:
-        raise OpRefused("unknown_work_queue", f"work queue {name!r} has not been declared")
+        raise OpRefused("unknown_work_queue", f"work queue {shown(name)} has not been declared")
     return name, state
 
 
@@ -89,7 +89,7 @@ def _time(sm: StateMachine, value: Any) -> int:
     if value is None:
         return sm.now
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise OpRefused("bad_time", f"now must be a non-negative number, got {value!r}")
+        raise OpRefused("bad_time", f"now must be a non-negative number, got {shown(value)}")
     return min(int(value), sm.now)
 
 
@@ -108,19 +108,20 @@ def declared(sm: StateMachine, name: str, visibility_timeout: Any, max_deliverie
     existing = sm.work_queues.get(name)
     if existing is not None:
         if existing.group is not None:
-            raise OpRefused("name_taken", f"{name!r} is group {existing.group[1]!r} of topic "
-                            f"{existing.group[0]!r}; open it with topic.group()")
+            raise OpRefused("name_taken", f"{shown(name)} is group {shown(existing.group[1])} "
+                            "of topic "
+                            f"{shown(existing.group[0])}; open it with topic.group()")
         core = existing.core
         have = core.limits if isinstance(core, LimitedWorkQueue) else None
         if (core.visibility_timeout, core.max_deliveries, core.retry, have) != (
                 visibility_timeout, max_deliveries, retry, limits):
             raise OpRefused(
                 "config_mismatch",
-                f"work queue {name!r} exists with visibility_timeout="
+                f"work queue {shown(name)} exists with visibility_timeout="
                 f"{core.visibility_timeout} ms, max_deliveries={core.max_deliveries}, "
                 f"retry={core.retry} and {'no limits' if have is None else have.describe()},"
-                f" not visibility_timeout={visibility_timeout!r} ms, max_deliveries="
-                f"{max_deliveries!r}, retry={retry} and "
+                f" not visibility_timeout={shown(visibility_timeout)} ms, max_deliveries="
+                f"{shown(max_deliveries)}, retry={retry} and "
                 f"{'no limits' if limits is None else limits.describe()}; open it with the "
                 "same settings on every node, or delete it and declare it again")
         return
@@ -175,7 +176,7 @@ def _claim_many(core: WorkQueueCore, sm: StateMachine, args: list[Any]
     now = _time(sm, args[3])
     if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
         if not is_int(args[2]) or args[2] < 1:
-            raise ValueError(f"n must be an int >= 1, got {args[2]!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(args[2])}")
         check_worker(args[1])
         return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
                                                  args[2]))
@@ -195,12 +196,12 @@ def _delivery(delivery: Delivery) -> dict[str, Any]:
 def push(sm: StateMachine, args: list[Any]) -> Any:
     name, state = _work(sm, args)
     if state.group is not None:
-        raise OpRefused("group_push", f"{name!r} is group {state.group[1]!r} of topic "
-                        f"{state.group[0]!r}, fed by the topic: publish to the topic")
+        raise OpRefused("group_push", f"{shown(name)} is group {shown(state.group[1])} of topic "
+                        f"{shown(state.group[0])}, fed by the topic: publish to the topic")
     try:
         item_id, mask = state.core.push(args[1], sm.now)
     except LimitExceeded as exc:  # a work queue with limits refused it: nothing changed
-        raise OpRefused("full", f"work queue {name!r}: {exc}") from None
+        raise OpRefused("full", f"work queue {shown(name)}: {exc}") from None
     _changed(sm, name, mask)
     return [item_id, mask]
 
@@ -246,7 +247,7 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
     name, state = _work(sm, args)
     worker, outcome, ids = args[1], args[2], args[3]
     if outcome not in ("acked", "nacked"):
-        raise OpRefused("bad_outcome", f"outcome must be 'acked' or 'nacked', got {outcome!r}")
+        raise OpRefused("bad_outcome", f"outcome must be 'acked' or 'nacked', got {shown(outcome)}")
     if not isinstance(ids, list) or not all(is_int(i) for i in ids):
         raise OpRefused("bad_ids", "delivery_ids must be a list of ints")
     try:

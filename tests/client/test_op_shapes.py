@@ -84,3 +84,18 @@ def test_each_shape_holds_as_many_arguments_as_the_state_machine_applies(code: i
     if len(args) > 1:
         [short] = apply_fresh(_prepared(), [code, *args[:-1]])
         assert isinstance(short, OpError), f"{ops.op_name(code)} applied with an argument less"
+
+
+@pytest.mark.parametrize("code", sorted(_AFTER_NAME), ids=ops.op_name)
+def test_a_refusal_names_a_huge_argument_by_its_first_characters(code: int) -> None:
+    """A refusal is kept in the client's session on every member: it must not carry a
+    huge argument back whole."""
+    kinds = _AFTER_NAME[code]
+    for position, kind in enumerate(kinds, start=1):
+        if kind not in ("value", "string"):
+            continue
+        args: list[Any] = ["x", *(_SAMPLE.get(k, "durable") for k in kinds)]
+        args[position] = "B" * 100_000
+        [result] = apply_fresh(_prepared(), [code, *args])
+        if isinstance(result, OpError):
+            assert len(result.message) < 1_000, (ops.op_name(code), position, result.code)
