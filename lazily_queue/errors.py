@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from lazily_transports.errors import shown
-
-__all__ = ["shown"]  # re-exported: ``repr`` for a message, cut when long
+from lazily_transports.errors import shown as shown  # ``repr`` for a message, cut when long
 
 
 class LazilyQueueError(Exception):

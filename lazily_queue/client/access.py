@@ -33,11 +33,12 @@ from pathlib import Path
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..errors import InvalidConfiguration, shown
+from ..errors import InvalidConfiguration
 from ..replicated import ops
 from .certificates import (
     alt_name,
     attribute,
+    check_client_name,
     normalize_fingerprint,
     parse_alt_name,
     parse_subject,
@@ -73,7 +74,6 @@ MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})
 PERMISSIONS = ("produce", "consume", "admin")
 #: The ``refusal`` code of reading (mirroring) an object.
 READ = -1
-_NAME = re.compile(r"^[A-Za-z0-9_.@:+-]{1,128}$")
 
 
 def _token_bytes(token: bytes | str, what: str) -> bytes:
@@ -111,10 +111,7 @@ class Credentials:
     token: bytes
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise InvalidConfiguration(
-                f"client name {shown(self.name)} must be 1 to 128 letters, digits or _.@:+-"
-            )
+        check_client_name(self.name)
         object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
 
     def __repr__(self) -> str:

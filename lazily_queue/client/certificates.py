@@ -22,6 +22,13 @@ from ..errors import InvalidConfiguration, shown
 _NAME = re.compile(r"^[A-Za-z0-9_.@:+-]{1,128}$")
 
 
+def check_client_name(name: object) -> None:
+    """Raise :class:`InvalidConfiguration` unless ``name`` is a client's name."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidConfiguration(
+            f"client name {shown(name)} must be 1 to 128 letters, digits or _.@:+-")
+
+
 @dataclass(frozen=True)
 class CertificateCredentials:
     """What a client proving its name by a TLS client certificate presents: its
@@ -37,10 +44,7 @@ class CertificateCredentials:
     check_hostname: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise InvalidConfiguration(
-                f"client name {shown(self.name)} must be 1 to 128 letters, digits or _.@:+-"
-            )
+        check_client_name(self.name)
 
     def ssl_context(self) -> ssl.SSLContext:
         """The TLS context this client dials with (its certificate; the members' CA)."""

@@ -47,8 +47,7 @@ def ttl_ms(ttl: object, what: str = "ttl") -> int:
                          f"{type(ttl).__name__} {shown(ttl)}")
     if not math.isfinite(ttl) or ttl <= 0:
         raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {shown(ttl)}")
-    ms = max(1, whole_ms(ttl)) if ttl <= MAX_TTL_MS / 1000 else MAX_TTL_MS + 1
-    if ms > MAX_TTL_MS:
+    if ttl > MAX_TTL_MS / 1000 or (ms := max(1, whole_ms(ttl))) > MAX_TTL_MS:
         raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {shown(ttl)}")
     return ms
 
