@@ -19,6 +19,8 @@ from lazily_queue.service import NodeService
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
 def test_what_survives_a_full_collection_is_spared_by_the_next() -> None:
+    automatic = gc.isenabled()
+    gc.disable()  # only this test's collections: an automatic full one would freeze too
     stop = allocator.freeze_survivors()
     try:
         before = gc.get_freeze_count()
@@ -31,6 +33,8 @@ def test_what_survives_a_full_collection_is_spared_by_the_next() -> None:
     finally:
         stop()
         gc.unfreeze()
+        if automatic:
+            gc.enable()
     frozen = gc.get_freeze_count()
     gc.collect()  # stopped: nothing more is frozen
     assert gc.get_freeze_count() == frozen == 0
