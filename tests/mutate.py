@@ -180,11 +180,12 @@ MUTATIONS = [
         "a batched cursor move consumes exactly the batch read (no gap)"),
     Mutation(
         "client-retry-applied-twice", "lazily_queue/replicated/state_machine.py",
-        "        if seq in session.done or seq < session.floor:\n"
-        "            self.duplicate_ops += 1\n"
-        "            return session.done.get(seq, OpError(\"duplicate\", \"already applied\"))\n"
-        "        if floor > session.floor:",
-        "        if floor > session.floor:",
+        "            if seq in done or seq < session.floor:\n"
+        "                self.duplicate_ops += 1\n"
+        "                results.append(done.get(seq, OpError(\"duplicate\", "
+        "\"already applied\")))\n"
+        "                continue\n",
+        "",
         ("tests/replicated/test_client_sessions.py",
          "tests/client/test_client_cluster.py::"
          "test_an_answer_lost_with_its_member_is_retried_and_applied_once",
@@ -404,11 +405,22 @@ MUTATIONS = [
         "a start or seek outside the retained range raises OffsetOutOfRange"),
     Mutation(
         "client-ops-without-session", "lazily_queue/replicated/state_machine.py",
-        "        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]",
+        "        return self._apply_in_session(args[0], args[1], args[2:])",
         "        return [self._apply_plain(op[1], op[2:]) for op in args[2:]]",
         ("tests/replicated/test_client_sessions.py",
          "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's ops proposed together are each deduplicated under the client's session"),
+    Mutation(
+        "session-floor-keeps-its-low", "lazily_queue/replicated/state_machine.py",
+        "            for seq in range(self.low, floor):",
+        "            for seq in range(self.low + 1, floor):",
+        ("tests/replicated/test_client_sessions.py",),
+        "a session's floor forgets every result below it, as a full scan of them would"),
+    Mutation(
+        "session-low-restored-as-floor", "lazily_queue/replicated/state_machine.py",
+        "min([int(floor), *kept])", "int(floor)",
+        ("tests/replicated/test_client_sessions.py",),
+        "a restored session's kept results below its floor are forgotten when it moves"),
     Mutation(
         "client-ops-lowest-floor", "lazily_queue/client/batching.py",
         "    return [session, max(op.floor for op in members),",

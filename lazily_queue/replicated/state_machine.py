@@ -125,6 +125,31 @@ class Session:
     floor: int = 0
     done: dict[int, Any] = field(default_factory=dict)
     seen: int = 0
+    #: No seq in ``done`` is below this.
+    low: int = 0
+
+    def keep(self, seq: int, result: Any) -> None:
+        self.done[seq] = result
+        if seq < self.low:
+            self.low = seq
+
+    def move_floor(self, floor: int) -> None:
+        """Raise the floor to ``floor``, forgetting every kept result below it (by the
+        seqs between ``low`` and it when they are fewer than those kept)."""
+        self.floor = floor
+        done = self.done
+        if floor - self.low < len(done):
+            for seq in range(self.low, floor):
+                done.pop(seq, None)
+        else:
+            for seq in [s for s in done if s < floor]:
+                del done[seq]
+        self.low = floor
+
+
+def _malformed_client_op() -> OpError:
+    return OpError("malformed_client_op", "a client op is [session, seq, floor, code, "
+                   "*args] with a client session id and seq >= 1")
 
 
 class StateMachine:
@@ -190,12 +215,10 @@ class StateMachine:
                 results.append(session.done.get(seq, OpError("duplicate", "already applied")))
                 continue
             result = self._apply_op(op)
-            session.done[seq] = result
+            session.keep(seq, result)
             results.append(result)
         if floor > session.floor:
-            session.floor = floor
-            for seq in [s for s in session.done if s < floor]:
-                del session.done[seq]
+            session.move_floor(floor)
         return results
 
     def _apply_op(self, op: list[Any]) -> Any:
@@ -229,31 +252,9 @@ class StateMachine:
     def apply_client(self, args: list[Any]) -> Any:
         """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
         op once per client session (module docstring)."""
-        if (len(args) < 4 or type(args[0]) is not int or type(args[1]) is not int
-                or type(args[2]) is not int or type(args[3]) is not int
-                or args[0] <= CLIENT_SESSION_BASE or args[1] < 1 or args[3] in _WRAPPERS):
-            return OpError("malformed_client_op", "a client op is [session, seq, floor, "
-                           "code, *args] with a client session id and seq >= 1")
-        sid, seq, floor, code = args[0], args[1], args[2], args[3]
-        session = self.sessions.get(sid)
-        if session is None:
-            session = self._open_client_session(sid)
-        else:
-            self.sessions.move_to_end(sid)
-        session.seen = self.now
-        if seq in session.done or seq < session.floor:
-            self.duplicate_ops += 1
-            return session.done.get(seq, OpError("duplicate", "already applied"))
-        if floor > session.floor:
-            session.floor = floor
-            for old in [s for s in session.done if s < floor]:
-                del session.done[old]
-        if seq >= session.floor + CLIENT_WINDOW:
-            return OpError("session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of "
-                           f"its session's floor {session.floor}; it was not applied")
-        result = self._apply_plain(code, args[4:])
-        session.done[seq] = result
-        return result
+        if len(args) < 4 or type(args[0]) is not int or type(args[2]) is not int:
+            return _malformed_client_op()
+        return self._apply_in_session(args[0], args[2], [args[1:2] + args[3:]])[0]
 
     def apply_client_ops(self, args: list[Any]) -> Any:
         """The ``CLIENT_OPS`` handler: ``[session, floor, [seq, code, *args], ...]``
@@ -262,8 +263,44 @@ class StateMachine:
                 or not all(type(op) is list and len(op) >= 2 for op in args[2:])):
             return OpError("malformed_client_ops", "client ops are [session, floor, [seq, "
                            "code, *args], ...]")
-        sid, floor = args[0], args[1]
-        return [self.apply_client([sid, op[0], floor, *op[1:]]) for op in args[2:]]
+        return self._apply_in_session(args[0], args[1], args[2:])
+
+    def _apply_in_session(self, sid: int, floor: int, ops: list[list[Any]]) -> list[Any]:
+        """Each ``[seq, code, *args]`` of ``ops`` once in client session ``sid``: a seq
+        applied before (or below the floor) answers its kept result; the session is
+        looked up (or opened) at its first well-formed op, and moves to ``floor`` at its
+        first op not applied before."""
+        results: list[Any] = []
+        session: Session | None = None
+        for op in ops:
+            seq, code = op[0], op[1]
+            if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
+                    or seq < 1 or code in _WRAPPERS):
+                results.append(_malformed_client_op())
+                continue
+            if session is None:
+                session = self.sessions.get(sid)
+                if session is None:
+                    session = self._open_client_session(sid)
+                else:
+                    self.sessions.move_to_end(sid)
+                session.seen = self.now
+            done = session.done
+            if seq in done or seq < session.floor:
+                self.duplicate_ops += 1
+                results.append(done.get(seq, OpError("duplicate", "already applied")))
+                continue
+            if floor > session.floor:
+                session.move_floor(floor)
+            if seq >= session.floor + CLIENT_WINDOW:
+                results.append(OpError(
+                    "session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of its "
+                    f"session's floor {session.floor}; it was not applied"))
+                continue
+            result = self._apply_plain(code, op[2:])
+            session.keep(seq, result)
+            results.append(result)
+        return results
 
     def _open_client_session(self, sid: int) -> Session:
         """A new client session; at the bound, the least recently seen session of the
@@ -345,9 +382,9 @@ class StateMachine:
             restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
         found: list[tuple[int, Session]] = []
         for sid, (floor, seen, done) in doc["sessions"].items():
-            found.append((int(sid), Session(
-                int(floor), {int(seq): decode_result(r) for seq, r in done}, int(seen)
-            )))
+            kept = {int(seq): decode_result(r) for seq, r in done}
+            found.append((int(sid), Session(int(floor), kept, int(seen),
+                                            min([int(floor), *kept]))))
         # Stable: a snapshot taken here lists them in this order already.
         sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
         self.now = int(doc["now"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -71,6 +72,77 @@ def test_client_ops_proposed_together_apply_each_once_as_alone() -> None:
                                 [6, ops.CLIENT_OPS, CLIENT, 1, [7, ops.QUEUE_PUSH, "q", 1]]])
     assert isinstance(nested[0], OpError) and nested[0].code == "malformed_client_op"
     assert sm.queues["q"].elements() == ["b", "c"]
+
+
+class _SessionModel:
+    """What a client op does to its session, op by op (the module docstring's rules),
+    with the ops themselves applied by a plain state machine."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[int, list[Any]] = {}  # sid -> [floor, done, seen], by last seen
+        self.plain = StateMachine()
+        self.duplicates = 0
+
+    def op(self, now: int, sid: int, seq: Any, floor: int, code: Any, args: list[Any]) -> Any:
+        if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
+                or seq < 1 or code in (ops.CLIENT_OP, ops.CLIENT_OPS)):
+            return OpError("malformed_client_op", "a client op is [session, seq, floor, "
+                           "code, *args] with a client session id and seq >= 1")
+        session = self.sessions.pop(sid, None) or [0, {}, 0]
+        self.sessions[sid] = session
+        session[2] = now
+        if seq in session[1] or seq < session[0]:
+            self.duplicates += 1
+            return session[1].get(seq, OpError("duplicate", "already applied"))
+        if floor > session[0]:
+            session[0] = floor
+            session[1] = {s: r for s, r in session[1].items() if s >= floor}
+        if seq >= session[0] + sm_module.CLIENT_WINDOW:
+            return OpError("session_window", "")
+        self.plain.now = now
+        session[1][seq] = result = self.plain.apply_plain(code, args)
+        return result
+
+
+def test_client_ops_apply_by_the_session_rules_alone_and_together() -> None:
+    """Random client ops (repeats, seqs below a rising floor, malformed ones, a member's
+    session id), as CLIENT_OP and as CLIENT_OPS of one to five, across restores from
+    snapshots: each answers, and leaves its session (order, floor, last seen, kept
+    results) and the queue, as the rules do."""
+    rng = random.Random(7)
+    model = _SessionModel()
+    sm = StateMachine()
+    for target in (sm, model.plain):
+        _apply(target, 5, [ops.QUEUE_DECLARE, "q", None])
+    duplicates = 0
+    for k in range(800):
+        sid = rng.choice([CLIENT, CLIENT + 1, CLIENT + 2, 9])
+        base = k // 8
+        floor = rng.randrange(max(0, base - 3), base + 3)
+        batch: list[Any] = []
+        for _ in range(rng.randrange(1, 6)):
+            seq: Any = rng.choice([rng.randrange(base - 4, base + 8)] * 6 + [True, "7"])
+            code: Any = rng.choice([ops.QUEUE_PUSH] * 6 + [ops.QUEUE_POP, ops.CLIENT_OP, "2"])
+            batch.append([seq, code, "q", f"v{k}"] if code != ops.QUEUE_POP else [seq, code, "q"])
+        stamp = 1_000 + k
+        if k % 97 == 96:  # restarted from a snapshot now and then
+            restored = StateMachine()
+            restored.restore(sm.capture())
+            duplicates += sm.duplicate_ops
+            sm = restored
+        if k % 2:
+            [got] = _apply(sm, 100 + k, [ops.CLIENT_OPS, sid, floor, *batch], stamp=stamp)
+        else:
+            got = _apply(sm, 100 + k, *[[ops.CLIENT_OP, sid, op[0], floor, *op[1:]]
+                                        for op in batch], stamp=stamp)
+        expected = [model.op(stamp, sid, op[0], floor, op[1], op[2:]) for op in batch]
+        assert [r.code if isinstance(r, OpError) else r for r in got] == [
+            r.code if isinstance(r, OpError) else r for r in expected], (k, batch)
+        assert [(sid, s.floor, s.seen, s.done) for sid, s in sm.sessions.items()
+                if sid > CLIENT_SESSION_BASE] == [
+            (sid, s[0], s[2], s[1]) for sid, s in model.sessions.items()], (k, batch)
+    assert duplicates + sm.duplicate_ops == model.duplicates > 0
+    assert sm.queues["q"].elements() == model.plain.queues["q"].elements()
 
 
 def test_the_window_bounds_a_session_and_malformed_client_ops_are_refused() -> None:
