@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import itertools
 import json
@@ -148,10 +149,19 @@ def _dump(path: Path, node_id: str, events: list[Event], error: str | None = Non
 
 def _first(events: list[Event], at: int, kind: str, peer: str | None = None,
            before: int | None = None) -> int | None:
-    for t, k, p in events:
-        if t >= at and k == kind and (peer is None or p == peer):
-            return None if before is not None and t > before else t
+    """When the first event ``kind`` (from or to ``peer``) at or after ``at`` happened in
+    ``events`` (sorted); None when there is none, or it came after ``before``."""
+    for i in range(bisect.bisect_left(events, at, key=_time), len(events)):
+        t, k, p = events[i]
+        if before is not None and t > before:
+            return None
+        if k == kind and (peer is None or p == peer):
+            return t
     return None
+
+
+def _time(event: Event) -> int:
+    return event[0]
 
 
 def trace(leader: str, timelines: dict[str, list[Event]], push: int) -> list[str]:
@@ -176,7 +186,8 @@ def analyse(leader: str, timelines: dict[str, list[Event]]) -> dict[str, Any]:
     totals, leader_fsync, own_last, same_step = [], [], 0, 0
     for s, e in zip(starts, ends, strict=True):
         totals.append((e - s) / 1000)
-        window = [ev for ev in own if s <= ev[0] <= e]
+        window = own[bisect.bisect_left(own, s, key=_time):
+                     bisect.bisect_right(own, e, key=_time)]
         step = _first(window, s, "step")
         sent = _first(window, s, "send")
         done = _first(window, s, "completion")

@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "latency_cluster.py"
 sys.path.insert(0, str(SCRIPT.parents[1]))
 
-from benchmarks.latency_cluster import STAGES, analyse, trace  # noqa: E402
+from benchmarks.latency_cluster import STAGES, _first, analyse, trace  # noqa: E402
 
 
 def _timelines() -> dict[str, list[tuple[int, str, str]]]:
@@ -38,6 +38,26 @@ def test_each_stage_follows_the_reply_that_arrived_first() -> None:
     assert sum(expected.values()) == 500  # the stages add up to the push
     assert figures["l_fsync_us"] == 100 and figures["leader_fsync_last"] == 0
     assert figures["completed_in_reply_step"] == 1
+
+
+def test_every_push_of_a_long_run_is_followed_as_one_alone() -> None:
+    one = _timelines()
+    period = 1000 * 1000  # a push every millisecond, 2,000 of them
+    many = {node: [(t + i * period, k, p) for i in range(2000) for t, k, p in events]
+            for node, events in one.items()}
+    figures, alone = analyse("1", many), analyse("1", one)
+    assert figures["pushes"] == figures["traced"] == 2000
+    assert {k: v for k, v in figures.items() if k not in ("pushes", "traced")} == {
+        k: v * (2000 if k in ("leader_fsync_last", "completed_in_reply_step") else 1)
+        for k, v in alone.items() if k not in ("pushes", "traced")}
+
+
+def test_an_event_is_found_at_or_after_a_time_and_not_after_a_bound() -> None:
+    events = [(5, "a", ""), (5, "b", "2"), (7, "b", "3"), (9, "c", "")]
+    assert _first(events, 5, "a") == 5 and _first(events, 5, "b") == 5
+    assert _first(events, 6, "b") == 7 and _first(events, 5, "b", "3") == 7
+    assert _first(events, 5, "c", before=8) is None and _first(events, 5, "c", before=9) == 9
+    assert _first(events, 10, "a") is None and _first([], 0, "a") is None
 
 
 def test_the_trace_merges_every_node_in_time_order() -> None:
