@@ -182,8 +182,7 @@ MUTATIONS = [
         "client-retry-applied-twice", "lazily_queue/replicated/state_machine.py",
         "            if seq in done or seq < session.floor:\n"
         "                self.duplicate_ops += 1\n"
-        "                results.append(done.get(seq, OpError(\"duplicate\", "
-        "\"already applied\")))\n"
+        "                results.append(done.get(seq, _DUPLICATE))\n"
         "                continue\n",
         "",
         ("tests/replicated/test_client_sessions.py",

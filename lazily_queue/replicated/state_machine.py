@@ -147,9 +147,9 @@ class Session:
         self.low = floor
 
 
-def _malformed_client_op() -> OpError:
-    return OpError("malformed_client_op", "a client op is [session, seq, floor, code, "
-                   "*args] with a client session id and seq >= 1")
+_MALFORMED_CLIENT_OP = OpError("malformed_client_op", "a client op is [session, seq, floor, "
+                               "code, *args] with a client session id and seq >= 1")
+_DUPLICATE = OpError("duplicate", "already applied")
 
 
 class StateMachine:
@@ -212,7 +212,7 @@ class StateMachine:
             seq = op[0]
             if seq in session.done or seq < session.floor:
                 self.duplicate_ops += 1
-                results.append(session.done.get(seq, OpError("duplicate", "already applied")))
+                results.append(session.done.get(seq, _DUPLICATE))
                 continue
             result = self._apply_op(op)
             session.keep(seq, result)
@@ -253,7 +253,7 @@ class StateMachine:
         """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
         op once per client session (module docstring)."""
         if len(args) < 4 or type(args[0]) is not int or type(args[2]) is not int:
-            return _malformed_client_op()
+            return _MALFORMED_CLIENT_OP
         return self._apply_in_session(args[0], args[2], [args[1:2] + args[3:]])[0]
 
     def apply_client_ops(self, args: list[Any]) -> Any:
@@ -276,7 +276,7 @@ class StateMachine:
             seq, code = op[0], op[1]
             if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
                     or seq < 1 or code in _WRAPPERS):
-                results.append(_malformed_client_op())
+                results.append(_MALFORMED_CLIENT_OP)
                 continue
             if session is None:
                 session = self.sessions.get(sid)
@@ -288,7 +288,7 @@ class StateMachine:
             done = session.done
             if seq in done or seq < session.floor:
                 self.duplicate_ops += 1
-                results.append(done.get(seq, OpError("duplicate", "already applied")))
+                results.append(done.get(seq, _DUPLICATE))
                 continue
             if floor > session.floor:
                 session.move_floor(floor)

@@ -76,7 +76,7 @@ def test_client_ops_proposed_together_apply_each_once_as_alone() -> None:
 
 class _SessionModel:
     """What a client op does to its session, op by op (the module docstring's rules),
-    with the ops themselves applied by a plain state machine."""
+    with the ops themselves applied by a plain state machine; refusals by code only."""
 
     def __init__(self) -> None:
         self.sessions: dict[int, list[Any]] = {}  # sid -> [floor, done, seen], by last seen
@@ -86,14 +86,13 @@ class _SessionModel:
     def op(self, now: int, sid: int, seq: Any, floor: int, code: Any, args: list[Any]) -> Any:
         if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
                 or seq < 1 or code in (ops.CLIENT_OP, ops.CLIENT_OPS)):
-            return OpError("malformed_client_op", "a client op is [session, seq, floor, "
-                           "code, *args] with a client session id and seq >= 1")
+            return OpError("malformed_client_op", "")
         session = self.sessions.pop(sid, None) or [0, {}, 0]
         self.sessions[sid] = session
         session[2] = now
         if seq in session[1] or seq < session[0]:
             self.duplicates += 1
-            return session[1].get(seq, OpError("duplicate", "already applied"))
+            return session[1].get(seq, OpError("duplicate", ""))
         if floor > session[0]:
             session[0] = floor
             session[1] = {s: r for s, r in session[1].items() if s >= floor}
