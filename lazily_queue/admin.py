@@ -13,7 +13,7 @@ import datetime
 import math
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidConfiguration, LazilyQueueError
+from .errors import InvalidConfiguration, LazilyQueueError, shown
 from .names import member_problem, name_problem
 from .raft.errors import (
     CommitTimeout,
@@ -252,7 +252,7 @@ def address_refusal(address: str) -> str | None:
 async def add_member(node: Node, member: Any, address: Any) -> None:
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
     if not member_id.isdigit():
-        raise AdminError("bad_request", f"a member id is an integer, not {member_id!r}")
+        raise AdminError("bad_request", f"a member id is an integer, not {shown(member_id)}")
     check_name(address, "address")
     refusal = address_refusal(address)
     if refusal is not None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .background import Background
 from .core.queue import PUSH
+from .errors import shown
 from .replicated.events import Event, QueueChanged
 
 if TYPE_CHECKING:
@@ -99,9 +100,10 @@ class History(Background):
     def __init__(self, node: Node, *, interval: float = 1.0, window: float = 300.0,
                  max_objects: int = 200) -> None:
         if not (math.isfinite(interval) and interval > 0):
-            raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
+            raise ValueError("interval must be a positive number of seconds, "
+                             f"not {shown(interval)}")
         if not (math.isfinite(window) and window >= interval):
-            raise ValueError(f"window must be at least the interval, not {window!r}")
+            raise ValueError(f"window must be at least the interval, not {shown(window)}")
         self.node = node
         self.interval = interval
         self.window = window

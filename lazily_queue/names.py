@@ -77,7 +77,7 @@ def check_max_objects(value: Any, what: str = "max_objects") -> int:
     """``value`` as a member's ``max_objects`` (or cap ``what``), else raise
     ``InvalidConfiguration``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidConfiguration(f"{what} must be an int >= 1, not {value!r}")
+        raise InvalidConfiguration(f"{what} must be an int >= 1, not {shown(value)}")
     return value
 
 

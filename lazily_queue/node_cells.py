@@ -10,7 +10,7 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.scheduling import RetryPolicy
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, shown
 from .names import check_name, check_room
 from .serializers import Serializer
 from .storage.raft_groups import RaftGroupStorage
@@ -142,7 +142,7 @@ class NodeCells:
         with the same settings.
         """
         if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {retry!r}")
+            raise InvalidConfiguration(f"retry must be a RetryPolicy, got {shown(retry)}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
                                     serializer=serializer, ttl=ttl,
                                     retry=None if retry is None else retry.scaled(1000),

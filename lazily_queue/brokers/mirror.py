@@ -32,6 +32,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..errors import shown
+
 log = logging.getLogger(__name__)
 
 #: Default seconds between refreshes when nothing was notified.
@@ -49,7 +51,7 @@ class Refresher:
         self, refresh: Callable[[], Awaitable[None]], *, poll_interval: float, name: str
     ) -> None:
         if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be > 0, got {poll_interval!r}")
+            raise ValueError(f"poll_interval must be > 0, got {shown(poll_interval)}")
         self._refresh = refresh
         self.poll_interval = poll_interval
         self.name = name

@@ -37,6 +37,7 @@ import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
+from ..errors import shown
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -210,7 +211,7 @@ class NatsQueueStorage(QueueMirror[T]):
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):

@@ -28,6 +28,7 @@ from ..core.topic import (
     check_subscriber,
     parse_durability,
 )
+from ..errors import shown
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
@@ -247,7 +248,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+            raise ValueError(f"offset must be a non-negative int, got {shown(offset)}")
         await self._ready()
         cursor = self.cursor(subscriber)
         if cursor is None:

@@ -50,6 +50,7 @@ from ..core.work import (
     validate_config,
 )
 from ..core.work import WorkTransition as WT
+from ..errors import shown
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
@@ -221,9 +222,9 @@ class NatsWorkQueueStorage(WorkMirror):
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WT[list[Delivery]]:
         if not isinstance(worker, str) or not worker:
-            raise ValueError(f"worker must be a non-empty str, got {worker!r}")
+            raise ValueError(f"worker must be a non-empty str, got {shown(worker)}")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()
         b = self._backend
         leased: list[Delivery] = []

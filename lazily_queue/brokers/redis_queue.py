@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
+from ..errors import shown
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .batching import Coalescer
@@ -148,7 +149,7 @@ class RedisQueueStorage(QueueMirror[T]):
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()
         while self._putting_back:  # a cancelled pop's elements go back before this pop
             await asyncio.wait(set(self._putting_back))

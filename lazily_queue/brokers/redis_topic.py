@@ -24,6 +24,7 @@ from ..core.topic import (
     check_subscriber,
     parse_durability,
 )
+from ..errors import shown
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
@@ -192,7 +193,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+            raise ValueError(f"offset must be a non-negative int, got {shown(offset)}")
         result = await self._advance(subscriber, offset)
         return TopicTransition(None if result is None else int(result[0]), NOBODY)
 

@@ -44,7 +44,7 @@ from ..core.work import (
     validate_config,
 )
 from ..core.work import WorkTransition as WT
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
@@ -261,7 +261,7 @@ class RedisWorkQueueStorage(WorkMirror):
     ) -> WT[list[Delivery]]:
         _check_worker(worker)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+            raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         self._note_now(now)
         await self._ready()
         clock, *flat = await self._run(
@@ -387,4 +387,5 @@ class RedisWorkQueueStorage(WorkMirror):
 
 def _check_worker(worker: object) -> None:
     if not isinstance(worker, str) or not worker or worker.startswith("lq."):
-        raise ValueError(f"worker must be a non-empty str not starting with 'lq.', got {worker!r}")
+        raise ValueError("worker must be a non-empty str not starting with 'lq.', "
+                         f"got {shown(worker)}")

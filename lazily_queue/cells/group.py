@@ -26,6 +26,7 @@ from ..errors import (
     InvalidSnapshot,
     OffsetOutOfRange,
     UnsupportedOperation,
+    shown,
 )
 from ..reactive import Computed, computed
 from ..serializers import Serializer
@@ -147,11 +148,11 @@ def restore_local_topic(snapshot: Mapping[str, Any], name: str,
     raw_groups = data.pop("groups", {}) if isinstance(data, dict) else {}
     core: TopicCore[Any] = TopicCore.from_snapshot(data)
     if not isinstance(raw_groups, Mapping):
-        raise InvalidSnapshot(f"topic snapshot: groups must be a map, got {raw_groups!r}")
+        raise InvalidSnapshot(f"topic snapshot: groups must be a map, got {shown(raw_groups)}")
     groups = {}
     for group, raw in raw_groups.items():
         if not isinstance(group, str) or not group:
-            raise InvalidSnapshot(f"topic snapshot: group name {group!r} is not a str")
+            raise InvalidSnapshot(f"topic snapshot: group name {shown(group)} is not a str")
         work = WorkQueueCore.from_snapshot(raw)
         groups[group] = LocalGroupStorage(work, topic=name, group=group)
     return LocalTopicStorage(core, groups=groups, clock=clock)

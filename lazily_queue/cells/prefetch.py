@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
+from ..errors import shown
+
 T = TypeVar("T")
 
 
@@ -20,7 +22,7 @@ def prefetch_size(prefetch: int | None, default: int) -> int:
     """``prefetch`` (``default`` when ``None``); a ``ValueError`` below 1."""
     size = default if prefetch is None else prefetch
     if size < 1:
-        raise ValueError(f"prefetch must be >= 1, got {prefetch!r}")
+        raise ValueError(f"prefetch must be >= 1, got {shown(prefetch)}")
     return size
 
 

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..core.headers import view
 from ..core.topic import TopicTransition
+from ..errors import shown
 from ..reactive import Slot
 from ..storage.topic import SyncTopicStorage, TopicStorage, as_headers_topic, as_messages_topic
 from .message import Message, enqueued_at
@@ -81,7 +82,7 @@ class TopicStreams(Generic[T]):
         reader = self.reader(subscriber)
         size = DEFAULT_BATCH if batch is None else batch
         if size < 1:
-            raise ValueError(f"batch must be >= 1, got {batch!r}")
+            raise ValueError(f"batch must be >= 1, got {shown(batch)}")
         while True:
             if self._sync is not None:
                 await self._wait_unread(reader)

@@ -24,7 +24,7 @@ from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..errors import InvalidConfiguration, UnsupportedOperation, shown
 from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -89,7 +89,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         limits: Limits | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
-            raise TypeError(f"clock must be a callable returning the time, got {clock!r}")
+            raise TypeError(f"clock must be a callable returning the time, got {shown(clock)}")
         if storage is None:
             lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
             retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.scheduling import check_delay
 from ..core.work import PendingItem, Receipt, WorkTransition
-from ..errors import SettlementRejected, UnsupportedOperation
+from ..errors import SettlementRejected, UnsupportedOperation, shown
 from ..reactive import Context, wait_until
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import SchedulingWorkQueueStorage, WorkQueueStorage, as_scheduling_work_queue
@@ -121,7 +121,7 @@ class WorkQueueScheduling:
 
 def rejected(queue: str, verb: str, worker: str, delivery_id: int) -> SettlementRejected:
     return SettlementRejected(
-        f"{queue}: {verb} of delivery {delivery_id} by {worker!r} was refused: the lease is "
+        f"{queue}: {verb} of delivery {delivery_id} by {shown(worker)} was refused: the lease is "
         "gone (it expired and the item was redelivered, it was settled, or it belongs to "
         "another worker)"
     )

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from ..replicated import ops
 from .certificates import (
     alt_name,
@@ -288,14 +288,14 @@ class ClientAccess:
         self.grants: dict[str, ClientGrant] = {}
         for grant in grants:
             if not isinstance(grant, ClientGrant):
-                raise InvalidConfiguration(f"expected ClientGrant objects, got {grant!r}")
+                raise InvalidConfiguration(f"expected ClientGrant objects, got {shown(grant)}")
             if grant.name in self.grants:
                 raise InvalidConfiguration(f"client {grant.name!r} is listed twice")
             self.grants[grant.name] = grant
         for what, value in (("max_in_flight", max_in_flight),
                             ("max_total_in_flight", max_total_in_flight)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidConfiguration(f"{what} must be a positive int, got {value!r}")
+                raise InvalidConfiguration(f"{what} must be a positive int, got {shown(value)}")
         self.listen: tuple[str, ...] | None = (
             None if listen is None else (listen,) if isinstance(listen, str) else tuple(listen))
         if self.listen is not None and (not self.listen or not all(

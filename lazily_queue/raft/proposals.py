@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import shown
 from .batch import (
     BATCH_TARGET_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -63,7 +64,7 @@ class ReplicaConfig:
         if isinstance(size, bool) or not isinstance(size, int) or \
                 not 1024 <= size <= MAX_MESSAGE_BYTES_LIMIT:
             raise ValueError(f"max_message_bytes must be an int from 1024 to "
-                             f"{MAX_MESSAGE_BYTES_LIMIT}, not {size!r}")
+                             f"{MAX_MESSAGE_BYTES_LIMIT}, not {shown(size)}")
 
     @property
     def max_command_bytes(self) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.push_options import whole_delay_ms
 from ..core.work import PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..core.work_items import check_delivery_id, check_worker, given_now
-from ..errors import UnsupportedOperation
+from ..errors import UnsupportedOperation, shown
 from ..replicated import ops as C
 
 
@@ -70,7 +70,7 @@ class RaftWorkScheduling:
         if now is not None:
             raise UnsupportedOperation(
                 f"{self.name}: a replicated work queue promotes delayed items at the "
-                f"leader's stamp, never at a given time (got now={now!r}); call "
+                f"leader's stamp, never at a given time (got now={shown(now)}); call "
                 "promote_due() without now, or let the leader's maintenance promote them")
         moved, mask = await self._call(C.WORK_PROMOTE, [self.name], timeout)
         return WorkTransition(moved, mask)

@@ -26,7 +26,7 @@ from ..core.topic import (
 from ..core.topic_expiry import expired_in
 from ..core.topic_subscriptions import check_subscriber
 from ..core.work import validate_config
-from ..errors import LimitExceeded, UnsupportedOperation
+from ..errors import LimitExceeded, UnsupportedOperation, shown
 from ..names import check_member, check_subscriber_room
 from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
@@ -191,7 +191,7 @@ class RaftTopicStorage(ReplicatedObject):
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
         if isinstance(offset, bool) or not isinstance(offset, int):
-            raise ValueError(f"offset must be an int, got {offset!r}")  # as a local topic
+            raise ValueError(f"offset must be an int, got {shown(offset)}")  # as a local topic
         result = await self._call(C.TOPIC_SEEK, self._of(subscriber, offset), timeout)
         return TopicTransition(_in_range(result), frozenset())
 

@@ -53,6 +53,7 @@ from ..errors import (
     TransactionAborted,
     TransactionError,
     TransactionUnsupported,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -268,7 +269,7 @@ class Transaction:
                     or not isinstance(delivery_id, int):
                 raise TransactionUnsupported(
                     f"{kind}(work_queue, worker, delivery_id) takes a str worker and an int "
-                    f"delivery_id, not {worker!r} and {delivery_id!r}")
+                    f"delivery_id, not {shown(worker)} and {shown(delivery_id)}")
             key = (id(target), delivery_id)
             if key in self._leases:
                 raise SettlementRejected(f"delivery {delivery_id} of {target.name!r} is "

@@ -74,3 +74,34 @@ async def test_a_member_and_a_client_refuse_them_before_proposing(
             await _exercise(client.queue("q2"), client.topic("t2"), client.work_queue("w2"),
                             proposals)
     assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
+
+
+LONG = "x" * 100_000
+HUGE = -(10 ** 5000)  # too long for repr() under Python's int-to-str limit
+
+
+def _brief(exc: pytest.ExceptionInfo[BaseException], start: str) -> None:
+    text = str(exc.value)
+    assert text.startswith(start) and len(text) < 200, text[:300]
+
+
+async def test_a_long_refused_value_is_quoted_briefly() -> None:
+    with pytest.raises(TypeError) as exc:
+        WorkQueueCell(clock=LONG)  # type: ignore[arg-type]
+    _brief(exc, "clock must be a callable returning the time, got 'xxx")
+    with pytest.raises(ValueError) as exc:
+        QueueCell().items(prefetch=HUGE)
+    _brief(exc, "prefetch must be >= 1, got an int of 16610 bits")
+    topic: TopicCell[str] = TopicCell()
+    await topic.subscribe("s")
+    with pytest.raises(ValueError) as exc:
+        await topic.seek("s", LONG)  # type: ignore[arg-type]
+    _brief(exc, "offset must be an int, got 'xxx")
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(ValueError) as exc:
+            await node.topic("t").seek("s", LONG)  # type: ignore[arg-type]
+        _brief(exc, "offset must be an int, got 'xxx")
+        with pytest.raises(Exception) as exc:
+            node.work_queue("w", retry=LONG)  # type: ignore[arg-type]
+        _brief(exc, "retry must be a RetryPolicy, got 'xxx")

@@ -121,6 +121,15 @@ class UntrustedDataError(TransportError, ValueError):
 
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` for a message, cut to its first and last characters when longer
-    than ``limit``."""
-    text = repr(value)
+    than ``limit``; never raises (an int too long to print, or a failing ``__repr__``,
+    is named by its type)."""
+    try:
+        if isinstance(value, (str, bytes, bytearray)) and len(value) > 2 * limit:
+            head, tail = repr(value[:limit]), repr(value[-5:])
+            return f"{head[:limit - 10]}...{tail[-5:]}"
+        if isinstance(value, int) and value.bit_length() > 4 * limit:
+            return f"an int of {value.bit_length()} bits"
+        text = repr(value)
+    except Exception:
+        return f"a value of type {type(value).__name__} that cannot be shown"
     return text if len(text) <= limit else f"{text[:limit - 10]}...{text[-5:]}"
