@@ -74,6 +74,7 @@ from .client.settings import (
     parse_clients_listen,
 )
 from .config_keys import (
+    MAX_STARTUP_TIMEOUT,
     check_address,
     parse_app,
     parse_dedup,
@@ -83,6 +84,7 @@ from .config_keys import (
     parse_node_id,
     parse_peers,
     parse_string,
+    refuse_odd_text,
 )
 from .config_transport import (
     WebRTCConfig,
@@ -93,7 +95,8 @@ from .config_transport import (
     webrtc_options,
 )
 from .core.dedup import DedupLimits
-from .errors import InvalidConfiguration, shown
+from .credential_files import CredentialFileError, read_credential, read_credential_text
+from .errors import InvalidConfiguration, shown, shown_path
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
@@ -166,14 +169,15 @@ class NodeConfig:
             return value.encode()
         assert self.secret_file is not None
         try:
-            data = self.secret_file.read_bytes().strip()
-        except OSError as exc:
+            data = read_credential(self.secret_file)
+        except CredentialFileError as exc:
             raise ConfigError(
                 f"{self.source}: cannot read the cluster secret from `secret_file` "
-                f"{self.secret_file}: {exc.strerror or exc}"
+                f"{shown_path(self.secret_file)}: {exc}"
             ) from None
         if not data:
-            raise ConfigError(f"{self.source}: `secret_file` {self.secret_file} is empty")
+            raise ConfigError(f"{self.source}: `secret_file` {shown_path(self.secret_file)} "
+                              "is empty")
         return data
 
     def client_access(self) -> ClientAccess | None:
@@ -192,13 +196,13 @@ class NodeConfig:
             where = f"environment variable {self.admin_token_env} (named by `admin_token_env`)"
         elif self.admin_token_file is not None:
             try:
-                value = self.admin_token_file.read_text().strip()
-            except (OSError, UnicodeDecodeError) as exc:
+                value = read_credential_text(self.admin_token_file)
+            except CredentialFileError as exc:
                 raise ConfigError(
                     f"{self.source}: cannot read the admin token from `admin_token_file` "
-                    f"{self.admin_token_file}: {getattr(exc, 'strerror', None) or exc}"
+                    f"{shown_path(self.admin_token_file)}: {exc}"
                 ) from None
-            where = f"`admin_token_file` {self.admin_token_file}"
+            where = f"`admin_token_file` {shown_path(self.admin_token_file)}"
         else:
             return None
         if len(value) < MIN_TOKEN:
@@ -248,6 +252,9 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         raise ConfigError(f"cannot read configuration file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: its arrays or tables are nested too deeply to read; "
+                          "a node configuration nests at most a few levels") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start}); save "
                           "it as UTF-8, as TOML requires") from None
@@ -261,6 +268,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         return ConfigError(f"{source}: {message}")
 
     refuse_unknown_keys(doc, KNOWN_KEYS, "", fail)
+    refuse_odd_text(doc, fail)
     for key in ("id", "data_dir"):
         if key not in doc:
             raise fail(f"`{key}` is required")
@@ -319,9 +327,10 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     secret_path = None if secret_file is None else base / parse_string(
         secret_file, fail, "secret_file")
     timeout = doc.get("startup_timeout", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
-        raise fail(f"`startup_timeout` must be a number of seconds >= 0 (0 waits forever), "
-                   f"not {shown(timeout)}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0 \
+            or timeout > MAX_STARTUP_TIMEOUT:
+        raise fail(f"`startup_timeout` must be a number of seconds from 0 to "
+                   f"{MAX_STARTUP_TIMEOUT:.0e} (0 waits forever), not {shown(timeout)}")
     max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
     if isinstance(max_message, bool) or not isinstance(max_message, int) or \
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:

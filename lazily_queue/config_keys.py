@@ -19,7 +19,39 @@ from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration, shown
 from .names import check_max_objects
 
+#: The longest wait for a leader at start that a configuration may give (seconds).
+MAX_STARTUP_TIMEOUT = 1e9
+
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
+
+
+#: The longest environment variable name a configuration may give.
+MAX_ENV_NAME = 256
+
+
+def refuse_odd_text(value: Any, fail: Any, where: str = "") -> None:
+    """Fail naming the first key whose text holds a NUL character (no name, address,
+    path or token can hold one: the system refuses it in a file name, say), or whose
+    environment variable name (a ``*_env`` key) no environment can hold."""
+    if isinstance(value, str):
+        if where.endswith("_env") and (len(value) > MAX_ENV_NAME or "=" in value):
+            raise fail(f"`{_where(where)}` must name an environment variable (at most "
+                       f"{MAX_ENV_NAME} characters, no \"=\"), not {shown(value)}")
+        if "\x00" in value:
+            raise fail(f"`{_where(where)}` holds a NUL character (\\u0000); no name, "
+                       "address, path or token can hold one: remove it")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_odd_text(key, fail, f"{where}.{key}" if where else str(key))
+            refuse_odd_text(item, fail, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_odd_text(item, fail, f"{where}[{index + 1}]")
+
+
+def _where(where: str) -> str:
+    shown_where = where.replace("\x00", "\\u0000")
+    return shown_where if len(shown_where) <= 80 else f"{shown_where[:70]}...{shown_where[-5:]}"
 
 
 def parse_dedup(table: Any, fail: Any) -> DedupLimits | None:

@@ -31,7 +31,8 @@ from typing import Any
 
 from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
-from .errors import shown
+from .credential_files import CredentialFileError, read_credential_text
+from .errors import shown, shown_path
 
 Fail = Callable[[str], Exception]
 _TLS_KEYS = frozenset({"certificate", "key", "ca", "check_hostname",
@@ -176,12 +177,11 @@ def read_secret(env: str | None, file: Path | None, what: str, fail: Fail) -> st
         return value
     if file is not None:
         try:
-            value = file.read_text().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise fail(f"{what}: cannot read {file}: "
-                       f"{getattr(exc, 'strerror', None) or exc}") from None
+            value = read_credential_text(file)
+        except CredentialFileError as exc:
+            raise fail(f"{what}: cannot read {shown_path(file)}: {exc}") from None
         if not value:
-            raise fail(f"{what}: {file} is empty")
+            raise fail(f"{what}: {shown_path(file)} is empty")
         return value
     return None
 

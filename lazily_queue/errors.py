@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from lazily_transports.errors import shown as shown  # ``repr`` for a message, cut when long
+
+
+def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
+    """A file's path for a message, its middle cut when longer than ``limit``."""
+    text = os.fspath(path)
+    return text if len(text) <= limit else f"{text[:40]}...{text[-(limit - 43):]}"
 
 
 class LazilyQueueError(Exception):

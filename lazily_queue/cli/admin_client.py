@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..credential_files import CredentialFileError, read_credential_text
+
 DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
 
 
@@ -155,10 +157,9 @@ class AdminClient:
 def _token(env: str | None, file: Path | None) -> str:
     if file is not None:
         try:
-            token = file.read_text().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"cannot read the admin token from {file}: "
-                           f"{getattr(exc, 'strerror', None) or exc}", 2) from None
+            token = read_credential_text(file)
+        except CredentialFileError as exc:
+            raise CliError(f"cannot read the admin token from {file}: {exc}", 2) from None
         if not token:
             raise CliError(f"the admin token file {file} is empty", 2)
         return token

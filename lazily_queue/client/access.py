@@ -29,11 +29,11 @@ import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
-from pathlib import Path
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..errors import InvalidConfiguration, shown
+from ..credential_files import CredentialFileError, read_credential
+from ..errors import InvalidConfiguration, shown, shown_path
 from ..replicated import ops
 from .certificates import (
     alt_name,
@@ -95,10 +95,10 @@ def token_from_env(variable: str, what: str) -> bytes:
 
 def token_from_file(path: str | os.PathLike[str], what: str) -> bytes:
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
+        data = read_credential(path)
+    except CredentialFileError as exc:
         raise InvalidConfiguration(
-            f"{what}: cannot read the token file {path}: {exc.strerror or exc}"
+            f"{what}: cannot read the token file {shown_path(path)}: {exc}"
         ) from None
     return _token_bytes(data, what)
 

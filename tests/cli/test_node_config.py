@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue import DedupLimits
+from lazily_queue import DedupLimits, InvalidConfiguration
 from lazily_queue.cli import main
 from lazily_queue.config import ConfigError, load_config, parse_config
 from lazily_queue.service import NodeService
@@ -76,6 +76,13 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"http": "localhost"}, r"`http` must be \"HOST:PORT\""),
         ({"startup_timeout": -1}, r"`startup_timeout` must be a number"),
         ({"startup_timeout": float("nan")}, r"`startup_timeout` must be a number .*, not nan"),
+        ({"startup_timeout": 10 ** 400}, r"`startup_timeout` must be a number of seconds from "
+                                         r"0 to 1e\+09 .*, not an int of 1329 bits"),
+        ({"data_dir": "d\x00"}, r"`data_dir` holds a NUL character \(\\u0000\); no name"),
+        ({"app": {"entry": "my\x00app:main"}}, r"`app.entry` holds a NUL character"),
+        ({"peers": {"2": "unix:/tmp/a\x00.sock"}}, r"`peers.2` holds a NUL character"),
+        ({"client": [{"name": "w", "token_file": "t"}, {"name": "o", "token_file": "t\x00"}]},
+         r"`client\[2\].token_file` holds a NUL character"),
         ({"max_message_bytes": 1.5}, r"`max_message_bytes` must be an int from 1024 to "
                                      r"4194304 \(bytes; the same on every node\), not 1.5"),
         ({"max_message_bytes": 16 * 1024 * 1024}, r"`max_message_bytes` must be an int"),
@@ -175,6 +182,28 @@ def test_missing_secret_file(tmp_path: Path) -> None:
         config.secret()
 
 
+def test_a_secret_or_token_file_is_read_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(b"s" * (64 * 1024 + 1))
+    fix = r": it holds more than 64 KiB; a secret or token file holds the secret alone"
+    for path in (str(big), "/dev/zero"):
+        doc = {k: v for k, v in BASE.items() if k != "secret_env"} | {"secret_file": path}
+        with pytest.raises(ConfigError, match=r"cannot read the cluster secret .*" + fix):
+            parse_config(doc, base=tmp_path, source="node.toml").secret()
+        config = parse(tmp_path, admin_token_file=path)
+        with pytest.raises(ConfigError, match=r"cannot read the admin token .*" + fix):
+            config.admin_token()  # type: ignore[attr-defined]
+        config = parse(tmp_path, clients="unix:c.sock",
+                       client=[{"name": "web", "token_file": path, "produce": ["*"]}])
+        with pytest.raises(InvalidConfiguration, match=r"cannot read the token file .*" + fix):
+            config.client_access()  # type: ignore[attr-defined]
+    (tmp_path / "fits").write_bytes(b"  " + b"s" * (64 * 1024 - 4) + b"\n\n")
+    doc = {k: v for k, v in BASE.items() if k != "secret_env"} | {"secret_file": "fits"}
+    assert parse_config(doc, base=tmp_path, source="node.toml").secret() == b"s" * 65532
+
+
 def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"does not exist"):
         load_config(tmp_path / "missing.toml")
@@ -186,6 +215,10 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"utf16.toml is not UTF-8 text \(invalid start "
                                           r"byte at byte 0\); save it as UTF-8"):
         load_config(tmp_path / "utf16.toml")
+    (tmp_path / "deep.toml").write_text('id = 1\ndata_dir = "d"\nx = ' + "[" * 5000 + "]" * 5000)
+    with pytest.raises(ConfigError, match=r"deep.toml: its arrays or tables are nested too "
+                                          r"deeply to read"):
+        load_config(tmp_path / "deep.toml")
 
 
 def test_cli_exits_2_with_the_message(
