@@ -3,10 +3,15 @@ backend cannot keep is refused by name, before anything is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
 from ..errors import UnsupportedOperation
 from ..storage.capabilities import StorageCapabilities
 from .expiry import no_expiry
 from .once import no_dedup
+
+T = TypeVar("T")
 
 
 def refuse_unsupported(cell: str, storage: object, caps: StorageCapabilities, *,
@@ -21,3 +26,13 @@ def refuse_unsupported(cell: str, storage: object, caps: StorageCapabilities, *,
             "push without headers= (or carry them in the value)")
     if ttl and not caps.expiry:
         raise no_expiry(cell, storage, "push")
+
+
+def values_of(values: Iterable[T], verb: str) -> list[T]:
+    """The values of a ``push_many`` or ``publish_many`` as a list; a ``TypeError`` for
+    one text or bytes value (it would go as one element per character or byte)."""
+    if isinstance(values, str | bytes | bytearray | memoryview):
+        raise TypeError(f"{verb}_many takes an iterable of values, not one "
+                        f"{type(values).__name__}; {verb}(value) sends one, "
+                        f"{verb}_many([value]) a list of one")
+    return list(values)

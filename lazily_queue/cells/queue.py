@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
 from ..core.limits import Limits
+from ..core.numbers import wait_limit
 from ..core.push_options import PushOptions
 from ..core.queue import (
     EMPTY,
@@ -273,7 +274,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
             options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
                                           delay=delay, not_before=not_before)
         if timeout is not None:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(wait_limit(timeout)):
                 return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait,
                                        headers=headers, delay=delay, not_before=not_before)
         while True:
@@ -300,7 +301,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         Cancellation is safe: an element is removed only in the same step that returns it.
         """
         if timeout is not None:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(wait_limit(timeout)):
                 return await self.pop()
         while True:
             result = await self.poll()

@@ -7,12 +7,14 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Generic, TypeVar
 
+from ..core.numbers import wait_limit
 from ..core.queue import QueuePopError
 from ..core.work_items import check_count
 from ..errors import QueueClosed
 from ..storage.queue import SyncQueueStorage
 from ..storage.runs import together
 from .prefetch import prefetch_size, prefetched
+from .push_checks import values_of
 from .queue_messages import QueueMessages
 
 T = TypeVar("T")
@@ -57,7 +59,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         """Wait for at least one element, then pop up to ``n`` at once (in order); raises
         :class:`QueueClosed` once the queue is closed and drained. At most once, as
         :meth:`pop`: a process that crashes after the pop committed loses the elements."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 result = await self.poll_many(n)
                 if not isinstance(result, QueuePopError):
@@ -73,12 +75,12 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         fits; a bounded one pushes them one after another. Raises :class:`QueueClosed`
         once closed (the values before it were pushed). It takes no message ids: for
         exactly-once, push each value with its own ``msg_id``."""
-        pending = list(values)
+        pending = values_of(values, "push")
         if self._sync is not None or self.capacity() is not None:
             for value in pending:
                 await self.push(value, timeout=timeout)
             return
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             results = await together(self._storage.offer, pending)
         if any(result is not None for result in results):
             raise QueueClosed(f"{self.name}: queue is closed; push refused")

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
 from ..core.ids import Run
+from ..core.numbers import wait_limit
 from ..core.queue import ALL_READERS, UNPOP, QueuePopError, pop_mask, transition_mask
 from ..core.work_items import check_count
 from ..errors import QueueClosed, UnsupportedOperation
@@ -120,7 +121,7 @@ class QueueMessages(Generic[T]):
     ) -> list[Message[T]] | QueuePopError:
         """Remove up to ``n`` of the oldest elements without waiting, as messages (ids,
         enqueue times): a non-empty list, or ``Empty`` / ``Closed``."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             result = await self._poll_stamped(n)
         return result if isinstance(result, QueuePopError) else messages_of(*result)
 
@@ -131,7 +132,7 @@ class QueueMessages(Generic[T]):
 
     async def pop_messages(self, n: int, *, timeout: float | None = None) -> list[Message[T]]:
         """:meth:`pop_many`, as messages: wait for one element, take up to ``n``."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             return messages_of(*await self._pop_stamped(n))
 
     async def give_back(self, messages: list[Message[T]]) -> None:

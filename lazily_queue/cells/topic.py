@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
+from ..core.numbers import wait_limit
 from ..core.topic import (
     Start,
     TopicTransition,
@@ -329,7 +330,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         returns ``None``.
         """
         reader = self.reader(subscriber)
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 await self._wait_unread(reader)
                 if self._sync is None:

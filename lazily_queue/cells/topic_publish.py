@@ -19,6 +19,7 @@ from ..storage.topic import SyncTopicStorage, TopicStorage, as_dedup_topic, as_h
 from .expiry import no_expiry
 from .group import GroupCell
 from .once import no_dedup
+from .push_checks import values_of
 from .topic_limits import TopicLimits
 
 T = TypeVar("T")
@@ -87,7 +88,7 @@ class TopicPublishes(TopicLimits, Generic[T]):
         once the publishes under way have ended: the values before it, or proposed with
         it, may be published.
         """
-        pending = list(values)
+        pending = values_of(values, "publish")
         together = getattr(self._storage, "publish_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
             return [await self.publish(value, wait=wait) for value in pending]

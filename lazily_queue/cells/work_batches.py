@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..core.numbers import wait_limit
 from ..core.work import Delivery, Receipt, WorkTransition
 from ..core.work_items import check_count
 from ..reactive import Context
@@ -63,7 +64,7 @@ class WorkQueueBatches:
         """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
         Each lease runs from the claim: items not started within the visibility timeout
         are redelivered."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 if not self._storage.is_empty():
                     leased = await self.poll_many(worker, n, now)

@@ -28,7 +28,7 @@ from ..storage.work import (
     WorkQueueStorage,
     as_headers_work_queue,
 )
-from .push_checks import refuse_unsupported
+from .push_checks import refuse_unsupported, values_of
 from .work_batches import Now
 from .work_limits import named, wait_for_room
 
@@ -125,7 +125,7 @@ class WorkQueuePushes:
         the pushes under way have ended: the values before it, or proposed with it, may
         be pushed. For exactly-once, push each value with its own ``msg_id``.
         """
-        pending = list(values)
+        pending = values_of(values, "push")
         together = getattr(self._storage, "push_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
             return [await self.push(value, wait=wait) for value in pending]

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
+from ..core.numbers import wait_limit
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..errors import InvalidConfiguration, UnsupportedOperation, shown
@@ -275,7 +276,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         Over a replicated backend a claim cancelled while committing may leave a lease
         no caller holds; it comes back through :meth:`reap_expired` (at least once).
         """
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 if not self._storage.is_empty():  # no round trip while nothing is pending
                     delivery = await self.poll(worker, now)

@@ -121,7 +121,8 @@ class WorkQueueScheduling:
 
 def rejected(queue: str, verb: str, worker: str, delivery_id: int) -> SettlementRejected:
     return SettlementRejected(
-        f"{queue}: {verb} of delivery {delivery_id} by {shown(worker)} was refused: the lease is "
+        f"{queue}: {verb} of delivery {shown(delivery_id)} by {shown(worker)} was refused: the "
+        "lease is "
         "gone (it expired and the item was redelivered, it was settled, or it belongs to "
         "another worker)"
     )

@@ -24,8 +24,9 @@ import cbor2
 
 from ..errors import MessageTooLarge, UnsupportedOperation
 from ..raft import values
-from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, command_limit
+from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, check_decodes, command_limit
 from ..raft.errors import CommitTimeout
+from ..raft.proposals import commit_deadline
 from ..replicated import ops
 from ..replicated.client_sessions import new_session_id
 from ..replicated.results import decode_result
@@ -45,25 +46,17 @@ MAX_OP_BYTES = command_limit(MAX_MESSAGE_BYTES_LIMIT)
 
 
 #: Argument types that need no scan: a flat list of them is in the value model as is.
-_FLAT = frozenset({str, bytes, int, float, bool, type(None)})
-
-
 def encode_args(code: int, args: list[Any]) -> bytes:
     """The op's arguments in CBOR, checked against the value model and the largest
     command a cluster accepts (the member checks its own, smaller, message limit)."""
-    encoded: bytes | None = None
-    for arg in args:
-        if type(arg) not in _FLAT:
-            break
-    else:  # flat and of the model: nothing to scan or tag
-        encoded = cbor2.dumps(args)
-    if encoded is None:
-        name = ops.op_name(code)
-        tuples = values.scan(args, max_items=MAX_OP_BYTES, name=name)
-        try:
-            encoded = values.dumps(args, tuples=tuples)
-        except cbor2.CBOREncodeError as exc:
-            raise values.unsupported(name, str(exc)[:200]) from None
+    plain = values.plain(args)  # scalars of the model: nothing to scan, tag or check
+    try:
+        encoded = cbor2.dumps(args) if plain else values.dumps(
+            args, tuples=values.scan(args, max_items=MAX_OP_BYTES, name=ops.op_name(code)))
+    except (cbor2.CBOREncodeError, UnicodeEncodeError) as exc:
+        raise values.unsupported(ops.op_name(code), str(exc)[:200]) from None
+    if not plain:
+        check_decodes(encoded, ops.op_name(code))
     if len(encoded) > MAX_OP_BYTES:
         name = ops.op_name(code)
         raise MessageTooLarge(
@@ -174,10 +167,11 @@ class Session:
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
         encoded = encode_args(code, args)
+        loop = asyncio.get_running_loop()
+        deadline = commit_deadline(loop.time(), timeout)
         seq = self._next_seq
         self._next_seq += 1
-        loop = asyncio.get_running_loop()
-        op = _Op(self, seq, code, encoded, loop.time() + timeout, loop.create_future(), on_orphan)
+        op = _Op(self, seq, code, encoded, deadline, loop.create_future(), on_orphan)
         self._ops[seq] = op
         if self._sweeper is None:
             self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..errors import InvalidTtl, shown
+from .numbers import is_finite
 
 #: Per-message deadlines of taken elements kept, the newest, so that an element given
 #: back to the head (its receiver went away) keeps its deadline.
@@ -45,7 +46,7 @@ def ttl_ms(ttl: object, what: str = "ttl") -> int:
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise InvalidTtl(f"{what} must be a number of seconds > 0, got "
                          f"{type(ttl).__name__} {shown(ttl)}")
-    if not math.isfinite(ttl) or ttl <= 0:
+    if not is_finite(ttl) or ttl <= 0:
         raise InvalidTtl(f"{what} must be a finite number of seconds > 0, got {shown(ttl)}")
     if ttl > MAX_TTL_MS / 1000 or (ms := max(1, whole_ms(ttl))) > MAX_TTL_MS:
         raise InvalidTtl(f"{what} must be at most {MAX_TTL_MS // 1000} seconds, got {shown(ttl)}")

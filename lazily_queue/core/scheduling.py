@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..errors import InvalidSchedule, shown
+from .numbers import FOREVER, is_finite
 
 MIN_PRIORITY: Final = 0
 MAX_PRIORITY: Final = 9
@@ -41,9 +42,9 @@ def check_delay(delay: object, what: str = "delay") -> float:
     """``delay`` as seconds >= 0."""
     if isinstance(delay, bool) or not isinstance(delay, int | float):
         raise InvalidSchedule(f"{what} must be a number of seconds >= 0, got {shown(delay)}")
-    if not math.isfinite(delay) or delay < 0:
+    if not is_finite(delay) or delay < 0:
         raise InvalidSchedule(f"{what} must be a finite number of seconds >= 0, got {shown(delay)}")
-    return float(delay)
+    return float(min(delay, FOREVER))  # longer waits as long (a delay is capped where used)
 
 
 def check_not_before(not_before: object) -> float:
@@ -82,7 +83,7 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         check_delay(self.base, "retry base")
         f = self.factor
-        if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) or f < 1:
+        if isinstance(f, bool) or not isinstance(f, int | float) or not is_finite(f) or f < 1:
             raise InvalidSchedule(f"retry factor must be a finite number >= 1, got {shown(f)}")
         if self.cap is not None:
             check_delay(self.cap, "retry cap")

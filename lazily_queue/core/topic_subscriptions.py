@@ -26,6 +26,10 @@ class Durability(enum.StrEnum):
     DURABLE = "durable"
     EPHEMERAL = "ephemeral"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Durability:
+        raise ValueError(f"durability must be \"durable\" or \"ephemeral\", got {shown(value)}")
+
 
 class SubscribeOutcome(enum.Enum):
     """What ``subscribe`` did."""

@@ -7,11 +7,11 @@ worker id and a caller-supplied time.
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import shown
+from .numbers import MAX_TIME, is_finite
 
 
 class DeadLetterReason(enum.StrEnum):
@@ -93,8 +93,8 @@ def check_now(now: object) -> float:
     """A logical time: a finite int or float >= 0, else ``TypeError``/``ValueError``."""
     if isinstance(now, bool) or not isinstance(now, int | float):
         raise TypeError(f"now must be an int or float, got {type(now).__name__}")
-    if not math.isfinite(now) or now < 0:
-        raise ValueError(f"now must be a finite time >= 0, got {shown(now)}")
+    if not is_finite(now) or not 0 <= now <= MAX_TIME:
+        raise ValueError(f"now must be a finite time from 0 to 2**53, got {shown(now)}")
     return now
 
 

@@ -12,10 +12,11 @@ replicated op reports its changes with these bits.
 from __future__ import annotations
 
 import enum
-import math
 from typing import Final, Generic, NamedTuple, TypeVar
 
 from ..errors import InvalidConfiguration, shown
+from .expiry import MAX_TTL_MS
+from .numbers import is_finite
 from .snapshot import is_int
 
 R = TypeVar("R")
@@ -73,8 +74,10 @@ def change_mask(before: tuple[int, int, int], after: tuple[int, int, int]) -> in
 def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple[float, int]:
     """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
     vt = visibility_timeout
-    if isinstance(vt, bool) or not isinstance(vt, int | float) or not math.isfinite(vt) or vt <= 0:
-        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {shown(vt)}")
+    if isinstance(vt, bool) or not isinstance(vt, int | float) or not is_finite(vt) or vt <= 0 \
+            or vt > MAX_TTL_MS / 1000:
+        raise InvalidConfiguration(f"visibility_timeout must be a number of seconds > 0 and at "
+                                   f"most {MAX_TTL_MS // 1000}, got {shown(vt)}")
     if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
         raise InvalidConfiguration(
             f"max_deliveries must be an int >= 1, got {shown(max_deliveries)}")

@@ -107,11 +107,17 @@ def encode_checked_op(
             f"the {max_bytes}-byte replicated command limit", size=None, limit=max_bytes)
     if simple:
         return encoded  # plain scalars (and lists of them) decode as they are
+    check_decodes(encoded, name)
+    return encoded
+
+
+def check_decodes(encoded: bytes, name: str) -> None:
+    """Raise :class:`~lazily_queue.errors.UnsupportedValue` unless every replica decodes
+    the encoded op (or its arguments): a bignum past the decoder's limit, say."""
     try:
         VALUES.loads(encoded, max_bytes=len(encoded), max_depth=_OP_MAX_DEPTH)
     except UntrustedDataError as exc:
         raise values.unsupported(name, exc.reason) from None
-    return encoded
 
 
 def message_size(encoded_op: bytes, op: list[Any], message: Any) -> int:

@@ -16,6 +16,20 @@ from .batch import (
 from .engine_config import EngineConfig
 from .ready import Completion
 
+#: The longest a proposal waits to commit (seconds, about 31 years): a longer timeout
+#: waits this long.
+MAX_COMMIT_WAIT = 1e9
+
+
+def commit_deadline(now: float, timeout: float) -> float:
+    """When a proposal made at ``now`` with ``timeout`` seconds times out; a
+    ``TypeError`` or ``ValueError`` naming ``timeout`` when it is no number of seconds."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"timeout must be a number of seconds, got {shown(timeout)}")
+    if timeout != timeout:
+        raise ValueError("timeout must be a number of seconds, got nan")
+    return now + float(max(0, min(timeout, MAX_COMMIT_WAIT)))
+
 
 @dataclass(eq=False, slots=True)
 class Proposal:

@@ -30,7 +30,7 @@ from .errors import ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
-from .proposals import Proposal, ReplicaConfig
+from .proposals import Proposal, ReplicaConfig, commit_deadline
 from .ready import Completion, Ready
 from .rejoin import check_continues
 from .replica_waiters import ReplicaWaiters
@@ -132,6 +132,7 @@ class Replica(ReplicaWaiters):
         (of an op the state machine says carries one) over ``max_message_bytes``, or an op
         over the command limit.
         """
+        deadline = commit_deadline(self.clock(), timeout)
         seq = self._next_seq
         kind = self._op_kinds.get(code)
         if kind is None:
@@ -142,7 +143,7 @@ class Replica(ReplicaWaiters):
         encoded = encode_checked_op(
             seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
         self._next_seq += 1
-        p = Proposal(seq, code, args, encoded, self.clock() + timeout, on_done, on_orphan)
+        p = Proposal(seq, code, args, encoded, deadline, on_done, on_orphan)
         self._unresolved[seq] = p
         self._queued.append(p)
         self.proposals += 1

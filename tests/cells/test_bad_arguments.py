@@ -17,7 +17,9 @@ from lazily_queue import (
     Credentials,
     InvalidTtl,
     QueueCell,
+    SettlementRejected,
     TopicCell,
+    UnsupportedValue,
     WorkQueueCell,
     connect,
     testing,
@@ -78,6 +80,7 @@ async def test_a_member_and_a_client_refuse_them_before_proposing(
 
 LONG = "x" * 100_000
 HUGE = -(10 ** 5000)  # too long for repr() under Python's int-to-str limit
+BIG = -HUGE
 
 
 def _brief(exc: pytest.ExceptionInfo[BaseException], start: str) -> None:
@@ -105,3 +108,57 @@ async def test_a_long_refused_value_is_quoted_briefly() -> None:
         with pytest.raises(Exception) as exc:
             node.work_queue("w", retry=LONG)  # type: ignore[arg-type]
         _brief(exc, "retry must be a RetryPolicy, got 'xxx")
+
+
+async def _odd_numbers(q: Any, t: Any, w: Any,
+                       settle: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Numbers past a float's range, and text where a list belongs, on any backend
+    (``settle``: what makes a client's reads show its writes)."""
+    assert q.delayed() == []  # a client watches the queue from now on
+    with pytest.raises(TimeoutError):  # a wait already over, not an OverflowError
+        await q.pop(timeout=-BIG)
+    await q.push("no limit", timeout=BIG)
+    assert await q.pop(timeout=BIG) == "no limit"
+    await q.push("later", delay=BIG)  # as long as any delay can be
+    if settle is not None:
+        await settle()
+    assert len(q.delayed()) == 1 and q.len() == 0
+    with pytest.raises(ValueError, match=r"must be at most \d+ seconds, got an int of 16610"):
+        await q.push("x", ttl=BIG)
+    with pytest.raises(ValueError, match=r"durability must be .durable. or .ephemeral., got "
+                                         r"'xxx") as exc:
+        await t.subscribe("s2", LONG)
+    assert len(str(exc.value)) < 200
+    with pytest.raises(TypeError, match=r"push_many takes an iterable of values, not one str"):
+        await q.push_many("abc")
+    with pytest.raises(TypeError, match=r"publish_many takes an iterable of values, not one"):
+        await t.publish_many(b"abc")
+    with pytest.raises(TypeError, match=r"push_many takes an iterable of values, not one str"):
+        await w.push_many("abc")
+    await w.push("job")
+    job = await w.claim("x", timeout=BIG)
+    with pytest.raises(Exception) as exc:
+        await w.ack("x", BIG)
+    # refused at the call (a client's member would refuse the whole frame it came in)
+    assert isinstance(exc.value, SettlementRejected | UnsupportedValue), exc.value
+    assert len(str(exc.value)) < 500
+    await w.ack("x", job.delivery_id)
+    await q.push_many(["a", "b"])
+    assert await q.pop_many(2) == ["a", "b"]
+
+
+async def test_odd_numbers_and_text_for_a_list_are_refused_on_every_backend() -> None:
+    await _odd_numbers(QueueCell(), TopicCell(), WorkQueueCell(clock=time.monotonic))
+    with pytest.raises(ValueError, match=r"now must be a finite time from 0 to 2\*\*53"):
+        await WorkQueueCell().poll("x", now=BIG)
+    with pytest.raises(ValueError, match=r"visibility_timeout must be a number of seconds"):
+        WorkQueueCell(visibility_timeout=BIG)
+    grant = ClientGrant("web", TOKEN, produce=["*"], consume=["*"])
+    options: testing.NodeOptions = {
+        "clients": ClientAccess([grant], listen="memory://odd-numbers")}
+    async with testing.cluster(1, node_options=lambda _id: options) as c:
+        node = await c.leader()
+        await _odd_numbers(node.queue("q"), node.topic("t"), node.work_queue("w"))
+        async with connect("memory://odd-numbers", Credentials("web", TOKEN)) as client:
+            await _odd_numbers(client.queue("q2"), client.topic("t2"),
+                               client.work_queue("w2"), client.barrier)
