@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, shown_path
 from .raft.disk import Disk, OsDisk
 from .raft.journal import DurableJournal, JournalError
 from .raft.rejoin import floor_of
@@ -77,7 +77,7 @@ class DirectoryLock:
 
 def disk_problem(exc: OSError) -> str:
     """``exc``, raised using a data directory, as its cause and the operator's fix."""
-    where = f" ({exc.filename})" if exc.filename else ""
+    where = f" ({shown_path(exc.filename)})" if exc.filename else ""
     code = exc.errno
     if code in (errno.ENOSPC, errno.EDQUOT):
         fix = "free space on its file system"
@@ -85,6 +85,8 @@ def disk_problem(exc: OSError) -> str:
         fix = f"give the user running it (uid {os.geteuid()}) write access to the directory"
     elif code == errno.EROFS:
         fix = "remount its file system read-write or choose another data_dir"
+    elif code == errno.ENAMETOOLONG:
+        fix = "choose a data_dir with a shorter path"
     elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):
         fix = "something else is in the way at that path: move it away"
     else:

@@ -40,12 +40,13 @@ from .client.server import ClientServer
 from .core.dedup import DedupLimits
 from .datadir import ClusterMismatch as ClusterMismatch  # part of this module's API
 from .datadir import DirectoryLock, check_complete, claim_directory, disk_problem
-from .errors import InvalidConfiguration
+from .errors import InvalidConfiguration, shown, shown_path
 from .links import LinkSettings
 from .maintenance import Maintenance
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objects
 from .node_cells import NodeCells
 from .node_cluster import NodeCluster
+from .node_settings import check_settings
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -113,11 +114,16 @@ class Node(NodeCells, NodeCluster):
         access's own. ``dedup`` bounds the window of producer message ids (by default 20000
         ids for 5 minutes); the cluster follows the bounds of its most recent leader."""
         self.node_id = str(node_id)
+        check_settings(cluster=cluster, peers=peers, op_timeout=op_timeout,
+                       tick_interval=tick_interval, maintenance_interval=maintenance_interval,
+                       topic_gc_interval=topic_gc_interval, disk_retry=disk_retry,
+                       kinds={"engine": (engine, EngineConfig), "clients": (clients, ClientAccess),
+                              "context": (context, Context), "dedup": (dedup, DedupLimits)})
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
                 or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
             raise InvalidConfiguration(
                 f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
-                f"(bytes), not {max_message_bytes!r}")
+                f"(bytes), not {shown(max_message_bytes)}")
         self.max_message_bytes = max_message_bytes
         self.max_objects = check_max_objects(max_objects)
         self.max_subscribers = check_max_objects(max_subscribers, "max_subscribers")
@@ -131,7 +137,7 @@ class Node(NodeCells, NodeCluster):
                 "maintenance_interval=None turns off: set an interval or leave dedup unset")
         if durability not in ("fsync", "none"):
             raise InvalidConfiguration(
-                f"durability must be 'fsync' (default) or 'none', not {durability!r}"
+                f"durability must be 'fsync' (default) or 'none', not {shown(durability)}"
             )
         peer_map = {str(k): str(v) for k, v in (peers or {}).items()}
         if self.node_id in peer_map:
@@ -158,6 +164,9 @@ class Node(NodeCells, NodeCluster):
             data_dir = self._tmp.name
         else:
             self._tmp = None
+            if not isinstance(data_dir, str | os.PathLike) or not os.fspath(data_dir):
+                raise InvalidConfiguration(f"data_dir must be a directory's path, not "
+                                           f"{shown(data_dir)}")
         self.data_dir = Path(data_dir)
         self._dir_lock = DirectoryLock(self.data_dir)
         self._network = network
@@ -214,7 +223,7 @@ class Node(NodeCells, NodeCluster):
         except OSError as exc:
             self._release_directory()
             raise StorageUnavailable(
-                f"node {self.node_id} cannot use its data directory {raft_dir}: "
+                f"node {self.node_id} cannot use its data directory {shown_path(raft_dir)}: "
                 f"{disk_problem(exc)}, then start it again"
             ) from None
         except BaseException:

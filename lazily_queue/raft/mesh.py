@@ -45,7 +45,7 @@ from lazily_transports import (
     UnknownPeerError,
 )
 
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from .network import BatchHandler, FrameHandler, PeerHandler
 
 log = logging.getLogger(__name__)
@@ -111,11 +111,11 @@ def node_number(node_id: str) -> int:
         number = int(node_id)
     except ValueError:
         raise InvalidConfiguration(
-            f"node id {node_id!r} is not an integer; networked nodes use integer ids "
+            f"node id {shown(node_id)} is not an integer; networked nodes use integer ids "
             "(they are the authenticated peer ids of the links)"
         ) from None
     if not 0 <= number < 2**64 or str(number) != str(node_id).strip():
-        raise InvalidConfiguration(f"node id {node_id!r} must be an integer in 0..2**64-1")
+        raise InvalidConfiguration(f"node id {shown(node_id)} must be an integer in 0..2**64-1")
     return number
 
 

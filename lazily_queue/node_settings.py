@@ -1,0 +1,45 @@
+"""Checks of the settings a :class:`~lazily_queue.node.Node` is made with: each wrong one
+raises at construction naming the setting, before anything starts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidConfiguration, shown
+
+#: The longest interval or timeout a node takes (seconds, about 31 years).
+MAX_SECONDS = 1e9
+
+
+def check_seconds(value: Any, name: str, *, optional: bool = False) -> None:
+    """``value`` is seconds above 0 (``None`` too when ``optional``)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or (isinstance(value, float) and not math.isfinite(value)) \
+            or not 0 < value <= MAX_SECONDS:
+        either = " or None" if optional else ""
+        raise InvalidConfiguration(f"{name} must be a number of seconds above 0 and at most "
+                                   f"{MAX_SECONDS:.0e}{either}, not {shown(value)}")
+
+
+def check_settings(*, cluster: Any, peers: Any, op_timeout: Any, tick_interval: Any,
+                   maintenance_interval: Any, topic_gc_interval: Any, disk_retry: Any,
+                   kinds: Mapping[str, tuple[Any, type]]) -> None:
+    """Raise for the first wrong setting; ``kinds``: name -> (value, the class it must be
+    an instance of when given)."""
+    if not isinstance(cluster, str) or not cluster:
+        raise InvalidConfiguration(f"cluster must be a non-empty str, not {shown(cluster)}")
+    if peers is not None and not isinstance(peers, Mapping):
+        raise InvalidConfiguration(
+            f"peers must be a mapping of node id to address, not {shown(peers)}")
+    for name, value in (("op_timeout", op_timeout), ("tick_interval", tick_interval),
+                        ("topic_gc_interval", topic_gc_interval), ("disk_retry", disk_retry)):
+        check_seconds(value, name)
+    check_seconds(maintenance_interval, "maintenance_interval", optional=True)
+    for name, (value, kind) in kinds.items():
+        if value is not None and not isinstance(value, kind):
+            raise InvalidConfiguration(
+                f"{name} must be a {kind.__name__} or None, not {shown(value)}")
