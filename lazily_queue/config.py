@@ -240,12 +240,20 @@ class NodeConfig:
         return Node(self.node_id, **kwargs)
 
 
+#: The largest configuration file read (bytes).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(path: str | os.PathLike[str]) -> NodeConfig:
     """Read and validate a TOML node configuration."""
     file = Path(path)
     try:
         with file.open("rb") as fh:
-            doc = tomllib.load(fh)
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{file} holds more than {MAX_CONFIG_BYTES // 1024 // 1024} MiB; "
+                              "a node configuration is a few lines of TOML")
+        doc = tomllib.loads(data.decode())
     except FileNotFoundError:
         raise ConfigError(f"configuration file {file} does not exist") from None
     except OSError as exc:

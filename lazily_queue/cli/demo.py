@@ -7,6 +7,7 @@ workers on local cells) instead.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise SystemExit(f"error: --{name} must be >= 1")
-    if args.fail_rate is not None and not 0 <= args.fail_rate < 0.5:
+    if args.fail_rate is not None and not 0 <= args.fail_rate < 0.5:  # nan too
         raise SystemExit("error: --fail-rate must be in [0, 0.5)")
     if args.local:
         return _local(args)
@@ -65,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: the cluster demo needs aiohttp ({exc}): pip install "
                          "'lazily-queue[aiohttp]', or run `lazily-queue demo --local`") from None
 
-    if args.rate <= 0 or args.visibility_timeout <= 0 or args.timeout <= 0:
-        raise SystemExit("error: --rate, --visibility-timeout and --timeout must be > 0")
+    if not all(0 < value < math.inf for value in (args.rate, args.visibility_timeout,
+                                                   args.timeout)):
+        raise SystemExit("error: --rate, --visibility-timeout and --timeout must be finite "
+                         "numbers > 0")
+    if not args.kill_at >= 0:
+        raise SystemExit("error: --kill-at must be a share >= 0 of the pushes (>= 1: never)")
     config = ClusterDemoConfig(
         directory=args.dir,
         items=args.items or 400,

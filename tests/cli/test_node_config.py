@@ -215,6 +215,9 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"utf16.toml is not UTF-8 text \(invalid start "
                                           r"byte at byte 0\); save it as UTF-8"):
         load_config(tmp_path / "utf16.toml")
+    with pytest.raises(ConfigError, match=r"/dev/zero holds more than 1 MiB; a node "
+                                          r"configuration is a few lines of TOML"):
+        load_config("/dev/zero")  # an endless file is read no further than the bound
     (tmp_path / "deep.toml").write_text('id = 1\ndata_dir = "d"\nx = ' + "[" * 5000 + "]" * 5000)
     with pytest.raises(ConfigError, match=r"deep.toml: its arrays or tables are nested too "
                                           r"deeply to read"):

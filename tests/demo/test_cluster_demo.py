@@ -53,3 +53,22 @@ def test_demo_refuses_to_empty_a_foreign_directory(tmp_path: Path) -> None:
     assert out.returncode != 0
     assert "is not a demo directory" in out.stderr + out.stdout
     assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--rate", "nan", "--rate, --visibility-timeout and --timeout must be finite numbers > 0"),
+     ("--timeout", "1e400", "must be finite numbers > 0"),
+     ("--kill-at", "nan", "--kill-at must be a share >= 0 of the pushes"),
+     ("--fail-rate", "nan", "--fail-rate must be in [0, 0.5)")],
+)
+def test_demo_refuses_a_number_it_cannot_run_with(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "lazily_queue", "demo", "--dir", str(tmp_path / "d"), option,
+         value], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert out.stderr.startswith("error: ") and message in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1  # one line, no traceback
+    assert not (tmp_path / "d").exists()
