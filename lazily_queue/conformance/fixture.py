@@ -58,13 +58,23 @@ def is_queue_family(document: object) -> bool:
     return isinstance(document, dict) and document.get("kind") == KIND
 
 
+#: The largest fixture file read (bytes).
+MAX_FIXTURE_BYTES = 64 * 1024 * 1024
+
+
 def load_fixture(path: Path, name: str | None = None) -> Fixture:
     """Parse ``path``; raises :class:`FixtureError` unless it is a queue-family fixture."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            document = json.load(fh)
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FIXTURE_BYTES + 1)
+        if len(data) > MAX_FIXTURE_BYTES:
+            raise FixtureError(f"{path}: holds more than {MAX_FIXTURE_BYTES // 1024 // 1024} "
+                               "MiB; a fixture is a JSON document of at most that")
+        document = json.loads(data.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise FixtureError(f"{path}: cannot read JSON: {exc}") from exc
+    except RecursionError:
+        raise FixtureError(f"{path}: cannot read JSON: it is nested too deeply") from None
     if not is_queue_family(document):
         raise FixtureError(f'{path}: not a queue-family fixture (kind must be "{KIND}")')
     return Fixture(name=name or path.stem, path=path, document=document)

@@ -136,7 +136,7 @@ async def _body(request: web.Request) -> dict[str, Any]:
         return {}
     try:
         doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         raise AdminError("bad_request", "the body is not JSON") from None
     if not isinstance(doc, dict):
         raise AdminError("bad_request", "the body must be a JSON object")

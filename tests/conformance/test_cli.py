@@ -118,6 +118,9 @@ def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     (tmp_path / "frames.json").write_text("{}")
     assert main(["conformance", str(tmp_path / "frames.json")]) == 2
     assert "not a queue-family fixture" in capsys.readouterr().err
+    (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    assert main(["conformance", str(tmp_path / "deep.json")]) == 2
+    assert "deep.json: cannot read JSON: it is nested too deeply" in capsys.readouterr().err
     assert main([]) == 2
 
 

@@ -115,6 +115,17 @@ async def test_dead_letters_of_every_value_type_are_listed(tmp_path: Path) -> No
         assert shown["odd"] == ["nan", "inf"] and shown["b'key'"] == "bytes key"
 
 
+async def test_a_body_nested_too_deeply_is_a_bad_request(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (node, http):
+        await node.queue("q").push("kept")
+        for path in ("/admin/api/queues/queue/q/purge", "/admin/api/leadership",
+                     "/admin/login"):
+            response = await http.post(path, data=b'{"a":' * 5000 + b"1" + b"}" * 5000,
+                                       headers=BEARER)
+            assert await error_of(response) == (400, "bad_request"), path
+        assert node.queue("q").len() == 1
+
+
 async def test_a_body_is_read_whole_and_not_waited_for_forever(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aiohttp_admin, "BODY_TIMEOUT", 0.5, raising=False)
