@@ -95,7 +95,12 @@ from .config_transport import (
     webrtc_options,
 )
 from .core.dedup import DedupLimits
-from .credential_files import CredentialFileError, read_credential, read_credential_text
+from .credential_files import (
+    CredentialFileError,
+    read_bounded,
+    read_credential,
+    read_credential_text,
+)
 from .errors import InvalidConfiguration, shown, shown_path
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
@@ -248,8 +253,7 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
     """Read and validate a TOML node configuration."""
     file = Path(path)
     try:
-        with file.open("rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+        data = read_bounded(file, MAX_CONFIG_BYTES)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"{file} holds more than {MAX_CONFIG_BYTES // 1024 // 1024} MiB; "
                               "a node configuration is a few lines of TOML")

@@ -4,7 +4,6 @@ a disk image) is refused in one line instead of filling memory or never ending."
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 #: The most a secret or token file may hold (bytes).
 MAX_CREDENTIAL_BYTES = 64 * 1024
@@ -14,11 +13,19 @@ class CredentialFileError(ValueError):
     """The file could not be read as a credential; the message says why (not which)."""
 
 
+def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the file (more than ``limit``: it is too long). A
+    named pipe without a writer reads as empty instead of blocking the open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        os.set_blocking(fd, True)
+        return fh.read(limit + 1)
+
+
 def read_credential(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes, stripped of surrounding white space."""
     try:
-        with Path(path).open("rb") as fh:
-            data = fh.read(MAX_CREDENTIAL_BYTES + 1)
+        data = read_bounded(path, MAX_CREDENTIAL_BYTES)
     except OSError as exc:
         raise CredentialFileError(str(exc.strerror or exc)) from None
     except ValueError:  # the only one open() raises for a str path

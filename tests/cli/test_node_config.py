@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from pathlib import Path
 
@@ -199,6 +200,10 @@ def test_a_secret_or_token_file_is_read_up_to_a_bound(
                        client=[{"name": "web", "token_file": path, "produce": ["*"]}])
         with pytest.raises(InvalidConfiguration, match=r"cannot read the token file .*" + fix):
             config.client_access()  # type: ignore[attr-defined]
+    os.mkfifo(tmp_path / "pipe")  # nobody writes to it: read as empty, not waited for
+    doc = {k: v for k, v in BASE.items() if k != "secret_env"} | {"secret_file": "pipe"}
+    with pytest.raises(ConfigError, match=r"`secret_file` .*pipe is empty"):
+        parse_config(doc, base=tmp_path, source="node.toml").secret()
     (tmp_path / "fits").write_bytes(b"  " + b"s" * (64 * 1024 - 4) + b"\n\n")
     doc = {k: v for k, v in BASE.items() if k != "secret_env"} | {"secret_file": "fits"}
     assert parse_config(doc, base=tmp_path, source="node.toml").secret() == b"s" * 65532
@@ -218,6 +223,9 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"/dev/zero holds more than 1 MiB; a node "
                                           r"configuration is a few lines of TOML"):
         load_config("/dev/zero")  # an endless file is read no further than the bound
+    os.mkfifo(tmp_path / "pipe")  # a named pipe nobody writes to reads as empty
+    with pytest.raises(ConfigError, match=r"pipe: `id` is required"):
+        load_config(tmp_path / "pipe")
     (tmp_path / "deep.toml").write_text('id = 1\ndata_dir = "d"\nx = ' + "[" * 5000 + "]" * 5000)
     with pytest.raises(ConfigError, match=r"deep.toml: its arrays or tables are nested too "
                                           r"deeply to read"):
