@@ -8,6 +8,9 @@ from ..errors import shown
 
 #: The largest logical time (``now``) a caller may give: a float's exact integers.
 MAX_TIME = 2**53
+#: Seconds past any cap a delay meets where it is used: an int beyond a float's range
+#: becomes this.
+AS_LONG_AS_ANY = 1e18
 #: A wait longer than this (seconds, about 31 years) is no wait limit at all.
 FOREVER = 1e9
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..errors import InvalidSchedule, shown
-from .numbers import FOREVER, is_finite
+from .numbers import AS_LONG_AS_ANY, is_finite
 
 MIN_PRIORITY: Final = 0
 MAX_PRIORITY: Final = 9
@@ -44,7 +44,7 @@ def check_delay(delay: object, what: str = "delay") -> float:
         raise InvalidSchedule(f"{what} must be a number of seconds >= 0, got {shown(delay)}")
     if not is_finite(delay) or delay < 0:
         raise InvalidSchedule(f"{what} must be a finite number of seconds >= 0, got {shown(delay)}")
-    return float(min(delay, FOREVER))  # longer waits as long (a delay is capped where used)
+    return float(min(delay, AS_LONG_AS_ANY))  # as long as any (capped where it is used)
 
 
 def check_not_before(not_before: object) -> float:
