@@ -8,6 +8,8 @@ from ..errors import shown
 
 #: The largest logical time (``now``) a caller may give: a float's exact integers.
 MAX_TIME = 2**53
+#: Below a float's largest value: an int beyond it cannot be added to a float time.
+FLOAT_RANGE = 1e300
 #: Seconds past any cap a delay meets where it is used: an int beyond a float's range
 #: becomes this.
 AS_LONG_AS_ANY = 1e18

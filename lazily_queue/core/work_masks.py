@@ -15,8 +15,7 @@ import enum
 from typing import Final, Generic, NamedTuple, TypeVar
 
 from ..errors import InvalidConfiguration, shown
-from .expiry import MAX_TTL_MS
-from .numbers import is_finite
+from .numbers import FLOAT_RANGE, is_finite
 from .snapshot import is_int
 
 R = TypeVar("R")
@@ -75,9 +74,8 @@ def validate_config(visibility_timeout: object, max_deliveries: object) -> tuple
     """Reject ``visibility_timeout <= 0`` and ``max_deliveries < 1``."""
     vt = visibility_timeout
     if isinstance(vt, bool) or not isinstance(vt, int | float) or not is_finite(vt) or vt <= 0 \
-            or vt > MAX_TTL_MS / 1000:
-        raise InvalidConfiguration(f"visibility_timeout must be a number of seconds > 0 and at "
-                                   f"most {MAX_TTL_MS // 1000}, got {shown(vt)}")
+            or vt > FLOAT_RANGE:  # an int past a float's range: no time adds to it
+        raise InvalidConfiguration(f"visibility_timeout must be a number > 0, got {shown(vt)}")
     if not is_int(max_deliveries) or max_deliveries < 1:  # type: ignore[operator]
         raise InvalidConfiguration(
             f"max_deliveries must be an int >= 1, got {shown(max_deliveries)}")

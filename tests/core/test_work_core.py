@@ -181,7 +181,7 @@ def test_e39_record_key_sets_are_exact() -> None:
 
 @pytest.mark.parametrize(
     ("vt", "mx", "message"),
-    [(0, 3, "visibility_timeout must be a number of seconds > 0 and at most 2199023255, got 0"),
+    [(0, 3, "visibility_timeout must be a number > 0, got 0"),
      (-5, 3, "got -5"), (math.inf, 3, "got inf"), ("10", 3, "got '10'"), (True, 3, "True"),
      (10, 0, "max_deliveries must be an int >= 1, got 0"), (10, 1.5, "got 1.5")],
 )
