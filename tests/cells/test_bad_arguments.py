@@ -159,6 +159,9 @@ async def test_odd_numbers_and_text_for_a_list_are_refused_on_every_backend() ->
     async with testing.cluster(1, node_options=lambda _id: options) as c:
         node = await c.leader()
         await _odd_numbers(node.queue("q"), node.topic("t"), node.work_queue("w"))
+        month = node.work_queue("month", visibility_timeout=31 * 86400)  # held in ms here
+        await month.push("long job")
+        assert (await month.claim("x")).value == "long job"
         async with connect("memory://odd-numbers", Credentials("web", TOKEN)) as client:
             await _odd_numbers(client.queue("q2"), client.topic("t2"),
                                client.work_queue("w2"), client.barrier)
