@@ -59,6 +59,7 @@ the fix. The secret is never read from the command line or written to logs.
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,7 +271,17 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start}); save "
                           "it as UTF-8, as TOML requires") from None
-    return parse_config(doc, base=file.resolve().parent, source=str(file))
+    return parse_config(doc, base=_base_of(file), source=str(file))
+
+
+def _base_of(file: Path) -> Path:
+    """Where the file's relative paths start: its directory, or the working directory
+    for a pipe (``--config <(...)``, ``/dev/stdin``), whose directory is ``/proc``'s."""
+    try:
+        regular = stat.S_ISREG(file.stat().st_mode)
+    except OSError:
+        regular = False
+    return file.resolve().parent if regular else Path.cwd()
 
 
 def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -> NodeConfig:

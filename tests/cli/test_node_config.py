@@ -209,6 +209,20 @@ def test_a_secret_or_token_file_is_read_up_to_a_bound(
     assert parse_config(doc, base=tmp_path, source="node.toml").secret() == b"s" * 65532
 
 
+def test_a_file_read_through_a_pipe_resolves_paths_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # as `--config <(...)`: the pipe's directory is /proc's
+    read, write = os.pipe()
+    os.write(write, b'id = 1\ndata_dir = "d"\nlisten = "unix:n1.sock"\nsecret_env = "S"\n')
+    os.close(write)
+    try:
+        config = load_config(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+    assert config.data_dir == tmp_path / "d" and config.app_dir == tmp_path
+
+
 def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"does not exist"):
         load_config(tmp_path / "missing.toml")
