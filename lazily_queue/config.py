@@ -75,7 +75,6 @@ from .client.settings import (
     parse_clients_listen,
 )
 from .config_keys import (
-    MAX_STARTUP_TIMEOUT,
     check_address,
     parse_app,
     parse_dedup,
@@ -96,15 +95,16 @@ from .config_transport import (
     webrtc_options,
 )
 from .core.dedup import DedupLimits
-from .credential_files import (
+from .core.numbers import FOREVER
+from .errors import InvalidConfiguration, shown, shown_path
+from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
+from .small_files import (
     CredentialFileError,
     read_bounded,
     read_credential,
     read_credential_text,
 )
-from .errors import InvalidConfiguration, shown, shown_path
-from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
-from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 
 if TYPE_CHECKING:
     from .client.access import ClientAccess
@@ -255,14 +255,15 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
     file = Path(path)
     try:
         data = read_bounded(file, MAX_CONFIG_BYTES)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{file} holds more than {MAX_CONFIG_BYTES // 1024 // 1024} MiB; "
-                              "a node configuration is a few lines of TOML")
-        doc = tomllib.loads(data.decode())
     except FileNotFoundError:
         raise ConfigError(f"configuration file {file} does not exist") from None
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file {file}: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{file} holds more than {MAX_CONFIG_BYTES // 1024 // 1024} MiB; "
+                          "a node configuration is a few lines of TOML")
+    try:
+        doc = tomllib.loads(data.decode())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
     except RecursionError:
@@ -351,9 +352,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         secret_file, fail, "secret_file")
     timeout = doc.get("startup_timeout", 30.0)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0 \
-            or timeout > MAX_STARTUP_TIMEOUT:
+            or timeout > FOREVER:
         raise fail(f"`startup_timeout` must be a number of seconds from 0 to "
-                   f"{MAX_STARTUP_TIMEOUT:.0e} (0 waits forever), not {shown(timeout)}")
+                   f"{FOREVER:.0e} (0 waits forever), not {shown(timeout)}")
     max_message = doc.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
     if isinstance(max_message, bool) or not isinstance(max_message, int) or \
             not 1024 <= max_message <= MAX_MESSAGE_BYTES_LIMIT:

@@ -16,11 +16,8 @@ from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyEr
 
 from .config_transport import refuse_unknown_keys
 from .core.dedup import DedupLimits
-from .errors import InvalidConfiguration, shown
+from .errors import InvalidConfiguration, shown, shown_path
 from .names import check_max_objects
-
-#: The longest wait for a leader at start that a configuration may give (seconds).
-MAX_STARTUP_TIMEOUT = 1e9
 
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -50,8 +47,7 @@ def refuse_odd_text(value: Any, fail: Any, where: str = "") -> None:
 
 
 def _where(where: str) -> str:
-    shown_where = where.replace("\x00", "\\u0000")
-    return shown_where if len(shown_where) <= 80 else f"{shown_where[:70]}...{shown_where[-5:]}"
+    return shown_path(where.replace("\x00", "\\u0000"), 80)
 
 
 def parse_dedup(table: Any, fail: Any) -> DedupLimits | None:

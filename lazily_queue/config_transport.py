@@ -31,8 +31,8 @@ from typing import Any
 
 from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
-from .credential_files import CredentialFileError, read_credential_text
 from .errors import shown, shown_path
+from .small_files import CredentialFileError, read_credential_text
 
 Fail = Callable[[str], Exception]
 _TLS_KEYS = frozenset({"certificate", "key", "ca", "check_hostname",

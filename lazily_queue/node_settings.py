@@ -3,14 +3,11 @@ raises at construction naming the setting, before anything starts."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from .core.numbers import FOREVER, is_finite
 from .errors import InvalidConfiguration, shown
-
-#: The longest interval or timeout a node takes (seconds, about 31 years).
-MAX_SECONDS = 1e9
 
 
 def check_seconds(value: Any, name: str, *, optional: bool = False) -> None:
@@ -18,11 +15,10 @@ def check_seconds(value: Any, name: str, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) \
-            or (isinstance(value, float) and not math.isfinite(value)) \
-            or not 0 < value <= MAX_SECONDS:
+            or not is_finite(value) or not 0 < value <= FOREVER:
         either = " or None" if optional else ""
         raise InvalidConfiguration(f"{name} must be a number of seconds above 0 and at most "
-                                   f"{MAX_SECONDS:.0e}{either}, not {shown(value)}")
+                                   f"{FOREVER:.0e}{either}, not {shown(value)}")
 
 
 def check_settings(*, cluster: Any, peers: Any, op_timeout: Any, tick_interval: Any,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..credential_files import CredentialFileError, read_credential_text
+from ..small_files import CredentialFileError, read_credential_text
 
 DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
 

@@ -32,9 +32,9 @@ from fnmatch import translate
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..credential_files import CredentialFileError, read_credential
 from ..errors import InvalidConfiguration, shown, shown_path
 from ..replicated import ops
+from ..small_files import CredentialFileError, read_credential
 from .certificates import (
     alt_name,
     attribute,

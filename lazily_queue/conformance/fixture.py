@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..small_files import read_bounded
+
 MODELS = ("QueueCell", "TopicCell", "WorkQueueCell")
 KIND = "Collection"
 TOP_LEVEL_KEYS = frozenset({"description", "kind", "model", "initial", "steps", "invariants"})
@@ -65,8 +67,7 @@ MAX_FIXTURE_BYTES = 64 * 1024 * 1024
 def load_fixture(path: Path, name: str | None = None) -> Fixture:
     """Parse ``path``; raises :class:`FixtureError` unless it is a queue-family fixture."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_FIXTURE_BYTES + 1)
+        data = read_bounded(path, MAX_FIXTURE_BYTES)
         if len(data) > MAX_FIXTURE_BYTES:
             raise FixtureError(f"{path}: holds more than {MAX_FIXTURE_BYTES // 1024 // 1024} "
                                "MiB; a fixture is a JSON document of at most that")

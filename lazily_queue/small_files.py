@@ -1,5 +1,6 @@
-"""Reading a secret or a token from a file: bounded, so a wrong path (a device, a log,
-a disk image) is refused in one line instead of filling memory or never ending."""
+"""Files read whole (configurations, fixtures, secrets, tokens): bounded, so a wrong
+path (a device, a log, a disk image, a pipe nobody writes to) is refused in one line
+instead of filling memory or never ending."""
 
 from __future__ import annotations
 
