@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_POLL_INTERVAL = 1.0
 #: Default number of items a mirror lists in its views (counts are always exact).
 DEFAULT_VIEW_LIMIT = 10
+#: Most messages one pop, claim or pull asks a broker for: a larger ``n`` asks for this
+#: many (neither broker reads a count past its integers).
+MAX_BATCH = 2**31 - 1
 #: Least seconds between two refreshes (they coalesce the changes made meanwhile).
 MIN_INTERVAL = 0.005
 
@@ -164,6 +167,8 @@ class Declared:
             return
         if future is None or (future.done() and future.exception() is not None):
             future = self._future = asyncio.ensure_future(self._declare())
+            # Its failure reaches whoever awaits it; none may, once the client closed.
+            future.add_done_callback(_retrieved)
         await asyncio.shield(future)
 
     def forget(self) -> None:
@@ -213,7 +218,7 @@ class MirroredObject:
 
     def __init__(self, name: str, *, poll_interval: float, label: str) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+            raise ValueError(f"name must be a non-empty string, got {shown(name)}")
         self.name = name
         self._declared = Declared(self._declare)
         self._refresher = Refresher(self._refresh, poll_interval=poll_interval, name=label)
@@ -308,3 +313,9 @@ class MirroredObject:
         self._stopped = True
         await self._refresher.stop()
         self._report_all()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark ``future``'s outcome as seen (no "exception was never retrieved" log)."""
+    if not future.cancelled():
+        future.exception()

@@ -6,7 +6,8 @@ consumer), :meth:`~NatsJetStreamStorage.work_queue` (the same, with leases, ``na
 ``max_deliver``, plus a dead-letter stream) and :meth:`~NatsJetStreamStorage.topic` (a
 limits stream with a durable consumer per subscriber). Object names become stream
 names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
-``[A-Za-z0-9_-]`` are hex-encoded).
+``[A-Za-z0-9_-]`` are hex-encoded, and hashed when their hex would make a name longer
+than JetStream's 255 characters: see :func:`token`).
 
 Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
 (within the stream's duplicate window). A producer's ``msg_id`` (capability ``dedup``)
@@ -43,6 +44,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
+from ..errors import shown
+from ..names import check_name
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -72,11 +75,29 @@ WRONG_LAST_SEQUENCE = 10071
 ANNOUNCE_INTERVAL = 0.005
 
 
-def token(name: str) -> str:
-    """``name`` as a stream-name and subject token (hex-encoded when it must be)."""
+#: Most characters of a stream or consumer name (JetStream refuses longer ones).
+NAME_LIMIT = 255
+
+
+def token(name: str, prefix: int = 6) -> str:
+    """``name`` as a token of stream, consumer and subject names, behind at most
+    ``prefix`` characters: as it is when it is at most 64 of ``[A-Za-z0-9_-]``; else
+    ``x`` and its UTF-8 bytes in hex; else, when that would make the name longer than
+    :data:`NAME_LIMIT`, ``h`` and their SHA-256 in hex (65 characters)."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    return name if _SAFE.match(name) else "x" + name.encode().hex()
+        raise ValueError(f"name must be a non-empty string, got {shown(name)}")
+    if _SAFE.match(name):
+        return name
+    raw = name.encode()
+    if prefix + 1 + 2 * len(raw) <= NAME_LIMIT:
+        return "x" + raw.hex()
+    return "h" + hashlib.sha256(raw).hexdigest()
+
+
+def object_token(name: str, prefix: int = 6) -> str:
+    """:func:`token` of an object's name, once it passed the rule of names
+    (:func:`~lazily_queue.names.check_name`, else :class:`~lazily_queue.errors.InvalidName`)."""
+    return token(check_name(name), prefix)
 
 
 def redacted(url: str) -> str:

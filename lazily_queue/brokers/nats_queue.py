@@ -44,7 +44,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
-from .nats_backend import MAX_MESSAGES_EXCEEDED, token
+from .nats_backend import MAX_MESSAGES_EXCEEDED, object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -69,7 +69,7 @@ class NatsQueueStorage(QueueMirror[T]):
         self._backend = backend
         self._capacity = validate_capacity(capacity)
         self._ack_wait = ack_wait
-        tok = token(name)
+        tok = object_token(name, len("LQ_Q_"))
         self.stream = f"LQ_Q_{tok}"
         self.subject = f"lq.q.{tok}"
         #: Where this library's processes announce the pops they made.
@@ -80,7 +80,7 @@ class NatsQueueStorage(QueueMirror[T]):
         self._closed = False
         self._items: list[tuple[int, Any]] = []
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"nats queue {name!r}")
+                         label=f"nats queue {shown(name)}")
 
     def __repr__(self) -> str:
         return f"NatsQueueStorage({self.name!r}, len={self._len}, capacity={self._capacity})"

@@ -22,6 +22,7 @@ from nats.aio.msg import Msg
 
 from .batching import Coalescer
 from .errors import BrokerError
+from .mirror import MAX_BATCH
 
 Publish = tuple[str, bytes, dict[str, str]]
 #: A pull's end: no messages (404), the request expired (408), or was superseded (409).
@@ -205,7 +206,7 @@ class Replies:
         inbox.handler = deliver
         clean = False
         try:
-            request = json.dumps({"batch": n, "no_wait": True}).encode()
+            request = json.dumps({"batch": min(n, MAX_BATCH), "no_wait": True}).encode()
             await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
                                   reply=inbox.subject)
             try:

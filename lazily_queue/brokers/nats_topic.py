@@ -28,11 +28,12 @@ from ..core.topic import (
     check_subscriber,
     parse_durability,
 )
-from ..errors import shown
+from ..errors import InvalidName, shown
+from ..names import check_member
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .nats_backend import token
+from .nats_backend import object_token, token
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -63,10 +64,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
 
     def __init__(self, backend: NatsJetStreamStorage, name: str) -> None:
         self._backend = backend
-        tok = token(name)
+        tok = object_token(name, len("LQ_T_"))
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"nats topic {name!r}")
+                         label=f"nats topic {shown(name)}")
 
     def __repr__(self) -> str:
         return f"NatsTopicStorage({self.name!r}, base={self._base}, end={self._end})"
@@ -125,12 +126,11 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
     # -- operations ----------------------------------------------------------------------
 
     def _consumer_name(self, subscriber: str) -> str:
-        return f"s_{token(subscriber)}"
+        return f"s_{token(subscriber, 2)}"
 
     async def _put_consumer(self, subscriber: str, durability: str, connected: bool,
                             start: int) -> None:
-        description = json.dumps({"id": subscriber, "durability": durability,
-                                  "connected": connected})
+        description = _description(subscriber, durability, connected)
         await self._backend.js.add_consumer(self.stream, ConsumerConfig(
             durable_name=self._consumer_name(subscriber), description=description,
             ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -144,11 +144,18 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
-        check_subscriber(subscriber)
+        check_member(check_subscriber(subscriber), "subscriber name")
+        size = len(_description(subscriber, Durability.EPHEMERAL.value, False).encode())
+        if size > DESCRIPTION_LIMIT:
+            raise InvalidName(
+                f"subscriber name {shown(subscriber)} is too long for NATS JetStream: its "
+                f"consumer's description would take {size} bytes, over the server's limit "
+                f"of {DESCRIPTION_LIMIT}; use a shorter name (or fewer characters outside "
+                "ASCII)")
         kind = parse_durability(durability)
         await self._ready()
         b = self._backend
-        async with b.errors(f"subscribing {subscriber!r} to {self.stream}"):
+        async with b.errors(f"subscribing {shown(subscriber)} to {self.stream}"):
             found = (await self._consumers()).get(subscriber)
             if found is None:
                 state = (await b.js.stream_info(self.stream)).state
@@ -174,7 +181,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         check_subscriber(subscriber)
         await self._ready()
         b = self._backend
-        async with b.errors(f"changing subscriber {subscriber!r} of {self.stream}"):
+        async with b.errors(f"changing subscriber {shown(subscriber)} of {self.stream}"):
             found = (await self._consumers()).get(subscriber)
             if found is None or found[0][1] == connect:
                 return TopicTransition(False, NOBODY)
@@ -230,7 +237,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             if rec is None or not rec[1]:
                 return None
         b = self._backend
-        async with b.errors(f"advancing {subscriber!r} on {self.stream}"):
+        async with b.errors(f"advancing {shown(subscriber)} on {self.stream}"):
             msgs = await b.pull(self.stream, self._consumer_name(subscriber), count)
             if msgs:
                 await b.ack(msgs[-1])
@@ -303,3 +310,13 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._elements = []
         self._subs = {}
         await self.sync()
+
+
+#: Most bytes of a consumer's description (JetStream refuses longer ones).
+DESCRIPTION_LIMIT = 4096
+
+
+def _description(subscriber: str, durability: str, connected: bool) -> str:
+    """A subscriber's consumer description: its id, durability and whether connected."""
+    return json.dumps({"id": subscriber, "durability": durability, "connected": connected},
+                      ensure_ascii=False)

@@ -51,12 +51,13 @@ from ..core.work import (
 )
 from ..core.work import WorkTransition as WT
 from ..errors import shown
+from ..names import check_member
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror, foreign_letter, whole
-from .nats_backend import token
+from .nats_backend import object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -86,7 +87,7 @@ class NatsWorkQueueStorage(WorkMirror):
         self.max_deliveries = limit
         self.nack_delay = nack_delay
         self._backend = backend
-        tok = token(name)
+        tok = object_token(name, len("LQ_DL_"))
         self.stream, self.subject = f"LQ_W_{tok}", f"lq.w.{tok}"
         self.dead_stream, self.dead_subject = f"LQ_DL_{tok}", f"lq.dl.{tok}"
         #: Where this library's processes announce their claims and settlements.
@@ -99,7 +100,7 @@ class NatsWorkQueueStorage(WorkMirror):
         self._unacked = 0
         self._hidden_until = 0.0
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"nats work queue {name!r}")
+                         label=f"nats work queue {shown(name)}")
 
     def __repr__(self) -> str:
         return f"NatsWorkQueueStorage({self.name!r}, counts={self._counts})"
@@ -223,6 +224,7 @@ class NatsWorkQueueStorage(WorkMirror):
     ) -> WT[list[Delivery]]:
         if not isinstance(worker, str) or not worker:
             raise ValueError(f"worker must be a non-empty str, got {shown(worker)}")
+        check_member(worker, "worker name")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()

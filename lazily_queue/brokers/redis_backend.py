@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
 
+from ..names import check_name
 from . import redis_once_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
@@ -129,9 +130,9 @@ class RedisStreamsStorage:
     # -- objects -------------------------------------------------------------------------
 
     def key(self, kind: str, name: str, part: str) -> str:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
-        return f"{self.prefix}:{{{kind}:{name}}}:{part}"
+        """The key of ``part`` of object ``name`` (:class:`~lazily_queue.errors.InvalidName`
+        unless the name passes :func:`~lazily_queue.names.check_name`)."""
+        return f"{self.prefix}:{{{kind}:{check_name(name)}}}:{part}"
 
     def once_key(self, kind: str, name: str, msg_id: str) -> str:
         """The key that remembers a producer's ``msg_id`` for the object (a digest:

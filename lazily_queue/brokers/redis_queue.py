@@ -26,7 +26,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
-from .mirror import queue_transitions
+from .mirror import MAX_BATCH, queue_transitions
 from .mirrors import QueueMirror
 from .redis_once_scripts import ONCE_WINDOW_MS
 
@@ -62,7 +62,7 @@ class RedisQueueStorage(QueueMirror[T]):
         self._pushes: Coalescer[bytes, tuple[int, bytes]] = Coalescer(self._push_batch)
         self._putting_back: set[asyncio.Future[Any]] = set()
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"redis queue {name!r}")
+                         label=f"redis queue {shown(name)}")
         backend.listen(self._channel, self._keys[0], self._changed)
 
     def __repr__(self) -> str:
@@ -155,7 +155,7 @@ class RedisQueueStorage(QueueMirror[T]):
             await asyncio.wait(set(self._putting_back))
         pushes = self._pushes_done
         call = asyncio.ensure_future(
-            self._backend.run("QUEUE_POP", self._keys[:3], [n, self._channel]))
+            self._backend.run("QUEUE_POP", self._keys[:3], [min(n, MAX_BATCH), self._channel]))
         try:
             result = await asyncio.shield(call)
         except asyncio.CancelledError:

@@ -25,6 +25,7 @@ from ..core.topic import (
     parse_durability,
 )
 from ..errors import shown
+from ..names import check_member
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
@@ -65,7 +66,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         self._last_id = "-"
         self._publishes: Coalescer[bytes, Any] = Coalescer(self._publish_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"redis topic {name!r}")
+                         label=f"redis topic {shown(name)}")
         backend.listen(self._channel, self._keys[0], self._changed)
 
     def __repr__(self) -> str:
@@ -116,7 +117,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
-        check_subscriber(subscriber)
+        check_member(check_subscriber(subscriber), "subscriber name")
         kind = parse_durability(durability)
         await self._ready()
         outcome = await self._backend.run(

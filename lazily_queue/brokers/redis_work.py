@@ -45,11 +45,13 @@ from ..core.work import (
 )
 from ..core.work import WorkTransition as WT
 from ..errors import InvalidConfiguration, shown
+from ..names import check_member
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
 from .errors import BrokerError
+from .mirror import MAX_BATCH
 from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
 
@@ -125,7 +127,7 @@ class RedisWorkQueueStorage(WorkMirror):
         self._settlers: dict[tuple[str, str], Coalescer[tuple[str, int], bool]] = {}
         self._pushes: Coalescer[bytes, Any] = Coalescer(self._push_batch)
         super().__init__(name, poll_interval=backend.poll_interval,
-                         label=f"redis work queue {name!r}")
+                         label=f"redis work queue {shown(name)}")
         backend.listen(self._channel, self._keys[0], self._changed)
 
     def __repr__(self) -> str:
@@ -260,13 +262,14 @@ class RedisWorkQueueStorage(WorkMirror):
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WT[list[Delivery]]:
         _check_worker(worker)
+        check_member(worker, "worker name")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         self._note_now(now)
         await self._ready()
         clock, *flat = await self._run(
             "WORK_CLAIM", self._keys,
-            [GROUP, worker, n, self._vt_ms, self.max_deliveries, self._channel])
+            [GROUP, worker, min(n, MAX_BATCH), self._vt_ms, self.max_deliveries, self._channel])
         deadline = int(clock[0]) + int(clock[1]) / 1e6 + self.visibility_timeout
         leased = []
         for entry, count, value in zip(flat[0::3], flat[1::3], flat[2::3], strict=True):

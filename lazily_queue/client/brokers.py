@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from ..cells import QueueCell, TopicCell, WorkQueueCell
 from ..core.limits import REJECT, Limits
 from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..names import check_name
 from ..reactive import Context, resolve_context
 from ..storage.queue import QueueStorage
 from ..storage.topic import TopicStorage
@@ -84,6 +85,7 @@ class Client:
         ``Limits(max_length=n)`` (the same as ``capacity=n``); others raise
         :class:`~lazily_queue.errors.UnsupportedOperation` naming the broker."""
         self._check_open()
+        check_name(name, "queue name")
         if limits is not None:
             capacity = self._broker_capacity(name, capacity, limits)
         cell = self._queues.get(name)
@@ -117,6 +119,7 @@ class Client:
         """The work queue ``name``: leases of ``visibility_timeout`` seconds, dead letters
         after ``max_deliveries`` attempts (``limits``: refused, a broker has none)."""
         self._check_open()
+        check_name(name, "work queue name")
         if limits is not None:
             raise self._no_limits("work queue", name, limits)
         cell = self._work.get(name)
@@ -135,6 +138,7 @@ class Client:
         """The topic ``name`` (``limits``: refused, a broker topic keeps no retention
         limits of ours)."""
         self._check_open()
+        check_name(name, "topic name")
         if limits is not None:
             raise self._no_limits("topic", name, limits)
         cell = self._topics.get(name)
