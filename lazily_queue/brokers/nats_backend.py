@@ -44,7 +44,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from ..errors import shown
+from ..errors import MessageTooLarge, shown
 from ..names import check_name
 from .errors import (
     BrokerAuthenticationFailed,
@@ -254,6 +254,13 @@ class NatsJetStreamStorage:
                     f"nats at {self.address}: {doing}: a stream of that name exists with "
                     "another configuration; use another name or delete it") from None
             raise BrokerError(f"nats at {self.address} refused {doing}: {exc}") from None
+        except nats.errors.MaxPayloadError:
+            limit = int(self.nc.max_payload)
+            raise MessageTooLarge(
+                f"nats at {self.address}: {doing}: the message is over the server's "
+                f"max_payload of {limit} bytes (headers included); nothing was stored: send "
+                "smaller messages, or raise max_payload in the server's configuration",
+                size=None, limit=limit) from None
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError,
                 nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
                 nats.errors.OutboundBufferLimitError, jserr.NoStreamResponseError,

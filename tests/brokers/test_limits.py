@@ -37,3 +37,25 @@ async def test_work_queue_and_topic_limits_are_refused_naming_the_broker(provide
         client.work_queue(fresh("limits"), limits=Limits(max_length=3))
     with pytest.raises(UnsupportedOperation, match=type(provider).__name__):
         client.topic(fresh("limits"), limits=Limits(max_length=3, overflow="drop_oldest"))
+
+
+async def test_a_message_over_nats_max_payload_is_too_large_and_stores_nothing(
+    nats_server: Any,
+) -> None:
+    import asyncio
+
+    from lazily_queue import MessageTooLarge, connect
+
+    async with connect(nats_server.url) as client:
+        big = b"x" * (1 << 20)  # the server's default max_payload is 1 MiB
+        queue, jobs, topic = (client.queue(fresh("q")), client.work_queue(fresh("w")),
+                              client.topic(fresh("t")))
+        await topic.subscribe("s")
+        for push in (queue.push, jobs.push, topic.publish):
+            with pytest.raises(MessageTooLarge, match="max_payload of 1048576") as caught:
+                await push(big)
+            assert caught.value.limit == 1 << 20
+        await queue.push("small")
+        assert await asyncio.wait_for(queue.pop(), 10) == "small"
+        await queue.storage.sync()  # type: ignore[attr-defined]
+        assert queue.len() == 0 and jobs.pending_len() == 0
