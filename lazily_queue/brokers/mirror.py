@@ -29,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..errors import shown
+from ..errors import InvalidConfiguration, shown
+from ..node_settings import check_seconds
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,19 @@ DEFAULT_VIEW_LIMIT = 10
 #: Most messages one pop, claim or pull asks a broker for: a larger ``n`` asks for this
 #: many (neither broker reads a count past its integers).
 MAX_BATCH = 2**31 - 1
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Raise :class:`~lazily_queue.errors.InvalidConfiguration` for a wrong
+    ``poll_interval`` or ``timeout`` (seconds) or ``view_limit`` (items) in a broker
+    provider's ``options``."""
+    for name in ("poll_interval", "timeout"):
+        if name in options:
+            check_seconds(options[name], name)
+    limit = options.get("view_limit", DEFAULT_VIEW_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_BATCH:
+        raise InvalidConfiguration(
+            f"view_limit must be an int from 0 to {MAX_BATCH}, not {shown(limit)}")
 #: Least seconds between two refreshes (they coalesce the changes made meanwhile).
 MIN_INTERVAL = 0.005
 

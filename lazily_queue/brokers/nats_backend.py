@@ -44,7 +44,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from ..errors import MessageTooLarge, shown
+from ..errors import InvalidConfiguration, MessageTooLarge, shown
 from ..names import check_name
 from .errors import (
     BrokerAuthenticationFailed,
@@ -53,7 +53,7 @@ from .errors import (
     BrokerUnavailable,
     IncompatibleBrokerObject,
 )
-from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 from .nats_requests import PubAck, Replies
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,20 @@ def token(name: str, prefix: int = 6) -> str:
     if prefix + 1 + 2 * len(raw) <= NAME_LIMIT:
         return "x" + raw.hex()
     return "h" + hashlib.sha256(raw).hexdigest()
+
+
+#: The largest integer a JetStream setting holds (a Go int64).
+MAX_INT = 2**63 - 1
+#: The most seconds a JetStream duration holds (int64 nanoseconds).
+MAX_SECONDS = MAX_INT // 10**9
+
+
+def check_within(name: str, value: float, most: float, setting: str) -> None:
+    """Raise :class:`~lazily_queue.errors.InvalidConfiguration` when ``value`` of ``name``
+    is over ``most``, what JetStream's ``setting`` holds."""
+    if value > most:
+        raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's {setting} "
+                         f"holds ({most}); use a smaller one")
 
 
 def object_token(name: str, prefix: int = 6) -> str:
@@ -144,6 +158,7 @@ class NatsJetStreamStorage:
         """Connect to ``nats://[user:password@]host:port`` (``tls://`` for TLS) and check
         that JetStream answers; raises :class:`BrokerUnavailable` or
         :class:`BrokerAuthenticationFailed`."""
+        check_options(options)
         refused: list[str] = []
 
         async def error_cb(exc: Exception) -> None:

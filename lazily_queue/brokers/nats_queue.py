@@ -44,7 +44,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
-from .nats_backend import MAX_MESSAGES_EXCEEDED, object_token
+from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within, object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -68,6 +68,8 @@ class NatsQueueStorage(QueueMirror[T]):
     ) -> None:
         self._backend = backend
         self._capacity = validate_capacity(capacity)
+        if self._capacity is not None:
+            check_within("capacity", self._capacity, MAX_INT, "max_msgs")
         self._ack_wait = ack_wait
         tok = object_token(name, len("LQ_Q_"))
         self.stream = f"LQ_Q_{tok}"

@@ -57,7 +57,7 @@ from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror, foreign_letter, whole
-from .nats_backend import object_token
+from .nats_backend import MAX_INT, MAX_SECONDS, check_within, object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -81,6 +81,8 @@ class NatsWorkQueueStorage(WorkMirror):
         max_deliveries: int, nack_delay: float = 0.0,
     ) -> None:
         vt, limit = validate_config(visibility_timeout, max_deliveries)
+        check_within("visibility_timeout", vt, MAX_SECONDS, "ack_wait in nanoseconds")
+        check_within("max_deliveries", limit, MAX_INT, "max_deliver")
         self.visibility_timeout = float(vt)
         #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
         self.lease_seconds = self.visibility_timeout

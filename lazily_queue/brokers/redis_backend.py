@@ -36,7 +36,7 @@ from .errors import (
     IncompatibleBrokerObject,
     UnsupportedAddress,
 )
-from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT
+from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ class RedisStreamsStorage:
         """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS) and
         check the server answers; raises :class:`BrokerUnavailable` or
         :class:`BrokerAuthenticationFailed`."""
+        check_options(options)
         kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
         if password is not None:
             kwargs["password"] = password

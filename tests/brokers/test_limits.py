@@ -59,3 +59,33 @@ async def test_a_message_over_nats_max_payload_is_too_large_and_stores_nothing(
         assert await asyncio.wait_for(queue.pop(), 10) == "small"
         await queue.storage.sync()  # type: ignore[attr-defined]
         assert queue.len() == 0 and jobs.pending_len() == 0
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("poll_interval", 10**400), ("poll_interval", 0), ("poll_interval", float("nan")),
+    ("timeout", -1), ("view_limit", "10"), ("view_limit", -1), ("view_limit", 10**400),
+])
+async def test_wrong_connect_options_are_refused_before_connecting(
+    broker_url: str, option: str, value: Any,
+) -> None:
+    from lazily_queue import InvalidConfiguration, connect
+
+    with pytest.raises(InvalidConfiguration, match=option):
+        await connect(broker_url, **{option: value})
+
+
+@pytest.mark.parametrize(("kind", "settings", "setting"), [
+    ("queue", {"capacity": 2**63}, "max_msgs"),
+    ("work_queue", {"visibility_timeout": 2**63}, "ack_wait"),
+    ("work_queue", {"max_deliveries": 2**63}, "max_deliver"),
+])
+async def test_settings_past_what_jetstream_holds_are_refused_at_the_call(
+    nats_server: Any, kind: str, settings: dict[str, Any], setting: str,
+) -> None:
+    from lazily_queue import InvalidConfiguration, connect
+
+    async with connect(nats_server.url) as client:
+        with pytest.raises(InvalidConfiguration, match=setting):
+            getattr(client, kind)(fresh(kind), **settings)
+        assert getattr(client, kind)(fresh(kind), **{
+            key: value // 2**40 for key, value in settings.items()}) is not None
