@@ -28,11 +28,23 @@ def refuse_unsupported(cell: str, storage: object, caps: StorageCapabilities, *,
         raise no_expiry(cell, storage, "push")
 
 
+_TEXT = (str, bytes, bytearray, memoryview)
+
+
 def values_of(values: Iterable[T], verb: str) -> list[T]:
     """The values of a ``push_many`` or ``publish_many`` as a list; a ``TypeError`` for
     one text or bytes value (it would go as one element per character or byte)."""
-    if isinstance(values, str | bytes | bytearray | memoryview):
+    if isinstance(values, _TEXT):
         raise TypeError(f"{verb}_many takes an iterable of values, not one "
                         f"{type(values).__name__}; {verb}(value) sends one, "
                         f"{verb}_many([value]) a list of one")
     return list(values)
+
+
+def ids_of(ids: Iterable[int], call: str) -> list[int]:
+    """The ids given to ``call`` (``ack_many``, ``release``, ``redrive``) as a list; a
+    ``TypeError`` for one text or bytes value (it would go as an id per character or
+    byte)."""
+    if isinstance(ids, _TEXT):
+        raise TypeError(f"{call} takes an iterable of ids, not one {type(ids).__name__}")
+    return list(ids)

@@ -43,6 +43,7 @@ from ..storage.work import (
 from ..threads import LoopBridge, ThreadSafeCell
 from .expiry import expired_reader
 from .job import Job, deliver
+from .push_checks import ids_of
 from .work_batches import Clock, Now, WorkQueueBatches
 from .work_limits import WorkLimits, WorkQuota
 from .work_pushes import WorkQueuePushes
@@ -335,7 +336,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         """Move dead letters (all, or those items) back to the pending tail."""
         if self._sync is not None:
             return self.try_redrive(item_ids)
-        return self._apply(await self._storage.redrive(item_ids))
+        return self._apply(await self._storage.redrive(
+            None if item_ids is None else ids_of(item_ids, "redrive")))
 
     # -- workers ----------------------------------------------------------------------------
 

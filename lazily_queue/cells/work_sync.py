@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..core.work import Delivery, Receipt, WorkTransition
 from ..storage.work import Settlement, SyncWorkQueueStorage
+from .push_checks import ids_of
 from .work_scheduling import rejected
 
 R = TypeVar("R")
@@ -70,4 +71,5 @@ class WorkQueueSyncOps:
     def try_redrive(self, item_ids: Collection[int] | None = None) -> int:
         """Move dead letters back to the pending tail with ``attempts`` reset to 0."""
         storage = self._require_sync("try_redrive", "redrive(item_ids)")
-        return self._apply(storage.try_redrive(item_ids))
+        return self._apply(storage.try_redrive(
+            None if item_ids is None else ids_of(item_ids, "try_redrive")))

@@ -36,6 +36,9 @@ CALLS: list[tuple[str, Callable[[Any, Any, Any, int], Awaitable[Any]], type[Exce
     ("a count that is not an int", lambda q, t, w, d: q.pop_many(math.nan), ValueError),
     ("a give-back of no message", lambda q, t, w, d: q.give_back(["x"]), TypeError),
     ("a ttl too long to count", lambda q, t, w, d: t.publish("x", ttl=1e308), InvalidTtl),
+    ("ids as one bytes value", lambda q, t, w, d: w.ack_many("x", bytes([d])), TypeError),
+    ("released ids as bytes", lambda q, t, w, d: w.release("x", bytes([d])), TypeError),
+    ("redriven ids as a str", lambda q, t, w, d: w.redrive("12"), TypeError),
 ]
 
 
