@@ -44,6 +44,8 @@ DEFAULT_VIEW_LIMIT = 10
 #: Most messages one pop, claim or pull asks a broker for: a larger ``n`` asks for this
 #: many (neither broker reads a count past its integers).
 MAX_BATCH = 2**31 - 1
+#: Least seconds between two refreshes (they coalesce the changes made meanwhile).
+MIN_INTERVAL = 0.005
 
 
 def check_options(options: Mapping[str, Any]) -> None:
@@ -57,8 +59,6 @@ def check_options(options: Mapping[str, Any]) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_BATCH:
         raise InvalidConfiguration(
             f"view_limit must be an int from 0 to {MAX_BATCH}, not {shown(limit)}")
-#: Least seconds between two refreshes (they coalesce the changes made meanwhile).
-MIN_INTERVAL = 0.005
 
 
 class Refresher:

@@ -81,7 +81,8 @@ NAME_LIMIT = 255
 
 def token(name: str, prefix: int = 6) -> str:
     """``name`` as a token of stream, consumer and subject names, behind at most
-    ``prefix`` characters: as it is when it is at most 64 of ``[A-Za-z0-9_-]``; else
+    ``prefix`` characters (by default the longest, ``LQ_DL_``): as it is when it is at
+    most 64 of ``[A-Za-z0-9_-]``; else
     ``x`` and its UTF-8 bytes in hex; else, when that would make the name longer than
     :data:`NAME_LIMIT`, ``h`` and their SHA-256 in hex (65 characters)."""
     if not isinstance(name, str) or not name:
@@ -104,8 +105,8 @@ def check_within(name: str, value: float, most: float, setting: str) -> None:
     """Raise :class:`~lazily_queue.errors.InvalidConfiguration` when ``value`` of ``name``
     is over ``most``, what JetStream's ``setting`` holds."""
     if value > most:
-        raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's {setting} "
-                         f"holds ({most}); use a smaller one")
+        raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's "
+                                   f"{setting} holds ({most}); use a smaller one")
 
 
 def object_token(name: str, prefix: int = 6) -> str:

@@ -56,6 +56,10 @@ def cursor_of(info: ConsumerInfo) -> int:
     return int(info.config.opt_start_seq or 1) - 1
 
 
+#: Most bytes of a consumer's description (JetStream refuses longer ones).
+DESCRIPTION_LIMIT = 4096
+
+
 class NatsTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 
@@ -310,10 +314,6 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._elements = []
         self._subs = {}
         await self.sync()
-
-
-#: Most bytes of a consumer's description (JetStream refuses longer ones).
-DESCRIPTION_LIMIT = 4096
 
 
 def _description(subscriber: str, durability: str, connected: bool) -> str:
