@@ -115,6 +115,22 @@ def object_token(name: str, prefix: int = 6) -> str:
     return token(check_name(name), prefix)
 
 
+def stream_description(kind: str, name: str) -> str:
+    """The description of a stream holding ``kind`` ``name``: the object as JSON, with
+    the SHA-256 of its name in place of a name too long to keep whole."""
+    text = json.dumps({"lazily_queue": kind, "name": name}, ensure_ascii=False)
+    if len(text.encode()) <= 1024:
+        return text
+    return json.dumps({"lazily_queue": kind, "sha256": hashlib.sha256(name.encode()).hexdigest()})
+
+
+def _of_this_library(description: str) -> bool:
+    with contextlib.suppress(ValueError):
+        found = json.loads(description)
+        return isinstance(found, dict) and "lazily_queue" in found
+    return False
+
+
 def redacted(url: str) -> str:
     parts = urlsplit(url)
     port = f":{parts.port}" if parts.port else ""
@@ -286,19 +302,30 @@ class NatsJetStreamStorage:
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def stream(self, name: str, **config: Any) -> Any:
+    async def stream(self, name: str, *, holds: tuple[str, str], **config: Any) -> Any:
         """The info of stream ``name``, added with ``config`` when it does not exist (when
-        another process adds it at the same moment, the stream it added)."""
+        another process adds it at the same moment, the stream it added). ``holds`` is
+        ``(kind, object name)``, kept in the description of a stream this adds: a stream
+        whose description names another object of this library raises
+        :class:`IncompatibleBrokerObject` (two names mapped to one stream name)."""
+        description = stream_description(*holds)
         try:
-            return await self.js.stream_info(name)
+            info = await self.js.stream_info(name)
         except jserr.NotFoundError:
-            pass
-        try:
-            return await self.js.add_stream(name=name, **config)
-        except jserr.APIError as exc:
-            if exc.err_code not in (STREAM_NAME_IN_USE, SUBJECTS_OVERLAP):
-                raise
-            return await self.js.stream_info(name)
+            try:
+                info = await self.js.add_stream(name=name, description=description, **config)
+            except jserr.APIError as exc:
+                if exc.err_code not in (STREAM_NAME_IN_USE, SUBJECTS_OVERLAP):
+                    raise
+                info = await self.js.stream_info(name)
+        found = info.config.description
+        if found and found != description and _of_this_library(found):
+            kind, holder = holds
+            raise IncompatibleBrokerObject(
+                f"nats at {self.address}: stream {name} belongs to another object "
+                f"({shown(found)}); {kind} {shown(holder)} maps to the same stream name: "
+                "use another name")
+        return info
 
     async def subscribe(self, subject: str, callback: Callable[[], None]) -> None:
         """Call ``callback`` for every message on ``subject`` (notifications)."""

@@ -92,7 +92,8 @@ class NatsQueueStorage(QueueMirror[T]):
         cap = -1 if self._capacity is None else self._capacity
         async with b.errors(f"declaring stream {self.stream}"):
             info = await b.stream(
-                self.stream, subjects=[self.subject], storage=StorageType.FILE,
+                self.stream, holds=("queue", self.name), subjects=[self.subject],
+                storage=StorageType.FILE,
                 retention=RetentionPolicy.WORK_QUEUE, max_msgs=cap,
                 discard=DiscardPolicy.NEW, allow_direct=True)
             config = info.config

@@ -80,8 +80,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         """The topic's stream, added when it does not exist (or read back when another
         process adds it at the same moment)."""
         return await self._backend.stream(
-            self.stream, subjects=[self.subject], storage=StorageType.FILE,
-            allow_direct=True)
+            self.stream, holds=("topic", self.name), subjects=[self.subject],
+            storage=StorageType.FILE, allow_direct=True)
 
     async def _declare(self) -> None:
         b = self._backend

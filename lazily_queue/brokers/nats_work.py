@@ -107,10 +107,12 @@ class NatsWorkQueueStorage(WorkMirror):
     def __repr__(self) -> str:
         return f"NatsWorkQueueStorage({self.name!r}, counts={self._counts})"
 
-    async def _stream(self, name: str, subject: str, retention: RetentionPolicy) -> None:
+    async def _stream(self, name: str, subject: str, retention: RetentionPolicy,
+                      kind: str) -> None:
         b = self._backend
-        info = await b.stream(name, subjects=[subject], retention=retention,
-                              storage=StorageType.FILE, allow_direct=True)
+        info = await b.stream(name, holds=(kind, self.name), subjects=[subject],
+                              retention=retention, storage=StorageType.FILE,
+                              allow_direct=True)
         if info.config.retention != retention or info.config.subjects != [subject]:
             raise IncompatibleBrokerObject(
                 f"nats at {b.address}: stream {name} exists with retention "
@@ -120,8 +122,10 @@ class NatsWorkQueueStorage(WorkMirror):
     async def _declare(self) -> None:
         b = self._backend
         async with b.errors(f"declaring work queue {self.stream}"):
-            await self._stream(self.stream, self.subject, RetentionPolicy.WORK_QUEUE)
-            await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS)
+            await self._stream(self.stream, self.subject, RetentionPolicy.WORK_QUEUE,
+                               "work queue")
+            await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS,
+                               "work queue dead letters")
             want = ConsumerConfig(
                 durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
                 ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1)

@@ -5,6 +5,7 @@ refused at the call, and a count past a broker's integers takes what there is.""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -74,9 +75,9 @@ async def test_a_count_past_the_brokers_integers_takes_what_there_is(broker_url:
 
 
 async def test_a_subscriber_whose_nats_description_would_not_fit_is_refused(
-    nats_server: object,
+    nats_server: Any,
 ) -> None:
-    url = nats_server.url  # type: ignore[attr-defined]
+    url = nats_server.url
     async with connect(url) as client:
         topic = client.topic(fresh("t"))
         with pytest.raises(InvalidName, match="over the server's limit of 4096"):
@@ -128,3 +129,26 @@ async def test_a_declaration_that_fails_after_its_caller_left_logs_nothing() -> 
     await asyncio.sleep(0)
     loop.set_exception_handler(None)
     assert not [c for c in reported if "never retrieved" in str(c.get("message"))]
+
+
+async def test_two_names_of_one_nats_stream_are_told_apart(nats_server: Any) -> None:
+    """``" "`` is hex-encoded to ``x20``, which is also the plain name ``x20``: the stream
+    keeps the name it was made for, and the other name is refused."""
+    from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType
+
+    from lazily_queue.brokers import IncompatibleBrokerObject
+
+    async with connect(nats_server.url) as client:
+        first = client.queue(" ")
+        await first.push("one")
+        with pytest.raises(IncompatibleBrokerObject, match="maps to the same stream name"):
+            await client.queue("x20").push("two")
+        assert await asyncio.wait_for(first.pop(), 10) == "one"
+        # A stream made without a description (by an earlier version) is taken as it is.
+        await client.provider.js.add_stream(  # type: ignore[attr-defined]
+            name="LQ_Q_x21", subjects=["lq.q.x21"], retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE, max_msgs=-1, discard=DiscardPolicy.NEW,
+            allow_direct=True)
+        earlier = client.queue("!")
+        await earlier.push("kept")
+        assert await asyncio.wait_for(earlier.pop(), 10) == "kept"
