@@ -125,7 +125,8 @@ def stream_description(kind: str, name: str) -> str:
 
 
 def _of_this_library(description: str) -> bool:
-    with contextlib.suppress(ValueError):
+    """Whether a stream's description is one :func:`stream_description` writes."""
+    with contextlib.suppress(ValueError, RecursionError):
         found = json.loads(description)
         return isinstance(found, dict) and "lazily_queue" in found
     return False
