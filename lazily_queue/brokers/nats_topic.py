@@ -160,8 +160,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"subscribing {shown(subscriber)} to {self.stream}"):
-            found = (await self._consumers()).get(subscriber)
+            consumers = await self._consumers()
+            found = consumers.get(subscriber)
             if found is None:
+                self._check_unclaimed(subscriber, consumers)
                 state = (await b.js.stream_info(self.stream)).state
                 await self._put_consumer(subscriber, kind.value, True, state.last_seq + 1)
                 outcome = SubscribeOutcome.Subscribed
@@ -172,6 +174,18 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 outcome = SubscribeOutcome.Reconnected
         await self.sync()
         return TopicTransition(outcome, NOBODY)
+
+    def _check_unclaimed(self, subscriber: str,
+                         consumers: dict[str, tuple[Record, ConsumerInfo]]) -> None:
+        """Raise :class:`IncompatibleBrokerObject` when the consumer ``subscriber`` would
+        get is another subscriber's (two ids mapped to one consumer name)."""
+        name = self._consumer_name(subscriber)
+        for other, (_, info) in consumers.items():
+            if info.name == name:
+                raise IncompatibleBrokerObject(
+                    f"nats at {self._backend.address}: consumer {name} of {self.stream} "
+                    f"belongs to subscriber {shown(other)}; subscriber {shown(subscriber)} "
+                    "maps to the same consumer name: use another id")
 
     async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
         cursor = rec[2]

@@ -132,8 +132,8 @@ async def test_a_declaration_that_fails_after_its_caller_left_logs_nothing() -> 
 
 
 async def test_two_names_of_one_nats_stream_are_told_apart(nats_server: Any) -> None:
-    """``" "`` is hex-encoded to ``x20``, which is also the plain name ``x20``: the stream
-    keeps the name it was made for, and the other name is refused."""
+    """``" "`` is hex-encoded to ``x20``, which is also the plain name ``x20``: a stream
+    (and a topic's consumer) keeps the name it was made for, and the other is refused."""
     from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType
 
     from lazily_queue.brokers import IncompatibleBrokerObject
@@ -144,6 +144,12 @@ async def test_two_names_of_one_nats_stream_are_told_apart(nats_server: Any) -> 
         with pytest.raises(IncompatibleBrokerObject, match="maps to the same stream name"):
             await client.queue("x20").push("two")
         assert await asyncio.wait_for(first.pop(), 10) == "one"
+        topic = client.topic(fresh("t"))
+        await topic.subscribe(" ")
+        with pytest.raises(IncompatibleBrokerObject, match="same consumer name"):
+            await topic.subscribe("x20")
+        await topic.publish(1)
+        assert await asyncio.wait_for(topic.advance(" "), 10) == 1
         # A stream made without a description (by an earlier version) is taken as it is.
         await client.provider.js.add_stream(  # type: ignore[attr-defined]
             name="LQ_Q_x21", subjects=["lq.q.x21"], retention=RetentionPolicy.WORK_QUEUE,
