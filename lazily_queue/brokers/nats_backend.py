@@ -109,7 +109,7 @@ def check_within(name: str, value: float, most: float, setting: str) -> None:
                                    f"{setting} holds ({most}); use a smaller one")
 
 
-def object_token(name: str, prefix: int = 6) -> str:
+def object_token(name: str, prefix: int) -> str:
     """:func:`token` of an object's name, once it passed the rule of names
     (:func:`~lazily_queue.names.check_name`, else :class:`~lazily_queue.errors.InvalidName`)."""
     return token(check_name(name), prefix)

@@ -82,7 +82,8 @@ class NatsWorkQueueStorage(WorkMirror):
     ) -> None:
         vt, limit = validate_config(visibility_timeout, max_deliveries)
         check_within("visibility_timeout", vt, MAX_SECONDS, "ack_wait in nanoseconds")
-        check_within("max_deliveries", limit, MAX_INT, "max_deliver")
+        # Its consumer's max_deliver is max_deliveries + 1 (the last goes to the dead letters).
+        check_within("max_deliveries", limit, MAX_INT - 1, "max_deliver (max_deliveries + 1)")
         self.visibility_timeout = float(vt)
         #: Leases are in seconds of the broker's clock, as ``visibility_timeout``.
         self.lease_seconds = self.visibility_timeout
