@@ -43,6 +43,7 @@ from .datadir import DirectoryLock, check_complete, claim_directory, disk_proble
 from .errors import InvalidConfiguration, shown, shown_path
 from .links import LinkSettings
 from .maintenance import Maintenance
+from .member_addresses import SavedAddresses
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objects
 from .node_cells import NodeCells
 from .node_cluster import NodeCluster
@@ -180,6 +181,8 @@ class Node(NodeCells, NodeCluster):
         self._view: ReadView | None = None
         self._journal: DurableJournal | None = None
         self._router = EventRouter(self.ctx, self.node_id)
+        self._addresses = SavedAddresses(None)
+        self._router.add_observer(lambda events: self._addresses.observe(events))
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
         self._work_cells: dict[str, WorkQueueCell] = {}
@@ -231,12 +234,14 @@ class Node(NodeCells, NodeCluster):
             raise
         view = ReadView(state_machine)
         self._view = view
+        self._addresses = saved = SavedAddresses(self._journal)
         self._driver = Driver(
             replica,
             network,
             tick_interval=self._tick_interval,
             on_events=self._router.route,
-            address_of=lambda peer: self.peers.get(peer) or view.address(peer),
+            address_of=lambda peer: (self.peers.get(peer) or view.address(peer)
+                                     or saved.get(peer)),
             disk_retry=self._disk_retry,
         )
         try:

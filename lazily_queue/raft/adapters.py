@@ -14,6 +14,7 @@ from pysyncobj.node import Node as _PsNode
 from pysyncobj.transport import Transport as _PsTransport
 
 from . import entries
+from .log_config import in_effect_already
 
 
 class RaftPeer(_PsNode):  # type: ignore[misc]
@@ -102,7 +103,8 @@ def wrap_application(
 ) -> None:
     """Run ``before_applying`` on a leader before each round of applying committed entries
     (the durable-commit clamp), and apply our command entries (:mod:`.entries`) with
-    ``apply_batch(batch, stamp)``; PySyncObj's own entries keep their own path."""
+    ``apply_batch(batch, stamp)``; PySyncObj's own entries keep their own path, but a
+    membership change already in effect (:mod:`.log_config`) changes nothing."""
     apply_entries = engine._SyncObj__applyLogEntries
     apply_command = engine._SyncObj__doApplyCommand
 
@@ -115,6 +117,8 @@ def wrap_application(
         if entries.is_command(command):
             stamp, batch = entries.decode(command)
             return apply_batch(batch, stamp)
+        if in_effect_already(command):
+            return None
         return apply_command(command)
 
     engine._SyncObj__applyLogEntries = applying_entries

@@ -70,6 +70,7 @@ class Driver(Release, DiskStall, FsyncRuns):
         replica.snapshots.link_ready = lambda node: network.send_ready(node.id)
         self._on_events = on_events
         self._address = address_of
+        self._unaddressed: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
         self._input = False  # something arrived since the last step began
@@ -122,7 +123,7 @@ class Driver(Release, DiskStall, FsyncRuns):
         self.network.set_handlers(self._on_frame, self._on_peer, self._on_frames)
         for peer in self.replica.engine.members:
             if peer != self.replica.node_id:
-                self.network.add_peer(peer, self._address(peer))
+                self._link(peer)
         await self.network.start()
         self._running = True
         self._arm_timer()

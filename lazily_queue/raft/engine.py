@@ -39,6 +39,7 @@ from .engine_config import EngineConfig as EngineConfig
 from .engine_view import EngineView
 from .journal import DurableJournal
 from .leading import append_leading, commit_leading, light_tick
+from .log_config import put_log_changes_in_effect
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
@@ -178,6 +179,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
             wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.read() is not None:
                 self._SyncObj__loadDumpFile(clearJournal=False)
+            put_log_changes_in_effect(self)
 
     # -- the replicated state machine ------------------------------------------------------
 

@@ -219,7 +219,8 @@ class MeshNetwork:
         if number in self._mesh.peers or peer_id == self.node_id:
             return
         if address is None:
-            log.warning("node %s: member %s has no known address yet", self.node_id, peer_id)
+            log.warning("node %s: member %s has no known address yet; it is linked once "
+                        "the replicated address applies here", self.node_id, peer_id)
             return
         self._mesh.add_peer(number, address)
 

@@ -73,6 +73,13 @@ message delivery; each can be switched off for tests that demonstrate the defect
   only right while it sends entries after its own fsync. Ours sends them in parallel
   with its write (:mod:`~lazily_queue.raft.durable_commit`), so its commit index is
   clamped to what a majority holds durably, its own durable index included.
+- ``membership-from-log``: on a restart the library starts from the members it was
+  given and its snapshot's, and takes up the membership changes in its journal only as
+  it applies them: a member that founded a cluster alone and added the others restarts
+  believing it is alone and elects itself. Every change in the log takes effect when
+  the engine starts, and applying a committed change changes nothing (it has been in
+  effect since it was loaded, accepted or appended; see
+  :mod:`~lazily_queue.raft.log_config`).
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -137,7 +144,7 @@ ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation",
                             "one-membership-change-at-a-time", "pre-vote",
                             "count-each-vote-once", "lowest-reset-next-index",
                             "snapshot-messages-commit-nothing", "durable-leader-commit",
-                            "no-stale-snapshot-install"})
+                            "no-stale-snapshot-install", "membership-from-log"})
 
 _disabled: set[str] = set()
 _installed = False

@@ -30,6 +30,8 @@ class Release:
     _loop: asyncio.AbstractEventLoop | None
     _running: bool
     _address: Callable[[str], str | None]
+    #: Members added while their address was not known here yet.
+    _unaddressed: set[str]
     _on_events: EventSink | None
     _state_waiters: list[asyncio.Future[None]]
     #: Releases that completed operations so far.
@@ -51,12 +53,32 @@ class Release:
                 fut.set_exception(NodeNotRunning(f"node {node} stopped"))
         self._state_waiters.clear()
 
+    def _link(self, peer: str) -> None:
+        """Hand a member to the network with its address (when known here: a member
+        whose address record has not applied yet is handed over again once it has)."""
+        address = self._address(peer)
+        if address is None:
+            if peer in self._unaddressed:
+                return
+            self._unaddressed.add(peer)
+        else:
+            self._unaddressed.discard(peer)
+        self.network.add_peer(peer, address)
+
+    def _link_addressed(self) -> None:
+        for peer in [p for p in self._unaddressed if self._address(p) is not None]:
+            log.info("node %s: member %s's address is known now", self.replica.node_id, peer)
+            self._link(peer)
+
     def _dispatch(self, ready: Ready) -> None:
         for peer, added in ready.membership:
             if added:
-                self.network.add_peer(peer, self._address(peer))
+                self._link(peer)
             else:
+                self._unaddressed.discard(peer)
                 self.network.remove_peer(peer)
+        if ready.events and self._unaddressed:
+            self._link_addressed()
         if ready.completions or ready.events or ready.orphans:
             self._dispatch_results(ready)
         for peer, messages in ready.messages.items():
