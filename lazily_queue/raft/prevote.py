@@ -21,9 +21,10 @@ starts a *round* instead:
   win a round against a live leader, so that leader steps down instead of leaving the
   member out forever.
 
-A leadership transfer (``timeout_now`` from the current leader) and a one-member
-cluster skip the round. The rejoining member's restrictions are applied by
-:meth:`RaftEngine.deliver` before a message reaches this module.
+A leadership transfer (``timeout_now`` from the current leader) skips the round, and a
+one-member cluster elects itself at once, without waiting for an election timeout. The
+rejoining member's restrictions are applied by :meth:`RaftEngine.deliver` before a
+message reaches this module.
 """
 
 from __future__ import annotations
@@ -60,11 +61,17 @@ class PreVote:
         won, self._won = self._won, None
         if not patches.enabled(PATCH) or e._SyncObj__raftState == LEADER:
             return
+        if not e._SyncObj__otherNodes:
+            # A cluster of one: nobody else votes or leads, so it elects itself at once
+            # rather than after an election timeout (the members in its log are in
+            # effect from the start, see log_config).
+            e._SyncObj__raftElectionDeadline = float("-inf")
+            return
         now = self._clock()
         if e._SyncObj__raftElectionDeadline >= now or not e._SyncObj__connectedToAnyone():
             return
         term = int(e._SyncObj__raftCurrentTerm)
-        if won == term + 1 or not e._SyncObj__otherNodes:
+        if won == term + 1:
             return
         if e._SyncObj__transferInProgress:
             self.transfer_elections += 1
