@@ -139,3 +139,15 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
         journal.set_meta("incarnation", secrets.token_hex(8))
     if journal.needs_sync:
         journal.sync()
+
+
+def check_can_rejoin(members: list[str], rejoining: bool, node_id: str) -> None:
+    """Raise :class:`InvalidConfiguration` for a member wiped to rejoin (``rejoining``)
+    that knows no other member to catch up from: it would wait forever."""
+    if rejoining and not [m for m in members if m != node_id]:
+        raise InvalidConfiguration(
+            f"node {node_id} was wiped to rejoin its cluster (`lazily-queue rejoin`) but "
+            "knows no other member to catch up from: list the cluster's members in its "
+            "`peers` and start it again. A cluster of one cannot rejoin (there is nobody "
+            "to copy from): restore its data directory from a backup, or remove it to "
+            "start empty")

@@ -39,7 +39,13 @@ from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
 from .datadir import ClusterMismatch as ClusterMismatch  # part of this module's API
-from .datadir import DirectoryLock, check_complete, claim_directory, disk_problem
+from .datadir import (
+    DirectoryLock,
+    check_can_rejoin,
+    check_complete,
+    claim_directory,
+    disk_problem,
+)
 from .errors import InvalidConfiguration, shown, shown_path
 from .links import LinkSettings
 from .maintenance import Maintenance
@@ -215,6 +221,7 @@ class Node(NodeCells, NodeCluster):
         try:
             self._dir_lock.acquire()
             replica = self._open(raft_dir, state_machine)
+            check_can_rejoin(replica.engine.members, replica.engine.rejoining, self.node_id)
             network = self._network if self._network is not None else self._default_network()
         except SnapshotError as exc:
             self._release_directory()

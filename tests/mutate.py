@@ -1706,6 +1706,41 @@ MUTATIONS = [
         "    return text if True else",
         ("tests/cli/test_node_config.py::test_a_huge_value_is_named_by_its_first_characters",),
         "a huge configuration value is named by its first characters"),
+    Mutation(
+        "membership-from-journal-ignored", "lazily_queue/raft/log_config.py",
+        "    if not patches.enabled(PATCH):\n        return 0\n    applied",
+        "    if True:\n        return 0\n    applied",
+        ("tests/raft/test_membership_restart.py::"
+         "test_a_restarted_founder_runs_with_the_members_in_its_log",),
+        "a restarted member runs with the membership in its log, not the one it was given"),
+    Mutation(
+        "committed-membership-applied-again", "lazily_queue/raft/adapters.py",
+        "        if in_effect_already(command):\n",
+        "        if False:\n",
+        ("tests/raft/test_membership_restart.py::"
+         "test_a_committed_change_applied_after_a_restart_undoes_no_later_one",),
+        "a committed addition applied after a restart does not undo a later removal"),
+    Mutation(
+        "unaddressed-member-never-linked", "lazily_queue/raft/release.py",
+        "        if ready.events and self._unaddressed:\n",
+        "        if False:\n",
+        ("tests/raft/test_membership_restart.py::"
+         "test_members_added_one_at_a_time_all_link_to_each_other",),
+        "a member added before its address applied is linked once it has"),
+    Mutation(
+        "member-addresses-not-kept", "lazily_queue/node.py",
+        "                                     or saved.get(peer)),",
+        "                                     or None),",
+        ("tests/raft/test_membership_restart.py::"
+         "test_a_restarted_founder_finds_its_cluster_and_catches_up",),
+        "a restarted founder dials its members at the addresses it kept"),
+    Mutation(
+        "rejoining-member-alone-elects-itself", "lazily_queue/raft/prevote.py",
+        "now + e._SyncObj__generateRaftTimeout() if e.rejoining else float(\"-inf\"))",
+        "float(\"-inf\"))",
+        ("tests/raft/test_one_member_start.py::"
+         "test_a_member_alone_that_rejoins_never_elects_itself",),
+        "a wiped member that knows no other member never leads on its empty log"),
 ]
 
 

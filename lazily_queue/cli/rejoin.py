@@ -38,6 +38,12 @@ def run(args: argparse.Namespace) -> int:
     except InvalidConfiguration as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if not [p for p in config.peers if p != config.node_id]:
+        print(f"error: node {config.node_id} lists no other member in [peers]: wiped, it "
+              "would have nobody to catch up from. List the cluster's members in its [peers] "
+              "and run rejoin again. A cluster of one cannot rejoin: restore its data "
+              "directory from a backup, or remove it to start empty", file=sys.stderr)
+        return 2
     raft_dir = config.data_dir / "raft"
     if not raft_dir.is_dir():
         print(f"error: {raft_dir} does not exist: node {config.node_id} has no data to "

@@ -22,9 +22,10 @@ starts a *round* instead:
   member out forever.
 
 A leadership transfer (``timeout_now`` from the current leader) skips the round, and a
-one-member cluster elects itself at once, without waiting for an election timeout. The
-rejoining member's restrictions are applied by :meth:`RaftEngine.deliver` before a
-message reaches this module.
+one-member cluster elects itself at once, without waiting for an election timeout
+(unless it rejoins: then never, see :mod:`.rejoin`). The rejoining member's
+restrictions are applied by :meth:`RaftEngine.deliver` before a message reaches this
+module.
 """
 
 from __future__ import annotations
@@ -61,13 +62,15 @@ class PreVote:
         won, self._won = self._won, None
         if not patches.enabled(PATCH) or e._SyncObj__raftState == LEADER:
             return
+        now = self._clock()
         if not e._SyncObj__otherNodes:
             # A cluster of one: nobody else votes or leads, so it elects itself at once
             # rather than after an election timeout (the members in its log are in
-            # effect from the start, see log_config).
-            e._SyncObj__raftElectionDeadline = float("-inf")
+            # effect from the start, see log_config). Not while it rejoins: wiped, it
+            # knows no member to catch up from, and alone it would lead on an empty log.
+            e._SyncObj__raftElectionDeadline = (
+                now + e._SyncObj__generateRaftTimeout() if e.rejoining else float("-inf"))
             return
-        now = self._clock()
         if e._SyncObj__raftElectionDeadline >= now or not e._SyncObj__connectedToAnyone():
             return
         term = int(e._SyncObj__raftCurrentTerm)

@@ -62,6 +62,21 @@ async def test_rejoin_wipes_a_damaged_journal_and_keeps_term_and_vote(
     assert meta["term"] == term and meta["node"] == "1" and meta["rejoin_floor"][1] >= 5
 
 
+async def test_rejoin_refuses_a_node_that_lists_no_other_member(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raft = await _node_with_history(tmp_path)
+    config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path, (1,)), cluster="test",
+                          data_dir=str(tmp_path / "data1"))
+    _damage_middle_record(raft / "journal.log")
+    before = (raft / "journal.log").read_bytes()
+    assert main(["rejoin", "--config", str(config), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lists no other member in [peers]" in err
+    assert "A cluster of one cannot rejoin" in err
+    assert (raft / "journal.log").read_bytes() == before  # nothing was wiped
+
+
 async def test_rejoin_refuses_a_running_node(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -111,8 +126,10 @@ async def test_rejoin_recovers_a_damaged_snapshot(
     out = capsys.readouterr().out
     assert "damaged snapshot" in out and "will not vote until its log reaches" in out, out
     assert not (raft / "snapshot.cbor").exists()
-    await node.start()
-    await node.stop()
+    rejoined = Node(1, data_dir=tmp_path / "data1", network=LocalHub().network("1"),
+                    cluster="test", durability="none", peers=unix_peers(tmp_path))
+    await rejoined.start()  # with its members listed: it waits to catch up from them
+    await rejoined.stop()
 
 
 @pytest.mark.parametrize("in_the_way", ["journal.log", "journal.meta", "snapshot.cbor"])

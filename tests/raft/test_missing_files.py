@@ -19,9 +19,9 @@ from tests.cli.node_procs import unix_peers, write_config
 ENGINE = replace(testing.FAST_ENGINE, compaction_min_entries=40, compaction_min_time=3600)
 
 
-def _node(data: Path) -> Node:
+def _node(data: Path, peers: dict[int, str] | None = None) -> Node:
     return Node(1, data_dir=data, network=LocalHub().network("1"), cluster="test",
-                engine=ENGINE)
+                engine=ENGINE, peers=peers)
 
 
 async def _history(data: Path, pushes: int) -> Path:
@@ -54,6 +54,7 @@ async def test_a_missing_file_is_refused_and_rejoin_recovers_it(
                           data_dir=str(tmp_path / "d"))
     assert main(["rejoin", "--config", str(config)]) == 0, capsys.readouterr().err
     assert missing in capsys.readouterr().out
+    node = _node(tmp_path / "d", unix_peers(tmp_path))  # its members listed, as in `config`
     await node.start()  # empty: it catches up from its peers
     await node.stop()
 
@@ -88,5 +89,6 @@ async def test_an_older_snapshot_than_the_journal_continues_is_refused(
     config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
                           data_dir=str(data))
     assert main(["rejoin", "--config", str(config)]) == 0, capsys.readouterr().err
+    node = _node(data, unix_peers(tmp_path))  # its members listed, as in `config`
     await node.start()
     await node.stop()

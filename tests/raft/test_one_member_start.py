@@ -1,13 +1,22 @@
-"""A cluster of one leads as soon as it starts: nobody else can vote or lead."""
+"""A cluster of one leads as soon as it starts (nobody else can vote or lead), unless it
+was wiped to rejoin: then it has nobody to catch up from."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.node import Node
 from lazily_queue.raft import patches
-from lazily_queue.raft.engine import EngineConfig
+from lazily_queue.raft.disk import OsDisk
+from lazily_queue.raft.engine import LEADER, EngineConfig
+from lazily_queue.raft.journal import DurableJournal
+from lazily_queue.raft.rejoin import wipe_for_rejoin
+
+from .harness import Manual
 
 #: Election timeouts far longer than the waits below: a node that waited for one would
 #: fail them.
@@ -50,3 +59,41 @@ async def test_with_pre_vote_off_a_one_member_cluster_still_waits_for_its_timeou
             assert not node.is_leader
         finally:
             await node.stop()
+
+
+def _wiped(tmp: Path) -> None:
+    """Node 1's journal, then wiped for rejoining (its floor: term 2, index 4)."""
+    disk = OsDisk(sync=False)
+    directory = str(tmp / "1")
+    journal = DurableJournal(disk, directory)
+    for i in range(1, 5):
+        journal.add(b"\x00" + bytes([i]) * 8, i, 2)
+    journal.setCurrentTerm(2, None)
+    journal.sync()
+    assert wipe_for_rejoin(disk, directory, directory + "/snapshot.cbor") == (2, 4)
+
+
+def test_a_member_alone_that_rejoins_never_elects_itself(tmp_path: Path) -> None:
+    _wiped(tmp_path)
+    alone = Manual(tmp_path, ids=("1",))
+    replica = alone.replicas["1"]
+    assert replica.engine.rejoining
+    for _ in range(200):  # 4 s of ticks, several election timeouts
+        alone.now += 0.02
+        alone.step("1")
+        assert replica.engine.state != LEADER and replica.engine.term == 2
+
+
+async def test_a_node_that_rejoins_knowing_no_other_member_refuses_to_start(
+        tmp_path: Path) -> None:
+    node = _alone(tmp_path)
+    await node.start()
+    await node.queue("q").push("lost with the journal")
+    await node.stop()
+    raft_dir = str(tmp_path / "data" / "raft")
+    wipe_for_rejoin(OsDisk(), raft_dir, raft_dir + "/snapshot.cbor")
+    for _ in range(2):  # the directory is not left locked
+        with pytest.raises(InvalidConfiguration, match=r"knows no other member to catch up "
+                           r"from: list the cluster's members in its `peers`.*A cluster of "
+                           r"one cannot rejoin"):
+            await _alone(tmp_path).start()
