@@ -13,12 +13,26 @@ from lazily_queue.raft.engine import EngineConfig
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.rejoin import wipe_for_rejoin
 from lazily_queue.raft.replica import Replica
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.replicated.view import ReadView
 
 Message = tuple[str, str, dict[str, Any]]
+
+
+def wiped_member(root: Path, node: str = "1") -> None:
+    """Give ``node`` under ``root`` a journal of four entries of term 2, then wipe it for
+    rejoining (its floor: term 2, index 4)."""
+    disk = OsDisk(sync=False)
+    directory = str(root / node)
+    journal = DurableJournal(disk, directory)
+    for i in range(1, 5):
+        journal.add(b"\x00" + bytes([i]) * 8, i, 2)
+    journal.setCurrentTerm(2, None)
+    journal.sync()
+    assert wipe_for_rejoin(disk, directory, directory + "/snapshot.cbor") == (2, 4)
 
 
 class Manual:

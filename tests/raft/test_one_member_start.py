@@ -13,10 +13,9 @@ from lazily_queue.node import Node
 from lazily_queue.raft import patches
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import LEADER, EngineConfig
-from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.rejoin import wipe_for_rejoin
 
-from .harness import Manual
+from .harness import Manual, wiped_member
 
 #: Election timeouts far longer than the waits below: a node that waited for one would
 #: fail them.
@@ -61,20 +60,8 @@ async def test_with_pre_vote_off_a_one_member_cluster_still_waits_for_its_timeou
             await node.stop()
 
 
-def _wiped(tmp: Path) -> None:
-    """Node 1's journal, then wiped for rejoining (its floor: term 2, index 4)."""
-    disk = OsDisk(sync=False)
-    directory = str(tmp / "1")
-    journal = DurableJournal(disk, directory)
-    for i in range(1, 5):
-        journal.add(b"\x00" + bytes([i]) * 8, i, 2)
-    journal.setCurrentTerm(2, None)
-    journal.sync()
-    assert wipe_for_rejoin(disk, directory, directory + "/snapshot.cbor") == (2, 4)
-
-
 def test_a_member_alone_that_rejoins_never_elects_itself(tmp_path: Path) -> None:
-    _wiped(tmp_path)
+    wiped_member(tmp_path)
     alone = Manual(tmp_path, ids=("1",))
     replica = alone.replicas["1"]
     assert replica.engine.rejoining

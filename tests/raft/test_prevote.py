@@ -5,14 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lazily_queue.raft import patches
-from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.engine import CANDIDATE, LEADER
-from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.outcome import Outcome
-from lazily_queue.raft.rejoin import wipe_for_rejoin
 from lazily_queue.replicated import ops as C
 
-from .harness import Manual, Message
+from .harness import Manual, Message, wiped_member
 
 TICK = 0.02
 
@@ -238,14 +235,7 @@ def test_a_member_with_a_higher_term_is_not_left_out(tmp_path: Path) -> None:
 
 
 def test_a_rejoining_member_keeps_its_restrictions(tmp_path: Path) -> None:
-    disk = OsDisk(sync=False)
-    directory = str(tmp_path / "1")
-    journal = DurableJournal(disk, directory)
-    for i in range(1, 5):
-        journal.add(b"\x00" + bytes([i]) * 8, i, 2)
-    journal.setCurrentTerm(2, None)
-    journal.sync()
-    assert wipe_for_rejoin(disk, directory, directory + "/snapshot.cbor") == (2, 4)
+    wiped_member(tmp_path)
     cluster = Manual(tmp_path)
     replica = cluster.replicas["1"]
     assert replica.engine.rejoining
