@@ -141,13 +141,17 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
         journal.sync()
 
 
+#: What to do about a member that rejoins knowing no other member (after saying so).
+ALONE_ADVICE = ("list the cluster's members in its `peers` and {then}. A cluster of one "
+                "cannot rejoin (there is nobody to copy from): restore its data directory "
+                "from a backup, or remove it to start empty")
+
+
 def check_can_rejoin(members: list[str], rejoining: bool, node_id: str) -> None:
     """Raise :class:`InvalidConfiguration` for a member wiped to rejoin (``rejoining``)
     that knows no other member to catch up from: it would wait forever."""
     if rejoining and not [m for m in members if m != node_id]:
         raise InvalidConfiguration(
             f"node {node_id} was wiped to rejoin its cluster (`lazily-queue rejoin`) but "
-            "knows no other member to catch up from: list the cluster's members in its "
-            "`peers` and start it again. A cluster of one cannot rejoin (there is nobody "
-            "to copy from): restore its data directory from a backup, or remove it to "
-            "start empty")
+            "knows no other member to catch up from: "
+            + ALONE_ADVICE.format(then="start it again"))

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..datadir import DataDirectoryLocked, DirectoryLock, disk_problem
+    from ..datadir import ALONE_ADVICE, DataDirectoryLocked, DirectoryLock, disk_problem
     from ..errors import InvalidConfiguration
 
     try:
@@ -40,9 +40,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not [p for p in config.peers if p != config.node_id]:
         print(f"error: node {config.node_id} lists no other member in [peers]: wiped, it "
-              "would have nobody to catch up from. List the cluster's members in its [peers] "
-              "and run rejoin again. A cluster of one cannot rejoin: restore its data "
-              "directory from a backup, or remove it to start empty", file=sys.stderr)
+              "would have nobody to catch up from; "
+              + ALONE_ADVICE.format(then="run rejoin again"), file=sys.stderr)
         return 2
     raft_dir = config.data_dir / "raft"
     if not raft_dir.is_dir():
