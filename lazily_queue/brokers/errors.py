@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lazily_transports import AddressError
+
 from ..errors import LazilyQueueError
 
 
@@ -35,5 +37,5 @@ class BrokerClosed(BrokerError):
     Open a new one with ``connect()``."""
 
 
-class UnsupportedAddress(LazilyQueueError, ValueError):
-    """``connect()`` was given an address whose scheme it does not serve yet."""
+class UnsupportedAddress(LazilyQueueError, AddressError):
+    """``connect()`` was given an address whose scheme it does not serve."""

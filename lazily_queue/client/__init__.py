@@ -18,10 +18,12 @@ from typing import Any
 
 from lazily_transports import AddressError, scheme_of
 
+from ..brokers.errors import UnsupportedAddress
 from ..errors import InvalidConfiguration
 from .access import ClientAccess, ClientGrant, Credentials
 from .brokers import BROKER_SCHEMES, BrokerCredentials, Client, Connecting
 from .brokers import connect as connect_broker
+from .brokers import scheme_of as broker_scheme_of
 from .certificates import CertificateCredentials
 from .cluster import ClusterClient
 from .protocol import (
@@ -60,8 +62,9 @@ def connect(
     with ``await client.close()``). ``options`` go to :class:`ClusterClient`
     (``op_timeout``, ``connect_timeout``, ``max_in_flight``, ``ping_interval``,
     ``ping_timeout``, ``prefer_leader``, ``ssl_context``, ``context``). Raises
-    ``AddressError`` for an address of another scheme."""
+    ``UnsupportedAddress`` (an ``AddressError``) for an address of another scheme."""
     if isinstance(addresses, str) and _scheme(addresses) not in CLUSTER_SCHEMES:
+        broker_scheme_of(addresses)
         if credentials is not None and not isinstance(credentials, str | Mapping):
             raise InvalidConfiguration(
                 "a broker's credentials are a secret (str) or a mapping, not "
@@ -71,7 +74,7 @@ def connect(
     listed = [addresses] if isinstance(addresses, str) else list(addresses)
     for address in listed:
         if scheme_of(address) not in CLUSTER_SCHEMES:
-            raise AddressError(
+            raise UnsupportedAddress(
                 f"cannot connect to {address!r}: cluster members are reached at unix:, "
                 "tcp://, tls://, ws:// or wss:// addresses")
     if credentials is None or isinstance(credentials, str):

@@ -221,8 +221,8 @@ def scheme_of(address: str) -> str:
     if kind is None:
         raise UnsupportedAddress(
             f"cannot connect to {address!r}: connect() serves brokers at nats://, "
-            "nats+tls://, redis:// and rediss:// and cluster members at unix:, tcp://, ws:// "
-            "or wss://")
+            "nats+tls://, redis:// and rediss:// and cluster members at unix:, tcp://, tls://, "
+            "ws:// or wss://")
     try:
         _ = parts.port  # raises ValueError when it is not a number
     except ValueError:

@@ -354,6 +354,8 @@ async def test_a_client_opens_cells_with_a_serializer_as_a_member_does() -> None
 async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
     from lazily_transports import AddressError
 
+    from lazily_queue.brokers import UnsupportedAddress
+
     async with cluster_with_clients() as (_c, addresses):
         client = await connect(addresses, {"name": "web", "token": TOKEN.decode()})
         try:
@@ -363,8 +365,11 @@ async def test_connect_is_awaitable_and_refuses_other_schemes() -> None:
             await client.close()
     with pytest.raises(InvalidConfiguration, match="broker's credentials"):
         connect("nats://127.0.0.1:4222", ("web", TOKEN))
-    with pytest.raises(AddressError, match="unix:, tcp://, tls://, ws:// or wss://"):
+    with pytest.raises(UnsupportedAddress, match="unix:, tcp://, tls://, ws:// or wss://"):
         connect(["unix:a.sock", "nats://127.0.0.1:4222"], ("web", TOKEN))
+    with pytest.raises(UnsupportedAddress, match="unix:, tcp://, tls://, ws:// or wss://"):
+        connect("amqp://127.0.0.1:5672", ("web", TOKEN))
+    assert issubclass(UnsupportedAddress, AddressError)
     with pytest.raises(InvalidConfiguration, match="'name'"):
         connect("unix:x.sock", {"token": "only-a-token"})
 
