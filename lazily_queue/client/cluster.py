@@ -40,9 +40,10 @@ from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..errors import InvalidConfiguration
+from ..errors import InvalidConfiguration, shown
 from ..node_cells import NodeCells
 from ..raft.errors import CommitTimeout
+from ..raft.proposals import commit_deadline
 from ..reactive import Context, resolve_context
 from ..replicated.view import ReadView
 from ..storage.remote import (
@@ -64,6 +65,22 @@ LEADER_RETRY = 0.5
 BARRIER_GRACE = 1.0
 
 log = logging.getLogger(__name__)
+
+
+def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
+    """Refuse options no client can run with: a window of no operation (every one would
+    wait forever), and times that are no positive finite number of seconds (a zero ping
+    interval pings on every loop iteration, a NaN ping timeout never notices a dead
+    member)."""
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or (
+            max_in_flight < 1):
+        raise InvalidConfiguration(
+            f"max_in_flight must be an int >= 1, got {shown(max_in_flight)}")
+    for name, value in seconds.items():
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value <= 0):
+            raise InvalidConfiguration(
+                f"{name} must be a positive finite number of seconds, got {shown(value)}")
 
 
 class ClusterClient(NodeCells):
@@ -90,6 +107,9 @@ class ClusterClient(NodeCells):
         ssl_context: ssl.SSLContext | None = None,
         schemes: SchemeTable | None = None,
     ) -> None:
+        _check_options(op_timeout=op_timeout, connect_timeout=connect_timeout,
+                       ping_interval=ping_interval, ping_timeout=ping_timeout,
+                       max_in_flight=max_in_flight)
         self.addresses = [addresses] if isinstance(addresses, str) else list(addresses)
         if not self.addresses or not all(isinstance(a, str) for a in self.addresses):
             raise InvalidConfiguration("give the address of at least one member")
@@ -113,6 +133,9 @@ class ClusterClient(NodeCells):
                                link=lambda: self._link,
                                drop=self._drop, unreachable=self._unreachable)
         self._linked = asyncio.Event()
+        #: Set while the client is closed (wakes a barrier waiting for a link).
+        self._closed = asyncio.Event()
+        self._closed.set()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._fatal: Exception | None = None
@@ -156,6 +179,7 @@ class ClusterClient(NodeCells):
             return
         self._closing = False
         self.session.open = True
+        self._closed.clear()
         self._task = asyncio.create_task(self._run(), name="lazily-client")
         linked = asyncio.ensure_future(self._linked.wait())
         try:
@@ -178,6 +202,7 @@ class ClusterClient(NodeCells):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.session.close()
+        self._closed.set()
         self._mirror.router.reset()  # waiting pops, claims and streams wake and fail
 
     async def __aenter__(self) -> ClusterClient:
@@ -339,16 +364,27 @@ class ClusterClient(NodeCells):
         """Return once the member has applied (and sent this client) everything committed
         before the call: reads right after it are linearizable."""
         loop = asyncio.get_running_loop()
-        given = timeout or self.op_timeout
-        deadline = loop.time() + given
+        given = self.op_timeout if timeout is None else timeout
+        deadline = commit_deadline(loop.time(), given)
         while True:
+            if not self.session.open:
+                raise P.ClientClosed("barrier: the client is closed; use it inside "
+                                     "`async with client:`")
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise CommitTimeout("barrier did not complete before its timeout")
+            linked = asyncio.ensure_future(self._linked.wait())
+            closed = asyncio.ensure_future(self._closed.wait())
             try:
-                await asyncio.wait_for(self._linked.wait(), remaining)
-            except TimeoutError:
-                raise P.Unreachable(self._failure_text("barrier: no member reachable")) from None
+                await asyncio.wait({linked, closed}, timeout=remaining,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                linked.cancel()
+                closed.cancel()
+            if not self.session.open:
+                continue  # closed meanwhile: ClientClosed above
+            if not self._linked.is_set():
+                raise P.Unreachable(self._failure_text("barrier: no member reachable"))
             link = self._link
             if link is None:
                 continue

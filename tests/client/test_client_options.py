@@ -1,0 +1,72 @@
+"""A client refuses options it cannot run with, and a closed client's barrier fails
+with ClientClosed at once (as every other call of a closed client does)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lazily_queue import ClientAccess, ClientClosed, ClientGrant, Credentials, Node, connect
+from lazily_queue.errors import InvalidConfiguration
+
+pytestmark = pytest.mark.timeout(30)
+
+TOKEN = b"token-of-the-web-tier"
+
+
+@pytest.mark.parametrize("options", [
+    {"max_in_flight": 0}, {"max_in_flight": -3}, {"max_in_flight": 2.5},
+    {"max_in_flight": True}, {"ping_interval": 0}, {"ping_interval": -1},
+    {"ping_interval": math.nan}, {"ping_timeout": math.nan}, {"ping_timeout": 0},
+    {"op_timeout": math.nan}, {"op_timeout": -1}, {"op_timeout": "5"},
+    {"connect_timeout": math.inf}, {"connect_timeout": 0},
+])
+def test_options_no_client_can_run_with_are_refused(options: dict[str, Any]) -> None:
+    with pytest.raises(InvalidConfiguration, match=next(iter(options))):
+        connect("unix:/nowhere.sock", Credentials("web", TOKEN), **options)
+
+
+@pytest.fixture
+async def member() -> AsyncIterator[Node]:
+    path = Path(tempfile.mkdtemp(prefix="lqo-", dir="/tmp"))
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
+                secret=b"the-cluster-secret",
+                clients=ClientAccess([ClientGrant("web", TOKEN, produce=["*"])]))
+    try:
+        async with node:
+            await node.wait_for_leader()
+            yield node
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_a_closed_clients_barrier_fails_with_client_closed_at_once(
+        member: Node) -> None:
+    assert member.listen is not None
+    client = await connect(member.listen, Credentials("web", TOKEN), op_timeout=20)
+    await client.barrier()
+    await client.close()
+    with pytest.raises(ClientClosed, match="barrier"):
+        await asyncio.wait_for(client.barrier(), 2)
+    never = connect(member.listen, Credentials("web", TOKEN), op_timeout=20)
+    with pytest.raises(ClientClosed):
+        await asyncio.wait_for(never.barrier(), 2)  # never started
+
+
+async def test_a_barrier_waiting_for_a_link_fails_when_the_client_closes(
+        member: Node) -> None:
+    assert member.listen is not None
+    client = await connect(member.listen, Credentials("web", TOKEN), op_timeout=20)
+    client._linked.clear()  # as between two links
+    waiting = asyncio.ensure_future(client.barrier())
+    await asyncio.sleep(0.1)
+    await client.close()
+    with pytest.raises(ClientClosed):
+        await asyncio.wait_for(waiting, 2)
