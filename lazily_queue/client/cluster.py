@@ -290,6 +290,8 @@ class ClusterClient(NodeCells):
             features = answer[1].get("features")
             link.features = frozenset(f for f in features if isinstance(f, str)) if (
                 isinstance(features, list)) else frozenset()
+            limit = answer[1].get("max_request_bytes")
+            link.max_request = limit if type(limit) is int and limit > 0 else None
             link.greeted = True
             self.session.greeted(link)
             if link.member is not None:

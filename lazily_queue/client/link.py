@@ -50,6 +50,9 @@ class Link:
         self.leader: str | None = None
         #: What the member serves beyond the protocol version (its hello's ``features``).
         self.features: frozenset[str] = frozenset()
+        #: The largest request frame the member reads (its hello's ``max_request_bytes``;
+        #: ``None``: not said). A larger one would make it drop the link.
+        self.max_request: int | None = None
         #: The member answered the hello: :attr:`features` is known.
         self.greeted = False
         self._on_notice = on_notice

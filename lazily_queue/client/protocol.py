@@ -86,6 +86,12 @@ BATCH = 5
 
 #: Room in a request frame beyond its op's command (the request's own fields).
 REQUEST_OVERHEAD = 4096
+#: The largest request frame every member reads (a member's own limit, said in its hello
+#: answer, is at least this): a larger op waits for that answer before it is sent.
+MIN_REQUEST_BYTES = 1024 * 1024
+#: What an op's request frame adds to its encoded arguments (id, kind, seq, floor, code,
+#: timeout: CBOR heads of at most 9 bytes each).
+OP_FRAME_OVERHEAD = 64
 #: Frames a member sends are cut into PART pieces of at most this size.
 PART_BYTES = 256 * 1024
 #: Largest frame a client reassembles from parts (a mirrored object's snapshot).

@@ -268,7 +268,8 @@ class ClientServer:
         conn.session = session
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
-                               "leader": node.leader_id, "features": list(P.FEATURES)}])
+                               "leader": node.leader_id, "features": list(P.FEATURES),
+                               "max_request_bytes": self.max_request_bytes}])
 
     def _session_of(self, conn: ClientConnection, frame: list[Any]) -> int:
         """The session a hello names; raises :class:`~.protocol.RequestRefused`."""

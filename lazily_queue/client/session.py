@@ -217,6 +217,8 @@ class Session:
     def _send(self, link: Link, op: _Op) -> None:
         if op.code == ops.GROUP_DECLARE and not self._serves_groups(link, op):
             return
+        if len(op.args) + P.OP_FRAME_OVERHEAD > P.MIN_REQUEST_BYTES and not self._fits(link, op):
+            return
         floor = self._floor()
         if op.seq >= floor + CLIENT_WINDOW:
             # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
@@ -254,6 +256,26 @@ class Session:
             f"joining a consumer group: member {link.member} serves no consumer groups "
             "to clients (it runs an older lazily-queue); upgrade the members, or open "
             f"the group on a member; {outcome}"))
+        return False
+
+    def _fits(self, link: Link, op: _Op) -> bool:
+        """Whether ``link``'s member reads the request frame of the large ``op``: a frame
+        over its limit would make it drop the link (and the client send it again on the
+        next, and the next). Until its hello is answered the op waits (:meth:`greeted`);
+        one over the limit the member said fails with ``MessageTooLarge``."""
+        if not link.greeted:
+            self._ungreeted.append(op)
+            return False
+        size, limit = len(op.args) + P.OP_FRAME_OVERHEAD, link.max_request
+        if limit is None or size <= limit:
+            return True
+        outcome = ("its outcome is unknown (it may have applied through an earlier member)"
+                   if op.attempts else "it was not applied")
+        self._finish(op, MessageTooLarge(
+            f"{ops.op_name(op.code)}: the operation of {size} bytes exceeds the {limit}-byte "
+            f"request limit of member {link.member} (its max_message_bytes and a command's "
+            f"room); store large payloads elsewhere and queue a reference; {outcome}",
+            size=size, limit=limit))
         return False
 
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
