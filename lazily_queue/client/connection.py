@@ -170,6 +170,24 @@ class ClientConnection:
             return self._as_group(code, name, found, undeclared=False)
         return found
 
+    def rules_refusal(self, args: list[Any], view: ReadView) -> str | None:
+        """Why this client may not give an object its expiry rules (``EXPIRY_RULES``
+        ``args``). Without ``admin`` on the name it may only repeat the object's rules or
+        give rules to an object that never held an element: rules set later would expire
+        what it holds and what others push to it."""
+        name, kind = args[0], args[1]
+        if kind not in objects.KINDS or self.grant.refusal(C.QUEUE_PURGE, name) is None:
+            return None  # a wrong kind is the state machine's to refuse
+        known = view.expiry.get((kind, name))
+        if known is not None and known.rules() == list(args[2:]):
+            return None
+        if _never_held(view, kind, name):
+            return None
+        return (f"client {self.grant.name!r} may not set the expiry rules of {kind} "
+                f"{name!r}: it exists without them, and setting them needs the admin "
+                "permission for that name (open it without ttl/max_age, or have an admin "
+                "declare them)")
+
     def read_refusal(self, kind: str, name: str) -> str | None:
         """Why this client may not read (mirror) the ``kind`` object ``name``."""
         found = self.refusal(READ, name)
@@ -253,3 +271,19 @@ class ClientConnection:
 
     def close(self) -> None:
         self.outbox.close()
+
+
+def _never_held(view: ReadView, kind: str, name: str) -> bool:
+    """Whether the ``kind`` object ``name`` never held an element (or does not exist)."""
+    if kind == "queue":
+        queue = view.queue(name)
+        return queue is None or queue.id_state()[0] == 0
+    if kind == "topic":
+        topic = view.topic(name)
+        return topic is None or (topic.end_offset() == 0 and not topic.subscriptions())
+    work = view.work_queue(name)
+    if work is None:
+        return True
+    core = work.core
+    return (core.next_ids()[1] == 0 and core.pending_len() == 0 and core.in_flight_len() == 0
+            and not core.dead_letters())

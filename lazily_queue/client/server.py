@@ -312,6 +312,10 @@ class ClientServer:
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         self._admit(code, args)
+        if code == ops.EXPIRY_RULES:
+            refusal = conn.rules_refusal(args, self.node.view)
+            if refusal is not None:
+                raise P.PermissionDenied(refusal)
         conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))
         return True
 

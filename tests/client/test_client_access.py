@@ -259,3 +259,30 @@ async def test_a_member_refuses_malformed_ops_before_they_reach_the_log(
     assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
     assert member.view.work_queues["w"].core.pending_len() == 1
     assert member.topic("t").subscriptions() == {}
+
+
+async def test_expiry_rules_on_an_object_that_held_elements_need_admin(member: Node) -> None:
+    assert member.listen is not None
+    orders, news = member.queue("orders.eu"), member.topic("news")
+    await news.subscribe("archive")
+    for i in range(3):
+        await orders.push(i)
+        await news.publish(i)
+    async with connect(member.listen, Credentials("web", WEB)) as web:
+        with pytest.raises(PermissionDenied, match=r"expiry rules of queue 'orders\.eu'.*admin"):
+            await web.queue("orders.eu", ttl=0.001).push("x")
+        fresh = web.queue("orders.new", ttl=60)  # a new object takes its opener's rules
+        await fresh.push("y")
+        await web.queue("orders.new", ttl=60).push("z")  # the same rules again
+        await web.queue("orders.new").push("w")  # or none
+    async with connect(member.listen, Credentials("reader", READER)) as reader:
+        with pytest.raises(PermissionDenied, match="expiry rules of topic 'news'"):
+            await reader.topic("news", max_age=0.001).subscribe("me")
+    async with connect(member.listen, Credentials("all", EVERY)) as admin:
+        await admin.queue("orders.eu", ttl=600).push(3)
+    await member.barrier()
+    assert orders.len() == 4 and len(member.view.topics["news"].elements()) == 3
+    assert member.view.expiry[("queue", "orders.new")].rules() == [60_000, None]
+    assert member.view.expiry[("queue", "orders.eu")].rules() == [600_000, None]
+    assert ("topic", "news") not in member.view.expiry or (
+        member.view.expiry[("topic", "news")].rules() == [None, None])
