@@ -23,6 +23,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
+from .popped import Popped
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -102,6 +103,8 @@ class ClientConnection:
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []
+        #: What the client popped, when it may only give that back.
+        self.popped = Popped()
 
     @property
     def closed(self) -> bool:

@@ -54,6 +54,7 @@ from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .op_shapes import shape_problem
+from .popped import GIVE_BACKS, POPS
 from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
 
 if TYPE_CHECKING:
@@ -316,6 +317,11 @@ class ClientServer:
             refusal = conn.rules_refusal(args, self.node.view)
             if refusal is not None:
                 raise P.PermissionDenied(refusal)
+        elif code in POPS | GIVE_BACKS and conn.refusal(ops.QUEUE_PUSH, args[0]) is not None:
+            if code in POPS:
+                conn.popped.popping(rid, args[0])
+            elif (refusal := conn.popped.give_back_refusal(code, args, conn.grant.name)):
+                raise P.PermissionDenied(refusal)
         conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))
         return True
 
@@ -369,6 +375,7 @@ class ClientServer:
     def _answer(self, conn: ClientConnection, rid: int, result: Any,
                 error: BaseException | None) -> None:
         self._release(conn)
+        conn.popped.answered(rid, None if error is not None else result)
         if error is not None:
             conn.send([rid, P.ERROR, P.error_payload(error)])
         else:

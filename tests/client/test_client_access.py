@@ -6,6 +6,7 @@ typed error, apply nothing, and leave the member serving."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
@@ -36,6 +37,7 @@ from lazily_queue.replicated.client_sessions import new_session_id
 pytestmark = pytest.mark.timeout(60)
 
 WEB, READER = b"token-of-the-web-tier", b"token-of-the-reader"
+WORKER = b"token-of-a-consumer"
 EVERY = b"token-of-every-permission"
 SECRET = b"the-cluster-secret"
 
@@ -52,6 +54,7 @@ async def member(short_tmp: Path) -> AsyncIterator[Node]:
     access = ClientAccess([
         ClientGrant("web", WEB, produce=["jobs", "orders.*"], consume=["jobs"]),
         ClientGrant("reader", READER, consume=["news"]),
+        ClientGrant("worker", WORKER, consume=["payments"]),
         ClientGrant("all", EVERY, produce=["*"], consume=["*"], admin=["*"]),
     ])
     node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n1.sock",
@@ -286,3 +289,38 @@ async def test_expiry_rules_on_an_object_that_held_elements_need_admin(member: N
     assert member.view.expiry[("queue", "orders.eu")].rules() == [600_000, None]
     assert ("topic", "news") not in member.view.expiry or (
         member.view.expiry[("topic", "news")].rules() == [None, None])
+
+
+async def test_a_consume_only_client_gives_back_only_what_it_popped(member: Node) -> None:
+    assert member.listen is not None
+    payments = member.queue("payments", capacity=3)
+    for i in range(3):
+        await payments.push({"pay": i})
+    forged = {"pay": 10**6, "to": "mallory"}
+    async with connect(member.listen, Credentials("worker", WORKER)) as worker:
+        for code, args in ((ops.QUEUE_UNPOP_MANY, ["payments", [forged]]),
+                           (ops.QUEUE_UNPOP, ["payments", forged])):
+            with pytest.raises(PermissionDenied, match="lacks the admin permission"):
+                await worker.session.call(code, args, timeout=5)
+        queue = worker.queue("payments", capacity=3)
+        taken = await queue.pop_messages(2)
+        assert [m.value for m in taken] == [{"pay": 0}, {"pay": 1}]
+        first = taken[0]
+        runs = [[first.id, 1, 0]]
+        with pytest.raises(PermissionDenied, match="only elements it popped"):
+            await worker.session.call(ops.QUEUE_UNPOP_STAMPED, ["payments", [forged], runs],
+                                      timeout=5)
+        never = [[first.id + 2, 1, 0]]  # still in the queue: not popped by this client
+        with pytest.raises(PermissionDenied, match="only elements it popped"):
+            await worker.session.call(ops.QUEUE_UNPOP_STAMPED,
+                                      ["payments", [{"pay": 2}], never], timeout=5)
+        await queue.give_back(taken)  # as popped: taken back
+        with pytest.raises(PermissionDenied, match="only elements it popped"):
+            await queue.give_back(taken[:1])  # not twice
+        async with contextlib.aclosing(queue.items(prefetch=3)) as items:
+            async for value in items:  # a prefetch's rest goes back
+                assert value == {"pay": 0}
+                break
+    await member.barrier()
+    assert payments.len() == 2
+    assert [await payments.pop() for _ in range(2)] == [{"pay": 1}, {"pay": 2}]

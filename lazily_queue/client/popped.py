@@ -1,0 +1,104 @@
+"""What a client without the produce permission popped, so that it gives back only that.
+
+Giving popped elements back to the head (``QUEUE_UNPOP_STAMPED``,
+``QUEUE_UNPOP_HEADERS``: a prefetch's rest, a pop whose caller went away) puts values in
+a queue past its capacity. A client that may push may do so; one that may only consume
+may give back an element only under the id it was popped under, with the value and
+headers it was popped with, through the member that answered the pop, and only among
+its last :data:`MAX_KEPT` popped elements. Anything else is refused before it is
+proposed. The older ``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a
+client at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import Any
+
+import cbor2
+
+from ..core import ids
+from ..replicated import ops as C
+
+#: Popped elements remembered per client link.
+MAX_KEPT = 4096
+#: Pops whose answers are awaited per client link.
+_MAX_AWAITED = 4096
+POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS})
+GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS})
+
+
+def _digest(value: Any, headers: Any) -> bytes:
+    try:
+        data = cbor2.dumps([value, headers], canonical=True)
+    except (cbor2.CBOREncodeError, TypeError, ValueError):
+        return b""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _headers_by_id(table: Any) -> dict[Any, Any]:
+    if type(table) is not list:
+        return {}
+    return {entry[0]: entry[1] for entry in table
+            if type(entry) is list and len(entry) == 2 and type(entry[0]) is int}
+
+
+class Popped:
+    """One client link's popped elements (``(queue, id)`` -> digest of value and headers)."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._awaited: dict[int, str] = {}
+
+    def popping(self, rid: int, name: str) -> None:
+        """Request ``rid`` pops from queue ``name``: remember what its answer hands out."""
+        if len(self._awaited) >= _MAX_AWAITED:
+            del self._awaited[next(iter(self._awaited))]
+        self._awaited[rid] = name
+
+    def answered(self, rid: int, result: Any) -> None:
+        """Request ``rid`` was answered with ``result`` (or failed: ``None``)."""
+        name = self._awaited.pop(rid, None)
+        if name is None or type(result) is not list or len(result) not in (2, 3):
+            return
+        values, runs = result[0], result[1]
+        headers = _headers_by_id(result[2]) if len(result) == 3 else {}
+        try:
+            expanded = ids.expand(ids.checked_runs(runs))
+        except ValueError:
+            return
+        for (i, _), value in zip(expanded, values, strict=False):
+            key = (name, i)
+            self._kept[key] = _digest(value, headers.get(i))
+            self._kept.move_to_end(key)
+        while len(self._kept) > MAX_KEPT:
+            self._kept.popitem(last=False)
+
+    def give_back_refusal(self, code: int, args: list[Any], client: str) -> str | None:
+        """Why this client may not give back what ``args`` names (``None``: it may; the
+        elements are then forgotten until popped again)."""
+        name, values, runs = args[0], args[1], args[2]
+        refusal = (f"client {client!r} may give back to queue {name!r} only elements it "
+                   "popped through this member, with the values and headers they were "
+                   f"popped with (among its last {MAX_KEPT:,}); giving other values to "
+                   "the head needs the produce permission")
+        try:
+            checked = ids.checked_runs(runs)
+        except ValueError:
+            return None  # malformed: the state machine refuses it, naming why
+        if type(values) is not list or ids.covered(checked) != len(values):
+            return None
+        headers = _headers_by_id(args[3]) if code == C.QUEUE_UNPOP_HEADERS else {}
+        keys: list[tuple[str, int]] = []
+        for (i, _), value in zip(ids.expand(checked), values, strict=True):
+            key = (name, i)
+            kept = self._kept.get(key)
+            if kept is None or kept == b"" or kept != _digest(value, headers.get(i)):
+                return refusal
+            keys.append(key)
+        if len(set(keys)) != len(keys):
+            return refusal
+        for key in keys:
+            del self._kept[key]
+        return None
