@@ -154,6 +154,10 @@ class Session:
             self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
                                             f"{outcome}"))
 
+    def check(self, code: int, args: list[Any]) -> None:
+        """Raise what :meth:`propose` would refuse ``args`` with; send nothing."""
+        encode_args(code, args)
+
     def propose(
         self, code: int, args: list[Any], *, timeout: float,
         on_orphan: Callable[[Any], None] | None = None,

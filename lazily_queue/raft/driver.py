@@ -210,6 +210,11 @@ class Driver(Release, DiskStall, FsyncRuns):
         own = self._own_callbacks
         return any(not h._cancelled and h._callback not in own for h in ready)
 
+    def check(self, code: int, args: list[Any]) -> None:
+        """Raise what :meth:`propose` would refuse ``args`` with (an unsupported value, a
+        message too large); propose nothing."""
+        self.replica.check(code, args)
+
     async def call(
         self,
         code: int,

@@ -134,20 +134,27 @@ class Replica(ReplicaWaiters):
         """
         deadline = commit_deadline(self.clock(), timeout)
         seq = self._next_seq
-        kind = self._op_kinds.get(code)
-        if kind is None:
-            config = self.config
-            kind = self._op_kinds[code] = (
-                self.fsm.op_name(code),
-                config.max_message_bytes if self.fsm.carries_message(code) else None)
-        encoded = encode_checked_op(
-            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
+        encoded = self._encode(seq, code, args)
         self._next_seq += 1
         p = Proposal(seq, code, args, encoded, deadline, on_done, on_orphan)
         self._unresolved[seq] = p
         self._queued.append(p)
         self.proposals += 1
         return p
+
+    def check(self, code: int, args: list[Any]) -> None:
+        """Raise what :meth:`propose` would refuse ``args`` with; queue nothing."""
+        self._encode(0, code, args)
+
+    def _encode(self, seq: int, code: int, args: list[Any]) -> bytes:
+        kind = self._op_kinds.get(code)
+        if kind is None:
+            config = self.config
+            kind = self._op_kinds[code] = (
+                self.fsm.op_name(code),
+                config.max_message_bytes if self.fsm.carries_message(code) else None)
+        return encode_checked_op(
+            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
 
     def cancel(self, p: Proposal) -> None:
         """The waiter is gone: drop ``p`` if it cannot have been applied, else orphan it."""

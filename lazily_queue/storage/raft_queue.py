@@ -106,6 +106,16 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
+    def check_all(self, code: int, args: Callable[[Any], list[Any]],
+                  values: list[Any]) -> None:
+        """Raise what proposing ``code`` with ``args(value)`` would for any of ``values``
+        (an unsupported value, a message too large) before any is proposed: a batch is
+        refused whole, not after its first values applied."""
+        check = getattr(self._driver, "check", None)
+        if check is not None:
+            for value in values:
+                check(code, args(value))
+
     def rebind(self, driver: Proposer, view: ReadView) -> None:
         """Follow the node to a restarted driver and state (the cell and readers stay)."""
         self._driver = driver
@@ -257,6 +267,10 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
             self._listener(RESET, self.len())
 
     # -- replicated operations -------------------------------------------------------------
+
+    def check_values(self, values: list[T]) -> None:
+        """Refuse a batch of pushes with a value the cluster would refuse (nothing sent)."""
+        self.check_all(C.QUEUE_PUSH, lambda value: [self.name, value], values)
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         result = await self._call(C.QUEUE_PUSH, [self.name, value], timeout)

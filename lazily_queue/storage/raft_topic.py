@@ -237,7 +237,9 @@ class RaftTopicStorage(ReplicatedObject):
     async def publish_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[TopicTransition[int]]:
-        """Publish ``values`` proposed together (:func:`.runs.together`)."""
+        """Publish ``values`` proposed together (:func:`.runs.together`); a value the
+        cluster would refuse refuses them all, before any is proposed."""
+        self.check_all(C.TOPIC_PUBLISH, lambda value: [self.name, value], values)
         return await together(lambda value: self.publish(value, timeout=timeout), values)
 
     async def _published(self, call: Awaitable[Any]) -> Any:

@@ -146,7 +146,9 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def push_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[WorkTransition[int]]:
-        """Push ``values`` proposed together (:func:`.runs.together`)."""
+        """Push ``values`` proposed together (:func:`.runs.together`); a value the cluster
+        would refuse refuses them all, before any is proposed."""
+        self.check_all(C.WORK_PUSH, lambda value: [self.name, value], values)
         return await together(lambda value: self.push(value, timeout=timeout), values)
 
     async def push_once(

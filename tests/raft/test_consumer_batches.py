@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from lazily_queue import testing
 from lazily_queue.reactive import wait_until
 
@@ -154,3 +156,28 @@ async def test_stream_commits_the_cursor_per_batch_and_a_crash_redelivers_the_wi
             assert [await anext(again) for _ in range(6)] == [4, 5, 6, 7, 8, 9]
         await again.aclose()
         await stream.aclose()
+
+
+async def test_a_batch_with_a_value_the_cluster_refuses_is_refused_whole(
+    tmp_path: Path,
+) -> None:
+    from lazily_queue.errors import MessageTooLarge, UnsupportedValue
+
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        leader = await cluster.leader()
+        follower = (await cluster.followers())[0]
+        q, w, t = follower.queue("q"), follower.work_queue("w"), follower.topic("t")
+        await t.subscribe("s")
+        for batch in ([1, 2, object(), 4], [1, 2, {"nested": {1, 2}}]):
+            for push in (q.push_many, w.push_many, t.publish_many):
+                with pytest.raises(UnsupportedValue):
+                    await push(batch)
+        too_large = b"x" * (follower.driver.replica.config.max_message_bytes + 1)
+        for push in (q.push_many, w.push_many, t.publish_many):
+            with pytest.raises(MessageTooLarge):
+                await push(["a", too_large])
+        await q.push_many(["after"])
+        await leader.barrier()
+        assert leader.queue("q").len() == 1
+        assert leader.work_queue("w").pending_len() == 0
+        assert leader.view.topics["t"].end_offset() == 0
