@@ -251,8 +251,14 @@ def address_refusal(address: str) -> str | None:
 
 async def add_member(node: Node, member: Any, address: Any) -> None:
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
-    if not member_id.isdigit():
-        raise AdminError("bad_request", f"a member id is an integer, not {shown(member_id)}")
+    # The id a node's configuration can give (``id = N``) and its links use: ASCII
+    # digits written as ``str(int)`` does, in 0..2**64-1. Another id ("01", "²", 2**64)
+    # would be replicated as a voter no node can be, and every member would refuse to
+    # start with it in its membership.
+    if not (member_id.isascii() and member_id.isdigit() and str(int(member_id)) == member_id
+            and int(member_id) < 2**64):
+        raise AdminError("bad_request", f"a member id is an integer in 0..2**64-1, not "
+                         f"{shown(member_id)}; nothing was changed")
     check_name(address, "address")
     refusal = address_refusal(address)
     if refusal is not None:

@@ -91,7 +91,10 @@ def parse_string(value: Any, fail: Any, key: str) -> str:
 def parse_node_id(value: Any, fail: Any, what: str) -> int:
     """``value`` (an int or a string of digits) as a node id in 0..2**64-1."""
     if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+        try:
+            value = int(value)
+        except ValueError:  # digits int() does not read, such as "²": refused below
+            pass
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
         raise fail(f"{what} must be an integer node id in 0..2**64-1, not {shown(value)}")
     return value

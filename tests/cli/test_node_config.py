@@ -118,6 +118,16 @@ def test_mistakes_name_the_key_and_the_fix(
     assert str(info.value).startswith("node.toml: ")
 
 
+@pytest.mark.parametrize("changes", [{"id": "\u00b2"},
+                                     {"peers": {"\u00b2": "tcp://127.0.0.1:7002"}}])
+def test_an_id_of_digits_int_cannot_read_is_refused(
+    tmp_path: Path, changes: dict[str, object]
+) -> None:
+    """``"²".isdigit()`` holds but ``int("²")`` raises: one ConfigError, not a ValueError."""
+    with pytest.raises(ConfigError, match=r"must be an integer node id"):
+        parse(tmp_path, **changes)
+
+
 def test_the_admin_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("S", "the-cluster-secret-value")
     assert parse(tmp_path).admin_token() is None  # the admin API is off

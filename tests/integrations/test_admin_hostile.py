@@ -164,6 +164,19 @@ async def test_a_member_address_with_control_characters_is_refused(tmp_path: Pat
         assert "7" not in node.driver.replica.engine.members
 
 
+async def test_a_member_id_no_node_can_have_is_refused(tmp_path: Path) -> None:
+    """An id that is not ``str(int)`` of 0..2**64-1 would be replicated as a voter no node
+    can be: every member would then refuse to start (and the voter counts in the quorum)."""
+    async with one_node(tmp_path) as (node, http):
+        for member in ("01", "\u00b2", "18446744073709551616", 18446744073709551616, "+7",
+                       "7 "):
+            response = await http.post("/admin/api/members", headers=BEARER,
+                                       json={"id": member, "address": "tcp://127.0.0.1:1"})
+            assert await error_of(response) == (400, "bad_request"), member
+        assert sorted(node.driver.replica.engine.members) == ["1"]
+        assert node.view.address("01") is None and node.view.address("\u00b2") is None
+
+
 async def test_objects_named_like_path_segments_are_administered(tmp_path: Path) -> None:
     """``.`` and ``..`` are names like any other: the CLI's paths do not resolve them away."""
     from lazily_queue.cli import dlq, queue
