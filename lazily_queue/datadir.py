@@ -98,6 +98,12 @@ def _exists(disk: Disk, path: str) -> bool:
     return os.path.exists(path) if isinstance(disk, OsDisk) else disk.read(path) is not None
 
 
+def _holds_file(disk: Disk, path: str) -> bool:
+    """A regular file at ``path`` (something else in the way is reported where it is
+    read, as a disk problem)."""
+    return os.path.isfile(path) if isinstance(disk, OsDisk) else _exists(disk, path)
+
+
 def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> None:
     """Raise :class:`JournalError` when the journal or snapshot of a node that has run is
     gone: started without it, the node would lose acknowledged entries, or wait forever.
@@ -112,6 +118,14 @@ def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> N
         raise JournalError(
             f"{snapshot_path} is missing, but {journal.path} begins at entry "
             f"{journal.first_index}: the entries before it were only in that snapshot; {fix}")
+    if journal.getCurrentTerm() == 0 and "node" not in journal.meta and (
+            len(journal) > 0 or _holds_file(disk, snapshot_path)):
+        # Terms are stored before any entry is appended and the identity with the first
+        # start: entries or a snapshot without them mean both metadata copies are gone.
+        raise JournalError(
+            f"{journal.meta_path} and its copy are missing, but the node has run (its "
+            f"journal or snapshot holds entries): whom it voted for and whose directory "
+            f"this is are lost; {fix}")
     if (journal.getCurrentTerm() > 0 and floor_of(journal.meta) is None
             and not _exists(disk, journal.path)):
         raise JournalError(

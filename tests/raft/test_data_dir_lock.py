@@ -142,3 +142,24 @@ async def test_a_node_whose_address_is_taken_leaves_its_directory_free(
         taken.close()
     async with Node(1, data_dir=tmp_path / "d", listen=listen, secret="s3cret") as node:
         assert node.running
+
+
+async def test_a_directory_whose_metadata_copies_are_both_gone_is_damaged(
+    tmp_path: Path,
+) -> None:
+    """Both metadata copies deleted (their content damaged is refused already) while the
+    journal holds entries: the node would forget whom it voted for and whose directory
+    it is (another node's, with its metadata removed, would be taken as its own)."""
+    from lazily_queue.raft.records import JournalError
+
+    node = _node(tmp_path / "d", LocalHub())
+    await node.start()
+    await node.wait_for_leader()
+    await node.queue("q").push(1)
+    await node.stop()
+    for copy in ("journal.meta", "journal.meta.b"):
+        (tmp_path / "d" / "raft" / copy).unlink()
+    again = _node(tmp_path / "d", LocalHub())
+    with pytest.raises(JournalError, match=r"journal.meta and its copy are missing"):
+        await again.start()
+    assert not again.running
