@@ -114,7 +114,12 @@ class OsDisk:
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
             raise OSError(errno.EINVAL, "Not a regular file", path)
         with open(fd, "rb") as f:
-            return f.read()
+            try:
+                return f.read()
+            except MemoryError:
+                size = os.fstat(f.fileno()).st_size
+                raise OSError(errno.ENOMEM, f"{size:,} bytes do not fit in memory; a file "
+                              "this large is not one the node wrote", path) from None
 
     def append(self, path: str, data: bytes) -> None:
         f = self._open(path)

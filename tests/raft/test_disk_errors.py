@@ -293,3 +293,36 @@ def test_a_file_that_is_not_a_regular_file_is_refused_not_waited_on(
         pytest.fail("reading a FIFO waited for a writer")
     assert isinstance(result[0], OSError), result
     assert "move it away" in disk_problem(result[0])
+
+
+def test_a_file_too_large_for_memory_is_a_disk_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A (sparse) file of a terabyte in the data directory ended the start with a
+    MemoryError traceback; reading it is an ``OSError`` the node reports as a disk problem."""
+    import lazily_queue.raft.disk as disk_module
+
+    path = tmp_path / "journal.meta"
+    path.write_bytes(b"x" * 100)
+    real_open = open
+
+    class Huge:
+        def __init__(self, fd: int, mode: str) -> None:
+            self.f = real_open(fd, mode)
+
+        def __enter__(self) -> Huge:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def fileno(self) -> int:
+            return self.f.fileno()
+
+        def read(self) -> bytes:
+            raise MemoryError
+
+    monkeypatch.setattr(disk_module, "open", Huge, raising=False)
+    with pytest.raises(OSError, match="100 bytes do not fit in memory") as info:
+        OsDisk().read(str(path))
+    assert "journal.meta" in disk_problem(info.value)
