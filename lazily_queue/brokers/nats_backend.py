@@ -186,10 +186,12 @@ class NatsJetStreamStorage:
             log.debug("nats %s: %s", redacted(url), text)
 
         # The first connection is tried once (nats-py would retry it forever); once up,
-        # the connection reconnects for as long as it takes.
+        # the connection reconnects for as long as it takes. Nothing is buffered while it
+        # reconnects (pending_size 0: a publish then raises at once): a push, ack or
+        # close that raised BrokerUnavailable must not be sent when the server is back.
         kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
                                   "allow_reconnect": False, "reconnect_time_wait": 0.25,
-                                  "error_cb": error_cb}
+                                  "pending_size": 0, "error_cb": error_cb}
         if user is not None:
             kwargs["user"], kwargs["password"] = user, password
         elif password is not None:
@@ -209,6 +211,7 @@ class NatsJetStreamStorage:
             raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
+        hold_publishes(nc, options.get("timeout", 10.0))
         self = cls(nc, address=address, owns_connection=True, **options)
         try:
             async with self.errors("checking JetStream"):
@@ -294,9 +297,14 @@ class NatsJetStreamStorage:
                 f"max_payload of {limit} bytes (headers included); nothing was stored: send "
                 "smaller messages, or raise max_payload in the server's configuration",
                 size=None, limit=limit) from None
+        except (nats.errors.OutboundBufferLimitError,
+                nats.errors.ConnectionReconnectingError) as exc:
+            raise BrokerUnavailable(
+                f"nats at {self.address} is unreachable (the connection is being "
+                f"re-established) while {doing}: nothing was sent; try again once the "
+                f"server is back ({exc!r})") from None
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError,
-                nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
-                nats.errors.OutboundBufferLimitError, jserr.NoStreamResponseError,
+                nats.errors.ConnectionClosedError, jserr.NoStreamResponseError,
                 OSError) as exc:
             raise BrokerUnavailable(
                 f"nats at {self.address} did not answer while {doing}: {exc!r}") from None
@@ -368,8 +376,12 @@ class NatsJetStreamStorage:
             headers["Nats-Msg-Id"] = f"{self._id_prefix}{next(self._id_counter):x}"
         try:
             return await self.replies.publish(subject, data, headers)
-        except nats.errors.TimeoutError:
-            return await self.replies.publish(subject, data, headers)
+        except nats.errors.TimeoutError as lost:
+            try:
+                return await self.replies.publish(subject, data, headers)
+            except (nats.errors.OutboundBufferLimitError,
+                    nats.errors.ConnectionReconnectingError):
+                raise lost from None  # the first one may have been stored: unknown
 
     async def publish_once(self, subject: str, data: bytes, msg_id: str) -> PubAck:
         """:meth:`publish` with the producer's ``msg_id`` as its ``Nats-Msg-Id``: a repeat
@@ -416,6 +428,25 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
+
+
+def hold_publishes(nc: NATS, timeout: float) -> None:
+    """Make ``nc``'s publishes (requests, pulls and acks included) made while it
+    reconnects wait for the connection, up to ``timeout`` seconds, instead of going to
+    nats-py's buffer: with ``pending_size`` 0 one not sent by then raises
+    ``OutboundBufferLimitError`` (nothing sent), where a buffered one would be sent once
+    the server is back, after its caller was told it failed."""
+    publish = nc.publish
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        if not nc.is_connected and not nc.is_closed:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while (nc.is_reconnecting or nc.is_connecting) and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+        await publish(*args, **kwargs)
+
+    nc.publish = held  # type: ignore[method-assign]
 
 
 async def require_tls(url: str, address: str) -> None:
