@@ -52,6 +52,24 @@ PIPELINES = 4
 QUIET_SECONDS = 0.007
 
 
+def _checked_pool() -> dict[str, Any]:
+    """Options that keep the pool checking a connection before handing it out.
+
+    redis-py >= 7 skips that check (a closed socket is reconnected there, before
+    anything is sent) while maintenance notifications are on, and they are on
+    ("auto") by default: after a server restart every pooled connection then failed the
+    next call made on it with "Connection closed by server" (BrokerUnavailable from a
+    server that is up). This backend reads no maintenance notifications."""
+    try:
+        from redis.maint_notifications import MaintNotificationsConfig
+    except ImportError:  # redis-py < 7: the pool always checks
+        return {}
+    return {"maint_notifications_config": MaintNotificationsConfig(enabled=False)}
+
+
+_CHECKED_POOL = _checked_pool()
+
+
 def redacted(url: str) -> str:
     """``url`` without its password, for messages."""
     parts = urlsplit(url)
@@ -105,6 +123,7 @@ class RedisStreamsStorage:
         :class:`BrokerAuthenticationFailed`."""
         check_options(options)
         kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
+        kwargs.update(_CHECKED_POOL)
         if password is not None:
             kwargs["password"] = password
         if username is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from lazily_queue import QueueCell, connect
 from lazily_queue.brokers import BrokerUnavailable
-from lazily_queue.brokers.servers import NatsServer, find_binary
+from lazily_queue.brokers.servers import NatsServer, RedisServer, find_binary
 
 from .conftest import fresh
 
@@ -42,3 +42,21 @@ async def test_a_nats_push_that_failed_during_an_outage_is_not_stored_later() ->
             await q.storage.sync()
             assert q.len() == 1
             assert await q.pop(timeout=5) == "after"
+
+
+@pytest.mark.skipif(find_binary("redis-server") is None,
+                    reason="redis-server is not installed")
+async def test_calls_after_a_redis_restart_succeed_on_fresh_connections() -> None:
+    """The pool's connections closed by a restart are reconnected before use: a claim
+    made once the server is back does not fail with 'Connection closed by server' (a
+    deliveries() loop died of it while the server was up)."""
+    async with RedisServer() as server:
+        async with connect(server.url) as client:
+            w = client.work_queue(fresh("restarted"))
+            await asyncio.gather(*(w.push(i) for i in range(100)))  # several connections
+            await server.restart()
+            await asyncio.sleep(0.5)
+            for i in range(6):
+                delivery = await asyncio.wait_for(w.claim("worker"), 30)
+                assert delivery.value == i
+                await w.ack("worker", delivery.delivery_id)
