@@ -212,8 +212,8 @@ class NatsJetStreamStorage:
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
         hold_publishes(nc, options.get("timeout", 10.0))
-        self = cls(nc, address=address, owns_connection=True, **options)
         try:
+            self = cls(nc, address=address, owns_connection=True, **options)
             async with self.errors("checking JetStream"):
                 await self.js.account_info()
         except BaseException:

@@ -122,6 +122,11 @@ class RedisStreamsStorage:
         check the server answers; raises :class:`BrokerUnavailable` or
         :class:`BrokerAuthenticationFailed`."""
         check_options(options)
+        db = urlsplit(url).path.strip("/")
+        if db and not (db.isascii() and db.isdigit()):
+            raise UnsupportedAddress(
+                f"cannot connect to {redacted(url)}: the database {db!r} is not a number "
+                "(redis://[:password@]host:port/db, db from 0)")
         kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
         kwargs.update(_CHECKED_POOL)
         if password is not None:

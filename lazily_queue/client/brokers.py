@@ -42,6 +42,12 @@ BrokerCredentials = str | Mapping[str, str] | None
 ...}`` / ``{"token": ...}`` (NATS); ``None`` to use what the address carries."""
 
 BROKER_SCHEMES = {"nats": "nats", "nats+tls": "nats", "redis": "redis", "rediss": "redis"}
+#: The options ``connect()`` passes to each broker's provider.
+PROVIDER_OPTIONS = {"nats": frozenset({"poll_interval", "view_limit", "timeout"}),
+                    "redis": frozenset({"poll_interval", "view_limit", "prefix"})}
+#: The keys a ``credentials`` mapping may have for each broker.
+CREDENTIAL_KEYS = {"nats": frozenset({"user", "password", "token"}),
+                   "redis": frozenset({"user", "password"})}
 
 
 class StorageProvider(Protocol):
@@ -237,10 +243,24 @@ async def open_provider(address: str, credentials: BrokerCredentials = None,
                         **options: Any) -> StorageProvider:
     """The broker storage provider for ``address``, connected."""
     kind = scheme_of(address)
+    unknown = sorted(set(options) - PROVIDER_OPTIONS[kind])
+    if unknown:
+        raise InvalidConfiguration(
+            f"connect() to a {kind} broker takes no option {', '.join(map(repr, unknown))}; "
+            f"it takes {', '.join(sorted(PROVIDER_OPTIONS[kind]))} (and context)")
     secret: dict[str, str] = {}
     if isinstance(credentials, str):
         secret["token" if kind == "nats" else "password"] = credentials
     elif credentials is not None:
+        if not isinstance(credentials, Mapping):
+            raise InvalidConfiguration(
+                "credentials must be a str (a token or password) or a mapping, not "
+                f"{type(credentials).__name__}")
+        wrong = sorted(set(credentials) - CREDENTIAL_KEYS[kind])
+        if wrong:
+            raise InvalidConfiguration(
+                f"credentials for a {kind} broker take {', '.join(sorted(CREDENTIAL_KEYS[kind]))}"
+                f", not {', '.join(map(repr, wrong))}")
         secret.update(credentials)
     if kind == "nats":
         from ..brokers.nats_backend import NatsJetStreamStorage
