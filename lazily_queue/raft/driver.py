@@ -173,6 +173,11 @@ class Driver(Release, DiskStall, FsyncRuns):
 
         def done(result: Any, error: BaseException | None) -> None:
             if fut.done():
+                if fut.cancelled() and error is None and on_orphan is not None:
+                    # The caller went away after the op was applied but before this
+                    # completion ran (Replica.cancel saw it done): hand the result to
+                    # on_orphan, as for an orphan resolved later.
+                    on_orphan(result)
                 return
             if error is not None:
                 fut.set_exception(error)
@@ -236,7 +241,15 @@ class Driver(Release, DiskStall, FsyncRuns):
                 await asyncio.sleep(0)  # every call lets the loop run once
             result = await fut
         except asyncio.CancelledError:
-            self.replica.cancel(proposal)
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                # Applied, but the caller went away before taking the result (the
+                # future resolved in this iteration: a one-member commit in step_now,
+                # or a cancel racing the completion): the proposal is finished, so
+                # only here can a pop's element still find its way back.
+                if on_orphan is not None:
+                    on_orphan(fut.result())
+            else:
+                self.replica.cancel(proposal)
             raise
         except Exception as exc:
             self._observe_call(code, started, None, exc)
