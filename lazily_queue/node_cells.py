@@ -10,6 +10,7 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.scheduling import RetryPolicy
+from .core.work_masks import validate_config
 from .errors import InvalidConfiguration, shown
 from .names import check_name, check_room
 from .serializers import Serializer
@@ -75,6 +76,7 @@ class NodeCells:
         ``serializer`` (see :mod:`lazily_queue.serializers`) encodes and decodes its values.
         ``ttl`` (seconds) is the default TTL of its elements (the same on every node that
         gives one; see :mod:`lazily_queue.core.expiry`)."""
+        Limits.checked(limits, f"queue {name!r}")
         cell = self._queue_cells.get(name)
         if cell is not None:
             if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
@@ -104,6 +106,7 @@ class NodeCells:
         than ``ttl`` or ``max_age`` (seconds; the smaller) or their own publish ``ttl``,
         read or not (the same on every node that gives them; see
         :mod:`lazily_queue.core.topic_expiry`)."""
+        Limits.checked(limits, f"topic {name!r}")
         cell = self._topic_cells.get(name)
         if cell is not None:
             if cell.limits() != limits:
@@ -143,6 +146,12 @@ class NodeCells:
         """
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise InvalidConfiguration(f"retry must be a RetryPolicy, got {shown(retry)}")
+        Limits.checked(limits, f"work queue {name!r}")
+        validate_config(visibility_timeout, max_deliveries)  # before it is scaled to ms
+        if visibility_timeout < 0.001:
+            raise InvalidConfiguration(
+                f"visibility_timeout must be at least 0.001 s on a node (leases are whole "
+                f"milliseconds), got {shown(visibility_timeout)}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
                                     serializer=serializer, ttl=ttl,
                                     retry=None if retry is None else retry.scaled(1000),

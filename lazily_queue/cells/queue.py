@@ -96,6 +96,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         ttl: float | None = None,
         limits: Limits | None = None,
     ) -> None:
+        Limits.checked(limits, name)
         if storage is None:
             storage = (expiring_deque(capacity, clock, ttl) if limits is None and ttl is not None
                        else VecDequeStorage(capacity, clock=clock) if limits is None

@@ -92,6 +92,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
     ) -> None:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a callable returning the time, got {shown(clock)}")
+        Limits.checked(limits, name)
         if storage is None:
             lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
             retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries

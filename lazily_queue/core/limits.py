@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import cbor2
 
-from ..errors import UnsupportedValue, shown
+from ..errors import InvalidConfiguration, UnsupportedValue, shown
 
 #: The overflow policies.
 REJECT: Final = "reject"
@@ -84,6 +84,17 @@ class Limits:
         if self.overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {shown(self.overflow)}")
+
+    @classmethod
+    def checked(cls, limits: object, where: str) -> Limits | None:
+        """``limits`` when it is ``None`` or a :class:`Limits`;
+        :class:`~lazily_queue.errors.InvalidConfiguration` naming ``where`` otherwise
+        (before a cell is opened with it)."""
+        if limits is None or isinstance(limits, Limits):
+            return limits
+        raise InvalidConfiguration(
+            f"{where}: limits must be a Limits (e.g. Limits(max_length=1000)) or None, "
+            f"got {shown(limits)}")
 
     def doc(self) -> list[Any]:
         """The wire and snapshot form: ``[max_length, max_bytes, overflow]``."""

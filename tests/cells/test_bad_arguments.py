@@ -15,7 +15,9 @@ from lazily_queue import (
     ClientAccess,
     ClientGrant,
     Credentials,
+    InvalidConfiguration,
     InvalidTtl,
+    Limits,
     QueueCell,
     SettlementRejected,
     TopicCell,
@@ -168,3 +170,33 @@ async def test_odd_numbers_and_text_for_a_list_are_refused_on_every_backend() ->
         async with connect("memory://odd-numbers", Credentials("web", TOKEN)) as client:
             await _odd_numbers(client.queue("q2"), client.topic("t2"),
                                client.work_queue("w2"), client.barrier)
+
+
+@pytest.mark.parametrize("lease", [math.nan, math.inf, "30", True, None])
+async def test_a_bad_lease_is_refused_by_name_on_a_member_as_locally(lease: Any) -> None:
+    if lease is not None:  # None is the default locally
+        with pytest.raises(InvalidConfiguration, match="visibility_timeout must be"):
+            WorkQueueCell(visibility_timeout=lease)
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(InvalidConfiguration, match="visibility_timeout must be"):
+            node.work_queue("w", visibility_timeout=lease)
+        with pytest.raises(InvalidConfiguration, match=r"at least 0\.001 s"):
+            node.work_queue("w", visibility_timeout=1e-9)
+        assert (await node.work_queue("w").push("x")) == 0  # nothing was opened before
+
+
+@pytest.mark.parametrize("limits", ["max_length=3", 3, {"max_length": 3}])
+async def test_limits_that_are_not_a_limits_are_refused_where_the_cell_opens(
+        limits: Any) -> None:
+    with pytest.raises(InvalidConfiguration, match="limits must be a Limits"):
+        QueueCell(limits=limits)
+    with pytest.raises(InvalidConfiguration, match="limits must be a Limits"):
+        WorkQueueCell(limits=limits)
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        for open_cell in (node.queue, node.work_queue, node.topic):
+            with pytest.raises(InvalidConfiguration, match="limits must be a Limits"):
+                open_cell("c", limits=limits)
+        jobs = node.work_queue("c", limits=Limits(max_length=3))  # the name is still free
+        assert await jobs.push("x") == 0
