@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Generic, TypeVar
 
+from ..core.limits import Limits
 from ..core.numbers import wait_limit
 from ..core.queue import QueuePopError
 from ..core.work_items import check_count
@@ -31,6 +32,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
     """Mixed into :class:`~.queue.QueueCell` (which sets the attributes below)."""
 
     _sync: SyncQueueStorage[T] | None
+    _limits: Limits | None
     try_pop: Callable[[], T | QueuePopError]
 
     def capacity(self) -> int | None:
@@ -72,18 +74,20 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         """Push every value in order, waiting for room as :meth:`push` does. Over a
         replicated backend an unbounded queue takes them in runs of
         :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, each in one commit where it
-        fits; a bounded one pushes them one after another. A value the cluster refuses
+        fits; a bounded one (a capacity or limits) pushes them one after another, each
+        waiting for room or refused as :meth:`push` is. A value the cluster refuses
         (``UnsupportedValue``, ``MessageTooLarge``) refuses them all before any is sent.
-        Raises :class:`QueueClosed` once closed (the values before it were pushed). It takes no message ids: for
-        exactly-once, push each value with its own ``msg_id``."""
+        Raises :class:`QueueClosed` once closed (the values before it were pushed). It
+        takes no message ids: for exactly-once, push each value with its own
+        ``msg_id``."""
         pending = values_of(values, "push")
-        if self._sync is not None or self.capacity() is not None:
-            for value in pending:
-                await self.push(value, timeout=timeout)
-            return
         check = getattr(self._storage, "check_values", None)
         if check is not None:
             check(pending)  # a value the cluster refuses refuses the batch, not its rest
+        if self._sync is not None or self.capacity() is not None or self._limits is not None:
+            for value in pending:
+                await self.push(value, timeout=timeout)
+            return
         async with asyncio.timeout(wait_limit(timeout)):
             results = await together(self._storage.offer, pending)
         if any(result is not None for result in results):

@@ -134,6 +134,25 @@ def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | 
         "overflow='drop_oldest'", cell=name, limit=limit, value=bound)
 
 
+def never_fits(name: str, storage: Any, limits: Limits | None,
+               value: Any) -> LimitExceeded | None:
+    """The refusal of ``value`` when it is larger than ``max_bytes`` (it fits under
+    neither policy, however much room is made), else ``None``."""
+    if limits is None or limits.max_bytes is None:
+        return None
+    stored = storage.codec.encode(value) if hasattr(storage, "codec") else value
+    try:
+        size = value_size(stored)
+    except UnsupportedValue:
+        return None
+    if size <= limits.max_bytes:
+        return None
+    return LimitExceeded(
+        f"queue {name!r}: an element of {size} bytes never fits its max_bytes limit of "
+        f"{limits.max_bytes}; store large payloads elsewhere and queue a reference, or "
+        "raise the limit", cell=name, limit="max_bytes", value=limits.max_bytes)
+
+
 def limited_deque(capacity: int | None, limits: Limits,
                   clock: Callable[[], float] | None,
                   ttl: float | None = None) -> QueueStorage[Any]:

@@ -174,3 +174,32 @@ async def test_readers_update_on_every_change() -> None:
         q.try_push(value)
         seen.append((q.head(), q.len(), q.quota.bytes(), q.quota.dropped()))
     assert seen == [("a", 1, 1, 0), ("bb", 1, 2, 1), ("ccc", 1, 3, 2)]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.parametrize("overflow", ["reject", "drop_oldest"])
+async def test_a_push_larger_than_max_bytes_is_refused_not_retried_forever(
+        kind: str, overflow: str) -> None:
+    async with _backend(kind) as open_queue:
+        q = open_queue(limits=Limits(max_bytes=5, overflow=overflow))
+        with pytest.raises(LimitExceeded, match="8 bytes never fits") as refused:
+            await q.push("abcdefgh")  # waits for nothing: no room makes it fit
+        assert (refused.value.limit, refused.value.value) == ("max_bytes", 5)
+        with pytest.raises(LimitExceeded, match="never fits"):
+            await q.push_many(["ab", "abcdefgh"])
+        assert not q.is_closed() and await q.poll_many(5) == ["ab"]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", BACKENDS)
+async def test_a_push_waiting_for_bytes_waits_for_its_own_room(kind: str) -> None:
+    async with _backend(kind) as open_queue:
+        q = open_queue(limits=Limits(max_bytes=5))
+        await q.push("abc")  # 2 bytes left: not full, yet no room for 4
+        waiting = asyncio.ensure_future(q.push("abcd"))
+        await asyncio.sleep(0.2)  # the loop runs (a spinning push would hold it)
+        assert not waiting.done()
+        assert await q.pop() == "abc"
+        await asyncio.wait_for(waiting, 5)
+        assert await q.poll_many(5) == ["abcd"]
