@@ -189,9 +189,15 @@ class NatsJetStreamStorage:
         # the connection reconnects for as long as it takes. Nothing is buffered while it
         # reconnects (pending_size 0: a publish then raises at once): a push, ack or
         # close that raised BrokerUnavailable must not be sent when the server is back.
+        reconnected = asyncio.Event()
+
+        async def reconnected_cb() -> None:
+            reconnected.set()
+
         kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
                                   "allow_reconnect": False, "reconnect_time_wait": 0.25,
-                                  "pending_size": 0, "error_cb": error_cb}
+                                  "pending_size": 0, "error_cb": error_cb,
+                                  "reconnected_cb": reconnected_cb}
         if user is not None:
             kwargs["user"], kwargs["password"] = user, password
         elif password is not None:
@@ -211,7 +217,7 @@ class NatsJetStreamStorage:
             raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
-        hold_publishes(nc, options.get("timeout", 10.0))
+        hold_publishes(nc, reconnected, options.get("timeout", 10.0))
         try:
             self = cls(nc, address=address, owns_connection=True, **options)
             async with self.errors("checking JetStream"):
@@ -430,20 +436,24 @@ class NatsJetStreamStorage:
         return found
 
 
-def hold_publishes(nc: NATS, timeout: float) -> None:
+def hold_publishes(nc: NATS, reconnected: asyncio.Event, timeout: float) -> None:
     """Make ``nc``'s publishes (requests, pulls and acks included) made while it
     reconnects wait for the connection, up to ``timeout`` seconds, instead of going to
     nats-py's buffer: with ``pending_size`` 0 one not sent by then raises
     ``OutboundBufferLimitError`` (nothing sent), where a buffered one would be sent once
-    the server is back, after its caller was told it failed."""
+    the server is back, after its caller was told it failed. ``reconnected`` is set by
+    the connection's ``reconnected_cb``; the state is looked at again every 50 ms too."""
     publish = nc.publish
 
     async def held(*args: Any, **kwargs: Any) -> None:
         if not nc.is_connected and not nc.is_closed:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            while (nc.is_reconnecting or nc.is_connecting) and loop.time() < deadline:
-                await asyncio.sleep(0.02)
+            while (nc.is_reconnecting or nc.is_connecting) and (
+                    left := deadline - loop.time()) > 0:
+                reconnected.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reconnected.wait(), min(left, 0.05))
         await publish(*args, **kwargs)
 
     nc.publish = held  # type: ignore[method-assign]

@@ -57,6 +57,12 @@ class SerializingQueueStorage(SerializingWrapper, Generic[T]):
     def len(self) -> int:
         return self.inner.len()
 
+    def check_values(self, values: list[T]) -> None:
+        """The backend's check of a batch (if it has one), on the encoded values."""
+        check = getattr(self.inner, "check_values", None)
+        if check is not None:
+            check([self.codec.encode(v) for v in values])
+
     def is_closed(self) -> bool:
         return self.inner.is_closed()
 

@@ -23,7 +23,7 @@ async def test_an_option_the_broker_does_not_take_is_refused_before_connecting(
     address: str, options: dict[str, Any],
 ) -> None:
     # port 1: nothing listens, so only a check made before connecting passes this
-    with pytest.raises(InvalidConfiguration, match="not|no option"):
+    with pytest.raises(InvalidConfiguration, match=r"not|no option"):
         await connect(address, **options)
 
 
