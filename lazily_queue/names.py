@@ -62,7 +62,7 @@ def name_problem(name: Any, what: str = "name") -> str | None:
     if len(name) > MAX_NAME_LENGTH:
         return (f"{what} {shown(name)} has {len(name)} characters, over the limit of "
                 f"{MAX_NAME_LENGTH} characters")
-    return None
+    return _text_problem(name, what)
 
 
 def check_name(name: Any, what: str = "name") -> str:
@@ -94,6 +94,17 @@ def member_problem(name: Any, what: str) -> str | None:
     if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
         return (f"{what} {shown(name)} has {len(name)} characters, over the limit of "
                 f"{MAX_NAME_LENGTH} characters")
+    return _text_problem(name, what) if isinstance(name, str) else None
+
+
+def _text_problem(name: str, what: str) -> str | None:
+    """Why ``name`` cannot be stored (a lone surrogate is no Unicode text); ``None``."""
+    if name.isascii():
+        return None
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return f"{what} {shown(name)} is not valid Unicode text (a lone surrogate)"
     return None
 
 

@@ -19,10 +19,10 @@ T = TypeVar("T")
 
 
 def prefetch_size(prefetch: int | None, default: int) -> int:
-    """``prefetch`` (``default`` when ``None``); a ``ValueError`` below 1."""
+    """``prefetch`` (``default`` when ``None``); a ``ValueError`` unless an int >= 1."""
     size = default if prefetch is None else prefetch
-    if size < 1:
-        raise ValueError(f"prefetch must be >= 1, got {shown(prefetch)}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"prefetch must be an int >= 1, got {shown(prefetch)}")
     return size
 
 

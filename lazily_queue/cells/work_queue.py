@@ -43,6 +43,7 @@ from ..storage.work import (
 from ..threads import LoopBridge, ThreadSafeCell
 from .expiry import expired_reader
 from .job import Job, deliver
+from .prefetch import prefetch_size
 from .push_checks import ids_of
 from .work_batches import Clock, Now, WorkQueueBatches
 from .work_limits import WorkLimits, WorkQuota
@@ -366,5 +367,6 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         their leases expire. ``prefetch=1`` claims one item at a time and commits each
         ack before the block's exit returns.
         """
+        prefetch_size(prefetch, 1)  # refused here, also where it is not used
         size = 1 if self._sync is not None else prefetch
         return deliver(self, worker, size, now)

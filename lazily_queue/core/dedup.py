@@ -38,6 +38,12 @@ def check_msg_id(msg_id: object) -> str:
             f"msg_id must be a non-empty str of at most {MAX_MSG_ID_CHARS} characters, "
             f"not {shown}"
         )
+    if not msg_id.isascii():
+        try:
+            msg_id.encode()
+        except UnicodeEncodeError:
+            raise InvalidMessageId(f"msg_id {msg_id!r:.60} is not valid Unicode text (a lone "
+                                   "surrogate)") from None
     return msg_id
 
 

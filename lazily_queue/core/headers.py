@@ -81,7 +81,12 @@ def check_headers(headers: Any) -> Headers | None:
             raise InvalidHeaders(f"header {shown(key[:40])}: its value of {len(value)} characters "
                                  f"exceeds the limit of {MAX_VALUE_CHARS}; carry large data "
                                  "in the value")
-        total += len(key.encode()) + len(value.encode())
+        try:
+            total += len(key.encode()) + len(value.encode())
+        except UnicodeEncodeError:
+            raise InvalidHeaders(f"header {shown(key[:40])}: its key or value is not valid "
+                                 "Unicode text (a lone surrogate); decode the bytes it "
+                                 "came from properly") from None
         out[key] = value
     if total > MAX_HEADER_BYTES:
         raise InvalidHeaders(f"headers of {total} bytes exceed the limit of "

@@ -99,7 +99,7 @@ async def test_a_long_refused_value_is_quoted_briefly() -> None:
     _brief(exc, "clock must be a callable returning the time, got 'xxx")
     with pytest.raises(ValueError) as exc:
         QueueCell().items(prefetch=HUGE)
-    _brief(exc, "prefetch must be >= 1, got an int of 16610 bits")
+    _brief(exc, "prefetch must be an int >= 1, got an int of 16610 bits")
     topic: TopicCell[str] = TopicCell()
     await topic.subscribe("s")
     with pytest.raises(ValueError) as exc:
@@ -200,3 +200,37 @@ async def test_limits_that_are_not_a_limits_are_refused_where_the_cell_opens(
                 open_cell("c", limits=limits)
         jobs = node.work_queue("c", limits=Limits(max_length=3))  # the name is still free
         assert await jobs.push("x") == 0
+
+
+@pytest.mark.parametrize("prefetch", ["5", math.nan, True, 1.5, 0])
+def test_a_prefetch_that_is_no_positive_int_is_refused(prefetch: Any) -> None:
+    with pytest.raises(ValueError, match="prefetch must be an int >= 1"):
+        QueueCell().items(prefetch=prefetch)
+    with pytest.raises(ValueError, match="prefetch must be an int >= 1"):
+        WorkQueueCell().deliveries("w", prefetch=prefetch)
+
+
+async def test_text_with_a_lone_surrogate_is_refused_by_name_before_it_is_proposed() -> None:
+    from lazily_queue import InvalidHeaders, InvalidMessageId, InvalidName
+
+    bad = "x\ud800"
+    for queue in (QueueCell(), None):
+        async with testing.cluster(1) as c:
+            node = await c.leader()
+            q = queue if queue is not None else node.queue("q")
+            with pytest.raises(InvalidHeaders, match="not valid Unicode text"):
+                await q.push(1, headers={"k": bad})
+            with pytest.raises(InvalidMessageId, match="not valid Unicode text"):
+                await q.push(1, msg_id=bad)
+            assert q.len() == 0
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(InvalidName, match=r"queue name .* not valid Unicode text"):
+            node.queue(bad)
+        work = node.work_queue("w")
+        await work.push(1)
+        with pytest.raises(InvalidName, match=r"worker name .* not valid Unicode text"):
+            await work.claim(bad)
+        with pytest.raises(InvalidName, match=r"subscriber name .* not valid Unicode text"):
+            await node.topic("t").subscribe(bad)
+        assert work.pending_len() == 1

@@ -109,5 +109,5 @@ def test_a_prefetch_below_one_is_refused() -> None:
     import pytest
 
     q: QueueCell[int] = QueueCell()
-    with pytest.raises(ValueError, match="prefetch must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="prefetch must be an int >= 1, got 0"):
         q.items(prefetch=0)

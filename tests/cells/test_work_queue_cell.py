@@ -619,5 +619,5 @@ async def test_prefetched_jobs_whose_lease_ran_out_are_released_not_handed_out(
     # "b" and "c" were released at once (first attempts again) and claimed afresh.
     assert (later.value, later.delivery.attempt) == ("b", 1)
     await jobs.aclose()
-    with pytest.raises(ValueError, match="prefetch must be >= 1"):
+    with pytest.raises(ValueError, match="prefetch must be an int >= 1"):
         await anext(cell.deliveries("w", prefetch=0))
