@@ -1741,6 +1741,63 @@ MUTATIONS = [
         ("tests/raft/test_one_member_start.py::"
          "test_a_member_alone_that_rejoins_never_elects_itself",),
         "a wiped member that knows no other member never leads on its empty log"),
+    Mutation(
+        "client-sets-expiry-rules-unchecked", "lazily_queue/client/server.py",
+        "        if code == ops.EXPIRY_RULES:\n",
+        "        if False:\n",
+        ("tests/client/test_client_access.py::"
+         "test_expiry_rules_on_an_object_that_held_elements_need_admin",),
+        "a client without admin cannot expire what a queue or topic holds by giving it rules"),
+    Mutation(
+        "client-gives-back-anything", "lazily_queue/client/popped.py",
+        "            if kept is None or kept == b\"\" or kept != _digest(value, headers.get(i)):",
+        "            if False:",
+        ("tests/client/test_client_access.py::"
+         "test_a_consume_only_client_gives_back_only_what_it_popped",),
+        "a consume-only client gives back to a queue's head only what it popped, as popped"),
+    Mutation(
+        "batch-values-checked-one-by-one", "lazily_queue/storage/raft_queue.py",
+        "        check = getattr(self._driver, \"check\", None)\n        if check is not None:",
+        "        check = getattr(self._driver, \"check\", None)\n        if False:",
+        ("tests/raft/test_consumer_batches.py::"
+         "test_a_batch_with_a_value_the_cluster_refuses_is_refused_whole",),
+        "a batch with a value the cluster refuses is refused whole, nothing of it applied"),
+    Mutation(
+        "member-id-any-digits", "lazily_queue/admin.py",
+        "    if not (member_id.isascii() and member_id.isdigit() and "
+        "str(int(member_id)) == member_id\n            and int(member_id) < 2**64):",
+        "    if not member_id.isdigit():",
+        (f"{_HOSTILE}::test_a_member_id_no_node_can_have_is_refused",),
+        "no member id that no node can have is replicated as a voter"),
+    Mutation(
+        "metadata-copies-gone-accepted", "lazily_queue/datadir.py",
+        "    if journal.getCurrentTerm() == 0 and \"node\" not in journal.meta and (",
+        "    if False and (",
+        ("tests/raft/test_data_dir_lock.py::"
+         "test_a_directory_whose_metadata_copies_are_both_gone_is_damaged",),
+        "a node that lost both metadata copies does not start forgetting its vote"),
+    Mutation(
+        "cancelled-pop-result-dropped", "lazily_queue/raft/driver.py",
+        "                if on_orphan is not None:\n                    on_orphan(fut.result())",
+        "                pass",
+        ("tests/raft/test_node.py::"
+         "test_a_pop_cancelled_as_it_commits_on_one_member_keeps_the_element",),
+        "a pop cancelled as it commits gives its element back"),
+    Mutation(
+        "push-over-max-bytes-retried", "lazily_queue/cells/queue.py",
+        "            if (never := never_fits(self.name, self._storage, self._limits, value)) "
+        "is not None:",
+        "            if (never := None) is not None:",
+        ("tests/cells/test_queue_limits.py::"
+         "test_a_push_larger_than_max_bytes_is_refused_not_retried_forever",),
+        "a push that can never fit max_bytes is refused, not retried forever"),
+    Mutation(
+        "nats-buffers-while-reconnecting", "lazily_queue/brokers/nats_backend.py",
+        "                                  \"pending_size\": 0, \"error_cb\": error_cb,",
+        "                                  \"error_cb\": error_cb,",
+        ("tests/brokers/test_outage_outcomes.py::"
+         "test_a_nats_push_that_failed_during_an_outage_is_not_stored_later",),
+        "a NATS push that raised during an outage is never stored once the server is back"),
 ]
 
 
