@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import LinkStream
 
+from ..core.groups import SEPARATOR
+from ..errors import shown
 from ..replicated import objects
 from ..replicated import ops as C
 from . import protocol as P
@@ -23,7 +25,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
-from .popped import Popped
+from .popped import GIVE_BACKS, POPS, Popped
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -172,6 +174,28 @@ class ClientConnection:
         if found is not None and type(name) is str and C.family_of(code) == "work_queue":
             return self._as_group(code, name, found, undeclared=False)
         return found
+
+    def state_refusal(self, rid: int, code: int, args: list[Any],
+                      view: ReadView) -> Exception | None:
+        """Why op ``code`` (request ``rid``, its shape and names checked) may not be
+        proposed for this client given the member's applied state: expiry rules, a new
+        consumer group's name, a give-back (:mod:`.popped`). Notes the pops whose
+        elements it may give back."""
+        if code == C.EXPIRY_RULES:
+            refusal = self.rules_refusal(args, view)
+            return None if refusal is None else P.PermissionDenied(refusal)
+        if (code == C.GROUP_DECLARE and isinstance(args[1], str) and SEPARATOR in args[1]
+                and args[1] not in (view.groups.get(args[0]) or {})):
+            return P.RequestRefused(
+                f"a client's new consumer group may not have {SEPARATOR!r} in its name "
+                f"({shown(args[1])}): topic 'a' group 'b:c' and topic 'a:b' group 'c' would "
+                "be one work queue; nothing was applied")
+        if code in POPS | GIVE_BACKS and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
+            if code in POPS:
+                self.popped.popping(rid, args[0])
+            elif (refusal := self.popped.give_back_refusal(code, args, self.grant.name)):
+                return P.PermissionDenied(refusal)
+        return None
 
     def rules_refusal(self, args: list[Any], view: ReadView) -> str | None:
         """Why this client may not give an object its expiry rules (``EXPIRY_RULES``

@@ -54,7 +54,6 @@ from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .op_shapes import shape_problem
-from .popped import GIVE_BACKS, POPS
 from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
 
 if TYPE_CHECKING:
@@ -313,15 +312,9 @@ class ClientServer:
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         self._admit(code, args)
-        if code == ops.EXPIRY_RULES:
-            refusal = conn.rules_refusal(args, self.node.view)
-            if refusal is not None:
-                raise P.PermissionDenied(refusal)
-        elif code in POPS | GIVE_BACKS and conn.refusal(ops.QUEUE_PUSH, args[0]) is not None:
-            if code in POPS:
-                conn.popped.popping(rid, args[0])
-            elif (refusal := conn.popped.give_back_refusal(code, args, conn.grant.name)):
-                raise P.PermissionDenied(refusal)
+        refused = conn.state_refusal(rid, code, args, self.node.view)
+        if refused is not None:
+            raise refused
         conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))
         return True
 

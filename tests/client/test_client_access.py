@@ -324,3 +324,18 @@ async def test_a_consume_only_client_gives_back_only_what_it_popped(member: Node
     await member.barrier()
     assert payments.len() == 2
     assert [await payments.pop() for _ in range(2)] == [{"pay": 1}, {"pay": 2}]
+
+
+async def test_a_client_makes_no_new_group_whose_name_has_the_separator(member: Node) -> None:
+    assert member.listen is not None
+    news = member.topic("news")
+    await news.group("audit:eu").declare()  # a member may; the client then uses it
+    await news.publish("a")
+    async with connect(member.listen, Credentials("reader", READER)) as reader:
+        with pytest.raises(P.RequestRefused, match="may not have ':' in its name"):
+            await reader.topic("news").group("b:c").declare()
+        job = await reader.topic("news").group("audit:eu").claim("w")
+        assert job is not None and job.value == "a"
+        await reader.topic("news").group("billing").declare()
+    await member.barrier()
+    assert set(member.view.groups["news"]) == {"audit:eu", "billing"}
