@@ -65,6 +65,7 @@ class WorkQueueBatches:
         """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
         Each lease runs from the claim: items not started within the visibility timeout
         are redelivered."""
+        check_count(n)  # refused at once, not once an item is pending
         async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 if not self._storage.is_empty():

@@ -234,3 +234,14 @@ async def test_text_with_a_lone_surrogate_is_refused_by_name_before_it_is_propos
         with pytest.raises(InvalidName, match=r"subscriber name .* not valid Unicode text"):
             await node.topic("t").subscribe(bad)
         assert work.pending_len() == 1
+
+
+async def test_a_bad_count_to_claim_many_is_refused_at_once_on_an_empty_queue() -> None:
+    import asyncio
+
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        await asyncio.wait_for(WorkQueueCell().claim_many("w", -5), 2)
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(ValueError, match="n must be an int >= 1"):
+            await asyncio.wait_for(node.work_queue("w").claim_many("w", 0), 2)
