@@ -186,6 +186,7 @@ async def _queues(request: web.Request) -> dict[str, Any]:
 
 
 async def _purge(request: web.Request) -> dict[str, Any]:
+    _no_subscriber(request)
     body = await _body(request)
     kind, name = request.match_info["kind"], _name(request)
     dead_letters = body.get("dead_letters", False)
@@ -198,6 +199,7 @@ async def _purge(request: web.Request) -> dict[str, Any]:
 
 
 async def _delete(request: web.Request) -> dict[str, Any]:
+    _no_subscriber(request)
     kind, name = request.match_info["kind"], _name(request)
     held = await admin.delete(request.app[NODE], kind, name)
     log.warning("admin: deleted %s %r (it held %d)", kind, name, held)
@@ -209,7 +211,7 @@ async def _delete_subscriber(request: web.Request) -> dict[str, Any]:
     if kind != "topic":
         raise AdminError("bad_request", f"a {kind.replace('_', ' ')} has no subscribers; "
                          "only a topic's subscribers are deleted")
-    subscriber = request.query.get("subscriber", request.match_info["subscriber"])
+    subscriber = _segment(request, "subscriber")
     if not await admin.delete_subscriber(request.app[NODE], name, subscriber):
         raise AdminError("not_found", f"topic {name!r} has no subscriber {subscriber!r}; "
                          "nothing was deleted", 404)
@@ -217,10 +219,35 @@ async def _delete_subscriber(request: web.Request) -> dict[str, Any]:
     return {"deleted": True}
 
 
+def _no_subscriber(request: web.Request) -> None:
+    """Refuse a purge or delete of a whole object that names a subscriber: it was meant
+    for ``.../topic/{name}/subscribers/{id}/delete``."""
+    if "subscriber" in request.query:
+        raise AdminError("bad_request", "?subscriber= names one subscriber: delete it with "
+                         "POST .../queues/topic/{name}/subscribers/{id}/delete; nothing was "
+                         "changed")
+
+
 def _name(request: web.Request) -> str:
-    """The object's name: ``?name=`` when given (for names a URL path cannot carry, as a
-    browser resolves the segments ``.`` and ``..`` away), else the path's."""
-    return request.query.get("name") or request.match_info["name"]
+    """The object's name (see :func:`_segment`)."""
+    return _segment(request, "name")
+
+
+def _segment(request: web.Request, key: str) -> str:
+    """The path's ``key`` segment, or ``?key=`` in place of a ``_`` segment (for names a
+    URL path cannot carry, as a browser resolves ``.`` and ``..`` away). A query that
+    would override another segment is refused: a request meant for another route
+    (``.../topic/subscribers/delete?name=t&subscriber=s`` is the *topic's* delete route)
+    must not act on the query's name."""
+    segment = request.match_info[key]
+    given = request.query.get(key)
+    if given is None:
+        return segment
+    if segment != "_":
+        raise AdminError("bad_request", f"?{key}= stands in for a `_` path segment, but this "
+                         f"path names {segment[:60]!r}; put `_` there (or drop ?{key}=); "
+                         "nothing was changed")
+    return given
 
 
 def _int_param(request: web.Request, key: str, default: int) -> int:

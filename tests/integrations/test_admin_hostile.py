@@ -214,3 +214,25 @@ async def test_guessing_the_token_is_throttled_per_source(
             assert int(response.headers["Retry-After"]) >= 1
         await asyncio.sleep(1.1)  # the window passed
         assert (await http.get("/admin/api/queues", headers=BEARER)).status == 200
+
+
+async def test_a_query_never_redirects_a_delete_to_another_object(tmp_path: Path) -> None:
+    """``.../topic/subscribers/delete?name=chat&subscriber=alice`` matches the *topic's*
+    delete route (its name segment "subscribers"): it deleted the whole topic "chat"."""
+    async with one_node(tmp_path) as (node, http):
+        chat = node.topic("chat")
+        await chat.subscribe("alice")
+        await chat.subscribe("bob")
+        for path in ("/admin/api/queues/topic/subscribers/delete?name=chat&subscriber=alice",
+                     "/admin/api/queues/topic/chat/delete?subscriber=alice",
+                     "/admin/api/queues/topic/chat/purge?subscriber=alice",
+                     "/admin/api/queues/topic/other/delete?name=chat",
+                     "/admin/api/queues/topic/chat/subscribers/bob/delete?subscriber=alice"):
+            response = await http.post(path, headers=BEARER, json={})
+            assert await error_of(response) == (400, "bad_request"), path
+        assert set(node.view.topics["chat"].subscriptions()) == {"alice", "bob"}
+        response = await http.post(
+            "/admin/api/queues/topic/_/subscribers/_/delete?name=chat&subscriber=alice",
+            headers=BEARER)
+        assert response.status == 200 and await response.json() == {"deleted": True}
+        assert set(node.view.topics["chat"].subscriptions()) == {"bob"}
