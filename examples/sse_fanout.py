@@ -11,6 +11,10 @@ Run one ephemeral node::
 
     python examples/sse_fanout.py           # then: curl -N http://127.0.0.1:8080/events
 
+as one member of a cluster::
+
+    python examples/sse_fanout.py --config node1.toml --port 8081
+
 or as a client of a running cluster (its members list a ``[[client]]`` named ``sse``)::
 
     SSE_TOKEN=... python examples/sse_fanout.py --connect unix:///run/orders/1.sock
@@ -105,13 +109,19 @@ def create_app(source: Node | ClusterClient, *, heartbeat: float = 15.0) -> web.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--connect", metavar="ADDRESSES",
-                        help="members to connect to as client 'sse' (comma-separated; the "
-                             "token from SSE_TOKEN)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--config", help="a `lazily-queue node` TOML file: run as that member")
+    where.add_argument("--connect", metavar="ADDRESSES",
+                       help="members to connect to as client 'sse' (comma-separated; the "
+                            "token from SSE_TOKEN)")
     args = parser.parse_args()
     source: Node | ClusterClient
     if args.connect:
         source = connect(args.connect.split(","), Credentials.from_env("sse", "SSE_TOKEN"))
+    elif args.config:
+        from lazily_queue.config import load_config
+
+        source = load_config(args.config).node()
     else:
         source = Node(1, data_dir=None, durability="none", listen="unix:sse.sock",
                       secret="dev")

@@ -364,7 +364,9 @@ class ClusterClient(NodeCells):
 
     async def barrier(self, *, timeout: float | None = None) -> None:
         """Return once the member has applied (and sent this client) everything committed
-        before the call: reads right after it are linearizable."""
+        before the call: reads right after it are linearizable for the objects this client
+        read before the call (one read first after it starts empty until its state
+        arrives)."""
         loop = asyncio.get_running_loop()
         given = self.op_timeout if timeout is None else timeout
         deadline = commit_deadline(loop.time(), given)
