@@ -1,4 +1,4 @@
-"""A member serving clients and a client of it, in one script (run it as it is).
+"""A member serving clients and a client of it, in one script (run it as shown below).
 
 In a deployment the member is a ``lazily-queue node`` (its ``[[client]]`` tables give
 the same grants) and the client any other process: a web worker, a script, a cron job.

@@ -4,8 +4,8 @@ Every process started with the same ``--group`` shares the topic's elements (eac
 to one of them; a process that dies leaves leases the others get once they expire);
 each group gets every element. It is no cluster member: it links to one of the members,
 authenticates with its own token, and survives a member dying (its operations go
-through another one, applied once). Its members list a ``[[client]]`` named
-``--client`` with ``consume`` on the topic::
+through another one, applied once). Its members list a ``[[client]]`` named as
+``--client`` (default ``consumer``) with ``consume`` on the topic::
 
     export GROUP_TOKEN=...                  # the token of that client
     python examples/group_consumer.py unix:///run/orders/1.sock unix:///run/orders/2.sock \\
@@ -21,8 +21,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 
-from lazily_queue import Credentials, connect
+from lazily_queue import Credentials, LazilyQueueError, connect
 
 
 async def consume(members: list[str], client: str, topic: str, group: str,
@@ -45,8 +46,11 @@ def main() -> None:
     parser.add_argument("--group", default="billing")
     parser.add_argument("--member", default="member-1", help="this member's name")
     args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(consume(args.members, args.client, args.topic, args.group, args.member))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(consume(args.members, args.client, args.topic, args.group, args.member))
+    except LazilyQueueError as exc:  # refused credentials or permissions, no member, ...
+        sys.exit(f"group_consumer.py: {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":
