@@ -157,3 +157,46 @@ async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     finally:
         await older.stop()
         await node.stop()
+
+
+async def test_a_replaced_member_that_others_dial_is_told_why_they_refuse_it(
+    tmp_path: Path,
+) -> None:
+    """Node 3 (the highest id: it only accepts links) restarted with a new data directory:
+    its peers dial it and refuse it after authentication. It hears why from its probes,
+    and they dial it with backoff, not every few milliseconds."""
+    from lazily_queue.link_trouble import LinkTrouble
+
+    peers = _peers(tmp_path, [1, 2, 3])
+    nodes = [Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s", durability="none")
+             for i in (1, 2, 3)]
+    for node in nodes:
+        await node.start()
+    watch = LinkTrouble()
+    transports_log = logging.getLogger("lazily_transports")
+    replaced: Node | None = None
+    try:
+        await nodes[0].wait_for_leader(timeout=10)
+        await nodes[2].barrier()
+        await nodes[2].stop()
+        transports_log.addHandler(watch)
+        replaced = Node(3, data_dir=tmp_path / "3-new", peers=peers, secret=b"s",
+                        durability="none")
+        await replaced.start()
+        async with asyncio.timeout(10):
+            while "two processes share id 3" not in (  # noqa: ASYNC110 - polls the mesh
+                    replaced.driver.network.mesh.trouble(1) or ""):  # type: ignore[attr-defined]
+                await asyncio.sleep(0.05)
+        assert watch.fatal is not None and "share id 3" in watch.fatal
+        assert "unique `id`" in watch.fatal
+        await asyncio.sleep(2)
+        refused = [node.driver.network.mesh.counters(3).refused  # type: ignore[attr-defined]
+                   for node in nodes[:2]]
+        assert 1 <= max(refused) <= 12, refused  # with backoff (no backoff: about 100)
+        assert replaced.leader_id is None and replaced.view.queues == {}
+    finally:
+        transports_log.removeHandler(watch)
+        if replaced is not None:
+            await replaced.stop()
+        for node in nodes[:2]:
+            await node.stop()

@@ -339,6 +339,8 @@ class Mesh:
             return f"node {me} has a link to node {peer_id} up"
         if not link.dials:
             return f"node {me} waits for node {peer_id} to dial"
+        if link.refused is not None:
+            return f"node {me} refuses links from node {peer_id}: {link.refused}"
         note = f"node {me} dials node {peer_id} at {link.address}"
         return f"{note}, last failure: {link.trouble}" if link.trouble else note
 

@@ -97,6 +97,8 @@ def _proof(
 PeerFilter = Callable[[int], str | None]
 #: Given an authenticated peer's id and announced features, returns why we refuse it.
 PeerVetter = Callable[[int, frozenset[str]], str | None]
+#: Most characters of a probe's note (the answer says why a link is refused).
+PROBE_NOTE_CHARS = 600
 #: Given an authenticated prober's peer id, returns a note sent with "probe passed".
 ProbeAnswer = Callable[[int], str]
 #: Told about a failed handshake before the channel is closed.
@@ -255,7 +257,8 @@ class _Exchange:
         if not self.initiator and PROBE_FEATURE in remote.handshake.features:
             answer = self.answer_probe if client is None else None
             note = answer(peer_id) if answer is not None else ""
-            await channel.send(encode_message({"probe": "passed", "message": note[:200]}))
+            await channel.send(encode_message({"probe": "passed",
+                                               "message": note[:PROBE_NOTE_CHARS]}))
             raise ProbeAnswered(peer_id, note)
         refusal = (self.admit(peer_id, remote.handshake.features)
                    if self.admit is not None and client is None else None)
@@ -324,7 +327,7 @@ async def _probe_reply(channel: DataChannel) -> str:
     if reply.get("probe") != "passed":
         raise HandshakeError("probe", "the peer does not answer probes")
     note = reply.get("message", "")
-    return note[:200] if isinstance(note, str) else ""
+    return note[:PROBE_NOTE_CHARS] if isinstance(note, str) else ""
 
 
 async def _authenticate(

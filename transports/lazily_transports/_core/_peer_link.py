@@ -11,7 +11,12 @@ import anyio
 
 from ..abc import DataChannel, LinkAttribute
 from ..config import LinkConfig
-from ..errors import FrameTooLargeError, HandshakeError, HandshakeTimeoutError
+from ..errors import (
+    FrameTooLargeError,
+    HandshakeError,
+    HandshakeTimeoutError,
+    PeerRejectedError,
+)
 from ..events import EventStream, Frame, PeerCounters, PeerDown, PeerUp
 from ..schemes import SchemeTable, dial, probe
 from ..streams import LinkStream
@@ -77,6 +82,9 @@ class PeerLink:
         self._closed = False
         self.epoch = 0
         self.trouble: str | None = None
+        #: Why the last authenticated link of this peer was refused (``vet``), until one
+        #: is taken; said to the peer when it probes us.
+        self.refused: str | None = None
 
     @property
     def up(self) -> bool:
@@ -156,8 +164,8 @@ class PeerLink:
                 )
                 await anyio.sleep(self._backoff.next())
                 continue
-            self._backoff.reset()
-            await self.serve(channel)
+            if await self.serve(channel):
+                self._backoff.reset()  # it carried frames: a lost link is dialed at once
             await anyio.sleep(self._backoff.next())
 
     async def _probe_forever(self, delay: float) -> None:
@@ -192,12 +200,19 @@ class PeerLink:
         except Exception as exc:  # a probe is advisory: report anything and go on
             outcome, detail = f"probe failed: {exc!r}", exc
         else:
-            outcome = (
-                f"peer {self.peer_id} accepted our credentials but has not dialed us"
-                f"{f' ({note})' if note else ''}: check that its [peers] lists this "
-                "node's address"
-            )
-            level, detail = logging.INFO, outcome
+            refused = f"node {self.peer_id} refuses links from node {self._config.peer_id}: "
+            if note and note.startswith(refused):
+                # It dials us and refuses what it reaches after authentication (say, an
+                # impostor of this id): a configuration problem, said as a refusal.
+                outcome = note
+                level, detail = logging.WARNING, PeerRejectedError("peer", note)
+            else:
+                outcome = (
+                    f"peer {self.peer_id} accepted our credentials but has not dialed us"
+                    f"{f' ({note})' if note else ''}: check that its [peers] lists this "
+                    "node's address"
+                )
+                level, detail = logging.INFO, outcome
         if self._channel is not None or self._closed:
             return
         if outcome == self.trouble:
@@ -205,26 +220,30 @@ class PeerLink:
         self.trouble = outcome
         logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
 
-    async def serve(self, channel: LinkStream) -> None:
-        """Make ``channel`` current and carry its frames until it ends or is replaced."""
+    async def serve(self, channel: LinkStream) -> bool:
+        """Make ``channel`` current and carry its frames until it ends or is replaced;
+        False when it was refused (``vet``) or the link is closed."""
         if self._closed:
             await channel.aclose()
-            return
+            return False
         epoch = channel.extra(LinkAttribute.epoch)
         refusal = None if self._vet is None else self._vet(
             channel.extra(LinkAttribute.peer_id), channel.extra(LinkAttribute.remote_features))
         if refusal is not None:
             self.counters.refused += 1
-            logger.warning("peer %d (epoch %d) refused after authentication: %s",
-                           self.peer_id, epoch, refusal)
+            level = logging.DEBUG if refusal == self.refused else logging.WARNING
+            logger.log(level, "peer %d (epoch %d) refused after authentication: %s",
+                       self.peer_id, epoch, refusal)
+            self.refused = refusal
+            self.trouble = f"refused after authentication: {refusal}"
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
-            return
+            return False
         previous = self._channel
         if previous is not None:
             self._detach(previous, "replaced by a newer connection")
         self._channel, self._raw = channel, channel.channel
-        self.trouble = None
+        self.trouble = self.refused = None
         self.epoch = epoch
         self.counters.connects += 1
         if self.counters.connects > 1:
@@ -244,6 +263,7 @@ class PeerLink:
                 self._detach(channel, reason)
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
+        return True
 
     async def _receive(self, stream: LinkStream) -> str:
         channel = stream.channel
