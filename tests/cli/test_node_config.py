@@ -352,3 +352,25 @@ async def test_a_listen_address_this_user_may_not_bind_names_the_fix(tmp_path: P
     message = str(caught.value)
     assert "Permission denied" in message and "webrtc" not in message, message
     assert "socket" in message and "port below 1024" in message, message
+
+
+def test_a_tls_link_closed_by_its_peer_at_start_points_at_the_certificate() -> None:
+    """Peers that refuse this node's certificate close the TLS handshake, which tells
+    this node nothing: its start-up report says what that usually means."""
+    from types import SimpleNamespace
+
+    from lazily_queue.link_trouble import LinkTrouble
+    from lazily_queue.service import NodeService
+
+    closed = "handshake failed on 'handshake': link closed during handshake (closed by peer)"
+    watch = LinkTrouble()
+    watch.last = {1: closed, 2: closed}
+    node = SimpleNamespace(driver=SimpleNamespace(
+        replica=SimpleNamespace(engine=SimpleNamespace(connected=set())),
+        network=SimpleNamespace()))
+    service = SimpleNamespace(config=SimpleNamespace(
+        peers={1: "tls://127.0.0.1:7401", 2: "tcp://127.0.0.1:7402"}))
+    report = NodeService._peer_report(service, node, watch)  # type: ignore[arg-type]
+    tls, tcp = report.split("peer 1 (")[1].split("; peer 2 (")
+    assert "refuses this node's TLS certificate" in tls
+    assert tcp.endswith(closed)
