@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
         from .status_view import render
 
-        Console().print(*render(status))
+        # Piped or redirected output is read whole (grep, a log): no column is cut.
+        Console(width=None if sys.stdout.isatty() else 240).print(*render(status))
     if args.require_leader and _leader(status) is None:
         print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
         return 3

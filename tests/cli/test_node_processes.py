@@ -50,6 +50,7 @@ def test_three_nodes_status_metrics_and_clean_stop(tmp_path: Path) -> None:
         assert "node 3 of cluster 'test'" in out.stdout
         assert "orders" in out.stdout and "jobs" in out.stdout
         assert "(this node)" in out.stdout
+        assert "durability" in out.stdout and "durabil\u2026" not in out.stdout  # not cut
 
         out = subprocess.run([*CLI, "status", "--config", str(configs[1]), "--json"],
                              capture_output=True, text=True, timeout=30)
