@@ -1742,8 +1742,8 @@ MUTATIONS = [
          "test_a_member_alone_that_rejoins_never_elects_itself",),
         "a wiped member that knows no other member never leads on its empty log"),
     Mutation(
-        "client-sets-expiry-rules-unchecked", "lazily_queue/client/server.py",
-        "        if code == ops.EXPIRY_RULES:\n",
+        "client-sets-expiry-rules-unchecked", "lazily_queue/client/connection.py",
+        "        if code == C.EXPIRY_RULES:\n",
         "        if False:\n",
         ("tests/client/test_client_access.py::"
          "test_expiry_rules_on_an_object_that_held_elements_need_admin",),
@@ -1791,6 +1791,26 @@ MUTATIONS = [
         ("tests/cells/test_queue_limits.py::"
          "test_a_push_larger_than_max_bytes_is_refused_not_retried_forever",),
         "a push that can never fit max_bytes is refused, not retried forever"),
+    Mutation(
+        "client-group-name-with-separator", "lazily_queue/client/connection.py",
+        "        if (code == C.GROUP_DECLARE and isinstance(args[1], str)",
+        "        if False and (code == C.GROUP_DECLARE and isinstance(args[1], str)",
+        ("tests/client/test_client_access.py::"
+         "test_a_client_makes_no_new_group_whose_name_has_the_separator",),
+        "a client cannot take another topic's consumer group by a name with ':'"),
+    Mutation(
+        "query-redirects-admin-delete", "lazily_queue/integrations/aiohttp_admin.py",
+        "    if segment != \"_\":\n",
+        "    if False:\n",
+        (f"{_HOSTILE}::test_a_query_never_redirects_a_delete_to_another_object",),
+        "an admin request's query never makes it act on another object"),
+    Mutation(
+        "refused-dialer-redials-at-once", "transports/lazily_transports/_core/_peer_link.py",
+        "            if await self.serve(channel):\n",
+        "            if await self.serve(channel) or True:\n",
+        ("tests/raft/test_mesh_node.py::"
+         "test_a_replaced_member_that_others_dial_is_told_why_they_refuse_it",),
+        "peers refusing a member after authentication back off and tell it why"),
     Mutation(
         "nats-buffers-while-reconnecting", "lazily_queue/brokers/nats_backend.py",
         "                                  \"pending_size\": 0, \"error_cb\": error_cb,",
