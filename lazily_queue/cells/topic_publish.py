@@ -84,11 +84,15 @@ class TopicPublishes(TopicLimits, Generic[T]):
         in runs of :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, so they commit in
         order in one entry where they fit.
         Elsewhere, and on a topic with limits, they are published one after another as
-        :meth:`publish` does (waiting for room unless ``wait=False``). A failure raises
-        once the publishes under way have ended: the values before it, or proposed with
-        it, may be published.
+        :meth:`publish` does (waiting for room unless ``wait=False``). A value the
+        cluster refuses (``UnsupportedValue``, ``MessageTooLarge``) refuses them all
+        before any is sent; another failure raises once the publishes under way have
+        ended: the values before it, or proposed with it, may be published.
         """
         pending = values_of(values, "publish")
+        check = getattr(self._storage, "check_values", None)
+        if check is not None:
+            check(pending)
         together = getattr(self._storage, "publish_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
             return [await self.publish(value, wait=wait) for value in pending]

@@ -121,11 +121,16 @@ class WorkQueuePushes:
         in runs of :data:`~lazily_queue.storage.runs.MANY_AT_ONCE`, so they commit in
         order in one entry where they fit.
         Elsewhere, and on a work queue with limits, they are pushed one after another as
-        :meth:`push` does (waiting for room unless ``wait=False``). A failure raises once
-        the pushes under way have ended: the values before it, or proposed with it, may
-        be pushed. For exactly-once, push each value with its own ``msg_id``.
+        :meth:`push` does (waiting for room unless ``wait=False``). A value the cluster
+        refuses (``UnsupportedValue``, ``MessageTooLarge``) refuses them all before any
+        is sent; another failure raises once the pushes under way have ended: the values
+        before it, or proposed with it, may be pushed. For exactly-once, push each value
+        with its own ``msg_id``.
         """
         pending = values_of(values, "push")
+        check = getattr(self._storage, "check_values", None)
+        if check is not None:
+            check(pending)
         together = getattr(self._storage, "push_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
             return [await self.push(value, wait=wait) for value in pending]

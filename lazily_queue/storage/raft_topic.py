@@ -239,8 +239,12 @@ class RaftTopicStorage(ReplicatedObject):
     ) -> list[TopicTransition[int]]:
         """Publish ``values`` proposed together (:func:`.runs.together`); a value the
         cluster would refuse refuses them all, before any is proposed."""
-        self.check_all(C.TOPIC_PUBLISH, lambda value: [self.name, value], values)
+        self.check_values(values)
         return await together(lambda value: self.publish(value, timeout=timeout), values)
+
+    def check_values(self, values: list[Any]) -> None:
+        """Refuse a batch of publishes with a value the cluster would refuse."""
+        self.check_all(C.TOPIC_PUBLISH, lambda value: [self.name, value], values)
 
     async def _published(self, call: Awaitable[Any]) -> Any:
         """``call``'s result; a refusal by the retention's ``max_bytes`` as

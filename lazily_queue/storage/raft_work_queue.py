@@ -148,8 +148,12 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     ) -> list[WorkTransition[int]]:
         """Push ``values`` proposed together (:func:`.runs.together`); a value the cluster
         would refuse refuses them all, before any is proposed."""
-        self.check_all(C.WORK_PUSH, lambda value: [self.name, value], values)
+        self.check_values(values)
         return await together(lambda value: self.push(value, timeout=timeout), values)
+
+    def check_values(self, values: list[Any]) -> None:
+        """Refuse a batch of pushes with a value the cluster would refuse (nothing sent)."""
+        self.check_all(C.WORK_PUSH, lambda value: [self.name, value], values)
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None

@@ -42,6 +42,12 @@ class SerializingWrapper:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def check_values(self, values: list[Any]) -> None:
+        """The backend's check of a batch (if it has one), on the encoded values."""
+        check = getattr(self.inner, "check_values", None)
+        if check is not None:
+            check([self.codec.encode(v) for v in values])
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, {self.codec.inner!r})"
 
@@ -56,12 +62,6 @@ class SerializingQueueStorage(SerializingWrapper, Generic[T]):
 
     def len(self) -> int:
         return self.inner.len()
-
-    def check_values(self, values: list[T]) -> None:
-        """The backend's check of a batch (if it has one), on the encoded values."""
-        check = getattr(self.inner, "check_values", None)
-        if check is not None:
-            check([self.codec.encode(v) for v in values])
 
     def is_closed(self) -> bool:
         return self.inner.is_closed()

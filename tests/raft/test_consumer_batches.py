@@ -161,6 +161,7 @@ async def test_stream_commits_the_cursor_per_batch_and_a_crash_redelivers_the_wi
 async def test_a_batch_with_a_value_the_cluster_refuses_is_refused_whole(
     tmp_path: Path,
 ) -> None:
+    from lazily_queue import Limits
     from lazily_queue.errors import MessageTooLarge, UnsupportedValue
 
     async with testing.cluster(data_dir=tmp_path) as cluster:
@@ -177,7 +178,17 @@ async def test_a_batch_with_a_value_the_cluster_refuses_is_refused_whole(
             with pytest.raises(MessageTooLarge):
                 await push(["a", too_large])
         await q.push_many(["after"])
+        limited = Limits(max_length=100)  # pushed one by one: checked before the first
+        lq, lw = follower.queue("lq", limits=limited), follower.work_queue("lw", limits=limited)
+        lt = follower.topic("lt", limits=limited)
+        for push in (lq.push_many, lw.push_many, lt.publish_many):
+            with pytest.raises(UnsupportedValue):
+                await push([1, object()])
         await leader.barrier()
         assert leader.queue("q").len() == 1
         assert leader.work_queue("w").pending_len() == 0
         assert leader.view.topics["t"].end_offset() == 0
+        assert leader.view.queues.get("lq") is None or leader.view.queues["lq"].len() == 0
+        assert leader.view.work_queues.get("lw") is None or (
+            leader.view.work_queues["lw"].core.pending_len() == 0)
+        assert leader.view.topics.get("lt") is None or leader.view.topics["lt"].end_offset() == 0
