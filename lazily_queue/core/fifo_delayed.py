@@ -110,6 +110,20 @@ class FifoDelayed(Generic[T]):
             n += 1
         return n
 
+    def due_len(self, now: int) -> int:
+        """Delayed elements due at ``now``: what :meth:`promote_due` would move (it visits
+        only those, and the heap's nodes below them)."""
+        heap = self._delayed
+        if not heap:
+            return 0
+        n, stack = 0, [0]
+        while stack:
+            i = stack.pop()
+            if i < len(heap) and heap[i][0] <= now:
+                n += 1
+                stack += (2 * i + 1, 2 * i + 2)
+        return n
+
     def delayed_len(self) -> int:
         """Elements committed and not due yet."""
         return 0 if self._delayed is None else len(self._delayed)

@@ -35,7 +35,7 @@ Refusal = tuple[str, str] | None
 class TxnCheck:
     """What the earlier ops of one transaction leave (module docstring)."""
 
-    __slots__ = ("_bytes", "_ids", "_pushed", "_settled", "_work")
+    __slots__ = ("_bytes", "_ids", "_promoted", "_pushed", "_settled", "_work")
 
     def __init__(self) -> None:
         self._pushed: dict[Hashable, int] = {}
@@ -44,6 +44,9 @@ class TxnCheck:
         #: transaction's earlier pushes leave them.
         self._work: dict[Hashable, list[Any]] = {}
         self._settled: set[tuple[Hashable, int]] = set()
+        #: Per queue: the delayed elements an earlier push with options of this
+        #: transaction made ready (it promotes those due first).
+        self._promoted: dict[Hashable, int] = {}
         self._ids: set[Hashable] = set()
 
     def repeated_id(self, key: Hashable, in_window: bool) -> bool:
@@ -55,17 +58,21 @@ class TxnCheck:
         return False
 
     def queue_push(self, key: Hashable, name: str, fifo: Fifo[Any],
-                   value: Any = None) -> Refusal:
+                   value: Any = None, due: int = 0) -> Refusal:
         """A push of ``value`` to ``fifo``: refused when closed (checked first) or full
         with the transaction's earlier pushes to it (a queue with limits: by its
-        limits, :meth:`limited_push`)."""
+        limits, :meth:`limited_push`). ``due``: the delayed elements this push makes
+        ready before it (a push with options promotes those due; counted once)."""
         if fifo.is_closed():
             return "closed", f"queue {shown(name)} is closed"
         if isinstance(fifo, LimitedFifo):
             return self.limited_push(key, name, fifo, value)
+        if due and key not in self._promoted:
+            self._promoted[key] = due
         extra = self._pushed.get(key, 0)
         capacity = fifo.capacity()
-        if capacity is not None and fifo.len() + extra >= capacity:
+        held = fifo.len() + self._promoted.get(key, 0)
+        if capacity is not None and held + extra >= capacity:
             return "full", (f"queue {shown(name)} is full ({capacity} elements, "
                             f"{extra} of them pushed earlier in this transaction)"
                             if extra else f"queue {shown(name)} is full ({capacity} elements)")

@@ -133,7 +133,9 @@ def _check_op(sm: StateMachine, check: TxnCheck, firsts: dict[DedupKey, int], in
                      f"{shown(target.group[0])}, fed by the topic: publish to the topic")
     if code in (ops.QUEUE_PUSH, ops.QUEUE_PUSH_ONCE, ops.QUEUE_PUSH_HEADERS,
                 ops.QUEUE_PUSH_OPTIONS):
-        _raise(check.queue_push(name, name, target, args[-1]))
+        # A push with options first makes the delayed elements due at this entry ready.
+        due = target.due_len(sm.now) if code == ops.QUEUE_PUSH_OPTIONS else 0
+        _raise(check.queue_push(name, name, target, args[-1], due))
     elif code in (ops.WORK_ACK, ops.WORK_NACK):
         _raise(check.settle(name, name, target.core, args[1], args[2]))
     elif code in _WORK_PUSHES:

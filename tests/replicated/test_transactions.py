@@ -173,3 +173,25 @@ def test_a_transaction_of_too_many_ops_is_aborted() -> None:
 def test_an_empty_transaction_commits_nothing() -> None:
     sm = _declared()
     assert _txn(sm) == [True, []]
+
+
+def test_a_push_with_options_counts_the_delayed_elements_it_makes_ready_first() -> None:
+    """A push with options promotes the due delayed elements before it pushes; the check
+    counted only the ready ones, so the push failed while applying and the rest of the
+    transaction applied without it, reported committed."""
+    sm = _declared()  # "q" holds at most 2 ready elements
+    _apply(sm, [ops.QUEUE_PUSH, "q", "ready"], stamp=1_000)
+    _apply(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"delay_ms": 100}, "delayed"], stamp=1_000)
+    result = _txn(sm, [ops.TOPIC_PUBLISH, "t", "audit"],
+                  [ops.QUEUE_PUSH_OPTIONS, "q", {"ttl_ms": 600_000}, "x"], stamp=2_000)
+    assert result[:3] == [False, 1, "full"]
+    assert sm.topics["t"].elements() == []  # nothing of it applied
+    # Twice in one transaction: the due element is counted once.
+    sm = _declared()
+    _apply(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"delay_ms": 100}, "delayed"], stamp=1_000)
+    result = _txn(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"ttl_ms": 600_000}, "x"],
+                  [ops.QUEUE_PUSH_OPTIONS, "q", {"ttl_ms": 600_000}, "y"], stamp=2_000)
+    assert result[:3] == [False, 1, "full"]
+    assert _txn(sm, [ops.QUEUE_PUSH_OPTIONS, "q", {"ttl_ms": 600_000}, "x"],
+                stamp=2_000)[0] is True
+    assert sm.queues["q"].elements() == ["delayed", "x"]
