@@ -1812,6 +1812,13 @@ MUTATIONS = [
          "test_a_replaced_member_that_others_dial_is_told_why_they_refuse_it",),
         "peers refusing a member after authentication back off and tell it why"),
     Mutation(
+        "txn-check-ignores-due-delayed", "lazily_queue/replicated/transactions.py",
+        "        due = target.due_len(sm.now) if code == ops.QUEUE_PUSH_OPTIONS else 0",
+        "        due = 0",
+        ("tests/replicated/test_transactions.py::"
+         "test_a_push_with_options_counts_the_delayed_elements_it_makes_ready_first",),
+        "a transaction is all or none when its push makes delayed elements ready first"),
+    Mutation(
         "nats-buffers-while-reconnecting", "lazily_queue/brokers/nats_backend.py",
         "                                  \"pending_size\": 0, \"error_cb\": error_cb,",
         "                                  \"error_cb\": error_cb,",
