@@ -1785,8 +1785,7 @@ MUTATIONS = [
         "a pop cancelled as it commits gives its element back"),
     Mutation(
         "push-over-max-bytes-retried", "lazily_queue/cells/queue.py",
-        "            if (never := never_fits(self.name, self._storage, self._limits, value)) "
-        "is not None:",
+        "            if (never := never_fits(self.name, self._limits, size)) is not None:",
         "            if (never := None) is not None:",
         ("tests/cells/test_queue_limits.py::"
          "test_a_push_larger_than_max_bytes_is_refused_not_retried_forever",),

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
-from ..core.limits import Limits, value_size
+from ..core.limits import Limits
 from ..core.numbers import wait_limit
 from ..core.push_options import PushOptions
 from ..core.queue import (
@@ -29,7 +29,7 @@ from ..core.queue import (
     push_mask,
     transition_mask,
 )
-from ..errors import QueueClosed, UnsupportedOperation, UnsupportedValue
+from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
@@ -56,6 +56,7 @@ from .queue_limits import (
     limited_deque,
     limits_of,
     never_fits,
+    stored_size,
 )
 from .queue_options import QueueOptions
 from .queue_sync import QueueSyncOps
@@ -297,13 +298,14 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 return
             if err is _PUSH_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed; push refused")
-            if (never := never_fits(self.name, self._storage, self._limits, value)) is not None:
+            size = stored_size(self._storage, self._limits, value)
+            if (never := never_fits(self.name, self._limits, size)) is not None:
                 raise never  # no room made for it would do: waiting would spin
             if not wait:
                 raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
                                      None if self.quota is None else self.quota.quota(),
                                      value)
-            await wait_until(self._room_for(value), context=self.ctx)
+            await wait_until(self._room_for(size), context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
         """Pop, waiting for an element; raises :class:`QueueClosed` once closed and drained.
@@ -325,19 +327,14 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         self._raise_if_stopped()
         return not self.is_full() or self.is_closed()
 
-    def _room_for(self, value: Any) -> Callable[[], bool]:
-        """What a push refused as full waits for: room for ``value`` itself. Under a
-        ``max_bytes`` limit a queue that is not full (it takes a one-byte element) may
-        still refuse a larger one; waiting on :meth:`_has_room` alone would retry at
-        once, forever (a spinning loop locally, a proposal after another on a node)."""
+    def _room_for(self, size: int | None) -> Callable[[], bool]:
+        """What a push refused as full waits for: room for its element of ``size`` bytes
+        (:func:`.queue_limits.stored_size`; ``None``: no ``max_bytes``). Under such a
+        limit a queue that is not full (it takes a one-byte element) may still refuse a
+        larger one; waiting on :meth:`_has_room` alone would retry at once, forever (a
+        spinning loop locally, a proposal after another on a node)."""
         quota = self.quota
-        if quota is None or self._limits is None or self._limits.max_bytes is None:
-            return self._has_room
-        storage: Any = self._storage
-        try:
-            size = value_size(storage.codec.encode(value) if hasattr(storage, "codec")
-                              else value)
-        except UnsupportedValue:
+        if quota is None or size is None:
             return self._has_room
 
         def room() -> bool:

@@ -134,18 +134,22 @@ def limit_exceeded(name: str, kind: str, limits: Limits | None, capacity: int | 
         "overflow='drop_oldest'", cell=name, limit=limit, value=bound)
 
 
-def never_fits(name: str, storage: Any, limits: Limits | None,
-               value: Any) -> LimitExceeded | None:
-    """The refusal of ``value`` when it is larger than ``max_bytes`` (it fits under
-    neither policy, however much room is made), else ``None``."""
+def stored_size(storage: Any, limits: Limits | None, value: Any) -> int | None:
+    """The bytes ``value`` takes against a ``max_bytes`` limit (as ``storage`` stores it:
+    through its serializer, if any); ``None`` without such a limit or for a value the
+    size rule cannot measure."""
     if limits is None or limits.max_bytes is None:
         return None
-    stored = storage.codec.encode(value) if hasattr(storage, "codec") else value
     try:
-        size = value_size(stored)
+        return value_size(storage.codec.encode(value) if hasattr(storage, "codec") else value)
     except UnsupportedValue:
         return None
-    if size <= limits.max_bytes:
+
+
+def never_fits(name: str, limits: Limits | None, size: int | None) -> LimitExceeded | None:
+    """The refusal of an element of ``size`` bytes larger than ``max_bytes`` (it fits
+    under neither policy, however much room is made), else ``None``."""
+    if limits is None or limits.max_bytes is None or size is None or size <= limits.max_bytes:
         return None
     return LimitExceeded(
         f"queue {name!r}: an element of {size} bytes never fits its max_bytes limit of "

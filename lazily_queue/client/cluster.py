@@ -40,8 +40,10 @@ from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
-from ..errors import InvalidConfiguration, shown
+from ..errors import InvalidConfiguration
+from ..names import check_max_objects
 from ..node_cells import NodeCells
+from ..node_settings import check_seconds
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..reactive import Context, resolve_context
@@ -69,18 +71,11 @@ log = logging.getLogger(__name__)
 
 def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
     """Refuse options no client can run with: a window of no operation (every one would
-    wait forever), and times that are no positive finite number of seconds (a zero ping
-    interval pings on every loop iteration, a NaN ping timeout never notices a dead
-    member)."""
-    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or (
-            max_in_flight < 1):
-        raise InvalidConfiguration(
-            f"max_in_flight must be an int >= 1, got {shown(max_in_flight)}")
+    wait forever), and times that are no number of seconds above 0 (a zero ping interval
+    pings on every loop iteration, a NaN ping timeout never notices a dead member)."""
+    check_max_objects(max_in_flight, "max_in_flight")
     for name, value in seconds.items():
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value <= 0):
-            raise InvalidConfiguration(
-                f"{name} must be a positive finite number of seconds, got {shown(value)}")
+        check_seconds(value, name)
 
 
 class ClusterClient(NodeCells):

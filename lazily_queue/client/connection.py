@@ -25,7 +25,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
-from .popped import GIVE_BACKS, POPS, Popped
+from .popped import FOLLOWED, POPS, Popped
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -190,7 +190,7 @@ class ClientConnection:
                 f"a client's new consumer group may not have {SEPARATOR!r} in its name "
                 f"({shown(args[1])}): topic 'a' group 'b:c' and topic 'a:b' group 'c' would "
                 "be one work queue; nothing was applied")
-        if code in POPS | GIVE_BACKS and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
+        if code in FOLLOWED and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
             if code in POPS:
                 self.popped.popping(rid, args[0])
             elif (refusal := self.popped.give_back_refusal(code, args, self.grant.name)):

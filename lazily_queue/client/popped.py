@@ -27,6 +27,8 @@ MAX_KEPT = 4096
 _MAX_AWAITED = 4096
 POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS})
 GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS})
+#: The ops :class:`Popped` follows.
+FOLLOWED = POPS | GIVE_BACKS
 
 
 def _digest(value: Any, headers: Any) -> bytes:

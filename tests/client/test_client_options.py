@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import math
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lazily_queue import ClientAccess, ClientClosed, ClientGrant, Credentials, Node, connect
+from lazily_queue import ClientClosed, Credentials, Node, connect
 from lazily_queue.errors import InvalidConfiguration
+from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(30)
 
-TOKEN = b"token-of-the-web-tier"
 
 
 @pytest.mark.parametrize("options", [
@@ -35,16 +32,8 @@ def test_options_no_client_can_run_with_are_refused(options: dict[str, Any]) -> 
 
 @pytest.fixture
 async def member() -> AsyncIterator[Node]:
-    path = Path(tempfile.mkdtemp(prefix="lqo-", dir="/tmp"))
-    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret",
-                clients=ClientAccess([ClientGrant("web", TOKEN, produce=["*"])]))
-    try:
-        async with node:
-            await node.wait_for_leader()
-            yield node
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    async with one_member() as node:
+        yield node
 
 
 async def test_a_closed_clients_barrier_fails_with_client_closed_at_once(

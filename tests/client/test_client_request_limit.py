@@ -4,39 +4,17 @@ on every new link flapped until its timeout, then said it may have applied)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue import Credentials, connect
 from lazily_queue.errors import MessageTooLarge
+from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(60)
 
-TOKEN = b"token-of-the-web-tier"
-
-
-@asynccontextmanager
-async def member(**options: Any) -> AsyncIterator[Node]:
-    path = Path(tempfile.mkdtemp(prefix="lqr-", dir="/tmp"))
-    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret",
-                clients=ClientAccess([ClientGrant("web", TOKEN, produce=["*"])]), **options)
-    try:
-        async with node:
-            await node.wait_for_leader()
-            yield node
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
 
 async def test_an_op_over_the_members_request_limit_fails_at_once_on_one_link() -> None:
-    async with member() as node:
+    async with one_member() as node:
         assert node.listen is not None
         async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
             q = client.queue("q")
@@ -52,7 +30,7 @@ async def test_an_op_over_the_members_request_limit_fails_at_once_on_one_link() 
 
 
 async def test_a_member_with_a_larger_limit_takes_a_large_op() -> None:
-    async with member(max_message_bytes=3 * 1024 * 1024) as node:
+    async with one_member(max_message_bytes=3 * 1024 * 1024) as node:
         assert node.listen is not None
         async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
             await client.queue("q").push(b"x" * 2_000_000)

@@ -13,7 +13,7 @@ import anyio
 from ._core._admission import AdmissionGate, LogLimiter
 from ._core._authentication import CredentialLookup, PeerVetter
 from ._core._backoff import Backoff
-from ._core._peer_link import PeerLink
+from ._core._peer_link import PeerLink, refusal_note
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
@@ -340,7 +340,7 @@ class Mesh:
         if not link.dials:
             return f"node {me} waits for node {peer_id} to dial"
         if link.refused is not None:
-            return f"node {me} refuses links from node {peer_id}: {link.refused}"
+            return refusal_note(me, peer_id, link.refused)
         note = f"node {me} dials node {peer_id} at {link.address}"
         return f"{note}, last failure: {link.trouble}" if link.trouble else note
 

@@ -34,6 +34,12 @@ logger = logging.getLogger("lazily_transports.mesh")
 PROBE_MAX_INTERVAL = 10.0
 
 
+def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
+    """A probe's answer saying that ``refuser`` refuses the links it dials to ``refused``
+    after authentication, and why (the prober reports it as a refusal)."""
+    return f"node {refuser} refuses links from node {refused}: {reason}"
+
+
 class PeerLink:
     """Carries frames to and from one peer over a sequence of connections (epochs).
 
@@ -200,8 +206,7 @@ class PeerLink:
         except Exception as exc:  # a probe is advisory: report anything and go on
             outcome, detail = f"probe failed: {exc!r}", exc
         else:
-            refused = f"node {self.peer_id} refuses links from node {self._config.peer_id}: "
-            if note and note.startswith(refused):
+            if note and note.startswith(refusal_note(self.peer_id, self._config.peer_id)):
                 # It dials us and refuses what it reaches after authentication (say, an
                 # impostor of this id): a configuration problem, said as a refusal.
                 outcome = note
