@@ -23,7 +23,7 @@ from .raft.errors import (
     StorageUnavailable,
 )
 from .replicated import ops
-from .storage.raft_queue import raise_op_error
+from .storage.replicated_object import raise_op_error
 
 if TYPE_CHECKING:
     from .node import Node

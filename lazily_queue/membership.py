@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .errors import InvalidConfiguration, LazilyQueueError
 from .raft.outcome import MAYBE_APPLIED, RETRYABLE, Answer, Outcome
 from .replicated import ops
-from .storage.raft_queue import raise_op_error
+from .storage.replicated_object import raise_op_error
 
 if TYPE_CHECKING:
     from .node import Node

@@ -16,9 +16,10 @@ from .names import check_name, check_room
 from .serializers import Serializer
 from .storage.raft_groups import RaftGroupStorage
 from .storage.raft_limited import LimitedRaftWorkQueueStorage
-from .storage.raft_queue import Proposer, RaftQueueStorage
+from .storage.raft_queue import RaftQueueStorage
 from .storage.raft_topic import RaftTopicStorage
 from .storage.raft_work_queue import RaftWorkQueueStorage
+from .storage.replicated_object import Proposer
 
 if TYPE_CHECKING:
     from .reactive import Context

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from . import membership
 from .replicated import ops
 from .status import local_status
-from .storage.raft_queue import raise_op_error
+from .storage.replicated_object import raise_op_error
 
 if TYPE_CHECKING:
     from .node import Node

@@ -1597,15 +1597,35 @@ MUTATIONS = [
          "test_a_node_process_spares_the_collector_what_it_held_when_started",),
         "a node process spares later full collections what survived an earlier one"),
     Mutation(
-        "together-unbounded", "lazily_queue/storage/runs.py",
-        "    for start in range(0, len(values), MANY_AT_ONCE):\n"
-        "        results = await asyncio.gather(\n"
-        "            *(call(value) for value in values[start:start + MANY_AT_ONCE]),\n",
-        "    for start in range(min(len(values), 1)):\n"
-        "        results = await asyncio.gather(\n"
-        "            *(call(value) for value in values),\n",
+        "together-unbounded", "lazily_queue/storage/replicated_object.py",
+        "        for start in range(0, len(ops), MANY_AT_ONCE):\n"
+        "            end = start + MANY_AT_ONCE\n",
+        "        for start in range(min(len(ops), 1)):\n"
+        "            end = len(ops)\n",
         ("tests/cells/test_many_pushes.py::test_at_most_a_run_of_them_is_under_way_at_once",),
         "push_many and publish_many have at most MANY_AT_ONCE calls under way at once"),
+    Mutation(
+        "batch-encoded-twice", "lazily_queue/storage/replicated_object.py",
+        "        encoded = [encode(code, op) for op in ops]\n",
+        "        encoded = [encode(code, op) for op in ops]\n"
+        "        encoded = [encode(code, op) for op in ops]\n",
+        ("tests/raft/test_batch_proposals.py::test_a_member_encodes_each_value_of_a_batch_once",),
+        "a member encodes each value of a push_many once"),
+    Mutation(
+        "batch-half-proposed", "lazily_queue/raft/calls.py",
+        "            for proposal, fut in calls:\n"
+        "                self._abandon(proposal, fut, None)\n"
+        "            self._observe_call(code, started, None, exc)\n",
+        "            self._observe_call(code, started, None, exc)\n",
+        ("tests/raft/test_batch_proposals.py::"
+         "test_a_batch_one_op_of_which_cannot_be_proposed_proposes_none",),
+        "a batch whose op cannot be proposed leaves none of its ops proposed"),
+    Mutation(
+        "serializer-skips-batches", "lazily_queue/storage/serializing.py",
+        "        if name not in _BATCHES:\n",
+        "        if True:\n",
+        ("tests/cells/test_many_pushes.py::test_a_serializer_encodes_every_value_of_a_batch",),
+        "a serializer encodes every value of a push_many or publish_many"),
     Mutation(
         "worker-fsync-after-tick", "lazily_queue/raft/driver.py",
         "        self._start_fsync()\n"

@@ -90,11 +90,11 @@ class TopicPublishes(TopicLimits, Generic[T]):
         ended: the values before it, or proposed with it, may be published.
         """
         pending = values_of(values, "publish")
-        check = getattr(self._storage, "check_values", None)
-        if check is not None:
-            check(pending)
         together = getattr(self._storage, "publish_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
+            check = getattr(self._storage, "check_values", None)
+            if check is not None:
+                check(pending)
             return [await self.publish(value, wait=wait) for value in pending]
         if self._group_cells:
             await self._declare_groups()

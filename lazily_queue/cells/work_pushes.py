@@ -128,11 +128,11 @@ class WorkQueuePushes:
         with its own ``msg_id``.
         """
         pending = values_of(values, "push")
-        check = getattr(self._storage, "check_values", None)
-        if check is not None:
-            check(pending)
         together = getattr(self._storage, "push_many", None)
         if self._sync is not None or together is None or self.limits() is not None:
+            check = getattr(self._storage, "check_values", None)
+            if check is not None:
+                check(pending)
             return [await self.push(value, wait=wait) for value in pending]
         transitions: list[WorkTransition[int]] = await together(pending)
         return [self._apply(transition) for transition in transitions]

@@ -93,7 +93,7 @@ class _Op:
 
 class Session:
     """A client's outstanding operations (module docstring); the
-    :class:`~lazily_queue.storage.raft_queue.Proposer` of its remote storages.
+    :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
 
     ``link()`` is the current link (``None`` while unlinked), ``drop(link, reason)``
     leaves a member that cannot commit, ``unreachable(what)`` builds the error of an
@@ -154,15 +154,17 @@ class Session:
             self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
                                             f"{outcome}"))
 
-    def check(self, code: int, args: list[Any]) -> None:
-        """Raise what :meth:`propose` would refuse ``args`` with; send nothing."""
-        encode_args(code, args)
+    def encode(self, code: int, args: list[Any]) -> bytes:
+        """The op for :meth:`propose`'s ``encoded``: raises what :meth:`propose` would
+        refuse ``args`` with; sends nothing."""
+        return encode_args(code, args)
 
     def propose(
         self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
+        on_orphan: Callable[[Any], None] | None = None, encoded: bytes | None = None,
     ) -> tuple[Any, asyncio.Future[Any]]:
-        """Send one op; the future resolves with its result once the member applied it.
+        """Send one op (``encoded`` as :meth:`encode` gave it, or ``None``); the future
+        resolves with its result once the member applied it.
 
         Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` for a value CBOR
         cannot carry and ``ValueError`` for an op over the replicated command limit
@@ -170,7 +172,8 @@ class Session:
         """
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
-        encoded = encode_args(code, args)
+        if encoded is None:
+            encoded = encode_args(code, args)
         loop = asyncio.get_running_loop()
         deadline = commit_deadline(loop.time(), timeout)
         seq = self._next_seq
@@ -186,7 +189,7 @@ class Session:
 
     async def call(
         self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
+        on_orphan: Callable[[Any], None] | None = None, encoded: bytes | None = None,
     ) -> Any:
         """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
         is abandoned, or with ``on_orphan`` awaited on its behalf."""
@@ -196,7 +199,8 @@ class Session:
         else:
             await window.take()
         try:
-            op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan)
+            op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan,
+                                   encoded=encoded)
             try:
                 return await fut
             except asyncio.CancelledError:
@@ -205,6 +209,21 @@ class Session:
                 raise
         finally:
             window.give()
+
+    async def call_many(
+        self, code: int, args: list[list[Any]], encoded: list[bytes], *, timeout: float,
+    ) -> list[Any]:
+        """:meth:`call` for every one of ``args`` (``encoded[i]`` as :meth:`encode` gave
+        it), under way together; the results in order. Once all have ended the first
+        failure raises."""
+        results = await asyncio.gather(
+            *(self.call(code, one, timeout=timeout, encoded=op)
+              for one, op in zip(args, encoded, strict=True)),
+            return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
 
     def _floor(self) -> int:
         """The oldest unanswered sequence number (the next one when none is).

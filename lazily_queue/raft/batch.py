@@ -84,7 +84,7 @@ def encode_checked_op(
     Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value outside the value
     model (:mod:`.values`: its type, a map key, nesting deeper than the limit...) and
     :class:`~lazily_queue.errors.MessageTooLarge` for a message over ``message_limit``
-    or an op over ``max_bytes``.
+    or an op over ``max_bytes`` whatever its sequence number (see :func:`with_seq`).
     """
     simple = values.plain_rows(args, max_items=max_bytes)
     tuples = False if simple else values.scan(args, max_items=max_bytes, name=name)
@@ -101,7 +101,7 @@ def encode_checked_op(
                 "of this cluster (max_message_bytes); store large payloads elsewhere and "
                 "queue a reference, or raise the limit on every node", size=size,
                 limit=message_limit)
-    if len(encoded) > max_bytes:
+    if len(encoded) + SEQ_ROOM > max_bytes:
         raise MessageTooLarge(
             f"{name}: the operation of {len(encoded)} bytes (its names and values) exceeds "
             f"the {max_bytes}-byte replicated command limit", size=None, limit=max_bytes)
@@ -109,6 +109,19 @@ def encode_checked_op(
         return encoded  # plain scalars (and lists of them) decode as they are
     check_decodes(encoded, name)
     return encoded
+
+
+#: The most bytes a sequence number adds to an op encoded with sequence number 0.
+SEQ_ROOM = 8
+
+
+def with_seq(encoded: bytes, seq: int) -> bytes:
+    """``encoded``, an op :func:`encode_checked_op` encoded with sequence number 0, as
+    it encodes with ``seq`` (the same bytes a direct encoding gives)."""
+    head = 1 if encoded[0] < 0x98 else 1 + (1 << (encoded[0] - 0x98))
+    if encoded[head] != 0:
+        raise ValueError("not an op encoded with sequence number 0")
+    return encoded[:head] + cbor2.dumps(seq) + encoded[head + 1:]
 
 
 def check_decodes(encoded: bytes, name: str) -> None:

@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
+from .calls import Calls
 from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Driver", "EventSink"]
 
 
-class Driver(Release, DiskStall, FsyncRuns):
+class Driver(Release, DiskStall, FsyncRuns, Calls):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -99,10 +99,7 @@ class Driver(Release, DiskStall, FsyncRuns):
         #: Called after every step, on the loop, with no argument (state watchers that
         #: must not cost a task switch per step); an observer must be quick.
         self.step_observers: list[Callable[[], None]] = []
-        #: Called as ``observer(code, seconds, result, error)`` when a :meth:`call` ends
-        #: (commit latency and error metrics).
-        self.call_observer: Callable[[int, float, Any, BaseException | None], None] | None = (
-            None)
+        self.call_observer = None
 
     @property
     def running(self) -> bool:
@@ -161,10 +158,12 @@ class Driver(Release, DiskStall, FsyncRuns):
         timeout: float,
         on_orphan: Callable[[Any], None] | None = None,
         step_now: bool = False,
+        encoded: bytes | None = None,
     ) -> tuple[Proposal, asyncio.Future[Any]]:
-        """Propose one op; the future resolves with its result once applied here. With
-        ``step_now``, an idle driver steps at once (see :meth:`_idle`) instead of in the
-        loop's next iteration: the future may be resolved on return."""
+        """Propose one op (``encoded`` as :meth:`encode` gave it, or ``None``); the future
+        resolves with its result once applied here. With ``step_now``, an idle driver
+        steps at once (see :meth:`_idle`) instead of in the loop's next iteration: the
+        future may be resolved on return."""
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`")
         if self.pipeline.stall is not None:
@@ -185,7 +184,7 @@ class Driver(Release, DiskStall, FsyncRuns):
                 fut.set_result(result)
 
         proposal = self.replica.propose(
-            code, args, timeout=timeout, on_done=done, on_orphan=on_orphan
+            code, args, timeout=timeout, on_done=done, on_orphan=on_orphan, encoded=encoded
         )
         if step_now and self._idle():
             self._input = True
@@ -214,56 +213,6 @@ class Driver(Release, DiskStall, FsyncRuns):
             return ready is None
         own = self._own_callbacks
         return any(not h._cancelled and h._callback not in own for h in ready)
-
-    def check(self, code: int, args: list[Any]) -> None:
-        """Raise what :meth:`propose` would refuse ``args`` with (an unsupported value, a
-        message too large); propose nothing."""
-        self.replica.check(code, args)
-
-    async def call(
-        self,
-        code: int,
-        args: list[Any],
-        *,
-        timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Propose and await; a cancelled caller leaves nothing half-done (see Replica.cancel)."""
-        started = time.perf_counter()
-        try:
-            proposal, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan,
-                                         step_now=True)
-        except Exception as exc:
-            self._observe_call(code, started, None, exc)
-            raise
-        try:
-            if fut.done():
-                await asyncio.sleep(0)  # every call lets the loop run once
-            result = await fut
-        except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                # Applied, but the caller went away before taking the result (the
-                # future resolved in this iteration: a one-member commit in step_now,
-                # or a cancel racing the completion): the proposal is finished, so
-                # only here can a pop's element still find its way back.
-                if on_orphan is not None:
-                    on_orphan(fut.result())
-            else:
-                self.replica.cancel(proposal)
-            raise
-        except Exception as exc:
-            self._observe_call(code, started, None, exc)
-            raise
-        self._observe_call(code, started, result, None)
-        return result
-
-    def _observe_call(self, code: int, started: float, result: Any,
-                      error: BaseException | None) -> None:
-        if self.call_observer is not None:
-            try:
-                self.call_observer(code, time.perf_counter() - started, result, error)
-            except Exception:
-                log.exception("node %s: the call observer failed", self.replica.node_id)
 
     def wake(self) -> None:
         """Run one step soon (once per loop iteration, however often it is called)."""

@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .batch import encode_batch, encode_checked_op
+from .batch import encode_batch, encode_checked_op, with_seq
 from .codec import frame_limit
 from .engine import LEADER, STATE_NAMES, RaftEngine
 from .errors import ProposalRejected
@@ -124,8 +124,10 @@ class Replica(ReplicaWaiters):
         timeout: float,
         on_done: Completion,
         on_orphan: Callable[[Any], None] | None = None,
+        encoded: bytes | None = None,
     ) -> Proposal:
-        """Queue one operation for the next step's batch.
+        """Queue one operation for the next step's batch; ``encoded`` is what
+        :meth:`encode` gave for ``code`` and ``args`` (encoded here when ``None``).
 
         Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value replicas would
         refuse to decode and :class:`~lazily_queue.errors.MessageTooLarge` for a message
@@ -134,7 +136,7 @@ class Replica(ReplicaWaiters):
         """
         deadline = commit_deadline(self.clock(), timeout)
         seq = self._next_seq
-        encoded = self._encode(seq, code, args)
+        encoded = with_seq(self.encode(code, args) if encoded is None else encoded, seq)
         self._next_seq += 1
         p = Proposal(seq, code, args, encoded, deadline, on_done, on_orphan)
         self._unresolved[seq] = p
@@ -142,11 +144,9 @@ class Replica(ReplicaWaiters):
         self.proposals += 1
         return p
 
-    def check(self, code: int, args: list[Any]) -> None:
-        """Raise what :meth:`propose` would refuse ``args`` with; queue nothing."""
-        self._encode(0, code, args)
-
-    def _encode(self, seq: int, code: int, args: list[Any]) -> bytes:
+    def encode(self, code: int, args: list[Any]) -> bytes:
+        """The op for :meth:`propose`'s ``encoded``; raises what :meth:`propose` would
+        refuse ``args`` with. Queues nothing."""
         kind = self._op_kinds.get(code)
         if kind is None:
             config = self.config
@@ -154,7 +154,7 @@ class Replica(ReplicaWaiters):
                 self.fsm.op_name(code),
                 config.max_message_bytes if self.fsm.carries_message(code) else None)
         return encode_checked_op(
-            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
+            0, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
 
     def cancel(self, p: Proposal) -> None:
         """The waiter is gone: drop ``p`` if it cannot have been applied, else orphan it."""

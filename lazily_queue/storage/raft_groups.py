@@ -16,12 +16,12 @@ from ..core.groups import group_queue_name
 from ..core.topic import Start, check_start, out_of_range
 from ..replicated import ops as C
 from .group_pushes import FedByTopic
-from .raft_queue import raise_op_error
 from .raft_work_queue import RaftWorkQueueStorage
+from .replicated_object import raise_op_error
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
-    from .raft_queue import Proposer
+    from .replicated_object import Proposer
 
 
 class RaftGroupStorage(FedByTopic, RaftWorkQueueStorage):

@@ -17,8 +17,8 @@ from ..core.work import WorkTransition
 from ..core.work_options import WorkPushOptions
 from ..errors import LimitExceeded
 from ..raft.errors import ProposalRejected
-from .raft_queue import Proposer
 from .raft_work_queue import RaftWorkQueueStorage
+from .replicated_object import Proposer
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView

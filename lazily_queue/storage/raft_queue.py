@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.expiry import ttl_ms
 from ..core.fifo import Fifo
@@ -34,154 +33,18 @@ from ..core.limited_fifo import LimitedFifo
 from ..core.limits import REJECT, Limits
 from ..core.push_options import PushOptions
 from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_capacity
-from ..raft.errors import NodeNotRunning, ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
-from ..replicated.ops import OpError
 from .capabilities import StorageCapabilities
 from .queue import QueueChangeListener
+from .replicated_object import Proposer, ReplicatedObject
 
 if TYPE_CHECKING:
-    from ..raft.driver import Driver
     from ..replicated.view import ReadView
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class Proposer(Protocol):
-    """Where a replicated storage's operations go: a member's driver, or a client's
-    connection to a member. Results are the state machine's."""
-
-    @property
-    def running(self) -> bool:
-        """False once stopped (a node) or closed (a client)."""
-        ...
-
-    def propose(
-        self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
-    ) -> tuple[Any, asyncio.Future[Any]]:
-        """Propose one op without waiting; the future resolves with its result."""
-        ...
-
-    async def call(
-        self, code: int, args: list[Any], *, timeout: float,
-        on_orphan: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Propose and await; ``on_orphan`` gets the result of an op whose caller went
-        away (cancelled, timed out) while it may still apply."""
-        ...
-
-
-def raise_op_error(result: Any) -> Any:
-    """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
-    if isinstance(result, OpError):
-        raise ProposalRejected(str(result))
-    return result
-
-
-class ReplicatedObject:
-    """Shared plumbing of the Raft-backed storages: declaration, proposals through the
-    driver and reads through the view."""
-
-    kind = "object"
-
-    #: The object's kind in expiry ops (``EXPIRY_RULES``), ``None``: it has no expiry.
-    expiry_kind: str | None = None
-
-    def __init__(self, driver: Proposer, view: ReadView, name: str, *, timeout: float) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
-        #: ``[default_ttl_ms, max_age_ms]`` proposed after the declaration, or ``None``.
-        self.expiry_rules: list[int | None] | None = None
-        self._expired_listener: Callable[[], None] | None = None
-        self._driver = driver
-        self._view = view
-        self.name = name
-        self.timeout = timeout
-        self._declared: asyncio.Future[None] | None = None
-
-    def _declare_op(self) -> tuple[int, list[Any]]:
-        raise NotImplementedError
-
-    def check_all(self, code: int, args: Callable[[Any], list[Any]],
-                  values: list[Any]) -> None:
-        """Raise what proposing ``code`` with ``args(value)`` would for any of ``values``
-        (an unsupported value, a message too large) before any is proposed: a batch is
-        refused whole, not after its first values applied."""
-        check = getattr(self._driver, "check", None)
-        if check is not None:
-            for value in values:
-                check(code, args(value))
-
-    def rebind(self, driver: Proposer, view: ReadView) -> None:
-        """Follow the node to a restarted driver and state (the cell and readers stay)."""
-        self._driver = driver
-        self._view = view
-        self._declared = None
-
-    def forget_declaration(self) -> None:
-        """The object was deleted: the next operation declares it again."""
-        self._declared = None
-
-    def raise_if_stopped(self) -> None:
-        """Raise :class:`NodeNotRunning` while the node is stopped (capability
-        ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""
-        if not self._driver.running:
-            raise self._stopped()
-
-    def _stopped(self) -> Exception:
-        node = cast("Driver", self._driver).replica.node_id
-        return NodeNotRunning(
-            f"{self.kind} {self.name!r}: node {node} is stopped; start it again "
-            "(`async with node:`) to use it"
-        )
-
-    async def declare(self, *, timeout: float | None = None) -> None:
-        """Declare the object on the cluster now (the first operation does it otherwise)."""
-        await self._ensure_declared(timeout)
-
-    async def _ensure_declared(self, timeout: float | None) -> None:
-        self.raise_if_stopped()
-        declared = self._declared
-        if (declared is not None and declared.done() and not declared.cancelled()
-                and declared.exception() is None):
-            return
-        if self._declared is None or (self._declared.done() and self._declared.exception()):
-            self._declared = asyncio.ensure_future(self._declare(timeout))
-        await asyncio.shield(self._declared)
-
-    async def _declare(self, timeout: float | None) -> None:
-        code, args = self._declare_op()
-        raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
-        if self.expiry_rules is not None and self.expiry_kind is not None:
-            raise_op_error(await self._driver.call(
-                C.EXPIRY_RULES, [self.name, self.expiry_kind, *self.expiry_rules],
-                timeout=timeout or self.timeout))
-
-    def expired_count(self) -> int:
-        """Elements that expired undelivered (capability ``expiry``)."""
-        return self._view.expired(self.expiry_kind or "", self.name)
-
-    def set_expired_listener(self, listener: Callable[[], None] | None) -> None:
-        self._expired_listener = listener
-
-    def on_expired(self) -> None:
-        """Elements of the object expired (an :class:`~..replicated.events.Expired`)."""
-        if self._expired_listener is not None:
-            self._expired_listener()
-
-    async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
-        declared = self._declared
-        if (declared is None or not declared.done() or declared.cancelled()
-                or declared.exception() is not None):
-            await self._ensure_declared(timeout)
-        elif not self._driver.running:
-            raise self._stopped()
-        result = await self._driver.call(code, args, timeout=timeout or self.timeout, **kw)
-        return raise_op_error(result)
 
 
 class RaftQueueStorage(ReplicatedObject, Generic[T]):
@@ -271,6 +134,14 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def check_values(self, values: list[T]) -> None:
         """Refuse a batch of pushes with a value the cluster would refuse (nothing sent)."""
         self.check_all(C.QUEUE_PUSH, lambda value: [self.name, value], values)
+
+    async def offer_many(self, values: list[T], *,
+                         timeout: float | None = None) -> list[QueuePushError | None]:
+        """:meth:`offer` every value, proposed together (see ``_call_many``): a value the
+        cluster would refuse refuses them all, before any is proposed."""
+        results = await self._call_many(C.QUEUE_PUSH, lambda value: [self.name, value],
+                                        values, timeout)
+        return [result if isinstance(result, QueuePushError) else None for result in results]
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         result = await self._call(C.QUEUE_PUSH, [self.name, value], timeout)

@@ -32,14 +32,13 @@ from ..raft.errors import ProposalRejected
 from ..replicated import ops as C
 from ..replicated.events import TopicChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject
-from .runs import together
+from .replicated_object import ReplicatedObject
 from .topic import TopicChangeListener
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
     from .raft_groups import GroupRegistrar, RaftGroupStorage
-    from .raft_queue import Proposer
+    from .replicated_object import Proposer
 
 
 class RaftTopicStorage(ReplicatedObject):
@@ -237,10 +236,11 @@ class RaftTopicStorage(ReplicatedObject):
     async def publish_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[TopicTransition[int]]:
-        """Publish ``values`` proposed together (:func:`.runs.together`); a value the
+        """Publish ``values`` proposed together (see ``_call_many``); a value the
         cluster would refuse refuses them all, before any is proposed."""
-        self.check_values(values)
-        return await together(lambda value: self.publish(value, timeout=timeout), values)
+        offsets = await self._published(self._call_many(
+            C.TOPIC_PUBLISH, lambda value: [self.name, value], values, timeout))
+        return [TopicTransition(int(offset), frozenset()) for offset in offsets]
 
     def check_values(self, values: list[Any]) -> None:
         """Refuse a batch of publishes with a value the cluster would refuse."""

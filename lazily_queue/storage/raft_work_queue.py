@@ -29,14 +29,13 @@ from ..names import check_member
 from ..replicated import ops as C
 from ..replicated.events import WorkQueueChanged
 from .capabilities import StorageCapabilities
-from .raft_queue import ReplicatedObject
 from .raft_scheduling import RaftWorkScheduling
-from .runs import together
+from .replicated_object import ReplicatedObject
 from .work import Settlement, WorkQueueChangeListener
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
-    from .raft_queue import Proposer
+    from .replicated_object import Proposer
 
 
 
@@ -146,10 +145,11 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     async def push_many(
         self, values: list[Any], *, timeout: float | None = None
     ) -> list[WorkTransition[int]]:
-        """Push ``values`` proposed together (:func:`.runs.together`); a value the cluster
+        """Push ``values`` proposed together (see ``_call_many``); a value the cluster
         would refuse refuses them all, before any is proposed."""
-        self.check_values(values)
-        return await together(lambda value: self.push(value, timeout=timeout), values)
+        results = await self._call_many(C.WORK_PUSH, lambda value: [self.name, value],
+                                        values, timeout)
+        return [WorkTransition(result, mask) for result, mask in results]
 
     def check_values(self, values: list[Any]) -> None:
         """Refuse a batch of pushes with a value the cluster would refuse (nothing sent)."""

@@ -1,7 +1,7 @@
 """Remote storages: the cells of a client (a process that is not a cluster member).
 
 They are the Raft storages with two things swapped: operations go to the client's
-connection (a :class:`~lazily_queue.storage.raft_queue.Proposer`), which sends them
+connection (a :class:`~lazily_queue.storage.replicated_object.Proposer`), which sends them
 to the member it is linked to, under the client's session, so a retry through another
 member applies at most once; reads come from the client's mirror of the object (see
 :mod:`lazily_queue.client.mirror`): the member's applied state, kept current by the

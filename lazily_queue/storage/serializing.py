@@ -22,6 +22,10 @@ from .topic import TopicStorage
 
 T = TypeVar("T")
 
+#: The backend's batch calls (each taking a list of values and returning what holds
+#: none), present on the wrapper when the backend has them.
+_BATCHES = frozenset({"offer_many", "publish_many", "push_many"})
+
 
 class SerializingWrapper:
     """Pass-through of everything the wrapper does not translate."""
@@ -40,7 +44,14 @@ class SerializingWrapper:
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet
             raise AttributeError(name)
-        return getattr(self.inner, name)
+        found = getattr(self.inner, name)
+        if name not in _BATCHES:
+            return found
+        encode = self.codec.encode
+
+        async def batch(values: list[Any], **options: Any) -> Any:
+            return await found([encode(value) for value in values], **options)
+        return batch
 
     def check_values(self, values: list[Any]) -> None:
         """The backend's check of a batch (if it has one), on the encoded values."""

@@ -20,7 +20,7 @@ from ..cells.topic import TopicCell
 from ..core.work import Receipt
 from ..errors import TransactionUnsupported
 from ..replicated import ops as C
-from ..storage.raft_queue import ReplicatedObject, raise_op_error
+from ..storage.replicated_object import ReplicatedObject, raise_op_error
 from . import TxOp, aborted
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from lazily_queue import (
     testing,
 )
 from lazily_queue.node import Node
-from lazily_queue.storage import runs
+from lazily_queue.serializers import serializer
+from lazily_queue.storage import replicated_object
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,36 +99,46 @@ async def test_a_group_refuses_them_and_limits_push_one_at_a_time(tmp_path: Path
 async def test_at_most_a_run_of_them_is_under_way_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runs, "MANY_AT_ONCE", 50)
+    monkeypatch.setattr(replicated_object, "MANY_AT_ONCE", 50)
     async with testing.cluster(1, data_dir=tmp_path) as cluster:
         node = cluster.node(1)
         jobs, news, orders = node.work_queue("jobs"), node.topic("news"), node.queue("orders")
         await news.subscribe("s")
-        peaks: dict[str, int] = {}
-        for label, storage, method in ((("jobs", jobs.storage, "push"),
-                                         ("news", news.storage, "publish"),
-                                         ("orders", orders.storage, "offer"))):
-            _count_under_way(storage, method, label, peaks)
+        runs = _count_runs(node)
         assert await jobs.push_many(range(180)) == list(range(180))
         offsets = await news.publish_many(range(180))
         await orders.push_many(range(180))
-        assert peaks == {"jobs": 50, "news": 50, "orders": 50}
+        assert runs == [50, 50, 50, 30] * 3
         assert offsets == list(range(180))
         assert await orders.pop_many(500) == list(range(180))
         assert [await news.advance("s") for _ in range(180)] == list(range(180))
 
 
-def _count_under_way(storage: Any, method: str, label: str, peaks: dict[str, int]) -> None:
-    """Record in ``peaks[label]`` the most calls of ``storage.method`` under way at once."""
-    original = getattr(storage, method)
-    under_way = [0]
+async def test_a_serializer_encodes_every_value_of_a_batch(tmp_path: Path) -> None:
+    codec = serializer(lambda point: {"x": point[0]}, lambda doc: (doc["x"],))
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
+        jobs = node.work_queue("jobs", serializer=codec)
+        news = node.topic("news", serializer=codec)
+        orders = node.queue("orders", serializer=codec)
+        await news.subscribe("s")
+        assert await jobs.push_many([(1,), (2,)]) == [0, 1]
+        assert await news.publish_many([(1,), (2,)]) == [0, 1]
+        await orders.push_many([(1,), (2,)])
+        assert [(await jobs.claim("w")).value for _ in range(2)] == [(1,), (2,)]
+        assert [await news.advance("s") for _ in range(2)] == [(1,), (2,)]
+        assert await orders.pop_many(5) == [(1,), (2,)]
 
-    async def counted(value: Any, **kw: Any) -> Any:
-        under_way[0] += 1
-        peaks[label] = max(peaks.get(label, 0), under_way[0])
-        try:
-            return await original(value, **kw)
-        finally:
-            under_way[0] -= 1
 
-    setattr(storage, method, counted)
+def _count_runs(node: Node) -> list[int]:
+    """The sizes of the runs of ops ``node``'s driver is given to propose together."""
+    runs: list[int] = []
+    original = node.driver.call_many
+
+    async def counted(code: int, args: list[list[Any]], encoded: list[bytes], *,
+                      timeout: float) -> list[Any]:
+        runs.append(len(args))
+        return await original(code, args, encoded, timeout=timeout)
+
+    node.driver.call_many = counted  # type: ignore[method-assign]
+    return runs
