@@ -1621,6 +1621,13 @@ MUTATIONS = [
          "test_a_batch_one_op_of_which_cannot_be_proposed_proposes_none",),
         "a batch whose op cannot be proposed leaves none of its ops proposed"),
     Mutation(
+        "foreign-journal-torn", "lazily_queue/raft/records.py",
+        "        plausible = index >= 1 and 1 <= term <= MAX_TERM\n",
+        "        plausible = True\n",
+        ("tests/raft/test_journal.py::"
+         "test_a_journal_replaced_by_other_bytes_is_damaged_not_torn",),
+        "a journal replaced by other bytes is damaged (the vote withheld), not a torn tail"),
+    Mutation(
         "serializer-skips-batches", "lazily_queue/storage/serializing.py",
         "        if name not in _BATCHES:\n",
         "        if True:\n",

@@ -28,6 +28,10 @@ SECTOR = 512
 
 Entry = tuple[bytes, int, int]
 
+#: No journal record holds a higher term: a first header claiming one is not a torn
+#: append but other bytes (a file copied over the journal, say).
+MAX_TERM = 1 << 40
+
 
 class JournalError(DamagedData):
     """The journal or its metadata cannot be used."""
@@ -127,7 +131,10 @@ def _classify(data: bytes, pos: int, content: int, entries: list[Entry]) -> Tail
     length, crc, index, term = HEADER.unpack_from(data, pos)
     end = pos + HEADER.size + length
     last = entries[-1] if entries else None
-    plausible = last is None or (index == last[1] + 1 and term >= last[2])
+    if last is None:  # any index may come first (after compaction): a sane term, then
+        plausible = index >= 1 and 1 <= term <= MAX_TERM
+    else:
+        plausible = index == last[1] + 1 and term >= last[2]
     if plausible and end > zeros_from and _whole_record_before_next(
             data, pos, content, index, term, crc):
         # A damaged length field made the record look longer, and the next record's

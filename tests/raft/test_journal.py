@@ -13,6 +13,7 @@ from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.journal import DurableJournal, JournalCorruptedError, JournalError
 from lazily_queue.raft.meta import encode_meta
 from lazily_queue.raft.records import HEADER, decode_records, encode_record
+from lazily_queue.raft.rejoin import floor_of
 
 
 def _journal(path: Path, *, sync: bool = False) -> DurableJournal:
@@ -71,6 +72,24 @@ def test_zero_filled_tail_is_torn(tmp_path: Path) -> None:
     with open(j.path, "ab") as f:
         f.write(b"\0" * 100)
     assert len(_journal(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("foreign", [
+    b"id = 1\ncluster = \"orders\"\n" * 40,  # a configuration copied over the journal
+    bytes(range(256)) * 8,
+])
+def test_a_journal_replaced_by_other_bytes_is_damaged_not_torn(tmp_path: Path,
+                                                             foreign: bytes) -> None:
+    j = _journal(tmp_path)
+    _fill(j, 5, term=2)
+    j.setCurrentTerm(2, "1")
+    j.sync()
+    with open(j.path, "r+b") as f:
+        f.write(foreign)
+    again = _journal(tmp_path)
+    assert len(again) == 0
+    assert again.tail.damaged  # the member withholds its vote until it has caught up
+    assert floor_of(again._meta) is not None
 
 
 def test_corrupted_record_with_valid_records_after_it_is_refused(tmp_path: Path) -> None:
