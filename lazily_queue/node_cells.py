@@ -81,6 +81,9 @@ class NodeCells:
         cell = self._queue_cells.get(name)
         if cell is not None:
             if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
+                if _drop_refused(self._queue_cells, self._router.queues, name):
+                    return self.queue(name, capacity=capacity, serializer=serializer,
+                                      limits=limits, ttl=ttl)
                 raise InvalidConfiguration(
                     f"queue {name!r} is already open with capacity {cell.capacity()}"
                     + ("" if cell.limits() is None
@@ -111,6 +114,9 @@ class NodeCells:
         cell = self._topic_cells.get(name)
         if cell is not None:
             if cell.limits() != limits:
+                if _drop_refused(self._topic_cells, self._router.topics, name):
+                    return self.topic(name, serializer=serializer, limits=limits, ttl=ttl,
+                                      max_age=max_age)
                 raise InvalidConfiguration(
                     f"topic {name!r} is already open with limits {cell.limits()}")
             _same_serializer("topic", name, cell.serializer, serializer)
@@ -172,6 +178,10 @@ class NodeCells:
             opened = getattr(cell.storage, "retry", None)
             if (cell.visibility_timeout, cell.max_deliveries, opened, cell.limits()) != (
                     timeout_ms, max_deliveries, retry, limits):
+                if _drop_refused(self._work_cells, self._router.work_queues, name):
+                    return self.open_work_queue(name, timeout_ms, max_deliveries,
+                                                serializer=serializer, retry=retry, ttl=ttl,
+                                                limits=limits)
                 raise InvalidConfiguration(
                     f"work queue {name!r} is already open with other settings"
                 )
@@ -229,6 +239,17 @@ class NodeCells:
         self._admit("work_queue", storage.name, "consumer group's name")
         self._router.work_queues[storage.name] = storage
         return storage
+
+
+def _drop_refused(cells: dict[str, Any], storages: dict[str, Any], name: str) -> bool:
+    """Forget the cell open under ``name`` when the cluster refused its declaration (the
+    object exists with other settings), so the name can be opened again with the
+    object's settings; the refused cell stays refused."""
+    refused = getattr(storages.get(name), "declaration_refused", None)
+    if refused is None or not refused():
+        return False
+    del cells[name], storages[name]
+    return True
 
 
 def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,

@@ -105,6 +105,16 @@ class ReplicatedObject:
         """The object was deleted: the next operation declares it again."""
         self._declared = None
 
+    def declaration_refused(self) -> bool:
+        """True when the cluster refused this object's declaration because the object
+        exists with other settings (a ``*_mismatch`` refusal): no operation of it applies."""
+        declared = self._declared
+        if declared is None or not declared.done() or declared.cancelled():
+            return False
+        exc = declared.exception()
+        return (isinstance(exc, ProposalRejected)
+                and str(exc).split(":", 1)[0].endswith("_mismatch"))
+
     def raise_if_stopped(self) -> None:
         """Raise :class:`NodeNotRunning` while the node is stopped (capability
         ``lifecycle``: a stopping node resets its storages, which wakes every waiter)."""

@@ -9,6 +9,8 @@ import pytest
 
 from lazily_queue import (
     EMPTY,
+    InvalidConfiguration,
+    Limits,
     QueueClosed,
     QueuePopError,
     QueuePushError,
@@ -16,7 +18,7 @@ from lazily_queue import (
     testing,
 )
 from lazily_queue.node import ClusterMismatch, Node
-from lazily_queue.raft.errors import NoQuorum
+from lazily_queue.raft.errors import NoQuorum, ProposalRejected
 from lazily_queue.raft.network import LocalHub
 from lazily_queue.reactive import Effect
 
@@ -74,6 +76,34 @@ async def test_capacity_mismatch_is_refused(tmp_path: Path) -> None:
         await a.queue("q", capacity=3).push(1)
         with pytest.raises(Exception, match="capacity 3, not 4"):
             await b.queue("q", capacity=4).push(1)
+
+
+async def test_a_name_whose_declaration_was_refused_opens_again_with_its_settings(
+    tmp_path: Path,
+) -> None:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        a, b = list(cluster.nodes.values())[:2]
+        await a.queue("q", capacity=3).push(1)
+        await a.work_queue("w", visibility_timeout=10).push(1)
+        await a.topic("t").publish(1)
+        await cluster.settle()
+        refused = b.queue("q", capacity=4)
+        with pytest.raises(ProposalRejected, match="capacity_mismatch"):
+            await refused.push(2)
+        with pytest.raises(ProposalRejected, match="config_mismatch"):
+            await b.work_queue("w", visibility_timeout=20).push(2)
+        with pytest.raises(ProposalRejected, match="limits_mismatch"):
+            await b.topic("t", limits=Limits(max_length=5)).publish(2)
+        queue = b.queue("q", capacity=3)
+        await queue.push(2)
+        assert (queue.len(), queue.capacity()) == (2, 3)
+        await b.work_queue("w", visibility_timeout=10).push(2)
+        assert b.work_queue("w", visibility_timeout=10).pending_len() == 2
+        assert await b.topic("t").publish(2) == 1
+        with pytest.raises(ProposalRejected, match="capacity_mismatch"):
+            await refused.push(3)  # the refused cell stays refused
+        with pytest.raises(InvalidConfiguration, match="already open with capacity 3"):
+            b.queue("q", capacity=4)  # an accepted cell keeps its settings
 
 
 async def test_close_is_replicated(tmp_path: Path) -> None:
