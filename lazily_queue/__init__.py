@@ -45,6 +45,7 @@ from .errors import (
     TransactionAborted,
     TransactionError,
     TransactionUnsupported,
+    UnconfirmedAcks,
     UnsupportedOperation,
     UnsupportedValue,
 )
@@ -192,6 +193,7 @@ __all__ = [
     "TransactionError",
     "TransactionUnsupported",
     "TxOp",
+    "UnconfirmedAcks",
     "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",

@@ -47,6 +47,22 @@ class SettlementRejected(LazilyQueueError):
     """An ack/nack was refused: the delivery is no longer leased to this worker."""
 
 
+class UnconfirmedAcks(LazilyQueueError):
+    """A :meth:`~lazily_queue.cells.work_queue.WorkQueueCell.deliveries` iteration
+    ended with background acks that did not commit: ``delivery_ids`` names them (of
+    ``worker`` on work queue ``cell``), and the cause (``__cause__``, e.g. ``NoQuorum``)
+    says whether they were not applied or their outcome is unknown. Their jobs keep
+    ``receipt`` ``None``; an ack that did not apply leaves its item leased, and it is
+    delivered again when the lease expires, so nothing is lost."""
+
+    def __init__(self, message: str, *, cell: str, worker: str,
+                 delivery_ids: list[int]) -> None:
+        super().__init__(message)
+        self.cell = cell
+        self.worker = worker
+        self.delivery_ids = delivery_ids
+
+
 class MessageTooLarge(LazilyQueueError, ValueError):
     """A message is over the cluster's size limit; ``size`` and ``limit`` are in bytes (a
     ``bytes`` or ``str`` message counts its bytes, any other value its encoding)."""

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..core.work import Delivery, Receipt
-from ..errors import SettlementRejected
+from ..errors import LazilyQueueError, SettlementRejected, UnconfirmedAcks
 from .message import enqueued_at
 from .prefetch import next_take, prefetch_size
 
@@ -165,6 +165,9 @@ class Acks:
         self._pending: list[Job] = []
         self._batch: asyncio.Future[None] | None = None
         self._committing: list[asyncio.Future[None]] = []
+        self._failed: list[int] = []  # deliveries whose batch did not commit
+        self._cause: BaseException | None = None
+        self._refused: list[int] = []
 
     def add(self, job: Job) -> asyncio.Future[None]:
         """Queue ``job``'s ack; the future resolves once its batch has committed."""
@@ -184,35 +187,51 @@ class Acks:
         self._committing.append(task)
 
     async def _commit(self, jobs: list[Job], batch: asyncio.Future[None]) -> None:
+        ids = [j.delivery.delivery_id for j in jobs]
         try:
-            receipts = await self.cell.ack_many(self.worker, [j.delivery.delivery_id
-                                                             for j in jobs])
-        except asyncio.CancelledError:
-            batch.cancel()
-            raise
-        except Exception as exc:
-            if not batch.done():
-                batch.set_exception(exc)
-                batch.exception()  # retrieved here; the iterator raises it
-            raise
+            receipts = await self.cell.ack_many(self.worker, ids)
+        except BaseException as exc:
+            self._failed.extend(ids)
+            self._cause = self._cause or exc
+            if isinstance(exc, asyncio.CancelledError):
+                batch.cancel()
+                raise
+            batch.set_exception(exc)
+            batch.exception()  # retrieved here; the iterator reports it
+            return
         for job, receipt in zip(jobs, receipts, strict=True):
             job.receipt = receipt
         batch.set_result(None)
-        refused = [j.delivery.delivery_id for j, r in zip(jobs, receipts, strict=True)
-                   if r is None]
-        if refused:
+        self._refused.extend(i for i, r in zip(ids, receipts, strict=True) if r is None)
+
+    async def settled(self) -> bool:
+        """Wait for every proposed batch; ``False`` when one failed or was refused
+        (:meth:`error` tells)."""
+        while self._committing:
+            done, self._committing = self._committing, []
+            await asyncio.gather(*done, return_exceptions=True)
+        return not (self._failed or self._refused)
+
+    def error(self) -> LazilyQueueError | None:
+        """What went wrong with the acks waited for since the last call: an
+        :class:`UnconfirmedAcks` when a batch did not commit, a
+        :class:`SettlementRejected` when acks were refused; ``None`` when nothing did."""
+        failed, refused, cause = self._failed, self._refused, self._cause
+        self._failed, self._refused, self._cause = [], [], None
+        if not failed:
+            if not refused:
+                return None
             from .work_scheduling import rejected
 
-            raise rejected(self.cell.name, "ack", self.worker, refused[0])
-
-    async def committed(self) -> None:
-        """Wait for every proposed batch; the first failure (a refused ack) is raised."""
-        if not self._committing:
-            return
-        done, self._committing = self._committing, []
-        for outcome in await asyncio.gather(*done, return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
+            return rejected(self.cell.name, "ack", self.worker, refused[0])
+        shown_ids = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
+        also = f"; {len(refused)} other(s) were refused" if refused else ""
+        error = UnconfirmedAcks(
+            f"{len(failed)} background ack(s) of worker {self.worker!r} on work queue "
+            f"{self.cell.name!r} did not commit (deliveries {shown_ids}){also}: {cause}",
+            cell=self.cell.name, worker=self.worker, delivery_ids=failed)
+        error.__cause__ = cause
+        return error
 
 
 async def deliver(
@@ -223,15 +242,19 @@ async def deliver(
     A prefetched job whose lease has (by this process's clock, measured from the claim's
     answer) less than a tenth of the visibility timeout left is not handed out. The acks
     queued so far are proposed in the same loop turn as the next claim, so they commit
-    with it; before that claim's jobs are handed out every earlier ack has committed. When the
-    iteration ends, the prefetched jobs not handed out are released (back to the head
-    of pending, attempts not counted) and the background acks are awaited.
+    with it; before that claim's jobs are handed out every earlier ack has committed, or
+    the iteration ends. When the iteration ends, the prefetched jobs not handed out are
+    released (back to the head of pending, attempts not counted) and the background
+    acks are awaited: those that did not commit raise :class:`UnconfirmedAcks` (refused
+    ones :class:`SettlementRejected`), also in place of a failed claim; a cancelled
+    iteration stays cancelled, the error logged and noted on the ``CancelledError``.
     """
     size = prefetch_size(prefetch, DEFAULT_PREFETCH)
     loop = asyncio.get_running_loop()
     acks = Acks(cell, worker) if size > 1 else None
     take = min(size, FIRST_PREFETCH)
     unstarted: deque[Delivery] = deque()
+    ending: BaseException | None = None
     try:
         while True:
             if acks is not None:
@@ -241,8 +264,8 @@ async def deliver(
             claimed = loop.time()
             stale_at = claimed + cell.lease_seconds * 0.9
             unstarted.extend(leased)
-            if acks is not None:
-                await acks.committed()
+            if acks is not None and not await acks.settled():
+                break
             while unstarted:
                 if len(unstarted) < len(leased) and loop.time() >= stale_at:
                     await cell.release(worker, [d.delivery_id for d in unstarted])
@@ -251,22 +274,29 @@ async def deliver(
                 yield Job(cell, unstarted.popleft(), acks)
             take = next_take(take, size, full=len(leased) == take, took=claimed - started,
                              handed_out=loop.time() - claimed)
+    except BaseException as exc:  # GeneratorExit (aclose) included
+        ending = exc
+        raise
     finally:
-        await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
+        error = await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
+        if error is not None:
+            if ending is None or isinstance(ending, (Exception, GeneratorExit)):
+                raise error from error.__cause__  # a claim's failure is its __context__
+            log.warning("%s", error)  # cancelled: that stays what the caller sees
+            ending.add_note(str(error))
 
 
 async def _wind_up(
     cell: WorkQueueCell, worker: str, unstarted: list[Delivery], acks: Acks | None
-) -> None:
+) -> LazilyQueueError | None:
     if unstarted:
         try:
             await cell.release(worker, [d.delivery_id for d in unstarted])
         except Exception:  # the leases expire instead; the items are redelivered then
             log.warning("could not release %d prefetched job(s) of %s", len(unstarted),
                         worker, exc_info=True)
-    if acks is not None:
-        acks.flush()
-        try:
-            await acks.committed()
-        except Exception:
-            log.warning("a background ack of %s failed", worker, exc_info=True)
+    if acks is None:
+        return None
+    acks.flush()
+    await acks.settled()
+    return acks.error()

@@ -364,8 +364,12 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         :class:`SettlementRejected` from the iterator. When the iteration ends, the
         prefetched items not handed out are released (back to the head, the lease not
         counted as an attempt); if the process dies first, they are redelivered when
-        their leases expire. ``prefetch=1`` claims one item at a time and commits each
-        ack before the block's exit returns.
+        their leases expire. The acks still committing are awaited then; those that did
+        not commit (a quorum loss) raise :class:`~lazily_queue.errors.UnconfirmedAcks`
+        from the iterator or its ``aclose()`` (end it with ``contextlib.aclosing`` to
+        receive it), and their items are redelivered when their leases expire.
+        ``prefetch=1`` claims one item at a time and commits each ack before the
+        block's exit returns.
         """
         prefetch_size(prefetch, 1)  # refused here, also where it is not used
         size = 1 if self._sync is not None else prefetch

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue import testing
+from lazily_queue import NoQuorum, UnconfirmedAcks, testing
 from lazily_queue.reactive import wait_until
 
 
@@ -85,6 +85,61 @@ async def test_deliveries_claim_a_batch_and_release_what_they_did_not_start(
         assert [(p.value, p.attempts) for p in view.pending()] == [
             ("c", 0), ("d", 0), ("e", 0), ("f", 0)]
         assert view.in_flight_len() == 0 and view.dead_letter_len() == 0
+
+
+async def test_background_acks_that_did_not_commit_raise_when_the_iteration_ends(
+    tmp_path: Path,
+) -> None:
+    """Nothing is lost: the unconfirmed ack names its delivery, and its item stays leased."""
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        follower = (await cluster.followers())[0]
+        wq = follower.work_queue("jobs", visibility_timeout=30)
+        for v in "abcd":
+            await wq.push(v)
+        jobs = wq.deliveries("w1", prefetch=4)
+        job = await anext(jobs)
+        cluster.isolate(follower.node_id)
+        async with job:
+            pass  # acked in the background, on a node that has lost its quorum
+        with pytest.raises(UnconfirmedAcks) as raised:
+            async with asyncio.timeout(30):
+                await jobs.aclose()
+        assert raised.value.delivery_ids == [job.delivery.delivery_id]
+        assert (raised.value.cell, raised.value.worker) == ("jobs", "w1")
+        assert isinstance(raised.value.__cause__, NoQuorum)
+        assert "1 background ack(s)" in str(raised.value) and job.receipt is None
+        cluster.heal()
+        leader = await cluster.leader()
+        await leader.barrier()
+        view = leader.work_queue("jobs", visibility_timeout=30)
+        # Still leased (the release of b, c and d failed too): redelivered when they expire.
+        assert [d.value for d in view.in_flight()] == ["a", "b", "c", "d"]
+        assert view.dead_letter_len() == 0
+
+
+async def test_unconfirmed_acks_are_raised_in_place_of_the_claim_that_failed(
+    tmp_path: Path,
+) -> None:
+    async with testing.cluster(data_dir=tmp_path) as cluster:
+        follower = (await cluster.followers())[0]
+        wq = follower.work_queue("jobs", visibility_timeout=30)
+        for v in "abc":
+            await wq.push(v)
+        jobs = wq.deliveries("w1", prefetch=2)
+        first = await anext(jobs)
+        cluster.isolate(follower.node_id)
+        async with first:
+            pass
+        second = await anext(jobs)  # prefetched
+        async with second:
+            pass
+        with pytest.raises(UnconfirmedAcks) as raised:
+            async with asyncio.timeout(30):
+                await anext(jobs)  # the claim of c fails on the isolated node
+        assert raised.value.delivery_ids == [first.delivery.delivery_id,
+                                             second.delivery.delivery_id]
+        assert isinstance(raised.value.__context__, NoQuorum)
+        await jobs.aclose()  # already ended: nothing more to report
 
 
 async def test_a_dead_workers_prefetched_jobs_are_redelivered_after_their_lease(
