@@ -169,9 +169,25 @@ def error_payload(exc: BaseException) -> list[Any]:
     return [code_of(exc), str(exc)]
 
 
-def error_of(code: Any, message: Any, *details: Any) -> Exception:
-    """The client-side exception of a wire error (``details`` as :func:`error_payload`)."""
+#: The ops a member proposes a client's op in; its replica names them in its errors.
+_WRAPPERS = ("client_ops", "client_op")
+
+
+def named(op: str, text: str) -> str:
+    """``text`` about client op ``op``, starting with its name: a member's word for the
+    op's wrapper is replaced by it, and a text naming no op is prefixed with it."""
+    for wrapper in _WRAPPERS:
+        if text.startswith(f"{wrapper} ") or text.startswith(f"{wrapper}:"):
+            return op + text[len(wrapper):]
+    return text if text.startswith((f"{op} ", f"{op}:")) else f"{op}: {text}"
+
+
+def error_of(code: Any, message: Any, *details: Any, op: str | None = None) -> Exception:
+    """The client-side exception of a wire error (``details`` as :func:`error_payload`),
+    its message starting with the name of the client ``op`` it answers (:func:`named`)."""
     text = str(message)[:2000]
+    if op is not None:
+        text = named(op, text)
     if code == "too_large":
         size, limit = (*details, None, 0)[:2]
         return MessageTooLarge(text, size=size if isinstance(size, int) else None,

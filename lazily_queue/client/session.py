@@ -315,7 +315,7 @@ class Session:
             return
         code, message, *details = payload if isinstance(payload, list) and len(
             payload) >= 2 else ("refused", payload)
-        error = P.error_of(code, message, *details)
+        error = P.error_of(code, message, *details, op=ops.op_name(op.code))
         if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
             op.error = error
             op.rid = 0
@@ -377,7 +377,7 @@ class Session:
                    else "it was not applied")
         name = ops.op_name(op.code)
         if op.error is not None:
-            return type(op.error)(f"{name}: {op.error}; no member could commit it before "
+            return type(op.error)(f"{op.error}; no member could commit it before "
                                   f"its timeout, {outcome}")
         if self._link() is None:
             return self._unreachable(f"{name}: no member reachable before its timeout, "

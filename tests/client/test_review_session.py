@@ -89,3 +89,47 @@ async def test_an_op_sent_to_one_member_keeps_its_answer() -> None:
         await future
     assert str(failed.value) == message
     client.session.close()
+
+
+QUORUM_LOST = ("no quorum: node 3 reaches 1 of 3 members (1, 2, 3) and 2 are needed; "
+               "writes are refused until a majority is reachable again")
+
+
+@pytest.mark.parametrize("members", [1, 2])
+async def test_an_error_names_its_op_on_the_first_member_and_after_a_failover(
+    members: int,
+) -> None:
+    client = _Client()
+    op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    op.deadline = 0.0  # answered past the op's deadline: not retried
+    link = client.link if members == 1 else client.relink()
+    assert link is not None
+    link.sent[1]((P.ERROR, ["no_quorum", QUORUM_LOST]))
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert str(failed.value).startswith(f"queue_push: {QUORUM_LOST}")
+    client.session.close()
+
+
+async def test_a_members_word_for_the_wrapper_of_a_client_op_becomes_the_ops_name() -> None:
+    client = _Client()
+    _op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    assert client.link is not None
+    client.link.sent[1]((P.ERROR, ["commit_timeout", "client_op did not commit before its "
+                                   "deadline; it was not applied. Leader: 2, term 3."]))
+    with pytest.raises(CommitTimeout) as failed:
+        await future
+    assert str(failed.value).startswith("queue_push did not commit before its deadline")
+    client.session.close()
+
+
+async def test_an_op_no_member_could_commit_names_itself_once() -> None:
+    client = _Client()
+    _op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=0.3)
+    assert client.link is not None
+    client.link.sent[1]((P.ERROR, ["no_quorum", QUORUM_LOST]))  # tried again until its timeout
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert str(failed.value).startswith(f"queue_push: {QUORUM_LOST}; no member could commit")
+    assert str(failed.value).count("queue_push") == 1
+    client.session.close()
