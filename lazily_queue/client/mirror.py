@@ -37,11 +37,12 @@ Key = tuple[str, str]
 class MirrorView(ReadView):
     """The mirror's read view; reading an object asks for it to be watched."""
 
-    __slots__ = ("_watch",)
+    __slots__ = ("_watch", "mirror")
 
-    def __init__(self, sm: StateMachine, watch: Callable[[str, str], None]) -> None:
+    def __init__(self, sm: StateMachine, mirror: Mirror) -> None:
         super().__init__(sm)
-        self._watch = watch
+        self.mirror = mirror
+        self._watch = mirror.watch
 
     def queue(self, name: str) -> Fifo[Any] | None:
         self._watch("queue", name)
@@ -61,19 +62,38 @@ class Mirror:
 
     def __init__(self, ctx: Context, request: Callable[[Key], None]) -> None:
         self.sm = StateMachine()
-        self.view = MirrorView(self.sm, self.watch)
+        self.view = MirrorView(self.sm, self)
         self.router = EventRouter(ctx, "client")
         self._request = request
         #: The member's applied-op count each watched object is current to (None:
         #: asked for, not yet received from the member now linked).
         self.positions: dict[Key, int | None] = {}
         self.refused: dict[Key, str] = {}
+        #: Watched for an op that reports its own refusal: the mirror's refusal (its
+        #: reason, once it came) is held back until the op has answered.
+        self._held: dict[Key, str | None] = {}
 
     def watch(self, kind: str, name: str) -> None:
         key = (kind, name)
         if key not in self.positions and key not in self.refused:
             self.positions[key] = None
             self._request(key)
+
+    def watch_for(self, kind: str, name: str) -> None:
+        """Watch an object for an op that needs the same permission: a refusal to
+        mirror it is not logged unless the op succeeds (:meth:`answered`)."""
+        key = (kind, name)
+        if key not in self.positions and key not in self.refused:
+            self._held[key] = None
+            self.watch(kind, name)
+
+    def answered(self, kind: str, name: str, *, refused: bool) -> None:
+        """The op :meth:`watch_for` went with has answered: a refusal to mirror the
+        object held back is logged unless the op was ``refused`` too."""
+        key = (kind, name)
+        reason = self._held.pop(key, None)
+        if reason is not None and not refused:
+            self._warn(key, reason)
 
     def relinked(self) -> list[Key]:
         """A new member: every watched object must be fetched again; returns them."""
@@ -92,8 +112,10 @@ class Mirror:
                 storage.on_reset()
 
     def refuse(self, key: Key, reason: str) -> None:
-        if key not in self.refused:
-            log.warning("cannot mirror %s %r: %s; its readers stay empty", *key, reason)
+        if key in self._held:
+            self._held[key] = reason
+        elif key not in self.refused:
+            self._warn(key, reason)
         self.refused[key] = reason
         self.positions.pop(key, None)
         objects.install(self.sm, *key, None)  # what it mirrored before goes too
@@ -101,6 +123,9 @@ class Mirror:
         if storage is not None:
             with self.router.ctx.batch():
                 storage.on_reset()
+
+    def _warn(self, key: Key, reason: str) -> None:
+        log.warning("cannot mirror %s %r: %s; its readers stay empty", *key, reason)
 
     def replay(self, items: list[Any]) -> None:
         """Apply ``[[kind, name, index, now, op], ...]`` the member reported, in order."""

@@ -54,7 +54,26 @@ class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
 
 class RemoteGroupStorage(Remote, RaftGroupStorage):
     """A topic's consumer group reached through a client connection (module docstring).
-    Joining it starts mirroring it, so the group as declared arrives with the answer."""
+    Joining it starts mirroring it, so the group as declared arrives with the answer; a
+    client refused both reports the refusal once, as the join's ``PermissionDenied``."""
+
+    async def _declare(self, timeout: float | None) -> None:
+        from ..client.mirror import MirrorView
+        from ..client.protocol import PermissionDenied
+
+        view = self._view
+        if not isinstance(view, MirrorView):
+            return await super()._declare(timeout)
+        view.mirror.watch_for("work_queue", self.name)
+        refused = False
+        try:
+            await super()._declare(timeout)
+        except PermissionDenied:
+            refused = True
+            raise
+        finally:
+            view.mirror.answered("work_queue", self.name, refused=refused)
+        return None
 
 
 class RemoteTopicStorage(Remote, RaftTopicStorage):

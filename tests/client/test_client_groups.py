@@ -195,6 +195,23 @@ async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
 
 
 
+async def test_a_join_refused_for_want_of_consume_is_reported_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Joining starts mirroring the group: its refusal is the join's, not a warning."""
+    async with cluster_with_clients(produce=["orders"]) as (c, addresses), \
+            client_of(addresses) as producer:
+        await c.node(1).topic("orders").group("billing").declare()
+        group = producer.topic("orders").group("billing")
+        with caplog.at_level("WARNING", logger="lazily_queue.client.mirror"):
+            with pytest.raises(PermissionDenied, match="lacks the consume"):
+                await group.declare()
+            await producer.barrier()
+            assert group.pending_len() == 0  # its readers stay empty, silently
+        assert not [r for r in caplog.records if "cannot mirror" in r.getMessage()]
+        assert ("work_queue", "orders:billing") in producer._mirror.refused
+
+
 async def test_a_topic_deleted_on_a_member_takes_the_clients_group_and_it_comes_back() -> None:
     from lazily_queue import admin
 
