@@ -10,6 +10,7 @@ from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT
 from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.scheduling import RetryPolicy
+from .core.topic import out_of_range
 from .core.work_masks import validate_config
 from .errors import InvalidConfiguration, shown
 from .names import check_name, check_room
@@ -229,6 +230,13 @@ class NodeCells:
             check_room(self.view, kind, name, self.max_objects)
 
     def _route_group(self, storage: RaftGroupStorage) -> RaftGroupStorage:
+        start = storage.start
+        if isinstance(start, int) and start < 0 and storage.name not in self.view.work_queues:
+            # In no topic's range; the offsets this node cannot judge (it may lag) are
+            # refused by the declaration.
+            topic = self.view.topics.get(storage.topic)
+            base, end = (0, 0) if topic is None else (topic.base_offset(), topic.end_offset())
+            raise out_of_range(start, base, end)
         routed = self._router.work_queues.get(storage.name)
         if isinstance(routed, RaftGroupStorage):
             return routed

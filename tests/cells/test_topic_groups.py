@@ -121,6 +121,28 @@ async def test_groups_on_the_replicated_backend(wall: FakeClock) -> None:
         assert follower.status()["topics"]["orders"]["groups"]["billing"]["lag"] == 0
 
 
+async def test_a_negative_start_is_refused_by_group_on_every_backend() -> None:
+    """Locally and on a node alike, at ``group()``; once a group exists its start is not
+    used (as locally), so opening it again with one is no error."""
+    local: TopicCell[Any] = TopicCell(name="orders")
+    with pytest.raises(OffsetOutOfRange, match=r"offset -1 is before .* offsets 0\.\.0"):
+        local.group("g", start=-1)
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        t = node.topic("orders")
+        await t.publish("a")
+        with pytest.raises(OffsetOutOfRange, match=r"offset -1 is before .* offsets 0\.\.1") as e:
+            t.group("g", start=-1)
+        assert (e.value.offset, e.value.base, e.value.end) == (-1, 0, 1)
+        group = t.group("g", start="head")  # nothing of the refused one is left open
+        await group.declare()
+        assert [p.value for p in group.pending()] == ["a"]
+        node = await c.restart(node.node_id, fresh=True)  # new cells, the group applied
+        await c.wait_for_leader()
+        await node.barrier()
+        assert node.topic("orders").group("g", start=-1).pending_len() == 1
+
+
 async def test_groups_survive_a_restart_and_leave_with_their_topic() -> None:
     async with testing.cluster(1) as c:
         node = await c.leader()
