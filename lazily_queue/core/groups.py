@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import shown
+from ..errors import InvalidName, shown
 from .expiry import Expiry
 from .topic import Start, TopicCore, position
 from .topic_expiry import deadline
@@ -37,9 +37,10 @@ SEPARATOR = ":"
 
 
 def check_group(group: object) -> str:
-    """A group name must be a non-empty ``str``; anything else raises ``ValueError``."""
+    """A group name must be a non-empty ``str``; anything else raises
+    :class:`~lazily_queue.errors.InvalidName` (a ``ValueError``), as other names do."""
     if not isinstance(group, str) or not group:
-        raise ValueError(f"group name must be a non-empty str, got {shown(group)}")
+        raise InvalidName(f"group name must be a non-empty str, got {shown(group)}")
     return group
 
 

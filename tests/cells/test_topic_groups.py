@@ -10,6 +10,7 @@ import pytest
 
 from lazily_queue import (
     InvalidConfiguration,
+    InvalidName,
     OffsetOutOfRange,
     ProposalRejected,
     TopicCell,
@@ -207,6 +208,7 @@ async def test_bad_group_settings_are_refused_by_name_on_both_backends() -> None
                                  ({"start": "middle"}, "start must be")):
                 with pytest.raises(ValueError, match=message):
                     t.group("g", **bad)
-            with pytest.raises(ValueError, match="group name must be a non-empty str"):
-                t.group("")
+            for name in ("", 5):  # the typed error of every other name check
+                with pytest.raises(InvalidName, match="group name must be a non-empty str"):
+                    t.group(name)  # type: ignore[arg-type]
             assert t.group("g").pending() == []  # nothing half-made
