@@ -47,6 +47,9 @@ SCRIPTS: dict[str, str] = {
 }
 #: Pipelines (connections) a storage keeps in flight at once.
 PIPELINES = 4
+#: Seconds :meth:`RedisStreamsStorage.connect` waits for the server to take the
+#: connection and answer its first command (an operation's answer may take longer).
+CONNECT_TIMEOUT = 5.0
 #: A listener refreshes again this long after a change message: the scripts send at most
 #: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
 QUIET_SECONDS = 0.007
@@ -119,7 +122,8 @@ class RedisStreamsStorage:
         **options: Any,
     ) -> RedisStreamsStorage:
         """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS) and
-        check the server answers; raises :class:`BrokerUnavailable` or
+        check the server answers, within :data:`CONNECT_TIMEOUT` seconds; raises
+        :class:`BrokerUnavailable` (naming the address) or
         :class:`BrokerAuthenticationFailed`."""
         check_options(options)
         db = urlsplit(url).path.strip("/")
@@ -127,7 +131,8 @@ class RedisStreamsStorage:
             raise UnsupportedAddress(
                 f"cannot connect to {redacted(url)}: the database {db!r} is not a number "
                 "(redis://[:password@]host:port/db, db from 0)")
-        kwargs: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 30.0}
+        kwargs: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT,
+                                  "socket_timeout": 30.0}
         kwargs.update(_CHECKED_POOL)
         if password is not None:
             kwargs["password"] = password
@@ -139,8 +144,7 @@ class RedisStreamsStorage:
             raise _bad_address(url, exc) from None
         self = cls(client, address=redacted(url), owns_client=True, **options)
         try:
-            async with self.errors("connecting"):
-                await client.ping()
+            await self._first_answer()
         except TypeError as exc:  # a query option the connection does not take
             await client.aclose()
             raise _bad_address(url, exc) from None
@@ -151,6 +155,18 @@ class RedisStreamsStorage:
 
     def __repr__(self) -> str:
         return f"RedisStreamsStorage({self.address!r})"
+
+    async def _first_answer(self) -> None:
+        """A ``PING`` answered within :data:`CONNECT_TIMEOUT`: a port that takes the
+        connection but never answers (not a server, a stopped process) fails then."""
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT), self.errors("connecting"):
+                await self.client.ping()
+        except TimeoutError:
+            raise BrokerUnavailable(
+                f"redis at {self.address} did not answer within {CONNECT_TIMEOUT:g} s of "
+                "connecting: check the host and port, and that the server is running and "
+                "not overloaded") from None
 
     # -- objects -------------------------------------------------------------------------
 

@@ -37,6 +37,27 @@ async def test_an_unreachable_broker_is_a_typed_error(scheme: str) -> None:
         await connect(f"{scheme}://127.0.0.1:{free_port()}")
 
 
+async def test_a_redis_port_that_never_answers_fails_connect_in_its_connect_timeout() -> None:
+    """A listening socket that never reads: the TCP connection is made, the PING is
+    never answered; connect() fails after CONNECT_TIMEOUT, not the operations' 30 s."""
+    import socket
+
+    from lazily_queue.brokers.redis_backend import CONNECT_TIMEOUT
+
+    silent = socket.socket()
+    try:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        async with asyncio.timeout(CONNECT_TIMEOUT + 15):  # a hang, not a duration
+            with pytest.raises(BrokerUnavailable) as info:
+                await connect(f"redis://127.0.0.1:{port}/0")
+        assert str(info.value).startswith(
+            f"redis at redis://127.0.0.1:{port}/0 did not answer within 5 s of connecting")
+    finally:
+        silent.close()
+
+
 async def test_a_wrong_redis_password_is_refused(locked_redis: BrokerServer) -> None:
     wrong = locked_redis.url.replace("s3cret", "wrong")
     with pytest.raises(BrokerAuthenticationFailed):
