@@ -228,6 +228,19 @@ def _leader_hint(node: Node) -> dict[str, Any]:
             "leader_page": None if leader is None else node.view.member_pages.get(leader)}
 
 
+def _not_leader(node: Node, what: str) -> AdminError:
+    """``not_leader`` for ``what`` (made on the leader), naming the leader this node
+    knows and its page, or saying none is known."""
+    hint = _leader_hint(node)
+    leader, page = hint["leader"], hint["leader_page"]
+    if leader is None:
+        where = "no leader is known now: ask again once one is elected"
+    else:
+        where = f"node {leader} leads: ask it" + (f" (its page: {page})" if page else "")
+    return AdminError("not_leader", f"node {node.node_id} is not the leader; {what} are "
+                      f"made on the leader, and {where}", 409, **hint)
+
+
 def address_refusal(address: str) -> str | None:
     """Why no member could listen on ``address`` (``None``: it could). Host names are
     not looked up: they may resolve on the members only."""
@@ -300,8 +313,7 @@ async def transfer_leadership(node: Node, to: Any = None) -> str:
     if target is not None and target == node.leader_id:
         raise AdminError("refused", f"node {target} already leads", 409)
     if not node.is_leader:
-        raise AdminError("not_leader", f"node {node.node_id} is not the leader; ask the "
-                         "leader", 409, **_leader_hint(node))
+        raise _not_leader(node, "leadership transfers")
     try:
         return await node.transfer_leadership(target)
     except (LazilyQueueError, TimeoutError) as exc:
@@ -311,8 +323,7 @@ async def transfer_leadership(node: Node, to: Any = None) -> str:
 async def _membership(node: Node, change: Any) -> None:
     if not node.is_leader:
         change.close()
-        raise AdminError("not_leader", f"node {node.node_id} is not the leader; membership "
-                         "changes are made on the leader", 409, **_leader_hint(node))
+        raise _not_leader(node, "membership changes")
     try:
         await change
     except (LazilyQueueError, TimeoutError) as exc:

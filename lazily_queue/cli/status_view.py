@@ -29,6 +29,20 @@ def _disk(status: dict[str, Any]) -> str:
     return f"NOT WRITABLE: {disk.get('error')}"
 
 
+def _where_lag_is(status: dict[str, Any]) -> str:
+    """On a follower: where the leader, which knows the members' match index and lag,
+    shows its view."""
+    if status["state"] == "leader":
+        return ""
+    leader = status.get("leader")
+    if leader is None:
+        return " (match index and lag are known on the leader; none is known now)"
+    page = next((m.get("page") for m in status["members"] if m["id"] == leader), None)
+    where = (f"`lazily-queue status --url {page}` shows its view" if page
+             else "its page is not known here")
+    return f" (match index and lag are known on the leader, node {leader}: {where})"
+
+
 def render(status: dict[str, Any]) -> list[Table]:
     """The cluster table, the members table and one table per non-empty queue family."""
     s = status
@@ -38,7 +52,7 @@ def render(status: dict[str, Any]) -> list[Table]:
                 "durability", "journal"),
                [(s["state"], s["leader"], s["term"], s["commit_index"], s["last_applied"],
                  "yes" if s["has_quorum"] else "NO", s["durability"], _disk(s))]),
-        _table("members (match index and lag are known on the leader)",
+        _table(f"members{_where_lag_is(s)}",
                ("id", "role", "link", "match index", "lag"),
                [(m["id"] + (" (this node)" if m["self"] else ""), m["role"],
                  "up" if m["connected"] else "DOWN", m["match_index"], m["lag"])

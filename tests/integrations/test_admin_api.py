@@ -181,6 +181,13 @@ async def test_membership_and_leadership(tmp_path: Path) -> None:
         error = (await answer.json())["error"]
         assert answer.status == 409 and error["code"] == "not_leader"
         assert error["leader"] == leader.node_id
+        assert error["message"].startswith(  # says where the leader is, page or not
+            f"node {follower.node_id} is not the leader; leadership transfers are made on "
+            f"the leader, and node {leader.node_id} leads: ask it")
+        answer = await by_node[follower.node_id].post(
+            f"/admin/api/members/{leader.node_id}/remove", headers=BEARER)
+        assert f"node {leader.node_id} leads: ask it" in (await answer.json())["error"][
+            "message"]
         answer = await by_node[leader.node_id].post(
             "/admin/api/leadership", json={"to": follower.node_id}, headers=BEARER)
         assert answer.status == 200 and (await answer.json()) == {"leader": follower.node_id}

@@ -31,14 +31,14 @@ ADMIN_TOKEN = "page-admin-token-0123456789"
 
 
 @contextlib.asynccontextmanager
-async def cluster(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
+async def cluster(root: Path, monkeypatch: pytest.MonkeyPatch, **extra: str) -> AsyncIterator[
         list[NodeService]]:
     monkeypatch.setenv("LAZILY_PAGE_SECRET", "page-secret")
     peers = {str(i): f"unix:{root}/n{i}.sock" for i in (1, 2, 3)}
     services = [
         NodeService(parse_config({"id": i, "data_dir": f"d{i}", "http": "127.0.0.1:0",
                                   "durability": "none", "secret_env": "LAZILY_PAGE_SECRET",
-                                  "peers": peers}, base=root),
+                                  "peers": peers, **extra}, base=root),
                     out=io.StringIO(), handle_signals=False)
         for i in (1, 2, 3)
     ]
