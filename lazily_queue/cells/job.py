@@ -190,14 +190,17 @@ class Acks:
         ids = [j.delivery.delivery_id for j in jobs]
         try:
             receipts = await self.cell.ack_many(self.worker, ids)
-        except BaseException as exc:
+        except asyncio.CancelledError as exc:
             self._failed.extend(ids)
             self._cause = self._cause or exc
-            if isinstance(exc, asyncio.CancelledError):
-                batch.cancel()
-                raise
-            batch.set_exception(exc)
-            batch.exception()  # retrieved here; the iterator reports it
+            batch.cancel()
+            raise
+        except Exception as exc:
+            self._failed.extend(ids)
+            self._cause = self._cause or exc
+            if not batch.done():
+                batch.set_exception(exc)
+                batch.exception()  # retrieved here; the iterator reports it
             return
         for job, receipt in zip(jobs, receipts, strict=True):
             job.receipt = receipt
