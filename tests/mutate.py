@@ -728,8 +728,8 @@ MUTATIONS = [
         "lease past the leader's clock)"),
     Mutation(
         "startup-timeout-nan", "lazily_queue/config.py",
-        "not isinstance(timeout, int | float) or not timeout >= 0:",
-        "not isinstance(timeout, int | float) or timeout < 0:",
+        "not isinstance(timeout, int | float) or not timeout >= 0 \\\n",
+        "not isinstance(timeout, int | float) or timeout < 0 \\\n",
         ("tests/cli/test_node_config.py",),
         "a startup_timeout of nan is refused when the file is read (it never expired)"),
     Mutation(
@@ -1256,8 +1256,8 @@ MUTATIONS = [
         "a node's and a client's cells refuse a name over 1024 characters before sending"),
     Mutation(
         "member-takes-long-client-name", "lazily_queue/client/server.py",
-        "        problem = op_name_problem(code, args) or op_member_problem(code, args)\n",
-        "        problem = op_member_problem(code, args)\n",
+        "        problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
+        "        problem = (shape_problem(code, args)\n",
         (f"{_NAMES}::test_a_member_refuses_a_clients_overlong_name",),
         "a member refuses a client's op naming an object over 1024 characters"),
     Mutation(
@@ -1292,8 +1292,8 @@ MUTATIONS = [
         "the admin API refuses a name over 1024 characters, as the cells do"),
     Mutation(
         "member-takes-long-subscriber", "lazily_queue/client/server.py",
-        "        problem = op_name_problem(code, args) or op_member_problem(code, args)\n",
-        "        problem = op_name_problem(code, args)\n",
+        "                   or op_member_problem(code, args))\n",
+        "                   or None)\n",
         (f"{_SUBS}::test_a_member_refuses_a_clients_overlong_subscriber_or_worker",),
         "a member refuses a client's subscribe or claim naming a subscriber or worker over "
         "1024 characters"),
@@ -1306,17 +1306,17 @@ MUTATIONS = [
         "a node's and a client's topics refuse a subscriber name over 1024 characters"),
     Mutation(
         "claim-worker-unchecked", "lazily_queue/storage/raft_work_queue.py",
-        "        check_member(worker, \"worker name\")\n"
-        "        raw, mask = await self._call(C.WORK_CLAIM, [",
-        "        raw, mask = await self._call(C.WORK_CLAIM, [",
+        '        check_member(worker, "worker name")\n'
+        "        args = [self.name, check_worker(worker), given_now(now)]\n",
+        "        args = [self.name, check_worker(worker), given_now(now)]\n",
         (f"{_SUBS}::test_a_node_refuses_an_overlong_subscriber_or_worker_before_proposing",
          f"{_SUBS}::test_a_client_refuses_an_overlong_subscriber_or_worker_before_sending"),
         "a node's and a client's work queues refuse a claim by a worker over 1024 characters"),
     Mutation(
         "claim-many-worker-unchecked", "lazily_queue/storage/raft_work_queue.py",
-        "        check_member(worker, \"worker name\")\n"
-        "        raw, mask = await self._call(C.WORK_CLAIM_MANY, [",
-        "        raw, mask = await self._call(C.WORK_CLAIM_MANY, [",
+        '        check_member(worker, "worker name")\n'
+        "        args = [self.name, check_worker(worker), check_count(n), given_now(now)]\n",
+        "        args = [self.name, check_worker(worker), check_count(n), given_now(now)]\n",
         (f"{_SUBS}::test_a_node_refuses_an_overlong_subscriber_or_worker_before_proposing",),
         "a node's work queue refuses a batch claim by a worker over 1024 characters"),
     Mutation(
@@ -1494,7 +1494,7 @@ MUTATIONS = [
         "the subscriber route named with a queue's kind is refused, not run on a topic"),
     Mutation(
         "admin-subscriber-query-ignored", "lazily_queue/integrations/aiohttp_admin.py",
-        '    subscriber = request.query.get("subscriber", request.match_info["subscriber"])',
+        '    subscriber = _segment(request, "subscriber")',
         '    subscriber = request.match_info["subscriber"]',
         (f"{_SUBDEL_ADMIN}::test_subscriber_route",
          f"{_SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments"),
@@ -1783,9 +1783,9 @@ MUTATIONS = [
          "test_a_consume_only_client_gives_back_only_what_it_popped",),
         "a consume-only client gives back to a queue's head only what it popped, as popped"),
     Mutation(
-        "batch-values-checked-one-by-one", "lazily_queue/storage/raft_queue.py",
-        "        check = getattr(self._driver, \"check\", None)\n        if check is not None:",
-        "        check = getattr(self._driver, \"check\", None)\n        if False:",
+        "batch-values-checked-one-by-one", "lazily_queue/storage/replicated_object.py",
+        "        for value in values:\n            encode(code, args(value))\n",
+        "        for value in values[:0]:\n            encode(code, args(value))\n",
         ("tests/raft/test_consumer_batches.py::"
          "test_a_batch_with_a_value_the_cluster_refuses_is_refused_whole",),
         "a batch with a value the cluster refuses is refused whole, nothing of it applied"),
