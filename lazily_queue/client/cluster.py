@@ -51,12 +51,12 @@ from ..replicated.view import ReadView
 from ..storage.remote import (
     RemoteLimitedWorkQueueStorage,
     RemoteQueueStorage,
-    RemoteTopicStorage,
     RemoteWorkQueueStorage,
 )
 from . import protocol as P
 from .access import Credentials
 from .certificates import CertificateCredentials
+from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .link import Answer, Link
 from .mirror import Key, Mirror
 from .session import MAX_OP_BYTES, Session
@@ -65,6 +65,9 @@ from .session import MAX_OP_BYTES, Session
 LEADER_RETRY = 0.5
 #: Seconds a barrier waits for its member's answer beyond the time the member was given.
 BARRIER_GRACE = 1.0
+#: Seconds a closing client gives the disconnects of its ephemeral subscriptions (at most
+#: its ``op_timeout``).
+EPHEMERAL_END_TIMEOUT = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +86,7 @@ class ClusterClient(NodeCells):
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
 
     queue_storage = RemoteQueueStorage
-    topic_storage = RemoteTopicStorage
+    topic_storage = EphemeralTrackingTopicStorage
     work_queue_storage = RemoteWorkQueueStorage
     limited_work_queue_storage = RemoteLimitedWorkQueueStorage
 
@@ -188,7 +191,11 @@ class ClusterClient(NodeCells):
             raise error
 
     async def close(self) -> None:
-        """Unlink; operations still waiting fail with :class:`ClientClosed`."""
+        """End the ephemeral subscriptions it started (:mod:`.ephemeral`) and unlink;
+        operations still waiting fail with :class:`ClientClosed`."""
+        if self._task is not None and not self._closing and self._link is not None:
+            await end_ephemeral(self._router.topics.values(),
+                                min(self.op_timeout, EPHEMERAL_END_TIMEOUT))
         self._closing = True
         task, self._task = self._task, None
         if self._link is not None:

@@ -1,0 +1,86 @@
+"""A client's topics, noting the ephemeral subscriptions the client started.
+
+An ephemeral subscription is replicated state until something disconnects it; one left
+by a client that closed would stay for good, holding one of its topic's
+``max_subscribers`` slots (a worker that restarts and subscribes a fresh id each time
+would fill the topic). So :meth:`~.cluster.ClusterClient.close` disconnects the ones
+its topics started (``Subscribed`` as ephemeral) and did not end themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition
+from ..storage.remote import RemoteTopicStorage
+
+
+class EphemeralTrackingTopicStorage(RemoteTopicStorage):
+    """A remote topic whose :attr:`started` lists the ephemeral subscribers it started
+    and has not disconnected or deleted since."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.started: dict[str, None] = {}
+
+    def _noted(self, subscriber: str, durability: Durability | str,
+               transition: TopicTransition[SubscribeOutcome]) -> TopicTransition[SubscribeOutcome]:
+        if (transition.result is SubscribeOutcome.Subscribed
+                and Durability(durability) is Durability.EPHEMERAL):
+            self.started[subscriber] = None
+        return transition
+
+    def _ended(self, subscriber: str) -> None:
+        self.started.pop(subscriber, None)
+
+    async def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE,
+        *, timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        transition = await super().subscribe(subscriber, durability, timeout=timeout)
+        return self._noted(subscriber, durability, transition)
+
+    async def subscribe_at(
+        self, subscriber: str, durability: Durability | str, start: Start, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        transition = await super().subscribe_at(subscriber, durability, start, timeout=timeout)
+        return self._noted(subscriber, durability, transition)
+
+    async def subscribe_at_time(
+        self, subscriber: str, durability: Durability | str, stamp: int, *,
+        timeout: float | None = None,
+    ) -> TopicTransition[SubscribeOutcome]:
+        transition = await super().subscribe_at_time(subscriber, durability, stamp,
+                                                     timeout=timeout)
+        return self._noted(subscriber, durability, transition)
+
+    async def disconnect(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        transition = await super().disconnect(subscriber, timeout=timeout)
+        self._ended(subscriber)
+        return transition
+
+    async def delete_subscriber(
+        self, subscriber: str, *, timeout: float | None = None
+    ) -> TopicTransition[bool]:
+        transition = await super().delete_subscriber(subscriber, timeout=timeout)
+        self._ended(subscriber)
+        return transition
+
+    def ephemeral_started(self) -> list[str]:
+        """The ephemeral subscribers this topic started and did not end."""
+        return list(self.started)
+
+
+async def end_ephemeral(topics: Iterable[object], timeout: float) -> None:
+    """Disconnect the ephemeral subscriptions ``topics`` started, within ``timeout``
+    seconds each (a failure is let go: the client is closing)."""
+    started = [(topic, subscriber) for topic in topics
+               if isinstance(topic, EphemeralTrackingTopicStorage)
+               for subscriber in topic.ephemeral_started()]
+    await asyncio.gather(*(topic.disconnect(subscriber, timeout=timeout)
+                           for topic, subscriber in started), return_exceptions=True)

@@ -1,0 +1,50 @@
+"""A closing client disconnects the ephemeral subscriptions it started, so clients that
+come and go (each subscribing a fresh id) leave no subscription behind to fill the
+topic's ``max_subscribers``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue import Node
+from tests.client.limits_cluster import limited_cluster
+from tests.client.test_client_cluster import client_of
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _subscribers(node: Node, topic: str) -> dict[str, Any]:
+    core = node.view.topic(topic)
+    return {} if core is None else core.subscriptions()
+
+
+async def test_clients_that_come_and_go_leave_no_ephemeral_subscription() -> None:
+    async with limited_cluster(1, produce=True, max_subscribers=3) as (c, addresses):
+        for k in range(6):  # twice the cap: each client's subscription went with it
+            async with client_of(addresses) as client:
+                news = client.topic("news")
+                await news.subscribe(f"dashboard-{k}", "ephemeral")
+                await news.publish(k)
+                assert await news.poll(f"dashboard-{k}") == k
+        await c.settle()
+        assert _subscribers(c.node(1), "news") == {}
+
+
+async def test_a_closing_client_ends_only_the_ephemeral_subscriptions_it_started() -> None:
+    async with limited_cluster(1, produce=True) as (c, addresses):
+        node = c.node(1)
+        await node.topic("news").subscribe("shared", "ephemeral")
+        async with client_of(addresses) as client:
+            news = client.topic("news")
+            await news.subscribe("mine", "ephemeral")
+            await news.subscribe("shared", "ephemeral")  # already connected: not its own
+            await news.subscribe("billing")  # durable: stays, connected
+            await news.subscribe("gone", "ephemeral")
+            await news.disconnect("gone")
+            assert set(_subscribers(node, "news")) == {"mine", "shared", "billing"}
+        await c.settle()
+        left = _subscribers(node, "news")
+        assert set(left) == {"shared", "billing"}
+        assert left["billing"]["connected"]
