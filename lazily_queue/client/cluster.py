@@ -143,7 +143,7 @@ class ClusterClient(NodeCells):
         #: The member id found at each address (learned when linking).
         self.members: dict[str, str] = {}
         self._next: str | None = None
-        self._mirror = Mirror(self.ctx, self._request_watch)
+        self._mirror = Mirror(self.ctx, self._request_watch, self._release_watch)
         self._router = self._mirror.router
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
@@ -353,6 +353,10 @@ class ClusterClient(NodeCells):
         if link is None:
             return  # asked for again once linked
         link.request([P.WATCH, *key], lambda answer: self._watched(key, answer))
+
+    def _release_watch(self, key: Key) -> None:
+        if self._link is not None:
+            self._link.request([P.UNWATCH, *key], lambda _answer: None)
 
     def _watched(self, key: Key, answer: Answer) -> None:
         if answer is None:

@@ -7,7 +7,9 @@ the object as it applied it and the count of ops it had applied, then reports ev
 later op on it, which the mirror replays with the member's leader time. The events of
 the replay reach the storages through an :class:`~lazily_queue.routing.EventRouter`,
 so the cells' readers update as entries apply on the member. After a reconnect every
-watched object is fetched again from the new member.
+watched object is fetched again from the new member. An object deleted (and not declared
+again in the same report) stops being watched, freeing its place among the objects a
+link may watch (``MAX_WATCHES``); reading it again watches it anew.
 
 A consumer group's work queue is mirrored as one: the member reports what its topic
 feeds it as pushes to it, so a topic's replayed ``GROUP_DECLARE`` makes no group here
@@ -32,6 +34,9 @@ from ..routing import EventRouter
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+
+#: The ops that delete the object they name.
+_DELETES = frozenset({ops.QUEUE_DELETE, ops.TOPIC_DELETE, ops.WORK_DELETE})
 
 
 class MirrorView(ReadView):
@@ -60,11 +65,13 @@ class MirrorView(ReadView):
 class Mirror:
     """The watched objects, their replay positions and the routing to the storages."""
 
-    def __init__(self, ctx: Context, request: Callable[[Key], None]) -> None:
+    def __init__(self, ctx: Context, request: Callable[[Key], None],
+                 release: Callable[[Key], None] | None = None) -> None:
         self.sm = StateMachine()
         self.view = MirrorView(self.sm, self)
         self.router = EventRouter(ctx, "client")
         self._request = request
+        self._release = release
         #: The member's applied-op count each watched object is current to (None:
         #: asked for, not yet received from the member now linked).
         self.positions: dict[Key, int | None] = {}
@@ -130,6 +137,7 @@ class Mirror:
     def replay(self, items: list[Any]) -> None:
         """Apply ``[[kind, name, index, now, op], ...]`` the member reported, in order."""
         positions = self.positions
+        deleted: set[Key] = set()
         for kind, name, index, now, op in items:
             key = (kind, name)
             seen = positions.get(key)
@@ -140,9 +148,24 @@ class Mirror:
                 self._declare_topic(now, op)
             else:
                 self.sm.replay(now, op)
+                if op[0] in _DELETES:
+                    deleted.add(key)
+        for key in deleted:
+            self._forget(key)
         events = self.sm.drain_events()
         if events:
             self.router.route(events)
+
+    def _forget(self, key: Key) -> None:
+        """Stop watching ``key`` when it is still deleted (before its readers learn it,
+        so a reader read again watches it anew)."""
+        kind, name = key
+        tables: dict[str, Any] = {"queue": self.sm.queues, "topic": self.sm.topics,
+                                  "work_queue": self.sm.work_queues}
+        if self._release is None or name in tables[kind]:
+            return
+        del self.positions[key]
+        self._release(key)
 
     def _declare_topic(self, now: int, op: list[Any]) -> None:
         """A topic's ``GROUP_DECLARE`` as the mirror replays it: the topic is made if new
