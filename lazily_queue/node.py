@@ -192,6 +192,7 @@ class Node(NodeCells, NodeCluster):
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
         self._work_cells: dict[str, WorkQueueCell] = {}
+        self._let_deleted_go()
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance = Maintenance(self)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .cells.queue import QueueCell
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 class NodeCells:
     """:class:`~lazily_queue.node.Node`'s cell factories (a client's too, over its remote
     storages). A name opens one cell per node; opening it again returns that cell, and
-    must give the same settings."""
+    must give the same settings. The cell of a deleted object is let go: it stays
+    while the application holds it (and opening the name again returns it), else it
+    is freed, so ever new names used and deleted take no memory for good."""
 
     queue_storage: type[RaftQueueStorage[Any]] = RaftQueueStorage
     topic_storage: type[RaftTopicStorage] = RaftTopicStorage
@@ -49,6 +52,8 @@ class NodeCells:
     _queue_cells: dict[str, QueueCell[Any]]
     _topic_cells: dict[str, TopicCell[Any]]
     _work_cells: dict[str, WorkQueueCell]
+    #: The cells of deleted objects while something else holds them, by ``(kind, name)``.
+    _released_cells: weakref.WeakValueDictionary[tuple[str, str], Any]
 
     @property
     def driver(self) -> Proposer:
@@ -80,6 +85,8 @@ class NodeCells:
         gives one; see :mod:`lazily_queue.core.expiry`)."""
         Limits.checked(limits, f"queue {name!r}")
         cell = self._queue_cells.get(name)
+        if cell is None:
+            cell = self._adopt("queue", name)
         if cell is not None:
             if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
                 if _drop_refused(self._queue_cells, self._router.queues, name):
@@ -113,6 +120,8 @@ class NodeCells:
         :mod:`lazily_queue.core.topic_expiry`)."""
         Limits.checked(limits, f"topic {name!r}")
         cell = self._topic_cells.get(name)
+        if cell is None:
+            cell = self._adopt("topic", name)
         if cell is not None:
             if cell.limits() != limits:
                 if _drop_refused(self._topic_cells, self._router.topics, name):
@@ -175,6 +184,8 @@ class NodeCells:
         unit (ms)."""
         timeout_ms = visibility_timeout_ms
         cell = self._work_cells.get(name)
+        if cell is None:
+            cell = self._adopt("work_queue", name)
         if cell is not None:
             opened = getattr(cell.storage, "retry", None)
             if (cell.visibility_timeout, cell.max_deliveries, opened, cell.limits()) != (
@@ -221,6 +232,32 @@ class NodeCells:
             self.driver, self.view, name, visibility_timeout=timeout_ms,
             max_deliveries=max_deliveries, limits=limits, timeout=self.op_timeout, retry=retry,
             ttl=ttl)
+
+    def _let_deleted_go(self) -> None:
+        """Set up :meth:`_release` of the cells of deleted objects (from ``__init__``)."""
+        self._released_cells = weakref.WeakValueDictionary()
+        self._router.on_deleted = self._release
+
+    def _cells(self, kind: str) -> dict[str, Any]:
+        tables: dict[str, dict[str, Any]] = {"queue": self._queue_cells,
+                                             "topic": self._topic_cells,
+                                             "work_queue": self._work_cells}
+        return tables.get(kind, {})
+
+    def _release(self, kind: str, name: str) -> None:
+        """The ``kind`` object ``name`` was deleted: hold its cell (and storage) weakly."""
+        cell = self._cells(kind).pop(name, None)
+        if cell is not None:
+            self._released_cells[(kind, name)] = cell
+            self._router.release(kind, name)
+
+    def _adopt(self, kind: str, name: str) -> Any:
+        """The released cell of ``kind`` ``name``, held again (or ``None``)."""
+        cell = self._released_cells.pop((kind, name), None)
+        if cell is not None:
+            self._cells(kind)[name] = cell
+            self._router.adopt(kind, name)
+        return cell
 
     def _admit(self, kind: str, name: str, what: str = "") -> None:
         """Refuse a new cell whose name breaks the name rule, or (with ``max_objects``)

@@ -4,11 +4,16 @@ After each released step the driver hands over the events the state machine repo
 the router passes them to the observers (metrics), then to the storage of the named
 queue, topic or work queue, in one reactive batch, so readers update once per step.
 A snapshot install resets every storage.
+
+A deleted object's storage is released (:meth:`~EventRouter.release`): held weakly,
+it is routed to while its cell is in use and goes with it, unless the name is opened
+again (:meth:`~EventRouter.adopt`). An ``on_deleted`` hook hears of each deletion.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -43,12 +48,39 @@ class EventRouter:
         self.queues: dict[str, RaftQueueStorage[Any]] = {}
         self.topics: dict[str, RaftTopicStorage] = {}
         self.work_queues: dict[str, RaftWorkQueueStorage] = {}
+        #: The storages of deleted objects, by ``(kind, name)``, while something holds them.
+        self.released: weakref.WeakValueDictionary[tuple[str, str], Storage] = (
+            weakref.WeakValueDictionary())
+        #: Called with ``(kind, name)`` of each deleted object, after its storage heard.
+        self.on_deleted: Callable[[str, str], None] | None = None
         self._observers: list[EventObserver] = []
+
+    def _table(self, kind: str) -> dict[str, Any]:
+        tables: dict[str, dict[str, Any]] = {
+            "queue": self.queues, "topic": self.topics, "work_queue": self.work_queues}
+        return tables[kind]
+
+    def storage(self, kind: str, name: str) -> Any:
+        """The storage of ``kind`` ``name`` routed to, released or not (or ``None``)."""
+        return self._routed(self._table(kind), kind, name)
+
+    def release(self, kind: str, name: str) -> None:
+        """Hold the storage of the deleted ``kind`` ``name`` weakly from now on."""
+        storage = self._table(kind).pop(name, None)
+        if storage is not None:
+            self.released[(kind, name)] = storage
+
+    def adopt(self, kind: str, name: str) -> None:
+        """Hold the released storage of ``kind`` ``name`` (opened again) as before."""
+        storage = self.released.pop((kind, name), None)
+        if storage is not None:
+            self._table(kind)[name] = storage
 
     def storages(self) -> Iterator[Storage]:
         yield from self.queues.values()
         yield from self.topics.values()
         yield from self.work_queues.values()
+        yield from list(self.released.values())
 
     def add_observer(self, observer: EventObserver) -> None:
         self._observers.append(observer)
@@ -62,9 +94,11 @@ class EventRouter:
     def _deleted(self, event: Deleted) -> None:
         families: dict[str, dict[str, Any]] = {
             "queue": self.queues, "topic": self.topics, "work_queue": self.work_queues}
-        storage = families.get(event.family, {}).get(event.name)
+        storage = self._routed(families.get(event.family, {}), event.family, event.name)
         if storage is not None:
             storage.forget_declaration()
+        if self.on_deleted is not None:
+            self.on_deleted(event.family, event.name)
 
     def route(self, released: Sequence[object]) -> None:
         """Hand one wave of released events to the observers, then to the storages."""
@@ -78,19 +112,19 @@ class EventRouter:
             for event in events:
                 match event:
                     case QueueChanged():
-                        queue = self.queues.get(event.name)
+                        queue = self._routed(self.queues, "queue", event.name)
                         if queue is not None:
                             queue.on_event(event)
                     case TopicChanged():
-                        topic = self.topics.get(event.name)
+                        topic = self._routed(self.topics, "topic", event.name)
                         if topic is not None:
                             topic.on_event(event)
                     case WorkQueueChanged():
-                        work = self.work_queues.get(event.name)
+                        work = self._routed(self.work_queues, "work_queue", event.name)
                         if work is not None:
                             work.on_event(event)
                     case Expired(kind="topic"):
-                        expiring = self.topics.get(event.name)
+                        expiring = self._routed(self.topics, "topic", event.name)
                         if expiring is not None:
                             expiring.on_expired()
                     case Deleted():
@@ -98,3 +132,9 @@ class EventRouter:
                     case Restored():
                         for storage in self.storages():
                             storage.on_reset()
+
+    def _routed(self, table: dict[str, Any], kind: str, name: str) -> Any:
+        found = table.get(name)
+        if found is None and self.released:
+            found = self.released.get((kind, name))
+        return found

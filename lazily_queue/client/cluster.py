@@ -148,6 +148,7 @@ class ClusterClient(NodeCells):
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
         self._work_cells: dict[str, WorkQueueCell] = {}
+        self._let_deleted_go()
 
     def __repr__(self) -> str:
         state = f"linked to member {self.member}" if self._link else "not linked"

@@ -178,9 +178,4 @@ class Mirror:
             sm.topics[op[1]] = TopicCore()
 
     def _storage(self, key: Key) -> Any:
-        kind, name = key
-        if kind == "queue":
-            return self.router.queues.get(name)
-        if kind == "topic":
-            return self.router.topics.get(name)
-        return self.router.work_queues.get(name)
+        return self.router.storage(*key)

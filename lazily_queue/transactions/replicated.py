@@ -44,11 +44,13 @@ class ReplicatedBackend:
         table: dict[str, Any]
         storages: dict[str, Any]
         if isinstance(cell, QueueCell):
-            table, storages = owner._queue_cells, router.queues
+            kind, table, storages = "queue", owner._queue_cells, router.queues
         elif isinstance(cell, TopicCell):
-            table, storages = owner._topic_cells, router.topics
+            kind, table, storages = "topic", owner._topic_cells, router.topics
         else:
-            table, storages = owner._work_cells, router.work_queues
+            kind, table, storages = "work_queue", owner._work_cells, router.work_queues
+        if cell.name not in table:
+            owner._adopt(kind, cell.name)  # a cell of a deleted object, held again
         if table.get(cell.name) is not cell:
             raise TransactionUnsupported(
                 f"{op.kind} to {cell.name!r}: that cell is not one of {owner!r}'s (another "
