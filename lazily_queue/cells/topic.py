@@ -3,6 +3,9 @@
 There is one reader per subscriber, minted on demand by :meth:`TopicCell.reader` (also
 for ids not subscribed yet) and cached. Its value is the subscriber's unread suffix, or
 ``None`` while the subscriber is unknown or offline, which is distinct from ``[]``.
+When the readers grow past twice their number at the last look, those of ids the topic
+no longer knows are held weakly (kept while in use), so subscribers that come and go do
+not stay for the cell's lifetime.
 Invalidation is structural: each successful operation clears exactly the readers its
 transition names, in one batch, whether or not their values differ.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
@@ -49,6 +53,9 @@ from .work_batches import Clock
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: Readers a topic cell holds before it first looks for those of ids it no longer knows.
+_FIRST_SWEEP = 64
 
 
 class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
@@ -101,6 +108,10 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
+        #: Readers of ids the topic did not know at the last sweep, while in use.
+        self._unknown: weakref.WeakValueDictionary[str, Slot[list[T] | None]] = (
+            weakref.WeakValueDictionary())
+        self._sweep_at = _FIRST_SWEEP
         self._group_cells: dict[str, GroupCell] = {}
         #: Elements that left by the age limit (capability ``expiry``).
         self.expired: Slot[int] = Slot(expired_reader(storage), context=self.ctx,
@@ -158,20 +169,32 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
     def reader(self, subscriber: str) -> Slot[list[T] | None]:
         """The subscriber's reader: its unread suffix, or ``None`` while unavailable.
 
-        Readers are minted on first use (also for ids not subscribed yet) and kept for
-        the cell's lifetime, so every caller of one id shares one reader.
+        Readers are minted on first use (also for ids not subscribed yet) and kept (one
+        of an id the topic no longer knows while in use), so every caller of one id
+        shares one reader.
         """
         slot = self._readers.get(subscriber)
         if slot is None:
-            check_subscriber(subscriber)
-            storage = self._storage
-            slot = Slot(
-                lambda: storage.read_stream(subscriber),
-                context=self.ctx,
-                name=f"{self.name}.reader[{subscriber}]",
-            )
+            slot = self._unknown.pop(subscriber, None)
+            if slot is None:
+                check_subscriber(subscriber)
+                storage = self._storage
+                slot = Slot(
+                    lambda: storage.read_stream(subscriber),
+                    context=self.ctx,
+                    name=f"{self.name}.reader[{subscriber}]",
+                )
             self._readers[subscriber] = slot
+            if len(self._readers) >= self._sweep_at:
+                self._sweep()
         return slot
+
+    def _sweep(self) -> None:
+        """Hold the readers of ids the topic does not know weakly."""
+        readers, cursor = self._readers, self._storage.cursor
+        for subscriber in [s for s in readers if cursor(s) is None]:
+            self._unknown[subscriber] = readers.pop(subscriber)
+        self._sweep_at = max(_FIRST_SWEEP, 2 * len(readers))
 
     def _on_expired(self) -> None:
         self.expired.invalidate()
@@ -185,6 +208,8 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
             hit = [slot for s, slot in readers.items() if s in subscribers]
         else:
             hit = [readers[s] for s in subscribers if s in readers]
+        if self._unknown:
+            hit += [slot for s in subscribers if (slot := self._unknown.get(s)) is not None]
         if len(hit) == 1:
             hit[0].invalidate()
         elif hit:

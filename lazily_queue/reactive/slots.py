@@ -21,7 +21,7 @@ class Slot(Producer, Generic[T]):
     made by a :class:`SlotGroup` share one stale mask while none of them is observed.
     """
 
-    __slots__ = ("_bit", "_fn", "_group", "_valid", "_value")
+    __slots__ = ("__weakref__", "_bit", "_fn", "_group", "_valid", "_value")
 
     def __init__(
         self,
