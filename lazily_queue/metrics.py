@@ -175,8 +175,14 @@ class NodeMetrics:
     # -- counting -------------------------------------------------------------------------
 
     def _baseline(self) -> None:
+        """Start counting from the state as it stands (started, or a snapshot installed:
+        the series of objects it no longer holds go, as those of a deleted one)."""
         view = self.node.view
         self._work = {name: _work_marks(state) for name, state in view.work_queues.items()}
+        held = {"queue": view.queues, "topic": view.topics, "work": view.work_queues}
+        children = self.operations.children
+        for labels in [k for k in children if k[0] in held and k[1] not in held[k[0]]]:
+            del children[labels]
 
     def _on_events(self, events: Sequence[Event]) -> None:
         works: set[str] = set()

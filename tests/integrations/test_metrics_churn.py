@@ -40,3 +40,26 @@ async def test_deleted_objects_leave_the_metrics(tmp_path: Path) -> None:
         assert value(total, {"family": "work", "name": "tmp.w0", "op": "push"}) == 1
         assert value(total, {"family": "work", "name": "tmp.w0", "op": "claim"}) is None
         assert value(total, {"family": "queue", "name": "tmp.q0", "op": "push"}) == 1
+
+
+async def test_objects_a_snapshot_no_longer_holds_leave_the_metrics(tmp_path: Path) -> None:
+    """A member that installs a snapshot (it fell behind while objects were deleted)
+    never applies their deletions: their series go when it counts from the snapshot."""
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = await cluster.wait_for_leader()
+        metrics = NodeMetrics(node)
+        state = node.driver.replica.fsm
+        await node.queue("tmp.gone").push(1)
+        await node.topic("tmp.gone").publish(1)
+        await node.queue("kept").push(1)
+        def counted(prefix: str) -> list[str]:
+            return [line for line in series_naming(metrics, prefix)
+                    if line.startswith("lazily_queue_operations_total")]
+
+        assert len(counted("tmp.")) == 2
+        kept = state.capture()
+        del kept["queues"]["tmp.gone"], kept["topics"]["tmp.gone"]
+        state.restore(kept)  # as an installed snapshot restores it
+        metrics._on_events(state.drain_events())
+        assert series_naming(metrics, "tmp.") == []
+        assert counted("kept")
