@@ -245,11 +245,12 @@ class NodeCells:
         return tables.get(kind, {})
 
     def _release(self, kind: str, name: str) -> None:
-        """The ``kind`` object ``name`` was deleted: hold its cell (and storage) weakly."""
+        """The ``kind`` object ``name`` was deleted: hold its cell (and storage, a
+        consumer group's too) weakly."""
         cell = self._cells(kind).pop(name, None)
         if cell is not None:
             self._released_cells[(kind, name)] = cell
-            self._router.release(kind, name)
+        self._router.release(kind, name)
 
     def _adopt(self, kind: str, name: str) -> Any:
         """The released cell of ``kind`` ``name``, held again (or ``None``)."""

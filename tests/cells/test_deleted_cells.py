@@ -70,3 +70,20 @@ async def test_a_client_lets_the_cells_of_deleted_objects_go() -> None:
             gc.collect()
             assert ref() is None
         assert client._queue_cells == {}
+
+
+async def test_a_deleted_topics_groups_go_with_its_cell() -> None:
+    async with testing.cluster(1) as c:
+        node = c.node(1)
+        for k in range(3):
+            topic = node.topic(f"t{k}")
+            group = topic.group("billing", visibility_timeout=30)
+            await topic.publish(k)
+            job = await group.claim("w")
+            await group.ack("w", job.delivery_id)
+            freed = [weakref.ref(topic), weakref.ref(group)]
+            del topic, group, job
+            await admin.delete(node, "topic", f"t{k}")
+            gc.collect()
+            assert [ref() for ref in freed] == [None, None]
+        assert node._router.work_queues == {} and len(node._router.released) == 0
