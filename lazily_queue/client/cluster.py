@@ -194,9 +194,14 @@ class ClusterClient(NodeCells):
     async def close(self) -> None:
         """End the ephemeral subscriptions it started (:mod:`.ephemeral`) and unlink;
         operations still waiting fail with :class:`ClientClosed`."""
-        if self._task is not None and not self._closing and self._link is not None:
-            await end_ephemeral(self._router.topics.values(),
-                                min(self.op_timeout, EPHEMERAL_END_TIMEOUT))
+        try:
+            if self._task is not None and not self._closing and self._link is not None:
+                await end_ephemeral(self._router.topics.values(),
+                                    min(self.op_timeout, EPHEMERAL_END_TIMEOUT))
+        finally:  # cancelled meanwhile: it still unlinks
+            await self._unlink()
+
+    async def _unlink(self) -> None:
         self._closing = True
         task, self._task = self._task, None
         if self._link is not None:

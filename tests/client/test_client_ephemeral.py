@@ -4,6 +4,7 @@ topic's ``max_subscribers``."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -48,3 +49,15 @@ async def test_a_closing_client_ends_only_the_ephemeral_subscriptions_it_started
         left = _subscribers(node, "news")
         assert set(left) == {"shared", "billing"}
         assert left["billing"]["connected"]
+
+
+async def test_a_close_cancelled_while_it_ends_subscriptions_still_unlinks() -> None:
+    async with limited_cluster(1, produce=True) as (_, addresses):
+        client = client_of(addresses)
+        await client.start()
+        await client.topic("news").subscribe("mine", "ephemeral")
+        closing = asyncio.ensure_future(client.close())
+        await asyncio.sleep(0)  # the disconnect is on its way
+        closing.cancel()
+        await asyncio.gather(closing, return_exceptions=True)
+        assert client.member is None  # unlinked all the same
