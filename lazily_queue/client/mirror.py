@@ -109,7 +109,10 @@ class Mirror:
         return list(self.positions)
 
     def install(self, key: Key, index: int, doc: Any) -> None:
-        """The member's state of ``key`` as of its ``index``-th applied op."""
+        """The member's state of ``key`` as of its ``index``-th applied op (ignored for
+        a key no longer watched: a state sent before the member heard it unwatched)."""
+        if key not in self.positions:
+            return
         kind, name = key
         objects.install(self.sm, kind, name, doc)
         self.positions[key] = index

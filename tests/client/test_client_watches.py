@@ -8,7 +8,9 @@ import pytest
 
 from lazily_queue import admin
 from lazily_queue.client import server as server_module
-from lazily_queue.reactive import Effect
+from lazily_queue.client.mirror import Key, Mirror
+from lazily_queue.reactive import Context, Effect
+from lazily_queue.replicated import ops
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 from tests.client.test_client_fairness import _until
 
@@ -53,3 +55,20 @@ async def test_a_deleted_object_read_again_is_watched_anew() -> None:
         await client.barrier()
         assert seen[-1] == 2 and jobs.peek() == "b"
         effect.dispose()
+
+
+def test_a_state_arriving_after_the_deletion_unwatched_it_is_ignored() -> None:
+    """The member may send an object's state (a snapshot installed there) before it
+    reads the client's unwatch: installing it would leave the object looking watched
+    while the member sends nothing more for it, so the next read would not watch it."""
+    asked: list[Key] = []
+    released: list[Key] = []
+    mirror = Mirror(Context(name="mirror"), asked.append, released.append)
+    assert mirror.view.queue("jobs") is None  # a read asks for it
+    assert asked == [("queue", "jobs")]
+    mirror.install(("queue", "jobs"), 3, [None, False, ["a"]])
+    mirror.replay([["queue", "jobs", 4, 0, [ops.QUEUE_DELETE, "jobs"]]])
+    assert released == [("queue", "jobs")]
+    mirror.install(("queue", "jobs"), 4, [None, False, ["late"]])  # sent before the unwatch
+    assert mirror.view.queue("jobs") is None  # read again: watched anew
+    assert asked == [("queue", "jobs")] * 2
