@@ -237,6 +237,7 @@ class NodeCells:
         """Set up :meth:`_release` of the cells of deleted objects (from ``__init__``)."""
         self._released_cells = weakref.WeakValueDictionary()
         self._router.on_deleted = self._release
+        self._router.on_restored = self._release_absent
 
     def _cells(self, kind: str) -> dict[str, Any]:
         tables: dict[str, dict[str, Any]] = {"queue": self._queue_cells,
@@ -251,6 +252,17 @@ class NodeCells:
         if cell is not None:
             self._released_cells[(kind, name)] = cell
         self._router.release(kind, name)
+
+    def _release_absent(self) -> None:
+        """A snapshot was installed (the deletions it holds were never applied here):
+        release the cells and storages of the objects it does not hold."""
+        view = self.view
+        held: dict[str, Any] = {"queue": view.queues, "topic": view.topics,
+                                "work_queue": view.work_queues}
+        for kind, objects in held.items():
+            names = set(self._cells(kind)) | set(self._router.storage_names(kind))
+            for name in names - set(objects):
+                self._release(kind, name)
 
     def _adopt(self, kind: str, name: str) -> Any:
         """The released cell of ``kind`` ``name``, held again (or ``None``)."""

@@ -7,7 +7,7 @@ A snapshot install resets every storage.
 
 A deleted object's storage is released (:meth:`~EventRouter.release`): held weakly,
 it is routed to while its cell is in use and goes with it, unless the name is opened
-again (:meth:`~EventRouter.adopt`). An ``on_deleted`` hook hears of each deletion.
+again (:meth:`~EventRouter.adopt`). Hooks hear of each deletion and snapshot install.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class EventRouter:
             weakref.WeakValueDictionary())
         #: Called with ``(kind, name)`` of each deleted object, after its storage heard.
         self.on_deleted: Callable[[str, str], None] | None = None
+        #: Called after the storages heard that a snapshot was installed.
+        self.on_restored: Callable[[], None] | None = None
         self._observers: list[EventObserver] = []
 
     def _table(self, kind: str) -> dict[str, Any]:
@@ -63,6 +65,10 @@ class EventRouter:
     def storage(self, kind: str, name: str) -> Any:
         """The storage of ``kind`` ``name`` routed to, released or not (or ``None``)."""
         return self._routed(self._table(kind), kind, name)
+
+    def storage_names(self, kind: str) -> list[str]:
+        """The names of ``kind`` routed to (released ones left out)."""
+        return list(self._table(kind))
 
     def release(self, kind: str, name: str) -> None:
         """Hold the storage of the deleted ``kind`` ``name`` weakly from now on."""
@@ -132,6 +138,8 @@ class EventRouter:
                     case Restored():
                         for storage in self.storages():
                             storage.on_reset()
+                        if self.on_restored is not None:
+                            self.on_restored()
 
     def _routed(self, table: dict[str, Any], kind: str, name: str) -> Any:
         found = table.get(name)

@@ -87,3 +87,23 @@ async def test_a_deleted_topics_groups_go_with_its_cell() -> None:
             gc.collect()
             assert [ref() for ref in freed] == [None, None]
         assert node._router.work_queues == {} and len(node._router.released) == 0
+
+
+async def test_a_snapshot_installed_lets_the_cells_of_objects_it_lacks_go() -> None:
+    """A member that fell behind installs a snapshot instead of applying the deletions:
+    the cells of the objects the snapshot does not hold go as a deletion's would."""
+    async with testing.cluster(1) as c:
+        node = c.node(1)
+        gone, kept = node.queue("gone"), node.queue("kept")
+        await gone.push(1)
+        await kept.push(1)
+        state = node.driver.replica.fsm
+        doc = state.capture()
+        del doc["queues"]["gone"]
+        state.restore(doc)  # as an installed snapshot restores it
+        node._router.route(state.drain_events())
+        freed = weakref.ref(gone)
+        del gone
+        gc.collect()
+        assert freed() is None
+        assert node.queue("kept") is kept and len(kept) == 1
