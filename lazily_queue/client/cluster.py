@@ -65,9 +65,6 @@ from .session import MAX_OP_BYTES, Session
 LEADER_RETRY = 0.5
 #: Seconds a barrier waits for its member's answer beyond the time the member was given.
 BARRIER_GRACE = 1.0
-#: Seconds a closing client gives the disconnects of its ephemeral subscriptions (at most
-#: its ``op_timeout``).
-EPHEMERAL_END_TIMEOUT = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +193,7 @@ class ClusterClient(NodeCells):
         operations still waiting fail with :class:`ClientClosed`."""
         try:
             if self._task is not None and not self._closing and self._link is not None:
-                await end_ephemeral(self._router.topics.values(),
-                                    min(self.op_timeout, EPHEMERAL_END_TIMEOUT))
+                await end_ephemeral(self._router.topics.values(), self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()
 

@@ -76,9 +76,15 @@ class EphemeralTrackingTopicStorage(RemoteTopicStorage):
         return list(self.started)
 
 
-async def end_ephemeral(topics: Iterable[object], timeout: float) -> None:
-    """Disconnect the ephemeral subscriptions ``topics`` started, within ``timeout``
-    seconds each (a failure is let go: the client is closing)."""
+#: Seconds a closing client gives the disconnects of its ephemeral subscriptions.
+END_TIMEOUT = 2.0
+
+
+async def end_ephemeral(topics: Iterable[object], op_timeout: float) -> None:
+    """Disconnect the ephemeral subscriptions ``topics`` started, within
+    :data:`END_TIMEOUT` (or ``op_timeout`` when shorter) seconds; a failure is let go
+    (the client is closing)."""
+    timeout = min(op_timeout, END_TIMEOUT)
     started = [(topic, subscriber) for topic in topics
                if isinstance(topic, EphemeralTrackingTopicStorage)
                for subscriber in topic.ephemeral_started()]
