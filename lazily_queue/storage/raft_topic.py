@@ -66,6 +66,8 @@ class RaftTopicStorage(ReplicatedObject):
         self._limits = None if limits is None else check_topic_limits(limits)
         self._listener: TopicChangeListener | None = None
         self._empty: TopicCore[Any] = TopicCore()
+        #: The subscriber ids the topic held (and some it held lately): on a reset their
+        #: readers are told, with those of the ids it holds now.
         self._ids: set[str] = set()
         #: Set by the node: routes a group's events to its storage (groups need it).
         self.register_group: GroupRegistrar | None = None
@@ -143,15 +145,20 @@ class RaftTopicStorage(ReplicatedObject):
 
     def on_event(self, event: TopicChanged) -> None:
         ids = event.subscribers
-        self._ids.update(ids)
+        known = self._ids
+        known.update(ids)
         if self._listener is not None:
             self._listener(ids)
+        if len(known) > 2 * self._core().subscription_count() + 64:
+            # Ids that came and went: their readers were told when they went.
+            self._ids = set(self._core().subscriptions())
 
     def on_reset(self) -> None:
         self.on_expired()
-        self._ids.update(self._core().subscriptions())
+        now = set(self._core().subscriptions())
+        before, self._ids = self._ids, now
         if self._listener is not None:
-            self._listener(frozenset(self._ids))
+            self._listener(frozenset(before | now))
 
     # -- operations --------------------------------------------------------------------------
 

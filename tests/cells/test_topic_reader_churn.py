@@ -68,3 +68,13 @@ async def test_a_node_topic_lets_readers_of_subscribers_that_left_go() -> None:
         await _come_and_go(topic, range(1, 300))
         gc.collect()
         assert first() is None
+
+
+@pytest.mark.timeout(60)
+async def test_a_node_topic_storage_does_not_keep_every_id_that_came_and_went() -> None:
+    async with testing.cluster(1) as c:
+        topic = c.node(1).topic("prices")
+        await topic.subscribe("stays", "durable")
+        await _come_and_go(topic, range(300))
+        known: set[str] = topic.storage._ids  # type: ignore[attr-defined]
+        assert "stays" in known and len(known) <= 2 * 1 + 64 + 1
