@@ -4,6 +4,7 @@ ICE servers given as plain settings."""
 from __future__ import annotations
 
 import errno
+import logging
 
 import anyio
 import pytest
@@ -72,3 +73,14 @@ def test_ice_servers_from_plain_settings() -> None:
                          ([{"urls": "stun:x", "password": "p"}], "unknown key")):
         with pytest.raises(ValueError, match=message):
             ice_servers_from(bad)
+
+
+async def test_refused_connections_do_not_fill_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with SignalingServer(token=TOKEN) as server:
+        for _ in range(30):
+            with pytest.raises(SignalingError):
+                await SignalingClient.connect(server.url + "/room", 1, token="wrong")
+        assert server.refused == 30
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert 1 <= len(lines) <= 12, lines[:20]

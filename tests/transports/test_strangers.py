@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import socket
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -276,3 +278,48 @@ async def test_refused_handshakes_are_logged_without_flooding(
             await raw.aclose()
     refused = [r for r in caplog.records if r.getMessage().startswith("handshake with")]
     assert 1 <= len(refused) <= 10
+
+
+async def _reset(sock: socket.socket) -> None:
+    """Close ``sock`` with a TCP reset, as a stranger dropping its connection does."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+@pytest.mark.parametrize("kind", ["tcp", "ws"])
+async def test_strangers_connections_do_not_fill_the_log(
+    kind: str, short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    loop = asyncio.get_running_loop()
+    async with serving(address_for(kind, short_tmp)) as listener:
+        for _ in range(40):
+            sock = await raw_socket(listener.address)
+            if kind == "ws":
+                key = base64.b64encode(b"0123456789abcdef")
+                await loop.sock_sendall(sock, b"GET /link HTTP/1.1\r\nHost: x\r\nUpgrade: "
+                                        b"websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                                        + key + b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                assert (await loop.sock_recv(sock, 4096)).startswith(b"HTTP/1.1 101")
+            await loop.sock_sendall(sock, b"\x00\x00")  # half a frame header, then gone
+            await _reset(sock)
+        admission = listener.admission
+        assert admission is not None
+        await eventually(lambda: not admission.pending)
+    lines = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) <= 12, [r.getMessage() for r in lines[:20]]
+
+
+async def test_a_refused_tcp_handshake_names_the_dialers_address(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
+    async with serving("tcp://127.0.0.1:0") as listener:
+        sock = await raw_socket(listener.address)
+        port = sock.getsockname()[1]
+        await asyncio.get_running_loop().sock_sendall(sock, b"\x00\x00\x00\x03bad")
+        await closed_by_peer(sock)
+        sock.close()
+    refused = [r.getMessage() for r in caplog.records
+               if r.getMessage().startswith("handshake with")]
+    assert refused and refused[0].startswith(f"handshake with tcp://127.0.0.1:{port} refused")

@@ -141,6 +141,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             peer = transport.get_extra_info("peername")
             if peer:
                 self.source = str(peer[0])  # a Unix-socket listener is one source
+                if self._on_connected is not None:  # accepted: name the dialer, not us
+                    self.remote_address = _format_tcp(peer, self.scheme)
         if self._on_connected is not None:
             self._on_connected(self)
             self._on_connected = None

@@ -24,7 +24,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake
 from websockets.http11 import Request, Response
 
-from ._core._admission import AdmissionGate
+from ._core._admission import AdmissionGate, QuietServerLog
 from ._core._buffered import BufferedChannel, Signal
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
@@ -355,6 +355,7 @@ class WebSocketTransport(Transport):
             close_timeout=_CLOSE_TIMEOUT,
             open_timeout=config.handshake_timeout,
             create_connection=_gated_connection(upgrades),
+            logger=QuietServerLog("lazily_transports.websocket.server"),
         )
         sockname = next(iter(server.sockets)).getsockname()
         bound_host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]

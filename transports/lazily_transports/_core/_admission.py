@@ -5,6 +5,8 @@ authenticated (or it closes). ``AdmissionGate`` holds at most ``max_pending`` pe
 connections in all and ``max_per_source`` from one source; a connection over either
 cap is refused at once and counted in ``refused``. Refusals are logged at most once
 per ``LOG_INTERVAL`` seconds, with the number left unlogged since the last line.
+``QuietServerLog`` is the logger handed to a server library, whose lines about each
+connection (opened, closed, answered) would otherwise let anyone fill the log.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter"]
+__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter", "QuietServerLog"]
 
 logger = logging.getLogger("lazily_transports.listener")
 
@@ -53,6 +56,18 @@ class LogLimiter:
     def take_suppressed(self) -> int:
         count, self.suppressed = self.suppressed, 0
         return count
+
+
+class QuietServerLog(logging.LoggerAdapter[logging.Logger]):
+    """The logger ``name`` with its INFO lines written at DEBUG (warnings and errors
+    unchanged): for a server library that logs every connection it opens or closes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.getLogger(name), {})
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        # The library may wrap this adapter in its own: every call arrives here.
+        super().log(logging.DEBUG if level == logging.INFO else level, msg, *args, **kwargs)
 
 
 class AdmissionGate:

@@ -96,9 +96,11 @@ class BufferedChannel(DataChannel):
         self._closed = False
         self._reason: str | None = None
         self._rx_hook: Callable[[], None] | None = None
+        self._authenticated = False
 
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         super().open_limits(max_frame_size, receive_buffer_size)
+        self._authenticated = True
         self._rx_limit = receive_buffer_size
         if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
             self._rx_paused = False
@@ -145,7 +147,9 @@ class BufferedChannel(DataChannel):
         self._wake_receivers()
 
     def _fail(self, reason: str) -> None:
-        """The link failed; log why, abort it and wake everyone."""
+        """The link failed; log why, abort it and wake everyone. Before the peer is
+        authenticated the line is at DEBUG: the handshake's refusal, logged at a bounded
+        rate, names the reason, and a stranger's connections must not fill the log."""
         if self._broken or self._closed:
             return
         self._abort()
@@ -155,7 +159,8 @@ class BufferedChannel(DataChannel):
             return
         self._broken = True
         self._reason = reason
-        logger.warning("link %s closed: %s", self.remote_address, reason)
+        level = logging.WARNING if self._authenticated else logging.DEBUG
+        logger.log(level, "link %s closed: %s", self.remote_address, reason)
         self._wake_all()
 
     def _connection_gone(self) -> None:

@@ -13,7 +13,9 @@ Protocol decisions around the pure room:
   reader never stalls the room;
 * with a ``token``, the WebSocket upgrade must carry ``Authorization: Bearer TOKEN``
   (401 otherwise): only holders of the token can join rooms. It does not replace the
-  peers' own authentication, which runs over the links the server helps set up.
+  peers' own authentication, which runs over the links the server helps set up;
+* refusals are logged at most ``_REFUSALS_LOGGED`` times per 10 s, and the WebSocket
+  library's line per connection only at DEBUG, so strangers cannot fill the log.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from ..._core._admission import LogLimiter, QuietServerLog
 from ._frames import Error, ServerFrame, SignalingFrameError, dumps, loads
 from ._room import ErrorCode, Output, Permissions, RoomCore
 
@@ -42,6 +45,8 @@ _CLOSE_NORMAL = 1000
 _CLOSE_UNSUPPORTED = 1003
 _CLOSE_INVALID = 1007
 _CLOSE_POLICY = 1008
+#: Refused connections logged per interval (``LogLimiter``); the rest are counted.
+_REFUSALS_LOGGED = 10
 
 
 class _Client:
@@ -105,6 +110,7 @@ class SignalingServer:
         self._token = token
         self._ssl_context = ssl_context
         self.refused = 0
+        self._refusals = LogLimiter(burst=_REFUSALS_LOGGED)
         self._host = host
         self._port = port
         self._permissions = permissions
@@ -143,6 +149,7 @@ class SignalingServer:
             compression=None,
             process_request=self._authorize if self._token is not None else None,
             ssl=self._ssl_context,
+            logger=QuietServerLog("lazily_transports.signaling.server"),
         )
 
     def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -152,8 +159,11 @@ class SignalingServer:
                                                               self._token.encode()):
             return None
         self.refused += 1
-        _log.warning("refused a signaling connection from %s: missing or wrong token",
-                     connection.remote_address)
+        if self._refusals.allow():
+            unlogged = self._refusals.take_suppressed()
+            more = f" ({unlogged} more refused since the last such line)" if unlogged else ""
+            _log.warning("refused a signaling connection from %s: missing or wrong token%s",
+                         connection.remote_address, more)
         return connection.respond(HTTPStatus.UNAUTHORIZED, "a signaling token is required\n")
 
     async def aclose(self) -> None:
