@@ -2,7 +2,8 @@
 
 :meth:`NodeService.run` starts the node (which locks its data directory) and its HTTP
 monitor (status page ``/``, ``/status.json``, ``/metrics``; connections and Host names
-checked by :mod:`.http_gate`, connections closed after :data:`HTTP_IDLE_TIMEOUT` idle),
+checked by :mod:`.http_gate`, connections closed after :data:`HTTP_IDLE_TIMEOUT` idle,
+malformed requests logged at a bounded rate by :mod:`.integrations.aiohttp_log`),
 prints one ``ready`` line, waits up to ``startup_timeout`` for a leader, runs the
 configured ``[app]`` entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
 allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
@@ -210,7 +211,10 @@ class NodeService:
 
         advertised = self.config.http_advertise
         add_admin_routes(app, admin_token, origins=() if advertised is None else (advertised,))
-        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)
+        from .integrations.aiohttp_log import server_logger
+
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT,
+                               logger=server_logger())
         await runner.setup()
         assert runner.server is not None
         gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")

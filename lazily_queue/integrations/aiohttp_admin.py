@@ -33,11 +33,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from .. import admin
 from ..admin import AdminError
 from ..admin_auth import COOKIE, AdminAuth
 from .aiohttp import NODE
+from .aiohttp_log import request_fault
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,9 @@ async def _body(request: web.Request) -> dict[str, Any]:
     except TimeoutError:
         raise AdminError("timeout", f"the body did not arrive within {BODY_TIMEOUT:g} s",
                          408) from None
+    except RequestPayloadError as exc:  # a bad chunk, a Content-Encoding that does not decode
+        why = request_fault(exc) or "it is malformed"
+        raise AdminError("bad_request", f"the body cannot be read: {why}") from None
     if len(raw) > MAX_BODY:
         raise AdminError("bad_request", f"the body is over {MAX_BODY} bytes", 413)
     if not raw.strip():

@@ -236,3 +236,15 @@ async def test_a_query_never_redirects_a_delete_to_another_object(tmp_path: Path
             headers=BEARER)
         assert response.status == 200 and await response.json() == {"deleted": True}
         assert set(node.view.topics["chat"].subscriptions()) == {"bob"}
+
+
+async def test_a_body_that_does_not_decode_is_a_bad_request(tmp_path: Path) -> None:
+    async with one_node(tmp_path) as (node, http):
+        await node.queue("q").push("kept")
+        for path in ("/admin/api/queues/queue/q/purge", "/admin/login"):
+            for encoding in ("gzip", "deflate"):
+                response = await http.post(path, data=b"0123456789", headers={
+                    **BEARER, "Content-Encoding": encoding, "Connection": "close"})
+                status, code = await error_of(response)
+                assert (status, code) == (400, "bad_request"), (path, encoding)
+        assert node.queue("q").len() == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -202,3 +203,26 @@ async def test_the_session_cookie_is_secure_when_the_browser_came_over_https(
             assert "SameSite=Strict" in cookie and "Path=/;" in cookie + ";"
         plain = await login_cookie(host, port, f"Origin: http://{host}:{port}\r\n".encode())
         assert "secure" not in plain.lower() and "HttpOnly" in plain  # direct, over HTTP
+
+
+async def test_malformed_requests_are_logged_in_one_line_at_a_bounded_rate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        caplog.clear()
+        bad = [b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 10000 + b"\r\n\r\n",
+               b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X: a\r\n" * 500 + b"\r\n",
+               b"GET /status.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+               b"GET /status.json HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+               b"Content-Length: 10\r\nConnection: close\r\n\r\n0123456789"]
+        for request in bad * 8:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(request)
+            await reader.read()  # answered (400, or 200 for a body nobody reads), then closed
+            writer.close()
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert 1 <= len(lines) <= 11, [r.getMessage()[:100] for r in lines]
+    assert not [r for r in lines if r.exc_info or r.levelno >= logging.ERROR]
+    assert "refused a malformed HTTP request from 127.0.0.1" in lines[0].getMessage()
