@@ -241,22 +241,21 @@ def _not_leader(node: Node, what: str) -> AdminError:
                       f"made on the leader, and {where}", 409, **hint)
 
 
-def address_refusal(address: str) -> str | None:
-    """Why no member could listen on ``address`` (``None``: it could). Host names are
-    not looked up: they may resolve on the members only."""
-    from lazily_transports import DEFAULT_SCHEMES, AddressError, scheme_of
-    from lazily_transports.sockets import parse_tcp
+def address_refusal(address: str, member: str | None = None) -> str | None:
+    """Why no member could listen on ``address`` (``None``: it could); ``member``, the
+    id it is for. Host names are not looked up: they may resolve on the members only."""
+    from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
 
-    from .config_keys import SCHEMES_HINT
+    from .config_keys import SCHEMES_HINT, link_address_host
 
-    if not address.isprintable() or any(c.isspace() for c in address):
-        return "an address has no spaces or control characters"
     try:
         scheme = scheme_of(address)
         if scheme not in DEFAULT_SCHEMES:
             return f"unsupported scheme {scheme!r} ({SCHEMES_HINT})"
-        if scheme in ("tcp", "tls"):
-            parse_tcp(address, listening=False)
+        node_id = int(member) if member is not None and member.isdigit() else None
+        link_address_host(address, listening=False, node_id=node_id)
+    except MissingDependencyError:
+        return None  # the members that run it have the extra; this one cannot parse it
     except AddressError as exc:
         return str(exc)
     return None
@@ -273,7 +272,7 @@ async def add_member(node: Node, member: Any, address: Any) -> None:
         raise AdminError("bad_request", f"a member id is an integer in 0..2**64-1, not "
                          f"{shown(member_id)}; nothing was changed")
     check_name(address, "address")
-    refusal = address_refusal(address)
+    refusal = address_refusal(address, member_id)
     if refusal is not None:
         raise AdminError("bad_request", f"address {address!r}: {refusal}; nothing was changed")
     await _membership(node, node.add_member(member_id, address))

@@ -329,11 +329,11 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             f"two nodes with id {node_id}: `listen` is {shown(listen)} but [peers] gives node "
             f"{node_id} the address {shown(own)}; every node needs its own id"
         )
-    check_address(listen, fail, "`listen`", listening=True)
+    check_address(listen, fail, "`listen`", listening=True, node_id=node_id)
     for peer, address in peers.items():
         if address == listen:
             raise fail(f"peer {peer} has this node's own listen address {shown(listen)}")
-        check_address(address, fail, f"peer {peer}", listening=False)
+        check_address(address, fail, f"peer {peer}", listening=False, node_id=peer)
     owners: dict[str, int] = {}
     for peer, address in peers.items():
         if address in owners:

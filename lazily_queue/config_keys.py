@@ -117,9 +117,40 @@ def parse_peers(raw: Any, fail: Any) -> dict[int, str]:
 SCHEMES_HINT = "use unix:, tcp:, tls:, ws:, wss:, webrtc+ws: or webrtc+wss:"
 
 
-def check_address(address: str, fail: Any, what: str, *, listening: bool) -> None:
-    """Refuse an address whose scheme, host, socket directory or optional extra is not
-    usable here."""
+def link_address_host(address: str, *, listening: bool,
+                      node_id: int | None = None) -> tuple[str, int] | None:
+    """Check ``address`` by its transport's own rules, raising ``AddressError`` naming
+    what is wrong; returns the ``(host, port)`` it names, for those that have one to
+    resolve. A WebRTC address of ``node_id`` must name it with ``?peer=`` (a listen
+    address may leave it out). Whitespace and control characters are refused: no
+    listener could be reached under such a name."""
+    if not address.isprintable() or any(c.isspace() for c in address):
+        raise AddressError(f"{shown(address)}: an address has no spaces or control characters")
+    scheme = scheme_of(address)
+    if scheme in ("tcp", "tls"):
+        from lazily_transports.sockets import parse_tcp
+
+        return parse_tcp(address, listening=listening)
+    if scheme in ("ws", "wss"):
+        from lazily_transports.websocket import parse_websocket
+
+        _, host, port, _ = parse_websocket(address, listening=listening)
+        return host, port
+    if scheme.startswith("webrtc"):
+        DEFAULT_SCHEMES.transport(scheme)  # MissingDependencyError without the extra
+        from lazily_transports.webrtc import parse_webrtc_address
+
+        peer = parse_webrtc_address(address).peer
+        if node_id is not None and peer != node_id and not (listening and peer is None):
+            raise AddressError(f"{shown(address)} is node {node_id}'s address: it must end in "
+                               f"?peer={node_id}, not {'no ?peer=' if peer is None else peer}")
+    return None
+
+
+def check_address(address: str, fail: Any, what: str, *, listening: bool,
+                  node_id: int | None = None) -> None:
+    """Refuse an address whose scheme, form, host, socket directory or optional extra is
+    not usable here (``node_id``: the node the address is of)."""
     try:
         scheme = scheme_of(address)
         if scheme == "unix":
@@ -131,19 +162,18 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool) -> Non
                     f"{what} address {shown(address)}: directory {path.parent} does not exist; "
                     "create it or choose another socket path"
                 )
-        elif scheme in ("tcp", "tls"):
-            from lazily_transports.sockets import parse_tcp
-
-            host, port = parse_tcp(address, listening=listening)
+        elif scheme not in DEFAULT_SCHEMES:
+            raise fail(f"{what} address {shown(address)}: unsupported scheme {shown(scheme)} "
+                       f"({SCHEMES_HINT})")
+        named = link_address_host(address, listening=listening, node_id=node_id)
+        if named is not None:
+            host, port = named
             try:
                 socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except (OSError, UnicodeError) as exc:  # UnicodeError: a label over 63 characters
                 reason = getattr(exc, "strerror", None) or exc
                 raise fail(f"{what} address {shown(address)}: host {shown(host)} cannot be "
                            f"resolved ({reason})") from None
-        elif scheme not in DEFAULT_SCHEMES:
-            raise fail(f"{what} address {shown(address)}: unsupported scheme {shown(scheme)} "
-                       f"({SCHEMES_HINT})")
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
     except MissingDependencyError as exc:
         raise fail(f"{what} address {shown(address)}: {exc}") from None

@@ -283,7 +283,7 @@ MUTATIONS = [
         "states of objects read together go out one at a time, not as a stuck reader's"),
     Mutation(
         "admin-add-member-address-unchecked", "lazily_queue/admin.py",
-        "    refusal = address_refusal(address)\n",
+        "    refusal = address_refusal(address, member_id)\n",
         "    refusal = None\n",
         ("tests/integrations/test_admin_api.py::test_membership_and_leadership",),
         "the admin API refuses a member address no member could listen on"),
@@ -759,7 +759,7 @@ MUTATIONS = [
         "a malformed --url is a usage error naming it"),
     Mutation(
         "members-add-address", "lazily_queue/cli/members.py",
-        "    check_address(args.address)\n",
+        "    check_address(args.address, args.id)\n",
         "",
         ("tests/cli/test_wrong_address.py",),
         "`members add` refuses an address no member could listen on before asking the node"),

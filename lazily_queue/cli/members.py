@@ -45,18 +45,18 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
     emit(args, doc, table(("id", "role", "link", "match index", "lag", "page"), rows))
 
 
-def check_address(address: str) -> None:
+def check_address(address: str, member: int) -> None:
     """Refuse an address no member could listen on (a typo would otherwise be replicated
     as a member's address, and the cluster would wait for a node that cannot exist)."""
     from ..admin import address_refusal
 
-    refusal = address_refusal(address)
+    refusal = address_refusal(address, str(member))
     if refusal is not None:
         raise CliError(f"address {address!r}: {refusal}; nothing was changed", 2)
 
 
 def _add(client: AdminClient, args: argparse.Namespace) -> None:
-    check_address(args.address)
+    check_address(args.address, args.id)
     doc = client.post("/members", {"id": args.id, "address": args.address})
     emit(args, doc, f"added node {args.id} at {args.address}; start it now")
 

@@ -115,6 +115,11 @@ def test_a_malformed_url_is_a_usage_error(
     ("carrier-pigeon://loft", "unsupported scheme 'carrier-pigeon'"),
     ("10.0.0.4:7001", "has no scheme"),
     ("tcp://10.0.0.4", "expected tcp://HOST:PORT"),
+    ("ws://10.0.0.4:7001/raft?x=1", "expected ws://HOST:PORT/PATH"),
+    ("wss://10.0.0.4:99999/raft", "Port out of range"),
+    ("ws://10.0.0.4:7001/a b", "no spaces or control characters"),
+    ("webrtc+ws://10.0.0.4:8765/orders?peer=5", "it must end in ?peer=4, not 5"),
+    ("webrtc+ws://10.0.0.4:8765/orders?peer=4&x=1", "unexpected or repeated parameter 'x'"),
 ])
 def test_members_add_refuses_an_address_no_member_could_have(
     address: str, cause: str, capsys: pytest.CaptureFixture[str],
