@@ -332,3 +332,54 @@ async def test_command_line_server() -> None:
     finally:
         process.terminate()
         await process.wait()
+
+
+async def _drain(client: SignalingClient) -> bool:
+    """Read what ``client`` has queued until nothing comes for a second; False when the
+    server closed its connection meanwhile."""
+    while True:
+        with anyio.move_on_after(1) as idle:
+            try:
+                await client.receive()
+            except anyio.EndOfStream:
+                return False
+        if idle.cancel_called:
+            return True
+
+
+async def _flood(flooder: SignalingClient, target: int) -> Any:
+    """Send ``target`` 100 relays of 200 KiB; the first frame the flooder gets back."""
+    for _ in range(100):
+        await flooder.send(Relay(target, {"x": "a" * (200 * 1024)}))
+    with anyio.fail_after(10):
+        return await flooder.receive()
+
+
+async def test_a_peer_flooding_another_cannot_get_it_closed() -> None:
+    async with SignalingServer(outbound_queue=4) as server:
+        victim = await SignalingClient.connect(server.url + "/r", 1)  # reads only later
+        flooder = await SignalingClient.connect(server.url + "/r", 2)
+        assert await _flood(flooder, 1) == Error(
+            "target_busy", "peer 1 is not taking frames as fast as they come; this one was "
+            "dropped")
+        assert await _drain(victim)  # what was queued for it; it stays joined
+        room = server.room("/r")
+        assert room is not None and room.peers == (1, 2)
+        await flooder.send(Relay(1, {"after": 1}))
+        with anyio.fail_after(5):
+            assert await victim.receive() == ForwardedRelay(2, {"after": 1})
+        await victim.aclose()
+        await _drain(flooder)
+        await flooder.aclose()
+
+
+async def test_a_queue_is_bounded_in_bytes_too() -> None:
+    async with SignalingServer(outbound_bytes=1 << 20) as server:
+        victim = await SignalingClient.connect(server.url + "/r", 1)  # reads only later
+        flooder = await SignalingClient.connect(server.url + "/r", 2)
+        frame = await _flood(flooder, 1)
+        assert isinstance(frame, Error) and frame.code == "target_busy"
+        assert await _drain(victim)
+        await victim.aclose()
+        await _drain(flooder)
+        await flooder.aclose()

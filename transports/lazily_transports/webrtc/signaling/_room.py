@@ -51,6 +51,7 @@ class ErrorCode:
     ALREADY_JOINED = "already_joined"
     PEER_TAKEN = "peer_taken"
     INVALID_TARGET = "invalid_target"
+    TARGET_BUSY = "target_busy"
 
 
 @dataclass(frozen=True, slots=True)

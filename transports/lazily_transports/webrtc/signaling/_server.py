@@ -9,8 +9,11 @@ Protocol decisions around the pure room:
   and the connection is then closed (code 1003 / 1007): the other end does not
   speak this protocol;
 * a message over ``max_frame_size`` closes the connection (code 1009);
-* a connection whose outbound queue overflows is closed (code 1008), so a slow
-  reader never stalls the room;
+* a connection whose outbound queue (``outbound_queue`` frames, ``outbound_bytes``)
+  overflows with the server's own frames is closed (code 1008), so a slow reader never
+  stalls the room; a frame another peer addresses to it is dropped instead, and that
+  sender gets ``error{code: "target_busy"}``, so no peer can have another closed by
+  flooding it;
 * with a ``token``, the WebSocket upgrade must carry ``Authorization: Bearer TOKEN``
   (401 otherwise): only holders of the token can join rooms. It does not replace the
   peers' own authentication, which runs over the links the server helps set up;
@@ -34,7 +37,17 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from ..._core._admission import LogLimiter, QuietServerLog
-from ._frames import Error, ServerFrame, SignalingFrameError, dumps, loads
+from ._frames import (
+    Error,
+    ForwardedAnswer,
+    ForwardedIce,
+    ForwardedOffer,
+    ForwardedRelay,
+    ServerFrame,
+    SignalingFrameError,
+    dumps,
+    loads,
+)
 from ._room import ErrorCode, Output, Permissions, RoomCore
 
 __all__ = ["SignalingServer"]
@@ -45,27 +58,41 @@ _CLOSE_NORMAL = 1000
 _CLOSE_UNSUPPORTED = 1003
 _CLOSE_INVALID = 1007
 _CLOSE_POLICY = 1008
+#: Frames one peer sends another through the server.
+_DIRECTED = (ForwardedOffer, ForwardedAnswer, ForwardedIce, ForwardedRelay)
 #: Refused connections logged per interval (``LogLimiter``); the rest are counted.
 _REFUSALS_LOGGED = 10
 
 
 class _Client:
-    """One accepted WebSocket with a bounded outbound queue drained by ``pump``."""
+    """One accepted WebSocket with an outbound queue drained by ``pump``, bounded in
+    frames (``capacity``) and in bytes (``max_bytes``)."""
 
-    def __init__(self, ws: ServerConnection, capacity: int) -> None:
+    def __init__(self, ws: ServerConnection, capacity: int, max_bytes: int) -> None:
         self.ws = ws
         self._send, self._recv = anyio.create_memory_object_stream[str](capacity)
+        self._max_bytes = max_bytes
+        self._queued = 0
         self._close_code = _CLOSE_NORMAL
         self._close_reason = ""
         self._shut = False
 
-    def deliver(self, frame: ServerFrame) -> None:
+    def offer(self, frame: ServerFrame) -> bool:
+        """Queue ``frame``; False (nothing queued) when the queue is full or closed."""
+        text = dumps(frame)
+        if self._queued + len(text) > self._max_bytes and self._queued:
+            return False
         try:
-            self._send.send_nowait(dumps(frame))
-        except anyio.WouldBlock:
+            self._send.send_nowait(text)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        self._queued += len(text)
+        return True
+
+    def deliver(self, frame: ServerFrame) -> None:
+        """Queue a frame of the server's own; a reader too slow to take it is closed."""
+        if not self.offer(frame) and not self._shut:
             self.shut(_CLOSE_POLICY, "outbound queue overflow")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
 
     def shut(self, code: int = _CLOSE_NORMAL, reason: str = "") -> None:
         """Stop accepting frames; ``pump`` flushes what is queued, then closes."""
@@ -79,6 +106,7 @@ class _Client:
             async with self._recv:
                 async for text in self._recv:
                     await self.ws.send(text)
+                    self._queued -= len(text)
             await self.ws.close(self._close_code, self._close_reason)
         except ConnectionClosed:
             pass
@@ -100,11 +128,12 @@ class SignalingServer:
         permissions: Permissions | Callable[[str], Permissions] | None = None,
         max_frame_size: int = 1 << 20,
         outbound_queue: int = 1024,
+        outbound_bytes: int = 8 << 20,
         token: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        if max_frame_size <= 0 or outbound_queue <= 0:
-            raise ValueError("max_frame_size and outbound_queue must be positive")
+        if max_frame_size <= 0 or outbound_queue <= 0 or outbound_bytes <= 0:
+            raise ValueError("max_frame_size, outbound_queue and outbound_bytes must be positive")
         if token is not None and not token:
             raise ValueError("token must be a non-empty string (or None: no token required)")
         self._token = token
@@ -116,6 +145,7 @@ class SignalingServer:
         self._permissions = permissions
         self._max_frame_size = max_frame_size
         self._outbound_queue = outbound_queue
+        self._outbound_bytes = outbound_bytes
         self._rooms: dict[str, RoomCore[_Client]] = {}
         self._members: dict[str, int] = {}
         self._server: Server | None = None
@@ -197,7 +227,7 @@ class SignalingServer:
         if room is None:
             room = self._rooms[path] = RoomCore(self._policy(path))
         self._members[path] = self._members.get(path, 0) + 1
-        client = _Client(ws, self._outbound_queue)
+        client = _Client(ws, self._outbound_queue, self._outbound_bytes)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client.pump)
@@ -225,7 +255,7 @@ class SignalingServer:
                     _refuse(client, str(exc))
                     client.shut(_CLOSE_INVALID, "not JSON")
                     return
-                _route(room.feed_wire(client, wire))
+                _route(room.feed_wire(client, wire), client, room)
         except ConnectionClosed as exc:
             _log.debug("signaling connection closed: %s", exc)
 
@@ -234,6 +264,15 @@ def _refuse(client: _Client, message: str) -> None:
     client.deliver(Error(ErrorCode.MALFORMED_FRAME, message))
 
 
-def _route(outputs: list[Output[_Client]]) -> None:
+def _route(outputs: list[Output[_Client]], sender: _Client | None = None,
+           room: RoomCore[_Client] | None = None) -> None:
+    """Deliver ``outputs``. A frame ``sender`` addressed to another peer is dropped when
+    that peer's queue is full, and the sender told (``target_busy``): one peer's frames
+    never get another closed."""
     for target, frame in outputs:
-        target.deliver(frame)
+        if sender is None or target is sender or not isinstance(frame, _DIRECTED):
+            target.deliver(frame)
+        elif not target.offer(frame):
+            peer = None if room is None else room.peer_of(target)
+            sender.deliver(Error(ErrorCode.TARGET_BUSY, f"peer {peer} is not taking frames "
+                                 "as fast as they come; this one was dropped"))
