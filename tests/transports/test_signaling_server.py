@@ -383,3 +383,29 @@ async def test_a_queue_is_bounded_in_bytes_too() -> None:
         await victim.aclose()
         await _drain(flooder)
         await flooder.aclose()
+
+
+async def test_a_flooded_peer_answering_a_peer_that_does_not_read_stays_joined() -> None:
+    async with SignalingServer(outbound_queue=8) as server:
+        victim = await SignalingClient.connect(server.url + "/r", 1)  # reads only later
+        flooder = await SignalingClient.connect(server.url + "/r", 2)  # reads only at the end
+        for _ in range(50):
+            await flooder.send(Relay(1, {"x": "a" * (200 * 1024)}))
+            await victim.send(Relay(2, {"refused": "a" * (200 * 1024)}))
+        newcomer = await SignalingClient.connect(server.url + "/r", 3)
+        seen: list[Any] = []
+        while True:
+            with anyio.move_on_after(1) as idle:
+                try:
+                    seen.append(await victim.receive())
+                except anyio.EndOfStream:
+                    break
+            if idle.cancel_called:
+                break
+        assert PeerJoined(3) in seen
+        room = server.room("/r")
+        assert room is not None and room.peers == (1, 2, 3)
+        await newcomer.aclose()
+        await victim.aclose()
+        await _drain(flooder)
+        await flooder.aclose()

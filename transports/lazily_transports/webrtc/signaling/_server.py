@@ -11,9 +11,9 @@ Protocol decisions around the pure room:
 * a message over ``max_frame_size`` closes the connection (code 1009);
 * a connection whose outbound queue (``outbound_queue`` frames, ``outbound_bytes``)
   overflows with the server's own frames is closed (code 1008), so a slow reader never
-  stalls the room; a frame another peer addresses to it is dropped instead, and that
-  sender gets ``error{code: "target_busy"}``, so no peer can have another closed by
-  flooding it;
+  stalls the room; frames other peers address to it may fill half of it, and one that
+  does not fit is dropped and its sender gets ``error{code: "target_busy"}``, so no
+  peer can have another closed by flooding it;
 * with a ``token``, the WebSocket upgrade must carry ``Authorization: Bearer TOKEN``
   (401 otherwise): only holders of the token can join rooms. It does not replace the
   peers' own authentication, which runs over the links the server helps set up;
@@ -66,26 +66,32 @@ _REFUSALS_LOGGED = 10
 
 class _Client:
     """One accepted WebSocket with an outbound queue drained by ``pump``, bounded in
-    frames (``capacity``) and in bytes (``max_bytes``)."""
+    frames (``capacity``) and in bytes (``max_bytes``). Frames other peers address to it
+    may fill only half of it, so the server's own always find room."""
 
     def __init__(self, ws: ServerConnection, capacity: int, max_bytes: int) -> None:
         self.ws = ws
         self._send, self._recv = anyio.create_memory_object_stream[str](capacity)
+        self._capacity = capacity
         self._max_bytes = max_bytes
+        self._frames = 0
         self._queued = 0
         self._close_code = _CLOSE_NORMAL
         self._close_reason = ""
         self._shut = False
 
-    def offer(self, frame: ServerFrame) -> bool:
-        """Queue ``frame``; False (nothing queued) when the queue is full or closed."""
+    def offer(self, frame: ServerFrame, *, share: float = 1.0) -> bool:
+        """Queue ``frame`` if it fits in ``share`` of the queue; False (nothing queued)
+        otherwise, or once the queue is closed."""
         text = dumps(frame)
-        if self._queued + len(text) > self._max_bytes and self._queued:
+        if self._frames and (self._frames + 1 > self._capacity * share
+                             or self._queued + len(text) > self._max_bytes * share):
             return False
         try:
             self._send.send_nowait(text)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             return False
+        self._frames += 1
         self._queued += len(text)
         return True
 
@@ -106,6 +112,7 @@ class _Client:
             async with self._recv:
                 async for text in self._recv:
                     await self.ws.send(text)
+                    self._frames -= 1
                     self._queued -= len(text)
             await self.ws.close(self._close_code, self._close_reason)
         except ConnectionClosed:
@@ -267,12 +274,13 @@ def _refuse(client: _Client, message: str) -> None:
 def _route(outputs: list[Output[_Client]], sender: _Client | None = None,
            room: RoomCore[_Client] | None = None) -> None:
     """Deliver ``outputs``. A frame ``sender`` addressed to another peer is dropped when
-    that peer's queue is full, and the sender told (``target_busy``): one peer's frames
-    never get another closed."""
+    it does not fit in that peer's share for such frames, and the sender told
+    (``target_busy``) if that fits in its own: one peer's frames never get another
+    closed."""
     for target, frame in outputs:
         if sender is None or target is sender or not isinstance(frame, _DIRECTED):
             target.deliver(frame)
-        elif not target.offer(frame):
+        elif not target.offer(frame, share=0.5):
             peer = None if room is None else room.peer_of(target)
-            sender.deliver(Error(ErrorCode.TARGET_BUSY, f"peer {peer} is not taking frames "
-                                 "as fast as they come; this one was dropped"))
+            sender.offer(Error(ErrorCode.TARGET_BUSY, f"peer {peer} is not taking frames as "
+                               "fast as they come; this one was dropped"), share=0.5)
