@@ -30,6 +30,7 @@ from lazily_transports.webrtc import (
 )
 from lazily_transports.webrtc.ice import install_gatherer, new_peer_connection
 from lazily_transports.webrtc.signaling import (
+    ForwardedOffer,
     ForwardedRelay,
     PeerJoined,
     PeerLeft,
@@ -518,3 +519,29 @@ async def test_a_cancelled_close_leaves_the_peer_connections_own_close_intact() 
     pc.release.set()
     await own  # raised InvalidStateError when the cancelled waiter cancelled the future
     assert pc.closed is not None and pc.closed.result() is True
+
+
+async def test_negotiations_a_stranger_starts_are_capped(
+    server: SignalingServer, room: str
+) -> None:
+    from lazily_transports.webrtc.session import MAX_ANSWERING_PER_PEER
+
+    async def handler(stream: LinkStream) -> None:
+        await stream.aclose()
+
+    async with listen(room + "?peer=1", config(1), handler):
+        stranger = await SignalingClient.connect(f"ws://127.0.0.1:{server.port}/room", 77)
+        asked = MAX_ANSWERING_PER_PEER + 12
+        for n in range(asked):  # each asks peer 1 to offer it a link
+            await stranger.send(Relay(1, {"lazily-webrtc": 1, "op": "connect", "token": f"t{n}"}))
+        offers = busy = 0
+        with anyio.fail_after(20):
+            while offers + busy < asked:
+                frame = await stranger.receive()
+                if isinstance(frame, ForwardedOffer):
+                    offers += 1
+                elif isinstance(frame, ForwardedRelay) and frame.payload.get("op") == "refused":
+                    assert str(frame.payload.get("reason")).startswith("busy: ")
+                    busy += 1
+        assert (offers, busy) == (MAX_ANSWERING_PER_PEER, 12)
+        await stranger.aclose()

@@ -9,7 +9,9 @@ data channel ``lazily:<dialer id>:<token>``, so when it opens each end knows whe
 it is the dialer's link or a listener's. Every offer gets exactly one reply, in
 order: an ``answer`` or a relayed ``{"op": "refused", "reply_to": "offer"}``.
 Offers and answers carry all candidates (no trickle); incoming ``ice`` frames are
-applied to the newest pending negotiation with that peer.
+applied to the newest pending negotiation with that peer. Negotiations other peers
+start (their offers, their ``connect`` requests) are capped in all and per peer; more
+are refused with a reason starting ``busy:``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,12 @@ _LABEL = re.compile(r"lazily:(\d{1,16}):([A-Za-z0-9_-]{1,64})")
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ERROR_TARGET = re.compile(
     r"peer (\d+) is not in this session|peer \d+ is not allowed to signal peer (\d+)"
+    r"|peer (\d+) is not taking frames as fast as they come; this one was dropped"
 )
+#: Negotiations other peers may have started with this one at once: each holds a peer
+#: connection (sockets) until it opens or times out. More are refused ("busy").
+MAX_ANSWERING = 64
+MAX_ANSWERING_PER_PEER = 8
 
 Accept = Callable[[WebRTCChannel], None]
 
@@ -218,6 +225,10 @@ class SignalingSession:
         if not wanted:
             await self._relay(peer, op="refused", reply_to="offer", reason="not listening")
             return
+        busy = self._busy(peer)
+        if busy is not None:
+            await self._relay(peer, op="refused", reply_to="offer", reason=busy)
+            return
         pc = new_peer_connection(self._ice)
         pending = _Pending(peer, None, pc=pc)
         self._negotiating[pc] = pending
@@ -303,12 +314,14 @@ class SignalingSession:
             return
         op, token = payload.get("op"), payload.get("token")
         if op == "connect" and isinstance(token, str) and _TOKEN.fullmatch(token):
-            if self.listener is None or peer < self.peer:
-                reason = "not listening" if self.listener is None else "the lower id offers"
+            reason = ("not listening" if self.listener is None else
+                      "the lower id offers" if peer < self.peer else self._busy(peer))
+            if reason is not None:
                 await self._relay(
                     peer, op="refused", reply_to="connect", token=token, reason=reason
                 )
                 return
+            assert self.listener is not None
             config, accept = self.listener
             pending = _Pending(peer, config, on_open=accept)
             try:
@@ -332,12 +345,21 @@ class SignalingSession:
         else:
             _log.info("%s: ignoring relay op %r from peer %s", self.url, op, peer)
 
+    def _busy(self, peer: int) -> str | None:
+        """Why a negotiation ``peer`` starts is refused now (``None``: it is not)."""
+        theirs = [p.peer for p in self._negotiating.values() if p.future is None]
+        if len(theirs) >= MAX_ANSWERING:
+            return f"busy: {len(theirs)} negotiations in flight"
+        if theirs.count(peer) >= MAX_ANSWERING_PER_PEER:
+            return f"busy: {MAX_ANSWERING_PER_PEER} negotiations with peer {peer} in flight"
+        return None
+
     def _on_error(self, code: str, message: str) -> None:
         match = _ERROR_TARGET.fullmatch(message)
         if match is None:
             _log.warning("%s: signaling error %s: %s", self.url, code, message)
             return
-        peer = int(match.group(1) or match.group(2))
+        peer = int(match.group(1) or match.group(2) or match.group(3))
         self._fail_peer(peer, ConnectionRefusedError(f"signaling refused ({code}): {message}"))
 
     # -- helpers ------------------------------------------------------------------------
