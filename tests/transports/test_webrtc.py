@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -32,6 +33,7 @@ from lazily_transports.webrtc.ice import install_gatherer, new_peer_connection
 from lazily_transports.webrtc.signaling import (
     ForwardedOffer,
     ForwardedRelay,
+    Offer,
     PeerJoined,
     PeerLeft,
     Relay,
@@ -545,3 +547,26 @@ async def test_negotiations_a_stranger_starts_are_capped(
                     busy += 1
         assert (offers, busy) == (MAX_ANSWERING_PER_PEER, 12)
         await stranger.aclose()
+
+
+async def test_bad_offers_from_a_stranger_do_not_fill_the_log(
+    server: SignalingServer, room: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(stream: LinkStream) -> None:
+        await stream.aclose()
+
+    caplog.set_level(logging.INFO, logger="lazily_transports")
+    async with listen(room + "?peer=1", config(1), handler):
+        stranger = await SignalingClient.connect(f"ws://127.0.0.1:{server.port}/room", 77)
+        for _ in range(40):
+            await stranger.send(Offer(1, "v=0\r\nnot an offer"))
+            await stranger.send(Relay(1, {"lazily-webrtc": 1, "op": "dance"}))
+        refused = 0
+        with anyio.fail_after(20):
+            while refused < 40:  # each offer is refused, in order
+                frame = await stranger.receive()
+                if isinstance(frame, ForwardedRelay) and frame.payload.get("op") == "refused":
+                    refused += 1
+        await stranger.aclose()
+    lines = [r for r in caplog.records if r.name == "lazily_transports.webrtc"]
+    assert 1 <= len(lines) <= 10, [r.getMessage()[:80] for r in lines]

@@ -22,16 +22,17 @@ import re
 import secrets
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.sdp import candidate_from_sdp
 
+from .._core._admission import LogLimiter
 from ..config import LinkConfig
 from ..errors import AddressError
 from .channel import PROTOCOL, WebRTCChannel, close_peer_connection
 from .ice import IceSettings, install_gatherer, new_peer_connection
+from .pending import Accept, Pending
 from .signaling import (
     Answer,
     Error,
@@ -62,42 +63,8 @@ _ERROR_TARGET = re.compile(
 #: connection (sockets) until it opens or times out. More are refused ("busy").
 MAX_ANSWERING = 64
 MAX_ANSWERING_PER_PEER = 8
-
-Accept = Callable[[WebRTCChannel], None]
-
-
-@dataclass(eq=False)
-class _Pending:
-    """One negotiation that has not produced an open channel yet."""
-
-    peer: int
-    config: LinkConfig | None
-    on_open: Accept | None = None
-    future: asyncio.Future[WebRTCChannel] | None = None
-    pc: RTCPeerConnection | None = None
-    channel: WebRTCChannel | None = None
-    abandoned: bool = False
-    done: bool = False
-    timer: asyncio.TimerHandle | None = None
-
-    def finish(self) -> None:
-        self.done = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def resolve(self, channel: WebRTCChannel) -> None:
-        self.finish()
-        if self.future is not None and not self.future.done():
-            self.future.set_result(channel)
-        elif self.on_open is not None:
-            self.on_open(channel)
-
-    def fail(self, exc: Exception) -> None:
-        self.finish()
-        if self.future is not None and not self.future.done():
-            self.future.set_exception(exc)
-
+#: Lines about what other peers' frames got wrong, logged per 10 s (the rest counted).
+_COMPLAINTS = 10
 
 class SignalingSession:
     """This process's membership of one signaling room as one peer id."""
@@ -119,11 +86,12 @@ class SignalingSession:
         self._ice = ice
         self._timeout = negotiation_timeout
         self._on_closed = on_closed
-        self._answers_due: dict[int, deque[_Pending]] = {}
-        self._requests: dict[str, _Pending] = {}
-        self._negotiating: dict[RTCPeerConnection, _Pending] = {}
+        self._answers_due: dict[int, deque[Pending]] = {}
+        self._requests: dict[str, Pending] = {}
+        self._negotiating: dict[RTCPeerConnection, Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._complaints = LogLimiter(burst=_COMPLAINTS)
         self.closed = asyncio.Event()
         """Set once the membership ended (left, or the signaling connection was lost)."""
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -142,7 +110,7 @@ class SignalingSession:
         if target not in self.roster:
             raise ConnectionRefusedError(f"peer {target} is not in signaling room {self.url}")
         loop = asyncio.get_running_loop()
-        pending = _Pending(target, config, future=loop.create_future())
+        pending = Pending(target, config, future=loop.create_future())
         token = secrets.token_urlsafe(12)
         try:
             if self.peer < target:
@@ -158,7 +126,7 @@ class SignalingSession:
                 pending.abandoned = True
                 await self._discard(pending)
 
-    async def _offer(self, pending: _Pending, *, dialer: int, token: str) -> None:
+    async def _offer(self, pending: Pending, *, dialer: int, token: str) -> None:
         pc = new_peer_connection(self._ice)
         dc = pc.createDataChannel(f"lazily:{dialer}:{token}", ordered=True, protocol=PROTOCOL)
         pending.pc = pc
@@ -172,7 +140,7 @@ class SignalingSession:
         await self.client.send(Offer(pending.peer, pc.localDescription.sdp))
         self._watch(pending)
 
-    def _opened(self, pending: _Pending) -> None:
+    def _opened(self, pending: Pending) -> None:
         if pending.pc is not None:
             self._negotiating.pop(pending.pc, None)
         if pending.abandoned or pending.done or pending.channel is None:
@@ -218,7 +186,7 @@ class SignalingSession:
             case Error(code=code, message=message):
                 self._on_error(code, message)
             case _:
-                _log.warning("%s: unexpected signaling frame %r", self.url, frame)
+                self._complain(logging.WARNING, "unexpected signaling frame %r", frame)
 
     async def _answer(self, peer: int, sdp: str) -> None:
         wanted = self.listener is not None or any(p.peer == peer for p in self._requests.values())
@@ -230,7 +198,7 @@ class SignalingSession:
             await self._relay(peer, op="refused", reply_to="offer", reason=busy)
             return
         pc = new_peer_connection(self._ice)
-        pending = _Pending(peer, None, pc=pc)
+        pending = Pending(peer, None, pc=pc)
         self._negotiating[pc] = pending
         pc.on("datachannel", lambda dc: self._on_datachannel(pending, dc))
         try:
@@ -239,14 +207,14 @@ class SignalingSession:
                 install_gatherer(pc, self._ice)
                 await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:
-            _log.warning("%s: cannot answer peer %s: %r", self.url, peer, exc)
+            self._complain(logging.WARNING, "cannot answer peer %s: %r", peer, exc)
             await self._discard(pending)
             await self._relay(peer, op="refused", reply_to="offer", reason="bad offer")
             return
         await self.client.send(Answer(peer, pc.localDescription.sdp))
         self._watch(pending)
 
-    def _on_datachannel(self, pending: _Pending, dc: RTCDataChannel) -> None:
+    def _on_datachannel(self, pending: Pending, dc: RTCDataChannel) -> None:
         pc, peer = pending.pc, pending.peer
         assert pc is not None
         self._negotiating.pop(pc, None)
@@ -259,22 +227,23 @@ class SignalingSession:
         elif not dc.ordered or dc.maxRetransmits is not None or dc.maxPacketLifeTime is not None:
             problem = "an unordered or unreliable data channel"
         if problem is not None or match is None:
-            _log.warning("%s: peer %s opened %s; closing", self.url, peer, problem)
+            self._complain(logging.WARNING, "peer %s opened %s; closing", peer, problem)
             dc.close()
             if not pending.done:
                 pending.finish()
                 self._spawn(self._close_pc(pc))
             return
         dialer, token = int(match.group(1)), match.group(2)
-        target: _Pending | None = None
+        target: Pending | None = None
         if dialer == self.peer:
             request = self._requests.get(token)
             if request is not None and request.peer == peer and not request.done:
                 target = request
         elif dialer == peer and self.listener is not None:
-            target = _Pending(peer, self.listener[0], on_open=self.listener[1])
+            target = Pending(peer, self.listener[0], on_open=self.listener[1])
         if target is None:
-            _log.info("%s: unexpected link %r from peer %s; closing", self.url, dc.label, peer)
+            self._complain(logging.INFO, "unexpected link %r from peer %s; closing", dc.label,
+                           peer)
             pending.finish()
             self._spawn(self._close_pc(pc))
             return
@@ -285,7 +254,7 @@ class SignalingSession:
     async def _on_answer(self, peer: int, sdp: str) -> None:
         queue = self._answers_due.get(peer)
         if not queue:
-            _log.warning("%s: unsolicited answer from peer %s", self.url, peer)
+            self._complain(logging.WARNING, "unsolicited answer from peer %s", peer)
             return
         pending = queue.popleft()
         if pending.abandoned or pending.done or pending.pc is None:
@@ -306,7 +275,7 @@ class SignalingSession:
             ice.sdpMLineIndex = 0
             await pending.pc.addIceCandidate(ice)
         except Exception as exc:
-            _log.info("%s: ignoring ICE candidate from peer %s: %r", self.url, peer, exc)
+            self._complain(logging.INFO, "ignoring ICE candidate from peer %s: %r", peer, exc)
 
     async def _on_relay(self, peer: int, payload: Any) -> None:
         if not isinstance(payload, dict) or payload.get(_RELAY_TAG) != 1:
@@ -323,11 +292,11 @@ class SignalingSession:
                 return
             assert self.listener is not None
             config, accept = self.listener
-            pending = _Pending(peer, config, on_open=accept)
+            pending = Pending(peer, config, on_open=accept)
             try:
                 await self._offer(pending, dialer=peer, token=token)
             except Exception as exc:
-                _log.warning("%s: cannot offer to peer %s: %r", self.url, peer, exc)
+                self._complain(logging.WARNING, "cannot offer to peer %s: %r", peer, exc)
                 await self._discard(pending)
         elif op == "refused":
             reason = str(payload.get("reason", "refused"))[:200]
@@ -343,7 +312,7 @@ class SignalingSession:
                 if request.peer == peer:
                     request.fail(error)
         else:
-            _log.info("%s: ignoring relay op %r from peer %s", self.url, op, peer)
+            self._complain(logging.INFO, "ignoring relay op %r from peer %s", op, peer)
 
     def _busy(self, peer: int) -> str | None:
         """Why a negotiation ``peer`` starts is refused now (``None``: it is not)."""
@@ -357,22 +326,30 @@ class SignalingSession:
     def _on_error(self, code: str, message: str) -> None:
         match = _ERROR_TARGET.fullmatch(message)
         if match is None:
-            _log.warning("%s: signaling error %s: %s", self.url, code, message)
+            self._complain(logging.WARNING, "signaling error %s: %s", code, message)
             return
         peer = int(match.group(1) or match.group(2) or match.group(3))
         self._fail_peer(peer, ConnectionRefusedError(f"signaling refused ({code}): {message}"))
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _complain(self, level: int, message: str, *args: object) -> None:
+        """Log what another peer's frames got wrong, at most ``_COMPLAINTS`` lines per
+        10 s: anyone in the room can send them."""
+        if self._complaints.allow():
+            unlogged = self._complaints.take_suppressed()
+            more = f" ({unlogged} more such lines were not logged)" if unlogged else ""
+            _log.log(level, "%s: " + message + more, self.url, *args)
+
     async def _relay(self, peer: int, **payload: Any) -> None:
         await self.client.send(Relay(peer, {_RELAY_TAG: 1, **payload}))
 
-    def _watch(self, pending: _Pending) -> None:
+    def _watch(self, pending: Pending) -> None:
         if not pending.done:
             loop = asyncio.get_running_loop()
             pending.timer = loop.call_later(self._timeout, self._expire, pending)
 
-    def _expire(self, pending: _Pending) -> None:
+    def _expire(self, pending: Pending) -> None:
         pending.timer = None
         if not pending.done:
             pending.fail(TimeoutError(f"WebRTC negotiation with peer {pending.peer} timed out"))
@@ -390,7 +367,7 @@ class SignalingSession:
                 pending.fail(exc)
             self._spawn(self._discard(pending))
 
-    async def _discard(self, pending: _Pending) -> None:
+    async def _discard(self, pending: Pending) -> None:
         pending.finish()
         if pending.pc is not None:
             self._negotiating.pop(pending.pc, None)
