@@ -3,8 +3,10 @@ ICE servers given as plain settings."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
+import socket
 
 import anyio
 import pytest
@@ -84,3 +86,40 @@ async def test_refused_connections_do_not_fill_the_log(caplog: pytest.LogCapture
         assert server.refused == 30
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert 1 <= len(lines) <= 12, lines[:20]
+
+
+async def test_strangers_cannot_hold_every_connection_in_its_upgrade() -> None:
+    async with SignalingServer(token=TOKEN, max_pending_per_source=2,
+                               open_timeout=30) as server:
+        loop = asyncio.get_running_loop()
+        held = []
+        for _ in range(2):  # requests never finished: each holds a slot
+            sock = socket.socket()
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", server.port))
+            await loop.sock_sendall(sock, b"GET /room HTTP/1.1\r\nHost: x\r\n")
+            held.append(sock)
+        with pytest.raises(ConnectionError):  # over the cap: closed at once
+            await SignalingClient.connect(server.url + "/room", 1, token=TOKEN, timeout=5)
+        assert server.upgrades.refused >= 1 and server.upgrades.pending == 2
+        for sock in held:
+            sock.close()
+        with anyio.fail_after(5):
+            while server.upgrades.pending:  # noqa: ASYNC110 - polls plain state
+                await anyio.sleep(0.01)
+        async with await SignalingClient.connect(server.url + "/room", 1, token=TOKEN) as client:
+            assert client.peer == 1
+        assert server.upgrades.pending == 0  # a joined member holds no slot
+
+
+async def test_an_unfinished_upgrade_is_closed_after_the_open_timeout() -> None:
+    async with SignalingServer(token=TOKEN, open_timeout=0.3) as server:
+        loop = asyncio.get_running_loop()
+        sock = socket.socket()
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", server.port))
+        await loop.sock_sendall(sock, b"GET /room HTTP/1.1\r\nHost: x\r\n")
+        with anyio.fail_after(10):
+            while await loop.sock_recv(sock, 4096):
+                pass
+        sock.close()

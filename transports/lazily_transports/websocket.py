@@ -239,8 +239,9 @@ def _describe_close(exc: ConnectionClosed) -> str:
     return f"websocket closed with code {frame.code}{detail}"
 
 
-class _GatedConnection(ServerConnection):
-    """A server connection holding a pending slot of ``gate`` until its HTTP upgrade ends."""
+class GatedConnection(ServerConnection):
+    """A server connection holding a pending slot of ``gate`` until its HTTP upgrade ends
+    (``release_slot``, or the connection's end); over the gate's caps it is closed at once."""
 
     gate: AdmissionGate
     _source = ""
@@ -264,8 +265,9 @@ class _GatedConnection(ServerConnection):
             self.gate.release(self._source)
 
 
-def _gated_connection(gate: AdmissionGate) -> type[_GatedConnection]:
-    return type("GatedConnection", (_GatedConnection,), {"gate": gate})
+def gated_connection(gate: AdmissionGate) -> type[GatedConnection]:
+    """A ``create_connection`` class for ``serve`` whose connections ``gate`` admits."""
+    return type("GatedConnection", (GatedConnection,), {"gate": gate})
 
 
 class WebSocketListener(Listener):
@@ -336,7 +338,7 @@ class WebSocketTransport(Transport):
             peer = connection.remote_address
             remote = f"{scheme}://{peer[0]}:{peer[1]}" if peer else f"{address}#peer"
             source = str(peer[0]) if peer else remote
-            if isinstance(connection, _GatedConnection):
+            if isinstance(connection, GatedConnection):
                 connection.release_slot()
             channel = WebSocketChannel(connection, config, remote, scheme, source)
             accept(channel)
@@ -354,7 +356,7 @@ class WebSocketTransport(Transport):
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,
             open_timeout=config.handshake_timeout,
-            create_connection=_gated_connection(upgrades),
+            create_connection=gated_connection(upgrades),
             logger=QuietServerLog("lazily_transports.websocket.server"),
         )
         sockname = next(iter(server.sockets)).getsockname()

@@ -17,6 +17,10 @@ Protocol decisions around the pure room:
 * with a ``token``, the WebSocket upgrade must carry ``Authorization: Bearer TOKEN``
   (401 otherwise): only holders of the token can join rooms. It does not replace the
   peers' own authentication, which runs over the links the server helps set up;
+* a connection still in its HTTP upgrade (token check included) holds one of
+  ``max_pending`` slots, at most ``max_pending_per_source`` per IP address, for at
+  most ``open_timeout`` seconds; over a cap it is closed at once, so strangers without
+  the token cannot take every file descriptor;
 * refusals are logged at most ``_REFUSALS_LOGGED`` times per 10 s, and the WebSocket
   library's line per connection only at DEBUG, so strangers cannot fill the log.
 """
@@ -36,7 +40,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from ..._core._admission import LogLimiter, QuietServerLog
+from ..._core._admission import AdmissionGate, LogLimiter, QuietServerLog
+from ...websocket import GatedConnection, gated_connection
 from ._frames import (
     Error,
     ForwardedAnswer,
@@ -138,6 +143,9 @@ class SignalingServer:
         outbound_bytes: int = 8 << 20,
         token: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        max_pending: int = 128,
+        max_pending_per_source: int = 8,
+        open_timeout: float = 5.0,
     ) -> None:
         if max_frame_size <= 0 or outbound_queue <= 0 or outbound_bytes <= 0:
             raise ValueError("max_frame_size, outbound_queue and outbound_bytes must be positive")
@@ -153,6 +161,10 @@ class SignalingServer:
         self._max_frame_size = max_frame_size
         self._outbound_queue = outbound_queue
         self._outbound_bytes = outbound_bytes
+        self._open_timeout = open_timeout
+        #: Connections still in their HTTP upgrade, capped in all and per IP address.
+        self.upgrades = AdmissionGate(max_pending, max_pending_per_source,
+                                      label=f"signaling {host}:{port} (HTTP upgrade)")
         self._rooms: dict[str, RoomCore[_Client]] = {}
         self._members: dict[str, int] = {}
         self._server: Server | None = None
@@ -187,6 +199,8 @@ class SignalingServer:
             process_request=self._authorize if self._token is not None else None,
             ssl=self._ssl_context,
             logger=QuietServerLog("lazily_transports.signaling.server"),
+            open_timeout=self._open_timeout,
+            create_connection=gated_connection(self.upgrades),
         )
 
     def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -229,6 +243,8 @@ class SignalingServer:
         return self._permissions(path)
 
     async def _handle(self, ws: ServerConnection) -> None:
+        if isinstance(ws, GatedConnection):
+            ws.release_slot()
         path = ws.request.path.partition("?")[0] if ws.request is not None else "/"
         room = self._rooms.get(path)
         if room is None:
