@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
+import socket
 import ssl
 from pathlib import Path
 
+import anyio
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -14,12 +17,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from lazily_transports import (
     HandshakeError,
+    LinkStream,
     TLSConfigError,
     TLSFiles,
     describe_tls_error,
     dial,
     listen,
 )
+from lazily_transports._core._tls_admission import admits_before_tls
 from transport_helpers import channel_pair, make_config
 
 from tests.certs import Issued, TestCA
@@ -226,3 +231,41 @@ def test_refused_handshakes_are_logged_at_a_bounded_rate(
     assert len(lines) == 4, lines
     assert all(line.startswith("refused a TLS connection: ") for line in lines[:2]), lines
     assert lines[2] == "3 more refused TLS connections were not logged"
+
+
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:0", "wss://127.0.0.1:0/secure"])
+async def test_connections_in_their_tls_handshake_are_capped_per_source(
+    address: str, server_context: ssl.SSLContext, client_context: ssl.SSLContext
+) -> None:
+    if not admits_before_tls():
+        pytest.skip("this loop admits TLS connections once their handshake is over")
+
+    async def handler(stream: LinkStream) -> None:
+        await stream.aclose()
+
+    config = make_config(2, max_pending_per_source=2, handshake_timeout=30.0)
+    async with listen(address, config, handler, ssl_context=server_context) as listener:
+        host, _, port = listener.address.split("://", 1)[1].split("/", 1)[0].rpartition(":")
+        loop = asyncio.get_running_loop()
+        held = []
+        for _ in range(2):  # connected, and never a ClientHello
+            sock = socket.socket()
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (host, int(port)))
+            held.append(sock)
+        over = socket.socket()
+        over.setblocking(False)
+        await loop.sock_connect(over, (host, int(port)))
+        with anyio.fail_after(5):  # closed at once, not after the 30 s handshake timeout
+            while await loop.sock_recv(over, 4096):
+                pass
+        over.close()
+        gate = getattr(listener, "handshakes", None) or getattr(listener, "upgrades", None)
+        assert gate is not None and gate.refused == 1 and gate.pending == 2
+        for sock in held:
+            sock.close()
+        with anyio.fail_after(5):
+            while gate.pending:  # noqa: ASYNC110 - polls plain state
+                await anyio.sleep(0.01)
+        link = await dial(listener.address, make_config(1), ssl_context=client_context)
+        await link.aclose()

@@ -22,9 +22,11 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ._core._admission import AdmissionGate
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
 from ._core._tls import refuse_tls
+from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, FrameTooLargeError, LinkBrokenError
@@ -291,7 +293,10 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
 
 
 class SocketListener(Listener):
-    """A listening Unix or TCP socket."""
+    """A listening Unix or TCP socket; on ``tls:`` ``handshakes`` caps the connections
+    still in their TLS handshake."""
+
+    handshakes: AdmissionGate | None = None
 
     def __init__(self, server: asyncio.AbstractServer, address: str, path: str | None) -> None:
         self._server = server
@@ -380,11 +385,24 @@ class SocketTransport(Transport):
             return SocketListener(server, address, path)
         host, port = parse_tcp(address, listening=True)
         scheme = "tls" if tls else "tcp"
-        server = await loop.create_server(
-            lambda: SocketChannel(config, f"{address}#peer", scheme, accept), host, port,
-            ssl=ssl_context if tls else None,
-            ssl_handshake_timeout=config.handshake_timeout if tls else None,
-        )
+
+        def channel() -> SocketChannel:
+            return SocketChannel(config, f"{address}#peer", scheme, accept)
+
+        handshakes = None
+        if tls and admits_before_tls():
+            assert ssl_context is not None
+            handshakes = AdmissionGate(config.max_pending_handshakes,
+                                       config.max_pending_per_source,
+                                       label=f"{address} (TLS handshake)")
+            gated = admitted_tls(channel, handshakes, ssl_context, config.handshake_timeout)
+            server = await loop.create_server(gated, host, port)
+        else:
+            server = await loop.create_server(
+                channel, host, port, ssl=ssl_context if tls else None,
+                ssl_handshake_timeout=config.handshake_timeout if tls else None)
         bound = _format_tcp(server.sockets[0].getsockname(), scheme)
-        return SocketListener(server, bound, None)
+        listener = SocketListener(server, bound, None)
+        listener.handshakes = handshakes
+        return listener
 

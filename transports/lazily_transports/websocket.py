@@ -5,7 +5,8 @@ server ``ssl.SSLContext``; dialers may pass a client context (default: the syste
 Until the peer is authenticated a connection accepts messages of at most
 ``HANDSHAKE_FRAME_LIMIT`` bytes (websockets checks each frame header) and queues two
 frames; a listener holds connections still in their HTTP upgrade to the same caps as
-pending handshakes and to ``handshake_timeout``.
+pending handshakes and to ``handshake_timeout``, from before their TLS handshake on
+``wss://``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import logging
 import ssl
 from collections import deque
 from http import HTTPStatus
-from typing import cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -26,6 +26,7 @@ from websockets.http11 import Request, Response
 
 from ._core._admission import AdmissionGate, QuietServerLog
 from ._core._buffered import BufferedChannel, Signal
+from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
@@ -239,37 +240,6 @@ def _describe_close(exc: ConnectionClosed) -> str:
     return f"websocket closed with code {frame.code}{detail}"
 
 
-class GatedConnection(ServerConnection):
-    """A server connection holding a pending slot of ``gate`` until its HTTP upgrade ends
-    (``release_slot``, or the connection's end); over the gate's caps it is closed at once."""
-
-    gate: AdmissionGate
-    _source = ""
-    _held = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        peer = transport.get_extra_info("peername")
-        self._source = str(peer[0]) if peer else "?"
-        self._held = self.gate.admit(self._source)
-        if not self._held:
-            cast(asyncio.Transport, transport).abort()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.release_slot()
-        super().connection_lost(exc)
-
-    def release_slot(self) -> None:
-        if self._held:
-            self._held = False
-            self.gate.release(self._source)
-
-
-def gated_connection(gate: AdmissionGate) -> type[GatedConnection]:
-    """A ``create_connection`` class for ``serve`` whose connections ``gate`` admits."""
-    return type("GatedConnection", (GatedConnection,), {"gate": gate})
-
-
 class WebSocketListener(Listener):
     """A WebSocket server; ``upgrades`` caps connections still in their HTTP upgrade."""
 
@@ -348,7 +318,6 @@ class WebSocketTransport(Transport):
             handler,
             host,
             port,
-            ssl=ssl_context,
             process_request=route,
             compression=None,
             max_size=HANDSHAKE_FRAME_LIMIT,
@@ -356,7 +325,8 @@ class WebSocketTransport(Transport):
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,
             open_timeout=config.handshake_timeout,
-            create_connection=gated_connection(upgrades),
+            create_connection=gated_connection(upgrades, ssl_context, config.handshake_timeout),
+            **tls_arguments(ssl_context),
             logger=QuietServerLog("lazily_transports.websocket.server"),
         )
         sockname = next(iter(server.sockets)).getsockname()

@@ -41,7 +41,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from ..._core._admission import AdmissionGate, LogLimiter, QuietServerLog
-from ...websocket import GatedConnection, gated_connection
+from ..._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._frames import (
     Error,
     ForwardedAnswer,
@@ -197,10 +197,11 @@ class SignalingServer:
             max_size=self._max_frame_size,
             compression=None,
             process_request=self._authorize if self._token is not None else None,
-            ssl=self._ssl_context,
             logger=QuietServerLog("lazily_transports.signaling.server"),
             open_timeout=self._open_timeout,
-            create_connection=gated_connection(self.upgrades),
+            create_connection=gated_connection(self.upgrades, self._ssl_context,
+                                               self._open_timeout),
+            **tls_arguments(self._ssl_context),
         )
 
     def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:

@@ -1,0 +1,110 @@
+"""WebSocket server connections admitted through an ``AdmissionGate`` until their HTTP
+upgrade ends, and over ``wss://`` from before their TLS handshake."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any, cast
+
+from websockets.asyncio.server import ServerConnection
+
+from ._admission import AdmissionGate
+from ._tls_admission import admits_before_tls, source_of
+
+__all__ = ["GatedConnection", "gated_connection"]
+
+
+class GatedConnection(ServerConnection):
+    """A server connection holding a pending slot of ``gate`` until its HTTP upgrade ends
+    (``release_slot``, or the connection's end); over the gate's caps it is closed at once.
+    With ``tls`` it runs the TLS handshake itself (at most ``tls_timeout`` seconds), so a
+    connection in its handshake holds a slot too."""
+
+    gate: AdmissionGate
+    tls: ssl.SSLContext | None = None
+    tls_timeout = 5.0
+    _source = ""
+    _held = False
+    _made = False
+    _securing: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._source = source_of(transport)
+        self._held = self.gate.admit(self._source)
+        if self.tls is None:
+            self._made = True
+            super().connection_made(transport)
+            if not self._held:
+                cast(asyncio.Transport, transport).abort()
+            return
+        raw = cast(asyncio.Transport, transport)
+        if not self._held:
+            raw.abort()
+            return
+        raw.pause_reading()  # the handshake's bytes wait for start_tls
+        self._early: list[bytes] = []
+        self._securing = asyncio.get_running_loop().create_task(self._secure(raw, self.tls))
+
+    async def _secure(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            secure = await loop.start_tls(raw, self, tls, server_side=True,
+                                          ssl_handshake_timeout=self.tls_timeout)
+        except (OSError, ssl.SSLError, TimeoutError, asyncio.CancelledError):
+            secure = None
+        if secure is None or secure.is_closing():
+            raw.abort()
+            self.release_slot()
+            return
+        self._made = True
+        super().connection_made(secure)
+        early, self._early = self._early, []
+        for data in early:
+            super().data_received(data)
+
+    def data_received(self, data: bytes) -> None:
+        if self._made:
+            super().data_received(data)
+        else:  # arrived with the end of the handshake, before start_tls returned
+            self._early.append(data)
+
+    def eof_received(self) -> None:
+        if self._made:
+            super().eof_received()
+
+    def pause_writing(self) -> None:
+        if self._made:
+            super().pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._made:
+            super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.release_slot()
+        if self._made:
+            super().connection_lost(exc)
+        elif self._securing is not None:
+            self._securing.cancel()
+
+    def release_slot(self) -> None:
+        if self._held:
+            self._held = False
+            self.gate.release(self._source)
+
+
+def gated_connection(gate: AdmissionGate, tls: ssl.SSLContext | None = None,
+                     tls_timeout: float = 5.0) -> type[GatedConnection]:
+    """A ``create_connection`` class for ``serve`` whose connections ``gate`` admits;
+    with ``tls`` they run their TLS handshake themselves where the loop allows it (pass
+    ``serve`` the :func:`tls_arguments` of the same context)."""
+    own = tls if admits_before_tls() else None
+    return type("GatedConnection", (GatedConnection,),
+                {"gate": gate, "tls": own, "tls_timeout": tls_timeout})
+
+
+def tls_arguments(tls: ssl.SSLContext | None) -> dict[str, Any]:
+    """``serve``'s ``ssl`` argument for connections made by ``gated_connection(gate, tls)``:
+    none where they run their handshake themselves."""
+    return {"ssl": None if tls is None or admits_before_tls() else tls}

@@ -1,0 +1,119 @@
+"""Admission of TLS connections before their handshake.
+
+A TLS server made by ``loop.create_server(ssl=...)`` hands its protocol a connection
+only once the TLS handshake is over, so connections still in their handshake (a
+stranger's that never sends a ClientHello, say) escape every cap and hold a file
+descriptor each until the handshake timeout. :func:`admitted_tls` instead accepts
+plain TCP, admits each connection through an ``AdmissionGate`` (its peer's IP address
+is the source), runs the handshake with ``loop.start_tls`` and only then hands the
+secure transport to the protocol ``factory`` makes. The slot is released when the
+handshake ends, either way. On uvloop, whose ``start_tls`` leaves the bytes a server
+connection receives with the old protocol, :func:`admits_before_tls` is False and TLS
+servers keep the loop's own handshake (connections admitted once it is over).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from typing import Any, cast
+
+from ._admission import AdmissionGate
+
+__all__ = ["admits_before_tls", "admitted_tls", "source_of"]
+
+
+def admits_before_tls() -> bool:
+    """Whether this thread's running loop can admit TLS connections before their
+    handshake (asyncio's own loops can)."""
+    return isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop)
+
+
+def source_of(transport: asyncio.BaseTransport) -> str:
+    """The admission source of a connection: its peer's IP address."""
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+
+
+class _AdmittedTLS(asyncio.Protocol):
+    """One connection: admitted, secured, then relayed to the protocol ``factory`` makes."""
+
+    def __init__(self, factory: Callable[[], Any], gate: AdmissionGate,
+                 context: ssl.SSLContext, timeout: float) -> None:
+        self._factory = factory
+        self._gate = gate
+        self._context = context
+        self._timeout = timeout
+        self._source: str | None = None
+        self._inner: asyncio.Protocol | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._early: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        raw = cast(asyncio.Transport, transport)
+        source = source_of(raw)
+        if not self._gate.admit(source):
+            raw.abort()
+            return
+        self._source = source
+        raw.pause_reading()  # the handshake's bytes wait for start_tls
+        self._task = asyncio.get_running_loop().create_task(self._secure(raw))
+
+    def _release(self) -> None:
+        if self._source is not None:
+            self._gate.release(self._source)
+            self._source = None
+
+    async def _secure(self, raw: asyncio.Transport) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            secure = await loop.start_tls(raw, self, self._context, server_side=True,
+                                          ssl_handshake_timeout=self._timeout)
+        except (OSError, ssl.SSLError, TimeoutError, asyncio.CancelledError):
+            raw.abort()
+            return
+        finally:
+            self._release()
+        if secure is None or secure.is_closing():
+            raw.abort()
+            return
+        inner = cast(asyncio.Protocol, self._factory())
+        self._inner = inner
+        inner.connection_made(secure)
+        early, self._early = self._early, []
+        for data in early:
+            inner.data_received(data)
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is not None:
+            self._inner.data_received(data)
+        else:  # arrived with the end of the handshake, before start_tls returned
+            self._early.append(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._release()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if self._inner is not None:
+            inner, self._inner = self._inner, None
+            inner.connection_lost(exc)
+
+
+def admitted_tls(factory: Callable[[], Any], gate: AdmissionGate, context: ssl.SSLContext,
+                 timeout: float) -> Callable[[], asyncio.Protocol]:
+    """A protocol factory for a plain ``loop.create_server`` that serves TLS with
+    ``context``: each connection is admitted by ``gate`` before its handshake (at most
+    ``timeout`` seconds), then handed to ``factory``'s protocol."""
+    return lambda: _AdmittedTLS(factory, gate, context, timeout)
