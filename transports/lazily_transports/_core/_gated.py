@@ -12,7 +12,7 @@ from websockets.asyncio.server import ServerConnection
 from ._admission import AdmissionGate
 from ._tls_admission import admits_before_tls, source_of
 
-__all__ = ["GatedConnection", "gated_connection"]
+__all__ = ["GatedConnection", "gated_connection", "tls_arguments"]
 
 
 class GatedConnection(ServerConnection):
@@ -51,7 +51,7 @@ class GatedConnection(ServerConnection):
         try:
             secure = await loop.start_tls(raw, self, tls, server_side=True,
                                           ssl_handshake_timeout=self.tls_timeout)
-        except (OSError, ssl.SSLError, TimeoutError, asyncio.CancelledError):
+        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
             secure = None
         if secure is None or secure.is_closing():
             raw.abort()

@@ -70,7 +70,7 @@ class _AdmittedTLS(asyncio.Protocol):
         try:
             secure = await loop.start_tls(raw, self, self._context, server_side=True,
                                           ssl_handshake_timeout=self._timeout)
-        except (OSError, ssl.SSLError, TimeoutError, asyncio.CancelledError):
+        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
             raw.abort()
             return
         finally:
