@@ -857,7 +857,7 @@ MUTATIONS = [
         (f"{_HOSTILE}::test_a_body_is_read_whole_and_not_waited_for_forever",),
         "a trickled admin body (unauthenticated login included) ends with 408"),
     Mutation(
-        "admin-member-address-control-chars", "lazily_queue/admin.py",
+        "admin-member-address-control-chars", "lazily_queue/config_keys.py",
         "    if not address.isprintable() or any(c.isspace() for c in address):",
         "    if False:",
         (f"{_HOSTILE}::test_a_member_address_with_control_characters_is_refused",),
@@ -975,8 +975,8 @@ MUTATIONS = [
         "the page purges objects named . and .. (a browser resolves them out of a path)"),
     Mutation(
         "http-idle-connections-kept", "lazily_queue/service.py",
-        "        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT)",
-        "        runner = web.AppRunner(app, access_log=None)",
+        "        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
+        "        runner = web.AppRunner(app, access_log=None,\n",
         ("tests/integrations/test_service_http.py::test_idle_and_half_sent_requests_are_closed",),
         "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
     Mutation(
