@@ -42,6 +42,7 @@ from .core.queue import CLOSE, DELAY, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .metrics_limits import LimitsCollector
 from .metrics_tallies import CounterFamily, HistogramFamily, Tally, TallyCollector
+from .monitor_documents import render_metrics
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
 from .replicated import ops
 from .replicated.events import (
@@ -171,6 +172,11 @@ class NodeMetrics:
         """The registry in the Prometheus text format."""
         self.attach()
         return generate_latest(self.registry)
+
+    async def render_async(self) -> bytes:
+        """:meth:`render`, formatted off the loop (:func:`.monitor_documents.render_metrics`)."""
+        self.attach()
+        return await render_metrics(self.registry)
 
     # -- counting -------------------------------------------------------------------------
 

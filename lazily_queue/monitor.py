@@ -12,6 +12,9 @@ after the node has started and stop it before the node stops. It serves:
 * :meth:`Monitor.subscribers` (``/subscribers.json?name=TOPIC&prefix=P&offset=N``): one
   page of a topic's subscribers by id, every one reachable (:mod:`.subscriber_listing`);
 * :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
+* :meth:`Monitor.status_document` and :meth:`Monitor.metrics_document`: the first and
+  the fourth as served over HTTP, built so that requests cannot hold the event loop
+  (:mod:`.monitor_documents`);
 * :meth:`Monitor.page` (``/``): the status page, plain HTML and JavaScript with SVG
   charts (no build step, no CDN: it works offline). ``/?interval=MS`` sets its refresh
   period: a finite number of milliseconds, clamped to
@@ -30,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from .history import History
 from .metrics import NodeMetrics
+from .monitor_documents import ThrottledDocument, encode_json
 from .peer_pages import PeerPages
 from .state_log import StateLog
-from .status import LeadershipClock, node_status
+from .status import LeadershipClock, node_status, node_status_sliced
 from .subscriber_listing import subscriber_page
 from .vitals import Vitals
 
@@ -102,6 +106,8 @@ class Monitor:
         self.history_source = History(node, interval=history_interval, window=history_window)
         self.peer_pages = PeerPages(node, interval=peer_interval)
         self.state_log = StateLog(node)
+        self._metrics_document = ThrottledDocument(self.node_metrics.render_async)
+        self._status_document = ThrottledDocument(self._build_status)
 
     @property
     def metrics_content_type(self) -> str:
@@ -139,6 +145,20 @@ class Monitor:
 
     def metrics(self) -> bytes:
         return self.node_metrics.render()
+
+    async def metrics_document(self) -> bytes:
+        """:meth:`metrics` as served over HTTP (see :mod:`.monitor_documents`)."""
+        return await self._metrics_document.get()
+
+    async def _build_status(self) -> bytes:
+        status = await node_status_sliced(
+            self.node, self.clock, vitals=self.vitals(), peers=self.peer_pages.answers,
+            term_changes=list(self.history_source.term_changes))
+        return await encode_json(status)
+
+    async def status_document(self) -> bytes:
+        """:meth:`status` as JSON, as served over HTTP (see :mod:`.monitor_documents`)."""
+        return await self._status_document.get()
 
     @staticmethod
     def page() -> bytes:

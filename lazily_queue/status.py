@@ -11,10 +11,12 @@ The status page, ``/status.json`` and ``lazily-queue status`` all show this shap
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import heapq
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
@@ -61,8 +63,9 @@ class LeadershipClock(StepObserver):
         return {"term": term, **self.terms[term]}
 
 
-def local_status(node: Node) -> dict[str, Any]:
-    """Raft and queue state as seen from ``node`` (a running node)."""
+def local_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
+    """Raft and queue state as seen from ``node`` (a running node); with ``objects``
+    false, without the sections of :func:`state_status`."""
     driver = node.driver
     status = driver.replica.status()
     status["cluster"] = node.cluster
@@ -72,7 +75,8 @@ def local_status(node: Node) -> dict[str, Any]:
         "error": driver.disk_error,
         "since": driver.disk_error_since,
     }
-    status.update(state_status(node.view))
+    if objects:
+        status.update(state_status(node.view))
     mesh = getattr(driver.network, "mesh", None)
     if mesh is not None:
         status["listener"] = mesh.listener_stats()
@@ -90,37 +94,58 @@ def state_status(view: ReadView) -> dict[str, Any]:
     the next push carrying one). A work queue's ``workers`` and a topic's
     ``subscribers`` are bounded (see :func:`_workers` and :func:`_subscribers`).
     """
-    return {
-        "dedup": {
-            "deduplicated_pushes": view.deduplicated_pushes,
-            "window_len": view.dedup_window_len,
-        },
-        "queues": {
-            name: {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity(),
-                   "delayed": q.delayed_len()}
-            for name, q in sorted(view.queues.items())
-        },
-        "topics": {
-            name: {
-                "base_offset": t.base_offset(),
-                "end_offset": t.end_offset(),
+    status = _dedup(view)
+    for section, table, entry in _sections(view):
+        status[section] = {name: entry(name, table[name]) for name in sorted(table)}
+    return status
+
+
+#: Objects a sliced status lists between two turns of the event loop.
+STATUS_SLICE = 1000
+
+
+async def state_status_sliced(view: ReadView) -> dict[str, Any]:
+    """:func:`state_status` as plain data, :data:`STATUS_SLICE` objects at a time with
+    the event loop running between slices (an object deleted meanwhile is left out)."""
+    status = _dedup(view)
+    for section, table, entry in _sections(view):
+        listed: dict[str, Any] = {}
+        names = sorted(table)
+        for start in range(0, len(names), STATUS_SLICE):
+            for name in names[start:start + STATUS_SLICE]:
+                found = table.get(name)
+                if found is not None:
+                    listed[name] = _plain(entry(name, found))
+            await asyncio.sleep(0)
+        status[section] = listed
+    return status
+
+
+def _dedup(view: ReadView) -> dict[str, Any]:
+    return {"dedup": {"deduplicated_pushes": view.deduplicated_pushes,
+                      "window_len": view.dedup_window_len}}
+
+
+def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[str, Any]]]]:
+    """Each object section of a status: its name, the view's table and the entry of one
+    object."""
+    def queue(_name: str, q: Any) -> dict[str, Any]:
+        return {"len": q.len(), "closed": q.is_closed(), "capacity": q.capacity(),
+                "delayed": q.delayed_len()}
+
+    def topic(name: str, t: Any) -> dict[str, Any]:
+        return {"base_offset": t.base_offset(), "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
                 **_subscribers(t.subscriptions(), t.end_offset()),
-                "groups": _groups(view, name),
-            }
-            for name, t in sorted(view.topics.items())
-        },
-        "work_queues": {
-            name: {
-                "pending": w.core.pending_len(),
-                "in_flight": w.core.in_flight_len(),
-                "dead_letters": w.core.dead_letter_len(),
-                "delayed": w.core.delayed_len(),
-                **_workers(w.core),
-            }
-            for name, w in sorted(view.work_queues.items())
-        },
-    }
+                "groups": _groups(view, name)}
+
+    def work(_name: str, w: Any) -> dict[str, Any]:
+        return {"pending": w.core.pending_len(), "in_flight": w.core.in_flight_len(),
+                "dead_letters": w.core.dead_letter_len(), "delayed": w.core.delayed_len(),
+                **_workers(w.core)}
+
+    return [("queues", view.queues, queue), ("topics", view.topics, topic),
+            ("work_queues", view.work_queues, work)]
 
 
 #: Workers a status lists per work queue: those with the most deliveries in flight.
@@ -176,7 +201,29 @@ def node_status(node: Node, clock: LeadershipClock | None = None, *,
     member's page, version, uptime, fsync latency and free disk; ``term_changes`` (from
     the history) feeds the health summary.
     """
-    status = node.status()
+    plain: dict[str, Any] = _plain(_completed(node, node.status(), clock, vitals, peers,
+                                              term_changes))
+    return plain
+
+
+async def node_status_sliced(node: Node, clock: LeadershipClock | None = None, *,
+                             vitals: dict[str, Any] | None = None,
+                             peers: dict[str, dict[str, Any]] | None = None,
+                             term_changes: list[dict[str, Any]] | None = None
+                             ) -> dict[str, Any]:
+    """:func:`node_status`, its objects listed by :func:`state_status_sliced`."""
+    status = local_status(node, objects=False)
+    sections = await state_status_sliced(node.view)
+    status.update(sections)
+    status = _completed(node, status, clock, vitals, peers, term_changes)
+    rest: dict[str, Any] = _plain({k: v for k, v in status.items() if k not in sections})
+    return {key: sections[key] if key in sections else rest[key] for key in status}
+
+
+def _completed(node: Node, status: dict[str, Any], clock: LeadershipClock | None,
+               vitals: dict[str, Any] | None, peers: dict[str, dict[str, Any]] | None,
+               term_changes: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """``status`` with its members, totals, leadership, time, health and vitals."""
     status["members"] = _members(node, status, vitals, peers or {})
     status["totals"] = {
         "queued": sum(q["len"] for q in status["queues"].values()),
@@ -193,8 +240,15 @@ def node_status(node: Node, clock: LeadershipClock | None = None, *,
     status["health"] = health(status, term_changes or [])
     if vitals is not None:
         status["vitals"] = vitals
-    plain: dict[str, Any] = _plain(status)
-    return plain
+    return status
+
+
+def metrics_status(node: Node) -> dict[str, Any]:
+    """What the metrics read: :func:`node_status` without the totals, the health summary
+    and the plain copy (they cost more than the rest at many objects)."""
+    status = node.status()
+    status["members"] = _members(node, status, None, {})
+    return status
 
 
 #: A member this many entries behind the leader makes the cluster ``warning``.

@@ -975,7 +975,8 @@ MUTATIONS = [
         "the page purges objects named . and .. (a browser resolves them out of a path)"),
     Mutation(
         "http-idle-connections-kept", "lazily_queue/service.py",
-        "        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
+        "        runner = web.AppRunner(app, access_log=None, "
+        "keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
         "        runner = web.AppRunner(app, access_log=None,\n",
         ("tests/integrations/test_service_http.py::test_idle_and_half_sent_requests_are_closed",),
         "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
@@ -1627,6 +1628,33 @@ MUTATIONS = [
         ("tests/raft/test_journal.py::"
          "test_a_journal_replaced_by_other_bytes_is_damaged_not_torn",),
         "a journal replaced by other bytes is damaged (the vote withheld), not a torn tail"),
+    Mutation(
+        "status-built-in-one-block", "lazily_queue/status.py",
+        "            await asyncio.sleep(0)\n        status[section] = listed\n",
+        "        status[section] = listed\n",
+        ("tests/integrations/test_monitor_documents.py::test_the_status_document_lists_a_slice_of_objects_at_a_time",),
+        "/status.json lists its objects a slice at a time, the loop running between slices"),
+    Mutation(
+        "metrics-collected-in-one-block", "lazily_queue/monitor_documents.py",
+        "        families.append(family)\n        await asyncio.sleep(0)\n",
+        "        families.append(family)\n",
+        ("tests/integrations/test_monitor_documents.py::"
+         "test_metrics_are_collected_a_family_at_a_time_and_formatted_off_the_loop",),
+        "/metrics is collected a family at a time, the loop running between families"),
+    Mutation(
+        "metrics-formatted-on-the-loop", "lazily_queue/monitor_documents.py",
+        "    return await asyncio.to_thread(generate_latest, _Families(families))",
+        "    return generate_latest(_Families(families))",
+        ("tests/integrations/test_monitor_documents.py::"
+         "test_metrics_are_collected_a_family_at_a_time_and_formatted_off_the_loop",),
+        "/metrics is formatted on a worker thread"),
+    Mutation(
+        "slow-document-never-reused", "lazily_queue/monitor_documents.py",
+        "took * (1 / LOOP_SHARE - 1) if took >= SLOW else 0.0",
+        "0.0",
+        ("tests/integrations/test_monitor_documents.py::"
+         "test_requests_during_a_build_share_it_and_a_slow_one_is_reused_for_a_while",),
+        "a slow /metrics or /status.json is reused for a while, not built for every request"),
     Mutation(
         "serializer-skips-batches", "lazily_queue/storage/serializing.py",
         "        if name not in _BATCHES:\n",

@@ -158,12 +158,13 @@ async def _stop(app: web.Application) -> None:
 async def metrics_view(request: web.Request) -> web.Response:
     monitor = request.app[MONITOR]
     return web.Response(
-        body=monitor.metrics(), headers={"Content-Type": monitor.metrics_content_type}
-    )
+        body=await monitor.metrics_document(),
+        headers={"Content-Type": monitor.metrics_content_type})
 
 
 async def status_view(request: web.Request) -> web.Response:
-    return web.json_response(request.app[MONITOR].status())
+    return web.Response(body=await request.app[MONITOR].status_document(),
+                        content_type="application/json")
 
 
 def bad_request(message: str) -> web.Response:

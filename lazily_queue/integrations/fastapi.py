@@ -161,14 +161,15 @@ def add_monitor_routes(
         @app.get(metrics_path, include_in_schema=False)
         async def metrics(request: Request) -> Response:
             m = monitor(request)
-            return Response(m.metrics(), media_type=m.metrics_content_type)
+            return Response(await m.metrics_document(), media_type=m.metrics_content_type)
 
     if status_prefix is not None:
         prefix = status_prefix.rstrip("/")
 
         @app.get(prefix + "/status.json", include_in_schema=False)
-        async def status(request: Request) -> JSONResponse:
-            return JSONResponse(monitor(request).status())
+        async def status(request: Request) -> Response:
+            return Response(await monitor(request).status_document(),
+                            media_type="application/json")
 
         @app.get(prefix + "/history.json", include_in_schema=False)
         async def history(request: Request) -> JSONResponse:

@@ -1,0 +1,154 @@
+"""``/metrics`` and ``/status.json`` are built without holding the event loop (a
+member's heartbeats run on it): requests share a build, a slow build is reused for a
+while, the metrics are collected a family at a time and formatted off the loop, and the
+status lists its objects a slice at a time with the loop running between slices."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from lazily_queue import monitor_documents, status, testing
+from lazily_queue.monitor import Monitor
+from lazily_queue.monitor_documents import SLOW, ThrottledDocument, render_metrics
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _Turns:
+    """Counts the event loop's turns while it runs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._handle: asyncio.Handle | None = None
+
+    def __enter__(self) -> _Turns:
+        self._tick()
+        return self
+
+    def _tick(self) -> None:
+        self.count += 1
+        self._handle = asyncio.get_running_loop().call_soon(self._tick)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+
+async def test_requests_during_a_build_share_it_and_a_slow_one_is_reused_for_a_while() -> None:
+    async def build() -> bytes:
+        await asyncio.sleep(SLOW * 1.5)
+        return f"document {document.builds + 1}".encode()
+
+    document = ThrottledDocument(build)
+    answers = await asyncio.gather(*(document.get() for _ in range(10)))
+    assert set(answers) == {b"document 1"} and document.builds == 1
+    assert await document.get() == b"document 1"  # slow: reused within 4 builds' time
+    await asyncio.sleep(SLOW * 1.5 * 5)
+    assert await document.get() == b"document 2"
+
+
+async def test_a_quick_build_is_never_reused() -> None:
+    async def build() -> bytes:
+        return str(document.builds).encode()
+
+    document = ThrottledDocument(build)
+    assert [await document.get() for _ in range(3)] == [b"0", b"1", b"2"]
+
+
+async def test_a_failed_build_fails_its_requests_and_the_next_request_builds_again() -> None:
+    calls = []
+
+    async def build() -> bytes:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("disk")
+        return b"ok"
+
+    document = ThrottledDocument(build)
+    with pytest.raises(OSError):
+        await document.get()
+    assert await document.get() == b"ok"
+
+
+class _Families(Collector):
+    def __init__(self, turns: _Turns, seen: list[int]) -> None:
+        self.turns, self.seen = turns, seen
+
+    def collect(self) -> Iterator[Metric]:
+        for k in range(3):
+            self.seen.append(self.turns.count)
+            family = GaugeMetricFamily(f"family_{k}", "A family", labels=["name"])
+            family.add_metric([f"n{k}"], k)
+            yield family
+
+
+async def test_metrics_are_collected_a_family_at_a_time_and_formatted_off_the_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    formatted_on: list[threading.Thread] = []
+    original = monitor_documents.generate_latest
+
+    def recorded(registry: Any) -> bytes:
+        formatted_on.append(threading.current_thread())
+        return original(registry)
+
+    monkeypatch.setattr(monitor_documents, "generate_latest", recorded)
+    seen: list[int] = []
+    with _Turns() as turns:
+        registry = CollectorRegistry()
+        registry.register(_Families(turns, seen))
+        body = await render_metrics(registry)
+    assert seen[0] < seen[1] < seen[2]  # the loop turned between the families
+    assert formatted_on and threading.main_thread() not in formatted_on
+    assert body == generate_latest(registry)
+
+
+async def test_the_status_document_lists_a_slice_of_objects_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(status, "STATUS_SLICE", 10)
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
+        await asyncio.gather(*(node.queue(f"q{k:02}").push(k) for k in range(45)))
+        await node.work_queue("w").push(1)
+        monitor = Monitor(node)
+        turns_seen: list[int] = []
+        original = status._sections
+
+        def sections(view: Any) -> Any:
+            found = original(view)
+            return [(name, table, _noting(entry, turns_seen, turns))
+                    for name, table, entry in found]
+
+        monkeypatch.setattr(status, "_sections", sections)
+        with _Turns() as turns:
+            document = json.loads(await monitor.status_document())
+        expected = monitor.status()
+        for doc in (document, expected):
+            doc.pop("time")
+            doc.pop("vitals", None)
+            for member in doc["members"]:
+                member.pop("vitals", None)
+                member.pop("vitals_at", None)
+        assert document == expected
+        assert list(document) == list(expected)
+        assert len(document["queues"]) == 45
+        queue_turns = turns_seen[:45]
+        assert len(set(queue_turns)) >= 5  # 45 queues in slices of 10
+
+
+def _noting(entry: Any, seen: list[int], turns: _Turns) -> Any:
+    def noted(name: str, found: Any) -> Any:
+        seen.append(turns.count)
+        return entry(name, found)
+    return noted
