@@ -190,6 +190,8 @@ async def test_the_aiohttp_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         async with asyncio.timeout(HANG):  # a hang detector
             while "ann" not in node.topic("chat").subscriptions():
                 await node.driver.next_step()
+        refused = await client.post("/messages", data=b"not json")
+        assert refused.status == 400 and "JSON" in await refused.text()
         posted = await client.post("/messages", json={"text": "hi"})
         assert posted.status == 201 and await posted.json() == {"offset": 0}
         answer = await asyncio.wait_for(waiting, HANG)
