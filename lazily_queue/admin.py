@@ -217,9 +217,9 @@ async def redrive(node: Node, name: str, item_ids: list[int] | None = None) -> i
 
 def members(node: Node) -> list[dict[str, Any]]:
     """The members as this node sees them (role, reachability, lag)."""
-    from .status import node_status
+    from .status import bare_status, plain
 
-    return list(node_status(node)["members"])
+    return list(plain(bare_status(node, objects=False)["members"]))
 
 
 def _leader_hint(node: Node) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .status import metrics_status
+from .status import bare_status
 from .vitals import disk_usage, version
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class StateCollector(Collector):
         yield build
         if not node.running:
             return
-        status = metrics_status(node)
+        status = bare_status(node)
         yield from _raft(ns, status, node.driver.replica.leader_changes)
         lag = GaugeMetricFamily(f"{ns}_member_lag_entries",
                                 "Log entries a member trails the leader by (leader only)",

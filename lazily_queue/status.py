@@ -115,7 +115,7 @@ async def state_status_sliced(view: ReadView) -> dict[str, Any]:
             for name in names[start:start + STATUS_SLICE]:
                 found = table.get(name)
                 if found is not None:
-                    listed[name] = _plain(entry(name, found))
+                    listed[name] = plain(entry(name, found))
             await asyncio.sleep(0)
         status[section] = listed
     return status
@@ -201,9 +201,9 @@ def node_status(node: Node, clock: LeadershipClock | None = None, *,
     member's page, version, uptime, fsync latency and free disk; ``term_changes`` (from
     the history) feeds the health summary.
     """
-    plain: dict[str, Any] = _plain(_completed(node, node.status(), clock, vitals, peers,
-                                              term_changes))
-    return plain
+    document: dict[str, Any] = plain(_completed(node, node.status(), clock, vitals, peers,
+                                                term_changes))
+    return document
 
 
 async def node_status_sliced(node: Node, clock: LeadershipClock | None = None, *,
@@ -216,7 +216,7 @@ async def node_status_sliced(node: Node, clock: LeadershipClock | None = None, *
     sections = await state_status_sliced(node.view)
     status.update(sections)
     status = _completed(node, status, clock, vitals, peers, term_changes)
-    rest: dict[str, Any] = _plain({k: v for k, v in status.items() if k not in sections})
+    rest: dict[str, Any] = plain({k: v for k, v in status.items() if k not in sections})
     return {key: sections[key] if key in sections else rest[key] for key in status}
 
 
@@ -243,10 +243,12 @@ def _completed(node: Node, status: dict[str, Any], clock: LeadershipClock | None
     return status
 
 
-def metrics_status(node: Node) -> dict[str, Any]:
-    """What the metrics read: :func:`node_status` without the totals, the health summary
-    and the plain copy (they cost more than the rest at many objects)."""
-    status = node.status()
+def bare_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
+    """What the metrics and the admin API's member list read: :func:`node_status`
+    without the totals, the health summary, the vitals and the plain copy (which cost
+    more than the rest at many objects), and with ``objects`` false without the objects
+    (:func:`state_status`)."""
+    status = local_status(node, objects=objects)
     status["members"] = _members(node, status, None, {})
     return status
 
@@ -337,12 +339,12 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
     }
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Enums and other scalars as JSON types; dict keys as strings."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, enum.Enum):
         return value.value
     if value is None or isinstance(value, bool | int | float | str):
