@@ -49,16 +49,19 @@ def _token(args: argparse.Namespace) -> str | None:
     return token
 
 
-def _listen(text: str) -> tuple[str, int]:
+def listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets) as ``(host, port)``."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536 or not host:
-        raise ValueError(f"--listen must be HOST:PORT, not {text!r}")
-    return host.strip("[]"), int(port)
+    bracketed = host.startswith("[") and host.endswith("]") and len(host) > 2
+    if (not sep or not port.isdigit() or not 0 <= int(port) < 65536 or not host
+            or (("[" in host or "]" in host) and not bracketed)):
+        raise ValueError(f"--listen must be HOST:PORT (an IPv6 host as [::1]), not {text!r}")
+    return (host[1:-1] if bracketed else host), int(port)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        host, port = _listen(args.listen)
+        host, port = listen_address(args.listen)
         token = _token(args)
         context = None
         if (args.tls_cert is None) != (args.tls_key is None):

@@ -1,0 +1,23 @@
+"""``lazily-queue signaling --listen``: HOST:PORT, an IPv6 host in brackets."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazily_queue.cli.signaling import listen_address
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("127.0.0.1:8765", ("127.0.0.1", 8765)), ("[::1]:8766", ("::1", 8766)),
+    ("example.org:0", ("example.org", 0)),
+])
+def test_a_listen_address_is_host_and_port(text: str, expected: tuple[str, int]) -> None:
+    assert listen_address(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "[::1:8766", "::1]:8766", "[]:8766", "host", "host:", ":8765", "host:65536", "host:x",
+])
+def test_a_malformed_listen_address_is_refused_naming_it(text: str) -> None:
+    with pytest.raises(ValueError, match="--listen must be HOST:PORT"):
+        listen_address(text)
