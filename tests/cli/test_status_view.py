@@ -3,6 +3,7 @@ the members' match index and lag."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,22 @@ def _shown(status: dict[str, Any]) -> str:
 
 async def test_a_followers_status_names_the_leader_and_its_page(tmp_path: Path) -> None:
     async with testing.cluster(data_dir=tmp_path) as cluster:
-        leader = await cluster.leader()
-        follower = (await cluster.followers())[0]
-        status = node_status(follower)
+        await cluster.leader()
+        async with asyncio.timeout(30):  # a follower that knows the leader (no election on)
+            while True:
+                status = node_status((await cluster.followers())[0])
+                if status["state"] == "follower" and status["leader"] is not None:
+                    break
+                await asyncio.sleep(0.05)
+        leader_id = status["leader"]
         assert "members (match index and lag are known on the leader, node "\
-            f"{leader.node_id}: its page is not known here)" in _shown(status)
+            f"{leader_id}: its page is not known here)" in _shown(status)
         for member in status["members"]:
-            if member["id"] == leader.node_id:
+            if member["id"] == leader_id:
                 member["page"] = "http://q1.internal:8101"
-        assert f"known on the leader, node {leader.node_id}: `lazily-queue status --url "\
+        assert f"known on the leader, node {leader_id}: `lazily-queue status --url "\
             "http://q1.internal:8101` shows its view)" in _shown(status)
+        leader = await cluster.leader()
         assert "known on the leader" not in _shown(node_status(leader))
         status["leader"] = None
         assert "known on the leader; none is known now)" in _shown(status)
