@@ -1699,7 +1699,7 @@ MUTATIONS = [
          "test_the_prepared_descriptor_is_the_one_synced_then_closed",),
         "a detached sync uses the descriptor opened on the writing thread"),
     Mutation(
-        "barrier-answer-unbounded", "lazily_queue/client/cluster.py",
+        "barrier-answer-unbounded", "lazily_queue/client/barrier.py",
         "                    remaining + BARRIER_GRACE)\n",
         "                    None)\n",
         ("tests/client/test_review_requests.py::"

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import ssl
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -44,8 +43,6 @@ from ..errors import InvalidConfiguration
 from ..names import check_max_objects
 from ..node_cells import NodeCells
 from ..node_settings import check_seconds
-from ..raft.errors import CommitTimeout
-from ..raft.proposals import commit_deadline
 from ..reactive import Context, resolve_context
 from ..replicated.view import ReadView
 from ..storage.remote import (
@@ -55,6 +52,7 @@ from ..storage.remote import (
 )
 from . import protocol as P
 from .access import Credentials
+from .barrier import Barrier
 from .certificates import CertificateCredentials
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .link import Answer, Link
@@ -63,8 +61,6 @@ from .session import MAX_OP_BYTES, Session
 
 #: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
 LEADER_RETRY = 0.5
-#: Seconds a barrier waits for its member's answer beyond the time the member was given.
-BARRIER_GRACE = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +74,7 @@ def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
         check_seconds(value, name)
 
 
-class ClusterClient(NodeCells):
+class ClusterClient(NodeCells, Barrier):
     """A client of a cluster's members (module docstring); its cell factories are a
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
 
@@ -369,52 +365,3 @@ class ClusterClient(NodeCells):
         else:
             self._mirror.refuse(key, str(payload[1]) if isinstance(payload, list)
                                 and len(payload) >= 2 else str(payload))
-
-    async def barrier(self, *, timeout: float | None = None) -> None:
-        """Return once the member has applied (and sent this client) everything committed
-        before the call: reads right after it are linearizable for the objects this client
-        read before the call (one read first after it starts empty until its state
-        arrives)."""
-        loop = asyncio.get_running_loop()
-        given = self.op_timeout if timeout is None else timeout
-        deadline = commit_deadline(loop.time(), given)
-        while True:
-            if not self.session.open:
-                raise P.ClientClosed("barrier: the client is closed; use it inside "
-                                     "`async with client:`")
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise CommitTimeout("barrier did not complete before its timeout")
-            linked = asyncio.ensure_future(self._linked.wait())
-            closed = asyncio.ensure_future(self._closed.wait())
-            try:
-                await asyncio.wait({linked, closed}, timeout=remaining,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                linked.cancel()
-                closed.cancel()
-            if not self.session.open:
-                continue  # closed meanwhile: ClientClosed above
-            if not self._linked.is_set():
-                raise P.Unreachable(self._failure_text("barrier: no member reachable"))
-            link = self._link
-            if link is None:
-                continue
-            try:  # the member answers within the time it is given; this bounds a member
-                # that never does
-                answer = await asyncio.wait_for(
-                    link.ask([P.BARRIER, max(1, math.ceil(remaining * 1000))]),
-                    remaining + BARRIER_GRACE)
-            except TimeoutError:
-                raise CommitTimeout(
-                    f"barrier: member {link.member} did not answer before its timeout "
-                    f"({given:g} s)") from None
-            if answer is None:
-                continue
-            if answer[0] == P.OK:
-                return
-            code, message = answer[1]
-            if code in P.RETRYABLE:
-                self._drop(link, f"{code}: {message}")
-                continue
-            raise P.error_of(code, message)

@@ -19,6 +19,7 @@ import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue.client import barrier as barrier_module
 from lazily_queue.client import cluster as cluster_module
 from lazily_queue.client import connection as connection_module
 from lazily_queue.client import protocol as P
@@ -380,7 +381,7 @@ async def test_a_barrier_a_member_never_answers_ends_with_commit_timeout(
         await client.barrier(timeout=5)  # answered as ever
         monkeypatch.setattr(server_module.ClientServer, "_barrier",
                             lambda self, conn, rid, frame: True)  # taken, never answered
-        monkeypatch.setattr(cluster_module, "BARRIER_GRACE", 0.2)
+        monkeypatch.setattr(barrier_module, "BARRIER_GRACE", 0.2)
         started = asyncio.get_running_loop().time()
         with pytest.raises(CommitTimeout, match=(
                 r"^barrier: member 1 did not answer before its timeout \(0.5 s\)$")):
