@@ -71,6 +71,7 @@ from .queue_options import OPTIONS_QUEUE, OptionsModel
 from .topic_checks import TopicChecks, TopicSub
 from .topic_options import TopicOptionsModel
 from .txn import TxnModel
+from .txn_options import TxnOptionsModel
 from .work_expiry import MAX_DELIVERIES, VISIBILITY_MS, WORK_TTL, WorkExpiryModel
 from .work_model import WorkModel
 
@@ -123,6 +124,7 @@ class Checker(TopicChecks):
         self.limits = LimitsModel()
         self.options = OptionsModel()
         self.topic_options = TopicOptionsModel()
+        self.txn_options = TxnOptionsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -166,6 +168,9 @@ class Checker(TopicChecks):
             return
         if args and args[0] == OPTIONS_QUEUE:
             self.options.apply(op, self.now)
+            return
+        if self.txn_options.handles(op):
+            self.txn_options.apply(op, self.now)
             return
         if self.limits.handles(op):
             self.limits.apply(op)
@@ -298,7 +303,8 @@ class Checker(TopicChecks):
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
                         acked.append(obs.args[2])
                     elif obs.code == C.TXN and isinstance(obs.result, list) and obs.result[0]:
-                        acked.extend(op[2] for op in obs.args if op[0] == C.QUEUE_PUSH)
+                        acked.extend(op[2] for op in obs.args
+                                     if op[0] == C.QUEUE_PUSH and op[1] == QUEUE)
                 elif obs.outcome == FAILED and applied is not None:
                     self.fail(f"{client.cid}: {C.op_name(obs.code)} reported as not "
                               f"applied was applied at index {applied.index}")
@@ -327,6 +333,7 @@ class Checker(TopicChecks):
         self.options.check_final(state)
         self.limits.check_final(state)
         self.topic_options.check_final(state)
+        self.txn_options.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

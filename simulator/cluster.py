@@ -90,6 +90,8 @@ class Cluster(SafetyChecks):
         self._kept: tuple[int, int, tuple[str, ...]] | None = None
         self.bad_frames = 0
         self.steps = 0
+        #: Called with a member's id before each of its steps.
+        self.step_hooks: list[Callable[[str], None]] = []
         self._paused: dict[str, list[tuple[str, bytes]]] = {}
         self._armed: dict[str, Callable[[], None]] = {}
         self.stability = LeaderStability(self)
@@ -174,17 +176,29 @@ class Cluster(SafetyChecks):
                 raise Violation("members keep waking each other at one instant")
             for n in sorted(self._dirty):
                 self._dirty.discard(n)
-                if n in self._paused:
-                    continue
-                again = self.nodes[n].step(self._dispatch)
-                self.steps += 1
-                self._check_leader(n)
-                self._check_kept()
-                self.stability.stepped(n)
-                if n in self._armed and self.nodes[n].fsync_due is not None:
-                    self._armed.pop(n)()
-                if again:
-                    self.wake(n)  # as the driver: its own copy now counts
+                if n not in self._paused:
+                    self.step_now(n)
+
+    def step_now(self, n: str) -> None:
+        """Step ``n`` at once (a driver's step; see :meth:`idle`)."""
+        for hook in self.step_hooks:
+            hook(n)
+        again = self.nodes[n].step(self._dispatch)
+        self.steps += 1
+        self._check_leader(n)
+        self._check_kept()
+        self.stability.stepped(n)
+        if n in self._armed and self.nodes[n].fsync_due is not None:
+            self._armed.pop(n)()
+        if again:
+            self.wake(n)  # as the driver: its own copy now counts
+
+    def idle(self, n: str) -> bool:
+        """The driver's ``_idle`` for ``n``: no step due, nothing held or syncing, and its
+        next fsync inline (a step now gathers what the next one would)."""
+        node = self.nodes[n]
+        return (n not in self._dirty and n not in self._paused and node.replica is not None
+                and node.fsync_due is None and node.pipeline.idle and node.inline())
 
     def wake(self, node: str) -> None:
         self._dirty.add(node)
@@ -348,6 +362,10 @@ class Cluster(SafetyChecks):
     def track(self, n: str, client: Client, obs: Observed, p: Proposal) -> None:
         if p.on_done is not None:
             self._outstanding[n][id(p.on_done)] = (client, obs, p)
+
+    def untrack(self, n: str, callback: Callable[[Any, BaseException | None], None]) -> None:
+        """Forget what :meth:`track` noted for the proposal completing with ``callback``."""
+        self._outstanding[n].pop(id(callback), None)
 
     def propose_detached(self, n: str, code: int, args: list[Any], timeout: float = 3600.0
                          ) -> None:

@@ -265,7 +265,7 @@ class SimNode:
         assert self.replica is not None
         return self.replica.journal
 
-    def _inline(self) -> bool:
+    def inline(self) -> bool:
         """Whether the next fsync runs inline (the driver's rule)."""
         return self.fsyncs.inline(self._journal().written_bytes)
 
@@ -275,7 +275,7 @@ class SimNode:
         if self.fsync_due is not None or self.pipeline.start_fsync() is None:
             return False
         took = self.rng.uniform(*self.fsync_latency)
-        inline = self._inline()
+        inline = self.inline()
         self.fsyncs.started(self._journal().written_bytes)
         if not inline:
             self._journal().prepare_fsync()

@@ -131,7 +131,7 @@ class OptionsModel(DeclaredQueueModel):
             self._pop(op, args[1], now)
         else:
             raise Violation(f"index {op.index}: unexpected {C.op_name(code)} on "
-                            f"{OPTIONS_QUEUE}")
+                            f"{self.queue}")
 
     def _push(self, options: dict[str, Any], value: Any, now: int, promote: bool) -> None:
         if promote:
@@ -173,7 +173,7 @@ class OptionsModel(DeclaredQueueModel):
             op.expect(QueuePopError.Empty)
             return
         if isinstance(result, QueuePopError) or type(result) is not list or len(result) != 3:
-            raise Violation(f"index {op.index}: pop of {OPTIONS_QUEUE} returned "
+            raise Violation(f"index {op.index}: pop of {self.queue} returned "
                             f"{result!r:.80}, the model says {[e[1] for e in taken]!r:.80}")
         values = [e[1] for e in taken]
         if result[0] != values:
@@ -192,13 +192,13 @@ class OptionsModel(DeclaredQueueModel):
         """A replica's final options queue (ready and delayed) is the model's."""
         if not self.declared:
             return
-        queue = state.get("queues", {}).get(OPTIONS_QUEUE)
+        queue = state.get("queues", {}).get(self.queue)
         elements = [] if queue is None else queue[2]
         if elements != [e[1] for e in self.ready]:
-            raise Violation(f"{OPTIONS_QUEUE} holds {elements!r:.100}, the model "
+            raise Violation(f"{self.queue} holds {elements!r:.100}, the model "
                             f"{[e[1] for e in self.ready]!r:.100}")
-        delayed = state.get("queue_options", {}).get(OPTIONS_QUEUE, [])
+        delayed = state.get("queue_options", {}).get(self.queue, [])
         model = [[due, i, value] for due, i, value, _, _ in sorted(self.delayed)]
         if [[e[0], e[1], e[3]] for e in delayed] != model:
-            raise Violation(f"{OPTIONS_QUEUE} has delayed {delayed!r:.100}, the model "
+            raise Violation(f"{self.queue} has delayed {delayed!r:.100}, the model "
                             f"{model!r:.100}")

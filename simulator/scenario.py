@@ -83,6 +83,12 @@ class Scenario:
     work_ttl_clients: int = 0
     #: Clients of the topic with expiry and its group (:mod:`.group_expiry`), likewise.
     group_ttl_clients: int = 0
+    #: Consumers popping through ``Driver.call`` and cancelled at bad times
+    #: (:mod:`.cancelled_pops`), seeded apart likewise.
+    cancelling_consumers: int = 0
+    #: Clients of the bounded queue with transactions of pushes with options
+    #: (:mod:`.txn_options`), seeded apart likewise.
+    txn_options_clients: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -141,6 +147,8 @@ def generate(seed: int) -> Scenario:
     s.session_group_members = 1
     s.work_ttl_clients = 1
     s.group_ttl_clients = 1
+    s.cancelling_consumers = 1
+    s.txn_options_clients = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

@@ -17,6 +17,7 @@ from typing import Any
 from lazily_queue.core.groups import group_queue_name
 from lazily_queue.replicated import ops as C
 
+from .cancelled_pops import CancellingConsumer, check_given_back
 from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
@@ -31,15 +32,11 @@ from .once import OnceProducer
 from .queue_options import OptionsClient
 from .replay_time import TimeReplayer
 from .scenario import Scenario
-from .session_client import (
-    SessionClient,
-    SessionConsumer,
-    SessionGroupMember,
-    SessionProducer,
-    SessionWorker,
-)
+from .session_client import SessionConsumer, SessionGroupMember, SessionProducer, SessionWorker
+from .stats import checked_stats
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
+from .txn_options import TxnOptionsClient
 from .work_expiry import WorkTtlClient
 from .workload import (
     QUEUE,
@@ -95,6 +92,7 @@ class Simulation:
         self.faults = Faults(self.cluster, self.rng)
         self.session_answers = 0
         self.kept = 0
+        self.given_back = 0
         self._next_drain_check = 0.0
 
     # -- set-up ---------------------------------------------------------------------------
@@ -159,6 +157,10 @@ class Simulation:
              lambda cid, r, i: WorkTtlClient(cid, c, r)),
             (self.s.group_ttl_clients, 7937, 311, "gt",
              lambda cid, r, i: GroupTtlClient(cid, c, r)),
+            (self.s.cancelling_consumers, 7949, 401, "cc",
+             lambda cid, r, i: CancellingConsumer(cid, c, r)),
+            (self.s.txn_options_clients, 7951, 409, "xo",
+             lambda cid, r, i: TxnOptionsClient(cid, c, r)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):
@@ -329,6 +331,7 @@ class Simulation:
         checker.check_clients()
         self.session_answers = check_session_answers(self.cluster.history, self.clients)
         self.kept = check_single_delivery(checker.pushes, self.clients)
+        self.given_back = check_given_back(self.cluster.history, self.clients, self.cluster)
         checker.check_final(self.final_state)
         checker.check_drained()
         return checker
@@ -348,37 +351,7 @@ def run(scenario: Scenario) -> Outcome:
     try:
         sim.run()
         checker = sim.check()
-        outcome.stats["ops"] = checker.ops
-        outcome.stats["deduplicated"] = checker.deduplicated
-        outcome.stats["once_repeats"] = (
-            checker.once.repeats + checker.topic_options.repeats + checker.options.repeats
-            + (checker.work.repeats if checker.work is not None else 0))
-        outcome.stats["txn_committed"] = checker.txns.committed
-        outcome.stats["txn_aborted"] = sum(checker.txns.aborted.values())
-        outcome.stats["group_settled"] = checker.groups.settled()
-        outcome.stats["group_client_acks"] = sum(
-            cl.acked for cl in sim.clients if isinstance(cl, SessionGroupMember))
-        outcome.stats["time_positions"] = checker.time_positions
-        outcome.stats["headers_checked"] = checker.headers.checked
-        if checker.work is not None and checker.work.delivered_late:
-            outcome.stats["delivered_when_due"] = checker.work.delivered_late
-        outcome.stats["ttl_expired"] = checker.expiry.expired
-        outcome.stats["ttl_delivered"] = checker.expiry.delivered
-        outcome.stats["work_ttl_expired"] = len(checker.work_expiry.expired)
-        outcome.stats["work_ttl_delivered"] = checker.work_expiry.delivered
-        outcome.stats["group_ttl_expired"] = len(checker.group_expiry.expired)
-        outcome.stats["group_ttl_delivered"] = checker.group_expiry.delivered
-        outcome.stats["options_delivered"] = checker.options.delivered
-        outcome.stats["delayed_delivered"] = checker.options.delivered_delayed
-        outcome.stats["topic_options_delivered"] = checker.topic_options.delivered
-        outcome.stats["topic_options_expired"] = checker.topic_options.expired
-        sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
-        outcome.stats["client_ops"] = sim.cluster.history.client_ops
-        outcome.stats["client_retries"] = sum(cl.retries for cl in sessions)
-        outcome.stats["session_answers"] = sim.session_answers
-        outcome.stats["consumer_retries"] = sum(
-            cl.retries for cl in sessions if not isinstance(cl, SessionProducer))
-        outcome.stats["kept"] = sim.kept
+        outcome.stats.update(checked_stats(sim, checker))
     except Violation as exc:
         outcome.ok = False
         outcome.error = str(exc)

@@ -30,6 +30,7 @@ from lazily_queue.replicated.ops import OpError
 
 from .client import OK, QUEUE, TOPIC, WORK, Client, Host, Observed
 from .history import AppliedOp, Violation
+from .txn_options import TXO_QUEUE
 
 if TYPE_CHECKING:
     from .checker import Checker
@@ -99,6 +100,7 @@ class TxnModel:
                     raise Violation(f"index {op.index}: a committed transaction's "
                                     f"{C.op_name(inner[0])} failed ({got!r:.80}): the "
                                     "transaction was applied in part")
+                checker.txn_options.txn_push(inner, checker.now)
                 checker.apply_op(replace(op, code=inner[0], args=inner[1:], result=got))
                 if inner[0] == C.QUEUE_PUSH and str(inner[2]).startswith("tx:"):
                     self.outputs[inner[2]] += 1
@@ -121,6 +123,8 @@ class TxnModel:
         if code == "unknown_work_queue":
             return checker.work is None
         if code == "full":
+            if inner[1] == TXO_QUEUE:
+                return checker.txn_options.refuses(inner, checker.now)
             if checker.queue is None or checker.capacity is None or inner[0] != C.QUEUE_PUSH:
                 return False
             pushes = sum(1 for e in earlier if e[0] == C.QUEUE_PUSH)

@@ -1,0 +1,58 @@
+"""The figures of one checked run (what the summary line totals)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .cancelled_pops import CancellingConsumer
+from .session_client import SessionClient, SessionGroupMember, SessionProducer
+
+if TYPE_CHECKING:
+    from .checker import Checker
+    from .simulation import Simulation
+
+
+def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
+    """What the checked run did, by kind of case."""
+    stats: dict[str, Any] = {}
+    stats["ops"] = checker.ops
+    stats["deduplicated"] = checker.deduplicated
+    stats["once_repeats"] = (
+        checker.once.repeats + checker.topic_options.repeats + checker.options.repeats
+        + (checker.work.repeats if checker.work is not None else 0))
+    stats["txn_committed"] = checker.txns.committed
+    stats["txn_aborted"] = sum(checker.txns.aborted.values())
+    stats["group_settled"] = checker.groups.settled()
+    stats["group_client_acks"] = sum(
+        cl.acked for cl in sim.clients if isinstance(cl, SessionGroupMember))
+    stats["time_positions"] = checker.time_positions
+    stats["headers_checked"] = checker.headers.checked
+    if checker.work is not None and checker.work.delivered_late:
+        stats["delivered_when_due"] = checker.work.delivered_late
+    stats["ttl_expired"] = checker.expiry.expired
+    stats["ttl_delivered"] = checker.expiry.delivered
+    stats["work_ttl_expired"] = len(checker.work_expiry.expired)
+    stats["work_ttl_delivered"] = checker.work_expiry.delivered
+    stats["group_ttl_expired"] = len(checker.group_expiry.expired)
+    stats["group_ttl_delivered"] = checker.group_expiry.delivered
+    stats["options_delivered"] = checker.options.delivered
+    stats["delayed_delivered"] = checker.options.delivered_delayed
+    stats["topic_options_delivered"] = checker.topic_options.delivered
+    stats["topic_options_expired"] = checker.topic_options.expired
+    sessions = [cl for cl in sim.clients if isinstance(cl, SessionClient)]
+    stats["client_ops"] = sim.cluster.history.client_ops
+    stats["client_retries"] = sum(cl.retries for cl in sessions)
+    stats["session_answers"] = sim.session_answers
+    stats["consumer_retries"] = sum(
+        cl.retries for cl in sessions if not isinstance(cl, SessionProducer))
+    stats["kept"] = sim.kept
+    cancelling = [cl for cl in sim.clients if isinstance(cl, CancellingConsumer)]
+    stats["cancelled_ready"] = sum(cl.cancelled_ready for cl in cancelling)
+    stats["cancelled_waiting"] = sum(cl.cancelled_waiting for cl in cancelling)
+    stats["stepped_now"] = sum(cl.stepped_now for cl in cancelling)
+    stats["met_cancelled"] = sum(cl.met_cancelled for cl in cancelling)
+    stats["given_back"] = sum(cl.given_back for cl in cancelling)
+    stats["given_back_checked"] = sim.given_back
+    stats["txn_due_applied"] = checker.txn_options.due_applied
+    stats["txn_due_refused"] = checker.txn_options.due_refused
+    return stats
