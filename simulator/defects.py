@@ -5,7 +5,11 @@ fixture can be checked to fail without it and pass with it.
 """
 
 from __future__ import annotations
+import __future__
 
+import inspect
+import re
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -137,6 +141,33 @@ def _stored_snapshot_unchecked() -> Callable[[], None]:
     return _swap(replica, "check_stored_state", lambda fsm, state: None)
 
 
+def _driver_without(name: str, fix: str, instead: str) -> Callable[[], Callable[[], None]]:
+    """``Driver.<name>`` recompiled from its source with its fix (the regular expression
+    ``fix``, found once) replaced by ``instead``: the code as it was before the fix."""
+
+    def undo() -> Callable[[], None]:
+        from lazily_queue.raft import driver
+
+        source = textwrap.dedent(inspect.getsource(getattr(driver.Driver, name)))
+        before, found = re.subn(fix, instead, source, flags=re.S)
+        if found != 1:
+            raise RuntimeError(f"Driver.{name}: the fix to undo is not found in its source")
+        made: dict[str, Any] = {}
+        code = compile(before, driver.__file__, "exec", flags=__future__.annotations.compiler_flag,
+                       dont_inherit=True)
+        exec(code, vars(driver), made)
+        return _swap(driver.Driver, name, made[name])
+
+    return undo
+
+
+def _txn_check_ignores_due() -> Callable[[], None]:
+    """A transaction's check counts no delayed elements as made ready by a push."""
+    from lazily_queue.core.fifo_delayed import FifoDelayed
+
+    return _swap(FifoDelayed, "due_len", lambda self, now: 0)
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
@@ -153,6 +184,16 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "damaged-tail-floor": _damaged_tail_is_torn,
     "restore-returned-elements": _strict_queue_restore,
     "check-stored-snapshot": _stored_snapshot_unchecked,
+    # A caller cancelled once its result was ready: the result is not given to on_orphan.
+    "orphan-result-of-cancelled-call": _driver_without(
+        "call", r"if fut\.done\(\) and not fut\.cancelled\(\) and fut\.exception\(\) is "
+        r"None:\n.*?\n[ ]*else:\n[ ]*self\.replica\.cancel\(proposal\)",
+        "self.replica.cancel(proposal)"),
+    # A completion meeting a cancelled caller: its result is not given to on_orphan.
+    "orphan-completion-after-cancel": _driver_without(
+        "propose", r"\n[ ]*if fut\.cancelled\(\) and error is None and on_orphan is not "
+        r"None:\n(?:[ ]*#[^\n]*\n)*[ ]*on_orphan\(result\)", ""),
+    "txn-counts-due-delayed": _txn_check_ignores_due,
 }
 
 
