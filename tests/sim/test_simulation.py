@@ -96,6 +96,30 @@ def test_transactions_apply_all_or_none(first_seeds: str) -> None:
     assert txns is not None and int(txns.group(1)) > 0 and int(txns.group(2)) > 0, out
 
 
+def test_cancelled_pops_give_their_elements_back(first_seeds: str) -> None:
+    """A consumer pops through the real ``Driver.call`` and is cancelled as its result is
+    ready (a pop committed inside ``propose`` on a member alone among them) and while it
+    waits (a step applying the pop between the two halves of the cancellation among
+    them); the checker fails a run where an applied pop reached neither its caller nor
+    its ``on_orphan`` give-back."""
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out
+    found = re.search(r"pops through Driver.call: (\d+) applied inside propose, (\d+) "
+                      r"cancelled with their elements ready, (\d+) while waiting \((\d+) "
+                      r"applied as they were cancelled\); (\d+) cancelled pops given back", out)
+    assert found is not None and all(int(n) > 0 for n in found.groups()), out
+
+
+def test_transactions_count_the_delayed_elements_a_push_makes_ready(first_seeds: str) -> None:
+    """Transactions push with options into a bounded queue holding due delayed elements;
+    the checker fails a run where one applies in part or aborts ``full`` without cause."""
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out
+    found = re.search(r"\((\d+) pushing with options into a bounded queue with due delayed "
+                      r"elements, (\d+) refused full by those alone\)", out)
+    assert found is not None and all(int(n) > 0 for n in found.groups()), out
+
+
 def test_ttl_never_delivers_an_expired_element() -> None:
     """A client pushes with per-message and default TTLs, pops and sweeps under every
     fault; the checker fails a run where a pop hands out an element at or after its
