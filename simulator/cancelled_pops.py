@@ -11,9 +11,10 @@ with inline fsyncs commits the pop before ``propose`` returns. The caller is can
 
 - in the turn its result is ready, before it takes it (the call's first turn when the
   pop committed inside ``propose``, as ``pop(timeout=0)`` on a member alone);
-- while it waits, at a random time (the replica orphans the pop), or once the pop has
-  applied on its member while its completion waits for an fsync (the completion then
-  meets a cancelled future).
+- while it waits, at a random time or just before a step of its member: as
+  ``Task.cancel`` does, its future is cancelled at once and the coroutine gets the
+  ``CancelledError`` in the next turn. The replica orphans the pop, or the step in
+  between applies it and its completion meets the cancelled future.
 
 A batch pop (up to eight, like a prefetching iterator) whose caller took it may stop
 after a few and give the rest back (``QUEUE_UNPOP_STAMPED``).
@@ -237,13 +238,12 @@ class _Call:
             self._finish(FAILED if p is None or _clean(p, exc) else UNKNOWN,
                          type(exc).__name__)
         else:
-            self.running = False
             if self.abandoned:
                 self.coro.close()
                 self.finished = True
             elif self.waiting is None:  # asyncio.sleep(0): the next turn
                 self.ready()
-        self.running = False
+        self.running = False  # (also when it raised)
         if self.violation is not None:
             raise self.violation
         if owner.pending is self and self.finished:

@@ -63,17 +63,10 @@ class Cluster(SafetyChecks):
         self.network.faults = scenario.link_faults()
         self.network.on_peer = self._on_peer
         self.nodes = {
-            n: SimNode(
-                n,
-                self.node_ids,
-                clock=self.clock,
-                rng=random.Random(self.rng.getrandbits(64)),
-                history=self.history,
-                config=scenario.replica_config(),
-                fsync_latency=scenario.fsync_latency,
-                trace=self.trace,
-                inline_fsync_below=scenario.inline_fsync_below,
-            )
+            n: SimNode(n, self.node_ids, clock=self.clock,
+                       rng=random.Random(self.rng.getrandbits(64)), history=self.history,
+                       config=scenario.replica_config(), fsync_latency=scenario.fsync_latency,
+                       trace=self.trace, inline_fsync_below=scenario.inline_fsync_below)
             for n in self.node_ids
         }
         for n, node in self.nodes.items():
@@ -82,8 +75,7 @@ class Cluster(SafetyChecks):
         self._timer_seq = 0
         self._dirty: set[str] = set()
         self._outstanding: dict[str, dict[int, tuple[Client, Observed, Proposal]]] = {
-            n: {} for n in self.node_ids
-        }
+            n: {} for n in self.node_ids}
         self.leaders: dict[int, str] = {}
         self._commits: dict[tuple[str, int], int] = {}
         #: The highest entry a leader committed: (index, term, members at the time).
@@ -194,8 +186,7 @@ class Cluster(SafetyChecks):
             self.wake(n)  # as the driver: its own copy now counts
 
     def idle(self, n: str) -> bool:
-        """The driver's ``_idle`` for ``n``: no step due, nothing held or syncing, and its
-        next fsync inline (a step now gathers what the next one would)."""
+        """The driver's ``_idle``: no step due, nothing held or unsynced, inline fsyncs."""
         node = self.nodes[n]
         return (n not in self._dirty and n not in self._paused and node.replica is not None
                 and node.fsync_due is None and node.pipeline.idle and node.inline())
