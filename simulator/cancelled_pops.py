@@ -16,6 +16,7 @@ with inline fsyncs commits the pop before ``propose`` returns. The caller is can
   ``CancelledError`` in the next turn. The replica orphans the pop, or the step in
   between applies it and its completion meets the cancelled future.
 
+Once the run drains, its callers are no longer cancelled (the queue empties sooner).
 A batch pop (up to eight, like a prefetching iterator) whose caller took it may stop
 after a few and give the rest back (``QUEUE_UNPOP_STAMPED``).
 
@@ -51,7 +52,9 @@ CANCEL_READY = 0.35
 CANCEL_WAITING = 0.25
 #: The chance, at each step of its member while a pop is in flight, that its caller is
 #: cancelled just before the step (the step may apply the pop).
-CANCEL_IN_STEP = 0.08
+CANCEL_IN_STEP = 0.1
+#: The share of its turns in which it pops (the others pass: it adds few ops to a run).
+ACTIVE = 0.5
 Completion = Callable[[Any, BaseException | None], None]
 
 
@@ -195,7 +198,7 @@ class _Call:
     def _turn(self) -> None:
         if self.finished or self.cancelling:
             return
-        cancel = self.owner.rng.random() < CANCEL_READY
+        cancel = not self.owner.draining and self.owner.rng.random() < CANCEL_READY
         fut = self.loop.future
         if cancel and fut is not None and fut.done() and not fut.cancelled() and (
                 fut.exception() is None):
@@ -293,13 +296,15 @@ class CancellingConsumer(Consumer):
         self.given_back = 0
 
     def next_op(self) -> None:
+        if not self.draining and self.give_back is None and self.rng.random() >= ACTIVE:
+            return
         if self.give_back is not None or self.sim.nodes[self.node].stalled:
             super().next_op()  # the rest of a batch goes back (or a plain pop)
             return
         n = self.rng.randrange(2, 9) if self.rng.random() < 0.4 else 1
         timeout = self.rng.uniform(0.5, 3.0)
-        cancel_after = (self.rng.uniform(0.0, timeout) if self.rng.random() < CANCEL_WAITING
-                        else None)
+        cancel_after = (self.rng.uniform(0.0, timeout) if not self.draining
+                        and self.rng.random() < CANCEL_WAITING else None)
         self.pending = _Call(self, C.QUEUE_POP_STAMPED, [QUEUE, n], timeout)
         self.busy = True
         self.pending.start(cancel_after)
@@ -308,7 +313,7 @@ class CancellingConsumer(Consumer):
         """Before a step of ``n``: the caller of a pop in flight there may be cancelled
         (its future now, its task in the next turn; the step may apply the pop)."""
         call = self.pending
-        if call is None or call.node != n or call.finished:
+        if call is None or call.node != n or call.finished or self.draining:
             return
         p = call.proposal
         if p is not None and p.in_flight and self.rng.random() < CANCEL_IN_STEP:
