@@ -10,7 +10,10 @@ recorded result must be the model's. On top of that:
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
 - a transaction applies all its ops (each checked by the models) or, aborted, none,
-  and the op it names would fail in the models (:mod:`.txn`);
+  and the op it names would fail in the models (:mod:`.txn`), a push with options into
+  a bounded queue counting the due delayed elements it makes ready (:mod:`.txn_options`);
+- a pop through ``Driver.call`` whose caller was cancelled reached its caller or its
+  ``on_orphan`` give-back (:mod:`.cancelled_pops`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
   message ids unique, assigned in push order, kept when given back, and no element
   enqueued later than it is popped (:mod:`.queue_ids`);
