@@ -16,7 +16,8 @@ with inline fsyncs commits the pop before ``propose`` returns. The caller is can
   ``CancelledError`` in the next turn. The replica orphans the pop, or the step in
   between applies it and its completion meets the cancelled future.
 
-Once the run drains, its callers are no longer cancelled (the queue empties sooner).
+Once the run drains it only finishes what it holds (the other consumers empty the
+queue), and its callers are no longer cancelled.
 A batch pop (up to eight, like a prefetching iterator) whose caller took it may stop
 after a few and give the rest back (``QUEUE_UNPOP_STAMPED``).
 
@@ -53,8 +54,6 @@ CANCEL_WAITING = 0.25
 #: The chance, at each step of its member while a pop is in flight, that its caller is
 #: cancelled just before the step (the step may apply the pop).
 CANCEL_IN_STEP = 0.1
-#: The share of its turns in which it pops (the others pass: it adds few ops to a run).
-ACTIVE = 0.5
 Completion = Callable[[Any, BaseException | None], None]
 
 
@@ -296,15 +295,15 @@ class CancellingConsumer(Consumer):
         self.given_back = 0
 
     def next_op(self) -> None:
-        if not self.draining and self.give_back is None and self.rng.random() >= ACTIVE:
-            return
+        if self.give_back is None and self.draining:
+            return  # the other consumers empty the queue
         if self.give_back is not None or self.sim.nodes[self.node].stalled:
             super().next_op()  # the rest of a batch goes back (or a plain pop)
             return
         n = self.rng.randrange(2, 9) if self.rng.random() < 0.4 else 1
         timeout = self.rng.uniform(0.5, 3.0)
-        cancel_after = (self.rng.uniform(0.0, timeout) if not self.draining
-                        and self.rng.random() < CANCEL_WAITING else None)
+        cancel_after = (self.rng.uniform(0.0, timeout) if self.rng.random() < CANCEL_WAITING
+                        else None)
         self.pending = _Call(self, C.QUEUE_POP_STAMPED, [QUEUE, n], timeout)
         self.busy = True
         self.pending.start(cancel_after)

@@ -37,7 +37,6 @@ def _queued(c: Cluster) -> list[str]:
 
 def _pop_cancelled_when_ready(monkeypatch: pytest.MonkeyPatch) -> tuple[Cluster,
                                                                          CancellingConsumer]:
-    monkeypatch.setattr(cancelled_pops, "ACTIVE", 1.0)
     monkeypatch.setattr(cancelled_pops, "CANCEL_READY", 1.0)
     monkeypatch.setattr(cancelled_pops, "CANCEL_WAITING", 0.0)
     monkeypatch.setattr(cancelled_pops, "CANCEL_IN_STEP", 0.0)
