@@ -92,7 +92,8 @@ class _ReplicaShim:
         self.call = call
 
     def propose(self, code: int, args: list[Any], *, timeout: float, on_done: Completion,
-                on_orphan: Callable[[Any], None] | None) -> Proposal:
+                on_orphan: Callable[[Any], None] | None,
+                encoded: bytes | None = None) -> Proposal:
         call = self.call
 
         def completed(result: Any, error: BaseException | None) -> None:
@@ -104,7 +105,8 @@ class _ReplicaShim:
 
         replica = call.cluster.nodes[call.node].replica
         assert replica is not None
-        p = replica.propose(code, args, timeout=timeout, on_done=completed, on_orphan=on_orphan)
+        p = replica.propose(code, args, timeout=timeout, on_done=completed, on_orphan=on_orphan,
+                            encoded=encoded)
         call.proposed(p, completed)
         return p
 
@@ -147,6 +149,9 @@ class DriverShim:
 
     def _observe_call(self, *_args: Any) -> None:
         return None
+
+    def _abandon(self, *args: Any) -> None:
+        Driver._abandon(cast(Driver, self), *args)
 
 
 class _Call:

@@ -186,7 +186,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "check-stored-snapshot": _stored_snapshot_unchecked,
     # A caller cancelled once its result was ready: the result is not given to on_orphan.
     "orphan-result-of-cancelled-call": _driver_without(
-        "call", r"if fut\.done\(\) and not fut\.cancelled\(\) and fut\.exception\(\) is "
+        "_abandon", r"if fut\.done\(\) and not fut\.cancelled\(\) and fut\.exception\(\) is "
         r"None:\n.*?\n[ ]*else:\n[ ]*self\.replica\.cancel\(proposal\)",
         "self.replica.cancel(proposal)"),
     # A completion meeting a cancelled caller: its result is not given to on_orphan.
