@@ -81,18 +81,19 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         takes no message ids: for exactly-once, push each value with its own
         ``msg_id``."""
         pending = values_of(values, "push")
-        bounded = self.capacity() is not None or self._limits is not None
-        offer_many = getattr(self._storage, "offer_many", None)
-        if self._sync is not None or bounded or offer_many is None:
+        one_by_one = (self._sync is not None or self.capacity() is not None
+                      or self._limits is not None)
+        offer_many = None if one_by_one else getattr(self._storage, "offer_many", None)
+        if offer_many is None:  # (offer_many checks every value before it proposes one)
             check = getattr(self._storage, "check_values", None)
             if check is not None:
                 check(pending)  # a value the cluster refuses refuses the batch, not its rest
-        if self._sync is not None or bounded:
+        if one_by_one:
             for value in pending:
                 await self.push(value, timeout=timeout)
             return
         async with asyncio.timeout(wait_limit(timeout)):
-            if offer_many is not None:  # checks every value before it proposes one
+            if offer_many is not None:
                 results = await offer_many(pending)
             else:
                 results = await together(self._storage.offer, pending)

@@ -136,7 +136,7 @@ class Replica(ReplicaWaiters):
         """
         deadline = commit_deadline(self.clock(), timeout)
         seq = self._next_seq
-        encoded = with_seq(self.encode(code, args) if encoded is None else encoded, seq)
+        encoded = self._encode(seq, code, args) if encoded is None else with_seq(encoded, seq)
         self._next_seq += 1
         p = Proposal(seq, code, args, encoded, deadline, on_done, on_orphan)
         self._unresolved[seq] = p
@@ -147,6 +147,9 @@ class Replica(ReplicaWaiters):
     def encode(self, code: int, args: list[Any]) -> bytes:
         """The op for :meth:`propose`'s ``encoded``; raises what :meth:`propose` would
         refuse ``args`` with. Queues nothing."""
+        return self._encode(0, code, args)
+
+    def _encode(self, seq: int, code: int, args: list[Any]) -> bytes:
         kind = self._op_kinds.get(code)
         if kind is None:
             config = self.config
@@ -154,7 +157,7 @@ class Replica(ReplicaWaiters):
                 self.fsm.op_name(code),
                 config.max_message_bytes if self.fsm.carries_message(code) else None)
         return encode_checked_op(
-            0, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
+            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
 
     def cancel(self, p: Proposal) -> None:
         """The waiter is gone: drop ``p`` if it cannot have been applied, else orphan it."""

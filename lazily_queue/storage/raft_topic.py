@@ -69,6 +69,7 @@ class RaftTopicStorage(ReplicatedObject):
         #: The subscriber ids the topic held (and some it held lately): on a reset their
         #: readers are told, with those of the ids it holds now.
         self._ids: set[str] = set()
+        self._ids_bound = 64  # then twice the ids held at the last look, and 64
         #: Set by the node: routes a group's events to its storage (groups need it).
         self.register_group: GroupRegistrar | None = None
 
@@ -149,16 +150,21 @@ class RaftTopicStorage(ReplicatedObject):
         known.update(ids)
         if self._listener is not None:
             self._listener(ids)
-        if len(known) > 2 * self._core().subscription_count() + 64:
+        if len(known) > self._ids_bound:
             # Ids that came and went: their readers were told when they went.
-            self._ids = set(self._core().subscriptions())
+            self._keep_ids(set(self._core().subscriptions()))
 
     def on_reset(self) -> None:
         self.on_expired()
         now = set(self._core().subscriptions())
-        before, self._ids = self._ids, now
+        before = self._ids
+        self._keep_ids(now)
         if self._listener is not None:
             self._listener(frozenset(before | now))
+
+    def _keep_ids(self, ids: set[str]) -> None:
+        self._ids = ids
+        self._ids_bound = 2 * len(ids) + 64
 
     # -- operations --------------------------------------------------------------------------
 

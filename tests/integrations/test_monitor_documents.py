@@ -46,16 +46,32 @@ class _Turns:
             self._handle.cancel()
 
 
-async def test_requests_during_a_build_share_it_and_a_slow_one_is_reused_for_a_while() -> None:
+class _Clock:
+    """``time.monotonic`` as the test sets it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+async def test_requests_during_a_build_share_it_and_a_slow_one_is_reused_for_a_while(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(monitor_documents, "time", clock)
+
     async def build() -> bytes:
-        await asyncio.sleep(SLOW * 1.5)
+        await asyncio.sleep(0)
+        clock.now += 2 * SLOW  # a slow build: reused for 4 times as long after it
         return f"document {document.builds + 1}".encode()
 
     document = ThrottledDocument(build)
     answers = await asyncio.gather(*(document.get() for _ in range(10)))
     assert set(answers) == {b"document 1"} and document.builds == 1
-    assert await document.get() == b"document 1"  # slow: reused within 4 builds' time
-    await asyncio.sleep(SLOW * 1.5 * 5)
+    clock.now += 7 * SLOW
+    assert await document.get() == b"document 1"
+    clock.now += 2 * SLOW
     assert await document.get() == b"document 2"
 
 

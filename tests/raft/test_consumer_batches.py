@@ -4,11 +4,14 @@ stop gives back and what a crash costs."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from lazily_queue import NoQuorum, UnconfirmedAcks, testing
+from lazily_queue.cells.job import Job
+from lazily_queue.node import Node
 from lazily_queue.reactive import wait_until
 
 
@@ -92,11 +95,7 @@ async def test_background_acks_that_did_not_commit_raise_when_the_iteration_ends
 ) -> None:
     """Nothing is lost: the unconfirmed ack names its delivery, and its item stays leased."""
     async with testing.cluster(data_dir=tmp_path) as cluster:
-        follower = (await cluster.followers())[0]
-        wq = follower.work_queue("jobs", visibility_timeout=30)
-        for v in "abcd":
-            await wq.push(v)
-        jobs = wq.deliveries("w1", prefetch=4)
+        follower, jobs = await _deliveries_on_a_follower(cluster, "abcd", prefetch=4)
         job = await anext(jobs)
         cluster.isolate(follower.node_id)
         async with job:
@@ -121,11 +120,7 @@ async def test_unconfirmed_acks_are_raised_in_place_of_the_claim_that_failed(
     tmp_path: Path,
 ) -> None:
     async with testing.cluster(data_dir=tmp_path) as cluster:
-        follower = (await cluster.followers())[0]
-        wq = follower.work_queue("jobs", visibility_timeout=30)
-        for v in "abc":
-            await wq.push(v)
-        jobs = wq.deliveries("w1", prefetch=2)
+        follower, jobs = await _deliveries_on_a_follower(cluster, "abc", prefetch=2)
         first = await anext(jobs)
         cluster.isolate(follower.node_id)
         async with first:
@@ -140,6 +135,17 @@ async def test_unconfirmed_acks_are_raised_in_place_of_the_claim_that_failed(
                                              second.delivery.delivery_id]
         assert isinstance(raised.value.__context__, NoQuorum)
         await jobs.aclose()  # already ended: nothing more to report
+
+
+async def _deliveries_on_a_follower(cluster: testing.Cluster, values: str, *, prefetch: int
+                                    ) -> tuple[Node, AsyncIterator[Job]]:
+    """``values`` pushed to work queue ``jobs`` (30 s leases) and worker ``w1``'s
+    ``deliveries()`` on a follower."""
+    follower = (await cluster.followers())[0]
+    wq = follower.work_queue("jobs", visibility_timeout=30)
+    for v in values:
+        await wq.push(v)
+    return follower, wq.deliveries("w1", prefetch=prefetch)
 
 
 async def test_a_dead_workers_prefetched_jobs_are_redelivered_after_their_lease(
