@@ -31,6 +31,7 @@ from ..replicated import ops
 from ..replicated.client_sessions import new_session_id
 from ..replicated.results import decode_result
 from ..replicated.state_machine import CLIENT_WINDOW
+from ..storage.runs import together
 from . import protocol as P
 from .budget import Budget
 from .link import Answer, Link
@@ -216,14 +217,9 @@ class Session:
         """:meth:`call` for every one of ``args`` (``encoded[i]`` as :meth:`encode` gave
         it), under way together; the results in order. Once all have ended the first
         failure raises."""
-        results = await asyncio.gather(
-            *(self.call(code, one, timeout=timeout, encoded=op)
-              for one, op in zip(args, encoded, strict=True)),
-            return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results
+        return await together(
+            lambda pair: self.call(code, pair[0], timeout=timeout, encoded=pair[1]),
+            list(zip(args, encoded, strict=True)))
 
     def _floor(self) -> int:
         """The oldest unanswered sequence number (the next one when none is).
