@@ -10,6 +10,7 @@ reader invalidated; object-valued keys are compared with exact key sets and JSON
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,17 @@ from lazily_queue import SettlementRejected, TopicCell, WorkQueueCell
 from lazily_queue.reactive import Context, Effect
 
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM = ROOT.parent / "shared" / "peer-fixtures" / "collections"
+
+
+def _upstream() -> Path:
+    """The upstream collection fixtures: under ``LAZILY_SPEC_FIXTURES`` when it is set
+    (relative to the repository, as the suite's ``spec_fixtures``), else beside it."""
+    value = os.environ.get("LAZILY_SPEC_FIXTURES")
+    base = ROOT.parent / "shared" / "peer-fixtures" if not value else Path(value)
+    return (base if base.is_absolute() else ROOT / base).resolve() / "collections"
+
+
+UPSTREAM = _upstream()
 PROJECT = ROOT / "fixtures" / "collections"
 
 TOP_KEYS = {"description", "kind", "model", "initial", "steps"}
