@@ -17,7 +17,9 @@ every acknowledgement; one node process for the one-member rows), NATS JetStream
 directories and are always stopped. A peer that is not installed is skipped with a line
 saying how to install it. ``--rounds R`` runs every system R times, taking turns, and
 reports each figure's median and each ratio's median over the rounds (each ratio taken
-within one round). With ``--json`` the last line is one JSON object.
+within one round). Before each system runs, the disk is synced and left to settle for
+:data:`SETTLE` seconds, so that no system's fsyncs wait behind what the one before it
+left to write back. With ``--json`` the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -46,6 +49,9 @@ from benchmarks.peers_common import (  # noqa: E402
     missing,
     reap,
 )
+
+#: Seconds between ``sync`` and the next system's start.
+SETTLE = 1.0
 
 
 def _driver(name: str) -> Callable[[Path, int, int, bool], Awaitable[dict[str, Any]]]:
@@ -119,6 +125,10 @@ async def _round(args: argparse.Namespace, chosen: list[str], root: Path,
     results: dict[str, dict[str, Any]] = {}
     for name in chosen:
         title = SYSTEMS[name][0]
+        # What the previous system left for the disk to write back is written now, not
+        # during this one's fsyncs.
+        await asyncio.to_thread(os.sync)
+        await asyncio.sleep(SETTLE)
         started = time.monotonic()
         disk_before = fdatasync_p50_ms(root)
         try:
