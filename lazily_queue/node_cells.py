@@ -35,7 +35,8 @@ class NodeCells:
     storages). A name opens one cell per node; opening it again returns that cell, and
     must give the same settings. The cell of a deleted object is let go: it stays
     while the application holds it (and opening the name again returns it), else it
-    is freed, so ever new names used and deleted take no memory for good."""
+    is freed, so ever new names used and deleted take no memory for good. A client
+    lets go the same way of the cells it did not open lately (:meth:`_opened`)."""
 
     queue_storage: type[RaftQueueStorage[Any]] = RaftQueueStorage
     topic_storage: type[RaftTopicStorage] = RaftTopicStorage
@@ -52,7 +53,8 @@ class NodeCells:
     _queue_cells: dict[str, QueueCell[Any]]
     _topic_cells: dict[str, TopicCell[Any]]
     _work_cells: dict[str, WorkQueueCell]
-    #: The cells of deleted objects while something else holds them, by ``(kind, name)``.
+    #: The cells let go (:meth:`_release`) while something else holds them, by
+    #: ``(kind, name)``.
     _released_cells: weakref.WeakValueDictionary[tuple[str, str], Any]
 
     @property
@@ -99,6 +101,7 @@ class NodeCells:
                 )
             _same_serializer("queue", name, cell.serializer, serializer)
             _same_rules("queue", name, self._router.queues[name], ttl, None)
+            self._opened("queue", name)
             return cell
         self._admit("queue", name)
         storage: RaftQueueStorage[Any] = self.queue_storage(
@@ -108,6 +111,7 @@ class NodeCells:
         cell = QueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.queues[name] = storage
         self._queue_cells[name] = cell
+        self._opened("queue", name)
         return cell
 
     def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
@@ -131,6 +135,7 @@ class NodeCells:
                     f"topic {name!r} is already open with limits {cell.limits()}")
             _same_serializer("topic", name, cell.serializer, serializer)
             _same_rules("topic", name, self._router.topics[name], ttl, max_age)
+            self._opened("topic", name)
             return cell
         self._admit("topic", name)
         storage = self.topic_storage(self.driver, self.view, name, timeout=self.op_timeout,
@@ -141,6 +146,7 @@ class NodeCells:
         cell = TopicCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.topics[name] = storage
         self._topic_cells[name] = cell
+        self._opened("topic", name)
         return cell
 
     def work_queue(
@@ -199,6 +205,7 @@ class NodeCells:
                 )
             _same_serializer("work queue", name, cell.serializer, serializer)
             _same_rules("work queue", name, self._router.work_queues[name], ttl, None)
+            self._opened("work_queue", name)
             return cell
         routed = self._router.work_queues.get(name)
         if isinstance(routed, RaftGroupStorage):
@@ -220,8 +227,8 @@ class NodeCells:
         cell = WorkQueueCell(storage, context=self.ctx, name=name, serializer=serializer)
         self._router.work_queues[name] = storage
         self._work_cells[name] = cell
+        self._opened("work_queue", name)
         return cell
-
 
     def _limited_work_storage(self, name: str, timeout_ms: int, max_deliveries: int,
                               limits: Limits, retry: RetryPolicy | None, ttl: float | None,
@@ -245,9 +252,14 @@ class NodeCells:
                                              "work_queue": self._work_cells}
         return tables.get(kind, {})
 
+    def _opened(self, kind: str, name: str) -> None:
+        """The cell of ``kind`` ``name`` was opened (returned by a factory or taken by a
+        transaction). A node holds every open cell; a client holds those it opened
+        lately and lets the others go (:meth:`_release`)."""
+
     def _release(self, kind: str, name: str) -> None:
-        """The ``kind`` object ``name`` was deleted: hold its cell (and storage, a
-        consumer group's too) weakly."""
+        """Hold the cell of ``kind`` ``name`` (and its storage, a consumer group's too)
+        weakly: its object was deleted, or a client did not open it lately."""
         cell = self._cells(kind).pop(name, None)
         if cell is not None:
             self._released_cells[(kind, name)] = cell

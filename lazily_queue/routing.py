@@ -7,7 +7,8 @@ A snapshot install resets every storage.
 
 A deleted object's storage is released (:meth:`~EventRouter.release`): held weakly,
 it is routed to while its cell is in use and goes with it, unless the name is opened
-again (:meth:`~EventRouter.adopt`). Hooks hear of each deletion and snapshot install.
+again (:meth:`~EventRouter.adopt`); a client releases the storages of the cells it did
+not open lately the same way. Hooks hear of each deletion and snapshot install.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class EventRouter:
         self.queues: dict[str, RaftQueueStorage[Any]] = {}
         self.topics: dict[str, RaftTopicStorage] = {}
         self.work_queues: dict[str, RaftWorkQueueStorage] = {}
-        #: The storages of deleted objects, by ``(kind, name)``, while something holds them.
+        #: The storages released, by ``(kind, name)``, while something holds them.
         self.released: weakref.WeakValueDictionary[tuple[str, str], Storage] = (
             weakref.WeakValueDictionary())
         #: Called with ``(kind, name)`` of each deleted object, after its storage heard.
@@ -71,7 +72,7 @@ class EventRouter:
         return list(self._table(kind))
 
     def release(self, kind: str, name: str) -> None:
-        """Hold the storage of the deleted ``kind`` ``name`` weakly from now on."""
+        """Hold the storage of ``kind`` ``name`` (deleted, or let go) weakly from now on."""
         storage = self._table(kind).pop(name, None)
         if storage is not None:
             self.released[(kind, name)] = storage

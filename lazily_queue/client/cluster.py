@@ -24,6 +24,12 @@ saying whether it may have applied.
 Reads (readers, ``len``, views) come from the client's mirror of each object it read
 (:mod:`.mirror`), current to what its member applied; :meth:`barrier` makes them
 linearizable. At most ``max_in_flight`` operations are outstanding; more wait.
+
+A client hears of the deletion only of the objects it mirrors, so it does not keep
+every cell it opened: it holds the cells of the last :data:`RECENT_CELLS` names opened,
+and the others only while the application holds them (opening such a name again returns
+the cell held; one freed is opened anew, declaring its object again with its first
+operation). A client pushing to ever new names it never reads takes bounded memory.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections import OrderedDict
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -61,6 +68,9 @@ from .session import MAX_OP_BYTES, Session
 
 #: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
 LEADER_RETRY = 0.5
+#: The cells a client holds for the names opened last, whether or not the application
+#: holds them (module docstring).
+RECENT_CELLS = 1024
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +92,8 @@ class ClusterClient(NodeCells, Barrier):
     topic_storage = EphemeralTrackingTopicStorage
     work_queue_storage = RemoteWorkQueueStorage
     limited_work_queue_storage = RemoteLimitedWorkQueueStorage
+    #: The cells held for the names opened last (module docstring).
+    recent_cells: int = RECENT_CELLS
 
     def __init__(
         self,
@@ -141,6 +153,10 @@ class ClusterClient(NodeCells, Barrier):
         self._queue_cells: dict[str, QueueCell[Any]] = {}
         self._topic_cells: dict[str, TopicCell[Any]] = {}
         self._work_cells: dict[str, WorkQueueCell] = {}
+        #: The names opened last, oldest first: their cells are held.
+        self._recent: OrderedDict[Key, None] = OrderedDict()
+        #: The topics holding ephemeral subscriptions they started (ended at close).
+        self._ephemeral: set[EphemeralTrackingTopicStorage] = set()
         self._let_deleted_go()
 
     def __repr__(self) -> str:
@@ -189,7 +205,7 @@ class ClusterClient(NodeCells, Barrier):
         operations still waiting fail with :class:`ClientClosed`."""
         try:
             if self._task is not None and not self._closing and self._link is not None:
-                await end_ephemeral(self._router.topics.values(), self.op_timeout)
+                await end_ephemeral(list(self._ephemeral), self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()
 
@@ -343,6 +359,23 @@ class ClusterClient(NodeCells, Barrier):
     def _drop(self, link: Link, reason: str) -> None:
         log.info("leaving member %s (%s): %s", link.member, link.address, reason)
         link.close(reason)
+
+    # -- cells ---------------------------------------------------------------------------------
+
+    def _opened(self, kind: str, name: str) -> None:
+        """Hold the cell of ``kind`` ``name`` among the recent ones; let the oldest go
+        beyond :attr:`recent_cells` (it stays while the application holds it)."""
+        key = (kind, name)
+        if kind == "topic":
+            topic = self._router.topics.get(name)
+            if isinstance(topic, EphemeralTrackingTopicStorage) and topic.held is None:
+                topic.held = self._ephemeral
+        recent = self._recent
+        recent[key] = None
+        recent.move_to_end(key)
+        while len(recent) > self.recent_cells:
+            oldest, _ = recent.popitem(last=False)
+            self._release(*oldest)
 
     # -- mirrors ------------------------------------------------------------------------------
 

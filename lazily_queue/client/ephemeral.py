@@ -4,7 +4,9 @@ An ephemeral subscription is replicated state until something disconnects it; on
 by a client that closed would stay for good, holding one of its topic's
 ``max_subscribers`` slots (a worker that restarts and subscribes a fresh id each time
 would fill the topic). So :meth:`~.cluster.ClusterClient.close` disconnects the ones
-its topics started (``Subscribed`` as ephemeral) and did not end themselves.
+its topics started (``Subscribed`` as ephemeral) and did not end themselves. A topic
+holding such subscriptions is kept in its client's :attr:`~EphemeralTrackingTopicStorage.held`
+set until it ended them, so it is there to end them even if its cell was let go.
 """
 
 from __future__ import annotations
@@ -24,16 +26,23 @@ class EphemeralTrackingTopicStorage(RemoteTopicStorage):
     def __init__(self, *args: Any, **options: Any) -> None:
         super().__init__(*args, **options)
         self.started: dict[str, None] = {}
+        #: The client's topics holding ephemeral subscriptions they started: this one
+        #: is in it while :attr:`started` is not empty (``None``: not tracked).
+        self.held: set[EphemeralTrackingTopicStorage] | None = None
 
     def _noted(self, subscriber: str, durability: Durability | str,
                transition: TopicTransition[SubscribeOutcome]) -> TopicTransition[SubscribeOutcome]:
         if (transition.result is SubscribeOutcome.Subscribed
                 and Durability(durability) is Durability.EPHEMERAL):
             self.started[subscriber] = None
+            if self.held is not None:
+                self.held.add(self)
         return transition
 
     def _ended(self, subscriber: str) -> None:
         self.started.pop(subscriber, None)
+        if not self.started and self.held is not None:
+            self.held.discard(self)
 
     async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE,

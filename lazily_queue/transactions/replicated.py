@@ -50,13 +50,14 @@ class ReplicatedBackend:
         else:
             kind, table, storages = "work_queue", owner._work_cells, router.work_queues
         if cell.name not in table:
-            owner._adopt(kind, cell.name)  # a cell of a deleted object, held again
+            owner._adopt(kind, cell.name)  # a cell let go (its object deleted), held again
         if table.get(cell.name) is not cell:
             raise TransactionUnsupported(
                 f"{op.kind} to {cell.name!r}: that cell is not one of {owner!r}'s (another "
                 "node's, a client's or a local cell); a transaction takes the cells of the "
                 "node or client that started it")
         storage: ReplicatedObject = storages[cell.name]
+        owner._opened(kind, cell.name)
         return storage
 
     def admit(self, op: TxOp) -> None:

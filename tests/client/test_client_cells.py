@@ -1,0 +1,102 @@
+"""A client holds the cells of the names it opened last and lets the others go unless
+the application holds them: a client pushing to ever new names (which it never reads,
+so it never hears them deleted) takes bounded memory, and a cell the application holds
+is the one its name opens."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from lazily_queue import admin
+from lazily_queue.cells.queue import QueueCell
+from lazily_queue.storage.remote import RemoteQueueStorage
+from tests.client.limits_cluster import limited_cluster
+from tests.client.test_client_cluster import client_of, cluster_with_clients
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _client_queues() -> int:
+    """The client queue cells and storages alive in this process."""
+    gc.collect()
+    return sum(type(o) in (QueueCell, RemoteQueueStorage) for o in gc.get_objects())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_pushing_to_100_000_new_names_leaves_the_client_bounded() -> None:
+    names, batch = 100_000, 500
+    async with cluster_with_clients(1) as (c, addresses), client_of(addresses) as client:
+        member = c.node(1)
+        counts: list[tuple[int, int]] = []
+        for start in range(0, names, batch):
+            await asyncio.gather(*(client.queue(f"job-{i}").push(i)
+                                   for i in range(start, start + batch)))
+            for i in range(start, start + batch):  # consumed and deleted elsewhere
+                await admin.delete(member, "queue", f"job-{i}")
+            if (start + batch) % 20_000 == 0:
+                counts.append((_client_queues(), len(gc.get_objects())))
+        assert client._mirror.positions == {}  # never read: never heard deleted
+        first, last = counts[0], counts[-1]
+        assert last[0] == first[0] and last[1] - first[1] < 5_000, counts  # 80,000 more names
+        assert first[0] == 2 * client.recent_cells  # a cell and its storage per name held
+        assert len(client._queue_cells) == len(client._router.queues) == client.recent_cells
+
+
+async def test_a_held_cell_is_the_one_its_name_opens_and_an_unheld_one_goes() -> None:
+    async with cluster_with_clients(1) as (_, addresses), client_of(addresses) as client:
+        client.recent_cells = 4
+        held = client.queue("held")
+        await held.push("a")
+        gone = weakref.ref(client.queue("gone"))
+        for k in range(10):  # more names than it holds
+            await client.queue(f"other-{k}").push(k)
+        gc.collect()
+        assert gone() is None
+        assert "held" not in client._queue_cells  # let go, but held by the application
+        assert client.queue("held") is held
+        assert client.queue("held", capacity=None) is held
+        assert await held.pop() == "a"
+        async with client.transaction() as tx:  # a transaction takes a cell let go too
+            for k in range(10):
+                client.queue(f"more-{k}")
+            tx.push(held, "b")
+        assert await held.pop() == "b"
+        assert len(client._queue_cells) <= 4
+
+
+async def test_a_cell_let_go_reads_and_updates_as_before() -> None:
+    async with cluster_with_clients(1) as (c, addresses), client_of(addresses) as client:
+        client.recent_cells = 1
+        replies = client.queue("replies")
+        assert len(replies) == 0  # mirrored
+        client.queue("other")  # "replies" is let go, held by the test
+        await c.node(1).queue("replies").push("x")
+        await client.barrier()
+        assert replies.len() == 1
+        del replies
+        gc.collect()
+        again = client.queue("replies")  # a new cell over the same mirror
+        assert again.len() == 1 and await again.pop() == "x"
+
+
+async def test_a_topic_let_go_still_ends_its_ephemeral_subscriptions_at_close() -> None:
+    async with limited_cluster(1, produce=True) as (c, addresses):
+        async with client_of(addresses) as client:
+            client.recent_cells = 1
+            await client.topic("news").subscribe("mine", "ephemeral")
+            await client.topic("sports").subscribe("kept", "ephemeral")
+            await client.topic("sports").disconnect("kept")
+            for k in range(3):
+                client.queue(f"other-{k}")
+            gc.collect()
+            assert "news" not in client._topic_cells
+            assert [t.name for t in client._ephemeral] == ["news"]
+        await c.settle()
+        core = c.node(1).view.topic("news")
+        assert core is not None and core.subscriptions() == {}
+
