@@ -54,10 +54,26 @@ Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
 def lifespan(node: Node | ClusterClient, then: Lifespan | None = None) -> Lifespan:
     """A FastAPI lifespan running ``node`` (or linking a client) and then ``then`` for
     the app's lifetime."""
+    return _Lifespan(node, then)
+
+
+class _Lifespan:
+    """What :func:`lifespan` returns: ``source`` is the node or client it runs, read by
+    :func:`add_monitor_routes` to refuse a client's app at once."""
+
+    def __init__(self, source: Node | ClusterClient, then: Lifespan | None) -> None:
+        self.source = source
+        self.then = then
+
+    def __call__(self, app: FastAPI) -> AbstractAsyncContextManager[dict[str, Any]]:
+        return self._run(app)
 
     @asynccontextmanager
-    async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def _run(self, app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        node, then = self.source, self.then
         if isinstance(node, ClusterClient):
+            if getattr(app.state, "lazily_monitor_routes", False):
+                raise _client_monitor(node)  # routes added before this lifespan was set
             app.state.lazily_client = node
             async with node:
                 if then is None:
@@ -79,7 +95,14 @@ def lifespan(node: Node | ClusterClient, then: Lifespan | None = None) -> Lifesp
             finally:
                 await monitor.stop()
 
-    return run
+
+def _client_monitor(client: ClusterClient) -> RuntimeError:
+    """The refusal of the monitor routes on an app whose lifespan links ``client``."""
+    return RuntimeError(
+        f"add_monitor_routes serves a member's metrics and status page, and this app's "
+        f"lifespan links {client!r}, a client, which has neither: add them only to an app "
+        "whose lifespan runs a Node (lifespan(node)), and scrape /metrics from the members "
+        "(lazily-queue node serves it)")
 
 
 def get_node(request: Request) -> Node:
@@ -149,9 +172,19 @@ def add_monitor_routes(
     """``GET metrics_path`` (Prometheus), and the status page at ``{status_prefix}/``
     with its data at ``{status_prefix}/status.json``, ``/history.json``, ``/vitals.json``
     and ``/subscribers.json`` when ``status_prefix`` is given (the admin API is served by the
-    aiohttp integration and ``lazily-queue node`` only)."""
+    aiohttp integration and ``lazily-queue node`` only). They are a member's: on an app
+    whose :func:`lifespan` links a client this raises ``RuntimeError`` (at once, or when
+    the app starts if the lifespan is set after)."""
+
+    running = app.router.lifespan_context
+    if isinstance(running, _Lifespan) and isinstance(running.source, ClusterClient):
+        raise _client_monitor(running.source)
+    app.state.lazily_monitor_routes = True  # a client's lifespan set later refuses to start
 
     def monitor(request: Request) -> Monitor:
+        client = getattr(request.app.state, "lazily_client", None)
+        if isinstance(client, ClusterClient):
+            raise _client_monitor(client)
         get_node(request)
         found: Monitor = request.app.state.lazily_monitor
         return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,7 +11,8 @@ import httpx
 import pytest
 from fastapi import Depends, FastAPI
 
-from lazily_queue import QueueCell, TopicCell, WorkQueueCell, testing
+from lazily_queue import Credentials, QueueCell, TopicCell, WorkQueueCell, connect, testing
+from lazily_queue.client.cluster import ClusterClient
 from lazily_queue.integrations.fastapi import (
     add_monitor_routes,
     get_node,
@@ -157,3 +159,33 @@ async def test_dependency_without_lifespan_says_what_to_fix(tmp_path: Path) -> N
     async with client(app) as http:
         with pytest.raises(RuntimeError, match=r"FastAPI\(lifespan=.*lifespan\(node\)\)"):
             await http.get("/orders")
+
+
+def _a_client() -> ClusterClient:
+    return connect("unix:/tmp/lq-nobody.sock", Credentials("web", b"token-of-the-web-tier"))
+
+
+def test_monitor_routes_on_a_client_app_are_refused_at_setup() -> None:
+    client = _a_client()
+    app = FastAPI(lifespan=lifespan(client))
+    with pytest.raises(RuntimeError, match=r"links ClusterClient\('web'.* a client, which has "
+                       r"neither: add them only to an app whose lifespan runs a Node"):
+        add_monitor_routes(app, status_prefix="/cluster")
+    assert [r for r in app.routes if getattr(r, "path", "") in ("/metrics", "/cluster/")] == []
+
+
+async def test_monitor_routes_on_a_client_app_are_refused_when_it_starts() -> None:
+    client = _a_client()
+    app = FastAPI()
+    add_monitor_routes(app)  # the lifespan is not known yet
+
+    @asynccontextmanager
+    async def mine(app: FastAPI) -> AsyncIterator[None]:
+        async with lifespan(client)(app):
+            yield
+
+    app.router.lifespan_context = mine
+    with pytest.raises(RuntimeError, match=r"a client, which has neither: add them only"):
+        async with app.router.lifespan_context(app):
+            raise AssertionError("the app started")
+    assert client.member is None  # refused before it linked
