@@ -69,6 +69,7 @@ from lazily_transports import TLSFiles
 
 from .client.settings import (
     ClientConfig,
+    check_clients_tls,
     client_access,
     parse_clients,
     parse_clients_ca,
@@ -376,6 +377,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
                         fail)
     clients_ca = parse_clients_ca(doc.get("clients_ca"), base, clients, clients_listen, listen,
                                   tls, fail)
+    check_clients_tls(clients_listen, tls, fail)
     webrtc = parse_webrtc(doc.get("webrtc"), base, fail)
     token_env, token_file = doc.get("admin_token_env"), doc.get("admin_token_file")
     if token_env is not None and token_file is not None:

@@ -182,6 +182,20 @@ def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],
     return ca
 
 
+def check_clients_tls(clients_listen: tuple[str, ...] | None, tls: TLSFiles | None,
+                      fail: Fail) -> None:
+    """With [tls], the clients' own addresses must use TLS too (as every member's
+    address must), or be ``unix:`` sockets, which never leave the host."""
+    if tls is None:
+        return
+    for address in clients_listen or ():
+        if scheme_of(address) not in TLS_SCHEMES | {"unix"}:
+            raise fail(f"`clients` address {shown(address)} does not use TLS but [tls] is set "
+                       "(clients' operations and data would cross the network in the clear): "
+                       "use wss:// or tls:// (served with the [tls] certificate), or unix: "
+                       "for clients on this host")
+
+
 def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fail: Fail,
                          check: Callable[[str], None]) -> tuple[str, ...] | None:
     """The top-level ``clients`` key: one address or a list, none of them a Raft one."""

@@ -150,3 +150,22 @@ def test_certificate_client_mistakes_name_the_key_and_the_fix(
         doc.update(listen=BASE["listen"], peers=BASE["peers"])
     with pytest.raises(ConfigError, match=message):
         parse_config(doc, base=tmp_path, source="node.toml")
+
+
+@pytest.mark.parametrize("address", ["ws://127.0.0.1:7311", "tcp://127.0.0.1:7311"])
+def test_with_tls_a_plain_clients_address_is_refused(tmp_path: Path, address: str) -> None:
+    doc = {**TLS_BASE, "tls": _tls(tmp_path), "client": [WEB],
+           "clients": ["wss://127.0.0.1:7312", address]}
+    with pytest.raises(ConfigError, match=(
+            rf"node.toml: `clients` address '{address}' does not use TLS but \[tls\] is set "
+            r".*: use wss:// or tls:// \(served with the \[tls\] certificate\), or unix: for "
+            r"clients on this host")):
+        parse_config(doc, base=tmp_path, source="node.toml")
+
+
+def test_with_tls_clients_may_use_tls_addresses_or_a_unix_socket(tmp_path: Path) -> None:
+    doc = {**TLS_BASE, "tls": _tls(tmp_path), "client": [WEB],
+           "clients": ["wss://127.0.0.1:7312", "tls://127.0.0.1:7313", "unix:c1.sock"]}
+    config = parse_config(doc, base=tmp_path, source="node.toml")
+    assert config.clients_listen == ("wss://127.0.0.1:7312", "tls://127.0.0.1:7313",
+                                     "unix:c1.sock")
