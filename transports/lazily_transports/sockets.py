@@ -1,5 +1,6 @@
 """Unix-domain (``unix:///path``, ``unix:relpath``), TCP (``tcp://host:port``) and TCP with
-TLS (``tls://host:port``, given SSL contexts: see :mod:`lazily_transports.tls`) links.
+TLS (``tls://host:port``, given SSL contexts: see :mod:`lazily_transports.tls`) links;
+their addresses are parsed by :mod:`lazily_transports.socket_addresses`.
 
 Frames are length-prefixed (see ``framing``). Queued frames are coalesced into one
 ``write`` per event-loop iteration (or written at once by ``flush``) and incoming chunks
@@ -17,8 +18,7 @@ import socket
 import ssl
 import stat
 from collections.abc import Callable
-from typing import Any, cast
-from urllib.parse import urlsplit
+from typing import cast
 
 import anyio
 
@@ -29,7 +29,8 @@ from ._core._tls import refuse_tls
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
-from .errors import AddressError, FrameTooLargeError, LinkBrokenError
+from .errors import FrameTooLargeError, LinkBrokenError
+from .socket_addresses import format_tcp, parse_tcp, parse_unix
 from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
@@ -39,54 +40,6 @@ logger = logging.getLogger("lazily_transports.sockets")
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024
 _CLOSE_GRACE = 1.0
-_UNIX_PATH_MAX = 107
-
-
-def parse_unix(address: str) -> str:
-    """The filesystem path of ``unix:///abs/path`` or ``unix:relative/path``."""
-    if address.startswith("unix://"):
-        path = address[len("unix://") :]
-        if not path.startswith("/"):
-            raise AddressError(
-                f"{address!r}: use unix:///absolute/path or unix:relative/path (no host part)"
-            )
-    elif address.startswith("unix:"):
-        path = address[len("unix:") :]
-    else:
-        raise AddressError(f"expected a unix: address, got {address!r}")
-    if not path:
-        raise AddressError(f"{address!r} has an empty socket path")
-    if len(os.fsencode(path)) > _UNIX_PATH_MAX:
-        raise AddressError(
-            f"unix socket path is {len(os.fsencode(path))} bytes; the limit is {_UNIX_PATH_MAX}"
-        )
-    return path
-
-
-def parse_tcp(address: str, *, listening: bool) -> tuple[str, int]:
-    """Host and port of ``tcp://host:port`` or ``tls://host:port`` (port 0 only when
-    listening)."""
-    parts = urlsplit(address)
-    scheme = parts.scheme if parts.scheme in ("tcp", "tls") else "tcp"
-    if parts.scheme != scheme or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise AddressError(f"{address!r}: {exc}") from None
-    host = parts.hostname
-    if not host or port is None:
-        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
-    if port == 0 and not listening:
-        raise AddressError(f"{address!r}: cannot dial port 0")
-    return host, port
-
-
-def _format_tcp(sockname: Any, scheme: str = "tcp") -> str:
-    host, port = sockname[0], sockname[1]
-    if ":" in host:
-        return f"{scheme}://[{host}]:{port}"
-    return f"{scheme}://{host}:{port}"
 
 
 def _check_tls(address: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> bool:
@@ -144,7 +97,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             if peer:
                 self.source = str(peer[0])  # a Unix-socket listener is one source
                 if self._on_connected is not None:  # accepted: name the dialer, not us
-                    self.remote_address = _format_tcp(peer, self.scheme)
+                    self.remote_address = format_tcp(peer, self.scheme)
         if self._on_connected is not None:
             self._on_connected(self)
             self._on_connected = None
@@ -401,7 +354,7 @@ class SocketTransport(Transport):
             server = await loop.create_server(
                 channel, host, port, ssl=ssl_context if tls else None,
                 ssl_handshake_timeout=config.handshake_timeout if tls else None)
-        bound = _format_tcp(server.sockets[0].getsockname(), scheme)
+        bound = format_tcp(server.sockets[0].getsockname(), scheme)
         listener = SocketListener(server, bound, None)
         listener.handshakes = handshakes
         return listener

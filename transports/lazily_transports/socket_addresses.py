@@ -1,0 +1,64 @@
+"""The addresses of socket links: ``unix:///path`` and ``unix:relpath`` (a filesystem
+path), ``tcp://host:port`` and ``tls://host:port``, parsed for dialing or listening, and
+a bound socket's name written back as an address."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import AddressError
+
+__all__ = ["UNIX_PATH_MAX", "format_tcp", "parse_tcp", "parse_unix"]
+
+#: The longest Unix socket path, in bytes (``sun_path`` less its terminating NUL).
+UNIX_PATH_MAX = 107
+
+
+def parse_unix(address: str) -> str:
+    """The filesystem path of ``unix:///abs/path`` or ``unix:relative/path``."""
+    if address.startswith("unix://"):
+        path = address[len("unix://") :]
+        if not path.startswith("/"):
+            raise AddressError(
+                f"{address!r}: use unix:///absolute/path or unix:relative/path (no host part)"
+            )
+    elif address.startswith("unix:"):
+        path = address[len("unix:") :]
+    else:
+        raise AddressError(f"expected a unix: address, got {address!r}")
+    if not path:
+        raise AddressError(f"{address!r} has an empty socket path")
+    if len(os.fsencode(path)) > UNIX_PATH_MAX:
+        raise AddressError(
+            f"unix socket path is {len(os.fsencode(path))} bytes; the limit is {UNIX_PATH_MAX}"
+        )
+    return path
+
+
+def parse_tcp(address: str, *, listening: bool) -> tuple[str, int]:
+    """Host and port of ``tcp://host:port`` or ``tls://host:port`` (port 0 only when
+    listening)."""
+    parts = urlsplit(address)
+    scheme = parts.scheme if parts.scheme in ("tcp", "tls") else "tcp"
+    if parts.scheme != scheme or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise AddressError(f"{address!r}: {exc}") from None
+    host = parts.hostname
+    if not host or port is None:
+        raise AddressError(f"expected {scheme}://HOST:PORT, got {address!r}")
+    if port == 0 and not listening:
+        raise AddressError(f"{address!r}: cannot dial port 0")
+    return host, port
+
+
+def format_tcp(sockname: Any, scheme: str = "tcp") -> str:
+    """``tcp://host:port`` (or ``scheme``) of a socket name, IPv6 hosts in brackets."""
+    host, port = sockname[0], sockname[1]
+    if ":" in host:
+        return f"{scheme}://[{host}]:{port}"
+    return f"{scheme}://{host}:{port}"
