@@ -75,6 +75,7 @@ from .client.settings import (
     parse_clients_ca,
     parse_clients_listen,
 )
+from .config_credentials import admin_token, cluster_secret
 from .config_keys import (
     check_address,
     parse_app,
@@ -97,15 +98,10 @@ from .config_transport import (
 )
 from .core.dedup import DedupLimits
 from .core.numbers import FOREVER
-from .errors import InvalidConfiguration, shown, shown_path
+from .errors import InvalidConfiguration, shown
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
-from .small_files import (
-    CredentialFileError,
-    read_bounded,
-    read_credential,
-    read_credential_text,
-)
+from .small_files import read_bounded
 
 if TYPE_CHECKING:
     from .client.access import ClientAccess
@@ -165,27 +161,7 @@ class NodeConfig:
 
     def secret(self) -> bytes:
         """The cluster secret from the environment variable or file the config names."""
-        if self.secret_env is not None:
-            value = os.environ.get(self.secret_env)
-            if not value:
-                raise ConfigError(
-                    f"{self.source}: the cluster secret is missing: environment variable "
-                    f"{self.secret_env} (named by `secret_env`) is not set or empty; export it "
-                    "with the same value on every node"
-                )
-            return value.encode()
-        assert self.secret_file is not None
-        try:
-            data = read_credential(self.secret_file)
-        except CredentialFileError as exc:
-            raise ConfigError(
-                f"{self.source}: cannot read the cluster secret from `secret_file` "
-                f"{shown_path(self.secret_file)}: {exc}"
-            ) from None
-        if not data:
-            raise ConfigError(f"{self.source}: `secret_file` {shown_path(self.secret_file)} "
-                              "is empty")
-        return data
+        return cluster_secret(self.secret_env, self.secret_file, self._fail)
 
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
@@ -196,31 +172,11 @@ class NodeConfig:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
         ``check_secret`` refuses a token equal to the cluster secret (the node checks,
         a command-line client need not know the secret)."""
-        from .admin_auth import MIN_TOKEN
+        return admin_token(self.admin_token_env, self.admin_token_file,
+                           self.secret if check_secret else None, self._fail)
 
-        if self.admin_token_env is not None:
-            value = os.environ.get(self.admin_token_env, "")
-            where = f"environment variable {self.admin_token_env} (named by `admin_token_env`)"
-        elif self.admin_token_file is not None:
-            try:
-                value = read_credential_text(self.admin_token_file)
-            except CredentialFileError as exc:
-                raise ConfigError(
-                    f"{self.source}: cannot read the admin token from `admin_token_file` "
-                    f"{shown_path(self.admin_token_file)}: {exc}"
-                ) from None
-            where = f"`admin_token_file` {shown_path(self.admin_token_file)}"
-        else:
-            return None
-        if len(value) < MIN_TOKEN:
-            raise ConfigError(
-                f"{self.source}: the admin token from {where} is missing or shorter than "
-                f"{MIN_TOKEN} characters; use a long random value (not the cluster secret)")
-        if check_secret and value.encode() == self.secret():
-            raise ConfigError(
-                f"{self.source}: the admin token must differ from the cluster secret (the "
-                "secret must never reach a browser)")
-        return value
+    def _fail(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {message}")
 
     def node(self, **overrides: Any) -> Node:
         """A :class:`~lazily_queue.node.Node` built from this configuration."""
