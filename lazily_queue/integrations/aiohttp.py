@@ -90,7 +90,17 @@ def add_monitor_routes(
     metrics_path: str | None = "/metrics",
     status_prefix: str | None = None,
 ) -> None:
-    """``GET metrics_path``, and ``{status_prefix}/`` + ``/status.json`` when given."""
+    """``GET metrics_path``, and ``{status_prefix}/`` + ``/status.json`` when given.
+
+    They serve the member :func:`setup` runs with ``app``: on an app that links a client
+    (:func:`setup_client`) this raises ``RuntimeError``, at once or, when the client is
+    linked after, when the app starts."""
+    if CLIENT in app:
+        raise _client_monitor(app[CLIENT])
+    if metrics_path is None and status_prefix is None:
+        return
+    if _check_monitor not in app.on_startup:
+        app.on_startup.append(_check_monitor)
     if metrics_path is not None:
         app.router.add_get(metrics_path, metrics_view)
     if status_prefix is not None:
@@ -100,6 +110,26 @@ def add_monitor_routes(
         app.router.add_get(prefix + "/history.json", history_view)
         app.router.add_get(prefix + "/vitals.json", vitals_view)
         app.router.add_get(prefix + "/subscribers.json", subscribers_view)
+
+
+def _client_monitor(client: ClusterClient) -> RuntimeError:
+    """The refusal of the monitor routes on an app that links ``client``."""
+    return RuntimeError(
+        f"add_monitor_routes serves a member's metrics and status page, and this app links "
+        f"{client!r}, a client, which has neither: add them only to an app set up with "
+        "setup(app, node), and scrape /metrics from the members (lazily-queue node serves "
+        "it)")
+
+
+async def _check_monitor(app: web.Application) -> None:
+    """At startup: the monitor routes have a member to serve."""
+    if MONITOR in app:
+        return
+    if CLIENT in app:
+        raise _client_monitor(app[CLIENT])
+    raise RuntimeError(
+        "add_monitor_routes: no lazily-queue node on this app; set it up with "
+        "lazily_queue.integrations.aiohttp.setup(app, node), which adds these routes")
 
 
 def host_guard(names: Iterable[str], *, open_paths: Iterable[str] = ()

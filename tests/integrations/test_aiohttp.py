@@ -5,11 +5,19 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from lazily_queue import testing
-from lazily_queue.integrations.aiohttp import NODE, node_of, setup
+from lazily_queue import Credentials, connect, testing
+from lazily_queue.client.cluster import ClusterClient
+from lazily_queue.integrations.aiohttp import (
+    NODE,
+    add_monitor_routes,
+    node_of,
+    setup,
+    setup_client,
+)
 from lazily_queue.node import Node
 
 
@@ -94,3 +102,41 @@ async def test_setup_without_status_prefix_serves_only_metrics(tmp_path: Path) -
         assert (await http.get("/metrics")).status == 200
         assert (await http.get("/status.json")).status == 404
     assert not nodes[0].running
+
+
+def _a_client() -> ClusterClient:
+    client = connect("unix:/tmp/lq-nobody.sock", Credentials("web", b"token-of-the-web-tier"))
+    assert isinstance(client, ClusterClient)
+    return client
+
+
+def test_monitor_routes_on_a_client_app_are_refused_at_setup() -> None:
+    app = web.Application()
+    setup_client(app, _a_client())
+    with pytest.raises(RuntimeError, match=r"links ClusterClient\('web'.* a client, which has "
+                       r"neither: add them only to an app set up with setup\(app, node\)"):
+        add_monitor_routes(app, status_prefix="/cluster")
+    assert [r for r in app.router.routes() if r.resource is not None
+            and r.resource.canonical in ("/metrics", "/cluster/")] == []
+
+
+async def test_monitor_routes_on_a_client_app_are_refused_when_it_starts() -> None:
+    client = _a_client()
+    app = web.Application()
+    add_monitor_routes(app)  # the client is linked after
+    setup_client(app, client)
+    runner = web.AppRunner(app)
+    with pytest.raises(RuntimeError, match=r"a client, which has neither: add them only"):
+        await runner.setup()
+    await runner.cleanup()
+    assert client.member is None  # refused before it linked
+
+
+async def test_monitor_routes_without_a_node_are_refused_when_the_app_starts() -> None:
+    app = web.Application()
+    add_monitor_routes(app)
+    runner = web.AppRunner(app)
+    with pytest.raises(RuntimeError, match=r"no lazily-queue node on this app; set it up with "
+                       r"lazily_queue.integrations.aiohttp.setup\(app, node\)"):
+        await runner.setup()
+    await runner.cleanup()
