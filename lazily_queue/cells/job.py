@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +169,7 @@ class Acks:
         self._failed: list[int] = []  # deliveries whose batch did not commit
         self._cause: BaseException | None = None
         self._refused: list[int] = []
+        _LIVE_ACKS.add(self)
 
     def add(self, job: Job) -> asyncio.Future[None]:
         """Queue ``job``'s ack; the future resolves once its batch has committed."""
@@ -235,6 +237,28 @@ class Acks:
             cell=self.cell.name, worker=self.worker, delivery_ids=failed)
         error.__cause__ = cause
         return error
+
+
+#: The background acks of the ``deliveries`` iterations alive now (see
+#: :func:`settle_background_acks`).
+_LIVE_ACKS: weakref.WeakSet[Acks] = weakref.WeakSet()
+
+
+async def settle_background_acks(storages: Iterable[object]) -> None:
+    """Propose the background acks queued by the ``deliveries`` iterations of the work
+    queues (and consumer groups) over ``storages``, and wait until they have committed
+    or failed (the iterator still reports a failure).
+
+    A client calls it before it closes: a loop that breaks out of ``deliveries()``
+    leaves the acks of its last blocks queued, and the iterator's finalizer, which would
+    propose them, runs only after the client has closed."""
+    owned = {id(storage) for storage in storages}
+    live = [acks for acks in list(_LIVE_ACKS) if id(acks.cell.storage) in owned]
+    for acks in live:
+        acks.flush()
+    committing = [task for acks in live for task in acks._committing]
+    if committing:
+        await asyncio.wait(committing)
 
 
 async def deliver(

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..cells import QueueCell, TopicCell, WorkQueueCell
+from ..cells.job import settle_background_acks
 from ..core.limits import REJECT, Limits
 from ..errors import InvalidConfiguration, UnsupportedOperation
 from ..names import check_name
@@ -157,6 +158,7 @@ class Client:
         """Stop the cells' refreshes and close the connection (idempotent)."""
         if not self._closed:
             self._closed = True
+            await settle_background_acks([cell.storage for cell in self._work.values()])
             await self.provider.close()
 
     async def __aenter__(self) -> Client:

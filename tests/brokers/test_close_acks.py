@@ -1,0 +1,19 @@
+"""A broker client closed right after a loop broke out of ``deliveries()``: the acks of
+the last blocks reach the broker before the client closes."""
+
+from __future__ import annotations
+
+import lazily_queue
+from tests.client.test_client_close_acks import work_off
+
+from .conftest import fresh
+
+
+async def test_closing_after_a_break_commits_the_queued_acks(broker_url: str) -> None:
+    name = fresh("close-acks")
+    async with lazily_queue.connect(broker_url) as client:
+        await work_off(client, name)
+    async with lazily_queue.connect(broker_url) as client:
+        jobs = client.work_queue(name)
+        await jobs.storage.sync()
+        assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)

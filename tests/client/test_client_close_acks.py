@@ -1,0 +1,45 @@
+"""A loop that breaks out of ``deliveries()`` and then closes its client: the acks of
+its last blocks commit before the client unlinks (they were only queued at the
+``break``, and the iterator's finalizer runs after the close)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+
+TOKEN = b"token-of-the-workers"
+
+
+async def work_off(client: Any, name: str) -> None:
+    """Push three jobs, then work them off with the default prefetch (background acks)
+    and break out of the loop right after the last one, as a script does."""
+    jobs = client.work_queue(name)
+    for n in range(3):
+        await jobs.push(n)
+    done = 0
+    async for job in jobs.deliveries("w1"):
+        async with job:
+            done += 1
+        if done == 3:
+            break
+
+
+async def test_closing_after_a_break_commits_the_queued_acks() -> None:
+    path = Path(tempfile.mkdtemp(prefix="lqa-", dir="/tmp"))
+    grant = ClientGrant("worker", TOKEN, produce=["*"], consume=["*"])
+    member = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
+                  secret=b"the-cluster-secret", clients=ClientAccess([grant]))
+    try:
+        async with member:
+            await member.wait_for_leader()
+            async with connect([f"unix://{path}/n1.sock"],
+                               Credentials("worker", TOKEN)) as client:
+                await work_off(client, "jobs")
+            jobs = member.work_queue("jobs")
+            assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
