@@ -202,9 +202,8 @@ async def test_the_aiohttp_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.slow
 def test_the_testing_module_passes_under_pytest(tmp_path: Path) -> None:
     (tmp_path / "test_orders.py").write_text(named("test_orders.py").body)
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
-         "asyncio_mode=auto", "test_orders.py"],
+    out = subprocess.run(  # as written: no asyncio_mode in a configuration
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_orders.py"],
         cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=HANG)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "2 passed" in out.stdout
@@ -268,6 +267,14 @@ def test_pip_lines_name_existing_extras(block: Block) -> None:
             assert set(group.split(",")) <= extras, command
     for named_extra in re.findall(r"'\.\[(\w+)\]'", block.body):
         assert named_extra in extras
+
+
+def test_pip_installs_from_the_clone() -> None:
+    """The package is used from a clone (no index has it): every ``pip install`` the
+    README shows, in a block or in prose, installs the checkout."""
+    for command in re.findall(r"pip install [^`\n#]+", README.read_text()):
+        words = command.split()
+        assert words[2] == "-e" and words[3].strip("'").startswith("."), command
 
 
 @pytest.mark.parametrize("block", [b for b in SHELL if _kind(b) == "usage"],
