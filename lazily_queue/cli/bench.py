@@ -37,8 +37,14 @@ def benchmarks_dir(explicit: Path | None = None) -> Path | None:
     return None
 
 
+#: What makes a file of the benchmarks directory a script to run (the others are the
+#: modules the benchmarks import or start inside node processes).
+MAIN_GUARD = 'if __name__ == "__main__":'
+
+
 def available(directory: Path) -> list[str]:
-    return sorted(p.stem for p in directory.glob("*.py") if not p.name.startswith("_"))
+    return sorted(p.stem for p in directory.glob("*.py")
+                  if not p.name.startswith("_") and MAIN_GUARD in p.read_text())
 
 
 def run(args: argparse.Namespace) -> int:
