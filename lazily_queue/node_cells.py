@@ -94,11 +94,8 @@ class NodeCells:
                 if _drop_refused(self._queue_cells, self._router.queues, name):
                     return self.queue(name, capacity=capacity, serializer=serializer,
                                       limits=limits, ttl=ttl)
-                raise InvalidConfiguration(
-                    f"queue {name!r} is already open with capacity {cell.capacity()}"
-                    + ("" if cell.limits() is None
-                       else f" and limits {cell.limits().describe()}")  # type: ignore[union-attr]
-                )
+                raise _reopened("queue", name, _queue_settings(cell.capacity(), cell.limits()),
+                                _queue_settings(capacity, limits))
             _same_serializer("queue", name, cell.serializer, serializer)
             _same_rules("queue", name, self._router.queues[name], ttl, None)
             self._opened("queue", name)
@@ -131,8 +128,7 @@ class NodeCells:
                 if _drop_refused(self._topic_cells, self._router.topics, name):
                     return self.topic(name, serializer=serializer, limits=limits, ttl=ttl,
                                       max_age=max_age)
-                raise InvalidConfiguration(
-                    f"topic {name!r} is already open with limits {cell.limits()}")
+                raise _reopened("topic", name, _limits(cell.limits()), _limits(limits))
             _same_serializer("topic", name, cell.serializer, serializer)
             _same_rules("topic", name, self._router.topics[name], ttl, max_age)
             self._opened("topic", name)
@@ -200,9 +196,15 @@ class NodeCells:
                     return self.open_work_queue(name, timeout_ms, max_deliveries,
                                                 serializer=serializer, retry=retry, ttl=ttl,
                                                 limits=limits)
-                raise InvalidConfiguration(
-                    f"work queue {name!r} is already open with other settings"
-                )
+                shown = [(f"visibility_timeout={cell.visibility_timeout / 1000:g}",
+                          f"visibility_timeout={timeout_ms / 1000:g}"),
+                         (f"max_deliveries={cell.max_deliveries}",
+                          f"max_deliveries={max_deliveries}"),
+                         (f"retry={_retry(opened)}", f"retry={_retry(retry)}"),
+                         (_limits(cell.limits()), _limits(limits))]
+                differ = [pair for pair in shown if pair[0] != pair[1]]
+                raise _reopened("work queue", name, ", ".join(a for a, _ in differ),
+                                ", ".join(b for _, b in differ))
             _same_serializer("work queue", name, cell.serializer, serializer)
             _same_rules("work queue", name, self._router.work_queues[name], ttl, None)
             self._opened("work_queue", name)
@@ -311,6 +313,28 @@ class NodeCells:
         return storage
 
 
+def _reopened(kind: str, name: str, opened: str, asked: str) -> InvalidConfiguration:
+    return InvalidConfiguration(
+        f"{kind} {name!r} is already open with {opened}, and this call asks for {asked}; "
+        f"open it with the same settings everywhere (or share the cell), or delete the "
+        f"{kind} to change them")
+
+
+def _limits(limits: Limits | None) -> str:
+    return "no limits" if limits is None else f"limits {limits.describe()}"
+
+
+def _queue_settings(capacity: int | None, limits: Limits | None) -> str:
+    if limits is not None or capacity is None:
+        return _limits(limits)
+    return f"capacity {capacity}"
+
+
+def _retry(retry: object) -> str:
+    """A work queue's retry policy as it was given (in seconds; it is held in ms)."""
+    return "none" if not isinstance(retry, RetryPolicy) else repr(retry.scaled(0.001))
+
+
 def _drop_refused(cells: dict[str, Any], storages: dict[str, Any], name: str) -> bool:
     """Forget the cell open under ``name`` when the cluster refused its declaration (the
     object exists with other settings), so the name can be opened again with the
@@ -329,8 +353,14 @@ def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,
         return
     asked = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
     if storage.expiry_rules != asked:
-        raise InvalidConfiguration(f"{kind} {name!r} is already open with other expiry "
-                                   "rules (ttl, max_age)")
+        raise _reopened(kind, name, _rules(storage.expiry_rules), _rules(asked))
+
+
+def _rules(rules: list[int | None] | None) -> str:
+    """Expiry rules (held in ms) in seconds, as they are given."""
+    ttl, max_age = (("none" if ms is None else f"{ms / 1000:g}")
+                    for ms in (rules or [None, None]))
+    return f"ttl={ttl}, max_age={max_age}"
 
 
 def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:
