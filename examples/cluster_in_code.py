@@ -1,10 +1,12 @@
 """The three-node cluster of the README's walkthrough, built in code instead of TOML.
 
-Run three processes with the same secret, then stop them with Ctrl-C (or SIGTERM)::
+Run three processes with the same secret; each stops cleanly on SIGINT or SIGTERM (Ctrl-C
+reaches only the one in the foreground: stop the two in the background with ``kill``)::
 
     export APP_CLUSTER_SECRET=$(openssl rand -hex 32)
     python examples/cluster_in_code.py 1 & python examples/cluster_in_code.py 2 &
-    python examples/cluster_in_code.py 3
+    python examples/cluster_in_code.py 3      # Ctrl-C stops node 3
+    kill %1 %2                                # then nodes 1 and 2
 """
 import asyncio
 import os
