@@ -51,10 +51,10 @@ class QueueSyncOps(Generic[T]):
         self,
     ) -> tuple[Callable[[T], QueuePushError | None], Callable[[], T | QueuePopError]]:
         def try_push(value: T) -> QueuePushError | None:
-            raise self._no_sync("try_push", "offer(value)` (or `push(value)`, which waits")
+            raise self._no_sync("try_push", "offer(value)", "push(value)")
 
         def try_pop() -> T | QueuePopError:
-            raise self._no_sync("try_pop", "poll()` (or `pop()`, which waits")
+            raise self._no_sync("try_pop", "poll()", "pop()")
 
         return try_push, try_pop
 
@@ -68,9 +68,13 @@ class QueueSyncOps(Generic[T]):
         if not was_closed and not self._observed:
             self._invalidate(CLOSED)
 
-    def _no_sync(self, method: str, awaitable: str) -> UnsupportedOperation:
+    def _no_sync(self, method: str, awaitable: str,
+                 waiting: str | None = None) -> UnsupportedOperation:
+        """The refusal of ``method``, naming the ``awaitable`` to use (and its ``waiting``
+        twin, if any)."""
+        also = "" if waiting is None else f" (or `await {self.name}.{waiting}`, which waits)"
         return UnsupportedOperation(
             f"{self.name}: {method} needs a synchronous backend and "
             f"{type(self._storage).__name__} is not one; use `await {self.name}.{awaitable}` "
-            "instead"
+            f"instead{also}"
         )
