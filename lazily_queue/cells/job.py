@@ -209,6 +209,11 @@ class Acks:
         batch.set_result(None)
         self._refused.extend(i for i, r in zip(ids, receipts, strict=True) if r is None)
 
+    def proposed(self) -> list[asyncio.Future[None]]:
+        """Propose the queued acks now; the batches still committing."""
+        self.flush()
+        return list(self._committing)
+
     async def settled(self) -> bool:
         """Wait for every proposed batch; ``False`` when one failed or was refused
         (:meth:`error` tells)."""
@@ -254,9 +259,7 @@ async def settle_background_acks(storages: Iterable[object]) -> None:
     propose them, runs only after the client has closed."""
     owned = {id(storage) for storage in storages}
     live = [acks for acks in list(_LIVE_ACKS) if id(acks.cell.storage) in owned]
-    for acks in live:
-        acks.flush()
-    committing = [task for acks in live for task in acks._committing]
+    committing = [task for acks in live for task in acks.proposed()]
     if committing:
         await asyncio.wait(committing)
 
