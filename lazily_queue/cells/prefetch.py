@@ -9,9 +9,10 @@ commit, and half as many when it was slower, so a slow consumer holds few elemen
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from ..errors import shown
 
@@ -34,19 +35,54 @@ def next_take(take: int, size: int, *, full: bool, took: float, handed_out: floa
     return max(1, take // 2)
 
 
+class Taken(Generic[T]):
+    """What one iteration over ``owner`` (a storage) took and has not handed out yet."""
+
+    __slots__ = ("__weakref__", "buffer", "give_back", "owner")
+
+    def __init__(self, owner: object, buffer: deque[T],
+                 give_back: Callable[[list[T]], Awaitable[None]]) -> None:
+        self.owner = owner
+        self.buffer = buffer
+        self.give_back = give_back
+
+
+#: The iterations alive now that took elements over a storage (see :func:`return_taken`).
+_TAKEN: weakref.WeakSet[Taken[Any]] = weakref.WeakSet()
+
+
+async def return_taken(storages: Iterable[object]) -> None:
+    """Give back what the iterations over ``storages`` took and have not handed out.
+
+    A client calls it before it closes: a loop that breaks out of ``async for x in q``
+    gives its prefetched elements back only when the iterator is finalized, which runs
+    after the client has closed (and then fails, losing them)."""
+    owned = {id(storage) for storage in storages}
+    for taken in list(_TAKEN):
+        if id(taken.owner) in owned and taken.buffer:
+            elements = list(taken.buffer)
+            taken.buffer.clear()
+            await taken.give_back(elements)
+
+
 async def prefetched(
     take_many: Callable[[int], Awaitable[list[T]]],
     give_back: Callable[[list[T]], Awaitable[None]],
     size: int,
     first: int,
     end: type[BaseException],
+    owner: object = None,
 ) -> AsyncIterator[T]:
     """Yield what ``take_many(n)`` returns, one by one, in batches sized by
     :func:`next_take` (the first at most ``first``), until it raises ``end``; when the
-    iteration ends early, what was taken and not yet yielded goes to ``give_back``."""
+    iteration ends early, what was taken and not yet yielded goes to ``give_back`` (or
+    to :func:`return_taken` of ``owner``, the storage taken from, first)."""
     take = min(size, first)
     clock = asyncio.get_running_loop().time
     buffer: deque[T] = deque()
+    taken = Taken(owner, buffer, give_back)
+    if owner is not None:
+        _TAKEN.add(taken)
     try:
         while True:
             started = clock()

@@ -121,4 +121,5 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         size = prefetch_size(prefetch, DEFAULT_PREFETCH)
         if self._sync is not None:
             size = 1
-        return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed)
+        return prefetched(self.pop_many, self._give_back, size, FIRST_PREFETCH, QueueClosed,
+                          owner=self._storage)

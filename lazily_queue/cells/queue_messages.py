@@ -182,7 +182,8 @@ class QueueMessages(Generic[T]):
                 headers = [entry for entry in last_headers if entry[0] in kept]
             await self._give_back_stamped([value_of(r) for r in taken], runs, headers)
 
-        return prefetched(take, give_back, size, self.FIRST_PREFETCH, QueueClosed)
+        return prefetched(take, give_back, size, self.FIRST_PREFETCH, QueueClosed,
+                          owner=self._storage)
 
     async def _give_back(self, values: list[T]) -> None:
         """Put elements an iteration took and never handed out back (without ids)."""

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from ..cells import QueueCell, TopicCell, WorkQueueCell
 from ..cells.job import settle_background_acks
+from ..cells.prefetch import return_taken
 from ..core.limits import REJECT, Limits
 from ..errors import InvalidConfiguration, UnsupportedOperation
 from ..names import check_name
@@ -158,6 +159,7 @@ class Client:
         """Stop the cells' refreshes and close the connection (idempotent)."""
         if not self._closed:
             self._closed = True
+            await return_taken([cell.storage for cell in self._queues.values()])
             await settle_background_acks([cell.storage for cell in self._work.values()])
             await self.provider.close()
 

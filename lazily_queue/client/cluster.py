@@ -44,6 +44,7 @@ from typing import Any
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 
 from ..cells.job import settle_background_acks
+from ..cells.prefetch import return_taken
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
@@ -206,7 +207,9 @@ class ClusterClient(NodeCells, Barrier):
         operations still waiting fail with :class:`ClientClosed`."""
         try:
             if self._task is not None and not self._closing and self._link is not None:
-                await settle_background_acks(list(self._router.storages()))
+                storages = list(self._router.storages())
+                await return_taken(storages)
+                await settle_background_acks(storages)
                 await end_ephemeral(list(self._ephemeral), self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()

@@ -1,6 +1,7 @@
-"""A loop that breaks out of ``deliveries()`` and then closes its client: the acks of
-its last blocks commit before the client unlinks (they were only queued at the
-``break``, and the iterator's finalizer runs after the close)."""
+"""A loop that breaks out of ``deliveries()`` or ``async for x in q`` and then closes its
+client: the acks of its last blocks commit, and the elements it took and did not hand
+out go back to the head, before the client unlinks (at the ``break`` they are only
+queued or held, and the iterator's finalizer runs after the close)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,16 @@ async def work_off(client: Any, name: str) -> None:
             break
 
 
-async def test_closing_after_a_break_commits_the_queued_acks() -> None:
+async def take_one(client: Any, name: str) -> None:
+    """Push ten elements, take the first with ``async for`` (which prefetches the
+    others) and break out of the loop."""
+    queue = client.queue(name)
+    await queue.push_many(list(range(10)))
+    async for _ in queue:
+        break
+
+
+async def test_closing_after_a_break_settles_what_the_loops_held() -> None:
     path = Path(tempfile.mkdtemp(prefix="lqa-", dir="/tmp"))
     grant = ClientGrant("worker", TOKEN, produce=["*"], consume=["*"])
     member = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
@@ -39,7 +49,10 @@ async def test_closing_after_a_break_commits_the_queued_acks() -> None:
             async with connect([f"unix://{path}/n1.sock"],
                                Credentials("worker", TOKEN)) as client:
                 await work_off(client, "jobs")
+                await take_one(client, "items")
             jobs = member.work_queue("jobs")
             assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
+            items = member.queue("items")
+            assert (items.len(), items.head()) == (9, 1)  # given back, in order
     finally:
         shutil.rmtree(path, ignore_errors=True)
