@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE, TLSFiles
 
+from .cells.job import settle_background_acks
+from .cells.prefetch import return_taken
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
@@ -315,10 +317,18 @@ class Node(NodeCells, NodeCluster):
                                    else self.clients.max_request_bytes),
         )
 
-    async def stop(self) -> None:
+    async def stop(self, *, hand_over: bool = True) -> None:
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a
         claim, a stream, a push waiting for room) fails with :class:`NodeNotRunning`, as
-        does every later call until it starts again; readers keep the applied state."""
+        does every later call until it starts again; readers keep the applied state.
+        With ``hand_over`` (the default) what this node's own consumers hold is settled
+        first: the elements a queue iteration took and did not hand out go back, the
+        queued background acks of ``deliveries()`` commit (a loop that broke out of
+        either leaves them to its iterator's finalizer, which would run after the
+        stop); without it the node stops at once, as a crashed process would."""
+        if hand_over and self._driver is not None and self._driver.running:
+            await return_taken(list(self._router.queues.values()))
+            await settle_background_acks(list(self._router.work_queues.values()))
         if self.clients is not None:
             await self.clients.stop()
         await self._maintenance.stop()

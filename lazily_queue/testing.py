@@ -185,7 +185,7 @@ class Cluster:
         with ``NodeNotRunning``, it hands nothing over. Its data directory stays for
         :meth:`restart`."""
         node = self.node(node_id)
-        await node.stop()
+        await node.stop(hand_over=False)
         return node
 
     async def restart(self, node_id: int | str, *, fresh: bool = False) -> Node:

@@ -97,5 +97,7 @@ async def prefetched(
             take = next_take(take, size, full=full, took=committed - started,
                              handed_out=clock() - committed)
     finally:
-        if buffer:
-            await asyncio.shield(give_back(list(buffer)))
+        if buffer:  # taken out first: return_taken must not give them back again
+            elements = list(buffer)
+            buffer.clear()
+            await asyncio.shield(give_back(elements))

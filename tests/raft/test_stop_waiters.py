@@ -139,3 +139,43 @@ async def test_losing_the_leader_fails_its_waiters() -> None:
         survivor = await c.wait_for_leader()
         await survivor.queue("orders").push("still served")
         assert await survivor.queue("orders").pop() == "still served"
+
+
+
+def _member(name: str) -> Node:
+    return Node(1, data_dir=None, durability="none", listen=f"memory://{name}", secret="s")
+
+
+async def test_stopping_right_after_a_break_gives_the_prefetched_elements_back() -> None:
+    """A loop that broke out of ``async for x in q`` just before the node stops: its
+    prefetched elements go back to the head (its finalizer would run after the stop)."""
+    node = _member("stop-after-break")
+    async with node:
+        await node.wait_for_leader()
+        queue = node.queue("q")
+        await queue.push_many(list(range(10)))
+        async for _ in queue:
+            break
+    assert (queue.len(), queue.head()) == (9, 1)
+
+
+async def test_elements_given_back_by_the_iterator_are_not_given_back_again() -> None:
+    """The iterator's finalizer gives back while the node runs on (here: another loop
+    keeps it busy); the stop that follows does not give them back a second time, and
+    the acks of the other loop's last jobs commit."""
+    node = _member("stop-after-two-breaks")
+    async with node:
+        await node.wait_for_leader()
+        queue, jobs = node.queue("q"), node.work_queue("w")
+        await queue.push_many(list(range(10)))
+        await jobs.push_many(list(range(3)))
+        async for _ in queue:
+            break
+        done = 0
+        async for job in jobs.deliveries("w1"):
+            async with job:
+                done += 1
+            if done == 3:
+                break
+    assert (queue.len(), queue.head()) == (9, 1)
+    assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
