@@ -167,8 +167,10 @@ MUTATIONS = [
         "prefetched jobs given back unstarted do not use up an attempt"),
     Mutation(
         "prefetch-not-given-back", "lazily_queue/cells/prefetch.py",
-        "        if buffer:\n"
-        "            await asyncio.shield(give_back(list(buffer)))",
+        "        if buffer:  # taken out first: return_taken must not give them back again\n"
+        "            elements = list(buffer)\n"
+        "            buffer.clear()\n"
+        "            await asyncio.shield(give_back(elements))",
         "        pass",
         ("tests/raft/test_consumer_batches.py",),
         "a queue iteration that stops early puts its prefetched elements back, in order"),
