@@ -327,7 +327,8 @@ class Node(NodeCells, NodeCluster):
         either leaves them to its iterator's finalizer, which would run after the
         stop); without it the node stops at once, as a crashed process would."""
         if hand_over and self._driver is not None and self._driver.running:
-            await return_taken(list(self._router.queues.values()))
+            await return_taken([*self._router.queues.values(),
+                                *self._router.work_queues.values()])
             await settle_background_acks(list(self._router.work_queues.values()))
         if self.clients is not None:
             await self.clients.stop()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.work import Delivery, Receipt
 from ..errors import LazilyQueueError, SettlementRejected, UnconfirmedAcks
 from .message import enqueued_at
-from .prefetch import next_take, prefetch_size
+from .prefetch import hold, next_take, prefetch_size
 
 if TYPE_CHECKING:
     from .work_batches import Now
@@ -284,6 +284,11 @@ async def deliver(
     acks = Acks(cell, worker) if size > 1 else None
     take = min(size, FIRST_PREFETCH)
     unstarted: deque[Delivery] = deque()
+
+    async def release(leases: list[Delivery]) -> None:
+        await cell.release(worker, [d.delivery_id for d in leases])
+
+    held = hold(cell.storage, unstarted, release)
     ending: BaseException | None = None
     try:
         while True:
@@ -298,8 +303,9 @@ async def deliver(
                 break
             while unstarted:
                 if len(unstarted) < len(leased) and loop.time() >= stale_at:
-                    await cell.release(worker, [d.delivery_id for d in unstarted])
+                    stale = list(unstarted)
                     unstarted.clear()
+                    await release(stale)
                     break
                 yield Job(cell, unstarted.popleft(), acks)
             take = next_take(take, size, full=len(leased) == take, took=claimed - started,
@@ -308,7 +314,10 @@ async def deliver(
         ending = exc
         raise
     finally:
-        error = await asyncio.shield(_wind_up(cell, worker, list(unstarted), acks))
+        held.forget()
+        leftover = list(unstarted)  # taken out: return_taken must not release them again
+        unstarted.clear()
+        error = await asyncio.shield(_wind_up(cell, worker, leftover, acks))
         if error is not None:
             if ending is None or isinstance(ending, (Exception, GeneratorExit)):
                 raise error from error.__cause__  # a claim's failure is its __context__

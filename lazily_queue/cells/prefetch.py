@@ -46,17 +46,32 @@ class Taken(Generic[T]):
         self.buffer = buffer
         self.give_back = give_back
 
+    def forget(self) -> None:
+        """The iteration is ending: it gives back what is left itself."""
+        _TAKEN.discard(self)
+
 
 #: The iterations alive now that took elements over a storage (see :func:`return_taken`).
 _TAKEN: weakref.WeakSet[Taken[Any]] = weakref.WeakSet()
 
 
+def hold(owner: object, buffer: deque[T],
+         give_back: Callable[[list[T]], Awaitable[None]]) -> Taken[T]:
+    """Register ``buffer``, what an iteration over ``owner`` took and has not handed out
+    yet, for :func:`return_taken` (the iteration takes its leftovers out of it before
+    giving them back itself)."""
+    taken = Taken(owner, buffer, give_back)
+    _TAKEN.add(taken)
+    return taken
+
+
 async def return_taken(storages: Iterable[object]) -> None:
     """Give back what the iterations over ``storages`` took and have not handed out.
 
-    A client calls it before it closes: a loop that breaks out of ``async for x in q``
-    gives its prefetched elements back only when the iterator is finalized, which runs
-    after the client has closed (and then fails, losing them)."""
+    A client calls it before it closes (a node before it stops): a loop that breaks out
+    of ``async for x in q`` or ``deliveries()`` gives its prefetched elements (or
+    releases its prefetched leases) only when the iterator is finalized, which runs after
+    the client has closed (and then fails: the elements are lost, the leases expire)."""
     owned = {id(storage) for storage in storages}
     for taken in list(_TAKEN):
         if id(taken.owner) in owned and taken.buffer:
@@ -80,9 +95,7 @@ async def prefetched(
     take = min(size, first)
     clock = asyncio.get_running_loop().time
     buffer: deque[T] = deque()
-    taken = Taken(owner, buffer, give_back)
-    if owner is not None:
-        _TAKEN.add(taken)
+    held = None if owner is None else hold(owner, buffer, give_back)
     try:
         while True:
             started = clock()
@@ -97,6 +110,8 @@ async def prefetched(
             take = next_take(take, size, full=full, took=committed - started,
                              handed_out=clock() - committed)
     finally:
+        if held is not None:
+            held.forget()
         if buffer:  # taken out first: return_taken must not give them back again
             elements = list(buffer)
             buffer.clear()

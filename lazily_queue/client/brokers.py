@@ -159,7 +159,8 @@ class Client:
         """Stop the cells' refreshes and close the connection (idempotent)."""
         if not self._closed:
             self._closed = True
-            await return_taken([cell.storage for cell in self._queues.values()])
+            await return_taken([*(cell.storage for cell in self._queues.values()),
+                                *(cell.storage for cell in self._work.values())])
             await settle_background_acks([cell.storage for cell in self._work.values()])
             await self.provider.close()
 

@@ -38,6 +38,16 @@ async def take_one(client: Any, name: str) -> None:
         break
 
 
+async def settle_one_by_hand(client: Any, name: str) -> None:
+    """Push ten jobs, take the first from ``deliveries()`` (which prefetches others),
+    ack it by hand and break out of the loop."""
+    jobs = client.work_queue(name)
+    await jobs.push_many(list(range(10)))
+    async for job in jobs.deliveries("w2"):
+        await job.ack()
+        break
+
+
 async def test_closing_after_a_break_settles_what_the_loops_held() -> None:
     path = Path(tempfile.mkdtemp(prefix="lqa-", dir="/tmp"))
     grant = ClientGrant("worker", TOKEN, produce=["*"], consume=["*"])
@@ -50,9 +60,12 @@ async def test_closing_after_a_break_settles_what_the_loops_held() -> None:
                                Credentials("worker", TOKEN)) as client:
                 await work_off(client, "jobs")
                 await take_one(client, "items")
+                await settle_one_by_hand(client, "leases")
             jobs = member.work_queue("jobs")
             assert (jobs.pending_len(), jobs.in_flight_len()) == (0, 0)
             items = member.queue("items")
             assert (items.len(), items.head()) == (9, 1)  # given back, in order
+            leases = member.work_queue("leases")
+            assert (leases.pending_len(), leases.in_flight_len()) == (9, 0)  # released
     finally:
         shutil.rmtree(path, ignore_errors=True)

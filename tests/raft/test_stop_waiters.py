@@ -147,16 +147,22 @@ def _member(name: str) -> Node:
 
 
 async def test_stopping_right_after_a_break_gives_the_prefetched_elements_back() -> None:
-    """A loop that broke out of ``async for x in q`` just before the node stops: its
-    prefetched elements go back to the head (its finalizer would run after the stop)."""
+    """Loops that broke out of ``async for x in q`` and ``deliveries()`` just before the
+    node stops: their prefetched elements go back to the head and their prefetched
+    leases are released (their finalizers would run after the stop)."""
     node = _member("stop-after-break")
     async with node:
         await node.wait_for_leader()
-        queue = node.queue("q")
+        queue, jobs = node.queue("q"), node.work_queue("w")
         await queue.push_many(list(range(10)))
+        await jobs.push_many(list(range(10)))
         async for _ in queue:
             break
+        async for job in jobs.deliveries("w1"):  # prefetches leases
+            await job.ack()
+            break
     assert (queue.len(), queue.head()) == (9, 1)
+    assert (jobs.pending_len(), jobs.in_flight_len()) == (9, 0)  # the leases released
 
 
 async def test_elements_given_back_by_the_iterator_are_not_given_back_again() -> None:
