@@ -9,6 +9,7 @@ commit, and half as many when it was slower, so a slow consumer holds few elemen
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -17,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from ..errors import shown
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def prefetch_size(prefetch: int | None, default: int) -> int:
@@ -73,11 +75,16 @@ async def return_taken(storages: Iterable[object]) -> None:
     releases its prefetched leases) only when the iterator is finalized, which runs after
     the client has closed (and then fails: the elements are lost, the leases expire)."""
     owned = {id(storage) for storage in storages}
+    giving: list[Awaitable[None]] = []
     for taken in list(_TAKEN):
         if id(taken.owner) in owned and taken.buffer:
             elements = list(taken.buffer)
             taken.buffer.clear()
-            await taken.give_back(elements)
+            giving.append(taken.give_back(elements))
+    # Together: a member without quorum answers each after about a second, not in turn.
+    for failed in await asyncio.gather(*giving, return_exceptions=True):
+        if isinstance(failed, Exception):
+            log.warning("could not give back what an iteration held: %s", failed)
 
 
 async def prefetched(
