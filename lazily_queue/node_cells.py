@@ -353,7 +353,8 @@ def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,
         return
     asked = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
     if storage.expiry_rules != asked:
-        raise _reopened(kind, name, _rules(storage.expiry_rules), _rules(asked))
+        raise _reopened(kind, name, f"expiry rules {_rules(storage.expiry_rules)}",
+                        f"expiry rules {_rules(asked)}")
 
 
 def _rules(rules: list[int | None] | None) -> str:

@@ -31,7 +31,8 @@ async def test_each_refusal_names_both_settings_and_the_fix() -> None:
             "max_deliveries=5, retry=none, and this call asks for max_deliveries=3, "
             "retry=RetryPolicy(base=1.0, factor=1.0, cap=None)": lambda: node.work_queue(
                 "r", retry=RetryPolicy.fixed(1)),
-            "ttl=5, max_age=none, and this call asks for ttl=6, max_age=none": lambda: (
+            "expiry rules ttl=5, max_age=none, and this call asks for expiry rules ttl=6, "
+            "max_age=none": lambda: (
                 node.queue("e", ttl=6)),
         }
         for settings, reopen in refusals.items():
