@@ -44,7 +44,8 @@ class NodeCluster:
         )
 
     async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
-        """Wait until this node knows a leader; return its id."""
+        """Wait until this node knows a leader; return its id. A restarted node may not
+        have applied its journal yet: :meth:`barrier` waits for that."""
         deadline = time.monotonic() + timeout
         while True:
             leader = self.driver.replica.engine.leader_id
