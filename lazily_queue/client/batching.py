@@ -46,6 +46,8 @@ class PendingOp:
     code: int
     args: list[Any]
     timeout: float
+    #: A pop whose elements the client may give back: ``(queue, flag)`` (:mod:`.popped`).
+    pop: tuple[str, list[bool]] | None = None
 
 
 def _message_bytes(op: PendingOp, message_limit: int) -> int | None:
@@ -101,7 +103,7 @@ def client_ops(session: int, members: list[PendingOp]) -> list[Any]:
 
 
 def answer_each(members: list[PendingOp],
-                answer: Callable[[int, Any, BaseException | None], None]
+                answer: Callable[[PendingOp, Any, BaseException | None], None]
                 ) -> Callable[[Any, BaseException | None], None]:
     """The completion of a group's proposal: each op answered with its own result (or
     the proposal's error)."""
@@ -110,6 +112,6 @@ def answer_each(members: list[PendingOp],
         if error is None and (not isinstance(result, list) or len(result) != len(members)):
             error = ValueError(f"client ops: expected {len(members)} results, got {result!r:.80}")
         for k, op in enumerate(members):
-            answer(op.rid, None if error is not None else result[k], error)
+            answer(op, None if error is not None else result[k], error)
 
     return done

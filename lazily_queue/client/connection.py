@@ -25,7 +25,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
-from .popped import FOLLOWED, POPS, Popped
+from .popped import FOLLOWED, POPS, Popped, SeqReads
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -82,8 +82,11 @@ class ClientConnection:
     """One client link: its session, permissions, watches and outgoing frames."""
 
     def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int,
-                 group_topics: GroupTopics = lambda name, undeclared: []) -> None:
+                 group_topics: GroupTopics = lambda name, undeclared: [],
+                 reads: SeqReads | None = None) -> None:
         self.grant = grant
+        #: The sequence numbers the member read (shared by its client links).
+        self.reads = SeqReads() if reads is None else reads
         self._group_topics = group_topics
         self.session: int | None = None
         #: Why this link's last HELLO was refused (its ops are refused saying so).
@@ -175,12 +178,13 @@ class ClientConnection:
             return self._as_group(code, name, found, undeclared=False)
         return found
 
-    def state_refusal(self, rid: int, code: int, args: list[Any],
-                      view: ReadView) -> Exception | None:
-        """Why op ``code`` (request ``rid``, its shape and names checked) may not be
-        proposed for this client given the member's applied state: expiry rules, a new
-        consumer group's name, a give-back (:mod:`.popped`). Notes the pops whose
-        elements it may give back."""
+    def state_refusal(self, op: PendingOp, view: ReadView) -> Exception | None:
+        """Why ``op`` (its shape and names checked) may not be proposed for this client
+        given the member's applied state: expiry rules, a new consumer group's name, a
+        give-back (:mod:`.popped`). Notes on ``op`` the pop whose elements it may give
+        back."""
+        code, args = op.code, op.args
+        own = self.reads.note(self.session or 0, op.seq)
         if code == C.EXPIRY_RULES:
             refusal = self.rules_refusal(args, view)
             return None if refusal is None else P.PermissionDenied(refusal)
@@ -192,7 +196,9 @@ class ClientConnection:
                 "be one work queue; nothing was applied")
         if code in FOLLOWED and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
             if code in POPS:
-                self.popped.popping(rid, args[0])
+                if own[0] and view.client_op_applied(self.session or 0, op.seq):
+                    own[0] = False  # answered from the session: another op's result
+                op.pop = (args[0], own)
             elif (refusal := self.popped.give_back_refusal(code, args, self.grant.name)):
                 return P.PermissionDenied(refusal)
         return None

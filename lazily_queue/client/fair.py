@@ -64,7 +64,7 @@ def fair_window(access: ClientAccess) -> dict[str, int]:
     return {"window": window, "reserve": int(window * RESERVE_SHARE)}
 
 
-Answer = Callable[["ClientConnection", int, Any, "BaseException | None"], None]
+Answer = Callable[["ClientConnection", PendingOp, Any, "BaseException | None"], None]
 
 
 class _Lane:
@@ -91,7 +91,7 @@ class _Lane:
 class OpScheduler:
     """Proposes clients' ops through ``node``'s replica (module docstring).
 
-    ``answer(conn, rid, result, error)`` answers an op that was proposed (its slots are
+    ``answer(conn, op, result, error)`` answers an op that was proposed (its slots are
     given back there); ``fail(conn, rid, error)`` and ``release(conn)`` answer one
     refused or expired before it was, and give its slots back.
     """
@@ -268,8 +268,8 @@ class OpScheduler:
         if not driver.running or driver.disk_error is not None:
             return False
 
-        answer = answer_each(members, lambda rid, result, error: self._answer(
-            conn, rid, result, error))
+        answer = answer_each(members, lambda op, result, error: self._answer(
+            conn, op, result, error))
         count = len(members)
 
         def done(result: Any, error: BaseException | None) -> None:
@@ -291,7 +291,7 @@ class OpScheduler:
 
         def answer(result: Any, error: BaseException | None) -> None:
             self._done(lane, 1)
-            self._answer(conn, op.rid, result, error)
+            self._answer(conn, op, result, error)
 
         try:
             if not driver.running or driver.disk_error is not None:

@@ -8,6 +8,14 @@ headers it was popped with, through the member that answered the pop, and only a
 its last :data:`MAX_KEPT` popped elements. Anything else is refused before it is
 proposed. The older ``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a
 client at all.
+
+What a pop hands out is taken from the answer to that very request (the member passes
+the request along with its answer, whatever id the client gave it), and only when its
+sequence number is the pop's own: a session answers a sequence number used before with
+the first op's result, so a pop sent under the number of an earlier op (another queue's
+pop, say) would otherwise be taken as popped from this queue. A pop whose number this
+member read for another op of the session (:class:`SeqReads`), or whose session had
+applied it when it was read, is answered but gives nothing back.
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from ..replicated import ops as C
 
 #: Popped elements remembered per client link.
 MAX_KEPT = 4096
-#: Pops whose answers are awaited per client link.
-_MAX_AWAITED = 4096
+#: Sequence numbers of client ops a member remembers having read (all clients).
+SEQS_KEPT = 8192
 POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS})
 GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS})
 #: The ops :class:`Popped` follows.
@@ -46,23 +54,43 @@ def _headers_by_id(table: Any) -> dict[Any, Any]:
             if type(entry) is list and len(entry) == 2 and type(entry[0]) is int}
 
 
+class SeqReads:
+    """The ``(session, seq)`` of the client ops one member read lately, each with a flag
+    that stays up while no other op it read carried the same pair."""
+
+    def __init__(self, limit: int = SEQS_KEPT) -> None:
+        self._limit = limit
+        self._read: OrderedDict[tuple[int, int], list[bool]] = OrderedDict()
+
+    def note(self, session: int, seq: int) -> list[bool]:
+        """Op ``seq`` of ``session`` was read: its flag (``[True]`` while the pair is
+        its own; lowered when another op carries it, or once it is forgotten)."""
+        key = (session, seq)
+        earlier = self._read.get(key)
+        if earlier is not None:
+            earlier[0] = False
+            return [False]
+        flag = self._read[key] = [True]
+        if len(self._read) > self._limit:
+            self._read.popitem(last=False)[1][0] = False
+        return flag
+
+
+#: What a pop's answer is taken as: the queue it popped, and its :class:`SeqReads` flag.
+Pop = tuple[str, list[bool]]
+
+
 class Popped:
     """One client link's popped elements (``(queue, id)`` -> digest of value and headers)."""
 
     def __init__(self) -> None:
         self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
-        self._awaited: dict[int, str] = {}
 
-    def popping(self, rid: int, name: str) -> None:
-        """Request ``rid`` pops from queue ``name``: remember what its answer hands out."""
-        if len(self._awaited) >= _MAX_AWAITED:
-            del self._awaited[next(iter(self._awaited))]
-        self._awaited[rid] = name
-
-    def answered(self, rid: int, result: Any) -> None:
-        """Request ``rid`` was answered with ``result`` (or failed: ``None``)."""
-        name = self._awaited.pop(rid, None)
-        if name is None or type(result) is not list or len(result) not in (2, 3):
+    def answered(self, pop: Pop, result: Any) -> None:
+        """The pop ``pop`` was answered with ``result``: remember what it handed out,
+        unless its sequence number was not its own alone."""
+        name, own = pop
+        if not own[0] or type(result) is not list or len(result) not in (2, 3):
             return
         values, runs = result[0], result[1]
         headers = _headers_by_id(result[2]) if len(result) == 3 else {}

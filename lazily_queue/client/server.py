@@ -54,6 +54,7 @@ from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .op_shapes import shape_problem
+from .popped import SeqReads
 from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
 
 if TYPE_CHECKING:
@@ -90,12 +91,14 @@ class ClientServer:
                                      + P.REQUEST_OVERHEAD)
         self._conns: set[ClientConnection] = set()
         self._watchers = Watchers(lambda: node.view)
+        self._reads = SeqReads()
         node.add_event_observer(self._watchers.on_events)
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.by_key.keys()
         self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
         self._fair = OpScheduler(node, **fair_window(access),
-                                 answer=lambda *a: self._answer(*a),
+                                 answer=lambda c, op, result, error: self._answer(
+                                     c, op.rid, result, error, op.pop),
                                  fail=lambda *a: self._fail(*a), release=lambda c: self._release(c))
         self._listeners: list[AbstractAsyncContextManager[Any]] = []
         #: Where clients reach this member.
@@ -160,7 +163,8 @@ class ClientServer:
         if grant is None:
             return
         conn = ClientConnection(stream, grant, self.access.max_in_flight,
-                                lambda name, form: group_topics(self.node.view, name, form))
+                                lambda name, form: group_topics(self.node.view, name, form),
+                                self._reads)
         self._conns.add(conn)
         try:
             while not conn.closed:
@@ -312,10 +316,11 @@ class ClientServer:
         if refusal is not None:
             raise P.PermissionDenied(refusal)
         self._admit(code, args)
-        refused = conn.state_refusal(rid, code, args, self.node.view)
+        op = PendingOp(rid, seq, floor, code, args, timeout)
+        refused = conn.state_refusal(op, self.node.view)
         if refused is not None:
             raise refused
-        conn.ops.append(PendingOp(rid, seq, floor, code, args, timeout))
+        conn.ops.append(op)
         return True
 
     def _admit(self, code: int, args: list[Any]) -> None:
@@ -366,9 +371,10 @@ class ClientServer:
             self._propose(conn, rid, ops.BARRIER, [], timeout)
 
     def _answer(self, conn: ClientConnection, rid: int, result: Any,
-                error: BaseException | None) -> None:
+                error: BaseException | None, pop: tuple[str, list[bool]] | None = None) -> None:
         self._release(conn)
-        conn.popped.answered(rid, None if error is not None else result)
+        if pop is not None and error is None:
+            conn.popped.answered(pop, result)
         if error is not None:
             conn.send([rid, P.ERROR, P.error_payload(error)])
         else:

@@ -132,6 +132,12 @@ class ReadView:
         """Ops applied again by a retry and answered from their session instead."""
         return self._sm.duplicate_ops
 
+    def client_op_applied(self, session: int, seq: int) -> bool:
+        """Whether client ``session`` holds op ``seq`` as applied (its result kept, or the
+        number below the session's floor): sent again, it is answered from there."""
+        found = self._sm.sessions.get(session)
+        return found is not None and (seq in found.done or seq < found.floor)
+
     @property
     def deduplicated_pushes(self) -> int:
         """Pushes given a msg_id still in the dedup window, answered without applying."""

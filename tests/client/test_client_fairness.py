@@ -154,7 +154,7 @@ class _Scheduler:
         self.released: list[Any] = []
         self.sched = OpScheduler(
             self.node, window, reserve=reserve,  # type: ignore[arg-type]
-            answer=lambda conn, rid, result, error: self.answers.append((conn, rid, error)),
+            answer=lambda conn, op, result, error: self.answers.append((conn, op.rid, error)),
             fail=lambda conn, rid, error: self.answers.append((conn, rid, error)),
             release=lambda conn: self.released.append(conn))
 
