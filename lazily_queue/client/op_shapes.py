@@ -8,7 +8,9 @@ an op of the wrong shape is refused at once, so it never reaches the log, where 
 could only fail while applying on every member. Values and options are checked where
 they are applied (a wrong one is refused there with its reason), and so is the
 rest of a transaction (:mod:`..replicated.transactions`): here, only the shape of each
-op it carries.
+op it carries. A give-back's id runs must cover its values one for one: the state
+machine expands the runs of one with headers before it counts them, so runs covering
+billions of ids would hold every member in that op's apply.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..core import ids
 from ..core.topic import Durability
 from ..errors import shown
 from ..replicated import ops
@@ -112,6 +115,21 @@ _AFTER_NAME: dict[int, tuple[str, ...]] = {
     ops.WORK_DECLARE_OPTIONS: (ANY, ANY, ANY),
 }
 
+#: The give-backs: ``[name, values, runs, ...]``, the runs covering the values.
+_GIVE_BACKS = frozenset({ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_UNPOP_HEADERS})
+
+
+def _runs_problem(values: list[Any], runs: Any) -> str | None:
+    """Why ``runs`` are not the id runs of ``values`` given back; ``None`` when they are."""
+    try:
+        covered = ids.covered(ids.checked_runs(runs, "its argument 3"))
+    except ValueError as exc:
+        return str(exc)
+    if covered != len(values):
+        return (f"its id runs (argument 3) cover {covered} ids, not one for each of the "
+                f"{len(values)} values given back")
+    return None
+
 
 def shape_problem(code: int, args: list[Any]) -> str | None:
     """Why ``args`` are not the arguments of op ``code`` (for a transaction, of one of
@@ -137,4 +155,4 @@ def shape_problem(code: int, args: list[Any]) -> str | None:
             article = "an" if kind[0] in "aeiou" else "a"
             return (f"its argument {position} must be {article} {kind}, not "
                     f"{type(value).__name__} {shown(value)}")
-    return None
+    return _runs_problem(args[1], args[2]) if code in _GIVE_BACKS else None

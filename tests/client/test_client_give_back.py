@@ -150,3 +150,15 @@ async def test_what_a_pop_of_its_own_number_handed_out_goes_back(member: Node) -
     assert popped[2][1][0] == [{"pay": 0}, {"pay": 1}]
     assert (await raw.give_back(2, popped))[1] == P.OK
     await _payments_untouched(member)
+
+
+async def test_a_give_back_whose_runs_cover_more_ids_than_values_is_refused_unproposed(
+        member: Node) -> None:
+    """The runs of a give-back with headers are expanded where it applies: runs of
+    billions of ids would hold every member there."""
+    raw = await _Raw.open(member)
+    answer = await raw.call(1, ops.QUEUE_UNPOP_HEADERS,
+                            ["payments", [1], [[0, 10**6, 0]], [[0, {"h": "v"}]]])
+    assert answer[1] == P.ERROR and answer[2][0] == "refused", answer
+    assert "cover 1000000 ids" in answer[2][1]
+    await _payments_untouched(member)

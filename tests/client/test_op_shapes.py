@@ -36,6 +36,10 @@ def test_every_op_a_client_may_propose_has_a_shape() -> None:
     (ops.TOPIC_ADVANCE_TO, ["t", "s", -1], "must be a non-negative int"),
     (ops.TXN, [[ops.QUEUE_PUSH, "q", 1], [ops.WORK_PUSH_OPTIONS, "w", {}, math.inf, 1]],
      "its op 2 (work_push_options): its argument 3 must be a time in ms"),
+    (ops.QUEUE_UNPOP_HEADERS, ["q", [1], [[0, 2**40, 0]], [[0, {"h": "v"}]]],
+     "cover 1099511627776 ids, not one for each of the 1 values given back"),
+    (ops.QUEUE_UNPOP_STAMPED, ["q", [1, 2], [[0, 1, 0]]], "cover 1 ids, not one for each"),
+    (ops.QUEUE_UNPOP_STAMPED, ["q", [1], [[0, 1]]], "its argument 3: [0, 1] is not a run"),
 ])
 def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: str) -> None:
     found = shape_problem(code, args)
@@ -51,6 +55,7 @@ def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: s
     (ops.TOPIC_SUBSCRIBE, ["t", "s", "ephemeral"]),
     (ops.BARRIER, []),  # cluster ops and transactions are checked elsewhere
     (ops.TXN, [[ops.QUEUE_PUSH, "q", 1]]),
+    (ops.QUEUE_UNPOP_HEADERS, ["q", [1, 2], [[4, 1, 0], [7, 1, 3]], [[7, {"h": "v"}]]]),
 ])
 def test_the_right_shape_passes(code: int, args: list[Any]) -> None:
     assert shape_problem(code, args) is None
