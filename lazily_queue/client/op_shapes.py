@@ -24,10 +24,10 @@ from ..core.topic import Durability
 from ..errors import shown
 from ..replicated import ops
 
-#: Argument kinds: any value, a string, an int (not a bool), an int >= 0, a list, a
+#: Argument kinds: any value, a string, an int (not a bool), an int >= 0 (>= 1), a list, a
 #: list of ints (ids; None where it means every one), a time (a finite number of ms
 #: >= 0, or None: the leader's stamp), a subscription's durability.
-ANY, STR, INT, NAT = "value", "string", "int", "non-negative int"
+ANY, STR, INT, NAT, POS = "value", "string", "int", "non-negative int", "positive int"
 LIST, INTS, OPT_INTS = "list", "list of ints", "list of ints or None"
 TIME, DURABILITY = "time in ms (or None)", f"durability ({' or '.join(Durability)})"
 
@@ -42,6 +42,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     STR: lambda value: type(value) is str,
     INT: lambda value: type(value) is int,
     NAT: lambda value: type(value) is int and value >= 0,
+    POS: lambda value: type(value) is int and value >= 1,
     LIST: lambda value: type(value) is list,
     INTS: lambda value: type(value) is list and all(type(i) is int for i in value),
     OPT_INTS: lambda value: value is None or _CHECKS[INTS](value),
@@ -77,7 +78,7 @@ _AFTER_NAME: dict[int, tuple[str, ...]] = {
     ops.WORK_REAP: (TIME,),
     ops.WORK_EXTEND: (STR, INT, TIME),
     ops.WORK_REDRIVE: (OPT_INTS,),
-    ops.WORK_CLAIM_MANY: (STR, INT, TIME),
+    ops.WORK_CLAIM_MANY: (STR, POS, TIME),
     ops.WORK_RELEASE: (STR, INTS),
     ops.QUEUE_PURGE: (),
     ops.QUEUE_DELETE: (),

@@ -40,6 +40,7 @@ def test_every_op_a_client_may_propose_has_a_shape() -> None:
      "cover 1099511627776 ids, not one for each of the 1 values given back"),
     (ops.QUEUE_UNPOP_STAMPED, ["q", [1, 2], [[0, 1, 0]]], "cover 1 ids, not one for each"),
     (ops.QUEUE_UNPOP_STAMPED, ["q", [1], [[0, 1]]], "its argument 3: [0, 1] is not a run"),
+    (ops.WORK_CLAIM_MANY, ["w", "worker", 0, None], "argument 3 must be a positive int, not int 0"),
 ])
 def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: str) -> None:
     found = shape_problem(code, args)
@@ -63,7 +64,7 @@ def test_the_right_shape_passes(code: int, args: list[Any]) -> None:
 
 
 _SAMPLE: dict[str, Any] = {
-    "value": None, "string": "w", "int": 1, "non-negative int": 0, "list": [],
+    "value": None, "string": "w", "int": 1, "non-negative int": 0, "positive int": 1, "list": [],
     "list of ints": [], "list of ints or None": None, "time in ms (or None)": None}
 
 
@@ -104,3 +105,25 @@ def test_a_refusal_names_a_huge_argument_by_its_first_characters(code: int) -> N
         [result] = apply_fresh(_prepared(), [code, *args])
         if isinstance(result, OpError):
             assert len(result.message) < 1_000, (ops.op_name(code), position, result.code)
+
+
+_EXTREMES: list[Any] = [
+    None, True, 0, -1, 2**63, -(2**200), 0.5, math.inf, math.nan, "", "w", "durable", "acked",
+    "head", [], [-1], [2**64], [[0, 1, 0]], [[0, 2**40, 0]], [None], {}, {"priority": 10**9},
+    {"delay": 2**70}, {"ttl": -1}, {"max_length": 2**70}, b"x", [1, 2**70, 0.5], [None] * 3]
+
+
+@pytest.mark.parametrize("code", sorted(_AFTER_NAME), ids=ops.op_name)
+def test_an_op_of_its_shape_never_fails_where_it_applies(code: int) -> None:
+    """What passes the shape check is applied or refused by the state machine, never
+    failed with an exception (each replica would log its traceback)."""
+    kinds = _AFTER_NAME[code]
+    for position in range(1, len(kinds) + 1):
+        for extreme in _EXTREMES:
+            args: list[Any] = ["x", *(_SAMPLE.get(k, "durable") for k in kinds)]
+            args[position] = extreme
+            if shape_problem(code, args) is not None:
+                continue
+            [result] = apply_fresh(_prepared(), [code, *args])
+            assert not (isinstance(result, OpError) and result.code == "apply_failed"), (
+                ops.op_name(code), position, extreme, result)
