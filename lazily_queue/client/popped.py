@@ -32,7 +32,7 @@ from ..replicated import ops as C
 #: Popped elements remembered per client link.
 MAX_KEPT = 4096
 #: Sequence numbers of client ops a member remembers having read (all clients).
-SEQS_KEPT = 8192
+SEQS_KEPT = 16384
 POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS})
 GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS})
 #: The ops :class:`Popped` follows.
