@@ -27,9 +27,11 @@ from lazily_queue import (
     Credentials,
     Node,
     PermissionDenied,
+    RequestRefused,
     connect,
 )
 from lazily_queue.client import protocol as P
+from lazily_queue.client.cluster import ClusterClient
 from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
@@ -339,3 +341,22 @@ async def test_a_client_makes_no_new_group_whose_name_has_the_separator(member: 
         await reader.topic("news").group("billing").declare()
     await member.barrier()
     assert set(member.view.groups["news"]) == {"audit:eu", "billing"}
+
+
+async def test_a_settlement_naming_one_delivery_many_times_is_refused_unproposed(
+        member: Node) -> None:
+    """Each repeat of a settled delivery is answered with its receipt: one op naming it a
+    million times held every member seconds in its apply, its result kept in the
+    client's session."""
+    assert member.listen is not None
+    work = member.work_queue("payments", visibility_timeout=60)
+    await work.push({"pay": 1})
+    async with connect(member.listen, Credentials("worker", WORKER)) as worker:
+        assert isinstance(worker, ClusterClient)
+        jobs = worker.work_queue("payments", visibility_timeout=60)
+        delivery = await jobs.claim("me")
+        assert delivery is not None
+        await jobs.ack("me", delivery.delivery_id)
+        with pytest.raises(RequestRefused, match="name one delivery more than once"):
+            await worker.session.call(ops.WORK_SETTLE_MANY, [
+                "payments", "me", "acked", [delivery.delivery_id] * 10_000], timeout=5)

@@ -41,6 +41,8 @@ def test_every_op_a_client_may_propose_has_a_shape() -> None:
     (ops.QUEUE_UNPOP_STAMPED, ["q", [1, 2], [[0, 1, 0]]], "cover 1 ids, not one for each"),
     (ops.QUEUE_UNPOP_STAMPED, ["q", [1], [[0, 1]]], "its argument 3: [0, 1] is not a run"),
     (ops.WORK_CLAIM_MANY, ["w", "worker", 0, None], "argument 3 must be a positive int, not int 0"),
+    (ops.WORK_SETTLE_MANY, ["w", "worker", "acked", [3, 4, 3]],
+     "its delivery ids (argument 4) name one delivery more than once"),
 ])
 def test_a_wrong_shape_names_the_argument(code: int, args: list[Any], problem: str) -> None:
     found = shape_problem(code, args)
