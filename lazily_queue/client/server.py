@@ -97,8 +97,7 @@ class ClientServer:
         self.watched = self._watchers.by_key.keys()
         self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
         self._fair = OpScheduler(node, **fair_window(access),
-                                 answer=lambda c, op, result, error: self._answer(
-                                     c, op.rid, result, error, op.pop),
+                                 answer=lambda *a: self._answer_op(*a),
                                  fail=lambda *a: self._fail(*a), release=lambda c: self._release(c))
         self._listeners: list[AbstractAsyncContextManager[Any]] = []
         #: Where clients reach this member.
@@ -370,11 +369,15 @@ class ClientServer:
         return self._fair.after(conn, propose, lambda: self._release(conn)) or \
             self._propose(conn, rid, ops.BARRIER, [], timeout)
 
+    def _answer_op(self, conn: ClientConnection, op: PendingOp, result: Any,
+                   error: BaseException | None) -> None:
+        if op.pop is not None and error is None:  # what it may give back (:mod:`.popped`)
+            conn.popped.answered(op.pop, result)
+        self._answer(conn, op.rid, result, error)
+
     def _answer(self, conn: ClientConnection, rid: int, result: Any,
-                error: BaseException | None, pop: tuple[str, list[bool]] | None = None) -> None:
+                error: BaseException | None) -> None:
         self._release(conn)
-        if pop is not None and error is None:
-            conn.popped.answered(pop, result)
         if error is not None:
             conn.send([rid, P.ERROR, P.error_payload(error)])
         else:
