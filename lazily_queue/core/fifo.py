@@ -260,11 +260,8 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
         those ids that had some; ``ValueError`` (nothing changed) when the runs do not
         cover the values or name an id never given out, or a header's id is not theirs."""
         runs = ids.checked_runs(runs)
-        if headers:
-            given = {i for i, _ in ids.expand(runs)}
-            stray = [i for i, _ in headers if i not in given]
-            if stray:
-                raise ValueError(f"headers name id {stray[0]}, not one given back")
+        # Counted before any run is expanded: runs far longer than the values must cost
+        # no more than their count.
         if ids.covered(runs) != len(values):
             raise ValueError(f"the id runs cover {ids.covered(runs)} elements, "
                              f"not the {len(values)} given back")
@@ -272,6 +269,11 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
         if any(r[0] + r[1] > next_id for r in runs):
             raise ValueError(f"the id runs name ids this queue never gave "
                              f"(its next id is {next_id})")
+        if headers:
+            given = {i for i, _ in ids.expand(runs)}
+            stray = [i for i, _ in headers if i not in given]
+            if stray:
+                raise ValueError(f"headers name id {stray[0]}, not one given back")
         self._items.extendleft(reversed(values))
         ids.prepend(self._runs, runs)
         self._explicit += len(values)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lazily_queue.core import ids
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
@@ -40,6 +41,25 @@ def test_a_give_back_whose_ids_do_not_fit_is_refused_whole(args: list[Any], code
     sm = _filled()
     [result] = _apply(sm, [ops.QUEUE_UNPOP_STAMPED, *args])
     assert isinstance(result, OpError) and result.code == code
+    assert sm.queues["q"].elements() == ["a", "b", "c"]
+
+
+def test_a_give_back_with_runs_far_longer_than_its_values_is_refused_before_any_run_is_expanded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sm = _filled()
+    expanded: list[int] = []
+    real = ids.expand
+
+    def counting(runs: list[ids.Run]) -> Any:
+        expanded.append(ids.covered(runs))
+        return real(runs) if ids.covered(runs) < 1_000 else iter(())
+
+    monkeypatch.setattr(ids, "expand", counting)
+    [result] = _apply(sm, [ops.QUEUE_UNPOP_HEADERS, "q", ["x"], [[0, 2**40, 0]],
+                           [[0, {"h": "v"}]]])
+    assert isinstance(result, OpError) and result.code == "bad_runs"
+    assert "cover 1099511627776 elements, not the 1" in result.message
+    assert all(count < 1_000 for count in expanded)
     assert sm.queues["q"].elements() == ["a", "b", "c"]
 
 
