@@ -256,7 +256,7 @@ MUTATIONS = [
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "a client's hello may only name a session tagged as its own"),
     Mutation(
-        "client-watches-unbounded", "lazily_queue/client/server.py",
+        "client-watches-unbounded", "lazily_queue/client/watchers.py",
         "                len(conn.watches) >= MAX_WATCHES\n",
         "                False\n",
         ("tests/client/test_review_requests.py::"

@@ -43,7 +43,7 @@ from lazily_transports import (
 from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
 from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..raft.batch import command_limit
-from ..replicated import objects, ops
+from ..replicated import ops
 from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
 from ..replicated.results import encode_result
 from ..replicated.state_machine import CLIENT_SESSION_BASE
@@ -55,7 +55,7 @@ from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .op_shapes import shape_problem
 from .popped import SeqReads
-from .watchers import MAX_WATCHED_NAME_BYTES, MAX_WATCHES, Watchers
+from .watchers import Watchers
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -244,9 +244,9 @@ class ClientServer:
             if kind == P.HELLO:
                 self._hello(conn, rid, frame)
             elif kind == P.WATCH:
-                self._watch(conn, rid, frame)
+                self._watchers.watch(conn, rid, frame)
             elif kind == P.UNWATCH:
-                self._unwatch(conn, rid, frame)
+                self._watchers.unwatch(conn, rid, frame)
             elif kind == P.BARRIER:
                 return self._barrier(conn, rid, frame)
             else:
@@ -382,28 +382,3 @@ class ClientServer:
             conn.send([rid, P.ERROR, P.error_payload(error)])
         else:
             conn.send([rid, P.OK, encode_result(result)])
-
-    def _key(self, frame: list[Any]) -> tuple[str, str]:
-        if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):
-            raise P.RequestRefused(f"a watch is [id, kind, one of {objects.KINDS}, name]")
-        return frame[2], frame[3]
-
-    def _watch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
-        key = self._key(frame)
-        refusal = conn.read_refusal(*key)
-        if refusal is not None:
-            raise P.PermissionDenied(refusal)
-        if key not in conn.watches and (
-                len(conn.watches) >= MAX_WATCHES
-                or conn.watched_bytes + len(key[1]) > MAX_WATCHED_NAME_BYTES):
-            raise P.RequestRefused(
-                f"a client link reads at most {MAX_WATCHES} objects, their names "
-                f"{MAX_WATCHED_NAME_BYTES // 2**20} MiB in all; it reads {len(conn.watches)} "
-                "already: read fewer objects through one client, or open another")
-        view = self.node.view
-        self._watchers.add(conn, key)
-        conn.send_state([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
-
-    def _unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
-        self._watchers.drop(conn, self._key(frame))
-        conn.send([rid, P.OK, None])

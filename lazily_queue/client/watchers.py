@@ -11,7 +11,7 @@ it gets that object as it stands, or is refused it and stops watching it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..replicated import objects, ops
 from ..replicated.events import Event, OpApplied, Replaced, Restored
@@ -52,6 +52,29 @@ class Watchers:
             watchers.discard(conn)
             if not watchers:
                 del self.by_key[key]
+
+    def watch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
+        """A WATCH request: ``conn`` reads the object it names, within its grant and
+        :data:`MAX_WATCHES` objects; answered with the object as it stands."""
+        key = _key(frame)
+        refusal = conn.read_refusal(*key)
+        if refusal is not None:
+            raise P.PermissionDenied(refusal)
+        if key not in conn.watches and (
+                len(conn.watches) >= MAX_WATCHES
+                or conn.watched_bytes + len(key[1]) > MAX_WATCHED_NAME_BYTES):
+            raise P.RequestRefused(
+                f"a client link reads at most {MAX_WATCHES} objects, their names "
+                f"{MAX_WATCHED_NAME_BYTES // 2**20} MiB in all; it reads {len(conn.watches)} "
+                "already: read fewer objects through one client, or open another")
+        view = self._view()
+        self.add(conn, key)
+        conn.send_state([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
+
+    def unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
+        """An UNWATCH request."""
+        self.drop(conn, _key(frame))
+        conn.send([rid, P.OK, None])
 
     def on_events(self, events: Sequence[Event]) -> None:
         """Forward the ops applied here to the clients watching their objects."""
@@ -109,3 +132,9 @@ def _flush(touched: list[ClientConnection]) -> None:
     for conn in touched:
         replay, conn.replay = conn.replay, []
         conn.send([0, P.REPLAY, replay])
+
+
+def _key(frame: list[Any]) -> Key:
+    if len(frame) != 4 or frame[2] not in objects.KINDS or not isinstance(frame[3], str):
+        raise P.RequestRefused(f"a watch is [id, kind, one of {objects.KINDS}, name]")
+    return frame[2], frame[3]

@@ -24,6 +24,7 @@ from lazily_queue.client import cluster as cluster_module
 from lazily_queue.client import connection as connection_module
 from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
+from lazily_queue.client import watchers as watchers_module
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.outbox import Outbox
 from lazily_queue.raft.errors import CommitTimeout
@@ -330,8 +331,8 @@ async def test_one_frame_over_the_limit_waits_and_a_second_one_overflows() -> No
 async def test_a_link_watches_a_bounded_number_of_objects(
     member: Node, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(server_module, "MAX_WATCHES", 3)
-    monkeypatch.setattr(server_module, "MAX_WATCHED_NAME_BYTES", 2_000)
+    monkeypatch.setattr(watchers_module, "MAX_WATCHES", 3)
+    monkeypatch.setattr(watchers_module, "MAX_WATCHED_NAME_BYTES", 2_000)
     stream = await _linked(member)
     try:
         for rid, name in enumerate(("a", "b", "c", "a"), start=2):  # "a" again: no more
