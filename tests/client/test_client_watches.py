@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lazily_queue import admin
-from lazily_queue.client import server as server_module
+from lazily_queue.client import watchers as watchers_module
 from lazily_queue.client.mirror import Key, Mirror
 from lazily_queue.reactive import Context, Effect
 from lazily_queue.replicated import ops
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(60)
 async def test_a_client_using_ever_new_names_keeps_reading_new_objects(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(server_module, "MAX_WATCHES", 3)
+    monkeypatch.setattr(watchers_module, "MAX_WATCHES", 3)
     async with cluster_with_clients(1) as (c, addresses), client_of(addresses) as client:
         member = c.node(1)
         for k in range(8):  # more names than the link may watch at once
