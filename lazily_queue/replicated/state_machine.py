@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dedup import DedupWindow
@@ -81,6 +80,7 @@ from .ops import (
     op_name,
 )
 from .results import decode_result, done_later, done_now
+from .session_results import SEQ_REUSED, Session, identity
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -120,37 +120,9 @@ _HANDLERS: Mapping[int, Handler] = _handlers(FAMILIES)
 _SECTIONS: tuple[Section, ...] = tuple(s for family in FAMILIES for s in family.sections)
 
 
-@dataclass
-class Session:
-    floor: int = 0
-    done: dict[int, Any] = field(default_factory=dict)
-    seen: int = 0
-    #: No seq in ``done`` is below this.
-    low: int = 0
-
-    def keep(self, seq: int, result: Any) -> None:
-        self.done[seq] = result
-        if seq < self.low:
-            self.low = seq
-
-    def move_floor(self, floor: int) -> None:
-        """Raise the floor to ``floor``, forgetting every kept result below it (by the
-        seqs between ``low`` and it when they are fewer than those kept)."""
-        self.floor = floor
-        done = self.done
-        if floor - self.low < len(done):
-            for seq in range(self.low, floor):
-                done.pop(seq, None)
-        else:
-            for seq in [s for s in done if s < floor]:
-                del done[seq]
-        self.low = floor
-
-
 _MALFORMED_CLIENT_OP = OpError("malformed_client_op", "a client op is [session, seq, floor, "
                                "code, *args] with a client session id and seq >= 1")
 _DUPLICATE = OpError("duplicate", "already applied")
-
 
 class StateMachine:
     """Deterministic application of committed batches.
@@ -288,7 +260,9 @@ class StateMachine:
             done = session.done
             if seq in done or seq < session.floor:
                 self.duplicate_ops += 1
-                results.append(done.get(seq, _DUPLICATE))
+                kept = session.ops.get(seq)
+                results.append(SEQ_REUSED if kept is not None and kept != identity(code, op[2:])
+                               else done.get(seq, _DUPLICATE))
                 continue
             if floor > session.floor:
                 session.move_floor(floor)
@@ -299,6 +273,7 @@ class StateMachine:
                 continue
             result = self._apply_plain(code, op[2:])
             session.keep(seq, result)
+            session.ops[seq] = identity(code, op[2:])
             results.append(result)
         return results
 

@@ -50,6 +50,25 @@ def test_a_client_op_retried_through_another_member_applies_once() -> None:
     assert queue.elements() == ["b"]
 
 
+def test_a_seq_applied_again_as_another_op_is_refused_not_answered_with_the_first() -> None:
+    sm = StateMachine()
+    _apply(sm, 5, [ops.QUEUE_DECLARE, "mine", None], [ops.QUEUE_DECLARE, "theirs", None],
+           [ops.QUEUE_PUSH, "mine", "m"], [ops.QUEUE_PUSH, "theirs", "t"])
+    assert _apply(sm, 6, client_op(1, 1, ops.QUEUE_POP, "mine")) == ["m"]
+    # the same seq through another member, as a pop of another queue: not "m" as if
+    # popped from "theirs" (a member would let the client give "m" back to "theirs")
+    [reused] = _apply(sm, 7, client_op(1, 1, ops.QUEUE_POP, "theirs"))
+    assert isinstance(reused, OpError) and reused.code == "seq_reused"
+    assert sm.queues["theirs"].elements() == ["t"]
+    [retried] = _apply(sm, 8, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_POP, "mine"]])
+    assert retried == ["m"]  # a retry of the op itself still gets its kept result
+    # restored from a snapshot, a replica no longer knows which op a kept result was
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    assert _apply(restored, 9, client_op(1, 1, ops.QUEUE_POP, "theirs")) == ["m"]
+    assert restored.queues["theirs"].elements() == ["t"]
+
+
 def test_client_ops_proposed_together_apply_each_once_as_alone() -> None:
     sm = StateMachine()
     _apply(sm, 5, [ops.QUEUE_DECLARE, "q", None])
@@ -82,6 +101,12 @@ class _SessionModel:
         self.sessions: dict[int, list[Any]] = {}  # sid -> [floor, done, seen], by last seen
         self.plain = StateMachine()
         self.duplicates = 0
+        #: (sid, seq) -> (code, first argument) of the ops applied since the last restore
+        self.applied_as: dict[tuple[int, int], tuple[int, Any]] = {}
+
+    def restored(self) -> None:
+        """A restore from a snapshot: which op each kept result was is not in it."""
+        self.applied_as.clear()
 
     def op(self, now: int, sid: int, seq: Any, floor: int, code: Any, args: list[Any]) -> Any:
         if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
@@ -92,6 +117,9 @@ class _SessionModel:
         session[2] = now
         if seq in session[1] or seq < session[0]:
             self.duplicates += 1
+            was = self.applied_as.get((sid, seq))
+            if seq in session[1] and was is not None and was != (code, args[0]):
+                return OpError("seq_reused", "")
             return session[1].get(seq, OpError("duplicate", ""))
         if floor > session[0]:
             session[0] = floor
@@ -100,6 +128,7 @@ class _SessionModel:
             return OpError("session_window", "")
         self.plain.now = now
         session[1][seq] = result = self.plain.apply_plain(code, args)
+        self.applied_as[(sid, seq)] = (code, args[0])
         return result
 
 
@@ -129,6 +158,7 @@ def test_client_ops_apply_by_the_session_rules_alone_and_together() -> None:
             restored.restore(sm.capture())
             duplicates += sm.duplicate_ops
             sm = restored
+            model.restored()
         if k % 2:
             [got] = _apply(sm, 100 + k, [ops.CLIENT_OPS, sid, floor, *batch], stamp=stamp)
         else:
