@@ -22,6 +22,7 @@ from .raft.errors import (
     ProposalRejected,
     StorageUnavailable,
 )
+from .reconfig_check import adding_problem, removing_problem
 from .replicated import ops
 from .storage.replicated_object import raise_op_error
 
@@ -261,7 +262,9 @@ def address_refusal(address: str, member: str | None = None) -> str | None:
     return None
 
 
-async def add_member(node: Node, member: Any, address: Any) -> None:
+async def add_member(node: Node, member: Any, address: Any, *, force: bool = False) -> None:
+    """Add ``member`` at ``address``; unless ``force``, refused (``unsafe_change``) when
+    the cluster would lose its quorum (:mod:`.reconfig_check`)."""
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
     # The id a node's configuration can give (``id = N``) and its links use: ASCII
     # digits written as ``str(int)`` does, in 0..2**64-1. Another id ("01", "²", 2**64)
@@ -275,14 +278,25 @@ async def add_member(node: Node, member: Any, address: Any) -> None:
     refusal = address_refusal(address, member_id)
     if refusal is not None:
         raise AdminError("bad_request", f"address {address!r}: {refusal}; nothing was changed")
+    if node.is_leader and not force and member_id not in node.driver.replica.engine.members:
+        _refuse_unsafe(adding_problem(node, member_id))
     await _membership(node, node.add_member(member_id, address))
 
 
-async def remove_member(node: Node, member: Any) -> None:
+def _refuse_unsafe(problem: str | None) -> None:
+    if problem is not None:
+        raise AdminError("unsafe_change", problem, 409)
+
+
+async def remove_member(node: Node, member: Any, *, force: bool = False) -> None:
+    """Remove ``member``; unless ``force``, refused (``unsafe_change``) when the cluster
+    would lose its quorum (:mod:`.reconfig_check`)."""
     member_id = check_name(str(member) if isinstance(member, int) else member, "id")
     if member_id not in node.driver.replica.engine.members and node.view.address(
             member_id) is None:  # a former member's address left behind is forgotten
         raise AdminError("not_found", f"node {member_id} is not a member", 404)
+    if node.is_leader and not force and member_id in node.driver.replica.engine.members:
+        _refuse_unsafe(removing_problem(node, member_id))
     if member_id == node.node_id and node.is_leader and len(
             node.driver.replica.engine.members) > 1:
         await _hand_over_to_be_removed(node)

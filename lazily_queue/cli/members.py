@@ -24,10 +24,15 @@ def register(subparsers: Any) -> None:
                                           "in its [peers])")
     add.add_argument("id", type=int)
     add.add_argument("address", help="its Raft address, e.g. tcp://10.0.0.4:7001")
+    add.add_argument("--force", action="store_true",
+                     help="add it even though the cluster would lose its quorum until it "
+                          "runs (refused otherwise while another member is down)")
     add_target_arguments(add)
     add.set_defaults(handler=lambda args: run(_add, args))
     remove = commands.add_parser("remove", help="remove a member (then stop it)")
     remove.add_argument("id", type=int)
+    remove.add_argument("--force", action="store_true",
+                        help="remove it even though the others reachable would be no majority")
     add_target_arguments(remove)
     remove.set_defaults(handler=lambda args: run(_remove, args))
     transfer = commands.add_parser("transfer", help="hand leadership to a member")
@@ -57,12 +62,15 @@ def check_address(address: str, member: int) -> None:
 
 def _add(client: AdminClient, args: argparse.Namespace) -> None:
     check_address(args.address, args.id)
-    doc = client.post("/members", {"id": args.id, "address": args.address})
+    body: dict[str, Any] = {"id": args.id, "address": args.address}
+    if args.force:
+        body["force"] = True
+    doc = client.post("/members", body)
     emit(args, doc, f"added node {args.id} at {args.address}; start it now")
 
 
 def _remove(client: AdminClient, args: argparse.Namespace) -> None:
-    doc = client.post(f"/members/{args.id}/remove")
+    doc = client.post(f"/members/{args.id}/remove", {"force": True} if args.force else None)
     emit(args, doc, f"removed node {args.id}; stop it now")
 
 

@@ -285,16 +285,25 @@ async def _members(request: web.Request) -> dict[str, Any]:
 
 async def _add_member(request: web.Request) -> dict[str, Any]:
     body = await _body(request)
-    await admin.add_member(request.app[NODE], body.get("id"), body.get("address"))
+    await admin.add_member(request.app[NODE], body.get("id"), body.get("address"),
+                           force=_force(body))
     log.warning("admin: added member %s at %r", body.get("id"), body.get("address"))
     return {"added": str(body.get("id"))}
 
 
 async def _remove_member(request: web.Request) -> dict[str, Any]:
     member = request.match_info["id"]
-    await admin.remove_member(request.app[NODE], member)
+    await admin.remove_member(request.app[NODE], member, force=_force(await _body(request)))
     log.warning("admin: removed member %s", member)
     return {"removed": member}
+
+
+def _force(body: dict[str, Any]) -> bool:
+    """``"force": true`` of a membership change (anything else is a bad request)."""
+    force = body.get("force", False)
+    if type(force) is not bool:
+        raise AdminError("bad_request", f"force must be true or false, not {force!r}")
+    return force
 
 
 async def _transfer(request: web.Request) -> dict[str, Any]:
