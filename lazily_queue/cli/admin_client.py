@@ -147,6 +147,12 @@ class AdminClient:
         except urllib.error.URLError as exc:
             raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "
                            "with `http` set to this address?") from None
+        except TimeoutError:  # connected, then no answer in time (a busy or stuck node)
+            raise CliError(
+                f"{self.url} did not answer within {self.timeout:g} s (--timeout); "
+                + ("nothing was asked to change" if method == "GET" else
+                   "what was asked may still be done: check (`lazily-queue status`, "
+                   "`members list`) before asking again")) from None
         except OSError as exc:
             raise CliError(f"{self.url}: {exc}") from None
         except (http.client.HTTPException, ValueError) as exc:
