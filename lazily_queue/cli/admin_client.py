@@ -33,6 +33,15 @@ class CliError(Exception):
         self.code = code
 
 
+class Unreachable(CliError):
+    """The node could not be connected to: nothing was asked of it."""
+
+    def __init__(self, url: str, reason: object) -> None:
+        super().__init__(f"cannot reach {url}: {reason}; is the node running with `http` "
+                         "set to this address?")
+        self.reason = reason
+
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds above 0."""
     try:
@@ -142,11 +151,17 @@ class AdminClient:
                 leader = AdminClient(str(error["leader_page"]), self.token, self.timeout)
                 print(f"(asking the leader, node {error.get('leader')} at {leader.url})",
                       file=sys.stderr)
-                return leader.request(method, path, body, follow_leader=follow_leader - 1)
+                try:
+                    return leader.request(method, path, body, follow_leader=follow_leader - 1)
+                except Unreachable as down:
+                    raise CliError(
+                        f"node {error.get('leader')}, the leader {self.url} named, cannot be "
+                        f"reached at {leader.url} ({down.reason}); nothing was asked of it: "
+                        "it may have just stopped, so ask again once a leader is elected "
+                        "(`lazily-queue status --require-leader` waits for one)") from None
             raise CliError(_describe(error, exc.code)) from None
         except urllib.error.URLError as exc:
-            raise CliError(f"cannot reach {self.url}: {exc.reason}; is the node running "
-                           "with `http` set to this address?") from None
+            raise Unreachable(self.url, exc.reason) from None
         except TimeoutError:  # connected, then no answer in time (a busy or stuck node)
             raise CliError(
                 f"{self.url} did not answer within {self.timeout:g} s (--timeout); "
