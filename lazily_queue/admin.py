@@ -231,15 +231,33 @@ def _leader_hint(node: Node) -> dict[str, Any]:
 
 def _not_leader(node: Node, what: str) -> AdminError:
     """``not_leader`` for ``what`` (made on the leader), naming the leader this node
-    knows and its page, or saying none is known."""
-    hint = _leader_hint(node)
+    knows and its page, or saying none is known or can be elected. A node that reaches
+    no majority names no leader: the one it last heard of may be gone."""
+    stranded = _no_quorum(node)
+    hint = {"leader": None, "leader_page": None} if stranded else _leader_hint(node)
     leader, page = hint["leader"], hint["leader_page"]
-    if leader is None:
+    if stranded:
+        where = stranded
+    elif leader is None:
         where = "no leader is known now: ask again once one is elected"
     else:
         where = f"node {leader} leads: ask it" + (f" (its page: {page})" if page else "")
     return AdminError("not_leader", f"node {node.node_id} is not the leader; {what} are "
                       f"made on the leader, and {where}", 409, **hint)
+
+
+def _no_quorum(node: Node) -> str | None:
+    """Why no leader can be elected while ``node`` reaches no majority, or ``None``."""
+    status = node.driver.replica.status()
+    members = [str(m) for m in status["members"]]
+    up = [m for m in members if m == node.node_id or m in status["connected"]]
+    need = len(members) // 2 + 1
+    if len(up) >= need:
+        return None
+    down = [m for m in members if m not in up]
+    return (f"no leader can be elected: node {node.node_id} reaches {len(up)} of the "
+            f"{len(members)} members and {need} are needed; start the unreachable ones "
+            f"({', '.join(down)}), then ask again")
 
 
 def address_refusal(address: str, member: str | None = None) -> str | None:

@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the raw JSON document")
     parser.add_argument("--timeout", type=seconds, default=5.0, help="seconds (default 5)")
     parser.add_argument("--require-leader", action="store_true",
-                        help="exit with status 3 while the node knows no leader")
+                        help="exit with status 3 while the node knows no leader, or reaches no "
+                             "majority of the members")
     parser.set_defaults(handler=run)
 
 
@@ -81,11 +82,23 @@ def run(args: argparse.Namespace) -> int:
     if args.require_leader and _leader(status) is None:
         print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
         return 3
+    if args.require_leader and not status.get("has_quorum", True):
+        print(f"error: the node reaches no majority of the members, so its leader "
+              f"(node {_leader(status)}) may be gone ({_leader_detail(status)}; unreachable: "
+              f"{_unreachable(status)})", file=sys.stderr)
+        return 3
     return 0
 
 
 def _leader(status: dict[str, Any]) -> Any:
     return status.get("leader")
+
+
+def _unreachable(status: dict[str, Any]) -> str:
+    members = status.get("members")
+    down = [str(m.get("id")) for m in members if isinstance(m, dict) and not m.get("reachable")
+            ] if isinstance(members, list) else []
+    return ", ".join(down) or "none known"
 
 
 def _leader_detail(status: dict[str, Any]) -> str:

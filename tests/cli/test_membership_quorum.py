@@ -79,3 +79,43 @@ def test_a_change_that_would_lose_the_quorum_is_refused(tmp_path: Path) -> None:
     finally:
         for proc in procs:
             proc.terminate()
+
+
+
+def test_without_a_quorum_the_cli_says_no_leader_can_be_elected(tmp_path: Path) -> None:
+    """The leader and another member SIGKILLed: the survivor still names the dead leader,
+    but `status --require-leader` fails and `members` says no leader can be elected."""
+    addresses = unix_peers(tmp_path)
+    extra = f'admin_token_env = "{ADMIN_ENV}"'
+    procs = [NodeProc(write_config(tmp_path / f"n{i}.toml", i, addresses, extra=extra),
+                      env=ADMIN)
+             for i in (1, 2, 3)]
+    try:
+        for proc in procs:
+            proc.wait_ready()
+        leader = wait_for(lambda: procs[0].status()["leader"], what="a leader")
+        survivor = next(i for i in (1, 2, 3) if str(i) != leader)
+        for i in (1, 2, 3):
+            if i != survivor:
+                procs[i - 1].proc.kill()  # SIGKILL
+                procs[i - 1].proc.wait(10)
+        url = str(procs[survivor - 1].url)
+        wait_for(lambda: not procs[survivor - 1].status()["has_quorum"], what="quorum lost")
+        down = ", ".join(str(i) for i in (1, 2, 3) if i != survivor)
+
+        status = subprocess.run([*CLI, "status", "--url", url, "--require-leader"],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 3, status.stderr
+        assert status.stderr.startswith("error: the node reaches no majority of the members")
+        assert f"unreachable: {down})" in status.stderr
+
+        removed = _members(url, "remove", "3")
+        assert removed.returncode == 1, removed.stdout
+        assert removed.stderr.splitlines() == [
+            f"error: not_leader: node {survivor} is not the leader; membership changes are "
+            f"made on the leader, and no leader can be elected: node {survivor} reaches 1 of "
+            f"the 3 members and 2 are needed; start the unreachable ones ({down}), then ask "
+            "again"], removed.stderr
+    finally:
+        for proc in procs:
+            proc.terminate()
