@@ -70,12 +70,16 @@ def _fix_for(error: HandshakeError) -> str:
     if error.field == "session_id":
         return "The cluster names differ: every node needs the same `cluster` and secret"
     if "not a member" in error.message:
-        return ("That member does not know this node's id. A node joining a running "
-                "cluster is added first (`await node.add_member(ID, ADDRESS)` on a member), "
-                "then started; otherwise list this node in every member's [peers], or "
-                "correct this node's `id`")
+        return ("That member does not know this node's id (it was never added, or was "
+                "removed). A node joining a running cluster is added first (`lazily-queue "
+                "members add ID ADDRESS`, or `await node.add_member(ID, ADDRESS)`, on a "
+                "member), then started; otherwise list this node in every member's [peers], "
+                "or correct this node's `id`")
     if "share one id" in error.message or "share id" in error.message:
-        return ("Every node needs a unique `id` and its own data directory; a node rebuilt "
-                "with a new data directory is removed from the cluster and added back")
+        return ("Every node needs a unique `id` and its own data directory. A node whose "
+                "data directory was replaced (emptied, another cluster's, a copy) is "
+                "started with its own again, or removed (`lazily-queue members remove ID` "
+                "on a member) and added back (`lazily-queue members add ID ADDRESS`) before "
+                "it starts with an empty one")
     return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
             "other node in its [peers]")
