@@ -52,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
     lock = DirectoryLock(config.data_dir)
     try:
         lock.acquire(owner="rejoin")
+        stranger = _owner_mismatch(raft_dir, str(config.node_id), config.cluster)
+        if stranger is not None:
+            print(f"error: {args.config}: {stranger}; nothing was removed: check its "
+                  "`id`, `cluster` and `data_dir`", file=sys.stderr)
+            return 2
         return _recover(config.node_id, raft_dir, force=args.force)
     except DataDirectoryLocked:
         print(f"error: node {config.node_id} is running (it holds {lock.path}); stop it first",
@@ -63,6 +68,24 @@ def run(args: argparse.Namespace) -> int:
         return 4
     finally:
         lock.release()
+
+
+def _owner_mismatch(raft_dir: Path, node_id: str, cluster: str) -> str | None:
+    """Why ``raft_dir`` is another node's or cluster's (as its metadata records), or
+    ``None``; metadata that cannot be read is for :func:`_recover` to judge."""
+    from ..raft.disk import OsDisk
+    from ..raft.journal import JournalError
+    from ..raft.meta import MetaStore
+
+    try:
+        meta = MetaStore(OsDisk(), str(raft_dir / "journal.meta")).load()
+    except JournalError:
+        return None
+    owner, found = meta.get("node"), meta.get("cluster")
+    if owner is None or (owner == node_id and found == cluster):
+        return None
+    return (f"data directory {raft_dir.parent} belongs to node {owner} of cluster {found!r}, "
+            f"not to node {node_id} of cluster {cluster!r}")
 
 
 def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:

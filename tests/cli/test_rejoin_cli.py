@@ -196,3 +196,22 @@ async def test_a_wipe_cut_short_keeps_the_floor(tmp_path: Path) -> None:
         rejoin.wipe_for_rejoin(_DiskDyingAtSecondRemove(), str(raft), str(raft / "snapshot.cbor"))
     meta = decode_meta((raft / "journal.meta").read_bytes())[0]
     assert meta["rejoin_floor"][1] >= 5, meta
+
+
+@pytest.mark.parametrize(("node_id", "cluster"), [(2, "test"), (1, "other")])
+async def test_rejoin_refuses_another_nodes_data_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], node_id: int, cluster: str
+) -> None:
+    """A configuration whose `data_dir` is another node's or cluster's (a typo): rejoin,
+    even forced, removes nothing from it."""
+    raft = await _node_with_history(tmp_path)
+    config = write_config(tmp_path / "typo.toml", node_id, unix_peers(tmp_path),
+                          cluster=cluster, data_dir=str(tmp_path / "data1"))
+    _damage_middle_record(raft / "journal.log")
+    before = (raft / "journal.log").read_bytes()
+    assert main(["rejoin", "--config", str(config), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {config}: data directory ")
+    assert f"belongs to node 1 of cluster 'test', not to node {node_id} of cluster " \
+           f"{cluster!r}; nothing was removed" in err
+    assert (raft / "journal.log").read_bytes() == before
