@@ -53,6 +53,12 @@ class DirectoryLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
             os.close(fd)
+            if _gone(holder):  # the recorded node exited: another process holds the lock
+                raise DataDirectoryLocked(
+                    f"data directory {self.path.parent} is locked by a process other than "
+                    f"the node that recorded its pid {holder} there (no longer running): "
+                    f"`fuser {self.path}` names it; stop it before starting this {owner}"
+                ) from None
             raise DataDirectoryLocked(
                 f"data directory {self.path.parent} is in use by another running node "
                 f"(pid {holder}); two nodes cannot share an id or a data directory: give "
@@ -73,6 +79,19 @@ class DirectoryLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def _gone(pid: str) -> bool:
+    """Whether ``pid`` (as a lock file records it) names no running process."""
+    if not pid.isdigit() or not 0 < int(pid) < 2**22:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: it exists
+        return False
+    return False
 
 
 def disk_problem(exc: OSError) -> str:

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +164,38 @@ async def test_a_directory_whose_metadata_copies_are_both_gone_is_damaged(
     with pytest.raises(JournalError, match=r"journal.meta and its copy are missing"):
         await again.start()
     assert not again.running
+
+
+def test_a_lock_held_by_another_process_than_the_recorded_node(tmp_path: Path) -> None:
+    """The node that recorded its pid exited, and some other process (a backup tool, say)
+    holds the lock: the refusal says so rather than naming the dead node's pid."""
+    import fcntl
+
+    from lazily_queue.datadir import DirectoryLock
+
+    (tmp_path / "d").mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lock_path = tmp_path / "d" / "lock"
+    lock_path.write_text(dead)
+    holder = subprocess.Popen(
+        ["flock", str(lock_path), sys.executable, "-c", "import sys; sys.stdin.readline()"],
+        stdin=subprocess.PIPE)
+    try:
+        for _ in range(500):  # until flock holds it
+            fd = os.open(lock_path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                break
+            finally:
+                os.close(fd)
+            time.sleep(0.01)
+        with pytest.raises(DataDirectoryLocked) as refused:
+            DirectoryLock(tmp_path / "d").acquire()
+        assert (f"is locked by a process other than the node that recorded its pid {dead} "
+                "there (no longer running): `fuser ") in str(refused.value)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
