@@ -345,6 +345,10 @@ async def transfer_leadership(node: Node, to: Any = None) -> str:
         raise AdminError("refused", f"node {target} already leads", 409)
     if not node.is_leader:
         raise _not_leader(node, "leadership transfers")
+    if target is not None and target not in node.driver.replica.engine.connected:
+        raise AdminError("refused", f"node {target} is unreachable from the leader, node "
+                         f"{node.node_id}, so it cannot take over; nothing was changed: "
+                         "start it, or pick a reachable member", 409)
     try:
         return await node.transfer_leadership(target)
     except (LazilyQueueError, TimeoutError) as exc:

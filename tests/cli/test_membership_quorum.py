@@ -60,6 +60,10 @@ def test_a_change_that_would_lose_the_quorum_is_refused(tmp_path: Path) -> None:
         assert removed.returncode == 1, removed.stdout
         assert "error: unsafe_change: removing node" in removed.stderr
         assert _ids(procs[alive - 1]) == ["1", "2", "3"]
+        moved = _members(url, "transfer", str(dead))
+        assert moved.returncode == 1, moved.stdout
+        assert moved.stderr.splitlines()[-1].startswith(
+            f"error: refused: node {dead} is unreachable from the leader"), moved.stderr
 
         listed = subprocess.run([*CLI, "queue", "list", "--url", url, "--token-env",
                                  ADMIN_ENV, "--timeout", "5"], capture_output=True, text=True,
