@@ -146,6 +146,8 @@ class ClusterClient(NodeCells, Barrier):
         self._fatal: Exception | None = None
         self.failures: dict[str, str] = {}
         self.links = 0
+        #: Links in a row that served nothing (:meth:`_served`).
+        self._unserved = 0
         self.prefer_leader = prefer_leader
         #: The member id found at each address (learned when linking).
         self.members: dict[str, str] = {}
@@ -246,6 +248,7 @@ class ClusterClient(NodeCells, Barrier):
 
     async def _run(self) -> None:
         index, delay, denied = 0, 0.05, 0
+        self._unserved = 0
         while not self._closing:
             address, self._next = self._next, None
             if address is None:
@@ -270,9 +273,9 @@ class ClusterClient(NodeCells, Barrier):
                     await self._serve(link)
                 except Exception:
                     log.exception("the link to %s failed", address)
-                if link.greeted:
+                if self._served(link):
                     delay = 0.05
-                else:  # the member took the link but not the session: not again at once
+                else:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 1.0)
                 continue
@@ -284,6 +287,17 @@ class ClusterClient(NodeCells, Barrier):
                 denied = 0
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    def _served(self, link: Link) -> bool:
+        """Whether the client may link again at once after ``link`` ended: it served the
+        client, or it is one of the first links in a row that did not (a member taking
+        no session, or every one answering that it cannot commit, as when their disks
+        are full, is tried again after a pause, not on every answer)."""
+        if link.served:
+            self._unserved = 0
+            return True
+        self._unserved += 1
+        return link.greeted and self._unserved < len(self.addresses)
 
     async def _serve(self, link: Link) -> None:
         self._link = link
@@ -362,7 +376,8 @@ class ClusterClient(NodeCells, Barrier):
             log.warning("the member refused a frame of this client: %s", payload)
 
     def _drop(self, link: Link, reason: str) -> None:
-        log.info("leaving member %s (%s): %s", link.member, link.address, reason)
+        if link.open:  # every op it answers so says why: the first one is logged
+            log.info("leaving member %s (%s): %s", link.member, link.address, reason)
         link.close(reason)
 
     # -- cells ---------------------------------------------------------------------------------
@@ -399,6 +414,8 @@ class ClusterClient(NodeCells, Barrier):
             return
         status, payload = answer
         if status == P.OK and isinstance(payload, list) and len(payload) == 2:
+            if self._link is not None:
+                self._link.served = True
             self._mirror.install(key, payload[0], payload[1])
         else:
             self._mirror.refuse(key, str(payload[1]) if isinstance(payload, list)

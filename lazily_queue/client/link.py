@@ -55,6 +55,9 @@ class Link:
         self.max_request: int | None = None
         #: The member answered the hello: :attr:`features` is known.
         self.greeted = False
+        #: The member answered an op other than with an error that sends the client to
+        #: another member (or a watch): it serves this client.
+        self.served = False
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}

@@ -302,6 +302,7 @@ class Session:
             return  # the link ended: the op is sent again on the next one
         status, payload = answer
         if status == P.OK:
+            link.served = True
             try:
                 result = decode_result(payload)
             except Exception:
@@ -317,6 +318,7 @@ class Session:
             op.rid = 0
             self._drop(link, f"{code}: {message}")
             return
+        link.served = True
         if op.attempts > 1 and code not in P.REFUSALS:
             # This member speaks for its own attempt only; an earlier one may have applied.
             error = type(error)(f"{error}; it was sent to an earlier member before, whose "
