@@ -4,7 +4,7 @@ Giving popped elements back to the head (``QUEUE_UNPOP_STAMPED``,
 ``QUEUE_UNPOP_HEADERS``: a prefetch's rest, a pop whose caller went away) puts values in
 a queue past its capacity. A client that may push may do so; one that may only consume
 may give back an element only under the id it was popped under, with the value and
-headers it was popped with, through the member that answered the pop, and only among
+headers it was popped with, over the link that answered the pop, and only among
 its last :data:`MAX_KEPT` popped elements. Anything else is refused before it is
 proposed. The older ``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a
 client at all.
