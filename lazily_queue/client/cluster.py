@@ -146,7 +146,7 @@ class ClusterClient(NodeCells, Barrier):
         self._fatal: Exception | None = None
         self.failures: dict[str, str] = {}
         self.links = 0
-        #: Links in a row that served nothing (:meth:`_served`).
+        #: Links in a row left because their member could not commit (:meth:`_served`).
         self._unserved = 0
         self.prefer_leader = prefer_leader
         #: The member id found at each address (learned when linking).
@@ -274,7 +274,8 @@ class ClusterClient(NodeCells, Barrier):
                 except Exception:
                     log.exception("the link to %s failed", address)
                 if self._served(link):
-                    delay = 0.05
+                    if not self._unserved:
+                        delay = 0.05
                 else:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 1.0)
@@ -289,15 +290,18 @@ class ClusterClient(NodeCells, Barrier):
                 delay = min(delay * 2, 1.0)
 
     def _served(self, link: Link) -> bool:
-        """Whether the client may link again at once after ``link`` ended: it served the
-        client, or it is one of the first links in a row that did not (a member taking
-        no session, or every one answering that it cannot commit, as when their disks
-        are full, is tried again after a pause, not on every answer)."""
+        """Whether the client may link again at once after ``link`` ended. A member that
+        took no session is tried again after a pause, and so are the members once as
+        many links in a row as there are addresses were left because their member
+        answered that it cannot commit (full disks): not on every answer. A link left
+        for the leader's, or lost, is followed by the next at once."""
         if link.served:
             self._unserved = 0
             return True
-        self._unserved += 1
-        return link.greeted and self._unserved < len(self.addresses)
+        if link.cannot_commit:
+            self._unserved += 1
+            return self._unserved < len(self.addresses)
+        return link.greeted
 
     async def _serve(self, link: Link) -> None:
         self._link = link

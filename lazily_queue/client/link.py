@@ -58,6 +58,8 @@ class Link:
         #: The member answered an op other than with an error that sends the client to
         #: another member (or a watch): it serves this client.
         self.served = False
+        #: The member answered an op that it cannot commit it (no quorum, a full disk).
+        self.cannot_commit = False
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
         self._waiting: dict[int, Callable[[Answer], None]] = {}

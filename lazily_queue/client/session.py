@@ -316,6 +316,7 @@ class Session:
         if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
             op.error = error
             op.rid = 0
+            link.cannot_commit = True
             self._drop(link, f"{code}: {message}")
             return
         link.served = True
