@@ -254,6 +254,8 @@ class ClusterClient(NodeCells, Barrier):
             if address is None:
                 address = self.addresses[index % len(self.addresses)]
                 index += 1
+            elif address in self.addresses:  # the leader's: the one after it comes next
+                index = self.addresses.index(address) + 1
             try:
                 stream = await dial(address, self._config, timeout=self.connect_timeout,
                                     ssl_context=self._ssl, schemes=self._schemes)

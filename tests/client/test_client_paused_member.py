@@ -1,0 +1,67 @@
+"""A client's leader paused (SIGSTOP: a frozen VM, a debugger, a long stall): once its
+link has been quiet for ``ping_timeout`` the client goes on through the other members,
+which elect a leader meanwhile, instead of dialling the paused member again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lazily_queue import connect
+from tests.cli.node_procs import NodeProc, unix_peers, wait_for, write_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+TOKEN = "token-of-the-producer"
+CLIENTS = "\n".join(["[[client]]", 'name = "producer"', 'token_env = "TOKEN_PRODUCER"',
+                     'produce = ["*"]'])
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="lqs-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
+    short_tmp: Path,
+) -> None:
+    peers = unix_peers(short_tmp)
+    procs = [NodeProc(write_config(short_tmp / f"n{i}.toml", i, peers, extra=CLIENTS),
+                      env={"TOKEN_PRODUCER": TOKEN}) for i in (1, 2, 3)]
+    paused: NodeProc | None = None
+    try:
+        for proc in procs:
+            proc.wait_ready()
+        leader = int(wait_for(lambda: procs[0].status().get("leader"), what="a leader"))
+        follower = next(i for i in (1, 2, 3) if i != leader)
+        other = 6 - leader - follower
+        # A follower first: the client follows its word to the leader's address.
+        addresses = [peers[follower], peers[leader], peers[other]]
+        async with connect(addresses, ("producer", TOKEN), op_timeout=8, ping_interval=0.2,
+                           ping_timeout=1.0, connect_timeout=5) as client:
+            q = client.queue("q")
+            await q.push(0)
+            assert client.member == str(leader)
+            paused = procs[leader - 1]
+            os.kill(paused.proc.pid, signal.SIGSTOP)
+            started = time.monotonic()
+            await asyncio.gather(*(q.push(n) for n in range(1, 33)))
+            took = time.monotonic() - started
+            assert client.member != str(leader)
+            # quiet for 1 s, then the others (not the paused leader again for 5 s more)
+            assert took < 5, f"the pushes took {took:.1f} s"
+    finally:
+        if paused is not None:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        for proc in procs:
+            proc.terminate()
