@@ -73,7 +73,7 @@ async def test_a_full_disk_fails_ops_at_their_timeout_without_relinking_in_a_loo
                 assert all(isinstance(o, StorageUnavailable) for o in outcomes), outcomes
                 assert took < 3 + 1, f"the pushes failed after {took:.1f} s"
                 # Every member answering that it cannot commit: the client tries again,
-                # backing off, not on every answer (it relinked about 300 times a second).
+                # backing off, not on every answer.
                 assert client.links - links <= 12, client.links - links
                 os.remove(filler)
                 wait_for(lambda: member.status()["disk"]["writable"], what="a writable disk")
