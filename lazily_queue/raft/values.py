@@ -30,6 +30,10 @@ from ..errors import MessageTooLarge, UnsupportedValue
 
 #: Deepest nesting of an op's arguments (the op list is the first level).
 MAX_DEPTH = 46
+#: What that leaves a value given to a cell, and one given to an op of a transaction
+#: (the transaction's op list is one more level).
+VALUE_DEPTH = MAX_DEPTH - 1
+TRANSACTION_VALUE_DEPTH = MAX_DEPTH - 2
 _DATETIME = datetime.datetime
 MODEL_TYPES: frozenset[type] = frozenset({
     type(None), bool, int, float, str, bytes, list, tuple, dict, set, _DATETIME,
@@ -45,7 +49,8 @@ ALLOWED = ("None, bool, int, float, str, bytes, list, tuple, dict with str or by
 def unsupported(name: str, reason: str) -> UnsupportedValue:
     return UnsupportedValue(
         f"{name}: the value cannot be replicated: {reason}. Replicated values are {ALLOWED}, "
-        f"nested at most {MAX_DEPTH} levels; give the cell a serializer= for other types"
+        f"nested at most {VALUE_DEPTH} levels ({TRANSACTION_VALUE_DEPTH} in a transaction); "
+        "give the cell a serializer= for other types"
     )
 
 
@@ -62,7 +67,7 @@ def scan(args: list[Any], *, max_items: int, name: str) -> bool:
     tuples = False
     while level:
         if depth > MAX_DEPTH:
-            raise unsupported(name, f"nesting deeper than {MAX_DEPTH} levels")
+            raise unsupported(name, "nesting too deep")
         below: list[Any] = []
         for container in level:
             size = len(container)

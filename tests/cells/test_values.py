@@ -163,3 +163,26 @@ async def test_serializer_failures_and_sizes_are_typed() -> None:
         assert await blobs.pop() == 1024
         with pytest.raises(Exception, match="already open with serializer"):
             c.node(1).queue("b")
+
+
+def _lists(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_the_nesting_refusal_names_the_depth_a_push_and_a_transaction_accept() -> None:
+    limits = r"nested at most 45 levels \(44 in a transaction\)"
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        q = node.queue("deep")
+        await q.push(_lists(45))
+        with pytest.raises(UnsupportedValue, match=limits):
+            await q.push(_lists(46))
+        async with node.transaction() as tx:
+            tx.push(q, _lists(44))
+        with pytest.raises(UnsupportedValue, match=limits):
+            async with node.transaction() as tx:
+                tx.push(q, _lists(45))
+        assert q.len() == 2
