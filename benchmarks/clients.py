@@ -170,7 +170,8 @@ async def _round(root: Path, count: int) -> dict[str, Any]:
         try:
             out["nats"] = await run_nats(root / "nats", count)
         except ImportError:
-            out["nats"] = {"error": "nats-py missing: pip install 'lazily-queue[bench]'"}
+            out["nats"] = {"error": "nats-py missing: pip install -e '.[bench]' in the "
+                                    "lazily-queue clone"}
     return out
 
 

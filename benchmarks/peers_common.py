@@ -60,7 +60,7 @@ ROWS: tuple[Row, ...] = (
 
 
 #: How to install the peers' Python clients.
-PIP = "pip install 'lazily-queue[bench]'"
+PIP = "pip install -e '.[bench]' in the lazily-queue clone"
 
 
 def missing(binary: str | None, module: str, package: str) -> str | None:

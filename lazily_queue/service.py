@@ -197,8 +197,8 @@ class NodeService:
             from .integrations.aiohttp import MONITOR, NODE, add_monitor_routes, host_guard
         except ImportError:
             raise ConfigError(
-                f"{self.config.source}: `http` needs aiohttp: pip install "
-                "'lazily-queue[aiohttp]' (or remove `http`)"
+                f"{self.config.source}: `http` needs aiohttp: pip install -e '.[aiohttp]' "
+                "in the lazily-queue clone (or remove `http`)"
             ) from None
         assert self.node is not None and self.monitor is not None
         host, port = self.config.http

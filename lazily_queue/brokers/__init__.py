@@ -1,9 +1,9 @@
 """Broker backends: the same cells on NATS JetStream and Redis Streams.
 
-:class:`~lazily_queue.brokers.nats_backend.NatsJetStreamStorage` (needs ``nats-py``:
-``pip install 'lazily-queue[nats]'``) and
-:class:`~lazily_queue.brokers.redis_backend.RedisStreamsStorage` (needs ``redis``:
-``pip install 'lazily-queue[redis]'``) hand out queue, work-queue and topic storages;
+:class:`~lazily_queue.brokers.nats_backend.NatsJetStreamStorage` (needs ``nats-py``, the
+``nats`` extra: ``pip install -e '.[nats]'`` in the lazily-queue clone) and
+:class:`~lazily_queue.brokers.redis_backend.RedisStreamsStorage` (needs ``redis``, the
+``redis`` extra) hand out queue, work-queue and topic storages;
 :func:`lazily_queue.connect` wraps either in a :class:`~lazily_queue.client.Client`.
 The errors are importable without either client library.
 """

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         from ..demo.cluster import ClusterDemoConfig, main
     except ImportError as exc:
         raise SystemExit(f"error: the cluster demo needs aiohttp ({exc}): pip install "
-                         "'lazily-queue[aiohttp]', or run `lazily-queue demo --local`") from None
+                         "-e '.[aiohttp]' in the lazily-queue clone, or run `lazily-queue "
+                         "demo --local`") from None
 
     if not all(0 < value < math.inf for value in (args.rate, args.visibility_timeout,
                                                    args.timeout)):

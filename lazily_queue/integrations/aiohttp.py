@@ -34,7 +34,8 @@ try:
     from aiohttp import web
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "lazily_queue.integrations.aiohttp needs aiohttp: pip install 'lazily-queue[aiohttp]'"
+        "lazily_queue.integrations.aiohttp needs aiohttp: pip install -e '.[aiohttp]' in "
+        "the lazily-queue clone"
     ) from exc
 
 from collections.abc import Awaitable, Callable, Iterable

@@ -37,7 +37,8 @@ try:
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "lazily_queue.integrations.fastapi needs FastAPI: pip install 'lazily-queue[fastapi]'"
+        "lazily_queue.integrations.fastapi needs FastAPI: pip install -e '.[fastapi]' in "
+        "the lazily-queue clone"
     ) from exc
 
 from ..cells.queue import QueueCell

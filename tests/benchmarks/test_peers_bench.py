@@ -47,7 +47,8 @@ def test_lazily_queue_fills_every_row_and_ratios_match() -> None:
         for key in shared:
             assert ratio[key] == pytest.approx(ours[key] / peer[key], rel=1e-2, abs=1e-3)
     else:
-        assert "pip install 'lazily-queue[bench]'" in figures["skipped"]["persist"]
+        assert ("pip install -e '.[bench]' in the lazily-queue clone"
+                in figures["skipped"]["persist"])
         assert figures["ratios"] == {}
 
 

@@ -289,7 +289,7 @@ def test_a_webrtc_address_needs_the_webrtc_extra(
     assert parse(tmp_path, peers=peers)  # the extra is installed here
     monkeypatch.setattr(lazily_queue.config_keys, "DEFAULT_SCHEMES", SchemeTable.builtin())
     monkeypatch.setitem(sys.modules, "aiortc", None)  # as without it
-    fix = r"peer 2 address .* pip install 'lazily-queue\[webrtc\]'"
+    fix = r"peer 2 address .* pip install -e '\.\[webrtc\]' in the lazily-queue clone"
     with pytest.raises(ConfigError, match=fix):
         parse(tmp_path, peers=peers)
 

@@ -21,7 +21,7 @@ from transport_helpers import make_config
 pytestmark = pytest.mark.timeout(60)
 
 WEBRTC_SCHEMES = ("webrtc", "webrtc+ws", "webrtc+wss")
-FIX = r"pip install 'lazily-queue\[webrtc\]'"
+FIX = r"pip install -e '\.\[webrtc\]' in the lazily-queue clone"
 
 
 @pytest.fixture
@@ -116,5 +116,5 @@ def test_a_fresh_process_without_aiortc_runs_every_other_transport() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         "webrtc+ws:// addresses need the 'aiortc' package, which is not installed: "
-        "pip install 'lazily-queue[webrtc]'"
+        "pip install -e '.[webrtc]' in the lazily-queue clone"
     )

@@ -38,7 +38,7 @@ class MissingDependencyError(TransportError, ImportError):
     def __init__(self, what: str, extra: str, package: str) -> None:
         super().__init__(
             f"{what} need the {package!r} package, which is not installed: "
-            f"pip install 'lazily-queue[{extra}]'",
+            f"pip install -e '.[{extra}]' in the lazily-queue clone",
             name=package,
         )
         self.extra = extra

@@ -1,7 +1,8 @@
 """WebRTC links (``webrtc://``, ``webrtc+ws://``, ``webrtc+wss://``) and their signaling.
 
 The links need aiortc, installed by the ``webrtc`` extra
-(``pip install 'lazily-queue[webrtc]'``); without it, reading any name below raises
+(``pip install -e '.[webrtc]'`` in the lazily-queue clone); without it, reading any name
+below raises
 ``MissingDependencyError`` naming the extra. ``lazily_transports.webrtc.signaling``
 (the signaling server, client and frames) needs only websockets and always imports.
 """
