@@ -233,6 +233,12 @@ class ClientGrant:
                     f"not one of client {self.name!r}'s certificate_fingerprints")
         return None
 
+    @property
+    def produces_everywhere(self) -> bool:
+        """Whether it may produce to (and administer) any name: ``"*"`` is among its
+        ``produce`` or ``admin`` patterns."""
+        return "*" in self.produce or "*" in self.admin
+
     def _has(self, permission: str, name: str) -> bool:
         matcher = self._matchers[permission]
         return matcher is not None and matcher.fullmatch(name) is not None

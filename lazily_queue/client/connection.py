@@ -184,7 +184,9 @@ class ClientConnection:
         give-back (:mod:`.popped`). Notes on ``op`` the pop whose elements it may give
         back."""
         code, args = op.code, op.args
-        own = self.reads.note(self.session or 0, op.seq)
+        # Only a client that may not produce somewhere pops what it may only give back.
+        own = [True] if self.grant.produces_everywhere else self.reads.note(
+            self.session or 0, op.seq)
         if code == C.EXPIRY_RULES:
             refusal = self.rules_refusal(args, view)
             return None if refusal is None else P.PermissionDenied(refusal)

@@ -260,8 +260,8 @@ class StateMachine:
             done = session.done
             if seq in done or seq < session.floor:
                 self.duplicate_ops += 1
-                kept = session.ops.get(seq)
-                results.append(SEQ_REUSED if kept is not None and kept != identity(code, op[2:])
+                kept = session.ops.get(seq) if seq in done else None
+                results.append(SEQ_REUSED if kept is not None and kept != identity(op)
                                else done.get(seq, _DUPLICATE))
                 continue
             if floor > session.floor:
@@ -273,7 +273,8 @@ class StateMachine:
                 continue
             result = self._apply_plain(code, op[2:])
             session.keep(seq, result)
-            session.ops[seq] = identity(code, op[2:])
+            if type(result) is list:  # what a pop answers: the op it was is kept too
+                session.keep_op(seq, identity(op))
             results.append(result)
         return results
 

@@ -54,18 +54,24 @@ def test_a_seq_applied_again_as_another_op_is_refused_not_answered_with_the_firs
     sm = StateMachine()
     _apply(sm, 5, [ops.QUEUE_DECLARE, "mine", None], [ops.QUEUE_DECLARE, "theirs", None],
            [ops.QUEUE_PUSH, "mine", "m"], [ops.QUEUE_PUSH, "theirs", "t"])
-    assert _apply(sm, 6, client_op(1, 1, ops.QUEUE_POP, "mine")) == ["m"]
-    # the same seq through another member, as a pop of another queue: not "m" as if
-    # popped from "theirs" (a member would let the client give "m" back to "theirs")
-    [reused] = _apply(sm, 7, client_op(1, 1, ops.QUEUE_POP, "theirs"))
+    popped = [["m"], [[0, 1, 1_000]]]
+    assert _apply(sm, 6, client_op(1, 1, ops.QUEUE_POP_STAMPED, "mine", 1)) == [popped]
+    # the same seq through another member, as a pop of another queue: not mine's values
+    # as if popped from "theirs" (a member would let the client give them back there)
+    [reused] = _apply(sm, 7, client_op(1, 1, ops.QUEUE_POP_STAMPED, "theirs", 1))
     assert isinstance(reused, OpError) and reused.code == "seq_reused"
     assert sm.queues["theirs"].elements() == ["t"]
-    [retried] = _apply(sm, 8, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_POP, "mine"]])
-    assert retried == ["m"]  # a retry of the op itself still gets its kept result
+    [retried] = _apply(sm, 8, [ops.CLIENT_OPS, CLIENT, 1, [1, ops.QUEUE_POP_STAMPED, "mine", 1]])
+    assert retried == [popped]  # a retry of the op itself still gets its kept result
+    # an op answered with no list (a push's None) keeps no more than its result
+    assert _apply(sm, 9, client_op(2, 1, ops.QUEUE_PUSH, "mine", "n")) == [None]
+    assert _apply(sm, 10, client_op(2, 1, ops.QUEUE_PUSH, "theirs", "x")) == [None]
+    assert sm.queues["theirs"].elements() == ["t"]
     # restored from a snapshot, a replica no longer knows which op a kept result was
     restored = StateMachine()
     restored.restore(sm.capture())
-    assert _apply(restored, 9, client_op(1, 1, ops.QUEUE_POP, "theirs")) == ["m"]
+    assert _apply(restored, 11, client_op(1, 1, ops.QUEUE_POP_STAMPED, "theirs", 1)) == [
+        popped]
     assert restored.queues["theirs"].elements() == ["t"]
 
 
@@ -128,7 +134,8 @@ class _SessionModel:
             return OpError("session_window", "")
         self.plain.now = now
         session[1][seq] = result = self.plain.apply_plain(code, args)
-        self.applied_as[(sid, seq)] = (code, args[0])
+        if type(result) is list:
+            self.applied_as[(sid, seq)] = (code, args[0])
         return result
 
 
