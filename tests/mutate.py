@@ -184,7 +184,9 @@ MUTATIONS = [
         "client-retry-applied-twice", "lazily_queue/replicated/state_machine.py",
         "            if seq in done or seq < session.floor:\n"
         "                self.duplicate_ops += 1\n"
-        "                results.append(done.get(seq, _DUPLICATE))\n"
+        "                kept = session.ops.get(seq) if seq in done else None\n"
+        "                results.append(SEQ_REUSED if kept is not None and kept != identity(op)\n"
+        "                               else done.get(seq, _DUPLICATE))\n"
         "                continue\n",
         "",
         ("tests/replicated/test_client_sessions.py",
@@ -318,8 +320,8 @@ MUTATIONS = [
         "a client's link does not hold the long names it was refused"),
     Mutation(
         "client-relinks-at-once", "lazily_queue/client/cluster.py",
-        "                if link.greeted:\n                    delay = 0.05\n",
-        "                if True:\n                    delay = 0.05\n",
+        "                if self._served(link):\n",
+        "                if True:\n",
         ("tests/client/test_review_requests.py::"
          "test_a_client_whose_member_refuses_its_session_backs_off",),
         "a client whose member takes its link but refuses its session does not relink at once"),
@@ -412,11 +414,18 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's ops proposed together are each deduplicated under the client's session"),
     Mutation(
-        "session-floor-keeps-its-low", "lazily_queue/replicated/state_machine.py",
+        "session-floor-keeps-its-low", "lazily_queue/replicated/session_results.py",
         "            for seq in range(self.low, floor):",
         "            for seq in range(self.low + 1, floor):",
         ("tests/replicated/test_client_sessions.py",),
         "a session's floor forgets every result below it, as a full scan of them would"),
+    Mutation(
+        "seq-reused-answered-with-the-first-result", "lazily_queue/replicated/state_machine.py",
+        "results.append(SEQ_REUSED if kept is not None and kept != identity(op)",
+        "results.append(SEQ_REUSED if False",
+        ("tests/replicated/test_client_sessions.py",),
+        "a seq applied again as another op is refused, not answered with the first op's "
+        "result"),
     Mutation(
         "session-low-restored-as-floor", "lazily_queue/replicated/state_machine.py",
         "min([int(floor), *kept])", "int(floor)",
