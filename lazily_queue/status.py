@@ -74,6 +74,8 @@ def local_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
         "writable": driver.disk_error is None,
         "error": driver.disk_error,
         "since": driver.disk_error_since,
+        # The leader's snapshot, which this member needs to catch up, cannot be stored.
+        "snapshot_error": driver.replica.snapshots.write_error,
     }
     if objects:
         status.update(state_status(node.view))
@@ -308,7 +310,8 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
     """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
     (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
     last :data:`RECENT_TERMS` seconds) or ``"critical"`` (a member unreachable, no
-    quorum, no leader, or this node's journal not writable), with the reasons."""
+    quorum, no leader, this node's journal not writable, or the leader's snapshot it needs
+    not stored), with the reasons."""
     members = status["members"]
     up = sum(1 for m in members if m["reachable"])
     recent = [c for c in term_changes if c["time"] >= time.time() - RECENT_TERMS]
@@ -322,6 +325,9 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
         critical.append("no leader")
     if not status["disk"]["writable"]:
         critical.append(f"journal not writable: {status['disk']['error']}")
+    if status["disk"].get("snapshot_error"):
+        critical.append("the leader's snapshot cannot be stored, so this member stays "
+                        f"behind until its disk takes it: {status['disk']['snapshot_error']}")
     lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]
     if lagging:
         warning.append(f"member(s) {', '.join(lagging)} lagging")

@@ -24,9 +24,10 @@ def _table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
 
 def _disk(status: dict[str, Any]) -> str:
     disk = status.get("disk") or {}
-    if disk.get("writable", True):
-        return "writable"
-    return f"NOT WRITABLE: {disk.get('error')}"
+    journal = "writable" if disk.get("writable", True) else f"NOT WRITABLE: {disk.get('error')}"
+    if disk.get("snapshot_error"):
+        return f"{journal}; the leader's snapshot NOT STORED: {disk['snapshot_error']}"
+    return journal
 
 
 def _where_lag_is(status: dict[str, Any]) -> str:

@@ -108,8 +108,9 @@ class SnapshotStore:
         self._incoming: bytearray | None = None
         self.installed = 0
         self.taken = 0
-        #: The last snapshot from a leader could not be written to disk.
+        #: The last snapshot from a leader could not be written to disk, and why.
         self.write_failed = False
+        self.write_error: str | None = None
         #: Turns a stored member id into the engine's node object.
         self.member_factory: Callable[[str], Any] = str
         #: Whether a received snapshot ending at this entry is older than what the member
@@ -323,10 +324,12 @@ class SnapshotStore:
                 log.error("could not store the snapshot from the leader at %s: %s; it is "
                           "refused until the disk accepts it", self.path, exc)
             self.write_failed = True
+            self.write_error = f"{self.path}: {exc.strerror or exc}"
             return False
         if self.write_failed:
             log.warning("stored the snapshot from the leader at %s again", self.path)
             self.write_failed = False
+            self.write_error = None
         self._data = raw
         self.installed += 1
         return True

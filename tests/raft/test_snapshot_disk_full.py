@@ -121,3 +121,47 @@ async def test_a_node_whose_snapshots_are_refused_logs_it_once(
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert sum("taking a snapshot failed" in line for line in lines) == 1, lines
     assert len(lines) <= 3, lines[:20]
+
+
+def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
+        tmp_path: Path) -> None:
+    from lazily_queue.status import health
+
+    leader = SnapshotStore(OsDisk(sync=False), str(tmp_path / "leader.cbor"),
+                           capture=lambda: {"queues": {}}, restore=lambda _: None,
+                           validate=lambda _: None)
+    leader.serialize((None, (b"b", 6, 1), (b"a", 5, 1), ["1"]), 6)
+    assert leader.checkSerializing()[0] == SUCCESS
+    disk = SnapshotRefusingDisk()
+    follower = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"),
+                             capture=lambda: {"queues": {}}, restore=lambda _: None,
+                             validate=lambda _: None)
+
+    def send() -> bool:
+        while True:
+            data = leader.getTransmissionData("f")
+            assert data is not None
+            stored = follower.setTransmissionData(data)
+            if data[2]:  # the last chunk
+                return bool(stored)
+
+    assert not send()
+    assert follower.write_error is not None
+    assert "No space left on device" in follower.write_error
+    status = {"members": [], "has_quorum": True, "leader": "1", "term": 2,
+              "disk": {"writable": True, "error": None,
+                       "snapshot_error": follower.write_error}}
+    seen = health(status, [])
+    assert seen["level"] == "critical"
+    assert any("the leader's snapshot cannot be stored" in r for r in seen["reasons"])
+    follower._disk = OsDisk(sync=False)
+    assert send() and follower.write_error is None
+
+
+async def test_a_node_shows_the_snapshot_error_in_its_status(tmp_path: Path) -> None:
+    async with testing.cluster(1, data_dir=tmp_path) as c:
+        node = await c.leader()
+        assert node.status()["disk"]["snapshot_error"] is None
+        node.driver.replica.snapshots.write_error = "snapshot.cbor: No space left on device"
+        assert node.status()["disk"]["snapshot_error"] == (
+            "snapshot.cbor: No space left on device")
