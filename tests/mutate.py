@@ -1758,7 +1758,9 @@ MUTATIONS = [
         "    return min(MAX_DELAY_MS, whole_ms(min(seconds, MAX_DELAY_MS / 1000)))\n",
         "    return min(MAX_DELAY_MS, whole_ms(seconds))\n",
         ("tests/cells/test_bad_arguments.py::"
-         "test_a_member_and_a_client_refuse_them_before_proposing",),
+         "test_a_member_and_a_client_refuse_them_before_proposing",
+         "tests/core/test_fifo_delayed.py::"
+         "test_a_delay_too_long_to_count_in_milliseconds_waits_as_long_as_any_can"),
         "a delay too long to count in ms waits as long as any can"),
     Mutation(
         "config-host-unicode-error", "lazily_queue/config_keys.py",

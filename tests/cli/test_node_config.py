@@ -171,6 +171,7 @@ def test_a_data_dir_name_too_long_for_the_file_system(tmp_path: Path) -> None:
     {"id": "x" * 5000}, {"durability": "x" * 5000}, {"listen": "x" * 5000},
     {"peers": {"2": "tcp://" + "h" * 5000 + ":1"}}, {"dedup": {"max_age": "x" * 5000}},
     {"client": [{"name": "x" * 5000, "token_env": "W"}]}, {"http_advertise": "x" * 5000},
+    {"durability": ["x"] * 2000}, {"peers": {"2": ["x"] * 2000}},
 ])
 def test_a_huge_value_is_named_by_its_first_characters(
         tmp_path: Path, changes: dict[str, object]) -> None:

@@ -151,3 +151,13 @@ def test_the_options_map_is_decoded_strictly() -> None:
     with pytest.raises(ValueError, match="map"):
         decode_map([("msg_id", "m")], PushOptions.CHECKS)
     assert decode_map({}, PushOptions.CHECKS) == {}
+
+
+def test_a_delay_too_long_to_count_in_milliseconds_waits_as_long_as_any_can() -> None:
+    import sys
+
+    from lazily_queue.core.push_options import MAX_DELAY_MS, PushOptions, whole_delay_ms
+
+    for seconds in (MAX_DELAY_MS / 1000, 1e300, sys.float_info.max):
+        assert whole_delay_ms(seconds) == MAX_DELAY_MS
+    assert PushOptions.checked(delay=sys.float_info.max).delay_ms == MAX_DELAY_MS
