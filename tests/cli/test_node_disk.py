@@ -4,7 +4,6 @@ and a disk that fills while the node runs (it stalls, then resumes by itself).""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.records import HEADER
-from tests.tmpfs import mounted_tmpfs
+from tests.tmpfs import fill, mounted_tmpfs
 
 from .node_procs import NodeProc, wait_for, write_config
 
@@ -26,19 +25,6 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs the test can fill (mounting needs root, as CI runs)."""
     with mounted_tmpfs(tmp_path / "small", "size=4m") as mount:
         yield mount
-
-
-def _fill(directory: Path) -> Path:
-    """Write a file until the file system is full; returns it."""
-    filler = directory / f"filler-{uuid.uuid4().hex}"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    return filler
 
 
 def _one_line(proc: NodeProc) -> str:
@@ -66,7 +52,7 @@ def test_a_damaged_journal_exits_3_with_one_line(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_at_start_exits_4_with_one_line(tmp_path: Path, small_fs: Path) -> None:
-    _fill(small_fs)
+    fill(small_fs)
     config = write_config(tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"},
                           data_dir=str(small_fs / "data1"))
     proc = NodeProc(config)
@@ -87,7 +73,7 @@ async def test_a_disk_that_fills_stalls_the_node_and_it_resumes(
     try:
         proc.wait_ready()
         proc.wait_line("acked 20")
-        filler = _fill(small_fs)
+        filler = fill(small_fs)
         # The journal's preallocated space (up to 1 MiB) still takes records: the node
         # refuses writes once it needs to grow the file.
         proc.wait_line("refused", timeout=120)

@@ -16,7 +16,7 @@ import pytest
 
 from lazily_queue import StorageUnavailable, connect
 from tests.cli.node_procs import NodeProc, wait_for, write_config
-from tests.tmpfs import mounted_tmpfs
+from tests.tmpfs import fill, mounted_tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
@@ -30,19 +30,6 @@ def short_tmp() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="lqd-", dir="/tmp"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _fill(directory: Path) -> Path:
-    """Write a file until the file system is full; returns it."""
-    filler = directory / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    return filler
 
 
 async def test_a_full_disk_fails_ops_at_their_timeout_without_relinking_in_a_loop(
@@ -60,7 +47,7 @@ async def test_a_full_disk_fails_ops_at_their_timeout_without_relinking_in_a_loo
                                op_timeout=3) as client:
                 q = client.queue("q")
                 await q.push("before")
-                filler = _fill(disk)
+                filler = fill(disk)
                 while member.status()["disk"]["writable"]:  # the journal's spare room
                     try:
                         await q.push("x" * 4000)
