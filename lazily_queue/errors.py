@@ -17,6 +17,17 @@ class LazilyQueueError(Exception):
     """Base class of every error this package raises on purpose."""
 
 
+class OperationFailed(LazilyQueueError):
+    """An operation did not complete. ``applied`` is ``False`` when it certainly was not
+    applied (retrying it as is cannot duplicate it) and ``None`` when its outcome is
+    unknown: it may have been applied, so retry a push with a ``msg_id`` (or, on a
+    client, the same call) to keep it from being queued twice."""
+
+    def __init__(self, message: str = "", *, applied: bool | None = None) -> None:
+        super().__init__(message)
+        self.applied = applied
+
+
 class QueueClosed(LazilyQueueError):
     """The queue is closed: no more pushes, and (for pops) nothing left to drain."""
 

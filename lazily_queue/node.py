@@ -360,14 +360,16 @@ class Node(NodeCells, NodeCluster):
     @property
     def driver(self) -> Driver:
         if self._driver is None:
-            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
+            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`",
+                                 applied=False)
         return self._driver
 
     @property
     def view(self) -> ReadView:
         """This node's applied replicated state (read-only)."""
         if self._view is None:
-            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`")
+            raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`",
+                                 applied=False)
         return self._view
 
     def add_event_observer(self, observer: EventObserver) -> None:

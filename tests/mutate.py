@@ -300,10 +300,17 @@ MUTATIONS = [
         "a leader with no one to hand leadership to is told so"),
     Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
-        "        if op.attempts > 1 and code not in P.REFUSALS:\n",
+        "        if unknown_before and code not in P.REFUSALS:\n",
         "        if False:\n",
         ("tests/client/test_review_session.py",),
         "an op sent to several members is never reported as not applied by the last one"),
+    Mutation(
+        "client-unanswered-attempt-forgotten", "lazily_queue/client/session.py",
+        "            op.unknown = True  # the link ended unanswered: the op goes again on the "
+        "next one\n",
+        "            pass\n",
+        ("tests/client/test_review_session.py",),
+        "an attempt whose link ended unanswered leaves the op's outcome unknown"),
     Mutation(
         "client-large-mirror-cut-off", "lazily_queue/client/connection.py",
         "        if paced or len(data) > MAX_OUTBOX_BYTES:  # states: not a sign of a stuck "

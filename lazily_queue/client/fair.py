@@ -240,7 +240,7 @@ class OpScheduler:
                 if op.timeout <= waited:
                     self._fail_op(lane.conn, op.rid, CommitTimeout(
                         f"{ops.op_name(op.code)} waited for its turn past its timeout; it "
-                        "was not applied"))
+                        "was not applied", applied=False))
                     self._release(lane.conn)
                 else:
                     op.timeout -= waited

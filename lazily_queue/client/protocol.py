@@ -45,6 +45,7 @@ from lazily_transports.safe_cbor import VALUES, UntrustedDataError
 from ..errors import (
     LazilyQueueError,
     MessageTooLarge,
+    OperationFailed,
     TooManyObjects,
     TooManySubscribers,
     UnsupportedValue,
@@ -118,13 +119,14 @@ class RequestRefused(ClientError, ValueError):
     nothing was applied."""
 
 
-class Unreachable(ClientError, ConnectionError):
-    """No member could be reached; the message gives each address's failure."""
+class Unreachable(ClientError, OperationFailed, ConnectionError):
+    """No member could be reached; the message gives each address's failure. For an
+    operation, ``applied`` says whether it may have been applied (``None``) or not."""
 
 
-class ClientClosed(ClientError):
-    """The client is closed; operations still waiting were not applied, or their
-    outcome is unknown (the message says which)."""
+class ClientClosed(ClientError, OperationFailed):
+    """The client is closed; operations still waiting were not applied (``applied``
+    ``False``) or their outcome is unknown (``None``)."""
 
 
 #: Error codes on the wire and the exception each becomes on the client.
@@ -159,13 +161,16 @@ def code_of(exc: BaseException) -> str:
 def error_payload(exc: BaseException) -> list[Any]:
     """An exception as the payload of an ``ERROR`` answer: ``[code, message]``, plus
     ``size`` and ``limit`` for :class:`MessageTooLarge`, ``limit`` for
-    :class:`TooManyObjects` and :class:`TooManySubscribers`."""
+    :class:`TooManyObjects` and :class:`TooManySubscribers`, ``applied`` (``False``
+    or ``None``) for an :class:`~lazily_queue.errors.OperationFailed`."""
     if isinstance(exc, MessageTooLarge):
         return ["too_large", str(exc), exc.size, exc.limit]
     if isinstance(exc, TooManyObjects):
         return ["too_many_objects", str(exc), exc.limit]
     if isinstance(exc, TooManySubscribers):
         return ["too_many_subscribers", str(exc), exc.limit]
+    if isinstance(exc, OperationFailed):
+        return [code_of(exc), str(exc), exc.applied]
     return [code_of(exc), str(exc)]
 
 
@@ -197,6 +202,8 @@ def error_of(code: Any, message: Any, *details: Any, op: str | None = None) -> E
         over = TooManyObjects if code == "too_many_objects" else TooManySubscribers
         return over(text, limit=cap if isinstance(cap, int) else 0)
     kind = ERRORS.get(code, RequestRefused) if isinstance(code, str) else RequestRefused
+    if issubclass(kind, OperationFailed):
+        return kind(text, applied=False if details and details[0] is False else None)
     return kind(text)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import cbor2
 
-from ..errors import MessageTooLarge, UnsupportedOperation
+from ..errors import MessageTooLarge, OperationFailed, UnsupportedOperation
 from ..raft import values
 from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, check_decodes, command_limit
 from ..raft.errors import CommitTimeout
@@ -72,7 +72,7 @@ class _Op:
     was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
     __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future", "link",
-                 "on_orphan", "orphaned", "rid", "seq", "session")
+                 "on_orphan", "orphaned", "rid", "seq", "session", "unknown")
 
     def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
@@ -85,6 +85,13 @@ class _Op:
         self.done = False
         self.orphaned = False
         self.error: Exception | None = None
+        #: An attempt may have applied: sent on a link that ended unanswered, or answered
+        #: with an error that did not say it was not applied.
+        self.unknown = False
+
+    def maybe_applied(self) -> bool:
+        """Whether it may have applied: :attr:`unknown`, or sent and not yet answered."""
+        return self.unknown or self.rid != 0
 
     def __call__(self, answer: Answer) -> None:
         link = self.link
@@ -151,9 +158,10 @@ class Session:
             self._sweeper.cancel()
             self._sweeper = None
         for op in list(self._ops.values()):
-            outcome = "its outcome is unknown" if op.attempts else "it was not applied"
+            maybe = op.maybe_applied()
+            outcome = "its outcome is unknown" if maybe else "it was not applied"
             self._finish(op, P.ClientClosed(f"{ops.op_name(op.code)}: the client closed; "
-                                            f"{outcome}"))
+                                            f"{outcome}", applied=None if maybe else False))
 
     def encode(self, code: int, args: list[Any]) -> bytes:
         """The op for :meth:`propose`'s ``encoded``: raises what :meth:`propose` would
@@ -270,7 +278,7 @@ class Session:
         if P.GROUPS_FEATURE in link.features:
             return True
         outcome = ("its outcome is unknown (it may have applied through an earlier member)"
-                   if op.attempts else "it was not applied")
+                   if op.unknown else "it was not applied")
         self._finish(op, UnsupportedOperation(
             f"joining a consumer group: member {link.member} serves no consumer groups "
             "to clients (it runs an older lazily-queue); upgrade the members, or open "
@@ -289,7 +297,7 @@ class Session:
         if limit is None or size <= limit:
             return True
         outcome = ("its outcome is unknown (it may have applied through an earlier member)"
-                   if op.attempts else "it was not applied")
+                   if op.unknown else "it was not applied")
         self._finish(op, MessageTooLarge(
             f"{ops.op_name(op.code)}: the operation of {size} bytes exceeds the {limit}-byte "
             f"request limit of member {link.member} (its max_message_bytes and a command's "
@@ -298,9 +306,13 @@ class Session:
         return False
 
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
-        if op.done or answer is None:
-            return  # the link ended: the op is sent again on the next one
+        if op.done:
+            return
+        if answer is None:
+            op.unknown = True  # the link ended unanswered: the op goes again on the next one
+            return
         status, payload = answer
+        unknown_before = op.unknown
         if status == P.OK:
             link.served = True
             try:
@@ -313,6 +325,8 @@ class Session:
         code, message, *details = payload if isinstance(payload, list) and len(
             payload) >= 2 else ("refused", payload)
         error = P.error_of(code, message, *details, op=ops.op_name(op.code))
+        if getattr(error, "applied", None) is not False:
+            op.unknown = True
         if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
             op.error = error
             op.rid = 0
@@ -320,7 +334,7 @@ class Session:
             self._drop(link, f"{code}: {message}")
             return
         link.served = True
-        if op.attempts > 1 and code not in P.REFUSALS:
+        if unknown_before and code not in P.REFUSALS:
             # This member speaks for its own attempt only; an earlier one may have applied.
             error = type(error)(f"{error}; it was sent to an earlier member before, whose "
                                 "answer was lost: its outcome is unknown (it may have applied "
@@ -361,8 +375,9 @@ class Session:
                          else None)
 
     def _expire(self, op: _Op, now: float) -> None:
-        error = self._timeout_error(op, op.attempts > 0)
-        if op.on_orphan is not None and op.attempts > 0 and not op.orphaned:
+        maybe = op.maybe_applied()
+        error = self._timeout_error(op, maybe)
+        if op.on_orphan is not None and maybe and not op.orphaned:
             # It may have applied: its result is still awaited a while, to undo it.
             if not op.future.done():
                 op.future.set_exception(error)
@@ -375,10 +390,15 @@ class Session:
         outcome = ("its outcome is unknown (it may have applied)" if unknown
                    else "it was not applied")
         name = ops.op_name(op.code)
+        applied = None if unknown else False
         if op.error is not None:
-            return type(op.error)(f"{op.error}; no member could commit it before "
-                                  f"its timeout, {outcome}")
-        if self._link() is None:
-            return self._unreachable(f"{name}: no member reachable before its timeout, "
-                                     f"{outcome}")
-        return CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
+            error = type(op.error)(f"{op.error}; no member could commit it before "
+                                   f"its timeout, {outcome}")
+        elif self._link() is None:
+            error = self._unreachable(f"{name}: no member reachable before its timeout, "
+                                      f"{outcome}")
+        else:
+            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
+        if isinstance(error, OperationFailed):
+            error.applied = applied
+        return error

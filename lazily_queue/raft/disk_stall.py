@@ -74,7 +74,8 @@ class DiskStall:
         def failure(unknown: bool) -> BaseException:
             outcome = ("its outcome is unknown: it may commit once the disk recovers"
                        if unknown else "the operation was not applied")
-            return StorageUnavailable(self._stall_text(outcome))
+            return StorageUnavailable(self._stall_text(outcome),
+                                      applied=None if unknown else False)
 
         self._dispatch_results(Ready(completions=self.replica.fail_waiters(failure)))
         self._wake_state_waiters()

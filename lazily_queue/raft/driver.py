@@ -165,9 +165,11 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         steps at once (see :meth:`_idle`) instead of in the loop's next iteration: the
         future may be resolved on return."""
         if not self._running or self._loop is None:
-            raise NodeNotRunning("the node is not running; start it with `async with node:`")
+            raise NodeNotRunning("the node is not running; start it with `async with node:`",
+                                 applied=False)
         if self.pipeline.stall is not None:
-            raise StorageUnavailable(self._stall_text("the operation was not applied"))
+            raise StorageUnavailable(self._stall_text("the operation was not applied"),
+                                     applied=False)
         fut: asyncio.Future[Any] = self._loop.create_future()
 
         def done(result: Any, error: BaseException | None) -> None:

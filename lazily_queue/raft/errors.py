@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ..errors import LazilyQueueError
+from ..errors import OperationFailed
 
 
-class ReplicationError(LazilyQueueError):
-    """A replicated operation did not complete."""
+class ReplicationError(OperationFailed):
+    """A replicated operation did not complete; ``applied`` says whether it may have
+    been applied (``None``: unknown) or certainly was not (``False``)."""
 
 
 class NoQuorum(ReplicationError):

@@ -45,7 +45,8 @@ class Release:
         def stopped(unknown: bool) -> BaseException:
             outcome = ("its outcome is unknown: it may have committed" if unknown
                        else "the operation was not applied")
-            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})")
+            return NodeNotRunning(f"node {node} stopped while the operation waited ({outcome})",
+                                  applied=None if unknown else False)
 
         self._dispatch_results(Ready(completions=self.replica.fail_waiters(stopped)))
         for fut in self._state_waiters:

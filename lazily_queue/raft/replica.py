@@ -268,7 +268,8 @@ class Replica(ReplicaWaiters):
                 for p, r in zip(batch, result, strict=True):
                     self._resolve(p, r)
                 return
-            failure = ProposalRejected(f"the state machine refused the batch: {result}")
+            failure = ProposalRejected(f"the state machine refused the batch: {result}",
+                                       applied=False)
             for p in batch:
                 self._fail(p, failure)
             return
@@ -281,7 +282,8 @@ class Replica(ReplicaWaiters):
             if outcome in MAYBE_APPLIED:
                 p.maybe_applied = True
             if outcome is Outcome.REQUEST_DENIED:
-                self._fail(p, ProposalRejected("the leader refused the command"))
+                self._fail(p, ProposalRejected("the leader refused the command",
+                                               applied=None if p.maybe_applied else False))
                 continue
             p.retry_at = now + self.config.retry_delay * (1 + self.rng.random())
             self._queued.append(p)

@@ -78,14 +78,15 @@ class ReplicaWaiters:
                 self._fail(p, self._timeout(p, False))
 
     def _timeout(self, p: Proposal, unknown: bool) -> BaseException:
+        applied = None if unknown else False
         if not self._has_quorum():
-            return NoQuorum(self._quorum_text())
+            return NoQuorum(self._quorum_text(), applied=applied)
         cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
         outcome = "its outcome is unknown" if unknown else "it was not applied"
         return CommitTimeout(
             f"{self.fsm.op_name(p.code)} did not commit before its deadline; "
             f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
-            f"{self.engine.term}."
+            f"{self.engine.term}.", applied=applied
         )
 
     def _check_quorum(self, now: float) -> None:
@@ -100,7 +101,7 @@ class ReplicaWaiters:
         text = self._quorum_text()
         self._fail_waiting(lambda unknown: NoQuorum(
             f"{text}; this operation may have committed before the partition, its outcome "
-            "is unknown" if unknown else text))
+            "is unknown" if unknown else text, applied=None if unknown else False))
 
     def _has_quorum(self) -> bool:
         return bool(self.engine.is_leader or self.engine.hasQuorum)

@@ -58,7 +58,7 @@ class Proposer(Protocol):
 def raise_op_error(result: Any) -> Any:
     """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
     if isinstance(result, OpError):
-        raise ProposalRejected(str(result))
+        raise ProposalRejected(str(result), applied=False)
     return result
 
 
@@ -125,7 +125,7 @@ class ReplicatedObject:
         node = cast("Driver", self._driver).replica.node_id
         return NodeNotRunning(
             f"{self.kind} {self.name!r}: node {node} is stopped; start it again "
-            "(`async with node:`) to use it"
+            "(`async with node:`) to use it", applied=False
         )
 
     async def declare(self, *, timeout: float | None = None) -> None:

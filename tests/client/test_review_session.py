@@ -133,3 +133,80 @@ async def test_an_op_no_member_could_commit_names_itself_once() -> None:
     assert str(failed.value).startswith(f"queue_push: {QUORUM_LOST}; no member could commit")
     assert str(failed.value).count("queue_push") == 1
     client.session.close()
+
+
+NO_QUORUM = ("no_quorum", QUORUM_LOST, False)
+
+
+async def test_an_op_every_member_answered_not_applied_says_so() -> None:
+    client = _Client()
+    op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    assert client.link is not None
+    client.link.sent[1]((P.ERROR, list(NO_QUORUM)))  # not applied: tried on another
+    second = _Link()
+    client.link = second
+    client.session.relinked(second)  # type: ignore[arg-type]
+    op.deadline = 0.0  # the second answer arrives past the op's deadline: not retried
+    second.sent[1]((P.ERROR, list(NO_QUORUM)))
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert failed.value.applied is False
+    assert "outcome is unknown" not in str(failed.value)
+    client.session.close()
+
+
+async def test_an_op_that_timed_out_after_answers_of_not_applied_says_so() -> None:
+    client = _Client()
+    _op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=0.3)
+    assert client.link is not None
+    client.link.sent[1]((P.ERROR, list(NO_QUORUM)))  # tried again until its timeout
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert failed.value.applied is False
+    assert str(failed.value).endswith("no member could commit it before its timeout, "
+                                      "it was not applied")
+    client.session.close()
+
+
+@pytest.mark.parametrize("answer", [None, (P.ERROR, ["no_quorum", QUORUM_LOST])])
+async def test_an_op_an_earlier_attempt_may_have_applied_stays_unknown(answer: Any) -> None:
+    """A link that ended unanswered, or a member that did not say "not applied" (an
+    older one), leaves the outcome unknown whatever later members answer."""
+    client = _Client()
+    op, future = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    assert client.link is not None
+    if answer is None:
+        second = client.relink()
+    else:
+        client.link.sent[1](answer)
+        second = _Link()
+        client.link = second
+        client.session.relinked(second)  # type: ignore[arg-type]
+    op.deadline = 0.0
+    second.sent[1]((P.ERROR, list(NO_QUORUM)))
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert failed.value.applied is None
+    assert "outcome is unknown" in str(failed.value)
+    client.session.close()
+
+
+async def test_closing_says_which_ops_may_have_applied() -> None:
+    client = _Client()
+    _sent, sent = client.session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    client.link = None
+    _unsent, unsent = client.session.propose(ops.QUEUE_PUSH, ["q", 2], timeout=30)
+    client.session.close()
+    with pytest.raises(P.ClientClosed, match="outcome is unknown") as first:
+        await sent
+    with pytest.raises(P.ClientClosed, match="it was not applied") as second:
+        await unsent
+    assert (first.value.applied, second.value.applied) == (None, False)
+
+
+@pytest.mark.parametrize("applied", [False, None])
+def test_a_members_error_carries_whether_the_op_applied(applied: bool | None) -> None:
+    error = P.error_of(*P.error_payload(NoQuorum(QUORUM_LOST, applied=applied)))
+    assert isinstance(error, NoQuorum)
+    assert error.applied is applied
+    assert P.error_of("no_quorum", QUORUM_LOST).applied is None  # an older member's

@@ -119,11 +119,13 @@ async def test_a_single_node_on_a_full_disk_stalls_keeps_reads_and_resumes(
         q = node.queue("q")
         await q.push(1)
         disk.full = True
-        with pytest.raises(StorageUnavailable, match="No space left on device"):
+        with pytest.raises(StorageUnavailable, match="No space left on device") as unknown:
             await q.push(2)
+        assert unknown.value.applied is None
         assert node.status()["disk"]["writable"] is False
-        with pytest.raises(StorageUnavailable, match="was not applied"):
+        with pytest.raises(StorageUnavailable, match="was not applied") as refused:
             await q.push(3)
+        assert refused.value.applied is False
         assert q.len() >= 1  # reads go on
         disk.full = False
         await _until(lambda: node.status()["disk"]["writable"])
@@ -153,6 +155,7 @@ async def test_a_member_whose_disk_fills_hands_over_and_catches_up(tmp_path: Pat
             acknowledged = True
         except StorageUnavailable as exc:
             assert "outcome is unknown" in str(exc)
+            assert exc.applied is None
             acknowledged = False
         others = [n for n in nodes.values() if n is not first]
         await _until(lambda: any(n.is_leader for n in others))
