@@ -99,7 +99,7 @@ class Summary:
             f"{int(t.get('txn_aborted', 0))} aborted whole ("
             f"{int(t.get('txn_due_applied', 0))} pushing with options into a bounded queue "
             f"with due delayed elements, {int(t.get('txn_due_refused', 0))} refused full "
-            "by those alone), "
+            f"by those alone, {int(t.get('txn_ttl_applied', 0))} pushing with a ttl), "
             f"{int(t.get('ttl_expired', 0))} TTL elements expired undelivered "
             f"({int(t.get('ttl_delivered', 0))} delivered live), "
             f"{int(t.get('work_ttl_expired', 0))} TTL work items expired unclaimed "

@@ -55,4 +55,5 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["given_back_checked"] = sim.given_back
     stats["txn_due_applied"] = checker.txn_options.due_applied
     stats["txn_due_refused"] = checker.txn_options.due_refused
+    stats["txn_ttl_applied"] = checker.txn_options.ttl_applied
     return stats

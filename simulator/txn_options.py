@@ -2,9 +2,11 @@
 
 :class:`TxnOptionsClient` works two queues of its own: :data:`TXO_QUEUE`, bounded to
 :data:`CAPACITY` elements, and :data:`TXO_LOG`, unbounded. Into the bounded queue it
-pushes delayed elements (``QUEUE_PUSH_OPTIONS`` with a short ``delay_ms``), pops with
-headers, and commits transactions (``TXN``) of a push with options (headers, often a
-delay) of a new value into it together with a plain push of the same value to the log.
+pushes delayed elements (``QUEUE_PUSH_OPTIONS`` with a short ``delay_ms``, now and then a
+``ttl_ms``), pops with headers, and commits transactions (``TXN``) of a push with options
+(headers, often a delay, now and then a ``ttl_ms``) of a new value into it together with
+a plain push of the same value to the log; elements expire as the model says (a pop
+never hands out one at or after its deadline; the leader's sweeps drop them).
 A push with options first makes the delayed elements due at its entry ready, which
 count against the capacity: the transaction must abort (``full``) when the ready ones
 and those it makes ready fill the queue, and otherwise apply whole. Maintenance and pops
@@ -59,12 +61,16 @@ class TxnOptionsClient(Client):
         self.n += 1
         value = f"{self.cid}:{self.n}"
         if roll < 0.35:
-            delayed = {"delay_ms": rng.choice([1, 5, 20, 60, 150])}
+            delayed: dict[str, Any] = {"delay_ms": rng.choice([1, 5, 20, 60, 150])}
+            if rng.random() < 0.3:
+                delayed["ttl_ms"] = rng.choice([10, 50, 200])
             self.call(C.QUEUE_PUSH_OPTIONS, [TXO_QUEUE, delayed, value], _ignore)
         elif roll < 0.75:
             options: dict[str, Any] = {"headers": {"n": str(self.n)}}
             if rng.random() < 0.5:
                 options["delay_ms"] = rng.choice([0, 10, 80])
+            if rng.random() < 0.3:
+                options["ttl_ms"] = rng.choice([5, 40, 150, 2_000])
             ops = [[C.QUEUE_PUSH_OPTIONS, TXO_QUEUE, options, value],
                    [C.QUEUE_PUSH, TXO_LOG, value]]
             if rng.random() < 0.5:
@@ -113,6 +119,8 @@ class TxnOptionsModel:
         #: ``full`` because of them (the ready ones alone left room).
         self.due_applied = 0
         self.due_refused = 0
+        #: Transactions' pushes into the bounded queue with a ``ttl_ms``, applied.
+        self.ttl_applied = 0
 
     def handles(self, op: AppliedOp) -> bool:
         return bool(op.args) and op.args[0] in (TXO_QUEUE, TXO_LOG)
@@ -132,9 +140,12 @@ class TxnOptionsModel:
 
     def txn_push(self, inner: list[Any], now: int) -> None:
         """A committed transaction's op ``inner``, about to be applied at ``now``."""
-        if inner[0] == C.QUEUE_PUSH_OPTIONS and inner[1] == TXO_QUEUE and (
-                self.bounded.due(now)):
+        if inner[0] != C.QUEUE_PUSH_OPTIONS or inner[1] != TXO_QUEUE:
+            return
+        if self.bounded.due(now):
             self.due_applied += 1
+        if "ttl_ms" in inner[2]:
+            self.ttl_applied += 1
 
     def refuses(self, inner: list[Any], now: int) -> bool:
         """Whether a transaction's first push ``inner`` to :data:`TXO_QUEUE` at ``now``
