@@ -111,12 +111,14 @@ def test_cancelled_pops_give_their_elements_back(first_seeds: str) -> None:
 
 
 def test_transactions_count_the_delayed_elements_a_push_makes_ready(first_seeds: str) -> None:
-    """Transactions push with options into a bounded queue holding due delayed elements;
-    the checker fails a run where one applies in part or aborts ``full`` without cause."""
+    """Transactions push with options (some with a ttl) into a bounded queue holding due
+    delayed elements; the checker fails a run where one applies in part, aborts ``full``
+    without cause, or where an element outlives its ttl."""
     out = first_seeds
     assert f"{FIRST} seeds, 0 failed" in out, out
     found = re.search(r"\((\d+) pushing with options into a bounded queue with due delayed "
-                      r"elements, (\d+) refused full by those alone\)", out)
+                      r"elements, (\d+) refused full by those alone, (\d+) pushing with a "
+                      r"ttl\)", out)
     assert found is not None and all(int(n) > 0 for n in found.groups()), out
 
 
