@@ -115,6 +115,15 @@ def check_member(name: Any, what: str) -> None:
         raise InvalidName(problem)
 
 
+def check_named_member(name: Any, what: str) -> str:
+    """``name`` if it is a non-empty subscriber or worker name within the length rule
+    (a broker names a consumer after it), else raise :class:`InvalidName`."""
+    if not isinstance(name, str) or not name:
+        raise InvalidName(f"{what} must be a non-empty string, not {shown(name)}")
+    check_member(name, what)
+    return name
+
+
 def op_member_problem(code: int, args: list[Any]) -> str | None:
     """Why a subscribe's subscriber or a claim's worker breaks the length rule."""
     if len(args) < 2:

@@ -29,7 +29,7 @@ from ..core.topic import (
     parse_durability,
 )
 from ..errors import InvalidName, shown
-from ..names import check_member
+from ..names import check_named_member
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
@@ -148,7 +148,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
-        check_member(check_subscriber(subscriber), "subscriber name")
+        check_named_member(check_subscriber(subscriber), "subscriber name")
         size = len(_description(subscriber, Durability.EPHEMERAL.value, False).encode())
         if size > DESCRIPTION_LIMIT:
             raise InvalidName(

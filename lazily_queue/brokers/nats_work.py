@@ -51,7 +51,7 @@ from ..core.work import (
 )
 from ..core.work import WorkTransition as WT
 from ..errors import shown
-from ..names import check_member
+from ..names import check_named_member
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
@@ -229,9 +229,7 @@ class NatsWorkQueueStorage(WorkMirror):
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WT[list[Delivery]]:
-        if not isinstance(worker, str) or not worker:
-            raise ValueError(f"worker must be a non-empty str, got {shown(worker)}")
-        check_member(worker, "worker name")
+        self.check_worker_name(worker)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()
@@ -254,6 +252,11 @@ class NatsWorkQueueStorage(WorkMirror):
             self._install(0, self._counts[2])
         self._mutated()
         return WT(leased, 0)
+
+    def check_worker_name(self, worker: str) -> None:
+        """Raise :class:`InvalidName` unless ``worker`` is a non-empty name within the
+        length rule (a claim checks it before anything is sent)."""
+        check_named_member(worker, "worker name")
 
     async def _dead_letter(self, msg: Msg, attempts: int, reason: str) -> None:
         item = msg.metadata.sequence.stream

@@ -25,7 +25,7 @@ from ..core.topic import (
     parse_durability,
 )
 from ..errors import shown
-from ..names import check_member
+from ..names import check_named_member
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
@@ -117,7 +117,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
-        check_member(check_subscriber(subscriber), "subscriber name")
+        check_named_member(check_subscriber(subscriber), "subscriber name")
         kind = parse_durability(durability)
         await self._ready()
         outcome = await self._backend.run(

@@ -44,8 +44,8 @@ from ..core.work import (
     validate_config,
 )
 from ..core.work import WorkTransition as WT
-from ..errors import InvalidConfiguration, shown
-from ..names import check_member
+from ..errors import InvalidConfiguration, InvalidName, shown
+from ..names import check_named_member
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
@@ -261,8 +261,7 @@ class RedisWorkQueueStorage(WorkMirror):
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WT[list[Delivery]]:
-        _check_worker(worker)
-        check_member(worker, "worker name")
+        self.check_worker_name(worker)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         self._note_now(now)
@@ -278,6 +277,12 @@ class RedisWorkQueueStorage(WorkMirror):
                                    worker, int(count), deadline))
         self._changed()
         return WT(leased, 0)
+
+    def check_worker_name(self, worker: str) -> None:
+        """Raise :class:`InvalidName` for a worker name a claim refuses (checked before
+        anything is sent): empty, over the length rule, or starting with ``lq.``."""
+        check_named_member(worker, "worker name")
+        _check_worker(worker)
 
     async def _settle(self, worker: str, mode: str, deliveries: list[int]) -> int:
         """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
@@ -390,5 +395,5 @@ class RedisWorkQueueStorage(WorkMirror):
 
 def _check_worker(worker: object) -> None:
     if not isinstance(worker, str) or not worker or worker.startswith("lq."):
-        raise ValueError("worker must be a non-empty str not starting with 'lq.', "
-                         f"got {shown(worker)}")
+        raise InvalidName("worker must be a non-empty str not starting with 'lq.' (the "
+                          f"library's own consumers), got {shown(worker)}")

@@ -38,6 +38,9 @@ class WorkQueueBatches:
     def _has_pending(self) -> bool:
         raise NotImplementedError
 
+    def _check_worker(self, worker: str) -> None:
+        raise NotImplementedError
+
     def try_claim(self, worker: str, now: float) -> Delivery | None:
         raise NotImplementedError
 
@@ -66,6 +69,7 @@ class WorkQueueBatches:
         Each lease runs from the claim: items not started within the visibility timeout
         are redelivered."""
         check_count(n)  # refused at once, not once an item is pending
+        self._check_worker(worker)
         async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 if not self._storage.is_empty():

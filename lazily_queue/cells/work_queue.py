@@ -17,7 +17,7 @@ that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
@@ -279,6 +279,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         Over a replicated backend a claim cancelled while committing may leave a lease
         no caller holds; it comes back through :meth:`reap_expired` (at least once).
         """
+        self._check_worker(worker)  # refused at once, not once an item is pending
         async with asyncio.timeout(wait_limit(timeout)):
             while True:
                 if not self._storage.is_empty():  # no round trip while nothing is pending
@@ -286,6 +287,12 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
                     if delivery is not None:
                         return delivery
                 await self._wait_for_work(now)
+
+    def _check_worker(self, worker: str) -> None:
+        """Raise what the backend's claim raises for a worker name it refuses."""
+        check: Callable[[str], None] | None = getattr(self._storage, "check_worker_name", None)
+        if check is not None:
+            check(worker)
 
     def _has_pending(self) -> bool:
         self._raise_if_stopped()
@@ -372,5 +379,6 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         block's exit returns.
         """
         prefetch_size(prefetch, 1)  # refused here, also where it is not used
+        self._check_worker(worker)
         size = 1 if self._sync is not None else prefetch
         return deliver(self, worker, size, now)

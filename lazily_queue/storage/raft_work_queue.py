@@ -175,6 +175,11 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
             C.WORK_PUSH_OPTIONS, [options.to_map(), given_now(now), value], timeout)
         return transition
 
+    def check_worker_name(self, worker: str) -> None:
+        """Raise :class:`~lazily_queue.errors.InvalidName` for a worker name over the
+        length rule (a claim checks it before anything is sent)."""
+        check_member(worker, "worker name")
+
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:

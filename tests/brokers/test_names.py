@@ -158,3 +158,26 @@ async def test_two_names_of_one_nats_stream_are_told_apart(nats_server: Any) -> 
         earlier = client.queue("!")
         await earlier.push("kept")
         assert await asyncio.wait_for(earlier.pop(), 10) == "kept"
+
+
+async def test_a_worker_or_subscriber_name_the_broker_refuses_raises_on_an_empty_queue(
+        broker_url: str) -> None:
+    """Refused at once, not once an item is pending: an empty name names no consumer."""
+
+    async def first(jobs: Any, worker: str) -> Any:
+        async for job in jobs.deliveries(worker):
+            return job
+        return None
+
+    async with connect(broker_url) as client:
+        jobs = client.work_queue(fresh("w"))
+        for worker in ("", "w" * (MAX_NAME_LENGTH + 1)):
+            for claiming in (jobs.claim(worker), jobs.claim_many(worker, 2),
+                             first(jobs, worker)):
+                with pytest.raises(InvalidName, match="worker"):
+                    await asyncio.wait_for(claiming, 5)
+        with pytest.raises(InvalidName, match="subscriber name must be a non-empty"):
+            await client.topic(fresh("t")).subscribe("")
+        if broker_url.startswith("redis"):  # the library's own consumers are lq.*
+            with pytest.raises(InvalidName, match=r"'lq\.'"):
+                await asyncio.wait_for(jobs.claim("lq.worker"), 5)

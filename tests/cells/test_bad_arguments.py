@@ -245,3 +245,25 @@ async def test_a_bad_count_to_claim_many_is_refused_at_once_on_an_empty_queue() 
         node = await c.leader()
         with pytest.raises(ValueError, match="n must be an int >= 1"):
             await asyncio.wait_for(node.work_queue("w").claim_many("w", 0), 2)
+
+
+async def test_a_worker_name_over_the_rule_is_refused_at_once_on_an_empty_queue() -> None:
+    import asyncio
+
+    from lazily_queue import InvalidName
+
+    async def first(jobs: WorkQueueCell) -> Any:
+        async for job in jobs.deliveries(LONG):
+            return job
+        return None
+
+    grant = ClientGrant("web", TOKEN, produce=["*"], consume=["*"])
+    options: testing.NodeOptions = {
+        "clients": ClientAccess([grant], listen="memory://empty-claims")}
+    async with testing.cluster(1, node_options=lambda _id: options) as c:
+        node = await c.leader()
+        async with connect("memory://empty-claims", Credentials("web", TOKEN)) as client:
+            for jobs in (node.work_queue("w"), client.work_queue("w2")):
+                for claiming in (jobs.claim(LONG), jobs.claim_many(LONG, 2), first(jobs)):
+                    with pytest.raises(InvalidName, match="worker name"):
+                        await asyncio.wait_for(claiming, 5)
