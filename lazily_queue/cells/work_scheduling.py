@@ -45,12 +45,12 @@ class WorkQueueScheduling:
     def _has_pending(self) -> bool:
         raise NotImplementedError
 
-    def _scheduling(self, what: str) -> SchedulingWorkQueueStorage:
+    def _scheduling(self, what: str, fix: str = "push without it") -> SchedulingWorkQueueStorage:
         storage = as_scheduling_work_queue(self._storage)
         if storage is None:
             raise UnsupportedOperation(
                 f"{self.name}: {type(self._storage).__name__} does not support {what} "
-                "(no 'scheduling' capability); push without it")
+                f"(no 'scheduling' capability); {fix}")
         return storage
 
     def _delayed_len(self) -> int:
@@ -60,7 +60,8 @@ class WorkQueueScheduling:
     async def _nack_delayed(self, worker: str, delivery_id: int, delay: object,
                             now: Now = None) -> Receipt:
         wait = check_delay(delay)
-        storage = self._scheduling("nack(delay=)")
+        storage = self._scheduling("nack(delay=)", "nack without delay= (the job is "
+                                   "delivered again at once)")
         transition = await storage.nack_delayed(worker, delivery_id, wait, self._now(now))
         receipt: Receipt | None = self._apply(transition)
         if receipt is None:
@@ -72,7 +73,7 @@ class WorkQueueScheduling:
         does it too). A backend with its own clock (Raft) promotes at its own stamp only
         and refuses an explicit ``now`` (``UnsupportedOperation``); a replicated
         leader's maintenance promotes on its own, and a cluster's client may not."""
-        storage = self._scheduling("delayed delivery")
+        storage = self._scheduling("delayed delivery", "nothing is ever delayed on it")
         at = None if now is None and self._caps.own_clock else self._now(now)
         return int(self._apply(await storage.promote_due(at)))
 
