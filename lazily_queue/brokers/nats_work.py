@@ -3,7 +3,8 @@
 Items are messages of a work-queue-retention stream with one durable pull consumer
 ``lq`` shared by every worker: ``ack_wait`` is the visibility timeout and
 ``max_deliver`` is ``max_deliveries + 1``. A claim pulls what is ready (``no_wait``);
-ack is a confirmed ``+ACK``; nack is ``-NAK`` (with ``nack_delay``), or, on the last
+ack is a confirmed ``+ACK``; nack is a confirmed ``-NAK`` (with ``nack_delay``; confirmed,
+so the next claim finds the item ahead of newer ones), or, on the last
 attempt, a publish to the dead-letter stream ``LQ_DL_<name>`` followed by ``+TERM``;
 extend is ``+WPI`` (in progress: the server restarts the lease); release is ``-NAK``.
 A message the server delivers beyond ``max_deliveries`` (its last lease expired) is
@@ -32,6 +33,7 @@ What differs from the in-process work queue (capabilities: ``observable``,
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Collection
@@ -299,7 +301,7 @@ class NatsWorkQueueStorage(WorkMirror):
                 elif delivery.attempt >= self.max_deliveries:
                     await self._dead_letter(msg, delivery.attempt, "nack")
                 else:
-                    await msg.nak(delay=self.nack_delay or None)
+                    await b.ack(msg, _nak(self.nack_delay))
         except BaseException:
             self._leases.setdefault(delivery_id, lease)
             raise
@@ -318,7 +320,7 @@ class NatsWorkQueueStorage(WorkMirror):
                 try:
                     async with self._backend.errors(
                             f"releasing a delivery of {self.stream}"):
-                        await lease[0].nak()
+                        await self._backend.ack(lease[0], b"-NAK")
                 except BaseException:
                     self._leases.setdefault(delivery_id, lease)
                     raise
@@ -388,3 +390,8 @@ class NatsWorkQueueStorage(WorkMirror):
         if moved:
             self._mutated()
         return WT(moved, 0)
+
+
+def _nak(delay: float) -> bytes:
+    """The ``-NAK`` of a nack redelivered after ``delay`` seconds (at once for 0)."""
+    return b"-NAK " + json.dumps({"delay": int(delay * 10**9)}).encode() if delay else b"-NAK"

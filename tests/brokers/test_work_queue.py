@@ -119,6 +119,21 @@ async def test_release_gives_unstarted_leases_back(provider: Any) -> None:
     assert sorted(values) == [1, 2]
 
 
+async def test_a_nacked_or_released_item_is_claimed_again_before_newer_ones(
+        provider: Any) -> None:
+    """The documented redelivery order holds for the very next claim: the nack (or
+    release) has reached the broker when it returns."""
+    for _ in range(10):
+        jobs = cell(provider)
+        await jobs.push_many(["first", "second"])
+        nacked = await jobs.claim("w", timeout=10)
+        await jobs.nack("w", nacked.delivery_id)
+        again = await jobs.claim("w", timeout=10)
+        assert (again.value, again.attempt) == ("first", 2)
+        assert await jobs.release("w", [again.delivery_id]) == 1
+        assert (await jobs.claim("w", timeout=10)).value == "first"
+
+
 async def test_ack_many_settles_the_workers_live_deliveries_and_refuses_the_rest(
         provider: Any) -> None:
     jobs = cell(provider)
