@@ -25,16 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 
 from ..cells import QueueCell, TopicCell, WorkQueueCell
 from ..cells.job import settle_background_acks
 from ..cells.prefetch import return_taken
 from ..core.limits import REJECT, Limits
-from ..errors import InvalidConfiguration, UnsupportedOperation
+from ..core.scheduling import RetryPolicy
+from ..errors import InvalidConfiguration, TransactionUnsupported, UnsupportedOperation
 from ..names import check_name
 from ..reactive import Context, resolve_context
+from ..serializers import Serializer
 from ..storage.queue import QueueStorage
 from ..storage.topic import TopicStorage
 from ..storage.work import WorkQueueStorage
@@ -87,23 +89,36 @@ class Client:
             raise RuntimeError(f"{self!r} is closed")
 
     def queue(self, name: str, *, capacity: int | None = None,
-              limits: Limits | None = None) -> QueueCell[Any]:
-        """The queue ``name`` (created on first use with ``capacity``). A broker bounds a
-        queue's length with ``reject`` only: ``limits`` may be
-        ``Limits(max_length=n)`` (the same as ``capacity=n``); others raise
-        :class:`~lazily_queue.errors.UnsupportedOperation` naming the broker."""
+              serializer: Serializer[Any] | None = None, limits: Limits | None = None,
+              ttl: float | None = None) -> QueueCell[Any]:
+        """The queue ``name`` (created on first use with ``capacity``), taking a node's
+        arguments. A broker bounds a queue's length with ``reject`` only: ``limits`` may
+        be ``Limits(max_length=n)`` (the same as ``capacity=n``); other limits and a
+        ``ttl`` raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
+        broker."""
         self._check_open()
         check_name(name, "queue name")
+        self._no_expiry("queue", name, ttl=ttl)
         if limits is not None:
             capacity = self._broker_capacity(name, capacity, limits)
         cell = self._queues.get(name)
         if cell is None:
             storage = self.provider.queue(name, capacity=capacity)
-            cell = self._queues[name] = QueueCell(storage, context=self.ctx, name=name)
+            cell = self._queues[name] = QueueCell(storage, context=self.ctx, name=name,
+                                                  serializer=serializer)
         elif cell.capacity() != capacity:
             raise InvalidConfiguration(
                 f"queue {name!r} is already open with capacity {cell.capacity()}")
+        _same_serializer("queue", name, cell.serializer, serializer)
         return cell
+
+    def _no_expiry(self, kind: str, name: str, **rules: float | None) -> None:
+        given = [f"{key}={value!r}" for key, value in rules.items() if value is not None]
+        if given:
+            raise UnsupportedOperation(
+                f"{kind} {name!r}: the {type(self.provider).__name__} backend has no message "
+                f"expiry, not {', '.join(given)}; open it without them, or use a cluster's "
+                "cells for expiry")
 
     def _broker_capacity(self, name: str, capacity: int | None, limits: Limits) -> int | None:
         if capacity is not None:
@@ -122,38 +137,59 @@ class Client:
 
     def work_queue(
         self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 3,
-        limits: Limits | None = None,
+        serializer: Serializer[Any] | None = None, retry: RetryPolicy | None = None,
+        ttl: float | None = None, limits: Limits | None = None,
     ) -> WorkQueueCell:
         """The work queue ``name``: leases of ``visibility_timeout`` seconds, dead letters
-        after ``max_deliveries`` attempts (``limits``: refused, a broker has none)."""
+        after ``max_deliveries`` attempts (``retry``, ``ttl``, ``limits``: refused, a
+        broker has no back-off, expiry or limits of ours)."""
         self._check_open()
         check_name(name, "work queue name")
+        self._no_expiry("work queue", name, ttl=ttl)
+        if retry is not None:
+            raise UnsupportedOperation(
+                f"work queue {name!r}: the {type(self.provider).__name__} backend has no "
+                "retry back-off (no 'scheduling' capability): a nacked or expired job is "
+                "delivered again at once; open it without retry=")
         if limits is not None:
             raise self._no_limits("work queue", name, limits)
         cell = self._work.get(name)
         if cell is None:
             storage = self.provider.work_queue(
                 name, visibility_timeout=visibility_timeout, max_deliveries=max_deliveries)
-            cell = self._work[name] = WorkQueueCell(storage, context=self.ctx, name=name)
+            cell = self._work[name] = WorkQueueCell(storage, context=self.ctx, name=name,
+                                                    serializer=serializer)
         elif (cell.visibility_timeout, cell.max_deliveries) != (
                 visibility_timeout, max_deliveries):
             raise InvalidConfiguration(
                 f"work queue {name!r} is already open with visibility_timeout "
                 f"{cell.visibility_timeout} and max_deliveries {cell.max_deliveries}")
+        _same_serializer("work queue", name, cell.serializer, serializer)
         return cell
 
-    def topic(self, name: str, *, limits: Limits | None = None) -> TopicCell[Any]:
-        """The topic ``name`` (``limits``: refused, a broker topic keeps no retention
-        limits of ours)."""
+    def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
+              limits: Limits | None = None, ttl: float | None = None,
+              max_age: float | None = None) -> TopicCell[Any]:
+        """The topic ``name`` (``limits``, ``ttl``, ``max_age``: refused, a broker topic
+        keeps no retention limits of ours)."""
         self._check_open()
         check_name(name, "topic name")
+        self._no_expiry("topic", name, ttl=ttl, max_age=max_age)
         if limits is not None:
             raise self._no_limits("topic", name, limits)
         cell = self._topics.get(name)
         if cell is None:
             cell = self._topics[name] = TopicCell(
-                self.provider.topic(name), context=self.ctx, name=name)
+                self.provider.topic(name), context=self.ctx, name=name, serializer=serializer)
+        _same_serializer("topic", name, cell.serializer, serializer)
         return cell
+
+    def transaction(self) -> NoReturn:
+        """Refused: a broker commits each operation on its own."""
+        raise TransactionUnsupported(
+            f"the {type(self.provider).__name__} backend has no transactions: each push, "
+            "publish, ack and nack commits on its own; give pushes a msg_id to retry them "
+            "safely, or use a cluster's cells (node.transaction(), client.transaction())")
 
     async def close(self) -> None:
         """Stop the cells' refreshes and close the connection (idempotent)."""
@@ -172,6 +208,13 @@ class Client:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:
+    if asked is not opened:
+        raise InvalidConfiguration(
+            f"{kind} {name!r} is already open with serializer {opened!r}, not {asked!r}; "
+            "open it once and share the cell")
 
 
 class Connecting:

@@ -57,3 +57,42 @@ async def test_closing_the_client_wakes_waiting_calls(broker_url: str) -> None:
     for waiting in (popping, claiming):
         with pytest.raises(BrokerClosed):
             await asyncio.wait_for(waiting, 10)
+
+
+async def test_the_nodes_cell_arguments_are_taken_or_refused_by_name(broker_url: str) -> None:
+    """What opens a node's cells opens a broker's: a serializer works as on a node, and
+    the options a broker cannot honour raise UnsupportedOperation naming the backend
+    (not a TypeError about an unexpected argument)."""
+    from lazily_queue import RetryPolicy, UnsupportedOperation, serializer
+
+    upper = serializer(lambda s: s.upper(), lambda s: s.lower())
+    async with connect(broker_url) as client:
+        backend = type(client.provider).__name__
+        q = client.queue(fresh("q"), serializer=upper)
+        assert client.queue(q.name, serializer=upper) is q
+        with pytest.raises(InvalidConfiguration, match="serializer"):
+            client.queue(q.name)
+        await q.push("hello")
+        assert await q.pop(timeout=10) == "hello"
+        jobs = client.work_queue(fresh("w"), serializer=upper)
+        await jobs.push("job")
+        assert (await jobs.claim("w", timeout=10)).value == "job"
+        topic = client.topic(fresh("t"), serializer=upper)
+        await topic.subscribe("s")
+        await topic.publish("news")
+        assert await topic.advance("s", timeout=10) == "news"
+        for opening in (lambda: client.queue(fresh("q"), ttl=60),
+                        lambda: client.work_queue(fresh("w"), ttl=60),
+                        lambda: client.work_queue(fresh("w"), retry=RetryPolicy.fixed(1)),
+                        lambda: client.topic(fresh("t"), ttl=60),
+                        lambda: client.topic(fresh("t"), max_age=60)):
+            with pytest.raises(UnsupportedOperation, match=backend):
+                opening()
+
+
+async def test_a_transaction_is_refused_naming_the_backend(broker_url: str) -> None:
+    from lazily_queue import TransactionUnsupported
+
+    async with connect(broker_url) as client:
+        with pytest.raises(TransactionUnsupported, match=type(client.provider).__name__):
+            client.transaction()
