@@ -378,7 +378,9 @@ class RedisWorkQueueStorage(WorkMirror):
     async def redrive(
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
     ) -> WT[int]:
-        ids = [] if item_ids is None else [entry_id(i) for i in item_ids]
+        # an id that is no int >= 0 names no dead letter, as on a node
+        ids = [] if item_ids is None else [
+            entry_id(i) for i in item_ids if type(i) is int and i >= 0]
         if item_ids is not None and not ids:
             return WT(0, 0)
         await self._ready()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
+from ..core.work_items import check_delivery_id
 from ..errors import UnsupportedOperation
 from ..storage.capabilities import StorageCapabilities
 from .expiry import no_expiry
@@ -39,6 +40,12 @@ def values_of(values: Iterable[T], verb: str) -> list[T]:
                         f"{type(values).__name__}; {verb}(value) sends one, "
                         f"{verb}_many([value]) a list of one")
     return list(values)
+
+
+def delivery_ids_of(ids: Iterable[int], call: str) -> list[int]:
+    """:func:`ids_of` for delivery ids: each an int, else ``TypeError`` (on every
+    backend, before anything is sent)."""
+    return [check_delivery_id(i) for i in ids_of(ids, call)]
 
 
 def ids_of(ids: Iterable[int], call: str) -> list[int]:

@@ -13,7 +13,7 @@ from ..core.work import Delivery, Receipt, WorkTransition
 from ..core.work_items import check_count
 from ..reactive import Context
 from ..storage.work import SyncWorkQueueStorage, WorkQueueStorage
-from .push_checks import ids_of
+from .push_checks import delivery_ids_of
 
 R = TypeVar("R")
 
@@ -82,7 +82,7 @@ class WorkQueueBatches:
         """Ack several deliveries owned by ``worker`` at once (over a replicated backend,
         one commit): a receipt per id, in order, or ``None`` for one refused as
         :meth:`ack` refuses it (the others are settled all the same)."""
-        ids = ids_of(delivery_ids, "ack_many")
+        ids = delivery_ids_of(delivery_ids, "ack_many")
         if self._sync is not None:
             receipts: list[Receipt | None] = []
             for delivery_id in ids:
@@ -99,5 +99,5 @@ class WorkQueueBatches:
         """Give back leases ``worker`` never started: the items return to the head of
         pending, in the given order, and the lease does not count as an attempt. Ids not
         leased to ``worker`` are skipped; returns how many were released."""
-        return self._apply(await self._storage.release(worker, ids_of(delivery_ids,
-                                                                      "release")))
+        return self._apply(await self._storage.release(
+            worker, delivery_ids_of(delivery_ids, "release")))

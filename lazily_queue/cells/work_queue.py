@@ -25,6 +25,7 @@ from ..core.limits import Limits
 from ..core.numbers import wait_limit
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
+from ..core.work_items import check_delivery_id, check_worker
 from ..errors import InvalidConfiguration, UnsupportedOperation, shown
 from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
@@ -290,6 +291,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
     def _check_worker(self, worker: str) -> None:
         """Raise what the backend's claim raises for a worker name it refuses."""
+        check_worker(worker)
         check: Callable[[str], None] | None = getattr(self._storage, "check_worker_name", None)
         if check is not None:
             check(worker)
@@ -306,6 +308,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         remembers settlements (Raft) returns the first receipt, marked ``duplicate``,
         when the same worker repeats one.
         """
+        check_delivery_id(delivery_id)
         if self._sync is not None:
             return self.try_ack(worker, delivery_id)
         transition = await self._storage.settle(worker, delivery_id, "acked")
@@ -317,6 +320,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         claimable for ``delay`` seconds, or the queue's retry policy's back-off), or
         dead-lettered after its last attempt; ``now`` (the time the delay counts from)
         as for :meth:`claim`. Refusals and repeats as for :meth:`ack`."""
+        check_delivery_id(delivery_id)
         if delay is not None:
             return await self._nack_delayed(worker, delivery_id, delay, now)
         if self._sync is not None:
@@ -327,6 +331,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
     async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
         """Renew an owned lease until ``now + visibility_timeout``; raises
         :class:`SettlementRejected` when it is not leased to ``worker``."""
+        check_delivery_id(delivery_id)
         at = self._now(now)
         if self._sync is not None and at is not None:
             return self.try_extend(worker, delivery_id, at)

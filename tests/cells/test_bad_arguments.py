@@ -267,3 +267,15 @@ async def test_a_worker_name_over_the_rule_is_refused_at_once_on_an_empty_queue(
                 for claiming in (jobs.claim(LONG), jobs.claim_many(LONG, 2), first(jobs)):
                     with pytest.raises(InvalidName, match="worker name"):
                         await asyncio.wait_for(claiming, 5)
+
+
+async def test_a_worker_that_is_not_a_str_is_refused_at_once_on_an_empty_queue() -> None:
+    import asyncio
+
+    with pytest.raises(TypeError, match="worker must be a str"):
+        await asyncio.wait_for(WorkQueueCell(clock=time.monotonic).claim(5), 2)  # type: ignore[arg-type]
+    async with testing.cluster(1) as c:
+        jobs = (await c.leader()).work_queue("w")
+        for claiming in (jobs.claim(None), jobs.claim_many(5, 2)):  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="worker must be a str"):
+                await asyncio.wait_for(claiming, 2)
