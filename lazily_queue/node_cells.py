@@ -10,6 +10,7 @@ from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
 from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
+from .core.numbers import FLOAT_RANGE
 from .core.scheduling import RetryPolicy
 from .core.topic import out_of_range
 from .core.work_masks import validate_config
@@ -171,6 +172,10 @@ class NodeCells:
             raise InvalidConfiguration(
                 f"visibility_timeout must be at least 0.001 s on a node (leases are whole "
                 f"milliseconds), got {shown(visibility_timeout)}")
+        if visibility_timeout > FLOAT_RANGE / 1000:
+            raise InvalidConfiguration(
+                f"visibility_timeout must be at most {FLOAT_RANGE / 1000:g} s on a node "
+                f"(leases are whole milliseconds), got {shown(visibility_timeout)}")
         return self.open_work_queue(name, round(visibility_timeout * 1000), max_deliveries,
                                     serializer=serializer, ttl=ttl,
                                     retry=None if retry is None else retry.scaled(1000),

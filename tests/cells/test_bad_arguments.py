@@ -279,3 +279,11 @@ async def test_a_worker_that_is_not_a_str_is_refused_at_once_on_an_empty_queue()
         for claiming in (jobs.claim(None), jobs.claim_many(5, 2)):  # type: ignore[arg-type]
             with pytest.raises(TypeError, match="worker must be a str"):
                 await asyncio.wait_for(claiming, 2)
+
+
+async def test_a_node_names_its_longest_lease_for_a_visibility_timeout_past_it() -> None:
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        with pytest.raises(InvalidConfiguration, match=r"at most 1e\+297 s on a node.*1e\+300"):
+            node.work_queue("w", visibility_timeout=1e300)
+        assert node.work_queue("w", visibility_timeout=1e297).visibility_timeout == 1e300
