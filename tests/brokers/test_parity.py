@@ -1,0 +1,156 @@
+"""One program, every backend: the same scenario on a local cell, a one-member cluster
+and each broker gives the same trace (results, errors by type, readers), apart from
+what the README documents as different (ids, the order of redeliveries on a broker).
+
+Each scenario records what a user sees; the local run is the reference."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from lazily_queue import (
+    QueueCell,
+    QueueClosed,
+    TopicCell,
+    WorkQueueCell,
+    connect,
+    testing,
+)
+from lazily_queue.brokers.servers import BrokerServer
+
+from .conftest import fresh
+
+Trace = list[tuple[str, Any]]
+
+
+async def _outcome(call: Awaitable[Any]) -> Any:
+    try:
+        return await call
+    except Exception as exc:  # the type is the observation
+        return f"raised {type(exc).__name__}"
+
+
+async def _synced(cell: Any) -> None:
+    """Wait for a broker's mirror (its readers count what this process did)."""
+    sync = getattr(cell.storage, "sync", None)
+    if sync is not None:
+        await sync()
+
+
+async def queue_scenario(open_queue: Callable[..., QueueCell[Any]]) -> Trace:
+    q = open_queue(fresh("parity-q"), capacity=2)
+    trace: Trace = [("poll empty", str(await q.poll()))]
+    for value in ("a", ("b", 1)):
+        trace.append(("offer", await q.offer(value)))
+    trace.append(("offer full", str(await q.offer("c"))))
+    await _synced(q)
+    trace.append(("readers", (q.len(), q.is_empty(), q.is_full(), q.head())))
+    trace.append(("pop", await q.pop(timeout=10)))
+    trace.append(("pop_many", await q.pop_many(5)))
+    await q.push("d")
+    await q.close()
+    await q.close()
+    trace.append(("offer closed", str(await q.offer("e"))))
+    trace.append(("drain", await q.pop(timeout=10)))
+    trace.append(("poll closed", str(await q.poll())))
+    trace.append(("pop closed", await _outcome(q.pop(timeout=10))))
+    await _synced(q)
+    trace.append(("readers closed", (q.len(), q.is_empty(), q.is_full(), q.is_closed())))
+    return trace
+
+
+async def work_scenario(open_work: Callable[..., WorkQueueCell]) -> Trace:
+    jobs = open_work(fresh("parity-w"), visibility_timeout=30, max_deliveries=2)
+    trace: Trace = [("poll empty", await jobs.poll("w1"))]
+    await jobs.push("x")
+    first = await jobs.claim("w1", timeout=10)
+    trace.append(("claim", (first.value, first.worker, first.attempt)))
+    for settle in (jobs.ack, jobs.nack, jobs.extend):
+        trace.append(("other worker", await _outcome(settle("w2", first.delivery_id))))
+        trace.append(("bad id", await _outcome(settle("w1", str(first.delivery_id)))))
+    await jobs.nack("w1", first.delivery_id)
+    second = await jobs.claim("w1", timeout=10)
+    trace.append(("redelivered", (second.value, second.attempt,
+                                  second.item_id == first.item_id,
+                                  second.delivery_id != first.delivery_id)))
+    await jobs.nack("w1", second.delivery_id)  # a node answers a repeat with its receipt
+    await _synced(jobs)
+    trace.append(("readers", (jobs.pending_len(), jobs.is_empty(), jobs.in_flight_len(),
+                              jobs.dead_letter_len())))
+    trace.append(("dead letters", [(d.value, d.attempts, d.reason.value)
+                                   for d in jobs.dead_letters()]))
+    trace.append(("redrive", await jobs.redrive()))
+    third = await jobs.claim("w1", timeout=10)
+    trace.append(("after redrive", (third.value, third.attempt)))
+    await jobs.ack("w1", third.delivery_id)
+    await _synced(jobs)
+    trace.append(("readers done", (jobs.pending_len(), jobs.in_flight_len(),
+                                   jobs.dead_letter_len())))
+    return trace
+
+
+async def topic_scenario(open_topic: Callable[..., TopicCell[Any]]) -> Trace:
+    topic = open_topic(fresh("parity-t"))
+    trace: Trace = [("publish before", await topic.publish("before"))]
+    trace.append(("subscribe", str(await topic.subscribe("d"))))
+    trace.append(("again", str(await topic.subscribe("d"))))
+    await topic.subscribe("e", "ephemeral")
+    trace.append(("publish", await topic.publish_many(["a", "b"])))
+    trace.append(("advance", await topic.advance("d", timeout=10)))
+    trace.append(("poll", await topic.poll("e")))
+    trace.append(("disconnect", await topic.disconnect("d")))
+    trace.append(("offline poll", await topic.poll("d")))
+    await topic.publish("c")
+    trace.append(("reconnect", await topic.reconnect("d")))
+    trace.append(("replay", [await topic.advance("d", timeout=10) for _ in range(2)]))
+    trace.append(("ephemeral gone", (await topic.disconnect("e"),
+                                     await topic.reconnect("e"))))
+    trace.append(("unknown", (await topic.poll("nobody"), await topic.disconnect("nobody"))))
+    trace.append(("bad id", await _outcome(topic.subscribe(5))))  # type: ignore[arg-type]
+    return trace
+
+
+SCENARIOS = {"queue": queue_scenario, "work_queue": work_scenario, "topic": topic_scenario}
+
+
+@asynccontextmanager
+async def _opener(kind: str, servers: dict[str, BrokerServer]) -> AsyncIterator[Any]:
+    """Something with ``queue``, ``work_queue`` and ``topic`` for one backend."""
+    if kind == "local":
+        class Local:
+            def queue(self, name: str, **options: Any) -> QueueCell[Any]:
+                return QueueCell(name=name, **options)
+
+            def work_queue(self, name: str, **options: Any) -> WorkQueueCell:
+                return WorkQueueCell(name=name, clock=time.monotonic, **options)
+
+            def topic(self, name: str) -> TopicCell[Any]:
+                return TopicCell(name=name)
+
+        yield Local()
+    elif kind == "node":
+        async with testing.cluster(1) as cluster:
+            yield await cluster.leader()
+    else:
+        async with connect(servers[kind].url, poll_interval=0.2) as client:
+            yield client
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+async def test_one_program_gives_one_trace_on_every_backend(
+        scenario: str, nats_server: BrokerServer, redis_server: BrokerServer) -> None:
+    run = SCENARIOS[scenario]
+    servers = {"nats": nats_server, "redis": redis_server}
+    traces: dict[str, Trace] = {}
+    for kind in ("local", "node", "nats", "redis"):
+        async with _opener(kind, servers) as backend:
+            traces[kind] = await run(getattr(backend, scenario))
+    for kind in ("node", "nats", "redis"):
+        assert traces[kind] == traces["local"], kind
+    if scenario == "queue":  # the closed queue's pop is the typed error on every backend
+        assert ("pop closed", f"raised {QueueClosed.__name__}") in traces["local"]
