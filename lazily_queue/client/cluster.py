@@ -64,6 +64,7 @@ from .access import Credentials
 from .barrier import Barrier
 from .certificates import CertificateCredentials
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
+from .idle import check_ping_interval
 from .link import Answer, Link
 from .mirror import Key, Mirror
 from .session import MAX_OP_BYTES, Session
@@ -84,6 +85,7 @@ def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
     check_max_objects(max_in_flight, "max_in_flight")
     for name, value in seconds.items():
         check_seconds(value, name)
+    check_ping_interval(seconds["ping_interval"])
 
 
 class ClusterClient(NodeCells, Barrier):

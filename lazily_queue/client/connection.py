@@ -105,6 +105,8 @@ class ClientConnection:
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
+        #: Loop time the member last read a frame from this link (:mod:`.idle`).
+        self.heard = self.outbox.progress
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []

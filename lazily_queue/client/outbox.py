@@ -34,6 +34,8 @@ class Outbox:
         self.queued = 0
         self.oversized = 0
         self.closed = False
+        #: Loop time the link last took bytes (or the outbox was made).
+        self.progress = asyncio.get_running_loop().time()
         self._ready = asyncio.Event()
         self._oversized_sent = asyncio.Event()
         self._oversized_sent.set()
@@ -61,6 +63,7 @@ class Outbox:
         if not self._queue:
             try:
                 self.stream.send_nowait(data)
+                self.progress = asyncio.get_running_loop().time()
                 return False
             except anyio.WouldBlock:
                 pass
@@ -96,6 +99,7 @@ class Outbox:
                 self.close()
 
     async def _write(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 await self._ready.wait()
@@ -103,6 +107,7 @@ class Outbox:
                 while self._queue:
                     data, oversized = self._queue[0]
                     await self.stream.send(data)
+                    self.progress = loop.time()
                     self._queue.popleft()
                     self.queued -= len(data)
                     if oversized:

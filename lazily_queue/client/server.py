@@ -53,6 +53,7 @@ from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
+from .idle import IdleLinks
 from .op_shapes import shape_problem
 from .popped import SeqReads
 from .watchers import Watchers
@@ -90,6 +91,8 @@ class ClientServer:
         self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
                                      + P.REQUEST_OVERHEAD)
         self._conns: set[ClientConnection] = set()
+        #: Closes client links gone silent (:mod:`.idle`).
+        self.idle = IdleLinks(self._conns)
         self._watchers = Watchers(lambda: node.view)
         self._reads = SeqReads()
         node.add_event_observer(self._watchers.on_events)
@@ -116,6 +119,7 @@ class ClientServer:
         """Listen on the access's own addresses, if it has them (else the node's mesh
         listener hands client links to :meth:`serve`)."""
         self.addresses = []
+        self.idle.start()
         if self.access.listen is None:
             bound = getattr(self.node.driver.network, "listen_address", None) or self.node.listen
             self.addresses = [] if bound is None else [bound]
@@ -140,6 +144,7 @@ class ClientServer:
             raise
 
     async def stop(self) -> None:
+        await self.idle.stop()
         for conn in list(self._conns):
             conn.close()
         listeners, self._listeners = self._listeners, []
@@ -165,9 +170,12 @@ class ClientServer:
                                 lambda name, form: group_topics(self.node.view, name, form),
                                 self._reads)
         self._conns.add(conn)
+        loop = asyncio.get_running_loop()
         try:
             while not conn.closed:
-                for k, request in enumerate(self._requests(conn, await stream.receive())):
+                data = await stream.receive()
+                conn.heard = loop.time()
+                for k, request in enumerate(self._requests(conn, data)):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if request[1] == P.WATCH and conn.outbox.oversized:

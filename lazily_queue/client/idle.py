@@ -1,0 +1,84 @@
+"""IdleLinks: a member closes a client link it has heard nothing from, and written
+nothing to, for :data:`IDLE_TIMEOUT` seconds.
+
+A linked client pings when it has heard nothing for ``ping_interval`` (:mod:`.link`;
+at most :data:`MAX_PING_INTERVAL`), so a link the member has neither read a frame from
+nor written bytes to for longer is one whose client stopped, vanished without closing
+it (its host gone, the network cut) or stalled mid-frame. Left open, it would hold its
+socket, its task and its watches for good, and queue every op applied to the objects it
+watches (up to :data:`~.connection.MAX_OUTBOX_BYTES`). A link the member is still
+writing to (a large state going out at the client's pace) counts as alive while its
+bytes leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidConfiguration
+
+if TYPE_CHECKING:
+    from .connection import ClientConnection
+
+log = logging.getLogger(__name__)
+
+#: Seconds of silence after which a member closes a client link.
+IDLE_TIMEOUT = 60.0
+#: The longest ``ping_interval`` a client may use (a third of :data:`IDLE_TIMEOUT`).
+MAX_PING_INTERVAL = IDLE_TIMEOUT / 3
+#: Longest pause between two looks at the links.
+SWEEP_EVERY = 1.0
+
+
+def check_ping_interval(seconds: float) -> None:
+    """Refuse a client's ``ping_interval`` (seconds above 0) longer than
+    :data:`MAX_PING_INTERVAL`: its members would take its link for a dead one."""
+    if seconds > MAX_PING_INTERVAL:
+        raise InvalidConfiguration(
+            f"ping_interval must be at most {MAX_PING_INTERVAL:.0f} s, not {seconds}: a member "
+            f"closes a client link it has heard nothing from for {IDLE_TIMEOUT:.0f} s")
+
+
+class IdleLinks:
+    """Closes the links of ``conns`` silent for :attr:`timeout` seconds (module
+    docstring), looking at them every :data:`SWEEP_EVERY` seconds once started."""
+
+    def __init__(self, conns: Collection[ClientConnection],
+                 timeout: float = IDLE_TIMEOUT) -> None:
+        self._conns = conns
+        self.timeout = timeout
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="lazily-idle-clients")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(SWEEP_EVERY, self.timeout / 4))
+            self.sweep(loop.time())
+
+    def sweep(self, now: float) -> int:
+        """Close the links silent at ``now`` (loop time); how many it closed."""
+        closed = 0
+        for conn in list(self._conns):
+            quiet = now - max(conn.heard, conn.outbox.progress)
+            if quiet > self.timeout and not conn.closed:
+                log.warning("client %r: nothing read from its link nor written to it for "
+                            "%.0f s (it stopped, or vanished without closing it); link closed",
+                            conn.grant.name, quiet)
+                conn.close()
+                closed += 1
+        return closed

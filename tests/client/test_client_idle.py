@@ -1,0 +1,85 @@
+"""A member closes a client link it has neither read from nor written to for its idle
+timeout (a client that stopped, vanished without closing its socket or stalled
+mid-frame); a live client the member only writes to is never taken for one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import cbor2
+import pytest
+from lazily_transports import LinkConfig, LinkStream, dial
+
+from lazily_queue import InvalidConfiguration, Node, connect
+from lazily_queue.client import protocol as P
+from lazily_queue.client.idle import MAX_PING_INTERVAL
+from lazily_queue.replicated.client_sessions import new_session_id
+from tests.client.one_member import TOKEN, one_member
+
+IDLE = 0.6
+
+
+async def _linked(node: Node) -> LinkStream:
+    assert node.listen is not None
+    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
+                                                credential="web"))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
+    assert cbor2.loads(await stream.receive())[1] == P.OK
+    return stream
+
+
+def _connections(node: Node) -> Any:
+    assert node.clients is not None
+    return node.clients.stats()["connections"]
+
+
+async def _until(predicate: Any, seconds: float = 10.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not predicate():  # noqa: ASYNC110 - polls plain state
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("stall", ["silent", "mid-frame"])
+async def test_a_client_link_silent_past_the_idle_timeout_is_closed(
+    stall: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with one_member() as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = IDLE
+        stream = await _linked(node)
+        await stream.send(cbor2.dumps([2, P.WATCH, "queue", "jobs"]))
+        assert cbor2.loads(await stream.receive())[1] == P.OK
+        if stall == "mid-frame":  # a frame's first bytes, then nothing
+            await stream.send(cbor2.dumps([3, P.PING])[:1])
+        assert _connections(node) == 1
+        await _until(lambda: _connections(node) == 0)
+        assert node.clients.stats()["watched"] == 0
+        assert "link closed" in caplog.text
+        await stream.aclose()
+
+
+async def test_a_client_the_member_only_sends_to_stays_linked() -> None:
+    """A client that reads a busy object and sends nothing of its own (it pings only
+    when it hears nothing) takes what the member writes, so the member keeps its link
+    (and its mirror) through many idle timeouts."""
+    async with one_member() as node:
+        assert node.clients is not None and node.listen is not None
+        node.clients.idle.timeout = IDLE
+        async with connect([node.listen], ("web", TOKEN), ping_interval=IDLE / 4,
+                           ping_timeout=5.0) as client:
+            mirrored = client.queue("jobs")
+            assert mirrored.len() == 0  # read: mirrored, every push reaches it
+            await client.barrier()
+            jobs = node.queue("jobs")
+            for n in range(int(5 * IDLE / 0.05)):  # the member writes to it all along
+                await jobs.push(n)
+                await asyncio.sleep(0.05)
+            await client.barrier()
+            assert mirrored.len() == jobs.len()
+            assert client.links == 1
+
+
+def test_a_ping_interval_members_would_take_for_silence_is_refused() -> None:
+    with pytest.raises(InvalidConfiguration, match="ping_interval must be at most"):
+        connect(["unix:///nowhere"], ("web", TOKEN), ping_interval=MAX_PING_INTERVAL * 2)
