@@ -51,6 +51,8 @@ class IdleLinks:
                  timeout: float = IDLE_TIMEOUT) -> None:
         self._conns = conns
         self.timeout = timeout
+        #: Links closed for their silence, in all.
+        self.closed = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -81,4 +83,5 @@ class IdleLinks:
                             conn.grant.name, quiet)
                 conn.close()
                 closed += 1
+        self.closed += closed
         return closed

@@ -152,9 +152,11 @@ class ClientServer:
             await context.__aexit__(None, None, None)
 
     def stats(self) -> dict[str, Any]:
-        """Connected clients, requests served and refused, requests in flight now."""
+        """Connected clients, requests served and refused, requests in flight now, links
+        closed for their silence (:mod:`.idle`)."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
+                "idle_closed": self.idle.closed,
                 "in_flight": self._slots.used, "waiting": self._fair.waiting,
                 "watched": len(self._watchers.by_key)}
 

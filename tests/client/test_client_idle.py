@@ -55,6 +55,7 @@ async def test_a_client_link_silent_past_the_idle_timeout_is_closed(
         assert _connections(node) == 1
         await _until(lambda: _connections(node) == 0)
         assert node.clients.stats()["watched"] == 0
+        assert node.clients.stats()["idle_closed"] == 1
         assert "link closed" in caplog.text
         await stream.aclose()
 
