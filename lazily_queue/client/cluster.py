@@ -207,13 +207,15 @@ class ClusterClient(NodeCells, Barrier):
             raise error
 
     async def close(self) -> None:
-        """End the ephemeral subscriptions it started (:mod:`.ephemeral`) and unlink;
-        operations still waiting fail with :class:`ClientClosed`."""
+        """End the ephemeral subscriptions it started (:mod:`.ephemeral`; linked again
+        first when its member has just gone) and unlink; operations still waiting fail
+        with :class:`ClientClosed`."""
         try:
-            if self._task is not None and not self._closing and self._link is not None:
-                storages = list(self._router.storages())
-                await return_taken(storages)
-                await settle_background_acks(storages)
+            if self._task is not None and not self._closing:
+                if self._link is not None:
+                    storages = list(self._router.storages())
+                    await return_taken(storages)
+                    await settle_background_acks(storages)
                 await end_ephemeral(list(self._ephemeral), self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()

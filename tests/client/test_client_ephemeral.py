@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from lazily_queue import Node
+from lazily_queue.client import cluster as cluster_module
 from tests.client.limits_cluster import limited_cluster
-from tests.client.test_client_cluster import client_of
+from tests.client.test_client_cluster import client_of, cluster_with_clients
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -61,3 +62,35 @@ async def test_a_close_cancelled_while_it_ends_subscriptions_still_unlinks() -> 
         closing.cancel()
         await asyncio.gather(closing, return_exceptions=True)
         assert client.member is None  # unlinked all the same
+
+
+async def test_a_client_closed_as_its_member_dies_still_ends_its_subscriptions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closed between the death of its member and its next link, a client links again
+    to end its ephemeral subscriptions: they would otherwise stay for good."""
+    async with cluster_with_clients() as (c, addresses):
+        client = client_of(addresses, prefer_leader=False)
+        await client.start()
+        await client.topic("news").subscribe("dashboard", "ephemeral")
+        first = client.member
+        assert first is not None
+        real_dial = cluster_module.dial
+
+        async def slow_dial(*args: Any, **options: Any) -> Any:
+            await asyncio.sleep(0.3)  # the close comes before the next link
+            return await real_dial(*args, **options)
+
+        monkeypatch.setattr(cluster_module, "dial", slow_dial)
+        await c.kill(first)
+        await _until(lambda: client._link is None)
+        await client.close()
+        survivor = next(node for node in c.running if node.node_id != first)
+        await survivor.barrier()
+        assert _subscribers(survivor, "news") == {}
+
+
+async def _until(predicate: Any, seconds: float = 10.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not predicate():  # noqa: ASYNC110 - polls plain state
+            await asyncio.sleep(0.01)
