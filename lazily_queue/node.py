@@ -315,6 +315,7 @@ class Node(NodeCells, NodeCluster):
             clients=None if self.clients is None else self.clients.on_listen_address(),
             client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
                                    else self.clients.max_request_bytes),
+            live_window=2 * self._engine_config.election_timeout_max,
         )
 
     async def stop(self, *, hand_over: bool = True) -> None:

@@ -19,6 +19,9 @@ refuses a different one later: a second process started with an existing node's 
 (its own data directory and address) would otherwise replace that member on the
 links, with an empty log and a vote of its own. A member removed from the cluster is
 unpinned, so a rebuilt node can be added back.
+
+Each process also announces a random process id and keeps its links alive; a second
+process claiming a member whose link is live is refused (see :mod:`.link_identity`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import Callable, Mapping
 
 import anyio
@@ -46,6 +50,7 @@ from lazily_transports import (
 )
 
 from ..errors import InvalidConfiguration, shown
+from .link_identity import KEEPALIVE, LinkIdentity, announced
 from .network import BatchHandler, FrameHandler, PeerHandler
 
 log = logging.getLogger(__name__)
@@ -139,10 +144,13 @@ class MeshNetwork:
         clients: tuple[CredentialLookup, ChannelHandler] | None = None,
         client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE,
         schemes: SchemeTable | None = None,
+        live_window: float = 1.2,
     ) -> None:
         """``clients`` (a token lookup and a handler) also accepts client links on the
         listen address, handed to the handler, never to Raft, with frames of at most
-        ``client_max_frame_size``."""
+        ``client_max_frame_size``. A link that carried nothing for ``live_window``
+        seconds (about an election timeout) may be replaced by another process of the
+        same member."""
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
                 "a cluster secret is required: pass secret=... (the same on every node; "
@@ -153,7 +161,8 @@ class MeshNetwork:
         self.incarnation = incarnation
         self._pins = dict(pins or {})
         self._on_pin = on_pin
-        features = DEFAULT_FEATURES | REQUIRED_FEATURES
+        self.identity = LinkIdentity(node_id, live_window, self._is_up)
+        features = DEFAULT_FEATURES | REQUIRED_FEATURES | self.identity.features
         if incarnation:
             features |= {INCARNATION + incarnation}
         self._config = LinkConfig(
@@ -171,7 +180,7 @@ class MeshNetwork:
             {node_number(p): a for p, a in peers.items() if p != node_id},
             ssl_context=ssl_context,
             client_ssl_context=client_ssl_context,
-            vet_peer=self._vet if incarnation else None,
+            vet_peer=self._vet,
             clients=clients,
             schemes=schemes,
         )
@@ -179,6 +188,7 @@ class MeshNetwork:
         self._on_peer: PeerHandler | None = None
         self._on_batch: BatchHandler | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._keepalive: asyncio.Task[None] | None = None
         self._stepped = False  # frames of this loop iteration already stepped
         self.dropped = 0
 
@@ -224,22 +234,31 @@ class MeshNetwork:
             return
         self._mesh.add_peer(number, address)
 
+    def _is_up(self, peer: str) -> bool:
+        try:
+            return self._mesh.is_up(int(peer))
+        except UnknownPeerError:
+            return False
+
     def _vet(self, peer_id: int, features: frozenset[str]) -> str | None:
-        peer = str(peer_id)
-        announced = sorted(f[len(INCARNATION):] for f in features if f.startswith(INCARNATION))
-        if len(announced) != 1:
+        refusal = self._vet_incarnation(str(peer_id), features) if self.incarnation else None
+        return refusal or self.identity.vet(str(peer_id), features)
+
+    def _vet_incarnation(self, peer: str, features: frozenset[str]) -> str | None:
+        incarnations = announced(features, INCARNATION)
+        if len(incarnations) != 1:
             return (f"node {peer} announced no incarnation; every member must run a version "
                     "that does")
         pinned = self._pins.get(peer)
         if pinned is None:
-            self._pins[peer] = announced[0]
+            self._pins[peer] = incarnations[0]
             if self._on_pin is not None:
                 self._on_pin(dict(self._pins))
             return None
-        if pinned == announced[0]:
+        if pinned == incarnations[0]:
             return None
         return (
-            f"node {peer} presented data directory incarnation {announced[0]}, but this "
+            f"node {peer} presented data directory incarnation {incarnations[0]}, but this "
             f"cluster knows node {peer} as incarnation {pinned}: two processes share id "
             f"{peer}, or node {peer}'s data directory was replaced. Stop the impostor; a "
             f"rebuilt node must be removed from the cluster and added back"
@@ -248,6 +267,7 @@ class MeshNetwork:
     def remove_peer(self, peer_id: str) -> None:
         if self._pins.pop(peer_id, None) is not None and self._on_pin is not None:
             self._on_pin(dict(self._pins))
+        self.identity.forget(peer_id)
         number = node_number(peer_id)
         if number in self._mesh.peers:
             task = asyncio.ensure_future(self._mesh.remove_peer(number))
@@ -264,14 +284,27 @@ class MeshNetwork:
         await self._mesh.__aenter__()
         self._mesh.events.set_listener(self._take)
         self._pump = asyncio.create_task(self._run(), name=f"lazily-mesh-{self.node_id}")
+        self._keepalive = asyncio.create_task(self._keep_alive(),
+                                              name=f"lazily-keepalive-{self.node_id}")
 
     async def stop(self) -> None:
         self._mesh.events.set_listener(None)
         await self._mesh.aclose()
-        if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.gather(self._pump, return_exceptions=True)
-            self._pump = None
+        for task in (self._pump, self._keepalive):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._pump = self._keepalive = None
+
+    async def _keep_alive(self) -> None:
+        """A keepalive to every peer that asked for them, every quarter window."""
+        while True:
+            await asyncio.sleep(self.identity.window / 4)
+            for peer in list(self.identity.keepalive):
+                try:
+                    self._mesh.send_nowait(int(peer), KEEPALIVE)
+                except (anyio.WouldBlock, UnknownPeerError):
+                    pass  # a full buffer is traffic enough; a removed peer needs none
 
     def _take(self) -> None:
         """Frames handed over as they are queued (no task switch per frame). The first
@@ -302,14 +335,19 @@ class MeshNetwork:
 
     def _handle(self, batch: list[MeshEvent], *, step: bool = True) -> None:
         on_frame, on_peer = self._on_frame, self._on_peer
+        heard, now = self.identity.heard, time.monotonic()
         frames = False
         for event in batch:
             try:
                 if type(event) is Frame:
+                    heard(str(event.peer_id), now)
+                    if event.data == KEEPALIVE:
+                        continue
                     if on_frame is not None:
                         on_frame(str(event.peer_id), event.data)
                         frames = True
                 elif isinstance(event, PeerUp):
+                    heard(str(event.peer_id), now)
                     if on_peer is not None:
                         on_peer(str(event.peer_id), True)
                 elif isinstance(event, PeerDown) and on_peer is not None:

@@ -1,0 +1,93 @@
+"""Two processes with one member id: a copy of a running member's data directory started
+elsewhere is refused by the members and exits with one line naming the cause, while
+the member keeps its links; a member whose old process went silent (a host that
+rebooted) is taken back once its link has been quiet for about an election timeout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from .node_procs import NodeProc, unix_peers, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+
+
+def _configs(tmp_path: Path) -> tuple[dict[int, str], list[Path]]:
+    addresses = unix_peers(tmp_path)
+    configs = []
+    for i in (1, 2, 3):
+        path = write_config(tmp_path / f"n{i}.toml", i, addresses)
+        path.write_text(path.read_text().replace('durability = "none"', 'durability = "fsync"'))
+        configs.append(path)
+    return addresses, configs
+
+
+def _copy_of_node_1(tmp_path: Path, addresses: dict[int, str]) -> Path:
+    """Node 1's data directory copied as it runs, started at another address."""
+    shutil.copytree(tmp_path / "data1", tmp_path / "copy1",
+                    ignore=shutil.ignore_patterns("*.lock", "lock"))
+    path = write_config(tmp_path / "copy1.toml", 1,
+                        {**addresses, 1: f"unix:{tmp_path}/copy1.sock"}, data_dir="copy1")
+    path.write_text(path.read_text().replace('durability = "none"', 'durability = "fsync"'))
+    return path
+
+
+def _linked(proc: NodeProc, peer: int) -> bool:
+    return str(peer) in proc.status()["connected"]
+
+
+def test_a_copied_data_directory_is_refused_while_its_member_runs(tmp_path: Path) -> None:
+    addresses, configs = _configs(tmp_path)
+    procs = [NodeProc(config) for config in configs]
+    copy: NodeProc | None = None
+    try:
+        for proc in procs:
+            proc.wait_ready()
+        wait_for(lambda: all(p.status()["leader"] is not None for p in procs), what="a leader")
+        wait_for(lambda: _linked(procs[1], 1) and _linked(procs[2], 1), what="node 1 linked")
+        copy = NodeProc(_copy_of_node_1(tmp_path, addresses))
+        assert copy.wait_exit(30) == 2
+        errors = [line for line in copy.stderr().splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, copy.stderr()
+        assert "two processes share id 1" in errors[0]
+        assert "Traceback" not in copy.stderr()
+        # The member kept its links all along and the cluster still answers.
+        assert procs[0].status()["leader"] is not None
+        assert _linked(procs[1], 1) and _linked(procs[2], 1)
+        for proc in procs[1:]:
+            assert proc.terminate() == 0
+            assert "a copy of node 1's data directory runs elsewhere" in proc.stderr()
+    finally:
+        if copy is not None:
+            copy.terminate()
+        for proc in procs:
+            proc.terminate()
+
+
+def test_a_member_whose_old_process_went_silent_is_taken_back(tmp_path: Path) -> None:
+    addresses, configs = _configs(tmp_path)
+    procs = [NodeProc(config) for config in configs]
+    again: NodeProc | None = None
+    try:
+        for proc in procs:
+            proc.wait_ready()
+        wait_for(lambda: all(p.status()["leader"] is not None for p in procs), what="a leader")
+        # The old process stops answering with its sockets open, as a host that
+        # rebooted would look from the others; the new one starts from its data.
+        os.kill(procs[0].proc.pid, signal.SIGSTOP)
+        again = NodeProc(_copy_of_node_1(tmp_path, addresses))
+        again.wait_ready()
+        again.wait_line("leader ", timeout=30)
+        wait_for(lambda: _linked(procs[1], 1) and _linked(procs[2], 1), what="node 1 back")
+        assert sorted(again.status()["connected"]) == ["2", "3"]
+    finally:
+        os.kill(procs[0].proc.pid, signal.SIGKILL)
+        if again is not None:
+            again.terminate()
+        for proc in procs:
+            proc.terminate()
