@@ -43,6 +43,7 @@ from .log_config import put_log_changes_in_effect
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
+from .transfer import LeadershipTransfer
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         self._votes_counted: set[tuple[int, str]] = set()
         self._reset_floors: dict[Any, int] = {}
         self.pre_vote = PreVote(self, clock, cfg.election_timeout_min)
+        self.transfer = LeadershipTransfer(self, clock, 2 * cfg.election_timeout_max)
         self.rejected_commands = 0
         self._commit_sent = 0  # the commit index of the last AppendEntries sent
         self._light_period = cfg.heartbeat_interval
@@ -205,6 +207,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
                 f"command of {len(payload)} bytes exceeds the {self.max_command_bytes}-byte "
                 "limit"
             )
+        if self.transfer.pending:
+            self.transfer.held.append((payload, callback))
+            return
         with self._env:
             if append_leading(self, payload, _translated(callback), int(self._wall() * 1000)):
                 self._unsent_appends = bool(self._SyncObj__otherNodes)
@@ -268,6 +273,11 @@ class RaftEngine(EngineView, PatchedSyncObj):
         what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
         with self._env:
+            held = self.transfer.advance()
+            if held:  # the pause ended: a leader appends them, a follower forwards them
+                for payload, callback in held:
+                    self.submit(payload, callback)
+                self._checkCommandsToApply()
             self._committed = self.commit_index  # the clamp's floor
             compact = (not self._snapshots.pending  # its end compacts; one would follow
                        and self._journal.size_bytes >= max(self._compaction_bytes,
@@ -293,7 +303,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
                 self._checkCommandsToApply()
 
     def _checkCommandsToApply(self) -> None:
-        if self._commands:  # the library's loop reads the clock and raises per call
+        if self._commands and not self.transfer.pending:
+            # The library's loop reads the clock and raises per call; while a transfer
+            # is paused, forwarded commands and membership changes wait in the queue.
             last = self._journal.last_index
             super()._checkCommandsToApply()
             if self._journal.last_index != last:
@@ -352,9 +364,14 @@ class RaftEngine(EngineView, PatchedSyncObj):
             self._applyCommand(command, _translated(callback), _MEMBERSHIP)
 
     def transfer_leadership(self, peer_id: str | None, callback: Answer) -> None:
+        """Hand leadership to ``peer_id`` (or the most caught-up follower); proposals are
+        paused meanwhile (see :mod:`.transfer`)."""
+        target = None if peer_id is None else RaftPeer(peer_id)
         with self._env:
-            self.transferLeadership(None if peer_id is None else RaftPeer(peer_id),
-                                    _translated(callback))
+            if patches.enabled("paused-transfer"):
+                self.transfer.start(target, _translated(callback))
+            else:
+                self.transferLeadership(target, _translated(callback))
 
 
 def _translated(callback: Answer) -> Callable[[Any, int], None]:

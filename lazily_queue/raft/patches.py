@@ -80,6 +80,11 @@ message delivery; each can be switched off for tests that demonstrate the defect
   the engine starts, and applying a committed change changes nothing (it has been in
   effect since it was loaded, accepted or appended; see
   :mod:`~lazily_queue.raft.log_config`).
+- ``paused-transfer``: a leadership transfer is refused unless the target's match index
+  equals the leader's last index at that moment, and the leader goes on appending after
+  sending ``timeout_now``: under steady writes the transfer is refused, or the target's
+  election fails because the others hold more. Proposals pause while a transfer is in
+  progress and ``timeout_now`` goes once the target caught up (see :mod:`.transfer`).
 - ``safe-apply``: an exception while applying an entry escapes the tick before the
   applied index moves, so the node retries the same entry forever. Application is
   wrapped: the failure is logged and counted and the entry is skipped on every node.
@@ -144,7 +149,8 @@ ENGINE_PATCHES = frozenset({"forward-only-next-index", "no-spurious-truncation",
                             "one-membership-change-at-a-time", "pre-vote",
                             "count-each-vote-once", "lowest-reset-next-index",
                             "snapshot-messages-commit-nothing", "durable-leader-commit",
-                            "no-stale-snapshot-install", "membership-from-log"})
+                            "no-stale-snapshot-install", "membership-from-log",
+                            "paused-transfer"})
 
 _disabled: set[str] = set()
 _installed = False

@@ -1,0 +1,90 @@
+"""A leadership transfer that proposals cannot outrun (the ``paused-transfer`` patch).
+
+PySyncObj sends ``timeout_now`` only when the target's match index equals the leader's
+last index at the moment of the request, and the leader goes on appending afterwards.
+Under steady writes the request is refused again and again, and when it is sent the
+target starts its election behind the leader and the other follower, which refuse
+their votes: leadership stays, or lands elsewhere after another election.
+
+Here, as in etcd, a transfer pauses proposals on the leader: new ones are held (and
+commands forwarded by followers wait in the queue) while the target catches up, and
+``timeout_now`` goes once its match index equals the last index. The pause ends when
+this member is no longer the leader (the held proposals are then proposed again, so a
+follower forwards them to the new leader) or after ``patience`` seconds (about an
+election timeout), when the transfer is given up and they are appended here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pysyncobj.config import FAIL_REASON
+
+_NOT_LEADER = FAIL_REASON.NOT_LEADER
+_REQUEST_DENIED = FAIL_REASON.REQUEST_DENIED
+
+
+class LeadershipTransfer:
+    """The transfer in progress on one engine, and the proposals it holds."""
+
+    def __init__(self, engine: Any, clock: Callable[[], float], patience: float) -> None:
+        self._engine = engine
+        self._clock = clock
+        self.patience = patience
+        self.target: Any = None
+        self._callback: Callable[[Any, int], None] | None = None
+        self._deadline = 0.0
+        self._sent = False
+        self.held: list[tuple[bytes, Any]] = []
+        #: Transfers given up because the target did not catch up or win in time.
+        self.abandoned = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.target is not None
+
+    def start(self, target: Any, callback: Callable[[Any, int], None]) -> None:
+        """Pause proposals until ``target`` holds the whole log, then send it
+        ``timeout_now``; ``callback(None, reason)`` as the library's transfer answers."""
+        e = self._engine
+        if not e._isLeader():
+            callback(None, _NOT_LEADER)
+            return
+        if target is None:
+            candidates = [(e._SyncObj__raftMatchIndex.get(n, 0), n.id, n)
+                          for n in e._SyncObj__otherNodes if n in e._SyncObj__connectedNodes]
+            target = max(candidates)[2] if candidates else None
+        if target is None or target == e._SyncObj__selfNode or \
+                target not in e._SyncObj__otherNodes or self.pending:
+            callback(None, _REQUEST_DENIED)
+            return
+        self.target, self._callback = target, callback
+        self._deadline = self._clock() + self.patience
+        self._sent = False
+        self.advance()
+
+    def advance(self) -> list[tuple[bytes, Any]]:
+        """Send ``timeout_now`` once the target caught up; end the pause when leadership
+        moved or patience ran out. Returns the proposals to propose again (then)."""
+        if not self.pending:
+            return []
+        e = self._engine
+        if e._isLeader() and self._clock() <= self._deadline:
+            if not self._sent and (e._SyncObj__raftMatchIndex.get(self.target, 0)
+                                   == e._SyncObj__getCurrentLogIndex()):
+                self._sent = True
+                e.transferLeadership(self.target, self._answer())
+            return []
+        if e._isLeader():
+            self.abandoned += 1
+        answer = self._answer()
+        if answer is not None and not self._sent:
+            answer(None, _NOT_LEADER if not e._isLeader() else _REQUEST_DENIED)
+        self.target = None
+        held, self.held = self.held, []
+        return held
+
+    def _answer(self) -> Callable[[Any, int], None] | None:
+        callback, self._callback = self._callback, None
+        return callback
