@@ -312,6 +312,9 @@ class Node(NodeCells, NodeCluster):
             pins=meta.get("peer_incarnations") or {},
             on_pin=None if journal is None else (
                 lambda pins: journal.set_meta("peer_incarnations", pins)),
+            retired=meta.get("retired_incarnations") or {},
+            on_retire=None if journal is None else (
+                lambda retired: journal.set_meta("retired_incarnations", retired)),
             clients=None if self.clients is None else self.clients.on_listen_address(),
             client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
                                    else self.clients.max_request_bytes),

@@ -18,7 +18,10 @@ Each data directory has a random *incarnation*, announced as the handshake featu
 refuses a different one later: a second process started with an existing node's id
 (its own data directory and address) would otherwise replace that member on the
 links, with an empty log and a vote of its own. A member removed from the cluster is
-unpinned, so a rebuilt node can be added back.
+unpinned, so a rebuilt node can be added back, and its incarnation is *retired*: a
+link presenting it is refused for good (the removed process still running, reached at
+its old address by a member whose ``[peers]`` still lists it, would otherwise answer
+as the member added back).
 
 Each process also announces a random process id and keeps its links alive; a second
 process claiming a member whose link is live is refused (see :mod:`.link_identity`).
@@ -108,6 +111,8 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
                                MEMBER_FORGET_FEATURE})
 INCARNATION = "incarnation:"
+#: Retired incarnations kept per member id (the latest), for the 32 members removed last.
+RETIRED_KEPT = 8
 
 
 def node_number(node_id: str) -> int:
@@ -141,6 +146,8 @@ class MeshNetwork:
         incarnation: str = "",
         pins: Mapping[str, str] | None = None,
         on_pin: Callable[[dict[str, str]], None] | None = None,
+        retired: Mapping[str, list[str]] | None = None,
+        on_retire: Callable[[dict[str, list[str]]], None] | None = None,
         clients: tuple[CredentialLookup, ChannelHandler] | None = None,
         client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE,
         schemes: SchemeTable | None = None,
@@ -161,6 +168,8 @@ class MeshNetwork:
         self.incarnation = incarnation
         self._pins = dict(pins or {})
         self._on_pin = on_pin
+        self._retired = {peer: list(ids) for peer, ids in (retired or {}).items()}
+        self._on_retire = on_retire
         self.identity = LinkIdentity(node_id, live_window, self._is_up)
         features = DEFAULT_FEATURES | REQUIRED_FEATURES | self.identity.features
         if incarnation:
@@ -249,6 +258,13 @@ class MeshNetwork:
         if len(incarnations) != 1:
             return (f"node {peer} announced no incarnation; every member must run a version "
                     "that does")
+        if incarnations[0] in self._retired.get(peer, ()):
+            return (
+                f"node {peer} presented data directory incarnation {incarnations[0]}, which "
+                f"belonged to a node {peer} removed from the cluster: the removed process "
+                f"still runs (a member whose [peers] lists its old address reaches it), or "
+                f"it was started again on its old data directory. Stop it; a member added "
+                f"back starts with an empty data directory")
         pinned = self._pins.get(peer)
         if pinned is None:
             self._pins[peer] = incarnations[0]
@@ -265,8 +281,14 @@ class MeshNetwork:
         )
 
     def remove_peer(self, peer_id: str) -> None:
-        if self._pins.pop(peer_id, None) is not None and self._on_pin is not None:
-            self._on_pin(dict(self._pins))
+        pinned = self._pins.pop(peer_id, None)
+        if pinned is not None:
+            if self._on_pin is not None:
+                self._on_pin(dict(self._pins))
+            ids = [*self._retired.pop(peer_id, []), pinned][-RETIRED_KEPT:]
+            self._retired = dict([*self._retired.items(), (peer_id, ids)][-RETIRED_KEPT * 4:])
+            if self._on_retire is not None:
+                self._on_retire({peer: list(ids) for peer, ids in self._retired.items()})
         self.identity.forget(peer_id)
         number = node_number(peer_id)
         if number in self._mesh.peers:

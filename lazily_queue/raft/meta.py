@@ -86,6 +86,9 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "incarnation": lambda v: type(v) is str,
     "peer_incarnations": lambda v: type(v) is dict and all(
         type(k) is str and type(i) is str for k, i in v.items()),
+    "retired_incarnations": lambda v: type(v) is dict and all(
+        type(k) is str and type(ids) is list and all(type(i) is str for i in ids)
+        for k, ids in v.items()),
     "rejoin_floor": lambda v: v is None or (
         type(v) is list and len(v) == 2 and all(_count(x) for x in v)),
 }

@@ -121,8 +121,53 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
         assert again.driver.replica.journal.meta["peer_incarnations"] == pins
         again.driver.network.remove_peer("2")
         assert "2" not in again.driver.network._pins  # type: ignore[attr-defined]
+        assert again.driver.replica.journal.meta["retired_incarnations"] == {"2": [pins["2"]]}
     finally:
         await again.stop()
+
+
+async def test_a_removed_member_still_running_is_refused_once_its_id_is_added_back(
+    tmp_path: Path,
+) -> None:
+    peers = _peers(tmp_path, [1, 2, 3])
+    nodes = {i: Node(i, data_dir=tmp_path / str(i), peers=dict(peers), secret=b"s",
+                     durability="none") for i in (1, 2, 3)}
+    for node in nodes.values():
+        await node.start()
+    new3: Node | None = None
+    try:
+        await nodes[1].wait_for_leader(timeout=10)
+        if nodes[3].is_leader:
+            await nodes[3].transfer_leadership(1)
+        leader = next(n for n in nodes.values() if n.is_leader)
+        stale = nodes[2] if leader is nodes[1] else nodes[1]  # its [peers] keeps 3's old address
+        await leader.queue("q").push("before")
+        await leader.remove_member(3)
+        async with asyncio.timeout(10):
+            while "3" in stale.driver.replica.engine.members:  # noqa: ASYNC110 - polls
+                await asyncio.sleep(0.02)
+        # Node 3 is rebuilt elsewhere while the removed process keeps running.
+        moved = f"unix://{tmp_path}/moved3.sock"
+        leader.peers["3"] = moved
+        new3 = Node(3, data_dir=tmp_path / "new3", peers={**peers, 3: moved}, secret=b"s",
+                    durability="none")
+        await leader.add_member(3, moved)
+        await new3.start()
+        network = stale.driver.network
+        async with asyncio.timeout(10):
+            while network.mesh.counters(3).refused < 2:  # type: ignore[attr-defined]  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        assert "removed from the cluster" in (network.mesh.trouble(3) or "")  # type: ignore[attr-defined]
+        # Its only address for node 3 is the removed process's: it stays unlinked.
+        assert "3" not in stale.status()["connected"]
+        assert network._pins.get("3") is None  # type: ignore[attr-defined]
+        await new3.barrier()
+        assert new3.queue("q").storage.elements() == ["before"]  # type: ignore[attr-defined]
+    finally:
+        if new3 is not None:
+            await new3.stop()
+        for node in nodes.values():
+            await node.stop()
 
 
 @pytest.mark.parametrize("missing", [mesh.PREVOTE_FEATURE, mesh.VALUES_FEATURE,
