@@ -144,6 +144,10 @@ class PreVote:
                 node, {"type": "pre_vote_response", "term": term, "granted": False}
             )
 
+    def heard_within(self, seconds: float) -> bool:
+        """Whether a leader's AppendEntries arrived within the last ``seconds``."""
+        return self._heard_at is not None and self._clock() - self._heard_at <= seconds
+
     def _leader_alive(self) -> bool:
         e = self._engine
         if e._SyncObj__raftState == LEADER:

@@ -337,11 +337,19 @@ class Replica(ReplicaWaiters):
         return frame_limit(self.config.max_command_bytes, self.engine.append_batch_bytes)
 
     def status(self) -> dict[str, Any]:
+        """The member's Raft state; ``leader`` is None on a member that has not heard
+        from the leader it knows for two election timeouts (or leader fallback
+        timeouts, the longer): that leader is likely gone."""
         e = self.engine
+        leader = e.leader_id
+        timing = self.config.engine
+        silence = 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout)
+        if leader is not None and not e.is_leader and not e.pre_vote.heard_within(silence):
+            leader = None
         return {
             "node": e.node_id,
             "state": STATE_NAMES[e.state],
-            "leader": e.leader_id,
+            "leader": leader,
             "term": e.term,
             "commit_index": e.commit_index,
             "last_applied": e.last_applied,
