@@ -115,3 +115,27 @@ async def seed(node: Node, options: dict[str, Any]) -> None:
         delivery = await jobs.claim("seeder")
         await jobs.nack("seeder", delivery.delivery_id)
     print("seeded", flush=True)
+
+
+async def paced(node: Node, options: dict[str, Any]) -> None:
+    """Push 0 .. ``count`` - 1 into queue ``q`` at ``rate`` pushes/s, each without waiting
+    for the ones before; then print ``pushed N failed F`` (F: pushes that raised)."""
+    await node.wait_for_leader()
+    q = node.queue("q")
+    rate, count = float(options.get("rate", 250)), int(options.get("count", 1000))
+    failed: list[str] = []
+
+    async def push(i: int) -> None:
+        try:
+            await q.push(i)
+        except Exception as exc:  # counted and reported: the test expects none
+            failed.append(f"{i}: {exc!r}")
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    tasks = []
+    for i in range(count):
+        tasks.append(asyncio.ensure_future(push(i)))
+        await asyncio.sleep(max(0.0, start + (i + 1) / rate - loop.time()))
+    await asyncio.gather(*tasks)
+    print(f"pushed {count} failed {len(failed)} {failed[:3]}", flush=True)
