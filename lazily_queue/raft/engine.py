@@ -369,7 +369,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         target = None if peer_id is None else RaftPeer(peer_id)
         with self._env:
             if patches.enabled("paused-transfer"):
-                self.transfer.start(target, _translated(callback))
+                self.transfer.start(target, callback)
             else:
                 self.transferLeadership(target, _translated(callback))
 

@@ -19,10 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pysyncobj.config import FAIL_REASON
-
-_NOT_LEADER = FAIL_REASON.NOT_LEADER
-_REQUEST_DENIED = FAIL_REASON.REQUEST_DENIED
+from .outcome import Answer, Outcome, from_pysyncobj
 
 
 class LeadershipTransfer:
@@ -33,7 +30,7 @@ class LeadershipTransfer:
         self._clock = clock
         self.patience = patience
         self.target: Any = None
-        self._callback: Callable[[Any, int], None] | None = None
+        self._callback: Answer | None = None
         self._deadline = 0.0
         self._sent = False
         self.held: list[tuple[bytes, Any]] = []
@@ -44,12 +41,13 @@ class LeadershipTransfer:
     def pending(self) -> bool:
         return self.target is not None
 
-    def start(self, target: Any, callback: Callable[[Any, int], None]) -> None:
-        """Pause proposals until ``target`` holds the whole log, then send it
-        ``timeout_now``; ``callback(None, reason)`` as the library's transfer answers."""
+    def start(self, target: Any, callback: Answer) -> None:
+        """Pause proposals until ``target`` (None: the most caught-up connected follower)
+        holds the whole log, then send it ``timeout_now``; ``callback`` answers success
+        once it is sent."""
         e = self._engine
         if not e._isLeader():
-            callback(None, _NOT_LEADER)
+            callback(None, Outcome.NOT_LEADER)
             return
         if target is None:
             candidates = [(e._SyncObj__raftMatchIndex.get(n, 0), n.id, n)
@@ -57,7 +55,7 @@ class LeadershipTransfer:
             target = max(candidates)[2] if candidates else None
         if target is None or target == e._SyncObj__selfNode or \
                 target not in e._SyncObj__otherNodes or self.pending:
-            callback(None, _REQUEST_DENIED)
+            callback(None, Outcome.REQUEST_DENIED)
             return
         self.target, self._callback = target, callback
         self._deadline = self._clock() + self.patience
@@ -74,17 +72,24 @@ class LeadershipTransfer:
             if not self._sent and (e._SyncObj__raftMatchIndex.get(self.target, 0)
                                    == e._SyncObj__getCurrentLogIndex()):
                 self._sent = True
-                e.transferLeadership(self.target, self._answer())
+                e.transferLeadership(self.target, _library_callback(self._answer()))
             return []
         if e._isLeader():
             self.abandoned += 1
         answer = self._answer()
         if answer is not None and not self._sent:
-            answer(None, _NOT_LEADER if not e._isLeader() else _REQUEST_DENIED)
+            answer(None, Outcome.REQUEST_DENIED if e._isLeader() else Outcome.NOT_LEADER)
         self.target = None
         held, self.held = self.held, []
         return held
 
-    def _answer(self) -> Callable[[Any, int], None] | None:
+    def _answer(self) -> Answer | None:
         callback, self._callback = self._callback, None
         return callback
+
+
+def _library_callback(answer: Answer | None) -> Callable[[Any, int], None] | None:
+    """``answer`` as the library calls it (with its own failure code)."""
+    if answer is None:
+        return None
+    return lambda result, reason: answer(result, from_pysyncobj(reason))
