@@ -1899,6 +1899,34 @@ MUTATIONS = [
         ("tests/brokers/test_outage_outcomes.py::"
          "test_a_nats_push_that_failed_during_an_outage_is_not_stored_later",),
         "a NATS push that raised during an outage is never stored once the server is back"),
+    Mutation(
+        "second-process-of-a-member-accepted", "lazily_queue/raft/link_identity.py",
+        "                and self.live(peer):",
+        "                and False:",
+        ("tests/raft/test_link_identity.py::"
+         "test_a_second_process_is_refused_while_the_first_is_live",),
+        "a second process claiming a member whose link is live is refused"),
+    Mutation(
+        "removed-member-incarnation-accepted", "lazily_queue/raft/mesh.py",
+        "        if incarnations[0] in self._retired.get(peer, ()):",
+        "        if False:",
+        ("tests/raft/test_mesh_node.py::"
+         "test_a_removed_member_still_running_is_refused_once_its_id_is_added_back",),
+        "a removed member's process is refused once its id is added back"),
+    Mutation(
+        "transfer-does-not-pause-proposals", "lazily_queue/raft/engine.py",
+        "        if self.transfer.pending:\n            self.transfer.held.append",
+        "        if False:\n            self.transfer.held.append",
+        ("tests/raft/test_transfer.py::"
+         "test_a_transfer_under_steady_writes_hands_over_and_loses_nothing",),
+        "a leadership transfer under steady writes hands over and loses nothing"),
+    Mutation(
+        "status-names-a-silent-leader", "lazily_queue/raft/replica.py",
+        "        if leader is not None and not e.is_leader and not e.pre_vote.heard_within(",
+        "        if False and not e.pre_vote.heard_within(",
+        ("tests/raft/test_status_leader.py::"
+         "test_a_survivor_of_a_lost_majority_names_no_leader",),
+        "a survivor of a lost majority names no leader in its status"),
 ]
 
 
