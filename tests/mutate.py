@@ -1915,8 +1915,8 @@ MUTATIONS = [
         "a removed member's process is refused once its id is added back"),
     Mutation(
         "transfer-does-not-pause-proposals", "lazily_queue/raft/engine.py",
-        "        if self.transfer.pending:\n            self.transfer.held.append",
-        "        if False:\n            self.transfer.held.append",
+        "            if patches.enabled(\"paused-transfer\"):",
+        "            if False:",
         ("tests/raft/test_transfer.py::"
          "test_a_transfer_under_steady_writes_hands_over_and_loses_nothing",),
         "a leadership transfer under steady writes hands over and loses nothing"),
