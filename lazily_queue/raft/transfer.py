@@ -11,7 +11,9 @@ commands forwarded by followers wait in the queue) while the target catches up, 
 ``timeout_now`` goes once its match index equals the last index. The pause ends when
 this member is no longer the leader (the held proposals are then proposed again, so a
 follower forwards them to the new leader) or after ``patience`` seconds (about an
-election timeout), when the transfer is given up and they are appended here.
+election timeout), when the transfer is given up and they are appended here; another
+transfer is then refused for ``patience`` seconds, so that retries leave room for
+writes. A target that is not linked is refused at once.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class LeadershipTransfer:
         self._callback: Answer | None = None
         self._deadline = 0.0
         self._sent = False
+        self._resting_until = float("-inf")
         self.held: list[tuple[bytes, Any]] = []
         #: Transfers given up because the target did not catch up or win in time.
         self.abandoned = 0
@@ -53,8 +56,10 @@ class LeadershipTransfer:
             candidates = [(e._SyncObj__raftMatchIndex.get(n, 0), n.id, n)
                           for n in e._SyncObj__otherNodes if n in e._SyncObj__connectedNodes]
             target = max(candidates)[2] if candidates else None
-        if target is None or target == e._SyncObj__selfNode or \
-                target not in e._SyncObj__otherNodes or self.pending:
+        if (target is None or target == e._SyncObj__selfNode or self.pending
+                or target not in e._SyncObj__otherNodes
+                or target not in e._SyncObj__connectedNodes
+                or self._clock() < self._resting_until):
             callback(None, Outcome.REQUEST_DENIED)
             return
         self.target, self._callback = target, callback
@@ -76,6 +81,7 @@ class LeadershipTransfer:
             return []
         if e._isLeader():
             self.abandoned += 1
+            self._resting_until = self._clock() + self.patience  # writes flow before a retry
         answer = self._answer()
         if answer is not None and not self._sent:
             answer(None, Outcome.REQUEST_DENIED if e._isLeader() else Outcome.NOT_LEADER)

@@ -85,8 +85,22 @@ def test_a_transfer_to_a_member_that_cannot_catch_up_is_given_up(tmp_path: Path)
     assert answers == [Outcome.REQUEST_DENIED]
     assert silent <= engine.transfer.patience + 2 * TICK
     assert engine.is_leader and engine.transfer.abandoned == 1
+    engine.transfer_leadership(target, lambda _r, outcome: answers.append(outcome))
+    assert not engine.transfer.pending  # a retry right away leaves room for writes
+    assert answers == [Outcome.REQUEST_DENIED] * 2
     for _ in range(100):
         cluster.now += TICK
         cluster.round()
     assert cluster.views[leader].queues["q"].elements() == ["before", "held"]
     assert all(error is None for _, error in cluster.results)
+
+
+def test_a_transfer_to_a_member_that_is_not_linked_is_refused_at_once(tmp_path: Path) -> None:
+    cluster = Manual(tmp_path)
+    leader = cluster.elect()
+    target = next(n for n in cluster.ids if n != leader)
+    cluster.replicas[leader].peer_connected(target, False)
+    engine = cluster.replicas[leader].engine
+    answers: list[Outcome] = []
+    engine.transfer_leadership(target, lambda _r, outcome: answers.append(outcome))
+    assert answers == [Outcome.REQUEST_DENIED] and not engine.transfer.pending
