@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .stamps import StampIndex
 from .work_items import DeadLetter, Delivery, PendingItem
+from .work_retained import min_pending_id
 from .work_schedule import WorkSchedule
 
 
@@ -97,7 +98,8 @@ class WorkViews:
         stamps = self._stamps
         stamps.note(item_id, stamp)
         if len(stamps) > self._trim_at:  # forget the stamps of items no longer held
-            held = chain((i.item_id for i in self._pending),
+            least = min_pending_id(self._pending)
+            held = chain(() if least is None else (least,),
                          (d.item_id for d in self._in_flight.values()),
                          (d.item_id for d in self._dead),
                          self._sched.held() if self._sched is not None else ())

@@ -1,0 +1,203 @@
+"""A work queue's pending FIFO that starts with a run of never-delivered items held as
+plain values: what a consumer group declared at a topic's head (or an old offset) holds.
+
+:class:`RetainedPending` is a ``deque`` of :class:`~.work_items.PendingItem` in this
+order: the items put at its front (a release), then the *run* (values of consecutive
+item ids from ``first``, each with ``attempts == 0``), then the items appended after it
+(later feeds, nacks, redrives). Its length, emptiness, ``popleft``, ``[0]``, ``append``,
+``appendleft``, ``extend`` and ``clear`` cost O(1) per item whatever the run's length: an
+item of the run becomes a :class:`PendingItem` only when it leaves the head (or
+``[0]`` reads it). Iterating lists every item; any other ``deque`` operation first turns
+the run into items (:meth:`RetainedPending.flatten`) and then acts as a plain ``deque``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from typing import Any, SupportsIndex
+
+from .work_items import PendingItem
+
+
+class RetainedPending(deque[PendingItem]):
+    """Pending items led by a run of values with consecutive ids (module docstring)."""
+
+    __slots__ = ("_back", "_first", "_pos", "_run")
+
+    def __init__(self, items: Iterable[PendingItem] = ()) -> None:
+        """``items``, as a ``deque`` of them (a copy of one is made so)."""
+        self._run: list[Any] | None = None
+        self._first = self._pos = 0
+        self._back: deque[PendingItem] = deque()
+        super().__init__(items)
+
+    @classmethod
+    def of_run(cls, values: list[Any], first: int) -> RetainedPending:
+        """The run ``values`` (the list is kept, not copied) numbered from ``first``."""
+        pending = cls()
+        pending._run = values if values else None
+        pending._first = first
+        return pending
+
+    def run_len(self) -> int:
+        """Items of the run not yet taken."""
+        return 0 if self._run is None else len(self._run) - self._pos
+
+    def min_id(self) -> int | None:
+        """The least item id held (``None`` when empty), without listing the run."""
+        ids = [i.item_id for i in chain(super().__iter__(), self._back)]
+        if self._run is not None:
+            ids.append(self._first + self._pos)
+        return min(ids, default=None)
+
+    def _take_run(self) -> PendingItem:
+        run = self._run
+        assert run is not None
+        pos = self._pos
+        item = PendingItem(self._first + pos, run[pos], 0)
+        run[pos] = None  # the value now lives in its item only
+        self._pos = pos + 1
+        if self._pos == len(run):
+            self._run = None
+            super().extend(self._back)
+            self._back.clear()
+        return item
+
+    def flatten(self) -> None:
+        """Turn the run into items: a plain ``deque`` of the same items from now on."""
+        if self._run is None:
+            return
+        items = [PendingItem(self._first + i, self._run[i], 0)
+                 for i in range(self._pos, len(self._run))]
+        self._run = None
+        super().extend(items)
+        super().extend(self._back)
+        self._back.clear()
+
+    # -- the operations a work queue uses, O(1) per item ----------------------------------
+
+    def __len__(self) -> int:
+        return super().__len__() + self.run_len() + len(self._back)
+
+    def __iter__(self) -> Iterator[PendingItem]:
+        run = self._run
+        if run is None:
+            return super().__iter__()
+        first, pos = self._first, self._pos
+        return chain(super().__iter__(),
+                     (PendingItem(first + i, run[i], 0) for i in range(pos, len(run))),
+                     self._back)
+
+    def __getitem__(self, index: SupportsIndex) -> PendingItem:  # type: ignore[override]
+        if index.__index__() == 0 and self._run is not None and not super().__len__():
+            super().appendleft(self._take_run())  # the head, made once: ``[0] is [0]``
+        elif index.__index__() != 0:
+            self.flatten()
+        return super().__getitem__(index)
+
+    def popleft(self) -> PendingItem:
+        if super().__len__():
+            return super().popleft()
+        if self._run is not None:
+            return self._take_run()
+        return super().popleft()  # empty: IndexError, as a deque's
+
+    def append(self, item: PendingItem) -> None:
+        if self._run is None:
+            super().append(item)
+        else:
+            self._back.append(item)
+
+    def appendleft(self, item: PendingItem) -> None:
+        super().appendleft(item)
+
+    def extend(self, items: Iterable[PendingItem]) -> None:
+        if self._run is None:
+            super().extend(items)
+        else:
+            self._back.extend(items)
+
+    def clear(self) -> None:
+        self._run = None
+        self._back.clear()
+        super().clear()
+
+    def __repr__(self) -> str:
+        return f"RetainedPending(len={len(self)}, run={self.run_len()})"
+
+    # -- anything else: the run becomes items first ---------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return deque, (list(self),)
+
+    def __iadd__(self, items: Iterable[PendingItem]) -> RetainedPending:  # type: ignore[override,misc]
+        self.extend(items)
+        return self
+
+    def __imul__(self, n: int) -> RetainedPending:  # type: ignore[override,misc]
+        self.flatten()
+        super().__imul__(n)
+        return self
+
+    def __reversed__(self) -> Iterator[PendingItem]:
+        self.flatten()
+        return super().__reversed__()
+
+    def __contains__(self, item: object) -> bool:
+        self.flatten()
+        return super().__contains__(item)
+
+    def __eq__(self, other: object) -> bool:
+        self.flatten()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __setitem__(self, index: Any, item: Any) -> None:
+        self.flatten()
+        super().__setitem__(index, item)
+
+    def __delitem__(self, index: Any) -> None:
+        self.flatten()
+        super().__delitem__(index)
+
+    def pop(self) -> PendingItem:  # type: ignore[override]
+        self.flatten()
+        return super().pop()
+
+    def extendleft(self, items: Iterable[PendingItem]) -> None:
+        self.flatten()
+        super().extendleft(items)
+
+    def insert(self, i: int, item: PendingItem) -> None:
+        self.flatten()
+        super().insert(i, item)
+
+    def remove(self, item: PendingItem) -> None:
+        self.flatten()
+        super().remove(item)
+
+    def rotate(self, n: int = 1) -> None:
+        self.flatten()
+        super().rotate(n)
+
+    def index(self, item: PendingItem, start: int = 0, stop: int = 2**62) -> int:
+        self.flatten()
+        return super().index(item, start, stop)
+
+    def count(self, item: PendingItem) -> int:
+        self.flatten()
+        return super().count(item)
+
+    def reverse(self) -> None:
+        self.flatten()
+        super().reverse()
+
+
+def min_pending_id(pending: deque[PendingItem]) -> int | None:
+    """The least item id of ``pending`` (``None`` when empty), without listing a run."""
+    if isinstance(pending, RetainedPending):
+        return pending.min_id()
+    return min((i.item_id for i in pending), default=None)
