@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import InvalidTtl, shown
 from .numbers import is_finite
+
+if TYPE_CHECKING:
+    from .expiry_retained import RetainedDeadlines
 
 #: Per-message deadlines of taken elements kept, the newest, so that an element given
 #: back to the head (its receiver went away) keeps its deadline.
@@ -76,13 +79,18 @@ class Expiry:
     ``max_age_ms``: a topic's retention by age (``None``: none).
     """
 
-    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "skipped", "taken")
+    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "retained", "skipped",
+                 "taken")
 
     def __init__(self, default_ms: int | None = None, max_age_ms: int | None = None) -> None:
         self.default_ms = default_ms
         self.max_age_ms = max_age_ms
         #: Per-message deadlines (ms) by element id.
         self.deadlines: dict[int, int] = {}
+        #: A consumer group's: the deadlines of the retained elements it started with,
+        #: looked up when asked (they are part of :meth:`held_deadlines`, not of
+        #: :attr:`deadlines`).
+        self.retained: RetainedDeadlines | None = None
         #: Deadlines of the last :data:`TAKEN_KEPT` elements taken, by id.
         self.taken: OrderedDict[int, int] = OrderedDict()
         #: Elements that expired (left without being delivered).
@@ -92,7 +100,8 @@ class Expiry:
 
     def __repr__(self) -> str:
         return (f"Expiry(default_ms={self.default_ms}, max_age_ms={self.max_age_ms}, "
-                f"deadlines={len(self.deadlines)}, expired={self.expired})")
+                f"deadlines={len(self.deadlines)}, retained={self.retained!r}, "
+                f"expired={self.expired})")
 
     def note(self, element_id: int, stamp: int, ttl: int | None) -> None:
         """Element ``element_id``, stamped ``stamp``, was pushed with TTL ``ttl`` (ms;
@@ -105,6 +114,10 @@ class Expiry:
         found = self.deadlines.get(element_id)
         if found is not None:
             return found
+        if self.retained is not None:
+            found = self.retained.get(element_id)
+            if found is not None:
+                return found
         default = self.default_ms
         return None if default is None else stamp + default
 
@@ -116,16 +129,28 @@ class Expiry:
         """The element left the cell (expired or purged)."""
         if self.deadlines:
             self.deadlines.pop(element_id, None)
+        if self.retained is not None:
+            self._retained_pop(element_id)
+
+    def _retained_pop(self, element_id: int) -> int | None:
+        retained = self.retained
+        assert retained is not None
+        found = retained.pop(element_id)
+        if not retained:
+            self.retained = None
+        return found
 
     def take(self, element_id: int) -> None:
         """The element was handed out; its deadline is kept a while for :meth:`give_back`."""
-        if self.deadlines:
-            deadline = self.deadlines.pop(element_id, None)
-            if deadline is not None:
-                taken = self.taken
-                taken[element_id] = deadline
-                if len(taken) > TAKEN_KEPT:
-                    taken.popitem(last=False)
+        deadline = self.deadlines.pop(element_id, None) if self.deadlines else None
+        if self.retained is not None:
+            found = self._retained_pop(element_id)
+            deadline = found if deadline is None else deadline
+        if deadline is not None:
+            taken = self.taken
+            taken[element_id] = deadline
+            if len(taken) > TAKEN_KEPT:
+                taken.popitem(last=False)
 
     def give_back(self, element_id: int) -> None:
         """A taken element is back in the cell: its deadline applies again."""
@@ -139,6 +164,21 @@ class Expiry:
         if self.deadlines:
             for key in [k for k in self.deadlines if k < element_id]:
                 del self.deadlines[key]
+        if self.retained is not None:
+            self.retained.forget_below(element_id)
+            if not self.retained:
+                self.retained = None
+
+    def held_deadlines(self) -> dict[int, int]:
+        """Every per-message deadline held, by element id (the retained ones too)."""
+        if self.retained is None:
+            return dict(self.deadlines)
+        return dict(sorted([*self.deadlines.items(), *self.retained.items()]))
+
+    def clear_deadlines(self) -> None:
+        """Forget every per-message deadline (the elements left)."""
+        self.deadlines.clear()
+        self.retained = None
 
     def rules(self) -> list[int | None]:
         """``[default_ms, max_age_ms]``."""
@@ -149,7 +189,8 @@ class Expiry:
         ...], skipped]``: the rules, the count, the deadlines of the elements held and
         of the last ones taken (oldest first), the gaps (the snapshot form)."""
         return [self.default_ms, self.max_age_ms, self.expired,
-                [[k, v] for k, v in sorted(self.deadlines.items())],
+                [[k, v] for k, v in sorted((self.deadlines if self.retained is None
+                                            else self.held_deadlines()).items())],
                 [[k, v] for k, v in self.taken.items()], self.skipped]
 
     @classmethod

@@ -23,13 +23,12 @@ its log's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import InvalidName, shown
 from .expiry import Expiry
+from .expiry_retained import RetainedDeadlines
 from .topic import Start, TopicCore, position
-from .topic_expiry import deadline
 from .work import WorkQueueCore
 
 #: Separates the topic's name from the group's in the name of the group's work queue.
@@ -49,18 +48,21 @@ def group_queue_name(topic: str, group: str) -> str:
     return f"{topic}{SEPARATOR}{check_group(group)}"
 
 
-def new_group(visibility_timeout: float, max_deliveries: int, start: Start, base: int,
-              retained: Iterable[Any],
-              stamp_of: Callable[[int], int] | None = None) -> WorkQueueCore:
-    """A group starting at ``start`` of a topic retaining ``retained`` from offset
-    ``base``: its pending items are the retained elements from there on (none at the
-    tail), with their enqueue stamps (``stamp_of(offset)``, 0: unknown) when given.
-    :class:`~lazily_queue.errors.OffsetOutOfRange` outside the retained range."""
-    elements = list(retained)
-    first = position(start, base, base + len(elements))
+def new_group(visibility_timeout: float, max_deliveries: int, start: Start,
+              topic: TopicCore[Any]) -> WorkQueueCore:
+    """A group starting at ``start`` of ``topic``: its pending items are the retained
+    elements from there on (none at the tail), numbered by their offsets, with their
+    enqueue stamps. :class:`~lazily_queue.errors.OffsetOutOfRange` outside the retained
+    range.
+
+    The work is one copy of the references to those elements and of their stamps'
+    change points, whatever their number: the items are the run of a
+    :class:`~.work_retained.RetainedPending`, each made as it leaves the pending head."""
+    end = topic.end_offset()
+    first = position(start, topic.base_offset(), end)
     core = WorkQueueCore(visibility_timeout, max_deliveries, first_item_id=first)
-    for offset in range(first, base + len(elements)):
-        core.push(elements[offset - base], None if stamp_of is None else stamp_of(offset))
+    if first < end:
+        core.take_retained(topic.elements_from(first), topic.stamps_between(first, end))
     return core
 
 
@@ -82,11 +84,13 @@ def fed_deadline(stamp: int, rules: Expiry | None, ttl_ms: int | None) -> int | 
 
 def note_retained(group: Expiry, core: WorkQueueCore, topic: TopicCore[Any],
                   rules: Expiry | None) -> None:
-    """A new group's pending items (retained elements of ``topic``) take their topic
-    deadlines into the group's expiry record ``group``."""
+    """A new group's pending items (retained elements of ``topic``, item ids from the
+    first pending one to the next to be given) take their topic deadlines into the
+    group's expiry record ``group``, as a :class:`RetainedDeadlines` (each deadline is
+    looked up when asked, not listed here)."""
     if rules is None:
         return
-    for item in core.pending():
-        found = deadline(topic, rules, item.item_id)
-        if found is not None:
-            group.deadlines[item.item_id] = found
+    end = core.next_ids()[0]
+    first = end - core.pending_len()
+    if first < end:
+        group.retained = RetainedDeadlines.of(topic, rules, first, end)

@@ -10,7 +10,7 @@ an id below every point reads as 0.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 
@@ -56,6 +56,21 @@ class StampIndex:
             if stamps[i] >= stamp and last > base and first < end:
                 return max(first, base)
         return end
+
+    def between(self, first: int, end: int) -> StampIndex:
+        """The index :meth:`note` of ``stamp_of(i)`` for each ``i`` of ``first..end - 1``
+        in turn makes from empty, built from slices of the points."""
+        index = StampIndex()
+        if first >= end:
+            return index
+        ids, stamps = self._ids, self._stamps
+        lo, hi = bisect_right(ids, first), bisect_left(ids, end)
+        head = stamps[lo - 1] if lo else 0
+        index._ids = [first, *ids[lo:hi]]
+        index._stamps = [head, *stamps[lo:hi]]
+        if len(index._ids) > 1 and index._stamps[1] == head:  # 0 then noted 0
+            del index._ids[1], index._stamps[1]
+        return index
 
     def points(self) -> list[list[int]]:
         """``[[first_id, stamp], ...]`` (the snapshot form)."""

@@ -301,6 +301,15 @@ class TopicCore(Generic[R]):
         """A copy of the retained log, oldest first."""
         return list(self._elements)
 
+    def elements_from(self, offset: int) -> list[R]:
+        """A copy of the retained log from ``offset`` (at least the base) on."""
+        return self._elements[max(0, offset - self._base):]
+
+    def stamps_between(self, first: int, end: int) -> StampIndex:
+        """The stamps of offsets ``first..end - 1`` as their own index
+        (:meth:`~.stamps.StampIndex.between`)."""
+        return self._stamps.between(first, end)
+
     def subscriptions(self) -> dict[str, dict[str, Any]]:
         """Every record as ``{id: {durability, connected, cursor}}``."""
         return {sub: record.to_dict() for sub, record in self._subs.items()}

@@ -51,6 +51,7 @@ from .work_masks import (
     change_mask,
     validate_config,
 )
+from .work_retained import RetainedPending
 from .work_schedule import WorkSchedule
 from .work_scheduled import ScheduledWork
 from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
@@ -130,6 +131,23 @@ class WorkQueueCore(WorkViews, ScheduledWork):
         was_empty = not self._pending
         self._pending.append(PendingItem(item_id, value, 0))
         return WorkTransition(item_id, PENDING_LEN | IS_EMPTY if was_empty else PENDING_LEN)
+
+    def take_retained(self, values: list[Any], stamps: StampIndex) -> None:
+        """Hold ``values`` as fresh pending items numbered from the next item id, with
+        ``stamps`` (:meth:`~.stamps.StampIndex.between` of their ids): as many pushes of
+        them with their stamps would, in one step (the values are a run of a
+        :class:`~.work_retained.RetainedPending`). Only on a queue that never held an
+        item (``ValueError`` otherwise)."""
+        first = self._next_item_id
+        if self._pending or self._in_flight or self._dead or self._sched or self._stamps:
+            raise ValueError("take_retained needs a work queue that never held an item")
+        self._pending = RetainedPending.of_run(values, first)
+        self._next_item_id = first + len(values)
+        self._stamps = stamps
+        trim_at = self._trim_at
+        while len(stamps) > trim_at:  # where the pushes' own trims would have left it
+            trim_at = 2 * (trim_at + 1)
+        self._trim_at = trim_at
 
     def claim(self, worker: str, now: float) -> WorkTransition[Delivery | None]:
         """Lease the oldest pending item to ``worker`` until ``now + visibility_timeout``."""

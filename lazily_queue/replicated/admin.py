@@ -34,7 +34,7 @@ def queue_purge(sm: StateMachine, args: list[Any]) -> Any:
     pre = q.len()
     removed = q.clear()
     if (found := expiry.of(sm, "queue", name)) is not None:
-        found.deadlines.clear()
+        found.clear_deadlines()
     if removed:
         sm.emit(QueueChanged(name, RESET, pre))
     return removed

@@ -67,8 +67,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
     if topic is None:
         topic = sm.topics[topic_name] = TopicCore()
     try:
-        work = new_group(visibility_timeout, max_deliveries, check_start(start),
-                         topic.base_offset(), topic.elements(), topic.stamp_of)
+        work = new_group(visibility_timeout, max_deliveries, check_start(start), topic)
     except OffsetOutOfRange as exc:
         return ["out_of_range", exc.offset, exc.base, exc.end]
     except (TypeError, ValueError) as exc:

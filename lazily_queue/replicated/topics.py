@@ -139,7 +139,7 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
         restored = limited
     sm.topics[name] = restored
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:
-        rules.deadlines.clear()  # the per-message deadlines were the old elements'
+        rules.clear_deadlines()  # the per-message deadlines were the old elements'
     ids = set(restored.subscriptions())
     if old is not None:
         ids.update(old.subscriptions())

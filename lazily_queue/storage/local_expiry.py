@@ -160,7 +160,7 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
     def clear(self) -> int:
         pre = self.len()
         removed = super().clear()
-        self.expiry.deadlines.clear()
+        self.expiry.clear_deadlines()
         if removed:
             self._report(RESET, pre)
         return removed

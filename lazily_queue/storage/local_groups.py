@@ -154,8 +154,7 @@ def open_group(
         if clock is not None:
             existing.clock = clock
         return existing
-    work = new_group(visibility_timeout, max_deliveries, start, topic_core.base_offset(),
-                     topic_core.elements(), topic_core.stamp_of)
+    work = new_group(visibility_timeout, max_deliveries, start, topic_core)
     storage = groups[group] = (LocalGroupStorage(work, topic=topic, group=group, clock=clock)
                                if expiring is None else expiring(work))
     return storage

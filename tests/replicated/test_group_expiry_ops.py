@@ -4,8 +4,12 @@ and a mirror's replay keep the deadlines, deleting the topic forgets them."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import pytest
+
+from lazily_queue.core.groups import group_lag
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.events import OpApplied
 from lazily_queue.replicated.state_machine import StateMachine
@@ -38,9 +42,9 @@ def test_each_element_enters_the_groups_with_its_topic_deadline() -> None:
     objects.install(mirror, "work_queue", "t:g", objects.capture(sm, "work_queue", "t:g"))
     _groups_of_an_expiring_topic(sm)
     # the earlier of its own ttl and the topic's age limit, from its publish stamp
-    assert sm.expiry[("work_queue", "t:g")].deadlines == {1: 2_500, 2: 12_000, 3: 12_000}
-    assert sm.expiry[("work_queue", "t:h")].deadlines == {0: 11_000, 1: 2_500, 2: 12_000,
-                                                          3: 12_000}
+    held = {name: sm.expiry[("work_queue", name)].held_deadlines() for name in ("t:g", "t:h")}
+    assert held["t:g"] == {1: 2_500, 2: 12_000, 3: 12_000}
+    assert held["t:h"] == {0: 11_000, 1: 2_500, 2: 12_000, 3: 12_000}
     # a client's mirror of the group replays the feed with the time left
     fed = [e.op for e in sm.drain_events() if isinstance(e, OpApplied)]
     assert fed == [[ops.WORK_PUSH_TTL, "t:g", 500, "short"],
@@ -48,8 +52,8 @@ def test_each_element_enters_the_groups_with_its_topic_deadline() -> None:
                    [ops.WORK_PUSH_TTL, "t:g", 10_000, "plain"]]
     for op in fed:
         mirror.replay(2_000, op)
-    assert mirror.expiry[("work_queue", "t:g")].deadlines == sm.expiry[
-        ("work_queue", "t:g")].deadlines
+    assert mirror.expiry[("work_queue", "t:g")].held_deadlines() == sm.expiry[
+        ("work_queue", "t:g")].held_deadlines()
 
 
 def test_claims_and_sweeps_skip_and_count_expired_group_elements() -> None:
@@ -111,3 +115,89 @@ def test_a_mirror_of_a_group_decides_expiry_as_its_member() -> None:
     assert objects.capture(mirror, "work_queue", "t:g") == objects.capture(
         sm, "work_queue", "t:g")
     assert mirror.expiry[("work_queue", "t:g")].expired == 1
+
+
+# -- a group declared at the head acts as one fed element by element ----------------------
+
+def _twins(rules: str, start: str) -> tuple[StateMachine, StateMachine]:
+    """The same topic twice, with group "g" fed by each publish in the first and declared
+    at the retained elements in the second, from the head or (``start`` "offset") from
+    the offset where the first began, inside an entry of two publishes (``rules``: none,
+    the topic's age limit, per-message ttls or both)."""
+    fed, declared = StateMachine(), StateMachine()
+    for sm in (fed, declared):
+        _apply(sm, [ops.TOPIC_DECLARE, "t"])
+        if rules in ("age", "both"):
+            _apply(sm, [ops.EXPIRY_RULES, "t", "topic", None, 2_000])
+    first = 31 if start == "offset" else 0
+    for entry in range(80):  # entries of 1 to 3 publishes, their stamps 10 ms apart
+        publishes: list[list[Any]] = []
+        for i in range(entry % 3 + 1):
+            ttl = (900, 1_500, 5_000)[(entry + i) % 3]
+            publishes.append([ops.TOPIC_PUBLISH, "t", f"e{entry}.{i}"] if rules in ("none", "age")
+                             or i == 1 else
+                             [ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": ttl}, f"e{entry}.{i}"])
+        _apply(declared, *publishes, stamp=1_000 + 10 * entry)
+        split = 1 if entry == first and start == "offset" else 0
+        if entry == first:
+            offset = declared.topics["t"].end_offset() - len(publishes) + split
+            publishes.insert(split, [ops.GROUP_DECLARE, "t", "g", 400, 3, "tail"])
+        _apply(fed, *publishes, stamp=1_000 + 10 * entry)
+    at = offset if start == "offset" else "head"
+    assert _apply(declared, [ops.GROUP_DECLARE, "t", "g", 400, 3, at],
+                  stamp=1_790) == [["ok", None]]
+    return fed, declared
+
+
+def _random_op(rng: random.Random, sm: StateMachine, step: int) -> list[Any]:
+    core = sm.work_queues["t:g"].core
+    live = [(d.worker, d.delivery_id) for d in core.in_flight()]
+    worker, did = rng.choice(live) if live else ("w0", 0)
+    now = rng.choice([None, 1_800 + 7 * step])
+    choices: list[list[Any]] = [
+        [ops.WORK_CLAIM, "t:g", f"w{step % 2}", now],
+        [ops.WORK_CLAIM_MANY, "t:g", f"w{step % 2}", rng.randint(1, 4), now],
+        [ops.WORK_ACK, "t:g", worker, did],
+        [ops.WORK_NACK, "t:g", worker, did],
+        [ops.WORK_NACK_DELAYED, "t:g", worker, did, 30, None],
+        [ops.WORK_RELEASE, "t:g", worker, [did]],
+        [ops.WORK_REAP, "t:g", None],
+        [ops.WORK_REDRIVE, "t:g", None],
+        [ops.WORK_PROMOTE, "t:g"],
+        [ops.EXPIRE, "t:g", "work_queue"],
+        [ops.TOPIC_PUBLISH, "t", f"late{step}"],
+        [ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 150}, f"late{step}"],
+    ]
+    if rng.random() < 0.005:
+        choices = [[ops.WORK_PURGE, "t:g", False]]
+    return rng.choice(choices)
+
+
+def _group_state(sm: StateMachine) -> Any:
+    core = sm.work_queues["t:g"].core
+    return (objects.capture(sm, "work_queue", "t:g"), core.pending_len(), core.delayed_len(),
+            core.in_flight_len(), core.head(), group_lag(core), sm.expiry.get(
+                ("work_queue", "t:g")) and sm.expiry[("work_queue", "t:g")].to_list())
+
+
+@pytest.mark.parametrize("rules", ["none", "age", "ttl", "both"])
+@pytest.mark.parametrize("start", ["head", "offset"])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_group_declared_at_the_head_acts_as_one_fed_element_by_element(
+        rules: str, start: str, seed: int) -> None:
+    fed, declared = _twins(rules, start)
+    assert _group_state(declared) == _group_state(fed)
+    rng = random.Random(seed)
+    for step in range(240):
+        op = _random_op(rng, fed, step)
+        stamp = 1_800 + 9 * step
+        assert _apply(declared, op, stamp=stamp) == _apply(fed, op, stamp=stamp), (step, op)
+        if step % 40 == 0:
+            assert _group_state(declared) == _group_state(fed), (step, op)
+        if step == 120:  # a snapshot taken mid-way restores to the same group
+            again = StateMachine()
+            again.restore(declared.capture())
+            assert _group_state(again) == _group_state(fed)
+    assert _group_state(declared) == _group_state(fed)
+    assert [p.to_dict() for p in declared.work_queues["t:g"].core.pending()] == [
+        p.to_dict() for p in fed.work_queues["t:g"].core.pending()]

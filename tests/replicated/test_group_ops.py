@@ -3,6 +3,11 @@ by snapshots, deleted with their topic."""
 
 from __future__ import annotations
 
+import tracemalloc
+
+import pytest
+
+from lazily_queue.core.work_items import PendingItem
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
@@ -64,3 +69,38 @@ def test_a_transaction_pushing_to_a_group_aborts_whole() -> None:
     # a publish inside a transaction feeds the group as a plain publish does
     assert sm.apply_plain(ops.TXN, [[ops.TOPIC_PUBLISH, "t", "c"]])[0] is True
     assert [p.value for p in sm.work_queues["t:g"].core.pending()] == ["c"]
+
+
+def _blocks_made_by(sm: StateMachine, code: int, *args: object) -> int:
+    """How many memory blocks applying the op allocated and kept."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        assert _apply(sm, code, *args) == ["ok", None]
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    return sum(stat.count_diff for stat in after.compare_to(before, "filename")
+               if stat.count_diff > 0)
+
+
+@pytest.mark.parametrize("expiry", [False, True])
+def test_declaring_a_group_at_the_head_does_no_work_per_retained_element(expiry: bool) -> None:
+    sm = StateMachine()
+    _apply(sm, ops.TOPIC_DECLARE, "t")
+    if expiry:  # the topic's age limit, and a per-message ttl on some elements
+        _apply(sm, ops.EXPIRY_RULES, "t", "topic", 60_000, None)
+    for i in range(20_000):
+        sm.now = 1_000 + i // 7  # a stamp per few elements: many stamp points
+        if expiry and i % 5 == 0:
+            _apply(sm, ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 30_000}, f"m{i}")
+        else:
+            _apply(sm, ops.TOPIC_PUBLISH, "t", f"m{i}")
+    made = _blocks_made_by(sm, ops.GROUP_DECLARE, "t", "g", 1000, 3, "head")
+    assert made < 200, f"declaring a group of 20,000 retained elements made {made} blocks"
+    core = sm.work_queues["t:g"].core
+    assert core.pending_len() == 20_000 and core.head() == PendingItem(0, "m0", 0)
+    if expiry:  # the retained elements' deadlines: their own ttl or the topic's age
+        rules = sm.expiry[("work_queue", "t:g")]
+        assert [rules.deadline(i, core.stamp_of(i)) for i in (0, 1, 19_999)] == [
+            31_000, 61_000, 1_000 + 19_999 // 7 + 60_000]

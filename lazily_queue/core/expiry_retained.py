@@ -1,0 +1,101 @@
+"""The deadlines a new consumer group takes from its topic for the retained elements it
+starts with, looked up when asked instead of listed one by one.
+
+A group declared at its topic's head holds item ids ``first..end - 1`` (the elements'
+offsets); each has the deadline it had on its topic at the declaration
+(:func:`~.topic_expiry.deadline`: the earlier of its own per-message deadline and its
+publish stamp plus the topic's age limit). :class:`RetainedDeadlines` keeps what decides
+them (slices of the topic's stamp points and per-message deadlines, and the age limit),
+fixed at the declaration, and the ids whose deadline has left (the item was claimed or
+discarded): ``get`` then answers as the dict of every deadline would.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
+
+from .expiry import Expiry
+from .stamps import StampIndex
+from .topic import TopicCore
+
+
+class RetainedDeadlines:
+    """The deadlines of ids ``first..end - 1`` still held (module docstring)."""
+
+    __slots__ = ("_age", "_end", "_gone", "_low", "_own_deadlines", "_own_ids", "_stamps")
+
+    def __init__(self, first: int, end: int, age: int | None, stamps: StampIndex,
+                 own_ids: list[int], own_deadlines: list[int]) -> None:
+        """``stamps``: the elements' stamps; ``own_ids`` (ascending) and
+        ``own_deadlines``: their per-message deadlines; ``age``: the age limit (ms)."""
+        self._low, self._end, self._age = first, end, age
+        self._stamps = stamps
+        self._own_ids, self._own_deadlines = own_ids, own_deadlines
+        #: Ids from ``_low`` on whose deadline left out of order.
+        self._gone: set[int] = set()
+
+    @classmethod
+    def of(cls, topic: TopicCore[Any], rules: Expiry, first: int, end: int
+           ) -> RetainedDeadlines | None:
+        """The deadlines of ``topic``'s offsets ``first..end - 1`` under its expiry
+        ``rules``; ``None`` when none of them has one."""
+        limits = [v for v in (rules.default_ms, rules.max_age_ms) if v is not None]
+        own = rules.deadlines
+        keys = list(own)
+        ids = sorted(keys)
+        values = list(own.values()) if ids == keys else [own[k] for k in ids]
+        lo, hi = bisect_left(ids, first), bisect_left(ids, end)
+        if not limits and lo == hi:
+            return None
+        return cls(first, end, min(limits) if limits else None,
+                   topic.stamps_between(first, end), ids[lo:hi], values[lo:hi])
+
+    def __bool__(self) -> bool:
+        return self._low < self._end
+
+    def __repr__(self) -> str:
+        return f"RetainedDeadlines({self._low}..{self._end - 1}, gone={len(self._gone)})"
+
+    def get(self, element_id: int) -> int | None:
+        """The deadline of ``element_id`` while it is held here, else ``None``."""
+        if not self._low <= element_id < self._end or element_id in self._gone:
+            return None
+        return self._compute(element_id)
+
+    def _compute(self, element_id: int) -> int | None:
+        own_ids = self._own_ids
+        own = None
+        if own_ids:
+            i = bisect_left(own_ids, element_id)
+            if i < len(own_ids) and own_ids[i] == element_id:
+                own = self._own_deadlines[i]
+        if self._age is None:
+            return own
+        by_age = self._stamps.stamp_of(element_id) + self._age
+        return by_age if own is None else min(own, by_age)
+
+    def pop(self, element_id: int) -> int | None:
+        """:meth:`get`, and the deadline leaves."""
+        found = self.get(element_id)
+        if self._low <= element_id < self._end:
+            gone = self._gone
+            gone.add(element_id)
+            while self._low in gone:
+                gone.remove(self._low)
+                self._low += 1
+        return found
+
+    def forget_below(self, element_id: int) -> None:
+        """Every deadline of an id below ``element_id`` leaves."""
+        if element_id > self._low:
+            self._low = min(element_id, self._end)
+            self._gone = {i for i in self._gone if i >= self._low}
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """``(id, deadline)`` of every id still held that has one, ascending."""
+        gone = self._gone
+        for element_id in range(self._low, self._end):
+            if element_id not in gone and (found := self._compute(element_id)) is not None:
+                yield element_id, found
