@@ -169,6 +169,22 @@ class Expiry:
             if not self.retained:
                 self.retained = None
 
+    def expired_run(self, first: int, end: int, now: int) -> int:
+        """How many of the elements ``first..end - 1`` :attr:`retained` holds (the lowest
+        it holds first, none in :attr:`deadlines`) have expired at ``now`` in a row, from
+        ``first``; 0 when ``first`` is not such an element (:meth:`is_expired` tells
+        one by one)."""
+        if self.retained is None or (self.deadlines and first in self.deadlines):
+            return 0
+        return self.retained.expired_run(first, end, now)
+
+    def forget_run(self, first: int, end: int) -> None:
+        """The retained elements ``first..end - 1`` (the lowest held) left, expired."""
+        if self.retained is not None:
+            self.retained.forget_below(end)
+            if not self.retained:
+                self.retained = None
+
     def held_deadlines(self) -> dict[int, int]:
         """Every per-message deadline held, by element id (the retained ones too)."""
         if self.retained is None:

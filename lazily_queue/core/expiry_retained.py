@@ -24,7 +24,8 @@ from .topic import TopicCore
 class RetainedDeadlines:
     """The deadlines of ids ``first..end - 1`` still held (module docstring)."""
 
-    __slots__ = ("_age", "_end", "_gone", "_low", "_own_deadlines", "_own_ids", "_stamps")
+    __slots__ = ("_age", "_ascending", "_end", "_gone", "_low", "_own_deadlines", "_own_ids",
+                 "_stamps")
 
     def __init__(self, first: int, end: int, age: int | None, stamps: StampIndex,
                  own_ids: list[int], own_deadlines: list[int]) -> None:
@@ -32,6 +33,8 @@ class RetainedDeadlines:
         ``own_deadlines``: their per-message deadlines; ``age``: the age limit (ms)."""
         self._low, self._end, self._age = first, end, age
         self._stamps = stamps
+        #: Whether the stamps never go down (the ids past the age limit are a prefix).
+        self._ascending = stamps.ascending()
         self._own_ids, self._own_deadlines = own_ids, own_deadlines
         #: Ids from ``_low`` on whose deadline left out of order.
         self._gone: set[int] = set()
@@ -92,6 +95,22 @@ class RetainedDeadlines:
         if element_id > self._low:
             self._low = min(element_id, self._end)
             self._gone = {i for i in self._gone if i >= self._low}
+
+    def expired_run(self, first: int, end: int, now: int) -> int:
+        """How many ids from ``first`` (the lowest held) to ``end`` have expired at ``now``
+        in a row: those past the age limit (found by bisection when the stamps ascend),
+        then those past their own deadline. 0 when ``first`` is not the lowest held."""
+        if first != self._low or self._gone or first >= (end := min(end, self._end)):
+            return 0
+        at = first
+        if self._age is not None and self._ascending:
+            at = max(first, min(end, self._stamps.first_above(now - self._age)))
+        own_ids, own = self._own_ids, self._own_deadlines
+        j = bisect_left(own_ids, at)
+        while at < end and j < len(own_ids) and own_ids[j] == at and own[j] <= now:
+            at += 1
+            j += 1
+        return at - first
 
     def items(self) -> Iterator[tuple[int, int]]:
         """``(id, deadline)`` of every id still held that has one, ascending."""

@@ -62,8 +62,17 @@ def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> tuple[int
     """Discard the expired never-delivered items at the pending head; returns ``(how
     many, reader mask)``."""
     n = mask = 0
-    while (head := core.head()) is not None and head.attempts == 0 and expiry.is_expired(
-            head.item_id, core.stamp_of(head.item_id), now):
+    while True:
+        run = core.run_at_head()  # retained items: the expired ones leave at once
+        if run is not None and (k := expiry.expired_run(run[0], run[1], now)):
+            mask |= core.discard_run(k).mask
+            expiry.forget_run(run[0], run[0] + k)
+            n += k
+            continue
+        head = core.head()
+        if head is None or head.attempts or not expiry.is_expired(
+                head.item_id, core.stamp_of(head.item_id), now):
+            break
         mask |= core.discard_head().mask
         expiry.forget(head.item_id)
         n += 1

@@ -72,6 +72,17 @@ class StampIndex:
             del index._ids[1], index._stamps[1]
         return index
 
+    def ascending(self) -> bool:
+        """Whether the stamps never go down as the ids go up."""
+        stamps = self._stamps
+        return stamps == sorted(stamps)
+
+    def first_above(self, stamp: int) -> int:
+        """The first id stamped above ``stamp`` (the stamps :meth:`ascending`); the id
+        after the last point's when none is (its run is open-ended: ``2**63``)."""
+        i = bisect_right(self._stamps, stamp)
+        return self._ids[i] if i < len(self._ids) else 2**63
+
     def points(self) -> list[list[int]]:
         """``[[first_id, stamp], ...]`` (the snapshot form)."""
         return [[i, s] for i, s in zip(self._ids, self._stamps, strict=True)]

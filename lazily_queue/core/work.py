@@ -334,6 +334,25 @@ class WorkQueueCore(WorkViews, ScheduledWork):
         return WorkTransition(item, PENDING_LEN if self.pending_len() else
                               PENDING_LEN | IS_EMPTY)
 
+    def run_at_head(self) -> tuple[int, int] | None:
+        """``(first, end)`` ids of the never-delivered items next to be claimed that are
+        still a run of retained values (:meth:`take_retained`), or ``None``."""
+        pending = self._pending
+        if not isinstance(pending, RetainedPending) or (self._sched and self._sched.ready):
+            return None
+        return pending.run_at_head()
+
+    def discard_run(self, n: int) -> WorkTransition[int]:
+        """Remove the first ``n`` items of :meth:`run_at_head` without leasing them (they
+        expired): as ``n`` calls of :meth:`discard_head`. Returns how many left."""
+        span = self.run_at_head()
+        n = 0 if span is None else max(0, min(n, span[1] - span[0]))
+        if not n:
+            return WorkTransition(0, 0)
+        assert isinstance(self._pending, RetainedPending)
+        self._pending.drop_run_head(n)
+        return WorkTransition(n, PENDING_LEN if self.pending_len() else PENDING_LEN | IS_EMPTY)
+
     # -- snapshot -------------------------------------------------------------------------
 
     def snapshot(self, records: Callable[[list[Any]], Any] = as_dicts) -> dict[str, Any]:

@@ -45,6 +45,26 @@ class RetainedPending(deque[PendingItem]):
         """Items of the run not yet taken."""
         return 0 if self._run is None else len(self._run) - self._pos
 
+    def run_at_head(self) -> tuple[int, int] | None:
+        """``(first id, end id)`` of the run's items when they lead the FIFO, else
+        ``None``."""
+        if self._run is None or super().__len__():
+            return None
+        return self._first + self._pos, self._first + len(self._run)
+
+    def drop_run_head(self, n: int) -> None:
+        """Remove the first ``n`` items of the run (at most all of them)."""
+        run = self._run
+        if run is None or n <= 0:
+            return
+        end = min(len(run), self._pos + n)
+        run[self._pos:end] = [None] * (end - self._pos)  # the values are gone
+        self._pos = end
+        if end == len(run):
+            self._run = None
+            super().extend(self._back)
+            self._back.clear()
+
     def min_id(self) -> int | None:
         """The least item id held (``None`` when empty), without listing the run."""
         ids = [i.item_id for i in chain(super().__iter__(), self._back)]

@@ -420,3 +420,17 @@ def test_taking_from_a_retained_run_makes_only_the_items_taken() -> None:
         PendingItem(7, "released", 1), PendingItem(0, "v0", 0), PendingItem(0, "v0", 0),
         PendingItem(1, "v1", 0)]
     assert len(lazy) == 99_999 and lazy.run_len() == 99_998 and min_pending_id(lazy) == 2
+
+
+def test_the_expired_head_of_a_retained_run_leaves_at_once() -> None:
+    lazy = RetainedPending.of_run(["a", "b", "c", "d"], 5)
+    lazy.append(PendingItem(9, "fed", 0))
+    assert lazy.run_at_head() == (5, 9)
+    lazy.drop_run_head(2)
+    assert lazy.run_at_head() == (7, 9) and list(lazy)[:2] == [PendingItem(7, "c", 0),
+                                                               PendingItem(8, "d", 0)]
+    lazy.appendleft(PendingItem(3, "released", 1))  # the run no longer leads
+    assert lazy.run_at_head() is None
+    assert lazy.popleft().item_id == 3
+    lazy.drop_run_head(5)  # at most the whole run
+    assert list(lazy) == [PendingItem(9, "fed", 0)] and lazy.run_at_head() is None

@@ -5,6 +5,7 @@ and a mirror's replay keep the deadlines, deleting the topic forgets them."""
 from __future__ import annotations
 
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -201,3 +202,48 @@ def test_a_group_declared_at_the_head_acts_as_one_fed_element_by_element(
     assert _group_state(declared) == _group_state(fed)
     assert [p.to_dict() for p in declared.work_queues["t:g"].core.pending()] == [
         p.to_dict() for p in fed.work_queues["t:g"].core.pending()]
+
+
+def _python_calls(sm: StateMachine, *op_list: list[Any], stamp: int, most: int
+                  ) -> tuple[list[Any], int]:
+    """The results of applying ``op_list`` and how many Python function calls it made
+    (counted up to just past ``most``)."""
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        calls += event == "call"
+        if calls > most:
+            sys.setprofile(None)
+
+    sys.setprofile(count)
+    try:
+        results = _apply(sm, *op_list, stamp=stamp)
+    finally:
+        sys.setprofile(None)
+    return results, calls
+
+
+@pytest.mark.parametrize("own_ttl", [False, True])
+def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool) -> None:
+    sm = StateMachine()
+    _apply(sm, [ops.TOPIC_DECLARE, "t"])
+    if not own_ttl:  # the topic's age limit, else a ttl of each element's own
+        _apply(sm, [ops.EXPIRY_RULES, "t", "topic", None, 10_000])
+    for entry in range(200):  # 20,000 elements, 100 an entry
+        publish = ([ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 500}] if own_ttl else
+                   [ops.TOPIC_PUBLISH, "t"])
+        _apply(sm, *[[*publish, f"{entry}.{i}"] for i in range(100)], stamp=1_000 + entry)
+    _apply(sm, [ops.GROUP_DECLARE, "t", "g", 1_000, 3, "head"],
+           [ops.GROUP_DECLARE, "t", "h", 1_000, 3, "head"], stamp=1_199)
+    _apply(sm, [ops.TOPIC_PUBLISH, "t", "live"], stamp=20_000)
+    # a sweep of one group and a claim of the other at 20_000: every retained element
+    # has expired, and leaves at once
+    results, calls = _python_calls(sm, [ops.EXPIRE, "t:g", "work_queue"],
+                                   [ops.WORK_CLAIM, "t:h", "w", None], stamp=20_000, most=2_000)
+    assert calls <= 2_000, "the sweep and claim made a call per element"
+    assert results[0] == 20_000 and results[1][0]["value"] == "live"
+    for name in ("t:g", "t:h"):
+        assert sm.expiry[("work_queue", name)].expired == 20_000
+        assert sm.expiry[("work_queue", name)].held_deadlines() == (
+            {20_000: 30_000} if name == "t:g" and not own_ttl else {})
