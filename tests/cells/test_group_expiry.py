@@ -75,3 +75,27 @@ async def test_a_replicated_group_never_delivers_an_expired_element(wall: FakeCl
             there = follower.topic("orders", max_age=10.0).group(name, visibility_timeout=100)
             assert there.expired() == group.expired()
             assert there.pending() == group.pending()
+
+
+async def test_a_local_group_from_the_head_acts_as_one_its_topic_fed() -> None:
+    clock = FakeClock()
+    t: TopicCell[Any] = TopicCell(name="orders", max_age=10.0, clock=clock)
+    fed = t.group("fed", visibility_timeout=100)
+    await fed.declare()
+    for i in range(300):  # three stamps; every seventh element with a ttl of its own
+        clock.now += 1 if i % 100 == 0 else 0
+        await (t.publish(i, ttl=4.0) if i % 7 == 0 else t.publish(i))
+    head = t.group("head", visibility_timeout=100, start="head")
+    await head.declare()
+    assert head.pending() == fed.pending() and head.lag() == fed.lag() == 300
+    for step in range(60):
+        clock.now += 0.1
+        got = [await group.poll(f"m{step % 3}", float(step)) for group in (fed, head)]
+        assert got[0] == got[1]
+        if got[0] is not None and step % 4 == 0:
+            for group, job in zip((fed, head), got, strict=True):
+                assert job is not None
+                await group.nack(job.worker, job.delivery_id)
+        assert [g.expired() for g in (fed, head)] == [fed.expired(), fed.expired()]
+        assert head.pending() == fed.pending() and head.lag() == fed.lag()
+    assert fed.expired() > 0  # the own ttls ran out on the way
