@@ -1,6 +1,7 @@
 """Flavor-neutral WorkQueueCell rules: leases, retries, dead letters and reader masks.
 
-State is a pending FIFO of :class:`PendingItem`, the in-flight deliveries by
+State is a pending FIFO of :class:`PendingItem` (a consumer group's may start as a run
+of retained values, :meth:`WorkQueueCore.take_retained`), the in-flight deliveries by
 ``delivery_id`` and the dead letters, plus two independent monotone counters (item ids
 and delivery ids, both from 0; delivery ids are never reused). Time is always a
 caller-supplied ``now``: nothing here reads a clock and nothing expires on its own.
@@ -51,7 +52,7 @@ from .work_masks import (
     change_mask,
     validate_config,
 )
-from .work_retained import RetainedPending
+from .work_retained import RetainedPending, pending_records
 from .work_schedule import WorkSchedule
 from .work_scheduled import ScheduledWork
 from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
@@ -358,15 +359,15 @@ class WorkQueueCore(WorkViews, ScheduledWork):
     def snapshot(self, records: Callable[[list[Any]], Any] = as_dicts) -> dict[str, Any]:
         """The whole state (configuration and counters included) as plain data: the
         spec's keys, plus ``retry`` and ``schedule`` when the queue has them. The pending
-        items, deliveries and dead letters are given as ``records(copied list)``: by
-        default their :func:`as_dicts` (the records are frozen: made later, they are
-        the same)."""
+        items, deliveries and dead letters are given as ``records(copied list)`` of
+        frozen records with ``to_dict`` (a run's items as
+        :class:`~.work_retained.RunRecord`): by default their :func:`as_dicts`."""
         doc = {
             "visibility_timeout": self.visibility_timeout,
             "max_deliveries": self.max_deliveries,
             "next_item_id": self._next_item_id,
             "next_delivery_id": self._next_delivery_id,
-            "pending": records(list(self._pending)),
+            "pending": records(pending_records(self._pending)),
             "in_flight": records(list(self._in_flight.values())),
             "dead_letters": records(list(self._dead)),
         }

@@ -21,6 +21,16 @@ from typing import Any, SupportsIndex
 from .work_items import PendingItem
 
 
+class RunRecord(tuple[int, Any]):
+    """An item of a run as a snapshot copies it, ``(item_id, value)`` (never delivered),
+    with :meth:`PendingItem.to_dict <.work_items.PendingItem.to_dict>`."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item_id": self[0], "value": self[1], "attempts": 0}
+
+
 class RetainedPending(deque[PendingItem]):
     """Pending items led by a run of values with consecutive ids (module docstring)."""
 
@@ -84,6 +94,16 @@ class RetainedPending(deque[PendingItem]):
             super().extend(self._back)
             self._back.clear()
         return item
+
+    def records(self) -> list[PendingItem | RunRecord]:
+        """A copy of the items in order, the run's as :class:`RunRecord` (made without a
+        Python call each)."""
+        run = self._run
+        if run is None:
+            return list(self)
+        ids = range(self._first + self._pos, self._first + len(run))
+        run_records = map(RunRecord, zip(ids, run[self._pos:], strict=True))
+        return [*super().__iter__(), *run_records, *self._back]
 
     def flatten(self) -> None:
         """Turn the run into items: a plain ``deque`` of the same items from now on."""
@@ -214,6 +234,11 @@ class RetainedPending(deque[PendingItem]):
     def reverse(self) -> None:
         self.flatten()
         super().reverse()
+
+
+def pending_records(pending: deque[PendingItem]) -> list[PendingItem | RunRecord]:
+    """A copy of ``pending`` for a snapshot: records with ``to_dict``, in order."""
+    return pending.records() if isinstance(pending, RetainedPending) else list(pending)
 
 
 def min_pending_id(pending: deque[PendingItem]) -> int | None:
