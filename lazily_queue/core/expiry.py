@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import InvalidTtl, shown
@@ -187,9 +188,17 @@ class Expiry:
 
     def held_deadlines(self) -> dict[int, int]:
         """Every per-message deadline held, by element id (the retained ones too)."""
+        return {k: v for k, v in self._held_pairs()}
+
+    def _held_pairs(self) -> list[list[int]]:
+        """``[[id, deadline], ...]`` of :meth:`held_deadlines`, ascending."""
+        own = [[k, v] for k, v in sorted(self.deadlines.items())]
         if self.retained is None:
-            return dict(self.deadlines)
-        return dict(sorted([*self.deadlines.items(), *self.retained.items()]))
+            return own
+        retained = self.retained.pairs()
+        if own and retained and own[0][0] < retained[-1][0]:
+            return sorted([*retained, *own], key=itemgetter(0))
+        return retained + own
 
     def clear_deadlines(self) -> None:
         """Forget every per-message deadline (the elements left)."""
@@ -205,8 +214,7 @@ class Expiry:
         ...], skipped]``: the rules, the count, the deadlines of the elements held and
         of the last ones taken (oldest first), the gaps (the snapshot form)."""
         return [self.default_ms, self.max_age_ms, self.expired,
-                [[k, v] for k, v in sorted((self.deadlines if self.retained is None
-                                            else self.held_deadlines()).items())],
+                self._held_pairs(),
                 [[k, v] for k, v in self.taken.items()], self.skipped]
 
     @classmethod

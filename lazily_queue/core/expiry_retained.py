@@ -13,7 +13,7 @@ discarded): ``get`` then answers as the dict of every deadline would.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 from .expiry import Expiry
@@ -112,9 +112,23 @@ class RetainedDeadlines:
             j += 1
         return at - first
 
-    def items(self) -> Iterator[tuple[int, int]]:
-        """``(id, deadline)`` of every id still held that has one, ascending."""
-        gone = self._gone
-        for element_id in range(self._low, self._end):
-            if element_id not in gone and (found := self._compute(element_id)) is not None:
-                yield element_id, found
+    def pairs(self) -> list[list[int]]:
+        """``[id, deadline]`` of every id still held that has one, ascending (the
+        snapshot form), made a run of ids of one stamp at a time."""
+        low, end, age, gone = self._low, self._end, self._age, self._gone
+        own_ids, own = self._own_ids, self._own_deadlines
+        lo = bisect_left(own_ids, low)
+        if age is None:
+            return [[i, d] for i, d in zip(own_ids[lo:], own[lo:], strict=True)
+                    if i not in gone]
+        out: list[list[int]] = []
+        points = self._stamps.points()
+        for n, (first, stamp) in enumerate(points):
+            a = max(first, low)
+            b = min(points[n + 1][0] if n + 1 < len(points) else end, end)
+            if a < b:
+                out.extend(map(list, zip(range(a, b), repeat(stamp + age))))
+        for i, d in zip(own_ids[lo:], own[lo:], strict=True):
+            pair = out[i - low]
+            pair[1] = min(pair[1], d)
+        return [p for p in out if p[0] not in gone] if gone else out
