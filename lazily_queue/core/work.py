@@ -24,7 +24,7 @@ the very same rules on every replica.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot, shown
@@ -356,12 +356,13 @@ class WorkQueueCore(WorkViews, ScheduledWork):
 
     # -- snapshot -------------------------------------------------------------------------
 
-    def snapshot(self, records: Callable[[list[Any]], Any] = as_dicts) -> dict[str, Any]:
+    def snapshot(self, records: Callable[[Sequence[Any]], Any] = as_dicts
+                 ) -> dict[str, Any]:
         """The whole state (configuration and counters included) as plain data: the
         spec's keys, plus ``retry`` and ``schedule`` when the queue has them. The pending
-        items, deliveries and dead letters are given as ``records(copied list)`` of
-        frozen records with ``to_dict`` (a run's items as
-        :class:`~.work_retained.RunRecord`): by default their :func:`as_dicts`."""
+        items, deliveries and dead letters are given as ``records(copy)``: a copied list
+        (the pending items: a copied sequence, :func:`~.work_retained.pending_records`)
+        of frozen records; by default their :func:`as_dicts`."""
         doc = {
             "visibility_timeout": self.visibility_timeout,
             "max_deliveries": self.max_deliveries,

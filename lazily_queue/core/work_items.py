@@ -7,6 +7,7 @@ worker id and a caller-supplied time.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +79,7 @@ class DeadLetter:
         }
 
 
-def as_dicts(records: list[Any]) -> list[dict[str, Any]]:
+def as_dicts(records: Iterable[Any]) -> list[dict[str, Any]]:
     """The ``to_dict`` of each record (the snapshot shape)."""
     return [record.to_dict() for record in records]
 

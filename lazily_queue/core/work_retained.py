@@ -14,21 +14,51 @@ the run into items (:meth:`RetainedPending.flatten`) and then acts as a plain ``
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
-from itertools import chain
-from typing import Any, SupportsIndex
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, repeat
+from typing import Any, SupportsIndex, overload
 
 from .work_items import PendingItem
 
 
-class RunRecord(tuple[int, Any]):
-    """An item of a run as a snapshot copies it, ``(item_id, value)`` (never delivered),
-    with :meth:`PendingItem.to_dict <.work_items.PendingItem.to_dict>`."""
+class PendingCopy(Sequence[PendingItem]):
+    """A copy of a :class:`RetainedPending`'s items in order, as a snapshot takes it:
+    copies of its lists and of its run's values (one slice, no call per item); the
+    run's items are made as they are read (where the snapshot is encoded)."""
 
-    __slots__ = ()
+    __slots__ = ("_back", "_first", "_front", "_values")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"item_id": self[0], "value": self[1], "attempts": 0}
+    def __init__(self, front: list[PendingItem], first: int, values: list[Any],
+                 back: list[PendingItem]) -> None:
+        self._front, self._first, self._values, self._back = front, first, values, back
+
+    def __len__(self) -> int:
+        return len(self._front) + len(self._values) + len(self._back)
+
+    def __iter__(self) -> Iterator[PendingItem]:
+        ids = range(self._first, self._first + len(self._values))
+        return chain(self._front, map(PendingItem, ids, self._values, repeat(0)), self._back)
+
+    @overload
+    def __getitem__(self, index: int) -> PendingItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PendingItem]: ...
+
+    def __getitem__(self, index: int | slice) -> PendingItem | list[PendingItem]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError("PendingCopy index out of range")
+        front, values = self._front, self._values
+        if i < len(front):
+            return front[i]
+        i -= len(front)
+        if i < len(values):
+            return PendingItem(self._first + i, values[i], 0)
+        return self._back[i - len(values)]
 
 
 class RetainedPending(deque[PendingItem]):
@@ -95,15 +125,14 @@ class RetainedPending(deque[PendingItem]):
             self._back.clear()
         return item
 
-    def records(self) -> list[PendingItem | RunRecord]:
-        """A copy of the items in order, the run's as :class:`RunRecord` (made without a
-        Python call each)."""
+    def records(self) -> Sequence[PendingItem]:
+        """A copy of the items in order for a snapshot (:class:`PendingCopy`): no call
+        per item of the run."""
         run = self._run
         if run is None:
             return list(self)
-        ids = range(self._first + self._pos, self._first + len(run))
-        run_records = map(RunRecord, zip(ids, run[self._pos:], strict=True))
-        return [*super().__iter__(), *run_records, *self._back]
+        return PendingCopy(list(super().__iter__()), self._first + self._pos,
+                           run[self._pos:], list(self._back))
 
     def flatten(self) -> None:
         """Turn the run into items: a plain ``deque`` of the same items from now on."""
@@ -236,8 +265,8 @@ class RetainedPending(deque[PendingItem]):
         super().reverse()
 
 
-def pending_records(pending: deque[PendingItem]) -> list[PendingItem | RunRecord]:
-    """A copy of ``pending`` for a snapshot: records with ``to_dict``, in order."""
+def pending_records(pending: deque[PendingItem]) -> Sequence[PendingItem]:
+    """A copy of ``pending``'s items in order, for a snapshot."""
     return pending.records() if isinstance(pending, RetainedPending) else list(pending)
 
 

@@ -14,7 +14,7 @@ loop there (left to itself, the interpreter takes it back only every switch inte
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import cbor2
@@ -28,13 +28,14 @@ PIECE_ITEMS = 512
 
 class Later:
     """A list in a captured state made where it is encoded (the writer's thread), item
-    by item: ``convert`` turns each of ``items`` (copied when the state was captured)
-    into its plain value there, reading only that item and values never changed in
-    place. Each value lives only while its run is encoded."""
+    by item: ``convert`` turns each of ``items`` (copied when the state was captured:
+    a list, or a sequence that reads only such copies) into its plain value there,
+    reading only that item and values never changed in place. Each value lives only
+    while its run is encoded."""
 
     __slots__ = ("convert", "items")
 
-    def __init__(self, items: list[Any], convert: Callable[[Any], Any]) -> None:
+    def __init__(self, items: Sequence[Any], convert: Callable[[Any], Any]) -> None:
         self.items = items
         self.convert = convert
 
@@ -109,7 +110,7 @@ def encode_pieces(value: Any, out: list[bytes] | None = None,
     return out
 
 
-def _runs(items: list[Any], out: list[bytes], pause: Callable[[], None] | None, *,
+def _runs(items: Sequence[Any], out: list[bytes], pause: Callable[[], None] | None, *,
           as_map: bool, convert: Callable[[Any], Any] | None = None) -> None:
     """Encode ``items`` (values, or ``(key, value)`` pairs) in order, consecutive small
     ones together; ``convert``, when given, makes each value from its item first."""

@@ -15,7 +15,7 @@ its operation's deadline does not need them: the session returns the recorded re
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.limited_work import LimitedWorkQueue
@@ -265,7 +265,7 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
     return [results, mask]
 
 
-def _capture(sm: StateMachine, records: Callable[[list[Any]], Any] = as_dicts
+def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dicts
              ) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():

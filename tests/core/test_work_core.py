@@ -25,7 +25,7 @@ from lazily_queue import (
     WorkReader,
 )
 from lazily_queue.core.work import change_mask
-from lazily_queue.core.work_retained import RetainedPending, min_pending_id
+from lazily_queue.core.work_retained import RetainedPending, min_pending_id, pending_records
 
 P, E, F, D = (WorkReader.PENDING_LEN, WorkReader.IS_EMPTY, WorkReader.IN_FLIGHT_LEN,
               WorkReader.DEAD_LETTER_LEN)
@@ -371,7 +371,7 @@ def test_a_retained_run_acts_as_the_deque_of_its_items(seed: int) -> None:
     for step in range(40):
         item = PendingItem(100 + step, f"x{step}", rng.randint(0, 2))
         ops = ["append", "appendleft", "extend", "popleft", "head", "copy", "add", "pickle",
-               "clear"]  # none of them makes the run's items
+               "clear", "records"]  # none of them makes the run's items
         if step >= 30:  # these turn the run into items first
             ops += ["pop", "rotate", "contains", "eq"]
         op = rng.choice(ops)
@@ -407,6 +407,13 @@ def test_a_retained_run_acts_as_the_deque_of_its_items(seed: int) -> None:
             assert (item in lazy) == (item in plain)
         elif op == "eq":
             assert lazy == plain
+        elif op == "records":  # a snapshot's copy, its items made as they are read
+            copied = pending_records(lazy)
+            lazy.append(item)
+            plain.append(item)
+            assert len(copied) == len(plain) - 1 and list(copied) == list(plain)[:-1]
+            assert [copied[i] for i in range(-len(copied), len(copied))] == 2 * list(copied)
+            assert copied[1:3] == list(copied)[1:3] == list(plain)[:-1][1:3]
         assert len(lazy) == len(plain) and bool(lazy) == bool(plain)
         assert list(lazy) == list(plain)
         assert min_pending_id(lazy) == min_pending_id(plain)
