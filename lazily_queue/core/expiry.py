@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 from ..errors import InvalidTtl, shown
+from .expiry_retained import HeldPairs, RetainedDeadlines, merged_pairs
 from .numbers import is_finite
-
-if TYPE_CHECKING:
-    from .expiry_retained import RetainedDeadlines
 
 #: Per-message deadlines of taken elements kept, the newest, so that an element given
 #: back to the head (its receiver went away) keeps its deadline.
@@ -192,13 +190,16 @@ class Expiry:
 
     def _held_pairs(self) -> list[list[int]]:
         """``[[id, deadline], ...]`` of :meth:`held_deadlines`, ascending."""
-        own = [[k, v] for k, v in sorted(self.deadlines.items())]
         if self.retained is None:
-            return own
-        retained = self.retained.pairs()
-        if own and retained and own[0][0] < retained[-1][0]:
-            return sorted([*retained, *own], key=itemgetter(0))
-        return retained + own
+            return [[k, v] for k, v in sorted(self.deadlines.items())]
+        return merged_pairs(self.retained, self.deadlines)
+
+    def held_copy(self) -> Sequence[list[int]]:
+        """The held deadlines of :meth:`to_list` as a snapshot copies them: the retained
+        ones are made when read (:class:`~.expiry_retained.HeldPairs`)."""
+        if self.retained is None:
+            return self._held_pairs()
+        return HeldPairs(self.retained, self.deadlines)
 
     def clear_deadlines(self) -> None:
         """Forget every per-message deadline (the elements left)."""
@@ -209,12 +210,13 @@ class Expiry:
         """``[default_ms, max_age_ms]``."""
         return [self.default_ms, self.max_age_ms]
 
-    def to_list(self) -> list[Any]:
+    def to_list(self, held: Any = None) -> list[Any]:
         """``[default_ms, max_age_ms, expired, [[id, deadline], ...], [[id, deadline],
-        ...], skipped]``: the rules, the count, the deadlines of the elements held and
-        of the last ones taken (oldest first), the gaps (the snapshot form)."""
+        ...], skipped]``: the rules, the count, the deadlines of the elements held (or
+        ``held`` in their place: a snapshot's copy of them) and of the last ones taken
+        (oldest first), the gaps (the snapshot form)."""
         return [self.default_ms, self.max_age_ms, self.expired,
-                self._held_pairs(),
+                self._held_pairs() if held is None else held,
                 [[k, v] for k, v in self.taken.items()], self.skipped]
 
     @classmethod

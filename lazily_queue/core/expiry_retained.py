@@ -12,13 +12,18 @@ discarded): ``get`` then answers as the dict of every deadline would.
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, overload
 
-from .expiry import Expiry
 from .stamps import StampIndex
-from .topic import TopicCore
+
+if TYPE_CHECKING:
+    from .expiry import Expiry
+    from .topic import TopicCore
 
 
 class RetainedDeadlines:
@@ -68,12 +73,7 @@ class RetainedDeadlines:
         return self._compute(element_id)
 
     def _compute(self, element_id: int) -> int | None:
-        own_ids = self._own_ids
-        own = None
-        if own_ids:
-            i = bisect_left(own_ids, element_id)
-            if i < len(own_ids) and own_ids[i] == element_id:
-                own = self._own_deadlines[i]
+        own = self.get_own(element_id) if self._own_ids else None
         if self._age is None:
             return own
         by_age = self._stamps.stamp_of(element_id) + self._age
@@ -112,6 +112,27 @@ class RetainedDeadlines:
             j += 1
         return at - first
 
+    def copy(self) -> RetainedDeadlines:
+        """A copy that later changes of this one leave as it is (sharing the lists that
+        never change)."""
+        twin = copy.copy(self)
+        twin._gone = set(self._gone)
+        return twin
+
+    def count(self) -> int:
+        """How many ids held have a deadline (the length of :meth:`pairs`)."""
+        if self._age is not None:
+            return self._end - self._low - len(self._gone)
+        own_ids = self._own_ids
+        held = len(own_ids) - bisect_left(own_ids, self._low)
+        return held - sum(1 for i in self._gone if self.get_own(i) is not None)
+
+    def get_own(self, element_id: int) -> int | None:
+        """The per-message deadline of ``element_id``, held or not, or ``None``."""
+        own_ids = self._own_ids
+        i = bisect_left(own_ids, element_id)
+        return self._own_deadlines[i] if i < len(own_ids) and own_ids[i] == element_id else None
+
     def pairs(self) -> list[list[int]]:
         """``[id, deadline]`` of every id still held that has one, ascending (the
         snapshot form), made a run of ids of one stamp at a time."""
@@ -132,3 +153,39 @@ class RetainedDeadlines:
             pair = out[i - low]
             pair[1] = min(pair[1], d)
         return [p for p in out if p[0] not in gone] if gone else out
+
+
+def merged_pairs(retained: RetainedDeadlines, own: Mapping[int, int]) -> list[list[int]]:
+    """``[[id, deadline], ...]`` ascending, of ``retained`` and the deadlines ``own``
+    (by id, none of ``retained``'s)."""
+    pairs = [[k, v] for k, v in sorted(own.items())]
+    held = retained.pairs()
+    if pairs and held and pairs[0][0] < held[-1][0]:
+        return sorted([*held, *pairs], key=itemgetter(0))
+    return held + pairs
+
+
+class HeldPairs(Sequence[list[int]]):
+    """:func:`merged_pairs` as a snapshot copies them: copies of ``retained`` and
+    ``own`` (no work per retained id), the pairs made when read."""
+
+    __slots__ = ("_n", "_own", "_retained")
+
+    def __init__(self, retained: RetainedDeadlines, own: Mapping[int, int]) -> None:
+        self._retained, self._own = retained.copy(), dict(own)
+        self._n = self._retained.count() + len(self._own)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(merged_pairs(self._retained, self._own))
+
+    @overload
+    def __getitem__(self, index: int) -> list[int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[int]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[int] | list[list[int]]:
+        return merged_pairs(self._retained, self._own)[index]

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from lazily_queue.core.groups import group_lag
+from lazily_queue.raft.snapshot import encode_snapshot
+from lazily_queue.raft.snapshot_pieces import Later
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.events import OpApplied
 from lazily_queue.replicated.state_machine import StateMachine
@@ -247,3 +249,25 @@ def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool) -> None:
         assert sm.expiry[("work_queue", name)].expired == 20_000
         assert sm.expiry[("work_queue", name)].held_deadlines() == (
             {20_000: 30_000} if name == "t:g" and not own_ttl else {})
+
+
+@pytest.mark.parametrize("rules", ["age", "ttl", "both"])
+def test_a_snapshot_file_keeps_a_declared_groups_deadlines_as_they_were_captured(
+        rules: str) -> None:
+    _, sm = _twins(rules, "head")
+    _apply(sm, [ops.WORK_CLAIM_MANY, "t:g", "w", 3, None], stamp=1_800)
+    plain = sm.capture()
+    deferred = sm.capture(deferred=True)
+    section = deferred["expiry"]["work_queue"]["t:g"]
+    assert type(section[3]) is Later and len(section[3].items) == len(
+        plain["expiry"]["work_queue"]["t:g"][3])
+    # the state machine goes on before the writer encodes what was captured
+    _apply(sm, [ops.EXPIRE, "t:g", "work_queue"], [ops.WORK_CLAIM_MANY, "t:g", "w", 5, None],
+           [ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 50}, "late"], stamp=2_950)
+    assert sm.capture()["expiry"] != plain["expiry"]
+    assert _file(deferred) == _file(plain)
+
+
+def _file(state: dict[str, Any]) -> bytes:
+    return encode_snapshot({"format": 1, "state": state, "last": [b"b", 9, 1],
+                            "prev": [b"a", 8, 1], "members": ["1"]})
