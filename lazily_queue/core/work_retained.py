@@ -201,11 +201,11 @@ class RetainedPending(deque[PendingItem]):
     def __reduce__(self) -> tuple[Any, ...]:
         return deque, (list(self),)
 
-    def __iadd__(self, items: Iterable[PendingItem]) -> RetainedPending:  # type: ignore[override,misc]
+    def __iadd__(self, items: Iterable[PendingItem]) -> RetainedPending:
         self.extend(items)
         return self
 
-    def __imul__(self, n: int) -> RetainedPending:  # type: ignore[override,misc]
+    def __imul__(self, n: int) -> RetainedPending:
         self.flatten()
         super().__imul__(n)
         return self
@@ -222,7 +222,7 @@ class RetainedPending(deque[PendingItem]):
         self.flatten()
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __setitem__(self, index: Any, item: Any) -> None:
         self.flatten()
