@@ -89,6 +89,9 @@ class Scenario:
     #: Clients of the bounded queue with transactions of pushes with options
     #: (:mod:`.txn_options`), seeded apart likewise.
     txn_options_clients: int = 0
+    #: Whether those clients push with a ``ttl_ms`` now and then (scenarios saved before
+    #: they could replay as they were).
+    txn_ttl: bool = False
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -149,6 +152,7 @@ def generate(seed: int) -> Scenario:
     s.group_ttl_clients = 1
     s.cancelling_consumers = 1
     s.txn_options_clients = 1
+    s.txn_ttl = True
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

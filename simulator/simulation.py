@@ -160,7 +160,7 @@ class Simulation:
             (self.s.cancelling_consumers, 7949, 401, "cc",
              lambda cid, r, i: CancellingConsumer(cid, c, r)),
             (self.s.txn_options_clients, 7951, 409, "xo",
-             lambda cid, r, i: TxnOptionsClient(cid, c, r)),
+             lambda cid, r, i: TxnOptionsClient(cid, c, r, ttl=self.s.txn_ttl)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):

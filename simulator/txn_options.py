@@ -44,8 +44,13 @@ class TxnOptionsClient(Client):
 
     kind = "txn-options"
 
-    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+    def __init__(self, cid: str, cluster: Host, rng: random.Random, *,
+                 ttl: bool = True) -> None:
         super().__init__(cid, cluster, rng)
+        #: The ttl choices draw from a stream of their own, so that the client's other
+        #: choices stay as they were.
+        self.ttl_rng = random.Random(hash(rng.getstate()))
+        self.ttl_share = 0.3 if ttl else 0.0
         self.todo: list[list[Any]] = [[TXO_QUEUE, CAPACITY], [TXO_LOG, None]]
         self.n = 0
 
@@ -62,15 +67,15 @@ class TxnOptionsClient(Client):
         value = f"{self.cid}:{self.n}"
         if roll < 0.35:
             delayed: dict[str, Any] = {"delay_ms": rng.choice([1, 5, 20, 60, 150])}
-            if rng.random() < 0.3:
-                delayed["ttl_ms"] = rng.choice([10, 50, 200])
+            if self.ttl_rng.random() < self.ttl_share:
+                delayed["ttl_ms"] = self.ttl_rng.choice([10, 50, 200])
             self.call(C.QUEUE_PUSH_OPTIONS, [TXO_QUEUE, delayed, value], _ignore)
         elif roll < 0.75:
             options: dict[str, Any] = {"headers": {"n": str(self.n)}}
             if rng.random() < 0.5:
                 options["delay_ms"] = rng.choice([0, 10, 80])
-            if rng.random() < 0.3:
-                options["ttl_ms"] = rng.choice([5, 40, 150, 2_000])
+            if self.ttl_rng.random() < self.ttl_share:
+                options["ttl_ms"] = self.ttl_rng.choice([5, 40, 150, 2_000])
             ops = [[C.QUEUE_PUSH_OPTIONS, TXO_QUEUE, options, value],
                    [C.QUEUE_PUSH, TXO_LOG, value]]
             if rng.random() < 0.5:
