@@ -1,6 +1,6 @@
 """Leader maintenance: lease expiry, due delayed items, message expiry sweeps, topic
-retention GC and dedup
-bounds, as proposals.
+retention GC, dedup bounds and the ephemeral subscriptions of clients gone silent, as
+proposals.
 
 Both are ordinary operations, so they apply identically on every member. Only the
 leader proposes them; a member that stops leading mid-round just sees its proposals
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .background import Background
 from .core.dedup import DedupLimits
-from .replicated import ops
+from .replicated import ephemeral_owners, ops
 from .replicated.dedup import limits_args
 from .replicated.view import ReadView
 
@@ -27,13 +27,16 @@ log = logging.getLogger(__name__)
 
 
 def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
-                   dedup: DedupLimits | None = None) -> list[tuple[int, list[Any]]]:
+                   dedup: DedupLimits | None = None,
+                   reap_grace_ms: int | None = None) -> list[tuple[int, list[Any]]]:
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
     each work queue with an expired lease, a promotion of each work queue and queue
     holding a delayed element now due, a sweep (``EXPIRE``) of each cell holding an
-    expired element at its head and, with ``gc_topics``, a GC of each topic holding
-    elements every subscriber has read."""
+    expired element at its head, with ``gc_topics`` a GC of each topic holding
+    elements every subscriber has read and, with ``reap_grace_ms``, a reap of the
+    ephemeral subscriptions of client sessions not refreshed for that long
+    (:mod:`.replicated.ephemeral_owners`)."""
     due: list[tuple[int, list[Any]]] = []
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
@@ -48,6 +51,9 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         due.append((ops.QUEUE_PROMOTE, [name]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):
         due.append((ops.EXPIRE, [name, kind]))
+    if reap_grace_ms is not None and view.stale_ephemeral_owners(max(now_ms, view.now),
+                                                                  reap_grace_ms):
+        due.append((ops.EPHEMERAL_REAP, [reap_grace_ms]))
     if gc_topics:
         for name, topic in view.topics.items():
             if topic.retention_frontier() > topic.base_offset():
@@ -57,10 +63,15 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
 
 class Maintenance(Background):
     """Proposes :func:`due_operations` every ``node.maintenance_interval`` seconds while
-    ``node`` leads (topic GC every ``node.topic_gc_interval`` seconds)."""
+    ``node`` leads (topic GC every ``node.topic_gc_interval`` seconds; reaps of
+    ephemeral subscriptions once it has led for their grace,
+    :data:`~.replicated.ephemeral_owners.GRACE_MS`, so that the members serving clients
+    refreshed them after a restart of the cluster)."""
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        #: Monotonic time this node was first seen leading in a row (``None``: not).
+        self.led_since: float | None = None
 
     def start(self) -> None:
         interval = self.node.maintenance_interval
@@ -75,7 +86,10 @@ class Maintenance(Background):
         while True:
             await asyncio.sleep(interval)
             if not node.is_leader:
+                self.led_since = None
                 continue
+            if self.led_since is None:
+                self.led_since = time.monotonic()
             try:
                 await self.once(time.monotonic() - last_gc >= node.topic_gc_interval)
             except Exception as exc:
@@ -87,7 +101,10 @@ class Maintenance(Background):
         """Propose every due operation and wait for them to commit."""
         node = self.node
         now_ms = int((node.wall_clock or time.time)() * 1000)
-        due = due_operations(node.view, now_ms, gc_topics=gc_topics, dedup=node.dedup)
+        grace = ephemeral_owners.GRACE_MS
+        led = self.led_since is not None and time.monotonic() - self.led_since >= grace / 1000
+        due = due_operations(node.view, now_ms, gc_topics=gc_topics, dedup=node.dedup,
+                             reap_grace_ms=grace if led else None)
         if due:
             await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
                                    for code, args in due))

@@ -1488,11 +1488,25 @@ MUTATIONS = [
         "forgetting a removed member's address leaves an address a later add replicated"),
     Mutation(
         "member-forget-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "SUBSCRIBER_DELETE_FEATURE,\n                               MEMBER_FORGET_FEATURE})",
-        "SUBSCRIBER_DELETE_FEATURE})",
+        "SUBSCRIBER_DELETE_FEATURE,\n                               MEMBER_FORGET_FEATURE, ",
+        "SUBSCRIBER_DELETE_FEATURE,\n                               ",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that forgets addresses regardless is refused at the handshake"),
+    Mutation(
+        "client-ephemeral-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE})",
+        "MEMBER_FORGET_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member without CLIENT_ALIVE and EPHEMERAL_REAP is refused at the handshake"),
+    Mutation(
+        "client-ephemeral-never-reaped", "lazily_queue/replicated/ephemeral_owners.py",
+        "        removed += drop_session(sm, sid)\n",
+        "        removed += 0\n",
+        ("tests/replicated/test_ephemeral_owners.py::"
+         "test_a_reap_removes_only_the_subscriptions_of_stale_owners",),
+        "the ephemeral subscriptions of a crashed client stay for good"),
     Mutation(
         "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
         "    if not isinstance(subscriber, str):\n",

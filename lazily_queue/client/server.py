@@ -54,6 +54,7 @@ from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .idle import IdleLinks
+from .liveness import ClientLiveness
 from .op_shapes import shape_problem
 from .popped import SeqReads
 from .watchers import Watchers
@@ -93,6 +94,8 @@ class ClientServer:
         self._conns: set[ClientConnection] = set()
         #: Closes client links gone silent (:mod:`.idle`).
         self.idle = IdleLinks(self._conns)
+        #: Says which linked clients own ephemeral subscriptions (:mod:`.liveness`).
+        self.liveness = ClientLiveness(node, self._conns)
         self._watchers = Watchers(lambda: node.view)
         self._reads = SeqReads()
         node.add_event_observer(self._watchers.on_events)
@@ -120,6 +123,7 @@ class ClientServer:
         listener hands client links to :meth:`serve`)."""
         self.addresses = []
         self.idle.start()
+        self.liveness.start()
         if self.access.listen is None:
             bound = getattr(self.node.driver.network, "listen_address", None) or self.node.listen
             self.addresses = [] if bound is None else [bound]
@@ -145,6 +149,7 @@ class ClientServer:
 
     async def stop(self) -> None:
         await self.idle.stop()
+        await self.liveness.stop()
         for conn in list(self._conns):
             conn.close()
         listeners, self._listeners = self._listeners, []

@@ -104,12 +104,16 @@ SUBSCRIBER_DELETE_FEATURE = "topic-subscriber-delete-v1"
 #: ``MEMBER_FORGET`` given an address drops the record only while it holds that address:
 #: an older member would drop it anyway and diverge.
 MEMBER_FORGET_FEATURE = "member-forget-v2"
+#: Client sessions owning ephemeral subscriptions, refreshed and reaped
+#: (``CLIENT_ALIVE``, ``EPHEMERAL_REAP``): an older member would answer them
+#: ``unknown_op`` while the others remove the subscriptions, and diverge.
+CLIENT_EPHEMERAL_FEATURE = "client-ephemeral-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
                                WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE,
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
-                               MEMBER_FORGET_FEATURE})
+                               MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE})
 INCARNATION = "incarnation:"
 #: Retired incarnations kept per member id (the latest), for the 32 members removed last.
 RETIRED_KEPT = 8

@@ -25,6 +25,8 @@ MEMBER_ADDRESS = 10  # [node_id, address]
 CLIENT_OP = 11  # [session, seq, floor, code, *args]: a client's op, deduplicated by its session
 CLIENT_OPS = 12  # [session, floor, [seq, code, *args], ...]: a client's ops proposed together
 MEMBER_FORGET = 13  # [node_id, address?]: drop a node's replicated address (if still that one)
+CLIENT_ALIVE = 14  # [[session, ...]]: these client sessions are alive (.ephemeral_owners)
+EPHEMERAL_REAP = 15  # [grace_ms]: end the ephemeral subscriptions of stale client sessions
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -116,6 +118,8 @@ OP_NAMES: dict[int, str] = {
     CLIENT_OP: "client_op",
     CLIENT_OPS: "client_ops",
     MEMBER_FORGET: "member_forget",
+    CLIENT_ALIVE: "client_alive",
+    EPHEMERAL_REAP: "ephemeral_reap",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

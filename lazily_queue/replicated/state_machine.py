@@ -19,6 +19,8 @@ session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers abov
 floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept: the client holding the most
 gives up its least recently seen one (:mod:`.client_sessions`), so no client can push
 another's out. Sessions are part of the snapshot.
+An ephemeral subscription a client's op starts is owned by its session, and ends when
+that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
 
 Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
 reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
@@ -50,6 +52,7 @@ from . import (
     admin,
     cluster,
     dedup,
+    ephemeral_owners,
     expiry,
     groups,
     headers,
@@ -103,7 +106,7 @@ FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
                                 expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
                                 headers.FAMILY, topic_options.FAMILY,
-                                work_options.FAMILY)
+                                work_options.FAMILY, ephemeral_owners.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -150,6 +153,8 @@ class StateMachine:
         #: Oldest-seen first.
         self.sessions: OrderedDict[int, Session] = OrderedDict()
         self._clients = ClientSessions()
+        #: Client sessions owning ephemeral subscriptions (:mod:`.ephemeral_owners`).
+        self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -220,6 +225,8 @@ class StateMachine:
                     and (family_of_op(code, args), args[0]) in tap):
                 self.tapped += 1
                 self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
+            if code in ephemeral_owners.ENDING_OPS:
+                ephemeral_owners.ended(self, code, args)
 
     def apply_client(self, args: list[Any]) -> Any:
         """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
@@ -272,6 +279,8 @@ class StateMachine:
                     f"session's floor {session.floor}; it was not applied"))
                 continue
             result = self._apply_plain(code, op[2:])
+            if code in ephemeral_owners.SUBSCRIBE_OPS:
+                ephemeral_owners.subscribed(self, sid, code, op[2:], result)
             session.keep(seq, result)
             if type(result) is list:  # what a pop answers: the op it was is kept too
                 session.keep_op(seq, identity(op))
@@ -283,9 +292,7 @@ class StateMachine:
         client holding the most is dropped (:mod:`.client_sessions`)."""
         clients = self._clients
         if clients.total >= MAX_CLIENT_SESSIONS:
-            victim = clients.victim(self.sessions)
-            del self.sessions[victim]
-            clients.dropped(victim)
+            self._drop_client(clients.victim(self.sessions))
         session = self.sessions[sid] = Session()
         clients.opened(sid)
         return session
@@ -303,9 +310,16 @@ class StateMachine:
             sid, oldest = next(iter(self.sessions.items()))
             if oldest.seen >= horizon:
                 return
-            del self.sessions[sid]
             if sid > CLIENT_SESSION_BASE:
-                self._clients.dropped(sid)
+                self._drop_client(sid)
+            else:
+                del self.sessions[sid]
+
+    def _drop_client(self, sid: int) -> None:
+        """Forget client session ``sid``, ending the ephemeral subscriptions it owns."""
+        del self.sessions[sid]
+        self._clients.dropped(sid)
+        ephemeral_owners.drop_session(self, sid)
 
     def emit(self, event: Event) -> None:
         self.events.append(event)

@@ -99,6 +99,15 @@ class ReadView:
     def work_queues(self) -> Mapping[str, WorkState]:
         return self._sm.work_queues
 
+    def stale_ephemeral_owners(self, now: int, grace_ms: int) -> list[int]:
+        """The client sessions owning ephemeral subscriptions that were not refreshed
+        within ``grace_ms`` of ``now`` (ms) (:mod:`.ephemeral_owners`)."""
+        return self._sm.ephemeral_owners.stale(now - grace_ms)
+
+    def ephemeral_owner(self, session: int) -> bool:
+        """Whether client ``session`` owns ephemeral subscriptions."""
+        return session in self._sm.ephemeral_owners.alive
+
     @property
     def groups(self) -> Mapping[str, Mapping[str, str]]:
         """Consumer groups: topic -> {group: the name of its work queue}."""

@@ -177,7 +177,8 @@ async def test_a_removed_member_still_running_is_refused_once_its_id_is_added_ba
                                      mesh.QUEUE_OPTIONS_FEATURE, mesh.WORK_OPTIONS_FEATURE,
                                      mesh.TOPIC_OPTIONS_FEATURE, mesh.CLIENT_SESSIONS_FEATURE,
                                      mesh.SUBSCRIBER_DELETE_FEATURE,
-                                     mesh.MEMBER_FORGET_FEATURE])
+                                     mesh.MEMBER_FORGET_FEATURE,
+                                     mesh.CLIENT_EPHEMERAL_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,
