@@ -51,7 +51,7 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
         due.append((ops.QUEUE_PROMOTE, [name]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):
         due.append((ops.EXPIRE, [name, kind]))
-    if reap_grace_ms is not None and view.stale_ephemeral_owners(max(now_ms, view.now),
+    if reap_grace_ms is not None and view.ephemeral_owners_stale(max(now_ms, view.now),
                                                                   reap_grace_ms):
         due.append((ops.EPHEMERAL_REAP, [reap_grace_ms]))
     if gc_topics:

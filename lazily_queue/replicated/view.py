@@ -99,10 +99,11 @@ class ReadView:
     def work_queues(self) -> Mapping[str, WorkState]:
         return self._sm.work_queues
 
-    def stale_ephemeral_owners(self, now: int, grace_ms: int) -> list[int]:
-        """The client sessions owning ephemeral subscriptions that were not refreshed
+    def ephemeral_owners_stale(self, now: int, grace_ms: int) -> bool:
+        """Whether a client session owning ephemeral subscriptions was not refreshed
         within ``grace_ms`` of ``now`` (ms) (:mod:`.ephemeral_owners`)."""
-        return self._sm.ephemeral_owners.stale(now - grace_ms)
+        horizon = now - grace_ms
+        return any(seen < horizon for seen in self._sm.ephemeral_owners.alive.values())
 
     def ephemeral_owner(self, session: int) -> bool:
         """Whether client ``session`` owns ephemeral subscriptions."""
