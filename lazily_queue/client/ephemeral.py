@@ -7,6 +7,8 @@ would fill the topic). So :meth:`~.cluster.ClusterClient.close` disconnects the 
 its topics started (``Subscribed`` as ephemeral) and did not end themselves. A topic
 holding such subscriptions is kept in its client's :attr:`~EphemeralTrackingTopicStorage.held`
 set until it ended them, so it is there to end them even if its cell was let go.
+Those of a client that died without closing are removed by the cluster once no member
+has reported the client alive for a grace (:mod:`..replicated.ephemeral_owners`).
 """
 
 from __future__ import annotations
