@@ -53,3 +53,49 @@ def decode_result(doc: list[Any]) -> Any:
     if tag == 4:
         return [decode_result(r) for r in doc[1]]
     return doc[1]
+
+
+def result_size(result: Any, cap: int) -> int:
+    """About the bytes of memory ``result`` holds, counted up to just over ``cap``.
+
+    An estimate from the value's shape alone (types, lengths and what it nests), the same
+    on every replica and for the result :func:`decode_result` gives back from
+    :func:`encode_result`'s: it bounds the results sessions keep alike everywhere.
+    """
+    total = 0
+    stack = [result]
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, bool):
+            total += 8
+        elif isinstance(item, int):
+            total += 36 + (item.bit_length() >> 5) * 4
+        elif isinstance(item, str):
+            total += 57 + (len(item) if item.isascii() else 4 * len(item))
+        elif isinstance(item, (bytes, bytearray)):
+            total += 41 + len(item)
+        elif isinstance(item, float):
+            total += 32
+        elif isinstance(item, (list, tuple)):
+            total += 64 + 8 * len(item)
+            if total > cap:
+                return total
+            stack.extend(item)
+        elif isinstance(item, dict):
+            total += 72 + 40 * len(item)
+            if total > cap:
+                return total
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, OpError):
+            total += 64
+            stack.append(item.code)
+            stack.append(item.message)
+        elif isinstance(item, (QueuePushError, QueuePopError)):
+            total += 64
+            stack.append(item.value)
+        else:
+            total += 64
+        if total > cap:
+            return total
+    return total

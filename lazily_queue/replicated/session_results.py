@@ -1,12 +1,45 @@
 """Session: what the state machine keeps of one proposer's session, so that an op
-retried under its sequence number is applied once and answered with its kept result."""
+retried under its sequence number is applied once and answered with its kept result.
+
+The kept results are bounded in bytes as estimated by
+:func:`~.results.result_size` (from the results' shape, so alike on every replica and
+after a snapshot): a session keeps at most :data:`SESSION_KEPT_BYTES`, all sessions
+together at most :data:`KEPT_BYTES` (:class:`KeptResults`). A result not kept, or given
+up for room, leaves :data:`NOT_KEPT` in its place: a retry of its op is answered that it
+was applied and its result is no longer kept, never applied again.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .ops import OpError
+from .results import result_size
+
+#: Bytes of results one session keeps at most: a larger result is not kept, and the
+#: oldest kept ones are given up to make room for a new one (a claim of one message of
+#: the largest size a cluster may allow, 4 MiB, is kept).
+SESSION_KEPT_BYTES = 8 * 1024 * 1024
+#: Bytes of results all sessions keep together at most: past it, the sessions keeping
+#: the most give up their oldest results until all keep :data:`KEPT_BYTES_AFTER_SHED`.
+KEPT_BYTES = 128 * 1024 * 1024
+KEPT_BYTES_AFTER_SHED = KEPT_BYTES * 3 // 4
+
+#: What a session keeps for an applied op whose result it does not keep.
+NOT_KEPT = OpError("duplicate", "already applied; its result is no longer kept (a session "
+                   f"keeps at most {SESSION_KEPT_BYTES >> 20} MiB of results and all "
+                   f"sessions {KEPT_BYTES >> 20} MiB; a larger result is not kept and the "
+                   "oldest give way): read the object's state to learn what it did")
+
+
+def kept_size(result: Any) -> int:
+    """The bytes ``result`` counts for when kept (over :data:`SESSION_KEPT_BYTES`: too
+    large to keep; :data:`NOT_KEPT` counts nothing)."""
+    if type(result) is OpError and result == NOT_KEPT:
+        return 0
+    return result_size(result, SESSION_KEPT_BYTES)
 
 
 @dataclass
@@ -22,9 +55,17 @@ class Session:
     #: (not in snapshots): a seq applied again as another op is refused rather than
     #: answered with the first op's result, which a member would take as its own.
     ops: dict[int, tuple[int, Any]] = field(default_factory=dict, compare=False, repr=False)
+    #: The :func:`kept_size` of each result in ``done`` that counts, oldest kept first.
+    sizes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    #: The sum of ``sizes``.
+    kept_bytes: int = field(default=0, compare=False)
 
-    def keep(self, seq: int, result: Any) -> None:
+    def keep(self, seq: int, result: Any, size: int = 0) -> None:
+        """Keep ``result`` for ``seq``, counting ``size`` bytes (see :class:`KeptResults`)."""
         self.done[seq] = result
+        if size:
+            self.sizes[seq] = size
+            self.kept_bytes += size
         if seq < self.low:
             self.low = seq
 
@@ -36,18 +77,108 @@ class Session:
             done = self.done
             self.ops = {s: o for s, o in ops.items() if s in done}
 
-    def move_floor(self, floor: int) -> None:
+    def give_up(self, at_least: int) -> int:
+        """Replace the oldest kept results by :data:`NOT_KEPT` until ``at_least`` bytes
+        are freed (or none is left); returns the bytes freed."""
+        sizes, done = self.sizes, self.done
+        freed = 0
+        gone: list[int] = []
+        for seq, size in sizes.items():
+            if freed >= at_least:
+                break
+            gone.append(seq)
+            freed += size
+        for seq in gone:
+            del sizes[seq]
+            done[seq] = NOT_KEPT
+        self.kept_bytes -= freed
+        return freed
+
+    def move_floor(self, floor: int) -> int:
         """Raise the floor to ``floor``, forgetting every kept result below it (by the
-        seqs between ``low`` and it when they are fewer than those kept)."""
+        seqs between ``low`` and it when they are fewer than those kept); returns the
+        kept bytes freed."""
         self.floor = floor
-        done = self.done
+        done, sizes = self.done, self.sizes
+        freed = 0
         if floor - self.low < len(done):
             for seq in range(self.low, floor):
                 done.pop(seq, None)
+                freed += sizes.pop(seq, 0)
         else:
             for seq in [s for s in done if s < floor]:
                 del done[seq]
+                freed += sizes.pop(seq, 0)
         self.low = floor
+        self.kept_bytes -= freed
+        return freed
+
+
+class KeptResults:
+    """The bytes of results all sessions keep, held within the bounds (module docstring).
+
+    Every replica makes the same choices: sizes come from the results' values, a session
+    gives up its results oldest kept first, and the sessions keeping the most give up
+    theirs first (ties: the least recently seen first)."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def keep(self, sessions: Iterable[Session], session: Session, seq: int,
+             result: Any) -> None:
+        """Keep ``result`` for ``seq`` in ``session`` (one of ``sessions``, which are
+        oldest-seen first), or :data:`NOT_KEPT` when it is too large."""
+        size = kept_size(result)
+        if size > SESSION_KEPT_BYTES:
+            session.keep(seq, NOT_KEPT)
+            return
+        session.keep(seq, result, size)
+        self.total += size
+        over = session.kept_bytes - SESSION_KEPT_BYTES
+        if over > 0:
+            self.total -= session.give_up(over)
+        if self.total > KEPT_BYTES:
+            self.shed(sessions)
+
+    def freed(self, size: int) -> None:
+        """``size`` kept bytes were forgotten (a floor moved, a session dropped)."""
+        self.total -= size
+
+    def shed(self, sessions: Iterable[Session]) -> None:
+        """Give up results, the sessions keeping the most first, down to
+        :data:`KEPT_BYTES_AFTER_SHED` in all."""
+        for session in sorted(sessions, key=_most_first):
+            excess = self.total - KEPT_BYTES_AFTER_SHED
+            if excess <= 0:
+                return
+            self.total -= session.give_up(excess)
+
+    def rebuild(self, sessions: Collection[Session]) -> None:
+        """Count again from the sessions' results (after a snapshot was installed), and
+        hold them within the bounds (a snapshot of an earlier version may exceed them)."""
+        self.total = 0
+        for session in sessions:
+            done = session.done
+            session.sizes, session.kept_bytes = {}, 0
+            for seq, result in list(done.items()):
+                size = kept_size(result)
+                if size > SESSION_KEPT_BYTES:
+                    done[seq] = NOT_KEPT
+                elif size:
+                    session.sizes[seq] = size
+                    session.kept_bytes += size
+            over = session.kept_bytes - SESSION_KEPT_BYTES
+            if over > 0:
+                session.give_up(over)
+            self.total += session.kept_bytes
+        if self.total > KEPT_BYTES:
+            self.shed(sessions)
+
+
+def _most_first(session: Session) -> int:
+    return -session.kept_bytes
 
 
 SEQ_REUSED = OpError("seq_reused", "this sequence number of the session was used by another "

@@ -18,7 +18,9 @@ propose several of one client's ops as one ``CLIENT_OPS``, each applied as its o
 session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
 floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept: the client holding the most
 gives up its least recently seen one (:mod:`.client_sessions`), so no client can push
-another's out. Sessions are part of the snapshot.
+another's out. Every session keeps a bounded amount of results in bytes, and all
+together too (:mod:`.session_results`): a retry of an op whose result is no longer kept
+is answered so, never applied again. Sessions are part of the snapshot.
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
 
@@ -83,7 +85,7 @@ from .ops import (
     op_name,
 )
 from .results import decode_result, done_later, done_now
-from .session_results import SEQ_REUSED, Session, identity
+from .session_results import SEQ_REUSED, KeptResults, Session, identity
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -155,6 +157,8 @@ class StateMachine:
         self._clients = ClientSessions()
         #: Client sessions owning ephemeral subscriptions (:mod:`.ephemeral_owners`).
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
+        #: The bytes of results the sessions keep (:mod:`.session_results`).
+        self.kept = KeptResults()
         self.events: list[Event] = []
         self.applied_batches = 0
         self.applied_ops = 0
@@ -192,10 +196,10 @@ class StateMachine:
                 results.append(session.done.get(seq, _DUPLICATE))
                 continue
             result = self._apply_op(op)
-            session.keep(seq, result)
+            self.kept.keep(self.sessions.values(), session, seq, result)
             results.append(result)
         if floor > session.floor:
-            session.move_floor(floor)
+            self.kept.freed(session.move_floor(floor))
         return results
 
     def _apply_op(self, op: list[Any]) -> Any:
@@ -272,7 +276,7 @@ class StateMachine:
                                else done.get(seq, _DUPLICATE))
                 continue
             if floor > session.floor:
-                session.move_floor(floor)
+                self.kept.freed(session.move_floor(floor))
             if seq >= session.floor + CLIENT_WINDOW:
                 results.append(OpError(
                     "session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of its "
@@ -281,7 +285,7 @@ class StateMachine:
             result = self._apply_plain(code, op[2:])
             if code in ephemeral_owners.SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
-            session.keep(seq, result)
+            self.kept.keep(self.sessions.values(), session, seq, result)
             if type(result) is list:  # what a pop answers: the op it was is kept too
                 session.keep_op(seq, identity(op))
             results.append(result)
@@ -314,10 +318,11 @@ class StateMachine:
                 self._drop_client(sid)
             else:
                 del self.sessions[sid]
+                self.kept.freed(oldest.kept_bytes)
 
     def _drop_client(self, sid: int) -> None:
         """Forget client session ``sid``, ending the ephemeral subscriptions it owns."""
-        del self.sessions[sid]
+        self.kept.freed(self.sessions.pop(sid).kept_bytes)
         self._clients.dropped(sid)
         ephemeral_owners.drop_session(self, sid)
 
@@ -382,6 +387,7 @@ class StateMachine:
         self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
         self.sessions = sessions
         self._clients.rebuild(sessions)
+        self.kept.rebuild(sessions.values())
         for sec in _SECTIONS:
             sec.restore(self, doc.get(sec.name))
         self.events.append(Restored())
