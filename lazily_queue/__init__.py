@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         NodeNotRunning,
         NoQuorum,
         ProposalRejected,
+        ResultNotKept,
         StorageUnavailable,
     )
     from .transactions import Transaction, TxOp, transaction
@@ -111,6 +112,7 @@ _LAZY = {
     "NoQuorum": "raft.errors",
     "NodeNotRunning": "raft.errors",
     "ProposalRejected": "raft.errors",
+    "ResultNotKept": "raft.errors",
     "StorageUnavailable": "raft.errors",
     "Transaction": "transactions",
     "TxOp": "transactions",
@@ -178,6 +180,7 @@ __all__ = [
     "QueueStorage",
     "Receipt",
     "RequestRefused",
+    "ResultNotKept",
     "RetryPolicy",
     "Serializer",
     "SettlementRejected",

@@ -19,9 +19,9 @@ class LazilyQueueError(Exception):
 
 class OperationFailed(LazilyQueueError):
     """An operation did not complete. ``applied`` is ``False`` when it certainly was not
-    applied (retrying it as is cannot duplicate it) and ``None`` when its outcome is
-    unknown: it may have been applied, so retry a push with a ``msg_id`` (or, on a
-    client, the same call) to keep it from being queued twice."""
+    applied (retrying it as is cannot duplicate it), ``None`` when its outcome is
+    unknown: it may have been applied, so retry a push with a ``msg_id`` to keep it from
+    being queued twice; ``True`` when it was applied but its result cannot be given."""
 
     def __init__(self, message: str = "", *, applied: bool | None = None) -> None:
         super().__init__(message)

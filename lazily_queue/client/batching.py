@@ -106,9 +106,12 @@ def answer_each(members: list[PendingOp],
                 answer: Callable[[PendingOp, Any, BaseException | None], None]
                 ) -> Callable[[Any, BaseException | None], None]:
     """The completion of a group's proposal: each op answered with its own result (or
-    the proposal's error)."""
+    the proposal's error, or its refusal as a whole: each op's answer, such as a retried
+    proposal's whose results are no longer kept)."""
 
     def done(result: Any, error: BaseException | None) -> None:
+        if error is None and isinstance(result, ops.OpError):
+            result = [result] * len(members)
         if error is None and (not isinstance(result, list) or len(result) != len(members)):
             error = ValueError(f"client ops: expected {len(members)} results, got {result!r:.80}")
         for k, op in enumerate(members):

@@ -22,6 +22,12 @@ class ProposalRejected(ReplicationError):
     """The leader or the state machine refused the operation; the message says why."""
 
 
+class ResultNotKept(ProposalRejected):
+    """A retried operation had already applied, and its result is no longer kept to
+    answer the retry (a session keeps a bounded amount of results): it was not applied
+    again; read the object's state to learn what it did."""
+
+
 class NodeNotRunning(ReplicationError):
     """The node is not started, or has been stopped."""
 

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..raft.errors import NodeNotRunning, ProposalRejected
+from ..raft.errors import NodeNotRunning, ProposalRejected, ResultNotKept
 from ..replicated import ops as C
 from ..replicated.ops import OpError
 from .runs import MANY_AT_ONCE
@@ -56,8 +56,11 @@ class Proposer(Protocol):
 
 
 def raise_op_error(result: Any) -> Any:
-    """Turn an :class:`OpError` result into :class:`ProposalRejected`; pass others through."""
+    """Turn an :class:`OpError` result into :class:`ProposalRejected` (:class:`ResultNotKept`
+    for an op applied before whose result is no longer kept); pass others through."""
     if isinstance(result, OpError):
+        if result.code == "duplicate":
+            raise ResultNotKept(str(result), applied=True)
         raise ProposalRejected(str(result), applied=False)
     return result
 

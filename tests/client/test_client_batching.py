@@ -92,6 +92,20 @@ def test_groups_keep_order_and_send_what_they_cannot_size_alone() -> None:
         9, 2, [3, ops.QUEUE_POP, "q"], [4, ops.QUEUE_PUSH, "q", "é" * 600]]
 
 
+def test_a_group_answered_as_a_whole_answers_each_op_so() -> None:
+    # A retried CLIENT_OPS whose kept result was given up is answered with one OpError.
+    members = [PendingOp(rid, rid, 1, ops.QUEUE_POP, ["q"], 1.0) for rid in (1, 2)]
+    answers: list[tuple[int, Any, BaseException | None]] = []
+    done = batching.answer_each(members, lambda op, result, error: answers.append(
+        (op.rid, result, error)))
+    not_kept = ops.OpError("duplicate", "already applied; its result is no longer kept")
+    done(not_kept, None)
+    assert answers == [(1, not_kept, None), (2, not_kept, None)]
+    answers.clear()
+    done(["a", "b"], None)
+    assert answers == [(1, "a", None), (2, "b", None)]
+
+
 async def test_ops_waiting_for_a_members_slots_do_not_hold_back_those_read() -> None:
     """A member serving 4 requests of this client at once: the ops it read are proposed
     before it waits for a slot, so 64 pushes outstanding all complete."""

@@ -11,6 +11,7 @@ import pytest
 
 from lazily_queue.raft import values
 from lazily_queue.raft.batch import encode_command
+from lazily_queue.raft.errors import ProposalRejected, ResultNotKept
 from lazily_queue.replicated import ops, session_results
 from lazily_queue.replicated import state_machine as sm_module
 from lazily_queue.replicated.ops import OpError
@@ -22,6 +23,7 @@ from lazily_queue.replicated.session_results import (
     kept_size,
 )
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
+from lazily_queue.storage.replicated_object import raise_op_error
 
 CLIENT = CLIENT_SESSION_BASE + 77
 BIG = b"x" * (512 * 1024)
@@ -209,3 +211,14 @@ def test_not_kept_is_counted_as_nothing_and_the_constants_agree() -> None:
     assert kept_size(OpError(NOT_KEPT.code, NOT_KEPT.message)) == 0
     assert session_results.KEPT_BYTES_AFTER_SHED < KEPT_BYTES
     assert 4 * 1024 * 1024 + 4096 < SESSION_KEPT_BYTES < KEPT_BYTES
+
+
+def test_a_result_no_longer_kept_is_raised_as_its_own_error() -> None:
+    with pytest.raises(ResultNotKept, match="no longer kept") as raised:
+        raise_op_error(NOT_KEPT)
+    assert isinstance(raised.value, ProposalRejected)
+    with pytest.raises(ResultNotKept, match="already applied"):
+        raise_op_error(OpError("duplicate", "already applied"))
+    with pytest.raises(ProposalRejected) as other:
+        raise_op_error(OpError("full", "the queue is full"))
+    assert not isinstance(other.value, ResultNotKept)
