@@ -439,6 +439,29 @@ MUTATIONS = [
         ("tests/replicated/test_client_sessions.py",),
         "a restored session's kept results below its floor are forgotten when it moves"),
     Mutation(
+        "session-keeps-results-past-its-bytes", "lazily_queue/replicated/session_results.py",
+        "        if over > 0:\n            self.total -= session.give_up(over)",
+        "        if False:\n            self.total -= session.give_up(over)",
+        ("tests/replicated/test_session_kept_bytes.py",),
+        "a session keeps at most SESSION_KEPT_BYTES of results, giving up its oldest"),
+    Mutation(
+        "session-keeps-a-result-too-large", "lazily_queue/replicated/session_results.py",
+        "        if size > SESSION_KEPT_BYTES:\n            session.keep(seq, NOT_KEPT)",
+        "        if False:\n            session.keep(seq, NOT_KEPT)",
+        ("tests/replicated/test_session_kept_bytes.py",),
+        "a result over a session's bytes is answered in full but not kept"),
+    Mutation(
+        "sessions-keep-results-past-all-bytes", "lazily_queue/replicated/session_results.py",
+        "            self.shed(sessions)\n\n    def freed",
+        "            pass\n\n    def freed",
+        ("tests/replicated/test_session_kept_bytes.py",),
+        "all sessions together keep at most KEPT_BYTES of results"),
+    Mutation(
+        "restored-kept-bytes-uncounted", "lazily_queue/replicated/state_machine.py",
+        "        self.kept.rebuild(sessions.values())", "        pass",
+        ("tests/replicated/test_session_kept_bytes.py",),
+        "a replica restored from a snapshot counts kept results as those that applied did"),
+    Mutation(
         "client-ops-lowest-floor", "lazily_queue/client/batching.py",
         "    return [session, max(op.floor for op in members),",
         "    return [session, min(op.floor for op in members),",
