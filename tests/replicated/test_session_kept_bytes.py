@@ -90,17 +90,21 @@ def test_a_result_too_large_to_keep_answers_its_first_attempt_and_its_retry_says
 ) -> None:
     sm = StateMachine()
     big = [bytes([i]) * (1024 * 1024) for i in range(9)]
-    _apply(sm, [ops.QUEUE_DECLARE, "q", None], *([ops.QUEUE_PUSH, "q", v] for v in big))
-    [popped] = _apply(sm, _client(1, ops.QUEUE_POP_MANY, "q", 9))
+    _apply(sm, [ops.QUEUE_DECLARE, "q", None], [ops.QUEUE_PUSH, "q", "first"],
+           *([ops.QUEUE_PUSH, "q", v] for v in big))
+    assert _apply(sm, _client(1, ops.QUEUE_POP, "q")) == ["first"]
+    [popped] = _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9))
     assert popped == big  # 9 MiB, over a session's bound: answered in full all the same
-    assert sm.sessions[CLIENT].done[1] == NOT_KEPT and sm.kept.total == 0
-    assert _apply(sm, _client(1, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
+    assert sm.sessions[CLIENT].done[2] == NOT_KEPT
+    assert _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
     _apply(sm, [ops.QUEUE_PUSH, "q", "later"])
-    assert _apply(sm, _client(1, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
+    assert _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
     assert sm.queues["q"].elements() == ["later"]  # the retries popped nothing
-    # a later small result is kept as before
-    assert _apply(sm, _client(2, ops.QUEUE_POP, "q")) == ["later"]
-    assert _apply(sm, _client(2, ops.QUEUE_POP, "q")) == ["later"]
+    # the result kept before stays kept, and a later small one is kept as before
+    assert _apply(sm, _client(1, ops.QUEUE_POP, "q")) == ["first"]
+    assert _apply(sm, _client(3, ops.QUEUE_POP, "q")) == ["later"]
+    assert _apply(sm, _client(3, ops.QUEUE_POP, "q")) == ["later"]
+    assert sm.kept.total == sm.sessions[CLIENT].kept_bytes < 1024
 
 
 def test_settle_many_of_many_unknown_ids_keeps_little() -> None:
