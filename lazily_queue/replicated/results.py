@@ -62,40 +62,80 @@ def result_size(result: Any, cap: int) -> int:
     on every replica and for the result :func:`decode_result` gives back from
     :func:`encode_result`'s: it bounds the results sessions keep alike everywhere.
     """
+    if result is None:
+        return _SCALAR
     total = 0
     stack = [result]
+    pop, push = stack.pop, stack.append
     while stack:
-        item = stack.pop()
-        if item is None or isinstance(item, bool):
-            total += 8
-        elif isinstance(item, int):
-            total += 36 + (item.bit_length() >> 5) * 4
-        elif isinstance(item, str):
-            total += 57 + (len(item) if item.isascii() else 4 * len(item))
-        elif isinstance(item, (bytes, bytearray)):
+        item = pop()
+        kind = type(item)
+        if kind is list or kind is tuple or kind is dict:
+            if kind is dict:
+                total += 72 + 40 * len(item)
+                if total > cap:
+                    return total
+                stack.extend(item)
+                item = item.values()
+            else:
+                total += 64 + 8 * len(item)
+                if total > cap:
+                    return total
+            for x in item:  # scalars here, containers later
+                kind = type(x)
+                if kind is bytes:
+                    total += 41 + len(x)
+                elif x is None or kind is bool:
+                    total += _SCALAR
+                elif kind is int:
+                    total += 36 + (x.bit_length() >> 5) * 4
+                elif kind is str:
+                    total += 57 + (len(x) if x.isascii() else 4 * len(x))
+                else:
+                    push(x)
+        elif kind is bytes:
             total += 41 + len(item)
-        elif isinstance(item, float):
-            total += 32
-        elif isinstance(item, (list, tuple)):
-            total += 64 + 8 * len(item)
-            if total > cap:
-                return total
-            stack.extend(item)
-        elif isinstance(item, dict):
-            total += 72 + 40 * len(item)
-            if total > cap:
-                return total
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, OpError):
-            total += 64
-            stack.append(item.code)
-            stack.append(item.message)
-        elif isinstance(item, (QueuePushError, QueuePopError)):
-            total += 64
-            stack.append(item.value)
+        elif item is None or kind is bool:
+            total += _SCALAR
+        elif kind is int:
+            total += 36 + (item.bit_length() >> 5) * 4
+        elif kind is str:
+            total += 57 + (len(item) if item.isascii() else 4 * len(item))
         else:
-            total += 64
+            total += _other_size(item, stack)
         if total > cap:
             return total
     return total
+
+
+_SCALAR = 8
+
+
+def _other_size(item: Any, stack: list[Any]) -> int:
+    """:func:`result_size`'s count for a value of no plain type: as the plain value
+    it is encoded as (a subclass as its base type), pushing what it nests on ``stack``."""
+    if isinstance(item, bool):
+        return _SCALAR
+    if isinstance(item, int):
+        return 36 + (item.bit_length() >> 5) * 4
+    if isinstance(item, str):
+        return 57 + (len(item) if item.isascii() else 4 * len(item))
+    if isinstance(item, (bytes, bytearray)):
+        return 41 + len(item)
+    if isinstance(item, float):
+        return 32
+    if isinstance(item, (list, tuple)):
+        stack.extend(item)
+        return 64 + 8 * len(item)
+    if isinstance(item, dict):
+        stack.extend(item)
+        stack.extend(item.values())
+        return 72 + 40 * len(item)
+    if isinstance(item, OpError):
+        stack.append(item.code)
+        stack.append(item.message)
+        return 64
+    if isinstance(item, (QueuePushError, QueuePopError)):
+        stack.append(item.value)
+        return 64
+    return 64

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from lazily_queue.core.queue import QueuePopError
+from lazily_queue.core.work_masks import WorkTransition
 from lazily_queue.raft import values
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.errors import ProposalRejected, ResultNotKept
@@ -200,6 +202,8 @@ def test_a_snapshot_keeping_more_than_the_bound_is_brought_within_it() -> None:
     None, True, 7, -2**70, 1.5, "name", "naïve", b"\x00" * 10, [1, [2, (3, "x")]],
     {"delivery_id": 3, "value": b"v", "headers": {"k": "v"}}, (1, 2),
     OpError("bad_args", "why"), NOT_KEPT, [OpError("full", "q"), None],
+    [1.5, {"a": [2.5, None, {"b": ("c", b"d")}], "e": -1}, QueuePopError.Empty],
+    WorkTransition([{"delivery_id": 1, "value": "v"}], 3),
 ])
 def test_a_results_size_is_the_same_after_a_snapshot(result: Any) -> None:
     sm = StateMachine()
