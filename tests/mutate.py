@@ -1518,8 +1518,8 @@ MUTATIONS = [
         "a member that forgets addresses regardless is refused at the handshake"),
     Mutation(
         "client-ephemeral-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE})",
-        "MEMBER_FORGET_FEATURE})",
+        "MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,\n",
+        "MEMBER_FORGET_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member without CLIENT_ALIVE and EPHEMERAL_REAP is refused at the handshake"),
@@ -1530,6 +1530,13 @@ MUTATIONS = [
         ("tests/replicated/test_ephemeral_owners.py::"
          "test_a_reap_removes_only_the_subscriptions_of_stale_owners",),
         "the ephemeral subscriptions of a crashed client stay for good"),
+    Mutation(
+        "session-kept-bytes-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "                               SESSION_KEPT_BYTES_FEATURE})",
+        "                               })",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member keeping session results past their bytes is refused at the handshake"),
     Mutation(
         "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
         "    if not isinstance(subscriber, str):\n",

@@ -178,7 +178,8 @@ async def test_a_removed_member_still_running_is_refused_once_its_id_is_added_ba
                                      mesh.TOPIC_OPTIONS_FEATURE, mesh.CLIENT_SESSIONS_FEATURE,
                                      mesh.SUBSCRIBER_DELETE_FEATURE,
                                      mesh.MEMBER_FORGET_FEATURE,
-                                     mesh.CLIENT_EPHEMERAL_FEATURE])
+                                     mesh.CLIENT_EPHEMERAL_FEATURE,
+                                     mesh.SESSION_KEPT_BYTES_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,
