@@ -17,6 +17,7 @@ from lazily_queue import (
     ClusterClient,
     Credentials,
     QueueCell,
+    ResultNotKept,
     WorkQueueCell,
     connect,
     testing,
@@ -162,6 +163,32 @@ async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
         assert await q.pop_many(10) == ["declared", "once"]
         view = c.node(1).view
         assert view.duplicate_ops >= 1
+
+
+async def test_a_retry_whose_result_was_too_large_to_keep_says_so_and_applies_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        q = client.queue("q")
+        for i in range(9):  # a pop of them all answers 9 MB: more than a session keeps
+            await q.push(bytes([i]) * 1_000_000)
+        original = server_module.ClientServer._answer
+        dropped: list[int] = []
+
+        def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
+            if not dropped:  # the pop applied, but its member's link dies before answering
+                dropped.append(rid)
+                self._release(conn)
+                conn.close()
+                return
+            original(self, conn, rid, result, error)
+
+        monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+        with pytest.raises(ResultNotKept, match="already applied; its result is no longer kept"):
+            await q.pop_many(9)
+        assert dropped
+        await q.push("after")
+        assert await q.pop_many(10) == ["after"]  # the retry popped nothing again
 
 
 async def test_a_cancelled_pop_puts_its_element_back() -> None:
