@@ -36,8 +36,8 @@ NOT_KEPT = OpError("duplicate", "already applied; its result is no longer kept (
 
 def kept_size(result: Any) -> int:
     """The bytes ``result`` counts for when kept (over :data:`SESSION_KEPT_BYTES`: too
-    large to keep; :data:`NOT_KEPT` counts nothing)."""
-    if type(result) is OpError and result == NOT_KEPT:
+    large to keep; ``None`` and :data:`NOT_KEPT`, shared by all, count nothing)."""
+    if result is None or (type(result) is OpError and result == NOT_KEPT):
         return 0
     return result_size(result, SESSION_KEPT_BYTES)
 
@@ -104,7 +104,8 @@ class Session:
         if floor - self.low < len(done):
             for seq in range(self.low, floor):
                 done.pop(seq, None)
-                freed += sizes.pop(seq, 0)
+                if sizes:
+                    freed += sizes.pop(seq, 0)
         else:
             for seq in [s for s in done if s < floor]:
                 del done[seq]
@@ -130,6 +131,9 @@ class KeptResults:
              result: Any) -> None:
         """Keep ``result`` for ``seq`` in ``session`` (one of ``sessions``, which are
         oldest-seen first), or :data:`NOT_KEPT` when it is too large."""
+        if result is None:  # what most ops answer: nothing to count
+            session.keep(seq, None)
+            return
         size = kept_size(result)
         if size > SESSION_KEPT_BYTES:
             session.keep(seq, NOT_KEPT)
