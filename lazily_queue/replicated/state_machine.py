@@ -285,7 +285,10 @@ class StateMachine:
             result = self._apply_plain(code, op[2:])
             if code in ephemeral_owners.SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
-            self.kept.keep(self.sessions.values(), session, seq, result)
+            if result is None:  # most ops' answer: kept, counting nothing
+                session.keep(seq, None)
+            else:
+                self.kept.keep(self.sessions.values(), session, seq, result)
             if type(result) is list:  # what a pop answers: the op it was is kept too
                 session.keep_op(seq, identity(op))
             results.append(result)
