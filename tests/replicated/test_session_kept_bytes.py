@@ -225,8 +225,10 @@ def test_a_result_no_longer_kept_is_raised_as_its_own_error() -> None:
     with pytest.raises(ResultNotKept, match="no longer kept") as raised:
         raise_op_error(NOT_KEPT)
     assert isinstance(raised.value, ProposalRejected)
+    assert raised.value.applied is True  # applied once, not again
     with pytest.raises(ResultNotKept, match="already applied"):
         raise_op_error(OpError("duplicate", "already applied"))
     with pytest.raises(ProposalRejected) as other:
         raise_op_error(OpError("full", "the queue is full"))
     assert not isinstance(other.value, ResultNotKept)
+    assert other.value.applied is False
