@@ -14,11 +14,11 @@ bytes leave.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from ..background import Background
 from ..errors import InvalidConfiguration
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def check_ping_interval(seconds: float) -> None:
             f"closes a client link it has heard nothing from for {IDLE_TIMEOUT:.0f} s")
 
 
-class IdleLinks:
+class IdleLinks(Background):
     """Closes the links of ``conns`` silent for :attr:`timeout` seconds (module
     docstring), looking at them every :data:`SWEEP_EVERY` seconds once started."""
 
@@ -53,18 +53,9 @@ class IdleLinks:
         self.timeout = timeout
         #: Links closed for their silence, in all.
         self.closed = 0
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="lazily-idle-clients")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        self._start_task(self._run, "lazily-idle-clients")
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -93,15 +93,7 @@ def result_size(result: Any, cap: int) -> int:
                     total += 57 + (len(x) if x.isascii() else 4 * len(x))
                 else:
                     push(x)
-        elif kind is bytes:
-            total += 41 + len(item)
-        elif item is None or kind is bool:
-            total += _SCALAR
-        elif kind is int:
-            total += 36 + (item.bit_length() >> 5) * 4
-        elif kind is str:
-            total += 57 + (len(item) if item.isascii() else 4 * len(item))
-        else:
+        else:  # a scalar alone (the result, or what a value of no plain type holds)
             total += _other_size(item, stack)
         if total > cap:
             return total
@@ -112,9 +104,10 @@ _SCALAR = 8
 
 
 def _other_size(item: Any, stack: list[Any]) -> int:
-    """:func:`result_size`'s count for a value of no plain type: as the plain value
-    it is encoded as (a subclass as its base type), pushing what it nests on ``stack``."""
-    if isinstance(item, bool):
+    """:func:`result_size`'s count for a value that is not a container of a plain type:
+    as the plain value it is encoded as (a subclass as its base type), pushing what it
+    nests on ``stack``."""
+    if item is None or isinstance(item, bool):
         return _SCALAR
     if isinstance(item, int):
         return 36 + (item.bit_length() >> 5) * 4

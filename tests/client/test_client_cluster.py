@@ -140,24 +140,31 @@ async def test_the_member_it_is_linked_to_dies_and_nothing_is_lost_or_doubled() 
         assert await q.pop_many(1000) == list(range(200))
 
 
+def _lose_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The first op a member answers applies, but its link dies before the answer: the
+    request ids of the lost answers are listed in what it returns."""
+    original = server_module.ClientServer._answer
+    dropped: list[int] = []
+
+    def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
+        if not dropped:
+            dropped.append(rid)
+            self._release(conn)
+            conn.close()
+            return
+        original(self, conn, rid, result, error)
+
+    monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+    return dropped
+
+
 async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
         q = client.queue("q")
         await q.push("declared")
-        original = server_module.ClientServer._answer
-        dropped: list[int] = []
-
-        def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
-            if not dropped:  # the op applied, but its member's link dies before answering
-                dropped.append(rid)
-                self._release(conn)
-                conn.close()
-                return
-            original(self, conn, rid, result, error)
-
-        monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+        dropped = _lose_first_answer(monkeypatch)
         await q.push("once")
         assert dropped
         assert await q.pop_many(10) == ["declared", "once"]
@@ -172,18 +179,7 @@ async def test_a_retry_whose_result_was_too_large_to_keep_says_so_and_applies_no
         q = client.queue("q")
         for i in range(9):  # a pop of them all answers 9 MB: more than a session keeps
             await q.push(bytes([i]) * 1_000_000)
-        original = server_module.ClientServer._answer
-        dropped: list[int] = []
-
-        def lose_first_answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
-            if not dropped:  # the pop applied, but its member's link dies before answering
-                dropped.append(rid)
-                self._release(conn)
-                conn.close()
-                return
-            original(self, conn, rid, result, error)
-
-        monkeypatch.setattr(server_module.ClientServer, "_answer", lose_first_answer)
+        dropped = _lose_first_answer(monkeypatch)
         with pytest.raises(ResultNotKept, match="already applied; its result is no longer kept"):
             await q.pop_many(9)
         assert dropped
