@@ -452,7 +452,7 @@ MUTATIONS = [
         "a result over a session's bytes is answered in full but not kept"),
     Mutation(
         "sessions-keep-results-past-all-bytes", "lazily_queue/replicated/session_results.py",
-        "            self.shed(sessions)\n\n    def freed",
+        "            self.shed(sessions.values())\n\n    def freed",
         "            pass\n\n    def freed",
         ("tests/replicated/test_session_kept_bytes.py",),
         "all sessions together keep at most KEPT_BYTES of results"),

@@ -35,7 +35,9 @@ class Outbox:
         self.oversized = 0
         self.closed = False
         #: Loop time the link last took bytes (or the outbox was made).
-        self.progress = asyncio.get_running_loop().time()
+        #: The loop's clock.
+        self._time = asyncio.get_running_loop().time
+        self.progress = self._time()
         self._ready = asyncio.Event()
         self._oversized_sent = asyncio.Event()
         self._oversized_sent.set()
@@ -63,7 +65,7 @@ class Outbox:
         if not self._queue:
             try:
                 self.stream.send_nowait(data)
-                self.progress = asyncio.get_running_loop().time()
+                self.progress = self._time()
                 return False
             except anyio.WouldBlock:
                 pass

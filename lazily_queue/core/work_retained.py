@@ -101,9 +101,7 @@ class RetainedPending(deque[PendingItem]):
         run[self._pos:end] = [None] * (end - self._pos)  # the values are gone
         self._pos = end
         if end == len(run):
-            self._run = None
-            super().extend(self._back)
-            self._back.clear()
+            self._end_run()
 
     def min_id(self) -> int | None:
         """The least item id held (``None`` when empty), without listing the run."""
@@ -120,10 +118,15 @@ class RetainedPending(deque[PendingItem]):
         run[pos] = None  # the value now lives in its item only
         self._pos = pos + 1
         if self._pos == len(run):
-            self._run = None
-            super().extend(self._back)
-            self._back.clear()
+            self._end_run()
         return item
+
+    def _end_run(self, items: Iterable[PendingItem] = ()) -> None:
+        """The run is over (its rest is ``items``): what was appended after it follows."""
+        self._run = None
+        super().extend(items)
+        super().extend(self._back)
+        self._back.clear()
 
     def records(self) -> Sequence[PendingItem]:
         """A copy of the items in order for a snapshot (:class:`PendingCopy`): no call
@@ -138,12 +141,8 @@ class RetainedPending(deque[PendingItem]):
         """Turn the run into items: a plain ``deque`` of the same items from now on."""
         if self._run is None:
             return
-        items = [PendingItem(self._first + i, self._run[i], 0)
-                 for i in range(self._pos, len(self._run))]
-        self._run = None
-        super().extend(items)
-        super().extend(self._back)
-        self._back.clear()
+        self._end_run([PendingItem(self._first + i, self._run[i], 0)
+                       for i in range(self._pos, len(self._run))])
 
     # -- the operations a work queue uses, O(1) per item ----------------------------------
 

@@ -55,19 +55,17 @@ class LinkIdentity:
         self._is_up = is_up
         self._clock = clock
         self._process: dict[str, str] = {}
-        self._heard: dict[str, float] = {}
+        #: When something last arrived from each peer (the network writes it per frame).
+        self.heard_at: dict[str, float] = {}
         self._logged: dict[str, float] = {}
         #: Peers that asked for keepalives (announced the feature on their current link).
         self.keepalive: set[str] = set()
         #: Links refused as a second process of a member, so far.
         self.refused = 0
 
-    def heard(self, peer: str, now: float) -> None:
-        self._heard[peer] = now
-
     def live(self, peer: str) -> bool:
         """Whether ``peer``'s link is up and carried something within the window."""
-        heard = self._heard.get(peer)
+        heard = self.heard_at.get(peer)
         return (heard is not None and self._clock() - heard <= self.window
                 and self._is_up(peer))
 
@@ -91,7 +89,7 @@ class LinkIdentity:
                     f"{self.node_id} is live: two processes share id {peer} (a copied data "
                     f"directory, or id {peer} configured twice). Stop this one")
         self._process[peer] = process or ""
-        self._heard[peer] = self._clock()
+        self.heard_at[peer] = self._clock()
         if KEEPALIVE_FEATURE in features:
             self.keepalive.add(peer)
         else:
@@ -101,5 +99,5 @@ class LinkIdentity:
     def forget(self, peer: str) -> None:
         """``peer`` left the cluster: whoever is added back under its id is a new member."""
         self._process.pop(peer, None)
-        self._heard.pop(peer, None)
+        self.heard_at.pop(peer, None)
         self.keepalive.discard(peer)

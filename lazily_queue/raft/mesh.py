@@ -365,21 +365,23 @@ class MeshNetwork:
 
     def _handle(self, batch: list[MeshEvent], *, step: bool = True) -> None:
         on_frame, on_peer = self._on_frame, self._on_peer
-        heard, now = self.identity.heard, time.monotonic()
+        heard, now = self.identity.heard_at, time.monotonic()
         frames = False
         for event in batch:
             try:
                 if type(event) is Frame:
-                    heard(str(event.peer_id), now)
+                    peer = str(event.peer_id)
+                    heard[peer] = now
                     if event.data == KEEPALIVE:
                         continue
                     if on_frame is not None:
-                        on_frame(str(event.peer_id), event.data)
+                        on_frame(peer, event.data)
                         frames = True
                 elif isinstance(event, PeerUp):
-                    heard(str(event.peer_id), now)
+                    peer = str(event.peer_id)
+                    heard[peer] = now
                     if on_peer is not None:
-                        on_peer(str(event.peer_id), True)
+                        on_peer(peer, True)
                 elif isinstance(event, PeerDown) and on_peer is not None:
                     on_peer(str(event.peer_id), False)
             except Exception:

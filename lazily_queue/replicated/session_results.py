@@ -11,7 +11,7 @@ was applied and its result is no longer kept, never applied again.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,10 +127,10 @@ class KeptResults:
     def __init__(self) -> None:
         self.total = 0
 
-    def keep(self, sessions: Iterable[Session], session: Session, seq: int,
+    def keep(self, sessions: Mapping[int, Session], session: Session, seq: int,
              result: Any) -> None:
-        """Keep ``result`` for ``seq`` in ``session`` (one of ``sessions``, which are
-        oldest-seen first), or :data:`NOT_KEPT` when it is too large."""
+        """Keep ``result`` for ``seq`` in ``session`` (one of ``sessions``, by id, oldest
+        seen first), or :data:`NOT_KEPT` when it is too large."""
         if result is None:  # what most ops answer: nothing to count
             session.keep(seq, None)
             return
@@ -144,7 +144,7 @@ class KeptResults:
         if over > 0:
             self.total -= session.give_up(over)
         if self.total > KEPT_BYTES:
-            self.shed(sessions)
+            self.shed(sessions.values())
 
     def freed(self, size: int) -> None:
         """``size`` kept bytes were forgotten (a floor moved, a session dropped)."""

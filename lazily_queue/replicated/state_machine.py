@@ -90,6 +90,8 @@ from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
 
+_ENDING_OPS, _SUBSCRIBE_OPS = ephemeral_owners.ENDING_OPS, ephemeral_owners.SUBSCRIBE_OPS
+
 SESSION_TTL_MS = 3_600_000
 SNAPSHOT_FORMAT = 1
 #: Client session ids are above this (a member's are at most this).
@@ -196,7 +198,7 @@ class StateMachine:
                 results.append(session.done.get(seq, _DUPLICATE))
                 continue
             result = self._apply_op(op)
-            self.kept.keep(self.sessions.values(), session, seq, result)
+            self.kept.keep(self.sessions, session, seq, result)
             results.append(result)
         if floor > session.floor:
             self.kept.freed(session.move_floor(floor))
@@ -229,7 +231,7 @@ class StateMachine:
                     and (family_of_op(code, args), args[0]) in tap):
                 self.tapped += 1
                 self.events.append(OpApplied(self.tapped, self.now, [code, *args]))
-            if code in ephemeral_owners.ENDING_OPS:
+            if code in _ENDING_OPS:
                 ephemeral_owners.ended(self, code, args)
 
     def apply_client(self, args: list[Any]) -> Any:
@@ -283,12 +285,9 @@ class StateMachine:
                     f"session's floor {session.floor}; it was not applied"))
                 continue
             result = self._apply_plain(code, op[2:])
-            if code in ephemeral_owners.SUBSCRIBE_OPS:
+            if code in _SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
-            if result is None:  # most ops' answer: kept, counting nothing
-                session.keep(seq, None)
-            else:
-                self.kept.keep(self.sessions.values(), session, seq, result)
+            self.kept.keep(self.sessions, session, seq, result)
             if type(result) is list:  # what a pop answers: the op it was is kept too
                 session.keep_op(seq, identity(op))
             results.append(result)

@@ -35,10 +35,10 @@ def test_a_second_process_is_refused_while_the_first_is_live(
     assert identity.vet("1", _features("a")) is None
     assert identity.keepalive == {"1"}
     clock.now += 1.0
-    identity.heard("1", clock.now)
+    identity.heard_at["1"] = clock.now
     for _ in range(5):
         clock.now += 0.5
-        identity.heard("1", clock.now)
+        identity.heard_at["1"] = clock.now
         refusal = identity.vet("1", _features("b"))
         assert refusal is not None and "two processes share id 1" in refusal
     assert identity.refused == 5
