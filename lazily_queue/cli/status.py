@@ -79,13 +79,16 @@ def run(args: argparse.Namespace) -> int:
 
         # Piped or redirected output is read whole (grep, a log): no column is cut.
         Console(width=None if sys.stdout.isatty() else 240).print(*render(status))
+    if args.require_leader and not status.get("has_quorum", True):
+        leader = _leader(status)
+        why = ("no leader can be elected" if leader is None
+               else f"its leader (node {leader}) may be gone")
+        print(f"error: the node reaches no majority of the members, so {why} "
+              f"({_leader_detail(status)}; unreachable: {_unreachable(status)})",
+              file=sys.stderr)
+        return 3
     if args.require_leader and _leader(status) is None:
         print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
-        return 3
-    if args.require_leader and not status.get("has_quorum", True):
-        print(f"error: the node reaches no majority of the members, so its leader "
-              f"(node {_leader(status)}) may be gone ({_leader_detail(status)}; unreachable: "
-              f"{_unreachable(status)})", file=sys.stderr)
         return 3
     return 0
 

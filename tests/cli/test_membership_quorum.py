@@ -87,8 +87,10 @@ def test_a_change_that_would_lose_the_quorum_is_refused(tmp_path: Path) -> None:
 
 
 def test_without_a_quorum_the_cli_says_no_leader_can_be_elected(tmp_path: Path) -> None:
-    """The leader and another member SIGKILLed: the survivor still names the dead leader,
-    but `status --require-leader` fails and `members` says no leader can be elected."""
+    """The leader and another member SIGKILLed: `status --require-leader` fails saying
+    the survivor reaches no majority (whether or not it still names the dead leader,
+    which it stops doing after two election timeouts of silence), and `members` says no
+    leader can be elected."""
     addresses = unix_peers(tmp_path)
     extra = f'admin_token_env = "{ADMIN_ENV}"'
     procs = [NodeProc(write_config(tmp_path / f"n{i}.toml", i, addresses, extra=extra),
@@ -112,6 +114,13 @@ def test_without_a_quorum_the_cli_says_no_leader_can_be_elected(tmp_path: Path) 
         assert status.returncode == 3, status.stderr
         assert status.stderr.startswith("error: the node reaches no majority of the members")
         assert f"unreachable: {down})" in status.stderr
+        wait_for(lambda: procs[survivor - 1].status()["leader"] is None,
+                 what="the dead leader no longer named")
+        status = subprocess.run([*CLI, "status", "--url", url, "--require-leader"],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 3, status.stderr
+        assert status.stderr.startswith("error: the node reaches no majority of the members, "
+                                        "so no leader can be elected"), status.stderr
 
         removed = _members(url, "remove", "3")
         assert removed.returncode == 1, removed.stdout
