@@ -1471,8 +1471,9 @@ MUTATIONS = [
         "deleting a subscriber invalidates its readers (they read None), locally and replicated"),
     Mutation(
         "subscriber-delete-keeps-gap", "lazily_queue/core/limited_topic.py",
+        "        transition = super().delete_subscriber(subscriber)\n"
         "        self.gaps.pop(subscriber, None)\n",
-        "",
+        "        transition = super().delete_subscriber(subscriber)\n",
         (f"{_SUBDEL_OPS}::test_a_limited_topic_forgets_the_deleted_subscribers_gap",),
         "a subscriber subscribing again after its deletion inherits no retention gap"),
     Mutation(
@@ -1971,6 +1972,13 @@ MUTATIONS = [
         ("tests/raft/test_status_leader.py::"
          "test_a_survivor_of_a_lost_majority_names_no_leader",),
         "a survivor of a lost majority names no leader in its status"),
+    Mutation(
+        "ephemeral-gap-outlives-subscription", "lazily_queue/core/limited_topic.py",
+        "        if transition.result and subscriber not in self._subs:",
+        "        if False:",
+        ("tests/replicated/test_limits.py::"
+         "test_a_gap_goes_with_its_subscription_and_an_id_subscribed_again_starts_at_zero",),
+        "a topic subscriber's gap ends with its subscription"),
 ]
 
 

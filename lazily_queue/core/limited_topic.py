@@ -8,7 +8,9 @@ policy says what a publish past a limit does:
   *even when durable subscribers have not read them*. Each dropped element is counted
   (reason ``"drop_oldest"``); a subscriber whose cursor was below the new base
   continues at the first retained element, its reader is invalidated (when connected)
-  and the elements it missed are added to its gap (:meth:`LimitedTopic.gap`).
+  and the elements it missed are added to its gap (:meth:`LimitedTopic.gap`). A gap is
+  kept while its subscription is: it goes with an ephemeral subscriber's disconnect and
+  with a deletion, so an id subscribed again starts at 0.
 - ``reject``: it is refused with :class:`~lazily_queue.errors.LimitExceeded` and nothing
   changes; room is made only by elements leaving the retained log: GC (what every
   durable subscriber has read) and expiry (the topic's age limit, per-message TTLs).
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 from ..errors import LimitExceeded
 from .limits import DROP_OLDEST, REJECT, Limits, Quota, value_size
 from .topic import TopicCore, TopicTransition
+from .topic_subscriptions import Durability, Start, SubscribeOutcome
 
 R = TypeVar("R")
 
@@ -67,6 +70,29 @@ class LimitedTopic(TopicCore[R]):
     def gap(self, subscriber: str) -> int:
         """How many elements were dropped before ``subscriber`` read them."""
         return self.gaps.get(subscriber, 0)
+
+    def keep_gaps(self, gaps: dict[str, int]) -> None:
+        """Take ``gaps`` (a snapshot's), only those of subscriptions this topic holds."""
+        subs = self._subs
+        self.gaps = {k: v for k, v in gaps.items() if k in subs}
+
+    def subscribe(
+        self, subscriber: str, durability: Durability | str = Durability.DURABLE,
+        start: Start = "tail",
+    ) -> TopicTransition[SubscribeOutcome]:
+        """As :meth:`TopicCore.subscribe`; a new subscription starts without a gap."""
+        fresh = subscriber not in self._subs
+        transition = super().subscribe(subscriber, durability, start)
+        if fresh:
+            self.gaps.pop(subscriber, None)
+        return transition
+
+    def disconnect(self, subscriber: str) -> TopicTransition[bool]:
+        """As :meth:`TopicCore.disconnect`; an ephemeral subscriber's gap goes with it."""
+        transition = super().disconnect(subscriber)
+        if transition.result and subscriber not in self._subs:
+            self.gaps.pop(subscriber, None)
+        return transition
 
     def delete_subscriber(self, subscriber: str) -> TopicTransition[bool]:
         """As :meth:`TopicCore.delete_subscriber`; the subscriber's gap goes too."""

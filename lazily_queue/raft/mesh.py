@@ -3,7 +3,7 @@
 Node ids are the links' peer ids (unsigned 64-bit integers). Every link runs the
 capability handshake with the ``raft-queue-v1``, ``raft-prevote-v1``,
 ``raft-values-v2``, ``queue-dedup-v1``, ``queue-messages-v1``, ``topic-groups-v2``,
-``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v1``, ``queue-options-v2``,
+``topic-replay-time-v1``, ``message-headers-v1``, ``limits-v2``, ``queue-options-v2``,
 ``work-options-v2``, ``topic-options-v1`` and ``client-sessions-v2`` features required
 and mutual HMAC
 authentication before any Raft frame is accepted. A member of a version without
@@ -80,8 +80,9 @@ REPLAY_TIME_FEATURE = "topic-replay-time-v1"
 #: ``QUEUE_UNPOP_HEADERS``, snapshot section ``headers``): an older member would diverge.
 HEADERS_FEATURE = "message-headers-v1"
 #: Cell limits (``QUEUE_DECLARE_LIMITED``, pushes checked against limits, snapshot
-#: section ``limits``): an older member would answer ``unknown_op`` and diverge.
-LIMITS_FEATURE = "limits-v1"
+#: section ``limits``), a topic subscriber's gap ending with its subscription: an older
+#: member would answer ``unknown_op`` or keep such gaps, and diverge.
+LIMITS_FEATURE = "limits-v2"
 #: Topic publishes with options combined (``TOPIC_PUBLISH_OPTIONS``, per-message deadlines
 #: in the ``expiry`` section), ``reject`` topic limits, expiry before the limits judge a
 #: publish and takes skipping expired elements: an older member would diverge.

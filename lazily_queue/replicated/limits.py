@@ -138,7 +138,7 @@ def _restore_topics(sm: StateMachine, topics: Any) -> None:
                              "[limits, dropped, gaps]")
         limited = LimitedTopic.limited(t, check_topic_limits(Limits.from_doc(entry[0])))
         limited.quota.dropped = _counts(f"topic {shown(name)}", entry[1])
-        limited.gaps = _counts(f"topic {shown(name)}", entry[2])
+        limited.keep_gaps(_counts(f"topic {shown(name)}", entry[2]))
         sm.topics[name] = limited
 
 

@@ -160,7 +160,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 limits_doc, dropped, gaps = limited
                 topic = LimitedTopic.limited(topic, Limits.from_doc(limits_doc))
                 topic.quota.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
-                topic.gaps = {str(k): int(v) for k, v in dict(gaps).items()}
+                topic.keep_gaps({str(k): int(v) for k, v in dict(gaps).items()})
             sm.topics[name] = topic
             _install_headers(sm.topic_headers, name, topic, headers)
             _install_expiry(sm, kind, name, expiry)

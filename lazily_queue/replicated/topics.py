@@ -135,7 +135,8 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
     old = sm.topics.get(name)
     if isinstance(old, LimitedTopic):  # restoring keeps the retention limits and counts
         limited = LimitedTopic.limited(restored, old.limits())
-        limited.quota.dropped, limited.gaps = old.quota.dropped, old.gaps
+        limited.quota.dropped = old.quota.dropped
+        limited.keep_gaps(old.gaps)
         restored = limited
     sm.topics[name] = restored
     if sm.expiry and (rules := expiry.of(sm, "topic", name)) is not None:

@@ -175,3 +175,40 @@ def test_work_queue_limits_in_log_order_snapshots_and_mirrors() -> None:
     objects.install(mirror, "work_queue", "w", objects.capture(sm, "work_queue", "w"))
     m = mirror.work_queues["w"].core
     assert isinstance(m, LimitedWorkQueue) and m.dropped == {"drop_oldest": 1}
+
+
+def test_a_gap_goes_with_its_subscription_and_an_id_subscribed_again_starts_at_zero() -> None:
+    from lazily_queue.core.limited_topic import LimitedTopic
+
+    sm = StateMachine()
+    _apply(sm, [ops.TOPIC_DECLARE_LIMITED, "t", [2, None, "drop_oldest"]],
+           [ops.TOPIC_SUBSCRIBE, "t", "d", "durable"],
+           *([ops.TOPIC_SUBSCRIBE, "t", f"e{i}", "ephemeral"] for i in range(200)))
+    _apply(sm, *([ops.TOPIC_PUBLISH, "t", i] for i in range(5)))
+    t = sm.topics["t"]
+    assert isinstance(t, LimitedTopic) and t.gap("e0") == 3 and t.gap("d") == 3
+    _apply(sm, *([ops.TOPIC_DISCONNECT, "t", f"e{i}"] for i in range(200)),
+           [ops.TOPIC_DISCONNECT, "t", "d"])
+    assert t.gaps == {"d": 3}  # a durable subscriber offline keeps its gap
+    assert sm.capture()["limits"]["topics"]["t"][2] == {"d": 3}
+    _apply(sm, [ops.TOPIC_SUBSCRIBE, "t", "e0", "ephemeral"])
+    assert t.gap("e0") == 0 and t.gap("d") == 3
+    # A snapshot (or a mirror) listing gaps of ids it does not subscribe loads without them.
+    doc = sm.capture()
+    doc["limits"]["topics"]["t"][2] = {"d": 3, "gone": 7}
+    again = StateMachine()
+    again.restore(doc)
+    r = again.topics["t"]
+    assert isinstance(r, LimitedTopic) and r.gaps == {"d": 3}
+    _apply(again, [ops.TOPIC_SUBSCRIBE, "t", "gone", "ephemeral"])
+    assert r.gap("gone") == 0
+    shape = objects.capture(sm, "topic", "t")
+    shape["limits"][2] = {"d": 3, "gone": 7}
+    mirror = StateMachine()
+    objects.install(mirror, "topic", "t", shape)
+    m = mirror.topics["t"]
+    assert isinstance(m, LimitedTopic) and m.gaps == {"d": 3}
+    # Restoring the topic's contents keeps the gaps of the subscriptions it restores only.
+    _apply(sm, [ops.TOPIC_RESTORE, "t", {"base_offset": 0, "elements": [], "subscriptions": {}}])
+    kept = sm.topics["t"]
+    assert isinstance(kept, LimitedTopic) and kept.gaps == {}
