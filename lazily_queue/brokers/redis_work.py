@@ -44,6 +44,7 @@ from ..core.work import (
     validate_config,
 )
 from ..core.work import WorkTransition as WT
+from ..core.work_items import check_worker
 from ..errors import InvalidConfiguration, InvalidName, shown
 from ..names import check_named_member
 from ..storage.capabilities import StorageCapabilities
@@ -288,10 +289,10 @@ class RedisWorkQueueStorage(WorkMirror):
         """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
 
         Concurrent settlements of one worker and mode go to the server together (one
-        script call for all the acks a ``deliveries()`` batch makes)."""
-        _check_worker(worker)
+        script call for all the acks a ``deliveries()`` batch makes). A worker name no
+        claim takes holds no lease: nothing is sent and nothing is settled."""
         splits = [split for d in deliveries if (split := split_delivery(d)) is not None]
-        if not splits:
+        if not _may_hold_leases(worker) or not splits:
             return 0
         await self._ready()
         settler = self._settlers.get((worker, mode))
@@ -330,9 +331,9 @@ class RedisWorkQueueStorage(WorkMirror):
     ) -> WT[list[Receipt | None]]:
         """Settle several deliveries of ``worker`` in one script call, in order: a
         receipt per id as :meth:`settle` gives it (``None`` for a refused one)."""
-        _check_worker(worker)
         mode = "ack" if outcome == "acked" else "nack"
-        splits = [split_delivery(d) for d in delivery_ids]
+        held = _may_hold_leases(worker)
+        splits = [split_delivery(d) if held else None for d in delivery_ids]
         valid = [split for split in splits if split is not None]
         if valid:
             await self._ready()
@@ -395,7 +396,18 @@ class RedisWorkQueueStorage(WorkMirror):
         return WT(int(moved), 0)
 
 
+def _may_hold_leases(worker: object) -> bool:
+    """Whether a claim could have leased to ``worker`` (``TypeError`` for no str, as on
+    every backend): an empty name or one starting with ``lq.`` never holds a lease."""
+    check_worker(worker)
+    return not _reserved(worker)
+
+
+def _reserved(worker: object) -> bool:
+    return not isinstance(worker, str) or not worker or worker.startswith("lq.")
+
+
 def _check_worker(worker: object) -> None:
-    if not isinstance(worker, str) or not worker or worker.startswith("lq."):
+    if _reserved(worker):
         raise InvalidName("worker must be a non-empty str not starting with 'lq.' (the "
                           f"library's own consumers), got {shown(worker)}")

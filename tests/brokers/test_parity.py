@@ -16,6 +16,7 @@ import pytest
 from lazily_queue import (
     QueueCell,
     QueueClosed,
+    SettlementRejected,
     TopicCell,
     WorkQueueCell,
     connect,
@@ -71,7 +72,9 @@ async def work_scenario(open_work: Callable[..., WorkQueueCell]) -> Trace:
     first = await jobs.claim("w1", timeout=10)
     trace.append(("claim", (first.value, first.worker, first.attempt)))
     for settle in (jobs.ack, jobs.nack, jobs.extend):
-        trace.append(("other worker", await _outcome(settle("w2", first.delivery_id))))
+        for worker in ("w2", "", "lq.w1"):  # another worker; names no claim leases to
+            trace.append(("other worker", worker,
+                          await _outcome(settle(worker, first.delivery_id))))
         trace.append(("bad id", await _outcome(settle("w1", str(first.delivery_id)))))
     await jobs.nack("w1", first.delivery_id)
     second = await jobs.claim("w1", timeout=10)
@@ -152,5 +155,12 @@ async def test_one_program_gives_one_trace_on_every_backend(
             traces[kind] = await run(getattr(backend, scenario))
     for kind in ("node", "nats", "redis"):
         assert traces[kind] == traces["local"], kind
-    if scenario == "queue":  # the closed queue's pop is the typed error on every backend
-        assert ("pop closed", f"raised {QueueClosed.__name__}") in traces["local"]
+    expected = {  # what the reference itself must say, and so every backend
+        "queue": [("pop closed", f"raised {QueueClosed.__name__}")],
+        "work_queue": [*(("other worker", worker, f"raised {SettlementRejected.__name__}")
+                         for worker in ("w2", "", "lq.w1"))],
+        "topic": [],
+    }
+    for step in expected[scenario]:
+        assert step in traces["local"], step
+
