@@ -91,12 +91,12 @@ class NodeCells:
         if cell is None:
             cell = self._adopt("queue", name)
         if cell is not None:
-            if cell.limits() != limits or (limits is None and cell.capacity() != capacity):
+            mismatch = queue_reopened(name, (cell.capacity(), cell.limits()), (capacity, limits))
+            if mismatch is not None:
                 if _drop_refused(self._queue_cells, self._router.queues, name):
                     return self.queue(name, capacity=capacity, serializer=serializer,
                                       limits=limits, ttl=ttl)
-                raise _reopened("queue", name, _queue_settings(cell.capacity(), cell.limits()),
-                                _queue_settings(capacity, limits))
+                raise mismatch
             _same_serializer("queue", name, cell.serializer, serializer)
             _same_rules("queue", name, self._router.queues[name], ttl, None)
             self._opened("queue", name)
@@ -327,6 +327,19 @@ def _reopened(kind: str, name: str, opened: str, asked: str) -> InvalidConfigura
 
 def _limits(limits: Limits | None) -> str:
     return "no limits" if limits is None else f"limits {limits.describe()}"
+
+
+QueueBounds = tuple[int | None, Limits | None]
+"""A queue's bounds as it was opened: its ``capacity`` and its ``limits``."""
+
+
+def queue_reopened(name: str, opened: QueueBounds, asked: QueueBounds
+                   ) -> InvalidConfiguration | None:
+    """What reopening queue ``name``, open with ``opened``, with other bounds raises (a
+    ``capacity`` and ``Limits(max_length=...)`` are other settings), or ``None``."""
+    if opened[1] == asked[1] and (asked[1] is not None or opened[0] == asked[0]):
+        return None
+    return _reopened("queue", name, _queue_settings(*opened), _queue_settings(*asked))
 
 
 def _queue_settings(capacity: int | None, limits: Limits | None) -> str:

@@ -35,6 +35,7 @@ from ..core.limits import REJECT, Limits
 from ..core.scheduling import RetryPolicy
 from ..errors import InvalidConfiguration, TransactionUnsupported, UnsupportedOperation
 from ..names import check_name
+from ..node_cells import QueueBounds, queue_reopened
 from ..reactive import Context, resolve_context
 from ..serializers import Serializer
 from ..storage.queue import QueueStorage
@@ -77,6 +78,7 @@ class Client:
         self.address = address
         self.ctx = resolve_context(context)
         self._queues: dict[str, QueueCell[Any]] = {}
+        self._queue_bounds: dict[str, QueueBounds] = {}
         self._work: dict[str, WorkQueueCell] = {}
         self._topics: dict[str, TopicCell[Any]] = {}
         self._closed = False
@@ -93,22 +95,23 @@ class Client:
               ttl: float | None = None) -> QueueCell[Any]:
         """The queue ``name`` (created on first use with ``capacity``), taking a node's
         arguments. A broker bounds a queue's length with ``reject`` only: ``limits`` may
-        be ``Limits(max_length=n)`` (the same as ``capacity=n``); other limits and a
-        ``ttl`` raise :class:`~lazily_queue.errors.UnsupportedOperation` naming the
-        broker."""
+        be ``Limits(max_length=n)`` (the same broker object as ``capacity=n``, though
+        this client refuses to reopen a queue with the other form, as a node does);
+        other limits and a ``ttl`` raise
+        :class:`~lazily_queue.errors.UnsupportedOperation` naming the broker."""
         self._check_open()
         check_name(name, "queue name")
         self._no_expiry("queue", name, ttl=ttl)
-        if limits is not None:
-            capacity = self._broker_capacity(name, capacity, limits)
+        bound = capacity if limits is None else self._broker_capacity(name, capacity, limits)
         cell = self._queues.get(name)
         if cell is None:
-            storage = self.provider.queue(name, capacity=capacity)
+            storage = self.provider.queue(name, capacity=bound)
             cell = self._queues[name] = QueueCell(storage, context=self.ctx, name=name,
                                                   serializer=serializer)
-        elif cell.capacity() != capacity:
-            raise InvalidConfiguration(
-                f"queue {name!r} is already open with capacity {cell.capacity()}")
+            self._queue_bounds[name] = (capacity, limits)
+        elif (mismatch := queue_reopened(name, self._queue_bounds[name],
+                                         (capacity, limits))) is not None:
+            raise mismatch  # as a node refuses it, though the broker object is the same
         _same_serializer("queue", name, cell.serializer, serializer)
         return cell
 

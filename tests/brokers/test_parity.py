@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from lazily_queue import (
+    InvalidConfiguration,
+    Limits,
     QueueCell,
     QueueClosed,
     SettlementRejected,
@@ -164,3 +166,23 @@ async def test_one_program_gives_one_trace_on_every_backend(
     for step in expected[scenario]:
         assert step in traces["local"], step
 
+
+@pytest.mark.parametrize("kind", ["node", "nats", "redis"])
+@pytest.mark.parametrize("first, second", [
+    ({"capacity": 2}, {"limits": Limits(max_length=2)}),
+    ({"limits": Limits(max_length=2)}, {"capacity": 2}),
+    ({"capacity": 2}, {"capacity": 3}),
+])
+async def test_reopening_a_queue_with_other_bounds_is_refused_on_every_backend(
+        kind: str, first: dict[str, Any], second: dict[str, Any],
+        nats_server: BrokerServer, redis_server: BrokerServer) -> None:
+    """A capacity and ``Limits(max_length=...)`` are other settings everywhere (a local
+    cell has no names to reopen); the same bounds open the same cell."""
+    servers = {"nats": nats_server, "redis": redis_server}
+    async with _opener(kind, servers) as backend:
+        name = fresh("parity-reopen")
+        q = backend.queue(name, **first)
+        await q.push("kept")
+        with pytest.raises(InvalidConfiguration, match="already open with"):
+            backend.queue(name, **second)
+        assert backend.queue(name, **first) is q
