@@ -17,7 +17,6 @@ from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
 from ..core.limits import Limits
-from ..core.numbers import wait_limit
 from ..core.push_options import PushOptions
 from ..core.queue import (
     EMPTY,
@@ -46,6 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
+from .deadline import Deadline
 from .expiry import EXPIRED, expired_reader, expiring_deque
 from .once import no_dedup
 from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
@@ -273,7 +273,9 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         with the same id after an error that left the outcome unknown never duplicates.
         ``ttl`` (seconds) makes it expire that long after its push (see :meth:`offer`).
         ``wait=False``: a full queue raises :class:`~lazily_queue.errors.LimitExceeded`
-        (naming the limit) instead of waiting for room.
+        (naming the limit) instead of waiting for room. ``timeout`` bounds the wait for
+        room (:mod:`.deadline`): ``timeout=0`` pushes when there is room and raises
+        ``TimeoutError`` otherwise.
         ``headers`` travel with the element, ``delay`` / ``not_before`` delay it (see
         :meth:`offer`); the options combine.
         """
@@ -282,10 +284,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 not_before is not None):  # refused before waiting
             options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
                                           delay=delay, not_before=not_before)
-        if timeout is not None:
-            async with asyncio.timeout(wait_limit(timeout)):
-                return await self.push(value, msg_id=msg_id, ttl=ttl, wait=wait,
-                                       headers=headers, delay=delay, not_before=not_before)
+        deadline = Deadline(timeout)
         while True:
             if options is not None:
                 err = await self._offer_options(value, options, None)
@@ -305,23 +304,25 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
                                      None if self.quota is None else self.quota.quota(),
                                      value)
-            await wait_until(self._room_for(size), context=self.ctx)
+            async with deadline.waiting():
+                await wait_until(self._room_for(size), context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:
         """Pop, waiting for an element; raises :class:`QueueClosed` once closed and drained.
 
         Cancellation is safe: an element is removed only in the same step that returns it.
+        ``timeout`` bounds the wait for an element (:mod:`.deadline`): ``timeout=0``
+        pops one that is there and raises ``TimeoutError`` otherwise.
         """
-        if timeout is not None:
-            async with asyncio.timeout(wait_limit(timeout)):
-                return await self.pop()
+        deadline = Deadline(timeout)
         while True:
             result = await self.poll()
             if not isinstance(result, QueuePopError):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            await self._wait_for_element(self._has_element)
+            async with deadline.waiting():
+                await self._wait_for_element(self._has_element)
 
     def _has_room(self) -> bool:
         self._raise_if_stopped()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Generic, TypeVar
 
@@ -14,6 +13,7 @@ from ..core.work_items import check_count
 from ..errors import QueueClosed
 from ..storage.queue import SyncQueueStorage
 from ..storage.runs import together
+from .deadline import Deadline
 from .prefetch import prefetch_size, prefetched
 from .push_checks import values_of
 from .queue_messages import QueueMessages
@@ -60,14 +60,16 @@ class QueueBatches(QueueMessages[T], Generic[T]):
     async def pop_many(self, n: int, *, timeout: float | None = None) -> list[T]:
         """Wait for at least one element, then pop up to ``n`` at once (in order); raises
         :class:`QueueClosed` once the queue is closed and drained. At most once, as
-        :meth:`pop`: a process that crashes after the pop committed loses the elements."""
-        async with asyncio.timeout(wait_limit(timeout)):
-            while True:
-                result = await self.poll_many(n)
-                if not isinstance(result, QueuePopError):
-                    return result
-                if result is _POP_CLOSED:
-                    raise QueueClosed(f"{self.name}: queue is closed and drained")
+        :meth:`pop`: a process that crashes after the pop committed loses the elements.
+        ``timeout`` bounds the wait, as :meth:`pop`'s."""
+        deadline = Deadline(timeout)
+        while True:
+            result = await self.poll_many(n)
+            if not isinstance(result, QueuePopError):
+                return result
+            if result is _POP_CLOSED:
+                raise QueueClosed(f"{self.name}: queue is closed and drained")
+            async with deadline.waiting():
                 await self._wait_for_element(self._has_element)
 
     async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
@@ -79,8 +81,9 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         (``UnsupportedValue``, ``MessageTooLarge``) refuses them all before any is sent.
         Raises :class:`QueueClosed` once closed (the values before it were pushed). It
         takes no message ids: for exactly-once, push each value with its own
-        ``msg_id``."""
+        ``msg_id``. ``timeout`` bounds each wait for room, as :meth:`push`'s."""
         pending = values_of(values, "push")
+        wait_limit(timeout)  # a timeout that is no number of seconds is refused here
         one_by_one = (self._sync is not None or self.capacity() is not None
                       or self._limits is not None)
         offer_many = None if one_by_one else getattr(self._storage, "offer_many", None)
@@ -92,11 +95,10 @@ class QueueBatches(QueueMessages[T], Generic[T]):
             for value in pending:
                 await self.push(value, timeout=timeout)
             return
-        async with asyncio.timeout(wait_limit(timeout)):
-            if offer_many is not None:
-                results = await offer_many(pending)
-            else:
-                results = await together(self._storage.offer, pending)
+        if offer_many is not None:  # an unbounded queue: nothing to wait for
+            results = await offer_many(pending)
+        else:
+            results = await together(self._storage.offer, pending)
         if any(result is not None for result in results):
             raise QueueClosed(f"{self.name}: queue is closed; push refused")
 

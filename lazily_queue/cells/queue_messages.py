@@ -29,6 +29,7 @@ from ..storage.queue import (
     as_headers,
     as_messages,
 )
+from .deadline import Deadline
 from .message import Message, headers_of, messages_of, stamp_of
 from .prefetch import prefetch_size, prefetched
 
@@ -107,14 +108,18 @@ class QueueMessages(Generic[T]):
                 mask |= transition_mask(UNPOP, pre + i, self._capacity, False)
             self._invalidate(mask)
 
-    async def _pop_stamped(self, n: int) -> Taken[T]:
+    async def _pop_stamped(self, n: int, deadline: Deadline | None = None) -> Taken[T]:
         while True:
             result = await self._poll_stamped(n)
             if not isinstance(result, QueuePopError):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            await self._wait_for_element(self._has_element)
+            if deadline is None:
+                await self._wait_for_element(self._has_element)
+            else:
+                async with deadline.waiting():
+                    await self._wait_for_element(self._has_element)
 
     async def poll_messages(
         self, n: int = 1, *, timeout: float | None = None
@@ -131,9 +136,9 @@ class QueueMessages(Generic[T]):
         return (await self.pop_messages(1, timeout=timeout))[0]
 
     async def pop_messages(self, n: int, *, timeout: float | None = None) -> list[Message[T]]:
-        """:meth:`pop_many`, as messages: wait for one element, take up to ``n``."""
-        async with asyncio.timeout(wait_limit(timeout)):
-            return messages_of(*await self._pop_stamped(n))
+        """:meth:`pop_many`, as messages: wait for one element, take up to ``n``
+        (``timeout`` bounds the wait, as :meth:`pop`'s)."""
+        return messages_of(*await self._pop_stamped(n, Deadline(timeout)))
 
     async def give_back(self, messages: list[Message[T]]) -> None:
         """Return messages taken by :meth:`pop_messages` and not handled to the head, in

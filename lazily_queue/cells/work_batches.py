@@ -8,11 +8,11 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..core.numbers import wait_limit
 from ..core.work import Delivery, Receipt, WorkTransition
 from ..core.work_items import check_count
 from ..reactive import Context
 from ..storage.work import SyncWorkQueueStorage, WorkQueueStorage
+from .deadline import Deadline
 from .push_checks import delivery_ids_of
 
 R = TypeVar("R")
@@ -70,12 +70,13 @@ class WorkQueueBatches:
         are redelivered."""
         check_count(n)  # refused at once, not once an item is pending
         self._check_worker(worker)
-        async with asyncio.timeout(wait_limit(timeout)):
-            while True:
-                if not self._storage.is_empty():
-                    leased = await self.poll_many(worker, n, now)
-                    if leased:
-                        return leased
+        deadline = Deadline(timeout)
+        while True:
+            if not self._storage.is_empty():
+                leased = await self.poll_many(worker, n, now)
+                if leased:
+                    return leased
+            async with deadline.waiting():
                 await self._wait_for_work(now)
 
     async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
-from ..core.numbers import wait_limit
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..core.work_items import check_delivery_id, check_worker
@@ -42,6 +41,7 @@ from ..storage.work import (
     work_queue_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .deadline import Deadline
 from .expiry import expired_reader
 from .job import Job, deliver
 from .prefetch import prefetch_size
@@ -275,18 +275,20 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         """Wait until an item is pending, then lease it to ``worker``.
 
         ``now`` is a time, a clock callable (called at each claim attempt) or ``None``
-        for the cell's ``clock``. Raises ``TimeoutError`` after ``timeout`` seconds.
+        for the cell's ``clock``. Raises ``TimeoutError`` after waiting ``timeout``
+        seconds (:mod:`.deadline`: ``timeout=0`` claims a pending item, never waits).
         Locally, cancellation is safe: a lease is made only in the step that returns it.
         Over a replicated backend a claim cancelled while committing may leave a lease
         no caller holds; it comes back through :meth:`reap_expired` (at least once).
         """
         self._check_worker(worker)  # refused at once, not once an item is pending
-        async with asyncio.timeout(wait_limit(timeout)):
-            while True:
-                if not self._storage.is_empty():  # no round trip while nothing is pending
-                    delivery = await self.poll(worker, now)
-                    if delivery is not None:
-                        return delivery
+        deadline = Deadline(timeout)
+        while True:
+            if not self._storage.is_empty():  # no round trip while nothing is pending
+                delivery = await self.poll(worker, now)
+                if delivery is not None:
+                    return delivery
+            async with deadline.waiting():
                 await self._wait_for_work(now)
 
     def _check_worker(self, worker: str) -> None:

@@ -48,9 +48,13 @@ async def _synced(cell: Any) -> None:
 async def queue_scenario(open_queue: Callable[..., QueueCell[Any]]) -> Trace:
     q = open_queue(fresh("parity-q"), capacity=2)
     trace: Trace = [("poll empty", str(await q.poll()))]
+    trace.append(("pop empty, timeout 0", await _outcome(q.pop(timeout=0))))
+    trace.append(("push, timeout 0", await _outcome(q.push("z", timeout=0))))
+    trace.append(("pop, timeout 0", await _outcome(q.pop(timeout=0))))
     for value in ("a", ("b", 1)):
         trace.append(("offer", await q.offer(value)))
     trace.append(("offer full", str(await q.offer("c"))))
+    trace.append(("push full, timeout 0", await _outcome(q.push("c", timeout=0))))
     await _synced(q)
     trace.append(("readers", (q.len(), q.is_empty(), q.is_full(), q.head())))
     trace.append(("pop", await q.pop(timeout=10)))
@@ -70,8 +74,9 @@ async def queue_scenario(open_queue: Callable[..., QueueCell[Any]]) -> Trace:
 async def work_scenario(open_work: Callable[..., WorkQueueCell]) -> Trace:
     jobs = open_work(fresh("parity-w"), visibility_timeout=30, max_deliveries=2)
     trace: Trace = [("poll empty", await jobs.poll("w1"))]
+    trace.append(("claim empty, timeout 0", await _outcome(jobs.claim("w1", timeout=0))))
     await jobs.push("x")
-    first = await jobs.claim("w1", timeout=10)
+    first = await jobs.claim("w1", timeout=0)
     trace.append(("claim", (first.value, first.worker, first.attempt)))
     for settle in (jobs.ack, jobs.nack, jobs.extend):
         for worker in ("w2", "", "lq.w1"):  # another worker; names no claim leases to
@@ -158,8 +163,12 @@ async def test_one_program_gives_one_trace_on_every_backend(
     for kind in ("node", "nats", "redis"):
         assert traces[kind] == traces["local"], kind
     expected = {  # what the reference itself must say, and so every backend
-        "queue": [("pop closed", f"raised {QueueClosed.__name__}")],
-        "work_queue": [*(("other worker", worker, f"raised {SettlementRejected.__name__}")
+        "queue": [("pop closed", f"raised {QueueClosed.__name__}"),
+                  ("pop empty, timeout 0", "raised TimeoutError"),
+                  ("push, timeout 0", None), ("pop, timeout 0", "z"),
+                  ("push full, timeout 0", "raised TimeoutError")],
+        "work_queue": [("claim empty, timeout 0", "raised TimeoutError"),
+                       *(("other worker", worker, f"raised {SettlementRejected.__name__}")
                          for worker in ("w2", "", "lq.w1"))],
         "topic": [],
     }
