@@ -47,6 +47,7 @@ from .errors import (
     TransactionError,
     TransactionUnsupported,
     UnconfirmedAcks,
+    UnknownSubscriber,
     UnsupportedOperation,
     UnsupportedValue,
 )
@@ -199,6 +200,7 @@ __all__ = [
     "TransactionUnsupported",
     "TxOp",
     "UnconfirmedAcks",
+    "UnknownSubscriber",
     "Unreachable",
     "UnsupportedOperation",
     "UnsupportedValue",

@@ -111,6 +111,12 @@ class TooManySubscribers(LazilyQueueError):
         self.limit = limit
 
 
+class UnknownSubscriber(LazilyQueueError, LookupError):
+    """A call that waits for a subscriber's elements (``advance``, ``stream``) names an
+    id the topic does not know: it would wait for ever; subscribe the id first. Nothing
+    was changed."""
+
+
 class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 

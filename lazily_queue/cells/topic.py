@@ -20,13 +20,12 @@ from typing import Any, TypeVar, cast
 
 from ..core.limited_topic import LimitedTopic
 from ..core.limits import Limits
-from ..core.numbers import wait_limit
 from ..core.topic import (
     Start,
     TopicTransition,
     check_subscriber,
 )
-from ..errors import LimitExceeded, UnsupportedOperation
+from ..errors import LimitExceeded, UnknownSubscriber, UnsupportedOperation
 from ..names import check_member
 from ..reactive import Context, Slot, resolve_context, wait_until
 from ..serializers import Codec, Serializer
@@ -44,6 +43,7 @@ from ..storage.topic import (
     topic_capabilities,
 )
 from ..threads import LoopBridge, ThreadSafeCell
+from .deadline import Deadline
 from .expiry import expired_reader
 from .group import GroupCell, open_group, restore_local_topic
 from .topic_publish import TopicPublishes
@@ -347,26 +347,47 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
     async def advance(self, subscriber: str, *, timeout: float | None = None) -> T:
         """Wait until the subscriber has an unread element, then consume and return it.
 
-        Waits through the subscriber's reader while it is unknown, offline or caught up
-        (it never subscribes); ``timeout`` raises ``TimeoutError``. Locally,
+        Waits through the subscriber's reader while it is offline or caught up (it never
+        subscribes): an id the topic does not know raises :class:`UnknownSubscriber` at
+        once. ``timeout`` bounds the wait (:mod:`.deadline`: ``timeout=0`` takes an
+        unread element and raises ``TimeoutError`` when there is none). Locally,
         cancellation never consumes an element. Use one consumer per subscriber id (as
         with :meth:`stream`): over a backend without ``sync``, another consumer of the
         same id can take the element between the wait and the commit, and this then
         returns ``None``.
         """
         reader = self.reader(subscriber)
-        async with asyncio.timeout(wait_limit(timeout)):
-            while True:
-                await self._wait_unread(reader)
-                if self._sync is None:
-                    value = await self.poll(subscriber)
-                    if value is None and self._only_skipped(subscriber):
-                        continue  # every unread element had expired: wait for the next
-                    return cast(T, value)
-                if self._skip is not None:
-                    self._apply(self._skip(subscriber))
-                if self._storage.read_stream(subscriber):
-                    return cast(T, self.try_advance(subscriber))
+        deadline = Deadline(timeout)
+        await self._known(subscriber)
+        while True:
+            self._raise_if_stopped()
+            if not reader():
+                async with deadline.waiting():
+                    await self._wait_unread(reader)
+            if self._sync is None:
+                value = await self.poll(subscriber)
+                if value is None and self._only_skipped(subscriber):
+                    continue  # every unread element had expired: wait for the next
+                return cast(T, value)
+            if self._skip is not None:
+                self._apply(self._skip(subscriber))
+            if self._storage.read_stream(subscriber):
+                return cast(T, self.try_advance(subscriber))
+
+    async def _known(self, subscriber: str) -> None:
+        """Raise :class:`UnknownSubscriber` unless the topic knows ``subscriber`` (a
+        broker's storage reads a mirror: it is refreshed before the id is called
+        unknown)."""
+        if self._storage.cursor(subscriber) is not None:
+            return
+        refresh = getattr(self._storage, "sync", None)
+        if refresh is not None:
+            await refresh()
+            if self._storage.cursor(subscriber) is not None:
+                return
+        raise UnknownSubscriber(
+            f"{self.name}: subscriber {subscriber!r} is not subscribed, so nothing would "
+            f"ever arrive for it; subscribe it first (await topic.subscribe({subscriber!r}))")
 
     def _only_skipped(self, subscriber: str) -> bool:
         """Whether a take that returned ``None`` moved the cursor past expired elements

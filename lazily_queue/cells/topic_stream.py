@@ -41,11 +41,16 @@ class TopicStreams(Generic[T]):
     async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
         raise NotImplementedError
 
+    async def _known(self, subscriber: str) -> None:
+        raise NotImplementedError
+
     async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.
 
-        Waits (while unavailable or caught up) through the subscriber's reader; it never
-        subscribes. Cancellation never skips an element. Locally the cursor advances in
+        Waits (while offline or caught up) through the subscriber's reader; it never
+        subscribes: an id the topic does not know raises
+        :class:`~lazily_queue.errors.UnknownSubscriber` at the first element asked for.
+        Cancellation never skips an element. Locally the cursor advances in
         the same step that yields the element. Over a backend without ``sync`` the
         elements are read from this node's applied state, up to ``batch`` at a time
         (default :data:`DEFAULT_BATCH`), and the cursor moves past them in one commit
@@ -83,6 +88,7 @@ class TopicStreams(Generic[T]):
         size = DEFAULT_BATCH if batch is None else batch
         if size < 1:
             raise ValueError(f"batch must be >= 1, got {shown(batch)}")
+        await self._known(subscriber)
         while True:
             if self._sync is not None:
                 await self._wait_unread(reader)

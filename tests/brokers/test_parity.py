@@ -20,6 +20,7 @@ from lazily_queue import (
     QueueClosed,
     SettlementRejected,
     TopicCell,
+    UnknownSubscriber,
     WorkQueueCell,
     connect,
     testing,
@@ -112,12 +113,17 @@ async def topic_scenario(open_topic: Callable[..., TopicCell[Any]]) -> Trace:
     await topic.subscribe("e", "ephemeral")
     trace.append(("publish", await topic.publish_many(["a", "b"])))
     trace.append(("advance", await topic.advance("d", timeout=10)))
+    await _synced(topic)
+    trace.append(("advance, timeout 0", await _outcome(topic.advance("d", timeout=0))))
+    trace.append(("caught up, timeout 0", await _outcome(topic.advance("d", timeout=0))))
+    trace.append(("advance unknown", await _outcome(topic.advance("nobody", timeout=10))))
+    trace.append(("stream unknown", await _outcome(anext(topic.stream("nobody")))))
     trace.append(("poll", await topic.poll("e")))
     trace.append(("disconnect", await topic.disconnect("d")))
     trace.append(("offline poll", await topic.poll("d")))
     await topic.publish("c")
     trace.append(("reconnect", await topic.reconnect("d")))
-    trace.append(("replay", [await topic.advance("d", timeout=10) for _ in range(2)]))
+    trace.append(("replay", await topic.advance("d", timeout=10)))
     trace.append(("ephemeral gone", (await topic.disconnect("e"),
                                      await topic.reconnect("e"))))
     trace.append(("unknown", (await topic.poll("nobody"), await topic.disconnect("nobody"))))
@@ -170,7 +176,9 @@ async def test_one_program_gives_one_trace_on_every_backend(
         "work_queue": [("claim empty, timeout 0", "raised TimeoutError"),
                        *(("other worker", worker, f"raised {SettlementRejected.__name__}")
                          for worker in ("w2", "", "lq.w1"))],
-        "topic": [],
+        "topic": [("advance, timeout 0", "b"), ("caught up, timeout 0", "raised TimeoutError"),
+                  ("advance unknown", f"raised {UnknownSubscriber.__name__}"),
+                  ("stream unknown", f"raised {UnknownSubscriber.__name__}")],
     }
     for step in expected[scenario]:
         assert step in traces["local"], step

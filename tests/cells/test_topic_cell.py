@@ -16,6 +16,7 @@ from lazily_queue import (
     SubscribeOutcome,
     TopicCell,
     TopicTransition,
+    UnknownSubscriber,
     UnsupportedOperation,
 )
 from lazily_queue.reactive import Context, Effect
@@ -174,9 +175,8 @@ async def test_awaitables_on_local_storage(ctx: Context) -> None:
 
 async def test_advance_waits_for_an_element_and_consumes_it(ctx: Context) -> None:
     topic: TopicCell[str | None] = TopicCell(context=ctx)
-    waiter = asyncio.create_task(topic.advance("s"))
-    await asyncio.sleep(0)
     await topic.subscribe("s")
+    waiter = asyncio.create_task(topic.advance("s"))
     await asyncio.sleep(0)
     assert not waiter.done()  # subscribed, but nothing to read yet
     await topic.publish(None)  # a None element is an element
@@ -221,15 +221,25 @@ async def test_stream_waits_yields_and_advances(ctx: Context) -> None:
     assert topic.read_stream("s") == [3]  # exactly the yielded elements were consumed
 
 
-async def test_stream_waits_for_subscribe_and_reconnect(ctx: Context) -> None:
+async def test_advance_and_stream_refuse_an_unknown_subscriber_at_once(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
+    topic.try_publish("missed")
+    with pytest.raises(UnknownSubscriber, match=r"'late' is not subscribed.*subscribe it first"):
+        await topic.advance("late")  # no timeout: it would have waited for ever
+    with pytest.raises(UnknownSubscriber, match="'late'"):
+        await anext(topic.stream("late"))
+    assert topic.subscriptions() == {} and topic.end_offset() == 1  # nothing changed
+
+
+async def test_stream_waits_for_reconnect(ctx: Context) -> None:
+    topic: TopicCell[str] = TopicCell(context=ctx)
+    topic.try_subscribe("late")
+    topic.try_disconnect("late")
     stream = topic.stream("late")
     pending = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0)
-    topic.try_publish("missed")
-    topic.try_subscribe("late")
-    await asyncio.sleep(0)
-    assert not pending.done()
+    assert not pending.done()  # offline: waits
+    topic.try_reconnect("late")
     topic.try_publish("seen")
     assert await asyncio.wait_for(pending, 2) == "seen"
     await stream.aclose()
