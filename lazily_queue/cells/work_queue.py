@@ -17,7 +17,7 @@ that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
@@ -293,10 +293,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
     def _check_worker(self, worker: str) -> None:
         """Raise what the backend's claim raises for a worker name it refuses."""
-        check_worker(worker)
-        check: Callable[[str], None] | None = getattr(self._storage, "check_worker_name", None)
-        if check is not None:
-            check(worker)
+        self._storage.check_worker_name(check_worker(worker))
 
     def _has_pending(self) -> bool:
         self._raise_if_stopped()

@@ -19,7 +19,7 @@ from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms
-from .work import Settlement
+from .work import Settlement, WorkQueueStorage
 
 
 def _time(now: float | None) -> float:
@@ -35,7 +35,7 @@ def _scheduling_time(now: float | None) -> float:
     return now
 
 
-class LocalWorkQueueStorage:
+class LocalWorkQueueStorage(WorkQueueStorage):
     """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
 
     Its receipts name the queue ``name`` and are stamped with ``clock()`` (0.0 without

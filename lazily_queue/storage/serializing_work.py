@@ -28,6 +28,9 @@ class SerializingWorkQueueStorage(SerializingWrapper):
     def _maybe(self, delivery: Delivery | None) -> Delivery | None:
         return None if delivery is None else self._item(delivery)
 
+    def check_worker_name(self, worker: str) -> None:
+        self.inner.check_worker_name(worker)
+
     @property
     def visibility_timeout(self) -> float:
         return self.inner.visibility_timeout

@@ -38,6 +38,8 @@ Settlement = Literal["acked", "nacked"]
 class WorkQueueStorage(Protocol):
     """A work queue with leases, retries and dead letters."""
 
+    __slots__ = ()  # an implementation that names the protocol keeps its own slots
+
     @property
     def capabilities(self) -> StorageCapabilities: ...
 
@@ -73,6 +75,13 @@ class WorkQueueStorage(Protocol):
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
         ...
+
+    def check_worker_name(self, worker: str) -> None:
+        """Raise :class:`~lazily_queue.errors.InvalidName` for a worker name this
+        backend's claims refuse (a claim checks it before anything is sent). The
+        default (a storage that subclasses this protocol inherits it) takes every
+        ``str``, as an in-process queue does."""
+        return None
 
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
@@ -204,7 +213,7 @@ class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
 
 REQUIRED = ("poll_many", "pending_len", "is_empty", "in_flight_len", "dead_letter_len", "pending",
             "in_flight", "dead_letters", "in_flight_by_worker", "snapshot", "push", "poll",
-            "settle", "release", "extend", "reap_expired", "redrive")
+            "settle", "release", "extend", "reap_expired", "redrive", "check_worker_name")
 CAPABILITY_METHODS = {
     "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
              "try_redrive"),

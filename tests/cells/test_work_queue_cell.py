@@ -17,12 +17,14 @@ from topic_work_models import WorkModel
 from lazily_queue import (
     Delivery,
     InvalidConfiguration,
+    InvalidName,
     Receipt,
     SettlementRejected,
     UnsupportedOperation,
     WorkQueueCell,
     WorkQueueCore,
     WorkTransition,
+    serializers,
 )
 from lazily_queue.node import Node
 from lazily_queue.reactive import Context, Effect
@@ -621,3 +623,25 @@ async def test_prefetched_jobs_whose_lease_ran_out_are_released_not_handed_out(
     await jobs.aclose()
     with pytest.raises(ValueError, match="prefetch must be an int >= 1"):
         await anext(cell.deliveries("w", prefetch=0))
+
+
+class _RefusingNames(LocalWorkQueueStorage):
+    __slots__ = ()
+
+    def check_worker_name(self, worker: str) -> None:
+        if worker.startswith("bad"):
+            raise InvalidName(f"worker name {worker!r} is refused here")
+
+
+async def test_a_claim_asks_the_storage_protocol_which_worker_names_it_takes() -> None:
+    plain = LocalWorkQueueStorage(WorkQueueCore(30, 3))
+    assert plain.check_worker_name("x" * 5000) is None  # the default takes every str
+    assert not hasattr(plain, "__dict__")
+    for serializer in (None, serializers.serializer(str.upper, str.lower)):  # its wrapper asks
+        cell = WorkQueueCell(_RefusingNames(WorkQueueCore(30, 3)), serializer=serializer)
+        with pytest.raises(InvalidName, match="'bad-1' is refused"):
+            await cell.claim("bad-1", now=0)  # at once: nothing is pending to wait for
+        with pytest.raises(InvalidName):
+            cell.deliveries("bad-2")
+        await cell.push("job")
+        assert (await cell.claim("good", now=0, timeout=0)).value == "job"
