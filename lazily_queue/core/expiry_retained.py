@@ -167,18 +167,22 @@ def merged_pairs(retained: RetainedDeadlines, own: Mapping[int, int]) -> list[li
 
 class HeldPairs(Sequence[list[int]]):
     """:func:`merged_pairs` as a snapshot copies them: copies of ``retained`` and
-    ``own`` (no work per retained id), the pairs made when read."""
+    ``own`` (no work per retained id), the pairs made when read: on each iteration, and
+    once for all indexing."""
 
-    __slots__ = ("_n", "_own", "_retained")
+    __slots__ = ("_n", "_own", "_pairs", "_retained")
 
     def __init__(self, retained: RetainedDeadlines, own: Mapping[int, int]) -> None:
         self._retained, self._own = retained.copy(), dict(own)
         self._n = self._retained.count() + len(self._own)
+        self._pairs: list[list[int]] | None = None
 
     def __len__(self) -> int:
         return self._n
 
     def __iter__(self) -> Iterator[list[int]]:
+        if self._pairs is not None:
+            return iter(self._pairs)
         return iter(merged_pairs(self._retained, self._own))
 
     @overload
@@ -188,4 +192,7 @@ class HeldPairs(Sequence[list[int]]):
     def __getitem__(self, index: slice) -> list[list[int]]: ...
 
     def __getitem__(self, index: int | slice) -> list[int] | list[list[int]]:
-        return merged_pairs(self._retained, self._own)[index]
+        pairs = self._pairs
+        if pairs is None:
+            pairs = self._pairs = merged_pairs(self._retained, self._own)
+        return pairs[index]
