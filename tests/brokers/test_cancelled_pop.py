@@ -1,6 +1,6 @@
-"""A pop cancelled while its round trip is in flight (a ``pop(timeout=...)`` that runs out,
-a task cancelled) loses nothing on Redis: what the server took goes back at the head,
-as a local queue's pop is cancellation-safe."""
+"""A pop cancelled while its round trip is in flight (its task cancelled, or an
+``asyncio.wait_for`` around it running out) loses nothing on Redis: what the server
+took goes back at the head, as a local queue's pop is cancellation-safe."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ async def _cancel_a_pop(queue: QueueCell) -> None:
     popping = asyncio.ensure_future(queue.storage.poll())
     await asyncio.sleep(0)
     popping.cancel()
-    await asyncio.gather(popping, return_exceptions=True)  # as a pop(timeout=) ends
+    await asyncio.gather(popping, return_exceptions=True)  # as a wait_for around it ends
 
 
 async def test_a_cancelled_redis_pop_puts_its_element_back_at_the_head(
