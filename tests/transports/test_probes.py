@@ -137,3 +137,26 @@ async def test_a_probe_over_a_link_that_looks_up_makes_the_dialer_dial_again(
         note = await probe(low, make_config(2), expect_peer_id=1)
         assert note == "node 1 had a stale link to node 2 and dials it again"
         await eventually(lambda: one.is_up(2) and one.epoch(2) > first)
+
+
+async def test_a_probe_from_a_process_the_vetter_refuses_leaves_the_link_up() -> None:
+    """A second process claiming the dialed member (``vet_peer`` tells it apart by the
+    features it announces) probes us: it is told why it is refused, and the link to the
+    member our link reaches is neither dropped nor dialed again."""
+    low, high = unique_memory_address(), unique_memory_address()
+
+    def vet(peer_id: int, features: frozenset[str]) -> str | None:
+        return "a second process of node 2" if "copy" in features else None
+
+    async with Mesh(make_config(2), high, {1: low}, **FAST) as two, \
+            member(low, {2: high}, vet_peer=vet) as one:
+        await eventually(lambda: one.is_up(2) and two.is_up(1))
+        first = one.epoch(2)
+        note = await probe(low, make_config(2, features=frozenset({"copy"})),
+                           expect_peer_id=1)
+        assert note == "node 1 refuses links from node 2: a second process of node 2"
+        assert one.counters(2).refused == 1
+        note = await probe(low, make_config(2), expect_peer_id=1)  # the member itself
+        assert note == "node 1 had a stale link to node 2 and dials it again"
+        await eventually(lambda: one.is_up(2) and one.epoch(2) > first)
+        assert one.counters(2).connects == 2

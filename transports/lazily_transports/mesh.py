@@ -35,7 +35,10 @@ class Mesh:
     accepted is refused after authentication. A peer that should dial us but has not
     within ``probe_after`` seconds is probed (``lazily_transports.probe``), then with
     backoff while it stays unlinked, so that a peer refusing this node says why; probes
-    from peers are answered with how we try to reach them. Links reconnect with capped,
+    from peers are answered with how we try to reach them. A probe from a peer whose
+    link is up at our end means that peer lost it: the link is dropped and dialed
+    again, unless ``vet_peer`` refuses the prober (another process than the one the
+    link reaches), which is then told why and the link stays. Links reconnect with capped,
     jittered exponential backoff. ``events`` yields ``PeerUp``, ``Frame`` and
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
@@ -324,7 +327,7 @@ class Mesh:
         self._log_refusal(reason)
         return reason
 
-    def _answer_probe(self, peer_id: int) -> str:
+    def _answer_probe(self, peer_id: int, features: frozenset[str]) -> str:
         """What we tell a member that probed us: how we try to reach it."""
         link = self._links.get(peer_id)
         me = self.config.peer_id
@@ -332,7 +335,15 @@ class Mesh:
             return ""
         if link.up and link.dials:
             # It would not probe with our link up at its end: it restarted, or the link
-            # is half-open (a WebRTC channel notices a dead peer only after seconds).
+            # is half-open (a WebRTC channel notices a dead peer only after seconds),
+            # or it is another process than the one our link reaches, which
+            # ``vet_peer`` judges from the features it announced: refused, the link
+            # stays.
+            refusal = None if self._vet is None else self._vet(peer_id, features)
+            if refusal is not None:
+                link.counters.refused += 1
+                self._log_refusal(refusal)
+                return refusal_note(me, peer_id, refusal)
             link.drop(f"peer {peer_id} probed us: it has no link from us")
             return f"node {me} had a stale link to node {peer_id} and dials it again"
         if link.up:

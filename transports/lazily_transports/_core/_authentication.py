@@ -99,8 +99,9 @@ PeerFilter = Callable[[int], str | None]
 PeerVetter = Callable[[int, frozenset[str]], str | None]
 #: Most characters of a probe's note (the answer says why a link is refused).
 PROBE_NOTE_CHARS = 600
-#: Given an authenticated prober's peer id, returns a note sent with "probe passed".
-ProbeAnswer = Callable[[int], str]
+#: Given an authenticated prober's peer id and the features it announced (an identity
+#: it carries there, say), returns a note sent with "probe passed".
+ProbeAnswer = Callable[[int, frozenset[str]], str]
 #: Told about a failed handshake before the channel is closed.
 FailureReport = Callable[[DataChannel, HandshakeError], None]
 #: Given the credential name a client announces, returns its token, or the check of
@@ -256,7 +257,7 @@ class _Exchange:
             return await _probe_reply(channel)
         if not self.initiator and PROBE_FEATURE in remote.handshake.features:
             answer = self.answer_probe if client is None else None
-            note = answer(peer_id) if answer is not None else ""
+            note = answer(peer_id, remote.handshake.features) if answer is not None else ""
             await channel.send(encode_message({"probe": "passed",
                                                "message": note[:PROBE_NOTE_CHARS]}))
             raise ProbeAnswered(peer_id, note)
