@@ -105,8 +105,11 @@ class ClientConnection:
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
-        #: Loop time the member last read a frame from this link (:mod:`.idle`).
+        #: Loop time the member last received bytes on this link, a frame or part of one
+        #: (:mod:`.idle`).
         self.heard = self.outbox.progress
+        #: The link's bytes received when :attr:`heard` was last set by the idle sweep.
+        self.received = stream.channel.received_bytes
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []

@@ -1,14 +1,15 @@
-"""IdleLinks: a member closes a client link it has heard nothing from, and written
+"""IdleLinks: a member closes a client link it has received nothing from, and written
 nothing to, for :data:`IDLE_TIMEOUT` seconds.
 
 A linked client pings when it has heard nothing for ``ping_interval`` (:mod:`.link`;
-at most :data:`MAX_PING_INTERVAL`), so a link the member has neither read a frame from
-nor written bytes to for longer is one whose client stopped, vanished without closing
-it (its host gone, the network cut) or stalled mid-frame. Left open, it would hold its
-socket, its task and its watches for good, and queue every op applied to the objects it
-watches (up to :data:`~.connection.MAX_OUTBOX_BYTES`). A link the member is still
-writing to (a large state going out at the client's pace) counts as alive while its
-bytes leave.
+at most :data:`MAX_PING_INTERVAL`), so a link the member has neither received bytes
+from nor written bytes to for longer is one whose client stopped, vanished without
+closing it (its host gone, the network cut) or stalled mid-frame. The bytes of a frame
+still arriving count: a large request uploaded slowly is read to its end. Left open, a
+silent link would hold its socket, its task and its watches for good, and queue every
+op applied to the objects it watches (up to :data:`~.connection.MAX_OUTBOX_BYTES`). A
+link the member is still writing to (a large state going out at the client's pace)
+counts as alive while its bytes leave.
 """
 
 from __future__ import annotations
@@ -67,9 +68,13 @@ class IdleLinks(Background):
         """Close the links silent at ``now`` (loop time); how many it closed."""
         closed = 0
         for conn in list(self._conns):
+            got = conn.outbox.stream.channel.received_bytes
+            if got != conn.received:  # bytes arrived since, maybe part of a frame
+                conn.received = got
+                conn.heard = max(conn.heard, now)
             quiet = now - max(conn.heard, conn.outbox.progress)
             if quiet > self.timeout and not conn.closed:
-                log.warning("client %r: nothing read from its link nor written to it for "
+                log.warning("client %r: nothing received on its link nor written to it for "
                             "%.0f s (it stopped, or vanished without closing it); link closed",
                             conn.grant.name, quiet)
                 conn.close()

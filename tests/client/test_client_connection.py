@@ -19,6 +19,8 @@ class _Stream:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.channel = self  # its own raw channel: bytes received, for the idle sweep
+        self.received_bytes = 0
 
     def send_nowait(self, data: bytes) -> None:
         self.calls.append(("queued", P.decode(data, max_bytes=1 << 20)))

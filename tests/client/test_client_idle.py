@@ -10,10 +10,12 @@ from typing import Any
 import cbor2
 import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
+from lazily_transports.sockets import SocketChannel
 
 from lazily_queue import InvalidConfiguration, Node, connect
 from lazily_queue.client import protocol as P
 from lazily_queue.client.idle import MAX_PING_INTERVAL
+from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.one_member import TOKEN, one_member
 
@@ -79,6 +81,34 @@ async def test_a_client_the_member_only_sends_to_stays_linked() -> None:
             await client.barrier()
             assert mirrored.len() == jobs.len()
             assert client.links == 1
+
+
+async def test_a_request_uploaded_slower_than_the_idle_timeout_is_taken_whole() -> None:
+    """The bytes of one large request trickle in over several idle timeouts (a slow
+    uplink): they are progress, so the member reads the request to its end and answers
+    it."""
+    async with one_member() as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = IDLE
+        jobs = node.queue("jobs")
+        await jobs.push(0)
+        stream = await _linked(node)
+        channel = stream.channel
+        assert isinstance(channel, SocketChannel)
+        transport = channel._transport  # to write a frame's bytes a few at a time
+        assert transport is not None
+        payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * 200_000], 5000])
+        wire = len(payload).to_bytes(4, "big") + payload
+        pieces = 40  # one every IDLE / 8: the upload lasts five idle timeouts
+        step = -(-len(wire) // pieces)
+        for start in range(0, len(wire), step):
+            transport.write(wire[start:start + step])
+            await asyncio.sleep(IDLE / 8)
+        answer = cbor2.loads(await stream.receive())
+        assert answer[:2] == [2, P.OK], answer
+        assert jobs.len() == 2
+        assert node.clients.stats()["idle_closed"] == 0
+        await stream.aclose()
 
 
 def test_a_ping_interval_members_would_take_for_silence_is_refused() -> None:

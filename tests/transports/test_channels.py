@@ -220,3 +220,28 @@ async def test_flush_hands_queued_frames_to_the_socket_at_once(kind: str, short_
         client.channel.flush()
         assert readable.poll(1000)  # written, without a loop iteration
         assert await server.receive() == b"queued"
+
+
+async def test_received_bytes_counts_a_frame_still_arriving(address: str) -> None:
+    """``received_bytes`` grows with every byte taken from the connection, a frame that
+    is not whole yet included (over a stream socket, the first half of one)."""
+    async with channel_pair(address) as (client, server):
+        before = server.channel.received_bytes
+        await client.send(b"x" * 1000)
+        assert await server.receive() == b"x" * 1000
+        assert server.channel.received_bytes >= before + 1000
+        transport = getattr(client.channel, "_transport", None)
+        if transport is None:
+            return  # message transports carry whole frames only
+        before = server.channel.received_bytes
+        transport.write((1000).to_bytes(4, "big") + b"y" * 500)  # half a frame
+        await asyncio.wait_for(_grown(server.channel, before + 504), 5)
+        with pytest.raises(anyio.WouldBlock):
+            server.receive_nowait()
+        transport.write(b"y" * 500)
+        assert await server.receive() == b"y" * 1000
+
+
+async def _grown(channel: DataChannel, size: int) -> None:
+    while channel.received_bytes < size:  # noqa: ASYNC110 - polls plain state
+        await asyncio.sleep(0.01)

@@ -121,6 +121,9 @@ class DataChannel(FrameStream):
         self.remote_address = remote_address
         self.source = source or remote_address
         self.max_frame_size = max_frame_size
+        #: Bytes taken from the connection so far, those of frames not yet whole
+        #: included: grows while a large frame arrives slowly, before it is received.
+        self.received_bytes = 0
         self._streak = 0
 
     # -- primitives each transport provides -------------------------------------------

@@ -70,6 +70,7 @@ class MemoryChannel(BufferedChannel):
             raise anyio.WouldBlock
         peer._rx.append(frame)
         peer._rx_added += len(frame)
+        peer.received_bytes += len(frame)
         if peer._rx_waiters:
             peer._wake_receivers()
 

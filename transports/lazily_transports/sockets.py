@@ -103,6 +103,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             self._on_connected = None
 
     def data_received(self, data: bytes) -> None:
+        self.received_bytes += len(data)
         decoder = self._decoder
         decoder.max_frame_size = self.max_frame_size
         try:

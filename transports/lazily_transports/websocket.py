@@ -108,6 +108,7 @@ class WebSocketChannel(BufferedChannel):
     async def _read(self) -> None:
         try:
             async for message in self._ws:
+                self.received_bytes += len(message)
                 if not isinstance(message, bytes):
                     self._fail("peer sent a text message; links carry binary frames only")
                     return

@@ -203,6 +203,7 @@ class WebRTCChannel(BufferedChannel):
         if isinstance(message, str):
             self._on_control(message)
             return
+        self.received_bytes += len(message)
         if self._eof:
             self._fail("the peer sent data after its end of stream")
             return
