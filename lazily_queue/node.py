@@ -70,6 +70,7 @@ from .reactive import Context, resolve_context
 from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
+from .stale_peers import StalePeers
 
 Durability = Literal["fsync", "none"]
 
@@ -198,6 +199,7 @@ class Node(NodeCells, NodeCluster):
         self.maintenance_interval = maintenance_interval
         self.topic_gc_interval = topic_gc_interval
         self._maintenance = Maintenance(self)
+        self._stale_peers = StalePeers(self)
         self.clients = None if clients is None else ClientServer(
             self, clients, on_listen=network is None)
 
@@ -244,14 +246,13 @@ class Node(NodeCells, NodeCluster):
             raise
         view = ReadView(state_machine)
         self._view = view
-        self._addresses = saved = SavedAddresses(self._journal)
+        self._addresses = SavedAddresses(self._journal)
         self._driver = Driver(
             replica,
             network,
             tick_interval=self._tick_interval,
             on_events=self._router.route,
-            address_of=lambda peer: (self.peers.get(peer) or view.address(peer)
-                                     or saved.get(peer)),
+            address_of=lambda peer: self.peers.get(peer) or self.recorded_address(peer),
             disk_retry=self._disk_retry,
         )
         try:
@@ -260,6 +261,7 @@ class Node(NodeCells, NodeCluster):
                 storage.rebind(self._driver, view)
             self._router.reset()
             self._maintenance.start()
+            self._stale_peers.start()
             if self.clients is not None:
                 await self.clients.start()
         except BaseException:  # an address in use: nothing stays running or locked
@@ -337,6 +339,7 @@ class Node(NodeCells, NodeCluster):
         if self.clients is not None:
             await self.clients.stop()
         await self._maintenance.stop()
+        await self._stale_peers.stop()
         if self._driver is not None:
             was_running = self._driver.running
             await self._driver.stop()
@@ -375,6 +378,12 @@ class Node(NodeCells, NodeCluster):
             raise NodeNotRunning(f"node {self.node_id} is not started; use `async with node:`",
                                  applied=False)
         return self._view
+
+    def recorded_address(self, member: str) -> str | None:
+        """The address the cluster recorded for ``member`` (``add_member``), applied here
+        or kept from before a restart; None without one."""
+        return (self._view.address(member) if self._view is not None else None) or (
+            self._addresses.get(member))
 
     def add_event_observer(self, observer: EventObserver) -> None:
         """Call ``observer(events)`` after each wave of applied transitions (metrics),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lazily_queue import stale_peers
 from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.node import Node
 from lazily_queue.raft import mesh
@@ -126,9 +127,22 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
         await again.stop()
 
 
-async def test_a_removed_member_still_running_is_refused_once_its_id_is_added_back(
-    tmp_path: Path,
+def _stale_peer_lines(caplog: pytest.LogCaptureFixture, node_id: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "lazily_queue.stale_peers"
+            and r.getMessage().startswith(f"node {node_id}: ")]
+
+
+@pytest.mark.parametrize("old_process", ["running", "stopped"])
+async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peers(
+    tmp_path: Path, old_process: str, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Node 3 is removed and added back at another address; a node whose [peers] still
+    lists the old one (reaching nothing, or the removed process, refused by its retired
+    incarnation) dials the address the cluster recorded instead, and says which [peers]
+    entry to correct."""
+    monkeypatch.setattr(stale_peers, "EVERY", 0.5)
+    caplog.set_level(logging.WARNING)
     peers = _peers(tmp_path, [1, 2, 3])
     nodes = {i: Node(i, data_dir=tmp_path / str(i), peers=dict(peers), secret=b"s",
                      durability="none") for i in (1, 2, 3)}
@@ -146,21 +160,31 @@ async def test_a_removed_member_still_running_is_refused_once_its_id_is_added_ba
         async with asyncio.timeout(10):
             while "3" in stale.driver.replica.engine.members:  # noqa: ASYNC110 - polls
                 await asyncio.sleep(0.02)
-        # Node 3 is rebuilt elsewhere while the removed process keeps running.
+        if old_process == "stopped":
+            await nodes[3].stop()
+        # Node 3 is rebuilt elsewhere.
         moved = f"unix://{tmp_path}/moved3.sock"
         leader.peers["3"] = moved
         new3 = Node(3, data_dir=tmp_path / "new3", peers={**peers, 3: moved}, secret=b"s",
                     durability="none")
         await leader.add_member(3, moved)
         await new3.start()
-        network = stale.driver.network
-        async with asyncio.timeout(10):
-            while network.mesh.counters(3).refused < 2:  # type: ignore[attr-defined]  # noqa: ASYNC110
+        async with asyncio.timeout(20):
+            while "3" not in stale.status()["connected"]:  # noqa: ASYNC110 - polls
                 await asyncio.sleep(0.02)
-        assert "removed from the cluster" in (network.mesh.trouble(3) or "")  # type: ignore[attr-defined]
-        # Its only address for node 3 is the removed process's: it stays unlinked.
-        assert "3" not in stale.status()["connected"]
-        assert network._pins.get("3") is None  # type: ignore[attr-defined]
+        network = stale.driver.network
+        assert network.mesh.peers[3] == moved  # type: ignore[attr-defined]
+        if old_process == "running":
+            assert "belonged to a node 3 removed from the cluster" in caplog.text
+        old = peers[3]
+        told = _stale_peer_lines(caplog, stale.node_id)
+        assert f"member 3 has not linked at {old}, its address in this node's [peers]" \
+            in told[0]
+        assert f"set its [peers] entry to {moved}" in told[0]
+        async with asyncio.timeout(10):
+            while len(told := _stale_peer_lines(caplog, stale.node_id)) < 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+        assert f"member 3 linked at {moved}" in told[1] and f"lists {old}, a stale" in told[1]
         await new3.barrier()
         assert new3.queue("q").storage.elements() == ["before"]  # type: ignore[attr-defined]
     finally:

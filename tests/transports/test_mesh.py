@@ -260,6 +260,21 @@ async def test_add_and_remove_peers_at_runtime() -> None:
                 await a.remove_peer(2)
 
 
+async def test_a_peer_readdressed_is_dialed_at_its_new_address() -> None:
+    addresses = {1: unique_memory_address(), 2: unique_memory_address()}
+    async with Mesh(make_config(1), addresses[1], {2: unique_memory_address()}, **FAST) as a:
+        async with Mesh(make_config(2), addresses[2], {1: addresses[1]}, **FAST):
+            await anyio.sleep(0.1)
+            assert not a.is_up(2)  # nothing listens at its first address
+            with pytest.raises(ValueError, match="no scheme"):
+                a.readdress(2, "127.0.0.1:7001")
+            with pytest.raises(UnknownPeerError):
+                a.readdress(3, addresses[2])
+            a.readdress(2, addresses[2])
+            assert a.peers[2] == addresses[2]
+            await until(a, PeerUp)
+
+
 async def test_mesh_validates_its_peer_table() -> None:
     with pytest.raises(ValueError, match="own id"):
         Mesh(make_config(1), None, {1: "memory://self"})

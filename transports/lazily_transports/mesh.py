@@ -183,6 +183,13 @@ class Mesh:
         if self._running:
             link.start()
 
+    def readdress(self, peer_id: int, address: str) -> None:
+        """Dial (or probe) ``peer_id`` at ``address`` from the next attempt on; a
+        connection up now stays. An unknown scheme fails here, as in ``add_peer``."""
+        link = self._link(peer_id)
+        self._schemes.transport_for(address)
+        link.address = address
+
     async def remove_peer(self, peer_id: int) -> None:
         """Close and forget a peer's link (emits ``PeerDown`` if it was up)."""
         link = self._links.pop(peer_id, None)
