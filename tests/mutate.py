@@ -1533,11 +1533,25 @@ MUTATIONS = [
         "the ephemeral subscriptions of a crashed client stay for good"),
     Mutation(
         "session-kept-bytes-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "                               SESSION_KEPT_BYTES_FEATURE})",
-        "                               })",
+        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})",
+        "SESSION_END_FEATURE})",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member keeping session results past their bytes is refused at the handshake"),
+    Mutation(
+        "session-end-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})",
+        "SESSION_KEPT_BYTES_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member without SESSION_END is refused at the handshake (no divergence)"),
+    Mutation(
+        "session-end-opens-a-new-window", "lazily_queue/replicated/state_machine.py",
+        "                    if sid in self.ended:",
+        "                    if False:",
+        ("tests/replicated/test_session_end.py::"
+         "test_an_op_under_an_ended_session_is_refused_and_not_applied_again",),
+        "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
         "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
         "    if not isinstance(subscriber, str):\n",

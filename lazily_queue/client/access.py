@@ -67,7 +67,7 @@ DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
                      ops.TOPIC_DECLARE_LIMITED, ops.WORK_DECLARE_LIMITED,
                      ops.WORK_DECLARE_OPTIONS})
 #: Cluster ops a client may propose (with no name).
-CLUSTER = frozenset({ops.BARRIER})
+CLUSTER = frozenset({ops.BARRIER, ops.SESSION_END})
 #: Ops only the leader's maintenance proposes: refused to every client, admin included.
 MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})
 PERMISSIONS = ("produce", "consume", "admin")

@@ -63,6 +63,7 @@ from . import protocol as P
 from .access import Credentials
 from .barrier import Barrier
 from .certificates import CertificateCredentials
+from .ending import end_session
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .idle import check_ping_interval
 from .link import Answer, Link
@@ -208,8 +209,9 @@ class ClusterClient(NodeCells, Barrier):
 
     async def close(self) -> None:
         """End the ephemeral subscriptions it started (:mod:`.ephemeral`; linked again
-        first when its member has just gone) and unlink; operations still waiting fail
-        with :class:`ClientClosed`."""
+        first when its member has just gone), end its session (:mod:`.ending`) and
+        unlink; operations still waiting fail with :class:`ClientClosed`."""
+        ended = False
         try:
             if self._task is not None and not self._closing:
                 if self._link is not None:
@@ -217,8 +219,11 @@ class ClusterClient(NodeCells, Barrier):
                     await return_taken(storages)
                     await settle_background_acks(storages)
                 await end_ephemeral(list(self._ephemeral), self.op_timeout)
+                ended = await end_session(self.session, self._link, self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()
+        if ended:  # started again, it opens a new session
+            self.session.renew(self.credentials.name)
 
     async def _unlink(self) -> None:
         self._closing = True

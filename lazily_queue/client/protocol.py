@@ -65,8 +65,10 @@ VERSION = 3
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"
+#: A member takes ``SESSION_END``, a closing client's last op ending its session.
+SESSION_END_FEATURE = "client-session-end-v1"
 #: The features a member of this version announces in its hello answer.
-FEATURES = (GROUPS_FEATURE,)
+FEATURES = (GROUPS_FEATURE, SESSION_END_FEATURE)
 
 # Request kinds.
 HELLO = 1

@@ -147,6 +147,15 @@ class Session:
             if not op.done:
                 self._send(link, op)
 
+    @property
+    def proposed(self) -> bool:
+        """Whether an op was proposed under this session id."""
+        return self._next_seq > 1
+
+    def renew(self, owner: str) -> None:
+        """Take a fresh session id (the cluster ended this one); only while closed."""
+        self.id, self._next_seq, self._low = new_session_id(owner), 1, 1
+
     def unlinked(self) -> None:
         for op in self._ops.values():
             op.rid = 0

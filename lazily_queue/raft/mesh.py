@@ -112,13 +112,17 @@ CLIENT_EPHEMERAL_FEATURE = "client-ephemeral-v1"
 #: The results sessions keep are bounded in bytes (a result too large, or the oldest past
 #: the bound, is no longer kept): an older member would keep them and diverge.
 SESSION_KEPT_BYTES_FEATURE = "session-kept-bytes-v1"
+#: A closing client ends its session (``SESSION_END``, snapshot section
+#: ``ended_sessions``): an older member would answer it ``unknown_op`` and keep the
+#: session while the others drop it, and diverge.
+SESSION_END_FEATURE = "client-session-end-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
                                WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE,
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
-                               SESSION_KEPT_BYTES_FEATURE})
+                               SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})
 INCARNATION = "incarnation:"
 #: Retired incarnations kept per member id (the latest), for the 32 members removed last.
 RETIRED_KEPT = 8

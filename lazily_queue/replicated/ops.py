@@ -27,6 +27,7 @@ CLIENT_OPS = 12  # [session, floor, [seq, code, *args], ...]: a client's ops pro
 MEMBER_FORGET = 13  # [node_id, address?]: drop a node's replicated address (if still that one)
 CLIENT_ALIVE = 14  # [[session, ...]]: these client sessions are alive (.ephemeral_owners)
 EPHEMERAL_REAP = 15  # [grace_ms]: end the ephemeral subscriptions of stale client sessions
+SESSION_END = 16  # []: a client's last op, ending the session it is applied in (.session_end)
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -120,6 +121,7 @@ OP_NAMES: dict[int, str] = {
     MEMBER_FORGET: "member_forget",
     CLIENT_ALIVE: "client_alive",
     EPHEMERAL_REAP: "ephemeral_reap",
+    SESSION_END: "session_end",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

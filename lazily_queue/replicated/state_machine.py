@@ -23,6 +23,8 @@ together too (:mod:`.session_results`): a retry of an op whose result is no long
 is answered so, never applied again. Sessions are part of the snapshot.
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
+A client closing cleanly ends its session with its last op; later ops under it are
+refused (:mod:`.session_end`).
 
 Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
 reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
@@ -62,6 +64,7 @@ from . import (
     queue_options,
     queues,
     scheduling,
+    session_end,
     topic_options,
     topics,
     transactions,
@@ -78,6 +81,7 @@ from .ops import (
     CLIENT_OPS,
     MESSAGE_OPS,
     ONCE_OPS,
+    SESSION_END,
     TXN,
     OpError,
     OpRefused,
@@ -110,7 +114,8 @@ FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
                                 expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
                                 headers.FAMILY, topic_options.FAMILY,
-                                work_options.FAMILY, ephemeral_owners.FAMILY)
+                                work_options.FAMILY, ephemeral_owners.FAMILY,
+                                session_end.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
@@ -159,6 +164,8 @@ class StateMachine:
         self._clients = ClientSessions()
         #: Client sessions owning ephemeral subscriptions (:mod:`.ephemeral_owners`).
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
+        #: Client sessions ended lately (:mod:`.session_end`).
+        self.ended = session_end.EndedSessions()
         #: The bytes of results the sessions keep (:mod:`.session_results`).
         self.kept = KeptResults()
         self.events: list[Event] = []
@@ -266,6 +273,9 @@ class StateMachine:
             if session is None:
                 session = self.sessions.get(sid)
                 if session is None:
+                    if sid in self.ended:  # a retried end is answered as the first was
+                        results.append(None if code == SESSION_END else session_end.ENDED)
+                        continue
                     session = self._open_client_session(sid)
                 else:
                     self.sessions.move_to_end(sid)
@@ -283,6 +293,12 @@ class StateMachine:
                 results.append(OpError(
                     "session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of its "
                     f"session's floor {session.floor}; it was not applied"))
+                continue
+            if code == SESSION_END:
+                self._drop_client(sid)
+                self.ended.add(sid, self.now)
+                session = None
+                results.append(None)
                 continue
             result = self._apply_plain(code, op[2:])
             if code in _SUBSCRIBE_OPS:
@@ -312,6 +328,8 @@ class StateMachine:
 
     def _expire_sessions(self) -> None:
         horizon = self.now - SESSION_TTL_MS
+        if self.ended:
+            self.ended.expire(horizon)
         while self.sessions:
             sid, oldest = next(iter(self.sessions.items()))
             if oldest.seen >= horizon:
