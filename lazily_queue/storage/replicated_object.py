@@ -57,10 +57,13 @@ class Proposer(Protocol):
 
 def raise_op_error(result: Any) -> Any:
     """Turn an :class:`OpError` result into :class:`ProposalRejected` (:class:`ResultNotKept`
-    for an op applied before whose result is no longer kept); pass others through."""
+    for an op applied before whose result is no longer kept; unknown whether it applied
+    for one under an ended client session); pass others through."""
     if isinstance(result, OpError):
         if result.code == "duplicate":
             raise ResultNotKept(str(result), applied=True)
+        if result.code == "session_ended":  # a retry may have applied before the end
+            raise ProposalRejected(str(result), applied=None)
         raise ProposalRejected(str(result), applied=False)
     return result
 

@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from lazily_queue.raft.batch import encode_command
+from lazily_queue.raft.errors import ProposalRejected, ResultNotKept
 from lazily_queue.replicated import ops, session_end
 from lazily_queue.replicated.state_machine import (
     CLIENT_SESSION_BASE,
     SESSION_TTL_MS,
     StateMachine,
 )
+from lazily_queue.storage.replicated_object import raise_op_error
 
 A = CLIENT_SESSION_BASE + 11
 B = CLIENT_SESSION_BASE + 22
@@ -111,3 +113,9 @@ def test_a_snapshot_with_a_malformed_ended_section_is_refused() -> None:
     doc["ended_sessions"] = [[5, 1]]
     with pytest.raises(ValueError, match="ended_sessions"):
         StateMachine().validate(doc)
+
+
+def test_an_op_refused_for_an_ended_session_may_have_applied_before() -> None:
+    with pytest.raises(ProposalRejected, match="session_ended") as refused:
+        raise_op_error(session_end.ENDED)
+    assert refused.value.applied is None and not isinstance(refused.value, ResultNotKept)
