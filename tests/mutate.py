@@ -434,7 +434,7 @@ MUTATIONS = [
         "a seq applied again as another op is refused, not answered with the first op's "
         "result"),
     Mutation(
-        "session-low-restored-as-floor", "lazily_queue/replicated/state_machine.py",
+        "session-low-restored-as-floor", "lazily_queue/replicated/state_snapshot.py",
         "min([int(floor), *kept])", "int(floor)",
         ("tests/replicated/test_client_sessions.py",),
         "a restored session's kept results below its floor are forgotten when it moves"),
@@ -446,7 +446,7 @@ MUTATIONS = [
         "a session keeps at most SESSION_KEPT_BYTES of results, giving up its oldest"),
     Mutation(
         "session-keeps-a-result-too-large", "lazily_queue/replicated/session_results.py",
-        "        if size > SESSION_KEPT_BYTES:\n            session.keep(seq, NOT_KEPT)",
+        "        if size > limit:\n            session.keep(seq, NOT_KEPT)",
         "        if False:\n            session.keep(seq, NOT_KEPT)",
         ("tests/replicated/test_session_kept_bytes.py",),
         "a result over a session's bytes is answered in full but not kept"),
@@ -457,8 +457,8 @@ MUTATIONS = [
         ("tests/replicated/test_session_kept_bytes.py",),
         "all sessions together keep at most KEPT_BYTES of results"),
     Mutation(
-        "restored-kept-bytes-uncounted", "lazily_queue/replicated/state_machine.py",
-        "        self.kept.rebuild(sessions.values())", "        pass",
+        "restored-kept-bytes-uncounted", "lazily_queue/replicated/state_snapshot.py",
+        "    sm.kept.rebuild(sessions)", "    pass",
         ("tests/replicated/test_session_kept_bytes.py",),
         "a replica restored from a snapshot counts kept results as those that applied did"),
     Mutation(
@@ -1442,7 +1442,7 @@ MUTATIONS = [
         ("tests/replicated/test_snapshot_capture.py",),
         "deferred records are converted as they are encoded (same bytes as the plain capture)"),
     Mutation(
-        "session-results-not-copied", "lazily_queue/replicated/state_machine.py",
+        "session-results-not-copied", "lazily_queue/replicated/state_snapshot.py",
         "done(list(s.done.items()))", "done(s.done.items())",
         ("tests/replicated/test_snapshot_capture.py",),
         "a deferred capture copies each session's results when captured"),

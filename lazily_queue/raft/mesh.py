@@ -110,8 +110,9 @@ MEMBER_FORGET_FEATURE = "member-forget-v2"
 #: ``unknown_op`` while the others remove the subscriptions, and diverge.
 CLIENT_EPHEMERAL_FEATURE = "client-ephemeral-v1"
 #: The results sessions keep are bounded in bytes (a result too large, or the oldest past
-#: the bound, is no longer kept): an older member would keep them and diverge.
-SESSION_KEPT_BYTES_FEATURE = "session-kept-bytes-v1"
+#: the bound, is no longer kept), a member's session apart and without the results of
+#: the client ops it proposed: an older member would keep others and diverge.
+SESSION_KEPT_BYTES_FEATURE = "session-kept-bytes-v2"
 #: A closing client ends its session (``SESSION_END``, snapshot section
 #: ``ended_sessions``): an older member would answer it ``unknown_op`` and keep the
 #: session while the others drop it, and diverge.

@@ -3,18 +3,23 @@ retried under its sequence number is applied once and answered with its kept res
 
 The kept results are bounded in bytes as estimated by
 :func:`~.results.result_size` (from the results' shape, so alike on every replica and
-after a snapshot): a session keeps at most :data:`SESSION_KEPT_BYTES`, all sessions
-together at most :data:`KEPT_BYTES` (:class:`KeptResults`). A result not kept, or given
-up for room, leaves :data:`NOT_KEPT` in its place: a retry of its op is answered that it
-was applied and its result is no longer kept, never applied again.
+after a snapshot): a client's session keeps at most :data:`SESSION_KEPT_BYTES`, a
+member's :data:`MEMBER_KEPT_BYTES`, all sessions together at most :data:`KEPT_BYTES`
+(:class:`KeptResults`). The results of the client ops a member proposes (``CLIENT_OP``,
+``CLIENT_OPS``) are kept once, by the client's session: the member's keeps
+:data:`IN_CLIENT` for them, and a retry of one is answered by the client's session.
+A result not kept, or given up for room, leaves :data:`NOT_KEPT` in its place: a retry
+of its op is answered that it was applied and its result is no longer kept, never
+applied again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .client_sessions import CLIENT_SESSION_BASE
 from .ops import OpError
 from .results import result_size
 
@@ -22,6 +27,10 @@ from .results import result_size
 #: oldest kept ones are given up to make room for a new one (a claim of one message of
 #: the largest size a cluster may allow, 4 MiB, is kept).
 SESSION_KEPT_BYTES = 8 * 1024 * 1024
+#: Bytes of results a member's session keeps at most: what its own unanswered ops popped
+#: or claimed, which no window bounds but its callers (64 pops of a 1 MiB message, or 16
+#: of the largest 4 MiB, in flight over a leader change are all answered).
+MEMBER_KEPT_BYTES = 64 * 1024 * 1024
 #: Bytes of results all sessions keep together at most: past it, the sessions keeping
 #: the most give up their oldest results until all keep :data:`KEPT_BYTES_AFTER_SHED`.
 KEPT_BYTES = 128 * 1024 * 1024
@@ -34,12 +43,24 @@ NOT_KEPT = OpError("duplicate", "already applied; its result is no longer kept (
                    "oldest give way): read the object's state to learn what it did")
 
 
-def kept_size(result: Any) -> int:
-    """The bytes ``result`` counts for when kept (over :data:`SESSION_KEPT_BYTES`: too
-    large to keep; ``None`` and :data:`NOT_KEPT`, shared by all, count nothing)."""
-    if result is None or (type(result) is OpError and result == NOT_KEPT):
+#: What a member's session keeps for a client op it proposed (the client's session keeps
+#: its result and answers a retry).
+IN_CLIENT = OpError("in_client_session", "a client's ops: their results are kept by the "
+                    "client's session")
+
+
+def kept_size(result: Any, limit: int = SESSION_KEPT_BYTES) -> int:
+    """The bytes ``result`` counts for when kept (over ``limit``: too large to keep;
+    ``None``, :data:`NOT_KEPT` and :data:`IN_CLIENT`, shared by all, count nothing)."""
+    if result is None or (type(result) is OpError and (result == NOT_KEPT
+                                                       or result == IN_CLIENT)):
         return 0
-    return result_size(result, SESSION_KEPT_BYTES)
+    return result_size(result, limit)
+
+
+def limit_of(sid: int) -> int:
+    """The bytes of results session ``sid`` keeps at most (a client's or a member's)."""
+    return SESSION_KEPT_BYTES if sid > CLIENT_SESSION_BASE else MEMBER_KEPT_BYTES
 
 
 @dataclass
@@ -128,19 +149,20 @@ class KeptResults:
         self.total = 0
 
     def keep(self, sessions: Mapping[int, Session], session: Session, seq: int,
-             result: Any) -> None:
+             result: Any, limit: int = SESSION_KEPT_BYTES) -> None:
         """Keep ``result`` for ``seq`` in ``session`` (one of ``sessions``, by id, oldest
-        seen first), or :data:`NOT_KEPT` when it is too large."""
+        seen first, keeping at most ``limit`` bytes), or :data:`NOT_KEPT` when it is too
+        large."""
         if result is None:  # what most ops answer: nothing to count
             session.keep(seq, None)
             return
-        size = kept_size(result)
-        if size > SESSION_KEPT_BYTES:
+        size = kept_size(result, limit)
+        if size > limit:
             session.keep(seq, NOT_KEPT)
             return
         session.keep(seq, result, size)
         self.total += size
-        over = session.kept_bytes - SESSION_KEPT_BYTES
+        over = session.kept_bytes - limit
         if over > 0:
             self.total -= session.give_up(over)
         if self.total > KEPT_BYTES:
@@ -159,26 +181,26 @@ class KeptResults:
                 return
             self.total -= session.give_up(excess)
 
-    def rebuild(self, sessions: Collection[Session]) -> None:
+    def rebuild(self, sessions: Mapping[int, Session]) -> None:
         """Count again from the sessions' results (after a snapshot was installed), and
         hold them within the bounds (a snapshot of an earlier version may exceed them)."""
         self.total = 0
-        for session in sessions:
-            done = session.done
+        for sid, session in sessions.items():
+            done, limit = session.done, limit_of(sid)
             session.sizes, session.kept_bytes = {}, 0
             for seq, result in list(done.items()):
-                size = kept_size(result)
-                if size > SESSION_KEPT_BYTES:
+                size = kept_size(result, limit)
+                if size > limit:
                     done[seq] = NOT_KEPT
                 elif size:
                     session.sizes[seq] = size
                     session.kept_bytes += size
-            over = session.kept_bytes - SESSION_KEPT_BYTES
+            over = session.kept_bytes - limit
             if over > 0:
                 session.give_up(over)
             self.total += session.kept_bytes
         if self.total > KEPT_BYTES:
-            self.shed(sessions)
+            self.shed(sessions.values())
 
 
 def _most_first(session: Session) -> int:

@@ -20,7 +20,9 @@ floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept: the client holding the 
 gives up its least recently seen one (:mod:`.client_sessions`), so no client can push
 another's out. Every session keeps a bounded amount of results in bytes, and all
 together too (:mod:`.session_results`): a retry of an op whose result is no longer kept
-is answered so, never applied again. Sessions are part of the snapshot.
+is answered so, never applied again; a member's session keeps no copy of the results of
+the client ops it proposed (a retry is answered by the client's session). Sessions are
+part of the snapshot (:mod:`.state_snapshot`).
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
 A client closing cleanly ends its session with its last op; later ops under it are
@@ -65,6 +67,7 @@ from . import (
     queues,
     scheduling,
     session_end,
+    state_snapshot,
     topic_options,
     topics,
     transactions,
@@ -74,7 +77,7 @@ from . import (
 from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
 from .client_sessions import ClientSessions
 from .dedup import DedupKey
-from .events import Event, OpApplied, Restored
+from .events import Event, OpApplied
 from .family import Family, Handler, Section
 from .ops import (
     CLIENT_OP,
@@ -88,8 +91,15 @@ from .ops import (
     family_of_op,
     op_name,
 )
-from .results import decode_result, done_later, done_now
-from .session_results import SEQ_REUSED, KeptResults, Session, identity
+from .session_results import (
+    IN_CLIENT,
+    NOT_KEPT,
+    SEQ_REUSED,
+    KeptResults,
+    Session,
+    identity,
+    limit_of,
+)
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -97,7 +107,6 @@ log = logging.getLogger(__name__)
 _ENDING_OPS, _SUBSCRIBE_OPS = ephemeral_owners.ENDING_OPS, ephemeral_owners.SUBSCRIBE_OPS
 
 SESSION_TTL_MS = 3_600_000
-SNAPSHOT_FORMAT = 1
 #: Client session ids are above this (a member's are at most this).
 _WRAPPERS = (CLIENT_OP, CLIENT_OPS)
 #: Ops counted and reported as the plain ops they apply.
@@ -161,7 +170,10 @@ class StateMachine:
         self.member_pages: dict[str, str] = {}
         #: Oldest-seen first.
         self.sessions: OrderedDict[int, Session] = OrderedDict()
-        self._clients = ClientSessions()
+        #: How many client sessions each client holds (:mod:`.client_sessions`).
+        self.client_counts = ClientSessions()
+        #: Set while a member's retried client op is answered by the client's session.
+        self._again = False
         #: Client sessions owning ephemeral subscriptions (:mod:`.ephemeral_owners`).
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
         #: Client sessions ended lately (:mod:`.session_end`).
@@ -198,14 +210,26 @@ class StateMachine:
         session.seen = self.now
         self._expire_sessions()
         results: list[Any] = []
+        limit = limit_of(session_id)
         for op in ops:
             seq = op[0]
             if seq in session.done or seq < session.floor:
-                self.duplicate_ops += 1
-                results.append(session.done.get(seq, _DUPLICATE))
+                kept = session.done.get(seq, _DUPLICATE)
+                if kept == IN_CLIENT:  # each op answered by (or applied in) its session
+                    self._again = True
+                    try:
+                        kept = self._apply_op(op)
+                    finally:
+                        self._again = False
+                else:
+                    self.duplicate_ops += 1
+                results.append(kept)
                 continue
             result = self._apply_op(op)
-            self.kept.keep(self.sessions, session, seq, result)
+            if op[1] in _WRAPPERS:
+                session.keep(seq, IN_CLIENT)
+            else:
+                self.kept.keep(self.sessions, session, seq, result, limit)
             results.append(result)
         if floor > session.floor:
             self.kept.freed(session.move_floor(floor))
@@ -276,6 +300,9 @@ class StateMachine:
                     if sid in self.ended:  # a retried end is answered as the first was
                         results.append(None if code == SESSION_END else session_end.ENDED)
                         continue
+                    if self._again:  # its session was dropped since: never applied twice
+                        results.append(NOT_KEPT)
+                        continue
                     session = self._open_client_session(sid)
                 else:
                     self.sessions.move_to_end(sid)
@@ -312,7 +339,7 @@ class StateMachine:
     def _open_client_session(self, sid: int) -> Session:
         """A new client session; at the bound, the least recently seen session of the
         client holding the most is dropped (:mod:`.client_sessions`)."""
-        clients = self._clients
+        clients = self.client_counts
         if clients.total >= MAX_CLIENT_SESSIONS:
             self._drop_client(clients.victim(self.sessions))
         session = self.sessions[sid] = Session()
@@ -343,7 +370,7 @@ class StateMachine:
     def _drop_client(self, sid: int) -> None:
         """Forget client session ``sid``, ending the ephemeral subscriptions it owns."""
         self.kept.freed(self.sessions.pop(sid).kept_bytes)
-        self._clients.dropped(sid)
+        self.client_counts.dropped(sid)
         ephemeral_owners.drop_session(self, sid)
 
     def emit(self, event: Event) -> None:
@@ -366,48 +393,11 @@ class StateMachine:
     def capture(self, deferred: bool = False) -> dict[str, Any]:
         """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
         its large parts are :class:`Later`, made from copies where it is encoded."""
-        done = done_later if deferred else done_now
-        doc: dict[str, Any] = {
-            "format": SNAPSHOT_FORMAT,
-            "now": self.now,
-            "queues": {
-                name: [q.capacity(), q.is_closed(), q.elements()] for name, q in self.queues.items()
-            },
-            "addresses": dict(self.addresses),
-            "sessions": {
-                str(sid): [s.floor, s.seen, done(list(s.done.items()))]
-                for sid, s in self.sessions.items()
-            },
-        }
-        for sec in _SECTIONS:
-            part = (sec.deferred or sec.capture)(self) if deferred else sec.capture(self)
-            if part is not None:  # an empty optional section is left out
-                doc[sec.name] = part
-        return doc
+        return state_snapshot.capture(self, _SECTIONS, deferred)
 
     def validate(self, doc: Any) -> None:
         """Raise unless ``doc`` restores cleanly (into a fresh state machine)."""
         StateMachine().restore(doc)
 
     def restore(self, doc: Any) -> None:
-        if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError("unknown state machine snapshot format")
-        restored_queues: dict[str, Fifo[Any]] = {}
-        for name, (capacity, closed, elements) in doc["queues"].items():
-            restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
-        found: list[tuple[int, Session]] = []
-        for sid, (floor, seen, done) in doc["sessions"].items():
-            kept = {int(seq): decode_result(r) for seq, r in done}
-            found.append((int(sid), Session(int(floor), kept, int(seen),
-                                            min([int(floor), *kept]))))
-        # Stable: a snapshot taken here lists them in this order already.
-        sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
-        self.now = int(doc["now"])
-        self.queues = restored_queues
-        self.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
-        self.sessions = sessions
-        self._clients.rebuild(sessions)
-        self.kept.rebuild(sessions.values())
-        for sec in _SECTIONS:
-            sec.restore(self, doc.get(sec.name))
-        self.events.append(Restored())
+        state_snapshot.restore(self, _SECTIONS, doc)

@@ -33,7 +33,8 @@ def test_every_code_has_exactly_one_handler() -> None:
     assert {f.name for f in FAMILIES} == {"queues", "cluster", "topics", "work_queues", "admin",
                                         "dedup", "transactions", "groups", "scheduling",
                                         "headers", "expiry", "limits", "queue_options",
-                                        "topic_options", "work_options", "ephemeral_owners"}
+                                        "topic_options", "work_options", "ephemeral_owners",
+                                            "session_end"}
 
 
 def test_the_batch_format_is_not_an_op() -> None:

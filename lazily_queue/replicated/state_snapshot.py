@@ -1,0 +1,66 @@
+"""The state machine's snapshot: its queues, addresses and sessions, then the section of
+each op family (:class:`~.family.Section`)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..core.fifo import Fifo
+from .events import Restored
+from .family import Section
+from .results import decode_result, done_later, done_now
+from .session_results import Session
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
+
+SNAPSHOT_FORMAT = 1
+
+
+def capture(sm: StateMachine, sections: Iterable[Section], deferred: bool) -> dict[str, Any]:
+    """``sm``'s state as plain data (see :meth:`~.state_machine.StateMachine.capture`)."""
+    done = done_later if deferred else done_now
+    doc: dict[str, Any] = {
+        "format": SNAPSHOT_FORMAT,
+        "now": sm.now,
+        "queues": {
+            name: [q.capacity(), q.is_closed(), q.elements()] for name, q in sm.queues.items()
+        },
+        "addresses": dict(sm.addresses),
+        "sessions": {
+            str(sid): [s.floor, s.seen, done(list(s.done.items()))]
+            for sid, s in sm.sessions.items()
+        },
+    }
+    for sec in sections:
+        part = (sec.deferred or sec.capture)(sm) if deferred else sec.capture(sm)
+        if part is not None:  # an empty optional section is left out
+            doc[sec.name] = part
+    return doc
+
+
+def restore(sm: StateMachine, sections: Iterable[Section], doc: Any) -> None:
+    """Replace ``sm``'s state by ``doc``'s (:func:`capture`'s)."""
+    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError("unknown state machine snapshot format")
+    restored_queues: dict[str, Fifo[Any]] = {}
+    for name, (capacity, closed, elements) in doc["queues"].items():
+        restored_queues[str(name)] = Fifo.restored(capacity, elements, closed)
+    found: list[tuple[int, Session]] = []
+    for sid, (floor, seen, done) in doc["sessions"].items():
+        kept = {int(seq): decode_result(r) for seq, r in done}
+        found.append((int(sid), Session(int(floor), kept, int(seen),
+                                        min([int(floor), *kept]))))
+    # Stable: a snapshot taken here lists them in this order already.
+    sessions = OrderedDict(sorted(found, key=lambda item: item[1].seen))
+    sm.now = int(doc["now"])
+    sm.queues = restored_queues
+    sm.addresses = {str(k): str(v) for k, v in doc["addresses"].items()}
+    sm.sessions = sessions
+    sm.client_counts.rebuild(sessions)
+    sm.kept.rebuild(sessions)
+    for sec in sections:
+        sec.restore(sm, doc.get(sec.name))
+    sm.events.append(Restored())
