@@ -106,9 +106,10 @@ SUBSCRIBER_DELETE_FEATURE = "topic-subscriber-delete-v1"
 #: an older member would drop it anyway and diverge.
 MEMBER_FORGET_FEATURE = "member-forget-v2"
 #: Client sessions owning ephemeral subscriptions, refreshed and reaped
-#: (``CLIENT_ALIVE``, ``EPHEMERAL_REAP``): an older member would answer them
-#: ``unknown_op`` while the others remove the subscriptions, and diverge.
-CLIENT_EPHEMERAL_FEATURE = "client-ephemeral-v1"
+#: (``CLIENT_ALIVE``, ``EPHEMERAL_REAP``), the latest subscribe of an id deciding its
+#: owner: an older member would answer them ``unknown_op``, or keep another owner, while
+#: the others remove the subscriptions, and diverge.
+CLIENT_EPHEMERAL_FEATURE = "client-ephemeral-v2"
 #: The results sessions keep are bounded in bytes (a result too large, or the oldest past
 #: the bound, is no longer kept), a member's session apart and without the results of
 #: the client ops it proposed: an older member would keep others and diverge.

@@ -2,10 +2,12 @@
 
 An ephemeral subscription a client's op subscribes (``Subscribed``, under the client's
 session: ``CLIENT_OP`` / ``CLIENT_OPS``) is owned by that session, noted with the entry's
-stamp; a client subscribing an id another client session owns (``AlreadyConnected``)
-takes it over. An owner is forgotten when its subscription is disconnected or deleted
-by any means (the subscriber, its topic deleted or restored). Subscriptions made outside
-a client session (a member's own) have no owner and are never reaped.
+stamp. The latest subscribe of an id decides its owner: a client subscribing an id
+already connected (``AlreadyConnected``) takes it over, from another client or from a
+member; a member subscribing it (outside a client session) leaves it without one. An
+owner is forgotten when its subscription is disconnected or deleted by any means (the
+subscriber, its topic deleted or restored). Subscriptions a member holds have no owner
+and are never reaped.
 
 - ``CLIENT_ALIVE`` ``[[session, ...]]``: a member serving those sessions' clients says
   they are alive: each listed owner is refreshed at the entry's stamp (and so is its
@@ -105,17 +107,22 @@ def _held(sm: StateMachine, key: Key) -> bool:
             and record["durability"] == Durability.EPHEMERAL.value)
 
 
-def subscribed(sm: StateMachine, sid: int, code: int, args: list[Any], result: Any) -> None:
-    """After client session ``sid`` applied op ``code`` (one of :data:`SUBSCRIBE_OPS`):
-    note the ephemeral subscription it started (or took over) as ``sid``'s."""
+def subscribed(sm: StateMachine, sid: int | None, code: int, args: list[Any],
+               result: Any) -> None:
+    """After op ``code`` (one of :data:`SUBSCRIBE_OPS`) applied in client session ``sid``
+    (``None``: a member's op): the ephemeral subscription it started or joined is
+    ``sid``'s (a member's has no owner)."""
     if len(args) < 2 or type(args[0]) is not str or type(args[1]) is not str:
+        return
+    outcome = _outcome(result)
+    if outcome != "Subscribed" and outcome != "AlreadyConnected":
         return
     key = (args[0], args[1])
     owners = sm.ephemeral_owners
-    outcome = _outcome(result)
-    if outcome == "Subscribed" or (outcome == "AlreadyConnected" and key in owners.owner):
-        if _held(sm, key):
-            owners.own(sid, key, sm.now)
+    if sid is None:
+        owners.forget(key)
+    elif _held(sm, key):
+        owners.own(sid, key, sm.now)
 
 
 def ended(sm: StateMachine, code: int, args: list[Any]) -> None:

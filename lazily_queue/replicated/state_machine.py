@@ -226,6 +226,8 @@ class StateMachine:
                 results.append(kept)
                 continue
             result = self._apply_op(op)
+            if op[1] in _SUBSCRIBE_OPS and self.ephemeral_owners.owner:
+                ephemeral_owners.subscribed(self, None, op[1], op[2:], result)
             if op[1] in _WRAPPERS:
                 session.keep(seq, IN_CLIENT)
             else:

@@ -155,3 +155,25 @@ def test_the_leader_proposes_a_reap_once_an_owner_is_stale() -> None:
     assert due_operations(view, 91_001, gc_topics=False, reap_grace_ms=GRACE) == [
         (ops.EPHEMERAL_REAP, [GRACE])]
     assert due_operations(view, 91_001, gc_topics=False) == []  # not leading long enough
+
+
+def test_a_client_subscribing_a_members_ephemeral_id_becomes_its_owner() -> None:
+    sm = _cluster()
+    assert _client(sm, A, ops.TOPIC_SUBSCRIBE, "t", "member", "ephemeral",
+                   stamp=2_000) == "AlreadyConnected"
+    assert sm.ephemeral_owners.owner[("t", "member")] == A
+    _apply(sm, [ops.CLIENT_ALIVE, [B]], stamp=50_000)
+    assert _apply(sm, [ops.EPHEMERAL_REAP, GRACE], stamp=92_001) == [2]  # A crashed
+    assert _subs(sm) == {"a-durable", "b"}
+
+
+def test_a_member_subscribing_a_clients_ephemeral_id_clears_its_owner() -> None:
+    sm = _cluster()
+    assert _apply(sm, [ops.TOPIC_SUBSCRIBE_AT, "t", "a", "ephemeral", "head"],
+                  stamp=2_000) == [["ok", "AlreadyConnected"]]
+    assert sm.ephemeral_owners.owner == {("t", "b"): B}
+    assert A not in sm.ephemeral_owners.alive
+    _apply(sm, [ops.EPHEMERAL_REAP, GRACE], stamp=200_000)
+    assert _subs(sm) == {"member", "a", "a-durable"}  # the member's own stays
+    _client(sm, B, ops.TOPIC_SUBSCRIBE, "t", "a", "ephemeral", stamp=201_000)
+    assert sm.ephemeral_owners.owner == {("t", "a"): B}  # and a client takes it again
