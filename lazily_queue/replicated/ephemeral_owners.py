@@ -25,6 +25,7 @@ session, left out while there is none).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..core.topic_subscriptions import Durability
@@ -88,9 +89,10 @@ class EphemeralOwners:
             del self.by_session[sid]
             del self.alive[sid]
 
-    def stale(self, horizon: int) -> list[int]:
-        """The owner sessions last refreshed before ``horizon`` (ms), in session order."""
-        return sorted(sid for sid, seen in self.alive.items() if seen < horizon)
+    def stale(self, horizon: int) -> Iterator[int]:
+        """The owner sessions last refreshed before ``horizon`` (ms), in no set order
+        (the order of :attr:`alive` differs after a snapshot: sort them to act on them)."""
+        return (sid for sid, seen in self.alive.items() if seen < horizon)
 
 
 def _outcome(result: Any) -> Any:
@@ -171,7 +173,7 @@ def _reap(sm: StateMachine, args: list[Any]) -> Any:
     if type(grace) is not int or grace < 0:
         raise OpRefused("bad_args", f"ephemeral_reap is [grace_ms >= 0], got {shown(args)}")
     removed = 0
-    for sid in sm.ephemeral_owners.stale(sm.now - grace):
+    for sid in sorted(sm.ephemeral_owners.stale(sm.now - grace)):
         removed += drop_session(sm, sid)
     return removed
 

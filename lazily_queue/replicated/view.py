@@ -102,8 +102,7 @@ class ReadView:
     def ephemeral_owners_stale(self, now: int, grace_ms: int) -> bool:
         """Whether a client session owning ephemeral subscriptions was not refreshed
         within ``grace_ms`` of ``now`` (ms) (:mod:`.ephemeral_owners`)."""
-        horizon = now - grace_ms
-        return any(seen < horizon for seen in self._sm.ephemeral_owners.alive.values())
+        return next(self._sm.ephemeral_owners.stale(now - grace_ms), None) is not None
 
     def ephemeral_owner(self, session: int) -> bool:
         """Whether client ``session`` owns ephemeral subscriptions."""

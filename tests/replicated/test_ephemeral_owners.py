@@ -177,3 +177,21 @@ def test_a_member_subscribing_a_clients_ephemeral_id_clears_its_owner() -> None:
     assert _subs(sm) == {"member", "a", "a-durable"}  # the member's own stays
     _client(sm, B, ops.TOPIC_SUBSCRIBE, "t", "a", "ephemeral", stamp=201_000)
     assert sm.ephemeral_owners.owner == {("t", "a"): B}  # and a client takes it again
+
+
+def test_a_reap_acts_in_session_order_on_a_restored_replica_as_on_a_live_one() -> None:
+    sm = _cluster()
+    _client(sm, CLIENT_SESSION_BASE + 5, ops.TOPIC_SUBSCRIBE, "t", "c", "ephemeral",
+            stamp=1_000)
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    assert list(restored.ephemeral_owners.alive) != list(sm.ephemeral_owners.alive)
+    sm.drain_events()
+    restored.drain_events()
+    assert ReadView(sm).ephemeral_owners_stale(91_001, GRACE)
+    assert ReadView(restored).ephemeral_owners_stale(91_001, GRACE)
+    for replica in (sm, restored):
+        replica.apply(encode_command(9, 0, [[1, ops.EPHEMERAL_REAP, GRACE]]), 91_001)
+    assert restored.capture() == sm.capture()
+    assert restored.drain_events() == sm.drain_events()
+    assert not ReadView(sm).ephemeral_owners_stale(91_001, GRACE)
