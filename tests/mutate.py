@@ -1546,6 +1546,27 @@ MUTATIONS = [
          "_handshake",),
         "a member without SESSION_END is refused at the handshake (no divergence)"),
     Mutation(
+        "member-keeps-client-results-twice", "lazily_queue/replicated/state_machine.py",
+        "            if op[1] in _WRAPPERS:\n", "            if False:\n",
+        ("tests/replicated/test_member_kept_results.py::"
+         "test_a_members_retried_client_ops_are_answered_by_the_clients_sessions",),
+        "a member's session keeps a second copy of its clients' results, within its bound"),
+    Mutation(
+        "ephemeral-owner-kept-past-a-members-subscribe",
+        "lazily_queue/replicated/ephemeral_owners.py",
+        "    if sid is None:\n        owners.forget(key)\n",
+        "    if sid is None:\n        return\n",
+        ("tests/replicated/test_ephemeral_owners.py::"
+         "test_a_member_subscribing_a_clients_ephemeral_id_clears_its_owner",),
+        "a member's subscription taken from a client is reaped with the client"),
+    Mutation(
+        "ephemeral-reap-in-table-order", "lazily_queue/replicated/ephemeral_owners.py",
+        "    for sid in sorted(sm.ephemeral_owners.stale(",
+        "    for sid in list(sm.ephemeral_owners.stale(",
+        ("tests/replicated/test_ephemeral_owners.py::"
+         "test_a_reap_acts_in_session_order_on_a_restored_replica_as_on_a_live_one",),
+        "a restored replica reaps in another order than a live one and diverges"),
+    Mutation(
         "session-end-opens-a-new-window", "lazily_queue/replicated/state_machine.py",
         "                    if sid in self.ended:",
         "                    if False:",
