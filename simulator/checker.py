@@ -62,6 +62,7 @@ from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+from .ephemeral_sessions import EphemeralSessionsModel
 from .expiry import TTL_QUEUE, ExpiryModel
 from .group_expiry import AGE_MS, GROUP, GROUP_QUEUE, GROUP_TOPIC
 from .group_model import ExpiringGroupModel, GroupModels
@@ -128,6 +129,7 @@ class Checker(TopicChecks):
         self.options = OptionsModel()
         self.topic_options = TopicOptionsModel()
         self.txn_options = TxnOptionsModel()
+        self.ephemeral = EphemeralSessionsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -145,7 +147,8 @@ class Checker(TopicChecks):
                     # by one member (sent again through it) and land in one batch.
                     self.fail(f"op {op.session:x}/{op.seq} appears twice in batch {op.index}")
                 if not (op.result == first.result or (
-                        isinstance(op.result, OpError) and op.result.code == "duplicate")):
+                        isinstance(op.result, OpError)
+                        and op.result.code in ("duplicate", "session_ended"))):
                     self.fail(f"retried op {op.session:x}/{op.seq} (index {op.index}) returned "
                               f"{op.result!r}, first {first.result!r} at {first.index}")
                 self.deduplicated += 1
@@ -171,6 +174,9 @@ class Checker(TopicChecks):
             return
         if args and args[0] == OPTIONS_QUEUE:
             self.options.apply(op, self.now)
+            return
+        if self.ephemeral.handles(op):
+            self.ephemeral.apply(op, self.now)
             return
         if self.txn_options.handles(op):
             self.txn_options.apply(op, self.now)
@@ -337,6 +343,7 @@ class Checker(TopicChecks):
         self.limits.check_final(state)
         self.topic_options.check_final(state)
         self.txn_options.check_final(state)
+        self.ephemeral.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

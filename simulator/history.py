@@ -13,13 +13,14 @@ indexes was applied twice (a retry the state machine failed to recognise).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
-from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS, op_name
+from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS, EPHEMERAL_REAP, op_name
 from lazily_queue.replicated.state_machine import StateMachine
 
 
@@ -154,4 +155,48 @@ class RecordingStateMachine(StateMachine):
     def _apply_plain(self, code: Any, args: list[Any]) -> Any:
         if code != CLIENT_OP:
             self._inner_ran = True
-        return super()._apply_plain(code, args)
+        if code != EPHEMERAL_REAP or len(args) != 1 or type(args[0]) is not int:
+            return super()._apply_plain(code, args)
+        before = self.capture()
+        stale = [row[0] for row in before.get("ephemeral_owners") or []
+                 if row[1] < self.now - args[0]]
+        result = super()._apply_plain(code, args)
+        self._checked(check_drop, before, stale, False)
+        return result
+
+    def _drop_client(self, sid: int) -> None:
+        self._inner_ran = True  # a session's end runs no inner op but drops it
+        before = self.capture()
+        super()._drop_client(sid)
+        self._checked(check_drop, before, [sid], True)
+
+    def _checked(self, check: Callable[[dict[str, Any], dict[str, Any], list[int], bool],
+                                       None],
+                 before: dict[str, Any], sids: list[int], dropped: bool) -> None:
+        try:
+            check(before, self.capture(), sids, dropped)
+        except Violation as exc:
+            self.history.fail(f"node {self.node}: {exc}")
+
+
+def check_drop(before: dict[str, Any], after: dict[str, Any], sids: list[int],
+               dropped: bool) -> None:
+    """Raise unless state ``after`` is ``before`` less the ephemeral subscriptions of
+    sessions ``sids`` and their ownership (and, ``dropped``, their table entries)."""
+    expected = copy.deepcopy(before)
+    rows = before.get("ephemeral_owners") or []
+    for _, _, keys in (row for row in rows if row[0] in sids):
+        for topic, subscriber in keys:
+            expected["topics"][topic]["subscriptions"].pop(subscriber, None)
+    kept = [row for row in rows if row[0] not in sids]
+    expected.pop("ephemeral_owners", None)
+    if kept:
+        expected["ephemeral_owners"] = kept
+    if dropped:
+        for sid in sids:
+            expected["sessions"].pop(str(sid), None)
+    for name in sorted(set(expected) | set(after)):
+        if expected.get(name) != after.get(name):
+            raise Violation(f"dropping sessions {[f'{s:x}' for s in sids]} changed {name!r} "
+                            f"beyond their ephemeral subscriptions: {after.get(name)!r:.200}, "
+                            f"expected {expected.get(name)!r:.200}")

@@ -92,6 +92,9 @@ class Scenario:
     #: Whether those clients push with a ``ttl_ms`` now and then (scenarios saved before
     #: they could replay as they were).
     txn_ttl: bool = False
+    #: Cluster clients owning ephemeral subscriptions that end their session or crash
+    #: (:mod:`.ephemeral_sessions`), seeded apart likewise.
+    ephemeral_sessions: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -153,6 +156,7 @@ def generate(seed: int) -> Scenario:
     s.cancelling_consumers = 1
     s.txn_options_clients = 1
     s.txn_ttl = True
+    s.ephemeral_sessions = 2
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

@@ -22,6 +22,7 @@ from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
+from .ephemeral_sessions import EphemeralSessionClient
 from .expiry import TtlClient
 from .faults import Faults
 from .group_expiry import GroupTtlClient
@@ -161,6 +162,8 @@ class Simulation:
              lambda cid, r, i: CancellingConsumer(cid, c, r)),
             (self.s.txn_options_clients, 7951, 409, "xo",
              lambda cid, r, i: TxnOptionsClient(cid, c, r, ttl=self.s.txn_ttl)),
+            (self.s.ephemeral_sessions, 7963, 419, "es",
+             lambda cid, r, i: EphemeralSessionClient(cid, c, r)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):

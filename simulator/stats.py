@@ -56,4 +56,8 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["txn_due_applied"] = checker.txn_options.due_applied
     stats["txn_due_refused"] = checker.txn_options.due_refused
     stats["txn_ttl_applied"] = checker.txn_options.ttl_applied
+    stats["sessions_ended"] = len(checker.ephemeral.ended)
+    stats["reaps"] = checker.ephemeral.reaps
+    stats["ephemeral_removed"] = checker.ephemeral.removed
+    stats["takeovers"] = checker.ephemeral.takeovers
     return stats
