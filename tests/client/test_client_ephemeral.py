@@ -34,21 +34,21 @@ async def test_clients_that_come_and_go_leave_no_ephemeral_subscription() -> Non
         assert _subscribers(c.node(1), "news") == {}
 
 
-async def test_a_closing_client_ends_only_the_ephemeral_subscriptions_it_started() -> None:
+async def test_a_closing_client_ends_only_the_ephemeral_subscriptions_it_holds() -> None:
     async with limited_cluster(1, produce=True) as (c, addresses):
         node = c.node(1)
-        await node.topic("news").subscribe("shared", "ephemeral")
+        await node.topic("news").subscribe("taken", "ephemeral")
         async with client_of(addresses) as client:
             news = client.topic("news")
             await news.subscribe("mine", "ephemeral")
-            await news.subscribe("shared", "ephemeral")  # already connected: not its own
+            await news.subscribe("taken", "ephemeral")  # already connected: taken over
             await news.subscribe("billing")  # durable: stays, connected
             await news.subscribe("gone", "ephemeral")
             await news.disconnect("gone")
-            assert set(_subscribers(node, "news")) == {"mine", "shared", "billing"}
+            assert set(_subscribers(node, "news")) == {"mine", "taken", "billing"}
         await c.settle()
         left = _subscribers(node, "news")
-        assert set(left) == {"shared", "billing"}
+        assert set(left) == {"billing"}
         assert left["billing"]["connected"]
 
 
