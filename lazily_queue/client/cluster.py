@@ -208,9 +208,10 @@ class ClusterClient(NodeCells, Barrier):
             raise error
 
     async def close(self) -> None:
-        """End the ephemeral subscriptions it started (:mod:`.ephemeral`; linked again
-        first when its member has just gone), end its session (:mod:`.ending`) and
-        unlink; operations still waiting fail with :class:`ClientClosed`."""
+        """End its session (:mod:`.ending`: the ephemeral subscriptions it owns go with
+        it), or, where that cannot be done, disconnect the ephemeral subscriptions it
+        started (:mod:`.ephemeral`; linked again first when its member has just gone),
+        and unlink; operations still waiting fail with :class:`ClientClosed`."""
         ended = False
         try:
             if self._task is not None and not self._closing:
@@ -218,8 +219,9 @@ class ClusterClient(NodeCells, Barrier):
                     storages = list(self._router.storages())
                     await return_taken(storages)
                     await settle_background_acks(storages)
-                await end_ephemeral(list(self._ephemeral), self.op_timeout)
                 ended = await end_session(self.session, self._link, self.op_timeout)
+                if not ended:
+                    await end_ephemeral(list(self._ephemeral), self.op_timeout)
         finally:  # cancelled meanwhile: it still unlinks
             await self._unlink()
         if ended:  # started again, it opens a new session

@@ -3,10 +3,11 @@
 An ephemeral subscription is replicated state until something disconnects it; one left
 by a client that closed would stay for good, holding one of its topic's
 ``max_subscribers`` slots (a worker that restarts and subscribes a fresh id each time
-would fill the topic). So :meth:`~.cluster.ClusterClient.close` disconnects the ones
-its topics started (``Subscribed`` as ephemeral) and did not end themselves; the end
-of its session (:mod:`.ending`) then ends those it took over (subscribed while already
-connected) as the cluster's owner of them. A topic
+would fill the topic). The end of its session (:mod:`.ending`) ends those the client
+owns (the latest ephemeral subscribe of an id decides its owner); where the session
+cannot be ended (a member without it, no answer), :meth:`~.cluster.ClusterClient.close`
+disconnects the ones its topics started (``Subscribed`` as ephemeral) and did not end
+themselves. A topic
 holding such subscriptions is kept in its client's :attr:`~EphemeralTrackingTopicStorage.held`
 set until it ended them, so it is there to end them even if its cell was let go.
 Those of a client that died without closing are removed by the cluster once no member

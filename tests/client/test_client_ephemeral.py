@@ -52,6 +52,17 @@ async def test_a_closing_client_ends_only_the_ephemeral_subscriptions_it_holds()
         assert left["billing"]["connected"]
 
 
+async def test_a_closing_client_leaves_an_id_a_member_subscribed_after_it() -> None:
+    async with limited_cluster(1, produce=True) as (c, addresses):
+        node = c.node(1)
+        async with client_of(addresses) as client:
+            await client.topic("news").subscribe("lent", "ephemeral")
+            await c.settle()
+            await node.topic("news").subscribe("lent", "ephemeral")  # the member's now
+        await c.settle()
+        assert set(_subscribers(node, "news")) == {"lent"}
+
+
 async def test_a_close_cancelled_while_it_ends_subscriptions_still_unlinks() -> None:
     async with limited_cluster(1, produce=True) as (_, addresses):
         client = client_of(addresses)
