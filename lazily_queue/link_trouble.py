@@ -8,7 +8,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from lazily_transports import HandshakeError, HandshakeTimeoutError, describe_tls_error
+from lazily_transports import (
+    HandshakeError,
+    HandshakeTimeoutError,
+    PeerRejectedError,
+    describe_tls_error,
+)
 
 if TYPE_CHECKING:
     from .node import Node
@@ -24,6 +29,16 @@ def mesh_trouble(node: Node, peer: int) -> str | None:
     except LookupError:
         return None
     return trouble if isinstance(trouble, str) else None
+
+
+def explained(trouble: str) -> str:
+    """``trouble`` (as :func:`mesh_trouble` tells it) with which side's version is the
+    older one when the peers were refused for their handshake features."""
+    if "on 'features'" not in trouble:
+        return trouble
+    which = "a newer" if "peer refused the link" in trouble else "an older"
+    return (f"{trouble} (it runs {which} version than this node: run one version on "
+            "every member)")
 
 
 class LinkTrouble(logging.Handler):
@@ -64,6 +79,8 @@ class LinkTrouble(logging.Handler):
 
 def _fix_for(error: HandshakeError) -> str:
     """What to change for a refused link, by the field the refusal names."""
+    if error.field == "features":
+        return version_fix(newer=isinstance(error, PeerRejectedError))
     if error.field == "auth":
         return ("The cluster secrets differ (wrong secret?): every node needs the same "
                 "`cluster` and secret; check this node's `secret_env` / `secret_file`")
@@ -83,3 +100,15 @@ def _fix_for(error: HandshakeError) -> str:
                 "it starts with an empty one")
     return ("Every node needs the same `cluster` and secret, a unique `id`, and every "
             "other node in its [peers]")
+
+
+def version_fix(*, newer: bool) -> str:
+    """What to do about a peer refused for the handshake features (``newer``: the peer
+    requires features this node's version lacks; otherwise it lacks ones this node's
+    version requires)."""
+    which = ("a newer version of lazily-queue than this node" if newer
+             else "an older version of lazily-queue than this node")
+    return (f"That peer runs {which}: members whose versions do not share the handshake "
+            "features each requires cannot link, so a cluster is not upgraded one member at "
+            "a time across such versions. Run the same version on every member: stop them "
+            "all, upgrade every one, and start them again (README, \"Upgrading a cluster\")")

@@ -265,7 +265,9 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
              peers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per member: role (``leader``, ``follower`` or ``unreachable``: a
     member this node has no link to is never shown as a follower), reachability,
-    match index and lag (known on the leader), and its page and vitals when known."""
+    match index and lag (known on the leader), its page and vitals when known, and
+    ``link_problem``: why an unreachable member's link failed, as far as this node knows
+    (a refused handshake, say; ``None`` otherwise)."""
     leader = status["leader"]
     me = status["node"]
     connected = set(status["connected"])
@@ -287,6 +289,7 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
             "vitals": None,
             "vitals_error": None,
             "vitals_at": None,
+            "link_problem": None if reachable else _link_problem(node, member),
         }
         if member == me:
             entry["match_index"] = status["log_last_index"]
@@ -306,6 +309,13 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
     return members
 
 
+def _link_problem(node: Node, member: str) -> str | None:
+    from .link_trouble import explained, mesh_trouble
+
+    trouble = mesh_trouble(node, int(member)) if member.isdigit() else None
+    return None if trouble is None else explained(trouble)
+
+
 def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[str, Any]:
     """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
     (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
@@ -319,6 +329,8 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
     down = [m["id"] for m in members if not m["reachable"]]
     if down:
         critical.append(f"member(s) {', '.join(down)} unreachable")
+        critical.extend(f"member {m['id']}: {m['link_problem']}" for m in members
+                        if not m["reachable"] and m.get("link_problem"))
     if not status["has_quorum"]:
         critical.append("no quorum: writes are refused")
     if status["leader"] is None:

@@ -56,7 +56,7 @@ def render(status: dict[str, Any]) -> list[Table]:
         _table(f"members{_where_lag_is(s)}",
                ("id", "role", "link", "match index", "lag"),
                [(m["id"] + (" (this node)" if m["self"] else ""), m["role"],
-                 "up" if m["connected"] else "DOWN", m["match_index"], m["lag"])
+                 _link(m), m["match_index"], m["lag"])
                 for m in s["members"]],
                right=frozenset({"match index", "lag"})),
     ]
@@ -88,6 +88,14 @@ def render(status: dict[str, Any]) -> list[Table]:
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
     return tables
+
+
+def _link(member: dict[str, Any]) -> str:
+    """The link column: ``up``, or ``DOWN`` with why when this node knows it."""
+    if member["connected"]:
+        return "up"
+    problem = member.get("link_problem")
+    return f"DOWN: {problem}" if problem else "DOWN"
 
 
 def _workers(w: dict[str, Any]) -> str:
