@@ -83,7 +83,7 @@ if TYPE_CHECKING:
         Unreachable,
         connect,
     )
-    from .node import ClusterMismatch, Node
+    from .node import ClusterMismatch, DataDirectoryTooNew, Node
     from .raft.errors import (
         CommitTimeout,
         NodeNotRunning,
@@ -109,6 +109,7 @@ _LAZY = {
     "connect": "client",
     "Node": "node",
     "ClusterMismatch": "node",
+    "DataDirectoryTooNew": "node",
     "CommitTimeout": "raft.errors",
     "NoQuorum": "raft.errors",
     "NodeNotRunning": "raft.errors",
@@ -144,6 +145,7 @@ __all__ = [
     "CommitTimeout",
     "Context",
     "Credentials",
+    "DataDirectoryTooNew",
     "DeadLetter",
     "DeadLetterReason",
     "DedupLimits",

@@ -21,9 +21,16 @@ from .raft.disk import Disk, OsDisk
 from .raft.journal import DurableJournal, JournalError
 from .raft.rejoin import floor_of
 
+#: The metadata key naming the handshake features of the version that last started here.
+FEATURES_KEY = "features"
+
 
 class ClusterMismatch(InvalidConfiguration):
     """The data directory belongs to another node or cluster."""
+
+
+class DataDirectoryTooNew(InvalidConfiguration):
+    """The data directory was last used by a newer version (see :func:`claim_directory`)."""
 
 
 class DataDirectoryLocked(InvalidConfiguration):
@@ -154,11 +161,23 @@ def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> N
 
 def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
                     data_dir: str | os.PathLike[str]) -> None:
-    """The data directory must be this node's (:class:`ClusterMismatch`); give it an
-    identity on first use."""
+    """The data directory must be this node's (:class:`ClusterMismatch`) and not last
+    used by a newer version (:class:`DataDirectoryTooNew`); give it an identity on
+    first use, and record the handshake features this version requires."""
+    from .raft.mesh import REQUIRED_FEATURES
+
     meta = journal.meta
     owner = meta.get("node")
     found = meta.get("cluster")
+    recorded = meta.get(FEATURES_KEY) or []
+    unknown = sorted(set(recorded) - REQUIRED_FEATURES)
+    if unknown:
+        raise DataDirectoryTooNew(
+            f"data directory {data_dir} was last used by a newer version of lazily-queue "
+            f"(it requires the handshake features {unknown}, which this version does not "
+            "know), whose journal and snapshot this version could misread; nothing was "
+            "changed. Start it with that version or a newer one: a member is not downgraded "
+            "(README, \"Upgrading a cluster\")")
     if owner is not None and (owner != node_id or found != cluster):
         raise ClusterMismatch(
             f"data directory {data_dir} belongs to node {owner} of cluster {found!r}, but "
@@ -170,6 +189,8 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
         journal.set_meta("cluster", cluster)
     if "incarnation" not in meta:
         journal.set_meta("incarnation", secrets.token_hex(8))
+    if recorded != sorted(REQUIRED_FEATURES):
+        journal.set_meta(FEATURES_KEY, sorted(REQUIRED_FEATURES))
     if journal.needs_sync:
         journal.sync()
 

@@ -41,6 +41,7 @@ from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
 from .datadir import ClusterMismatch as ClusterMismatch  # part of this module's API
+from .datadir import DataDirectoryTooNew as DataDirectoryTooNew  # part of this module's API
 from .datadir import (
     DirectoryLock,
     check_can_rejoin,

@@ -89,6 +89,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "retired_incarnations": lambda v: type(v) is dict and all(
         type(k) is str and type(ids) is list and all(type(i) is str for i in ids)
         for k, ids in v.items()),
+    "features": lambda v: type(v) is list and all(type(f) is str for f in v),
     "rejoin_floor": lambda v: v is None or (
         type(v) is list and len(v) == 2 and all(_count(x) for x in v)),
 }
