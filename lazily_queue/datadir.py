@@ -159,6 +159,25 @@ def check_complete(journal: DurableJournal, disk: Disk, snapshot_path: str) -> N
             f"{journal.getCurrentTerm()} in {journal.meta_path}); {fix}")
 
 
+def _versioned(feature: str) -> tuple[str, int]:
+    """``("name", N)`` of a feature ``name-vN``; ``(feature, -1)`` of any other."""
+    name, sep, number = feature.rpartition("-v")
+    if sep and number.isdigit():
+        return name, int(number)
+    return feature, -1
+
+
+def understood(feature: str, required: frozenset[str]) -> bool:
+    """Whether a version requiring ``required`` reads what a version that recorded
+    ``feature`` wrote: it requires that feature, or a later one of its name
+    (``name-vN`` is read by a version requiring ``name-vM``, M >= N)."""
+    if feature in required:
+        return True
+    name, number = _versioned(feature)
+    return number >= 0 and any(n == name and m >= number
+                               for n, m in map(_versioned, required))
+
+
 def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
                     data_dir: str | os.PathLike[str]) -> None:
     """The data directory must be this node's (:class:`ClusterMismatch`) and not last
@@ -170,7 +189,7 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
     owner = meta.get("node")
     found = meta.get("cluster")
     recorded = meta.get(FEATURES_KEY) or []
-    unknown = sorted(set(recorded) - REQUIRED_FEATURES)
+    unknown = sorted(f for f in set(recorded) if not understood(f, REQUIRED_FEATURES))
     if unknown:
         raise DataDirectoryTooNew(
             f"data directory {data_dir} was last used by a newer version of lazily-queue "

@@ -2014,6 +2014,13 @@ MUTATIONS = [
         ("tests/replicated/test_limits.py::"
          "test_a_gap_goes_with_its_subscription_and_an_id_subscribed_again_starts_at_zero",),
         "a topic subscriber's gap ends with its subscription"),
+    Mutation(
+        "earlier-feature-taken-for-newer", "lazily_queue/datadir.py",
+        "    return number >= 0 and any(n == name and m >= number",
+        "    return False and any(n == name and m >= number",
+        ("tests/raft/test_versions.py::"
+         "test_a_directory_stamped_with_an_earlier_form_of_a_feature_loads",),
+        "a data directory stamped by the version before a feature's bump loads"),
 ]
 
 

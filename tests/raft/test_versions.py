@@ -103,3 +103,30 @@ def test_the_cli_refuses_a_newer_data_directory_in_one_line(
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert "newer version" in err and "['from-the-future-v1']" in err, err
     assert "Traceback" not in err
+
+
+def test_a_feature_recorded_by_an_older_version_is_read_by_its_later_version() -> None:
+    from lazily_queue.datadir import understood
+
+    required = frozenset({"limits-v2", "link-ready-v1"})
+    assert understood("limits-v1", required) and understood("limits-v2", required)
+    assert understood("link-ready-v1", required)
+    assert not understood("limits-v3", required)  # bumped by a newer version
+    assert not understood("from-the-future-v1", required)
+    assert not understood("limits", required) and not understood("limits-vx", required)
+
+
+async def test_a_directory_stamped_with_an_earlier_form_of_a_feature_loads(
+    tmp_path: Path,
+) -> None:
+    data = _copy(OLDER[0], tmp_path)
+    disk = OsDisk()
+    journal = DurableJournal(disk, str(data / "raft"))
+    bumped = next(f for f in sorted(REQUIRED_FEATURES) if f.endswith(("-v2", "-v3")))
+    earlier = sorted({*REQUIRED_FEATURES - {bumped}, bumped[:-1] + str(int(bumped[-1]) - 1)})
+    journal.set_meta(FEATURES_KEY, earlier)
+    journal.sync()
+    disk.close()
+    async with _node(data, tmp_path) as node:  # the version before the bump wrote it
+        await node.wait_for_leader(timeout=10)
+    assert _meta(data)[FEATURES_KEY] == sorted(REQUIRED_FEATURES)
