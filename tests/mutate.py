@@ -1533,15 +1533,15 @@ MUTATIONS = [
         "the ephemeral subscriptions of a crashed client stay for good"),
     Mutation(
         "session-kept-bytes-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})",
-        "SESSION_END_FEATURE})",
+        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,\n",
+        "SESSION_END_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member keeping session results past their bytes is refused at the handshake"),
     Mutation(
         "session-end-feature-unrequired", "lazily_queue/raft/mesh.py",
-        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})",
-        "SESSION_KEPT_BYTES_FEATURE})",
+        "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,\n",
+        "SESSION_KEPT_BYTES_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member without SESSION_END is refused at the handshake (no divergence)"),
@@ -1573,6 +1573,19 @@ MUTATIONS = [
         ("tests/replicated/test_session_end.py::"
          "test_an_op_under_an_ended_session_is_refused_and_not_applied_again",),
         "a retried op under an ended session is applied again in a fresh session"),
+    Mutation(
+        "group-run-snapshot-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "SESSION_END_FEATURE,\n                               GROUP_RUN_SNAPSHOT_FEATURE})",
+        "SESSION_END_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member that cannot install a group's run in a snapshot is refused at the handshake"),
+    Mutation(
+        "group-snapshot-lists-run-items", "lazily_queue/replicated/work_queues.py",
+        "s.core.snapshot(records, run=True,",
+        "s.core.snapshot(records, run=False,",
+        ("tests/replicated/test_group_snapshots.py",),
+        "a snapshot lists a group's retained run item by item"),
     Mutation(
         "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
         "    if not isinstance(subscriber, str):\n",

@@ -60,8 +60,10 @@ from ..raft.errors import (
 )
 
 #: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps). 3: session
-#: ids tagged with the client's name (:mod:`..replicated.client_sessions`).
-VERSION = 3
+#: ids tagged with the client's name (:mod:`..replicated.client_sessions`). 4: a consumer
+#: group's run of retained values sent as one run (a work queue's ``run``,
+#: :mod:`..core.work_snapshot`), not item by item.
+VERSION = 4
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"

@@ -58,6 +58,7 @@ class LimitedTopic(TopicCore[R]):
         topic._subs, topic._connected = restored._subs, restored._connected
         topic._connected_set = None
         topic.load_stamps(core.stamps())
+        topic.lineage = core.lineage  # the same elements at the same offsets
         topic.quota = Quota(limits, topic._elements)
         return topic
 

@@ -63,9 +63,13 @@ NOBODY: frozenset[str] = frozenset()
 class TopicCore(Generic[R]):
     """The topic state machine: one log, many cursors, durable-driven retention."""
 
-    __slots__ = ("_base", "_connected", "_connected_set", "_elements", "_stamps", "_subs")
+    __slots__ = ("_base", "_connected", "_connected_set", "_elements", "_stamps", "_subs",
+                 "lineage")
 
     def __init__(self) -> None:
+        #: Shared by the topics whose every offset holds the same object (this one, and
+        #: a copy of it with limits): a log restored from plain data has its own.
+        self.lineage = object()
         self._base = 0
         self._elements: list[R] = []
         self._stamps = StampIndex()
@@ -304,6 +308,14 @@ class TopicCore(Generic[R]):
     def elements_from(self, offset: int) -> list[R]:
         """A copy of the retained log from ``offset`` (at least the base) on."""
         return self._elements[max(0, offset - self._base):]
+
+    def elements_between(self, first: int, end: int) -> list[R]:
+        """A copy of the elements at offsets ``first..end - 1``, all retained
+        (:class:`InvalidSnapshot` otherwise: a snapshot referred to them)."""
+        if not self._base <= first <= end <= self.end_offset():
+            raise InvalidSnapshot(f"offsets {first}..{end - 1} are not all retained by the "
+                                  f"topic ({self._base}..{self.end_offset() - 1})")
+        return self._elements[first - self._base:end - self._base]
 
     def stamps_between(self, first: int, end: int) -> StampIndex:
         """The stamps of offsets ``first..end - 1`` as their own index

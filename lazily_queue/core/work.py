@@ -55,7 +55,7 @@ from .work_masks import (
 from .work_retained import RetainedPending, pending_records
 from .work_schedule import WorkSchedule
 from .work_scheduled import ScheduledWork
-from .work_snapshot import WORK_SNAPSHOT_KEYS, read_work_state
+from .work_snapshot import WORK_SNAPSHOT_KEYS, RunValues, read_work_state
 from .work_views import WorkViews
 
 __all__ = [
@@ -356,36 +356,51 @@ class WorkQueueCore(WorkViews, ScheduledWork):
 
     # -- snapshot -------------------------------------------------------------------------
 
-    def snapshot(self, records: Callable[[Sequence[Any]], Any] = as_dicts
-                 ) -> dict[str, Any]:
+    def snapshot(self, records: Callable[[Sequence[Any]], Any] = as_dicts, *,
+                 run: bool = False, shared_from: int | None = None) -> dict[str, Any]:
         """The whole state (configuration and counters included) as plain data: the
         spec's keys, plus ``retry`` and ``schedule`` when the queue has them. The pending
         items, deliveries and dead letters are given as ``records(copy)``: a copied list
         (the pending items: a copied sequence, :func:`~.work_retained.pending_records`)
-        of frozen records; by default their :func:`as_dicts`."""
+        of frozen records; by default their :func:`as_dicts`. With ``run``, a run of
+        retained values (:meth:`take_retained`) is given as ``run``, not as items
+        (:mod:`.work_snapshot`; the values of ids from ``shared_from`` on left out)."""
+        pending = self._pending
+        split = (pending.run_record(shared_from)
+                 if run and isinstance(pending, RetainedPending) else None)
         doc = {
             "visibility_timeout": self.visibility_timeout,
             "max_deliveries": self.max_deliveries,
             "next_item_id": self._next_item_id,
             "next_delivery_id": self._next_delivery_id,
-            "pending": records(pending_records(self._pending)),
+            "pending": records(pending_records(pending) if split is None else split[0]),
             "in_flight": records(list(self._in_flight.values())),
             "dead_letters": records(list(self._dead)),
         }
+        if split is not None:
+            doc["run"] = split[1]
         return self._snapshot_schedule(doc)
 
     @classmethod
-    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> WorkQueueCore:
-        """Restore :meth:`snapshot` output; raises :class:`InvalidSnapshot` when inconsistent."""
-        extra = set(snapshot) & {"retry", "schedule"} if isinstance(snapshot, Mapping) else set()
+    def from_snapshot(cls, snapshot: Mapping[str, Any], run_values: RunValues | None = None
+                      ) -> WorkQueueCore:
+        """Restore :meth:`snapshot` output (a ``run`` as a run again, the values it left
+        out from ``run_values``); raises :class:`InvalidSnapshot` when inconsistent."""
+        extra = (set(snapshot) & {"retry", "schedule", "run"}
+                 if isinstance(snapshot, Mapping) else set())
         data = require_map("work queue snapshot", snapshot, WORK_SNAPSHOT_KEYS | extra)
         try:
             retry = RetryPolicy.from_list(data["retry"]) if "retry" in data else None
             core = cls(data["visibility_timeout"], data["max_deliveries"], retry=retry)
         except (InvalidConfiguration, InvalidSchedule) as exc:
             raise InvalidSnapshot(f"work queue snapshot: {exc}") from None
-        state = read_work_state(data)
-        core._pending.extend(state.pending)
+        state = read_work_state(data, run_values)
+        if state.run is None:
+            core._pending.extend(state.pending)
+        else:
+            at, first, values = state.run
+            core._pending = RetainedPending.restored(state.pending[:at], first, values,
+                                                     state.pending[at:])
         core._in_flight.update(state.in_flight)
         core._dead.extend(state.dead_letters)
         core._next_item_id, core._next_delivery_id = state.next_item_id, state.next_delivery_id

@@ -81,6 +81,35 @@ class RetainedPending(deque[PendingItem]):
         pending._first = first
         return pending
 
+    @classmethod
+    def restored(cls, front: list[PendingItem], first: int, values: list[Any],
+                 back: list[PendingItem]) -> RetainedPending:
+        """The items ``front``, then the run ``values`` (kept, not copied) numbered from
+        ``first``, then the items ``back``: what :meth:`run_record` took apart."""
+        pending = cls(front)
+        if values:
+            pending._run, pending._first = values, first
+            pending._back.extend(back)
+        else:
+            deque.extend(pending, back)
+        return pending
+
+    def run_record(self, shared_from: int | None = None
+                   ) -> tuple[list[PendingItem], list[Any]] | None:
+        """The pending items as a snapshot gives them (``None`` without a run): the
+        items outside the run in order, and the run as ``[at, first, count, values]``
+        (it comes after ``at`` of those items, its ids are ``first..first + count - 1``,
+        ``values`` copies the values of those below ``shared_from``, of all when it is
+        ``None``: the owner holds the others)."""
+        run = self._run
+        if run is None:
+            return None
+        first, end = self._first + self._pos, self._first + len(run)
+        cut = end if shared_from is None else max(first, min(end, shared_from))
+        front = list(super().__iter__())
+        return ([*front, *self._back],
+                [len(front), first, end - first, run[self._pos:cut - self._first]])
+
     def run_len(self) -> int:
         """Items of the run not yet taken."""
         return 0 if self._run is None else len(self._run) - self._pos

@@ -155,7 +155,7 @@ class ScheduledWork:
         seen = {i.item_id for i in state.pending} | {d.item_id for d in state.dead_letters}
         seen |= {d.item_id for d in state.in_flight.values()}
         for item_id in sched.held():
-            if item_id in seen or item_id >= state.next_item_id:
+            if item_id in seen or item_id >= state.next_item_id or state.holds(item_id):
                 raise InvalidSnapshot(f"work queue snapshot: schedule: item_id {item_id} is "
                                       "duplicated or not below next_item_id")
             seen.add(item_id)

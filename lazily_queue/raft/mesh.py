@@ -118,13 +118,18 @@ SESSION_KEPT_BYTES_FEATURE = "session-kept-bytes-v2"
 #: ``ended_sessions``): an older member would answer it ``unknown_op`` and keep the
 #: session while the others drop it, and diverge.
 SESSION_END_FEATURE = "client-session-end-v1"
+#: A consumer group's run of retained values in a snapshot as one run, its values left
+#: to its topic's elements (a work queue's ``run``): an older member could not install
+#: such a snapshot.
+GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
                                WORK_OPTIONS_FEATURE, TOPIC_OPTIONS_FEATURE,
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
-                               SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE})
+                               SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
+                               GROUP_RUN_SNAPSHOT_FEATURE})
 INCARNATION = "incarnation:"
 #: Retired incarnations kept per member id (the latest), for the 32 members removed last.
 RETIRED_KEPT = 8

@@ -79,6 +79,7 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
         note_retained(group_expiry, work, topic, rules)
     state = sm.work_queues[name] = WorkState(work)
     state.group = (topic_name, group)
+    state.lineage = topic.lineage  # its run holds the topic's elements
     sm.groups.setdefault(topic_name, {})[group] = name
     if work.pending_len():
         sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))

@@ -108,7 +108,7 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        work_doc: dict[str, Any] = {"core": w.core.snapshot(),
+        work_doc: dict[str, Any] = {"core": w.core.snapshot(run=True),
                                     "receipts": list(w.receipts.values()),
                                     "stamps": w.core.stamps(),
                                     "expiry": _expiry_of(sm, kind, name)}

@@ -30,7 +30,7 @@ from ..core.work import (
     check_worker,
 )
 from ..core.work_items import DeadLetter, PendingItem, as_dicts
-from ..errors import LimitExceeded, shown
+from ..errors import InvalidSnapshot, LimitExceeded, shown
 from ..raft.snapshot_pieces import Later
 from . import expiry, ops
 from .events import WorkQueueChanged
@@ -49,13 +49,16 @@ class WorkState:
     """A replicated work queue: the core plus its recent receipts; ``group`` is
     ``(topic, group)`` for a consumer group's queue (:mod:`.groups`), else ``None``;
     ``mirrored_group``: a client's mirror of a group's queue (whose feeds replay as
-    pushes to it, so its ``group`` stays ``None``)."""
+    pushes to it, so its ``group`` stays ``None``); ``lineage``: the
+    :attr:`~lazily_queue.core.topic.TopicCore.lineage` of the topic whose elements its
+    run of retained values holds (:func:`shared_from`), else ``None``."""
 
     def __init__(self, core: WorkQueueCore) -> None:
         self.core = core
         self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
         self.group: tuple[str, str] | None = None
         self.mirrored_group = False
+        self.lineage: object | None = None
 
     def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
         """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
@@ -265,11 +268,22 @@ def settle_many(sm: StateMachine, args: list[Any]) -> Any:
     return [results, mask]
 
 
+def shared_from(sm: StateMachine, state: WorkState) -> int | None:
+    """The least id from which a group's run of retained values is its topic's elements
+    at the same offsets (the topic's base: those below it left the topic), or ``None``
+    when its topic's log is no longer the one it took them from."""
+    topic = sm.topics.get(state.group[0]) if state.group is not None else None
+    if topic is None or state.lineage is None or topic.lineage is not state.lineage:
+        return None
+    return topic.base_offset()
+
+
 def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dicts
              ) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
-        doc: dict[str, Any] = {"core": s.core.snapshot(records),
+        doc: dict[str, Any] = {"core": s.core.snapshot(records, run=True,
+                                                       shared_from=shared_from(sm, s)),
                                "receipts": [list(r) for r in s.receipts.values()]}
         if s.group is not None:
             doc["group"] = list(s.group)
@@ -287,11 +301,30 @@ def _as_dict(record: PendingItem | Delivery | DeadLetter) -> dict[str, Any]:
     return record.to_dict()
 
 
+def _restored(sm: StateMachine, raw: Any) -> WorkState:
+    """A queue of the section: a group's run takes the values it left out from its
+    topic (restored before), as the run of its declaration did."""
+    group = raw.get("group")
+    topic = sm.topics.get(str(group[0])) if group is not None else None
+    shared: list[object] = []
+
+    def run_values(lo: int, hi: int) -> list[Any]:
+        if topic is None:
+            raise InvalidSnapshot(f"the values of items {lo}..{hi - 1} are left to a topic "
+                                  "the snapshot does not hold")
+        shared.append(topic.lineage)
+        return topic.elements_between(lo, hi)
+
+    state = WorkState(WorkQueueCore.from_snapshot(raw["core"], run_values))
+    state.lineage = shared[0] if shared else None
+    return state
+
+
 def _restore(sm: StateMachine, doc: Any) -> None:
     queues: dict[str, WorkState] = {}
     groups: dict[str, dict[str, str]] = {}
     for name, raw in (doc or {}).items():
-        state = WorkState(WorkQueueCore.from_snapshot(raw["core"]))
+        state = _restored(sm, raw)
         for receipt in raw["receipts"][-RECEIPTS_KEPT:]:
             state.receipts[int(receipt[0])] = list(receipt)
         if raw.get("group") is not None:

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from lazily_queue.core.groups import group_lag
+from lazily_queue.core.work_retained import RetainedPending
 from lazily_queue.raft.snapshot import encode_snapshot
+from lazily_queue.raft.snapshot_format import decode_snapshot
 from lazily_queue.raft.snapshot_pieces import Later
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.events import OpApplied
@@ -177,8 +179,16 @@ def _random_op(rng: random.Random, sm: StateMachine, step: int) -> list[Any]:
 
 
 def _group_state(sm: StateMachine) -> Any:
+    """The group as observed: its mirror's doc (a run of retained values listed as the
+    items it holds, as a work queue fed one by one holds them), counts and deadlines."""
     core = sm.work_queues["t:g"].core
-    return (objects.capture(sm, "work_queue", "t:g"), core.pending_len(), core.delayed_len(),
+    doc = objects.capture(sm, "work_queue", "t:g")
+    mirror = StateMachine()  # a client's mirror installs the doc as it is sent
+    objects.install(mirror, "work_queue", "t:g", doc)
+    assert objects.capture(mirror, "work_queue", "t:g") == doc
+    assert mirror.work_queues["t:g"].core.snapshot() == core.snapshot()
+    doc["core"] = core.snapshot()
+    return (doc, core.pending_len(), core.delayed_len(),
             core.in_flight_len(), core.head(), group_lag(core), sm.expiry.get(
                 ("work_queue", "t:g")) and sm.expiry[("work_queue", "t:g")].to_list())
 
@@ -197,10 +207,18 @@ def test_a_group_declared_at_the_head_acts_as_one_fed_element_by_element(
         assert _apply(declared, op, stamp=stamp) == _apply(fed, op, stamp=stamp), (step, op)
         if step % 40 == 0:
             assert _group_state(declared) == _group_state(fed), (step, op)
-        if step == 120:  # a snapshot taken mid-way restores to the same group
+        if step == 120:  # a snapshot file taken mid-way restores to the same group
             again = StateMachine()
-            again.restore(declared.capture())
+            pending = declared.work_queues["t:g"].core._pending
+            held = pending.run_len() if isinstance(pending, RetainedPending) else 0
+            state = decode_snapshot(_file(declared.capture(deferred=True)))["state"]
+            # the run is one run in it, its values the topic's elements
+            assert ("run" in state["work_queues"]["t:g"]["core"]) == bool(held)
+            again.restore(state)
             assert _group_state(again) == _group_state(fed)
+            restored = again.work_queues["t:g"].core._pending
+            assert (restored.run_len() if isinstance(restored, RetainedPending) else 0) == held
+            declared = again  # and goes on as the group it was
     assert _group_state(declared) == _group_state(fed)
     assert [p.to_dict() for p in declared.work_queues["t:g"].core.pending()] == [
         p.to_dict() for p in fed.work_queues["t:g"].core.pending()]

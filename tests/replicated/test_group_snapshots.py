@@ -1,0 +1,156 @@
+"""Snapshots of consumer groups declared at a topic's head: a group's run of retained
+values is one run in them, its values its topic's elements (held once, whatever the
+number of groups), restored as a run again; older snapshots listing the items load."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+import pytest
+
+from lazily_queue.core.work import WorkQueueCore
+from lazily_queue.core.work_retained import RetainedPending
+from lazily_queue.errors import InvalidSnapshot
+from lazily_queue.raft.snapshot import encode_snapshot
+from lazily_queue.raft.snapshot_format import decode_snapshot
+from lazily_queue.replicated import objects, ops
+from lazily_queue.replicated.state_machine import StateMachine
+
+N = 20_000
+
+
+def _apply(sm: StateMachine, code: int, *args: object) -> object:
+    return sm.apply_plain(code, list(args))
+
+
+def _topic(groups: int) -> StateMachine:
+    """A topic retaining ``N`` elements of 100 bytes, ``groups`` groups declared at its
+    head, each having claimed and released one element and claimed another."""
+    sm = StateMachine()
+    _apply(sm, ops.TOPIC_DECLARE, "t")
+    _apply(sm, ops.TOPIC_SUBSCRIBE, "t", "keeper", "durable")  # a durable cursor: the topic retains
+    for i in range(N):
+        _apply(sm, ops.TOPIC_PUBLISH, "t", f"{i:05d}".ljust(100, "."))
+    for g in range(groups):
+        _apply(sm, ops.GROUP_DECLARE, "t", f"g{g}", 1000, 3, "head")
+        first, _ = _apply(sm, ops.WORK_CLAIM, f"t:g{g}", "w", 0)  # type: ignore[misc]
+        _apply(sm, ops.WORK_CLAIM_MANY, f"t:g{g}", "w", 2, 0)
+        _apply(sm, ops.WORK_RELEASE, f"t:g{g}", "w", [first["delivery_id"]])
+    _apply(sm, ops.TOPIC_PUBLISH, "t", "late")
+    return sm
+
+
+def _file(sm: StateMachine) -> bytes:
+    return encode_snapshot({"format": 1, "state": sm.capture(deferred=True),
+                            "last": [b"b", 9, 1], "prev": [b"a", 8, 1], "members": ["1"]})
+
+
+def _pending(sm: StateMachine, name: str) -> list[Any]:
+    return [p.to_dict() for p in sm.work_queues[name].core.pending()]
+
+
+def test_a_snapshot_holds_each_group_at_the_head_as_a_run_of_its_topics_elements() -> None:
+    sm = _topic(3)
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        calls += event == "call"
+        if calls > 2_000:
+            sys.setprofile(None)
+
+    sys.setprofile(count)
+    try:
+        doc = sm.capture(deferred=True)  # what a snapshot copies when it is taken
+    finally:
+        sys.setprofile(None)
+    assert calls <= 2_000, "the snapshot copied the group's items one call each"
+    core = doc["work_queues"]["t:g0"]["core"]
+    # the released item before the run, the element fed after it; no value of the run
+    assert [core["pending"].convert(i)["item_id"] for i in core["pending"].items] == [0, N]
+    assert core["run"] == [1, 3, N - 3, []]
+    # the file grows by a few hundred bytes a group, not by its 20,000 items
+    sizes = [len(_file(_topic(g))) for g in (0, 1, 3)]
+    assert sizes[2] - sizes[0] < 3 * 1_000 and sizes[1] - sizes[0] < 1_000, sizes
+
+
+def test_a_restored_group_is_a_run_of_its_topics_elements_again() -> None:
+    sm = _topic(2)
+    restored = StateMachine()
+    restored.restore(decode_snapshot(_file(sm))["state"])
+    topic = restored.topics["t"].elements()
+    for name in ("t:g0", "t:g1"):
+        assert _pending(restored, name) == _pending(sm, name)
+        pending = restored.work_queues[name].core._pending
+        assert isinstance(pending, RetainedPending) and pending.run_len() == N - 3
+        assert pending.run_record()[1][3][5] is topic[8]  # type: ignore[index]
+    # it goes on as the group it was, and its next snapshot is a run again
+    for machine in (sm, restored):
+        _apply(machine, ops.TOPIC_PUBLISH, "t", "later")
+        assert _apply(machine, ops.WORK_CLAIM_MANY, "t:g0", "v", 3, 5) == _apply(
+            sm if machine is restored else restored, ops.WORK_CLAIM_MANY, "t:g0", "v", 3, 5)
+    assert restored.capture()["work_queues"]["t:g1"]["core"]["run"] == [1, 3, N - 3, []]
+    assert _pending(restored, "t:g1") == _pending(sm, "t:g1")
+
+
+def test_a_group_holds_in_a_snapshot_the_values_its_topic_no_longer_holds() -> None:
+    sm = _topic(1)
+    _apply(sm, ops.TOPIC_ADVANCE_TO, "t", "keeper", 5_000)
+    _apply(sm, ops.TOPIC_GC, "t")  # offsets below 5,000 leave the topic, not the group
+    core = sm.capture()["work_queues"]["t:g0"]["core"]
+    assert core["run"][:3] == [1, 3, N - 3] and len(core["run"][3]) == 5_000 - 3
+    restored = StateMachine()
+    restored.restore(decode_snapshot(_file(sm))["state"])
+    assert _pending(restored, "t:g0") == _pending(sm, "t:g0")
+    # a topic restored by an op is another log: the group then holds every value
+    _apply(sm, ops.TOPIC_RESTORE, "t", {"base_offset": 0, "subscriptions": {},
+                                         "elements": ["x"] * (N + 1)})
+    core = sm.capture()["work_queues"]["t:g0"]["core"]
+    assert len(core["run"][3]) == N - 3
+    again = StateMachine()
+    again.restore(decode_snapshot(_file(sm))["state"])
+    assert _pending(again, "t:g0") == _pending(sm, "t:g0")
+    assert again.work_queues["t:g0"].lineage is None
+
+
+def test_a_snapshot_listing_a_groups_items_one_by_one_still_loads() -> None:
+    sm = _topic(1)
+    state = sm.capture()
+    core = sm.work_queues["t:g0"].core
+    state["work_queues"]["t:g0"]["core"] = core.snapshot()  # the older form
+    assert "run" not in state["work_queues"]["t:g0"]["core"]
+    restored = StateMachine()
+    restored.restore(state)
+    assert _pending(restored, "t:g0") == _pending(sm, "t:g0")
+    assert _apply(restored, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, 5) == _apply(
+        sm, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, 5)
+
+
+def test_a_mirror_installs_a_group_at_the_head_as_one_run_of_values() -> None:
+    sm = _topic(1)
+    doc = objects.capture(sm, "work_queue", "t:g0")
+    assert len(doc["core"]["pending"]) == 2 and doc["core"]["run"][:3] == [1, 3, N - 3]
+    assert len(doc["core"]["run"][3]) == N - 3  # its values: a mirror may lack the topic
+    mirror = StateMachine()
+    objects.install(mirror, "work_queue", "t:g0", doc)
+    pending = mirror.work_queues["t:g0"].core._pending
+    assert isinstance(pending, RetainedPending) and pending.run_len() == N - 3
+    assert _pending(mirror, "t:g0") == _pending(sm, "t:g0")
+
+
+@pytest.mark.parametrize("run, why", [
+    ([0, 0, 5], "must be [at, first, count, values]"),
+    ([3, 0, 5, []], "do not fit"),
+    ([0, 8, 5, []], "do not fit"),
+    ([0, 0, 2, ["a", "b", "c"]], "do not fit"),
+    ([0, 0, 3, ["a"]], "its topic holds them"),
+    ([0, 4, 2, ["a", "b"]], "duplicated"),
+])
+def test_a_malformed_run_is_refused_by_name(run: list[Any], why: str) -> None:
+    doc = {"visibility_timeout": 10, "max_deliveries": 3, "next_item_id": 9,
+           "next_delivery_id": 0, "pending": [{"item_id": 5, "value": 1, "attempts": 0}],
+           "in_flight": [], "dead_letters": [], "run": run}
+    with pytest.raises(InvalidSnapshot, match=re.escape(why)):
+        WorkQueueCore.from_snapshot(doc)
