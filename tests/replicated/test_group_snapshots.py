@@ -154,3 +154,15 @@ def test_a_malformed_run_is_refused_by_name(run: list[Any], why: str) -> None:
            "in_flight": [], "dead_letters": [], "run": run}
     with pytest.raises(InvalidSnapshot, match=re.escape(why)):
         WorkQueueCore.from_snapshot(doc)
+
+
+def test_reading_a_groups_head_leaves_its_snapshot_as_it_was() -> None:
+    read, unread = _topic(1), _topic(1)
+    for sm in (read, unread):
+        _apply(sm, ops.WORK_CLAIM, "t:g0", "w", 0)  # the released one: the run leads
+    head = read.work_queues["t:g0"].core.head()  # a reader's look at the run's head
+    assert head is not None and head.item_id == 3
+    assert read.capture() == unread.capture()
+    assert read.capture()["work_queues"]["t:g0"]["core"]["run"] == [0, 3, N - 3, []]
+    assert objects.capture(read, "work_queue", "t:g0") == objects.capture(
+        unread, "work_queue", "t:g0")
