@@ -1587,6 +1587,12 @@ MUTATIONS = [
         ("tests/replicated/test_group_snapshots.py",),
         "a snapshot lists a group's retained run item by item"),
     Mutation(
+        "group-snapshot-drops-retained-deadlines", "lazily_queue/core/expiry.py",
+        "        if self.retained is not None:\n            doc.append(self.retained.to_list())",
+        "        if False:\n            doc.append(self.retained.to_list())",
+        ("tests/replicated/test_group_snapshots.py",),
+        "a snapshot keeps a group's retained deadlines as their rules"),
+    Mutation(
         "admin-subscriber-type-unchecked", "lazily_queue/admin.py",
         "    if not isinstance(subscriber, str):\n",
         "    if False:\n",

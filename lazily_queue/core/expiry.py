@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any, Final
 
 from ..errors import InvalidTtl, shown
-from .expiry_retained import HeldPairs, RetainedDeadlines, merged_pairs
+from .expiry_retained import RetainedDeadlines, merged_pairs
 from .numbers import is_finite
 
 #: Per-message deadlines of taken elements kept, the newest, so that an element given
@@ -194,13 +193,6 @@ class Expiry:
             return [[k, v] for k, v in sorted(self.deadlines.items())]
         return merged_pairs(self.retained, self.deadlines)
 
-    def held_copy(self) -> Sequence[list[int]]:
-        """The held deadlines of :meth:`to_list` as a snapshot copies them: the retained
-        ones are made when read (:class:`~.expiry_retained.HeldPairs`)."""
-        if self.retained is None:
-            return self._held_pairs()
-        return HeldPairs(self.retained, self.deadlines)
-
     def clear_deadlines(self) -> None:
         """Forget every per-message deadline (the elements left)."""
         self.deadlines.clear()
@@ -210,19 +202,24 @@ class Expiry:
         """``[default_ms, max_age_ms]``."""
         return [self.default_ms, self.max_age_ms]
 
-    def to_list(self, held: Any = None) -> list[Any]:
+    def to_list(self) -> list[Any]:
         """``[default_ms, max_age_ms, expired, [[id, deadline], ...], [[id, deadline],
-        ...], skipped]``: the rules, the count, the deadlines of the elements held (or
-        ``held`` in their place: a snapshot's copy of them) and of the last ones taken
-        (oldest first), the gaps (the snapshot form)."""
-        return [self.default_ms, self.max_age_ms, self.expired,
-                self._held_pairs() if held is None else held,
-                [[k, v] for k, v in self.taken.items()], self.skipped]
+        ...], skipped]``: the rules, the count, the deadlines of the elements held and of
+        the last ones taken (oldest first), the gaps (the snapshot form); a group's
+        :attr:`retained` deadlines follow as their own form
+        (:meth:`~.expiry_retained.RetainedDeadlines.to_list`), not among those held."""
+        own = [[k, v] for k, v in sorted(self.deadlines.items())]
+        doc = [self.default_ms, self.max_age_ms, self.expired, own,
+               [[k, v] for k, v in self.taken.items()], self.skipped]
+        if self.retained is not None:
+            doc.append(self.retained.to_list())
+        return doc
 
     @classmethod
     def from_list(cls, doc: Any) -> Expiry:
-        """:meth:`to_list` back; ``ValueError`` naming what is wrong."""
-        if type(doc) is not list or len(doc) != 6:
+        """:meth:`to_list` back (with or without the retained deadlines); ``ValueError``
+        naming what is wrong."""
+        if type(doc) is not list or len(doc) not in (6, 7):
             raise ValueError("an expiry record is [default_ms, max_age_ms, expired, "
                              f"deadlines, taken, skipped], not {str(doc)[:60]}")
         out = cls(checked_ms(doc[0], "default ttl"), checked_ms(doc[1], "max age"))
@@ -234,6 +231,10 @@ class Expiry:
         out.skipped = doc[5]
         out.deadlines.update(_pairs(doc[3]))
         out.taken.update(_pairs(doc[4]))
+        if len(doc) == 7:
+            out.retained = RetainedDeadlines.from_list(doc[6])
+            if any(out.retained.get(i) is not None for i in out.deadlines):
+                raise ValueError("an expiry record holds a deadline twice (own and retained)")
         return out
 
 

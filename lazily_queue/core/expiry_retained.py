@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import copy
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from .stamps import StampIndex
 
@@ -119,6 +119,38 @@ class RetainedDeadlines:
         twin._gone = set(self._gone)
         return twin
 
+    def to_list(self) -> list[Any]:
+        """``[low, end, age, gone, own_ids, own_deadlines, stamps, ascending]`` (the
+        snapshot form): the ids held (``low..end - 1`` but the ``gone`` ones), the age
+        limit, the per-message deadlines of the ids from ``low`` on, the stamps' change
+        points of those ids and whether the stamps ascended at the declaration. Slices
+        of its lists: no work per id."""
+        lo = bisect_left(self._own_ids, self._low)
+        return [self._low, self._end, self._age, sorted(self._gone), self._own_ids[lo:],
+                self._own_deadlines[lo:], self._stamps.between(self._low, self._end).points(),
+                self._ascending]
+
+    @classmethod
+    def from_list(cls, doc: Any) -> RetainedDeadlines:
+        """:meth:`to_list` back; ``ValueError`` naming what is wrong."""
+        if type(doc) is not list or len(doc) != 8:
+            raise ValueError("retained deadlines are [low, end, age, gone, own_ids, "
+                             f"own_deadlines, stamps, ascending], not {str(doc)[:60]}")
+        low, end, age, gone, own_ids, own, points, ascending = doc
+        if type(low) is not int or type(end) is not int or not 0 <= low < end:
+            raise ValueError(f"retained deadlines hold ids low..end - 1 (ints, 0 <= low < end), "
+                             f"not {str(low)[:20]}..{str(end)[:20]}")
+        if age is not None and (type(age) is not int or age <= 0):
+            raise ValueError(f"a retained age limit is an int > 0 or None, not {str(age)[:20]}")
+        ids = _ints(gone, "gone ids") + _ints(own_ids, "own ids")
+        if any(not low <= i < end for i in ids) or own_ids != sorted(set(own_ids)):
+            raise ValueError(f"retained ids must be in {low}..{end - 1}, own ids ascending")
+        if len(_ints(own, "own deadlines")) != len(own_ids) or type(ascending) is not bool:
+            raise ValueError("retained deadlines need a deadline per own id and a bool")
+        out = cls(low, end, age, StampIndex.from_points(points), list(own_ids), list(own))
+        out._ascending, out._gone = ascending, set(gone)
+        return out
+
     def count(self) -> int:
         """How many ids held have a deadline (the length of :meth:`pairs`)."""
         if self._age is not None:
@@ -165,34 +197,7 @@ def merged_pairs(retained: RetainedDeadlines, own: Mapping[int, int]) -> list[li
     return held + pairs
 
 
-class HeldPairs(Sequence[list[int]]):
-    """:func:`merged_pairs` as a snapshot copies them: copies of ``retained`` and
-    ``own`` (no work per retained id), the pairs made when read: on each iteration, and
-    once for all indexing."""
-
-    __slots__ = ("_n", "_own", "_pairs", "_retained")
-
-    def __init__(self, retained: RetainedDeadlines, own: Mapping[int, int]) -> None:
-        self._retained, self._own = retained.copy(), dict(own)
-        self._n = self._retained.count() + len(self._own)
-        self._pairs: list[list[int]] | None = None
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __iter__(self) -> Iterator[list[int]]:
-        if self._pairs is not None:
-            return iter(self._pairs)
-        return iter(merged_pairs(self._retained, self._own))
-
-    @overload
-    def __getitem__(self, index: int) -> list[int]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[list[int]]: ...
-
-    def __getitem__(self, index: int | slice) -> list[int] | list[list[int]]:
-        pairs = self._pairs
-        if pairs is None:
-            pairs = self._pairs = merged_pairs(self._retained, self._own)
-        return pairs[index]
+def _ints(doc: Any, what: str) -> list[int]:
+    if type(doc) is not list or not all(type(i) is int for i in doc):
+        raise ValueError(f"retained deadlines: {what} must be a list of ints")
+    return doc

@@ -37,7 +37,6 @@ from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import shown
-from ..raft.snapshot_pieces import Later
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -277,23 +276,6 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
     return doc
 
 
-def _capture_deferred(sm: StateMachine) -> dict[str, Any] | None:
-    """:func:`_capture` with a consumer group's retained deadlines made where the
-    snapshot is encoded (from copies taken now)."""
-    if not sm.expiry:
-        return None
-    doc: dict[str, dict[str, Any]] = {}
-    for (kind, name), expiry in sm.expiry.items():
-        held = expiry.held_copy()
-        doc.setdefault(kind, {})[name] = expiry.to_list(
-            held if type(held) is list else Later(held, _same))
-    return doc
-
-
-def _same(pair: list[int]) -> list[int]:
-    return pair
-
-
 def _restore(sm: StateMachine, doc: Any) -> None:
     sm.expiry = {}
     if doc is None:
@@ -315,4 +297,4 @@ FAMILY = Family("expiry", {
     ops.WORK_PUSH_TTL: _push_work,
     ops.EXPIRY_RULES: _rules,
     ops.EXPIRE: _sweep,
-}, (Section("expiry", _capture, _restore, _capture_deferred),))
+}, (Section("expiry", _capture, _restore),))

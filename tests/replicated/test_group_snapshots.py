@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lazily_queue.core.expiry import Expiry
 from lazily_queue.core.work import WorkQueueCore
 from lazily_queue.core.work_retained import RetainedPending
 from lazily_queue.errors import InvalidSnapshot
@@ -25,14 +26,22 @@ def _apply(sm: StateMachine, code: int, *args: object) -> object:
     return sm.apply_plain(code, list(args))
 
 
-def _topic(groups: int) -> StateMachine:
-    """A topic retaining ``N`` elements of 100 bytes, ``groups`` groups declared at its
-    head, each having claimed and released one element and claimed another."""
+def _topic(groups: int, expiry: bool = False) -> StateMachine:
+    """A topic retaining ``N`` elements of 100 bytes (with ``expiry``: an age limit of
+    the topic, and a ttl of its own on every 1000th), ``groups`` groups declared at its
+    head, each having claimed three elements and released the first."""
     sm = StateMachine()
     _apply(sm, ops.TOPIC_DECLARE, "t")
-    _apply(sm, ops.TOPIC_SUBSCRIBE, "t", "keeper", "durable")  # a durable cursor: the topic retains
+    _apply(sm, ops.TOPIC_SUBSCRIBE, "t", "keeper", "durable")  # the topic retains
+    if expiry:
+        _apply(sm, ops.EXPIRY_RULES, "t", "topic", None, 60_000)
     for i in range(N):
-        _apply(sm, ops.TOPIC_PUBLISH, "t", f"{i:05d}".ljust(100, "."))
+        sm.now = 1_000 + (i // 10 if expiry else 0)  # with expiry, 2,000 stamp points
+        value = f"{i:05d}".ljust(100, ".")
+        if expiry and i % 1000 == 7:
+            _apply(sm, ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 500}, value)
+        else:
+            _apply(sm, ops.TOPIC_PUBLISH, "t", value)
     for g in range(groups):
         _apply(sm, ops.GROUP_DECLARE, "t", f"g{g}", 1000, 3, "head")
         first, _ = _apply(sm, ops.WORK_CLAIM, f"t:g{g}", "w", 0)  # type: ignore[misc]
@@ -166,3 +175,58 @@ def test_reading_a_groups_head_leaves_its_snapshot_as_it_was() -> None:
     assert read.capture()["work_queues"]["t:g0"]["core"]["run"] == [0, 3, N - 3, []]
     assert objects.capture(read, "work_queue", "t:g0") == objects.capture(
         unread, "work_queue", "t:g0")
+
+
+def test_a_snapshot_holds_a_groups_retained_deadlines_as_their_rules() -> None:
+    sm = _topic(2, expiry=True)
+    rules = sm.expiry[("work_queue", "t:g0")]
+    section = sm.capture()["expiry"]["work_queue"]["t:g0"]
+    # none listed one by one: the ids held, the age, the 20 own ttls, the stamp points
+    assert [p[0] for p in section[3]] == [N] and section[6][:4] == [3, N, 60_000, []]
+    assert len(section[6][4]) == len(section[6][5]) == 20
+    sizes = [len(_file(_topic(g, expiry=True))) for g in (0, 2)]
+    assert sizes[1] - sizes[0] < 2 * 50_000, sizes  # its 2,000 stamp points, twice
+    restored = StateMachine()
+    restored.restore(decode_snapshot(_file(sm))["state"])
+    again = restored.expiry[("work_queue", "t:g0")]
+    assert again.held_deadlines() == rules.held_deadlines()
+    assert again.to_list() == rules.to_list()
+    for machine in (sm, restored):  # past the own ttls, not yet the age limit
+        assert _apply(machine, ops.EXPIRE, "t:g0", "work_queue") == 0
+    sm.now = restored.now = 1_000 + N // 10 + 30_000
+    assert _apply(restored, ops.EXPIRE, "t:g0", "work_queue") == _apply(
+        sm, ops.EXPIRE, "t:g0", "work_queue")
+    assert _apply(restored, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, None) == _apply(
+        sm, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, None)
+    assert restored.capture() == sm.capture()
+
+
+def test_an_expiry_record_listing_retained_deadlines_one_by_one_still_loads() -> None:
+    sm = _topic(1, expiry=True)
+    rules = sm.expiry[("work_queue", "t:g0")]
+    state = sm.capture()
+    listed = [[k, v] for k, v in sorted(rules.held_deadlines().items())]
+    state["expiry"]["work_queue"]["t:g0"] = [*rules.to_list()[:3], listed,
+                                             *rules.to_list()[4:6]]  # the older form
+    restored = StateMachine()
+    restored.restore(state)
+    assert restored.expiry[("work_queue", "t:g0")].held_deadlines() == rules.held_deadlines()
+    sm.now = restored.now = 1_000 + N // 10 + 30_000
+    assert _apply(restored, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, None) == _apply(
+        sm, ops.WORK_CLAIM_MANY, "t:g0", "v", 4, None)
+
+
+@pytest.mark.parametrize("retained, why", [
+    ([3, 9, None, [], [], []], "not"),
+    ([9, 3, None, [], [], [], [], False], "low..end - 1"),
+    ([3, 9, 0, [], [], [], [], False], "age limit"),
+    ([3, 9, None, [12], [], [], [], False], "must be in"),
+    ([3, 9, None, [], [5, 4], [1, 2], [], False], "ascending"),
+    ([3, 9, None, [], [5], [], [], False], "a deadline per own id"),
+    ([3, 9, None, [], [], [], [], "yes"], "a bool"),
+    ([3, 9, None, [], ["a"], [], [], False], "list of ints"),
+])
+def test_malformed_retained_deadlines_are_refused_by_name(retained: list[Any],
+                                                          why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        Expiry.from_list([None, 60_000, 0, [], [], 0, retained])
