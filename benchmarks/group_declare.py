@@ -5,8 +5,9 @@
 A state machine's topic retains N elements (100 an entry); the script times one
 ``GROUP_DECLARE`` at the head (median of 5), then G declares in one entry with the
 growth of the process's resident memory, a snapshot file's capture (the part taken on
-the apply loop) and, with the topic's ttl, one entry sweeping the G groups once every
-element has expired. Each figure is printed without and with the topic's ttl.
+the apply loop), its size, the time and resident memory a member takes to restore it
+and, with the topic's ttl, one entry sweeping the G groups once every element has
+expired. Each figure is printed without and with the topic's ttl.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import gc
 import time
 from typing import Any
 
+from lazily_queue.raft.snapshot_format import decode_snapshot, encode_snapshot
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.state_machine import StateMachine
 
@@ -38,6 +40,22 @@ def _topic(retained: int, ttl: bool) -> StateMachine:
     for e in range(retained // 100):
         _entry(sm, 1_000 + e, *[[ops.TOPIC_PUBLISH, "t", f"v{e}-{i}"] for i in range(100)])
     return sm
+
+
+def _restore(ttl: bool, doc: dict[str, Any]) -> None:
+    """Print the size of the snapshot file of ``doc`` and what restoring it costs."""
+    data = encode_snapshot({"format": 1, "state": doc, "last": (b"", 2, 1),
+                            "prev": (b"", 1, 1), "members": ["1"]})
+    print(f"ttl={ttl}: its file: {len(data) / 2**20:.1f} MiB")
+    gc.collect()
+    before, t0 = _rss_mb(), time.perf_counter()
+    restored = StateMachine()
+    restored.restore(decode_snapshot(data)["state"])
+    took = time.perf_counter() - t0
+    del data
+    gc.collect()
+    print(f"ttl={ttl}: decoding and restoring it: {took:.2f} s, "
+          f"RSS +{_rss_mb() - before:.0f} MB")
 
 
 def main() -> None:
@@ -65,9 +83,10 @@ def main() -> None:
         print(f"ttl={ttl}: {groups} declares in one entry: {took:.2f} s, "
               f"RSS +{_rss_mb() - before:.0f} MB")
         t0 = time.perf_counter()
-        sm.capture(deferred=True)
+        doc = sm.capture(deferred=True)
         print(f"ttl={ttl}: a snapshot file's capture of {groups + 5} groups: "
               f"{time.perf_counter() - t0:.2f} s")
+        _restore(ttl, doc)
         if ttl:
             t0 = time.perf_counter()
             swept = _entry(sm, 4_000_000, *[[ops.EXPIRE, f"t:m{g}", "work_queue"]
