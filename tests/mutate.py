@@ -1587,6 +1587,12 @@ MUTATIONS = [
         ("tests/replicated/test_group_snapshots.py",),
         "a snapshot lists a group's retained run item by item"),
     Mutation(
+        "group-snapshot-lists-stamps", "lazily_queue/replicated/work_queues.py",
+        "        found[name] = s.core.stamps(None if topic is None else topic.stamp_index())",
+        "        found[name] = s.core.stamps(None)",
+        ("tests/replicated/test_group_snapshots.py",),
+        "a snapshot leaves a group's stamps to its topic's"),
+    Mutation(
         "group-snapshot-drops-retained-deadlines", "lazily_queue/core/expiry.py",
         "        if self.retained is not None:\n            doc.append(self.retained.to_list())",
         "        if False:\n            doc.append(self.retained.to_list())",

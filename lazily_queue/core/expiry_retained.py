@@ -122,12 +122,12 @@ class RetainedDeadlines:
     def to_list(self) -> list[Any]:
         """``[low, end, age, gone, own_ids, own_deadlines, stamps, ascending]`` (the
         snapshot form): the ids held (``low..end - 1`` but the ``gone`` ones), the age
-        limit, the per-message deadlines of the ids from ``low`` on, the stamps' change
-        points of those ids and whether the stamps ascended at the declaration. Slices
-        of its lists: no work per id."""
+        limit, the per-message deadlines of the ids from ``low`` on, the stamps of those
+        ids (:meth:`~.stamps.StampIndex.columns`) and whether the stamps ascended at the
+        declaration. Slices of its lists: no work (nor list) per id."""
         lo = bisect_left(self._own_ids, self._low)
         return [self._low, self._end, self._age, sorted(self._gone), self._own_ids[lo:],
-                self._own_deadlines[lo:], self._stamps.between(self._low, self._end).points(),
+                self._own_deadlines[lo:], self._stamps.between(self._low, self._end).columns(),
                 self._ascending]
 
     @classmethod
@@ -147,7 +147,7 @@ class RetainedDeadlines:
             raise ValueError(f"retained ids must be in {low}..{end - 1}, own ids ascending")
         if len(_ints(own, "own deadlines")) != len(own_ids) or type(ascending) is not bool:
             raise ValueError("retained deadlines need a deadline per own id and a bool")
-        out = cls(low, end, age, StampIndex.from_points(points), list(own_ids), list(own))
+        out = cls(low, end, age, StampIndex.from_columns(points), list(own_ids), list(own))
         out._ascending, out._gone = ascending, set(gone)
         return out
 

@@ -11,6 +11,7 @@ an id below every point reads as 0.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from itertools import pairwise
 from typing import Any
 
 
@@ -86,6 +87,55 @@ class StampIndex:
     def points(self) -> list[list[int]]:
         """``[[first_id, stamp], ...]`` (the snapshot form)."""
         return [[i, s] for i, s in zip(self._ids, self._stamps, strict=True)]
+
+    def shared_tail(self, other: StampIndex) -> int | None:
+        """The first id of this index's points from which (its first one, else its
+        second) they are ``other``'s last points, or ``None``."""
+        ids, stamps = self._ids, self._stamps
+        for k in (0, 1):
+            n = len(ids) - k
+            if 0 < n <= len(other._ids) and other._ids[-n:] == ids[k:] and (
+                    other._stamps[-n:] == stamps[k:]):
+                return ids[k]
+        return None
+
+    def below(self, first_id: int) -> StampIndex:
+        """The points of the ids below ``first_id``."""
+        k = bisect_left(self._ids, first_id)
+        index = StampIndex()
+        index._ids, index._stamps = self._ids[:k], self._stamps[:k]
+        return index
+
+    def then(self, other: StampIndex, first_id: int) -> StampIndex:
+        """This index's points below ``first_id``, then ``other``'s from its point at
+        ``first_id`` on (``ValueError`` when it has none there)."""
+        i = bisect_left(other._ids, first_id)
+        if i == len(other._ids) or other._ids[i] != first_id:
+            raise ValueError(f"stamps: the shared points start at id {first_id}, which is "
+                             "no point of the stamps they are shared with")
+        index = self.below(first_id)
+        index._ids += other._ids[i:]
+        index._stamps += other._stamps[i:]
+        return index
+
+    def columns(self) -> list[list[int]]:
+        """``[first_ids, stamps]``: :meth:`points` as two lists, made without a list per
+        point (a snapshot form)."""
+        return [list(self._ids), list(self._stamps)]
+
+    @classmethod
+    def from_columns(cls, doc: Any) -> StampIndex:
+        """:meth:`columns` back; ``ValueError`` naming what is wrong."""
+        if (type(doc) is not list or len(doc) != 2 or not all(
+                type(c) is list and all(type(x) is int for x in c) for c in doc)
+                or len(doc[0]) != len(doc[1])):
+            raise ValueError("stamps must be [first_ids, stamps], two lists of ints alike long")
+        ids = doc[0]
+        if any(a >= b for a, b in pairwise(ids)):
+            raise ValueError("stamps: the first ids of their points must ascend")
+        index = cls()
+        index._ids, index._stamps = list(ids), list(doc[1])
+        return index
 
     @classmethod
     def from_points(cls, doc: Any) -> StampIndex:

@@ -294,6 +294,10 @@ class TopicCore(Generic[R]):
         """The stamps' change points ``[[offset, stamp], ...]`` (kept beside a snapshot)."""
         return self._stamps.points()
 
+    def stamp_index(self) -> StampIndex:
+        """The stamps themselves (for reading: a group's may share their last points)."""
+        return self._stamps
+
     def load_stamps(self, points: Any) -> None:
         """Replace the stamps with :meth:`stamps` output; ``ValueError`` when malformed."""
         self._stamps = StampIndex.from_points(points)

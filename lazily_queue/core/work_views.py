@@ -78,20 +78,32 @@ class WorkViews:
         """The enqueue stamp of ``item_id`` (0: unknown)."""
         return self._stamps.stamp_of(item_id) if self._stamps else 0
 
-    def stamps(self) -> dict[str, Any]:
+    def stamps(self, shared: StampIndex | None = None) -> dict[str, Any]:
         """``{"points": [[item_id, stamp], ...], "trim_at": n}``: the stamps' change
         points and the count at which the next push forgets those of items no longer
-        held (kept beside a snapshot: replicas trim at the same push)."""
-        return {"points": self._stamps.points(), "trim_at": self._trim_at}
+        held (kept beside a snapshot: replicas trim at the same push). The last points
+        that are ``shared``'s last points too (a group's topic's) are left out:
+        ``"shared_from"`` gives the first id of them."""
+        first = None if shared is None else self._stamps.shared_tail(shared)
+        if first is None:
+            return {"points": self._stamps.points(), "trim_at": self._trim_at}
+        return {"points": self._stamps.below(first).points(), "trim_at": self._trim_at,
+                "shared_from": first}
 
-    def load_stamps(self, doc: Any) -> None:
-        """Replace the stamps with :meth:`stamps` output (``None``: none); ``ValueError``
-        when malformed."""
+    def load_stamps(self, doc: Any, shared: StampIndex | None = None) -> None:
+        """Replace the stamps with :meth:`stamps` output (``None``: none), its points
+        from ``shared_from`` on taken from ``shared``; ``ValueError`` when malformed."""
         if doc is None:
             doc = {"points": [], "trim_at": 64}
         if not isinstance(doc, dict) or type(doc.get("trim_at")) is not int:
             raise ValueError("work queue stamps must be {points, trim_at}")
-        self._stamps = StampIndex.from_points(doc.get("points"))
+        index = StampIndex.from_points(doc.get("points"))
+        if "shared_from" in doc:
+            if shared is None or type(doc["shared_from"]) is not int:
+                raise ValueError("work queue stamps: those from an id on are its topic's, "
+                                 "and the snapshot holds no such topic")
+            index = index.then(shared, doc["shared_from"])
+        self._stamps = index
         self._trim_at = doc["trim_at"]
 
     def _note(self, item_id: int, stamp: int) -> None:

@@ -119,9 +119,9 @@ SESSION_KEPT_BYTES_FEATURE = "session-kept-bytes-v2"
 #: session while the others drop it, and diverge.
 SESSION_END_FEATURE = "client-session-end-v1"
 #: A consumer group's run of retained values in a snapshot as one run, its values left
-#: to its topic's elements (a work queue's ``run``), and their deadlines as their rules
-#: (an expiry record's retained form): an older member could not install such a
-#: snapshot.
+#: to its topic's elements (a work queue's ``run``), its stamps to its topic's, and
+#: their deadlines as their rules (an expiry record's retained form): an older member
+#: could not install such a snapshot.
 GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,

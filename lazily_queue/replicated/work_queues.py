@@ -34,7 +34,7 @@ from ..errors import InvalidSnapshot, LimitExceeded, shown
 from ..raft.snapshot_pieces import Later
 from . import expiry, ops
 from .events import WorkQueueChanged
-from .family import Family, Handler, Section, checked_name, stamps_section
+from .family import Family, Handler, Section, checked_name
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -282,11 +282,13 @@ def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dict
              ) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
-        doc: dict[str, Any] = {"core": s.core.snapshot(records, run=True,
-                                                       shared_from=shared_from(sm, s)),
+        shared = shared_from(sm, s)
+        doc: dict[str, Any] = {"core": s.core.snapshot(records, run=True, shared_from=shared),
                                "receipts": [list(r) for r in s.receipts.values()]}
         if s.group is not None:
             doc["group"] = list(s.group)
+        if shared is not None:  # its run and stamps may be its topic's
+            doc["topic_log"] = True
         queues[name] = doc
     return queues
 
@@ -306,17 +308,18 @@ def _restored(sm: StateMachine, raw: Any) -> WorkState:
     topic (restored before), as the run of its declaration did."""
     group = raw.get("group")
     topic = sm.topics.get(str(group[0])) if group is not None else None
-    shared: list[object] = []
+    if raw.get("topic_log") is True and topic is None:
+        raise InvalidSnapshot("a work queue's run and stamps are left to a topic the "
+                              "snapshot does not hold")
 
     def run_values(lo: int, hi: int) -> list[Any]:
-        if topic is None:
+        if topic is None or raw.get("topic_log") is not True:
             raise InvalidSnapshot(f"the values of items {lo}..{hi - 1} are left to a topic "
                                   "the snapshot does not hold")
-        shared.append(topic.lineage)
         return topic.elements_between(lo, hi)
 
     state = WorkState(WorkQueueCore.from_snapshot(raw["core"], run_values))
-    state.lineage = shared[0] if shared else None
+    state.lineage = topic.lineage if topic is not None and raw.get("topic_log") is True else None
     return state
 
 
@@ -336,6 +339,33 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     sm.groups = groups
 
 
+def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
+    """Each work queue's enqueue stamps; a group's last points, its topic's too while
+    it holds its topic's log (:func:`shared_from`), are left to its topic's."""
+    found: dict[str, Any] = {}
+    for name, s in sm.work_queues.items():
+        topic = (sm.topics.get(s.group[0])
+                 if s.group is not None and shared_from(sm, s) is not None else None)
+        found[name] = s.core.stamps(None if topic is None else topic.stamp_index())
+    return found or None
+
+
+def _restore_stamps(sm: StateMachine, doc: Any) -> None:
+    """:func:`_capture_stamps` back, after the queues and topics (a snapshot without it
+    leaves enqueue times unknown, 0)."""
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot section 'work_stamps' must map work queue names to "
+                         "their enqueue stamps")
+    for name, points in doc.items():
+        state = sm.work_queues.get(name)
+        if state is not None:
+            topic = sm.topics.get(state.group[0]) if state.lineage is not None and (
+                state.group is not None) else None
+            state.core.load_stamps(points, None if topic is None else topic.stamp_index())
+
+
 FAMILY = Family(
     "work_queues",
     {
@@ -353,6 +383,5 @@ FAMILY = Family(
         ops.WORK_SETTLE_MANY: settle_many,
     },
     (Section("work_queues", _capture, _restore, _capture_deferred),
-     stamps_section("work_stamps", "work queue",
-                    lambda sm: {n: s.core for n, s in sm.work_queues.items()})),
+     Section("work_stamps", _capture_stamps, _restore_stamps)),
 )

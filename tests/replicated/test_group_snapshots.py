@@ -225,8 +225,60 @@ def test_an_expiry_record_listing_retained_deadlines_one_by_one_still_loads() ->
     ([3, 9, None, [], [5], [], [], False], "a deadline per own id"),
     ([3, 9, None, [], [], [], [], "yes"], "a bool"),
     ([3, 9, None, [], ["a"], [], [], False], "list of ints"),
+    ([3, 9, None, [], [], [], [], False], "two lists of ints"),
+    ([3, 9, None, [], [], [], [[5, 4], [1, 2]], False], "must ascend"),
 ])
 def test_malformed_retained_deadlines_are_refused_by_name(retained: list[Any],
                                                           why: str) -> None:
     with pytest.raises(ValueError, match=re.escape(why)):
         Expiry.from_list([None, 60_000, 0, [], [], 0, retained])
+
+
+def _stamped(groups: int) -> StateMachine:
+    """A topic of ``N`` elements each published at its own stamp, ``groups`` groups
+    declared at its head, then one more element."""
+    sm = StateMachine()
+    _apply(sm, ops.TOPIC_DECLARE, "t")
+    _apply(sm, ops.TOPIC_SUBSCRIBE, "t", "keeper", "durable")
+    for i in range(N):
+        sm.now = 1_000 + i
+        _apply(sm, ops.TOPIC_PUBLISH, "t", i)
+    for g in range(groups):
+        _apply(sm, ops.GROUP_DECLARE, "t", f"g{g}", 1000, 3, "head")
+        _apply(sm, ops.WORK_CLAIM_MANY, f"t:g{g}", "w", 2, 0)
+    sm.now += 5
+    _apply(sm, ops.TOPIC_PUBLISH, "t", "late")
+    return sm
+
+
+def test_a_snapshot_leaves_a_groups_stamps_to_its_topics() -> None:
+    sm = _stamped(2)
+    stamps = sm.capture()["work_stamps"]["t:g0"]
+    # 20,001 stamp points, none listed: they are the topic's last ones
+    assert stamps == {"points": [], "trim_at": stamps["trim_at"], "shared_from": 0}
+    sizes = [len(_file(_stamped(g))) for g in (0, 2)]
+    assert sizes[1] - sizes[0] < 2 * 1_000, sizes
+    restored = StateMachine()
+    restored.restore(decode_snapshot(_file(sm))["state"])
+    assert restored.capture() == sm.capture()
+    core, again = sm.work_queues["t:g1"].core, restored.work_queues["t:g1"].core
+    assert [again.stamp_of(i) for i in (2, 777, N - 1, N)] == [
+        core.stamp_of(i) for i in (2, 777, N - 1, N)] == [1_002, 1_777, N + 999, N + 1_004]
+    for machine in (sm, restored):  # fed on, their stamps stay alike
+        machine.now += 7
+        _apply(machine, ops.TOPIC_PUBLISH, "t", "later")
+    assert restored.capture() == sm.capture()
+    assert _apply(restored, ops.WORK_CLAIM_MANY, "t:g1", "v", 3, 5) == _apply(
+        sm, ops.WORK_CLAIM_MANY, "t:g1", "v", 3, 5)
+
+
+def test_a_group_of_a_topic_restored_by_an_op_lists_its_stamps() -> None:
+    sm = _stamped(1)
+    _apply(sm, ops.TOPIC_RESTORE, "t", {"base_offset": 0, "subscriptions": {},
+                                         "elements": ["x"] * (N + 1)})
+    stamps = sm.capture()["work_stamps"]["t:g0"]
+    assert "shared_from" not in stamps and len(stamps["points"]) == N + 1
+    restored = StateMachine()
+    restored.restore(decode_snapshot(_file(sm))["state"])
+    assert restored.capture() == sm.capture()
+    assert restored.work_queues["t:g0"].core.stamp_of(N) == N + 1_004
