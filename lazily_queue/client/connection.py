@@ -91,6 +91,8 @@ class ClientConnection:
         self.session: int | None = None
         #: Why this link's last HELLO was refused (its ops are refused saying so).
         self.hello_refused: str | None = None
+        #: The client protocol its HELLO named (:data:`~.protocol.SERVED_VERSIONS`).
+        self.protocol = P.VERSION
         self.slots = Budget(max_in_flight)
         self.watches: set[Key] = set()
         #: Characters of the watched objects' names, in all.
@@ -266,6 +268,10 @@ class ClientConnection:
         self.settle(key, view)
         return False
 
+    def capture(self, view: ReadView, key: Key) -> Any:
+        """``key``'s object in ``view`` in the form this client's protocol reads."""
+        return objects.capture(view, *key, runs=self.protocol >= 4)
+
     def settle(self, key: Key, view: ReadView) -> None:
         """Check the guarded ``key`` again against ``view``'s state now: send it as it
         stands, or refuse it (``[0, ERROR, ["permission", why, kind, name]]``) and record it
@@ -275,7 +281,7 @@ class ClientConnection:
         refusal = self.read_refusal(*key)
         if refusal is None:
             self.guarded[key] = (view.work_queue(key[1]), view.tapped)
-            self.send([0, P.RESET, [*key, view.tapped, objects.capture(view, *key)]])
+            self.send([0, P.RESET, [*key, view.tapped, self.capture(view, key)]])
             return
         self.guarded[key] = (_REVOKED, _NEVER)
         self.revoked.append(key)

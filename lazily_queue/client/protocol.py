@@ -64,6 +64,9 @@ from ..raft.errors import (
 #: group's run of retained values sent as one run (a work queue's ``run``,
 #: :mod:`..core.work_snapshot`), not item by item.
 VERSION = 4
+#: The protocols a member of this version serves: a client of protocol 3 reads a
+#: consumer group's retained values item by item (:attr:`ClientConnection.protocol`).
+SERVED_VERSIONS = (3, 4)
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"

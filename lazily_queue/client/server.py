@@ -284,6 +284,7 @@ class ClientServer:
             conn.hello_refused = str(exc)
             raise
         conn.session = session
+        conn.protocol = frame[2]
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
                                "leader": node.leader_id, "features": list(P.FEATURES),
@@ -293,10 +294,11 @@ class ClientServer:
         """The session a hello names; raises :class:`~.protocol.RequestRefused`."""
         if len(frame) != 4:
             raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
-        if frame[2] != P.VERSION:
+        if type(frame[2]) is not int or frame[2] not in P.SERVED_VERSIONS:
             raise P.RequestRefused(
-                f"this member speaks client protocol {P.VERSION}, the client {frame[2]!r}: "
-                "run the same lazily-queue version on clients and members")
+                f"this member speaks client protocols {list(P.SERVED_VERSIONS)}, the client "
+                f"{frame[2]!r}: upgrade the members to the clients' lazily-queue version or "
+                "a newer one (members serve clients of their version and older ones)")
         session = frame[3]
         if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
             raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "

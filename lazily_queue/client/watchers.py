@@ -69,7 +69,7 @@ class Watchers:
                 "already: read fewer objects through one client, or open another")
         view = self._view()
         self.add(conn, key)
-        conn.send_state([rid, P.OK, [view.tapped, objects.capture(view, *key)]])
+        conn.send_state([rid, P.OK, [view.tapped, conn.capture(view, key)]])
 
     def unwatch(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         """An UNWATCH request."""
@@ -118,14 +118,17 @@ class Watchers:
     def _reset(self, key: Key, view: ReadView, revoked: list[ClientConnection]) -> None:
         """Send the watchers of ``key`` the object as applied here now (those reading it
         only as a consumer group's, if they still may)."""
-        doc = objects.capture(view, *key)
+        docs: dict[bool, Any] = {}  # by form (runs or items)
         for conn in self.by_key.get(key, ()):
             if key in conn.guarded:
                 conn.settle(key, view)
                 if conn.revoked:
                     revoked.append(conn)
             else:
-                conn.send([0, P.RESET, [*key, view.tapped, doc]])
+                runs = conn.protocol >= 4
+                if runs not in docs:
+                    docs[runs] = objects.capture(view, *key, runs=runs)
+                conn.send([0, P.RESET, [*key, view.tapped, docs[runs]]])
 
 
 def _flush(touched: list[ClientConnection]) -> None:

@@ -202,12 +202,16 @@ class Expiry:
         """``[default_ms, max_age_ms]``."""
         return [self.default_ms, self.max_age_ms]
 
-    def to_list(self) -> list[Any]:
+    def to_list(self, *, runs: bool = True) -> list[Any]:
         """``[default_ms, max_age_ms, expired, [[id, deadline], ...], [[id, deadline],
         ...], skipped]``: the rules, the count, the deadlines of the elements held and of
         the last ones taken (oldest first), the gaps (the snapshot form); a group's
         :attr:`retained` deadlines follow as their own form
-        (:meth:`~.expiry_retained.RetainedDeadlines.to_list`), not among those held."""
+        (:meth:`~.expiry_retained.RetainedDeadlines.to_list`), not among those held;
+        without ``runs``, among those held (what clients of protocol 3 read)."""
+        if not runs:  # the form before retained deadlines had their own
+            return [self.default_ms, self.max_age_ms, self.expired, self._held_pairs(),
+                    [[k, v] for k, v in self.taken.items()], self.skipped]
         own = [[k, v] for k, v in sorted(self.deadlines.items())]
         doc = [self.default_ms, self.max_age_ms, self.expired, own,
                [[k, v] for k, v in self.taken.items()], self.skipped]

@@ -59,9 +59,9 @@ def _headers(tables: Mapping[str, OffsetHeaders], name: str, owner: object) -> l
     return [] if table is None or table.owner is not owner else table.entries()
 
 
-def _expiry_of(sm: Objects, kind: str, name: str) -> list[Any] | None:
+def _expiry_of(sm: Objects, kind: str, name: str, runs: bool = True) -> list[Any] | None:
     found = sm.expiry.get((kind, name))
-    return None if found is None else found.to_list()
+    return None if found is None else found.to_list(runs=runs)
 
 
 def _install_expiry(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
@@ -71,8 +71,10 @@ def _install_expiry(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
         sm.expiry[(kind, name)] = Expiry.from_list(doc)
 
 
-def capture(sm: Objects, kind: str, name: str) -> Any:
-    """The object's state as plain data, or ``None`` when it is not declared."""
+def capture(sm: Objects, kind: str, name: str, *, runs: bool = True) -> Any:
+    """The object's state as plain data, or ``None`` when it is not declared. Without
+    ``runs``, a consumer group's run of retained values and their deadlines are given item
+    by item (the form clients of protocol 3 read)."""
     if kind == "queue":
         q = sm.queues.get(name)
         if q is None:
@@ -108,10 +110,10 @@ def capture(sm: Objects, kind: str, name: str) -> Any:
         w = sm.work_queues.get(name)
         if w is None:
             return None
-        work_doc: dict[str, Any] = {"core": w.core.snapshot(run=True),
+        work_doc: dict[str, Any] = {"core": w.core.snapshot(run=runs),
                                     "receipts": list(w.receipts.values()),
                                     "stamps": w.core.stamps(),
-                                    "expiry": _expiry_of(sm, kind, name)}
+                                    "expiry": _expiry_of(sm, kind, name, runs)}
         if isinstance(w.core, LimitedWorkQueue):  # optional: [limits, {reason: dropped}]
             work_doc["limits"] = [w.core.limits.doc(), dict(w.core.dropped)]
         if headers := _headers(sm.work_headers, name, w):  # only when some

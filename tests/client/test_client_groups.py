@@ -275,3 +275,43 @@ async def test_a_group_declared_on_a_member_makes_its_new_topic_in_the_clients_m
         await client.barrier()
         assert client.view.topic("orders").end_offset() == 1
         assert group.core.pending_len() == 1  # fed once, as the member reported it
+
+
+async def test_a_client_of_the_previous_protocol_mirrors_a_group_item_by_item(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazily_queue.client import protocol as P
+
+    async with cluster_with_clients() as (c, addresses):
+        member_topic = c.node(1).topic("orders")
+        await member_topic.subscribe("keeper")  # the topic retains
+        for n in range(5):
+            await member_topic.publish(n)
+        await member_topic.group("audit", start="head").declare()
+        from lazily_queue.client import cluster as cluster_module
+        from lazily_queue.replicated import objects
+
+        class Older:  # the client's protocol module, one version older
+            VERSION = 3
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(P, name)
+
+        monkeypatch.setattr(cluster_module, "P", Older())
+        forms: list[bool] = []
+        capture = objects.capture
+
+        def noted(*args: Any, runs: bool = True) -> Any:
+            forms.append(runs)
+            return capture(*args, runs=runs)
+
+        monkeypatch.setattr(objects, "capture", noted)
+        async with client_of(addresses) as client:
+            group = client.topic("orders").group("audit")
+            for _ in range(100):  # its mirror installs when its member answers the watch
+                if group.lag():
+                    break
+                await asyncio.sleep(0.02)
+            assert [p.value for p in group.pending()] == [0, 1, 2, 3, 4]
+            served = [conn for n in (1, 2, 3) for conn in c.node(n).clients._conns]  # type: ignore[union-attr]
+            assert [conn.protocol for conn in served] == [3] and forms and not any(forms)

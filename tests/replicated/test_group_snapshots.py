@@ -149,6 +149,18 @@ def test_a_mirror_installs_a_group_at_the_head_as_one_run_of_values() -> None:
     assert _pending(mirror, "t:g0") == _pending(sm, "t:g0")
 
 
+def test_a_mirror_for_a_protocol_3_client_lists_the_items_as_before() -> None:
+    sm = _topic(1, expiry=True)
+    doc = objects.capture(sm, "work_queue", "t:g0", runs=False)
+    assert "run" not in doc["core"] and len(doc["core"]["pending"]) == N - 1
+    assert len(doc["expiry"]) == 6  # the retained deadlines among those held
+    assert Expiry.from_list(doc["expiry"]).held_deadlines() == (
+        sm.expiry[("work_queue", "t:g0")].held_deadlines())
+    mirror = StateMachine()
+    objects.install(mirror, "work_queue", "t:g0", doc)
+    assert _pending(mirror, "t:g0") == _pending(sm, "t:g0")
+
+
 @pytest.mark.parametrize("run, why", [
     ([0, 0, 5], "must be [at, first, count, values]"),
     ([3, 0, 5, []], "do not fit"),
