@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-from .errors import InvalidConfiguration, shown_path
+from .errors import InvalidConfiguration, shown, shown_path
 from .raft.disk import Disk, OsDisk
 from .raft.journal import DurableJournal, JournalError
 from .raft.rejoin import floor_of
@@ -178,6 +178,18 @@ def understood(feature: str, required: frozenset[str]) -> bool:
                                for n, m in map(_versioned, required))
 
 
+#: The most unknown features a refusal names.
+LISTED_FEATURES = 8
+
+
+def _listed(features: list[str]) -> str:
+    """The first :data:`LISTED_FEATURES` of ``features`` for a one-line message, each
+    cut when long, with how many more there are."""
+    named = ", ".join(shown(f) for f in features[:LISTED_FEATURES])
+    more = len(features) - LISTED_FEATURES
+    return f"[{named}{f', and {more} more' if more > 0 else ''}]"
+
+
 def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
                     data_dir: str | os.PathLike[str]) -> None:
     """The data directory must be this node's (:class:`ClusterMismatch`) and not last
@@ -192,11 +204,11 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
     unknown = sorted(f for f in set(recorded) if not understood(f, REQUIRED_FEATURES))
     if unknown:
         raise DataDirectoryTooNew(
-            f"data directory {data_dir} was last used by a newer version of lazily-queue "
-            f"(it requires the handshake features {unknown}, which this version does not "
-            "know), whose journal and snapshot this version could misread; nothing was "
-            "changed. Start it with that version or a newer one: a member is not downgraded "
-            "(README, \"Upgrading a cluster\")")
+            f"data directory {shown_path(data_dir)} was last used by a newer version of "
+            f"lazily-queue (it requires the handshake features {_listed(unknown)}, which "
+            "this version does not know), whose journal and snapshot this version could "
+            "misread; nothing was changed. Start it with that version or a newer one: a "
+            "member is not downgraded (README, \"Upgrading a cluster\")")
     if owner is not None and (owner != node_id or found != cluster):
         raise ClusterMismatch(
             f"data directory {data_dir} belongs to node {owner} of cluster {found!r}, but "

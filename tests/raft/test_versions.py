@@ -130,3 +130,24 @@ async def test_a_directory_stamped_with_an_earlier_form_of_a_feature_loads(
     async with _node(data, tmp_path) as node:  # the version before the bump wrote it
         await node.wait_for_leader(timeout=10)
     assert _meta(data)[FEATURES_KEY] == sorted(REQUIRED_FEATURES)
+
+
+def test_a_directory_stamped_with_thousands_of_unknown_features_is_refused_in_a_short_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _copy(OLDER[0], tmp_path)
+    disk = OsDisk()
+    journal = DurableJournal(disk, str(data / "raft"))
+    journal.set_meta(FEATURES_KEY, [f"feature-{i:05d}-v1" for i in range(2000)]
+                     + ["x" * 20000 + "-v1"])
+    journal.sync()
+    disk.close()
+    monkeypatch.setenv("FIXTURE_SECRET", "fixture-secret")
+    config = tmp_path / "node.toml"
+    config.write_text(f'id = 1\ncluster = "fixture"\ndata_dir = "{data}"\n'
+                      f'listen = "unix:{tmp_path}/n1.sock"\nsecret_env = "FIXTURE_SECRET"\n')
+    assert main(["node", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err[:200]
+    assert len(err) < 1000, err[:200]
+    assert "'feature-00000-v1'" in err and "and 1993 more" in err, err
