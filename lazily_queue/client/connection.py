@@ -110,7 +110,8 @@ class ClientConnection:
         #: Loop time the member last received bytes on this link, a frame or part of one
         #: (:mod:`.idle`).
         self.heard = self.outbox.progress
-        #: The link's bytes received when :attr:`heard` was last set by the idle sweep.
+        #: The link's bytes received when the idle sweep last counted bytes received as
+        #: progress (:mod:`.idle`).
         self.received = stream.channel.received_bytes
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.

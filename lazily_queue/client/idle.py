@@ -5,7 +5,10 @@ A linked client pings when it has heard nothing for ``ping_interval`` (:mod:`.li
 at most :data:`MAX_PING_INTERVAL`), so a link the member has neither received bytes
 from nor written bytes to for longer is one whose client stopped, vanished without
 closing it (its host gone, the network cut) or stalled mid-frame. The bytes of a frame
-still arriving count: a large request uploaded slowly is read to its end. Left open, a
+still arriving count while they come at :data:`MIN_RECEIVE_RATE` or faster (that many
+bytes a second, over each idle timeout): a large request uploaded slowly is read to its
+end, but a frame trickled slower holds its half-read bytes (up to the member's
+``max_request_bytes``) only for an idle timeout, as a silent link does. Left open, a
 silent link would hold its socket, its task and its watches for good, and queue every
 op applied to the objects it watches (up to :data:`~.connection.MAX_OUTBOX_BYTES`). A
 link the member is still writing to (a large state going out at the client's pace)
@@ -31,6 +34,9 @@ log = logging.getLogger(__name__)
 IDLE_TIMEOUT = 60.0
 #: The longest ``ping_interval`` a client may use (a third of :data:`IDLE_TIMEOUT`).
 MAX_PING_INTERVAL = IDLE_TIMEOUT / 3
+#: Bytes a second a frame still arriving must come at for its bytes to count as the
+#: link's progress (:data:`IDLE_TIMEOUT` times this, 60 KiB, per idle timeout).
+MIN_RECEIVE_RATE = 1024
 #: Longest pause between two looks at the links.
 SWEEP_EVERY = 1.0
 
@@ -45,13 +51,15 @@ def check_ping_interval(seconds: float) -> None:
 
 
 class IdleLinks(Background):
-    """Closes the links of ``conns`` silent for :attr:`timeout` seconds (module
-    docstring), looking at them every :data:`SWEEP_EVERY` seconds once started."""
+    """Closes the links of ``conns`` silent for :attr:`timeout` seconds, bytes arriving
+    slower than :attr:`min_rate` a second counting as silence (module docstring),
+    looking at them every :data:`SWEEP_EVERY` seconds once started."""
 
-    def __init__(self, conns: Collection[ClientConnection],
-                 timeout: float = IDLE_TIMEOUT) -> None:
+    def __init__(self, conns: Collection[ClientConnection], timeout: float = IDLE_TIMEOUT,
+                 min_rate: float = MIN_RECEIVE_RATE) -> None:
         self._conns = conns
         self.timeout = timeout
+        self.min_rate = min_rate
         #: Links closed for their silence, in all.
         self.closed = 0
 
@@ -67,16 +75,18 @@ class IdleLinks(Background):
     def sweep(self, now: float) -> int:
         """Close the links silent at ``now`` (loop time); how many it closed."""
         closed = 0
+        enough = max(1, self.min_rate * self.timeout)
         for conn in list(self._conns):
             got = conn.outbox.stream.channel.received_bytes
-            if got != conn.received:  # bytes arrived since, maybe part of a frame
+            if got - conn.received >= enough:  # an idle timeout's worth arrived since
                 conn.received = got
                 conn.heard = max(conn.heard, now)
             quiet = now - max(conn.heard, conn.outbox.progress)
             if quiet > self.timeout and not conn.closed:
-                log.warning("client %r: nothing received on its link nor written to it for "
-                            "%.0f s (it stopped, or vanished without closing it); link closed",
-                            conn.grant.name, quiet)
+                log.warning("client %r: nothing received on its link (or a frame arriving "
+                            "slower than %.0f bytes/s) nor written to it for %.0f s (it "
+                            "stopped, stalled, or vanished without closing it); link closed",
+                            conn.grant.name, self.min_rate, quiet)
                 conn.close()
                 closed += 1
         self.closed += closed

@@ -111,6 +111,34 @@ async def test_a_request_uploaded_slower_than_the_idle_timeout_is_taken_whole() 
         await stream.aclose()
 
 
+async def test_a_frame_trickled_slower_than_the_minimum_rate_does_not_hold_its_link() -> None:
+    """Most of a large request, then one byte every so often (a slowloris): the bytes
+    still arrive, but slower than the member's minimum rate, so the link, and the
+    half-read frame it holds, is closed after an idle timeout as a silent one is."""
+    async with one_member() as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = IDLE
+        stream = await _linked(node)
+        channel = stream.channel
+        assert isinstance(channel, SocketChannel)
+        transport = channel._transport
+        assert transport is not None
+        transport.write((300_000).to_bytes(4, "big") + b"\0" * 200_000)
+
+        async def trickle() -> None:
+            while not transport.is_closing():
+                await asyncio.sleep(IDLE / 8)
+                transport.write(b"\0")
+
+        task = asyncio.create_task(trickle())
+        try:
+            await _until(lambda: _connections(node) == 0, seconds=10 * IDLE)
+        finally:
+            task.cancel()
+        assert node.clients.stats()["idle_closed"] == 1
+        await stream.aclose()
+
+
 def test_a_ping_interval_members_would_take_for_silence_is_refused() -> None:
     with pytest.raises(InvalidConfiguration, match="ping_interval must be at most"):
         connect(["unix:///nowhere"], ("web", TOKEN), ping_interval=MAX_PING_INTERVAL * 2)
