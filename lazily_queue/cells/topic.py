@@ -25,9 +25,9 @@ from ..core.topic import (
     TopicTransition,
     check_subscriber,
 )
-from ..errors import LimitExceeded, UnknownSubscriber, UnsupportedOperation
+from ..errors import LimitExceeded, UnsupportedOperation
 from ..names import check_member
-from ..reactive import Context, Slot, resolve_context, wait_until
+from ..reactive import Context, Slot, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
 from ..storage.local import LocalTopicStorage
@@ -349,9 +349,10 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
 
         Waits through the subscriber's reader while it is offline or caught up (it never
         subscribes): an id the topic does not know raises :class:`UnknownSubscriber` at
-        once. ``timeout`` bounds the wait (:mod:`.deadline`: ``timeout=0`` takes an
-        unread element and raises ``TimeoutError`` when there is none). Locally,
-        cancellation never consumes an element. Use one consumer per subscriber id (as
+        once, and so does the wait when the id is dropped meanwhile. ``timeout`` bounds
+        the wait (:mod:`.deadline`: ``timeout=0`` takes an unread element and raises
+        ``TimeoutError`` when there is none). Locally, cancellation never consumes an
+        element. Use one consumer per subscriber id (as
         with :meth:`stream`): over a backend without ``sync``, another consumer of the
         same id can take the element between the wait and the commit, and this then
         returns ``None``.
@@ -363,7 +364,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
             self._raise_if_stopped()
             if not reader():
                 async with deadline.waiting():
-                    await self._wait_unread(reader)
+                    await self._wait_unread(reader, subscriber)
             if self._sync is None:
                 value = await self.poll(subscriber)
                 if value is None and self._only_skipped(subscriber):
@@ -374,21 +375,6 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
             if self._storage.read_stream(subscriber):
                 return cast(T, self.try_advance(subscriber))
 
-    async def _known(self, subscriber: str) -> None:
-        """Raise :class:`UnknownSubscriber` unless the topic knows ``subscriber`` (a
-        broker's storage reads a mirror: it is refreshed before the id is called
-        unknown)."""
-        if self._storage.cursor(subscriber) is not None:
-            return
-        refresh = getattr(self._storage, "sync", None)
-        if refresh is not None:
-            await refresh()
-            if self._storage.cursor(subscriber) is not None:
-                return
-        raise UnknownSubscriber(
-            f"{self.name}: subscriber {subscriber!r} is not subscribed, so nothing would "
-            f"ever arrive for it; subscribe it first (await topic.subscribe({subscriber!r}))")
-
     def _only_skipped(self, subscriber: str) -> bool:
         """Whether a take that returned ``None`` moved the cursor past expired elements
         only (the element before the cursor is expired here), rather than handing out a
@@ -398,13 +384,6 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         if expired is None or not cursor:
             return False
         return cursor - 1 in expired(cursor - 1, cursor)
-
-    async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
-        def unread() -> list[T] | None:
-            self._raise_if_stopped()
-            return reader()
-
-        await wait_until(unread, context=self.ctx)
 
     async def gc(self) -> int:
         """Drop what no durable cursor still needs; returns the number removed."""

@@ -9,8 +9,8 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..core.headers import view
 from ..core.topic import TopicTransition
-from ..errors import shown
-from ..reactive import Slot
+from ..errors import UnknownSubscriber, shown
+from ..reactive import Context, Slot, wait_until
 from ..storage.topic import SyncTopicStorage, TopicStorage, as_headers_topic, as_messages_topic
 from .message import Message, enqueued_at
 
@@ -22,8 +22,11 @@ R = TypeVar("R")
 
 
 class TopicStreams(Generic[T]):
-    """``stream`` and ``stream_messages`` (the cell sets up what is declared here)."""
+    """``stream``, ``stream_messages`` and the waits of ``advance`` (the cell sets up what
+    is declared here)."""
 
+    name: str
+    ctx: Context
     _sync: SyncTopicStorage[T] | None
     _storage: TopicStorage[T]
     _raise_if_stopped: Callable[[], None]
@@ -38,18 +41,47 @@ class TopicStreams(Generic[T]):
     def try_advance(self, subscriber: str) -> T | None:
         raise NotImplementedError
 
-    async def _wait_unread(self, reader: Slot[list[T] | None]) -> None:
-        raise NotImplementedError
+    async def _wait_unread(self, reader: Slot[list[T] | None], subscriber: str) -> None:
+        """Wait until ``reader`` (``subscriber``'s) has an unread element; raises
+        :class:`UnknownSubscriber` once the topic no longer knows ``subscriber``."""
+        def unread() -> list[T] | None:
+            self._raise_if_stopped()
+            value = reader()
+            if value is None and self._storage.cursor(subscriber) is None:
+                raise self._gone(subscriber)
+            return value
+
+        await wait_until(unread, context=self.ctx)
 
     async def _known(self, subscriber: str) -> None:
-        raise NotImplementedError
+        """Raise :class:`UnknownSubscriber` unless the topic knows ``subscriber`` (a
+        broker's storage reads a mirror: it is refreshed before the id is called
+        unknown)."""
+        if self._storage.cursor(subscriber) is not None:
+            return
+        refresh = getattr(self._storage, "sync", None)
+        if refresh is not None:
+            await refresh()
+            if self._storage.cursor(subscriber) is not None:
+                return
+        raise UnknownSubscriber(
+            f"{self.name}: subscriber {subscriber!r} is not subscribed, so nothing would "
+            f"ever arrive for it; subscribe it first (await topic.subscribe({subscriber!r}))")
+
+    def _gone(self, subscriber: str) -> UnknownSubscriber:
+        return UnknownSubscriber(
+            f"{self.name}: subscriber {subscriber!r} was dropped while this call waited for "
+            "it (deleted, or its ephemeral subscription ended: disconnected, or reaped with "
+            "the client session that owned it), so nothing would ever arrive for it; "
+            f"subscribe it again (await topic.subscribe({subscriber!r})) to go on")
 
     async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.
 
         Waits (while offline or caught up) through the subscriber's reader; it never
         subscribes: an id the topic does not know raises
-        :class:`~lazily_queue.errors.UnknownSubscriber` at the first element asked for.
+        :class:`~lazily_queue.errors.UnknownSubscriber` at the first element asked for, and
+        at the one it waits for when the id is dropped meanwhile.
         Cancellation never skips an element. Locally the cursor advances in
         the same step that yields the element. Over a backend without ``sync`` the
         elements are read from this node's applied state, up to ``batch`` at a time
@@ -91,7 +123,7 @@ class TopicStreams(Generic[T]):
         await self._known(subscriber)
         while True:
             if self._sync is not None:
-                await self._wait_unread(reader)
+                await self._wait_unread(reader, subscriber)
                 if self._skip is not None:  # expired elements are never handed out
                     self._apply(self._skip(subscriber))
                 if self._storage.read_stream(subscriber):
@@ -106,7 +138,7 @@ class TopicStreams(Generic[T]):
             cursor = self._storage.cursor(subscriber)
             unread = self._storage.read_stream(subscriber, size)
             if not unread or cursor is None:
-                await self._wait_unread(reader)
+                await self._wait_unread(reader, subscriber)
                 continue
             expired = getattr(self._storage, "expired_offsets", None)
             gone = frozenset() if expired is None else expired(cursor, cursor + len(unread))

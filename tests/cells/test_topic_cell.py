@@ -231,6 +231,30 @@ async def test_advance_and_stream_refuse_an_unknown_subscriber_at_once(ctx: Cont
     assert topic.subscriptions() == {} and topic.end_offset() == 1  # nothing changed
 
 
+@pytest.mark.parametrize("drop", ["delete", "ephemeral disconnect"])
+async def test_advance_and_stream_end_when_their_subscriber_is_dropped(
+    ctx: Context, drop: str,
+) -> None:
+    """An id dropped while a call waits for it raises, as an unknown one does at once:
+    nothing would ever arrive for it."""
+    topic: TopicCell[str] = TopicCell(context=ctx)
+    ephemeral = drop == "ephemeral disconnect"
+    await topic.subscribe("s", "ephemeral" if ephemeral else "durable")
+    advancing = asyncio.ensure_future(topic.advance("s"))
+    stream = topic.stream("s")
+    streaming = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)
+    assert not advancing.done() and not streaming.done()  # caught up: they wait
+    if ephemeral:
+        await topic.disconnect("s")
+    else:
+        await topic.delete_subscriber("s")
+    for waiter in (advancing, streaming):
+        with pytest.raises(UnknownSubscriber, match="'s' was dropped while this call waited"):
+            await asyncio.wait_for(waiter, 2)
+    await stream.aclose()
+
+
 async def test_stream_waits_for_reconnect(ctx: Context) -> None:
     topic: TopicCell[str] = TopicCell(context=ctx)
     topic.try_subscribe("late")

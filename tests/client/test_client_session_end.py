@@ -4,9 +4,14 @@ the client opens a new session."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
-from lazily_queue import connect
+from lazily_queue import ClientAccess, ClientGrant, Node, UnknownSubscriber, connect
 from lazily_queue.client import protocol as P
 from lazily_queue.client.cluster import ClusterClient
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
@@ -52,3 +57,32 @@ async def test_a_member_without_the_feature_leaves_the_session_to_expire(
         async with connect([node.listen], ("web", TOKEN)) as client:
             await client.queue("q").push(1)
         assert len(_client_sessions(node.view._sm)) == 1
+
+
+async def test_a_member_waiting_on_an_id_a_closing_client_took_over_is_told_it_ended() -> None:
+    """A member's ephemeral subscription a client subscribed since is the client's, and
+    goes when the client closes: the member's advance waiting on it raises instead of
+    waiting for ever."""
+    path = Path(tempfile.mkdtemp(prefix="lqe-", dir="/tmp"))
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
+                secret=b"the-cluster-secret",
+                clients=ClientAccess([ClientGrant("web", TOKEN, consume=["news"])]))
+    try:
+        await _member_told(node)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def _member_told(node: Node) -> None:
+    async with node:
+        await node.wait_for_leader()
+        assert node.listen is not None
+        news = node.topic("news")
+        await news.subscribe("shared", "ephemeral")
+        waiting = asyncio.ensure_future(news.advance("shared"))
+        await asyncio.sleep(0.1)
+        async with connect([node.listen], ("web", TOKEN)) as client:
+            await client.topic("news").subscribe("shared", "ephemeral")  # takes it over
+        with pytest.raises(UnknownSubscriber, match="'shared' was dropped"):
+            await asyncio.wait_for(waiting, 5)
+        assert news.subscriptions() == {}
