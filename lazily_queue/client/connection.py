@@ -113,6 +113,11 @@ class ClientConnection:
         #: The link's bytes received when the idle sweep last counted bytes received as
         #: progress (:mod:`.idle`).
         self.received = stream.channel.received_bytes
+        #: The link's bytes received when the member last read a whole frame from it:
+        #: more since, and a frame may be half-read (:mod:`.idle`).
+        self.framed = self.received
+        #: The member holds off reading this link (its requests wait for room).
+        self.blocked = False
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []

@@ -12,7 +12,9 @@ end, but a frame trickled slower holds its half-read bytes (up to the member's
 silent link would hold its socket, its task and its watches for good, and queue every
 op applied to the objects it watches (up to :data:`~.connection.MAX_OUTBOX_BYTES`). A
 link the member is still writing to (a large state going out at the client's pace)
-counts as alive while its bytes leave.
+counts as alive while its bytes leave, unless a frame of the client's is half-read (its
+client is not sending it: the member's writing does not hold that frame). A link the
+member holds off reading (its requests wait for room) is not silent.
 """
 
 from __future__ import annotations
@@ -78,10 +80,11 @@ class IdleLinks(Background):
         enough = max(1, self.min_rate * self.timeout)
         for conn in list(self._conns):
             got = conn.outbox.stream.channel.received_bytes
-            if got - conn.received >= enough:  # an idle timeout's worth arrived since
-                conn.received = got
+            if conn.blocked or got - conn.received >= enough:
+                conn.received = got  # not read by the member, or a timeout's worth came
                 conn.heard = max(conn.heard, now)
-            quiet = now - max(conn.heard, conn.outbox.progress)
+            half_read = got > conn.framed and not conn.blocked
+            quiet = now - (conn.heard if half_read else max(conn.heard, conn.outbox.progress))
             if quiet > self.timeout and not conn.closed:
                 log.warning("client %r: nothing received on its link (or a frame arriving "
                             "slower than %.0f bytes/s) nor written to it for %.0f s (it "

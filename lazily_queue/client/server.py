@@ -182,18 +182,23 @@ class ClientServer:
             while not conn.closed:
                 data = await stream.receive()
                 conn.heard = loop.time()
+                conn.framed = stream.channel.received_bytes
                 for k, request in enumerate(self._requests(conn, data)):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if request[1] == P.WATCH and conn.outbox.oversized:
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
+                        conn.blocked = True
                         await conn.outbox.oversized_sent()  # one state at a time
+                        conn.blocked = False
                         if conn.closed:
                             break
                     if not (conn.slots.ready and self._slots.ready):
                         self._flush_ops(conn)  # ops waiting here must not hold their slots
+                        conn.blocked = True
                         await conn.slots.take()
                         await self._slots.take(conn.slots.used - 1)
+                        conn.blocked = False
                     else:  # both free: taken without a suspension
                         conn.slots.free -= 1
                         self._slots.free -= 1

@@ -14,7 +14,9 @@ from lazily_transports.sockets import SocketChannel
 
 from lazily_queue import InvalidConfiguration, Node, connect
 from lazily_queue.client import protocol as P
-from lazily_queue.client.idle import MAX_PING_INTERVAL
+from lazily_queue.client.access import ClientGrant
+from lazily_queue.client.connection import ClientConnection
+from lazily_queue.client.idle import MAX_PING_INTERVAL, IdleLinks
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.one_member import TOKEN, one_member
@@ -137,6 +139,76 @@ async def test_a_frame_trickled_slower_than_the_minimum_rate_does_not_hold_its_l
             task.cancel()
         assert node.clients.stats()["idle_closed"] == 1
         await stream.aclose()
+
+
+async def test_a_half_read_frame_is_not_held_by_what_the_member_writes() -> None:
+    """Most of a request, then nothing, on a link that watches a busy object: the
+    member's own writes do not keep the half-read frame (it is closed after an idle
+    timeout), though they keep a link with no frame half-read."""
+    async with one_member() as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = IDLE
+        jobs = node.queue("jobs")
+        stalled, reading = await _linked(node), await _linked(node)
+        for stream in (stalled, reading):
+            await stream.send(cbor2.dumps([2, P.WATCH, "queue", "jobs"]))
+            assert cbor2.loads(await stream.receive())[1] == P.OK
+        channel = stalled.channel
+        assert isinstance(channel, SocketChannel) and channel._transport is not None
+        channel._transport.write((300_000).to_bytes(4, "big") + b"\0" * 200_000)
+
+        async def busy() -> None:
+            for n in range(10**6):
+                await jobs.push(n)
+                await asyncio.sleep(IDLE / 4)
+
+        async def drain(stream: LinkStream) -> None:
+            while True:
+                await stream.receive()
+
+        tasks = [asyncio.create_task(f) for f in (busy(), drain(stalled), drain(reading))]
+        try:
+            await _until(lambda: _connections(node) == 1, seconds=10 * IDLE)
+            await asyncio.sleep(3 * IDLE)
+            assert _connections(node) == 1  # the one only written to stays
+        finally:
+            for task in tasks:
+                task.cancel()
+        assert node.clients.stats()["idle_closed"] == 1
+        await stalled.aclose()
+        await reading.aclose()
+
+
+class _Channel:
+    """A link whose member writes nothing and reads nothing: bytes received only."""
+
+    def __init__(self) -> None:
+        self.channel = self
+        self.received_bytes = 0
+
+    def send_nowait(self, data: bytes) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_link_the_member_holds_off_reading_is_not_silent() -> None:
+    """While a link's requests wait for room (its ops in flight, or every client's),
+    the member is not reading it: its client's pings wait unread, and the link stays."""
+    conn = ClientConnection(_Channel(),  # type: ignore[arg-type]
+                            ClientGrant("web", TOKEN, produce=["*"]), 8)
+    idle = IdleLinks([conn], timeout=IDLE)
+    start = conn.heard
+    conn.blocked = True
+    conn.outbox.stream.channel.received_bytes += 10  # a ping, left unread
+    assert idle.sweep(start + 5 * IDLE) == 0 and not conn.closed
+    conn.blocked = False  # read again: silent from here on
+    assert idle.sweep(start + 6.5 * IDLE) == 1 and conn.closed
+    await conn.outbox.wait_closed()
 
 
 def test_a_ping_interval_members_would_take_for_silence_is_refused() -> None:
