@@ -14,7 +14,7 @@ from lazily_queue import Node
 from lazily_queue.cli.status_view import render
 from lazily_queue.link_trouble import LinkTrouble
 from lazily_queue.raft import mesh
-from lazily_queue.raft.mesh import REQUIRED_FEATURES
+from lazily_queue.raft.mesh import REQUIRED_FEATURES, SESSION_END_FEATURE
 from lazily_queue.status import node_status
 
 
@@ -42,7 +42,7 @@ async def test_status_tells_a_member_of_another_version_apart(
     older = Node(2, data_dir=tmp_path / "2", peers=peers, secret=b"s", durability="none")
     await node.start()
     with monkeypatch.context() as m:  # a member of the version before the newest feature
-        m.setattr(mesh, "REQUIRED_FEATURES", REQUIRED_FEATURES - {"session-kept-bytes-v1"})
+        m.setattr(mesh, "REQUIRED_FEATURES", REQUIRED_FEATURES - {SESSION_END_FEATURE})
         await older.start()
     try:
         async with asyncio.timeout(10):
@@ -52,7 +52,7 @@ async def test_status_tells_a_member_of_another_version_apart(
         for n, other, which in ((node, "2", "an older"), (older, "1", "a newer")):
             status = node_status(n)
             member = next(m for m in status["members"] if m["id"] == other)
-            assert "lacks required features ['session-kept-bytes-v1']" in member["link_problem"]
+            assert f"lacks required features [{SESSION_END_FEATURE!r}]" in member["link_problem"]
             assert member["link_problem"].endswith(
                 f"(it runs {which} version than this node: run one version on every member)")
             assert f"member {other}: {member['link_problem']}" in status["health"]["reasons"]
