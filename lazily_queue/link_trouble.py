@@ -1,5 +1,6 @@
 """Why the links to a starting node's peers fail: :class:`LinkTrouble` collects the
-refusals the mesh logs (and says what to change), :func:`mesh_trouble` asks the mesh
+refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
+log to one line per reason while the node starts, :func:`mesh_trouble` asks the mesh
 about one peer."""
 
 from __future__ import annotations
@@ -75,6 +76,36 @@ class LinkTrouble(logging.Handler):
         if self.fatal is None:
             self.fatal_at = time.monotonic()
         self.fatal = f"the link to peer {peer} failed: {error}. {_fix_for(error)}"
+
+
+class RepeatedRefusals(logging.Filter):
+    """Passes the first transport record of each refused handshake reason and drops the
+    ones repeating it (every peer dials and is probed again and again while the node
+    starts, each refused for the same reason), with the transport's count of refusals it
+    did not log. Put on the log's handlers, not its loggers, so that a
+    :class:`LinkTrouble` still sees every refusal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logged: set[str] = set()
+        #: Records dropped as repeats.
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("lazily_transports"):
+            return True
+        if record.msg == "%d more refused handshakes were not logged":
+            self.dropped += 1
+            return False
+        args = record.args if isinstance(record.args, tuple) else ()
+        error = next((a for a in args if isinstance(a, HandshakeError)), None)
+        if error is None or error.field == "handshake":
+            return True
+        if str(error) in self.logged:
+            self.dropped += 1
+            return False
+        self.logged.add(str(error))
+        return True
 
 
 def _fix_for(error: HandshakeError) -> str:

@@ -36,7 +36,7 @@ from . import http_gate
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
-from .link_trouble import LinkTrouble, mesh_trouble
+from .link_trouble import LinkTrouble, RepeatedRefusals, mesh_trouble
 from .monitor import Monitor
 from .raft.errors import StorageUnavailable
 
@@ -107,6 +107,9 @@ class NodeService:
             ) from None
         watch = LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)
+        quiet, outputs = RepeatedRefusals(), list(logging.getLogger().handlers)
+        for output in outputs:
+            output.addFilter(quiet)
         try:
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
@@ -135,6 +138,8 @@ class NodeService:
             raise
         finally:
             logging.getLogger("lazily_transports").removeHandler(watch)
+            for output in outputs:
+                output.removeFilter(quiet)
         code = 0
         app: asyncio.Task[None] | None = None if entry is None else asyncio.create_task(
             entry(node, dict(config.app_options)), name="lazily-app")

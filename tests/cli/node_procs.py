@@ -18,6 +18,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "lazily_queue"]
 SECRET_ENV = "LAZILY_TEST_SECRET"
+#: ``lazily-queue`` as the version before the newest handshake feature.
+OLDER_CLI = [sys.executable, "-m", "older_version"]
 
 
 def write_config(path: Path, node_id: int, peers: dict[int, str], *, cluster: str = "test",
@@ -42,7 +44,7 @@ class NodeProc:
 
     def __init__(self, config: Path, *, secret: str | None = "s3cret",
                  env: dict[str, str] | None = None, args: tuple[str, ...] = (),
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, cli: list[str] = CLI) -> None:
         environ = dict(os.environ, **(env or {}))
         environ["PYTHONPATH"] = os.pathsep.join(
             [str(HERE), *filter(None, [environ.get("PYTHONPATH")])])
@@ -50,7 +52,7 @@ class NodeProc:
         if secret is not None:
             environ[SECRET_ENV] = secret
         self.proc = subprocess.Popen(
-            [*CLI, "node", "--config", str(config), *args], cwd=cwd or config.parent,
+            [*cli, "node", "--config", str(config), *args], cwd=cwd or config.parent,
             env=environ,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
