@@ -45,7 +45,8 @@ def _where_lag_is(status: dict[str, Any]) -> str:
 
 
 def render(status: dict[str, Any]) -> list[Table]:
-    """The cluster table, the members table and one table per non-empty queue family."""
+    """The cluster table, the health reasons (when the health is not ok), the members
+    table and one table per non-empty queue family."""
     s = status
     tables = [
         _table(f"node {s['node']} of cluster {s['cluster']!r}",
@@ -60,6 +61,9 @@ def render(status: dict[str, Any]) -> list[Table]:
                 for m in s["members"]],
                right=frozenset({"match index", "lag"})),
     ]
+    health = _health(s)
+    if health is not None:
+        tables.insert(1, health)
     clients = s.get("clients")
     if clients:
         tables.append(_table(
@@ -88,6 +92,18 @@ def render(status: dict[str, Any]) -> list[Table]:
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
     return tables
+
+
+def _health(status: dict[str, Any]) -> Table | None:
+    """One row per reason the node's health is not ok, leaving out the members' link
+    problems, which the members table's link column shows."""
+    health = status.get("health")
+    if not isinstance(health, dict) or health.get("level", "ok") == "ok":
+        return None
+    shown = {f"member {m['id']}: {m['link_problem']}" for m in status["members"]
+             if m.get("link_problem")}
+    reasons = [r for r in health.get("reasons") or () if r not in shown]
+    return _table(f"health: {health['level']}", ("reason",), [(r,) for r in reasons])
 
 
 def _link(member: dict[str, Any]) -> str:
