@@ -300,10 +300,13 @@ class ClientServer:
         if len(frame) != 4:
             raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
         if type(frame[2]) is not int or frame[2] not in P.SERVED_VERSIONS:
+            fix = ("upgrade the client to the members' lazily-queue version"
+                   if type(frame[2]) is int and frame[2] < min(P.SERVED_VERSIONS) else
+                   "upgrade the members to the client's lazily-queue version or a newer one "
+                   "(members serve clients of their version and older ones)")
             raise P.RequestRefused(
                 f"this member speaks client protocols {list(P.SERVED_VERSIONS)}, the client "
-                f"{frame[2]!r}: upgrade the members to the clients' lazily-queue version or "
-                "a newer one (members serve clients of their version and older ones)")
+                f"{frame[2]!r}: {fix}")
         session = frame[3]
         if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
             raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "

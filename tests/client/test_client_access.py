@@ -181,7 +181,10 @@ async def test_an_op_before_hello_and_a_bad_session_are_refused(member: Node) ->
         assert answer[2][0] == "refused" and "not tagged as client 'web'" in answer[2][1]
         await stream.send(cbor2.dumps([4, P.HELLO, 2, new_session_id("web")]))  # older client
         answer = cbor2.loads(await stream.receive())
-        assert answer[2][0] == "refused" and "same lazily-queue version" in answer[2][1]
+        assert answer[2][0] == "refused" and "upgrade the client to" in answer[2][1]
+        await stream.send(cbor2.dumps([4, P.HELLO, P.VERSION + 1, new_session_id("web")]))
+        answer = cbor2.loads(await stream.receive())
+        assert answer[2][0] == "refused" and "upgrade the members to" in answer[2][1]
         await stream.send(cbor2.dumps([40, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", 1], 1000]))
         answer = cbor2.loads(await stream.receive())  # an op after it says why
         assert answer[2][0] == "refused" and "its HELLO was refused: this member" in answer[2][1]
