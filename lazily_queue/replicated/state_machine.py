@@ -38,14 +38,14 @@ A ``TXN`` applies the ops it carries all or none (:mod:`.transactions`).
 A push given a producer message id applies once while the id is in the bounded dedup
 window (:mod:`.dedup`), whichever session or member proposes it again.
 
-The op families it answers are listed in :data:`FAMILIES`.
+The op families it answers are listed in :data:`~.op_table.FAMILIES`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection
 from typing import Any
 
 from ..core.dedup import DedupWindow
@@ -54,31 +54,13 @@ from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import (
-    admin,
-    cluster,
-    dedup,
-    ephemeral_owners,
-    expiry,
-    groups,
-    headers,
-    limits,
-    queue_options,
-    queues,
-    scheduling,
-    session_end,
-    state_snapshot,
-    topic_options,
-    topics,
-    transactions,
-    work_options,
-    work_queues,
-)
+from . import ephemeral_owners, session_end, state_snapshot
 from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
 from .client_sessions import ClientSessions
 from .dedup import DedupKey
 from .events import Event, OpApplied
-from .family import Family, Handler, Section
+from .op_table import FAMILIES as FAMILIES
+from .op_table import HANDLERS, SECTIONS
 from .ops import (
     CLIENT_OP,
     CLIENT_OPS,
@@ -116,30 +98,6 @@ CLIENT_WINDOW = 1024
 #: Client sessions kept; opening one more drops the least recently seen session of the
 #: client holding the most.
 MAX_CLIENT_SESSIONS = 16384
-
-#: Every family of operations the state machine applies.
-FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
-                                work_queues.FAMILY, admin.FAMILY, dedup.FAMILY,
-                                transactions.FAMILY, groups.FAMILY, scheduling.FAMILY,
-                                expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
-                                headers.FAMILY, topic_options.FAMILY,
-                                work_options.FAMILY, ephemeral_owners.FAMILY,
-                                session_end.FAMILY)
-
-
-def _handlers(families: Iterable[Family]) -> dict[int, Handler]:
-    table: dict[int, Handler] = {}
-    for family in families:
-        for code, fn in family.handlers.items():
-            if code in table:
-                raise ValueError(f"op code {code} ({op_name(code)}) has two handlers")
-            table[code] = fn
-    return table
-
-
-_HANDLERS: Mapping[int, Handler] = _handlers(FAMILIES)
-_SECTIONS: tuple[Section, ...] = tuple(s for family in FAMILIES for s in family.sections)
-
 
 _MALFORMED_CLIENT_OP = OpError("malformed_client_op", "a client op is [session, seq, floor, "
                                "code, *args] with a client session id and seq >= 1")
@@ -245,7 +203,7 @@ class StateMachine:
         return self._apply_plain(code, args)
 
     def _apply_plain(self, code: Any, args: list[Any]) -> Any:
-        fn = _HANDLERS.get(code)
+        fn = HANDLERS.get(code)
         if fn is None:
             return OpError("unknown_op", f"op code {code} is not known to this node's version")
         wrapper = code in _COUNTED_INSIDE
@@ -395,11 +353,11 @@ class StateMachine:
     def capture(self, deferred: bool = False) -> dict[str, Any]:
         """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
         its large parts are :class:`Later`, made from copies where it is encoded."""
-        return state_snapshot.capture(self, _SECTIONS, deferred)
+        return state_snapshot.capture(self, SECTIONS, deferred)
 
     def validate(self, doc: Any) -> None:
         """Raise unless ``doc`` restores cleanly (into a fresh state machine)."""
         StateMachine().restore(doc)
 
     def restore(self, doc: Any) -> None:
-        state_snapshot.restore(self, _SECTIONS, doc)
+        state_snapshot.restore(self, SECTIONS, doc)
