@@ -66,12 +66,12 @@ from .certificates import CertificateCredentials
 from .ending import end_session
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .idle import check_ping_interval
+from .leader_seeking import LeaderSeeking
 from .link import Answer, Link
 from .mirror import Key, Mirror
-from .session import MAX_OP_BYTES, Session
+from .op_args import MAX_OP_BYTES
+from .session import Session
 
-#: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
-LEADER_RETRY = 0.5
 #: The cells a client holds for the names opened last, whether or not the application
 #: holds them (module docstring).
 RECENT_CELLS = 1024
@@ -89,7 +89,7 @@ def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
     check_ping_interval(seconds["ping_interval"])
 
 
-class ClusterClient(NodeCells, Barrier):
+class ClusterClient(NodeCells, Barrier, LeaderSeeking):
     """A client of a cluster's members (module docstring); its cell factories are a
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
 
@@ -333,51 +333,6 @@ class ClusterClient(NodeCells, Barrier):
             self._link = None
             self.failures[link.address] = f"link lost: {link.failure}"
             self.session.unlinked()
-
-    def _hello(self, link: Link, answer: Answer) -> None:
-        if answer is not None and answer[0] == P.OK and isinstance(answer[1], dict):
-            member, leader = answer[1].get("node"), answer[1].get("leader")
-            link.member = str(member) if member is not None else None
-            link.leader = str(leader) if leader is not None else None
-            features = answer[1].get("features")
-            link.features = frozenset(f for f in features if isinstance(f, str)) if (
-                isinstance(features, list)) else frozenset()
-            limit = answer[1].get("max_request_bytes")
-            link.max_request = limit if type(limit) is int and limit > 0 else None
-            link.greeted = True
-            self.session.greeted(link)
-            if link.member is not None:
-                self.members[link.address] = link.member
-            if self.prefer_leader and link.leader is None:
-                self._ask_leader_later(link)
-            elif self.prefer_leader:
-                self._seek_leader(link)
-        elif answer is not None:
-            link.close(f"the member refused the session: {answer[1]}")
-
-    def _ask_leader_later(self, link: Link) -> None:
-        """The member knew no leader when linked (an election under way): say hello again
-        in :data:`LEADER_RETRY` seconds, until it names one."""
-
-        def again() -> None:
-            if self._link is link and link.open and not self._closing:
-                link.request([P.HELLO, P.VERSION, self.session.id],
-                             lambda answer: self._hello(link, answer))
-
-        asyncio.get_running_loop().call_later(LEADER_RETRY, again)
-
-    def _seek_leader(self, link: Link) -> None:
-        """Linked to a follower: move to the leader's address when it is known, or to an
-        address not tried yet, which may be the leader's (what was sent is sent again
-        there, and applies once)."""
-        if link.leader is None or link.leader == link.member:
-            return
-        known = [a for a, m in self.members.items() if m == link.leader]
-        untried = [a for a in self.addresses if a not in self.members]
-        if not known and not untried:
-            return
-        self._next = known[0] if known else untried[0]
-        self._drop(link, f"moving to leader {link.leader}")
 
     def _notice(self, kind: int, payload: Any) -> None:
         if kind == P.REPLAY:

@@ -20,11 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import cbor2
-
 from ..errors import MessageTooLarge, OperationFailed, UnsupportedOperation
-from ..raft import values
-from ..raft.batch import MAX_MESSAGE_BYTES_LIMIT, check_decodes, command_limit
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
@@ -35,6 +31,8 @@ from ..storage.runs import together
 from . import protocol as P
 from .budget import Budget
 from .link import Answer, Link
+from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
+from .op_args import encode_args
 
 log = logging.getLogger(__name__)
 
@@ -42,29 +40,6 @@ log = logging.getLogger(__name__)
 ORPHAN_HORIZON = 600.0
 #: How often outstanding operations are checked against their deadlines (seconds).
 SWEEP_INTERVAL = 0.05
-#: Largest encoded op arguments a client sends (a cluster's own limit may be lower).
-MAX_OP_BYTES = command_limit(MAX_MESSAGE_BYTES_LIMIT)
-
-
-#: Argument types that need no scan: a flat list of them is in the value model as is.
-def encode_args(code: int, args: list[Any]) -> bytes:
-    """The op's arguments in CBOR, checked against the value model and the largest
-    command a cluster accepts (the member checks its own, smaller, message limit)."""
-    plain = values.plain(args)  # scalars of the model: nothing to scan, tag or check
-    try:
-        encoded = cbor2.dumps(args) if plain else values.dumps(
-            args, tuples=values.scan(args, max_items=MAX_OP_BYTES, name=ops.op_name(code)))
-    except (cbor2.CBOREncodeError, UnicodeEncodeError) as exc:
-        raise values.unsupported(ops.op_name(code), str(exc)[:200]) from None
-    if not plain:
-        check_decodes(encoded, ops.op_name(code))
-    if len(encoded) > MAX_OP_BYTES:
-        name = ops.op_name(code)
-        raise MessageTooLarge(
-            f"{name}: the operation of {len(encoded)} bytes exceeds the {MAX_OP_BYTES}-byte "
-            "limit of every cluster; store large payloads elsewhere and queue a reference",
-            size=len(encoded), limit=MAX_OP_BYTES)
-    return encoded
 
 
 class _Op:

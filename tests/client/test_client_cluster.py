@@ -22,7 +22,7 @@ from lazily_queue import (
     connect,
     testing,
 )
-from lazily_queue.client import cluster as cluster_module
+from lazily_queue.client import leader_seeking
 from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
 from lazily_queue.errors import InvalidConfiguration
@@ -276,7 +276,7 @@ async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
                                "leader": None}])
 
     monkeypatch.setattr(server_module.ClientServer, "_hello", first_hello_knows_no_leader)
-    monkeypatch.setattr(cluster_module, "LEADER_RETRY", 0.05, raising=False)
+    monkeypatch.setattr(leader_seeking, "LEADER_RETRY", 0.05)
     async with cluster_with_clients() as (c, addresses):
         leader = (await c.leader()).node_id
         follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
