@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..core.limits import Limits
 from ..core.queue import RESET, QueuePopError
 from ..core.work import DeadLetter, DeadLetterReason, Delivery, change_mask
 from ..core.work import WorkTransition as WT
@@ -41,6 +42,9 @@ def foreign_letter(item: int | None, value: Any, attempts: object, reason: objec
 class QueueMirror(MirroredObject, Generic[T]):
     """A broker queue's mirrored length, closed flag and capacity."""
 
+    #: The ``Limits(max_length=n)`` the queue was opened with (its capacity ``n``), which
+    #: the cell reports as ``limits()``; ``None`` when opened with ``capacity``.
+    declared_limits: Limits | None = None
     _listener: QueueChangeListener | None
     _len: int
     _closed: bool

@@ -51,10 +51,10 @@ from .once import no_dedup
 from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
 from .queue_limits import (
     QuotaReaders,
+    declared_limits,
     full_rule,
     limit_exceeded,
     limited_deque,
-    limits_of,
     never_fits,
     stored_size,
 )
@@ -136,7 +136,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         self.expired: Slot[int] = group.slot(expired_reader(storage), f"{name}.expired")
         self._expiring = self._caps.expiry
         self._delays_seen = 0  # the delayed_len bit once a delayed push was reported
-        self._limits = limits_of(storage)
+        self._limits = declared_limits(storage)
         self.quota = QuotaReaders.of(name, storage, group)
         #: Elements committed and not due yet (capability ``scheduling``).
         self.delayed_len: Slot[int] = self._delayed_reader(group)

@@ -42,6 +42,13 @@ def limits_of(storage: Any) -> Limits | None:
     return limits
 
 
+def declared_limits(storage: Any) -> Limits | None:
+    """The limits a queue was declared with: :func:`limits_of`, or those a broker queue
+    was opened with (a length bound only, kept as the broker's capacity)."""
+    inner = getattr(storage, "inner", storage)  # a serializing storage's
+    return limits_of(storage) or getattr(inner, "declared_limits", None)
+
+
 def full(fifo: LimitedFifo[Any] | None) -> bool:
     """Whether ``fifo`` refuses the smallest push (never under ``drop_oldest``)."""
     return fifo is not None and fifo.is_full()

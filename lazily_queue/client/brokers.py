@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 
+from ..brokers.mirrors import QueueMirror
 from ..cells import QueueCell, TopicCell, WorkQueueCell
 from ..cells.job import settle_background_acks
 from ..cells.prefetch import return_taken
@@ -106,6 +107,8 @@ class Client:
         cell = self._queues.get(name)
         if cell is None:
             storage = self.provider.queue(name, capacity=bound)
+            if isinstance(storage, QueueMirror):  # reported as the cell's limits()
+                storage.declared_limits = limits
             cell = self._queues[name] = QueueCell(storage, context=self.ctx, name=name,
                                                   serializer=serializer)
             self._queue_bounds[name] = (capacity, limits)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import Limits, QueuePushError, UnsupportedOperation
+from lazily_queue import Limits, QueuePushError, UnsupportedOperation, serializer
 from lazily_queue.client.brokers import Client
 
 from .conftest import fresh
@@ -27,6 +27,12 @@ async def test_a_length_limit_with_reject_is_the_broker_capacity(provider: Any) 
     client = Client(provider)
     q = client.queue(fresh("limits"), limits=Limits(max_length=1))
     assert q.capacity() == 1
+    assert q.limits() == Limits(max_length=1)  # what it was opened with, as on a node
+    assert q.quota is None  # the broker counts no bytes of ours (README)
+    assert client.queue(fresh("limits"), capacity=1).limits() is None
+    serialized = client.queue(fresh("limits"), limits=Limits(max_length=2),
+                              serializer=serializer(str.upper, str.lower))
+    assert serialized.limits() == Limits(max_length=2)
     await q.push("a")
     assert await q.offer("b") is QueuePushError.Full
 
