@@ -5,7 +5,12 @@ A call makes its attempt first (a commit on a node, a round trip to a broker: bo
 any operation of its backend is), and waits for what lets the next one succeed only
 until the deadline. So ``timeout=0`` does what needs no wait and raises
 ``TimeoutError`` otherwise, on every backend, and a ``TimeoutError`` never cuts an
-attempt short: the call applied nothing."""
+attempt short: the call applied nothing.
+
+A call that does not wait (``offer``, ``poll``, ``poll_many``, ``poll_messages``,
+``close``) has no wait for its ``timeout`` to bound: it makes its attempt whatever the
+``timeout`` (``0`` included), on every backend, and only checks it
+(:func:`no_wait`)."""
 
 from __future__ import annotations
 
@@ -33,4 +38,10 @@ class Deadline:
         return asyncio.timeout_at(self._at)
 
 
-__all__ = ["Deadline"]
+def no_wait(timeout: float | None) -> None:
+    """The ``timeout`` of a call that does not wait: checked (``TypeError`` or
+    ``ValueError`` naming one that is no number of seconds), never used."""
+    wait_limit(timeout)
+
+
+__all__ = ["Deadline", "no_wait"]

@@ -45,7 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
-from .deadline import Deadline
+from .deadline import Deadline, no_wait
 from .expiry import EXPIRED, expired_reader, expiring_deque
 from .once import no_dedup
 from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
@@ -218,7 +218,8 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
     ) -> QueuePushError | None:
         """Append ``value`` without waiting for room: ``None``, or ``Closed`` / ``Full``.
 
-        Over a replicated backend it returns once committed (``timeout`` bounds that).
+        Over a replicated backend it returns once committed (bounded as any operation of
+        the backend; ``timeout`` has no wait to bound: :mod:`.deadline`).
         With ``msg_id`` (capability ``dedup``) it applies once: while the id is in the
         backend's dedup window a repeat applies nothing and returns ``None``. With
         ``ttl`` (seconds, capability ``expiry``) it expires that long after its push.
@@ -231,35 +232,40 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         committed now and poppable from its due time (:mod:`.queue_options`). The
         options combine on one element, checked before anything is sent.
         """
+        no_wait(timeout)
         if (ttl is not None or headers is not None or delay is not None
                 or not_before is not None):
             options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
                                           delay=delay, not_before=not_before)
-            return await self._offer_options(value, options, timeout)
+            return await self._offer_options(value, options, None)
         if msg_id is None:
             if self._sync is not None:
                 return self.try_push(value)
-            return await self._storage.offer(value, timeout=timeout)
+            return await self._storage.offer(value)
         if (storage := self._dedup) is None:
             raise no_dedup(self.name, self._storage, "push")
         pre = storage.len()
-        err = await storage.offer_once(value, check_msg_id(msg_id), timeout=timeout)
+        err = await storage.offer_once(value, check_msg_id(msg_id))
         if err is None and not self._observed and storage.len() != pre:
             self._invalidate(push_mask(pre, self._capacity))  # a sync backend's push
         return err
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
-        """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``."""
+        """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``
+        (``timeout`` has no wait to bound: :mod:`.deadline`)."""
+        no_wait(timeout)
         if self._sync is not None:
             return self.try_pop()
-        return await self._storage.poll(timeout=timeout)
+        return await self._storage.poll()
 
     async def close(self, *, timeout: float | None = None) -> None:
-        """Close for pushes; idempotent and terminal. Elements still drain."""
+        """Close for pushes; idempotent and terminal. Elements still drain (``timeout``
+        has no wait to bound: :mod:`.deadline`)."""
+        no_wait(timeout)
         if self._sync is not None:
             self.try_close()
         else:
-            await self._storage.close(timeout=timeout)
+            await self._storage.close()
 
     async def push(
         self, value: T, *, msg_id: str | None = None, ttl: float | None = None,

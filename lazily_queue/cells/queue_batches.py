@@ -13,7 +13,7 @@ from ..core.work_items import check_count
 from ..errors import QueueClosed
 from ..storage.queue import SyncQueueStorage
 from ..storage.runs import together
-from .deadline import Deadline
+from .deadline import Deadline, no_wait
 from .prefetch import prefetch_size, prefetched
 from .push_checks import values_of
 from .queue_messages import QueueMessages
@@ -45,10 +45,12 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         self, n: int, *, timeout: float | None = None
     ) -> list[T] | QueuePopError:
         """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
-        list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit."""
+        list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit
+        (``timeout`` has no wait to bound: :mod:`.deadline`)."""
         check_count(n)
+        no_wait(timeout)
         if self._sync is None:
-            return await self._storage.poll_many(n, timeout=timeout)
+            return await self._storage.poll_many(n)
         taken: list[T] = []
         while len(taken) < n:
             result = self.try_pop()

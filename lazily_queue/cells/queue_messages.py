@@ -10,14 +10,12 @@ plain consumer never renumbers elements either.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
 from ..core.ids import Run
-from ..core.numbers import wait_limit
 from ..core.queue import ALL_READERS, UNPOP, QueuePopError, pop_mask, transition_mask
 from ..core.work_items import check_count
 from ..errors import QueueClosed, UnsupportedOperation
@@ -29,7 +27,7 @@ from ..storage.queue import (
     as_headers,
     as_messages,
 )
-from .deadline import Deadline
+from .deadline import Deadline, no_wait
 from .message import Message, headers_of, messages_of, stamp_of
 from .prefetch import prefetch_size, prefetched
 
@@ -125,9 +123,10 @@ class QueueMessages(Generic[T]):
         self, n: int = 1, *, timeout: float | None = None
     ) -> list[Message[T]] | QueuePopError:
         """Remove up to ``n`` of the oldest elements without waiting, as messages (ids,
-        enqueue times): a non-empty list, or ``Empty`` / ``Closed``."""
-        async with asyncio.timeout(wait_limit(timeout)):
-            result = await self._poll_stamped(n)
+        enqueue times): a non-empty list, or ``Empty`` / ``Closed`` (``timeout`` has no
+        wait to bound: :mod:`.deadline`)."""
+        no_wait(timeout)
+        result = await self._poll_stamped(n)
         return result if isinstance(result, QueuePopError) else messages_of(*result)
 
     async def pop_message(self, *, timeout: float | None = None) -> Message[T]:

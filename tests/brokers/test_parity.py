@@ -46,12 +46,40 @@ async def _synced(cell: Any) -> None:
         await sync()
 
 
+async def _not_waiting(q: QueueCell[Any]) -> Trace:
+    """The calls that do not wait make their attempt whatever their timeout (0
+    included) and refuse one that is no number of seconds; they leave ``q`` empty."""
+    trace: Trace = [("offer, timeout 0", str(await q.offer("y", timeout=0)))]
+    trace.append(("poll, timeout 0", await _outcome(q.poll(timeout=0))))
+    await q.offer("m")
+    if q.capabilities.messages:
+        taken = await _outcome(q.poll_messages(1, timeout=0))
+        taken = [m.value for m in taken] if isinstance(taken, list) else taken
+    else:  # a broker queue has no message pops (README): its poll stands in
+        taken = [await q.poll()]
+    trace.append(("poll_messages, timeout 0", taken))
+    await q.offer("n")
+    trace.append(("poll_many, timeout 0", await _outcome(q.poll_many(2, timeout=0))))
+    trace.append(("poll empty, timeout 0", str(await q.poll(timeout=0))))
+    for bad in ("soon", float("nan")):
+        calls: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            "offer": lambda t: q.offer("v", timeout=t), "poll": lambda t: q.poll(timeout=t),
+            "poll_many": lambda t: q.poll_many(1, timeout=t),
+            "poll_messages": lambda t: q.poll_messages(1, timeout=t),
+            "close": lambda t: q.close(timeout=t)}
+        for name, call in calls.items():
+            trace.append((f"{name}, timeout {bad!r}", await _outcome(call(bad))))
+    trace.append(("still empty and open", (str(await q.poll()), q.is_closed())))
+    return trace
+
+
 async def queue_scenario(open_queue: Callable[..., QueueCell[Any]]) -> Trace:
     q = open_queue(fresh("parity-q"), capacity=2)
     trace: Trace = [("poll empty", str(await q.poll()))]
     trace.append(("pop empty, timeout 0", await _outcome(q.pop(timeout=0))))
     trace.append(("push, timeout 0", await _outcome(q.push("z", timeout=0))))
     trace.append(("pop, timeout 0", await _outcome(q.pop(timeout=0))))
+    trace.extend(await _not_waiting(q))
     for value in ("a", ("b", 1)):
         trace.append(("offer", await q.offer(value)))
     trace.append(("offer full", str(await q.offer("c"))))
@@ -172,7 +200,13 @@ async def test_one_program_gives_one_trace_on_every_backend(
         "queue": [("pop closed", f"raised {QueueClosed.__name__}"),
                   ("pop empty, timeout 0", "raised TimeoutError"),
                   ("push, timeout 0", None), ("pop, timeout 0", "z"),
-                  ("push full, timeout 0", "raised TimeoutError")],
+                  ("push full, timeout 0", "raised TimeoutError"),
+                  ("offer, timeout 0", "None"), ("poll, timeout 0", "y"),
+                  ("poll_messages, timeout 0", ["m"]), ("poll_many, timeout 0", ["n"]),
+                  *((f"{name}, timeout 'soon'", "raised TypeError") for name in (
+                      "offer", "poll", "poll_many", "poll_messages", "close")),
+                  *((f"{name}, timeout nan", "raised ValueError") for name in (
+                      "offer", "poll", "poll_many", "poll_messages", "close"))],
         "work_queue": [("claim empty, timeout 0", "raised TimeoutError"),
                        *(("other worker", worker, f"raised {SettlementRejected.__name__}")
                          for worker in ("w2", "", "lq.w1"))],
