@@ -6,6 +6,7 @@ Each scenario records what a user sees; the local run is the reference."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -156,6 +157,13 @@ async def topic_scenario(open_topic: Callable[..., TopicCell[Any]]) -> Trace:
                                      await topic.reconnect("e"))))
     trace.append(("unknown", (await topic.poll("nobody"), await topic.disconnect("nobody"))))
     trace.append(("bad id", await _outcome(topic.subscribe(5))))  # type: ignore[arg-type]
+    await topic.subscribe("w", "ephemeral")
+    waiting = asyncio.ensure_future(_outcome(topic.advance("w", timeout=10)))
+    streaming = asyncio.ensure_future(_outcome(
+        asyncio.wait_for(anext(aiter(topic.stream("w"))), 10)))
+    await asyncio.sleep(0.1)  # both wait for an element
+    await topic.disconnect("w")
+    trace.append(("forgotten while waiting", (await waiting, await streaming)))
     return trace
 
 
@@ -212,7 +220,8 @@ async def test_one_program_gives_one_trace_on_every_backend(
                          for worker in ("w2", "", "lq.w1"))],
         "topic": [("advance, timeout 0", "b"), ("caught up, timeout 0", "raised TimeoutError"),
                   ("advance unknown", f"raised {UnknownSubscriber.__name__}"),
-                  ("stream unknown", f"raised {UnknownSubscriber.__name__}")],
+                  ("stream unknown", f"raised {UnknownSubscriber.__name__}"),
+                  ("forgotten while waiting", (f"raised {UnknownSubscriber.__name__}",) * 2)],
     }
     for step in expected[scenario]:
         assert step in traces["local"], step

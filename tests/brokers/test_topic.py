@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from lazily_queue import SubscribeOutcome, TopicCell
+import pytest
+
+from lazily_queue import SubscribeOutcome, TopicCell, UnknownSubscriber
 from lazily_queue.client.brokers import open_provider
 from lazily_queue.reactive import wait_until
 
@@ -50,4 +52,28 @@ async def test_durable_cursor_survives_a_new_connection(broker_url: str) -> None
         assert await topic.gc() == 1
         assert topic.base_offset() == 1
     finally:
+        await second.close()
+
+
+async def test_a_wait_ends_when_another_process_disconnects_its_ephemeral_subscriber(
+        broker_url: str) -> None:
+    """``advance`` and ``stream`` waiting on an ephemeral subscriber that another
+    connection disconnects end with ``UnknownSubscriber`` once the mirror shows it gone."""
+    name = fresh("gone-while-waiting")
+    first = await open_provider(broker_url, poll_interval=0.2)
+    second = await open_provider(broker_url, poll_interval=0.2)
+    try:
+        waiter: TopicCell[Any] = TopicCell(first.topic(name))
+        other: TopicCell[Any] = TopicCell(second.topic(name))
+        await other.subscribe("e", "ephemeral")
+        advancing = asyncio.ensure_future(waiter.advance("e"))
+        streaming = asyncio.ensure_future(anext(aiter(waiter.stream("e"))))
+        await asyncio.sleep(0.5)  # both are waiting
+        assert not advancing.done() and not streaming.done()
+        assert await other.disconnect("e")
+        for call in (advancing, streaming):
+            with pytest.raises(UnknownSubscriber, match=r"subscribe it (first|again)"):
+                await asyncio.wait_for(call, 10)
+    finally:
+        await first.close()
         await second.close()
