@@ -39,6 +39,24 @@ def _files(data: Path) -> dict[str, bytes]:
             for p in (data / "raft").iterdir()}
 
 
+def _stamp(data: Path, features: list[str]) -> None:
+    """Record ``features`` in ``data``'s metadata, as the version requiring them would."""
+    disk = OsDisk()
+    journal = DurableJournal(disk, str(data / "raft"))
+    journal.set_meta(FEATURES_KEY, features)
+    journal.sync()
+    disk.close()
+
+
+def _start_in_cli(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """``lazily-queue node`` on ``data``: its exit status."""
+    monkeypatch.setenv("FIXTURE_SECRET", "fixture-secret")
+    config = tmp_path / "node.toml"
+    config.write_text(f'id = 1\ncluster = "fixture"\ndata_dir = "{data}"\n'
+                      f'listen = "unix:{tmp_path}/n1.sock"\nsecret_env = "FIXTURE_SECRET"\n')
+    return main(["node", "--config", str(config)])
+
+
 def _meta(data: Path) -> dict[str, object]:
     disk = OsDisk()
     try:
@@ -89,16 +107,8 @@ def test_the_cli_refuses_a_newer_data_directory_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = _copy(OLDER[0], tmp_path)
-    disk = OsDisk()
-    journal = DurableJournal(disk, str(data / "raft"))
-    journal.set_meta(FEATURES_KEY, sorted({*REQUIRED_FEATURES, "from-the-future-v1"}))
-    journal.sync()
-    disk.close()
-    monkeypatch.setenv("FIXTURE_SECRET", "fixture-secret")
-    config = tmp_path / "node.toml"
-    config.write_text(f'id = 1\ncluster = "fixture"\ndata_dir = "{data}"\n'
-                      f'listen = "unix:{tmp_path}/n1.sock"\nsecret_env = "FIXTURE_SECRET"\n')
-    assert main(["node", "--config", str(config)]) == 2
+    _stamp(data, sorted({*REQUIRED_FEATURES, "from-the-future-v1"}))
+    assert _start_in_cli(data, tmp_path, monkeypatch) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert "newer version" in err and "['from-the-future-v1']" in err, err
@@ -120,13 +130,8 @@ async def test_a_directory_stamped_with_an_earlier_form_of_a_feature_loads(
     tmp_path: Path,
 ) -> None:
     data = _copy(OLDER[0], tmp_path)
-    disk = OsDisk()
-    journal = DurableJournal(disk, str(data / "raft"))
     bumped = next(f for f in sorted(REQUIRED_FEATURES) if f.endswith(("-v2", "-v3")))
-    earlier = sorted({*REQUIRED_FEATURES - {bumped}, bumped[:-1] + str(int(bumped[-1]) - 1)})
-    journal.set_meta(FEATURES_KEY, earlier)
-    journal.sync()
-    disk.close()
+    _stamp(data, sorted({*REQUIRED_FEATURES - {bumped}, bumped[:-1] + str(int(bumped[-1]) - 1)}))
     async with _node(data, tmp_path) as node:  # the version before the bump wrote it
         await node.wait_for_leader(timeout=10)
     assert _meta(data)[FEATURES_KEY] == sorted(REQUIRED_FEATURES)
@@ -136,17 +141,8 @@ def test_a_directory_stamped_with_thousands_of_unknown_features_is_refused_in_a_
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = _copy(OLDER[0], tmp_path)
-    disk = OsDisk()
-    journal = DurableJournal(disk, str(data / "raft"))
-    journal.set_meta(FEATURES_KEY, [f"feature-{i:05d}-v1" for i in range(2000)]
-                     + ["x" * 20000 + "-v1"])
-    journal.sync()
-    disk.close()
-    monkeypatch.setenv("FIXTURE_SECRET", "fixture-secret")
-    config = tmp_path / "node.toml"
-    config.write_text(f'id = 1\ncluster = "fixture"\ndata_dir = "{data}"\n'
-                      f'listen = "unix:{tmp_path}/n1.sock"\nsecret_env = "FIXTURE_SECRET"\n')
-    assert main(["node", "--config", str(config)]) == 2
+    _stamp(data, [f"feature-{i:05d}-v1" for i in range(2000)] + ["x" * 20000 + "-v1"])
+    assert _start_in_cli(data, tmp_path, monkeypatch) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: "), err[:200]
     assert len(err) < 1000, err[:200]
