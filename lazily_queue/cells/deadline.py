@@ -23,17 +23,19 @@ class Deadline:
     """``timeout`` seconds from its making (``None``: none); ``TypeError`` or
     ``ValueError`` naming a ``timeout`` that is no number of seconds."""
 
-    __slots__ = ("_at", "_loop")
+    __slots__ = ("_at",)
 
     def __init__(self, timeout: float | None) -> None:
-        limit = wait_limit(timeout)
-        self._loop = asyncio.get_running_loop()
-        self._at = None if limit is None else self._loop.time() + limit
+        self._at: float | None = None
+        if timeout is not None:  # none: nothing to read (the calls' common case)
+            limit = wait_limit(timeout)  # None for one past FOREVER
+            if limit is not None:
+                self._at = asyncio.get_running_loop().time() + limit
 
     def waiting(self) -> asyncio.Timeout:
         """The scope of one wait: it ends in ``TimeoutError`` at the deadline, and raises
         it at once when the deadline has passed."""
-        if self._at is not None and self._loop.time() >= self._at:
+        if self._at is not None and asyncio.get_running_loop().time() >= self._at:
             raise TimeoutError
         return asyncio.timeout_at(self._at)
 

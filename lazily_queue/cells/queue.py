@@ -64,7 +64,6 @@ from .queue_sync import QueueSyncOps
 T = TypeVar("T")
 
 _PUSH_CLOSED = QueuePushError.Closed
-_POP_CLOSED = QueuePopError.Closed
 
 
 class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
@@ -320,15 +319,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         ``timeout`` bounds the wait for an element (:mod:`.deadline`): ``timeout=0``
         pops one that is there and raises ``TimeoutError`` otherwise.
         """
-        deadline = Deadline(timeout)
-        while True:
-            result = await self.poll()
-            if not isinstance(result, QueuePopError):
-                return result
-            if result is _POP_CLOSED:
-                raise QueueClosed(f"{self.name}: queue is closed and drained")
-            async with deadline.waiting():
-                await self._wait_for_element(self._has_element)
+        return await self._until_taken(self.poll, Deadline(timeout))
 
     def _has_room(self) -> bool:
         self._raise_if_stopped()

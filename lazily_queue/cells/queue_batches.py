@@ -25,7 +25,6 @@ DEFAULT_PREFETCH = 256
 #: What the first pop of an iteration takes (at most the prefetch).
 FIRST_PREFETCH = 32
 
-_POP_CLOSED = QueuePopError.Closed
 
 
 class QueueBatches(QueueMessages[T], Generic[T]):
@@ -64,15 +63,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         :class:`QueueClosed` once the queue is closed and drained. At most once, as
         :meth:`pop`: a process that crashes after the pop committed loses the elements.
         ``timeout`` bounds the wait, as :meth:`pop`'s."""
-        deadline = Deadline(timeout)
-        while True:
-            result = await self.poll_many(n)
-            if not isinstance(result, QueuePopError):
-                return result
-            if result is _POP_CLOSED:
-                raise QueueClosed(f"{self.name}: queue is closed and drained")
-            async with deadline.waiting():
-                await self._wait_for_element(self._has_element)
+        return await self._until_taken(lambda: self.poll_many(n), Deadline(timeout))
 
     async def push_many(self, values: Iterable[T], *, timeout: float | None = None) -> None:
         """Push every value in order, waiting for room as :meth:`push` does. Over a

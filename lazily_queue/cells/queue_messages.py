@@ -11,7 +11,7 @@ plain consumer never renumbers elements either.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
@@ -106,18 +106,22 @@ class QueueMessages(Generic[T]):
                 mask |= transition_mask(UNPOP, pre + i, self._capacity, False)
             self._invalidate(mask)
 
-    async def _pop_stamped(self, n: int, deadline: Deadline | None = None) -> Taken[T]:
+    async def _until_taken(self, take: Callable[[], Awaitable[R | QueuePopError]],
+                           deadline: Deadline) -> R:
+        """``take()`` until it takes something, waiting for an element between tries
+        within ``deadline``; :class:`QueueClosed` once the queue is closed and drained."""
         while True:
-            result = await self._poll_stamped(n)
+            result = await take()
             if not isinstance(result, QueuePopError):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            if deadline is None:
+            async with deadline.waiting():
                 await self._wait_for_element(self._has_element)
-            else:
-                async with deadline.waiting():
-                    await self._wait_for_element(self._has_element)
+
+    async def _pop_stamped(self, n: int, deadline: Deadline | None = None) -> Taken[T]:
+        return await self._until_taken(lambda: self._poll_stamped(n),
+                                       Deadline(None) if deadline is None else deadline)
 
     async def poll_messages(
         self, n: int = 1, *, timeout: float | None = None
