@@ -14,7 +14,7 @@ the run into items (:meth:`RetainedPending.flatten`) and then acts as a plain ``
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import Any, SupportsIndex, overload
 
@@ -240,64 +240,27 @@ class RetainedPending(deque[PendingItem]):
         self.extend(items)
         return self
 
-    def __imul__(self, n: int) -> RetainedPending:
-        self.flatten()
-        super().__imul__(n)
-        return self
-
-    def __reversed__(self) -> Iterator[PendingItem]:
-        self.flatten()
-        return super().__reversed__()
-
-    def __contains__(self, item: object) -> bool:
-        self.flatten()
-        return super().__contains__(item)
-
-    def __eq__(self, other: object) -> bool:
-        self.flatten()
-        return super().__eq__(other)
-
     __hash__ = None
 
-    def __setitem__(self, index: Any, item: Any) -> None:
-        self.flatten()
-        super().__setitem__(index, item)
 
-    def __delitem__(self, index: Any) -> None:
-        self.flatten()
-        super().__delitem__(index)
+def _flattening(name: str) -> Callable[..., Any]:
+    """``deque``'s method ``name``, acting once the run is made items."""
+    plain = getattr(deque, name)
 
-    def pop(self) -> PendingItem:  # type: ignore[override]
+    def method(self: RetainedPending, *args: Any) -> Any:
         self.flatten()
-        return super().pop()
+        return plain(self, *args)
 
-    def extendleft(self, items: Iterable[PendingItem]) -> None:
-        self.flatten()
-        super().extendleft(items)
+    method.__name__ = method.__qualname__ = name
+    return method
 
-    def insert(self, i: int, item: PendingItem) -> None:
-        self.flatten()
-        super().insert(i, item)
 
-    def remove(self, item: PendingItem) -> None:
-        self.flatten()
-        super().remove(item)
-
-    def rotate(self, n: int = 1) -> None:
-        self.flatten()
-        super().rotate(n)
-
-    def index(self, item: PendingItem, start: int = 0, stop: int = 2**62) -> int:
-        self.flatten()
-        return super().index(item, start, stop)
-
-    def count(self, item: PendingItem) -> int:
-        self.flatten()
-        return super().count(item)
-
-    def reverse(self) -> None:
-        self.flatten()
-        super().reverse()
+#: The other ``deque`` operations (none is used by apply): each makes the run items first.
+for _name in ("__imul__", "__reversed__", "__contains__", "__eq__", "__setitem__",
+              "__delitem__", "pop", "extendleft", "insert", "remove", "rotate", "index",
+              "count", "reverse"):
+    setattr(RetainedPending, _name, _flattening(_name))
+del _name
 
 
 def pending_records(pending: deque[PendingItem]) -> Sequence[PendingItem]:
