@@ -67,7 +67,8 @@ class StalePeers(Background):
     async def _run(self, mesh: Mesh) -> None:
         while True:
             await asyncio.sleep(EVERY)
-            self._places = await asyncio.to_thread(places, self._addresses(mesh))
+            addresses = self._addresses(mesh)  # resolved off the loop, only when some
+            self._places = await asyncio.to_thread(places, addresses) if addresses else {}
             self.look(mesh)
 
     def _addresses(self, mesh: Mesh) -> list[str]:
