@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from . import membership
 from .replicated import ops
 from .status import local_status
+from .storage.attempts import attempt_timeout
 from .storage.replicated_object import raise_op_error
 
 if TYPE_CHECKING:
@@ -39,9 +40,8 @@ class NodeCluster:
 
         Reads made right after are linearizable: the barrier goes through the leader.
         """
-        raise_op_error(
-            await self.driver.call(ops.BARRIER, [], timeout=timeout or self.op_timeout)
-        )
+        bound = attempt_timeout(timeout, self.op_timeout)
+        raise_op_error(await self.driver.call(ops.BARRIER, [], timeout=bound))
 
     async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
         """Wait until this node knows a leader; return its id. A restarted node may not
@@ -64,11 +64,12 @@ class NodeCluster:
         """Add a node to the cluster (one change at a time); start it with every member
         in its ``peers``. Its address is replicated so every member can reach it."""
         await membership.add_member(
-            self._as_node(), str(node_id), address, timeout or self.op_timeout)
+            self._as_node(), str(node_id), address, attempt_timeout(timeout, self.op_timeout))
 
     async def remove_member(self, node_id: int | str, *, timeout: float | None = None) -> None:
         """Remove a node from the cluster and forget its replicated address; stop it after."""
-        await membership.remove_member(self._as_node(), str(node_id), timeout or self.op_timeout)
+        await membership.remove_member(
+            self._as_node(), str(node_id), attempt_timeout(timeout, self.op_timeout))
 
     async def transfer_leadership(
         self, to: int | str | None = None, *, timeout: float | None = None
@@ -76,7 +77,7 @@ class NodeCluster:
         """On the leader: hand leadership to ``to`` (or the most caught-up follower)."""
         target = None if to is None else str(to)
         return await membership.transfer_leadership(
-            self._as_node(), target, timeout or self.op_timeout)
+            self._as_node(), target, attempt_timeout(timeout, self.op_timeout))
 
     @property
     def is_leader(self) -> bool:

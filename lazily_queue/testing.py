@@ -283,7 +283,7 @@ class Cluster:
     async def settle(self, *, timeout: float | None = None) -> None:
         """Return once every running member has applied everything committed before the
         call (a barrier on each; each must reach a majority)."""
-        await self.wait_for_leader(timeout=timeout or 10.0)
+        await self.wait_for_leader(timeout=10.0 if timeout is None else timeout)
         for node in self.running:
             await node.barrier(timeout=timeout)
 

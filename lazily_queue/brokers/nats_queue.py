@@ -38,6 +38,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolic
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..errors import shown
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 CONSUMER = "lq"
 
 
+@bounds_timeouts
 class NatsQueueStorage(QueueMirror[T]):
     """A FIFO on a JetStream work-queue stream: the QueueStorage seam, observable and
     peekable."""

@@ -30,6 +30,7 @@ from ..core.topic import (
 )
 from ..errors import InvalidName, shown
 from ..names import check_named_member
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
@@ -60,6 +61,7 @@ def cursor_of(info: ConsumerInfo) -> int:
 DESCRIPTION_LIMIT = 4096
 
 
+@bounds_timeouts
 class NatsTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 

@@ -54,6 +54,7 @@ from ..core.work import (
 from ..core.work import WorkTransition as WT
 from ..errors import shown
 from ..names import check_named_member
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
@@ -70,6 +71,7 @@ CONSUMER = "lq"
 REDRIVE_PAGE = 256
 
 
+@bounds_timeouts
 class NatsWorkQueueStorage(WorkMirror):
     """A work queue on JetStream: the WorkQueueStorage seam, observable, on the server's
     clock."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
 from ..errors import shown
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .batching import Coalescer
@@ -37,6 +38,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+@bounds_timeouts
 class RedisQueueStorage(QueueMirror[T]):
     """A FIFO on a Redis list: the QueueStorage seam, observable and peekable."""
 

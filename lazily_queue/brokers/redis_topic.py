@@ -26,6 +26,7 @@ from ..core.topic import (
 )
 from ..errors import shown
 from ..names import check_named_member
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
@@ -53,6 +54,7 @@ def _record(raw: Any) -> Record | None:
     return None if cursor is None else (parts[0], parts[1] == "1", cursor)
 
 
+@bounds_timeouts
 class RedisTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on a Redis stream: the TopicStorage seam, observable."""
 

@@ -47,6 +47,7 @@ from ..core.work import WorkTransition as WT
 from ..core.work_items import check_worker
 from ..errors import InvalidConfiguration, InvalidName, shown
 from ..names import check_named_member
+from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
@@ -94,6 +95,7 @@ def split_delivery(delivery: int) -> tuple[str, int] | None:
     return entry_id(delivery >> _COUNT_BITS), delivery & ((1 << _COUNT_BITS) - 1)
 
 
+@bounds_timeouts
 class RedisWorkQueueStorage(WorkMirror):
     """A work queue on a Redis stream: the WorkQueueStorage seam, observable, on the
     server's clock."""

@@ -160,15 +160,20 @@ class Session:
         resolves with its result once the member applied it.
 
         Raises :class:`ClientClosed` when closed, ``UnsupportedValue`` for a value CBOR
-        cannot carry and ``ValueError`` for an op over the replicated command limit
-        (nothing sent); the member refuses values its replicas would not decode.
+        cannot carry, ``ValueError`` for an op over the replicated command limit and
+        ``CommitTimeout`` for a ``timeout`` of 0 (nothing sent); the member refuses
+        values its replicas would not decode.
         """
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
         if encoded is None:
             encoded = encode_args(code, args)
         loop = asyncio.get_running_loop()
-        deadline = commit_deadline(loop.time(), timeout)
+        now = loop.time()
+        deadline = commit_deadline(now, timeout)
+        if deadline <= now:  # a timeout of 0: no time to commit in, so nothing is sent
+            raise CommitTimeout(f"{ops.op_name(code)} did not commit before its timeout "
+                                "(0 s: it was not sent); it was not applied", applied=False)
         seq = self._next_seq
         self._next_seq += 1
         op = _Op(self, seq, code, encoded, deadline, loop.create_future(), on_orphan)

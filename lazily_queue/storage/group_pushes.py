@@ -6,8 +6,10 @@ from typing import Any
 
 from ..core.work import WorkTransition
 from ..errors import UnsupportedOperation
+from .attempts import checks_timeouts
 
 
+@checks_timeouts
 class FedByTopic:
     """Refuses ``push``, ``push_once``, ``push_ttl`` and ``push_options``, naming the
     topic to publish to instead; put it first among the bases so that it overrides the

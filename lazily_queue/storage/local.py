@@ -23,6 +23,7 @@ from ..core.push_options import PushOptions
 from ..core.queue import QueuePopError, QueuePushError
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
 from ..errors import UnsupportedOperation
+from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def _ms(clock: Clock) -> Callable[[], int]:
     return read
 
 
+@checks_timeouts
 class VecDequeStorage(Fifo[T]):
     """The default QueueCell backend: a deque, unbounded or bounded with reject.
 
@@ -169,6 +171,7 @@ class VecDequeStorage(Fifo[T]):
         self.unpop_stamped(values, runs)
 
 
+@checks_timeouts
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capabilities ``sync``, ``dedup``,
     ``replay``, ``groups``). ``groups`` are its consumer groups by name (restored ones),

@@ -19,6 +19,7 @@ from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
+from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .group_pushes import FedByTopic
 from .local import Clock
@@ -28,6 +29,7 @@ from .work import Settlement, WorkQueueChangeListener
 R = TypeVar("R")
 
 
+@checks_timeouts
 class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
     """One consumer group of a local topic (module docstring)."""
 
@@ -94,6 +96,7 @@ class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
         return self._report(await super().release(worker, delivery_ids))
 
 
+@checks_timeouts
 class ExpiringGroupStorage(LocalGroupStorage):
     """A group whose elements expire while they wait for their first delivery (module
     docstring); ``now_ms`` is its topic's clock, in ms."""

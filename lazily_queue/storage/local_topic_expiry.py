@@ -27,6 +27,7 @@ from ..core.limits import Limits
 from ..core.topic import Start, TopicTransition
 from ..core.topic_expiry import age_frontier, deadline, expiring_at_head, skip_expired
 from ..core.work import WorkQueueCore
+from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .local import Clock, LocalTopicStorage, _ms
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@checks_timeouts
 class ExpiringTopicStorage(LocalTopicStorage[T]):
     """A local topic dropping what is past its deadline."""
 

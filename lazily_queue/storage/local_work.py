@@ -17,6 +17,7 @@ from ..core.work import (
 )
 from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule
+from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms
 from .work import Settlement, WorkQueueStorage
@@ -35,6 +36,7 @@ def _scheduling_time(now: float | None) -> float:
     return now
 
 
+@checks_timeouts
 class LocalWorkQueueStorage(WorkQueueStorage):
     """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
 

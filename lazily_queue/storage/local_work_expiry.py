@@ -16,10 +16,12 @@ from ..core.expiry_take import claim_live, expire_work_head
 from ..core.work import Delivery, WorkQueueCore, WorkTransition
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
+from .attempts import checks_timeouts
 from .local import Clock
 from .local_work import LocalWorkQueueStorage
 
 
+@checks_timeouts
 class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
     """A local work queue whose items expire ``ttl`` seconds after their push (``None``:
     only those pushed with a TTL of their own)."""

@@ -54,7 +54,7 @@ class RaftGroupStorage(FedByTopic, RaftWorkQueueStorage):
         self._view.work_queue(self.name)
         code, args = self._declare_op()
         result = raise_op_error(
-            await self._driver.call(code, args, timeout=timeout or self.timeout))
+            await self._driver.call(code, args, timeout=self.bound(timeout)))
         if result[0] == "out_of_range":
             raise out_of_range(result[1], result[2], result[3])
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from ..raft.errors import NodeNotRunning, ProposalRejected, ResultNotKept
 from ..replicated import ops as C
 from ..replicated.ops import OpError
+from .attempts import attempt_timeout
 from .runs import MANY_AT_ONCE
 
 if TYPE_CHECKING:
@@ -92,6 +93,11 @@ class ReplicatedObject:
     def _declare_op(self) -> tuple[int, list[Any]]:
         raise NotImplementedError
 
+    def bound(self, timeout: float | None) -> float:
+        """The bound of one op: :attr:`timeout` for ``None``, else ``timeout`` seconds
+        (``0`` is zero: :mod:`.attempts`)."""
+        return attempt_timeout(timeout, self.timeout)
+
     def check_all(self, code: int, args: Callable[[Any], list[Any]],
                   values: list[Any]) -> None:
         """Raise what proposing ``code`` with ``args(value)`` would for any of ``values``
@@ -150,11 +156,11 @@ class ReplicatedObject:
 
     async def _declare(self, timeout: float | None) -> None:
         code, args = self._declare_op()
-        raise_op_error(await self._driver.call(code, args, timeout=timeout or self.timeout))
+        raise_op_error(await self._driver.call(code, args, timeout=self.bound(timeout)))
         if self.expiry_rules is not None and self.expiry_kind is not None:
             raise_op_error(await self._driver.call(
                 C.EXPIRY_RULES, [self.name, self.expiry_kind, *self.expiry_rules],
-                timeout=timeout or self.timeout))
+                timeout=self.bound(timeout)))
 
     def expired_count(self) -> int:
         """Elements that expired undelivered (capability ``expiry``)."""
@@ -170,7 +176,7 @@ class ReplicatedObject:
 
     async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
         await self._ready(timeout)
-        result = await self._driver.call(code, args, timeout=timeout or self.timeout, **kw)
+        result = await self._driver.call(code, args, timeout=self.bound(timeout), **kw)
         return raise_op_error(result)
 
     async def _call_many(self, code: int, args: Callable[[Any], list[Any]], values: list[Any],
@@ -188,7 +194,7 @@ class ReplicatedObject:
         for start in range(0, len(ops), MANY_AT_ONCE):
             end = start + MANY_AT_ONCE
             run = await self._driver.call_many(code, ops[start:end], encoded[start:end],
-                                               timeout=timeout or self.timeout)
+                                               timeout=self.bound(timeout))
             results.extend(raise_op_error(result) for result in run)
         return results
 

@@ -1,0 +1,116 @@
+"""A storage called directly (not through a cell): its ``timeout`` bounds its one
+attempt, ``None`` is the backend's own bound and ``0`` is zero; one that is no number of
+seconds is refused as a cell refuses it, before anything applies
+(:mod:`lazily_queue.storage.attempts`). The brokers' are in ``tests/brokers``."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from lazily_queue import WorkQueueCell, testing
+from lazily_queue.brokers import (
+    nats_queue,
+    nats_topic,
+    nats_work,
+    redis_queue,
+    redis_topic,
+    redis_work,
+)
+from lazily_queue.raft.errors import CommitTimeout
+from lazily_queue.storage import (
+    local,
+    local_expiry,
+    local_groups,
+    local_limited,
+    local_topic_expiry,
+    local_work,
+    local_work_expiry,
+)
+from tests.client.test_client_cluster import client_of, cluster_with_clients
+
+pytestmark = pytest.mark.timeout(60)
+
+BAD = [("soon", TypeError), (float("nan"), ValueError), (True, TypeError)]
+
+#: Operations that hand their ``timeout`` on to one that applies the rule.
+DELEGATING = {"QueueMirror.poll", "WorkMirror.poll"}
+
+
+def test_every_local_and_broker_operation_with_a_timeout_applies_the_rule() -> None:
+    classes = [
+        local.VecDequeStorage, local.LocalTopicStorage, local_groups.LocalGroupStorage,
+        local_groups.ExpiringGroupStorage, local_work.LocalWorkQueueStorage,
+        local_work_expiry.ExpiringWorkQueueStorage, local_expiry.ExpiringDequeStorage,
+        local_topic_expiry.ExpiringTopicStorage, local_limited.LimitedDequeStorage,
+        local_limited.LimitedExpiringDequeStorage, redis_queue.RedisQueueStorage,
+        redis_topic.RedisTopicStorage, redis_work.RedisWorkQueueStorage,
+        nats_queue.NatsQueueStorage, nats_topic.NatsTopicStorage,
+        nats_work.NatsWorkQueueStorage]
+    missing = []
+    for cls in classes:
+        for name in dir(cls):
+            fn = getattr(cls, name)
+            if not inspect.isfunction(fn) or fn.__qualname__ in DELEGATING:
+                continue
+            if ("timeout" in inspect.signature(fn).parameters
+                    and not getattr(fn, "timeout_rule", False)):
+                missing.append(f"{cls.__name__}.{name}")
+    assert missing == []
+
+
+@pytest.mark.parametrize(("bad", "error"), BAD)
+async def test_a_local_storage_refuses_a_bad_timeout_applying_nothing(
+        bad: Any, error: type[Exception]) -> None:
+    q: local.VecDequeStorage[str] = local.VecDequeStorage()
+    t: local.LocalTopicStorage[str] = local.LocalTopicStorage()
+    w: Any = WorkQueueCell().storage
+    for call in (lambda: q.offer("x", timeout=bad), lambda: q.poll_many(1, timeout=bad),
+                 lambda: q.close(timeout=bad), lambda: t.publish("x", timeout=bad),
+                 lambda: w.push("x", timeout=bad)):
+        with pytest.raises(error, match="timeout must be a number of seconds or None"):
+            await call()
+    assert q.len() == 0 and not q.is_closed() and t.end_offset() == 0
+    assert w.pending_len() == 0
+
+
+async def test_a_local_storage_makes_its_attempt_with_timeout_zero() -> None:
+    q: local.VecDequeStorage[str] = local.VecDequeStorage()
+    assert await q.offer("x", timeout=0) is None
+    assert await q.poll(timeout=0) == "x"
+
+
+async def _zero_and_none(node: Any) -> None:
+    q, t, w = node.queue("q").storage, node.topic("t").storage, node.work_queue("w").storage
+    await q.declare()
+    await t.declare()
+    await w.declare()
+    for call in (lambda: q.offer("x", timeout=0), lambda: q.offer("x", timeout=-1),
+                 lambda: t.publish("x", timeout=0.0), lambda: w.push("x", timeout=0)):
+        with pytest.raises(CommitTimeout, match="it was not applied"):
+            await call()
+    for bad, error in BAD:
+        with pytest.raises(error, match="timeout must be a number of seconds or None"):
+            await q.offer("x", timeout=bad)
+    assert await q.offer("kept", timeout=None) is None
+    assert await q.offer("kept too", timeout=5) is None
+    assert await q.poll_many(10) == ["kept", "kept too"]  # nothing else applied
+    assert (await t.publish("p", timeout=None)).result == 0
+
+
+async def test_a_nodes_storage_gives_timeout_zero_no_time_and_none_its_op_timeout() -> None:
+    async with testing.cluster(3, op_timeout=5.0) as c:
+        node = await c.leader()
+        await _zero_and_none(node)
+        with pytest.raises(CommitTimeout):
+            await node.barrier(timeout=0)
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None"):
+            await node.barrier(timeout="soon")  # type: ignore[arg-type]
+        await node.barrier(timeout=None)
+
+
+async def test_a_clients_storage_gives_timeout_zero_no_time() -> None:
+    async with cluster_with_clients(1) as (_, addresses), client_of(addresses) as client:
+        await _zero_and_none(client)
