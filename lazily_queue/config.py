@@ -21,6 +21,10 @@
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
 
+    [metrics]                           # optional: /metrics
+    named_objects = 1000                # queues, work queues, topics each shown by name;
+                                        # the others are summed into name="" (0: all)
+
     [dedup]                             # optional: the window of producers' msg_ids
     max_entries = 20000                 # ids kept (the cluster uses its leader's) ...
     max_age = 300                       # ... each for at most this many seconds
@@ -83,6 +87,7 @@ from .config_keys import (
     parse_http,
     parse_max_objects,
     parse_max_subscribers,
+    parse_metrics,
     parse_node_id,
     parse_peers,
     parse_string,
@@ -99,6 +104,7 @@ from .config_transport import (
 from .core.dedup import DedupLimits
 from .core.numbers import FOREVER
 from .errors import InvalidConfiguration, shown
+from .metrics_names import DEFAULT_NAMED_OBJECTS
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .small_files import read_bounded
@@ -111,7 +117,7 @@ KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
-     "client", "dedup", "max_objects", "max_subscribers"}
+     "client", "dedup", "max_objects", "max_subscribers", "metrics"}
 )
 
 
@@ -151,6 +157,8 @@ class NodeConfig:
     tls: TLSFiles | None = None
     webrtc: WebRTCConfig | None = None
     dedup: DedupLimits | None = None
+    #: Objects of each kind ``/metrics`` shows by name (:mod:`.metrics_names`).
+    metrics_named_objects: int = DEFAULT_NAMED_OBJECTS
 
     @property
     def http_url(self) -> str | None:
@@ -371,4 +379,5 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         tls=tls,
         webrtc=webrtc,
         dedup=parse_dedup(doc.get("dedup"), fail),
+        metrics_named_objects=parse_metrics(doc.get("metrics"), fail),
     )

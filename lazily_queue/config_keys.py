@@ -1,5 +1,5 @@
 """Checks of a node configuration's single keys and small tables: ids, strings,
-addresses, ``[peers]``, ``http``, ``[app]`` and ``[dedup]``.
+addresses, ``[peers]``, ``http``, ``[app]``, ``[dedup]`` and ``[metrics]``.
 
 Each takes the ``fail`` callable of :func:`lazily_queue.config.parse_config`, which turns a
 message into a :class:`~lazily_queue.config.ConfigError` naming the file.
@@ -17,6 +17,7 @@ from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyEr
 from .config_transport import refuse_unknown_keys
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration, shown, shown_path
+from .metrics_names import DEFAULT_NAMED_OBJECTS, check_named_objects
 from .names import check_max_objects
 
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
@@ -61,6 +62,19 @@ def parse_dedup(table: Any, fail: Any) -> DedupLimits | None:
         return DedupLimits(**table)
     except InvalidConfiguration as exc:
         raise fail(f"[dedup]: {exc}") from None
+
+
+def parse_metrics(table: Any, fail: Any) -> int:
+    """The ``[metrics]`` table's ``named_objects`` (its default when absent)."""
+    if table is None:
+        return DEFAULT_NAMED_OBJECTS
+    if not isinstance(table, dict):
+        raise fail("`metrics` must be a table: [metrics] named_objects = N")
+    refuse_unknown_keys(table, {"named_objects"}, "[metrics]", fail)
+    try:
+        return check_named_objects(table.get("named_objects", DEFAULT_NAMED_OBJECTS))
+    except InvalidConfiguration as exc:
+        raise fail(f"[metrics]: {exc}") from None
 
 
 def parse_max_objects(value: Any, fail: Any) -> int:

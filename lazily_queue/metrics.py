@@ -13,7 +13,8 @@ work-queue pushes and claims come from the queue's id counters, acks and nacks f
 its settlement receipts, and expired leases are the claims that ended without one;
 every topic publish is an event of its own (with or without subscribers).
 A deleted object's operation series go with it (a name used again counts from zero),
-so names that come and go do not grow the exposition.
+so names that come and go do not grow the exposition; past ``named_objects`` names of a
+kind, an object's series are summed into ``name=""`` (:mod:`.metrics_names`).
 ``lazily_queue_transactions_total{outcome}`` counts the transactions this replica applied
 (``committed``) or refused whole (``aborted``); a committed one's ops are also counted
 as operations. Depths,
@@ -41,6 +42,7 @@ from prometheus_client.exposition import generate_latest
 from .core.queue import CLOSE, DELAY, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .metrics_limits import LimitsCollector
+from .metrics_names import DEFAULT_NAMED_OBJECTS, OTHER, NamedObjects
 from .metrics_tallies import CounterFamily, HistogramFamily, Tally, TallyCollector
 from .monitor_documents import render_metrics
 from .raft.errors import CommitTimeout, NoQuorum, ProposalRejected, StorageUnavailable
@@ -94,7 +96,10 @@ class NodeMetrics:
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self, node: Node, *, registry: CollectorRegistry | None = None,
-                 namespace: str = "lazily_queue") -> None:
+                 namespace: str = "lazily_queue",
+                 named_objects: int = DEFAULT_NAMED_OBJECTS) -> None:
+        #: The objects shown by name (:mod:`.metrics_names`).
+        self.names = NamedObjects(named_objects)
         self.node = node
         self.namespace = namespace
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -187,8 +192,11 @@ class NodeMetrics:
         self._work = {name: _work_marks(state) for name, state in view.work_queues.items()}
         held = {"queue": view.queues, "topic": view.topics, "work": view.work_queues}
         children = self.operations.children
-        for labels in [k for k in children if k[0] in held and k[1] not in held[k[0]]]:
+        for labels in [k for k in children if k[0] in held and k[1] not in held[k[0]]
+                       and k[1] != OTHER]:
             del children[labels]
+        for family, table in held.items():
+            self.names.keep(family, table)
 
     def _on_events(self, events: Sequence[Event]) -> None:
         works: set[str] = set()
@@ -235,10 +243,13 @@ class NodeMetrics:
             del children[labels]
         if family == "work":
             self._work.pop(name, None)
+        self.names.forget(family, name)
 
     def _operation(self, labels: tuple[str, str, str]) -> Tally:
-        """The operations counter's child of ``labels``."""
-        return self.operations.labels(*labels)
+        """The operations counter's child of ``labels`` (``name=""`` for an object not
+        shown by name)."""
+        family, name, op = labels
+        return self.operations.labels(family, self.names.label(family, name), op)
 
     def _count_work(self, name: str, state: WorkState) -> None:
         items, deliveries, in_flight, mark = self._work.get(name, (0, 0, 0, None))

@@ -8,23 +8,26 @@ one series per possible state (1 for the current one), the leader is the number
 ``lazily_queue_raft_leader_id`` (-1 while there is none). The consumer lag is given for
 a topic's most lagging subscribers only, as the status lists them
 (:data:`~lazily_queue.status.MAX_SUBSCRIBERS_SHOWN`), so client-chosen subscriber ids
-cannot multiply the series.
+cannot multiply the series; and past ``named_objects`` objects of a kind the others are
+summed (:mod:`.metrics_names`), so client-chosen object names cannot either.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .status import bare_status
+from .metrics_names import OTHER, NamedObjects
+from .status import bare_status, groups_of, subscribers_behind
 from .vitals import disk_usage, version
 
 if TYPE_CHECKING:
     from .metrics import NodeMetrics
+    from .replicated.view import ReadView
 
 RAFT_STATES = ("leader", "follower", "candidate")
 
@@ -48,7 +51,8 @@ class StateCollector(Collector):
         yield build
         if not node.running:
             return
-        status = bare_status(node)
+        status = bare_status(node, objects=False)
+        view = node.view
         yield from _raft(ns, status, node.driver.replica.leader_changes)
         lag = GaugeMetricFamily(f"{ns}_member_lag_entries",
                                 "Log entries a member trails the leader by (leader only)",
@@ -74,19 +78,20 @@ class StateCollector(Collector):
             f"{ns}_refused_handshakes",
             "Incoming links refused in their handshake (wrong secret or cluster, unknown "
             "member, ...)", value=listener.get("refused_handshakes", 0))
-        dedup = status["dedup"]
         yield CounterMetricFamily(
             f"{ns}_deduplicated_pushes",
             "Pushes and publishes with a msg_id still in the dedup window, answered with "
-            "the first result without applying", value=dedup["deduplicated_pushes"])
+            "the first result without applying", value=view.deduplicated_pushes)
         yield GaugeMetricFamily(f"{ns}_dedup_window_entries",
                                 "Producer message ids held in the dedup window",
-                                value=dedup["window_len"])
-        yield from _depths(ns, status)
-        yield from _expiry(ns, node.view.expiry_counts())
+                                value=view.dedup_window_len)
+        names = self.metrics.names
+        yield from _depths(ns, view, names)
+        yield from _expiry(ns, view.expiry_counts(), names)
 
 
-def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]]) -> Iterator[Metric]:
+def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]],
+            names: NamedObjects) -> Iterator[Metric]:
     expired = CounterMetricFamily(
         f"{ns}_expired", "Elements that expired and left a cell undelivered",
         labels=["cell", "kind"])
@@ -94,10 +99,20 @@ def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]]) -> Iterator
         f"{ns}_expired_unread",
         "Unread elements topic subscribers lost to the topic's age limit (their gaps)",
         labels=["cell", "kind"])
-    for (kind, name), (count, skipped) in sorted(counts.items()):
-        expired.add_metric([name, kind], count)
+    summed: dict[tuple[str, str], list[int]] = {}
+    for (kind, name), figures in sorted(counts.items()):
+        key = (names.label(kind, name), kind)
+        if key[0] == OTHER:
+            summed[key] = [a + b for a, b in zip(summed.get(key, [0, 0]), figures,
+                                                 strict=True)]
+            continue
+        expired.add_metric(list(key), figures[0])
         if kind == "topic":
-            unread.add_metric([name, kind], skipped)
+            unread.add_metric(list(key), figures[1])
+    for key, (count, skipped) in summed.items():
+        expired.add_metric(list(key), count)
+        if key[1] == "topic":
+            unread.add_metric(list(key), skipped)
     yield expired
     yield unread
 
@@ -135,42 +150,64 @@ def _raft(ns: str, status: dict[str, Any], leader_changes: int) -> Iterator[Metr
                               value=status["snapshots_taken"])
 
 
-def _depths(ns: str, status: dict[str, Any]) -> Iterator[Metric]:
-    depth = GaugeMetricFamily(f"{ns}_queue_depth", "Elements in a queue", labels=["name"])
-    delayed = GaugeMetricFamily(f"{ns}_queue_delayed",
-                                "Queue elements not poppable before their due time",
-                                labels=["name"])
-    for name, q in status["queues"].items():
-        depth.add_metric([name], q["len"])
-        delayed.add_metric([name], q.get("delayed", 0))
-    yield depth
-    yield delayed
-    families = {
-        "pending": GaugeMetricFamily(f"{ns}_work_pending", "Pending items (consumer lag)",
-                                     labels=["name"]),
-        "in_flight": GaugeMetricFamily(f"{ns}_work_in_flight", "Leased items", labels=["name"]),
-        "dead_letters": GaugeMetricFamily(f"{ns}_work_dead_letters", "Dead-lettered items",
-                                          labels=["name"]),
-        "delayed": GaugeMetricFamily(f"{ns}_work_delayed",
-                                     "Items not claimable before their due time (delayed "
-                                     "pushes and back-off)", labels=["name"]),
-    }
-    for name, w in status["work_queues"].items():
-        for key, family in families.items():
-            family.add_metric([name], w.get(key, 0))
-    yield from families.values()
+def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
+    """The depths of every object: by name for those :class:`NamedObjects` shows, the
+    others summed (``name=""``)."""
+    label = names.label
+    queue = (GaugeMetricFamily(f"{ns}_queue_depth", "Elements in a queue", labels=["name"]),
+             GaugeMetricFamily(f"{ns}_queue_delayed",
+                               "Queue elements not poppable before their due time",
+                               labels=["name"]))
+    _each(queue, ((label("queue", n), (q.len(), q.delayed_len()))
+                  for n, q in list(view.queues.items())))
+    yield from queue
+    work = (GaugeMetricFamily(f"{ns}_work_pending", "Pending items (consumer lag)",
+                              labels=["name"]),
+            GaugeMetricFamily(f"{ns}_work_in_flight", "Leased items", labels=["name"]),
+            GaugeMetricFamily(f"{ns}_work_dead_letters", "Dead-lettered items",
+                              labels=["name"]),
+            GaugeMetricFamily(f"{ns}_work_delayed",
+                              "Items not claimable before their due time (delayed pushes "
+                              "and back-off)", labels=["name"]))
+    _each(work, ((label("work", n), (w.core.pending_len(), w.core.in_flight_len(),
+                                     w.core.dead_letter_len(), w.core.delayed_len()))
+                 for n, w in list(view.work_queues.items())))
+    yield from work
     retained = GaugeMetricFamily(f"{ns}_topic_retained", "Retained topic elements",
                                  labels=["name"])
     lag = GaugeMetricFamily(f"{ns}_topic_consumer_lag", "Unread elements of a subscriber",
                             labels=["name", "subscriber"])
     group_lag = GaugeMetricFamily(f"{ns}_group_lag", "Elements a consumer group has not acked",
                                   labels=["name", "group"])
-    for name, t in status["topics"].items():
-        retained.add_metric([name], t["retained"])
-        for sid, sub in t["subscribers"].items():
+    shown: list[tuple[str, tuple[int, ...]]] = []
+    for name, t in list(view.topics.items()):
+        end = t.end_offset()
+        shown.append((label("topic", name), (end - t.base_offset(),)))
+        if shown[-1][0] == OTHER:
+            continue
+        for sid, sub in subscribers_behind(t.subscriptions(), end)["subscribers"].items():
             lag.add_metric([name, sid], sub["lag"])
-        for group, g in t.get("groups", {}).items():
-            group_lag.add_metric([name, group], g["lag"])
+        for group, g in groups_of(view, name).items():
+            if label("work", g["queue"]) != OTHER:
+                group_lag.add_metric([name, group], g["lag"])
+    _each((retained,), shown)
     yield retained
     yield lag
     yield group_lag
+
+
+def _each(families: tuple[GaugeMetricFamily, ...],
+          rows: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+    """``families[i]`` gets ``figures[i]`` of every row labelled by name; the rows of
+    :data:`OTHER` are summed into one sample each, after the others."""
+    other: list[int] | None = None
+    for name, figures in rows:
+        if name == OTHER:
+            other = list(figures) if other is None else [a + b for a, b in
+                                                           zip(other, figures, strict=True)]
+            continue
+        for family, figure in zip(families, figures, strict=True):
+            family.add_metric([name], figure)
+    if other is not None:
+        for family, figure in zip(families, other, strict=True):
+            family.add_metric([OTHER], figure)

@@ -7,7 +7,9 @@ For each cell declared with limits (label ``cell`` its name, ``kind`` its kind:
 :func:`~lazily_queue.core.limits.value_size` counts them), ``lazily_queue_cell_limit``
 (each bound, label ``limit``: ``max_length`` / ``max_bytes``) and
 ``lazily_queue_dropped_total`` (elements the cell dropped, label ``reason``:
-``drop_oldest``). Every replica applies the same entries, so the figures agree.
+``drop_oldest``). Every replica applies the same entries, so the figures agree. Past
+``named_objects`` cells of a kind, the others' bytes and drops are summed into
+``cell=""`` (:mod:`.metrics_names`), without their limits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from prometheus_client.registry import Collector
 from .core.limited_fifo import LimitedFifo
 from .core.limited_topic import LimitedTopic
 from .core.limited_work import LimitedWorkQueue
+from .metrics_names import OTHER
 
 if TYPE_CHECKING:
     from .metrics import NodeMetrics
@@ -53,7 +56,15 @@ class LimitsCollector(Collector):
             figures += [(name, "work_queue", s.core.limits, s.core.held_bytes, s.core.dropped)
                         for name, s in sorted(view.work_queues.items())
                         if isinstance(s.core, LimitedWorkQueue)]
+            label = self.metrics.names.label
+            other: dict[str, tuple[int, dict[str, int]]] = {}
             for name, kind, limits, size, drops in figures:
+                if label(kind, name) == OTHER:  # summed, without the limits
+                    summed, reasons = other.get(kind, (0, {}))
+                    for reason, count in drops.items():
+                        reasons[reason] = reasons.get(reason, 0) + count
+                    other[kind] = (summed + size, reasons)
+                    continue
                 held.add_metric([name, kind], size)
                 for limit, value in (("max_length", limits.max_length),
                                      ("max_bytes", limits.max_bytes)):
@@ -61,6 +72,10 @@ class LimitsCollector(Collector):
                         bound.add_metric([name, kind, limit], value)
                 for reason, count in sorted(drops.items()):
                     dropped.add_metric([name, kind, reason], count)
+            for kind, (size, reasons) in other.items():
+                held.add_metric([OTHER, kind], size)
+                for reason, count in sorted(reasons.items()):
+                    dropped.add_metric([OTHER, kind, reason], count)
         yield held
         yield bound
         yield dropped

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .history import History
 from .metrics import NodeMetrics
+from .metrics_names import DEFAULT_NAMED_OBJECTS
 from .monitor_documents import ThrottledDocument, encode_json
 from .peer_pages import PeerPages
 from .state_log import StateLog
@@ -97,9 +98,12 @@ class Monitor:
     """Status, history, vitals, metrics and the status page of one node."""
 
     def __init__(self, node: Node, *, history_interval: float = 1.0,
-                 history_window: float = 300.0, peer_interval: float = 2.0) -> None:
+                 history_window: float = 300.0, peer_interval: float = 2.0,
+                 named_objects: int = DEFAULT_NAMED_OBJECTS) -> None:
+        """``named_objects``: the objects of each kind ``/metrics`` shows by name
+        (:mod:`.metrics_names`)."""
         self.node = node
-        self.node_metrics = NodeMetrics(node)
+        self.node_metrics = NodeMetrics(node, named_objects=named_objects)
         self.clock = LeadershipClock(node)
         self.vitals_source = Vitals(node)
         self.node_metrics.fsync_listeners.append(self.vitals_source.fsync.observe)

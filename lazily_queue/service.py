@@ -113,7 +113,7 @@ class NodeService:
         try:
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
-            self.monitor = Monitor(node)
+            self.monitor = Monitor(node, named_objects=config.metrics_named_objects)
             self.monitor.start()
             self._trim = asyncio.create_task(release_after_snapshots(node),
                                              name="lazily-allocator-trim")

@@ -94,7 +94,7 @@ def state_status(view: ReadView) -> dict[str, Any]:
     answered from the producer dedup window (their ``msg_id`` was still there) without
     applying them; ``window_len`` is the message ids held now (an expired id leaves at
     the next push carrying one). A work queue's ``workers`` and a topic's
-    ``subscribers`` are bounded (see :func:`_workers` and :func:`_subscribers`).
+    ``subscribers`` are bounded (see :func:`_workers` and :func:`subscribers_behind`).
     """
     status = _dedup(view)
     for section, table, entry in _sections(view):
@@ -138,8 +138,8 @@ def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[
     def topic(name: str, t: Any) -> dict[str, Any]:
         return {"base_offset": t.base_offset(), "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
-                **_subscribers(t.subscriptions(), t.end_offset()),
-                "groups": _groups(view, name)}
+                **subscribers_behind(t.subscriptions(), t.end_offset()),
+                "groups": groups_of(view, name)}
 
     def work(_name: str, w: Any) -> dict[str, Any]:
         return {"pending": w.core.pending_len(), "in_flight": w.core.in_flight_len(),
@@ -172,7 +172,7 @@ def _workers(core: WorkViews) -> dict[str, Any]:
 MAX_SUBSCRIBERS_SHOWN = 100
 
 
-def _subscribers(records: dict[str, dict[str, Any]], end: int) -> dict[str, Any]:
+def subscribers_behind(records: dict[str, dict[str, Any]], end: int) -> dict[str, Any]:
     """``subscribers``: the :data:`MAX_SUBSCRIBERS_SHOWN` subscribers furthest behind
     ``end``, by id, each with its ``lag``; ``subscribers_total``: how many there are."""
     behind = heapq.nsmallest(MAX_SUBSCRIBERS_SHOWN, records.items(),
@@ -182,7 +182,7 @@ def _subscribers(records: dict[str, dict[str, Any]], end: int) -> dict[str, Any]
             "subscribers_total": len(records)}
 
 
-def _groups(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
+def groups_of(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
     """The topic's consumer groups: each one's lag (not acked) and work queue's name."""
     found: dict[str, dict[str, Any]] = {}
     for group, name in sorted(view.groups.get(topic, {}).items()):

@@ -48,6 +48,8 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
     assert config.app_entry == "pkg.mod:main" and config.app_options == {"workers": 3}
     assert config.node(secret=b"x").dedup == DedupLimits(max_entries=500, max_age=30)
     assert parse(tmp_path).dedup is None  # type: ignore[attr-defined]
+    assert config.metrics_named_objects == 1000  # the default
+    assert parse(tmp_path, metrics={"named_objects": 0}).metrics_named_objects == 0  # type: ignore[attr-defined]
     assert config.node(secret=b"x", dedup=None).dedup == DedupLimits()  # the default
 
 
@@ -101,6 +103,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"dedup": {"size": 5}}, r"\[dedup\]: unknown key"),
         ({"dedup": {"max_entries": 0}}, r"\[dedup\]: dedup max_entries must be an int"),
         ({"dedup": {"max_age": "1h"}}, r"\[dedup\]: dedup max_age must be seconds"),
+        ({"metrics": 5}, r"`metrics` must be a table"),
+        ({"metrics": {"named": 5}}, r"\[metrics\]: unknown key"),
+        ({"metrics": {"named_objects": -1}}, r"\[metrics\]: named_objects must be an int >= 0"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
         ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
         ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
