@@ -1244,7 +1244,7 @@ MUTATIONS = [
         "a NATS redrive holds at most a page of dead letters in the client"),
     Mutation(
         "redis-redrive-one-script", "lazily_queue/brokers/redis_work.py",
-        "            after = _text(last)\n",
+        "            after = text_of(last)\n",
         "            after = ''\n",
         ("tests/brokers/test_redrive_pages.py::test_a_redis_redrive_moves_the_dead_letters_a_page_per_script",),
         "a Redis redrive moves every dead letter, a page per script call"),

@@ -7,7 +7,7 @@ consumer), :meth:`~NatsJetStreamStorage.work_queue` (the same, with leases, ``na
 limits stream with a durable consumer per subscriber). Object names become stream
 names ``LQ_<KIND>_<name>`` and subjects ``lq.<kind>.<name>`` (names outside
 ``[A-Za-z0-9_-]`` are hex-encoded, and hashed when their hex would make a name longer
-than JetStream's 255 characters: see :func:`token`).
+than JetStream's 255 characters: see :func:`.nats_names.token`).
 
 Pushes carry a ``Nats-Msg-Id``, so a push retried after a lost reply is stored once
 (within the stream's duplicate window). A producer's ``msg_id`` (capability ``dedup``)
@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
-import json
 import logging
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -45,7 +42,6 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from ..errors import InvalidConfiguration, MessageTooLarge, shown
-from ..names import check_name
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -54,11 +50,12 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
+from .nats_connection import hold_publishes, redacted, require_tls
+from .nats_names import of_this_library, once_id, stream_description
 from .nats_requests import PubAck, Replies
 
 log = logging.getLogger(__name__)
 
-_SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: JetStream error codes this backend tells apart.
 STREAM_NAME_IN_USE = 10058
 #: JetStream's answer when another stream already takes the subjects.
@@ -75,26 +72,6 @@ WRONG_LAST_SEQUENCE = 10071
 ANNOUNCE_INTERVAL = 0.005
 
 
-#: Most characters of a stream or consumer name (JetStream refuses longer ones).
-NAME_LIMIT = 255
-
-
-def token(name: str, prefix: int = 6) -> str:
-    """``name`` as a token of stream, consumer and subject names, behind at most
-    ``prefix`` characters (by default the longest, ``LQ_DL_``): as it is when it is at
-    most 64 of ``[A-Za-z0-9_-]``; else
-    ``x`` and its UTF-8 bytes in hex; else, when that would make the name longer than
-    :data:`NAME_LIMIT`, ``h`` and their SHA-256 in hex (65 characters)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {shown(name)}")
-    if _SAFE.match(name):
-        return name
-    raw = name.encode()
-    if prefix + 1 + 2 * len(raw) <= NAME_LIMIT:
-        return "x" + raw.hex()
-    return "h" + hashlib.sha256(raw).hexdigest()
-
-
 #: The largest integer a JetStream setting holds (a Go int64).
 MAX_INT = 2**63 - 1
 #: The most seconds a JetStream duration holds (int64 nanoseconds).
@@ -107,35 +84,6 @@ def check_within(name: str, value: float, most: float, setting: str) -> None:
     if value > most:
         raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's "
                                    f"{setting} holds ({most}); use a smaller one")
-
-
-def object_token(name: str, prefix: int) -> str:
-    """:func:`token` of an object's name, once it passed the rule of names
-    (:func:`~lazily_queue.names.check_name`, else :class:`~lazily_queue.errors.InvalidName`)."""
-    return token(check_name(name), prefix)
-
-
-def stream_description(kind: str, name: str) -> str:
-    """The description of a stream holding ``kind`` ``name``: the object as JSON, with
-    the SHA-256 of its name in place of a name too long to keep whole."""
-    text = json.dumps({"lazily_queue": kind, "name": name}, ensure_ascii=False)
-    if len(text.encode()) <= 1024:
-        return text
-    return json.dumps({"lazily_queue": kind, "sha256": hashlib.sha256(name.encode()).hexdigest()})
-
-
-def _of_this_library(description: str) -> bool:
-    """Whether a stream's description is one :func:`stream_description` writes."""
-    with contextlib.suppress(ValueError, RecursionError):
-        found = json.loads(description)
-        return isinstance(found, dict) and "lazily_queue" in found
-    return False
-
-
-def redacted(url: str) -> str:
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname or '?'}{port}"
 
 
 class NatsJetStreamStorage:
@@ -334,7 +282,7 @@ class NatsJetStreamStorage:
                     raise
                 info = await self.js.stream_info(name)
         found = info.config.description
-        if found and found != description and _of_this_library(found):
+        if found and found != description and of_this_library(found):
             kind, holder = holds
             raise IncompatibleBrokerObject(
                 f"nats at {self.address}: stream {name} belongs to another object "
@@ -434,60 +382,3 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
-
-
-def hold_publishes(nc: NATS, reconnected: asyncio.Event, timeout: float) -> None:
-    """Make ``nc``'s publishes (requests, pulls and acks included) made while it
-    reconnects wait for the connection, up to ``timeout`` seconds, instead of going to
-    nats-py's buffer: with ``pending_size`` 0 one not sent by then raises
-    ``OutboundBufferLimitError`` (nothing sent), where a buffered one would be sent once
-    the server is back, after its caller was told it failed. ``reconnected`` is set by
-    the connection's ``reconnected_cb``; the state is looked at again every 50 ms too."""
-    publish = nc.publish
-
-    async def held(*args: Any, **kwargs: Any) -> None:
-        if not nc.is_connected and not nc.is_closed:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while (nc.is_reconnecting or nc.is_connecting) and (
-                    left := deadline - loop.time()) > 0:
-                reconnected.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reconnected.wait(), min(left, 0.05))
-        await publish(*args, **kwargs)
-
-    nc.publish = held  # type: ignore[method-assign]
-
-
-async def require_tls(url: str, address: str) -> None:
-    """Refuse, before any credentials are sent, a server whose greeting does not require
-    TLS (nats-py would otherwise talk to it in the clear although ``tls://`` was asked
-    for); :class:`BrokerUnavailable` when it does not or cannot be read."""
-    parts = urlsplit(url)
-    greeting = b""
-    try:
-        async with asyncio.timeout(5):
-            reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 4222)
-            try:
-                greeting = await reader.readuntil(b"\r\n")
-            finally:
-                writer.close()
-    except (OSError, TimeoutError, asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError) as exc:
-        raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
-    try:
-        info = json.loads(greeting.removeprefix(b"INFO ")) if greeting.startswith(b"INFO ") \
-            else {}
-    except ValueError:
-        info = {}
-    if not (isinstance(info, dict) and info.get("tls_required") is True):
-        raise BrokerUnavailable(
-            f"nats at {address} does not offer TLS, and the address asks for it: nothing "
-            "was sent; enable TLS on the server (a tls {} block), or use nats:// on a "
-            "network you trust")
-
-
-def once_id(msg_id: str) -> str:
-    """The ``Nats-Msg-Id`` of a producer's ``msg_id``: a digest (header-safe for any
-    string, and never equal to the ids this library makes for its own retries)."""
-    return "once-" + hashlib.blake2b(msg_id.encode(), digest_size=16).hexdigest()

@@ -45,7 +45,8 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
-from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within, object_token
+from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
+from .nats_names import object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage

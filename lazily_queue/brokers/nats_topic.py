@@ -34,7 +34,7 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .nats_backend import object_token, token
+from .nats_names import object_token, token
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:

@@ -60,7 +60,8 @@ from ..storage.work import Settlement, WorkQueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror, foreign_letter, whole
-from .nats_backend import MAX_INT, MAX_SECONDS, check_within, object_token
+from .nats_backend import MAX_INT, MAX_SECONDS, check_within
+from .nats_names import object_token
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage

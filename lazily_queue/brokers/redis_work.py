@@ -56,6 +56,15 @@ from .errors import BrokerError
 from .mirror import MAX_BATCH
 from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
+from .redis_work_ids import (
+    MAX_DELIVERIES_LIMIT,
+    delivery_id,
+    entry_id,
+    item_id,
+    item_of,
+    split_delivery,
+    text_of,
+)
 
 if TYPE_CHECKING:
     from .redis_backend import RedisStreamsStorage
@@ -63,36 +72,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP = "lq"
-_SEQ_BITS = 20
-_COUNT_BITS = 10
-#: The most deliveries an item may have (its delivery count is part of the delivery id).
-MAX_DELIVERIES_LIMIT = (1 << _COUNT_BITS) - 2
 #: Dead letters one redrive script call reads (a redrive of more takes several calls).
 REDRIVE_PAGE = 256
-
-
-def _text(raw: Any) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-def item_id(entry: Any) -> int:
-    """The item id of the stream entry id ``ms-seq``."""
-    ms, seq = _text(entry).split("-")
-    return (int(ms) << _SEQ_BITS) | int(seq)
-
-
-def entry_id(item: int) -> str:
-    return f"{item >> _SEQ_BITS}-{item & ((1 << _SEQ_BITS) - 1)}"
-
-
-def delivery_id(item: int, count: int) -> int:
-    return (item << _COUNT_BITS) | count
-
-
-def split_delivery(delivery: int) -> tuple[str, int] | None:
-    if isinstance(delivery, bool) or not isinstance(delivery, int) or delivery < 0:
-        return None
-    return entry_id(delivery >> _COUNT_BITS), delivery & ((1 << _COUNT_BITS) - 1)
 
 
 @bounds_timeouts
@@ -151,7 +132,7 @@ class RedisWorkQueueStorage(WorkMirror):
                              for e, c, v in waiting]
             self._in_flight = sorted(
                 (Delivery(delivery_id(item_id(e), int(c)), item_id(e), decode(v or b""),
-                          _text(worker), int(c),
+                          text_of(worker), int(c),
                           now - int(idle) / 1000 + self.visibility_timeout)
                  for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
             self._dead = [self._letter(e, fields) for e, fields in letters]
@@ -196,7 +177,7 @@ class RedisWorkQueueStorage(WorkMirror):
     def _letter(entry: Any, fields: Any) -> DeadLetter:
         """The dead letter of a dead-letter stream entry (its fields possibly written by
         another program: see :func:`.mirrors.foreign_letter`)."""
-        data = {_text(fields[i]): fields[i + 1] for i in range(0, len(fields) - 1, 2)}
+        data = {text_of(fields[i]): fields[i + 1] for i in range(0, len(fields) - 1, 2)}
         try:
             item: int | None = item_id(data.get("i", b""))
         except ValueError:
@@ -324,7 +305,7 @@ class RedisWorkQueueStorage(WorkMirror):
         mode = "ack" if outcome == "acked" else "nack"
         if not await self._settle(worker, mode, [delivery_id]):
             return WT(None, 0)
-        item = delivery_id >> _COUNT_BITS
+        item = item_of(delivery_id)
         return WT(Receipt(self.name, delivery_id, item, worker, outcome, time.time()), 0)
 
     async def settle_many(
@@ -344,7 +325,7 @@ class RedisWorkQueueStorage(WorkMirror):
         at = time.time()
         for delivery, split in zip(delivery_ids, splits, strict=True):
             if split is not None and next(flags):
-                receipts.append(Receipt(self.name, delivery, delivery >> _COUNT_BITS, worker,
+                receipts.append(Receipt(self.name, delivery, item_of(delivery), worker,
                                         outcome, at))
             else:
                 receipts.append(None)
@@ -392,7 +373,7 @@ class RedisWorkQueueStorage(WorkMirror):
             done, last = await self._backend.run(
                 "WORK_REDRIVE", self._keys[:2], [self._channel, after, REDRIVE_PAGE, *ids])
             moved += int(done)
-            after = _text(last)
+            after = text_of(last)
         if moved:
             self._changed()
         return WT(int(moved), 0)

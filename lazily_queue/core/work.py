@@ -24,7 +24,7 @@ the very same rules on every replica.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot, shown
@@ -52,6 +52,7 @@ from .work_masks import (
     change_mask,
     validate_config,
 )
+from .work_removals import WorkRemovals
 from .work_retained import RetainedPending, pending_records
 from .work_schedule import WorkSchedule
 from .work_scheduled import ScheduledWork
@@ -78,7 +79,7 @@ __all__ = [
     "validate_config",
 ]
 
-class WorkQueueCore(WorkViews, ScheduledWork):
+class WorkQueueCore(WorkViews, ScheduledWork, WorkRemovals):
     """The work-queue state machine: FIFO assignment with leases and a retry limit."""
 
     __slots__ = ("_dead", "_in_flight", "_next_delivery_id", "_next_item_id", "_pending",
@@ -284,75 +285,6 @@ class WorkQueueCore(WorkViews, ScheduledWork):
             delivery.attempt, now + self.visibility_timeout, delivery.enqueued,
         )
         return WorkTransition(True, 0)
-
-    def redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]:
-        """Move dead letters (all, or those with the given item ids) to the pending tail.
-
-        Redriven items keep their id and value and start over at ``attempts == 0``.
-        """
-        wanted = None if item_ids is None else set(item_ids)
-        keep: list[DeadLetter] = []
-        moved: list[PendingItem] = []
-        for letter in self._dead:
-            if wanted is None or letter.item_id in wanted:
-                moved.append(PendingItem(letter.item_id, letter.value, 0))
-            else:
-                keep.append(letter)
-        if not moved:
-            return WorkTransition(0, 0)
-        before = self._counts()
-        self._dead = keep
-        if self._sched is not None:
-            for item in moved:
-                self._sched.add_ready(item, self._pending)
-        else:
-            self._pending.extend(moved)
-        return WorkTransition(len(moved), change_mask(before, self._counts()))
-
-    def purge(self, *, dead_letters: bool = False) -> WorkTransition[int]:
-        """Drop every pending item (or, with ``dead_letters``, every dead letter); leases
-        in flight are kept. Returns how many were dropped."""
-        before, delayed_before, sched = self._counts(), self._delayed_count(), self._sched
-        if dead_letters:
-            removed = len(self._dead)
-            if sched is not None:
-                for letter in self._dead:
-                    sched.priorities.pop(letter.item_id, None)
-            self._dead = []
-        else:
-            removed = len(self._pending) + (sched.clear() if sched is not None else 0)
-            self._pending.clear()
-        return WorkTransition(removed, self._moved(before, delayed_before))
-
-    def discard_head(self) -> WorkTransition[PendingItem | None]:
-        """Remove :meth:`head` without leasing it (it expired), or ``None``."""
-        sched = self._sched
-        item = sched.take() if sched is not None and sched.ready else None
-        if item is None:
-            if not self._pending:
-                return WorkTransition(None, 0)
-            item = self._pending.popleft()
-        return WorkTransition(item, PENDING_LEN if self.pending_len() else
-                              PENDING_LEN | IS_EMPTY)
-
-    def run_at_head(self) -> tuple[int, int] | None:
-        """``(first, end)`` ids of the never-delivered items next to be claimed that are
-        still a run of retained values (:meth:`take_retained`), or ``None``."""
-        pending = self._pending
-        if not isinstance(pending, RetainedPending) or (self._sched and self._sched.ready):
-            return None
-        return pending.run_at_head()
-
-    def discard_run(self, n: int) -> WorkTransition[int]:
-        """Remove the first ``n`` items of :meth:`run_at_head` without leasing them (they
-        expired): as ``n`` calls of :meth:`discard_head`. Returns how many left."""
-        span = self.run_at_head()
-        n = 0 if span is None else max(0, min(n, span[1] - span[0]))
-        if not n:
-            return WorkTransition(0, 0)
-        assert isinstance(self._pending, RetainedPending)
-        self._pending.drop_run_head(n)
-        return WorkTransition(n, PENDING_LEN if self.pending_len() else PENDING_LEN | IS_EMPTY)
 
     # -- snapshot -------------------------------------------------------------------------
 

@@ -89,7 +89,7 @@ async def test_a_subscriber_whose_nats_description_would_not_fit_is_refused(
 
 def test_nats_names_keep_their_form_while_it_fits() -> None:
     pytest.importorskip("nats")
-    from lazily_queue.brokers.nats_backend import NAME_LIMIT, token
+    from lazily_queue.brokers.nats_names import NAME_LIMIT, token
 
     assert token("orders") == "orders"
     assert token("é") == "xc3a9"

@@ -1,0 +1,72 @@
+"""What guards a NATS connection: addresses without credentials in messages, a
+``tls://`` server refused unless it requires TLS, and publishes held (not buffered)
+while the connection is re-established."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from nats.aio.client import Client as NATS
+
+from .errors import BrokerUnavailable
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or '?'}{port}"
+
+
+def hold_publishes(nc: NATS, reconnected: asyncio.Event, timeout: float) -> None:
+    """Make ``nc``'s publishes (requests, pulls and acks included) made while it
+    reconnects wait for the connection, up to ``timeout`` seconds, instead of going to
+    nats-py's buffer: with ``pending_size`` 0 one not sent by then raises
+    ``OutboundBufferLimitError`` (nothing sent), where a buffered one would be sent once
+    the server is back, after its caller was told it failed. ``reconnected`` is set by
+    the connection's ``reconnected_cb``; the state is looked at again every 50 ms too."""
+    publish = nc.publish
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        if not nc.is_connected and not nc.is_closed:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while (nc.is_reconnecting or nc.is_connecting) and (
+                    left := deadline - loop.time()) > 0:
+                reconnected.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reconnected.wait(), min(left, 0.05))
+        await publish(*args, **kwargs)
+
+    nc.publish = held  # type: ignore[method-assign]
+
+
+async def require_tls(url: str, address: str) -> None:
+    """Refuse, before any credentials are sent, a server whose greeting does not require
+    TLS (nats-py would otherwise talk to it in the clear although ``tls://`` was asked
+    for); :class:`BrokerUnavailable` when it does not or cannot be read."""
+    parts = urlsplit(url)
+    greeting = b""
+    try:
+        async with asyncio.timeout(5):
+            reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 4222)
+            try:
+                greeting = await reader.readuntil(b"\r\n")
+            finally:
+                writer.close()
+    except (OSError, TimeoutError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError) as exc:
+        raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+    try:
+        info = json.loads(greeting.removeprefix(b"INFO ")) if greeting.startswith(b"INFO ") \
+            else {}
+    except ValueError:
+        info = {}
+    if not (isinstance(info, dict) and info.get("tls_required") is True):
+        raise BrokerUnavailable(
+            f"nats at {address} does not offer TLS, and the address asks for it: nothing "
+            "was sent; enable TLS on the server (a tls {} block), or use nats:// on a "
+            "network you trust")
