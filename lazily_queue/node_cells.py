@@ -160,7 +160,8 @@ class NodeCells:
         """The replicated work queue ``name``.
 
         ``visibility_timeout`` is in seconds; leases, deadlines and ``now`` inside the
-        replicated queue are the leader's milliseconds since the Unix epoch. ``retry``
+        replicated queue are the leader's whole milliseconds since the Unix epoch (a
+        ``now`` with a fraction is refused with ``ValueError``). ``retry``
         (seconds) is the back-off of a nacked or expired item. Every node must open it
         with the same settings.
         """

@@ -1855,7 +1855,7 @@ MUTATIONS = [
         "a client's op of the wrong shape is refused before it reaches the log"),
     Mutation(
         "replicated-now-unchecked", "lazily_queue/core/work_items.py",
-        "    return None if now is None else check_now(now)\n",
+        "    checked = check_now(now)\n",
         "    return now\n",
         ("tests/cells/test_work_scheduling_replicated.py::"
          "test_a_time_no_member_can_use_is_refused_at_the_call",),

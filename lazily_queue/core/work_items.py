@@ -86,8 +86,16 @@ def as_dicts(records: Iterable[Any]) -> list[dict[str, Any]]:
 
 def given_now(now: float | None) -> float | None:
     """``now`` as a replicated op carries it: ``None`` (the leader's stamp) or a checked
-    time (:func:`check_now`), so a bad one is refused at the call, not where it applies."""
-    return None if now is None else check_now(now)
+    time (:func:`check_now`) of whole milliseconds, the replicated queue's unit, so a bad
+    one is refused at the call, not where it applies (a fraction would be cut off there,
+    and leases would end otherwise than a local queue's given the same times)."""
+    if now is None:
+        return None
+    checked = check_now(now)
+    if checked != int(checked):
+        raise ValueError(f"now must be whole milliseconds on a node or a client (the "
+                         f"replicated queue's unit), got {shown(now)}; round it")
+    return checked
 
 
 def check_now(now: object) -> float:

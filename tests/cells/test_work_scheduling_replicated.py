@@ -126,3 +126,40 @@ async def test_a_time_no_member_can_use_is_refused_at_the_call(
                 receipt = await w.ack("x", job.delivery_id)  # still leased as it was
                 assert receipt.outcome == "acked" and not receipt.duplicate
     assert not [r for r in caplog.records if "failed while applying" in r.getMessage()]
+
+
+async def test_a_fraction_of_a_millisecond_is_refused_on_a_member_and_a_client() -> None:
+    """A member would cut it off where the op applies, so the same program would end a
+    lease otherwise than on a local work queue (whose times keep their fractions):
+    ``ValueError`` naming the rule before anything is proposed; whole milliseconds,
+    as ints or floats, are taken."""
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, WorkQueueCell, connect
+
+    local = WorkQueueCell(visibility_timeout=1000)
+    await local.push("job")
+    leased = await local.poll("x", now=0.4)
+    assert leased is not None and leased.deadline == 1000.4
+    assert await local.reap_expired(now=1000.5) == 1  # what a member cannot follow
+    grant = ClientGrant("web", b"token-of-the-web-tier", produce=["*"], consume=["*"],
+                        admin=["*"])
+    options: testing.NodeOptions = {
+        "clients": ClientAccess([grant], listen="memory://fraction")}
+    async with testing.cluster(1, node_options=lambda _id: options) as c:
+        node = await c.leader()
+        async with connect("memory://fraction",
+                           Credentials("web", b"token-of-the-web-tier")) as client:
+            for name, w in (("m", node.work_queue("m", visibility_timeout=1.0)),
+                            ("c", client.work_queue("c", visibility_timeout=1.0))):
+                await w.push("job")
+                await c.settle()
+                base = node.driver.replica.fsm.now - 100_000  # before the leader's stamp
+                proposed = node.driver.replica.proposals
+                for call in (w.poll("x", now=base + 0.4), w.reap_expired(now=base + 0.5),
+                             w.poll_many("x", 2, now=base + 0.5)):
+                    with pytest.raises(ValueError, match="now must be whole milliseconds on "
+                                                         "a node or a client"):
+                        await call
+                assert node.driver.replica.proposals == proposed, name  # nothing was sent
+                job = await w.poll("x", now=float(base))
+                assert job is not None and job.deadline == base + 1000, name
+                assert await w.reap_expired(now=base + 1001) == 1, name
