@@ -98,18 +98,26 @@ class RetainedDeadlines:
 
     def expired_run(self, first: int, end: int, now: int) -> int:
         """How many ids from ``first`` (the lowest held) to ``end`` have expired at ``now``
-        in a row: those past the age limit (found by bisection when the stamps ascend),
-        then those past their own deadline. 0 when ``first`` is not the lowest held."""
+        in a row (each as :meth:`get` tells): by turns those past the age limit (found by
+        bisection when the stamps ascend, else by a walk over the stamps' points, each
+        point walked one whose ids all expired) and those past their own deadline. 0
+        when ``first`` is not the lowest held."""
         if first != self._low or self._gone or first >= (end := min(end, self._end)):
             return 0
         at = first
-        if self._age is not None and self._ascending:
-            at = max(first, min(end, self._stamps.first_above(now - self._age)))
+        age, stamps = self._age, self._stamps
         own_ids, own = self._own_ids, self._own_deadlines
-        j = bisect_left(own_ids, at)
-        while at < end and j < len(own_ids) and own_ids[j] == at and own[j] <= now:
-            at += 1
-            j += 1
+        while at < end:
+            start = at
+            if age is not None:
+                at = (max(at, min(end, stamps.first_above(now - age))) if self._ascending
+                      else stamps.first_above_in(now - age, at, end))
+            j = bisect_left(own_ids, at)
+            while at < end and j < len(own_ids) and own_ids[j] == at and own[j] <= now:
+                at += 1
+                j += 1
+            if at == start or self._ascending or age is None:
+                break  # stamps ascending (or no age limit): what follows is live by age
         return at - first
 
     def copy(self) -> RetainedDeadlines:
@@ -124,7 +132,8 @@ class RetainedDeadlines:
         snapshot form): the ids held (``low..end - 1`` but the ``gone`` ones), the age
         limit, the per-message deadlines of the ids from ``low`` on, the stamps of those
         ids (:meth:`~.stamps.StampIndex.columns`) and whether the stamps ascended at the
-        declaration. Slices of its lists: no work (nor list) per id."""
+        declaration (a reader takes it from the stamps themselves). Slices of its lists:
+        no work (nor list) per id."""
         lo = bisect_left(self._own_ids, self._low)
         return [self._low, self._end, self._age, sorted(self._gone), self._own_ids[lo:],
                 self._own_deadlines[lo:], self._stamps.between(self._low, self._end).columns(),
@@ -148,7 +157,7 @@ class RetainedDeadlines:
         if len(_ints(own, "own deadlines")) != len(own_ids) or type(ascending) is not bool:
             raise ValueError("retained deadlines need a deadline per own id and a bool")
         out = cls(low, end, age, StampIndex.from_columns(points), list(own_ids), list(own))
-        out._ascending, out._gone = ascending, set(gone)
+        out._gone = set(gone)  # ``ascending`` is read from the stamps, not trusted
         return out
 
     def count(self) -> int:

@@ -84,6 +84,23 @@ class StampIndex:
         i = bisect_right(self._stamps, stamp)
         return self._ids[i] if i < len(self._ids) else 2**63
 
+    def first_above_in(self, stamp: int, first: int, end: int) -> int:
+        """The first id of ``first..end - 1`` stamped above ``stamp``, or ``end`` when
+        there is none, whatever the order of the stamps: a bisection to ``first``'s point,
+        then a walk over the points after it up to the first one above ``stamp`` (the
+        points walked are those of ids stamped at or below ``stamp``)."""
+        if first >= end:
+            return end
+        ids, stamps = self._ids, self._stamps
+        i = bisect_right(ids, first) - 1
+        if (stamps[i] if i >= 0 else 0) > stamp:  # 0: below every point
+            return first
+        i += 1
+        n = len(ids)
+        while i < n and stamps[i] <= stamp and ids[i] < end:
+            i += 1
+        return min(ids[i], end) if i < n else end
+
     def points(self) -> list[list[int]]:
         """``[[first_id, stamp], ...]`` (the snapshot form)."""
         return [[i, s] for i, s in zip(self._ids, self._stamps, strict=True)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lazily_queue import TopicCell, testing
 from lazily_queue.cells.group import GroupCell
 from lazily_queue.reactive import effect
@@ -77,19 +79,23 @@ async def test_a_replicated_group_never_delivers_an_expired_element(wall: FakeCl
             assert there.pending() == group.pending()
 
 
-async def test_a_local_group_from_the_head_acts_as_one_its_topic_fed() -> None:
+@pytest.mark.parametrize("steps", [(1, 1, 1), (5, -4, 2)])
+async def test_a_local_group_from_the_head_acts_as_one_its_topic_fed(
+        steps: tuple[int, int, int]) -> None:
     clock = FakeClock()
     t: TopicCell[Any] = TopicCell(name="orders", max_age=10.0, clock=clock)
     fed = t.group("fed", visibility_timeout=100)
     await fed.declare()
     for i in range(300):  # three stamps; every seventh element with a ttl of its own
-        clock.now += 1 if i % 100 == 0 else 0
+        clock.now += steps[i // 100] if i % 100 == 0 else 0  # a wall clock may step back
         await (t.publish(i, ttl=4.0) if i % 7 == 0 else t.publish(i))
+    stamps = [t.storage.stamp_of(o) for o in (0, 100, 200)]  # type: ignore[attr-defined]
+    assert (stamps == sorted(stamps)) == (min(steps) > 0)
     head = t.group("head", visibility_timeout=100, start="head")
     await head.declare()
     assert head.pending() == fed.pending() and head.lag() == fed.lag() == 300
     for step in range(60):
-        clock.now += 0.1
+        clock.now += 0.25  # past the age limit of some before the end
         got = [await group.poll(f"m{step % 3}", float(step)) for group in (fed, head)]
         assert got[0] == got[1]
         if got[0] is not None and step % 4 == 0:
@@ -99,3 +105,4 @@ async def test_a_local_group_from_the_head_acts_as_one_its_topic_fed() -> None:
         assert [g.expired() for g in (fed, head)] == [fed.expired(), fed.expired()]
         assert head.pending() == fed.pending() and head.lag() == fed.lag()
     assert fed.expired() > 0  # the own ttls ran out on the way
+    assert all(p.attempts for p in fed.pending())  # the age limit ended the unstarted

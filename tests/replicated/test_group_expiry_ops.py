@@ -124,12 +124,15 @@ def test_a_mirror_of_a_group_decides_expiry_as_its_member() -> None:
 
 # -- a group declared at the head acts as one fed element by element ----------------------
 
-def _twins(rules: str, start: str) -> tuple[StateMachine, StateMachine]:
+def _twins(rules: str, start: str, stamps: str = "ascending"
+           ) -> tuple[StateMachine, StateMachine]:
     """The same topic twice, with group "g" fed by each publish in the first and declared
     at the retained elements in the second, from the head or (``start`` "offset") from
     the offset where the first began, inside an entry of two publishes (``rules``: none,
-    the topic's age limit, per-message ttls or both)."""
+    the topic's age limit, per-message ttls or both). The entries' stamps ascend, or
+    (``stamps`` "shuffled") go up and down as a restored document's may."""
     fed, declared = StateMachine(), StateMachine()
+    shuffled = stamps == "shuffled"
     for sm in (fed, declared):
         _apply(sm, [ops.TOPIC_DECLARE, "t"])
         if rules in ("age", "both"):
@@ -142,12 +145,15 @@ def _twins(rules: str, start: str) -> tuple[StateMachine, StateMachine]:
             publishes.append([ops.TOPIC_PUBLISH, "t", f"e{entry}.{i}"] if rules in ("none", "age")
                              or i == 1 else
                              [ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": ttl}, f"e{entry}.{i}"])
-        _apply(declared, *publishes, stamp=1_000 + 10 * entry)
+        stamp = 1_000 + 10 * ((entry * 37) % 80 if shuffled else entry)
+        if shuffled:  # apply never sets the clock back: as a document restored would
+            declared.now = fed.now = 0
+        _apply(declared, *publishes, stamp=stamp)
         split = 1 if entry == first and start == "offset" else 0
         if entry == first:
             offset = declared.topics["t"].end_offset() - len(publishes) + split
             publishes.insert(split, [ops.GROUP_DECLARE, "t", "g", 400, 3, "tail"])
-        _apply(fed, *publishes, stamp=1_000 + 10 * entry)
+        _apply(fed, *publishes, stamp=stamp)
     at = offset if start == "offset" else "head"
     assert _apply(declared, [ops.GROUP_DECLARE, "t", "g", 400, 3, at],
                   stamp=1_790) == [["ok", None]]
@@ -198,10 +204,12 @@ def _group_state(sm: StateMachine) -> Any:
 
 @pytest.mark.parametrize("rules", ["none", "age", "ttl", "both"])
 @pytest.mark.parametrize("start", ["head", "offset"])
+@pytest.mark.parametrize("stamps", ["ascending", "shuffled"])
 @pytest.mark.parametrize("seed", range(8))
 def test_a_group_declared_at_the_head_acts_as_one_fed_element_by_element(
-        rules: str, start: str, seed: int) -> None:
-    fed, declared = _twins(rules, start)
+        rules: str, start: str, stamps: str, seed: int) -> None:
+    fed, declared = _twins(rules, start, stamps)
+    assert declared.topics["t"].stamp_index().ascending() == (stamps == "ascending")
     assert _group_state(declared) == _group_state(fed)
     rng = random.Random(seed)
     for step in range(240):
@@ -248,7 +256,9 @@ def _python_calls(sm: StateMachine, *op_list: list[Any], stamp: int, most: int
 
 
 @pytest.mark.parametrize("own_ttl", [False, True])
-def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool) -> None:
+@pytest.mark.parametrize("descending", [False, True])
+def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool,
+                                                         descending: bool) -> None:
     sm = StateMachine()
     _apply(sm, [ops.TOPIC_DECLARE, "t"])
     if not own_ttl:  # the topic's age limit, else a ttl of each element's own
@@ -256,7 +266,10 @@ def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool) -> None:
     for entry in range(200):  # 20,000 elements, 100 an entry
         publish = ([ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 500}] if own_ttl else
                    [ops.TOPIC_PUBLISH, "t"])
-        _apply(sm, *[[*publish, f"{entry}.{i}"] for i in range(100)], stamp=1_000 + entry)
+        if descending:  # stamps going down, as a restored document's may
+            sm.now = 0
+        _apply(sm, *[[*publish, f"{entry}.{i}"] for i in range(100)],
+               stamp=1_200 - entry if descending else 1_000 + entry)
     _apply(sm, [ops.GROUP_DECLARE, "t", "g", 1_000, 3, "head"],
            [ops.GROUP_DECLARE, "t", "h", 1_000, 3, "head"], stamp=1_199)
     _apply(sm, [ops.TOPIC_PUBLISH, "t", "live"], stamp=20_000)
