@@ -40,6 +40,7 @@ from ..errors import shown
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
+from .group_retake import retake_deadlines
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -278,8 +279,12 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
 
 def _restore(sm: StateMachine, doc: Any) -> None:
     sm.expiry = {}
-    if doc is None:
-        return
+    if doc is not None:
+        _restore_records(sm, doc)
+    retake_deadlines(sm)  # a group listed item by item may hold its run's deadlines
+
+
+def _restore_records(sm: StateMachine, doc: Any) -> None:
     if type(doc) is not dict or not all(k in KINDS and type(v) is dict for k, v in doc.items()):
         raise ValueError("snapshot section 'expiry' maps a kind (queue, work_queue, topic) "
                          "to {name: expiry record}")

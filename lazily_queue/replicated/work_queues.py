@@ -35,6 +35,7 @@ from ..raft.snapshot_pieces import Later
 from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name
+from .group_retake import retaken_core
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class WorkState:
         self.group: tuple[str, str] | None = None
         self.mirrored_group = False
         self.lineage: object | None = None
+        #: While a snapshot is restored: the ids of a run retaken from a group listed
+        #: item by item (:mod:`.group_retake`), whose deadlines may be the run's too.
+        self.retaken: tuple[int, int] | None = None
 
     def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
         """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
@@ -289,6 +293,8 @@ def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dict
             doc["group"] = list(s.group)
         if shared is not None:  # its run and stamps may be its topic's
             doc["topic_log"] = True
+        elif s.group is not None:  # not its topic's: no run to retake (:mod:`.group_retake`)
+            doc["topic_log"] = False
         queues[name] = doc
     return queues
 
@@ -311,15 +317,18 @@ def _restored(sm: StateMachine, raw: Any) -> WorkState:
     if raw.get("topic_log") is True and topic is None:
         raise InvalidSnapshot("a work queue's run and stamps are left to a topic the "
                               "snapshot does not hold")
+    core, retaken = retaken_core(topic, raw)  # an older form listing a group's items
+    topic_log = raw.get("topic_log") is True or retaken is not None
 
     def run_values(lo: int, hi: int) -> list[Any]:
-        if topic is None or raw.get("topic_log") is not True:
+        if topic is None or not topic_log:
             raise InvalidSnapshot(f"the values of items {lo}..{hi - 1} are left to a topic "
                                   "the snapshot does not hold")
         return topic.elements_between(lo, hi)
 
-    state = WorkState(WorkQueueCore.from_snapshot(raw["core"], run_values))
-    state.lineage = topic.lineage if topic is not None and raw.get("topic_log") is True else None
+    state = WorkState(WorkQueueCore.from_snapshot(core, run_values))
+    state.lineage = topic.lineage if topic is not None and topic_log else None
+    state.retaken = retaken
     return state
 
 
