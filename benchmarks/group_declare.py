@@ -7,7 +7,8 @@ A state machine's topic retains N elements (100 an entry); the script times one
 growth of the process's resident memory, a snapshot file's capture (the part taken on
 the apply loop), its size, the time and resident memory a member takes to restore it
 and, with the topic's ttl, one entry sweeping the G groups once every element has
-expired. Each figure is printed without and with the topic's ttl.
+expired. Each figure is printed without expiry (``ttl=False``), with the topic's ttl
+(``ttl=True``) and with a ttl of each element's own (``ttl=own``).
 """
 
 from __future__ import annotations
@@ -32,17 +33,19 @@ def _entry(sm: StateMachine, stamp: int, *op_list: list[Any]) -> list[Any]:
     return [sm.apply_plain(op[0], op[1:]) for op in op_list]
 
 
-def _topic(retained: int, ttl: bool) -> StateMachine:
+def _topic(retained: int, ttl: bool | str) -> StateMachine:
     sm = StateMachine()
     _entry(sm, 1_000, [ops.TOPIC_DECLARE, "t"])
-    if ttl:
+    if ttl is True:
         _entry(sm, 1_000, [ops.EXPIRY_RULES, "t", "topic", 3_600_000, None])
+    publish = ([ops.TOPIC_PUBLISH_OPTIONS, "t", {"ttl_ms": 3_600_000}] if ttl == "own" else
+               [ops.TOPIC_PUBLISH, "t"])
     for e in range(retained // 100):
-        _entry(sm, 1_000 + e, *[[ops.TOPIC_PUBLISH, "t", f"v{e}-{i}"] for i in range(100)])
+        _entry(sm, 1_000 + e, *[[*publish, f"v{e}-{i}"] for i in range(100)])
     return sm
 
 
-def _restore(ttl: bool, doc: dict[str, Any]) -> None:
+def _restore(ttl: bool | str, doc: dict[str, Any]) -> None:
     """Print the size of the snapshot file of ``doc`` and what restoring it costs."""
     data = encode_snapshot({"format": 1, "state": doc, "last": (b"", 2, 1),
                             "prev": (b"", 1, 1), "members": ["1"]})
@@ -64,7 +67,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=60)
     args = parser.parse_args()
     n, groups = args.retained, args.groups
-    for ttl in (False, True):
+    ttl: bool | str
+    for ttl in (False, True, "own"):
         sm = _topic(n, ttl)
         times = []
         for g in range(5):

@@ -11,7 +11,9 @@ an id below every point reads as 0.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from itertools import pairwise
+from collections.abc import Iterator
+from itertools import chain, pairwise, repeat
+from operator import sub
 from typing import Any
 
 
@@ -73,30 +75,34 @@ class StampIndex:
             del index._ids[1], index._stamps[1]
         return index
 
+    def each(self, first: int, end: int) -> Iterator[int]:
+        """The stamp of each id of ``first..end - 1`` in turn (a repeat per point)."""
+        index = self.between(first, end)
+        bounds = [*index._ids[1:], end]
+        return chain.from_iterable(map(repeat, index._stamps, map(sub, bounds, index._ids)))
+
     def ascending(self) -> bool:
         """Whether the stamps never go down as the ids go up."""
         stamps = self._stamps
         return stamps == sorted(stamps)
 
-    def first_above(self, stamp: int) -> int:
-        """The first id stamped above ``stamp`` (the stamps :meth:`ascending`); the id
-        after the last point's when none is (its run is open-ended: ``2**63``)."""
-        i = bisect_right(self._stamps, stamp)
-        return self._ids[i] if i < len(self._ids) else 2**63
-
-    def first_above_in(self, stamp: int, first: int, end: int) -> int:
+    def first_above_in(self, stamp: int, first: int, end: int, ascending: bool = False) -> int:
         """The first id of ``first..end - 1`` stamped above ``stamp``, or ``end`` when
         there is none, whatever the order of the stamps: a bisection to ``first``'s point,
         then a walk over the points after it up to the first one above ``stamp`` (the
-        points walked are those of ids stamped at or below ``stamp``)."""
+        points walked are those of ids stamped at or below ``stamp``), or with
+        ``ascending`` (the stamps are :meth:`ascending`) a bisection of the stamps."""
         if first >= end:
             return end
         ids, stamps = self._ids, self._stamps
         i = bisect_right(ids, first) - 1
         if (stamps[i] if i >= 0 else 0) > stamp:  # 0: below every point
             return first
-        i += 1
         n = len(ids)
+        if ascending and i >= 0:
+            i = bisect_right(stamps, stamp, i)
+            return min(ids[i], end) if i < n else end
+        i += 1
         while i < n and stamps[i] <= stamp and ids[i] < end:
             i += 1
         return min(ids[i], end) if i < n else end

@@ -83,7 +83,8 @@ def test_a_group_restored_from_the_older_form_writes_a_run_again(expiry: bool) -
     assert state["work_queues"]["t:g"]["core"]["run"] == [1, 3, N - 2, []]
     if expiry:  # the deadlines as the run's rules, none listed
         record = state["expiry"]["work_queue"]["t:g"]
-        assert record[3] == [] and record[6][:3] == [3, N + 1, 60_000]
+        assert record[3] == [] and record[6][:4] == [3, N + 1, 60_000, []]
+        assert record[6][4] == [list(range(7, N, 100)), [1] * (N // 100), [500] * (N // 100)]
         assert restored.expiry[("work_queue", "t:g")].held_deadlines() == sm.expiry[
             ("work_queue", "t:g")].held_deadlines()
     sizes = [len(_file(s)) for s in (sm.capture(), older, state)]

@@ -193,9 +193,10 @@ def test_a_snapshot_holds_a_groups_retained_deadlines_as_their_rules() -> None:
     sm = _topic(2, expiry=True)
     rules = sm.expiry[("work_queue", "t:g0")]
     section = sm.capture()["expiry"]["work_queue"]["t:g0"]
-    # none listed one by one: the ids held, the age, the 20 own ttls, the stamp points
+    # none listed one by one: the ids held, the age, the runs of own ttls (20 of one
+    # element), the stamp points
     assert [p[0] for p in section[3]] == [N] and section[6][:4] == [3, N, 60_000, []]
-    assert len(section[6][4]) == len(section[6][5]) == 20
+    assert section[6][4] == [list(range(7, N, 1_000)), [1] * 20, [500] * 20]
     sizes = [len(_file(_topic(g, expiry=True))) for g in (0, 2)]
     assert sizes[1] - sizes[0] < 2 * 50_000, sizes  # its 2,000 stamp points, twice
     restored = StateMachine()
@@ -229,7 +230,13 @@ def test_an_expiry_record_listing_retained_deadlines_one_by_one_still_loads() ->
 
 
 @pytest.mark.parametrize("retained, why", [
-    ([3, 9, None, [], [], []], "not"),
+    ([3, 9, None, [], []], "not"),
+    ([3, 9, None, [], [[], []], [[3], [1]]], "three lists"),
+    ([3, 9, None, [], [[4, 5], [2, 1], [7, 7]], [[3], [1]]], "apart"),
+    ([3, 9, None, [], [[4], [0], [7]], [[3], [1]]], "apart"),
+    ([3, 9, None, [], [[8], [2], [7]], [[3], [1]]], "in 3..8"),
+    ([3, 9, None, [], [[4], [1], ["7"]], [[3], [1]]], "run ttls"),
+    ([3, 9, 0, [], [[], [], []], [[3], [1]]], "age limit"),
     ([9, 3, None, [], [], [], [], False], "low..end - 1"),
     ([3, 9, 0, [], [], [], [], False], "age limit"),
     ([3, 9, None, [12], [], [], [], False], "must be in"),
