@@ -99,20 +99,19 @@ def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]],
         f"{ns}_expired_unread",
         "Unread elements topic subscribers lost to the topic's age limit (their gaps)",
         labels=["cell", "kind"])
-    summed: dict[tuple[str, str], list[int]] = {}
+    summed: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
     for (kind, name), figures in sorted(counts.items()):
         key = (names.label(kind, name), kind)
         if key[0] == OTHER:
-            summed[key] = [a + b for a, b in zip(summed.get(key, [0, 0]), figures,
-                                                 strict=True)]
+            summed.setdefault((kind,), {})[name] = figures
             continue
         expired.add_metric(list(key), figures[0])
         if kind == "topic":
             unread.add_metric(list(key), figures[1])
-    for key, (count, skipped) in summed.items():
-        expired.add_metric(list(key), count)
-        if key[1] == "topic":
-            unread.add_metric(list(key), skipped)
+    for (kind,), total in names.summed.totals("expired", summed, 2).items():
+        expired.add_metric([OTHER, kind], total[0])
+        if kind == "topic":
+            unread.add_metric([OTHER, kind], total[1])
     yield expired
     yield unread
 

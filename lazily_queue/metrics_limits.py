@@ -57,13 +57,13 @@ class LimitsCollector(Collector):
                         for name, s in sorted(view.work_queues.items())
                         if isinstance(s.core, LimitedWorkQueue)]
             label = self.metrics.names.label
-            other: dict[str, tuple[int, dict[str, int]]] = {}
+            other: dict[str, int] = {}
+            other_drops: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
             for name, kind, limits, size, drops in figures:
                 if label(kind, name) == OTHER:  # summed, without the limits
-                    summed, reasons = other.get(kind, (0, {}))
+                    other[kind] = other.get(kind, 0) + size
                     for reason, count in drops.items():
-                        reasons[reason] = reasons.get(reason, 0) + count
-                    other[kind] = (summed + size, reasons)
+                        other_drops.setdefault((kind, reason), {})[name] = (count,)
                     continue
                 held.add_metric([name, kind], size)
                 for limit, value in (("max_length", limits.max_length),
@@ -72,10 +72,11 @@ class LimitsCollector(Collector):
                         bound.add_metric([name, kind, limit], value)
                 for reason, count in sorted(drops.items()):
                     dropped.add_metric([name, kind, reason], count)
-            for kind, (size, reasons) in other.items():
+            for kind, size in other.items():
                 held.add_metric([OTHER, kind], size)
-                for reason, count in sorted(reasons.items()):
-                    dropped.add_metric([OTHER, kind, reason], count)
+            summed = self.metrics.names.summed.totals("dropped", other_drops, 1)
+            for (kind, reason), (count,) in sorted(summed.items()):
+                dropped.add_metric([OTHER, kind, reason], count)
         yield held
         yield bound
         yield dropped

@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from lazily_queue import admin, testing
+from lazily_queue import Limits, admin, testing
 from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.metrics import NodeMetrics
-from lazily_queue.metrics_names import DEFAULT_NAMED_OBJECTS, NamedObjects
+from lazily_queue.metrics_names import DEFAULT_NAMED_OBJECTS, NamedObjects, SummedCounters
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -83,3 +83,28 @@ async def test_named_objects_zero_sums_every_object() -> None:
 def test_a_bad_limit_is_refused_naming_it(bad: object) -> None:
     with pytest.raises(InvalidConfiguration, match="named_objects must be an int >= 0"):
         NamedObjects(bad)  # type: ignore[arg-type]
+
+
+def test_a_summed_counter_keeps_what_objects_counted_when_they_leave_the_sum() -> None:
+    summed = SummedCounters()
+    kind = ("queue",)
+    assert summed.totals("m", {kind: {"a": (3,), "b": (4,)}}, 1) == {kind: (7,)}
+    assert summed.totals("m", {kind: {"a": (5,)}}, 1) == {kind: (9,)}  # b deleted: kept
+    assert summed.totals("m", {kind: {"a": (1,)}}, 1) == {kind: (10,)}  # a counts anew
+    assert summed.totals("m", {}, 1) == {kind: (10,)}  # a series once summed stays
+    assert summed.totals("other", {}, 1) == {}
+
+
+async def test_summed_dropped_counts_do_not_go_down_when_an_object_is_deleted() -> None:
+    async with testing.cluster(1) as cluster:
+        node = await cluster.wait_for_leader()
+        metrics = NodeMetrics(node, named_objects=0)
+        for name in ("a", "b"):
+            q = node.queue(name, limits=Limits(max_length=1, overflow="drop_oldest"))
+            await q.push_many([1, 2, 3])
+        dropped = samples(metrics, "lazily_queue_dropped_total")
+        assert dropped == {("", "queue", "drop_oldest"): 4}
+        await admin.delete(node, "queue", "a")
+        await node.queue("b", limits=Limits(max_length=1, overflow="drop_oldest")).push(4)
+        assert samples(metrics, "lazily_queue_dropped_total") == {
+            ("", "queue", "drop_oldest"): 5}
