@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         Credentials,
         PermissionDenied,
         RequestRefused,
+        TooManyLinks,
         Unreachable,
         connect,
     )
@@ -105,6 +106,7 @@ _LAZY = {
     "Credentials": "client",
     "PermissionDenied": "client",
     "RequestRefused": "client",
+    "TooManyLinks": "client",
     "Unreachable": "client",
     "connect": "client",
     "Node": "node",
@@ -190,6 +192,7 @@ __all__ = [
     "StorageCapabilities",
     "StorageUnavailable",
     "SubscribeOutcome",
+    "TooManyLinks",
     "TooManyObjects",
     "TooManySubscribers",
     "TopicCell",

@@ -20,6 +20,7 @@
 
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
+    max_client_links = 4096             # client links this member holds open in all
 
     [metrics]                           # optional: /metrics
     named_objects = 1000                # queues, work queues, topics each shown by name;
@@ -49,6 +50,7 @@
     produce = ["jobs", "orders.*"]      # name patterns it may push to / publish on
     consume = ["jobs"]                  # ... pop, claim, ack, subscribe
     admin = []                          # ... everything, reaping and redriving too
+    max_links = 64                      # links it may hold open to this member at once
 
 Members serve clients (``lazily_queue.connect``) once a ``[[client]]`` is listed: on
 ``listen``, or on ``clients`` when given.
@@ -71,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import TLSFiles
 
+from .client.link_caps import DEFAULT_MAX_CLIENT_LINKS
 from .client.settings import (
     ClientConfig,
     check_clients_tls,
@@ -78,6 +81,7 @@ from .client.settings import (
     parse_clients,
     parse_clients_ca,
     parse_clients_listen,
+    parse_max_client_links,
 )
 from .config_credentials import admin_token, cluster_secret
 from .config_keys import (
@@ -117,7 +121,8 @@ KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
-     "client", "dedup", "max_objects", "max_subscribers", "metrics"}
+     "client", "dedup", "max_objects", "max_subscribers", "metrics",
+     "max_client_links"}
 )
 
 
@@ -151,6 +156,7 @@ class NodeConfig:
     clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
     clients_ca: Path | None = None
+    max_client_links: int = DEFAULT_MAX_CLIENT_LINKS
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
@@ -174,7 +180,7 @@ class NodeConfig:
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
         return client_access(self.clients, self.clients_listen, self.tls, self.source,
-                             self.clients_ca)
+                             self.clients_ca, self.max_client_links)
 
     def admin_token(self, *, check_secret: bool = True) -> str | None:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
@@ -371,6 +377,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         clients_listen=clients_listen,
         clients=clients,
         clients_ca=clients_ca,
+        max_client_links=parse_max_client_links(
+            doc.get("max_client_links", DEFAULT_MAX_CLIENT_LINKS), fail),
         admin_token_env=None if token_env is None else parse_string(
             token_env, fail, "admin_token_env"),
         admin_token_file=None if token_file is None else base / parse_string(

@@ -38,6 +38,7 @@ from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
 from .link_trouble import LinkTrouble, RepeatedRefusals, mesh_trouble
 from .monitor import Monitor
+from .out_of_files import OutOfFiles
 from .raft.errors import StorageUnavailable
 
 if TYPE_CHECKING:
@@ -108,8 +109,10 @@ class NodeService:
         watch = LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)
         quiet, outputs = RepeatedRefusals(), list(logging.getLogger().handlers)
+        files = OutOfFiles()
         for output in outputs:
             output.addFilter(quiet)
+            output.addFilter(files)
         try:
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
@@ -135,6 +138,8 @@ class NodeService:
                                                      name="lazily-announce-page")
         except BaseException:
             await self._shutdown()
+            for output in outputs:
+                output.removeFilter(files)
             raise
         finally:
             logging.getLogger("lazily_transports").removeHandler(watch)
@@ -161,6 +166,8 @@ class NodeService:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await app
             await self._shutdown()
+            for output in outputs:
+                output.removeFilter(files)
         return code
 
     # -- steps ------------------------------------------------------------------------------

@@ -67,10 +67,12 @@ def render(status: dict[str, Any]) -> list[Table]:
     clients = s.get("clients")
     if clients:
         tables.append(_table(
-            "clients", ("addresses", "connected", "requests", "refused", "in flight"),
+            "clients", ("addresses", "connected", "requests", "refused", "in flight",
+                        "links refused"),
             [(", ".join(clients["addresses"]), clients["connections"], clients["requests"],
-              clients["refused"], clients["in_flight"])],
-            right=frozenset({"connected", "requests", "refused", "in flight"})))
+              clients["refused"], clients["in_flight"], clients.get("links_refused", 0))],
+            right=frozenset({"connected", "requests", "refused", "in flight",
+                             "links refused"})))
     if s["work_queues"]:
         tables.append(_table(
             "work queues", ("name", "pending (lag)", "in flight", "dead letters", "workers"),

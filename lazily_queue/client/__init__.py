@@ -32,6 +32,7 @@ from .protocol import (
     ClientError,
     PermissionDenied,
     RequestRefused,
+    TooManyLinks,
     Unreachable,
 )
 
@@ -121,6 +122,7 @@ __all__ = [
     "Credentials",
     "PermissionDenied",
     "RequestRefused",
+    "TooManyLinks",
     "Unreachable",
     "connect",
 ]

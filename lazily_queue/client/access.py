@@ -43,6 +43,7 @@ from .certificates import (
     parse_alt_name,
     parse_subject,
 )
+from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
@@ -156,7 +157,10 @@ class ClientGrant:
     ``certificate_fingerprints`` (SHA-256 fingerprints of the certificates it may use,
     several while one replaces another) say which certificates are its; each one given
     must match. The certificate must also be valid (not expired) and signed by the CA
-    the member verifies clients against."""
+    the member verifies clients against.
+
+    ``max_links`` caps the links it may hold open to one member at once
+    (:mod:`.link_caps`)."""
 
     name: str
     token: bytes | None = None
@@ -166,12 +170,14 @@ class ClientGrant:
     certificate_subject: str | None = None
     certificate_fingerprints: Sequence[str] = ()
     certificate_alt_names: Sequence[str] = ()
+    max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT
     _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
     _subject: tuple[tuple[str, str], ...] | None = field(init=False, compare=False)
     _alt_names: frozenset[tuple[str, str]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         what = f"client {self.name!r}"
+        check_max_links(self.max_links, f"{what} max_links")
         for key in ("certificate_fingerprints", "certificate_alt_names"):
             if isinstance(getattr(self, key), str):
                 object.__setattr__(self, key, (getattr(self, key),))
@@ -277,7 +283,8 @@ class ClientGrant:
 class ClientAccess:
     """The clients a member serves: grants by name, in-flight bounds, and where:
     ``listen`` (one address or several) of their own, or by default the member's own
-    listen address."""
+    listen address. ``max_links`` caps the client links the member holds open in all
+    (:mod:`.link_caps`)."""
 
     def __init__(
         self,
@@ -287,8 +294,11 @@ class ClientAccess:
         max_in_flight: int = 512,
         max_total_in_flight: int = 1024,
         ssl_context: ssl.SSLContext | None = None,
+        max_links: int = DEFAULT_MAX_CLIENT_LINKS,
     ) -> None:
         """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
+        check_max_links(max_links, "max_links")
+        self.max_links = max_links
         self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}
         for grant in grants:

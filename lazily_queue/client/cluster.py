@@ -151,6 +151,8 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         self.links = 0
         #: Links in a row left because their member could not commit (:meth:`_served`).
         self._unserved = 0
+        #: Links in a row refused over a member's cap (:mod:`.link_caps`).
+        self._capped = 0
         self.prefer_leader = prefer_leader
         #: The member id found at each address (learned when linking).
         self.members: dict[str, str] = {}
@@ -188,22 +190,18 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         return None if self._link is None else self._link.member
 
     async def start(self) -> None:
-        """Link to a member; raises :class:`Unreachable` (or :class:`AccessDenied`) when
-        none accepts this client within ``connect_timeout``."""
+        """Link to a member; raises :class:`Unreachable` (or :class:`AccessDenied`, or
+        :class:`TooManyLinks` when members refuse its links over a cap) when none accepts
+        this client within ``connect_timeout``."""
         if self._task is not None:
             return
         self._closing = False
         self.session.open = True
         self._closed.clear()
         self._task = asyncio.create_task(self._run(), name="lazily-client")
-        linked = asyncio.ensure_future(self._linked.wait())
-        try:
-            await asyncio.wait({linked, self._task}, timeout=self.connect_timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            linked.cancel()
-        if not self._linked.is_set():
-            error = self._fatal or P.Unreachable(self._failure_text("no member accepted"))
+        if not await self._first_link(
+                asyncio.get_running_loop().time() + self.connect_timeout):
+            error = self._fatal or self._unreachable("no member accepted")
             await self.close()
             raise error
 
@@ -255,11 +253,13 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         return f"{what} ({found})"
 
     def _unreachable(self, what: str) -> Exception:
-        return P.Unreachable(self._failure_text(what))
+        kind = P.TooManyLinks if self._capped else P.Unreachable
+        return kind(self._failure_text(what))
 
     async def _run(self) -> None:
         index, delay, denied = 0, 0.05, 0
-        self._unserved = 0
+        self._unserved = self._capped = 0
+        greeted = False
         while not self._closing:
             address, self._next = self._next, None
             if address is None:
@@ -286,17 +286,27 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
                     await self._serve(link)
                 except Exception:
                     log.exception("the link to %s failed", address)
-                if self._served(link):
-                    if not self._unserved:
-                        delay = 0.05
-                else:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
-                continue
+                greeted = greeted or link.greeted
+                if link.refusal is None:
+                    self._capped = 0
+                    if self._served(link):
+                        if not self._unserved:
+                            delay = 0.05
+                    else:
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 2, 1.0)
+                    continue
+                self.failures[address] = f"refused: {link.refusal}"
+                self._capped += 1
             if index % len(self.addresses) == 0:
                 if denied == len(self.addresses) and self.links == 0:
                     self._fatal = P.AccessDenied(self._failure_text(
                         f"every member refused client {self.credentials.name!r}"))
+                    return
+                if self._capped >= len(self.addresses) and not greeted:
+                    self._fatal = P.TooManyLinks(self._failure_text(
+                        f"every member refused a link of client {self.credentials.name!r} "
+                        "over a cap"), applied=False)
                     return
                 denied = 0
                 await asyncio.sleep(delay)

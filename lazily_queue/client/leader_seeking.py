@@ -1,6 +1,7 @@
 """What a client does with its member's answer to its hello: the member's id, features
 and request limit, and with ``prefer_leader`` a move to the leader's address (or a hello
-again while the member knows no leader)."""
+again while the member knows no leader); and how ``start`` waits for a first link its
+member did not refuse over a cap."""
 
 from __future__ import annotations
 
@@ -25,6 +26,39 @@ class LeaderSeeking:
     _link: Link | None
     _next: str | None
     _closing: bool
+    _linked: asyncio.Event
+    _task: asyncio.Task[None] | None
+
+    async def _first_link(self, deadline: float) -> bool:
+        """Whether a link was made that its member did not refuse over a cap. Waits until
+        a member answered the hello and kept the link (not moving to the leader's), or
+        a link ended unanswered (a refused hello), or :meth:`_run` ended, or
+        ``deadline``."""
+        loop = asyncio.get_running_loop()
+        made = False
+        while (task := self._task) is not None and not task.done():
+            linked = asyncio.ensure_future(self._linked.wait())
+            try:
+                await asyncio.wait({linked, task}, timeout=max(0.0, deadline - loop.time()),
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                linked.cancel()
+            link = self._link
+            if link is None or not self._linked.is_set():
+                return made
+            settled = asyncio.ensure_future(link.settled.wait())
+            try:
+                await asyncio.wait({settled, task}, timeout=max(0.0, deadline - loop.time()),
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                settled.cancel()
+            made = made or link.refusal is None
+            if loop.time() >= deadline or (link.refusal is None and (
+                    link.greeted == link.open)):
+                return made  # greeted and linked, or ended unanswered (a hello refused)
+            while self._link is link and not task.done():  # noqa: ASYNC110 - until unlinked
+                await asyncio.sleep(0.01)
+        return made
 
     def _drop(self, link: Link, reason: str) -> None:
         raise NotImplementedError
@@ -40,6 +74,7 @@ class LeaderSeeking:
             limit = answer[1].get("max_request_bytes")
             link.max_request = limit if type(limit) is int and limit > 0 else None
             link.greeted = True
+            link.settled.set()
             self.session.greeted(link)
             if link.member is not None:
                 self.members[link.address] = link.member

@@ -3,7 +3,8 @@
 The link sends ``HELLO`` first, then whatever the client asks; each request is given an
 id and a callback that receives the member's answer (``OK`` or ``ERROR`` and its
 payload). Frames with id 0 (mirror updates, pieces of large frames) go to
-``on_notice``. A link that fails (closed, unreadable, no frame heard within the ping
+``on_notice``, but for a refusal of the link by a member's cap (:mod:`.link_caps`),
+noted in :attr:`refusal`. A link that fails (closed, unreadable, no frame heard within the ping
 timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
 request made on it after, are called with ``None`` (the request's outcome is unknown).
 """
@@ -20,6 +21,7 @@ import anyio
 from lazily_transports import LinkStream
 
 from . import protocol as P
+from .link_caps import TOO_MANY_LINKS
 from .outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,10 @@ class Link:
         self.max_request: int | None = None
         #: The member answered the hello: :attr:`features` is known.
         self.greeted = False
+        #: Set once the member answered the hello or the link ended.
+        self.settled = asyncio.Event()
+        #: Why the member refused this link over one of its caps (:mod:`.link_caps`).
+        self.refusal: str | None = None
         #: The member answered an op other than with an error that sends the client to
         #: another member (or a watch): it serves this client.
         self.served = False
@@ -157,6 +163,7 @@ class Link:
         finally:
             self.close(self.failure or "link closed")
             self.ended = True
+            self.settled.set()
             waiting, self._waiting = self._waiting, {}
             for callback in waiting.values():
                 callback(None)
@@ -190,6 +197,10 @@ class Link:
                     if not isinstance(item, list) or len(item) < 2:
                         raise P.RequestRefused("a batch holds frames [id, kind, ...]")
                     self._dispatch(item)
+            elif (kind == P.ERROR and isinstance(payload, list) and len(payload) >= 2
+                  and payload[0] == TOO_MANY_LINKS):
+                self.refusal = str(payload[1])
+                self.close(f"refused: {self.refusal}")
             else:
                 self._on_notice(kind, payload)
             return

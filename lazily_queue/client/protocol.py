@@ -5,6 +5,8 @@ Every frame is one CBOR array, decoded with the bounded decoder of
 ``[id, kind, *fields]`` with ``id >= 1``; the member answers each with
 ``[id, OK, payload]`` or ``[id, ERROR, [code, message]]``. Frames with id ``0`` are
 the member's own: notifications and refusals of frames it could not read.
+``[0, ERROR, ["too_many_links", message]]``, the first frame of a link, refuses the
+link (over a cap of :mod:`.link_caps`); the member then closes it.
 
 Requests (client to member):
 
@@ -129,6 +131,13 @@ class RequestRefused(ClientError, ValueError):
 class Unreachable(ClientError, OperationFailed, ConnectionError):
     """No member could be reached; the message gives each address's failure. For an
     operation, ``applied`` says whether it may have been applied (``None``) or not."""
+
+
+class TooManyLinks(Unreachable):
+    """Members refused the client's link: the client holds as many links to them as its
+    grant's ``max_links`` allows, or a member as many client links as it serves in all;
+    the message names the cap, its setting and the fix. Its ops were not applied
+    (``applied``) unless said otherwise."""
 
 
 class ClientClosed(ClientError, OperationFailed):

@@ -48,12 +48,13 @@ from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
 from ..replicated.results import encode_result
 from ..replicated.state_machine import CLIENT_SESSION_BASE
 from . import protocol as P
-from .access import ClientAccess
+from .access import ClientAccess, ClientGrant
 from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .idle import IdleLinks
+from .link_caps import LinkCaps, fd_room
 from .liveness import ClientLiveness
 from .op_shapes import shape_problem
 from .popped import SeqReads
@@ -92,6 +93,8 @@ class ClientServer:
         self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
                                      + P.REQUEST_OVERHEAD)
         self._conns: set[ClientConnection] = set()
+        #: The links open per client and in all, against their caps (:mod:`.link_caps`).
+        self.links = LinkCaps(node.node_id, access.max_links, fd_room())
         #: Closes client links gone silent (:mod:`.idle`).
         self.idle = IdleLinks(self._conns)
         #: Says which linked clients own ephemeral subscriptions (:mod:`.liveness`).
@@ -161,7 +164,7 @@ class ClientServer:
         closed for their silence (:mod:`.idle`)."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
-                "idle_closed": self.idle.closed,
+                "idle_closed": self.idle.closed, "links_refused": self.links.refused,
                 "in_flight": self._slots.used, "waiting": self._fair.waiting,
                 "watched": len(self._watchers.by_key)}
 
@@ -173,6 +176,16 @@ class ClientServer:
         grant = None if name is None else self.access.grants.get(name)
         if grant is None:
             return
+        refusal = self.links.admit(grant.name, grant.max_links)
+        if refusal is not None:
+            await self.links.refuse(stream, refusal)
+            return
+        try:
+            await self._serve(stream, grant)
+        finally:
+            self.links.release(grant.name)
+
+    async def _serve(self, stream: LinkStream, grant: ClientGrant) -> None:
         conn = ClientConnection(stream, grant, self.access.max_in_flight,
                                 lambda name, form: group_topics(self.node.view, name, form),
                                 self._reads)

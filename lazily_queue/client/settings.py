@@ -9,6 +9,7 @@
     produce = ["jobs", "orders.*"]      # name patterns (see lazily_queue.client.access)
     consume = ["jobs"]
     admin = []
+    max_links = 64                      # links it may hold open to one member at once
 
 A client may prove its name by a TLS client certificate instead of a token, over the
 ``tls://`` or ``wss://`` addresses of ``clients``::
@@ -39,13 +40,14 @@ from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
 from ..config_transport import refuse_unknown_keys
 from ..errors import InvalidConfiguration, shown
+from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
 
 if TYPE_CHECKING:
     from .access import ClientAccess
 
 CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "certificate_subject",
                          "certificate_fingerprints", "certificate_alt_names", "produce",
-                         "consume", "admin"})
+                         "consume", "admin", "max_links"})
 
 Fail = Callable[[str], Exception]
 
@@ -64,6 +66,7 @@ class ClientConfig:
     certificate_subject: str | None = None
     certificate_fingerprints: tuple[str, ...] = ()
     certificate_alt_names: tuple[str, ...] = ()
+    max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT
 
     @property
     def by_certificate(self) -> bool:
@@ -132,6 +135,7 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             certificate_subject=subject,
             certificate_fingerprints=tuple(fingerprints),
             certificate_alt_names=tuple(alt_names),
+            max_links=table.get("max_links", DEFAULT_MAX_LINKS_PER_CLIENT),
             **lists,
         )
         try:  # the subject and fingerprints are checked now, not when the node starts
@@ -147,7 +151,8 @@ def _grant(client: ClientConfig, token: bytes | None) -> Any:
     return ClientGrant(client.name, token, produce=client.produce, consume=client.consume,
                        admin=client.admin, certificate_subject=client.certificate_subject,
                        certificate_fingerprints=client.certificate_fingerprints,
-                       certificate_alt_names=client.certificate_alt_names)
+                       certificate_alt_names=client.certificate_alt_names,
+                       max_links=client.max_links)
 
 
 def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],
@@ -212,9 +217,19 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
     return addresses
 
 
+def parse_max_client_links(raw: Any, fail: Fail) -> int:
+    """The top-level ``max_client_links`` key: the client links a member holds in all."""
+    try:
+        check_max_links(raw, "`max_client_links`")
+    except InvalidConfiguration as exc:
+        raise fail(str(exc)) from None
+    return int(raw)
+
+
 def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | None,
                   tls: TLSFiles | None, source: str,
-                  clients_ca: Path | None = None) -> ClientAccess | None:
+                  clients_ca: Path | None = None,
+                  max_client_links: int = DEFAULT_MAX_CLIENT_LINKS) -> ClientAccess | None:
     """The grants of ``clients`` with their tokens read now (``None`` without any); a
     ``tls://`` or ``wss://`` address is served with the node's TLS files, verifying
     client certificates against ``clients_ca`` (else [tls] ``ca``)."""
@@ -241,7 +256,8 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
             raise ConfigError(f"{source}: [tls]: {exc}") from None
         if clients_ca is not None or any(c.by_certificate for c in clients):
             ssl_context = _clients_context(tls, clients, clients_ca)
-    return ClientAccess(grants, listen=listen, ssl_context=ssl_context)
+    return ClientAccess(grants, listen=listen, ssl_context=ssl_context,
+                        max_links=max_client_links)
 
 
 def _clients_context(tls: TLSFiles, clients: tuple[ClientConfig, ...],
