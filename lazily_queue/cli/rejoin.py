@@ -25,6 +25,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="the node's TOML file")
     parser.add_argument("--force", action="store_true",
                         help="wipe even though the journal passes its checks")
+    parser.add_argument("--reset-features", action="store_true",
+                        help="wipe nothing: drop only the unreadable `features` field of "
+                             "the node's metadata (recorded again when it starts), keeping "
+                             "its journal, snapshot, term and vote")
     parser.set_defaults(handler=run)
 
 
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidConfiguration as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not [p for p in config.peers if p != config.node_id]:
+    if not args.reset_features and not [p for p in config.peers if p != config.node_id]:
         print(f"error: node {config.node_id} lists no other member in [peers]: wiped, it "
               "would have nobody to catch up from; "
               + ALONE_ADVICE.format(then="run rejoin again"), file=sys.stderr)
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {args.config}: {stranger}; nothing was removed: check its "
                   "`id`, `cluster` and `data_dir`", file=sys.stderr)
             return 2
+        if args.reset_features:
+            return _reset_features(config.node_id, raft_dir)
         return _recover(config.node_id, raft_dir, force=args.force)
     except DataDirectoryLocked:
         print(f"error: node {config.node_id} is running (it holds {lock.path}); stop it first",
@@ -75,10 +81,10 @@ def _owner_mismatch(raft_dir: Path, node_id: str, cluster: str) -> str | None:
     ``None``; metadata that cannot be read is for :func:`_recover` to judge."""
     from ..raft.disk import OsDisk
     from ..raft.journal import JournalError
-    from ..raft.meta import MetaStore
+    from ..raft.meta import RECORDED_AGAIN, MetaStore
 
     try:
-        meta = MetaStore(OsDisk(), str(raft_dir / "journal.meta")).load()
+        meta = MetaStore(OsDisk(), str(raft_dir / "journal.meta")).load(dropping=RECORDED_AGAIN)
     except JournalError:
         return None
     owner, found = meta.get("node"), meta.get("cluster")
@@ -88,6 +94,32 @@ def _owner_mismatch(raft_dir: Path, node_id: str, cluster: str) -> str | None:
             f"not to node {node_id} of cluster {cluster!r}")
 
 
+def _reset_features(node_id: int | str, raft_dir: Path) -> int:
+    """Rewrite both metadata copies of ``raft_dir`` without an unreadable ``features``
+    field; refuses when it is readable, or when the term and vote are not."""
+    from ..raft.disk import OsDisk
+    from ..raft.journal import JournalError
+    from ..raft.meta import RECORDED_AGAIN, MetaStore, UnreadableFeatures
+
+    store = MetaStore(OsDisk(), str(raft_dir / "journal.meta"))
+    try:
+        store.load()
+    except UnreadableFeatures:
+        pass
+    except JournalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    else:
+        print(f"error: the `features` field of node {node_id}'s metadata is readable; "
+              "nothing to reset", file=sys.stderr)
+        return 2
+    store.store(store.load(dropping=RECORDED_AGAIN))
+    print(f"node {node_id}: the unreadable `features` field of its metadata was dropped "
+          "(it records it again when it starts); its journal, snapshot, term and vote are "
+          "kept: start it again")
+    return 0
+
+
 def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     """Check the journal, metadata and snapshot of ``raft_dir`` and wipe them for a rejoin
     when damaged (or ``force``); raises ``OSError`` before anything is removed when
@@ -95,7 +127,7 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     from ..datadir import check_complete
     from ..raft.disk import OsDisk
     from ..raft.journal import DurableJournal, JournalError
-    from ..raft.meta import MetaStore
+    from ..raft.meta import MetaStore, UnreadableFeatures
     from ..raft.rejoin import check_continues, wipe_for_rejoin
     from ..raft.replica import check_stored_state
     from ..raft.snapshot import SnapshotError, decode_snapshot
@@ -108,6 +140,9 @@ def _recover(node_id: int | str, raft_dir: Path, *, force: bool) -> int:
     try:
         journal = DurableJournal(disk, str(raft_dir))
         check_complete(journal, disk, str(snapshot_path))
+    except UnreadableFeatures as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except JournalError as exc:
         damaged.append(f"damaged journal: {exc}")
     finally:

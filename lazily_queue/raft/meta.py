@@ -19,6 +19,7 @@ from typing import Any
 import cbor2
 from lazily_transports.safe_cbor import PROTOCOL, UntrustedDataError
 
+from ..errors import InvalidConfiguration
 from .disk import Disk
 from .records import JournalError
 
@@ -45,8 +46,29 @@ def encode_meta(meta: dict[str, Any], sequence: int) -> bytes:
     return MAGIC + _HEAD.pack(sequence, _crc(sequence, body)) + body
 
 
-def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
-    """The metadata and its sequence number; raises ``ValueError`` when damaged.
+class BadField(ValueError):
+    """A metadata copy passed its checksum but one of its fields (``key``) holds a value
+    of the wrong type."""
+
+    def __init__(self, key: str, value: Any) -> None:
+        super().__init__(f"field {key!r} holds {type(value).__name__} {value!r:.40}")
+        self.key = key
+
+
+class UnreadableFeatures(JournalError, InvalidConfiguration):
+    """Both metadata copies are readable but for their ``features`` field (the
+    handshake features of the version that last ran the node); the message names it
+    and the fix that keeps the journal, term and vote."""
+
+
+#: Fields a copy is still usable without (they are written again when the node starts).
+RECORDED_AGAIN = ("features",)
+
+
+def decode_meta(raw: bytes, *, dropping: tuple[str, ...] = ()) -> tuple[dict[str, Any], int]:
+    """The metadata and its sequence number; raises ``ValueError`` when damaged
+    (:class:`BadField` for a field of the wrong type, unless the field is in ``dropping``:
+    then it is left out).
 
     The body is decoded with the protocol profile of :mod:`lazily_transports.safe_cbor`.
     """
@@ -68,7 +90,9 @@ def decode_meta(raw: bytes) -> tuple[dict[str, Any], int]:
         raise ValueError("unknown metadata format")
     for key, valid in _FIELDS.items():
         if key in meta and not valid(meta[key]):
-            raise ValueError(f"field {key!r} holds {type(meta[key]).__name__} {meta[key]!r:.40}")
+            if key not in dropping:
+                raise BadField(key, meta[key])
+            del meta[key]
     return meta, sequence
 
 
@@ -109,10 +133,12 @@ class MetaStore:
         #: A copy failed its checks on reading.
         self.damaged = False
 
-    def load(self) -> dict[str, Any]:
-        """The newest valid copy (defaults when there is none at all)."""
+    def load(self, *, dropping: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The newest valid copy (defaults when there is none at all); a field in
+        ``dropping`` of the wrong type is left out rather than refused."""
         found: list[tuple[int, dict[str, Any]]] = []
         problems: list[str] = []
+        fields: set[str | None] = set()
         present = 0
         for path in self.paths:
             raw = self._disk.read(path)
@@ -120,12 +146,15 @@ class MetaStore:
                 continue
             present += 1
             try:
-                meta, sequence = decode_meta(raw)
+                meta, sequence = decode_meta(raw, dropping=dropping)
             except ValueError as exc:
                 problems.append(f"{path}: {exc}")
+                fields.add(exc.key if isinstance(exc, BadField) else None)
                 continue
             found.append((sequence, meta))
         if not found:
+            if present and fields & set(RECORDED_AGAIN):
+                self._refuse_fields(sorted(f for f in fields if f is not None), problems)
             if present:
                 raise JournalError(
                     f"{self.path}: both copies of the node's metadata (term and vote) are "
@@ -143,6 +172,23 @@ class MetaStore:
         elif present == 1 and self.sequence > 0:
             self.repaired = [f"{self.paths[1]}: missing"]
         return dict(meta)
+
+    def _refuse_fields(self, fields: list[str], problems: list[str]) -> None:
+        """Raise :class:`UnreadableFeatures` when a copy is usable but for ``fields``
+        (its term and vote readable); return when none is."""
+        try:
+            meta = self.load(dropping=tuple(f for f in fields if f in RECORDED_AGAIN))
+        except JournalError:
+            return
+        raise UnreadableFeatures(
+            f"{self.path}: both copies of the node's metadata hold an unreadable "
+            f"{', '.join(repr(f) for f in fields)} field ({'; '.join(problems)}): the "
+            "handshake features of the lazily-queue version that last ran this node, "
+            f"which it records again when it starts. Its term ({meta.get('term', 0)}) and "
+            "vote are readable, and its journal is not touched: no `rejoin` wipe is needed. "
+            "With the newest lazily-queue version that ran this node, run `lazily-queue "
+            "rejoin --config FILE --reset-features` (it drops only that field), then start "
+            "the node again.")
 
     def store(self, meta: dict[str, Any]) -> None:
         """Replace both copies (raises ``OSError``; a copy is never half written)."""
