@@ -16,6 +16,7 @@ from lazily_transports import (
     LinkBrokenError,
     LinkStream,
 )
+from lazily_transports.websocket import WebSocketChannel
 from transport_helpers import address_for, channel_pair, make_config
 
 pytestmark = pytest.mark.timeout(30)
@@ -230,6 +231,9 @@ async def test_received_bytes_counts_a_frame_still_arriving(address: str) -> Non
         await client.send(b"x" * 1000)
         assert await server.receive() == b"x" * 1000
         assert server.channel.received_bytes >= before + 1000
+        if isinstance(client.channel, WebSocketChannel):
+            await _ws_frame_still_arriving(client.channel, server.channel)
+            return
         transport = getattr(client.channel, "_transport", None)
         if transport is None:
             return  # message transports carry whole frames only
@@ -240,6 +244,26 @@ async def test_received_bytes_counts_a_frame_still_arriving(address: str) -> Non
             server.receive_nowait()
         transport.write(b"y" * 500)
         assert await server.receive() == b"y" * 1000
+
+
+async def _ws_frame_still_arriving(client: WebSocketChannel, server: DataChannel) -> None:
+    """Over ``ws://`` (websockets hands over whole messages): the bytes of a frame not
+    whole yet count as they arrive, the frame is counted once when whole, and a ping
+    (a control frame whole at once) does not count."""
+    before = server.received_bytes
+    await client._ws.ping()
+    await asyncio.sleep(0.1)
+    assert server.received_bytes == before
+    mask = b"\x01\x02\x03\x04"
+    payload = bytes(b ^ mask[i % 4] for i, b in enumerate(b"y" * 1000))
+    transport = client._ws.transport
+    transport.write(b"\x82\xfe" + (1000).to_bytes(2, "big") + mask + payload[:500])
+    await asyncio.wait_for(_grown(server, before + 500), 5)
+    with pytest.raises(anyio.WouldBlock):
+        server.receive_nowait()
+    transport.write(payload[500:])
+    assert await server.receive() == b"y" * 1000
+    assert before + 1000 <= server.received_bytes <= before + 1008
 
 
 async def _grown(channel: DataChannel, size: int) -> None:

@@ -7,6 +7,19 @@ Until the peer is authenticated a connection accepts messages of at most
 frames; a listener holds connections still in their HTTP upgrade to the same caps as
 pending handshakes and to ``handshake_timeout``, from before their TLS handshake on
 ``wss://``.
+
+``received_bytes`` grows while a large frame arrives, as on the other transports
+(websockets hands over whole messages only): the bytes a chunk read from the socket
+leaves in the frame parser's buffer (a frame not yet whole) count at once, and a
+message's bytes not counted so far when it is delivered. Bytes of frames whole within
+one chunk (pings, pongs, the fragments of a fragmented message) count only with their
+message.
+
+Keepalive pings are sent (for proxies that close quiet connections) but a missing pong
+never closes a link: the peer's pong waits behind a frame of its still arriving, so a
+frame taking longer than websockets' ping timeout (20 s) would be cut though its bytes
+keep coming. The links' users judge silence themselves (Raft heartbeats; a member's
+idle rule and a client's pings on client links).
 """
 
 from __future__ import annotations
@@ -94,8 +107,27 @@ class WebSocketChannel(BufferedChannel):
         self._resume: Signal | None = None
         loop = asyncio.get_running_loop()
         self._finished: asyncio.Future[None] = loop.create_future()
+        #: Bytes counted in ``received_bytes`` for frames not yet delivered.
+        self._ahead = 0
+        self._count_partial_frames()
         self._reader = loop.create_task(self._read())
         self._writer = loop.create_task(self._write())
+
+    def _count_partial_frames(self) -> None:
+        """Count the bytes of a frame still arriving as they come (module docstring)."""
+        connection = self._ws
+        received = connection.data_received
+        buffer = getattr(getattr(connection.protocol, "reader", None), "buffer", None)
+        if not isinstance(buffer, bytearray):
+            return  # another websockets: whole messages count when delivered
+
+        def data_received(data: bytes) -> None:
+            received(data)
+            if buffer:  # a frame is not whole yet: its bytes are arriving
+                self.received_bytes += len(data)
+                self._ahead += len(data)
+
+        connection.data_received = data_received  # type: ignore[method-assign]
 
     def peer_certificate(self) -> PeerCertificate | None:
         transport = self._ws.transport
@@ -108,7 +140,9 @@ class WebSocketChannel(BufferedChannel):
     async def _read(self) -> None:
         try:
             async for message in self._ws:
-                self.received_bytes += len(message)
+                counted = min(self._ahead, len(message))
+                self._ahead -= counted
+                self.received_bytes += len(message) - counted
                 if not isinstance(message, bytes):
                     self._fail("peer sent a text message; links carry binary frames only")
                     return
@@ -275,6 +309,7 @@ class WebSocketTransport(Transport):
                 max_queue=_HANDSHAKE_QUEUE,
                 write_limit=config.send_buffer_size,
                 close_timeout=_CLOSE_TIMEOUT,
+                ping_timeout=None,
                 open_timeout=None,
             )
         except InvalidHandshake as exc:
@@ -325,6 +360,7 @@ class WebSocketTransport(Transport):
             max_queue=_HANDSHAKE_QUEUE,
             write_limit=config.send_buffer_size,
             close_timeout=_CLOSE_TIMEOUT,
+            ping_timeout=None,
             open_timeout=config.handshake_timeout,
             create_connection=gated_connection(upgrades, ssl_context, config.handshake_timeout),
             **tls_arguments(ssl_context),
