@@ -1500,7 +1500,7 @@ MUTATIONS = [
         (f"{_SUBS}::test_a_client_deletes_a_durable_subscriber_freeing_its_slot",),
         "a member refuses a client's deletion naming an overlong subscriber (RequestRefused)"),
     Mutation(
-        "subscriber-delete-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "subscriber-delete-feature-unrequired", "lazily_queue/raft/features.py",
         "CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,\n",
         "CLIENT_SESSIONS_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
@@ -1513,14 +1513,14 @@ MUTATIONS = [
          "test_forgetting_an_address_drops_only_the_address_it_names",),
         "forgetting a removed member's address leaves an address a later add replicated"),
     Mutation(
-        "member-forget-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "member-forget-feature-unrequired", "lazily_queue/raft/features.py",
         "SUBSCRIBER_DELETE_FEATURE,\n                               MEMBER_FORGET_FEATURE, ",
         "SUBSCRIBER_DELETE_FEATURE,\n                               ",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that forgets addresses regardless is refused at the handshake"),
     Mutation(
-        "client-ephemeral-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "client-ephemeral-feature-unrequired", "lazily_queue/raft/features.py",
         "MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,\n",
         "MEMBER_FORGET_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
@@ -1534,14 +1534,14 @@ MUTATIONS = [
          "test_a_reap_removes_only_the_subscriptions_of_stale_owners",),
         "the ephemeral subscriptions of a crashed client stay for good"),
     Mutation(
-        "session-kept-bytes-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "session-kept-bytes-feature-unrequired", "lazily_queue/raft/features.py",
         "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,\n",
         "SESSION_END_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member keeping session results past their bytes is refused at the handshake"),
     Mutation(
-        "session-end-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "session-end-feature-unrequired", "lazily_queue/raft/features.py",
         "SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,\n",
         "SESSION_KEPT_BYTES_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
@@ -1576,7 +1576,7 @@ MUTATIONS = [
          "test_an_op_under_an_ended_session_is_refused_and_not_applied_again",),
         "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
-        "group-run-snapshot-feature-unrequired", "lazily_queue/raft/mesh.py",
+        "group-run-snapshot-feature-unrequired", "lazily_queue/raft/features.py",
         "SESSION_END_FEATURE,\n                               GROUP_RUN_SNAPSHOT_FEATURE})",
         "SESSION_END_FEATURE})",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
