@@ -4,8 +4,8 @@ The link sends ``HELLO`` first, then whatever the client asks; each request is g
 id and a callback that receives the member's answer (``OK`` or ``ERROR`` and its
 payload). Frames with id 0 (mirror updates, pieces of large frames) go to
 ``on_notice``, but for a refusal of the link by a member's cap (:mod:`.link_caps`),
-noted in :attr:`refusal`. A link that fails (closed, unreadable, no frame heard within the ping
-timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
+noted in :attr:`refusal`. A link that fails (closed, unreadable, no frame heard within
+the ping timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
 request made on it after, are called with ``None`` (the request's outcome is unknown).
 """
 

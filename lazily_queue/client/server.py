@@ -161,7 +161,7 @@ class ClientServer:
 
     def stats(self) -> dict[str, Any]:
         """Connected clients, requests served and refused, requests in flight now, links
-        closed for their silence (:mod:`.idle`)."""
+        closed for their silence (:mod:`.idle`) and refused over a cap (:mod:`.link_caps`)."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
