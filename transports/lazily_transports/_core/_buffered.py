@@ -9,6 +9,8 @@ Subclasses implement the send side (``_send_frame_nowait``, ``_writable``) and t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -22,6 +24,13 @@ from ._handshake import HANDSHAKE_FRAME_LIMIT
 __all__ = ["BufferedChannel", "Signal"]
 
 logger = logging.getLogger("lazily_transports.channel")
+#: anyio loads its names, and its asyncio backend, on first use: what a closing link
+#: needs (a shielded cancel scope) is loaded with the channels, not by the first link
+#: closing, which at the process's open-file limit could not read the modules' files
+#: (EMFILE) and would fail.
+_SHIELD = anyio.CancelScope
+with contextlib.suppress(ImportError):
+    importlib.import_module("anyio._backends._asyncio")
 
 
 class Signal:
