@@ -33,7 +33,8 @@ class LeadershipClock(StepObserver):
 
     ``became_leader`` is when it first saw itself leader; ``first_commit`` is when its
     commit index first reached an entry of its own term (the end of a failover, as
-    writers see it). Times are ``time.time()`` seconds.
+    writers see it). Times are ``time.time()`` seconds. Only the latest term it led is
+    kept: a node that leads again and again for days holds one record.
     """
 
     def __init__(self, node: Node) -> None:
@@ -50,6 +51,7 @@ class LeadershipClock(StepObserver):
         term = engine.term
         record = self.terms.get(term)
         if record is None:
+            self.terms.clear()  # an earlier term's record is never read again
             record = self.terms[term] = {"became_leader": time.time(), "first_commit": None}
         if record["first_commit"] is None:
             journal = self.node.driver.replica.journal

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -51,3 +52,19 @@ async def test_leadership_clock_and_state_log_follow_the_steps(
         await clock.stop()
         await state.stop()
         assert leader.driver.step_observers == []
+
+
+def test_leadership_clock_keeps_one_record_however_many_terms_it_led() -> None:
+    engine = SimpleNamespace(is_leader=True, term=0, commit_index=0)
+    journal = SimpleNamespace(term_at=lambda index: engine.term)
+    node = SimpleNamespace(driver=SimpleNamespace(replica=SimpleNamespace(
+        engine=engine, journal=journal)))
+    clock = LeadershipClock(node)  # type: ignore[arg-type]
+    for term in range(1, 1001):  # a leader change every few minutes, for days
+        engine.term = term
+        clock.observe()
+        clock.observe()
+    assert len(clock.terms) == 1
+    latest = clock.latest()
+    assert latest is not None and latest["term"] == 1000
+    assert latest["first_commit"] is not None
