@@ -9,7 +9,9 @@ the replay reach the storages through an :class:`~lazily_queue.routing.EventRout
 so the cells' readers update as entries apply on the member. After a reconnect every
 watched object is fetched again from the new member. An object deleted (and not declared
 again in the same report) stops being watched, freeing its place among the objects a
-link may watch (``MAX_WATCHES``); reading it again watches it anew.
+link may watch (``MAX_WATCHES``); reading it again watches it anew. So does an object
+whose storage the client let go (:class:`MirrorRouter`) once nothing holds the storage:
+a client that reads ever new names keeps the watches and copies of those it holds.
 
 A consumer group's work queue is mirrored as one: the member reports what its topic
 feeds it as pushes to it, so a topic's replayed ``GROUP_DECLARE`` makes no group here
@@ -18,7 +20,9 @@ feeds it as pushes to it, so a topic's replayed ``GROUP_DECLARE`` makes no group
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +66,42 @@ class MirrorView(ReadView):
         return super().work_queue(name)
 
 
+class MirrorRouter(EventRouter):
+    """The mirror's router: a storage it lets go (see
+    :meth:`~lazily_queue.routing.EventRouter.release`) ends the watch of its object,
+    by ``gone(key)`` on the loop, once the storage is freed and its name not opened
+    again."""
+
+    def __init__(self, ctx: Context, gone: Callable[[Key], None]) -> None:
+        super().__init__(ctx, "client")
+        self._gone = gone
+
+    def release(self, kind: str, name: str) -> None:
+        super().release(kind, name)
+        storage = self.released.get((kind, name))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on the loop: the watch stays
+        if storage is None:
+            self._gone_unless_opened((kind, name))
+        else:
+            weakref.finalize(storage, _call_soon, loop, self._gone_unless_opened,
+                             (kind, name))
+
+    def _gone_unless_opened(self, key: Key) -> None:
+        if self.storage(*key) is None:
+            self._gone(key)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[Key], None], key: Key) -> None:
+    """Run ``fn(key)`` on ``loop`` (a storage can be freed on any thread)."""
+    try:
+        loop.call_soon_threadsafe(fn, key)
+    except RuntimeError:
+        pass  # the loop is closed: so is the client
+
+
 class Mirror:
     """The watched objects, their replay positions and the routing to the storages."""
 
@@ -69,7 +109,7 @@ class Mirror:
                  release: Callable[[Key], None] | None = None) -> None:
         self.sm = StateMachine()
         self.view = MirrorView(self.sm, self)
-        self.router = EventRouter(ctx, "client")
+        self.router: EventRouter = MirrorRouter(ctx, self.let_go)
         self._request = request
         self._release = release
         #: The member's applied-op count each watched object is current to (None:
@@ -133,6 +173,18 @@ class Mirror:
         if storage is not None:
             with self.router.ctx.batch():
                 storage.on_reset()
+
+    def let_go(self, key: Key) -> None:
+        """Nothing reads ``key`` any more: stop watching it and forget its copy (reading
+        it again watches it anew)."""
+        self.refused.pop(key, None)
+        self._held.pop(key, None)
+        if key not in self.positions:
+            return
+        del self.positions[key]
+        objects.install(self.sm, *key, None)
+        if self._release is not None:
+            self._release(key)
 
     def _warn(self, key: Key, reason: str) -> None:
         log.warning("cannot mirror %s %r: %s; its readers stay empty", *key, reason)

@@ -125,7 +125,8 @@ def capture(sm: Objects, kind: str, name: str, *, runs: bool = True) -> Any:
 
 
 def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
-    """Replace the object with ``doc`` (:func:`capture`'s form; ``None`` removes it).
+    """Replace the object with ``doc`` (:func:`capture`'s form; ``None`` removes it, its
+    headers and expiry with it).
 
     Raises ``ValueError`` / ``TypeError`` / ``KeyError`` for a malformed ``doc``, with
     the state unchanged. No event is recorded: the caller resets the object's readers.
@@ -133,6 +134,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
     if kind == "queue":
         if doc is None:
             sm.queues.pop(name, None)
+            sm.expiry.pop((kind, name), None)
         else:
             capacity, closed, elements, *rest = doc
             id_state = (rest[0][0], rest[0][1]) if rest else None
@@ -150,6 +152,8 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
     elif kind == "topic":
         if doc is None:
             sm.topics.pop(name, None)
+            sm.topic_headers.pop(name, None)
+            sm.expiry.pop((kind, name), None)
         else:
             doc = dict(doc)
             stamps = doc.pop("stamps", None)
@@ -169,6 +173,8 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
     elif kind == "work_queue":
         if doc is None:
             sm.work_queues.pop(name, None)
+            sm.work_headers.pop(name, None)
+            sm.expiry.pop((kind, name), None)
         else:
             state = WorkState(WorkQueueCore.from_snapshot(doc["core"]))
             state.core.load_stamps(doc.get("stamps"))

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from collections.abc import Callable
 
 import pytest
 
 from lazily_queue import admin
 from lazily_queue.cells.queue import QueueCell
+from lazily_queue.client import watchers
 from lazily_queue.storage.remote import RemoteQueueStorage
 from tests.client.limits_cluster import limited_cluster
 from tests.client.test_client_cluster import client_of, cluster_with_clients
@@ -100,3 +102,36 @@ async def test_a_topic_let_go_still_ends_its_ephemeral_subscriptions_at_close() 
         core = c.node(1).view.topic("news")
         assert core is not None and core.subscriptions() == {}
 
+
+
+async def _settled(condition: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+
+
+async def test_a_client_reading_ever_new_names_keeps_the_watches_of_those_it_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchers, "MAX_WATCHES", 8)  # what a link may read at once
+    async with cluster_with_clients(1) as (c, addresses), client_of(addresses) as client:
+        client.recent_cells = 2
+        held = client.topic("held")
+        await held.subscribe("me")
+        for k in range(40):  # a long-lived client reading per-user objects, one by one
+            q = client.queue(f"user-{k}", ttl=600)
+            q.len()  # read: mirrored from now on
+            await q.push(k)
+            await client.barrier()
+            assert q.len() == 1, k  # mirrored, never refused for the names read before
+            await c.node(1).queue(f"user-{k}").pop()
+            del q
+            gc.collect()
+        mirror, by_key = client._mirror, c.node(1).clients._watchers.by_key
+        await _settled(lambda: len(by_key) <= 4)
+        assert len(mirror.positions) <= 4 and len(by_key) <= 4  # the recent cells and "held"
+        assert len(mirror.sm.queues) <= 3 and mirror.refused == {}
+        assert len(mirror.sm.expiry) <= 3  # the copies go with their expiry rules
+        await c.node(1).topic("held").publish("x")
+        await client.barrier()
+        assert held.reader("me")() == ["x"]  # what the application holds stays mirrored
