@@ -70,6 +70,17 @@ def test_the_window_is_bounded_by_count_and_by_leader_time() -> None:
     assert sm.queues["q"].elements()[-1] == "late"
 
 
+def test_one_window_bounds_the_ids_of_every_object_together() -> None:
+    # As the README says: max_entries counts every cell's ids, so the window's memory
+    # does not grow with the number of cells, and a busy cell's ids push out another's.
+    sm = _declared(max_entries=2, max_age=300.0)
+    _apply(sm, [ops.QUEUE_PUSH_ONCE, "q", "order-1", "a"])
+    _apply(sm, *[[ops.WORK_PUSH_ONCE, "w", f"job-{i}", i] for i in range(2)])
+    assert len(sm.dedup) == 2
+    _apply(sm, [ops.QUEUE_PUSH_ONCE, "q", "order-1", "a"], stamp=2_000)  # within max_age
+    assert sm.queues["q"].elements() == ["a", "a"]
+
+
 def test_bad_msg_ids_and_shapes_are_refused_without_applying() -> None:
     sm = _declared()
     results = _apply(sm, [ops.QUEUE_PUSH_ONCE, "q", "", "a"],
