@@ -66,7 +66,7 @@ from .certificates import CertificateCredentials
 from .ending import end_session
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .idle import check_ping_interval
-from .leader_seeking import LeaderSeeking
+from .leader_seeking import LeaderSeeking, dial_timeout
 from .link import Answer, Link
 from .mirror import Key, Mirror
 from .op_args import MAX_OP_BYTES
@@ -133,7 +133,10 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         self.connect_timeout = connect_timeout
         self.ping_interval, self.ping_timeout = ping_interval, ping_timeout
         self._ssl, self._schemes = ssl_context, schemes
+        #: Seconds one member has to connect and handshake (:func:`dial_timeout`).
+        self._dial_timeout = dial_timeout(connect_timeout, len(self.addresses))
         self._config = LinkConfig(peer_id=0, session_id="lazily-client",
+                                  handshake_timeout=self._dial_timeout,
                                   secret=token, credential=credentials.name,
                                   max_frame_size=MAX_OP_BYTES + P.REQUEST_OVERHEAD)
         self._link: Link | None = None
@@ -267,8 +270,9 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
                 index += 1
             elif address in self.addresses:  # the leader's: the one after it comes next
                 index = self.addresses.index(address) + 1
+            self.failures[address] = "unreachable: no answer yet"  # while it is dialled
             try:
-                stream = await dial(address, self._config, timeout=self.connect_timeout,
+                stream = await dial(address, self._config, timeout=self._dial_timeout,
                                     ssl_context=self._ssl, schemes=self._schemes)
             except HandshakeError as exc:
                 self.failures[address] = f"refused: {exc}"
@@ -281,6 +285,7 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
                 self.failures[address] = f"unreachable: {exc}"
             else:
                 denied = 0
+                del self.failures[address]
                 link = Link(stream, address, on_notice=self._notice)
                 try:
                     await self._serve(link)

@@ -1,7 +1,8 @@
 """What a client does with its member's answer to its hello: the member's id, features
 and request limit, and with ``prefer_leader`` a move to the leader's address (or a hello
-again while the member knows no leader); and how ``start`` waits for a first link its
-member did not refuse over a cap."""
+again while the member knows no leader); how ``start`` waits for a first link its
+member did not refuse over a cap; and how long it waits for one member to answer its
+dial (:func:`dial_timeout`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,18 @@ from .session import Session
 
 #: Seconds between hellos while the linked member knows no leader (``prefer_leader``).
 LEADER_RETRY = 0.5
+#: The shortest wait for one member's answer to a dial when several are listed.
+MIN_DIAL_TIMEOUT = 1.0
+
+
+def dial_timeout(connect_timeout: float, members: int) -> float:
+    """Seconds one of ``members`` listed addresses has to connect, and then to handshake:
+    a share of ``connect_timeout``, so that a member that accepts and never answers
+    (paused, a frozen machine) leaves time to dial the others, but at least
+    :data:`MIN_DIAL_TIMEOUT` (never more than ``connect_timeout``)."""
+    if members <= 1:
+        return connect_timeout
+    return min(connect_timeout, max(connect_timeout / members, MIN_DIAL_TIMEOUT))
 
 
 class LeaderSeeking:
