@@ -75,6 +75,8 @@ class MirrorRouter(EventRouter):
     def __init__(self, ctx: Context, gone: Callable[[Key], None]) -> None:
         super().__init__(ctx, "client")
         self._gone = gone
+        #: The storages let go that are watched for being freed (each once).
+        self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def release(self, kind: str, name: str) -> None:
         super().release(kind, name)
@@ -85,7 +87,8 @@ class MirrorRouter(EventRouter):
             return  # not on the loop: the watch stays
         if storage is None:
             self._gone_unless_opened((kind, name))
-        else:
+        elif storage not in self._watched:  # let go again after it was opened again
+            self._watched.add(storage)
             weakref.finalize(storage, _call_soon, loop, self._gone_unless_opened,
                              (kind, name))
 

@@ -135,3 +135,15 @@ async def test_a_client_reading_ever_new_names_keeps_the_watches_of_those_it_hol
         await c.node(1).topic("held").publish("x")
         await client.barrier()
         assert held.reader("me")() == ["x"]  # what the application holds stays mirrored
+
+
+async def test_a_held_cell_let_go_again_and_again_is_watched_for_once() -> None:
+    async with cluster_with_clients(1) as (_, addresses), client_of(addresses) as client:
+        client.recent_cells = 1
+        held = client.queue("held")
+        storage = client._router.storage("queue", "held")
+        for k in range(50):  # opened again, then let go by the next name
+            assert client.queue("held") is held
+            client.queue(f"other-{k}")
+        registry = weakref.finalize._registry  # type: ignore[attr-defined]
+        assert sum(1 for info in registry.values() if info.weakref() is storage) == 1
