@@ -251,7 +251,7 @@ MUTATIONS = [
          "test_a_client_opening_sessions_without_end_only_drops_its_own",),
         "a client opening sessions without end only drops its own, never another's"),
     Mutation(
-        "client-hello-takes-another-clients-session", "lazily_queue/client/server.py",
+        "client-hello-takes-another-clients-session", "lazily_queue/client/greeting.py",
         "        if owner_of(session) != owner_tag(name):\n",
         "        if False:\n",
         ("tests/client/test_client_access.py::"
@@ -1577,11 +1577,28 @@ MUTATIONS = [
         "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
         "group-run-snapshot-feature-unrequired", "lazily_queue/raft/features.py",
-        "SESSION_END_FEATURE,\n                               GROUP_RUN_SNAPSHOT_FEATURE})",
-        "SESSION_END_FEATURE})",
+        "SESSION_END_FEATURE,\n                               GROUP_RUN_SNAPSHOT_FEATURE, "
+        "SESSION_REGISTER_FEATURE})",
+        "SESSION_END_FEATURE,\n                               SESSION_REGISTER_FEATURE})",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that cannot install a group's run in a snapshot is refused at the handshake"),
+    Mutation(
+        "session-register-feature-unrequired", "lazily_queue/raft/features.py",
+        "GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE})",
+        "GROUP_RUN_SNAPSHOT_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member that opens a forgotten registered session at its op is refused at the "
+        "handshake"),
+    Mutation(
+        "forgotten-registered-session-opened-again", "lazily_queue/replicated/state_machine.py",
+        "                    if session_register.registered(sid):  # forgotten: never opened "
+        "by an op",
+        "                    if False:",
+        ("tests/replicated/test_session_register.py::"
+         "test_a_retry_after_its_session_expired_is_refused_and_not_applied_again",),
+        "a retry under a forgotten registered session is applied again in a fresh session"),
     Mutation(
         "group-snapshot-lists-run-items", "lazily_queue/replicated/work_queues.py",
         "s.core.snapshot(records, run=True,",

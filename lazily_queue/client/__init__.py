@@ -32,6 +32,7 @@ from .protocol import (
     ClientError,
     PermissionDenied,
     RequestRefused,
+    SessionForgotten,
     TooManyLinks,
     Unreachable,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "Credentials",
     "PermissionDenied",
     "RequestRefused",
+    "SessionForgotten",
     "TooManyLinks",
     "Unreachable",
     "connect",

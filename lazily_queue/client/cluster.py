@@ -142,7 +142,8 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         self._link: Link | None = None
         self.session = Session(owner=credentials.name, max_in_flight=max_in_flight,
                                link=lambda: self._link,
-                               drop=self._drop, unreachable=self._unreachable)
+                               drop=self._drop, unreachable=self._unreachable,
+                               register_timeout=op_timeout)
         self._linked = asyncio.Event()
         #: Set while the client is closed (wakes a barrier waiting for a link).
         self._closed = asyncio.Event()

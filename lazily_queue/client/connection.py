@@ -91,6 +91,8 @@ class ClientConnection:
         self.session: int | None = None
         #: Why this link's last HELLO was refused (its ops are refused saying so).
         self.hello_refused: str | None = None
+        #: Its HELLO was answered.
+        self.greeted = False
         #: The client protocol its HELLO named (:data:`~.protocol.SERVED_VERSIONS`).
         self.protocol = P.VERSION
         self.slots = Budget(max_in_flight)

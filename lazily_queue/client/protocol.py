@@ -11,9 +11,14 @@ link (over a cap of :mod:`.link_caps`); the member then closes it.
 Requests (client to member):
 
 - ``[id, HELLO, version, session]``: first on every link; ``session`` is the client's
-  session id (above ``CLIENT_SESSION_BASE``). Answer ``{"node", "cluster", "leader",
-  "features"}`` (``features``, optional: what the member serves beyond the version, see
-  :data:`FEATURES`).
+  session id: from protocol 5 one registered (``REGISTERED_BASE`` or above), or ``0``
+  while it has none; clients of protocols 3 and 4 name a random one (above
+  ``CLIENT_SESSION_BASE``, below ``REGISTERED_BASE``), opened at its first op. Answer
+  ``{"node", "cluster", "leader", "features"}`` (``features``, optional: what the member
+  serves beyond the version, see :data:`FEATURES`).
+- ``[id, REGISTER, timeout_ms]`` (protocol 5): register a new client session
+  (:mod:`..replicated.session_register`); answer its id, under which the link's ops go
+  from then on.
 - ``[id, OP, seq, floor, code, args, timeout_ms]``: propose one state-machine op
   under the session: ``seq`` numbers it (a retry, through any member, reuses it),
   ``floor`` says every answer below it was received. Answer: the op's result
@@ -64,18 +69,22 @@ from ..raft.errors import (
 #: 2: message ids (queue pops answer ids and stamps, claims enqueue stamps). 3: session
 #: ids tagged with the client's name (:mod:`..replicated.client_sessions`). 4: a consumer
 #: group's run of retained values sent as one run (a work queue's ``run``,
-#: :mod:`..core.work_snapshot`), not item by item.
-VERSION = 4
+#: :mod:`..core.work_snapshot`), not item by item. 5: sessions registered (``REGISTER``),
+#: never opened by an op.
+VERSION = 5
 #: The protocols a member of this version serves: a client of protocol 3 reads a
-#: consumer group's retained values item by item (:attr:`ClientConnection.protocol`).
-SERVED_VERSIONS = (3, 4)
+#: consumer group's retained values item by item (:attr:`ClientConnection.protocol`);
+#: one of protocol 3 or 4 chooses its session id, opened at its first op.
+SERVED_VERSIONS = (3, 4, 5)
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"
 #: A member takes ``SESSION_END``, a closing client's last op ending its session.
 SESSION_END_FEATURE = "client-session-end-v1"
+#: A member registers client sessions (``REGISTER``).
+SESSION_REGISTER_FEATURE = "client-session-register-v1"
 #: The features a member of this version announces in its hello answer.
-FEATURES = (GROUPS_FEATURE, SESSION_END_FEATURE)
+FEATURES = (GROUPS_FEATURE, SESSION_END_FEATURE, SESSION_REGISTER_FEATURE)
 
 # Request kinds.
 HELLO = 1
@@ -84,7 +93,8 @@ WATCH = 3
 UNWATCH = 4
 BARRIER = 5
 PING = 6
-REQUESTS = frozenset({HELLO, OP, WATCH, UNWATCH, BARRIER, PING})
+REGISTER = 7
+REQUESTS = frozenset({HELLO, OP, WATCH, UNWATCH, BARRIER, PING, REGISTER})
 
 # Answer statuses and notification kinds (frames with id 0).
 OK = 0
@@ -143,6 +153,13 @@ class TooManyLinks(Unreachable):
 class ClientClosed(ClientError, OperationFailed):
     """The client is closed; operations still waiting were not applied (``applied``
     ``False``) or their outcome is unknown (``None``)."""
+
+
+class SessionForgotten(ClientError, OperationFailed):
+    """The cluster forgot the client's session while an operation of it was in flight
+    (idle for an hour, given up for the bound on client sessions, or its end forgotten):
+    its outcome is unknown (``applied`` ``None``); the client registered a new session
+    for its other operations."""
 
 
 #: Error codes on the wire and the exception each becomes on the client.

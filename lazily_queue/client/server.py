@@ -44,15 +44,14 @@ from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
 from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..raft.batch import command_limit
 from ..replicated import ops
-from ..replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
 from ..replicated.results import encode_result
-from ..replicated.state_machine import CLIENT_SESSION_BASE
 from . import protocol as P
 from .access import ClientAccess, ClientGrant
 from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
+from .greeting import Answering, register, session_of
 from .idle import IdleLinks
 from .link_caps import LinkCaps, fd_room
 from .liveness import ClientLiveness
@@ -282,6 +281,8 @@ class ClientServer:
                 self._watchers.unwatch(conn, rid, frame)
             elif kind == P.BARRIER:
                 return self._barrier(conn, rid, frame)
+            elif kind == P.REGISTER:
+                return register(self, conn, rid, frame)
             else:
                 conn.send([rid, P.OK, None])
         except (P.ClientError, TooManyObjects, TooManySubscribers) as exc:
@@ -297,42 +298,20 @@ class ClientServer:
 
     def _hello(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
         try:
-            session = self._session_of(conn, frame)
+            session = session_of(conn, frame)
         except P.RequestRefused as exc:
             conn.hello_refused = str(exc)
             raise
-        conn.session = session
+        if session is not None:  # a later hello naming none keeps one registered here
+            conn.session = session
         conn.protocol = frame[2]
+        conn.greeted = True
         node = self.node
         conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
                                "leader": node.leader_id, "features": list(P.FEATURES),
                                "max_request_bytes": self.max_request_bytes}])
 
-    def _session_of(self, conn: ClientConnection, frame: list[Any]) -> int:
-        """The session a hello names; raises :class:`~.protocol.RequestRefused`."""
-        if len(frame) != 4:
-            raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
-        if type(frame[2]) is not int or frame[2] not in P.SERVED_VERSIONS:
-            fix = ("upgrade the client to the members' lazily-queue version"
-                   if type(frame[2]) is int and frame[2] < min(P.SERVED_VERSIONS) else
-                   "upgrade the members to the client's lazily-queue version or a newer one "
-                   "(members serve clients of their version and older ones)")
-            raise P.RequestRefused(
-                f"this member speaks client protocols {list(P.SERVED_VERSIONS)}, the client "
-                f"{frame[2]!r}: {fix}")
-        session = frame[3]
-        if type(session) is not int or not CLIENT_SESSION_BASE < session < 2**63:
-            raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
-                                   "2**63)")
-        name = conn.grant.name
-        if owner_of(session) != owner_tag(name):
-            raise P.RequestRefused(
-                f"session id {session} is not tagged as client {name!r}'s (its bits "
-                f"{OWNER_SHIFT}-{OWNER_SHIFT + 15} must be {owner_tag(name)}); a client makes "
-                "its session ids with lazily_queue.connect")
-        return session
-
-    def _timeout(self, value: Any) -> float:
+    def timeout(self, value: Any) -> float:
         if (isinstance(value, bool) or not isinstance(value, int | float)
                 or not 0 < value <= _MAX_TIMEOUT_MS):
             raise P.RequestRefused(f"timeout_ms must be in (0, {_MAX_TIMEOUT_MS}]")
@@ -341,14 +320,16 @@ class ClientServer:
     def _op(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if conn.session is None:
             raise P.RequestRefused(f"its HELLO was refused: {conn.hello_refused}"
-                                   if conn.hello_refused else "send HELLO before any op")
+                                   if conn.hello_refused else "send HELLO before any op"
+                                   if not conn.greeted else "register a session (REGISTER) "
+                                   "before any op")
         if len(frame) != 7:
             raise P.RequestRefused("an op is [id, OP, seq, floor, code, args, timeout_ms]")
         _, _, seq, floor, code, args, timeout_ms = frame
         if (type(seq) is not int or type(floor) is not int or type(code) is not int
                 or not isinstance(args, list) or seq < 1 or floor < 0 or seq >= 2**63):
             raise P.RequestRefused("seq, floor and code are ints (seq >= 1) and args a list")
-        timeout = self._timeout(timeout_ms)
+        timeout = self.timeout(timeout_ms)
         refusal = conn.op_refusal(code, args)
         if refusal is not None:
             raise P.PermissionDenied(refusal)
@@ -380,14 +361,16 @@ class ClientServer:
             self._fair.add(conn, conn.session, pending)
 
     def _propose(self, conn: ClientConnection, rid: int, code: int, args: list[Any],
-                 timeout: float) -> bool:
-        """Propose through the member's replica; the answer goes out once it applied."""
+                 timeout: float, answer: Answering | None = None) -> bool:
+        """Propose through the member's replica; the answer goes out once it applied
+        (``answer``: :meth:`_answer` or one in its place)."""
         driver = self.node.driver
+        reply = self._answer if answer is None else answer
         try:
             if not driver.running or driver.disk_error is not None:
                 driver.propose(code, args, timeout=timeout)  # raises why it cannot
             driver.replica.propose(code, args, timeout=timeout,
-                                   on_done=lambda result, error: self._answer(
+                                   on_done=lambda result, error: reply(
                                        conn, rid, result, error))
         except Exception as exc:  # not running, no disk, a value replicas would refuse
             self._fail(conn, rid, exc)
@@ -398,7 +381,7 @@ class ClientServer:
     def _barrier(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
         if len(frame) != 3:
             raise P.RequestRefused("a barrier is [id, BARRIER, timeout_ms]")
-        timeout = self._timeout(frame[2])
+        timeout = self.timeout(frame[2])
 
         def propose() -> None:
             if not self._propose(conn, rid, ops.BARRIER, [], timeout):

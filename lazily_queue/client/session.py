@@ -24,7 +24,6 @@ from ..errors import MessageTooLarge, OperationFailed, UnsupportedOperation
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
-from ..replicated.client_sessions import new_session_id
 from ..replicated.results import decode_result
 from ..replicated.state_machine import CLIENT_WINDOW
 from ..storage.runs import together
@@ -33,6 +32,7 @@ from .budget import Budget
 from .link import Answer, Link
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
+from .registration import Registering, unknown_session
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,10 @@ class _Op:
             self.session._answered(link, self, answer)
 
 
-class Session:
+class Session(Registering):
     """A client's outstanding operations (module docstring); the
     :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
+    Its id is registered by the cluster (:mod:`.registration`).
 
     ``link()`` is the current link (``None`` while unlinked), ``drop(link, reason)``
     leaves a member that cannot commit, ``unreachable(what)`` builds the error of an
@@ -86,9 +87,14 @@ class Session:
     def __init__(
         self, *, owner: str, max_in_flight: int, link: Callable[[], Link | None],
         drop: Callable[[Link, str], None], unreachable: Callable[[str], Exception],
+        register_timeout: float = 10.0,
     ) -> None:
-        #: Random, tagged with the client's name (:mod:`...replicated.client_sessions`).
-        self.id = new_session_id(owner)
+        #: Registered by the cluster, tagged with the client's name ``owner``
+        #: (:mod:`...replicated.session_register`); 0 until then.
+        self.id = 0
+        self.register_timeout = register_timeout
+        #: The link a registration was asked on, until its answer.
+        self._registering: Link | None = None
         self.open = False
         self._link = link
         self._drop = drop
@@ -121,15 +127,18 @@ class Session:
         for op in waiting:
             if not op.done:
                 self._send(link, op)
+        if not self.id and self._ops:
+            self._register(link)
 
     @property
     def proposed(self) -> bool:
         """Whether an op was proposed under this session id."""
-        return self._next_seq > 1
+        return self.id != 0 and self._next_seq > 1
 
     def renew(self, owner: str) -> None:
-        """Take a fresh session id (the cluster ended this one); only while closed."""
-        self.id, self._next_seq, self._low = new_session_id(owner), 1, 1
+        """Leave the session (the cluster ended it): the next op registers another;
+        only while closed."""
+        self.id, self._next_seq, self._low = 0, 1, 1
 
     def unlinked(self) -> None:
         for op in self._ops.values():
@@ -138,6 +147,7 @@ class Session:
     def close(self) -> None:
         """Fail every outstanding operation with :class:`ClientClosed`."""
         self.open = False
+        self._registering = None
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
@@ -231,6 +241,9 @@ class Session:
         return low
 
     def _send(self, link: Link, op: _Op) -> None:
+        if not self.id:  # sent once registered
+            self._register(link)
+            return
         if op.code == ops.GROUP_DECLARE and not self._serves_groups(link, op):
             return
         if len(op.args) + P.OP_FRAME_OVERHEAD > P.MIN_REQUEST_BYTES and not self._fits(link, op):
@@ -308,6 +321,9 @@ class Session:
                 result = decode_result(payload)
             except Exception:
                 self._drop(link, "the member sent an unreadable result")
+                return
+            if unknown_session(result):
+                self._forgotten(link, op)
                 return
             self._resolve(op, result)
             return

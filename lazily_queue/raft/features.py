@@ -80,6 +80,11 @@ SESSION_END_FEATURE = "client-session-end-v1"
 #: their deadlines as their rules (an expiry record's retained form): an older member
 #: could not install such a snapshot.
 GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v1"
+#: A client session is registered (``SESSION_REGISTER``, snapshot section
+#: ``registered_sessions``) and an op under a registered id not held is refused: an older
+#: member would answer the register ``unknown_op`` and open such a session at its first
+#: op while the others refuse it, and diverge.
+SESSION_REGISTER_FEATURE = "client-session-register-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
@@ -87,4 +92,4 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
                                SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
-                               GROUP_RUN_SNAPSHOT_FEATURE})
+                               GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE})

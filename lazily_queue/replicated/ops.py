@@ -28,6 +28,7 @@ MEMBER_FORGET = 13  # [node_id, address?]: drop a node's replicated address (if 
 CLIENT_ALIVE = 14  # [[session, ...]]: these client sessions are alive (.ephemeral_owners)
 EPHEMERAL_REAP = 15  # [grace_ms]: end the ephemeral subscriptions of stale client sessions
 SESSION_END = 16  # []: a client's last op, ending the session it is applied in (.session_end)
+SESSION_REGISTER = 17  # [owner_tag]: register a client session; answers its id (.session_register)
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -122,6 +123,7 @@ OP_NAMES: dict[int, str] = {
     CLIENT_ALIVE: "client_alive",
     EPHEMERAL_REAP: "ephemeral_reap",
     SESSION_END: "session_end",
+    SESSION_REGISTER: "session_register",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

@@ -26,7 +26,9 @@ part of the snapshot (:mod:`.state_snapshot`).
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
 A client closing cleanly ends its session with its last op; later ops under it are
-refused (:mod:`.session_end`).
+refused (:mod:`.session_end`). A client session is registered by a replicated op, and
+an op under a registered id the table does not hold is refused, never applied
+(:mod:`.session_register`).
 
 Every applied op on an object named in ``tap`` (``(kind, name)`` pairs) is also
 reported as an :class:`~.events.OpApplied` event: a member serving clients forwards
@@ -54,7 +56,7 @@ from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import ephemeral_owners, session_end, state_snapshot
+from . import ephemeral_owners, session_end, session_register, state_snapshot
 from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
 from .client_sessions import ClientSessions
 from .dedup import DedupKey
@@ -67,6 +69,7 @@ from .ops import (
     MESSAGE_OPS,
     ONCE_OPS,
     SESSION_END,
+    SESSION_REGISTER,
     TXN,
     OpError,
     OpRefused,
@@ -110,8 +113,11 @@ class StateMachine:
     ``DEDUP_LIMITS`` op changes them (:mod:`.dedup`), so every replica agrees.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_client_sessions: int | None = None) -> None:
         self.now = 0
+        #: Client sessions kept at most, when not :data:`MAX_CLIENT_SESSIONS` (every
+        #: replica of a cluster keeps the same bound).
+        self.max_client_sessions = max_client_sessions
         self.dedup: DedupWindow[DedupKey] = DedupWindow()
         self.queues: dict[str, Fifo[Any]] = {}
         self.topics: dict[str, TopicCore[Any]] = {}
@@ -136,6 +142,8 @@ class StateMachine:
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
         #: Client sessions ended lately (:mod:`.session_end`).
         self.ended = session_end.EndedSessions()
+        #: Client sessions registered so far (:mod:`.session_register`).
+        self.registrations = 0
         #: The bytes of results the sessions keep (:mod:`.session_results`).
         self.kept = KeptResults()
         self.events: list[Event] = []
@@ -160,7 +168,9 @@ class StateMachine:
             return OpError("malformed_command", str(exc))
         session = self.sessions.get(session_id)
         if session is None:
-            session = (self._open_client_session(session_id)
+            if session_register.registered(session_id):
+                return session_register.UNKNOWN
+            session = (self.open_client_session(session_id)
                        if session_id > CLIENT_SESSION_BASE else Session())
             self.sessions[session_id] = session
         else:
@@ -263,7 +273,10 @@ class StateMachine:
                     if self._again:  # its session was dropped since: never applied twice
                         results.append(NOT_KEPT)
                         continue
-                    session = self._open_client_session(sid)
+                    if session_register.registered(sid):  # forgotten: never opened by an op
+                        results.append(session_register.UNKNOWN)
+                        continue
+                    session = self.open_client_session(sid)
                 else:
                     self.sessions.move_to_end(sid)
                 session.seen = self.now
@@ -281,6 +294,9 @@ class StateMachine:
                     "session_window", f"op {seq} is more than {CLIENT_WINDOW} ahead of its "
                     f"session's floor {session.floor}; it was not applied"))
                 continue
+            if code == SESSION_REGISTER:
+                results.append(session_register.IN_SESSION)
+                continue
             if code == SESSION_END:
                 self._drop_client(sid)
                 self.ended.add(sid, self.now)
@@ -296,13 +312,13 @@ class StateMachine:
             results.append(result)
         return results
 
-    def _open_client_session(self, sid: int) -> Session:
-        """A new client session; at the bound, the least recently seen session of the
-        client holding the most is dropped (:mod:`.client_sessions`)."""
+    def open_client_session(self, sid: int) -> Session:
+        """A new client session, seen now; at the bound, the least recently seen session
+        of the client holding the most is dropped (:mod:`.client_sessions`)."""
         clients = self.client_counts
-        if clients.total >= MAX_CLIENT_SESSIONS:
+        if clients.total >= (self.max_client_sessions or MAX_CLIENT_SESSIONS):
             self._drop_client(clients.victim(self.sessions))
-        session = self.sessions[sid] = Session()
+        session = self.sessions[sid] = Session(seen=self.now)
         clients.opened(sid)
         return session
 

@@ -271,7 +271,8 @@ async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
             real_hello(self, conn, rid, frame)
             return
         answered.add(id(conn))
-        conn.session = frame[3]
+        conn.session = frame[3] or None  # 0: it registers one
+        conn.protocol, conn.greeted = frame[2], True
         conn.send([rid, P.OK, {"node": self.node.node_id, "cluster": self.node.cluster,
                                "leader": None}])
 

@@ -12,6 +12,7 @@ import pytest
 
 from lazily_queue import PermissionDenied
 from lazily_queue.reactive import Effect
+from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.test_client_cluster import (
     client_of,
     cluster_with_clients,
@@ -306,7 +307,9 @@ async def test_a_client_of_the_previous_protocol_mirrors_a_group_item_by_item(
             return capture(*args, runs=runs)
 
         monkeypatch.setattr(objects, "capture", noted)
-        async with client_of(addresses) as client:
+        older = client_of(addresses)
+        older.session.id = new_session_id(older.credentials.name)  # it chooses its own
+        async with older as client:
             group = client.topic("orders").group("audit")
             for _ in range(100):  # its mirror installs when its member answers the watch
                 if group.lag():

@@ -11,6 +11,7 @@ import pytest
 from lazily_queue.client import protocol as P
 from lazily_queue.client.session import Session
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.session_register import REGISTERED_BASE
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -39,6 +40,7 @@ def _session(link: RecordingLink) -> Session:
     session = Session(owner="web", max_in_flight=64, link=lambda: link,  # type: ignore[arg-type, return-value]
                       drop=lambda _link, _reason: None, unreachable=RuntimeError)
     session.open = True
+    session.id = REGISTERED_BASE + 1  # registered
     return session
 
 
@@ -61,4 +63,76 @@ async def test_the_floor_is_the_oldest_unanswered_op_whatever_the_answer_order()
     link.answer(8, 8)
     assert [f.result() for f in futures] == ["one", "two", 3, "four", 5]
     assert await last == 8
+    session.close()
+
+
+class RegisteringLink(RecordingLink):
+    """A greeted link that keeps each registration's answer callback, and each op's."""
+
+    greeted = True
+    open = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registers: list[Callable[[Any], None]] = []
+        self.forgotten: list[int] = []
+
+    def request(self, frame: list[Any], on_answer: Callable[[Any], None]) -> int:
+        assert frame[0] == P.REGISTER
+        self.registers.append(on_answer)
+        return 0
+
+    def forget(self, rid: int) -> None:
+        self.forgotten.append(rid)
+
+
+UNKNOWN = [3, "session_unknown", "this client session is not held by the cluster"]
+
+
+async def test_ops_wait_for_the_registered_id_and_go_once_it_is_known() -> None:
+    link = RegisteringLink()
+    session = _session(link)
+    session.id = 0
+    futures = [session.propose(ops.QUEUE_PUSH, ["q", i], timeout=30)[1] for i in range(3)]
+    assert link.sent == {} and len(link.registers) == 1  # one registration for all
+    link.registers[0]((P.OK, [0, REGISTERED_BASE + 7]))
+    assert session.id == REGISTERED_BASE + 7 and sorted(link.sent) == [1, 2, 3]
+    for seq in (1, 2, 3):
+        link.answer(seq, None)
+    assert [await f for f in futures] == [None, None, None]
+    session.close()
+
+
+async def test_a_forgotten_session_fails_the_ops_that_may_have_applied_and_renews() -> None:
+    link = RegisteringLink()
+    session = _session(link)
+    _, first = session.propose(ops.QUEUE_PUSH, ["q", "in flight"], timeout=30)
+    _, second = session.propose(ops.QUEUE_PUSH, ["q", "refused"], timeout=30)
+    retried, third = session.propose(ops.QUEUE_PUSH, ["q", "retried"], timeout=30)
+    retried.unknown = True  # an earlier attempt's link ended unanswered
+    link.sent[2][1]((P.OK, UNKNOWN))  # refused: the cluster forgot the session
+    with pytest.raises(P.SessionForgotten, match="outcome is unknown") as failed:
+        await first
+    assert failed.value.applied is None and "queue_push" in str(failed.value)
+    with pytest.raises(P.SessionForgotten):  # in flight too: failed at once
+        await third
+    assert sorted(link.forgotten) == [1, 2, 3]  # no late answer of the old session is taken
+    assert session.id == 0 and len(link.registers) == 1
+    link.sent.clear()
+    link.registers[0]((P.OK, [0, REGISTERED_BASE + 9]))  # a new session, from seq 1
+    assert sorted(link.sent) == [1] and link.sent[1][0] == 1
+    link.answer(1, None)
+    assert await second is None  # it applied nowhere: sent again under the new one
+    session.close()
+
+
+async def test_a_refused_registration_fails_the_waiting_ops_unapplied() -> None:
+    link = RegisteringLink()
+    session = _session(link)
+    session.id = 0
+    _, future = session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    link.registers[0]((P.ERROR, ["refused", "session_register: no more ids"]))
+    with pytest.raises(P.RequestRefused, match="could not register a session") as failed:
+        await future
+    assert "not applied" in str(failed.value)
     session.close()

@@ -13,6 +13,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.session import Session
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.session_register import REGISTERED_BASE
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -40,6 +41,7 @@ class _Client:
         self.session = Session(owner="web", max_in_flight=8, link=lambda: self.link,  # type: ignore[arg-type, return-value]
                                drop=lambda _link, _reason: None, unreachable=RuntimeError)
         self.session.open = True
+        self.session.id = REGISTERED_BASE + 1  # registered
 
     def relink(self) -> _Link:
         """The link ends before answering (what it sent may have applied); a new one."""

@@ -207,7 +207,7 @@ def test_a_snapshot_keeping_more_than_the_bound_is_brought_within_it() -> None:
 ])
 def test_a_results_size_is_the_same_after_a_snapshot(result: Any) -> None:
     sm = StateMachine()
-    sm.kept.keep(sm.sessions, sm._open_client_session(CLIENT), 1, result)
+    sm.kept.keep(sm.sessions, sm.open_client_session(CLIENT), 1, result)
     restored = StateMachine()
     restored.restore(sm.capture())
     assert restored.sessions[CLIENT].sizes == sm.sessions[CLIENT].sizes

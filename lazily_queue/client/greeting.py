@@ -1,0 +1,73 @@
+"""A member greeting a client: the session its hello names (:func:`session_of`), and
+registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
+``SESSION_REGISTER`` with the client's owner tag as the member's own op
+(:mod:`..replicated.session_register`) and answers the new session id once it applied;
+the link's ops go under that id from then on (a later link names it in its hello)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..replicated import ops
+from ..replicated.client_sessions import CLIENT_SESSION_BASE, OWNER_SHIFT, owner_of, owner_tag
+from ..replicated.ops import OpError
+from ..replicated.session_register import REGISTERED_BASE
+from . import protocol as P
+from .connection import ClientConnection
+
+if TYPE_CHECKING:
+    from .server import ClientServer
+
+#: How a proposal's outcome is answered: ``(conn, rid, result, error)``.
+Answering = Callable[[ClientConnection, int, Any, BaseException | None], None]
+
+
+def register(server: ClientServer, conn: ClientConnection, rid: int,
+             frame: list[Any]) -> bool:
+    """Serve one ``REGISTER``; True when its answer will release its slots later."""
+    if not conn.greeted or conn.protocol < 5:
+        raise P.RequestRefused("REGISTER follows a HELLO of client protocol 5 or newer")
+    if len(frame) != 3:
+        raise P.RequestRefused("a register is [id, REGISTER, timeout_ms]")
+    timeout = server.timeout(frame[2])
+
+    def answer(conn: ClientConnection, rid: int, result: Any,
+               error: BaseException | None) -> None:
+        if error is None and isinstance(result, OpError):
+            error = P.RequestRefused(f"session_register: {result.message}")
+        elif error is None and type(result) is int:
+            conn.session = result
+        server._answer(conn, rid, result, error)
+
+    return server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
+                           timeout, answer)
+
+
+def session_of(conn: ClientConnection, frame: list[Any]) -> int | None:
+    """The session a hello names (``None``: none registered yet); raises
+    :class:`~.protocol.RequestRefused`."""
+    if len(frame) != 4:
+        raise P.RequestRefused(f"hello must be [id, HELLO, {P.VERSION}, session]")
+    if type(frame[2]) is not int or frame[2] not in P.SERVED_VERSIONS:
+        fix = ("upgrade the client to the members' lazily-queue version"
+               if type(frame[2]) is int and frame[2] < min(P.SERVED_VERSIONS) else
+               "upgrade the members to the client's lazily-queue version or a newer one "
+               "(members serve clients of their version and older ones)")
+        raise P.RequestRefused(
+            f"this member speaks client protocols {list(P.SERVED_VERSIONS)}, the client "
+            f"{frame[2]!r}: {fix}")
+    session = frame[3]
+    if frame[2] >= 5 and session == 0:
+        return None  # it registers one (REGISTER)
+    top = 2**64 if frame[2] >= 5 else REGISTERED_BASE  # older clients choose random ids
+    if type(session) is not int or not CLIENT_SESSION_BASE < session < top:
+        raise P.RequestRefused(f"a client session id is an int in ({CLIENT_SESSION_BASE}, "
+                               f"{top}), or 0 for none yet (protocol 5)")
+    name = conn.grant.name
+    if owner_of(session) != owner_tag(name):
+        raise P.RequestRefused(
+            f"session id {session} is not tagged as client {name!r}'s (its bits "
+            f"{OWNER_SHIFT}-{OWNER_SHIFT + 15} must be {owner_tag(name)}); a client makes "
+            "its session ids with lazily_queue.connect")
+    return session

@@ -1,0 +1,139 @@
+"""A client's session registration (client protocol 5): a mixin of
+:class:`~.session.Session`.
+
+The session has no id until the cluster registers one (:mod:`..replicated.session_register`):
+its first op waiting on a greeted link asks the member (``REGISTER``, one commit at the
+session's start, none per op), and its ops go once the id is known. The cluster refuses
+an op under a registered session it no longer holds (``session_unknown``: idle for an
+hour, given up for the bound on client sessions, or its end forgotten) and never applies
+it. Then every op that may have applied (an attempt sent and unanswered, or answered
+by none) fails with :class:`~.protocol.SessionForgotten`, its outcome unknown; the others
+were applied nowhere, and go again, renumbered, under a new session registered at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..replicated import ops
+from ..replicated.results import decode_result
+from ..replicated.session_register import REGISTERED_BASE
+from ..replicated.state_machine import MAX_CLIENT_SESSIONS
+from . import protocol as P
+from .link import Answer, Link
+
+if TYPE_CHECKING:
+    from .session import _Op
+
+#: The code of the state machine's answer to an op under a session it does not hold.
+UNKNOWN_SESSION = "session_unknown"
+
+
+def forgotten_error(op: _Op) -> P.SessionForgotten:
+    """What an op that may have applied under a forgotten session fails with."""
+    return P.SessionForgotten(
+        f"{ops.op_name(op.code)}: the cluster forgot this client's session while the "
+        "operation was in flight (the session was idle for an hour, given up for the bound "
+        f"of {MAX_CLIENT_SESSIONS} client sessions while this client held the most, or its "
+        "end forgotten); its outcome is unknown (an earlier attempt may have applied): read "
+        "the object's state to learn whether it did. The client registered a new session "
+        "for its other operations; to keep sessions, open fewer clients under one name",
+        applied=None)
+
+
+class Registering:
+    """Registers the session's id and replaces a forgotten one (module docstring)."""
+
+    id: int
+    open: bool
+    register_timeout: float
+    _registering: Link | None
+    _ops: dict[int, _Op]
+    _next_seq: int
+    _low: int
+    _held: deque[_Op]
+    _ungreeted: list[_Op]
+    _link: Callable[[], Link | None]
+    _drop: Callable[[Link, str], None]
+
+    def relinked(self, link: Link) -> None:
+        raise NotImplementedError
+
+    def _finish(self, op: _Op, error: Exception | None) -> None:
+        raise NotImplementedError
+
+    def _register(self, link: Link) -> None:
+        """Ask ``link``'s member for a session id, unless one is known or asked for."""
+        if self.id or self._registering is link or not link.greeted or not link.open:
+            return
+        self._registering = link
+        timeout_ms = min(3_600_000, max(1, math.ceil(self.register_timeout * 1000)))
+        link.request([P.REGISTER, timeout_ms], lambda answer: self._registered(link, answer))
+
+    def _registered(self, link: Link, answer: Answer) -> None:
+        if self._registering is link:
+            self._registering = None
+        if answer is None or self.id or not self.open:
+            return  # the link ended: the next one registers
+        status, payload = answer
+        if status == P.OK:
+            payload = _decoded(payload)
+            if type(payload) is not int or payload < REGISTERED_BASE:
+                self._drop(link, "the member answered the register with no session id")
+                return
+            link.served = True
+            self.id = payload
+            if self._link() is link:
+                self.relinked(link)  # every waiting op goes, in order
+            return
+        code, message, *details = payload if isinstance(payload, list) and len(
+            payload) >= 2 else ("refused", payload)
+        if code not in P.REFUSALS:  # no commit there (or none in time): another member
+            link.cannot_commit = code in P.RETRYABLE
+            self._drop(link, f"registering a session: {code}: {message}")
+            return
+        link.served = True
+        for op in sorted(self._ops.values(), key=_seq):  # none was sent
+            error = P.error_of(code, message, *details, op=ops.op_name(op.code))
+            self._finish(op, type(error)(f"{error}; the client could not register a session "
+                                         "for it, and it was not applied"))
+
+    def _forgotten(self, link: Link, answered: _Op) -> None:
+        """``answered`` was refused: the cluster no longer holds this session."""
+        self.id = 0
+        self._held.clear()
+        self._ungreeted.clear()
+        kept: list[_Op] = []
+        for op in sorted(self._ops.values(), key=_seq):
+            if op.unknown if op is answered else op.maybe_applied():
+                self._finish(op, forgotten_error(op))
+            else:
+                kept.append(op)
+        self._ops = {}
+        for seq, op in enumerate(kept, 1):
+            if op.rid:
+                link.forget(op.rid)
+            op.seq, op.rid = seq, 0
+            self._ops[seq] = op
+        self._next_seq, self._low = len(kept) + 1, 1
+        if kept:
+            self._register(link)
+
+
+def _seq(op: _Op) -> int:
+    return op.seq
+
+
+def _decoded(payload: Any) -> Any:
+    try:
+        return decode_result(payload)
+    except Exception:  # unreadable: no id
+        return None
+
+
+def unknown_session(result: Any) -> bool:
+    """Whether ``result`` is the refusal of an op under a session the cluster forgot."""
+    return type(result) is ops.OpError and result.code == UNKNOWN_SESSION

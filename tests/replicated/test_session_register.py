@@ -1,0 +1,157 @@
+"""``SESSION_REGISTER``: a client session is opened by a replicated op; an op under a
+registered id the table does not hold (expired, given up for the bound, its end
+forgotten) is refused and never applied, so a retry is never applied twice."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+import pytest
+
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.replicated import ops, session_end, session_register
+from lazily_queue.replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
+from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+from lazily_queue.replicated.state_machine import (
+    CLIENT_SESSION_BASE,
+    MAX_CLIENT_SESSIONS,
+    SESSION_TTL_MS,
+    StateMachine,
+)
+
+_members = count(1)
+WEB = owner_tag("web")
+
+
+def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[Any]:
+    result = sm.apply(encode_command(next(_members), 0,
+                                     [[i + 1, *op] for i, op in enumerate(op_list)]), stamp)
+    assert isinstance(result, list)
+    return result
+
+
+def _client(sm: StateMachine, session: int, seq: int, code: int, *args: Any,
+            stamp: int = 1_000) -> Any:
+    return _apply(sm, [ops.CLIENT_OP, session, seq, 0, code, *args], stamp=stamp)[0]
+
+
+def _register(sm: StateMachine, tag: int = WEB, stamp: int = 1_000) -> int:
+    sid = _apply(sm, [ops.SESSION_REGISTER, tag], stamp=stamp)[0]
+    assert type(sid) is int
+    return sid
+
+
+def _machine(max_client_sessions: int | None = None) -> StateMachine:
+    sm = StateMachine(max_client_sessions)
+    _apply(sm, [ops.QUEUE_DECLARE, "q", None])
+    return sm
+
+
+def test_a_registered_id_is_new_at_every_registration_and_tagged_with_its_client() -> None:
+    sm = _machine()
+    first, again = _register(sm), _register(sm)  # a delayed duplicate of the same register
+    other = _register(sm, owner_tag("mobile"))
+    assert len({first, again, other}) == 3
+    assert all(sid >= REGISTERED_BASE and sid in sm.sessions for sid in (first, again, other))
+    assert owner_of(first) == owner_of(again) == WEB and owner_of(other) == owner_tag("mobile")
+    assert sm.client_counts.by_owner[WEB] == 2
+
+
+def test_a_retry_after_its_session_expired_is_refused_and_not_applied_again() -> None:
+    sm = _machine()
+    sid = _register(sm)
+    assert _client(sm, sid, 1, ops.QUEUE_PUSH, "q", "x") is None
+    _apply(sm, [ops.BARRIER], stamp=1_000 + SESSION_TTL_MS + 1)
+    assert sid not in sm.sessions
+    assert _client(sm, sid, 1, ops.QUEUE_PUSH, "q", "x", stamp=1_000 + SESSION_TTL_MS + 2) \
+        == UNKNOWN
+    assert sm.queues["q"].elements() == ["x"]
+    assert sid not in sm.sessions  # the refusal opened no session
+
+
+def test_a_retry_after_its_session_was_given_up_for_the_bound_is_refused() -> None:
+    sm = _machine()
+    sid = _register(sm)
+    assert _client(sm, sid, 1, ops.QUEUE_PUSH, "q", "x") is None
+    for _ in range(MAX_CLIENT_SESSIONS):  # the same client opens sessions without end
+        _register(sm)
+    assert sid not in sm.sessions and sm.client_counts.total == MAX_CLIENT_SESSIONS
+    assert _apply(sm, [ops.CLIENT_OPS, sid, 0, [1, ops.QUEUE_PUSH, "q", "x"],
+                       [2, ops.QUEUE_PUSH, "q", "y"]]) == [[UNKNOWN, UNKNOWN]]
+    assert sm.queues["q"].elements() == ["x"]
+
+
+def test_a_retry_after_its_ended_id_was_forgotten_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_end, "ENDED_KEPT", 8)
+    sm = _machine()
+    sid = _register(sm)
+    assert _client(sm, sid, 1, ops.QUEUE_PUSH, "q", "x") is None
+    assert _client(sm, sid, 2, ops.SESSION_END) is None
+    for _ in range(8):  # the client cycles sessions: its ended id is pushed out
+        _client(sm, _register(sm), 1, ops.SESSION_END)
+    assert sid not in sm.ended and sid not in sm.sessions
+    assert _client(sm, sid, 1, ops.QUEUE_PUSH, "q", "x") == UNKNOWN
+    assert sm.queues["q"].elements() == ["x"]
+
+
+def test_the_random_ids_of_older_clients_still_open_their_session_at_their_first_op() -> None:
+    sm = _machine()
+    legacy = CLIENT_SESSION_BASE + (WEB << OWNER_SHIFT) + 12345
+    assert _client(sm, legacy, 1, ops.QUEUE_PUSH, "q", "x") is None
+    assert legacy in sm.sessions
+
+
+def test_register_is_refused_inside_a_session_and_when_malformed() -> None:
+    sm = _machine()
+    sid = _register(sm)
+    assert _client(sm, sid, 1, ops.SESSION_REGISTER, WEB) == session_register.IN_SESSION
+    assert sm.registrations == 1
+    for bad in ([], [-1], [0x10000], ["web"], [WEB, 1]):
+        result = _apply(sm, [ops.SESSION_REGISTER, *bad])[0]
+        assert isinstance(result, ops.OpError) and result.code == "malformed_session_register"
+    assert sm.registrations == 1
+
+
+def test_a_batch_under_an_unknown_registered_id_is_refused() -> None:
+    sm = _machine()
+    result = sm.apply(encode_command(REGISTERED_BASE + 5, 0, [[1, ops.QUEUE_PUSH, "q", "x"]]),
+                      1_000)
+    assert result == UNKNOWN and sm.queues["q"].elements() == []
+
+
+def test_registrations_survive_a_snapshot_and_a_restored_replica_registers_alike() -> None:
+    live = _machine()
+    sid = _register(live)
+    _client(live, sid, 1, ops.QUEUE_PUSH, "q", "x")
+    doc = live.capture()
+    assert doc["registered_sessions"] == 1
+    restored = StateMachine()
+    restored.restore(doc)
+    assert _register(restored) == _register(live) != sid
+    assert "registered_sessions" not in StateMachine().capture()
+
+
+@pytest.mark.parametrize("section, problem", [
+    ("x", "is not a count of registrations"),
+    (-1, "is not a count of registrations"),
+    (True, "is not a count of registrations"),
+    (2**OWNER_SHIFT, "is not a count of registrations"),
+])
+def test_a_malformed_registered_sessions_section_is_refused_by_name(section: Any,
+                                                                    problem: str) -> None:
+    doc = _machine().capture()
+    doc["registered_sessions"] = section
+    with pytest.raises(ValueError, match=f"registered_sessions.*{problem}"):
+        StateMachine().validate(doc)
+
+
+def test_a_snapshot_holding_a_session_registered_past_its_count_is_refused() -> None:
+    sm = _machine()
+    _register(sm)
+    _register(sm)
+    doc = sm.capture()
+    doc["registered_sessions"] = 1
+    with pytest.raises(ValueError, match="registered after the 1 registrations"):
+        StateMachine().validate(doc)
