@@ -252,8 +252,8 @@ MUTATIONS = [
         "a client opening sessions without end only drops its own, never another's"),
     Mutation(
         "client-hello-takes-another-clients-session", "lazily_queue/client/greeting.py",
-        "        if owner_of(session) != owner_tag(name):\n",
-        "        if False:\n",
+        "    if owner_of(session) != owner_tag(name):\n",
+        "    if False:\n",
         ("tests/client/test_client_access.py::"
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "a client's hello may only name a session tagged as its own"),
