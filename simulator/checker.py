@@ -72,6 +72,7 @@ from .limits_model import LIMITED, LimitedClient, LimitsModel
 from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .queue_options import OPTIONS_QUEUE, OptionsModel
+from .registered_sessions import REG_QUEUE, RegisteredSessionsModel
 from .topic_checks import TopicChecks, TopicSub
 from .topic_options import TopicOptionsModel
 from .txn import TxnModel
@@ -130,6 +131,7 @@ class Checker(TopicChecks):
         self.topic_options = TopicOptionsModel()
         self.txn_options = TxnOptionsModel()
         self.ephemeral = EphemeralSessionsModel()
+        self.registered = RegisteredSessionsModel()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -148,10 +150,12 @@ class Checker(TopicChecks):
                     self.fail(f"op {op.session:x}/{op.seq} appears twice in batch {op.index}")
                 if not (op.result == first.result or (
                         isinstance(op.result, OpError)
-                        and op.result.code in ("duplicate", "session_ended"))):
+                        and op.result.code in ("duplicate", "session_ended",
+                                               "session_unknown"))):
                     self.fail(f"retried op {op.session:x}/{op.seq} (index {op.index}) returned "
                               f"{op.result!r}, first {first.result!r} at {first.index}")
                 self.deduplicated += 1
+                self.registered.retried(op)
                 continue
             seen[(op.session, op.seq)] = op
             self.ops += 1
@@ -177,6 +181,9 @@ class Checker(TopicChecks):
             return
         if self.ephemeral.handles(op):
             self.ephemeral.apply(op, self.now)
+            return
+        if self.registered.handles(op):
+            self.registered.apply(op)
             return
         if self.txn_options.handles(op):
             self.txn_options.apply(op, self.now)
@@ -306,7 +313,7 @@ class Checker(TopicChecks):
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None and (
-                            obs.args[0] not in (TTL_QUEUE, OPTIONS_QUEUE)
+                            obs.args[0] not in (TTL_QUEUE, OPTIONS_QUEUE, REG_QUEUE)
                             and obs.args[0] not in LIMITED):
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:
@@ -344,6 +351,7 @@ class Checker(TopicChecks):
         self.topic_options.check_final(state)
         self.txn_options.check_final(state)
         self.ephemeral.check_final(state)
+        self.registered.check_final(state)
         queue = state.get("queues", {}).get(QUEUE)
         if self.queue is not None:
             elements = [] if queue is None else queue[2]

@@ -57,6 +57,8 @@ class History:
     #: Per client op ``(session, seq)`` whose inner op ran: the index it ran at.
     client_runs: dict[tuple[int, int], int] = field(default_factory=dict)
     client_ops: int = 0
+    #: The bound on client sessions the replicas keep, when not the default.
+    max_client_sessions: int | None = None
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
                results: Any, ran: tuple[tuple[int, int], ...] = ()) -> None:
@@ -163,6 +165,10 @@ class RecordingStateMachine(StateMachine):
         result = super()._apply_plain(code, args)
         self._checked(check_drop, before, stale, False)
         return result
+
+    def open_client_session(self, sid: int) -> Any:
+        self.max_client_sessions = self.history.max_client_sessions
+        return super().open_client_session(sid)
 
     def _drop_client(self, sid: int) -> None:
         self._inner_ran = True  # a session's end runs no inner op but drops it

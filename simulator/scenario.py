@@ -95,6 +95,10 @@ class Scenario:
     #: Cluster clients owning ephemeral subscriptions that end their session or crash
     #: (:mod:`.ephemeral_sessions`), seeded apart likewise.
     ephemeral_sessions: int = 0
+    #: Cluster clients registering their sessions, with few client sessions kept so theirs
+    #: are given up while their retries are on the way (:mod:`.registered_sessions`),
+    #: seeded apart likewise.
+    registered_sessions: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -157,6 +161,7 @@ def generate(seed: int) -> Scenario:
     s.txn_options_clients = 1
     s.txn_ttl = True
     s.ephemeral_sessions = 2
+    s.registered_sessions = 2
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

@@ -31,9 +31,16 @@ from .history import Violation
 from .limits_model import LimitedClient
 from .once import OnceProducer
 from .queue_options import OptionsClient
+from .registered_sessions import RegisteringClient, session_bound
 from .replay_time import TimeReplayer
 from .scenario import Scenario
-from .session_client import SessionConsumer, SessionGroupMember, SessionProducer, SessionWorker
+from .session_client import (
+    SessionClient,
+    SessionConsumer,
+    SessionGroupMember,
+    SessionProducer,
+    SessionWorker,
+)
 from .stats import checked_stats
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
@@ -164,6 +171,8 @@ class Simulation:
              lambda cid, r, i: TxnOptionsClient(cid, c, r, ttl=self.s.txn_ttl)),
             (self.s.ephemeral_sessions, 7963, 419, "es",
              lambda cid, r, i: EphemeralSessionClient(cid, c, r)),
+            (self.s.registered_sessions, 7993, 431, "rs",
+             lambda cid, r, i: RegisteringClient(cid, c, r)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):
@@ -171,6 +180,10 @@ class Simulation:
                 own = make(f"{prefix}{i + 1}", rng, i)
                 self.clients.append(own)
                 c.every(0.05 + rng.uniform(0, 0.05), _period(rng), own.act)
+        if self.s.registered_sessions:  # before any op applies: every replica alike
+            c.history.max_client_sessions = session_bound(sum(
+                isinstance(cl, SessionClient) and not isinstance(cl, RegisteringClient)
+                for cl in self.clients))
 
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""

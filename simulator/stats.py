@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .cancelled_pops import CancellingConsumer
+from .registered_sessions import RegisteringClient
 from .session_client import SessionClient, SessionGroupMember, SessionProducer
 
 if TYPE_CHECKING:
@@ -60,4 +61,8 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["reaps"] = checker.ephemeral.reaps
     stats["ephemeral_removed"] = checker.ephemeral.removed
     stats["takeovers"] = checker.ephemeral.takeovers
+    stats["registered"] = checker.registered.registered
+    stats["forgotten_refused"] = checker.registered.refused
+    stats["late_retries"] = sum(cl.late_retries for cl in sim.clients
+                                if isinstance(cl, RegisteringClient))
     return stats

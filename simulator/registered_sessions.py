@@ -1,0 +1,152 @@
+"""Cluster clients with registered sessions, and the model of their queue.
+
+A :class:`RegisteringClient` registers its session (``SESSION_REGISTER``, a member's op:
+the answer is the id), declares :data:`REG_QUEUE` and pushes unique values to it under
+that session, retried across members as every session client's ops are. Now and then it
+registers a new session for its next ops (a client opening another), and it sends an
+op it was answered before again, under the session it was sent in, through any member
+(a retry arriving late). The registering clients share one owner tag, and the scenario
+keeps few client sessions (:func:`session_bound`), so their sessions are given up for
+the bound while such retries, and their own ops, are on the way: an op under a session
+the cluster no longer holds must be refused ``session_unknown``, never applied.
+
+:class:`RegisteredSessionsModel` replays the ops on :data:`REG_QUEUE` in log order: a
+push answered ``None`` applied, one answered ``session_unknown`` did not (a retry of it
+answered otherwise than its first application is caught by the checker's replay, an op
+run twice by the history); at the end the queue holds exactly the applied pushes, each
+once, in order.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.client_sessions import owner_tag
+from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+
+from .client import OK, Host, Observed
+from .history import AppliedOp, Violation
+from .session_client import SessionClient
+
+#: The queue these clients push to (no other client uses it).
+REG_QUEUE = "reg-sessions"
+#: The owner tag all registering clients share.
+REG_TAG = owner_tag("registering")
+#: The share of ops after which a client registers a new session.
+CHURN = 0.2
+#: The share of acts that first send an answered op again.
+LATE_RETRY = 0.3
+#: Client sessions the registering clients may hold beyond the other clients' ones.
+HEADROOM = 4
+
+
+def session_bound(session_clients: int) -> int:
+    """The client sessions a scenario with registering clients keeps: at the bound the
+    registering clients' owner holds the most (at least :data:`HEADROOM`), so only their
+    sessions are given up (the other clients' ids are opened by their ops)."""
+    return session_clients + HEADROOM
+
+
+class RegisteringClient(SessionClient):
+    """Registers its session, pushes under it, registers new ones, retries late."""
+
+    kind = "registering"
+
+    def __init__(self, cid: str, cluster: Host, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.session = 0
+        self.declared = False
+        self.n = 0
+        self.registered = 0
+        #: Ops answered before: ``[code, *args]`` of each attempt, under its session.
+        self.answered_before: list[list[Any]] = []
+        self.late_retries = 0
+        self.forgotten = 0
+
+    def next_op(self) -> None:
+        rng = self.rng
+        if self.answered_before and rng.random() < LATE_RETRY:
+            running = self._running()
+            if running:
+                wrapped = rng.choice(self.answered_before)
+                self.cluster.propose_detached(rng.choice(running), wrapped[0], wrapped[1:],
+                                              timeout=rng.uniform(0.3, 2.0))
+                self.late_retries += 1
+        if self.session == 0:
+            if not self.draining:
+                self.call(C.SESSION_REGISTER, [REG_TAG], self._registered,
+                          timeout=rng.uniform(0.3, 2.0))
+            else:
+                self.stopped = True
+            return
+        super().next_op()
+
+    def _registered(self, obs: Observed) -> None:
+        if obs.outcome == OK and type(obs.result) is int and obs.result >= REGISTERED_BASE:
+            self.session, self.seq = obs.result, 0
+            self.registered += 1
+        else:  # another registration next time (an applied one stays unused)
+            self._move()
+
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        if not self.declared:
+            return C.QUEUE_DECLARE, [REG_QUEUE, None]
+        if self.draining:
+            return None
+        self.n += 1
+        return C.QUEUE_PUSH, [REG_QUEUE, f"{self.cid}:{self.session:x}:{self.n}"]
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        seq = self.seq
+        self.answered_before = [*self.answered_before[-23:],
+                                [C.CLIENT_OP, self.session, seq, seq, code, *args]]
+        if result == UNKNOWN:  # the cluster forgot this session: a new one
+            self.forgotten += 1
+            self.session = 0
+            return
+        if code == C.QUEUE_DECLARE:
+            self.declared = True
+        if self.rng.random() < CHURN:
+            self.session = 0
+
+
+class RegisteredSessionsModel:
+    """The pushes applied to :data:`REG_QUEUE`, in log order."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        #: Ops refused under a session the cluster no longer held.
+        self.refused = 0
+        self.registered = 0
+
+    def handles(self, op: AppliedOp) -> bool:
+        return op.code == C.SESSION_REGISTER or (bool(op.args) and op.args[0] == REG_QUEUE)
+
+    def apply(self, op: AppliedOp) -> None:
+        if op.code == C.SESSION_REGISTER:
+            if type(op.result) is not int or op.result < REGISTERED_BASE:
+                raise Violation(f"index {op.index}: session_register answered "
+                                f"{op.result!r:.120}, not a registered session id")
+            self.registered += 1
+            return
+        if op.result == UNKNOWN:
+            self.refused += 1
+            return
+        if op.code == C.QUEUE_PUSH:
+            op.expect(None)
+            self.values.append(op.args[1])
+
+    def retried(self, op: AppliedOp) -> None:
+        """``op`` was applied before (the checker's replay compared the results)."""
+        self.refused += op.result == UNKNOWN
+
+    def check_final(self, state: dict[str, Any]) -> None:
+        queue = state.get("queues", {}).get(REG_QUEUE)
+        held = [] if queue is None else queue[2]
+        if held != self.values:
+            raise Violation(f"queue {REG_QUEUE!r} holds {held!r:.200}, the model "
+                            f"{self.values!r:.200}")
+        if len(set(held)) != len(held):
+            raise Violation(f"queue {REG_QUEUE!r} holds a value twice: {held!r:.200}")
