@@ -11,9 +11,10 @@ link (over a cap of :mod:`.link_caps`); the member then closes it.
 Requests (client to member):
 
 - ``[id, HELLO, version, session]``: first on every link; ``session`` is the client's
-  session id: from protocol 5 one registered (``REGISTERED_BASE`` or above), or ``0``
-  while it has none; clients of protocols 3 and 4 name a random one (above
-  ``CLIENT_SESSION_BASE``, below ``REGISTERED_BASE``), opened at its first op. Answer
+  session id: one registered (``REGISTERED_BASE`` or above) or ``0`` while it has none
+  (protocol 5), or one it chose at random (above ``CLIENT_SESSION_BASE``, below
+  ``REGISTERED_BASE``: what clients of protocols 3 and 4 name), opened at its first op.
+  Answer
   ``{"node", "cluster", "leader", "features"}`` (``features``, optional: what the member
   serves beyond the version, see :data:`FEATURES`).
 - ``[id, REGISTER, timeout_ms]`` (protocol 5): register a new client session

@@ -1,4 +1,5 @@
-"""Session: a client's operations until answered, under its session id.
+"""Session: a client's operations until answered, under its session id (registered by
+the cluster before its first operation goes, :mod:`.registration`).
 
 Every operation gets the next sequence number of the session; the member it is sent
 to proposes it wrapped in ``CLIENT_OP``, so the replicated state machine applies it
