@@ -27,6 +27,7 @@ from lazily_queue.replicated.client_sessions import owner_tag
 from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
 
 from .client import OK, Host, Observed
+from .client import UNKNOWN as UNKNOWN_OUTCOME
 from .history import AppliedOp, Violation
 from .session_client import SessionClient
 
@@ -90,6 +91,20 @@ class RegisteringClient(SessionClient):
         else:  # another registration next time (an applied one stays unused)
             self._move()
 
+    def _done(self, obs: Observed) -> None:
+        result = obs.result
+        if obs.outcome == OK and self.grouped and type(result) is list and len(result) == 1:
+            result = result[0]
+        if obs.outcome == OK and result == UNKNOWN:
+            # The cluster forgot this session: the op's outcome is unknown (an earlier
+            # attempt may have applied), as a client's SessionForgotten says; a new one.
+            obs.outcome, obs.result = UNKNOWN_OUTCOME, result
+            self.pending = None
+            self.forgotten += 1
+            self.session = 0
+            return
+        super()._done(obs)
+
     def next_inner(self) -> tuple[int, list[Any]] | None:
         if not self.declared:
             return C.QUEUE_DECLARE, [REG_QUEUE, None]
@@ -102,10 +117,6 @@ class RegisteringClient(SessionClient):
         seq = self.seq
         self.answered_before = [*self.answered_before[-23:],
                                 [C.CLIENT_OP, self.session, seq, seq, code, *args]]
-        if result == UNKNOWN:  # the cluster forgot this session: a new one
-            self.forgotten += 1
-            self.session = 0
-            return
         if code == C.QUEUE_DECLARE:
             self.declared = True
         if self.rng.random() < CHURN:
