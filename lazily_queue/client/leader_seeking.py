@@ -116,7 +116,9 @@ class LeaderSeeking:
         if link.leader is None or link.leader == link.member:
             return
         known = [a for a, m in self.members.items() if m == link.leader]
-        untried = [a for a in self.addresses if a not in self.members]
+        addresses = self.addresses  # untried ones from the next after this link's on
+        start = addresses.index(link.address) + 1 if link.address in addresses else 0
+        untried = [a for a in addresses[start:] + addresses[:start] if a not in self.members]
         if not known and not untried:
             return
         self._next = known[0] if known else untried[0]

@@ -258,6 +258,20 @@ async def test_a_client_moves_to_the_leader_unless_told_not_to() -> None:
             assert client.member != leader
 
 
+async def test_a_client_seeking_the_leader_past_a_dead_address_tries_the_next_one() -> None:
+    """Addresses: one nothing answers at, a follower's, the leader's. From the follower
+    the client tries the address after it, not the dead one before it again (it would
+    go back and forth between those two for good)."""
+    async with cluster_with_clients() as (c, addresses):
+        leader = (await c.leader()).node_id
+        follower = next(a for a in addresses if not a.endswith(f"-{leader}"))
+        dead = addresses[0].rsplit("-", 1)[0] + "-nobody"
+        order = [dead, follower, addresses[int(leader) - 1]]
+        async with client_of(order, op_timeout=5.0) as client:
+            await client.queue("q").push(1)
+            assert client.member == leader
+
+
 async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
