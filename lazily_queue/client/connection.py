@@ -278,7 +278,7 @@ class ClientConnection:
 
     def capture(self, view: ReadView, key: Key) -> Any:
         """``key``'s object in ``view`` in the form this client's protocol reads."""
-        return objects.capture(view, *key, runs=self.protocol >= 4)
+        return objects.capture(view, *key, runs=self.protocol >= P.RUNS_VERSION)
 
     def settle(self, key: Key, view: ReadView) -> None:
         """Check the guarded ``key`` again against ``view``'s state now: send it as it

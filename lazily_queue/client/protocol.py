@@ -73,10 +73,13 @@ from ..raft.errors import (
 #: :mod:`..core.work_snapshot`), not item by item. 5: sessions registered (``REGISTER``),
 #: never opened by an op.
 VERSION = 5
-#: The protocols a member of this version serves: a client of protocol 3 reads a
-#: consumer group's retained values item by item (:attr:`ClientConnection.protocol`);
-#: one of protocol 3 or 4 chooses its session id, opened at its first op.
+#: The protocols a member of this version serves: a client of protocol 3 or 4 reads a
+#: consumer group's retained values item by item (:attr:`ClientConnection.protocol`) and
+#: chooses its session id, opened at its first op.
 SERVED_VERSIONS = (3, 4, 5)
+#: The first protocol reading a group's run in its current form (its deadlines' own ttls
+#: as runs: a client of protocol 4 reads an older form).
+RUNS_VERSION = 5
 #: A member serves a topic's consumer groups to clients: it reports what a topic feeds
 #: a mirrored group, and opens a group with the permission on its topic.
 GROUPS_FEATURE = "client-groups-v1"

@@ -125,7 +125,7 @@ class Watchers:
                 if conn.revoked:
                     revoked.append(conn)
             else:
-                runs = conn.protocol >= 4
+                runs = conn.protocol >= P.RUNS_VERSION
                 if runs not in docs:
                     docs[runs] = objects.capture(view, *key, runs=runs)
                 conn.send([0, P.RESET, [*key, view.tapped, docs[runs]]])

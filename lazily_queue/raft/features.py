@@ -79,7 +79,7 @@ SESSION_END_FEATURE = "client-session-end-v1"
 #: to its topic's elements (a work queue's ``run``), its stamps to its topic's, and
 #: their deadlines as their rules (an expiry record's retained form): an older member
 #: could not install such a snapshot.
-GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v1"
+GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v2"
 #: A client session is registered (``SESSION_REGISTER``, snapshot section
 #: ``registered_sessions``) and an op under a registered id not held is refused: an older
 #: member would answer the register ``unknown_op`` and open such a session at its first

@@ -278,8 +278,9 @@ async def test_a_group_declared_on_a_member_makes_its_new_topic_in_the_clients_m
         assert group.core.pending_len() == 1  # fed once, as the member reported it
 
 
-async def test_a_client_of_the_previous_protocol_mirrors_a_group_item_by_item(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("version", [3, 4])
+async def test_a_client_of_a_previous_protocol_mirrors_a_group_item_by_item(
+    monkeypatch: pytest.MonkeyPatch, version: int,
 ) -> None:
     from lazily_queue.client import protocol as P
 
@@ -292,8 +293,8 @@ async def test_a_client_of_the_previous_protocol_mirrors_a_group_item_by_item(
         from lazily_queue.client import cluster as cluster_module
         from lazily_queue.replicated import objects
 
-        class Older:  # the client's protocol module, one version older
-            VERSION = 3
+        class Older:  # the client's protocol module, of an older version
+            VERSION = version
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(P, name)
@@ -317,4 +318,4 @@ async def test_a_client_of_the_previous_protocol_mirrors_a_group_item_by_item(
                 await asyncio.sleep(0.02)
             assert [p.value for p in group.pending()] == [0, 1, 2, 3, 4]
             served = [conn for n in (1, 2, 3) for conn in c.node(n).clients._conns]  # type: ignore[union-attr]
-            assert [conn.protocol for conn in served] == [3] and forms and not any(forms)
+            assert [conn.protocol for conn in served] == [version] and forms and not any(forms)
