@@ -516,8 +516,8 @@ MUTATIONS = [
         "a member that missed a re-addition still takes the new leader's entries"),
     Mutation(
         "replay-time-strictly-after", "lazily_queue/core/stamps.py",
-        "            if stamps[i] >= stamp and last > base and first < end:",
-        "            if stamps[i] > stamp and last > base and first < end:",
+        "        return self.first_above_in(stamp - 1, base, end, not self._falls)",
+        "        return self.first_above_in(stamp, base, end, not self._falls)",
         ("tests/cells/test_topic_replay_time.py",),
         "a time start includes the elements enqueued exactly at that time"),
     Mutation(
