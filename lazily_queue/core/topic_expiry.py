@@ -12,6 +12,12 @@ An element published at stamp ``s`` has the deadline ``min(s + ttl, s + age)`` w
   but a take never hands it out: a subscriber's take first moves its cursor past the
   expired elements at it (:func:`skip_expired`), and a batch read leaves them out
   (:func:`expired_in`).
+
+None of these looks at the elements one by one: an element is expired by age when its
+stamp is at most ``now - age``, so a run of them is found on the topic's stamp points (a
+bisection when the stamps ascend, as a replicated topic's do; else a walk over the
+points of the expired ones, as a local topic's wall clock may step back), and only the
+elements with a TTL of their own that age spares are looked at each.
 """
 
 from __future__ import annotations
@@ -42,16 +48,33 @@ def is_expired(topic: TopicCore[Any], expiry: Expiry, offset: int, now: int) -> 
     return found is not None and now >= found
 
 
+def expired_run(topic: TopicCore[Any], expiry: Expiry, first: int, end: int,
+                now: int) -> int:
+    """The first offset of ``first..end - 1`` not expired at ``now`` (``end`` when all
+    are): the end of the run of expired elements from ``first``."""
+    age, own = _age(expiry), expiry.deadlines
+    at = first
+    if age is None:
+        while at < end and (found := own.get(at)) is not None and now >= found:
+            at += 1
+        return at
+    stamps = topic.stamp_index()
+    ascending = stamps.ascending()
+    while at < end:
+        at = stamps.first_above_in(now - age, at, end, ascending)
+        if at >= end or (found := own.get(at)) is None or now < found:
+            break
+        at += 1  # spared by age, not by its own ttl
+    return at
+
+
 def age_frontier(topic: TopicCore[Any], expiry: Expiry, now: int) -> int:
     """The first offset of ``topic`` that has not expired at ``now`` scanning from the
     head (its base when the head is live)."""
     offset = topic.base_offset()
     if _age(expiry) is None and not expiry.deadlines:
         return offset
-    end = topic.end_offset()
-    while offset < end and is_expired(topic, expiry, offset, now):
-        offset += 1
-    return offset
+    return expired_run(topic, expiry, offset, topic.end_offset(), now)
 
 
 def expiring_at_head(topic: TopicCore[Any], expiry: Expiry | None, now: int) -> int:
@@ -67,9 +90,7 @@ def skip_expired(topic: TopicCore[Any], expiry: Expiry, subscriber: str,
     cursor = topic.cursor(subscriber)
     if cursor is None or (_age(expiry) is None and not expiry.deadlines):
         return TopicTransition(0, NOBODY)
-    end, target = topic.end_offset(), cursor
-    while target < end and is_expired(topic, expiry, target, now):
-        target += 1
+    target = expired_run(topic, expiry, cursor, topic.end_offset(), now)
     if target == cursor:
         return TopicTransition(0, NOBODY)
     moved, invalidated = topic.advance_to(subscriber, target)
@@ -81,7 +102,21 @@ def skip_expired(topic: TopicCore[Any], expiry: Expiry, subscriber: str,
 
 def expired_in(topic: TopicCore[Any], expiry: Expiry, first: int, end: int,
                now: int) -> frozenset[int]:
-    """The offsets in ``first..end-1`` expired at ``now`` (a batch read leaves them out)."""
-    if _age(expiry) is None and not expiry.deadlines:
+    """The offsets in ``first..end-1`` expired at ``now`` (a batch read leaves them out):
+    the ids of each stamp point at most ``now - age``, then those of their own TTL."""
+    age, own = _age(expiry), expiry.deadlines
+    if (age is None and not own) or first >= end:
         return frozenset()
-    return frozenset(o for o in range(first, end) if is_expired(topic, expiry, o, now))
+    out: set[int] = set()
+    if age is not None:
+        ids, stamps = topic.stamps_between(first, end).columns()
+        for a, b, stamp in zip(ids, [*ids[1:], end], stamps, strict=True):
+            if stamp <= now - age:
+                out.update(range(a, b))
+    if own:
+        if len(own) < end - first:
+            out.update(o for o, found in own.items() if first <= o < end and now >= found)
+        else:
+            out.update(o for o in range(first, end)
+                       if (found := own.get(o)) is not None and now >= found)
+    return frozenset(out)
