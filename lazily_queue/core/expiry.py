@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from itertools import takewhile
+from operator import lt
 from typing import Any, Final
 
 from ..errors import InvalidTtl, shown
@@ -77,14 +79,19 @@ class Expiry:
     ``max_age_ms``: a topic's retention by age (``None``: none).
     """
 
-    __slots__ = ("deadlines", "default_ms", "expired", "max_age_ms", "retained", "skipped",
-                 "taken")
+    __slots__ = ("_ascending", "deadlines", "default_ms", "expired", "max_age_ms", "retained",
+                 "skipped", "taken")
 
     def __init__(self, default_ms: int | None = None, max_age_ms: int | None = None) -> None:
         self.default_ms = default_ms
         self.max_age_ms = max_age_ms
-        #: Per-message deadlines (ms) by element id.
+        #: Per-message deadlines (ms) by element id, written by :meth:`note` and
+        #: :meth:`give_back` (a write of an id below one held that bypasses them makes
+        #: :meth:`forget_below` miss it).
         self.deadlines: dict[int, int] = {}
+        #: Whether the ids of :attr:`deadlines` ascend in its order (a topic's offsets
+        #: do): :meth:`forget_below` then drops its first ones, not looking at the rest.
+        self._ascending = True
         #: A consumer group's: the deadlines of the retained elements it started with,
         #: looked up when asked (they are part of :meth:`held_deadlines`, not of
         #: :attr:`deadlines`).
@@ -105,7 +112,14 @@ class Expiry:
         """Element ``element_id``, stamped ``stamp``, was pushed with TTL ``ttl`` (ms;
         ``None``: the default applies)."""
         if ttl is not None:
-            self.deadlines[element_id] = stamp + ttl
+            self._keep(element_id, stamp + ttl)
+
+    def _keep(self, element_id: int, deadline: int) -> None:
+        deadlines = self.deadlines
+        if (self._ascending and deadlines and element_id < next(reversed(deadlines))
+                and element_id not in deadlines):
+            self._ascending = False
+        deadlines[element_id] = deadline
 
     def deadline(self, element_id: int, stamp: int) -> int | None:
         """When the element expires (ms), or ``None`` when it never does."""
@@ -155,13 +169,21 @@ class Expiry:
         if self.taken:
             deadline = self.taken.pop(element_id, None)
             if deadline is not None:
-                self.deadlines[element_id] = deadline
+                self._keep(element_id, deadline)
 
     def forget_below(self, element_id: int) -> None:
         """Every element below ``element_id`` left (a topic's head was dropped)."""
-        if self.deadlines:
-            for key in [k for k in self.deadlines if k < element_id]:
-                del self.deadlines[key]
+        deadlines = self.deadlines
+        if deadlines and self._ascending:  # the ids below come first
+            if next(reversed(deadlines)) < element_id:
+                deadlines.clear()
+            else:
+                for key in list(takewhile(element_id.__gt__, deadlines)):
+                    del deadlines[key]
+        elif deadlines:
+            for key in [k for k in deadlines if k < element_id]:
+                del deadlines[key]
+            self._ascending = not deadlines
         if self.retained is not None:
             self.retained.forget_below(element_id)
             if not self.retained:
@@ -196,6 +218,7 @@ class Expiry:
     def clear_deadlines(self) -> None:
         """Forget every per-message deadline (the elements left)."""
         self.deadlines.clear()
+        self._ascending = True
         self.retained = None
 
     def rules(self) -> list[int | None]:
@@ -233,7 +256,9 @@ class Expiry:
         if type(doc[5]) is not int or doc[5] < 0:
             raise ValueError(f"a skipped count must be an int >= 0, not {str(doc[5])[:20]}")
         out.skipped = doc[5]
-        out.deadlines.update(_pairs(doc[3]))
+        own = _pairs(doc[3])
+        out.deadlines.update(own)
+        out._ascending = all(map(lt, (k for k, _ in own), (k for k, _ in own[1:])))
         out.taken.update(_pairs(doc[4]))
         if len(doc) == 7:
             out.retained = RetainedDeadlines.from_list(doc[6])

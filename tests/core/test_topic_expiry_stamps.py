@@ -91,3 +91,53 @@ def test_the_age_frontier_of_a_long_topic_bisects_its_stamps() -> None:
     assert expired_in(topic, expiry, 19_990, 20_000, 1_000 + 60_000 + 19_995) == frozenset(
         range(19_990, 19_996))
     assert _Counted.reads < 100
+
+
+class _CountedKeys(dict[int, int]):
+    """A dict counting the keys its iterations hand out."""
+
+    handed = 0
+
+    def __iter__(self) -> Any:
+        for key in super().__iter__():
+            _CountedKeys.handed += 1
+            yield key
+
+
+def test_a_dropped_head_forgets_its_own_deadlines_not_looking_at_the_others() -> None:
+    expiry = Expiry()
+    for offset in range(20_000):
+        expiry.note(offset, 1_000, 60_000)
+    expiry.deadlines = _CountedKeys(expiry.deadlines)
+    _CountedKeys.handed = 0
+    expiry.forget_below(10)
+    expiry.forget_below(10)
+    assert list(dict.keys(expiry.deadlines))[:2] == [10, 11]
+    assert len(expiry.deadlines) == 19_990
+    assert _CountedKeys.handed < 30
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_forgetting_below_an_id_drops_exactly_the_deadlines_below_it(seed: int) -> None:
+    rng = random.Random(seed)
+    expiry, held, next_id = Expiry(), {}, 0
+    for _ in range(300):
+        roll = rng.random()
+        if roll < 0.5:
+            next_id += rng.randint(1, 3)
+            expiry.note(next_id, 1_000, rng.randint(1, 99))
+            held[next_id] = expiry.deadlines[next_id]
+        elif roll < 0.6 and held:  # taken, then given back: out of order
+            key = rng.choice(sorted(held))
+            expiry.take(key)
+            del held[key]
+            if rng.random() < 0.7:
+                expiry.give_back(key)
+                held[key] = expiry.deadlines[key]
+        elif roll < 0.7:
+            expiry = Expiry.from_list(expiry.to_list())
+        else:
+            below = rng.randint(0, next_id + 2)
+            expiry.forget_below(below)
+            held = {k: v for k, v in held.items() if k >= below}
+        assert expiry.deadlines == held
