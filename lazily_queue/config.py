@@ -21,6 +21,7 @@
     clients = "unix:///run/orders/1-clients.sock"   # optional: clients' own address(es)
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
     max_client_links = 4096             # client links this member holds open in all
+    client_frame_budget = 67108864      # bytes of client frames still arriving it holds
 
     [metrics]                           # optional: /metrics
     named_objects = 1000                # queues, work queues, topics each shown by name;
@@ -73,11 +74,13 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import TLSFiles
 
+from .client.frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
 from .client.link_caps import DEFAULT_MAX_CLIENT_LINKS
 from .client.settings import (
     ClientConfig,
     check_clients_tls,
     client_access,
+    parse_client_frame_budget,
     parse_clients,
     parse_clients_ca,
     parse_clients_listen,
@@ -122,7 +125,7 @@ KNOWN_KEYS = frozenset(
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
      "client", "dedup", "max_objects", "max_subscribers", "metrics",
-     "max_client_links"}
+     "max_client_links", "client_frame_budget"}
 )
 
 
@@ -157,6 +160,7 @@ class NodeConfig:
     clients: tuple[ClientConfig, ...] = ()
     clients_ca: Path | None = None
     max_client_links: int = DEFAULT_MAX_CLIENT_LINKS
+    client_frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
@@ -180,7 +184,8 @@ class NodeConfig:
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
         return client_access(self.clients, self.clients_listen, self.tls, self.source,
-                             self.clients_ca, self.max_client_links)
+                             self.clients_ca, self.max_client_links,
+                             self.client_frame_budget)
 
     def admin_token(self, *, check_secret: bool = True) -> str | None:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
@@ -379,6 +384,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         clients_ca=clients_ca,
         max_client_links=parse_max_client_links(
             doc.get("max_client_links", DEFAULT_MAX_CLIENT_LINKS), fail),
+        client_frame_budget=parse_client_frame_budget(
+            doc.get("client_frame_budget", DEFAULT_CLIENT_FRAME_BUDGET), fail),
         admin_token_env=None if token_env is None else parse_string(
             token_env, fail, "admin_token_env"),
         admin_token_file=None if token_file is None else base / parse_string(

@@ -43,6 +43,7 @@ from .certificates import (
     parse_alt_name,
     parse_subject,
 )
+from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET, check_frame_budget
 from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
@@ -284,7 +285,8 @@ class ClientAccess:
     """The clients a member serves: grants by name, in-flight bounds, and where:
     ``listen`` (one address or several) of their own, or by default the member's own
     listen address. ``max_links`` caps the client links the member holds open in all
-    (:mod:`.link_caps`)."""
+    (:mod:`.link_caps`), ``frame_budget`` the bytes of their frames still arriving
+    (:mod:`.frame_budget`)."""
 
     def __init__(
         self,
@@ -295,10 +297,13 @@ class ClientAccess:
         max_total_in_flight: int = 1024,
         ssl_context: ssl.SSLContext | None = None,
         max_links: int = DEFAULT_MAX_CLIENT_LINKS,
+        frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET,
     ) -> None:
         """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
         check_max_links(max_links, "max_links")
+        check_frame_budget(frame_budget, "frame_budget")
         self.max_links = max_links
+        self.frame_budget = frame_budget
         self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}
         for grant in grants:

@@ -65,6 +65,7 @@ from .barrier import Barrier
 from .certificates import CertificateCredentials
 from .ending import end_session
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
+from .frame_budget import FRAME_BUDGET
 from .idle import check_ping_interval
 from .leader_seeking import LeaderSeeking, dial_timeout
 from .link import Answer, Link
@@ -157,6 +158,7 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         self._unserved = 0
         #: Links in a row refused over a member's cap (:mod:`.link_caps`).
         self._capped = 0
+        self._budget_refused = False
         self.prefer_leader = prefer_leader
         #: The member id found at each address (learned when linking).
         self.members: dict[str, str] = {}
@@ -257,7 +259,8 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
         return f"{what} ({found})"
 
     def _unreachable(self, what: str) -> Exception:
-        kind = P.TooManyLinks if self._capped else P.Unreachable
+        kind = (P.FrameBudgetFull if self._capped and self._budget_refused
+                else P.TooManyLinks if self._capped else P.Unreachable)
         return kind(self._failure_text(what))
 
     async def _run(self) -> None:
@@ -304,6 +307,7 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
                     continue
                 self.failures[address] = f"refused: {link.refusal}"
                 self._capped += 1
+                self._budget_refused = link.refusal_code == FRAME_BUDGET
             if index % len(self.addresses) == 0:
                 if denied == len(self.addresses) and self.links == 0:
                     self._fatal = P.AccessDenied(self._failure_text(

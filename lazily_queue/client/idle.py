@@ -14,14 +14,16 @@ op applied to the objects it watches (up to :data:`~.connection.MAX_OUTBOX_BYTES
 link the member is still writing to (a large state going out at the client's pace)
 counts as alive while its bytes leave, unless a frame of the client's is half-read (its
 client is not sending it: the member's writing does not hold that frame). A link the
-member holds off reading (its requests wait for room) is not silent.
+member holds off reading (its requests wait for room, or its frame for room in the
+member's frame budget, :mod:`.frame_budget`) is not silent; a frame that waits for the
+budget longer than the idle timeout has its link refused (``refuse_waiting``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..background import Background
@@ -58,8 +60,13 @@ class IdleLinks(Background):
     looking at them every :data:`SWEEP_EVERY` seconds once started."""
 
     def __init__(self, conns: Collection[ClientConnection], timeout: float = IDLE_TIMEOUT,
-                 min_rate: float = MIN_RECEIVE_RATE) -> None:
+                 min_rate: float = MIN_RECEIVE_RATE,
+                 refuse_waiting: Callable[[ClientConnection, float], None] | None = None,
+                 ) -> None:
         self._conns = conns
+        self._refuse_waiting = refuse_waiting
+        #: Links closed because their frame waited for the frame budget, in all.
+        self.budget_closed = 0
         self.timeout = timeout
         self.min_rate = min_rate
         #: Links closed for their silence, in all.
@@ -79,7 +86,18 @@ class IdleLinks(Background):
         closed = 0
         enough = max(1, self.min_rate * self.timeout)
         for conn in list(self._conns):
-            got = conn.outbox.stream.channel.received_bytes
+            channel = conn.outbox.stream.channel
+            since = channel.budget_waiting_since
+            if since is not None:  # not read by the member: its frame waits for room
+                conn.heard = max(conn.heard, now)
+                if now - since > self.timeout and not conn.closed:
+                    self.budget_closed += 1
+                    if self._refuse_waiting is not None:
+                        self._refuse_waiting(conn, now - since)
+                    else:
+                        conn.close()
+                continue
+            got = channel.received_bytes
             if conn.blocked or got - conn.received >= enough:
                 conn.received = got  # not read by the member, or a timeout's worth came
                 conn.heard = max(conn.heard, now)

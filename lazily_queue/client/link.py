@@ -21,6 +21,7 @@ import anyio
 from lazily_transports import LinkStream
 
 from . import protocol as P
+from .frame_budget import FRAME_BUDGET
 from .link_caps import TOO_MANY_LINKS
 from .outbox import Outbox
 
@@ -61,6 +62,8 @@ class Link:
         self.settled = asyncio.Event()
         #: Why the member refused this link over one of its caps (:mod:`.link_caps`).
         self.refusal: str | None = None
+        #: The wire code of :attr:`refusal` (``"too_many_links"`` or ``"frame_budget"``).
+        self.refusal_code: str | None = None
         #: The member answered an op other than with an error that sends the client to
         #: another member (or a watch): it serves this client.
         self.served = False
@@ -198,8 +201,9 @@ class Link:
                         raise P.RequestRefused("a batch holds frames [id, kind, ...]")
                     self._dispatch(item)
             elif (kind == P.ERROR and isinstance(payload, list) and len(payload) >= 2
-                  and payload[0] == TOO_MANY_LINKS):
+                  and payload[0] in (TOO_MANY_LINKS, FRAME_BUDGET)):
                 self.refusal = str(payload[1])
+                self.refusal_code = str(payload[0])
                 self.close(f"refused: {self.refusal}")
             else:
                 self._on_notice(kind, payload)

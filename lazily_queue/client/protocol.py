@@ -7,6 +7,8 @@ Every frame is one CBOR array, decoded with the bounded decoder of
 the member's own: notifications and refusals of frames it could not read.
 ``[0, ERROR, ["too_many_links", message]]``, the first frame of a link, refuses the
 link (over a cap of :mod:`.link_caps`); the member then closes it.
+``[0, ERROR, ["frame_budget", message]]`` closes a link whose frame waited too long for
+room in the member's frame budget (:mod:`.frame_budget`).
 
 Requests (client to member):
 
@@ -152,6 +154,12 @@ class TooManyLinks(Unreachable):
     grant's ``max_links`` allows, or a member as many client links as it serves in all;
     the message names the cap, its setting and the fix. Its ops were not applied
     (``applied``) unless said otherwise."""
+
+
+class FrameBudgetFull(Unreachable):
+    """A member closed the client's link: a frame of it waited longer than the member's
+    idle timeout for room in the member's ``client_frame_budget`` (the bytes of client
+    frames still arriving it holds); the message names the setting and the fix."""
 
 
 class ClientClosed(ClientError, OperationFailed):

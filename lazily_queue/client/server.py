@@ -33,6 +33,7 @@ import anyio
 from lazily_transports import (
     ChannelHandler,
     CredentialLookup,
+    FrameBudget,
     LinkAttribute,
     LinkConfig,
     LinkStream,
@@ -51,6 +52,7 @@ from .batching import PendingOp
 from .connection import ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
+from .frame_budget import refuse_waiting
 from .greeting import Answering, register, session_of
 from .idle import IdleLinks
 from .link_caps import LinkCaps, fd_room
@@ -95,7 +97,10 @@ class ClientServer:
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).
         self.links = LinkCaps(node.node_id, access.max_links, fd_room())
         #: Closes client links gone silent (:mod:`.idle`).
-        self.idle = IdleLinks(self._conns)
+        self.idle = IdleLinks(self._conns, refuse_waiting=lambda conn, waited: refuse_waiting(
+            conn, node.node_id, self.frame_budget.limit, waited))
+        #: Bytes of client frames still arriving, shared by all links (:mod:`.frame_budget`).
+        self.frame_budget = FrameBudget(access.frame_budget)
         #: Says which linked clients own ephemeral subscriptions (:mod:`.liveness`).
         self.liveness = ClientLiveness(node, self._conns)
         self._watchers = Watchers(lambda: node.view)
@@ -164,6 +169,9 @@ class ClientServer:
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
+                "frame_budget_held": self.frame_budget.held,
+                "frame_budget_waiting": self.frame_budget.waiting,
+                "frame_budget_closed": self.idle.budget_closed,
                 "in_flight": self._slots.used, "waiting": self._fair.waiting,
                 "watched": len(self._watchers.by_key)}
 
@@ -179,6 +187,7 @@ class ClientServer:
         if refusal is not None:
             await self.links.refuse(stream, refusal)
             return
+        stream.channel.use_frame_budget(self.frame_budget)
         try:
             await self._serve(stream, grant)
         finally:

@@ -40,6 +40,7 @@ from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
 from ..config_transport import refuse_unknown_keys
 from ..errors import InvalidConfiguration, shown
+from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET, check_frame_budget
 from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
 
 if TYPE_CHECKING:
@@ -226,10 +227,22 @@ def parse_max_client_links(raw: Any, fail: Fail) -> int:
     return int(raw)
 
 
+def parse_client_frame_budget(raw: Any, fail: Fail) -> int:
+    """The top-level ``client_frame_budget`` key: bytes of client frames still arriving
+    a member holds in all (:mod:`.frame_budget`)."""
+    try:
+        check_frame_budget(raw, "`client_frame_budget`")
+    except InvalidConfiguration as exc:
+        raise fail(str(exc)) from None
+    return int(raw)
+
+
 def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | None,
                   tls: TLSFiles | None, source: str,
                   clients_ca: Path | None = None,
-                  max_client_links: int = DEFAULT_MAX_CLIENT_LINKS) -> ClientAccess | None:
+                  max_client_links: int = DEFAULT_MAX_CLIENT_LINKS,
+                  client_frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET,
+                  ) -> ClientAccess | None:
     """The grants of ``clients`` with their tokens read now (``None`` without any); a
     ``tls://`` or ``wss://`` address is served with the node's TLS files, verifying
     client certificates against ``clients_ca`` (else [tls] ``ca``)."""
@@ -257,7 +270,7 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
         if clients_ca is not None or any(c.by_certificate for c in clients):
             ssl_context = _clients_context(tls, clients, clients_ca)
     return ClientAccess(grants, listen=listen, ssl_context=ssl_context,
-                        max_links=max_client_links)
+                        max_links=max_client_links, frame_budget=client_frame_budget)
 
 
 def _clients_context(tls: TLSFiles, clients: tuple[ClientConfig, ...],

@@ -49,6 +49,7 @@ from .errors import (
     UntrustedDataError,
 )
 from .events import EventStream, Frame, MeshEvent, PeerCounters, PeerDown, PeerUp
+from .frame_budget import FrameBudget
 from .mesh import Mesh
 from .schemes import (
     DEFAULT_SCHEMES,
@@ -85,6 +86,7 @@ __all__ = [
     "DataChannel",
     "EventStream",
     "Frame",
+    "FrameBudget",
     "FrameStream",
     "FrameTooLargeError",
     "Handshake",

@@ -24,6 +24,7 @@ from ._core._admission import AdmissionGate
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from .config import LinkConfig
 from .errors import FrameTooLargeError
+from .frame_budget import FrameBudget
 from .tls import PeerCertificate
 
 __all__ = [
@@ -125,6 +126,18 @@ class DataChannel(FrameStream):
         #: included: grows while a large frame arrives slowly, before it is received.
         self.received_bytes = 0
         self._streak = 0
+
+    @property
+    def budget_waiting_since(self) -> float | None:
+        """Loop time since which the link's half-read frame waits for room in its frame
+        budget, reading nothing more (``None``: it does not wait)."""
+        return None
+
+    def use_frame_budget(self, budget: FrameBudget) -> bool:
+        """Count the link's partly received frames in ``budget`` from now on (see
+        :mod:`lazily_transports.frame_budget`); False when this transport cannot (its
+        frames are assembled where their bytes are not counted)."""
+        return False
 
     # -- primitives each transport provides -------------------------------------------
 

@@ -25,11 +25,13 @@ import anyio
 from ._core._admission import AdmissionGate
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
+from ._core._reservation import FrameReservation
 from ._core._tls import refuse_tls
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import FrameTooLargeError, LinkBrokenError
+from .frame_budget import FrameBudget
 from .socket_addresses import format_tcp, parse_tcp, parse_unix
 from .tls import PeerCertificate, peer_certificate_of
 
@@ -80,6 +82,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         self._flush_scheduled = False
         self._write_paused = False
         self._gone: asyncio.Future[None] = self._loop.create_future()
+        self._reservation: FrameReservation | None = None
+        self._budget_paused = False
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -114,6 +118,10 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
                 f"of {exc.limit} bytes"
             )
             return
+        reservation = self._reservation
+        if reservation is not None and reservation.update(bool(frames), decoder.expected()):
+            self._budget_paused = True
+            self._pause_reading()
         if not frames or self._closed:
             return
         self._rx.extend(frames)
@@ -134,6 +142,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         return self.scheme != "tls"  # TLS cannot half-close: the transport closes
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._reservation is not None:
+            self._reservation.drop()
         if self._decoder.pending and not self._closed:
             self._fail(self._truncation())
         elif exc is not None:
@@ -164,6 +174,24 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             return None
         return peer_certificate_of(transport.get_extra_info("ssl_object"))
 
+    # -- frame budget ------------------------------------------------------------------------
+
+    @property
+    def budget_waiting_since(self) -> float | None:
+        return None if self._reservation is None else self._reservation.since
+
+    def use_frame_budget(self, budget: FrameBudget) -> bool:
+        self._reservation = FrameReservation(budget, self._budget_granted)
+        if self._reservation.update(False, self._decoder.expected()):
+            self._budget_paused = True
+            self._pause_reading()
+        return True
+
+    def _budget_granted(self) -> None:
+        self._budget_paused = False
+        if not self._rx_paused:
+            self._resume_reading()
+
     # -- BufferedChannel hooks ---------------------------------------------------------------
 
     def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
@@ -175,10 +203,14 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             self._transport.pause_reading()
 
     def _resume_reading(self) -> None:
+        if self._budget_paused:  # its frame waits for room in the budget
+            return
         if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
     def _abort(self) -> None:
+        if self._reservation is not None:
+            self._reservation.drop()
         self._pending.clear()
         self._pending_bytes = 0
         if self._transport is not None:

@@ -1,0 +1,157 @@
+"""A member's client links share one budget of bytes held in frames still arriving: a
+frame that does not fit waits (its link read no further) for the frames before it,
+in order; one frame larger than the budget is read alone; a frame waiting past the idle
+timeout gets its link closed with a refusal naming ``client_frame_budget``."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+from lazily_transports import FrameBudget, LinkConfig, LinkStream, dial
+from lazily_transports.sockets import SocketChannel
+
+from lazily_queue import ClientAccess, ClientGrant, InvalidConfiguration, Node
+from lazily_queue.client import protocol as P
+from lazily_queue.client.frame_budget import FRAME_BUDGET
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.client_sessions import new_session_id
+
+TOKEN = b"token-of-the-web-tier"
+
+
+@asynccontextmanager
+async def member(frame_budget: int) -> AsyncIterator[Node]:
+    path = Path(tempfile.mkdtemp(prefix="lqb-", dir="/tmp"))
+    access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"])], frame_budget=frame_budget)
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
+                secret=b"the-cluster-secret", clients=access)
+    try:
+        async with node:
+            await node.wait_for_leader()
+            yield node
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def _linked(node: Node) -> LinkStream:
+    assert node.listen is not None
+    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
+                                                credential="web"))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
+    assert cbor2.loads(await stream.receive())[1] == P.OK
+    return stream
+
+
+def _push(size: int) -> bytes:
+    """A whole push request of about ``size`` bytes, with its length prefix."""
+    payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * size], 5000])
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def _write(stream: LinkStream, data: bytes) -> None:
+    channel = stream.channel
+    assert isinstance(channel, SocketChannel) and channel._transport is not None
+    channel._transport.write(data)
+
+
+def _stats(node: Node) -> dict[str, Any]:
+    assert node.clients is not None
+    return node.clients.stats()
+
+
+async def _until(predicate: Any, seconds: float = 10.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not predicate():  # noqa: ASYNC110 - polls plain state
+            await asyncio.sleep(0.02)
+
+
+async def test_a_frame_that_does_not_fit_waits_for_the_frames_before_it() -> None:
+    async with member(frame_budget=300_000) as node:
+        first, second = await _linked(node), await _linked(node)
+        wire_a, wire_b = _push(200_000), _push(150_000)
+        _write(first, wire_a[:100_000])
+        await _until(lambda: _stats(node)["frame_budget_held"] > 0)
+        _write(second, wire_b[:50_000])
+        await _until(lambda: _stats(node)["frame_budget_waiting"] == 1)
+        _write(second, wire_b[50_000:])  # not read while it waits
+        await asyncio.sleep(0.2)
+        assert _stats(node)["frame_budget_held"] == len(wire_a)
+        assert _stats(node)["frame_budget_waiting"] == 1
+        _write(first, wire_a[100_000:])  # the first is whole: the second is read
+        assert cbor2.loads(await first.receive())[:2] == [2, P.OK]
+        assert cbor2.loads(await second.receive())[:2] == [2, P.OK]
+        assert _stats(node)["frame_budget_held"] == 0
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_a_frame_larger_than_the_budget_is_read_alone() -> None:
+    async with member(frame_budget=100_000) as node:
+        stream = await _linked(node)
+        wire = _push(250_000)
+        for start in range(0, len(wire), 60_000):
+            _write(stream, wire[start:start + 60_000])
+            await asyncio.sleep(0.01)
+        assert cbor2.loads(await stream.receive())[:2] == [2, P.OK]
+        assert _stats(node)["frame_budget_held"] == 0
+        await stream.aclose()
+
+
+async def test_a_frame_waiting_past_the_idle_timeout_is_refused_naming_the_setting() -> None:
+    async with member(frame_budget=300_000) as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = 0.5
+        holder, waiter = await _linked(node), await _linked(node)
+        _write(holder, _push(250_000)[:1000])
+
+        async def trickle() -> None:  # the holder's bytes keep coming: it stays linked
+            while True:
+                await asyncio.sleep(0.05)
+                _write(holder, b"x" * 200)
+
+        task = asyncio.create_task(trickle())
+        try:
+            await _until(lambda: _stats(node)["frame_budget_held"] > 0)
+            _write(waiter, _push(100_000)[:5000])
+            frame = cbor2.loads(await asyncio.wait_for(waiter.receive(), 10))
+        finally:
+            task.cancel()
+        assert frame[:2] == [0, P.ERROR] and frame[2][0] == FRAME_BUDGET, frame
+        assert "client_frame_budget" in frame[2][1]
+        await _until(lambda: _stats(node)["frame_budget_waiting"] == 0)
+        assert _stats(node)["frame_budget_closed"] == 1
+        await holder.aclose()
+        await waiter.aclose()
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.granted: list[int] = []
+
+    def budget_granted(self, size: int) -> None:
+        self.granted.append(size)
+
+
+def test_waiting_frames_are_granted_in_order_so_a_large_one_is_not_passed_over() -> None:
+    budget = FrameBudget(100)
+    assert budget.reserve(_Holder(), 60)
+    large, small = _Holder(), _Holder()
+    assert not budget.reserve(large, 95)
+    assert not budget.reserve(small, 10)  # it would fit, but the large one came first
+    budget.release(60)
+    assert large.granted == [95] and small.granted == []
+    budget.release(95)
+    assert small.granted == [10] and budget.held == 10
+
+
+def test_a_budget_that_is_not_a_positive_int_is_refused() -> None:
+    with pytest.raises(InvalidConfiguration, match="frame_budget"):
+        ClientAccess([ClientGrant("web", TOKEN)], frame_budget=0)
