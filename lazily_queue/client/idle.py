@@ -87,7 +87,7 @@ class IdleLinks(Background):
         enough = max(1, self.min_rate * self.timeout)
         for conn in list(self._conns):
             channel = conn.outbox.stream.channel
-            since = channel.budget_waiting_since
+            since = getattr(channel, "budget_waiting_since", None)
             if since is not None:  # not read by the member: its frame waits for room
                 conn.heard = max(conn.heard, now)
                 if now - since > self.timeout and not conn.closed:
