@@ -57,6 +57,7 @@ from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objec
 from .node_cells import NodeCells
 from .node_cluster import NodeCluster
 from .node_settings import check_settings
+from .pending_caps import listener_count, pending_caps
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -321,6 +322,9 @@ class Node(NodeCells, NodeCluster):
             clients=None if self.clients is None else self.clients.on_listen_address(),
             client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
                                    else self.clients.max_request_bytes),
+            pending=pending_caps(listener_count(
+                self.listen, None if self.clients is None else self.clients.access.listen),
+                report=True),
             live_window=2 * self._engine_config.election_timeout_max,
         )
 

@@ -43,6 +43,7 @@ from lazily_transports import (
 
 from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
 from ..names import op_cap_refusal, op_member_problem, op_name_problem
+from ..pending_caps import listener_count, pending_caps
 from ..raft.batch import command_limit
 from ..replicated import ops
 from ..replicated.results import encode_result
@@ -137,9 +138,11 @@ class ClientServer:
             return
         from ..raft.mesh import node_number
 
+        pending, per_source = pending_caps(listener_count(self.node.listen, self.access.listen))
         config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
                             secret=b"clients only: no peer links here",
-                            client_max_frame_size=self.max_request_bytes)
+                            client_max_frame_size=self.max_request_bytes,
+                            max_pending_handshakes=pending, max_pending_per_source=per_source)
         try:
             for address in self.access.listen:
                 tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")

@@ -30,6 +30,8 @@ import anyio
 from lazily_transports import (
     DEFAULT_CLIENT_MAX_FRAME_SIZE,
     DEFAULT_FEATURES,
+    DEFAULT_MAX_PENDING_HANDSHAKES,
+    DEFAULT_MAX_PENDING_PER_SOURCE,
     ChannelHandler,
     CredentialLookup,
     Frame,
@@ -140,14 +142,17 @@ class MeshNetwork:
         on_retire: Callable[[dict[str, list[str]]], None] | None = None,
         clients: tuple[CredentialLookup, ChannelHandler] | None = None,
         client_max_frame_size: int = DEFAULT_CLIENT_MAX_FRAME_SIZE,
+        pending: tuple[int, int] = (DEFAULT_MAX_PENDING_HANDSHAKES,
+                                    DEFAULT_MAX_PENDING_PER_SOURCE),
         schemes: SchemeTable | None = None,
         live_window: float = 1.2,
     ) -> None:
         """``clients`` (a token lookup and a handler) also accepts client links on the
         listen address, handed to the handler, never to Raft, with frames of at most
-        ``client_max_frame_size``. A link that carried nothing for ``live_window``
-        seconds (about an election timeout) may be replaced by another process of the
-        same member."""
+        ``client_max_frame_size``; ``pending`` caps its connections in their handshake
+        (in all and per source, :mod:`..pending_caps`). A link that carried nothing for
+        ``live_window`` seconds (about an election timeout) may be replaced by another
+        process of the same member."""
         if secret is None and not allow_unauthenticated:
             raise InvalidConfiguration(
                 "a cluster secret is required: pass secret=... (the same on every node; "
@@ -172,6 +177,8 @@ class MeshNetwork:
             features=frozenset(features),
             required_features=REQUIRED_FEATURES,
             client_max_frame_size=client_max_frame_size,
+            max_pending_handshakes=pending[0],
+            max_pending_per_source=pending[1],
         )
         self._mesh = Mesh(
             self._config,

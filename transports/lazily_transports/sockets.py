@@ -22,7 +22,7 @@ from typing import cast
 
 import anyio
 
-from ._core._admission import AdmissionGate
+from ._core._admission import AdmissionGate, accept_backlog
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
 from ._core._reservation import FrameReservation
@@ -366,7 +366,8 @@ class SocketTransport(Transport):
             path = parse_unix(address)
             _reclaim_unix_path(path)
             server = await loop.create_unix_server(
-                lambda: SocketChannel(config, f"{address}#peer", "unix", accept), path
+                lambda: SocketChannel(config, f"{address}#peer", "unix", accept), path,
+                backlog=accept_backlog(config),
             )
             return SocketListener(server, address, path)
         host, port = parse_tcp(address, listening=True)
@@ -382,10 +383,11 @@ class SocketTransport(Transport):
                                        config.max_pending_per_source,
                                        label=f"{address} (TLS handshake)")
             gated = admitted_tls(channel, handshakes, ssl_context, config.handshake_timeout)
-            server = await loop.create_server(gated, host, port)
+            server = await loop.create_server(gated, host, port, backlog=accept_backlog(config))
         else:
             server = await loop.create_server(
                 channel, host, port, ssl=ssl_context if tls else None,
+                backlog=accept_backlog(config),
                 ssl_handshake_timeout=config.handshake_timeout if tls else None)
         bound = format_tcp(server.sockets[0].getsockname(), scheme)
         listener = SocketListener(server, bound, None)

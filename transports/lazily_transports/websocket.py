@@ -37,7 +37,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake
 from websockets.http11 import Request, Response
 
-from ._core._admission import AdmissionGate, QuietServerLog
+from ._core._admission import AdmissionGate, QuietServerLog, accept_backlog
 from ._core._buffered import BufferedChannel, Signal
 from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
@@ -362,6 +362,7 @@ class WebSocketTransport(Transport):
             close_timeout=_CLOSE_TIMEOUT,
             ping_timeout=None,
             open_timeout=config.handshake_timeout,
+            backlog=accept_backlog(config),
             create_connection=gated_connection(upgrades, ssl_context, config.handshake_timeout),
             **tls_arguments(ssl_context),
             logger=QuietServerLog("lazily_transports.websocket.server"),

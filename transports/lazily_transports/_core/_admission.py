@@ -7,6 +7,8 @@ cap is refused at once and counted in ``refused``. Refusals are logged at most o
 per ``LOG_INTERVAL`` seconds, with the number left unlogged since the last line.
 ``QuietServerLog`` is the logger handed to a server library, whose lines about each
 connection (opened, closed, answered) would otherwise let anyone fill the log.
+``accept_backlog`` is a listener's backlog: the connections asyncio also accepts in one
+go before any is refused, so one burst takes no more descriptors than may be pending.
 """
 
 from __future__ import annotations
@@ -14,14 +16,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter", "QuietServerLog"]
+if TYPE_CHECKING:
+    from ..config import LinkConfig
+
+__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter", "QuietServerLog", "accept_backlog"]
 
 logger = logging.getLogger("lazily_transports.listener")
 
 #: Seconds between two log lines about refused connections.
 LOG_INTERVAL = 10.0
+#: asyncio's own listen backlog (and connections accepted in one go).
+_ASYNCIO_BACKLOG = 100
+
+
+def accept_backlog(config: LinkConfig) -> int:
+    """The listen backlog of a listener of ``config`` (module docstring)."""
+    return max(1, min(_ASYNCIO_BACKLOG, config.max_pending_handshakes))
 
 
 class LogLimiter:
