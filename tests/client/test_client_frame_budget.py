@@ -18,7 +18,14 @@ import pytest
 from lazily_transports import FrameBudget, LinkConfig, LinkStream, dial
 from lazily_transports.sockets import SocketChannel
 
-from lazily_queue import ClientAccess, ClientGrant, InvalidConfiguration, Node
+from lazily_queue import (
+    ClientAccess,
+    ClientGrant,
+    FrameBudgetFull,
+    InvalidConfiguration,
+    Node,
+    connect,
+)
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_budget import FRAME_BUDGET
 from lazily_queue.replicated import ops
@@ -155,3 +162,25 @@ def test_waiting_frames_are_granted_in_order_so_a_large_one_is_not_passed_over()
 def test_a_budget_that_is_not_a_positive_int_is_refused() -> None:
     with pytest.raises(InvalidConfiguration, match="frame_budget"):
         ClientAccess([ClientGrant("web", TOKEN)], frame_budget=0)
+
+
+async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() -> None:
+    async with member(frame_budget=300_000) as node:
+        assert node.clients is not None and node.listen is not None
+        node.clients.idle.timeout = 0.5
+        holder = await _linked(node)
+        _write(holder, _push(250_000)[:1000])
+
+        async def trickle() -> None:
+            while True:
+                await asyncio.sleep(0.05)
+                _write(holder, b"x" * 200)
+
+        task = asyncio.create_task(trickle())
+        try:
+            async with connect([node.listen], ("web", TOKEN)) as client:
+                with pytest.raises(FrameBudgetFull, match="client_frame_budget"):
+                    await client.queue("jobs").push(b"y" * 600_000, timeout=3)
+        finally:
+            task.cancel()
+        await holder.aclose()
