@@ -352,6 +352,8 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
             self._linked.clear()
             self._link = None
             self.failures[link.address] = f"link lost: {link.failure}"
+            if link.refusal_code == FRAME_BUDGET:
+                self.session.refused(link, P.FrameBudgetFull(f"refused: {link.refusal}"))
             self.session.unlinked()
 
     def _notice(self, kind: int, payload: Any) -> None:

@@ -141,6 +141,13 @@ class Session(Registering):
         only while closed."""
         self.id, self._next_seq, self._low = 0, 1, 1
 
+    def refused(self, link: Link, error: Exception) -> None:
+        """``link``'s member closed it with ``error``: the ops sent on it fail with it at
+        their timeout, unless a member commits them before."""
+        for op in self._ops.values():
+            if op.link is link and not op.done:
+                op.error = error
+
     def unlinked(self) -> None:
         for op in self._ops.values():
             op.rid = 0

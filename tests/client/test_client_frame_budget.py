@@ -28,6 +28,7 @@ from lazily_queue import (
 )
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_budget import FRAME_BUDGET
+from lazily_queue.config import ConfigError, load_config
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 
@@ -184,3 +185,21 @@ async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() ->
         finally:
             task.cancel()
         await holder.aclose()
+
+
+def test_the_budget_is_read_from_the_configuration(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "node.toml"
+    monkeypatch.setenv("LQ_WEB", TOKEN.decode())
+
+    def loaded(top: str) -> Any:
+        config.write_text(f'id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-fb.sock"\n'
+                          f'secret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
+                          '\ntoken_env = "LQ_WEB"\n')
+        return load_config(config)
+
+    assert loaded("client_frame_budget = 1000000").client_access().frame_budget == 1_000_000
+    assert loaded("").client_access().frame_budget == 64 * 1024 * 1024
+    for bad in ("0", '"64M"', "true"):
+        with pytest.raises(ConfigError, match="client_frame_budget"):
+            loaded(f"client_frame_budget = {bad}")
