@@ -68,7 +68,10 @@ def work_purge(sm: StateMachine, args: list[Any]) -> Any:
     state = sm.work_queues.get(name)
     if state is None:
         raise OpRefused("unknown_work_queue", f"work queue {shown(name)} has not been declared")
-    removed, mask = state.core.purge(dead_letters=bool(args[1]))
+    dead_letters = bool(args[1])
+    removed, mask = state.core.purge(dead_letters=dead_letters)
+    if not dead_letters and (found := expiry.of(sm, "work_queue", name)) is not None:
+        found.clear_deadlines()  # the items they were of left; those in flight keep theirs
     if mask:
         sm.emit(WorkQueueChanged(name, mask))
     return removed

@@ -71,6 +71,17 @@ def test_work_purge_drops_pending_or_dead_letters_and_keeps_leases() -> None:
     assert core.next_ids()[0] == 4  # ids are never reused
 
 
+def test_work_purge_forgets_the_deadlines_of_the_items_it_drops() -> None:
+    sm = StateMachine()
+    _apply(sm, [ops.WORK_DECLARE, "w", 60_000, 3])
+    for _ in range(3):  # purged again and again, nothing of the dropped items stays
+        _apply(sm, *([ops.WORK_PUSH_TTL, "w", 500, i] for i in range(100)))
+        assert _apply(sm, [ops.WORK_PURGE, "w", False]) == [100]
+        assert sm.expiry[("work_queue", "w")].held_deadlines() == {}
+    _apply(sm, [ops.WORK_PUSH_TTL, "w", 500, "after"], stamp=2_000)
+    assert sm.expiry[("work_queue", "w")].held_deadlines() == {300: 2_500}
+
+
 def test_member_pages_are_replicated_validated_and_snapshotted() -> None:
     sm = StateMachine()
     assert "member_pages" not in sm.capture()  # snapshots are unchanged until one is set
