@@ -210,6 +210,15 @@ class RetainedDeadlines:
         out._gone = set(gone)
         return out
 
+    def check_below(self, next_id: int) -> None:
+        """``ValueError`` when an id held is not below ``next_id``, the next id the consumer
+        group holding them gives: each held id is one it gave (a record claiming more
+        would make every listing of its deadlines that long)."""
+        if self._end > next_id:
+            raise ValueError(
+                f"retained deadlines hold ids {self._low}..{self._end - 1} but their group "
+                f"gave ids below {next_id} only; each held id is one of its items")
+
     def count(self) -> int:
         """How many ids held have a deadline (the length of :meth:`pairs`)."""
         held = sum(b - a for a, b, life in self._segments(self._low, self._end)

@@ -40,7 +40,7 @@ from ..errors import shown
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
-from .group_retake import retake_deadlines
+from .group_retake import check_retained, retake_deadlines
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -291,7 +291,9 @@ def _restore_records(sm: StateMachine, doc: Any) -> None:
     for kind, cells in doc.items():
         for name, raw in cells.items():
             try:
-                sm.expiry[(kind, str(name))] = Expiry.from_list(raw)
+                record = Expiry.from_list(raw)
+                check_retained(sm.work_queues, kind, str(name), record)
+                sm.expiry[(kind, str(name))] = record
             except ValueError as exc:
                 raise ValueError(
                     f"snapshot section 'expiry': {kind} {shown(name)}: {exc}") from None

@@ -23,7 +23,11 @@ from ..core.topic import TopicCore
 from ..raft import values
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..core.expiry import Expiry
     from .state_machine import StateMachine
+    from .work_queues import WorkState
 
 _ITEM_KEYS = {"item_id", "value", "attempts"}
 #: Values compared by one encoding of each side.
@@ -108,3 +112,17 @@ def retake_deadlines(sm: StateMachine) -> None:
         for key, _ in listed:
             del record.deadlines[key]
         record.retained = candidate
+
+
+def check_retained(work_queues: Mapping[str, WorkState], kind: str, name: str,
+                   record: Expiry) -> None:
+    """``ValueError`` when ``record`` (of the object ``kind`` ``name``) holds retained
+    deadlines but is not a work queue's, or holds ids the queue never gave."""
+    retained = record.retained
+    if retained is None:
+        return
+    state = work_queues.get(name) if kind == "work_queue" else None
+    if state is None:
+        raise ValueError("retained deadlines belong to a consumer group's work queue, "
+                         "and no work queue of that name is restored")
+    retained.check_below(state.core.next_ids()[0])

@@ -23,6 +23,7 @@ from ..core.limits import Limits
 from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from ..errors import shown
+from .group_retake import check_retained
 from .work_queues import WorkState
 
 if TYPE_CHECKING:
@@ -68,7 +69,13 @@ def _install_expiry(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
     if doc is None:
         sm.expiry.pop((kind, name), None)
     else:
-        sm.expiry[(kind, name)] = Expiry.from_list(doc)
+        record = Expiry.from_list(doc)
+        try:
+            check_retained(sm.work_queues, kind, name, record)
+        except ValueError as exc:
+            raise ValueError(f"{kind} {shown(name)}: expiry: {exc}") from None
+        sm.expiry[(kind, name)] = record
+
 
 
 def capture(sm: Objects, kind: str, name: str, *, runs: bool = True) -> Any:
@@ -186,9 +193,19 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             for receipt in doc["receipts"]:
                 state.receipts[int(receipt[0])] = list(receipt)
             state.mirrored_group = doc.get("group") is True
+            expiry = doc.get("expiry")
+            record = None if expiry is None else Expiry.from_list(expiry)
+            try:  # checked against the queue before anything changes
+                if record is not None:
+                    check_retained({name: state}, kind, name, record)
+            except ValueError as exc:
+                raise ValueError(f"work queue {shown(name)}: expiry: {exc}") from None
             sm.work_queues[name] = state
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
-            _install_expiry(sm, kind, name, doc.get("expiry"))
+            if record is None:
+                sm.expiry.pop((kind, name), None)
+            else:
+                sm.expiry[(kind, name)] = record
     else:
         raise ValueError(f"unknown kind of object {shown(kind)}; expected one of {KINDS}")
 

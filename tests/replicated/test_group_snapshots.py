@@ -301,3 +301,32 @@ def test_a_group_of_a_topic_restored_by_an_op_lists_its_stamps() -> None:
     restored.restore(decode_snapshot(_file(sm))["state"])
     assert restored.capture() == sm.capture()
     assert restored.work_queues["t:g0"].core.stamp_of(N) == N + 1_004
+
+
+def test_retained_deadlines_of_ids_their_group_never_gave_are_refused() -> None:
+    sm = _topic(1, expiry=True)  # the group gave ids 0..N
+    state = sm.capture()
+    record = state["expiry"]["work_queue"]["t:g0"]
+    record[3] = []  # no own deadline among the ids claimed
+    record[6][1] = 10**9  # ids held up to 10**9 - 1: every listing of them that long
+    with pytest.raises(ValueError, match=re.escape(
+            f"'t:g0': retained deadlines hold ids 3..{10**9 - 1} but their group gave ids "
+            f"below {N + 1} only")):
+        StateMachine().restore(state)
+    doc = objects.capture(sm, "work_queue", "t:g0")  # what a member sends a client
+    doc["expiry"][3] = []
+    doc["expiry"][6][1] = 10**9
+    mirror = StateMachine()
+    with pytest.raises(ValueError, match=f"work queue 't:g0': expiry: .* below {N + 1} only"):
+        objects.install(mirror, "work_queue", "t:g0", doc)
+    assert mirror.work_queues == {} and mirror.expiry == {}
+
+
+def test_retained_deadlines_of_an_object_other_than_a_work_queue_are_refused() -> None:
+    sm = _topic(1, expiry=True)
+    state = sm.capture()
+    retained = state["expiry"]["work_queue"]["t:g0"][6]
+    state["expiry"]["topic"]["t"] = [None, 60_000, 0, [], [], 0, retained]
+    with pytest.raises(ValueError, match="topic 't': retained deadlines belong to a "
+                                         "consumer group's work queue"):
+        StateMachine().restore(state)
