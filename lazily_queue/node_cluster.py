@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from . import membership
+from .core.numbers import wait_limit
 from .replicated import ops
 from .status import local_status
 from .storage.attempts import attempt_timeout
@@ -43,15 +44,18 @@ class NodeCluster:
         bound = attempt_timeout(timeout, self.op_timeout)
         raise_op_error(await self.driver.call(ops.BARRIER, [], timeout=bound))
 
-    async def wait_for_leader(self, *, timeout: float = 10.0) -> str:
-        """Wait until this node knows a leader; return its id. A restarted node may not
-        have applied its journal yet: :meth:`barrier` waits for that."""
-        deadline = time.monotonic() + timeout
+    async def wait_for_leader(self, *, timeout: float | None = 10.0) -> str:
+        """Wait until this node knows a leader; return its id, or raise ``TimeoutError``
+        after ``timeout`` seconds (``None``: no bound; ``TypeError`` / ``ValueError`` for
+        one that is no number of seconds). A restarted node may not have applied its
+        journal yet: :meth:`barrier` waits for that."""
+        limit = wait_limit(timeout)
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
             leader = self.driver.replica.engine.leader_id
             if leader is not None:
                 return leader
-            if time.monotonic() > deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(
                     f"node {self.node_id} saw no leader within {timeout}s: "
                     f"{self.driver.replica.status()}"

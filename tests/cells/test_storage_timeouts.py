@@ -5,12 +5,15 @@ seconds is refused as a cell refuses it, before anything applies
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lazily_queue import WorkQueueCell, testing
+from lazily_queue import Node, WorkQueueCell, testing
 from lazily_queue.brokers import (
     nats_queue,
     nats_topic,
@@ -114,3 +117,22 @@ async def test_a_nodes_storage_gives_timeout_zero_no_time_and_none_its_op_timeou
 async def test_a_clients_storage_gives_timeout_zero_no_time() -> None:
     async with cluster_with_clients(1) as (_, addresses), client_of(addresses) as client:
         await _zero_and_none(client)
+
+
+async def test_waiting_for_a_leader_takes_a_timeout_as_the_storages_do(tmp_path: Path) -> None:
+    peers = {i: f"unix://{tmp_path}/n{i}.sock" for i in (1, 2, 3)}
+    node = Node(1, data_dir=tmp_path / "1", peers=peers, secret=b"s", durability="none")
+    await node.start()  # alone of three: it never knows a leader
+    try:
+        for bad, error in [*BAD, (Decimal("1"), TypeError)]:
+            with pytest.raises(error, match="timeout must be a number of seconds or None"):
+                await node.wait_for_leader(timeout=bad)
+        for timeout in (0, -5, float("-inf")):
+            with pytest.raises(TimeoutError, match="saw no leader within"):
+                await node.wait_for_leader(timeout=timeout)
+        for unbounded in (None, 10**400, float("inf")):  # no bound: waits on
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await node.wait_for_leader(timeout=unbounded)
+    finally:
+        await node.stop()
