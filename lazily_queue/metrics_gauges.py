@@ -7,15 +7,18 @@ subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}
 one series per possible state (1 for the current one), the leader is the number
 ``lazily_queue_raft_leader_id`` (-1 while there is none). The consumer lag is given for
 a topic's most lagging subscribers only, as the status lists them
-(:data:`~lazily_queue.status.MAX_SUBSCRIBERS_SHOWN`), so client-chosen subscriber ids
-cannot multiply the series; and past ``named_objects`` objects of a kind the others are
+(:data:`~lazily_queue.status.MAX_SUBSCRIBERS_SHOWN`), and of all topics the
+``named_objects`` most lagging only, so client-chosen subscriber ids cannot multiply the
+series; and past ``named_objects`` objects of a kind the others are
 summed (:mod:`.metrics_names`), so client-chosen object names cannot either.
 """
 
 from __future__ import annotations
 
+import heapq
 import sys
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -179,16 +182,21 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
     group_lag = GaugeMetricFamily(f"{ns}_group_lag", "Elements a consumer group has not acked",
                                   labels=["name", "group"])
     shown: list[tuple[str, tuple[int, ...]]] = []
+    lags: list[tuple[int, str, str]] = []
     for name, t in list(view.topics.items()):
         end = t.end_offset()
         shown.append((label("topic", name), (end - t.base_offset(),)))
         if shown[-1][0] == OTHER:
             continue
         for sid, sub in subscribers_behind(t.subscriptions(), end)["subscribers"].items():
-            lag.add_metric([name, sid], sub["lag"])
+            lags.append((sub["lag"], name, sid))
         for group, g in groups_of(view, name).items():
             if label("work", g["queue"]) != OTHER:
                 group_lag.add_metric([name, group], g["lag"])
+    if len(lags) > names.limit:  # the most lagging of all, as many as objects of a kind
+        lags = heapq.nsmallest(names.limit, lags, key=lambda e: (-e[0], e[1], e[2]))
+    for value, name, sid in sorted(lags, key=itemgetter(1, 2)):
+        lag.add_metric([name, sid], value)
     _each((retained,), shown)
     yield retained
     yield lag

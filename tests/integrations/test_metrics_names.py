@@ -108,3 +108,20 @@ async def test_summed_dropped_counts_do_not_go_down_when_an_object_is_deleted() 
         await node.queue("b", limits=Limits(max_length=1, overflow="drop_oldest")).push(4)
         assert samples(metrics, "lazily_queue_dropped_total") == {
             ("", "queue", "drop_oldest"): 5}
+
+
+async def test_the_consumer_lag_shows_the_most_lagging_subscribers_of_all_topics_only() -> None:
+    async with testing.cluster(1) as cluster:
+        node = await cluster.wait_for_leader()
+        metrics = NodeMetrics(node, named_objects=3)
+        for k in range(3):  # each topic's subscribers each read one more than the last
+            topic = node.topic(f"t{k}")
+            for s in range(4):
+                await topic.storage.subscribe(f"s{s}")
+            await topic.publish_many(list(range(10 + k)))
+            for s in range(4):
+                for _ in range(s):
+                    await topic.storage.poll(f"s{s}")
+        lag = samples(metrics, "lazily_queue_topic_consumer_lag")
+        # 12 lags: the 3 largest (12, then 11 twice; t0's 10 is left out)
+        assert lag == {("t1", "s0"): 11, ("t2", "s0"): 12, ("t2", "s1"): 11}
