@@ -141,7 +141,7 @@ def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[
         return {"base_offset": t.base_offset(), "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
                 **subscribers_behind(t.subscriptions(), t.end_offset()),
-                "groups": groups_of(view, name)}
+                **groups_behind(groups_of(view, name))}
 
     def work(_name: str, w: Any) -> dict[str, Any]:
         return {"pending": w.core.pending_len(), "in_flight": w.core.in_flight_len(),
@@ -192,6 +192,15 @@ def groups_of(view: ReadView, topic: str) -> dict[str, dict[str, Any]]:
         if state is not None:
             found[group] = {"lag": group_lag(state.core), "queue": name}
     return found
+
+
+def groups_behind(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``groups``: of a topic's ``groups`` (:func:`groups_of`), the
+    :data:`MAX_SUBSCRIBERS_SHOWN` furthest behind, by name; ``groups_total``: how many
+    there are."""
+    behind = heapq.nsmallest(MAX_SUBSCRIBERS_SHOWN, groups.items(),
+                             key=lambda kv: (-kv[1]["lag"], kv[0]))
+    return {"groups": dict(sorted(behind)), "groups_total": len(groups)}
 
 
 def node_status(node: Node, clock: LeadershipClock | None = None, *,

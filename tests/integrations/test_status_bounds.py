@@ -81,3 +81,24 @@ async def test_subscribers_listed_are_the_most_lagging(
         body = metrics.render().decode()
         assert [line for line in body.splitlines() if line.startswith(lag + "{")] == [
             f'{lag}{{name="news",subscriber="b"}} 3.0', f'{lag}{{name="news",subscriber="c"}} 2.0']
+
+
+async def test_groups_listed_of_a_topic_are_the_most_lagging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(status, "MAX_SUBSCRIBERS_SHOWN", 2, raising=False)
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = await cluster.wait_for_leader()
+        news = node.topic("news")
+        groups = {name: news.group(name) for name in ("a", "b", "c")}
+        for group in groups.values():
+            await group.declare()
+        for i in range(3):
+            await news.publish(i)
+        for name, acks in (("a", 2), ("c", 1)):
+            for _ in range(acks):
+                got = await groups[name].claim("w")
+                await groups[name].ack("w", got.delivery_id)
+        for doc in (status.node_status(node), await status.node_status_sliced(node)):
+            topic = doc["topics"]["news"]
+            assert {k: v["lag"] for k, v in topic["groups"].items()} == {"b": 3, "c": 2}
+            assert topic["groups_total"] == 3
