@@ -14,6 +14,8 @@ from .session import Session
 
 #: Seconds a barrier waits for its member's answer beyond the time the member was given.
 BARRIER_GRACE = 1.0
+#: The most milliseconds a member is given for one barrier (what it accepts).
+MAX_ASK_MS = 3_600_000
 
 
 class Barrier:
@@ -35,7 +37,8 @@ class Barrier:
         """Return once the member has applied (and sent this client) everything committed
         before the call: reads right after it are linearizable for the objects this client
         read before the call (one read first after it starts empty until its state
-        arrives)."""
+        arrives). ``timeout``: seconds (``None``: the client's ``op_timeout``); a member
+        is given at most an hour of it (:data:`MAX_ASK_MS`)."""
         loop = asyncio.get_running_loop()
         given = self.op_timeout if timeout is None else timeout
         deadline = commit_deadline(loop.time(), given)
@@ -61,11 +64,11 @@ class Barrier:
             link = self._link
             if link is None:
                 continue
+            ask_ms = min(MAX_ASK_MS, max(1, math.ceil(remaining * 1000)))
             try:  # the member answers within the time it is given; this bounds a member
                 # that never does
-                answer = await asyncio.wait_for(
-                    link.ask([P.BARRIER, max(1, math.ceil(remaining * 1000))]),
-                    remaining + BARRIER_GRACE)
+                answer = await asyncio.wait_for(link.ask([P.BARRIER, ask_ms]),
+                                                ask_ms / 1000 + BARRIER_GRACE)
             except TimeoutError:
                 raise CommitTimeout(
                     f"barrier: member {link.member} did not answer before its timeout "

@@ -117,6 +117,8 @@ async def test_a_nodes_storage_gives_timeout_zero_no_time_and_none_its_op_timeou
 async def test_a_clients_storage_gives_timeout_zero_no_time() -> None:
     async with cluster_with_clients(1) as (_, addresses), client_of(addresses) as client:
         await _zero_and_none(client)
+        for long in (7_200, float("inf"), 10**400):  # past the hour a member is given
+            await client.barrier(timeout=long)
 
 
 async def test_waiting_for_a_leader_takes_a_timeout_as_the_storages_do(tmp_path: Path) -> None:
