@@ -18,27 +18,20 @@ from lazily_queue.raft.meta import UnreadableFeatures, decode_meta, encode_meta
 from lazily_queue.raft.network import LocalHub
 
 from .node_procs import NodeProc, unix_peers, write_config
+from .test_rejoin_cli import _node_with_history
 
 
 async def _damaged(tmp_path: Path, value: object = 5) -> tuple[Path, Path, int]:
     """A stopped node with history whose metadata copies both hold ``features`` =
     ``value``; its raft directory, configuration file and term."""
-    data = tmp_path / "data1"
-    node = Node(1, data_dir=data, network=LocalHub().network("1"), cluster="test",
-                durability="none")
-    await node.start()
-    await node.wait_for_leader()
-    for i in range(5):
-        await node.queue("q").push(i)
-    await node.stop()
-    raft = data / "raft"
+    raft = await _node_with_history(tmp_path)
     term = 0
     for copy in sorted(raft.glob("journal.meta*")):
         meta, sequence = decode_meta(copy.read_bytes())
         term = meta["term"]
         copy.write_bytes(encode_meta({**meta, "features": value}, sequence))
     config = write_config(tmp_path / "n1.toml", 1, unix_peers(tmp_path), cluster="test",
-                          data_dir=str(data))
+                          data_dir=str(raft.parent))
     return raft, config, term
 
 

@@ -1,5 +1,6 @@
 """A one-member cluster on a short Unix socket path, serving client "web" (produce on
-every name) with :data:`TOKEN`: the member tests of single client behaviours link to."""
+every name) with :data:`TOKEN`: the member tests of single client behaviours link to;
+:func:`linked` is a raw link of client "web" to it, greeted."""
 
 from __future__ import annotations
 
@@ -10,21 +11,39 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import cbor2
+from lazily_transports import LinkConfig, LinkStream, dial
+
 from lazily_queue import ClientAccess, ClientGrant, Node
+from lazily_queue.client import protocol as P
+from lazily_queue.replicated.client_sessions import new_session_id
 
 TOKEN = b"token-of-the-web-tier"
 
 
 @asynccontextmanager
-async def one_member(**options: Any) -> AsyncIterator[Node]:
-    """The member, started and led; ``options`` go to :class:`Node`."""
+async def one_member(access: ClientAccess | None = None, **options: Any,
+                     ) -> AsyncIterator[Node]:
+    """The member, started and led, serving ``access`` (client "web" by default);
+    ``options`` go to :class:`Node`."""
     path = Path(tempfile.mkdtemp(prefix="lqm-", dir="/tmp"))
+    if access is None:
+        access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"])])
     node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret",
-                clients=ClientAccess([ClientGrant("web", TOKEN, produce=["*"])]), **options)
+                secret=b"the-cluster-secret", clients=access, **options)
     try:
         async with node:
             await node.wait_for_leader()
             yield node
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+async def linked(node: Node) -> LinkStream:
+    """A link of client "web" to ``node``, its hello answered."""
+    assert node.listen is not None
+    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
+                                                credential="web"))
+    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
+    assert cbor2.loads(await stream.receive())[1] == P.OK
+    return stream

@@ -6,16 +6,13 @@ timeout gets its link closed with a refusal naming ``client_frame_budget``."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import cbor2
 import pytest
-from lazily_transports import FrameBudget, LinkConfig, LinkStream, dial
+from lazily_transports import FrameBudget, LinkStream
 from lazily_transports.sockets import SocketChannel
 
 from lazily_queue import (
@@ -30,32 +27,12 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_budget import FRAME_BUDGET
 from lazily_queue.config import ConfigError, load_config
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.client_sessions import new_session_id
-
-TOKEN = b"token-of-the-web-tier"
+from tests.client.one_member import TOKEN, linked, one_member
 
 
-@asynccontextmanager
-async def member(frame_budget: int) -> AsyncIterator[Node]:
-    path = Path(tempfile.mkdtemp(prefix="lqb-", dir="/tmp"))
-    access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"])], frame_budget=frame_budget)
-    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret", clients=access)
-    try:
-        async with node:
-            await node.wait_for_leader()
-            yield node
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-async def _linked(node: Node) -> LinkStream:
-    assert node.listen is not None
-    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
-                                                credential="web"))
-    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
-    assert cbor2.loads(await stream.receive())[1] == P.OK
-    return stream
+def member(frame_budget: int) -> AbstractAsyncContextManager[Node]:
+    return one_member(ClientAccess([ClientGrant("web", TOKEN, produce=["*"])],
+                                   frame_budget=frame_budget))
 
 
 def _push(size: int) -> bytes:
@@ -83,7 +60,7 @@ async def _until(predicate: Any, seconds: float = 10.0) -> None:
 
 async def test_a_frame_that_does_not_fit_waits_for_the_frames_before_it() -> None:
     async with member(frame_budget=300_000) as node:
-        first, second = await _linked(node), await _linked(node)
+        first, second = await linked(node), await linked(node)
         wire_a, wire_b = _push(200_000), _push(150_000)
         _write(first, wire_a[:100_000])
         await _until(lambda: _stats(node)["frame_budget_held"] > 0)
@@ -103,7 +80,7 @@ async def test_a_frame_that_does_not_fit_waits_for_the_frames_before_it() -> Non
 
 async def test_a_frame_larger_than_the_budget_is_read_alone() -> None:
     async with member(frame_budget=100_000) as node:
-        stream = await _linked(node)
+        stream = await linked(node)
         wire = _push(250_000)
         for start in range(0, len(wire), 60_000):
             _write(stream, wire[start:start + 60_000])
@@ -117,7 +94,7 @@ async def test_a_frame_waiting_past_the_idle_timeout_is_refused_naming_the_setti
     async with member(frame_budget=300_000) as node:
         assert node.clients is not None
         node.clients.idle.timeout = 0.5
-        holder, waiter = await _linked(node), await _linked(node)
+        holder, waiter = await linked(node), await linked(node)
         _write(holder, _push(250_000)[:1000])
 
         async def trickle() -> None:  # the holder's bytes keep coming: it stays linked
@@ -169,7 +146,7 @@ async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() ->
     async with member(frame_budget=300_000) as node:
         assert node.clients is not None and node.listen is not None
         node.clients.idle.timeout = 0.5
-        holder = await _linked(node)
+        holder = await linked(node)
         _write(holder, _push(250_000)[:1000])
 
         async def trickle() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import cbor2
 import pytest
-from lazily_transports import LinkConfig, LinkStream, dial
+from lazily_transports import LinkStream
 from lazily_transports.sockets import SocketChannel
 
 from lazily_queue import InvalidConfiguration, Node, connect
@@ -18,19 +18,9 @@ from lazily_queue.client.access import ClientGrant
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.idle import MAX_PING_INTERVAL, IdleLinks
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.client_sessions import new_session_id
-from tests.client.one_member import TOKEN, one_member
+from tests.client.one_member import TOKEN, linked, one_member
 
 IDLE = 0.6
-
-
-async def _linked(node: Node) -> LinkStream:
-    assert node.listen is not None
-    stream = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=TOKEN,
-                                                credential="web"))
-    await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
-    assert cbor2.loads(await stream.receive())[1] == P.OK
-    return stream
 
 
 def _connections(node: Node) -> Any:
@@ -51,7 +41,7 @@ async def test_a_client_link_silent_past_the_idle_timeout_is_closed(
     async with one_member() as node:
         assert node.clients is not None
         node.clients.idle.timeout = IDLE
-        stream = await _linked(node)
+        stream = await linked(node)
         await stream.send(cbor2.dumps([2, P.WATCH, "queue", "jobs"]))
         assert cbor2.loads(await stream.receive())[1] == P.OK
         if stall == "mid-frame":  # a frame's first bytes, then nothing
@@ -94,7 +84,7 @@ async def test_a_request_uploaded_slower_than_the_idle_timeout_is_taken_whole() 
         node.clients.idle.timeout = IDLE
         jobs = node.queue("jobs")
         await jobs.push(0)
-        stream = await _linked(node)
+        stream = await linked(node)
         channel = stream.channel
         assert isinstance(channel, SocketChannel)
         transport = channel._transport  # to write a frame's bytes a few at a time
@@ -120,7 +110,7 @@ async def test_a_frame_trickled_slower_than_the_minimum_rate_does_not_hold_its_l
     async with one_member() as node:
         assert node.clients is not None
         node.clients.idle.timeout = IDLE
-        stream = await _linked(node)
+        stream = await linked(node)
         channel = stream.channel
         assert isinstance(channel, SocketChannel)
         transport = channel._transport
@@ -149,7 +139,7 @@ async def test_a_half_read_frame_is_not_held_by_what_the_member_writes() -> None
         assert node.clients is not None
         node.clients.idle.timeout = IDLE
         jobs = node.queue("jobs")
-        stalled, reading = await _linked(node), await _linked(node)
+        stalled, reading = await linked(node), await linked(node)
         for stream in (stalled, reading):
             await stream.send(cbor2.dumps([2, P.WATCH, "queue", "jobs"]))
             assert cbor2.loads(await stream.receive())[1] == P.OK

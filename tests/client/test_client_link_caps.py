@@ -9,11 +9,8 @@ import asyncio
 import dataclasses
 import logging
 import resource
-import shutil
 import sys
-import tempfile
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +29,19 @@ from lazily_queue import (
 from lazily_queue.client import link_caps
 from lazily_queue.config import ConfigError, load_config
 from lazily_queue.out_of_files import OutOfFiles
+from tests.client.one_member import one_member
 
 pytestmark = pytest.mark.timeout(60)
 
 WEB, OTHER = b"token-of-the-web-tier", b"token-of-the-other-tier"
 
 
-@asynccontextmanager
-async def member(*, web_links: int = 64, total: int = 4096) -> AsyncIterator[Node]:
+def member(*, web_links: int = 64, total: int = 4096) -> AbstractAsyncContextManager[Node]:
     """A one-member cluster serving clients ``web`` (at most ``web_links`` links) and
     ``other``, ``total`` client links in all."""
-    path = Path(tempfile.mkdtemp(prefix="lqc-", dir="/tmp"))
     grants = [ClientGrant("web", WEB, produce=["*"], max_links=web_links),
               ClientGrant("other", OTHER, produce=["*"])]
-    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret",
-                clients=ClientAccess(grants, max_links=total))
-    try:
-        async with node:
-            await node.wait_for_leader()
-            yield node
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    return one_member(ClientAccess(grants, max_links=total))
 
 
 def _client(node: Node, name: str = "web", **options: Any) -> ClusterClient:

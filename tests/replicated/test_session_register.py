@@ -4,7 +4,6 @@ forgotten) is refused and never applied, so a retry is never applied twice."""
 
 from __future__ import annotations
 
-from itertools import count
 from typing import Any
 
 import pytest
@@ -20,15 +19,9 @@ from lazily_queue.replicated.state_machine import (
     StateMachine,
 )
 
-_members = count(1)
+from .apply import apply_fresh as _apply
+
 WEB = owner_tag("web")
-
-
-def _apply(sm: StateMachine, *op_list: list[Any], stamp: int = 1_000) -> list[Any]:
-    result = sm.apply(encode_command(next(_members), 0,
-                                     [[i + 1, *op] for i, op in enumerate(op_list)]), stamp)
-    assert isinstance(result, list)
-    return result
 
 
 def _client(sm: StateMachine, session: int, seq: int, code: int, *args: Any,
