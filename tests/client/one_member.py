@@ -4,9 +4,10 @@ every name) with :data:`TOKEN`: the member tests of single client behaviours lin
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
+from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 
 TOKEN = b"token-of-the-web-tier"
@@ -47,3 +49,21 @@ async def linked(node: Node) -> LinkStream:
     await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
     assert cbor2.loads(await stream.receive())[1] == P.OK
     return stream
+
+
+async def trickled_push_is_taken(node: Node, stream: LinkStream,
+                                 write: Callable[[bytes], object],
+                                 frame: Callable[[bytes], bytes], idle: float) -> None:
+    """Push 200 kB to queue "jobs" (holding one element) as a frame (``frame`` of the
+    request) written in 40 pieces, one every ``idle`` / 8 (five idle timeouts): it is
+    answered and applied, and no link was closed as idle."""
+    payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * 200_000], 5000])
+    wire = frame(payload)
+    step = -(-len(wire) // 40)
+    for start in range(0, len(wire), step):
+        write(wire[start:start + step])
+        await asyncio.sleep(idle / 8)
+    answer = cbor2.loads(await stream.receive())
+    assert answer[:2] == [2, P.OK], answer
+    assert node.queue("jobs").len() == 2
+    assert node.clients is not None and node.clients.stats()["idle_closed"] == 0

@@ -17,8 +17,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.access import ClientGrant
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.idle import MAX_PING_INTERVAL, IdleLinks
-from lazily_queue.replicated import ops
-from tests.client.one_member import TOKEN, linked, one_member
+from tests.client.one_member import TOKEN, linked, one_member, trickled_push_is_taken
 
 IDLE = 0.6
 
@@ -89,17 +88,8 @@ async def test_a_request_uploaded_slower_than_the_idle_timeout_is_taken_whole() 
         assert isinstance(channel, SocketChannel)
         transport = channel._transport  # to write a frame's bytes a few at a time
         assert transport is not None
-        payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * 200_000], 5000])
-        wire = len(payload).to_bytes(4, "big") + payload
-        pieces = 40  # one every IDLE / 8: the upload lasts five idle timeouts
-        step = -(-len(wire) // pieces)
-        for start in range(0, len(wire), step):
-            transport.write(wire[start:start + step])
-            await asyncio.sleep(IDLE / 8)
-        answer = cbor2.loads(await stream.receive())
-        assert answer[:2] == [2, P.OK], answer
-        assert jobs.len() == 2
-        assert node.clients.stats()["idle_closed"] == 0
+        await trickled_push_is_taken(node, stream, transport.write,
+                                     lambda p: len(p).to_bytes(4, "big") + p, IDLE)
         await stream.aclose()
 
 

@@ -20,8 +20,8 @@ from lazily_transports.websocket import WebSocketChannel
 
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
-from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
+from tests.client.one_member import trickled_push_is_taken
 
 TOKEN = b"token-of-the-web-tier"
 IDLE = 0.6
@@ -68,6 +68,11 @@ def _masked(payload: bytes, mask: bytes) -> bytes:
         len(payload), "big")
 
 
+def _ws_frame(payload: bytes) -> bytes:
+    head, mask = _frame_head(len(payload))
+    return head + _masked(payload, mask)
+
+
 def _connections(node: Node) -> int:
     assert node.clients is not None
     count: int = node.clients.stats()["connections"]
@@ -79,18 +84,7 @@ async def test_a_request_uploaded_over_ws_slower_than_the_idle_timeout_is_taken_
     async with ws_member() as (node, stream, transport):
         jobs = node.queue("jobs")
         await jobs.push(0)
-        payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * 200_000], 5000])
-        head, mask = _frame_head(len(payload))
-        wire = head + _masked(payload, mask)
-        pieces = 40  # one every IDLE / 8: the upload lasts five idle timeouts
-        step = -(-len(wire) // pieces)
-        for start in range(0, len(wire), step):
-            transport.write(wire[start:start + step])
-            await asyncio.sleep(IDLE / 8)
-        answer = cbor2.loads(await stream.receive())
-        assert answer[:2] == [2, P.OK], answer
-        assert jobs.len() == 2
-        assert node.clients is not None and node.clients.stats()["idle_closed"] == 0
+        await trickled_push_is_taken(node, stream, transport.write, _ws_frame, IDLE)
 
 
 async def test_a_frame_trickled_over_ws_slower_than_the_minimum_rate_is_closed() -> None:
