@@ -1600,6 +1600,20 @@ MUTATIONS = [
          "test_a_retry_after_its_session_expired_is_refused_and_not_applied_again",),
         "a retry under a forgotten registered session is applied again in a fresh session"),
     Mutation(
+        "receipts-bounded-per-queue-only", "lazily_queue/replicated/receipts.py",
+        "        while self.total > self.limit:\n            self._drop_oldest()\n        if",
+        "        if",
+        ("tests/replicated/test_receipts_total.py::"
+         "test_the_receipts_of_all_queues_and_groups_stay_within_the_bound_newest_kept",),
+        "receipts of many busy queues push a snapshot past its limit"),
+    Mutation(
+        "receipts-dropped-by-queue-in-reverse", "lazily_queue/replicated/receipts.py",
+        "return (int(receipt[4]), self.rank, self._next)",
+        "return (int(receipt[4]), -self.rank, self._next)",
+        ("tests/replicated/test_receipts_total.py::"
+         "test_an_older_snapshot_over_the_bound_keeps_the_newest_by_stamp_then_queue",),
+        "receipts settled at one stamp are dropped in another order than the state's"),
+    Mutation(
         "group-snapshot-lists-run-items", "lazily_queue/replicated/work_queues.py",
         "s.core.snapshot(records, run=True,",
         "s.core.snapshot(records, run=False,",

@@ -83,6 +83,7 @@ def work_delete(sm: StateMachine, args: list[Any]) -> Any:
     if state is None:
         raise OpRefused("unknown_work_queue", f"work queue {shown(name)} has not been declared")
     groups.forget_queue(sm, state)
+    sm.receipt_ledger.forget(state.table)
     sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
     sm.emit(Deleted("work_queue", name))
     expiry.forget(sm, "work_queue", name)

@@ -113,7 +113,9 @@ def forget_topic(sm: StateMachine, topic: str) -> None:
     """``topic`` was deleted: delete its groups."""
     for name in sm.groups.pop(topic, {}).values():
         expiry.forget(sm, "work_queue", name)
-        if sm.work_queues.pop(name, None) is not None:
+        state = sm.work_queues.pop(name, None)
+        if state is not None:
+            sm.receipt_ledger.forget(state.table)
             sm.emit(WorkQueueChanged(name, ALL_WORK_READERS))
             sm.emit(Deleted("work_queue", name))
             _report(sm, name, ops.WORK_DELETE)

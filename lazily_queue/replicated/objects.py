@@ -179,7 +179,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
             _install_expiry(sm, kind, name, expiry)
     elif kind == "work_queue":
         if doc is None:
-            sm.work_queues.pop(name, None)
+            _forget_receipts(sm, sm.work_queues.pop(name, None))
             sm.work_headers.pop(name, None)
             sm.expiry.pop((kind, name), None)
         else:
@@ -190,8 +190,8 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 limited = LimitedWorkQueue.limited(state.core, Limits.from_doc(limits_doc))
                 limited.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
                 state.core = limited
-            for receipt in doc["receipts"]:
-                state.receipts[int(receipt[0])] = list(receipt)
+            receipts: list[Any] = [list(r) for r in doc["receipts"]]
+            int_ids = [int(r[0]) for r in receipts]
             state.mirrored_group = doc.get("group") is True
             expiry = doc.get("expiry")
             record = None if expiry is None else Expiry.from_list(expiry)
@@ -200,7 +200,11 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                     check_retained({name: state}, kind, name, record)
             except ValueError as exc:
                 raise ValueError(f"work queue {shown(name)}: expiry: {exc}") from None
+            _forget_receipts(sm, sm.work_queues.get(name))
             sm.work_queues[name] = state
+            for key, receipt in zip(int_ids, receipts, strict=True):  # newest of all
+                receipt[0] = key
+                sm.receipt_ledger.keep(state.table, receipt, len(receipts))
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
             if record is None:
                 sm.expiry.pop((kind, name), None)
@@ -208,6 +212,11 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 sm.expiry[(kind, name)] = record
     else:
         raise ValueError(f"unknown kind of object {shown(kind)}; expected one of {KINDS}")
+
+
+def _forget_receipts(sm: StateMachine, state: WorkState | None) -> None:
+    if state is not None:
+        sm.receipt_ledger.forget(state.table)
 
 
 def _install_headers(tables: dict[str, OffsetHeaders], name: str, owner: object,

@@ -76,6 +76,7 @@ from .ops import (
     family_of_op,
     op_name,
 )
+from .receipts import ReceiptLedger
 from .session_results import (
     IN_CLIENT,
     NOT_KEPT,
@@ -126,6 +127,9 @@ class StateMachine:
         #: Headers of work items pushed with some, by work queue (:mod:`.headers`).
         self.work_headers: dict[str, OffsetHeaders] = {}
         self.work_queues: dict[str, WorkState] = {}
+        #: The settlement order of all work queues' receipts, bounding them together
+        #: (:mod:`.receipts`).
+        self.receipt_ledger = ReceiptLedger()
         #: Consumer groups: topic -> {group: its work queue's name} (:mod:`.groups`).
         self.groups: dict[str, dict[str, str]] = {}
         #: Expiry rules and per-message deadlines by (kind, name) (:mod:`.expiry`).

@@ -8,7 +8,8 @@ core refuses it, but carries the original receipt, which the worker API accepts 
 proof that its settlement committed. Receipts are kept for the last
 :data:`RECEIPTS_KEPT` settlements of each work queue (a repeat of an older one is
 refused without a receipt), so a queue's receipts take a fixed amount of memory and
-snapshot space however much work goes through it. A retry by the same member within
+snapshot space however much work goes through it; all queues' together are bounded too,
+the oldest settled dropped first (:mod:`.receipts`). A retry by the same member within
 its operation's deadline does not need them: the session returns the recorded result.
 """
 
@@ -37,6 +38,7 @@ from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name
 from .group_retake import retaken_core
 from .ops import OpRefused
+from .receipts import ReceiptLedger, ReceiptTable, restore_receipts
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -56,7 +58,8 @@ class WorkState:
 
     def __init__(self, core: WorkQueueCore) -> None:
         self.core = core
-        self.receipts: OrderedDict[int, list[Any]] = OrderedDict()
+        self.table = ReceiptTable()
+        self.receipts: OrderedDict[int, list[Any]] = self.table.receipts
         self.group: tuple[str, str] | None = None
         self.mirrored_group = False
         self.lineage: object | None = None
@@ -64,13 +67,11 @@ class WorkState:
         #: item by item (:mod:`.group_retake`), whose deadlines may be the run's too.
         self.retaken: tuple[int, int] | None = None
 
-    def remember(self, delivery: Delivery, outcome: str, now: int) -> list[Any]:
-        """Record the settlement; returns its receipt as plain data (``Receipt.to_list``)."""
+    def remember(self, ledger: ReceiptLedger, delivery: Delivery, outcome: str, now: int
+                 ) -> list[Any]:
+        """Record the settlement in ``ledger``; returns its receipt (``Receipt.to_list``)."""
         receipt = [delivery.delivery_id, delivery.item_id, delivery.worker, outcome, now]
-        receipts = self.receipts
-        receipts[delivery.delivery_id] = receipt
-        while len(receipts) > RECEIPTS_KEPT:
-            receipts.popitem(last=False)
+        ledger.keep(self.table, receipt, RECEIPTS_KEPT)
         return receipt
 
     def earlier(self, name: str, worker: str, delivery_id: int, outcome: str) -> Receipt | None:
@@ -224,7 +225,7 @@ def _settle_one(sm: StateMachine, name: str, state: WorkState, worker: str, deli
         worker, delivery_id, now=sm.now if now is None else now, delay=delay
     )
     if result and delivery is not None:
-        return True, mask, list(state.remember(delivery, outcome, sm.now)), False
+        return True, mask, list(state.remember(sm.receipt_ledger, delivery, outcome, sm.now)), False
     # The core's answer stays exactly the spec's (a repeated settlement is refused);
     # the earlier receipt rides along for workers retrying the same settlement.
     earlier = state.earlier(name, worker, delivery_id, outcome)
@@ -337,8 +338,7 @@ def _restore(sm: StateMachine, doc: Any) -> None:
     groups: dict[str, dict[str, str]] = {}
     for name, raw in (doc or {}).items():
         state = _restored(sm, raw)
-        for receipt in raw["receipts"][-RECEIPTS_KEPT:]:
-            state.receipts[int(receipt[0])] = list(receipt)
+        restore_receipts(state.table, raw["receipts"], RECEIPTS_KEPT)
         if raw.get("group") is not None:
             topic, group = (str(part) for part in raw["group"])
             state.group = (topic, group)
@@ -346,6 +346,7 @@ def _restore(sm: StateMachine, doc: Any) -> None:
         queues[str(name)] = state
     sm.work_queues = queues
     sm.groups = groups
+    sm.receipt_ledger.rebuild(state.table for state in queues.values())
 
 
 def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
