@@ -1577,16 +1577,15 @@ MUTATIONS = [
         "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
         "group-run-snapshot-feature-unrequired", "lazily_queue/raft/features.py",
-        "SESSION_END_FEATURE,\n                               GROUP_RUN_SNAPSHOT_FEATURE, "
-        "SESSION_REGISTER_FEATURE})",
-        "SESSION_END_FEATURE,\n                               SESSION_REGISTER_FEATURE})",
+        "GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,",
+        "SESSION_REGISTER_FEATURE,",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that cannot install a group's run in a snapshot is refused at the handshake"),
     Mutation(
         "session-register-feature-unrequired", "lazily_queue/raft/features.py",
-        "GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE})",
-        "GROUP_RUN_SNAPSHOT_FEATURE})",
+        "GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,\n",
+        "GROUP_RUN_SNAPSHOT_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member that opens a forgotten registered session at its op is refused at the "
@@ -1613,6 +1612,13 @@ MUTATIONS = [
         ("tests/replicated/test_receipts_total.py::"
          "test_an_older_snapshot_over_the_bound_keeps_the_newest_by_stamp_then_queue",),
         "receipts settled at one stamp are dropped in another order than the state's"),
+    Mutation(
+        "receipts-total-feature-unrequired", "lazily_queue/raft/features.py",
+        "SESSION_REGISTER_FEATURE,\n                               RECEIPTS_TOTAL_FEATURE})",
+        "SESSION_REGISTER_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member keeping receipts past the bound of all queues is refused at the handshake"),
     Mutation(
         "group-snapshot-lists-run-items", "lazily_queue/replicated/work_queues.py",
         "s.core.snapshot(records, run=True,",

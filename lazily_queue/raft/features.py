@@ -85,6 +85,10 @@ GROUP_RUN_SNAPSHOT_FEATURE = "group-run-snapshot-v2"
 #: member would answer the register ``unknown_op`` and open such a session at its first
 #: op while the others refuse it, and diverge.
 SESSION_REGISTER_FEATURE = "client-session-register-v1"
+#: Settlement receipts bounded across all work queues and groups, the oldest settled
+#: dropped first (a repeat of its settlement then answered without a receipt): an older
+#: member would keep it and diverge.
+RECEIPTS_TOTAL_FEATURE = "work-receipts-total-v1"
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,
@@ -92,4 +96,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                CLIENT_SESSIONS_FEATURE, SUBSCRIBER_DELETE_FEATURE,
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
                                SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
-                               GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE})
+                               GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
+                               RECEIPTS_TOTAL_FEATURE})
