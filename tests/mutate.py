@@ -1299,9 +1299,9 @@ MUTATIONS = [
          f"{_NAMES}::test_a_client_refuses_an_overlong_name_before_sending"),
         "a node's and a client's cells refuse a name over 1024 characters before sending"),
     Mutation(
-        "member-takes-long-client-name", "lazily_queue/client/server.py",
-        "        problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
-        "        problem = (shape_problem(code, args)\n",
+        "member-takes-long-client-name", "lazily_queue/client/op_admission.py",
+        "    problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
+        "    problem = (shape_problem(code, args)\n",
         (f"{_NAMES}::test_a_member_refuses_a_clients_overlong_name",),
         "a member refuses a client's op naming an object over 1024 characters"),
     Mutation(
@@ -1335,9 +1335,9 @@ MUTATIONS = [
         (f"{_NAMES}::test_the_admin_api_uses_the_same_name_rule",),
         "the admin API refuses a name over 1024 characters, as the cells do"),
     Mutation(
-        "member-takes-long-subscriber", "lazily_queue/client/server.py",
-        "                   or op_member_problem(code, args))\n",
-        "                   or None)\n",
+        "member-takes-long-subscriber", "lazily_queue/client/op_admission.py",
+        "               or op_member_problem(code, args))\n",
+        "               or None)\n",
         (f"{_SUBS}::test_a_member_refuses_a_clients_overlong_subscriber_or_worker",),
         "a member refuses a client's subscribe or claim naming a subscriber or worker over "
         "1024 characters"),
@@ -1884,9 +1884,9 @@ MUTATIONS = [
          "test_a_request_made_on_a_link_that_ended_is_answered_none",),
         "nothing is encoded for a link that can no longer send it"),
     Mutation(
-        "client-op-shape-unchecked", "lazily_queue/client/server.py",
-        "        problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
-        "        problem = (None or op_name_problem(code, args)\n",
+        "client-op-shape-unchecked", "lazily_queue/client/op_admission.py",
+        "    problem = (shape_problem(code, args) or op_name_problem(code, args)\n",
+        "    problem = (None or op_name_problem(code, args)\n",
         ("tests/client/test_client_access.py::"
          "test_a_member_refuses_malformed_ops_before_they_reach_the_log",),
         "a client's op of the wrong shape is refused before it reaches the log"),

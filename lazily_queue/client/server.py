@@ -42,7 +42,6 @@ from lazily_transports import (
 )
 
 from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
-from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..pending_caps import listener_count, pending_caps
 from ..raft.batch import command_limit
 from ..replicated import ops
@@ -58,7 +57,7 @@ from .greeting import Answering, register, session_of
 from .idle import IdleLinks
 from .link_caps import LinkCaps, fd_room
 from .liveness import ClientLiveness
-from .op_shapes import shape_problem
+from .op_admission import admitted_op, timeout_of
 from .popped import SeqReads
 from .watchers import Watchers
 
@@ -69,7 +68,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_MAX_TIMEOUT_MS = 3_600_000
 #: Requests of one frame served before the loop runs its other work (Raft ticks first).
 YIELD_EVERY = 32
 #: Ops of one frame read across yields before they are proposed (the rest of the frame's
@@ -324,47 +322,12 @@ class ClientServer:
                                "max_request_bytes": self.max_request_bytes}])
 
     def timeout(self, value: Any) -> float:
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not 0 < value <= _MAX_TIMEOUT_MS):
-            raise P.RequestRefused(f"timeout_ms must be in (0, {_MAX_TIMEOUT_MS}]")
-        return float(value) / 1000.0
+        """Seconds of a request's ``timeout_ms`` (:func:`.op_admission.timeout_of`)."""
+        return timeout_of(value)
 
     def _op(self, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
-        if conn.session is None:
-            raise P.RequestRefused(f"its HELLO was refused: {conn.hello_refused}"
-                                   if conn.hello_refused else "send HELLO before any op"
-                                   if not conn.greeted else "register a session (REGISTER) "
-                                   "before any op")
-        if len(frame) != 7:
-            raise P.RequestRefused("an op is [id, OP, seq, floor, code, args, timeout_ms]")
-        _, _, seq, floor, code, args, timeout_ms = frame
-        if (type(seq) is not int or type(floor) is not int or type(code) is not int
-                or not isinstance(args, list) or seq < 1 or floor < 0 or seq >= 2**63):
-            raise P.RequestRefused("seq, floor and code are ints (seq >= 1) and args a list")
-        timeout = self.timeout(timeout_ms)
-        refusal = conn.op_refusal(code, args)
-        if refusal is not None:
-            raise P.PermissionDenied(refusal)
-        self._admit(code, args)
-        op = PendingOp(rid, seq, floor, code, args, timeout)
-        refused = conn.state_refusal(op, self.node.view)
-        if refused is not None:
-            raise refused
-        conn.ops.append(op)
+        conn.ops.append(admitted_op(self.node, conn, rid, frame))  # :mod:`.op_admission`
         return True
-
-    def _admit(self, code: int, args: list[Any]) -> None:
-        """Refuse an op whose names (its subscriber's or worker's included) break the
-        name rule, or which would create an object beyond the member's ``max_objects``
-        or a subscription beyond its ``max_subscribers`` (:mod:`..names`)."""
-        problem = (shape_problem(code, args) or op_name_problem(code, args)
-                   or op_member_problem(code, args))
-        if problem is not None:
-            raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
-        node = self.node
-        refusal = op_cap_refusal(node.view, code, args, node.max_objects, node.max_subscribers)
-        if refusal is not None:
-            raise refusal
 
     def _flush_ops(self, conn: ClientConnection) -> None:
         """Hand the ops read so far to the scheduler (:mod:`.fair`)."""
