@@ -9,7 +9,7 @@ numbers above its floor (the oldest unanswered one) outstanding, and fails an
 operation at its deadline with the last member's error, saying whether it may have
 applied. An operation whose caller went away while it may apply, and which has an
 ``on_orphan`` handler (a pop), is still awaited for :data:`ORPHAN_HORIZON` seconds so
-its result can be undone.
+its result can be undone (:mod:`.deadlines`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import MessageTooLarge, OperationFailed, UnsupportedOperation
+from ..errors import MessageTooLarge, UnsupportedOperation
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
@@ -30,18 +30,15 @@ from ..replicated.state_machine import CLIENT_WINDOW
 from ..storage.runs import together
 from . import protocol as P
 from .budget import Budget
+from .deadlines import ORPHAN_HORIZON as ORPHAN_HORIZON
+from .deadlines import SWEEP_INTERVAL as SWEEP_INTERVAL
+from .deadlines import Deadlines
 from .link import Answer, Link
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
 from .registration import Registering, unknown_session
 
 log = logging.getLogger(__name__)
-
-#: How long the result of a cancelled pop is still awaited (to return its elements).
-ORPHAN_HORIZON = 600.0
-#: How often outstanding operations are checked against their deadlines (seconds).
-SWEEP_INTERVAL = 0.05
-
 
 class _Op:
     """One operation until its answer arrives; called with the answer of the link it
@@ -75,7 +72,7 @@ class _Op:
             self.session._answered(link, self, answer)
 
 
-class Session(Registering):
+class Session(Registering, Deadlines):
     """A client's outstanding operations (module docstring); the
     :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
     Its id is registered by the cluster (:mod:`.registration`).
@@ -377,41 +374,3 @@ class Session(Registering):
         link = self._link()
         if link is not None and op.rid:
             link.forget(op.rid)
-
-    def _sweep(self) -> None:
-        """Expire the ops past their deadline; runs while any op is outstanding."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        for op in [op for op in self._ops.values() if op.deadline <= now]:
-            self._expire(op, now)
-        self._sweeper = (loop.call_later(SWEEP_INTERVAL, self._sweep) if self._ops
-                         else None)
-
-    def _expire(self, op: _Op, now: float) -> None:
-        maybe = op.maybe_applied()
-        error = self._timeout_error(op, maybe)
-        if op.on_orphan is not None and maybe and not op.orphaned:
-            # It may have applied: its result is still awaited a while, to undo it.
-            if not op.future.done():
-                op.future.set_exception(error)
-            op.orphaned = True
-            op.deadline = now + ORPHAN_HORIZON
-            return
-        self._finish(op, error)
-
-    def _timeout_error(self, op: _Op, unknown: bool) -> Exception:
-        outcome = ("its outcome is unknown (it may have applied)" if unknown
-                   else "it was not applied")
-        name = ops.op_name(op.code)
-        applied = None if unknown else False
-        if op.error is not None:
-            error = type(op.error)(f"{op.error}; no member could commit it before "
-                                   f"its timeout, {outcome}")
-        elif self._link() is None:
-            error = self._unreachable(f"{name}: no member reachable before its timeout, "
-                                      f"{outcome}")
-        else:
-            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
-        if isinstance(error, OperationFailed):
-            error.applied = applied
-        return error

@@ -1,0 +1,78 @@
+"""A client session's op deadlines: a mixin of :class:`~.session.Session`.
+
+While any op is outstanding the session checks them every :data:`SWEEP_INTERVAL`
+seconds; an op past its deadline fails with the last member's error (or
+:class:`~.protocol.Unreachable`, or ``CommitTimeout``), saying whether it may have
+applied. One that may have applied and has an ``on_orphan`` handler (a pop) fails its
+caller but is still awaited for :data:`ORPHAN_HORIZON` seconds so its result can be
+undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..errors import OperationFailed
+from ..raft.errors import CommitTimeout
+from ..replicated import ops
+from .link import Link
+
+if TYPE_CHECKING:
+    from .session import _Op
+
+#: How long the result of a cancelled pop is still awaited (to return its elements).
+ORPHAN_HORIZON = 600.0
+#: How often outstanding operations are checked against their deadlines (seconds).
+SWEEP_INTERVAL = 0.05
+
+
+class Deadlines:
+    """Expires the session's ops at their deadlines (module docstring)."""
+
+    _ops: dict[int, _Op]
+    _sweeper: asyncio.TimerHandle | None
+    _link: Callable[[], Link | None]
+    _unreachable: Callable[[str], Exception]
+
+    def _finish(self, op: _Op, error: Exception | None) -> None:
+        raise NotImplementedError
+
+    def _sweep(self) -> None:
+        """Expire the ops past their deadline; runs while any op is outstanding."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for op in [op for op in self._ops.values() if op.deadline <= now]:
+            self._expire(op, now)
+        self._sweeper = (loop.call_later(SWEEP_INTERVAL, self._sweep) if self._ops
+                         else None)
+
+    def _expire(self, op: _Op, now: float) -> None:
+        maybe = op.maybe_applied()
+        error = self._timeout_error(op, maybe)
+        if op.on_orphan is not None and maybe and not op.orphaned:
+            # It may have applied: its result is still awaited a while, to undo it.
+            if not op.future.done():
+                op.future.set_exception(error)
+            op.orphaned = True
+            op.deadline = now + ORPHAN_HORIZON
+            return
+        self._finish(op, error)
+
+    def _timeout_error(self, op: _Op, unknown: bool) -> Exception:
+        outcome = ("its outcome is unknown (it may have applied)" if unknown
+                   else "it was not applied")
+        name = ops.op_name(op.code)
+        applied = None if unknown else False
+        if op.error is not None:
+            error = type(op.error)(f"{op.error}; no member could commit it before "
+                                   f"its timeout, {outcome}")
+        elif self._link() is None:
+            error = self._unreachable(f"{name}: no member reachable before its timeout, "
+                                      f"{outcome}")
+        else:
+            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
+        if isinstance(error, OperationFailed):
+            error.applied = applied
+        return error
