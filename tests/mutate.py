@@ -326,7 +326,7 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py::test_refused_names_are_not_kept_by_the_member",),
         "a client's link does not hold the long names it was refused"),
     Mutation(
-        "client-relinks-at-once", "lazily_queue/client/cluster.py",
+        "client-relinks-at-once", "lazily_queue/client/dialling.py",
         "                if self._served(link):\n",
         "                if True:\n",
         ("tests/client/test_review_requests.py::"

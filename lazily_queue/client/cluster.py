@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
+from lazily_transports import LinkConfig, SchemeTable
 
 from ..cells.job import settle_background_acks
 from ..cells.prefetch import return_taken
@@ -63,6 +63,7 @@ from . import protocol as P
 from .access import Credentials
 from .barrier import Barrier
 from .certificates import CertificateCredentials
+from .dialling import Dialling
 from .ending import end_session
 from .ephemeral import EphemeralTrackingTopicStorage, end_ephemeral
 from .frame_budget import FRAME_BUDGET
@@ -90,7 +91,7 @@ def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
     check_ping_interval(seconds["ping_interval"])
 
 
-class ClusterClient(NodeCells, Barrier, LeaderSeeking):
+class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
     """A client of a cluster's members (module docstring); its cell factories are a
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
 
@@ -253,88 +254,6 @@ class ClusterClient(NodeCells, Barrier, LeaderSeeking):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    def _failure_text(self, what: str) -> str:
-        found = "; ".join(f"{a}: {self.failures.get(a, 'not tried')}" for a in self.addresses)
-        return f"{what} ({found})"
-
-    def _unreachable(self, what: str) -> Exception:
-        kind = (P.FrameBudgetFull if self._capped and self._budget_refused
-                else P.TooManyLinks if self._capped else P.Unreachable)
-        return kind(self._failure_text(what))
-
-    async def _run(self) -> None:
-        index, delay, denied = 0, 0.05, 0
-        self._unserved = self._capped = 0
-        greeted = False
-        while not self._closing:
-            address, self._next = self._next, None
-            if address is None:
-                address = self.addresses[index % len(self.addresses)]
-                index += 1
-            elif address in self.addresses:  # the leader's: the one after it comes next
-                index = self.addresses.index(address) + 1
-            self.failures[address] = "unreachable: no answer yet"  # while it is dialled
-            try:
-                stream = await dial(address, self._config, timeout=self._dial_timeout,
-                                    ssl_context=self._ssl, schemes=self._schemes)
-            except HandshakeError as exc:
-                self.failures[address] = f"refused: {exc}"
-                denied += exc.field in ("credential", "auth")
-                if exc.field == "handshake" and isinstance(
-                        self.credentials, CertificateCredentials):
-                    self.failures[address] = self.credentials.refusal(exc.message)
-                    denied += 1
-            except (OSError, TimeoutError) as exc:
-                self.failures[address] = f"unreachable: {exc}"
-            else:
-                denied = 0
-                del self.failures[address]
-                link = Link(stream, address, on_notice=self._notice)
-                try:
-                    await self._serve(link)
-                except Exception:
-                    log.exception("the link to %s failed", address)
-                greeted = greeted or link.greeted
-                if link.refusal is None:
-                    self._capped = 0
-                    if self._served(link):
-                        if not self._unserved:
-                            delay = 0.05
-                    else:
-                        await asyncio.sleep(delay)
-                        delay = min(delay * 2, 1.0)
-                    continue
-                self.failures[address] = f"refused: {link.refusal}"
-                self._capped += 1
-                self._budget_refused = link.refusal_code == FRAME_BUDGET
-            if index % len(self.addresses) == 0:
-                if denied == len(self.addresses) and self.links == 0:
-                    self._fatal = P.AccessDenied(self._failure_text(
-                        f"every member refused client {self.credentials.name!r}"))
-                    return
-                if self._capped >= len(self.addresses) and not greeted:
-                    self._fatal = P.TooManyLinks(self._failure_text(
-                        f"every member refused a link of client {self.credentials.name!r} "
-                        "over a cap"), applied=False)
-                    return
-                denied = 0
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def _served(self, link: Link) -> bool:
-        """Whether the client may link again at once after ``link`` ended. A member that
-        took no session is tried again after a pause, and so are the members once as
-        many links in a row as there are addresses were left because their member
-        answered that it cannot commit (full disks): not on every answer. A link left
-        for the leader's, or lost, is followed by the next at once."""
-        if link.served:
-            self._unserved = 0
-            return True
-        if link.cannot_commit:
-            self._unserved += 1
-            return self._unserved < len(self.addresses)
-        return link.greeted
 
     async def _serve(self, link: Link) -> None:
         self._link = link

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lazily_queue import Node
-from lazily_queue.client import cluster as cluster_module
+from lazily_queue.client import dialling as dialling_module
 from tests.client.limits_cluster import limited_cluster
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
@@ -86,13 +86,13 @@ async def test_a_client_closed_as_its_member_dies_still_ends_its_subscriptions(
         await client.topic("news").subscribe("dashboard", "ephemeral")
         first = client.member
         assert first is not None
-        real_dial = cluster_module.dial
+        real_dial = dialling_module.dial
 
         async def slow_dial(*args: Any, **options: Any) -> Any:
             await asyncio.sleep(0.3)  # the close comes before the next link
             return await real_dial(*args, **options)
 
-        monkeypatch.setattr(cluster_module, "dial", slow_dial)
+        monkeypatch.setattr(dialling_module, "dial", slow_dial)
         await c.kill(first)
         await _until(lambda: client._link is None)
         await client.close()

@@ -20,8 +20,8 @@ from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
 from lazily_queue.client import barrier as barrier_module
-from lazily_queue.client import cluster as cluster_module
 from lazily_queue.client import connection as connection_module
+from lazily_queue.client import dialling as dialling_module
 from lazily_queue.client import protocol as P
 from lazily_queue.client import server as server_module
 from lazily_queue.client import watchers as watchers_module
@@ -137,7 +137,7 @@ async def test_a_client_whose_member_refuses_its_session_backs_off(
 
     monkeypatch.setattr(server_module.ClientServer, "_hello", refuse)
     pauses: list[float] = []
-    monkeypatch.setattr(cluster_module, "asyncio", _CountPauses(pauses))
+    monkeypatch.setattr(dialling_module, "asyncio", _CountPauses(pauses))
     assert member.listen is not None
     async with connect(member.listen, Credentials("web", TOKEN)) as client:
         await _until(lambda: client.links >= 6, "linked again and again")

@@ -1,0 +1,138 @@
+"""How a client links to its members in turn: a mixin of
+:class:`~.cluster.ClusterClient` (which sets up what is declared here).
+
+:meth:`Dialling._run` dials the listed addresses in order (the leader's next when one
+was learned, :mod:`.leader_seeking`) and serves each link until it ends. It pauses (50 ms,
+doubling up to 1 s) after each round of addresses, and after a link when
+:meth:`Dialling._served` says so. It gives up when,
+before any link, every member refused the client's credential
+(:class:`~.protocol.AccessDenied`), or, before any hello was answered, every member
+refused its link over a cap (:class:`~.protocol.TooManyLinks`). ``failures`` keeps what
+happened at each address; the client's errors name it (:meth:`Dialling._unreachable`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import Any
+
+from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
+
+from . import protocol as P
+from .access import Credentials
+from .certificates import CertificateCredentials
+from .frame_budget import FRAME_BUDGET
+from .link import Link
+
+#: The client's logger (:mod:`.cluster`'s): a failed link is logged as the client's.
+log = logging.getLogger(__name__.rpartition(".")[0] + ".cluster")
+
+
+class Dialling:
+    """The client's link loop and the errors naming its members' failures (module
+    docstring)."""
+
+    addresses: list[str]
+    credentials: Credentials | CertificateCredentials
+    failures: dict[str, str]
+    links: int
+    _closing: bool
+    _next: str | None
+    _config: LinkConfig
+    _dial_timeout: float
+    _ssl: ssl.SSLContext | None
+    _schemes: SchemeTable | None
+    _unserved: int
+    _capped: int
+    _budget_refused: bool
+    _fatal: Exception | None
+
+    async def _serve(self, link: Link) -> None:
+        raise NotImplementedError
+
+    def _notice(self, kind: int, payload: Any) -> None:
+        raise NotImplementedError
+
+    def _failure_text(self, what: str) -> str:
+        found = "; ".join(f"{a}: {self.failures.get(a, 'not tried')}" for a in self.addresses)
+        return f"{what} ({found})"
+
+    def _unreachable(self, what: str) -> Exception:
+        kind = (P.FrameBudgetFull if self._capped and self._budget_refused
+                else P.TooManyLinks if self._capped else P.Unreachable)
+        return kind(self._failure_text(what))
+
+    async def _run(self) -> None:
+        index, delay, denied = 0, 0.05, 0
+        self._unserved = self._capped = 0
+        greeted = False
+        while not self._closing:
+            address, self._next = self._next, None
+            if address is None:
+                address = self.addresses[index % len(self.addresses)]
+                index += 1
+            elif address in self.addresses:  # the leader's: the one after it comes next
+                index = self.addresses.index(address) + 1
+            self.failures[address] = "unreachable: no answer yet"  # while it is dialled
+            try:
+                stream = await dial(address, self._config, timeout=self._dial_timeout,
+                                    ssl_context=self._ssl, schemes=self._schemes)
+            except HandshakeError as exc:
+                self.failures[address] = f"refused: {exc}"
+                denied += exc.field in ("credential", "auth")
+                if exc.field == "handshake" and isinstance(
+                        self.credentials, CertificateCredentials):
+                    self.failures[address] = self.credentials.refusal(exc.message)
+                    denied += 1
+            except (OSError, TimeoutError) as exc:
+                self.failures[address] = f"unreachable: {exc}"
+            else:
+                denied = 0
+                del self.failures[address]
+                link = Link(stream, address, on_notice=self._notice)
+                try:
+                    await self._serve(link)
+                except Exception:
+                    log.exception("the link to %s failed", address)
+                greeted = greeted or link.greeted
+                if link.refusal is None:
+                    self._capped = 0
+                    if self._served(link):
+                        if not self._unserved:
+                            delay = 0.05
+                    else:
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 2, 1.0)
+                    continue
+                self.failures[address] = f"refused: {link.refusal}"
+                self._capped += 1
+                self._budget_refused = link.refusal_code == FRAME_BUDGET
+            if index % len(self.addresses) == 0:
+                if denied == len(self.addresses) and self.links == 0:
+                    self._fatal = P.AccessDenied(self._failure_text(
+                        f"every member refused client {self.credentials.name!r}"))
+                    return
+                if self._capped >= len(self.addresses) and not greeted:
+                    self._fatal = P.TooManyLinks(self._failure_text(
+                        f"every member refused a link of client {self.credentials.name!r} "
+                        "over a cap"), applied=False)
+                    return
+                denied = 0
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _served(self, link: Link) -> bool:
+        """Whether the client may link again at once after ``link`` ended. A member that
+        took no session is tried again after a pause, and so are the members once as
+        many links in a row as there are addresses were left because their member
+        answered that it cannot commit (full disks): not on every answer. A link left
+        for the leader's, or lost, is followed by the next at once."""
+        if link.served:
+            self._unserved = 0
+            return True
+        if link.cannot_commit:
+            self._unserved += 1
+            return self._unserved < len(self.addresses)
+        return link.greeted
