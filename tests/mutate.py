@@ -1862,8 +1862,8 @@ MUTATIONS = [
         "a detached sync uses the descriptor opened on the writing thread"),
     Mutation(
         "barrier-answer-unbounded", "lazily_queue/client/barrier.py",
-        "                    remaining + BARRIER_GRACE)\n",
-        "                    None)\n",
+        "                                                ask_ms / 1000 + BARRIER_GRACE)\n",
+        "                                                None)\n",
         ("tests/client/test_review_requests.py::"
          "test_a_barrier_a_member_never_answers_ends_with_commit_timeout",),
         "a client's barrier ends by its timeout even when its member never answers"),
