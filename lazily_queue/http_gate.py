@@ -1,7 +1,7 @@
 """Caps on the connections of a node's HTTP server (status page, metrics, admin API).
 
 HTTP has no connection-level authentication, so every connection counts against an
-:class:`~lazily_transports._core._admission.AdmissionGate` for as long as it is open: at most
+:class:`~lazily_transports.AdmissionGate` for as long as it is open: at most
 ``max_total`` in all and ``max_per_source`` from one IP address. A connection over a
 cap is closed at once (counted and logged at most once per 10 s), so strangers cannot
 spend the file descriptors the node's journal, snapshots and links need.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from lazily_transports._core._admission import AdmissionGate
+from lazily_transports import AdmissionGate
 
 
 class _Gated(asyncio.Protocol):

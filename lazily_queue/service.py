@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from lazily_transports._core._admission import AdmissionGate
+from lazily_transports import AdmissionGate
 
 from . import http_gate
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots

@@ -20,8 +20,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
-from lazily_transports import LinkStream
-from lazily_transports._core._admission import LogLimiter
+from lazily_transports import LinkStream, LogLimiter
 
 from ..errors import InvalidConfiguration, shown
 from . import protocol as P

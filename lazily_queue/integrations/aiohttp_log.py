@@ -14,7 +14,7 @@ import logging
 
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
-from lazily_transports._core._admission import LogLimiter
+from lazily_transports import LogLimiter
 
 __all__ = ["LOGGED", "ClientFaults", "request_fault", "server_logger"]
 

@@ -11,6 +11,7 @@ keeps one link per peer with reconnects and reports peer events and frames.
 Contracts for new transports are in ``lazily_transports.abc``.
 """
 
+from ._core._admission import AdmissionGate, LogLimiter
 from ._core._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 from ._core._handshake import (
     CODEC,
@@ -79,6 +80,7 @@ __all__ = [
     "READY_FEATURE",
     "TLS_SCHEMES",
     "AddressError",
+    "AdmissionGate",
     "AuthenticationError",
     "ChannelAcceptor",
     "ChannelHandler",
@@ -99,6 +101,7 @@ __all__ = [
     "LinkConfig",
     "LinkStream",
     "Listener",
+    "LogLimiter",
     "Mesh",
     "MeshEvent",
     "MissingDependencyError",
