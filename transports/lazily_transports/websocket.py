@@ -28,6 +28,7 @@ import asyncio
 import logging
 import ssl
 from collections import deque
+from collections.abc import Callable
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -116,18 +117,16 @@ class WebSocketChannel(BufferedChannel):
     def _count_partial_frames(self) -> None:
         """Count the bytes of a frame still arriving as they come (module docstring)."""
         connection = self._ws
-        received = connection.data_received
         buffer = getattr(getattr(connection.protocol, "reader", None), "buffer", None)
-        if not isinstance(buffer, bytearray):
+        if not isinstance(buffer, bytearray) or not isinstance(connection, _Counting):
             return  # another websockets: whole messages count when delivered
 
-        def data_received(data: bytes) -> None:
-            received(data)
+        def chunk_read(data: bytes) -> None:
             if buffer:  # a frame is not whole yet: its bytes are arriving
                 self.received_bytes += len(data)
                 self._ahead += len(data)
 
-        connection.data_received = data_received  # type: ignore[method-assign]
+        connection.chunk_read = chunk_read
 
     def peer_certificate(self) -> PeerCertificate | None:
         transport = self._ws.transport
@@ -292,6 +291,28 @@ class WebSocketListener(Listener):
         self._server.close(close_connections=False)
 
 
+class _Counting(asyncio.Protocol):
+    """A websockets connection telling ``chunk_read`` (set by its channel) of each chunk
+    it read, after its frame parser took it: a method of the class, so an event loop
+    keeping the protocol's bound method (uvloop) calls it too."""
+
+    chunk_read: Callable[[bytes], None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.chunk_read is not None:
+            self.chunk_read(data)
+
+
+class _CountingClientConnection(_Counting, ClientConnection):
+    """A client connection whose channel counts the bytes of frames still arriving."""
+
+
+def _counting(connection: type[GatedConnection]) -> type[GatedConnection]:
+    """``connection`` (a server connection class) counting as :class:`_Counting` does."""
+    return type(connection.__name__, (_Counting, connection), {})
+
+
 class WebSocketTransport(Transport):
     """Transport for ``ws:`` and ``wss:`` addresses."""
 
@@ -311,6 +332,7 @@ class WebSocketTransport(Transport):
                 close_timeout=_CLOSE_TIMEOUT,
                 ping_timeout=None,
                 open_timeout=None,
+                create_connection=_CountingClientConnection,
             )
         except InvalidHandshake as exc:
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
@@ -363,7 +385,8 @@ class WebSocketTransport(Transport):
             ping_timeout=None,
             open_timeout=config.handshake_timeout,
             backlog=accept_backlog(config),
-            create_connection=gated_connection(upgrades, ssl_context, config.handshake_timeout),
+            create_connection=_counting(gated_connection(upgrades, ssl_context,
+                                                          config.handshake_timeout)),
             **tls_arguments(ssl_context),
             logger=QuietServerLog("lazily_transports.websocket.server"),
         )
