@@ -73,12 +73,18 @@ def check_name(name: Any, what: str = "name") -> str:
     return str(name)
 
 
-def check_max_objects(value: Any, what: str = "max_objects") -> int:
-    """``value`` as a member's ``max_objects`` (or cap ``what``), else raise
+def check_positive(value: Any, what: str) -> int:
+    """``value`` as the setting ``what``, an int >= 1, else raise
     ``InvalidConfiguration``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidConfiguration(f"{what} must be an int >= 1, not {shown(value)}")
     return value
+
+
+def check_max_objects(value: Any, what: str = "max_objects") -> int:
+    """``value`` as a member's ``max_objects`` (or cap ``what``), else raise
+    ``InvalidConfiguration``."""
+    return check_positive(value, what)
 
 
 #: The ops recording the subscriber (``args[1]``) they name when it is new.

@@ -33,6 +33,7 @@ from fnmatch import translate
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
 from ..errors import InvalidConfiguration, shown, shown_path
+from ..names import check_positive
 from ..replicated import ops
 from ..small_files import CredentialFileError, read_credential
 from .certificates import (
@@ -43,8 +44,8 @@ from .certificates import (
     parse_alt_name,
     parse_subject,
 )
-from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET, check_frame_budget
-from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
+from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
+from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
@@ -178,7 +179,7 @@ class ClientGrant:
 
     def __post_init__(self) -> None:
         what = f"client {self.name!r}"
-        check_max_links(self.max_links, f"{what} max_links")
+        check_positive(self.max_links, f"{what} max_links")
         for key in ("certificate_fingerprints", "certificate_alt_names"):
             if isinstance(getattr(self, key), str):
                 object.__setattr__(self, key, (getattr(self, key),))
@@ -300,8 +301,8 @@ class ClientAccess:
         frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET,
     ) -> None:
         """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
-        check_max_links(max_links, "max_links")
-        check_frame_budget(frame_budget, "frame_budget")
+        check_positive(max_links, "max_links")
+        check_positive(frame_budget, "frame_budget")
         self.max_links = max_links
         self.frame_budget = frame_budget
         self.ssl_context = ssl_context
@@ -312,10 +313,8 @@ class ClientAccess:
             if grant.name in self.grants:
                 raise InvalidConfiguration(f"client {grant.name!r} is listed twice")
             self.grants[grant.name] = grant
-        for what, value in (("max_in_flight", max_in_flight),
-                            ("max_total_in_flight", max_total_in_flight)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidConfiguration(f"{what} must be a positive int, got {shown(value)}")
+        check_positive(max_in_flight, "max_in_flight")
+        check_positive(max_total_in_flight, "max_total_in_flight")
         self.listen: tuple[str, ...] | None = (
             None if listen is None else (listen,) if isinstance(listen, str) else tuple(listen))
         if self.listen is not None and (not self.listen or not all(

@@ -16,11 +16,10 @@ longer than the idle timeout (:mod:`.idle`) gets its link closed with the refusa
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from ..errors import InvalidConfiguration, shown
 from . import protocol as P
 
 if TYPE_CHECKING:
@@ -32,11 +31,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CLIENT_FRAME_BUDGET = 64 * 1024 * 1024
 #: The wire code of a link closed because its frame waited too long for the budget.
 FRAME_BUDGET = "frame_budget"
-
-
-def check_frame_budget(value: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidConfiguration(f"{what} must be a positive int (bytes), got {shown(value)}")
 
 
 def refuse_waiting(conn: ClientConnection, member: str, budget: int, waited: float) -> None:

@@ -17,12 +17,10 @@ from __future__ import annotations
 import logging
 import resource
 from collections import Counter
-from typing import Any
 
 import anyio
 from lazily_transports import LinkStream, LogLimiter
 
-from ..errors import InvalidConfiguration, shown
 from . import protocol as P
 
 log = logging.getLogger(__name__)
@@ -37,11 +35,6 @@ TOO_MANY_LINKS = "too_many_links"
 HELD_REFUSED = 16
 #: Seconds a refused link is held for its client to read the refusal and close it.
 _REFUSAL_SECONDS = 1.0
-
-
-def check_max_links(value: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidConfiguration(f"{what} must be a positive int (links), got {shown(value)}")
 
 
 def fd_reserve(soft: int) -> int:

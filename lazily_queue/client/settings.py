@@ -40,8 +40,9 @@ from lazily_transports import TLS_SCHEMES, TLSConfigError, TLSFiles, scheme_of
 
 from ..config_transport import refuse_unknown_keys
 from ..errors import InvalidConfiguration, shown
-from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET, check_frame_budget
-from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT, check_max_links
+from ..names import check_positive
+from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
+from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT
 
 if TYPE_CHECKING:
     from .access import ClientAccess
@@ -221,7 +222,7 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
 def parse_max_client_links(raw: Any, fail: Fail) -> int:
     """The top-level ``max_client_links`` key: the client links a member holds in all."""
     try:
-        check_max_links(raw, "`max_client_links`")
+        check_positive(raw, "`max_client_links`")
     except InvalidConfiguration as exc:
         raise fail(str(exc)) from None
     return int(raw)
@@ -231,7 +232,7 @@ def parse_client_frame_budget(raw: Any, fail: Fail) -> int:
     """The top-level ``client_frame_budget`` key: bytes of client frames still arriving
     a member holds in all (:mod:`.frame_budget`)."""
     try:
-        check_frame_budget(raw, "`client_frame_budget`")
+        check_positive(raw, "`client_frame_budget`")
     except InvalidConfiguration as exc:
         raise fail(str(exc)) from None
     return int(raw)

@@ -67,3 +67,26 @@ async def trickled_push_is_taken(node: Node, stream: LinkStream,
     assert answer[:2] == [2, P.OK], answer
     assert node.queue("jobs").len() == 2
     assert node.clients is not None and node.clients.stats()["idle_closed"] == 0
+
+
+async def trickled_frame_is_cut(node: Node, transport: asyncio.WriteTransport,
+                                start: bytes, idle: float) -> None:
+    """Write ``start`` (most of a frame), then one byte every ``idle`` / 8 (slower than
+    the member's minimum rate): the member closes the link as idle within ten idle
+    timeouts."""
+    transport.write(start)
+
+    async def trickle() -> None:
+        while not transport.is_closing():
+            await asyncio.sleep(idle / 8)
+            transport.write(b"\0")
+
+    task = asyncio.create_task(trickle())
+    assert node.clients is not None
+    try:
+        async with asyncio.timeout(10 * idle):
+            while node.clients.stats()["connections"]:  # noqa: ASYNC110 - plain state
+                await asyncio.sleep(0.05)
+    finally:
+        task.cancel()
+    assert node.clients.stats()["idle_closed"] == 1

@@ -17,7 +17,13 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.access import ClientGrant
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.idle import MAX_PING_INTERVAL, IdleLinks
-from tests.client.one_member import TOKEN, linked, one_member, trickled_push_is_taken
+from tests.client.one_member import (
+    TOKEN,
+    linked,
+    one_member,
+    trickled_frame_is_cut,
+    trickled_push_is_taken,
+)
 
 IDLE = 0.6
 
@@ -105,19 +111,8 @@ async def test_a_frame_trickled_slower_than_the_minimum_rate_does_not_hold_its_l
         assert isinstance(channel, SocketChannel)
         transport = channel._transport
         assert transport is not None
-        transport.write((300_000).to_bytes(4, "big") + b"\0" * 200_000)
-
-        async def trickle() -> None:
-            while not transport.is_closing():
-                await asyncio.sleep(IDLE / 8)
-                transport.write(b"\0")
-
-        task = asyncio.create_task(trickle())
-        try:
-            await _until(lambda: _connections(node) == 0, seconds=10 * IDLE)
-        finally:
-            task.cancel()
-        assert node.clients.stats()["idle_closed"] == 1
+        await trickled_frame_is_cut(node, transport,
+                                    (300_000).to_bytes(4, "big") + b"\0" * 200_000, IDLE)
         await stream.aclose()
 
 

@@ -5,7 +5,6 @@ still does not hold its link."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import tempfile
@@ -21,7 +20,7 @@ from lazily_transports.websocket import WebSocketChannel
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
 from lazily_queue.replicated.client_sessions import new_session_id
-from tests.client.one_member import trickled_push_is_taken
+from tests.client.one_member import trickled_frame_is_cut, trickled_push_is_taken
 
 TOKEN = b"token-of-the-web-tier"
 IDLE = 0.6
@@ -90,21 +89,8 @@ async def test_a_request_uploaded_over_ws_slower_than_the_idle_timeout_is_taken_
 async def test_a_frame_trickled_over_ws_slower_than_the_minimum_rate_is_closed() -> None:
     async with ws_member() as (node, _stream, transport):
         head, mask = _frame_head(300_000)
-        transport.write(head + _masked(b"\0" * 200_000, mask))
-
-        async def trickle() -> None:
-            while not transport.is_closing():
-                await asyncio.sleep(IDLE / 8)
-                transport.write(b"\0")
-
-        task = asyncio.create_task(trickle())
-        try:
-            async with asyncio.timeout(10 * IDLE):
-                while _connections(node):  # noqa: ASYNC110 - polls plain state
-                    await asyncio.sleep(0.05)
-        finally:
-            task.cancel()
-        assert node.clients is not None and node.clients.stats()["idle_closed"] == 1
+        await trickled_frame_is_cut(node, transport, head + _masked(b"\0" * 200_000, mask),
+                                    IDLE)
 
 
 async def test_a_pong_held_up_behind_a_slow_frame_does_not_close_a_ws_link() -> None:

@@ -139,9 +139,9 @@ def test_caps_are_grant_access_and_toml_settings(tmp_path: Path,
     assert ClientGrant("web", WEB).max_links == link_caps.DEFAULT_MAX_LINKS_PER_CLIENT == 64
     assert ClientAccess([]).max_links == link_caps.DEFAULT_MAX_CLIENT_LINKS == 4096
     for bad in (0, -1, True, "8"):
-        with pytest.raises(ValueError, match="max_links must be a positive int"):
+        with pytest.raises(ValueError, match="max_links must be an int >= 1"):
             ClientGrant("web", WEB, max_links=bad)
-        with pytest.raises(ValueError, match="max_links must be a positive int"):
+        with pytest.raises(ValueError, match="max_links must be an int >= 1"):
             ClientAccess([], max_links=bad)
     config = tmp_path / "node.toml"
 
