@@ -145,7 +145,7 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
         self.session = Session(owner=credentials.name, max_in_flight=max_in_flight,
                                link=lambda: self._link,
                                drop=self._drop, unreachable=self._unreachable,
-                               register_timeout=op_timeout)
+                               register_timeout=op_timeout, registered=self._registered)
         self._linked = asyncio.Event()
         #: Set while the client is closed (wakes a barrier waiting for a link).
         self._closed = asyncio.Event()

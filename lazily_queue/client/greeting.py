@@ -2,10 +2,12 @@
 registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
 ``SESSION_REGISTER`` with the client's owner tag as the member's own op
 (:mod:`..replicated.session_register`) and answers the new session id once it applied;
-the link's ops go under that id from then on (a later link names it in its hello)."""
+the link's ops go under that id from then on (a later link names it in its hello). A
+session registered for a link that closed before its answer is ended at once."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,8 @@ from .connection import ClientConnection
 
 if TYPE_CHECKING:
     from .server import ClientServer
+
+log = logging.getLogger(__name__)
 
 #: How a proposal's outcome is answered: ``(conn, rid, result, error)``.
 Answering = Callable[[ClientConnection, int, Any, BaseException | None], None]
@@ -37,11 +41,29 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
         if error is None and isinstance(result, OpError):
             error = P.RequestRefused(f"session_register: {result.message}")
         elif error is None and type(result) is int:
-            conn.session = result
+            if conn.closed:
+                _end_unclaimed(server, result, timeout)
+            else:
+                conn.session = result
         server._answer(conn, rid, result, error)
 
     return server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
                            timeout, answer)
+
+
+def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:
+    """End session ``sid``, registered for a link that closed before its answer: no
+    client learned the id, so none will use it (its client registers another at its
+    next link), and the cluster need not hold it until it has been idle for an hour. Its
+    first op is the end, so no result of it is kept for a client to be answered."""
+    driver = server.node.driver
+    try:
+        driver.replica.propose(ops.CLIENT_OP, [sid, 1, 1, ops.SESSION_END], timeout=timeout,
+                               on_done=lambda result, error: None)
+    except Exception:  # not running: the session expires as an idle one
+        log.info("could not end the unclaimed client session %d", sid, exc_info=True)
+        return
+    driver.wake()
 
 
 def session_of(conn: ClientConnection, frame: list[Any]) -> int | None:

@@ -88,13 +88,14 @@ class LeaderSeeking:
             link.max_request = limit if type(limit) is int and limit > 0 else None
             link.greeted = True
             link.settled.set()
-            self.session.greeted(link)
             if link.member is not None:
                 self.members[link.address] = link.member
             if self.prefer_leader and link.leader is None:
                 self._ask_leader_later(link)
             elif self.prefer_leader:
-                self._seek_leader(link)
+                self._seek_leader(link)  # before the session registers at a follower it leaves
+            if link.open:
+                self.session.greeted(link)
         elif answer is not None:
             link.close(f"the member refused the session: {answer[1]}")
 
@@ -112,8 +113,12 @@ class LeaderSeeking:
     def _seek_leader(self, link: Link) -> None:
         """Linked to a follower: move to the leader's address when it is known, or to an
         address not tried yet, which may be the leader's (what was sent is sent again
-        there, and applies once)."""
+        there, and applies once). While the session's registration asked on ``link`` is
+        unanswered the client stays (its answer would be lost, and the cluster would
+        hold a session no client uses): :meth:`_registered` moves on."""
         if link.leader is None or link.leader == link.member:
+            return
+        if self.session.registering(link):
             return
         known = [a for a, m in self.members.items() if m == link.leader]
         addresses = self.addresses  # untried ones from the next after this link's on
@@ -123,3 +128,9 @@ class LeaderSeeking:
             return
         self._next = known[0] if known else untried[0]
         self._drop(link, f"moving to leader {link.leader}")
+
+    def _registered(self, link: Link) -> None:
+        """The session's registration asked on ``link`` was answered: move to the leader
+        if a hello named another one meanwhile."""
+        if self.prefer_leader and self._link is link and link.open and not self._closing:
+            self._seek_leader(link)

@@ -58,6 +58,7 @@ class Registering:
     _ungreeted: list[_Op]
     _link: Callable[[], Link | None]
     _drop: Callable[[Link, str], None]
+    _on_registered: Callable[[Link], None]
 
     def relinked(self, link: Link) -> None:
         raise NotImplementedError
@@ -73,33 +74,44 @@ class Registering:
         timeout_ms = min(3_600_000, max(1, math.ceil(self.register_timeout * 1000)))
         link.request([P.REGISTER, timeout_ms], lambda answer: self._registered(link, answer))
 
+    def registering(self, link: Link) -> bool:
+        """Whether a registration asked on ``link`` is unanswered."""
+        return self._registering is link
+
     def _registered(self, link: Link, answer: Answer) -> None:
-        if self._registering is link:
-            self._registering = None
+        if self._registering is not link:
+            return  # a registration asked on another link since decides
+        self._registering = None
+        took = self._take_id(link, answer)
+        self._on_registered(link)  # the client may leave ``link`` for the leader now
+        if took and self._link() is link and link.open:
+            self.relinked(link)  # every waiting op goes, in order
+
+    def _take_id(self, link: Link, answer: Answer) -> bool:
+        """Whether ``answer`` gave the session its id."""
         if answer is None or self.id or not self.open:
-            return  # the link ended: the next one registers
+            return False  # the link ended: the next one registers
         status, payload = answer
         if status == P.OK:
             payload = _decoded(payload)
             if type(payload) is not int or payload < REGISTERED_BASE:
                 self._drop(link, "the member answered the register with no session id")
-                return
+                return False
             link.served = True
             self.id = payload
-            if self._link() is link:
-                self.relinked(link)  # every waiting op goes, in order
-            return
+            return True
         code, message, *details = payload if isinstance(payload, list) and len(
             payload) >= 2 else ("refused", payload)
         if code not in P.REFUSALS:  # no commit there (or none in time): another member
             link.cannot_commit = code in P.RETRYABLE
             self._drop(link, f"registering a session: {code}: {message}")
-            return
+            return False
         link.served = True
         for op in sorted(self._ops.values(), key=_seq):  # none was sent
             error = P.error_of(code, message, *details, op=ops.op_name(op.code))
             self._finish(op, type(error)(f"{error}; the client could not register a session "
                                          "for it, and it was not applied"))
+        return False
 
     def _forgotten(self, link: Link, answered: _Op) -> None:
         """``answered`` was refused: the cluster no longer holds this session."""

@@ -79,13 +79,14 @@ class Session(Registering, Deadlines):
 
     ``link()`` is the current link (``None`` while unlinked), ``drop(link, reason)``
     leaves a member that cannot commit, ``unreachable(what)`` builds the error of an
-    operation that found no member.
+    operation that found no member, ``registered(link)`` hears that the registration
+    asked on ``link`` was answered.
     """
 
     def __init__(
         self, *, owner: str, max_in_flight: int, link: Callable[[], Link | None],
         drop: Callable[[Link, str], None], unreachable: Callable[[str], Exception],
-        register_timeout: float = 10.0,
+        register_timeout: float = 10.0, registered: Callable[[Link], None] | None = None,
     ) -> None:
         #: Registered by the cluster, tagged with the client's name ``owner``
         #: (:mod:`...replicated.session_register`); 0 until then.
@@ -93,6 +94,8 @@ class Session(Registering, Deadlines):
         self.register_timeout = register_timeout
         #: The link a registration was asked on, until its answer.
         self._registering: Link | None = None
+        #: Called with the link a registration was answered on (or ended unanswered).
+        self._on_registered: Callable[[Link], None] = registered or (lambda link: None)
         self.open = False
         self._link = link
         self._drop = drop
