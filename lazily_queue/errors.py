@@ -117,6 +117,15 @@ class UnknownSubscriber(LazilyQueueError, LookupError):
     was changed."""
 
 
+class SubscriptionLost(UnknownSubscriber):
+    """The ephemeral subscription a client started, and did not end itself, is gone:
+    the cluster ended it with the client session that owned it (given up for the bound
+    on client sessions, idle for an hour, or reaped after no member reported the client
+    for 90 s), or another client or member disconnected or deleted it. The client does
+    not subscribe it again by itself: elements published meanwhile were not delivered to
+    it. Subscribe it again (as ephemeral) to go on."""
+
+
 class InvalidMessageId(LazilyQueueError, ValueError):
     """A producer's ``msg_id`` is not a non-empty string within the length limit."""
 

@@ -64,16 +64,29 @@ class TopicStreams(Generic[T]):
             await refresh()
             if self._storage.cursor(subscriber) is not None:
                 return
+        lost = self._lost(subscriber)
+        if lost is not None:
+            raise lost
         raise UnknownSubscriber(
             f"{self.name}: subscriber {subscriber!r} is not subscribed, so nothing would "
             f"ever arrive for it; subscribe it first (await topic.subscribe({subscriber!r}))")
 
+    def _lost(self, subscriber: str) -> UnknownSubscriber | None:
+        """What says that the storage's owner lost ``subscriber``'s subscription without
+        ending it (a client's ephemeral one, :mod:`lazily_queue.client.ephemeral`)."""
+        lost = getattr(self._storage, "lost", None)
+        return None if lost is None else cast(UnknownSubscriber | None, lost(subscriber))
+
     def _gone(self, subscriber: str) -> UnknownSubscriber:
+        lost = self._lost(subscriber)
+        if lost is not None:
+            return lost
         return UnknownSubscriber(
             f"{self.name}: subscriber {subscriber!r} was dropped while this call waited for "
             "it (deleted, or its ephemeral subscription ended: disconnected, or reaped with "
             "the client session that owned it), so nothing would ever arrive for it; "
-            f"subscribe it again (await topic.subscribe({subscriber!r})) to go on")
+            f"subscribe it again (await topic.subscribe({subscriber!r}), adding 'ephemeral' "
+            "for an ephemeral one) to go on")
 
     async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition
+from ..errors import SubscriptionLost
 from ..storage.remote import RemoteTopicStorage
 
 
@@ -84,6 +85,20 @@ class EphemeralTrackingTopicStorage(RemoteTopicStorage):
         transition = await super().delete_subscriber(subscriber, timeout=timeout)
         self._ended(subscriber)
         return transition
+
+    def lost(self, subscriber: str) -> SubscriptionLost | None:
+        """The error of a wait for ``subscriber``, which the topic no longer knows, when
+        this client started it as ephemeral and did not end it (``None`` otherwise)."""
+        if subscriber not in self.started:
+            return None
+        return SubscriptionLost(
+            f"{self.name}: the ephemeral subscription {subscriber!r} this client started is "
+            "gone, though the client did not end it: the cluster ended it with the client "
+            "session that owned it (given up for the bound on client sessions, idle for an "
+            "hour, or reaped after no member reported this client for 90 s), or another "
+            "client or member disconnected or deleted it. Elements published since were "
+            "not delivered to it; subscribe it again to go on (await topic.subscribe("
+            f"{subscriber!r}, 'ephemeral'))")
 
     def ephemeral_started(self) -> list[str]:
         """The ephemeral subscribers this topic started and did not end."""
