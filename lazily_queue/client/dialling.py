@@ -3,8 +3,10 @@
 
 :meth:`Dialling._run` dials the listed addresses in order (the leader's next when one
 was learned, :mod:`.leader_seeking`) and serves each link until it ends. It pauses (50 ms,
-doubling up to 1 s) after each round of addresses, and after a link when
-:meth:`Dialling._served` says so. It gives up when,
+doubling up to 1 s) after each round of addresses, after a link when
+:meth:`Dialling._served` says so, and when the leader's address a follower named does
+not answer (the followers name a leader that died until they elect another: the client
+would go back and forth between them at once). It gives up when,
 before any link, every member refused the client's credential
 (:class:`~.protocol.AccessDenied`), or, before any hello was answered, every member
 refused its link over a cap (:class:`~.protocol.TooManyLinks`). ``failures`` keeps what
@@ -70,6 +72,7 @@ class Dialling:
         greeted = False
         while not self._closing:
             address, self._next = self._next, None
+            sought = address is not None
             if address is None:
                 address = self.addresses[index % len(self.addresses)]
                 index += 1
@@ -88,6 +91,9 @@ class Dialling:
                     denied += 1
             except (OSError, TimeoutError) as exc:
                 self.failures[address] = f"unreachable: {exc}"
+                if sought:  # a follower still names a leader that died: ask it again later
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 1.0)
             else:
                 denied = 0
                 del self.failures[address]
