@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ClassVar
 
 import anyio
@@ -133,10 +133,10 @@ class DataChannel(FrameStream):
         budget, reading nothing more (``None``: it does not wait)."""
         return None
 
-    def use_frame_budget(self, budget: FrameBudget) -> bool:
-        """Count the link's partly received frames in ``budget`` from now on (see
-        :mod:`lazily_transports.frame_budget`); False when this transport cannot (its
-        frames are assembled where their bytes are not counted)."""
+    def use_frame_budget(self, budget: FrameBudget, owner: Hashable = None) -> bool:
+        """Count the link's partly received frames in ``budget`` from now on, as
+        ``owner``'s (see :mod:`lazily_transports.frame_budget`); False when this
+        transport cannot (its frames are assembled where their bytes are not counted)."""
         return False
 
     # -- primitives each transport provides -------------------------------------------

@@ -17,7 +17,7 @@ import os
 import socket
 import ssl
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import cast
 
 import anyio
@@ -180,8 +180,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
     def budget_waiting_since(self) -> float | None:
         return None if self._reservation is None else self._reservation.since
 
-    def use_frame_budget(self, budget: FrameBudget) -> bool:
-        self._reservation = FrameReservation(budget, self._budget_granted)
+    def use_frame_budget(self, budget: FrameBudget, owner: Hashable = None) -> bool:
+        self._reservation = FrameReservation(budget, self._budget_granted, owner)
         if self._reservation.update(False, self._decoder.expected()):
             self._budget_paused = True
             self._pause_reading()

@@ -3,8 +3,8 @@
 Built on ``websockets.asyncio`` with compression off. ``wss://`` listeners need a
 server ``ssl.SSLContext``; dialers may pass a client context (default: the system's).
 Until the peer is authenticated a connection accepts messages of at most
-``HANDSHAKE_FRAME_LIMIT`` bytes (websockets checks each frame header) and queues two
-frames; a listener holds connections still in their HTTP upgrade to the same caps as
+``HANDSHAKE_FRAME_LIMIT`` bytes (websockets checks each frame header), about one queued
+before reading pauses; a listener holds connections still in their HTTP upgrade to the same caps as
 pending handshakes and to ``handshake_timeout``, from before their TLS handshake on
 ``wss://``.
 
@@ -14,6 +14,13 @@ leaves in the frame parser's buffer (a frame not yet whole) count at once, and a
 message's bytes not counted so far when it is delivered. Bytes of frames whole within
 one chunk (pings, pongs, the fragments of a fragmented message) count only with their
 message.
+
+Reading pauses when the channel's receive queue is full, as on the other transports
+(messages websockets assembled go to that queue at once, not left in websockets' own,
+which would hold 64 whole messages more). A connection follows the frame headers it
+reads (:mod:`._core._ws_frames`), so a :class:`~lazily_transports.FrameBudget` counts a
+message still arriving from its header on: its frame's size, or the largest message
+(``max_frame_size``) for one in fragments, whose size is not announced.
 
 Keepalive pings are sent (for proxies that close quiet connections) but a missing pong
 never closes a link: the peer's pong waits behind a frame of its still arriving, so a
@@ -28,7 +35,7 @@ import asyncio
 import logging
 import ssl
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Hashable
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -42,9 +49,11 @@ from ._core._admission import AdmissionGate, QuietServerLog, accept_backlog
 from ._core._buffered import BufferedChannel, Signal
 from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
+from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, LinkBrokenError
+from .frame_budget import FrameBudget
 from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
@@ -105,7 +114,8 @@ class WebSocketChannel(BufferedChannel):
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
         self._writer_wakeup: Signal | None = None
-        self._resume: Signal | None = None
+        self._reading = WsReading(connection, lambda: self._rx_paused, lambda: self._closed,
+                                  lambda: self.max_frame_size)
         loop = asyncio.get_running_loop()
         self._finished: asyncio.Future[None] = loop.create_future()
         #: Bytes counted in ``received_bytes`` for frames not yet delivered.
@@ -118,15 +128,27 @@ class WebSocketChannel(BufferedChannel):
         """Count the bytes of a frame still arriving as they come (module docstring)."""
         connection = self._ws
         buffer = getattr(getattr(connection.protocol, "reader", None), "buffer", None)
-        if not isinstance(buffer, bytearray) or not isinstance(connection, _Counting):
-            return  # another websockets: whole messages count when delivered
+        if not isinstance(connection, Counting):
+            return
+        counts = isinstance(buffer, bytearray)  # else another websockets: whole
+        # messages count when delivered
 
-        def chunk_read(data: bytes) -> None:
-            if buffer:  # a frame is not whole yet: its bytes are arriving
+        def chunk_read(data: bytes, ended: bool) -> None:
+            if counts and buffer:  # a frame is not whole yet: its bytes are arriving
                 self.received_bytes += len(data)
                 self._ahead += len(data)
+            self._reading.chunk_done(ended)
 
         connection.chunk_read = chunk_read
+
+    # -- frame budget ------------------------------------------------------------------------
+
+    @property
+    def budget_waiting_since(self) -> float | None:
+        return self._reading.waiting_since
+
+    def use_frame_budget(self, budget: FrameBudget, owner: Hashable = None) -> bool:
+        return self._reading.use_budget(budget, owner)
 
     def peer_certificate(self) -> PeerCertificate | None:
         transport = self._ws.transport
@@ -151,17 +173,16 @@ class WebSocketChannel(BufferedChannel):
                         f"size of {self.max_frame_size} bytes"
                     )
                     return
+                if self._closed:
+                    continue  # dropped: drain what the closing handshake reads
                 self._deliver(message)
-                if self._rx_paused:
-                    self._resume = Signal()
-                    if self._rx_paused:
-                        await self._resume.wait()
             self._connection_gone()
         except ConnectionClosedOK:
             self._connection_gone()
         except ConnectionClosed as exc:
             self._fail(_describe_close(exc))
         finally:
+            self._reading.drop()
             if not self._finished.done():
                 self._finished.set_result(None)
 
@@ -171,10 +192,11 @@ class WebSocketChannel(BufferedChannel):
         self._ws.recv_messages.high = _MAX_QUEUE
         self._ws.recv_messages.low = _MAX_QUEUE // 4
 
+    def _pause_reading(self) -> None:
+        self._reading.sync()
+
     def _resume_reading(self) -> None:
-        if self._resume is not None:
-            self._resume.fire()
-            self._resume = None
+        self._reading.sync()
 
     # -- sending ------------------------------------------------------------------------
 
@@ -215,6 +237,7 @@ class WebSocketChannel(BufferedChannel):
                 self._fail(_describe_close(exc))
 
     def _abort(self) -> None:
+        self._reading.drop()
         self._outbox.clear()
         self._outbox_bytes = 0
         transport = self._ws.transport
@@ -249,8 +272,9 @@ class WebSocketChannel(BufferedChannel):
                 self._eof_sent = True
                 await self._finish_writing()
             self._mark_closed()
+            self._reading.drop()
             self._writer.cancel()
-            self._resume_reading()
+            self._reading.sync()  # the closing handshake is read
             try:
                 await self._ws.close()
             except Exception:  # the connection is being torn down either way
@@ -291,28 +315,6 @@ class WebSocketListener(Listener):
         self._server.close(close_connections=False)
 
 
-class _Counting(asyncio.Protocol):
-    """A websockets connection telling ``chunk_read`` (set by its channel) of each chunk
-    it read, after its frame parser took it: a method of the class, so an event loop
-    keeping the protocol's bound method (uvloop) calls it too."""
-
-    chunk_read: Callable[[bytes], None] | None = None
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.chunk_read is not None:
-            self.chunk_read(data)
-
-
-class _CountingClientConnection(_Counting, ClientConnection):
-    """A client connection whose channel counts the bytes of frames still arriving."""
-
-
-def _counting(connection: type[GatedConnection]) -> type[GatedConnection]:
-    """``connection`` (a server connection class) counting as :class:`_Counting` does."""
-    return type(connection.__name__, (_Counting, connection), {})
-
-
 class WebSocketTransport(Transport):
     """Transport for ``ws:`` and ``wss:`` addresses."""
 
@@ -332,7 +334,7 @@ class WebSocketTransport(Transport):
                 close_timeout=_CLOSE_TIMEOUT,
                 ping_timeout=None,
                 open_timeout=None,
-                create_connection=_CountingClientConnection,
+                create_connection=CountingClientConnection,
             )
         except InvalidHandshake as exc:
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
@@ -385,7 +387,7 @@ class WebSocketTransport(Transport):
             ping_timeout=None,
             open_timeout=config.handshake_timeout,
             backlog=accept_backlog(config),
-            create_connection=_counting(gated_connection(upgrades, ssl_context,
+            create_connection=counting(gated_connection(upgrades, ssl_context,
                                                           config.handshake_timeout)),
             **tls_arguments(ssl_context),
             logger=QuietServerLog("lazily_transports.websocket.server"),

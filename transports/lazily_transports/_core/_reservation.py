@@ -4,7 +4,7 @@ it is reading, reserved or waiting for room."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ..frame_budget import FrameBudget
 
@@ -12,13 +12,15 @@ __all__ = ["FrameReservation"]
 
 
 class FrameReservation:
-    """The reservation of the frame a link is reading; ``resume`` is called when a frame
-    that waited is granted (its link may read again)."""
+    """The reservation of the frame a link is reading, one of ``owner``'s; ``resume`` is
+    called when a frame that waited is granted (its link may read again)."""
 
-    __slots__ = ("_resume", "budget", "reserved", "since", "wanted")
+    __slots__ = ("_resume", "budget", "owner", "reserved", "since", "wanted")
 
-    def __init__(self, budget: FrameBudget, resume: Callable[[], None]) -> None:
+    def __init__(self, budget: FrameBudget, resume: Callable[[], None],
+                 owner: Hashable = None) -> None:
         self.budget = budget
+        self.owner = owner
         self._resume = resume
         #: Bytes reserved for the half-read frame (0: none).
         self.reserved = 0
@@ -35,7 +37,7 @@ class FrameReservation:
             self.drop()
         if expected is None or self.reserved or self.wanted:
             return bool(self.wanted)
-        if self.budget.reserve(self, expected):
+        if self.budget.reserve(self, expected, self.owner):
             self.reserved = expected
             return False
         self.wanted = expected
@@ -51,7 +53,7 @@ class FrameReservation:
         closed)."""
         if self.reserved:
             reserved, self.reserved = self.reserved, 0
-            self.budget.release(reserved)
+            self.budget.release(reserved, self.owner)
         if self.wanted:
             self.wanted, self.since = 0, None
             self.budget.cancel(self)

@@ -1,0 +1,87 @@
+"""A ``ws://`` link reads no further once its receive queue is full (websockets' own
+queue of messages holds none beyond it), and its connection follows the frames it reads
+so a frame budget knows the size of the message still arriving."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lazily_transports._core._ws_frames import WsFrames
+from transport_helpers import channel_pair, make_config
+
+MB = 1_000_000
+
+
+async def _settled(read: object) -> int:
+    """``read()`` once it stopped growing for half a second."""
+    assert callable(read)
+    last = -1
+    while (now := read()) != last:
+        last = now
+        await asyncio.sleep(0.5)
+    return int(now)
+
+
+async def test_a_ws_link_not_read_holds_its_receive_queue_not_64_messages_more() -> None:
+    config = {"max_frame_size": 2 * MB, "receive_buffer_size": MB}
+    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
+                            make_config(2, **config)) as (client, server):
+
+        async def pump() -> None:
+            for _ in range(40):
+                await client.send(b"x" * MB)
+
+        task = asyncio.create_task(pump())
+        try:
+            held = await asyncio.wait_for(_settled(lambda: server.channel.received_bytes), 30)
+            assert held < 8 * MB  # the queue (1 MB), a message more, what one read took
+            for _ in range(40):  # reading resumes as the queue drains
+                assert await asyncio.wait_for(server.receive(), 10) == b"x" * MB
+            await task
+        finally:
+            task.cancel()
+
+
+def _frame(payload: bytes, *, opcode: int = 2, fin: bool = True) -> bytes:
+    head = bytes([(0x80 if fin else 0) | opcode])
+    if len(payload) < 126:
+        head += bytes([0x80 | len(payload)])
+    elif len(payload) < 1 << 16:
+        head += bytes([0x80 | 126]) + len(payload).to_bytes(2, "big")
+    else:
+        head += bytes([0x80 | 127]) + len(payload).to_bytes(8, "big")
+    return head + b"\0\0\0\0" + payload
+
+
+def _fed(*chunks: bytes) -> tuple[WsFrames, list[bool]]:
+    frames = WsFrames()
+    return frames, [frames.feed(chunk) for chunk in chunks]
+
+
+def test_frames_are_followed_from_the_end_of_the_upgrade_headers_byte_by_byte() -> None:
+    wire = b"HTTP/1.1 101 Switching\r\nUpgrade: websocket\r\n\r\n" + _frame(b"a" * 300)
+    frames, ended = _fed(*(wire[i:i + 1] for i in range(len(wire))))
+    assert ended[-1] and not any(ended[:-1])
+    assert frames.expected(MB) is None
+
+
+def test_the_size_of_a_frame_arriving_is_known_once_its_header_is_in() -> None:
+    frame = _frame(b"b" * 70_000)
+    frames, ended = _fed(b"GET / HTTP/1.1\r\n\r\n" + _frame(b"ping", opcode=9)
+                         + frame[:5])
+    assert ended == [False] and frames.expected(MB) is None  # header not whole yet
+    assert not frames.feed(frame[5:1000])
+    assert frames.expected(MB) == len(frame)
+    assert frames.expected(len(frame) - 1) is None  # above the limit: refused anyway
+    assert frames.feed(frame[1000:]) and frames.expected(MB) is None
+
+
+def test_a_message_in_fragments_is_expected_at_the_limit_until_its_last_fragment(
+) -> None:
+    frames, ended = _fed(b"GET / HTTP/1.1\r\n\r\n" + _frame(b"c" * 10, fin=False)
+                         + _frame(b"pong", opcode=10) + _frame(b"c" * 10, opcode=0, fin=False))
+    assert ended == [False] and frames.expected(MB) == MB
+    last = _frame(b"c" * 10, opcode=0)
+    assert frames.feed(last + _frame(b"d" * 200)[:20])
+    assert frames.expected(MB) == len(_frame(b"d" * 200))
+
