@@ -10,7 +10,14 @@ the order they came; one frame is always read when nothing else is held, so a bu
 below ``max_request_bytes`` still lets every frame through, alone). A frame that waits
 longer than the idle timeout (:mod:`.idle`) gets its link closed with the refusal
 ``[0, ERROR, ["frame_budget", message]]`` (the client raises
-:class:`~.protocol.FrameBudgetFull`). Links between members (Raft) are not counted.
+:class:`~.protocol.FrameBudgetFull`). A member serving more than one client name gives
+each a share: the frames of one name's links hold at most a quarter of the budget
+(:func:`~.link_caps.client_share`; one frame whatever its size when that name holds
+nothing), and a frame waiting for its own name's share lets the frames of other names
+pass, so one client trickling large frames on all its links leaves room for the
+others. ``ws://`` and ``wss://`` links are counted from a frame's header on, as the
+others from its length prefix (a message sent in WebSocket fragments reserves the
+largest request). Links between members (Raft) are not counted.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import anyio
+from lazily_transports import FrameBudget
 
 from . import protocol as P
 
@@ -33,16 +41,23 @@ DEFAULT_CLIENT_FRAME_BUDGET = 64 * 1024 * 1024
 FRAME_BUDGET = "frame_budget"
 
 
-def refuse_waiting(conn: ClientConnection, member: str, budget: int, waited: float) -> None:
+def refuse_waiting(conn: ClientConnection, member: str, budget: FrameBudget,
+                   waited: float) -> None:
     """Close ``conn``, whose frame waited ``waited`` seconds for room in ``member``'s
-    budget of ``budget`` bytes, its refusal sent first (when its send buffer has room)."""
+    ``budget``, its refusal sent first (when its send buffer has room)."""
+    name = conn.grant.name
+    own = budget.held_by(name)
+    share = (f" ({own} of them client {name!r}'s own, which may hold {budget.share} while "
+             "the member serves other clients too)" if budget.share < budget.limit else "")
     message = (
-        f"member {member} held its client_frame_budget of {budget} bytes in frames of other "
-        f"links still arriving for {waited:.0f} s, so a frame of this link was not read: send "
-        "smaller requests, link to another member, or raise client_frame_budget in its "
-        "configuration (ClientAccess(frame_budget=)); nothing in that frame was applied")
+        f"member {member} held {budget.held} bytes of its client_frame_budget of "
+        f"{budget.limit} in frames of other links still arriving{share} for {waited:.0f} s, "
+        "so a frame of this link was not read: send smaller requests or fewer at once, "
+        "link to another member, or raise client_frame_budget in its configuration "
+        "(ClientAccess(frame_budget=)); nothing in that frame was applied")
     log.warning("client %r: link closed, its frame waited %.0f s for room in the "
-                "client_frame_budget (%d bytes)", conn.grant.name, waited, budget)
+                "client_frame_budget (%d bytes, %d held, %d by this client)", name, waited,
+                budget.limit, budget.held, own)
     channel = conn.outbox.stream.channel
     try:
         channel.send_nowait(P.encode([0, P.ERROR, [FRAME_BUDGET, message]]))

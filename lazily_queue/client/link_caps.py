@@ -6,10 +6,11 @@ A client may hold at most its grant's ``max_links`` links to one member at once
 in all (:class:`~.access.ClientAccess`, :data:`DEFAULT_MAX_CLIENT_LINKS`), lowered to
 fit the process's open-file limit (``ulimit -n``) less :func:`fd_reserve` descriptors
 kept for Raft, the journal, HTTP, handshakes under way and refused links closing. A
-link over a cap is refused once authenticated: its first frame is ``[0, ERROR, ["too_many_links",
-message]]`` (the client raises :class:`~.protocol.TooManyLinks`), then it is closed. A
-link counts from the moment it is served until it closes: a closed one frees its place
-at once, so a client that links again after losing a link is not refused for it.
+link over a cap is refused once authenticated: its first frame
+is ``[0, ERROR, ["too_many_links", message]]`` (the client raises
+:class:`~.protocol.TooManyLinks`), then it is closed. A link counts from the moment it
+is served until it closes: a closed one frees its place at once, so a client that links
+again after losing a link is not refused for it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ TOO_MANY_LINKS = "too_many_links"
 HELD_REFUSED = 16
 #: Seconds a refused link is held for its client to read the refusal and close it.
 _REFUSAL_SECONDS = 1.0
+#: A client name holds at most this fraction (1 / it) of a member's frame budget, when
+#: the member serves other names too.
+CLIENT_SHARE = 4
+
+
+def client_share(total: int, clients: int) -> int | None:
+    """What one client name may hold of ``total`` (bytes of the frame budget) on a
+    member serving ``clients`` names: a quarter of it, at least 1 (``None``: the
+    only client, no share)."""
+    return None if clients <= 1 else max(1, total // CLIENT_SHARE)
 
 
 def fd_reserve(soft: int) -> int:

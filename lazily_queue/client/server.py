@@ -55,7 +55,7 @@ from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
 from .greeting import Answering, register, session_of
 from .idle import IdleLinks
-from .link_caps import LinkCaps, fd_room
+from .link_caps import LinkCaps, client_share, fd_room
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
 from .popped import SeqReads
@@ -97,9 +97,10 @@ class ClientServer:
         self.links = LinkCaps(node.node_id, access.max_links, fd_room())
         #: Closes client links gone silent (:mod:`.idle`).
         self.idle = IdleLinks(self._conns, refuse_waiting=lambda conn, waited: refuse_waiting(
-            conn, node.node_id, self.frame_budget.limit, waited))
+            conn, node.node_id, self.frame_budget, waited))
         #: Bytes of client frames still arriving, shared by all links (:mod:`.frame_budget`).
-        self.frame_budget = FrameBudget(access.frame_budget)
+        self.frame_budget = FrameBudget(
+            access.frame_budget, share=client_share(access.frame_budget, len(access.grants)))
         #: Says which linked clients own ephemeral subscriptions (:mod:`.liveness`).
         self.liveness = ClientLiveness(node, self._conns)
         self._watchers = Watchers(lambda: node.view)
@@ -188,7 +189,7 @@ class ClientServer:
         if refusal is not None:
             await self.links.refuse(stream, refusal)
             return
-        stream.channel.use_frame_budget(self.frame_budget)
+        stream.channel.use_frame_budget(self.frame_budget, grant.name)
         try:
             await self._serve(stream, grant)
         finally:
