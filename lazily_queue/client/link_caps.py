@@ -6,7 +6,10 @@ A client may hold at most its grant's ``max_links`` links to one member at once
 in all (:class:`~.access.ClientAccess`, :data:`DEFAULT_MAX_CLIENT_LINKS`), lowered to
 fit the process's open-file limit (``ulimit -n``) less :func:`fd_reserve` descriptors
 kept for Raft, the journal, HTTP, handshakes under way and refused links closing. A
-link over a cap is refused once authenticated: its first frame
+member serving more than one client name keeps the rest for the others: one name holds
+at most a quarter of its client links (:func:`client_share`), whatever its grant allows,
+so a grant with a raised ``max_links``, or the default one at a low ``ulimit -n``,
+cannot take them all. A link over a cap is refused once authenticated: its first frame
 is ``[0, ERROR, ["too_many_links", message]]`` (the client raises
 :class:`~.protocol.TooManyLinks`), then it is closed. A link counts from the moment it
 is served until it closes: a closed one frees its place at once, so a client that links
@@ -36,14 +39,14 @@ TOO_MANY_LINKS = "too_many_links"
 HELD_REFUSED = 16
 #: Seconds a refused link is held for its client to read the refusal and close it.
 _REFUSAL_SECONDS = 1.0
-#: A client name holds at most this fraction (1 / it) of a member's frame budget, when
-#: the member serves other names too.
+#: A client name holds at most this fraction (1 / it) of a member's client links and of
+#: its frame budget, when the member serves other names too.
 CLIENT_SHARE = 4
 
 
 def client_share(total: int, clients: int) -> int | None:
-    """What one client name may hold of ``total`` (bytes of the frame budget) on a
-    member serving ``clients`` names: a quarter of it, at least 1 (``None``: the
+    """What one client name may hold of ``total`` (links, or bytes of the frame budget)
+    on a member serving ``clients`` names: a quarter of it, at least 1 (``None``: the
     only client, no share)."""
     return None if clients <= 1 else max(1, total // CLIENT_SHARE)
 
@@ -67,12 +70,14 @@ class LinkCaps:
     """The links open per client name and in all, against the caps (module docstring)."""
 
     def __init__(self, member: str, max_links: int,
-                 room: tuple[int, int] | None = None) -> None:
+                 room: tuple[int, int] | None = None, clients: int = 1) -> None:
         self.member = member
         self.configured = max_links
         self._soft = None if room is None else room[1]
         #: The cap in all: ``max_links``, or less when the open-file limit is lower.
         self.max_links = max_links if room is None else min(max_links, room[0])
+        #: The links one client name holds at most (``None``: the only name, no share).
+        self.share = client_share(self.max_links, clients)
         self.open: Counter[str] = Counter()
         self.total = 0
         #: Links refused by a cap, in all.
@@ -101,6 +106,13 @@ class LinkCaps:
                 f"(max_client_links = {self.max_links} in its configuration, "
                 f"ClientAccess(max_links=){lowered}): link to another member, close unused "
                 "links, or raise max_client_links (and ulimit -n)")
+        elif self.share is not None and held >= self.share:
+            refusal = (
+                f"client {name!r} already holds {held} links to member {self.member}, its "
+                f"share of the member's client links (a quarter of its cap of "
+                f"{self.max_links}, kept so other clients can link too): close the links it "
+                "no longer uses, link to another member, or raise max_client_links in the "
+                "member's configuration (ClientAccess(max_links=), and ulimit -n)")
         else:
             self.open[name] = held + 1
             self.total += 1

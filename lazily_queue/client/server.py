@@ -94,7 +94,7 @@ class ClientServer:
                                      + P.REQUEST_OVERHEAD)
         self._conns: set[ClientConnection] = set()
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).
-        self.links = LinkCaps(node.node_id, access.max_links, fd_room())
+        self.links = LinkCaps(node.node_id, access.max_links, fd_room(), len(access.grants))
         #: Closes client links gone silent (:mod:`.idle`).
         self.idle = IdleLinks(self._conns, refuse_waiting=lambda conn, waited: refuse_waiting(
             conn, node.node_id, self.frame_budget, waited))

@@ -82,6 +82,30 @@ async def test_a_member_over_its_client_links_refuses_any_client() -> None:
         assert isinstance(TooManyLinks("x"), Unreachable)
 
 
+async def test_a_client_takes_at_most_a_quarter_of_the_members_links_whatever_its_grant(
+) -> None:
+    """A grant with a raised ``max_links`` does not let its client take every client
+    link of a member serving others: a quarter of them stays its share."""
+    async with member(web_links=1000, total=8) as node, AsyncExitStack() as held:
+        for _ in range(2):
+            await held.enter_async_context(_client(node))
+        with pytest.raises(TooManyLinks, match=r"client 'web' already holds 2 links to "
+                           r"member 1, its share of the member's client links \(a quarter "
+                           r"of its cap of 8"):
+            await _client(node).start()
+        async with _client(node, "other") as other:  # the others link and are served
+            await other.queue("jobs").push(1)
+        assert _stats(node)["links_refused"] == 1
+
+
+def test_the_only_client_of_a_member_has_no_share_of_its_links() -> None:
+    caps = link_caps.LinkCaps("1", 8, clients=1)
+    assert all(caps.admit("web", 1000) is None for _ in range(8))
+    assert caps.admit("web", 1000) is not None  # the cap in all
+    shared = link_caps.LinkCaps("1", 8, clients=2)
+    assert [shared.admit("web", 1000) is None for _ in range(3)] == [True, True, False]
+
+
 async def test_a_client_linking_again_is_not_refused_for_the_link_it_lost() -> None:
     """The member drops the client's only link it may hold: the client links again at
     once, and that link is not counted against the dropped one."""
