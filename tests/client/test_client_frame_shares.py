@@ -147,6 +147,31 @@ async def test_one_client_holds_at_most_its_share_so_another_clients_frame_is_re
             await stream.aclose()
 
 
+async def test_a_frame_refused_after_waiting_for_its_clients_share_names_it() -> None:
+    async with member(300_000) as node:
+        assert node.clients is not None
+        node.clients.idle.timeout = 0.5
+        holder, waiter = await link(node), await link(node)
+        write(holder, framed(holder, push(140_000))[:1000])
+
+        async def trickle() -> None:  # the holder's bytes keep coming: it stays linked
+            while True:
+                await asyncio.sleep(0.05)
+                write(holder, b"x" * 200)
+
+        task = asyncio.create_task(trickle())
+        try:
+            await until(lambda: stats(node)["frame_budget_held"] > 0)
+            write(waiter, framed(waiter, push(100_000))[:5000])
+            frame = cbor2.loads(await asyncio.wait_for(waiter.receive(), 10))
+        finally:
+            task.cancel()
+        assert frame[:2] == [0, P.ERROR] and frame[2][0] == "frame_budget", frame
+        assert "of them client 'web''s own, which may hold 75000" in frame[2][1]
+        await holder.aclose()
+        await waiter.aclose()
+
+
 async def test_the_only_client_of_a_member_has_the_whole_budget() -> None:
     async with member(300_000, names=("web",)) as node:
         first, second = await link(node), await link(node)
