@@ -4,9 +4,9 @@ Built on ``websockets.asyncio`` with compression off. ``wss://`` listeners need 
 server ``ssl.SSLContext``; dialers may pass a client context (default: the system's).
 Until the peer is authenticated a connection accepts messages of at most
 ``HANDSHAKE_FRAME_LIMIT`` bytes (websockets checks each frame header), about one queued
-before reading pauses; a listener holds connections still in their HTTP upgrade to the same caps as
-pending handshakes and to ``handshake_timeout``, from before their TLS handshake on
-``wss://``.
+before reading pauses; a listener holds connections still in their HTTP upgrade to the
+same caps as pending handshakes and to ``handshake_timeout``, from before their TLS
+handshake on ``wss://``.
 
 ``received_bytes`` grows while a large frame arrives, as on the other transports
 (websockets hands over whole messages only): the bytes a chunk read from the socket
@@ -388,7 +388,7 @@ class WebSocketTransport(Transport):
             open_timeout=config.handshake_timeout,
             backlog=accept_backlog(config),
             create_connection=counting(gated_connection(upgrades, ssl_context,
-                                                          config.handshake_timeout)),
+                                                         config.handshake_timeout)),
             **tls_arguments(ssl_context),
             logger=QuietServerLog("lazily_transports.websocket.server"),
         )
