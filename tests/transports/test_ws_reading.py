@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from lazily_transports import FrameBudget
 from lazily_transports._core._ws_frames import WsFrames
-from transport_helpers import channel_pair, make_config
+from transport_helpers import channel_pair, eventually, make_config
 
 MB = 1_000_000
 
@@ -69,10 +71,12 @@ def test_the_size_of_a_frame_arriving_is_known_once_its_header_is_in() -> None:
     frame = _frame(b"b" * 70_000)
     frames, ended = _fed(b"GET / HTTP/1.1\r\n\r\n" + _frame(b"ping", opcode=9)
                          + frame[:5])
-    assert ended == [False] and frames.expected(MB) is None  # header not whole yet
+    assert ended == [True]  # the ping is whole
+    assert frames.expected(MB) is None  # the next header not whole yet
     assert not frames.feed(frame[5:1000])
     assert frames.expected(MB) == len(frame)
-    assert frames.expected(len(frame) - 1) is None  # above the limit: refused anyway
+    assert frames.expected(70_000) == len(frame)  # its payload is what the limit bounds
+    assert frames.expected(69_999) is None  # above the limit: refused anyway
     assert frames.feed(frame[1000:]) and frames.expected(MB) is None
 
 
@@ -85,3 +89,51 @@ def test_a_message_in_fragments_is_expected_at_the_limit_until_its_last_fragment
     assert frames.feed(last + _frame(b"d" * 200)[:20])
     assert frames.expected(MB) == len(_frame(b"d" * 200))
 
+
+
+def test_a_frame_of_any_opcode_arriving_is_expected_and_ends_on_its_own() -> None:
+    """websockets holds a control frame or a stray continuation whole before refusing
+    it, as much as a data frame: it counts until its end."""
+    for opcode in (9, 10, 8, 0):
+        frame = _frame(b"\3\xe8" + b"p" * 70_000, opcode=opcode)
+        frames, ended = _fed(b"GET / HTTP/1.1\r\n\r\n" + frame[:1000])
+        assert ended == [False] and frames.expected(MB) == len(frame), opcode
+        assert frames.feed(frame[1000:]) and frames.expected(MB) is None, opcode
+
+
+def test_a_control_frame_between_fragments_leaves_the_message_expected() -> None:
+    frames, ended = _fed(b"GET / HTTP/1.1\r\n\r\n" + _frame(b"c", fin=False)
+                         + _frame(b"ping", opcode=9))
+    assert ended == [False] and frames.expected(MB) == MB
+
+
+def test_nothing_is_expected_once_the_connection_stopped_reading_frames() -> None:
+    frames, _ = _fed(b"GET / HTTP/1.1\r\n\r\n" + _frame(b"e" * 5000)[:100])
+    frames.stop()
+    assert frames.expected(MB) is None
+    assert not frames.feed(_frame(b"f" * 5000)[:100]) and frames.expected(MB) is None
+
+
+@pytest.mark.parametrize("refused", [False, True])
+async def test_a_ws_ping_arriving_holds_the_frame_budget_and_a_refused_header_none(
+        refused: bool) -> None:
+    """A ping of 1 MB trickled in is held by websockets until whole, so it holds the
+    budget; a frame websockets refuses at its header (unmasked) holds nothing though the
+    peer keeps the connection open, as websockets discards what follows."""
+    config = {"max_frame_size": 2 * MB}
+    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
+                            make_config(2, **config)) as (client, server):
+        budget = FrameBudget(64 * MB)
+        assert server.channel.use_frame_budget(budget)
+        transport = client.channel._ws.transport  # type: ignore[attr-defined]
+        transport.pause_reading()  # the peer reads nothing back, closes nothing
+        if refused:
+            transport.write(b"\x82\x7f" + MB.to_bytes(8, "big") + b"p" * 1000)
+            await asyncio.sleep(0.3)
+            assert budget.held == 0
+            return
+        ping = _frame(b"p" * MB, opcode=9)
+        transport.write(ping[:100_000])
+        await eventually(lambda: budget.held == len(ping))
+        transport.write(ping[100_000:])
+        await eventually(lambda: budget.held == 0)

@@ -19,8 +19,9 @@ Reading pauses when the channel's receive queue is full, as on the other transpo
 (messages websockets assembled go to that queue at once, not left in websockets' own,
 which would hold 64 whole messages more). A connection follows the frame headers it
 reads (:mod:`._core._ws_frames`), so a :class:`~lazily_transports.FrameBudget` counts a
-message still arriving from its header on: its frame's size, or the largest message
-(``max_frame_size``) for one in fragments, whose size is not announced.
+message still arriving from its header on: its frame's size (any frame's: websockets
+holds a ping as whole as a message), or the largest message (``max_frame_size``) for one
+in fragments, whose size is not announced; nothing once websockets stops parsing frames.
 
 Keepalive pings are sent (for proxies that close quiet connections) but a missing pong
 never closes a link: the peer's pong waits behind a frame of its still arriving, so a

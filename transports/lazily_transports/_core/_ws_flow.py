@@ -19,11 +19,19 @@ from ._ws_frames import WsFrames
 __all__ = ["Counting", "CountingClientConnection", "WsReading", "counting"]
 
 
+def _parsing(protocol: Any) -> bool:
+    """Whether websockets' ``protocol`` still parses the frames it reads (not once it
+    failed the connection or read a close frame: it discards the rest)."""
+    return (getattr(protocol, "parser_exc", None) is None
+            and getattr(protocol, "close_rcvd", None) is None)
+
+
 class Counting(asyncio.Protocol):
     """A websockets connection following the frames it reads (``frames``) and telling
     ``chunk_read`` (set by its channel) of each chunk, after its frame parser took it,
-    and whether a data message ended in it: methods of the class, so an event loop
-    keeping the protocol's bound methods (uvloop) calls them too."""
+    and whether what the parser counted ended in it (:meth:`WsFrames.feed`; True too
+    when websockets stopped parsing frames in it): methods of the class, so an event
+    loop keeping the protocol's bound methods (uvloop) calls them too."""
 
     chunk_read: Callable[[bytes, bool], None] | None = None
     frames: WsFrames | None = None
@@ -33,8 +41,13 @@ class Counting(asyncio.Protocol):
         super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        ended = self.frames.feed(data) if self.frames is not None else False
+        frames = self.frames
+        ended = frames.feed(data) if frames is not None else False
         super().data_received(data)
+        if frames is not None and not frames.stopped and not _parsing(
+                getattr(self, "protocol", None)):
+            frames.stop()
+            ended = True
         if self.chunk_read is not None:
             self.chunk_read(data, ended)
 
@@ -106,7 +119,7 @@ class WsReading:
         return True
 
     def chunk_done(self, ended: bool) -> None:
-        """After a chunk was read (``ended``: a message ended in it): reserve the
+        """After a chunk was read (``ended``: what was reserved ended in it): reserve the
         message left arriving, or wait for room, reading nothing more."""
         reservation, frames = self.reservation, getattr(self._connection, "frames", None)
         if reservation is None or frames is None or self._closed():

@@ -1,6 +1,13 @@
 """WsFrames: follows the frames in the bytes a WebSocket connection reads (RFC 6455
 framing, after the HTTP upgrade's header block), to tell the size of the message still
-arriving before websockets hands it over whole."""
+arriving before websockets hands it over whole.
+
+websockets buffers every frame whole before it checks it, so a frame it refuses only
+once it is in (a control frame above 125 bytes, a continuation with no message under
+way, reserved bits set) holds as many bytes as a data frame: every frame arriving
+counts, whatever its opcode. Once websockets stops parsing (it failed the connection, or
+read a close frame) it discards what comes: :meth:`WsFrames.stop` says so, and nothing
+counts any more."""
 
 from __future__ import annotations
 
@@ -22,8 +29,8 @@ class WsFrames:
     header or in its payload. Fed every chunk read, in order, from the connection's
     first byte (a 101 response or an upgrade request has no body)."""
 
-    __slots__ = ("_fin", "_head", "_left", "_message", "_opcode", "_size", "_tail",
-                 "_upgrading")
+    __slots__ = ("_fin", "_head", "_left", "_length", "_message", "_opcode", "_size",
+                 "_stopped", "_tail", "_upgrading")
 
     def __init__(self) -> None:
         self._upgrading = True
@@ -31,12 +38,26 @@ class WsFrames:
         self._head = bytearray()  # the header bytes of the frame being read
         self._left = 0  # payload bytes of that frame still to come
         self._size = 0  # that frame's size, header included
+        self._length = 0  # its payload's (what websockets holds to its max_size)
         self._opcode = _CONTINUATION
         self._fin = True
         self._message = False  # a data message in fragments is under way
+        self._stopped = False
+
+    def stop(self) -> None:
+        """The connection reads no more frames (what comes is discarded)."""
+        self._stopped = True
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopped
 
     def feed(self, data: bytes) -> bool:
-        """Follow ``data``; True when a data message ended in it."""
+        """Follow ``data``; True when what :meth:`expected` counted ended in it (a data
+        message, or a frame outside one)."""
+        if self._stopped:
+            return False
         start = 0
         if self._upgrading:
             seen = self._tail + data
@@ -86,21 +107,27 @@ class WsFrames:
         head.clear()
         if self._opcode != _CONTINUATION and self._opcode < _CONTROL and not self._fin:
             self._message = True
-        self._size, self._left = header + length, length
+        self._size, self._length, self._left = header + length, length, length
         return False if length else self._frame_done()
 
     def _frame_done(self) -> bool:
+        if not self._message:
+            return True  # a whole message, or a frame outside one (control, stray)
         if self._opcode >= _CONTROL or not self._fin:
-            return False
+            return False  # a control frame between fragments, or a fragment
         self._message = False
         return True
 
     def expected(self, limit: int) -> int | None:
-        """The bytes of the data message still arriving (a message in fragments:
-        ``limit``, the largest it may grow to), ``None`` when none is, or its size is
-        not in yet, or above ``limit`` (the connection refuses it)."""
+        """The bytes of the message still arriving (a message in fragments: ``limit``,
+        the largest it may grow to; else the frame arriving, header included, whatever
+        its opcode), ``None`` when none is, or its size is not in yet, or its payload is
+        above ``limit`` (the connection refuses it), or the connection stopped reading
+        frames."""
+        if self._stopped:
+            return None
         if self._message:
             return limit
-        if self._left and self._opcode < _CONTROL and self._opcode != _CONTINUATION:
-            return self._size if self._size <= limit else None
+        if self._left:
+            return self._size if self._length <= limit else None
         return None
