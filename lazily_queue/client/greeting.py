@@ -3,7 +3,9 @@ registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
 ``SESSION_REGISTER`` with the client's owner tag as the member's own op
 (:mod:`..replicated.session_register`) and answers the new session id once it applied;
 the link's ops go under that id from then on (a later link names it in its hello). A
-session registered for a link that closed before its answer is ended at once."""
+session registered for a link that closed before its answer, or after its answer was
+its deadline's error (the proposal is kept until it applies), is ended at once: no
+client learned its id."""
 
 from __future__ import annotations
 
@@ -47,8 +49,12 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
                 conn.session = result
         server._answer(conn, rid, result, error)
 
+    def late(result: Any) -> None:  # answered with its deadline's error, applied after
+        if type(result) is int:
+            _end_unclaimed(server, result, timeout)
+
     return server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
-                           timeout, answer)
+                           timeout, answer, on_orphan=late)
 
 
 def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:

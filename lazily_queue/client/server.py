@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -337,9 +338,12 @@ class ClientServer:
             self._fair.add(conn, conn.session, pending)
 
     def _propose(self, conn: ClientConnection, rid: int, code: int, args: list[Any],
-                 timeout: float, answer: Answering | None = None) -> bool:
+                 timeout: float, answer: Answering | None = None,
+                 on_orphan: Callable[[Any], None] | None = None) -> bool:
         """Propose through the member's replica; the answer goes out once it applied
-        (``answer``: :meth:`_answer` or one in its place)."""
+        (``answer``: :meth:`_answer` or one in its place). With ``on_orphan``, a
+        proposal whose deadline passed while it may still apply is kept, and its late
+        result goes there (its answer was the deadline's error)."""
         driver = self.node.driver
         reply = self._answer if answer is None else answer
         try:
@@ -347,7 +351,7 @@ class ClientServer:
                 driver.propose(code, args, timeout=timeout)  # raises why it cannot
             driver.replica.propose(code, args, timeout=timeout,
                                    on_done=lambda result, error: reply(
-                                       conn, rid, result, error))
+                                       conn, rid, result, error), on_orphan=on_orphan)
         except Exception as exc:  # not running, no disk, a value replicas would refuse
             self._fail(conn, rid, exc)
             return False

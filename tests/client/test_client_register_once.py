@@ -106,9 +106,9 @@ async def test_a_registration_whose_client_left_before_its_answer_is_ended(
 
     def answer_once_the_link_closed(self: Any, conn: Any, rid: int, code: int,
                                     args: list[Any], timeout: float,
-                                    answer: Any = None) -> bool:
+                                    answer: Any = None, **options: Any) -> bool:
         if code != ops.SESSION_REGISTER:
-            return real_propose(self, conn, rid, code, args, timeout, answer)
+            return real_propose(self, conn, rid, code, args, timeout, answer, **options)
 
         def late(conn: Any, rid: int, result: Any, error: Any) -> None:
             async def when_closed() -> None:
@@ -118,7 +118,7 @@ async def test_a_registration_whose_client_left_before_its_answer_is_ended(
 
             waiting.append(asyncio.ensure_future(when_closed()))
 
-        return real_propose(self, conn, rid, code, args, timeout, late)
+        return real_propose(self, conn, rid, code, args, timeout, late, **options)
 
     monkeypatch.setattr(server_module.ClientServer, "_propose", answer_once_the_link_closed)
     async with one_member() as node:
