@@ -131,8 +131,8 @@ class RetainedDeadlines:
         """How many ids from ``first`` (the lowest held) to ``end`` have expired at ``now``
         in a row (each as :meth:`get` tells), whatever the order of the stamps: a run of
         one lifetime at a time, up to the first id stamped after ``now`` less that
-        lifetime (by a bisection of the stamps when they ascend, else a walk over their
-        points, each point walked one whose ids all expired). 0 when ``first`` is not
+        lifetime (by a bisection of the stamps when they ascend, else of their ascending
+        runs). 0 when ``first`` is not
         the lowest held."""
         if first != self._low or self._gone or first >= (end := min(end, self._end)):
             return 0

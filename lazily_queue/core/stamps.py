@@ -7,7 +7,8 @@ nothing while the stamp is the same (one log entry's elements share the leader's
 Points of ids nobody can ask for any more are forgotten (:meth:`StampIndex.forget_below`);
 an id below every point reads as 0. The index counts the points stamped below the one
 before them, so whether the stamps ascend (a bisection then finds a stamp) is known at
-once.
+once; when they do not, a seek by time bisects their ascending runs
+(:class:`~.stamp_runs.StampRuns`, made at the first such seek and kept after).
 """
 
 from __future__ import annotations
@@ -18,17 +19,21 @@ from itertools import chain, pairwise, repeat
 from operator import gt, sub
 from typing import Any
 
+from .stamp_runs import StampRuns
+
 
 class StampIndex:
     """``stamp_of(id)`` for ids noted in increasing order."""
 
-    __slots__ = ("_falls", "_ids", "_stamps")
+    __slots__ = ("_falls", "_ids", "_runs", "_stamps")
 
     def __init__(self) -> None:
         self._ids: list[int] = []
         self._stamps: list[int] = []
         #: How many points are stamped below the point before them.
         self._falls = 0
+        #: The ascending runs of the points, once a seek needed them while they fall.
+        self._runs: StampRuns | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -39,6 +44,8 @@ class StampIndex:
         if not stamps or stamps[-1] != stamp:
             if stamps and stamp < stamps[-1]:
                 self._falls += 1
+                if self._runs is not None:
+                    self._runs.note_fall(first_id, stamps[-1])
             self._ids.append(first_id)
             stamps.append(stamp)
 
@@ -55,6 +62,11 @@ class StampIndex:
                 self._falls -= _falls(self._stamps[:i + 1])
             del self._ids[:i]
             del self._stamps[:i]
+            if self._runs is not None:
+                if self._falls:
+                    self._runs.forget_to(self._ids[0])
+                else:
+                    self._runs = None
 
     def first_at_or_after(self, stamp: int, base: int, end: int) -> int:
         """The first id of ``base..end - 1`` whose stamp is ``>= stamp`` (ids in order,
@@ -92,10 +104,9 @@ class StampIndex:
     def first_above_in(self, stamp: int, first: int, end: int, ascending: bool = False) -> int:
         """The first id of ``first..end - 1`` stamped above ``stamp``, or ``end`` when
         there is none, whatever the order of the stamps: a bisection to ``first``'s point,
-        then a walk over the points after it up to the first one above ``stamp`` (the
-        points walked are those of ids stamped at or below ``stamp``), or with
-        ``ascending`` (the stamps are :meth:`ascending`) a bisection of the stamps.
-        An id below every point reads as 0, whatever the points' stamps."""
+        then a bisection of the stamps when they ascend (``ascending``: the caller knows
+        they are :meth:`ascending`), else of their ascending runs. An id below every
+        point reads as 0, whatever the points' stamps."""
         if first >= end:
             return end
         ids, stamps = self._ids, self._stamps
@@ -103,12 +114,13 @@ class StampIndex:
         if (stamps[i] if i >= 0 else 0) > stamp:  # 0: below every point
             return first
         n = len(ids)
-        if ascending:
+        if ascending or not self._falls:
             i = bisect_right(stamps, stamp, max(i, 0))
-            return min(ids[i], end) if i < n else end
-        i += 1
-        while i < n and stamps[i] <= stamp and ids[i] < end:
-            i += 1
+        else:
+            runs = self._runs
+            if runs is None:
+                runs = self._runs = StampRuns(ids, stamps)
+            i = runs.first_above(ids, stamps, i + 1, stamp)
         return min(ids[i], end) if i < n else end
 
     def points(self) -> list[list[int]]:

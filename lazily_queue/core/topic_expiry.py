@@ -15,8 +15,8 @@ An element published at stamp ``s`` has the deadline ``min(s + ttl, s + age)`` w
 
 None of these looks at the elements one by one: an element is expired by age when its
 stamp is at most ``now - age``, so a run of them is found on the topic's stamp points (a
-bisection when the stamps ascend, as a replicated topic's do; else a walk over the
-points of the expired ones, as a local topic's wall clock may step back), and only the
+bisection when the stamps ascend, as a replicated topic's do; else a bisection of
+their ascending runs, as a local topic's wall clock may step back), and only the
 elements with a TTL of their own that age spares are looked at each.
 """
 
