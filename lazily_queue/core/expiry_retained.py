@@ -219,6 +219,17 @@ class RetainedDeadlines:
                 f"retained deadlines hold ids {self._low}..{self._end - 1} but their group "
                 f"gave ids below {next_id} only; each held id is one of its items")
 
+    def check_held_by(self, items: int) -> None:
+        """``ValueError`` when more ids are held than ``items``, how many items the
+        consumer group holding them holds: each held id is one of them (a record and a
+        next id both claiming more would make every listing of its deadlines that long
+        whatever the group holds)."""
+        held = self._end - self._low - len(self._gone)
+        if held > items:
+            raise ValueError(
+                f"retained deadlines hold {held} ids ({self._low}..{self._end - 1}) but "
+                f"their group holds {items} items only; each held id is one of its items")
+
     def count(self) -> int:
         """How many ids held have a deadline (the length of :meth:`pairs`)."""
         held = sum(b - a for a, b, life in self._segments(self._low, self._end)

@@ -117,7 +117,8 @@ def retake_deadlines(sm: StateMachine) -> None:
 def check_retained(work_queues: Mapping[str, WorkState], kind: str, name: str,
                    record: Expiry) -> None:
     """``ValueError`` when ``record`` (of the object ``kind`` ``name``) holds retained
-    deadlines but is not a work queue's, or holds ids the queue never gave."""
+    deadlines but is not a work queue's, or holds ids the queue never gave or more ids
+    than it holds items."""
     retained = record.retained
     if retained is None:
         return
@@ -125,4 +126,7 @@ def check_retained(work_queues: Mapping[str, WorkState], kind: str, name: str,
     if state is None:
         raise ValueError("retained deadlines belong to a consumer group's work queue, "
                          "and no work queue of that name is restored")
-    retained.check_below(state.core.next_ids()[0])
+    core = state.core
+    retained.check_below(core.next_ids()[0])
+    retained.check_held_by(core.pending_len() + core.delayed_len() + core.in_flight_len()
+                           + core.dead_letter_len())

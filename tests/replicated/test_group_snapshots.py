@@ -322,6 +322,32 @@ def test_retained_deadlines_of_ids_their_group_never_gave_are_refused() -> None:
     assert mirror.work_queues == {} and mirror.expiry == {}
 
 
+def test_retained_deadlines_of_more_ids_than_their_group_holds_are_refused() -> None:
+    sm = _topic(1, expiry=True)  # the group holds N - 1 pending items and 2 in flight
+    state = sm.capture()
+    record = state["expiry"]["work_queue"]["t:g0"]
+    record[3] = []
+    record[6][1] = 10**9  # ids held up to 10**9 - 1 ...
+    state["work_queues"]["t:g0"]["core"]["next_item_id"] = 10**9  # ... and given
+    refusal = (f"'t:g0': retained deadlines hold {10**9 - 3} ids \\(3..{10**9 - 1}\\) but "
+               f"their group holds {N + 1} items only")
+    member = _topic(1, expiry=True)
+    before = member.capture()
+    with pytest.raises(ValueError, match=refusal):
+        member.validate(state)  # what a member does before installing a snapshot
+    assert member.capture() == before
+    doc = objects.capture(sm, "work_queue", "t:g0")  # what a member sends a client
+    doc["expiry"][3] = []
+    doc["expiry"][6][1] = 10**9
+    doc["core"]["next_item_id"] = 10**9
+    mirror = StateMachine()
+    objects.install(mirror, "work_queue", "t:g0", objects.capture(sm, "work_queue", "t:g0"))
+    installed = objects.capture(mirror, "work_queue", "t:g0")
+    with pytest.raises(ValueError, match=f"work queue 't:g0': expiry: .* holds {N + 1} items"):
+        objects.install(mirror, "work_queue", "t:g0", doc)
+    assert objects.capture(mirror, "work_queue", "t:g0") == installed
+
+
 def test_retained_deadlines_of_an_object_other_than_a_work_queue_are_refused() -> None:
     sm = _topic(1, expiry=True)
     state = sm.capture()
