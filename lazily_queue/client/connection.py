@@ -89,6 +89,10 @@ class ClientConnection:
         self.reads = SeqReads() if reads is None else reads
         self._group_topics = group_topics
         self.session: int | None = None
+        #: A REGISTER of this link is unanswered, and whether the cluster refused an op
+        #: of this link's session as not held since the last one (:mod:`.greeting`).
+        self.registering = False
+        self.session_lost = False
         #: Why this link's last HELLO was refused (its ops are refused saying so).
         self.hello_refused: str | None = None
         #: Its HELLO was answered.

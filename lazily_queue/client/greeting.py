@@ -3,6 +3,9 @@ registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
 ``SESSION_REGISTER`` with the client's owner tag as the member's own op
 (:mod:`..replicated.session_register`) and answers the new session id once it applied;
 the link's ops go under that id from then on (a later link names it in its hello). A
+link registers one session at a time: a REGISTER while one is unanswered, or once the
+link has a session the cluster still holds (none of its ops was refused as
+``session_unknown`` since), is refused. A
 session registered for a link that closed before its answer, or after its answer was
 its deadline's error (the proposal is kept until it applies), is ended at once: no
 client learned its id."""
@@ -37,9 +40,18 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
     if len(frame) != 3:
         raise P.RequestRefused("a register is [id, REGISTER, timeout_ms]")
     timeout = server.timeout(frame[2])
+    if conn.registering or (conn.session is not None and not conn.session_lost):
+        raise P.RequestRefused(
+            "this link " + ("is registering a session already" if conn.registering else
+                            f"has session {conn.session}, none of whose ops was "
+                            "refused as not held")
+            + ": a link registers one session at a time, and another only once the "
+            "cluster refused an op of its session as not held (session_unknown); send "
+            "REGISTER again after that answer, or open another link")
 
     def answer(conn: ClientConnection, rid: int, result: Any,
                error: BaseException | None) -> None:
+        conn.registering = False
         if error is None and isinstance(result, OpError):
             error = P.RequestRefused(f"session_register: {result.message}")
         elif error is None and type(result) is int:
@@ -53,8 +65,12 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
         if type(result) is int:
             _end_unclaimed(server, result, timeout)
 
-    return server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
-                           timeout, answer, on_orphan=late)
+    conn.registering, conn.session_lost = True, False
+    if server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
+                       timeout, answer, on_orphan=late):
+        return True
+    conn.registering = False  # refused before it was proposed
+    return False
 
 
 def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:

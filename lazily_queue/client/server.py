@@ -47,6 +47,7 @@ from ..pending_caps import listener_count, pending_caps
 from ..raft.batch import command_limit
 from ..replicated import ops
 from ..replicated.results import encode_result
+from ..replicated.session_register import UNKNOWN
 from . import protocol as P
 from .access import ClientAccess, ClientGrant
 from .batching import PendingOp
@@ -374,6 +375,8 @@ class ClientServer:
                    error: BaseException | None) -> None:
         if op.pop is not None and error is None:  # what it may give back (:mod:`.popped`)
             conn.popped.answered(op.pop, result)
+        if type(result) is ops.OpError and result.code == UNKNOWN.code:
+            conn.session_lost = True  # the link may register another (:mod:`.greeting`)
         self._answer(conn, op.rid, result, error)
 
     def _answer(self, conn: ClientConnection, rid: int, result: Any,

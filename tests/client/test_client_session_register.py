@@ -18,6 +18,7 @@ from lazily_queue.client.cluster import ClusterClient
 from lazily_queue.replicated import ops
 from lazily_queue.replicated import state_machine as sm_module
 from lazily_queue.replicated.client_sessions import new_session_id, owner_of, owner_tag
+from lazily_queue.replicated.results import decode_result
 from lazily_queue.replicated.session_register import REGISTERED_BASE
 from tests.client.one_member import TOKEN, one_member
 
@@ -137,3 +138,42 @@ async def test_an_older_client_still_chooses_its_session_and_a_newer_one_registe
         answer = cbor2.loads(await forged.receive())
         assert answer[1] == P.ERROR and "a client session id is an int" in answer[2][1]
         await forged.aclose()
+
+
+async def _answers(stream: Any, rids: set[int]) -> dict[int, list[Any]]:
+    """The answers to requests ``rids``, however the member batches them."""
+    got: dict[int, list[Any]] = {}
+    while not rids <= got.keys():
+        frame = cbor2.loads(await stream.receive())
+        for answer in frame[2] if frame[:2] == [0, P.BATCH] else [frame]:
+            got[answer[0]] = answer
+    return got
+
+
+async def test_a_link_registers_one_session_until_the_cluster_forgot_it() -> None:
+    async with one_member() as node:
+        sm = node.view._sm
+        stream = await _linked(node.listen or "", P.VERSION, 0)
+        await stream.send(cbor2.dumps([0, P.BATCH, [[2, P.REGISTER, 5000],
+                                                    [3, P.REGISTER, 5000]]]))
+        answers = await _answers(stream, {2, 3})
+        assert answers[2][1] == P.OK and answers[2][2][1] >= REGISTERED_BASE
+        assert answers[3][1] == P.ERROR and answers[3][2][0] == "refused"
+        assert "registering a session already" in answers[3][2][1]
+        again = await _ask(stream, [4, P.REGISTER, 5000])
+        assert again[1] == P.ERROR and "one session at a time" in again[2][1]
+        assert sm.registrations == 1
+        # A session the cluster does not hold: its op is refused, then the link registers.
+        held = REGISTERED_BASE + (owner_tag("web") << 46) + 12345
+        await stream.send(cbor2.dumps([5, P.HELLO, P.VERSION, held]))
+        assert cbor2.loads(await stream.receive())[1] == P.OK
+        refused = await _ask(stream, [6, P.REGISTER, 5000])
+        assert refused[1] == P.ERROR and "one session at a time" in refused[2][1]
+        unknown = await _ask(stream, [7, P.OP, 1, 1, ops.QUEUE_DECLARE, ["q", None], 5000])
+        assert unknown[1] == P.OK and decode_result(unknown[2]).code == "session_unknown"
+        registered = await _ask(stream, [8, P.REGISTER, 5000])
+        assert registered[1] == P.OK and registered[2][1] in sm.sessions
+        assert sm.registrations == 2
+        assert (await _ask(stream, [9, P.OP, 1, 1, ops.QUEUE_DECLARE, ["q", None], 5000]))[1] \
+            == P.OK
+        await stream.aclose()
