@@ -137,3 +137,29 @@ async def test_a_ws_ping_arriving_holds_the_frame_budget_and_a_refused_header_no
         await eventually(lambda: budget.held == len(ping))
         transport.write(ping[100_000:])
         await eventually(lambda: budget.held == 0)
+
+
+@pytest.mark.parametrize("failure", ["invalid utf-8", "too many fragments"])
+async def test_a_ws_connection_failed_outside_its_frame_parser_holds_no_budget(
+        failure: str) -> None:
+    """websockets fails a connection for a text message of invalid UTF-8, or a message
+    in too many fragments, when the message is taken, not when its frames are parsed: the
+    frame arriving holds nothing from then on, though the peer keeps the connection
+    open (websockets discards what follows)."""
+    config = {"max_frame_size": 2 * MB}
+    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
+                            make_config(2, **config)) as (client, server):
+        budget = FrameBudget(64 * MB)
+        assert server.channel.use_frame_budget(budget)
+        transport = client.channel._ws.transport  # type: ignore[attr-defined]
+        transport.pause_reading()  # the peer reads nothing back, closes nothing
+        if failure == "invalid utf-8":
+            wire = _frame(b"\xff\xfe", opcode=1) + _frame(b"x" * MB)[:1000]
+        else:
+            wire = _frame(b"a", fin=False) + _frame(b"a", opcode=0, fin=False) * 4200
+        protocol = server.channel._ws.protocol  # type: ignore[attr-defined]
+        transport.write(wire)
+        await eventually(lambda: protocol.close_sent is not None)
+        assert budget.held == 0
+        assert protocol.state.name == "CLOSING"  # the connection is not torn down yet
+

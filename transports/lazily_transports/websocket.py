@@ -21,7 +21,8 @@ which would hold 64 whole messages more). A connection follows the frame headers
 reads (:mod:`._core._ws_frames`), so a :class:`~lazily_transports.FrameBudget` counts a
 message still arriving from its header on: its frame's size (any frame's: websockets
 holds a ping as whole as a message), or the largest message (``max_frame_size``) for one
-in fragments, whose size is not announced; nothing once websockets stops parsing frames.
+in fragments, whose size is not announced; nothing once websockets stops parsing frames
+or sent a close frame (failing the connection does).
 
 Keepalive pings are sent (for proxies that close quiet connections) but a missing pong
 never closes a link: the peer's pong waits behind a frame of its still arriving, so a

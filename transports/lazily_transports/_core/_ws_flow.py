@@ -20,10 +20,13 @@ __all__ = ["Counting", "CountingClientConnection", "WsReading", "counting"]
 
 
 def _parsing(protocol: Any) -> bool:
-    """Whether websockets' ``protocol`` still parses the frames it reads (not once it
-    failed the connection or read a close frame: it discards the rest)."""
+    """Whether websockets' ``protocol`` still parses the frames it reads: not once it
+    read a close frame or refused a frame (it discards the rest), nor once a close frame
+    was sent, which failing the connection for any cause does (a message refused when
+    taken: invalid UTF-8, too many fragments; a keepalive timeout): the link is ending."""
     return (getattr(protocol, "parser_exc", None) is None
-            and getattr(protocol, "close_rcvd", None) is None)
+            and getattr(protocol, "close_rcvd", None) is None
+            and getattr(protocol, "close_sent", None) is None)
 
 
 class Counting(asyncio.Protocol):
@@ -31,7 +34,9 @@ class Counting(asyncio.Protocol):
     ``chunk_read`` (set by its channel) of each chunk, after its frame parser took it,
     and whether what the parser counted ended in it (:meth:`WsFrames.feed`; True too
     when websockets stopped parsing frames in it): methods of the class, so an event
-    loop keeping the protocol's bound methods (uvloop) calls them too."""
+    loop keeping the protocol's bound methods (uvloop) calls them too. Once websockets
+    stops parsing outside a read (it failed the connection when a message was taken),
+    ``chunk_read`` hears it at once, with no bytes and True."""
 
     chunk_read: Callable[[bytes, bool], None] | None = None
     frames: WsFrames | None = None
@@ -44,12 +49,26 @@ class Counting(asyncio.Protocol):
         frames = self.frames
         ended = frames.feed(data) if frames is not None else False
         super().data_received(data)
-        if frames is not None and not frames.stopped and not _parsing(
-                getattr(self, "protocol", None)):
-            frames.stop()
+        if self._stopped_parsing():
             ended = True
         if self.chunk_read is not None:
             self.chunk_read(data, ended)
+
+    def send_data(self) -> None:
+        """Write what websockets has to send (after every change of its protocol's
+        state, a failure of the connection included)."""
+        super().send_data()  # type: ignore[misc]
+        if self._stopped_parsing() and self.chunk_read is not None:
+            self.chunk_read(b"", True)
+
+    def _stopped_parsing(self) -> bool:
+        """Whether websockets stopped parsing frames since the last look (its frames
+        are followed no more)."""
+        frames = self.frames
+        if frames is None or frames.stopped or _parsing(getattr(self, "protocol", None)):
+            return False
+        frames.stop()
+        return True
 
 
 class CountingClientConnection(Counting, ClientConnection):
