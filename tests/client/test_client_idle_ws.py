@@ -5,6 +5,7 @@ still does not hold its link."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from lazily_transports.websocket import WebSocketChannel
 
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
+from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
 from tests.client.one_member import trickled_frame_is_cut, trickled_push_is_taken
 
@@ -106,3 +108,28 @@ async def test_a_pong_held_up_behind_a_slow_frame_does_not_close_a_ws_link() -> 
         for side in (member_side, stream.channel):
             assert side._ws.ping_timeout is None
             assert side._ws.ping_interval is not None  # pings still keep proxies open
+
+
+def _fragment(payload: bytes, first: bool, last: bool) -> bytes:
+    """A masked fragment of a binary message (the first one, a continuation, the last)."""
+    head, mask = _frame_head(len(payload))
+    opcode = 2 if first else 0
+    return bytes([(0x80 if last else 0) | opcode]) + head[1:] + _masked(payload, mask)
+
+
+async def test_a_request_sent_over_ws_in_small_fragments_slowly_is_taken_whole() -> None:
+    """Each fragment is whole within the read that takes it: they count as the link's
+    progress all the same."""
+    async with ws_member() as (node, stream, transport):
+        await node.queue("jobs").push(0)
+        payload = cbor2.dumps([2, P.OP, 1, 1, ops.QUEUE_PUSH, ["jobs", b"x" * 200_000], 5000])
+        step = -(-len(payload) // 40)
+        starts = range(0, len(payload), step)
+        for start in starts:
+            transport.write(_fragment(payload[start:start + step], start == 0,
+                                      start == starts[-1]))
+            await asyncio.sleep(IDLE / 8)  # five idle timeouts in all
+        answer = cbor2.loads(await stream.receive())
+        assert answer[:2] == [2, P.OK], answer
+        assert node.queue("jobs").len() == 2
+        assert node.clients is not None and node.clients.stats()["idle_closed"] == 0

@@ -163,3 +163,19 @@ async def test_a_ws_connection_failed_outside_its_frame_parser_holds_no_budget(
         assert budget.held == 0
         assert protocol.state.name == "CLOSING"  # the connection is not torn down yet
 
+
+async def test_a_message_in_small_fragments_is_counted_received_as_they_arrive() -> None:
+    """Each fragment is whole within the read that takes it: its bytes count at once all
+    the same (the message is arriving), not only once the message is whole."""
+    async with channel_pair("ws://127.0.0.1:0/link", make_config(1),
+                            make_config(2)) as (client, server):
+        transport = client.channel._ws.transport  # type: ignore[attr-defined]
+        start = server.channel.received_bytes
+        for n in range(20):
+            transport.write(_frame(b"f" * 100, opcode=0 if n else 2, fin=False))
+            await eventually(lambda n=n: server.channel.received_bytes >= start + 100 * (n + 1))
+        transport.write(_frame(b"f" * 100, opcode=0))
+        assert await server.receive() == b"f" * 2100
+        await client.send(b"next")
+        assert await server.receive() == b"next"
+        assert server.channel.received_bytes - start >= 2104  # both messages at least

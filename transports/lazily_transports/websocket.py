@@ -9,11 +9,11 @@ same caps as pending handshakes and to ``handshake_timeout``, from before their 
 handshake on ``wss://``.
 
 ``received_bytes`` grows while a large frame arrives, as on the other transports
-(websockets hands over whole messages only): the bytes a chunk read from the socket
-leaves in the frame parser's buffer (a frame not yet whole) count at once, and a
-message's bytes not counted so far when it is delivered. Bytes of frames whole within
-one chunk (pings, pongs, the fragments of a fragmented message) count only with their
-message.
+(websockets hands over whole messages only): the bytes of a chunk read from the socket
+that leaves a frame not yet whole, or a message in fragments under way, count at once
+(a message sent as many small fragments progresses with each), and a message's bytes
+not counted so far when it is delivered. Frames whole within one chunk outside a
+message (pings, pongs) count nothing.
 
 Reading pauses when the channel's receive queue is full, as on the other transports
 (messages websockets assembled go to that queue at once, not left in websockets' own,
@@ -127,17 +127,17 @@ class WebSocketChannel(BufferedChannel):
         self._writer = loop.create_task(self._write())
 
     def _count_partial_frames(self) -> None:
-        """Count the bytes of a frame still arriving as they come (module docstring)."""
+        """Count the bytes of what is still arriving as they come (module docstring)."""
         connection = self._ws
         buffer = getattr(getattr(connection.protocol, "reader", None), "buffer", None)
         if not isinstance(connection, Counting):
             return
         counts = isinstance(buffer, bytearray)  # else another websockets: whole
-        # messages count when delivered
+        frames = connection.frames  # messages count when delivered
 
         def chunk_read(data: bytes, ended: bool) -> None:
-            if counts and buffer:  # a frame is not whole yet: its bytes are arriving
-                self.received_bytes += len(data)
+            if counts and (buffer or (frames is not None and frames.arriving)):
+                self.received_bytes += len(data)  # a frame or message is arriving
                 self._ahead += len(data)
             self._reading.chunk_done(ended)
 

@@ -53,6 +53,12 @@ class WsFrames:
         """Whether :meth:`stop` was called."""
         return self._stopped
 
+    @property
+    def arriving(self) -> bool:
+        """Whether a frame is half-read or a message in fragments is under way (and the
+        connection still reads frames)."""
+        return not self._stopped and bool(self._message or self._left or self._head)
+
     def feed(self, data: bytes) -> bool:
         """Follow ``data``; True when what :meth:`expected` counted ended in it (a data
         message, or a frame outside one)."""
