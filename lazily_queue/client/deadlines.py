@@ -3,7 +3,9 @@
 While any op is outstanding the session checks them every :data:`SWEEP_INTERVAL`
 seconds; an op past its deadline fails with the last member's error (or
 :class:`~.protocol.Unreachable`, or ``CommitTimeout``), saying whether it may have
-applied. One that may have applied and has an ``on_orphan`` handler (a pop) fails its
+applied. One whose request this process still holds, in part, when its deadline comes
+was not applied: its link is closed, dropping that request, and the op fails saying so.
+One that may have applied and has an ``on_orphan`` handler (a pop) fails its
 caller but is still awaited for :data:`ORPHAN_HORIZON` seconds so its result can be
 undone.
 """
@@ -49,8 +51,15 @@ class Deadlines:
                          else None)
 
     def _expire(self, op: _Op, now: float) -> None:
+        link, unsent = op.link, False
+        if op.rid and link is not None and link.holds(op.frame):
+            # Its request is still leaving: closing the link drops the rest of it.
+            link.close("a request was still being sent at its operation's deadline")
+            if link.holds(op.frame):  # as closed: what left before is known now
+                link.forget(op.rid)
+                op.rid, unsent = 0, not op.unknown
         maybe = op.maybe_applied()
-        error = self._timeout_error(op, maybe)
+        error = self._timeout_error(op, maybe, unsent=unsent)
         if op.on_orphan is not None and maybe and not op.orphaned:
             # It may have applied: its result is still awaited a while, to undo it.
             if not op.future.done():
@@ -60,9 +69,14 @@ class Deadlines:
             return
         self._finish(op, error)
 
-    def _timeout_error(self, op: _Op, unknown: bool) -> Exception:
+    def _timeout_error(self, op: _Op, unknown: bool, *, unsent: bool = False) -> Exception:
+        """``unsent``: its request was still being sent to the member (which did not read
+        it in time), and the link closed dropping the rest."""
         outcome = ("its outcome is unknown (it may have applied)" if unknown
                    else "it was not applied")
+        if unsent:
+            outcome += (" (its request was still being sent: the member did not read it "
+                        "in time; the link to it was closed)")
         name = ops.op_name(op.code)
         applied = None if unknown else False
         if op.error is not None:

@@ -6,7 +6,9 @@ payload). Frames with id 0 (mirror updates, pieces of large frames) go to
 ``on_notice``, but for a refusal of the link by a member's cap (:mod:`.link_caps`),
 noted in :attr:`refusal`. A link that fails (closed, unreadable, no frame heard within
 the ping timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
-request made on it after, are called with ``None`` (the request's outcome is unknown).
+request made on it after, are called with ``None``: the request's outcome is unknown,
+unless :meth:`Link.holds` says its frame never left this process (a closed link drops
+what it still holds, so that frame never reaches the member).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class Link:
         #: The member answered an op that it cannot commit it (no quorum, a full disk).
         self.cannot_commit = False
         self._on_notice = on_notice
-        self.outbox = Outbox(stream, limit=OUTBOX_LIMIT)
+        self.outbox = Outbox(stream, limit=OUTBOX_LIMIT, track=True)
         self._waiting: dict[int, Callable[[Answer], None]] = {}
         #: :meth:`run` ended: a request made now is answered ``None`` at once.
         self.ended = False
@@ -128,6 +130,17 @@ class Link:
             self._queue(b"".join((b"\x87", uint(rid), _OP, uint(seq), uint(floor), uint(code),
                                   args, uint(timeout_ms))))
         return rid
+
+    @property
+    def batch_frame(self) -> int:
+        """The number of the frame the requests made now go out in (see :meth:`holds`)."""
+        return self.outbox.frames
+
+    def holds(self, frame: int) -> bool:
+        """Whether frame number ``frame`` (:attr:`batch_frame` when its requests were
+        made) is still held, in part, by this process: the member did not read those
+        requests (and never will, once the link is closed)."""
+        return self.outbox.holds(frame)
 
     def forget(self, rid: int) -> None:
         self._waiting.pop(rid, None)

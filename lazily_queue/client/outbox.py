@@ -8,6 +8,10 @@ large object's state in pieces, or any state the sender paces) is counted apart:
 it is always queued, so a reader that keeps up is never cut off for it; another one while
 it is queued overflows (a sender pacing its states waits for :meth:`Outbox.oversized_sent`
 first).
+
+A tracking outbox (a client's) numbers its frames and tells whether one is still held in
+this process (:meth:`Outbox.holds`): then the peer never got all of it. Closing it
+aborts the link, so what it held then is never sent.
 """
 
 from __future__ import annotations
@@ -25,8 +29,16 @@ class Outbox:
     """Ordered, non-blocking sending on one link (module docstring)."""
 
     def __init__(self, stream: LinkStream, *, limit: int,
-                 on_overflow: Callable[[int], None] | None = None) -> None:
+                 on_overflow: Callable[[int], None] | None = None, track: bool = False) -> None:
         self.stream = stream
+        self._track = track
+        #: Frames taken so far (the next one's number), and those handed to the link.
+        self.frames = 0
+        self._handed = 0
+        #: Tracking: the link's ``accepted_bytes`` at the end of each frame handed to it
+        #: from number ``_ends_first`` on, while it may still hold part of it.
+        self._ends: deque[int] = deque()
+        self._ends_first = 0
         self.limit = limit
         self._on_overflow = on_overflow
         self._queue: deque[tuple[bytes, bool]] = deque()
@@ -62,15 +74,18 @@ class Outbox:
         """Send ``data`` or queue it; True when it was queued."""
         if self.closed:
             return False
+        self.frames += 1
         if not self._queue:
             try:
                 self.stream.send_nowait(data)
-                self.progress = self._time()
-                return False
             except anyio.WouldBlock:
                 pass
             except Exception:  # the link is gone: whoever reads it sees that
                 self.close()
+                return False
+            else:
+                self.progress = self._time()
+                self._handed_off()
                 return False
         self._queue.append((data, oversized))
         self.queued += len(data)
@@ -110,6 +125,7 @@ class Outbox:
                     data, oversized = self._queue[0]
                     await self.stream.send(data)
                     self.progress = loop.time()
+                    self._handed_off()
                     self._queue.popleft()
                     self.queued -= len(data)
                     if oversized:
@@ -119,8 +135,34 @@ class Outbox:
         except Exception:
             self.close()
 
+    def _handed_off(self) -> None:
+        """The oldest frame not yet handed to the link was (tracking: note where it ends
+        and forget the frames the link no longer holds any of)."""
+        self._handed += 1
+        if not self._track:
+            return
+        channel = self.stream.channel
+        ends = self._ends
+        ends.append(channel.accepted_bytes)
+        sent = channel.sent_bytes
+        while ends and (sent is None or ends[0] <= sent):
+            ends.popleft()
+            self._ends_first += 1
+
+    def holds(self, frame: int) -> bool:
+        """Whether some bytes of frame number ``frame`` (:attr:`frames` when it was taken;
+        tracking) are still in this process, or were dropped by :meth:`close`: then the
+        peer did not get all of it (nor will, once closed)."""
+        if frame >= self._handed:
+            return True
+        if frame < self._ends_first:
+            return False
+        sent = self.stream.channel.sent_bytes
+        return sent is not None and self._ends[frame - self._ends_first] > sent
+
     def close(self) -> None:
-        """Drop what is queued and close the link."""
+        """Drop what is queued and close the link (tracking: at once, dropping what the
+        link holds too)."""
         if self.closed:
             return
         self.closed = True
@@ -128,6 +170,12 @@ class Outbox:
         self.queued = self.oversized = 0
         self._oversized_sent.set()
         self._writer.cancel()
+        if self._track:
+            try:
+                self.stream.abort()
+            except Exception:  # the link is gone already
+                pass
+            return
         task = asyncio.ensure_future(self.stream.aclose())
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
 

@@ -44,8 +44,8 @@ class _Op:
     """One operation until its answer arrives; called with the answer of the link it
     was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
-    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "future", "link",
-                 "on_orphan", "orphaned", "rid", "seq", "session", "unknown")
+    __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "frame", "future",
+                 "link", "on_orphan", "orphaned", "rid", "seq", "session", "unknown")
 
     def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
@@ -53,6 +53,8 @@ class _Op:
         self.seq, self.code, self.args, self.deadline = seq, code, args, deadline
         self.future, self.on_orphan = future, on_orphan
         self.rid = 0
+        #: The link's frame its request went out in (:meth:`Link.holds`).
+        self.frame = 0
         self.link: Link | None = None
         self.attempts = 0
         self.done = False
@@ -266,6 +268,7 @@ class Session(Registering, Deadlines):
         op.attempts += 1
         op.link = link
         op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms, op)
+        op.frame = link.batch_frame
 
     def _send_held(self) -> None:
         """Send the ops held back by the session window that fit in it now."""
@@ -318,8 +321,11 @@ class Session(Registering, Deadlines):
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done:
             return
-        if answer is None:
-            op.unknown = True  # the link ended unanswered: the op goes again on the next one
+        if answer is None:  # the link ended unanswered: the op goes again on the next one
+            if link.holds(op.frame):
+                op.rid = 0  # its request never left this process: not sent
+            else:
+                op.unknown = True
             return
         status, payload = answer
         unknown_before = op.unknown

@@ -21,6 +21,8 @@ class _Stream:
         self.calls: list[tuple[str, Any]] = []
         self.channel = self  # its own raw channel: bytes received, for the idle sweep
         self.received_bytes = 0
+        self.accepted_bytes = 0
+        self.sent_bytes = None  # cannot tell what is still held
 
     def send_nowait(self, data: bytes) -> None:
         self.calls.append(("queued", P.decode(data, max_bytes=1 << 20)))
@@ -32,6 +34,9 @@ class _Stream:
         self.calls.append(("flushed", None))
 
     async def aclose(self) -> None:
+        self.calls.append(("closed", None))
+
+    def abort(self) -> None:
         self.calls.append(("closed", None))
 
 

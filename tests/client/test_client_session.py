@@ -32,6 +32,12 @@ class RecordingLink:
     def forget(self, rid: int) -> None:
         pass
 
+    #: Every request leaves whole at once: none is still held here.
+    batch_frame = 0
+
+    def holds(self, frame: int) -> bool:
+        return False
+
     def answer(self, seq: int, result: Any) -> None:
         self.sent[seq][1]((P.OK, [0, result]))
 

@@ -32,6 +32,12 @@ class _Link:
     def forget(self, rid: int) -> None:
         pass
 
+    #: Every request leaves whole at once: none is still held here.
+    batch_frame = 0
+
+    def holds(self, frame: int) -> bool:
+        return False
+
 
 class _Client:
     """A session and the link it is on now."""

@@ -269,3 +269,37 @@ async def _ws_frame_still_arriving(client: WebSocketChannel, server: DataChannel
 async def _grown(channel: DataChannel, size: int) -> None:
     while channel.received_bytes < size:  # noqa: ASYNC110 - polls plain state
         await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+async def test_an_abort_drops_what_is_held_and_sent_bytes_bounds_what_left(
+    kind: str, short_tmp: Any
+) -> None:
+    """Bytes still held in this process when the link is aborted never reach the peer:
+    it reads no more than ``sent_bytes`` (over a Unix socket, exactly that)."""
+    small = make_config(1, send_buffer_size=256 * 1024, receive_buffer_size=64 * 1024)
+    other = make_config(2, send_buffer_size=256 * 1024, receive_buffer_size=64 * 1024)
+    frame = b"h" * 20_000
+    async with channel_pair(address_for(kind, short_tmp), small, other) as (client, server):
+        channel = client.channel
+        taken, before = 0, channel.accepted_bytes  # the handshake's frames included
+        for _ in range(2000):  # the peer reads nothing: its buffers and ours fill
+            try:
+                client.send_nowait(frame)
+                taken += 1
+            except anyio.WouldBlock:
+                break
+            await asyncio.sleep(0)
+        assert channel.accepted_bytes - before == taken * (len(frame) + 4)
+        held = channel.accepted_bytes - (channel.sent_bytes or 0)
+        assert held > len(frame)
+        client.abort()
+        left = channel.sent_bytes
+        assert left is not None and left == channel.accepted_bytes - held
+        received = 0
+        with pytest.raises((LinkBrokenError, anyio.EndOfStream)):
+            while True:
+                received += len(await server.receive()) + 4
+        assert received <= left - before
+        if kind == "unix":
+            assert received == (left - before) // (len(frame) + 4) * (len(frame) + 4)

@@ -125,7 +125,24 @@ class DataChannel(FrameStream):
         #: Bytes taken from the connection so far, those of frames not yet whole
         #: included: grows while a large frame arrives slowly, before it is received.
         self.received_bytes = 0
+        #: Bytes of the frames ``send``/``send_nowait`` took so far, as this channel
+        #: counts them (its framing included or not): the scale of :attr:`sent_bytes`.
+        self.accepted_bytes = 0
         self._streak = 0
+
+    @property
+    def sent_bytes(self) -> int | None:
+        """How many of :attr:`accepted_bytes` may have left this process (handed to the
+        operating system): never fewer than did. The rest, still held here, never reached
+        the peer, nor will once :meth:`abort` dropped them. ``None``: this channel cannot
+        tell (take every frame it took as possibly sent)."""
+        return None
+
+    def abort(self) -> None:
+        """Close now, dropping the frames not yet handed to the operating system
+        (:meth:`aclose` sends them first)."""
+        task = asyncio.ensure_future(self.aclose())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     @property
     def budget_waiting_since(self) -> float | None:

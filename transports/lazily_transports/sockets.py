@@ -84,6 +84,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         self._gone: asyncio.Future[None] = self._loop.create_future()
         self._reservation: FrameReservation | None = None
         self._budget_paused = False
+        #: :attr:`sent_bytes` as it stood when :meth:`_abort` dropped the rest.
+        self._sent_at_abort: int | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -208,7 +210,29 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
+    @property
+    def sent_bytes(self) -> int:
+        """Bytes taken (4 a frame for its length) less those still queued here or in the
+        connection's write buffer (over TLS only the former: that buffer mixes plain and
+        encrypted bytes); all of them once the connection is gone, but for those an
+        abort dropped."""
+        if self._sent_at_abort is not None:
+            return self._sent_at_abort
+        sent = self.accepted_bytes - self._pending_bytes
+        transport = self._transport
+        if transport is not None and self.scheme != "tls":
+            sent -= transport.get_write_buffer_size()
+        return sent
+
+    def abort(self) -> None:
+        if self._closed:
+            return
+        self._abort()
+        self._mark_closed()
+
     def _abort(self) -> None:
+        if self._sent_at_abort is None:
+            self._sent_at_abort = self.sent_bytes
         if self._reservation is not None:
             self._reservation.drop()
         self._pending.clear()
@@ -230,6 +254,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         pending.append(frame_header(len(frame)))
         pending.append(frame)
         self._pending_bytes += len(frame) + 4
+        self.accepted_bytes += len(frame) + 4
         if self._pending_bytes >= _EAGER_FLUSH:
             self._flush()
         elif not self._flush_scheduled:

@@ -83,6 +83,11 @@ class LinkStream(FrameStream):
     async def aclose(self) -> None:
         await self.channel.aclose()
 
+    def abort(self) -> None:
+        """Close now, dropping the frames not yet handed to the operating system
+        (``channel.sent_bytes`` tells how many bytes may have left)."""
+        self.channel.abort()
+
     def __repr__(self) -> str:
         peer = self.extra(LinkAttribute.peer_id)
         epoch = self.extra(LinkAttribute.epoch)
