@@ -1,0 +1,71 @@
+"""An op whose request the client still holds at its deadline: on a link that took
+nothing for :data:`STALLED` seconds it was not applied (the link is closed, dropping the
+request); on a link still taking frames it is not closed for it, and the op may have
+applied (the rest of its request may still go)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lazily_queue.client.deadlines import STALLED
+from lazily_queue.client.session import Session
+from lazily_queue.raft.errors import CommitTimeout
+from lazily_queue.replicated import ops
+from lazily_queue.replicated.session_register import REGISTERED_BASE
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class _HoldingLink:
+    """A link still holding every request made on it (its member reads nothing)."""
+
+    def __init__(self, took_at: float) -> None:
+        self.outbox = SimpleNamespace(progress=took_at)
+        self.open = True
+        self.closed: list[str] = []
+        self.batch_frame = 0
+
+    def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
+                on_answer: Callable[[Any], None]) -> int:
+        return seq
+
+    def holds(self, frame: int) -> bool:
+        return True
+
+    def close(self, reason: str) -> None:
+        self.open = False
+        self.closed.append(reason)
+
+    def forget(self, rid: int) -> None:
+        pass
+
+
+async def _expired(link: _HoldingLink) -> CommitTimeout:
+    session = Session(owner="web", max_in_flight=8, link=lambda: link,  # type: ignore[arg-type, return-value]
+                      drop=lambda _link, _reason: None, unreachable=RuntimeError)
+    session.open = True
+    session.id = REGISTERED_BASE + 1
+    _op, future = session.propose(ops.QUEUE_PUSH, ["q", "x"], timeout=0.2)
+    with pytest.raises(CommitTimeout) as failed:
+        await future
+    session.close()
+    return failed.value
+
+
+async def test_a_request_held_on_a_stalled_link_was_not_applied() -> None:
+    link = _HoldingLink(took_at=asyncio.get_running_loop().time() - 2 * STALLED)
+    error = await _expired(link)
+    assert error.applied is False and "was not applied" in str(error)
+    assert link.closed  # what it held is dropped: it never reaches the member
+
+
+async def test_a_request_held_on_a_link_still_taking_frames_may_have_applied() -> None:
+    link = _HoldingLink(took_at=asyncio.get_running_loop().time() + 60)  # took one just now
+    error = await _expired(link)
+    assert error.applied is None and "may have applied" in str(error)
+    assert not link.closed
