@@ -4,7 +4,7 @@ While any op is outstanding the session checks them every :data:`SWEEP_INTERVAL`
 seconds; an op past its deadline fails with the last member's error (or
 :class:`~.protocol.Unreachable`, or ``CommitTimeout``), saying whether it may have
 applied. One whose request this process still holds, in part, when its deadline comes,
-on a link that took nothing from it for :data:`STALLED` seconds (its member does not
+on a link that sent nothing more of it for :data:`STALLED` seconds (its member does not
 read it), was not applied: the link is closed, dropping that request, and the op fails
 saying so.
 One that may have applied and has an ``on_orphan`` handler (a pop) fails its
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 #: How long the result of a cancelled pop is still awaited (to return its elements).
 ORPHAN_HORIZON = 600.0
 #: An op whose request is still held here at its deadline fails as not applied, its
-#: link closed, when the link took no frame from the client for this long (seconds): a
-#: link still taking them is not closed for it, and the op may have applied.
+#: link closed, when no byte of the client left on that link for this long (seconds): a
+#: link still sending is not closed for it, and the op may have applied.
 STALLED = 1.0
 #: How often outstanding operations are checked against their deadlines (seconds).
 SWEEP_INTERVAL = 0.05
@@ -59,7 +59,7 @@ class Deadlines:
     def _expire(self, op: _Op, now: float) -> None:
         link, unsent = op.link, False
         if (op.rid and link is not None and link.holds(op.frame)
-                and (not link.open or now - link.outbox.progress >= STALLED)):
+                and (not link.open or link.stalled_for(now) >= STALLED)):
             # Its request is still leaving, and the link takes nothing more: closing it
             # drops the rest of the request.
             link.close("a request was still being sent at its operation's deadline")

@@ -83,6 +83,10 @@ class Link:
         self._reader: asyncio.Task[None] | None = None
         self._batch: list[bytes] = []
         self._batch_bytes = 0
+        #: The connection's ``sent_bytes`` when last looked at, and the loop time it was
+        #: last seen to have grown (:meth:`stalled_for`).
+        self._sent_seen: int | None = None
+        self._moved = asyncio.get_running_loop().time()
 
     @property
     def open(self) -> bool:
@@ -142,6 +146,17 @@ class Link:
         requests (and never will, once the link is closed)."""
         return self.outbox.holds(frame)
 
+    def stalled_for(self, now: float) -> float:
+        """Seconds since bytes of this client were last seen leaving for the member (as
+        of the last ping interval or call); since the link last took a frame when its
+        connection cannot tell."""
+        sent = self.stream.channel.sent_bytes
+        if sent is None:
+            return now - self.outbox.progress
+        if sent != self._sent_seen:
+            self._sent_seen, self._moved = sent, now
+        return now - self._moved
+
     def forget(self, rid: int) -> None:
         self._waiting.pop(rid, None)
 
@@ -171,6 +186,7 @@ class Link:
         try:
             while not self._reader.done():
                 await asyncio.wait({self._reader}, timeout=ping_interval)
+                self.stalled_for(loop.time())
                 quiet = loop.time() - self.heard
                 if quiet > ping_timeout:
                     self.close(f"no frame from the member for {quiet:.1f} s")

@@ -1,13 +1,12 @@
-"""An op whose request the client still holds at its deadline: on a link that took
+"""An op whose request the client still holds at its deadline: on a link that sent
 nothing for :data:`STALLED` seconds it was not applied (the link is closed, dropping the
-request); on a link still taking frames it is not closed for it, and the op may have
-applied (the rest of its request may still go)."""
+request); on a link still sending it is not closed for it, and the op may have applied
+(the rest of its request may still go)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ pytestmark = pytest.mark.timeout(30)
 class _HoldingLink:
     """A link still holding every request made on it (its member reads nothing)."""
 
-    def __init__(self, took_at: float) -> None:
-        self.outbox = SimpleNamespace(progress=took_at)
+    def __init__(self, moved_at: float) -> None:
+        self.moved_at = moved_at
         self.open = True
         self.closed: list[str] = []
         self.batch_frame = 0
@@ -36,6 +35,9 @@ class _HoldingLink:
 
     def holds(self, frame: int) -> bool:
         return True
+
+    def stalled_for(self, now: float) -> float:
+        return now - self.moved_at
 
     def close(self, reason: str) -> None:
         self.open = False
@@ -58,14 +60,14 @@ async def _expired(link: _HoldingLink) -> CommitTimeout:
 
 
 async def test_a_request_held_on_a_stalled_link_was_not_applied() -> None:
-    link = _HoldingLink(took_at=asyncio.get_running_loop().time() - 2 * STALLED)
+    link = _HoldingLink(moved_at=asyncio.get_running_loop().time() - 2 * STALLED)
     error = await _expired(link)
     assert error.applied is False and "was not applied" in str(error)
     assert link.closed  # what it held is dropped: it never reaches the member
 
 
 async def test_a_request_held_on_a_link_still_taking_frames_may_have_applied() -> None:
-    link = _HoldingLink(took_at=asyncio.get_running_loop().time() + 60)  # took one just now
+    link = _HoldingLink(moved_at=asyncio.get_running_loop().time() + 60)  # sending still
     error = await _expired(link)
     assert error.applied is None and "may have applied" in str(error)
     assert not link.closed
