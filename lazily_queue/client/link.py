@@ -7,8 +7,8 @@ payload). Frames with id 0 (mirror updates, pieces of large frames) go to
 noted in :attr:`refusal`. A link that fails (closed, unreadable, no frame heard within
 the ping timeout) ends its :meth:`run`; the callbacks of its unanswered requests, and of any
 request made on it after, are called with ``None``: the request's outcome is unknown,
-unless :meth:`Link.holds` says its frame never left this process (a closed link drops
-what it still holds, so that frame never reaches the member).
+unless :meth:`Link.unread` says the member never read it (its frame never left this
+process: a closed link drops what it still holds; or the member refused the link).
 """
 
 from __future__ import annotations
@@ -145,6 +145,12 @@ class Link:
         made) is still held, in part, by this process: the member did not read those
         requests (and never will, once the link is closed)."""
         return self.outbox.holds(frame)
+
+    def unread(self, frame: int) -> bool:
+        """Whether the member certainly did not read the requests of frame number
+        ``frame``: it is still held here (:meth:`holds`), or the member refused the whole
+        link over a cap (it reads and drops what such a link sends)."""
+        return (self.refusal_code == TOO_MANY_LINKS and not self.greeted) or self.holds(frame)
 
     def stalled_for(self, now: float) -> float:
         """Seconds since bytes of this client were last seen leaving for the member (as

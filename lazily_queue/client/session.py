@@ -322,8 +322,8 @@ class Session(Registering, Deadlines):
         if op.done:
             return
         if answer is None:  # the link ended unanswered: the op goes again on the next one
-            if link.holds(op.frame):
-                op.rid = 0  # its request never left this process: not sent
+            if link.unread(op.frame):
+                op.rid = 0  # the member never read it: as if not sent
             else:
                 op.unknown = True
             return

@@ -235,3 +235,30 @@ async def test_a_refused_link_is_closed_when_too_many_refused_links_wait() -> No
     assert stream.closed and len(stream.sent) == 1
     caps.release("web")
     assert caps.total == 0 and not caps.open
+
+
+async def test_an_operation_sent_only_on_links_refused_over_a_cap_was_not_applied() -> None:
+    """A member reads and drops what a link it refuses over a cap sends: an operation
+    whose every attempt went on such links fails as not applied."""
+    async with member(web_links=2) as node, _client(node, op_timeout=1.0, ping_interval=0.2,
+                                                     ping_timeout=1.0) as client:
+        assert node.clients is not None and node.listen is not None
+        await client.queue("jobs").push(1)
+        other = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
+                                                   credential="web"))
+        while node.clients.links.total < 2:  # noqa: ASYNC110 - the member counts it
+            await asyncio.sleep(0.01)
+        access = node.clients.access
+        access.grants["web"] = dataclasses.replace(access.grants["web"], max_links=1)
+        for conn in list(node.clients._conns):
+            if conn.session is not None:  # the client's link (the other said no hello)
+                conn.close()
+        while client.links < 2:  # noqa: ASYNC110 - it linked again, and was refused
+            await asyncio.sleep(0.01)
+        with pytest.raises(TooManyLinks) as refused:
+            await client.queue("jobs").push(2)
+        assert refused.value.applied is False, str(refused.value)
+        assert "it was not applied" in str(refused.value)
+        await other.aclose()
+        await client.queue("jobs").push(3)
+        assert node.queue("jobs").len() == 2

@@ -38,6 +38,9 @@ class RecordingLink:
     def holds(self, frame: int) -> bool:
         return False
 
+    def unread(self, frame: int) -> bool:
+        return False
+
     def answer(self, seq: int, result: Any) -> None:
         self.sent[seq][1]((P.OK, [0, result]))
 

@@ -38,6 +38,9 @@ class _Link:
     def holds(self, frame: int) -> bool:
         return False
 
+    def unread(self, frame: int) -> bool:
+        return False
+
 
 class _Client:
     """A session and the link it is on now."""
