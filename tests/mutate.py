@@ -306,11 +306,24 @@ MUTATIONS = [
         "an op sent to several members is never reported as not applied by the last one"),
     Mutation(
         "client-unanswered-attempt-forgotten", "lazily_queue/client/session.py",
-        "            op.unknown = True  # the link ended unanswered: the op goes again on the "
-        "next one\n",
-        "            pass\n",
+        "            else:\n                op.unknown = True\n",
+        "            else:\n                pass\n",
         ("tests/client/test_review_session.py",),
         "an attempt whose link ended unanswered leaves the op's outcome unknown"),
+    Mutation(
+        "client-unread-attempt-said-unknown", "lazily_queue/client/session.py",
+        "            if link.unread(op.frame):\n",
+        "            if False:\n",
+        ("tests/client/test_client_link_caps.py::"
+         "test_an_operation_sent_only_on_links_refused_over_a_cap_was_not_applied",),
+        "an attempt the member never read (a link refused over a cap) leaves the op not "
+        "applied"),
+    Mutation(
+        "client-deadline-closes-a-sending-link", "lazily_queue/client/deadlines.py",
+        "                and (not link.open or link.stalled_for(now) >= STALLED)):\n",
+        "                and True):\n",
+        ("tests/client/test_client_unsent_deadline.py",),
+        "an op's deadline does not close a link still sending its request"),
     Mutation(
         "client-large-mirror-cut-off", "lazily_queue/client/connection.py",
         "        if paced or len(data) > MAX_OUTBOX_BYTES:  # states: not a sign of a stuck "
