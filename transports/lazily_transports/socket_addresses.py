@@ -1,16 +1,21 @@
 """The addresses of socket links: ``unix:///path`` and ``unix:relpath`` (a filesystem
 path), ``tcp://host:port`` and ``tls://host:port``, parsed for dialing or listening, and
-a bound socket's name written back as an address."""
+a bound socket's name written back as an address; a Unix socket's file checked and
+reclaimed."""
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
+import stat
 from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import AddressError
 
-__all__ = ["UNIX_PATH_MAX", "format_tcp", "parse_tcp", "parse_unix"]
+__all__ = ["UNIX_PATH_MAX", "format_tcp", "parse_tcp", "parse_unix", "reclaim_unix_path",
+           "socket_inode"]
 
 #: The longest Unix socket path, in bytes (``sun_path`` less its terminating NUL).
 UNIX_PATH_MAX = 107
@@ -62,3 +67,31 @@ def format_tcp(sockname: Any, scheme: str = "tcp") -> str:
     if ":" in host:
         return f"{scheme}://[{host}]:{port}"
     return f"{scheme}://{host}:{port}"
+
+
+def socket_inode(path: str) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (``None``: there is none)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def reclaim_unix_path(path: str) -> None:
+    """Remove a stale socket file; refuse when a live listener owns it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise OSError(errno.EADDRINUSE, f"{path} exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)
+        return
+    finally:
+        probe.close()
+    raise OSError(errno.EADDRINUSE, f"a listener is already bound to {path}")

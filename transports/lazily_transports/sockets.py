@@ -11,12 +11,10 @@ system call.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 import socket
 import ssl
-import stat
 from collections.abc import Callable, Hashable
 from typing import cast
 
@@ -32,7 +30,13 @@ from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import FrameTooLargeError, LinkBrokenError
 from .frame_budget import FrameBudget
-from .socket_addresses import format_tcp, parse_tcp, parse_unix
+from .socket_addresses import (
+    format_tcp,
+    parse_tcp,
+    parse_unix,
+    reclaim_unix_path,
+    socket_inode,
+)
 from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
@@ -313,7 +317,7 @@ class SocketListener(Listener):
         self._server = server
         self._address = address
         self._path = path
-        self._inode = _inode(path) if path else None
+        self._inode = socket_inode(path) if path else None
 
     @property
     def address(self) -> str:
@@ -321,38 +325,12 @@ class SocketListener(Listener):
 
     async def aclose(self) -> None:
         self._server.close()
-        if self._path is not None and self._inode is not None and _inode(self._path) == self._inode:
+        if (self._path is not None and self._inode is not None
+                and socket_inode(self._path) == self._inode):
             try:
                 os.unlink(self._path)
             except OSError:
                 pass
-
-
-def _inode(path: str) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino)
-
-
-def _reclaim_unix_path(path: str) -> None:
-    """Remove a stale socket file; refuse when a live listener owns it."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(mode):
-        raise OSError(errno.EADDRINUSE, f"{path} exists and is not a socket")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)
-    except OSError:
-        os.unlink(path)
-        return
-    finally:
-        probe.close()
-    raise OSError(errno.EADDRINUSE, f"a listener is already bound to {path}")
 
 
 class SocketTransport(Transport):
@@ -389,7 +367,7 @@ class SocketTransport(Transport):
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
-            _reclaim_unix_path(path)
+            reclaim_unix_path(path)
             server = await loop.create_unix_server(
                 lambda: SocketChannel(config, f"{address}#peer", "unix", accept), path,
                 backlog=accept_backlog(config),
