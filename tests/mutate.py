@@ -1620,8 +1620,8 @@ MUTATIONS = [
         "receipts of many busy queues push a snapshot past its limit"),
     Mutation(
         "receipts-dropped-by-queue-in-reverse", "lazily_queue/replicated/receipts.py",
-        "return (int(receipt[4]), self.rank, self._next)",
-        "return (int(receipt[4]), -self.rank, self._next)",
+        "return (table.oldest()[1], table.rank, table)",
+        "return (table.oldest()[1], -table.rank, table)",
         ("tests/replicated/test_receipts_total.py::"
          "test_an_older_snapshot_over_the_bound_keeps_the_newest_by_stamp_then_queue",),
         "receipts settled at one stamp are dropped in another order than the state's"),

@@ -24,6 +24,7 @@ from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from ..errors import shown
 from .group_retake import check_retained
+from .receipts import checked_receipt
 from .work_queues import WorkState
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def capture(sm: Objects, kind: str, name: str, *, runs: bool = True) -> Any:
         if w is None:
             return None
         work_doc: dict[str, Any] = {"core": w.core.snapshot(run=runs),
-                                    "receipts": list(w.receipts.values()),
+                                    "receipts": w.table.rows(),
                                     "stamps": w.core.stamps(),
                                     "expiry": _expiry_of(sm, kind, name, runs)}
         if isinstance(w.core, LimitedWorkQueue):  # optional: [limits, {reason: dropped}]
@@ -190,8 +191,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 limited = LimitedWorkQueue.limited(state.core, Limits.from_doc(limits_doc))
                 limited.dropped = {str(k): int(v) for k, v in dict(dropped).items()}
                 state.core = limited
-            receipts: list[Any] = [list(r) for r in doc["receipts"]]
-            int_ids = [int(r[0]) for r in receipts]
+            receipts = [checked_receipt(r) for r in doc["receipts"]]
             state.mirrored_group = doc.get("group") is True
             expiry = doc.get("expiry")
             record = None if expiry is None else Expiry.from_list(expiry)
@@ -202,8 +202,7 @@ def install(sm: StateMachine, kind: str, name: str, doc: Any) -> None:
                 raise ValueError(f"work queue {shown(name)}: expiry: {exc}") from None
             _forget_receipts(sm, sm.work_queues.get(name))
             sm.work_queues[name] = state
-            for key, receipt in zip(int_ids, receipts, strict=True):  # newest of all
-                receipt[0] = key
+            for receipt in receipts:  # newest of all
                 sm.receipt_ledger.keep(state.table, receipt, len(receipts))
             _install_headers(sm.work_headers, name, state, doc.get("headers"))
             if record is None:
