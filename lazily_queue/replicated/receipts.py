@@ -13,9 +13,9 @@ per-queue bound.
 A receipt is ``[delivery_id, item_id, worker, outcome, settled_at]``, held in columns
 rather than as an object: a table's ring of slots holds the ids and the stamp in 64-bit
 columns (plain lists once a value does not fit), the worker as a shared (interned)
-string, the outcome as a byte, and a dict maps each delivery id to its slot. A slot within the
-ring's span whose id the dict no longer maps to it is a hole: a receipt dropped out of
-turn.
+string and the outcome as a byte; a dict maps each delivery id to its slot. A slot
+within the ring's span whose id the dict no longer maps to it is a hole: a receipt
+dropped out of turn.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from sys import getsizeof, intern
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import InvalidSnapshot, shown
+from ..raft.snapshot_pieces import Later
 
 if TYPE_CHECKING:
     IntColumn: TypeAlias = "array[int] | list[int]"
@@ -109,12 +110,20 @@ class ReceiptTable(Mapping[int, list[Any]]):
         """Every receipt, oldest settled first (fresh lists: a snapshot's form)."""
         if self._holes:
             return [self._row(slot) for slot in self._live(range(self._used))]
+        return list(map(list, self._copied()))
+
+    def rows_later(self) -> Later | list[list[Any]]:
+        """:meth:`rows` made where a snapshot is encoded, from copies of the columns
+        taken now (when the table has no holes)."""
+        return self.rows() if self._holes else Later(self._copied(), list)
+
+    def _copied(self) -> _Copied:
+        """Copies of the columns, oldest settled first (the table has no holes)."""
         head, end, cap = self._head, self._head + self._used, len(self._ids)
-        parts = [(head, min(end, cap)), (0, max(end - cap, 0))]
-        return [list(row) for lo, hi in parts for row in zip(
-            self._ids[lo:hi], self._items[lo:hi], self._workers[lo:hi],
-            map(_OUTCOMES.__getitem__, self._outcomes[lo:hi]), self._stamps[lo:hi],
-            strict=True)]
+        first, wrapped = slice(head, min(end, cap)), slice(0, max(end - cap, 0))
+        columns: tuple[Any, ...] = (
+            self._ids, self._items, self._workers, self._outcomes, self._stamps)
+        return _Copied(tuple(c[first] + c[wrapped] for c in columns))
 
     def oldest(self) -> tuple[int, int]:
         """``(slot, stamp)`` of its oldest settled receipt (the first of those settled
@@ -231,6 +240,27 @@ class ReceiptTable(Mapping[int, list[Any]]):
         if getsizeof(self._at) > self._index_size:
             self._at = dict(self._at)
             self._index_size = getsizeof(self._at)
+
+
+class _Copied(Sequence[tuple[Any, ...]]):
+    """A table's receipts as ``(delivery_id, item_id, worker, outcome, settled_at)``
+    tuples, oldest settled first, read from copies of its columns."""
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, columns: tuple[Any, ...]) -> None:
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, index: Any) -> Any:  # a snapshot's encoder only iterates
+        return list(self)[index]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        ids, items, workers, outcomes, stamps = self._columns
+        return zip(ids, items, workers, map(_OUTCOMES.__getitem__, outcomes), stamps,
+                   strict=True)
 
 
 #: ``(a stamp no later than the table's oldest receipt, table rank, table)``.

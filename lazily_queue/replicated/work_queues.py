@@ -284,13 +284,13 @@ def shared_from(sm: StateMachine, state: WorkState) -> int | None:
     return topic.base_offset()
 
 
-def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dicts
-             ) -> dict[str, Any]:
+def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dicts,
+             receipts: Callable[[ReceiptTable], Any] = ReceiptTable.rows) -> dict[str, Any]:
     queues: dict[str, Any] = {}
     for name, s in sm.work_queues.items():
         shared = shared_from(sm, s)
         doc: dict[str, Any] = {"core": s.core.snapshot(records, run=True, shared_from=shared),
-                               "receipts": s.table.rows()}
+                               "receipts": receipts(s.table)}
         if s.group is not None:
             doc["group"] = list(s.group)
         if shared is not None:  # its run and stamps may be its topic's
@@ -302,9 +302,9 @@ def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dict
 
 
 def _capture_deferred(sm: StateMachine) -> dict[str, Any]:
-    """:func:`_capture` with each queue's items, deliveries and dead letters made where
-    the snapshot is encoded (from copies of their lists taken now)."""
-    return _capture(sm, lambda records: Later(records, _as_dict))
+    """:func:`_capture` with each queue's items, deliveries, dead letters and receipts
+    made where the snapshot is encoded (from copies of their lists taken now)."""
+    return _capture(sm, lambda records: Later(records, _as_dict), ReceiptTable.rows_later)
 
 
 def _as_dict(record: PendingItem | Delivery | DeadLetter) -> dict[str, Any]:

@@ -13,6 +13,8 @@ import cbor2
 import pytest
 
 from lazily_queue.errors import InvalidSnapshot
+from lazily_queue.raft.snapshot import encode_snapshot
+from lazily_queue.raft.snapshot_pieces import Later
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.receipts import ReceiptLedger, ReceiptTable
 from lazily_queue.replicated.state_machine import StateMachine
@@ -23,6 +25,19 @@ from .test_receipts_total import _busy, _kept, _machine, _restored, _settle
 
 def _doc(sm: StateMachine) -> Any:
     return cbor2.loads(cbor2.dumps(sm.capture()))
+
+
+def _file(state: dict[str, Any]) -> bytes:
+    return encode_snapshot({"format": 1, "state": state, "last": [b"b", 9, 1],
+                            "prev": [b"a", 8, 1], "members": ["1"]})
+
+
+def _shuffled(doc: Any) -> Any:
+    """``doc`` with the stamps of its receipts out of order in every queue."""
+    for position, entry in enumerate(doc["work_queues"].values()):
+        for index, receipt in enumerate(entry["receipts"]):
+            receipt[4] = 1_000 + (index * 7 + position * 3) % 23
+    return doc
 
 
 def _one_queue(settled: int = 6) -> tuple[StateMachine, Proposer, list[int]]:
@@ -50,10 +65,7 @@ def test_a_delivery_listed_twice_takes_the_later_receipt_where_the_first_stands(
 def test_receipts_listed_out_of_stamp_order_go_by_stamp_then_queue_then_place() -> None:
     sm = _machine(limit=10 * 100)
     _busy(sm)
-    doc = _doc(sm)
-    for position, entry in enumerate(doc["work_queues"].values()):  # stamps shuffled
-        for index, receipt in enumerate(entry["receipts"]):
-            receipt[4] = 1_000 + (index * 7 + position * 3) % 23
+    doc = _shuffled(_doc(sm))
     order = sorted(((r[4], position, index), (name, r[0]))
                    for position, (name, entry) in enumerate(doc["work_queues"].items())
                    for index, r in enumerate(entry["receipts"]))
@@ -89,6 +101,26 @@ def test_delivery_ids_past_64_bits_keep_their_receipts() -> None:
         retry = Proposer(replica, session=99)
         ok, _, receipt, duplicate = retry.apply([ops.WORK_ACK, "a", "worker", 2**64 + 1])[0]
         assert (ok, duplicate) == (False, True) and receipt[:2] == [2**64 + 1, 1]
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_a_snapshot_files_receipts_are_made_where_it_is_encoded_as_captured(
+        shuffled: bool) -> None:
+    sm = _machine(limit=1000)
+    proposer, _ = _busy(sm)
+    if shuffled:  # receipts dropped out of their queues' order leave holes there
+        doc = _shuffled(_doc(sm))
+        sm = _machine(limit=100)
+        sm.restore(doc)
+        proposer = Proposer(sm, seq=proposer.seq)
+        proposer.stamp = sm.now
+    plain = sm.capture()
+    deferred = sm.capture(deferred=True)
+    assert (type(deferred["work_queues"]["b"]["receipts"]) is Later) is not shuffled
+    _settle(proposer, "b", 40)  # the state goes on: receipts dropped and added
+    _settle(proposer, "a", 3)
+    assert _file(deferred) == _file(plain)
+    assert plain != sm.capture()
 
 
 @pytest.mark.parametrize("receipt", [
