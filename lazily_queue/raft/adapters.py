@@ -104,7 +104,9 @@ def wrap_application(
     """Run ``before_applying`` on a leader before each round of applying committed entries
     (the durable-commit clamp), and apply our command entries (:mod:`.entries`) with
     ``apply_batch(batch, stamp)``; PySyncObj's own entries keep their own path, but a
-    membership change already in effect (:mod:`.log_config`) changes nothing."""
+    membership change already in effect (:mod:`.log_config`) changes nothing.
+    ``engine.apply_committed()`` applies up to the commit index without
+    ``before_applying`` (for a caller that computed the commit index itself)."""
     apply_entries = engine._SyncObj__applyLogEntries
     apply_command = engine._SyncObj__doApplyCommand
 
@@ -122,4 +124,5 @@ def wrap_application(
         return apply_command(command)
 
     engine._SyncObj__applyLogEntries = applying_entries
+    engine.apply_committed = apply_entries
     engine._SyncObj__doApplyCommand = applying_command

@@ -70,6 +70,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
     """One Raft member. Every method must be called from the driver's thread; its
     introspection properties are :class:`~.engine_view.EngineView`'s."""
 
+    #: Applies up to the commit index as it stands (no durable-commit clamp first).
+    apply_committed: Callable[[], Any]
+
     def __init__(
         self,
         node_id: str,
@@ -376,4 +379,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
 def _translated(callback: Answer) -> Callable[[Any, int], None]:
     """PySyncObj's ``callback(result, fail_reason)`` as ``callback(result, outcome)``."""
-    return lambda result, reason: callback(result, from_pysyncobj(reason))
+    success, succeeded = FAIL_REASON.SUCCESS, Outcome.SUCCESS
+
+    def answer(result: Any, reason: int) -> None:
+        callback(result, succeeded if reason == success else from_pysyncobj(reason))
+
+    return answer

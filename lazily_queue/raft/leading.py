@@ -11,7 +11,7 @@ due (its AppendEntries go out when they would have): in between, its tick only m
 its commit index to the highest entry of its term that a majority holds durably (its
 own copy counted by its journal's durable index, a follower's by its acknowledged match
 index) and applies up to it, exactly as the full tick's leader branch and the
-durable-commit clamp (:mod:`.durable_commit`, which it runs) would. A commit then costs
+durable-commit clamp (:mod:`.durable_commit`) would. A commit then costs
 no more than counting: a reply from a follower commits in the step it starts. The other
 timers run with the next full tick, at most ``period`` seconds later.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import entries
+from . import entries, patches
 from .durable_commit import durable_majority_index
 
 
@@ -57,26 +57,29 @@ def commit_leading(engine: Any, term_at: Any) -> bool:
     (nothing done) when the engine is not the leader."""
     if not engine._isLeader():
         return False
-    commit = int(engine._SyncObj__raftCommitIndex)
-    last = int(engine._SyncObj__getCurrentLogIndex())
-    # What the full tick's leader branch computes: the highest entry of this term that a
-    # majority holds, this leader counted with its whole log. The durable-commit clamp,
-    # run before applying, lowers it to what a majority holds durably.
-    proposed = commit
+    commit = engine._SyncObj__raftCommitIndex
+    last = engine._SyncObj__getCurrentLogIndex()
+    # What the full tick's leader branch computes (the highest entry of this term that a
+    # majority holds) lowered by the durable-commit clamp at once: this leader's copy
+    # counts up to its journal's durable index, so the clamp has nothing left to lower
+    # and the entries apply without it.
     if last > commit:
+        own = engine._journal.durable_index if patches.enabled("durable-leader-commit") else last
         others = engine._SyncObj__otherNodes
-        term = int(engine._SyncObj__raftCurrentTerm)
+        term = engine._SyncObj__raftCurrentTerm
         if not others:
-            proposed = last if term_at(last) == term else commit
+            proposed = own if own < last else last
+            if proposed <= commit or term_at(proposed) != term:
+                proposed = commit
         else:
             matches = engine._SyncObj__raftMatchIndex
             proposed = durable_majority_index(
-                last, [int(matches.get(node, 0)) for node in others], term_at, term, commit,
-                last)
-    if proposed > commit:
-        engine._SyncObj__raftCommitIndex = proposed
-        engine._journal.setRaftCommitIndex(proposed)
+                own, [int(matches.get(node, 0)) for node in others], term_at, int(term),
+                commit, last)
+        if proposed > commit:
+            engine._SyncObj__raftCommitIndex = proposed
+            engine._journal.setRaftCommitIndex(proposed)
     engine._SyncObj__leaderCommitIndex = engine._SyncObj__raftCommitIndex
     if engine._SyncObj__raftCommitIndex > engine._SyncObj__raftLastApplied:
-        engine._SyncObj__applyLogEntries()
+        engine.apply_committed()
     return True

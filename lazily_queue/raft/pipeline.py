@@ -79,7 +79,7 @@ class CommitPipeline:
         if not self._held and self._written == self._synced and self.stall is None:
             return [ready]
         now = ready.take_results()
-        if self.stall is None:
+        if self.stall is None and ready.messages:
             now.messages = ready.take_messages(EARLY).messages
         self._held.append((self._written, ready))
         return [now]

@@ -8,23 +8,38 @@ may be seen.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 #: Called with an operation's result, or with the error that ended it.
 Completion = Callable[[Any, BaseException | None], None]
 
 
-@dataclass
 class Ready:
     """What one step produced, released only after the journal is durable."""
 
-    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: What the state machine reported while applying (opaque to consensus).
-    events: list[object] = field(default_factory=list)
-    completions: list[tuple[Completion, Any, BaseException | None]] = field(default_factory=list)
-    orphans: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
-    membership: list[tuple[str, bool]] = field(default_factory=list)
+    __slots__ = ("completions", "events", "membership", "messages", "orphans")
+
+    def __init__(
+        self,
+        messages: dict[str, list[dict[str, Any]]] | None = None,
+        events: list[object] | None = None,
+        completions: list[tuple[Completion, Any, BaseException | None]] | None = None,
+        orphans: list[tuple[Callable[[Any], None], Any]] | None = None,
+        membership: list[tuple[str, bool]] | None = None,
+    ) -> None:
+        self.messages: dict[str, list[dict[str, Any]]] = {} if messages is None else messages
+        #: What the state machine reported while applying (opaque to consensus).
+        self.events: list[object] = [] if events is None else events
+        self.completions: list[tuple[Completion, Any, BaseException | None]] = (
+            [] if completions is None else completions)
+        self.orphans: list[tuple[Callable[[Any], None], Any]] = (
+            [] if orphans is None else orphans)
+        self.membership: list[tuple[str, bool]] = [] if membership is None else membership
+
+    def __repr__(self) -> str:
+        return (f"Ready(messages={self.messages!r}, events={self.events!r}, "
+                f"completions={self.completions!r}, orphans={self.orphans!r}, "
+                f"membership={self.membership!r})")
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.events or self.completions or self.orphans
@@ -46,6 +61,6 @@ class Ready:
 
     def take_results(self) -> Ready:
         """Move the reader events, completions and orphans into a new Ready."""
-        taken = Ready(events=self.events, completions=self.completions, orphans=self.orphans)
+        taken = Ready(None, self.events, self.completions, self.orphans)
         self.events, self.completions, self.orphans = [], [], []
         return taken

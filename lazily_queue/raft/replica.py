@@ -241,6 +241,9 @@ class Replica(ReplicaWaiters):
             size += p.size
         if batch:
             self._submit(batch, now)
+            if len(batch) == len(self._queued):  # all of them went
+                self._queued = []
+                return
         waiting: dict[int, Proposal] = {}
         for p in self._queued:
             if not p.done and not p.in_flight:
