@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 #: The ``family`` label of each object kind.
 _FAMILIES = {"queue": "queue", "work_queue": "work", "topic": "topic"}
 _QUEUE_OPS = {PUSH: "push", POP: "pop", CLOSE: "close", UNPOP: "unpop", DELAY: "delay"}
+_SETTLING = frozenset({ops.WORK_ACK, ops.WORK_NACK, ops.WORK_NACK_DELAYED})
 FSYNC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _KIND_OPS = {
@@ -126,6 +127,9 @@ class NodeMetrics:
         self._commit_by_kind = {kind: self.commit_seconds.labels(kind) for kind in COMMIT_KINDS}
         self._errors_by_kind = {kind: self.errors.labels(kind) for kind in ERROR_KINDS}
         self._commit_by_code = {code: self._commit_by_kind[kind] for code, kind in OP_KINDS.items()}
+        #: A queue's operations counter by (name, op code), for a lone event; emptied
+        #: whenever a series or a shown name goes.
+        self._queue_tallies: dict[tuple[str, int], Tally] = {}
         self.registry.register(StateCollector(self))
         self.registry.register(LimitsCollector(self))
         ProcessCollector(registry=self.registry)
@@ -159,7 +163,7 @@ class NodeMetrics:
         self._commit_by_code.get(code, self._commit_by_kind["other"]).observe(seconds)
         if isinstance(result, OpError):
             self._errors_by_kind["rejected"].inc()
-        elif (code in (ops.WORK_ACK, ops.WORK_NACK, ops.WORK_NACK_DELAYED)
+        elif (code in _SETTLING
               and isinstance(result, list)
               and len(result) == 4 and not result[0] and not result[3]):
             self._errors_by_kind["settlement_rejected"].inc()
@@ -191,6 +195,7 @@ class NodeMetrics:
         view = self.node.view
         self._work = {name: _work_marks(state) for name, state in view.work_queues.items()}
         held = {"queue": view.queues, "topic": view.topics, "work": view.work_queues}
+        self._queue_tallies.clear()
         children = self.operations.children
         for labels in [k for k in children if k[0] in held and k[1] not in held[k[0]]
                        and k[1] != OTHER]:
@@ -199,6 +204,14 @@ class NodeMetrics:
             self.names.keep(family, table)
 
     def _on_events(self, events: Sequence[Event]) -> None:
+        if len(events) == 1 and type(event := events[0]) is QueueChanged:
+            lone = (event.name, event.op)  # the usual wave: one queue operation
+            tally = self._queue_tallies.get(lone)
+            if tally is None:
+                tally = self._queue_tallies[lone] = self._operation(
+                    ("queue", event.name, _QUEUE_OPS.get(event.op, "other")))
+            tally.inc()
+            return
         works: set[str] = set()
         counts: dict[tuple[str, str, str], int] = {}
         restored = False
@@ -238,6 +251,7 @@ class NodeMetrics:
 
     def _forget(self, family: str, name: str) -> None:
         """Drop the series of a deleted object (a name used again starts from zero)."""
+        self._queue_tallies.clear()
         children = self.operations.children
         for labels in [k for k in children if k[:2] == (family, name)]:
             del children[labels]

@@ -321,8 +321,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
     @property
     def commit_unsent(self) -> bool:
         """A leader whose commit index passed the one its last AppendEntries carried."""
-        return (int(self._SyncObj__raftCommitIndex) > self._commit_sent
-                and bool(self._SyncObj__otherNodes) and bool(self._isLeader()))
+        return (bool(self._SyncObj__otherNodes)
+                and int(self._SyncObj__raftCommitIndex) > self._commit_sent
+                and bool(self._isLeader()))
 
     def send_commit(self) -> None:
         """Tell the followers the commit index now (an AppendEntries, with whatever entries
