@@ -198,6 +198,7 @@ class MeshNetwork:
         self._pump: asyncio.Task[None] | None = None
         self._keepalive: asyncio.Task[None] | None = None
         self._stepped = False  # frames of this loop iteration already stepped
+        self._unflushed = False  # send queued frames that flush has not handed over yet
         self.dropped = 0
 
     @property
@@ -214,6 +215,7 @@ class MeshNetwork:
         self._on_frame, self._on_peer, self._on_batch = on_frame, on_peer, on_batch
 
     def send(self, peer_id: str, frame: bytes) -> None:
+        self._unflushed = True
         try:
             if not self._mesh.send_nowait(int(peer_id), frame):
                 self.dropped += 1
@@ -224,7 +226,12 @@ class MeshNetwork:
             log.warning("node %s: frame to %s dropped: %s", self.node_id, peer_id, exc)
 
     def flush(self) -> None:
-        self._mesh.flush()
+        """Hand what :meth:`send` queued to the links now (nothing to do when it queued
+        nothing since the last flush; the links hand over other frames themselves later
+        in the loop iteration)."""
+        if self._unflushed:
+            self._unflushed = False
+            self._mesh.flush()
 
     def send_ready(self, peer_id: str) -> bool:
         try:
