@@ -1,0 +1,201 @@
+"""Instructions and loop turns per 1-in-flight push, this tree against a base revision,
+counted by Valgrind's callgrind: what a push costs in CPU, which load does not move.
+
+    python benchmarks/latency_instructions.py [--base REV] [--pushes N] [--json]
+
+Each tree (this checkout, and ``--base``, exported with ``git archive`` into a
+temporary directory) runs the same workloads under ``valgrind --tool=callgrind`` with
+``PYTHONHASHSEED=0`` and the garbage collector off: 100-byte pushes one at a time on
+one member (``durability="fsync"``, Unix socket), the same with the node process's
+monitor beside it, and on 3 in-process members over Unix sockets (the instructions of
+all three). Raft timings and the inline-fsync threshold are stretched 50 times, as
+callgrind slows the run about that much. A marker (``os.getppid``) on which callgrind
+dumps its counters brackets ``N`` and then ``2N`` pushes; the difference over the ``N``
+pushes added is the cost per push. Loop turns and callbacks run per push are counted
+the same way (``asyncio``'s ``_run_once`` and its ready queue). The 3-member figure
+moves by a few per cent between runs (heartbeats and full ticks fall differently).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PAYLOAD = b"x" * 100
+STRETCH = 50.0
+#: figure -> (members, with the monitor)
+FIGURES: dict[str, tuple[int, bool]] = {
+    "one_member": (1, False),
+    "one_member_monitor": (1, True),
+    "three_members": (3, False),
+}
+
+
+async def pushes(members: int, monitor: bool, count: int) -> dict[str, Any]:
+    """``count`` then ``2 * count`` pushes between markers (``--child``)."""
+    from lazily_queue.node import Node
+    from lazily_queue.raft import fsync
+    from lazily_queue.raft.engine_config import EngineConfig
+
+    fsync.InlinePolicy.__init__.__defaults__ = (fsync.INLINE_BELOW * STRETCH,
+                                                fsync.INLINE_BYTES)
+    engine = EngineConfig(election_timeout_min=0.3 * STRETCH,
+                          election_timeout_max=0.6 * STRETCH,
+                          heartbeat_interval=0.05 * STRETCH,
+                          leader_fallback_timeout=1.0 * STRETCH)
+    loop = asyncio.get_running_loop()
+    turns = [0, 0]
+    run_once = loop._run_once  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        turns[0] += 1
+        turns[1] += len(loop._ready)  # type: ignore[attr-defined]
+        run_once()
+
+    loop._run_once = counted  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory(prefix="latency-instructions-") as root:
+        peers: dict[int | str, str] = {i: f"unix://{root}/n{i}.sock"
+                                       for i in range(1, members + 1)}
+        nodes = [Node(i, data_dir=f"{root}/d{i}", listen=peers[i],
+                      peers=peers if members > 1 else None,
+                      secret="latency-instructions-secret-0123456789", engine=engine,
+                      tick_interval=0.02 * STRETCH, op_timeout=600,
+                      maintenance_interval=None, seed=i)
+                 for i in range(1, members + 1)]
+        for node in nodes:
+            await node.start()
+        monitors = []
+        if monitor:
+            from lazily_queue.monitor import Monitor
+
+            for node in nodes:
+                monitors.append(Monitor(node))
+                monitors[-1].start()
+        leader = None
+        while leader is None:
+            leader = next((n for n in nodes if n.is_leader), None)
+            await asyncio.sleep(0.05)
+        queue = leader.queue("latency")
+        for _ in range(300):
+            await queue.push(PAYLOAD)
+        regions = []
+        for n in (count, 2 * count):
+            gc.collect()
+            gc.disable()
+            before = list(turns)
+            os.getppid()  # callgrind dumps here
+            for _ in range(n):
+                await queue.push(PAYLOAD)
+            os.getppid()
+            gc.enable()
+            regions.append([n, turns[0] - before[0], turns[1] - before[1]])
+        for mon in monitors:
+            await mon.stop()
+        for node in nodes:
+            await node.stop()
+    (n1, t1, h1), (n2, t2, h2) = regions
+    import lazily_queue
+
+    return {"turns": (t2 - t1) / (n2 - n1), "callbacks": (h2 - h1) / (n2 - n1),
+            "lazily_queue": lazily_queue.__file__}
+
+
+def _totals(out_dir: Path) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for path in out_dir.glob("cg.*.*"):
+        match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
+        if match is None:
+            raise SystemExit(f"no instruction total in {path}")
+        found[int(path.name.rsplit(".", 1)[1])] = int(match.group(1))
+    return found
+
+
+def measure(tree: Path, figure: str, count: int, work: Path) -> dict[str, Any]:
+    """Instructions, loop turns and callbacks per push of ``figure`` on ``tree``."""
+    out_dir = Path(tempfile.mkdtemp(dir=work))
+    transports = tree / "transports"
+    path = os.pathsep.join(str(p) for p in (tree, transports) if p.exists())
+    env = dict(os.environ, PYTHONPATH=path, PYTHONHASHSEED="0")
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--dump-before=getppid", "--dump-instr=no",
+         "--dump-line=no", f"--callgrind-out-file={out_dir}/cg.%p", sys.executable,
+         str(Path(__file__).resolve()), "--child", figure, "--pushes", str(count)],
+        env=env, capture_output=True, text=True, check=False, cwd=tree)
+    if done.returncode != 0:
+        raise SystemExit(f"the run on {tree} failed:\n{done.stdout[-2000:]}\n"
+                         f"{done.stderr[-3000:]}")
+    totals = _totals(out_dir)
+    # dump 1: before the first marker; 2: the N pushes; 3: between; 4: the 2N pushes
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(report.pop("lazily_queue")).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"the run on {tree} imported another lazily_queue")
+    report["instructions"] = (totals[4] - totals[2]) / count
+    return report
+
+
+def export(rev: str, work: Path) -> Path:
+    """The tree of ``rev`` (this repository's), exported into ``work``."""
+    target = work / f"base-{rev}"
+    target.mkdir()
+    archive = subprocess.run(["git", "archive", rev, "lazily_queue", "transports"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="HEAD~1", help="the revision to compare with")
+    parser.add_argument("--pushes", type=int, default=200,
+                        help="pushes added between the two measured regions (default 200)")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    parser.add_argument("--child", choices=sorted(FIGURES), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.pushes < 1:
+        parser.error("--pushes must be at least 1")
+    if args.child:
+        members, monitor = FIGURES[args.child]
+        print(json.dumps(asyncio.run(pushes(members, monitor, args.pushes))))
+        return 0
+    if shutil.which("valgrind") is None:
+        print("error: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="latency-instructions-"))
+    rows: dict[str, Any] = {}
+    try:
+        base_tree = export(args.base, work)
+        for figure, (members, _) in FIGURES.items():
+            count = args.pushes if members == 1 else max(1, args.pushes // 2)
+            base = measure(base_tree, figure, count, work)
+            this = measure(ROOT, figure, count, work)
+            rows[figure] = {"base": base, "this": this,
+                            "ratio": round(this["instructions"] / base["instructions"], 4)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"per 1-in-flight push, base {args.base} vs this tree")
+    print(f"{'figure':20} {'base instr':>11} {'this instr':>11} {'ratio':>6} "
+          f"{'turns':>11} {'callbacks':>11}")
+    for figure, row in rows.items():
+        base, this = row["base"], row["this"]
+        print(f"{figure:20} {base['instructions']:11.0f} {this['instructions']:11.0f} "
+              f"{row['ratio']:6.3f} {base['turns']:5.2f}/{this['turns']:<5.2f} "
+              f"{base['callbacks']:5.2f}/{this['callbacks']:<5.2f}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
