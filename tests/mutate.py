@@ -383,7 +383,7 @@ MUTATIONS = [
         ("tests/replicated/test_group_ops.py", "tests/sim/test_group_checker.py"),
         "every publish feeds each consumer group of the topic, on every replica"),
     Mutation(
-        "local-group-not-fed", "lazily_queue/storage/local.py",
+        "local-group-not-fed", "lazily_queue/storage/local_topic.py",
         "                group.feed(value, stamp)\n",
         "                pass\n",
         ("tests/cells/test_topic_groups.py",),

@@ -30,8 +30,8 @@ from ..errors import (
 )
 from ..reactive import Computed, computed
 from ..serializers import Serializer
-from ..storage.local import LocalTopicStorage
 from ..storage.local_groups import LocalGroupStorage
+from ..storage.local_topic import LocalTopicStorage
 from ..storage.topic import as_group_topic
 from ..storage.work import WorkQueueStorage
 from .work_batches import Clock, Now

@@ -30,7 +30,7 @@ from ..names import check_member
 from ..reactive import Context, Slot, resolve_context
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check
-from ..storage.local import LocalTopicStorage
+from ..storage.local_topic import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
     DeleteSubscriberTopicStorage,

@@ -31,9 +31,10 @@ from ..core.topic import TopicCore
 from ..core.work import WorkQueueCore
 from ..reactive import Context
 from ..storage.capabilities import StorageCapabilities
-from ..storage.local import LocalTopicStorage, VecDequeStorage
+from ..storage.local import VecDequeStorage
 from ..storage.local_expiry import ExpiringDequeStorage
 from ..storage.local_limited import LimitedDequeStorage, LimitedExpiringDequeStorage
+from ..storage.local_topic import LocalTopicStorage
 from ..storage.local_topic_expiry import ExpiringTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from ..storage.local_work_expiry import ExpiringWorkQueueStorage

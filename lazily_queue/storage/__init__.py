@@ -2,7 +2,8 @@
 declared (see :mod:`lazily_queue.storage.capabilities`)."""
 
 from .capabilities import StorageCapabilities
-from .local import LocalTopicStorage, VecDequeStorage
+from .local import VecDequeStorage
+from .local_topic import LocalTopicStorage
 from .local_work import LocalWorkQueueStorage
 from .queue import (
     ObservableQueueStorage,

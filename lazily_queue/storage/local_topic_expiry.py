@@ -1,6 +1,6 @@
 """The local topic with expiry (capability ``expiry``): retention by age, per-message TTLs.
 
-:class:`ExpiringTopicStorage` is :class:`~.local.LocalTopicStorage` whose elements leave
+:class:`ExpiringTopicStorage` is :class:`~.local_topic.LocalTopicStorage` whose elements leave
 once past their deadline (:mod:`lazily_queue.core.topic_expiry`: the earlier of the
 topic's age limit, the smaller of ``ttl`` and ``max_age`` seconds, and the element's own
 ``ttl``) even when durable subscribers have not read them: each publish and each GC
@@ -29,7 +29,8 @@ from ..core.topic_expiry import age_frontier, deadline, expiring_at_head, skip_e
 from ..core.work import WorkQueueCore
 from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
-from .local import Clock, LocalTopicStorage, _ms
+from .local import Clock, _ms
+from .local_topic import LocalTopicStorage
 
 if TYPE_CHECKING:
     from .local_groups import LocalGroupStorage

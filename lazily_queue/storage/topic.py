@@ -13,7 +13,7 @@ the listener, including ones the cell did not make; the cell then invalidates fr
 reports only). A backend whose concurrent calls keep their order (a Raft one: each
 proposes as it starts) may add ``publish_many(values)``, the transitions of publishes
 made together, which ``TopicCell.publish_many`` then uses. The local backend is
-:class:`~lazily_queue.storage.local.LocalTopicStorage`.
+:class:`~lazily_queue.storage.local_topic.LocalTopicStorage`.
 """
 
 from __future__ import annotations

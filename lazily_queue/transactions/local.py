@@ -20,7 +20,8 @@ from ..cells.work_queue import WorkQueueCell
 from ..core.txn import TxnCheck
 from ..core.work_options import WorkPushOptions
 from ..errors import TransactionUnsupported
-from ..storage.local import LocalTopicStorage, VecDequeStorage, _elapsed_ms
+from ..storage.local import VecDequeStorage, _elapsed_ms
+from ..storage.local_topic import LocalTopicStorage
 from ..storage.local_work import LocalWorkQueueStorage
 from . import TxOp, aborted
 

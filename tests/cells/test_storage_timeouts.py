@@ -28,6 +28,7 @@ from lazily_queue.storage import (
     local_expiry,
     local_groups,
     local_limited,
+    local_topic,
     local_topic_expiry,
     local_work,
     local_work_expiry,
@@ -44,7 +45,7 @@ DELEGATING = {"QueueMirror.poll", "WorkMirror.poll"}
 
 def test_every_local_and_broker_operation_with_a_timeout_applies_the_rule() -> None:
     classes = [
-        local.VecDequeStorage, local.LocalTopicStorage, local_groups.LocalGroupStorage,
+        local.VecDequeStorage, local_topic.LocalTopicStorage, local_groups.LocalGroupStorage,
         local_groups.ExpiringGroupStorage, local_work.LocalWorkQueueStorage,
         local_work_expiry.ExpiringWorkQueueStorage, local_expiry.ExpiringDequeStorage,
         local_topic_expiry.ExpiringTopicStorage, local_limited.LimitedDequeStorage,
@@ -68,7 +69,7 @@ def test_every_local_and_broker_operation_with_a_timeout_applies_the_rule() -> N
 async def test_a_local_storage_refuses_a_bad_timeout_applying_nothing(
         bad: Any, error: type[Exception]) -> None:
     q: local.VecDequeStorage[str] = local.VecDequeStorage()
-    t: local.LocalTopicStorage[str] = local.LocalTopicStorage()
+    t: local_topic.LocalTopicStorage[str] = local_topic.LocalTopicStorage()
     w: Any = WorkQueueCell().storage
     for call in (lambda: q.offer("x", timeout=bad), lambda: q.poll_many(1, timeout=bad),
                  lambda: q.close(timeout=bad), lambda: t.publish("x", timeout=bad),

@@ -19,7 +19,7 @@ from lazily_queue import (
 )
 from lazily_queue.names import MAX_NAME_LENGTH
 from lazily_queue.storage.capabilities import StorageCapabilities
-from lazily_queue.storage.local import LocalTopicStorage
+from lazily_queue.storage.local_topic import LocalTopicStorage
 
 pytestmark = pytest.mark.timeout(60)
 
