@@ -6,7 +6,8 @@ connection's); a number of seconds bounds the attempt, ``0`` included (a negativ
 ``0`` and one past ``FOREVER`` none, as for a cell's ``timeout``); one that is no number
 of seconds is a ``TypeError`` or ``ValueError`` naming it, before anything is sent.
 
-- in process: the attempt completes at once, whatever its bound (the check only);
+- in process: the attempt completes at once, whatever its bound (the check only, made
+  by :func:`check_timeout` in the operation's own body);
 - replicated (a node's or a client's): an op not committed within its bound raises
   ``CommitTimeout``, whose message says whether it applied (with ``0``: not proposed,
   not applied);
@@ -39,19 +40,13 @@ def attempt_timeout(timeout: float | None, default: float) -> float:
     return FOREVER if limit is None else limit
 
 
-def checks_timeout(op: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """An in-process storage operation whose ``timeout`` keyword is checked (the attempt
-    completes at once, so it bounds nothing)."""
+def check_timeout(timeout: object) -> None:
+    """``TypeError`` / ``ValueError`` naming a ``timeout`` that is no number of seconds.
 
-    @functools.wraps(op)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        timeout = kwargs.get("timeout")
-        if timeout is not None:
-            wait_limit(timeout)
-        return await op(*args, **kwargs)
-
-    run.timeout_rule = True  # type: ignore[attr-defined]
-    return run
+    An in-process operation checks its ``timeout`` with this in its own body, when it is
+    not ``None`` (its attempt completes at once, so the timeout bounds nothing): its
+    coroutine is the operation's own, with no second one around it."""
+    wait_limit(timeout)
 
 
 def bounded(op: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
@@ -66,7 +61,6 @@ def bounded(op: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[An
             return await op(*args, **kwargs)
         return await _within(op, args, kwargs, limit)
 
-    run.timeout_rule = True  # type: ignore[attr-defined]
     return run
 
 
@@ -76,12 +70,6 @@ def _each_op(cls: C, wrap: Callable[[Any], Any]) -> C:
                 and "timeout" in inspect.signature(fn).parameters):
             setattr(cls, name, wrap(fn))
     return cls
-
-
-def checks_timeouts(cls: C) -> C:
-    """The class's operations with a ``timeout`` keyword, each :func:`checks_timeout`
-    (an in-process storage)."""
-    return _each_op(cls, checks_timeout)
 
 
 def bounds_timeouts(cls: C) -> C:
@@ -109,4 +97,4 @@ async def _within(op: Callable[..., Coroutine[Any, Any, R]], args: Any, kwargs: 
                            "applied)") from None
 
 
-__all__ = ["attempt_timeout", "bounded", "bounds_timeouts", "checks_timeout", "checks_timeouts"]
+__all__ = ["attempt_timeout", "bounded", "bounds_timeouts", "check_timeout"]

@@ -6,10 +6,9 @@ from typing import Any
 
 from ..core.work import WorkTransition
 from ..errors import UnsupportedOperation
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 
 
-@checks_timeouts
 class FedByTopic:
     """Refuses ``push``, ``push_once``, ``push_ttl`` and ``push_options``, naming the
     topic to publish to instead; put it first among the bases so that it overrides the
@@ -26,17 +25,25 @@ class FedByTopic:
             "to the topic instead of pushing to the group")
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         raise self._refuse_push()
 
     async def push_options(self, value: Any, options: Any, now: float | None, *,
                            timeout: float | None = None) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         raise self._refuse_push()
 
     async def push_ttl(self, value: Any, ttl_ms: int, *,
                        timeout: float | None = None) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         raise self._refuse_push()
 
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         raise self._refuse_push()

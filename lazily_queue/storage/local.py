@@ -19,7 +19,7 @@ from ..core.fifo import Fifo
 from ..core.ids import Run
 from ..core.push_options import PushOptions
 from ..core.queue import QueuePopError, QueuePushError
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 from .capabilities import StorageCapabilities
 
 T = TypeVar("T")
@@ -39,7 +39,6 @@ def _ms(clock: Clock) -> Callable[[], int]:
     return read
 
 
-@checks_timeouts
 class VecDequeStorage(Fifo[T]):
     """The default QueueCell backend: a deque, unbounded or bounded with reject.
 
@@ -61,6 +60,8 @@ class VecDequeStorage(Fifo[T]):
     async def offer_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> QueuePushError | None:
+        if timeout is not None:
+            check_timeout(timeout)
         now = _elapsed_ms()
         if self.dedup.lookup(msg_id, now)[0]:
             return None
@@ -70,6 +71,8 @@ class VecDequeStorage(Fifo[T]):
         return err
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_push(value)
 
     def now_ms(self) -> int:
@@ -109,6 +112,8 @@ class VecDequeStorage(Fifo[T]):
                             timeout: float | None = None) -> QueuePushError | None:
         """A push with ``options`` combined (``msg_id``, ``headers``, a delivery time; a
         ``ttl_ms`` needs an expiring deque): the cell checked them."""
+        if timeout is not None:
+            check_timeout(timeout)
         if self._delayed:
             self.promote_now()
         now = _elapsed_ms()
@@ -132,33 +137,49 @@ class VecDequeStorage(Fifo[T]):
     async def poll_headers(
         self, n: int, *, timeout: float | None = None
     ) -> tuple[list[T], list[Run], list[list[Any]]] | QueuePopError:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.pop_headers(n)
 
     async def unpoll_headers(
         self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
         timeout: float | None = None,
     ) -> None:
+        if timeout is not None:
+            check_timeout(timeout)
         self.unpop_stamped(values, runs, [(i, h) for i, h in headers])
 
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_pop()
 
     async def close(self, *, timeout: float | None = None) -> None:
+        if timeout is not None:
+            check_timeout(timeout)
         self.try_close()
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.pop_many(n)
 
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
+        if timeout is not None:
+            check_timeout(timeout)
         for value in reversed(values):
             self.push_front(value)
 
     async def poll_stamped(
         self, n: int, *, timeout: float | None = None
     ) -> tuple[list[T], list[Run]] | QueuePopError:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.pop_stamped(n)
 
     async def unpoll_stamped(
         self, values: list[T], runs: list[Run], *, timeout: float | None = None
     ) -> None:
+        if timeout is not None:
+            check_timeout(timeout)
         self.unpop_stamped(values, runs)

@@ -24,7 +24,6 @@ from ..core.headers import Headers
 from ..core.ids import Run
 from ..core.push_options import PushOptions
 from ..core.queue import CLOSE, DELAY, POP, PUSH, RESET, UNPOP, QueuePopError, QueuePushError
-from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .local import Clock, VecDequeStorage, _ms
 from .queue import QueueChangeListener
@@ -32,7 +31,6 @@ from .queue import QueueChangeListener
 T = TypeVar("T")
 
 
-@checks_timeouts
 class ExpiringDequeStorage(VecDequeStorage[T]):
     """A local FIFO whose elements expire ``ttl`` seconds after their push (``None``: only
     those pushed with a TTL of their own expire)."""

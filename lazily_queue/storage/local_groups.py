@@ -19,7 +19,7 @@ from ..core.topic import Start, TopicCore
 from ..core.work import Delivery, Receipt, WorkQueueCore, WorkTransition
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 from .capabilities import StorageCapabilities
 from .group_pushes import FedByTopic
 from .local import Clock
@@ -29,7 +29,6 @@ from .work import Settlement, WorkQueueChangeListener
 R = TypeVar("R")
 
 
-@checks_timeouts
 class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
     """One consumer group of a local topic (module docstring)."""
 
@@ -88,15 +87,18 @@ class LocalGroupStorage(FedByTopic, LocalWorkQueueStorage):
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self._report(await super().poll_many(worker, n, now))
 
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self._report(await super().release(worker, delivery_ids))
 
 
-@checks_timeouts
 class ExpiringGroupStorage(LocalGroupStorage):
     """A group whose elements expire while they wait for their first delivery (module
     docstring); ``now_ms`` is its topic's clock, in ms."""
@@ -131,6 +133,8 @@ class ExpiringGroupStorage(LocalGroupStorage):
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self._claim_live(worker, _time(now), n)
 
     def try_expire(self) -> WorkTransition[int]:

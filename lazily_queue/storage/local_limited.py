@@ -18,7 +18,6 @@ from typing import TypeVar
 from ..core.dedup import DedupLimits
 from ..core.limited_fifo import LimitedFifo
 from ..core.limits import Limits
-from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .local import Clock, VecDequeStorage
 from .local_expiry import ExpiringDequeStorage
@@ -26,7 +25,6 @@ from .local_expiry import ExpiringDequeStorage
 T = TypeVar("T")
 
 
-@checks_timeouts
 class LimitedDequeStorage(VecDequeStorage[T], LimitedFifo[T]):
     """The local deque with limits (``sync``, ``peek``, ``dedup``, ``messages``,
     ``headers``, ``scheduling``)."""
@@ -45,7 +43,6 @@ class LimitedDequeStorage(VecDequeStorage[T], LimitedFifo[T]):
         return f"LimitedDequeStorage(len={self.len()}, {self.quota!r})"
 
 
-@checks_timeouts
 class LimitedExpiringDequeStorage(ExpiringDequeStorage[T], LimitedFifo[T]):
     """The expiring local deque with limits (module docstring). The expiring deque comes
     first: each change is counted against the limits before it is reported."""

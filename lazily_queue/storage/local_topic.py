@@ -12,7 +12,7 @@ from ..core.headers import Headers, OffsetHeaders
 from ..core.push_options import PushOptions
 from ..core.topic import Durability, Start, SubscribeOutcome, TopicCore, TopicTransition
 from ..errors import UnsupportedOperation
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms, _ms
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@checks_timeouts
 class LocalTopicStorage(Generic[T]):
     """A :class:`TopicCore` behind the topic seam (capabilities ``sync``, ``dedup``,
     ``replay``, ``groups``). ``groups`` are its consumer groups by name (restored ones),
@@ -144,52 +143,72 @@ class LocalTopicStorage(Generic[T]):
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_subscribe(subscriber, durability)
 
     async def subscribe_at(
         self, subscriber: str, durability: Durability | str, start: Start, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_subscribe_at(subscriber, durability, start)
 
     async def seek(
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_seek(subscriber, offset)
 
     async def subscribe_at_time(
         self, subscriber: str, durability: Durability | str, stamp: int, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_subscribe_at_time(subscriber, durability, stamp)
 
     async def seek_time(
         self, subscriber: str, stamp: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_seek_time(subscriber, stamp)
 
     async def reconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_reconnect(subscriber)
 
     async def disconnect(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_disconnect(subscriber)
 
     async def delete_subscriber(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[bool]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_delete_subscriber(subscriber)
 
     async def publish(self, value: T, *, timeout: float | None = None) -> TopicTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_publish(value)
 
     async def publish_headers(
         self, value: T, headers: Headers, msg_id: str | None = None, *,
         timeout: float | None = None,
     ) -> TopicTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_publish_options(value, PushOptions(msg_id, headers))
 
     def headers_of(self, offset: int) -> Headers | None:
@@ -201,11 +220,15 @@ class LocalTopicStorage(Generic[T]):
     async def publish_once(
         self, value: T, msg_id: str, *, timeout: float | None = None
     ) -> TopicTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_publish_options(value, PushOptions(msg_id))
 
     async def publish_options(
         self, value: T, options: PushOptions, *, timeout: float | None = None
     ) -> TopicTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_publish_options(value, options)
 
     def try_publish_options(self, value: T, options: PushOptions) -> TopicTransition[int]:
@@ -238,9 +261,13 @@ class LocalTopicStorage(Generic[T]):
     async def poll(
         self, subscriber: str, *, timeout: float | None = None
     ) -> TopicTransition[T | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_advance(subscriber)
 
     async def gc(self, *, timeout: float | None = None) -> TopicTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_gc()
 
     def cursor(self, subscriber: str) -> int | None:
@@ -249,4 +276,6 @@ class LocalTopicStorage(Generic[T]):
     async def advance_to(
         self, subscriber: str, offset: int, *, timeout: float | None = None
     ) -> TopicTransition[int | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.core.advance_to(subscriber, offset)

@@ -27,7 +27,6 @@ from ..core.limits import Limits
 from ..core.topic import Start, TopicTransition
 from ..core.topic_expiry import age_frontier, deadline, expiring_at_head, skip_expired
 from ..core.work import WorkQueueCore
-from .attempts import checks_timeouts
 from .capabilities import StorageCapabilities
 from .local import Clock, _ms
 from .local_topic import LocalTopicStorage
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@checks_timeouts
 class ExpiringTopicStorage(LocalTopicStorage[T]):
     """A local topic dropping what is past its deadline."""
 

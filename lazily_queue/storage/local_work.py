@@ -17,7 +17,7 @@ from ..core.work import (
 )
 from ..core.work_options import WorkPushOptions
 from ..errors import InvalidSchedule
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 from .capabilities import StorageCapabilities
 from .local import Clock, _elapsed_ms
 from .work import Settlement, WorkQueueStorage
@@ -36,7 +36,6 @@ def _scheduling_time(now: float | None) -> float:
     return now
 
 
-@checks_timeouts
 class LocalWorkQueueStorage(WorkQueueStorage):
     """A :class:`WorkQueueCore` behind the work-queue seam (capability ``sync``).
 
@@ -158,6 +157,8 @@ class LocalWorkQueueStorage(WorkQueueStorage):
     # -- awaitable operations ------------------------------------------------------------
 
     async def push(self, value: Any, *, timeout: float | None = None) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_push(value)
 
     async def push_options(
@@ -166,6 +167,8 @@ class LocalWorkQueueStorage(WorkQueueStorage):
     ) -> WorkTransition[int]:
         """A push with any combination of options (checked), applied once per
         ``msg_id`` in the window; ``now`` is the time a delay or TTL counts from."""
+        if timeout is not None:
+            check_timeout(timeout)
         msg_id = options.msg_id
         if msg_id is None:
             return self._push_with(value, options, now)
@@ -214,6 +217,8 @@ class LocalWorkQueueStorage(WorkQueueStorage):
     async def push_once(
         self, value: Any, msg_id: str, *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         now = _elapsed_ms()
         found, item_id = self.dedup.lookup(msg_id, now)
         if found:
@@ -225,39 +230,53 @@ class LocalWorkQueueStorage(WorkQueueStorage):
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_claim(worker, _time(now))
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.core.claim_many(worker, _time(now), n)
 
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.core.release(worker, delivery_ids)
 
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,
         timeout: float | None = None,
     ) -> WorkTransition[Receipt | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_settle(worker, delivery_id, outcome)
 
     async def extend(
         self, worker: str, delivery_id: int, now: float | None, *,
         timeout: float | None = None,
     ) -> WorkTransition[bool]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_extend(worker, delivery_id, _time(now))
 
     async def reap_expired(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_reap_expired(_time(now))
 
     async def nack_delayed(
         self, worker: str, delivery_id: int, delay: float, now: float | None, *,
         timeout: float | None = None,
     ) -> WorkTransition[Receipt | None]:
+        if timeout is not None:
+            check_timeout(timeout)
         core = self.core
         at = _scheduling_time(now)
         delivery = core.delivery(delivery_id) if isinstance(delivery_id, int) else None
@@ -271,9 +290,13 @@ class LocalWorkQueueStorage(WorkQueueStorage):
     async def promote_due(
         self, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.core.promote_due(_scheduling_time(now))
 
     async def redrive(
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
     ) -> WorkTransition[int]:
+        if timeout is not None:
+            check_timeout(timeout)
         return self.try_redrive(item_ids)

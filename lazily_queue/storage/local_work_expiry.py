@@ -16,12 +16,11 @@ from ..core.expiry_take import claim_live, expire_work_head
 from ..core.work import Delivery, WorkQueueCore, WorkTransition
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import InvalidConfiguration
-from .attempts import checks_timeouts
+from .attempts import check_timeout
 from .local import Clock
 from .local_work import LocalWorkQueueStorage
 
 
-@checks_timeouts
 class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
     """A local work queue whose items expire ``ttl`` seconds after their push (``None``:
     only those pushed with a TTL of their own)."""
@@ -61,6 +60,8 @@ class ExpiringWorkQueueStorage(LocalWorkQueueStorage):
 
     async def poll_many(self, worker: str, n: int, now: float | None, *,
                         timeout: float | None = None) -> WorkTransition[list[Delivery]]:
+        if timeout is not None:
+            check_timeout(timeout)
         if now is None:
             raise TypeError("a local work queue has no clock of its own: pass now (a time)")
         leased, mask = self._claim(worker, now, n)

@@ -43,29 +43,60 @@ BAD = [("soon", TypeError), (float("nan"), ValueError), (True, TypeError)]
 DELEGATING = {"QueueMirror.poll", "WorkMirror.poll"}
 
 
-def test_every_local_and_broker_operation_with_a_timeout_applies_the_rule() -> None:
-    classes = [
-        local.VecDequeStorage, local_topic.LocalTopicStorage, local_groups.LocalGroupStorage,
-        local_groups.ExpiringGroupStorage, local_work.LocalWorkQueueStorage,
-        local_work_expiry.ExpiringWorkQueueStorage, local_expiry.ExpiringDequeStorage,
-        local_topic_expiry.ExpiringTopicStorage, local_limited.LimitedDequeStorage,
-        local_limited.LimitedExpiringDequeStorage, redis_queue.RedisQueueStorage,
-        redis_topic.RedisTopicStorage, redis_work.RedisWorkQueueStorage,
-        nats_queue.NatsQueueStorage, nats_topic.NatsTopicStorage,
-        nats_work.NatsWorkQueueStorage]
+LOCAL = [local.VecDequeStorage, local_topic.LocalTopicStorage, local_groups.LocalGroupStorage,
+         local_groups.ExpiringGroupStorage, local_work.LocalWorkQueueStorage,
+         local_work_expiry.ExpiringWorkQueueStorage, local_expiry.ExpiringDequeStorage,
+         local_topic_expiry.ExpiringTopicStorage, local_limited.LimitedDequeStorage,
+         local_limited.LimitedExpiringDequeStorage]
+BROKER = [redis_queue.RedisQueueStorage, redis_topic.RedisTopicStorage,
+          redis_work.RedisWorkQueueStorage, nats_queue.NatsQueueStorage,
+          nats_topic.NatsTopicStorage, nats_work.NatsWorkQueueStorage]
+
+
+def _ops(cls: type) -> list[tuple[str, Any]]:
+    """The operations of ``cls`` with a ``timeout`` (those that apply the rule
+    themselves), by name."""
+    return [(name, fn) for name in dir(cls)
+            if inspect.isfunction(fn := getattr(cls, name)) and fn.__qualname__ not in DELEGATING
+            and "timeout" in inspect.signature(fn).parameters]
+
+
+def _call(fn: Any, timeout: object) -> Any:
+    """``fn`` called on no storage (a bare object), ``None`` for each of its arguments."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    args = [None for p in params if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty]
+    kwargs = {p.name: None for p in params if p.kind is p.KEYWORD_ONLY and p.name != "timeout"
+              and p.default is p.empty}
+    return fn(object(), *args, **kwargs, timeout=timeout)
+
+
+async def test_every_local_and_broker_operation_with_a_timeout_applies_the_rule() -> None:
     missing = []
-    for cls in classes:
-        for name in dir(cls):
-            fn = getattr(cls, name)
-            if not inspect.isfunction(fn) or fn.__qualname__ in DELEGATING:
-                continue
-            if ("timeout" in inspect.signature(fn).parameters
-                    and not getattr(fn, "timeout_rule", False)):
-                missing.append(f"{cls.__name__}.{name}")
+    for cls in LOCAL + BROKER:
+        for name, fn in _ops(cls):
+            try:
+                await _call(fn, "soon")
+            except TypeError as e:
+                if "timeout must be a number of seconds or None" in str(e):
+                    continue
+            except Exception:
+                pass
+            missing.append(f"{cls.__name__}.{name}")
     assert missing == []
 
 
-@pytest.mark.parametrize(("bad", "error"), BAD)
+def test_a_local_operation_is_its_own_coroutine_with_none_around_it() -> None:
+    wrapped = []
+    for cls in LOCAL:
+        for name, fn in _ops(cls):
+            coro = _call(fn, None)
+            if coro.cr_code is not inspect.unwrap(fn).__code__ or coro.cr_code.co_name != name:
+                wrapped.append(f"{cls.__name__}.{name} runs {coro.cr_code.co_qualname}")
+            coro.close()
+    assert wrapped == []
+
+
+@pytest.mark.parametrize(("bad", "error"), [*BAD, ("1", TypeError), (Decimal("1"), TypeError)])
 async def test_a_local_storage_refuses_a_bad_timeout_applying_nothing(
         bad: Any, error: type[Exception]) -> None:
     q: local.VecDequeStorage[str] = local.VecDequeStorage()
@@ -83,7 +114,8 @@ async def test_a_local_storage_refuses_a_bad_timeout_applying_nothing(
 async def test_a_local_storage_makes_its_attempt_with_timeout_zero() -> None:
     q: local.VecDequeStorage[str] = local.VecDequeStorage()
     assert await q.offer("x", timeout=0) is None
-    assert await q.poll(timeout=0) == "x"
+    assert await q.offer("y", timeout=-1) is None
+    assert await q.poll_many(2, timeout=0) == ["x", "y"]
 
 
 async def _zero_and_none(node: Any) -> None:
