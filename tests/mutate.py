@@ -1250,9 +1250,9 @@ MUTATIONS = [
         ("tests/brokers/test_no_jetstream.py::test_other_refusals_with_a_503_are_not_reported_as_no_jetstream",),
         "only a 503 without an error code (or 10008) is reported as JetStream unavailable"),
     Mutation(
-        "nats-redrive-reads-all", "lazily_queue/brokers/nats_work.py",
-        "                page = await b.messages(self.dead_stream, start, REDRIVE_PAGE)\n",
-        "                page = await b.messages(self.dead_stream, start, info.state.messages)\n",
+        "nats-redrive-reads-all", "lazily_queue/brokers/nats_dead_letters.py",
+        "            page = await b.messages(dead_stream, start, REDRIVE_PAGE)\n",
+        "            page = await b.messages(dead_stream, start, info.state.messages)\n",
         ("tests/brokers/test_redrive_pages.py::test_a_nats_redrive_reads_the_dead_letters_a_page_at_a_time",),
         "a NATS redrive holds at most a page of dead letters in the client"),
     Mutation(

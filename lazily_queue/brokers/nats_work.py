@@ -8,8 +8,7 @@ so the next claim finds the item ahead of newer ones), or, on the last
 attempt, a publish to the dead-letter stream ``LQ_DL_<name>`` followed by ``+TERM``;
 extend is ``+WPI`` (in progress: the server restarts the lease); release is ``-NAK``.
 A message the server delivers beyond ``max_deliveries`` (its last lease expired) is
-dead-lettered by the claim that receives it. Dead letters are published with a
-``Nats-Msg-Id`` derived from the item, so a retried move is stored once.
+dead-lettered by the claim that receives it (:mod:`.nats_dead_letters`).
 
 What differs from the in-process work queue (capabilities: ``observable``,
 ``own_clock``, ``dedup``; not ``logical_time``):
@@ -57,9 +56,10 @@ from ..names import check_named_member
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
+from . import nats_dead_letters
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
-from .mirrors import WorkMirror, foreign_letter, whole
+from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_names import object_token
 
@@ -68,8 +68,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
-#: Dead letters a redrive reads at a time.
-REDRIVE_PAGE = 256
 
 
 @bounds_timeouts
@@ -161,7 +159,7 @@ class NatsWorkQueueStorage(WorkMirror):
                 letters = await b.messages(self.dead_stream, dead.state.first_seq, limit)
                 self._pending = [PendingItem(seq, decode(raw.data or b""), 0)
                                  for seq, raw in undelivered]
-                self._dead = [self._letter(seq, raw) for seq, raw in letters]
+                self._dead = [nats_dead_letters.letter(seq, raw) for seq, raw in letters]
         now = time.time()
         for did in [d for d, (_, lease) in self._leases.items() if lease.deadline < now]:
             del self._leases[did]
@@ -178,12 +176,6 @@ class NatsWorkQueueStorage(WorkMirror):
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:
             self._listener(mask)
-
-    @staticmethod
-    def _letter(seq: int, raw: Any) -> DeadLetter:
-        headers = raw.headers or {}
-        return foreign_letter(whole(headers.get("Lq-Item"), 0), decode(raw.data or b""),
-                              headers.get("Lq-Attempts"), headers.get("Lq-Reason"), seq)
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -264,11 +256,8 @@ class NatsWorkQueueStorage(WorkMirror):
         check_named_member(worker, "worker name")
 
     async def _dead_letter(self, msg: Msg, attempts: int, reason: str) -> None:
-        item = msg.metadata.sequence.stream
-        headers = {"Lq-Item": str(item), "Lq-Attempts": str(attempts), "Lq-Reason": reason,
-                   "Nats-Msg-Id": f"{self.stream}-{item}"}
-        await self._backend.publish(self.dead_subject, msg.data, headers)
-        await self._backend.ack(msg, b"+TERM")
+        await nats_dead_letters.move(self._backend, msg, self.stream, self.dead_subject,
+                                     attempts, reason)
 
     def _mutated(self) -> None:
         """After a claim or settlement: announce it to the other processes' mirrors and
@@ -365,31 +354,10 @@ class NatsWorkQueueStorage(WorkMirror):
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None
     ) -> WT[int]:
         """Publish dead letters (all, or those items) to the work queue again (as new
-        items) and delete them from the dead-letter stream, :data:`REDRIVE_PAGE` read at
-        a time (those dead-lettered after the redrive began stay)."""
+        items) and delete them from the dead-letter stream (:mod:`.nats_dead_letters`)."""
         await self._ready()
-        wanted = None if item_ids is None else set(item_ids)
-        b = self._backend
-        moved = 0
-        async with b.errors(f"redriving {self.dead_stream}"):
-            info = await b.js.stream_info(self.dead_stream)
-            start, last = info.state.first_seq, info.state.last_seq
-            while info.state.messages and start <= last:
-                page = await b.messages(self.dead_stream, start, REDRIVE_PAGE)
-                for seq, raw in page:
-                    if seq > last:  # dead-lettered after the redrive began
-                        break
-                    item = whole((raw.headers or {}).get("Lq-Item"), 0)
-                    item = seq if item is None else item
-                    if wanted is not None and item not in wanted:
-                        continue
-                    await b.publish(self.subject, raw.data or encode(None),
-                                    {"Nats-Msg-Id": f"redrive-{self.dead_stream}-{seq}"})
-                    await b.js.delete_msg(self.dead_stream, seq)
-                    moved += 1
-                if not page:
-                    break
-                start = page[-1][0] + 1
+        moved = await nats_dead_letters.redrive(self._backend, self.dead_stream, self.subject,
+                                                item_ids)
         if moved:
             self._mutated()
         return WT(moved, 0)
