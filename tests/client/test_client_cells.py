@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import time
 import weakref
 from collections.abc import Callable
 
@@ -22,10 +24,60 @@ from tests.client.test_client_cluster import client_of, cluster_with_clients
 pytestmark = pytest.mark.timeout(60)
 
 
+def _full_collection() -> None:
+    """Collect every generation on this thread. ``gc.collect()`` does nothing while
+    another thread is collecting (a member's snapshot or fsync thread here), leaving the
+    garbage of the older generations counted: it is called again until one ran here."""
+    me, ran = threading.get_ident(), []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 2 and threading.get_ident() == me:
+            ran.append(True)
+
+    gc.callbacks.append(seen)
+    try:
+        gc.collect()
+        while not ran:
+            time.sleep(0.01)  # the other thread's collection goes on meanwhile
+            gc.collect()
+    finally:
+        gc.callbacks.remove(seen)
+
+
 def _client_queues() -> int:
     """The client queue cells and storages alive in this process."""
-    gc.collect()
+    _full_collection()
     return sum(type(o) in (QueueCell, RemoteQueueStorage) for o in gc.get_objects())
+
+
+def test_a_count_is_of_the_living_while_another_thread_collects() -> None:
+    before = _client_queues()
+    collecting, finish = threading.Event(), threading.Event()
+
+    class Slow:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:  # runs inside the other thread's collection
+            collecting.set()
+            finish.wait(5)
+
+    def collect() -> None:
+        Slow()
+        gc.collect()
+
+    other = threading.Thread(target=collect)
+    other.start()
+    try:
+        assert collecting.wait(5)
+        garbage: list[object] = [RemoteQueueStorage.__new__(RemoteQueueStorage)]
+        garbage.append(garbage)  # freed by a collection only
+        del garbage
+        threading.Timer(0.2, finish.set).start()
+        assert _client_queues() == before
+    finally:
+        finish.set()
+        other.join()
 
 
 @pytest.mark.slow
