@@ -21,10 +21,15 @@ A backlog grows the state itself: 300,000 queued work items with small dict payl
 on three node processes made full collections of 320-460 ms, long enough for the
 followers to elect a new leader. :func:`freeze_survivors` exempts what survives each
 full collection, so the next one traverses only what was kept since: its pause follows
-the recent growth, not the size of the state. The cost is that a reference cycle alive
-at a full collection is never collected once it becomes garbage (most of what a node
-keeps, its queued elements and records, holds no cycles and is freed by reference
-counting as usual). ``lazily-queue node`` installs it with the start-up freeze.
+the recent growth, not the size of the state. A reference cycle exempt this way is not
+collected when it becomes garbage; most of what a node keeps, its queued elements and
+records, holds none and is freed by reference counting as usual, but every client link
+a member served and closed does (about 80 objects, 16 kB). So once the exempt objects
+have grown to :data:`THAW_GROWTH` times as many as were alive after the last full
+collection that traversed them all (and by :data:`THAW_FLOOR` at least), the next full
+collection traverses them all again and frees the garbage among them: what is kept as
+garbage stays under what is alive, at the price of one long collection each time the
+exempt objects double. ``lazily-queue node`` installs it with the start-up freeze.
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ if TYPE_CHECKING:
 
 #: Seconds between looks at the node's snapshot counters.
 CHECK_INTERVAL = 1.0
+#: Exempt objects grown to this many times those alive after the last full traversal
+#: make the next full collection traverse them all again (:func:`freeze_survivors`).
+THAW_GROWTH = 2
+#: ... when they have also grown by this many objects at least.
+THAW_FLOOR = 100_000
 
 
 @cache
@@ -76,12 +86,34 @@ def freeze_started_process() -> int:
     return gc.get_freeze_count()
 
 
-def freeze_survivors() -> Callable[[], None]:
-    """From now on, after every full collection, exempt what survived it (``gc.freeze``,
-    module docstring); returns the function that stops doing so."""
+def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR
+                     ) -> Callable[[], None]:
+    """From now on, after every full collection, exempt what survived it (``gc.freeze``),
+    and let a full collection traverse the exempt objects again once they grew to
+    ``growth`` times, and by ``floor`` more than, those alive after the last one that did
+    (module docstring); returns the function that stops doing so."""
+    if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
+        raise ValueError(f"freeze_survivors: growth must be a whole number of 1 or more, "
+                         f"not {growth!r}")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise ValueError(f"freeze_survivors: floor must be a whole number of 0 or more, "
+                         f"not {floor!r}")
+    alive = gc.get_freeze_count()
+    thawed = False
+
     def after(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop" and info.get("generation") == 2:
+        nonlocal alive, thawed
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            frozen = gc.get_freeze_count()
+            if frozen >= max(alive * growth, alive + floor):
+                gc.unfreeze()  # into the oldest generation: this collection traverses them
+                thawed = True
+        elif phase == "stop":
             gc.freeze()
+            if thawed:
+                alive, thawed = gc.get_freeze_count(), False
 
     gc.callbacks.append(after)
 

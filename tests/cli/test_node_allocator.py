@@ -8,6 +8,7 @@ import io
 import platform
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,46 @@ def test_what_survives_a_full_collection_is_spared_by_the_next() -> None:
     frozen = gc.get_freeze_count()
     gc.collect()  # stopped: nothing more is frozen
     assert gc.get_freeze_count() == frozen == 0
+
+
+class _Cycle:
+    """An object in a reference cycle: freed only by a collection that traverses it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_garbage_among_the_spared_is_collected_once_they_grew_past_the_bound() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    start = allocator.freeze_started_process()
+    stop = allocator.freeze_survivors(growth=1, floor=10_000)  # thaw 10,000 past the start
+    try:
+        first: list[weakref.ref[_Cycle]] = []
+        highest = 0
+        for _ in range(40):  # 40 x 2,000 objects: cycles alive at a full collection ...
+            cycles = [_Cycle() for _ in range(1_000)]
+            first.append(weakref.ref(cycles[0]))
+            gc.collect()
+            del cycles  # ... then garbage, which reference counting does not free
+            highest = max(highest, gc.get_freeze_count())
+        assert first[0]() is None  # collected, though spared once
+        assert highest < start + 10_000 + 2 * 2_000, (start, highest)
+        gc.collect()
+        assert gc.get_freeze_count() >= start  # what was alive is spared again
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+@pytest.mark.parametrize("options", [{"growth": 0}, {"growth": 1.5}, {"growth": True},
+                                     {"floor": -1}, {"floor": "many"}])
+def test_bad_thaw_options_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"freeze_survivors: (growth|floor) must be"):
+        allocator.freeze_survivors(**options)  # type: ignore[arg-type]
+    assert not any(getattr(c, "__name__", "") == "after" for c in gc.callbacks)
 
 
 #: Run in a process of its own: how much a trim gives back depends on the heap's history
