@@ -26,10 +26,11 @@ collected when it becomes garbage; most of what a node keeps, its queued element
 records, holds none and is freed by reference counting as usual, but every client link
 a member served and closed does (about 80 objects, 16 kB). So once the exempt objects
 have grown to :data:`THAW_GROWTH` times as many as were alive after the last full
-collection that traversed them all (and by :data:`THAW_FLOOR` at least), the next full
-collection traverses them all again and frees the garbage among them: what is kept as
-garbage stays under what is alive, at the price of one long collection each time the
-exempt objects double. ``lazily-queue node`` installs it with the start-up freeze.
+collection that traversed them all, or than were exempt at any full collection since if
+fewer (and by :data:`THAW_FLOOR` at least), the next full collection traverses them all
+again and frees the garbage among them: what is kept as garbage stays under what is
+alive, at the price of one long collection each time the exempt objects double.
+``lazily-queue node`` installs it with the start-up freeze.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR
     """From now on, after every full collection, exempt what survived it (``gc.freeze``),
     and let a full collection traverse the exempt objects again once they grew to
     ``growth`` times, and by ``floor`` more than, those alive after the last one that did
-    (module docstring); returns the function that stops doing so."""
+    (or exempt after a later one, if fewer: module docstring); returns the function that
+    stops doing so."""
     if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
         raise ValueError(f"freeze_survivors: growth must be a whole number of 1 or more, "
                          f"not {growth!r}")
@@ -112,8 +114,9 @@ def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR
                 thawed = True
         elif phase == "stop":
             gc.freeze()
-            if thawed:
-                alive, thawed = gc.get_freeze_count(), False
+            # Fewer exempt now (freed by reference counting) means fewer alive.
+            alive = gc.get_freeze_count() if thawed else min(alive, gc.get_freeze_count())
+            thawed = False
 
     gc.callbacks.append(after)
 

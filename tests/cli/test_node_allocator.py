@@ -56,7 +56,7 @@ def test_garbage_among_the_spared_is_collected_once_they_grew_past_the_bound() -
     try:
         first: list[weakref.ref[_Cycle]] = []
         highest = 0
-        for _ in range(40):  # 40 x 2,000 objects: cycles alive at a full collection ...
+        for _ in range(40):  # 40 x 1,000 cycles, alive at a full collection ...
             cycles = [_Cycle() for _ in range(1_000)]
             first.append(weakref.ref(cycles[0]))
             gc.collect()
@@ -66,6 +66,29 @@ def test_garbage_among_the_spared_is_collected_once_they_grew_past_the_bound() -
         assert highest < start + 10_000 + 2 * 2_000, (start, highest)
         gc.collect()
         assert gc.get_freeze_count() >= start  # what was alive is spared again
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+def test_the_bound_follows_the_spared_objects_down_when_they_are_freed() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    state = [[i] for i in range(200_000)]  # alive when the process started: spared ...
+    allocator.freeze_started_process()
+    stop = allocator.freeze_survivors(growth=2, floor=0)
+    try:
+        del state  # ... then freed by reference counting: fewer spared
+        low = gc.get_freeze_count()
+        gc.collect()
+        cycles = [_Cycle() for _ in range(low + 1_000)]  # more than were spared
+        first = weakref.ref(cycles[0])
+        gc.collect()
+        del cycles
+        gc.collect()  # spared ones doubled since the low mark: all traversed again
+        assert first() is None
     finally:
         stop()
         gc.unfreeze()
