@@ -25,11 +25,12 @@ the recent growth, not the size of the state. A reference cycle exempt this way 
 collected when it becomes garbage; most of what a node keeps, its queued elements and
 records, holds none and is freed by reference counting as usual, but every client link
 a member served and closed does (about 80 objects, 16 kB). So once the exempt objects
-have grown to :data:`THAW_GROWTH` times as many as were alive after the last full
+have stayed :data:`THAW_GROWTH` times as many as were alive after the last full
 collection that traversed them all, or than were exempt at any full collection since if
-fewer (and by :data:`THAW_FLOOR` at least), the next full collection traverses them all
-again and frees the garbage among them: what is kept as garbage stays under what is
-alive, at the price of one long collection each time the exempt objects double.
+fewer (and :data:`THAW_FLOOR` more at least), for :data:`THAW_STEADY` full collections
+in a row, the next full collection traverses them all again and frees the garbage among
+them: what is kept as garbage stays under what is alive, at the price of one long
+collection each time the exempt objects double for good.
 ``lazily-queue node`` installs it with the start-up freeze.
 """
 
@@ -51,8 +52,11 @@ CHECK_INTERVAL = 1.0
 #: Exempt objects grown to this many times those alive after the last full traversal
 #: make the next full collection traverse them all again (:func:`freeze_survivors`).
 THAW_GROWTH = 2
-#: ... when they have also grown by this many objects at least.
+#: ... when they have also grown by this many objects at least ...
 THAW_FLOOR = 100_000
+#: ... after this many full collections in a row (a snapshot being installed or taken
+#: doubles them for a while, and is no garbage).
+THAW_STEADY = 8
 
 
 @cache
@@ -87,36 +91,38 @@ def freeze_started_process() -> int:
     return gc.get_freeze_count()
 
 
-def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR
-                     ) -> Callable[[], None]:
+def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR,
+                     steady: int = THAW_STEADY) -> Callable[[], None]:
     """From now on, after every full collection, exempt what survived it (``gc.freeze``),
-    and let a full collection traverse the exempt objects again once they grew to
-    ``growth`` times, and by ``floor`` more than, those alive after the last one that did
-    (or exempt after a later one, if fewer: module docstring); returns the function that
-    stops doing so."""
-    if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
-        raise ValueError(f"freeze_survivors: growth must be a whole number of 1 or more, "
-                         f"not {growth!r}")
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
-        raise ValueError(f"freeze_survivors: floor must be a whole number of 0 or more, "
-                         f"not {floor!r}")
+    and let a full collection traverse the exempt objects again once ``steady`` full
+    collections in a row left them ``growth`` times, and ``floor`` more than, those alive
+    after the last one that did (or exempt after a later one, if fewer: module
+    docstring); returns the function that stops doing so."""
+    for name, value, least in (("growth", growth, 1), ("floor", floor, 0),
+                               ("steady", steady, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"freeze_survivors: {name} must be a whole number of {least} "
+                             f"or more, not {value!r}")
     alive = gc.get_freeze_count()
+    past = 0  # full collections in a row that left the exempt objects past the bound
     thawed = False
 
     def after(phase: str, info: dict[str, int]) -> None:
-        nonlocal alive, thawed
+        nonlocal alive, past, thawed
         if info.get("generation") != 2:
             return
         if phase == "start":
-            frozen = gc.get_freeze_count()
-            if frozen >= max(alive * growth, alive + floor):
+            if past >= steady:
                 gc.unfreeze()  # into the oldest generation: this collection traverses them
                 thawed = True
-        elif phase == "stop":
-            gc.freeze()
-            # Fewer exempt now (freed by reference counting) means fewer alive.
-            alive = gc.get_freeze_count() if thawed else min(alive, gc.get_freeze_count())
-            thawed = False
+            return
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        if thawed:
+            alive, past, thawed = frozen, 0, False
+            return
+        alive = min(alive, frozen)  # fewer exempt (freed by reference counting): fewer alive
+        past = past + 1 if frozen >= max(alive * growth, alive + floor) else 0
 
     gc.callbacks.append(after)
 

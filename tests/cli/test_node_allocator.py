@@ -48,11 +48,11 @@ class _Cycle:
         self.me = self
 
 
-def test_garbage_among_the_spared_is_collected_once_they_grew_past_the_bound() -> None:
+def test_garbage_among_the_spared_is_collected_once_they_stayed_past_the_bound() -> None:
     automatic = gc.isenabled()
     gc.disable()
     start = allocator.freeze_started_process()
-    stop = allocator.freeze_survivors(growth=1, floor=10_000)  # thaw 10,000 past the start
+    stop = allocator.freeze_survivors(growth=1, floor=10_000, steady=3)
     try:
         first: list[weakref.ref[_Cycle]] = []
         highest = 0
@@ -63,9 +63,39 @@ def test_garbage_among_the_spared_is_collected_once_they_grew_past_the_bound() -
             del cycles  # ... then garbage, which reference counting does not free
             highest = max(highest, gc.get_freeze_count())
         assert first[0]() is None  # collected, though spared once
-        assert highest < start + 10_000 + 2 * 2_000, (start, highest)
+        # Past the bound (10,000 more) for 3 full collections, then traversed again.
+        assert highest < start + 10_000 + 5 * 1_000, (start, highest)
         gc.collect()
         assert gc.get_freeze_count() >= start  # what was alive is spared again
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+def test_spared_objects_past_the_bound_for_fewer_collections_are_not_traversed() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    start = allocator.freeze_started_process()
+    stop = allocator.freeze_survivors(growth=2, floor=0, steady=3)
+    try:
+        cycle = _Cycle()
+        marker = weakref.ref(cycle)
+        gc.collect()
+        del cycle  # garbage among the spared: freed only by a full traversal
+        for _ in range(4):  # a state being replaced, twice the size for 2 collections
+            doubled = [[i] for i in range(start + 1_000)]
+            gc.collect()
+            gc.collect()
+            del doubled
+            gc.collect()
+        assert marker() is not None  # never traversed again
+        doubled = [[i] for i in range(start + 1_000)]
+        for _ in range(4):  # for 3 collections in a row, then at the next
+            gc.collect()
+        del doubled
+        assert marker() is None
     finally:
         stop()
         gc.unfreeze()
@@ -78,7 +108,7 @@ def test_the_bound_follows_the_spared_objects_down_when_they_are_freed() -> None
     gc.disable()
     state = [[i] for i in range(200_000)]  # alive when the process started: spared ...
     allocator.freeze_started_process()
-    stop = allocator.freeze_survivors(growth=2, floor=0)
+    stop = allocator.freeze_survivors(growth=2, floor=0, steady=1)
     try:
         del state  # ... then freed by reference counting: fewer spared
         low = gc.get_freeze_count()
@@ -97,9 +127,9 @@ def test_the_bound_follows_the_spared_objects_down_when_they_are_freed() -> None
 
 
 @pytest.mark.parametrize("options", [{"growth": 0}, {"growth": 1.5}, {"growth": True},
-                                     {"floor": -1}, {"floor": "many"}])
+                                     {"floor": -1}, {"floor": "many"}, {"steady": 0}])
 def test_bad_thaw_options_are_refused(options: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match=r"freeze_survivors: (growth|floor) must be"):
+    with pytest.raises(ValueError, match=r"freeze_survivors: (growth|floor|steady) must be"):
         allocator.freeze_survivors(**options)  # type: ignore[arg-type]
     assert not any(getattr(c, "__name__", "") == "after" for c in gc.callbacks)
 
