@@ -1,6 +1,8 @@
 """The gauges of :class:`~lazily_queue.metrics.NodeMetrics`, read from the node at scrape
 time: identity and build (constant labels only), Raft state, members, disk, listener
-refusals, the producer dedup window and the depths of every queue, work queue and topic.
+refusals, the producer dedup window, the bounded bookkeeping tables of the applied state
+(each size with its bound as a ``_limit`` gauge) and the depths of every queue, work queue
+and topic.
 
 No label value changes while a node runs (only the set of members, queues and
 subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}`` with
@@ -88,6 +90,7 @@ class StateCollector(Collector):
         yield GaugeMetricFamily(f"{ns}_dedup_window_entries",
                                 "Producer message ids held in the dedup window",
                                 value=view.dedup_window_len)
+        yield from _tables(ns, view.table_sizes())
         names = self.metrics.names
         yield from _depths(ns, view, names)
         yield from _expiry(ns, view.expiry_counts(), names)
@@ -117,6 +120,38 @@ def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]],
             unread.add_metric([OTHER, kind], total[1])
     yield expired
     yield unread
+
+
+#: Gauges of the bounded tables: (name, table, figure, help); ``{name}_limit`` is the
+#: table's bound where ``limit`` is given.
+TABLE_GAUGES = (
+    ("client_sessions", "client_sessions", "count",
+     "Client sessions held (past the limit the client holding the most gives up its least "
+     "recently seen)"),
+    ("client_session_clients", "client_sessions", "clients",
+     "Clients holding a client session"),
+    ("ended_sessions", "ended_sessions", "count",
+     "Ended client session ids kept (past the limit the oldest ended are forgotten)"),
+    ("kept_result_bytes", "kept_results", "bytes",
+     "Bytes of op results all sessions keep for retries (past the limit the sessions "
+     "keeping the most give up their oldest)"),
+    ("receipts", "receipts", "count",
+     "Settlement receipts of all work queues (past the limit the oldest settled go)"),
+    ("ephemeral_owners", "ephemeral_owners", "sessions",
+     "Client sessions owning ephemeral subscriptions"),
+    ("ephemeral_owned_subscriptions", "ephemeral_owners", "subscriptions",
+     "Ephemeral subscriptions owned by client sessions"),
+)
+
+
+def _tables(ns: str, tables: dict[str, dict[str, Any]]) -> Iterator[Metric]:
+    for name, table, figure, help_text in TABLE_GAUGES:
+        yield GaugeMetricFamily(f"{ns}_{name}", help_text, value=tables[table][figure])
+        if figure in ("count", "bytes"):
+            yield GaugeMetricFamily(f"{ns}_{name}_limit", f"The bound of {ns}_{name}",
+                                    value=tables[table]["limit"])
+    yield GaugeMetricFamily(f"{ns}_work_receipts_limit", f"The bound of {ns}_work_receipts",
+                            value=tables["receipts"]["per_work_queue"])
 
 
 def _raft(ns: str, status: dict[str, Any], leader_changes: int) -> Iterator[Metric]:
@@ -170,9 +205,13 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
                               labels=["name"]),
             GaugeMetricFamily(f"{ns}_work_delayed",
                               "Items not claimable before their due time (delayed pushes "
-                              "and back-off)", labels=["name"]))
+                              "and back-off)", labels=["name"]),
+            GaugeMetricFamily(f"{ns}_work_receipts",
+                              "Settlement receipts a work queue keeps (its share of "
+                              f"{ns}_receipts)", labels=["name"]))
     _each(work, ((label("work", n), (w.core.pending_len(), w.core.in_flight_len(),
-                                     w.core.dead_letter_len(), w.core.delayed_len()))
+                                     w.core.dead_letter_len(), w.core.delayed_len(),
+                                     len(w.table)))
                  for n, w in list(view.work_queues.items())))
     yield from work
     retained = GaugeMetricFamily(f"{ns}_topic_retained", "Retained topic elements",

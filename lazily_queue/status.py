@@ -90,13 +90,18 @@ def local_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
 
 
 def state_status(view: ReadView) -> dict[str, Any]:
-    """The ``queues``, ``topics``, ``work_queues`` and ``dedup`` sections of a status.
+    """The ``queues``, ``topics``, ``work_queues``, ``dedup`` and ``tables`` sections of
+    a status.
 
-    ``dedup``: ``deduplicated_pushes`` counts the pushes and publishes this replica
-    answered from the producer dedup window (their ``msg_id`` was still there) without
-    applying them; ``window_len`` is the message ids held now (an expired id leaves at
-    the next push carrying one). A work queue's ``workers`` and a topic's
-    ``subscribers`` are bounded (see :func:`_workers` and :func:`subscribers_behind`).
+    ``tables``: the size and bound of each bounded bookkeeping table of the applied
+    state (client sessions, ended sessions, kept results, receipts, ephemeral owners:
+    :func:`~lazily_queue.replicated.table_sizes.table_sizes`); a work queue's
+    ``receipts`` is its share of them. ``dedup``: ``deduplicated_pushes`` counts the
+    pushes and publishes this replica answered from the producer dedup window (their
+    ``msg_id`` was still there) without applying them; ``window_len`` is the message
+    ids held now (an expired id leaves at the next push carrying one). A work queue's
+    ``workers`` and a topic's ``subscribers`` are bounded (see :func:`_workers` and
+    :func:`subscribers_behind`).
     """
     status = _dedup(view)
     for section, table, entry in _sections(view):
@@ -127,7 +132,8 @@ async def state_status_sliced(view: ReadView) -> dict[str, Any]:
 
 def _dedup(view: ReadView) -> dict[str, Any]:
     return {"dedup": {"deduplicated_pushes": view.deduplicated_pushes,
-                      "window_len": view.dedup_window_len}}
+                      "window_len": view.dedup_window_len},
+            "tables": view.table_sizes()}
 
 
 def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[str, Any]]]]:
@@ -146,7 +152,7 @@ def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[
     def work(_name: str, w: Any) -> dict[str, Any]:
         return {"pending": w.core.pending_len(), "in_flight": w.core.in_flight_len(),
                 "dead_letters": w.core.dead_letter_len(), "delayed": w.core.delayed_len(),
-                **_workers(w.core)}
+                "receipts": len(w.table), **_workers(w.core)}
 
     return [("queues", view.queues, queue), ("topics", view.topics, topic),
             ("work_queues", view.work_queues, work)]

@@ -46,7 +46,7 @@ def _where_lag_is(status: dict[str, Any]) -> str:
 
 def render(status: dict[str, Any]) -> list[Table]:
     """The cluster table, the health reasons (when the health is not ok), the members
-    table and one table per non-empty queue family."""
+    table, the bounded tables and one table per non-empty queue family."""
     s = status
     tables = [
         _table(f"node {s['node']} of cluster {s['cluster']!r}",
@@ -73,13 +73,17 @@ def render(status: dict[str, Any]) -> list[Table]:
               clients["refused"], clients["in_flight"], clients.get("links_refused", 0))],
             right=frozenset({"connected", "requests", "refused", "in flight",
                              "links refused"})))
+    bounded = s.get("tables")
+    if bounded:
+        tables.append(_bounded(bounded))
     if s["work_queues"]:
         tables.append(_table(
-            "work queues", ("name", "pending (lag)", "in flight", "dead letters", "workers"),
-            [(name, w["pending"], w["in_flight"], w["dead_letters"],
+            "work queues", ("name", "pending (lag)", "in flight", "dead letters", "receipts",
+                            "workers"),
+            [(name, w["pending"], w["in_flight"], w["dead_letters"], w.get("receipts"),
               _workers(w) or None)
              for name, w in s["work_queues"].items()],
-            right=frozenset({"pending (lag)", "in flight", "dead letters"})))
+            right=frozenset({"pending (lag)", "in flight", "dead letters", "receipts"})))
     if s["queues"]:
         tables.append(_table(
             "queues", ("name", "depth", "capacity", "closed"),
@@ -94,6 +98,28 @@ def render(status: dict[str, Any]) -> list[Table]:
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
     return tables
+
+
+def _bounded(t: dict[str, Any]) -> Table:
+    """One row per bounded table of the applied state: its size, bound and share used."""
+    sessions, ended, kept = t["client_sessions"], t["ended_sessions"], t["kept_results"]
+    receipts, owners = t["receipts"], t["ephemeral_owners"]
+    rows = [
+        ("client sessions", sessions["count"], sessions["limit"],
+         f"{sessions['clients']} client(s)"),
+        ("ended sessions", ended["count"], ended["limit"],
+         f"each kept {ended['kept_ms'] // 60_000} min at most"),
+        ("kept results (bytes)", kept["bytes"], kept["limit"],
+         f"{kept['per_client_session']} per client session"),
+        ("receipts", receipts["count"], receipts["limit"],
+         f"{receipts['per_work_queue']} per work queue"),
+        ("ephemeral owners", owners["sessions"], owners["limit"],
+         f"{owners['subscriptions']} subscription(s)"),
+    ]
+    return _table("bounded tables", ("table", "size", "bound", "used", "detail"),
+                  [(name, size, bound, f"{100 * size / bound:.0f}%" if bound else None,
+                    detail) for name, size, bound, detail in rows],
+                  right=frozenset({"size", "bound", "used"}))
 
 
 def _health(status: dict[str, Any]) -> Table | None:

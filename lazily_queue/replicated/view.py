@@ -17,6 +17,7 @@ from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders
 from ..core.topic import TopicCore
 from .state_machine import StateMachine
+from .table_sizes import table_sizes
 from .work_queues import WorkState
 
 
@@ -161,6 +162,11 @@ class ReadView:
     def dedup_window_len(self) -> int:
         """Message ids in the dedup window now."""
         return len(self._sm.dedup)
+
+    def table_sizes(self) -> dict[str, dict[str, Any]]:
+        """The sizes and bounds of the bounded bookkeeping tables
+        (:func:`~.table_sizes.table_sizes`)."""
+        return table_sizes(self._sm)
 
     def capture(self) -> dict[str, Any]:
         """The whole state in its snapshot form (a copy; compares replicas)."""

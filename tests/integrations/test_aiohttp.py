@@ -78,8 +78,8 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
         assert status["node"] == "2" and status["leader"] == leader.node_id
         assert status["queues"]["orders"]["len"] == 2
         assert status["work_queues"]["jobs"] == {
-            "pending": 0, "in_flight": 0, "dead_letters": 0, "delayed": 0, "workers": {},
-            "workers_total": 0}
+            "pending": 0, "in_flight": 0, "dead_letters": 0, "delayed": 0, "receipts": 1,
+            "workers": {}, "workers_total": 0}
         page = await b.get("/cluster/")
         assert page.headers["Content-Type"].startswith("text/html")
         assert "status.json" in await page.text()

@@ -1,0 +1,107 @@
+"""The bounded bookkeeping tables of the applied state (client sessions, ended sessions,
+kept results, receipts, ephemeral owners) show their sizes and bounds in the status,
+the metrics and ``lazily-queue status``, and the sizes move as clients come and go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from lazily_queue import ClientAccess, ClientGrant, Node, connect
+from lazily_queue.cli.status_view import render
+from lazily_queue.metrics import NodeMetrics
+from lazily_queue.replicated.receipts import RECEIPTS_TOTAL
+from lazily_queue.replicated.session_end import ENDED_KEPT
+from lazily_queue.replicated.session_results import KEPT_BYTES
+from lazily_queue.replicated.state_machine import MAX_CLIENT_SESSIONS
+from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
+from lazily_queue.status import node_status
+from tests.client.one_member import TOKEN, one_member
+
+pytestmark = pytest.mark.timeout(60)
+
+ACCESS = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"])])
+
+
+def _gauges(metrics: NodeMetrics) -> dict[str, float | None]:
+    get = metrics.registry.get_sample_value
+    names = ("client_sessions", "client_sessions_limit", "client_session_clients",
+             "ended_sessions", "ended_sessions_limit", "kept_result_bytes",
+             "kept_result_bytes_limit", "receipts", "receipts_limit", "ephemeral_owners",
+             "ephemeral_owned_subscriptions", "work_receipts_limit")
+    found = {name: get(f"lazily_queue_{name}") for name in names}
+    found["work_receipts{jobs}"] = get("lazily_queue_work_receipts", {"name": "jobs"})
+    return found
+
+
+def _tables(node: Node) -> dict[str, Any]:
+    doc = node_status(node)
+    console = Console(record=True, width=160)
+    console.print(*render(doc))
+    shown = console.export_text()
+    assert "bounded tables" in shown
+    tables: dict[str, Any] = doc["tables"]
+    assert f"│ client sessions      │ {tables['client_sessions']['count']:>4} │" in shown
+    return tables
+
+
+async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
+    async with one_member(ACCESS) as node:
+        assert node.listen is not None
+        metrics = NodeMetrics(node)
+        await node.work_queue("jobs").push("first")
+        tables = _tables(node)
+        assert tables == {
+            "client_sessions": {"count": 0, "limit": MAX_CLIENT_SESSIONS, "clients": 0},
+            "ended_sessions": {"count": 0, "limit": ENDED_KEPT, "kept_ms": 3_600_000},
+            "kept_results": {"bytes": tables["kept_results"]["bytes"], "limit": KEPT_BYTES,
+                             "per_client_session": 8 << 20, "per_member_session": 64 << 20},
+            "receipts": {"count": 0, "limit": RECEIPTS_TOTAL, "per_work_queue": RECEIPTS_KEPT},
+            "ephemeral_owners": {"sessions": 0, "limit": MAX_CLIENT_SESSIONS,
+                                 "subscriptions": 0},
+        }
+        member_bytes = tables["kept_results"]["bytes"]
+        assert _gauges(metrics) == {
+            "client_sessions": 0, "client_sessions_limit": MAX_CLIENT_SESSIONS,
+            "client_session_clients": 0, "ended_sessions": 0,
+            "ended_sessions_limit": ENDED_KEPT, "kept_result_bytes": member_bytes,
+            "kept_result_bytes_limit": KEPT_BYTES, "receipts": 0,
+            "receipts_limit": RECEIPTS_TOTAL, "ephemeral_owners": 0,
+            "ephemeral_owned_subscriptions": 0, "work_receipts_limit": RECEIPTS_KEPT,
+            "work_receipts{jobs}": 0}
+
+        async with connect([node.listen], ("web", TOKEN)) as client:
+            await client.queue("q").push("x" * 1000)
+            assert await client.queue("q").pop() == "x" * 1000  # its result is kept
+            await client.topic("news").subscribe("dashboard", "ephemeral")
+            jobs = client.work_queue("jobs")
+            delivery = await jobs.claim("w1")
+            await jobs.ack("w1", delivery.delivery_id)
+            tables = _tables(node)
+            assert tables["client_sessions"]["count"] == 1
+            assert tables["client_sessions"]["clients"] == 1
+            kept = tables["kept_results"]["bytes"]
+            assert kept > member_bytes
+            assert tables["receipts"]["count"] == 1
+            assert tables["ephemeral_owners"]["sessions"] == 1
+            assert tables["ephemeral_owners"]["subscriptions"] == 1
+            assert node_status(node)["work_queues"]["jobs"]["receipts"] == 1
+            gauges = _gauges(metrics)
+            assert (gauges["client_sessions"], gauges["client_session_clients"],
+                    gauges["receipts"], gauges["work_receipts{jobs}"],
+                    gauges["ephemeral_owners"], gauges["ephemeral_owned_subscriptions"]
+                    ) == (1, 1, 1, 1, 1, 1)
+            assert gauges["kept_result_bytes"] == tables["kept_results"]["bytes"]
+
+        tables = _tables(node)  # the client closed: its session ended
+        assert tables["client_sessions"]["count"] == 0
+        assert tables["ended_sessions"]["count"] == 1
+        assert tables["kept_results"]["bytes"] < kept
+        assert tables["ephemeral_owners"] == {"sessions": 0, "limit": MAX_CLIENT_SESSIONS,
+                                              "subscriptions": 0}
+        assert tables["receipts"]["count"] == 1
+        gauges = _gauges(metrics)
+        assert (gauges["client_sessions"], gauges["ended_sessions"],
+                gauges["ephemeral_owners"]) == (0, 1, 0)
