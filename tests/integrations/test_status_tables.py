@@ -105,3 +105,44 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
         gauges = _gauges(metrics)
         assert (gauges["client_sessions"], gauges["ended_sessions"],
                 gauges["ephemeral_owners"]) == (0, 1, 0)
+
+
+class _Unwalkable(dict[Any, Any]):
+    """A table that fails when walked: only its size may be read."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("a table was walked for its size")
+
+    def values(self) -> Any:
+        raise AssertionError("a table was walked for its size")
+
+    def items(self) -> Any:
+        raise AssertionError("a table was walked for its size")
+
+
+def test_the_sizes_are_read_without_walking_a_table() -> None:
+    from collections import Counter, OrderedDict
+
+    from lazily_queue.replicated.state_machine import StateMachine
+    from lazily_queue.replicated.view import ReadView
+
+    class UnwalkableCounter(_Unwalkable, Counter[Any]):
+        pass
+
+    class UnwalkableOrdered(_Unwalkable, OrderedDict[Any, Any]):
+        pass
+
+    sm = StateMachine()
+    sm.client_counts.by_owner = UnwalkableCounter({1: 2, 2: 1})
+    sm.client_counts.total = 3
+    sm.sessions = UnwalkableOrdered()
+    sm.ended.ended = UnwalkableOrdered({5: 0})
+    sm.ephemeral_owners.alive = _Unwalkable({7: 0})
+    sm.ephemeral_owners.owner = _Unwalkable({("t", "s"): 7, ("t", "u"): 7})
+    sm.ephemeral_owners.by_session = _Unwalkable()
+    tables = ReadView(sm).table_sizes()
+    assert tables["client_sessions"] == {"count": 3, "limit": MAX_CLIENT_SESSIONS,
+                                         "clients": 2}
+    assert tables["ended_sessions"]["count"] == 1
+    assert tables["ephemeral_owners"] == {"sessions": 1, "limit": MAX_CLIENT_SESSIONS,
+                                          "subscriptions": 2}
