@@ -272,6 +272,19 @@ async def test_a_client_seeking_the_leader_past_a_dead_address_tries_the_next_on
             assert client.member == leader
 
 
+async def push_across_the_move(client: ClusterClient, leader: str) -> None:
+    """Push 1 from a follower, wait until the client moved to ``leader``, push 2 there;
+    both committed when it returns."""
+    await client.queue("q").push(1)
+    for _ in range(200):
+        if client.member == leader:
+            break
+        await asyncio.sleep(0.05)
+    assert client.member == leader
+    await client.queue("q").push(2)
+    await client.barrier()
+
+
 async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -296,14 +309,7 @@ async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
         leader = (await c.leader()).node_id
         follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
         async with client_of(follower_first) as client:
-            await client.queue("q").push(1)
-            for _ in range(200):
-                if client.member == leader:
-                    break
-                await asyncio.sleep(0.05)
-            assert client.member == leader
-            await client.queue("q").push(2)
-            await client.barrier()
+            await push_across_the_move(client, leader)
             assert await client.queue("q").pop_many(5) == [1, 2]
 
 

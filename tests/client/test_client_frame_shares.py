@@ -5,11 +5,8 @@ client's frames still arriving leave room for the others'."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import cbor2
@@ -22,6 +19,7 @@ from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
+from tests.client.one_member import one_member
 
 TOKENS = {"web": b"token-of-the-web-tier", "other": b"token-of-the-other-tier"}
 
@@ -31,17 +29,10 @@ async def member(frame_budget: int, listen: str | None = None,
                  names: tuple[str, ...] = ("web", "other")) -> AsyncIterator[Node]:
     """A one-member cluster serving ``names`` (produce on every name) on ``listen`` (by
     default its own Unix socket) with a frame budget of ``frame_budget`` bytes."""
-    path = Path(tempfile.mkdtemp(prefix="lqs-", dir="/tmp"))
     access = ClientAccess([ClientGrant(n, TOKENS[n], produce=["*"]) for n in names],
                           listen=listen, frame_budget=frame_budget)
-    node = Node(1, data_dir=None, durability="none", listen=f"unix://{path}/n1.sock",
-                secret=b"the-cluster-secret", clients=access)
-    try:
-        async with node:
-            await node.wait_for_leader()
-            yield node
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    async with one_member(access) as node:
+        yield node
 
 
 async def link(node: Node, name: str = "web") -> LinkStream:

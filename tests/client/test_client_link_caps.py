@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lazily_transports import LinkConfig, dial
+from lazily_transports import LinkConfig, LinkStream, dial
 
 from lazily_queue import (
     ClientAccess,
@@ -121,22 +121,30 @@ async def test_a_client_linking_again_is_not_refused_for_the_link_it_lost() -> N
         assert _stats(node)["links_refused"] == 0
 
 
+async def _cut_off_over_its_cap(node: Node) -> LinkStream:
+    """A second link of "web" (it says no hello), then "web" held to one link and its
+    client's link closed: the client's next links are refused over the cap until the
+    returned one closes."""
+    assert node.clients is not None and node.listen is not None
+    other = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
+                                               credential="web"))
+    while node.clients.links.total < 2:  # noqa: ASYNC110 - the member counts it
+        await asyncio.sleep(0.01)
+    access = node.clients.access
+    access.grants["web"] = dataclasses.replace(access.grants["web"], max_links=1)
+    for conn in list(node.clients._conns):
+        if conn.session is not None:  # the client's link (the other said no hello)
+            conn.close()
+    return other
+
+
 async def test_operations_of_a_client_refused_everywhere_fail_with_too_many_links() -> None:
     """A linked client loses its link and its member then refuses it over a cap: its
     operations fail with :class:`TooManyLinks` naming the cap; once a place frees, it
     links again and is served."""
     async with member(web_links=2) as node, _client(node, op_timeout=1.0) as client:
-        assert node.clients is not None and node.listen is not None
         await client.queue("jobs").push(1)
-        other = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
-                                                   credential="web"))
-        while node.clients.links.total < 2:  # noqa: ASYNC110 - the member counts it
-            await asyncio.sleep(0.01)
-        access = node.clients.access
-        access.grants["web"] = dataclasses.replace(access.grants["web"], max_links=1)
-        for conn in list(node.clients._conns):
-            if conn.session is not None:  # the client's link (the other said no hello)
-                conn.close()
+        other = await _cut_off_over_its_cap(node)
         with pytest.raises(TooManyLinks, match=r"no member reachable.*max_links = 1"):
             await client.queue("jobs").push(2)
         await other.aclose()
@@ -242,17 +250,8 @@ async def test_an_operation_sent_only_on_links_refused_over_a_cap_was_not_applie
     whose every attempt went on such links fails as not applied."""
     async with member(web_links=2) as node, _client(node, op_timeout=1.0, ping_interval=0.2,
                                                      ping_timeout=1.0) as client:
-        assert node.clients is not None and node.listen is not None
         await client.queue("jobs").push(1)
-        other = await dial(node.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
-                                                   credential="web"))
-        while node.clients.links.total < 2:  # noqa: ASYNC110 - the member counts it
-            await asyncio.sleep(0.01)
-        access = node.clients.access
-        access.grants["web"] = dataclasses.replace(access.grants["web"], max_links=1)
-        for conn in list(node.clients._conns):
-            if conn.session is not None:  # the client's link (the other said no hello)
-                conn.close()
+        other = await _cut_off_over_its_cap(node)
         while client.links < 2:  # noqa: ASYNC110 - it linked again, and was refused
             await asyncio.sleep(0.01)
         with pytest.raises(TooManyLinks) as refused:

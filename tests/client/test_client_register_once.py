@@ -19,7 +19,11 @@ from lazily_queue.replicated import ops
 from lazily_queue.replicated.session_register import REGISTERED_BASE
 from tests.client.one_member import TOKEN as ONE_TOKEN
 from tests.client.one_member import one_member
-from tests.client.test_client_cluster import client_of, cluster_with_clients
+from tests.client.test_client_cluster import (
+    client_of,
+    cluster_with_clients,
+    push_across_the_move,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,14 +86,7 @@ async def test_a_client_moving_to_the_leader_takes_the_session_it_was_registerin
         leader = (await c.leader()).node_id
         follower_first = sorted(addresses, key=lambda a: a.endswith(f"-{leader}"))
         async with client_of(follower_first) as client:
-            await client.queue("q").push(1)
-            for _ in range(200):
-                if client.member == leader:
-                    break
-                await asyncio.sleep(0.05)
-            assert client.member == leader
-            await client.queue("q").push(2)
-            await client.barrier()
+            await push_across_the_move(client, leader)
             assert held == [client.session.id]
             assert _registrations(c) == {1}
             assert await client.queue("q").pop_many(5) == [1, 2]

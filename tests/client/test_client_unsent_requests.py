@@ -11,6 +11,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -34,21 +35,31 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@contextmanager
+def member_process(tmp: Path) -> Iterator[tuple[NodeProc, str]]:
+    """A one-member cluster's node process serving the producer, and its address;
+    continued if a test left it paused, then stopped."""
+    peers = unix_peers(tmp, (1,))
+    member = NodeProc(write_config(tmp / "n1.toml", 1, peers, extra=CLIENTS),
+                      env={"TOKEN_PRODUCER": TOKEN})
+    try:
+        member.wait_ready()
+        yield member, peers[1]
+    finally:
+        with suppress(ProcessLookupError):
+            os.kill(member.proc.pid, signal.SIGCONT)
+        member.terminate()
+
+
 async def test_requests_a_paused_member_never_read_fail_as_not_applied(
     short_tmp: Path,
 ) -> None:
-    peers = unix_peers(short_tmp, (1,))
-    member = NodeProc(write_config(short_tmp / "n1.toml", 1, peers, extra=CLIENTS),
-                      env={"TOKEN_PRODUCER": TOKEN})
-    paused = False
-    try:
-        member.wait_ready()
-        async with connect([peers[1]], ("producer", TOKEN), op_timeout=3, ping_interval=1,
+    with member_process(short_tmp) as (member, address):
+        async with connect([address], ("producer", TOKEN), op_timeout=3, ping_interval=1,
                            ping_timeout=60) as client:
             q = client.queue("q")
             await q.push(b"first")
             os.kill(member.proc.pid, signal.SIGSTOP)
-            paused = True
             small = asyncio.ensure_future(q.push(b"small"))
             await asyncio.sleep(0.2)  # its request left whole, into the socket's buffer
             values = [bytes([n]) * SIZE for n in range(COUNT)]
@@ -63,17 +74,12 @@ async def test_requests_a_paused_member_never_read_fail_as_not_applied(
             assert unsent, [str(o) for o in outcomes]
             assert "was not applied" in str(outcomes[unsent[0]])
             os.kill(member.proc.pid, signal.SIGCONT)
-            paused = False
             q.len()  # read: mirrored from now on
             await client.barrier()
             popped = await q.pop_many(q.len())
             assert popped[0] == b"first"
             applied = {value[0] for value in popped[1:] if len(value) == SIZE}
             assert not applied & set(unsent), (sorted(applied), unsent)
-    finally:
-        if paused:
-            os.kill(member.proc.pid, signal.SIGCONT)
-        member.terminate()
 
 
 async def test_requests_still_held_when_a_link_is_lost_were_not_applied(
@@ -82,18 +88,12 @@ async def test_requests_still_held_when_a_link_is_lost_were_not_applied(
     """The link to a paused member closes for its silence (``ping_timeout``) while the
     big requests are still held here: at their deadline, no member reached, they were
     not applied; the small one sent before may have."""
-    peers = unix_peers(short_tmp, (1,))
-    member = NodeProc(write_config(short_tmp / "n1.toml", 1, peers, extra=CLIENTS),
-                      env={"TOKEN_PRODUCER": TOKEN})
-    paused = False
-    try:
-        member.wait_ready()
-        async with connect([peers[1]], ("producer", TOKEN), op_timeout=4, ping_interval=0.2,
+    with member_process(short_tmp) as (member, address):
+        async with connect([address], ("producer", TOKEN), op_timeout=4, ping_interval=0.2,
                            ping_timeout=1, connect_timeout=1) as client:
             q = client.queue("q")
             await q.push(b"first")
             os.kill(member.proc.pid, signal.SIGSTOP)
-            paused = True
             small = asyncio.ensure_future(q.push(b"small"))
             await asyncio.sleep(0.2)
             outcomes = await asyncio.gather(*(q.push(bytes([n]) * SIZE) for n in range(4)),
@@ -104,7 +104,3 @@ async def test_requests_still_held_when_a_link_is_lost_were_not_applied(
             with pytest.raises(OperationFailed) as sent:
                 await small
             assert sent.value.applied is None, str(sent.value)
-    finally:
-        if paused:
-            os.kill(member.proc.pid, signal.SIGCONT)
-        member.terminate()

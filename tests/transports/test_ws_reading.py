@@ -5,6 +5,9 @@ so a frame budget knows the size of the message still arriving."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from lazily_transports import FrameBudget
@@ -12,6 +15,20 @@ from lazily_transports._core._ws_frames import WsFrames
 from transport_helpers import channel_pair, eventually, make_config
 
 MB = 1_000_000
+
+
+@asynccontextmanager
+async def _budgeted_ws_link() -> AsyncIterator[tuple[FrameBudget, Any, Any]]:
+    """A ws link whose server side counts in a 64 MB frame budget, and the client side's
+    raw transport to write frames with (it reads nothing back, closes nothing)."""
+    config = {"max_frame_size": 2 * MB}
+    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
+                            make_config(2, **config)) as (client, server):
+        budget = FrameBudget(64 * MB)
+        assert server.channel.use_frame_budget(budget)
+        transport = client.channel._ws.transport  # type: ignore[attr-defined]
+        transport.pause_reading()
+        yield budget, transport, server
 
 
 async def _settled(read: object) -> int:
@@ -120,13 +137,7 @@ async def test_a_ws_ping_arriving_holds_the_frame_budget_and_a_refused_header_no
     """A ping of 1 MB trickled in is held by websockets until whole, so it holds the
     budget; a frame websockets refuses at its header (unmasked) holds nothing though the
     peer keeps the connection open, as websockets discards what follows."""
-    config = {"max_frame_size": 2 * MB}
-    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
-                            make_config(2, **config)) as (client, server):
-        budget = FrameBudget(64 * MB)
-        assert server.channel.use_frame_budget(budget)
-        transport = client.channel._ws.transport  # type: ignore[attr-defined]
-        transport.pause_reading()  # the peer reads nothing back, closes nothing
+    async with _budgeted_ws_link() as (budget, transport, _server):
         if refused:
             transport.write(b"\x82\x7f" + MB.to_bytes(8, "big") + b"p" * 1000)
             await asyncio.sleep(0.3)
@@ -146,13 +157,7 @@ async def test_a_ws_connection_failed_outside_its_frame_parser_holds_no_budget(
     in too many fragments, when the message is taken, not when its frames are parsed: the
     frame arriving holds nothing from then on, though the peer keeps the connection
     open (websockets discards what follows)."""
-    config = {"max_frame_size": 2 * MB}
-    async with channel_pair("ws://127.0.0.1:0/link", make_config(1, **config),
-                            make_config(2, **config)) as (client, server):
-        budget = FrameBudget(64 * MB)
-        assert server.channel.use_frame_budget(budget)
-        transport = client.channel._ws.transport  # type: ignore[attr-defined]
-        transport.pause_reading()  # the peer reads nothing back, closes nothing
+    async with _budgeted_ws_link() as (budget, transport, server):
         if failure == "invalid utf-8":
             wire = _frame(b"\xff\xfe", opcode=1) + _frame(b"x" * MB)[:1000]
         else:
