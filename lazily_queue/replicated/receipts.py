@@ -62,40 +62,40 @@ class ReceiptTable(Mapping[int, list[Any]]):
     order of all: ``rank``. ``ordered``: its stamps never decrease from the first
     settled to the last, so its oldest is its first."""
 
-    __slots__ = ("_at", "_head", "_holes", "_ids", "_index_size", "_items", "_last",
-                 "_listed", "_outcomes", "_puts", "_stamps", "_used", "_workers",
-                 "ordered", "rank")
+    __slots__ = ("_holes", "_ids", "_index_size", "_items", "_last", "_outcomes", "_puts",
+                 "_used", "_workers", "head", "listed", "ordered", "rank", "slots", "stamps")
 
     def __init__(self) -> None:
         self.rank = next(_tables)
-        self._listed = 0  # its entries in the ledger's heap
+        self.listed = 0  # its entries in the ledger's heap
         self.clear()
 
     def clear(self) -> None:
         """Drop every receipt and the room they took."""
-        self._at: dict[int, int] = {}
+        #: Each receipt's slot by its delivery id; ``head``: the oldest one's slot.
+        self.slots: dict[int, int] = {}
         self._ids: IntColumn = _ints(0)
         self._items: IntColumn = _ints(0)
-        self._stamps: IntColumn = _ints(0)
+        self.stamps: IntColumn = _ints(0)
         self._workers: list[Any] = []
         self._outcomes = bytearray()
-        self._head = self._used = self._holes = self._puts = self._last = 0
+        self.head = self._used = self._holes = self._puts = self._last = 0
         self._index_size = 0
         self.ordered = True
 
     # -- reading ----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._at)
+        return len(self.slots)
 
     def __contains__(self, delivery_id: object) -> bool:
-        return delivery_id in self._at
+        return delivery_id in self.slots
 
     def __getitem__(self, delivery_id: int) -> list[Any]:
-        return self._row(self._at[delivery_id])
+        return self._row(self.slots[delivery_id])
 
     def get(self, delivery_id: int, default: Any = None) -> Any:
-        slot = self._at.get(delivery_id)
+        slot = self.slots.get(delivery_id)
         return default if slot is None else self._row(slot)
 
     def __iter__(self) -> Iterator[int]:
@@ -119,29 +119,29 @@ class ReceiptTable(Mapping[int, list[Any]]):
 
     def _copied(self) -> _Copied:
         """Copies of the columns, oldest settled first (the table has no holes)."""
-        head, end, cap = self._head, self._head + self._used, len(self._ids)
+        head, end, cap = self.head, self.head + self._used, len(self._ids)
         first, wrapped = slice(head, min(end, cap)), slice(0, max(end - cap, 0))
         columns: tuple[Any, ...] = (
-            self._ids, self._items, self._workers, self._outcomes, self._stamps)
+            self._ids, self._items, self._workers, self._outcomes, self.stamps)
         return _Copied(tuple(c[first] + c[wrapped] for c in columns))
 
     def oldest(self) -> tuple[int, int]:
         """``(slot, stamp)`` of its oldest settled receipt (the first of those settled
         at the least stamp); the table holds one."""
-        head = self._head
+        head = self.head
         if self.ordered:
-            return head, self._stamps[head]
-        stamps = self._stamps
+            return head, self.stamps[head]
+        stamps = self.stamps
         slot = min(self._live(range(self._used)), key=stamps.__getitem__)
         return slot, stamps[slot]
 
     def _row(self, slot: int) -> list[Any]:
         return [self._ids[slot], self._items[slot], self._workers[slot],
-                _OUTCOMES[self._outcomes[slot]], self._stamps[slot]]
+                _OUTCOMES[self._outcomes[slot]], self.stamps[slot]]
 
     def _live(self, places: range) -> Iterator[int]:
         """The slots at ``places`` (counted from the first settled) holding receipts."""
-        head, mask, at, ids = self._head, len(self._ids) - 1, self._at, self._ids
+        head, mask, at, ids = self.head, len(self._ids) - 1, self.slots, self._ids
         for place in places:
             slot = (head + place) & mask
             if not self._holes or at.get(ids[slot]) == slot:
@@ -154,23 +154,23 @@ class ReceiptTable(Mapping[int, list[Any]]):
         """Add a receipt as the last settled; its delivery id is not in the table."""
         cap = len(self._ids)
         if self._used == cap:
-            self._relayout(max(8, 2 * cap if 2 * len(self._at) >= cap else cap))
+            self._relayout(max(8, 2 * cap if 2 * len(self.slots) >= cap else cap))
             cap = len(self._ids)
-        slot = (self._head + self._used) & (cap - 1)
+        slot = (self.head + self._used) & (cap - 1)
         try:
-            self._ids[slot], self._items[slot], self._stamps[slot] = (
+            self._ids[slot], self._items[slot], self.stamps[slot] = (
                 delivery_id, item_id, stamp)
         except OverflowError:
             self._widen()
-            self._ids[slot], self._items[slot], self._stamps[slot] = (
+            self._ids[slot], self._items[slot], self.stamps[slot] = (
                 delivery_id, item_id, stamp)
         self._workers[slot] = intern(worker) if type(worker) is str else worker
         self._outcomes[slot] = _OUTCOME_CODES[outcome]
-        if stamp < self._last and self._at:
+        if stamp < self._last and self.slots:
             self.ordered = False
         self._last = stamp
         self._used += 1
-        self._at[delivery_id] = _SLOTS[slot]
+        self.slots[delivery_id] = _SLOTS[slot]
         self._puts += 1
         if self._puts >= _INDEX_CHECK:
             self._check_index()
@@ -178,37 +178,37 @@ class ReceiptTable(Mapping[int, list[Any]]):
     def replace(self, delivery_id: int, item_id: int, worker: str, outcome: str,
                 stamp: int) -> None:
         """Change the receipt of ``delivery_id`` (held) where it stands."""
-        slot = self._at[delivery_id]
-        if stamp != self._stamps[slot]:
+        slot = self.slots[delivery_id]
+        if stamp != self.stamps[slot]:
             self.ordered = False
         try:
-            self._items[slot], self._stamps[slot] = item_id, stamp
+            self._items[slot], self.stamps[slot] = item_id, stamp
         except OverflowError:
             self._widen()
-            self._items[slot], self._stamps[slot] = item_id, stamp
+            self._items[slot], self.stamps[slot] = item_id, stamp
         self._workers[slot] = intern(worker) if type(worker) is str else worker
         self._outcomes[slot] = _OUTCOME_CODES[outcome]
 
     def _widen(self) -> None:
         """A value past 64 bits (from a snapshot's counters): plain lists hold them."""
-        self._ids, self._items, self._stamps = (
-            list(self._ids), list(self._items), list(self._stamps))
+        self._ids, self._items, self.stamps = (
+            list(self._ids), list(self._items), list(self.stamps))
 
     def vacate(self, slot: int) -> None:
         """Drop the receipt at ``slot`` (:meth:`oldest`'s, or any held)."""
-        at = self._at
+        at = self.slots
         del at[self._ids[slot]]
         if not at:  # empty: its room goes too
             self.clear()
             return
-        if slot != self._head:
+        if slot != self.head:
             self._holes += 1
         else:
             mask, ids = len(self._ids) - 1, self._ids
             head, used = (slot + 1) & mask, self._used - 1
             while self._holes and at.get(ids[head]) != head:
                 head, used, self._holes = (head + 1) & mask, used - 1, self._holes - 1
-            self._head, self._used = head, used
+            self.head, self._used = head, used
         if 4 * len(at) < len(self._ids) > 64:  # a quarter full: half the room
             self._relayout(len(self._ids) // 2)
 
@@ -225,21 +225,21 @@ class ReceiptTable(Mapping[int, list[Any]]):
                 return values + [0] * spare
             return array("q", values) + _ints(spare)
 
-        self._ids, self._items, self._stamps = (
-            moved(self._ids), moved(self._items), moved(self._stamps))
+        self._ids, self._items, self.stamps = (
+            moved(self._ids), moved(self._items), moved(self.stamps))
         self._workers = [self._workers[slot] for slot in order] + [None] * spare
         self._outcomes = bytearray(self._outcomes[slot] for slot in order) + bytes(spare)
-        self._at = dict(zip(self._ids[:len(order)], _SLOTS, strict=False))
-        self._head, self._used, self._holes = 0, len(order), 0
-        self._index_size = getsizeof(self._at)
+        self.slots = dict(zip(self._ids[:len(order)], _SLOTS, strict=False))
+        self.head, self._used, self._holes = 0, len(order), 0
+        self._index_size = getsizeof(self.slots)
 
     def _check_index(self) -> None:
         """A dict that keys come and go through grows to three times their number
         whenever its room runs out, where a copy takes half that: one is made then."""
         self._puts = 0
-        if getsizeof(self._at) > self._index_size:
-            self._at = dict(self._at)
-            self._index_size = getsizeof(self._at)
+        if getsizeof(self.slots) > self._index_size:
+            self.slots = dict(self.slots)
+            self._index_size = getsizeof(self.slots)
 
 
 class _Copied(Sequence[tuple[Any, ...]]):
@@ -291,18 +291,18 @@ class ReceiptLedger:
         """Add ``receipt`` (a new settlement) to ``table``, then drop the table's oldest
         past ``per_queue`` (>= 1) and the oldest of all past :attr:`limit`."""
         key, item_id, worker, outcome, stamp = receipt
-        if key in table._at:
-            table.vacate(table._at[key])
+        if key in table.slots:
+            table.vacate(table.slots[key])
             self.total -= 1
-        while len(table._at) >= per_queue:
-            table.vacate(table._head)
+        while len(table.slots) >= per_queue:
+            table.vacate(table.head)
             self.total -= 1
-        fresh = not table._at
+        fresh = not table.slots
         table.put(key, item_id, worker, outcome, stamp)
         self.total += 1
-        if fresh or not table._listed or not table.ordered:
+        if fresh or not table.listed or not table.ordered:
             heapq.heappush(self._heap, _entry(table))
-            table._listed += 1
+            table.listed += 1
         while self.total > self.limit:
             self._drop_oldest()
         if len(self._heap) > self.total + 1024:  # entries of gone tables stay a fraction
@@ -317,9 +317,9 @@ class ReceiptLedger:
         heap = self._heap
         while heap:
             stamp, rank, table = heap[0]
-            if not table._at:
+            if not table.slots:
                 heapq.heappop(heap)
-                table._listed -= 1
+                table.listed -= 1
                 continue
             slot, oldest = table.oldest()
             if oldest != stamp:  # its oldest went: its place is its next
@@ -327,10 +327,10 @@ class ReceiptLedger:
                 continue
             table.vacate(slot)
             self.total -= 1
-            if not table._at:
+            if not table.slots:
                 heapq.heappop(heap)
-                table._listed -= 1
-            elif table.ordered and (later := table._stamps[table._head]) != stamp:
+                table.listed -= 1
+            elif table.ordered and (later := table.stamps[table.head]) != stamp:
                 heapq.heapreplace(heap, (later, rank, table))
             return
         self.total = 0  # every table holding receipts is in the heap: none is left
@@ -348,10 +348,10 @@ class ReceiptLedger:
         """A heap of one entry for each of ``tables`` holding receipts."""
         self._heap = []
         for table in tables:
-            table._listed = 0
+            table.listed = 0
             if table:
                 self._heap.append(_entry(table))
-                table._listed = 1
+                table.listed = 1
         heapq.heapify(self._heap)
 
 
