@@ -170,7 +170,10 @@ class ReceiptTable(Mapping[int, list[Any]]):
             self.ordered = False
         self._last = stamp
         self._used += 1
-        self.slots[delivery_id] = _SLOTS[slot]
+        # Keyed by an int read back from the column, not the caller's: one decoded from
+        # an installed snapshot would keep the decoded snapshot's memory from going back
+        # to the system once the rest of it is freed.
+        self.slots[self._ids[slot]] = _SLOTS[slot]
         self._puts += 1
         if self._puts >= _INDEX_CHECK:
             self._check_index()

@@ -1,11 +1,13 @@
 """Receipts held in columns answer, drop and snapshot as their list form did: a
 snapshot's odd but valid lists (a delivery listed twice, stamps out of order, ids past
 64 bits) restore to the same receipts and order; a malformed one is refused by name;
-and receipts take about a hundred bytes each, a queue whose receipts all went none."""
+receipts take about a hundred bytes each, a queue whose receipts all went none; and
+a restored table holds none of the decoded snapshot's ints (they would pin its memory)."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 from typing import Any
 
@@ -16,7 +18,7 @@ from lazily_queue.errors import InvalidSnapshot
 from lazily_queue.raft.snapshot import encode_snapshot
 from lazily_queue.raft.snapshot_pieces import Later
 from lazily_queue.replicated import objects, ops
-from lazily_queue.replicated.receipts import ReceiptLedger, ReceiptTable
+from lazily_queue.replicated.receipts import ReceiptLedger, ReceiptTable, restore_receipts
 from lazily_queue.replicated.state_machine import StateMachine
 
 from .test_bounded_state import Proposer
@@ -163,3 +165,14 @@ def test_receipts_take_about_a_hundred_bytes_each_and_a_drained_queue_none() -> 
         tracemalloc.stop()
     assert [len(table) for table in tables] == [0] * 8 + [per_queue] * 4
     assert per_receipt < 150  # a list, an OrderedDict entry and a heap entry took 435
+
+
+def test_a_restored_table_keeps_no_reference_to_the_snapshots_delivery_ids() -> None:
+    base = 10**6 + len(gc.get_objects()) % 7  # ints made here, not shared constants
+    listed = [[base + i, base + i, "worker", "acked", base] for i in range(50)]
+    counts = [sys.getrefcount(receipt[0]) for receipt in listed]
+    table = ReceiptTable()
+    restore_receipts(table, listed, 4096)
+    assert [sys.getrefcount(receipt[0]) for receipt in listed] == counts
+    assert list(table) == [base + i for i in range(50)]
+    assert table[base + 7] == [base + 7, base + 7, "worker", "acked", base]
