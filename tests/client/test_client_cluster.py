@@ -272,6 +272,25 @@ async def test_a_client_seeking_the_leader_past_a_dead_address_tries_the_next_on
             assert client.member == leader
 
 
+def first_hello_knows_no_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each link's first hello is answered as by a member that knows no leader yet (an
+    election under way); later hellos as usual."""
+    answered: set[int] = set()
+    real_hello = server_module.ClientServer._hello
+
+    def hello(self: Any, conn: Any, rid: int, frame: list[Any]) -> None:
+        if id(conn) in answered:
+            real_hello(self, conn, rid, frame)
+            return
+        answered.add(id(conn))
+        conn.session = frame[3] or None  # 0: it registers one
+        conn.protocol, conn.greeted = frame[2], True
+        conn.send([rid, P.OK, {"node": self.node.node_id, "cluster": self.node.cluster,
+                               "leader": None}])
+
+    monkeypatch.setattr(server_module.ClientServer, "_hello", hello)
+
+
 async def push_across_the_move(client: ClusterClient, leader: str) -> None:
     """Push 1 from a follower, wait until the client moved to ``leader``, push 2 there;
     both committed when it returns."""
@@ -290,20 +309,7 @@ async def test_a_client_linked_before_a_leader_is_known_moves_to_it_later(
 ) -> None:
     """A member that knew no leader when the client said hello (an election under way)
     names it in a later hello; the client then moves to the leader."""
-    answered: set[int] = set()
-    real_hello = server_module.ClientServer._hello
-
-    def first_hello_knows_no_leader(self: Any, conn: Any, rid: int, frame: list[Any]) -> None:
-        if id(conn) in answered:
-            real_hello(self, conn, rid, frame)
-            return
-        answered.add(id(conn))
-        conn.session = frame[3] or None  # 0: it registers one
-        conn.protocol, conn.greeted = frame[2], True
-        conn.send([rid, P.OK, {"node": self.node.node_id, "cluster": self.node.cluster,
-                               "leader": None}])
-
-    monkeypatch.setattr(server_module.ClientServer, "_hello", first_hello_knows_no_leader)
+    first_hello_knows_no_leader(monkeypatch)
     monkeypatch.setattr(leader_seeking, "LEADER_RETRY", 0.05)
     async with cluster_with_clients() as (c, addresses):
         leader = (await c.leader()).node_id

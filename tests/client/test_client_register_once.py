@@ -22,6 +22,7 @@ from tests.client.one_member import one_member
 from tests.client.test_client_cluster import (
     client_of,
     cluster_with_clients,
+    first_hello_knows_no_leader,
     push_across_the_move,
 )
 
@@ -53,19 +54,7 @@ async def test_a_client_moving_to_the_leader_takes_the_session_it_was_registerin
     """The follower knew no leader at the hello: the client registers there; a later
     hello names the leader before the registration's answer came. The client waits for
     it, and moves with the session."""
-    answered: set[int] = set()
-    real_hello = server_module.ClientServer._hello
-
-    def first_hello_knows_no_leader(self: Any, conn: Any, rid: int, frame: list[Any]) -> None:
-        if id(conn) in answered:
-            real_hello(self, conn, rid, frame)
-            return
-        answered.add(id(conn))
-        conn.session = frame[3] or None  # 0: it registers one
-        conn.protocol, conn.greeted = frame[2], True
-        conn.send([rid, P.OK, {"node": self.node.node_id, "cluster": self.node.cluster,
-                               "leader": None}])
-
+    first_hello_knows_no_leader(monkeypatch)
     held: list[int] = []
     real_answer = server_module.ClientServer._answer
 
@@ -78,7 +67,6 @@ async def test_a_client_moving_to_the_leader_takes_the_session_it_was_registerin
             return
         real_answer(self, conn, rid, result, error)
 
-    monkeypatch.setattr(server_module.ClientServer, "_hello", first_hello_knows_no_leader)
     monkeypatch.setattr(server_module.ClientServer, "_answer",
                         answer_the_first_registration_late)
     monkeypatch.setattr(leader_seeking, "LEADER_RETRY", 0.05)
