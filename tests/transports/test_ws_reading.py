@@ -137,10 +137,11 @@ async def test_a_ws_ping_arriving_holds_the_frame_budget_and_a_refused_header_no
     """A ping of 1 MB trickled in is held by websockets until whole, so it holds the
     budget; a frame websockets refuses at its header (unmasked) holds nothing though the
     peer keeps the connection open, as websockets discards what follows."""
-    async with _budgeted_ws_link() as (budget, transport, _server):
+    async with _budgeted_ws_link() as (budget, transport, server):
         if refused:
+            protocol = server.channel._ws.protocol  # type: ignore[attr-defined]
             transport.write(b"\x82\x7f" + MB.to_bytes(8, "big") + b"p" * 1000)
-            await asyncio.sleep(0.3)
+            await eventually(lambda: protocol.close_sent is not None)  # it refused the frame
             assert budget.held == 0
             return
         ping = _frame(b"p" * MB, opcode=9)
