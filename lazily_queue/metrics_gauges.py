@@ -130,6 +130,9 @@ TABLE_GAUGES = (
      "recently seen)"),
     ("client_session_clients", "client_sessions", "clients",
      "Clients holding a client session"),
+    ("client_sessions_most_per_client", "client_sessions", "most_per_client",
+     "The most client sessions one client holds (its bound is the table's, "
+     "lazily_queue_client_sessions_limit: there, this client gives one up for each opened)"),
     ("ended_sessions", "ended_sessions", "count",
      "Ended client session ids kept (past the limit the oldest ended are forgotten)"),
     ("kept_result_bytes", "kept_results", "bytes",

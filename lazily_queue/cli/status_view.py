@@ -101,12 +101,15 @@ def render(status: dict[str, Any]) -> list[Table]:
 
 
 def _bounded(t: dict[str, Any]) -> Table:
-    """One row per bounded table of the applied state: its size, bound and share used."""
+    """One row per bounded table of the applied state: its size, bound and share used
+    (a figure a node of an earlier version does not give is a dash)."""
     sessions, ended, kept = t["client_sessions"], t["ended_sessions"], t["kept_results"]
     receipts, owners = t["receipts"], t["ephemeral_owners"]
     rows = [
         ("client sessions", sessions["count"], sessions["limit"],
          f"{sessions['clients']} client(s)"),
+        ("most of one client", sessions.get("most_per_client"), sessions["limit"],
+         "gives one up first at the bound"),
         ("ended sessions", ended["count"], ended["limit"],
          f"each kept {ended['kept_ms'] // 60_000} min at most"),
         ("kept results (bytes)", kept["bytes"], kept["limit"],
@@ -117,7 +120,8 @@ def _bounded(t: dict[str, Any]) -> Table:
          f"{owners['subscriptions']} subscription(s)"),
     ]
     return _table("bounded tables", ("table", "size", "bound", "used", "detail"),
-                  [(name, size, bound, f"{100 * size / bound:.0f}%" if bound else None,
+                  [(name, size, bound,
+                    f"{100 * size / bound:.0f}%" if bound and size is not None else None,
                     detail) for name, size, bound, detail in rows],
                   right=frozenset({"size", "bound", "used"}))
 

@@ -41,30 +41,57 @@ def new_session_id(name: str) -> int:
 
 
 class ClientSessions:
-    """How many client sessions each owner holds in a table kept oldest-seen first."""
+    """How many client sessions each owner holds in a table kept oldest-seen first.
 
-    __slots__ = ("by_owner", "total")
+    ``most`` is the most any one owner holds (what :meth:`victim` looks for), kept as
+    sessions open and drop: ``holding`` counts the owners by how many they hold."""
+
+    __slots__ = ("by_owner", "holding", "most", "total")
 
     def __init__(self) -> None:
         self.by_owner: Counter[int] = Counter()
+        self.holding: Counter[int] = Counter()
+        self.most = 0
         self.total = 0
 
     def opened(self, sid: int) -> None:
-        self.by_owner[owner_of(sid)] += 1
+        owner = owner_of(sid)
+        held = self.by_owner[owner]
+        self.by_owner[owner] = held + 1
+        if held:
+            self._left(held)
+        self.holding[held + 1] += 1
+        if held == self.most:
+            self.most = held + 1
         self.total += 1
 
     def dropped(self, sid: int) -> None:
         owner = owner_of(sid)
-        left = self.by_owner[owner] - 1
+        held = self.by_owner[owner]
+        left = held - 1
         if left:
             self.by_owner[owner] = left
+            self.holding[left] += 1
         else:
             del self.by_owner[owner]
+        self._left(held)
+        if held == self.most and held not in self.holding:
+            self.most = left
         self.total -= 1
+
+    def _left(self, held: int) -> None:
+        """One owner no longer holds ``held`` sessions."""
+        owners = self.holding[held] - 1
+        if owners:
+            self.holding[held] = owners
+        else:
+            del self.holding[held]
 
     def rebuild(self, sids: Iterable[int]) -> None:
         """Count again from a table's session ids (after a snapshot was installed)."""
         self.by_owner.clear()
+        self.holding.clear()
+        self.most = 0
         self.total = 0
         for sid in sids:
             if sid > CLIENT_SESSION_BASE:

@@ -5,7 +5,10 @@ operator sees one filling before it gives entries up.
 :func:`table_sizes` answers, by table:
 
 - ``client_sessions``: ``count`` held, ``limit`` (past it the client holding the most
-  gives up its least recently seen one), ``clients`` holding one;
+  gives up its least recently seen one), ``clients`` holding one and
+  ``most_per_client``, the most one client holds (the bound of which is ``limit``: a
+  client alone may fill the table; once it is full, the client at ``most_per_client``
+  gives one up for each session opened);
 - ``ended_sessions``: ``count`` of ended client session ids kept, ``limit``, and
   ``kept_ms`` each is kept at most;
 - ``kept_results``: ``bytes`` of results all sessions keep, ``limit`` in all, and
@@ -33,7 +36,8 @@ def table_sizes(sm: StateMachine) -> dict[str, dict[str, Any]]:
     owners = sm.ephemeral_owners
     return {
         "client_sessions": {"count": sm.client_counts.total, "limit": sessions_limit,
-                            "clients": len(sm.client_counts.by_owner)},
+                            "clients": len(sm.client_counts.by_owner),
+                            "most_per_client": sm.client_counts.most},
         "ended_sessions": {"count": len(sm.ended), "limit": ENDED_KEPT,
                            "kept_ms": SESSION_TTL_MS},
         "kept_results": {"bytes": sm.kept.total, "limit": KEPT_BYTES,

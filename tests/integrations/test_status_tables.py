@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from lazily_queue import ClientAccess, ClientGrant, Node, connect
-from lazily_queue.cli.status_view import render
+from lazily_queue.cli.status_view import _bounded, render
 from lazily_queue.metrics import NodeMetrics
 from lazily_queue.replicated.receipts import RECEIPTS_TOTAL
 from lazily_queue.replicated.session_end import ENDED_KEPT
@@ -22,12 +22,14 @@ from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(60)
 
-ACCESS = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"])])
+ACCESS = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"]),
+                       ClientGrant("ops", TOKEN, produce=["*"])])
 
 
 def _gauges(metrics: NodeMetrics) -> dict[str, float | None]:
     get = metrics.registry.get_sample_value
     names = ("client_sessions", "client_sessions_limit", "client_session_clients",
+             "client_sessions_most_per_client",
              "ended_sessions", "ended_sessions_limit", "kept_result_bytes",
              "kept_result_bytes_limit", "receipts", "receipts_limit", "ephemeral_owners",
              "ephemeral_owned_subscriptions", "work_receipts_limit")
@@ -44,6 +46,9 @@ def _tables(node: Node) -> dict[str, Any]:
     assert "bounded tables" in shown
     tables: dict[str, Any] = doc["tables"]
     assert f"│ client sessions      │ {tables['client_sessions']['count']:>4} │" in shown
+    row = next(line for line in shown.splitlines() if "most of one client" in line)
+    assert [cell.strip() for cell in row.split("│")[2:4]] == [
+        str(tables["client_sessions"]["most_per_client"]), str(MAX_CLIENT_SESSIONS)]
     return tables
 
 
@@ -54,7 +59,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
         await node.work_queue("jobs").push("first")
         tables = _tables(node)
         assert tables == {
-            "client_sessions": {"count": 0, "limit": MAX_CLIENT_SESSIONS, "clients": 0},
+            "client_sessions": {"count": 0, "limit": MAX_CLIENT_SESSIONS, "clients": 0,
+                                "most_per_client": 0},
             "ended_sessions": {"count": 0, "limit": ENDED_KEPT, "kept_ms": 3_600_000},
             "kept_results": {"bytes": tables["kept_results"]["bytes"], "limit": KEPT_BYTES,
                              "per_client_session": 8 << 20, "per_member_session": 64 << 20},
@@ -65,7 +71,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
         member_bytes = tables["kept_results"]["bytes"]
         assert _gauges(metrics) == {
             "client_sessions": 0, "client_sessions_limit": MAX_CLIENT_SESSIONS,
-            "client_session_clients": 0, "ended_sessions": 0,
+            "client_session_clients": 0, "client_sessions_most_per_client": 0,
+            "ended_sessions": 0,
             "ended_sessions_limit": ENDED_KEPT, "kept_result_bytes": member_bytes,
             "kept_result_bytes_limit": KEPT_BYTES, "receipts": 0,
             "receipts_limit": RECEIPTS_TOTAL, "ephemeral_owners": 0,
@@ -107,6 +114,43 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
                 gauges["ephemeral_owners"]) == (0, 1, 0)
 
 
+async def test_the_most_sessions_one_client_holds_shows_and_moves() -> None:
+    """Two clients named "web" and one named "ops": the most one client holds is 2 (of
+    the table's bound), and 1 once one "web" closed."""
+    async with one_member(ACCESS) as node:
+        assert node.listen is not None
+        metrics = NodeMetrics(node)
+        get = metrics.registry.get_sample_value
+        async with connect([node.listen], ("web", TOKEN)) as web, \
+                connect([node.listen], ("ops", TOKEN)) as ops:
+            async with connect([node.listen], ("web", TOKEN)) as other_web:
+                for client in (web, ops, other_web):  # each registers its session
+                    await client.queue("q").push(1)
+                assert _tables(node)["client_sessions"] == {
+                    "count": 3, "limit": MAX_CLIENT_SESSIONS, "clients": 2,
+                    "most_per_client": 2}
+                assert get("lazily_queue_client_sessions_most_per_client") == 2
+            sessions = _tables(node)["client_sessions"]
+            assert (sessions["count"], sessions["clients"], sessions["most_per_client"]) == (
+                2, 2, 1)
+            assert get("lazily_queue_client_sessions_most_per_client") == 1
+        assert _tables(node)["client_sessions"]["most_per_client"] == 0
+        assert get("lazily_queue_client_sessions_most_per_client") == 0
+
+
+def test_a_status_without_the_most_of_one_client_shows_a_dash() -> None:
+    """The status of a node of an earlier version, which does not give the figure."""
+    sessions = {"count": 3, "limit": 10, "clients": 2}
+    status = {"tables": {
+        "client_sessions": sessions, "ended_sessions": {"count": 0, "limit": 5, "kept_ms": 0},
+        "kept_results": {"bytes": 0, "limit": 9, "per_client_session": 1},
+        "receipts": {"count": 0, "limit": 4, "per_work_queue": 2},
+        "ephemeral_owners": {"sessions": 0, "limit": 10, "subscriptions": 0}}}
+    console = Console(record=True, width=160)
+    console.print(_bounded(status["tables"]))
+    assert "│ most of one client   │    - │    10 │    - │" in console.export_text()
+
+
 class _Unwalkable(dict[Any, Any]):
     """A table that fails when walked: only its size may be read."""
 
@@ -135,6 +179,7 @@ def test_the_sizes_are_read_without_walking_a_table() -> None:
     sm = StateMachine()
     sm.client_counts.by_owner = UnwalkableCounter({1: 2, 2: 1})
     sm.client_counts.total = 3
+    sm.client_counts.most = 2
     sm.sessions = UnwalkableOrdered()
     sm.ended.ended = UnwalkableOrdered({5: 0})
     sm.ephemeral_owners.alive = _Unwalkable({7: 0})
@@ -142,7 +187,7 @@ def test_the_sizes_are_read_without_walking_a_table() -> None:
     sm.ephemeral_owners.by_session = _Unwalkable()
     tables = ReadView(sm).table_sizes()
     assert tables["client_sessions"] == {"count": 3, "limit": MAX_CLIENT_SESSIONS,
-                                         "clients": 2}
+                                         "clients": 2, "most_per_client": 2}
     assert tables["ended_sessions"]["count"] == 1
     assert tables["ephemeral_owners"] == {"sessions": 1, "limit": MAX_CLIENT_SESSIONS,
                                           "subscriptions": 2}

@@ -1,0 +1,76 @@
+"""The most client sessions any one client holds is kept as sessions open, drop, expire
+and are restored from a snapshot, equal to what counting them all again gives."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.replicated import ops
+from lazily_queue.replicated import state_machine as sm_module
+from lazily_queue.replicated.client_sessions import (
+    CLIENT_SESSION_BASE,
+    OWNER_SHIFT,
+    ClientSessions,
+    new_session_id,
+)
+from lazily_queue.replicated.state_machine import StateMachine
+from lazily_queue.replicated.table_sizes import table_sizes
+
+
+def _counted_again(counts: ClientSessions) -> tuple[int, Counter[int]]:
+    return max(counts.by_owner.values(), default=0), Counter(counts.by_owner.values())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_most_one_owner_holds_follows_opens_drops_and_rebuilds(seed: int) -> None:
+    rng = random.Random(seed)
+    counts = ClientSessions()
+    held: list[int] = []
+    serial = 0
+    for _ in range(600):
+        step = rng.random()
+        if step < 0.55 or not held:
+            serial += 1
+            sid = CLIENT_SESSION_BASE + (rng.randrange(5) << OWNER_SHIFT) + serial
+            held.append(sid)
+            counts.opened(sid)
+        elif step < 0.98:
+            sid = held.pop(rng.randrange(len(held)))
+            counts.dropped(sid)
+        else:
+            counts.rebuild([*held, 7])  # a member's session id is not counted
+        assert (counts.most, counts.holding) == _counted_again(counts)
+        assert counts.total == len(held)
+
+
+def _push(sm: StateMachine, member: int, sid: int, stamp: int) -> None:
+    op = [ops.CLIENT_OP, sid, 1, 1, ops.QUEUE_PUSH, "q", 1]
+    assert sm.apply(encode_command(member, 0, [[1, *op]]), stamp) == [None]
+
+
+def test_the_most_sessions_of_one_client_moves_in_the_state() -> None:
+    """Shown with the table's bound: at the bound the client holding the most gives one
+    up for each new session, so its figure stops growing there."""
+    sm = StateMachine(max_client_sessions=6)
+    sm.apply(encode_command(5, 0, [[1, ops.QUEUE_DECLARE, "q", None]]), 1_000)
+    assert table_sizes(sm)["client_sessions"]["most_per_client"] == 0
+    _push(sm, 6, new_session_id("web"), 1_000)
+    for k in range(3):
+        _push(sm, 10 + k, new_session_id("greedy"), 2_000 + k)
+    sessions = table_sizes(sm)["client_sessions"]
+    assert (sessions["count"], sessions["clients"], sessions["most_per_client"],
+            sessions["limit"]) == (4, 2, 3, 6)
+    for k in range(10):  # past the bound "greedy" gives up its own
+        _push(sm, 20 + k, new_session_id("greedy"), 3_000 + k)
+    assert table_sizes(sm)["client_sessions"]["most_per_client"] == 5
+    copy = StateMachine(max_client_sessions=6)
+    copy.restore(sm.capture())
+    assert table_sizes(copy)["client_sessions"] == table_sizes(sm)["client_sessions"]
+    later = 3_009 + sm_module.SESSION_TTL_MS  # all but the last one expire
+    _push(sm, 40, new_session_id("web"), later)
+    sessions = table_sizes(sm)["client_sessions"]
+    assert (sessions["count"], sessions["most_per_client"]) == (2, 1)
