@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue import testing
 from lazily_queue.metrics import NodeMetrics
+from lazily_queue.metrics_gauges import TABLE_GAUGES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ALERTS = EXAMPLES / "prometheus-alerts.yml"
@@ -88,6 +89,17 @@ def test_the_dashboard_is_well_formed() -> None:
     assert "lazily_queue_node_info" in variable["query"]
 
 
+def test_the_dashboard_shows_every_bounded_table_gauge() -> None:
+    shown = {name for panel in dashboard()["panels"] for target in panel["targets"]
+             for name in METRIC.findall(target["expr"])}
+    gauges = {f"lazily_queue_{name}" for name, _, _, _ in TABLE_GAUGES}
+    gauges |= {f"lazily_queue_{name}_limit" for name, _, figure, _ in TABLE_GAUGES
+               if figure in ("count", "bytes")}
+    gauges |= {"lazily_queue_work_receipts", "lazily_queue_work_receipts_limit"}
+    missing = sorted(gauges - shown)
+    assert not missing, f"no dashboard panel shows {missing}"
+
+
 async def test_every_metric_used_is_exported(tmp_path: Path) -> None:
     async with testing.cluster(data_dir=tmp_path, maintenance_interval=None) as cluster:
         leader = await cluster.leader()
@@ -115,5 +127,50 @@ def test_promtool_accepts_the_rules() -> None:
         pytest.skip("promtool is not installed (apt-get install prometheus); the rules were "
                     "checked here only for structure and metric names")
     out = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+ALERT_TESTS = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'lazily_queue_client_sessions_most_per_client{{instance="a"}}'
+        values: '9000x20'
+      - series: 'lazily_queue_client_sessions_limit{{instance="a"}}'
+        values: '16384x20'
+      - series: 'lazily_queue_client_sessions_most_per_client{{instance="b"}}'
+        values: '100x20'
+      - series: 'lazily_queue_client_sessions_limit{{instance="b"}}'
+        values: '16384x20'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: LazilyQueueClientHoldsManySessions
+        exp_alerts: []
+      - eval_time: 15m
+        alertname: LazilyQueueClientHoldsManySessions
+        exp_alerts:
+          - exp_labels: {{severity: warning}}
+            exp_annotations:
+              summary: {summary}
+              description: {description}
+"""
+
+
+def test_promtool_fires_the_alert_of_one_client_holding_many_sessions(
+        tmp_path: Path) -> None:
+    """Over half the bound held by one client for 10 min fires it; the figure of the
+    other instance does not hide it."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    rule = next(r for r in rules() if r["alert"] == "LazilyQueueClientHoldsManySessions")
+    spec = tmp_path / "alerts-test.yml"
+    spec.write_text(ALERT_TESTS.format(
+        rules=json.dumps(str(ALERTS)), summary=json.dumps(rule["annotations"]["summary"]),
+        description=json.dumps(rule["annotations"]["description"])))
+    out = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
