@@ -94,10 +94,10 @@ async def test_status_page_shows_live_cluster_state(
         assert code == 400 and json.loads(body)["error"]["code"] == "bad_request"
 
         async with browser(follower.http_url + "/?interval=200", tmp_path / "profile") as page:
-            row = ROWS.format("work-queues", 5)
+            row = ROWS.format("work-queues", 6)
             await page.wait_for(f"document.getElementById('leader').textContent === '{leader}'")
             assert await page.wait_for(f"JSON.stringify({row}) === "
-                                       "JSON.stringify([['jobs','7','0','0','']])")
+                                       "JSON.stringify([['jobs','7','0','0','0','']])")
             node_text = await page.evaluate("document.getElementById('node').textContent")
             assert node_text == follower.node.node_id
             members = await page.evaluate(
@@ -118,7 +118,7 @@ async def test_status_page_shows_live_cluster_state(
                 await jobs.push(i)
             delivery = await jobs.claim("page-test-worker")
             assert await page.wait_for(f"JSON.stringify({row}) === JSON.stringify("
-                                       "[['jobs','9','1','0','page-test-worker: 1']])")
+                                       "[['jobs','9','1','0','0','page-test-worker: 1']])")
             assert delivery.value == 0
             later = int(await page.evaluate("document.getElementById('refreshes').textContent"))
             assert later > refreshes
