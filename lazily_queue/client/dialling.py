@@ -32,6 +32,22 @@ from .link import Link
 log = logging.getLogger(__name__.rpartition(".")[0] + ".cluster")
 
 
+class Backoff:
+    """Pauses of 50 ms, each twice the last, up to 1 s; :meth:`reset` starts over."""
+
+    FIRST, LAST = 0.05, 1.0
+
+    def __init__(self) -> None:
+        self.delay = self.FIRST
+
+    async def pause(self) -> None:
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, self.LAST)
+
+    def reset(self) -> None:
+        self.delay = self.FIRST
+
+
 class Dialling:
     """The client's link loop and the errors naming its members' failures (module
     docstring)."""
@@ -67,7 +83,7 @@ class Dialling:
         return kind(self._failure_text(what))
 
     async def _run(self) -> None:
-        index, delay, denied = 0, 0.05, 0
+        index, denied, backoff = 0, 0, Backoff()
         self._unserved = self._capped = 0
         greeted = False
         while not self._closing:
@@ -92,8 +108,7 @@ class Dialling:
             except (OSError, TimeoutError) as exc:
                 self.failures[address] = f"unreachable: {exc}"
                 if sought:  # a follower still names a leader that died: ask it again later
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
+                    await backoff.pause()
             else:
                 denied = 0
                 del self.failures[address]
@@ -107,10 +122,9 @@ class Dialling:
                     self._capped = 0
                     if self._served(link):
                         if not self._unserved:
-                            delay = 0.05
+                            backoff.reset()
                     else:
-                        await asyncio.sleep(delay)
-                        delay = min(delay * 2, 1.0)
+                        await backoff.pause()
                     continue
                 self.failures[address] = f"refused: {link.refusal}"
                 self._capped += 1
@@ -126,8 +140,7 @@ class Dialling:
                         "over a cap"), applied=False)
                     return
                 denied = 0
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+                await backoff.pause()
 
     def _served(self, link: Link) -> bool:
         """Whether the client may link again at once after ``link`` ended. A member that
