@@ -1,7 +1,9 @@
 """A client session's op deadlines: a mixin of :class:`~.session.Session`.
 
-While any op is outstanding the session checks them every :data:`SWEEP_INTERVAL`
-seconds; an op past its deadline fails with the last member's error (or
+An op's timeout counts from its call: one still waiting for one of the client's
+``max_in_flight`` slots at its deadline fails unsent (``applied`` False). While any op is
+outstanding the session checks them every :data:`SWEEP_INTERVAL` seconds; an op past its
+deadline fails with the last member's error (or
 :class:`~.protocol.Unreachable`, or ``CommitTimeout``), saying whether it may have
 applied. One whose request this process still holds, in part, when its deadline comes,
 on a link that sent nothing more of it for :data:`STALLED` seconds (its member does not
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..errors import OperationFailed
 from ..raft.errors import CommitTimeout
 from ..replicated import ops
+from .budget import Budget
 from .link import Link
 
 if TYPE_CHECKING:
@@ -40,6 +43,7 @@ class Deadlines:
     """Expires the session's ops at their deadlines (module docstring)."""
 
     _ops: dict[int, _Op]
+    _window: Budget
     _sweeper: asyncio.TimerHandle | None
     _link: Callable[[], Link | None]
     _unreachable: Callable[[str], Exception]
@@ -76,6 +80,23 @@ class Deadlines:
             op.deadline = now + ORPHAN_HORIZON
             return
         self._finish(op, error)
+
+    def _slot_timeout(self, code: int) -> Exception:
+        """The error of an op whose deadline came while it waited for one of the
+        client's ``max_in_flight`` slots: it was never sent."""
+        name = ops.op_name(code)
+        outcome = (f"it was not applied (it waited for one of the client's "
+                   f"{self._window.size} in-flight slots, max_in_flight, and was never "
+                   "sent: send fewer operations at once, raise max_in_flight, or give "
+                   "this one a longer timeout)")
+        if self._link() is None:
+            error = self._unreachable(f"{name}: no member reachable before its timeout, "
+                                      f"{outcome}")
+        else:
+            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
+        if isinstance(error, OperationFailed):
+            error.applied = False
+        return error
 
     def _timeout_error(self, op: _Op, unknown: bool, *, unsent: bool = False) -> Exception:
         """``unsent``: its request was still being sent to the member (which did not read

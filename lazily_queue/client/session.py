@@ -210,12 +210,21 @@ class Session(Registering, Deadlines):
         on_orphan: Callable[[Any], None] | None = None, encoded: bytes | None = None,
     ) -> Any:
         """Propose and await (at most ``max_in_flight`` at once); a cancelled caller's op
-        is abandoned, or with ``on_orphan`` awaited on its behalf."""
+        is abandoned, or with ``on_orphan`` awaited on its behalf. ``timeout`` counts from
+        the call: an op still waiting for a slot at its deadline fails unsent
+        (:meth:`_slot_timeout`)."""
         window = self._window
         if window.ready:
             window.free -= 1  # Budget.take without a suspension
         else:
-            await window.take()
+            loop = asyncio.get_running_loop()
+            deadline = commit_deadline(loop.time(), timeout)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await window.take()
+            except TimeoutError:
+                raise self._slot_timeout(code) from None
+            timeout = deadline - loop.time()
         try:
             op, fut = self.propose(code, args, timeout=timeout, on_orphan=on_orphan,
                                    encoded=encoded)
