@@ -6,9 +6,11 @@ its first op waiting on a greeted link asks the member (``REGISTER``, one commit
 session's start, none per op), and its ops go once the id is known. The cluster refuses
 an op under a registered session it no longer holds (``session_unknown``: idle for an
 hour, given up for the bound on client sessions, or its end forgotten) and never applies
-it. Then every op that may have applied (an attempt sent and unanswered, or answered
-by none) fails with :class:`~.protocol.SessionForgotten`, its outcome unknown; the others
-were applied nowhere, and go again, renumbered, under a new session registered at once.
+it. Then every op that may have applied (an attempt whose request left this process
+and was not answered, or answered by none) fails with
+:class:`~.protocol.SessionForgotten`, its outcome unknown; the others (never sent, or
+their request still held, in part, by this process: no member read it) were applied
+nowhere, and go again, renumbered, under a new session registered at once.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ class Registering:
         self._ungreeted.clear()
         kept: list[_Op] = []
         for op in sorted(self._ops.values(), key=_seq):
-            if op.unknown if op is answered else op.maybe_applied():
+            if op.unknown if op is answered else (op.unknown or _left(op)):
                 self._finish(op, forgotten_error(op))
             else:
                 kept.append(op)
@@ -133,6 +135,14 @@ class Registering:
         self._next_seq, self._low = len(kept) + 1, 1
         if kept:
             self._register(link)
+
+
+def _left(op: _Op) -> bool:
+    """Whether ``op``'s request may have reached a member: sent, and not still held, in
+    part, by this process (:meth:`~.link.Link.holds`). A held one was never read; under
+    the forgotten id it is refused if it ever is (the link's next session is registered
+    after it), so it may go again under the new one."""
+    return op.rid != 0 and (op.link is None or not op.link.holds(op.frame))
 
 
 def _seq(op: _Op) -> int:

@@ -145,3 +145,33 @@ async def test_a_refused_registration_fails_the_waiting_ops_unapplied() -> None:
         await future
     assert "not applied" in str(failed.value)
     session.close()
+
+
+class HoldingLink(RegisteringLink):
+    """Numbers each op's frame by its seq; still holds, in part, those from seq 3 on."""
+
+    def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
+                on_answer: Callable[[Any], None]) -> int:
+        self.batch_frame = seq
+        return super().send_op(seq, floor, code, args, timeout_ms, on_answer)
+
+    def holds(self, frame: int) -> bool:
+        return frame >= 3
+
+
+async def test_a_forgotten_session_sends_again_the_ops_whose_requests_never_left() -> None:
+    link = HoldingLink()
+    session = _session(link)
+    futures = [session.propose(ops.QUEUE_PUSH, ["q", n], timeout=30)[1] for n in range(4)]
+    link.sent[2][1]((P.OK, UNKNOWN))
+    with pytest.raises(P.SessionForgotten) as failed:  # its request had left
+        await futures[0]
+    assert failed.value.applied is None
+    assert sorted(link.forgotten) == [1, 2, 3, 4]  # no late answer of the old session
+    link.sent.clear()
+    link.registers[0]((P.OK, [0, REGISTERED_BASE + 9]))
+    assert sorted(link.sent) == [1, 2, 3]  # the refused one and the two held, renumbered
+    for seq in (1, 2, 3):
+        link.answer(seq, seq)
+    assert [await f for f in futures[1:]] == [1, 2, 3]
+    session.close()
