@@ -122,6 +122,9 @@ class ClientConnection:
         #: The link's bytes received when the member last read a whole frame from it:
         #: more since, and a frame may be half-read (:mod:`.idle`).
         self.framed = self.received
+        #: Frames the member took from this link: a refusal over the frame budget says
+        #: how many (:mod:`.frame_budget`), none after it is read.
+        self.frames_read = 0
         #: The member holds off reading this link (its requests wait for room).
         self.blocked = False
         self._pending: list[list[Any]] = []

@@ -9,15 +9,18 @@ not fit waits, its link read no further, until earlier frames are whole (frames 
 the order they came; one frame is always read when nothing else is held, so a budget
 below ``max_request_bytes`` still lets every frame through, alone). A frame that waits
 longer than the idle timeout (:mod:`.idle`) gets its link closed with the refusal
-``[0, ERROR, ["frame_budget", message]]`` (the client raises
-:class:`~.protocol.FrameBudgetFull`). A member serving more than one client name gives
-each a share: the frames of one name's links hold at most a quarter of the budget
-(:func:`~.link_caps.client_share`; one frame whatever its size when that name holds
-nothing), and a frame waiting for its own name's share lets the frames of other names
-pass, so one client trickling large frames on all its links leaves room for the
-others. ``ws://`` and ``wss://`` links are counted from a frame's header on, as the
-others from its length prefix (a message sent in WebSocket fragments reserves the
-largest request). Links between members (Raft) are not counted.
+``[0, ERROR, ["frame_budget", message, frames_read]]``: the member read the link's first
+``frames_read`` frames and none after them (the waiting frame was refused at its
+header), so no op of the later ones applied: the client sends them again on its next
+link as never sent (one failing at its timeout, :class:`~.protocol.FrameBudgetFull`,
+says ``applied`` False unless another attempt may have applied). A member serving more
+than one client name gives each a share: the frames of one name's links hold at most a
+quarter of the budget (:func:`~.link_caps.client_share`; one frame whatever its size
+when that name holds nothing), and a frame waiting for its own name's share lets the
+frames of other names pass, so one client trickling large frames on all its links
+leaves room for the others. ``ws://`` and ``wss://`` links are counted from a frame's
+header on, as the others from its length prefix (a message sent in WebSocket fragments
+reserves the largest request). Links between members (Raft) are not counted.
 """
 
 from __future__ import annotations
@@ -54,13 +57,14 @@ def refuse_waiting(conn: ClientConnection, member: str, budget: FrameBudget,
         f"{budget.limit} in frames of other links still arriving{share} for {waited:.0f} s, "
         "so a frame of this link was not read: send smaller requests or fewer at once, "
         "link to another member, or raise client_frame_budget in its configuration "
-        "(ClientAccess(frame_budget=)); nothing in that frame was applied")
+        "(ClientAccess(frame_budget=)); nothing in that frame or after it was applied")
     log.warning("client %r: link closed, its frame waited %.0f s for room in the "
                 "client_frame_budget (%d bytes, %d held, %d by this client)", name, waited,
                 budget.limit, budget.held, own)
     channel = conn.outbox.stream.channel
     try:
-        channel.send_nowait(P.encode([0, P.ERROR, [FRAME_BUDGET, message]]))
+        channel.send_nowait(P.encode([0, P.ERROR, [FRAME_BUDGET, message,
+                                                   conn.frames_read]]))
         channel.flush()
     except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass

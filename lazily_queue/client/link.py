@@ -66,6 +66,9 @@ class Link:
         self.refusal: str | None = None
         #: The wire code of :attr:`refusal` (``"too_many_links"`` or ``"frame_budget"``).
         self.refusal_code: str | None = None
+        #: The number of the first frame the member never read, when its refusal said
+        #: (over the frame budget: it read the frames before it only).
+        self.unread_from: int | None = None
         #: The member answered an op other than with an error that sends the client to
         #: another member (or a watch): it serves this client.
         self.served = False
@@ -148,9 +151,12 @@ class Link:
 
     def unread(self, frame: int) -> bool:
         """Whether the member certainly did not read the requests of frame number
-        ``frame``: it is still held here (:meth:`holds`), or the member refused the whole
-        link over a cap (it reads and drops what such a link sends)."""
-        return (self.refusal_code == TOO_MANY_LINKS and not self.greeted) or self.holds(frame)
+        ``frame``: it is still held here (:meth:`holds`), the member refused the whole
+        link over a cap (it reads and drops what such a link sends), or its refusal over
+        the frame budget said it read only the frames before it (:attr:`unread_from`)."""
+        return ((self.refusal_code == TOO_MANY_LINKS and not self.greeted)
+                or (self.unread_from is not None and frame >= self.unread_from)
+                or self.holds(frame))
 
     def stalled_for(self, now: float) -> float:
         """Seconds since bytes of this client were last seen leaving for the member (as
@@ -239,6 +245,9 @@ class Link:
                   and payload[0] in (TOO_MANY_LINKS, FRAME_BUDGET)):
                 self.refusal = str(payload[1])
                 self.refusal_code = str(payload[0])
+                read = payload[2] if len(payload) > 2 else None
+                if payload[0] == FRAME_BUDGET and type(read) is int and read >= 0:
+                    self.unread_from = read
                 self.close(f"refused: {self.refusal}")
             else:
                 self._on_notice(kind, payload)

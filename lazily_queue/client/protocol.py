@@ -7,8 +7,10 @@ Every frame is one CBOR array, decoded with the bounded decoder of
 the member's own: notifications and refusals of frames it could not read.
 ``[0, ERROR, ["too_many_links", message]]``, the first frame of a link, refuses the
 link (over a cap of :mod:`.link_caps`); the member then closes it.
-``[0, ERROR, ["frame_budget", message]]`` closes a link whose frame waited too long for
-room in the member's frame budget (:mod:`.frame_budget`).
+``[0, ERROR, ["frame_budget", message, frames_read]]`` closes a link whose frame waited
+too long for room in the member's frame budget (:mod:`.frame_budget`): the member read
+the link's first ``frames_read`` frames and nothing of the later ones (a member of an
+earlier version leaves ``frames_read`` out: then any of them may have applied).
 
 Requests (client to member):
 

@@ -206,6 +206,9 @@ class ClientServer:
         try:
             while not conn.closed:
                 data = await stream.receive()
+                if conn.closed:  # refused meanwhile: no frame after its refusal is read
+                    break
+                conn.frames_read += 1
                 conn.heard = loop.time()
                 conn.framed = stream.channel.received_bytes
                 for k, request in enumerate(self._requests(conn, data)):

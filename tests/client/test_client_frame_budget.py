@@ -25,6 +25,7 @@ from lazily_queue import (
 )
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_budget import FRAME_BUDGET
+from lazily_queue.client.link import Link
 from lazily_queue.config import ConfigError, load_config
 from lazily_queue.replicated import ops
 from tests.client.one_member import TOKEN, linked, one_member
@@ -111,6 +112,7 @@ async def test_a_frame_waiting_past_the_idle_timeout_is_refused_naming_the_setti
             task.cancel()
         assert frame[:2] == [0, P.ERROR] and frame[2][0] == FRAME_BUDGET, frame
         assert "client_frame_budget" in frame[2][1]
+        assert frame[2][2] == 1  # it read the hello only: nothing of the push
         await _until(lambda: _stats(node)["frame_budget_waiting"] == 0)
         assert _stats(node)["frame_budget_closed"] == 1
         await holder.aclose()
@@ -162,6 +164,52 @@ async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() ->
         finally:
             task.cancel()
         await holder.aclose()
+
+
+class _Channel:
+    """A connection that takes each frame whole at once: it leaves the process."""
+
+    def __init__(self) -> None:
+        self.accepted_bytes = 0
+        self.frames = 0
+
+    @property
+    def sent_bytes(self) -> int:
+        return self.accepted_bytes
+
+
+class _Stream:
+    def __init__(self) -> None:
+        self.channel = _Channel()
+
+    def send_nowait(self, data: bytes) -> None:
+        self.channel.accepted_bytes += len(data)
+        self.channel.frames += 1
+
+    def flush(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("refusal", "unread"), [
+    ([FRAME_BUDGET, "refused", 2], [False, False, True, True]),
+    ([FRAME_BUDGET, "refused"], [False] * 4),  # a member of an earlier version: not said
+])
+async def test_a_budget_refusal_tells_the_client_which_requests_were_never_read(
+        refusal: list[Any], unread: list[bool]) -> None:
+    stream = _Stream()
+    link = Link(stream, "unix:///member", on_notice=lambda kind, payload: None)  # type: ignore[arg-type]
+    frames = []
+    for _ in range(4):
+        link.request([P.PING], lambda answer: None)
+        frames.append(link.batch_frame)
+        await asyncio.sleep(0)  # each request leaves in its own frame
+    assert stream.channel.frames == 4 and not any(link.holds(f) for f in frames)
+    link._frame(P.encode([0, P.ERROR, refusal]))
+    assert link.refusal_code == FRAME_BUDGET and not link.open
+    assert [link.unread(f) for f in frames] == unread
 
 
 def test_the_budget_is_read_from_the_configuration(tmp_path: Path,
