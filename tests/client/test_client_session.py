@@ -1,8 +1,10 @@
 """A client session's floor (its oldest unanswered op) as answers arrive in any order,
-and each answer reaching the op it was sent for, over a link that records what it sends."""
+each answer reaching the op it was sent for, a forgotten session, and an op's deadline
+while it waits for a slot, over a link that records what it sends."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -175,3 +177,18 @@ async def test_a_forgotten_session_sends_again_the_ops_whose_requests_never_left
         link.answer(seq, seq)
     assert [await f for f in futures[1:]] == [1, 2, 3]
     session.close()
+
+
+async def test_an_op_waiting_for_a_slot_while_unlinked_fails_unsent_at_its_deadline() -> None:
+    session = Session(owner="web", max_in_flight=1, link=lambda: None,
+                      drop=lambda _link, _reason: None, unreachable=P.Unreachable)
+    session.open = True
+    holder = asyncio.ensure_future(session.call(ops.QUEUE_PUSH, ["q", 1], timeout=30))
+    await asyncio.sleep(0)  # it holds the only slot, waiting for a link
+    with pytest.raises(P.Unreachable, match=r"was not applied.*never sent") as failed:
+        await session.call(ops.QUEUE_PUSH, ["q", 2], timeout=0.1)
+    assert failed.value.applied is False
+    assert not holder.done() and sorted(session._ops) == [1]  # the other got no number
+    session.close()
+    with pytest.raises(P.ClientClosed):
+        await holder
