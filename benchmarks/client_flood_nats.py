@@ -6,7 +6,8 @@ A probe nats-py connection in this process publishes to stream ``PROBE`` one mes
 a time (``js.publish``, waiting for each acknowledgement), first alone, then while
 flooder processes (each with ``clients`` connections of ``in_flight`` publishes
 outstanding) and one greedy connection (10,000 outstanding) publish 100-byte messages to
-stream ``FLOOD`` for the flood's seconds. Both streams have 3 replicas, each its own Raft
+stream ``FLOOD`` for the flood's seconds, in a session of their own
+(:mod:`benchmarks.client_flood_group`). Both streams have 3 replicas, each its own Raft
 group with its own leader, so the probe's publishes are not ordered behind the flood's.
 For the probe sharing the flood's Raft group (as every lazily-queue queue shares one
 log), the second half of the probe's time under the flood publishes to ``FLOOD``
@@ -23,6 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import peers_nats
+from benchmarks.client_flood_group import (
+    flood_outputs,
+    run_queue_wait,
+    start_flood,
+    stop_flood,
+    wait_per_wake,
+)
 from benchmarks.peers_common import PAYLOAD, cpu_seconds, flood_cpu, percentiles
 
 FLOODER = r'''
@@ -78,11 +86,9 @@ async def _leaders(js: Any) -> dict[str, str | None]:
     return out
 
 
-async def _flooder(urls: list[str], seconds: float, clients: int, in_flight: int
-                   ) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", FLOODER, ",".join(urls), str(seconds), str(clients),
-        str(in_flight), stdout=asyncio.subprocess.PIPE)
+def _flooder(urls: list[str], seconds: float, clients: int, in_flight: int) -> list[str]:
+    return [sys.executable, "-c", FLOODER, ",".join(urls), str(seconds), str(clients),
+            str(in_flight)]
 
 
 async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
@@ -91,7 +97,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
     under :mod:`benchmarks.client_flood`'s keys."""
     from nats.js.api import RetentionPolicy
 
-    procs: list[asyncio.subprocess.Process] = []
+    flood: asyncio.subprocess.Process | None = None
     async with peers_nats.cluster(root) as cluster:
         nc = await peers_nats.connect_ready(cluster.urls)
         try:
@@ -103,30 +109,26 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             before = await _leaders(js)
             pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
             cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
-            procs = [await _flooder(cluster.urls, seconds, clients, in_flight)
-                     for _ in range(flooders)]
-            procs.append(await _flooder(cluster.urls, seconds, 1, greedy))
+            flood = await start_flood(  # a session of their own
+                [_flooder(cluster.urls, seconds, clients, in_flight)] * flooders
+                + [_flooder(cluster.urls, seconds, 1, greedy)])
             await asyncio.sleep(1.0)  # the flood is on
             half = max(1.0, seconds - 2.0) / 2
+            waited = run_queue_wait()
             during = await _probe(js, half)
+            cpu_wait = wait_per_wake(waited, run_queue_wait())
             shared = await _probe(js, half, FLOOD)
             acked = failed = 0
             clients_cpu = 0.0
-            for proc in procs:
-                stdout, _ = await proc.communicate()
-                if proc.returncode != 0:
-                    raise RuntimeError(f"a NATS flooder exited ({proc.returncode})")
-                ok, errors, used = stdout.decode().split()
+            for text in await flood_outputs(flood):
+                ok, errors, used = text.split()
                 acked, failed = acked + int(ok), failed + int(errors)
                 clients_cpu += float(used)
             cpu_figures = flood_cpu(pids, cpu_before, time.monotonic() - flood_began,
                                     acked, clients_cpu)
             after = await _leaders(js)
         finally:
-            for proc in procs:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
+            await stop_flood(flood)
             await nc.close()
     base50, base99 = percentiles(baseline)
     flood50, flood99 = percentiles(during)
@@ -138,6 +140,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
+        "probe_cpu_wait_ms": cpu_wait,
         **cpu_figures,
         "shared": {"flood_p50_ms": shared50, "flood_p99_ms": shared99,
                    "flood_samples": len(shared),

@@ -1,0 +1,90 @@
+"""The flood's client processes, in a session of their own, apart from the probe.
+
+Linux shares the CPU between sessions first when autogroup scheduling is on
+(``/proc/sys/kernel/sched_autogroup_enabled``, the default of most distributions), then
+between the processes of each session. The nodes and servers run in sessions of their
+own; a probe left in the flooders' session waits for a CPU behind them whenever it
+wakes for an answer (on a 2-core machine about 13 ms a wake-up, measured with
+:func:`run_queue_wait`), which is the harness's own CPU sharing, not the cluster's. So
+:func:`start_flood` runs every flooder under one launcher started in a new session:
+together they keep the share one session had, and the probe (this process) is a light
+client in a session of its own, as a separate application would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from benchmarks.peers_common import track
+
+LAUNCHER = r'''
+import json, subprocess, sys
+argvs = json.loads(sys.argv[1])
+procs = [subprocess.Popen(argv, stdout=subprocess.PIPE) for argv in argvs]
+outs = [p.communicate()[0].decode() for p in procs]
+print(json.dumps([[p.returncode, out] for p, out in zip(procs, outs)]), flush=True)
+'''
+
+
+class FloodFailed(RuntimeError):
+    """A flooder process exited with an error: which one and its exit status."""
+
+
+async def start_flood(argvs: list[list[str]], env: dict[str, str] | None = None
+                      ) -> asyncio.subprocess.Process:
+    """Start the flooder processes ``argvs`` under one launcher in a new session (the
+    module docstring); :func:`flood_outputs` waits for them."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LAUNCHER, json.dumps(argvs), env=env,
+        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+    track(proc.pid)
+    return proc
+
+
+async def flood_outputs(proc: asyncio.subprocess.Process) -> list[str]:
+    """What each flooder printed, in the order started; raises :class:`FloodFailed` for
+    one that exited with an error (or a launcher that did)."""
+    stdout, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise FloodFailed(f"the flood's launcher exited with status {proc.returncode}")
+    outputs: list[str] = []
+    for k, (status, text) in enumerate(json.loads(stdout.decode())):
+        if status != 0:
+            raise FloodFailed(f"flooder process {k} exited with status {status}")
+        outputs.append(text)
+    return outputs
+
+
+async def stop_flood(proc: asyncio.subprocess.Process | None) -> None:
+    """Kill the launcher and its flooders if they are still running."""
+    if proc is None or proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+def run_queue_wait() -> tuple[float, int] | None:
+    """This process's time waiting for a CPU so far (seconds) and its time slices
+    (Linux ``/proc/self/schedstat``); ``None`` where it is not kept."""
+    try:
+        fields = Path("/proc/self/schedstat").read_text().split()
+        return int(fields[1]) / 1e9, int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def wait_per_wake(before: tuple[float, int] | None,
+                  after: tuple[float, int] | None) -> float | None:
+    """Milliseconds this process waited for a CPU per time slice between two
+    :func:`run_queue_wait` readings (``None`` without both)."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]) * 1000, 2)
+
