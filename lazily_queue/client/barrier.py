@@ -77,8 +77,8 @@ class Barrier:
                 continue
             if answer[0] == P.OK:
                 return
-            code, message = answer[1]
+            code, message, *details = answer[1]
             if code in P.RETRYABLE:
                 self._drop(link, f"{code}: {message}")
                 continue
-            raise P.error_of(code, message)
+            raise P.error_of(code, message, *details)

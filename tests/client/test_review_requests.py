@@ -392,6 +392,25 @@ async def test_a_barrier_a_member_never_answers_ends_with_commit_timeout(
         assert client.links == 1  # the link itself is fine
 
 
+async def test_a_barrier_its_member_answers_with_a_failed_commit_raises_that_error(
+    member: Node, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member's error for a barrier carries details past its code and message (an
+    operation's ``applied``, as a commit timeout's): the client raises that error, typed,
+    rather than failing to read the answer."""
+    def barrier(self: Any, conn: ClientConnection, rid: int, frame: list[Any]) -> bool:
+        conn.send([rid, P.ERROR, P.error_payload(CommitTimeout(
+            "the barrier did not commit within its timeout", applied=False))])
+        return False
+
+    monkeypatch.setattr(server_module.ClientServer, "_barrier", barrier)
+    async with connect(member.listen, Credentials("web", TOKEN), op_timeout=30) as client:
+        with pytest.raises(CommitTimeout, match="did not commit within its timeout") as info:
+            async with asyncio.timeout(10):  # a hang fails the test, not the run
+                await client.barrier(timeout=5)
+        assert info.value.applied is False
+
+
 async def test_a_barrier_its_member_refuses_for_now_is_made_again_on_the_next_link(
     member: Node, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
