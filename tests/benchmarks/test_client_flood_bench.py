@@ -24,6 +24,14 @@ sys.path.insert(0, str(ROOT))
 
 import benchmarks.client_flood as client_flood  # noqa: E402
 from benchmarks.client_flood import over_rounds, table  # noqa: E402
+from benchmarks.client_flood_group import (  # noqa: E402
+    FloodFailed,
+    flood_outputs,
+    run_queue_wait,
+    start_flood,
+    stop_flood,
+    wait_per_wake,
+)
 
 SMALL = ["--flooders", "1", "--seconds", "3", "--json"]
 HAS_NATS = shutil.which("nats-server") is not None and importlib.util.find_spec("nats") is not None
@@ -187,3 +195,30 @@ async def test_a_round_that_cannot_finish_says_where_it_stopped(monkeypatch: Any
             r"the nodes' last log lines: node 1: .*; node 2: .*; node 3: ")):
         await client_flood.run(1, 3.0)
     assert time.monotonic() - started < 30  # the nodes stopped, nothing waited for
+
+
+async def test_the_flooders_run_in_a_session_apart_from_the_probe_and_report_in_order(
+) -> None:
+    """Every flooder runs in one new session, not this process's (so the probe here does
+    not share their share of the CPU), and what each printed comes back in start order."""
+    report = "import os, sys; print(os.getsid(0), sys.argv[1])"
+    flood = await start_flood([[sys.executable, "-c", report, str(k)] for k in range(3)])
+    outputs = await flood_outputs(flood)
+    sessions = {int(text.split()[0]) for text in outputs}
+    assert [text.split()[1] for text in outputs] == ["0", "1", "2"]
+    assert sessions == {flood.pid} and os.getsid(0) not in sessions
+
+
+async def test_a_flooder_that_fails_fails_the_flood_saying_which() -> None:
+    ok, bad = [sys.executable, "-c", "print(1)"], [sys.executable, "-c", "raise SystemExit(3)"]
+    flood = await start_flood([ok, bad])
+    with pytest.raises(FloodFailed, match=r"^flooder process 1 exited with status 3$"):
+        await flood_outputs(flood)
+    await stop_flood(flood)  # ended already: nothing to do
+
+
+def test_the_probes_wait_for_a_cpu_is_per_time_slice() -> None:
+    assert wait_per_wake((1.0, 100), (1.5, 350)) == 2.0
+    assert wait_per_wake(None, (1.5, 350)) is None and wait_per_wake((1.0, 5), (1.0, 5)) is None
+    now = run_queue_wait()
+    assert now is None or (now[0] >= 0 and now[1] >= 0)
