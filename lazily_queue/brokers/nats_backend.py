@@ -225,6 +225,8 @@ class NatsJetStreamStorage:
         """Map nats-py's exceptions to the typed broker errors."""
         try:
             yield
+        except BrokerError:
+            raise
         except jserr.APIError as exc:
             if exc.err_code in INSUFFICIENT_RESOURCES:
                 raise BrokerOutOfMemory(
@@ -267,10 +269,11 @@ class NatsJetStreamStorage:
 
     async def stream(self, name: str, *, holds: tuple[str, str], **config: Any) -> Any:
         """The info of stream ``name``, added with ``config`` when it does not exist (when
-        another process adds it at the same moment, the stream it added). ``holds`` is
-        ``(kind, object name)``, kept in the description of a stream this adds: a stream
-        whose description names another object of this library raises
-        :class:`IncompatibleBrokerObject` (two names mapped to one stream name)."""
+        another process adds it at the same moment, the stream it added), once the stream
+        answers (see :meth:`_answering`). ``holds`` is ``(kind, object name)``, kept in the
+        description of a stream this adds: a stream whose description names another
+        object of this library raises :class:`IncompatibleBrokerObject` (two names mapped
+        to one stream name)."""
         description = stream_description(*holds)
         try:
             info = await self.js.stream_info(name)
@@ -288,7 +291,22 @@ class NatsJetStreamStorage:
                 f"nats at {self.address}: stream {name} belongs to another object "
                 f"({shown(found)}); {kind} {shown(holder)} maps to the same stream name: "
                 "use another name")
+        if info.config.allow_direct:
+            await self._answering(name)
         return info
+
+    async def _answering(self, name: str) -> None:
+        """Return once stream ``name`` answers a direct get (of a sequence it cannot hold).
+        nats-server before 2.9.15 lists a stream another connection is creating before
+        it is set up; a consumer added to it then never answers a pull nor delivers a
+        message. Raises :class:`BrokerUnavailable` when it does not answer in time."""
+        probe = f'{{"seq": {MAX_INT}}}'.encode()
+        if not await self.replies.answered(f"$JS.API.DIRECT.GET.{name}", probe):
+            raise BrokerUnavailable(
+                f"nats at {self.address}: stream {name} exists but did not answer within "
+                f"{self.timeout}s (a server before 2.9.15 lists a stream while another "
+                "connection is still creating it); nothing was added to it: try again, "
+                "and upgrade nats-server if it persists")
 
     async def subscribe(self, subject: str, callback: Callable[[], None]) -> None:
         """Call ``callback`` for every message on ``subject`` (notifications)."""

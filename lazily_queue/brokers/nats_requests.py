@@ -129,6 +129,36 @@ class Replies:
                 self._waiting.pop(token, None)
         return results
 
+    async def answered(self, subject: str, data: bytes) -> bool:
+        """Send a request to ``subject`` until one is answered (``True``) or ``timeout``
+        seconds have passed (``False``): again 5 ms later, then twice as long each time
+        (at most 0.1 s apart), since a request no one listens for yet may be dropped
+        without an answer. A no-responders status is no answer."""
+        prefix = await self._inbox()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        pending: list[asyncio.Future[Msg]] = []
+        tokens: list[str] = []
+        pause = 0.005
+        try:
+            while True:
+                future: asyncio.Future[Msg] = loop.create_future()
+                tokens.append(str(next(self._tokens)))
+                self._waiting[tokens[-1]] = self._answer(future)
+                pending.append(future)
+                await self.nc.publish(subject, data, reply=f"{prefix}.{tokens[-1]}")
+                await asyncio.wait(pending, timeout=max(0.0, min(pause, deadline - loop.time())),
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if any(_status(f.result()) != "503" for f in pending if f.done()):
+                    return True
+                pending = [f for f in pending if not f.done()]
+                if loop.time() >= deadline:
+                    return False
+                pause = min(pause * 2, 0.1)
+        finally:
+            for token in tokens:
+                self._waiting.pop(token, None)
+
     # -- publishes -------------------------------------------------------------------------
 
     async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> PubAck:
