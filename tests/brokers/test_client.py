@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+from typing import Any
+
 import pytest
 
 from lazily_queue import Client, QueueCell, TopicCell, WorkQueueCell, connect
@@ -38,10 +42,28 @@ async def test_await_connect_and_close(broker_url: str) -> None:
         client.queue("after")
 
 
+def _looked(storage: Any, name: str) -> asyncio.Event:
+    """Set once ``storage.<name>`` (a pop's poll, a claim's emptiness check) has
+    returned: a call that found nothing then waits, in the same step."""
+    looked = asyncio.Event()
+    method = getattr(storage, name)
+
+    def sync(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        looked.set()
+        return result
+
+    async def coroutine(*args: Any, **kwargs: Any) -> Any:
+        result = await method(*args, **kwargs)
+        looked.set()
+        return result
+
+    setattr(storage, name, coroutine if inspect.iscoroutinefunction(method) else sync)
+    return looked
+
+
 async def test_closing_the_client_wakes_waiting_calls(broker_url: str) -> None:
     """A pop or claim waiting on a closed client fails with BrokerClosed (no hang)."""
-    import asyncio
-
     from lazily_queue.brokers import BrokerClosed
 
     client = await connect(broker_url)
@@ -49,10 +71,11 @@ async def test_closing_the_client_wakes_waiting_calls(broker_url: str) -> None:
     jobs = client.work_queue(fresh("waiting-jobs"))
     await q.storage.sync()  # type: ignore[attr-defined]
     await jobs.storage.sync()  # type: ignore[attr-defined]
+    looked = [_looked(q.storage, "poll"), _looked(jobs.storage, "is_empty")]
     popping = asyncio.ensure_future(q.pop())
     claiming = asyncio.ensure_future(jobs.claim("w"))
-    await asyncio.sleep(0.05)
-    assert not popping.done() and not claiming.done()
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in looked)), 10)
+    assert not popping.done() and not claiming.done()  # found nothing: they wait
     await client.close()
     for waiting in (popping, claiming):
         with pytest.raises(BrokerClosed):
