@@ -197,9 +197,32 @@ async def test_a_push_waiting_for_bytes_waits_for_its_own_room(kind: str) -> Non
     async with _backend(kind) as open_queue:
         q = open_queue(limits=Limits(max_bytes=5))
         await q.push("abc")  # 2 bytes left: not full, yet no room for 4
+        tries = _count_tries(q)
         waiting = asyncio.ensure_future(q.push("abcd"))
+        at_store: list[int] = []
+        waiting.add_done_callback(lambda _: at_store.append(q.len()))
         await asyncio.sleep(0.2)  # the loop runs (a spinning push would hold it)
         assert not waiting.done()
+        assert tries == [1]  # refused once, then it waits (no retry until room is made)
         assert await q.pop() == "abc"
         await asyncio.wait_for(waiting, 5)
+        assert at_store == [1]  # stored once "abc" had made room, not beside it
         assert await q.poll_many(5) == ["abcd"]
+
+
+def _count_tries(q: QueueCell[Any]) -> list[int]:
+    """The number of times ``q`` tries to store a pushed element (in a one-item list)."""
+    tries = [0]
+    try_push, offer = q.try_push, q.storage.offer
+
+    def counted_try_push(value: Any) -> Any:
+        tries[0] += 1
+        return try_push(value)
+
+    async def counted_offer(value: Any, **kwargs: Any) -> Any:
+        tries[0] += 1
+        return await offer(value, **kwargs)
+
+    q.try_push = counted_try_push  # type: ignore[method-assign]
+    q.storage.offer = counted_offer  # type: ignore[method-assign]
+    return tries
