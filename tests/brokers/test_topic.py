@@ -66,9 +66,11 @@ async def test_a_wait_ends_when_another_process_disconnects_its_ephemeral_subscr
         waiter: TopicCell[Any] = TopicCell(first.topic(name))
         other: TopicCell[Any] = TopicCell(second.topic(name))
         await other.subscribe("e", "ephemeral")
+        await waiter.storage.sync()  # type: ignore[attr-defined]
+        assert waiter.storage.cursor("e") is not None  # so neither call needs a refresh
         advancing = asyncio.ensure_future(waiter.advance("e"))
         streaming = asyncio.ensure_future(anext(aiter(waiter.stream("e"))))
-        await asyncio.sleep(0.5)  # both are waiting
+        await asyncio.sleep(0)  # each takes its first step: nothing unread, it waits
         assert not advancing.done() and not streaming.done()
         assert await other.disconnect("e")
         for call in (advancing, streaming):
