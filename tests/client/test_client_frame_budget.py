@@ -196,6 +196,11 @@ class _Stream:
 @pytest.mark.parametrize(("refusal", "unread"), [
     ([FRAME_BUDGET, "refused", 2], [False, False, True, True]),
     ([FRAME_BUDGET, "refused"], [False] * 4),  # a member of an earlier version: not said
+    # A count that is no frame number is not believed: every request may have been read.
+    *(([FRAME_BUDGET, "refused", read], [False] * 4)
+      for read in (-1, True, "2", 2.0, None, [2], {"read": 2})),
+    ([FRAME_BUDGET, "refused", 2**70], [False] * 4),  # past the frames sent: all were read
+    ([FRAME_BUDGET, {"not": "text"}, 0], [True] * 4),
 ])
 async def test_a_budget_refusal_tells_the_client_which_requests_were_never_read(
         refusal: list[Any], unread: list[bool]) -> None:
