@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..replicated import ops
+from ..replicated.client_sessions import owner_of
 from ..replicated.results import decode_result
 from ..replicated.session_register import REGISTERED_BASE
 from ..replicated.state_machine import MAX_CLIENT_SESSIONS
@@ -50,6 +51,8 @@ class Registering:
     """Registers the session's id and replaces a forgotten one (module docstring)."""
 
     id: int
+    #: The tag of the client's name that its session ids carry.
+    owner_tag: int
     open: bool
     register_timeout: float
     _registering: Link | None
@@ -96,8 +99,10 @@ class Registering:
         status, payload = answer
         if status == P.OK:
             payload = _decoded(payload)
-            if type(payload) is not int or payload < REGISTERED_BASE:
-                self._drop(link, "the member answered the register with no session id")
+            if not self._ours(payload):
+                link.cannot_commit = True  # the client tries the others, then pauses
+                self._drop(link, "the member answered the register with no session id of "
+                           "this client (a hello naming it would be refused)")
                 return False
             link.served = True
             self.id = payload
@@ -114,6 +119,12 @@ class Registering:
             self._finish(op, type(error)(f"{error}; the client could not register a session "
                                          "for it, and it was not applied"))
         return False
+
+    def _ours(self, sid: Any) -> bool:
+        """Whether ``sid`` is a registered session id tagged as this client's: one a
+        member takes in a hello (:func:`~.greeting.session_of`)."""
+        return (type(sid) is int and REGISTERED_BASE <= sid < 2**64
+                and owner_of(sid) == self.owner_tag)
 
     def _forgotten(self, link: Link, answered: _Op) -> None:
         """``answered`` was refused: the cluster no longer holds this session."""

@@ -25,6 +25,7 @@ from ..errors import MessageTooLarge, UnsupportedOperation
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
+from ..replicated.client_sessions import owner_tag
 from ..replicated.results import decode_result
 from ..replicated.state_machine import CLIENT_WINDOW
 from ..storage.runs import together
@@ -93,6 +94,7 @@ class Session(Registering, Deadlines):
         #: Registered by the cluster, tagged with the client's name ``owner``
         #: (:mod:`...replicated.session_register`); 0 until then.
         self.id = 0
+        self.owner_tag = owner_tag(owner)
         self.register_timeout = register_timeout
         #: The link a registration was asked on, until its answer.
         self._registering: Link | None = None
@@ -142,6 +144,7 @@ class Session(Registering, Deadlines):
         """Leave the session (the cluster ended it): the next op registers another;
         only while closed."""
         self.id, self._next_seq, self._low = 0, 1, 1
+        self.owner_tag = owner_tag(owner)
 
     def refused(self, link: Link, error: Exception) -> None:
         """``link``'s member closed it with ``error``: the ops sent on it fail with it at

@@ -13,6 +13,7 @@ import pytest
 from lazily_queue.client import protocol as P
 from lazily_queue.client.session import Session
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.client_sessions import OWNER_SHIFT, owner_tag
 from lazily_queue.replicated.session_register import REGISTERED_BASE
 
 pytestmark = pytest.mark.timeout(30)
@@ -98,6 +99,8 @@ class RegisteringLink(RecordingLink):
 
 
 UNKNOWN = [3, "session_unknown", "this client session is not held by the cluster"]
+#: The ids the cluster registers for client "web" start above this.
+WEB = REGISTERED_BASE + (owner_tag("web") << OWNER_SHIFT)
 
 
 async def test_ops_wait_for_the_registered_id_and_go_once_it_is_known() -> None:
@@ -106,8 +109,8 @@ async def test_ops_wait_for_the_registered_id_and_go_once_it_is_known() -> None:
     session.id = 0
     futures = [session.propose(ops.QUEUE_PUSH, ["q", i], timeout=30)[1] for i in range(3)]
     assert link.sent == {} and len(link.registers) == 1  # one registration for all
-    link.registers[0]((P.OK, [0, REGISTERED_BASE + 7]))
-    assert session.id == REGISTERED_BASE + 7 and sorted(link.sent) == [1, 2, 3]
+    link.registers[0]((P.OK, [0, WEB + 7]))
+    assert session.id == WEB + 7 and sorted(link.sent) == [1, 2, 3]
     for seq in (1, 2, 3):
         link.answer(seq, None)
     assert [await f for f in futures] == [None, None, None]
@@ -130,7 +133,7 @@ async def test_a_forgotten_session_fails_the_ops_that_may_have_applied_and_renew
     assert sorted(link.forgotten) == [1, 2, 3]  # no late answer of the old session is taken
     assert session.id == 0 and len(link.registers) == 1
     link.sent.clear()
-    link.registers[0]((P.OK, [0, REGISTERED_BASE + 9]))  # a new session, from seq 1
+    link.registers[0]((P.OK, [0, WEB + 9]))  # a new session, from seq 1
     assert sorted(link.sent) == [1] and link.sent[1][0] == 1
     link.answer(1, None)
     assert await second is None  # it applied nowhere: sent again under the new one
@@ -171,7 +174,7 @@ async def test_a_forgotten_session_sends_again_the_ops_whose_requests_never_left
     assert failed.value.applied is None
     assert sorted(link.forgotten) == [1, 2, 3, 4]  # no late answer of the old session
     link.sent.clear()
-    link.registers[0]((P.OK, [0, REGISTERED_BASE + 9]))
+    link.registers[0]((P.OK, [0, WEB + 9]))
     assert sorted(link.sent) == [1, 2, 3]  # the refused one and the two held, renumbered
     for seq in (1, 2, 3):
         link.answer(seq, seq)
@@ -192,3 +195,24 @@ async def test_an_op_waiting_for_a_slot_while_unlinked_fails_unsent_at_its_deadl
     session.close()
     with pytest.raises(P.ClientClosed):
         await holder
+
+
+@pytest.mark.parametrize("sid", [
+    WEB + 2**64,  # beyond a session id: a hello naming it is refused
+    REGISTERED_BASE + (((owner_tag("web") + 1) & 0xFFFF) << OWNER_SHIFT) + 7,  # another's
+    REGISTERED_BASE - 1, -1, "7", None,
+])
+async def test_a_register_answered_with_no_id_of_this_client_is_not_taken(sid: Any) -> None:
+    link = RegisteringLink()
+    dropped: list[str] = []
+    session = Session(owner="web", max_in_flight=64, link=lambda: link,  # type: ignore[arg-type, return-value]
+                      drop=lambda _link, reason: dropped.append(reason),
+                      unreachable=RuntimeError)
+    session.open = True
+    session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=30)
+    link.registers[0]((P.OK, [0, sid]))
+    assert session.id == 0 and link.sent == {}  # the next link registers again
+    assert dropped and "no session id of this client" in dropped[0]
+    # Not served: the client tries the other members, then pauses, before asking again.
+    assert getattr(link, "cannot_commit", False) and not getattr(link, "served", False)
+    session.close()
