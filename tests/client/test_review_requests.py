@@ -285,12 +285,14 @@ async def test_a_client_that_does_not_read_is_served_no_more_states_then_disconn
     stream = await _linked(member)
     try:
         served = server.requests
+        (conn,) = server._conns
+        read = conn.frames_read
         for rid in range(2, 12):
             await stream.send(cbor2.dumps([rid, P.WATCH, "queue", "big"]))  # never read
-        await _until(lambda: server.requests > served, "the first watch served")
-        await asyncio.sleep(0.2)
+        await _until(lambda: conn.frames_read >= read + 2 and conn.blocked,
+                     "the second watch read and waiting")
         assert server.requests == served + 1  # the others wait for the state to go out
-        (conn,) = server._conns
+        assert conn.frames_read == read + 2
         assert conn.outbox.queued <= count * element + P.REQUEST_OVERHEAD
         for _ in range(connection_module.MAX_OUTBOX_BYTES // element // 8 + 1):
             if not server.stats()["connections"]:
