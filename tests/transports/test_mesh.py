@@ -20,7 +20,7 @@ from lazily_transports import (
     UnknownPeerError,
     dial,
 )
-from transport_helpers import address_for, make_config, unique_memory_address
+from transport_helpers import address_for, eventually, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -264,7 +264,7 @@ async def test_a_peer_readdressed_is_dialed_at_its_new_address() -> None:
     addresses = {1: unique_memory_address(), 2: unique_memory_address()}
     async with Mesh(make_config(1), addresses[1], {2: unique_memory_address()}, **FAST) as a:
         async with Mesh(make_config(2), addresses[2], {1: addresses[1]}, **FAST):
-            await anyio.sleep(0.1)
+            await eventually(lambda: a.counters(2).connect_failures)  # a dial there failed
             assert not a.is_up(2)  # nothing listens at its first address
             with pytest.raises(ValueError, match="no scheme"):
                 a.readdress(2, "127.0.0.1:7001")
