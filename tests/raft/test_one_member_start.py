@@ -54,7 +54,10 @@ async def test_with_pre_vote_off_a_one_member_cluster_still_waits_for_its_timeou
         node = _alone(tmp_path)
         await node.start()
         try:
-            await asyncio.sleep(1)
+            engine = node.driver.replica.engine
+            async with asyncio.timeout(10):  # two full ticks done: an election would be on
+                while engine.full_ticks < 3:  # noqa: ASYNC110 - polls a counter
+                    await asyncio.sleep(0.01)
             assert not node.is_leader
         finally:
             await node.stop()
