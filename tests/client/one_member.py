@@ -5,8 +5,11 @@ every name) with :data:`TOKEN`: the member tests of single client behaviours lin
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import shutil
+import struct
 import tempfile
+import termios
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +17,8 @@ from typing import Any
 
 import cbor2
 from lazily_transports import LinkConfig, LinkStream, dial
+from lazily_transports.sockets import SocketChannel
+from lazily_transports.websocket import WebSocketChannel
 
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
@@ -90,3 +95,21 @@ async def trickled_frame_is_cut(node: Node, transport: asyncio.WriteTransport,
     finally:
         task.cancel()
     assert node.clients.stats()["idle_closed"] == 1
+
+
+def unread_while_waiting(node: Node) -> int:
+    """Bytes the kernel holds, not yet read by the member, for the one client link whose
+    frame waits for room in the frame budget."""
+    assert node.clients is not None
+    waiting = [conn.outbox.stream.channel for conn in node.clients._conns
+               if conn.outbox.stream.channel.budget_waiting_since is not None]
+    assert len(waiting) == 1, f"{len(waiting)} links wait for room in the frame budget"
+    channel = waiting[0]
+    if isinstance(channel, WebSocketChannel):
+        transport: Any = channel._ws.transport
+    else:
+        assert isinstance(channel, SocketChannel)
+        transport = channel._transport
+    count = fcntl.ioctl(transport.get_extra_info("socket").fileno(), termios.FIONREAD,
+                        b"\0" * 4)
+    return int(struct.unpack("i", count)[0])

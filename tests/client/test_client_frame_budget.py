@@ -28,7 +28,7 @@ from lazily_queue.client.frame_budget import FRAME_BUDGET
 from lazily_queue.client.link import Link
 from lazily_queue.config import ConfigError, load_config
 from lazily_queue.replicated import ops
-from tests.client.one_member import TOKEN, linked, one_member
+from tests.client.one_member import TOKEN, linked, one_member, unread_while_waiting
 
 
 def member(frame_budget: int) -> AbstractAsyncContextManager[Node]:
@@ -68,7 +68,7 @@ async def test_a_frame_that_does_not_fit_waits_for_the_frames_before_it() -> Non
         _write(second, wire_b[:50_000])
         await _until(lambda: _stats(node)["frame_budget_waiting"] == 1)
         _write(second, wire_b[50_000:])  # not read while it waits
-        await asyncio.sleep(0.2)
+        await _until(lambda: unread_while_waiting(node) == len(wire_b) - 50_000)
         assert _stats(node)["frame_budget_held"] == len(wire_a)
         assert _stats(node)["frame_budget_waiting"] == 1
         _write(first, wire_a[100_000:])  # the first is whole: the second is read

@@ -19,7 +19,7 @@ from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
-from tests.client.one_member import one_member
+from tests.client.one_member import one_member, unread_while_waiting
 
 TOKENS = {"web": b"token-of-the-web-tier", "other": b"token-of-the-other-tier"}
 
@@ -90,8 +90,9 @@ async def test_a_ws_frame_still_arriving_is_counted_and_one_that_does_not_fit_wa
         write(second, wire_b[:50_000])
         await until(lambda: stats(node)["frame_budget_waiting"] == 1)
         write(second, wire_b[50_000:])  # not read while it waits
-        await asyncio.sleep(0.2)
+        await until(lambda: unread_while_waiting(node) == len(wire_b) - 50_000)
         assert stats(node)["frame_budget_held"] == len(wire_a)
+        assert stats(node)["frame_budget_waiting"] == 1
         write(first, wire_a[100_000:])  # the first is whole: the second is read
         assert cbor2.loads(await first.receive())[:2] == [2, P.OK]
         assert cbor2.loads(await second.receive())[:2] == [2, P.OK]
