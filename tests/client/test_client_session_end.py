@@ -79,8 +79,13 @@ async def _member_told(node: Node) -> None:
         assert node.listen is not None
         news = node.topic("news")
         await news.subscribe("shared", "ephemeral")
+        reader = news.reader("shared")
+        assert not reader._observers
         waiting = asyncio.ensure_future(news.advance("shared"))
-        await asyncio.sleep(0.1)
+        async with asyncio.timeout(10):  # nothing unread: it waits, watching the reader
+            while not reader._observers:  # noqa: ASYNC110 - polls plain state
+                await asyncio.sleep(0.01)
+        assert not waiting.done()
         async with connect([node.listen], ("web", TOKEN)) as client:
             await client.topic("news").subscribe("shared", "ephemeral")  # takes it over
         with pytest.raises(UnknownSubscriber, match="'shared' was dropped"):
