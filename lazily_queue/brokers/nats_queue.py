@@ -1,11 +1,12 @@
 """NatsQueueStorage: a QueueCell backend on a JetStream work-queue stream.
 
-The FIFO is a stream with work-queue retention and one durable pull consumer ``lq``. A
-push is a publish (``Nats-Msg-Id`` deduplicated); a bounded queue's stream has
-``max_msgs`` with ``discard: new``, so the server refuses a push past the capacity
-(``Full``) atomically. A pop pulls what the consumer has ready (``no_wait``) and
-acknowledges each message with a confirmed ack (``AckSync``): the consumer hands each
-message to one puller, and the confirmed ack removes it.
+The FIFO is a stream with work-queue retention and one durable pull consumer ``lq``
+without a ``max_ack_pending`` limit (lifted from one declared with it), so a pop of
+any size is answered. A push is a publish (``Nats-Msg-Id`` deduplicated); a bounded
+queue's stream has ``max_msgs`` with ``discard: new``, so the server refuses a push
+past the capacity (``Full``) atomically. A pop pulls what the consumer has ready
+(``no_wait``) and acknowledges each message with a confirmed ack (``AckSync``): the
+consumer hands each message to one puller, and the confirmed ack removes it.
 
 How far JetStream allows exactly-once pops: a process that dies between the pull and
 the ack loses nothing (the message is redelivered after the consumer's ``ack_wait``,
@@ -47,6 +48,7 @@ from .mirror import queue_transitions
 from .mirrors import QueueMirror
 from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
 from .nats_names import object_token
+from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -116,11 +118,12 @@ class NatsQueueStorage(QueueMirror[T]):
             except jserr.NotFoundError:
                 consumer = await b.js.add_consumer(self.stream, ConsumerConfig(
                     durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
-                    ack_wait=self._ack_wait))
+                    ack_wait=self._ack_wait, max_ack_pending=UNLIMITED_ACK_PENDING))
             if consumer.config.ack_policy != AckPolicy.EXPLICIT:
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
                     "use explicit acks")
+            await lift_ack_pending_limit(b.js, self.stream, consumer.config)
             await b.subscribe(self.subject, self._changed)
             await b.subscribe(self.notices, self._changed)
             await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)

@@ -9,6 +9,7 @@ timeout (no subscription, timer or task per message).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 from collections.abc import Callable
@@ -19,6 +20,8 @@ import nats.errors
 import nats.js.errors as jserr
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
 
 from .batching import Coalescer
 from .errors import BrokerError
@@ -27,6 +30,10 @@ from .mirror import MAX_BATCH
 Publish = tuple[str, bytes, dict[str, str]]
 #: A pull's end: no messages (404), the request expired (408), or was superseded (409).
 PULL_END = frozenset({"404", "408", "409"})
+#: A pull consumer's ``max_ack_pending`` without a limit. With a limit reached and more
+#: messages ready, a ``no_wait`` pull is answered neither with messages nor with an end
+#: status, so it would fail as a broker that does not answer.
+UNLIMITED_ACK_PENDING = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,15 @@ class PubAck:
     stream: str
     seq: int
     duplicate: bool
+
+
+async def lift_ack_pending_limit(js: JetStreamContext, stream: str,
+                                 config: ConsumerConfig) -> None:
+    """Update ``stream``'s pull consumer of ``config`` (as the server has it) to have no
+    ``max_ack_pending`` limit, unless it has none already."""
+    if config.max_ack_pending != UNLIMITED_ACK_PENDING:
+        await js.add_consumer(stream, dataclasses.replace(
+            config, max_ack_pending=UNLIMITED_ACK_PENDING))
 
 
 def _status(msg: Msg) -> str | None:

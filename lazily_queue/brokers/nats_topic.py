@@ -2,9 +2,10 @@
 per subscriber.
 
 Offset ``k`` is the stream's sequence ``k + 1``; ``base`` is the first stored one. Each
-subscriber is a durable pull consumer ``s_<id>`` (ack policy *all*) started at the
-tail when it subscribes (replay from a sequence); its cursor is its ack floor, and its
-description holds ``{"id", "durability", "connected"}``. Advancing pulls the next
+subscriber is a durable pull consumer ``s_<id>`` (ack policy *all*, no
+``max_ack_pending`` limit) started at the tail when it subscribes (replay from a
+sequence); its cursor is its ack floor, and its description holds ``{"id",
+"durability", "connected"}``. Advancing pulls the next
 messages and acknowledges the last; ``gc`` purges below the lowest durable cursor and
 recreates a lagging ephemeral subscriber's consumer at the new base (the clamp). A
 durable subscriber that reconnects after a crash left messages delivered but not
@@ -35,6 +36,7 @@ from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .nats_names import object_token, token
+from .nats_requests import UNLIMITED_ACK_PENDING
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -140,7 +142,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await self._backend.js.add_consumer(self.stream, ConsumerConfig(
             durable_name=self._consumer_name(subscriber), description=description,
             ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=max(1, start), sample_freq="100%"))
+            opt_start_seq=max(1, start), sample_freq="100%",
+            max_ack_pending=UNLIMITED_ACK_PENDING))
 
     async def _recreate(self, subscriber: str, rec: Record, cursor: int) -> None:
         await self._backend.js.delete_consumer(self.stream, self._consumer_name(subscriber))

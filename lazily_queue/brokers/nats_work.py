@@ -1,8 +1,10 @@
 """NatsWorkQueueStorage: a WorkQueueCell backend on a JetStream work-queue stream.
 
 Items are messages of a work-queue-retention stream with one durable pull consumer
-``lq`` shared by every worker: ``ack_wait`` is the visibility timeout and
-``max_deliver`` is ``max_deliveries + 1``. A claim pulls what is ready (``no_wait``);
+``lq`` shared by every worker: ``ack_wait`` is the visibility timeout,
+``max_deliver`` is ``max_deliveries + 1`` and ``max_ack_pending`` is unlimited (-1, set
+on a consumer declared with the server's default too), so any number of leases may be
+out. A claim pulls what is ready (``no_wait``);
 ack is a confirmed ``+ACK``; nack is a confirmed ``-NAK`` (with ``nack_delay``; confirmed,
 so the next claim finds the item ahead of newer ones), or, on the last
 attempt, a publish to the dead-letter stream ``LQ_DL_<name>`` followed by ``+TERM``;
@@ -62,6 +64,7 @@ from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_names import object_token
+from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -132,7 +135,8 @@ class NatsWorkQueueStorage(WorkMirror):
                                "work queue dead letters")
             want = ConsumerConfig(
                 durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1)
+                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1,
+                max_ack_pending=UNLIMITED_ACK_PENDING)
             try:
                 have = (await b.js.consumer_info(self.stream, CONSUMER)).config
             except jserr.NotFoundError:
@@ -143,6 +147,7 @@ class NatsWorkQueueStorage(WorkMirror):
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} has "
                     f"ack_wait {have.ack_wait}s and max_deliver {have.max_deliver}; this work "
                     f"queue needs {self.visibility_timeout}s and {self.max_deliveries + 1}")
+            await lift_ack_pending_limit(b.js, self.stream, have)
             for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
