@@ -118,7 +118,7 @@ def main() -> None:
         disk = OsDisk()
         store = SnapshotStore(disk, f"{tmp}/snapshot.cbor",
                               capture=lambda: sm.capture(deferred=True),
-                              restore=sm.restore, validate=sm.validate)
+                              prepare=sm.prepare, install=sm.install)
         if hasattr(store, "writer"):
             store.writer.background = not args.inline
         t0 = time.perf_counter()

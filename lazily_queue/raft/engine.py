@@ -182,7 +182,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
             self._SyncObj__sendAppendEntries = sending_appends
             wrap_application(self, self._clamp_commit, self._apply_batch)
-            if snapshots.read() is not None:
+            if snapshots.stored:
                 self._SyncObj__loadDumpFile(clearJournal=False)
             put_log_changes_in_effect(self)
 

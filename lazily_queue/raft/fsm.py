@@ -24,11 +24,12 @@ class FSM(Protocol):
         (the snapshot file's capture) parts may be :class:`~.snapshot_pieces.Later`:
         made where the snapshot is encoded, from copies taken now."""
 
-    def restore(self, doc: Any) -> None:
-        """Replace the whole state with a captured one."""
+    def prepare(self, doc: Any) -> Any:
+        """The state a captured ``doc`` restores to, built apart for :meth:`install`;
+        raise unless it restores cleanly, changing nothing."""
 
-    def validate(self, doc: Any) -> None:
-        """Raise unless ``doc`` restores cleanly; change nothing."""
+    def install(self, prepared: Any) -> None:
+        """Replace the whole state with one :meth:`prepare` built."""
 
     def drain_events(self) -> Sequence[object]:
         """The events reported since the last call, oldest first."""

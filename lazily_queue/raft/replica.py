@@ -39,11 +39,11 @@ from .snapshot import SnapshotError, SnapshotStore
 log = logging.getLogger(__name__)
 
 
-def check_stored_state(fsm: Any, state: Any) -> None:
-    """Refuse a stored snapshot whose state does not restore: the engine would log the
-    failure and never apply again."""
+def check_stored_state(fsm: Any, state: Any) -> Any:
+    """``state`` prepared (:meth:`~.fsm.FSM.prepare`); refuse a stored snapshot whose
+    state does not restore: the engine would log the failure and never apply again."""
     try:
-        fsm.validate(state)
+        return fsm.prepare(state)
     except Exception as exc:
         raise SnapshotError(f"the stored state does not restore: {exc}") from None
 
@@ -75,17 +75,19 @@ class Replica(ReplicaWaiters):
             journal._disk,
             snapshot_path,
             capture=lambda: fsm.capture(deferred=True),
-            restore=fsm.restore,
-            validate=fsm.validate,
+            prepare=fsm.prepare,
+            install=fsm.install,
             chunk_size=self.config.engine.snapshot_chunk_bytes,
             clock=clock,
         )
         self.snapshots.queued = lambda node: len(self._ready.messages.get(node.id, ()))
         existing = self.snapshots.read()
         if existing is not None:
-            check_stored_state(fsm, existing["state"])
+            prepared = check_stored_state(fsm, existing["state"])
             check_continues(journal, existing)
             journal.drop_before(existing["prev"][1])
+            self.snapshots.keep_prepared(existing, prepared)
+            del existing, prepared
         self._ready = Ready()
         self.engine = RaftEngine(
             node_id,

@@ -10,10 +10,11 @@ either), then encoded (:mod:`.snapshot_format`, in short pieces) and written by
 :attr:`SnapshotStore.writer` (on a worker thread for the driver, see
 :mod:`.snapshot_writer`), and the engine sees SERIALIZING until that write ended: the
 journal is compacted only once the file is durable, and a crash mid-write leaves the
-previous file. A snapshot received from a peer is fully decoded and validated before
-it replaces ours; an invalid one is refused, so the follower never reports a snapshot
-it could not load. A snapshot over ``max_bytes`` (default :data:`MAX_SNAPSHOT_BYTES`)
-is neither written, read nor assembled from a transmission.
+previous file. A snapshot received from a peer is decoded once, and its state prepared
+(built apart from ours, see :meth:`~.fsm.FSM.prepare`) before it replaces our file; an
+invalid one is refused, so the follower never reports a snapshot it could not load, and
+loading it installs the prepared state. A snapshot over ``max_bytes`` (default
+:data:`MAX_SNAPSHOT_BYTES`) is neither written, read nor assembled from a transmission.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class SnapshotStore:
         path: str,
         *,
         capture: Callable[[], Any],
-        restore: Callable[[Any], None],
-        validate: Callable[[Any], None],
+        prepare: Callable[[Any], Any],
+        install: Callable[[Any], None],
         chunk_size: int = 48 * 1024,
         max_bytes: int = MAX_SNAPSHOT_BYTES,
         clock: Callable[[], float] = time.monotonic,
@@ -87,8 +88,11 @@ class SnapshotStore:
         self.disk_failures = 0
         self.path = path
         self._capture = capture
-        self._restore = restore
-        self._validate = validate
+        self._prepare = prepare
+        self._install = install
+        #: The stored snapshot's anchors and members, and its state prepared, for the
+        #: next :meth:`deserialize` (set by a leader's snapshot or :meth:`keep_prepared`).
+        self._prepared: tuple[dict[str, Any], Any] | None = None
         self._chunk = chunk_size
         #: Largest snapshot written, read or accepted from a leader.
         self.max_bytes = max_bytes
@@ -228,8 +232,13 @@ class SnapshotStore:
             self._data = self._disk.read(self.path)
         return self._data
 
+    @property
+    def stored(self) -> bool:
+        """A snapshot is stored (its file read once, not decoded)."""
+        return self._raw() is not None
+
     def read(self) -> dict[str, Any] | None:
-        """The stored snapshot, decoded, or ``None`` when there is none."""
+        """The stored snapshot, decoded (each call anew), or ``None`` when there is none."""
         raw = self._raw()
         if raw is None:
             return None
@@ -237,11 +246,22 @@ class SnapshotStore:
             raise SnapshotError(f"{self.path}: {_too_large(len(raw), self.max_bytes)}")
         return decode_snapshot(raw)
 
+    def keep_prepared(self, doc: dict[str, Any], prepared: Any) -> None:
+        """Have the next :meth:`deserialize` install ``prepared``, the state of the stored
+        snapshot ``doc`` (:meth:`read`'s) that the caller prepared, rather than decode and
+        prepare it again."""
+        self._prepared = ({k: v for k, v in doc.items() if k != "state"}, prepared)
+
     def deserialize(self) -> tuple[None, tuple[bytes, int, int], tuple[bytes, int, int], list[Any]]:
-        doc = self.read()
-        if doc is None:
-            raise SnapshotError(f"{self.path}: no snapshot to load")
-        self._restore(doc["state"])
+        kept, self._prepared = self._prepared, None
+        if kept is None:
+            doc = self.read()
+            if doc is None:
+                raise SnapshotError(f"{self.path}: no snapshot to load")
+            kept = (doc, self._prepare(doc.pop("state")))
+        doc, prepared = kept
+        del kept
+        self._install(prepared)
         members = [self.member_factory(m) for m in doc["members"]]
         return None, doc["last"], doc["prev"], members
 
@@ -311,7 +331,7 @@ class SnapshotStore:
                          "already holds it", doc["last"][1])
                 self.refused_stale += 1
                 return False
-            self._validate(doc["state"])
+            prepared = self._prepare(doc.pop("state"))  # the decoded state goes with it
         except Exception as exc:
             log.error("refused a snapshot from the leader: %s", exc)
             return False
@@ -331,5 +351,6 @@ class SnapshotStore:
             self.write_failed = False
             self.write_error = None
         self._data = raw
+        self._prepared = (doc, prepared)
         self.installed += 1
         return True

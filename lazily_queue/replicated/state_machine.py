@@ -375,9 +375,20 @@ class StateMachine:
         its large parts are :class:`Later`, made from copies where it is encoded."""
         return state_snapshot.capture(self, SECTIONS, deferred)
 
+    def prepare(self, doc: Any) -> StateMachine:
+        """``doc``'s state in a new state machine for :meth:`install`; raises unless
+        ``doc`` restores cleanly, changing nothing here."""
+        return state_snapshot.prepare(self, SECTIONS, doc)
+
+    def install(self, prepared: Any) -> None:
+        """Replace the whole state by :meth:`prepare`'s."""
+        state_snapshot.install(self, prepared)
+
     def validate(self, doc: Any) -> None:
-        """Raise unless ``doc`` restores cleanly (into a fresh state machine)."""
-        StateMachine().restore(doc)
+        """Raise unless ``doc`` restores cleanly; change nothing."""
+        self.prepare(doc)
 
     def restore(self, doc: Any) -> None:
-        state_snapshot.restore(self, SECTIONS, doc)
+        """Replace the whole state by ``doc``'s; a ``doc`` that does not restore changes
+        nothing."""
+        self.install(self.prepare(doc))

@@ -41,8 +41,35 @@ def capture(sm: StateMachine, sections: Iterable[Section], deferred: bool) -> di
     return doc
 
 
+#: What a state machine keeps through an install: its configuration, counters, tap and
+#: events (the installed state's events are added to them).
+_NOT_STATE = frozenset({"max_client_sessions", "_again", "events", "applied_batches",
+                        "applied_ops", "duplicate_ops", "tap", "tapped"})
+
+
+def prepare(sm: StateMachine, sections: Iterable[Section], doc: Any) -> StateMachine:
+    """A new state machine holding ``doc``'s state (:func:`capture`'s), with ``sm``'s
+    bounds; ``sm`` is not changed. Raises when ``doc`` does not restore."""
+    from .state_machine import StateMachine  # a subclass's own parts are not state
+
+    prepared = StateMachine(sm.max_client_sessions)
+    prepared.receipt_ledger.limit = sm.receipt_ledger.limit
+    restore(prepared, sections, doc)
+    return prepared
+
+
+def install(sm: StateMachine, prepared: StateMachine) -> None:
+    """Replace ``sm``'s state by ``prepared``'s (:func:`prepare`'s), which is given up."""
+    for name, value in vars(prepared).items():
+        if name not in _NOT_STATE:
+            setattr(sm, name, value)
+    sm.events.extend(prepared.events)
+    prepared.events = []
+
+
 def restore(sm: StateMachine, sections: Iterable[Section], doc: Any) -> None:
-    """Replace ``sm``'s state by ``doc``'s (:func:`capture`'s)."""
+    """Replace ``sm``'s state by ``doc``'s (:func:`capture`'s) in place: a ``doc`` that
+    does not restore may leave it half replaced (:func:`prepare` does not)."""
     if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
         raise ValueError("unknown state machine snapshot format")
     restored_queues: dict[str, Fifo[Any]] = {}

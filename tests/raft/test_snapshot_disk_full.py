@@ -47,7 +47,7 @@ def test_a_full_disk_is_logged_once_and_snapshots_are_spaced_out(
 
     disk = RefusingDisk()
     store = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"), capture=capture,
-                          restore=lambda _: None, validate=lambda _: None,
+                          install=lambda _: None, prepare=lambda _: None,
                           clock=lambda: now[0])
     store.retry_delay = retry = 2.0
     data = (None, (b"", 5, 1), (b"", 4, 1), ["1"])
@@ -128,14 +128,14 @@ def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
     from lazily_queue.status import health
 
     leader = SnapshotStore(OsDisk(sync=False), str(tmp_path / "leader.cbor"),
-                           capture=lambda: {"queues": {}}, restore=lambda _: None,
-                           validate=lambda _: None)
+                           capture=lambda: {"queues": {}}, install=lambda _: None,
+                           prepare=lambda _: None)
     leader.serialize((None, (b"b", 6, 1), (b"a", 5, 1), ["1"]), 6)
     assert leader.checkSerializing()[0] == SUCCESS
     disk = SnapshotRefusingDisk()
     follower = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"),
-                             capture=lambda: {"queues": {}}, restore=lambda _: None,
-                             validate=lambda _: None)
+                             capture=lambda: {"queues": {}}, install=lambda _: None,
+                             prepare=lambda _: None)
 
     def send() -> bool:
         while True:

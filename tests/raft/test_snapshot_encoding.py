@@ -36,7 +36,7 @@ def _anchors(index: int) -> tuple[Any, Any, Any, Any]:
 
 def _store(path: Path, state: list[Any], **kw: Any) -> SnapshotStore:
     return SnapshotStore(OsDisk(sync=False), str(path), capture=lambda: {"items": list(state)},
-                         restore=lambda _: None, validate=lambda _: None, **kw)
+                         install=lambda _: None, prepare=lambda _: None, **kw)
 
 
 async def _until(condition: Any) -> None:

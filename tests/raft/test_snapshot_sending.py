@@ -26,7 +26,7 @@ CHUNK = 1024
 
 def _store(path: Path, state: list[Any]) -> SnapshotStore:
     store = SnapshotStore(OsDisk(sync=False), str(path), capture=lambda: {"items": list(state)},
-                          restore=lambda _: None, validate=lambda _: None, chunk_size=CHUNK)
+                          install=lambda _: None, prepare=lambda _: None, chunk_size=CHUNK)
     return store
 
 

@@ -45,7 +45,7 @@ class GatedDisk(OsDisk):
 
 def _store(disk: OsDisk, path: Path, state: list[Any]) -> SnapshotStore:
     return SnapshotStore(disk, str(path), capture=lambda: {"items": list(state)},
-                         restore=lambda _: None, validate=lambda _: None)
+                         install=lambda _: None, prepare=lambda _: None)
 
 
 def _anchors(index: int) -> tuple[Any, Any, Any, Any]:

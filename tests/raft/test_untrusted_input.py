@@ -222,8 +222,8 @@ def test_snapshot_entry_errors_describe_data_briefly() -> None:
 
 def _store(tmp_path: Path, *, state: Any = None, **kwargs: Any) -> SnapshotStore:
     return SnapshotStore(OsDisk(sync=False), str(tmp_path / "snapshot.cbor"),
-                         capture=lambda: state, restore=lambda _: None,
-                         validate=lambda _: None, **kwargs)
+                         capture=lambda: state, install=lambda _: None,
+                         prepare=lambda _: None, **kwargs)
 
 
 def test_an_oversized_snapshot_transmission_is_refused_then_a_valid_one_installs(
