@@ -4,8 +4,9 @@
 work items of small dict payloads that nothing consumes (``benchmarks/gc_backlog_app.py``),
 then the nodes run ``--hold`` seconds more (snapshots are taken and sent meanwhile).
 Each node times every full collection; the report gives per node the count, the
-longest and the median, and the term at the start and the end (a new term: the
-followers elected a leader again, as a long pause makes them do).
+longest and the median, which of them traversed the objects spared from collections
+(:func:`lazily_queue.allocator.freeze_survivors`), and the term at the start and the
+end (a new term: the followers elected a leader again, as a long pause makes them do).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ async def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
                          "median_ms": statistics.median(full) if full else 0,
                          "term_start": start[i]["term"], "term_end": end[i]["term"],
                          "rss_kb": end[i]["rss_kb"], "frozen": end[i]["frozen"],
-                         "full_ms": full}
+                         "full_ms": full, "thawed": end[i]["thawed"]}
     return {"backlog": args.backlog, "fill_s": round(filled["seconds"], 1), "nodes": nodes}
 
 
@@ -118,7 +119,8 @@ def main() -> int:
     shutil.rmtree(root, ignore_errors=True)
     for node, f in figures["nodes"].items():
         print(f"node {node}: {f['full_collections']} full collections, longest "
-              f"{f['longest_ms']} ms, median {f['median_ms']} ms; term {f['term_start']} -> "
+              f"{f['longest_ms']} ms, median {f['median_ms']} ms (traversing the spared "
+              f"objects: collection {f['thawed'] or 'none'}); term {f['term_start']} -> "
               f"{f['term_end']}; RSS {f['rss_kb'] / 1024:.0f} MiB")
     if args.json:
         print(json.dumps(figures))

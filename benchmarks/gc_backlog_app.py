@@ -24,11 +24,14 @@ LANES = 64
 
 
 class Timer:
-    """The duration of each full collection, in ms."""
+    """The duration of each full collection, in ms, and whether it traversed the objects
+    spared from collections (``gc.unfreeze`` by :func:`~lazily_queue.allocator.freeze_survivors`
+    at its start: none were spared at its end, before the node's callback spares them again)."""
 
     def __init__(self) -> None:
         self.started = 0.0
         self.full: list[float] = []
+        self.thawed: list[int] = []
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if info.get("generation") != 2:
@@ -37,6 +40,8 @@ class Timer:
             self.started = time.perf_counter()
         else:
             self.full.append(round((time.perf_counter() - self.started) * 1000, 1))
+            if gc.get_freeze_count() == 0:
+                self.thawed.append(len(self.full))
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
@@ -73,6 +78,6 @@ async def run(node: Node, options: dict[str, Any]) -> None:
         if filling is not None and filling.done() and filling.exception() is not None:
             _write(root / "filled.json", {"error": repr(filling.exception())})
         _write(stats, {"time": time.time(), "term": status["term"], "state": status["state"],
-                       "rss_kb": rss_kb(), "full_ms": timer.full,
+                       "rss_kb": rss_kb(), "full_ms": timer.full, "thawed": timer.thawed,
                        "frozen": gc.get_freeze_count()})
         await asyncio.sleep(1.0)
