@@ -20,6 +20,7 @@ from lazily_queue.replicated import ops as C
 from .client import FAILED, OK, Client
 from .history import History, Violation
 from .session_client import SessionClient, SessionConsumer
+from .session_givers import SessionGiver
 from .workload import Consumer
 
 
@@ -30,8 +31,8 @@ def check_session_answers(history: History, clients: Sequence[Client]) -> int:
     checked = 0
     for (session, seq), applied in history.results.items():
         client = sessions.get(session)
-        if client is None:
-            continue
+        if client is None or seq in getattr(client, "refused_seqs", ()):
+            continue  # (a retry refused at a member's gate: :mod:`.session_givers`)
         checked += 1
         name = C.op_name(applied.code)
         if seq not in client.answers:
@@ -49,6 +50,11 @@ def delivered(client: Client) -> Counter[Any]:
     """The queue elements ``client`` was handed and kept."""
     if isinstance(client, SessionConsumer):
         return Counter(client.delivered)
+    if isinstance(client, SessionGiver):  # handed out, or kept as it died or was refused
+        kept = Counter(client.handed)
+        for values in client.stranded.values():
+            kept.update(values)
+        return kept
     got: Counter[Any] = Counter()
     if not isinstance(client, Consumer):
         return got

@@ -99,6 +99,10 @@ class Scenario:
     #: are given up while their retries are on the way (:mod:`.registered_sessions`),
     #: seeded apart likewise.
     registered_sessions: int = 0
+    #: Cluster clients prefetching batches, handing out part and giving the rest back,
+    #: every other one without the produce permission (:mod:`.session_givers`), seeded
+    #: apart likewise.
+    session_givers: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -162,6 +166,7 @@ def generate(seed: int) -> Scenario:
     s.txn_ttl = True
     s.ephemeral_sessions = 2
     s.registered_sessions = 2
+    s.session_givers = 2
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

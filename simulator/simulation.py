@@ -41,6 +41,7 @@ from .session_client import (
     SessionProducer,
     SessionWorker,
 )
+from .session_givers import SessionGiver, check_give_backs
 from .stats import checked_stats
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
@@ -101,6 +102,8 @@ class Simulation:
         self.session_answers = 0
         self.kept = 0
         self.given_back = 0
+        #: What :func:`~.session_givers.check_give_backs` checked.
+        self.give_backs: dict[str, int] = {}
         self._next_drain_check = 0.0
 
     # -- set-up ---------------------------------------------------------------------------
@@ -173,6 +176,8 @@ class Simulation:
              lambda cid, r, i: EphemeralSessionClient(cid, c, r)),
             (self.s.registered_sessions, 7993, 431, "rs",
              lambda cid, r, i: RegisteringClient(cid, c, r)),
+            (self.s.session_givers, 8009, 443, "gv",
+             lambda cid, r, i: SessionGiver(cid, c, r, consume_only=i % 2 == 0)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):
@@ -348,6 +353,9 @@ class Simulation:
         self.session_answers = check_session_answers(self.cluster.history, self.clients)
         self.kept = check_single_delivery(checker.pushes, self.clients)
         self.given_back = check_given_back(self.cluster.history, self.clients, self.cluster)
+        queue = (self.final_state or {}).get("queues", {}).get(QUEUE)
+        self.give_backs = check_give_backs(self.cluster.history, self.clients,
+                                           None if queue is None else list(queue[2]))
         checker.check_final(self.final_state)
         checker.check_drained()
         return checker

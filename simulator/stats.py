@@ -54,6 +54,8 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["met_cancelled"] = sum(cl.met_cancelled for cl in cancelling)
     stats["given_back"] = sum(cl.given_back for cl in cancelling)
     stats["given_back_checked"] = sim.given_back
+    for key, value in sim.give_backs.items():
+        stats[f"giver_{key}"] = value
     stats["txn_due_applied"] = checker.txn_options.due_applied
     stats["txn_due_refused"] = checker.txn_options.due_refused
     stats["txn_ttl_applied"] = checker.txn_options.ttl_applied

@@ -1,0 +1,299 @@
+"""Cluster clients that prefetch, hand out part of a batch and give the rest back.
+
+A :class:`SessionGiver` is a session client (:mod:`.session_client`) popping up to eight
+elements at once (``QUEUE_POP_STAMPED``, a prefetching iterator), handing some out at
+once and more one by one, and giving what is left back to the head under the ids it was
+popped with (``QUEUE_UNPOP_STAMPED``) at a random later point: at once, or after
+crashes, partitions and failovers had time to happen, and always once the run drains
+(the iterator closes). The give-back is retried across members under its sequence
+number like any client op. Now and then the client dies holding a batch (what it held
+is gone with it), or the give-back fails unsent (no sequence number used: its slot did
+not come before its deadline, as the client's ``call`` fails it).
+
+A consume-only giver (``consume_only``) is admitted as a client without the produce
+permission is: through the member's real :class:`~lazily_queue.client.popped.Popped` of
+the link (a link ends when the client moves to another member or the member restarts)
+and :class:`~lazily_queue.client.popped.SeqReads`. A give-back the link's gate refuses
+is not proposed: the client keeps those elements (``stranded``). When an earlier
+attempt of that give-back was proposed the refusal may answer an op that applied
+(``refused_applied``: the client is told nothing was applied).
+
+:func:`check_give_backs`, per giver: the elements its applied pops took are exactly
+those it handed out, those its applied give-backs returned and those it kept (died,
+unsent, refused), none twice. Over the whole log: an element given back to the head
+(by any client) is the next taken from it, in the order given back, and each one a
+giver returned is taken again once or still queued at the end.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lazily_queue.client.popped import Popped, SeqReads
+from lazily_queue.core import ids
+from lazily_queue.replicated import ops as C
+
+from .client import OK, QUEUE, Client, Observed
+from .history import History, Violation
+from .session_client import DOUBLE_SEND, SessionClient
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+#: The share of batches the client dies holding (not once the run drains).
+DIES = 0.05
+#: The share of give-backs that fail unsent (no slot before their deadline).
+UNSENT = 0.05
+#: The chance, at each act while it holds a batch, that it hands out one more element.
+HAND_ONE = 0.3
+_POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS, C.QUEUE_POP_MANY, C.QUEUE_POP})
+_GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS, C.QUEUE_UNPOP_MANY,
+                         C.QUEUE_UNPOP})
+
+
+class _Link:
+    """A client link to one member incarnation: its popped elements."""
+
+    def __init__(self, node: str, incarnation: int) -> None:
+        self.node, self.incarnation = node, incarnation
+        self.popped = Popped()
+
+
+class SessionGiver(SessionClient):
+    """Pops batches, hands out part, gives the rest back (module docstring)."""
+
+    kind = "session-giver"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random,
+                 consume_only: bool) -> None:
+        super().__init__(cid, cluster, rng)
+        self.sim = cluster
+        self.consume_only = consume_only
+        #: The rest of the last batch, not yet handed out: ``(values, runs)``.
+        self.held: tuple[list[Any], list[Any]] | None = None
+        self.give_at = 0.0
+        self.handed: list[Any] = []
+        #: Elements it kept, by why: ``died``, ``unsent``, ``refused`` (a give-back no
+        #: attempt of which was proposed).
+        self.stranded: dict[str, list[Any]] = {"died": [], "unsent": [], "refused": []}
+        #: Give-backs refused at a member's gate after an earlier attempt was proposed
+        #: (sequence number -> elements): kept unless that attempt applied.
+        self.refused_seqs: dict[int, list[Any]] = {}
+        self.sent: set[int] = set()
+        self.gave_back = 0
+        self.given_elements = 0
+        self._link: _Link | None = None
+        self._seq_reads: dict[tuple[str, int], SeqReads] = {}
+        #: Per pop in flight: the link it went on and its :class:`SeqReads` flag.
+        self._pop_reads: dict[int, tuple[_Link, list[bool]]] = {}
+
+    @property
+    def settled(self) -> bool:
+        return super().settled and self.held is None
+
+    def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.held is not None:
+            (values, runs), self.held = self.held, None
+            return C.QUEUE_UNPOP_STAMPED, [QUEUE, values, runs]
+        if self.draining:
+            return None
+        return C.QUEUE_POP_STAMPED, [QUEUE, self.rng.randrange(2, 9)]
+
+    def next_op(self) -> None:
+        if self.pending is None and self.held is not None:
+            if not self.draining and self.sim.now() < self.give_at:
+                if self.rng.random() < HAND_ONE:
+                    self._hand_out(1)
+                return
+            if not self.draining and self.rng.random() < UNSENT:
+                self.stranded["unsent"].extend(self.held[0])
+                self.held = None
+                return
+        if self.pending is None:
+            inner = self.next_inner()
+            if inner is None:
+                self.stopped = True
+                return
+            self.seq += 1
+            self.pending = (self.seq, *inner)
+        seq, code, args = self.pending
+        link = self._current_link()
+        if self.consume_only and not self._admitted(link, seq, code, args):
+            return
+        wrapped = self._wrapped(seq, code, args)
+        self.grouped = wrapped[0] == C.CLIENT_OPS
+        obs = self.call(wrapped[0], wrapped[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
+        if obs is None:
+            self._pop_reads.pop(seq, None)
+            return
+        self.sent.add(seq)
+        self.attempts += 1
+        obs.session, obs.seq, obs.code, obs.args = self.session, seq, code, list(args)
+        if self.rng.random() < DOUBLE_SEND:
+            others = [n for n in self._running() if n != self.node]
+            if others:
+                other = self.rng.choice(others)
+                if self.consume_only and code == C.QUEUE_UNPOP_STAMPED:
+                    return  # that member's gate refuses it: its link never popped them
+                if self.consume_only:
+                    self._reads(other).note(self.session, seq)
+                again = self._wrapped(seq, code, args)
+                self.cluster.propose_detached(other, again[0], again[1:],
+                                              timeout=self.rng.uniform(0.3, 2.0))
+
+    def _current_link(self) -> _Link:
+        incarnation = self.sim.nodes[self.node].incarnation
+        link = self._link
+        if link is None or link.node != self.node or link.incarnation != incarnation:
+            link = self._link = _Link(self.node, incarnation)
+        return link
+
+    def _reads(self, n: str) -> SeqReads:
+        """Member ``n``'s reads of client ops (its sessions' pairs: this client's alone)."""
+        key = (n, self.sim.nodes[n].incarnation)
+        reads = self._seq_reads.get(key)
+        if reads is None:
+            reads = self._seq_reads[key] = SeqReads()
+        return reads
+
+    def _admitted(self, link: _Link, seq: int, code: int, args: list[Any]) -> bool:
+        """The member's gate for a client without the produce permission
+        (``ClientConnection.state_refusal``); ``False`` when it refused the op."""
+        own = self._reads(link.node).note(self.session, seq)
+        if code == C.QUEUE_POP_STAMPED:
+            view = self.sim.nodes[link.node].view
+            if own[0] and view is not None and view.client_op_applied(self.session, seq):
+                own[0] = False
+            self._pop_reads[seq] = (link, own)
+            return True
+        if link.popped.give_back_refusal(code, args, self.cid) is None:
+            return True
+        self.pending = None
+        if seq in self.sent:
+            self.refused_seqs[seq] = list(args[1])
+        else:
+            self.stranded["refused"].extend(args[1])
+        return False
+
+    def _done(self, obs: Observed) -> None:
+        read = self._pop_reads.pop(obs.seq, None)
+        if obs.outcome == OK and read is not None:
+            link, own = read
+            result = obs.result[0] if self.grouped and isinstance(obs.result, list) and (
+                len(obs.result) == 1) else obs.result
+            if link is self._link:
+                link.popped.answered((QUEUE, own), result)
+        super()._done(obs)
+
+    def lost(self, obs: Observed) -> None:
+        self._pop_reads.pop(obs.seq, None)
+        super().lost(obs)
+
+    def answered(self, code: int, args: list[Any], result: Any) -> None:
+        if code == C.QUEUE_UNPOP_STAMPED:
+            self.gave_back += 1
+            self.given_elements += len(args[1])
+            return
+        if not (isinstance(result, list) and result and result[0]):
+            return
+        values, runs = result[0], result[1]
+        if not self.draining and self.rng.random() < DIES:
+            self.stranded["died"].extend(values)
+            return
+        self.held = (list(values), list(runs))
+        self._hand_out(self.rng.randrange(0, len(values)))
+        wait = self.rng.choice([0.0, self.rng.uniform(0.0, 0.3), self.rng.uniform(0.3, 2.0)])
+        self.give_at = self.sim.now() + wait
+
+    def _hand_out(self, n: int) -> None:
+        """Hand the first ``n`` held elements to the application."""
+        if self.held is None or n <= 0:
+            return
+        values, runs = self.held
+        n = min(n, len(values))
+        self.handed.extend(values[:n])
+        self.held = (values[n:], ids.tail(runs, len(values) - n)) if n < len(values) else None
+
+
+def check_give_backs(history: History, clients: Sequence[Client],
+                     final_queue: list[Any] | None) -> dict[str, int]:
+    """The give-back properties (module docstring); returns what was checked."""
+    givers = {cl.session: cl for cl in clients if isinstance(cl, SessionGiver)}
+    head: list[tuple[Any, str]] = []  # what the next pops of the queue must take
+    outstanding: Counter[Any] = Counter()  # returned by a giver, not taken since
+    taken: dict[int, Counter[Any]] = {s: Counter() for s in givers}
+    returned: dict[int, Counter[Any]] = {s: Counter() for s in givers}
+    seen: set[tuple[int, int]] = set()
+    stats = Counter[str]()
+    for op in history.in_order():
+        key = (op.session, op.seq)
+        if key in seen or not op.args or op.args[0] != QUEUE:
+            continue
+        seen.add(key)
+        giver = givers.get(op.session)
+        if op.code in _GIVE_BACKS and op.result is None:
+            values = [op.args[1]] if op.code == C.QUEUE_UNPOP else list(op.args[1])
+            who = giver.cid if giver is not None else "a member's consumer"
+            head[:0] = [(v, f"{who} at index {op.index}") for v in values]
+            if giver is not None:
+                returned[op.session].update(values)
+                outstanding.update(values)
+                stats["give_backs"] += 1
+        elif op.code in _GIVE_BACKS and giver is not None:
+            raise Violation(f"{giver.cid}: give-back (seq {op.seq}) of popped elements applied "
+                            f"at index {op.index} returning {op.result!r:.80}")
+        elif op.code in _POPS:
+            got = _popped(op.code, op.result)
+            if giver is not None:
+                taken[op.session].update(got)
+            for value in got:
+                if head:
+                    expected, where = head.pop(0)
+                    if value != expected:
+                        raise Violation(f"index {op.index}: a pop took {value!r:.40} where "
+                                        f"{expected!r:.40}, given back by {where}, was next")
+                    stats["head_checked"] += 1
+                if outstanding[value] > 0:
+                    outstanding[value] -= 1
+                    stats["taken_again"] += 1
+    queued = Counter(final_queue or [])
+    for value, count in (+outstanding).items():
+        if queued[value] < count:
+            raise Violation(f"element {value!r:.60} a giver gave back was never taken again "
+                            "and is not queued: lost")
+    for session, giver in givers.items():
+        kept = Counter(giver.handed)
+        for values in giver.stranded.values():
+            kept.update(values)
+        for seq, values in giver.refused_seqs.items():
+            if history.results.get((session, seq)) is None:
+                kept.update(values)
+                stats["refused"] += len(values)
+            else:
+                stats["refused_applied"] += 1
+        accounted = kept + returned[session]
+        if accounted != taken[session]:
+            raise Violation(f"{giver.cid}: its pops took {_shown(taken[session] - accounted)} "
+                            f"that it neither handed out, gave back nor kept; it accounts "
+                            f"for {_shown(accounted - taken[session])} it never took")
+    stats["refused"] += sum(len(g.stranded["refused"]) for g in givers.values())
+    stats["unsent"] = sum(len(g.stranded["unsent"]) for g in givers.values())
+    stats["died"] = sum(len(g.stranded["died"]) for g in givers.values())
+    stats["handed"] = sum(len(g.handed) for g in givers.values())
+    return dict(stats)
+
+
+def _popped(code: int, result: Any) -> list[Any]:
+    if code == C.QUEUE_POP:
+        return [result] if isinstance(result, str) else []
+    if code == C.QUEUE_POP_MANY:
+        return list(result) if isinstance(result, list) else []
+    return list(result[0]) if isinstance(result, list) and result else []
+
+
+def _shown(counter: Counter[Any]) -> str:
+    items = sorted((+counter).elements(), key=repr)
+    return "nothing" if not items else f"{items!r:.120}"
