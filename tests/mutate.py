@@ -209,6 +209,17 @@ MUTATIONS = [
         ("tests/core/test_fifo_ids.py", "tests/cells/test_queue_messages.py"),
         "an element given back to the head keeps its message id"),
     Mutation(
+        "give-back-drops-last", "lazily_queue/core/fifo.py",
+        "        self._items.extendleft(reversed(values))\n        ids.prepend(self._runs, runs)\n"
+        "        self._explicit += len(values)\n",
+        "        values = values[:-1] if len(values) > 1 else values\n"
+        "        runs = ids.take(deque(runs), len(values))\n"
+        "        self._items.extendleft(reversed(values))\n        ids.prepend(self._runs, runs)\n"
+        "        self._explicit += len(values)\n",
+        ("tests/sim/test_give_backs_checker.py::"
+         "test_given_back_elements_are_taken_again_first_in_order",),
+        "a prefetch's rest given back is taken again next, in order, every element once"),
+    Mutation(
         "transaction-applied-in-part", "lazily_queue/replicated/transactions.py",
         "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n",
         "    plans = check(sm, args)\n    if isinstance(plans, tuple):\n"
