@@ -14,6 +14,10 @@ recorded result must be the model's. On top of that:
   a bounded queue counting the due delayed elements it makes ready (:mod:`.txn_options`);
 - a pop through ``Driver.call`` whose caller was cancelled reached its caller or its
   ``on_orphan`` give-back (:mod:`.cancelled_pops`);
+- a client prefetching batches hands out, gives back (once, under the ids popped) or
+  keeps every element its pops took, none twice; an element given back to the head is
+  the next taken, in the order given back, and a client's is taken again once or still
+  queued (:mod:`.session_givers`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
   message ids unique, assigned in push order, kept when given back, and no element
   enqueued later than it is popped (:mod:`.queue_ids`);
