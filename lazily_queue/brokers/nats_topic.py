@@ -3,12 +3,12 @@ per subscriber.
 
 Offset ``k`` is the stream's sequence ``k + 1``; ``base`` is the first stored one. Each
 subscriber is a durable pull consumer ``s_<id>`` (ack policy *all*, no
-``max_ack_pending`` limit) started at the tail when it subscribes (replay from a
-sequence); its cursor is its ack floor, and its description holds ``{"id",
-"durability", "connected"}``. Advancing pulls the next
-messages and acknowledges the last; ``gc`` purges below the lowest durable cursor and
-recreates a lagging ephemeral subscriber's consumer at the new base (the clamp). A
-durable subscriber that reconnects after a crash left messages delivered but not
+``max_ack_pending`` limit, lifted before the first advance from one declared with it)
+started at the tail when it subscribes (replay from a sequence); its cursor is its ack
+floor, and its description holds ``{"id", "durability", "connected"}``. Advancing pulls
+the next messages and acknowledges the last; ``gc`` purges below the lowest durable
+cursor and recreates a lagging ephemeral subscriber's consumer at the new base (the
+clamp). A durable subscriber that reconnects after a crash left messages delivered but not
 acknowledged is recreated at its cursor, so it reads them again in order.
 
 The mirror holds the retained log and every subscription (like a Raft member's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import nats.js.errors as jserr
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StorageType
 
 from ..core.topic import (
@@ -36,7 +37,7 @@ from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .nats_names import object_token, token
-from .nats_requests import UNLIMITED_ACK_PENDING
+from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._backend = backend
         tok = object_token(name, len("LQ_T_"))
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
+        #: Subscribers whose consumer was last read with a ``max_ack_pending`` limit.
+        self._limited: set[str] = set()
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats topic {shown(name)}")
 
@@ -112,6 +115,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             except (ValueError, KeyError, TypeError):
                 continue  # a consumer this library did not make
             found[sid] = ((durability, connected, cursor_of(info)), info)
+            if info.config.max_ack_pending == UNLIMITED_ACK_PENDING:
+                self._limited.discard(sid)
+            else:
+                self._limited.add(sid)
         return found
 
     async def _read(self) -> None:
@@ -144,6 +151,17 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=max(1, start), sample_freq="100%",
             max_ack_pending=UNLIMITED_ACK_PENDING))
+
+    async def _lift(self, subscriber: str) -> None:
+        """Lift the ``max_ack_pending`` limit of ``subscriber``'s consumer (one declared
+        with it): the server's config is read again, so only the limit changes."""
+        name = self._consumer_name(subscriber)
+        try:
+            info = await self._backend.js.consumer_info(self.stream, name)
+        except jserr.NotFoundError:
+            return  # deleted meanwhile: the pull tells
+        await lift_ack_pending_limit(self._backend.js, self.stream, info.config)
+        self._limited.discard(subscriber)
 
     async def _recreate(self, subscriber: str, rec: Record, cursor: int) -> None:
         await self._backend.js.delete_consumer(self.stream, self._consumer_name(subscriber))
@@ -261,6 +279,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 return None
         b = self._backend
         async with b.errors(f"advancing {shown(subscriber)} on {self.stream}"):
+            if subscriber in self._limited:
+                await self._lift(subscriber)
             msgs = await b.pull(self.stream, self._consumer_name(subscriber), count)
             if msgs:
                 await b.ack(msgs[-1])

@@ -6,11 +6,12 @@ consumer declared with a limit (by an earlier version) is lifted of it."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from nats.js.api import AckPolicy, ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from lazily_queue import QueueCell, TopicCell, WorkQueueCell
 from lazily_queue.brokers.nats_work import CONSUMER
@@ -78,3 +79,52 @@ async def test_a_topic_advance_of_more_than_the_default_limit_is_answered(
     await news.publish_many(range(1500))
     await storage.sync()
     assert (await storage.advance_to("s", 1500)).result == 1500
+
+
+async def _old_subscriber(provider: Any, subscriber: str) -> tuple[Any, str]:
+    """A topic with ``subscriber``'s consumer as an earlier version declared it: the
+    server's default ``max_ack_pending``, and 1500 elements it has not read."""
+    storage = provider.topic(fresh("old"))
+    await storage.declare()
+    consumer = f"s_{subscriber}"
+    description = json.dumps({"id": subscriber, "durability": "durable", "connected": True})
+    await provider.js.add_consumer(storage.stream, ConsumerConfig(
+        durable_name=consumer, description=description, ack_policy=AckPolicy.ALL,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=1,
+        sample_freq="100%"))
+    assert (await provider.js.consumer_info(storage.stream, consumer)
+            ).config.max_ack_pending == 1000
+    await TopicCell(storage).publish_many(range(1500))
+    await storage.sync()
+    return storage, consumer
+
+
+async def test_a_subscriber_declared_with_an_ack_pending_limit_is_lifted_of_it(
+        provider: Any) -> None:
+    storage, consumer = await _old_subscriber(provider, "s")
+    assert (await storage.advance_to("s", 1500)).result == 1500
+    info = await provider.js.consumer_info(storage.stream, consumer)
+    assert info.config.max_ack_pending == -1
+    assert json.loads(info.config.description) == {
+        "id": "s", "durability": "durable", "connected": True}
+    await storage.sync()
+    assert storage.subscriptions() == {
+        "s": {"durability": "durable", "connected": True, "cursor": 1500}}
+
+
+async def test_a_subscriber_s_limit_is_lifted_once(
+        provider: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage, _ = await _old_subscriber(provider, "s")
+    assert (await storage.poll("s")).result == 0
+    await storage.sync()
+    requests: list[str] = []
+
+    async def consumer_request(stream: str, *args: Any, **kwargs: Any) -> Any:
+        requests.append(stream)
+        raise AssertionError("a lifted consumer is neither read nor updated again")
+
+    monkeypatch.setattr(provider.js, "consumer_info", consumer_request)
+    monkeypatch.setattr(provider.js, "add_consumer", consumer_request)
+    assert [(await storage.poll("s")).result for _ in range(3)] == [1, 2, 3]
+    assert (await storage.advance_to("s", 1500)).result == 1500
+    assert requests == []
