@@ -1,6 +1,7 @@
 """The asyncio driver: runs a :class:`Replica` on the event loop over a network.
 
-A step runs right after each run of frames the network hands over and once per loop
+A step runs right after each run of frames the network hands over (with the pending
+commit publication, if one is: after the callers it completed) and once per loop
 iteration in which operations were proposed, so every proposal made in one iteration
 becomes one replicated batch (group commit); a :meth:`Driver.call` made while nothing
 else is ready to run steps at once (no other proposal could join its batch), and a
@@ -243,12 +244,19 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
                               self.replica.node_id, peer)
                 self.network.close_peer(peer, "a message could not be processed")
                 break
-        self.wake()
+        self._input = True
 
-    def _on_frames(self) -> None:
-        """A run of frames was handed over: step now rather than in the next iteration."""
-        if self._input and self._running:
+    def _on_frames(self, now: bool) -> None:
+        """A run of frames was handed over: step now (``now``) unless a commit publication
+        is pending, which steps after the callers whose operations the last step
+        completed (replies that arrive together cost one more step, and what those
+        callers propose joins it); else in the loop's next iteration."""
+        if not self._input or not self._running:
+            return
+        if now and not self._publishing:
             self._step()
+        elif not self._publishing:
+            self.wake()
 
     def _on_peer(self, peer: str, up: bool) -> None:
         self.replica.peer_connected(peer, up)
@@ -305,10 +313,13 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
     def _publish_commit(self) -> None:
         """A leader's new commit index reaches the followers now unless a step is about to
         run (it appends what was proposed meanwhile, commit index included, or schedules
-        this again)."""
-        self._publishing = False
+        this again); frames that arrived while it was pending step first."""
         if (self._scheduled and self._input) or self._stepping or not self._running:
+            self._publishing = False
             return
+        if self._input:
+            self._step()  # still publishing: the step schedules no other publication
+        self._publishing = False
         if self.pipeline.stall is not None:
             return
         self._half(self.replica.publish_commit)

@@ -197,7 +197,6 @@ class MeshNetwork:
         self._on_batch: BatchHandler | None = None
         self._pump: asyncio.Task[None] | None = None
         self._keepalive: asyncio.Task[None] | None = None
-        self._stepped = False  # frames of this loop iteration already stepped
         self._unflushed = False  # send queued frames that flush has not handed over yet
         self.dropped = 0
 
@@ -217,7 +216,7 @@ class MeshNetwork:
     def send(self, peer_id: str, frame: bytes) -> None:
         self._unflushed = True
         try:
-            if not self._mesh.send_nowait(int(peer_id), frame):
+            if not self._mesh.send_held(int(peer_id), frame):
                 self.dropped += 1
         except anyio.WouldBlock:
             self.dropped += 1
@@ -227,8 +226,8 @@ class MeshNetwork:
 
     def flush(self) -> None:
         """Hand what :meth:`send` queued to the links now (nothing to do when it queued
-        nothing since the last flush; the links hand over other frames themselves later
-        in the loop iteration)."""
+        nothing since the last flush: the links hand over other frames, keepalives,
+        themselves later in the loop iteration)."""
         if self._unflushed:
             self._unflushed = False
             self._mesh.flush()
@@ -335,21 +334,12 @@ class MeshNetwork:
                     pass  # a full buffer is traffic enough; a removed peer needs none
 
     def _take(self) -> None:
-        """Frames handed over as they are queued (no task switch per frame). The first
-        frames of a loop iteration step at once; later ones in the same iteration
-        leave their step to the driver's next one (it wakes itself per frame), so
-        replies from several peers that arrived together cost one more step, not one
-        each before anything else runs."""
+        """Frames handed over as they are queued (no task switch per frame); each run is
+        followed by ``on_batch(True)`` (the driver steps at once, or leaves it to the
+        step it has pending)."""
         events = self._mesh.events
         while batch := events.take_nowait():
-            first = not self._stepped
-            if first:
-                self._stepped = True
-                asyncio.get_running_loop().call_soon(self._next_iteration)
-            self._handle(batch, step=first)
-
-    def _next_iteration(self) -> None:
-        self._stepped = False
+            self._handle(batch)
 
     async def _run(self) -> None:
         """Events the listener left (queued before it was set)."""
@@ -361,7 +351,7 @@ class MeshNetwork:
                 return
             self._handle(batch)
 
-    def _handle(self, batch: list[MeshEvent], *, step: bool = True) -> None:
+    def _handle(self, batch: list[MeshEvent]) -> None:
         on_frame, on_peer = self._on_frame, self._on_peer
         heard, now = self.identity.heard_at, time.monotonic()
         frames = False
@@ -384,8 +374,8 @@ class MeshNetwork:
                     on_peer(str(event.peer_id), False)
             except Exception:
                 log.exception("node %s: handling a mesh event failed", self.node_id)
-        if frames and step and self._on_batch is not None:
+        if frames and self._on_batch is not None:
             try:
-                self._on_batch()
+                self._on_batch(True)
             except Exception:
                 log.exception("node %s: handling mesh frames failed", self.node_id)

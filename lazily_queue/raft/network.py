@@ -18,24 +18,28 @@ log = logging.getLogger(__name__)
 
 FrameHandler = Callable[[str, bytes], None]
 PeerHandler = Callable[[str, bool], None]
-#: Called after a run of frames was handed to the frame handler.
-BatchHandler = Callable[[], None]
+#: Called after a run of frames was handed to the frame handler: with True the driver
+#: steps at once (or leaves it to a step it has pending), with False in the loop's next
+#: iteration.
+BatchHandler = Callable[[bool], None]
 
 
 class RaftNetwork(Protocol):
     def set_handlers(
         self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
     ) -> None:
-        """Install the callbacks; a network that hands frames over in runs calls
-        ``on_batch`` after each run (the driver then steps at once)."""
+        """Install the callbacks; the network calls ``on_batch`` after each run of frames
+        it handed to ``on_frame`` (the frames are stepped only then)."""
         ...
 
     def send(self, peer_id: str, frame: bytes) -> None:
-        """Queue one frame; drop (and count) it when the peer is unreachable."""
+        """Queue one frame until :meth:`flush`; drop (and count) it when the peer is
+        unreachable."""
         ...
 
     def flush(self) -> None:
-        """Hand queued frames to the links now (before the caller blocks on a disk)."""
+        """Hand queued frames to the links now; the driver calls it after sending, before
+        it yields to the loop or blocks on a disk."""
         ...
 
     def send_ready(self, peer_id: str) -> bool:
@@ -125,6 +129,7 @@ class LocalNetwork:
         self._up: set[str] = set()
         self._on_frame: FrameHandler | None = None
         self._on_peer: PeerHandler | None = None
+        self._on_batch: BatchHandler | None = None
         self._loop: asyncio.AbstractEventLoop
         self._running = False
         self.sent = 0
@@ -133,7 +138,7 @@ class LocalNetwork:
     def set_handlers(
         self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
     ) -> None:
-        self._on_frame, self._on_peer = on_frame, on_peer
+        self._on_frame, self._on_peer, self._on_batch = on_frame, on_peer, on_batch
 
     def send(self, peer_id: str, frame: bytes) -> None:
         delivered = self._running and peer_id in self._up
@@ -174,6 +179,8 @@ class LocalNetwork:
     def _receive(self, src: str, frame: bytes) -> None:
         if self._running and src in self._up and self._on_frame is not None:
             self._on_frame(src, frame)
+            if self._on_batch is not None:
+                self._on_batch(False)  # the frames of one iteration step together
 
     def _refresh(self) -> None:
         if not self._running:

@@ -223,6 +223,31 @@ async def test_flush_hands_queued_frames_to_the_socket_at_once(kind: str, short_
         assert await server.receive() == b"queued"
 
 
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+async def test_a_held_frame_waits_for_flush_without_a_callback(kind: str, short_tmp: Any) -> None:
+    """``send_held`` queues like ``send_nowait`` but schedules no flush of its own: the
+    frame leaves with the caller's ``flush`` (with a ``send_nowait`` frame's, if one)."""
+    async with channel_pair(address_for(kind, short_tmp)) as (client, server):
+        sock = server.channel._transport.get_extra_info("socket")  # type: ignore[attr-defined]
+        readable = select.poll()
+        readable.register(sock.fileno(), select.POLLIN)
+        loop = asyncio.get_running_loop()
+        ready = len(loop._ready)  # type: ignore[attr-defined]
+        client.channel.send_held(b"held")
+        assert len(loop._ready) == ready  # type: ignore[attr-defined]  # nothing scheduled
+        await asyncio.sleep(0.01)
+        assert not readable.poll(0)  # nothing written: it waits for flush
+        client.channel.flush()
+        assert readable.poll(1000)
+        assert await server.receive() == b"held"
+        with pytest.raises(FrameTooLargeError):
+            client.channel.send_held(b"x" * (client.channel.max_frame_size + 1))
+        client.channel.send_held(bytearray(b"converted"))  # type: ignore[arg-type]
+        client.send_nowait(b"scheduled")  # a flush of its own, which takes both
+        assert await server.receive() == b"converted"
+        assert await server.receive() == b"scheduled"
+
+
 async def test_received_bytes_counts_a_frame_still_arriving(address: str) -> None:
     """``received_bytes`` grows with every byte taken from the connection, a frame that
     is not whole yet included (over a stream socket, the first half of one)."""

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lazily_transports import EventStream, Frame, Mesh, MeshEvent, PeerDown, PeerUp
+from lazily_transports import (
+    EventStream,
+    Frame,
+    Mesh,
+    MeshEvent,
+    PeerDown,
+    PeerUp,
+    UnknownPeerError,
+)
 from transport_helpers import make_config
 
 pytestmark = pytest.mark.timeout(30)
@@ -78,3 +86,24 @@ async def test_frames_over_a_unix_link_reach_the_listener_in_order(short_tmp: Pa
         assert got == [b"f%d" % i for i in range(500)]
         assert len(b.events) == 0 and b.counters(1).frames_received == 500
         assert tasks == {None}  # called from the socket's callback, not from a task
+
+
+async def test_held_frames_leave_with_the_meshs_flush(short_tmp: Path) -> None:
+    addresses = {1: f"unix://{short_tmp}/a.sock", 2: f"unix://{short_tmp}/b.sock"}
+    async with Mesh(make_config(1), addresses[1], {2: addresses[2]}, **FAST) as a, \
+            Mesh(make_config(2), addresses[2], {1: addresses[1]}, **FAST) as b:
+        with pytest.raises(UnknownPeerError):
+            a.send_held(3, b"nobody")
+        with anyio.fail_after(5):
+            while not isinstance(await a.events.receive(), PeerUp):
+                pass
+            while not isinstance(await b.events.receive(), PeerUp):
+                pass
+        assert a.send_held(2, b"one") and a.send_held(2, b"two")
+        await asyncio.sleep(0.05)
+        assert len(b.events) == 0  # held: nothing written without a flush
+        a.flush()
+        with anyio.fail_after(5):
+            got = [await b.events.receive(), await b.events.receive()]
+        assert [e.data for e in got if isinstance(e, Frame)] == [b"one", b"two"]
+        assert a.counters(2).frames_sent >= 2

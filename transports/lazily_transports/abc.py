@@ -192,6 +192,12 @@ class DataChannel(FrameStream):
             except anyio.WouldBlock:
                 await self.wait_send_ready()
 
+    def send_held(self, item: bytes) -> None:
+        """:meth:`send_nowait`, except that a transport which queues frames keeps this one
+        until :meth:`flush` (the caller's to call before it yields to the loop) instead
+        of flushing later in this loop iteration."""
+        self.send_nowait(item)
+
     def flush(self) -> None:
         """Hand frames queued by ``send_nowait`` to the connection now rather than later
         in this loop iteration (a transport that does not queue has nothing to do)."""

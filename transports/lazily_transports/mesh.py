@@ -236,6 +236,15 @@ class Mesh:
             raise UnknownPeerError(peer_id)
         return link.send_nowait(frame)
 
+    def send_held(self, peer_id: int, frame: bytes) -> bool:
+        """``send_nowait``, except that the frame waits for :meth:`flush` (the caller's to
+        call before it yields to the loop) rather than being written later in this loop
+        iteration: frames sent together leave without a callback of their own."""
+        link = self._links.get(peer_id)
+        if link is None:
+            raise UnknownPeerError(peer_id)
+        return link.send_held(frame)
+
     def send_ready(self, peer_id: int) -> bool:
         """Whether ``send_nowait(peer_id, ...)`` would queue a frame now: the peer is up
         and its send buffer not full (False for an id outside the mesh)."""

@@ -250,6 +250,18 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
     # -- sending -----------------------------------------------------------------------------
 
     def _send_frame_nowait(self, frame: bytes) -> None:
+        if self._queue(frame) and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def send_held(self, item: bytes) -> None:
+        if type(item) is not bytes or len(item) > self.max_frame_size:
+            self.send_nowait(item)  # converts it, or refuses it as too large
+            return
+        self._queue(item)
+
+    def _queue(self, frame: bytes) -> bool:
+        """Queue one size-checked frame; True while it waits for a flush."""
         if self._reason is not None or self._eof_sent or self._send_dead is not None:
             raise self._send_error() or LinkBrokenError("link is down")
         if self._write_paused or self._pending_bytes >= self._send_buffer_size:
@@ -261,9 +273,8 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         self.accepted_bytes += len(frame) + 4
         if self._pending_bytes >= _EAGER_FLUSH:
             self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            return False
+        return True
 
     def flush(self) -> None:
         self._flush()

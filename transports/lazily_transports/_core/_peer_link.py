@@ -114,6 +114,20 @@ class PeerLink:
         self.counters.frames_sent += 1
         return True
 
+    def send_held(self, frame: bytes) -> bool:
+        """:meth:`send_nowait`, the frame kept until :meth:`flush` (see
+        :meth:`~lazily_transports.abc.DataChannel.send_held`)."""
+        channel = self._raw
+        if channel is None:
+            return self.send_nowait(frame)
+        try:
+            channel.send_held(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.counters.frames_dropped += 1
+            return False
+        self.counters.frames_sent += 1
+        return True
+
     def flush(self) -> None:
         """Hand frames queued on the current connection to it now."""
         channel = self._raw
