@@ -38,7 +38,7 @@ from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
 from .engine_view import EngineView
 from .journal import DurableJournal
-from .leading import append_leading, commit_leading, light_follower_tick, light_tick
+from .leading import append_leading, commit_leading, light_tick
 from .log_config import put_log_changes_in_effect
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
@@ -96,7 +96,6 @@ class RaftEngine(EngineView, PatchedSyncObj):
         self._snapshots = snapshots
         self._compaction_bytes = cfg.compaction_log_bytes
         self._compaction_entries = cfg.compaction_min_entries
-        self._compaction_time = cfg.compaction_min_time
         self._apply_fn = apply
         self.max_command_bytes = max_command_bytes
         #: Entries sent per append; always above the largest entry (see MAX_COMMAND_BYTES).
@@ -117,11 +116,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
         self._light_period = cfg.heartbeat_interval
         self._full_tick_at = float("-inf")
         self._unsent_appends = False  # appended to the log since the last AppendEntries
-        #: Full engine ticks so far, a leader's light ones and a follower's
-        #: (:mod:`.leading`).
+        #: Full engine ticks so far, and a leader's light ones (:mod:`.leading`).
         self.full_ticks = 0
         self.light_ticks = 0
-        self.follower_light_ticks = 0
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -276,8 +273,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
     def tick(self) -> None:
         """Advance the engine: a leader whose last full tick is recent commits and applies
-        what a majority holds durably, a follower applies what is committed
-        (:mod:`.leading`); else a full tick."""
+        what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
         with self._env:
             held = self.transfer.advance()
@@ -292,11 +288,6 @@ class RaftEngine(EngineView, PatchedSyncObj):
             if (self._isLeader() and light_tick(self, now, self._full_tick_at, compact)
                     and commit_leading(self, self._journal.term_at)):
                 self.light_ticks += 1
-                return
-            if light_follower_tick(self, now, self._full_tick_at, compact):
-                self.follower_light_ticks += 1
-                if self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied:
-                    self.apply_committed()
                 return
             self._full_tick_at = now
             self.full_ticks += 1

@@ -6,7 +6,7 @@ submitted, behind whatever the queue still holds (commands forwarded by follower
 the step sends one AppendEntries for all of them.
 
 A full tick (elections, heartbeats, leader fallback, compaction, PySyncObj's timers)
-runs at least once per ``period`` seconds for a leader, and sooner when a heartbeat is
+runs at most once per ``period`` seconds for a leader, or sooner when a heartbeat is
 due (its AppendEntries go out when they would have): in between, its tick only moves
 its commit index to the highest entry of its term that a majority holds durably (its
 own copy counted by its journal's durable index, a follower's by its acknowledged match
@@ -14,10 +14,6 @@ index) and applies up to it, exactly as the full tick's leader branch and the
 durable-commit clamp (:mod:`.durable_commit`) would. A commit then costs
 no more than counting: a reply from a follower commits in the step it starts. The other
 timers run with the next full tick, at most ``period`` seconds later.
-
-A follower's tick is light in the same way: between full ticks it only applies what its
-leader committed, as long as its election deadline has not passed (a full tick checks
-it) and nothing else (a forwarded command, a snapshot, a compaction) waits for one.
 """
 
 from __future__ import annotations
@@ -26,8 +22,6 @@ from typing import Any
 
 from . import entries, patches
 from .durable_commit import durable_majority_index
-
-_FOLLOWER = 0
 
 
 def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool:
@@ -56,21 +50,6 @@ def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> b
     if snapshots.pending:
         return bool(snapshots.writer.running)
     return bool(len(engine._journal) <= engine._compaction_entries)
-
-
-def light_follower_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> bool:
-    """Whether a follower's tick at ``now`` may only apply what is committed: its last
-    full tick is recent, its election deadline has not passed (a full tick would start
-    no election or pre-vote round), no won pre-vote round waits for its election, no
-    command waits to be forwarded, and no snapshot or compaction waits for a full tick."""
-    return bool(
-        now - full_tick_at < engine._light_period and not compact
-        and now <= engine._SyncObj__raftElectionDeadline and engine.pre_vote.idle
-        and not engine._commands and not engine._snapshots.pending
-        and not engine._SyncObj__forceLogCompaction
-        and len(engine._journal) <= engine._compaction_entries
-        and now - engine._SyncObj__lastSerializedTime <= engine._compaction_time
-        and engine._SyncObj__raftState == _FOLLOWER)
 
 
 def commit_leading(engine: Any, term_at: Any) -> bool:

@@ -53,11 +53,6 @@ class PreVote:
         self.rounds = 0
         self.transfer_elections = 0
 
-    @property
-    def idle(self) -> bool:
-        """No won round waits for the election the next full tick would start."""
-        return self._won is None
-
     # -- the member's own rounds ---------------------------------------------------------------
 
     def before_tick(self) -> None:
