@@ -218,6 +218,13 @@ class Replies:
         or the error."""
         return await self._ack_batch([(msg, kind) for msg in msgs]) if msgs else []
 
+    async def ack_subjects(self, subjects: list[str], kind: bytes
+                           ) -> list[BaseException | None]:
+        """Send ``kind`` to each ack subject (a delivery's reply subject) in one round
+        trip: per subject ``None`` (answered) or the error."""
+        answers = await self._round_trip([(subject, kind, None) for subject in subjects])
+        return [a if isinstance(a, BaseException) else None for a in answers]
+
     async def _ack_batch(self, batch: list[tuple[Msg, bytes]]) -> list[BaseException | None]:
         answers = await self._round_trip([(msg.reply, kind, None) for msg, kind in batch])
         return [a if isinstance(a, BaseException) else None for a in answers]

@@ -6,7 +6,9 @@ subscriber is a durable pull consumer ``s_<id>`` (ack policy *all*, no
 ``max_ack_pending`` limit, lifted before the first advance from one declared with it)
 started at the tail when it subscribes (replay from a sequence); its cursor is its ack
 floor, and its description holds ``{"id", "durability", "connected"}``. Advancing pulls
-the next messages and acknowledges the last; ``gc`` purges below the lowest durable
+the next messages from the cursor (when a pull that never returned left messages
+delivered but unacknowledged, they are delivered again first: ``nats_topic_pulls``)
+and acknowledges the last; ``gc`` purges below the lowest durable
 cursor and recreates a lagging ephemeral subscriber's consumer at the new base (the
 clamp). A durable subscriber that reconnects after a crash left messages delivered but not
 acknowledged is recreated at its cursor, so it reads them again in order.
@@ -38,6 +40,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .nats_names import object_token, token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_topic_pulls import cursor_of, pull_at_cursor, seq
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -51,13 +54,6 @@ def bounds(state: Any) -> tuple[int, int]:
     """``(base, end)`` offsets of a stream state (an empty stream starts at its end)."""
     end = int(state.last_seq or 0)
     return (int(state.first_seq) - 1 if state.messages else end), end
-
-
-def cursor_of(info: ConsumerInfo) -> int:
-    """The next offset the consumer's subscriber reads (its ack floor)."""
-    if info.ack_floor is not None and info.ack_floor.consumer_seq:
-        return int(info.ack_floor.stream_seq or 0)
-    return int(info.config.opt_start_seq or 1) - 1
 
 
 #: Most bytes of a consumer's description (JetStream refuses longer ones).
@@ -278,14 +274,16 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             if rec is None or not rec[1]:
                 return None
         b = self._backend
-        async with b.errors(f"advancing {shown(subscriber)} on {self.stream}"):
+        doing = f"advancing {shown(subscriber)} on {self.stream}"
+        async with b.errors(doing):
             if subscriber in self._limited:
                 await self._lift(subscriber)
-            msgs = await b.pull(self.stream, self._consumer_name(subscriber), count)
+            msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
+                                        count, rec[2], rec[2] < self._end, doing)
             if msgs:
                 await b.ack(msgs[-1])
         if msgs:
-            self._moved(subscriber, int(msgs[-1].metadata.sequence.stream))
+            self._moved(subscriber, seq(msgs[-1]))
         return [decode(m.data) for m in msgs]
 
     async def poll(
