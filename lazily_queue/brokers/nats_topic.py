@@ -263,8 +263,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             self._changed()
         return TopicTransition(int(ack.seq) - 1, NOBODY)
 
-    async def _advance(self, subscriber: str, count: int) -> list[Any] | None:
-        """Consume up to ``count`` elements: their values, or ``None`` when offline."""
+    async def _advance(self, subscriber: str, count: int,
+                       stop: int | None = None) -> list[Any] | None:
+        """Consume up to ``count`` elements (none past offset ``stop``: the cursor seen
+        here may be behind): their values, or ``None`` when offline."""
         check_subscriber(subscriber)
         await self._ready()
         rec = self._subs.get(subscriber)
@@ -280,6 +282,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 await self._lift(subscriber)
             msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
                                         count, rec[2], rec[2] < self._end, doing)
+            if stop is not None and msgs and seq(msgs[-1]) > stop:
+                await b.replies.ack_many([m for m in msgs if seq(m) > stop], b"-NAK")
+                msgs = [m for m in msgs if seq(m) <= stop]
             if msgs:
                 await b.ack(msgs[-1])
         if msgs:
@@ -303,7 +308,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             return TopicTransition(None, NOBODY)
         target = min(offset, self._end)
         if target > cursor:
-            values = await self._advance(subscriber, target - cursor)
+            values = await self._advance(subscriber, target - cursor, target)
             if values is None:
                 return TopicTransition(None, NOBODY)
             await self.sync()

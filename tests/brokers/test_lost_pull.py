@@ -117,3 +117,18 @@ async def test_concurrent_pollers_after_a_lost_pull_leave_no_gap(
     assert storage.cursor("s") == 30
     assert await _ack_pending(provider, storage) == 0
 
+
+async def test_an_advance_to_behind_another_process_advance_stays_where_it_is(
+        nats_server: BrokerServer, provider: Any) -> None:
+    name = fresh("behind")
+    storage = await _topic(provider, name, 10)
+    other = await _open(nats_server.url)
+    try:
+        behind = other.topic(name)
+        await behind.sync()
+        assert (await storage.advance_to("s", 5)).result == 5
+        assert (await behind.advance_to("s", 3)).result == 5
+        assert (await behind.poll("s")).result == 5
+    finally:
+        await other.close()
+    assert [(await storage.poll("s")).result for _ in range(5)] == [6, 7, 8, 9, None]
