@@ -15,6 +15,8 @@ A call that does not wait (``offer``, ``poll``, ``poll_many``, ``poll_messages``
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 from ..core.numbers import wait_limit
 
@@ -23,21 +25,56 @@ class Deadline:
     """``timeout`` seconds from its making (``None``: none); ``TypeError`` or
     ``ValueError`` naming a ``timeout`` that is no number of seconds."""
 
-    __slots__ = ("_at",)
+    __slots__ = ("_at", "_timeout")
 
     def __init__(self, timeout: float | None) -> None:
         self._at: float | None = None
+        self._timeout = timeout
         if timeout is not None:  # none: nothing to read (the calls' common case)
             limit = wait_limit(timeout)  # None for one past FOREVER
             if limit is not None:
                 self._at = asyncio.get_running_loop().time() + limit
 
-    def waiting(self) -> asyncio.Timeout:
+    def waiting(self, waited: str) -> AbstractAsyncContextManager[object]:
         """The scope of one wait: it ends in ``TimeoutError`` at the deadline, and raises
-        it at once when the deadline has passed."""
-        if self._at is not None and asyncio.get_running_loop().time() >= self._at:
-            raise TimeoutError
-        return asyncio.timeout_at(self._at)
+        it at once when the deadline has passed; its message says ``waited`` (what did
+        not come: ``"pop from queue 'jobs': no element"``), the timeout, and that the
+        call applied nothing."""
+        if self._at is None:
+            return asyncio.timeout_at(None)
+        if asyncio.get_running_loop().time() >= self._at:
+            raise self.expired(waited)
+        return _Wait(asyncio.timeout_at(self._at), self, waited)
+
+    def expired(self, waited: str) -> TimeoutError:
+        """The error of a wait for ``waited`` that reached the deadline."""
+        return TimeoutError(f"{waited} within timeout={self._timeout}s; the call applied "
+                            f"nothing (call it again, or give it a longer timeout)")
+
+
+class _Wait:
+    """:func:`asyncio.timeout_at`, its ``TimeoutError`` saying what did not come."""
+
+    __slots__ = ("_deadline", "_scope", "_waited")
+
+    def __init__(self, scope: asyncio.Timeout, deadline: Deadline, waited: str) -> None:
+        self._scope = scope
+        self._deadline = deadline
+        self._waited = waited
+
+    async def __aenter__(self) -> _Wait:
+        await self._scope.__aenter__()
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> bool | None:
+        try:
+            await self._scope.__aexit__(kind, error, trace)
+        except TimeoutError as expired:
+            if not self._scope.expired():
+                raise
+            raise self._deadline.expired(self._waited) from expired.__cause__
+        return None
 
 
 def no_wait(timeout: float | None) -> None:

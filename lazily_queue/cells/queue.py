@@ -309,7 +309,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
                                      None if self.quota is None else self.quota.quota(),
                                      value)
-            async with deadline.waiting():
+            async with deadline.waiting(f"push to queue {self.name!r}: no room"):
                 await wait_until(self._room_for(size), context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:

@@ -116,7 +116,7 @@ class QueueMessages(Generic[T]):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            async with deadline.waiting():
+            async with deadline.waiting(f"pop from queue {self.name!r}: no element"):
                 await self._wait_for_element(self._has_element)
 
     async def _pop_stamped(self, n: int, deadline: Deadline | None = None) -> Taken[T]:

@@ -363,7 +363,8 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         while True:
             self._raise_if_stopped()
             if not reader():
-                async with deadline.waiting():
+                async with deadline.waiting(
+                        f"advance of {subscriber!r} on topic {self.name!r}: no unread element"):
                     await self._wait_unread(reader, subscriber)
             if self._sync is None:
                 value = await self.poll(subscriber)

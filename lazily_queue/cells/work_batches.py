@@ -25,6 +25,7 @@ class WorkQueueBatches:
     """The batch half of a work queue cell's awaitable surface (the cell sets up what is
     declared here)."""
 
+    name: str
     ctx: Context
     _sync: SyncWorkQueueStorage | None
     _storage: WorkQueueStorage
@@ -76,7 +77,7 @@ class WorkQueueBatches:
                 leased = await self.poll_many(worker, n, now)
                 if leased:
                     return leased
-            async with deadline.waiting():
+            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item"):
                 await self._wait_for_work(now)
 
     async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:

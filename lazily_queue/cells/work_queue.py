@@ -288,7 +288,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
                 delivery = await self.poll(worker, now)
                 if delivery is not None:
                     return delivery
-            async with deadline.waiting():
+            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item"):
                 await self._wait_for_work(now)
 
     def _check_worker(self, worker: str) -> None:
