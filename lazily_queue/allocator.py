@@ -31,7 +31,17 @@ fewer (and :data:`THAW_FLOOR` more at least), for :data:`THAW_STEADY` full colle
 in a row, the next full collection traverses them all again and frees the garbage among
 them: what is kept as garbage stays under what is alive, at the price of one long
 collection each time the exempt objects double for good.
-``lazily-queue node`` installs it with the start-up freeze.
+
+That long collection (hundreds of milliseconds with such a backlog) must not pause a
+leader: its followers would elect another. So it runs only where ``may_thaw`` allows;
+while it refuses, the count goes on and each full collection asks again. ``due`` hears
+after each full collection that the next one would thaw, and whether the thaw is
+overdue: deferred, with the exempt objects grown :data:`THAW_FAR` times as much over
+those alive as the bound allows. ``lazily-queue node`` installs it with the start-up
+freeze, its hooks from :class:`~lazily_queue.thaw_guard.ThawGuard`: the only voter
+thaws; the followers take turns, each starting the due collection itself in its turn;
+the leader of others defers, and when overdue hands leadership to the most caught-up
+follower from the event loop, then thaws as a follower.
 """
 
 from __future__ import annotations
@@ -57,6 +67,9 @@ THAW_FLOOR = 100_000
 #: ... after this many full collections in a row (a snapshot being installed or taken
 #: doubles them for a while, and is no garbage).
 THAW_STEADY = 8
+#: A node that may not thaw (a leader) asks to be relieved once the exempt objects have
+#: grown this many times what the bound allows over those alive.
+THAW_FAR = 8
 
 
 @cache
@@ -92,17 +105,30 @@ def freeze_started_process() -> int:
 
 
 def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR,
-                     steady: int = THAW_STEADY) -> Callable[[], None]:
+                     steady: int = THAW_STEADY, may_thaw: Callable[[], bool] | None = None,
+                     far: int = THAW_FAR,
+                     due: Callable[[bool], None] | None = None) -> Callable[[], None]:
     """From now on, after every full collection, exempt what survived it (``gc.freeze``),
     and let a full collection traverse the exempt objects again once ``steady`` full
     collections in a row left them ``growth`` times, and ``floor`` more than, those alive
     after the last one that did (or exempt after a later one, if fewer: module
-    docstring); returns the function that stops doing so."""
+    docstring); returns the function that stops doing so.
+
+    ``may_thaw``, asked at the start of each full collection that would traverse them,
+    defers it while it returns False (the count goes on). ``due`` is called at the end
+    of each full collection after which the next one would traverse them, with whether
+    one was deferred already and the exempt objects have since grown ``far`` times as
+    much over those alive as the bound allows. Both run inside the collector's callback,
+    so they must only read or record state, never raise."""
     for name, value, least in (("growth", growth, 1), ("floor", floor, 0),
-                               ("steady", steady, 1)):
+                               ("steady", steady, 1), ("far", far, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"freeze_survivors: {name} must be a whole number of {least} "
                              f"or more, not {value!r}")
+    for name, hook in (("may_thaw", may_thaw), ("due", due)):
+        if hook is not None and not callable(hook):
+            raise TypeError(f"freeze_survivors: {name} must be a function taking no "
+                            f"argument, or None, not {hook!r}")
     alive = gc.get_freeze_count()
     past = 0  # full collections in a row that left the exempt objects past the bound
     thawed = False
@@ -112,7 +138,7 @@ def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR,
         if info.get("generation") != 2:
             return
         if phase == "start":
-            if past >= steady:
+            if past >= steady and (may_thaw is None or may_thaw()):
                 gc.unfreeze()  # into the oldest generation: this collection traverses them
                 thawed = True
             return
@@ -122,7 +148,10 @@ def freeze_survivors(*, growth: int = THAW_GROWTH, floor: int = THAW_FLOOR,
             alive, past, thawed = frozen, 0, False
             return
         alive = min(alive, frozen)  # fewer exempt (freed by reference counting): fewer alive
-        past = past + 1 if frozen >= max(alive * growth, alive + floor) else 0
+        bound = max(alive * growth, alive + floor)
+        past = past + 1 if frozen >= bound else 0
+        if past >= steady and due is not None:
+            due(past > steady and frozen >= alive + far * (bound - alive))
 
     gc.callbacks.append(after)
 

@@ -126,10 +126,101 @@ def test_the_bound_follows_the_spared_objects_down_when_they_are_freed() -> None
             gc.enable()
 
 
+def test_a_thaw_the_predicate_refuses_is_deferred_until_it_allows() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    start = allocator.freeze_started_process()
+    allowed = [False]
+    asked: list[bool] = []
+
+    def may_thaw() -> bool:
+        asked.append(allowed[0])
+        return allowed[0]
+
+    stop = allocator.freeze_survivors(growth=2, floor=0, steady=1, may_thaw=may_thaw)
+    try:
+        cycle = _Cycle()
+        marker = weakref.ref(cycle)
+        doubled = [[i] for i in range(start + 1_000)]  # twice the spared, for good
+        gc.collect()  # past the bound once: the next full collection would traverse them
+        del cycle  # garbage among the spared: freed only by a full traversal
+        for _ in range(3):  # refused: deferred, and asked again at each full collection
+            gc.collect()
+            assert marker() is not None
+            assert gc.get_freeze_count() > start
+        assert asked == [False, False, False]
+        allowed[0] = True
+        gc.collect()
+        assert marker() is None
+        assert asked == [False, False, False, True]
+        gc.collect()  # traversed: the bound starts again from what is alive
+        assert asked == [False, False, False, True]
+        assert len(doubled) == start + 1_000
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+def test_a_deferred_thaw_far_past_the_bound_asks_to_be_relieved() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    start = allocator.freeze_started_process()
+    calls: list[tuple[bool, int]] = []
+    stop = allocator.freeze_survivors(
+        growth=2, floor=0, steady=1, far=2, may_thaw=lambda: False,
+        due=lambda overdue: calls.append((overdue, gc.get_freeze_count())))
+    try:
+        gc.collect()
+        assert calls == []  # not past the bound: nothing due
+        kept = [[i] for i in range(start + 1_000)]  # twice the spared: past the bound
+        gc.collect()
+        assert [overdue for overdue, _ in calls] == [False]  # due at the next one
+        gc.collect()  # deferred once, but not far past the bound (three times)
+        assert [overdue for overdue, _ in calls] == [False, False]
+        kept.append([[i] for i in range(start + 1_000)])  # three times and more
+        gc.collect()
+        assert calls[-1][0] and calls[-1][1] >= 3 * start
+        gc.collect()  # told again while it stays deferred
+        assert [overdue for overdue, _ in calls] == [False, False, True, True]
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+def test_a_thaw_that_may_run_is_never_overdue() -> None:
+    automatic = gc.isenabled()
+    gc.disable()
+    start = allocator.freeze_started_process()
+    calls: list[bool] = []
+    stop = allocator.freeze_survivors(growth=2, floor=0, steady=1, far=1, due=calls.append)
+    try:
+        kept = [[i] for i in range(4 * start)]
+        for _ in range(4):  # due, traversed, then within the new bound
+            gc.collect()
+        assert calls == [False] and len(kept) == 4 * start
+    finally:
+        stop()
+        gc.unfreeze()
+        if automatic:
+            gc.enable()
+
+
+@pytest.mark.parametrize("options", [{"may_thaw": True}, {"due": "later"}])
+def test_hooks_that_are_no_functions_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(TypeError, match=r"freeze_survivors: (may_thaw|due) must be a "):
+        allocator.freeze_survivors(**options)  # type: ignore[arg-type]
+    assert not any(getattr(c, "__name__", "") == "after" for c in gc.callbacks)
+
+
 @pytest.mark.parametrize("options", [{"growth": 0}, {"growth": 1.5}, {"growth": True},
-                                     {"floor": -1}, {"floor": "many"}, {"steady": 0}])
+                                     {"floor": -1}, {"floor": "many"}, {"steady": 0},
+                                     {"far": 0}])
 def test_bad_thaw_options_are_refused(options: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match=r"freeze_survivors: (growth|floor|steady) must be"):
+    with pytest.raises(ValueError, match=r"freeze_survivors: (growth|floor|steady|far) must be"):
         allocator.freeze_survivors(**options)  # type: ignore[arg-type]
     assert not any(getattr(c, "__name__", "") == "after" for c in gc.callbacks)
 
