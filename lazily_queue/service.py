@@ -40,6 +40,7 @@ from .link_trouble import LinkTrouble, RepeatedRefusals, mesh_trouble
 from .monitor import Monitor
 from .out_of_files import OutOfFiles
 from .raft.errors import StorageUnavailable
+from .thaw_guard import ThawGuard
 
 if TYPE_CHECKING:
     from .node import Node
@@ -83,6 +84,9 @@ class NodeService:
         self._trim: asyncio.Task[None] | None = None
         #: Stops freezing what survives full collections (set once the process froze).
         self._thaw: Callable[[], None] | None = None
+        #: Defers the collector's thaw on a leader and hands leadership over for it.
+        self.thaw_guard: ThawGuard | None = None
+        self._guard: asyncio.Task[None] | None = None
 
     def request_stop(self) -> None:
         """Stop serving (what SIGTERM does)."""
@@ -123,7 +127,9 @@ class NodeService:
             url = self._url = await self._start_http(admin_token)
             if self.freeze_when_started:
                 freeze_started_process()
-                self._thaw = freeze_survivors()
+                guard = self.thaw_guard = ThawGuard(node)
+                self._thaw = freeze_survivors(may_thaw=guard.may_thaw, due=guard.due)
+                self._guard = asyncio.create_task(guard.run(), name="lazily-thaw-guard")
             clients = ("" if node.clients is None
                        else f" clients={','.join(node.clients.addresses)}")
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
@@ -278,12 +284,12 @@ class NodeService:
                 "started with matching [peers], `cluster` and secret. " + "; ".join(parts))
 
     async def _shutdown(self) -> None:
-        for task in (self._announce, self._trim):
+        for task in (self._announce, self._trim, self._guard):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._announce = self._trim = None
+        self._announce = self._trim = self._guard = None
         if self._thaw is not None:
             self._thaw()
             self._thaw = None

@@ -1778,7 +1778,7 @@ MUTATIONS = [
         "a topic's publish_many over a member is proposed together, not one by one"),
     Mutation(
         "survivors-not-frozen", "lazily_queue/service.py",
-        "                self._thaw = freeze_survivors()\n",
+        "                self._thaw = freeze_survivors(may_thaw=guard.may_thaw, due=guard.due)\n",
         "                pass\n",
         ("tests/cli/test_node_allocator.py::"
          "test_a_node_process_spares_the_collector_what_it_held_when_started",),
