@@ -64,21 +64,24 @@ class ThawGuard:
 
     def may_thaw(self) -> bool:
         """Whether a long pause here costs no election: this node is the only voter, or
-        a follower in the window of its turn (run by the collector: reads state only)."""
+        a follower in the window of its turn (run by the collector when a thaw is due,
+        which a True answer lets run)."""
         node = self.node
-        if not node.running:
+        if not node.running or len(node.driver.replica.engine.members) <= 1:
+            self._due = self._wanted = False
             return True
         engine = node.driver.replica.engine
         members = engine.members
-        if len(members) <= 1:
-            return True
         leader = engine.leader_id
         if engine.is_leader or leader is None:
             return False
         followers = [m for m in members if m != leader]
         now = self._clock()
         turn = followers[int(now // TURN) % len(followers)]
-        return turn == node.node_id and now % TURN < TURN * WINDOW
+        allowed = turn == node.node_id and now % TURN < TURN * WINDOW
+        if allowed:
+            self._due = self._wanted = False  # asked when one is due: this collection thaws
+        return allowed
 
     def due(self, overdue: bool) -> None:
         """Record that the next full collection would thaw, and whether a leader should
@@ -102,7 +105,6 @@ class ThawGuard:
         traverses the exempt objects); True when it did."""
         if not self._due or not self.may_thaw():
             return False
-        self._due = False
         self.thaws_started += 1
         gc.collect()
         return True

@@ -78,6 +78,9 @@ async def test_a_follower_starts_its_due_thaw_in_its_turn_only() -> None:
         now[0] = thaw_guard.TURN
         assert guard.thaw_if_due() and guard.thaws_started == 1
         assert not guard.thaw_if_due()  # done
+        guard.due(False)
+        assert guard.may_thaw()  # what the collector asks when it thaws by itself ...
+        assert not guard.thaw_if_due()  # ... so that none is due any more
         leading = ThawGuard(leader, clock=lambda: now[0])
         leading.due(False)
         assert not leading.thaw_if_due() and leading.thaws_started == 0
