@@ -69,7 +69,7 @@ THAW_FLOOR = 100_000
 THAW_STEADY = 8
 #: A node that may not thaw (a leader) asks to be relieved once the exempt objects have
 #: grown this many times what the bound allows over those alive.
-THAW_FAR = 8
+THAW_FAR = 16
 
 
 @cache
