@@ -5,8 +5,9 @@ work items of small dict payloads that nothing consumes (``benchmarks/gc_backlog
 then the nodes run ``--hold`` seconds more (snapshots are taken and sent meanwhile).
 Each node times every full collection; the report gives per node the count, the
 longest and the median, which of them traversed the objects spared from collections
-(:func:`lazily_queue.allocator.freeze_survivors`), and the term at the start and the
-end (a new term: the followers elected a leader again, as a long pause makes them do).
+(:func:`lazily_queue.allocator.freeze_survivors`) and when (seconds after the first
+full collection of any node), and the term and state at the start and the end (a new
+term: the followers elected a leader again, as a long pause makes them do).
 """
 
 from __future__ import annotations
@@ -96,8 +97,11 @@ async def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         nodes[str(i)] = {"full_collections": len(full), "longest_ms": max(full, default=0),
                          "median_ms": statistics.median(full) if full else 0,
                          "term_start": start[i]["term"], "term_end": end[i]["term"],
-                         "rss_kb": end[i]["rss_kb"], "frozen": end[i]["frozen"],
-                         "full_ms": full, "thawed": end[i]["thawed"]}
+                         "state_start": start[i]["state"], "state_end": end[i]["state"],
+                         "rss_kb": end[i]["rss_kb"], "frozen_start": start[i]["frozen"],
+                         "frozen": end[i]["frozen"],
+                         "full_ms": full, "full_at": end[i]["full_at"],
+                         "roles": end[i]["roles"], "thawed": end[i]["thawed"]}
     return {"backlog": args.backlog, "fill_s": round(filled["seconds"], 1), "nodes": nodes}
 
 
@@ -117,11 +121,14 @@ def main() -> int:
     finally:
         reap()
     shutil.rmtree(root, ignore_errors=True)
+    first = min((t for f in figures["nodes"].values() for t in f["full_at"]), default=0.0)
     for node, f in figures["nodes"].items():
+        thaws = ", ".join(f"{n} at +{f['full_at'][n - 1] - first:.1f} s" for n in f["thawed"])
         print(f"node {node}: {f['full_collections']} full collections, longest "
               f"{f['longest_ms']} ms, median {f['median_ms']} ms (traversing the spared "
-              f"objects: collection {f['thawed'] or 'none'}); term {f['term_start']} -> "
-              f"{f['term_end']}; RSS {f['rss_kb'] / 1024:.0f} MiB")
+              f"objects: collection {thaws or 'none'}); term {f['term_start']} -> "
+              f"{f['term_end']} ({f['state_start']} -> {f['state_end']}); "
+              f"spared {f['frozen_start']:,} -> {f['frozen']:,}; RSS {f['rss_kb'] / 1024:.0f} MiB")
     if args.json:
         print(json.dumps(figures))
     return 0

@@ -1,7 +1,8 @@
 """The workload of ``benchmarks/gc_backlog.py``: an ``[app]`` entry run inside every node.
 
 Every node times its full collections (a ``gc.callbacks`` entry ahead of the node's
-own) and writes them, its term, state and RSS to ``stats-<id>.json`` each second.
+own) and writes them (duration and wall-clock start), its term, state (and each change
+of them, with the time) and RSS to ``stats-<id>.json`` each second.
 Once the file ``go`` exists, the node leading then pushes ``backlog`` work items of
 small dict payloads (``LANES`` in flight) and writes ``filled.json``; nothing consumes
 them.
@@ -31,6 +32,7 @@ class Timer:
     def __init__(self) -> None:
         self.started = 0.0
         self.full: list[float] = []
+        self.at: list[float] = []  # wall-clock start of each full collection
         self.thawed: list[int] = []
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -40,6 +42,7 @@ class Timer:
             self.started = time.perf_counter()
         else:
             self.full.append(round((time.perf_counter() - self.started) * 1000, 1))
+            self.at.append(round(time.time() - self.full[-1] / 1000, 3))
             if gc.get_freeze_count() == 0:
                 self.thawed.append(len(self.full))
 
@@ -69,8 +72,11 @@ async def run(node: Node, options: dict[str, Any]) -> None:
     gc.callbacks.insert(0, timer)
     stats = root / f"stats-{node.node_id}.json"
     filling: asyncio.Task[None] | None = None
+    roles: list[tuple[float, int, str]] = []  # (wall clock, term, state) at each change
     while True:
         status = node.status()
+        if not roles or roles[-1][1:] != (status["term"], status["state"]):
+            roles.append((round(time.time(), 3), status["term"], status["state"]))
         if (filling is None and status["state"] == "leader" and (root / "go").exists()
                 and not (root / "claimed").exists()):
             (root / "claimed").write_text(str(node.node_id))
@@ -78,6 +84,7 @@ async def run(node: Node, options: dict[str, Any]) -> None:
         if filling is not None and filling.done() and filling.exception() is not None:
             _write(root / "filled.json", {"error": repr(filling.exception())})
         _write(stats, {"time": time.time(), "term": status["term"], "state": status["state"],
-                       "rss_kb": rss_kb(), "full_ms": timer.full, "thawed": timer.thawed,
+                       "rss_kb": rss_kb(), "full_ms": timer.full, "full_at": timer.at,
+                       "thawed": timer.thawed, "roles": roles,
                        "frozen": gc.get_freeze_count()})
         await asyncio.sleep(1.0)
