@@ -13,14 +13,27 @@ import pytest
 from lazily_queue import service as service_module
 from lazily_queue import testing, thaw_guard
 from lazily_queue.config import parse_config
+from lazily_queue.node import Node
 from lazily_queue.service import NodeService
 from lazily_queue.thaw_guard import ThawGuard
+
+
+async def _agreed_leader(nodes: Callable[[], list[Node]]) -> Node:
+    """The leader once every node knows it (a follower that has not heard from it yet
+    knows no leader, and so may not thaw)."""
+    async with asyncio.timeout(20):
+        while True:
+            running = nodes()
+            leaders = [n for n in running if n.is_leader]
+            if len(leaders) == 1 and all(n.leader_id == leaders[0].node_id for n in running):
+                return leaders[0]
+            await asyncio.sleep(0.01)
 
 
 async def test_followers_take_turns_to_thaw_and_the_leader_never_does() -> None:
     now = [0.0]
     async with testing.cluster(3) as c:
-        leader = await c.leader()
+        leader = await _agreed_leader(lambda: c.running)
         guards = {node.node_id: ThawGuard(node, clock=lambda: now[0], settle=0)
                   for node in c.running}
         followers = sorted(i for i in guards if i != leader.node_id)
@@ -36,7 +49,7 @@ async def test_followers_take_turns_to_thaw_and_the_leader_never_does() -> None:
 async def test_an_overdue_leader_hands_over_and_then_may_thaw_in_its_turn() -> None:
     now = [0.0]
     async with testing.cluster(3) as c:
-        leader = await c.leader()
+        leader = await _agreed_leader(lambda: c.running)
         guards = {node.node_id: ThawGuard(node, clock=lambda: now[0], settle=0)
                   for node in c.running}
         guard = guards[leader.node_id]
@@ -46,7 +59,7 @@ async def test_an_overdue_leader_hands_over_and_then_may_thaw_in_its_turn() -> N
         assert await guard.hand_over()
         assert not leader.is_leader
         assert guard.asked == guard.handed_over == 1
-        new = await c.leader()
+        new = await _agreed_leader(lambda: c.running)
         followers = sorted(i for i in guards if i != new.node_id)
         now[0] = followers.index(leader.node_id) * thaw_guard.TURN
         assert guard.may_thaw()
@@ -59,7 +72,7 @@ async def test_an_overdue_leader_hands_over_and_then_may_thaw_in_its_turn() -> N
 
 async def test_a_leader_hands_over_only_once_it_has_led_for_a_while() -> None:
     async with testing.cluster(3) as c:
-        leader = await c.leader()
+        leader = await _agreed_leader(lambda: c.running)
         guard = ThawGuard(leader, settle=3600)
         guard.due(True)
         assert not await guard.hand_over()  # a hand-over just received is not handed back
@@ -69,7 +82,7 @@ async def test_a_leader_hands_over_only_once_it_has_led_for_a_while() -> None:
 async def test_a_follower_starts_its_due_thaw_in_its_turn_only() -> None:
     now = [0.0]
     async with testing.cluster(3) as c:
-        leader = await c.leader()
+        leader = await _agreed_leader(lambda: c.running)
         followers = sorted(n.node_id for n in c.running if n is not leader)
         guard = ThawGuard(c.nodes[followers[1]], clock=lambda: now[0])
         assert not guard.thaw_if_due()  # nothing due
@@ -88,7 +101,7 @@ async def test_a_follower_starts_its_due_thaw_in_its_turn_only() -> None:
 
 async def test_the_only_voter_may_thaw_and_has_nobody_to_hand_over_to() -> None:
     async with testing.cluster(1) as c:
-        guard = ThawGuard(await c.leader())
+        guard = ThawGuard(await _agreed_leader(lambda: c.running))
         assert guard.may_thaw()
         guard.due(True)
         assert not await guard.hand_over()
@@ -105,7 +118,7 @@ async def test_a_failed_hand_over_is_logged_and_asked_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with testing.cluster(3) as c:
-        leader = await c.leader()
+        leader = await _agreed_leader(lambda: c.running)
         guard = ThawGuard(leader, settle=0)
 
         async def refused(*_: Any, **__: Any) -> str:
@@ -142,17 +155,17 @@ async def test_a_node_service_wires_the_thaw_to_its_role(
     tasks = [asyncio.create_task(s.run()) for s in services]
     try:
         async with asyncio.timeout(30):
-            while len(hooks) < 3 or not any(  # noqa: ASYNC110 - polls plain state
-                    s.node is not None and s.node.is_leader for s in services):
+            while len(hooks) < 3:  # noqa: ASYNC110 - polls plain state
                 await asyncio.sleep(0.02)
-            leader = next(s.node for s in services if s.node is not None and s.node.is_leader)
+            leader = await _agreed_leader(
+                lambda: [s.node for s in services if s.node is not None])
             assert not hooks[leader.node_id]["may_thaw"]()
             hooks[leader.node_id]["due"](True)  # what the collector calls, far past the bound
-            while leader.is_leader:  # noqa: ASYNC110 - the service's task hands over
-                await asyncio.sleep(0.02)
             guard = hooks[leader.node_id]["may_thaw"].__self__  # type: ignore[attr-defined]
             assert isinstance(guard, ThawGuard) and guard.node is leader
-            assert guard.handed_over == 1
+            while guard.handed_over == 0:  # noqa: ASYNC110 - the service's task hands over
+                await asyncio.sleep(0.02)
+            assert not leader.is_leader
     finally:
         for s in services:
             s.request_stop()
