@@ -20,6 +20,7 @@ from ..core.groups import SEPARATOR
 from ..errors import shown
 from ..replicated import objects
 from ..replicated import ops as C
+from ..replicated.session_register import registered
 from . import protocol as P
 from .access import READ, ClientGrant
 from .batching import PendingOp
@@ -223,9 +224,18 @@ class ClientConnection:
                 if own[0] and view.client_op_applied(self.session or 0, op.seq):
                     own[0] = False  # answered from the session: another op's result
                 op.pop = (args[0], own)
-            elif (refusal := self.popped.give_back_refusal(code, args, self.grant.name)):
+            elif ((refusal := self.popped.give_back_refusal(code, args, self.grant.name))
+                  and not self._applied_before(op.seq, view)):
                 return P.PermissionDenied(refusal)
         return None
+
+    def _applied_before(self, seq: int, view: ReadView) -> bool:
+        """Whether op ``seq`` of this link's registered session applied: a retry of it
+        (its earlier attempt took the elements off some link's :class:`Popped`) is then
+        proposed and answered from the session, never applied again (a registered
+        session the cluster forgot refuses it)."""
+        session = self.session or 0
+        return registered(session) and view.client_op_applied(session, seq)
 
     def rules_refusal(self, args: list[Any], view: ReadView) -> str | None:
         """Why this client may not give an object its expiry rules (``EXPIRY_RULES``

@@ -16,6 +16,12 @@ the first op's result, so a pop sent under the number of an earlier op (another 
 pop, say) would otherwise be taken as popped from this queue. A pop whose number this
 member read for another op of the session (:class:`SeqReads`), or whose session had
 applied it when it was read, is answered but gives nothing back.
+
+A give-back is checked against the popped elements of the link it arrives on: a retry
+of one whose earlier attempt applied (which took them off that attempt's link) is
+proposed all the same and answered from the session, when the member holds it as
+applied. One refused while an earlier attempt's answer was lost is reported by the
+client with its outcome unknown (:func:`retry_refused`): that attempt may yet apply.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 import cbor2
 
 from ..core import ids
+from ..errors import OperationFailed
 from ..replicated import ops as C
 
 #: Popped elements remembered per client link.
@@ -132,3 +139,14 @@ class Popped:
         for key in keys:
             del self._kept[key]
         return None
+
+
+def retry_refused(error: Exception) -> OperationFailed:
+    """The client's error for a give-back refused as not popped through the link its
+    retry went on, an earlier attempt's answer lost: its outcome is unknown."""
+    failed = OperationFailed(
+        f"{error}; it was sent before, through a link whose answer was lost: its outcome "
+        "is unknown (that attempt may have given the elements back; read the queue to "
+        "learn whether it did)", applied=None)
+    failed.__cause__ = error
+    return failed

@@ -37,6 +37,7 @@ from .deadlines import Deadlines
 from .link import Answer, Link
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
+from .popped import GIVE_BACKS, retry_refused
 from .registration import Registering, unknown_session
 
 log = logging.getLogger(__name__)
@@ -365,7 +366,9 @@ class Session(Registering, Deadlines):
             self._drop(link, f"{code}: {message}")
             return
         link.served = True
-        if unknown_before and code not in P.REFUSALS:
+        if unknown_before and code == "permission" and op.code in GIVE_BACKS:
+            error = retry_refused(error)  # this link's refusal alone (:mod:`.popped`)
+        elif unknown_before and code not in P.REFUSALS:
             # This member speaks for its own attempt only; an earlier one may have applied.
             error = type(error)(f"{error}; it was sent to an earlier member before, whose "
                                 "answer was lost: its outcome is unknown (it may have applied "

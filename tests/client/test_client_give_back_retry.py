@@ -1,0 +1,97 @@
+"""A consume-only client's give-back whose answer was lost is retried under its sequence
+number on a new link, which popped nothing: a member that applied it answers the retry
+as applied (from the client's session); one that has not (yet) refuses it, and the
+client reports its outcome unknown, never that it was not applied, as the first
+attempt may still apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue import ClientAccess, ClientGrant, OperationFailed, connect
+from lazily_queue.client import ClusterClient
+from lazily_queue.client import protocol as P
+from lazily_queue.client.batching import PendingOp
+from lazily_queue.client.connection import ClientConnection
+from lazily_queue.client.server import ClientServer
+from lazily_queue.node import Node
+from lazily_queue.replicated import ops
+from tests.client.one_member import one_member
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = b"token-of-a-consume-only-reader"
+
+
+def _client(node: Node) -> ClusterClient:
+    client = connect([node.listen or ""], ("reader", TOKEN), ping_interval=0.2,
+                     ping_timeout=1.0)
+    assert isinstance(client, ClusterClient)
+    return client
+
+
+async def test_a_retried_give_back_that_applied_is_answered_as_applied(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    answer_op = ClientServer._answer_op
+    lost: list[Any] = []
+
+    def losing(self: ClientServer, conn: ClientConnection, op: PendingOp, result: Any,
+               error: BaseException | None) -> None:
+        if op.code == ops.QUEUE_UNPOP_STAMPED and not lost:
+            lost.append(result)  # applied; the link ends before its answer leaves
+            self._release(conn)
+            conn.close()
+            return
+        answer_op(self, conn, op, result, error)
+
+    monkeypatch.setattr(ClientServer, "_answer_op", losing)
+    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with _client(node) as client:
+            jobs = client.queue("jobs")
+            taken = await jobs.pop_messages(3)
+            assert [m.value for m in taken] == [0, 1, 2]
+            try:
+                await jobs.give_back(taken[1:])
+            except (P.PermissionDenied, OperationFailed) as exc:
+                assert getattr(exc, "applied", None) is not False
+                pytest.fail(f"the retried give-back, applied, was answered: {exc!r}")
+        assert lost == [None]
+        await node.barrier()
+        assert await node.queue("jobs").pop_many(3) == [1, 2]
+
+
+async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_unknown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    flush_ops = ClientServer._flush_ops
+    held: list[tuple[int, PendingOp]] = []
+
+    def holding(self: ClientServer, conn: ClientConnection) -> None:
+        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
+        if first is not None and not held and conn.session is not None:
+            held.append((conn.session, first))  # admitted, then slow to be proposed
+            conn.ops.remove(first)
+            conn.close()
+        flush_ops(self, conn)
+
+    monkeypatch.setattr(ClientServer, "_flush_ops", holding)
+    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with _client(node) as client:
+            jobs = client.queue("jobs")
+            taken = await jobs.pop_messages(3)
+            with pytest.raises(OperationFailed, match="its outcome is unknown") as failed:
+                await jobs.give_back(taken[1:])
+            assert failed.value.applied is None
+            assert isinstance(failed.value.__cause__, P.PermissionDenied)
+            [(session, op)] = held
+            _, applying = node.driver.propose(
+                ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
+            assert await applying is None  # the first attempt applies after all
+        assert await node.queue("jobs").pop_many(3) == [1, 2]
