@@ -1,6 +1,7 @@
 """Cluster clients that prefetch, hand out part of a batch and give the rest back.
 
-A :class:`SessionGiver` is a session client (:mod:`.session_client`) popping up to eight
+A :class:`SessionGiver` is a session client (:mod:`.session_client`), its session
+registered first (``SESSION_REGISTER``, as a client of protocol 5 does), popping up to eight
 elements at once (``QUEUE_POP_STAMPED``, a prefetching iterator), handing some out at
 once and more one by one, and giving what is left back to the head under the ids it was
 popped with (``QUEUE_UNPOP_STAMPED``) at a random later point: at once, or after
@@ -12,17 +13,22 @@ not come before its deadline, as the client's ``call`` fails it).
 
 A consume-only giver (``consume_only``) is admitted as a client without the produce
 permission is: through the member's real :class:`~lazily_queue.client.popped.Popped` of
-the link (a link ends when the client moves to another member or the member restarts)
+the link (a link ends when the client moves to another member, reconnects to the same
+one, or the member restarts)
 and :class:`~lazily_queue.client.popped.SeqReads`. A give-back the link's gate refuses
-is not proposed: the client keeps those elements (``stranded``). When an earlier
-attempt of that give-back was proposed the refusal may answer an op that applied
-(``refused_applied``: the client is told nothing was applied).
+is not proposed: the client keeps those elements (``stranded``), unless the member
+holds that sequence number of the session as applied (an earlier attempt took them off
+some link's ``Popped``): then it is proposed and answered from the session. A refused
+give-back an earlier attempt of which went unanswered (no answer, or one that did not
+say it was not applied) has its outcome unknown, as the client reports it: its
+elements are kept unless the log applied it (``refused_unknown_applied``).
 
 :func:`check_give_backs`, per giver: the elements its applied pops took are exactly
 those it handed out, those its applied give-backs returned and those it kept (died,
-unsent, refused), none twice. Over the whole log: an element given back to the head
-(by any client) is the next taken from it, in the order given back, and each one a
-giver returned is taken again once or still queued at the end.
+unsent, refused), none twice; a give-back the client is told was not applied (refused
+with no attempt of it gone unanswered) never applied. Over the whole log: an element
+given back to the head (by any client) is the next taken from it, in the order given
+back, and each one a giver returned is taken again once or still queued at the end.
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 from lazily_queue.client.popped import Popped, SeqReads
 from lazily_queue.core import ids
 from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.client_sessions import owner_tag
+from lazily_queue.replicated.session_register import REGISTERED_BASE, registered
 
-from .client import OK, QUEUE, Client, Observed
+from .client import FAILED, OK, QUEUE, Client, Observed
 from .history import History, Violation
 from .session_client import DOUBLE_SEND, SessionClient
 
@@ -49,6 +57,8 @@ DIES = 0.05
 UNSENT = 0.05
 #: The chance, at each act while it holds a batch, that it hands out one more element.
 HAND_ONE = 0.3
+#: The share of retries sent on a new link to the same member (a client reconnecting).
+RECONNECT = 0.5
 _POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS, C.QUEUE_POP_MANY, C.QUEUE_POP})
 _GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS, C.QUEUE_UNPOP_MANY,
                          C.QUEUE_UNPOP})
@@ -70,19 +80,26 @@ class SessionGiver(SessionClient):
     def __init__(self, cid: str, cluster: Cluster, rng: random.Random,
                  consume_only: bool) -> None:
         super().__init__(cid, cluster, rng)
+        self.session = 0  # registered at the first act
         self.sim = cluster
         self.consume_only = consume_only
         #: The rest of the last batch, not yet handed out: ``(values, runs)``.
         self.held: tuple[list[Any], list[Any]] | None = None
         self.give_at = 0.0
         self.handed: list[Any] = []
-        #: Elements it kept, by why: ``died``, ``unsent``, ``refused`` (a give-back no
-        #: attempt of which was proposed).
+        #: Elements it kept, by why: ``died``, ``unsent``, ``refused`` (a give-back it
+        #: was told was not applied).
         self.stranded: dict[str, list[Any]] = {"died": [], "unsent": [], "refused": []}
-        #: Give-backs refused at a member's gate after an earlier attempt was proposed
-        #: (sequence number -> elements): kept unless that attempt applied.
+        #: Give-backs refused at a member's gate after an earlier attempt went unanswered,
+        #: their outcome unknown (sequence number -> elements): kept unless one applied.
         self.refused_seqs: dict[int, list[Any]] = {}
-        self.sent: set[int] = set()
+        #: Give-backs refused with no attempt gone unanswered (sequence number ->
+        #: elements): the client is told they were not applied.
+        self.refused_told: dict[int, list[Any]] = {}
+        #: Sequence numbers an attempt of which went unanswered.
+        self.unanswered: set[int] = set()
+        #: Give-backs a gate let through as applied before (answered from the session).
+        self.retried_applied = 0
         self.gave_back = 0
         self.given_elements = 0
         self._link: _Link | None = None
@@ -103,6 +120,13 @@ class SessionGiver(SessionClient):
         return C.QUEUE_POP_STAMPED, [QUEUE, self.rng.randrange(2, 9)]
 
     def next_op(self) -> None:
+        if self.session == 0:
+            if self.draining:
+                self.stopped = True
+            else:
+                self.call(C.SESSION_REGISTER, [owner_tag(self.cid)], self._registered,
+                          timeout=self.rng.uniform(0.3, 2.0))
+            return
         if self.pending is None and self.held is not None:
             if not self.draining and self.sim.now() < self.give_at:
                 if self.rng.random() < HAND_ONE:
@@ -129,7 +153,6 @@ class SessionGiver(SessionClient):
         if obs is None:
             self._pop_reads.pop(seq, None)
             return
-        self.sent.add(seq)
         self.attempts += 1
         obs.session, obs.seq, obs.code, obs.args = self.session, seq, code, list(args)
         if self.rng.random() < DOUBLE_SEND:
@@ -143,6 +166,12 @@ class SessionGiver(SessionClient):
                 again = self._wrapped(seq, code, args)
                 self.cluster.propose_detached(other, again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
+
+    def _registered(self, obs: Observed) -> None:
+        if obs.outcome == OK and type(obs.result) is int and obs.result >= REGISTERED_BASE:
+            self.session, self.seq = obs.result, 0
+        else:  # another registration next time (an applied one stays unused)
+            self._move()
 
     def _current_link(self) -> _Link:
         incarnation = self.sim.nodes[self.node].incarnation
@@ -171,14 +200,22 @@ class SessionGiver(SessionClient):
             return True
         if link.popped.give_back_refusal(code, args, self.cid) is None:
             return True
+        view = self.sim.nodes[link.node].view
+        if (registered(self.session) and view is not None
+                and view.client_op_applied(self.session, seq)):
+            self.retried_applied += 1
+            return True  # answered from the session
         self.pending = None
-        if seq in self.sent:
+        if seq in self.unanswered:
             self.refused_seqs[seq] = list(args[1])
         else:
+            self.refused_told[seq] = list(args[1])
             self.stranded["refused"].extend(args[1])
         return False
 
     def _done(self, obs: Observed) -> None:
+        if obs.outcome not in (OK, FAILED):
+            self.unanswered.add(obs.seq)
         read = self._pop_reads.pop(obs.seq, None)
         if obs.outcome == OK and read is not None:
             link, own = read
@@ -189,8 +226,16 @@ class SessionGiver(SessionClient):
         super()._done(obs)
 
     def lost(self, obs: Observed) -> None:
+        self.unanswered.add(obs.seq)
         self._pop_reads.pop(obs.seq, None)
         super().lost(obs)
+
+    def _move(self) -> None:
+        if self.session and self.cluster.running(self.node) and self.rng.random() < RECONNECT:
+            self._link = None  # a new link to the same member: it popped nothing yet
+            self.retries += 1
+            return
+        super()._move()
 
     def answered(self, code: int, args: list[Any], result: Any) -> None:
         if code == C.QUEUE_UNPOP_STAMPED:
@@ -268,12 +313,17 @@ def check_give_backs(history: History, clients: Sequence[Client],
         kept = Counter(giver.handed)
         for values in giver.stranded.values():
             kept.update(values)
+        for seq in giver.refused_told:
+            if (session, seq) in history.results:
+                raise Violation(f"{giver.cid}: give-back (seq {seq}) applied at index "
+                                f"{history.results[session, seq].index}, though the client "
+                                "was told it was not applied (a member's gate refused it)")
         for seq, values in giver.refused_seqs.items():
-            if history.results.get((session, seq)) is None:
+            if (session, seq) not in history.results:
                 kept.update(values)
                 stats["refused"] += len(values)
             else:
-                stats["refused_applied"] += 1
+                stats["refused_unknown_applied"] += 1
         accounted = kept + returned[session]
         if accounted != taken[session]:
             raise Violation(f"{giver.cid}: its pops took {_shown(taken[session] - accounted)} "
@@ -283,6 +333,7 @@ def check_give_backs(history: History, clients: Sequence[Client],
     stats["unsent"] = sum(len(g.stranded["unsent"]) for g in givers.values())
     stats["died"] = sum(len(g.stranded["died"]) for g in givers.values())
     stats["handed"] = sum(len(g.handed) for g in givers.values())
+    stats["retried_applied"] = sum(g.retried_applied for g in givers.values())
     return dict(stats)
 
 

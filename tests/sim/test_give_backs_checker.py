@@ -55,7 +55,8 @@ def _giver(handed: list[Any]) -> SessionGiver:
     giver.cid, giver.session = "gv1", SID
     giver.handed = list(handed)
     giver.stranded = {"died": [], "unsent": [], "refused": []}
-    giver.refused_seqs = {}
+    giver.refused_seqs, giver.refused_told = {}, {}
+    giver.retried_applied = 0
     return giver
 
 
@@ -121,9 +122,20 @@ def test_an_element_the_giver_cannot_account_for_is_caught() -> None:
 
 
 def test_a_refused_retry_of_an_applied_give_back_counts_as_given_back() -> None:
+    """Refused after an attempt went unanswered: its outcome unknown to the client."""
     run = _Run()
     giver, rest = _prefetch_then_give_back(run)
     giver.refused_seqs = {2: rest}  # the gate refused its retry: its first attempt applied
     stats = check_give_backs(run.history, [giver], run.queued())
-    assert stats["refused_applied"] == 1
+    assert stats["refused_unknown_applied"] == 1
     assert stats.get("refused", 0) == 0
+
+
+def test_a_give_back_told_not_applied_that_applied_is_caught() -> None:
+    run = _Run()
+    giver, rest = _prefetch_then_give_back(run)
+    giver.refused_told = {2: rest}  # told not applied: its first attempt applied
+    giver.stranded["refused"].extend(rest)
+    with pytest.raises(Violation, match=r"gv1: give-back \(seq 2\) applied at index \d+, "
+                       "though the client was told it was not applied"):
+        check_give_backs(run.history, [giver], run.queued())
