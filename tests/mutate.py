@@ -311,10 +311,22 @@ MUTATIONS = [
         "a leader with no one to hand leadership to is told so"),
     Mutation(
         "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
-        "        if unknown_before and code not in P.REFUSALS:\n",
-        "        if False:\n",
+        "        elif unknown_before and code not in P.REFUSALS:\n",
+        "        elif False:\n",
         ("tests/client/test_review_session.py",),
         "an op sent to several members is never reported as not applied by the last one"),
+    Mutation(
+        "give-back-retry-refused-after-applying", "lazily_queue/client/connection.py",
+        "                  and not self._applied_before(op.seq, view)):\n",
+        "                  and True):\n",
+        ("tests/client/test_client_give_back_retry.py",),
+        "a consume-only client's retried give-back that applied is answered as applied"),
+    Mutation(
+        "give-back-retry-refusal-said-not-applied", "lazily_queue/client/session.py",
+        "        if unknown_before and code == \"permission\" and op.code in GIVE_BACKS:\n",
+        "        if False:\n",
+        ("tests/client/test_client_give_back_retry.py",),
+        "a give-back refused on a retry after a lost answer is reported unknown"),
     Mutation(
         "client-unanswered-attempt-forgotten", "lazily_queue/client/session.py",
         "            else:\n                op.unknown = True\n",
