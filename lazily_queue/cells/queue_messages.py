@@ -204,7 +204,10 @@ class QueueMessages(Generic[T]):
                 await self._storage.unpoll(values)
             else:
                 await self._unpoll_stamped(values, runs, headers)
-        except Exception:
-            log.error("%s: %d prefetched element(s) could not be put back and are lost "
-                      "(pops are at most once)", self.name, len(values), exc_info=True)
+        except Exception as exc:
+            outcome = ("are lost" if getattr(exc, "applied", False) is not None else
+                       "are lost unless an earlier attempt, whose answer was lost, put them "
+                       "back")
+            log.error("%s: %d prefetched element(s) could not be put back and %s (pops are "
+                      "at most once)", self.name, len(values), outcome, exc_info=True)
 

@@ -95,3 +95,32 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
                 ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
             assert await applying is None  # the first attempt applies after all
         assert await node.queue("jobs").pop_many(3) == [1, 2]
+
+
+async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_lost(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    flush_ops = ClientServer._flush_ops
+    held: list[PendingOp] = []
+
+    def holding(self: ClientServer, conn: ClientConnection) -> None:
+        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
+        if first is not None and not held:
+            held.append(first)  # admitted, never proposed: its answer is lost
+            conn.ops.remove(first)
+            conn.close()
+        flush_ops(self, conn)
+
+    monkeypatch.setattr(ClientServer, "_flush_ops", holding)
+    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with _client(node) as client:
+            async for value in client.queue("jobs").items(prefetch=3):
+                assert value == 0
+                break
+        assert len(held) == 1
+    lost = [r.getMessage() for r in caplog.records if "could not be put back" in r.getMessage()]
+    assert lost == ["jobs: 2 prefetched element(s) could not be put back and are lost unless "
+                    "an earlier attempt, whose answer was lost, put them back (pops are at "
+                    "most once)"]
