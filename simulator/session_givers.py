@@ -7,7 +7,8 @@ once and more one by one, and giving what is left back to the head under the ids
 popped with (``QUEUE_UNPOP_STAMPED``) at a random later point: at once, or after
 crashes, partitions and failovers had time to happen, and always once the run drains
 (the iterator closes). The give-back is retried across members under its sequence
-number like any client op. Now and then the client dies holding a batch (what it held
+number like any client op, and also when its answer is lost after it applied (the link
+ended: ``ANSWER_LOST``). Now and then the client dies holding a batch (what it held
 is gone with it), or the give-back fails unsent (no sequence number used: its slot did
 not come before its deadline, as the client's ``call`` fails it).
 
@@ -44,7 +45,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.client_sessions import owner_tag
 from lazily_queue.replicated.session_register import REGISTERED_BASE, registered
 
-from .client import FAILED, OK, QUEUE, Client, Observed
+from .client import FAILED, OK, QUEUE, UNKNOWN, Client, Observed
 from .history import History, Violation
 from .session_client import DOUBLE_SEND, SessionClient
 
@@ -57,6 +58,8 @@ DIES = 0.05
 UNSENT = 0.05
 #: The chance, at each act while it holds a batch, that it hands out one more element.
 HAND_ONE = 0.3
+#: The share of give-backs whose answer is lost after they applied (the link ended).
+ANSWER_LOST = 0.1
 #: The share of retries sent on a new link to the same member (a client reconnecting).
 RECONNECT = 0.5
 _POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS, C.QUEUE_POP_MANY, C.QUEUE_POP})
@@ -214,6 +217,9 @@ class SessionGiver(SessionClient):
         return False
 
     def _done(self, obs: Observed) -> None:
+        if (obs.outcome == OK and obs.code == C.QUEUE_UNPOP_STAMPED
+                and self.rng.random() < ANSWER_LOST):
+            obs.outcome = UNKNOWN  # applied; the link ended before its answer came
         if obs.outcome not in (OK, FAILED):
             self.unanswered.add(obs.seq)
         read = self._pop_reads.pop(obs.seq, None)
