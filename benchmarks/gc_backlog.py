@@ -27,7 +27,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers_common import node_env, reap, start_nodes  # noqa: E402
+from benchmarks.peers_common import (  # noqa: E402
+    node_config,
+    node_env,
+    read_json,
+    reap,
+    start_nodes,
+)
 from lazily_queue.demo.processes import NodeProcess  # noqa: E402
 
 SECRET_ENV = "LAZILY_GC_BENCH_SECRET"
@@ -35,23 +41,12 @@ SIZE = 3
 
 
 def _config(root: Path, node: int, backlog: int) -> Path:
-    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in range(1, SIZE + 1))
-    lines = [f"id = {node}", 'cluster = "gc-bench"', f'data_dir = "{root}/d{node}"',
-             f'listen = "unix://{root}/n{node}.sock"', 'durability = "fsync"',
-             f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60", "", "[peers]", peers, "",
-             "[app]", 'entry = "benchmarks.gc_backlog_app:run"',
-             f"root = {json.dumps(str(root))}", f"backlog = {backlog}"]
-    path = root / f"node{node}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return node_config(root, node, SIZE, "gc-bench", SECRET_ENV,
+                       {"entry": "benchmarks.gc_backlog_app:run", "root": str(root),
+                        "backlog": backlog})
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        doc: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc
+_read = read_json
 
 
 async def _stats(root: Path, timeout: float = 30) -> dict[int, dict[str, Any]]:

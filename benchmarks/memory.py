@@ -41,7 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.memory_app import MIX  # noqa: E402
 from benchmarks.memory_probe import compare, dir_bytes, rss_kb  # noqa: E402
-from benchmarks.peers_common import node_env, reap, start_nodes  # noqa: E402
+from benchmarks.peers_common import (  # noqa: E402
+    node_config,
+    node_env,
+    read_json,
+    reap,
+    start_nodes,
+)
 from lazily_queue.demo.processes import NodeProcess  # noqa: E402
 
 SECRET_ENV = "LAZILY_MEMORY_SECRET"
@@ -53,22 +59,10 @@ SETTLED_ENTRIES = 64
 
 
 def _config(root: Path, node: int, app: dict[str, Any]) -> Path:
-    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in range(1, SIZE + 1))
-    lines = [f"id = {node}", 'cluster = "memory-bench"', f'data_dir = "{root}/d{node}"',
-             f'listen = "unix://{root}/n{node}.sock"', 'durability = "fsync"',
-             f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60", "", "[peers]", peers, "",
-             "[app]", *(f"{key} = {json.dumps(value)}" for key, value in app.items())]
-    path = root / f"node{node}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return node_config(root, node, SIZE, "memory-bench", SECRET_ENV, app)
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        doc: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc
+_read = read_json
 
 
 class Run:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -218,6 +219,30 @@ def markdown_table(lines: Sequence[Sequence[str]], right: Sequence[int] = ()) ->
 def track(pid: int) -> None:
     """Remember a process group leader (a child started with ``start_new_session``)."""
     GROUPS.add(pid)
+
+
+def node_config(root: Path, node: int, size: int, cluster: str, secret_env: str,
+                app: dict[str, Any]) -> Path:
+    """Write ``root/node{node}.toml``: member ``node`` of ``size`` over Unix sockets under
+    ``root``, fsync, its secret in ``secret_env``, ``app`` as its ``[app]`` table."""
+    peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in range(1, size + 1))
+    lines = [f"id = {node}", f'cluster = "{cluster}"', f'data_dir = "{root}/d{node}"',
+             f'listen = "unix://{root}/n{node}.sock"', 'durability = "fsync"',
+             f'secret_env = "{secret_env}"', "startup_timeout = 60", "", "[peers]", peers, "",
+             "[app]", *(f"{key} = {json.dumps(value)}" for key, value in app.items())]
+    path = root / f"node{node}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object a node's app wrote at ``path``; None while it is missing or partly
+    written."""
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc
 
 
 def node_env(**variables: str) -> dict[str, str]:
