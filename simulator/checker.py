@@ -5,7 +5,8 @@ replayed through small independent models of the queue, work queue and topic; ev
 recorded result must be the model's. On top of that:
 
 - every operation a client saw succeed is in the log, with the result the client got;
-  one reported as certainly not applied is not in the log;
+  one reported as certainly not applied is not in the log (an attempt fenced off by its
+  session's floor, answered "duplicate", is not applied: :mod:`.history`);
 - a retried operation (same session and sequence number) is applied once;
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
@@ -308,6 +309,12 @@ class Checker(TopicChecks):
             for obs in client.ops:
                 applied = results.get((obs.session, obs.seq))
                 if obs.outcome == OK:
+                    fenced = self.history.fenced.get((obs.session, obs.seq))
+                    if applied is None and fenced is not None:
+                        self.fail(f"{client.cid}: acknowledged {C.op_name(obs.code)} "
+                                  f"{obs.args!r:.60} (session {obs.session:x} seq {obs.seq}) "
+                                  f"was never applied: its first appearance, at index "
+                                  f"{fenced.index}, was answered {fenced.result!r:.60}")
                     if applied is None:
                         self.fail(f"{client.cid}: acknowledged {C.op_name(obs.code)} "
                                   f"{obs.args!r:.60} (session {obs.session:x} seq {obs.seq}) "

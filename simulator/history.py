@@ -9,6 +9,12 @@ operation, the result of its first application, keyed by ``(session, seq)``: a
 client's op (``CLIENT_OP``) under the client's session and number, not the batch's.
 Each client op whose inner op really ran is noted with its index; one that ran at two
 indexes was applied twice (a retry the state machine failed to recognise).
+
+An op whose first appearance in the log is answered ``duplicate`` was not applied
+there: it is a stale attempt its session's floor had passed (its proposer gave it up,
+its outcome unknown, and numbered on). Such an appearance is *fenced*: kept apart in
+:attr:`History.fenced`, out of :attr:`History.results` and :meth:`History.in_order`, so
+the op counts as applied only where it really was (a later appearance, if any).
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
-from lazily_queue.replicated.ops import CLIENT_OP, CLIENT_OPS, EPHEMERAL_REAP, op_name
+from lazily_queue.replicated.ops import (
+    CLIENT_OP,
+    CLIENT_OPS,
+    EPHEMERAL_REAP,
+    OpError,
+    op_name,
+)
 from lazily_queue.replicated.state_machine import StateMachine
 
 
@@ -59,6 +71,8 @@ class History:
     client_ops: int = 0
     #: The bound on client sessions the replicas keep, when not the default.
     max_client_sessions: int | None = None
+    #: Per op first seen answered ``duplicate`` (never applied before): that appearance.
+    fenced: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
                results: Any, ran: tuple[tuple[int, int], ...] = ()) -> None:
@@ -88,8 +102,12 @@ class History:
         for op, result in zip(ops, results, strict=True):
             for applied in _unwrapped(index, session, op, result, stamp):
                 self.client_ops += applied.session != session
+                key = (applied.session, applied.seq)
+                if key not in self.results and _duplicate(applied.result):
+                    self.fenced.setdefault(key, applied)
+                    continue
                 entry.append(applied)
-                self.results.setdefault((applied.session, applied.seq), applied)
+                self.results.setdefault(key, applied)
         self.ops[index] = entry
 
     def fail(self, message: str) -> NoReturn:
@@ -104,11 +122,17 @@ class History:
             raise Violation(self.violation)
 
     def in_order(self) -> list[AppliedOp]:
-        """Every first application of every op, in log order (duplicates included)."""
+        """Every first application of every op, in log order (duplicates of an applied op
+        included, fenced appearances not)."""
         out: list[AppliedOp] = []
         for index in sorted(self.ops):
             out.extend(self.ops[index])
         return out
+
+
+def _duplicate(result: Any) -> bool:
+    """Whether ``result`` is the state machine's "already applied" answer."""
+    return isinstance(result, OpError) and result.code == "duplicate"
 
 
 def _unwrapped(index: int, session: int, op: list[Any], result: Any, stamp: int

@@ -18,6 +18,7 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats: dict[str, Any] = {}
     stats["ops"] = checker.ops
     stats["deduplicated"] = checker.deduplicated
+    stats["fenced"] = len(sim.cluster.history.fenced)
     stats["once_repeats"] = (
         checker.once.repeats + checker.topic_options.repeats + checker.options.repeats
         + (checker.work.repeats if checker.work is not None else 0))
