@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 from ..core.numbers import wait_limit
+from ..errors import shown
 
 
 class Deadline:
@@ -48,7 +49,7 @@ class Deadline:
 
     def expired(self, waited: str) -> TimeoutError:
         """The error of a wait for ``waited`` that reached the deadline."""
-        return TimeoutError(f"{waited} within timeout={self._timeout}s; the call applied "
+        return TimeoutError(f"{waited} within timeout={shown(self._timeout)}s; the call applied "
                             f"nothing (call it again, or give it a longer timeout)")
 
 

@@ -70,3 +70,10 @@ async def test_a_wait_cancelled_from_outside_is_no_timeout(name: str) -> None:
         await asyncio.wait_for(call(30), 0.01)
     assert str(raised.value) == ""  # the caller's own timeout: asyncio's error, untouched
     assert state() == before
+
+
+async def test_a_wait_past_a_timeout_too_long_to_print_names_its_size() -> None:
+    queue: QueueCell[int] = QueueCell(name="jobs")
+    with pytest.raises(TimeoutError, match=r"^pop from queue 'jobs': no element within "
+                       r"timeout=an int of 16610 bits"):
+        await queue.pop(timeout=-10**5000)
