@@ -48,8 +48,9 @@ class TxnOptionsClient(Client):
                  ttl: bool = True) -> None:
         super().__init__(cid, cluster, rng)
         #: The ttl choices draw from a stream of their own, so that the client's other
-        #: choices stay as they were.
-        self.ttl_rng = random.Random(hash(rng.getstate()))
+        #: choices stay as they were. It is seeded from the state's words alone: the whole
+        #: state ends with ``None``, whose hash is its address (differs per process).
+        self.ttl_rng = random.Random(repr(rng.getstate()[1]))
         self.ttl_share = 0.3 if ttl else 0.0
         self.todo: list[list[Any]] = [[TXO_QUEUE, CAPACITY], [TXO_LOG, None]]
         self.n = 0

@@ -141,6 +141,18 @@ def test_same_seed_same_trace() -> None:
         assert f"seed {seed}: ok" in out
 
 
+def test_same_seed_same_trace_in_fresh_processes() -> None:
+    """``--seed N`` reproduces in another process: nothing the run draws depends on
+    object addresses (which differ per process)."""
+    digests = set()
+    for _ in range(2):
+        out = _ok(_sim("--seed", "1"))
+        found = re.search(r"seed 1: ok in [\d.]+s, trace ([0-9a-f]+)", out)
+        assert found is not None, out
+        digests.add(found.group(1))
+    assert len(digests) == 1, digests
+
+
 def _defects(doc: dict[str, Any]) -> list[str]:
     """The fixes a fixture undoes: one name, or a list (the bug's fix, then fixes that
     would keep the scenario from reaching it)."""
