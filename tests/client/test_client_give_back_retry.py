@@ -67,18 +67,7 @@ async def test_a_retried_give_back_that_applied_is_answered_as_applied(
 
 async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_unknown(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    flush_ops = ClientServer._flush_ops
-    held: list[tuple[int, PendingOp]] = []
-
-    def holding(self: ClientServer, conn: ClientConnection) -> None:
-        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
-        if first is not None and not held and conn.session is not None:
-            held.append((conn.session, first))  # admitted, then slow to be proposed
-            conn.ops.remove(first)
-            conn.close()
-        flush_ops(self, conn)
-
-    monkeypatch.setattr(ClientServer, "_flush_ops", holding)
+    held = _hold_first_give_back(monkeypatch)
     access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
     async with one_member(access) as node:
         for n in range(3):
@@ -91,6 +80,7 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
             assert failed.value.applied is None
             assert isinstance(failed.value.__cause__, P.PermissionDenied)
             [(session, op)] = held
+            assert session is not None
             _, applying = node.driver.propose(
                 ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
             assert await applying is None  # the first attempt applies after all
@@ -99,18 +89,7 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
 
 async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_lost(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    flush_ops = ClientServer._flush_ops
-    held: list[PendingOp] = []
-
-    def holding(self: ClientServer, conn: ClientConnection) -> None:
-        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
-        if first is not None and not held:
-            held.append(first)  # admitted, never proposed: its answer is lost
-            conn.ops.remove(first)
-            conn.close()
-        flush_ops(self, conn)
-
-    monkeypatch.setattr(ClientServer, "_flush_ops", holding)
+    held = _hold_first_give_back(monkeypatch)
     access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
     async with one_member(access) as node:
         for n in range(3):
@@ -124,3 +103,21 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
     assert lost == ["jobs: 2 prefetched element(s) could not be put back and are lost unless "
                     "an earlier attempt, whose answer was lost, put them back (pops are at "
                     "most once)"]
+
+
+def _hold_first_give_back(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, PendingOp]]:
+    """The member keeps the first give-back it admits from being proposed (held here with
+    its session) and closes that link: the client never hears its answer."""
+    flush_ops = ClientServer._flush_ops
+    held: list[tuple[int | None, PendingOp]] = []
+
+    def holding(self: ClientServer, conn: ClientConnection) -> None:
+        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
+        if first is not None and not held:
+            held.append((conn.session, first))
+            conn.ops.remove(first)
+            conn.close()
+        flush_ops(self, conn)
+
+    monkeypatch.setattr(ClientServer, "_flush_ops", holding)
+    return held
