@@ -14,9 +14,11 @@ from .errors import (
     BrokerAuthenticationFailed,
     BrokerClosed,
     BrokerError,
+    BrokerObjectLost,
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
+    SubscriberConsumerLost,
     UnsupportedAddress,
 )
 
@@ -41,10 +43,12 @@ __all__ = [
     "BrokerAuthenticationFailed",
     "BrokerClosed",
     "BrokerError",
+    "BrokerObjectLost",
     "BrokerOutOfMemory",
     "BrokerUnavailable",
     "IncompatibleBrokerObject",
     "NatsJetStreamStorage",
     "RedisStreamsStorage",
+    "SubscriberConsumerLost",
     "UnsupportedAddress",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lazily_transports import AddressError
 
-from ..errors import LazilyQueueError
+from ..errors import LazilyQueueError, UnknownSubscriber
 
 
 class BrokerError(LazilyQueueError):
@@ -24,6 +24,19 @@ class IncompatibleBrokerObject(BrokerError):
     """A stream, consumer, group or key of that name already exists with settings this
     object cannot use (created by someone else, or with another capacity / visibility
     timeout); nothing was changed. The message names the object and the difference."""
+
+
+class BrokerObjectLost(BrokerError):
+    """A stream or consumer an object was using is gone: deleted outside this library
+    (an operator's ``nats consumer rm``, another program) while in use. Nothing was
+    taken from it; the message names the object and the fix."""
+
+
+class SubscriberConsumerLost(BrokerObjectLost, UnknownSubscriber):
+    """A topic subscriber's consumer is gone while the subscriber was known (deleted
+    outside this library, or its topic restored or deleted by another process): its
+    cursor went with it. Subscribe it again (it then starts at the tail: elements
+    published meanwhile are not delivered to it), or restore the topic."""
 
 
 class BrokerOutOfMemory(BrokerError, MemoryError):

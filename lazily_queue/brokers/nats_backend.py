@@ -45,6 +45,7 @@ from ..errors import InvalidConfiguration, MessageTooLarge, shown
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerObjectLost,
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
@@ -376,8 +377,18 @@ class NatsJetStreamStorage:
         return ack if ack.duplicate else None
 
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
-        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull)."""
-        return await self.replies.pull(stream, consumer, n)
+        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
+        :class:`BrokerObjectLost` when the consumer does not exist (JetStream 2.9 leaves
+        a pull from a missing consumer unanswered: a pull that times out asks)."""
+        try:
+            return await self.replies.pull(stream, consumer, n)
+        except nats.errors.TimeoutError:
+            try:
+                await self.js.consumer_info(stream, consumer)
+            except jserr.NotFoundError:
+                raise BrokerObjectLost(f"nats at {self.address}: consumer {consumer} of "
+                                       f"stream {stream} does not exist") from None
+            raise
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
         """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer

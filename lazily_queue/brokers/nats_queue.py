@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats.errors
 import nats.js.errors as jserr
+from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
 from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
@@ -43,7 +44,7 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
-from .errors import IncompatibleBrokerObject
+from .errors import BrokerObjectLost, IncompatibleBrokerObject
 from .mirror import queue_transitions
 from .mirrors import QueueMirror
 from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
@@ -86,6 +87,7 @@ class NatsQueueStorage(QueueMirror[T]):
         self._head_id: object = None
         self._closed = False
         self._items: list[tuple[int, Any]] = []
+        self._subscribed = False
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats queue {shown(name)}")
 
@@ -124,9 +126,11 @@ class NatsQueueStorage(QueueMirror[T]):
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
                     "use explicit acks")
             await lift_ack_pending_limit(b.js, self.stream, consumer.config)
-            await b.subscribe(self.subject, self._changed)
-            await b.subscribe(self.notices, self._changed)
-            await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
+            if not self._subscribed:
+                self._subscribed = True
+                await b.subscribe(self.subject, self._changed)
+                await b.subscribe(self.notices, self._changed)
+                await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
 
     async def _read(self) -> None:
         b = self._backend
@@ -218,13 +222,30 @@ class NatsQueueStorage(QueueMirror[T]):
             self._pushed(value, int(ack.seq))
         return None
 
+    async def _pull(self, n: int) -> list[Msg]:
+        """Up to ``n`` ready messages. When the consumer is gone (deleted outside this
+        library) the queue is declared again and pulled once more: the stream keeps
+        every message not acknowledged, and a new consumer delivers each of them."""
+        b = self._backend
+        try:
+            return await b.pull(self.stream, CONSUMER, n)
+        except BrokerObjectLost:
+            await self._declare_again()
+        return await b.pull(self.stream, CONSUMER, n)
+
+    async def _declare_again(self) -> None:
+        log.warning("%r: consumer %s of stream %s is gone (deleted outside this library); "
+                    "declaring the queue again", self, CONSUMER, self.stream)
+        self._declared.forget()
+        await self._declared.ensure()
+
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         await self._ready()
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):
-            msgs = await b.pull(self.stream, CONSUMER, n)
+            msgs = await self._pull(n)
             acks = await b.replies.ack_many(msgs)
         taken: list[T] = []
         for msg, ack in zip(msgs, acks, strict=True):

@@ -24,12 +24,14 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig
 
 from .batching import Coalescer
-from .errors import BrokerError
+from .errors import BrokerError, BrokerObjectLost
 from .mirror import MAX_BATCH
 
 Publish = tuple[str, bytes, dict[str, str]]
 #: A pull's end: no messages (404), the request expired (408), or was superseded (409).
 PULL_END = frozenset({"404", "408", "409"})
+#: A pull's answer when no consumer of that name listens (no responders).
+NO_CONSUMER = "503"
 #: A pull consumer's ``max_ack_pending`` without a limit. With a limit reached and more
 #: messages ready, a ``no_wait`` pull is answered neither with messages nor with an end
 #: status, so it would fail as a broker that does not answer.
@@ -232,7 +234,8 @@ class Replies:
     # -- pulls -----------------------------------------------------------------------------
 
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
-        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull).
+        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
+        :class:`BrokerObjectLost` when the consumer does not exist.
 
         Pulled messages carry their own subject, not the reply's, so each pull has an
         inbox of its own: one from a pool, returned to it once the pull ended cleanly
@@ -247,6 +250,10 @@ class Replies:
             status = _status(msg)
             if status in PULL_END:
                 done.set_result(None)
+            elif status == NO_CONSUMER:
+                done.set_exception(BrokerObjectLost(
+                    f"nats at {self.address}: consumer {consumer} of stream {stream} does "
+                    "not exist (deleted, or its stream was)"))
             elif status:
                 description = (msg.headers or {}).get("Description", "")
                 done.set_exception(BrokerError(

@@ -8,10 +8,17 @@ started at the tail when it subscribes (replay from a sequence); its cursor is i
 floor, and its description holds ``{"id", "durability", "connected"}``. Advancing pulls
 the next messages from the cursor (when a pull that never returned left messages
 delivered but unacknowledged, they are delivered again first: ``nats_topic_pulls``)
-and acknowledges the last; ``gc`` purges below the lowest durable
-cursor and recreates a lagging ephemeral subscriber's consumer at the new base (the
-clamp). A durable subscriber that reconnects after a crash left messages delivered but not
-acknowledged is recreated at its cursor, so it reads them again in order.
+and acknowledges the last; ``gc`` purges below the lowest durable cursor, which moves
+a lagging ephemeral subscriber's ack floor to the new base (the clamp).
+
+A consumer is never deleted to change it (only an ephemeral subscriber's, when it
+disconnects): connecting and disconnecting update its description in place (the same
+durable name; JetStream 2.9 keeps its ack floor and deliveries), so a process killed
+midway, or two processes changing it at once, leave the subscriber and its cursor whole.
+A durable subscriber that reconnects after a crash left messages delivered but not
+acknowledged has them delivered again, in order (a ``-NAK`` each). A consumer gone
+while its subscriber is known (deleted outside this library) makes an advance raise
+:class:`~lazily_queue.brokers.errors.SubscriberConsumerLost`.
 
 The mirror holds the retained log and every subscription (like a Raft member's
 replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
@@ -37,10 +44,17 @@ from ..names import check_named_member
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
-from .errors import IncompatibleBrokerObject
+from .errors import BrokerObjectLost, IncompatibleBrokerObject, SubscriberConsumerLost
 from .nats_names import object_token, token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
-from .nats_topic_pulls import cursor_of, pull_at_cursor, seq
+from .nats_subscribers import (
+    CONSUMER_CREATE_REFUSED,
+    DESCRIPTION_LIMIT,
+    description,
+    lost_error,
+    update,
+)
+from .nats_topic_pulls import cursor_of, pull_at_cursor, redeliver, seq
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -56,10 +70,6 @@ def bounds(state: Any) -> tuple[int, int]:
     return (int(state.first_seq) - 1 if state.messages else end), end
 
 
-#: Most bytes of a consumer's description (JetStream refuses longer ones).
-DESCRIPTION_LIMIT = 4096
-
-
 @bounds_timeouts
 class NatsTopicStorage(TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
@@ -73,6 +83,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
         #: Subscribers whose consumer was last read with a ``max_ack_pending`` limit.
         self._limited: set[str] = set()
+        #: Durable subscribers whose consumer vanished while known: why.
+        self._vanished: dict[str, SubscriberConsumerLost] = {}
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats topic {shown(name)}")
 
@@ -132,6 +144,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             if end > start:
                 raws = await b.messages(self.stream, start + 1, end - start)
                 elements += [decode(raw.data or b"") for _, raw in raws]
+        for sid, rec in self._subs.items():
+            if rec[0] == Durability.DURABLE.value and sid not in consumers:
+                self._vanished[sid] = self._lost_error(sid)
         self._install(base, end, elements, {sid: rec for sid, (rec, _) in consumers.items()})
 
     # -- operations ----------------------------------------------------------------------
@@ -141,9 +156,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
 
     async def _put_consumer(self, subscriber: str, durability: str, connected: bool,
                             start: int) -> None:
-        description = _description(subscriber, durability, connected)
         await self._backend.js.add_consumer(self.stream, ConsumerConfig(
-            durable_name=self._consumer_name(subscriber), description=description,
+            durable_name=self._consumer_name(subscriber),
+            description=description(subscriber, durability, connected),
             ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=max(1, start), sample_freq="100%",
             max_ack_pending=UNLIMITED_ACK_PENDING))
@@ -159,16 +174,31 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await lift_ack_pending_limit(self._backend.js, self.stream, info.config)
         self._limited.discard(subscriber)
 
-    async def _recreate(self, subscriber: str, rec: Record, cursor: int) -> None:
-        await self._backend.js.delete_consumer(self.stream, self._consumer_name(subscriber))
-        await self._put_consumer(subscriber, rec[0], rec[1], cursor + 1)
+    async def _update(self, subscriber: str, info: ConsumerInfo, durability: str,
+                      connected: bool) -> None:
+        """Mark ``subscriber``'s consumer connected or not, in place (see
+        :func:`.nats_subscribers.update`)."""
+        if not await update(self._backend.js, self.stream, info,
+                            description(subscriber, durability, connected)):
+            raise self._lost_error(subscriber)
+
+    def _lost_error(self, subscriber: str) -> SubscriberConsumerLost:
+        return lost_error(self._backend.address, self.name, subscriber,
+                          self._consumer_name(subscriber), self.stream)
+
+    def lost(self, subscriber: str) -> SubscriberConsumerLost | None:
+        """Why ``subscriber``, a durable subscriber this process knew, is gone: its
+        consumer was deleted outside this library (``None`` when it was not)."""
+        if subscriber in self._subs:
+            return None
+        return self._vanished.get(subscriber)
 
     async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
         check_named_member(check_subscriber(subscriber), "subscriber name")
-        size = len(_description(subscriber, Durability.EPHEMERAL.value, False).encode())
+        size = len(description(subscriber, Durability.EPHEMERAL.value, False).encode())
         if size > DESCRIPTION_LIMIT:
             raise InvalidName(
                 f"subscriber name {shown(subscriber)} is too long for NATS JetStream: its "
@@ -184,8 +214,16 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             if found is None:
                 self._check_unclaimed(subscriber, consumers)
                 state = (await b.js.stream_info(self.stream)).state
-                await self._put_consumer(subscriber, kind.value, True, state.last_seq + 1)
                 outcome = SubscribeOutcome.Subscribed
+                try:
+                    await self._put_consumer(subscriber, kind.value, True, state.last_seq + 1)
+                except jserr.APIError as exc:
+                    # another process subscribed it meanwhile, at another tail: theirs
+                    if exc.err_code not in CONSUMER_CREATE_REFUSED or (
+                            subscriber not in await self._consumers()):
+                        raise
+                    outcome = SubscribeOutcome.AlreadyConnected
+                self._vanished.pop(subscriber, None)
             elif found[0][1]:
                 outcome = SubscribeOutcome.AlreadyConnected
             else:
@@ -207,12 +245,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                     "maps to the same consumer name: use another id")
 
     async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
-        cursor = rec[2]
+        await self._update(subscriber, info, rec[0], True)
         delivered = info.delivered.stream_seq if info.delivered is not None else None
-        if (delivered or 0) > cursor:
-            await self._recreate(subscriber, (rec[0], True, cursor), cursor)
-        else:
-            await self._put_consumer(subscriber, rec[0], True, info.config.opt_start_seq or 1)
+        if (delivered or 0) > rec[2]:
+            await redeliver(self._backend, self.stream, info)
 
     async def _connection(self, subscriber: str, connect: bool) -> TopicTransition[bool]:
         check_subscriber(subscriber)
@@ -226,9 +262,12 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             if connect:
                 await self._connect(subscriber, rec, info)
             elif rec[0] == Durability.EPHEMERAL.value:
-                await b.js.delete_consumer(self.stream, self._consumer_name(subscriber))
+                try:
+                    await b.js.delete_consumer(self.stream, info.name)
+                except jserr.NotFoundError:  # another process disconnected it meanwhile
+                    return TopicTransition(False, NOBODY)
             else:
-                await self._put_consumer(subscriber, rec[0], False, info.config.opt_start_seq or 1)
+                await self._update(subscriber, info, rec[0], False)
         await self.sync()
         return TopicTransition(True, NOBODY)
 
@@ -280,8 +319,12 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         async with b.errors(doing):
             if subscriber in self._limited:
                 await self._lift(subscriber)
-            msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
-                                        count, rec[2], rec[2] < self._end, doing)
+            try:
+                msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
+                                            count, rec[2], rec[2] < self._end, doing)
+            except BrokerObjectLost:
+                await self.sync()
+                raise self.lost(subscriber) or self._lost_error(subscriber) from None
             if stop is not None and msgs and seq(msgs[-1]) > stop:
                 await b.replies.ack_many([m for m in msgs if seq(m) > stop], b"-NAK")
                 msgs = [m for m in msgs if seq(m) <= stop]
@@ -325,10 +368,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             frontier = min(durable) if durable else end
             if frontier <= base:
                 return TopicTransition(0, NOBODY)
+            # the purge moves every consumer's ack floor up to it: the clamp of lagging
+            # ephemeral subscribers, in the same step
             await b.js.purge_stream(self.stream, seq=frontier + 1)
-            for sid, (rec, _) in consumers.items():
-                if rec[2] < frontier:
-                    await self._recreate(sid, rec, frontier)
         await self.sync()
         return TopicTransition(frontier - base, NOBODY)
 
@@ -356,9 +398,3 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._elements = []
         self._subs = {}
         await self.sync()
-
-
-def _description(subscriber: str, durability: str, connected: bool) -> str:
-    """A subscriber's consumer description: its id, durability and whether connected."""
-    return json.dumps({"id": subscriber, "durability": durability, "connected": connected},
-                      ensure_ascii=False)

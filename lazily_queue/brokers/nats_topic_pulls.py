@@ -39,10 +39,11 @@ PAUSES = (0.0, 0.005, 0.01, 0.02)
 
 
 def cursor_of(info: ConsumerInfo) -> int:
-    """The next offset the consumer's subscriber reads (its ack floor)."""
-    if info.ack_floor is not None and info.ack_floor.consumer_seq:
-        return int(info.ack_floor.stream_seq or 0)
-    return int(info.config.opt_start_seq or 1) - 1
+    """The next offset the consumer's subscriber reads: its ack floor, which a purge
+    moves up (the server reports none before the first ack or purge), and never below
+    its start."""
+    floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor is not None else 0
+    return max(floor, int(info.config.opt_start_seq or 1) - 1)
 
 
 def seq(msg: Msg) -> int:

@@ -60,7 +60,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from . import nats_dead_letters
 from .codec import decode, encode
-from .errors import IncompatibleBrokerObject
+from .errors import BrokerObjectLost, IncompatibleBrokerObject
 from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_names import object_token
@@ -108,6 +108,7 @@ class NatsWorkQueueStorage(WorkMirror):
         self._dead: list[DeadLetter] = []
         self._unacked = 0
         self._hidden_until = 0.0
+        self._subscribed = False
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats work queue {shown(name)}")
 
@@ -148,6 +149,9 @@ class NatsWorkQueueStorage(WorkMirror):
                     f"ack_wait {have.ack_wait}s and max_deliver {have.max_deliver}; this work "
                     f"queue needs {self.visibility_timeout}s and {self.max_deliveries + 1}")
             await lift_ack_pending_limit(b.js, self.stream, have)
+            if self._subscribed:
+                return
+            self._subscribed = True
             for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
@@ -156,7 +160,11 @@ class NatsWorkQueueStorage(WorkMirror):
         b = self._backend
         limit = max(1, b.view_limit)
         async with b.errors(f"reading work queue {self.stream}"):
-            consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            try:
+                consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            except jserr.NotFoundError:
+                await self._declare_again()
+                consumer = await b.js.consumer_info(self.stream, CONSUMER)
             dead = await b.js.stream_info(self.dead_stream)
             if self._views_due():
                 delivered = consumer.delivered.stream_seq if consumer.delivered else 0
@@ -228,6 +236,27 @@ class NatsWorkQueueStorage(WorkMirror):
             self._pushed()
         return WT(int(ack.seq), 0)
 
+    async def _pull(self, n: int) -> list[Msg]:
+        """Up to ``n`` ready messages. When the consumer is gone (deleted outside this
+        library) the work queue is declared again and pulled once more: the stream keeps
+        every message not acknowledged, and a new consumer delivers each of them."""
+        b = self._backend
+        try:
+            return await b.pull(self.stream, CONSUMER, n)
+        except BrokerObjectLost:
+            await self._declare_again()
+        return await b.pull(self.stream, CONSUMER, n)
+
+    async def _declare_again(self) -> None:
+        """Declare the work queue again, its consumer gone: this process's leases went
+        with it (their items are delivered again, as after a lease expires)."""
+        log.warning("%r: consumer %s of stream %s is gone (deleted outside this library); "
+                    "declaring the work queue again: its leases are void", self, CONSUMER,
+                    self.stream)
+        self._leases.clear()
+        self._declared.forget()
+        await self._declared.ensure()
+
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WT[list[Delivery]]:
@@ -238,7 +267,7 @@ class NatsWorkQueueStorage(WorkMirror):
         b = self._backend
         leased: list[Delivery] = []
         async with b.errors(f"claiming from {self.stream}"):
-            msgs = await b.pull(self.stream, CONSUMER, n)
+            msgs = await self._pull(n)
             deadline = time.time() + self.visibility_timeout
             for msg in msgs:
                 meta = msg.metadata
