@@ -9,16 +9,9 @@ floor, and its description holds ``{"id", "durability", "connected"}``. Advancin
 the next messages from the cursor (when a pull that never returned left messages
 delivered but unacknowledged, they are delivered again first: ``nats_topic_pulls``)
 and acknowledges the last; ``gc`` purges below the lowest durable cursor, which moves
-a lagging ephemeral subscriber's ack floor to the new base (the clamp).
-
-A consumer is never deleted to change it (only an ephemeral subscriber's, when it
-disconnects): connecting and disconnecting update its description in place (the same
-durable name; JetStream 2.9 keeps its ack floor and deliveries), so a process killed
-midway, or two processes changing it at once, leave the subscriber and its cursor whole.
-A durable subscriber that reconnects after a crash left messages delivered but not
-acknowledged has them delivered again, in order (a ``-NAK`` each). A consumer gone
-while its subscriber is known (deleted outside this library) makes an advance raise
-:class:`~lazily_queue.brokers.errors.SubscriberConsumerLost`.
+a lagging ephemeral subscriber's ack floor to the new base (the clamp). A consumer is
+changed in place, never deleted and created again (``nats_subscribers``); one deleted
+outside this library raises :class:`~.errors.SubscriberConsumerLost` on an advance.
 
 The mirror holds the retained log and every subscription (like a Raft member's
 replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
@@ -26,7 +19,9 @@ replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import nats.js.errors as jserr
@@ -50,7 +45,9 @@ from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 from .nats_subscribers import (
     CONSUMER_CREATE_REFUSED,
     DESCRIPTION_LIMIT,
+    GC_PAUSES,
     description,
+    held_past,
     lost_error,
     update,
 )
@@ -62,6 +59,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NOBODY: frozenset[str] = frozenset()
+log = logging.getLogger(__name__)
 
 
 def bounds(state: Any) -> tuple[int, int]:
@@ -245,6 +243,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                     "maps to the same consumer name: use another id")
 
     async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
+        """Mark it connected; what a crash left delivered and not acknowledged comes
+        again, in order."""
         await self._update(subscriber, info, rec[0], True)
         delivered = info.delivered.stream_seq if info.delivered is not None else None
         if (delivered or 0) > rec[2]:
@@ -361,15 +361,23 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"collecting {self.stream}"):
-            state = (await b.js.stream_info(self.stream)).state
-            consumers = await self._consumers()
-            base, end = bounds(state)
-            durable = [rec[2] for rec, _ in consumers.values() if rec[0] == "durable"]
-            frontier = min(durable) if durable else end
-            if frontier <= base:
+            for pause in GC_PAUSES:
+                await asyncio.sleep(pause)
+                state = (await b.js.stream_info(self.stream)).state
+                consumers = await self._consumers()
+                base, end = bounds(state)
+                durable = [rec[2] for rec, _ in consumers.values() if rec[0] == "durable"]
+                frontier = min(durable) if durable else end
+                if frontier <= base:
+                    return TopicTransition(0, NOBODY)
+                out = held_past({s: i for s, (_, i) in consumers.items()}, frontier)
+                if not out:
+                    break
+            else:
+                log.info("%r: gc collects nothing now: a purge would drop what %s holds "
+                         "delivered past the new base", self, out)
                 return TopicTransition(0, NOBODY)
-            # the purge moves every consumer's ack floor up to it: the clamp of lagging
-            # ephemeral subscribers, in the same step
+            # it moves every ack floor up to it: the clamp of lagging ephemeral subscribers
             await b.js.purge_stream(self.stream, seq=frontier + 1)
         await self.sync()
         return TopicTransition(frontier - base, NOBODY)

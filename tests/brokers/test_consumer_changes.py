@@ -121,6 +121,26 @@ async def test_a_gc_killed_midway_keeps_the_lagging_ephemeral_subscriber(
         await provider.close()
 
 
+async def test_gc_leaves_no_gap_behind_a_lost_pull(nats_server: BrokerServer) -> None:
+    """A purge drops what each consumer delivered and did not acknowledge: ``gc`` waits
+    for none to be past the new base, so a pull whose reply was lost skips nothing."""
+    provider = await open_provider(nats_server.url, poll_interval=0.2)
+    try:
+        topic: TopicCell[Any] = TopicCell(provider.topic(fresh("gc-lost-pull")))
+        await topic.subscribe("d")
+        for n in range(6):
+            await topic.publish(n)
+        assert await read_all(topic, "d", 3) == [0, 1, 2]
+        storage: Any = topic.storage
+        assert len(await storage._backend.pull(storage.stream, storage._consumer_name("d"),
+                                               2)) == 2  # its reply lost: 3 and 4 held
+        assert await topic.gc() == 0
+        assert await read_all(topic, "d", 3) == [3, 4, 5]
+        assert await topic.gc() == 6
+    finally:
+        await provider.close()
+
+
 async def test_two_processes_reconnecting_one_subscriber_at_once(
     nats_server: BrokerServer,
 ) -> None:
