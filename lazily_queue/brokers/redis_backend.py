@@ -31,6 +31,7 @@ from . import redis_once_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerObjectLost,
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
@@ -327,6 +328,12 @@ class RedisStreamsStorage:
                 raise IncompatibleBrokerObject(
                     f"redis at {self.address}: {detail}; use another name or delete the "
                     "existing keys") from None
+            if text.startswith("LOST "):
+                raise BrokerObjectLost(
+                    f"redis at {self.address}: {doing}: {text.removeprefix('LOST ')}: "
+                    "entries were deleted outside this library (DEL, XTRIM, XDEL); the "
+                    "elements are gone: restore the topic from a snapshot, or delete its "
+                    "keys to start it afresh") from None
             raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
         except rexc.InvalidResponse:
             raise BrokerUnavailable(

@@ -6,6 +6,9 @@ position is its cursor (reading with ``XREADGROUP ... NOACK`` advances it) and a
 ``durability|connected|cursor`` in the subscriptions hash; subscribe, disconnect,
 advance and gc are Lua scripts. ``gc`` trims the stream (``XTRIM MINID``) below the
 lowest durable cursor and clamps lagging ephemeral cursors, as the in-process topic does.
+A group destroyed outside this library is made again at its record's cursor; a stream
+that lost entries (deleted or trimmed outside) raises
+:class:`~lazily_queue.brokers.errors.BrokerObjectLost` on an advance or ``gc``.
 
 The mirror holds the retained log and every record (like a Raft member's replica), so
 the readers (each subscriber's unread suffix) need no round trip; it refreshes

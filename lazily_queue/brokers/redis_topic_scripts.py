@@ -18,6 +18,28 @@ local function store(subs, id, rec)
   redis.call('HSET', subs, id, rec[1] .. '|' .. (rec[2] and '1' or '0') .. '|' .. rec[3])
 end
 local function meta(key, field) return tonumber(redis.call('HGET', key, field) or '0') end
+-- the log is whole: the stream holds one entry per offset from base to end (a stream
+-- deleted or trimmed outside this library is not)
+local function whole_log(stream, base, last)
+  if redis.call('XLEN', stream) ~= last - base then
+    return redis.error_reply('LOST ' .. stream .. ' holds ' .. redis.call('XLEN', stream) ..
+      ' entries where offsets ' .. base .. '..' .. last .. ' need ' .. (last - base))
+  end
+  return nil
+end
+-- set group s:<id> at entry id position, made again when it is gone (destroyed outside
+-- this library: its position is the record's cursor, so it is the same group)
+local function set_group(stream, id, position)
+  if redis.pcall('XGROUP', 'SETID', stream, 's:' .. id, position)['err'] then
+    redis.call('XGROUP', 'CREATE', stream, 's:' .. id, position)
+  end
+end
+-- the id of the entry at offset cursor - 1 ('0-0' at the base)
+local function before(stream, cursor, base)
+  if cursor <= base then return '0-0' end
+  local read = redis.call('XRANGE', stream, '-', '+', 'COUNT', cursor - base)
+  return read[#read][1]
+end
 """
 
 TOPIC_DECLARE = _TYPE_CHECK + """
@@ -90,8 +112,20 @@ local target = tonumber(ARGV[2])
 if target < 0 then target = rec[3] + 1 end
 if target > last then target = last end
 if target <= rec[3] then return {rec[3], false} end
-local read = redis.call('XREADGROUP', 'GROUP', 's:' .. id, 'lq', 'COUNT', target - rec[3],
-                        'NOACK', 'STREAMS', KEYS[1], '>')
+local function read_group()
+  return redis.pcall('XREADGROUP', 'GROUP', 's:' .. id, 'lq', 'COUNT', target - rec[3],
+                     'NOACK', 'STREAMS', KEYS[1], '>')
+end
+local read = read_group()
+if type(read) == 'table' and read['err'] then
+  if not string.find(read['err'], 'NOGROUP') then return read end
+  local base = meta(KEYS[3], 'base')
+  local lost = whole_log(KEYS[1], base, last)
+  if lost then return lost end
+  set_group(KEYS[1], id, before(KEYS[1], rec[3], base))
+  read = redis.call('XREADGROUP', 'GROUP', 's:' .. id, 'lq', 'COUNT', target - rec[3],
+                    'NOACK', 'STREAMS', KEYS[1], '>')
+end
 local value = false
 if read then
   local entries = read[1][2]
@@ -118,6 +152,8 @@ end
 if frontier == nil then frontier = last end
 local removed = frontier - base
 if removed <= 0 then return 0 end
+local lost = whole_log(KEYS[1], base, last)
+if lost then return lost end
 local doomed = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', removed)
 local edge = doomed[#doomed][1]
 local keep = redis.call('XRANGE', KEYS[1], '(' .. edge, '+', 'COUNT', 1)
@@ -131,7 +167,7 @@ for i = 1, #subs, 2 do
   if rec and rec[3] < frontier then
     rec[3] = frontier
     store(KEYS[2], subs[i], rec)
-    redis.call('XGROUP', 'SETID', KEYS[1], 's:' .. subs[i], edge)
+    set_group(KEYS[1], subs[i], edge)
   end
 end
 redis.call('HSET', KEYS[3], 'base', frontier)
