@@ -16,6 +16,12 @@ moves the stream to the subject ``lq.q.<name>.closed``: a later publish finds no
 stream (``Closed``) while the messages still drain. ``unpoll`` publishes the elements
 again, at the tail: JetStream cannot put a message back at the head.
 
+A consumer deleted outside this library is declared again at the next pop (the
+stream keeps every element not acknowledged). JetStream matches an ack to a pending
+message by its stream sequence only, so an element another process pulled from the
+old consumer just then, and the new one delivered again, may be handed out by both (as
+when a slow ack comes after ``ack_wait``).
+
 Readers follow pushes made elsewhere by the stream's subject, and pops made by other
 processes of this library by their announcements on ``lq.n.q.<name>`` (at most one
 per process every few milliseconds); pops by other programs, by bounded polling.
