@@ -170,7 +170,8 @@ async def test_two_processes_collecting_at_once(nats_server: BrokerServer) -> No
         two: TopicCell[Any] = TopicCell(second.topic(name))
         await one.storage.sync()  # type: ignore[attr-defined]
         await two.storage.sync()  # type: ignore[attr-defined]
-        assert list(await asyncio.gather(one.gc(), two.gc())) == [3, 3]
+        collected = await asyncio.gather(one.gc(), two.gc())
+        assert 3 in collected and set(collected) <= {0, 3}  # 0: the other had collected
         assert await read_all(one, "e", 2) == [3, 4]
     finally:
         await first.close()
