@@ -15,7 +15,7 @@ import tempfile
 from typing import Any
 
 import lazily_queue
-from lazily_queue import Node
+from lazily_queue import LazilyQueueError, Node
 
 
 async def work(node: Any) -> None:
@@ -42,4 +42,7 @@ async def main(address: str | None) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    try:
+        asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    except LazilyQueueError as exc:  # an address no backend serves, the broker unreachable
+        sys.exit(f"broker_worker.py: {type(exc).__name__}: {exc}")

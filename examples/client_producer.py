@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sys
 
-from lazily_queue import Credentials, connect
+from lazily_queue import Credentials, LazilyQueueError, connect
 
 
 async def produce(members: list[str], count: int, first: int) -> None:
@@ -33,7 +35,11 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10, help="jobs to push")
     parser.add_argument("--first", type=int, default=0, help="the first job's n")
     args = parser.parse_args()
-    asyncio.run(produce(args.members, args.count, args.first))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(produce(args.members, args.count, args.first))
+    except LazilyQueueError as exc:  # no token, refused credentials or permissions, no member
+        sys.exit(f"client_producer.py: {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from lazily_queue import ClientAccess, ClientGrant, Credentials, Node, connect
+from lazily_queue import ClientAccess, ClientGrant, Credentials, LazilyQueueError, Node, connect
 
 
 async def main() -> None:
@@ -36,4 +36,7 @@ async def main() -> None:
 if __name__ == "__main__":
     if not {"APP_CLUSTER_SECRET", "APP_WEB_TOKEN"} <= os.environ.keys():
         raise SystemExit("export APP_CLUSTER_SECRET and APP_WEB_TOKEN first (see the docstring)")
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except LazilyQueueError as exc:  # a token too short, refused credentials, ...
+        raise SystemExit(f"clients.py: {type(exc).__name__}: {exc}") from None

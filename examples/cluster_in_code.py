@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from lazily_queue import Node
+from lazily_queue import LazilyQueueError, Node
 
 PEERS = {1: "tcp://127.0.0.1:7201", 2: "tcp://127.0.0.1:7202", 3: "tcp://127.0.0.1:7203"}
 
@@ -30,4 +30,11 @@ async def main(my_id: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1])))
+    if len(sys.argv) != 2 or sys.argv[1] not in {"1", "2", "3"}:
+        sys.exit("cluster_in_code.py: give this node's id, 1, 2 or 3 (see the docstring)")
+    if not os.environ.get("APP_CLUSTER_SECRET"):
+        sys.exit("cluster_in_code.py: export APP_CLUSTER_SECRET first, the same on every node")
+    try:
+        asyncio.run(main(int(sys.argv[1])))
+    except LazilyQueueError as exc:  # the data directory in use, a peer refusing this node, ...
+        sys.exit(f"cluster_in_code.py: {type(exc).__name__}: {exc}")

@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -33,7 +34,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from lazily_queue import ClusterClient, Credentials, Node, WorkQueueCell, connect
+from lazily_queue import ClusterClient, Credentials, LazilyQueueError, Node, WorkQueueCell, connect
 from lazily_queue.integrations.fastapi import add_monitor_routes, lifespan, work_queue
 
 JOBS = work_queue("jobs", visibility_timeout=10, max_deliveries=5)
@@ -127,13 +128,16 @@ def main() -> None:
     parser.add_argument("--config", help="a `lazily-queue node` TOML file")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
-    if args.config:
-        from lazily_queue.config import load_config
+    try:
+        if args.config:
+            from lazily_queue.config import load_config
 
-        node = load_config(args.config).node()
-    else:
-        node = Node(1, data_dir=None, durability="none", listen="unix:job-api.sock",
-                    secret="dev")
+            node = load_config(args.config).node()
+        else:
+            node = Node(1, data_dir=None, durability="none", listen="unix:job-api.sock",
+                        secret="dev")
+    except LazilyQueueError as exc:  # no secret, a configuration mistake, the data directory in use
+        sys.exit(f"job_api.py: {type(exc).__name__}: {exc}")
     uvicorn.run(create_app(node), host="127.0.0.1", port=args.port)
 
 

@@ -29,10 +29,11 @@ import itertools
 import json
 import os
 import socket
+import sys
 
 from aiohttp import web
 
-from lazily_queue import ClusterClient, Credentials, Node, connect
+from lazily_queue import ClusterClient, Credentials, LazilyQueueError, Node, connect
 from lazily_queue.integrations.aiohttp import setup, setup_client
 
 _connections = itertools.count(1)
@@ -115,17 +116,21 @@ def main() -> None:
                        help="members to connect to as client 'sse' (comma-separated; the "
                             "token from SSE_TOKEN)")
     args = parser.parse_args()
-    source: Node | ClusterClient
+    try:
+        web.run_app(create_app(source_of(args)), host="127.0.0.1", port=args.port)
+    except LazilyQueueError as exc:  # no token or secret, refused credentials, no member
+        sys.exit(f"sse_fanout.py: {type(exc).__name__}: {exc}")
+
+
+def source_of(args: argparse.Namespace) -> Node | ClusterClient:
+    """The client, the configured member or the ephemeral node the arguments name."""
     if args.connect:
-        source = connect(args.connect.split(","), Credentials.from_env("sse", "SSE_TOKEN"))
-    elif args.config:
+        return connect(args.connect.split(","), Credentials.from_env("sse", "SSE_TOKEN"))
+    if args.config:
         from lazily_queue.config import load_config
 
-        source = load_config(args.config).node()
-    else:
-        source = Node(1, data_dir=None, durability="none", listen="unix:sse.sock",
-                      secret="dev")
-    web.run_app(create_app(source), host="127.0.0.1", port=args.port)
+        return load_config(args.config).node()
+    return Node(1, data_dir=None, durability="none", listen="unix:sse.sock", secret="dev")
 
 
 if __name__ == "__main__":
