@@ -36,10 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit code.
 
     When the reader of its output goes away (``lazily-queue bench | head``) it stops
-    quietly with status 141, as a command killed by SIGPIPE would."""
+    quietly with status 141, as a command killed by SIGPIPE would. Ctrl-C in a subcommand
+    that does not handle it (the demos: after stopping the nodes they started) ends it
+    with one line on stderr and status 130, as a shell reports a command SIGINT stopped."""
+    command = "lazily-queue"
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        command = f"lazily-queue {args.command}" if args.command else command
         handler = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)
@@ -47,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = handler(args)
         sys.stdout.flush()
         return code
+    except KeyboardInterrupt:
+        print(f"interrupted: {command} stopped by Ctrl-C", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # Python would report the failed flush at exit: point stdout at nothing first.
         devnull = os.open(os.devnull, os.O_WRONLY)
