@@ -101,3 +101,30 @@ async def test_a_disk_that_fills_stalls_the_node_and_it_resumes(
     kept = [v for v in elements if v not in unknown]
     assert kept[: len(acked)] == acked
     assert kept[len(acked):] in ([], [acked[-1] + 1])  # a push the stop cut short may apply
+
+
+def test_a_node_set_up_before_the_disk_filled_starts_and_stalls_once_it_must_grow(
+    tmp_path: Path, small_fs: Path
+) -> None:
+    data = small_fs / "data1"
+    config = write_config(
+        tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"}, data_dir=str(data),
+        app='entry = "node_app:pump"')
+    config.write_text(config.read_text().replace('durability = "none"\n', ""))
+    first = NodeProc(config)
+    try:
+        first.wait_ready()
+        first.wait_line("acked 5")
+    finally:
+        assert first.terminate() == 0, first.stderr()
+    filler = fill(small_fs)
+    again = NodeProc(config)  # not exit 4: its journal's preallocated space takes writes
+    try:
+        again.wait_ready()
+        again.wait_line("refused", timeout=120)  # until the journal file must grow
+        assert wait_for(lambda: not again.status()["disk"]["writable"], what="a stalled disk")
+        os.remove(filler)
+        wait_for(lambda: again.status()["disk"]["writable"], what="a writable disk")
+    finally:
+        assert again.terminate() == 0, again.stderr()
+    assert "error:" not in again.stderr()
