@@ -120,6 +120,11 @@ class AdminClient:
             if url is None:
                 raise CliError(f"{args.config} has no `http` address; pass --url", 2)
             refuse_port_zero(args.config, config.http)
+            if token is None and args.token_env is None and args.token_file is None:
+                raise CliError(
+                    f"{args.config} sets no admin_token_env or admin_token_file, so its node "
+                    "serves no admin API; add one (a token of 16+ characters, not the secret) "
+                    "and restart the node", 2)
         if token is None:
             token = _token(args.token_env, args.token_file)
         return cls(node_url(url), token, args.timeout)
