@@ -13,6 +13,9 @@ a topic's most lagging subscribers only, as the status lists them
 ``named_objects`` most lagging only, so client-chosen subscriber ids cannot multiply the
 series; and past ``named_objects`` objects of a kind the others are
 summed (:mod:`.metrics_names`), so client-chosen object names cannot either.
+``lazily_queue_topic_pinned_entries{name, subscriber}`` names, per topic shown by name,
+the durable subscriber holding its retention frontier and how many elements it keeps
+from being trimmed (:func:`~lazily_queue.subscriber_listing.retention_holder`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from prometheus_client.registry import Collector
 
 from .metrics_names import OTHER, NamedObjects
 from .status import bare_status, groups_of, subscribers_behind
+from .subscriber_listing import retention_holder
 from .vitals import disk_usage, version
 
 if TYPE_CHECKING:
@@ -223,6 +227,10 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
                             labels=["name", "subscriber"])
     group_lag = GaugeMetricFamily(f"{ns}_group_lag", "Elements a consumer group has not acked",
                                   labels=["name", "group"])
+    pinned = GaugeMetricFamily(
+        f"{ns}_topic_pinned_entries",
+        "Elements a topic cannot trim because of its slowest durable subscriber (connected "
+        "or not), named by the subscriber label", labels=["name", "subscriber"])
     shown: list[tuple[str, tuple[int, ...]]] = []
     lags: list[tuple[int, str, str]] = []
     for name, t in list(view.topics.items()):
@@ -230,8 +238,12 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
         shown.append((label("topic", name), (end - t.base_offset(),)))
         if shown[-1][0] == OTHER:
             continue
-        for sid, sub in subscribers_behind(t.subscriptions(), end)["subscribers"].items():
+        records = t.subscriptions()
+        for sid, sub in subscribers_behind(records, end)["subscribers"].items():
             lags.append((sub["lag"], name, sid))
+        holder = retention_holder(records, end)["pinned_by"]
+        if holder is not None:
+            pinned.add_metric([name, holder["subscriber"]], holder["entries"])
         for group, g in groups_of(view, name).items():
             if label("work", g["queue"]) != OTHER:
                 group_lag.add_metric([name, group], g["lag"])
@@ -242,6 +254,7 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
     _each((retained,), shown)
     yield retained
     yield lag
+    yield pinned
     yield group_lag
 
 

@@ -23,6 +23,7 @@ from .background import StepObserver
 from .core.groups import group_lag
 from .core.work_views import WorkViews
 from .replicated.view import ReadView
+from .subscriber_listing import retention_holder
 
 if TYPE_CHECKING:
     from .node import Node
@@ -101,7 +102,8 @@ def state_status(view: ReadView) -> dict[str, Any]:
     ``msg_id`` was still there) without applying them; ``window_len`` is the message
     ids held now (an expired id leaves at the next push carrying one). A work queue's
     ``workers`` and a topic's ``subscribers`` are bounded (see :func:`_workers` and
-    :func:`subscribers_behind`).
+    :func:`subscribers_behind`); a topic's ``pinned_by`` names the durable subscriber
+    holding its retention (:func:`~lazily_queue.subscriber_listing.retention_holder`).
     """
     status = _dedup(view)
     for section, table, entry in _sections(view):
@@ -146,7 +148,8 @@ def _sections(view: ReadView) -> list[tuple[str, Any, Callable[[str, Any], dict[
     def topic(name: str, t: Any) -> dict[str, Any]:
         return {"base_offset": t.base_offset(), "end_offset": t.end_offset(),
                 "retained": t.end_offset() - t.base_offset(),
-                **subscribers_behind(t.subscriptions(), t.end_offset()),
+                **subscribers_behind(records := t.subscriptions(), t.end_offset()),
+                **retention_holder(records, t.end_offset()),
                 **groups_behind(groups_of(view, name))}
 
     def work(_name: str, w: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .core.topic_subscriptions import Durability
 from .names import MAX_NAME_LENGTH
 from .replicated.view import ReadView
 
@@ -73,3 +74,23 @@ def subscriber_page(view: ReadView, topic: str, prefix: str = "", offset: int = 
         "subscribers": [{"id": sid, **records[sid], "lag": end - records[sid]["cursor"]}
                         for sid in shown],
     }
+
+
+def retention_holder(records: Mapping[str, Mapping[str, Any]], end: int) -> dict[str, Any]:
+    """``pinned_by``: the durable subscriber (connected or not) whose cursor is the
+    topic's retention frontier, the lowest (ties: the smallest id), as ``{subscriber,
+    connected, cursor, entries}``, ``entries`` being the elements the topic cannot trim
+    because of it (``end - cursor``); ``None`` when no durable subscriber is behind
+    ``end``. A durable subscriber that stops reading holds every later element until it
+    reads again or is deleted."""
+    lowest: tuple[int, str] | None = None
+    for sid, rec in records.items():
+        if rec["durability"] == Durability.DURABLE and rec["cursor"] < end:
+            key = (rec["cursor"], sid)
+            if lowest is None or key < lowest:
+                lowest = key
+    if lowest is None:
+        return {"pinned_by": None}
+    cursor, sid = lowest
+    return {"pinned_by": {"subscriber": sid, "connected": bool(records[sid]["connected"]),
+                          "cursor": cursor, "entries": end - cursor}}

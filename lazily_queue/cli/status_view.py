@@ -92,9 +92,10 @@ def render(status: dict[str, Any]) -> list[Table]:
             right=frozenset({"depth"})))
     if s["topics"]:
         tables.append(_table(
-            "topics", ("name", "retained", "end offset", "subscribers (lag)"),
+            "topics", ("name", "retained", "end offset", "subscribers (lag)",
+                       "retention held by"),
             [(name, t["retained"], t["end_offset"],
-              _subscribers(t) or None)
+              _subscribers(t) or None, _pinned(t.get("pinned_by")))
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
     return tables
@@ -161,3 +162,11 @@ def _subscribers(t: dict[str, Any]) -> str:
     shown = ", ".join(f"{k} ({v['lag']})" for k, v in t["subscribers"].items())
     more = t.get("subscribers_total", len(t["subscribers"])) - len(t["subscribers"])
     return shown + (f", ... {more} more" if more > 0 else "")
+
+
+def _pinned(holder: dict[str, Any] | None) -> str | None:
+    """The durable subscriber holding the topic's retention, and how many elements."""
+    if holder is None:
+        return None
+    state = "" if holder["connected"] else " (offline)"
+    return f"{holder['subscriber']}{state} pins {holder['entries']}"

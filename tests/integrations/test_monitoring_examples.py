@@ -174,3 +174,47 @@ def test_promtool_fires_the_alert_of_one_client_holding_many_sessions(
     out = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+PINNED_TESTS = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'lazily_queue_topic_pinned_entries{{instance="a",name="news",subscriber="gone"}}'
+        values: '200000x40'
+      - series: 'lazily_queue_topic_pinned_entries{{instance="b",name="news",subscriber="gone"}}'
+        values: '200000x40'
+      - series: 'lazily_queue_topic_pinned_entries{{instance="a",name="log",subscriber="slow"}}'
+        values: '50x40'
+    alert_rule_test:
+      - eval_time: 20m
+        alertname: LazilyQueueTopicRetentionPinned
+        exp_alerts: []
+      - eval_time: 35m
+        alertname: LazilyQueueTopicRetentionPinned
+        exp_alerts:
+          - exp_labels: {{severity: warning, name: news, subscriber: gone}}
+            exp_annotations:
+              summary: {summary}
+              description: {description}
+"""
+
+
+def test_promtool_fires_the_alert_of_a_subscriber_pinning_retention(tmp_path: Path) -> None:
+    """A durable subscriber holding over 100000 elements for 30 min fires one alert per
+    topic and subscriber (not per member reporting it); a small one does not."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    rule = next(r for r in rules() if r["alert"] == "LazilyQueueTopicRetentionPinned")
+    summary = rule["annotations"]["summary"].replace("{{ $labels.subscriber }}", "gone") \
+        .replace("{{ $labels.name }}", "news").replace("{{ $value }}", "200000")
+    spec = tmp_path / "alerts-test.yml"
+    spec.write_text(PINNED_TESTS.format(
+        rules=json.dumps(str(ALERTS)), summary=json.dumps(summary),
+        description=json.dumps(rule["annotations"]["description"])))
+    out = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
