@@ -11,6 +11,9 @@ after the node has started and stop it before the node stops. It serves:
   latency, free disk and process figures, which the other members read;
 * :meth:`Monitor.subscribers` (``/subscribers.json?name=TOPIC&prefix=P&offset=N``): one
   page of a topic's subscribers by id, every one reachable (:mod:`.subscriber_listing`);
+* :meth:`Monitor.objects` (``/objects.json?kind=KIND&prefix=P&offset=N``): one page of
+  the queues, topics or work queues by name, every one reachable (a status lists only
+  the largest of each kind: :mod:`.object_listing`);
 * :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
 * :meth:`Monitor.status_document` and :meth:`Monitor.metrics_document`: the first and
   the fourth as served over HTTP, built so that requests cannot hold the event loop
@@ -37,7 +40,7 @@ from .metrics_names import DEFAULT_NAMED_OBJECTS
 from .monitor_documents import ThrottledDocument, encode_json
 from .peer_pages import PeerPages
 from .state_log import StateLog
-from .status import LeadershipClock, node_status, node_status_sliced
+from .status import LeadershipClock, node_status, node_status_sliced, objects_page
 from .subscriber_listing import subscriber_page
 from .vitals import Vitals
 
@@ -146,6 +149,10 @@ class Monitor:
         """One page of ``topic``'s subscribers (raises
         :class:`~lazily_queue.subscriber_listing.UnknownTopic`)."""
         return subscriber_page(self.node.view, topic, prefix, offset)
+
+    def objects(self, kind: str, prefix: str = "", offset: int = 0) -> dict[str, Any]:
+        """One page of the objects of ``kind`` (``queues``, ``topics``, ``work_queues``)."""
+        return objects_page(self.node.view, kind, prefix, offset)
 
     def metrics(self) -> bytes:
         return self.node_metrics.render()

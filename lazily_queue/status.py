@@ -6,12 +6,12 @@ with a ``members`` list (role,
 connection, match index and replication lag, which only the leader knows), the
 summed depths of every queue family and, when a :class:`LeadershipClock` runs, when
 this node last became leader and when it first committed an entry of that term.
-The status page, ``/status.json`` and ``lazily-queue status`` all show this shape.
+The status page, ``/status.json`` and ``lazily-queue status`` all show this shape, with
+only the largest objects of each kind listed (:mod:`.object_listing`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import heapq
 import time
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .background import StepObserver
 from .core.groups import group_lag
 from .core.work_views import WorkViews
+from .object_listing import STATUS_OBJECTS, listed_sections, listed_sections_sliced, object_page
 from .replicated.view import ReadView
 from .subscriber_listing import retention_holder
 
@@ -111,25 +112,11 @@ def state_status(view: ReadView) -> dict[str, Any]:
     return status
 
 
-#: Objects a sliced status lists between two turns of the event loop.
-STATUS_SLICE = 1000
-
-
-async def state_status_sliced(view: ReadView) -> dict[str, Any]:
-    """:func:`state_status` as plain data, :data:`STATUS_SLICE` objects at a time with
-    the event loop running between slices (an object deleted meanwhile is left out)."""
-    status = _dedup(view)
-    for section, table, entry in _sections(view):
-        listed: dict[str, Any] = {}
-        names = sorted(table)
-        for start in range(0, len(names), STATUS_SLICE):
-            for name in names[start:start + STATUS_SLICE]:
-                found = table.get(name)
-                if found is not None:
-                    listed[name] = plain(entry(name, found))
-            await asyncio.sleep(0)
-        status[section] = listed
-    return status
+def objects_page(view: ReadView, kind: str, prefix: str = "", offset: int = 0
+                 ) -> dict[str, Any]:
+    """One page of every object of ``kind`` by name, each with its status entry
+    (:func:`~lazily_queue.object_listing.object_page`)."""
+    return object_page(_sections(view), kind, prefix, offset, plain)
 
 
 def _dedup(view: ReadView) -> dict[str, Any]:
@@ -215,15 +202,20 @@ def groups_behind(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def node_status(node: Node, clock: LeadershipClock | None = None, *,
                 vitals: dict[str, Any] | None = None,
                 peers: dict[str, dict[str, Any]] | None = None,
-                term_changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """This node's view of the cluster and its queues (see the module docstring).
+                term_changes: list[dict[str, Any]] | None = None,
+                limit: int = STATUS_OBJECTS) -> dict[str, Any]:
+    """This node's view of the cluster and its queues (see the module docstring), with
+    the ``limit`` largest objects of each kind (:mod:`.object_listing`).
 
     ``vitals`` (this node's, :class:`~lazily_queue.vitals.Vitals`) and ``peers`` (the
     other members' as read by :class:`~lazily_queue.peer_pages.PeerPages`) add each
     member's page, version, uptime, fsync latency and free disk; ``term_changes`` (from
     the history) feeds the health summary.
     """
-    document: dict[str, Any] = plain(_completed(node, node.status(), clock, vitals, peers,
+    status = local_status(node, objects=False)
+    status.update(_dedup(node.view))
+    status.update(listed_sections(_sections(node.view), limit))
+    document: dict[str, Any] = plain(_completed(node, status, clock, vitals, peers,
                                                 term_changes))
     return document
 
@@ -231,11 +223,13 @@ def node_status(node: Node, clock: LeadershipClock | None = None, *,
 async def node_status_sliced(node: Node, clock: LeadershipClock | None = None, *,
                              vitals: dict[str, Any] | None = None,
                              peers: dict[str, dict[str, Any]] | None = None,
-                             term_changes: list[dict[str, Any]] | None = None
-                             ) -> dict[str, Any]:
-    """:func:`node_status`, its objects listed by :func:`state_status_sliced`."""
+                             term_changes: list[dict[str, Any]] | None = None,
+                             limit: int = STATUS_OBJECTS) -> dict[str, Any]:
+    """:func:`node_status`, its objects ranked with the loop running between slices
+    (:func:`~lazily_queue.object_listing.listed_sections_sliced`)."""
     status = local_status(node, objects=False)
-    sections = await state_status_sliced(node.view)
+    sections = _dedup(node.view)
+    sections.update(await listed_sections_sliced(_sections(node.view), limit, plain))
     status.update(sections)
     status = _completed(node, status, clock, vitals, peers, term_changes)
     rest: dict[str, Any] = plain({k: v for k, v in status.items() if k not in sections})
@@ -247,16 +241,7 @@ def _completed(node: Node, status: dict[str, Any], clock: LeadershipClock | None
                term_changes: list[dict[str, Any]] | None) -> dict[str, Any]:
     """``status`` with its members, totals, leadership, time, health and vitals."""
     status["members"] = _members(node, status, vitals, peers or {})
-    status["totals"] = {
-        "queued": sum(q["len"] for q in status["queues"].values()),
-        "pending": sum(w["pending"] for w in status["work_queues"].values()),
-        "in_flight": sum(w["in_flight"] for w in status["work_queues"].values()),
-        "dead_letters": sum(w["dead_letters"] for w in status["work_queues"].values()),
-        "topic_lag": max(
-            (s["lag"] for t in status["topics"].values() for s in t["subscribers"].values()),
-            default=0,
-        ),
-    }
+    status["totals"] = status.pop("object_totals")
     status["leadership"] = clock.latest() if clock is not None else None
     status["time"] = time.time()
     status["health"] = health(status, term_changes or [])

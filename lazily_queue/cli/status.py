@@ -7,6 +7,7 @@ import http.client
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -32,6 +33,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--require-leader", action="store_true",
                         help="exit with status 3 while the node knows no leader, or reaches no "
                              "majority of the members")
+    parser.add_argument("--kind", choices=("queues", "topics", "work_queues"),
+                        help="list every object of this kind by name, a page at a time "
+                             "(GET /objects.json), instead of the status (which lists the "
+                             "largest of each kind)")
+    parser.add_argument("--prefix", default="", help="with --kind: names starting with this")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="with --kind: the page starting at this position")
     parser.set_defaults(handler=run)
 
 
@@ -60,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
+    if args.kind is not None:
+        return _objects(url, args)
     try:
         status = fetch_status(url, timeout=args.timeout)
     except OSError as exc:
@@ -90,6 +100,37 @@ def run(args: argparse.Namespace) -> int:
     if args.require_leader and _leader(status) is None:
         print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
         return 3
+    return 0
+
+
+def _objects(url: str, args: argparse.Namespace) -> int:
+    """Print one page of ``/objects.json``."""
+    query = urllib.parse.urlencode({"kind": args.kind, "prefix": args.prefix,
+                                    "offset": max(0, args.offset)})
+    target = f"{url.rstrip('/')}/objects.json?{query}"
+    try:
+        with urllib.request.urlopen(target, timeout=args.timeout) as response:
+            page: dict[str, Any] = json.load(response)
+    except urllib.error.HTTPError as exc:
+        print(f"error: {target} answered {exc.code}: {exc.read()[:500].decode(errors='replace')}",
+              file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot read {target}: {exc}; is the node running with `http` set to "
+              "this address?", file=sys.stderr)
+        return 1
+    except (http.client.HTTPException, ValueError) as exc:
+        print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__})",
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(page, indent=2, sort_keys=True))
+        return 0
+    from rich.console import Console
+
+    from .status_view import render_page
+
+    Console(width=None if sys.stdout.isatty() else 240).print(*render_page(page))
     return 0
 
 

@@ -76,7 +76,16 @@ def render(status: dict[str, Any]) -> list[Table]:
     bounded = s.get("tables")
     if bounded:
         tables.append(_bounded(bounded))
-    if s["work_queues"]:
+    tables.extend(object_tables(s))
+    return tables
+
+
+def object_tables(s: dict[str, Any], caption: str | None = None) -> list[Table]:
+    """One table per non-empty queue family of ``s`` (a status, or a page of
+    ``/objects.json`` as ``{kind: objects}``), each captioned with how many of the kind
+    it lists (``caption`` when given, else from the status's ``objects``)."""
+    tables: list[Table] = []
+    if s.get("work_queues"):
         tables.append(_table(
             "work queues", ("name", "pending (lag)", "in flight", "dead letters", "receipts",
                             "workers"),
@@ -84,13 +93,13 @@ def render(status: dict[str, Any]) -> list[Table]:
               _workers(w) or None)
              for name, w in s["work_queues"].items()],
             right=frozenset({"pending (lag)", "in flight", "dead letters", "receipts"})))
-    if s["queues"]:
+    if s.get("queues"):
         tables.append(_table(
             "queues", ("name", "depth", "capacity", "closed"),
             [(name, q["len"], q["capacity"], "yes" if q["closed"] else "no")
              for name, q in s["queues"].items()],
             right=frozenset({"depth"})))
-    if s["topics"]:
+    if s.get("topics"):
         tables.append(_table(
             "topics", ("name", "retained", "end offset", "subscribers (lag)",
                        "retention held by"),
@@ -98,7 +107,31 @@ def render(status: dict[str, Any]) -> list[Table]:
               _subscribers(t) or None, _pinned(t.get("pinned_by")))
              for name, t in s["topics"].items()],
             right=frozenset({"retained", "end offset"})))
+    for table, kind in zip(tables, [k for k in ("work_queues", "queues", "topics")
+                                    if s.get(k)], strict=True):
+        table.caption = caption if caption is not None else _listed(s, kind)
     return tables
+
+
+def _listed(s: dict[str, Any], kind: str) -> str | None:
+    """How many of ``kind`` a status lists, when not all, and how to see the others."""
+    counts = (s.get("objects") or {}).get(kind)
+    if not counts or counts["listed"] >= counts["total"]:
+        return None
+    return (f"the {counts['listed']} largest of {counts['total']}; every one by name: "
+            f"lazily-queue status --kind {kind} [--prefix P] [--offset N]")
+
+
+def render_page(page: dict[str, Any]) -> list[Table]:
+    """A page of ``/objects.json`` as the table a status shows for its kind."""
+    first = page["offset"] + 1
+    last = page["offset"] + len(page["objects"])
+    where = f' whose name starts with "{page["prefix"]}"' if page["prefix"] else ""
+    shown = f"{first}-{last}" if page["objects"] else "none"
+    caption = (f"showing {shown} of {page['matching']}{where} ({page['total']} in all); "
+               f"next: --offset {page['offset'] + page['limit']}")
+    tables = object_tables({page["kind"]: page["objects"]}, caption)
+    return tables or [_table(page["kind"].replace("_", " "), ("name",), [])]
 
 
 def _bounded(t: dict[str, Any]) -> Table:

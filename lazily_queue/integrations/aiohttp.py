@@ -16,7 +16,8 @@
 ``on_startup`` hook that starts it and an ``on_cleanup`` hook that stops it, and adds
 ``GET /metrics`` (Prometheus). ``status_prefix`` also serves the status page at
 ``{prefix}/`` and its data at ``{prefix}/status.json``, ``/history.json``,
-``/vitals.json`` and ``/subscribers.json`` (see :mod:`lazily_queue.monitor`);
+``/vitals.json``, ``/subscribers.json`` and ``/objects.json`` (see
+:mod:`lazily_queue.monitor`);
 ``admin_token`` adds the admin API under ``{prefix}/admin/`` (see
 :mod:`lazily_queue.integrations.aiohttp_admin`).
 
@@ -44,6 +45,7 @@ from ..client.cluster import ClusterClient
 from ..http_gate import own_host
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
+from ..object_listing import page_params
 from ..subscriber_listing import BadListing, UnknownTopic, listing_params
 
 NODE = web.AppKey("lazily_queue.node", Node)
@@ -111,6 +113,7 @@ def add_monitor_routes(
         app.router.add_get(prefix + "/history.json", history_view)
         app.router.add_get(prefix + "/vitals.json", vitals_view)
         app.router.add_get(prefix + "/subscribers.json", subscribers_view)
+        app.router.add_get(prefix + "/objects.json", objects_view)
 
 
 def _client_monitor(client: ClusterClient) -> RuntimeError:
@@ -220,6 +223,14 @@ async def subscribers_view(request: web.Request) -> web.Response:
     except UnknownTopic as exc:
         return web.json_response({"error": {"code": "not_found", "message": str(exc)}},
                                  status=404)
+
+
+async def objects_view(request: web.Request) -> web.Response:
+    try:
+        kind, prefix, offset = page_params(request.query)
+    except BadListing as exc:
+        return bad_request(str(exc))
+    return web.json_response(request.app[MONITOR].objects(kind, prefix, offset))
 
 
 async def vitals_view(request: web.Request) -> web.Response:

@@ -47,6 +47,7 @@ from ..cells.work_queue import WorkQueueCell
 from ..client.cluster import ClusterClient
 from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_param
 from ..node import Node
+from ..object_listing import page_params
 from ..subscriber_listing import BadListing, UnknownTopic, listing_params
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
@@ -171,11 +172,11 @@ def add_monitor_routes(
     app: FastAPI, *, metrics_path: str | None = "/metrics", status_prefix: str | None = None
 ) -> None:
     """``GET metrics_path`` (Prometheus), and the status page at ``{status_prefix}/``
-    with its data at ``{status_prefix}/status.json``, ``/history.json``, ``/vitals.json``
-    and ``/subscribers.json`` when ``status_prefix`` is given (the admin API is served by the
-    aiohttp integration and ``lazily-queue node`` only). They are a member's: on an app
-    whose :func:`lifespan` links a client this raises ``RuntimeError`` (at once, or when
-    the app starts if the lifespan is set after)."""
+    with its data at ``{status_prefix}/status.json``, ``/history.json``, ``/vitals.json``,
+    ``/subscribers.json`` and ``/objects.json`` when ``status_prefix`` is given (the admin
+    API is served by the aiohttp integration and ``lazily-queue node`` only). They are a
+    member's: on an app whose :func:`lifespan` links a client this raises
+    ``RuntimeError`` (at once, or when the app starts if the lifespan is set after)."""
 
     running = app.router.lifespan_context
     if isinstance(running, _Lifespan) and isinstance(running.source, ClusterClient):
@@ -225,6 +226,15 @@ def add_monitor_routes(
             except UnknownTopic as exc:
                 return JSONResponse({"error": {"code": "not_found", "message": str(exc)}},
                                     status_code=404)
+
+        @app.get(prefix + "/objects.json", include_in_schema=False)
+        async def objects(request: Request) -> JSONResponse:
+            try:
+                kind, start, offset = page_params(request.query_params)
+            except BadListing as exc:
+                return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
+                                    status_code=400)
+            return JSONResponse(monitor(request).objects(kind, start, offset))
 
         @app.get(prefix + "/vitals.json", include_in_schema=False)
         async def vitals(request: Request) -> JSONResponse:

@@ -19,7 +19,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from lazily_queue import monitor_documents, status, testing
+from lazily_queue import monitor_documents, object_listing, testing
 from lazily_queue.monitor import Monitor
 from lazily_queue.monitor_documents import SLOW, ThrottledDocument, render_metrics
 
@@ -130,24 +130,18 @@ async def test_metrics_are_collected_a_family_at_a_time_and_formatted_off_the_lo
     assert body == generate_latest(registry)
 
 
-async def test_the_status_document_lists_a_slice_of_objects_at_a_time(
+async def test_the_status_document_ranks_a_slice_of_objects_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(status, "STATUS_SLICE", 10)
+    monkeypatch.setattr(object_listing, "SLICE", 10)
     async with testing.cluster(1, data_dir=tmp_path) as cluster:
         node = cluster.node(1)
         await asyncio.gather(*(node.queue(f"q{k:02}").push(k) for k in range(45)))
         await node.work_queue("w").push(1)
         monitor = Monitor(node)
         turns_seen: list[int] = []
-        original = status._sections
-
-        def sections(view: Any) -> Any:
-            found = original(view)
-            return [(name, table, _noting(entry, turns_seen, turns))
-                    for name, table, entry in found]
-
-        monkeypatch.setattr(status, "_sections", sections)
-        with _Turns() as turns:
+        monkeypatch.setattr(object_listing, "size_of",
+                            _noting(object_listing.size_of, turns_seen, turns := _Turns()))
+        with turns:
             document = json.loads(await monitor.status_document())
         expected = monitor.status()
         for doc in (document, expected):
