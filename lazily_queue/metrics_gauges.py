@@ -97,6 +97,7 @@ class StateCollector(Collector):
         yield from _tables(ns, view.table_sizes())
         names = self.metrics.names
         yield from _depths(ns, view, names)
+        yield from _summed(ns, view, names)
         yield from _expiry(ns, view.expiry_counts(), names)
 
 
@@ -256,6 +257,22 @@ def _depths(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
     yield lag
     yield pinned
     yield group_lag
+
+
+def _summed(ns: str, view: ReadView, names: NamedObjects) -> Iterator[Metric]:
+    """How many objects of each kind are summed into ``name=""`` (not shown by name),
+    and how many a kind shows by name at most."""
+    summed = GaugeMetricFamily(
+        f"{ns}_objects_summed",
+        'Objects of a kind past named_objects, summed into the series name=""',
+        labels=["kind"])
+    for kind, table in (("queue", view.queues), ("work", view.work_queues),
+                        ("topic", view.topics)):
+        summed.add_metric([kind], sum(1 for n in list(table) if names.label(kind, n) == OTHER))
+    yield summed
+    yield GaugeMetricFamily(f"{ns}_named_objects_limit",
+                            "Objects of each kind /metrics shows by name (named_objects)",
+                            value=names.limit)
 
 
 def _each(families: tuple[GaugeMetricFamily, ...],

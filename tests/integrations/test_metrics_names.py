@@ -56,6 +56,19 @@ async def test_objects_past_the_limit_are_summed_into_one_series_per_metric() ->
         assert pushes == {"q1": 2, "q2": 3, "q9": 1, "": 4 + 5 + 6}
 
 
+async def test_how_many_objects_are_summed_is_a_metric_of_its_own() -> None:
+    """The operator sees the cut: per kind, how many objects are not shown by name."""
+    async with testing.cluster(1) as cluster:
+        node = await cluster.wait_for_leader()
+        metrics = NodeMetrics(node, named_objects=2)
+        for i in range(5):
+            await node.queue(f"q{i}").push(i)
+        await node.topic("t0").publish(1)
+        assert samples(metrics, "lazily_queue_objects_summed") == {
+            ("queue",): 3, ("work",): 0, ("topic",): 0}
+        assert samples(metrics, "lazily_queue_named_objects_limit") == {(): 2}
+
+
 async def test_a_cluster_of_many_objects_makes_a_bounded_page_by_default() -> None:
     count = DEFAULT_NAMED_OBJECTS + 200
     async with testing.cluster(1) as cluster:
