@@ -13,13 +13,14 @@ is gone with it), or the give-back fails unsent (no sequence number used: its sl
 not come before its deadline, as the client's ``call`` fails it).
 
 A consume-only giver (``consume_only``) is admitted as a client without the produce
-permission is: through the member's real :class:`~lazily_queue.client.popped.Popped` of
-the link (a link ends when the client moves to another member, reconnects to the same
-one, or the member restarts)
-and :class:`~lazily_queue.client.popped.SeqReads`. A give-back the link's gate refuses
-is not proposed: the client keeps those elements (``stranded``), unless the member
-holds that sequence number of the session as applied (an earlier attempt took them off
-some link's ``Popped``): then it is proposed and answered from the session. A refused
+permission is: through the member's real gate,
+:func:`~lazily_queue.client.popped.give_back_refusal` over the session's record of
+popped elements as that member applied it and the member's
+:class:`~lazily_queue.client.popped.Giving` (a member's is new at each restart). A
+give-back the gate refuses is not proposed: the client keeps those elements
+(``stranded``), unless the member holds that sequence number of the session as applied
+(an earlier attempt took them off the record): then it is proposed and answered from
+the session. A refused
 give-back an earlier attempt of which went unanswered (no answer, or one that did not
 say it was not applied) has its outcome unknown, as the client reports it: its
 elements are kept unless the log applied it (``refused_unknown_applied``).
@@ -39,7 +40,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lazily_queue.client.popped import Popped, SeqReads
+from lazily_queue.client.popped import Giving, give_back_refusal
 from lazily_queue.core import ids
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.client_sessions import owner_tag
@@ -68,11 +69,10 @@ _GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS, C.QUEUE_U
 
 
 class _Link:
-    """A client link to one member incarnation: its popped elements."""
+    """A client link to one member incarnation."""
 
     def __init__(self, node: str, incarnation: int) -> None:
         self.node, self.incarnation = node, incarnation
-        self.popped = Popped()
 
 
 class SessionGiver(SessionClient):
@@ -106,9 +106,7 @@ class SessionGiver(SessionClient):
         self.gave_back = 0
         self.given_elements = 0
         self._link: _Link | None = None
-        self._seq_reads: dict[tuple[str, int], SeqReads] = {}
-        #: Per pop in flight: the link it went on and its :class:`SeqReads` flag.
-        self._pop_reads: dict[int, tuple[_Link, list[bool]]] = {}
+        self._giving: dict[tuple[str, int], Giving] = {}
 
     @property
     def settled(self) -> bool:
@@ -154,7 +152,6 @@ class SessionGiver(SessionClient):
         self.grouped = wrapped[0] == C.CLIENT_OPS
         obs = self.call(wrapped[0], wrapped[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
         if obs is None:
-            self._pop_reads.pop(seq, None)
             return
         self.attempts += 1
         obs.session, obs.seq, obs.code, obs.args = self.session, seq, code, list(args)
@@ -162,10 +159,9 @@ class SessionGiver(SessionClient):
             others = [n for n in self._running() if n != self.node]
             if others:
                 other = self.rng.choice(others)
-                if self.consume_only and code == C.QUEUE_UNPOP_STAMPED:
-                    return  # that member's gate refuses it: its link never popped them
-                if self.consume_only:
-                    self._reads(other).note(self.session, seq)
+                if (self.consume_only and code == C.QUEUE_UNPOP_STAMPED
+                        and self._refusal(other, seq, code, args) is not None):
+                    return  # that member's gate refuses it
                 again = self._wrapped(seq, code, args)
                 self.cluster.propose_detached(other, again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
@@ -183,25 +179,23 @@ class SessionGiver(SessionClient):
             link = self._link = _Link(self.node, incarnation)
         return link
 
-    def _reads(self, n: str) -> SeqReads:
-        """Member ``n``'s reads of client ops (its sessions' pairs: this client's alone)."""
+    def _refusal(self, n: str, seq: int, code: int, args: list[Any]) -> str | None:
+        """Member ``n``'s gate for a give-back of this client (its session's record as
+        ``n`` applied it, and the give-backs ``n`` admitted since it started)."""
         key = (n, self.sim.nodes[n].incarnation)
-        reads = self._seq_reads.get(key)
-        if reads is None:
-            reads = self._seq_reads[key] = SeqReads()
-        return reads
+        giving = self._giving.get(key)
+        if giving is None:
+            giving = self._giving[key] = Giving()
+        view = self.sim.nodes[n].view
+        record = None if view is None else view.client_popped(self.session)
+        return give_back_refusal(record, giving, self.session, seq, code, args, self.cid)
 
     def _admitted(self, link: _Link, seq: int, code: int, args: list[Any]) -> bool:
         """The member's gate for a client without the produce permission
         (``ClientConnection.state_refusal``); ``False`` when it refused the op."""
-        own = self._reads(link.node).note(self.session, seq)
         if code == C.QUEUE_POP_STAMPED:
-            view = self.sim.nodes[link.node].view
-            if own[0] and view is not None and view.client_op_applied(self.session, seq):
-                own[0] = False
-            self._pop_reads[seq] = (link, own)
             return True
-        if link.popped.give_back_refusal(code, args, self.cid) is None:
+        if self._refusal(link.node, seq, code, args) is None:
             return True
         view = self.sim.nodes[link.node].view
         if (registered(self.session) and view is not None
@@ -222,23 +216,15 @@ class SessionGiver(SessionClient):
             obs.outcome = UNKNOWN  # applied; the link ended before its answer came
         if obs.outcome not in (OK, FAILED):
             self.unanswered.add(obs.seq)
-        read = self._pop_reads.pop(obs.seq, None)
-        if obs.outcome == OK and read is not None:
-            link, own = read
-            result = obs.result[0] if self.grouped and isinstance(obs.result, list) and (
-                len(obs.result) == 1) else obs.result
-            if link is self._link:
-                link.popped.answered((QUEUE, own), result)
         super()._done(obs)
 
     def lost(self, obs: Observed) -> None:
         self.unanswered.add(obs.seq)
-        self._pop_reads.pop(obs.seq, None)
         super().lost(obs)
 
     def _move(self) -> None:
         if self.session and self.cluster.running(self.node) and self.rng.random() < RECONNECT:
-            self._link = None  # a new link to the same member: it popped nothing yet
+            self._link = None  # a new link to the same member
             self.retries += 1
             return
         super()._move()

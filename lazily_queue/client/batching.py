@@ -46,8 +46,6 @@ class PendingOp:
     code: int
     args: list[Any]
     timeout: float
-    #: A pop whose elements the client may give back: ``(queue, flag)`` (:mod:`.popped`).
-    pop: tuple[str, list[bool]] | None = None
 
 
 def _message_bytes(op: PendingOp, message_limit: int) -> int | None:

@@ -26,7 +26,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import Outbox
-from .popped import FOLLOWED, POPS, Popped, SeqReads
+from .popped import GIVE_BACKS, Giving, give_back_refusal
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -84,10 +84,10 @@ class ClientConnection:
 
     def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int,
                  group_topics: GroupTopics = lambda name, undeclared: [],
-                 reads: SeqReads | None = None) -> None:
+                 giving: Giving | None = None) -> None:
         self.grant = grant
-        #: The sequence numbers the member read (shared by its client links).
-        self.reads = SeqReads() if reads is None else reads
+        #: The give-backs the member admitted (shared by its client links).
+        self.giving = Giving() if giving is None else giving
         self._group_topics = group_topics
         self.session: int | None = None
         #: A REGISTER of this link is unanswered, and whether the cluster refused an op
@@ -131,8 +131,6 @@ class ClientConnection:
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []
-        #: What the client popped, when it may only give that back.
-        self.popped = Popped()
 
     @property
     def closed(self) -> bool:
@@ -204,12 +202,8 @@ class ClientConnection:
     def state_refusal(self, op: PendingOp, view: ReadView) -> Exception | None:
         """Why ``op`` (its shape and names checked) may not be proposed for this client
         given the member's applied state: expiry rules, a new consumer group's name, a
-        give-back (:mod:`.popped`). Notes on ``op`` the pop whose elements it may give
-        back."""
+        give-back (:mod:`.popped`)."""
         code, args = op.code, op.args
-        # Only a client that may not produce somewhere pops what it may only give back.
-        own = [True] if self.grant.produces_everywhere else self.reads.note(
-            self.session or 0, op.seq)
         if code == C.EXPIRY_RULES:
             refusal = self.rules_refusal(args, view)
             return None if refusal is None else P.PermissionDenied(refusal)
@@ -219,19 +213,17 @@ class ClientConnection:
                 f"a client's new consumer group may not have {SEPARATOR!r} in its name "
                 f"({shown(args[1])}): topic 'a' group 'b:c' and topic 'a:b' group 'c' would "
                 "be one work queue; nothing was applied")
-        if code in FOLLOWED and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
-            if code in POPS:
-                if own[0] and view.client_op_applied(self.session or 0, op.seq):
-                    own[0] = False  # answered from the session: another op's result
-                op.pop = (args[0], own)
-            elif ((refusal := self.popped.give_back_refusal(code, args, self.grant.name))
-                  and not self._applied_before(op.seq, view)):
+        if code in GIVE_BACKS and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
+            session = self.session or 0
+            if ((refusal := give_back_refusal(view.client_popped(session), self.giving,
+                                              session, op.seq, code, args, self.grant.name))
+                    and not self._applied_before(op.seq, view)):
                 return P.PermissionDenied(refusal)
         return None
 
     def _applied_before(self, seq: int, view: ReadView) -> bool:
         """Whether op ``seq`` of this link's registered session applied: a retry of it
-        (its earlier attempt took the elements off some link's :class:`Popped`) is then
+        (its earlier attempt took the elements off the session's record) is then
         proposed and answered from the session, never applied again (a registered
         session the cluster forgot refuses it)."""
         session = self.session or 0

@@ -3,147 +3,99 @@
 Giving popped elements back to the head (``QUEUE_UNPOP_STAMPED``,
 ``QUEUE_UNPOP_HEADERS``: a prefetch's rest, a pop whose caller went away) puts values in
 a queue past its capacity. A client that may push may do so; one that may only consume
-may give back an element only under the id it was popped under, with the value and
-headers it was popped with, over the link that answered the pop, and only among
-its last :data:`MAX_KEPT` popped elements. Anything else is refused before it is
-proposed. The older ``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a
-client at all.
+may give back an element only under the id its session popped it under, with the value
+and headers it was popped with, once, and only among its session's last
+:data:`~..replicated.session_popped.SESSION_ELEMENTS` popped elements
+(:func:`give_back_refusal`). Anything else is refused before it is proposed. The older
+``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a client at all.
 
-What a pop hands out is taken from the answer to that very request (the member passes
-the request along with its answer, whatever id the client gave it), and only when its
-sequence number is the pop's own: a session answers a sequence number used before with
-the first op's result, so a pop sent under the number of an earlier op (another queue's
-pop, say) would otherwise be taken as popped from this queue. A pop whose number this
-member read for another op of the session (:class:`SeqReads`), or whose session had
-applied it when it was read, is answered but gives nothing back.
-
-A give-back is checked against the popped elements of the link it arrives on: a retry
-of one whose earlier attempt applied (which took them off that attempt's link) is
-proposed all the same and answered from the session, when the member holds it as
-applied. One refused while an earlier attempt's answer was lost is reported by the
-client with its outcome unknown (:func:`retry_refused`): that attempt may yet apply.
+What a session popped and has not given back is taken from the ops as they applied in
+it (:mod:`..replicated.session_popped`), on whichever member proposed them: a client
+whose member died, or whose link dropped, gives back through its next member what its
+session popped. A pop sent under a sequence number another op of the session used is
+answered without applying, and notes nothing. A give-back admitted here marks its
+elements (:class:`Giving`): another op of the session giving them back is refused while
+the record holds them; the same op sent again (a retry under its sequence number) is
+proposed and applies at most once. A retry of a give-back whose earlier attempt applied
+(taking its elements off the record) is proposed all the same and answered from the
+session, when the member holds it as applied; one refused while an earlier attempt's
+answer was lost is reported by the client with its outcome unknown
+(:func:`retry_refused`): that attempt may yet apply.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from typing import Any
 
-import cbor2
-
-from ..core import ids
 from ..errors import OperationFailed
 from ..replicated import ops as C
+from ..replicated.session_popped import GIVE_BACKS as GIVE_BACKS
+from ..replicated.session_popped import (
+    SESSION_ELEMENTS,
+    SessionRecord,
+    digest,
+    elements,
+    headers_by_id,
+)
 
-#: Popped elements remembered per client link.
-MAX_KEPT = 4096
-#: Sequence numbers of client ops a member remembers having read (all clients).
-SEQS_KEPT = 16384
-POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS})
-GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS})
-#: The ops :class:`Popped` follows.
-FOLLOWED = POPS | GIVE_BACKS
-
-
-def _digest(value: Any, headers: Any) -> bytes:
-    try:
-        data = cbor2.dumps([value, headers], canonical=True)
-    except (cbor2.CBOREncodeError, TypeError, ValueError):
-        return b""
-    return hashlib.blake2b(data, digest_size=16).digest()
+#: Elements whose give-back one member remembers having admitted (all clients).
+GIVING_KEPT = 65536
 
 
-def _headers_by_id(table: Any) -> dict[Any, Any]:
-    if type(table) is not list:
-        return {}
-    return {entry[0]: entry[1] for entry in table
-            if type(entry) is list and len(entry) == 2 and type(entry[0]) is int}
+class Giving:
+    """The give-backs one member admitted lately (all its links): for each element, by
+    the pop that handed it out, the sequence number of the session's op giving it back."""
 
-
-class SeqReads:
-    """The ``(session, seq)`` of the client ops one member read lately, each with a flag
-    that stays up while no other op it read carried the same pair."""
-
-    def __init__(self, limit: int = SEQS_KEPT) -> None:
+    def __init__(self, limit: int = GIVING_KEPT) -> None:
         self._limit = limit
-        self._read: OrderedDict[tuple[int, int], list[bool]] = OrderedDict()
+        self._by: OrderedDict[tuple[int, str, int, int], int] = OrderedDict()
 
-    def note(self, session: int, seq: int) -> list[bool]:
-        """Op ``seq`` of ``session`` was read: its flag (``[True]`` while the pair is
-        its own; lowered when another op carries it, or once it is forgotten)."""
-        key = (session, seq)
-        earlier = self._read.get(key)
-        if earlier is not None:
-            earlier[0] = False
-            return [False]
-        flag = self._read[key] = [True]
-        if len(self._read) > self._limit:
-            self._read.popitem(last=False)[1][0] = False
-        return flag
-
-
-#: What a pop's answer is taken as: the queue it popped, and its :class:`SeqReads` flag.
-Pop = tuple[str, list[bool]]
+    def admit(self, marks: list[tuple[int, str, int, int]], seq: int) -> bool:
+        """Mark ``marks`` (``(session, queue, id, pop seq)``) as given back by op ``seq``,
+        unless another op of the session gives one of them back (False)."""
+        by = self._by
+        if any(by.get(mark, seq) != seq for mark in marks):
+            return False
+        for mark in marks:
+            by[mark] = seq
+            by.move_to_end(mark)
+        while len(by) > self._limit:
+            by.popitem(last=False)
+        return True
 
 
-class Popped:
-    """One client link's popped elements (``(queue, id)`` -> digest of value and headers)."""
-
-    def __init__(self) -> None:
-        self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
-
-    def answered(self, pop: Pop, result: Any) -> None:
-        """The pop ``pop`` was answered with ``result``: remember what it handed out,
-        unless its sequence number was not its own alone."""
-        name, own = pop
-        if not own[0] or type(result) is not list or len(result) not in (2, 3):
-            return
-        values, runs = result[0], result[1]
-        headers = _headers_by_id(result[2]) if len(result) == 3 else {}
-        try:
-            expanded = ids.expand(ids.checked_runs(runs))
-        except ValueError:
-            return
-        for (i, _), value in zip(expanded, values, strict=False):
-            key = (name, i)
-            self._kept[key] = _digest(value, headers.get(i))
-            self._kept.move_to_end(key)
-        while len(self._kept) > MAX_KEPT:
-            self._kept.popitem(last=False)
-
-    def give_back_refusal(self, code: int, args: list[Any], client: str) -> str | None:
-        """Why this client may not give back what ``args`` names (``None``: it may; the
-        elements are then forgotten until popped again)."""
-        name, values, runs = args[0], args[1], args[2]
-        refusal = (f"client {client!r} may give back to queue {name!r} only elements it "
-                   "popped through this member, with the values and headers they were "
-                   f"popped with (among its last {MAX_KEPT:,}); giving other values to "
-                   "the head needs the produce permission")
-        try:
-            checked = ids.checked_runs(runs)
-        except ValueError:
-            return None  # malformed: the state machine refuses it, naming why
-        if type(values) is not list or ids.covered(checked) != len(values):
-            return None
-        headers = _headers_by_id(args[3]) if code == C.QUEUE_UNPOP_HEADERS else {}
-        keys: list[tuple[str, int]] = []
-        for (i, _), value in zip(ids.expand(checked), values, strict=True):
-            key = (name, i)
-            kept = self._kept.get(key)
-            if kept is None or kept == b"" or kept != _digest(value, headers.get(i)):
-                return refusal
-            keys.append(key)
-        if len(set(keys)) != len(keys):
-            return refusal
-        for key in keys:
-            del self._kept[key]
-        return None
+def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int,
+                      seq: int, code: int, args: list[Any], client: str) -> str | None:
+    """Why client ``client`` may not give back what op ``seq`` of its ``session`` names
+    (``code``, ``args``), given the session's ``record`` of popped elements (``None``: it
+    may; its elements are then marked in ``giving``)."""
+    name = args[0]
+    found = elements(args[1], args[2])
+    if found is None:
+        return None  # malformed: the state machine refuses it, naming why
+    headers = headers_by_id(args[3]) if code == C.QUEUE_UNPOP_HEADERS else {}
+    marks: list[tuple[int, str, int, int]] = []
+    for i, value in found:
+        pop = None if record is None else record.find(name, i)
+        kept = b"" if pop is None else digest(*pop.element(i))
+        if pop is None or not kept or kept != digest(value, headers.get(i)):
+            return (f"client {client!r} may give back to queue {name!r} only elements its "
+                    "session popped and did not give back, with the values and headers "
+                    f"they were popped with (among its last {SESSION_ELEMENTS:,}); giving "
+                    "other values to the head needs the produce permission")
+        marks.append((session, name, i, pop.seq))
+    if len(set(marks)) != len(marks) or not giving.admit(marks, seq):
+        return (f"client {client!r} gives back elements of queue {name!r} twice (another "
+                "operation of its session names them): giving an element back more than "
+                "once needs the produce permission")
+    return None
 
 
 def retry_refused(error: Exception) -> OperationFailed:
-    """The client's error for a give-back refused as not popped through the link its
-    retry went on, an earlier attempt's answer lost: its outcome is unknown."""
+    """The client's error for a give-back refused on a retry, an earlier attempt's answer
+    lost (the member it reached holds the elements as given back, or does not hold the
+    pop, without holding that attempt as applied): its outcome is unknown."""
     failed = OperationFailed(
         f"{error}; it was sent before, through a link whose answer was lost: its outcome "
         "is unknown (that attempt may have given the elements back; read the queue to "

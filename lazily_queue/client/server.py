@@ -60,7 +60,7 @@ from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
-from .popped import SeqReads
+from .popped import Giving
 from .watchers import Watchers
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class ClientServer:
         #: Says which linked clients own ephemeral subscriptions (:mod:`.liveness`).
         self.liveness = ClientLiveness(node, self._conns)
         self._watchers = Watchers(lambda: node.view)
-        self._reads = SeqReads()
+        self._giving = Giving()
         node.add_event_observer(self._watchers.on_events)
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.by_key.keys()
@@ -200,7 +200,7 @@ class ClientServer:
     async def _serve(self, stream: LinkStream, grant: ClientGrant) -> None:
         conn = ClientConnection(stream, grant, self.access.max_in_flight,
                                 lambda name, form: group_topics(self.node.view, name, form),
-                                self._reads)
+                                self._giving)
         self._conns.add(conn)
         loop = asyncio.get_running_loop()
         try:
@@ -376,8 +376,6 @@ class ClientServer:
 
     def _answer_op(self, conn: ClientConnection, op: PendingOp, result: Any,
                    error: BaseException | None) -> None:
-        if op.pop is not None and error is None:  # what it may give back (:mod:`.popped`)
-            conn.popped.answered(op.pop, result)
         if type(result) is ops.OpError and result.code == UNKNOWN.code:
             conn.session_lost = True  # the link may register another (:mod:`.greeting`)
         self._answer(conn, op.rid, result, error)

@@ -56,7 +56,7 @@ from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import ephemeral_owners, session_end, session_register, state_snapshot
+from . import ephemeral_owners, session_end, session_popped, session_register, state_snapshot
 from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
 from .client_sessions import ClientSessions
 from .dedup import DedupKey
@@ -146,6 +146,9 @@ class StateMachine:
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
         #: Client sessions ended lately (:mod:`.session_end`).
         self.ended = session_end.EndedSessions()
+        #: What client sessions popped and did not give back (:mod:`.session_popped`;
+        #: no result depends on it, not in snapshots).
+        self.popped = session_popped.SessionPopped()
         #: Client sessions registered so far (:mod:`.session_register`).
         self.registrations = 0
         #: The bytes of results the sessions keep (:mod:`.session_results`).
@@ -311,6 +314,8 @@ class StateMachine:
             if code in _SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
             self.kept.keep(self.sessions, session, seq, result)
+            if code in session_popped.FOLLOWED:
+                self.popped.applied(sid, seq, code, op[2:], result, session.sizes.get(seq))
             if type(result) is list:  # what a pop answers: the op it was is kept too
                 session.keep_op(seq, identity(op))
             results.append(result)
@@ -351,6 +356,7 @@ class StateMachine:
         """Forget client session ``sid``, ending the ephemeral subscriptions it owns."""
         self.kept.freed(self.sessions.pop(sid).kept_bytes)
         self.client_counts.dropped(sid)
+        self.popped.dropped(sid)
         ephemeral_owners.drop_session(self, sid)
 
     def emit(self, event: Event) -> None:

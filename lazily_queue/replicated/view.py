@@ -16,6 +16,7 @@ from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders
 from ..core.topic import TopicCore
+from .session_popped import SessionRecord
 from .state_machine import StateMachine
 from .table_sizes import table_sizes
 from .work_queues import WorkState
@@ -147,6 +148,11 @@ class ReadView:
         number below the session's floor): sent again, it is answered from there."""
         found = self._sm.sessions.get(session)
         return found is not None and (seq in found.done or seq < found.floor)
+
+    def client_popped(self, session: int) -> SessionRecord | None:
+        """What client ``session`` popped and did not give back, as applied here
+        (:mod:`.session_popped`)."""
+        return self._sm.popped.of(session)
 
     @property
     def deduplicated_pushes(self) -> int:

@@ -312,15 +312,15 @@ async def test_a_consume_only_client_gives_back_only_what_it_popped(member: Node
         assert [m.value for m in taken] == [{"pay": 0}, {"pay": 1}]
         first = taken[0]
         runs = [[first.id, 1, 0]]
-        with pytest.raises(PermissionDenied, match="only elements it popped"):
+        with pytest.raises(PermissionDenied, match="only elements its session popped"):
             await worker.session.call(ops.QUEUE_UNPOP_STAMPED, ["payments", [forged], runs],
                                       timeout=5)
         never = [[first.id + 2, 1, 0]]  # still in the queue: not popped by this client
-        with pytest.raises(PermissionDenied, match="only elements it popped"):
+        with pytest.raises(PermissionDenied, match="only elements its session popped"):
             await worker.session.call(ops.QUEUE_UNPOP_STAMPED,
                                       ["payments", [{"pay": 2}], never], timeout=5)
         await queue.give_back(taken)  # as popped: taken back
-        with pytest.raises(PermissionDenied, match="only elements it popped"):
+        with pytest.raises(PermissionDenied, match="only elements its session popped"):
             await queue.give_back(taken[:1])  # not twice
         async with contextlib.aclosing(queue.items(prefetch=3)) as items:
             async for value in items:  # a prefetch's rest goes back

@@ -1,8 +1,9 @@
 """A consume-only client's give-back whose answer was lost is retried under its sequence
-number on a new link, which popped nothing: a member that applied it answers the retry
-as applied (from the client's session); one that has not (yet) refuses it, and the
-client reports its outcome unknown, never that it was not applied, as the first
-attempt may still apply."""
+number on a new link: a member that applied it answers the retry as applied (from the
+client's session); one that has not proposes it (its session popped those elements),
+and it applies once however many attempts apply. A member that does not hold the pop
+(it installed a snapshot since) refuses it, and the client reports its outcome unknown,
+never that it was not applied, as the first attempt may still apply."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.server import ClientServer
 from lazily_queue.node import Node
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.view import ReadView
 from tests.client.one_member import one_member
 
 pytestmark = pytest.mark.timeout(60)
@@ -65,9 +67,29 @@ async def test_a_retried_give_back_that_applied_is_answered_as_applied(
         assert await node.queue("jobs").pop_many(3) == [1, 2]
 
 
+async def test_a_give_back_retried_before_its_first_attempt_applied_applies_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    held = _hold_first_give_back(monkeypatch)
+    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with _client(node) as client:
+            jobs = client.queue("jobs")
+            taken = await jobs.pop_messages(3)
+            await jobs.give_back(taken[1:])  # the retry, on the next link
+            [(session, op)] = held
+            assert session is not None
+            _, applying = node.driver.propose(
+                ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
+            assert await applying is None  # the first attempt: answered from the session
+        assert await node.queue("jobs").pop_many(3) == [1, 2]
+
+
 async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_unknown(
         monkeypatch: pytest.MonkeyPatch) -> None:
     held = _hold_first_give_back(monkeypatch)
+    _forget_pops(monkeypatch)
     access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
     async with one_member(access) as node:
         for n in range(3):
@@ -90,6 +112,7 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
 async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_lost(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     held = _hold_first_give_back(monkeypatch)
+    _forget_pops(monkeypatch)
     access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
     async with one_member(access) as node:
         for n in range(3):
@@ -103,6 +126,34 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
     assert lost == ["jobs: 2 prefetched element(s) could not be put back and are lost unless "
                     "an earlier attempt, whose answer was lost, put them back (pops are at "
                     "most once)"]
+
+
+class _NoPops:
+    """A member's view holding no session's pops (one that installed a snapshot since)."""
+
+    def __init__(self, view: ReadView) -> None:
+        self._view = view
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._view, name)
+
+    def client_popped(self, session: int) -> None:
+        return None
+
+
+def _forget_pops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member judges every give-back after the first it reads as holding no pops."""
+    refusal = ClientConnection.state_refusal
+    read: list[PendingOp] = []
+
+    def forgetting(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
+        if op.code == ops.QUEUE_UNPOP_STAMPED:
+            read.append(op)
+            if len(read) > 1:
+                return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+        return refusal(self, op, view)
+
+    monkeypatch.setattr(ClientConnection, "state_refusal", forgetting)
 
 
 def _hold_first_give_back(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, PendingOp]]:

@@ -1,0 +1,222 @@
+"""What each client session popped and has not given back, as this replica applied it.
+
+A member lets a client without the produce permission give back to a queue's head only
+elements its session popped, under their ids and with the values and headers they were
+popped with (:mod:`..client.popped`). The record is taken from the ops as they apply in
+the client's session, so every member holds it whichever member proposed them, and a
+client that fails over to another member gives back there what its session popped:
+
+- ``QUEUE_POP_STAMPED`` / ``QUEUE_POP_HEADERS`` applied (not answered from the session
+  as a retry) note what they handed out: the pop's result itself, shared with the
+  session's kept results, nothing encoded or copied;
+- ``QUEUE_UNPOP_STAMPED`` / ``QUEUE_UNPOP_HEADERS`` applied take what they gave back
+  off, so it is not given back twice;
+- a session dropped or ended takes its record with it.
+
+No op's result depends on it: each replica keeps it from what it applied, outside
+snapshots (a replica that installed a snapshot holds nothing of the pops before it; a
+restarted one, of the pops before its last snapshot). Bounded: a session's last
+:data:`SESSION_ELEMENTS` popped elements, and all sessions' pops at most
+:data:`ELEMENTS` elements and :data:`BYTES` of results (as the sessions' kept results
+count them); past either, the sessions holding the most give up their oldest pops first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import Any
+
+import cbor2
+
+from ..core import ids
+from . import ops
+from .results import result_size
+
+#: Popped elements one session's record holds at most (its oldest pops go first).
+SESSION_ELEMENTS = 4096
+#: Popped elements all sessions' records hold at most.
+ELEMENTS = 65536
+#: Bytes of pop results all sessions' records hold at most.
+BYTES = 64 * 1024 * 1024
+POPS = frozenset({ops.QUEUE_POP_STAMPED, ops.QUEUE_POP_HEADERS})
+GIVE_BACKS = frozenset({ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_UNPOP_HEADERS})
+#: The ops the record follows.
+FOLLOWED = POPS | GIVE_BACKS
+
+#: One element popped: ``(queue, id)``.
+Key = tuple[str, int]
+
+
+def digest(value: Any, headers: Any) -> bytes:
+    """A digest of an element's value and headers (``b""``: one no digest matches)."""
+    try:
+        data = cbor2.dumps([value, headers], canonical=True)
+    except (cbor2.CBOREncodeError, TypeError, ValueError):
+        return b""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def headers_by_id(table: Any) -> dict[Any, Any]:
+    """A pop's or give-back's ``[[id, headers], ...]`` table as a dict (``{}``: none)."""
+    if type(table) is not list:
+        return {}
+    return {entry[0]: entry[1] for entry in table
+            if type(entry) is list and len(entry) == 2 and type(entry[0]) is int}
+
+
+def elements(values: Any, runs: Any) -> list[tuple[int, Any]] | None:
+    """``(id, value)`` of each element ``values`` and their id ``runs`` name, one for
+    one (``None``: malformed)."""
+    try:
+        checked = ids.checked_runs(runs)
+    except ValueError:
+        return None
+    if type(values) is not list or ids.covered(checked) != len(values):
+        return None
+    return [(i, value) for (i, _), value in zip(ids.expand(checked), values, strict=True)]
+
+
+class Pop:
+    """One applied pop of a session: its queue, its result, and its elements not given
+    back (id -> position in the result's values)."""
+
+    __slots__ = ("_headers", "left", "name", "result", "seq", "size")
+
+    def __init__(self, seq: int, name: str, result: list[Any], left: dict[int, int],
+                 size: int) -> None:
+        self.seq, self.name, self.result, self.left, self.size = seq, name, result, left, size
+        self._headers: dict[Any, Any] | None = None
+
+    def element(self, i: int) -> tuple[Any, Any]:
+        """The value and headers element ``i`` was popped with."""
+        if self._headers is None:
+            self._headers = headers_by_id(self.result[2]) if len(self.result) == 3 else {}
+        return self.result[0][self.left[i]], self._headers.get(i)
+
+
+class SessionRecord:
+    """One session's pops with elements not given back, oldest first."""
+
+    __slots__ = ("bytes", "count", "index", "pops")
+
+    def __init__(self) -> None:
+        self.pops: OrderedDict[int, Pop] = OrderedDict()
+        #: ``(queue, id)`` -> the seq of the pop holding it.
+        self.index: dict[Key, int] = {}
+        self.count = 0
+        self.bytes = 0
+
+    def find(self, name: str, i: int) -> Pop | None:
+        """The pop that handed out element ``i`` of queue ``name``, if not given back."""
+        seq = self.index.get((name, i))
+        return None if seq is None else self.pops.get(seq)
+
+
+class SessionPopped:
+    """Each client session's popped elements not given back (module docstring)."""
+
+    __slots__ = ("by_session", "bytes", "count")
+
+    def __init__(self) -> None:
+        self.by_session: dict[int, SessionRecord] = {}
+        self.count = 0
+        self.bytes = 0
+
+    def of(self, sid: int) -> SessionRecord | None:
+        """Session ``sid``'s record (read it, never change it)."""
+        return self.by_session.get(sid)
+
+    def applied(self, sid: int, seq: int, code: int, args: list[Any], result: Any,
+                size: int | None = None) -> None:
+        """Op ``seq`` (``code``, ``args``) applied in client session ``sid`` with
+        ``result`` (``size``: its bytes as the session's kept results count them, when
+        they keep it): note what a pop handed out, or take off what a give-back
+        returned."""
+        if not args or type(args[0]) is not str:
+            return
+        if code in POPS:
+            if type(result) is list and len(result) in (2, 3):
+                self._popped(sid, seq, args[0], result, size)
+            return
+        record = self.by_session.get(sid)
+        if result is not None or record is None or len(args) < 3:
+            return
+        for i, _ in elements(args[1], args[2]) or ():
+            pop = record.find(args[0], i)
+            if pop is not None:
+                del record.index[(args[0], i)]
+                del pop.left[i]
+                record.count -= 1
+                self.count -= 1
+                if not pop.left:
+                    self._gone(record, pop)
+
+    def _popped(self, sid: int, seq: int, name: str, result: list[Any],
+                size: int | None) -> None:
+        found = elements(result[0], result[1])
+        if not found:
+            return
+        if size is None:
+            size = result_size(result, BYTES)
+        if size > BYTES:
+            return
+        record = self.by_session.get(sid)
+        if record is None:
+            record = self.by_session[sid] = SessionRecord()
+        pop = Pop(seq, name, result, {}, size)
+        for position, (i, _) in enumerate(found):
+            earlier = record.find(name, i)
+            if earlier is not None:  # popped again (an earlier record was not cleared)
+                del earlier.left[i]
+                record.count -= 1
+                self.count -= 1
+                if not earlier.left:
+                    self._gone(record, earlier)
+            record.index[(name, i)] = seq
+            pop.left[i] = position
+        record.pops[seq] = pop
+        record.count += len(pop.left)
+        record.bytes += size
+        self.count += len(pop.left)
+        self.bytes += size
+        while record.count > SESSION_ELEMENTS and record.pops:
+            self._give_up(record)
+        if self.count > ELEMENTS or self.bytes > BYTES:
+            self._shed()
+
+    def _gone(self, record: SessionRecord, pop: Pop) -> None:
+        """``pop`` holds no element any longer."""
+        del record.pops[pop.seq]
+        record.bytes -= pop.size
+        self.bytes -= pop.size
+
+    def _give_up(self, record: SessionRecord) -> None:
+        """Forget ``record``'s oldest pop."""
+        _, pop = next(iter(record.pops.items()))
+        for i in pop.left:
+            del record.index[(pop.name, i)]
+        record.count -= len(pop.left)
+        self.count -= len(pop.left)
+        pop.left = {}
+        self._gone(record, pop)
+
+    def _shed(self) -> None:
+        """Give up the oldest pops of the sessions holding the most bytes, until all hold
+        three quarters of each bound."""
+        count, size = ELEMENTS * 3 // 4, BYTES * 3 // 4
+        for sid in sorted(self.by_session, key=lambda s: -self.by_session[s].bytes):
+            record = self.by_session[sid]
+            while record.pops and (self.count > count or self.bytes > size):
+                self._give_up(record)
+            if not record.pops:
+                del self.by_session[sid]
+            if self.count <= count and self.bytes <= size:
+                return
+
+    def dropped(self, sid: int) -> None:
+        """Client session ``sid`` was dropped or ended."""
+        record = self.by_session.pop(sid, None)
+        if record is not None:
+            self.count -= record.count
+            self.bytes -= record.bytes

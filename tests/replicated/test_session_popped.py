@@ -1,0 +1,94 @@
+"""What a client session popped and did not give back, as a replica applied it: noted by
+the pops that applied in the session, taken off by its give-backs, gone with the session,
+and bounded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.replicated import ops, session_popped
+from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
+
+CLIENT = CLIENT_SESSION_BASE + 77
+OTHER = CLIENT_SESSION_BASE + 78
+_members = iter(range(100, 10**6))
+
+
+def _apply(sm: StateMachine, *op_list: list[Any]) -> list[Any]:
+    ops_with_seq = [[i + 1, *op] for i, op in enumerate(op_list)]
+    result = sm.apply(encode_command(next(_members), 0, ops_with_seq), 1_000)
+    assert isinstance(result, list)
+    return result
+
+
+def _client(seq: int, code: int, *args: Any, session: int = CLIENT) -> list[Any]:
+    return [ops.CLIENT_OP, session, seq, 1, code, *args]
+
+
+def _held(sm: StateMachine, sid: int = CLIENT) -> list[tuple[str, int]]:
+    record = sm.popped.of(sid)
+    return [] if record is None else sorted(record.index)
+
+
+def _queue(sm: StateMachine, *values: Any) -> None:
+    _apply(sm, [ops.QUEUE_DECLARE, "q", None], *([ops.QUEUE_PUSH, "q", v] for v in values))
+
+
+def test_a_pop_notes_what_it_handed_out_and_a_give_back_takes_it_off() -> None:
+    sm = StateMachine()
+    _queue(sm, "a", "b", "c")
+    [(values, runs)] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 2))
+    assert values == ["a", "b"] and _held(sm) == [("q", 0), ("q", 1)]
+    record = sm.popped.of(CLIENT)
+    assert record is not None
+    pop = record.find("q", 1)
+    assert pop is not None and pop.element(1) == ("b", None)
+    assert _apply(sm, _client(2, ops.QUEUE_UNPOP_STAMPED, "q", ["b"], [[1, 1, 1_000]])) == [None]
+    assert _held(sm) == [("q", 0)]
+    # a retry of the pop is answered from the session: it notes nothing again
+    _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 2))
+    assert _held(sm) == [("q", 0)] and _held(sm, OTHER) == []
+
+
+def test_a_pop_under_a_reused_seq_or_refused_notes_nothing() -> None:
+    sm = StateMachine()
+    _queue(sm, "a")
+    _apply(sm, _client(1, ops.QUEUE_PUSH, "q", "x"))
+    assert _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 1))[0] is None  # push's
+    assert _held(sm) == []
+    refused = _apply(sm, _client(2, ops.QUEUE_POP_STAMPED, "nothing", 1))
+    assert isinstance(refused[0], ops.OpError) and _held(sm) == []
+
+
+def test_a_session_ended_or_dropped_takes_its_record_along() -> None:
+    sm = StateMachine()
+    _queue(sm, "a", "b")
+    _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 1),
+           _client(1, ops.QUEUE_POP_STAMPED, "q", 1, session=OTHER))
+    assert _held(sm) == [("q", 0)] and _held(sm, OTHER) == [("q", 1)]
+    _apply(sm, _client(2, ops.SESSION_END))
+    assert _held(sm) == [] and sm.popped.count == 1
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    assert restored.popped.of(OTHER) is None  # not in snapshots
+
+
+def test_the_records_are_bounded_per_session_and_in_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_popped, "SESSION_ELEMENTS", 4)
+    monkeypatch.setattr(session_popped, "ELEMENTS", 8)
+    sm = StateMachine()
+    _queue(sm, *range(40))
+    for seq in range(1, 4):
+        _apply(sm, _client(seq, ops.QUEUE_POP_STAMPED, "q", 2))
+    assert _held(sm) == [("q", 2), ("q", 3), ("q", 4), ("q", 5)]  # its oldest pop went
+    sessions = [CLIENT_SESSION_BASE + 100 + n for n in range(3)]
+    for n, sid in enumerate(sessions):
+        _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 1 + n, session=sid))
+    # over 8 in all: the sessions holding the most gave up their oldest pops, down to 6
+    assert sm.popped.count <= 6
+    assert sum(len(_held(sm, sid)) for sid in [CLIENT, *sessions]) == sm.popped.count
+    assert sm.popped.bytes == sum(r.bytes for r in sm.popped.by_session.values())
