@@ -337,6 +337,8 @@ class Session(Registering, Deadlines):
         if answer is None:  # the link ended unanswered: the op goes again on the next one
             if link.unread(op.frame):
                 op.rid = 0  # the member never read it: as if not sent
+                if op.future.done() and not op.unknown:
+                    self._finish(op, None)  # its caller went away: nothing to undo
             else:
                 op.unknown = True
             return

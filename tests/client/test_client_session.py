@@ -216,3 +216,35 @@ async def test_a_register_answered_with_no_id_of_this_client_is_not_taken(sid: A
     # Not served: the client tries the other members, then pauses, before asking again.
     assert getattr(link, "cannot_commit", False) and not getattr(link, "served", False)
     session.close()
+
+
+class UnreadLink(RecordingLink):
+    """A link whose requests its member never read (they were still held here when it
+    ended)."""
+
+    def unread(self, frame: int) -> bool:
+        return True
+
+
+async def test_a_cancelled_pop_its_member_never_read_is_not_sent_again() -> None:
+    """Its caller went away and it applied nowhere: sent on the next link it would pop
+    elements only for its orphan handler to give them back."""
+    first, second = UnreadLink(), RecordingLink()
+    links = [first]
+    session = Session(owner="web", max_in_flight=64, link=lambda: links[-1],  # type: ignore[arg-type, return-value]
+                      drop=lambda _link, _reason: None, unreachable=RuntimeError)
+    session.open, session.id = True, REGISTERED_BASE + 1
+    orphans: list[Any] = []
+    popping = asyncio.ensure_future(session.call(ops.QUEUE_POP_STAMPED, ["q", 1], timeout=30,
+                                                 on_orphan=orphans.append))
+    await asyncio.sleep(0)
+    assert sorted(first.sent) == [1]
+    popping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await popping
+    assert sorted(session._ops) == [1]  # sent: its result is awaited for its handler
+    first.sent[1][1](None)  # the link ended; the member never read the pop
+    links.append(second)
+    session.relinked(second)  # type: ignore[arg-type]
+    assert second.sent == {} and session._ops == {} and orphans == []
+    session.close()
