@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 
@@ -27,6 +27,9 @@ from .access import Credentials
 from .certificates import CertificateCredentials
 from .frame_budget import FRAME_BUDGET
 from .link import Link
+
+if TYPE_CHECKING:
+    from .session import Session
 
 #: The client's logger (:mod:`.cluster`'s): a failed link is logged as the client's.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".cluster")
@@ -66,6 +69,7 @@ class Dialling:
     _capped: int
     _budget_refused: bool
     _fatal: Exception | None
+    session: Session
 
     async def _serve(self, link: Link) -> None:
         raise NotImplementedError
@@ -120,6 +124,9 @@ class Dialling:
                 greeted = greeted or link.greeted
                 if link.refusal is None:
                     self._capped = 0
+                    if self.session.bad_answers >= len(self.addresses):
+                        self._unregistered()
+                        return
                     if self._served(link):
                         if not self._unserved:
                             backoff.reset()
@@ -141,6 +148,19 @@ class Dialling:
                     return
                 denied = 0
                 await backoff.pause()
+
+    def _unregistered(self) -> None:
+        """Every member in a row answered a register with no session id of this client
+        (each had registered a session it cannot use): stop linking, failing the ops
+        waiting for a session, rather than register one more on every link."""
+        self._fatal = P.Unreachable(self._failure_text(
+            f"each of the {len(self.addresses)} member(s) answered the client's session "
+            "register with no session id of this client (a hello naming it would be "
+            "refused): they run a lazily-queue version this client does not speak; the "
+            "client stopped linking: upgrade the client or the members, then connect it "
+            "again; it was not applied"), applied=False)
+        log.error("%s", self._fatal)
+        self.session.unregistered(self._fatal)
 
     def _served(self, link: Link) -> bool:
         """Whether the client may link again at once after ``link`` ended. A member that

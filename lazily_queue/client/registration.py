@@ -50,6 +50,12 @@ def forgotten_error(op: _Op) -> P.SessionForgotten:
 class Registering:
     """Registers the session's id and replaces a forgotten one (module docstring)."""
 
+    #: Registrations answered with no session id of this client since the last that gave
+    #: one (the client stops linking once each member answered so: :mod:`.dialling`).
+    bad_answers = 0
+    #: Set once no member registers this client a session (:meth:`unregistered`): each
+    #: later op fails with its like, unsent.
+    unregistrable: Exception | None = None
     id: int
     #: The tag of the client's name that its session ids carry.
     owner_tag: int
@@ -101,11 +107,12 @@ class Registering:
             payload = _decoded(payload)
             if not self._ours(payload):
                 link.cannot_commit = True  # the client tries the others, then pauses
+                self.bad_answers += 1
                 self._drop(link, "the member answered the register with no session id of "
                            "this client (a hello naming it would be refused)")
                 return False
             link.served = True
-            self.id = payload
+            self.id, self.bad_answers = payload, 0
             return True
         code, message, *details = payload if isinstance(payload, list) and len(
             payload) >= 2 else ("refused", payload)
@@ -119,6 +126,22 @@ class Registering:
             self._finish(op, type(error)(f"{error}; the client could not register a session "
                                          "for it, and it was not applied"))
         return False
+
+    def unregistered(self, error: Exception) -> None:
+        """No member registers this client a session: every op waiting for one (none
+        was sent under an id the cluster holds) fails with ``error``, and so does each
+        later op (:meth:`check_registrable`)."""
+        self.unregistrable = error
+        self._held.clear()
+        self._ungreeted.clear()
+        for op in sorted(self._ops.values(), key=_seq):
+            self._finish(op, error)
+
+    def check_registrable(self, code: int) -> None:
+        """Raise, for op ``code`` about to be sent, when no member registers a session."""
+        error = self.unregistrable
+        if error is not None:
+            raise P.Unreachable(f"{ops.op_name(code)}: {error}", applied=False)
 
     def _ours(self, sid: Any) -> bool:
         """Whether ``sid`` is a registered session id tagged as this client's: one a

@@ -190,6 +190,7 @@ class Session(Registering, Deadlines):
         """
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
+        self.check_registrable(code)
         if encoded is None:
             encoded = encode_args(code, args)
         loop = asyncio.get_running_loop()
