@@ -8,9 +8,12 @@ an op under a registered session it no longer holds (``session_unknown``: idle f
 hour, given up for the bound on client sessions, or its end forgotten) and never applies
 it. Then every op that may have applied (an attempt whose request left this process
 and was not answered, or answered by none) fails with
-:class:`~.protocol.SessionForgotten`, its outcome unknown; the others (never sent, or
-their request still held, in part, by this process: no member read it) were applied
-nowhere, and go again, renumbered, under a new session registered at once.
+:class:`~.protocol.SessionForgotten`, its outcome unknown, except one in flight on the
+link the refusal came on: it waits for its own answer there (its result, when it
+applied before the session was forgotten; ``applied`` ``False`` when it was refused too
+and no other attempt of it was made). The others (never sent, or their request still
+held, in part, by this process: no member read it) were applied nowhere, and go again,
+renumbered, under a new session registered at once.
 """
 
 from __future__ import annotations
@@ -35,16 +38,19 @@ if TYPE_CHECKING:
 UNKNOWN_SESSION = "session_unknown"
 
 
-def forgotten_error(op: _Op) -> P.SessionForgotten:
-    """What an op that may have applied under a forgotten session fails with."""
+def forgotten_error(op: _Op, applied: bool | None = None) -> P.SessionForgotten:
+    """What an op in flight under a forgotten session fails with: ``applied`` ``None``
+    when it may have applied, ``False`` when the cluster refused its only attempt."""
+    outcome = ("it was not applied (the cluster refused it under the forgotten session, "
+               "and no other attempt of it was made): send it again" if applied is False
+               else "its outcome is unknown (an earlier attempt may have applied): read "
+               "the object's state to learn whether it did")
     return P.SessionForgotten(
         f"{ops.op_name(op.code)}: the cluster forgot this client's session while the "
         "operation was in flight (the session was idle for an hour, given up for the bound "
         f"of {MAX_CLIENT_SESSIONS} client sessions while this client held the most, or its "
-        "end forgotten); its outcome is unknown (an earlier attempt may have applied): read "
-        "the object's state to learn whether it did. The client registered a new session "
-        "for its other operations; to keep sessions, open fewer clients under one name",
-        applied=None)
+        f"end forgotten); {outcome}. The client registered a new session for its other "
+        "operations; to keep sessions, open fewer clients under one name", applied=applied)
 
 
 class Registering:
@@ -53,6 +59,9 @@ class Registering:
     #: Registrations answered with no session id of this client since the last that gave
     #: one (the client stops linking once each member answered so: :mod:`.dialling`).
     bad_answers = 0
+    #: The key of the last op kept, under a negative number, for its answer under a
+    #: forgotten session (:meth:`_forgotten`).
+    _stale_key = 0
     #: Set once no member registers this client a session (:meth:`unregistered`): each
     #: later op fails with its like, unsent.
     unregistrable: Exception | None = None
@@ -75,6 +84,9 @@ class Registering:
         raise NotImplementedError
 
     def _finish(self, op: _Op, error: Exception | None) -> None:
+        raise NotImplementedError
+
+    def _resolve(self, op: _Op, result: Any) -> None:
         raise NotImplementedError
 
     def _register(self, link: Link) -> None:
@@ -150,17 +162,30 @@ class Registering:
                 and owner_of(sid) == self.owner_tag)
 
     def _forgotten(self, link: Link, answered: _Op) -> None:
-        """``answered`` was refused: the cluster no longer holds this session."""
+        """``answered`` was refused: the cluster no longer holds this session. An op in
+        flight on ``link`` awaits its own answer there (:meth:`stale_answered`)."""
         self.id = 0
         self._held.clear()
         self._ungreeted.clear()
         kept: list[_Op] = []
         for op in sorted(self._ops.values(), key=_seq):
-            if op.unknown if op is answered else (op.unknown or _left(op)):
+            if op.seq < 0:
+                continue  # in flight under an earlier forgotten session
+            if op is answered:
+                if op.unknown:
+                    self._finish(op, forgotten_error(op))
+                else:
+                    kept.append(op)
+            elif _left(op) and op.link is link and link.open:
+                self._stale_key -= 1
+                del self._ops[op.seq]
+                op.seq = self._stale_key
+                self._ops[op.seq] = op
+            elif op.unknown or _left(op):
                 self._finish(op, forgotten_error(op))
             else:
                 kept.append(op)
-        self._ops = {}
+        self._ops = {seq: op for seq, op in self._ops.items() if seq < 0}
         for seq, op in enumerate(kept, 1):
             if op.rid:
                 link.forget(op.rid)
@@ -169,6 +194,36 @@ class Registering:
         self._next_seq, self._low = len(kept) + 1, 1
         if kept:
             self._register(link)
+
+    def stale_answered(self, link: Link, op: _Op, answer: Answer) -> None:
+        """The answer to ``op``, sent under a session the cluster has since forgotten:
+        a result says it applied before the session was forgotten; a refusal under the
+        forgotten session, that this attempt did not apply (nor any, with no other)."""
+        applied: bool | None = None
+        if answer is None:
+            if link.unread(op.frame) and not op.unknown:
+                applied = False
+        elif answer[0] == P.OK:
+            try:
+                result = decode_result(answer[1])
+            except Exception:  # unreadable: its outcome stays unknown
+                result = UNREADABLE
+            if not unknown_session(result) and result is not UNREADABLE:
+                self._resolve(op, result)
+                return
+            if result is not UNREADABLE and not op.unknown:
+                applied = False
+        elif not op.unknown:  # its only attempt's error says what it did
+            payload = answer[1]
+            code, message, *details = payload if isinstance(payload, list) and len(
+                payload) >= 2 else ("refused", payload)
+            self._finish(op, P.error_of(code, message, *details, op=ops.op_name(op.code)))
+            return
+        self._finish(op, forgotten_error(op, applied))
+
+
+#: A result the client could not read.
+UNREADABLE = object()
 
 
 def _left(op: _Op) -> bool:

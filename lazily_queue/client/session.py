@@ -125,7 +125,8 @@ class Session(Registering, Deadlines):
         self._held.clear()
         self._ungreeted.clear()
         for op in list(self._ops.values()):
-            self._send(link, op)
+            if op.seq > 0:  # not one awaiting its answer under a forgotten session
+                self._send(link, op)
 
     def greeted(self, link: Link) -> None:
         """``link``'s member answered the hello: the ops waiting for its features go."""
@@ -334,6 +335,9 @@ class Session(Registering, Deadlines):
 
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done:
+            return
+        if op.seq < 0:  # sent under a session the cluster forgot since (:mod:`.registration`)
+            self.stale_answered(link, op, answer)
             return
         if answer is None:  # the link ended unanswered: the op goes again on the next one
             if link.unread(op.frame):

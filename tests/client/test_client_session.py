@@ -124,19 +124,32 @@ async def test_a_forgotten_session_fails_the_ops_that_may_have_applied_and_renew
     _, second = session.propose(ops.QUEUE_PUSH, ["q", "refused"], timeout=30)
     retried, third = session.propose(ops.QUEUE_PUSH, ["q", "retried"], timeout=30)
     retried.unknown = True  # an earlier attempt's link ended unanswered
-    link.sent[2][1]((P.OK, UNKNOWN))  # refused: the cluster forgot the session
+    _, fourth = session.propose(ops.QUEUE_PUSH, ["q", "lost"], timeout=30)
+    elsewhere, fifth = session.propose(ops.QUEUE_PUSH, ["q", "elsewhere"], timeout=30)
+    elsewhere.link, elsewhere.unknown = RegisteringLink(), True  # in flight on an old link
+    answers = {seq: on_answer for seq, (_, on_answer) in link.sent.items()}
+    answers[2]((P.OK, UNKNOWN))  # refused: the cluster forgot the session
     with pytest.raises(P.SessionForgotten, match="outcome is unknown") as failed:
-        await first
+        await fifth  # nothing more will tell
     assert failed.value.applied is None and "queue_push" in str(failed.value)
-    with pytest.raises(P.SessionForgotten):  # in flight too: failed at once
-        await third
-    assert sorted(link.forgotten) == [1, 2, 3]  # no late answer of the old session is taken
+    assert not any(f.done() for f in (first, third, fourth))  # their answers here tell
+    assert sorted(link.forgotten) == [2, 5]  # no late answer of theirs is taken
     assert session.id == 0 and len(link.registers) == 1
+    answers[1]((P.OK, UNKNOWN))  # refused too: its only attempt did not apply
+    with pytest.raises(P.SessionForgotten, match="it was not applied") as failed:
+        await first
+    assert failed.value.applied is False
+    answers[3]((P.OK, [0, "kept"]))  # applied before the cluster forgot the session
+    assert await third == "kept"
+    answers[4](None)  # its link ended unanswered
+    with pytest.raises(P.SessionForgotten, match="outcome is unknown"):
+        await fourth
     link.sent.clear()
     link.registers[0]((P.OK, [0, WEB + 9]))  # a new session, from seq 1
     assert sorted(link.sent) == [1] and link.sent[1][0] == 1
     link.answer(1, None)
     assert await second is None  # it applied nowhere: sent again under the new one
+    assert session._ops == {}
     session.close()
 
 
@@ -169,10 +182,11 @@ async def test_a_forgotten_session_sends_again_the_ops_whose_requests_never_left
     session = _session(link)
     futures = [session.propose(ops.QUEUE_PUSH, ["q", n], timeout=30)[1] for n in range(4)]
     link.sent[2][1]((P.OK, UNKNOWN))
-    with pytest.raises(P.SessionForgotten) as failed:  # its request had left
+    assert sorted(link.forgotten) == [2, 3, 4]  # no late answer of the old session
+    link.sent[1][1]((P.OK, UNKNOWN))  # its request had left: its own answer tells
+    with pytest.raises(P.SessionForgotten) as failed:
         await futures[0]
-    assert failed.value.applied is None
-    assert sorted(link.forgotten) == [1, 2, 3, 4]  # no late answer of the old session
+    assert failed.value.applied is False
     link.sent.clear()
     link.registers[0]((P.OK, [0, WEB + 9]))
     assert sorted(link.sent) == [1, 2, 3]  # the refused one and the two held, renumbered
@@ -230,7 +244,7 @@ async def test_a_cancelled_pop_its_member_never_read_is_not_sent_again() -> None
     """Its caller went away and it applied nowhere: sent on the next link it would pop
     elements only for its orphan handler to give them back."""
     first, second = UnreadLink(), RecordingLink()
-    links = [first]
+    links: list[RecordingLink] = [first]
     session = Session(owner="web", max_in_flight=64, link=lambda: links[-1],  # type: ignore[arg-type, return-value]
                       drop=lambda _link, _reason: None, unreachable=RuntimeError)
     session.open, session.id = True, REGISTERED_BASE + 1

@@ -90,6 +90,27 @@ async def test_an_op_after_the_cluster_forgot_an_idle_session_goes_under_a_new_o
         assert await node.queue("q").pop_many(10) == [1, 2]
 
 
+async def test_ops_in_flight_when_the_cluster_forgot_the_session_say_they_did_not_apply(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first of them is refused and sent again under a new session; the others, sent
+    on the same link, wait for their own answers there: each refused under the forgotten
+    session, never applied, fails saying so (not that it may have applied)."""
+    monkeypatch.setattr(sm_module, "MAX_CLIENT_SESSIONS", 2)
+    async with one_member() as node, _client(node.listen or "") as client:
+        q = client.queue("q")
+        await q.push(1)
+        first = client.session.id
+        await _others_push_it_out(node.listen or "")
+        outcomes = await asyncio.gather(*(q.push(n) for n in (2, 3, 4)),
+                                        return_exceptions=True)
+        assert client.session.id not in (0, first)
+        assert outcomes[0] is None  # refused, sent again under the new session
+        for outcome in outcomes[1:]:
+            assert isinstance(outcome, SessionForgotten) and outcome.applied is False, \
+                repr(outcome)
+        assert await node.queue("q").pop_many(10) == [1, 2]
+
+
 async def test_a_client_registers_its_session_at_its_first_op_only() -> None:
     async with one_member() as node:
         sm = node.view._sm
