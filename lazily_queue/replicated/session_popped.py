@@ -142,20 +142,16 @@ class SessionPopped:
         record = self.by_session.get(sid)
         if result is not None or record is None or len(args) < 3:
             return
+        name, index = args[0], record.index
         for i, _ in elements(args[1], args[2]) or ():
-            pop = record.find(args[0], i)
-            if pop is not None:
-                del record.index[(args[0], i)]
-                del pop.left[i]
-                record.count -= 1
-                self.count -= 1
-                if not pop.left:
-                    self._gone(record, pop)
+            if (name, i) in index:
+                self._take(record, name, i)
 
     def _popped(self, sid: int, seq: int, name: str, result: list[Any],
                 size: int | None) -> None:
-        found = elements(result[0], result[1])
-        if not found:
+        """What the applied pop ``seq`` handed out (``result``, as the state machine
+        made it: runs covering its values one for one)."""
+        if not result[0]:
             return
         if size is None:
             size = result_size(result, BYTES)
@@ -164,26 +160,35 @@ class SessionPopped:
         record = self.by_session.get(sid)
         if record is None:
             record = self.by_session[sid] = SessionRecord()
-        pop = Pop(seq, name, result, {}, size)
-        for position, (i, _) in enumerate(found):
-            earlier = record.find(name, i)
-            if earlier is not None:  # popped again (an earlier record was not cleared)
-                del earlier.left[i]
-                record.count -= 1
-                self.count -= 1
-                if not earlier.left:
-                    self._gone(record, earlier)
-            record.index[(name, i)] = seq
-            pop.left[i] = position
-        record.pops[seq] = pop
-        record.count += len(pop.left)
+        index = record.index
+        left: dict[int, int] = {}
+        position = 0
+        for first, count, _ in result[1]:
+            for i in range(first, first + count):
+                key = (name, i)
+                if key in index:  # popped again (an earlier record was not cleared)
+                    self._take(record, name, i)
+                index[key] = seq
+                left[i] = position
+                position += 1
+        record.pops[seq] = Pop(seq, name, result, left, size)
+        record.count += position
         record.bytes += size
-        self.count += len(pop.left)
+        self.count += position
         self.bytes += size
         while record.count > SESSION_ELEMENTS and record.pops:
             self._give_up(record)
         if self.count > ELEMENTS or self.bytes > BYTES:
             self._shed()
+
+    def _take(self, record: SessionRecord, name: str, i: int) -> None:
+        """Element ``i`` of queue ``name``, held by ``record``, is no longer held."""
+        pop = record.pops[record.index.pop((name, i))]
+        del pop.left[i]
+        record.count -= 1
+        self.count -= 1
+        if not pop.left:
+            self._gone(record, pop)
 
     def _gone(self, record: SessionRecord, pop: Pop) -> None:
         """``pop`` holds no element any longer."""
