@@ -32,6 +32,8 @@ from .safety import SafetyChecks
 from .scenario import Scenario
 from .stability import LeaderStability
 
+Completion = Callable[[Any, BaseException | None], None]
+
 TICK = 0.02
 MAINTENANCE = 0.2
 TRACE_KEPT = 400
@@ -74,7 +76,10 @@ class Cluster(SafetyChecks):
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._timer_seq = 0
         self._dirty: set[str] = set()
-        self._outstanding: dict[str, dict[int, tuple[Client, Observed, Proposal]]] = {
+        #: Per member, the proposals clients wait on, keyed by their completion callback
+        #: itself (held here, so no other object takes its identity while it waits: a
+        #: proposal whose caller went away has its ``on_done`` cleared by the replica).
+        self._outstanding: dict[str, dict[Completion, tuple[Client, Observed, Proposal]]] = {
             n: {} for n in self.node_ids}
         self.leaders: dict[int, str] = {}
         self._commits: dict[tuple[str, int], int] = {}
@@ -298,7 +303,7 @@ class Cluster(SafetyChecks):
 
     def _dispatch(self, node: SimNode, ready: Ready) -> None:
         for callback, result, error in ready.completions:
-            self._outstanding[node.node_id].pop(id(callback), None)
+            self._outstanding[node.node_id].pop(callback, None)
             callback(result, error)
         for orphan, value in ready.orphans:
             orphan(value)
@@ -352,11 +357,11 @@ class Cluster(SafetyChecks):
 
     def track(self, n: str, client: Client, obs: Observed, p: Proposal) -> None:
         if p.on_done is not None:
-            self._outstanding[n][id(p.on_done)] = (client, obs, p)
+            self._outstanding[n][p.on_done] = (client, obs, p)
 
     def untrack(self, n: str, callback: Callable[[Any, BaseException | None], None]) -> None:
         """Forget what :meth:`track` noted for the proposal completing with ``callback``."""
-        self._outstanding[n].pop(id(callback), None)
+        self._outstanding[n].pop(callback, None)
 
     def propose_detached(self, n: str, code: int, args: list[Any], timeout: float = 3600.0
                          ) -> None:
