@@ -6,7 +6,8 @@ recorded result must be the model's. On top of that:
 
 - every operation a client saw succeed is in the log, with the result the client got;
   one reported as certainly not applied is not in the log (an attempt fenced off by its
-  session's floor, answered "duplicate", is not applied: :mod:`.history`);
+  session's floor, answered "duplicate", or refused under an ended or forgotten session,
+  is not applied and no model replays it: :mod:`.history`);
 - a retried operation (same session and sequence number) is applied once;
 - a push with a message id is applied once while its id is in the dedup window, and
   a repeat returns the first push's result (:mod:`.once`);
@@ -144,6 +145,7 @@ class Checker(TopicChecks):
     # -- replay ---------------------------------------------------------------------------
 
     def replay(self) -> None:
+        self.registered.fenced(self.history.fenced.values())
         seen: dict[tuple[int, int], AppliedOp] = {}
         for op in self.history.in_order():
             self.now = max(self.now, op.stamp)

@@ -12,9 +12,13 @@ indexes was applied twice (a retry the state machine failed to recognise).
 
 An op whose first appearance in the log is answered ``duplicate`` was not applied
 there: it is a stale attempt its session's floor had passed (its proposer gave it up,
-its outcome unknown, and numbered on). Such an appearance is *fenced*: kept apart in
-:attr:`History.fenced`, out of :attr:`History.results` and :meth:`History.in_order`, so
-the op counts as applied only where it really was (a later appearance, if any).
+its outcome unknown, and numbered on). Likewise one answered ``session_ended`` or
+``session_unknown``: the state machine refused it, its session ended or forgotten,
+and applied nothing (that a refused ``CLIENT_OP`` ran nothing is checked as it
+applies). Such an appearance
+is *fenced*: kept apart in :attr:`History.fenced`, out of :attr:`History.results` and
+:meth:`History.in_order`, so the op counts as applied only where it really was (a
+later appearance, if any) and no model takes it for one that might have applied.
 """
 
 from __future__ import annotations
@@ -75,7 +79,11 @@ class History:
     fenced: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
-               results: Any, ran: tuple[tuple[int, int], ...] = ()) -> None:
+               results: Any, ran: tuple[tuple[int, int], ...] = (),
+               refused_ops: tuple[tuple[int, int], ...] = ()) -> None:
+        """Note the batch applied at ``index``; ``ran``: the client ops whose inner op
+        ran, ``refused_ops``: the client ops answered as refused under an ended or
+        forgotten session."""
         self.applied += 1
         digest = hashlib.blake2b(payload, digest_size=12).hexdigest()
         known = self.digests.get(index)
@@ -92,6 +100,11 @@ class History:
             if first != index or key in ran[:k]:
                 self.fail(f"client op {key[0]:x}/{key[1]} was applied twice: at index "
                           f"{first} and again at {index} (a retry not deduplicated)")
+        wrongly = [key for key in refused_ops if key in ran]
+        if wrongly:
+            self.fail(f"client op {wrongly[0][0]:x}/{wrongly[0][1]} ran at index {index} "
+                      "though it was answered as refused under an ended or forgotten "
+                      "session (not applied)")
         try:
             session, _, ops = decode_command(payload)
         except CommandError:
@@ -103,7 +116,7 @@ class History:
             for applied in _unwrapped(index, session, op, result, stamp):
                 self.client_ops += applied.session != session
                 key = (applied.session, applied.seq)
-                if key not in self.results and _duplicate(applied.result):
+                if key not in self.results and _not_applied(applied.result):
                     self.fenced.setdefault(key, applied)
                     continue
                 entry.append(applied)
@@ -130,9 +143,21 @@ class History:
         return out
 
 
-def _duplicate(result: Any) -> bool:
-    """Whether ``result`` is the state machine's "already applied" answer."""
-    return isinstance(result, OpError) and result.code == "duplicate"
+#: The answers of the state machine to an op it did not apply: "already applied" (at a
+#: first appearance: fenced off by its session's floor), its session ended, or forgotten.
+NOT_APPLIED = frozenset({"duplicate", "session_ended", "session_unknown"})
+#: Of those, the refusals of an op under a session the state machine does not hold.
+REFUSED = frozenset({"session_ended", "session_unknown"})
+
+
+def _not_applied(result: Any) -> bool:
+    """Whether ``result`` says the state machine applied nothing for the op."""
+    return isinstance(result, OpError) and result.code in NOT_APPLIED
+
+
+def refused(result: Any) -> bool:
+    """Whether ``result`` refuses an op under an ended or forgotten session."""
+    return isinstance(result, OpError) and result.code in REFUSED
 
 
 def _unwrapped(index: int, session: int, op: list[Any], result: Any, stamp: int
@@ -159,16 +184,18 @@ class RecordingStateMachine(StateMachine):
         self.history = history
         self.index_source: Callable[[], int] = lambda: 0
         self._ran: list[tuple[int, int]] = []
+        self._refused: list[tuple[int, int]] = []
         self._inner_ran = False
 
     def apply(self, payload: bytes, stamp: int) -> Any:
         before = self.now
         self._ran = []
+        self._refused = []
         result = super().apply(payload, stamp)
         if self.now < before:
             self.history.fail(f"node {self.node}: replicated time went back from {before}")
         self.history.record(self.node, self.index_source(), payload, stamp, result,
-                            tuple(self._ran))
+                            tuple(self._ran), tuple(self._refused))
         return result
 
     def apply_client(self, args: list[Any]) -> Any:
@@ -176,6 +203,8 @@ class RecordingStateMachine(StateMachine):
         result = super().apply_client(args)
         if self._inner_ran:
             self._ran.append((args[0], args[1]))
+        if refused(result):
+            self._refused.append((args[0], args[1]))
         return result
 
     def _apply_plain(self, code: Any, args: list[Any]) -> Any:

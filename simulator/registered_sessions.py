@@ -8,25 +8,32 @@ op it was answered before again, under the session it was sent in, through any m
 (a retry arriving late). The registering clients share one owner tag, and the scenario
 keeps few client sessions (:func:`session_bound`), so their sessions are given up for
 the bound while such retries, and their own ops, are on the way: an op under a session
-the cluster no longer holds must be refused ``session_unknown``, never applied.
+the cluster no longer holds must be refused ``session_unknown``, never applied. The
+client takes that answer as a real client does (:mod:`lazily_queue.client.registration`):
+an op no attempt of which may have applied (none went unanswered, none through a second
+member) was applied nowhere, and goes again, renumbered, under a new session; the
+others fail with their outcome unknown.
 
 :class:`RegisteredSessionsModel` replays the ops on :data:`REG_QUEUE` in log order: a
-push answered ``None`` applied, one answered ``session_unknown`` did not (a retry of it
-answered otherwise than its first application is caught by the checker's replay, an op
-run twice by the history); at the end the queue holds exactly the applied pushes, each
-once, in order.
+push answered ``None`` applied; one whose first appearance was answered
+``session_unknown`` is not in the replay at all (:mod:`.history` fences it off), and
+must never apply: the checker fails an op its client was told was not applied that the
+log applied (a retry answered otherwise than its first application is caught by the
+checker's replay, an op run twice by the history); at the end the queue holds exactly
+the applied pushes, each once, in order.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any
 
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.client_sessions import owner_tag
 from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
 
-from .client import OK, Host, Observed
+from .client import FAILED, OK, Host, Observed
 from .client import UNKNOWN as UNKNOWN_OUTCOME
 from .history import AppliedOp, Violation
 from .session_client import SessionClient
@@ -65,6 +72,10 @@ class RegisteringClient(SessionClient):
         self.answered_before: list[list[Any]] = []
         self.late_retries = 0
         self.forgotten = 0
+        #: Ops refused under a forgotten session and sent again under the next one.
+        self.sent_again = 0
+        #: The op to send again under the next session: ``(code, args)``.
+        self.again: tuple[int, list[Any]] | None = None
 
     def next_op(self) -> None:
         rng = self.rng
@@ -96,9 +107,16 @@ class RegisteringClient(SessionClient):
         if obs.outcome == OK and self.grouped and type(result) is list and len(result) == 1:
             result = result[0]
         if obs.outcome == OK and result == UNKNOWN:
-            # The cluster forgot this session: the op's outcome is unknown (an earlier
-            # attempt may have applied), as a client's SessionForgotten says; a new one.
-            obs.outcome, obs.result = UNKNOWN_OUTCOME, result
+            # The cluster forgot this session. With an attempt that may have applied, the
+            # op's outcome is unknown (SessionForgotten); with none, it was not applied
+            # anywhere: the client sends it again under its next session.
+            obs.result = result
+            if self.maybe_applied:
+                obs.outcome = UNKNOWN_OUTCOME
+            else:
+                obs.outcome = FAILED
+                self.again = (obs.code, list(obs.args))
+                self.sent_again += 1
             self.pending = None
             self.forgotten += 1
             self.session = 0
@@ -106,6 +124,9 @@ class RegisteringClient(SessionClient):
         super()._done(obs)
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
+        if self.again is not None:
+            again, self.again = self.again, None
+            return again
         if not self.declared:
             return C.QUEUE_DECLARE, [REG_QUEUE, None]
         if self.draining:
@@ -142,12 +163,14 @@ class RegisteredSessionsModel:
                                 f"{op.result!r:.120}, not a registered session id")
             self.registered += 1
             return
-        if op.result == UNKNOWN:
-            self.refused += 1
-            return
         if op.code == C.QUEUE_PUSH:
             op.expect(None)
             self.values.append(op.args[1])
+
+    def fenced(self, ops: Iterable[AppliedOp]) -> None:
+        """Count the first appearances refused under a forgotten session (never applied:
+        :mod:`.history` keeps them apart)."""
+        self.refused += sum(op.result == UNKNOWN for op in ops)
 
     def retried(self, op: AppliedOp) -> None:
         """``op`` was applied before (the checker's replay compared the results)."""

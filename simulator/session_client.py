@@ -33,7 +33,7 @@ from lazily_queue.core.queue import QueuePushError
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
-from .client import OK, QUEUE, TOPIC, UNKNOWN, WORK, Client, Host, Observed
+from .client import FAILED, OK, QUEUE, TOPIC, UNKNOWN, WORK, Client, Host, Observed
 
 #: The share of operations also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15
@@ -55,6 +55,10 @@ class SessionClient(Client):
         #: The operation waiting for an answer: its sequence number, code and arguments.
         self.pending: tuple[int, int, list[Any]] | None = None
         self.attempts = 0
+        #: An attempt of the pending op may have applied: one went unanswered (timed out,
+        #: its member crashed, not clean) or went through a second member (as a real
+        #: client's op is ``unknown`` once a link it was sent on ended unanswered).
+        self.maybe_applied = False
         self.grouped = False
         self.retries = 0
         self.moves = 0
@@ -80,6 +84,7 @@ class SessionClient(Client):
                 return
             self.seq += 1
             self.pending = (self.seq, *inner)
+            self.maybe_applied = False
         seq, code, args = self.pending
         wrapped = self._wrapped(seq, code, args)
         self.grouped = wrapped[0] == C.CLIENT_OPS
@@ -94,6 +99,7 @@ class SessionClient(Client):
         if roll < DOUBLE_SEND:
             others = [n for n in self._running() if n != self.node]
             if others:
+                self.maybe_applied = True
                 again = self._wrapped(seq, code, args)
                 self.cluster.propose_detached(self.rng.choice(others), again[0], again[1:],
                                               timeout=self.rng.uniform(0.3, 2.0))
@@ -121,10 +127,12 @@ class SessionClient(Client):
             return
         # No answer (or "not applied" from this member): the same op goes again, through
         # another member. A report of "not applied" holds for this attempt only.
+        self.maybe_applied = self.maybe_applied or obs.outcome != FAILED
         obs.outcome = UNKNOWN
         self._move()
 
     def lost(self, obs: Observed) -> None:
+        self.maybe_applied = True
         self._move()
 
     def _move(self) -> None:

@@ -144,6 +144,7 @@ class SessionGiver(SessionClient):
                 return
             self.seq += 1
             self.pending = (self.seq, *inner)
+            self.maybe_applied = False
         seq, code, args = self.pending
         link = self._current_link()
         if self.consume_only and not self._admitted(link, seq, code, args):

@@ -68,4 +68,6 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["forgotten_refused"] = checker.registered.refused
     stats["late_retries"] = sum(cl.late_retries for cl in sim.clients
                                 if isinstance(cl, RegisteringClient))
+    stats["sent_again"] = sum(cl.sent_again for cl in sim.clients
+                              if isinstance(cl, RegisteringClient))
     return stats

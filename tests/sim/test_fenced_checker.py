@@ -16,7 +16,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from simulator.checker import Checker
-from simulator.client import OK, QUEUE, UNKNOWN, Observed
+from simulator.client import FAILED, OK, QUEUE, UNKNOWN, Observed
 from simulator.history import History, RecordingStateMachine, Violation
 
 MEMBER = 5
@@ -102,3 +102,21 @@ def test_a_retry_after_the_application_is_not_fenced() -> None:
     checker.replay()
     checker.check_clients()
     assert checker.deduplicated == 1
+
+
+def test_an_op_refused_under_an_ended_session_is_fenced_off_the_replay() -> None:
+    """A client ends its session; a push of it sent before the end (through a slow
+    member) commits after it and is refused ``session_ended``: never applied, so no
+    model replays it, and a client told it was not applied is right."""
+    run = _Run()
+    assert run.batch(1, 1, C.QUEUE_DECLARE, QUEUE, None) is None
+    assert run.batch(2, 2, C.CLIENT_OP, CLIENT, 1, 1, C.QUEUE_PUSH, QUEUE, "a") is None
+    assert run.batch(3, 3, C.CLIENT_OP, CLIENT, 3, 3, C.SESSION_END) is None
+    refused = run.batch(4, 4, C.CLIENT_OP, CLIENT, 2, 2, C.QUEUE_PUSH, QUEUE, "b")
+    assert isinstance(refused, OpError) and refused.code == "session_ended"
+    assert (CLIENT, 2) in run.history.fenced and (CLIENT, 2) not in run.history.results
+    checker = _checker(run, (CLIENT, 2), FAILED, refused)
+    checker.replay()
+    checker.check_clients()
+    checker.check_final(run.sm.capture())
+    assert checker.pushed == ["a"]

@@ -5,6 +5,7 @@ model catch it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
@@ -14,10 +15,18 @@ from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated import session_register
 from lazily_queue.replicated.session_register import UNKNOWN
+from simulator.checker import Checker
+from simulator.client import FAILED, Observed
 from simulator.history import History, RecordingStateMachine, Violation
 from simulator.registered_sessions import REG_QUEUE, REG_TAG, RegisteredSessionsModel
 
 MEMBER = 5
+
+
+@dataclass
+class _Client:
+    cid: str
+    ops: list[Observed] = field(default_factory=list)
 
 
 class _Run:
@@ -78,3 +87,64 @@ def test_a_late_retry_applied_again_is_caught(monkeypatch: pytest.MonkeyPatch) -
         _late_retry(run)
     with pytest.raises(Violation, match="holds"):
         run.model()
+
+
+def _refused_new_op(run: _Run) -> tuple[int, Any]:
+    """A client's first session is given up for the bound before its next push goes:
+    the push (seq 3) is refused under the forgotten session."""
+    first = run.member(C.SESSION_REGISTER, REG_TAG)
+    assert run.client(first, 1, C.QUEUE_DECLARE, REG_QUEUE, None) is None
+    assert run.client(first, 2, C.QUEUE_PUSH, REG_QUEUE, "v") is None
+    for _ in range(2):
+        run.member(C.SESSION_REGISTER, REG_TAG)
+    return first, run.client(first, 3, C.QUEUE_PUSH, REG_QUEUE, "w")
+
+
+def test_an_op_refused_under_a_forgotten_session_is_fenced_off_the_replay() -> None:
+    run = _Run(bound=2)
+    first, answer = _refused_new_op(run)
+    assert answer == UNKNOWN
+    assert (first, 3) in run.history.fenced and (first, 3) not in run.history.results
+    told = Observed("rs1", "n1", first, 3, C.QUEUE_PUSH, [REG_QUEUE, "w"], 0.0,
+                    outcome=FAILED, result=UNKNOWN)  # the client sends it again
+    checker = Checker(run.history, [_Client("rs1", [told])])
+    checker.replay()
+    checker.check_clients()
+    checker.check_final(run.sm.capture())
+    assert checker.registered.values == ["v"] and checker.registered.refused == 1
+
+
+class _RunsRefused(RecordingStateMachine):
+    """A state machine that answers an op under a forgotten session ``session_unknown``
+    but applies it all the same, in a session it opens anew."""
+
+    def _apply_in_session(self, sid: int, floor: int, ops: list[list[Any]]) -> list[Any]:
+        if not session_register.registered(sid) or sid in self.sessions:
+            return super()._apply_in_session(sid, floor, ops)
+        original = session_register.registered
+        session_register.registered = lambda sid: False
+        try:
+            super()._apply_in_session(sid, floor, ops)
+        finally:
+            session_register.registered = original
+        return [UNKNOWN for _ in ops]
+
+
+def test_an_op_answered_refused_that_ran_is_caught() -> None:
+    run = _Run(bound=2)
+    run.sm = _RunsRefused("n1", run.history)
+    with pytest.raises(Violation, match="ran at index 6 though it was answered as refused"):
+        _refused_new_op(run)
+
+
+def test_an_op_told_not_applied_that_the_log_applied_is_caught() -> None:
+    run = _Run(bound=2)
+    first = run.member(C.SESSION_REGISTER, REG_TAG)
+    assert run.client(first, 1, C.QUEUE_DECLARE, REG_QUEUE, None) is None
+    assert run.client(first, 2, C.QUEUE_PUSH, REG_QUEUE, "v") is None
+    told = Observed("rs1", "n1", first, 2, C.QUEUE_PUSH, [REG_QUEUE, "v"], 0.0,
+                    outcome=FAILED, result=UNKNOWN)
+    checker = Checker(run.history, [_Client("rs1", [told])])
+    checker.replay()
+    with pytest.raises(Violation, match="reported as not applied was applied at index 3"):
+        checker.check_clients()
