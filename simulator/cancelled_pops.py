@@ -23,7 +23,10 @@ after a few and give the rest back (``QUEUE_UNPOP_STAMPED``).
 
 :func:`check_given_back`: a pop the log applied for this client, taking elements, either
 reached its caller or was handed to ``on_orphan``, unless its member restarted since the
-pop was issued (a crash loses what the member held for its callers).
+pop was issued (a crash loses what the member held for its callers); and the give-back
+``on_orphan`` proposed applied, unless its member restarted or its proposal failed with
+an error (:func:`check_orphan_give_backs`: one fenced off, answered "duplicate", lost
+its elements unseen).
 """
 
 from __future__ import annotations
@@ -280,7 +283,22 @@ class _Call:
         self.cluster.observed(obs)
         if isinstance(result, list) and result and result[0]:
             self.owner.given_back += 1
-            self.cluster.propose_detached(obs.node, C.QUEUE_UNPOP_STAMPED, [QUEUE, *result])
+            self.owner.give_back_orphan(obs.node, list(result[0]), list(result[1]))
+
+
+@dataclass
+class OrphanGiveBack:
+    """A give-back proposed by ``on_orphan``: where, under which member session and
+    number, and what became of its proposal."""
+
+    node: str
+    incarnation: int
+    session: int
+    seq: int
+    values: list[Any]
+    error: str = ""
+    result: Any = None
+    answered: bool = False
 
 
 class CancellingConsumer(Consumer):
@@ -298,6 +316,31 @@ class CancellingConsumer(Consumer):
         self.met_cancelled = 0
         self.stepped_now = 0
         self.given_back = 0
+        #: The give-backs its ``on_orphan`` proposed (as the queue storage's does).
+        self.orphan_give_backs: list[OrphanGiveBack] = []
+        #: What :func:`check_orphan_give_backs` found: applied, restarted, failed.
+        self.orphans_seen: dict[str, int] = {}
+        #: Those its member could not take (not running, stalled): lost with a log line.
+        self.unproposed = 0
+
+    def give_back_orphan(self, node: str, values: list[Any], runs: list[Any]) -> None:
+        """Propose the give-back of ``values`` (``runs``: their ids) on ``node`` with
+        nobody waiting (the queue storage's ``_return_orphan``), noting its fate."""
+        sim = self.sim
+        entry = OrphanGiveBack(node, sim.nodes[node].incarnation, sim.session_of(node), 0,
+                               values)
+
+        def done(result: Any, error: BaseException | None) -> None:
+            entry.answered, entry.result = True, result
+            entry.error = "" if error is None else type(error).__name__
+
+        p = sim.propose(self, node, C.QUEUE_UNPOP_STAMPED, [QUEUE, values, runs],
+                        timeout=3600.0, on_done=done, on_orphan=None)
+        if p is None:
+            self.unproposed += 1
+            return
+        entry.seq = p.seq
+        self.orphan_give_backs.append(entry)
 
     def next_op(self) -> None:
         if self.give_back is None and self.draining:
@@ -340,13 +383,49 @@ class CancellingConsumer(Consumer):
                 call.finished = True
 
 
+def check_orphan_give_backs(history: History, client: CancellingConsumer, cluster: Cluster
+                            ) -> dict[str, int]:
+    """Every give-back an ``on_orphan`` proposed applied (returning ``None``), unless its
+    member restarted since (a crash loses what it held) or its proposal failed with an
+    error (the storage logs the loss). One answered otherwise (fenced off by the member
+    session's floor: "duplicate", never applied) or never answered, its member still the
+    same process, lost its elements unseen: a violation."""
+    seen: dict[str, int] = {"applied": 0, "restarted": 0, "failed": 0}
+    for entry in client.orphan_give_backs:
+        applied = history.results.get((entry.session, entry.seq))
+        if applied is not None and applied.result is None:
+            seen["applied"] += 1
+            continue
+        where = (f"{client.cid}: the give-back of {entry.values!r:.60} proposed by on_orphan "
+                 f"on {entry.node} (member session {entry.session:x} seq {entry.seq})")
+        if applied is not None:
+            raise Violation(f"{where} applied at index {applied.index} returning "
+                            f"{applied.result!r:.80}: its elements are lost")
+        if cluster.nodes[entry.node].incarnation != entry.incarnation:
+            seen["restarted"] += 1
+            continue
+        if entry.error:
+            seen["failed"] += 1
+            continue
+        fenced = history.fenced.get((entry.session, entry.seq))
+        outcome = (f"was answered {entry.result!r:.80}" if entry.answered
+                   else "was never answered")
+        raise Violation(f"{where} was never applied (first logged at index "
+                        f"{fenced.index if fenced is not None else '-'}) and {outcome}: "
+                        "its elements are lost unseen")
+    return seen
+
+
 def check_given_back(history: History, clients: Sequence[Client], cluster: Cluster) -> int:
     """Every pop applied for a :class:`CancellingConsumer` that took elements reached its
-    caller or its ``on_orphan`` (module docstring); returns how many were checked."""
+    caller or its ``on_orphan`` (module docstring), and every give-back its ``on_orphan``
+    proposed applied (:func:`check_orphan_give_backs`); returns how many pops were
+    checked."""
     checked = 0
     for client in clients:
         if not isinstance(client, CancellingConsumer):
             continue
+        client.orphans_seen = check_orphan_give_backs(history, client, cluster)
         for obs in client.ops:
             applied = history.results.get((obs.session, obs.seq))
             if not isinstance(obs, DriverObserved) or applied is None:
