@@ -103,6 +103,10 @@ class Scenario:
     #: every other one without the produce permission (:mod:`.session_givers`), seeded
     #: apart likewise.
     session_givers: int = 0
+    #: Cluster clients with several ops in flight whose registered sessions are given
+    #: up for the bound, as the registering ones' are (:mod:`.forgotten_sessions`), seeded
+    #: apart likewise.
+    forgetting_clients: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -167,6 +171,7 @@ def generate(seed: int) -> Scenario:
     s.ephemeral_sessions = 2
     s.registered_sessions = 2
     s.session_givers = 2
+    s.forgetting_clients = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

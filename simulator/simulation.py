@@ -25,6 +25,7 @@ from .deliveries import check_session_answers, check_single_delivery
 from .ephemeral_sessions import EphemeralSessionClient
 from .expiry import TtlClient
 from .faults import Faults
+from .forgotten_sessions import ForgettingClient
 from .group_expiry import GroupTtlClient
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
@@ -178,6 +179,8 @@ class Simulation:
              lambda cid, r, i: RegisteringClient(cid, c, r)),
             (self.s.session_givers, 8009, 443, "gv",
              lambda cid, r, i: SessionGiver(cid, c, r, consume_only=i % 2 == 0)),
+            (self.s.forgetting_clients if self.s.registered_sessions else 0, 8011, 457, "fs",
+             lambda cid, r, i: ForgettingClient(cid, c, r)),
         ]
         for count, factor, offset, prefix, make in apart:
             for i in range(count):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .cancelled_pops import CancellingConsumer
+from .forgotten_sessions import ForgettingClient
 from .registered_sessions import RegisteringClient
 from .session_client import SessionClient, SessionGroupMember, SessionProducer
 
@@ -55,6 +56,9 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["met_cancelled"] = sum(cl.met_cancelled for cl in cancelling)
     stats["given_back"] = sum(cl.given_back for cl in cancelling)
     stats["given_back_checked"] = sim.given_back
+    for key in ("applied", "restarted", "failed"):
+        stats[f"orphan_give_backs_{key}"] = sum(cl.orphans_seen.get(key, 0) for cl in cancelling)
+    stats["orphan_give_backs_unproposed"] = sum(cl.unproposed for cl in cancelling)
     for key, value in sim.give_backs.items():
         stats[f"giver_{key}"] = value
     stats["txn_due_applied"] = checker.txn_options.due_applied
@@ -68,6 +72,9 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["forgotten_refused"] = checker.registered.refused
     stats["late_retries"] = sum(cl.late_retries for cl in sim.clients
                                 if isinstance(cl, RegisteringClient))
+    forgetting = [cl for cl in sim.clients if isinstance(cl, ForgettingClient)]
+    for key in ("forgotten", "sent_again", "failed_forgotten", "late_held"):
+        stats[f"fs_{key}"] = sum(getattr(cl, key) for cl in forgetting)
     stats["sent_again"] = sum(cl.sent_again for cl in sim.clients
                               if isinstance(cl, RegisteringClient))
     return stats

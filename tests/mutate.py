@@ -195,6 +195,21 @@ MUTATIONS = [
          "tests/sim/test_simulation.py::test_client_retries_through_other_members_apply_once"),
         "a client's op retried through another member applies at most once"),
     Mutation(
+        "forgotten-session-op-applied", "lazily_queue/replicated/state_machine.py",
+        "                        results.append(session_register.UNKNOWN)\n"
+        "                        continue\n",
+        "                        results.append(session_register.UNKNOWN)\n",
+        ("tests/sim/test_registered_sessions_checker.py::"
+         "test_an_op_refused_under_a_forgotten_session_is_fenced_off_the_replay",),
+        "an op refused under a forgotten session (session_unknown) is never applied"),
+    Mutation(
+        "forgotten-session-unknown-op-sent-again", "lazily_queue/client/registration.py",
+        "            if op.unknown if op is answered else (op.unknown or _left(op)):",
+        "            if False if op is answered else (op.unknown or _left(op)):",
+        ("tests/sim/test_forgotten_sessions.py",),
+        "an op refused under a forgotten session that may have applied fails "
+        "SessionForgotten, never sent again under a new session"),
+    Mutation(
         "dedup-window-ignored", "lazily_queue/replicated/dedup.py",
         "    if found:\n        return first\n",
         "    if False:\n        return first\n",

@@ -1,0 +1,294 @@
+"""A cluster client with several ops in flight whose session the cluster forgets, as a
+real client of protocol 5 takes it: through the client's own
+:meth:`~lazily_queue.client.registration.Registering._forgotten`.
+
+A :class:`ForgettingClient` registers its session under the registering clients' owner
+tag (:mod:`.registered_sessions`: few client sessions are kept, so theirs are given up
+for the bound while ops are on the way), declares :data:`~.registered_sessions.REG_QUEUE`
+and pushes unique values to it, up to :data:`WINDOW` at once, each under the next
+sequence number, on a link to one member. A share of the requests stay held in the
+link (:data:`HELD`: the member reads them later, one at a time), as a member busy
+reading a large request holds the next ones in the socket. A link ends when its member
+crashes, cannot commit, drops before an answer arrives (:data:`ANSWER_LOST`) or the
+client moves on: its requests still held are never read (the op goes again on the next
+link), the others may have applied (the op is ``unknown``, and goes again under its
+number).
+
+When an op is answered ``session_unknown``, the real ``_forgotten`` decides, on the
+client's real ``_Op`` records: the ops whose requests left this process (read by a
+member) or that are ``unknown`` fail (``SessionForgotten``, outcome unknown); the
+others go again, renumbered, under a new session. Those are reported to the checker
+as not applied under their old number: the checker fails the run if that number ever
+applies (a held request read after the session was forgotten must be refused), and
+the registered-sessions model if a value is in the queue twice.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import TYPE_CHECKING, Any, cast
+
+from lazily_queue.client.link import Link
+from lazily_queue.client.registration import Registering
+from lazily_queue.client.session import _Op
+from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+
+from .client import FAILED, OK, Client, Observed
+from .client import UNKNOWN as UNKNOWN_OUTCOME
+from .registered_sessions import REG_QUEUE, REG_TAG
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+#: Ops in flight at most.
+WINDOW = 4
+#: The share of requests held in the link for a while before the member reads them.
+HELD = 0.3
+#: The share of answers lost with their link (the op applied; it goes again, unknown).
+ANSWER_LOST = 0.1
+#: The chance, at each act, of a pause in new pushes.
+PAUSE = 0.25
+
+
+class _SimLink:
+    """A link to one member process: the request frames it still holds (unread)."""
+
+    def __init__(self, node: str, incarnation: int) -> None:
+        self.node, self.incarnation = node, incarnation
+        self.open = True
+        self.held: set[int] = set()
+        self.forgotten: set[int] = set()
+
+    def holds(self, frame: int) -> bool:
+        return frame in self.held
+
+    def forget(self, rid: int) -> None:
+        self.forgotten.add(rid)
+
+
+class _Session(Registering):
+    """The state the real ``_forgotten`` works on; its ``_finish`` notes what failed."""
+
+    def __init__(self) -> None:
+        self.id = 0
+        self.owner_tag = REG_TAG
+        self.open = True
+        self.register_timeout = 10.0
+        self._registering = None
+        self._ops: dict[int, _Op] = {}
+        self._next_seq = 1
+        self._low = 1
+        self._held: deque[_Op] = deque()
+        self._ungreeted: list[_Op] = []
+        #: Ops failed (SessionForgotten) by the last ``_forgotten``.
+        self.failed: list[_Op] = []
+
+    def _finish(self, op: _Op, error: Exception | None) -> None:
+        op.done = True
+        self._ops.pop(op.seq, None)
+        self.failed.append(op)
+
+    def _register(self, link: Link) -> None:
+        return None  # the client registers at its next act
+
+    def floor(self) -> int:
+        return min(self._ops, default=self._next_seq)
+
+
+class ForgettingClient(Client):
+    """Pushes several at once under a registered session (module docstring)."""
+
+    kind = "forgetting"
+
+    def __init__(self, cid: str, cluster: Cluster, rng: random.Random) -> None:
+        super().__init__(cid, cluster, rng)
+        self.sim = cluster
+        self.s = _Session()
+        self.link: _SimLink | None = None
+        self.n = 0
+        self.rids = 0
+        self.frames = 0
+        #: The arguments of each op.
+        self.args: dict[_Op, list[Any]] = {}
+        self.declared = False
+        self.quiet_until = 0.0
+        self.relink_at = 0.0
+        #: The declaration until it is answered.
+        self.declaring: _Op | None = None
+        #: Counts: sessions forgotten; ops sent again, failed SessionForgotten; held
+        #: requests read after their session was forgotten.
+        self.forgotten = 0
+        self.sent_again = 0
+        self.failed_forgotten = 0
+        self.late_held = 0
+
+    @property
+    def settled(self) -> bool:
+        return not self.busy and (not self.s._ops or self.stopped)
+
+    def next_op(self) -> None:
+        s = self.s
+        if s.id == 0:
+            if self.draining:
+                self.stopped = True  # what is kept was applied nowhere: given up
+                return
+            self.call(C.SESSION_REGISTER, [REG_TAG], self._registered,
+                      timeout=self.rng.uniform(0.3, 2.0))
+            return
+        if not self.draining and not self.declared:
+            if self.declaring is None:
+                self.declaring = self._new_op(C.QUEUE_DECLARE, [REG_QUEUE, None])
+        elif not self.draining and self.sim.now() >= self.quiet_until:
+            # Pushes once the declaration was answered; now and then a pause (its session
+            # the least recently seen: the first its owner's given up at the bound).
+            if self.rng.random() < PAUSE:
+                self.quiet_until = self.sim.now() + self.rng.uniform(0.3, 1.5)
+            for _ in range(self.rng.randint(0, WINDOW - len(s._ops))):
+                self.n += 1
+                self._new_op(C.QUEUE_PUSH, [REG_QUEUE, f"{self.cid}:{self.n}"])
+        elif not s._ops:
+            self.stopped = True
+            return
+        if self.sim.now() < self.relink_at:
+            return
+        link = self._current_link()
+        for op in sorted(s._ops.values(), key=lambda o: o.seq):
+            if op.rid == 0 and link.open:
+                self._send(link, op)
+
+    def _registered(self, obs: Observed) -> None:
+        if obs.outcome == OK and type(obs.result) is int and obs.result >= REGISTERED_BASE:
+            self.s.id = obs.result
+        else:
+            self._leave()
+
+    def _new_op(self, code: int, args: list[Any]) -> _Op:
+        s = self.s
+        op = _Op(cast(Any, None), s._next_seq, code, b"", float("inf"), cast(Any, None), None)
+        self.args[op] = args
+        s._ops[op.seq] = op
+        s._next_seq += 1
+        return op
+
+    def _args(self, op: _Op) -> list[Any]:
+        return self.args[op]
+
+    def _current_link(self) -> _SimLink:
+        incarnation = self.sim.nodes[self.node].incarnation
+        link = self.link
+        if link is None or not link.open or link.node != self.node or (
+                link.incarnation != incarnation):
+            if link is not None:
+                self._ended(link)
+            link = self.link = _SimLink(self.node, incarnation)
+        return link
+
+    def _ended(self, link: _SimLink) -> None:
+        """``link`` ended: as the session's ``_answered`` with no answer."""
+        if not link.open:
+            return
+        link.open = False
+        for op in self.s._ops.values():
+            if op.link is cast(Any, link) and op.rid:
+                if not link.holds(op.frame):
+                    op.unknown = True
+                op.rid = 0
+
+    def _leave(self) -> None:
+        if self.link is not None:
+            self._ended(self.link)
+        running = [n for n in self.cluster.member_ids()
+                   if self.cluster.running(n) and n != self.node]
+        if running:
+            self.node = self.rng.choice(running)
+
+    def _send(self, link: _SimLink, op: _Op) -> None:
+        self.rids += 1
+        self.frames += 1
+        op.rid, op.frame, op.link = self.rids, self.frames, cast(Any, link)
+        request = (self.s.id, op.seq, self.s.floor(), op.code, self._args(op))
+        if self.rng.random() < HELD:
+            link.held.add(op.frame)
+            frame, rid = op.frame, op.rid
+
+            def read() -> None:
+                if link.open and frame in link.held:
+                    link.held.discard(frame)
+                    if request[0] != self.s.id:
+                        self.late_held += 1  # read under a session since forgotten
+                    self._propose(link, op, rid, request)
+
+            self.sim.at(self.sim.now() + self.rng.uniform(0.02, 1.5), read)
+            return
+        self._propose(link, op, op.rid, request)
+
+    def _propose(self, link: _SimLink, op: _Op, rid: int,
+                 request: tuple[int, int, int, int, list[Any]]) -> None:
+        session, seq, floor, code, args = request
+        obs = Observed(self.cid, link.node, session, seq, code, list(args), self.cluster.now())
+
+        def done(result: Any, error: BaseException | None) -> None:
+            self._answered(link, op, rid, obs, result, error)
+
+        p = self.cluster.propose(self, link.node, C.CLIENT_OP,
+                                 [session, seq, floor, code, *args],
+                                 timeout=self.rng.uniform(0.3, 2.0), on_done=done,
+                                 on_orphan=None)
+        if p is None:  # the member cannot take it: the link ends unread
+            link.held.add(op.frame)
+            if link is self.link:
+                self._leave()
+            return
+        self.ops.append(obs)
+        self.cluster.track(link.node, self, obs, p)
+
+    def _answered(self, link: _SimLink, op: _Op, rid: int, obs: Observed, result: Any,
+                  error: BaseException | None) -> None:
+        obs.outcome, obs.result = UNKNOWN_OUTCOME, result
+        self.cluster.observed(obs)
+        current = not op.done and op.rid == rid and rid not in link.forgotten
+        if error is not None:
+            obs.result = type(error).__name__
+            if current and link is self.link:
+                self._leave()  # the op goes again on the next link, unknown
+            return
+        if result == UNKNOWN:  # refused: applied nowhere under this number
+            if current:
+                self._forgotten(link, op)
+            return
+        if current and link is self.link and self.rng.random() < ANSWER_LOST:
+            # The link ended before the answer came: the op is unknown, and goes again
+            # once the client linked again (its session idle meanwhile).
+            self._leave()
+            self.relink_at = self.sim.now() + self.rng.uniform(0.3, 1.5)
+            return
+        if not isinstance(result, OpError) or current:
+            obs.outcome = OK
+        if current:
+            op.done = True
+            self.s._ops.pop(op.seq, None)
+            self.declared = self.declared or op is self.declaring
+
+    def _forgotten(self, link: _SimLink, answered: _Op) -> None:
+        s = self.s
+        old = {op: (s.id, op.seq) for op in s._ops.values()}
+        s.failed = []
+        s._forgotten(cast(Link, link), answered)
+        self.forgotten += 1
+        self.failed_forgotten += len(s.failed)
+        if self.declaring in s.failed:
+            self.declaring = None  # its outcome unknown: declared again
+        for op in s._ops.values():  # kept: reported not applied, sent again
+            session, seq = old[op]
+            self.sent_again += 1
+            self.ops.append(Observed(self.cid, link.node, session, seq, op.code, self._args(op),
+                                     self.cluster.now(), outcome=FAILED,
+                                     result="sent again under a new session"))
+
+    def lost(self, obs: Observed) -> None:
+        link = self.link
+        if link is not None and link.open and link.node == obs.node:
+            self._leave()
