@@ -110,6 +110,22 @@ def test_cancelled_pops_give_their_elements_back(first_seeds: str) -> None:
     assert found is not None and all(int(n) > 0 for n in found.groups()), out
 
 
+def test_orphan_give_backs_apply_and_forgotten_sessions_resend_only_ops_not_applied(
+        first_seeds: str) -> None:
+    """The give-backs of cancelled pops apply (the checker fails a run where one was
+    fenced off or never answered); a client's registered session is forgotten while its
+    ops are in flight, some sent again under a new session (the checker fails a run where
+    one applied under its old number; ``test_forgotten_sessions`` has a seed where one
+    fails SessionForgotten)."""
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out
+    found = re.search(r"given back by on_orphan \((\d+) give-backs applied", out)
+    assert found is not None and int(found.group(1)) > 0, out
+    found = re.search(r"(\d+) forgotten under a client with ops in flight: (\d+) ops sent "
+                      r"again as not applied", out)
+    assert found is not None and all(int(n) > 0 for n in found.groups()), out
+
+
 def test_transactions_count_the_delayed_elements_a_push_makes_ready(first_seeds: str) -> None:
     """Transactions push with options (some with a ttl) into a bounded queue holding due
     delayed elements; the checker fails a run where one applies in part, aborts ``full``
