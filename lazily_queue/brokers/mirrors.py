@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.limits import Limits
-from ..core.queue import RESET, QueuePopError
+from ..core.queue import PUSH, RESET, QueuePopError
 from ..core.work import DeadLetter, DeadLetterReason, Delivery, change_mask
 from ..core.work import WorkTransition as WT
 from ..core.work_masks import ALL_WORK_READERS
 from ..storage.queue import QueueChangeListener
 from ..storage.work import WorkQueueChangeListener
-from .mirror import MirroredObject
+from .mirror import MirroredObject, queue_transitions
 
 T = TypeVar("T")
 
@@ -40,15 +40,33 @@ def foreign_letter(item: int | None, value: Any, attempts: object, reason: objec
 
 
 class QueueMirror(MirroredObject, Generic[T]):
-    """A broker queue's mirrored length, closed flag and capacity."""
+    """A broker queue's mirrored length, closed flag and capacity.
+
+    A refresh's read and this process's own operations answer in any order (several
+    round trips are in flight at once), so each state carries the broker's version: a
+    push a read already counts is not counted again, a read that missed a push counted
+    meanwhile keeps it, and a read older than an empty queue a pop found meanwhile is
+    dropped. The readers then report only changes the broker made."""
 
     #: The ``Limits(max_length=n)`` the queue was opened with (its capacity ``n``), which
     #: the cell reports as ``limits()``; ``None`` when opened with ``capacity``.
     declared_limits: Limits | None = None
     _listener: QueueChangeListener | None
     _len: int
+    _head_id: object
     _closed: bool
     _capacity: int | None
+    _items: list[Any]
+    #: The broker's version of the state the mirror shows: a state read at a version at
+    #: least a push's includes that push (Redis: the queue's change counter; NATS: the
+    #: stream's last sequence). -1 before the first read.
+    _version = -1
+    #: While a read is in flight: the pushes of this process counted meanwhile, each
+    #: ``(version, head identity, view entry)``; ``None`` between reads.
+    _unread: list[tuple[int, object, Any]] | None = None
+    #: A state observed by an operation (a pop that found the queue empty) replaced the
+    #: mirror while the read in flight ran: that read counts only if it is newer.
+    _overtaken = False
 
     def len(self) -> int:
         return self._len
@@ -65,6 +83,72 @@ class QueueMirror(MirroredObject, Generic[T]):
 
     def set_change_listener(self, listener: QueueChangeListener | None) -> None:
         self._listener = listener
+
+    def _show(self, new: tuple[int, object, bool], items: list[Any]) -> None:
+        """Make ``new`` (``(len, head identity, closed)``) the mirror and report what
+        changed."""
+        old = (self._len, self._head_id, self._closed)
+        self._len, self._head_id, self._closed = new
+        self._items = items
+        listener = self._listener
+        if listener is not None:
+            for op, pre in queue_transitions(old, new, self._capacity):
+                listener(op, pre)
+
+    def _count_push(self, version: int, head: object, entry: Any) -> None:
+        """A push of this process (the broker's ``version`` after it, the ``head``
+        identity and view ``entry`` it has when it is the first element) counts at once,
+        so a pop waiting in this process wakes without waiting for the refresh, unless
+        the mirror shows a state read after it, which counts it already. The refresh it
+        asks for confirms the length."""
+        if version > self._version:
+            length = self._len
+            self._len += 1
+            if self._unread is not None:
+                self._unread.append((version, head, entry))
+            if length == 0:
+                self._items = [entry]
+                self._head_id = head
+            if self._listener is not None:
+                self._listener(PUSH, length)
+        self._changed()
+
+    def _reading(self) -> None:
+        """A read of the broker's state is about to be sent (see :meth:`_read_state`)."""
+        self._unread = []
+        self._overtaken = False
+
+    def _read_failed(self) -> None:
+        self._unread = None
+
+    def _read_state(
+        self, version: int, state: tuple[int, object, bool], items: list[Any]
+    ) -> None:
+        """Install a state read at ``version``. The replies of a read and of this
+        process's pushes arrive in any order: the pushes counted while the read was in
+        flight that it does not include (a higher version) stay counted on top of it,
+        and a read older than a state an operation observed meanwhile is dropped."""
+        unread, self._unread = self._unread or [], None
+        if self._overtaken and version < self._version:
+            return
+        length, head, closed = state
+        later = [push for push in unread if push[0] > version]
+        if later and length == 0:
+            head, items = later[0][1], [later[0][2]]
+        self._version = version
+        self._show((length + len(later), head, closed), items)
+
+    def _observed_empty(self, version: int) -> None:
+        """An operation of this process found the queue empty and open at ``version``
+        (no push of this process was counted meanwhile): the mirror says so at once,
+        unless it shows a state read after that."""
+        if version <= self._version:
+            return
+        self._version = version
+        if self._unread is not None:
+            self._unread = []
+            self._overtaken = True
+        self._show((0, self._head_id, self._closed), [])
 
     if TYPE_CHECKING:  # each broker queue implements it
 

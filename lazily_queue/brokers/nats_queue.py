@@ -44,14 +44,13 @@ import nats.js.errors as jserr
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
-from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
 from ..errors import shown
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
 from .errors import BrokerObjectLost, IncompatibleBrokerObject
-from .mirror import queue_transitions
 from .mirrors import QueueMirror
 from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
 from .nats_names import object_token
@@ -139,6 +138,14 @@ class NatsQueueStorage(QueueMirror[T]):
                 await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
 
     async def _read(self) -> None:
+        self._reading()
+        try:
+            await self._read_stream()
+        except BaseException:
+            self._read_failed()
+            raise
+
+    async def _read_stream(self) -> None:
         b = self._backend
         async with b.errors(f"reading stream {self.stream}"):
             info = await b.js.stream_info(self.stream)
@@ -154,15 +161,8 @@ class NatsQueueStorage(QueueMirror[T]):
                 raws = await b.messages(self.stream, first, limit)
                 items = [(seq, known[seq] if seq in known else decode(raw.data or b""))
                          for seq, raw in raws]
-        old = (self._len, self._head_id, self._closed)
         closed = info.config.subjects != [self.subject]
-        new = (state.messages, first, closed)
-        self._len, self._head_id, self._closed = new
-        self._items = items
-        listener = self._listener
-        if listener is not None:
-            for op, pre in queue_transitions(old, new, self._capacity):
-                listener(op, pre)
+        self._read_state(state.last_seq, (state.messages, first, closed), items)
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -175,16 +175,10 @@ class NatsQueueStorage(QueueMirror[T]):
         return [value for _, value in self._items]
 
     def _pushed(self, value: Any, seq: int) -> None:
-        """An element this process pushed counts at once (a pop waiting in this process
-        wakes without waiting for the refresh, which then confirms the length)."""
-        length = self._len
-        self._len += 1
-        if length == 0:
-            self._items = [(seq, value)]
-            self._head_id = seq
-        if self._listener is not None:
-            self._listener(PUSH, length)
-        self._changed()
+        """An element this process pushed counts at once (see
+        :meth:`~.mirrors.QueueMirror._count_push`; the stream's last sequence orders
+        reads and pushes)."""
+        self._count_push(seq, seq, (seq, value))
 
     # -- operations ----------------------------------------------------------------------
 

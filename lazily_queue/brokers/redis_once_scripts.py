@@ -35,8 +35,8 @@ return {0, result}
 """
 
 
-# {head version, the length before the value or -1 (closed) or -2 (full)}
-QUEUE_PUSH_ONCE = _once(redis_scripts.QUEUE_PUSH, "result[2] >= 0 and '1' or nil")
+# {head version, state version, the length before the value or -1 (closed) or -2 (full)}
+QUEUE_PUSH_ONCE = _once(redis_scripts.QUEUE_PUSH, "result[3] >= 0 and '1' or nil")
 # {offset}
 TOPIC_PUBLISH_ONCE = _once(redis_topic_scripts.TOPIC_PUBLISH, "result[1]")
 # {entry id}

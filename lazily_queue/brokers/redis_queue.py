@@ -20,14 +20,14 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.queue import EMPTY, PUSH, QueuePopError, QueuePushError, validate_capacity
+from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
 from ..errors import shown
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
-from .mirror import MAX_BATCH, queue_transitions
+from .mirror import MAX_BATCH
 from .mirrors import QueueMirror
 from .redis_once_scripts import ONCE_WINDOW_MS
 
@@ -51,7 +51,10 @@ class RedisQueueStorage(QueueMirror[T]):
     ) -> None:
         self._backend = backend
         self._capacity = validate_capacity(capacity)
-        self._keys = [backend.key("q", name, part) for part in ("list", "closed", "head", "cfg")]
+        #: The list, closed flag, head version and state version (see
+        #: :mod:`.redis_scripts`), then the settings.
+        self._keys = [backend.key("q", name, part)
+                      for part in ("list", "closed", "head", "version", "cfg")]
         self._channel = backend.key("q", name, "changes")
         self._listener: QueueChangeListener | None = None
         self._len = 0
@@ -61,7 +64,7 @@ class RedisQueueStorage(QueueMirror[T]):
         #: Pushes of this process that completed (a pop that found the list empty
         #: compares it before and after).
         self._pushes_done = 0
-        self._pushes: Coalescer[bytes, tuple[int, bytes]] = Coalescer(self._push_batch)
+        self._pushes: Coalescer[bytes, tuple[int, bytes, int]] = Coalescer(self._push_batch)
         self._putting_back: set[asyncio.Future[Any]] = set()
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {shown(name)}")
@@ -76,16 +79,15 @@ class RedisQueueStorage(QueueMirror[T]):
 
     async def _read(self) -> None:
         limit = max(1, self._backend.view_limit)
-        length, closed, head, items = await self._backend.run(
-            "QUEUE_READ", self._keys[:3], [limit])
-        old = (self._len, self._head_id, self._closed)
-        new = (int(length), bytes(head), bool(closed))
-        self._len, self._head_id, self._closed = new
-        self._items = [decode(raw) for raw in items]
-        listener = self._listener
-        if listener is not None:
-            for op, pre in queue_transitions(old, new, self._capacity):
-                listener(op, pre)
+        self._reading()
+        try:
+            length, closed, head, items, version = await self._backend.run(
+                "QUEUE_READ", self._keys[:4], [limit])
+        except BaseException:
+            self._read_failed()
+            raise
+        self._read_state(int(version), (int(length), bytes(head), bool(closed)),
+                         [decode(raw) for raw in items])
 
     # -- reads (the mirror) --------------------------------------------------------------
 
@@ -96,35 +98,30 @@ class RedisQueueStorage(QueueMirror[T]):
         """The first ``view_limit`` elements as of the last refresh."""
         return list(self._items)
 
-    def _pushed(self, value: Any, head: bytes) -> None:
-        """An element this process pushed counts at once (a pop waiting in this process
-        wakes without waiting for the refresh, which then confirms the length)."""
-        length = self._len
-        self._len += 1
+    def _pushed(self, value: Any, head: bytes, version: int) -> None:
+        """An element this process pushed counts at once (see
+        :meth:`~.mirrors.QueueMirror._count_push`)."""
         self._pushes_done += 1
-        if length == 0:
-            self._items = [value]
-            self._head_id = head
-        if self._listener is not None:
-            self._listener(PUSH, length)
-        self._changed()
+        self._count_push(version, head, value)
 
     # -- operations ----------------------------------------------------------------------
 
     async def offer(self, value: T, *, timeout: float | None = None) -> QueuePushError | None:
         data = encode(value)
         await self._ready()
-        result, head = await self._pushes.call(data)
-        return await self._settle(value, result, head)
+        result, head, version = await self._pushes.call(data)
+        return await self._settle(value, result, head, version)
 
-    async def _settle(self, value: T, result: int, head: bytes) -> QueuePushError | None:
+    async def _settle(
+        self, value: T, result: int, head: bytes, version: int
+    ) -> QueuePushError | None:
         if result == -1:
             await self.sync()
             return QueuePushError.Closed
         if result == -2:
             await self.sync()
             return QueuePushError.Full
-        self._pushed(value, head)
+        self._pushed(value, head, version)
         return None
 
     async def offer_once(
@@ -133,21 +130,28 @@ class RedisQueueStorage(QueueMirror[T]):
         data = encode(value)
         await self._ready()
         cap = -1 if self._capacity is None else self._capacity
-        keys = [*self._keys[:3], self._backend.once_key("q", self.name, msg_id)]
+        keys = [*self._keys[:4], self._backend.once_key("q", self.name, msg_id)]
         repeat, answer = await self._backend.run(
             "QUEUE_PUSH_ONCE", keys, [cap, self._channel, data, ONCE_WINDOW_MS])
         if repeat:
             return None
-        head, result = answer
-        return await self._settle(value, int(result), bytes(head))
+        head, version, result = answer
+        return await self._settle(value, int(result), bytes(head), int(version))
 
-    async def _push_batch(self, values: list[bytes]) -> list[tuple[int, bytes]]:
+    async def _push_batch(self, values: list[bytes]) -> list[tuple[int, bytes, int]]:
         """The pushes made meanwhile, in order, in one script call: per value the length
-        before it (or -1 closed, -2 full) and the head version after the batch."""
+        before it (or -1 closed, -2 full), the head version after the batch and the
+        state version right after the value."""
         cap = -1 if self._capacity is None else self._capacity
-        head, *each = await self._backend.run(
-            "QUEUE_PUSH", self._keys[:3], [cap, self._channel, *values])
-        return [(int(result), bytes(head)) for result in each]
+        head, version, *each = await self._backend.run(
+            "QUEUE_PUSH", self._keys[:4], [cap, self._channel, *values])
+        pushed = [int(result) >= 0 for result in each]
+        after = int(version) - sum(pushed)
+        out = []
+        for result, applied in zip(each, pushed, strict=True):
+            after += applied
+            out.append((int(result), bytes(head), after))
+        return out
 
     async def poll_many(self, n: int, *, timeout: float | None = None) -> list[T] | QueuePopError:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -157,7 +161,7 @@ class RedisQueueStorage(QueueMirror[T]):
             await asyncio.wait(set(self._putting_back))
         pushes = self._pushes_done
         call = asyncio.ensure_future(
-            self._backend.run("QUEUE_POP", self._keys[:3], [min(n, MAX_BATCH), self._channel]))
+            self._backend.run("QUEUE_POP", self._keys[:4], [min(n, MAX_BATCH), self._channel]))
         try:
             result = await asyncio.shield(call)
         except asyncio.CancelledError:
@@ -165,14 +169,15 @@ class RedisQueueStorage(QueueMirror[T]):
             self._putting_back.add(call)
             call.add_done_callback(self._put_back)
             raise
-        if isinstance(result, list):
-            self._changed()
-            return [decode(raw) for raw in result]
         if result == -1:
             await self.sync()
             return QueuePopError.Closed
+        version = result[0]
+        if not isinstance(version, int):  # the elements taken (bulk strings)
+            self._changed()
+            return [decode(raw) for raw in result]
         if self._pushes_done == pushes:
-            self._found_empty()
+            self._observed_empty(version)
         # else a push of this process completed meanwhile, so after the pop on the
         # server: the mirror counts it, and the caller's next pop finds it
         self._changed()
@@ -184,9 +189,9 @@ class RedisQueueStorage(QueueMirror[T]):
         if call.cancelled() or call.exception() is not None:
             return
         taken = call.result()
-        if isinstance(taken, list) and taken:
+        if isinstance(taken, list) and taken and not isinstance(taken[0], int):
             task = asyncio.ensure_future(self._backend.run(
-                "QUEUE_UNPOP", [self._keys[0], self._keys[2]], [self._channel, *taken]))
+                "QUEUE_UNPOP", [self._keys[0], *self._keys[2:4]], [self._channel, *taken]))
             self._putting_back.add(task)
             task.add_done_callback(self._put_back_done)
 
@@ -205,28 +210,16 @@ class RedisQueueStorage(QueueMirror[T]):
                     await asyncio.wait(set(self._putting_back))
         await super().aclose()
 
-    def _found_empty(self) -> None:
-        """A pop found the list empty (and open), and no push of this process completed
-        meanwhile: the mirror says so at once, without a refresh round trip (changes
-        made by other processes since arrive as usual, by notification or polling)."""
-        old = (self._len, self._head_id, self._closed)
-        self._len, self._items = 0, []
-        listener = self._listener
-        if listener is not None:
-            for op, pre in queue_transitions(old, (0, self._head_id, self._closed),
-                                             self._capacity):
-                listener(op, pre)
-
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:
         if not values:
             return
         data = [encode(v) for v in values]
         await self._ready()
         await self._backend.run(
-            "QUEUE_UNPOP", [self._keys[0], self._keys[2]], [self._channel, *data])
+            "QUEUE_UNPOP", [self._keys[0], *self._keys[2:4]], [self._channel, *data])
         self._changed()
 
     async def close(self, *, timeout: float | None = None) -> None:
         await self._ready()
-        await self._backend.run("QUEUE_CLOSE", [self._keys[1]], [self._channel])
+        await self._backend.run("QUEUE_CLOSE", [self._keys[1], self._keys[3]], [self._channel])
         await self.sync()

@@ -36,20 +36,25 @@ local function setting(key, field, want)
 end
 """
 
-# -- FIFO queue: KEYS list, closed flag, head version, settings ---------------------------
+# -- FIFO queue: KEYS list, closed flag, head version, state version, settings ----------
+# The state version counts the changes of the list and flag (each pushed element, each
+# pop that took something, each put-back, the close): a state read with a version at
+# least a push's includes that push, so a mirror orders what it reads against its own
+# pushes whose replies arrive in any order (see QueueMirror).
 
 QUEUE_DECLARE = _TYPE_CHECK + """
-local bad = require_type(KEYS[1], 'list') or require_type(KEYS[4], 'hash')
+local bad = require_type(KEYS[1], 'list') or require_type(KEYS[5], 'hash')
 if bad then return bad end
-bad = setting(KEYS[4], 'capacity', ARGV[1])
+bad = setting(KEYS[5], 'capacity', ARGV[1])
 if bad then return bad end
 return 1
 """
 
-# ARGV: capacity (-1: none), channel, then the values -> {head version, then per value
-# the length before it (pushed), -1 (closed) or -2 (full)}
+# ARGV: capacity (-1: none), channel, then the values -> {head version, state version
+# after the last value, then per value the length before it (pushed), -1 (closed) or
+# -2 (full)}
 QUEUE_PUSH = _NOTIFY + """
-local out = {'0'}
+local out = {'0', 0}
 if redis.call('EXISTS', KEYS[2]) == 1 then
   for i = 3, #ARGV do out[#out + 1] = -1 end
   return out
@@ -57,6 +62,7 @@ end
 local n = redis.call('LLEN', KEYS[1])
 local cap = tonumber(ARGV[1])
 local head = redis.call('GET', KEYS[3]) or '0'
+local pushed = 0
 for i = 3, #ARGV do
   if cap >= 0 and n >= cap then
     out[#out + 1] = -2
@@ -65,20 +71,28 @@ for i = 3, #ARGV do
     if n == 0 then head = tostring(redis.call('INCR', KEYS[3])) end
     out[#out + 1] = n
     n = n + 1
+    pushed = pushed + 1
   end
 end
 out[1] = head
+if pushed > 0 then
+  out[2] = redis.call('INCRBY', KEYS[4], pushed)
+else
+  out[2] = tonumber(redis.call('GET', KEYS[4]) or '0')
+end
 if n > 0 then notify(ARGV[2]) end
 return out
 """
 
+# -> the values taken, -1 (closed and empty) or {state version} (empty)
 QUEUE_POP = _NOTIFY + """
 local values = redis.call('LPOP', KEYS[1], ARGV[1])
 if not values then
   if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-  return 0
+  return {tonumber(redis.call('GET', KEYS[4]) or '0')}
 end
 redis.call('INCR', KEYS[3])
+redis.call('INCR', KEYS[4])
 notify(ARGV[2])
 return values
 """
@@ -86,12 +100,16 @@ return values
 QUEUE_UNPOP = _NOTIFY + """
 for i = #ARGV, 2, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
 redis.call('INCR', KEYS[2])
+redis.call('INCR', KEYS[3])
 notify(ARGV[1])
 return #ARGV - 1
 """
 
 QUEUE_CLOSE = _NOTIFY + """
-if redis.call('SETNX', KEYS[1], 1) == 1 then notify(ARGV[1]) end
+if redis.call('SETNX', KEYS[1], 1) == 1 then
+  redis.call('INCR', KEYS[2])
+  notify(ARGV[1])
+end
 return 1
 """
 
@@ -99,7 +117,8 @@ QUEUE_READ = """
 local n = redis.call('LLEN', KEYS[1])
 local head = redis.call('GET', KEYS[3]) or '0'
 return {n, redis.call('EXISTS', KEYS[2]), head,
-        redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)}
+        redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1),
+        tonumber(redis.call('GET', KEYS[4]) or '0')}
 """
 
 # -- work queue: KEYS stream, dead letters, settings; ARGV[1] the group --------------------
