@@ -162,11 +162,20 @@ class QueueMirror(MirroredObject, Generic[T]):
 
 
 class WorkMirror(MirroredObject):
-    """A broker work queue's mirrored counts (pending, in flight, dead) and dead letters."""
+    """A broker work queue's mirrored counts (pending, in flight, dead) and dead letters.
+
+    As for a queue (:class:`QueueMirror`), the broker's version orders a refresh's read
+    and this process's pushes: a push a read already counts is not counted again, and
+    one counted while a read was in flight that it lacks stays counted on top of it."""
 
     _listener: WorkQueueChangeListener | None
     _counts: tuple[int, int, int]
     _dead: list[DeadLetter]
+    #: The broker's version of the counts shown (Redis: the stream's last entry id;
+    #: NATS: the stream's last sequence the consumer sees); -1 before the first read.
+    _version = -1
+    #: While a read is in flight: the versions of the pushes counted meanwhile.
+    _unread: list[int] | None = None
 
     def pending_len(self) -> int:
         return self._counts[0]
@@ -187,14 +196,33 @@ class WorkMirror(MirroredObject):
         if self._listener is not None:
             self._listener(ALL_WORK_READERS)
 
-    def _pushed(self) -> None:
-        """An item this process pushed counts as pending at once (a claim waiting in this
-        process wakes without waiting for the refresh, which then confirms the count)."""
-        old = self._counts
-        self._counts = (old[0] + 1, old[1], old[2])
-        if self._listener is not None:
-            self._listener(change_mask(old, self._counts))
+    def _pushed(self, version: int) -> None:
+        """An item this process pushed (the broker's ``version`` after it) counts as
+        pending at once (a claim waiting in this process wakes without waiting for the
+        refresh, which then confirms the count), unless the mirror shows counts read
+        after it, which count it already."""
+        if version > self._version:
+            old = self._counts
+            self._counts = (old[0] + 1, old[1], old[2])
+            if self._unread is not None:
+                self._unread.append(version)
+            if self._listener is not None:
+                self._listener(change_mask(old, self._counts))
         self._changed()
+
+    def _reading(self) -> None:
+        """A read of the broker's counts is about to be sent."""
+        self._unread = []
+
+    def _read_failed(self) -> None:
+        self._unread = None
+
+    def _unread_pushes(self, version: int) -> int:
+        """The read (at ``version``) landed: how many pushes counted while it was in
+        flight it lacks (they stay counted on top of its pending count)."""
+        unread, self._unread = self._unread or [], None
+        self._version = version
+        return sum(1 for pushed in unread if pushed > version)
 
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener

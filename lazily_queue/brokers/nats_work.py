@@ -157,6 +157,14 @@ class NatsWorkQueueStorage(WorkMirror):
                 await b.subscribe(subject, self._changed)
 
     async def _read(self) -> None:
+        self._reading()
+        try:
+            await self._read_consumer()
+        except BaseException:
+            self._read_failed()
+            raise
+
+    async def _read_consumer(self) -> None:
         b = self._backend
         limit = max(1, b.view_limit)
         async with b.errors(f"reading work queue {self.stream}"):
@@ -177,7 +185,11 @@ class NatsWorkQueueStorage(WorkMirror):
         for did in [d for d, (_, lease) in self._leases.items() if lease.deadline < now]:
             del self._leases[did]
         self._unacked = consumer.num_ack_pending or 0
-        self._install(consumer.num_pending or 0, dead.state.messages)
+        waiting = consumer.num_pending or 0
+        # the messages past the last one delivered all wait: the last sequence it saw
+        delivered = (consumer.delivered.stream_seq if consumer.delivered else 0) or 0
+        later = self._unread_pushes(delivered + waiting)
+        self._install(waiting + later, dead.state.messages)
 
     def _install(self, undelivered: int, dead: int) -> None:
         mine = len(self._leases)
@@ -233,7 +245,7 @@ class NatsWorkQueueStorage(WorkMirror):
             else:
                 ack = await b.publish_once(self.subject, data, msg_id)
         if not ack.duplicate:
-            self._pushed()
+            self._pushed(int(ack.seq))
         return WT(int(ack.seq), 0)
 
     async def _pull(self, n: int) -> list[Msg]:

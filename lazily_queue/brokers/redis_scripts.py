@@ -370,6 +370,8 @@ for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 
   if #pending < limit then table.insert(pending, {entry[1], 0, value_of(entry[2])}) end
 end
 local dead = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', limit)
+local info, last_id = redis.call('XINFO', 'STREAM', KEYS[1]), '0-0'
+for i = 1, #info, 2 do if info[i] == 'last-generated-id' then last_id = info[i + 1] end end
 return {clock, redis.call('XLEN', KEYS[1]) - in_flight, in_flight,
-        redis.call('XLEN', KEYS[2]), pending, flying, dead}
+        redis.call('XLEN', KEYS[2]), pending, flying, dead, last_id}
 """

@@ -124,8 +124,14 @@ class RedisWorkQueueStorage(WorkMirror):
     async def _read(self) -> None:
         views = self._views_due()
         limit = max(1, self._backend.view_limit) if views else 1
-        clock, pending, in_flight, dead, waiting, flying, letters = await self._run(
-            "WORK_READ", self._keys, [GROUP, limit, self._vt_ms])
+        self._reading()
+        try:
+            clock, pending, in_flight, dead, waiting, flying, letters, last = await self._run(
+                "WORK_READ", self._keys, [GROUP, limit, self._vt_ms])
+        except BaseException:
+            self._read_failed()
+            raise
+        later = self._unread_pushes(item_id(last))
         now = int(clock[0]) + int(clock[1]) / 1e6
         if views:
             self._pending = [PendingItem(item_id(e), decode(v or b""), int(c))
@@ -137,7 +143,7 @@ class RedisWorkQueueStorage(WorkMirror):
                  for e, c, v, worker, idle in flying), key=lambda d: d.delivery_id)
             self._dead = [self._letter(e, fields) for e, fields in letters]
             self._wake_at_expiry(now)
-        old, self._counts = self._counts, (int(pending), int(in_flight), int(dead))
+        old, self._counts = self._counts, (int(pending) + later, int(in_flight), int(dead))
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:
             self._listener(mask)
@@ -223,7 +229,7 @@ class RedisWorkQueueStorage(WorkMirror):
         data = encode(value)
         await self._ready()
         entry = await self._pushes.call(data)
-        self._pushed()
+        self._pushed(item_id(entry))
         return WT(item_id(entry), 0)
 
     async def push_once(self, value: Any, msg_id: str, *, timeout: float | None = None) -> WT[int]:
@@ -234,7 +240,7 @@ class RedisWorkQueueStorage(WorkMirror):
             "WORK_PUSH_ONCE", keys, [self._channel, data, ONCE_WINDOW_MS])
         if repeat:
             return WT(item_id(answer), 0)
-        self._pushed()
+        self._pushed(item_id(answer[0]))
         return WT(item_id(answer[0]), 0)
 
     async def _push_batch(self, values: list[bytes]) -> list[Any]:

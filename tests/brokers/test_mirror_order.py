@@ -1,4 +1,4 @@
-"""A queue mirror whose refresh and this process's own operations answer in any order:
+"""A queue or work queue mirror whose refresh and this process's own operations answer in any order:
 the readers report only changes the broker made (no push counted twice, no state read
 before a push undoing it, no empty pop older than a read), so an effect on ``head`` or
 ``len`` reruns only when they change. Each test holds one reply until another landed."""
@@ -20,8 +20,10 @@ from .conftest import fresh
 
 #: The Redis script, or the NATS call (of the storage's backend), of a push, a refresh's
 #: read and a pop.
-SCRIPT = {"push": "QUEUE_PUSH", "read": "QUEUE_READ", "pop": "QUEUE_POP"}
-NATS_CALL = {"push": "publish", "read": "js.stream_info"}
+SCRIPT = {"push": "QUEUE_PUSH", "read": "QUEUE_READ", "pop": "QUEUE_POP",
+          "work push": "WORK_PUSH", "work read": "WORK_READ"}
+NATS_CALL = {"push": "publish", "read": "js.stream_info",
+             "work push": "publish", "work read": "js.consumer_info"}
 
 
 class Held:
@@ -35,7 +37,8 @@ class Held:
 
 @contextmanager
 def hold(storage: Any, kind: str, what: str) -> Iterator[Held]:
-    """Hold the reply of ``storage``'s next ``what`` (push, read, pop) until released."""
+    """Hold the reply of ``storage``'s next ``what`` (a key of :data:`SCRIPT`) until
+    released."""
     path = "run" if kind == "redis" else NATS_CALL[what]
     *owners, name = path.split(".")
     owner = storage._backend
@@ -163,5 +166,51 @@ async def test_a_state_read_before_an_empty_pop_does_not_undo_it(
         await storage.sync()
         assert storage.len() == 0
         assert events == [(POP, 1)]
+    finally:
+        await provider.close()
+
+
+async def _work_queue(server: BrokerServer) -> tuple[Any, Any, list[int]]:
+    provider = await open_provider(server.url, poll_interval=60.0, view_limit=10)
+    storage: Any = provider.work_queue(fresh("order"), visibility_timeout=60.0,
+                                       max_deliveries=3)
+    await storage.sync()
+    masks: list[int] = []
+    storage.set_change_listener(masks.append)
+    return provider, storage, masks
+
+
+async def test_a_work_item_a_refresh_counted_first_is_not_counted_again(
+        server: BrokerServer) -> None:
+    provider, storage, masks = await _work_queue(server)
+    try:
+        with hold(storage, _kind(server), "work push") as push:
+            pushing = asyncio.ensure_future(storage.push("a"))
+            await push.applied.wait()
+            await storage.sync()  # reads the counts after the push
+            push.release.set()
+            await pushing
+        assert storage.pending_len() == 1
+        await storage.sync()
+        assert storage.pending_len() == 1
+        assert len(masks) == 1
+    finally:
+        await provider.close()
+
+
+async def test_work_counts_read_before_a_push_do_not_undo_it(server: BrokerServer) -> None:
+    provider, storage, masks = await _work_queue(server)
+    try:
+        with hold(storage, _kind(server), "work read") as read:
+            refresh = asyncio.ensure_future(storage.sync())
+            await read.applied.wait()  # read the empty work queue
+            await storage.push("a")
+            assert storage.pending_len() == 1
+            read.release.set()
+            await refresh
+        assert storage.pending_len() == 1
+        await storage.sync()
+        assert storage.pending_len() == 1
+        assert len(masks) == 1
     finally:
         await provider.close()
