@@ -11,7 +11,8 @@ with the flood ops not applied ahead of it), ``ack`` (a follower's match index r
 it), ``apply0``/``applied``, ``write`` (its answer handed to the link); follower:
 ``f_append``, ``f_ack`` (its acknowledgement released, after the fsync). Every 2 s and
 at exit a ``stats`` line: each loop iteration's busy time (not waiting in ``select``),
-the callbacks that took the most time, the process's ``/proc/self/schedstat``.
+the callbacks that took the most time, the process's ``/proc/self/schedstat``, and each
+iteration since the last such line (its busy time and the loop thread's CPU time).
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from collections.abc import Callable
 from typing import Any
 
 _now = time.monotonic
+_cpu = time.thread_time
 _state: dict[str, Any] = {"file": None, "replica": None, "leader_idx": {}, "follower_idx": []}
 _busy: list[float] = []
+#: ``[wall ms, loop thread CPU ms]`` of each iteration since the last ``stats`` line.
+_iterations: list[list[float]] = []
+#: Per callback: calls, busy seconds, longest busy, loop thread CPU seconds, most CPU.
 _callbacks: collections.defaultdict[str, list[float]] = collections.defaultdict(
-    lambda: [0, 0.0, 0.0])
+    lambda: [0, 0.0, 0.0, 0.0, 0.0])
 
 
 def event(kind: str, **fields: Any) -> None:
@@ -78,12 +83,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def dump() -> None:
     busy = sorted(_busy)
-    top = sorted(_callbacks.items(), key=lambda kv: -kv[1][1])[:12]
-    event("stats", sched=open("/proc/self/schedstat").read().split(),
+    top = sorted(_callbacks.items(), key=lambda kv: -kv[1][3])[:12]
+    window = [[round(wall, 3), round(cpu, 3)] for wall, cpu in _iterations]
+    _iterations.clear()
+    event("stats", sched=open("/proc/self/schedstat").read().split(), iterations_ms=window,
           busy_ms=[round(busy[int(len(busy) * q)] * 1000, 3) for q in (0.5, 0.9, 0.99)]
           if busy else None, busy_s=round(sum(busy), 3), iterations=len(busy),
-          callbacks=[[name, n, round(total, 3), round(most * 1000, 2)]
-                     for name, (n, total, most) in top])
+          callbacks=[[name, n, round(total, 3), round(most * 1000, 2), round(cpu, 3),
+                      round(most_cpu * 1000, 2)]
+                     for name, (n, total, most, cpu, most_cpu) in top])
     _state["file"].flush()
 
 
@@ -96,14 +104,16 @@ def _loop() -> None:
     waited = [0.0]
 
     def _run(self: Any) -> None:
-        started = _now()
+        started, cpu = _now(), _cpu()
         run_handle(self)
-        took = _now() - started
+        took, used = _now() - started, _cpu() - cpu
         func = getattr(self._callback, "__func__", self._callback)
         entry = _callbacks[getattr(func, "__qualname__", type(func).__name__)]
         entry[0] += 1
         entry[1] += took
         entry[2] = max(entry[2], took)
+        entry[3] += used
+        entry[4] = max(entry[4], used)
 
     select = selectors.EpollSelector.select
 
@@ -118,9 +128,11 @@ def _loop() -> None:
 
     def _run_once(self: Any) -> None:
         waited[0] = 0.0
-        started = _now()
+        started, cpu = _now(), _cpu()
         run_once(self)
-        _busy.append(_now() - started - waited[0])
+        busy = _now() - started - waited[0]
+        _busy.append(busy)
+        _iterations.append([busy * 1000, (_cpu() - cpu) * 1000])
 
     events.Handle._run = _run  # type: ignore[method-assign]
     selectors.EpollSelector.select = _select  # type: ignore[method-assign]

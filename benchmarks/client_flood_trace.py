@@ -86,6 +86,26 @@ def stages(samples: list[tuple[float, float]], leader: list[dict[str, Any]],
     return rows
 
 
+def _behind(values: list[float]) -> float:
+    """How long something arriving at a random time waits for the iteration under way to
+    end, on average: ``E[L**2] / (2 E[L])`` over iteration lengths ``L``."""
+    total = sum(values)
+    return sum(v * v for v in values) / (2 * total) if total else 0.0
+
+
+def loop_under_flood(stats: list[dict[str, Any]], began: float, ended: float) -> str | None:
+    """A node's loop iterations while the probe ran under the flood (the ``stats``
+    windows that end inside it): busy time and the loop thread's CPU time per iteration
+    (ms) and how long an arrival waits behind the iteration under way (mean, ms)."""
+    rows = [row for e in stats if began + 2.0 <= e["t"] <= ended
+            for row in e.get("iterations_ms", ())]
+    if not rows:
+        return None
+    walls, cpus = [row[0] for row in rows], [row[1] for row in rows]
+    return (f"under the flood, {len(rows)} loop iterations (ms): busy {_percentiles(walls)}, "
+            f"behind {_behind(walls):.2f}; CPU {_percentiles(cpus)}, behind {_behind(cpus):.2f}")
+
+
 def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
            waits: dict[str, float | None]) -> None:
     traces = {}
@@ -112,8 +132,13 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
               f"CPU {cpu / 1e9:.2f} s, waited for a CPU {wait / 1e9:.2f} s "
               f"({wait / 1e6 / max(slices, 1):.2f} ms per time slice) over "
               f"{last['t'] - first['t']:.1f} s")
-        for name, count, total, most in last["callbacks"][:6]:
-            print(f"    {name[:50]:50s} {count:7d} calls {total:7.3f} s, longest {most} ms")
+        flood = phases.get("under the flood")
+        line = loop_under_flood(stats, flood[0][0], flood[-1][1]) if flood else None
+        if line is not None:
+            print(f"    {line}")
+        for name, count, total, most, *cpu in last["callbacks"][:8]:
+            print(f"    {name[:50]:50s} {count:7d} calls {total:7.3f} s, longest {most} ms"
+                  + (f"; CPU {cpu[0]:.3f} s, most {cpu[1]} ms" if cpu else ""))
 
 
 async def _run(flooders: int, seconds: float) -> tuple[dict[str, list[tuple[float, float]]],
