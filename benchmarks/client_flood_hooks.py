@@ -40,6 +40,30 @@ _callbacks: collections.defaultdict[str, list[float]] = collections.defaultdict(
     lambda: [0, 0.0, 0.0, 0.0, 0.0])
 
 
+#: Per timed section of a callback (:func:`_timed`): calls, CPU seconds, most CPU, calls
+#: of more than 2 ms CPU.
+_sections: collections.defaultdict[str, list[float]] = collections.defaultdict(
+    lambda: [0, 0.0, 0.0, 0])
+
+
+def _timed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` with its loop thread CPU time counted under ``name``."""
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        cpu = _cpu()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            used = _cpu() - cpu
+            entry = _sections[name]
+            entry[0] += 1
+            entry[1] += used
+            entry[2] = max(entry[2], used)
+            entry[3] += used > 0.002
+
+    return timed
+
+
 def event(kind: str, **fields: Any) -> None:
     fields["e"], fields["t"] = kind, _now()
     _state["file"].write(json.dumps(fields) + "\n")
@@ -52,7 +76,8 @@ def install(directory: str) -> None:
     hooks = {"lazily_queue.client.server": _server, "lazily_queue.client.connection": _conn,
              "lazily_queue.raft.replica": _replica, "lazily_queue.raft.journal": _journal,
              "lazily_queue.raft.driver": _driver,
-             "lazily_queue.replicated.state_machine": _state_machine}
+             "lazily_queue.replicated.state_machine": _state_machine,
+             "lazily_queue.raft.adapters": _adapters}
     sys.meta_path.insert(0, _Finder(hooks))
     _loop()
 
@@ -89,6 +114,8 @@ def dump() -> None:
     event("stats", sched=open("/proc/self/schedstat").read().split(), iterations_ms=window,
           busy_ms=[round(busy[int(len(busy) * q)] * 1000, 3) for q in (0.5, 0.9, 0.99)]
           if busy else None, busy_s=round(sum(busy), 3), iterations=len(busy),
+          sections=[[name, n, round(cpu, 3), round(most * 1000, 2), over]
+                    for name, (n, cpu, most, over) in _sections.items()],
           callbacks=[[name, n, round(total, 3), round(most * 1000, 2), round(cpu, 3),
                       round(most_cpu * 1000, 2)]
                      for name, (n, total, most, cpu, most_cpu) in top])
@@ -239,6 +266,19 @@ def _driver(module: Any) -> None:
 
     module.Driver.start = _start
     module.Driver._dispatch = _dispatch
+    module.Driver._on_frame = _timed("raft frame read", module.Driver._on_frame)
+    module.Driver._step = _timed("step", module.Driver._step)
+
+
+def _adapters(module: Any) -> None:
+    wrap = module.wrap_application
+
+    def wrap_application(engine: Any, *args: Any) -> None:
+        wrap(engine, *args)
+        engine._SyncObj__applyLogEntries = _timed("apply (tick)", engine._SyncObj__applyLogEntries)
+        engine.apply_committed = _timed("apply (light tick)", engine.apply_committed)
+
+    module.wrap_application = wrap_application
 
 
 def _state_machine(module: Any) -> None:

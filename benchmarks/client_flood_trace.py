@@ -136,6 +136,9 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
         line = loop_under_flood(stats, flood[0][0], flood[-1][1]) if flood else None
         if line is not None:
             print(f"    {line}")
+        for name, count, cpu, most, over in last.get("sections", ()):
+            print(f"    {name:50s} {count:7d} calls, CPU {cpu:.3f} s, most {most} ms, "
+                  f"{over} over 2 ms")
         for name, count, total, most, *cpu in last["callbacks"][:8]:
             print(f"    {name[:50]:50s} {count:7d} calls {total:7.3f} s, longest {most} ms"
                   + (f"; CPU {cpu[0]:.3f} s, most {cpu[1]} ms" if cpu else ""))
