@@ -73,11 +73,11 @@ def install(directory: str) -> None:
     """Trace this node into ``directory``."""
     _state["file"] = open(os.path.join(directory, f"trace-{os.getpid()}.jsonl"), "w")
     atexit.register(dump)
-    hooks = {"lazily_queue.client.server": _server, "lazily_queue.client.connection": _conn,
-             "lazily_queue.raft.replica": _replica, "lazily_queue.raft.journal": _journal,
-             "lazily_queue.raft.driver": _driver,
-             "lazily_queue.replicated.state_machine": _state_machine,
-             "lazily_queue.raft.adapters": _adapters}
+    hooks: dict[str, Callable[[Any], None]] = {
+        "lazily_queue.client.server": _server, "lazily_queue.client.connection": _conn,
+        "lazily_queue.raft.replica": _replica, "lazily_queue.raft.journal": _journal,
+        "lazily_queue.raft.driver": _driver, "lazily_queue.raft.adapters": _adapters,
+        "lazily_queue.replicated.state_machine": _state_machine}
     sys.meta_path.insert(0, _Finder(hooks))
     _loop()
 
@@ -151,7 +151,7 @@ def _loop() -> None:
         finally:
             waited[0] += _now() - started
 
-    run_once = base.BaseEventLoop._run_once
+    run_once = base.BaseEventLoop._run_once  # type: ignore[attr-defined]
 
     def _run_once(self: Any) -> None:
         waited[0] = 0.0
@@ -163,7 +163,7 @@ def _loop() -> None:
 
     events.Handle._run = _run  # type: ignore[method-assign]
     selectors.EpollSelector.select = _select  # type: ignore[method-assign]
-    base.BaseEventLoop._run_once = _run_once  # type: ignore[method-assign]
+    base.BaseEventLoop._run_once = _run_once  # type: ignore[attr-defined]
 
 
 def _is_probe(request: list[Any]) -> bool:
