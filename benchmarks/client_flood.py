@@ -64,10 +64,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.client_flood_group import (  # noqa: E402
+    cpu_and_wait,
     flood_outputs,
     run_queue_wait,
     start_flood,
     stop_flood,
+    wait_per_run,
     wait_per_wake,
 )
 from benchmarks.peers_common import (  # noqa: E402
@@ -190,7 +192,10 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
             async with connect(addresses, ("flood", token), op_timeout=60) as probe:
                 stage = "probing alone"
                 await probe.barrier(timeout=60)
+                pids = [proc.pid for proc in procs]
+                members = cpu_and_wait(pids)
                 baseline = await _probe(probe, min(seconds, 5.0))
+                out["members_wait_per_run_alone"] = wait_per_run(members, cpu_and_wait(pids))
                 seen: list[tuple[Any, Any]] = []
                 in_flight: list[int] = []
                 stop = asyncio.Event()
@@ -198,7 +203,6 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                 await asyncio.sleep(0.5)
                 before = seen[-1] if seen else None
                 stage = "starting the flood"
-                pids = [proc.pid for proc in procs]
                 cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
                 argvs = []
                 for k, (clients, each) in enumerate(
@@ -210,9 +214,10 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                 flood = await start_flood(argvs, env)  # a session of their own
                 await asyncio.sleep(1.0)  # the flood is on
                 stage = "probing under the flood"
-                waited = run_queue_wait()
+                waited, members = run_queue_wait(), cpu_and_wait(pids)
                 during = await _probe(probe, max(1.0, seconds - 2.0))
                 out["probe_cpu_wait_ms"] = wait_per_wake(waited, run_queue_wait())
+                out["members_wait_per_run"] = wait_per_run(members, cpu_and_wait(pids))
                 stage = "waiting for the flooders to end"
                 pushed, linked, clients_cpu = 0, {}, 0.0
                 for text in await flood_outputs(flood):
@@ -340,6 +345,11 @@ def _print_probe(out: dict[str, Any]) -> None:
     if out.get("probe_cpu_wait_ms") is not None:
         print(f"the probe's process waited {out['probe_cpu_wait_ms']} ms for a CPU per time "
               "slice under the flood (the flooders run in a session of their own)")
+    if out.get("members_wait_per_run") is not None:
+        print(f"the members' event loops waited for a CPU {out['members_wait_per_run']} s per "
+              f"second they ran under the flood, {out.get('members_wait_per_run_alone')} s "
+              "alone (well over 0: the machine is short of CPUs, and every step of a commit "
+              "waits for one)")
 
 
 def _print_nats(out: dict[str, Any]) -> None:

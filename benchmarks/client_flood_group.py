@@ -80,6 +80,29 @@ def run_queue_wait() -> tuple[float, int] | None:
         return None
 
 
+def cpu_and_wait(pids: list[int | None]) -> tuple[float, float] | None:
+    """The CPU seconds the main threads of ``pids`` ran so far and the seconds they waited
+    for a CPU (Linux ``/proc/PID/schedstat``); ``None`` where it is not kept."""
+    ran = waited = 0.0
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/schedstat").read_text().split()
+            ran += int(fields[0]) / 1e9
+            waited += int(fields[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+    return ran, waited
+
+
+def wait_per_run(before: tuple[float, float] | None,
+                 after: tuple[float, float] | None) -> float | None:
+    """Seconds waited for a CPU per second run between two :func:`cpu_and_wait` readings
+    (over 1: the processes waited longer than they ran; ``None`` without both)."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return round((after[1] - before[1]) / (after[0] - before[0]), 2)
+
+
 def wait_per_wake(before: tuple[float, int] | None,
                   after: tuple[float, int] | None) -> float | None:
     """Milliseconds this process waited for a CPU per time slice between two
