@@ -27,10 +27,12 @@ import benchmarks.client_flood_trace as client_flood_trace  # noqa: E402
 from benchmarks.client_flood import over_rounds, table  # noqa: E402
 from benchmarks.client_flood_group import (  # noqa: E402
     FloodFailed,
+    cpu_and_wait,
     flood_outputs,
     run_queue_wait,
     start_flood,
     stop_flood,
+    wait_per_run,
     wait_per_wake,
 )
 
@@ -223,6 +225,25 @@ def test_the_probes_wait_for_a_cpu_is_per_time_slice() -> None:
     assert wait_per_wake(None, (1.5, 350)) is None and wait_per_wake((1.0, 5), (1.0, 5)) is None
     now = run_queue_wait()
     assert now is None or (now[0] >= 0 and now[1] >= 0)
+
+
+def test_the_members_wait_for_a_cpu_is_per_second_they_ran() -> None:
+    assert wait_per_run((2.0, 1.0), (2.5, 2.5)) == 3.0
+    assert wait_per_run(None, (2.5, 2.5)) is None and wait_per_run((2.0, 1.0), (2.0, 1.0)) is None
+    now = cpu_and_wait([os.getpid()])
+    assert now is None or (now[0] > 0 and now[1] >= 0)
+    assert cpu_and_wait([None]) is None
+
+
+def test_a_traced_loop_under_the_flood_counts_the_windows_inside_it() -> None:
+    stats = [{"e": "stats", "t": 1.0, "iterations_ms": [[100.0, 100.0]]},  # before it
+             {"e": "stats", "t": 4.0, "iterations_ms": [[1.0, 0.5], [3.0, 1.5]]},
+             {"e": "stats", "t": 9.0, "iterations_ms": [[50.0, 50.0]]}]  # after it
+    line = client_flood_trace.loop_under_flood(stats, 1.5, 5.0)
+    assert line is not None and line.startswith("under the flood, 2 loop iterations")
+    # behind, sum(L**2) / (2 sum(L)): (1 + 9) / (2 * 4) busy, (0.25 + 2.25) / (2 * 2) CPU
+    assert "behind 1.25;" in line and line.endswith("behind 0.62")
+    assert client_flood_trace.loop_under_flood(stats, 20.0, 30.0) is None
 
 
 def test_a_traced_push_is_cut_into_stages_by_the_first_follower_to_acknowledge() -> None:
