@@ -81,6 +81,15 @@ class Dialling:
         found = "; ".join(f"{a}: {self.failures.get(a, 'not tried')}" for a in self.addresses)
         return f"{what} ({found})"
 
+    def _denial_fix(self) -> str:
+        """What to do when a member knows no client of the name presented."""
+        if not any("unknown client credential" in f for f in self.failures.values()):
+            return ""
+        name = self.credentials.name
+        return (f": the members list no [[client]] named {name!r}: add one to each "
+                "member's TOML (or a ClientGrant to Node(clients=...)), or check the name "
+                "the client passes")
+
     def _unreachable(self, what: str) -> Exception:
         kind = (P.FrameBudgetFull if self._capped and self._budget_refused
                 else P.TooManyLinks if self._capped else P.Unreachable)
@@ -139,7 +148,8 @@ class Dialling:
             if index % len(self.addresses) == 0:
                 if denied == len(self.addresses) and self.links == 0:
                     self._fatal = P.AccessDenied(self._failure_text(
-                        f"every member refused client {self.credentials.name!r}"))
+                        f"every member refused client {self.credentials.name!r}")
+                        + self._denial_fix())
                     return
                 if self._capped >= len(self.addresses) and not greeted:
                     self._fatal = P.TooManyLinks(self._failure_text(

@@ -112,8 +112,12 @@ async def test_deleting_a_subscriber_needs_consume_on_the_topic(member: Node) ->
 
 async def test_unknown_client_and_wrong_token_are_refused_at_connect(member: Node) -> None:
     assert member.listen is not None
-    with pytest.raises(AccessDenied, match="unknown client credential 'intruder'"):
+    with pytest.raises(AccessDenied, match="unknown client credential 'intruder'") as info:
         await connect(member.listen, ("intruder", WEB), connect_timeout=2).start()
+    # the message says what to do, not only what failed
+    assert str(info.value).endswith(
+        ": the members list no [[client]] named 'intruder': add one to each member's TOML "
+        "(or a ClientGrant to Node(clients=...)), or check the name the client passes")
     with pytest.raises(AccessDenied, match="wrong token"):
         await connect(member.listen, ("web", READER), connect_timeout=2).start()
     with pytest.raises(AccessDenied):  # the cluster secret is not a client token
