@@ -40,6 +40,8 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check lazily_queue transports simulator tests benchmarks examples build_support
 	$(BIN)/mypy
+	# The examples as a user's code: checked against the package's types (py.typed).
+	$(BIN)/mypy examples
 
 clean:
 	rm -rf $(VENV) .lazily-demo .mypy_cache .ruff_cache

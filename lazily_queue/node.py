@@ -85,7 +85,7 @@ class Node(NodeCells, NodeCluster):
         node_id: int | str,
         *,
         data_dir: str | os.PathLike[str] | None,
-        peers: Mapping[int | str, str] | None = None,
+        peers: Mapping[int, str] | Mapping[str, str] | Mapping[int | str, str] | None = None,
         listen: str | None = None,
         secret: bytes | str | None = None,
         cluster: str = "lazily-queue",

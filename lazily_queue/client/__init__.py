@@ -14,7 +14,7 @@ own token (:class:`Credentials`) or TLS client certificate
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 from lazily_transports import AddressError, scheme_of
 
@@ -49,10 +49,25 @@ def _scheme(address: str) -> str | None:
         return None
 
 
+#: Credentials only a cluster client takes.
+ClusterCredentials = Credentials | CertificateCredentials | tuple[str, bytes | str]
+
+
+@overload
+def connect(addresses: str | Sequence[str], credentials: ClusterCredentials,
+            **options: Any) -> ClusterClient: ...
+@overload
+def connect(addresses: str, credentials: str | None = None,
+            **options: Any) -> Connecting: ...
+@overload
+def connect(addresses: str, credentials: Mapping[str, str],
+            **options: Any) -> ClusterClient | Connecting: ...
+@overload
+def connect(addresses: Sequence[str], credentials: Mapping[str, str],
+            **options: Any) -> ClusterClient: ...
 def connect(
     addresses: str | Sequence[str],
-    credentials: (Credentials | CertificateCredentials | tuple[str, bytes | str]
-                  | Mapping[str, str] | str | None) = None,
+    credentials: ClusterCredentials | Mapping[str, str] | str | None = None,
     **options: Any,
 ) -> ClusterClient | Connecting:
     """A client of a broker (one ``nats://``, ``nats+tls://``, ``redis://`` or
@@ -121,6 +136,7 @@ __all__ = [
     "ClientError",
     "ClientGrant",
     "ClusterClient",
+    "Connecting",
     "Credentials",
     "FrameBudgetFull",
     "PermissionDenied",

@@ -29,6 +29,7 @@ import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
+from typing import TYPE_CHECKING
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
@@ -112,6 +113,9 @@ class Credentials:
     name: str
     token: bytes
 
+    if TYPE_CHECKING:  # a str token is taken as its UTF-8 bytes
+        def __init__(self, name: str, token: bytes | str) -> None: ...
+
     def __post_init__(self) -> None:
         check_client_name(self.name)
         object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
@@ -176,6 +180,14 @@ class ClientGrant:
     _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
     _subject: tuple[tuple[str, str], ...] | None = field(init=False, compare=False)
     _alt_names: frozenset[tuple[str, str]] = field(init=False, compare=False)
+
+    if TYPE_CHECKING:  # a str token is taken as its UTF-8 bytes
+        def __init__(self, name: str, token: bytes | str | None = None,
+                     produce: Sequence[str] = (), consume: Sequence[str] = (),
+                     admin: Sequence[str] = (), certificate_subject: str | None = None,
+                     certificate_fingerprints: Sequence[str] = (),
+                     certificate_alt_names: Sequence[str] = (),
+                     max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT) -> None: ...
 
     def __post_init__(self) -> None:
         what = f"client {self.name!r}"
