@@ -132,10 +132,11 @@ class NodeService:
                 self._guard = asyncio.create_task(guard.run(), name="lazily-thaw-guard")
             clients = ("" if node.clients is None
                        else f" clients={','.join(node.clients.addresses)}")
-            self._say(f"ready node={config.node_id} cluster={config.cluster} "
-                      f"raft={config.listen} http={url or '-'}{clients} pid={os.getpid()}")
-            if self.handle_signals:
+            if self.handle_signals:  # a SIGTERM sent once `ready` is seen stops it cleanly
                 self._install_signals()
+            raft = getattr(node.driver.network, "listen_address", None) or config.listen
+            self._say(f"ready node={config.node_id} cluster={config.cluster} "
+                      f"raft={raft} http={url or '-'}{clients} pid={os.getpid()}")
             await self._await_leader(node, watch)
             if url is not None:
                 page = config.http_advertise or _advertised(url)
