@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -30,6 +31,7 @@ from lazily_transports import (
     listen,
 )
 from lazily_transports._core._buffered import BufferedChannel
+from lazily_transports._core._digest import RefusalDigest
 from lazily_transports._core._handshake import decode_message
 from transport_helpers import (
     address_for,
@@ -323,3 +325,48 @@ async def test_a_refused_tcp_handshake_names_the_dialers_address(
     refused = [r.getMessage() for r in caplog.records
                if r.getMessage().startswith("handshake with")]
     assert refused and refused[0].startswith(f"handshake with tcp://127.0.0.1:{port} refused")
+
+
+async def test_handshakes_not_completed_in_time_are_summarised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Idle connections (slow-loris) each time out: the first few are logged one by one,
+    the rest in one line with their count and the latest peer, not one line each."""
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
+    config = make_config(2, handshake_timeout=0.2, max_pending_per_source=100)
+    async with serving("tcp://127.0.0.1:0", config) as listener:
+        idle = [await raw_socket(listener.address) for _ in range(40)]
+        admission = listener.admission
+        assert admission is not None
+        await eventually(lambda: admission.refused_handshakes == 40)
+        for sock in idle:
+            sock.close()
+    lines = [r.getMessage() for r in caplog.records if "handshake" in r.getMessage()]
+    assert len(lines) == 4, lines
+    assert all(" refused: " in line and "not completed within 0.2 s" in line
+               for line in lines[:3])
+    assert re.fullmatch(r"37 more handshakes refused \(one line per 10 s\), the latest with "
+                        r"tcp://127\.0\.0\.1:\d+: .*not completed within 0\.2 s", lines[3])
+
+
+async def test_a_refusal_digest_logs_one_line_per_interval_and_again_after_a_quiet_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="digest")
+    now = [0.0]
+    digest = RefusalDigest(logging.getLogger("digest"), first=2, interval=10,
+                           clock=lambda: now[0])
+    for i in range(600):
+        digest.add(f"peer{i}", "timeout")
+    digest.flush()
+    for i in range(5):
+        digest.add(f"late{i}", "timeout")  # the flood goes on: counted
+    digest.flush()
+    now[0] = 30.0  # a quiet interval: the next ones are shown again
+    digest.add("again", "timeout")
+    digest.flush()
+    assert [r.getMessage() for r in caplog.records] == [
+        "handshake with peer0 refused: timeout", "handshake with peer1 refused: timeout",
+        "598 more handshakes refused (one line per 10 s), the latest with peer599: timeout",
+        "5 more handshakes refused (one line per 10 s), the latest with late4: timeout",
+        "handshake with again refused: timeout"]

@@ -12,6 +12,7 @@ from ..errors import HandshakeError, ProbeAnswered
 from ..streams import LinkStream, establish
 from ._admission import AdmissionGate, LogLimiter
 from ._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
+from ._digest import RefusalDigest
 
 __all__ = ["Acceptor"]
 
@@ -25,7 +26,8 @@ class Acceptor:
     """Runs handshake and handler for each raw channel a listener accepts.
 
     Connections over the admission caps are closed at once; refused handshakes are
-    logged at most ``_REFUSALS_LOGGED`` times per interval.
+    logged at most ``_REFUSALS_LOGGED`` times per interval; handshakes not completed in
+    time (a flood of idle connections) are summarised (:class:`RefusalDigest`).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class Acceptor:
             config.max_pending_handshakes, config.max_pending_per_source, label=label
         )
         self._refusals = LogLimiter(burst=_REFUSALS_LOGGED)
+        self._timeouts = RefusalDigest(logging.getLogger("lazily_transports.handshake"))
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
 
@@ -89,6 +92,9 @@ class Acceptor:
 
     def _log_refusal(self, raw: DataChannel, error: HandshakeError) -> None:
         self.gate.refused_handshakes += 1
+        if error.field == "timeout":
+            self._timeouts.add(raw.remote_address, error)
+            return
         if not self._refusals.allow():
             return
         unlogged = self._refusals.take_suppressed()
@@ -100,6 +106,7 @@ class Acceptor:
 
     async def aclose(self) -> None:
         self._closing = True
+        self._timeouts.flush()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
