@@ -5,7 +5,10 @@ fields named below) in the record, which the JSON log format (``lazily-queue nod
 --log-format json``) writes out as keys:
 
 * ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``);
-* ``member_lost`` (WARNING, ``member``) and ``member_back`` (INFO, ``member``);
+* ``member_lost`` (WARNING, ``member``) and ``member_back`` (INFO, ``member``); a link
+  lost within :data:`SETTLING` seconds of the member's first one (two members that
+  dial each other at start keep one of the two links) is reported only if it is not
+  back within :data:`SETTLING` seconds;
 * ``members_changed`` (INFO, ``members``);
 * ``snapshot_taken`` (INFO, ``index``: the first index the log keeps).
 
@@ -20,6 +23,8 @@ that comes and goes within one step is not reported.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
@@ -29,15 +34,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lazily_queue.state")
 
+#: Seconds after a member's first link in which a lost link is given time to come back.
+SETTLING = 2.0
+
 
 class StateLog(StepObserver):
     """Watches ``node`` and logs its state changes (see the module docstring)."""
 
-    def __init__(self, node: Node, logger: logging.Logger = log) -> None:
+    def __init__(self, node: Node, logger: logging.Logger = log,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.node = node
         self.log = logger
+        self._clock = clock
         self._last: dict[str, Any] | None = None
-        self._ever_linked: set[str] = set()
+        self._ever_linked: dict[str, float] = {}  # member -> when it was first linked
+        self._settling: dict[str, float] = {}  # member -> when its lost link is reported
         self._shape: tuple[object, ...] | None = None
 
 
@@ -49,6 +60,9 @@ class StateLog(StepObserver):
         """Compare the node's state with the last one seen and log what changed."""
         driver = self.node.driver
         engine = driver.replica.engine
+        moment = self._clock()
+        if self._settling:
+            self._report_unsettled(moment, set(engine.connected), engine.members)
         shape = (engine.shape, driver.replica.snapshots.taken)
         if shape == self._shape:
             return  # nothing it logs can have changed
@@ -76,14 +90,34 @@ class StateLog(StepObserver):
             self._say(logging.INFO, "members_changed",
                       f"members now {', '.join(now['members'])}", members=now["members"])
         for member in sorted(last["linked"] - now["linked"]):
-            if member in now["members"]:
-                self._say(logging.WARNING, "member_lost", f"member {member} lost: no link",
-                          member=member)
+            if member not in now["members"]:
+                continue
+            if moment - self._ever_linked.get(member, -SETTLING) < SETTLING:
+                self._settling[member] = moment + SETTLING
+            else:
+                self._lost(member)
         for member in sorted(now["linked"] - last["linked"]):
+            if self._settling.pop(member, None) is not None:
+                self.log.debug("node %s: member %s linked again", me, member)
+                continue
             again = "back" if member in self._ever_linked else "reachable"
-            self._ever_linked.add(member)
+            self._ever_linked.setdefault(member, moment)
             self._say(logging.INFO, "member_back", f"member {member} {again}", member=member)
         if now["snapshots"] > last["snapshots"]:
             first = driver.replica.journal.first_index
             self._say(logging.INFO, "snapshot_taken",
                       f"snapshot taken; the log now starts at index {first}", index=first)
+
+    def _lost(self, member: str) -> None:
+        self._say(logging.WARNING, "member_lost", f"member {member} lost: no link",
+                  member=member)
+
+    def _report_unsettled(self, moment: float, linked: set[str],
+                           members: Collection[str]) -> None:
+        """Report the links lost while settling that did not come back in time."""
+        for member, due in sorted(self._settling.items()):
+            if member in linked or moment < due:
+                continue
+            del self._settling[member]
+            if member in members:
+                self._lost(member)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lazily_queue.logs import JsonFormatter
-from lazily_queue.state_log import StateLog
+from lazily_queue.state_log import SETTLING, StateLog
 
 from .node_procs import NodeProc, unix_peers, wait_for, write_config
 
@@ -105,11 +105,13 @@ class _Stub:
 
 def test_every_kind_of_state_change_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
     stub = _Stub()
-    state = StateLog(stub)  # type: ignore[arg-type]
+    now = [0.0]
+    state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
     caplog.set_level(logging.INFO, logger="lazily_queue.state")
 
     def step(**changes: Any) -> list[tuple[str, str]]:
         caplog.clear()
+        now[0] += SETTLING  # past the start-up grace of every link
         for key, value in changes.items():
             if key == "disk_error":
                 stub.driver.disk_error = value
@@ -141,3 +143,33 @@ def test_every_kind_of_state_change_is_one_line(caplog: pytest.LogCaptureFixture
     doc = json.loads(JsonFormatter().format(record))
     assert doc["event"] == "members_changed" and doc["members"] == ["1", "2", "3", "4"]
     assert doc["level"] == "INFO" and doc["ts"].endswith("+00:00")
+
+
+def test_a_link_that_flaps_while_the_members_start_is_not_a_loss(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two members dialling each other at start keep one of the two links: the other
+    one's end is no lost member; a link that stays lost is still reported."""
+    stub = _Stub()
+    now = [0.0]
+    state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="lazily_queue.state")
+
+    def step(after: float, **changes: Any) -> list[str]:
+        caplog.clear()
+        now[0] += after
+        for key, value in changes.items():
+            setattr(stub.engine, key, value)
+        state.observe()
+        return [r.getMessage() for r in caplog.records]
+
+    assert step(0, connected={"2", "3"}) == ["node 1: member 2 reachable",
+                                             "node 1: member 3 reachable"]
+    assert step(0.05, connected={"2"}) == []  # the duplicate link to 3 closed
+    assert step(0.05, connected={"2", "3"}) == []  # and 3 is linked again at once
+    assert step(0.1, connected={"3"}) == []  # 2 drops while settling ...
+    assert step(SETTLING / 2) == []
+    assert step(SETTLING) == ["node 1: member 2 lost: no link"]  # ... and stays lost
+    assert step(0.1) == []
+    assert step(0.1, connected={"2", "3"}) == ["node 1: member 2 back"]
+    assert step(SETTLING, connected={"2"}) == ["node 1: member 3 lost: no link"]  # settled
