@@ -109,6 +109,9 @@ class Deadlines:
         name = ops.op_name(op.code)
         applied = None if unknown else False
         if op.error is not None:
+            if unknown and getattr(op.error, "applied", None) is False:
+                outcome = ("its outcome is unknown: that answer was to its last attempt, "
+                           "and an earlier one may have applied")
             error = type(op.error)(f"{op.error}; no member could commit it before "
                                    f"its timeout, {outcome}")
         elif self._link() is None:

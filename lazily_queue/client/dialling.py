@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
 
+from ..raft.errors import StorageUnavailable
 from . import protocol as P
 from .access import Credentials
 from .certificates import CertificateCredentials
@@ -91,6 +92,11 @@ class Dialling:
                 "the client passes")
 
     def _unreachable(self, what: str) -> Exception:
+        tried = [f for a, f in self.failures.items() if a in self.addresses]
+        if tried and all("storage_unavailable: " in f for f in tried):
+            # Reached, but none can write its journal (a full disk): name that cause.
+            return StorageUnavailable(self._failure_text(what.replace(
+                "no member reachable", "no member able to write to its disk", 1)))
         kind = (P.FrameBudgetFull if self._capped and self._budget_refused
                 else P.TooManyLinks if self._capped else P.Unreachable)
         return kind(self._failure_text(what))
