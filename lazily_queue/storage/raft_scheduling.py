@@ -9,6 +9,7 @@ replicated queue; due times are on the leader's clock (its stamp on the entry), 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.push_options import whole_delay_ms
@@ -30,7 +31,8 @@ class RaftWorkScheduling:
     def _core(self) -> WorkQueueCore:
         raise NotImplementedError
 
-    async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
+    async def _call(self, code: int, args: list[Any], timeout: float | None,
+                    on_orphan: Callable[[Any], None] | None = None) -> Any:
         raise NotImplementedError
 
     def delayed_len(self) -> int:

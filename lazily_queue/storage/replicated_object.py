@@ -174,10 +174,18 @@ class ReplicatedObject:
         if self._expired_listener is not None:
             self._expired_listener()
 
-    async def _call(self, code: int, args: list[Any], timeout: float | None, **kw: Any) -> Any:
-        await self._ready(timeout)
-        result = await self._driver.call(code, args, timeout=self.bound(timeout), **kw)
-        return raise_op_error(result)
+    async def _call(self, code: int, args: list[Any], timeout: float | None,
+                    on_orphan: Callable[[Any], None] | None = None) -> Any:
+        declared = self._declared  # self._ready inlined: one coroutine frame less per op
+        if (declared is None or not declared.done() or declared.cancelled()
+                or declared.exception() is not None):
+            await self._ensure_declared(timeout)
+        elif not self._driver.running:
+            raise self._stopped()
+        result = await self._driver.call(
+            code, args, timeout=self.timeout if timeout is None else self.bound(timeout),
+            on_orphan=on_orphan)
+        return raise_op_error(result) if isinstance(result, OpError) else result
 
     async def _call_many(self, code: int, args: Callable[[Any], list[Any]], values: list[Any],
                          timeout: float | None) -> list[Any]:
