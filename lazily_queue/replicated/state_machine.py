@@ -173,47 +173,49 @@ class StateMachine:
         except CommandError as exc:
             log.error("skipped a malformed committed command: %s", exc)
             return OpError("malformed_command", str(exc))
-        session = self.sessions.get(session_id)
+        sessions = self.sessions
+        session = sessions.get(session_id)
         if session is None:
             if session_register.registered(session_id):
                 return session_register.UNKNOWN
             session = (self.open_client_session(session_id)
                        if session_id > CLIENT_SESSION_BASE else Session())
-            self.sessions[session_id] = session
+            sessions[session_id] = session
         else:
-            self.sessions.move_to_end(session_id)
+            sessions.move_to_end(session_id)
         session.seen = self.now
-        self._expire_sessions()
+        if (self.ended.ended  # else only the least recently seen session may have expired
+                or next(iter(sessions.values())).seen < self.now - SESSION_TTL_MS):
+            self._expire_sessions()
         results: list[Any] = []
-        limit = limit_of(session_id)
+        done = session.done
         for op in ops:
-            seq = op[0]
-            if seq in session.done or seq < session.floor:
-                kept = session.done.get(seq, _DUPLICATE)
+            seq, code = op[0], op[1]
+            if seq in done or seq < session.floor:
+                kept = done.get(seq, _DUPLICATE)
                 if kept == IN_CLIENT:  # each op answered by (or applied in) its session
                     self._again = True
                     try:
-                        kept = self._apply_op(op)
+                        kept = self._apply_plain(code, op[2:])
                     finally:
                         self._again = False
                 else:
                     self.duplicate_ops += 1
                 results.append(kept)
                 continue
-            result = self._apply_op(op)
-            if op[1] in _SUBSCRIBE_OPS and self.ephemeral_owners.owner:
-                ephemeral_owners.subscribed(self, None, op[1], op[2:], result)
-            if op[1] in _WRAPPERS:
+            result = self._apply_plain(code, op[2:])
+            if code in _SUBSCRIBE_OPS and self.ephemeral_owners.owner:
+                ephemeral_owners.subscribed(self, None, code, op[2:], result)
+            if code in _WRAPPERS:
                 session.keep(seq, IN_CLIENT)
+            elif result is None:  # what most ops answer: nothing to count (KeptResults.keep)
+                session.keep(seq, None)
             else:
-                self.kept.keep(self.sessions, session, seq, result, limit)
+                self.kept.keep(sessions, session, seq, result, limit_of(session_id))
             results.append(result)
         if floor > session.floor:
             self.kept.freed(session.move_floor(floor))
         return results
-
-    def _apply_op(self, op: list[Any]) -> Any:
-        return self._apply_plain(op[1], op[2:])
 
     def apply_plain(self, code: Any, args: list[Any]) -> Any:
         """Apply one op (``code``, ``args``) outside any session; returns its result."""
