@@ -84,19 +84,20 @@ class Context:
         return self._batch_depth > 0
 
     @overload
-    def batch(self) -> _BatchScope: ...
+    def batch(self) -> Context: ...
 
     @overload
     def batch(self, run: Callable[[], T]) -> T: ...
 
-    def batch(self, run: Callable[[], T] | None = None) -> T | _BatchScope:
+    def batch(self, run: Callable[[], T] | None = None) -> T | Context:
         """Group writes: effects run once, at the outermost batch exit.
 
         ``ctx.batch(fn)`` runs ``fn`` inside a batch and returns its result;
-        ``with ctx.batch():`` does the same for a block.
+        ``with ctx.batch():`` does the same for a block (``ctx.batch()`` is the context
+        itself: entering it opens a batch, leaving it closes that batch).
         """
         if run is None:
-            return _BatchScope(self)
+            return self
         self._batch_depth += 1
         try:
             return run()
@@ -105,6 +106,15 @@ class Context:
 
     def _exit_batch(self) -> None:
         self._batch_depth -= 1
+        if self._batch_depth == 0 and self._pending and not self._flushing:
+            self._flush()
+
+    def __enter__(self) -> Context:
+        self._batch_depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._batch_depth -= 1  # self._exit_batch inlined
         if self._batch_depth == 0 and self._pending and not self._flushing:
             self._flush()
 
@@ -178,20 +188,6 @@ class Context:
             self._observer = saved
 
 
-class _BatchScope:
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
-
-    def __enter__(self) -> Context:
-        self._ctx._batch_depth += 1
-        return self._ctx
-
-    def __exit__(self, *exc: Any) -> None:
-        self._ctx._exit_batch()
-
-
 _local = threading.local()
 
 
@@ -210,7 +206,7 @@ def resolve_context(ctx: Context | None) -> Context:
 
 
 @overload
-def batch(run: None = None, *, context: Context | None = None) -> _BatchScope: ...
+def batch(run: None = None, *, context: Context | None = None) -> Context: ...
 
 
 @overload
@@ -219,7 +215,7 @@ def batch(run: Callable[[], T], *, context: Context | None = None) -> T: ...
 
 def batch(
     run: Callable[[], T] | None = None, *, context: Context | None = None
-) -> T | _BatchScope:
+) -> T | Context:
     """Batch on ``context`` (default: this thread's default context)."""
     ctx = resolve_context(context)
     if run is None:
