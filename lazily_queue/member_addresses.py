@@ -51,7 +51,9 @@ class SavedAddresses:
                 self.known.pop(event.node, None)
                 self.known[event.node] = event.address  # the newest last
                 changed = True
+        if not changed:  # most waves: no address among them
+            return
         while len(self.known) > MAX_KEPT:
             del self.known[next(iter(self.known))]
-        if changed and self._journal is not None:
+        if self._journal is not None:
             self._journal.set_meta(KEY, dict(self.known))

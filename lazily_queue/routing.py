@@ -119,7 +119,9 @@ class EventRouter:
             for event in events:
                 match event:
                     case QueueChanged():
-                        queue = self._routed(self.queues, "queue", event.name)
+                        queue: Any = self.queues.get(event.name)  # self._routed inlined
+                        if queue is None and self.released:
+                            queue = self.released.get(("queue", event.name))
                         if queue is not None:
                             queue.on_event(event)
                     case TopicChanged():
