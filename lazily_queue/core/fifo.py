@@ -135,7 +135,8 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
 
     def _close_tail(self, stamp: int) -> None:
         """Make the tail run explicit; the next pushes start a tail stamped ``stamp``."""
-        self._sync()
+        if self._popped:
+            self._sync()
         n = len(self._items) - self._explicit
         if n:
             ids.append(self._runs, self._tail_first, n, self._tail_stamp)

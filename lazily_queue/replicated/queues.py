@@ -78,14 +78,17 @@ def declare(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def push(sm: StateMachine, args: list[Any]) -> Any:
-    q = _queue(sm, args[0])
+    name = args[0]
+    q = sm.queues.get(name) if type(name) is str else None  # _queue's common case
+    if q is None:
+        q = _queue(sm, name)
     pre = q.len()
     err = q.push_stamped(args[1], sm.now)
     if err is None:
         if type(q) is LimitedFifo:
-            report_push(sm, args[0], q, pre)
+            report_push(sm, name, q, pre)
         else:
-            sm.emit(QueueChanged(args[0], PUSH, pre))
+            sm.events.append(QueueChanged(name, PUSH, pre))  # sm.emit inlined
     return err
 
 
