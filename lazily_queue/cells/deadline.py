@@ -53,6 +53,10 @@ class Deadline:
                             f"nothing (call it again, or give it a longer timeout)")
 
 
+#: The deadline of ``timeout=None`` (it holds no time: one serves every call).
+NO_DEADLINE = Deadline(None)
+
+
 class _Wait:
     """:func:`asyncio.timeout_at`, its ``TimeoutError`` saying what did not come."""
 

@@ -45,7 +45,7 @@ from ..storage.queue import (
 )
 from ..storage.serializing import SerializingQueueStorage
 from ..threads import LoopBridge, ThreadSafeQueue
-from .deadline import Deadline, no_wait
+from .deadline import NO_DEADLINE, Deadline, no_wait
 from .expiry import EXPIRED, expired_reader, expiring_deque
 from .once import no_dedup
 from .queue_batches import DEFAULT_PREFETCH, FIRST_PREFETCH, QueueBatches
@@ -289,7 +289,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 not_before is not None):  # refused before waiting
             options = PushOptions.checked(msg_id=msg_id, headers=headers, ttl=ttl,
                                           delay=delay, not_before=not_before)
-        deadline = Deadline(timeout)
+        deadline = NO_DEADLINE if timeout is None else Deadline(timeout)
         while True:
             if options is not None:
                 err = await self._offer_options(value, options, None)
