@@ -353,6 +353,8 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
                                                 self._send_early)
         for out in released:
             self._dispatch(out)
+        if self._state_waiters:  # the step was dispatched, even when nothing left
+            self._wake_state_waiters()
         if error is not None:
             self._stall(error)
             return False

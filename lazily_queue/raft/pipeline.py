@@ -72,17 +72,24 @@ class CommitPipeline:
         return self.admit(ready, wrote=wrote), error
 
     def admit(self, ready: Ready, *, wrote: bool) -> list[Ready]:
-        """Take one step's output; return what may leave now. ``wrote``: the step handed
-        records to the OS (or tried to and failed), so its output needs an fsync."""
+        """Take one step's output; return what may leave now (nothing when the step
+        produced nothing that may). ``wrote``: the step handed records to the OS (or
+        tried to and failed), so its output needs an fsync."""
         if wrote:
             self._written += 1
         if not self._held and self._written == self._synced and self.stall is None:
             return [ready]
-        now = ready.take_results()
+        now = (ready.take_results() if ready.events or ready.completions or ready.orphans
+               else None)
         if self.stall is None and ready.messages:
-            now.messages = ready.take_messages(EARLY).messages
-        self._held.append((self._written, ready))
-        return [now]
+            early = ready.take_messages(EARLY)
+            if early.messages and now is None:
+                now = early
+            elif early.messages:
+                now.messages = early.messages
+        if ready.messages or ready.membership:  # an empty output waits for nothing
+            self._held.append((self._written, ready))
+        return [] if now is None else [now]
 
     def start_fsync(self) -> int | None:
         """Whether an fsync should start now; returns the step it covers, or ``None``."""

@@ -49,14 +49,14 @@ class Ready:
         """Move the messages of the given types into a new Ready (order kept per peer)."""
         taken: dict[str, list[dict[str, Any]]] = {}
         for peer, messages in list(self.messages.items()):
-            if not any(m["type"] in kinds for m in messages):
+            chosen = [m for m in messages if m["type"] in kinds]
+            if not chosen:
                 continue
-            taken[peer] = [m for m in messages if m["type"] in kinds]
-            rest = [m for m in messages if m["type"] not in kinds]
-            if rest:
-                self.messages[peer] = rest
-            else:
+            taken[peer] = chosen
+            if len(chosen) == len(messages):
                 del self.messages[peer]
+            else:
+                self.messages[peer] = [m for m in messages if m["type"] not in kinds]
         return Ready(messages=taken)
 
     def take_results(self) -> Ready:

@@ -96,20 +96,21 @@ class Release:
 
     def _dispatch_results(self, ready: Ready) -> None:
         """Reader events, completions and orphans (each handed over once)."""
-        taken = ready.take_results()
-        if taken.events and self._on_events is not None:
+        events, completions, orphans = ready.events, ready.completions, ready.orphans
+        ready.events, ready.completions, ready.orphans = [], [], []
+        if events and self._on_events is not None:
             try:
-                self._on_events(taken.events)
+                self._on_events(events)
             except Exception:
                 log.exception("node %s: an event observer failed", self.replica.node_id)
-        if taken.completions:
+        if completions:
             self._completed += 1
-        for callback, result, error in taken.completions:
+        for callback, result, error in completions:
             try:
                 callback(result, error)
             except Exception:
                 log.exception("node %s: a completion callback failed", self.replica.node_id)
-        for orphan, value in taken.orphans:
+        for orphan, value in orphans:
             try:
                 orphan(value)
             except Exception:
