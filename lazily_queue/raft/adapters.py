@@ -121,7 +121,8 @@ def wrap_application(
             return apply_batch(batch, stamp)
         if in_effect_already(command):
             return None
-        return apply_command(command)
+        with engine._env:  # a membership change reads the library's clock
+            return apply_command(command)
 
     engine._SyncObj__applyLogEntries = applying_entries
     engine.apply_committed = apply_entries

@@ -213,11 +213,12 @@ class RaftEngine(EngineView, PatchedSyncObj):
         if self.transfer.pending:
             self.transfer.held.append((payload, callback))
             return
+        answer = _translated(callback)
+        if append_leading(self, payload, answer, int(self._wall() * 1000)):
+            self._unsent_appends = bool(self._SyncObj__otherNodes)
+            return
         with self._env:
-            if append_leading(self, payload, _translated(callback), int(self._wall() * 1000)):
-                self._unsent_appends = bool(self._SyncObj__otherNodes)
-            else:
-                self._applyCommand(entries.encode(payload), _translated(callback), None)
+            self._applyCommand(entries.encode(payload), answer, None)
 
     def _applyCommand(
         self, command: bytes, callback: Any, commandType: int | None = None
@@ -275,20 +276,24 @@ class RaftEngine(EngineView, PatchedSyncObj):
         """Advance the engine: a leader whose last full tick is recent commits and applies
         what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
+        if self.transfer.pending:
+            with self._env:
+                held = self.transfer.advance()
+                if held:  # the pause ended: a leader appends them, a follower forwards them
+                    for payload, callback in held:
+                        self.submit(payload, callback)
+                    self._checkCommandsToApply()
+        size = self._journal.size_bytes
+        compact = (size >= self._compaction_bytes and size >= self._snapshots.size
+                   and not self._snapshots.pending)  # its end compacts; one would follow
+        # The light path reads PySyncObj's clock nowhere: what applies a membership
+        # change routes it itself (see wrap_application).
+        if self._isLeader() and light_tick(self, now, self._full_tick_at, compact):
+            commit_leading(self, self._journal.term_at)
+            self.light_ticks += 1
+            return
         with self._env:
-            held = self.transfer.advance()
-            if held:  # the pause ended: a leader appends them, a follower forwards them
-                for payload, callback in held:
-                    self.submit(payload, callback)
-                self._checkCommandsToApply()
-            self._committed = self.commit_index  # the clamp's floor
-            compact = (not self._snapshots.pending  # its end compacts; one would follow
-                       and self._journal.size_bytes >= max(self._compaction_bytes,
-                                                            self._snapshots.size))
-            if (self._isLeader() and light_tick(self, now, self._full_tick_at, compact)
-                    and commit_leading(self, self._journal.term_at)):
-                self.light_ticks += 1
-                return
+            self._committed = int(self._SyncObj__raftCommitIndex)  # the clamp's floor
             self._full_tick_at = now
             self.full_ticks += 1
             self.pre_vote.before_tick()

@@ -30,9 +30,10 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
     leader or commands wait in its queue."""
     if engine._commands or not engine._isLeader():
         return False
-    index = int(engine._SyncObj__getCurrentLogIndex()) + 1
+    journal = engine._journal
+    index = journal.last_index + 1
     term = engine._SyncObj__raftCurrentTerm
-    engine._SyncObj__raftLog.add(entries.encode(batch, stamp), index, term)
+    journal.add(entries.encode(batch, stamp), index, term)
     engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
     return True
 
@@ -52,19 +53,18 @@ def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> b
     return bool(len(engine._journal) <= engine._compaction_entries)
 
 
-def commit_leading(engine: Any, term_at: Any) -> bool:
-    """Commit and apply what a majority of a leader's cluster holds durably; False
-    (nothing done) when the engine is not the leader."""
-    if not engine._isLeader():
-        return False
+def commit_leading(engine: Any, term_at: Any) -> None:
+    """Commit and apply what a majority of a leader's cluster holds durably (the caller
+    checked that the engine leads)."""
     commit = engine._SyncObj__raftCommitIndex
-    last = engine._SyncObj__getCurrentLogIndex()
+    journal = engine._journal
+    last = journal.last_index
     # What the full tick's leader branch computes (the highest entry of this term that a
     # majority holds) lowered by the durable-commit clamp at once: this leader's copy
     # counts up to its journal's durable index, so the clamp has nothing left to lower
     # and the entries apply without it.
     if last > commit:
-        own = engine._journal.durable_index if patches.enabled("durable-leader-commit") else last
+        own = journal.durable_index if patches.enabled("durable-leader-commit") else last
         others = engine._SyncObj__otherNodes
         term = engine._SyncObj__raftCurrentTerm
         if not others:
@@ -77,9 +77,8 @@ def commit_leading(engine: Any, term_at: Any) -> bool:
                 own, [int(matches.get(node, 0)) for node in others], term_at, int(term),
                 commit, last)
         if proposed > commit:
-            engine._SyncObj__raftCommitIndex = proposed
-            engine._journal.setRaftCommitIndex(proposed)
-    engine._SyncObj__leaderCommitIndex = engine._SyncObj__raftCommitIndex
-    if engine._SyncObj__raftCommitIndex > engine._SyncObj__raftLastApplied:
+            engine._SyncObj__raftCommitIndex = commit = proposed
+            journal.setRaftCommitIndex(proposed)
+    engine._SyncObj__leaderCommitIndex = commit
+    if commit > engine._SyncObj__raftLastApplied:
         engine.apply_committed()
-    return True
