@@ -122,7 +122,7 @@ class OsDisk:
                               "this large is not one the node wrote", path) from None
 
     def append(self, path: str, data: bytes) -> None:
-        f = self._open(path)
+        f = self._files.get(path) or self._open(path)
         need = f.end + len(data)
         if need > f.allocated:
             self._grow(f, need + self.preallocate - need % self.preallocate)
@@ -179,7 +179,8 @@ class OsDisk:
 
     def sync(self, path: str) -> None:
         if self.fsync_enabled:
-            os.fdatasync(self._open(path).fd)
+            f = self._files.get(path)
+            os.fdatasync((f or self._open(path)).fd)
             self.fsyncs += 1
 
     def prepare_sync(self, path: str) -> None:

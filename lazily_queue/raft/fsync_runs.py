@@ -39,8 +39,9 @@ class FsyncRuns:
         if self._loop is None or self.pipeline.start_fsync() is None:
             return False
         self.network.flush()
-        inline = self._inline()
-        self.fsync.policy.started(self.replica.journal.written_bytes)
+        policy, written = self.fsync.policy, self.replica.journal.written_bytes
+        inline = policy.inline(written)
+        policy.started(written)
         if not inline:
             self.replica.journal.prepare_fsync()
             self.fsync.start(self._loop, self._fsynced)
