@@ -215,7 +215,10 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         if not ready:
             return ready is None
         own = self._own_callbacks
-        return any(not h._cancelled and h._callback not in own for h in ready)
+        for handle in ready:
+            if not handle._cancelled and handle._callback not in own:
+                return True
+        return False
 
     def wake(self) -> None:
         """Run one step soon (once per loop iteration, however often it is called)."""
@@ -301,7 +304,8 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         finally:
             self._stepping = False
         self.network.flush()
-        if not self._publishing and self._loop is not None and self.replica.commit_unsent:
+        if (not self._publishing and self._loop is not None
+                and self.replica.engine.commit_unsent):
             self._publishing = True
             self._loop.call_soon(self._publish_commit)
         for observer in self.step_observers:

@@ -18,6 +18,7 @@ return an element nobody received).
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -193,7 +194,8 @@ class Replica(ReplicaWaiters):
         leader's appends count at once: that tick may commit them. The Ready obeys the
         same rules as :meth:`step`'s."""
         self._prepare()
-        return self._take_ready()
+        ready, self._ready = self._ready, Ready()
+        return ready
 
     def tick(self, *, sync: bool = False) -> Ready:
         """The second half of a step: the engine ticks (commits, applies, heartbeats,
@@ -202,7 +204,8 @@ class Replica(ReplicaWaiters):
         self._ready.events.extend(self.fsm.drain_events())
         if sync and self.journal.needs_sync:
             self.journal.sync()
-        return self._take_ready()
+        ready, self._ready = self._ready, Ready()
+        return ready
 
     @property
     def commit_unsent(self) -> bool:
@@ -263,7 +266,7 @@ class Replica(ReplicaWaiters):
             p.attempt_deadline = now + self.config.attempt_timeout
         self.batches += 1
         attempts = [p.attempts for p in batch]
-        self.engine.submit(payload, lambda res, err: self._on_result(batch, attempts, res, err))
+        self.engine.submit(payload, functools.partial(self._on_result, batch, attempts))
 
     def _on_result(
         self, batch: list[Proposal], attempts: list[int], result: Any, outcome: Outcome

@@ -104,7 +104,7 @@ class ReplicaWaiters:
             "is unknown" if unknown else text, applied=None if unknown else False))
 
     def _has_quorum(self) -> bool:
-        return bool(self.engine.is_leader or self.engine.hasQuorum)
+        return bool(self.engine._isLeader() or self.engine.hasQuorum)
 
     def _quorum_text(self) -> str:
         members = self.engine.members
