@@ -40,6 +40,7 @@ from .engine_view import EngineView
 from .journal import DurableJournal
 from .leading import append_leading, commit_leading, light_tick
 from .log_config import put_log_changes_in_effect
+from .log_reads import read_log_directly
 from .outcome import Answer, Outcome, from_pysyncobj
 from .prevote import PreVote
 from .snapshot import SnapshotStore
@@ -181,6 +182,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
                         self._held.clear()
 
             self._SyncObj__sendAppendEntries = sending_appends
+            read_log_directly(self, journal)
             wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.stored:
                 self._SyncObj__loadDumpFile(clearJournal=False)
