@@ -125,14 +125,18 @@ def check_message(message: Any) -> dict[str, Any]:
     for name, spec in required.items():
         if name not in message:
             raise FrameError(f"{kind} lacks field {name!r}")
-        out[name] = _check(name, spec, message[name])
+        value = message[name]
+        # most fields are ints: those that pass need no call (see _check)
+        out[name] = (value if spec is _INT and type(value) is int and 0 <= value <= MAX_INT
+                     else _check(name, spec, value))
     for name, value in message.items():
         if name == "type" or name in required:
             continue
         spec = optional.get(name)
         if spec is None:
             raise FrameError(f"{kind} has unexpected field {describe(name)}")
-        out[name] = _check(name, spec, value)
+        out[name] = (value if spec is _INT and type(value) is int and 0 <= value <= MAX_INT
+                     else _check(name, spec, value))
     if kind == "append_entries" and ("prevLogIdx" in out) != ("prevLogTerm" in out):
         raise FrameError("append_entries needs both prevLogIdx and prevLogTerm")
     return out

@@ -10,6 +10,7 @@ changes from the log; every other message from a non-member is dropped.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -115,19 +116,15 @@ class PatchedSyncObj(SyncObj):  # type: ignore[misc]
         log.info("node %s caught up to its floor %s; it votes again", self._node_id, floor)
         return False
 
-    @property
+    @functools.cached_property
     def _log_view(self) -> patches.LogView:
-        view: patches.LogView | None = getattr(self, "_log_view_cache", None)
-        if view is None:
-            view = patches.LogView(
-                term_at=self._journal.term_at,
-                last_index=lambda: self._journal.last_index,
-                commit_index=lambda: int(self._SyncObj__raftCommitIndex),
-                set_commit_index=self._set_commit_index,
-                suppress_truncation=self._journal.mask_tail_after,
-            )
-            self._log_view_cache = view
-        return view
+        return patches.LogView(
+            term_at=self._journal.term_at,
+            last_index=lambda: self._journal.last_index,
+            commit_index=lambda: int(self._SyncObj__raftCommitIndex),
+            set_commit_index=self._set_commit_index,
+            suppress_truncation=self._journal.mask_tail_after,
+        )
 
     def _set_commit_index(self, index: int) -> None:
         self._SyncObj__raftCommitIndex = index

@@ -81,6 +81,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         self._stepping = False
         self._publishing = False  # a commit publication is scheduled
         self._own_callbacks = (self._scheduled_step, self._publish_commit)
+        self._frame_bytes = replica.max_frame_bytes  # fixed by the configuration
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
@@ -233,7 +234,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
             self.stalled_frames += 1
             return
         try:
-            messages = decode_frame(frame, self.replica.max_frame_bytes)
+            messages = decode_frame(frame, self._frame_bytes)
         except FrameError as exc:
             self.bad_frames += 1
             self.network.close_peer(peer, f"malformed Raft frame: {exc}")
