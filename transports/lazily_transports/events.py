@@ -165,7 +165,11 @@ class EventStream:
             return []
         batch = list(queue)
         queue.clear()
-        self._taken(sum(1 for event in batch if type(event) is Frame))
+        frames = 0
+        for event in batch:
+            if type(event) is Frame:
+                frames += 1
+        self._taken(frames)
         return batch
 
     async def receive_batch(self, limit: int | None = None) -> list[MeshEvent]:

@@ -227,6 +227,19 @@ class BufferedChannel(DataChannel):
             return frame
         raise self._receive_error()
 
+    def receive_queued(self) -> bytes | None:
+        """:meth:`receive_nowait` without an exception: ``None`` when no frame is queued
+        (also once the channel ended: :meth:`receive_nowait` says how)."""
+        rx = self._rx
+        if not rx:
+            return None
+        frame = rx.popleft()
+        self._rx_taken += len(frame)
+        if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
+            self._rx_paused = False
+            self._resume_reading()
+        return frame
+
     def _receive_error(self) -> Exception:
         if self._closed:
             return anyio.ClosedResourceError()

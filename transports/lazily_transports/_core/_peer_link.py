@@ -273,7 +273,7 @@ class PeerLink:
         self._pump = pump
         raw = channel.channel
         if isinstance(raw, BufferedChannel):
-            raw.set_receive_hook(functools.partial(self._forward, channel))
+            raw.set_receive_hook(functools.partial(self._forward, channel, raw))
         try:
             await asyncio.wait((pump,))
         finally:
@@ -310,18 +310,16 @@ class PeerLink:
         except anyio.BrokenResourceError:
             return channel.close_reason or "link failed"
 
-    def _forward(self, stream: LinkStream) -> None:
+    def _forward(self, stream: LinkStream, channel: BufferedChannel) -> None:
         """Frames just queued on the current connection go to the events at once; the
         pump still handles a full event queue, the end of the connection and errors."""
         if self._channel is not stream:
             return
-        channel = stream.channel
         events = self._events
         epoch = self.epoch
         while not events.full:
-            try:
-                data = channel.receive_nowait()
-            except Exception:  # none left, or the connection ended: the pump says why
+            data = channel.receive_queued()
+            if data is None:  # none left, or the connection ended: the pump says why
                 return
             self.counters.frames_received += 1
             events.put_frame_nowait(Frame(self.peer_id, epoch, data))
