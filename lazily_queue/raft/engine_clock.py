@@ -1,9 +1,11 @@
 """The engine clock: PySyncObj's time and randomness, routed to the engine being driven.
 
 :func:`~.patches.install` puts :func:`monotonic` and a :class:`RandomProxy` in place of
-``pysyncobj.syncobj``'s ``monotonicTime`` and ``random`` (the ``engine-clock`` patch);
-both read the clock and random generator of the current :func:`engine_env` block, so a
-whole cluster can run on virtual time in one process.
+``pysyncobj.syncobj``'s ``monotonicTime`` and ``random`` (the ``engine-clock`` patch):
+outside any :func:`engine_env` block they read its defaults. Inside a block the library
+reads the block's clock and random generator directly (the block puts them in place
+and puts back what was there when it ends), so a whole cluster can run on virtual time
+in one process and the library's many clock reads cost no call of ours.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pysyncobj.syncobj as _ps_syncobj
+
 __all__ = ["RandomProxy", "engine_env", "monotonic"]
 
 
 class _EngineEnv:
-    """The clock and random generator of the engine currently being driven."""
+    """The clock and random generator the library reads outside any block."""
 
     clock: Callable[[], float] = time.monotonic
     rng: _stdlib_random.Random = _stdlib_random.Random()
@@ -27,12 +31,13 @@ _env = _EngineEnv()
 
 
 def monotonic() -> float:
-    """Stands in for ``monotonicTime`` inside ``pysyncobj.syncobj``."""
+    """Stands in for ``monotonicTime`` inside ``pysyncobj.syncobj`` outside any block."""
     return _env.clock()
 
 
 class RandomProxy:
-    """Stands in for the ``random`` module inside ``pysyncobj.syncobj``."""
+    """Stands in for the ``random`` module inside ``pysyncobj.syncobj`` outside any
+    block."""
 
     def random(self) -> float:
         return _env.rng.random()
@@ -48,14 +53,15 @@ class _Routed:
 
     def __init__(self, clock: Callable[[], float], rng: _stdlib_random.Random) -> None:
         self._clock, self._rng = clock, rng
-        self._saved: list[tuple[Callable[[], float], _stdlib_random.Random]] = []
+        self._saved: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> None:
-        self._saved.append((_env.clock, _env.rng))
-        _env.clock, _env.rng = self._clock, self._rng
+        library = _ps_syncobj
+        self._saved.append((library.monotonicTime, library.random))
+        library.monotonicTime, library.random = self._clock, self._rng
 
     def __exit__(self, *_: object) -> None:
-        _env.clock, _env.rng = self._saved.pop()
+        _ps_syncobj.monotonicTime, _ps_syncobj.random = self._saved.pop()
 
 
 def engine_env(clock: Callable[[], float], rng: _stdlib_random.Random) -> _Routed:
