@@ -74,24 +74,25 @@ class CommandQueue:
     ``limit`` 0 is unbounded, as in the library."""
 
     def __init__(self, limit: int, replaced: Any) -> None:
-        self._items: deque[Any] = deque()
+        #: The queued commands (the engine tests it for emptiness without a call).
+        self.items: deque[Any] = deque()
         self._limit = limit
         with contextlib.suppress(queue.Empty):  # whatever the library queued meanwhile
             while True:
-                self._items.append(replaced.get_nowait())
+                self.items.append(replaced.get_nowait())
 
     def put_nowait(self, item: Any) -> None:
-        if 0 < self._limit <= len(self._items):
+        if 0 < self._limit <= len(self.items):
             raise queue.Full
-        self._items.append(item)
+        self.items.append(item)
 
     def get_nowait(self) -> Any:
-        if not self._items:
+        if not self.items:
             raise queue.Empty
-        return self._items.popleft()
+        return self.items.popleft()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
 
 def unused_serializer(*_: Any) -> Any:

@@ -161,6 +161,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
             library_queue: Any = self._SyncObj__commandsQueue  # type: ignore[has-type]
             self._commands = CommandQueue(conf.commandsQueueSize, library_queue)
             self._SyncObj__commandsQueue = self._commands
+            self._queued_commands = self._commands.items
             accept_change: Callable[[Any], bool] = self._SyncObj__changeCluster  # type: ignore[has-type]
             self._SyncObj__changeCluster = patches.one_membership_change_at_a_time(
                 accept_change,
@@ -308,12 +309,12 @@ class RaftEngine(EngineView, PatchedSyncObj):
     def append_proposed(self) -> None:
         """Append the commands proposed since the last tick now, as a tick does last (a
         follower forwards them to its leader), and send what a leader appended."""
-        if self._commands or self._unsent_appends:
+        if self._queued_commands or self._unsent_appends:
             with self._env:
                 self._checkCommandsToApply()
 
     def _checkCommandsToApply(self) -> None:
-        if self._commands and not self.transfer.pending:
+        if self._queued_commands and not self.transfer.pending:
             # The library's loop reads the clock and raises per call; while a transfer
             # is paused, forwarded commands and membership changes wait in the queue.
             last = self._journal.last_index

@@ -28,7 +28,7 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
     """Append a command carrying ``batch`` (stamped ``stamp``) to a leader's log now,
     ``callback`` waiting for its commit; False (nothing done) when the engine is not the
     leader or commands wait in its queue."""
-    if engine._commands or not engine._isLeader():
+    if engine._queued_commands or not engine._isLeader():
         return False
     journal = engine._journal
     index = journal.last_index + 1

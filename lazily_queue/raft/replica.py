@@ -220,9 +220,12 @@ class Replica(ReplicaWaiters):
 
     def _prepare(self) -> None:
         now = self.clock()
-        self._check_quorum(now)
-        self._expire(now)
-        self._flush(now)
+        if self._quorum_lost_at is not None or not self.engine._isLeader():
+            self._check_quorum(now)  # a leader that had quorum keeps it
+        if self._unresolved:
+            self._expire(now)
+        if self._queued:
+            self._flush(now)
         self.engine.append_proposed()
 
     def _take_ready(self) -> Ready:
@@ -230,8 +233,6 @@ class Replica(ReplicaWaiters):
         return ready
 
     def _flush(self, now: float) -> None:
-        if not self._queued:
-            return
         batch: list[Proposal] = []
         size = 0
         for p in self._queued:
