@@ -117,9 +117,9 @@ def wrap_application(
         return apply_entries()
 
     def applying_command(command: bytes) -> Any:
-        if entries.is_command(command):
-            stamp, batch = entries.decode(command)
-            return apply_batch(batch, stamp)
+        found = entries.command_of(command)
+        if found is not None:
+            return apply_batch(found[1], found[0])
         if in_effect_already(command):
             return None
         with engine._env:  # a membership change reads the library's clock

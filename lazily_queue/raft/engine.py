@@ -14,6 +14,7 @@ under load the commit index rides on the next append instead of costing a round 
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import struct
@@ -213,10 +214,10 @@ class RaftEngine(EngineView, PatchedSyncObj):
                 f"command of {len(payload)} bytes exceeds the {self.max_command_bytes}-byte "
                 "limit"
             )
-        if self.transfer.pending:
+        if self.transfer.target is not None:  # pending
             self.transfer.held.append((payload, callback))
             return
-        answer = _translated(callback)
+        answer = functools.partial(_answer, callback)  # _translated, without a frame
         if append_leading(self, payload, answer, int(self._wall() * 1000)):
             self._unsent_appends = bool(self._SyncObj__otherNodes)
             return
@@ -279,7 +280,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         """Advance the engine: a leader whose last full tick is recent commits and applies
         what a majority holds durably (:mod:`.leading`); else a full tick."""
         now = self._clock()
-        if self.transfer.pending:
+        if self.transfer.target is not None:  # pending
             with self._env:
                 held = self.transfer.advance()
                 if held:  # the pause ended: a leader appends them, a follower forwards them
@@ -388,9 +389,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
 def _translated(callback: Answer) -> Callable[[Any, int], None]:
     """PySyncObj's ``callback(result, fail_reason)`` as ``callback(result, outcome)``."""
-    success, succeeded = FAIL_REASON.SUCCESS, Outcome.SUCCESS
+    return functools.partial(_answer, callback)
 
-    def answer(result: Any, reason: int) -> None:
-        callback(result, succeeded if reason == success else from_pysyncobj(reason))
 
-    return answer
+def _answer(callback: Answer, result: Any, reason: int) -> None:
+    callback(result, Outcome.SUCCESS if reason == FAIL_REASON.SUCCESS
+             else from_pysyncobj(reason))

@@ -34,6 +34,14 @@ def stamped(entry: bytes, stamp: int) -> bytes:
     return _HEAD.pack(COMMAND, stamp) + entry[HEAD_SIZE:]
 
 
+def command_of(entry: bytes) -> tuple[int, bytes] | None:
+    """The stamp and the batch of a command entry; ``None`` for any other entry."""
+    if entry[:1] != _COMMAND_BYTE or len(entry) < HEAD_SIZE:
+        return None
+    _, stamp = _HEAD.unpack_from(entry)
+    return int(stamp), entry[HEAD_SIZE:]
+
+
 def decode(entry: bytes) -> tuple[int, bytes]:
     """The stamp and the batch of a command entry (see :func:`is_command`)."""
     _, stamp = _HEAD.unpack_from(entry)

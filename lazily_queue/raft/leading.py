@@ -48,8 +48,9 @@ def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> b
             or engine._SyncObj__forceLogCompaction
             or (engine._SyncObj__otherNodes and now > engine._SyncObj__newAppendEntriesTime)):
         return False
-    if snapshots.pending:
-        return bool(snapshots.writer.running)
+    writer = snapshots.writer
+    if writer.pending:
+        return bool(writer.running)
     return bool(len(engine._journal) <= engine._compaction_entries)
 
 
