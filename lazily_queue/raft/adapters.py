@@ -30,7 +30,8 @@ class RaftPeer(_PsNode):  # type: ignore[misc]
         return self._hash  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, _PsNode) and self._id == other.id)
+        # ``_id`` is what the library's ``id`` property returns
+        return self is other or (isinstance(other, _PsNode) and self._id == other._id)
 
 
 class EngineTransport(_PsTransport):  # type: ignore[misc]
@@ -49,7 +50,7 @@ class EngineTransport(_PsTransport):  # type: ignore[misc]
         self._no_chunk = no_chunk
 
     def send(self, node: Any, message: dict[str, Any]) -> bool:
-        self._out(node.id, message)
+        self._out(node._id, message)  # node.id, without the property
         if "serialized" in message and message["serialized"] is None:
             self._no_chunk(node)
         return True
