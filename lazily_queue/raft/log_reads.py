@@ -41,12 +41,11 @@ def read_log_directly(engine: Any, journal: DurableJournal) -> None:
         if max_bytes is None:
             return found
         total = 0
-        end = 0
-        for end, entry in enumerate(found):
+        for end, entry in enumerate(found, 1):
             total += len(entry[0])
             if total >= max_bytes:
-                break
-        return found[:end + 1]
+                return found[:end]
+        return found
 
     engine._SyncObj__getCurrentLogIndex = current_index
     engine._SyncObj__getCurrentLogTerm = current_term

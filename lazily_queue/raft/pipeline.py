@@ -83,10 +83,11 @@ class CommitPipeline:
                else None)
         if self.stall is None and ready.messages:
             early = ready.take_messages(EARLY)
-            if early.messages and now is None:
-                now = early
-            elif early.messages:
-                now.messages = early.messages
+            if early.messages:
+                if now is None:
+                    now = early
+                else:
+                    now.messages = early.messages
         if ready.messages or ready.membership:  # an empty output waits for nothing
             self._held.append((self._written, ready))
         return [] if now is None else [now]
