@@ -318,7 +318,10 @@ class PeerLink:
         events = self._events
         epoch = self.epoch
         while not events.full:
-            data = channel.receive_queued()
+            try:
+                data = channel.receive_queued()
+            except Exception:  # the pump meets it too, and says why
+                return
             if data is None:  # none left, or the connection ended: the pump says why
                 return
             self.counters.frames_received += 1
