@@ -16,6 +16,7 @@ from lazily_transports import (
     LinkBrokenError,
     LinkStream,
 )
+from lazily_transports._core._buffered import BufferedChannel
 from lazily_transports.websocket import WebSocketChannel
 from transport_helpers import address_for, channel_pair, make_config
 
@@ -166,6 +167,28 @@ async def test_receive_nowait_and_readiness(address: str) -> None:
         await client.send(b"ready")
         await asyncio.wait_for(waiter, 5)
         assert server.receive_nowait() == b"ready"
+
+
+async def test_receive_queued_returns_none_instead_of_raising(address: str) -> None:
+    async with channel_pair(address) as (client, server):
+        raw = server.channel
+        assert isinstance(raw, BufferedChannel)
+        assert raw.receive_queued() is None  # nothing queued: no WouldBlock
+        await client.send(b"one")
+        await client.send(b"two")
+        await asyncio.wait_for(server.wait_receive_ready(), 5)
+        with anyio.fail_after(5):  # a hang detector
+            while len(raw._rx) < 2:  # noqa: ASYNC110 - polls plain state
+                await asyncio.sleep(0.01)
+        assert [raw.receive_queued(), raw.receive_queued(), raw.receive_queued()] == [
+            b"one", b"two", None]
+        await client.aclose()
+        with anyio.fail_after(5):
+            while not raw.ended:  # noqa: ASYNC110 - polls plain state
+                await asyncio.sleep(0.01)
+        assert raw.receive_queued() is None  # ended: receive_nowait says how
+        with pytest.raises(anyio.EndOfStream):
+            raw.receive_nowait()
 
 
 async def test_channel_is_an_anyio_object_stream(address: str) -> None:
