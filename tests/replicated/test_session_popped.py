@@ -40,7 +40,7 @@ def _queue(sm: StateMachine, *values: Any) -> None:
 def test_a_pop_notes_what_it_handed_out_and_a_give_back_takes_it_off() -> None:
     sm = StateMachine()
     _queue(sm, "a", "b", "c")
-    [(values, runs)] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 2))
+    [(values, _runs)] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 2))
     assert values == ["a", "b"] and _held(sm) == [("q", 0), ("q", 1)]
     record = sm.popped.of(CLIENT)
     assert record is not None
