@@ -15,12 +15,18 @@ link), the others may have applied (the op is ``unknown``, and goes again under 
 number).
 
 When an op is answered ``session_unknown``, the real ``_forgotten`` decides, on the
-client's real ``_Op`` records: the ops whose requests left this process (read by a
-member) or that are ``unknown`` fail (``SessionForgotten``, outcome unknown); the
-others go again, renumbered, under a new session. Those are reported to the checker
-as not applied under their old number: the checker fails the run if that number ever
-applies (a held request read after the session was forgotten must be refused), and
-the registered-sessions model if a value is in the queue twice.
+client's real ``_Op`` records: an op whose request left this process (read by a member)
+on the link the refusal came on waits there for its own answer, as the real client's
+does (kept under a negative number, never sent again): the real
+:meth:`~lazily_queue.client.registration.Registering.stale_answered` takes it (a result
+resolves it; the same refusal, with no earlier attempt, fails it ``applied`` ``False``;
+the link ending, or an earlier attempt, leaves its outcome unknown). The other ops that
+left, or that are ``unknown``, fail (``SessionForgotten``, outcome unknown); the rest go
+again, renumbered, under a new session. Those sent again and those failed ``applied``
+``False`` are reported to the checker as not applied under their old number: the
+checker fails the run if that number ever applies (a held request read after the
+session was forgotten must be refused), and the registered-sessions model if a value is
+in the queue twice.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ import random
 from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
-from lazily_queue.client.link import Link
+from lazily_queue.client import protocol as P
+from lazily_queue.client.link import Answer, Link
 from lazily_queue.client.registration import Registering
 from lazily_queue.client.session import _Op
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.results import encode_result
 from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
 
 from .client import FAILED, OK, Client, Observed
@@ -65,12 +73,16 @@ class _SimLink:
     def holds(self, frame: int) -> bool:
         return frame in self.held
 
+    def unread(self, frame: int) -> bool:
+        return self.holds(frame)
+
     def forget(self, rid: int) -> None:
         self.forgotten.add(rid)
 
 
 class _Session(Registering):
-    """The state the real ``_forgotten`` works on; its ``_finish`` notes what failed."""
+    """The state the real ``_forgotten`` and ``stale_answered`` work on; ``_finish`` and
+    ``_resolve`` note how each op ended."""
 
     def __init__(self) -> None:
         self.id = 0
@@ -83,19 +95,28 @@ class _Session(Registering):
         self._low = 1
         self._held: deque[_Op] = deque()
         self._ungreeted: list[_Op] = []
-        #: Ops failed (SessionForgotten) by the last ``_forgotten``.
-        self.failed: list[_Op] = []
+        #: Ops failed since the client last looked, with their errors.
+        self.failed: list[tuple[_Op, Exception | None]] = []
+        #: Ops resolved since the client last looked, with their results.
+        self.resolved: list[tuple[_Op, Any]] = []
 
     def _finish(self, op: _Op, error: Exception | None) -> None:
         op.done = True
         self._ops.pop(op.seq, None)
-        self.failed.append(op)
+        self.failed.append((op, error))
+
+    def _resolve(self, op: _Op, result: Any) -> None:
+        op.done = True
+        self._ops.pop(op.seq, None)
+        self.resolved.append((op, result))
 
     def _register(self, link: Link) -> None:
         return None  # the client registers at its next act
 
     def floor(self) -> int:
-        return min(self._ops, default=self._next_seq)
+        """The oldest unanswered number of this session (an op awaiting its answer
+        under a forgotten one, numbered below 0, is none of its)."""
+        return min((seq for seq in self._ops if seq > 0), default=self._next_seq)
 
 
 class ForgettingClient(Client):
@@ -118,12 +139,20 @@ class ForgettingClient(Client):
         self.relink_at = 0.0
         #: The declaration until it is answered.
         self.declaring: _Op | None = None
-        #: Counts: sessions forgotten; ops sent again, failed SessionForgotten; held
-        #: requests read after their session was forgotten.
+        #: The ops awaiting their own answer under a forgotten session: its id and
+        #: their number under it.
+        self.stale: dict[_Op, tuple[int, int]] = {}
+        #: Counts: sessions forgotten; ops sent again, failed SessionForgotten (outcome
+        #: unknown); held requests read after their session was forgotten; ops that
+        #: awaited their own answer under a forgotten session, of them those answered with
+        #: their result (applied before) and those failed as not applied.
         self.forgotten = 0
         self.sent_again = 0
         self.failed_forgotten = 0
         self.late_held = 0
+        self.waited = 0
+        self.stale_applied = 0
+        self.stale_not_applied = 0
 
     @property
     def settled(self) -> bool:
@@ -156,7 +185,7 @@ class ForgettingClient(Client):
             return
         link = self._current_link()
         for op in sorted(s._ops.values(), key=lambda o: o.seq):
-            if op.rid == 0 and link.open:
+            if op.seq > 0 and op.rid == 0 and link.open:  # not one awaiting its answer
                 self._send(link, op)
 
     def _registered(self, obs: Observed) -> None:
@@ -191,8 +220,11 @@ class ForgettingClient(Client):
         if not link.open:
             return
         link.open = False
-        for op in self.s._ops.values():
+        for op in list(self.s._ops.values()):
             if op.link is cast(Any, link) and op.rid:
+                if op.seq < 0:  # under a forgotten session: it ends unanswered
+                    self._stale_answered(link, op, None)
+                    continue
                 if not link.holds(op.frame):
                     op.unknown = True
                 op.rid = 0
@@ -255,6 +287,13 @@ class ForgettingClient(Client):
             if current and link is self.link:
                 self._leave()  # the op goes again on the next link, unknown
             return
+        if current and op.seq < 0:  # sent under a session forgotten since
+            if link is self.link and self.rng.random() < ANSWER_LOST:
+                self._leave()  # the link ended before the answer came
+                self.relink_at = self.sim.now() + self.rng.uniform(0.3, 1.5)
+                return
+            self._stale_answered(link, op, (P.OK, encode_result(result)), obs)
+            return
         if result == UNKNOWN:  # refused: applied nowhere under this number
             if current:
                 self._forgotten(link, op)
@@ -274,19 +313,56 @@ class ForgettingClient(Client):
 
     def _forgotten(self, link: _SimLink, answered: _Op) -> None:
         s = self.s
-        old = {op: (s.id, op.seq) for op in s._ops.values()}
-        s.failed = []
+        old = {op: (s.id, op.seq) for op in s._ops.values() if op.seq > 0}
         s._forgotten(cast(Link, link), answered)
         self.forgotten += 1
-        self.failed_forgotten += len(s.failed)
-        if self.declaring in s.failed:
-            self.declaring = None  # its outcome unknown: declared again
-        for op in s._ops.values():  # kept: reported not applied, sent again
+        self._ended_ops(link)
+        for op in s._ops.values():
+            if op not in old:
+                continue  # awaiting its answer under an earlier forgotten session
             session, seq = old[op]
+            if op.seq < 0:  # awaits its own answer on ``link``
+                self.stale[op] = (session, seq)
+                self.waited += 1
+                continue
+            # Kept: reported not applied, sent again.
             self.sent_again += 1
             self.ops.append(Observed(self.cid, link.node, session, seq, op.code, self._args(op),
                                      self.cluster.now(), outcome=FAILED,
                                      result="sent again under a new session"))
+
+    def _stale_answered(self, link: _SimLink, op: _Op, answer: Answer,
+                        obs: Observed | None = None) -> None:
+        """``op``, sent under a session forgotten since, was answered (``None``: its link
+        ended first): the real client's ``stale_answered`` says what it did."""
+        self.s.stale_answered(cast(Link, link), op, answer)
+        if obs is not None and any(done is op for done, _ in self.s.resolved):
+            obs.outcome = OK
+        self._ended_ops(link)
+
+    def _ended_ops(self, link: _SimLink) -> None:
+        """Note the ops the session failed or resolved: one failed as not applied is
+        reported so under the number it was sent with (the checker fails the run if
+        that ever applies)."""
+        s = self.s
+        for op, error in s.failed:
+            sent_as = self.stale.pop(op, None)
+            if op is self.declaring:
+                self.declaring = None  # declared again
+            if getattr(error, "applied", None) is not False:
+                self.failed_forgotten += 1
+                continue
+            assert isinstance(error, P.SessionForgotten) and sent_as is not None, (op, error)
+            self.stale_not_applied += 1
+            session, seq = sent_as
+            self.ops.append(Observed(self.cid, link.node, session, seq, op.code, self._args(op),
+                                     self.cluster.now(), outcome=FAILED,
+                                     result="refused under a forgotten session"))
+        for op, _result in s.resolved:
+            self.stale.pop(op, None)
+            self.stale_applied += 1
+            self.declared = self.declared or op is self.declaring
+        s.failed, s.resolved = [], []
 
     def lost(self, obs: Observed) -> None:
         link = self.link

@@ -73,7 +73,8 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["late_retries"] = sum(cl.late_retries for cl in sim.clients
                                 if isinstance(cl, RegisteringClient))
     forgetting = [cl for cl in sim.clients if isinstance(cl, ForgettingClient)]
-    for key in ("forgotten", "sent_again", "failed_forgotten", "late_held"):
+    for key in ("forgotten", "sent_again", "failed_forgotten", "late_held", "waited",
+                "stale_applied", "stale_not_applied"):
         stats[f"fs_{key}"] = sum(getattr(cl, key) for cl in forgetting)
     stats["sent_again"] = sum(cl.sent_again for cl in sim.clients
                               if isinstance(cl, RegisteringClient))
