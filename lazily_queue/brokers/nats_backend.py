@@ -31,6 +31,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -379,16 +380,21 @@ class NatsJetStreamStorage:
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
         :class:`BrokerObjectLost` when the consumer does not exist (JetStream 2.9 leaves
-        a pull from a missing consumer unanswered: a pull that times out asks)."""
+        a pull from a missing consumer unanswered: a pull that times out asks). A
+        consumer created after the pull was sent (again, by another process or this
+        one's mirror) is pulled once more: it leaves its first pull unanswered."""
+        sent = datetime.now(UTC)
         try:
             return await self.replies.pull(stream, consumer, n)
         except nats.errors.TimeoutError:
             try:
-                await self.js.consumer_info(stream, consumer)
+                info = await self.js.consumer_info(stream, consumer)
             except jserr.NotFoundError:
                 raise BrokerObjectLost(f"nats at {self.address}: consumer {consumer} of "
                                        f"stream {stream} does not exist") from None
-            raise
+            if info.created is None or info.created < sent:
+                raise
+        return await self.replies.pull(stream, consumer, n)
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
         """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer
