@@ -30,7 +30,7 @@ import contextlib
 import itertools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -395,6 +395,17 @@ class NatsJetStreamStorage:
             if info.created is None or info.created < sent:
                 raise
         return await self.replies.pull(stream, consumer, n)
+
+    async def pull_declared(self, stream: str, consumer: str, n: int,
+                            declare_again: Callable[[], Awaitable[None]]) -> list[Msg]:
+        """:meth:`pull`; when the consumer is gone (deleted outside this library),
+        ``declare_again()`` and pull once more: the stream keeps every message not
+        acknowledged, and a new consumer delivers each of them."""
+        try:
+            return await self.pull(stream, consumer, n)
+        except BrokerObjectLost:
+            await declare_again()
+        return await self.pull(stream, consumer, n)
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
         """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats.errors
 import nats.js.errors as jserr
-from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
 
 from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
@@ -50,7 +49,7 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
-from .errors import BrokerObjectLost, IncompatibleBrokerObject
+from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
 from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
 from .nats_names import object_token
@@ -222,17 +221,6 @@ class NatsQueueStorage(QueueMirror[T]):
             self._pushed(value, int(ack.seq))
         return None
 
-    async def _pull(self, n: int) -> list[Msg]:
-        """Up to ``n`` ready messages. When the consumer is gone (deleted outside this
-        library) the queue is declared again and pulled once more: the stream keeps
-        every message not acknowledged, and a new consumer delivers each of them."""
-        b = self._backend
-        try:
-            return await b.pull(self.stream, CONSUMER, n)
-        except BrokerObjectLost:
-            await self._declare_again()
-        return await b.pull(self.stream, CONSUMER, n)
-
     async def _declare_again(self) -> None:
         log.warning("%r: consumer %s of stream %s is gone (deleted outside this library); "
                     "declaring the queue again", self, CONSUMER, self.stream)
@@ -245,7 +233,7 @@ class NatsQueueStorage(QueueMirror[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):
-            msgs = await self._pull(n)
+            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again)
             acks = await b.replies.ack_many(msgs)
         taken: list[T] = []
         for msg, ack in zip(msgs, acks, strict=True):

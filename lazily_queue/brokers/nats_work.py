@@ -60,7 +60,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from . import nats_dead_letters
 from .codec import decode, encode
-from .errors import BrokerObjectLost, IncompatibleBrokerObject
+from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_names import object_token
@@ -248,17 +248,6 @@ class NatsWorkQueueStorage(WorkMirror):
             self._pushed(int(ack.seq))
         return WT(int(ack.seq), 0)
 
-    async def _pull(self, n: int) -> list[Msg]:
-        """Up to ``n`` ready messages. When the consumer is gone (deleted outside this
-        library) the work queue is declared again and pulled once more: the stream keeps
-        every message not acknowledged, and a new consumer delivers each of them."""
-        b = self._backend
-        try:
-            return await b.pull(self.stream, CONSUMER, n)
-        except BrokerObjectLost:
-            await self._declare_again()
-        return await b.pull(self.stream, CONSUMER, n)
-
     async def _declare_again(self) -> None:
         """Declare the work queue again, its consumer gone: this process's leases went
         with it (their items are delivered again, as after a lease expires)."""
@@ -279,7 +268,7 @@ class NatsWorkQueueStorage(WorkMirror):
         b = self._backend
         leased: list[Delivery] = []
         async with b.errors(f"claiming from {self.stream}"):
-            msgs = await self._pull(n)
+            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again)
             deadline = time.time() + self.visibility_timeout
             for msg in msgs:
                 meta = msg.metadata
