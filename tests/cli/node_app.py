@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from lazily_queue.node import Node
@@ -119,10 +120,12 @@ async def seed(node: Node, options: dict[str, Any]) -> None:
 
 async def paced(node: Node, options: dict[str, Any]) -> None:
     """Push 0 .. ``count`` - 1 into queue ``q`` at ``rate`` pushes/s, each without waiting
-    for the ones before; then print ``pushed N failed F`` (F: pushes that raised)."""
+    for the ones before, stopping early once the file ``stop`` names exists; then print
+    ``pushed N failed F`` (N: pushes made, F: pushes that raised)."""
     await node.wait_for_leader()
     q = node.queue("q")
     rate, count = float(options.get("rate", 250)), int(options.get("count", 1000))
+    stop = Path(options["stop"]) if "stop" in options else None
     failed: list[str] = []
 
     async def push(i: int) -> None:
@@ -135,7 +138,9 @@ async def paced(node: Node, options: dict[str, Any]) -> None:
     start = loop.time()
     tasks = []
     for i in range(count):
+        if stop is not None and i % 25 == 0 and stop.exists():
+            break
         tasks.append(asyncio.ensure_future(push(i)))
         await asyncio.sleep(max(0.0, start + (i + 1) / rate - loop.time()))
     await asyncio.gather(*tasks)
-    print(f"pushed {count} failed {len(failed)} {failed[:3]}", flush=True)
+    print(f"pushed {len(tasks)} failed {len(failed)} {failed[:3]}", flush=True)
