@@ -3,7 +3,10 @@
 - Every operation applied under a client session (:mod:`.session_client`) was answered
   to its client, with the result it was applied with: a client retries until it has an
   answer, so a pop or claim that took an element and whose answer never reached its
-  consumer lost that element.
+  consumer lost that element. An op whose result was ``None`` may be answered
+  :data:`~lazily_queue.replicated.session_results.NOT_KEPT` instead (applied, its result
+  no longer kept: a retry arriving through a member after its session was given up for
+  the bound): nothing is lost by it.
 - No queue element was delivered to two consumers: across every consumer, an element
   is handed out at most as often as it was pushed (a consumer's pops that returned it,
   less the elements it put back at the head).
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.session_results import NOT_KEPT
 
 from .client import FAILED, OK, Client
 from .history import History, Violation
@@ -39,9 +43,10 @@ def check_session_answers(history: History, clients: Sequence[Client]) -> int:
             raise Violation(f"{client.cid}: {name} {applied.args!r:.60} (seq {seq}) applied at "
                             f"index {applied.index} returning {applied.result!r:.60} was never "
                             "answered to its client")
-        if client.answers[seq] != applied.result:
+        answer = client.answers[seq]
+        if answer != applied.result and not (answer == NOT_KEPT and applied.result is None):
             raise Violation(f"{client.cid}: {name} (seq {seq}) was answered "
-                            f"{client.answers[seq]!r:.60}, it applied at index {applied.index} "
+                            f"{answer!r:.60}, it applied at index {applied.index} "
                             f"returning {applied.result!r:.60}")
     return checked
 

@@ -3,18 +3,25 @@ answered with its result, no queue element delivered to two consumers."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.session_results import NOT_KEPT
 from simulator.client import FAILED, OK, QUEUE, UNKNOWN, Observed
 from simulator.deliveries import check_session_answers, check_single_delivery
 from simulator.history import AppliedOp, History, Violation
 from simulator.session_client import SessionConsumer, SessionGroupMember, SessionWorker
 from simulator.workload import Consumer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Host:
@@ -55,6 +62,32 @@ def test_a_retried_claim_answered_with_another_result_is_caught() -> None:
     worker.answers[2] = [{"delivery_id": 5}, 3]
     with pytest.raises(Violation, match=r"sw1: work_claim .* was answered"):
         check_session_answers(history, [worker])
+
+
+def test_a_push_answered_applied_with_its_result_not_kept_passes() -> None:
+    history, consumer = History(), _consumer()
+    _applied(history, consumer.session, 4, C.QUEUE_PUSH, [QUEUE, "a"], None)
+    consumer.answers[4] = NOT_KEPT
+    assert check_session_answers(history, [consumer]) == 1
+
+
+def test_a_pop_answered_applied_with_its_result_not_kept_lost_its_element() -> None:
+    history, consumer = History(), _consumer()
+    _applied(history, consumer.session, 4, C.QUEUE_POP, [QUEUE], "a")
+    consumer.answers[4] = NOT_KEPT
+    with pytest.raises(Violation, match=r"sc1: queue_pop \(seq 4\) was answered"):
+        check_session_answers(history, [consumer])
+
+
+def test_a_session_client_seed_answered_not_kept_after_its_session_was_given_up() -> None:
+    """Seed 395: a push sent through two members applied through the second; the first
+    member's retry arrived after the session was given up for the bound and was answered
+    that it applied, its result no longer kept."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    proc = subprocess.run([sys.executable, "-m", "simulator", "--seed", "395"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "seed 395: ok" in proc.stdout
 
 
 def test_ops_of_other_sessions_are_not_a_client_s() -> None:
