@@ -46,6 +46,8 @@ DEFAULT_VIEW_LIMIT = 10
 MAX_BATCH = 2**31 - 1
 #: Least seconds between two refreshes (they coalesce the changes made meanwhile).
 MIN_INTERVAL = 0.005
+#: Seconds closing waits for a refresh under way to stop.
+STOP_WAIT = 5.0
 
 
 def check_options(options: Mapping[str, Any]) -> None:
@@ -114,8 +116,11 @@ class Refresher:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT)
+            if not done:  # a refresh that went on after its cancellation: left to end
+                log.warning("%s: the refresh did not stop within %ss", self.name, STOP_WAIT)
+            elif not task.cancelled() and task.exception() is not None:
+                log.warning("%s: the refresh ended with %r", self.name, task.exception())
         for _, future in self._waiters:
             if not future.done():
                 future.set_exception(RuntimeError(f"{self.name}: the storage was closed"))

@@ -214,11 +214,11 @@ class NatsJetStreamStorage:
         await self.replies.close()
         if self._owns:
             # A broker that went away makes nats-py's drain and close raise; the
-            # connection is gone either way.
-            with contextlib.suppress(Exception):
-                await self.nc.drain()
-            with contextlib.suppress(Exception):
-                await self.nc.close()
+            # connection is gone either way. Neither may hold the caller past the timeout.
+            for step in (self.nc.drain, self.nc.close):
+                if not await _within(step(), self.timeout):
+                    log.warning("nats %s: closing the connection took over %ss; left to "
+                                "finish in the background", self.address, self.timeout)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -428,3 +428,17 @@ class NatsJetStreamStorage:
             found.append((at, raw))
             seq = at + 1
         return found
+
+
+async def _within(step: Awaitable[Any], timeout: float) -> bool:
+    """Await ``step`` for up to ``timeout`` seconds, its exceptions ignored; ``False``
+    when it is still running then (it is cancelled, and not awaited further)."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return False
+    if not task.cancelled():
+        task.exception()
+    return True

@@ -15,6 +15,7 @@ from lazily_queue.brokers import (
     IncompatibleBrokerObject,
     UnsupportedAddress,
 )
+from lazily_queue.brokers.nats_backend import NatsJetStreamStorage
 from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer, free_port
 from lazily_queue.client.brokers import open_provider
 
@@ -162,10 +163,28 @@ async def test_an_operation_while_the_broker_is_down_fails_typed(broker_url: str
     kind = broker_url.split(":")[0]
     server: BrokerServer = (RedisServer if kind == "redis" else NatsServer)()
     async with server:
-        async with connect(server.url, timeout=2.0) if kind == "nats" else connect(
-                server.url) as client:
+        client = await asyncio.wait_for(
+            connect(server.url, timeout=2.0) if kind == "nats" else connect(server.url), 60)
+        try:
             q: QueueCell[Any] = client.queue(fresh("down"))
-            await q.push(1)
+            await asyncio.wait_for(q.push(1), 60)
             await server.stop()
             with pytest.raises(BrokerUnavailable):
                 await asyncio.wait_for(q.push(2), 60)
+        finally:
+            await asyncio.wait_for(client.close(), 60)
+
+
+async def test_closing_returns_when_the_broker_connection_never_finishes_closing(
+        nats_server: BrokerServer) -> None:
+    provider = await open_provider(nats_server.url, timeout=0.5)
+    q: QueueCell[Any] = QueueCell(provider.queue(fresh("stuck")))
+    await q.push(1)
+    assert isinstance(provider, NatsJetStreamStorage)
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    provider.nc.drain = never  # type: ignore[method-assign]
+    await asyncio.wait_for(provider.close(), 30)
+    assert provider.nc.is_closed
