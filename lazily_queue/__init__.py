@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
-from .cells import Job, Message, QueueCell, TopicCell, WorkQueueCell
+from .cells import GroupCell, Job, Message, QueueCell, TopicCell, WorkQueueCell
 from .core.dedup import DedupLimits
 from .core.limits import Limits
 from .core.queue import EMPTY, QueuePopError, QueuePushError, QueueReader
@@ -63,6 +63,7 @@ from .storage import (
     VecDequeStorage,
     WorkQueueStorage,
 )
+from .threads import ThreadSafeCell, ThreadSafeQueue
 
 try:
     __version__: str = _version("lazily-queue")
@@ -159,6 +160,7 @@ __all__ = [
     "Delivery",
     "Durability",
     "FrameBudgetFull",
+    "GroupCell",
     "InvalidConfiguration",
     "InvalidHeaders",
     "InvalidMessageId",
@@ -200,6 +202,8 @@ __all__ = [
     "StorageUnavailable",
     "SubscribeOutcome",
     "SubscriptionLost",
+    "ThreadSafeCell",
+    "ThreadSafeQueue",
     "TooManyLinks",
     "TooManyObjects",
     "TooManySubscribers",

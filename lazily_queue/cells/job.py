@@ -19,7 +19,7 @@ import asyncio
 import logging
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -266,7 +266,7 @@ async def settle_background_acks(storages: Iterable[object]) -> None:
 
 async def deliver(
     cell: WorkQueueCell, worker: str, prefetch: int | None, now: Now
-) -> AsyncIterator[Job]:
+) -> AsyncGenerator[Job, None]:
     """``WorkQueueCell.deliveries``: claim batches, hand out jobs, ack in the background.
 
     A prefetched job whose lease has (by this process's clock, measured from the claim's

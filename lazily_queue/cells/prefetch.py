@@ -12,7 +12,7 @@ import asyncio
 import logging
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ..errors import shown
@@ -94,7 +94,7 @@ async def prefetched(
     first: int,
     end: type[BaseException],
     owner: object = None,
-) -> AsyncIterator[T]:
+) -> AsyncGenerator[T, None]:
     """Yield what ``take_many(n)`` returns, one by one, in batches sized by
     :func:`next_take` (the first at most ``first``), until it raises ``end``; when the
     iteration ends early, what was taken and not yet yielded goes to ``give_back`` (or

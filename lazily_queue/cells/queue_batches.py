@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Generic, TypeVar
 
 from ..core.limits import Limits
@@ -95,10 +95,10 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         if any(result is not None for result in results):
             raise QueueClosed(f"{self.name}: queue is closed; push refused")
 
-    def __aiter__(self) -> AsyncIterator[T]:
+    def __aiter__(self) -> AsyncGenerator[T, None]:
         return self.items()
 
-    def items(self, *, prefetch: int | None = None) -> AsyncIterator[T]:
+    def items(self, *, prefetch: int | None = None) -> AsyncGenerator[T, None]:
         """Yield elements until the queue is closed and drained (``async for x in q``).
 
         Over a replicated backend each pop takes up to ``prefetch`` elements in one

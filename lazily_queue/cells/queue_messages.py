@@ -11,7 +11,7 @@ plain consumer never renumbers elements either.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Generic, TypeVar, cast
 
 from ..core import ids
@@ -156,18 +156,18 @@ class QueueMessages(Generic[T]):
             ids.append(runs, m.id, 1, stamp_of(m))
         await self._unpoll_stamped([m.value for m in messages], runs, headers_of(messages))
 
-    def messages(self, *, prefetch: int | None = None) -> AsyncIterator[Message[T]]:
+    def messages(self, *, prefetch: int | None = None) -> AsyncGenerator[Message[T], None]:
         """``items()``, as messages (``async for m in q.messages()``); what was taken
         and not handed out goes back to the head under its ids."""
         return self._prefetched(messages_of, lambda m: m.value, prefetch)
 
-    def _stamped_items(self, prefetch: int | None) -> AsyncIterator[T]:
+    def _stamped_items(self, prefetch: int | None) -> AsyncGenerator[T, None]:
         return self._prefetched(lambda values, runs, headers: values, lambda v: v, prefetch)
 
     def _prefetched(
         self, make: Callable[[list[T], list[Run], list[list[Any]]], list[R]],
         value_of: Callable[[R], T], prefetch: int | None,
-    ) -> AsyncIterator[R]:
+    ) -> AsyncGenerator[R, None]:
         self._stamped()
         size = prefetch_size(prefetch, self.PREFETCH)
         if self._storage.capabilities.sync:

@@ -4,7 +4,7 @@ applied state and committed a batch at a time."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, TypeVar, cast
 
 from ..core.headers import view
@@ -88,7 +88,9 @@ class TopicStreams(Generic[T]):
             f"subscribe it again (await topic.subscribe({subscriber!r}), adding 'ephemeral' "
             "for an ephemeral one) to go on")
 
-    async def stream(self, subscriber: str, *, batch: int | None = None) -> AsyncIterator[T]:
+    async def stream(
+        self, subscriber: str, *, batch: int | None = None
+    ) -> AsyncGenerator[T, None]:
         """Yield the subscriber's elements as they arrive, advancing its cursor.
 
         Waits (while offline or caught up) through the subscriber's reader; it never
@@ -108,7 +110,7 @@ class TopicStreams(Generic[T]):
 
     async def stream_messages(
         self, subscriber: str, *, batch: int | None = None
-    ) -> AsyncIterator[Message[T]]:
+    ) -> AsyncGenerator[Message[T], None]:
         """:meth:`stream`, as messages: the id is the element's offset, ``enqueued_at``
         its publish time (``None`` when the backend keeps none), ``headers`` those it
         was published with."""
@@ -128,7 +130,7 @@ class TopicStreams(Generic[T]):
 
     async def _stream(
         self, subscriber: str, batch: int | None, make: Callable[[int, T], R] | None
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         reader = self.reader(subscriber)
         size = DEFAULT_BATCH if batch is None else batch
         if size < 1:

@@ -17,7 +17,7 @@ that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncGenerator, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
@@ -356,7 +356,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
     def deliveries(
         self, worker: str, *, prefetch: int | None = None, now: Now = None
-    ) -> AsyncIterator[Job]:
+    ) -> AsyncGenerator[Job, None]:
         """Claim work for ``worker`` forever, yielding each lease as a :class:`Job`.
 
         Use each job as an async context manager: it is acked when the block ends
