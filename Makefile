@@ -40,8 +40,10 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check lazily_queue transports simulator tests benchmarks examples build_support
 	$(BIN)/mypy
-	# The examples as a user's code: checked against the package's types (py.typed).
+	# The examples and the README's Python blocks as a user's code: checked against the
+	# package's types (py.typed).
 	$(BIN)/mypy examples
+	$(BIN)/python -m build_support.readme_types
 
 clean:
 	rm -rf $(VENV) .lazily-demo .mypy_cache .ruff_cache
