@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -32,6 +31,8 @@ import httpx
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from build_support.readme_types import Block
+from build_support.readme_types import blocks as readme_blocks
 from lazily_queue.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,29 +42,8 @@ BIN = Path(sys.executable).parent
 HANG = 180
 
 
-@dataclass(frozen=True)
-class Block:
-    lang: str
-    body: str
-    line: int
-
-    @property
-    def first(self) -> str:
-        return self.body.splitlines()[0] if self.body else ""
-
-    @property
-    def file_name(self) -> str | None:
-        found = re.match(r"# ([\w.-]+\.(?:py|toml)):", self.first)
-        return found.group(1) if found else None
-
-
 def blocks() -> list[Block]:
-    found = []
-    text = README.read_text()
-    for match in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S):
-        line = text.count("\n", 0, match.start()) + 1
-        found.append(Block(match.group(1), match.group(2), line))
-    return found
+    return readme_blocks(README.read_text())
 
 
 def by_lang(lang: str) -> list[Block]:
@@ -109,8 +89,7 @@ def test_the_two_set_up_commands_come_first() -> None:
 
 # -- python ---------------------------------------------------------------------------------
 
-PROGRAMS = [b for b in by_lang("python") if not b.first.startswith("# fragment of ")
-            and b.file_name is None]
+PROGRAMS = [b for b in by_lang("python") if not b.is_fragment and b.file_name is None]
 
 
 @pytest.mark.slow
@@ -123,7 +102,7 @@ def test_python_programs_run(block: Block, tmp_path: Path) -> None:
     assert out.returncode == 0, f"README line {block.line}:\n{out.stdout}\n{out.stderr}"
 
 
-FRAGMENTS = [b for b in by_lang("python") if b.first.startswith("# fragment of ")]
+FRAGMENTS = [b for b in by_lang("python") if b.is_fragment]
 
 
 @pytest.mark.parametrize("block", FRAGMENTS, ids=ids(FRAGMENTS))
