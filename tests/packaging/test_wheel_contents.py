@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -26,9 +25,7 @@ def _packaged_modules() -> list[str]:
     from setuptools.config.pyprojecttoml import apply_configuration
     from setuptools.dist import Distribution
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecation notices about the license table
-        dist = apply_configuration(Distribution(), ROOT / "pyproject.toml")
+    dist = apply_configuration(Distribution(), ROOT / "pyproject.toml")
     assert dist.packages, "setuptools found no packages"
     package_dir = dist.package_dir or {}
     modules = []
