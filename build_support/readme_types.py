@@ -6,7 +6,9 @@ The blocks are taken the way ``tests/docs/test_readme.py`` runs them: a block wh
 first line is ``# NAME.py: ...`` is the file ``NAME.py`` (other blocks import it), a
 ``# fragment of PATH`` block is skipped (its lines are in ``PATH``, which ``make lint``
 checks), and every other block is a program of its own. Each is written to a temporary
-directory and the errors are reported at their README lines.
+directory and checked from the repository's root (as ``mypy examples`` is, so the
+checkout's package is the one the blocks are checked against, under the project's mypy
+settings); the errors are reported at their README lines.
 
 Run ``python -m build_support.readme_types [README]`` from the repository's root (``make
 lint`` does): it prints ``README.md:LINE: error: ...`` lines and exits 1 when there are
