@@ -6,7 +6,8 @@ How each block is taken (by its language and first line):
 - ``python``: ``# fragment of PATH`` -> every line is in that file; ``# NAME.py: ...``
   -> a file (``myapp.py`` must be ``examples/cluster/myapp.py``; ``api.py``,
   ``chat.py`` are called with an HTTP client; ``test_*.py`` runs under pytest);
-  anything else runs as a program and must exit 0.
+  anything else runs as a program and must exit 0. Every one of them but the fragments
+  also passes ``mypy --strict`` (``test_readme_types.py``, ``make lint``).
 - ``toml``: ``# nodeN.toml`` must be the file in ``examples/cluster/``; every TOML
   block must load as a node configuration.
 - ``sh``: ``# usage`` -> each option is in the command's ``--help``; ``make`` lines
