@@ -12,6 +12,8 @@ from lazily_queue.replicated.state_machine import StateMachine
 from simulator.group_model import GroupModels
 from simulator.history import AppliedOp, Violation
 
+from .conftest import FIRST
+
 
 class _Log:
     """Applies ops to a real state machine and records them as the history would."""
@@ -80,11 +82,9 @@ def test_an_element_a_group_never_settled_fails_the_drain() -> None:
         models.check_drained(1)
 
 
-def test_group_members_share_each_element_across_faults() -> None:
-    from tests.sim.test_simulation import _ok, _sim
-
-    out = _ok(_sim("--seeds", "8", "--start", "0", "--jobs", "2", timeout=900))
-    assert "8 seeds, 0 failed" in out, out
+def test_group_members_share_each_element_across_faults(first_seeds: str) -> None:
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out
     assert "elements settled by consumer groups" in out
     settled = int(out.split(" elements settled by consumer groups")[0].rsplit(" ", 1)[1])
     assert settled > 0, out

@@ -4,6 +4,7 @@ priority order, and a simulated run with scheduling passes across faults."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import StateMachine
 from simulator.history import AppliedOp, Violation
 from simulator.work_model import WorkModel
+
+from .conftest import FIRST
 
 
 class _Log:
@@ -79,8 +82,8 @@ def test_a_claim_out_of_priority_order_fails_the_run() -> None:
         _replay(log)
 
 
-def test_runs_with_scheduling_pass_across_faults() -> None:
-    from tests.sim.test_simulation import _ok, _sim
-
-    out = _ok(_sim("--seed", "10", timeout=900))
-    assert "seed 10: ok" in out and "'delivered_when_due'" in out, out[-2000:]
+def test_runs_with_scheduling_pass_across_faults(first_seeds: str) -> None:
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out[-2000:]
+    due = re.search(r"(\d+) delayed work items delivered once due", out)
+    assert due is not None and int(due.group(1)) > 0, out[-2000:]

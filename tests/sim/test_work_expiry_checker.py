@@ -13,6 +13,7 @@ from lazily_queue.replicated import ops as C
 from simulator.history import AppliedOp, Violation
 from simulator.work_expiry import MAX_DELIVERIES, VISIBILITY_MS, WORK_TTL, WorkExpiryModel
 
+from .conftest import FIRST
 from .logged import applied
 
 W = WORK_TTL
@@ -78,12 +79,10 @@ def test_an_item_lost_silently_fails_theapplied() -> None:
         model.check_final(sm.capture())
 
 
-def test_a_few_seeds_pass_with_work_items_expiring() -> None:
+def test_a_few_seeds_pass_with_work_items_expiring(first_seeds: str) -> None:
     """Work items and a consumer group's elements expire and are claimed live."""
-    from tests.sim.test_simulation import _ok, _sim
-
-    out = _ok(_sim("--seeds", "3", "--start", "0", "--jobs", "2", timeout=900))
-    assert "3 seeds, 0 failed" in out, out[-2000:]
+    out = first_seeds
+    assert f"{FIRST} seeds, 0 failed" in out, out[-2000:]
     counts = re.search(r"(\d+) TTL work items expired unclaimed \((\d+) claimed live\), "
                        r"(\d+) group elements expired unclaimed \((\d+) with a deadline", out)
     assert counts is not None and all(int(n) > 0 for n in counts.groups()), out[-2000:]
