@@ -33,6 +33,11 @@ async def member(address: str, peers: dict[int, str], **kwargs: object) -> Async
         yield mesh
 
 
+def aged(mesh: Mesh, peer_id: int) -> None:
+    """Make the link to ``peer_id`` look up for long: a probe now is no start-up race."""
+    mesh._link(peer_id).up_since -= 3600
+
+
 async def wait_trouble(mesh: Mesh, peer_id: int, text: str) -> str:
     await eventually(lambda: text in (mesh.trouble(peer_id) or ""))
     return mesh.trouble(peer_id) or ""
@@ -101,7 +106,12 @@ async def test_the_higher_id_learns_it_is_unknown(
         assert probes and probes[0].levelno == logging.WARNING
 
 
-async def test_the_higher_id_learns_where_it_is_dialed(short_tmp: Path) -> None:
+async def test_the_higher_id_learns_where_it_is_dialed(
+    short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member dialing a wrong address fails while we listen: said once at WARNING,
+    with the hint, however often we probe."""
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
     a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
     stale = f"unix://{short_tmp}/stale.sock"
     async with (
@@ -109,8 +119,59 @@ async def test_the_higher_id_learns_where_it_is_dialed(short_tmp: Path) -> None:
         Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two,
     ):
         trouble = await wait_trouble(two, 1, "has not dialed us")
-        assert f"node 1 dials node 2 at {stale}" in trouble
+        assert f"node 1 dials node 2 at {stale}, last failure: " in trouble
         assert "check that its [peers] lists this node's address" in trouble
+
+        def probes(level: int) -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.levelno == level
+                    and r.getMessage().startswith("probing peer 1")]
+
+        await eventually(lambda: len(probes(logging.DEBUG)) >= 2)  # probed again since
+        [warning] = probes(logging.WARNING)
+        assert "check that its [peers] lists this node's address" in warning.getMessage()
+        assert two.trouble(1) == trouble
+
+
+async def test_a_member_that_dials_late_is_no_misconfiguration(
+    short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Members starting together: the lower id dialed the higher one before it listened
+    and waits out its backoff. Its answer to a probe says so: the prober logs no hint to
+    check the [peers], and nothing at WARNING."""
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
+    slow = {"backoff_initial": 3600.0, "backoff_max": 3600.0}
+    async with member(a1, {2: a2}, **slow) as one:
+        await eventually(lambda: one.trouble(2) is not None)  # refused: 2 does not listen
+        async with Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two:
+            trouble = await wait_trouble(two, 1, "on its way")
+            assert f"(node 1 dials node 2 at {a2}, last failure: " in trouble
+            assert "[peers]" not in trouble
+    assert not [r for r in caplog.records if "[peers]" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("dials", [True, False])
+async def test_a_member_never_reached_is_said_once_with_what_to_check(
+    dials: bool, short_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member that is down (or listens elsewhere) is logged once at WARNING, by the
+    node that dials it and by the one that probes it, after ``unreachable_after``."""
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    nowhere = f"unix://{short_tmp}/nowhere.sock"
+    me, peer = (1, 2) if dials else (2, 1)
+    async with Mesh(make_config(me), address_for("unix", short_tmp), {peer: nowhere},
+                    probe_after=0.01, unreachable_after=0.0, **FAST) as mesh:  # type: ignore[arg-type]
+        doing = "dialing" if dials else "probing"
+
+        def failures(level: int) -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.levelno == level
+                    and r.getMessage().startswith(f"{doing} peer {peer} at {nowhere} failed")]
+
+        await eventually(lambda: len(failures(logging.DEBUG)) >= 2)
+        [warning] = failures(logging.WARNING)
+        assert "check that it runs and listens at this address" in warning.getMessage()
+        assert not mesh.is_up(peer)
 
 
 async def test_probing_stops_once_linked(short_tmp: Path) -> None:
@@ -134,9 +195,29 @@ async def test_a_probe_over_a_link_that_looks_up_makes_the_dialer_dial_again(
             member(low, {2: high}) as one:  # node 1 dials node 2
         await eventually(lambda: one.is_up(2) and two.is_up(1))
         first = one.epoch(2)
+        aged(one, 2)
         note = await probe(low, make_config(2), expect_peer_id=1)
         assert note == "node 1 had a stale link to node 2 and dials it again"
         await eventually(lambda: one.is_up(2) and one.epoch(2) > first)
+
+
+async def test_a_probe_that_crossed_a_link_coming_up_leaves_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Members starting together: the dialed one probes while the link is being set up,
+    and its probe arrives once the link is up at the dialer. The link is not dropped (no
+    redial, no broken pipe at the other end): the prober is told it is up."""
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    low, high = unique_memory_address(), unique_memory_address()
+    async with Mesh(make_config(2), high, {1: low}, **FAST) as two, \
+            member(low, {2: high}) as one:
+        await eventually(lambda: one.is_up(2) and two.is_up(1))
+        first = one.epoch(2)
+        note = await probe(low, make_config(2), expect_peer_id=1)
+        assert note == "node 1 has a link to node 2 up"
+        assert one.is_up(2) and one.epoch(2) == first and one.counters(2).connects == 1
+        assert two.is_up(1) and two.counters(1).connects == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 async def test_a_probe_from_a_process_the_vetter_refuses_leaves_the_link_up() -> None:
@@ -156,6 +237,7 @@ async def test_a_probe_from_a_process_the_vetter_refuses_leaves_the_link_up() ->
                            expect_peer_id=1)
         assert note == "node 1 refuses links from node 2: a second process of node 2"
         assert one.counters(2).refused == 1
+        aged(one, 2)
         note = await probe(low, make_config(2), expect_peer_id=1)  # the member itself
         assert note == "node 1 had a stale link to node 2 and dials it again"
         await eventually(lambda: one.is_up(2) and one.epoch(2) > first)

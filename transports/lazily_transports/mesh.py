@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -13,7 +14,8 @@ import anyio
 from ._core._admission import AdmissionGate, LogLimiter
 from ._core._authentication import CredentialLookup, PeerVetter
 from ._core._backoff import Backoff
-from ._core._peer_link import PeerLink, refusal_note
+from ._core._peer_link import PeerLink
+from ._core._probe_notes import coming_note, dialing_note, refusal_note
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
@@ -38,7 +40,10 @@ class Mesh:
     from peers are answered with how we try to reach them. A probe from a peer whose
     link is up at our end means that peer lost it: the link is dropped and dialed
     again, unless ``vet_peer`` refuses the prober (another process than the one the
-    link reaches), which is then told why and the link stays. Links reconnect with capped,
+    link reaches), which is then told why and the link stays, or the link came up
+    less than ``connect_timeout`` ago (the probe was on its way while the link was
+    being set up: the prober is told the link is up). A peer never reached is logged
+    once at WARNING ``unreachable_after`` seconds after the start. Links reconnect with capped,
     jittered exponential backoff. ``events`` yields ``PeerUp``, ``Frame`` and
     ``PeerDown`` in order per peer. ``send_nowait`` never blocks: it raises
     ``anyio.WouldBlock`` when the peer's bounded buffer is full and returns False
@@ -69,6 +74,7 @@ class Mesh:
         event_capacity: int = 65536,
         vet_peer: PeerVetter | None = None,
         probe_after: float | None = 0.5,
+        unreachable_after: float = 10.0,
         schemes: SchemeTable | None = None,
         clients: tuple[CredentialLookup, ChannelHandler] | None = None,
     ) -> None:
@@ -86,6 +92,7 @@ class Mesh:
         self._links: dict[int, PeerLink] = {}
         self._vet = vet_peer
         self._probe_after = probe_after
+        self._unreachable_after = unreachable_after
         self._refusals = LogLimiter(burst=10)
         self._listener: Listener | None = None
         self._stack: AsyncExitStack | None = None
@@ -305,6 +312,7 @@ class Mesh:
             schemes=self._schemes,
             vet=self._vet,
             probe_after=self._probe_after,
+            unreachable_after=self._unreachable_after,
         )
         self._links[peer_id] = link
         return link
@@ -360,16 +368,18 @@ class Mesh:
                 link.counters.refused += 1
                 self._log_refusal(refusal)
                 return refusal_note(me, peer_id, refusal)
+            if time.monotonic() - link.up_since < self._connect_timeout:
+                return coming_note(me, peer_id, redialed=False)
             link.drop(f"peer {peer_id} probed us: it has no link from us")
-            return f"node {me} had a stale link to node {peer_id} and dials it again"
+            return coming_note(me, peer_id, redialed=True)
         if link.up:
             return f"node {me} has a link to node {peer_id} up"
         if not link.dials:
             return f"node {me} waits for node {peer_id} to dial"
         if link.refused is not None:
             return refusal_note(me, peer_id, link.refused)
-        note = f"node {me} dials node {peer_id} at {link.address}"
-        return f"{note}, last failure: {link.trouble}" if link.trouble else note
+        return dialing_note(me, peer_id, link.address, link.trouble,
+                            time.monotonic() - link.failed_at)
 
     async def _serve_accepted(self, channel: LinkStream) -> None:
         if channel.extra(LinkAttribute.credential, None) is not None:

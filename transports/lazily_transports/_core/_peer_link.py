@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import ssl
+import time
 
 import anyio
 
@@ -23,21 +24,14 @@ from ..streams import LinkStream
 from ._authentication import PeerVetter
 from ._backoff import Backoff
 from ._buffered import BufferedChannel
+from ._probe_notes import read_answer, refusal_note
 
 __all__ = ["PeerLink"]
 
 logger = logging.getLogger("lazily_transports.mesh")
 
-
-
 #: Longest wait between two probes of a peer that should dial us but does not.
 PROBE_MAX_INTERVAL = 10.0
-
-
-def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
-    """A probe's answer saying that ``refuser`` refuses the links it dials to ``refused``
-    after authentication, and why (the prober reports it as a refusal)."""
-    return f"node {refuser} refuses links from node {refused}: {reason}"
 
 
 class PeerLink:
@@ -52,6 +46,8 @@ class PeerLink:
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
     while it stays down, so that a peer refusing this node says why. ``trouble`` is
     the last dial failure or probe outcome while the link is down (None once up).
+    A peer never reached since ``start`` is logged once at WARNING after
+    ``unreachable_after`` seconds (before, a peer starting later is routine).
     """
 
     def __init__(
@@ -68,6 +64,7 @@ class PeerLink:
         schemes: SchemeTable,
         vet: PeerVetter | None = None,
         probe_after: float | None = 0.5,
+        unreachable_after: float = 10.0,
     ) -> None:
         self.peer_id = peer_id
         self._schemes = schemes
@@ -85,6 +82,12 @@ class PeerLink:
         self._pump: asyncio.Task[str] | None = None
         self._dialer: asyncio.Task[None] | None = None
         self._probe_after = probe_after
+        self._unreachable_after = unreachable_after
+        self._started_at = 0.0
+        self._said_unreachable = False
+        #: When the current connection became current, and when the last dial failed
+        #: (``time.monotonic``).
+        self.up_since = self.failed_at = 0.0
         self._closed = False
         self.epoch = 0
         self.trouble: str | None = None
@@ -149,6 +152,7 @@ class PeerLink:
     def start(self) -> None:
         if self._dialer is not None:
             return
+        self._started_at = time.monotonic()
         if self.dials:
             work, name = self._dial_forever(), f"transports-dial-{self.peer_id}"
         elif self._probe_after is not None:
@@ -170,18 +174,15 @@ class PeerLink:
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
-                self.trouble = str(exc)
+                self.trouble, self.failed_at = str(exc), time.monotonic()
                 # A refused TLS handshake is a configuration problem, not routine.
                 routine = isinstance(exc, OSError | TimeoutError) and not isinstance(
                     exc, ssl.SSLError)
-                level = (
-                    logging.DEBUG
-                    if routine and not isinstance(exc, HandshakeError)
-                    else logging.WARNING
-                )
-                logger.log(
-                    level, "dialing peer %d at %s failed: %s", self.peer_id, self.address, exc
-                )
+                if routine and not isinstance(exc, HandshakeError):
+                    self._routine_failure("dialing", exc)
+                else:
+                    logger.warning(
+                        "dialing peer %d at %s failed: %s", self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
                 continue
             if await self.serve(channel):
@@ -197,8 +198,23 @@ class PeerLink:
             else:
                 backoff.reset()
 
+    def _routine_failure(self, doing: str, error: object) -> None:
+        """Log a peer found unreachable: at DEBUG, except once at WARNING, with what to
+        check, when it was never reached ``unreachable_after`` seconds after ``start``."""
+        waited = time.monotonic() - self._started_at
+        if (self.counters.connects or self._said_unreachable
+                or waited < self._unreachable_after):
+            logger.debug("%s peer %d at %s failed: %s", doing, self.peer_id, self.address,
+                         error)
+            return
+        self._said_unreachable = True
+        logger.warning("%s peer %d at %s failed: %s; not reached in %.0fs since this node "
+                       "started: check that it runs and listens at this address",
+                       doing, self.peer_id, self.address, error, waited)
+
     async def _probe_once(self) -> None:
         level = logging.WARNING
+        sent_at = time.monotonic()
         try:
             note = await probe(
                 self.address,
@@ -216,6 +232,8 @@ class PeerLink:
         except ssl.SSLError as exc:
             outcome, detail = f"TLS failed: {exc}", exc
         except (OSError, TimeoutError) as exc:
+            if self._channel is None and not self._closed:
+                self._routine_failure("probing", exc)
             outcome, level, detail = f"unreachable: {exc}", logging.DEBUG, exc
         except Exception as exc:  # a probe is advisory: report anything and go on
             outcome, detail = f"probe failed: {exc!r}", exc
@@ -226,18 +244,15 @@ class PeerLink:
                 outcome = note
                 level, detail = logging.WARNING, PeerRejectedError("peer", note)
             else:
-                outcome = (
-                    f"peer {self.peer_id} accepted our credentials but has not dialed us"
-                    f"{f' ({note})' if note else ''}: check that its [peers] lists this "
-                    "node's address"
-                )
-                level, detail = logging.INFO, outcome
+                reading = read_answer(self.peer_id, note, sent_at - self._started_at)
+                outcome, level, detail = reading.outcome, reading.level, reading.outcome
         if self._channel is not None or self._closed:
             return
         if outcome == self.trouble:
             level = logging.DEBUG  # logged once per change
         self.trouble = outcome
-        logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
+        if level > logging.DEBUG or not outcome.startswith("unreachable"):
+            logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
 
     async def serve(self, channel: LinkStream) -> bool:
         """Make ``channel`` current and carry its frames until it ends or is replaced;
@@ -263,7 +278,7 @@ class PeerLink:
             self._detach(previous, "replaced by a newer connection")
         self._channel, self._raw = channel, channel.channel
         self.trouble = self.refused = None
-        self.epoch = epoch
+        self.epoch, self.up_since = epoch, time.monotonic()
         self.counters.connects += 1
         if self.counters.connects > 1:
             self.counters.reconnects += 1

@@ -1,0 +1,76 @@
+"""A probe's answer (the note a member gives a peer that should be dialed by it) and
+how the prober reads it: a start-up race, a link on its way, or a configuration fault."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+__all__ = ["ProbeReading", "dialing_note", "read_answer", "refusal_note"]
+
+_DIALING = re.compile(
+    r"node (?P<me>\d+) dials node (?P<peer>\d+) at (?P<address>\S+?)"
+    r"(?:, last failure(?: (?P<age>\d+(?:\.\d+)?)s ago)?: (?P<failure>.*))?",
+    re.DOTALL,
+)
+
+
+def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
+    """A probe's answer saying that ``refuser`` refuses the links it dials to ``refused``
+    after authentication, and why (the prober reports it as a refusal)."""
+    return f"node {refuser} refuses links from node {refused}: {reason}"
+
+
+def dialing_note(me: int, peer_id: int, address: str, failure: str | None,
+                 age: float) -> str:
+    """A probe's answer saying that ``me`` dials ``peer_id`` at ``address``, with its last
+    failure (if any) and how many seconds ago it happened."""
+    note = f"node {me} dials node {peer_id} at {address}"
+    return f"{note}, last failure {age:.2f}s ago: {failure}" if failure else note
+
+
+def coming_note(me: int, peer_id: int, *, redialed: bool) -> str:
+    """A probe's answer saying that a link from ``me`` is on its way: up at ``me`` (its
+    end at the prober is still being set up), or dropped as stale and dialed again."""
+    if redialed:
+        return f"node {me} had a stale link to node {peer_id} and dials it again"
+    return f"node {me} has a link to node {peer_id} up"
+
+
+@dataclass(frozen=True)
+class ProbeReading:
+    """What a probe's answer means to the prober: the link's trouble, and the level it
+    is logged at (DEBUG while the link is on its way)."""
+
+    outcome: str
+    level: int
+
+
+def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
+    """Read ``note``, the answer of ``peer_id`` (which should dial the prober) to a probe
+    sent ``listened_for`` seconds after the prober started to listen.
+
+    A peer that dials the prober, and whose last failure came before the prober
+    listened, is late, not misdirected: it dials again within its backoff. One whose
+    dial failed while the prober listened, or that has no link to it, is told at
+    WARNING with the hint to check its ``[peers]``.
+    """
+    dialing = _DIALING.fullmatch(note)
+    coming = note.startswith(
+        tuple(f"node {peer_id} {verb} " for verb in ("had a stale link", "has a link")))
+    if dialing is not None:  # said without when it last failed, so that it reads alike
+        failure = dialing["failure"]
+        late = failure is None or (dialing["age"] is not None
+                                   and float(dialing["age"]) >= listened_for)
+        note = f"node {dialing['me']} dials node {dialing['peer']} at {dialing['address']}"
+        note += f", last failure: {failure}" if failure else ""
+        coming = late
+    if coming:
+        return ProbeReading(
+            f"peer {peer_id} accepted our credentials and its link is on its way ({note})",
+            logging.DEBUG)
+    return ProbeReading(
+        f"peer {peer_id} accepted our credentials but has not dialed us"
+        f"{f' ({note})' if note else ''}: check that its [peers] lists this node's address",
+        logging.WARNING)
