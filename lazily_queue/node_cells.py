@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from .cell_reopening import (
+    drop_refused,
+    limits_text,
+    queue_reopened,
+    reopened,
+    retry_text,
+    same_rules,
+    same_serializer,
+)
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import DEFAULT_MAX_DELIVERIES, DEFAULT_VISIBILITY_TIMEOUT, WorkQueueCell
-from .core.expiry import optional_ttl_ms
 from .core.limits import Limits
 from .core.numbers import FLOAT_RANGE
 from .core.scheduling import RetryPolicy
@@ -29,6 +37,8 @@ if TYPE_CHECKING:
     from .replicated.view import ReadView
     from .routing import EventRouter
     from .transactions import Transaction
+
+T = TypeVar("T")
 
 
 class NodeCells:
@@ -76,6 +86,14 @@ class NodeCells:
 
         return Transaction(ReplicatedBackend(self))
 
+    @overload
+    def queue(self, name: str, *, capacity: int | None = None, serializer: Serializer[T],
+              limits: Limits | None = None, ttl: float | None = None) -> QueueCell[T]: ...
+
+    @overload
+    def queue(self, name: str, *, capacity: int | None = None, serializer: None = None,
+              limits: Limits | None = None, ttl: float | None = None) -> QueueCell[Any]: ...
+
     def queue(
         self, name: str, *, capacity: int | None = None,
         serializer: Serializer[Any] | None = None, limits: Limits | None = None,
@@ -93,12 +111,12 @@ class NodeCells:
         if cell is not None:
             mismatch = queue_reopened(name, (cell.capacity(), cell.limits()), (capacity, limits))
             if mismatch is not None:
-                if _drop_refused(self._queue_cells, self._router.queues, name):
+                if drop_refused(self._queue_cells, self._router.queues, name):
                     return self.queue(name, capacity=capacity, serializer=serializer,
                                       limits=limits, ttl=ttl)
                 raise mismatch
-            _same_serializer("queue", name, cell.serializer, serializer)
-            _same_rules("queue", name, self._router.queues[name], ttl, None)
+            same_serializer("queue", name, cell.serializer, serializer)
+            same_rules("queue", name, self._router.queues[name], ttl, None)
             self._opened("queue", name)
             return cell
         self._admit("queue", name)
@@ -111,6 +129,14 @@ class NodeCells:
         self._queue_cells[name] = cell
         self._opened("queue", name)
         return cell
+
+    @overload
+    def topic(self, name: str, *, serializer: Serializer[T], limits: Limits | None = None,
+              ttl: float | None = None, max_age: float | None = None) -> TopicCell[T]: ...
+
+    @overload
+    def topic(self, name: str, *, serializer: None = None, limits: Limits | None = None,
+              ttl: float | None = None, max_age: float | None = None) -> TopicCell[Any]: ...
 
     def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
               limits: Limits | None = None, ttl: float | None = None,
@@ -126,12 +152,12 @@ class NodeCells:
             cell = self._adopt("topic", name)
         if cell is not None:
             if cell.limits() != limits:
-                if _drop_refused(self._topic_cells, self._router.topics, name):
+                if drop_refused(self._topic_cells, self._router.topics, name):
                     return self.topic(name, serializer=serializer, limits=limits, ttl=ttl,
                                       max_age=max_age)
-                raise _reopened("topic", name, _limits(cell.limits()), _limits(limits))
-            _same_serializer("topic", name, cell.serializer, serializer)
-            _same_rules("topic", name, self._router.topics[name], ttl, max_age)
+                raise reopened("topic", name, limits_text(cell.limits()), limits_text(limits))
+            same_serializer("topic", name, cell.serializer, serializer)
+            same_rules("topic", name, self._router.topics[name], ttl, max_age)
             self._opened("topic", name)
             return cell
         self._admit("topic", name)
@@ -198,7 +224,7 @@ class NodeCells:
             opened = getattr(cell.storage, "retry", None)
             if (cell.visibility_timeout, cell.max_deliveries, opened, cell.limits()) != (
                     timeout_ms, max_deliveries, retry, limits):
-                if _drop_refused(self._work_cells, self._router.work_queues, name):
+                if drop_refused(self._work_cells, self._router.work_queues, name):
                     return self.open_work_queue(name, timeout_ms, max_deliveries,
                                                 serializer=serializer, retry=retry, ttl=ttl,
                                                 limits=limits)
@@ -206,13 +232,13 @@ class NodeCells:
                           f"visibility_timeout={timeout_ms / 1000:g}"),
                          (f"max_deliveries={cell.max_deliveries}",
                           f"max_deliveries={max_deliveries}"),
-                         (f"retry={_retry(opened)}", f"retry={_retry(retry)}"),
-                         (_limits(cell.limits()), _limits(limits))]
+                         (f"retry={retry_text(opened)}", f"retry={retry_text(retry)}"),
+                         (limits_text(cell.limits()), limits_text(limits))]
                 differ = [pair for pair in shown if pair[0] != pair[1]]
-                raise _reopened("work queue", name, ", ".join(a for a, _ in differ),
+                raise reopened("work queue", name, ", ".join(a for a, _ in differ),
                                 ", ".join(b for _, b in differ))
-            _same_serializer("work queue", name, cell.serializer, serializer)
-            _same_rules("work queue", name, self._router.work_queues[name], ttl, None)
+            same_serializer("work queue", name, cell.serializer, serializer)
+            same_rules("work queue", name, self._router.work_queues[name], ttl, None)
             self._opened("work_queue", name)
             return cell
         routed = self._router.work_queues.get(name)
@@ -317,75 +343,3 @@ class NodeCells:
         self._admit("work_queue", storage.name, "consumer group's name")
         self._router.work_queues[storage.name] = storage
         return storage
-
-
-def _reopened(kind: str, name: str, opened: str, asked: str) -> InvalidConfiguration:
-    return InvalidConfiguration(
-        f"{kind} {name!r} is already open with {opened}, and this call asks for {asked}; "
-        f"open it with the same settings everywhere (or share the cell), or delete the "
-        f"{kind} to change them")
-
-
-def _limits(limits: Limits | None) -> str:
-    return "no limits" if limits is None else f"limits {limits.describe()}"
-
-
-QueueBounds = tuple[int | None, Limits | None]
-"""A queue's bounds as it was opened: its ``capacity`` and its ``limits``."""
-
-
-def queue_reopened(name: str, opened: QueueBounds, asked: QueueBounds
-                   ) -> InvalidConfiguration | None:
-    """What reopening queue ``name``, open with ``opened``, with other bounds raises (a
-    ``capacity`` and ``Limits(max_length=...)`` are other settings), or ``None``."""
-    if opened[1] == asked[1] and (asked[1] is not None or opened[0] == asked[0]):
-        return None
-    return _reopened("queue", name, _queue_settings(*opened), _queue_settings(*asked))
-
-
-def _queue_settings(capacity: int | None, limits: Limits | None) -> str:
-    if limits is not None or capacity is None:
-        return _limits(limits)
-    return f"capacity {capacity}"
-
-
-def _retry(retry: object) -> str:
-    """A work queue's retry policy as it was given (in seconds; it is held in ms)."""
-    return "none" if not isinstance(retry, RetryPolicy) else repr(retry.scaled(0.001))
-
-
-def _drop_refused(cells: dict[str, Any], storages: dict[str, Any], name: str) -> bool:
-    """Forget the cell open under ``name`` when the cluster refused its declaration (the
-    object exists with other settings), so the name can be opened again with the
-    object's settings; the refused cell stays refused."""
-    refused = getattr(storages.get(name), "declaration_refused", None)
-    if refused is None or not refused():
-        return False
-    del cells[name], storages[name]
-    return True
-
-
-def _same_rules(kind: str, name: str, storage: Any, ttl: float | None,
-                max_age: float | None) -> None:
-    """Refuse reopening a cell with expiry rules other than those it is open with."""
-    if ttl is None and max_age is None:
-        return
-    asked = [optional_ttl_ms(ttl), optional_ttl_ms(max_age, "max_age")]
-    if storage.expiry_rules != asked:
-        raise _reopened(kind, name, f"expiry rules {_rules(storage.expiry_rules)}",
-                        f"expiry rules {_rules(asked)}")
-
-
-def _rules(rules: list[int | None] | None) -> str:
-    """Expiry rules (held in ms) in seconds, as they are given."""
-    ttl, max_age = (("none" if ms is None else f"{ms / 1000:g}")
-                    for ms in (rules or [None, None]))
-    return f"ttl={ttl}, max_age={max_age}"
-
-
-def _same_serializer(kind: str, name: str, opened: object, asked: object) -> None:
-    if asked is not opened:
-        raise InvalidConfiguration(
-            f"{kind} {name!r} is already open with serializer {opened!r}, not {asked!r}; "
-            "open it once and share the cell"
-        )

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from types import TracebackType
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar, overload
 from urllib.parse import urlsplit
 
 from ..brokers.mirrors import QueueMirror
+from ..cell_reopening import QueueBounds, queue_reopened
 from ..cells import QueueCell, TopicCell, WorkQueueCell
 from ..cells.job import settle_background_acks
 from ..cells.prefetch import return_taken
@@ -36,12 +37,13 @@ from ..core.limits import REJECT, Limits
 from ..core.scheduling import RetryPolicy
 from ..errors import InvalidConfiguration, TransactionUnsupported, UnsupportedOperation
 from ..names import check_name
-from ..node_cells import QueueBounds, queue_reopened
 from ..reactive import Context, resolve_context
 from ..serializers import Serializer
 from ..storage.queue import QueueStorage
 from ..storage.topic import TopicStorage
 from ..storage.work import WorkQueueStorage
+
+T = TypeVar("T")
 
 BrokerCredentials = str | Mapping[str, str] | None
 """A secret (``str``: a NATS token, a Redis password), or ``{"user": ..., "password":
@@ -90,6 +92,14 @@ class Client:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
+
+    @overload
+    def queue(self, name: str, *, capacity: int | None = None, serializer: Serializer[T],
+              limits: Limits | None = None, ttl: float | None = None) -> QueueCell[T]: ...
+
+    @overload
+    def queue(self, name: str, *, capacity: int | None = None, serializer: None = None,
+              limits: Limits | None = None, ttl: float | None = None) -> QueueCell[Any]: ...
 
     def queue(self, name: str, *, capacity: int | None = None,
               serializer: Serializer[Any] | None = None, limits: Limits | None = None,
@@ -172,6 +182,14 @@ class Client:
                 f"{cell.visibility_timeout} and max_deliveries {cell.max_deliveries}")
         _same_serializer("work queue", name, cell.serializer, serializer)
         return cell
+
+    @overload
+    def topic(self, name: str, *, serializer: Serializer[T], limits: Limits | None = None,
+              ttl: float | None = None, max_age: float | None = None) -> TopicCell[T]: ...
+
+    @overload
+    def topic(self, name: str, *, serializer: None = None, limits: Limits | None = None,
+              ttl: float | None = None, max_age: float | None = None) -> TopicCell[Any]: ...
 
     def topic(self, name: str, *, serializer: Serializer[Any] | None = None,
               limits: Limits | None = None, ttl: float | None = None,

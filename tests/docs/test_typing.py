@@ -52,3 +52,43 @@ def test_examples_and_user_code_pass_mypy_strict(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--no-error-summary", *examples, str(user)],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+TYPED_CELLS = '''
+from dataclasses import dataclass
+from typing import Any, assert_type
+
+from lazily_queue import ClusterClient, Node, QueueCell, TopicCell
+from lazily_queue.client import Client
+from lazily_queue.serializers import Serializer, serializer
+
+
+@dataclass
+class Job:
+    image: str
+
+
+JOBS: Serializer[Job] = serializer(lambda job: job.image, Job)
+
+
+async def typed(node: Node, cluster: ClusterClient, broker: Client) -> None:
+    for opener in (node, cluster, broker):
+        assert_type(opener.queue("jobs", serializer=JOBS), QueueCell[Job])
+        assert_type(opener.topic("news", serializer=JOBS), TopicCell[Job])
+        assert_type(opener.queue("raw"), QueueCell[Any])
+        assert_type(opener.topic("raw"), TopicCell[Any])
+    job: Job = await node.queue("jobs", serializer=JOBS).pop()
+    print(job.image)
+'''
+
+
+@pytest.mark.slow
+def test_a_typed_serializer_gives_a_typed_cell(tmp_path: Path) -> None:
+    """``queue`` and ``topic`` of a node, a cluster client and a broker client return a
+    cell of the serializer's type (``Any`` without one)."""
+    user = tmp_path / "typed_cells.py"
+    user.write_text(TYPED_CELLS)
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", str(user)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
