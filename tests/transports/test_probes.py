@@ -242,3 +242,23 @@ async def test_a_probe_from_a_process_the_vetter_refuses_leaves_the_link_up() ->
         assert note == "node 1 had a stale link to node 2 and dials it again"
         await eventually(lambda: one.is_up(2) and one.epoch(2) > first)
         assert one.counters(2).connects == 2
+
+
+@pytest.mark.parametrize(("note", "hint"), [
+    ("node 1 dials node 2 at tcp://h:1", False),  # dialing now
+    ("node 1 dials node 2 at tcp://h:1, last failure 3.00s ago: refused", False),  # before
+    ("node 1 dials node 2 at tcp://h:1, last failure 0.10s ago: refused", True),  # since
+    ("node 1 dials node 2 at tcp://h:1, last failure: refused", True),  # no age said
+    ("node 1 has a link to node 2 up", False),
+    ("node 1 had a stale link to node 2 and dials it again", False),
+    ("", True),  # it has no link to us
+])
+def test_a_probe_answer_gives_the_peers_hint_only_when_it_applies(note: str,
+                                                                 hint: bool) -> None:
+    """Read by a prober that has listened for 1 s when it probed."""
+    from lazily_transports._core._probe_notes import read_answer
+
+    reading = read_answer(1, note, 1.0)
+    assert ("check that its [peers]" in reading.outcome) is hint
+    assert reading.level == (logging.WARNING if hint else logging.DEBUG)
+    assert "s ago" not in reading.outcome  # the same failure reads alike at every probe
