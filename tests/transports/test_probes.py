@@ -209,14 +209,14 @@ async def test_a_probe_that_crossed_a_link_coming_up_leaves_it(
     redial, no broken pipe at the other end): the prober is told it is up."""
     caplog.set_level(logging.DEBUG, logger="lazily_transports")
     low, high = unique_memory_address(), unique_memory_address()
-    async with Mesh(make_config(2), high, {1: low}, **FAST) as two, \
-            member(low, {2: high}) as one:
-        await eventually(lambda: one.is_up(2) and two.is_up(1))
-        first = one.epoch(2)
-        note = await probe(low, make_config(2), expect_peer_id=1)
-        assert note == "node 1 has a link to node 2 up"
-        assert one.is_up(2) and one.epoch(2) == first and one.counters(2).connects == 1
-        assert two.is_up(1) and two.counters(1).connects == 1
+    async with Mesh(make_config(2), high, {1: low}, **FAST) as two:  # type: ignore[arg-type]
+        async with member(low, {2: high}) as one:
+            await eventually(lambda: one.is_up(2) and two.is_up(1))
+            first = one.epoch(2)
+            note = await probe(low, make_config(2), expect_peer_id=1)
+            assert note == "node 1 has a link to node 2 up"
+            assert one.is_up(2) and one.epoch(2) == first and one.counters(2).connects == 1
+            assert two.is_up(1) and two.counters(1).connects == 1
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
