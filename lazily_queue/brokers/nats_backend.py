@@ -70,6 +70,9 @@ INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
 JETSTREAM_UNAVAILABLE = 10008
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
+#: Seconds a ``no_wait`` pull may go unanswered before the consumer is looked up (the
+#: server answers one from an existing consumer at once).
+PULL_GRACE = 0.1
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
 
@@ -379,22 +382,38 @@ class NatsJetStreamStorage:
 
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
-        :class:`BrokerObjectLost` when the consumer does not exist (JetStream 2.9 leaves
-        a pull from a missing consumer unanswered: a pull that times out asks). A
+        :class:`BrokerObjectLost` when the consumer does not exist. JetStream 2.9 leaves
+        a pull from a missing consumer unanswered, so a pull not answered within
+        :data:`PULL_GRACE` asks for the consumer (and one that times out asks again). A
         consumer created after the pull was sent (again, by another process or this
         one's mirror) is pulled once more: it leaves its first pull unanswered."""
         sent = datetime.now(UTC)
+        pulling = asyncio.ensure_future(self.replies.pull(stream, consumer, n))
         try:
-            return await self.replies.pull(stream, consumer, n)
-        except nats.errors.TimeoutError:
+            await asyncio.wait({pulling}, timeout=min(PULL_GRACE, self.timeout))
+            if not pulling.done() and await self._created_since(stream, consumer, sent) \
+                    and not pulling.done():
+                return await self.replies.pull(stream, consumer, n)
             try:
-                info = await self.js.consumer_info(stream, consumer)
-            except jserr.NotFoundError:
-                raise BrokerObjectLost(f"nats at {self.address}: consumer {consumer} of "
-                                       f"stream {stream} does not exist") from None
-            if info.created is None or info.created < sent:
-                raise
-        return await self.replies.pull(stream, consumer, n)
+                return await pulling
+            except nats.errors.TimeoutError:
+                if not await self._created_since(stream, consumer, sent):
+                    raise
+            return await self.replies.pull(stream, consumer, n)
+        finally:
+            if not pulling.done():  # its inbox is dropped in the background
+                pulling.cancel()
+                pulling.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _created_since(self, stream: str, consumer: str, when: datetime) -> bool:
+        """Whether ``consumer`` of ``stream`` was created at ``when`` or later; raises
+        :class:`BrokerObjectLost` when it does not exist."""
+        try:
+            info = await self.js.consumer_info(stream, consumer)
+        except jserr.NotFoundError:
+            raise BrokerObjectLost(f"nats at {self.address}: consumer {consumer} of "
+                                   f"stream {stream} does not exist") from None
+        return info.created is not None and info.created >= when
 
     async def pull_declared(self, stream: str, consumer: str, n: int,
                             declare_again: Callable[[], Awaitable[None]]) -> list[Msg]:

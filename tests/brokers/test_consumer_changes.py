@@ -12,9 +12,17 @@ import sys
 from typing import Any
 
 import nats
+import nats.errors
 import pytest
 
-from lazily_queue import SubscribeOutcome, TopicCell, UnknownSubscriber, connect
+from lazily_queue import (
+    QueueCell,
+    SubscribeOutcome,
+    TopicCell,
+    UnknownSubscriber,
+    WorkQueueCell,
+    connect,
+)
 from lazily_queue.brokers import SubscriberConsumerLost
 from lazily_queue.brokers.servers import BrokerServer
 from lazily_queue.client.brokers import open_provider
@@ -257,3 +265,44 @@ async def test_a_queue_and_a_work_queue_whose_consumer_was_deleted_declare_it_ag
         delivery = await jobs.claim("w", timeout=10)
         assert delivery.value == "kept"
         await jobs.ack("w", delivery.delivery_id)
+
+
+async def test_a_pull_from_a_consumer_deleted_outside_does_not_wait_out_its_timeout(
+    nats_server: BrokerServer,
+) -> None:
+    """JetStream 2.9 leaves that pull unanswered: the consumer is looked up once the pull
+    is not answered at once, not after the request timeout (no pull ends timed out)."""
+    provider = await open_provider(nats_server.url, poll_interval=0.2, timeout=5.0)
+    timed_out: list[str] = []
+    replies = provider.replies
+    pull = replies.pull
+
+    async def recorded(stream: str, consumer: str, n: int) -> Any:
+        try:
+            return await pull(stream, consumer, n)
+        except nats.errors.TimeoutError:
+            timed_out.append(stream)
+            raise
+
+    replies.pull = recorded
+    try:
+        queue: Any = QueueCell(provider.queue(fresh("prompt-queue")))
+        await queue.push("kept")
+        await delete_consumer(nats_server.url, queue.storage.stream, "lq")
+        assert await queue.pop(timeout=10) == "kept"
+        jobs: Any = WorkQueueCell(provider.work_queue(
+            fresh("prompt-work"), visibility_timeout=30, max_deliveries=3))
+        await jobs.push("kept")
+        await delete_consumer(nats_server.url, jobs.storage.stream, "lq")
+        assert (await jobs.claim("w", timeout=10)).value == "kept"
+        topic: TopicCell[Any] = TopicCell(provider.topic(fresh("prompt-topic")))
+        await topic.subscribe("d")
+        await topic.publish("x")
+        storage: Any = topic.storage
+        await storage.sync()
+        await delete_consumer(nats_server.url, storage.stream, storage._consumer_name("d"))
+        with pytest.raises(SubscriberConsumerLost):
+            await topic.advance("d", timeout=10)
+        assert timed_out == []
+    finally:
+        await provider.close()
