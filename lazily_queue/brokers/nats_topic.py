@@ -20,6 +20,7 @@ replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -163,13 +164,20 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
 
     async def _lift(self, subscriber: str) -> None:
         """Lift the ``max_ack_pending`` limit of ``subscriber``'s consumer (one declared
-        with it): the server's config is read again, so only the limit changes."""
+        with it): the server's config is read again, so only the limit changes. Creates
+        nothing: a consumer deleted meanwhile (which the update made again, at its first
+        start) is deleted again, and :class:`SubscriberConsumerLost` raised."""
+        js = self._backend.js
         name = self._consumer_name(subscriber)
         try:
-            info = await self._backend.js.consumer_info(self.stream, name)
+            info = await js.consumer_info(self.stream, name)
         except jserr.NotFoundError:
-            return  # deleted meanwhile: the pull tells
-        await lift_ack_pending_limit(self._backend.js, self.stream, info.config)
+            raise self._lost_error(subscriber) from None
+        made = await lift_ack_pending_limit(js, self.stream, info.config)
+        if made is not None and made.created != info.created:
+            with contextlib.suppress(jserr.NotFoundError):
+                await js.delete_consumer(self.stream, made.name)
+            raise self._lost_error(subscriber)
         self._limited.discard(subscriber)
 
     async def _update(self, subscriber: str, info: ConsumerInfo, durability: str,
@@ -317,9 +325,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         b = self._backend
         doing = f"advancing {shown(subscriber)} on {self.stream}"
         async with b.errors(doing):
-            if subscriber in self._limited:
-                await self._lift(subscriber)
             try:
+                if subscriber in self._limited:
+                    await self._lift(subscriber)
                 msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
                                             count, rec[2], rec[2] < self._end, doing)
             except BrokerObjectLost:

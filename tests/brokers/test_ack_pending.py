@@ -6,6 +6,7 @@ consumer declared with a limit (by an earlier version) is lifted of it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from lazily_queue import QueueCell, TopicCell, WorkQueueCell
+from lazily_queue.brokers import SubscriberConsumerLost
 from lazily_queue.brokers.nats_work import CONSUMER
 from lazily_queue.brokers.servers import BrokerServer
 from lazily_queue.client.brokers import open_provider
@@ -128,3 +130,28 @@ async def test_a_subscriber_s_limit_is_lifted_once(
     assert [(await storage.poll("s")).result for _ in range(3)] == [1, 2, 3]
     assert (await storage.advance_to("s", 1500)).result == 1500
     assert requests == []
+
+
+async def test_lifting_the_limit_of_a_consumer_deleted_meanwhile_creates_nothing(
+        provider: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JetStream 2.9's update is a create when the consumer is gone: the advance raises
+    SubscriberConsumerLost and leaves no consumer (one made again at the first start
+    would replay the subscriber's elements from there)."""
+    storage, consumer = await _old_subscriber(provider, "s")
+    assert (await storage.poll("s")).result == 0  # lifted, then limited again below
+    await provider.js.add_consumer(storage.stream, dataclasses.replace(
+        (await provider.js.consumer_info(storage.stream, consumer)).config,
+        max_ack_pending=1000))
+    await storage.sync()
+    read = provider.js.consumer_info
+
+    async def read_then_deleted(stream: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        info = await read(stream, name, *args, **kwargs)
+        monkeypatch.setattr(provider.js, "consumer_info", read)
+        await provider.js.delete_consumer(stream, name)  # outside, just after the read
+        return info
+
+    monkeypatch.setattr(provider.js, "consumer_info", read_then_deleted)
+    with pytest.raises(SubscriberConsumerLost, match="'s'"):
+        await storage.poll("s")
+    assert [c.name for c in await provider.js.consumers_info(storage.stream)] == []
