@@ -27,7 +27,7 @@ import redis.asyncio as aioredis
 import redis.exceptions as rexc
 
 from ..names import check_name
-from . import redis_once_scripts, redis_scripts, redis_topic_scripts
+from . import redis_once_scripts, redis_queue_scripts, redis_scripts, redis_topic_scripts
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[], None]
 SCRIPTS: dict[str, str] = {
-    name: text for module in (redis_scripts, redis_topic_scripts, redis_once_scripts)
+    name: text for module in (redis_scripts, redis_queue_scripts, redis_topic_scripts,
+                   redis_once_scripts)
     for name, text in vars(module).items() if name.isupper() and not name.startswith("_")
 }
 #: Pipelines (connections) a storage keeps in flight at once.
@@ -72,6 +73,22 @@ def _checked_pool() -> dict[str, Any]:
 
 
 _CHECKED_POOL = _checked_pool()
+
+
+def lost_advice(reply: str) -> str:
+    """A script's ``LOST <key> ...`` reply (part of an object deleted outside this
+    library) with what was lost and what to do."""
+    detail = reply.removeprefix("LOST ")
+    key = detail.split(" ", 1)[0]
+    pattern = key.rpartition(":")[0] + ":*"
+    if "{t:" in key and not key.endswith(":meta"):
+        return (f"{detail}: entries were deleted outside this library (DEL, XTRIM, XDEL); "
+                "the elements are gone: restore the topic from a snapshot, or delete its "
+                f"keys ({pattern}) to start it afresh")
+    return (f"{detail}: deleted outside this library (DEL, EXPIRE, UNLINK); nothing was "
+            "changed: what remains cannot be used safely without it: delete the object's "
+            f"keys ({pattern}) to start it afresh (its elements go with them), or restore "
+            "the key from a backup")
 
 
 def redacted(url: str) -> str:
@@ -330,10 +347,7 @@ class RedisStreamsStorage:
                     "existing keys") from None
             if text.startswith("LOST "):
                 raise BrokerObjectLost(
-                    f"redis at {self.address}: {doing}: {text.removeprefix('LOST ')}: "
-                    "entries were deleted outside this library (DEL, XTRIM, XDEL); the "
-                    "elements are gone: restore the topic from a snapshot, or delete its "
-                    "keys to start it afresh") from None
+                    f"redis at {self.address}: {doing}: {lost_advice(text)}") from None
             raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
         except rexc.InvalidResponse:
             raise BrokerUnavailable(

@@ -10,7 +10,7 @@ expiring after the window. A refused push (closed, full) sets nothing.
 from __future__ import annotations
 
 from ..core.dedup import DEFAULT_MAX_AGE
-from . import redis_scripts, redis_topic_scripts
+from . import redis_queue_scripts, redis_scripts, redis_topic_scripts
 
 #: How long a producer's ``msg_id`` is remembered (the dedup window, by age only).
 ONCE_WINDOW_MS = int(DEFAULT_MAX_AGE * 1000)
@@ -29,6 +29,7 @@ local function push()
 """ + body + """
 end
 local result = push()
+if type(result) == 'table' and result.err then return result end
 local kept = """ + kept + """
 if kept then redis.call('SET', once, kept, 'PX', window) end
 return {0, result}
@@ -36,7 +37,7 @@ return {0, result}
 
 
 # {head version, state version, the length before the value or -1 (closed) or -2 (full)}
-QUEUE_PUSH_ONCE = _once(redis_scripts.QUEUE_PUSH, "result[3] >= 0 and '1' or nil")
+QUEUE_PUSH_ONCE = _once(redis_queue_scripts.QUEUE_PUSH, "result[3] >= 0 and '1' or nil")
 # {offset}
 TOPIC_PUBLISH_ONCE = _once(redis_topic_scripts.TOPIC_PUBLISH, "result[1]")
 # {entry id}

@@ -73,16 +73,20 @@ class RedisQueueStorage(QueueMirror[T]):
     def __repr__(self) -> str:
         return f"RedisQueueStorage({self.name!r}, len={self._len}, capacity={self._capacity})"
 
+    @property
+    def _setting(self) -> str:
+        """The capacity as the settings hash holds it."""
+        return "none" if self._capacity is None else str(self._capacity)
+
     async def _declare(self) -> None:
-        cap = "none" if self._capacity is None else str(self._capacity)
-        await self._backend.run("QUEUE_DECLARE", self._keys, [cap])
+        await self._backend.run("QUEUE_DECLARE", self._keys, [self._setting])
 
     async def _read(self) -> None:
         limit = max(1, self._backend.view_limit)
         self._reading()
         try:
             length, closed, head, items, version = await self._backend.run(
-                "QUEUE_READ", self._keys[:4], [limit])
+                "QUEUE_READ", self._keys, [limit])
         except BaseException:
             self._read_failed()
             raise
@@ -130,7 +134,7 @@ class RedisQueueStorage(QueueMirror[T]):
         data = encode(value)
         await self._ready()
         cap = -1 if self._capacity is None else self._capacity
-        keys = [*self._keys[:4], self._backend.once_key("q", self.name, msg_id)]
+        keys = [*self._keys, self._backend.once_key("q", self.name, msg_id)]
         repeat, answer = await self._backend.run(
             "QUEUE_PUSH_ONCE", keys, [cap, self._channel, data, ONCE_WINDOW_MS])
         if repeat:
@@ -144,7 +148,7 @@ class RedisQueueStorage(QueueMirror[T]):
         state version right after the value."""
         cap = -1 if self._capacity is None else self._capacity
         head, version, *each = await self._backend.run(
-            "QUEUE_PUSH", self._keys[:4], [cap, self._channel, *values])
+            "QUEUE_PUSH", self._keys, [cap, self._channel, *values])
         pushed = [int(result) >= 0 for result in each]
         after = int(version) - sum(pushed)
         out = []
@@ -161,7 +165,7 @@ class RedisQueueStorage(QueueMirror[T]):
             await asyncio.wait(set(self._putting_back))
         pushes = self._pushes_done
         call = asyncio.ensure_future(
-            self._backend.run("QUEUE_POP", self._keys[:4], [min(n, MAX_BATCH), self._channel]))
+            self._backend.run("QUEUE_POP", self._keys, [min(n, MAX_BATCH), self._channel]))
         try:
             result = await asyncio.shield(call)
         except asyncio.CancelledError:
@@ -191,7 +195,7 @@ class RedisQueueStorage(QueueMirror[T]):
         taken = call.result()
         if isinstance(taken, list) and taken and not isinstance(taken[0], int):
             task = asyncio.ensure_future(self._backend.run(
-                "QUEUE_UNPOP", [self._keys[0], *self._keys[2:4]], [self._channel, *taken]))
+                "QUEUE_UNPOP", self._keys, [self._channel, self._setting, *taken]))
             self._putting_back.add(task)
             task.add_done_callback(self._put_back_done)
 
@@ -216,10 +220,10 @@ class RedisQueueStorage(QueueMirror[T]):
         data = [encode(v) for v in values]
         await self._ready()
         await self._backend.run(
-            "QUEUE_UNPOP", [self._keys[0], *self._keys[2:4]], [self._channel, *data])
+            "QUEUE_UNPOP", self._keys, [self._channel, self._setting, *data])
         self._changed()
 
     async def close(self, *, timeout: float | None = None) -> None:
         await self._ready()
-        await self._backend.run("QUEUE_CLOSE", [self._keys[1], self._keys[3]], [self._channel])
+        await self._backend.run("QUEUE_CLOSE", self._keys, [self._channel, self._setting])
         await self.sync()

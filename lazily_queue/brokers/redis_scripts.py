@@ -36,91 +36,6 @@ local function setting(key, field, want)
 end
 """
 
-# -- FIFO queue: KEYS list, closed flag, head version, state version, settings ----------
-# The state version counts the changes of the list and flag (each pushed element, each
-# pop that took something, each put-back, the close): a state read with a version at
-# least a push's includes that push, so a mirror orders what it reads against its own
-# pushes whose replies arrive in any order (see QueueMirror).
-
-QUEUE_DECLARE = _TYPE_CHECK + """
-local bad = require_type(KEYS[1], 'list') or require_type(KEYS[5], 'hash')
-if bad then return bad end
-bad = setting(KEYS[5], 'capacity', ARGV[1])
-if bad then return bad end
-return 1
-"""
-
-# ARGV: capacity (-1: none), channel, then the values -> {head version, state version
-# after the last value, then per value the length before it (pushed), -1 (closed) or
-# -2 (full)}
-QUEUE_PUSH = _NOTIFY + """
-local out = {'0', 0}
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  for i = 3, #ARGV do out[#out + 1] = -1 end
-  return out
-end
-local n = redis.call('LLEN', KEYS[1])
-local cap = tonumber(ARGV[1])
-local head = redis.call('GET', KEYS[3]) or '0'
-local pushed = 0
-for i = 3, #ARGV do
-  if cap >= 0 and n >= cap then
-    out[#out + 1] = -2
-  else
-    redis.call('RPUSH', KEYS[1], ARGV[i])
-    if n == 0 then head = tostring(redis.call('INCR', KEYS[3])) end
-    out[#out + 1] = n
-    n = n + 1
-    pushed = pushed + 1
-  end
-end
-out[1] = head
-if pushed > 0 then
-  out[2] = redis.call('INCRBY', KEYS[4], pushed)
-else
-  out[2] = tonumber(redis.call('GET', KEYS[4]) or '0')
-end
-if n > 0 then notify(ARGV[2]) end
-return out
-"""
-
-# -> the values taken, -1 (closed and empty) or {state version} (empty)
-QUEUE_POP = _NOTIFY + """
-local values = redis.call('LPOP', KEYS[1], ARGV[1])
-if not values then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-  return {tonumber(redis.call('GET', KEYS[4]) or '0')}
-end
-redis.call('INCR', KEYS[3])
-redis.call('INCR', KEYS[4])
-notify(ARGV[2])
-return values
-"""
-
-QUEUE_UNPOP = _NOTIFY + """
-for i = #ARGV, 2, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
-redis.call('INCR', KEYS[2])
-redis.call('INCR', KEYS[3])
-notify(ARGV[1])
-return #ARGV - 1
-"""
-
-QUEUE_CLOSE = _NOTIFY + """
-if redis.call('SETNX', KEYS[1], 1) == 1 then
-  redis.call('INCR', KEYS[2])
-  notify(ARGV[1])
-end
-return 1
-"""
-
-QUEUE_READ = """
-local n = redis.call('LLEN', KEYS[1])
-local head = redis.call('GET', KEYS[3]) or '0'
-return {n, redis.call('EXISTS', KEYS[2]), head,
-        redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1),
-        tonumber(redis.call('GET', KEYS[4]) or '0')}
-"""
-
 # -- work queue: KEYS stream, dead letters, settings; ARGV[1] the group --------------------
 
 _PSEUDO = """
@@ -134,6 +49,23 @@ local function now_ms(clock)
 end
 local function expiry_due(settings, now)
   return now >= tonumber(redis.call('HGET', settings, 'expiry_ms') or '0')
+end
+-- The settings exist while the group does (a declare makes them): settings deleted
+-- outside this library while the group remains is a half work queue (LOST). Without
+-- the group (keys flushed) a script fails NOGROUP, and the queue is declared again.
+local function has_group(stream, group)
+  if redis.call('EXISTS', stream) == 0 then return false end
+  for _, info in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    for i = 1, #info, 2 do
+      if info[i] == 'name' and info[i + 1] == group then return true end
+    end
+  end
+  return false
+end
+local function whole_work(group)
+  if redis.call('EXISTS', KEYS[3]) == 1 or not has_group(KEYS[1], group) then return nil end
+  return redis.error_reply('LOST ' .. KEYS[3] .. ' (the work queue settings) is gone ' ..
+    'while its consumer group remains')
 end
 local function value_of(fields)
   for i = 1, #fields, 2 do if fields[i] == 'v' then return fields[i + 1] end end
@@ -153,22 +85,16 @@ local function dead_letter(stream, dead, group, id, attempts, reason)
 end
 """
 
-WORK_DECLARE = _TYPE_CHECK + """
+WORK_DECLARE = _TYPE_CHECK + _PSEUDO + """
 local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'stream')
-  or require_type(KEYS[3], 'hash')
+  or require_type(KEYS[3], 'hash') or whole_work(ARGV[1])
 if bad then return bad end
 bad = setting(KEYS[3], 'visibility_timeout_ms', ARGV[2])
   or setting(KEYS[3], 'max_deliveries', ARGV[3])
 if bad then return bad end
 -- an existing group is not created again: a worker that starts while the server is
 -- past maxmemory declares the queue it is to drain without a write
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  for _, info in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-    for i = 1, #info, 2 do
-      if info[i] == 'name' and info[i + 1] == ARGV[1] then return 1 end
-    end
-  end
-end
+if has_group(KEYS[1], ARGV[1]) then return 1 end
 local made = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
 if type(made) == 'table' and made.err and not string.find(made.err, 'BUSYGROUP') then
   return made
@@ -190,6 +116,8 @@ return ids
 # entry first; the pending entries are scanned only once a lease may have expired.
 WORK_CLAIM = _NOTIFY + _PSEUDO + """
 local group, worker, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local lost = whole_work(group)
+if lost then return lost end
 local vt, max = tonumber(ARGV[4]), tonumber(ARGV[5])
 local clock = redis.call('TIME')
 local out = {clock}
@@ -245,6 +173,8 @@ return out
 # live delivery)
 WORK_SETTLE = _NOTIFY + _PSEUDO + """
 local group, worker, mode = ARGV[1], ARGV[2], ARGV[3]
+local lost = whole_work(group)
+if lost then return lost end
 local max = tonumber(ARGV[5])
 local done, each, settled, acked = 0, {}, {}, {}
 for i = 7, #ARGV, 2 do
@@ -286,6 +216,8 @@ return table.concat(each)
 # ARGV: group, visibility ms, max deliveries, channel
 WORK_REAP = _NOTIFY + _PSEUDO + """
 local group, max = ARGV[1], tonumber(ARGV[3])
+local lost = whole_work(group)
+if lost then return lost end
 local expired = 0
 local stale = redis.call('XPENDING', KEYS[1], group, 'IDLE', ARGV[2], '-', '+', 1000)
 for _, p in ipairs(stale) do
@@ -337,6 +269,8 @@ return {moved, last}
 # timeout counts as pending: the next claim takes it (at most 10000 are counted so).
 WORK_READ = _PSEUDO + """
 local group, limit = ARGV[1], tonumber(ARGV[2])
+local lost = whole_work(group)
+if lost then return lost end
 local clock = redis.call('TIME')
 local summary = redis.call('XPENDING', KEYS[1], group)
 local held = 0

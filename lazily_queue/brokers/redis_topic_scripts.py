@@ -6,6 +6,21 @@ from .redis_scripts import _NOTIFY, _TYPE_CHECK
 
 # -- topic: KEYS stream, subscriptions hash, meta hash (base, end) --------------------------
 
+# The meta hash exists once the topic was declared (or its keys, all gone, were made
+# again by a publish or subscribe): one deleted outside this library while the stream or
+# the subscriptions remain is a half topic (LOST), its offsets gone.
+_WHOLE_TOPIC = """
+local function whole_topic(make)
+  if redis.call('EXISTS', KEYS[3]) == 1 then return nil end
+  if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
+    return redis.error_reply('LOST ' .. KEYS[3] .. ' (the topic base and end offsets) is ' ..
+      'gone while its stream or subscriptions remain')
+  end
+  if make then redis.call('HSET', KEYS[3], 'base', 0, 'end', 0) end
+  return nil
+end
+"""
+
 _SUBS = """
 local function record(subs, id)
   local raw = redis.call('HGET', subs, id)
@@ -42,20 +57,19 @@ local function before(stream, cursor, base)
 end
 """
 
-TOPIC_DECLARE = _TYPE_CHECK + """
+TOPIC_DECLARE = _TYPE_CHECK + _WHOLE_TOPIC + """
 local bad = require_type(KEYS[1], 'stream') or require_type(KEYS[2], 'hash')
   or require_type(KEYS[3], 'hash')
-if bad then return bad end
 -- no write for a topic that exists (declared while the server is past maxmemory)
-if redis.call('HEXISTS', KEYS[3], 'end') == 0 then
-  redis.call('HSETNX', KEYS[3], 'base', 0)
-  redis.call('HSETNX', KEYS[3], 'end', 0)
-end
+  or whole_topic(true)
+if bad then return bad end
 return 1
 """
 
 # ARGV: channel, then the values -> their offsets
-TOPIC_PUBLISH = _NOTIFY + """
+TOPIC_PUBLISH = _NOTIFY + _WHOLE_TOPIC + """
+local lost = whole_topic(true)
+if lost then return lost end
 local offsets = {}
 for i = 2, #ARGV do
   redis.call('XADD', KEYS[1], '*', 'v', ARGV[i])
@@ -66,7 +80,9 @@ return offsets
 """
 
 # ARGV: subscriber, durability, channel
-TOPIC_SUBSCRIBE = _NOTIFY + _SUBS + """
+TOPIC_SUBSCRIBE = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
+local lost = whole_topic(true)
+if lost then return lost end
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if rec then
@@ -86,7 +102,9 @@ return 'Subscribed'
 """
 
 # ARGV: subscriber, 'connect' | 'disconnect', channel
-TOPIC_CONNECTION = _NOTIFY + _SUBS + """
+TOPIC_CONNECTION = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
+local lost = whole_topic(false)
+if lost then return lost end
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 local want = ARGV[2] == 'connect'
@@ -103,7 +121,9 @@ return 1
 """
 
 # ARGV: subscriber, target offset (-1: one element), channel -> {cursor, last value} | -1
-TOPIC_ADVANCE = _NOTIFY + _SUBS + """
+TOPIC_ADVANCE = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
+local lost = whole_topic(false)
+if lost then return lost end
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if not rec or not rec[2] then return -1 end
@@ -138,7 +158,9 @@ notify(ARGV[3])
 return {target, value}
 """
 
-TOPIC_GC = _NOTIFY + _SUBS + """
+TOPIC_GC = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
+local lost = whole_topic(false)
+if lost then return lost end
 local base, last = meta(KEYS[3], 'base'), meta(KEYS[3], 'end')
 local frontier = nil
 local subs = redis.call('HGETALL', KEYS[2])
@@ -176,7 +198,9 @@ return removed
 """
 
 # ARGV: last id known to the mirror ('-' for none) -> {base, end, subs, new entries}
-TOPIC_READ = """
+TOPIC_READ = _WHOLE_TOPIC + """
+local lost = whole_topic(false)
+if lost then return lost end
 local after = ARGV[1]
 local start = after == '-' and '-' or '(' .. after
 return {redis.call('HGET', KEYS[3], 'base') or '0', redis.call('HGET', KEYS[3], 'end') or '0',

@@ -82,3 +82,91 @@ async def test_a_topic_whose_stream_was_deleted_raises_a_typed_error(
     finally:
         await raw.aclose()
         await provider.close()
+
+
+async def test_a_queue_whose_version_or_settings_key_was_deleted_raises_a_typed_error(
+    redis_server: BrokerServer,
+) -> None:
+    """The state version orders the mirrors' reads, the settings hold the capacity: a
+    queue without either while its list remains is half a queue."""
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        for part in ("version", "cfg"):
+            name = fresh(f"no-{part}")
+            async with connect(redis_server.url) as client:
+                queue = client.queue(name, capacity=5)
+                await queue.push_many(["a", "b"])
+                await raw.delete(f"lq:{{q:{name}}}:{part}")
+                for call in (queue.push("c"), queue.pop(timeout=5), queue.close()):
+                    with pytest.raises(BrokerObjectLost,
+                                       match=rf":{part} \(the queue .*delete the object's keys"):
+                        await call
+            async with connect(redis_server.url) as again:  # a new process is told too
+                with pytest.raises(BrokerObjectLost, match=rf":{part} "):
+                    await again.queue(name, capacity=5).push("c")
+            assert await raw.llen(f"lq:{{q:{name}}}:list") == 2  # nothing taken
+    finally:
+        await raw.aclose()
+
+
+async def test_a_topic_whose_offsets_were_deleted_raises_a_typed_error(
+    redis_server: BrokerServer,
+) -> None:
+    name = fresh("no-meta")
+    provider = await open_provider(redis_server.url, poll_interval=0.2)
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        topic: TopicCell[Any] = TopicCell(provider.topic(name))
+        await topic.subscribe("d")
+        for n in range(3):
+            await topic.publish(n)
+        await raw.delete(f"lq:{{t:{name}}}:meta")
+        for call in (lambda: topic.publish(3), lambda: topic.poll("d"), topic.gc,
+                     lambda: topic.subscribe("e")):
+            with pytest.raises(BrokerObjectLost, match=r":meta \(the topic base and end"):
+                await call()
+        assert await raw.xlen(f"lq:{{t:{name}}}:stream") == 3  # nothing was published
+    finally:
+        await raw.aclose()
+        await provider.close()
+
+
+async def test_a_work_queue_whose_settings_were_deleted_raises_a_typed_error(
+    redis_server: BrokerServer,
+) -> None:
+    name = fresh("no-cfg")
+    async with connect(redis_server.url) as client:
+        jobs = client.work_queue(name, visibility_timeout=30)
+        await jobs.push("kept")
+        raw = aioredis.Redis.from_url(redis_server.url)
+        await raw.delete(f"lq:{{w:{name}}}:cfg")
+        await raw.aclose()
+        with pytest.raises(BrokerObjectLost, match=r":cfg \(the work queue settings"):
+            await jobs.claim("w", timeout=5)
+    async with connect(redis_server.url) as again:
+        with pytest.raises(BrokerObjectLost, match=r":cfg "):
+            await again.work_queue(name, visibility_timeout=60).push("x")
+
+
+async def test_a_queue_and_a_topic_whose_keys_were_all_flushed_start_afresh(
+    redis_server: BrokerServer,
+) -> None:
+    name = fresh("flushed-all")
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        async with connect(redis_server.url) as client:
+            queue = client.queue(name, capacity=5)
+            topic = client.topic(name)
+            await queue.push("lost with the keys")
+            await topic.publish("lost with the keys")
+            await raw.delete(*await raw.keys(f"lq:{{[qt]:{name}}}:*"))
+            await queue.push("after")
+            assert await queue.pop(timeout=5) == "after"
+            await topic.subscribe("d")
+            await topic.publish("after")
+            assert await topic.advance("d", timeout=5) == "after"
+        async with connect(redis_server.url) as again:  # declared again, capacity kept
+            with pytest.raises(Exception, match="capacity"):
+                await again.queue(name, capacity=7).push("x")
+    finally:
+        await raw.aclose()
