@@ -176,6 +176,8 @@ class WorkMirror(MirroredObject):
     _version = -1
     #: While a read is in flight: the versions of the pushes counted meanwhile.
     _unread: list[int] | None = None
+    #: The newest version a read or a push of this process showed (see :meth:`_newest`).
+    _seen = -1
 
     def pending_len(self) -> int:
         return self._counts[0]
@@ -201,6 +203,7 @@ class WorkMirror(MirroredObject):
         pending at once (a claim waiting in this process wakes without waiting for the
         refresh, which then confirms the count), unless the mirror shows counts read
         after it, which count it already."""
+        self._seen = max(self._seen, version)
         if version > self._version:
             old = self._counts
             self._counts = (old[0] + 1, old[1], old[2])
@@ -222,7 +225,15 @@ class WorkMirror(MirroredObject):
         flight it lacks (they stay counted on top of its pending count)."""
         unread, self._unread = self._unread or [], None
         self._version = version
+        self._seen = max(self._seen, version)
         return sum(1 for pushed in unread if pushed > version)
+
+    def _newest(self) -> int:
+        """The version an answer to a request sent now comes after. An operation that
+        found no item ready may show that (an empty queue) only while this is still
+        the newest version seen: a read or push that landed meanwhile may count an item
+        it did not see."""
+        return self._seen
 
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener

@@ -267,6 +267,7 @@ class NatsWorkQueueStorage(WorkMirror):
         await self._ready()
         b = self._backend
         leased: list[Delivery] = []
+        sent = self._newest()
         async with b.errors(f"claiming from {self.stream}"):
             msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again)
             deadline = time.time() + self.visibility_timeout
@@ -281,7 +282,8 @@ class NatsWorkQueueStorage(WorkMirror):
                 leased.append(delivery)
         if not msgs:
             self._hidden_until = time.monotonic() + b.poll_interval
-            self._install(0, self._counts[2])
+            if self._newest() == sent:  # else the refresh this asks for tells
+                self._install(0, self._counts[2])
         self._mutated()
         return WT(leased, 0)
 

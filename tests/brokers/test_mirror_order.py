@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lazily_queue.brokers.codec import encode
 from lazily_queue.brokers.servers import BrokerServer
 from lazily_queue.client.brokers import open_provider
 from lazily_queue.core.queue import POP, PUSH, QueuePopError
@@ -23,7 +24,7 @@ from .conftest import fresh
 SCRIPT = {"push": "QUEUE_PUSH", "read": "QUEUE_READ", "pop": "QUEUE_POP",
           "work push": "WORK_PUSH", "work read": "WORK_READ"}
 NATS_CALL = {"push": "publish", "read": "js.stream_info",
-             "work push": "publish", "work read": "js.consumer_info"}
+             "work push": "publish", "work read": "js.consumer_info", "claim": "pull"}
 
 
 class Held:
@@ -209,6 +210,32 @@ async def test_work_counts_read_before_a_push_do_not_undo_it(server: BrokerServe
             read.release.set()
             await refresh
         assert storage.pending_len() == 1
+        await storage.sync()
+        assert storage.pending_len() == 1
+        assert len(masks) == 1
+    finally:
+        await provider.close()
+
+
+@pytest.mark.parametrize("newer", ["push", "read"])
+async def test_an_empty_claim_answered_after_newer_counts_does_not_undo_them(
+        nats_server: BrokerServer, newer: str) -> None:
+    """An empty claim (the pull found nothing) answered after a push of this process or
+    a read that counts an item the pull did not see leaves the item pending."""
+    provider, storage, masks = await _work_queue(nats_server)
+    try:
+        with hold(storage, "nats", "claim") as claim:
+            claiming = asyncio.ensure_future(storage.poll_many("w", 1, None))
+            await claim.applied.wait()  # the pull found the work queue empty
+            if newer == "push":
+                await storage.push("a")
+            else:
+                await provider.publish(storage.subject, encode("a"))  # another process's
+                await storage.sync()
+            assert storage.pending_len() == 1
+            claim.release.set()
+            assert (await claiming).result == []
+            assert storage.pending_len() == 1
         await storage.sync()
         assert storage.pending_len() == 1
         assert len(masks) == 1
