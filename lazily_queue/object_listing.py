@@ -11,7 +11,8 @@ only the listed ones get an entry, so its size no longer grows with the cluster.
 
 :func:`object_page` reaches every other object: those of one kind whose name starts
 with ``prefix``, sorted by name, :data:`PAGE_SIZE` from ``offset`` on, each with the
-entry a status gives it. :func:`page_params` checks the query
+entry a status gives it; the sorted names are kept between pages
+(:func:`sorted_names`). :func:`page_params` checks the query
 (``?kind=queues&prefix=P&offset=N``) and raises :class:`BadListing` saying what is
 accepted.
 """
@@ -19,6 +20,7 @@ accepted.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -172,10 +174,57 @@ def page_params(query: Mapping[str, str]) -> tuple[str, str, int]:
 def object_page(sections: list[Section], kind: str, prefix: str = "", offset: int = 0,
                 plain: Callable[[Any], Any] = lambda v: v) -> dict[str, Any]:
     """The page of ``kind`` (see the module docstring): ``objects`` (name to entry, in
-    name order), ``matching``, ``total``, ``offset`` and ``limit``."""
+    name order), ``matching``, ``total``, ``offset`` and ``limit``. The names matching
+    ``prefix`` are a run of the table's sorted names (:func:`sorted_names`)."""
     table, entry = next((t, e) for k, t, e in sections if k == kind)
-    names = sorted(name for name in table if name.startswith(prefix))
-    shown = names[offset:offset + PAGE_SIZE]
+    names = sorted_names(table)
+    start = bisect.bisect_left(names, prefix)
+    end = bisect.bisect_left(names, True, lo=start, key=lambda n: not n.startswith(prefix))
+    shown = names[start + offset:min(end, start + offset + PAGE_SIZE)]
     return {"kind": kind, "prefix": prefix, "offset": offset, "limit": PAGE_SIZE,
-            "matching": len(names), "total": len(table),
+            "matching": end - start, "total": len(table),
             "objects": {name: plain(entry(name, table[name])) for name in shown}}
+
+
+#: Tables whose names :func:`sorted_names` keeps sorted (the least recently used
+#: beyond this many are dropped).
+INDEXED_TABLES = 8
+#: Names added or removed since the last call past which the names are sorted anew
+#: (fewer are inserted and removed in place).
+RESORT_CHANGES = 1000
+_indexes: dict[int, tuple[Mapping[str, Any], set[str], list[str]]] = {}
+
+
+def sorted_names(table: Mapping[str, Any]) -> list[str]:
+    """The names of ``table`` in order (do not change the list). Kept between calls: a
+    call compares the table's names with the kept ones (a pass of set lookups) and
+    sorts only the names declared since, so a page costs no sort of every object."""
+    found = _indexes.pop(id(table), None)
+    if found is not None and found[0] is table:
+        keys, names = found[1], found[2]
+        if table.keys() != keys:
+            keys, names = _follow(table, keys, names)
+    else:
+        keys, names = set(table), sorted(table)
+    _indexes[id(table)] = (table, keys, names)
+    while len(_indexes) > INDEXED_TABLES:
+        del _indexes[next(iter(_indexes))]
+    return names
+
+
+def _follow(table: Mapping[str, Any], keys: set[str], names: list[str]
+            ) -> tuple[set[str], list[str]]:
+    """``keys`` and ``names`` (sorted) changed in place to ``table``'s names, or made
+    anew when more than :data:`RESORT_CHANGES` changed."""
+    changed = keys.symmetric_difference(table)
+    if len(changed) > RESORT_CHANGES:
+        return set(table), sorted(table)
+    added = {name for name in changed if name in table}
+    removed = changed - added
+    for name in removed:
+        del names[bisect.bisect_left(names, name)]
+    for name in sorted(added):
+        bisect.insort(names, name)
+    keys -= removed
+    keys |= added
+    return keys, names

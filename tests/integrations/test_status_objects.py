@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from rich.console import Console
 
-from lazily_queue import status, testing
+from lazily_queue import object_listing, status, testing
 from lazily_queue.cli import main
 from lazily_queue.cli.status_view import render
 from lazily_queue.integrations.aiohttp import setup
@@ -102,3 +105,52 @@ async def test_the_status_page_says_how_many_objects_it_leaves_out(tmp_path: Pat
                 "objects.json?kind=queues&offset=N'")
             rows = await page.evaluate("document.querySelectorAll('#queues tbody tr').length")
             assert rows == STATUS_OBJECTS
+
+
+def _reference(table: dict[str, int], prefix: str, offset: int) -> tuple[list[str], int]:
+    names = sorted(name for name in table if name.startswith(prefix))
+    return names[offset:offset + object_listing.PAGE_SIZE], len(names)
+
+
+def _page(table: dict[str, int], prefix: str, offset: int) -> tuple[list[str], int]:
+    page = object_listing.object_page([("queues", table, lambda _n, v: v)], "queues",
+                                      prefix, offset)
+    assert page["total"] == len(table)
+    return list(page["objects"]), page["matching"]
+
+
+def test_a_page_sorts_only_the_names_added_since_the_last_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of many objects costs no sort of every name: the sorted names are kept,
+    and a later page sorts only the names declared meanwhile."""
+    table = {f"q{k:05}": k for k in range(5000)}
+    sorts: list[int] = []
+
+    def counted(items: Any, **kwargs: Any) -> list[Any]:
+        done = builtins.sorted(items, **kwargs)
+        sorts.append(len(done))
+        return done
+
+    monkeypatch.setattr(object_listing, "sorted", counted, raising=False)
+    assert _page(table, "", 0) == _reference(table, "", 0)
+    sorts.clear()
+    for name in ("a-new", "q02500x", "zz"):
+        table[name] = 0
+    del table["q00000"], table["q04999"]
+    for prefix, offset in (("", 0), ("", 2450), ("q025", 0), ("q025", 90), ("zz", 0),
+                           ("none", 0), ("", 5100)):
+        assert _page(table, prefix, offset) == _reference(table, prefix, offset)
+    assert max(sorts, default=0) <= 3
+
+
+def test_pages_follow_every_change_of_the_table() -> None:
+    rng = random.Random(7)
+    table: dict[str, int] = {}
+    for step in range(60):
+        for _ in range(rng.choice((0, 1, 5, 1500))):
+            table[f"{rng.choice('abc')}{rng.randrange(10_000)}"] = step
+        for name in rng.sample(sorted(table), min(len(table), rng.choice((0, 2, 1200)))):
+            del table[name]
+        for prefix in ("", "a", "b1", "c99", "d"):
+            offset = rng.choice((0, 3, 150, 900))
+            assert _page(table, prefix, offset) == _reference(table, prefix, offset)
