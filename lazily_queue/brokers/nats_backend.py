@@ -70,9 +70,9 @@ INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
 JETSTREAM_UNAVAILABLE = 10008
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
-#: Seconds a ``no_wait`` pull may go unanswered before the consumer is looked up (the
-#: server answers one from an existing consumer at once).
-PULL_GRACE = 0.1
+#: Seconds a ``no_wait`` pull may go without any answer before the consumer is looked
+#: up (the server answers one from an existing consumer at once).
+PULL_GRACE = 0.25
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
 
@@ -383,16 +383,20 @@ class NatsJetStreamStorage:
     async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
         :class:`BrokerObjectLost` when the consumer does not exist. JetStream 2.9 leaves
-        a pull from a missing consumer unanswered, so a pull not answered within
-        :data:`PULL_GRACE` asks for the consumer (and one that times out asks again). A
-        consumer created after the pull was sent (again, by another process or this
-        one's mirror) is pulled once more: it leaves its first pull unanswered."""
+        a pull from a missing consumer unanswered, so a pull that got no answer (no
+        message, no status) within :data:`PULL_GRACE` asks for the consumer (and one
+        that times out asks again). A consumer created after the pull was sent (again,
+        by another process or this one's mirror) is pulled once more: it leaves its
+        first pull unanswered."""
         sent = datetime.now(UTC)
-        pulling = asyncio.ensure_future(self.replies.pull(stream, consumer, n))
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pulling = asyncio.ensure_future(self.replies.pull(stream, consumer, n, answered))
         try:
-            await asyncio.wait({pulling}, timeout=min(PULL_GRACE, self.timeout))
-            if not pulling.done() and await self._created_since(stream, consumer, sent) \
-                    and not pulling.done():
+            watched: set[asyncio.Future[Any]] = {pulling, answered}
+            await asyncio.wait(watched, timeout=min(PULL_GRACE, self.timeout),
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not answered.done() and not pulling.done() and await self._created_since(
+                    stream, consumer, sent) and not answered.done():
                 return await self.replies.pull(stream, consumer, n)
             try:
                 return await pulling

@@ -236,9 +236,11 @@ class Replies:
 
     # -- pulls -----------------------------------------------------------------------------
 
-    async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
+    async def pull(self, stream: str, consumer: str, n: int,
+                   answered: asyncio.Future[None] | None = None) -> list[Msg]:
         """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
-        :class:`BrokerObjectLost` when the consumer does not exist.
+        :class:`BrokerObjectLost` when the consumer does not exist. ``answered`` (when
+        given) is resolved at the first answer (a message or a status).
 
         Pulled messages carry their own subject, not the reply's, so each pull has an
         inbox of its own: one from a pool, returned to it once the pull ended cleanly
@@ -248,6 +250,8 @@ class Replies:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def deliver(msg: Msg) -> None:
+            if answered is not None and not answered.done():
+                answered.set_result(None)
             if done.done():
                 return
             status = _status(msg)

@@ -277,9 +277,9 @@ async def test_a_pull_from_a_consumer_deleted_outside_does_not_wait_out_its_time
     replies = provider.replies
     pull = replies.pull
 
-    async def recorded(stream: str, consumer: str, n: int) -> Any:
+    async def recorded(stream: str, consumer: str, n: int, *args: Any) -> Any:
         try:
-            return await pull(stream, consumer, n)
+            return await pull(stream, consumer, n, *args)
         except nats.errors.TimeoutError:
             timed_out.append(stream)
             raise
