@@ -142,13 +142,16 @@ class Refresher:
             try:
                 await self._refresh()
             except asyncio.CancelledError:
-                raise
+                if self._stopped or _being_cancelled():
+                    raise
+                error = _interrupted(self.name)  # a call it awaited was cancelled
             except Exception as exc:
                 error = exc
+            if error is not None:
                 self.failures += 1
                 if self.failures == 1 or self.failures % 100 == 0:
                     log.warning("%s: refresh failed (%d so far): %s", self.name,
-                                self.failures, exc)
+                                self.failures, error)
             self._settle(generation, error)
             if error is None:
                 backoff = 0.05
@@ -170,6 +173,20 @@ class Refresher:
             else:
                 keep.append((target, future))
         self._waiters = keep
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task was asked to stop (not just handed a CancelledError by
+    a call it awaited, which another task cancelled)."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+def _interrupted(name: str) -> Exception:
+    from .errors import BrokerUnavailable
+
+    return BrokerUnavailable(f"{name}: the refresh was interrupted (a call it awaited was "
+                             "cancelled); try again")
 
 
 class Declared:

@@ -45,3 +45,27 @@ async def test_stop_after_a_plain_refresh_waits_for_its_cancellation() -> None:
     task = refresher._task
     await refresher.stop()
     assert task is not None and task.cancelled()
+
+
+async def test_a_refresh_that_raises_cancelled_error_of_its_own_keeps_the_refresher() -> None:
+    """A call the refresh awaited was cancelled by someone else (the refresher was not):
+    the waiting sync fails typed, and the refresher goes on refreshing, so no later sync
+    waits for good."""
+    from lazily_queue.brokers import BrokerUnavailable
+
+    calls = 0
+
+    async def interrupted_once() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise asyncio.CancelledError  # an awaited future cancelled by another task
+
+    refresher = Refresher(interrupted_once, poll_interval=10, name="interrupted")
+    try:
+        with pytest.raises(BrokerUnavailable, match="interrupted"):
+            await asyncio.wait_for(refresher.sync(), 30)  # a hang, not a duration
+        await asyncio.wait_for(refresher.sync(), 30)
+        assert calls >= 2
+    finally:
+        await refresher.stop()
