@@ -2,7 +2,7 @@
 base revision, counted by Valgrind's callgrind: deterministic where wall time on a
 shared machine is not.
 
-    python benchmarks/plain_path_instructions.py [--base REV] [--scale K] [--json]
+    python benchmarks/plain_path_instructions.py [--base REV] [--scale K] [--only A,B] [--json]
 
 Each tree (this checkout, and ``--base``, default ``8f10d09``, exported with ``git
 archive`` into a temporary directory) runs the workloads of ``plain_path.py`` — the same
@@ -13,7 +13,8 @@ The timer reads that bracket each workload's timed region are replaced by a mark
 timed region. Each workload runs once to warm up, then at ``K`` and ``2K`` units; the
 difference of the two regions' instruction counts over the units added is the cost per
 element, set-up and first-call costs cancelling out. Printed per figure: instructions
-per element on the base and on this tree, and their ratio (this / base).
+per element on the base and on this tree, and their ratio (this / base); ``--only``
+measures the named figures alone.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ FIGURES: dict[str, tuple[str, int, int]] = {
 }
 
 
-def child(scale: int) -> None:
-    """Run the workloads under callgrind (``--child``); print which dumps hold the
-    measured regions, as one JSON line."""
+def child(scale: int, only: list[str]) -> None:
+    """Run the workloads ``only`` names under callgrind (``--child``); print which dumps
+    hold the measured regions, as one JSON line."""
     sys.path.insert(0, str(HERE))
     import plain_path
 
@@ -64,6 +65,8 @@ def child(scale: int) -> None:
     plain_path.time = types.SimpleNamespace(perf_counter_ns=marker)  # type: ignore[attr-defined]
     dumps: dict[str, Any] = {}
     for name, (function, units, base) in FIGURES.items():
+        if name not in only:
+            continue
         run = getattr(plain_path, function)
         run(base)  # warm-up: first calls, caches
         measured = []
@@ -93,14 +96,15 @@ def _totals(out_dir: Path, pid: int) -> dict[int, int]:
     return found
 
 
-def measure(tree: Path, scale: int, work: Path) -> dict[str, float]:
+def measure(tree: Path, scale: int, work: Path, only: list[str]) -> dict[str, float]:
     """Instructions per element of each figure with ``tree``'s ``lazily_queue``."""
     out_dir = Path(tempfile.mkdtemp(dir=work))
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--dump-before=getppid", "--dump-instr=no",
          "--dump-line=no", f"--callgrind-out-file={out_dir}/cg.%p",
-         sys.executable, str(Path(__file__).resolve()), "--child", "--scale", str(scale)],
+         sys.executable, str(Path(__file__).resolve()), "--child", "--scale", str(scale),
+         "--only", ",".join(only)],
         env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the run on {tree} failed:\n{done.stdout[-3000:]}\n"
@@ -134,25 +138,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", default="8f10d09", help="the revision to compare with")
     parser.add_argument("--scale", type=int, default=4,
                         help="workload size (units added between the two measured runs)")
+    parser.add_argument("--only", default=",".join(FIGURES),
+                        help=f"the figures to measure, comma-separated ({', '.join(FIGURES)})")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    only = [name for name in args.only.split(",") if name]
+    unknown = sorted(set(only) - set(FIGURES))
+    if unknown or not only:
+        parser.error(f"--only takes figures among {', '.join(FIGURES)}, not "
+                     f"{', '.join(unknown) or 'none'}")
     if args.child:
-        child(args.scale)
+        child(args.scale, only)
         return 0
     if shutil.which("valgrind") is None:
         print("error: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="plain-path-instructions-"))
     try:
-        base = measure(export(args.base, work), args.scale, work)
-        this = measure(ROOT, args.scale, work)
+        base = measure(export(args.base, work), args.scale, work, only)
+        this = measure(ROOT, args.scale, work, only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"instructions per element, base {args.base} vs this tree (scale {args.scale})")
     print(f"{'figure':18} {'base':>10} {'this':>10} {'ratio':>7}")
     rows: dict[str, Any] = {}
-    for name in FIGURES:
+    for name in only:
         ratio = this[name] / base[name]
         rows[name] = {"base": round(base[name], 1), "this": round(this[name], 1),
                       "ratio": round(ratio, 4)}

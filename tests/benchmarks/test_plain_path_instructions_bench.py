@@ -36,10 +36,18 @@ def test_each_timed_region_ends_at_its_own_marker() -> None:
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 @pytest.mark.timeout(300)
 def test_the_tree_against_itself_costs_the_same() -> None:
+    measured = ("local_pair", "replicated_apply")  # two figures: callgrind is slow
     done = subprocess.run([sys.executable, str(SCRIPT), "--base", "HEAD", "--scale", "1",
-                           "--json"], capture_output=True, text=True, timeout=280, cwd=ROOT,
-                          check=True)
+                           "--only", ",".join(measured), "--json"], capture_output=True,
+                          text=True, timeout=280, cwd=ROOT, check=True)
     rows = json.loads(done.stdout.strip().splitlines()[-1])
-    assert set(rows) == set(FIGURES)
+    assert set(rows) == set(measured)
     for name, row in rows.items():
         assert row["base"] > 0 and abs(row["ratio"] - 1) < 0.02, (name, row)
+
+
+def test_an_unknown_figure_is_refused_with_the_known_ones() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--only", "local_pair,nope"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    assert "--only takes figures among local_pair," in done.stderr and "not nope" in done.stderr
