@@ -19,11 +19,11 @@ XDIST  ?= -n 2 --dist loadgroup
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST)
-	# Again on uvloop: the tests that run on an event loop, except the conformance corpus
-	# and the brokers' (the same code paths on a loop the raft, transport and client
-	# tests already run on uvloop; they would add a third of the pass's time).
+	# Again on uvloop: the loop-facing tests (the links, the Raft driver, clients, the web
+	# integrations), where the loop's sockets, timers, TLS and threads are used; the cells,
+	# the corpus and the brokers run the same loop calls through them.
 	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" \
-		--ignore=tests/conformance --ignore=tests/brokers
+		tests/transports tests/raft tests/client tests/integrations tests/threads
 
 demo: $(STAMP)
 	$(BIN)/lazily-queue demo $(if $(TRANSPORT),--transport $(TRANSPORT))
