@@ -22,7 +22,6 @@ ids and leader stamps, give-backs carry them back).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -36,6 +35,7 @@ from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_c
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
 from .capabilities import StorageCapabilities
+from .give_backs import Returns
 from .queue import QueueChangeListener
 from .replicated_object import Proposer, ReplicatedObject
 
@@ -75,6 +75,8 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
                 limits=True, headers=True, expiry=True, scheduling=True)
         self._listener: QueueChangeListener | None = None
         self.orphans_returned = 0
+        #: The give-backs of pops whose callers went away, under way (made at the first).
+        self.returns: Returns | None = None
 
     def __repr__(self) -> str:
         return f"RaftQueueStorage({self.name!r}, len={self.len()}, capacity={self._capacity})"
@@ -218,25 +220,14 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
 
     def _return_orphan(self, result: Any) -> None:
         """Give back what a pop whose caller went away took (``[values, runs]``, or
-        ``[values, runs, headers]``: then with the headers)."""
-        if type(result) is not list or len(result) not in (2, 3):
+        ``[values, runs, headers]``: then with the headers), proposed again until it
+        applies (:mod:`.give_backs`)."""
+        if type(result) is not list or len(result) not in (2, 3) or not result[0]:
             return
         code = C.QUEUE_UNPOP_STAMPED if len(result) == 2 else C.QUEUE_UNPOP_HEADERS
         self.orphans_returned += len(result[0])
         log.info("queue %r: a pop's receiver went away; returning %d element(s) to the head",
                  self.name, len(result[0]))
-
-        def done(fut: asyncio.Future[Any]) -> None:
-            err = None if fut.cancelled() else fut.exception()
-            if err is not None:
-                log.error("queue %r: could not return an undelivered element: %s", self.name, err)
-
-        try:
-            _, fut = self._driver.propose(
-                code, [self.name, *result], timeout=3600.0,
-                on_orphan=lambda _: None
-            )
-        except Exception as exc:
-            log.error("queue %r: could not return an undelivered element: %s", self.name, exc)
-            return
-        fut.add_done_callback(done)
+        if self.returns is None:
+            self.returns = Returns(self._driver, self.name)
+        self.returns.start(code, [self.name, *result])
