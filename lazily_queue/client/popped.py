@@ -41,6 +41,24 @@ from ..replicated.session_popped import (
 
 #: Elements whose give-back one member remembers having admitted (all clients).
 GIVING_KEPT = 65536
+#: Times a give-back nobody awaits is sent again after a member's gate refused it.
+REFUSED_TRIES = 8
+#: The pause before the first of them (seconds); it doubles up to :data:`REFUSED_PAUSE_MAX`.
+REFUSED_PAUSE = 0.1
+REFUSED_PAUSE_MAX = 3.0
+
+
+def refused_pause(refusals: int) -> float | None:
+    """The pause before a give-back nobody awaits (the library's own, of elements its
+    session popped: a pop's whose caller went away) goes again, under its number, after
+    its ``refusals``-th refusal at a member's gate (``None``: no more). That member may
+    not have applied the pop yet, or holds no record of it (it installed a snapshot or
+    restarted since): the session sends it again, leaving that member every other time
+    for the next. Under its number it applies at most once, and a member that applied
+    an earlier attempt answers it as applied."""
+    if refusals >= REFUSED_TRIES:
+        return None
+    return min(REFUSED_PAUSE_MAX, REFUSED_PAUSE * float(2 ** refusals))
 
 
 class Giving:

@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import MessageTooLarge, UnsupportedOperation
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
@@ -35,9 +34,10 @@ from .deadlines import ORPHAN_HORIZON as ORPHAN_HORIZON
 from .deadlines import SWEEP_INTERVAL as SWEEP_INTERVAL
 from .deadlines import Deadlines
 from .link import Answer, Link
+from .link_fit import LinkFit
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
-from .popped import GIVE_BACKS, retry_refused
+from .popped import GIVE_BACKS, refused_pause, retry_refused
 from .registration import Registering, unknown_session
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,8 @@ class _Op:
     was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
     __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "frame", "future",
-                 "link", "on_orphan", "orphaned", "rid", "seq", "session", "unknown")
+                 "link", "on_orphan", "orphaned", "refusals", "rid", "seq", "session",
+                 "unknown")
 
     def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
@@ -61,6 +62,8 @@ class _Op:
         self.attempts = 0
         self.done = False
         self.orphaned = False
+        #: Times a member's gate refused it (a give-back nobody awaits: :mod:`.popped`).
+        self.refusals = 0
         self.error: Exception | None = None
         #: An attempt may have applied: sent on a link that ended unanswered, or answered
         #: with an error that did not say it was not applied.
@@ -76,7 +79,7 @@ class _Op:
             self.session._answered(link, self, answer)
 
 
-class Session(Registering, Deadlines):
+class Session(Registering, Deadlines, LinkFit):
     """A client's outstanding operations (module docstring); the
     :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
     Its id is registered by the cluster (:mod:`.registration`).
@@ -296,43 +299,6 @@ class Session(Registering, Deadlines):
             if not op.done:
                 self._send(link, op)
 
-    def _serves_groups(self, link: Link, op: _Op) -> bool:
-        """Whether ``link``'s member takes the group declaration ``op``. Until its hello
-        is answered the op waits (:meth:`greeted`); a member without client groups
-        fails it unsent (it would apply the declaration, then not feed the mirror)."""
-        if not link.greeted:
-            self._ungreeted.append(op)
-            return False
-        if P.GROUPS_FEATURE in link.features:
-            return True
-        outcome = ("its outcome is unknown (it may have applied through an earlier member)"
-                   if op.unknown else "it was not applied")
-        self._finish(op, UnsupportedOperation(
-            f"joining a consumer group: member {link.member} serves no consumer groups "
-            "to clients (it runs an older lazily-queue); upgrade the members, or open "
-            f"the group on a member; {outcome}"))
-        return False
-
-    def _fits(self, link: Link, op: _Op) -> bool:
-        """Whether ``link``'s member reads the request frame of the large ``op``: a frame
-        over its limit would make it drop the link (and the client send it again on the
-        next, and the next). Until its hello is answered the op waits (:meth:`greeted`);
-        one over the limit the member said fails with ``MessageTooLarge``."""
-        if not link.greeted:
-            self._ungreeted.append(op)
-            return False
-        size, limit = len(op.args) + P.OP_FRAME_OVERHEAD, link.max_request
-        if limit is None or size <= limit:
-            return True
-        outcome = ("its outcome is unknown (it may have applied through an earlier member)"
-                   if op.unknown else "it was not applied")
-        self._finish(op, MessageTooLarge(
-            f"{ops.op_name(op.code)}: the operation of {size} bytes exceeds the {limit}-byte "
-            f"request limit of member {link.member} (its max_message_bytes and a command's "
-            f"room); store large payloads elsewhere and queue a reference; {outcome}",
-            size=size, limit=limit))
-        return False
-
     def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
         if op.done:
             return
@@ -373,6 +339,11 @@ class Session(Registering, Deadlines):
             self._drop(link, f"{code}: {message}")
             return
         link.served = True
+        if code == "permission" and op.code in GIVE_BACKS and op.on_orphan is not None:
+            pause = refused_pause(op.refusals)
+            if pause is not None and asyncio.get_running_loop().time() < op.deadline:
+                self._refused_again(link, op, error, pause)
+                return
         if unknown_before and code == "permission" and op.code in GIVE_BACKS:
             error = retry_refused(error)  # this link's refusal alone (:mod:`.popped`)
         elif unknown_before and code not in P.REFUSALS:
@@ -381,6 +352,23 @@ class Session(Registering, Deadlines):
                                 "answer was lost: its outcome is unknown (it may have applied "
                                 "there)")
         self._finish(op, error)
+
+    def _refused_again(self, link: Link, op: _Op, error: Exception, pause: float) -> None:
+        """A give-back nobody awaits refused at ``link``'s member's gate goes again under
+        its number after ``pause`` seconds; every other time that member is left for the
+        next (:func:`.popped.refused_pause`)."""
+        op.refusals += 1
+        op.error, op.rid = error, 0
+
+        def again() -> None:
+            current = self._link()
+            if not op.done and op.rid == 0 and current is not None:
+                self._send(current, op)
+
+        asyncio.get_running_loop().call_later(pause, again)
+        if op.refusals % 2 == 0:
+            self._drop(link, "its gate refused a give-back its session popped (it may hold "
+                       "no record of that pop: restored from a snapshot since)")
 
     def _resolve(self, op: _Op, result: Any) -> None:
         op.done = True

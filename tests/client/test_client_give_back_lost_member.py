@@ -1,0 +1,94 @@
+"""A consume-only client's pop whose caller was cancelled after it applied gives its
+elements back even when the member it then reaches refuses that give-back: its member
+died, and the next one restarted from a snapshot taken after the pop (it holds no record
+of the session's pops). The give-back goes again under its number, to the next member,
+which holds the pop: every element pushed is received or still queued."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lazily_queue import ClientAccess, ClientGrant, ClusterClient, connect, testing
+from lazily_queue.client.batching import PendingOp
+from lazily_queue.client.connection import ClientConnection
+from lazily_queue.client.server import ClientServer
+from lazily_queue.replicated import ops
+
+pytestmark = pytest.mark.timeout(90)
+
+READER = b"token-of-a-consume-only-reader"
+ENGINE = dataclasses.replace(testing.FAST_ENGINE, compaction_min_entries=60,
+                             compaction_min_time=0.01)
+
+
+def _hold_first_pop_answer(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """The member never answers the first pop it applies for a client (set once held)."""
+    answer_op = ClientServer._answer_op
+    held = asyncio.Event()
+
+    def holding(self: ClientServer, conn: ClientConnection, op: PendingOp, result: Any,
+                error: BaseException | None) -> None:
+        if op.code == ops.QUEUE_POP_STAMPED and not held.is_set():
+            held.set()
+            self._release(conn)
+            return
+        answer_op(self, conn, op, result, error)
+
+    monkeypatch.setattr(ClientServer, "_answer_op", holding)
+    return held
+
+
+async def _until(predicate: Any, what: str, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what}: not reached")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    held = _hold_first_pop_answer(monkeypatch)
+    prefix = f"memory://give-back-lost-member-{id(tmp_path)}"
+
+    def options(node_id: str) -> testing.NodeOptions:
+        grants = [ClientGrant("reader", READER, consume=["jobs"])]
+        return {"clients": ClientAccess(grants, listen=f"{prefix}-{node_id}")}
+
+    addresses = [f"{prefix}-{n}" for n in (1, 2, 3)]
+    async with testing.cluster(3, data_dir=tmp_path, engine=ENGINE,
+                               node_options=options) as c:
+        leader = await c.leader()
+        for n in range(4):
+            await leader.queue("jobs").push(n)
+        await c.settle()
+        client = connect(addresses, ("reader", READER), ping_interval=0.2, ping_timeout=1.0)
+        assert isinstance(client, ClusterClient)
+        async with client:
+            await client.barrier()
+            assert client.member == "1"
+            popping = asyncio.create_task(client.queue("jobs").pop())
+            await asyncio.wait_for(held.wait(), 10)
+            popping.cancel()  # it applied; its answer never came: the caller went away
+            with pytest.raises(asyncio.CancelledError):
+                await popping
+            await c.settle()
+            second = c.node(2)
+            popped_at = second.status()["last_applied"]
+            filler = (await c.leader()).queue("filler")
+            while second.status()["log_first_index"] <= popped_at:
+                await filler.push("x")  # until member 2's snapshot covers the pop
+                await filler.pop()
+            await c.restart(2)  # from that snapshot: it holds no record of the pop
+            await c.kill(1)  # the client's member: it links to member 2 next
+            third = c.node(3)
+            await _until(lambda: third.queue("jobs").len() == 4, "the element back")
+            assert client.member in ("2", "3")
+        await third.barrier()
+        assert third.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]
