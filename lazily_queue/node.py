@@ -73,6 +73,7 @@ from .replicated.state_machine import StateMachine
 from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .stale_peers import StalePeers
+from .storage.give_backs import SETTLE_WAIT, settle_returns
 
 Durability = Literal["fsync", "none"]
 
@@ -340,6 +341,7 @@ class Node(NodeCells, NodeCluster):
         if hand_over and self._driver is not None and self._driver.running:
             await return_taken([*self._router.queues.values(),
                                 *self._router.work_queues.values()])
+            await settle_returns(list(self._router.queues.values()), SETTLE_WAIT)
             await settle_background_acks(list(self._router.work_queues.values()))
         if self.clients is not None:
             await self.clients.stop()

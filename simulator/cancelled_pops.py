@@ -24,9 +24,10 @@ after a few and give the rest back (``QUEUE_UNPOP_STAMPED``).
 :func:`check_given_back`: a pop the log applied for this client, taking elements, either
 reached its caller or was handed to ``on_orphan``, unless its member restarted since the
 pop was issued (a crash loses what the member held for its callers); and the give-back
-``on_orphan`` proposed applied, unless its member restarted or its proposal failed with
-an error (:func:`check_orphan_give_backs`: one fenced off, answered "duplicate", lost
-its elements unseen).
+``on_orphan`` proposed applied, unless its member restarted, its proposal failed with an
+error other than one saying it did not apply (those go again, as the queue storage's),
+or a later attempt follows it (:func:`check_orphan_give_backs`: one fenced off, answered
+"duplicate", lost its elements unseen).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from lazily_queue.raft.driver import Driver
 from lazily_queue.raft.errors import NodeNotRunning, StorageUnavailable
 from lazily_queue.raft.proposals import Proposal
 from lazily_queue.replicated import ops as C
+from lazily_queue.storage.give_backs import RETRY_FIRST, RETRY_MAX, transient
 
 from .client import FAILED, OK, QUEUE, UNKNOWN, Client, Observed, _clean
 from .history import History, Violation
@@ -299,6 +301,10 @@ class OrphanGiveBack:
     error: str = ""
     result: Any = None
     answered: bool = False
+    #: It failed without applying (see ``give_backs.transient``).
+    transient: bool = False
+    #: ... and was proposed again (a later entry).
+    retried: bool = False
 
 
 class CancellingConsumer(Consumer):
@@ -320,24 +326,43 @@ class CancellingConsumer(Consumer):
         self.orphan_give_backs: list[OrphanGiveBack] = []
         #: What :func:`check_orphan_give_backs` found: applied, restarted, failed.
         self.orphans_seen: dict[str, int] = {}
-        #: Those its member could not take (not running, stalled): lost with a log line.
+        #: Those its member could not take as it was not running: lost with a log line.
         self.unproposed = 0
+        #: Give-backs proposed again after one failed without applying.
+        self.retried = 0
 
-    def give_back_orphan(self, node: str, values: list[Any], runs: list[Any]) -> None:
+    def give_back_orphan(self, node: str, values: list[Any], runs: list[Any],
+                         pause: float = RETRY_FIRST) -> None:
         """Propose the give-back of ``values`` (``runs``: their ids) on ``node`` with
-        nobody waiting (the queue storage's ``_return_orphan``), noting its fate."""
+        nobody waiting, as the queue storage's ``_return_orphan`` does
+        (:mod:`lazily_queue.storage.give_backs`): one that fails without applying, or
+        that its member cannot take while its disk stalls, goes again after ``pause``
+        (doubling), while the member runs the same process."""
         sim = self.sim
-        entry = OrphanGiveBack(node, sim.nodes[node].incarnation, sim.session_of(node), 0,
-                               values)
+        incarnation = sim.nodes[node].incarnation
+        entry = OrphanGiveBack(node, incarnation, sim.session_of(node), 0, values)
+
+        def again() -> None:
+            if sim.nodes[node].incarnation == incarnation and sim.running(node):
+                self.give_back_orphan(node, values, runs, min(RETRY_MAX, pause * 2))
 
         def done(result: Any, error: BaseException | None) -> None:
             entry.answered, entry.result = True, result
             entry.error = "" if error is None else type(error).__name__
+            entry.transient = error is not None and transient(error)
+            if entry.transient:
+                entry.retried = True
+                self.retried += 1
+                sim.at(sim.now() + pause, again)
 
         p = sim.propose(self, node, C.QUEUE_UNPOP_STAMPED, [QUEUE, values, runs],
-                        timeout=3600.0, on_done=done, on_orphan=None)
+                        timeout=3600.0, on_done=done, on_orphan=lambda _r: None)
         if p is None:
-            self.unproposed += 1
+            if sim.running(node):  # its disk stalls: StorageUnavailable, not applied
+                self.retried += 1
+                sim.at(sim.now() + pause, again)
+            else:
+                self.unproposed += 1
             return
         entry.seq = p.seq
         self.orphan_give_backs.append(entry)
@@ -385,12 +410,13 @@ class CancellingConsumer(Consumer):
 
 def check_orphan_give_backs(history: History, client: CancellingConsumer, cluster: Cluster
                             ) -> dict[str, int]:
-    """Every give-back an ``on_orphan`` proposed applied (returning ``None``), unless its
-    member restarted since (a crash loses what it held) or its proposal failed with an
-    error (the storage logs the loss). One answered otherwise (fenced off by the member
+    """Every give-back an ``on_orphan`` proposed applied (returning ``None``), unless it
+    failed without applying (then proposed again: a later entry), its member restarted
+    since (a crash loses what it held) or its proposal failed with another error (the
+    storage logs the loss). One answered otherwise (fenced off by the member
     session's floor: "duplicate", never applied) or never answered, its member still the
     same process, lost its elements unseen: a violation."""
-    seen: dict[str, int] = {"applied": 0, "restarted": 0, "failed": 0}
+    seen: dict[str, int] = {"applied": 0, "restarted": 0, "failed": 0, "retried": 0}
     for entry in client.orphan_give_backs:
         applied = history.results.get((entry.session, entry.seq))
         if applied is not None and applied.result is None:
@@ -401,10 +427,17 @@ def check_orphan_give_backs(history: History, client: CancellingConsumer, cluste
         if applied is not None:
             raise Violation(f"{where} applied at index {applied.index} returning "
                             f"{applied.result!r:.80}: its elements are lost")
+        if entry.retried:  # failed without applying: a later entry is its next attempt
+            seen["retried"] += 1
+            continue
         if cluster.nodes[entry.node].incarnation != entry.incarnation:
             seen["restarted"] += 1
             continue
-        if entry.error:
+        if entry.transient:
+            raise Violation(f"{where} failed without applying ({entry.error}) and was "
+                            "never proposed again, its member still running: its "
+                            "elements are lost")
+        if entry.error:  # refused for what it is: logged, lost
             seen["failed"] += 1
             continue
         fenced = history.fenced.get((entry.session, entry.seq))

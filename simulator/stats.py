@@ -56,7 +56,7 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["met_cancelled"] = sum(cl.met_cancelled for cl in cancelling)
     stats["given_back"] = sum(cl.given_back for cl in cancelling)
     stats["given_back_checked"] = sim.given_back
-    for key in ("applied", "restarted", "failed"):
+    for key in ("applied", "restarted", "failed", "retried"):
         stats[f"orphan_give_backs_{key}"] = sum(cl.orphans_seen.get(key, 0) for cl in cancelling)
     stats["orphan_give_backs_unproposed"] = sum(cl.unproposed for cl in cancelling)
     for key, value in sim.give_backs.items():

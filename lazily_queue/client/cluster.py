@@ -54,6 +54,7 @@ from ..node_cells import NodeCells
 from ..node_settings import check_seconds
 from ..reactive import Context, resolve_context
 from ..replicated.view import ReadView
+from ..storage.give_backs import settle_returns
 from ..storage.remote import (
     RemoteLimitedWorkQueueStorage,
     RemoteQueueStorage,
@@ -224,6 +225,7 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
                 if self._link is not None:
                     storages = list(self._router.storages())
                     await return_taken(storages)
+                    await settle_returns(storages, self.op_timeout)
                     await settle_background_acks(storages)
                 ended = await end_session(self.session, self._link, self.op_timeout)
                 if not ended:

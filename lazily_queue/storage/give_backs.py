@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OperationFailed
@@ -37,6 +38,8 @@ RETRY_FIRST = 0.05
 RETRY_MAX = 2.0
 #: A give-back's timeout per attempt (its driver retries it within, under its number).
 ATTEMPT_TIMEOUT = 3600.0
+#: How long a node stopping with hand-over waits for the give-backs under way (seconds).
+SETTLE_WAIT = 5.0
 
 
 def _ignore(_result: Any) -> None:
@@ -113,8 +116,13 @@ class Returns:
             log.error("queue %r: could not return %d undelivered element(s): %s",
                       self._name, count, why)
 
-    async def settle(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the give-backs under way (a client before it
-        closes, so its session still carries them)."""
-        if self.pending:
-            await asyncio.wait(list(self.pending), timeout=timeout)
+
+
+async def settle_returns(storages: Iterable[object], timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for the give-backs under way of ``storages`` (a
+    client before it ends its session, a node before it stops: they would fail them)."""
+    pending = [task for storage in storages
+               if isinstance(returns := getattr(storage, "returns", None), Returns)
+               for task in returns.pending]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)

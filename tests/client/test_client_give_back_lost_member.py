@@ -14,10 +14,13 @@ from typing import Any
 import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, ClusterClient, connect, testing
+from lazily_queue.client import popped
 from lazily_queue.client.batching import PendingOp
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.server import ClientServer
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.view import ReadView
+from tests.client.one_member import one_member
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -68,7 +71,8 @@ async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
         for n in range(4):
             await leader.queue("jobs").push(n)
         await c.settle()
-        client = connect(addresses, ("reader", READER), ping_interval=0.2, ping_timeout=1.0)
+        client = connect(addresses, ("reader", READER), ping_interval=0.2, ping_timeout=1.0,
+                         prefer_leader=False)
         assert isinstance(client, ClusterClient)
         async with client:
             await client.barrier()
@@ -92,3 +96,54 @@ async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
             assert client.member in ("2", "3")
         await third.barrier()
         assert third.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]
+
+
+async def test_a_client_closing_waits_for_the_give_back_of_a_cancelled_pop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The give-back goes again after the member's gate refused it (the member had not
+    applied the pop yet, say): a client closing meanwhile waits for it rather than fail
+    it with ``ClientClosed``."""
+    answer_op = ClientServer._answer_op
+    refusal = ClientConnection.state_refusal
+    popping: list[asyncio.Task[Any]] = []
+    refused = asyncio.Event()
+
+    def cancelling(self: ClientServer, conn: ClientConnection, op: PendingOp, result: Any,
+                   error: BaseException | None) -> None:
+        if op.code == ops.QUEUE_POP_STAMPED and popping:
+            popping.pop().cancel()  # it applied; the caller goes away before its answer
+        answer_op(self, conn, op, result, error)
+
+    def refusing(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
+        if op.code == ops.QUEUE_UNPOP_STAMPED and not refused.is_set():
+            refused.set()
+            return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+        return refusal(self, op, view)
+
+    monkeypatch.setattr(ClientServer, "_answer_op", cancelling)
+    monkeypatch.setattr(ClientConnection, "state_refusal", refusing)
+    monkeypatch.setattr(popped, "REFUSED_PAUSE", 1.0)  # past the session's end
+    access = ClientAccess([ClientGrant("reader", READER, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with connect([node.listen or ""], ("reader", READER)) as client:
+            task = asyncio.create_task(client.queue("jobs").pop())
+            popping.append(task)
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.wait_for(refused.wait(), 10)
+        assert node.queue("jobs").storage.elements() == [0, 1, 2]  # type: ignore[attr-defined]
+
+
+class _NoPops:
+    """A member's view holding no session's pops."""
+
+    def __init__(self, view: ReadView) -> None:
+        self._view = view
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._view, name)
+
+    def client_popped(self, session: int) -> None:
+        return None

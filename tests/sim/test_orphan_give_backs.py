@@ -1,6 +1,7 @@
 """The simulator's check of the give-backs an ``on_orphan`` proposes (a pop whose caller
 went away returns its elements to the head): one must apply, unless its member
-restarted or its proposal failed with an error. A give-back fenced off by its member
+restarted, its proposal failed with an error other than one saying it did not apply, or
+it failed without applying and a later attempt follows. A give-back fenced off by its member
 session's floor (its first appearance answered "duplicate": never applied) lost its
 elements unseen, and fails the check."""
 
@@ -59,7 +60,7 @@ def test_an_applied_orphan_give_back_passes() -> None:
     runs = _popped(run)
     assert run.batch(4, 4, C.QUEUE_UNPOP_STAMPED, QUEUE, ["a"], runs) is None
     entry = OrphanGiveBack("1", 1, MEMBER, 4, ["a"], answered=True)
-    assert _check(run, entry) == {"applied": 1, "restarted": 0, "failed": 0}
+    assert _check(run, entry) == {"applied": 1, "restarted": 0, "failed": 0, "retried": 0}
 
 
 def _fenced(run: _Run) -> OrphanGiveBack:
@@ -93,3 +94,18 @@ def test_an_orphan_give_back_never_answered_is_caught() -> None:
     entry = OrphanGiveBack("1", 1, MEMBER, 4, ["a"])
     with pytest.raises(Violation, match="was never answered"):
         _check(run, entry)
+
+
+def test_an_orphan_give_back_failed_unapplied_must_go_again() -> None:
+    run = _Run()
+    _popped(run)
+    entry = OrphanGiveBack("1", 1, MEMBER, 4, ["a"], error="NoQuorum", answered=True,
+                           transient=True)
+    with pytest.raises(Violation, match=r"failed without applying \(NoQuorum\) and was "
+                                        "never proposed again"):
+        _check(run, entry)
+    entry.retried = True
+    assert _check(run, entry)["retried"] == 1
+    refused = OrphanGiveBack("1", 1, MEMBER, 4, ["a"], error="ProposalRejected",
+                             answered=True)
+    assert _check(run, refused)["failed"] == 1
