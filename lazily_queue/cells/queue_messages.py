@@ -199,6 +199,10 @@ class QueueMessages(Generic[T]):
 
     async def _give_back_stamped(self, values: list[T], runs: list[Run] | None,
                                  headers: list[list[Any]] | None = None) -> None:
+        rest = getattr(self._storage, "give_back_rest", None)
+        if rest is not None and runs is not None:  # retried until it applies: it logs
+            await rest(values, runs, headers)
+            return
         try:
             if runs is None:
                 await self._storage.unpoll(values)

@@ -71,15 +71,17 @@ class Returns:
         #: Elements given up on (logged as lost).
         self.lost = 0
 
-    def start(self, code: int, args: list[Any]) -> None:
-        """Give back ``args`` (``[name, values, runs, ...]``) with ``code``."""
+    def start(self, code: int, args: list[Any]) -> asyncio.Task[None] | None:
+        """Give back ``args`` (``[name, values, runs, ...]``) with ``code``; the task
+        doing it (``None``: no loop runs, the elements are lost)."""
         try:
             task = asyncio.get_running_loop().create_task(self._run(code, args))
         except RuntimeError:  # no loop running (an interpreter shutting down)
             self._lost(args, "no event loop runs")
-            return
+            return None
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
+        return task
 
     async def _run(self, code: int, args: list[Any]) -> None:
         pause = RETRY_FIRST

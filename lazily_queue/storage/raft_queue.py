@@ -22,6 +22,7 @@ ids and leader stamps, give-backs carry them back).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -228,6 +229,20 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         self.orphans_returned += len(result[0])
         log.info("queue %r: a pop's receiver went away; returning %d element(s) to the head",
                  self.name, len(result[0]))
+        self._returning().start(code, [self.name, *result])
+
+    async def give_back_rest(self, values: list[T], runs: list[Run],
+                             headers: list[list[Any]] | None) -> None:
+        """Give back what an iteration took and did not hand out, as a pop's whose caller
+        went away (proposed again until it applies); waits up to the storage's timeout
+        for it, then leaves it going."""
+        code, args = ((C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers])
+                      if headers else (C.QUEUE_UNPOP_STAMPED, [self.name, list(values), runs]))
+        task = self._returning().start(code, args)
+        if task is not None:
+            await asyncio.wait([task], timeout=self.timeout)
+
+    def _returning(self) -> Returns:
         if self.returns is None:
             self.returns = Returns(self._driver, self.name)
-        self.returns.start(code, [self.name, *result])
+        return self.returns

@@ -147,3 +147,30 @@ class _NoPops:
 
     def client_popped(self, session: int) -> None:
         return None
+
+
+async def test_an_iterations_rest_refused_once_at_the_gate_goes_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an ``async for`` took and did not hand out goes back as a cancelled pop's
+    does: refused once at the member's gate, it goes again under its number."""
+    refusal = ClientConnection.state_refusal
+    refused: list[PendingOp] = []
+
+    def refusing(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
+        if op.code == ops.QUEUE_UNPOP_STAMPED and not refused:
+            refused.append(op)
+            return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+        return refusal(self, op, view)
+
+    monkeypatch.setattr(ClientConnection, "state_refusal", refusing)
+    access = ClientAccess([ClientGrant("reader", READER, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(4):
+            await node.queue("jobs").push(n)
+        async with connect([node.listen or ""], ("reader", READER)) as client:
+            received = []
+            async for value in client.queue("jobs").items(prefetch=4):
+                received.append(value)
+                break
+        assert len(refused) == 1
+        assert received + node.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]
