@@ -20,7 +20,10 @@ proposed and applies at most once. A retry of a give-back whose earlier attempt 
 (taking its elements off the record) is proposed all the same and answered from the
 session, when the member holds it as applied; one refused while an earlier attempt's
 answer was lost is reported by the client with its outcome unknown
-(:func:`retry_refused`): that attempt may yet apply.
+(:func:`retry_refused`): that attempt may yet apply. A give-back nobody awaits (the
+library's own: a pop's whose caller went away, an iteration's rest) refused here goes
+again under its number, a few times, on the next member every other time
+(:func:`refused_pause`).
 """
 
 from __future__ import annotations
