@@ -15,8 +15,8 @@ Capacity and limits are checked when the push is applied, in log order, against 
 committed state plus everything ordered before it (delayed elements counted under
 ``reject`` limits): the log is the serialization point, so a
 bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
-timed out) before its result arrived returns the element to the head of the queue,
-under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
+timed out) before its result arrived returns the element to the head of the queue
+(proposed again until it applies: :mod:`.give_backs`), under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
 ids and leader stamps, give-backs carry them back).
 """
 
