@@ -42,6 +42,10 @@ ATTEMPT_TIMEOUT = 3600.0
 SETTLE_WAIT = 5.0
 
 
+class _Stopped(Exception):
+    """The driver no longer proposes (its node stopped, its client closed)."""
+
+
 def _ignore(_result: Any) -> None:
     """``on_orphan`` of a give-back: its result is only ``None`` or a refusal."""
 
@@ -72,28 +76,38 @@ class Returns:
         self.lost = 0
 
     def start(self, code: int, args: list[Any]) -> asyncio.Task[None] | None:
-        """Give back ``args`` (``[name, values, runs, ...]``) with ``code``; the task
-        doing it (``None``: no loop runs, the elements are lost)."""
+        """Give back ``args`` (``[name, values, runs, ...]``) with ``code``, its first
+        attempt proposed now (joining what is proposed with it); the task awaiting it
+        (``None``: no loop runs, the elements are lost)."""
         try:
-            task = asyncio.get_running_loop().create_task(self._run(code, args))
+            loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop running (an interpreter shutting down)
             self._lost(args, "no event loop runs")
             return None
+        task = loop.create_task(self._run(code, args, self._attempt(code, args)))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
         return task
 
-    async def _run(self, code: int, args: list[Any]) -> None:
+    def _attempt(self, code: int, args: list[Any]) -> asyncio.Future[Any] | Exception:
+        """Propose one attempt: its future, or what proposing it raised."""
+        if not self._driver.running:
+            return _Stopped("its node stopped or its client closed")
+        try:
+            return self._driver.propose(code, args, timeout=ATTEMPT_TIMEOUT,
+                                        on_orphan=_ignore)[1]
+        except Exception as exc:  # judged by _run
+            return exc
+
+    async def _run(self, code: int, args: list[Any],
+                   attempt: asyncio.Future[Any] | Exception) -> None:
         pause = RETRY_FIRST
         while True:
-            if not self._driver.running:
-                self._lost(args, "its node stopped or its client closed")
-                return
             try:
-                _, fut = self._driver.propose(code, args, timeout=ATTEMPT_TIMEOUT,
-                                              on_orphan=_ignore)
-                result = await fut
-            except Exception as exc:  # each kind is judged below
+                if isinstance(attempt, Exception):
+                    raise attempt
+                result = await attempt
+            except Exception as exc:  # each kind is judged here
                 if not transient(exc):
                     self._lost(args, str(exc), unknown=getattr(exc, "applied", False) is None)
                     return
@@ -102,6 +116,7 @@ class Returns:
                          "again in %.2f s", self._name, exc, pause)
                 await asyncio.sleep(pause)
                 pause = min(RETRY_MAX, pause * 2)
+                attempt = self._attempt(code, args)
                 continue
             if isinstance(result, OpError):
                 self._lost(args, str(result))
