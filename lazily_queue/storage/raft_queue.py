@@ -16,8 +16,9 @@ committed state plus everything ordered before it (delayed elements counted unde
 ``reject`` limits): the log is the serialization point, so a
 bounded queue can never be overcommitted. A pop whose caller went away (cancelled or
 timed out) before its result arrived returns the element to the head of the queue
-(proposed again until it applies: :mod:`.give_backs`), under its message id (capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer
-ids and leader stamps, give-backs carry them back).
+(proposed again until it applies: :mod:`.give_backs`), under its message id
+(capability ``messages``: pops are ``QUEUE_POP_STAMPED`` and answer ids and leader
+stamps, give-backs carry them back).
 """
 
 from __future__ import annotations
