@@ -64,3 +64,7 @@ class Ready:
         taken = Ready(None, self.events, self.completions, self.orphans)
         self.events, self.completions, self.orphans = [], [], []
         return taken
+
+
+#: An empty output, shared: whoever receives a Ready only reads it or takes from it.
+NOTHING = Ready()

@@ -32,7 +32,7 @@ from .fsm import FSM
 from .journal import DurableJournal
 from .outcome import MAYBE_APPLIED, Outcome
 from .proposals import Proposal, ReplicaConfig, commit_deadline
-from .ready import Completion, Ready
+from .ready import NOTHING, Completion, Ready
 from .rejoin import check_continues
 from .replica_waiters import ReplicaWaiters
 from .snapshot import SnapshotError, SnapshotStore
@@ -194,8 +194,7 @@ class Replica(ReplicaWaiters):
         leader's appends count at once: that tick may commit them. The Ready obeys the
         same rules as :meth:`step`'s."""
         self._prepare()
-        ready, self._ready = self._ready, Ready()
-        return ready
+        return self._take_ready()
 
     def tick(self, *, sync: bool = False) -> Ready:
         """The second half of a step: the engine ticks (commits, applies, heartbeats,
@@ -204,8 +203,7 @@ class Replica(ReplicaWaiters):
         self._ready.events.extend(self.fsm.drain_events())
         if sync and self.journal.needs_sync:
             self.journal.sync()
-        ready, self._ready = self._ready, Ready()
-        return ready
+        return self._take_ready()
 
     @property
     def commit_unsent(self) -> bool:
@@ -229,7 +227,13 @@ class Replica(ReplicaWaiters):
         self.engine.append_proposed()
 
     def _take_ready(self) -> Ready:
-        ready, self._ready = self._ready, Ready()
+        """What the replica produced since the last take; an empty output is the shared
+        :data:`~.ready.NOTHING` (most halves of a step produce nothing)."""
+        ready = self._ready
+        if not (ready.messages or ready.completions or ready.events or ready.orphans
+                or ready.membership):
+            return NOTHING
+        self._ready = Ready()
         return ready
 
     def _flush(self, now: float) -> None:
