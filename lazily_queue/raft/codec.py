@@ -112,34 +112,41 @@ def _describe_entry(entry: Any) -> str:
     return describe(entry)
 
 
+#: type -> (every field it may carry -> its spec, the fields it must carry)
+_FIELDS: dict[str, tuple[dict[str, Any], frozenset[str]]] = {
+    kind: ({**required, **optional}, frozenset(required))
+    for kind, (required, optional) in _SCHEMA.items()
+}
+
+
 def check_message(message: Any) -> dict[str, Any]:
-    """Validate one message; return it with entries as tuples."""
+    """Validate one message; return it with entries as tuples (the decoded map itself,
+    its entries replaced)."""
     if not isinstance(message, dict):
         raise FrameError("a message must be a map")
     kind = message.get("type")
-    schema = _SCHEMA.get(kind) if isinstance(kind, str) else None
+    schema = _FIELDS.get(kind) if isinstance(kind, str) else None
     if schema is None:
         raise FrameError(f"unknown message type {describe(kind)}")
-    required, optional = schema
-    out: dict[str, Any] = {"type": kind}
-    for name, spec in required.items():
-        if name not in message:
-            raise FrameError(f"{kind} lacks field {name!r}")
-        value = message[name]
-        # most fields are ints: those that pass need no call (see _check)
-        out[name] = (value if spec is _INT and type(value) is int and 0 <= value <= MAX_INT
-                     else _check(name, spec, value))
+    fields, required = schema
+    if not required <= message.keys():
+        missing = next(name for name in _SCHEMA[kind][0] if name not in message)
+        raise FrameError(f"{kind} lacks field {missing!r}")
     for name, value in message.items():
-        if name == "type" or name in required:
+        spec = fields.get(name)
+        # most fields are ints: those that pass need no call (see _check)
+        if spec is _INT and type(value) is int and 0 <= value <= MAX_INT:
             continue
-        spec = optional.get(name)
         if spec is None:
+            if name == "type":
+                continue
             raise FrameError(f"{kind} has unexpected field {describe(name)}")
-        out[name] = (value if spec is _INT and type(value) is int and 0 <= value <= MAX_INT
-                     else _check(name, spec, value))
-    if kind == "append_entries" and ("prevLogIdx" in out) != ("prevLogTerm" in out):
+        checked = _check(name, spec, value)
+        if checked is not value:
+            message[name] = checked  # the same key: the map does not change size
+    if kind == "append_entries" and ("prevLogIdx" in message) != ("prevLogTerm" in message):
         raise FrameError("append_entries needs both prevLogIdx and prevLogTerm")
-    return out
+    return message
 
 
 def encode_frames(messages: list[dict[str, Any]]) -> list[bytes]:
