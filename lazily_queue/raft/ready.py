@@ -46,7 +46,8 @@ class Ready:
                     or self.membership)
 
     def take_messages(self, kinds: frozenset[str]) -> Ready:
-        """Move the messages of the given types into a new Ready (order kept per peer)."""
+        """Move the messages of the given types into a new Ready (order kept per peer);
+        :data:`NOTHING` when there are none."""
         taken: dict[str, list[dict[str, Any]]] = {}
         for peer, messages in list(self.messages.items()):
             chosen = [m for m in messages if m["type"] in kinds]
@@ -57,7 +58,7 @@ class Ready:
                 del self.messages[peer]
             else:
                 self.messages[peer] = [m for m in messages if m["type"] not in kinds]
-        return Ready(messages=taken)
+        return Ready(messages=taken) if taken else NOTHING
 
     def take_results(self) -> Ready:
         """Move the reader events, completions and orphans into a new Ready."""
