@@ -130,7 +130,7 @@ def check_message(message: Any) -> dict[str, Any]:
         raise FrameError(f"unknown message type {describe(kind)}")
     fields, required = schema
     if not required <= message.keys():
-        missing = next(name for name in _SCHEMA[kind][0] if name not in message)
+        missing = next(n for n in fields if n in required and n not in message)
         raise FrameError(f"{kind} lacks field {missing!r}")
     for name, value in message.items():
         spec = fields.get(name)
