@@ -447,7 +447,7 @@ MUTATIONS = [
         "a client reading a name as a consumer group's sees nothing of a plain work queue "
         "that takes the name"),
     Mutation(
-        "group-declared-on-older-member", "lazily_queue/client/session.py",
+        "group-declared-on-older-member", "lazily_queue/client/link_fit.py",
         "        if P.GROUPS_FEATURE in link.features:\n",
         "        if True:\n",
         ("tests/client/test_client_groups.py",),
