@@ -18,6 +18,7 @@ How each block is taken (by its language and first line):
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
 import re
@@ -263,11 +264,18 @@ def test_usage_lines_match_the_help(block: Block) -> None:
     for command in _commands(block):
         words = command.split()
         assert words[0] == "lazily-queue"
-        out = subprocess.run([str(BIN / "lazily-queue"), words[1], "--help"],
-                             capture_output=True, text=True, timeout=HANG)
-        assert out.returncode == 0
+        text = _help(words[1])
         for option in re.findall(r"--[\w-]+", command):
-            assert option in out.stdout, (option, command)
+            assert option in text, (option, command)
+
+
+@functools.cache
+def _help(subcommand: str) -> str:
+    """``lazily-queue SUBCOMMAND --help`` (asked once per test process)."""
+    out = subprocess.run([str(BIN / "lazily-queue"), subcommand, "--help"],
+                         capture_output=True, text=True, timeout=HANG)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 RUN = [b for b in SHELL if _kind(b) == "run"]
