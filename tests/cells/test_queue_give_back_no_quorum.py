@@ -6,25 +6,14 @@ pushed is then received or queued, none twice."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 
 from lazily_queue import testing
 from lazily_queue.replicated import ops
 from lazily_queue.storage.raft_queue import RaftQueueStorage
+from tests.transports.transport_helpers import eventually
 
 pytestmark = pytest.mark.timeout(60)
-
-
-async def _until(predicate: Any, what: str, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"{what}: not reached")
-        await asyncio.sleep(0.02)
 
 
 async def test_a_give_back_that_failed_without_applying_goes_again() -> None:
@@ -40,16 +29,16 @@ async def test_a_give_back_that_failed_without_applying_goes_again() -> None:
         result = await member.driver.call(ops.QUEUE_POP_STAMPED, ["jobs", 1], timeout=5.0)
         assert result[0] == [0]
         c.isolate(member.node_id)
-        await _until(lambda: not member.status()["has_quorum"]
-                     and member.status()["leader"] is None, "the member alone")
+        await eventually(lambda: not member.status()["has_quorum"]
+                         and member.status()["leader"] is None, 20.0)  # the member alone
         replica = member.driver.replica
         proposed = replica.proposals
         storage._return_orphan(result)
-        await _until(lambda: replica.proposals > proposed, "the give-back proposed")
+        await eventually(lambda: replica.proposals > proposed, 20.0)  # the give-back proposed
         # No leader to forward it to: after the grace period it fails, not applied.
-        await _until(lambda: replica.pending == 0, "it failed", timeout=10.0)
+        await eventually(lambda: replica.pending == 0, 10.0)
         c.heal()
-        await _until(lambda: member.queue("jobs").len() == 4, "the element back")
+        await eventually(lambda: member.queue("jobs").len() == 4, 20.0)  # the element back
         await c.settle()
         for node in c.running:
             assert node.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]

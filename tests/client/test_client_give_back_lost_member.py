@@ -20,7 +20,9 @@ from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.server import ClientServer
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.view import ReadView
+from tests.client.member_views import NoPops
 from tests.client.one_member import one_member
+from tests.transports.transport_helpers import eventually
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -44,15 +46,6 @@ def _hold_first_pop_answer(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
 
     monkeypatch.setattr(ClientServer, "_answer_op", holding)
     return held
-
-
-async def _until(predicate: Any, what: str, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"{what}: not reached")
-        await asyncio.sleep(0.02)
 
 
 async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
@@ -92,7 +85,7 @@ async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
             await c.restart(2)  # from that snapshot: it holds no record of the pop
             await c.kill(1)  # the client's member: it links to member 2 next
             third = c.node(3)
-            await _until(lambda: third.queue("jobs").len() == 4, "the element back")
+            await eventually(lambda: third.queue("jobs").len() == 4, 30.0)  # the element back
             assert client.member in ("2", "3")
         await third.barrier()
         assert third.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]
@@ -117,7 +110,7 @@ async def test_a_client_closing_waits_for_the_give_back_of_a_cancelled_pop(
     def refusing(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
         if op.code == ops.QUEUE_UNPOP_STAMPED and not refused.is_set():
             refused.set()
-            return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+            return refusal(self, op, NoPops(view))  # type: ignore[arg-type]
         return refusal(self, op, view)
 
     monkeypatch.setattr(ClientServer, "_answer_op", cancelling)
@@ -136,18 +129,6 @@ async def test_a_client_closing_waits_for_the_give_back_of_a_cancelled_pop(
         assert node.queue("jobs").storage.elements() == [0, 1, 2]  # type: ignore[attr-defined]
 
 
-class _NoPops:
-    """A member's view holding no session's pops."""
-
-    def __init__(self, view: ReadView) -> None:
-        self._view = view
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._view, name)
-
-    def client_popped(self, session: int) -> None:
-        return None
-
 
 async def test_an_iterations_rest_refused_once_at_the_gate_goes_back(
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,7 +140,7 @@ async def test_an_iterations_rest_refused_once_at_the_gate_goes_back(
     def refusing(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
         if op.code == ops.QUEUE_UNPOP_STAMPED and not refused:
             refused.append(op)
-            return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+            return refusal(self, op, NoPops(view))  # type: ignore[arg-type]
         return refusal(self, op, view)
 
     monkeypatch.setattr(ClientConnection, "state_refusal", refusing)

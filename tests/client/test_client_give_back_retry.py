@@ -20,6 +20,7 @@ from lazily_queue.client.server import ClientServer
 from lazily_queue.node import Node
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.view import ReadView
+from tests.client.member_views import NoPops
 from tests.client.one_member import one_member
 
 pytestmark = pytest.mark.timeout(60)
@@ -134,18 +135,6 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
     assert said[0].endswith("it may yet apply under its number, never twice")
 
 
-class _NoPops:
-    """A member's view holding no session's pops (one that installed a snapshot since)."""
-
-    def __init__(self, view: ReadView) -> None:
-        self._view = view
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._view, name)
-
-    def client_popped(self, session: int) -> None:
-        return None
-
 
 def _forget_pops(monkeypatch: pytest.MonkeyPatch) -> None:
     """The member judges every give-back after the first it reads as holding no pops."""
@@ -156,7 +145,7 @@ def _forget_pops(monkeypatch: pytest.MonkeyPatch) -> None:
         if op.code == ops.QUEUE_UNPOP_STAMPED:
             read.append(op)
             if len(read) > 1:
-                return refusal(self, op, _NoPops(view))  # type: ignore[arg-type]
+                return refusal(self, op, NoPops(view))  # type: ignore[arg-type]
         return refusal(self, op, view)
 
     monkeypatch.setattr(ClientConnection, "state_refusal", forgetting)
