@@ -40,5 +40,8 @@ return {0, result}
 QUEUE_PUSH_ONCE = _once(redis_queue_scripts.QUEUE_PUSH, "result[3] >= 0 and '1' or nil")
 # {offset}
 TOPIC_PUBLISH_ONCE = _once(redis_topic_scripts.TOPIC_PUBLISH, "result[1]")
+# {the count put back}: a cancelled pop's put-back, sent again under its own key until
+# one attempt applies (see RedisQueueStorage)
+QUEUE_UNPOP_ONCE = _once(redis_queue_scripts.QUEUE_UNPOP, "'1'")
 # {entry id}
 WORK_PUSH_ONCE = _once(redis_scripts.WORK_PUSH, "result[1]")

@@ -4,7 +4,9 @@ The FIFO is a list (``RPUSH`` / ``LPOP``): a stream cannot take an element back 
 head, which ``unpoll`` needs. Push (closed and capacity checks), pop (of one or many)
 and close are Lua scripts, so a pop hands each element to exactly one caller and a
 bounded queue is never overfilled. A pop is final once the script ran: a process that
-dies before using the element loses it (at most once, as on every backend).
+dies before using the element loses it (at most once, as on every backend). A pop
+cancelled after its script ran puts what it took back at the head, sent again while
+the server cannot be reached, under one once-key so that it applies once.
 
 A push given a producer ``msg_id`` (capability ``dedup``) is guarded by a key for that
 id, expiring after the window (:mod:`.redis_once_scripts`).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.queue import EMPTY, QueuePopError, QueuePushError, validate_capacity
@@ -27,6 +30,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.queue import QueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
+from .errors import BrokerOutOfMemory, BrokerUnavailable
 from .mirror import MAX_BATCH
 from .mirrors import QueueMirror
 from .redis_once_scripts import ONCE_WINDOW_MS
@@ -36,6 +40,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+#: Seconds between a failed put-back attempt and the next: the first pause, doubling up
+#: to the longest.
+PUT_BACK_FIRST_PAUSE = 0.05
+PUT_BACK_LONGEST_PAUSE = 2.0
+#: Seconds closing the storage waits for put-backs under way.
+PUT_BACK_CLOSE_WAIT = 5.0
 
 
 @bounds_timeouts
@@ -65,7 +76,10 @@ class RedisQueueStorage(QueueMirror[T]):
         #: compares it before and after).
         self._pushes_done = 0
         self._pushes: Coalescer[bytes, tuple[int, bytes, int]] = Coalescer(self._push_batch)
+        #: The put-back attempts under way (a pop waits for them: the head first).
         self._putting_back: set[asyncio.Future[Any]] = set()
+        #: The put-backs not applied yet, each retried until one attempt applies.
+        self._giving_back: set[asyncio.Future[None]] = set()
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"redis queue {shown(name)}")
         backend.listen(self._channel, self._keys[0], self._changed)
@@ -194,24 +208,52 @@ class RedisQueueStorage(QueueMirror[T]):
             return
         taken = call.result()
         if isinstance(taken, list) and taken and not isinstance(taken[0], int):
-            task = asyncio.ensure_future(self._backend.run(
-                "QUEUE_UNPOP", self._keys, [self._channel, self._setting, *taken]))
-            self._putting_back.add(task)
-            task.add_done_callback(self._put_back_done)
+            task = asyncio.ensure_future(self._give_back(taken))
+            self._giving_back.add(task)
+            task.add_done_callback(self._giving_back.discard)
 
-    def _put_back_done(self, task: asyncio.Future[Any]) -> None:
-        self._putting_back.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%r: elements a cancelled pop took could not be put back and are "
-                      "lost: %s", self, task.exception())
-        self._changed()
+    async def _give_back(self, taken: list[Any]) -> None:
+        """Put ``taken`` back at the head, sending it again after a failure that may
+        pass (the server unreachable, a lost reply, out of memory) until one attempt
+        applies. Every attempt carries the same once-key, so an attempt that applied
+        though its reply was lost makes the later ones apply nothing."""
+        once = self._backend.once_key("q", self.name, f"put-back:{uuid.uuid4().hex}")
+        keys = [*self._keys, once]
+        args = [self._channel, self._setting, *taken, ONCE_WINDOW_MS]
+        pause = PUT_BACK_FIRST_PAUSE
+        while True:
+            attempt = asyncio.ensure_future(self._backend.run("QUEUE_UNPOP_ONCE", keys, args))
+            self._putting_back.add(attempt)
+            try:
+                await asyncio.shield(attempt)
+            except (BrokerUnavailable, BrokerOutOfMemory) as exc:
+                log.warning("%r: putting back %d element(s) a cancelled pop took failed "
+                            "(%s); trying again in %.2f s", self, len(taken), exc, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, PUT_BACK_LONGEST_PAUSE)
+                continue
+            except Exception as exc:
+                log.error("%r: %d element(s) a cancelled pop took could not be put back "
+                          "and are lost: %s", self, len(taken), exc)
+                return
+            finally:
+                self._putting_back.discard(attempt)
+                self._changed()
+            return
 
     async def aclose(self) -> None:
-        """Put back what cancelled pops took (they are on their way), then stop."""
+        """Put back what cancelled pops took (they are on their way, retried while the
+        server cannot be reached), waiting up to :data:`PUT_BACK_CLOSE_WAIT` seconds,
+        then stop; what is still not put back then is logged as lost."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5):
-                while self._putting_back:
-                    await asyncio.wait(set(self._putting_back))
+            async with asyncio.timeout(PUT_BACK_CLOSE_WAIT):
+                while self._putting_back or self._giving_back:
+                    await asyncio.wait(self._putting_back | self._giving_back)
+        for task in list(self._giving_back):
+            log.error("%r: closed while elements a cancelled pop took were still being "
+                      "put back (the server unreachable for %.0f s): they are lost",
+                      self, PUT_BACK_CLOSE_WAIT)
+            task.cancel()
         await super().aclose()
 
     async def unpoll(self, values: list[T], *, timeout: float | None = None) -> None:

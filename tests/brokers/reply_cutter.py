@@ -1,5 +1,6 @@
 """A loopback TCP proxy that can cut a connection after the request reached the server
-and before its reply reaches the client (the reply of an applied operation is lost)."""
+and before its reply reaches the client (the reply of an applied operation is lost), or
+before the request reaches the server (an operation sent that never applied)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,22 @@ class ReplyCutter(LoopbackProxy):
         super().__init__(target)
         self.cut = 0
         self._marker: bytes | None = None
+        self._before_server = False
 
-    def arm(self, marker: bytes) -> None:
+    def arm(self, marker: bytes, *, before_server: bool = False) -> None:
         self._marker = marker
+        self._before_server = before_server
 
     def forwards(self) -> tuple[Forward, Forward]:
         doomed = False
 
-        def requests(data: bytes) -> bytes:
+        def requests(data: bytes) -> bytes | None:
             nonlocal doomed
             if self._marker is not None and self._marker in data:
                 self._marker = None
+                if self._before_server:
+                    self.cut += 1
+                    return None
                 doomed = True
             return data
 
