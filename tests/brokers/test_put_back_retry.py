@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from lazily_queue import QueueCell, connect
+from lazily_queue import connect
 from lazily_queue.brokers.servers import BrokerServer
 
 from .conftest import fresh
 from .reply_cutter import ReplyCutter
-
-
-async def _cancel_a_pop(queue: QueueCell[str]) -> None:
-    """Start a pop and cancel it while its round trip is in flight."""
-    popping = asyncio.ensure_future(queue.storage.poll())
-    await asyncio.sleep(0)
-    popping.cancel()
-    await asyncio.gather(popping, return_exceptions=True)
+from .test_cancelled_pop import _cancel_a_pop
 
 
 async def _put_back_through(cutter: ReplyCutter, name: str, *, before_server: bool) -> int:
