@@ -8,11 +8,16 @@
 
 ``restart()`` stops the process (SIGTERM, or SIGKILL with ``kill=True``) and starts it
 again on the same port and data directory. ``password=`` makes the server require it.
+Every wait is bounded: a process still running :attr:`BrokerServer.term_timeout`
+seconds after SIGTERM is killed, and one still running
+:attr:`BrokerServer.kill_timeout` seconds after SIGKILL (stuck in the kernel, say on
+a hung disk) raises :class:`ServerWouldNotStop` naming its pid.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -37,10 +42,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ServerWouldNotStop(RuntimeError):
+    """A broker server process still ran after SIGKILL and the wait for it."""
+
+    def __init__(self, binary: str, pid: int, waited: float) -> None:
+        super().__init__(
+            f"{binary} (pid {pid}) still runs {waited:g}s after SIGKILL: it is stuck in the "
+            f"kernel (a hung disk or mount?); see `cat /proc/{pid}/stack` and kill it once "
+            "that clears")
+        self.pid = pid
+
+
 class BrokerServer:
     """One server process on ``127.0.0.1:port`` with its files under ``directory``."""
 
     binary = ""
+    #: Seconds :meth:`stop` waits after SIGTERM before it sends SIGKILL.
+    term_timeout = 30.0
+    #: Seconds :meth:`stop` waits after SIGKILL before it raises ServerWouldNotStop.
+    kill_timeout = 10.0
 
     def __init__(self, *, password: str | None = None, directory: Path | None = None) -> None:
         path = find_binary(self.binary)
@@ -82,15 +102,25 @@ class BrokerServer:
                 await asyncio.sleep(0.02)
 
     async def stop(self, *, kill: bool = False) -> None:
-        process, self.process = self.process, None
+        """Stop the process (SIGTERM, then SIGKILL after :attr:`term_timeout`; SIGKILL
+        at once with ``kill=True``). Raises :class:`ServerWouldNotStop` when it still
+        runs :attr:`kill_timeout` seconds after SIGKILL; it stays :attr:`process`, so a
+        later ``stop()`` waits for it again."""
+        process = self.process
         if process is None or process.poll() is not None:
+            self.process = None
             return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            await asyncio.to_thread(process.wait, 30)
-        except subprocess.TimeoutExpired:
+        if not kill:
+            process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(process.wait, self.term_timeout)
+        if process.poll() is None:
             process.kill()
-            await asyncio.to_thread(process.wait)
+            try:
+                await asyncio.to_thread(process.wait, self.kill_timeout)
+            except subprocess.TimeoutExpired:
+                raise ServerWouldNotStop(self.binary, process.pid, self.kill_timeout) from None
+        self.process = None
 
     async def restart(self, *, kill: bool = False) -> None:
         await self.stop(kill=kill)
