@@ -1,7 +1,7 @@
 """Why the links to a starting node's peers fail: :class:`LinkTrouble` collects the
 refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
 log to one line per reason while the node starts, :func:`mesh_trouble` asks the mesh
-about one peer."""
+about one peer and :func:`link_loss` why a member's link ended."""
 
 from __future__ import annotations
 
@@ -30,6 +30,23 @@ def mesh_trouble(node: Node, peer: int) -> str | None:
     except LookupError:
         return None
     return trouble if isinstance(trouble, str) else None
+
+
+def link_loss(node: Node, member: str) -> str | None:
+    """Why the node's last link to ``member`` ended and what to check (None: the node's
+    network does not say)."""
+    mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
+    if mesh is None:
+        return None
+    try:
+        peer = int(member)
+        reason, address = mesh.last_down(peer), mesh.peers.get(peer)
+    except (ValueError, LookupError, AttributeError):
+        return None
+    if not isinstance(reason, str) or not isinstance(address, str):
+        return None
+    return (f"its link ended ({reason}); check that node {member} runs (its own log says "
+            f"why it stopped) and that this node reaches it at {address}")
 
 
 def explained(trouble: str) -> str:

@@ -5,10 +5,11 @@ fields named below) in the record, which the JSON log format (``lazily-queue nod
 --log-format json``) writes out as keys:
 
 * ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``);
-* ``member_lost`` (WARNING, ``member``) and ``member_back`` (INFO, ``member``); a link
-  lost within :data:`SETTLING` seconds of the member's first one (two members that
-  dial each other at start keep one of the two links) is reported only if it is not
-  back within :data:`SETTLING` seconds;
+* ``member_lost`` (WARNING, ``member``, ``reason``: why its link ended and what to
+  check; the transport logs the broken link itself at DEBUG only) and ``member_back``
+  (INFO, ``member``); a link lost within :data:`SETTLING` seconds of the member's
+  first one (two members that dial each other at start keep one of the two links) is
+  reported only if it is not back within :data:`SETTLING` seconds;
 * ``members_changed`` (INFO, ``members``);
 * ``snapshot_taken`` (INFO, ``index``: the first index the log keeps).
 
@@ -28,6 +29,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
+from .link_trouble import link_loss
 
 if TYPE_CHECKING:
     from .node import Node
@@ -109,8 +111,9 @@ class StateLog(StepObserver):
                       f"snapshot taken; the log now starts at index {first}", index=first)
 
     def _lost(self, member: str) -> None:
-        self._say(logging.WARNING, "member_lost", f"member {member} lost: no link",
-                  member=member)
+        reason = link_loss(self.node, member) or "no link"
+        self._say(logging.WARNING, "member_lost", f"member {member} lost: {reason}",
+                  member=member, reason=reason)
 
     def _report_unsettled(self, moment: float, linked: set[str],
                            members: Collection[str]) -> None:

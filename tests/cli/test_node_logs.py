@@ -48,7 +48,9 @@ def test_state_changes_as_json_lines(tmp_path: Path) -> None:
         lost = wait_for(lambda: victim_lost()[earlier:], what="member_lost")
         assert lost[0]["member"] == victim_id and lost[0]["level"] == "WARNING"
         assert lost[0]["node"] == leader and lost[0]["logger"] == "lazily_queue.state"
-        assert lost[0]["message"] == f"node {leader}: member {victim_id} lost: no link"
+        reason = lost[0]["reason"]  # why the link ended: closed or reset, and what to check
+        assert reason.startswith("its link ended (") and f"node {victim_id} runs" in reason
+        assert lost[0]["message"] == f"node {leader}: member {victim_id} lost: {reason}"
         procs[procs.index(victim)] = NodeProc(configs[procs.index(victim)],
                                               args=("--log-format", "json"))
         back = wait_for(lambda: [e for e in _events(watcher) if e["event"] == "member_back"

@@ -223,6 +223,12 @@ class Mesh:
         """Why ``peer_id`` is not linked, as far as this side knows (None while up)."""
         return self._link(peer_id).trouble
 
+    def last_down(self, peer_id: int) -> str | None:
+        """Why the last connection to ``peer_id`` ended, as its ``PeerDown`` said (None
+        before one ended). Links end silently here: the event is how a mesh's user
+        learns of a lost peer, and logs it once with what to check."""
+        return self._link(peer_id).last_down
+
     def counters(self, peer_id: int) -> PeerCounters:
         return self._link(peer_id).counters
 

@@ -106,6 +106,7 @@ class BufferedChannel(DataChannel):
         self._reason: str | None = None
         self._rx_hook: Callable[[], None] | None = None
         self._authenticated = False
+        self._break_level = logging.WARNING
 
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         super().open_limits(max_frame_size, receive_buffer_size)
@@ -114,6 +115,12 @@ class BufferedChannel(DataChannel):
         if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
             self._rx_paused = False
             self._resume_reading()
+
+    def owner_reports_breaks(self) -> None:
+        """The channel's owner reports why the link ends (a mesh, in its ``PeerDown``
+        event and its peer-down line naming the peer): a broken link is logged here at
+        DEBUG only, so that one loss is not told twice."""
+        self._break_level = logging.DEBUG
 
     def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
         """Have ``hook`` called right after incoming frames are queued, on the loop that
@@ -158,7 +165,8 @@ class BufferedChannel(DataChannel):
     def _fail(self, reason: str) -> None:
         """The link failed; log why, abort it and wake everyone. Before the peer is
         authenticated the line is at DEBUG: the handshake's refusal, logged at a bounded
-        rate, names the reason, and a stranger's connections must not fill the log."""
+        rate, names the reason, and a stranger's connections must not fill the log; so
+        is it once :meth:`owner_reports_breaks` was called."""
         if self._broken or self._closed:
             return
         self._abort()
@@ -168,7 +176,7 @@ class BufferedChannel(DataChannel):
             return
         self._broken = True
         self._reason = reason
-        level = logging.WARNING if self._authenticated else logging.DEBUG
+        level = self._break_level if self._authenticated else logging.DEBUG
         logger.log(level, "link %s closed: %s", self.remote_address, reason)
         self._wake_all()
 

@@ -91,6 +91,8 @@ class PeerLink:
         self._closed = False
         self.epoch = 0
         self.trouble: str | None = None
+        #: Why the last connection ended (None before one did).
+        self.last_down: str | None = None
         #: Why the last authenticated link of this peer was refused (``vet``), until one
         #: is taken; said to the peer when it probes us.
         self.refused: str | None = None
@@ -288,6 +290,7 @@ class PeerLink:
         self._pump = pump
         raw = channel.channel
         if isinstance(raw, BufferedChannel):
+            raw.owner_reports_breaks()  # the PeerDown below says why it ended
             raw.set_receive_hook(functools.partial(self._forward, channel, raw))
         try:
             await asyncio.wait((pump,))
@@ -360,6 +363,7 @@ class PeerLink:
             self._pump.cancel()
         self._pump = None
         epoch = channel.extra(LinkAttribute.epoch)
+        self.last_down = reason
         logger.info("peer %d down (epoch %d): %s", self.peer_id, epoch, reason)
         self._events.put_control(PeerDown(self.peer_id, epoch, reason))
 
